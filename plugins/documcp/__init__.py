@@ -1,0 +1,1 @@
+"""DocuMCP's app-serving resources, rebuilt as built-in plugins at the same ``documcp://`` URIs."""

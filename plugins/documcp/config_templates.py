@@ -1,0 +1,212 @@
+"""Built-in plugin: configuration templates at ``documcp://templates/``.
+
+Fixed, listed resources (all ``static``):
+
+- ``documcp://templates/<ssg id>-config`` for every SSG in the registry: the SSG's configuration
+  file, in its own format and with its registered MIME type (``application/yaml``,
+  ``application/toml`` or ``text/javascript``);
+- ``documcp://templates/diataxis-structure``: the four Diataxis sections as JSON,
+  ``{"framework", "source", "structure": {<section>: {description, orientation, answers, avoid,
+  files[]}}}`` (DocuMCP's ``structure``/``description``/``files`` keys, plus the others).
+
+The files live in the ``templates`` subpackage as package data. Each template holds
+double-braced placeholders (see :data:`PLACEHOLDERS`) only inside double-quoted strings, so the
+file parses as it is and :func:`render` can fill a value by escaping it as a JSON string body,
+which YAML double-quoted scalars, TOML basic strings and JavaScript string literals all accept.
+
+Unlike DocuMCP, which routed every ``documcp://templates/...`` URI by its last path segment, only
+the declared URIs exist: anything else is answered -32602 by the core's router.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from functools import cache
+from importlib.resources import files
+from typing import Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from mcp_providers.errors import NotFound
+from mcp_providers.hookspecs import hookimpl
+from mcp_providers.models import Freshness, Resource
+from mcp_providers.plugins.documcp.registry import SSG, SSGS, ConfigFormat, mime_type, template_uri
+from mcp_providers.providers import Content, ReadRequest, ResourceProvider
+
+__all__ = [
+    "DIATAXIS_URI",
+    "PLACEHOLDERS",
+    "ConfigTemplates",
+    "DiataxisStructure",
+    "render",
+    "template_text",
+]
+
+DIATAXIS_URI: Final = "documcp://templates/diataxis-structure"
+
+PLACEHOLDERS: Final[frozenset[str]] = frozenset(
+    {
+        "site_name",
+        "description",
+        "language",
+        "site_url",
+        "site_origin",
+        "base_path",
+        "base_path_trimmed",
+        "repository_url",
+        "repository_name",
+        "organization",
+        "project",
+        "branch",
+    }
+)
+"""Names a template may use as ``{{name}}``; ``generate_config`` supplies a value for each:
+
+- ``site_name``, ``description``, ``language`` (BCP 47 tag, e.g. ``en``);
+- ``site_url`` (``https://org.github.io/repo/``), ``site_origin`` (``https://org.github.io``),
+  ``base_path`` (``/repo/``, ``/`` at the root), ``base_path_trimmed`` (``/repo``, empty at the root);
+- ``repository_url`` (``https://github.com/org/repo``), ``repository_name`` (``org/repo``),
+  ``organization``, ``project``, ``branch``.
+"""
+
+_PLACEHOLDER = re.compile(r"\{\{([a-z_]+)\}\}")
+_EXTENSIONS: Final[dict[ConfigFormat, str]] = {"yaml": "yml", "toml": "toml", "esm": "mjs", "cjs": "js"}
+_PACKAGE: Final = "mcp_providers.plugins.documcp.templates"
+
+
+class DiataxisSection(BaseModel):
+    """One Diataxis section of ``documcp://templates/diataxis-structure``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    description: str = Field(min_length=1)
+    orientation: Literal["learning", "goals", "information", "understanding"]
+    answers: str = Field(min_length=1)
+    """The reader's question this kind of page answers."""
+    avoid: str = Field(min_length=1)
+    """The most common way pages of this kind go wrong."""
+    files: tuple[str, ...] = Field(min_length=1)
+    """Suggested starting pages, Markdown file names."""
+
+
+class DiataxisStructure(BaseModel):
+    """The body of ``documcp://templates/diataxis-structure``; source: https://diataxis.fr/."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    framework: Literal["Diataxis"]
+    source: str = Field(pattern=r"^https://")
+    structure: dict[Literal["tutorials", "how-to-guides", "reference", "explanation"], DiataxisSection]
+
+    def model_post_init(self, context: object, /) -> None:
+        missing = {"tutorials", "how-to-guides", "reference", "explanation"} - set(self.structure)
+        if missing:
+            raise ValueError(f"diataxis-structure lacks sections: {sorted(missing)}")
+
+
+def _read(name: str) -> str:
+    return files(_PACKAGE).joinpath(name).read_text(encoding="utf-8")
+
+
+@cache
+def template_text(ssg_id: str) -> str:
+    """The stored configuration template of one SSG, placeholders unfilled.
+
+    :raises KeyError: ``ssg_id`` is not in the registry.
+    :raises ValueError: the file uses a placeholder outside :data:`PLACEHOLDERS`.
+    """
+    ssg = {s.id: s for s in SSGS}[ssg_id]
+    text = _read(f"{ssg.id}-config.{_EXTENSIONS[ssg.config_format]}")
+    unknown = set(_PLACEHOLDER.findall(text)) - PLACEHOLDERS
+    if unknown:
+        raise ValueError(
+            f"template for {ssg.id!r} uses unknown placeholders {sorted(unknown)}; "
+            f"known: {sorted(PLACEHOLDERS)}"
+        )
+    return text
+
+
+def render(ssg: SSG, values: Mapping[str, str]) -> str:
+    """Fill ``ssg``'s template: each ``{{name}}`` becomes ``values[name]``, escaped as the body of
+    a JSON string (quotes, backslashes and control characters escaped) so the result stays valid
+    YAML, TOML or JavaScript.
+
+    :raises KeyError: ``values`` lacks a placeholder the template uses.
+    """
+    text = template_text(ssg.id)
+
+    def fill(match: re.Match[str]) -> str:
+        return json.dumps(values[match.group(1)], ensure_ascii=False)[1:-1]
+
+    return _PLACEHOLDER.sub(fill, text)
+
+
+@cache
+def _diataxis_text() -> str:
+    text = _read("diataxis-structure.json")
+    DiataxisStructure.model_validate_json(text)
+    return text
+
+
+class ConfigTemplates(ResourceProvider):
+    """One configuration template per registry SSG, and the Diataxis structure."""
+
+    name = "config-templates"
+    prefixes = ("documcp://templates/",)
+
+    def __init__(self) -> None:
+        # Loading (and validating) every file here makes a broken template fail composition,
+        # not a later read.
+        self._texts: dict[str, str] = {template_uri(s): template_text(s.id) for s in SSGS}
+        self._texts[DIATAXIS_URI] = _diataxis_text()
+
+    def resources(self) -> Sequence[Resource]:
+        """Every template, with its registered MIME type, exact size and static freshness."""
+        declared = [
+            Resource(
+                uri=template_uri(s),
+                name=f"{s.id}-config",
+                title=f"{s.name} configuration template",
+                description=f"Template for {s.name}'s {s.config_file}; see {s.docs_url}. "
+                "Quoted double-braced names are placeholders that generate_config fills.",
+                mime_type=mime_type(s),
+                size=len(self._texts[template_uri(s)].encode()),
+                freshness=Freshness.static(),
+            )
+            for s in SSGS
+        ]
+        declared.append(
+            Resource(
+                uri=DIATAXIS_URI,
+                name="diataxis-structure",
+                title="Diataxis structure template",
+                description="The four kinds of documentation (tutorials, how-to guides, reference, "
+                "explanation): what each is for, the question it answers and starting pages.",
+                mime_type="application/json",
+                size=len(self._texts[DIATAXIS_URI].encode()),
+                freshness=Freshness.static(),
+            )
+        )
+        return declared
+
+    async def read(self, request: ReadRequest) -> Content:
+        """The template's text, exactly as stored.
+
+        :raises NotFound: the URI is not one this provider declared (the core's router normally
+            answers those before calling here).
+        """
+        text = self._texts.get(request.uri)
+        if text is None:
+            raise NotFound(
+                f"No template at {request.uri!r}; templates are " + ", ".join(sorted(self._texts)),
+                data={"uri": request.uri},
+            )
+        return Content(text=text)
+
+
+@hookimpl
+def register_resource_providers() -> list[ResourceProvider]:
+    """The configuration templates provider (owns ``documcp://templates/``)."""
+    return [ConfigTemplates()]

@@ -1,0 +1,90 @@
+"""Built-in plugin: the SSG catalog at ``documcp://ssgs/available`` and ``documcp://ssgs/{ssg}``.
+
+- ``documcp://ssgs/available``: ``{"ssgs": [{id, name, description, language, complexity,
+  buildSpeed, ecosystem, bestFor}, ...]}``, DocuMCP's shape field for field (no extra keys, so a
+  client validating DocuMCP's schema strictly keeps working);
+- ``documcp://ssgs/{ssg}``: one SSG with everything the registry knows (features, config file,
+  formats, folders, docs link, install/build/serve commands) plus ``templateUri``, the URI of its
+  configuration template.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from mcp_providers.errors import NotFound
+from mcp_providers.hookspecs import hookimpl
+from mcp_providers.models import Freshness, Resource, ResourceTemplate
+from mcp_providers.plugins.documcp.registry import SSG_IDS, SSGS, Catalog, by_id, mime_type, template_uri
+from mcp_providers.providers import Content, ReadRequest, ResourceProvider
+
+AVAILABLE = "documcp://ssgs/available"
+ONE = "documcp://ssgs/{ssg}"
+
+
+def _json(value: object) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False) + "\n"
+
+
+class SSGCatalog(ResourceProvider):
+    """Every SSG the documentation plugins know, and each one by id."""
+
+    name = "ssg-catalog"
+    prefixes = ("documcp://ssgs/",)
+
+    def __init__(self) -> None:
+        self._available = _json(Catalog(ssgs=SSGS).body())
+
+    def resources(self) -> Sequence[Resource]:
+        return [
+            Resource(
+                uri=AVAILABLE,
+                name="ssgs-available",
+                title="Available Static Site Generators",
+                description="Every supported static site generator with language, complexity, "
+                "build speed, ecosystem and what it is best for.",
+                mime_type="application/json",
+                size=len(self._available.encode()),
+                freshness=Freshness.static(),
+            )
+        ]
+
+    def templates(self) -> Sequence[ResourceTemplate]:
+        return [
+            ResourceTemplate(
+                uri_template=ONE,
+                name="ssg",
+                title="One static site generator",
+                description="One static site generator by id: the catalog fields plus features, "
+                "config file, folders, documentation link, install/build/serve commands and the "
+                "URI of its configuration template.",
+                mime_type="application/json",
+                freshness=Freshness.static(),
+                completions={"ssg": SSG_IDS},
+            )
+        ]
+
+    async def read(self, request: ReadRequest) -> Content:
+        """The catalog, or one SSG as JSON.
+
+        :raises NotFound: ``{ssg}`` is not a registry id; the message lists the known ids.
+        """
+        if request.uri == AVAILABLE:
+            return Content(text=self._available)
+        ssg = by_id(request.params.get("ssg", ""))
+        if ssg is None:
+            raise NotFound(
+                f"No SSG {request.params.get('ssg')!r}; known ids: {', '.join(SSG_IDS)}",
+                data={"uri": request.uri},
+            )
+        entry = ssg.model_dump(mode="json", by_alias=True)
+        entry["templateUri"] = template_uri(ssg)
+        entry["templateMimeType"] = mime_type(ssg)
+        return Content(text=_json(entry))
+
+
+@hookimpl
+def register_resource_providers() -> list[ResourceProvider]:
+    """The SSG catalog provider (owns ``documcp://ssgs/``)."""
+    return [SSGCatalog()]
