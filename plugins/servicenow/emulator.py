@@ -1,0 +1,802 @@
+"""A local ServiceNow Table API emulator: a real HTTP server on 127.0.0.1 for tests and demos.
+
+One :class:`Emulator` is one instance (its own data, users, OAuth clients and API keys), served by
+uvicorn in a background thread on an ephemeral port, so it can be used from sync or async code::
+
+    with Emulator("dev", users={"admin": "s3cret"}) as dev:
+        httpx2.get(f"{dev.base_url}/api/now/table/incident", auth=("admin", "s3cret"))
+        dev.fail_next(status=429, retry_after="1")   # the next table request gets a 429
+        dev.requests                                  # what was received, and from whom
+
+Served (paths also under ``/api/now/v2/table``):
+
+- ``GET /api/now/table/{table}``: ``sysparm_query`` (``^``, ``^OR``, ``^NQ``, ``=``, ``!=``, ``>``,
+  ``>=``, ``<``, ``<=``, ``LIKE``, ``NOTLIKE``, ``STARTSWITH``, ``ENDSWITH``, ``IN``, ``NOT IN``,
+  ``ISEMPTY``, ``ISNOTEMPTY``, ``ORDERBY``/``ORDERBYDESC``, one level of dot-walking, trailing
+  ``^EQ``; ``^^`` is refused with 400 rather than split; a term naming an unknown field is
+  ignored, as ServiceNow does by default), ``sysparm_fields``, ``sysparm_limit`` (default and
+  cap ``default_limit``), ``sysparm_offset``, ``sysparm_display_value`` (``true``/``false``/``all``),
+  ``sysparm_exclude_reference_link``, ``sysparm_no_count``, ``sysparm_suppress_pagination_header``;
+  answers carry ``X-Total-Count`` and, when there is more than one page, a ``Link`` header.
+- ``GET|PATCH|PUT|DELETE /api/now/table/{table}/{sys_id}`` and ``POST /api/now/table/{table}``
+  (201; numbers minted for incident, problem and change_request). ``comments`` and ``work_notes``
+  are journal fields: writes append a ``sys_journal_field`` row and the field reads back empty.
+- ``POST /oauth_token.do`` (form body): ``client_credentials``, ``password`` and ``refresh_token``
+  grants; tokens last ``token_lifetime_seconds`` or until :meth:`Emulator.expire_tokens`.
+- Auth on the Table API: ``Authorization: Basic``, ``Authorization: Bearer <token>`` or
+  ``x-sn-apikey``. Failures use ServiceNow's envelope
+  ``{"error": {"message": ..., "detail": ...}, "status": "failure"}``.
+
+Faults are queued with :meth:`Emulator.fail_next` (status, ``Retry-After``, delay, malformed JSON)
+and consumed one per request. :attr:`Emulator.requests` logs every request with the identity it
+presented (``basic:<user>``, ``oauth:<client>[/<user>]``, ``apikey:<label>``) and never a secret.
+All scalar values are strings, as in the real API.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import contextlib
+import copy
+import json
+import re
+import secrets
+import socket
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from types import TracebackType
+from typing import Any, Literal
+from urllib.parse import parse_qs, urlencode
+
+import anyio
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from mcp_providers.plugins.servicenow.seed import REFERENCES, seed_tables
+
+__all__ = ["Emulator", "Fault", "LoggedRequest", "QuerySyntaxError", "parse_encoded_query", "serve_forever"]
+
+Record = dict[str, str]
+DisplayMode = Literal["true", "false", "all"]
+
+_CHOICES: dict[str, dict[str, dict[str, str]]] = {
+    "incident": {
+        "state": {"1": "New", "2": "In Progress", "3": "On Hold", "6": "Resolved", "7": "Closed", "8": "Canceled"},
+        "priority": {"1": "1 - Critical", "2": "2 - High", "3": "3 - Moderate", "4": "4 - Low", "5": "5 - Planning"},
+        "urgency": {"1": "1 - High", "2": "2 - Medium", "3": "3 - Low"},
+        "impact": {"1": "1 - High", "2": "2 - Medium", "3": "3 - Low"},
+    },
+    "problem": {"state": {"101": "New", "102": "Assess", "103": "Root Cause Analysis", "107": "Closed"}},
+    "change_request": {"state": {"-5": "New", "-4": "Assess", "-2": "Scheduled", "0": "Review", "3": "Closed"}},
+}
+_DISPLAY_FIELD = {"sys_user": "name", "sys_user_group": "name", "sys_update_set": "name", "sys_db_object": "label"}
+_NUMBER_PREFIX = {"incident": "INC", "problem": "PRB", "change_request": "CHG"}
+_JOURNAL_FIELDS = ("comments", "work_notes")
+_EXTRA_COLUMNS = {
+    "sys_journal_field": ("sys_id", "name", "element", "element_id", "value", "sys_created_on", "sys_created_by"),
+}
+_TERM = re.compile(
+    r"^([a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)?)"
+    r"(ISNOTEMPTY|ISEMPTY|NOT IN|NOTLIKE|STARTSWITH|ENDSWITH|LIKE|IN|!=|>=|<=|=|>|<)(.*)$",
+    re.DOTALL,
+)
+
+
+# -- encoded queries -----------------------------------------------------------------------------
+
+
+class QuerySyntaxError(ValueError):
+    """The encoded query cannot be parsed (the emulator answers 400)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Term:
+    """One condition ``<field><operator><value>``."""
+
+    field: str
+    operator: str
+    value: str
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedQuery:
+    """An encoded query: OR'd groups (``^NQ``) of AND'd clauses of OR'd terms, plus sort keys."""
+
+    groups: tuple[tuple[tuple[Term, ...], ...], ...]
+    orders: tuple[tuple[str, bool], ...]
+    unparsed: tuple[str, ...]
+
+
+def parse_encoded_query(query: str) -> ParsedQuery:
+    """Parse ``sysparm_query``.
+
+    >>> parse_encoded_query("active=true^priority=1^ORpriority=2^ORDERBYDESCnumber").orders
+    (('number', True),)
+
+    :raises QuerySyntaxError: the query contains ``^^`` (no primary source says it is an escape, so
+        it is refused instead of being split silently).
+    """
+    if "^^" in query:
+        raise QuerySyntaxError("'^^' in sysparm_query is not supported: a caret cannot be escaped")
+    groups: list[tuple[tuple[Term, ...], ...]] = []
+    orders: list[tuple[str, bool]] = []
+    unparsed: list[str] = []
+    for group_text in query.split("^NQ") if query else []:
+        clauses: list[list[Term]] = []
+        for part in group_text.split("^"):
+            if part in ("", "EQ"):
+                continue
+            if part.startswith("ORDERBYDESC"):
+                orders.append((part[len("ORDERBYDESC") :], True))
+                continue
+            if part.startswith("ORDERBY"):
+                orders.append((part[len("ORDERBY") :], False))
+                continue
+            is_or = part.startswith("OR") and bool(clauses)
+            match = _TERM.match(part[2:] if is_or else part)
+            if match is None:
+                unparsed.append(part)
+                continue
+            term = Term(match.group(1), match.group(2), match.group(3))
+            if is_or:
+                clauses[-1].append(term)
+            else:
+                clauses.append([term])
+        groups.append(tuple(tuple(c) for c in clauses))
+    return ParsedQuery(tuple(groups), tuple(orders), tuple(unparsed))
+
+
+def _as_number(value: str) -> float | None:
+    try:
+        return float(value)
+    except ValueError:
+        return None
+
+
+def _compare(operator: str, actual: str, expected: str) -> bool:
+    if operator == "=":
+        return actual == expected
+    if operator == "!=":
+        return actual != expected
+    if operator == "LIKE":
+        return expected.casefold() in actual.casefold()
+    if operator == "NOTLIKE":
+        return expected.casefold() not in actual.casefold()
+    if operator == "STARTSWITH":
+        return actual.casefold().startswith(expected.casefold())
+    if operator == "ENDSWITH":
+        return actual.casefold().endswith(expected.casefold())
+    if operator == "IN":
+        return actual in expected.split(",")
+    if operator == "NOT IN":
+        return actual not in expected.split(",")
+    if operator == "ISEMPTY":
+        return actual == ""
+    if operator == "ISNOTEMPTY":
+        return actual != ""
+    a, b = _as_number(actual), _as_number(expected)
+    left: Any = a if a is not None and b is not None else actual
+    right: Any = b if a is not None and b is not None else expected
+    return bool({">": left > right, ">=": left >= right, "<": left < right, "<=": left <= right}[operator])
+
+
+# -- request log and faults ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class LoggedRequest:
+    """One request the emulator received.
+
+    :param principal: the identity presented, never a secret: ``basic:<user>``,
+        ``oauth:<client id>`` or ``oauth:<client id>/<user>``, ``apikey:<label>``,
+        ``bearer:unknown``, ``apikey:unknown``, or ``None`` when no credentials were sent.
+    :param authenticated: whether those credentials were accepted.
+    :param status: the status code answered.
+    :param fault: whether a queued :class:`Fault` produced the answer.
+    """
+
+    method: str
+    path: str
+    query: Mapping[str, str]
+    principal: str | None
+    authenticated: bool
+    status: int
+    body: Any = None
+    fault: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Fault:
+    """What to do to one request instead of (or before) answering it normally.
+
+    :param status: answer with this status and ServiceNow's error envelope (``None``: answer
+        normally, after any delay).
+    :param retry_after: value of the ``Retry-After`` header, e.g. ``"1"`` (with ``status=429``).
+    :param delay_seconds: wait this long before answering (a slow response).
+    :param malformed: answer 200 with a body that is not JSON.
+    :param message: the envelope's ``error.message`` (a default per status otherwise).
+    :param detail: the envelope's ``error.detail``.
+    :param scope: which requests it applies to: ``"table"`` (Table API), ``"oauth"``
+        (``/oauth_token.do``) or ``"any"``.
+    """
+
+    status: int | None = None
+    retry_after: str | None = None
+    delay_seconds: float = 0.0
+    malformed: bool = False
+    message: str | None = None
+    detail: str | None = None
+    scope: Literal["table", "oauth", "any"] = "table"
+
+
+_DEFAULT_MESSAGES = {
+    400: ("Bad Request", "The request could not be understood"),
+    401: ("User Not Authenticated", "Required to provide Auth information"),
+    403: ("Operation Failed", "ACL restricts the operation"),
+    404: ("No Record found", "Record doesn't exist or ACL restricts the record retrieval"),
+    429: ("Rate limit exceeded", "Too many requests for this user; retry later"),
+    500: ("Internal Server Error", "An unexpected error occurred"),
+    503: ("Service Unavailable", "The instance is unavailable"),
+}
+
+
+def _error(status: int, message: str | None = None, detail: str | None = None,
+           headers: Mapping[str, str] | None = None) -> JSONResponse:  # fmt: skip
+    default_message, default_detail = _DEFAULT_MESSAGES.get(status, ("Error", None))
+    body = {"error": {"message": message or default_message, "detail": detail or default_detail}, "status": "failure"}
+    return JSONResponse(body, status_code=status, headers=dict(headers or {}))
+
+
+@dataclass(slots=True)
+class _Token:
+    client_id: str
+    user: str | None
+    expires_at: float
+    refresh_token: str | None = None
+
+
+# -- the emulator --------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _State:
+    tables: dict[str, list[Record]]
+    columns: dict[str, set[str]]
+    faults: deque[Fault] = field(default_factory=deque)
+    requests: list[LoggedRequest] = field(default_factory=list)
+    tokens: dict[str, _Token] = field(default_factory=dict)
+    refresh_tokens: dict[str, tuple[str, str | None]] = field(default_factory=dict)
+
+
+class Emulator:
+    """One emulated ServiceNow instance served on ``127.0.0.1`` at an ephemeral port.
+
+    :param instance: the instance name, which chooses the seed (``dev`` or ``prod``; any other
+        name gets the ``dev`` shape with its own sys_ids).
+    :param users: ``{user name: password}`` accepted by Basic auth and the OAuth password grant.
+    :param oauth_clients: ``{client id: client secret}`` accepted by ``/oauth_token.do``.
+    :param api_keys: ``{api key: label}`` accepted in ``x-sn-apikey``; the label is what the
+        request log records.
+    :param tables: replace the seeded tables (``{table: [record, ...]}``, string values).
+    :param token_lifetime_seconds: ``expires_in`` of issued access tokens.
+    :param default_limit: page size when ``sysparm_limit`` is absent, and its maximum.
+
+    Use it as a context manager (``with`` or ``async with``) or call :meth:`start` and
+    :meth:`stop`. :attr:`base_url` is set once started.
+    """
+
+    def __init__(
+        self,
+        instance: str = "dev",
+        *,
+        users: Mapping[str, str] | None = None,
+        oauth_clients: Mapping[str, str] | None = None,
+        api_keys: Mapping[str, str] | None = None,
+        tables: Mapping[str, list[Record]] | None = None,
+        token_lifetime_seconds: int = 1800,
+        default_limit: int = 10000,
+    ) -> None:
+        self.instance = instance
+        self.users = dict(users or {})
+        self.oauth_clients = dict(oauth_clients or {})
+        self.api_keys = dict(api_keys or {})
+        self.token_lifetime_seconds = token_lifetime_seconds
+        self.default_limit = default_limit
+        data = copy.deepcopy(dict(tables)) if tables is not None else seed_tables(instance)
+        columns = {name: {k for row in rows for k in row} for name, rows in data.items()}
+        for name, extra in _EXTRA_COLUMNS.items():
+            columns.setdefault(name, set()).update(extra)
+            data.setdefault(name, [])
+        self._state = _State(tables=data, columns=columns)
+        self._lock = threading.Lock()
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+        self._socket: socket.socket | None = None
+        self.base_url = ""
+        self.app = self._build_app()
+
+    # -- lifecycle
+
+    def start(self) -> Emulator:
+        """Start serving; returns once the server accepts connections.
+
+        :raises RuntimeError: it is already running, or it did not start within 10 s.
+        """
+        if self._thread is not None:
+            raise RuntimeError(f"emulator {self.instance!r} is already running at {self.base_url}")
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+        config = uvicorn.Config(self.app, log_level="warning", access_log=False, lifespan="off")
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [sock]}, name=f"servicenow-emulator-{self.instance}", daemon=True
+        )
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError(f"emulator {self.instance!r} did not start on 127.0.0.1:{port}")
+            time.sleep(0.005)
+        self._socket = sock
+        self.base_url = f"http://127.0.0.1:{port}"
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and wait for the server thread (at most 10 s)."""
+        if self._server is not None and self._thread is not None:
+            self._server.should_exit = True
+            self._thread.join(timeout=10)
+        if self._socket is not None:
+            self._socket.close()
+        self._socket = None
+        self._server = None
+        self._thread = None
+
+    def __enter__(self) -> Emulator:
+        return self.start()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:  # fmt: skip
+        self.stop()
+
+    async def __aenter__(self) -> Emulator:
+        return await anyio.to_thread.run_sync(self.start)
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:  # fmt: skip
+        await anyio.to_thread.run_sync(self.stop)
+
+    # -- test controls
+
+    def fail_next(self, times: int = 1, *, status: int | None = 500, retry_after: str | None = None,
+                  delay_seconds: float = 0.0, malformed: bool = False, message: str | None = None,
+                  detail: str | None = None, scope: Literal["table", "oauth", "any"] = "table") -> None:  # fmt: skip
+        """Queue a fault for each of the next ``times`` requests in ``scope`` (see :class:`Fault`).
+
+        ``fail_next(status=429, retry_after="1")`` rate-limits the next request;
+        ``fail_next(status=None, delay_seconds=2)`` slows it; ``fail_next(status=None,
+        malformed=True)`` answers it with a body that is not JSON.
+        """
+        fault = Fault(status=status, retry_after=retry_after, delay_seconds=delay_seconds, malformed=malformed,
+                      message=message, detail=detail, scope=scope)  # fmt: skip
+        with self._lock:
+            self._state.faults.extend([fault] * times)
+
+    def clear_faults(self) -> None:
+        """Drop every queued fault."""
+        with self._lock:
+            self._state.faults.clear()
+
+    def expire_tokens(self) -> None:
+        """Expire every access token issued so far (refresh tokens stay valid)."""
+        with self._lock:
+            for token in self._state.tokens.values():
+                token.expires_at = 0.0
+
+    @property
+    def requests(self) -> list[LoggedRequest]:
+        """A copy of the request log, oldest first."""
+        with self._lock:
+            return list(self._state.requests)
+
+    def table_requests(self) -> list[LoggedRequest]:
+        """The logged Table API requests (``/api/now/...``), oldest first."""
+        return [r for r in self.requests if r.path.startswith("/api/now/")]
+
+    def clear_requests(self) -> None:
+        """Empty the request log."""
+        with self._lock:
+            self._state.requests.clear()
+
+    def records(self, table: str) -> list[Record]:
+        """A copy of the rows of ``table`` as stored (raw values, journal fields empty)."""
+        with self._lock:
+            return copy.deepcopy(self._state.tables.get(table, []))
+
+    # -- HTTP
+
+    def _build_app(self) -> Starlette:
+        routes = []
+        for prefix in ("/api/now/table", "/api/now/v2/table"):
+            routes += [
+                Route(prefix + "/{table}", self._collection, methods=["GET", "POST"]),
+                Route(prefix + "/{table}/{sys_id}", self._record, methods=["GET", "PUT", "PATCH", "DELETE"]),
+            ]
+        routes.append(Route("/oauth_token.do", self._oauth_token, methods=["POST"]))
+        return Starlette(routes=routes)
+
+    def _log(self, request: Request, principal: str | None, authenticated: bool, status: int,
+             body: Any = None, fault: bool = False) -> None:  # fmt: skip
+        entry = LoggedRequest(method=request.method, path=request.url.path, query=dict(request.query_params),
+                              principal=principal, authenticated=authenticated, status=status, body=body,
+                              fault=fault)  # fmt: skip
+        with self._lock:
+            self._state.requests.append(entry)
+
+    def _next_fault(self, scope: Literal["table", "oauth"]) -> Fault | None:
+        with self._lock:
+            faults = self._state.faults
+            for index, fault in enumerate(faults):
+                if fault.scope in (scope, "any"):
+                    del faults[index]
+                    return fault
+        return None
+
+    async def _apply_fault(self, fault: Fault | None) -> Response | None:
+        if fault is None:
+            return None
+        if fault.delay_seconds:
+            await anyio.sleep(fault.delay_seconds)
+        if fault.malformed:
+            return Response('{"result": [ {"sys_id": ', status_code=200, media_type="application/json")
+        if fault.status is not None:
+            headers = {"Retry-After": fault.retry_after} if fault.retry_after is not None else {}
+            return _error(fault.status, fault.message, fault.detail, headers)
+        return None
+
+    def _identify(self, request: Request) -> tuple[str | None, bool]:
+        header = request.headers.get("authorization", "")
+        scheme, _, credentials = header.partition(" ")
+        if scheme.lower() == "basic":
+            try:
+                user, _, password = base64.b64decode(credentials, validate=True).decode().partition(":")
+            except (binascii.Error, UnicodeDecodeError):
+                return "basic:malformed", False
+            expected = self.users.get(user)
+            ok = expected is not None and secrets.compare_digest(expected, password)
+            return f"basic:{user}", ok
+        if scheme.lower() == "bearer":
+            with self._lock:
+                token = self._state.tokens.get(credentials)
+            if token is None:
+                return "bearer:unknown", False
+            who = f"oauth:{token.client_id}" + (f"/{token.user}" if token.user else "")
+            return who, token.expires_at > time.monotonic()
+        key = request.headers.get("x-sn-apikey")
+        if key is not None:
+            label = self.api_keys.get(key)
+            return (f"apikey:{label}", True) if label is not None else ("apikey:unknown", False)
+        return None, False
+
+    async def _guard(self, request: Request) -> tuple[Response | None, str | None, bool]:
+        """Identify the caller, apply any queued fault, then refuse unauthenticated requests."""
+        principal, ok = self._identify(request)
+        fault = self._next_fault("table")
+        answered = await self._apply_fault(fault)
+        if answered is not None:
+            self._log(request, principal, ok, answered.status_code, fault=True)
+            return answered, principal, ok
+        if not ok:
+            response = _error(401)
+            self._log(request, principal, ok, 401)
+            return response, principal, ok
+        return None, principal, ok
+
+    def _table(self, request: Request) -> tuple[str, list[Record] | None]:
+        table = request.path_params["table"]
+        return table, self._state.tables.get(table)
+
+    async def _collection(self, request: Request) -> Response:
+        refused, principal, ok = await self._guard(request)
+        if refused is not None:
+            return refused
+        table, rows = self._table(request)
+        if rows is None:
+            self._log(request, principal, ok, 400)
+            return _error(400, f"Invalid table {table}", None)
+        if request.method == "POST":
+            return await self._create(request, table, principal)
+        params = request.query_params
+        try:
+            limit = int(params.get("sysparm_limit", self.default_limit))
+            offset = int(params.get("sysparm_offset", 0))
+            if limit < 0 or offset < 0:
+                raise ValueError
+        except ValueError:
+            self._log(request, principal, ok, 400)
+            return _error(400, "Invalid parameter", "sysparm_limit and sysparm_offset must be non-negative integers")
+        limit = min(limit, self.default_limit)
+        try:
+            parsed = parse_encoded_query(params.get("sysparm_query", ""))
+        except QuerySyntaxError as exc:
+            self._log(request, principal, ok, 400)
+            return _error(400, "Invalid query", str(exc))
+        with self._lock:
+            matched = [row for row in rows if self._matches(table, row, parsed)]
+            for name, descending in reversed(parsed.orders):
+                matched.sort(key=lambda row, n=name: self._sort_key(table, row, n), reverse=descending)
+            page = matched[offset : offset + limit]
+            result = [self._render(table, row, request) for row in page]
+        total = len(matched)
+        headers: dict[str, str] = {}
+        if params.get("sysparm_no_count", "false") != "true":
+            headers["X-Total-Count"] = str(total)
+        if params.get("sysparm_suppress_pagination_header", "false") != "true" and limit and total > limit:
+            headers["Link"] = self._link_header(request, table, offset, limit, total)
+        self._log(request, principal, ok, 200)
+        return JSONResponse({"result": result}, headers=headers)
+
+    def _link_header(self, request: Request, table: str, offset: int, limit: int, total: int) -> str:
+        def url(at: int) -> str:
+            query = dict(request.query_params) | {"sysparm_offset": str(at), "sysparm_limit": str(limit)}
+            return f"{self.base_url}{request.url.path}?{urlencode(query)}"
+
+        links = [f'<{url(0)}>;rel="first"']
+        if offset > 0:
+            links.append(f'<{url(max(0, offset - limit))}>;rel="prev"')
+        if offset + limit < total:
+            links.append(f'<{url(offset + limit)}>;rel="next"')
+        links.append(f'<{url(((total - 1) // limit) * limit)}>;rel="last"')
+        return ",".join(links)
+
+    async def _record(self, request: Request) -> Response:
+        refused, principal, ok = await self._guard(request)
+        if refused is not None:
+            return refused
+        table, rows = self._table(request)
+        if rows is None:
+            self._log(request, principal, ok, 400)
+            return _error(400, f"Invalid table {table}", None)
+        sys_id = request.path_params["sys_id"]
+        with self._lock:
+            row = next((r for r in rows if r.get("sys_id") == sys_id), None)
+        if row is None:
+            self._log(request, principal, ok, 404)
+            return _error(404)
+        if request.method == "GET":
+            with self._lock:
+                rendered = self._render(table, row, request)
+            self._log(request, principal, ok, 200)
+            return JSONResponse({"result": rendered})
+        if request.method == "DELETE":
+            with self._lock:
+                rows.remove(row)
+            self._log(request, principal, ok, 204)
+            return Response(status_code=204)
+        values = await self._body(request)
+        if values is None:
+            self._log(request, principal, ok, 400)
+            return _error(400, "Invalid JSON body", "The request body must be a JSON object")
+        with self._lock:
+            self._write(table, row, values, principal)
+            rendered = self._render(table, row, request)
+        self._log(request, principal, ok, 200, body=values)
+        return JSONResponse({"result": rendered})
+
+    async def _create(self, request: Request, table: str, principal: str | None) -> Response:
+        values = await self._body(request)
+        if values is None:
+            self._log(request, principal, True, 400)
+            return _error(400, "Invalid JSON body", "The request body must be a JSON object")
+        now = _now()
+        with self._lock:
+            rows = self._state.tables[table]
+            row: Record = dict.fromkeys(self._state.columns[table], "")
+            row.update({"sys_id": uuid.uuid4().hex, "sys_created_on": now, "sys_updated_on": now})
+            if table in _NUMBER_PREFIX:
+                prefix = _NUMBER_PREFIX[table]
+                taken = [int(r["number"][len(prefix) :]) for r in rows if r.get("number", "").startswith(prefix)]
+                row["number"] = f"{prefix}{(max(taken) + 1 if taken else 10001):07d}"
+                row["active"] = "true"
+                row["state"] = "1" if table == "incident" else row.get("state", "")
+            self._write(table, row, values, principal)
+            rows.append(row)
+            rendered = self._render(table, row, request)
+        self._log(request, principal, True, 201, body=values)
+        return JSONResponse({"result": rendered}, status_code=201)
+
+    async def _body(self, request: Request) -> dict[str, Any] | None:
+        try:
+            body = json.loads(await request.body() or b"{}")
+        except ValueError:
+            return None
+        if isinstance(body, list):  # the Table API uses only the first record of a list
+            body = body[0] if body else {}
+        return body if isinstance(body, dict) else None
+
+    def _write(self, table: str, row: Record, values: Mapping[str, Any], principal: str | None) -> None:
+        """Apply supplied fields (unknown ones are ignored, as ServiceNow does); journal fields append."""
+        columns = self._state.columns[table]
+        now = _now()
+        for name, value in values.items():
+            text = value if isinstance(value, str) else json.dumps(value)
+            if name in _JOURNAL_FIELDS:
+                if text:
+                    self._state.tables["sys_journal_field"].append({
+                        "sys_id": uuid.uuid4().hex, "name": table, "element": name, "element_id": row["sys_id"],
+                        "value": text, "sys_created_on": now, "sys_created_by": principal or "",
+                    })  # fmt: skip
+                continue
+            if name in columns and name not in ("sys_id", "sys_created_on"):
+                row[name] = text
+        if table == "incident" and row.get("state") in ("6", "7", "8"):
+            row["active"] = "false"
+        row["sys_updated_on"] = now
+
+    # -- values
+
+    def _lookup(self, table: str, row: Record, path: str) -> str | None:
+        """Raw value of ``path`` (one level of dot-walking); ``None`` for an unknown field."""
+        name, _, rest = path.partition(".")
+        if name not in self._state.columns.get(table, ()):
+            return None
+        value = row.get(name, "")
+        if not rest:
+            return value
+        target_table = REFERENCES.get(table, {}).get(name)
+        if target_table is None:
+            return None
+        target = self._find(target_table, value)
+        return target.get(rest, "") if target is not None else ""
+
+    def _find(self, table: str, sys_id: str) -> Record | None:
+        return next((r for r in self._state.tables.get(table, []) if r.get("sys_id") == sys_id), None)
+
+    def _matches(self, table: str, row: Record, parsed: ParsedQuery) -> bool:
+        if not parsed.groups:
+            return True
+        return any(all(self._clause(table, row, clause) for clause in group) for group in parsed.groups)
+
+    def _clause(self, table: str, row: Record, clause: tuple[Term, ...]) -> bool:
+        results = []
+        for term in clause:
+            actual = self._lookup(table, row, term.field)
+            # an unknown field makes the term invalid; ServiceNow ignores invalid terms by default
+            results.append(True if actual is None else _compare(term.operator, actual, term.value))
+        return any(results)
+
+    def _sort_key(self, table: str, row: Record, name: str) -> tuple[int, float, str]:
+        value = self._lookup(table, row, name) or ""
+        number = _as_number(value)
+        return (0, number, "") if number is not None else (1, 0.0, value)
+
+    def _display(self, table: str, name: str, value: str) -> str:
+        target_table = REFERENCES.get(table, {}).get(name)
+        if target_table is not None:
+            target = self._find(target_table, value)
+            field_name = _DISPLAY_FIELD.get(target_table, "number")
+            return target.get(field_name, "") if target is not None else ""
+        return _CHOICES.get(table, {}).get(name, {}).get(value, value)
+
+    def _render(self, table: str, row: Record, request: Request) -> dict[str, Any]:
+        params = request.query_params
+        mode = params.get("sysparm_display_value", "false").lower()
+        exclude_link = params.get("sysparm_exclude_reference_link", "false").lower() == "true"
+        wanted = [f.strip() for f in params.get("sysparm_fields", "").split(",") if f.strip()]
+        names = wanted or list(row)
+        out: dict[str, Any] = {}
+        for name in names:
+            value = self._lookup(table, row, name)
+            if value is None:
+                continue
+            ref = REFERENCES.get(table, {}).get(name) if "." not in name else None
+            link = f"{self.base_url}/api/now/table/{ref}/{value}" if ref and value and not exclude_link else None
+            if mode == "true":
+                display = self._display(table, name, value) if "." not in name else value
+                out[name] = {"display_value": display, "link": link} if link else display
+            elif mode == "all":
+                display = self._display(table, name, value) if "." not in name else value
+                cell: dict[str, str] = {"display_value": display, "value": value}
+                if link:
+                    cell["link"] = link
+                out[name] = cell
+            else:
+                out[name] = {"link": link, "value": value} if link else value
+        return out
+
+    # -- OAuth
+
+    async def _oauth_token(self, request: Request) -> Response:
+        form = {k: v[0] for k, v in parse_qs((await request.body()).decode(errors="replace")).items()}
+        header_client = self._basic_client(request)
+        client_id = form.get("client_id") or (header_client[0] if header_client else "")
+        client_secret = form.get("client_secret") or (header_client[1] if header_client else "")
+        grant = form.get("grant_type", "")
+        principal = f"oauth:{client_id}" if client_id else None
+        safe_query = {"grant_type": grant}
+        fault = self._next_fault("oauth")
+        answered = await self._apply_fault(fault)
+        if answered is not None:
+            self._log_oauth(request, principal, False, answered.status_code, safe_query, fault=True)
+            return answered
+        expected = self.oauth_clients.get(client_id)
+        if expected is None or not secrets.compare_digest(expected, client_secret):
+            self._log_oauth(request, principal, False, 401, safe_query)
+            return JSONResponse({"error": "access_denied", "error_description": "access_denied"}, status_code=401)
+        user: str | None = None
+        if grant == "password":
+            user = form.get("username", "")
+            known = self.users.get(user)
+            if known is None or not secrets.compare_digest(known, form.get("password", "")):
+                self._log_oauth(request, f"oauth:{client_id}/{user}", False, 401, safe_query)
+                return JSONResponse({"error": "access_denied", "error_description": "access_denied"}, status_code=401)
+        elif grant == "refresh_token":
+            with self._lock:
+                owner = self._state.refresh_tokens.get(form.get("refresh_token", ""))
+            if owner is None or owner[0] != client_id:
+                self._log_oauth(request, principal, False, 401, safe_query)
+                return JSONResponse({"error": "invalid_grant", "error_description": "invalid_grant"}, status_code=401)
+            user = owner[1]
+        elif grant != "client_credentials":
+            self._log_oauth(request, principal, False, 400, safe_query)
+            return JSONResponse({"error": "unsupported_grant_type", "error_description": grant}, status_code=400)
+        access = secrets.token_urlsafe(24)
+        refresh = secrets.token_urlsafe(24) if grant in ("password", "refresh_token") else None
+        with self._lock:
+            expires_at = time.monotonic() + self.token_lifetime_seconds
+            self._state.tokens[access] = _Token(client_id, user, expires_at, refresh)
+            if refresh is not None:
+                self._state.refresh_tokens[refresh] = (client_id, user)
+        who = f"oauth:{client_id}" + (f"/{user}" if user else "")
+        self._log_oauth(request, who, True, 200, safe_query)
+        body: dict[str, Any] = {"access_token": access, "scope": form.get("scope", "useraccount"),
+                                "token_type": "Bearer", "expires_in": self.token_lifetime_seconds}  # fmt: skip
+        if refresh is not None:
+            body["refresh_token"] = refresh
+        return JSONResponse(body)
+
+    def _log_oauth(self, request: Request, principal: str | None, ok: bool, status: int, query: dict[str, str],
+                   fault: bool = False) -> None:  # fmt: skip
+        entry = LoggedRequest(method=request.method, path=request.url.path, query=query, principal=principal,
+                              authenticated=ok, status=status, fault=fault)  # fmt: skip
+        with self._lock:
+            self._state.requests.append(entry)
+
+    @staticmethod
+    def _basic_client(request: Request) -> tuple[str, str] | None:
+        scheme, _, credentials = request.headers.get("authorization", "").partition(" ")
+        if scheme.lower() != "basic":
+            return None
+        with contextlib.suppress(binascii.Error, UnicodeDecodeError):
+            client_id, _, secret = base64.b64decode(credentials, validate=True).decode().partition(":")
+            return client_id, secret
+        return None
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def serve_forever(emulators: Mapping[str, Emulator], ready: Callable[[Mapping[str, str]], None] | None = None,
+                  stop: threading.Event | None = None) -> None:  # fmt: skip
+    """Start several emulators, report ``{instance: base_url}`` to ``ready``, and block until ``stop``.
+
+    For demos: ``serve_forever({"dev": Emulator("dev", users=...)}, print)``.
+    """
+    with contextlib.ExitStack() as stack:
+        urls = {name: stack.enter_context(emu).base_url for name, emu in emulators.items()}
+        if ready is not None:
+            ready(urls)
+        (stop or threading.Event()).wait()
+

@@ -1,0 +1,252 @@
+"""Settings of the ServiceNow plugin: the instances it serves and how to reach each one.
+
+The operator's ``[plugins.servicenow]`` table is validated against :class:`ServiceNowSettings`.
+Secrets are never written in the config file: each is the *name* of an environment variable,
+read when the instance's HTTP client is opened. Example::
+
+    [[plugins.servicenow.instances]]
+    name = "dev"
+    url = "https://dev12345.service-now.com"
+    description = "Development"
+    auth = { type = "basic", username = "integration", password_env = "SN_DEV_PASSWORD" }
+
+    [[plugins.servicenow.instances]]
+    name = "prod"
+    url = "https://prod.example.com"
+    auth = { type = "oauth", grant_type = "client_credentials", client_id = "mcp",
+             client_secret_env = "SN_PROD_CLIENT_SECRET" }
+    page_size = 50
+    fields = { incidents = ["number", "short_description", "state", "priority"] }
+
+With no table the plugin loads with no instances: the fixed resources answer with empty lists.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Annotated, Literal
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+
+if TYPE_CHECKING:
+    from mcp_providers.plugins.servicenow.client import InstancePool
+
+__all__ = [
+    "ApiKeyAuth",
+    "Auth",
+    "BasicAuth",
+    "InstanceSettings",
+    "OAuthAuth",
+    "ResourceFields",
+    "ServiceNowSettings",
+    "read_secret",
+]
+
+INSTANCE_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$"
+"""Instance names: a letter or digit, then up to 63 letters, digits, ``_`` or ``-``."""
+ENV_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,127}$"
+FIELD_NAME_PATTERN = r"^[a-z_][a-z0-9_]{0,79}(\.[a-z_][a-z0-9_]{0,79}){0,3}$"
+
+_STRICT = ConfigDict(extra="forbid", frozen=True)
+
+EnvName = Annotated[str, Field(pattern=ENV_NAME_PATTERN)]
+"""Name of an environment variable holding a secret, e.g. ``SN_DEV_PASSWORD``."""
+FieldName = Annotated[str, Field(pattern=FIELD_NAME_PATTERN)]
+
+
+def read_secret(env_name: str, *, instance: str, setting: str) -> str:
+    """Return the value of the environment variable ``env_name``.
+
+    :raises ValueError: the variable is unset or empty; the message names the variable and the
+        setting it came from, never a value.
+    """
+    value = os.environ.get(env_name, "")
+    if not value:
+        raise ValueError(
+            f"instance {instance!r}: environment variable {env_name} (from {setting}) is not set; "
+            f"export it before starting the server"
+        )
+    return value
+
+
+class BasicAuth(BaseModel):
+    """HTTP Basic authentication with a ServiceNow user."""
+
+    model_config = _STRICT
+
+    type: Literal["basic"] = "basic"
+    username: str = Field(min_length=1)
+    password_env: EnvName
+    """Environment variable holding the password."""
+
+
+class OAuthAuth(BaseModel):
+    """OAuth 2.0 against the instance's ``/oauth_token.do``.
+
+    The access token is cached until ``expires_in`` (less a small margin) and fetched again once
+    when the instance answers 401.
+    """
+
+    model_config = _STRICT
+
+    type: Literal["oauth"] = "oauth"
+    grant_type: Literal["client_credentials", "password"] = "client_credentials"
+    client_id: str = Field(min_length=1)
+    client_secret_env: EnvName
+    """Environment variable holding the OAuth client secret."""
+    username: str | None = None
+    """ServiceNow user for the ``password`` grant."""
+    password_env: EnvName | None = None
+    """Environment variable holding that user's password (``password`` grant only)."""
+    scope: str | None = None
+    token_path: str = Field(default="/oauth_token.do", pattern=r"^/[A-Za-z0-9_./-]*$")
+
+    @model_validator(mode="after")
+    def _password_grant_has_user(self) -> OAuthAuth:
+        if self.grant_type == "password" and (self.username is None or self.password_env is None):
+            raise ValueError("grant_type 'password' needs username and password_env")
+        return self
+
+
+class ApiKeyAuth(BaseModel):
+    """A ServiceNow API key, sent in the ``x-sn-apikey`` header."""
+
+    model_config = _STRICT
+
+    type: Literal["api_key"] = "api_key"
+    api_key_env: EnvName
+    """Environment variable holding the API key."""
+
+
+Auth = Annotated[BasicAuth | OAuthAuth | ApiKeyAuth, Field(discriminator="type")]
+"""One of the three auth shapes, chosen by ``type``: ``basic``, ``oauth`` or ``api_key``."""
+
+
+class ResourceFields(BaseModel):
+    """Which record fields (``sysparm_fields``) each resource asks for."""
+
+    model_config = _STRICT
+
+    incidents: tuple[FieldName, ...] = (
+        "sys_id", "number", "short_description", "state", "priority", "urgency", "impact",
+        "category", "assigned_to", "assignment_group", "caller_id", "active",
+        "sys_created_on", "sys_updated_on",
+    )  # fmt: skip
+    incident: tuple[FieldName, ...] = (
+        "sys_id", "number", "short_description", "description", "state", "priority", "urgency",
+        "impact", "category", "assigned_to", "assignment_group", "caller_id", "active",
+        "close_code", "close_notes", "sys_created_on", "sys_updated_on",
+    )  # fmt: skip
+    update_sets: tuple[FieldName, ...] = (
+        "sys_id", "name", "description", "state", "application", "sys_created_on", "sys_updated_on",
+    )  # fmt: skip
+    update_set_records: tuple[FieldName, ...] = (
+        "sys_id", "name", "type", "target_name", "action", "sys_created_on",
+    )  # fmt: skip
+    problems: tuple[FieldName, ...] = (
+        "sys_id", "number", "short_description", "state", "priority", "assigned_to", "active",
+        "sys_created_on", "sys_updated_on",
+    )  # fmt: skip
+    change_requests: tuple[FieldName, ...] = (
+        "sys_id", "number", "short_description", "state", "type", "risk", "priority", "assigned_to",
+        "start_date", "end_date", "active", "sys_created_on", "sys_updated_on",
+    )  # fmt: skip
+
+
+class InstanceSettings(BaseModel):
+    """One ServiceNow instance: where it is, how to authenticate, and limits."""
+
+    model_config = _STRICT
+
+    name: str = Field(pattern=INSTANCE_NAME_PATTERN)
+    """Name used in URIs and tool arguments, e.g. ``dev`` in ``servicenow://dev/incidents``."""
+    url: str
+    """Base URL, e.g. ``https://dev12345.service-now.com``: https (http only on loopback), no
+    user info, path, query or fragment."""
+    description: str = ""
+    auth: Auth
+    timeout_seconds: float = Field(default=30.0, gt=0, le=600)
+    """Seconds to wait for each HTTP answer (connect, read, write and pool each)."""
+    page_size: int = Field(default=25, ge=1, le=10000)
+    """Records per list resource (``sysparm_limit``)."""
+    update_set_page_size: int = Field(default=100, ge=1, le=10000)
+    """Records per ``sys_update_xml`` page when reading one update set."""
+    update_set_record_budget: int = Field(default=5000, ge=1, le=100000)
+    """Most ``sys_update_xml`` records one update-set read fetches; any shortfall is reported."""
+    max_retries: int = Field(default=3, ge=0, le=10)
+    """Retries after a 429 answer before giving up."""
+    max_retry_after_seconds: float = Field(default=30.0, ge=0, le=600)
+    """Longest ``Retry-After`` honoured; a longer one fails at once with the wait stated."""
+    fields: ResourceFields = ResourceFields()
+
+    @field_validator("url")
+    @classmethod
+    def _check_url(cls, value: str) -> str:
+        parts = urlsplit(value)
+        if parts.scheme not in ("https", "http"):
+            raise ValueError(f"url {value!r} must start with https:// (http:// only on loopback)")
+        if parts.username is not None or parts.password is not None or "@" in parts.netloc:
+            raise ValueError("url must not carry user info; put credentials in auth (as env variable names)")
+        if parts.query or parts.fragment or value.endswith(("?", "#")):
+            raise ValueError(f"url {value!r} must not have a query or fragment")
+        if parts.path not in ("", "/"):
+            raise ValueError(f"url {value!r} must not have a path; give the instance root, e.g. https://x.service-now.com")
+        host = parts.hostname or ""
+        if not host:
+            raise ValueError(f"url {value!r} has no host")
+        if parts.scheme == "http" and not _is_loopback(host):
+            raise ValueError(f"url {value!r}: plain http is only allowed on loopback (127.0.0.1, ::1, localhost)")
+        try:
+            parts.port  # noqa: B018 -- raises on a malformed port
+        except ValueError as exc:
+            raise ValueError(f"url {value!r} has an invalid port") from exc
+        return value.rstrip("/")
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class ServiceNowSettings(BaseModel):
+    """The plugin's settings: the configured instances (names unique)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    instances: tuple[InstanceSettings, ...] = ()
+
+    _pool: InstancePool | None = PrivateAttr(default=None)
+
+    @field_validator("instances")
+    @classmethod
+    def _unique_names(cls, value: tuple[InstanceSettings, ...]) -> tuple[InstanceSettings, ...]:
+        seen: set[str] = set()
+        for instance in value:
+            if instance.name in seen:
+                raise ValueError(f"instance name {instance.name!r} appears more than once; names must be unique")
+            seen.add(instance.name)
+        return value
+
+    @property
+    def names(self) -> Sequence[str]:
+        """Configured instance names, in config order."""
+        return [i.name for i in self.instances]
+
+    def pool(self) -> InstancePool:
+        """The :class:`InstancePool` shared by this plugin's providers (one HTTP client per instance).
+
+        Both providers registered for this settings object get the same pool, so an instance
+        has one client however many providers use it.
+        """
+        if self._pool is None:
+            from mcp_providers.plugins.servicenow.client import InstancePool
+
+            self._pool = InstancePool(self.instances)
+        return self._pool
