@@ -1,0 +1,212 @@
+"""The catalog: every checked declaration, indexed for routing and listed in a fixed order.
+
+Immutable once built. Precedence and cost of routing a URI:
+
+1. a fixed URI is looked up in a dict (``O(1)``);
+2. otherwise the owner is found by prefix: owned prefixes never overlap, so at most one owns the
+   URI; it is found with one dict probe per distinct prefix length (``O(#lengths)``, not
+   ``O(#providers)``);
+3. the owner's templates are tried in declaration order; the first match wins (the checks made
+   sure no other provider's template can match).
+
+Example::
+
+    >>> route = catalog.route("documcp://ssgs/hugo")
+    >>> route.declaration.uri_template, dict(route.params)
+    ('documcp://ssgs/{ssg}', {'ssg': 'hugo'})
+
+List order is deterministic: by plugin name, then provider and declaration order. Pages are cut
+by opaque cursors that also carry a fingerprint of the catalog, so a cursor from another
+composition is refused instead of silently skipping items.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+from mcp.shared.uri_template import UriTemplate
+
+from mcp_providers.checks import Declared, literal_start
+from mcp_providers.errors import InvalidParams, NotFound
+from mcp_providers.models import Prompt, Resource, ResourceTemplate, Tool
+from mcp_providers.providers import PromptProvider, ResourceProvider, ToolProvider
+
+__all__ = ["Catalog", "Entry", "Page", "Route"]
+
+T = TypeVar("T")
+P = TypeVar("P")
+
+
+@dataclass(frozen=True, slots=True)
+class Entry(Generic[T, P]):
+    """A declaration together with who serves it."""
+
+    plugin: str
+    provider: P
+    declaration: T
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """Where a URI goes: the provider, the matched declaration and the decoded template values."""
+
+    plugin: str
+    provider: ResourceProvider
+    declaration: Resource | ResourceTemplate
+    params: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Page(Generic[T]):
+    items: Sequence[T]
+    next_cursor: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Compiled:
+    entry: Entry[ResourceTemplate, ResourceProvider]
+    template: UriTemplate
+
+
+class Catalog:
+    """Indexed, ordered declarations of every served provider."""
+
+    def __init__(self, declared: Sequence[Declared]) -> None:
+        ordered = sorted(declared, key=lambda d: d.plugin)  # stable: keeps provider order per plugin
+        self.resources: list[Entry[Resource, ResourceProvider]] = []
+        self.templates: list[Entry[ResourceTemplate, ResourceProvider]] = []
+        self.tools: list[Entry[Tool, ToolProvider]] = []
+        self.prompts: list[Entry[Prompt, PromptProvider]] = []
+        self._by_prefix: dict[str, tuple[str, ResourceProvider, list[_Compiled]]] = {}
+        for d in ordered:
+            p = d.provider
+            if isinstance(p, ResourceProvider):
+                self.resources += [Entry(d.plugin, p, r) for r in d.resources]
+                compiled = [_Compiled(Entry(d.plugin, p, t), UriTemplate.parse(t.uri_template)) for t in d.templates]
+                self.templates += [c.entry for c in compiled]
+                for prefix in p.prefixes:
+                    # Each template goes under the owned prefix its literal start lies in.
+                    own = [c for c in compiled if literal_start(c.template.template).startswith(prefix)]
+                    self._by_prefix[prefix] = (d.plugin, p, own)
+            elif isinstance(p, ToolProvider):
+                self.tools += [Entry(d.plugin, p, t) for t in d.tools]
+            else:
+                self.prompts += [Entry(d.plugin, p, pr) for pr in d.prompts]
+        self._fixed = {e.declaration.uri: e for e in self.resources}
+        self._template_by_string = {e.declaration.uri_template: e for e in self.templates}
+        self._tool_by_name = {e.declaration.name: e for e in self.tools}
+        self._prompt_by_name = {e.declaration.name: e for e in self.prompts}
+        self._prefix_lengths = sorted({len(px) for px in self._by_prefix}, reverse=True)
+        self.fingerprint = self._fingerprint()
+
+    # -- lookup ------------------------------------------------------------------------------
+
+    def route(self, uri: str) -> Route:
+        """Find who serves ``uri``.
+
+        :raises NotFound: nothing serves it; the message names the closest owned prefix or the
+            owner's templates, and ``data`` is ``{"uri": uri}``.
+        """
+        fixed = self._fixed.get(uri)
+        if fixed is not None:
+            return Route(fixed.plugin, fixed.provider, fixed.declaration)
+        owner = self._owner(uri)
+        if owner is None:
+            raise NotFound(f"Unknown resource: {uri}. {self._closest_hint(uri)}", data={"uri": uri})
+        _plugin, provider, compiled = owner
+        for c in compiled:
+            if not uri.startswith(literal_start(c.template.template)):
+                continue
+            values = c.template.match(uri)
+            if values is not None:
+                return Route(c.entry.plugin, provider, c.entry.declaration, _as_strings(values))
+        shapes = [c.template.template for c in compiled] + [
+            e.declaration.uri for e in self.resources if e.provider is provider
+        ][:10]
+        raise NotFound(
+            f"Unknown resource: {uri}. It lies under a prefix provider {provider.name!r} owns, but matches "
+            f"none of its resources; it serves: {', '.join(shapes) or 'nothing'}",
+            data={"uri": uri},
+        )
+
+    def _owner(self, uri: str) -> tuple[str, ResourceProvider, list[_Compiled]] | None:
+        for length in self._prefix_lengths:
+            found = self._by_prefix.get(uri[:length])
+            if found is not None:
+                return found
+        return None
+
+    def _closest_hint(self, uri: str) -> str:
+        if not self._by_prefix:
+            return "This server serves no resources."
+        best = max(self._by_prefix, key=lambda px: (_common(px, uri), -len(px)))
+        return f"The closest owned prefix is {best!r} (provider {self._by_prefix[best][1].name!r})."
+
+    def template(self, uri_template: str) -> Entry[ResourceTemplate, ResourceProvider] | None:
+        return self._template_by_string.get(uri_template)
+
+    def tool(self, name: str) -> Entry[Tool, ToolProvider] | None:
+        return self._tool_by_name.get(name)
+
+    def prompt(self, name: str) -> Entry[Prompt, PromptProvider] | None:
+        return self._prompt_by_name.get(name)
+
+    # -- pagination --------------------------------------------------------------------------
+
+    def page(self, kind: str, items: Sequence[T], cursor: str | None, size: int) -> Page[T]:
+        """Cut one page of ``items``; ``kind`` keeps cursors of one list from working on another.
+
+        :raises InvalidParams: the cursor was not minted by this catalog for this list.
+        """
+        start = 0 if cursor is None else self._decode(kind, cursor)
+        end = start + size
+        return Page(items[start:end], self._encode(kind, end) if end < len(items) else None)
+
+    def _encode(self, kind: str, offset: int) -> str:
+        raw = json.dumps([kind, offset, self.fingerprint], separators=(",", ":")).encode()
+        return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+    def _decode(self, kind: str, cursor: str) -> int:
+        try:
+            raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+            got_kind, offset, fingerprint = json.loads(raw)
+        except (binascii.Error, ValueError, TypeError):
+            raise InvalidParams(f"Invalid cursor {cursor[:64]!r}: pass a nextCursor this server returned") from None
+        if got_kind != kind or fingerprint != self.fingerprint or not isinstance(offset, int) or offset < 0:
+            raise InvalidParams(
+                f"Invalid cursor {cursor[:64]!r}: it was not issued for this {kind} list by this server; "
+                "list again without a cursor"
+            )
+        return offset
+
+    def _fingerprint(self) -> str:
+        h = hashlib.sha256()
+        for e in self.resources:
+            h.update(e.declaration.uri.encode() + b"\0")
+        for t in self.templates:
+            h.update(t.declaration.uri_template.encode() + b"\0")
+        for tool in self.tools:
+            h.update(tool.declaration.name.encode() + b"\0")
+        for prompt in self.prompts:
+            h.update(prompt.declaration.name.encode() + b"\0")
+        return h.hexdigest()[:12]
+
+
+def _as_strings(values: Mapping[str, str | list[str]]) -> dict[str, str]:
+    # The checks refuse exploded variables, so every value is a string.
+    return {k: v if isinstance(v, str) else "/".join(v) for k, v in values.items()}
+
+
+def _common(a: str, b: str) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n

@@ -1,0 +1,201 @@
+"""The ``mcp-providers`` command: ``serve``, ``plugins``, ``check`` and ``demo``.
+
+Exit codes: 0 success; 1 a check failed, a plugin was rejected under ``--strict``, or the config is
+wrong; 2 usage errors (typer's). Human output goes to stdout for ``plugins``/``check``/``demo``;
+while ``serve`` speaks MCP over stdio, stdout belongs to the protocol and logs go to stderr.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import anyio
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from mcp_providers.composition import Composition, compose
+from mcp_providers.config import CONFIG_ENV, Config, load_config
+from mcp_providers.errors import CompositionError, ConfigError
+from mcp_providers.models import Resource
+
+app = typer.Typer(
+    name="mcp-providers",
+    help="Compose one MCP server out of installed provider plugins.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+out = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
+
+ConfigOption = Annotated[
+    Path | None,
+    typer.Option("--config", "-c", help=f"TOML config file (default: ${CONFIG_ENV}, else none).", show_default=False),
+]
+StrictOption = Annotated[bool, typer.Option("--strict", help="Fail if any plugin is rejected or any check fails.")]
+
+
+def _load(config_path: Path | None) -> Config:
+    try:
+        return load_config(config_path)
+    except ConfigError as exc:
+        err.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
+        raise typer.Exit(1) from None
+
+
+def _compose(config: Config, strict: bool) -> Composition:
+    try:
+        return compose(config, strict=strict)
+    except ConfigError as exc:
+        err.print(f"[red]error:[/red] {exc}", highlight=False)
+        raise typer.Exit(1) from None
+    except CompositionError as exc:
+        err.print("[red]refusing to start (--strict):[/red]", highlight=False)
+        for line in exc.problems:
+            err.print(f"  {line}", highlight=False, markup=False)
+        raise typer.Exit(1) from None
+
+
+def _parse_hostport(value: str) -> tuple[str, int]:
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit():
+        raise typer.BadParameter(f"expected HOST:PORT such as 127.0.0.1:8000, got {value!r}")
+    return host.strip("[]") or "127.0.0.1", int(port)
+
+
+@app.command()
+def serve(
+    config: ConfigOption = None,
+    strict: StrictOption = False,
+    http: Annotated[
+        str | None,
+        typer.Option("--http", help="Serve streamable HTTP on HOST:PORT (e.g. 127.0.0.1:8000) instead of stdio."),
+    ] = None,
+    stateless: Annotated[bool, typer.Option("--stateless", help="Streamable HTTP without sessions.")] = False,
+    json_response: Annotated[bool, typer.Option("--json-response", help="Answer HTTP POSTs with JSON, not SSE.")] = False,
+) -> None:
+    """Serve the composed MCP server over stdio (default) or streamable HTTP."""
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    composition = _compose(_load(config), strict)
+    for line in composition.failures:
+        err.print(f"[yellow]not served:[/yellow] {line}", highlight=False)
+    server = composition.server
+    if http is None:
+        from mcp.server.stdio import stdio_server
+
+        async def run_stdio() -> None:
+            async with stdio_server() as (read, write):
+                await server.run(read, write, server.create_initialization_options())
+
+        anyio.run(run_stdio)
+        return
+
+    import uvicorn
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    host, port = _parse_hostport(http)
+    security = None
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        err.print(f"[yellow]warning:[/yellow] serving on {host}, not loopback; anyone who can reach it can connect")
+        security = TransportSecuritySettings(allowed_hosts=[f"{host}:*"], allowed_origins=[f"http://{host}:*"])
+    asgi = server.streamable_http_app(
+        stateless_http=stateless, json_response=json_response, host=host, transport_security=security
+    )
+    err.print(f"serving MCP on http://{host}:{port}/mcp", highlight=False)
+    uvicorn.run(asgi, host=host, port=port, log_level="warning")
+
+
+@app.command()
+def plugins(
+    config: ConfigOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+) -> None:
+    """List every plugin found: loaded, rejected (with the reason) or disabled by config."""
+    composition = _compose(_load(config), strict=False)
+    rows = [r.as_dict() for r in composition.records]
+    if as_json:
+        out.print_json(json.dumps({"plugins": rows, "problems": [str(p) for p in composition.problems]}))
+        return
+    table = Table(title="mcp-providers plugins")
+    for column in ("plugin", "distribution", "status", "providers / reason"):
+        table.add_column(column)
+    for r in rows:
+        dist = f"{r['distribution'] or '-'} {r['version'] or ''}".strip()
+        detail = r["reason"] if r["status"] != "loaded" else ", ".join(r["providers"]) or "(no providers)"
+        color = {"loaded": "green", "rejected": "red", "disabled": "yellow"}[r["status"]]
+        table.add_row(r["name"], dist, f"[{color}]{r['status']}[/{color}]", detail)
+    out.print(table)
+
+
+async def _static_digests(composition: Composition) -> list[str]:
+    """Read every fixed resource declared ``static`` twice; report those whose bytes differ."""
+    from mcp_providers.providers import Content, ReadRequest
+
+    problems = []
+    async with composition.running():
+        for entry in composition.catalog.resources:
+            decl: Resource = entry.declaration
+            if decl.freshness.kind != "static":
+                continue
+            digests = []
+            for _ in range(2):
+                try:
+                    content = await entry.provider.read(ReadRequest(uri=decl.uri, resource=decl))
+                except Exception as exc:
+                    problems.append(f"{entry.plugin}: static-read-failed: {decl.uri!r}: {type(exc).__name__}: {exc}")
+                    break
+                if not isinstance(content, Content):
+                    problems.append(f"{entry.plugin}: static-read-failed: {decl.uri!r}: read() returned "
+                                    f"{type(content).__name__}; expected Content")
+                    break
+                digests.append(hashlib.sha256(content.data).hexdigest())
+            if len(digests) == 2 and digests[0] != digests[1]:
+                problems.append(
+                    f"{entry.plugin}: static-content-changed: {decl.uri!r}: two reads gave different bytes "
+                    f"(sha256 {digests[0][:12]} vs {digests[1][:12]}); fix: declare Freshness.live() or "
+                    "a max age, or serve fixed bytes"
+                )
+    return problems
+
+
+@app.command()
+def check(config: ConfigOption = None) -> None:
+    """Check every plugin and declaration; exit 1 with one line per problem."""
+    composition = _compose(_load(config), strict=False)
+    failures = composition.failures + anyio.run(_static_digests, composition)
+    for line in failures:
+        out.print(line, markup=False, highlight=False)
+    c = composition.catalog
+    summary = (
+        f"{sum(r.status == 'loaded' for r in composition.records)} plugins served, "
+        f"{len(c.resources)} resources, {len(c.templates)} templates, {len(c.tools)} tools, {len(c.prompts)} prompts"
+    )
+    if failures:
+        out.print(f"check failed: {len(failures)} problem(s); {summary}", markup=False, highlight=False)
+        raise typer.Exit(1)
+    out.print(f"check passed: {summary}", markup=False, highlight=False)
+
+
+@app.command()
+def demo(
+    samples: Annotated[int, typer.Option(help="How many resources to read and show.")] = 12,
+) -> None:
+    """Start the composed server as a subprocess, connect a real MCP client over stdio and tour it."""
+    from mcp_providers.demo import run_demo
+
+    code = run_demo(out, samples=samples)
+    raise typer.Exit(code)
+
+
+def main() -> None:
+    """Entry point of the ``mcp-providers`` script."""
+    app()
+
+
+__all__ = ["app", "main"]

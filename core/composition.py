@@ -1,0 +1,112 @@
+"""Composition: discovery + checks + catalog, as one library object.
+
+::
+
+    composition = compose(load_config("mcp-providers.toml"))
+    server = composition.server          # an SDK low-level Server, ready for any transport
+    composition.problems                 # what the checks found (those plugins are not served)
+
+``compose(..., strict=True)`` raises :class:`~mcp_providers.errors.CompositionError` instead of
+serving around a broken plugin.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+import pluggy
+
+from mcp_providers.catalog import Catalog
+from mcp_providers.checks import Declared, Problem, check, declare
+from mcp_providers.config import Config
+from mcp_providers.discovery import PluginRecord, discover
+from mcp_providers.errors import CompositionError
+
+if TYPE_CHECKING:
+    from mcp.server import Server
+
+__all__ = ["Composition", "compose"]
+
+
+@dataclass
+class Composition:
+    """The checked result of composing plugins: what is served, and what was left out and why."""
+
+    config: Config
+    plugin_manager: pluggy.PluginManager
+    records: list[PluginRecord]
+    declared: list[Declared]
+    problems: list[Problem]
+    catalog: Catalog
+    _running: int = field(default=0, repr=False)
+    _stack: contextlib.AsyncExitStack | None = field(default=None, repr=False)
+
+    @property
+    def failures(self) -> list[str]:
+        """One line per rejected plugin and per failed check."""
+        lines = [f"{r.name}: rejected: {r.reason}" for r in self.records if r.status == "rejected"]
+        return lines + [str(p) for p in self.problems]
+
+    @cached_property
+    def server(self) -> Server[object]:
+        """The SDK low-level ``Server`` bound to this composition (built once)."""
+        from mcp_providers.server import build_server
+
+        return build_server(self)
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """Enter every served provider's ``lifespan`` (once, however many times this is nested)."""
+        if self._running == 0:
+            stack = contextlib.AsyncExitStack()
+            await stack.__aenter__()
+            try:
+                for d in self.declared:
+                    await stack.enter_async_context(d.provider.lifespan())
+            except BaseException:
+                await stack.aclose()
+                raise
+            self._stack = stack
+        self._running += 1
+        try:
+            yield
+        finally:
+            self._running -= 1
+            if self._running == 0 and self._stack is not None:
+                stack, self._stack = self._stack, None
+                await stack.aclose()
+
+
+def compose(
+    config: Config | None = None,
+    *,
+    load_entrypoints: bool = True,
+    plugins: Mapping[str, object] | None = None,
+    strict: bool = False,
+) -> Composition:
+    """Discover plugins, check every declaration and build the catalog.
+
+    :param config: the operator's config; ``None`` is the embedded default (every installed plugin).
+    :param load_entrypoints: scan the ``mcp_providers`` entry-point group.
+    :param plugins: extra plugin modules or objects registered directly, by name.
+    :param strict: raise instead of serving around rejected plugins and failed checks.
+    :raises ConfigError: the config names a plugin that is not installed.
+    :raises CompositionError: with ``strict``, when anything was rejected or failed a check.
+    """
+    config = config or Config()
+    pm, records = discover(config, load_entrypoints=load_entrypoints, plugins=plugins)
+    declared, problems = declare(records)
+    problems += check(declared)
+    bad = {name for p in problems for name in p.plugins}
+    for record in records:
+        if record.name in bad and record.status == "loaded":
+            record.reject("failed checks (see mcp-providers check)")
+    served = [d for d in declared if d.plugin not in bad]
+    composition = Composition(config, pm, records, served, problems, Catalog(served))
+    if strict and composition.failures:
+        raise CompositionError(composition.failures)
+    return composition

@@ -1,0 +1,150 @@
+"""``mcp-providers demo``: the main job, end to end, on the embedded default.
+
+Starts ``mcp-providers serve`` as a subprocess, connects the SDK's MCP client over stdio, lists
+everything and reads a sample of resources (fixed ones, and one expansion of each template using
+the server's own completion values), printing them readably. Plugins that need a backend prepare
+one through the ``demo_settings`` hook (the ServiceNow plugin starts its emulator).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp import Client, MCPError, StdioServerParameters
+from mcp.shared.uri_template import UriTemplate
+from rich.console import Console
+from rich.panel import Panel
+from rich.syntax import Syntax
+from rich.table import Table
+
+from mcp_providers.config import Config
+from mcp_providers.discovery import call_hook, discover
+
+__all__ = ["run_demo"]
+
+_SHOWN_LINES = 24
+
+
+def _shown(text: str, mime: str | None) -> Syntax:
+    if mime and "json" in mime:
+        with contextlib.suppress(ValueError):
+            text = json.dumps(json.loads(text), indent=2, ensure_ascii=False)
+    lines = text.splitlines()
+    if len(lines) > _SHOWN_LINES:
+        lines = [*lines[:_SHOWN_LINES], f"... {len(lines) - _SHOWN_LINES} more lines not shown"]
+    lexer = "json" if mime and "json" in mime else "yaml" if mime and "yaml" in mime else "text"
+    return Syntax("\n".join(lines), lexer, word_wrap=True)
+
+
+async def _tour(console: Console, config_file: Path, samples: int) -> int:
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "mcp_providers", "serve", "--config", str(config_file)]
+    )
+    failures = 0
+    async with Client(params, cache=None) as client:
+        console.rule(f"connected over stdio, protocol {client.protocol_version}")
+        resources = await _all(client.list_resources, "resources")
+        templates = await _all(client.list_resource_templates, "resource_templates")
+        tools = await _all(client.list_tools, "tools")
+        prompts = await _all(client.list_prompts, "prompts")
+
+        table = Table(title=f"{len(resources)} resources")
+        for col in ("uri", "name", "MIME type", "bytes"):
+            table.add_column(col)
+        for r in resources:
+            table.add_row(r.uri, r.name, r.mime_type or "", str(r.size or ""))
+        console.print(table)
+        if templates:
+            table = Table(title=f"{len(templates)} resource templates")
+            table.add_column("URI template")
+            table.add_column("name")
+            for t in templates:
+                table.add_row(t.uri_template, t.name)
+            console.print(table)
+        if tools:
+            table = Table(title=f"{len(tools)} tools")
+            for col in ("name", "read-only", "destructive", "description"):
+                table.add_column(col)
+            for tool in tools:
+                a = tool.annotations
+                table.add_row(tool.name, str(a.read_only_hint if a else ""), str(a.destructive_hint if a else ""),
+                              (tool.description or "").split("\n")[0])
+            console.print(table)
+        if prompts:
+            console.print(f"{len(prompts)} prompts: " + ", ".join(p.name for p in prompts))
+
+        uris = [r.uri for r in resources][:samples]
+        for t in templates:
+            uri = await _expand(client, t.uri_template)
+            if uri:
+                uris.append(uri)
+        for uri in uris:
+            try:
+                result = await client.read_resource(uri)
+            except MCPError as exc:
+                failures += 1
+                console.print(Panel(f"error {exc.code}: {exc.message}", title=uri, border_style="red"))
+                continue
+            for item in result.contents:
+                if isinstance(item, types.TextResourceContents):
+                    body: Any = _shown(item.text, item.mime_type)
+                else:
+                    body = f"({len(item.blob) * 3 // 4} bytes of {item.mime_type or 'binary data'})"
+                console.print(Panel(body, title=f"{uri}  [{item.mime_type}]", title_align="left"))
+    console.rule("demo finished" + (f" with {failures} failed read(s)" if failures else ""))
+    return 1 if failures else 0
+
+
+async def _all(method: Any, field: str) -> list[Any]:
+    items: list[Any] = []
+    cursor = None
+    while True:
+        try:
+            page = await method(cursor=cursor)
+        except MCPError as exc:
+            if exc.code == types.METHOD_NOT_FOUND:  # the server has none of these
+                return items
+            raise
+        items += getattr(page, field)
+        cursor = page.next_cursor
+        if cursor is None:
+            return items
+
+
+async def _expand(client: Client, uri_template: str) -> str | None:
+    """One URI for the template, using the server's completion for each variable."""
+    values: dict[str, str] = {}
+    ref = types.ResourceTemplateReference(type="ref/resource", uri=uri_template)
+    for name in UriTemplate.parse(uri_template).variable_names:
+        try:
+            result = await client.complete(ref, {"name": name, "value": ""}, context_arguments=values or None)
+        except MCPError:
+            return None
+        if not result.completion.values:
+            return None
+        values[name] = result.completion.values[0]
+    return UriTemplate.parse(uri_template).expand(values)
+
+
+def run_demo(console: Console, samples: int = 12) -> int:
+    """Run the demo; returns the exit code (0 when every read succeeded)."""
+    pm, records = discover(Config())
+    with contextlib.ExitStack() as stack, tempfile.TemporaryDirectory(prefix="mcp-providers-demo-") as tmp:
+        tables: dict[str, dict[str, Any]] = {}
+        for record in records:
+            if record.status != "loaded":
+                continue
+            found, manager = call_hook(pm, "demo_settings", record.name)
+            if found and manager is not None:
+                tables[record.name] = stack.enter_context(manager)
+                console.print(f"demo: plugin {record.name} prepared its demo backend", highlight=False)
+        config_file = Path(tmp) / "demo-config.json"
+        config_file.write_text(json.dumps({"plugins": tables}), encoding="utf-8")
+        return anyio.run(_tour, console, config_file, samples)

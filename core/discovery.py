@@ -1,0 +1,266 @@
+"""Discovery: find plugins through one entry-point group and load each in isolation.
+
+Every plugin ends in exactly one :class:`PluginRecord` whose ``status`` says what happened:
+
+- ``loaded``: imported, registered, settings valid, hooks returned providers;
+- ``rejected``: something about the plugin is broken; ``reason`` says what, in one line;
+- ``disabled``: the operator's ``allow``/``deny`` selection left it out.
+
+A broken plugin never stops the others from loading. Output a plugin prints while it is imported
+or asked for providers goes to stderr, so it cannot corrupt a stdio MCP stream.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import importlib_metadata
+import pluggy
+from pydantic import BaseModel, ValidationError
+
+from mcp_providers import hookspecs
+from mcp_providers.config import Config, format_validation_error
+from mcp_providers.errors import ConfigError
+from mcp_providers.providers import PromptProvider, ResourceProvider, ToolProvider
+
+__all__ = ["PluginRecord", "call_hook", "discover"]
+
+Status = Literal["loaded", "rejected", "disabled"]
+
+_PROVIDER_HOOKS: tuple[tuple[str, type], ...] = (
+    ("register_resource_providers", ResourceProvider),
+    ("register_tool_providers", ToolProvider),
+    ("register_prompts", PromptProvider),
+)
+
+
+@dataclass
+class PluginRecord:
+    """What discovery learned about one plugin (plain data; ``mcp-providers plugins`` prints it)."""
+
+    name: str
+    """Entry-point name: the key of its ``[plugins.<name>]`` settings table."""
+    value: str
+    """What the entry point points at, e.g. ``mcp_providers.plugins.documcp.ssg_catalog``."""
+    distribution: str | None = None
+    version: str | None = None
+    status: Status = "loaded"
+    reason: str | None = None
+    hooks: list[str] = field(default_factory=list)
+    settings: BaseModel | None = None
+    settings_model: type[BaseModel] | None = None
+    plugin: object | None = field(default=None, repr=False)
+    resource_providers: list[ResourceProvider] = field(default_factory=list, repr=False)
+    tool_providers: list[ToolProvider] = field(default_factory=list, repr=False)
+    prompt_providers: list[PromptProvider] = field(default_factory=list, repr=False)
+
+    def reject(self, reason: str) -> None:
+        self.status = "rejected"
+        self.reason = reason
+        self.resource_providers, self.tool_providers, self.prompt_providers = [], [], []
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready summary."""
+        return {
+            "name": self.name,
+            "value": self.value,
+            "distribution": self.distribution,
+            "version": self.version,
+            "status": self.status,
+            "reason": self.reason,
+            "hooks": self.hooks,
+            "providers": [p.name for p in self.providers()],
+        }
+
+    def providers(self) -> list[ResourceProvider | ToolProvider | PromptProvider]:
+        return [*self.resource_providers, *self.tool_providers, *self.prompt_providers]
+
+
+@contextlib.contextmanager
+def _stdout_to_stderr() -> Iterator[None]:
+    # A plugin's print() must never reach a stdio MCP stream.
+    with contextlib.redirect_stdout(sys.stderr):
+        yield
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _entry_points() -> list[importlib_metadata.EntryPoint]:
+    # importlib_metadata yields each distribution once even when it is on sys.path twice.
+    return sorted(importlib_metadata.entry_points(group=hookspecs.PROJECT), key=lambda ep: ep.name)
+
+
+def _selected(name: str, config: Config) -> str | None:
+    if config.allow is not None and name not in config.allow:
+        return f"not in the config's allow list ({', '.join(config.allow) or 'empty'})"
+    if name in config.deny:
+        return "in the config's deny list"
+    return None
+
+
+def call_hook(pm: pluggy.PluginManager, hook: str, plugin_name: str, **kwargs: Any) -> tuple[bool, Any]:
+    """Call only ``plugin_name``'s implementation of ``hook`` (isolation: one plugin's error is its own)."""
+    for impl in getattr(pm.hook, hook).get_hookimpls():
+        if impl.plugin_name == plugin_name:
+            func: Callable[..., Any] = impl.function
+            with _stdout_to_stderr():
+                return True, func(**{arg: kwargs[arg] for arg in impl.argnames})
+    return False, None
+
+
+def _register(pm: pluggy.PluginManager, record: PluginRecord, plugin: object) -> None:
+    try:
+        pm.register(plugin, name=record.name)
+    except pluggy.PluginValidationError as exc:
+        record.reject(f"hook signature does not match the hookspec: {_one_line(exc)}")
+        return
+    except ValueError as exc:
+        record.reject(_one_line(exc))
+        return
+    unknown = [hc.name for hc in pm.get_hookcallers(plugin) or [] if hc.spec is None]
+    if unknown:
+        pm.unregister(plugin)
+        known = ", ".join(n for n in dir(hookspecs) if hasattr(getattr(hookspecs, n), "mcp_providers_spec"))
+        record.reject(f"implements unknown hook(s) {', '.join(sorted(unknown))}; the hooks are: {known}")
+        return
+    record.plugin = plugin
+    record.hooks = sorted(hc.name for hc in pm.get_hookcallers(plugin) or [])
+
+
+def _configure(pm: pluggy.PluginManager, record: PluginRecord, config: Config) -> None:
+    try:
+        found, model = call_hook(pm, "settings_model", record.name)
+    except Exception as exc:
+        record.reject(f"hook settings_model raised {_one_line(exc)}")
+        return
+    table = config.plugins.get(record.name)
+    if not found or model is None:
+        if table:
+            record.reject(f"config has [plugins.{record.name}] but the plugin takes no settings")
+        return
+    if not (isinstance(model, type) and issubclass(model, BaseModel)):
+        record.reject(f"hook settings_model returned {model!r}; expected a pydantic BaseModel subclass or None")
+        return
+    record.settings_model = model
+    try:
+        record.settings = model.model_validate(table or {})
+    except ValidationError as exc:
+        record.reject(f"invalid settings: {format_validation_error(exc, f'plugins.{record.name}')}")
+
+
+def _collect(pm: pluggy.PluginManager, record: PluginRecord) -> None:
+    for hook, kind in _PROVIDER_HOOKS:
+        try:
+            found, result = call_hook(pm, hook, record.name, settings=record.settings)
+        except Exception as exc:
+            record.reject(f"hook {hook} raised {_one_line(exc)}")
+            return
+        if not found:
+            continue
+        if result is None:
+            result = []
+        if not isinstance(result, Sequence) or isinstance(result, str | bytes):
+            record.reject(f"hook {hook} returned {type(result).__name__}; expected a list of {kind.__name__}")
+            return
+        wrong = [item for item in result if not isinstance(item, kind)]
+        if wrong:
+            record.reject(
+                f"hook {hook} returned {type(wrong[0]).__name__} {wrong[0]!r:.60}; "
+                f"expected {kind.__name__} instances"
+            )
+            return
+        unnamed = [item for item in result if not item.name]
+        if unnamed:
+            record.reject(f"hook {hook} returned a {type(unnamed[0]).__name__} with an empty name; set .name")
+            return
+        getattr(record, {ResourceProvider: "resource_providers", ToolProvider: "tool_providers"}.get(
+            kind, "prompt_providers"
+        )).extend(result)
+
+
+def discover(
+    config: Config,
+    *,
+    load_entrypoints: bool = True,
+    plugins: Mapping[str, object] | None = None,
+) -> tuple[pluggy.PluginManager, list[PluginRecord]]:
+    """Find, select, load and configure plugins; collect their providers.
+
+    :param config: the operator's config (selection and settings).
+    :param load_entrypoints: scan the ``mcp_providers`` entry-point group (once).
+    :param plugins: extra plugins registered directly, by name (tests and embedding).
+    :returns: the plugin manager and one :class:`PluginRecord` per plugin, sorted by name.
+    :raises ConfigError: the config names a plugin (in ``allow``, ``deny`` or ``[plugins.*]``)
+        that is not installed.
+    """
+    pm = pluggy.PluginManager(hookspecs.PROJECT)
+    pm.add_hookspecs(hookspecs)
+    records: dict[str, PluginRecord] = {}
+    loaders: dict[str, Callable[[], object]] = {}
+
+    if load_entrypoints:
+        by_name: dict[str, list[importlib_metadata.EntryPoint]] = {}
+        for ep in _entry_points():
+            by_name.setdefault(ep.name, []).append(ep)
+        for name, eps in by_name.items():
+            ep = eps[0]
+            dist = ep.dist
+            record = PluginRecord(
+                name=name,
+                value=ep.value,
+                distribution=dist.name if dist else None,
+                version=dist.version if dist else None,
+            )
+            records[name] = record
+            if len(eps) > 1:
+                owners = " and ".join(f"{e.dist.name if e.dist else '?'} ({e.value})" for e in eps)
+                record.reject(f"entry point name {name!r} is declared by {owners}; uninstall one or rename it")
+                continue
+            loaders[name] = ep.load
+    for name, plugin in (plugins or {}).items():
+        if name in records:
+            raise ConfigError(f"plugin {name!r} is both installed and passed directly; use another name")
+        records[name] = PluginRecord(name=name, value=getattr(plugin, "__name__", repr(plugin)))
+        loaders[name] = lambda plugin=plugin: plugin  # type: ignore[misc]
+
+    named = set(config.allow or ()) | set(config.deny) | set(config.plugins)
+    missing = sorted(named - set(records))
+    if missing:
+        raise ConfigError(
+            f"config names plugin(s) that are not installed: {', '.join(missing)}; "
+            f"installed: {', '.join(sorted(records)) or 'none'}"
+        )
+
+    for name in sorted(records):
+        record = records[name]
+        if record.status == "rejected":
+            continue
+        why_not = _selected(name, config)
+        if why_not:
+            record.status, record.reason = "disabled", why_not
+            continue
+        try:
+            with _stdout_to_stderr():
+                plugin = loaders[name]()
+        except BaseException as exc:  # noqa: BLE001 - SystemExit from an import must not end discovery
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            record.reject(f"import failed: {_one_line(exc)}")
+            continue
+        _register(pm, record, plugin)
+        if record.status == "rejected":
+            continue
+        _configure(pm, record, config)
+        if record.status == "rejected":
+            continue
+        _collect(pm, record)
+        if record.status == "rejected" and pm.is_registered(plugin):
+            pm.unregister(plugin)  # its authorize hook must not run either
+    return pm, [records[n] for n in sorted(records)]

@@ -1,0 +1,111 @@
+"""Errors, and the JSON-RPC codes they become on the wire.
+
+::
+
+    MCPProvidersError                 base of everything raised here
+    ├── ConfigError                   the config file or a plugin's settings are wrong
+    ├── CompositionError              checks failed; carries the list of Problems
+    └── RequestError                  raised while serving one request; has .code and .data
+        ├── NotFound                  -32602  no such resource (data.uri)
+        ├── InvalidParams             -32602  a URI value, argument or cursor is malformed
+        ├── Denied                    -32003  the authorize hook refused
+        ├── TooLarge                  -32004  over the read budget; says how to narrow
+        ├── ReadTimeout               -32005  the provider missed the read deadline
+        └── UpstreamError             -32006  the provider's data source failed
+    ToolFailure                       a tool's expected failure; becomes isError: true
+
+-32602 follows MCP 2026-07-28 (SEP-2164) for unknown resources; the others are in the
+implementation-defined range -32000..-32019 that the 2026-07-28 error-code policy sets aside.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = [
+    "CompositionError",
+    "ConfigError",
+    "Denied",
+    "InvalidParams",
+    "MCPProvidersError",
+    "NotFound",
+    "ReadTimeout",
+    "RequestError",
+    "ToolFailure",
+    "TooLarge",
+    "UpstreamError",
+]
+
+INVALID_PARAMS = -32602
+DENIED = -32003
+TOO_LARGE = -32004
+READ_TIMEOUT = -32005
+UPSTREAM_ERROR = -32006
+
+
+class MCPProvidersError(Exception):
+    """Base class of the errors this package raises."""
+
+
+class ConfigError(MCPProvidersError):
+    """The config file, a plugin selection or a plugin's settings are invalid."""
+
+
+class CompositionError(MCPProvidersError):
+    """One or more checks failed; ``problems`` lists them (see :mod:`mcp_providers.checks`)."""
+
+    def __init__(self, problems: Sequence[Any]) -> None:
+        self.problems = list(problems)
+        super().__init__("\n".join(str(p) for p in self.problems))
+
+
+class RequestError(MCPProvidersError):
+    """An error answering one request; the server turns it into a JSON-RPC error."""
+
+    code: int = INVALID_PARAMS
+
+    def __init__(self, message: str, *, data: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.data = data
+
+
+class NotFound(RequestError):
+    """No resource at this URI. Pass ``data={"uri": uri}``."""
+
+    code = INVALID_PARAMS
+
+
+class InvalidParams(RequestError):
+    """A request value is malformed; the message says what would be right."""
+
+    code = INVALID_PARAMS
+
+
+class Denied(RequestError):
+    """The ``authorize`` hook refused the action."""
+
+    code = DENIED
+
+
+class TooLarge(RequestError):
+    """The content is over the read budget and the provider does not allow truncation."""
+
+    code = TOO_LARGE
+
+
+class ReadTimeout(RequestError):
+    """The provider did not answer within the read deadline."""
+
+    code = READ_TIMEOUT
+
+
+class UpstreamError(RequestError):
+    """The provider's data source failed (HTTP error, timeout, malformed answer)."""
+
+    code = UPSTREAM_ERROR
+
+
+class ToolFailure(MCPProvidersError):
+    """An expected tool failure the model should see and may correct (``isError: true``)."""

@@ -1,0 +1,129 @@
+"""The plugin contract: every hook a provider plugin may implement.
+
+A plugin is a module (or object) named by an entry point in the ``mcp_providers`` group. It
+implements any subset of these hooks with ``@hookimpl`` and may accept any subset of each hook's
+arguments::
+
+    from mcp_providers import hookimpl
+
+    @hookimpl
+    def register_resource_providers(settings):
+        return [Catalog()]
+
+The core calls each plugin's implementation on its own, so a hook that raises or returns the wrong
+type disables that plugin alone (see ``mcp-providers plugins``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
+    from pydantic import BaseModel
+
+    from mcp_providers.policy import Action, Decision
+    from mcp_providers.providers import PromptProvider, ResourceProvider, ToolProvider
+
+PROJECT = "mcp_providers"
+"""The pluggy project name and the entry-point group plugins are registered under."""
+
+hookspec = pluggy.HookspecMarker(PROJECT)
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+
+# -- declaration ---------------------------------------------------------------------------------
+
+
+@hookspec
+def settings_model() -> type[BaseModel] | None:
+    """Return the pydantic model of this plugin's settings, or ``None`` if it takes none.
+
+    The operator's ``[plugins.<entry point name>]`` table in the config file is validated against
+    this model before any other hook is called; a validation error disables the plugin and names
+    each bad field. With no table, the model is built from its defaults (so every field needs a
+    default for the plugin to load without configuration).
+
+    :returns: a ``BaseModel`` subclass, or ``None``.
+
+    Use in provider plugins: declare secrets as the *name* of an environment variable, never the
+    secret itself, so the config file can be shared.
+    """
+
+
+@hookspec
+def register_resource_providers(settings: Any) -> Sequence[ResourceProvider]:
+    """Return the resource providers this plugin contributes.
+
+    Called once at composition time, after settings are validated.
+
+    :param settings: the instance of this plugin's :func:`settings_model`, or ``None``.
+    :returns: a list of :class:`~mcp_providers.providers.ResourceProvider`; empty if none.
+
+    Use in provider plugins: declare every URI and template here. Nothing can be added later,
+    so no URI is minted at read time.
+    """
+
+
+@hookspec
+def register_tool_providers(settings: Any) -> Sequence[ToolProvider]:
+    """Return the tool providers this plugin contributes.
+
+    Called once at composition time, after settings are validated.
+
+    :param settings: the instance of this plugin's :func:`settings_model`, or ``None``.
+    :returns: a list of :class:`~mcp_providers.providers.ToolProvider`; empty if none.
+
+    Use in provider plugins: declare each tool's effects honestly; the annotations clients see
+    (``readOnlyHint``, ``destructiveHint`` ...) are derived from them.
+    """
+
+
+@hookspec
+def register_prompts(settings: Any) -> Sequence[PromptProvider]:
+    """Return the prompt providers this plugin contributes.
+
+    Called once at composition time, after settings are validated.
+
+    :param settings: the instance of this plugin's :func:`settings_model`, or ``None``.
+    :returns: a list of :class:`~mcp_providers.providers.PromptProvider`; empty if none.
+    """
+
+
+@hookspec
+def demo_settings() -> AbstractContextManager[dict[str, Any]] | None:
+    """Return a context manager that prepares demo data and yields this plugin's settings table.
+
+    ``mcp-providers demo`` enters it before starting the composed server and leaves it afterwards,
+    so a plugin that needs a backend can start a local stand-in (the ServiceNow plugin starts its
+    Table API emulator). The yielded dict becomes the plugin's ``[plugins.<name>]`` table.
+
+    :returns: a context manager yielding a settings table, or ``None`` when the defaults serve.
+
+    Use in provider plugins: bind only to loopback and clean up on exit.
+    """
+
+
+# -- serving -------------------------------------------------------------------------------------
+
+
+@hookspec(firstresult=True)
+def authorize(subject: str, action: Action, target: str) -> Decision | None:
+    """Decide whether ``subject`` may perform ``action`` on ``target``.
+
+    Called at every read boundary: list, read, template expansion, completion, subscription and
+    tool call. Stops at first non-None result; when every implementation returns ``None`` the
+    action is allowed.
+
+    :param subject: who is asking: ``"local"`` on stdio, the verified token's client id on HTTP.
+    :param action: one of ``"list"``, ``"read"``, ``"expand"``, ``"complete"``, ``"subscribe"``,
+        ``"call"``, ``"prompt"``.
+    :param target: the URI, URI template, tool name or prompt name acted on.
+    :returns: a :class:`~mcp_providers.policy.Decision`, or ``None`` to defer.
+
+    Use in provider plugins: keep it fast and side-effect free; it runs on every request.
+    """

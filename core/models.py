@@ -1,0 +1,200 @@
+"""Declarations: the frozen records a provider hands the core once, at composition time.
+
+A provider never mints URIs at read time: everything it can serve is declared here, checked by
+:mod:`mcp_providers.checks` and indexed by :mod:`mcp_providers.catalog` before the first request.
+
+Shapes, by example::
+
+    Resource(uri="documcp://ssgs/available", name="ssgs-available", mime_type="application/json")
+    ResourceTemplate(uri_template="documcp://ssgs/{ssg}", name="ssg",
+                     completions={"ssg": ("hugo", "jekyll")})
+    Tool(name="recommend_ssg", input_model=RecommendIn, output_model=RecommendOut, effects="none")
+    Prompt(name="setup-docs", arguments=(PromptArgument(name="ssg", completions=("hugo",)),))
+
+Where each invariant is enforced:
+
+- field shapes (priority in 0..1, sizes >= 0, names' characters): by pydantic, when the model is built;
+- URI grammar, owned prefixes, collisions, side effects on resources: by :mod:`mcp_providers.checks`;
+- tool annotations are never declared, only derived from :attr:`Tool.effects` (:meth:`Tool.annotations`).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+__all__ = [
+    "Annotations",
+    "Effects",
+    "Freshness",
+    "Prompt",
+    "PromptArgument",
+    "Resource",
+    "ResourceTemplate",
+    "Tool",
+]
+
+Effects = Literal["none", "additive", "destructive"]
+"""What an operation may change: ``none`` (read-only), ``additive`` (creates or appends, never
+removes or overwrites) or ``destructive`` (may overwrite or delete)."""
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+
+class Annotations(BaseModel):
+    """Client hints carried to the wire unchanged (MCP ``Annotations``).
+
+    Source: MCP specification 2025-11-25, ``schema.ts`` ``Annotations``.
+    """
+
+    model_config = _FROZEN
+
+    audience: tuple[Literal["user", "assistant"], ...] | None = None
+    """Who the content is for: any of ``"user"`` and ``"assistant"``."""
+    priority: float | None = Field(default=None, ge=0.0, le=1.0)
+    """Importance from 0.0 (optional) to 1.0 (effectively required)."""
+    last_modified: datetime | None = None
+    """When the content last changed; sent as ISO 8601. Must be timezone-aware."""
+
+    @field_validator("last_modified")
+    @classmethod
+    def _aware(cls, value: datetime | None) -> datetime | None:
+        if value is not None and value.tzinfo is None:
+            raise ValueError("last_modified must be timezone-aware, e.g. datetime(2026, 1, 1, tzinfo=UTC)")
+        return value
+
+
+class Freshness(BaseModel):
+    """How current a resource's content is, as the provider declares it.
+
+    - ``static``: the bytes never change while the distribution's version stays the same
+      (``mcp-providers check`` reads such a resource twice and compares digests);
+    - ``max_age``: content may be up to ``max_age_seconds`` old;
+    - ``live``: read from the source on every request;
+    - ``unspecified``: the provider makes no promise.
+    """
+
+    model_config = _FROZEN
+
+    kind: Literal["static", "max_age", "live", "unspecified"] = "unspecified"
+    max_age_seconds: float | None = Field(default=None, ge=0)
+    """Seconds; required with and only allowed with ``kind="max_age"``."""
+
+    def model_post_init(self, context: Any, /) -> None:
+        if (self.kind == "max_age") != (self.max_age_seconds is not None):
+            raise ValueError("max_age_seconds goes with kind='max_age' and only with it")
+
+    @classmethod
+    def static(cls) -> Freshness:
+        """Content fixed for the distribution's version."""
+        return cls(kind="static")
+
+    @classmethod
+    def live(cls) -> Freshness:
+        """Content read from the source on every request."""
+        return cls(kind="live")
+
+    @classmethod
+    def max_age(cls, seconds: float) -> Freshness:
+        """Content at most ``seconds`` old."""
+        return cls(kind="max_age", max_age_seconds=seconds)
+
+
+class _ResourceBase(BaseModel):
+    model_config = _FROZEN
+
+    name: str = Field(min_length=1, max_length=128)
+    """Programmatic name, unique within the provider."""
+    title: str | None = None
+    """Human-readable name for display."""
+    description: str | None = None
+    mime_type: str | None = None
+    """MIME type of every read, e.g. ``application/json``."""
+    annotations: Annotations | None = None
+    freshness: Freshness = Freshness()
+    side_effects: Effects = "none"
+    """Must stay ``"none"``: a resource that declares any effect is rejected by the checks
+    (``resource-declares-side-effect``). It exists so the mistake is visible, not silent."""
+    max_bytes: int | None = Field(default=None, ge=1)
+    """Per-resource read budget in bytes, overriding the server's ``max_read_bytes``."""
+    meta: dict[str, Any] | None = None
+    """Extra ``_meta`` entries for list results (keys should be reverse-DNS)."""
+
+
+class Resource(_ResourceBase):
+    """A resource at one fixed, absolute URI (listed by ``resources/list``)."""
+
+    uri: str = Field(min_length=1)
+    """Absolute URI with a scheme, no template expression, e.g. ``documcp://ssgs/available``."""
+    size: int | None = Field(default=None, ge=0)
+    """Size of the content in bytes (before any base64), when known."""
+
+
+class ResourceTemplate(_ResourceBase):
+    """A family of resources addressed by an RFC 6570 URI template (``resources/templates/list``)."""
+
+    uri_template: str = Field(min_length=1)
+    """Template accepted by the SDK's strict parser, e.g. ``servicenow://{instance}/incidents/{number}``."""
+    completions: dict[str, tuple[str, ...]] = Field(default_factory=dict)
+    """Static completion values per variable name. A provider may also override
+    :meth:`ResourceProvider.complete <mcp_providers.providers.ResourceProvider.complete>` for
+    values it computes."""
+
+
+class Tool(BaseModel):
+    """A tool the model may call. Annotations are derived from the declared effects."""
+
+    model_config = _FROZEN
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]{1,128}$")
+    """1-128 characters from ``A-Z a-z 0-9 _ . -`` (MCP 2025-11-25 tool-name rule)."""
+    title: str | None = None
+    description: str = Field(min_length=1)
+    input_model: type[BaseModel]
+    """Pydantic model the arguments are validated against; its JSON Schema is the ``inputSchema``."""
+    output_model: type[BaseModel] | None = None
+    """Model of ``structuredContent``; its JSON Schema is the ``outputSchema``."""
+    effects: Effects = "none"
+    idempotent: bool = False
+    """Calling twice with the same arguments changes nothing more than calling once."""
+    open_world: bool = False
+    """Reaches systems outside this server (another service's API, the web)."""
+    meta: dict[str, Any] | None = None
+
+    def annotations(self) -> dict[str, bool]:
+        """MCP tool annotation hints derived from :attr:`effects`, so they cannot contradict it.
+
+        :returns: ``{"readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"}``.
+        """
+        read_only = self.effects == "none"
+        return {
+            "readOnlyHint": read_only,
+            "destructiveHint": self.effects == "destructive",
+            "idempotentHint": read_only or self.idempotent,
+            "openWorldHint": self.open_world,
+        }
+
+
+class PromptArgument(BaseModel):
+    """One argument of a prompt template."""
+
+    model_config = _FROZEN
+
+    name: str = Field(min_length=1)
+    description: str | None = None
+    required: bool = False
+    completions: tuple[str, ...] = ()
+    """Values offered by ``completion/complete`` for this argument."""
+
+
+class Prompt(BaseModel):
+    """A user-controlled prompt template (``prompts/list``, ``prompts/get``)."""
+
+    model_config = _FROZEN
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]{1,128}$")
+    title: str | None = None
+    description: str = Field(min_length=1)
+    arguments: tuple[PromptArgument, ...] = ()

@@ -1,0 +1,1 @@
+"""Built-in provider plugins, each registered through the ``mcp_providers`` entry-point group."""
