@@ -40,6 +40,8 @@ __all__ = [
     "PLACEHOLDERS",
     "ConfigTemplates",
     "DiataxisStructure",
+    "Section",
+    "diataxis_text",
     "render",
     "template_text",
 ]
@@ -76,6 +78,10 @@ _EXTENSIONS: Final[dict[ConfigFormat, str]] = {"yaml": "yml", "toml": "toml", "e
 _PACKAGE: Final = "mcp_providers.plugins.documcp.templates"
 
 
+Section = Literal["tutorials", "how-to-guides", "reference", "explanation"]
+"""The four Diataxis sections, by the folder names the templates use."""
+
+
 class DiataxisSection(BaseModel):
     """One Diataxis section of ``documcp://templates/diataxis-structure``."""
 
@@ -98,7 +104,7 @@ class DiataxisStructure(BaseModel):
 
     framework: Literal["Diataxis"]
     source: str = Field(pattern=r"^https://")
-    structure: dict[Literal["tutorials", "how-to-guides", "reference", "explanation"], DiataxisSection]
+    structure: dict[Section, DiataxisSection]
 
     def model_post_init(self, context: object, /) -> None:
         missing = {"tutorials", "how-to-guides", "reference", "explanation"} - set(self.structure)
@@ -144,7 +150,11 @@ def render(ssg: SSG, values: Mapping[str, str]) -> str:
 
 
 @cache
-def _diataxis_text() -> str:
+def diataxis_text() -> str:
+    """The stored ``diataxis-structure.json``, validated against :class:`DiataxisStructure`.
+
+    :raises pydantic.ValidationError: the file breaks the model.
+    """
     text = _read("diataxis-structure.json")
     DiataxisStructure.model_validate_json(text)
     return text
@@ -160,7 +170,7 @@ class ConfigTemplates(ResourceProvider):
         # Loading (and validating) every file here makes a broken template fail composition,
         # not a later read.
         self._texts: dict[str, str] = {template_uri(s): template_text(s.id) for s in SSGS}
-        self._texts[DIATAXIS_URI] = _diataxis_text()
+        self._texts[DIATAXIS_URI] = diataxis_text()
 
     def resources(self) -> Sequence[Resource]:
         """Every template, with its registered MIME type, exact size and static freshness."""
