@@ -33,7 +33,9 @@ from mcp_providers.providers import Message, PromptProvider
 __all__ = ["PROMPTS", "DocumentationPrompts"]
 
 _PROJECT_PATH = PromptArgument(
-    name="project_path", description="Path of the project's repository, e.g. ./ or ~/src/widgets.", required=True
+    name="project_path",
+    description="Path of the project's repository, e.g. ./ or ~/src/widgets.",
+    required=True,
 )
 _SSG = PromptArgument(
     name="ssg_type",
@@ -195,11 +197,14 @@ class DocumentationPrompts(PromptProvider):
                 if examples
                 else "Create only index pages; do not draft content."
             ),
-            "6. Say which files you will create before writing them, and finish with how to preview the site.",
+            "6. Say which files you will create before writing them, "
+            "and finish with how to preview the site.",
         ]
         return "\n".join(lines)
 
-    def _page(self, prompt: Prompt, kind: Section, path: str, ssg: SSG | None, arguments: Mapping[str, str]) -> str:
+    def _page(
+        self, prompt: Prompt, kind: Section, path: str, ssg: SSG | None, arguments: Mapping[str, str]
+    ) -> str:
         section = self._diataxis.structure[kind]
         details = {
             a.name: arguments[a.name]
@@ -216,7 +221,9 @@ class DocumentationPrompts(PromptProvider):
             lines.append(f"Save it under {ssg.content_dir}/{kind}/ with YAML front matter giving its title.")
         if details:
             lines.append("Details from the user (JSON): " + json.dumps(details, ensure_ascii=False))
-        lines.append("Base every statement on the project's code and docs; mark anything you could not verify.")
+        lines.append(
+            "Base every statement on the project's code and docs; mark anything you could not verify."
+        )
         return "\n".join(lines)
 
 

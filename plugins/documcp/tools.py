@@ -15,8 +15,6 @@ from collections.abc import Sequence
 from typing import Final, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
-
 from mcp_providers.errors import ToolFailure
 from mcp_providers.models import Tool
 from mcp_providers.plugins.documcp.config_templates import render
@@ -31,15 +29,17 @@ from mcp_providers.plugins.documcp.registry import (
     template_uri,
 )
 from mcp_providers.providers import Link, ToolCall, ToolProvider, ToolResult
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 __all__ = [
+    "PURPOSES",
     "TOOLS",
     "DocumentationTools",
     "GenerateConfigIn",
     "GenerateConfigOut",
-    "Recommendation",
     "RecommendIn",
     "RecommendOut",
+    "Recommendation",
     "generate_config",
     "recommend",
 ]
@@ -48,6 +48,8 @@ Priority = Literal["simplicity", "build-speed", "maturity"]
 
 _GITHUB_REPO = re.compile(r"^https://github\.com/([A-Za-z0-9](?:[A-Za-z0-9-]{0,38}))/([A-Za-z0-9._-]{1,100})$")
 _PLACEHOLDER_REPO: Final = "https://github.com/your-org/your-project"
+PURPOSES: Final[tuple[str, ...]] = tuple(sorted({tag for s in SSGS for tag in s.best_for}))
+"""Every ``bestFor`` tag in the registry: the vocabulary of ``recommend_ssg``'s ``purposes``."""
 
 
 # -- recommend_ssg -------------------------------------------------------------------------------
@@ -64,23 +66,25 @@ class RecommendIn(BaseModel):
     purposes: tuple[str, ...] = Field(
         default=(),
         description="What the site is for, as catalog bestFor tags, e.g. ['documentation', 'api-docs'].",
-        json_schema_extra={"items": {"type": "string", "enum": sorted({t for s in SSGS for t in s.best_for})}},
+        json_schema_extra={"items": {"type": "string", "enum": list(PURPOSES)}},
     )
     needs: tuple[Feature, ...] = Field(default=(), description="Capabilities the site must have built in.")
     priority: Priority | None = Field(
         default=None, description="What matters most: simplicity, build-speed or maturity of the ecosystem."
     )
     expected_pages: int | None = Field(
-        default=None, ge=1, le=1_000_000, description="Rough number of pages; 1000 or more favours fast builds."
+        default=None,
+        ge=1,
+        le=1_000_000,
+        description="Rough number of pages; 1000 or more favours fast builds.",
     )
 
     @field_validator("purposes")
     @classmethod
     def _known_purposes(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        known = sorted({t for s in SSGS for t in s.best_for})
-        unknown = [p for p in value if p not in known]
+        unknown = [p for p in value if p not in PURPOSES]
         if unknown:
-            raise ValueError(f"unknown purposes {unknown}; expected any of: {', '.join(known)}")
+            raise ValueError(f"unknown purposes {unknown}; expected any of: {', '.join(PURPOSES)}")
         return value
 
 
@@ -188,7 +192,8 @@ class GenerateConfigIn(BaseModel):
     site_name: str = Field(min_length=1, max_length=200, description="Site title, e.g. 'Acme Docs'.")
     description: str = Field(default="", max_length=1000, description="One-sentence description of the site.")
     repository_url: str | None = Field(
-        default=None, description="GitHub repository, e.g. https://github.com/acme/widgets (no trailing slash)."
+        default=None,
+        description="GitHub repository, e.g. https://github.com/acme/widgets (no trailing slash).",
     )
     site_url: str | None = Field(
         default=None,

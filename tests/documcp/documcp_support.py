@@ -11,7 +11,6 @@ from typing import Any
 import mcp_types as types
 import pytest
 from mcp import Client
-
 from mcp_providers.plugins.documcp import config_templates, prompts, ssg_catalog, workflows
 
 DOCUMCP_PLUGINS: dict[str, object] = {

@@ -17,7 +17,6 @@ import pytest
 import yaml
 from documcp_support import node_check, read_text
 from mcp import Client, MCPError, StdioServerParameters
-
 from mcp_providers.plugins.documcp.registry import SSG_IDS
 from mcp_providers.plugins.documcp.workflows import WORKFLOW_IDS
 
@@ -131,7 +130,8 @@ async def test_catalog_templates_completions_and_tool_enums_list_the_same_ids(cl
     assert recommend_schema is not None
     recommend_enum = recommend_schema["properties"]["recommended"]["enum"]
     prompt_ref = types.PromptReference(type="ref/prompt", name="setup-documentation")
-    prompt_completed = (await client.complete(prompt_ref, {"name": "ssg_type", "value": ""})).completion.values
+    prompt_completion = await client.complete(prompt_ref, {"name": "ssg_type", "value": ""})
+    prompt_completed = prompt_completion.completion.values
 
     lists = {
         "catalog": catalog,
