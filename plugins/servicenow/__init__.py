@@ -1,0 +1,50 @@
+"""ServiceNow built-in plugin: instances, incidents, update sets, problems and changes as
+resources under ``servicenow://``, and table reads and incident writes as tools.
+
+Hooks implemented: :func:`settings_model`, :func:`register_resource_providers`,
+:func:`register_tool_providers`. Both providers share one
+:class:`~mcp_providers.plugins.servicenow.client.InstancePool` per settings object, so each
+configured instance has exactly one HTTP client, opened while the server runs. A local Table API
+emulator for tests and demos is in :mod:`mcp_providers.plugins.servicenow.emulator`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pydantic import BaseModel
+
+from mcp_providers.hookspecs import hookimpl
+from mcp_providers.plugins.servicenow.resources import ServiceNowResources
+from mcp_providers.plugins.servicenow.settings import ServiceNowSettings
+from mcp_providers.plugins.servicenow.tools import ServiceNowTools
+from mcp_providers.providers import ResourceProvider, ToolProvider
+
+__all__ = [
+    "ServiceNowResources",
+    "ServiceNowSettings",
+    "ServiceNowTools",
+    "register_resource_providers",
+    "register_tool_providers",
+    "settings_model",
+]
+
+
+@hookimpl
+def settings_model() -> type[BaseModel]:
+    """The plugin's settings: :class:`ServiceNowSettings` (a list of instances)."""
+    return ServiceNowSettings
+
+
+@hookimpl
+def register_resource_providers(settings: ServiceNowSettings | None) -> Sequence[ResourceProvider]:
+    """One :class:`ServiceNowResources` over the configured instances."""
+    settings = settings if settings is not None else ServiceNowSettings()
+    return [ServiceNowResources(settings.pool())]
+
+
+@hookimpl
+def register_tool_providers(settings: ServiceNowSettings | None) -> Sequence[ToolProvider]:
+    """One :class:`ServiceNowTools` over the same instances (and the same HTTP clients)."""
+    settings = settings if settings is not None else ServiceNowSettings()
+    return [ServiceNowTools(settings.pool())]

@@ -419,6 +419,11 @@ class Emulator:
         with self._lock:
             self._state.requests.clear()
 
+    def issued_tokens(self) -> list[str]:
+        """Every access and refresh token issued so far (so tests can check none leaks)."""
+        with self._lock:
+            return list(self._state.tokens) + list(self._state.refresh_tokens)
+
     def records(self, table: str) -> list[Record]:
         """A copy of the rows of ``table`` as stored (raw values, journal fields empty)."""
         with self._lock:

@@ -58,6 +58,10 @@ class QueryError(ValueError):
     """A caller value cannot go into an encoded query; the message says why and what is accepted."""
 
 
+def _caret_hint(value: str) -> str:
+    return " (it contains a caret, which ServiceNow would read as a query operator)" if "^" in value else ""
+
+
 def check_value(value: str, *, what: str = "value") -> str:
     """Return ``value`` if it is safe inside an encoded query.
 
@@ -80,7 +84,7 @@ def check_number(value: str) -> str:
     :raises QueryError: it is not 2-10 capital letters followed by 4-12 digits.
     """
     if not NUMBER_PATTERN.fullmatch(value):
-        hint = " (a caret would be read as a query operator)" if "^" in value else ""
+        hint = _caret_hint(value)
         raise QueryError(
             f"number {value!r} is not a record number{hint}: expected 2-10 capital letters then "
             f"4-12 digits, e.g. INC0010001"
@@ -95,7 +99,7 @@ def check_sys_id(value: str) -> str:
     """
     if not SYS_ID_PATTERN.fullmatch(value):
         raise QueryError(
-            f"sys_id {value!r} is not a sys_id: expected 32 lowercase hexadecimal characters, "
+            f"sys_id {value!r} is not a sys_id{_caret_hint(value)}: expected 32 lowercase hexadecimal characters, "
             f"e.g. 9d385017c611228701d22104cc95c371"
         )
     return value

@@ -197,7 +197,7 @@ class InstanceSettings(BaseModel):
         host = parts.hostname or ""
         if not host:
             raise ValueError(f"url {value!r} has no host")
-        if parts.scheme == "http" and not _is_loopback(host):
+        if parts.scheme == "http" and not is_loopback_host(host):
             raise ValueError(f"url {value!r}: plain http is only allowed on loopback (127.0.0.1, ::1, localhost)")
         try:
             parts.port  # noqa: B018 -- raises on a malformed port
@@ -206,7 +206,8 @@ class InstanceSettings(BaseModel):
         return value.rstrip("/")
 
 
-def _is_loopback(host: str) -> bool:
+def is_loopback_host(host: str) -> bool:
+    """Whether ``host`` is ``localhost`` or a loopback IP address."""
     if host == "localhost":
         return True
     try:

@@ -1,0 +1,487 @@
+"""HTTP access to configured ServiceNow instances: one ``httpx2.AsyncClient`` per instance.
+
+:class:`InstancePool` opens one :class:`InstanceClient` per configured instance when the first
+provider's ``lifespan()`` is entered and closes them when the last one leaves. Every call names
+its instance explicitly; there is no current or default instance and nothing is switched.
+
+Behaviour shared by every call:
+
+- auth: HTTP Basic, OAuth 2.0 (:class:`OAuthFlow`: token cached until it expires, fetched again
+  once when the instance answers 401) or an API key in ``x-sn-apikey``;
+- 429: waits ``Retry-After`` seconds (at most ``max_retry_after_seconds``) and retries, at most
+  ``max_retries`` times;
+- failures raise :class:`ServiceNowError` (an ``UpstreamError``, JSON-RPC -32006) or ``NotFound``
+  (404) whose message names the instance, the operation, the status and ServiceNow's
+  ``error.message``/``error.detail``; timeouts and unreachable hosts say so. No message, log
+  line or result ever carries a password, secret, token or ``Authorization`` header.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import email.utils
+import logging
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Generator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+import anyio
+import httpx2
+
+from mcp_providers.errors import NotFound, UpstreamError
+from mcp_providers.plugins.servicenow.query import check_sys_id, check_table
+from mcp_providers.plugins.servicenow.settings import (
+    ApiKeyAuth,
+    BasicAuth,
+    InstanceSettings,
+    OAuthAuth,
+    is_loopback_host,
+    read_secret,
+)
+
+__all__ = ["InstanceClient", "InstancePool", "OAuthFlow", "Page", "ServiceNowError", "UnknownInstance"]
+
+log = logging.getLogger(__name__)
+
+DisplayValue = Literal["true", "false", "all"]
+_MAX_TEXT = 500
+
+
+class UnknownInstance(LookupError):
+    """The instance name is not configured; the message lists the configured names."""
+
+
+class ServiceNowError(UpstreamError):
+    """A ServiceNow instance answered with an error, or could not be reached.
+
+    :ivar instance: the instance name.
+    :ivar status: the HTTP status, or ``None`` for a timeout or a connection failure.
+    :ivar sn_message: ServiceNow's ``error.message``, if it sent one.
+    :ivar sn_detail: ServiceNow's ``error.detail``, if it sent one.
+    """
+
+    def __init__(self, message: str, *, instance: str, status: int | None = None,
+                 sn_message: str | None = None, sn_detail: str | None = None) -> None:  # fmt: skip
+        data = {"instance": instance, "status": status, "message": sn_message, "detail": sn_detail}
+        super().__init__(message, data={k: v for k, v in data.items() if v is not None})
+        self.instance = instance
+        self.status = status
+        self.sn_message = sn_message
+        self.sn_detail = sn_detail
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """One page of a table query.
+
+    :param records: the records, as ServiceNow returned them (string values, or reference
+        objects when display values are asked for).
+    :param total: ``X-Total-Count``: records matching the query across all pages (``None`` if
+        the instance did not send it).
+    :param offset: ``sysparm_offset`` of this page.
+    :param limit: ``sysparm_limit`` asked for.
+    """
+
+    records: list[dict[str, Any]]
+    total: int | None
+    offset: int
+    limit: int
+
+    @property
+    def has_more(self) -> bool:
+        """Whether records exist past this page."""
+        if self.total is not None:
+            return self.offset + len(self.records) < self.total
+        return len(self.records) >= self.limit > 0
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= _MAX_TEXT else text[:_MAX_TEXT] + "…"
+
+
+class OAuthFlow(httpx2.Auth):
+    """Bearer-token auth against ``/oauth_token.do`` (client_credentials or password grant).
+
+    The token is cached until ``expires_in`` less a margin (10 %, at most 30 s). When a request
+    gets 401 the token is fetched again (with the refresh token when one was issued, else with the
+    configured grant) and the request is sent once more; a second 401 is returned as is.
+    """
+
+    def __init__(self, instance: str, auth: OAuthAuth, secrets: Mapping[str, str]) -> None:
+        self._instance = instance
+        self._auth = auth
+        self._secrets = dict(secrets)
+        self._client: httpx2.AsyncClient | None = None
+        self._lock = anyio.Lock()
+        self._token: str | None = None
+        self._refresh_token: str | None = None
+        self._expires_at = 0.0
+        self.fetches = 0
+        """How many tokens were fetched so far (for diagnostics and tests)."""
+
+    def bind(self, client: httpx2.AsyncClient) -> None:
+        """Use ``client`` (the instance's own) for token requests."""
+        self._client = client
+
+    async def async_auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        token = await self._current_token()
+        request.headers["Authorization"] = f"Bearer {token}"
+        response = yield request
+        if response.status_code == 401:
+            token = await self._renew(stale=token)
+            request.headers["Authorization"] = f"Bearer {token}"
+            yield request
+
+    def sync_auth_flow(self, request: httpx2.Request) -> Generator[httpx2.Request, httpx2.Response, None]:
+        raise RuntimeError("OAuthFlow works with httpx2.AsyncClient only")
+
+    async def _current_token(self) -> str:
+        async with self._lock:
+            if self._token is None or time.monotonic() >= self._expires_at:
+                await self._fetch(use_refresh=self._token is not None)
+            assert self._token is not None  # set by _fetch or it raised
+            return self._token
+
+    async def _renew(self, *, stale: str) -> str:
+        async with self._lock:
+            if self._token == stale:  # nobody renewed it while we waited for the lock
+                await self._fetch(use_refresh=True)
+            assert self._token is not None
+            return self._token
+
+    async def _fetch(self, *, use_refresh: bool) -> None:
+        if use_refresh and self._refresh_token is not None:
+            form = {"grant_type": "refresh_token", "refresh_token": self._refresh_token}
+            if await self._grant(form, quiet=True):
+                return
+        form = {"grant_type": self._auth.grant_type}
+        if self._auth.grant_type == "password":
+            form |= {"username": self._auth.username or "", "password": self._secrets["password"]}
+        await self._grant(form, quiet=False)
+
+    async def _grant(self, form: dict[str, str], *, quiet: bool) -> bool:
+        if self._client is None:
+            raise RuntimeError("OAuthFlow.bind() was not called")
+        body = form | {"client_id": self._auth.client_id, "client_secret": self._secrets["client_secret"]}
+        if self._auth.scope:
+            body["scope"] = self._auth.scope
+        where = f"OAuth token request ({form['grant_type']} grant) to {self._auth.token_path}"
+        try:
+            response = await self._client.post(self._auth.token_path, data=body, auth=None)
+        except httpx2.TimeoutException as exc:
+            raise ServiceNowError(f"instance {self._instance!r}: {where} timed out", instance=self._instance) from exc
+        except httpx2.HTTPError as exc:
+            raise ServiceNowError(
+                f"instance {self._instance!r}: {where} failed: {type(exc).__name__}", instance=self._instance
+            ) from exc
+        self.fetches += 1
+        try:
+            payload = response.json()
+        except ValueError:
+            payload = None
+        if response.status_code == 200 and isinstance(payload, dict) and isinstance(payload.get("access_token"), str):
+            lifetime = float(payload.get("expires_in") or 1800)
+            self._token = payload["access_token"]
+            self._refresh_token = payload.get("refresh_token") or self._refresh_token
+            self._expires_at = time.monotonic() + max(0.0, lifetime - min(30.0, lifetime * 0.1))
+            log.debug("instance %s: OAuth token fetched (%s grant)", self._instance, form["grant_type"])
+            return True
+        if quiet:
+            self._refresh_token = None
+            return False
+        reason = ""
+        if isinstance(payload, dict):
+            reason = " ".join(str(payload[k]) for k in ("error", "error_description") if payload.get(k))
+        env = self._auth.client_secret_env + (f" / {self._auth.password_env}" if self._auth.password_env else "")
+        raise ServiceNowError(
+            f"instance {self._instance!r}: {where} was refused with HTTP {response.status_code}"
+            f"{': ' + _clip(reason) if reason else ''}; check auth.client_id and the secret(s) in {env}",
+            instance=self._instance,
+            status=response.status_code,
+        )
+
+
+class InstanceClient:
+    """Table API calls on one instance, through that instance's own ``httpx2.AsyncClient``."""
+
+    def __init__(self, settings: InstanceSettings, http: httpx2.AsyncClient | None, error: str | None = None) -> None:
+        self.settings = settings
+        self.name = settings.name
+        self._http = http
+        self._error = error
+
+    async def list_records(
+        self,
+        table: str,
+        *,
+        query: str = "",
+        fields: Sequence[str] = (),
+        limit: int | None = None,
+        offset: int = 0,
+        display_value: DisplayValue = "false",
+    ) -> Page:
+        """``GET /api/now/table/{table}``: one page of records matching the encoded ``query``.
+
+        :param query: an encoded query made by :func:`~.query.build_query` (never raw caller text).
+        :param fields: ``sysparm_fields``; empty for every field.
+        :param limit: ``sysparm_limit``; the instance's ``page_size`` when ``None``.
+        :param offset: ``sysparm_offset``.
+        :param display_value: ``sysparm_display_value``.
+        :raises ServiceNowError: the instance failed or refused (see the module docstring).
+        """
+        check_table(table)
+        size = self.settings.page_size if limit is None else limit
+        params = {
+            "sysparm_query": query,
+            "sysparm_limit": str(size),
+            "sysparm_offset": str(offset),
+            "sysparm_display_value": display_value,
+            "sysparm_exclude_reference_link": "true",
+        }
+        if fields:
+            params["sysparm_fields"] = ",".join(fields)
+        response = await self._request("GET", f"/api/now/table/{table}", params=params, what=f"query of {table}")
+        body = self._json(response, f"query of {table}")
+        records = body.get("result")
+        if not isinstance(records, list):
+            raise ServiceNowError(
+                f"instance {self.name!r}: query of {table} answered without a result list", instance=self.name
+            )
+        total_header = response.headers.get("x-total-count")
+        total = int(total_header) if total_header and total_header.isdigit() else None
+        return Page(records=records, total=total, offset=offset, limit=size)
+
+    async def get_record(self, table: str, sys_id: str, *, fields: Sequence[str] = (),
+                         display_value: DisplayValue = "false") -> dict[str, Any]:  # fmt: skip
+        """``GET /api/now/table/{table}/{sys_id}``.
+
+        :raises NotFound: no such record (or an ACL hides it).
+        :raises ServiceNowError: any other failure.
+        """
+        check_table(table)
+        check_sys_id(sys_id)
+        params = {"sysparm_display_value": display_value, "sysparm_exclude_reference_link": "true"}
+        if fields:
+            params["sysparm_fields"] = ",".join(fields)
+        what = f"read of {table} record {sys_id}"
+        response = await self._request("GET", f"/api/now/table/{table}/{sys_id}", params=params, what=what)
+        return self._result(response, what)
+
+    async def create_record(self, table: str, values: Mapping[str, str]) -> dict[str, Any]:
+        """``POST /api/now/table/{table}`` with ``values``; returns the created record.
+
+        :raises ServiceNowError: the instance refused (e.g. a data policy, 403) or failed.
+        """
+        check_table(table)
+        what = f"insert into {table}"
+        params = {"sysparm_exclude_reference_link": "true"}
+        response = await self._request("POST", f"/api/now/table/{table}", params=params, json=dict(values), what=what)
+        return self._result(response, what)
+
+    async def update_record(self, table: str, sys_id: str, values: Mapping[str, str]) -> dict[str, Any]:
+        """``PATCH /api/now/table/{table}/{sys_id}``: change only the supplied fields (never PUT).
+
+        :raises NotFound: no such record.
+        :raises ServiceNowError: the instance refused or failed.
+        """
+        check_table(table)
+        check_sys_id(sys_id)
+        what = f"update of {table} record {sys_id}"
+        params = {"sysparm_exclude_reference_link": "true"}
+        response = await self._request(
+            "PATCH", f"/api/now/table/{table}/{sys_id}", params=params, json=dict(values), what=what
+        )
+        return self._result(response, what)
+
+    # -- internals
+
+    async def _request(self, method: str, path: str, *, params: Mapping[str, str], what: str,
+                       json: Any = None) -> httpx2.Response:  # fmt: skip
+        if self._http is None:
+            raise ServiceNowError(self._error or f"instance {self.name!r} is not open", instance=self.name)
+        retries = self.settings.max_retries
+        for attempt in range(retries + 1):
+            try:
+                response = await self._http.request(method, path, params=params, json=json)
+            except httpx2.TimeoutException as exc:
+                raise ServiceNowError(
+                    f"instance {self.name!r}: {what} got no answer within {self.settings.timeout_seconds:g} s "
+                    f"({type(exc).__name__}); the instance may be overloaded, or raise timeout_seconds",
+                    instance=self.name,
+                ) from exc
+            except httpx2.HTTPError as exc:
+                raise ServiceNowError(
+                    f"instance {self.name!r}: {what} could not reach {self.settings.url} ({type(exc).__name__})",
+                    instance=self.name,
+                ) from exc
+            log.debug("instance %s: %s %s -> %s", self.name, method, path, response.status_code)
+            if response.status_code != 429 or attempt == retries:
+                return response
+            wait = self._retry_after(response, attempt)
+            if wait > self.settings.max_retry_after_seconds:
+                raise self._failure(
+                    response, what, suffix=f"; Retry-After asks for {wait:g} s, more than the "
+                    f"{self.settings.max_retry_after_seconds:g} s this instance is configured to wait",
+                )  # fmt: skip
+            log.info("instance %s: %s rate-limited (429); retrying in %g s", self.name, what, wait)
+            await anyio.sleep(wait)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    @staticmethod
+    def _retry_after(response: httpx2.Response, attempt: int) -> float:
+        value = response.headers.get("retry-after", "").strip()
+        if value.isdigit():
+            return float(value)
+        if value:
+            with contextlib.suppress(TypeError, ValueError):
+                when = email.utils.parsedate_to_datetime(value)
+                return max(0.0, when.timestamp() - time.time())
+        return float(min(2**attempt, 8))
+
+    def _json(self, response: httpx2.Response, what: str) -> dict[str, Any]:
+        if response.status_code >= 300:
+            raise self._failure(response, what)
+        try:
+            body = response.json()
+        except ValueError:
+            raise ServiceNowError(
+                f"instance {self.name!r}: {what} answered HTTP {response.status_code} with a body that is not "
+                f"valid JSON ({len(response.content)} bytes)",
+                instance=self.name,
+                status=response.status_code,
+            ) from None
+        if not isinstance(body, dict):
+            raise ServiceNowError(
+                f"instance {self.name!r}: {what} answered JSON that is not an object", instance=self.name
+            )
+        return body
+
+    def _result(self, response: httpx2.Response, what: str) -> dict[str, Any]:
+        result = self._json(response, what).get("result")
+        if not isinstance(result, dict):
+            raise ServiceNowError(f"instance {self.name!r}: {what} answered without a result record", instance=self.name)
+        return result
+
+    def _failure(self, response: httpx2.Response, what: str, suffix: str = "") -> ServiceNowError | NotFound:
+        status = response.status_code
+        sn_message = sn_detail = None
+        with contextlib.suppress(ValueError):
+            body = response.json()
+            error = body.get("error") if isinstance(body, dict) else None
+            if isinstance(error, dict):
+                sn_message = _clip(str(error["message"])) if error.get("message") else None
+                sn_detail = _clip(str(error["detail"])) if error.get("detail") else None
+        said = f": {sn_message}" + (f" ({sn_detail})" if sn_detail else "") if sn_message else ""
+        hint = {
+            401: f"; the instance rejected the credentials configured for {self.name!r} ({self._auth_hint()})",
+            403: "; the user lacks the role or ACL for this operation",
+            429: f"; still rate-limited after {self.settings.max_retries} retries",
+        }.get(status, "")
+        if status >= 500:
+            hint = "; the instance failed, try again later"
+        message = f"instance {self.name!r}: {what} failed with HTTP {status}{said}{hint}{suffix}"
+        if status == 404:
+            return NotFound(message, data={"instance": self.name, "status": 404})
+        return ServiceNowError(message, instance=self.name, status=status, sn_message=sn_message, sn_detail=sn_detail)
+
+    def _auth_hint(self) -> str:
+        auth = self.settings.auth
+        if isinstance(auth, BasicAuth):
+            return f"user {auth.username!r}, password from {auth.password_env}"
+        if isinstance(auth, ApiKeyAuth):
+            return f"API key from {auth.api_key_env}"
+        return f"OAuth client {auth.client_id!r}"
+
+
+def _open(settings: InstanceSettings) -> InstanceClient:
+    """Build one instance's client; a missing secret gives a client whose every call says so."""
+    auth = settings.auth
+    headers = {"Accept": "application/json", "User-Agent": "mcp-providers-servicenow"}
+    flow: httpx2.Auth | None = None
+    try:
+        if isinstance(auth, BasicAuth):
+            flow = httpx2.BasicAuth(auth.username, read_secret(auth.password_env, instance=settings.name,
+                                                               setting="auth.password_env"))  # fmt: skip
+        elif isinstance(auth, ApiKeyAuth):
+            headers["x-sn-apikey"] = read_secret(auth.api_key_env, instance=settings.name, setting="auth.api_key_env")
+        else:
+            found = {"client_secret": read_secret(auth.client_secret_env, instance=settings.name,
+                                                  setting="auth.client_secret_env")}  # fmt: skip
+            if auth.password_env is not None:
+                found["password"] = read_secret(auth.password_env, instance=settings.name, setting="auth.password_env")
+            flow = OAuthFlow(settings.name, auth, found)
+    except ValueError as exc:
+        return InstanceClient(settings, None, error=str(exc))
+    http = httpx2.AsyncClient(
+        base_url=settings.url,
+        auth=flow,
+        headers=headers,
+        timeout=httpx2.Timeout(settings.timeout_seconds),
+        follow_redirects=False,
+        trust_env=not is_loopback_host(urlsplit(settings.url).hostname or ""),  # no proxy for loopback
+    )
+    if isinstance(flow, OAuthFlow):
+        flow.bind(http)
+    return InstanceClient(settings, http)
+
+
+class InstancePool:
+    """The open :class:`InstanceClient` of every configured instance.
+
+    Entered by each provider's ``lifespan()`` through :meth:`opened`; the clients are created on
+    the first entry and closed when the last one leaves.
+    """
+
+    def __init__(self, instances: Sequence[InstanceSettings]) -> None:
+        self._settings = {i.name: i for i in instances}
+        self._clients: dict[str, InstanceClient] = {}
+        self._users = 0
+
+    @property
+    def names(self) -> list[str]:
+        """Configured instance names, in config order."""
+        return list(self._settings)
+
+    def settings(self, name: str) -> InstanceSettings:
+        """The settings of instance ``name``.
+
+        :raises UnknownInstance: ``name`` is not configured (the message lists the names that are).
+        """
+        found = self._settings.get(name)
+        if found is None:
+            configured = ", ".join(self._settings) or "none"
+            raise UnknownInstance(f"unknown instance {name!r}; configured instances: {configured}")
+        return found
+
+    def client(self, name: str) -> InstanceClient:
+        """The open client of instance ``name``.
+
+        :raises UnknownInstance: ``name`` is not configured.
+        :raises ServiceNowError: the pool is not open (no provider lifespan is running).
+        """
+        self.settings(name)
+        client = self._clients.get(name)
+        if client is None:
+            raise ServiceNowError(
+                f"instance {name!r} has no open HTTP client: the provider's lifespan() is not running",
+                instance=name,
+            )
+        return client
+
+    @contextlib.asynccontextmanager
+    async def opened(self) -> AsyncIterator[InstancePool]:
+        """Open every instance's client (first entry) and close them all (last exit)."""
+        if self._users == 0:
+            self._clients = {name: _open(s) for name, s in self._settings.items()}
+        self._users += 1
+        try:
+            yield self
+        finally:
+            self._users -= 1
+            if self._users == 0:
+                clients, self._clients = self._clients, {}
+                for client in clients.values():
+                    if client._http is not None:
+                        await client._http.aclose()

@@ -1,0 +1,281 @@
+"""ServiceNow resources: read-only views of configured instances, under ``servicenow://``.
+
+======================================================  ==================================================
+URI                                                     content (``data``)
+======================================================  ==================================================
+``servicenow://instances``                              configured instances: name, url, description, auth type
+``servicenow://tables``                                 the tables these resources and tools serve
+``servicenow://{instance}/info``                        the instance's settings (no secrets) and its URIs
+``servicenow://{instance}/incidents``                   active incidents, newest first (one page)
+``servicenow://{instance}/incidents/{number}``          one incident by number, e.g. INC0010001
+``servicenow://{instance}/update-sets``                 update sets in progress, most recently updated first
+``servicenow://{instance}/update-sets/{sys_id}``        an update set and all its sys_update_xml records,
+                                                        grouped by type with counts
+``servicenow://{instance}/problems``                    active problems, newest first
+``servicenow://{instance}/change-requests``             active change requests, newest first
+======================================================  ==================================================
+
+Every body is JSON in one envelope::
+
+    {"metadata": {"timestamp": "2026-11-30T08:00:00+00:00", "instance": "dev",
+                  "description": "Active incidents on dev, newest first",
+                  "record_count": 8, "total": 8, "has_more": false, ...},
+     "data": [...]}
+
+URI values are validated, never pasted into a query: ``instance`` must be configured (the error
+lists the configured names), ``number`` and ``sys_id`` must match strict patterns, and anything
+else is refused with ``InvalidParams`` (-32602) before any request reaches the instance.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import AsyncIterator, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from mcp_providers.errors import InvalidParams, NotFound
+from mcp_providers.models import Freshness, Resource, ResourceTemplate
+from mcp_providers.plugins.servicenow.client import InstanceClient, InstancePool, UnknownInstance
+from mcp_providers.plugins.servicenow.query import Filter, Order, QueryError, build_query, check_number, check_sys_id
+from mcp_providers.providers import CompletionRequest, Content, ReadRequest, ResourceProvider
+
+__all__ = ["TABLES", "ServiceNowResources", "envelope"]
+
+MIME = "application/json"
+
+TABLES: tuple[dict[str, Any], ...] = (
+    {"table": "incident", "label": "Incident", "key_field": "number",
+     "description": "Unplanned interruptions and service requests",
+     "resources": ["servicenow://{instance}/incidents", "servicenow://{instance}/incidents/{number}"],
+     "tools": ["servicenow_create_incident", "servicenow_add_comment", "servicenow_resolve_incident"]},
+    {"table": "problem", "label": "Problem", "key_field": "number",
+     "description": "Root causes of one or more incidents",
+     "resources": ["servicenow://{instance}/problems"], "tools": []},
+    {"table": "change_request", "label": "Change Request", "key_field": "number",
+     "description": "Planned changes to services and infrastructure",
+     "resources": ["servicenow://{instance}/change-requests"], "tools": []},
+    {"table": "sys_update_set", "label": "Local Update Set", "key_field": "sys_id",
+     "description": "Named sets of customizations moved between instances",
+     "resources": ["servicenow://{instance}/update-sets", "servicenow://{instance}/update-sets/{sys_id}"],
+     "tools": []},
+    {"table": "sys_update_xml", "label": "Customer Update", "key_field": "sys_id",
+     "description": "One customization recorded in an update set",
+     "resources": ["servicenow://{instance}/update-sets/{sys_id}"], "tools": []},
+)  # fmt: skip
+"""Metadata of the tables served as resources (every table is reachable through the tools)."""
+
+_LIVE = Freshness.live()
+
+
+def envelope(*, instance: str | None, description: str, data: Any, record_count: int, total: int | None,
+             has_more: bool, **extra: Any) -> str:  # fmt: skip
+    """The JSON body every resource returns.
+
+    :returns: ``{"metadata": {timestamp, instance, description, record_count, total, has_more,
+        **extra}, "data": data}``, indented by 2 spaces.
+    """
+    metadata = {
+        "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),
+        "instance": instance,
+        "description": description,
+        "record_count": record_count,
+        "total": total,
+        "has_more": has_more,
+        **extra,
+    }
+    return json.dumps({"metadata": metadata, "data": data}, indent=2, ensure_ascii=False)
+
+
+class ServiceNowResources(ResourceProvider):
+    """Resources of every configured instance (see the module docstring for the URIs)."""
+
+    name = "servicenow"
+    prefixes = ("servicenow://",)
+
+    def __init__(self, pool: InstancePool) -> None:
+        self._pool = pool
+
+    def resources(self) -> Sequence[Resource]:
+        return [
+            Resource(uri="servicenow://instances", name="servicenow-instances", title="ServiceNow instances",
+                     description="Configured ServiceNow instances: name, URL, description, auth type (no secrets).",
+                     mime_type=MIME),
+            Resource(uri="servicenow://tables", name="servicenow-tables", title="ServiceNow tables",
+                     description="Metadata of the ServiceNow tables served as resources.", mime_type=MIME),
+        ]  # fmt: skip
+
+    def templates(self) -> Sequence[ResourceTemplate]:
+        names = tuple(self._pool.names)
+
+        def template(path: str, name: str, title: str, description: str) -> ResourceTemplate:
+            return ResourceTemplate(uri_template=f"servicenow://{{instance}}/{path}", name=name, title=title,
+                                    description=description, mime_type=MIME, freshness=_LIVE,
+                                    completions={"instance": names})  # fmt: skip
+
+        return [
+            template("info", "servicenow-instance-info", "ServiceNow instance",
+                     "One instance's settings (no secrets) and the URIs it serves."),
+            template("incidents", "servicenow-incidents", "Active incidents",
+                     "Active incidents of an instance, newest first (one page; metadata.total counts all)."),
+            template("incidents/{number}", "servicenow-incident", "Incident",
+                     "One incident by number, e.g. INC0010001."),
+            template("update-sets", "servicenow-update-sets", "Update sets in progress",
+                     "Update sets in progress, most recently updated first."),
+            template("update-sets/{sys_id}", "servicenow-update-set", "Update set",
+                     "An update set and all its sys_update_xml records grouped by type with counts; "
+                     "any records not fetched are counted in metadata.missing_records."),
+            template("problems", "servicenow-problems", "Active problems", "Active problems, newest first."),
+            template("change-requests", "servicenow-change-requests", "Active change requests",
+                     "Active change requests, newest first."),
+        ]  # fmt: skip
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self) -> AsyncIterator[None]:
+        async with self._pool.opened():
+            yield
+
+    async def complete(self, template: ResourceTemplate, request: CompletionRequest) -> Sequence[str]:
+        """Configured instance names for ``instance``; the declared values for anything else."""
+        if request.argument == "instance":
+            typed = request.value.casefold()
+            return [n for n in self._pool.names if n.casefold().startswith(typed)]
+        return await super().complete(template, request)
+
+    async def read(self, request: ReadRequest) -> Content:
+        """Read one resource.
+
+        :raises InvalidParams: a URI value is malformed (number, sys_id) or names no configured
+            instance; no request is sent to any instance.
+        :raises NotFound: the record does not exist.
+        :raises mcp_providers.plugins.servicenow.client.ServiceNowError: the instance failed.
+        """
+        name = request.resource.name
+        if name == "servicenow-instances":
+            return Content(text=self._instances())
+        if name == "servicenow-tables":
+            return Content(text=envelope(instance=None, description="Tables served as ServiceNow resources",
+                                         data=list(TABLES), record_count=len(TABLES), total=len(TABLES),
+                                         has_more=False))  # fmt: skip
+        instance = self._instance(request)
+        try:
+            if name == "servicenow-instance-info":
+                return Content(text=self._info(instance))
+            client = self._pool.client(instance)
+            fields = client.settings.fields
+            if name == "servicenow-incidents":
+                return Content(text=await self._active(client, "incident", fields.incidents, "incidents"))
+            if name == "servicenow-problems":
+                return Content(text=await self._active(client, "problem", fields.problems, "problems"))
+            if name == "servicenow-change-requests":
+                return Content(text=await self._active(client, "change_request", fields.change_requests,
+                                                       "change requests"))  # fmt: skip
+            if name == "servicenow-incident":
+                return Content(text=await self._incident(client, check_number(request.params.get("number", ""))))
+            if name == "servicenow-update-sets":
+                return Content(text=await self._update_sets(client))
+            if name == "servicenow-update-set":
+                return Content(text=await self._update_set(client, check_sys_id(request.params.get("sys_id", ""))))
+        except QueryError as exc:
+            raise InvalidParams(f"{request.uri}: {exc}", data={"uri": request.uri}) from None
+        except NotFound as exc:
+            raise NotFound(exc.message, data={"uri": request.uri, **(exc.data or {})}) from None
+        raise NotFound(f"no ServiceNow resource is declared as {name!r}", data={"uri": request.uri})
+
+    # -- one method per resource
+
+    def _instance(self, request: ReadRequest) -> str:
+        instance = request.params.get("instance", "")
+        try:
+            self._pool.settings(instance)
+        except UnknownInstance as exc:
+            raise InvalidParams(f"{request.uri}: {exc}", data={"uri": request.uri, "instances": self._pool.names}) from None
+        return instance
+
+    def _instances(self) -> str:
+        data = []
+        for name in self._pool.names:
+            s = self._pool.settings(name)
+            data.append({"name": s.name, "url": s.url, "description": s.description, "auth_type": s.auth.type})
+        return envelope(instance=None, description="Configured ServiceNow instances", data=data,
+                        record_count=len(data), total=len(data), has_more=False)  # fmt: skip
+
+    def _info(self, instance: str) -> str:
+        s = self._pool.settings(instance)
+        data = {
+            "instance": {"name": s.name, "url": s.url, "description": s.description, "auth_type": s.auth.type},
+            "limits": {"page_size": s.page_size, "update_set_page_size": s.update_set_page_size,
+                       "update_set_record_budget": s.update_set_record_budget, "timeout_seconds": s.timeout_seconds,
+                       "max_retries": s.max_retries},
+            "resources": [t.uri_template.replace("{instance}", instance) for t in self.templates()],
+            "tables": [t["table"] for t in TABLES],
+        }  # fmt: skip
+        return envelope(instance=instance, description=f"ServiceNow instance {instance}", data=data,
+                        record_count=1, total=1, has_more=False)  # fmt: skip
+
+    async def _active(self, client: InstanceClient, table: str, fields: Sequence[str], label: str) -> str:
+        query = build_query([Filter(field="active", value="true")], [Order(field="sys_created_on", descending=True)])
+        page = await client.list_records(table, query=query, fields=fields)
+        return envelope(instance=client.name, description=f"Active {label} on {client.name}, newest first",
+                        data=page.records, record_count=len(page.records), total=page.total,
+                        has_more=page.has_more, table=table, query=query, offset=page.offset,
+                        limit=page.limit)  # fmt: skip
+
+    async def _incident(self, client: InstanceClient, number: str) -> str:
+        query = build_query([Filter(field="number", value=number)])
+        page = await client.list_records("incident", query=query, fields=client.settings.fields.incident, limit=1)
+        if not page.records:
+            raise NotFound(f"no incident {number} on instance {client.name!r}")
+        return envelope(instance=client.name, description=f"Incident {number} on {client.name}",
+                        data=page.records[0], record_count=1, total=1, has_more=False, table="incident")  # fmt: skip
+
+    async def _update_sets(self, client: InstanceClient) -> str:
+        query = build_query([Filter(field="state", value="in progress")],
+                            [Order(field="sys_updated_on", descending=True)])  # fmt: skip
+        page = await client.list_records("sys_update_set", query=query, fields=client.settings.fields.update_sets)
+        return envelope(instance=client.name, description=f"Update sets in progress on {client.name}",
+                        data=page.records, record_count=len(page.records), total=page.total,
+                        has_more=page.has_more, table="sys_update_set", query=query, offset=page.offset,
+                        limit=page.limit)  # fmt: skip
+
+    async def _update_set(self, client: InstanceClient, sys_id: str) -> str:
+        settings = client.settings
+        update_set = await client.get_record("sys_update_set", sys_id, fields=settings.fields.update_sets)
+        # sys_id breaks ties so pages stay disjoint while we walk them
+        query = build_query([Filter(field="update_set", value=sys_id)],
+                            [Order(field="sys_created_on"), Order(field="sys_id")])  # fmt: skip
+        budget = settings.update_set_record_budget
+        records: list[dict[str, Any]] = []
+        total: int | None = None
+        pages = 0
+        exhausted = False
+        while len(records) < budget:
+            limit = min(settings.update_set_page_size, budget - len(records))
+            page = await client.list_records("sys_update_xml", query=query, fields=settings.fields.update_set_records,
+                                             limit=limit, offset=len(records))  # fmt: skip
+            pages += 1
+            total = page.total if page.total is not None else total
+            records.extend(page.records)
+            if not page.records or not page.has_more:
+                exhausted = True
+                break
+        missing = max(0, total - len(records)) if total is not None else (0 if exhausted else None)
+        if missing == 0:
+            shortfall = None
+        elif missing is None:
+            shortfall = (f"stopped after {len(records)} records (update_set_record_budget); the instance sent no "
+                         f"X-Total-Count, so how many more exist is unknown")  # fmt: skip
+        else:
+            shortfall = (f"{missing} of {total} sys_update_xml records were not fetched: the read stops at "
+                         f"update_set_record_budget = {budget} records")  # fmt: skip
+        groups: dict[str, list[dict[str, Any]]] = {}
+        for record in records:
+            groups.setdefault(str(record.get("type") or "(no type)"), []).append(record)
+        components = [{"type": kind, "count": len(items), "records": items} for kind, items in sorted(groups.items())]
+        data = {"update_set": update_set, "total_records": total, "fetched_records": len(records),
+                "missing_records": missing, "components": components}  # fmt: skip
+        return envelope(instance=client.name, description=f"Update set {sys_id} on {client.name} with its records",
+                        data=data, record_count=len(records), total=total, has_more=missing != 0,
+                        table="sys_update_xml", query=query, pages=pages, record_budget=budget,
+                        missing_records=missing, shortfall=shortfall)  # fmt: skip

@@ -1,0 +1,364 @@
+"""ServiceNow tools: table queries and record reads, and the only writes this plugin makes.
+
+==============================  ===========  ==================================================
+tool                            effects      what it does
+==============================  ===========  ==================================================
+``servicenow_query_table``      none         query any table: structured filters, fields, limit, offset, order
+``servicenow_get_record``       none         one record by table and sys_id
+``servicenow_create_incident``  additive     POST a new incident
+``servicenow_update_record``    destructive  PATCH the given fields of one record (never PUT)
+``servicenow_add_comment``      additive     append a comment or work note (journal fields)
+``servicenow_resolve_incident`` destructive  set an incident to Resolved (state 6) with close code and notes
+==============================  ===========  ==================================================
+
+Every tool names its instance. Filters become an encoded query through
+:func:`~mcp_providers.plugins.servicenow.query.build_query` only. Results are structured
+(the ``*Out`` models) and carry a ``resource_link`` to the record's resource where one exists
+(``servicenow://{instance}/incidents/{number}``, ``servicenow://{instance}/update-sets/{sys_id}``).
+
+Failures the model can correct (unknown instance, malformed number or sys_id, no such record,
+ServiceNow refusing a write with 400/403) are tool failures (``isError: true``); timeouts, 5xx,
+rejected credentials and exhausted rate limits are JSON-RPC errors (-32006).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from mcp_providers.errors import NotFound, ToolFailure
+from mcp_providers.models import Tool
+from mcp_providers.plugins.servicenow.client import InstanceClient, InstancePool, ServiceNowError, UnknownInstance
+from mcp_providers.plugins.servicenow.query import (
+    NUMBER_PATTERN,
+    SYS_ID_PATTERN,
+    TABLE_PATTERN,
+    Filter,
+    Order,
+    QueryError,
+    build_query,
+    check_field,
+    check_number,
+)
+from mcp_providers.plugins.servicenow.settings import INSTANCE_NAME_PATTERN
+from mcp_providers.providers import Link, ToolCall, ToolProvider, ToolResult
+
+__all__ = [
+    "AddCommentIn",
+    "CommentOut",
+    "CreateIncidentIn",
+    "GetRecordIn",
+    "QueryTableIn",
+    "QueryTableOut",
+    "RecordOut",
+    "ResolveIncidentIn",
+    "ServiceNowTools",
+    "UpdateRecordIn",
+]
+
+_IN = ConfigDict(extra="forbid")
+_INSTANCE = Field(pattern=INSTANCE_NAME_PATTERN, description="Configured instance name, e.g. 'dev'.")
+_TABLE = Field(pattern=TABLE_PATTERN.pattern, description="Table name, e.g. 'incident'.")
+_SYS_ID_DOC = "sys_id: 32 lowercase hexadecimal characters."
+_NUMBER_DOC = "Record number, e.g. 'INC0010001'."
+DisplayValue = Literal["false", "true", "all"]
+
+
+def _check_fields(values: list[str]) -> list[str]:
+    for value in values:
+        check_field(value)
+    return values
+
+
+# -- inputs and outputs --------------------------------------------------------------------------
+
+
+class QueryTableIn(BaseModel):
+    """Arguments of ``servicenow_query_table``."""
+
+    model_config = _IN
+
+    instance: str = _INSTANCE
+    table: str = _TABLE
+    filters: list[Filter] = Field(default_factory=list, description="Conditions, all of which must hold.")
+    fields: list[str] = Field(default_factory=list, description="Fields to return; empty for all.")
+    limit: int = Field(default=25, ge=1, le=1000, description="Records per page (1-1000).")
+    offset: int = Field(default=0, ge=0, description="Records to skip (for the next page, use next_offset).")
+    order_by: list[Order] = Field(default_factory=list, description="Sort keys, most significant first.")
+    display_value: DisplayValue = Field(default="false", description="'false' raw values, 'true' labels, 'all' both.")
+
+    @field_validator("fields")
+    @classmethod
+    def _fields(cls, values: list[str]) -> list[str]:
+        return _check_fields(values)
+
+
+class QueryTableOut(BaseModel):
+    """Result of ``servicenow_query_table``."""
+
+    instance: str
+    table: str
+    encoded_query: str = Field(description="The sysparm_query sent.")
+    records: list[dict[str, Any]]
+    record_count: int
+    total: int | None = Field(description="Records matching across all pages (X-Total-Count).")
+    has_more: bool
+    next_offset: int | None = Field(description="offset for the next page, or null on the last page.")
+
+
+class GetRecordIn(BaseModel):
+    """Arguments of ``servicenow_get_record``."""
+
+    model_config = _IN
+
+    instance: str = _INSTANCE
+    table: str = _TABLE
+    sys_id: str = Field(pattern=SYS_ID_PATTERN.pattern, description=_SYS_ID_DOC)
+    fields: list[str] = Field(default_factory=list, description="Fields to return; empty for all.")
+    display_value: DisplayValue = "false"
+
+    @field_validator("fields")
+    @classmethod
+    def _fields(cls, values: list[str]) -> list[str]:
+        return _check_fields(values)
+
+
+class RecordOut(BaseModel):
+    """One record, as read or written."""
+
+    instance: str
+    table: str
+    sys_id: str
+    number: str | None = None
+    record: dict[str, Any]
+    uri: str | None = Field(default=None, description="The record's resource URI, where one exists.")
+
+
+class CreateIncidentIn(BaseModel):
+    """Arguments of ``servicenow_create_incident``."""
+
+    model_config = _IN
+
+    instance: str = _INSTANCE
+    short_description: str = Field(min_length=1, max_length=160)
+    description: str | None = Field(default=None, max_length=4000)
+    urgency: Literal["1", "2", "3"] | None = Field(default=None, description="1 High, 2 Medium, 3 Low.")
+    impact: Literal["1", "2", "3"] | None = Field(default=None, description="1 High, 2 Medium, 3 Low.")
+    category: str | None = Field(default=None, max_length=40)
+    caller_id: str | None = Field(default=None, pattern=SYS_ID_PATTERN.pattern, description="Caller's sys_user sys_id.")
+    assignment_group: str | None = Field(default=None, pattern=SYS_ID_PATTERN.pattern,
+                                         description="sys_user_group sys_id.")  # fmt: skip
+
+
+class UpdateRecordIn(BaseModel):
+    """Arguments of ``servicenow_update_record``."""
+
+    model_config = _IN
+
+    instance: str = _INSTANCE
+    table: str = _TABLE
+    sys_id: str = Field(pattern=SYS_ID_PATTERN.pattern, description=_SYS_ID_DOC)
+    values: dict[str, str] = Field(min_length=1, description="Field name -> new value (strings, as ServiceNow stores).")
+
+    @field_validator("values")
+    @classmethod
+    def _names(cls, values: dict[str, str]) -> dict[str, str]:
+        for name in values:
+            if "." in check_field(name):
+                raise ValueError(f"field {name!r}: dot-walked fields cannot be written; update the referenced record")
+            if name.startswith("sys_"):
+                raise ValueError(f"field {name!r}: sys_ fields are maintained by the instance and cannot be set")
+        return values
+
+
+class _ByIdOrNumber(BaseModel):
+    model_config = _IN
+
+    instance: str = _INSTANCE
+    sys_id: str | None = Field(default=None, pattern=SYS_ID_PATTERN.pattern, description=_SYS_ID_DOC)
+    number: str | None = Field(default=None, pattern=NUMBER_PATTERN.pattern, description=_NUMBER_DOC)
+
+    @model_validator(mode="after")
+    def _one_key(self) -> _ByIdOrNumber:
+        if (self.sys_id is None) == (self.number is None):
+            raise ValueError("give exactly one of sys_id and number")
+        return self
+
+
+class AddCommentIn(_ByIdOrNumber):
+    """Arguments of ``servicenow_add_comment``: the record (sys_id or number) and the text."""
+
+    table: Literal["incident", "problem", "change_request"] = "incident"
+    text: str = Field(min_length=1, max_length=4000)
+    kind: Literal["comment", "work_note"] = Field(
+        default="comment", description="'comment' is visible to the caller; 'work_note' only to fulfillers."
+    )
+
+
+class CommentOut(BaseModel):
+    """Result of ``servicenow_add_comment``."""
+
+    instance: str
+    table: str
+    sys_id: str
+    number: str | None
+    field: Literal["comments", "work_notes"]
+    uri: str | None
+
+
+class ResolveIncidentIn(_ByIdOrNumber):
+    """Arguments of ``servicenow_resolve_incident``."""
+
+    close_code: str = Field(default="Solved (Permanently)", min_length=1, max_length=80)
+    close_notes: str = Field(min_length=1, max_length=4000, description="What was done; required by ServiceNow.")
+
+
+# -- provider ------------------------------------------------------------------------------------
+
+
+def record_uri(instance: str, table: str, record: dict[str, Any]) -> str | None:
+    """The resource URI of a record, or ``None`` for tables with no per-record resource."""
+    number = record.get("number")
+    sys_id = record.get("sys_id")
+    if table == "incident" and isinstance(number, str) and NUMBER_PATTERN.fullmatch(number):
+        return f"servicenow://{instance}/incidents/{number}"
+    if table == "sys_update_set" and isinstance(sys_id, str) and SYS_ID_PATTERN.fullmatch(sys_id):
+        return f"servicenow://{instance}/update-sets/{sys_id}"
+    return None
+
+
+def _links(instance: str, table: str, records: Sequence[dict[str, Any]]) -> tuple[Link, ...]:
+    links = []
+    for record in records:
+        uri = record_uri(instance, table, record)
+        if uri is not None:
+            label = record.get("number") or record.get("name") or record.get("sys_id")
+            links.append(Link(uri=uri, name=str(label), mime_type="application/json"))
+    return tuple(links)
+
+
+def _raw(value: Any) -> str | None:
+    """A field's raw value whether or not display values were asked for."""
+    if isinstance(value, dict):
+        value = value.get("value")
+    return value if isinstance(value, str) else None
+
+
+class ServiceNowTools(ToolProvider):
+    """The ServiceNow tools (see the module docstring)."""
+
+    name = "servicenow-tools"
+
+    def __init__(self, pool: InstancePool) -> None:
+        self._pool = pool
+
+    def tools(self) -> Sequence[Tool]:
+        return [
+            Tool(name="servicenow_query_table", title="Query a ServiceNow table", input_model=QueryTableIn,
+                 output_model=QueryTableOut, effects="none", open_world=True,
+                 description="Read records of any table on one instance, with structured filters (field, operator, "
+                 "value), fields, limit, offset and sort order. Read-only. Returns one page plus the total."),
+            Tool(name="servicenow_get_record", title="Get a ServiceNow record", input_model=GetRecordIn,
+                 output_model=RecordOut, effects="none", open_world=True,
+                 description="Read one record by table and sys_id."),
+            Tool(name="servicenow_create_incident", title="Create an incident", input_model=CreateIncidentIn,
+                 output_model=RecordOut, effects="additive", open_world=True,
+                 description="Create a new incident on one instance; returns it with its number and resource link."),
+            Tool(name="servicenow_update_record", title="Update a ServiceNow record", input_model=UpdateRecordIn,
+                 output_model=RecordOut, effects="destructive", idempotent=True, open_world=True,
+                 description="Change the given fields of one record (PATCH: other fields stay as they are)."),
+            Tool(name="servicenow_add_comment", title="Add a comment or work note", input_model=AddCommentIn,
+                 output_model=CommentOut, effects="additive", open_world=True,
+                 description="Append a comment (visible to the caller) or a work note (fulfillers only) to an "
+                 "incident, problem or change request, found by sys_id or number."),
+            Tool(name="servicenow_resolve_incident", title="Resolve an incident", input_model=ResolveIncidentIn,
+                 output_model=RecordOut, effects="destructive", idempotent=True, open_world=True,
+                 description="Set an incident to Resolved (state 6) with a close code and close notes."),
+        ]  # fmt: skip
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self) -> AsyncIterator[None]:
+        async with self._pool.opened():
+            yield
+
+    async def call(self, call: ToolCall) -> ToolResult:
+        """Run one tool.
+
+        :raises ToolFailure: unknown instance, malformed value, no such record, or ServiceNow
+            refused the operation (400, 403, 404).
+        :raises mcp_providers.plugins.servicenow.client.ServiceNowError: timeout, 5xx, rejected
+            credentials or exhausted rate limit.
+        """
+        args = call.arguments
+        try:
+            client = self._pool.client(getattr(args, "instance", ""))
+            if isinstance(args, QueryTableIn):
+                return await self._query(client, args)
+            if isinstance(args, GetRecordIn):
+                record = await client.get_record(args.table, args.sys_id, fields=args.fields,
+                                                 display_value=args.display_value)  # fmt: skip
+                return self._record(client, args.table, args.sys_id, record)
+            if isinstance(args, CreateIncidentIn):
+                values = args.model_dump(exclude={"instance"}, exclude_none=True)
+                record = await client.create_record("incident", values)
+                return self._record(client, "incident", _raw(record.get("sys_id")) or "", record)
+            if isinstance(args, UpdateRecordIn):
+                record = await client.update_record(args.table, args.sys_id, args.values)
+                return self._record(client, args.table, args.sys_id, record)
+            if isinstance(args, AddCommentIn):
+                return await self._comment(client, args)
+            if isinstance(args, ResolveIncidentIn):
+                sys_id, _ = await self._locate(client, "incident", args.sys_id, args.number)
+                values = {"state": "6", "close_code": args.close_code, "close_notes": args.close_notes}
+                record = await client.update_record("incident", sys_id, values)
+                return self._record(client, "incident", sys_id, record)
+        except (UnknownInstance, QueryError, NotFound) as exc:
+            raise ToolFailure(str(exc)) from None
+        except ServiceNowError as exc:
+            if exc.status is not None and exc.status in (400, 403, 409, 422):
+                raise ToolFailure(exc.message) from None
+            raise
+        raise ToolFailure(f"tool {call.tool.name!r} is not served by {self.name}")
+
+    async def _query(self, client: InstanceClient, args: QueryTableIn) -> ToolResult:
+        query = build_query(args.filters, args.order_by)
+        page = await client.list_records(args.table, query=query, fields=args.fields, limit=args.limit,
+                                         offset=args.offset, display_value=args.display_value)  # fmt: skip
+        output = QueryTableOut(instance=client.name, table=args.table, encoded_query=query, records=page.records,
+                               record_count=len(page.records), total=page.total, has_more=page.has_more,
+                               next_offset=args.offset + len(page.records) if page.has_more else None)  # fmt: skip
+        plain = [{k: _raw(v) for k, v in r.items()} for r in page.records]
+        return ToolResult(output=output, links=_links(client.name, args.table, plain))
+
+    def _record(self, client: InstanceClient, table: str, sys_id: str, record: dict[str, Any]) -> ToolResult:
+        plain = {k: _raw(v) for k, v in record.items()}
+        uri = record_uri(client.name, table, plain | {"sys_id": sys_id})
+        output = RecordOut(instance=client.name, table=table, sys_id=sys_id, number=plain.get("number"), record=record,
+                           uri=uri)  # fmt: skip
+        links = (Link(uri=uri, name=plain.get("number") or sys_id, mime_type="application/json"),) if uri else ()
+        return ToolResult(output=output, links=links)
+
+    async def _locate(self, client: InstanceClient, table: str, sys_id: str | None,
+                      number: str | None) -> tuple[str, str | None]:  # fmt: skip
+        """(sys_id, number) of the record named by exactly one of them."""
+        if sys_id is not None:
+            return sys_id, None
+        check_number(number or "")
+        query = build_query([Filter(field="number", value=number)])
+        page = await client.list_records(table, query=query, fields=("sys_id", "number"), limit=1)
+        if not page.records:
+            raise NotFound(f"no {table} record with number {number} on instance {client.name!r}")
+        return str(page.records[0]["sys_id"]), number
+
+    async def _comment(self, client: InstanceClient, args: AddCommentIn) -> ToolResult:
+        sys_id, number = await self._locate(client, args.table, args.sys_id, args.number)
+        field: Literal["comments", "work_notes"] = "comments" if args.kind == "comment" else "work_notes"
+        record = await client.update_record(args.table, sys_id, {field: args.text})
+        number = number or _raw(record.get("number"))
+        uri = record_uri(client.name, args.table, {"number": number, "sys_id": sys_id})
+        output = CommentOut(instance=client.name, table=args.table, sys_id=sys_id, number=number, field=field, uri=uri)
+        links = (Link(uri=uri, name=number or sys_id, mime_type="application/json"),) if uri else ()
+        return ToolResult(output=output, links=links)
