@@ -7,6 +7,7 @@ In-memory clients cover both protocol eras (the ``client`` fixture); a stdio cli
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import tomllib
@@ -30,11 +31,21 @@ BAD_URIS = (
 )
 
 
+async def _listed(client: Client) -> list[types.Resource]:
+    """Every ``documcp://`` resource, across all pages (other plugins may be installed too)."""
+    resources, cursor = [], None
+    while True:
+        page = await client.list_resources(cursor=cursor)
+        resources += [r for r in page.resources if r.uri.startswith("documcp://")]
+        cursor = page.next_cursor
+        if cursor is None:
+            return resources
+
+
 async def _every_listed_resource_reads(client: Client) -> list[str]:
-    listed = await client.list_resources()
-    uris = [r.uri for r in listed.resources]
-    assert listed.next_cursor is None
-    for resource in listed.resources:
+    listed = await _listed(client)
+    uris = [r.uri for r in listed]
+    for resource in listed:
         item = await read_text(client, resource.uri)
         assert item.text.strip(), f"{resource.uri} read empty"
         assert item.mime_type == resource.mime_type
@@ -48,7 +59,9 @@ async def _completions(client: Client) -> dict[str, list[str]]:
     templates = (await client.list_resource_templates()).resource_templates
     found = {}
     for template in templates:
-        variable = template.uri_template.rsplit("{", 1)[1].rstrip("}")
+        if not template.uri_template.startswith("documcp://"):
+            continue
+        (variable,) = re.findall(r"\{([A-Za-z_]+)\}", template.uri_template)
         ref = types.ResourceTemplateReference(type="ref/resource", uri=template.uri_template)
         result = await client.complete(ref, {"name": variable, "value": ""})
         found[template.uri_template] = list(result.completion.values)
@@ -120,7 +133,7 @@ async def test_catalog_templates_completions_and_tool_enums_list_the_same_ids(cl
     catalog = [s["id"] for s in json.loads((await read_text(client, "documcp://ssgs/available")).text)["ssgs"]]
     templated = [
         r.uri.removeprefix("documcp://templates/").removesuffix("-config")
-        for r in (await client.list_resources()).resources
+        for r in await _listed(client)
         if r.uri.endswith("-config")
     ]
     completed = (await _completions(client))["documcp://ssgs/{ssg}"]
