@@ -12,13 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pydantic import BaseModel
-
 from mcp_providers.hookspecs import hookimpl
 from mcp_providers.plugins.servicenow.resources import ServiceNowResources
 from mcp_providers.plugins.servicenow.settings import ServiceNowSettings
 from mcp_providers.plugins.servicenow.tools import ServiceNowTools
 from mcp_providers.providers import ResourceProvider, ToolProvider
+from pydantic import BaseModel
 
 __all__ = [
     "ServiceNowResources",

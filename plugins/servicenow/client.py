@@ -29,7 +29,6 @@ from urllib.parse import urlsplit
 
 import anyio
 import httpx2
-
 from mcp_providers.errors import NotFound, UpstreamError
 from mcp_providers.plugins.servicenow.query import check_sys_id, check_table
 from mcp_providers.plugins.servicenow.settings import (
@@ -169,7 +168,8 @@ class OAuthFlow(httpx2.Auth):
             body["scope"] = self._auth.scope
         where = f"OAuth token request ({form['grant_type']} grant) to {self._auth.token_path}"
         try:
-            response = await self._client.post(self._auth.token_path, data=body, auth=None)
+            # httpx2.Auth() is the no-op flow: the token request must not carry (or wait for) a bearer token
+            response = await self._client.post(self._auth.token_path, data=body, auth=httpx2.Auth())
         except httpx2.TimeoutException as exc:
             raise ServiceNowError(f"instance {self._instance!r}: {where} timed out", instance=self._instance) from exc
         except httpx2.HTTPError as exc:
@@ -262,7 +262,7 @@ class InstanceClient:
         """
         check_table(table)
         check_sys_id(sys_id)
-        params = {"sysparm_display_value": display_value, "sysparm_exclude_reference_link": "true"}
+        params: dict[str, str] = {"sysparm_display_value": display_value, "sysparm_exclude_reference_link": "true"}
         if fields:
             params["sysparm_fields"] = ",".join(fields)
         what = f"read of {table} record {sys_id}"
@@ -361,7 +361,8 @@ class InstanceClient:
     def _result(self, response: httpx2.Response, what: str) -> dict[str, Any]:
         result = self._json(response, what).get("result")
         if not isinstance(result, dict):
-            raise ServiceNowError(f"instance {self.name!r}: {what} answered without a result record", instance=self.name)
+            message = f"instance {self.name!r}: {what} answered without a result record"
+            raise ServiceNowError(message, instance=self.name)
         return result
 
     def _failure(self, response: httpx2.Response, what: str, suffix: str = "") -> ServiceNowError | NotFound:

@@ -39,6 +39,7 @@ import base64
 import binascii
 import contextlib
 import copy
+import functools
 import json
 import re
 import secrets
@@ -56,12 +57,11 @@ from urllib.parse import parse_qs, urlencode
 
 import anyio
 import uvicorn
+from mcp_providers.plugins.servicenow.seed import REFERENCES, seed_tables
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
-
-from mcp_providers.plugins.servicenow.seed import REFERENCES, seed_tables
 
 __all__ = ["Emulator", "Fault", "LoggedRequest", "QuerySyntaxError", "parse_encoded_query", "serve_forever"]
 
@@ -340,7 +340,10 @@ class Emulator:
         config = uvicorn.Config(self.app, log_level="warning", access_log=False, lifespan="off")
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(
-            target=self._server.run, kwargs={"sockets": [sock]}, name=f"servicenow-emulator-{self.instance}", daemon=True
+            target=self._server.run,
+            kwargs={"sockets": [sock]},
+            name=f"servicenow-emulator-{self.instance}",
+            daemon=True,
         )
         self._thread.start()
         deadline = time.monotonic() + 10
@@ -540,7 +543,7 @@ class Emulator:
         with self._lock:
             matched = [row for row in rows if self._matches(table, row, parsed)]
             for name, descending in reversed(parsed.orders):
-                matched.sort(key=lambda row, n=name: self._sort_key(table, row, n), reverse=descending)
+                matched.sort(key=functools.partial(self._sort_key, table, field=name), reverse=descending)
             page = matched[offset : offset + limit]
             result = [self._render(table, row, request) for row in page]
         total = len(matched)
@@ -681,8 +684,8 @@ class Emulator:
             results.append(True if actual is None else _compare(term.operator, actual, term.value))
         return any(results)
 
-    def _sort_key(self, table: str, row: Record, name: str) -> tuple[int, float, str]:
-        value = self._lookup(table, row, name) or ""
+    def _sort_key(self, table: str, row: Record, *, field: str) -> tuple[int, float, str]:
+        value = self._lookup(table, row, field) or ""
         number = _as_number(value)
         return (0, number, "") if number is not None else (1, 0.0, value)
 

@@ -190,7 +190,8 @@ class ServiceNowResources(ResourceProvider):
         try:
             self._pool.settings(instance)
         except UnknownInstance as exc:
-            raise InvalidParams(f"{request.uri}: {exc}", data={"uri": request.uri, "instances": self._pool.names}) from None
+            data = {"uri": request.uri, "instances": self._pool.names}
+            raise InvalidParams(f"{request.uri}: {exc}", data=data) from None
         return instance
 
     def _instances(self) -> str:

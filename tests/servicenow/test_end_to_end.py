@@ -9,10 +9,8 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client, MCPError
-
 from mcp_providers.plugins.servicenow.emulator import Emulator
 from mcp_providers.testing import assert_check_passes, connect
-
 from servicenow_support import (
     DEV_PASSWORD,
     DEV_USER,
@@ -359,7 +357,8 @@ async def test_get_record_and_unknown_instance(client, prod_emulator):
     assert result.structured_content is not None
     assert result.structured_content["record"]["number"] == record["number"]
     assert result.structured_content["uri"] is None
-    missing = await client.call_tool("servicenow_get_record", {"instance": "qa", "table": "incident", "sys_id": "1" * 32})
+    arguments = {"instance": "qa", "table": "incident", "sys_id": "1" * 32}
+    missing = await client.call_tool("servicenow_get_record", arguments)
     assert missing.is_error
     assert "unknown instance 'qa'; configured instances: dev, prod" in missing.content[0].text  # type: ignore[union-attr]
 
@@ -400,7 +399,8 @@ async def test_add_comment_and_work_note_append_journal_entries(client, dev_emul
     assert comment.structured_content is not None and note.structured_content is not None
     assert comment.structured_content["field"] == "comments" and note.structured_content["field"] == "work_notes"
     sys_id = comment.structured_content["sys_id"]
-    journal = [(j["element"], j["value"]) for j in dev_emulator.records("sys_journal_field") if j["element_id"] == sys_id]
+    entries = dev_emulator.records("sys_journal_field")
+    journal = [(j["element"], j["value"]) for j in entries if j["element_id"] == sys_id]
     assert journal == [("comments", "Looking into it"), ("work_notes", "Restarted the sync job")]
     assert [c.uri for c in note.content if c.type == "resource_link"] == ["servicenow://dev/incidents/INC0010002"]
 
@@ -412,7 +412,7 @@ async def test_resolve_incident_sets_state_six_with_close_fields(client, dev_emu
     record = next(r for r in dev_emulator.records("incident") if r["number"] == "INC0010003")
     assert (record["state"], record["active"], record["close_code"], record["close_notes"]) == (
         "6", "false", "Solved (Permanently)", "Replaced the toner")
-    patch = [r for r in dev_emulator.table_requests() if r.method == "PATCH"][0]
+    patch = next(r for r in dev_emulator.table_requests() if r.method == "PATCH")
     assert patch.body == {"state": "6", "close_code": "Solved (Permanently)", "close_notes": "Replaced the toner"}
     missing = await client.call_tool("servicenow_resolve_incident", {
         "instance": "dev", "number": "INC0099999", "close_notes": "n/a"})
