@@ -34,14 +34,16 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
-
 from mcp_providers.discovery import PluginRecord
 from mcp_providers.models import Prompt, Resource, ResourceTemplate, Tool
 from mcp_providers.providers import PromptProvider, ResourceProvider, ToolProvider
 
 __all__ = ["Declared", "Problem", "check", "declare", "literal_start"]
+
+D = TypeVar("D")
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 _PREFIX = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
@@ -74,6 +76,9 @@ class Declared:
     tools: Sequence[Tool] = ()
     prompts: Sequence[Prompt] = ()
 
+    def resource_declarations(self) -> list[Resource | ResourceTemplate]:
+        return [*self.resources, *self.templates]
+
 
 def literal_start(template: str) -> str:
     """The literal text before the first expression: ``"a://x/{id}"`` -> ``"a://x/"``."""
@@ -92,18 +97,12 @@ def declare(records: Iterable[PluginRecord]) -> tuple[list[Declared], list[Probl
             d = Declared(record.name, provider)
             try:
                 if isinstance(provider, ResourceProvider):
-                    d.resources, d.templates = list(provider.resources()), list(provider.templates())
-                    kinds = [(d.resources, Resource), (d.templates, ResourceTemplate)]
+                    d.resources = _typed(provider.resources(), Resource)
+                    d.templates = _typed(provider.templates(), ResourceTemplate)
                 elif isinstance(provider, ToolProvider):
-                    d.tools = list(provider.tools())
-                    kinds = [(d.tools, Tool)]
+                    d.tools = _typed(provider.tools(), Tool)
                 else:
-                    d.prompts = list(provider.prompts())
-                    kinds = [(d.prompts, Prompt)]
-                for items, kind in kinds:
-                    for item in items:
-                        if type(item) is not kind:
-                            raise TypeError(f"got {type(item).__name__}, expected {kind.__name__}")
+                    d.prompts = _typed(provider.prompts(), Prompt)
             except Exception as exc:
                 problems.append(
                     Problem(
@@ -119,6 +118,15 @@ def declare(records: Iterable[PluginRecord]) -> tuple[list[Declared], list[Probl
     return out, problems
 
 
+def _typed(items: Iterable[object], kind: type[D]) -> list[D]:
+    out = []
+    for item in items:
+        if not isinstance(item, kind):
+            raise TypeError(f"got {type(item).__name__}, expected {kind.__name__}")
+        out.append(item)
+    return out
+
+
 def _check_template(d: Declared, t: ResourceTemplate) -> Iterable[Problem]:
     p = (d.plugin,)
     try:
@@ -127,18 +135,38 @@ def _check_template(d: Declared, t: ResourceTemplate) -> Iterable[Problem]:
         yield Problem(p, "template-invalid", t.uri_template, str(exc), "write an RFC 6570 template, e.g. a://x/{id}")
         return
     if not parsed.variables:
-        yield Problem(p, "template-without-variables", t.uri_template, "has no {variable}",
-                      "declare it as a fixed Resource(uri=...)")
+        yield Problem(
+            p,
+            "template-without-variables",
+            t.uri_template,
+            "has no {variable}",
+            "declare it as a fixed Resource(uri=...)",
+        )
     for var in parsed.variables:
         if var.explode:
-            yield Problem(p, "template-explode-unsupported", t.uri_template, f"variable {var.name!r} explodes",
-                          "use {+" + var.name + "} and split the value in read()")
+            yield Problem(
+                p,
+                "template-explode-unsupported",
+                t.uri_template,
+                f"variable {var.name!r} explodes",
+                "use {+" + var.name + "} and split the value in read()",
+            )
     for name in set(t.completions) - set(parsed.variable_names):
-        yield Problem(p, "completion-unknown-variable", t.uri_template, f"completions for {name!r}",
-                      f"name one of the template's variables: {', '.join(parsed.variable_names)}")
+        yield Problem(
+            p,
+            "completion-unknown-variable",
+            t.uri_template,
+            f"completions for {name!r}",
+            f"name one of the template's variables: {', '.join(parsed.variable_names)}",
+        )
     if not _SCHEME.match(literal_start(t.uri_template)):
-        yield Problem(p, "uri-not-absolute", t.uri_template, "does not start with a scheme",
-                      "start with a literal scheme, e.g. myplugin://")
+        yield Problem(
+            p,
+            "uri-not-absolute",
+            t.uri_template,
+            "does not start with a scheme",
+            "start with a literal scheme, e.g. myplugin://",
+        )
 
 
 def check(declared: Sequence[Declared]) -> list[Problem]:
@@ -150,18 +178,38 @@ def check(declared: Sequence[Declared]) -> list[Problem]:
     for d in declared:
         for r in d.resources:
             if not _SCHEME.match(r.uri):
-                add(Problem((d.plugin,), "uri-not-absolute", r.uri, "has no scheme",
-                            "use an absolute URI such as myplugin://path"))
+                add(
+                    Problem(
+                        (d.plugin,),
+                        "uri-not-absolute",
+                        r.uri,
+                        "has no scheme",
+                        "use an absolute URI such as myplugin://path",
+                    )
+                )
             if UriTemplate.is_template(r.uri):
-                add(Problem((d.plugin,), "uri-is-template", r.uri, "a fixed URI contains {...}",
-                            "declare it as ResourceTemplate(uri_template=...)"))
+                add(
+                    Problem(
+                        (d.plugin,),
+                        "uri-is-template",
+                        r.uri,
+                        "a fixed URI contains {...}",
+                        "declare it as ResourceTemplate(uri_template=...)",
+                    )
+                )
         for t in d.templates:
             problems.extend(_check_template(d, t))
-        for decl in (*d.resources, *d.templates):
+        for decl in d.resource_declarations():
             if decl.side_effects != "none":
-                add(Problem((d.plugin,), "resource-declares-side-effect", _where(decl),
-                            f"declares side_effects={decl.side_effects!r}; resources are read-only",
-                            "move the operation to a tool with that effect"))
+                add(
+                    Problem(
+                        (d.plugin,),
+                        "resource-declares-side-effect",
+                        _where(decl),
+                        f"declares side_effects={decl.side_effects!r}; resources are read-only",
+                        "move the operation to a tool with that effect",
+                    )
+                )
 
     # Ownership.
     owners: list[tuple[str, Declared]] = []
@@ -169,26 +217,51 @@ def check(declared: Sequence[Declared]) -> list[Problem]:
         if not isinstance(d.provider, ResourceProvider):
             continue
         if not d.provider.prefixes and (d.resources or d.templates):
-            add(Problem((d.plugin,), "no-owned-prefix", d.provider.name, "declares no URI prefix",
-                        "set prefixes = ('myplugin://',) on the provider"))
+            add(
+                Problem(
+                    (d.plugin,),
+                    "no-owned-prefix",
+                    d.provider.name,
+                    "declares no URI prefix",
+                    "set prefixes = ('myplugin://',) on the provider",
+                )
+            )
         for prefix in d.provider.prefixes:
             if not _PREFIX.match(prefix):
-                add(Problem((d.plugin,), "prefix-invalid", prefix, "is not scheme://...",
-                            "use a prefix such as myplugin:// or myplugin://area/"))
+                add(
+                    Problem(
+                        (d.plugin,),
+                        "prefix-invalid",
+                        prefix,
+                        "is not scheme://...",
+                        "use a prefix such as myplugin:// or myplugin://area/",
+                    )
+                )
             owners.append((prefix, d))
-        for decl in (*d.resources, *d.templates):
+        for decl in d.resource_declarations():
             start = decl.uri if isinstance(decl, Resource) else literal_start(decl.uri_template)
             if d.provider.prefixes and not any(start.startswith(px) for px in d.provider.prefixes):
-                add(Problem((d.plugin,), "outside-prefix", _where(decl),
-                            f"lies outside provider {d.provider.name!r}'s prefixes "
-                            f"{', '.join(d.provider.prefixes)}",
-                            "declare the URI under an owned prefix or own its prefix"))
+                add(
+                    Problem(
+                        (d.plugin,),
+                        "outside-prefix",
+                        _where(decl),
+                        f"lies outside provider {d.provider.name!r}'s prefixes {', '.join(d.provider.prefixes)}",
+                        "declare the URI under an owned prefix or own its prefix",
+                    )
+                )
     for i, (a, da) in enumerate(owners):
-        for b, db in owners[i + 1:]:
+        for b, db in owners[i + 1 :]:
             if da is not db and (a.startswith(b) or b.startswith(a)):
-                add(Problem((da.plugin, db.plugin), "prefix-overlap", f"{a} ~ {b}",
-                            f"providers {da.provider.name!r} and {db.provider.name!r} both own it",
-                            "give each provider a prefix of its own"))
+                add(
+                    Problem(
+                        (da.plugin, db.plugin),
+                        "prefix-overlap",
+                        f"{a} ~ {b}",
+                        f"providers {da.provider.name!r} and {db.provider.name!r} both own it",
+                        "give each provider a prefix of its own",
+                    )
+                )
 
     # Collisions.
     _dupes(problems, "duplicate-provider", ((d.provider.name, d) for d in declared))
@@ -207,9 +280,15 @@ def check(declared: Sequence[Declared]) -> list[Problem]:
         for r in d.resources:
             for tpl, owner in parsed:
                 if owner is not d and r.uri.startswith(literal_start(tpl.template)) and tpl.match(r.uri):
-                    add(Problem((d.plugin, owner.plugin), "uri-shadowed-by-template", r.uri,
-                                f"provider {owner.provider.name!r}'s template {tpl.template} also matches it",
-                                "move the URI or narrow the template"))
+                    add(
+                        Problem(
+                            (d.plugin, owner.plugin),
+                            "uri-shadowed-by-template",
+                            r.uri,
+                            f"provider {owner.provider.name!r}'s template {tpl.template} also matches it",
+                            "move the URI or narrow the template",
+                        )
+                    )
     return problems
 
 

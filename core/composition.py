@@ -13,13 +13,13 @@ serving around a broken plugin.
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
 import pluggy
-
 from mcp_providers.catalog import Catalog
 from mcp_providers.checks import Declared, Problem, check, declare
 from mcp_providers.config import Config
@@ -30,6 +30,8 @@ if TYPE_CHECKING:
     from mcp.server import Server
 
 __all__ = ["Composition", "compose"]
+
+log = logging.getLogger("mcp_providers.composition")
 
 
 @dataclass
@@ -42,6 +44,8 @@ class Composition:
     declared: list[Declared]
     problems: list[Problem]
     catalog: Catalog
+    startup_failures: dict[str, str] = field(default_factory=dict)
+    """Provider name -> why its ``lifespan`` failed to start; its requests get an upstream error."""
     _running: int = field(default=0, repr=False)
     _stack: contextlib.AsyncExitStack | None = field(default=None, repr=False)
 
@@ -64,12 +68,14 @@ class Composition:
         if self._running == 0:
             stack = contextlib.AsyncExitStack()
             await stack.__aenter__()
-            try:
-                for d in self.declared:
+            self.startup_failures.clear()
+            for d in self.declared:
+                try:
                     await stack.enter_async_context(d.provider.lifespan())
-            except BaseException:
-                await stack.aclose()
-                raise
+                except Exception as exc:
+                    # One provider that cannot start must not take the others down.
+                    log.exception("provider %r (plugin %r) failed to start", d.provider.name, d.plugin)
+                    self.startup_failures[d.provider.name] = f"{type(exc).__name__}: {exc}"
             self._stack = stack
         self._running += 1
         try:
@@ -105,6 +111,8 @@ def compose(
     for record in records:
         if record.name in bad and record.status == "loaded":
             record.reject("failed checks (see mcp-providers check)")
+            if record.plugin is not None and pm.is_registered(record.plugin):
+                pm.unregister(record.plugin)
     served = [d for d in declared if d.plugin not in bad]
     composition = Composition(config, pm, records, served, problems, Catalog(served))
     if strict and composition.failures:

@@ -25,9 +25,8 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
 from mcp_providers.errors import ConfigError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 __all__ = ["CONFIG_ENV", "Config", "ServerSettings", "format_validation_error", "load_config"]
 

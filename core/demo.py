@@ -19,13 +19,12 @@ import anyio
 import mcp_types as types
 from mcp import Client, MCPError, StdioServerParameters
 from mcp.shared.uri_template import UriTemplate
+from mcp_providers.config import Config
+from mcp_providers.discovery import call_hook, discover
 from rich.console import Console
 from rich.panel import Panel
 from rich.syntax import Syntax
 from rich.table import Table
-
-from mcp_providers.config import Config
-from mcp_providers.discovery import call_hook, discover
 
 __all__ = ["run_demo"]
 
@@ -74,8 +73,12 @@ async def _tour(console: Console, config_file: Path, samples: int) -> int:
                 table.add_column(col)
             for tool in tools:
                 a = tool.annotations
-                table.add_row(tool.name, str(a.read_only_hint if a else ""), str(a.destructive_hint if a else ""),
-                              (tool.description or "").split("\n")[0])
+                table.add_row(
+                    tool.name,
+                    str(a.read_only_hint if a else ""),
+                    str(a.destructive_hint if a else ""),
+                    (tool.description or "").split("\n")[0],
+                )
             console.print(table)
         if prompts:
             console.print(f"{len(prompts)} prompts: " + ", ".join(p.name for p in prompts))

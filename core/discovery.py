@@ -20,12 +20,11 @@ from typing import Any, Literal
 
 import importlib_metadata
 import pluggy
-from pydantic import BaseModel, ValidationError
-
 from mcp_providers import hookspecs
 from mcp_providers.config import Config, format_validation_error
 from mcp_providers.errors import ConfigError
 from mcp_providers.providers import PromptProvider, ResourceProvider, ToolProvider
+from pydantic import BaseModel, ValidationError
 
 __all__ = ["PluginRecord", "call_hook", "discover"]
 
@@ -57,6 +56,9 @@ class PluginRecord:
     resource_providers: list[ResourceProvider] = field(default_factory=list, repr=False)
     tool_providers: list[ToolProvider] = field(default_factory=list, repr=False)
     prompt_providers: list[PromptProvider] = field(default_factory=list, repr=False)
+
+    def is_rejected(self) -> bool:
+        return self.status == "rejected"
 
     def reject(self, reason: str) -> None:
         self.status = "rejected"
@@ -172,17 +174,19 @@ def _collect(pm: pluggy.PluginManager, record: PluginRecord) -> None:
         wrong = [item for item in result if not isinstance(item, kind)]
         if wrong:
             record.reject(
-                f"hook {hook} returned {type(wrong[0]).__name__} {wrong[0]!r:.60}; "
-                f"expected {kind.__name__} instances"
+                f"hook {hook} returned {type(wrong[0]).__name__} {wrong[0]!r:.60}; expected {kind.__name__} instances"
             )
             return
         unnamed = [item for item in result if not item.name]
         if unnamed:
             record.reject(f"hook {hook} returned a {type(unnamed[0]).__name__} with an empty name; set .name")
             return
-        getattr(record, {ResourceProvider: "resource_providers", ToolProvider: "tool_providers"}.get(
-            kind, "prompt_providers"
-        )).extend(result)
+        if kind is ResourceProvider:
+            record.resource_providers.extend(result)
+        elif kind is ToolProvider:
+            record.tool_providers.extend(result)
+        else:
+            record.prompt_providers.extend(result)
 
 
 def discover(
@@ -249,18 +253,17 @@ def discover(
         try:
             with _stdout_to_stderr():
                 plugin = loaders[name]()
-        except BaseException as exc:  # noqa: BLE001 - SystemExit from an import must not end discovery
+        except BaseException as exc:
             if isinstance(exc, KeyboardInterrupt):
                 raise
             record.reject(f"import failed: {_one_line(exc)}")
             continue
         _register(pm, record, plugin)
-        if record.status == "rejected":
+        if record.is_rejected():
             continue
         _configure(pm, record, config)
-        if record.status == "rejected":
-            continue
-        _collect(pm, record)
-        if record.status == "rejected" and pm.is_registered(plugin):
+        if not record.is_rejected():
+            _collect(pm, record)
+        if record.is_rejected() and pm.is_registered(plugin):
             pm.unregister(plugin)  # its authorize hook must not run either
     return pm, [records[n] for n in sorted(records)]

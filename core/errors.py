@@ -32,8 +32,8 @@ __all__ = [
     "NotFound",
     "ReadTimeout",
     "RequestError",
-    "ToolFailure",
     "TooLarge",
+    "ToolFailure",
     "UpstreamError",
 ]
 

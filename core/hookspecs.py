@@ -14,6 +14,10 @@ The core calls each plugin's implementation on its own, so a hook that raises or
 type disables that plugin alone (see ``mcp-providers plugins``).
 """
 
+# Hookspecs have no bodies: pluggy only reads their signatures and docstrings.
+# mypy: disable-error-code="empty-body"
+# Hookspecs have no bodies: pluggy reads only their signatures and docstrings.
+# mypy: disable-error-code="empty-body"
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -24,10 +28,9 @@ import pluggy
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
 
-    from pydantic import BaseModel
-
     from mcp_providers.policy import Action, Decision
     from mcp_providers.providers import PromptProvider, ResourceProvider, ToolProvider
+    from pydantic import BaseModel
 
 PROJECT = "mcp_providers"
 """The pluggy project name and the entry-point group plugins are registered under."""

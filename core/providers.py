@@ -25,9 +25,8 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from pydantic import BaseModel
-
 from mcp_providers.models import Prompt, Resource, ResourceTemplate, Tool
+from pydantic import BaseModel
 
 __all__ = [
     "CompletionRequest",
@@ -226,3 +225,8 @@ class PromptProvider:
             if argument.name == request.argument:
                 return _prefix_filter(argument.completions, request.value)
         return []
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self) -> AsyncIterator[None]:
+        """Open what rendering needs while the server runs."""
+        yield

@@ -14,22 +14,30 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import inspect
 import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import anyio
 import mcp_types as types
 from mcp import MCPError
 from mcp.server import Server, ServerRequestContext
-from pydantic import BaseModel, ValidationError
-
 from mcp_providers.composition import Composition
-from mcp_providers.errors import Denied, InvalidParams, ReadTimeout, RequestError, ToolFailure, TooLarge
+from mcp_providers.errors import (
+    Denied,
+    InvalidParams,
+    ReadTimeout,
+    RequestError,
+    TooLarge,
+    ToolFailure,
+    UpstreamError,
+)
 from mcp_providers.models import Annotations, Resource, ResourceTemplate
 from mcp_providers.policy import Action, Decision
 from mcp_providers.providers import CompletionRequest, Content, ReadRequest, ToolCall, ToolResult
+from pydantic import BaseModel, ValidationError
 
 __all__ = ["build_server", "subject_of"]
 
@@ -61,15 +69,26 @@ def _annotations(a: Annotations | None) -> types.Annotations | None:
 
 def _resource_wire(r: Resource) -> types.Resource:
     return types.Resource(
-        uri=r.uri, name=r.name, title=r.title, description=r.description, mime_type=r.mime_type,
-        size=r.size, annotations=_annotations(r.annotations), _meta=r.meta,
+        uri=r.uri,
+        name=r.name,
+        title=r.title,
+        description=r.description,
+        mime_type=r.mime_type,
+        size=r.size,
+        annotations=_annotations(r.annotations),
+        _meta=r.meta,
     )
 
 
 def _template_wire(t: ResourceTemplate) -> types.ResourceTemplate:
     return types.ResourceTemplate(
-        uri_template=t.uri_template, name=t.name, title=t.title, description=t.description,
-        mime_type=t.mime_type, annotations=_annotations(t.annotations), _meta=t.meta,
+        uri_template=t.uri_template,
+        name=t.name,
+        title=t.title,
+        description=t.description,
+        mime_type=t.mime_type,
+        annotations=_annotations(t.annotations),
+        _meta=t.meta,
     )
 
 
@@ -105,6 +124,12 @@ def build_server(composition: Composition) -> Server[object]:
         return [item for target, item in targets if allowed(subject, "list", target).allow]
 
     async def guarded(what: str, provider_name: str, call: Awaitable[R]) -> R:
+        if provider_name in composition.startup_failures:
+            if inspect.iscoroutine(call):
+                call.close()  # never awaited: the provider is down
+            raise UpstreamError(
+                f"provider {provider_name!r} failed to start, so it cannot serve {what}; the server log has the details"
+            )
         try:
             with anyio.fail_after(settings.read_timeout):
                 return await call
@@ -154,7 +179,8 @@ def build_server(composition: Composition) -> Server[object]:
         require(subject, "read", uri)
         request = ReadRequest(uri=uri, resource=route.declaration, params=route.params, subject=subject)
         try:
-            content = await guarded(f"reading {uri}", route.provider.name, route.provider.read(request))
+            # object: a plugin may break its contract, and the client must get a clear error
+            content = cast(object, await guarded(f"reading {uri}", route.provider.name, route.provider.read(request)))
         except RequestError:
             raise
         except Exception:
@@ -207,22 +233,22 @@ def build_server(composition: Composition) -> Server[object]:
                     data={"uri": params.ref.uri},
                 )
             require(subject, "complete", params.ref.uri)
-            variables = entry.declaration.completions.keys() | set(
-                _variables(entry.declaration.uri_template)
-            )
+            variables = entry.declaration.completions.keys() | set(_variables(entry.declaration.uri_template))
             if arg.name not in variables:
                 raise InvalidParams(
-                    f"Template {params.ref.uri} has no variable {arg.name!r}; "
-                    f"it has: {', '.join(sorted(variables))}"
+                    f"Template {params.ref.uri} has no variable {arg.name!r}; it has: {', '.join(sorted(variables))}"
                 )
-            values = await guarded("completion", entry.provider.name, entry.provider.complete(entry.declaration, request))
+            values = await guarded(
+                "completion", entry.provider.name, entry.provider.complete(entry.declaration, request)
+            )
         else:
             p_entry = catalog.prompt(params.ref.name)
             if p_entry is None:
                 raise InvalidParams(f"No prompt {params.ref.name!r}; see prompts/list")
             require(subject, "complete", params.ref.name)
-            values = await guarded("completion", p_entry.provider.name,
-                                   p_entry.provider.complete(p_entry.declaration, request))
+            values = await guarded(
+                "completion", p_entry.provider.name, p_entry.provider.complete(p_entry.declaration, request)
+            )
         values = list(values)
         return types.CompleteResult(
             completion=types.Completion(values=values[:100], total=len(values), has_more=len(values) > 100)
@@ -234,15 +260,26 @@ def build_server(composition: Composition) -> Server[object]:
     for e in catalog.tools:
         t = e.declaration
         hints = t.annotations()
-        tool_items.append((t.name, types.Tool(
-            name=t.name, title=t.title, description=t.description, input_schema=_schema(t.input_model),
-            output_schema=_schema(t.output_model) if t.output_model else None,
-            annotations=types.ToolAnnotations(
-                title=t.title, read_only_hint=hints["readOnlyHint"], destructive_hint=hints["destructiveHint"],
-                idempotent_hint=hints["idempotentHint"], open_world_hint=hints["openWorldHint"],
-            ),
-            _meta=t.meta,
-        )))
+        tool_items.append(
+            (
+                t.name,
+                types.Tool(
+                    name=t.name,
+                    title=t.title,
+                    description=t.description,
+                    input_schema=_schema(t.input_model),
+                    output_schema=_schema(t.output_model) if t.output_model else None,
+                    annotations=types.ToolAnnotations(
+                        title=t.title,
+                        read_only_hint=hints["readOnlyHint"],
+                        destructive_hint=hints["destructiveHint"],
+                        idempotent_hint=hints["idempotentHint"],
+                        open_world_hint=hints["openWorldHint"],
+                    ),
+                    _meta=t.meta,
+                ),
+            )
+        )
 
     @errors_to_wire
     async def list_tools(ctx: Ctx, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
@@ -266,8 +303,11 @@ def build_server(composition: Composition) -> Server[object]:
             )
             return _error_result(f"Invalid arguments for {tool.name}: {problems}")
         try:
-            result = await guarded(f"tool {tool.name}", entry.provider.name,
-                                   entry.provider.call(ToolCall(tool=tool, arguments=arguments, subject=subject)))
+            result = await guarded(
+                f"tool {tool.name}",
+                entry.provider.name,
+                entry.provider.call(ToolCall(tool=tool, arguments=arguments, subject=subject)),
+            )
         except ToolFailure as exc:
             return _error_result(f"{tool.name} failed: {exc}")
         except RequestError:
@@ -284,11 +324,18 @@ def build_server(composition: Composition) -> Server[object]:
     # -- prompts ---------------------------------------------------------------------------------
 
     prompt_items = [
-        (e.declaration.name, types.Prompt(
-            name=e.declaration.name, title=e.declaration.title, description=e.declaration.description,
-            arguments=[types.PromptArgument(name=a.name, description=a.description, required=a.required)
-                       for a in e.declaration.arguments],
-        ))
+        (
+            e.declaration.name,
+            types.Prompt(
+                name=e.declaration.name,
+                title=e.declaration.title,
+                description=e.declaration.description,
+                arguments=[
+                    types.PromptArgument(name=a.name, description=a.description, required=a.required)
+                    for a in e.declaration.arguments
+                ],
+            ),
+        )
         for e in catalog.prompts
     ]
 
@@ -314,12 +361,14 @@ def build_server(composition: Composition) -> Server[object]:
             raise InvalidParams(
                 f"Prompt {params.name} has no argument(s) {', '.join(unknown)}; it takes: {', '.join(sorted(known))}"
             )
-        messages = await guarded(f"prompt {params.name}", entry.provider.name,
-                                 entry.provider.render(entry.declaration, arguments))
+        messages = await guarded(
+            f"prompt {params.name}", entry.provider.name, entry.provider.render(entry.declaration, arguments)
+        )
         return types.GetPromptResult(
             description=entry.declaration.description,
-            messages=[types.PromptMessage(role=m.role, content=types.TextContent(type="text", text=m.text))
-                      for m in messages],
+            messages=[
+                types.PromptMessage(role=m.role, content=types.TextContent(type="text", text=m.text)) for m in messages
+            ],
         )
 
     @contextlib.asynccontextmanager
@@ -375,9 +424,15 @@ def _tool_result(name: str, output_model: type[BaseModel] | None, result: object
     if result.text:
         content.append(types.TextContent(type="text", text=result.text))
     for link in result.links:
-        content.append(types.ResourceLink(
-            type="resource_link", uri=link.uri, name=link.name, description=link.description, mime_type=link.mime_type
-        ))
+        content.append(
+            types.ResourceLink(
+                type="resource_link",
+                uri=link.uri,
+                name=link.name,
+                description=link.description,
+                mime_type=link.mime_type,
+            )
+        )
     return types.CallToolResult(content=content, structured_content=structured)
 
 

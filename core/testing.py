@@ -17,7 +17,6 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any, Literal
 
 from mcp import Client
-
 from mcp_providers.composition import Composition
 from mcp_providers.composition import compose as _compose
 from mcp_providers.config import Config, ServerSettings

@@ -1,0 +1,60 @@
+"""Shared fixtures: the anyio backend and the installed test distribution of plugins."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+TESTS = Path(__file__).parent
+TEST_DISTRIBUTION = TESTS / "distributions" / "test_plugins"
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def install_target(source: Path, target: Path) -> None:
+    """Install a distribution (no dependencies) into ``target``, as pip/uv would into site-packages."""
+    uv = shutil.which("uv")
+    if uv:
+        cmd = [
+            uv,
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--python",
+            sys.executable,
+            "--target",
+            str(target),
+            str(source),
+        ]
+    else:
+        cmd = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(target), str(source)]
+    subprocess.run(cmd, check=True, capture_output=True, text=True)
+
+
+@pytest.fixture(scope="session")
+def test_plugins_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder holding the installed ``mcp-providers-test-plugins`` distribution."""
+    target = tmp_path_factory.mktemp("test-plugins-site")
+    install_target(TEST_DISTRIBUTION, target)
+    return target
+
+
+@pytest.fixture
+def with_test_plugins(test_plugins_site: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
+    """Put the test distribution on sys.path (in-process) and on PYTHONPATH (subprocesses)."""
+    monkeypatch.syspath_prepend(str(test_plugins_site))
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(test_plugins_site), env.get("PYTHONPATH")]))
+    yield env
+    for name in [m for m in sys.modules if m.startswith("mcp_providers_test_plugins")]:
+        del sys.modules[name]

@@ -1,0 +1,102 @@
+"""Catalog: pagination, deterministic order, routing and not-found messages."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from types import SimpleNamespace
+
+import mcp_types as types
+import pytest
+from mcp import MCPError
+from mcp_providers import Content, ReadRequest, Resource, ResourceProvider, ResourceTemplate, ServerSettings, hookimpl
+from mcp_providers.testing import compose, connect
+
+pytestmark = pytest.mark.anyio
+
+
+class Many(ResourceProvider):
+    def __init__(self, name: str, prefix: str, count: int) -> None:
+        self.name, self.prefixes, self.count = name, (prefix,), count
+
+    def resources(self) -> Sequence[Resource]:
+        # Declared in a non-sorted order: list order must be declaration order, not URI order.
+        return [
+            Resource(uri=f"{self.prefixes[0]}item/{(i * 7919) % self.count:04d}", name=f"i{i}")
+            for i in range(self.count)
+        ]
+
+    def templates(self) -> Sequence[ResourceTemplate]:
+        return [
+            ResourceTemplate(uri_template=self.prefixes[0] + "item/{id}/detail", name="detail"),
+            ResourceTemplate(uri_template=self.prefixes[0] + "{+rest}", name="rest"),
+        ]
+
+    async def read(self, request: ReadRequest) -> Content:
+        return Content(text=f"{request.resource.name}:{dict(request.params)}")
+
+
+def plugin(*providers: ResourceProvider) -> SimpleNamespace:
+    @hookimpl
+    def register_resource_providers() -> list[ResourceProvider]:
+        return list(providers)
+
+    return SimpleNamespace(register_resource_providers=register_resource_providers)
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_thousand_resources_come_back_complete_and_in_order_across_pages(mode: str) -> None:
+    provider = Many("many", "many://", 1000)
+    expected = [r.uri for r in provider.resources()]
+    composition = compose({"many": plugin(provider)}, server=ServerSettings(page_size=64))
+    async with connect(composition, mode=mode) as client:  # type: ignore[arg-type]
+        for _ in range(2):  # the same order every time
+            got, cursor, pages = [], None, 0
+            while True:
+                page = await client.list_resources(cursor=cursor)
+                got += [r.uri for r in page.resources]
+                pages += 1
+                cursor = page.next_cursor
+                if cursor is None:
+                    break
+            assert got == expected
+            assert pages == 16  # ceil(1000 / 64)
+
+
+async def test_invalid_cursor_is_invalid_params() -> None:
+    composition = compose({"many": plugin(Many("many", "many://", 10))}, server=ServerSettings(page_size=3))
+    async with connect(composition) as client:
+        first = await client.list_resources()
+        assert first.next_cursor
+        for bad in ("not-a-cursor", "eyJ4IjoxfQ", first.next_cursor[:-2] + "zz"):
+            with pytest.raises(MCPError) as err:
+                await client.list_resources(cursor=bad)
+            assert err.value.code == types.INVALID_PARAMS
+            assert "cursor" in err.value.message
+        # A resources cursor is not a templates cursor.
+        with pytest.raises(MCPError):
+            await client.list_resource_templates(cursor=first.next_cursor)
+
+
+async def test_routing_prefers_fixed_then_the_owners_templates_in_order() -> None:
+    a = Many("a", "a://", 3)
+    composition = compose({"a": plugin(a), "b": plugin(Many("b", "b://x/", 2))})
+    catalog = composition.catalog
+    declared = {r.uri: r.name for r in a.resources()}
+    assert catalog.route("a://item/0001").declaration.name == declared["a://item/0001"]
+    assert catalog.route("a://item/0001").params == {}
+    detail = catalog.route("a://item/42/detail")
+    assert detail.declaration.name == "detail" and detail.params == {"id": "42"}
+    rest = catalog.route("b://x/some/where")
+    assert rest.provider.name == "b" and rest.params == {"rest": "some/where"}
+    # percent-decoded exactly once
+    assert catalog.route("a://item/%252F/detail").params == {"id": "%2F"}
+
+
+async def test_unknown_uri_names_the_closest_owned_prefix() -> None:
+    composition = compose({"b": plugin(Many("b", "b://x/", 2)), "c": plugin(Many("c", "c://y/", 2))})
+    async with connect(composition) as client:
+        with pytest.raises(MCPError) as err:
+            await client.read_resource("b://z")
+        assert err.value.code == types.INVALID_PARAMS
+        assert err.value.data == {"uri": "b://z"}
+        assert "closest owned prefix is 'b://x/'" in err.value.message

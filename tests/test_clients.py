@@ -1,0 +1,104 @@
+"""The composed server through real MCP clients: in-memory (both eras), stdio and streamable HTTP."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+import mcp_types as types
+import pytest
+from mcp import Client, MCPError, StdioServerParameters
+from mcp_providers.plugins.documcp import ssg_catalog
+from mcp_providers.testing import compose, connect
+
+pytestmark = pytest.mark.anyio
+
+DOCUMCP_IDS = {"jekyll", "hugo", "docusaurus", "mkdocs", "eleventy"}
+
+
+async def _tour(client: Client) -> None:
+    listed = await client.list_resources()
+    assert "documcp://ssgs/available" in [r.uri for r in listed.resources]
+    result = await client.read_resource("documcp://ssgs/available")
+    (item,) = result.contents
+    assert isinstance(item, types.TextResourceContents)
+    assert item.mime_type == "application/json"
+    body = json.loads(item.text)
+    assert {s["id"] for s in body["ssgs"]} >= DOCUMCP_IDS
+    for ssg in body["ssgs"]:
+        assert set(ssg) >= {"id", "name", "description", "language", "complexity", "buildSpeed", "ecosystem", "bestFor"}
+    templates = await client.list_resource_templates()
+    assert "documcp://ssgs/{ssg}" in [t.uri_template for t in templates.resource_templates]
+    ref = types.ResourceTemplateReference(type="ref/resource", uri="documcp://ssgs/{ssg}")
+    completion = await client.complete(ref, {"name": "ssg", "value": "h"})
+    assert "hugo" in completion.completion.values
+    assert all(v.startswith("h") for v in completion.completion.values)
+    hugo = await client.read_resource("documcp://ssgs/hugo")
+    assert json.loads(hugo.contents[0].text)["id"] == "hugo"  # type: ignore[union-attr]
+    with pytest.raises(MCPError) as missing:
+        await client.read_resource("documcp://ssgs/nope")
+    assert missing.value.code == types.INVALID_PARAMS
+    assert missing.value.data == {"uri": "documcp://ssgs/nope"}
+    with pytest.raises(MCPError) as unknown:
+        await client.read_resource("nowhere://at/all")
+    assert unknown.value.code == types.INVALID_PARAMS
+    assert "closest owned prefix" in unknown.value.message
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_in_memory_client_reads_the_catalog(mode: str) -> None:
+    composition = compose({"ssg_catalog": ssg_catalog})
+    async with connect(composition, mode=mode) as client:  # type: ignore[arg-type]
+        expected = "2026-07-28" if mode == "auto" else "2025-11-25"
+        assert client.protocol_version == expected
+        await _tour(client)
+
+
+async def test_stdio_subprocess_serves_the_installed_plugins() -> None:
+    params = StdioServerParameters(command=sys.executable, args=["-m", "mcp_providers", "serve"])
+    async with Client(params, cache=None) as client:
+        await _tour(client)
+
+
+def _free_port() -> int:
+    with contextlib.closing(socket.socket()) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def _http_server(*extra: str) -> Iterator[str]:
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mcp_providers", "serve", "--http", f"127.0.0.1:{port}", *extra],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stderr is not None
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            with contextlib.closing(socket.socket()) as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            if proc.poll() is not None:
+                raise RuntimeError(f"server exited: {proc.stderr.read()}")
+            time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        proc.stderr.close()
+
+
+@pytest.mark.parametrize("extra", [(), ("--stateless", "--json-response")], ids=["sessions", "stateless"])
+async def test_streamable_http_on_loopback(extra: tuple[str, ...]) -> None:
+    with _http_server(*extra) as url:
+        for mode in ("auto", "legacy"):
+            async with Client(url, mode=mode, cache=None) as client:  # type: ignore[arg-type]
+                await _tour(client)
