@@ -160,6 +160,7 @@ class DocumentationPrompts(PromptProvider):
         self._diataxis = DiataxisStructure.model_validate_json(diataxis_text())
 
     def prompts(self) -> Sequence[Prompt]:
+        """:data:`PROMPTS`."""
         return PROMPTS
 
     async def render(self, prompt: Prompt, arguments: Mapping[str, str]) -> Sequence[Message]:

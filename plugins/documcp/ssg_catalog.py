@@ -37,6 +37,7 @@ class SSGCatalog(ResourceProvider):
         self._available = _json(Catalog(ssgs=SSGS).body())
 
     def resources(self) -> Sequence[Resource]:
+        """``documcp://ssgs/available``, static, with its exact size in bytes."""
         return [
             Resource(
                 uri=AVAILABLE,
@@ -51,6 +52,7 @@ class SSGCatalog(ResourceProvider):
         ]
 
     def templates(self) -> Sequence[ResourceTemplate]:
+        """``documcp://ssgs/{ssg}``, completing the registry's ids."""
         return [
             ResourceTemplate(
                 uri_template=ONE,

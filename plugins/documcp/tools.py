@@ -350,6 +350,7 @@ class DocumentationTools(ToolProvider):
     name = "documcp-tools"
 
     def tools(self) -> Sequence[Tool]:
+        """:data:`TOOLS`: ``recommend_ssg`` and ``generate_config``, both ``effects="none"``."""
         return TOOLS
 
     async def call(self, call: ToolCall) -> ToolResult:

@@ -16,10 +16,10 @@ from pathlib import Path
 import mcp_types as types
 import pytest
 import yaml
-from documcp_support import node_check, read_text
+from documcp_support import DOCUMCP_PLUGINS, node_check, read_text
 from mcp import Client, MCPError, StdioServerParameters
 from mcp_providers.plugins.documcp.registry import SSG_IDS
-from mcp_providers.plugins.documcp.workflows import WORKFLOW_IDS
+from mcp_providers.plugins.documcp.workflows import ALIASES, WORKFLOW_IDS
 
 pytestmark = pytest.mark.anyio
 
@@ -168,6 +168,18 @@ async def test_stdio_client_against_mcp_providers_serve() -> None:
         assert completions["documcp://ssgs/{ssg}"] == list(SSG_IDS)
         assert completions["documcp://workflows/{workflowId}"] == list(WORKFLOW_IDS)
         await _bad_uris_are_invalid_params(client)
+
+
+def test_mcp_providers_check_passes_for_the_documentation_plugins_alone(tmp_path: Path) -> None:
+    config = tmp_path / "documcp.toml"
+    config.write_text(f"allow = {json.dumps(list(DOCUMCP_PLUGINS))}\n", encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "mcp_providers", "check", "--config", str(config)],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    resources = len(SSG_IDS) + 1 + 1 + 2 + len(ALIASES)  # templates, diataxis, available, all/guidance, aliases
+    assert f"check passed: {len(DOCUMCP_PLUGINS)} plugins served, {resources} resources, 2 templates" in done.stdout
 
 
 def test_mcp_providers_check_passes() -> None:
