@@ -1,4 +1,4 @@
-// Docusaurus site configuration (docusaurus.config.js), an ES module.
+// Docusaurus site configuration (website/docusaurus.config.js), an ES module.
 // Reference: https://docusaurus.io/docs/api/docusaurus-config
 // Docusaurus loads this file itself, so ES module syntax works without "type": "module".
 
@@ -35,7 +35,8 @@ const config = {
       ({
         docs: {
           sidebarPath: "./sidebars.js",
-          editUrl: "{{repository_url}}/edit/{{branch}}/",
+          // create-docusaurus puts the site in website/; edit links need that folder.
+          editUrl: "{{repository_url}}/edit/{{branch}}/website/",
         },
         blog: false,
         theme: {
