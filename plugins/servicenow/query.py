@@ -40,8 +40,8 @@ NUMBER_PATTERN = re.compile(r"^[A-Z]{2,10}[0-9]{4,12}$")
 SYS_ID_PATTERN = re.compile(r"^[0-9a-f]{32}$")
 TABLE_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,79}$")
 FIELD_PATTERN = re.compile(r"^[a-z_][a-z0-9_]{0,79}(\.[a-z_][a-z0-9_]{0,79}){0,3}$")
-_FORBIDDEN = {"^": "caret (^) separates query terms", ",": "comma (,) separates IN values",
-              "@": "at-sign (@) separates BETWEEN bounds"}  # fmt: skip
+_FORBIDDEN = {"^": "a caret (^) separates query terms", ",": "a comma (,) separates IN values",
+              "@": "an at-sign (@) separates BETWEEN bounds"}  # fmt: skip
 
 Operator = Literal[
     "=", "!=", ">", ">=", "<", "<=", "LIKE", "NOTLIKE", "STARTSWITH", "ENDSWITH", "IN", "NOT IN",
@@ -70,7 +70,7 @@ def check_value(value: str, *, what: str = "value") -> str:
     for char, why in _FORBIDDEN.items():
         if char in value:
             raise QueryError(
-                f"{what} {value!r} contains {char!r}: a {why} in an encoded query and has no escape, "
+                f"{what} {value!r} contains {char!r}: {why} in an encoded query and has no escape, "
                 f"so it is refused; remove it"
             )
     if any(ord(c) < 32 or ord(c) == 127 for c in value):

@@ -1,0 +1,74 @@
+"""Settings: instance names, base URLs, auth shapes, secrets as environment variable names."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from mcp_providers.plugins.servicenow.settings import InstanceSettings, ServiceNowSettings
+from pydantic import ValidationError
+
+BASIC = {"type": "basic", "username": "u", "password_env": "SN_PASSWORD"}
+
+
+def instance(**overrides: Any) -> dict[str, Any]:
+    return {"name": "dev", "url": "https://dev12345.service-now.com", "auth": BASIC, **overrides}
+
+
+@pytest.mark.parametrize(
+    "url", ["https://dev12345.service-now.com", "https://x.example.com:8443/", "http://127.0.0.1:8080", "http://[::1]:1",
+            "http://localhost:9000"],
+)  # fmt: skip
+def test_accepted_urls(url):
+    assert InstanceSettings.model_validate(instance(url=url)).url == url.rstrip("/")
+
+
+@pytest.mark.parametrize(
+    ("url", "why"),
+    [
+        ("http://dev12345.service-now.com", "plain http is only allowed on loopback"),
+        ("https://admin:pw@dev.service-now.com", "must not carry user info"),
+        ("https://dev.service-now.com?x=1", "must not have a query or fragment"),
+        ("https://dev.service-now.com#top", "must not have a query or fragment"),
+        ("https://dev.service-now.com/api/now", "must not have a path"),
+        ("ftp://dev.service-now.com", "must start with https://"),
+        ("https://", "has no host"),
+    ],
+)
+def test_refused_urls_say_why(url, why):
+    with pytest.raises(ValidationError, match=why):
+        InstanceSettings.model_validate(instance(url=url))
+
+
+@pytest.mark.parametrize("name", ["-dev", "dev/prod", "dev prod", "a" * 65, "", "dév"])
+def test_instance_names_follow_the_pattern(name):
+    with pytest.raises(ValidationError, match="name"):
+        InstanceSettings.model_validate(instance(name=name))
+
+
+def test_duplicate_instance_names_are_refused():
+    with pytest.raises(ValidationError, match="'dev' appears more than once"):
+        ServiceNowSettings.model_validate({"instances": [instance(), instance()]})
+
+
+def test_auth_shapes_and_secret_env_names():
+    oauth = InstanceSettings.model_validate(instance(auth={
+        "type": "oauth", "grant_type": "password", "client_id": "c", "client_secret_env": "SN_SECRET",
+        "username": "svc", "password_env": "SN_PW"}))  # fmt: skip
+    assert oauth.auth.type == "oauth"
+    key = InstanceSettings.model_validate(instance(auth={"type": "api_key", "api_key_env": "SN_KEY"}))
+    assert key.auth.type == "api_key"
+    with pytest.raises(ValidationError, match="needs username and password_env"):
+        InstanceSettings.model_validate(instance(auth={"type": "oauth", "grant_type": "password", "client_id": "c",
+                                                       "client_secret_env": "SN_SECRET"}))  # fmt: skip
+    # a secret value is not an environment variable name, and a plain `password` key is not accepted
+    with pytest.raises(ValidationError, match="password_env"):
+        InstanceSettings.model_validate(instance(auth={"type": "basic", "username": "u", "password_env": "hunter2!"}))
+    with pytest.raises(ValidationError, match="password"):
+        InstanceSettings.model_validate(instance(auth={"type": "basic", "username": "u", "password": "hunter2"}))
+
+
+def test_defaults_load_without_configuration():
+    settings = ServiceNowSettings()
+    assert settings.instances == () and list(settings.names) == []
+    assert settings.pool() is settings.pool()
