@@ -2,7 +2,7 @@
 resources under ``servicenow://``, and table reads and incident writes as tools.
 
 Hooks implemented: :func:`settings_model`, :func:`register_resource_providers`,
-:func:`register_tool_providers`. Both providers share one
+:func:`register_tool_providers` and :func:`demo_settings`. Both providers share one
 :class:`~mcp_providers.plugins.servicenow.client.InstancePool` per settings object, so each
 configured instance has exactly one HTTP client, opened while the server runs. A local Table API
 emulator for tests and demos is in :mod:`mcp_providers.plugins.servicenow.emulator`.
@@ -11,6 +11,8 @@ emulator for tests and demos is in :mod:`mcp_providers.plugins.servicenow.emulat
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from typing import Any
 
 from mcp_providers.hookspecs import hookimpl
 from mcp_providers.plugins.servicenow.resources import ServiceNowResources
@@ -23,6 +25,7 @@ __all__ = [
     "ServiceNowResources",
     "ServiceNowSettings",
     "ServiceNowTools",
+    "demo_settings",
     "register_resource_providers",
     "register_tool_providers",
     "settings_model",
@@ -47,3 +50,15 @@ def register_tool_providers(settings: ServiceNowSettings | None) -> Sequence[Too
     """One :class:`ServiceNowTools` over the same instances (and the same HTTP clients)."""
     settings = settings if settings is not None else ServiceNowSettings()
     return [ServiceNowTools(settings.pool())]
+
+
+@hookimpl
+def demo_settings() -> AbstractContextManager[dict[str, Any]]:
+    """Start emulated ``dev`` and ``prod`` instances on 127.0.0.1 for ``mcp-providers demo``.
+
+    The credentials are random, exported in environment variables for the duration, and named
+    (never included) in the yielded settings table.
+    """
+    from mcp_providers.plugins.servicenow.emulator import demo_instances  # the server stack only when asked
+
+    return demo_instances()

@@ -41,6 +41,7 @@ import contextlib
 import copy
 import functools
 import json
+import os
 import re
 import secrets
 import socket
@@ -48,7 +49,7 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from types import TracebackType
@@ -63,7 +64,15 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-__all__ = ["Emulator", "Fault", "LoggedRequest", "QuerySyntaxError", "parse_encoded_query", "serve_forever"]
+__all__ = [
+    "Emulator",
+    "Fault",
+    "LoggedRequest",
+    "QuerySyntaxError",
+    "demo_instances",
+    "parse_encoded_query",
+    "serve_forever",
+]
 
 Record = dict[str, str]
 DisplayMode = Literal["true", "false", "all"]
@@ -808,3 +817,41 @@ def serve_forever(emulators: Mapping[str, Emulator], ready: Callable[[Mapping[st
             ready(urls)
         (stop or threading.Event()).wait()
 
+
+
+DEMO_ENV = {"dev": "MCP_PROVIDERS_DEMO_SN_DEV_PASSWORD", "prod": "MCP_PROVIDERS_DEMO_SN_PROD_SECRET"}
+"""Environment variables :func:`demo_instances` puts the demo credentials in."""
+
+
+@contextlib.contextmanager
+def demo_instances() -> Iterator[dict[str, Any]]:
+    """Start emulated ``dev`` (Basic auth) and ``prod`` (OAuth client credentials) instances.
+
+    Fresh random credentials are generated and exported in the variables named by
+    :data:`DEMO_ENV` for as long as the context lasts (the previous values are restored after).
+
+    :returns: (yields) the plugin's settings table, ``{"instances": [...]}``, naming those
+        variables; it holds no secret.
+    """
+    password = secrets.token_urlsafe(18)
+    client_secret = secrets.token_urlsafe(18)
+    saved = {name: os.environ.get(name) for name in DEMO_ENV.values()}
+    dev = Emulator("dev", users={"demo.integration": password})
+    prod = Emulator("prod", oauth_clients={"mcp-providers-demo": client_secret})
+    try:
+        with dev, prod:
+            os.environ[DEMO_ENV["dev"]] = password
+            os.environ[DEMO_ENV["prod"]] = client_secret
+            yield {"instances": [
+                {"name": "dev", "url": dev.base_url, "description": "Emulated development instance",
+                 "auth": {"type": "basic", "username": "demo.integration", "password_env": DEMO_ENV["dev"]}},
+                {"name": "prod", "url": prod.base_url, "description": "Emulated production instance",
+                 "auth": {"type": "oauth", "grant_type": "client_credentials", "client_id": "mcp-providers-demo",
+                          "client_secret_env": DEMO_ENV["prod"]}},
+            ]}  # fmt: skip
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -67,6 +68,8 @@ TABLES: tuple[dict[str, Any], ...] = (
 """Metadata of the tables served as resources (every table is reachable through the tools)."""
 
 _LIVE = Freshness.live()
+_NUMBER_PREFIX = re.compile(r"^[A-Z]{0,10}[0-9]{0,12}$")
+_SYS_ID_PREFIX = re.compile(r"^[0-9a-f]{0,32}$")
 
 
 def envelope(*, instance: str | None, description: str, data: Any, record_count: int, total: int | None,
@@ -137,11 +140,43 @@ class ServiceNowResources(ResourceProvider):
             yield
 
     async def complete(self, template: ResourceTemplate, request: CompletionRequest) -> Sequence[str]:
-        """Configured instance names for ``instance``; the declared values for anything else."""
+        """Values for a template variable.
+
+        - ``instance``: configured names starting with the typed text (no request sent);
+        - ``number`` (incident template): up to 20 active incident numbers of the instance chosen in
+          the context, starting with the typed text;
+        - ``sys_id`` (update-set template): up to 20 sys_ids of update sets in progress.
+
+        Typed text that could not be part of a valid value gives no values and sends no request.
+
+        :raises mcp_providers.plugins.servicenow.client.ServiceNowError: the instance failed.
+        """
         if request.argument == "instance":
             typed = request.value.casefold()
             return [n for n in self._pool.names if n.casefold().startswith(typed)]
-        return await super().complete(template, request)
+        instance = request.context.get("instance", "")
+        if instance not in self._pool.names:
+            return []
+        if template.name == "servicenow-incident" and request.argument == "number":
+            prefix = request.value.upper()
+            if not _NUMBER_PREFIX.fullmatch(prefix):
+                return []
+            table, key, filters = "incident", "number", [Filter(field="active", value="true")]
+            orders = [Order(field="number")]
+        elif template.name == "servicenow-update-set" and request.argument == "sys_id":
+            prefix = request.value
+            if not _SYS_ID_PREFIX.fullmatch(prefix):
+                return []
+            table, key, filters = "sys_update_set", "sys_id", [Filter(field="state", value="in progress")]
+            orders = [Order(field="sys_updated_on", descending=True)]
+        else:
+            return await super().complete(template, request)
+        if prefix:
+            filters.append(Filter(field=key, operator="STARTSWITH", value=prefix))
+        page = await self._pool.client(instance).list_records(
+            table, query=build_query(filters, orders), fields=(key,), limit=20
+        )
+        return [str(r[key]) for r in page.records if isinstance(r.get(key), str)]
 
     async def read(self, request: ReadRequest) -> Content:
         """Read one resource.

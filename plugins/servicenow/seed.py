@@ -172,7 +172,7 @@ def _update_sets(instance: str, sizes: tuple[int, ...]) -> tuple[list[Record], l
             "state": "complete" if s == 1 else "in progress",
             "application": "global",
             "sys_created_on": _stamp(5 + s, 0),
-            "sys_updated_on": _stamp(10 + s, s),
+            "sys_updated_on": _stamp(12 - s, s),  # the largest set is the most recently updated
         })  # fmt: skip
         for r in range(size):
             kind = _XML_TYPES[r % len(_XML_TYPES)]

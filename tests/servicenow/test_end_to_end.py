@@ -439,3 +439,25 @@ async def test_no_secret_or_token_in_any_result_log_or_emulator_record(client, d
     for secret in (*SECRETS, DEV_PASSWORD, *tokens):
         assert secret not in haystack
     assert "Bearer" not in haystack and "Basic " not in haystack
+
+
+async def test_completion_of_number_and_sys_id_comes_from_the_chosen_instance(client, dev_emulator, prod_emulator):
+    from mcp import types
+
+    incident = types.ResourceTemplateReference(type="ref/resource", uri=INCIDENT_TEMPLATE)
+    prod = {"instance": "prod"}
+    got = await client.complete(incident, {"name": "number", "value": "inc001000"}, context_arguments=prod)
+    active = sorted(r["number"] for r in prod_emulator.records("incident") if r["active"] == "true")
+    assert got.completion.values == [n for n in active if n.startswith("INC001000")]
+    assert prod_emulator.table_requests()[-1].query["sysparm_query"] == (
+        "active=true^numberSTARTSWITHINC001000^ORDERBYnumber"
+    )
+    update_set = types.ResourceTemplateReference(type="ref/resource", uri="servicenow://{instance}/update-sets/{sys_id}")
+    got = await client.complete(update_set, {"name": "sys_id", "value": ""}, context_arguments={"instance": "dev"})
+    assert got.completion.values[0] == update_set_id(dev_emulator, 250)  # the most recently updated set
+    before = len(dev_emulator.requests) + len(prod_emulator.requests)
+    for value in ("INC^OR", "x,y"):
+        argument = {"name": "number", "value": value}
+        refused = await client.complete(incident, argument, context_arguments={"instance": "dev"})
+        assert refused.completion.values == []
+    assert len(dev_emulator.requests) + len(prod_emulator.requests) == before
