@@ -19,6 +19,7 @@ Behaviour shared by every call:
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import email.utils
 import logging
 import time
@@ -40,9 +41,33 @@ from mcp_providers.plugins.servicenow.settings import (
     read_secret,
 )
 
-__all__ = ["InstanceClient", "InstancePool", "OAuthFlow", "Page", "ServiceNowError", "UnknownInstance"]
+__all__ = [
+    "InstanceClient",
+    "InstancePool",
+    "OAuthFlow",
+    "Page",
+    "ServiceNowError",
+    "UnknownInstance",
+    "read_only",
+]
 
 log = logging.getLogger(__name__)
+
+_READ_ONLY: contextvars.ContextVar[bool] = contextvars.ContextVar("servicenow_read_only", default=False)
+_SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
+
+
+@contextlib.contextmanager
+def read_only() -> Generator[None, None, None]:
+    """Within this block (and tasks it starts) only GET, HEAD and OPTIONS reach any instance.
+
+    Resource reads run inside it, so a read can never change an instance, whatever code it calls.
+    """
+    token = _READ_ONLY.set(True)
+    try:
+        yield
+    finally:
+        _READ_ONLY.reset(token)
 
 DisplayValue = Literal["true", "false", "all"]
 _MAX_TEXT = 500
@@ -301,6 +326,11 @@ class InstanceClient:
                        json: Any = None) -> httpx2.Response:  # fmt: skip
         if self._http is None:
             raise ServiceNowError(self._error or f"instance {self.name!r} is not open", instance=self.name)
+        if _READ_ONLY.get() and method not in _SAFE_METHODS:
+            raise ServiceNowError(
+                f"instance {self.name!r}: {what} ({method}) refused: resource reads are read-only; use a tool",
+                instance=self.name,
+            )
         retries = self.settings.max_retries
         for attempt in range(retries + 1):
             try:

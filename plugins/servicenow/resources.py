@@ -38,7 +38,7 @@ from typing import Any
 
 from mcp_providers.errors import InvalidParams, NotFound
 from mcp_providers.models import Freshness, Resource, ResourceTemplate
-from mcp_providers.plugins.servicenow.client import InstanceClient, InstancePool, UnknownInstance
+from mcp_providers.plugins.servicenow.client import InstanceClient, InstancePool, UnknownInstance, read_only
 from mcp_providers.plugins.servicenow.query import Filter, Order, QueryError, build_query, check_number, check_sys_id
 from mcp_providers.providers import CompletionRequest, Content, ReadRequest, ResourceProvider
 
@@ -179,13 +179,17 @@ class ServiceNowResources(ResourceProvider):
         return [str(r[key]) for r in page.records if isinstance(r.get(key), str)]
 
     async def read(self, request: ReadRequest) -> Content:
-        """Read one resource.
+        """Read one resource, inside :func:`~mcp_providers.plugins.servicenow.client.read_only`.
 
         :raises InvalidParams: a URI value is malformed (number, sys_id) or names no configured
             instance; no request is sent to any instance.
         :raises NotFound: the record does not exist.
         :raises mcp_providers.plugins.servicenow.client.ServiceNowError: the instance failed.
         """
+        with read_only():
+            return await self._read(request)
+
+    async def _read(self, request: ReadRequest) -> Content:
         name = request.resource.name
         if name == "servicenow-instances":
             return Content(text=self._instances())

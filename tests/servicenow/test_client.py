@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from mcp_providers.errors import UpstreamError
 from mcp_providers.plugins.servicenow import register_resource_providers, register_tool_providers
-from mcp_providers.plugins.servicenow.client import InstancePool, ServiceNowError
+from mcp_providers.plugins.servicenow.client import InstancePool, ServiceNowError, read_only
 from mcp_providers.plugins.servicenow.emulator import Emulator
 from mcp_providers.plugins.servicenow.settings import InstanceSettings, ServiceNowSettings
 from servicenow_support import DEV_PASSWORD, DEV_USER, dev_instance
@@ -139,3 +139,17 @@ async def test_providers_share_one_client_per_instance_opened_only_while_running
         assert pool.client("dev") is first  # still open: the resource provider is running
     with pytest.raises(ServiceNowError, match="has no open HTTP client"):
         pool.client("dev")
+
+
+async def test_writes_are_refused_inside_a_read_only_scope(secrets_env):
+    with Emulator("dev", users={DEV_USER: DEV_PASSWORD}) as emu:
+        pool = pool_for(dev_instance(emu))
+        async with pool.opened():
+            client = pool.client("dev")
+            sys_id = emu.records("incident")[0]["sys_id"]
+            with read_only():
+                assert (await client.get_record("incident", sys_id))["sys_id"] == sys_id
+                with pytest.raises(ServiceNowError, match=r"\(PATCH\) refused: resource reads are read-only"):
+                    await client.update_record("incident", sys_id, {"priority": "1"})
+            assert (await client.update_record("incident", sys_id, {"priority": "5"}))["priority"] == "5"
+    assert [r.method for r in emu.requests] == ["GET", "PATCH"]

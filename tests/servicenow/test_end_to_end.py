@@ -461,3 +461,14 @@ async def test_completion_of_number_and_sys_id_comes_from_the_chosen_instance(cl
         refused = await client.complete(incident, argument, context_arguments={"instance": "dev"})
         assert refused.completion.values == []
     assert len(dev_emulator.requests) + len(prod_emulator.requests) == before
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_both_protocol_eras_read_and_call_with_resource_links(composition, mode):
+    async with connect(composition, mode=mode) as client:
+        body = await read_json(client, "servicenow://prod/incidents/INC0010004")
+        assert body["metadata"]["instance"] == "prod" and body["data"]["number"] == "INC0010004"
+        result = await client.call_tool("servicenow_add_comment", {"instance": "prod", "number": "INC0010004",
+                                                                   "text": f"seen over {mode}"})  # fmt: skip
+        assert not result.is_error and result.structured_content is not None
+        assert [c.uri for c in result.content if c.type == "resource_link"] == ["servicenow://prod/incidents/INC0010004"]
