@@ -2,7 +2,8 @@
 
 The operator's ``[plugins.servicenow]`` table is validated against :class:`ServiceNowSettings`.
 Secrets are never written in the config file: each is the *name* of an environment variable,
-read when the instance's HTTP client is opened. Example::
+read when the instance's HTTP client is opened. Example (``tests/servicenow/test_settings.py``
+validates it)::
 
     [[plugins.servicenow.instances]]
     name = "dev"
@@ -13,10 +14,20 @@ read when the instance's HTTP client is opened. Example::
     [[plugins.servicenow.instances]]
     name = "prod"
     url = "https://prod.example.com"
-    auth = { type = "oauth", grant_type = "client_credentials", client_id = "mcp",
-             client_secret_env = "SN_PROD_CLIENT_SECRET" }
     page_size = 50
+    timeout_seconds = 20
     fields = { incidents = ["number", "short_description", "state", "priority"] }
+
+    [plugins.servicenow.instances.auth]
+    type = "oauth"
+    grant_type = "client_credentials"
+    client_id = "mcp"
+    client_secret_env = "SN_PROD_CLIENT_SECRET"
+
+    [[plugins.servicenow.instances]]
+    name = "lab"
+    url = "http://127.0.0.1:8080"
+    auth = { type = "api_key", api_key_env = "SN_LAB_API_KEY" }
 
 With no table the plugin loads with no instances: the fixed resources answer with empty lists.
 """

@@ -72,3 +72,17 @@ def test_defaults_load_without_configuration():
     settings = ServiceNowSettings()
     assert settings.instances == () and list(settings.names) == []
     assert settings.pool() is settings.pool()
+
+
+def test_the_documented_toml_example_validates():
+    import tomllib
+
+    from mcp_providers.plugins.servicenow import settings as module
+
+    doc = module.__doc__ or ""
+    example = doc.split("validates it)::\n", 1)[1].split("\n\nWith no table", 1)[0]
+    table = tomllib.loads("\n".join(line.removeprefix("    ") for line in example.splitlines()))
+    settings = ServiceNowSettings.model_validate(table["plugins"]["servicenow"])
+    assert [(i.name, i.auth.type) for i in settings.instances] == [("dev", "basic"), ("prod", "oauth"),
+                                                                    ("lab", "api_key")]  # fmt: skip
+    assert settings.instances[1].fields.incidents == ("number", "short_description", "state", "priority")
