@@ -296,22 +296,25 @@ async def test_wrong_password_gives_clear_error_without_the_password(dev_emulato
     assert [r.status for r in dev_emulator.requests] == [401]
 
 
-async def test_server_error_and_timeout_become_clear_mcp_errors(dev_emulator, prod_emulator, secrets_env):
-    composition = compose_servicenow(dev_instance(dev_emulator, timeout_seconds=0.2), prod_instance(prod_emulator))
+async def test_server_error_becomes_a_clear_mcp_error(client, dev_emulator):
+    dev_emulator.fail_next(status=500, message="Transaction cancelled", detail="maximum execution time exceeded")
+    with pytest.raises(MCPError) as caught:
+        await client.read_resource("servicenow://dev/problems")
+    assert caught.value.error.code == -32006
+    assert caught.value.error.message == (
+        "instance 'dev': query of problem failed with HTTP 500: Transaction cancelled "
+        "(maximum execution time exceeded); the instance failed, try again later"
+    )
+
+
+async def test_timeout_becomes_a_clear_mcp_error(dev_emulator, prod_emulator, secrets_env):
+    composition = compose_servicenow(dev_instance(dev_emulator, timeout_seconds=0.5), prod_instance(prod_emulator))
+    dev_emulator.fail_next(status=None, delay_seconds=1.5)
     async with connect(composition) as client:
-        dev_emulator.fail_next(status=500, message="Transaction cancelled", detail="maximum execution time exceeded")
         with pytest.raises(MCPError) as caught:
             await client.read_resource("servicenow://dev/problems")
-        assert caught.value.error.code == -32006
-        assert caught.value.error.message == (
-            "instance 'dev': query of problem failed with HTTP 500: Transaction cancelled "
-            "(maximum execution time exceeded); the instance failed, try again later"
-        )
-        dev_emulator.fail_next(status=None, delay_seconds=1.0)
-        with pytest.raises(MCPError) as caught:
-            await client.read_resource("servicenow://dev/problems")
-        assert caught.value.error.code == -32006
-        assert "instance 'dev': query of problem got no answer within 0.2 s" in caught.value.error.message
+    assert caught.value.error.code == -32006
+    assert "instance 'dev': query of problem got no answer within 0.5 s (ReadTimeout)" in caught.value.error.message
 
 
 # -- tools ---------------------------------------------------------------------------------------
