@@ -1,0 +1,231 @@
+"""The client channel: what a running tool may send back to the client that called it.
+
+A :class:`~mcp_providers.providers.ToolCall` carries one; a tool uses it through the call::
+
+    async def call(self, call: ToolCall) -> ToolResult:
+        await call.progress(0, 100)
+        await call.log("info", "starting the export")
+        answer = await call.elicit("Which project?", {"type": "object",
+                                   "properties": {"project": {"type": "string"}}, "required": ["project"]})
+        if answer.action != "accept":
+            raise ToolFailure("the user declined")
+        summary = await call.sample("Summarise: ...", max_tokens=200)
+        await call.progress(100, 100)
+        ...
+
+What reaches the client, and when:
+
+- ``progress``: a ``notifications/progress`` for this request, only if the client sent a
+  ``progressToken``; otherwise nothing (never an error).
+- ``log``: a ``notifications/message`` at or above the level the client chose with
+  ``logging/setLevel`` (every level until it chooses one). On the 2026-07-28 protocol, only when
+  the request opted in through its ``_meta`` log level.
+- ``sample`` and ``elicit``: a ``sampling/createMessage`` or ``elicitation/create`` request to the
+  client, answered before the call goes on. They need a client that declared the capability and a
+  connection that can carry server-to-client requests (stdio, or stateful streamable HTTP; not
+  ``--stateless``); otherwise :class:`~mcp_providers.errors.ToolFailure` is raised, which the core
+  sends to the model as an ``isError`` result unless the tool catches it.
+
+Logging and sampling are deprecated by the 2026-07-28 specification (SEP-2577), and the SDK warns
+(``MCPDeprecationWarning``) when they are used. This module is where the framework uses them on
+purpose, for clients on the 2025-11-25 protocol, so it silences exactly that warning around those
+calls and nowhere else.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, get_args
+
+import mcp_types as types
+from mcp import MCPError
+from mcp.shared.exceptions import MCPDeprecationWarning, NoBackChannelError
+from mcp_providers.errors import ToolFailure
+
+if TYPE_CHECKING:
+    from mcp.server import ServerRequestContext
+
+__all__ = [
+    "LOG_LEVELS",
+    "LOG_LEVEL_KEY",
+    "ClientChannel",
+    "Elicited",
+    "LogLevel",
+    "Sampled",
+    "SessionChannel",
+    "set_log_level",
+]
+
+LogLevel = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
+"""Syslog severities as MCP names them, least severe first."""
+LOG_LEVELS: tuple[LogLevel, ...] = get_args(LogLevel)
+
+LOG_LEVEL_KEY = "mcp_providers.log_level"
+"""Key of the client's chosen minimum level in the SDK connection's per-connection ``state``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Sampled:
+    """The client's answer to :meth:`ClientChannel.sample`.
+
+    :param text: the generated text (empty if the client answered with non-text content).
+    :param model: the model that answered, as the client names it.
+    :param stop_reason: why generation stopped (``"endTurn"``, ``"maxTokens"`` ...), if given.
+    """
+
+    text: str
+    model: str
+    stop_reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Elicited:
+    """The user's answer to :meth:`ClientChannel.elicit`.
+
+    :param action: ``"accept"`` (``content`` holds the form), ``"decline"`` or ``"cancel"``.
+    :param content: the submitted values, keyed by the schema's property names (empty unless accepted).
+    """
+
+    action: Literal["accept", "decline", "cancel"]
+    content: Mapping[str, Any]
+
+
+class ClientChannel:
+    """A channel with no client behind it: progress and logs go nowhere, requests fail.
+
+    This is what a :class:`~mcp_providers.providers.ToolCall` built outside a server (a unit
+    test, an embedding application calling a provider directly) carries.
+    """
+
+    async def progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
+        """Report progress of this call (``progress`` should never decrease). No-op here."""
+
+    async def log(self, level: LogLevel, data: Any, logger: str | None = None) -> None:
+        """Send a log message about this call (``data``: any JSON-serializable value). No-op here."""
+
+    async def sample(
+        self,
+        prompt: str | Sequence[tuple[Literal["user", "assistant"], str]],
+        *,
+        max_tokens: int,
+        system_prompt: str | None = None,
+    ) -> Sampled:
+        """Ask the client's model for a completion.
+
+        :param prompt: a user message, or ``(role, text)`` pairs for a conversation.
+        :param max_tokens: the most tokens the client may generate.
+        :param system_prompt: an optional system prompt.
+        :raises ToolFailure: there is no client to ask (always, on this channel).
+        """
+        raise ToolFailure("sampling needs a connected client; this call has none")
+
+    async def elicit(self, message: str, schema: Mapping[str, Any]) -> Elicited:
+        """Ask the user to fill in a form.
+
+        :param message: what to ask, shown to the user.
+        :param schema: a flat JSON Schema object (``{"type": "object", "properties": {...}}``) of
+            primitive properties, as MCP's elicitation allows.
+        :raises ToolFailure: there is no client to ask (always, on this channel).
+        """
+        raise ToolFailure("elicitation needs a connected client; this call has none")
+
+
+def _connection_state(ctx: ServerRequestContext[Any, Any]) -> dict[str, Any] | None:
+    # The SDK keeps per-connection scratch state on its Connection, which the low-level context
+    # reaches only through the session. Absent (e.g. a future SDK) means: no level filtering.
+    connection = getattr(ctx.session, "_connection", None)
+    state = getattr(connection, "state", None)
+    return state if isinstance(state, dict) else None
+
+
+def set_log_level(ctx: ServerRequestContext[Any, Any], level: str) -> None:
+    """Remember ``level`` as this connection's minimum log level (the ``logging/setLevel`` handler)."""
+    state = _connection_state(ctx)
+    if state is not None:
+        state[LOG_LEVEL_KEY] = level
+
+
+class SessionChannel(ClientChannel):
+    """The channel of one ``tools/call`` served over an SDK session (built by the core)."""
+
+    def __init__(self, ctx: ServerRequestContext[Any, Any]) -> None:
+        self._ctx = ctx
+
+    async def progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
+        """Send ``notifications/progress`` if the client asked for progress on this call."""
+        await self._ctx.session.report_progress(progress, total, message)
+
+    async def log(self, level: LogLevel, data: Any, logger: str | None = None) -> None:
+        """Send ``notifications/message`` if ``level`` is at or above the connection's chosen level.
+
+        :raises ValueError: ``level`` is not one of :data:`LOG_LEVELS`.
+        """
+        if level not in LOG_LEVELS:
+            raise ValueError(f"log level must be one of {', '.join(LOG_LEVELS)}; got {level!r}")
+        state = _connection_state(self._ctx)
+        floor = state.get(LOG_LEVEL_KEY) if state is not None else None
+        if floor in LOG_LEVELS and LOG_LEVELS.index(level) < LOG_LEVELS.index(floor):
+            return
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            sending = self._ctx.session.send_log_message(level, data, logger, related_request_id=self._ctx.request_id)
+        await sending
+
+    def _require(self, capability: types.ClientCapabilities, what: str) -> None:
+        if not self._ctx.session.check_client_capability(capability):
+            raise ToolFailure(f"the client did not declare the {what} capability, so this tool cannot ask it")
+
+    async def sample(
+        self,
+        prompt: str | Sequence[tuple[Literal["user", "assistant"], str]],
+        *,
+        max_tokens: int,
+        system_prompt: str | None = None,
+    ) -> Sampled:
+        """Send ``sampling/createMessage`` and wait for the answer.
+
+        :raises ToolFailure: the client lacks the sampling capability, the connection cannot carry
+            server-to-client requests, or the client answered with an error.
+        """
+        self._require(types.ClientCapabilities(sampling=types.SamplingCapability()), "sampling")
+        pairs = [("user", prompt)] if isinstance(prompt, str) else list(prompt)
+        messages = [
+            types.SamplingMessage(role=role, content=types.TextContent(type="text", text=text)) for role, text in pairs
+        ]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            asking = self._ctx.session.create_message(
+                messages, max_tokens=max_tokens, system_prompt=system_prompt, related_request_id=self._ctx.request_id
+            )
+        try:
+            result = await asking
+        except NoBackChannelError:
+            raise ToolFailure(_NO_BACK_CHANNEL.format(what="sampling")) from None
+        except MCPError as exc:
+            raise ToolFailure(f"the client refused the sampling request: {exc}") from None
+        content = result.content
+        text = content.text if isinstance(content, types.TextContent) else ""
+        return Sampled(text=text, model=result.model, stop_reason=result.stop_reason)
+
+    async def elicit(self, message: str, schema: Mapping[str, Any]) -> Elicited:
+        """Send ``elicitation/create`` (form mode) and wait for the user's answer.
+
+        :raises ToolFailure: the client lacks the elicitation capability, the connection cannot
+            carry server-to-client requests, or the client answered with an error.
+        """
+        self._require(types.ClientCapabilities(elicitation=types.ElicitationCapability()), "elicitation")
+        try:
+            result = await self._ctx.session.elicit_form(message, dict(schema), related_request_id=self._ctx.request_id)
+        except NoBackChannelError:
+            raise ToolFailure(_NO_BACK_CHANNEL.format(what="elicitation")) from None
+        except MCPError as exc:
+            raise ToolFailure(f"the client refused the elicitation request: {exc}") from None
+        return Elicited(action=result.action, content=dict(result.content or {}))
+
+
+_NO_BACK_CHANNEL = (
+    "{what} needs a connection that carries server-to-client requests (stdio or stateful streamable HTTP); "
+    "this one does not (is the server running with --stateless?)"
+)
