@@ -34,14 +34,17 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
 from mcp_providers.discovery import PluginRecord
 from mcp_providers.models import Prompt, Resource, ResourceTemplate, Tool
 from mcp_providers.providers import PromptProvider, ResourceProvider, ToolProvider
 
-__all__ = ["Declared", "Problem", "check", "declare", "literal_start"]
+if TYPE_CHECKING:
+    from mcp_providers.composition import Composition
+
+__all__ = ["Declared", "Problem", "check", "declare", "literal_start", "static_read_problems"]
 
 D = TypeVar("D")
 
@@ -312,3 +315,45 @@ def _dupes(problems: list[Problem], rule: str, items: Iterable[tuple[str, Declar
                 "rename one; the server never picks a winner",
             )
         )
+
+
+async def static_read_problems(composition: Composition) -> list[str]:
+    """Read every fixed resource declared ``static`` twice; report those whose bytes differ.
+
+    Runs inside :meth:`Composition.running` so providers can open their clients.
+
+    :returns: one ``<plugin>: static-read-failed|static-content-changed: ...`` line per problem.
+    """
+    import hashlib
+    from typing import cast
+
+    from mcp_providers.providers import Content, ReadRequest
+
+    problems = []
+    async with composition.running():
+        for entry in composition.catalog.resources:
+            decl: Resource = entry.declaration
+            if decl.freshness.kind != "static":
+                continue
+            digests = []
+            for _ in range(2):
+                try:
+                    # object: a plugin may break its contract, and check must say so
+                    content = cast(object, await entry.provider.read(ReadRequest(uri=decl.uri, resource=decl)))
+                except Exception as exc:
+                    problems.append(f"{entry.plugin}: static-read-failed: {decl.uri!r}: {type(exc).__name__}: {exc}")
+                    break
+                if not isinstance(content, Content):
+                    problems.append(
+                        f"{entry.plugin}: static-read-failed: {decl.uri!r}: read() returned "
+                        f"{type(content).__name__}; expected Content"
+                    )
+                    break
+                digests.append(hashlib.sha256(content.data).hexdigest())
+            if len(digests) == 2 and digests[0] != digests[1]:
+                problems.append(
+                    f"{entry.plugin}: static-content-changed: {decl.uri!r}: two reads gave different bytes "
+                    f"(sha256 {digests[0][:12]} vs {digests[1][:12]}); fix: declare Freshness.live() or "
+                    "a max age, or serve fixed bytes"
+                )
+    return problems

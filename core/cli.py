@@ -1,4 +1,4 @@
-"""The ``mcp-providers`` command: ``serve``, ``plugins``, ``check`` and ``demo``.
+"""The ``mcp-providers`` command: ``serve``, ``plugins``, ``check``, ``new`` and ``demo``.
 
 Exit codes: 0 success; 1 a check failed, a plugin was rejected under ``--strict``, or the config is
 wrong; 2 usage errors (typer's). Human output goes to stdout for ``plugins``/``check``/``demo``;
@@ -7,20 +7,20 @@ while ``serve`` speaks MCP over stdio, stdout belongs to the protocol and logs g
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import sys
 from pathlib import Path
-from typing import Annotated, cast
+from typing import Annotated
 
 import anyio
 import typer
+from mcp_providers.checks import static_read_problems
 from mcp_providers.composition import Composition, compose
 from mcp_providers.config import CONFIG_ENV, Config, load_config
 from mcp_providers.errors import CompositionError, ConfigError
-from mcp_providers.models import Resource
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 app = typer.Typer(
@@ -134,45 +134,11 @@ def plugins(
     out.print(table)
 
 
-async def _static_digests(composition: Composition) -> list[str]:
-    """Read every fixed resource declared ``static`` twice; report those whose bytes differ."""
-    from mcp_providers.providers import Content, ReadRequest
-
-    problems = []
-    async with composition.running():
-        for entry in composition.catalog.resources:
-            decl: Resource = entry.declaration
-            if decl.freshness.kind != "static":
-                continue
-            digests = []
-            for _ in range(2):
-                try:
-                    # object: a plugin may break its contract, and check must say so
-                    content = cast(object, await entry.provider.read(ReadRequest(uri=decl.uri, resource=decl)))
-                except Exception as exc:
-                    problems.append(f"{entry.plugin}: static-read-failed: {decl.uri!r}: {type(exc).__name__}: {exc}")
-                    break
-                if not isinstance(content, Content):
-                    problems.append(
-                        f"{entry.plugin}: static-read-failed: {decl.uri!r}: read() returned "
-                        f"{type(content).__name__}; expected Content"
-                    )
-                    break
-                digests.append(hashlib.sha256(content.data).hexdigest())
-            if len(digests) == 2 and digests[0] != digests[1]:
-                problems.append(
-                    f"{entry.plugin}: static-content-changed: {decl.uri!r}: two reads gave different bytes "
-                    f"(sha256 {digests[0][:12]} vs {digests[1][:12]}); fix: declare Freshness.live() or "
-                    "a max age, or serve fixed bytes"
-                )
-    return problems
-
-
 @app.command()
 def check(config: ConfigOption = None) -> None:
     """Check every plugin and declaration; exit 1 with one line per problem."""
     composition = _compose(_load(config), strict=False)
-    failures = composition.failures + anyio.run(_static_digests, composition)
+    failures = composition.failures + anyio.run(static_read_problems, composition)
     for line in failures:
         out.print(line, markup=False, highlight=False)
     c = composition.catalog
@@ -184,6 +150,26 @@ def check(config: ConfigOption = None) -> None:
         out.print(f"check failed: {len(failures)} problem(s); {summary}", markup=False, highlight=False)
         raise typer.Exit(1)
     out.print(f"check passed: {summary}", markup=False, highlight=False)
+
+
+@app.command()
+def new(
+    name: Annotated[str, typer.Argument(help="Entry-point name of the new plugin, e.g. weather.")],
+    dest: Annotated[
+        Path | None,
+        typer.Option("--dest", help="Folder to render into (default: ./mcp-providers-NAME).", show_default=False),
+    ] = None,
+) -> None:
+    """Render a new third-party provider package from the plugin template (needs copier)."""
+    from mcp_providers.scaffold import ScaffoldError, render_plugin_package
+
+    try:
+        where = render_plugin_package(name, dest)
+    except ScaffoldError as exc:
+        err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
+        raise typer.Exit(1) from None
+    out.print(f"rendered plugin {name!r} into {where}", markup=False, highlight=False)
+    out.print("next: cd there, then `uv run pytest` and `uv run ruff check .`", markup=False, highlight=False)
 
 
 @app.command()

@@ -2,26 +2,41 @@
 
 ::
 
-    from mcp_providers.testing import compose, connect
+    from mcp_providers.testing import assert_check_passes, compose, connect
 
-    async def test_reads_my_resource():
+    def test_check_passes():
+        assert_check_passes(compose({"my_plugin": my_plugin}))
+
+    async def test_reads_my_resource():          # with @pytest.mark.anyio
         composition = compose({"my_plugin": my_plugin})
         async with connect(composition) as client:
             result = await client.read_resource("my://thing")
+
+- :func:`compose` composes exactly the plugin modules (or objects) you pass, without entry points;
+  :func:`compose_installed` composes installed plugins by entry-point name, as ``serve`` would.
+- :func:`connect` gives a connected :class:`mcp.Client` (both protocol eras, cache off).
+- :func:`assert_check_passes` fails with every problem ``mcp-providers check`` would print for the
+  declarations; :func:`check` also does the static-resource double read (async).
+
+Composition is strict by default here: a plugin that would be rejected raises
+:class:`~mcp_providers.errors.CompositionError` listing every problem, so a broken fixture fails
+loudly instead of silently serving nothing.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, Literal
 
 from mcp import Client
+from mcp_providers.checks import static_read_problems
 from mcp_providers.composition import Composition
 from mcp_providers.composition import compose as _compose
 from mcp_providers.config import Config, ServerSettings
+from mcp_providers.errors import CompositionError
 
-__all__ = ["assert_check_passes", "compose", "connect"]
+__all__ = ["assert_check_passes", "check", "compose", "compose_installed", "connect"]
 
 
 def compose(
@@ -39,9 +54,43 @@ def compose(
     :param server: server settings (page size, read deadline, budget).
     :param load_entrypoints: also load the installed plugins.
     :param strict: raise :class:`~mcp_providers.errors.CompositionError` on any failure.
+    :returns: the :class:`~mcp_providers.composition.Composition` (``.server`` is the SDK server).
+    :raises ConfigError: ``settings`` names a plugin that is not passed (or installed).
+    :raises CompositionError: with ``strict``, when a plugin is rejected or a check fails.
     """
     config = Config(plugins={k: dict(v) for k, v in (settings or {}).items()}, server=server or ServerSettings())
     return _compose(config, load_entrypoints=load_entrypoints, plugins=plugins, strict=strict)
+
+
+def compose_installed(
+    names: Sequence[str],
+    settings: Mapping[str, Mapping[str, Any]] | None = None,
+    *,
+    server: ServerSettings | None = None,
+    strict: bool = True,
+) -> Composition:
+    """Compose only the installed plugins named ``names``, found through their entry points.
+
+    This is what an operator gets with ``allow = [...names]``: use it to test that your
+    distribution's entry point is declared and loads.
+
+    :param names: entry-point names in the ``mcp_providers`` group.
+    :param settings: ``{plugin name: settings table}``.
+    :raises ConfigError: a name is not an installed entry point (the message lists the installed ones).
+    :raises CompositionError: with ``strict``, when a named plugin is rejected or a check fails.
+    """
+    config = Config(
+        allow=tuple(names),
+        plugins={k: dict(v) for k, v in (settings or {}).items()},
+        server=server or ServerSettings(),
+    )
+    composition = _compose(config, load_entrypoints=True, strict=False)
+    if strict:
+        # Other installed plugins are disabled by the allow list; only the named ones must be clean.
+        mine = [line for line in composition.failures if set(line.split(":", 1)[0].split(" + ")) & set(names)]
+        if mine:
+            raise CompositionError(mine)
+    return composition
 
 
 @contextlib.asynccontextmanager
@@ -56,6 +105,21 @@ async def connect(composition: Composition, mode: Literal["auto", "legacy"] = "a
 
 
 def assert_check_passes(composition: Composition) -> None:
-    """Fail with every problem, one per line, unless the composition has none."""
+    """Fail with every problem, one per line, unless the composition has none.
+
+    Covers rejected plugins and every declaration check; :func:`check` adds the double read of
+    resources declared static.
+
+    :raises AssertionError: ``mcp-providers check failed:`` followed by one line per problem.
+    """
     if composition.failures:
         raise AssertionError("mcp-providers check failed:\n" + "\n".join(composition.failures))
+
+
+async def check(composition: Composition) -> list[str]:
+    """Every problem ``mcp-providers check`` reports for ``composition``; empty when it passes.
+
+    :returns: one line per rejected plugin, failed declaration check, and static resource that
+        failed to read or read differently twice.
+    """
+    return composition.failures + await static_read_problems(composition)

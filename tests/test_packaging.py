@@ -17,7 +17,11 @@ def test_every_package_folder_is_listed_in_pyproject() -> None:
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
     listed = set(config["packages"])
     found = set()
-    for top, name in (("core", "mcp_providers"), ("plugins", "mcp_providers.plugins")):
+    for top, name in (
+        ("core", "mcp_providers"),
+        ("plugins", "mcp_providers.plugins"),
+        ("plugin_template", "mcp_providers.plugin_template"),
+    ):
         for init in (ROOT / top).rglob("__init__.py"):
             rel = init.parent.relative_to(ROOT / top)
             found.add(".".join([name, *rel.parts]))

@@ -1,0 +1,72 @@
+"""Render the plugin template into a new third-party provider distribution (``mcp-providers new``).
+
+The template is ``plugin_template/`` in the source tree, installed as the package data
+``mcp_providers.plugin_template``, so an installed mcp-providers can render it without a checkout.
+copier is an optional dependency: ``pip install 'mcp-providers[new]'``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+
+from mcp_providers.errors import MCPProvidersError
+
+__all__ = ["PLUGIN_NAME", "ScaffoldError", "render_plugin_package", "template_path"]
+
+PLUGIN_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+"""What a plugin (entry-point) name may look like: a lowercase Python identifier."""
+
+
+class ScaffoldError(MCPProvidersError):
+    """The package could not be rendered: bad name, occupied destination or copier missing."""
+
+
+def template_path() -> Path:
+    """The folder holding the template's ``copier.yml``."""
+    from mcp_providers import plugin_template
+
+    return plugin_template.path()
+
+
+def render_plugin_package(name: str, dest: Path | None = None, data: Mapping[str, str] | None = None) -> Path:
+    """Render the template for plugin ``name`` into ``dest``, answering every question by default.
+
+    :param name: the entry-point name, e.g. ``"weather"`` (a lowercase Python identifier).
+    :param dest: target folder; default ``./mcp-providers-<name with dashes>``. It must not exist
+        or be empty.
+    :param data: answers overriding the defaults (``distribution_name``, ``package_name``,
+        ``uri_scheme``, ``description``, ``author``, ``framework_requirement``).
+    :returns: the rendered folder.
+    :raises ScaffoldError: the name is not a lowercase identifier, ``dest`` holds files, or copier
+        is not installed.
+    """
+    if not PLUGIN_NAME.match(name):
+        raise ScaffoldError(
+            f"plugin name {name!r} is not a lowercase Python identifier; use letters, digits and "
+            "underscores, starting with a letter, e.g. 'weather' or 'team_notes'"
+        )
+    dest = dest if dest is not None else Path.cwd() / f"mcp-providers-{name.replace('_', '-')}"
+    if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
+        raise ScaffoldError(f"{dest} already exists and is not an empty folder; pass --dest with a new folder")
+    try:
+        import copier
+    except ImportError:
+        raise ScaffoldError(
+            "mcp-providers new needs copier, an optional dependency; install it with "
+            "pip install 'mcp-providers[new]' (or uv pip install copier)"
+        ) from None
+    answers = {"plugin_name": name, **(data or {})}
+    try:
+        copier.run_copy(
+            str(template_path()),
+            str(dest),
+            data=answers,
+            defaults=True,
+            quiet=True,
+            unsafe=False,
+        )
+    except copier.errors.CopierError as exc:  # e.g. an answer rejected by a validator
+        raise ScaffoldError(f"copier could not render the template: {exc}") from None
+    return dest
