@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
 from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
+
 from mcp_providers.discovery import PluginRecord
 from mcp_providers.models import Prompt, Resource, ResourceTemplate, Tool
 from mcp_providers.providers import PromptProvider, ResourceProvider, ToolProvider

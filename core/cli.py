@@ -15,13 +15,14 @@ from typing import Annotated
 
 import anyio
 import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
 from mcp_providers.checks import static_read_problems
 from mcp_providers.composition import Composition, compose
 from mcp_providers.config import CONFIG_ENV, Config, load_config
 from mcp_providers.errors import CompositionError, ConfigError
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
 app = typer.Typer(
     name="mcp-providers",
@@ -38,13 +39,17 @@ ConfigOption = Annotated[
     typer.Option("--config", "-c", help=f"TOML config file (default: ${CONFIG_ENV}, else none).", show_default=False),
 ]
 StrictOption = Annotated[bool, typer.Option("--strict", help="Fail if any plugin is rejected or any check fails.")]
+SetOption = Annotated[
+    str | None,
+    typer.Option("--set", help="Use the config's plugin set NAME (default: the config's set key).", show_default=False),
+]
 
 
-def _load(config_path: Path | None) -> Config:
+def _load(config_path: Path | None, plugin_set: str | None = None) -> Config:
     try:
-        return load_config(config_path)
+        return load_config(config_path, plugin_set=plugin_set)
     except ConfigError as exc:
-        err.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
+        err.print(f"[red]error:[/red] {escape(str(exc))}", markup=True, highlight=False)
         raise typer.Exit(1) from None
 
 
@@ -52,7 +57,7 @@ def _compose(config: Config, strict: bool) -> Composition:
     try:
         return compose(config, strict=strict)
     except ConfigError as exc:
-        err.print(f"[red]error:[/red] {exc}", highlight=False)
+        err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
         raise typer.Exit(1) from None
     except CompositionError as exc:
         err.print("[red]refusing to start (--strict):[/red]", highlight=False)
@@ -71,6 +76,7 @@ def _parse_hostport(value: str) -> tuple[str, int]:
 @app.command()
 def serve(
     config: ConfigOption = None,
+    plugin_set: SetOption = None,
     strict: StrictOption = False,
     http: Annotated[
         str | None,
@@ -83,7 +89,7 @@ def serve(
 ) -> None:
     """Serve the composed MCP server over stdio (default) or streamable HTTP."""
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    composition = _compose(_load(config), strict)
+    composition = _compose(_load(config, plugin_set), strict)
     for line in composition.failures:
         err.print(f"[yellow]not served:[/yellow] {line}", highlight=False)
     server = composition.server
@@ -115,29 +121,49 @@ def serve(
 @app.command()
 def plugins(
     config: ConfigOption = None,
+    plugin_set: SetOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    settings: Annotated[
+        bool, typer.Option("--settings", help="Also show each loaded plugin's settings JSON schema.")
+    ] = False,
 ) -> None:
-    """List every plugin found: loaded, rejected (with the reason) or disabled by config."""
-    composition = _compose(_load(config), strict=False)
+    """List every plugin found: loaded, rejected (with the reason) or disabled, and which rule chose it."""
+    composition = _compose(_load(config, plugin_set), strict=False)
     rows = [r.as_dict() for r in composition.records]
+    if settings:
+        for row, record in zip(rows, composition.records, strict=True):
+            model = record.settings_model
+            row["settings_schema"] = model.model_json_schema() if model is not None else None
     if as_json:
         out.print_json(json.dumps({"plugins": rows, "problems": [str(p) for p in composition.problems]}))
         return
     table = Table(title="mcp-providers plugins")
-    for column in ("plugin", "distribution", "status", "providers / reason"):
+    for column in ("plugin", "distribution", "status", "selection", "providers / reason"):
         table.add_column(column)
     for r in rows:
         dist = f"{r['distribution'] or '-'} {r['version'] or ''}".strip()
-        detail = r["reason"] if r["status"] != "loaded" else ", ".join(r["providers"]) or "(no providers)"
+        detail = {
+            "loaded": ", ".join(r["providers"]) or "(no providers)",
+            "rejected": r["reason"] or "",
+            "disabled": "-",  # the selection column says why
+        }[r["status"]]
         color = {"loaded": "green", "rejected": "red", "disabled": "yellow"}[r["status"]]
-        table.add_row(r["name"], dist, f"[{color}]{r['status']}[/{color}]", detail)
+        table.add_row(r["name"], dist, f"[{color}]{r['status']}[/{color}]", escape(r["selection"]), escape(detail))
     out.print(table)
+    if settings:
+        for r in rows:
+            out.print(f"\nsettings of {r['name']} ([plugins.{r['name']}]):", markup=False, highlight=False)
+            if r["settings_schema"] is None:
+                why = "takes no settings" if r["status"] == "loaded" else f"{r['status']}, so its model is unknown"
+                out.print(f"  ({why})", markup=False, highlight=False)
+            else:
+                out.print_json(json.dumps(r["settings_schema"]))
 
 
 @app.command()
-def check(config: ConfigOption = None) -> None:
+def check(config: ConfigOption = None, plugin_set: SetOption = None) -> None:
     """Check every plugin and declaration; exit 1 with one line per problem."""
-    composition = _compose(_load(config), strict=False)
+    composition = _compose(_load(config, plugin_set), strict=False)
     failures = composition.failures + anyio.run(static_read_problems, composition)
     for line in failures:
         out.print(line, markup=False, highlight=False)

@@ -4,6 +4,11 @@ Shape::
 
     allow = ["ssg_catalog", "servicenow"]   # only these plugins (default: every installed one)
     deny = ["workflows"]                    # never these
+    set = "docs"                            # the plugin set used when --set is not given
+
+    [sets.docs]                             # a named plugin set, chosen with --set docs
+    plugins = ["ssg_catalog", "config_templates", "workflows"]
+    description = "DocuMCP's documentation resources"
 
     [server]
     page_size = 100              # items per list page
@@ -15,6 +20,12 @@ Shape::
 
 No file means every installed plugin with its defaults (the embedded default). The path comes from
 ``--config`` or the ``MCP_PROVIDERS_CONFIG`` environment variable.
+
+Plugin selection (applied by discovery, each plugin's reason shown by ``mcp-providers plugins``):
+the chosen set (``--set`` or ``set``) and ``allow`` each keep only the plugins they name;
+``$MCP_PROVIDERS_PLUGINS`` (comma list) replaces both; ``deny`` and ``$MCP_PROVIDERS_DISABLE``
+(comma list) always win. The two variables are read by :func:`load_config`, so a
+:class:`Config` built in code is not affected by the environment.
 """
 
 from __future__ import annotations
@@ -22,15 +33,40 @@ from __future__ import annotations
 import json
 import os
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from mcp_providers.errors import ConfigError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-__all__ = ["CONFIG_ENV", "Config", "ServerSettings", "format_validation_error", "load_config"]
+from mcp_providers.errors import ConfigError
+
+__all__ = [
+    "CONFIG_ENV",
+    "DISABLE_ENV",
+    "PLUGINS_ENV",
+    "Config",
+    "PluginSet",
+    "ServerSettings",
+    "format_validation_error",
+    "load_config",
+]
 
 CONFIG_ENV = "MCP_PROVIDERS_CONFIG"
+PLUGINS_ENV = "MCP_PROVIDERS_PLUGINS"
+"""Comma-separated entry-point names: serve only these (replaces the set and ``allow``)."""
+DISABLE_ENV = "MCP_PROVIDERS_DISABLE"
+"""Comma-separated entry-point names: never serve these (like ``deny``)."""
+
+
+class PluginSet(BaseModel):
+    """One ``[sets.<name>]`` table: a named selection of plugins."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    plugins: tuple[str, ...]
+    """Entry-point names of the plugins in this set."""
+    description: str | None = None
 
 
 class ServerSettings(BaseModel):
@@ -57,6 +93,14 @@ class Config(BaseModel):
     """Entry-point names of the only plugins to load; ``None`` loads every installed one."""
     deny: tuple[str, ...] = ()
     """Entry-point names never to load (applied after ``allow``)."""
+    set: str | None = None
+    """Name of the plugin set in :attr:`sets` to serve; ``--set`` overrides it."""
+    sets: dict[str, PluginSet] = Field(default_factory=dict)
+    """Named plugin sets (``[sets.<name>]``)."""
+    env_plugins: tuple[str, ...] | None = None
+    """From ``$MCP_PROVIDERS_PLUGINS`` (set by :func:`load_config`; not allowed in the file)."""
+    env_disable: tuple[str, ...] = ()
+    """From ``$MCP_PROVIDERS_DISABLE`` (set by :func:`load_config`; not allowed in the file)."""
     server: ServerSettings = ServerSettings()
     plugins: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """Per-plugin settings tables, keyed by entry-point name."""
@@ -73,15 +117,41 @@ def format_validation_error(error: ValidationError, where: str) -> str:
     return "; ".join(lines)
 
 
-def load_config(path: str | Path | None = None) -> Config:
-    """Read and validate the config file.
+def _names(environ: Mapping[str, str], variable: str) -> tuple[str, ...] | None:
+    raw = environ.get(variable)
+    if raw is None or not raw.strip():
+        return None
+    return tuple(dict.fromkeys(n.strip() for n in raw.split(",") if n.strip()))
+
+
+def load_config(
+    path: str | Path | None = None,
+    *,
+    plugin_set: str | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Config:
+    """Read and validate the config file, then apply ``--set`` and the environment overrides.
 
     :param path: the file; ``None`` falls back to ``$MCP_PROVIDERS_CONFIG``, then to no file.
+    :param plugin_set: the set to serve (``--set``), overriding the file's ``set``.
+    :param environ: where ``MCP_PROVIDERS_*`` variables are read; default ``os.environ``.
     :returns: the validated :class:`Config` (defaults when there is no file).
-    :raises ConfigError: the file is missing, is not TOML (or JSON for ``.json``), or has invalid fields.
+    :raises ConfigError: the file is missing, is not TOML (or JSON for ``.json``), or has invalid
+        fields. (A set or plugin that does not exist is reported by discovery.)
     """
-    if path is None:
-        path = os.environ.get(CONFIG_ENV) or None
+    environ = os.environ if environ is None else environ
+    config = _load_file(path if path is not None else (environ.get(CONFIG_ENV) or None))
+    update: dict[str, Any] = {}
+    if plugin_set is not None:
+        update["set"] = plugin_set
+    only = _names(environ, PLUGINS_ENV)
+    if only is not None:
+        update["env_plugins"] = only
+    update["env_disable"] = _names(environ, DISABLE_ENV) or ()
+    return config.model_copy(update=update)
+
+
+def _load_file(path: str | Path | None) -> Config:
     if path is None:
         return Config()
     file = Path(path)
@@ -95,6 +165,10 @@ def load_config(path: str | Path | None = None) -> Config:
     except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
         kind = "JSON" if file.suffix == ".json" else "TOML"
         raise ConfigError(f"config file {file} is not valid {kind}: {exc}") from None
+    for key in ("env_plugins", "env_disable"):
+        if isinstance(data, dict) and key in data:
+            variable = PLUGINS_ENV if key == "env_plugins" else DISABLE_ENV
+            raise ConfigError(f"config file {file}: {key} comes from ${variable}; use allow/deny or a set in the file")
     try:
         return Config.model_validate(data)
     except ValidationError as exc:

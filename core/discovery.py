@@ -4,7 +4,15 @@ Every plugin ends in exactly one :class:`PluginRecord` whose ``status`` says wha
 
 - ``loaded``: imported, registered, settings valid, hooks returned providers;
 - ``rejected``: something about the plugin is broken; ``reason`` says what, in one line;
-- ``disabled``: the operator's ``allow``/``deny`` selection left it out.
+- ``disabled``: the operator's selection left it out.
+
+``selection`` says which rule turned each plugin on or off, in the order they apply:
+
+1. ``$MCP_PROVIDERS_DISABLE`` and the config's ``deny``: off, always;
+2. ``$MCP_PROVIDERS_PLUGINS``: when set, on exactly for the names it lists (the set and ``allow``
+   are not consulted);
+3. otherwise the chosen set (``--set`` or ``set``) and ``allow``: on only if named by each given;
+4. otherwise on: every installed plugin (the embedded default).
 
 A broken plugin never stops the others from loading. Output a plugin prints while it is imported
 or asked for providers goes to stderr, so it cannot corrupt a stdio MCP stream.
@@ -14,17 +22,18 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import importlib_metadata
 import pluggy
+from pydantic import BaseModel, ValidationError
+
 from mcp_providers import hookspecs
-from mcp_providers.config import Config, format_validation_error
+from mcp_providers.config import DISABLE_ENV, PLUGINS_ENV, Config, format_validation_error
 from mcp_providers.errors import ConfigError
 from mcp_providers.providers import PromptProvider, ResourceProvider, ToolProvider
-from pydantic import BaseModel, ValidationError
 
 __all__ = ["PluginRecord", "call_hook", "discover"]
 
@@ -49,6 +58,8 @@ class PluginRecord:
     version: str | None = None
     status: Status = "loaded"
     reason: str | None = None
+    selection: str = "on: every installed plugin (no set, allow list or override)"
+    """Which selection rule turned this plugin on or off, e.g. ``off: in the config's deny list``."""
     hooks: list[str] = field(default_factory=list)
     settings: BaseModel | None = None
     settings_model: type[BaseModel] | None = None
@@ -74,6 +85,7 @@ class PluginRecord:
             "version": self.version,
             "status": self.status,
             "reason": self.reason,
+            "selection": self.selection,
             "hooks": self.hooks,
             "providers": [p.name for p in self.providers()],
         }
@@ -99,12 +111,52 @@ def _entry_points() -> list[importlib_metadata.EntryPoint]:
     return sorted(importlib_metadata.entry_points(group=hookspecs.PROJECT), key=lambda ep: ep.name)
 
 
-def _selected(name: str, config: Config) -> str | None:
-    if config.allow is not None and name not in config.allow:
-        return f"not in the config's allow list ({', '.join(config.allow) or 'empty'})"
+def _selected(name: str, config: Config) -> tuple[bool, str]:
+    """Whether ``name`` is selected, and the rule that decided (see the module docstring)."""
+    if name in config.env_disable:
+        return False, f"off: listed in ${DISABLE_ENV}"
     if name in config.deny:
-        return "in the config's deny list"
-    return None
+        return False, "off: in the config's deny list"
+    if config.env_plugins is not None:
+        if name in config.env_plugins:
+            return True, f"on: listed in ${PLUGINS_ENV}"
+        return False, f"off: not listed in ${PLUGINS_ENV} ({', '.join(config.env_plugins)})"
+    why_on = []
+    if config.set is not None:
+        members = config.sets[config.set].plugins
+        if name not in members:
+            return False, f"off: not in plugin set {config.set!r} ({', '.join(members) or 'empty'})"
+        why_on.append(f"in plugin set {config.set!r}")
+    if config.allow is not None:
+        if name not in config.allow:
+            return False, f"off: not in the config's allow list ({', '.join(config.allow) or 'empty'})"
+        why_on.append("in the config's allow list")
+    if why_on:
+        return True, "on: " + " and ".join(why_on)
+    return True, "on: every installed plugin (no set, allow list or override)"
+
+
+def _check_selection_names(config: Config, installed: set[str]) -> None:
+    """Every name the selection uses must exist: a typo must not silently serve something else."""
+    if config.set is not None and config.set not in config.sets:
+        known = ", ".join(sorted(config.sets)) or "none defined; add a [sets.<name>] table"
+        raise ConfigError(f"no plugin set {config.set!r} in the config; sets: {known}")
+    sources: list[tuple[str, Iterable[str]]] = [
+        ("the config's allow list", config.allow or ()),
+        ("the config's deny list", config.deny),
+        ("the config's [plugins.*] tables", config.plugins),
+        (f"${PLUGINS_ENV}", config.env_plugins or ()),
+        (f"${DISABLE_ENV}", config.env_disable),
+    ]
+    if config.set is not None:
+        sources.insert(0, (f"plugin set {config.set!r}", config.sets[config.set].plugins))
+    for where, names in sources:
+        missing = sorted(set(names) - installed)
+        if missing:
+            raise ConfigError(
+                f"{where} names plugin(s) that are not installed: {', '.join(missing)}; "
+                f"installed: {', '.join(sorted(installed)) or 'none'}"
+            )
 
 
 def call_hook(pm: pluggy.PluginManager, hook: str, plugin_name: str, **kwargs: Any) -> tuple[bool, Any]:
@@ -201,8 +253,8 @@ def discover(
     :param load_entrypoints: scan the ``mcp_providers`` entry-point group (once).
     :param plugins: extra plugins registered directly, by name (tests and embedding).
     :returns: the plugin manager and one :class:`PluginRecord` per plugin, sorted by name.
-    :raises ConfigError: the config names a plugin (in ``allow``, ``deny`` or ``[plugins.*]``)
-        that is not installed.
+    :raises ConfigError: the chosen set does not exist, or the set, ``allow``, ``deny``,
+        ``[plugins.*]`` or an environment override names a plugin that is not installed.
     """
     pm = pluggy.PluginManager(hookspecs.PROJECT)
     pm.add_hookspecs(hookspecs)
@@ -234,21 +286,15 @@ def discover(
         records[name] = PluginRecord(name=name, value=getattr(plugin, "__name__", repr(plugin)))
         loaders[name] = lambda plugin=plugin: plugin  # type: ignore[misc]
 
-    named = set(config.allow or ()) | set(config.deny) | set(config.plugins)
-    missing = sorted(named - set(records))
-    if missing:
-        raise ConfigError(
-            f"config names plugin(s) that are not installed: {', '.join(missing)}; "
-            f"installed: {', '.join(sorted(records)) or 'none'}"
-        )
+    _check_selection_names(config, set(records))
 
     for name in sorted(records):
         record = records[name]
         if record.status == "rejected":
             continue
-        why_not = _selected(name, config)
-        if why_not:
-            record.status, record.reason = "disabled", why_not
+        selected, record.selection = _selected(name, config)
+        if not selected:
+            record.status, record.reason = "disabled", record.selection.removeprefix("off: ")
             continue
         try:
             with _stdout_to_stderr():

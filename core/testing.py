@@ -30,6 +30,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, Literal
 
 from mcp import Client
+
 from mcp_providers.checks import static_read_problems
 from mcp_providers.composition import Composition
 from mcp_providers.composition import compose as _compose
