@@ -23,19 +23,24 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
+from mcp_providers.blocks import Audio, Image, Media, Text
+from mcp_providers.channel import ClientChannel, Elicited, LogLevel, Sampled
 from mcp_providers.models import Prompt, Resource, ResourceTemplate, Tool
 from pydantic import BaseModel
 
 __all__ = [
+    "Audio",
     "CompletionRequest",
     "Content",
+    "Image",
     "Link",
     "Message",
     "PromptProvider",
     "ReadRequest",
     "ResourceProvider",
+    "Text",
     "ToolCall",
     "ToolProvider",
     "ToolResult",
@@ -142,11 +147,53 @@ class ResourceProvider:
 
 @dataclass(frozen=True, slots=True)
 class ToolCall:
-    """One ``tools/call``: the declaration and the arguments already validated against its model."""
+    """One ``tools/call``: the declaration and the arguments already validated against its model.
+
+    :param tool: the declaration that was called.
+    :param arguments: an instance of ``tool.input_model``.
+    :param subject: who is calling (``"local"`` on stdio; the verified token's client on HTTP).
+    :param channel: the way back to the calling client (see :mod:`mcp_providers.channel`). The
+        default has no client behind it: progress and logs go nowhere, and ``sample``/``elicit``
+        raise :class:`~mcp_providers.errors.ToolFailure`.
+    """
 
     tool: Tool
     arguments: BaseModel
     subject: str = "local"
+    channel: ClientChannel = field(default_factory=ClientChannel)
+
+    async def progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
+        """Report progress, e.g. ``progress(50, 100)``; sent only if the client asked for progress."""
+        await self.channel.progress(progress, total, message)
+
+    async def log(self, level: LogLevel, data: Any, logger: str | None = None) -> None:
+        """Send the client a log message at ``level`` (``"debug"`` ... ``"emergency"``).
+
+        :raises ValueError: ``level`` is not an MCP log level.
+        """
+        await self.channel.log(level, data, logger)
+
+    async def sample(
+        self,
+        prompt: str | Sequence[tuple[Literal["user", "assistant"], str]],
+        *,
+        max_tokens: int,
+        system_prompt: str | None = None,
+    ) -> Sampled:
+        """Ask the client's model for a completion (``sampling/createMessage``).
+
+        :returns: the generated text, the model's name and the stop reason.
+        :raises ~mcp_providers.errors.ToolFailure: the client cannot be asked, or refused.
+        """
+        return await self.channel.sample(prompt, max_tokens=max_tokens, system_prompt=system_prompt)
+
+    async def elicit(self, message: str, schema: Mapping[str, Any]) -> Elicited:
+        """Ask the user to fill in a form described by a flat JSON Schema (``elicitation/create``).
+
+        :returns: the action (``accept``/``decline``/``cancel``) and the submitted values.
+        :raises ~mcp_providers.errors.ToolFailure: the client cannot be asked, or refused.
+        """
+        return await self.channel.elicit(message, schema)
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,11 +214,15 @@ class ToolResult:
         serialized, as a text block), or ``None`` for a tool with no output model.
     :param text: extra text for the model.
     :param links: resource links to URIs served by this composition.
+    :param content: media blocks (:class:`~mcp_providers.blocks.Text`,
+        :class:`~mcp_providers.blocks.Image`, :class:`~mcp_providers.blocks.Audio`), sent in order
+        after ``output`` and ``text``.
     """
 
     output: BaseModel | None = None
     text: str | None = None
     links: tuple[Link, ...] = ()
+    content: tuple[Media, ...] = ()
 
 
 class ToolProvider:
@@ -200,10 +251,24 @@ class ToolProvider:
 
 @dataclass(frozen=True, slots=True)
 class Message:
-    """One prompt message: who says it and the text."""
+    """One prompt message: who says it, and either text or one content block.
+
+    ``Message("user", "Review this")`` or ``Message("user", content=Image(png, "image/png"))``.
+
+    :param role: ``"user"`` or ``"assistant"``.
+    :param text: the message text; exactly one of ``text`` and ``content``.
+    :param content: a :class:`~mcp_providers.blocks.Text`, :class:`~mcp_providers.blocks.Image`
+        or :class:`~mcp_providers.blocks.Audio` block, or a :class:`Link`.
+    :raises ValueError: both or neither of ``text`` and ``content`` are given.
+    """
 
     role: Literal["user", "assistant"]
-    text: str
+    text: str | None = None
+    content: Media | Link | None = None
+
+    def __post_init__(self) -> None:
+        if (self.text is None) == (self.content is None):
+            raise ValueError("Message takes exactly one of text= and content=")
 
 
 class PromptProvider:

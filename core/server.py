@@ -24,6 +24,8 @@ import anyio
 import mcp_types as types
 from mcp import MCPError
 from mcp.server import Server, ServerRequestContext
+from mcp_providers.blocks import media_wire
+from mcp_providers.channel import SessionChannel, set_log_level
 from mcp_providers.composition import Composition
 from mcp_providers.errors import (
     Denied,
@@ -36,7 +38,15 @@ from mcp_providers.errors import (
 )
 from mcp_providers.models import Annotations, Resource, ResourceTemplate
 from mcp_providers.policy import Action, Decision
-from mcp_providers.providers import CompletionRequest, Content, ReadRequest, ToolCall, ToolResult
+from mcp_providers.providers import (
+    CompletionRequest,
+    Content,
+    Link,
+    Message,
+    ReadRequest,
+    ToolCall,
+    ToolResult,
+)
 from pydantic import BaseModel, ValidationError
 
 __all__ = ["build_server", "subject_of"]
@@ -306,7 +316,9 @@ def build_server(composition: Composition) -> Server[object]:
             result = await guarded(
                 f"tool {tool.name}",
                 entry.provider.name,
-                entry.provider.call(ToolCall(tool=tool, arguments=arguments, subject=subject)),
+                entry.provider.call(
+                    ToolCall(tool=tool, arguments=arguments, subject=subject, channel=SessionChannel(ctx))
+                ),
             )
         except ToolFailure as exc:
             return _error_result(f"{tool.name} failed: {exc}")
@@ -366,9 +378,7 @@ def build_server(composition: Composition) -> Server[object]:
         )
         return types.GetPromptResult(
             description=entry.declaration.description,
-            messages=[
-                types.PromptMessage(role=m.role, content=types.TextContent(type="text", text=m.text)) for m in messages
-            ],
+            messages=[types.PromptMessage(role=m.role, content=_message_wire(params.name, m)) for m in messages],
         )
 
     @contextlib.asynccontextmanager
@@ -377,7 +387,7 @@ def build_server(composition: Composition) -> Server[object]:
             yield {}
 
     has_resources = bool(catalog.resources or catalog.templates)
-    return Server(
+    server: Server[object] = Server(
         settings.name,
         version=_version(),
         lifespan=lifespan,
@@ -390,6 +400,11 @@ def build_server(composition: Composition) -> Server[object]:
         on_list_prompts=list_prompts if catalog.prompts else None,
         on_get_prompt=get_prompt if catalog.prompts else None,
     )
+    # logging/setLevel is registered directly: the constructor's on_set_logging_level warns that
+    # logging is deprecated at 2026-07-28, but 2025-11-25 clients still set levels for the log
+    # messages tools send (ToolCall.log); the SDK keeps the method off the 2026 wire itself.
+    server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, set_level)
+    return server
 
 
 def _variables(uri_template: str) -> list[str]:
@@ -400,6 +415,33 @@ def _variables(uri_template: str) -> list[str]:
 
 def _error_result(message: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=message)], is_error=True)
+
+
+async def set_level(ctx: Ctx, params: types.SetLevelRequestParams) -> types.EmptyResult:
+    """``logging/setLevel``: the least severe level ``ToolCall.log`` sends on this connection."""
+    set_log_level(ctx, params.level)
+    return types.EmptyResult()
+
+
+def _message_wire(
+    prompt: str, m: Message
+) -> types.TextContent | types.ImageContent | types.AudioContent | types.ResourceLink:
+    """The wire content of one prompt message (``prompt`` names it in errors)."""
+    block = m.content
+    if block is None:
+        return types.TextContent(type="text", text=m.text or "")
+    if isinstance(block, Link):
+        return types.ResourceLink(
+            type="resource_link",
+            uri=block.uri,
+            name=block.name,
+            description=block.description,
+            mime_type=block.mime_type,
+        )
+    try:
+        return media_wire(block)
+    except TypeError as exc:
+        raise MCPError(types.INTERNAL_ERROR, f"prompt {prompt} returned a message with bad content: {exc}") from None
 
 
 def _tool_result(name: str, output_model: type[BaseModel] | None, result: object) -> types.CallToolResult:
@@ -423,6 +465,7 @@ def _tool_result(name: str, output_model: type[BaseModel] | None, result: object
         raise MCPError(types.INTERNAL_ERROR, f"tool {name} returned no output; it declares {output_model.__name__}")
     if result.text:
         content.append(types.TextContent(type="text", text=result.text))
+    content.extend(media_wire(block) for block in result.content)
     for link in result.links:
         content.append(
             types.ResourceLink(
