@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pytest
 from mcp import Client, StdioServerParameters
-from mcp_providers.scaffold import ScaffoldError, render_plugin_package
 from typer.testing import CliRunner
+
+from mcp_providers.scaffold import ScaffoldError, render_plugin_package
 
 ROOT = Path(__file__).resolve().parent.parent
 NAME = "team_notes"

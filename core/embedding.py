@@ -1,0 +1,387 @@
+"""Embedding: serve a composition inside an application or server you already have.
+
+Three ways in, from the most faithful to the least:
+
+- :func:`mount`: add the composition's streamable-HTTP endpoint to an existing Starlette (or
+  FastAPI) app at a path. The app's lifespan is wrapped so the providers' lifespans and the SDK
+  session manager run while the app runs; the app's own routes and lifespan keep working.
+- :func:`attach`: add the composition's resources, templates, tools, prompts and completions to
+  an SDK low-level ``Server`` you built. Its own handlers are chained, not replaced: list results
+  are the server's own items followed by the composition's (one opaque cursor spans both), and a
+  read, call, prompt or completion goes to the composition when it owns the URI, tool, prompt or
+  template and to the server's own handler otherwise. Everything the composition does (routing,
+  authorization with the caller's subject, budgets, error codes) is kept.
+- :func:`add_to_mcpserver`: copy the declarations into an ``MCPServer`` through its public API
+  (``add_resource``, ``resource()``, ``add_tool``, ``add_prompt``). Each request is answered by the
+  composition through an in-process MCP client, so its pipeline still applies, but some things
+  cannot cross MCPServer's API; its docstring lists them.
+
+Build the composition with :func:`mcp_providers.compose` (a library object; nothing is served
+until you mount or attach it).
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import inspect
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+
+import mcp_types as types
+from mcp import Client, MCPError
+from mcp.server import Server, ServerRequestContext
+from mcp.shared.uri_template import UriTemplate
+
+from mcp_providers.composition import Composition
+from mcp_providers.providers import ResourceProvider
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.transport_security import TransportSecuritySettings
+    from starlette.applications import Starlette
+
+__all__ = ["add_to_mcpserver", "attach", "mount"]
+
+log = logging.getLogger("mcp_providers.embedding")
+
+Ctx = ServerRequestContext[Any, Any]
+Handler = Callable[[Ctx, Any], Awaitable[Any]]
+T = TypeVar("T")
+
+# Which result field holds the items of each list method.
+_LISTS = {
+    "resources/list": "resources",
+    "resources/templates/list": "resource_templates",
+    "tools/list": "tools",
+    "prompts/list": "prompts",
+}
+_ROUTED = {"resources/read", "tools/call", "prompts/get", "completion/complete"}
+_HOST_CURSOR, _OURS_CURSOR = "host:", "mcpp:"
+
+
+def mount(
+    app: Starlette,
+    composition: Composition,
+    path: str = "/mcp",
+    *,
+    stateless: bool = False,
+    json_response: bool = False,
+    host: str = "127.0.0.1",
+    transport_security: TransportSecuritySettings | None = None,
+) -> None:
+    """Serve ``composition`` over streamable HTTP at ``path`` of an existing Starlette/FastAPI app.
+
+    The app's lifespan is wrapped: on startup the providers' lifespans and the SDK session manager
+    are entered (then the app's own lifespan); on shutdown they are left in reverse. Mount one
+    composition once (the SDK session manager runs once).
+
+    :param app: a ``starlette.applications.Starlette`` or ``fastapi.FastAPI`` instance.
+    :param path: where clients connect, e.g. ``"/mcp"`` (must start with ``/``).
+    :param stateless: streamable HTTP without sessions (for replicas behind a load balancer).
+    :param json_response: answer POSTs with JSON instead of SSE.
+    :param host: the host the app is served on; loopback hosts get DNS-rebinding protection.
+    :param transport_security: the SDK's allowed hosts/origins, required for a real hostname.
+    :raises ValueError: ``path`` does not start with ``/``.
+    """
+    from starlette.routing import Route
+
+    if not path.startswith("/"):
+        raise ValueError(f"mount path must start with '/', e.g. '/mcp'; got {path!r}")
+    server = composition.server
+    inner = server.streamable_http_app(
+        streamable_http_path=path,
+        stateless_http=stateless,
+        json_response=json_response,
+        host=host,
+        transport_security=transport_security,
+    )
+    manager = server.session_manager
+    # The inner app routes on the full path, so it is added as a route, not a Mount (no redirect
+    # from /mcp to /mcp/, and any middleware the SDK put on the inner app still applies).
+    app.router.routes.append(Route(path, endpoint=inner))
+    previous = app.router.lifespan_context
+
+    @contextlib.asynccontextmanager
+    async def lifespan(a: Any) -> AsyncIterator[Any]:
+        async with composition.running(), manager.run(), previous(a) as state:
+            yield state
+
+    app.router.lifespan_context = lifespan
+
+
+def attach(server: Server[Any], composition: Composition) -> None:
+    """Add the composition's resources, templates, tools, prompts and completions to ``server``.
+
+    The server's own handlers keep serving its own items. Lists return the server's items first
+    and then the composition's, under one cursor. A read goes to the composition when the URI lies
+    under one of its providers' prefixes; a tool call, prompt or completion when the composition
+    declares that name or template; everything else goes to the server's own handler. The
+    server's lifespan is wrapped so the providers' lifespans run while it runs.
+
+    Names are not merged: if the server and the composition both declare a tool or prompt name,
+    the composition's is called (and a warning is logged when a list shows both).
+
+    :raises ValueError: both serve a method that cannot be merged (e.g. ``subscriptions/listen``),
+        or ``server`` is ``composition.server`` itself.
+    """
+    ours = composition.server
+    if server is ours:
+        raise ValueError("attach() takes your own Server; composition.server already serves the composition")
+    prefixes = tuple(
+        p for d in composition.declared if isinstance(d.provider, ResourceProvider) for p in d.provider.prefixes
+    )
+    catalog = composition.catalog
+
+    def owns(method: str, params: Any) -> bool:
+        if method == "resources/read":
+            return bool(params.uri.startswith(prefixes)) if prefixes else False
+        if method == "tools/call":
+            return catalog.tool(params.name) is not None
+        if method == "prompts/get":
+            return catalog.prompt(params.name) is not None
+        ref = params.ref
+        if isinstance(ref, types.ResourceTemplateReference):
+            return catalog.template(ref.uri) is not None
+        return catalog.prompt(ref.name) is not None
+
+    plans: list[tuple[str, type[Any], Handler]] = []
+    for method in (*_LISTS, *sorted(_ROUTED), "resources/subscribe", "resources/unsubscribe", "subscriptions/listen"):
+        mine = ours.get_request_handler(method)
+        if mine is None:
+            continue
+        theirs = server.get_request_handler(method)
+        if theirs is None:
+            plans.append((method, mine.params_type, mine.handler))
+        elif method in _LISTS:
+            plans.append((method, theirs.params_type, _chain_list(method, theirs.handler, mine.handler)))
+        elif method in _ROUTED:
+            plans.append((method, theirs.params_type, _chain_routed(method, theirs.handler, mine.handler, owns)))
+        else:
+            raise ValueError(
+                f"both your server and the composition serve {method!r}, which cannot be merged; "
+                "remove your handler or serve the composition separately (mount())"
+            )
+    for method, params_type, handler in plans:
+        server.add_request_handler(method, params_type, handler)
+
+    original = server.lifespan
+
+    @contextlib.asynccontextmanager
+    async def lifespan(s: Server[Any]) -> AsyncIterator[Any]:
+        async with composition.running(), original(s) as state:
+            yield state
+
+    server.lifespan = lifespan
+
+
+def _with_cursor(params: Any, cursor: str | None) -> types.PaginatedRequestParams:
+    if params is None:
+        return types.PaginatedRequestParams(cursor=cursor)
+    return params.model_copy(update={"cursor": cursor})  # type: ignore[no-any-return]
+
+
+def _chain_list(method: str, theirs: Handler, mine: Handler) -> Handler:
+    field = _LISTS[method]
+
+    async def handler(ctx: Ctx, params: types.PaginatedRequestParams | None) -> Any:
+        cursor = params.cursor if params is not None else None
+        if cursor is not None and not cursor.startswith((_HOST_CURSOR, _OURS_CURSOR)):
+            raise MCPError(types.INVALID_PARAMS, f"Invalid cursor {cursor!r}; pass back a nextCursor from {method}")
+        if cursor is None or cursor.startswith(_HOST_CURSOR):
+            host_cursor = cursor.removeprefix(_HOST_CURSOR) if cursor else None
+            first = await theirs(ctx, _with_cursor(params, host_cursor))
+            if first.next_cursor is not None:
+                return first.model_copy(update={"next_cursor": _HOST_CURSOR + first.next_cursor})
+            rest = await mine(ctx, _with_cursor(params, None))
+            names = {getattr(i, "name", None) for i in getattr(first, field)}
+            clash = sorted(n for i in getattr(rest, field) if (n := getattr(i, "name", None)) in names and n)
+            if clash and field in ("tools", "prompts"):
+                log.warning(
+                    "your server and the composition both declare %s %s; calls go to the composition", field, clash
+                )
+            items = [*getattr(first, field), *getattr(rest, field)]
+            nxt = _OURS_CURSOR + rest.next_cursor if rest.next_cursor is not None else None
+            return rest.model_copy(update={field: items, "next_cursor": nxt})
+        page = await mine(ctx, _with_cursor(params, cursor.removeprefix(_OURS_CURSOR)))
+        nxt = _OURS_CURSOR + page.next_cursor if page.next_cursor is not None else None
+        return page.model_copy(update={"next_cursor": nxt})
+
+    return handler
+
+
+def _chain_routed(method: str, theirs: Handler, mine: Handler, owns: Callable[[str, Any], bool]) -> Handler:
+    async def handler(ctx: Ctx, params: Any) -> Any:
+        return await (mine if owns(method, params) else theirs)(ctx, params)
+
+    return handler
+
+
+# -- MCPServer --------------------------------------------------------------------------------------
+
+
+def add_to_mcpserver(mcp: MCPServer, composition: Composition) -> None:
+    """Add the composition's resources, templates, tools and prompts to an ``MCPServer``.
+
+    Each is registered through MCPServer's public API and answered by the composition through an
+    in-process MCP client, so routing, authorization, budgets and tool output validation still
+    happen in the composition. Enter ``composition.running()`` in the MCPServer's ``lifespan`` to
+    keep providers open between requests (otherwise each request starts and stops them).
+
+    What cannot cross MCPServer's API (use :func:`attach` on a low-level ``Server`` for these):
+
+    - pagination and ``size``: MCPServer lists everything in one page and its resources have no size;
+    - completions: MCPServer has one completion handler per server, which is yours to keep;
+    - the caller's identity: the composition sees subject ``"local"`` (no HTTP request crosses);
+    - exact tool input schemas: MCPServer derives them from a function signature, rebuilt here from
+      the input model's fields (names, types, defaults and descriptions survive; model-level
+      validators and ``$defs`` titles may not);
+    - tool ``resource_link`` content when the tool also has an output model (MCPServer returns only
+      the model), error codes other than not-found (MCPServer maps them to -32603), per-read cache
+      hints and ``_meta`` receipts on reads.
+
+    :raises ValueError: MCPServer refuses a declaration (e.g. a duplicate name it already has).
+    """
+    from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+    from mcp.server.mcpserver.prompts import Prompt as MCPPrompt
+    from mcp.server.mcpserver.resources import Resource as MCPResource
+
+    server = composition.server
+
+    async def through(op: Callable[[Client], Awaitable[T]]) -> T:
+        async with Client(server, cache=None) as client:
+            return await op(client)
+
+    async def read(uri: str) -> str | bytes:
+        try:
+            result = await through(lambda c: c.read_resource(uri))
+        except MCPError as exc:
+            raise ResourceError(exc.error.message) from None
+        item = result.contents[0]
+        if isinstance(item, types.TextResourceContents):
+            return item.text
+        return base64.b64decode(item.blob)
+
+    class _Bridged(MCPResource):
+        async def read(self) -> str | bytes:
+            return await read(str(self.uri))
+
+    for entry in composition.catalog.resources:
+        d = entry.declaration
+        mcp.add_resource(
+            _Bridged(
+                uri=d.uri, name=d.name, title=d.title, description=d.description, mime_type=d.mime_type or "text/plain"
+            )
+        )
+
+    for t_entry in composition.catalog.templates:
+        td = t_entry.declaration
+        template = UriTemplate.parse(td.uri_template)
+        mcp.resource(td.uri_template, name=td.name, title=td.title, description=td.description, mime_type=td.mime_type)(
+            _template_function(td.name, template, read)
+        )
+
+    for tool_entry in composition.catalog.tools:
+        tool = tool_entry.declaration
+        hints = tool.annotations()
+        mcp.add_tool(
+            _tool_function(tool.name, tool.input_model, tool.output_model, through, ToolError),
+            name=tool.name,
+            title=tool.title,
+            description=tool.description,
+            annotations=types.ToolAnnotations(
+                title=tool.title,
+                read_only_hint=hints["readOnlyHint"],
+                destructive_hint=hints["destructiveHint"],
+                idempotent_hint=hints["idempotentHint"],
+                open_world_hint=hints["openWorldHint"],
+            ),
+        )
+
+    for p_entry in composition.catalog.prompts:
+        prompt = p_entry.declaration
+        fn = _prompt_function(prompt.name, [(a.name, a.required) for a in prompt.arguments], through)
+        mcp.add_prompt(
+            MCPPrompt.from_function(fn, name=prompt.name, title=prompt.title, description=prompt.description)
+        )
+
+
+def _prompt_function(
+    name: str,
+    arguments: list[tuple[str, bool]],
+    through: Callable[[Callable[[Client], Awaitable[types.GetPromptResult]]], Awaitable[types.GetPromptResult]],
+) -> Callable[..., Awaitable[list[Any]]]:
+    from mcp.server.mcpserver.prompts.base import AssistantMessage, UserMessage
+
+    async def fn(**kwargs: str | None) -> list[Any]:
+        given = {k: v for k, v in kwargs.items() if v is not None}
+        result = await through(lambda c: c.get_prompt(name, given))
+        return [
+            (UserMessage if m.role == "user" else AssistantMessage)(
+                m.content.text if isinstance(m.content, types.TextContent) else str(m.content)
+            )
+            for m in result.messages
+        ]
+
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    fn.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [
+            inspect.Parameter(n, keyword, annotation=str)
+            if required
+            else inspect.Parameter(n, keyword, annotation=str | None, default=None)
+            for n, required in arguments
+        ]
+    )
+    fn.__annotations__ = {n: (str if required else str | None) for n, required in arguments}
+    fn.__name__ = name.replace("-", "_").replace(".", "_")
+    return fn
+
+
+def _template_function(
+    name: str, template: UriTemplate, read: Callable[[str], Awaitable[str | bytes]]
+) -> Callable[..., Awaitable[str | bytes]]:
+    # MCPServer requires the function's parameters to equal the template's variables.
+    async def fn(**values: str) -> str | bytes:
+        return await read(template.expand(values))
+
+    names = template.variable_names
+    fn.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, annotation=str) for n in names]
+    )
+    fn.__annotations__ = {n: str for n in names}
+    fn.__name__ = name.replace("-", "_")
+    return fn
+
+
+def _tool_function(
+    name: str,
+    input_model: type[Any],
+    output_model: type[Any] | None,
+    through: Callable[[Callable[[Client], Awaitable[types.CallToolResult]]], Awaitable[types.CallToolResult]],
+    tool_error: type[Exception],
+) -> Callable[..., Awaitable[Any]]:
+    async def fn(**arguments: Any) -> Any:
+        payload = input_model(**arguments).model_dump(mode="json", by_alias=True, exclude_unset=True)
+        result = await through(lambda c: c.call_tool(name, payload))
+        if result.is_error:
+            text = " ".join(b.text for b in result.content if isinstance(b, types.TextContent))
+            raise tool_error(text)
+        if output_model is not None:
+            return output_model.model_validate(result.structured_content)
+        return list(result.content)
+
+    parameters = []
+    annotations: dict[str, Any] = {}
+    for field_name, info in input_model.model_fields.items():
+        annotation = Annotated[info.annotation, info]
+        default = inspect.Parameter.empty if info.is_required() else info.get_default(call_default_factory=True)
+        parameters.append(
+            inspect.Parameter(field_name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=default)
+        )
+        annotations[field_name] = annotation
+    annotations["return"] = output_model if output_model is not None else list[types.ContentBlock]
+    fn.__signature__ = inspect.Signature(parameters, return_annotation=annotations["return"])  # type: ignore[attr-defined]
+    fn.__annotations__ = annotations
+    fn.__name__ = name.replace("-", "_").replace(".", "_")
+    return fn
