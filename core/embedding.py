@@ -27,7 +27,7 @@ import contextlib
 import inspect
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar, cast
 
 import mcp_types as types
 from mcp import Client, MCPError
@@ -374,7 +374,8 @@ def _tool_function(
     parameters = []
     annotations: dict[str, Any] = {}
     for field_name, info in input_model.model_fields.items():
-        annotation = Annotated[info.annotation, info]
+        # Annotated keeps the field's description and constraints in the derived schema.
+        annotation = cast(Any, Annotated)[info.annotation, info]
         default = inspect.Parameter.empty if info.is_required() else info.get_default(call_default_factory=True)
         parameters.append(
             inspect.Parameter(field_name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=default)
