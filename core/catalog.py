@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from mcp.shared.uri_template import UriTemplate
+
 from mcp_providers.checks import Declared, literal_start
 from mcp_providers.errors import InvalidParams, NotFound
 from mcp_providers.models import Prompt, Resource, ResourceTemplate, Tool

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 import mcp_types as types
 from mcp import MCPError
 from mcp.shared.exceptions import MCPDeprecationWarning, NoBackChannelError
+
 from mcp_providers.errors import ToolFailure
 
 if TYPE_CHECKING:

@@ -111,8 +111,15 @@ def serve(
     if host not in ("127.0.0.1", "localhost", "::1"):
         err.print(f"[yellow]warning:[/yellow] serving on {host}, not loopback; anyone who can reach it can connect")
         security = TransportSecuritySettings(allowed_hosts=[f"{host}:*"], allowed_origins=[f"http://{host}:*"])
+    from mcp_providers.auth import http_auth
+
+    try:
+        auth = http_auth(composition.config.server.auth)
+    except ConfigError as exc:
+        err.print(f"[red]error:[/red] {exc}", highlight=False)
+        raise typer.Exit(1) from None
     asgi = server.streamable_http_app(
-        stateless_http=stateless, json_response=json_response, host=host, transport_security=security
+        stateless_http=stateless, json_response=json_response, host=host, transport_security=security, **auth
     )
     err.print(f"serving MCP on http://{host}:{port}/mcp", highlight=False)
     uvicorn.run(asgi, host=host, port=port, log_level="warning")

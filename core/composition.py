@@ -20,11 +20,15 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 import pluggy
+
 from mcp_providers.catalog import Catalog
 from mcp_providers.checks import Declared, Problem, check, declare
 from mcp_providers.config import Config
 from mcp_providers.discovery import PluginRecord, discover
 from mcp_providers.errors import CompositionError
+from mcp_providers.policy import Authorizer
+from mcp_providers.providers import ResourceProvider
+from mcp_providers.subscriptions import SubscriptionHub
 
 if TYPE_CHECKING:
     from mcp.server import Server
@@ -62,6 +66,18 @@ class Composition:
 
         return build_server(self)
 
+    @cached_property
+    def subscriptions(self) -> SubscriptionHub:
+        """Watchers of live resources in both protocol eras (see :mod:`mcp_providers.subscriptions`)."""
+        authorize = self.authorizer
+        return SubscriptionHub(self.catalog, lambda subject, uri: authorize(subject, "subscribe", uri).allow)
+
+    @cached_property
+    def authorizer(self) -> Authorizer:
+        """Asks the served plugins' ``authorize`` hooks, each with its own settings."""
+        settings = {r.name: r.settings for r in self.records if r.status == "loaded"}
+        return Authorizer.from_plugin_manager(self.plugin_manager, settings)
+
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
         """Enter every served provider's ``lifespan`` (once, however many times this is nested)."""
@@ -70,6 +86,8 @@ class Composition:
             await stack.__aenter__()
             self.startup_failures.clear()
             for d in self.declared:
+                if isinstance(d.provider, ResourceProvider):
+                    d.provider.publisher = self.subscriptions.publisher(d.provider)
                 try:
                     await stack.enter_async_context(d.provider.lifespan())
                 except Exception as exc:

@@ -45,9 +45,11 @@ __all__ = [
     "CONFIG_ENV",
     "DISABLE_ENV",
     "PLUGINS_ENV",
+    "AuthConfig",
     "Config",
     "PluginSet",
     "ServerSettings",
+    "TokenConfig",
     "format_validation_error",
     "load_config",
 ]
@@ -69,6 +71,27 @@ class PluginSet(BaseModel):
     description: str | None = None
 
 
+class TokenConfig(BaseModel):
+    """One accepted bearer token, read from an environment variable (never written in the file)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    subject: str = Field(min_length=1)
+    """Who presents this token (the ``subject`` the authorize hook sees)."""
+    token_env: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    """Name of the environment variable holding the token."""
+
+
+class AuthConfig(BaseModel):
+    """The ``[server.auth]`` table: static bearer tokens for streamable HTTP."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    issuer_url: str = "http://127.0.0.1/"
+    """Authorization server URL advertised to clients (required by the SDK's auth settings)."""
+    tokens: tuple[TokenConfig, ...] = ()
+
+
 class ServerSettings(BaseModel):
     """The ``[server]`` table."""
 
@@ -82,6 +105,12 @@ class ServerSettings(BaseModel):
     """Seconds one provider read or tool call may take before it is cut off."""
     max_read_bytes: int = Field(default=4 * 1024 * 1024, ge=1)
     """Largest resource read served, in bytes (a resource's ``max_bytes`` overrides it)."""
+    max_embed_bytes: int = Field(default=4096, ge=0)
+    """Largest resource a tool result may embed, in bytes; bigger ones become resource links."""
+    audit_log: Path | None = None
+    """JSON-lines file that gets one line per list, read, call and denial (never content or secrets)."""
+    auth: AuthConfig | None = None
+    """Bearer-token authentication for streamable HTTP; the token's subject is the caller."""
 
 
 class Config(BaseModel):

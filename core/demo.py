@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -19,12 +20,13 @@ import anyio
 import mcp_types as types
 from mcp import Client, MCPError, StdioServerParameters
 from mcp.shared.uri_template import UriTemplate
-from mcp_providers.config import Config
-from mcp_providers.discovery import call_hook, discover
 from rich.console import Console
 from rich.panel import Panel
 from rich.syntax import Syntax
 from rich.table import Table
+
+from mcp_providers.config import Config
+from mcp_providers.discovery import call_hook, discover
 
 __all__ = ["run_demo"]
 
@@ -43,8 +45,12 @@ def _shown(text: str, mime: str | None) -> Syntax:
 
 
 async def _tour(console: Console, config_file: Path, samples: int) -> int:
+    # The whole environment: demo backends export their (random, throwaway) credentials in it, and
+    # the SDK would otherwise pass only a short safe list of variables.
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "mcp_providers", "serve", "--config", str(config_file)]
+        command=sys.executable,
+        args=["-m", "mcp_providers", "serve", "--config", str(config_file)],
+        env=dict(os.environ),
     )
     failures = 0
     async with Client(params, cache=None) as client:

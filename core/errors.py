@@ -11,7 +11,9 @@
         ├── Denied                    -32003  the authorize hook refused
         ├── TooLarge                  -32004  over the read budget; says how to narrow
         ├── ReadTimeout               -32005  the provider missed the read deadline
-        └── UpstreamError             -32006  the provider's data source failed
+        ├── UpstreamError             -32006  the provider's data source failed
+        ├── Stale                     -32007  the request demands fresher data than the provider can give
+        └── SideEffectRefused         -32008  a write was attempted inside a resource read
     ToolFailure                       a tool's expected failure; becomes isError: true
 
 -32602 follows MCP 2026-07-28 (SEP-2164) for unknown resources; the others are in the
@@ -32,6 +34,8 @@ __all__ = [
     "NotFound",
     "ReadTimeout",
     "RequestError",
+    "SideEffectRefused",
+    "Stale",
     "TooLarge",
     "ToolFailure",
     "UpstreamError",
@@ -42,6 +46,8 @@ DENIED = -32003
 TOO_LARGE = -32004
 READ_TIMEOUT = -32005
 UPSTREAM_ERROR = -32006
+STALE = -32007
+SIDE_EFFECT_REFUSED = -32008
 
 
 class MCPProvidersError(Exception):
@@ -109,3 +115,15 @@ class UpstreamError(RequestError):
 
 class ToolFailure(MCPProvidersError):
     """An expected tool failure the model should see and may correct (``isError: true``)."""
+
+
+class Stale(RequestError):
+    """The request demanded content no older than it can be had (rule ``stale-content``)."""
+
+    code = STALE
+
+
+class SideEffectRefused(RequestError):
+    """A provider tried a non-safe HTTP method while reading a resource (``side-effect-in-resource-read``)."""
+
+    code = SIDE_EFFECT_REFUSED

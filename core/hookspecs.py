@@ -28,9 +28,10 @@ import pluggy
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
 
+    from pydantic import BaseModel
+
     from mcp_providers.policy import Action, Decision
     from mcp_providers.providers import PromptProvider, ResourceProvider, ToolProvider
-    from pydantic import BaseModel
 
 PROJECT = "mcp_providers"
 """The pluggy project name and the entry-point group plugins are registered under."""
@@ -115,7 +116,7 @@ def demo_settings() -> AbstractContextManager[dict[str, Any]] | None:
 
 
 @hookspec(firstresult=True)
-def authorize(subject: str, action: Action, target: str) -> Decision | None:
+def authorize(subject: str, action: Action, target: str, settings: Any) -> Decision | None:
     """Decide whether ``subject`` may perform ``action`` on ``target``.
 
     Called at every read boundary: list, read, template expansion, completion, subscription and
@@ -126,7 +127,9 @@ def authorize(subject: str, action: Action, target: str) -> Decision | None:
     :param action: one of ``"list"``, ``"read"``, ``"expand"``, ``"complete"``, ``"subscribe"``,
         ``"call"``, ``"prompt"``.
     :param target: the URI, URI template, tool name or prompt name acted on.
+    :param settings: the instance of this plugin's :func:`settings_model`, or ``None``.
     :returns: a :class:`~mcp_providers.policy.Decision`, or ``None`` to defer.
 
-    Use in provider plugins: keep it fast and side-effect free; it runs on every request.
+    Use in provider plugins: keep it fast and side-effect free; it runs on every request. An
+    implementation that raises, or returns anything but a ``Decision`` or ``None``, denies.
     """

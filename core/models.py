@@ -119,6 +119,10 @@ class _ResourceBase(BaseModel):
     (``resource-declares-side-effect``). It exists so the mistake is visible, not silent."""
     max_bytes: int | None = Field(default=None, ge=1)
     """Per-resource read budget in bytes, overriding the server's ``max_read_bytes``."""
+    allow_truncation: bool = False
+    """Over the budget, serve the first ``max_bytes`` (text cut at a character boundary) and record
+    the cut in the receipt, instead of refusing the read. Never silent: the receipt says how much
+    was cut."""
     meta: dict[str, Any] | None = None
     """Extra ``_meta`` entries for list results (keys should be reverse-DNS)."""
 

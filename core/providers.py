@@ -23,17 +23,23 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel
 
 from mcp_providers.blocks import Audio, Image, Media, Text
 from mcp_providers.channel import ClientChannel, Elicited, LogLevel, Sampled
 from mcp_providers.models import Prompt, Resource, ResourceTemplate, Tool
-from pydantic import BaseModel
+
+if TYPE_CHECKING:
+    from mcp_providers.subscriptions import Publisher
 
 __all__ = [
     "Audio",
     "CompletionRequest",
     "Content",
+    "Embed",
     "Image",
     "Link",
     "Message",
@@ -70,11 +76,15 @@ class Content:
     :param text: text content (sent as ``text``).
     :param blob: binary content (sent base64-encoded as ``blob``).
     :param mime_type: overrides the declaration's MIME type for this read.
+    :param as_of: when the source produced this content (timezone-aware); a provider with
+        ``max_age`` freshness that knows the actual age lets the core serve requests demanding
+        fresher data than the declared maximum.
     """
 
     text: str | None = None
     blob: bytes | None = None
     mime_type: str | None = None
+    as_of: datetime | None = None
 
     def __post_init__(self) -> None:
         if (self.text is None) == (self.blob is None):
@@ -117,6 +127,9 @@ class ResourceProvider:
     prefixes: tuple[str, ...] = ()
     """URI prefixes this provider owns (scheme, ``://``, optional authority and path), e.g.
     ``("documcp://ssgs/",)``. Two providers' prefixes may not overlap."""
+    publisher: Publisher | None = None
+    """Set by the core before :meth:`lifespan` starts: call
+    ``await self.publisher.resource_updated(uri)`` when a resource declared live changed."""
 
     def resources(self) -> Sequence[Resource]:
         """Fixed resources, listed by ``resources/list``. Called once, at composition."""
@@ -207,13 +220,38 @@ class Link:
 
 
 @dataclass(frozen=True, slots=True)
+class Embed:
+    """A resource embedded in a tool result: bounded evidence for this call.
+
+    The URI must be one this composition serves and the caller may read. Over the server's
+    ``max_embed_bytes`` the core replaces the embed with a ``resource_link`` to the same URI
+    (``over_budget="link"``, recorded in the receipt) or fails the call (``"error"``).
+    """
+
+    uri: str
+    text: str | None = None
+    blob: bytes | None = None
+    mime_type: str | None = None
+    over_budget: Literal["link", "error"] = "link"
+
+    def __post_init__(self) -> None:
+        if (self.text is None) == (self.blob is None):
+            raise ValueError("Embed takes exactly one of text= and blob=")
+
+    @property
+    def data(self) -> bytes:
+        return self.blob if self.blob is not None else (self.text or "").encode()
+
+
+@dataclass(frozen=True, slots=True)
 class ToolResult:
     """What a tool returns.
 
     :param output: an instance of the tool's ``output_model`` (sent as ``structuredContent`` and,
         serialized, as a text block), or ``None`` for a tool with no output model.
     :param text: extra text for the model.
-    :param links: resource links to URIs served by this composition.
+    :param links: resource links to URIs served by this composition (never fetched by the core).
+    :param embedded: resources embedded as evidence (see :class:`Embed`).
     :param content: media blocks (:class:`~mcp_providers.blocks.Text`,
         :class:`~mcp_providers.blocks.Image`, :class:`~mcp_providers.blocks.Audio`), sent in order
         after ``output`` and ``text``.
@@ -222,6 +260,7 @@ class ToolResult:
     output: BaseModel | None = None
     text: str | None = None
     links: tuple[Link, ...] = ()
+    embedded: tuple[Embed, ...] = ()
     content: tuple[Media, ...] = ()
 
 
@@ -258,13 +297,14 @@ class Message:
     :param role: ``"user"`` or ``"assistant"``.
     :param text: the message text; exactly one of ``text`` and ``content``.
     :param content: a :class:`~mcp_providers.blocks.Text`, :class:`~mcp_providers.blocks.Image`
-        or :class:`~mcp_providers.blocks.Audio` block, or a :class:`Link`.
+        or :class:`~mcp_providers.blocks.Audio` block, a :class:`Link`, or an :class:`Embed`
+        whose URI this composition serves (the core checks it and the caller's right to read it).
     :raises ValueError: both or neither of ``text`` and ``content`` are given.
     """
 
     role: Literal["user", "assistant"]
     text: str | None = None
-    content: Media | Link | None = None
+    content: Media | Link | Embed | None = None
 
     def __post_init__(self) -> None:
         if (self.text is None) == (self.content is None):

@@ -18,38 +18,49 @@ import inspect
 import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from datetime import UTC, datetime
 from typing import Any, TypeVar, cast
 
 import anyio
 import mcp_types as types
 from mcp import MCPError
 from mcp.server import Server, ServerRequestContext
+from pydantic import BaseModel, ValidationError
+
+from mcp_providers.audit import AuditLog
 from mcp_providers.blocks import media_wire
 from mcp_providers.channel import SessionChannel, set_log_level
 from mcp_providers.composition import Composition
+from mcp_providers.custody import RECEIPT_KEY, cache_hint, digest, receipt
 from mcp_providers.errors import (
     Denied,
     InvalidParams,
+    NotFound,
     ReadTimeout,
     RequestError,
+    Stale,
     TooLarge,
     ToolFailure,
     UpstreamError,
 )
-from mcp_providers.models import Annotations, Resource, ResourceTemplate
-from mcp_providers.policy import Action, Decision
+from mcp_providers.http import read_scope
+from mcp_providers.models import Annotations, Freshness, Resource, ResourceTemplate
+from mcp_providers.policy import Action
 from mcp_providers.providers import (
     CompletionRequest,
     Content,
+    Embed,
     Link,
     Message,
     ReadRequest,
     ToolCall,
     ToolResult,
 )
-from pydantic import BaseModel, ValidationError
 
-__all__ = ["build_server", "subject_of"]
+__all__ = ["MAX_AGE_META_KEY", "build_server", "subject_of"]
+
+MAX_AGE_META_KEY = "io.mcp-providers/maxAge"
+"""Request ``_meta`` key: the oldest content, in seconds, the caller accepts (``0`` = current)."""
 
 log = logging.getLogger("mcp_providers.server")
 
@@ -64,7 +75,7 @@ def subject_of(ctx: Ctx) -> str:
         return "local"
     user = getattr(request, "scope", {}).get("user")
     token = getattr(user, "access_token", None)
-    return str(getattr(token, "client_id", None) or "anonymous")
+    return str(getattr(token, "subject", None) or getattr(token, "client_id", None) or "anonymous")
 
 
 def _annotations(a: Annotations | None) -> types.Annotations | None:
@@ -114,22 +125,27 @@ def build_server(composition: Composition) -> Server[object]:
     """Build the SDK ``Server`` for ``composition`` (use :attr:`Composition.server`, which caches it)."""
     catalog = composition.catalog
     settings = composition.config.server
-    authorize_hook = composition.plugin_manager.hook.authorize
+    authorizer = composition.authorizer
+    audit = AuditLog(settings.audit_log)
+    origin = {r.name: (r.distribution, r.version) for r in composition.records}
+    hub = composition.subscriptions
 
-    def allowed(subject: str, action: Action, target: str) -> Decision:
-        if not authorize_hook.get_hookimpls():  # fast path: no policy installed
-            return Decision(True)
-        decision = authorize_hook(subject=subject, action=action, target=target)
-        return decision if isinstance(decision, Decision) else Decision(True)
+    allowed = authorizer
 
-    def require(subject: str, action: Action, target: str) -> None:
+    def require(subject: str, action: Action, target: str, actor: str = "application") -> None:
         decision = allowed(subject, action, target)
         if not decision.allow:
+            audit.record(
+                actor=actor, subject=subject, operation=action, target=target, decision="denied", reason=decision.reason
+            )
             why = f": {decision.reason}" if decision.reason else ""
-            raise Denied(f"{action} on {target} is not allowed for {subject}{why}", data={"target": target})
+            raise Denied(
+                f"permission-denied: {action} on {target} is not allowed for {subject}{why}",
+                data={"target": target, "action": action, "rule": "permission-denied"},
+            )
 
     def visible(subject: str, targets: Sequence[tuple[str, R]]) -> list[R]:
-        if not authorize_hook.get_hookimpls():
+        if not authorizer.active:  # fast path: no policy installed
             return [item for _, item in targets]
         return [item for target, item in targets if allowed(subject, "list", target).allow]
 
@@ -167,16 +183,28 @@ def build_server(composition: Composition) -> Server[object]:
 
     @errors_to_wire
     async def list_resources(ctx: Ctx, params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
-        items = visible(subject_of(ctx), resource_items)
+        subject = subject_of(ctx)
+        items = visible(subject, resource_items)
         page = catalog.page("resources", items, params.cursor if params else None, settings.page_size)
+        audit.record(
+            actor="application", subject=subject, operation="resources/list", target="*", count=len(page.items)
+        )
         return types.ListResourcesResult(resources=list(page.items), next_cursor=page.next_cursor)
 
     @errors_to_wire
     async def list_templates(
         ctx: Ctx, params: types.PaginatedRequestParams | None
     ) -> types.ListResourceTemplatesResult:
-        items = visible(subject_of(ctx), template_items)
+        subject = subject_of(ctx)
+        items = visible(subject, template_items)
         page = catalog.page("templates", items, params.cursor if params else None, settings.page_size)
+        audit.record(
+            actor="application",
+            subject=subject,
+            operation="resources/templates/list",
+            target="*",
+            count=len(page.items),
+        )
         return types.ListResourceTemplatesResult(resource_templates=list(page.items), next_cursor=page.next_cursor)
 
     @errors_to_wire
@@ -187,10 +215,17 @@ def build_server(composition: Composition) -> Server[object]:
         if isinstance(route.declaration, ResourceTemplate):
             require(subject, "expand", route.declaration.uri_template)
         require(subject, "read", uri)
-        request = ReadRequest(uri=uri, resource=route.declaration, params=route.params, subject=subject)
+        declaration = route.declaration
+        demanded = _max_age(params)
+        if demanded is not None:
+            _refuse_if_stale(uri, declaration.freshness, demanded, None, after_read=False)
+        request = ReadRequest(uri=uri, resource=declaration, params=route.params, subject=subject)
         try:
-            # object: a plugin may break its contract, and the client must get a clear error
-            content = cast(object, await guarded(f"reading {uri}", route.provider.name, route.provider.read(request)))
+            with read_scope(uri):
+                # object: a plugin may break its contract, and the client must get a clear error
+                content = cast(
+                    object, await guarded(f"reading {uri}", route.provider.name, route.provider.read(request))
+                )
         except RequestError:
             raise
         except Exception:
@@ -209,21 +244,57 @@ def build_server(composition: Composition) -> Server[object]:
                 f"{type(content).__name__} for {uri}; expected Content",
                 {"uri": uri},
             )
-        budget = route.declaration.max_bytes or settings.max_read_bytes
+        if demanded is not None:
+            _refuse_if_stale(uri, declaration.freshness, demanded, content.as_of, after_read=True)
+        budget = declaration.max_bytes or settings.max_read_bytes
         data = content.data
+        truncation = None
         if len(data) > budget:
-            raise TooLarge(
-                f"{uri} is {len(data)} bytes, over the read budget of {budget} bytes; read a narrower "
-                "resource (a single record or a smaller page) or ask the operator to raise max_read_bytes",
-                data={"uri": uri, "bytes": len(data), "budget": budget},
-            )
-        mime = content.mime_type or route.declaration.mime_type
+            if not declaration.allow_truncation:
+                raise TooLarge(
+                    f"{uri} is {len(data)} bytes, over the read budget of {budget} bytes; read a narrower "
+                    "resource (a single record or a smaller page) or ask the operator to raise max_read_bytes",
+                    data={"uri": uri, "bytes": len(data), "budget": budget},
+                )
+            original = len(data)
+            content = _truncate(content, budget)
+            data = content.data
+            truncation = {
+                "originalBytes": original,
+                "servedBytes": len(data),
+                "budget": budget,
+                "reason": "over the read budget; the provider allows truncation",
+            }
+        mime = content.mime_type or declaration.mime_type
+        distribution, version = origin.get(route.plugin, (None, None))
+        is_template = isinstance(declaration, ResourceTemplate)
+        custody = receipt(
+            actor="application",
+            operation="resources/read",
+            subject=subject,
+            provider=route.provider.name,
+            plugin=route.plugin,
+            distribution=distribution,
+            version=version,
+            data=data,
+            mime_type=mime,
+            uri=uri,
+            template=declaration.uri_template if isinstance(declaration, ResourceTemplate) else None,
+            params=route.params if is_template else None,
+            freshness=declaration.freshness,
+            truncation=truncation,
+            extra={"asOf": content.as_of.isoformat()} if content.as_of else None,
+        )
+        audit.record(actor="application", subject=subject, operation="resources/read", target=uri, receipt=custody)
         item: types.TextResourceContents | types.BlobResourceContents
         if content.text is not None:
             item = types.TextResourceContents(uri=uri, mime_type=mime, text=content.text)
         else:
             item = types.BlobResourceContents(uri=uri, mime_type=mime, blob=base64.b64encode(data).decode())
-        return types.ReadResourceResult(contents=[item])
+        hint = cache_hint(declaration.freshness)
+        return types.ReadResourceResult(
+            contents=[item], ttl_ms=hint.ttl_ms, cache_scope=hint.scope, _meta={RECEIPT_KEY: custody}
+        )
 
     # -- completion ------------------------------------------------------------------------------
 
@@ -304,7 +375,7 @@ def build_server(composition: Composition) -> Server[object]:
             raise InvalidParams(f"Unknown tool {params.name!r}; see tools/list", data={"tool": params.name})
         tool = entry.declaration
         subject = subject_of(ctx)
-        require(subject, "call", tool.name)
+        require(subject, "call", tool.name, actor="model")
         try:
             arguments = tool.input_model.model_validate(params.arguments or {})
         except ValidationError as exc:
@@ -331,7 +402,81 @@ def build_server(composition: Composition) -> Server[object]:
                 f"provider {entry.provider.name!r} (plugin {entry.plugin!r}) failed running {tool.name}; "
                 "the server log has the details",
             ) from None
-        return _tool_result(tool.name, tool.output_model, result)
+        out = _tool_result(tool.name, tool.output_model, result)
+        transforms = []
+        if isinstance(result, ToolResult):
+            for link in result.links:
+                served(link.uri, tool.name)  # a link must name a real provider URI; it is never fetched
+            for embed in result.embedded:
+                block, transform = embedded(embed, subject, tool.name)
+                out.content.append(block)
+                if transform:
+                    transforms.append(transform)
+        data = _tool_bytes(out)
+        distribution, version = origin.get(entry.plugin, (None, None))
+        args_json = json.dumps(arguments.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        custody = receipt(
+            actor="model",
+            operation="tools/call",
+            subject=subject,
+            provider=entry.provider.name,
+            plugin=entry.plugin,
+            distribution=distribution,
+            version=version,
+            data=data,
+            mime_type="application/json" if out.structured_content is not None else "text/plain",
+            side_effects=tool.effects,
+            transforms=transforms,
+            extra={
+                "tool": tool.name,
+                "idempotent": tool.idempotent,
+                "openWorld": tool.open_world,
+                "argumentsSha256": digest(args_json.encode()),
+            },
+        )
+        audit.record(actor="model", subject=subject, operation="tools/call", target=tool.name, receipt=custody)
+        out.meta = {**(out.meta or {}), RECEIPT_KEY: custody}
+        return out
+
+    def served(uri: str, tool_name: str) -> None:
+        try:
+            catalog.route(uri)
+        except NotFound:
+            raise MCPError(
+                types.INTERNAL_ERROR,
+                f"tool {tool_name} returned a link or embed to {uri}, which this server does not serve; "
+                "tools may only point at real provider URIs",
+                {"uri": uri},
+            ) from None
+
+    def embedded(embed: Embed, subject: str, tool_name: str) -> tuple[types.ContentBlock, str | None]:
+        served(embed.uri, tool_name)
+        require(subject, "read", embed.uri, actor="model")  # the caller must be allowed to see the bytes
+        size = len(embed.data)
+        if size > settings.max_embed_bytes:
+            if embed.over_budget == "error":
+                raise TooLarge(
+                    f"embed-over-budget: tool {tool_name} would embed {embed.uri} ({size} bytes), over the "
+                    f"embed budget of {settings.max_embed_bytes} bytes; read the resource instead",
+                    data={
+                        "uri": embed.uri,
+                        "bytes": size,
+                        "budget": settings.max_embed_bytes,
+                        "rule": "embed-over-budget",
+                    },
+                )
+            link = types.ResourceLink(
+                type="resource_link", uri=embed.uri, name=embed.uri, mime_type=embed.mime_type, size=size
+            )
+            return link, f"embed-over-budget->resource_link {embed.uri} ({size} bytes)"
+        resource: types.TextResourceContents | types.BlobResourceContents
+        if embed.text is not None:
+            resource = types.TextResourceContents(uri=embed.uri, mime_type=embed.mime_type, text=embed.text)
+        else:
+            resource = types.BlobResourceContents(
+                uri=embed.uri, mime_type=embed.mime_type, blob=base64.b64encode(embed.data).decode()
+            )
+        return types.EmbeddedResource(type="resource", resource=resource), None
 
     # -- prompts ---------------------------------------------------------------------------------
 
@@ -376,6 +521,11 @@ def build_server(composition: Composition) -> Server[object]:
         messages = await guarded(
             f"prompt {params.name}", entry.provider.name, entry.provider.render(entry.declaration, arguments)
         )
+        subject = subject_of(ctx)
+        for m in messages:
+            if isinstance(m.content, Embed):  # embedded evidence must be served and readable by the caller
+                catalog.route(m.content.uri)
+                require(subject, "read", m.content.uri)
         return types.GetPromptResult(
             description=entry.declaration.description,
             messages=[types.PromptMessage(role=m.role, content=_message_wire(params.name, m)) for m in messages],
@@ -383,10 +533,49 @@ def build_server(composition: Composition) -> Server[object]:
 
     @contextlib.asynccontextmanager
     async def lifespan(_server: Server[object]) -> AsyncIterator[object]:
-        async with composition.running():
-            yield {}
+        audit.open()
+        try:
+            async with composition.running():
+                yield {}
+        finally:
+            audit.close()
+
+    # -- subscriptions (both eras) ---------------------------------------------------------------
+
+    def may_watch(subject: str, uri: str) -> None:
+        hub.watchable(uri)
+        require(subject, "subscribe", uri)
+
+    @errors_to_wire
+    async def subscribe(ctx: Ctx, params: types.SubscribeRequestParams) -> types.EmptyResult:
+        subject = subject_of(ctx)
+        may_watch(subject, params.uri)
+        hub.subscribe(ctx.session, subject, params.uri)
+        audit.record(actor="application", subject=subject, operation="resources/subscribe", target=params.uri)
+        return types.EmptyResult()
+
+    @errors_to_wire
+    async def unsubscribe(ctx: Ctx, params: types.UnsubscribeRequestParams) -> types.EmptyResult:
+        hub.unsubscribe(ctx.session, params.uri)
+        return types.EmptyResult()
+
+    @errors_to_wire
+    async def listen(ctx: Ctx, params: types.SubscriptionsListenRequestParams) -> types.SubscriptionsListenResult:
+        subject = subject_of(ctx)
+        for uri in params.notifications.resource_subscriptions or ():
+            may_watch(subject, uri)
+        audit.record(
+            actor="application",
+            subject=subject,
+            operation="subscriptions/listen",
+            target=",".join(params.notifications.resource_subscriptions or ()),
+        )
+        return await hub.listen(ctx, params, subject)
 
     has_resources = bool(catalog.resources or catalog.templates)
+    live = any(e.declaration.freshness.kind == "live" for e in catalog.resources) or any(
+        e.declaration.freshness.kind == "live" for e in catalog.templates
+    )
     server: Server[object] = Server(
         settings.name,
         version=_version(),
@@ -394,6 +583,9 @@ def build_server(composition: Composition) -> Server[object]:
         on_list_resources=list_resources if has_resources else None,
         on_list_resource_templates=list_templates if has_resources else None,
         on_read_resource=read_resource if has_resources else None,
+        on_subscribe_resource=subscribe if live else None,
+        on_unsubscribe_resource=unsubscribe if live else None,
+        on_subscriptions_listen=listen if live else None,
         on_completion=complete if (catalog.templates or catalog.prompts) else None,
         on_list_tools=list_tools if catalog.tools else None,
         on_call_tool=call_tool if catalog.tools else None,
@@ -405,6 +597,55 @@ def build_server(composition: Composition) -> Server[object]:
     # messages tools send (ToolCall.log); the SDK keeps the method off the 2026 wire itself.
     server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, set_level)
     return server
+
+
+def _max_age(params: types.RequestParams) -> float | None:
+    """The caller's freshness demand from ``_meta``, in seconds, or ``None``."""
+    meta = params.meta or {}
+    value = meta.get(MAX_AGE_META_KEY)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        raise InvalidParams(f"_meta {MAX_AGE_META_KEY} must be a number of seconds >= 0, got {value!r}")
+    return float(value)
+
+
+def _refuse_if_stale(
+    uri: str, freshness: Freshness, demanded: float, as_of: datetime | None, *, after_read: bool
+) -> None:
+    """Refuse (``stale-content``) when the content cannot be ``demanded`` seconds fresh.
+
+    Static content never changes and live content is read now, so both satisfy any demand. A
+    ``max_age`` provider satisfies demands no stricter than its maximum, or stricter ones when the
+    content it returned says how old it is (``Content.as_of``); this is why the check runs before
+    the read (to spare the upstream) and again after it. ``unspecified`` satisfies none.
+    """
+    if freshness.kind in ("static", "live"):
+        return
+    if as_of is not None:
+        age = (datetime.now(UTC) - as_of).total_seconds()
+        if age <= demanded:
+            return
+        detail = f"the content is {age:.1f} s old"
+    elif freshness.kind == "max_age" and freshness.max_age_seconds is not None:
+        if freshness.max_age_seconds <= demanded or not after_read:
+            return
+        detail = f"the provider only promises content up to {freshness.max_age_seconds:g} s old"
+    else:
+        detail = "the provider declares no freshness"
+    raise Stale(
+        f"stale-content: {uri} cannot be served at most {demanded:g} s old: {detail}; "
+        "accept older content or read a live resource",
+        data={"uri": uri, "maxAge": demanded, "rule": "stale-content"},
+    )
+
+
+def _truncate(content: Content, budget: int) -> Content:
+    """The first ``budget`` bytes of ``content`` (text cut at a character boundary)."""
+    if content.text is not None:
+        cut = content.text.encode()[:budget].decode("utf-8", errors="ignore")
+        return Content(text=cut, mime_type=content.mime_type, as_of=content.as_of)
+    return Content(blob=(content.blob or b"")[:budget], mime_type=content.mime_type, as_of=content.as_of)
 
 
 def _variables(uri_template: str) -> list[str]:
@@ -425,7 +666,7 @@ async def set_level(ctx: Ctx, params: types.SetLevelRequestParams) -> types.Empt
 
 def _message_wire(
     prompt: str, m: Message
-) -> types.TextContent | types.ImageContent | types.AudioContent | types.ResourceLink:
+) -> types.TextContent | types.ImageContent | types.AudioContent | types.ResourceLink | types.EmbeddedResource:
     """The wire content of one prompt message (``prompt`` names it in errors)."""
     block = m.content
     if block is None:
@@ -438,6 +679,15 @@ def _message_wire(
             description=block.description,
             mime_type=block.mime_type,
         )
+    if isinstance(block, Embed):
+        resource: types.TextResourceContents | types.BlobResourceContents
+        if block.text is not None:
+            resource = types.TextResourceContents(uri=block.uri, mime_type=block.mime_type, text=block.text)
+        else:
+            resource = types.BlobResourceContents(
+                uri=block.uri, mime_type=block.mime_type, blob=base64.b64encode(block.data).decode()
+            )
+        return types.EmbeddedResource(type="resource", resource=resource)
     try:
         return media_wire(block)
     except TypeError as exc:
@@ -477,6 +727,14 @@ def _tool_result(name: str, output_model: type[BaseModel] | None, result: object
             )
         )
     return types.CallToolResult(content=content, structured_content=structured)
+
+
+def _tool_bytes(result: types.CallToolResult) -> bytes:
+    """What a tool receipt digests: the canonical JSON of ``structuredContent`` (sorted keys, no
+    spaces) when there is one, else the text blocks joined by newlines."""
+    if result.structured_content is not None:
+        return json.dumps(result.structured_content, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    return "\n".join(b.text for b in result.content if isinstance(b, types.TextContent)).encode()
 
 
 def _version() -> str:

@@ -8,6 +8,7 @@ from types import SimpleNamespace
 import mcp_types as types
 import pytest
 from mcp import MCPError
+
 from mcp_providers import Content, ReadRequest, Resource, ResourceProvider, ResourceTemplate, ServerSettings, hookimpl
 from mcp_providers.testing import compose, connect
 

@@ -6,10 +6,11 @@ from collections.abc import Sequence
 from types import SimpleNamespace
 
 import pytest
+from pydantic import BaseModel, ValidationError
+
 from mcp_providers import Content, ReadRequest, Resource, ResourceProvider, ResourceTemplate, Tool, hookimpl
 from mcp_providers.errors import CompositionError
 from mcp_providers.testing import compose
-from pydantic import BaseModel, ValidationError
 
 
 class P(ResourceProvider):

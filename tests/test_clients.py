@@ -13,6 +13,7 @@ from collections.abc import Iterator
 import mcp_types as types
 import pytest
 from mcp import Client, MCPError, StdioServerParameters
+
 from mcp_providers.plugins.documcp import ssg_catalog
 from mcp_providers.testing import compose, connect
 

@@ -12,6 +12,7 @@ import sys
 import mcp_types as types
 import pytest
 from mcp import Client, StdioServerParameters
+
 from mcp_providers import compose
 from mcp_providers.config import Config
 

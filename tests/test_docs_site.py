@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from mcp_providers import compose
 from mcp_providers.config import Config
 

@@ -27,12 +27,13 @@ from functools import cache
 from importlib.resources import files
 from typing import Final, Literal
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from mcp_providers.errors import NotFound
 from mcp_providers.hookspecs import hookimpl
 from mcp_providers.models import Freshness, Resource
 from mcp_providers.plugins.documcp.registry import SSG, SSGS, ConfigFormat, mime_type, template_uri
 from mcp_providers.providers import Content, ReadRequest, ResourceProvider
-from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
     "DIATAXIS_URI",

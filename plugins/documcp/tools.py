@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from typing import Final, Literal
 from urllib.parse import urlsplit
 
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
 from mcp_providers.errors import ToolFailure
 from mcp_providers.models import Tool
 from mcp_providers.plugins.documcp.config_templates import render
@@ -29,7 +31,6 @@ from mcp_providers.plugins.documcp.registry import (
     template_uri,
 )
 from mcp_providers.providers import Link, ToolCall, ToolProvider, ToolResult
-from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 __all__ = [
     "PURPOSES",

@@ -33,12 +33,13 @@ from functools import cache
 from importlib.resources import files
 from typing import Any, Final, Literal
 
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, computed_field, model_validator
+
 from mcp_providers.errors import NotFound
 from mcp_providers.hookspecs import hookimpl
 from mcp_providers.models import Freshness, Resource, ResourceTemplate
 from mcp_providers.plugins.documcp.tools import TOOLS, DocumentationTools
 from mcp_providers.providers import Content, ReadRequest, ResourceProvider, ToolProvider
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, computed_field, model_validator
 
 __all__ = [
     "ALIASES",

@@ -14,12 +14,13 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
+from pydantic import BaseModel
+
 from mcp_providers.hookspecs import hookimpl
 from mcp_providers.plugins.servicenow.resources import ServiceNowResources
 from mcp_providers.plugins.servicenow.settings import ServiceNowSettings
 from mcp_providers.plugins.servicenow.tools import ServiceNowTools
 from mcp_providers.providers import ResourceProvider, ToolProvider
-from pydantic import BaseModel
 
 __all__ = [
     "ServiceNowResources",

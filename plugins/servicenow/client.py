@@ -19,7 +19,6 @@ Behaviour shared by every call:
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import email.utils
 import logging
 import time
@@ -30,6 +29,8 @@ from urllib.parse import urlsplit
 
 import anyio
 import httpx2
+
+from mcp_providers import http as core_http
 from mcp_providers.errors import NotFound, UpstreamError
 from mcp_providers.plugins.servicenow.query import check_sys_id, check_table
 from mcp_providers.plugins.servicenow.settings import (
@@ -48,26 +49,10 @@ __all__ = [
     "Page",
     "ServiceNowError",
     "UnknownInstance",
-    "read_only",
 ]
 
 log = logging.getLogger(__name__)
 
-_READ_ONLY: contextvars.ContextVar[bool] = contextvars.ContextVar("servicenow_read_only", default=False)
-_SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
-
-
-@contextlib.contextmanager
-def read_only() -> Generator[None, None, None]:
-    """Within this block (and tasks it starts) only GET, HEAD and OPTIONS reach any instance.
-
-    Resource reads run inside it, so a read can never change an instance, whatever code it calls.
-    """
-    token = _READ_ONLY.set(True)
-    try:
-        yield
-    finally:
-        _READ_ONLY.reset(token)
 
 DisplayValue = Literal["true", "false", "all"]
 _MAX_TEXT = 500
@@ -194,7 +179,9 @@ class OAuthFlow(httpx2.Auth):
         where = f"OAuth token request ({form['grant_type']} grant) to {self._auth.token_path}"
         try:
             # httpx2.Auth() is the no-op flow: the token request must not carry (or wait for) a bearer token
-            response = await self._client.post(self._auth.token_path, data=body, auth=httpx2.Auth())
+            # A token request writes no instance data, so it may run inside a resource read.
+            with core_http.exempt(f"OAuth token request for instance {self._instance!r}"):
+                response = await self._client.post(self._auth.token_path, data=body, auth=httpx2.Auth())
         except httpx2.TimeoutException as exc:
             raise ServiceNowError(f"instance {self._instance!r}: {where} timed out", instance=self._instance) from exc
         except httpx2.HTTPError as exc:
@@ -326,11 +313,6 @@ class InstanceClient:
                        json: Any = None) -> httpx2.Response:  # fmt: skip
         if self._http is None:
             raise ServiceNowError(self._error or f"instance {self.name!r} is not open", instance=self.name)
-        if _READ_ONLY.get() and method not in _SAFE_METHODS:
-            raise ServiceNowError(
-                f"instance {self.name!r}: {what} ({method}) refused: resource reads are read-only; use a tool",
-                instance=self.name,
-            )
         retries = self.settings.max_retries
         for attempt in range(retries + 1):
             try:
@@ -445,7 +427,8 @@ def _open(settings: InstanceSettings) -> InstanceClient:
             flow = OAuthFlow(settings.name, auth, found)
     except ValueError as exc:
         return InstanceClient(settings, None, error=str(exc))
-    http = httpx2.AsyncClient(
+    # The core's client: inside a resource read it refuses anything but GET/HEAD/OPTIONS.
+    http = core_http.client(
         base_url=settings.url,
         auth=flow,
         headers=headers,

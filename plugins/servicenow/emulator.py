@@ -58,11 +58,12 @@ from urllib.parse import parse_qs, urlencode
 
 import anyio
 import uvicorn
-from mcp_providers.plugins.servicenow.seed import REFERENCES, seed_tables
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+
+from mcp_providers.plugins.servicenow.seed import REFERENCES, seed_tables
 
 __all__ = [
     "Emulator",

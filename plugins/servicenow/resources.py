@@ -31,14 +31,17 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import re
 from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+import anyio
+
 from mcp_providers.errors import InvalidParams, NotFound
 from mcp_providers.models import Freshness, Resource, ResourceTemplate
-from mcp_providers.plugins.servicenow.client import InstanceClient, InstancePool, UnknownInstance, read_only
+from mcp_providers.plugins.servicenow.client import InstanceClient, InstancePool, UnknownInstance
 from mcp_providers.plugins.servicenow.query import Filter, Order, QueryError, build_query, check_number, check_sys_id
 from mcp_providers.providers import CompletionRequest, Content, ReadRequest, ResourceProvider
 
@@ -67,6 +70,7 @@ TABLES: tuple[dict[str, Any], ...] = (
 )  # fmt: skip
 """Metadata of the tables served as resources (every table is reachable through the tools)."""
 
+log = logging.getLogger(__name__)
 _LIVE = Freshness.live()
 _NUMBER_PREFIX = re.compile(r"^[A-Z]{0,10}[0-9]{0,12}$")
 _SYS_ID_PREFIX = re.compile(r"^[0-9a-f]{0,32}$")
@@ -136,8 +140,37 @@ class ServiceNowResources(ResourceProvider):
 
     @contextlib.asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:
-        async with self._pool.opened():
-            yield
+        async with self._pool.opened(), anyio.create_task_group() as pollers:
+            for name in self._pool.names:
+                pollers.start_soon(self._poll_incidents, name)
+            try:
+                yield
+            finally:
+                pollers.cancel_scope.cancel()
+
+    async def _poll_incidents(self, instance: str) -> None:
+        """Publish ``servicenow://{instance}/incidents`` whenever the active incidents change.
+
+        Polls one page of ``sys_id``/``sys_updated_on`` plus the total every
+        ``incidents_poll_seconds``; a failed poll is logged and retried at the next interval.
+        """
+        uri = f"servicenow://{instance}/incidents"
+        interval = self._pool.settings(instance).incidents_poll_seconds
+        query = build_query([Filter(field="active", value="true")], [Order(field="sys_updated_on", descending=True)])
+        last: tuple[int | None, tuple[tuple[str, str], ...]] | None = None
+        while True:
+            await anyio.sleep(interval)
+            try:
+                page = await self._pool.client(instance).list_records(
+                    "incident", query=query, fields=("sys_id", "sys_updated_on")
+                )
+            except Exception as exc:  # the next poll tries again; reads report their own errors
+                log.warning("instance %s: polling incidents failed: %s", instance, type(exc).__name__)
+                continue
+            seen = (page.total, tuple((str(r.get("sys_id")), str(r.get("sys_updated_on"))) for r in page.records))
+            if last is not None and seen != last and self.publisher is not None:
+                await self.publisher.resource_updated(uri)
+            last = seen
 
     async def complete(self, template: ResourceTemplate, request: CompletionRequest) -> Sequence[str]:
         """Values for a template variable.
@@ -179,15 +212,14 @@ class ServiceNowResources(ResourceProvider):
         return [str(r[key]) for r in page.records if isinstance(r.get(key), str)]
 
     async def read(self, request: ReadRequest) -> Content:
-        """Read one resource, inside :func:`~mcp_providers.plugins.servicenow.client.read_only`.
+        """Read one resource (the core runs it in the read-only scope: no write reaches an instance).
 
         :raises InvalidParams: a URI value is malformed (number, sys_id) or names no configured
             instance; no request is sent to any instance.
         :raises NotFound: the record does not exist.
         :raises mcp_providers.plugins.servicenow.client.ServiceNowError: the instance failed.
         """
-        with read_only():
-            return await self._read(request)
+        return await self._read(request)
 
     async def _read(self, request: ReadRequest) -> Content:
         name = request.resource.name

@@ -191,6 +191,9 @@ class InstanceSettings(BaseModel):
     """Retries after a 429 answer before giving up."""
     max_retry_after_seconds: float = Field(default=30.0, ge=0, le=600)
     """Longest ``Retry-After`` honoured; a longer one fails at once with the wait stated."""
+    incidents_poll_seconds: float = Field(default=60.0, ge=0.05, le=86400)
+    """Seconds between checks of the active incidents list while the server runs; a change is
+    published to watchers of ``servicenow://{name}/incidents``."""
     fields: ResourceFields = ResourceFields()
 
     @field_validator("url")

@@ -27,6 +27,8 @@ import contextlib
 from collections.abc import AsyncIterator, Sequence
 from typing import Any, Literal
 
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
 from mcp_providers.errors import NotFound, ToolFailure
 from mcp_providers.models import Tool
 from mcp_providers.plugins.servicenow.client import InstanceClient, InstancePool, ServiceNowError, UnknownInstance
@@ -43,7 +45,6 @@ from mcp_providers.plugins.servicenow.query import (
 )
 from mcp_providers.plugins.servicenow.settings import INSTANCE_NAME_PATTERN
 from mcp_providers.providers import Link, ToolCall, ToolProvider, ToolResult
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 __all__ = [
     "AddCommentIn",

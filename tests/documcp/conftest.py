@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 import pytest
 from documcp_support import DOCUMCP_PLUGINS
 from mcp import Client
+
 from mcp_providers.composition import Composition
 from mcp_providers.testing import compose, connect
 

@@ -11,6 +11,7 @@ from typing import Any
 import mcp_types as types
 import pytest
 from mcp import Client
+
 from mcp_providers.plugins.documcp import config_templates, prompts, ssg_catalog, workflows
 
 DOCUMCP_PLUGINS: dict[str, object] = {

@@ -7,6 +7,8 @@ import json
 import pytest
 from documcp_support import read_text
 from mcp import Client
+from pydantic import ValidationError
+
 from mcp_providers.plugins.documcp.registry import (
     AVAILABLE_FIELDS,
     SSG,
@@ -17,7 +19,6 @@ from mcp_providers.plugins.documcp.registry import (
     require,
     template_uri,
 )
-from pydantic import ValidationError
 
 pytestmark = pytest.mark.anyio
 

@@ -18,6 +18,7 @@ import pytest
 import yaml
 from documcp_support import DOCUMCP_PLUGINS, node_check, read_text
 from mcp import Client, MCPError, StdioServerParameters
+
 from mcp_providers.plugins.documcp.registry import SSG_IDS
 from mcp_providers.plugins.documcp.workflows import ALIASES, WORKFLOW_IDS
 

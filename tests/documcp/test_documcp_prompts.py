@@ -5,6 +5,7 @@ from __future__ import annotations
 import mcp_types as types
 import pytest
 from mcp import Client, MCPError
+
 from mcp_providers.plugins.documcp.registry import SSG_IDS, by_id
 
 pytestmark = pytest.mark.anyio

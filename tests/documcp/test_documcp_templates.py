@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import yaml
 from documcp_support import node_check
+
 from mcp_providers.models import Freshness
 from mcp_providers.plugins.documcp import config_templates
 from mcp_providers.plugins.documcp.config_templates import PLACEHOLDERS, ConfigTemplates, render, template_text

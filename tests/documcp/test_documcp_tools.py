@@ -10,6 +10,7 @@ import pytest
 import yaml
 from documcp_support import read_text
 from mcp import Client
+
 from mcp_providers.plugins.documcp.registry import SSG_IDS, SSGS
 from mcp_providers.plugins.documcp.tools import RecommendIn, recommend
 

@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 from documcp_support import read_json
 from mcp import Client
-from mcp_providers.plugins.documcp.workflows import ALIASES, WORKFLOW_IDS, WorkflowContent, content
 from pydantic import ValidationError
+
+from mcp_providers.plugins.documcp.workflows import ALIASES, WORKFLOW_IDS, WorkflowContent, content
 
 pytestmark = pytest.mark.anyio
 

@@ -11,9 +11,6 @@ from collections.abc import AsyncIterator, Iterator, Mapping
 
 import pytest
 from mcp import Client
-from mcp_providers.composition import Composition
-from mcp_providers.plugins.servicenow.emulator import Emulator
-from mcp_providers.testing import connect
 from servicenow_support import (
     DEV_PASSWORD,
     DEV_USER,
@@ -24,6 +21,10 @@ from servicenow_support import (
     dev_instance,
     prod_instance,
 )
+
+from mcp_providers.composition import Composition
+from mcp_providers.plugins.servicenow.emulator import Emulator
+from mcp_providers.testing import connect
 
 
 @pytest.fixture

@@ -6,12 +6,14 @@ import socket
 from typing import Any
 
 import pytest
-from mcp_providers.errors import UpstreamError
+from servicenow_support import DEV_PASSWORD, DEV_USER, dev_instance
+
+from mcp_providers.errors import SideEffectRefused, UpstreamError
+from mcp_providers.http import read_scope
 from mcp_providers.plugins.servicenow import register_resource_providers, register_tool_providers
-from mcp_providers.plugins.servicenow.client import InstancePool, ServiceNowError, read_only
+from mcp_providers.plugins.servicenow.client import InstancePool, ServiceNowError
 from mcp_providers.plugins.servicenow.emulator import Emulator
 from mcp_providers.plugins.servicenow.settings import InstanceSettings, ServiceNowSettings
-from servicenow_support import DEV_PASSWORD, DEV_USER, dev_instance
 
 pytestmark = pytest.mark.anyio
 
@@ -147,9 +149,10 @@ async def test_writes_are_refused_inside_a_read_only_scope(secrets_env):
         async with pool.opened():
             client = pool.client("dev")
             sys_id = emu.records("incident")[0]["sys_id"]
-            with read_only():
+            # The core's read-only scope, as every resource read runs in it.
+            with read_scope(f"servicenow://dev/incidents/{sys_id}"):
                 assert (await client.get_record("incident", sys_id))["sys_id"] == sys_id
-                with pytest.raises(ServiceNowError, match=r"\(PATCH\) refused: resource reads are read-only"):
+                with pytest.raises(SideEffectRefused, match=r"^side-effect-in-resource-read: a PATCH to"):
                     await client.update_record("incident", sys_id, {"priority": "1"})
             assert (await client.update_record("incident", sys_id, {"priority": "5"}))["priority"] == "5"
     assert [r.method for r in emu.requests] == ["GET", "PATCH"]

@@ -7,6 +7,7 @@ from typing import Any
 
 import httpx2
 import pytest
+
 from mcp_providers.plugins.servicenow.emulator import Emulator, QuerySyntaxError, parse_encoded_query
 
 AUTH = ("admin", "emulator-pw")

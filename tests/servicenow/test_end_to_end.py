@@ -9,8 +9,6 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client, MCPError
-from mcp_providers.plugins.servicenow.emulator import Emulator
-from mcp_providers.testing import assert_check_passes, connect
 from servicenow_support import (
     DEV_PASSWORD,
     DEV_USER,
@@ -20,6 +18,9 @@ from servicenow_support import (
     dev_instance,
     prod_instance,
 )
+
+from mcp_providers.plugins.servicenow.emulator import Emulator
+from mcp_providers.testing import assert_check_passes, connect
 
 pytestmark = pytest.mark.anyio
 

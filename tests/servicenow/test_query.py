@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from pydantic import ValidationError
+
 from mcp_providers.plugins.servicenow.query import (
     Filter,
     Order,
@@ -13,7 +15,6 @@ from mcp_providers.plugins.servicenow.query import (
     check_table,
     check_value,
 )
-from pydantic import ValidationError
 
 
 def test_build_query_joins_filters_and_orders():

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import os
 
-import mcp_providers.plugins.servicenow as servicenow_plugin
 import pytest
+
+import mcp_providers.plugins.servicenow as servicenow_plugin
 from mcp_providers.plugins.servicenow.emulator import DEMO_ENV
 from mcp_providers.testing import compose, connect
 

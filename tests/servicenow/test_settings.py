@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from mcp_providers.plugins.servicenow.settings import InstanceSettings, ServiceNowSettings
 from pydantic import ValidationError
+
+from mcp_providers.plugins.servicenow.settings import InstanceSettings, ServiceNowSettings
 
 BASIC = {"type": "basic", "username": "u", "password_env": "SN_PASSWORD"}
 

@@ -27,6 +27,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import anyio
+from pydantic import BaseModel, ConfigDict
+
 from mcp_providers import (
     Content,
     Freshness,
@@ -49,7 +51,6 @@ from mcp_providers import (
 )
 from mcp_providers.blocks import Audio, Image, Text
 from mcp_providers.providers import Embed
-from pydantic import BaseModel, ConfigDict
 
 
 def _png() -> bytes:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from types import SimpleNamespace
 
+from pydantic import BaseModel
+
 from mcp_providers import (
     Content,
     Message,
@@ -20,7 +22,6 @@ from mcp_providers import (
     ToolResult,
     hookimpl,
 )
-from pydantic import BaseModel
 
 
 class Static(ResourceProvider):

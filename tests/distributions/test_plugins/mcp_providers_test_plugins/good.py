@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from pydantic import BaseModel
+
 from mcp_providers import (
     Content,
     Message,
@@ -21,7 +23,6 @@ from mcp_providers import (
     ToolResult,
     hookimpl,
 )
-from pydantic import BaseModel
 
 COLOURS = ("red", "green", "blue")
 

@@ -1,0 +1,126 @@
+"""Custody receipts: who read or ran what, under which permission, how big, how fresh, what changed.
+
+Every ``resources/read`` result and every ``tools/call`` result carries one receipt in its
+``_meta`` under :data:`RECEIPT_KEY`. The digest is of the exact bytes the client received (the
+UTF-8 of ``text``, or the decoded ``blob``), so a client can recompute and compare it. A receipt
+never contains content, secrets or tool argument values (only their digest).
+
+Shape (JSON)::
+
+    {
+      "actor": "application",              # "application" for reads, "model" for tool calls
+      "operation": "resources/read",       # or "tools/call"
+      "subject": "local",                  # who asked (the bearer token's subject on HTTP)
+      "decision": "allowed",               # the authorize hook's verdict
+      "provider": "ssg-catalog", "plugin": "ssg_catalog",
+      "distribution": "mcp-providers", "version": "0.1.0",
+      "uri": "documcp://ssgs/hugo",
+      "template": "documcp://ssgs/{ssg}", "params": {"ssg": "hugo"},   # templated reads only
+      "mimeType": "application/json", "bytes": 812, "sha256": "9f2c...",
+      "retrievedAt": "2026-11-30T08:00:00Z",
+      "freshness": {"kind": "static"},
+      "sideEffects": "none",
+      "truncation": null,                  # or {"originalBytes", "servedBytes", "reason"}
+      "transforms": []                     # e.g. ["embed-over-budget->resource_link documcp://..."]
+    }
+
+The ideas come from the "context custody" seed (``shared/seeds/002_*``): keep initiator, executor,
+identity, permission, size, freshness and side effects together for every transfer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from mcp.server import CacheHint
+
+from mcp_providers.models import Effects, Freshness
+
+__all__ = ["RECEIPT_KEY", "STATIC_TTL_MS", "cache_hint", "digest", "now_utc", "receipt"]
+
+RECEIPT_KEY = "io.mcp-providers/receipt"
+"""The ``_meta`` key receipts live under (reverse-DNS prefix, per MCP's ``_meta`` naming rule)."""
+
+STATIC_TTL_MS = 3_600_000
+"""Cache lifetime hinted for static content: one hour. It never changes while the distribution's
+version stays the same, but clients should still pick up an upgrade."""
+
+
+def digest(data: bytes) -> str:
+    """Hex SHA-256 of ``data``."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def now_utc() -> str:
+    """The current time as ISO 8601 UTC with a ``Z`` suffix, to the millisecond."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def cache_hint(freshness: Freshness) -> CacheHint:
+    """The 2026-07-28 cache hint (``ttlMs``, ``cacheScope``) for a declared freshness.
+
+    - ``static`` -> :data:`STATIC_TTL_MS`, ``public`` (same bytes for everyone allowed to read);
+    - ``max_age`` -> ``max_age_seconds`` in ms, ``private`` (content may depend on the caller);
+    - ``live`` and ``unspecified`` -> ``0`` (stale at once), ``private``.
+    """
+    if freshness.kind == "static":
+        return CacheHint(ttl_ms=STATIC_TTL_MS, scope="public")
+    if freshness.kind == "max_age" and freshness.max_age_seconds is not None:
+        return CacheHint(ttl_ms=int(freshness.max_age_seconds * 1000), scope="private")
+    return CacheHint(ttl_ms=0, scope="private")
+
+
+def receipt(
+    *,
+    actor: Literal["application", "model"],
+    operation: str,
+    subject: str,
+    provider: str,
+    plugin: str,
+    distribution: str | None,
+    version: str | None,
+    data: bytes,
+    mime_type: str | None = None,
+    uri: str | None = None,
+    template: str | None = None,
+    params: Mapping[str, str] | None = None,
+    freshness: Freshness | None = None,
+    side_effects: Effects = "none",
+    truncation: Mapping[str, Any] | None = None,
+    transforms: list[str] | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Build one receipt (a JSON-ready dict) for the bytes ``data`` the client receives."""
+    out: dict[str, Any] = {
+        "actor": actor,
+        "operation": operation,
+        "subject": subject,
+        "decision": "allowed",
+        "provider": provider,
+        "plugin": plugin,
+        "distribution": distribution,
+        "version": version,
+    }
+    if uri is not None:
+        out["uri"] = uri
+    if template is not None:
+        out["template"] = template
+        out["params"] = dict(params or {})
+    out.update(
+        {
+            "mimeType": mime_type,
+            "bytes": len(data),
+            "sha256": digest(data),
+            "retrievedAt": now_utc(),
+            "freshness": freshness.model_dump(exclude_none=True) if freshness else None,
+            "sideEffects": side_effects,
+            "truncation": dict(truncation) if truncation else None,
+            "transforms": list(transforms or []),
+        }
+    )
+    if extra:
+        out.update(extra)
+    return out

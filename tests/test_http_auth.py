@@ -1,0 +1,84 @@
+"""Bearer tokens over streamable HTTP: the verified subject reaches policy, receipts and the audit log."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import httpx2
+import pytest
+from mcp import Client, MCPError
+from mcp.client.streamable_http import streamable_http_client
+from test_clients import _http_server
+
+from mcp_providers.custody import RECEIPT_KEY
+
+pytestmark = pytest.mark.anyio
+
+ALICE = "alice-token-5f0c9b7e"
+BOB = "bob-token-0a1d2c3b"
+
+
+def write_config(tmp_path: Path) -> Path:
+    audit = tmp_path / "audit.jsonl"
+    config = tmp_path / "config.toml"
+    config.write_text(f"""
+allow = ["ssg_catalog", "policy"]
+
+[server]
+audit_log = "{audit}"
+
+[server.auth]
+tokens = [{{subject = "alice", token_env = "TEST_ALICE_TOKEN"}}, {{subject = "bob", token_env = "TEST_BOB_TOKEN"}}]
+
+[plugins.policy]
+[[plugins.policy.rules]]
+effect = "deny"
+subjects = ["bob"]
+actions = ["read", "expand"]
+targets = ["documcp://ssgs/*"]
+reason = "bob may not read the catalog"
+""")
+    return config
+
+
+async def test_bearer_subject_is_authorized_receipted_and_audited(tmp_path: Path) -> None:
+    config = write_config(tmp_path)
+    env = {"MCP_PROVIDERS_CONFIG": str(config), "TEST_ALICE_TOKEN": ALICE, "TEST_BOB_TOKEN": BOB}
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        with _http_server() as url:
+            async with (
+                httpx2.AsyncClient(headers={"Authorization": f"Bearer {ALICE}"}) as http,
+                Client(streamable_http_client(url, http_client=http), cache=None) as alice,
+            ):
+                result = await alice.read_resource("documcp://ssgs/available")
+                assert result.meta is not None and result.meta[RECEIPT_KEY]["subject"] == "alice"
+            async with (
+                httpx2.AsyncClient(headers={"Authorization": f"Bearer {BOB}"}) as http,
+                Client(streamable_http_client(url, http_client=http), cache=None) as bob,
+            ):
+                with pytest.raises(MCPError) as err:
+                    await bob.read_resource("documcp://ssgs/available")
+                assert err.value.code == -32003 and "bob may not read the catalog" in err.value.message
+            async with httpx2.AsyncClient() as anonymous:
+                response = await anonymous.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                                                headers={"Accept": "application/json, text/event-stream"})
+                assert response.status_code == 401
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    lines = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    reads = [line for line in lines if line["operation"] == "resources/read"]
+    assert [(r["subject"], r["decision"]) for r in reads] == [("alice", "allowed")]
+    denials = [line for line in lines if line["decision"] == "denied"]
+    assert denials and denials[0]["subject"] == "bob" and "bob may not read" in denials[0]["reason"]
+    text = (tmp_path / "audit.jsonl").read_text()
+    assert ALICE not in text and BOB not in text  # never secrets
+    assert '"ssgs"' not in text  # never content
+    assert all(line["subject"] in ("alice", "bob") for line in lines)
