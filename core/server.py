@@ -57,7 +57,7 @@ from mcp_providers.providers import (
     ToolResult,
 )
 
-__all__ = ["MAX_AGE_META_KEY", "build_server", "subject_of"]
+__all__ = ["MAX_AGE_META_KEY", "build_server", "subject_of", "tracing_configured"]
 
 MAX_AGE_META_KEY = "io.mcp-providers/maxAge"
 """Request ``_meta`` key: the oldest content, in seconds, the caller accepts (``0`` = current)."""
@@ -380,7 +380,8 @@ def build_server(composition: Composition) -> Server[object]:
             arguments = tool.input_model.model_validate(params.arguments or {})
         except ValidationError as exc:
             problems = "; ".join(
-                f"{'.'.join(str(p) for p in err['loc']) or '(arguments)'}: {err['msg']}" for err in exc.errors()
+                f"{'.'.join(str(p) for p in err['loc']) or '(arguments)'}: {err['msg'].removeprefix('Value error, ')}"
+                for err in exc.errors()
             )
             return _error_result(f"Invalid arguments for {tool.name}: {problems}")
         try:
@@ -596,7 +597,26 @@ def build_server(composition: Composition) -> Server[object]:
     # logging is deprecated at 2026-07-28, but 2025-11-25 clients still set levels for the log
     # messages tools send (ToolCall.log); the SDK keeps the method off the 2026 wire itself.
     server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, set_level)
+    if not tracing_configured():
+        # The SDK's tracing middleware builds a span per request even with no tracer installed.
+        server.middleware = [m for m in server.middleware if type(m).__name__ != "OpenTelemetryMiddleware"]
     return server
+
+
+def tracing_configured() -> bool:
+    """Whether an OpenTelemetry tracer provider has been set (``trace.set_tracer_provider`` or
+    ``OTEL_PYTHON_TRACER_PROVIDER``).
+
+    :func:`build_server` keeps the SDK's per-request tracing middleware only when this is true, so
+    set the provider before the server is built; without one the spans were no-ops anyway.
+    """
+    import os
+
+    from opentelemetry import trace
+
+    if os.environ.get("OTEL_PYTHON_TRACER_PROVIDER"):
+        return True
+    return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
 
 
 def _max_age(params: types.RequestParams) -> float | None:

@@ -103,3 +103,54 @@ async def test_streamable_http_on_loopback(extra: tuple[str, ...]) -> None:
         for mode in ("auto", "legacy"):
             async with Client(url, mode=mode, cache=None) as client:  # type: ignore[arg-type]
                 await _tour(client)
+
+
+async def test_declared_metadata_reaches_the_wire_in_both_eras() -> None:
+    from collections.abc import Sequence
+    from datetime import UTC, datetime
+    from types import SimpleNamespace
+
+    from mcp_providers import (
+        Annotations,
+        Content,
+        ReadRequest,
+        Resource,
+        ResourceProvider,
+        ResourceTemplate,
+        hookimpl,
+    )
+
+    when = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
+
+    class Meta(ResourceProvider):
+        name = "meta"
+        prefixes = ("meta://",)
+
+        def resources(self) -> Sequence[Resource]:
+            return [Resource(uri="meta://a", name="a", title="A title", description="A description",
+                             mime_type="text/markdown", size=3,
+                             annotations=Annotations(audience=("user",), priority=0.25, last_modified=when))]
+
+        def templates(self) -> Sequence[ResourceTemplate]:
+            return [ResourceTemplate(uri_template="meta://t/{x}", name="t", title="T", mime_type="text/plain",
+                                     annotations=Annotations(audience=("assistant",), priority=1.0))]
+
+        async def read(self, request: ReadRequest) -> Content:
+            return Content(text="abc")
+
+    @hookimpl
+    def register_resource_providers() -> list[ResourceProvider]:
+        return [Meta()]
+
+    composition = compose({"meta": SimpleNamespace(register_resource_providers=register_resource_providers)})
+    for mode in ("auto", "legacy"):
+        async with connect(composition, mode=mode) as client:  # type: ignore[arg-type]
+            (r,) = (await client.list_resources()).resources
+            assert (r.name, r.title, r.description, r.mime_type, r.size) == (
+                "a", "A title", "A description", "text/markdown", 3)
+            assert r.annotations is not None
+            assert r.annotations.audience == ["user"] and r.annotations.priority == 0.25
+            assert r.annotations.last_modified == "2026-11-01T12:00:00+00:00"
+            (t,) = (await client.list_resource_templates()).resource_templates
+            assert (t.title, t.mime_type) == ("T", "text/plain")
+            assert t.annotations is not None and t.annotations.audience == ["assistant"]

@@ -1,0 +1,71 @@
+"""Tool calls: argument validation, unknown tools, failures the model can correct."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from types import SimpleNamespace
+
+import mcp_types as types
+import pytest
+from mcp import MCPError
+from pydantic import BaseModel, field_validator
+
+from mcp_providers import Tool, ToolCall, ToolFailure, ToolProvider, ToolResult, hookimpl
+from mcp_providers.testing import compose, connect
+
+pytestmark = pytest.mark.anyio
+
+
+class HalfIn(BaseModel):
+    n: int
+
+    @field_validator("n")
+    @classmethod
+    def _even(cls, value: int) -> int:
+        if value % 2:
+            raise ValueError(f"{value} is odd; pass an even number")
+        return value
+
+
+class HalfOut(BaseModel):
+    half: int
+
+
+class Halver(ToolProvider):
+    name = "halver"
+
+    def tools(self) -> Sequence[Tool]:
+        return [Tool(name="half", description="Halve an even number.", input_model=HalfIn, output_model=HalfOut)]
+
+    async def call(self, call: ToolCall) -> ToolResult:
+        assert isinstance(call.arguments, HalfIn)
+        if call.arguments.n < 0:
+            raise ToolFailure("negative numbers are not supported; pass n >= 0")
+        return ToolResult(output=HalfOut(half=call.arguments.n // 2))
+
+
+def plugin() -> SimpleNamespace:
+    @hookimpl
+    def register_tool_providers() -> list[ToolProvider]:
+        return [Halver()]
+
+    return SimpleNamespace(register_tool_providers=register_tool_providers)
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_tool_arguments_are_validated_with_a_message_the_model_can_act_on(mode: str) -> None:
+    async with connect(compose({"halver": plugin()}), mode=mode) as client:  # type: ignore[arg-type]
+        ok = await client.call_tool("half", {"n": 8})
+        assert ok.structured_content == {"half": 4} and not ok.is_error
+        odd = await client.call_tool("half", {"n": 7})
+        assert odd.is_error
+        text = odd.content[0].text  # type: ignore[union-attr]
+        assert text == "Invalid arguments for half: n: 7 is odd; pass an even number"
+        missing = await client.call_tool("half", {})
+        assert missing.is_error and "n: Field required" in missing.content[0].text  # type: ignore[union-attr]
+        failed = await client.call_tool("half", {"n": -2})
+        assert failed.is_error
+        assert failed.content[0].text == "half failed: negative numbers are not supported; pass n >= 0"  # type: ignore[union-attr]
+        with pytest.raises(MCPError) as unknown:
+            await client.call_tool("quarter", {"n": 8})
+        assert unknown.value.code == types.INVALID_PARAMS and "Unknown tool 'quarter'" in unknown.value.message
