@@ -31,8 +31,13 @@ Rules (the ``rule`` string of a Problem):
 
 from __future__ import annotations
 
+import contextlib
+import io
+import os
 import re
-from collections.abc import Iterable, Sequence
+import sys
+import tempfile
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
@@ -318,18 +323,44 @@ def _dupes(problems: list[Problem], rule: str, items: Iterable[tuple[str, Declar
         )
 
 
+@contextlib.contextmanager
+def _captured_stdout(into: list[str]) -> Iterator[None]:
+    """Capture what is written to stdout, by ``print`` or straight to file descriptor 1."""
+    sys.stdout.flush()
+    text = io.StringIO()
+    saved = os.dup(1)
+    try:
+        with tempfile.TemporaryFile() as sink:
+            os.dup2(sink.fileno(), 1)
+            try:
+                with contextlib.redirect_stdout(text):
+                    yield
+            finally:
+                os.dup2(saved, 1)
+                sink.seek(0)
+                into.append(text.getvalue() + sink.read().decode(errors="replace"))
+    finally:
+        os.close(saved)
+
+
 async def static_read_problems(composition: Composition) -> list[str]:
     """Read every fixed resource declared ``static`` twice; report those whose bytes differ.
 
-    Runs inside :meth:`Composition.running` so providers can open their clients.
+    Runs inside :meth:`Composition.running` so providers can open their clients. Each read has
+    the serving deadline (``server.read_timeout``), so a read that hangs cannot hang ``check``;
+    what a read prints to stdout is captured (it would corrupt a stdio MCP stream) and reported.
 
-    :returns: one ``<plugin>: static-read-failed|static-content-changed: ...`` line per problem.
+    :returns: one ``<plugin>: static-read-failed|static-read-timeout|read-printed-to-stdout|
+        static-content-changed: ...`` line per problem.
     """
     import hashlib
     from typing import cast
 
+    import anyio
+
     from mcp_providers.providers import Content, ReadRequest
 
+    deadline = composition.config.server.read_timeout
     problems = []
     async with composition.running():
         for entry in composition.catalog.resources:
@@ -337,10 +368,18 @@ async def static_read_problems(composition: Composition) -> list[str]:
             if decl.freshness.kind != "static":
                 continue
             digests = []
+            printed: list[str] = []
             for _ in range(2):
                 try:
-                    # object: a plugin may break its contract, and check must say so
-                    content = cast(object, await entry.provider.read(ReadRequest(uri=decl.uri, resource=decl)))
+                    with _captured_stdout(printed), anyio.fail_after(deadline):
+                        # object: a plugin may break its contract, and check must say so
+                        content = cast(object, await entry.provider.read(ReadRequest(uri=decl.uri, resource=decl)))
+                except TimeoutError:
+                    problems.append(
+                        f"{entry.plugin}: static-read-timeout: {decl.uri!r}: did not finish within {deadline:g} s "
+                        "(server.read_timeout); fix: bound the read's I/O with timeouts shorter than the deadline"
+                    )
+                    break
                 except Exception as exc:
                     problems.append(f"{entry.plugin}: static-read-failed: {decl.uri!r}: {type(exc).__name__}: {exc}")
                     break
@@ -351,6 +390,13 @@ async def static_read_problems(composition: Composition) -> list[str]:
                     )
                     break
                 digests.append(hashlib.sha256(content.data).hexdigest())
+            if "".join(printed):
+                first = ("".join(printed).strip().splitlines() or [""])[0]
+                problems.append(
+                    f"{entry.plugin}: read-printed-to-stdout: {decl.uri!r}: read() printed to stdout "
+                    f"({first[:60]!r}); over stdio that is the protocol stream; fix: log to stderr "
+                    "(the logging module) instead of print()"
+                )
             if len(digests) == 2 and digests[0] != digests[1]:
                 problems.append(
                     f"{entry.plugin}: static-content-changed: {decl.uri!r}: two reads gave different bytes "

@@ -90,6 +90,13 @@ def serve(
     """Serve the composed MCP server over stdio (default) or streamable HTTP."""
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     composition = _compose(_load(config, plugin_set), strict)
+    if strict:  # --strict means every check passes, including the static reads `check` makes
+        problems = anyio.run(static_read_problems, composition)
+        if problems:
+            err.print("[red]refusing to start (--strict):[/red]", highlight=False)
+            for line in problems:
+                err.print(f"  {line}", highlight=False, markup=False)
+            raise typer.Exit(1)
     for line in composition.failures:
         err.print(f"[yellow]not served:[/yellow] {line}", highlight=False)
     server = composition.server
