@@ -118,7 +118,7 @@ class Catalog:
             return Route(fixed.plugin, fixed.provider, fixed.declaration)
         owner = self._owner(uri)
         if owner is None:
-            raise NotFound(f"Unknown resource: {uri}. {self._closest_hint(uri)}", data={"uri": uri})
+            raise NotFound(f"Unknown resource: {_shown(uri)}. {self._closest_hint(uri)}", data={"uri": uri})
         _plugin, provider, compiled = owner
         for c in compiled:
             if not uri.startswith(literal_start(c.template.template)):
@@ -130,7 +130,7 @@ class Catalog:
             e.declaration.uri for e in self.resources if e.provider is provider
         ][:10]
         raise NotFound(
-            f"Unknown resource: {uri}. It lies under a prefix provider {provider.name!r} owns, but matches "
+            f"Unknown resource: {_shown(uri)}. It lies under a prefix provider {provider.name!r} owns, but matches "
             f"none of its resources; it serves: {', '.join(shapes) or 'nothing'}",
             data={"uri": uri},
         )
@@ -201,6 +201,17 @@ class Catalog:
 def _as_strings(values: Mapping[str, str | list[str]]) -> dict[str, str]:
     # The checks refuse exploded variables, so every value is a string.
     return {k: v if isinstance(v, str) else "/".join(v) for k, v in values.items()}
+
+
+SHOWN_URI_CHARS = 200
+"""How much of a URI an error message quotes; ``data.uri`` carries all of it."""
+
+
+def _shown(uri: str) -> str:
+    """``uri``, or its first :data:`SHOWN_URI_CHARS` characters and its length (hostile input is long)."""
+    if len(uri) <= SHOWN_URI_CHARS:
+        return uri
+    return f"{uri[:SHOWN_URI_CHARS]}... ({len(uri)} characters)"
 
 
 def _common(a: str, b: str) -> int:
