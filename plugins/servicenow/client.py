@@ -323,9 +323,15 @@ class InstanceClient:
                     f"({type(exc).__name__}); the instance may be overloaded, or raise timeout_seconds",
                     instance=self.name,
                 ) from exc
-            except httpx2.HTTPError as exc:
+            except (httpx2.ConnectError, httpx2.ConnectTimeout) as exc:
                 raise ServiceNowError(
                     f"instance {self.name!r}: {what} could not reach {self.settings.url} ({type(exc).__name__})",
+                    instance=self.name,
+                ) from exc
+            except httpx2.HTTPError as exc:
+                raise ServiceNowError(
+                    f"instance {self.name!r}: {what}: the connection to {self.settings.url} broke before the "
+                    f"answer was complete ({type(exc).__name__}); nothing from it was used, try again",
                     instance=self.name,
                 ) from exc
             log.debug("instance %s: %s %s -> %s", self.name, method, path, response.status_code)

@@ -233,6 +233,7 @@ class Fault:
     :param retry_after: value of the ``Retry-After`` header, e.g. ``"1"`` (with ``status=429``).
     :param delay_seconds: wait this long before answering (a slow response).
     :param malformed: answer 200 with a body that is not JSON.
+    :param truncated: answer 200 declaring a longer body than it sends, then drop the connection.
     :param message: the envelope's ``error.message`` (a default per status otherwise).
     :param detail: the envelope's ``error.detail``.
     :param scope: which requests it applies to: ``"table"`` (Table API), ``"oauth"``
@@ -246,6 +247,7 @@ class Fault:
     message: str | None = None
     detail: str | None = None
     scope: Literal["table", "oauth", "any"] = "table"
+    truncated: bool = False
 
 
 _DEFAULT_MESSAGES = {
@@ -394,15 +396,18 @@ class Emulator:
 
     def fail_next(self, times: int = 1, *, status: int | None = 500, retry_after: str | None = None,
                   delay_seconds: float = 0.0, malformed: bool = False, message: str | None = None,
-                  detail: str | None = None, scope: Literal["table", "oauth", "any"] = "table") -> None:  # fmt: skip
+                  detail: str | None = None, scope: Literal["table", "oauth", "any"] = "table",
+                  truncated: bool = False) -> None:  # fmt: skip
         """Queue a fault for each of the next ``times`` requests in ``scope`` (see :class:`Fault`).
 
         ``fail_next(status=429, retry_after="1")`` rate-limits the next request;
         ``fail_next(status=None, delay_seconds=2)`` slows it; ``fail_next(status=None,
-        malformed=True)`` answers it with a body that is not JSON.
+        malformed=True)`` answers it with a body that is not JSON; ``fail_next(status=None,
+        truncated=True)`` cuts its body short; ``fail_next(status=None)`` lets it through untouched
+        (to fault a later request).
         """
         fault = Fault(status=status, retry_after=retry_after, delay_seconds=delay_seconds, malformed=malformed,
-                      message=message, detail=detail, scope=scope)  # fmt: skip
+                      message=message, detail=detail, scope=scope, truncated=truncated)  # fmt: skip
         with self._lock:
             self._state.faults.extend([fault] * times)
 
@@ -478,6 +483,10 @@ class Emulator:
             await anyio.sleep(fault.delay_seconds)
         if fault.malformed:
             return Response('{"result": [ {"sys_id": ', status_code=200, media_type="application/json")
+        if fault.truncated:
+            body = b'{"result": [ {"sys_id": "0123'
+            headers = {"content-length": str(len(body) + 4096)}
+            return Response(body, status_code=200, media_type="application/json", headers=headers)
         if fault.status is not None:
             headers = {"Retry-After": fault.retry_after} if fault.retry_after is not None else {}
             return _error(fault.status, fault.message, fault.detail, headers)
@@ -817,7 +826,6 @@ def serve_forever(emulators: Mapping[str, Emulator], ready: Callable[[Mapping[st
         if ready is not None:
             ready(urls)
         (stop or threading.Event()).wait()
-
 
 
 DEMO_ENV = {"dev": "MCP_PROVIDERS_DEMO_SN_DEV_PASSWORD", "prod": "MCP_PROVIDERS_DEMO_SN_PROD_SECRET"}
