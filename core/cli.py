@@ -66,6 +66,10 @@ def _compose(config: Config, strict: bool) -> Composition:
         raise typer.Exit(1) from None
 
 
+STDIO_ENV = "MCP_PROVIDERS_STDIO"
+"""Set to ``sdk`` to serve stdio with the SDK's transport instead of :mod:`mcp_providers.stdio`."""
+
+
 def _parse_hostport(value: str) -> tuple[str, int]:
     host, sep, port = value.rpartition(":")
     if not sep or not port.isdigit():
@@ -101,7 +105,12 @@ def serve(
         err.print(f"[yellow]not served:[/yellow] {line}", highlight=False)
     server = composition.server
     if http is None:
-        from mcp.server.stdio import stdio_server
+        import os
+
+        if os.environ.get(STDIO_ENV) == "sdk":  # the SDK's thread-based transport, for comparison
+            from mcp.server.stdio import stdio_server
+        else:
+            from mcp_providers.stdio import stdio_server  # type: ignore[assignment]
 
         async def run_stdio() -> None:
             async with stdio_server() as (read, write):

@@ -1,0 +1,147 @@
+"""`mcp_providers.stdio`: the asyncio-pipe stdio transport `serve` uses, in both protocol eras."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import mcp_types as types
+import pytest
+from mcp import Client, MCPError, StdioServerParameters
+
+pytestmark = pytest.mark.anyio
+
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+}
+INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+
+
+def _read(id_: int, uri: str) -> dict[str, object]:
+    return {"jsonrpc": "2.0", "id": id_, "method": "resources/read", "params": {"uri": uri}}
+
+
+@pytest.mark.parametrize("transport", ["ours", "sdk"])
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_serve_over_stdio_in_both_eras(mode: str, transport: str) -> None:
+    env = {**os.environ, "MCP_PROVIDERS_STDIO": transport}
+    params = StdioServerParameters(command=sys.executable, args=["-m", "mcp_providers", "serve"], env=env)
+    async with Client(params, mode=mode, cache=None) as client:  # type: ignore[arg-type]
+        assert client.protocol_version == ("2026-07-28" if mode == "auto" else "2025-11-25")
+        listed = await client.list_resources()
+        assert "documcp://ssgs/available" in [r.uri for r in listed.resources]
+        hugo = await client.read_resource("documcp://ssgs/hugo")
+        assert json.loads(hugo.contents[0].text)["id"] == "hugo"  # type: ignore[union-attr]
+        with pytest.raises(MCPError) as missing:
+            await client.read_resource("documcp://ssgs/nope")
+        assert missing.value.code == types.INVALID_PARAMS
+
+
+def test_bad_and_blank_lines_do_not_stop_the_server() -> None:
+    # The junk line is logged and skipped by the dispatcher (as with the SDK transport).
+    lines = [
+        json.dumps(INIT) + "\n",
+        json.dumps(INITIALIZED) + "\n",
+        "\n",
+        "this is not json\n",
+        json.dumps(_read(2, "documcp://ssgs/hugo")) + "\n",
+    ]
+    # stdin from a pipe that closes after the last line: the answers must all arrive first.
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mcp_providers", "serve"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write("".join(lines))
+    proc.stdin.flush()
+    answers = [json.loads(proc.stdout.readline()) for _ in range(2)]
+    proc.stdin.close()
+    proc.wait(timeout=30)
+    assert proc.stderr is not None
+    proc.stderr.close()
+    proc.stdout.close()
+    by_id = {a.get("id"): a for a in answers}
+    assert by_id[1]["result"]["protocolVersion"] == "2025-11-25"
+    assert json.loads(by_id[2]["result"]["contents"][0]["text"])["id"] == "hugo"
+
+
+# A server whose only resource prints to stdout while it is read, then prints after serving:
+# the stray print must land on stderr, and stdout must be the wire again after exit.
+PRINTING_SERVER = textwrap.dedent(
+    """
+    import sys, anyio, mcp_types as types
+    from mcp.server import Server
+    from mcp_providers.stdio import stdio_server
+
+    async def read(ctx, params):
+        print("stray output from a provider")
+        sys.stdout.flush()
+        return types.ReadResourceResult(contents=[types.TextResourceContents(uri=params.uri, text="ok")])
+
+    async def listing(ctx, params):
+        return types.ListResourcesResult(resources=[])
+
+    server = Server("printer", on_read_resource=read, on_list_resources=listing)
+    server.middleware = []
+
+    async def main():
+        async with stdio_server() as (r, w):
+            await server.run(r, w, server.create_initialization_options())
+
+    print("before serving")
+    anyio.run(main)
+    print("after serving")
+    """
+)
+
+
+def test_stray_prints_go_to_stderr_and_stdout_is_restored() -> None:
+    lines = [json.dumps(INIT) + "\n", json.dumps(INITIALIZED) + "\n", json.dumps(_read(2, "x://y")) + "\n"]
+    proc = subprocess.Popen(
+        [sys.executable, "-c", PRINTING_SERVER],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    proc.stdin.write("".join(lines))
+    proc.stdin.flush()
+    assert proc.stdout.readline() == "before serving\n"
+    wire = [json.loads(proc.stdout.readline()) for _ in range(2)]
+    proc.stdin.close()
+    rest = proc.stdout.read()
+    err = proc.stderr.read()
+    proc.wait(timeout=30)
+    proc.stdout.close()
+    proc.stderr.close()
+    assert [m["id"] for m in wire] == [1, 2]
+    assert wire[1]["result"]["contents"][0]["text"] == "ok"
+    assert "stray output from a provider" in err
+    assert rest == "after serving\n"
+
+
+def test_regular_file_stdin_falls_back_to_the_sdk_transport(tmp_path: object) -> None:
+    from pathlib import Path
+
+    requests = Path(str(tmp_path)) / "requests.jsonl"
+    requests.write_text(json.dumps(INIT) + "\n")
+    with requests.open() as stdin:
+        done = subprocess.run(
+            [sys.executable, "-m", "mcp_providers", "serve"],
+            stdin=stdin,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    assert json.loads(done.stdout.splitlines()[0])["result"]["protocolVersion"] == "2025-11-25"
