@@ -107,6 +107,9 @@ class ServerSettings(BaseModel):
     """Largest resource read served, in bytes (a resource's ``max_bytes`` overrides it)."""
     max_embed_bytes: int = Field(default=4096, ge=0)
     """Largest resource a tool result may embed, in bytes; bigger ones become resource links."""
+    coalesce_reads: bool = True
+    """Let identical concurrent reads (same provider, URI and caller) share one provider read;
+    nothing is cached once the read ends (see :mod:`mcp_providers.coalesce`)."""
     audit_log: Path | None = None
     """JSON-lines file that gets one line per list, read, call and denial (never content or secrets)."""
     auth: AuthConfig | None = None

@@ -30,6 +30,7 @@ from pydantic import BaseModel, ValidationError
 from mcp_providers.audit import AuditLog
 from mcp_providers.blocks import media_wire
 from mcp_providers.channel import SessionChannel, set_log_level
+from mcp_providers.coalesce import Coalescer
 from mcp_providers.composition import Composition
 from mcp_providers.custody import RECEIPT_KEY, cache_hint, digest, receipt
 from mcp_providers.errors import (
@@ -129,6 +130,7 @@ def build_server(composition: Composition) -> Server[object]:
     audit = AuditLog(settings.audit_log)
     origin = {r.name: (r.distribution, r.version) for r in composition.records}
     hub = composition.subscriptions
+    coalescer: Coalescer[Content] = Coalescer()
 
     allowed = authorizer
 
@@ -223,9 +225,13 @@ def build_server(composition: Composition) -> Server[object]:
         try:
             with read_scope(uri):
                 # object: a plugin may break its contract, and the client must get a clear error
-                content = cast(
-                    object, await guarded(f"reading {uri}", route.provider.name, route.provider.read(request))
+                key = (route.provider.name, uri, subject)
+                pending = (
+                    coalescer.run(key, lambda: route.provider.read(request))
+                    if settings.coalesce_reads
+                    else route.provider.read(request)
                 )
+                content = cast(object, await guarded(f"reading {uri}", route.provider.name, pending))
         except RequestError:
             raise
         except Exception:

@@ -253,7 +253,8 @@ async def test_200_concurrent_reads_alternating_instances_keep_their_own_instanc
     prod_seen = {r.principal for r in prod_emulator.requests}
     assert dev_seen == {f"basic:{DEV_USER}"}
     assert prod_seen == {f"oauth:{PROD_CLIENT}"}
-    assert len(dev_emulator.table_requests()) == 100 and len(prod_emulator.table_requests()) == 100
+    # identical concurrent reads share one upstream request (9 distinct incidents per instance)
+    assert 9 <= len(dev_emulator.table_requests()) <= 100 and 9 <= len(prod_emulator.table_requests()) <= 100
     assert all(r.status == 200 for r in dev_emulator.requests + prod_emulator.requests)
     # one token for the whole burst: the OAuth token is cached, not fetched per request
     assert [r.path for r in prod_emulator.requests].count("/oauth_token.do") == 1

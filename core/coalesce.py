@@ -1,0 +1,83 @@
+"""Identical in-flight reads share one provider read.
+
+When several requests read the same resource at the same moment, only the first (the *leader*)
+calls the provider; the others wait for its outcome and get the same content or the same error.
+Nothing is kept once the read finishes, so this never serves content older than a read that was
+already running when the request arrived: it honours every declared freshness, ``live`` included.
+
+Reads are shared only between identical keys; the server uses ``(provider, uri, subject)`` so one
+caller never receives content read on behalf of another. If the leader is cancelled (its client
+went away, or its deadline passed), each waiter retries on its own, one of them becoming the new
+leader.
+
+Example::
+
+    coalescer = Coalescer()
+    content = await coalescer.run(("ssg-catalog", uri, "local"), lambda: provider.read(request))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Hashable
+from typing import Generic, TypeVar
+
+import anyio
+
+__all__ = ["Coalescer"]
+
+T = TypeVar("T")
+
+
+class _Flight(Generic[T]):
+    __slots__ = ("done", "error", "result", "shared", "succeeded")
+
+    def __init__(self) -> None:
+        self.done = anyio.Event()
+        self.succeeded = False
+        self.result: T | None = None
+        self.error: BaseException | None = None
+        self.shared = 0
+
+
+class Coalescer(Generic[T]):
+    """Runs at most one read per key at a time; concurrent callers of the same key share it."""
+
+    def __init__(self) -> None:
+        self._flights: dict[Hashable, _Flight[T]] = {}
+        self.shared = 0
+        """How many calls were answered by another caller's read (for benchmarks and tests)."""
+
+    async def run(self, key: Hashable, read: Callable[[], Awaitable[T]]) -> T:
+        """The outcome of ``read()``, or of the identical read already in flight for ``key``.
+
+        :param key: identifies identical reads (hashable).
+        :param read: starts the read; called only when no read for ``key`` is in flight.
+        :returns: what ``read()`` returned; waiters get the same object.
+        :raises Exception: what ``read()`` raised; waiters get the same exception.
+        """
+        while True:
+            flight = self._flights.get(key)
+            if flight is None:
+                break
+            await flight.done.wait()
+            if flight.succeeded:
+                self.shared += 1
+                return flight.result  # type: ignore[return-value]  # set with succeeded
+            if flight.error is not None:
+                self.shared += 1
+                raise flight.error
+            # The leader was cancelled: try again, perhaps as the new leader.
+        flight = _Flight[T]()
+        self._flights[key] = flight
+        try:
+            flight.result = await read()
+            flight.succeeded = True
+            return flight.result
+        except anyio.get_cancelled_exc_class():
+            raise
+        except Exception as exc:
+            flight.error = exc
+            raise
+        finally:
+            del self._flights[key]
+            flight.done.set()
