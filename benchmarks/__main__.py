@@ -1,0 +1,750 @@
+"""Run every benchmark in one process and print one table: ``uv run --group bench python -m benchmarks``.
+
+Each comparison interleaves baseline and candidates round by round (this machine is shared and
+noisy) and reports the median over rounds. Ratios are candidate / baseline for times and
+baseline / candidate for rates, so a ratio below 1.0 always means "the candidate is cheaper".
+Options: ``--quick`` (fewer rounds, for a smoke run), ``--only SECTION[,SECTION]``,
+``--markdown FILE`` (also write the table as Markdown).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from benchmarks import fixtures
+
+ROOT = Path(__file__).resolve().parent.parent
+PY = sys.executable
+ROUNDS = 9
+
+
+@dataclass
+class Row:
+    section: str
+    case: str
+    value: float
+    unit: str
+    ratio: str = ""
+    target: str = ""
+
+
+ROWS: list[Row] = []
+
+
+def emit(section: str, case: str, value: float, unit: str, ratio: str = "", target: str = "") -> None:
+    row = Row(section, case, value, unit, ratio, target)
+    ROWS.append(row)
+    print(f"  {section:<28} {case:<58} {_fmt(value, unit):>14}  {ratio:<24} {target}", flush=True)
+
+
+def _fmt(value: float, unit: str) -> str:
+    if unit == "ms":
+        return f"{value:.3f} ms"
+    if unit == "MB":
+        return f"{value:+.2f} MB" if value < 0 or value > 0 else "0.00 MB"
+    if unit == "reads/s":
+        return f"{value:,.0f} reads/s"
+    return f"{value:g} {unit}"
+
+
+def ratio_of(candidate: float, baseline: float) -> str:
+    return f"{candidate / baseline:.2f}x" if baseline else "n/a"
+
+
+def verdict(ok: bool) -> str:
+    return "met" if ok else "MISSED"
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+def interleaved(cases: dict[str, Callable[[], float]], rounds: int) -> dict[str, float]:
+    """Median of each case over ``rounds``, running the cases in turn each round."""
+    samples: dict[str, list[float]] = {name: [] for name in cases}
+    for r in range(rounds):
+        names = list(cases) if r % 2 == 0 else list(reversed(cases))  # no case always runs first
+        for name in names:
+            samples[name].append(cases[name]())
+    return {name: median(values) for name, values in samples.items()}
+
+
+async def ainterleaved(cases: dict[str, Callable[[], Awaitable[float]]], rounds: int) -> dict[str, float]:
+    samples: dict[str, list[float]] = {name: [] for name in cases}
+    for r in range(rounds):
+        names = list(cases) if r % 2 == 0 else list(reversed(cases))
+        for name in names:
+            samples[name].append(await cases[name]())
+    return {name: median(values) for name, values in samples.items()}
+
+
+def per_read_ms(client: Any, uri: str, n: int) -> Callable[[], Awaitable[float]]:
+    async def run() -> float:
+        t0 = time.perf_counter()
+        for _ in range(n):
+            await client.read_resource(uri)
+        return (time.perf_counter() - t0) / n * 1000
+
+    return run
+
+
+# -- 1. read overhead through the SDK client -------------------------------------------------------
+
+
+async def read_overhead(rounds: int) -> None:
+    from mcp import Client, StdioServerParameters
+
+    uri = fixtures.fixed_uri(0, 3)
+    for mode in ("auto", "legacy"):
+        async with contextlib.AsyncExitStack() as stack:
+            servers = {
+                "MCPServer (SDK)": fixtures.mcpserver(1),
+                "composed, SDK tracing middleware on (before)": fixtures.composed(1, otel=True).server,
+                "composed (after)": fixtures.composed(1).server,
+            }
+            cases = {}
+            for name, srv in servers.items():
+                client = await stack.enter_async_context(Client(srv, mode=mode, cache=None))  # type: ignore[arg-type]
+                await client.read_resource(uri)
+                cases[name] = per_read_ms(client, uri, 200)
+            result = await ainterleaved(cases, rounds)
+        _report_vs_first(f"read, in-memory {mode}", result, "ms", target_name="composed (after)", target=1.0)
+
+    async with contextlib.AsyncExitStack() as stack:
+        spawn = {
+            "MCPServer (SDK), SDK stdio": ["mcpserver", "--transport", "sdk"],
+            "composed, SDK stdio + tracing (before)": ["composed", "--transport", "sdk", "--otel"],
+            "composed, mcp_providers.stdio (after)": ["composed"],
+        }
+        cases = {}
+        for name, args in spawn.items():
+            params = StdioServerParameters(command=PY, args=["-m", "benchmarks.serve", *args], cwd=str(ROOT))
+            client = await stack.enter_async_context(Client(params, cache=None))
+            await client.read_resource(uri)
+            cases[name] = per_read_ms(client, uri, 200)
+        result = await ainterleaved(cases, max(3, rounds // 2))
+    _report_vs_first(
+        "read, stdio (SDK client)", result, "ms", target_name="composed, mcp_providers.stdio (after)", target=1.0
+    )
+
+
+def _report_vs_first(section: str, result: dict[str, float], unit: str, *, target_name: str, target: float) -> None:
+    names = list(result)
+    base = result[names[0]]
+    for name in names:
+        value = result[name]
+        ratio = ratio_of(value, base) if name != names[0] else "baseline"
+        tgt = ""
+        if name == target_name:
+            tgt = f"target <= {target:.1f}x: {verdict(value / base <= target)}"
+        emit(section, name, value, unit, ratio, tgt)
+
+
+# -- 2. server-side cost over stdio, raw JSON-RPC lines --------------------------------------------
+
+
+class RawStdio:
+    """A server subprocess driven by writing and reading JSON lines (no SDK client)."""
+
+    def __init__(self, *args: str) -> None:
+        self.proc = subprocess.Popen(
+            [PY, "-m", "benchmarks.serve", *args],
+            cwd=ROOT,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+        self.echo = args[0] == "echo"
+        self._id = 0
+        if not self.echo:
+            init = {
+                "jsonrpc": "2.0",
+                "id": 0,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {},
+                    "clientInfo": {"name": "b", "version": "1"},
+                },
+            }
+            self._send(init)
+            self._recv()
+            self._send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def _send(self, message: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(message).encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def _recv(self) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"server {self.proc.args} closed stdout")
+        return json.loads(line)
+
+    def request_line(self, uri: str) -> bytes:
+        self._id += 1
+        return json.dumps(
+            {"jsonrpc": "2.0", "id": self._id, "method": "resources/read", "params": {"uri": uri}}
+        ).encode()
+
+    def reads(self, uri: str, n: int, batch: int = 1) -> float:
+        """Read ``uri`` ``n`` times, ``batch`` requests in flight at once; ms per read."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        t0 = time.perf_counter()
+        done = 0
+        while done < n:
+            k = min(batch, n - done)
+            self.proc.stdin.write(b"".join(self.request_line(uri) + b"\n" for _ in range(k)))
+            self.proc.stdin.flush()
+            for _ in range(k):
+                line = self.proc.stdout.readline()
+                if not self.echo and b'"result"' not in line:
+                    raise RuntimeError(f"unexpected answer: {line[:200]!r}")
+            done += k
+        return (time.perf_counter() - t0) / n * 1000
+
+    def rss_mb(self) -> float:
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+        return float("nan")
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.proc.stdout.close()
+
+
+def server_side_stdio(rounds: int) -> None:
+    uri = fixtures.fixed_uri(0, 3)
+    spawn = {
+        "floor: bare Python echoing lines": ["echo"],
+        "MCPServer (SDK), SDK stdio": ["mcpserver", "--transport", "sdk"],
+        "composed, SDK stdio + tracing (before)": ["composed", "--transport", "sdk", "--otel"],
+        "composed, SDK stdio, tracing off (config)": ["composed", "--transport", "sdk"],
+        "composed, mcp_providers.stdio (after)": ["composed"],
+    }
+    servers = {name: RawStdio(*args) for name, args in spawn.items()}
+    try:
+        for s in servers.values():
+            s.reads(uri, 200)  # warm up
+        result = interleaved({name: (lambda s=s: s.reads(uri, 300)) for name, s in servers.items()}, rounds)
+    finally:
+        for s in servers.values():
+            s.close()
+    floor = result["floor: bare Python echoing lines"]
+    sdk = result["MCPServer (SDK), SDK stdio"]
+    for name, value in result.items():
+        ratio = "" if name.startswith("floor") else f"{ratio_of(value, floor)} floor, {ratio_of(value, sdk)} MCPServer"
+        tgt = f"target <= 0.4 ms: {verdict(value <= 0.4)}" if name.endswith("(after)") else ""
+        emit("server-side read, raw stdio", name, value, "ms", ratio, tgt)
+
+
+# -- 3. streamable HTTP --------------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with contextlib.closing(socket.socket()) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def http_server(kind: str) -> Iterator[str]:
+    port = _free_port()
+    proc = subprocess.Popen(
+        [PY, "-m", "benchmarks.serve", kind, "--http", str(port)], cwd=ROOT, stderr=subprocess.DEVNULL
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            with contextlib.closing(socket.socket()) as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+async def http_rate(url: str, clients: int, seconds: float) -> float:
+    import httpx2
+
+    uri = fixtures.fixed_uri(0, 3)
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "resources/read", "params": {"uri": uri}})
+    headers = {
+        "content-type": "application/json",
+        "accept": "application/json, text/event-stream",
+        "mcp-protocol-version": "2025-11-25",
+    }
+    count = 0
+    stop = time.perf_counter() + seconds
+
+    async def worker() -> None:
+        nonlocal count
+        async with httpx2.AsyncClient(timeout=30) as http:
+            while time.perf_counter() < stop:
+                answer = await http.post(url, content=body, headers=headers)
+                if answer.status_code != 200 or b'"result"' not in answer.content:
+                    raise RuntimeError(f"HTTP read failed: {answer.status_code} {answer.content[:200]!r}")
+                count += 1
+
+    t0 = time.perf_counter()
+    async with anyio.create_task_group() as tg:
+        for _ in range(clients):
+            tg.start_soon(worker)
+    return count / (time.perf_counter() - t0)
+
+
+def streamable_http(rounds: int) -> None:
+    with http_server("mcpserver") as sdk_url, http_server("composed") as our_url:
+        for url in (sdk_url, our_url):
+            anyio.run(http_rate, url, 1, 0.5)  # warm up
+        for clients in (1, 10, 50):
+            result = interleaved(
+                {
+                    "MCPServer (SDK)": lambda u=sdk_url, c=clients: anyio.run(http_rate, u, c, 1.5),
+                    "composed": lambda u=our_url, c=clients: anyio.run(http_rate, u, c, 1.5),
+                },
+                rounds,
+            )
+            base = result["MCPServer (SDK)"]
+            emit(f"HTTP, {clients} concurrent clients", "MCPServer (SDK)", base, "reads/s", "baseline")
+            ours = result["composed"]
+            emit(
+                f"HTTP, {clients} concurrent clients",
+                "composed",
+                ours,
+                "reads/s",
+                f"{ratio_of(base, ours)} (time per read vs SDK)",
+            )
+
+
+# -- 4. scale ------------------------------------------------------------------------------------
+
+
+async def _list_all(client: Any) -> int:
+    count = 0
+    cursor = None
+    while True:
+        page = await client.list_resources(cursor=cursor)
+        count += len(page.resources)
+        cursor = page.next_cursor
+        if not cursor:
+            break
+    cursor = None
+    while True:
+        tpage = await client.list_resource_templates(cursor=cursor)
+        count += len(tpage.resource_templates)
+        cursor = tpage.next_cursor
+        if not cursor:
+            return count
+
+
+def _timed(op: Callable[[], Awaitable[Any]], n: int) -> Callable[[], Awaitable[float]]:
+    async def run() -> float:
+        t0 = time.perf_counter()
+        for _ in range(n):
+            await op()
+        return (time.perf_counter() - t0) / n * 1000
+
+    return run
+
+
+async def scale(rounds: int) -> None:
+    from mcp import Client
+
+    sizes = (1, 10, 100, 500)
+    ops: dict[str, dict[int, Callable[[], Awaitable[float]]]] = {
+        "fixed read": {},
+        "templated read": {},
+        "one list page (100 items)": {},
+        "full listing (all pages)": {},
+    }
+    async with contextlib.AsyncExitStack() as stack:
+        for n in sizes:
+            t0 = time.perf_counter()
+            composition = fixtures.composed(n)
+            _ = composition.server
+            build_ms = (time.perf_counter() - t0) * 1000
+            client = await stack.enter_async_context(Client(composition.server, cache=None))
+            last = n - 1
+            fixed, templated = fixtures.fixed_uri(last, 5), f"bench://p{last}/users/ada/notes/n1"
+            await client.read_resource(fixed)
+            ops["fixed read"][n] = _timed(lambda c=client, u=fixed: c.read_resource(u), 100)
+            ops["templated read"][n] = _timed(lambda c=client, u=templated: c.read_resource(u), 100)
+            ops["one list page (100 items)"][n] = _timed(lambda c=client: c.list_resources(), 30)
+            ops["full listing (all pages)"][n] = _timed(lambda c=client: _list_all(c), 1)
+            emit("scale: compose + bind", f"{n} providers ({n * 12} declarations)", build_ms, "ms")
+        for op, by_size in ops.items():
+            result = await ainterleaved({str(n): f for n, f in by_size.items()}, rounds)
+            base = result["1"]
+            for n in sizes:
+                value = result[str(n)]
+                tgt = ""
+                if n == 500 and op.endswith("read"):
+                    tgt = f"target <= 1.1x: {verdict(value / base <= 1.1)}"
+                if n == 500 and op.startswith("one list page"):
+                    tgt = f"target independent of total (<= 1.1x): {verdict(value / base <= 1.1)}"
+                emit(f"scale: {op}", f"{n} providers", value, "ms", ratio_of(value, base), tgt)
+
+
+async def fastmcp_200(rounds: int) -> None:
+    import fastmcp
+    from mcp import Client
+
+    n = 200
+    last = n - 1
+    fixed, templated = fixtures.fixed_uri(last, 5), f"bench://p{last}/users/ada/notes/n1"
+    ours = fixtures.composed(n)
+    async with Client(ours.server, cache=None) as client, fastmcp.Client(fixtures.fastmcp_mounted(n)) as fast:
+        await client.read_resource(fixed)
+        await fast.read_resource(fixed)
+        for op, a, b, k in (
+            ("fixed read", lambda: fast.read_resource(fixed), lambda: client.read_resource(fixed), 30),
+            ("templated read", lambda: fast.read_resource(templated), lambda: client.read_resource(templated), 30),
+            ("full listing", lambda: fast.list_resources(), lambda: _list_all(client), 1),
+        ):
+            result = await ainterleaved({"FastMCP 4": _timed(a, k), "composed": _timed(b, k)}, max(3, rounds // 2))
+            base, value = result["FastMCP 4"], result["composed"]
+            emit(f"200 providers: {op}", "FastMCP 4, 200 mounted servers", base, "ms", "baseline")
+            tgt = f"target >= 10x faster: {verdict(base / value >= 10)}" if op.endswith("read") else ""
+            emit(
+                f"200 providers: {op}",
+                "composed",
+                value,
+                "ms",
+                f"{ratio_of(value, base)} ({base / value:.0f}x faster)",
+                tgt,
+            )
+
+
+# -- 5. start-up ---------------------------------------------------------------------------------
+
+
+PLUGIN_MODULE = """
+from mcp_providers.hookspecs import hookimpl
+from mcp_providers.models import Resource
+from mcp_providers.providers import Content, ResourceProvider
+
+
+class P(ResourceProvider):
+    name = "startup-{i}"
+    prefixes = ("startup{i}://x/",)
+
+    def resources(self):
+        return [Resource(uri="startup{i}://x/r", name="r{i}", mime_type="text/plain")]
+
+    async def read(self, request):
+        return Content(text="{i}")
+
+
+@hookimpl
+def register_resource_providers(settings):
+    return [P()]
+"""
+
+
+def make_distributions(where: Path, count: int) -> None:
+    """``count`` installed plugin distributions: a module and a ``.dist-info`` each, on one path entry."""
+    for i in range(count):
+        module = f"bench_startup_plugin_{i:03d}"
+        (where / f"{module}.py").write_text(PLUGIN_MODULE.replace("{i}", str(i)))
+        info = where / f"bench_startup_plugin_{i:03d}-0.1.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: bench-startup-plugin-{i:03d}\nVersion: 0.1\n")
+        (info / "entry_points.txt").write_text(f"[mcp_providers]\nstartup_{i:03d} = {module}\n")
+        (info / "RECORD").write_text("")
+
+
+INIT_LINE = (
+    json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "b", "version": "1"},
+            },
+        }
+    ).encode()
+    + b"\n"
+)
+
+
+def time_to_ready(extra_path: str | None) -> float:
+    """ms from spawning ``mcp-providers serve`` to its answer to ``initialize``."""
+    env = dict(os.environ)
+    if extra_path:
+        env["PYTHONPATH"] = extra_path + os.pathsep + env.get("PYTHONPATH", "")
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(
+        [PY, "-m", "mcp_providers", "serve"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(INIT_LINE)
+    proc.stdin.flush()
+    line = proc.stdout.readline()
+    elapsed = (time.perf_counter() - t0) * 1000
+    if b'"result"' not in line:
+        raise RuntimeError(f"serve did not answer initialize: {line[:200]!r}")
+    proc.stdin.close()
+    proc.wait(timeout=30)
+    proc.stdout.close()
+    return elapsed
+
+
+def time_import(module: str) -> float:
+    t0 = time.perf_counter()
+    subprocess.run([PY, "-c", f"import {module}"], check=True)
+    return (time.perf_counter() - t0) * 1000
+
+
+def startup(rounds: int) -> None:
+    with tempfile.TemporaryDirectory(prefix="mcp-providers-bench-") as tmp:
+        make_distributions(Path(tmp), 100)
+        time_to_ready(tmp)  # warm the bytecode cache of the generated modules
+        result = interleaved(
+            {
+                "bare `import mcp.server` process": lambda: time_import("mcp.server"),
+                "serve, 0 extra plugin distributions": lambda: time_to_ready(None),
+                "serve, 100 extra plugin distributions": lambda: time_to_ready(tmp),
+            },
+            rounds,
+        )
+    bare = result["bare `import mcp.server` process"]
+    emit("start-up to ready", "bare `import mcp.server` process", bare, "ms", "baseline")
+    for name in ("serve, 0 extra plugin distributions", "serve, 100 extra plugin distributions"):
+        over = result[name] - bare
+        tgt = f"target <= 100 ms over bare: {verdict(over <= 100)}" if "100" in name else ""
+        emit("start-up to ready", name, result[name], "ms", f"+{over:.0f} ms over bare", tgt)
+
+
+# -- 6. memory -----------------------------------------------------------------------------------
+
+
+def memory() -> None:
+    server = RawStdio("composed")
+    try:
+        uri = fixtures.fixed_uri(0, 3)
+        server.reads(uri, 1000, batch=100)
+        after_1k = server.rss_mb()
+        server.reads(uri, 99_000, batch=100)
+        after_100k = server.rss_mb()
+    finally:
+        server.close()
+    emit("memory (RSS of the server)", "after 1,000 reads", after_1k, "MB RSS")
+    growth = after_100k - after_1k
+    emit(
+        "memory (RSS of the server)",
+        "after 100,000 reads",
+        after_100k,
+        "MB RSS",
+        f"{growth:+.2f} MB",
+        f"target growth <= 2 MB: {verdict(growth <= 2)}",
+    )
+
+
+# -- 7. ServiceNow -------------------------------------------------------------------------------
+
+
+async def servicenow(rounds: int) -> None:
+    import httpx2
+    from mcp import Client
+
+    import mcp_providers.plugins.servicenow as plugin
+    from mcp_providers.config import ServerSettings
+    from mcp_providers.plugins.servicenow.emulator import Emulator
+    from mcp_providers.testing import compose
+
+    user, password = "bench.user", "bench-Pa55"
+    os.environ["MCP_PROVIDERS_BENCH_SN_PASSWORD"] = password
+    with Emulator("dev", users={user: password}) as emulator:
+        instance = {
+            "name": "dev",
+            "url": emulator.base_url,
+            "auth": {"type": "basic", "username": user, "password_env": "MCP_PROVIDERS_BENCH_SN_PASSWORD"},
+        }
+
+        def composed(coalesce: bool) -> Any:
+            return compose(
+                {"servicenow": plugin},
+                {"servicenow": {"instances": [instance]}},
+                server=ServerSettings(coalesce_reads=coalesce),
+            )
+
+        uri = "servicenow://dev/incidents/INC0010001"
+        url = f"{emulator.base_url}/api/now/table/incident"
+        query = {"sysparm_query": "number=INC0010001", "sysparm_limit": "1"}
+        async with (
+            Client(composed(True).server, cache=None) as client,
+            Client(composed(False).server, cache=None) as plain,
+            httpx2.AsyncClient(auth=(user, password)) as http,
+        ):
+            await client.read_resource(uri)
+            await plain.read_resource(uri)
+
+            async def direct() -> None:
+                (await http.get(url, params=query)).raise_for_status()
+
+            async def rate(op: Callable[[], Awaitable[Any]]) -> float:
+                n, t0 = 0, time.perf_counter()
+                while time.perf_counter() - t0 < 1.0:
+                    await op()
+                    n += 1
+                return n / (time.perf_counter() - t0)
+
+            result = await ainterleaved(
+                {
+                    "direct GET, one reused httpx client (floor)": lambda: rate(direct),
+                    "composed read (pooled client per instance)": lambda: rate(lambda: client.read_resource(uri)),
+                },
+                max(3, rounds // 2),
+            )
+            base = result["direct GET, one reused httpx client (floor)"]
+            emit(
+                "ServiceNow emulator, sequential",
+                "direct GET, one reused httpx client (floor)",
+                base,
+                "reads/s",
+                "baseline",
+            )
+            value = result["composed read (pooled client per instance)"]
+            emit(
+                "ServiceNow emulator, sequential",
+                "composed read (pooled client per instance)",
+                value,
+                "reads/s",
+                f"{ratio_of(base, value)} (time per read vs direct)",
+            )
+
+            async def burst(c: Any, k: int = 50) -> tuple[float, int]:
+                emulator.clear_requests()
+                t0 = time.perf_counter()
+                async with anyio.create_task_group() as tg:
+                    for _ in range(k):
+                        tg.start_soon(c.read_resource, uri)
+                return (time.perf_counter() - t0) * 1000, len(emulator.table_requests())
+
+            walls: dict[str, list[float]] = {"off": [], "on": []}
+            upstream: dict[str, list[int]] = {"off": [], "on": []}
+            for _ in range(max(3, rounds // 2)):
+                for name, c in (("off", plain), ("on", client)):
+                    wall, requests = await burst(c)
+                    walls[name].append(wall)
+                    upstream[name].append(requests)
+            off, on = median(walls["off"]), median(walls["on"])
+            emit(
+                "ServiceNow, 50 identical concurrent reads",
+                f"coalescing off (upstream requests: {int(median(upstream['off']))})",
+                off,
+                "ms",
+                "baseline",
+            )
+            emit(
+                "ServiceNow, 50 identical concurrent reads",
+                f"coalescing on (upstream requests: {int(median(upstream['on']))})",
+                on,
+                "ms",
+                ratio_of(on, off),
+                "live resource: in-flight sharing only, nothing cached",
+            )
+
+
+# -- driver --------------------------------------------------------------------------------------
+
+
+SECTIONS = ("overhead", "stdio", "http", "scale", "fastmcp", "startup", "memory", "servicenow")
+
+
+def machine() -> str:
+    import platform
+
+    cpu = "unknown CPU"
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    return (
+        f"{platform.system()} {platform.release()}, {cpu}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    )
+
+
+def markdown() -> str:
+    lines = ["| benchmark | case | median | ratio | target |", "|---|---|---:|---|---|"]
+    for r in ROWS:
+        case = r.case.replace("|", "\\|")
+        lines.append(f"| {r.section} | {case} | {_fmt(r.value, r.unit)} | {r.ratio} | {r.target} |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="3 rounds instead of 9 (smoke run)")
+    parser.add_argument("--only", default=",".join(SECTIONS), help=f"comma-separated subset of {','.join(SECTIONS)}")
+    parser.add_argument("--markdown", type=Path, default=None, help="also write the table as Markdown here")
+    args = parser.parse_args()
+    rounds = 3 if args.quick else ROUNDS
+    only = set(args.only.split(","))
+    from importlib.metadata import version
+
+    print(f"machine: {machine()}")
+    print(f"mcp {version('mcp')}, fastmcp {version('fastmcp')}, mcp-providers {version('mcp-providers')}")
+    print(f"rounds: {rounds} (medians over interleaved rounds)\n", flush=True)
+    t0 = time.perf_counter()
+    if "overhead" in only:
+        anyio.run(read_overhead, rounds)
+    if "stdio" in only:
+        server_side_stdio(rounds)
+    if "http" in only:
+        streamable_http(max(3, rounds // 3))
+    if "scale" in only:
+        anyio.run(scale, rounds)
+    if "fastmcp" in only:
+        anyio.run(fastmcp_200, rounds)
+    if "startup" in only:
+        startup(max(3, rounds // 2 + 1))
+    if "memory" in only:
+        memory()
+    if "servicenow" in only:
+        anyio.run(servicenow, rounds)
+    took = time.perf_counter() - t0
+    print(f"\ntotal: {took:.0f} s\n")
+    table = markdown()
+    print(table)
+    if args.markdown:
+        args.markdown.write_text(f"machine: {machine()}\n\ntotal: {took:.0f} s\n\n{table}")
+
+
+if __name__ == "__main__":
+    main()
