@@ -29,14 +29,13 @@ T = TypeVar("T")
 
 
 class _Flight(Generic[T]):
-    __slots__ = ("done", "error", "result", "shared", "succeeded")
+    __slots__ = ("done", "error", "result", "succeeded")
 
     def __init__(self) -> None:
-        self.done = anyio.Event()
+        self.done: anyio.Event | None = None  # made by the first waiter: most reads have none
         self.succeeded = False
         self.result: T | None = None
         self.error: BaseException | None = None
-        self.shared = 0
 
 
 class Coalescer(Generic[T]):
@@ -59,6 +58,8 @@ class Coalescer(Generic[T]):
             flight = self._flights.get(key)
             if flight is None:
                 break
+            if flight.done is None:
+                flight.done = anyio.Event()
             await flight.done.wait()
             if flight.succeeded:
                 self.shared += 1
@@ -67,7 +68,7 @@ class Coalescer(Generic[T]):
                 self.shared += 1
                 raise flight.error
             # The leader was cancelled: try again, perhaps as the new leader.
-        flight = _Flight[T]()
+        flight: _Flight[T] = _Flight()  # unsubscripted: a subscripted call costs a typing hop
         self._flights[key] = flight
         try:
             flight.result = await read()
@@ -80,4 +81,5 @@ class Coalescer(Generic[T]):
             raise
         finally:
             del self._flights[key]
-            flight.done.set()
+            if flight.done is not None:
+                flight.done.set()

@@ -30,6 +30,7 @@ identity, permission, size, freshness and side effects together for every transf
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -71,6 +72,12 @@ def cache_hint(freshness: Freshness) -> CacheHint:
     if freshness.kind == "max_age" and freshness.max_age_seconds is not None:
         return CacheHint(ttl_ms=int(freshness.max_age_seconds * 1000), scope="private")
     return CacheHint(ttl_ms=0, scope="private")
+
+
+@functools.lru_cache(maxsize=1024)
+def _freshness_json(freshness: Freshness) -> Mapping[str, Any]:
+    # Declarations are frozen and few: dump each once, not on every read.
+    return freshness.model_dump(exclude_none=True)
 
 
 def receipt(
@@ -115,7 +122,7 @@ def receipt(
             "bytes": len(data),
             "sha256": digest(data),
             "retrievedAt": now_utc(),
-            "freshness": freshness.model_dump(exclude_none=True) if freshness else None,
+            "freshness": dict(_freshness_json(freshness)) if freshness else None,
             "sideEffects": side_effects,
             "truncation": dict(truncation) if truncation else None,
             "transforms": list(transforms or []),

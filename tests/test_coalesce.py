@@ -25,8 +25,9 @@ async def test_concurrent_identical_keys_share_one_read() -> None:
     async def read() -> int:
         nonlocal calls
         calls += 1
+        mine = calls
         await gate.wait()
-        return calls
+        return mine
 
     results: list[int] = []
 
