@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import psutil
 from mcp import Client, MCPError
 
 from mcp_providers.plugins.servicenow.emulator import Emulator
@@ -64,6 +63,14 @@ class Report:
             "first_errors": self.errors[:5],
             "first_mismatches": self.mismatches[:5],
         }
+
+
+def _rss(pid: int) -> int:
+    """Resident memory of process ``pid`` in bytes (Linux ``/proc``; no extra dependency)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError(f"no VmRSS for process {pid}")
 
 
 def _free_port() -> int:
@@ -120,7 +127,6 @@ async def run_load(reads: int, clients: int, *, sample_every: int = 1000, max_se
         server = subprocess.Popen([sys.executable, *args], env=env, stderr=log)
         try:
             await _wait_until_serving(port, server)
-            memory = psutil.Process(server.pid)
             async with Client(url, cache=None) as probe:
                 fixed = [r.uri for r in (await probe.list_resources()).resources]
                 incidents = [
@@ -134,7 +140,7 @@ async def run_load(reads: int, clients: int, *, sample_every: int = 1000, max_se
                     result = await probe.read_resource(uri)
                     baseline[uri] = _normal(result.contents[0].text)  # type: ignore[union-attr]
             report.uris = len(uris)
-            report.rss.append((0, memory.memory_info().rss))
+            report.rss.append((0, _rss(server.pid)))
             started = time.monotonic()
             claimed = 0
 
@@ -158,14 +164,14 @@ async def run_load(reads: int, clients: int, *, sample_every: int = 1000, max_se
                                 report.mismatches.append(f"{uri}: content differs from the baseline")
                         report.reads += 1
                         if report.reads % sample_every == 0:
-                            report.rss.append((report.reads, memory.memory_info().rss))
+                            report.rss.append((report.reads, _rss(server.pid)))
 
             async with anyio.create_task_group() as tg:
                 for index in range(clients):
                     tg.start_soon(one_client, index)
             report.seconds = time.monotonic() - started
             if report.rss[-1][0] != report.reads:
-                report.rss.append((report.reads, memory.memory_info().rss))
+                report.rss.append((report.reads, _rss(server.pid)))
         finally:
             server.terminate()
             try:
