@@ -720,6 +720,9 @@ def main() -> None:
     only = set(args.only.split(","))
     from importlib.metadata import version
 
+    if "fastmcp" in only:
+        import fastmcp  # noqa: F401  # loaded now: a concurrent `uv sync` of the shared venv may remove it later
+
     print(f"machine: {machine()}")
     print(f"mcp {version('mcp')}, fastmcp {version('fastmcp')}, mcp-providers {version('mcp-providers')}")
     print(f"rounds: {rounds} (medians over interleaved rounds)\n", flush=True)

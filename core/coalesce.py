@@ -68,18 +68,18 @@ class Coalescer(Generic[T]):
                 self.shared += 1
                 raise flight.error
             # The leader was cancelled: try again, perhaps as the new leader.
-        flight: _Flight[T] = _Flight()  # unsubscripted: a subscripted call costs a typing hop
-        self._flights[key] = flight
+        mine: _Flight[T] = _Flight()  # unsubscripted: a subscripted call costs a typing hop
+        self._flights[key] = mine
         try:
-            flight.result = await read()
-            flight.succeeded = True
-            return flight.result
+            mine.result = await read()
+            mine.succeeded = True
+            return mine.result
         except anyio.get_cancelled_exc_class():
             raise
         except Exception as exc:
-            flight.error = exc
+            mine.error = exc
             raise
         finally:
             del self._flights[key]
-            if flight.done is not None:
-                flight.done.set()
+            if mine.done is not None:
+                mine.done.set()

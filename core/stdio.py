@@ -176,7 +176,7 @@ async def stdio_server(
         from mcp.server.stdio import stdio_server as sdk_stdio_server
 
         async with sdk_stdio_server() as streams:
-            yield streams  # type: ignore[misc]  # the SDK's context streams satisfy the same protocols
+            yield streams  # the SDK's context streams satisfy the same protocols
         return
     loop = asyncio.get_running_loop()
     with _claimed_std_fds() as (wire_in, wire_out):
