@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from reliability_support import RawStdio
