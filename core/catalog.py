@@ -113,12 +113,16 @@ class Catalog:
         :raises NotFound: nothing serves it; the message names the closest owned prefix or the
             owner's templates, and ``data`` is ``{"uri": uri}``.
         """
+        requested = uri
+        scheme, sep, rest = uri.partition(":")
+        if sep and scheme != scheme.lower():  # RFC 3986 section 3.1: schemes are case-insensitive
+            uri = scheme.lower() + ":" + rest
         fixed = self._fixed.get(uri)
         if fixed is not None:
             return Route(fixed.plugin, fixed.provider, fixed.declaration)
         owner = self._owner(uri)
         if owner is None:
-            raise NotFound(f"Unknown resource: {_shown(uri)}. {self._closest_hint(uri)}", data={"uri": uri})
+            raise NotFound(f"Unknown resource: {_shown(requested)}. {self._closest_hint(uri)}", data={"uri": requested})
         _plugin, provider, compiled = owner
         for c in compiled:
             if not uri.startswith(literal_start(c.template.template)):
@@ -130,9 +134,9 @@ class Catalog:
             e.declaration.uri for e in self.resources if e.provider is provider
         ][:10]
         raise NotFound(
-            f"Unknown resource: {_shown(uri)}. It lies under a prefix provider {provider.name!r} owns, but matches "
-            f"none of its resources; it serves: {', '.join(shapes) or 'nothing'}",
-            data={"uri": uri},
+            f"Unknown resource: {_shown(requested)}. It lies under a prefix provider {provider.name!r} owns, but "
+            f"matches none of its resources; it serves: {', '.join(shapes) or 'nothing'}",
+            data={"uri": requested},
         )
 
     def _owner(self, uri: str) -> tuple[str, ResourceProvider, list[_Compiled]] | None:
@@ -145,7 +149,12 @@ class Catalog:
     def _closest_hint(self, uri: str) -> str:
         if not self._by_prefix:
             return "This server serves no resources."
-        best = max(self._by_prefix, key=lambda px: (_common(px, uri), -len(px)))
+        scheme = uri.partition(":")[0].lower() + "://"
+        same_scheme = [px for px in self._by_prefix if px.lower().startswith(scheme)]
+        if not same_scheme:
+            schemes = sorted({px.partition("://")[0] + "://" for px in self._by_prefix})
+            return f"No provider serves that scheme; the served schemes are {', '.join(schemes)}"
+        best = max(same_scheme, key=lambda px: (_common(px, uri), -len(px)))
         return f"The closest owned prefix is {best!r} (provider {self._by_prefix[best][1].name!r})."
 
     def template(self, uri_template: str) -> Entry[ResourceTemplate, ResourceProvider] | None:
@@ -184,6 +193,11 @@ class Catalog:
                 "list again without a cursor"
             )
         return offset
+
+    @property
+    def served_count(self) -> int:
+        """How many resources, templates, tools and prompts are served."""
+        return len(self.resources) + len(self.templates) + len(self.tools) + len(self.prompts)
 
     def _fingerprint(self) -> str:
         h = hashlib.sha256()

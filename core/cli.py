@@ -72,9 +72,20 @@ STDIO_ENV = "MCP_PROVIDERS_STDIO"
 
 def _parse_hostport(value: str) -> tuple[str, int]:
     host, sep, port = value.rpartition(":")
-    if not sep or not port.isdigit():
-        raise typer.BadParameter(f"expected HOST:PORT such as 127.0.0.1:8000, got {value!r}")
+    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
+        raise typer.BadParameter(
+            f"expected HOST:PORT with a port from 1 to 65535, such as 127.0.0.1:8000, got {value!r}",
+            param_hint="--http",
+        )
     return host.strip("[]") or "127.0.0.1", int(port)
+
+
+_WILDCARD = ("0.0.0.0", "::")
+
+
+def _bracketed(host: str) -> str:
+    """``::1`` -> ``[::1]`` (IPv6 literals need brackets in URLs and Host headers)."""
+    return f"[{host}]" if ":" in host else host
 
 
 @app.command()
@@ -90,9 +101,27 @@ def serve(
     json_response: Annotated[
         bool, typer.Option("--json-response", help="Answer HTTP POSTs with JSON, not SSE.")
     ] = False,
+    allow_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-host",
+            help="A Host header (NAME or NAME:PORT) accepted over HTTP besides the bound address; "
+            "required when binding 0.0.0.0 or ::.",
+        ),
+    ] = None,
 ) -> None:
     """Serve the composed MCP server over stdio (default) or streamable HTTP."""
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    address = _parse_hostport(http) if http is not None else None
+    if address is None and (stateless or json_response or allow_host):
+        raise typer.BadParameter("--stateless, --json-response and --allow-host go with --http HOST:PORT")
+    if address is not None and address[0] in _WILDCARD and not allow_host:
+        raise typer.BadParameter(
+            f"binding {address[0]} accepts connections on every interface, but the server only answers Host "
+            "headers it knows: name them with --allow-host (e.g. --allow-host myhost.example:8000), or bind "
+            "127.0.0.1",
+            param_hint="--http",
+        )
     composition = _compose(_load(config, plugin_set), strict)
     if strict:  # --strict means every check passes, including the static reads `check` makes
         problems = anyio.run(static_read_problems, composition)
@@ -103,7 +132,12 @@ def serve(
             raise typer.Exit(1)
     for line in composition.failures:
         err.print(f"[yellow]not served:[/yellow] {line}", highlight=False)
-    server = composition.server
+    try:
+        server = composition.server
+    except CompositionError as exc:  # a configured policy is not in force: fail closed
+        for line in exc.problems:
+            err.print(line if line.endswith(":") else f"  {line}", highlight=False, markup=False)
+        raise typer.Exit(1) from None
     if http is None:
         import os
 
@@ -122,11 +156,17 @@ def serve(
     import uvicorn
     from mcp.server.transport_security import TransportSecuritySettings
 
-    host, port = _parse_hostport(http)
+    assert address is not None  # http is set here
+    host, port = address
     security = None
     if host not in ("127.0.0.1", "localhost", "::1"):
         err.print(f"[yellow]warning:[/yellow] serving on {host}, not loopback; anyone who can reach it can connect")
-        security = TransportSecuritySettings(allowed_hosts=[f"{host}:*"], allowed_origins=[f"http://{host}:*"])
+        names = [] if host in _WILDCARD else [_bracketed(host)]
+        names += allow_host or []
+        hosts = [n if ":" in n.lstrip("[").split("]")[-1] else f"{n}:*" for n in names]
+        security = TransportSecuritySettings(
+            allowed_hosts=hosts, allowed_origins=[f"{scheme}://{h}" for h in hosts for scheme in ("http", "https")]
+        )
     from mcp_providers.auth import http_auth
 
     try:
@@ -137,7 +177,7 @@ def serve(
     asgi = server.streamable_http_app(
         stateless_http=stateless, json_response=json_response, host=host, transport_security=security, **auth
     )
-    err.print(f"serving MCP on http://{host}:{port}/mcp", highlight=False)
+    err.print(f"serving MCP on http://{_bracketed(host)}:{port}/mcp", highlight=False)
     uvicorn.run(asgi, host=host, port=port, log_level="warning")
 
 
@@ -188,6 +228,11 @@ def check(config: ConfigOption = None, plugin_set: SetOption = None) -> None:
     """Check every plugin and declaration; exit 1 with one line per problem."""
     composition = _compose(_load(config, plugin_set), strict=False)
     failures = composition.failures + anyio.run(static_read_problems, composition)
+    if not composition.catalog.served_count:
+        failures.append(
+            "nothing is served: every plugin is off or rejected; check the selection (allow, set, "
+            "MCP_PROVIDERS_PLUGINS) and the lines above"
+        )
     for line in failures:
         out.print(line, markup=False, highlight=False)
     c = composition.catalog
@@ -223,7 +268,7 @@ def new(
 
 @app.command()
 def demo(
-    samples: Annotated[int, typer.Option(help="How many resources to read and show.")] = 12,
+    samples: Annotated[int, typer.Option(min=1, help="How many resources to read and show.")] = 12,
 ) -> None:
     """Start the composed server as a subprocess, connect a real MCP client over stdio and tour it."""
     from mcp_providers.demo import run_demo

@@ -55,15 +55,33 @@ class Composition:
 
     @property
     def failures(self) -> list[str]:
-        """One line per rejected plugin and per failed check."""
+        """One line per rejected plugin, per failed check and per configured policy left off."""
         lines = [f"{r.name}: rejected: {r.reason}" for r in self.records if r.status == "rejected"]
-        return lines + [str(p) for p in self.problems]
+        lines += [str(p) for p in self.problems]
+        return lines + [_policy_off(r) for r in self.records if r.policy_off]
+
+    @property
+    def policy_failures(self) -> list[str]:
+        """Why serving would skip configured authorization: a policy plugin (one implementing
+        ``authorize``) that was rejected, or left out by the selection while the config has its
+        settings. Serving then fails closed."""
+        return [
+            f"{r.name}: policy plugin rejected ({r.reason}); its rules would not apply"
+            for r in self.records
+            if r.status == "rejected" and "authorize" in r.hooks
+        ] + [_policy_off(r) for r in self.records if r.policy_off]
 
     @cached_property
     def server(self) -> Server[object]:
-        """The SDK low-level ``Server`` bound to this composition (built once)."""
+        """The SDK low-level ``Server`` bound to this composition (built once).
+
+        :raises CompositionError: a configured policy plugin is not in force (fail closed; see
+            :attr:`policy_failures`).
+        """
         from mcp_providers.server import build_server
 
+        if self.policy_failures:
+            raise CompositionError(["refusing to serve without its authorization policy:", *self.policy_failures])
         return build_server(self)
 
     @cached_property
@@ -103,6 +121,13 @@ class Composition:
             if self._running == 0 and self._stack is not None:
                 stack, self._stack = self._stack, None
                 await stack.aclose()
+
+
+def _policy_off(record: PluginRecord) -> str:
+    return (
+        f"{record.name}: policy plugin has [plugins.{record.name}] settings but is off ({record.reason}); "
+        f"its rules would not apply: select it, or remove [plugins.{record.name}]"
+    )
 
 
 def compose(

@@ -32,12 +32,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from mcp_providers.errors import ConfigError
 
@@ -87,7 +88,7 @@ class AuthConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    issuer_url: str = "http://127.0.0.1/"
+    issuer_url: AnyHttpUrl = AnyHttpUrl("http://127.0.0.1/")
     """Authorization server URL advertised to clients (required by the SDK's auth settings)."""
     tokens: tuple[TokenConfig, ...] = ()
 
@@ -115,6 +116,13 @@ class ServerSettings(BaseModel):
     auth: AuthConfig | None = None
     """Bearer-token authentication for streamable HTTP; the token's subject is the caller."""
 
+    @field_validator("audit_log")
+    @classmethod
+    def _audit_log_is_a_file(cls, value: Path | None) -> Path | None:
+        if value is not None and value.is_dir():
+            raise ValueError(f"{value} is a directory; name a file such as {value / 'audit.jsonl'}")
+        return value
+
 
 class Config(BaseModel):
     """The whole config file."""
@@ -138,14 +146,40 @@ class Config(BaseModel):
     """Per-plugin settings tables, keyed by entry-point name."""
 
 
+_SECRET_NAME = re.compile(r"pass(word|phrase)?|secret|token|api_?key|credential|private", re.IGNORECASE)
+_USERINFO = re.compile(r"(?<=://)[^/@\s]*@")
+_PLAIN = {
+    "Input should be a valid tuple": "Input should be a list",
+    "Input should be a valid list": "Input should be a list",
+}
+
+
+def _shown(loc: tuple[int | str, ...], value: object) -> str:
+    """`` (got <value>)`` for an error line, with secrets and user info never echoed."""
+    if isinstance(value, dict):
+        return ""
+    if any(_SECRET_NAME.search(str(part)) for part in loc):
+        return " (value hidden: it may be a secret)"
+    if isinstance(value, str):
+        value = _USERINFO.sub("***@", value)
+        if len(value) > 120:
+            value = value[:117] + "..."
+    return f" (got {value!r})"
+
+
 def format_validation_error(error: ValidationError, where: str) -> str:
-    """One line per field: ``<where>.<field path>: <message> (got <value>)``."""
+    """One line per field: ``<where>.<field path>: <message> (got <value>)``.
+
+    Values under secret-looking names (password, secret, token, API key ...) are never shown, and
+    ``user:password@`` in a URL is masked, because these lines reach logs.
+    """
     lines = []
     for item in error.errors():
         path = ".".join(str(p) for p in item["loc"])
-        got = item.get("input")
-        shown = "" if isinstance(got, dict) else f" (got {got!r})"
-        lines.append(f"{where}.{path}: {item['msg']}{shown}" if path else f"{where}: {item['msg']}")
+        message = item["msg"].removeprefix("Value error, ")
+        message = _PLAIN.get(message, message)
+        shown = _shown(tuple(item["loc"]), item.get("input"))
+        lines.append(f"{where}.{path}: {message}{shown}" if path else f"{where}: {message}")
     return "; ".join(lines)
 
 
@@ -191,6 +225,12 @@ def _load_file(path: str | Path | None) -> Config:
         text = file.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ConfigError(f"config file {file} does not exist; pass an existing TOML file") from None
+    except IsADirectoryError:
+        raise ConfigError(f"config file {file} is a directory; pass a TOML file") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"config file {file} is not UTF-8 (byte {exc.start}); save it as UTF-8") from None
+    except OSError as exc:
+        raise ConfigError(f"config file {file} cannot be read: {exc.strerror}") from None
     try:
         # JSON (same shape) is accepted for configs written by programs, e.g. the demo.
         data = json.loads(text) if file.suffix == ".json" else tomllib.loads(text)

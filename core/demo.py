@@ -21,6 +21,7 @@ import mcp_types as types
 from mcp import Client, MCPError, StdioServerParameters
 from mcp.shared.uri_template import UriTemplate
 from rich.console import Console
+from rich.markup import escape
 from rich.panel import Panel
 from rich.syntax import Syntax
 from rich.table import Table
@@ -89,26 +90,41 @@ async def _tour(console: Console, config_file: Path, samples: int) -> int:
         if prompts:
             console.print(f"{len(prompts)} prompts: " + ", ".join(p.name for p in prompts))
 
-        uris = [r.uri for r in resources][:samples]
-        for t in templates:
-            uri = await _expand(client, t.uri_template)
-            if uri:
-                uris.append(uri)
+        # A sample of fixed resources, and one expansion per template, up to `samples` reads in all.
+        fixed = _round_robin([r.uri for r in resources])
+        expanded = [uri for t in templates if (uri := await _expand(client, t.uri_template))]
+        share = max(samples - len(expanded), (samples + 1) // 2)
+        uris = (fixed[:share] + expanded)[:samples]
         for uri in uris:
             try:
                 result = await client.read_resource(uri)
             except MCPError as exc:
                 failures += 1
-                console.print(Panel(f"error {exc.code}: {exc.message}", title=uri, border_style="red"))
+                console.print(Panel(escape(f"error {exc.code}: {exc.message}"), title=escape(uri), border_style="red"))
                 continue
             for item in result.contents:
                 if isinstance(item, types.TextResourceContents):
                     body: Any = _shown(item.text, item.mime_type)
                 else:
                     body = f"({len(item.blob) * 3 // 4} bytes of {item.mime_type or 'binary data'})"
-                console.print(Panel(body, title=f"{uri}  [{item.mime_type}]", title_align="left"))
+                title = escape(f"{uri}  [{item.mime_type or 'no MIME type'}]")  # brackets are not markup
+                console.print(Panel(body, title=title, title_align="left"))
     console.rule("demo finished" + (f" with {failures} failed read(s)" if failures else ""))
     return 1 if failures else 0
+
+
+def _round_robin(uris: list[str]) -> list[str]:
+    """One URI from each area (``scheme://first-segment/``) in turn, so a short sample spans plugins."""
+    areas: dict[str, list[str]] = {}
+    for uri in uris:
+        scheme, _, rest = uri.partition("://")
+        areas.setdefault(f"{scheme}://{rest.split('/', 1)[0]}", []).append(uri)
+    out: list[str] = []
+    while any(areas.values()):
+        for queue in areas.values():
+            if queue:
+                out.append(queue.pop(0))
+    return out
 
 
 async def _all(method: Any, field: str) -> list[Any]:

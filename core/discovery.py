@@ -68,6 +68,10 @@ class PluginRecord:
     tool_providers: list[ToolProvider] = field(default_factory=list, repr=False)
     prompt_providers: list[PromptProvider] = field(default_factory=list, repr=False)
 
+    policy_off: bool = False
+    """Disabled by the selection although the config has settings for it and it implements
+    ``authorize``: its rules would silently not apply (the server refuses to start)."""
+
     def is_rejected(self) -> bool:
         return self.status == "rejected"
 
@@ -241,6 +245,17 @@ def _collect(pm: pluggy.PluginManager, record: PluginRecord) -> None:
             record.prompt_providers.extend(result)
 
 
+def _implements_authorize(load: Callable[[], object]) -> bool:
+    """Whether a plugin left out by the selection would answer ``authorize`` (imported only to look)."""
+    try:
+        with _stdout_to_stderr():
+            plugin = load()
+    except Exception:
+        return False
+    hook = getattr(plugin, "authorize", None)
+    return callable(hook) and hasattr(hook, f"{hookspecs.PROJECT}_impl")
+
+
 def discover(
     config: Config,
     *,
@@ -295,6 +310,8 @@ def discover(
         selected, record.selection = _selected(name, config)
         if not selected:
             record.status, record.reason = "disabled", record.selection.removeprefix("off: ")
+            if name in config.plugins:
+                record.policy_off = _implements_authorize(loaders[name])
             continue
         try:
             with _stdout_to_stderr():

@@ -33,6 +33,7 @@ import mcp_types as types
 from mcp import Client, MCPError
 from mcp.server import Server, ServerRequestContext
 from mcp.shared.uri_template import UriTemplate
+from pydantic import Field
 
 from mcp_providers.composition import Composition
 from mcp_providers.providers import ResourceProvider
@@ -238,26 +239,31 @@ def add_to_mcpserver(mcp: MCPServer, composition: Composition) -> None:
       the input model's fields (names, types, defaults and descriptions survive; model-level
       validators and ``$defs`` titles may not);
     - tool ``resource_link`` content when the tool also has an output model (MCPServer returns only
-      the model), error codes other than not-found (MCPServer maps them to -32603), per-read cache
-      hints and ``_meta`` receipts on reads.
+      the model), per-read cache hints and ``_meta`` receipts on reads (read errors keep their
+      codes, messages and data: they cross as protocol errors).
 
     :raises ValueError: MCPServer refuses a declaration (e.g. a duplicate name it already has).
     """
-    from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+    from mcp.server.mcpserver.exceptions import ToolError
     from mcp.server.mcpserver.prompts import Prompt as MCPPrompt
     from mcp.server.mcpserver.resources import Resource as MCPResource
 
     server = composition.server
 
     async def through(op: Callable[[Client], Awaitable[T]]) -> T:
+        failure: MCPError
         async with Client(server, cache=None) as client:
-            return await op(client)
+            try:
+                return await op(client)
+            except MCPError as exc:
+                failure = exc
+        # Raised outside the client's task group, so it arrives as itself, not in an ExceptionGroup.
+        raise failure
 
     async def read(uri: str) -> str | bytes:
-        try:
-            result = await through(lambda c: c.read_resource(uri))
-        except MCPError as exc:
-            raise ResourceError(exc.error.message) from None
+        # An MCPError passes through MCPServer unchanged, so the composition's code (-32602 not
+        # found, -32003 denied, -32004 too large ...), message and data reach the client.
+        result = await through(lambda c: c.read_resource(uri))
         item = result.contents[0]
         if isinstance(item, types.TextResourceContents):
             return item.text
@@ -374,8 +380,10 @@ def _tool_function(
     parameters = []
     annotations: dict[str, Any] = {}
     for field_name, info in input_model.model_fields.items():
-        # Annotated keeps the field's description and constraints in the derived schema.
-        annotation = cast(Any, Annotated)[info.annotation, info]
+        # Annotated keeps the field's description and constraints in the derived schema; the
+        # default travels in the signature (a FieldInfo carrying default_factory could not).
+        described = Field(description=info.description, title=info.title, examples=info.examples)
+        annotation = cast(Any, Annotated)[(info.annotation, *info.metadata, described)]
         default = inspect.Parameter.empty if info.is_required() else info.get_default(call_default_factory=True)
         parameters.append(
             inspect.Parameter(field_name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=default)

@@ -11,6 +11,9 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
+import importlib_metadata
+
+from mcp_providers import hookspecs
 from mcp_providers.errors import MCPProvidersError
 
 __all__ = ["PLUGIN_NAME", "ScaffoldError", "render_plugin_package", "template_path"]
@@ -46,6 +49,13 @@ def render_plugin_package(name: str, dest: Path | None = None, data: Mapping[str
         raise ScaffoldError(
             f"plugin name {name!r} is not a lowercase Python identifier; use letters, digits and "
             "underscores, starting with a letter, e.g. 'weather' or 'team_notes'"
+        )
+    taken = {ep.name for ep in importlib_metadata.entry_points(group=hookspecs.PROJECT)}
+    if name in taken:
+        # Two distributions declaring one entry-point name are both rejected at discovery.
+        raise ScaffoldError(
+            f"plugin name {name!r} is already an installed plugin's entry-point name; pick another, "
+            f"e.g. {name}_extra (installed: {', '.join(sorted(taken))})"
         )
     dest = dest if dest is not None else Path.cwd() / f"mcp-providers-{name.replace('_', '-')}"
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):

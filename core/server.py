@@ -175,6 +175,20 @@ def build_server(composition: Composition) -> Server[object]:
             "(server.read_timeout); try again later or ask the operator to raise the deadline"
         )
 
+    async def shielded(what: str, plugin: str, provider_name: str, call: Awaitable[R]) -> R:
+        """:func:`guarded`, with a provider's unexpected exception turned into -32603 naming it
+        (the exception text stays in the log: it may carry secrets)."""
+        try:
+            return await guarded(what, provider_name, call)
+        except (RequestError, ToolFailure):
+            raise
+        except Exception:
+            log.exception("provider %r (plugin %r) failed %s", provider_name, plugin, what)
+            raise MCPError(
+                types.INTERNAL_ERROR,
+                f"provider {provider_name!r} (plugin {plugin!r}) failed {what}; the server log has the details",
+            ) from None
+
     def errors_to_wire(
         handler: Callable[[Ctx, Any], Awaitable[R]],
     ) -> Callable[[Ctx, Any], Awaitable[R]]:
@@ -333,16 +347,22 @@ def build_server(composition: Composition) -> Server[object]:
                 raise InvalidParams(
                     f"Template {params.ref.uri} has no variable {arg.name!r}; it has: {', '.join(sorted(variables))}"
                 )
-            values = await guarded(
-                "completion", entry.provider.name, entry.provider.complete(entry.declaration, request)
+            values = await shielded(
+                f"completing {arg.name} of {params.ref.uri}",
+                entry.plugin,
+                entry.provider.name,
+                entry.provider.complete(entry.declaration, request),
             )
         else:
             p_entry = catalog.prompt(params.ref.name)
             if p_entry is None:
                 raise InvalidParams(f"No prompt {params.ref.name!r}; see prompts/list")
             require(subject, "complete", params.ref.name)
-            values = await guarded(
-                "completion", p_entry.provider.name, p_entry.provider.complete(p_entry.declaration, request)
+            values = await shielded(
+                f"completing {arg.name} of prompt {params.ref.name}",
+                p_entry.plugin,
+                p_entry.provider.name,
+                p_entry.provider.complete(p_entry.declaration, request),
             )
         values = list(values)
         return types.CompleteResult(
@@ -420,9 +440,25 @@ def build_server(composition: Composition) -> Server[object]:
         out = _tool_result(tool.name, tool.output_model, result)
         transforms = []
         if isinstance(result, ToolResult):
+            # Links and embeds must name URIs this composition serves (a link is never fetched here);
+            # one that does not is dropped and the receipt says so, rather than failing the call.
             for link in result.links:
-                served(link.uri, tool.name)  # a link must name a real provider URI; it is never fetched
+                if not served(link.uri, tool.name):
+                    transforms.append(f"dropped resource_link {link.uri}: not served by this server")
+                    continue
+                out.content.append(
+                    types.ResourceLink(
+                        type="resource_link",
+                        uri=link.uri,
+                        name=link.name,
+                        description=link.description,
+                        mime_type=link.mime_type,
+                    )
+                )
             for embed in result.embedded:
+                if not served(embed.uri, tool.name):
+                    transforms.append(f"dropped embedded resource {embed.uri}: not served by this server")
+                    continue
                 block, transform = embedded(embed, subject, tool.name)
                 out.content.append(block)
                 if transform:
@@ -453,19 +489,15 @@ def build_server(composition: Composition) -> Server[object]:
         out.meta = {**(out.meta or {}), RECEIPT_KEY: custody}
         return out
 
-    def served(uri: str, tool_name: str) -> None:
+    def served(uri: str, tool_name: str) -> bool:
         try:
             catalog.route(uri)
         except NotFound:
-            raise MCPError(
-                types.INTERNAL_ERROR,
-                f"tool {tool_name} returned a link or embed to {uri}, which this server does not serve; "
-                "tools may only point at real provider URIs",
-                {"uri": uri},
-            ) from None
+            log.warning("tool %s pointed at %s, which this server does not serve; dropped", tool_name, uri)
+            return False
+        return True
 
     def embedded(embed: Embed, subject: str, tool_name: str) -> tuple[types.ContentBlock, str | None]:
-        served(embed.uri, tool_name)
         require(subject, "read", embed.uri, actor="model")  # the caller must be allowed to see the bytes
         size = len(embed.data)
         if size > settings.max_embed_bytes:
@@ -533,8 +565,11 @@ def build_server(composition: Composition) -> Server[object]:
             raise InvalidParams(
                 f"Prompt {params.name} has no argument(s) {', '.join(unknown)}; it takes: {', '.join(sorted(known))}"
             )
-        messages = await guarded(
-            f"prompt {params.name}", entry.provider.name, entry.provider.render(entry.declaration, arguments)
+        messages = await shielded(
+            f"rendering prompt {params.name}",
+            entry.plugin,
+            entry.provider.name,
+            entry.provider.render(entry.declaration, arguments),
         )
         subject = subject_of(ctx)
         for m in messages:
@@ -750,16 +785,6 @@ def _tool_result(name: str, output_model: type[BaseModel] | None, result: object
     if result.text:
         content.append(types.TextContent(type="text", text=result.text))
     content.extend(media_wire(block) for block in result.content)
-    for link in result.links:
-        content.append(
-            types.ResourceLink(
-                type="resource_link",
-                uri=link.uri,
-                name=link.name,
-                description=link.description,
-                mime_type=link.mime_type,
-            )
-        )
     return types.CallToolResult(content=content, structured_content=structured)
 
 

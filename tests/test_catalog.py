@@ -101,3 +101,14 @@ async def test_unknown_uri_names_the_closest_owned_prefix() -> None:
         assert err.value.code == types.INVALID_PARAMS
         assert err.value.data == {"uri": "b://z"}
         assert "closest owned prefix is 'b://x/'" in err.value.message
+
+
+async def test_schemes_are_case_insensitive_and_foreign_schemes_get_the_served_ones() -> None:
+    composition = compose({"b": plugin(Many("b", "b://x/", 2)), "c": plugin(Many("c", "c://y/", 2))})
+    catalog = composition.catalog
+    assert catalog.route("B://x/item/0001").provider.name == "b"  # RFC 3986: schemes ignore case
+    async with connect(composition) as client:
+        with pytest.raises(MCPError) as err:
+            await client.read_resource("file:///etc/passwd")
+        assert err.value.message.endswith("No provider serves that scheme; the served schemes are b://, c://")
+        assert err.value.data == {"uri": "file:///etc/passwd"}

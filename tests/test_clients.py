@@ -48,7 +48,8 @@ async def _tour(client: Client) -> None:
     with pytest.raises(MCPError) as unknown:
         await client.read_resource("nowhere://at/all")
     assert unknown.value.code == types.INVALID_PARAMS
-    assert "closest owned prefix" in unknown.value.message
+    assert "No provider serves that scheme; the served schemes are" in unknown.value.message
+    assert "documcp://" in unknown.value.message
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
@@ -154,3 +155,30 @@ async def test_declared_metadata_reaches_the_wire_in_both_eras() -> None:
             (t,) = (await client.list_resource_templates()).resource_templates
             assert (t.title, t.mime_type) == ("T", "text/plain")
             assert t.annotations is not None and t.annotations.audience == ["assistant"]
+
+
+async def test_wildcard_bind_answers_the_allowed_host_names() -> None:
+    import httpx2
+
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mcp_providers", "serve", "--http", f"0.0.0.0:{port}", "--allow-host", "127.0.0.1",
+         "--stateless", "--json-response"],
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            with contextlib.closing(socket.socket()) as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.05)
+        async with Client(f"http://127.0.0.1:{port}/mcp", mode="legacy", cache=None) as client:
+            assert "documcp://ssgs/available" in [r.uri for r in (await client.list_resources()).resources]
+        async with httpx2.AsyncClient() as raw:
+            other = await raw.post(f"http://127.0.0.1:{port}/mcp", headers={"Host": "evil.example"},
+                                   json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+            assert other.status_code == 421  # a Host header nobody allowed
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)

@@ -184,9 +184,13 @@ async def test_embed_over_budget_is_refused_when_the_tool_forbids_a_link(composi
         with pytest.raises(MCPError) as err:
             await client.call_tool("strict_report", {"week": 7})
         assert err.value.code == -32004 and "embed-over-budget" in err.value.message
-        with pytest.raises(MCPError) as bad:
-            await client.call_tool("bad_link", {"week": 1})
-        assert "does not serve" in bad.value.message
+        # A link to a URI nobody serves is dropped, never left dangling, and the receipt says so.
+        dropped = await client.call_tool("bad_link", {"week": 1})
+        assert not dropped.is_error
+        assert not [b for b in dropped.content if isinstance(b, types.ResourceLink)]
+        assert (dropped.meta or {})[RECEIPT_KEY]["transforms"] == [
+            "dropped resource_link nowhere://x: not served by this server"
+        ]
 
 
 def test_side_effect_on_a_resource_is_rejected_before_serving() -> None:

@@ -294,3 +294,21 @@ async def test_add_to_mcpserver_keeps_its_own_resources_and_tools() -> None:
         assert tools["mix"].annotations is not None and tools["mix"].annotations.read_only_hint is True
         with pytest.raises(MCPError):
             await client.read_resource("emb://colours/by-name/blue")
+
+
+async def test_add_to_mcpserver_takes_every_built_in_plugin_and_keeps_error_codes() -> None:
+    from mcp_providers import Config, compose
+
+    mcp = MCPServer("host", log_level="WARNING")
+    add_to_mcpserver(mcp, compose(Config()))  # ServiceNow's input models use default_factory
+    async with Client(mcp, cache=None) as client:
+        names = {t.name for t in (await client.list_tools()).tools}
+        assert {"recommend_ssg", "servicenow_query_table"} <= names
+        hugo = await client.read_resource("documcp://ssgs/hugo")
+        assert '"hugo"' in hugo.contents[0].text  # type: ignore[union-attr]
+        with pytest.raises(MCPError) as unknown:
+            await client.read_resource("documcp://ssgs/nope")  # through a template function
+        assert unknown.value.code == -32602 and "No SSG 'nope'" in unknown.value.message
+        with pytest.raises(MCPError) as unknown_fixed:
+            await client.read_resource("documcp://templates/unknown-config")
+        assert unknown_fixed.value.code == -32602

@@ -139,6 +139,8 @@ def test_new_renders_through_the_cli(tmp_path: Path) -> None:
         ("Weather", "is not a lowercase Python identifier"),
         ("9lives", "is not a lowercase Python identifier"),
         ("team-notes", "is not a lowercase Python identifier"),
+        ("policy", "is already an installed plugin's entry-point name"),
+        ("servicenow", "is already an installed plugin's entry-point name"),
     ],
 )
 def test_new_rejects_a_bad_name(name: str, message: str, tmp_path: Path) -> None:

@@ -69,3 +69,77 @@ async def test_tool_arguments_are_validated_with_a_message_the_model_can_act_on(
         with pytest.raises(MCPError) as unknown:
             await client.call_tool("quarter", {"n": 8})
         assert unknown.value.code == types.INVALID_PARAMS and "Unknown tool 'quarter'" in unknown.value.message
+
+
+async def test_generate_config_without_the_templates_plugin_drops_its_link_and_says_so() -> None:
+    from mcp_providers.custody import RECEIPT_KEY
+    from mcp_providers.plugins.documcp import workflows
+
+    async with connect(compose({"workflows": workflows})) as client:
+        result = await client.call_tool("generate_config", {"ssg": "hugo", "site_name": "X"})
+        assert not result.is_error
+        assert result.structured_content is not None
+        assert not [b for b in result.content if isinstance(b, types.ResourceLink)]
+        assert (result.meta or {})[RECEIPT_KEY]["transforms"] == [
+            "dropped resource_link documcp://templates/hugo-config: not served by this server"
+        ]
+
+
+async def test_a_completion_or_prompt_that_raises_names_the_provider_not_the_exception() -> None:
+    from collections.abc import Mapping
+
+    from mcp_providers import (
+        CompletionRequest,
+        Content,
+        Message,
+        Prompt,
+        PromptArgument,
+        PromptProvider,
+        ReadRequest,
+        ResourceProvider,
+        ResourceTemplate,
+    )
+
+    class Broken(ResourceProvider):
+        name = "broken-completion"
+        prefixes = ("bc://",)
+
+        def templates(self) -> Sequence[ResourceTemplate]:
+            return [ResourceTemplate(uri_template="bc://{x}", name="x")]
+
+        async def read(self, request: ReadRequest) -> Content:
+            return Content(text="x")
+
+        async def complete(self, template: ResourceTemplate, request: CompletionRequest) -> Sequence[str]:
+            raise RuntimeError("password=hunter2 leaked by a bug")
+
+    class BrokenPrompt(PromptProvider):
+        name = "broken-prompt"
+
+        def prompts(self) -> Sequence[Prompt]:
+            return [Prompt(name="p", description="d", arguments=(PromptArgument(name="a"),))]
+
+        async def render(self, prompt: Prompt, arguments: Mapping[str, str]) -> Sequence[Message]:
+            raise RuntimeError("password=hunter2 leaked by a bug")
+
+    @hookimpl
+    def register_resource_providers() -> list[ResourceProvider]:
+        return [Broken()]
+
+    @hookimpl
+    def register_prompts() -> list[PromptProvider]:
+        return [BrokenPrompt()]
+
+    composition = compose({"bc": SimpleNamespace(register_resource_providers=register_resource_providers,
+                                                 register_prompts=register_prompts)})
+    async with connect(composition) as client:
+        ref = types.ResourceTemplateReference(type="ref/resource", uri="bc://{x}")
+        with pytest.raises(MCPError) as completion:
+            await client.complete(ref, {"name": "x", "value": ""})
+        with pytest.raises(MCPError) as prompt:
+            await client.get_prompt("p", {})
+        for err in (completion, prompt):
+            assert err.value.code == types.INTERNAL_ERROR
+            assert "hunter2" not in err.value.message and "the server log has the details" in err.value.message
+        assert "provider 'broken-completion'" in completion.value.message
+        assert "provider 'broken-prompt'" in prompt.value.message

@@ -1,0 +1,77 @@
+"""Config errors say what is wrong without echoing secrets, and never end in a traceback."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SECRET = "hunter2-5b1f"
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "mcp_providers", *args], capture_output=True, text=True,
+                          timeout=60, stdin=subprocess.DEVNULL)
+
+
+def test_invalid_settings_never_echo_secrets(tmp_path: Path) -> None:
+    config = tmp_path / "sn.toml"
+    config.write_text(f"""
+[[plugins.servicenow.instances]]
+name = "dev"
+url = "https://admin:{SECRET}@dev.example.service-now.com"
+auth = {{ type = "basic", username = "u", password_env = "X", password = "{SECRET}" }}
+""")
+    for command in (["check"], ["plugins", "--json"], ["serve", "--strict"]):
+        result = run(*command, "-c", str(config))
+        output = result.stdout + result.stderr
+        assert "user info" in output, output  # the problem is still explained
+        assert SECRET not in output, f"{command}: {output}"
+        assert "Traceback" not in output
+
+
+@pytest.mark.parametrize(
+    ("make", "expected"),
+    [
+        (lambda p: p.mkdir(), "is a directory"),
+        (lambda p: p.write_bytes(b"allow = [\"\xff\xfe\"]\n"), "is not UTF-8"),
+        (lambda p: p.write_text('[server.auth]\nissuer_url = "not a url"\n'), "server.auth.issuer_url"),
+        (lambda p: p.write_text('[server]\naudit_log = "/"\n'), "server.audit_log"),
+    ],
+    ids=["directory", "not-utf8", "bad-issuer", "audit-log-is-a-directory"],
+)
+def test_bad_config_files_get_one_clear_line(tmp_path: Path, make: object, expected: str) -> None:
+    path = tmp_path / "config.toml"
+    make(path)  # type: ignore[operator]
+    result = run("check", "-c", str(path))
+    assert result.returncode == 1
+    assert expected in result.stderr, result.stderr
+    assert "Traceback" not in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("hostport", ["127.0.0.1:99999", "127.0.0.1:0x50", "nonsense"])
+def test_serve_http_rejects_a_bad_port_before_starting(hostport: str) -> None:
+    result = run("serve", "--http", hostport)
+    assert result.returncode == 2
+    assert "HOST:PORT" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_serve_on_every_interface_needs_the_host_names_it_answers() -> None:
+    result = run("serve", "--http", "0.0.0.0:8123")
+    assert result.returncode == 2 and "--allow-host" in result.stderr
+
+
+def test_http_flags_need_http() -> None:
+    result = run("serve", "--stateless")
+    assert result.returncode == 2 and "go with --http" in result.stderr
+
+
+def test_check_fails_when_nothing_is_served(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text('deny = ["ssg_catalog", "config_templates", "workflows", "documcp_prompts", "servicenow", '
+                      '"policy"]\n')
+    result = run("check", "-c", str(config))
+    assert result.returncode == 1
+    assert "nothing is served: every plugin is off or rejected" in result.stdout
