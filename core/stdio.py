@@ -39,11 +39,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import stat
 import sys
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from types import TracebackType
 from typing import Final, Self
 
@@ -68,11 +69,17 @@ class PipeReadStream:
     end of input ends iteration.
     """
 
-    __slots__ = ("_closed", "_limit", "_reader")
+    __slots__ = ("_answer", "_closed", "_limit", "_reader")
 
-    def __init__(self, reader: asyncio.StreamReader, limit: int) -> None:
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        limit: int,
+        answer: Callable[[bytes], Awaitable[None]] | None = None,
+    ) -> None:
         self._reader = reader
         self._limit = limit
+        self._answer = answer
         self._closed = False
 
     async def receive(self) -> SessionMessage | Exception:
@@ -95,6 +102,10 @@ class PipeReadStream:
             try:
                 return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
             except Exception as exc:  # reported to the dispatcher, like the SDK transport does
+                if self._answer is not None and (request_id := _request_id(line)) is not None:
+                    # A request the message model refuses (e.g. a lone surrogate escape) still has an id:
+                    # answer it, so the client is not left waiting for its deadline.
+                    await self._answer(_invalid_request(request_id))
                 return exc
 
     def __aiter__(self) -> Self:
@@ -148,6 +159,14 @@ class PipeWriteStream:
         except (ConnectionError, OSError) as exc:
             raise anyio.BrokenResourceError from exc
 
+    async def send_raw(self, line: bytes) -> None:
+        """Write one already-serialized JSON-RPC line (``line`` ends with ``\\n``)."""
+        if self._closed or self._writer.transport.is_closing():
+            return
+        self._writer.write(line)
+        with contextlib.suppress(ConnectionError, OSError):
+            await self._writer.drain()
+
     async def aclose(self) -> None:
         self._closed = True
 
@@ -193,13 +212,38 @@ async def stdio_server(
             raise
         writer = asyncio.StreamWriter(write_transport, write_protocol, None, loop)
         try:
-            yield PipeReadStream(reader, max_line_bytes), PipeWriteStream(writer)
+            write_stream = PipeWriteStream(writer)
+            yield PipeReadStream(reader, max_line_bytes, write_stream.send_raw), write_stream
         finally:
             read_transport.close()
             # close() flushes what is buffered before closing; give it a bounded moment.
             writer.close()
             with contextlib.suppress(Exception), anyio.move_on_after(5, shield=True):
                 await writer.wait_closed()
+
+
+def _request_id(line: bytes) -> int | str | None:
+    """The id of a JSON-RPC request line the message model refused, if it has a usable one."""
+    try:
+        data = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or "method" not in data:
+        return None
+    request_id = data.get("id")
+    if isinstance(request_id, bool) or not isinstance(request_id, int | str):
+        return None
+    return request_id
+
+
+def _invalid_request(request_id: int | str) -> bytes:
+    """A JSON-RPC 2.0 ``-32600 Invalid Request`` response line for ``request_id``."""
+    error = {
+        "code": types.INVALID_REQUEST,
+        "message": "Invalid request: the message is not valid MCP JSON-RPC "
+        "(check for unpaired surrogate escapes and the params' shape)",
+    }
+    return json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}).encode() + b"\n"
 
 
 def _pipes_apply() -> bool:
