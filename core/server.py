@@ -231,8 +231,28 @@ def build_server(composition: Composition) -> Server[object]:
         )
         return types.ListResourceTemplatesResult(resource_templates=list(page.items), next_cursor=page.next_cursor)
 
+    def audit_failure(ctx: Ctx, actor: str, operation: str, target: str, exc: Exception) -> None:
+        if isinstance(exc, Denied):
+            return  # recorded where the denial happened
+        code, message = (exc.code, exc.message) if isinstance(exc, RequestError | MCPError) else (0, type(exc).__name__)
+        audit.record(
+            actor=actor,
+            subject=subject_of(ctx),
+            operation=operation,
+            target=target[:2048],
+            decision="error",
+            reason=f"{code}: {message[:300]}",
+        )
+
     @errors_to_wire
     async def read_resource(ctx: Ctx, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        try:
+            return await read_one(ctx, params)
+        except Exception as exc:
+            audit_failure(ctx, "application", "resources/read", params.uri, exc)
+            raise
+
+    async def read_one(ctx: Ctx, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         uri = params.uri
         route = catalog.route(uri)
         subject = subject_of(ctx)
@@ -404,6 +424,24 @@ def build_server(composition: Composition) -> Server[object]:
 
     @errors_to_wire
     async def call_tool(ctx: Ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
+        try:
+            result = await call_one(ctx, params)
+        except Exception as exc:
+            audit_failure(ctx, "model", "tools/call", params.name, exc)
+            raise
+        if result.is_error:
+            # That it failed, not why: the text may quote argument values, which the log never holds.
+            audit.record(
+                actor="model",
+                subject=subject_of(ctx),
+                operation="tools/call",
+                target=params.name,
+                decision="error",
+                reason="the tool returned an error result",
+            )
+        return result
+
+    async def call_one(ctx: Ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
         entry = catalog.tool(params.name)
         if entry is None:
             raise InvalidParams(f"Unknown tool {params.name!r}; see tools/list", data={"tool": params.name})

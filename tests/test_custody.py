@@ -268,3 +268,28 @@ async def test_subscription_delivery_is_denied_after_the_policy_changes() -> Non
             async with modern.listen(resource_subscriptions=[uri]):
                 pass
         assert denied.value.code == -32003
+
+
+async def test_the_audit_log_records_failed_reads_and_calls_without_content(tmp_path: Any) -> None:
+    log = tmp_path / "audit.jsonl"
+    composition = compose({"custody": plugin()}, server=ServerSettings(audit_log=log))
+    async with connect(composition) as client:
+        await client.read_resource("kb://handbook/v4")
+        with pytest.raises(MCPError):
+            await client.read_resource("kb://huge")
+        with pytest.raises(MCPError):
+            await client.read_resource("kb://nothing-here")
+        failed = await client.call_tool("risk_score", {"customer": 17})  # wrong type: an error result
+        assert failed.is_error
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    lines = [line for line in lines if line["operation"] != "resources/list"]
+    outcomes = [(line["operation"], line["target"], line["decision"]) for line in lines]
+    assert outcomes == [
+        ("resources/read", "kb://handbook/v4", "allowed"),
+        ("resources/read", "kb://huge", "error"),
+        ("resources/read", "kb://nothing-here", "error"),
+        ("tools/call", "risk_score", "error"),
+    ]
+    assert lines[1]["reason"].startswith("-32004: kb://huge is 4000 bytes")
+    assert lines[3]["reason"] == "the tool returned an error result"  # never the argument values
+    assert "Be kind" not in log.read_text()  # never content
