@@ -11,13 +11,10 @@ import json
 import logging
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import anyio
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
 from mcp_providers.checks import static_read_problems
 from mcp_providers.composition import Composition, compose
@@ -31,8 +28,35 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-out = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
+if TYPE_CHECKING:
+    from rich.console import Console
+
+
+def escape(text: str) -> str:
+    """rich's markup escape, imported when first needed."""
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(text)
+
+
+class _LazyConsole:
+    """A rich ``Console`` made on first use: ``serve`` over stdio usually prints nothing, and
+    importing rich costs start-up time."""
+
+    def __init__(self, *, stderr: bool) -> None:
+        self._stderr = stderr
+        self._console: Console | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(stderr=self._stderr, soft_wrap=True)
+        return getattr(self._console, name)
+
+
+out: Any = _LazyConsole(stderr=False)
+err: Any = _LazyConsole(stderr=True)
 
 ConfigOption = Annotated[
     Path | None,
@@ -200,6 +224,8 @@ def plugins(
     if as_json:
         out.print_json(json.dumps({"plugins": rows, "problems": [str(p) for p in composition.problems]}))
         return
+    from rich.table import Table
+
     table = Table(title="mcp-providers plugins")
     for column in ("plugin", "distribution", "status", "selection", "providers / reason"):
         table.add_column(column)

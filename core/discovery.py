@@ -24,6 +24,7 @@ import contextlib
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal
 
 import importlib_metadata
@@ -54,8 +55,8 @@ class PluginRecord:
     """Entry-point name: the key of its ``[plugins.<name>]`` settings table."""
     value: str
     """What the entry point points at, e.g. ``mcp_providers.plugins.documcp.ssg_catalog``."""
-    distribution: str | None = None
-    version: str | None = None
+    dist: importlib_metadata.Distribution | None = field(default=None, repr=False)
+    """The installed distribution declaring the entry point (``None`` for plugins passed directly)."""
     status: Status = "loaded"
     reason: str | None = None
     selection: str = "on: every installed plugin (no set, allow list or override)"
@@ -71,6 +72,16 @@ class PluginRecord:
     policy_off: bool = False
     """Disabled by the selection although the config has settings for it and it implements
     ``authorize``: its rules would silently not apply (the server refuses to start)."""
+
+    @cached_property
+    def distribution(self) -> str | None:
+        """Name of the distribution, read from its metadata on first use (start-up skips it)."""
+        return self.dist.name if self.dist is not None else None
+
+    @cached_property
+    def version(self) -> str | None:
+        """Version of the distribution, read from its metadata on first use."""
+        return self.dist.version if self.dist is not None else None
 
     def is_rejected(self) -> bool:
         return self.status == "rejected"
@@ -283,12 +294,7 @@ def discover(
         for name, eps in by_name.items():
             ep = eps[0]
             dist = ep.dist
-            record = PluginRecord(
-                name=name,
-                value=ep.value,
-                distribution=dist.name if dist else None,
-                version=dist.version if dist else None,
-            )
+            record = PluginRecord(name=name, value=ep.value, dist=dist)
             records[name] = record
             if len(eps) > 1:
                 owners = " and ".join(f"{e.dist.name if e.dist else '?'} ({e.value})" for e in eps)

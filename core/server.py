@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import functools
 import inspect
 import json
 import logging
@@ -128,7 +129,14 @@ def build_server(composition: Composition) -> Server[object]:
     settings = composition.config.server
     authorizer = composition.authorizer
     audit = AuditLog(settings.audit_log)
-    origin = {r.name: (r.distribution, r.version) for r in composition.records}
+    records = {r.name: r for r in composition.records}
+
+    @functools.cache
+    def origin(plugin: str) -> tuple[str | None, str | None]:
+        """(distribution, version) of a plugin, read once on first use rather than at start-up."""
+        record = records.get(plugin)
+        return (record.distribution, record.version) if record is not None else (None, None)
+
     hub = composition.subscriptions
     coalescer: Coalescer[Content] = Coalescer()
 
@@ -314,7 +322,7 @@ def build_server(composition: Composition) -> Server[object]:
                 "reason": "over the read budget; the provider allows truncation",
             }
         mime = content.mime_type or declaration.mime_type
-        distribution, version = origin.get(route.plugin, (None, None))
+        distribution, version = origin(route.plugin)
         is_template = isinstance(declaration, ResourceTemplate)
         custody = receipt(
             actor="application",
@@ -391,34 +399,34 @@ def build_server(composition: Composition) -> Server[object]:
 
     # -- tools -----------------------------------------------------------------------------------
 
-    tool_items = []
-    for e in catalog.tools:
-        t = e.declaration
-        hints = t.annotations()
-        tool_items.append(
-            (
-                t.name,
-                types.Tool(
-                    name=t.name,
+    @functools.cache
+    def tool_items() -> list[tuple[str, types.Tool]]:
+        """The tools list, built on first use: JSON Schemas from pydantic are slow to make."""
+        items = []
+        for e in catalog.tools:
+            t = e.declaration
+            hints = t.annotations()
+            tool = types.Tool(
+                name=t.name,
+                title=t.title,
+                description=t.description,
+                input_schema=_schema(t.input_model),
+                output_schema=_schema(t.output_model) if t.output_model else None,
+                annotations=types.ToolAnnotations(
                     title=t.title,
-                    description=t.description,
-                    input_schema=_schema(t.input_model),
-                    output_schema=_schema(t.output_model) if t.output_model else None,
-                    annotations=types.ToolAnnotations(
-                        title=t.title,
-                        read_only_hint=hints["readOnlyHint"],
-                        destructive_hint=hints["destructiveHint"],
-                        idempotent_hint=hints["idempotentHint"],
-                        open_world_hint=hints["openWorldHint"],
-                    ),
-                    _meta=t.meta,
+                    read_only_hint=hints["readOnlyHint"],
+                    destructive_hint=hints["destructiveHint"],
+                    idempotent_hint=hints["idempotentHint"],
+                    open_world_hint=hints["openWorldHint"],
                 ),
+                _meta=t.meta,
             )
-        )
+            items.append((t.name, tool))
+        return items
 
     @errors_to_wire
     async def list_tools(ctx: Ctx, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
-        items = visible(subject_of(ctx), tool_items)
+        items = visible(subject_of(ctx), tool_items())
         page = catalog.page("tools", items, params.cursor if params else None, settings.page_size)
         return types.ListToolsResult(tools=list(page.items), next_cursor=page.next_cursor)
 
@@ -502,7 +510,7 @@ def build_server(composition: Composition) -> Server[object]:
                 if transform:
                     transforms.append(transform)
         data = _tool_bytes(out)
-        distribution, version = origin.get(entry.plugin, (None, None))
+        distribution, version = origin(entry.plugin)
         args_json = json.dumps(arguments.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
         custody = receipt(
             actor="model",
