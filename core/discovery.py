@@ -55,7 +55,7 @@ class PluginRecord:
     """Entry-point name: the key of its ``[plugins.<name>]`` settings table."""
     value: str
     """What the entry point points at, e.g. ``mcp_providers.plugins.documcp.ssg_catalog``."""
-    dist: importlib_metadata.Distribution | None = field(default=None, repr=False)
+    dist: importlib_metadata.IDistribution | None = field(default=None, repr=False)
     """The installed distribution declaring the entry point (``None`` for plugins passed directly)."""
     status: Status = "loaded"
     reason: str | None = None
