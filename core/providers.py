@@ -21,7 +21,7 @@ the server starts and left when it stops: open network clients there, not at imp
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
@@ -31,6 +31,7 @@ from pydantic import BaseModel
 from mcp_providers.blocks import Audio, Image, Media, Text
 from mcp_providers.channel import ClientChannel, Elicited, LogLevel, Sampled
 from mcp_providers.models import Prompt, Resource, ResourceTemplate, Tool
+from mcp_providers.policy import Action, Decision
 
 if TYPE_CHECKING:
     from mcp_providers.subscriptions import Publisher
@@ -168,12 +169,38 @@ class ToolCall:
     :param channel: the way back to the calling client (see :mod:`mcp_providers.channel`). The
         default has no client behind it: progress and logs go nowhere, and ``sample``/``elicit``
         raise :class:`~mcp_providers.errors.ToolFailure`.
+    :param authorizer: asks the ``authorize`` hook for :meth:`require` (set by the core; the
+        default allows everything, as when no policy is installed).
     """
 
     tool: Tool
     arguments: BaseModel
     subject: str = "local"
     channel: ClientChannel = field(default_factory=ClientChannel)
+    authorizer: Callable[[str, Action, str], Decision] | None = None
+
+    def require(self, action: Action, target: str) -> None:
+        """Ask the policy again about the data this call touches; raise if it refuses.
+
+        The core authorizes the call by the tool's name. A tool that reads or changes data also
+        served as resources should ask about that data too, so a rule on its URIs holds for the
+        tool as it does for reads: e.g. ``call.require("read", "servicenow://prod/incident")``
+        before querying prod, ``call.require("call", "servicenow://prod/incident")`` before
+        changing it.
+
+        :raises mcp_providers.errors.Denied: the policy refuses (the client gets -32003).
+        """
+        if self.authorizer is None:
+            return
+        decision = self.authorizer(self.subject, action, target)
+        if not decision.allow:
+            from mcp_providers.errors import Denied
+
+            why = f": {decision.reason}" if decision.reason else ""
+            raise Denied(
+                f"permission-denied: tool {self.tool.name} may not {action} {target} for {self.subject}{why}",
+                data={"target": target, "action": action, "tool": self.tool.name, "rule": "permission-denied"},
+            )
 
     async def progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
         """Report progress, e.g. ``progress(50, 100)``; sent only if the client asked for progress."""

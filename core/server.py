@@ -469,7 +469,13 @@ def build_server(composition: Composition) -> Server[object]:
                 f"tool {tool.name}",
                 entry.provider.name,
                 entry.provider.call(
-                    ToolCall(tool=tool, arguments=arguments, subject=subject, channel=SessionChannel(ctx))
+                    ToolCall(
+                        tool=tool,
+                        arguments=arguments,
+                        subject=subject,
+                        channel=SessionChannel(ctx),
+                        authorizer=authorizer if authorizer.active else None,
+                    )
                 ),
             )
         except ToolFailure as exc:

@@ -289,10 +289,16 @@ class ServiceNowTools(ToolProvider):
 
         :raises ToolFailure: unknown instance, malformed value, no such record, or ServiceNow
             refused the operation (400, 403, 404).
+        :raises mcp_providers.errors.Denied: the policy refuses ``read`` (read-only tools) or ``call``
+            (the others) on ``servicenow://{instance}/{table}``.
         :raises mcp_providers.plugins.servicenow.client.ServiceNowError: timeout, 5xx, rejected
             credentials or exhausted rate limit.
         """
         args = call.arguments
+        # Ask the policy about the data too, not only the tool's name: a rule on
+        # servicenow://prod/* then holds for tools as it does for resource reads.
+        data = f"servicenow://{getattr(args, 'instance', '')}/{getattr(args, 'table', 'incident')}"
+        call.require("read" if call.tool.effects == "none" else "call", data)
         try:
             client = self._pool.client(getattr(args, "instance", ""))
             if isinstance(args, QueryTableIn):

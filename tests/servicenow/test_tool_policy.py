@@ -1,0 +1,41 @@
+"""A policy rule on ServiceNow URIs holds for the tools as it does for resource reads."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import pytest
+from mcp import MCPError
+from servicenow_support import dev_instance, prod_instance, servicenow_plugin
+
+from mcp_providers.plugins import policy
+from mcp_providers.plugins.servicenow.emulator import Emulator
+from mcp_providers.testing import compose, connect
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_a_deny_on_prod_uris_stops_tool_reads_and_writes_on_prod_only(
+    dev_emulator: Emulator, prod_emulator: Emulator, secrets_env: Mapping[str, str]
+) -> None:
+    rules = {"rules": [{"effect": "deny", "actions": ["read", "call"], "targets": ["servicenow://prod/*"],
+                        "reason": "production needs an approved client"}]}
+    composition = compose(
+        {"servicenow": servicenow_plugin, "policy": policy},
+        {"servicenow": {"instances": [dev_instance(dev_emulator), prod_instance(prod_emulator)]}, "policy": rules},
+    )
+    prod_before = len(prod_emulator.table_requests())
+    async with connect(composition) as client:
+        dev = await client.call_tool("servicenow_query_table", {"instance": "dev", "table": "incident", "limit": 2})
+        assert not dev.is_error and dev.structured_content["instance"] == "dev"  # type: ignore[index]
+        with pytest.raises(MCPError) as read:
+            await client.call_tool("servicenow_query_table", {"instance": "prod", "table": "incident"})
+        assert read.value.code == -32003
+        assert "may not read servicenow://prod/incident" in read.value.message
+        assert "production needs an approved client" in read.value.message
+        with pytest.raises(MCPError) as write:
+            await client.call_tool("servicenow_create_incident", {"instance": "prod", "short_description": "x"})
+        assert write.value.code == -32003 and "may not call servicenow://prod/incident" in write.value.message
+        with pytest.raises(MCPError):
+            await client.read_resource("servicenow://prod/incidents")
+    assert len(prod_emulator.table_requests()) == prod_before  # nothing reached prod
