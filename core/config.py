@@ -90,7 +90,18 @@ class AuthConfig(BaseModel):
 
     issuer_url: AnyHttpUrl = AnyHttpUrl("http://127.0.0.1/")
     """Authorization server URL advertised to clients (required by the SDK's auth settings)."""
-    tokens: tuple[TokenConfig, ...] = ()
+    tokens: tuple[TokenConfig, ...] = Field(min_length=1)
+    """At least one token; without ``[server.auth]`` HTTP is unauthenticated (subject ``anonymous``)."""
+
+    @field_validator("tokens")
+    @classmethod
+    def _distinct(cls, tokens: tuple[TokenConfig, ...]) -> tuple[TokenConfig, ...]:
+        for attribute in ("subject", "token_env"):
+            values = [getattr(t, attribute) for t in tokens]
+            repeated = sorted({v for v in values if values.count(v) > 1})
+            if repeated:
+                raise ValueError(f"each token needs its own {attribute}; repeated: {', '.join(repeated)}")
+        return tokens
 
 
 class ServerSettings(BaseModel):
@@ -176,7 +187,8 @@ def format_validation_error(error: ValidationError, where: str) -> str:
     lines = []
     for item in error.errors():
         path = ".".join(str(p) for p in item["loc"])
-        message = item["msg"].removeprefix("Value error, ")
+        # Operators write TOML arrays, not tuples, and pydantic's "Value error," prefix says nothing.
+        message = item["msg"].removeprefix("Value error, ").replace("Tuple should", "List should")
         message = _PLAIN.get(message, message)
         shown = _shown(tuple(item["loc"]), item.get("input"))
         lines.append(f"{where}.{path}: {message}{shown}" if path else f"{where}: {message}")

@@ -75,3 +75,19 @@ def test_check_fails_when_nothing_is_served(tmp_path: Path) -> None:
     result = run("check", "-c", str(config))
     assert result.returncode == 1
     assert "nothing is served: every plugin is off or rejected" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("auth", "expected"),
+    [
+        ("tokens = []", "server.auth.tokens: List should have at least 1 item"),
+        ('tokens = [{subject = "a", token_env = "T"}, {subject = "b", token_env = "T"}]',
+         "each token needs its own token_env; repeated: T"),
+    ],
+    ids=["no-tokens", "shared-variable"],
+)
+def test_auth_settings_that_would_weaken_auth_are_refused(tmp_path: Path, auth: str, expected: str) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(f"[server.auth]\n{auth}\n")
+    result = run("check", "-c", str(config))
+    assert result.returncode == 1 and expected in result.stderr, result.stderr
