@@ -532,7 +532,7 @@ def build_server(composition: Composition) -> Server[object]:
             transforms=transforms,
             extra={
                 "tool": tool.name,
-                "idempotent": tool.idempotent,
+                "idempotent": tool.annotations()["idempotentHint"],  # read-only tools are idempotent
                 "openWorld": tool.open_world,
                 "argumentsSha256": digest(args_json.encode()),
             },
