@@ -17,13 +17,17 @@ from mcp.server.auth.settings import AuthSettings
 from mcp_providers.config import AuthConfig
 from mcp_providers.errors import ConfigError
 
-__all__ = ["StaticTokenVerifier", "http_auth"]
+__all__ = ["MIN_TOKEN_LENGTH", "StaticTokenVerifier", "http_auth"]
+
+MIN_TOKEN_LENGTH = 16
+"""Shortest bearer token accepted, in characters (a short token can be guessed)."""
 
 
 class StaticTokenVerifier:
     """Accepts the tokens named in ``[server.auth]``, each read from its environment variable.
 
-    :raises ConfigError: a named environment variable is unset or empty (says which, never the value).
+    :raises ConfigError: a named environment variable is unset or empty, a token is shorter than
+        :data:`MIN_TOKEN_LENGTH`, or two subjects share a token (says which, never the value).
     """
 
     def __init__(self, config: AuthConfig) -> None:
@@ -35,6 +39,17 @@ class StaticTokenVerifier:
                     f"server.auth: environment variable {entry.token_env} (token for {entry.subject!r}) is unset "
                     "or empty; export it before starting the server"
                 )
+            if len(value) < MIN_TOKEN_LENGTH:
+                raise ConfigError(
+                    f"server.auth: the token in {entry.token_env} (for {entry.subject!r}) is shorter than "
+                    f"{MIN_TOKEN_LENGTH} characters; use a long random value, e.g. from `openssl rand -hex 32`"
+                )
+            for other_value, other_subject in self._tokens:
+                if hmac.compare_digest(other_value, value.encode()):
+                    raise ConfigError(
+                        f"server.auth: {other_subject!r} and {entry.subject!r} have the same token; each subject "
+                        "needs its own, or one could act as the other"
+                    )
             self._tokens.append((value.encode(), entry.subject))
 
     async def verify_token(self, token: str) -> AccessToken | None:

@@ -60,6 +60,11 @@ class Route:
     provider: ResourceProvider
     declaration: Resource | ResourceTemplate
     params: Mapping[str, str] = field(default_factory=dict)
+    canonical: str = ""
+    """The URI in canonical form: the fixed URI, or the template expanded from the decoded values
+    (lower-case scheme, one percent-encoding). Policies are asked about this form, so
+    ``servicenow://%70rod/x`` or ``SERVICENOW://prod/x`` cannot slip past a rule on
+    ``servicenow://prod/*``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +124,7 @@ class Catalog:
             uri = scheme.lower() + ":" + rest
         fixed = self._fixed.get(uri)
         if fixed is not None:
-            return Route(fixed.plugin, fixed.provider, fixed.declaration)
+            return Route(fixed.plugin, fixed.provider, fixed.declaration, canonical=fixed.declaration.uri)
         owner = self._owner(uri)
         if owner is None:
             raise NotFound(f"Unknown resource: {_shown(requested)}. {self._closest_hint(uri)}", data={"uri": requested})
@@ -129,7 +134,8 @@ class Catalog:
                 continue
             values = c.template.match(uri)
             if values is not None:
-                return Route(c.entry.plugin, provider, c.entry.declaration, _as_strings(values))
+                params = _as_strings(values)
+                return Route(c.entry.plugin, provider, c.entry.declaration, params, c.template.expand(params))
         shapes = [c.template.template for c in compiled] + [
             e.declaration.uri for e in self.resources if e.provider is provider
         ][:10]

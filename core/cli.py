@@ -96,7 +96,7 @@ STDIO_ENV = "MCP_PROVIDERS_STDIO"
 
 def _parse_hostport(value: str) -> tuple[str, int]:
     host, sep, port = value.rpartition(":")
-    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
+    if not sep or not port.isdigit() or not 0 < int(port) < 65536 or "/" in host:
         raise typer.BadParameter(
             f"expected HOST:PORT with a port from 1 to 65535, such as 127.0.0.1:8000, got {value!r}",
             param_hint="--http",
@@ -155,7 +155,7 @@ def serve(
                 err.print(f"  {line}", highlight=False, markup=False)
             raise typer.Exit(1)
     for line in composition.failures:
-        err.print(f"[yellow]not served:[/yellow] {line}", highlight=False)
+        err.print(f"[yellow]not served:[/yellow] {escape(line)}", highlight=False)
     try:
         server = composition.server
     except CompositionError as exc:  # a configured policy is not in force: fail closed
@@ -187,7 +187,8 @@ def serve(
         err.print(f"[yellow]warning:[/yellow] serving on {host}, not loopback; anyone who can reach it can connect")
         names = [] if host in _WILDCARD else [_bracketed(host)]
         names += allow_host or []
-        hosts = [n if ":" in n.lstrip("[").split("]")[-1] else f"{n}:*" for n in names]
+        # A bare NAME also answers Host: NAME (a client on the default port, e.g. behind a proxy).
+        hosts = [h for n in names for h in ((n,) if ":" in n.lstrip("[").split("]")[-1] else (n, f"{n}:*"))]
         security = TransportSecuritySettings(
             allowed_hosts=hosts, allowed_origins=[f"{scheme}://{h}" for h in hosts for scheme in ("http", "https")]
         )

@@ -85,8 +85,14 @@ def mount(
     :param host: the host the app is served on; loopback hosts get DNS-rebinding protection.
     :param transport_security: the SDK's allowed hosts/origins, required for a real hostname.
     :raises ValueError: ``path`` does not start with ``/``.
+    :raises ConfigError: ``[server.auth]`` names a token variable that is unset.
+
+    Bearer-token authentication configured in ``[server.auth]`` applies here as it does for
+    ``mcp-providers serve --http``: requests without a known token get 401.
     """
     from starlette.routing import Route
+
+    from mcp_providers.auth import http_auth
 
     if not path.startswith("/"):
         raise ValueError(f"mount path must start with '/', e.g. '/mcp'; got {path!r}")
@@ -97,6 +103,7 @@ def mount(
         json_response=json_response,
         host=host,
         transport_security=transport_security,
+        **http_auth(composition.config.server.auth),
     )
     manager = server.session_manager
     # The inner app routes on the full path, so it is added as a route, not a Mount (no redirect

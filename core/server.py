@@ -26,6 +26,7 @@ import anyio
 import mcp_types as types
 from mcp import MCPError
 from mcp.server import Server, ServerRequestContext
+from mcp.shared.uri_template import UriTemplate
 from pydantic import BaseModel, ValidationError
 
 from mcp_providers.audit import AuditLog
@@ -156,6 +157,12 @@ def build_server(composition: Composition) -> Server[object]:
 
     unfiltered: dict[int, list[Any]] = {}  # id of a constant target list -> its items, built once
 
+    def require_uri(subject: str, action: Action, canonical: str, raw: str, actor: str = "application") -> None:
+        """Authorize a URI in its canonical form, and as sent when that differs (either refusal stands)."""
+        require(subject, action, canonical, actor)
+        if raw != canonical:
+            require(subject, action, raw, actor)
+
     def visible(subject: str, targets: Sequence[tuple[str, R]]) -> list[R]:
         if not authorizer.active:  # fast path: no policy installed, so a page costs O(page), not O(total)
             items = unfiltered.get(id(targets))
@@ -266,7 +273,7 @@ def build_server(composition: Composition) -> Server[object]:
         subject = subject_of(ctx)
         if isinstance(route.declaration, ResourceTemplate):
             require(subject, "expand", route.declaration.uri_template)
-        require(subject, "read", uri)
+        require_uri(subject, "read", route.canonical, uri)
         declaration = route.declaration
         demanded = _max_age(params)
         if demanded is not None:
@@ -375,12 +382,19 @@ def build_server(composition: Composition) -> Server[object]:
                 raise InvalidParams(
                     f"Template {params.ref.uri} has no variable {arg.name!r}; it has: {', '.join(sorted(variables))}"
                 )
+            template = UriTemplate.parse(entry.declaration.uri_template)
+            chosen = {k: v for k, v in request.context.items() if k in template.variable_names and k != arg.name}
+            if authorizer.active and chosen:
+                # Completing inside a scope (e.g. instance=prod) reveals what is in it: it takes read there.
+                require(subject, "read", template.expand(chosen))
             values = await shielded(
                 f"completing {arg.name} of {params.ref.uri}",
                 entry.plugin,
                 entry.provider.name,
                 entry.provider.complete(entry.declaration, request),
             )
+            if authorizer.active:  # offer only values whose resources the caller may read
+                values = [v for v in values if allowed(subject, "read", template.expand({**chosen, arg.name: v})).allow]
         else:
             p_entry = catalog.prompt(params.ref.name)
             if p_entry is None:
@@ -550,7 +564,8 @@ def build_server(composition: Composition) -> Server[object]:
         return True
 
     def embedded(embed: Embed, subject: str, tool_name: str) -> tuple[types.ContentBlock, str | None]:
-        require(subject, "read", embed.uri, actor="model")  # the caller must be allowed to see the bytes
+        # The caller must be allowed to see the bytes.
+        require_uri(subject, "read", catalog.route(embed.uri).canonical, embed.uri, actor="model")
         size = len(embed.data)
         if size > settings.max_embed_bytes:
             if embed.over_budget == "error":
@@ -646,7 +661,7 @@ def build_server(composition: Composition) -> Server[object]:
 
     def may_watch(subject: str, uri: str) -> None:
         hub.watchable(uri)
-        require(subject, "subscribe", uri)
+        require_uri(subject, "subscribe", catalog.route(uri).canonical, uri)
 
     @errors_to_wire
     async def subscribe(ctx: Ctx, params: types.SubscribeRequestParams) -> types.EmptyResult:
@@ -770,8 +785,6 @@ def _truncate(content: Content, budget: int) -> Content:
 
 
 def _variables(uri_template: str) -> list[str]:
-    from mcp.shared.uri_template import UriTemplate
-
     return UriTemplate.parse(uri_template).variable_names
 
 

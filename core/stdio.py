@@ -258,7 +258,8 @@ def _pipes_apply() -> bool:
             mode = os.fstat(fd).st_mode
         except OSError:
             return False
-        if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)):
+        # Pipes, sockets and terminals can be polled; other character devices (/dev/null) cannot.
+        if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or (stat.S_ISCHR(mode) and os.isatty(fd))):
             return False
     return True
 

@@ -182,3 +182,30 @@ async def test_wildcard_bind_answers_the_allowed_host_names() -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+async def test_allow_host_with_a_bare_name_answers_that_host_on_any_port_and_without_one() -> None:
+    import httpx2
+
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mcp_providers", "serve", "--http", f"0.0.0.0:{port}", "--allow-host",
+         "mcp.example", "--stateless", "--json-response"],
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            with contextlib.closing(socket.socket()) as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.05)
+        ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+        accept = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25"}
+        async with httpx2.AsyncClient() as raw:
+            for host, status in (("mcp.example", 200), (f"mcp.example:{port}", 200), ("other.example", 421)):
+                answer = await raw.post(f"http://127.0.0.1:{port}/mcp", headers={**accept, "Host": host}, json=ping)
+                assert answer.status_code == status, (host, answer.status_code, answer.text)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)

@@ -51,7 +51,7 @@ def test_bad_config_files_get_one_clear_line(tmp_path: Path, make: object, expec
     assert "Traceback" not in result.stdout + result.stderr
 
 
-@pytest.mark.parametrize("hostport", ["127.0.0.1:99999", "127.0.0.1:0x50", "nonsense"])
+@pytest.mark.parametrize("hostport", ["127.0.0.1:99999", "127.0.0.1:0x50", "nonsense", "http://127.0.0.1:8000"])
 def test_serve_http_rejects_a_bad_port_before_starting(hostport: str) -> None:
     result = run("serve", "--http", hostport)
     assert result.returncode == 2

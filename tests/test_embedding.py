@@ -312,3 +312,39 @@ async def test_add_to_mcpserver_takes_every_built_in_plugin_and_keeps_error_code
         with pytest.raises(MCPError) as unknown_fixed:
             await client.read_resource("documcp://templates/unknown-config")
         assert unknown_fixed.value.code == -32602
+
+
+@pytest.mark.slow
+async def test_mount_enforces_the_configured_bearer_tokens(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcp.client.streamable_http import streamable_http_client
+
+    from mcp_providers import Config, compose
+    from mcp_providers.config import AuthConfig, ServerSettings, TokenConfig
+
+    monkeypatch.setenv("EMBED_TEST_TOKEN", "embed-token-7c1e9d2b4a")
+    config = Config(
+        allow=("ssg_catalog",),
+        server=ServerSettings(auth=AuthConfig(tokens=(TokenConfig(subject="carol", token_env="EMBED_TEST_TOKEN"),))),
+    )
+    app = Starlette()
+    mount(app, compose(config), "/mcp", stateless=True, json_response=True)
+    port = _free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(server.serve)
+        while not server.started:
+            await anyio.sleep(0.02)
+        try:
+            async with httpx2.AsyncClient() as http:
+                anonymous = await http.post(f"http://127.0.0.1:{port}/mcp",
+                                            json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                                            headers={"Accept": "application/json, text/event-stream"})
+                assert anonymous.status_code == 401
+            async with (
+                httpx2.AsyncClient(headers={"Authorization": "Bearer embed-token-7c1e9d2b4a"}) as http,
+                Client(streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=http), cache=None) as c,
+            ):
+                result = await c.read_resource("documcp://ssgs/available")
+                assert result.meta is not None and result.meta["io.mcp-providers/receipt"]["subject"] == "carol"
+        finally:
+            server.should_exit = True

@@ -145,3 +145,15 @@ def test_regular_file_stdin_falls_back_to_the_sdk_transport(tmp_path: object) ->
             check=False,
         )
     assert json.loads(done.stdout.splitlines()[0])["result"]["protocolVersion"] == "2025-11-25"
+
+
+def test_serve_with_stdin_from_the_null_device_exits_at_end_of_input() -> None:
+    import subprocess
+    import sys
+
+    # /dev/null is a character device asyncio cannot poll; the server must still see end of input.
+    with open("/dev/null", "rb") as null:
+        run = subprocess.run([sys.executable, "-m", "mcp_providers", "serve"], stdin=null, capture_output=True,
+                             timeout=60)
+    assert run.returncode == 0, run.stderr.decode()
+    assert b"Traceback" not in run.stderr and run.stdout == b""

@@ -143,3 +143,25 @@ async def test_a_completion_or_prompt_that_raises_names_the_provider_not_the_exc
             assert "hunter2" not in err.value.message and "the server log has the details" in err.value.message
         assert "provider 'broken-completion'" in completion.value.message
         assert "provider 'broken-prompt'" in prompt.value.message
+
+
+async def test_documentation_tools_honour_a_deny_on_the_resources_they_answer_from() -> None:
+    from mcp_providers.plugins import policy
+    from mcp_providers.plugins.documcp import config_templates, ssg_catalog, workflows
+
+    rules = {"rules": [{"effect": "deny", "actions": ["read"], "targets": ["documcp://templates/hugo-*",
+                                                                           "documcp://ssgs/*"]}]}
+    composition = compose(
+        {"workflows": workflows, "config_templates": config_templates, "ssg_catalog": ssg_catalog,
+         "policy": policy},
+        {"policy": rules},
+    )
+    async with connect(composition) as client:
+        with pytest.raises(MCPError) as hugo:
+            await client.call_tool("generate_config", {"ssg": "hugo", "site_name": "X"})
+        assert hugo.value.code == -32003 and "documcp://templates/hugo-config" in hugo.value.message
+        jekyll = await client.call_tool("generate_config", {"ssg": "jekyll", "site_name": "X"})
+        assert not jekyll.is_error
+        with pytest.raises(MCPError) as recommend:
+            await client.call_tool("recommend_ssg", {})
+        assert recommend.value.code == -32003

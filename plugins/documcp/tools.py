@@ -358,12 +358,17 @@ class DocumentationTools(ToolProvider):
         """Run one tool on arguments already validated against its input model.
 
         :raises ToolFailure: the arguments are not the tool's input model (a core routing bug).
+        :raises mcp_providers.errors.Denied: the policy refuses ``read`` on the catalog
+            (``recommend_ssg``) or on the template (``generate_config``).
         """
         args = call.arguments
+        # These tools answer from data also served as resources: the policy on those URIs holds here.
         if call.tool.name == "recommend_ssg" and isinstance(args, RecommendIn):
+            call.require("read", "documcp://ssgs/available")
             out = recommend(args)
             return ToolResult(output=out)
         if call.tool.name == "generate_config" and isinstance(args, GenerateConfigIn):
+            call.require("read", f"documcp://templates/{args.ssg}-config")
             generated = generate_config(args)
             link = Link(
                 uri=generated.template_uri,

@@ -39,3 +39,50 @@ async def test_a_deny_on_prod_uris_stops_tool_reads_and_writes_on_prod_only(
         with pytest.raises(MCPError):
             await client.read_resource("servicenow://prod/incidents")
     assert len(prod_emulator.table_requests()) == prod_before  # nothing reached prod
+
+
+@pytest.mark.parametrize(
+    "uri",
+    ["servicenow://prod/incidents", "servicenow://%70rod/incidents", "servicenow://pro%64/info",
+     "SERVICENOW://prod/incidents", "Servicenow://%70rod/update-sets"],
+)
+async def test_a_rule_on_prod_holds_however_the_uri_is_spelled(
+    uri: str, dev_emulator: Emulator, prod_emulator: Emulator, secrets_env: Mapping[str, str]
+) -> None:
+    rules = {"rules": [{"effect": "deny", "targets": ["servicenow://prod/*"]}]}
+    composition = compose(
+        {"servicenow": servicenow_plugin, "policy": policy},
+        {"servicenow": {"instances": [dev_instance(dev_emulator), prod_instance(prod_emulator)]}, "policy": rules},
+    )
+    async with connect(composition) as client:
+        with pytest.raises(MCPError) as err:
+            await client.read_resource(uri)
+        assert err.value.code == -32003
+        with pytest.raises(MCPError) as watch:
+            async with client.listen(resource_subscriptions=[uri]):
+                pass
+        assert watch.value.code == -32003
+        assert (await client.read_resource("servicenow://dev/incidents")).contents
+    assert prod_emulator.table_requests() == []
+
+
+async def test_completion_offers_nothing_from_a_denied_instance(
+    dev_emulator: Emulator, prod_emulator: Emulator, secrets_env: Mapping[str, str]
+) -> None:
+    import mcp_types as types
+
+    rules = {"rules": [{"effect": "deny", "targets": ["servicenow://prod/*"]}]}
+    composition = compose(
+        {"servicenow": servicenow_plugin, "policy": policy},
+        {"servicenow": {"instances": [dev_instance(dev_emulator), prod_instance(prod_emulator)]}, "policy": rules},
+    )
+    ref = types.ResourceTemplateReference(type="ref/resource", uri="servicenow://{instance}/incidents/{number}")
+    async with connect(composition) as client:
+        instances = await client.complete(ref, {"name": "instance", "value": ""})
+        assert instances.completion.values == ["dev"]
+        with pytest.raises(MCPError) as err:
+            await client.complete(ref, {"name": "number", "value": "INC"}, context_arguments={"instance": "prod"})
+        assert err.value.code == -32003
+        dev = await client.complete(ref, {"name": "number", "value": "INC"}, context_arguments={"instance": "dev"})
+        assert dev.completion.values and all(v.startswith("INC") for v in dev.completion.values)
+    assert prod_emulator.table_requests() == []
