@@ -34,11 +34,19 @@ class Rule(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    effect: Literal["allow", "deny"]
-    subjects: tuple[str, ...] = ("*",)
-    actions: tuple[Action, ...] = ACTIONS
-    targets: tuple[str, ...] = Field(default=("*",), min_length=1)
-    reason: str = ""
+    effect: Literal["allow", "deny"] = Field(description="What a match decides.")
+    subjects: tuple[str, ...] = Field(
+        default=("*",), description="Subject patterns (fnmatch, case-sensitive): 'local' on stdio, the token's "
+        "subject over HTTP with [server.auth], 'anonymous' without it."
+    )
+    actions: tuple[Action, ...] = Field(
+        default=ACTIONS, description="Actions matched: list, read, expand, complete, subscribe, call, prompt."
+    )
+    targets: tuple[str, ...] = Field(
+        default=("*",), min_length=1, description="Target patterns (fnmatch; '*' also matches '/'): URIs in "
+        "canonical form (lower-case scheme, decoded once), URI templates (expand), tool or prompt names."
+    )
+    reason: str = Field(default="", description="Shown to the client in a denial.")
 
 
 class PolicySettings(BaseModel):
@@ -46,8 +54,8 @@ class PolicySettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    default: Literal["allow", "deny"] = "allow"
-    rules: tuple[Rule, ...] = ()
+    default: Literal["allow", "deny"] = Field(default="allow", description="The decision when no rule matches.")
+    rules: tuple[Rule, ...] = Field(default=(), description="Tried in order; the first match decides.")
 
 
 def decide(settings: PolicySettings, subject: str, action: Action, target: str) -> Decision | None:
