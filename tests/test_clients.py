@@ -74,10 +74,11 @@ def _free_port() -> int:
 
 
 @contextlib.contextmanager
-def _http_server(*extra: str) -> Iterator[str]:
+def _http_server(*extra: str, bind: str = "127.0.0.1") -> Iterator[str]:
+    """`serve --http BIND:PORT *extra` as a subprocess; yields its URL on loopback."""
     port = _free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "mcp_providers", "serve", "--http", f"127.0.0.1:{port}", *extra],
+        [sys.executable, "-m", "mcp_providers", "serve", "--http", f"{bind}:{port}", *extra],
         stderr=subprocess.PIPE,
         text=True,
     )
@@ -160,52 +161,23 @@ async def test_declared_metadata_reaches_the_wire_in_both_eras() -> None:
 async def test_wildcard_bind_answers_the_allowed_host_names() -> None:
     import httpx2
 
-    port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "mcp_providers", "serve", "--http", f"0.0.0.0:{port}", "--allow-host", "127.0.0.1",
-         "--stateless", "--json-response"],
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            with contextlib.closing(socket.socket()) as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            time.sleep(0.05)
-        async with Client(f"http://127.0.0.1:{port}/mcp", mode="legacy", cache=None) as client:
+    with _http_server("--allow-host", "127.0.0.1", "--stateless", "--json-response", bind="0.0.0.0") as url:
+        async with Client(url, mode="legacy", cache=None) as client:
             assert "documcp://ssgs/available" in [r.uri for r in (await client.list_resources()).resources]
         async with httpx2.AsyncClient() as raw:
-            other = await raw.post(f"http://127.0.0.1:{port}/mcp", headers={"Host": "evil.example"},
+            other = await raw.post(url, headers={"Host": "evil.example"},
                                    json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
             assert other.status_code == 421  # a Host header nobody allowed
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 async def test_allow_host_with_a_bare_name_answers_that_host_on_any_port_and_without_one() -> None:
     import httpx2
 
-    port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "mcp_providers", "serve", "--http", f"0.0.0.0:{port}", "--allow-host",
-         "mcp.example", "--stateless", "--json-response"],
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            with contextlib.closing(socket.socket()) as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            time.sleep(0.05)
+    with _http_server("--allow-host", "mcp.example", "--stateless", "--json-response", bind="0.0.0.0") as url:
+        port = httpx2.URL(url).port
         ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
         accept = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25"}
         async with httpx2.AsyncClient() as raw:
             for host, status in (("mcp.example", 200), (f"mcp.example:{port}", 200), ("other.example", 421)):
-                answer = await raw.post(f"http://127.0.0.1:{port}/mcp", headers={**accept, "Host": host}, json=ping)
+                answer = await raw.post(url, headers={**accept, "Host": host}, json=ping)
                 assert answer.status_code == status, (host, answer.status_code, answer.text)
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
