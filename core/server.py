@@ -31,6 +31,7 @@ from pydantic import BaseModel, ValidationError
 
 from mcp_providers.audit import AuditLog
 from mcp_providers.blocks import media_wire
+from mcp_providers.catalog import Route
 from mcp_providers.channel import SessionChannel, set_log_level
 from mcp_providers.coalesce import Coalescer
 from mcp_providers.composition import Composition
@@ -509,7 +510,7 @@ def build_server(composition: Composition) -> Server[object]:
             # Links and embeds must name URIs this composition serves (a link is never fetched here);
             # one that does not is dropped and the receipt says so, rather than failing the call.
             for link in result.links:
-                if not served(link.uri, tool.name):
+                if served(link.uri, tool.name) is None:
                     transforms.append(f"dropped resource_link {link.uri}: not served by this server")
                     continue
                 out.content.append(
@@ -522,10 +523,11 @@ def build_server(composition: Composition) -> Server[object]:
                     )
                 )
             for embed in result.embedded:
-                if not served(embed.uri, tool.name):
+                route = served(embed.uri, tool.name)
+                if route is None:
                     transforms.append(f"dropped embedded resource {embed.uri}: not served by this server")
                     continue
-                block, transform = embedded(embed, subject, tool.name)
+                block, transform = embedded(embed, route, subject, tool.name)
                 out.content.append(block)
                 if transform:
                     transforms.append(transform)
@@ -555,17 +557,19 @@ def build_server(composition: Composition) -> Server[object]:
         out.meta = {**(out.meta or {}), RECEIPT_KEY: custody}
         return out
 
-    def served(uri: str, tool_name: str) -> bool:
+    def served(uri: str, tool_name: str) -> Route | None:
+        """Where ``uri`` goes, or ``None`` (logged) when this server does not serve it."""
         try:
-            catalog.route(uri)
+            return catalog.route(uri)
         except NotFound:
             log.warning("tool %s pointed at %s, which this server does not serve; dropped", tool_name, uri)
-            return False
-        return True
+            return None
 
-    def embedded(embed: Embed, subject: str, tool_name: str) -> tuple[types.ContentBlock, str | None]:
+    def embedded(
+        embed: Embed, route: Route, subject: str, tool_name: str
+    ) -> tuple[types.ContentBlock, str | None]:
         # The caller must be allowed to see the bytes.
-        require_uri(subject, "read", catalog.route(embed.uri).canonical, embed.uri, actor="model")
+        require_uri(subject, "read", route.canonical, embed.uri, actor="model")
         size = len(embed.data)
         if size > settings.max_embed_bytes:
             if embed.over_budget == "error":
