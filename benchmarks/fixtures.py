@@ -13,7 +13,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from mcp_providers.composition import Composition
+from mcp_providers._serve.composition import Composition
 from mcp_providers.config import ServerSettings
 from mcp_providers.hookspecs import hookimpl
 from mcp_providers.models import Resource, ResourceTemplate

@@ -50,7 +50,7 @@ def main() -> None:
     if args.transport == "sdk":
         from mcp.server.stdio import stdio_server
     else:
-        from mcp_providers.stdio import stdio_server  # type: ignore[assignment]
+        from mcp_providers._serve.stdio import stdio_server  # type: ignore[assignment]
 
     async def run() -> None:
         async with stdio_server() as (read, write):

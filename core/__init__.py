@@ -1,52 +1,108 @@
 """mcp-providers: compose one MCP server out of resource, tool and prompt provider plugins.
 
-This module is the public API; everything a plugin author or an embedding application needs is
-re-exported here.
+This module is the public API: everything a plugin author or an embedding application needs is
+re-exported here, and adding a name is a reviewed decision. The contract modules keep their own
+import paths too (``mcp_providers.hookspecs``, ``models``, ``providers``, ``errors``, ``policy``,
+``http``, ``config``, ``testing``, ``embedding``); everything under ``mcp_providers._host`` and
+``mcp_providers._serve`` is private and may change without notice.
+
+:func:`compose` and :class:`Composition` are imported on first use, so a plugin importing
+``from mcp_providers import hookimpl`` does not load the serving core.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mcp_providers.composition import Composition, compose
 from mcp_providers.config import Config, ServerSettings, load_config
-from mcp_providers.errors import InvalidParams, NotFound, ToolFailure, UpstreamError
+from mcp_providers.errors import (
+    CompositionError,
+    ConfigError,
+    Denied,
+    InvalidParams,
+    NotFound,
+    RequestError,
+    SideEffectRefused,
+    ToolFailure,
+    UpstreamError,
+)
 from mcp_providers.hookspecs import hookimpl
-from mcp_providers.models import Annotations, Freshness, Prompt, PromptArgument, Resource, ResourceTemplate, Tool
-from mcp_providers.policy import Decision
+from mcp_providers.models import (
+    MAX_AGE_KEY,
+    RECEIPT_KEY,
+    Annotations,
+    Effects,
+    Freshness,
+    Prompt,
+    PromptArgument,
+    Resource,
+    ResourceTemplate,
+    Tool,
+)
+from mcp_providers.policy import Action, Decision
 from mcp_providers.providers import (
+    Audio,
+    ClientChannel,
     CompletionRequest,
     Content,
+    Elicited,
+    Embed,
+    Image,
     Link,
+    LogLevel,
     Message,
     PromptProvider,
+    Publisher,
     ReadRequest,
     ResourceProvider,
+    Sampled,
+    Text,
     ToolCall,
     ToolProvider,
     ToolResult,
 )
 
+if TYPE_CHECKING:
+    from mcp_providers._serve.composition import Composition, compose
+
 __all__ = [
+    "MAX_AGE_KEY",
+    "RECEIPT_KEY",
+    "Action",
     "Annotations",
+    "Audio",
+    "ClientChannel",
     "CompletionRequest",
     "Composition",
+    "CompositionError",
     "Config",
+    "ConfigError",
     "Content",
     "Decision",
+    "Denied",
+    "Effects",
+    "Elicited",
+    "Embed",
     "Freshness",
+    "Image",
     "InvalidParams",
     "Link",
+    "LogLevel",
     "Message",
     "NotFound",
     "Prompt",
     "PromptArgument",
     "PromptProvider",
+    "Publisher",
     "ReadRequest",
+    "RequestError",
     "Resource",
     "ResourceProvider",
     "ResourceTemplate",
+    "Sampled",
     "ServerSettings",
+    "SideEffectRefused",
+    "Text",
     "Tool",
     "ToolCall",
     "ToolFailure",
@@ -60,6 +116,10 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
+    if name in ("Composition", "compose"):
+        from mcp_providers._serve import composition
+
+        return getattr(composition, name)
     if name == "__version__":
         from importlib.metadata import version
 

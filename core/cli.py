@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -16,8 +17,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import anyio
 import typer
 
-from mcp_providers.checks import static_read_problems
-from mcp_providers.composition import Composition, compose
+from mcp_providers._serve.composition import Composition, compose
+from mcp_providers._serve.statics import authorize_report, static_read_problems
 from mcp_providers.config import CONFIG_ENV, Config, load_config
 from mcp_providers.errors import CompositionError, ConfigError
 
@@ -91,7 +92,7 @@ def _compose(config: Config, strict: bool) -> Composition:
 
 
 STDIO_ENV = "MCP_PROVIDERS_STDIO"
-"""Set to ``sdk`` to serve stdio with the SDK's transport instead of :mod:`mcp_providers.stdio`."""
+"""Set to ``sdk`` to serve stdio with the SDK's transport instead of :mod:`mcp_providers._serve.stdio`."""
 
 
 def _parse_hostport(value: str) -> tuple[str, int]:
@@ -147,6 +148,16 @@ def serve(
             param_hint="--http",
         )
     composition = _compose(_load(config, plugin_set), strict)
+    server = _server_of(composition, strict)
+    if address is None:
+        _serve_stdio(server)
+    else:
+        _serve_http(composition, server, address, stateless, json_response, allow_host)
+
+
+def _server_of(composition: Composition, strict: bool) -> Any:
+    """The composed server, or exit 1: under ``--strict`` when a static read fails, and always
+    (fail closed) when a plugin that could carry authorization is not in force."""
     if strict:  # --strict means every check passes, including the static reads `check` makes
         problems = anyio.run(static_read_problems, composition)
         if problems:
@@ -157,30 +168,39 @@ def serve(
     for line in composition.failures:
         err.print(f"[yellow]not served:[/yellow] {escape(line)}", highlight=False)
     try:
-        server = composition.server
-    except CompositionError as exc:  # a configured policy is not in force: fail closed
+        return composition.server
+    except CompositionError as exc:
         for line in exc.problems:
             err.print(line if line.endswith(":") else f"  {line}", highlight=False, markup=False)
         raise typer.Exit(1) from None
-    if http is None:
-        import os
 
-        if os.environ.get(STDIO_ENV) == "sdk":  # the SDK's thread-based transport, for comparison
-            from mcp.server.stdio import stdio_server
-        else:
-            from mcp_providers.stdio import stdio_server  # type: ignore[assignment]
 
-        async def run_stdio() -> None:
-            async with stdio_server() as (read, write):
-                await server.run(read, write, server.create_initialization_options())
+def _serve_stdio(server: Any) -> None:
+    if os.environ.get(STDIO_ENV) == "sdk":  # the SDK's thread-based transport, for comparison
+        from mcp.server.stdio import stdio_server
+    else:
+        from mcp_providers._serve.stdio import stdio_server  # type: ignore[assignment]
 
-        anyio.run(run_stdio)
-        return
+    async def run_stdio() -> None:
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
 
+    anyio.run(run_stdio)
+
+
+def _serve_http(
+    composition: Composition,
+    server: Any,
+    address: tuple[str, int],
+    stateless: bool,
+    json_response: bool,
+    allow_host: list[str] | None,
+) -> None:
     import uvicorn
     from mcp.server.transport_security import TransportSecuritySettings
 
-    assert address is not None  # http is set here
+    from mcp_providers._serve.auth import http_auth
+
     host, port = address
     security = None
     if host not in ("127.0.0.1", "localhost", "::1"):
@@ -192,8 +212,6 @@ def serve(
         security = TransportSecuritySettings(
             allowed_hosts=hosts, allowed_origins=[f"{scheme}://{h}" for h in hosts for scheme in ("http", "https")]
         )
-    from mcp_providers.auth import http_auth
-
     try:
         auth = http_auth(composition.config.server.auth)
     except ConfigError as exc:
@@ -260,7 +278,10 @@ def check(config: ConfigOption = None, plugin_set: SetOption = None) -> None:
             "nothing is served: every plugin is off or rejected; check the selection (allow, set, "
             "MCP_PROVIDERS_PLUGINS) and the lines above"
         )
-    for line in failures:
+    order, warnings = authorize_report(composition)
+    if order is not None:
+        err.print(order, markup=False, highlight=False)
+    for line in [*warnings, *failures]:  # a warning names its fix but does not fail the check
         out.print(line, markup=False, highlight=False)
     c = composition.catalog
     summary = (
@@ -282,7 +303,7 @@ def new(
     ] = None,
 ) -> None:
     """Render a new third-party provider package from the plugin template (needs copier)."""
-    from mcp_providers.scaffold import ScaffoldError, render_plugin_package
+    from mcp_providers._cli.scaffold import ScaffoldError, render_plugin_package
 
     try:
         where = render_plugin_package(name, dest)
@@ -298,7 +319,7 @@ def demo(
     samples: Annotated[int, typer.Option(min=1, help="How many resources to read and show.")] = 12,
 ) -> None:
     """Start the composed server as a subprocess, connect a real MCP client over stdio and tour it."""
-    from mcp_providers.demo import run_demo
+    from mcp_providers._cli.demo import run_demo
 
     code = run_demo(out, samples=samples)
     raise typer.Exit(code)
@@ -307,6 +328,3 @@ def demo(
 def main() -> None:
     """Entry point of the ``mcp-providers`` script."""
     app()
-
-
-__all__ = ["app", "main"]

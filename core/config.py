@@ -42,19 +42,6 @@ from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, ValidationError, 
 
 from mcp_providers.errors import ConfigError
 
-__all__ = [
-    "CONFIG_ENV",
-    "DISABLE_ENV",
-    "PLUGINS_ENV",
-    "AuthConfig",
-    "Config",
-    "PluginSet",
-    "ServerSettings",
-    "TokenConfig",
-    "format_validation_error",
-    "load_config",
-]
-
 CONFIG_ENV = "MCP_PROVIDERS_CONFIG"
 PLUGINS_ENV = "MCP_PROVIDERS_PLUGINS"
 """Comma-separated entry-point names: serve only these (replaces the set and ``allow``)."""
@@ -121,7 +108,7 @@ class ServerSettings(BaseModel):
     """Largest resource a tool result may embed, in bytes; bigger ones become resource links."""
     coalesce_reads: bool = True
     """Let identical concurrent reads (same provider, URI and caller) share one provider read;
-    nothing is cached once the read ends (see :mod:`mcp_providers.coalesce`)."""
+    nothing is cached once the read ends (coalescing; see the benchmarks page)."""
     audit_log: Path | None = None
     """JSON-lines file that gets one line per list, read, call and denial (never content or secrets)."""
     auth: AuthConfig | None = None

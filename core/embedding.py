@@ -35,7 +35,8 @@ from mcp.server import Server, ServerRequestContext
 from mcp.shared.uri_template import UriTemplate
 from pydantic import Field
 
-from mcp_providers.composition import Composition
+from mcp_providers._serve.binding import routes
+from mcp_providers._serve.composition import Composition
 from mcp_providers.providers import ResourceProvider
 
 if TYPE_CHECKING:
@@ -43,7 +44,6 @@ if TYPE_CHECKING:
     from mcp.server.transport_security import TransportSecuritySettings
     from starlette.applications import Starlette
 
-__all__ = ["add_to_mcpserver", "attach", "mount"]
 
 log = logging.getLogger("mcp_providers.embedding")
 
@@ -92,7 +92,7 @@ def mount(
     """
     from starlette.routing import Route
 
-    from mcp_providers.auth import http_auth
+    from mcp_providers._serve.auth import http_auth
 
     if not path.startswith("/"):
         raise ValueError(f"mount path must start with '/', e.g. '/mcp'; got {path!r}")
@@ -155,17 +155,15 @@ def attach(server: Server[Any], composition: Composition) -> None:
         return catalog.prompt(ref.name) is not None
 
     plans: list[tuple[str, type[Any], Handler]] = []
-    for method in (*_LISTS, *sorted(_ROUTED), "resources/subscribe", "resources/unsubscribe", "subscriptions/listen"):
-        mine = ours.get_request_handler(method)
-        if mine is None:
-            continue
+    for route in routes(composition.runtime, composition.pipeline):  # the same table build_server uses
+        method = route.method
         theirs = server.get_request_handler(method)
         if theirs is None:
-            plans.append((method, mine.params_type, mine.handler))
+            plans.append((method, route.params, route.handler))
         elif method in _LISTS:
-            plans.append((method, theirs.params_type, _chain_list(method, theirs.handler, mine.handler)))
+            plans.append((method, theirs.params_type, _chain_list(method, theirs.handler, route.handler)))
         elif method in _ROUTED:
-            plans.append((method, theirs.params_type, _chain_routed(method, theirs.handler, mine.handler, owns)))
+            plans.append((method, theirs.params_type, _chain_routed(method, theirs.handler, route.handler, owns)))
         else:
             raise ValueError(
                 f"both your server and the composition serve {method!r}, which cannot be merged; "

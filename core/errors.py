@@ -13,7 +13,8 @@
         ├── ReadTimeout               -32005  the provider missed the read deadline
         ├── UpstreamError             -32006  the provider's data source failed
         ├── Stale                     -32007  the request demands fresher data than the provider can give
-        └── SideEffectRefused         -32008  a write was attempted inside a resource read
+        ├── SideEffectRefused         -32008  a write was attempted inside a resource read
+        └── ProviderFailed            -32603  a provider raised unexpectedly or broke its contract
     ToolFailure                       a tool's expected failure; becomes isError: true
 
 -32602 follows MCP 2026-07-28 (SEP-2164) for unknown resources; the others are in the
@@ -25,22 +26,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = [
-    "CompositionError",
-    "ConfigError",
-    "Denied",
-    "InvalidParams",
-    "MCPProvidersError",
-    "NotFound",
-    "ReadTimeout",
-    "RequestError",
-    "SideEffectRefused",
-    "Stale",
-    "TooLarge",
-    "ToolFailure",
-    "UpstreamError",
-]
-
 INVALID_PARAMS = -32602
 DENIED = -32003
 TOO_LARGE = -32004
@@ -48,6 +33,7 @@ READ_TIMEOUT = -32005
 UPSTREAM_ERROR = -32006
 STALE = -32007
 SIDE_EFFECT_REFUSED = -32008
+INTERNAL_ERROR = -32603
 
 
 class MCPProvidersError(Exception):
@@ -59,7 +45,7 @@ class ConfigError(MCPProvidersError):
 
 
 class CompositionError(MCPProvidersError):
-    """One or more checks failed; ``problems`` lists them (see :mod:`mcp_providers.checks`)."""
+    """One or more checks failed; ``problems`` lists them (``mcp-providers check`` prints them)."""
 
     def __init__(self, problems: Sequence[Any]) -> None:
         self.problems = list(problems)
@@ -127,3 +113,13 @@ class SideEffectRefused(RequestError):
     """A provider tried a non-safe HTTP method while reading a resource (``side-effect-in-resource-read``)."""
 
     code = SIDE_EFFECT_REFUSED
+
+
+class ProviderFailed(RequestError):
+    """A provider raised something unexpected, or returned something its contract does not allow.
+
+    The message names the provider and plugin and what it was doing; the exception's own text stays
+    in the server log (it may carry secrets).
+    """
+
+    code = INTERNAL_ERROR

@@ -14,8 +14,6 @@ The core calls each plugin's implementation on its own, so a hook that raises or
 type disables that plugin alone (see ``mcp-providers plugins``).
 """
 
-# Hookspecs have no bodies: pluggy only reads their signatures and docstrings.
-# mypy: disable-error-code="empty-body"
 # Hookspecs have no bodies: pluggy reads only their signatures and docstrings.
 # mypy: disable-error-code="empty-body"
 from __future__ import annotations
@@ -115,21 +113,31 @@ def demo_settings() -> AbstractContextManager[dict[str, Any]] | None:
 # -- serving -------------------------------------------------------------------------------------
 
 
-@hookspec(firstresult=True)
+@hookspec
 def authorize(subject: str, action: Action, target: str, settings: Any) -> Decision | None:
     """Decide whether ``subject`` may perform ``action`` on ``target``.
 
-    Called at every read boundary: list, read, template expansion, completion, subscription and
-    tool call. Stops at first non-None result; when every implementation returns ``None`` the
-    action is allowed.
+    Called at every boundary of every request: list, read, template expansion, completion,
+    subscription, tool call, prompt, and for every link and embed a tool or prompt returns. Every
+    implementation is asked and the answers combine: **any deny wins**, and when all return
+    ``None`` the action is allowed, so the order plugins load in never changes a decision. A URI is
+    asked about in its canonical form (lower-case scheme, one percent-encoding) and, when that
+    differs, as the client sent it; a URI of a template is preceded by ``expand`` on the template.
 
-    :param subject: who is asking: ``"local"`` on stdio, the verified token's client id on HTTP.
+    :param subject: who is asking: ``"local"`` on stdio, the verified token's subject on HTTP.
     :param action: one of ``"list"``, ``"read"``, ``"expand"``, ``"complete"``, ``"subscribe"``,
         ``"call"``, ``"prompt"``.
     :param target: the URI, URI template, tool name or prompt name acted on.
     :param settings: the instance of this plugin's :func:`settings_model`, or ``None``.
     :returns: a :class:`~mcp_providers.policy.Decision`, or ``None`` to defer.
 
+    .. versionchanged:: 0.2
+        No longer ``firstresult``: every implementation is asked and any deny wins (before, the
+        last-registered plugin that answered decided alone, so an allow could hide a deny).
+
     Use in provider plugins: keep it fast and side-effect free; it runs on every request. An
-    implementation that raises, or returns anything but a ``Decision`` or ``None``, denies.
+    implementation that raises, or returns anything but a ``Decision`` or ``None``, denies. A
+    plugin that implements this hook, or is configured, and then fails to load at any stage stops
+    ``mcp-providers serve`` from starting (fail closed); ``mcp-providers check`` lists the
+    implementations in the order they are asked and flags one that allows everything.
     """

@@ -26,8 +26,6 @@ import httpx2
 
 from mcp_providers.errors import SideEffectRefused
 
-__all__ = ["SAFE_METHODS", "client", "exempt", "in_read_scope", "read_scope"]
-
 log = logging.getLogger("mcp_providers.http")
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})

@@ -1,7 +1,7 @@
 """Declarations: the frozen records a provider hands the core once, at composition time.
 
 A provider never mints URIs at read time: everything it can serve is declared here, checked by
-:mod:`mcp_providers.checks` and indexed by :mod:`mcp_providers.catalog` before the first request.
+the rules and indexed by the catalog before the first request.
 
 Shapes, by example::
 
@@ -14,7 +14,7 @@ Shapes, by example::
 Where each invariant is enforced:
 
 - field shapes (priority in 0..1, sizes >= 0, names' characters): by pydantic, when the model is built;
-- URI grammar, owned prefixes, collisions, side effects on resources: by :mod:`mcp_providers.checks`;
+- URI grammar, owned prefixes, collisions, side effects on resources: by the rules (``mcp-providers check``);
 - tool annotations are never declared, only derived from :attr:`Tool.effects` (:meth:`Tool.annotations`).
 """
 
@@ -25,20 +25,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-__all__ = [
-    "Annotations",
-    "Effects",
-    "Freshness",
-    "Prompt",
-    "PromptArgument",
-    "Resource",
-    "ResourceTemplate",
-    "Tool",
-]
-
 Effects = Literal["none", "additive", "destructive"]
 """What an operation may change: ``none`` (read-only), ``additive`` (creates or appends, never
 removes or overwrites) or ``destructive`` (may overwrite or delete)."""
+
+RECEIPT_KEY = "io.mcp-providers/receipt"
+"""Result ``_meta`` key of the custody receipt on reads, tool results and prompt results (reverse-DNS
+prefix, per MCP's ``_meta`` naming rule); its shape is on the security page of the docs."""
+
+MAX_AGE_KEY = "io.mcp-providers/maxAge"
+"""Request ``_meta`` key: the oldest content, in seconds, the caller accepts (``0`` = current)."""
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
 
@@ -191,6 +187,11 @@ class PromptArgument(BaseModel):
     required: bool = False
     completions: tuple[str, ...] = ()
     """Values offered by ``completion/complete`` for this argument."""
+    resource: str | None = None
+    """URI template of the resource a value of this argument names, with the argument as its
+    variable, e.g. ``"documcp://ssgs/{ssg}"`` for argument ``ssg``. When set, completion offers
+    only values whose resource the caller may read, and ``prompts/get`` refuses a value whose
+    resource the caller may not read (action ``read``, asked about the expanded URI)."""
 
 
 class Prompt(BaseModel):

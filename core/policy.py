@@ -1,24 +1,32 @@
-"""Authorization: the vocabulary of the ``authorize`` hook, and the core's way of asking it.
+"""Authorization: the vocabulary of the ``authorize`` hook, and how provider code asks it.
 
-The policy itself is a plugin (the built-in ``policy`` plugin reads rules from config); the core
-asks at every boundary through :class:`Authorizer`:
+The policy itself is a plugin (the built-in ``policy`` plugin reads rules from config). The core
+asks every ``authorize`` implementation at every boundary of every request (list, read, template
+expansion, completion, subscription, tool call, prompt, embed and link) and combines the answers:
 
-- implementations are asked in pluggy's order, each with its own plugin's settings, and the first
-  non-``None`` answer stands (``firstresult``); no answer at all means allow;
+- **any deny wins**; order never matters (the hook is not ``firstresult``);
+- an implementation returning ``None`` defers; when all defer, the action is allowed;
 - an implementation that raises or returns something other than a :class:`Decision` denies
-  (fail closed), with the plugin named in the reason.
+  (fail closed), with its plugin named in the reason.
+
+Provider code running inside a request (a tool, a prompt render, a completion) asks about the
+data it is about to use with :func:`require` or :func:`allowed`; both go to the same gate the core
+uses, so a rule on a URI holds however the data is reached::
+
+    from mcp_providers import policy
+
+    async def render(self, prompt, arguments):
+        policy.require("read", f"documcp://ssgs/{arguments['ssg']}")     # raises Denied
+        visible = [s for s in SSGS if policy.allowed("read", f"documcp://ssgs/{s}")]
+
+Outside a request (a unit test calling a provider directly) there is no gate: both allow.
 """
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, Literal
-
-__all__ = ["Action", "Authorizer", "Decision"]
-
-log = logging.getLogger("mcp_providers.policy")
+from typing import Literal, Protocol
 
 Action = Literal["list", "read", "expand", "complete", "subscribe", "call", "prompt"]
 """The operations the ``authorize`` hook is asked about."""
@@ -36,45 +44,34 @@ class Decision:
     reason: str = ""
 
 
-ALLOW = Decision(True)
+class Asker(Protocol):
+    """What :func:`require` and :func:`allowed` talk to: the current request's gate (set by the core)."""
+
+    def require(self, action: Action, target: str, *, asked_by: str | None = None) -> None: ...
+
+    def allowed(self, action: Action, target: str) -> bool: ...
 
 
-class Authorizer:
-    """Asks the installed ``authorize`` implementations, each with its plugin's settings.
+current_gate: ContextVar[Asker | None] = ContextVar("mcp_providers_gate", default=None)
+"""The gate of the request running in this context; ``None`` outside one. Set by the core only."""
 
-    :param impls: ``(plugin name, function, argument names)`` in the order pluggy would call them.
-    :param settings: plugin name -> that plugin's settings instance (or ``None``).
+
+def require(action: Action, target: str, *, asked_by: str | None = None) -> None:
+    """Refuse unless the current caller may perform ``action`` on ``target``.
+
+    :param action: e.g. ``"read"`` before using data also served as a resource, ``"call"`` before
+        changing it.
+    :param target: a URI (asked about in canonical form too), template, tool or prompt name.
+    :param asked_by: who asks, for the message, e.g. ``"tool servicenow_query_table"``.
+    :raises mcp_providers.errors.Denied: the policy refuses (the client gets -32003; the denial is
+        audited once, on the request's audit line).
     """
+    gate = current_gate.get()
+    if gate is not None:
+        gate.require(action, target, asked_by=asked_by)
 
-    def __init__(
-        self, impls: list[tuple[str, Callable[..., Any], tuple[str, ...]]], settings: Mapping[str, Any]
-    ) -> None:
-        self._impls = impls
-        self._settings = settings
 
-    @classmethod
-    def from_plugin_manager(cls, pm: Any, settings: Mapping[str, Any]) -> Authorizer:
-        # pluggy calls implementations last-registered first.
-        impls = [(i.plugin_name, i.function, tuple(i.argnames)) for i in reversed(pm.hook.authorize.get_hookimpls())]
-        return cls(impls, settings)
-
-    @property
-    def active(self) -> bool:
-        """Whether any policy is installed (if not, everything is allowed without asking)."""
-        return bool(self._impls)
-
-    def __call__(self, subject: str, action: Action, target: str) -> Decision:
-        for plugin, func, argnames in self._impls:
-            kwargs = {"subject": subject, "action": action, "target": target, "settings": self._settings.get(plugin)}
-            try:
-                answer = func(**{name: kwargs[name] for name in argnames})
-            except Exception:
-                log.exception("authorize hook of plugin %r raised; denying", plugin)
-                return Decision(False, f"the authorize hook of plugin {plugin!r} failed")
-            if answer is None:
-                continue
-            if not isinstance(answer, Decision):
-                log.error("authorize hook of plugin %r returned %r; denying", plugin, answer)
-                return Decision(False, f"the authorize hook of plugin {plugin!r} returned no Decision")
-            return answer
-        return ALLOW
+def allowed(action: Action, target: str) -> bool:
+    """Whether the current caller may perform ``action`` on ``target`` (for filtering; never raises)."""
+    gate = current_gate.get()
+    return True if gate is None else gate.allowed(action, target)

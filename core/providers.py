@@ -21,37 +21,151 @@ the server starts and left when it stops: open network clients there, not at imp
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol, get_args
 
 from pydantic import BaseModel
 
-from mcp_providers.blocks import Audio, Image, Media, Text
-from mcp_providers.channel import ClientChannel, Elicited, LogLevel, Sampled
+from mcp_providers import policy
+from mcp_providers.errors import ToolFailure
 from mcp_providers.models import Prompt, Resource, ResourceTemplate, Tool
-from mcp_providers.policy import Action, Decision
+from mcp_providers.policy import Action
 
-if TYPE_CHECKING:
-    from mcp_providers.subscriptions import Publisher
+# -- content blocks ------------------------------------------------------------------------------
 
-__all__ = [
-    "Audio",
-    "CompletionRequest",
-    "Content",
-    "Embed",
-    "Image",
-    "Link",
-    "Message",
-    "PromptProvider",
-    "ReadRequest",
-    "ResourceProvider",
-    "Text",
-    "ToolCall",
-    "ToolProvider",
-    "ToolResult",
-]
+
+def _check_mime(kind: str, mime_type: str, major: str) -> None:
+    if not mime_type.startswith(f"{major}/"):
+        example = "png" if major == "image" else "wav"
+        raise ValueError(f"{kind} mime_type must be {major}/..., e.g. {major}/{example}; got {mime_type!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class Text:
+    """A ``text`` block.
+
+    :param text: the text, sent as is.
+    """
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Image:
+    """An ``image`` block.
+
+    :param data: the raw image bytes (the core base64-encodes them).
+    :param mime_type: ``image/...``, e.g. ``image/png``.
+    :raises ValueError: the MIME type is not ``image/...`` or ``data`` is empty.
+    """
+
+    data: bytes
+    mime_type: str
+
+    def __post_init__(self) -> None:
+        _check_mime("Image", self.mime_type, "image")
+        if not self.data:
+            raise ValueError("Image data is empty")
+
+
+@dataclass(frozen=True, slots=True)
+class Audio:
+    """An ``audio`` block.
+
+    :param data: the raw audio bytes (the core base64-encodes them).
+    :param mime_type: ``audio/...``, e.g. ``audio/wav``.
+    :raises ValueError: the MIME type is not ``audio/...`` or ``data`` is empty.
+    """
+
+    data: bytes
+    mime_type: str
+
+    def __post_init__(self) -> None:
+        _check_mime("Audio", self.mime_type, "audio")
+        if not self.data:
+            raise ValueError("Audio data is empty")
+
+
+Media = Text | Image | Audio
+"""A text, image or audio block."""
+
+
+# -- the client channel ---------------------------------------------------------------------------
+
+LogLevel = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
+"""Syslog severities as MCP names them, least severe first."""
+LOG_LEVELS: tuple[LogLevel, ...] = get_args(LogLevel)
+
+
+@dataclass(frozen=True, slots=True)
+class Sampled:
+    """The client's answer to :meth:`ClientChannel.sample`.
+
+    :param text: the generated text (empty if the client answered with non-text content).
+    :param model: the model that answered, as the client names it.
+    :param stop_reason: why generation stopped (``"endTurn"``, ``"maxTokens"`` ...), if given.
+    """
+
+    text: str
+    model: str
+    stop_reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Elicited:
+    """The user's answer to :meth:`ClientChannel.elicit`.
+
+    :param action: ``"accept"`` (``content`` holds the form), ``"decline"`` or ``"cancel"``.
+    :param content: the submitted values, keyed by the schema's property names (empty unless accepted).
+    """
+
+    action: Literal["accept", "decline", "cancel"]
+    content: Mapping[str, Any]
+
+
+class ClientChannel:
+    """A channel with no client behind it: progress and logs go nowhere, requests fail.
+
+    This is what a :class:`~mcp_providers.providers.ToolCall` built outside a server (a unit
+    test, an embedding application calling a provider directly) carries.
+    """
+
+    async def progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
+        """Report progress of this call (``progress`` should never decrease). No-op here."""
+
+    async def log(self, level: LogLevel, data: Any, logger: str | None = None) -> None:
+        """Send a log message about this call (``data``: any JSON-serializable value). No-op here."""
+
+    async def sample(
+        self,
+        prompt: str | Sequence[tuple[Literal["user", "assistant"], str]],
+        *,
+        max_tokens: int,
+        system_prompt: str | None = None,
+    ) -> Sampled:
+        """Ask the client's model for a completion.
+
+        :param prompt: a user message, or ``(role, text)`` pairs for a conversation.
+        :param max_tokens: the most tokens the client may generate.
+        :param system_prompt: an optional system prompt.
+        :raises ToolFailure: there is no client to ask (always, on this channel).
+        """
+        raise ToolFailure("sampling needs a connected client; this call has none")
+
+    async def elicit(self, message: str, schema: Mapping[str, Any]) -> Elicited:
+        """Ask the user to fill in a form.
+
+        :param message: what to ask, shown to the user.
+        :param schema: a flat JSON Schema object (``{"type": "object", "properties": {...}}``) of
+            primitive properties, as MCP's elicitation allows.
+        :raises ToolFailure: there is no client to ask (always, on this channel).
+        """
+        raise ToolFailure("elicitation needs a connected client; this call has none")
+
+
+# -- requests and providers -----------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +230,17 @@ def _prefix_filter(values: Sequence[str], typed: str) -> list[str]:
     return [v for v in values if v.casefold().startswith(typed)]
 
 
+class Publisher(Protocol):
+    """What a resource provider calls when one of its live resources changed (set by the core)."""
+
+    async def resource_updated(self, uri: str) -> None:
+        """Tell every authorized watcher of ``uri`` that it changed.
+
+        :raises ValueError: ``uri`` is not a live resource this provider serves.
+        """
+        ...
+
+
 class ResourceProvider:
     """Serves read-only data under the URI prefixes it owns.
 
@@ -166,41 +291,29 @@ class ToolCall:
     :param tool: the declaration that was called.
     :param arguments: an instance of ``tool.input_model``.
     :param subject: who is calling (``"local"`` on stdio; the verified token's client on HTTP).
-    :param channel: the way back to the calling client (see :mod:`mcp_providers.channel`). The
+    :param channel: the way back to the calling client (see :class:`ClientChannel`). The
         default has no client behind it: progress and logs go nowhere, and ``sample``/``elicit``
         raise :class:`~mcp_providers.errors.ToolFailure`.
-    :param authorizer: asks the ``authorize`` hook for :meth:`require` (set by the core; the
-        default allows everything, as when no policy is installed).
     """
 
     tool: Tool
     arguments: BaseModel
     subject: str = "local"
     channel: ClientChannel = field(default_factory=ClientChannel)
-    authorizer: Callable[[str, Action, str], Decision] | None = None
 
     def require(self, action: Action, target: str) -> None:
-        """Ask the policy again about the data this call touches; raise if it refuses.
+        """Ask the policy about the data this call touches; raise if it refuses.
 
         The core authorizes the call by the tool's name. A tool that reads or changes data also
         served as resources should ask about that data too, so a rule on its URIs holds for the
         tool as it does for reads: e.g. ``call.require("read", "servicenow://prod/incident")``
         before querying prod, ``call.require("call", "servicenow://prod/incident")`` before
-        changing it.
+        changing it. The same gate answers as for every other request (see
+        :func:`mcp_providers.policy.require`).
 
         :raises mcp_providers.errors.Denied: the policy refuses (the client gets -32003).
         """
-        if self.authorizer is None:
-            return
-        decision = self.authorizer(self.subject, action, target)
-        if not decision.allow:
-            from mcp_providers.errors import Denied
-
-            why = f": {decision.reason}" if decision.reason else ""
-            raise Denied(
-                f"permission-denied: tool {self.tool.name} may not {action} {target} for {self.subject}{why}",
-                data={"target": target, "action": action, "tool": self.tool.name, "rule": "permission-denied"},
-            )
+        policy.require(action, target, asked_by=f"tool {self.tool.name}")
 
     async def progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
         """Report progress, e.g. ``progress(50, 100)``; sent only if the client asked for progress."""
@@ -279,8 +392,8 @@ class ToolResult:
     :param text: extra text for the model.
     :param links: resource links to URIs served by this composition (never fetched by the core).
     :param embedded: resources embedded as evidence (see :class:`Embed`).
-    :param content: media blocks (:class:`~mcp_providers.blocks.Text`,
-        :class:`~mcp_providers.blocks.Image`, :class:`~mcp_providers.blocks.Audio`), sent in order
+    :param content: media blocks (:class:`Text`,
+        :class:`Image`, :class:`Audio`), sent in order
         after ``output`` and ``text``.
     """
 
@@ -323,8 +436,8 @@ class Message:
 
     :param role: ``"user"`` or ``"assistant"``.
     :param text: the message text; exactly one of ``text`` and ``content``.
-    :param content: a :class:`~mcp_providers.blocks.Text`, :class:`~mcp_providers.blocks.Image`
-        or :class:`~mcp_providers.blocks.Audio` block, a :class:`Link`, or an :class:`Embed`
+    :param content: a :class:`Text`, :class:`Image`
+        or :class:`Audio` block, a :class:`Link`, or an :class:`Embed`
         whose URI this composition serves (the core checks it and the caller's right to read it).
     :raises ValueError: both or neither of ``text`` and ``content`` are given.
     """

@@ -31,13 +31,11 @@ from typing import Any, Literal
 
 from mcp import Client
 
-from mcp_providers.checks import static_read_problems
-from mcp_providers.composition import Composition
-from mcp_providers.composition import compose as _compose
+from mcp_providers._serve.composition import Composition
+from mcp_providers._serve.composition import compose as _compose
+from mcp_providers._serve.statics import static_read_problems
 from mcp_providers.config import Config, ServerSettings
 from mcp_providers.errors import CompositionError
-
-__all__ = ["assert_check_passes", "check", "compose", "compose_installed", "connect"]
 
 
 def compose(
@@ -55,7 +53,7 @@ def compose(
     :param server: server settings (page size, read deadline, budget).
     :param load_entrypoints: also load the installed plugins.
     :param strict: raise :class:`~mcp_providers.errors.CompositionError` on any failure.
-    :returns: the :class:`~mcp_providers.composition.Composition` (``.server`` is the SDK server).
+    :returns: the :class:`~mcp_providers.Composition` (``.server`` is the SDK server).
     :raises ConfigError: ``settings`` names a plugin that is not passed (or installed).
     :raises CompositionError: with ``strict``, when a plugin is rejected or a check fails.
     """

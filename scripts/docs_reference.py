@@ -145,7 +145,7 @@ def model_section(
 
 def configuration_page() -> str:
     """The configuration reference, generated from the pydantic models."""
-    from mcp_providers.composition import compose
+    from mcp_providers._serve.composition import compose
     from mcp_providers.config import Config
 
     composition = compose(Config())
@@ -184,7 +184,7 @@ def configuration_page() -> str:
 def builtin_catalog() -> dict[str, list[tuple[str, str, str]]]:
     """``{"resources"|"templates"|"tools"|"prompts": [(name or URI, plugin, description)]}``
     for the built-in plugins, from a live composition."""
-    from mcp_providers.composition import compose
+    from mcp_providers._serve.composition import compose
     from mcp_providers.config import Config
 
     composition = compose(Config())

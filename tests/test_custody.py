@@ -17,9 +17,9 @@ import pytest
 from custody_fixture import HANDBOOK, REPORT, MutablePolicy, plugin
 from mcp import MCPError
 
-from mcp_providers import Resource, ServerSettings
-from mcp_providers.custody import RECEIPT_KEY, STATIC_TTL_MS
-from mcp_providers.server import MAX_AGE_META_KEY
+from mcp_providers import MAX_AGE_KEY as MAX_AGE_META_KEY
+from mcp_providers import RECEIPT_KEY, Resource, ServerSettings
+from mcp_providers._serve.custody import STATIC_TTL_MS
 from mcp_providers.testing import compose, connect
 
 pytestmark = pytest.mark.anyio
@@ -94,8 +94,12 @@ async def test_compact_answer_is_structured_content_with_a_model_receipt(composi
         result = await client.call_tool("risk_score", {"customer": "c-17"})
         assert result.structured_content == {"customer": "c-17", "score": 42}
         receipt = (result.meta or {})[RECEIPT_KEY]
-        canonical = json.dumps(result.structured_content, sort_keys=True, separators=(",", ":")).encode()
+        # The digest covers every content block in order, with the structured content.
+        blocks = [b.model_dump(mode="json", by_alias=True, exclude_none=True) for b in result.content]
+        whole = {"content": blocks, "structuredContent": result.structured_content}
+        canonical = json.dumps(whole, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
         assert receipt["sha256"] == hashlib.sha256(canonical).hexdigest()
+        assert [b["type"] for b in receipt["blocks"]] == ["text"]
         assert receipt["actor"] == "model" and receipt["operation"] == "tools/call"
         assert receipt["tool"] == "risk_score" and receipt["sideEffects"] == "none"
         assert receipt["argumentsSha256"] == hashlib.sha256(b'{"customer":"c-17"}').hexdigest()

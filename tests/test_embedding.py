@@ -39,7 +39,7 @@ from mcp_providers import (
     ToolResult,
     hookimpl,
 )
-from mcp_providers.composition import Composition
+from mcp_providers._serve.composition import Composition
 from mcp_providers.embedding import add_to_mcpserver, attach, mount
 from mcp_providers.testing import compose
 

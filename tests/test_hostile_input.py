@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from mcp import Client, MCPError
 from mcp.shared.uri_template import UriTemplate
 
-from mcp_providers.composition import Composition
+from mcp_providers._serve.composition import Composition
 from mcp_providers.plugins.servicenow.emulator import Emulator
 from mcp_providers.testing import compose_installed, connect
 

@@ -12,7 +12,7 @@ from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 from test_clients import _http_server
 
-from mcp_providers.custody import RECEIPT_KEY
+from mcp_providers import RECEIPT_KEY
 
 pytestmark = pytest.mark.anyio
 
@@ -75,9 +75,11 @@ async def test_bearer_subject_is_authorized_receipted_and_audited(tmp_path: Path
                 os.environ[key] = value
     lines = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
     reads = [line for line in lines if line["operation"] == "resources/read"]
-    assert [(r["subject"], r["decision"]) for r in reads] == [("alice", "allowed")]
+    # One line per request, named by its method; a denial also says which action was refused.
+    assert [(r["subject"], r["decision"]) for r in reads] == [("alice", "allowed"), ("bob", "denied")]
     denials = [line for line in lines if line["decision"] == "denied"]
-    assert denials and denials[0]["subject"] == "bob" and "bob may not read" in denials[0]["reason"]
+    assert len(denials) == 1 and denials[0]["subject"] == "bob" and "bob may not read" in denials[0]["reason"]
+    assert denials[0]["action"] == "read" and denials[0]["operation"] == "resources/read"
     text = (tmp_path / "audit.jsonl").read_text()
     assert ALICE not in text and BOB not in text  # never secrets
     assert '"ssgs"' not in text  # never content

@@ -52,4 +52,5 @@ def test_every_hookspec_has_a_docstring_saying_what_to_return() -> None:
         assert ":returns:" in doc, f"hookspec {f.__name__} does not say what to return"
         for name in inspect.signature(f).parameters:
             assert f":param {name}:" in doc, f"hookspec {f.__name__} does not document {name}"
-    assert hookspecs.authorize.mcp_providers_spec["firstresult"] is True  # type: ignore[attr-defined]
+    # authorize combines every answer (any deny wins), so it must not stop at the first one.
+    assert hookspecs.authorize.mcp_providers_spec["firstresult"] is False  # type: ignore[attr-defined]

@@ -19,7 +19,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from typer.testing import CliRunner
 
-from mcp_providers.scaffold import ScaffoldError, render_plugin_package
+from mcp_providers._cli.scaffold import ScaffoldError, render_plugin_package
 
 ROOT = Path(__file__).resolve().parent.parent
 NAME = "team_notes"

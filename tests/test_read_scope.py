@@ -17,6 +17,7 @@ from mcp.shared.uri_template import UriTemplate
 from pydantic import BaseModel
 
 from mcp_providers import (
+    RECEIPT_KEY,
     Config,
     Content,
     ReadRequest,
@@ -30,7 +31,6 @@ from mcp_providers import (
     hookimpl,
 )
 from mcp_providers import http as core_http
-from mcp_providers.custody import RECEIPT_KEY
 from mcp_providers.testing import compose as compose_plugins
 from mcp_providers.testing import connect
 

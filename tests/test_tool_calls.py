@@ -72,7 +72,7 @@ async def test_tool_arguments_are_validated_with_a_message_the_model_can_act_on(
 
 
 async def test_generate_config_without_the_templates_plugin_drops_its_link_and_says_so() -> None:
-    from mcp_providers.custody import RECEIPT_KEY
+    from mcp_providers import RECEIPT_KEY
     from mcp_providers.plugins.documcp import workflows
 
     async with connect(compose({"workflows": workflows})) as client:

@@ -8,7 +8,7 @@ import pytest
 from documcp_support import DOCUMCP_PLUGINS
 from mcp import Client
 
-from mcp_providers.composition import Composition
+from mcp_providers._serve.composition import Composition
 from mcp_providers.testing import compose, connect
 
 

@@ -22,7 +22,7 @@ from servicenow_support import (
     prod_instance,
 )
 
-from mcp_providers.composition import Composition
+from mcp_providers._serve.composition import Composition
 from mcp_providers.plugins.servicenow.emulator import Emulator
 from mcp_providers.testing import connect
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import mcp_providers.plugins.servicenow as servicenow_plugin
-from mcp_providers.composition import Composition
+from mcp_providers._serve.composition import Composition
 from mcp_providers.plugins.servicenow.emulator import Emulator
 from mcp_providers.testing import compose
 

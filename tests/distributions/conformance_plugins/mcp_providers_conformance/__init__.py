@@ -49,8 +49,7 @@ from mcp_providers import (
     ToolResult,
     hookimpl,
 )
-from mcp_providers.blocks import Audio, Image, Text
-from mcp_providers.providers import Embed
+from mcp_providers.providers import Audio, Embed, Image, Text
 
 
 def _png() -> bytes:

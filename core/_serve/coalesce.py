@@ -23,8 +23,6 @@ from typing import Generic, TypeVar
 
 import anyio
 
-__all__ = ["Coalescer"]
-
 T = TypeVar("T")
 
 

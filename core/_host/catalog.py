@@ -32,12 +32,11 @@ from typing import Generic, TypeVar
 
 from mcp.shared.uri_template import UriTemplate
 
-from mcp_providers.checks import Declared, literal_start
+from mcp_providers._host.declarations import Declared, literal_start
+from mcp_providers._host.uris import InvalidUri, canonical, canonical_template
 from mcp_providers.errors import InvalidParams, NotFound
 from mcp_providers.models import Prompt, Resource, ResourceTemplate, Tool
 from mcp_providers.providers import PromptProvider, ResourceProvider, ToolProvider
-
-__all__ = ["Catalog", "Entry", "Page", "Route"]
 
 T = TypeVar("T")
 P = TypeVar("P")
@@ -93,9 +92,12 @@ class Catalog:
             p = d.provider
             if isinstance(p, ResourceProvider):
                 self.resources += [Entry(d.plugin, p, r) for r in d.resources]
-                compiled = [_Compiled(Entry(d.plugin, p, t), UriTemplate.parse(t.uri_template)) for t in d.templates]
+                compiled = [
+                    _Compiled(Entry(d.plugin, p, t), UriTemplate.parse(canonical_template(t.uri_template)))
+                    for t in d.templates
+                ]
                 self.templates += [c.entry for c in compiled]
-                for prefix in p.prefixes:
+                for prefix in map(canonical, p.prefixes):
                     # Each template goes under the owned prefix its literal start lies in.
                     own = [c for c in compiled if literal_start(c.template.template).startswith(prefix)]
                     self._by_prefix[prefix] = (d.plugin, p, own)
@@ -103,7 +105,7 @@ class Catalog:
                 self.tools += [Entry(d.plugin, p, t) for t in d.tools]
             else:
                 self.prompts += [Entry(d.plugin, p, pr) for pr in d.prompts]
-        self._fixed = {e.declaration.uri: e for e in self.resources}
+        self._fixed = {canonical(e.declaration.uri): e for e in self.resources}
         self._template_by_string = {e.declaration.uri_template: e for e in self.templates}
         self._tool_by_name = {e.declaration.name: e for e in self.tools}
         self._prompt_by_name = {e.declaration.name: e for e in self.prompts}
@@ -117,14 +119,19 @@ class Catalog:
 
         :raises NotFound: nothing serves it; the message names the closest owned prefix or the
             owner's templates, and ``data`` is ``{"uri": uri}``.
+        :raises InvalidParams: the URI has a malformed percent-escape or escapes that are not UTF-8.
         """
         requested = uri
-        scheme, sep, rest = uri.partition(":")
-        if sep and scheme != scheme.lower():  # RFC 3986 section 3.1: schemes are case-insensitive
-            uri = scheme.lower() + ":" + rest
+        try:
+            uri = canonical(uri)
+        except InvalidUri as exc:
+            raise InvalidParams(
+                f"Invalid URI {_shown(requested)}: {exc}; percent-encode with %XX (two hex digits) over UTF-8",
+                data={"uri": requested},
+            ) from None
         fixed = self._fixed.get(uri)
         if fixed is not None:
-            return Route(fixed.plugin, fixed.provider, fixed.declaration, canonical=fixed.declaration.uri)
+            return Route(fixed.plugin, fixed.provider, fixed.declaration, canonical=uri)
         owner = self._owner(uri)
         if owner is None:
             raise NotFound(f"Unknown resource: {_shown(requested)}. {self._closest_hint(uri)}", data={"uri": requested})
@@ -135,7 +142,9 @@ class Catalog:
             values = c.template.match(uri)
             if values is not None:
                 params = _as_strings(values)
-                return Route(c.entry.plugin, provider, c.entry.declaration, params, c.template.expand(params))
+                return Route(
+                    c.entry.plugin, provider, c.entry.declaration, params, canonical(c.template.expand(params))
+                )
         shapes = [c.template.template for c in compiled] + [
             e.declaration.uri for e in self.resources if e.provider is provider
         ][:10]

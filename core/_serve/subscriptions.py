@@ -27,11 +27,10 @@ import mcp_types as types
 from mcp.server import ServerRequestContext
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ResourceUpdated, ServerEvent
 
-from mcp_providers.catalog import Catalog
+from mcp_providers._host.catalog import Catalog, Route
+from mcp_providers._serve.pipeline import Actor, Exchange
 from mcp_providers.errors import InvalidParams
 from mcp_providers.providers import ResourceProvider
-
-__all__ = ["Publisher", "SubscriptionHub"]
 
 log = logging.getLogger("mcp_providers.subscriptions")
 
@@ -89,8 +88,8 @@ class SubscriptionHub:
     def publisher(self, provider: ResourceProvider) -> Publisher:
         return Publisher(self, provider)
 
-    def watchable(self, uri: str) -> None:
-        """Raise unless ``uri`` is a live resource of this composition.
+    def watchable(self, uri: str) -> Route:
+        """Where ``uri`` goes, if it is a live resource of this composition.
 
         :raises NotFound: nothing serves ``uri``.
         :raises InvalidParams: it is served but not declared live.
@@ -102,6 +101,7 @@ class SubscriptionHub:
                 "read it again instead",
                 data={"uri": uri},
             )
+        return route
 
     async def publish(self, uri: str) -> None:
         await self._bus.publish(ResourceUpdated(uri=uri))
@@ -134,3 +134,77 @@ class SubscriptionHub:
         """Serve one ``subscriptions/listen`` stream for ``subject`` (URIs already checked)."""
         handler = ListenHandler(_SubjectView(self._bus, subject, self._allowed))
         return await handler(ctx, params)
+
+
+# -- the methods -----------------------------------------------------------------------------------
+
+
+class Subscribe:
+    """``resources/subscribe`` (2025-era sessions): watch one live resource."""
+
+    name = "resources/subscribe"
+    actor: Actor = "application"
+
+    def __init__(self, hub: SubscriptionHub) -> None:
+        self._hub = hub
+
+    def route(self, exchange: Exchange, params: types.SubscribeRequestParams) -> tuple[Route, str]:
+        exchange.target = params.uri
+        return self._hub.watchable(params.uri), params.uri
+
+    def authorize(self, exchange: Exchange, target: tuple[Route, str]) -> None:
+        exchange.gate.require_route("subscribe", *target)
+
+    async def invoke(self, exchange: Exchange, target: tuple[Route, str]) -> None:
+        self._hub.subscribe(exchange.ctx.session, exchange.subject, target[1])
+
+    def evidence(self, exchange: Exchange, target: tuple[Route, str], produced: None) -> types.EmptyResult:
+        return types.EmptyResult()
+
+
+class Unsubscribe:
+    """``resources/unsubscribe``: stop watching (always allowed: it only removes)."""
+
+    name = "resources/unsubscribe"
+    actor: Actor = "application"
+
+    def __init__(self, hub: SubscriptionHub) -> None:
+        self._hub = hub
+
+    def route(self, exchange: Exchange, params: types.UnsubscribeRequestParams) -> str:
+        exchange.target = params.uri
+        return params.uri
+
+    def authorize(self, exchange: Exchange, uri: str) -> None:
+        """Nothing to ask: forgetting a watch reveals nothing and changes nothing but the caller's own."""
+
+    async def invoke(self, exchange: Exchange, uri: str) -> None:
+        self._hub.unsubscribe(exchange.ctx.session, uri)
+
+    def evidence(self, exchange: Exchange, uri: str, produced: None) -> types.EmptyResult:
+        return types.EmptyResult()
+
+
+class Listen:
+    """``subscriptions/listen`` (2026-07-28): one stream of updates for the listed live resources."""
+
+    name = "subscriptions/listen"
+    actor: Actor = "application"
+
+    def __init__(self, hub: SubscriptionHub) -> None:
+        self._hub = hub
+
+    def route(self, exchange: Exchange, params: types.SubscriptionsListenRequestParams) -> Any:
+        uris = list(params.notifications.resource_subscriptions or ())
+        exchange.target = ",".join(uris)
+        return params, [(self._hub.watchable(uri), uri) for uri in uris]
+
+    def authorize(self, exchange: Exchange, target: Any) -> None:
+        for route, uri in target[1]:
+            exchange.gate.require_route("subscribe", route, uri)
+
+    async def invoke(self, exchange: Exchange, target: Any) -> types.SubscriptionsListenResult:
+        return await self._hub.listen(exchange.ctx, target[0], exchange.subject)
+
+    def evidence(self, exchange: Exchange, target: Any, produced: types.SubscriptionsListenResult) -> Any:
+        return produced

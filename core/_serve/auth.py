@@ -17,8 +17,6 @@ from mcp.server.auth.settings import AuthSettings
 from mcp_providers.config import AuthConfig
 from mcp_providers.errors import ConfigError
 
-__all__ = ["MIN_TOKEN_LENGTH", "StaticTokenVerifier", "http_auth"]
-
 MIN_TOKEN_LENGTH = 16
 """Shortest bearer token accepted, in characters (a short token can be guessed)."""
 

@@ -14,17 +14,27 @@ Every plugin ends in exactly one :class:`PluginRecord` whose ``status`` says wha
 3. otherwise the chosen set (``--set`` or ``set``) and ``allow``: on only if named by each given;
 4. otherwise on: every installed plugin (the embedded default).
 
-A broken plugin never stops the others from loading. Output a plugin prints while it is imported
+A broken plugin never stops the others from loading, with one exception that fails closed: a
+plugin that could carry authorization but is not in force (:attr:`PluginRecord.could_authorize`)
+makes serving refuse to start, since its rules would silently not apply.
+
+Every hook call goes through pluggy's own hook callers (one plugin's implementation at a time, via
+``subset_hook_caller``), so ``MCP_PROVIDERS_TRACE_PLUGINS=1`` shows each call on stderr with
+pluggy's tracer. Output a plugin prints while it is imported
 or asked for providers goes to stderr, so it cannot corrupt a stdio MCP stream.
 """
 
 from __future__ import annotations
 
+import ast
 import contextlib
+import importlib.util
+import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import Path
 from typing import Any, Literal
 
 import importlib_metadata
@@ -35,8 +45,6 @@ from mcp_providers import hookspecs
 from mcp_providers.config import DISABLE_ENV, PLUGINS_ENV, Config, format_validation_error
 from mcp_providers.errors import ConfigError
 from mcp_providers.providers import PromptProvider, ResourceProvider, ToolProvider
-
-__all__ = ["PluginRecord", "call_hook", "discover"]
 
 Status = Literal["loaded", "rejected", "disabled"]
 
@@ -65,13 +73,26 @@ class PluginRecord:
     settings: BaseModel | None = None
     settings_model: type[BaseModel] | None = None
     plugin: object | None = field(default=None, repr=False)
+    manager: pluggy.PluginManager | None = field(default=None, repr=False)
+    """The plugin's own plugin manager: its hooks are called there, so they run alone."""
     resource_providers: list[ResourceProvider] = field(default_factory=list, repr=False)
     tool_providers: list[ToolProvider] = field(default_factory=list, repr=False)
     prompt_providers: list[PromptProvider] = field(default_factory=list, repr=False)
 
-    policy_off: bool = False
-    """Disabled by the selection although the config has settings for it and it implements
-    ``authorize``: its rules would silently not apply (the server refuses to start)."""
+    configured: bool = False
+    """The config has a ``[plugins.<name>]`` table for it."""
+    defines_authorize: bool = False
+    """Its module defines an ``authorize`` hookimpl (seen on the imported object, or in the source
+    when the import failed)."""
+
+    @property
+    def could_authorize(self) -> bool:
+        """Not in force although it could carry authorization: rejected at any stage while
+        configured or defining ``authorize``, or left out by the selection while configured and
+        defining ``authorize``. Serving refuses to start while any plugin is in this state."""
+        if self.status == "rejected":
+            return self.configured or self.defines_authorize
+        return self.status == "disabled" and self.configured and self.defines_authorize
 
     @cached_property
     def distribution(self) -> str | None:
@@ -174,38 +195,59 @@ def _check_selection_names(config: Config, installed: set[str]) -> None:
             )
 
 
-def call_hook(pm: pluggy.PluginManager, hook: str, plugin_name: str, **kwargs: Any) -> tuple[bool, Any]:
-    """Call only ``plugin_name``'s implementation of ``hook`` (isolation: one plugin's error is its own)."""
-    for impl in getattr(pm.hook, hook).get_hookimpls():
-        if impl.plugin_name == plugin_name:
-            func: Callable[..., Any] = impl.function
-            with _stdout_to_stderr():
-                return True, func(**{arg: kwargs[arg] for arg in impl.argnames})
-    return False, None
+TRACE_ENV = "MCP_PROVIDERS_TRACE_PLUGINS"
+"""Set to ``1`` to print every hook call (arguments, implementations, results) to stderr."""
+
+
+def plugin_manager() -> pluggy.PluginManager:
+    """A plugin manager with the hookspecs added, tracing to stderr when ``$MCP_PROVIDERS_TRACE_PLUGINS`` is set."""
+    pm = pluggy.PluginManager(hookspecs.PROJECT)
+    pm.add_hookspecs(hookspecs)
+    if os.environ.get(TRACE_ENV, "") not in ("", "0"):
+        pm.trace.root.setwriter(sys.stderr.write)
+        pm.enable_tracing()
+    return pm
+
+
+def call_hook(record: PluginRecord, hook: str, **kwargs: Any) -> tuple[bool, Any]:
+    """Call only this plugin's implementation of ``hook``, through pluggy's hook caller of the
+    plugin's own manager (isolation: one plugin's error is its own).
+
+    :returns: ``(implemented, result)``; ``result`` is ``None`` when the implementation returned it.
+    """
+    caller = getattr(record.manager.hook, hook) if record.manager is not None else None
+    if caller is None or not caller.get_hookimpls():
+        return False, None
+    with _stdout_to_stderr():
+        results = caller(**kwargs)
+    return True, (results[0] if results else None)
 
 
 def _register(pm: pluggy.PluginManager, record: PluginRecord, plugin: object) -> None:
+    """Register ``plugin`` with a manager of its own (where its hooks are called, alone) and with
+    the composition's (which lists every plugin); a mismatch with the hookspecs rejects it."""
+    own = plugin_manager()
     try:
-        pm.register(plugin, name=record.name)
+        own.register(plugin, name=record.name)
     except pluggy.PluginValidationError as exc:
         record.reject(f"hook signature does not match the hookspec: {_one_line(exc)}")
         return
     except ValueError as exc:
         record.reject(_one_line(exc))
         return
-    unknown = [hc.name for hc in pm.get_hookcallers(plugin) or [] if hc.spec is None]
+    unknown = [hc.name for hc in own.get_hookcallers(plugin) or [] if hc.spec is None]
     if unknown:
-        pm.unregister(plugin)
         known = ", ".join(n for n in dir(hookspecs) if hasattr(getattr(hookspecs, n), "mcp_providers_spec"))
         record.reject(f"implements unknown hook(s) {', '.join(sorted(unknown))}; the hooks are: {known}")
         return
-    record.plugin = plugin
-    record.hooks = sorted(hc.name for hc in pm.get_hookcallers(plugin) or [])
+    pm.register(plugin, name=record.name)
+    record.plugin, record.manager = plugin, own
+    record.hooks = sorted(hc.name for hc in own.get_hookcallers(plugin) or [])
 
 
 def _configure(pm: pluggy.PluginManager, record: PluginRecord, config: Config) -> None:
     try:
-        found, model = call_hook(pm, "settings_model", record.name)
+        found, model = call_hook(record, "settings_model")
     except Exception as exc:
         record.reject(f"hook settings_model raised {_one_line(exc)}")
         return
@@ -227,7 +269,7 @@ def _configure(pm: pluggy.PluginManager, record: PluginRecord, config: Config) -
 def _collect(pm: pluggy.PluginManager, record: PluginRecord) -> None:
     for hook, kind in _PROVIDER_HOOKS:
         try:
-            found, result = call_hook(pm, hook, record.name, settings=record.settings)
+            found, result = call_hook(record, hook, settings=record.settings)
         except Exception as exc:
             record.reject(f"hook {hook} raised {_one_line(exc)}")
             return
@@ -256,6 +298,11 @@ def _collect(pm: pluggy.PluginManager, record: PluginRecord) -> None:
             record.prompt_providers.extend(result)
 
 
+def _has_authorize(plugin: object) -> bool:
+    hook = getattr(plugin, "authorize", None)
+    return callable(hook) and hasattr(hook, f"{hookspecs.PROJECT}_impl")
+
+
 def _implements_authorize(load: Callable[[], object]) -> bool:
     """Whether a plugin left out by the selection would answer ``authorize`` (imported only to look)."""
     try:
@@ -263,8 +310,27 @@ def _implements_authorize(load: Callable[[], object]) -> bool:
             plugin = load()
     except Exception:
         return False
-    hook = getattr(plugin, "authorize", None)
-    return callable(hook) and hasattr(hook, f"{hookspecs.PROJECT}_impl")
+    return _has_authorize(plugin)
+
+
+def source_defines_authorize(value: str) -> bool:
+    """Whether the module an entry point names defines a function ``authorize`` decorated as a
+    hookimpl, read from its source without running it (for plugins whose import failed).
+
+    :param value: the entry point's value, ``module`` or ``module:attribute``.
+    """
+    try:
+        spec = importlib.util.find_spec(value.partition(":")[0])
+        origin = spec.origin if spec is not None else None
+        tree = ast.parse(Path(origin).read_bytes()) if origin and origin.endswith(".py") else None
+    except Exception:  # a parent package that fails to import, a missing or unreadable file
+        return False
+    return tree is not None and any(
+        isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.name == "authorize"
+        and any("hookimpl" in ast.unparse(d) for d in node.decorator_list)
+        for node in ast.walk(tree)
+    )
 
 
 def discover(
@@ -282,57 +348,66 @@ def discover(
     :raises ConfigError: the chosen set does not exist, or the set, ``allow``, ``deny``,
         ``[plugins.*]`` or an environment override names a plugin that is not installed.
     """
-    pm = pluggy.PluginManager(hookspecs.PROJECT)
-    pm.add_hookspecs(hookspecs)
-    records: dict[str, PluginRecord] = {}
-    loaders: dict[str, Callable[[], object]] = {}
-
-    if load_entrypoints:
-        by_name: dict[str, list[importlib_metadata.EntryPoint]] = {}
-        for ep in _entry_points():
-            by_name.setdefault(ep.name, []).append(ep)
-        for name, eps in by_name.items():
-            ep = eps[0]
-            dist = ep.dist
-            record = PluginRecord(name=name, value=ep.value, dist=dist)
-            records[name] = record
-            if len(eps) > 1:
-                owners = " and ".join(f"{e.dist.name if e.dist else '?'} ({e.value})" for e in eps)
-                record.reject(f"entry point name {name!r} is declared by {owners}; uninstall one or rename it")
-                continue
-            loaders[name] = ep.load
-    for name, plugin in (plugins or {}).items():
-        if name in records:
-            raise ConfigError(f"plugin {name!r} is both installed and passed directly; use another name")
-        records[name] = PluginRecord(name=name, value=getattr(plugin, "__name__", repr(plugin)))
-        loaders[name] = lambda plugin=plugin: plugin  # type: ignore[misc]
-
+    pm = plugin_manager()
+    records, loaders = _found(load_entrypoints, plugins)
     _check_selection_names(config, set(records))
-
     for name in sorted(records):
         record = records[name]
+        record.configured = name in config.plugins
         if record.status == "rejected":
             continue
         selected, record.selection = _selected(name, config)
         if not selected:
             record.status, record.reason = "disabled", record.selection.removeprefix("off: ")
-            if name in config.plugins:
-                record.policy_off = _implements_authorize(loaders[name])
+            if record.configured:
+                record.defines_authorize = _implements_authorize(loaders[name])
             continue
-        try:
-            with _stdout_to_stderr():
-                plugin = loaders[name]()
-        except BaseException as exc:
-            if isinstance(exc, KeyboardInterrupt):
-                raise
-            record.reject(f"import failed: {_one_line(exc)}")
-            continue
-        _register(pm, record, plugin)
-        if record.is_rejected():
-            continue
-        _configure(pm, record, config)
-        if not record.is_rejected():
-            _collect(pm, record)
-        if record.is_rejected() and pm.is_registered(plugin):
-            pm.unregister(plugin)  # its authorize hook must not run either
+        _load(pm, record, loaders[name], config)
     return pm, [records[n] for n in sorted(records)]
+
+
+def _found(
+    load_entrypoints: bool, plugins: Mapping[str, object] | None
+) -> tuple[dict[str, PluginRecord], dict[str, Callable[[], object]]]:
+    """One record per plugin name, and how to load each (duplicated entry points are rejected)."""
+    records: dict[str, PluginRecord] = {}
+    loaders: dict[str, Callable[[], object]] = {}
+    by_name: dict[str, list[importlib_metadata.EntryPoint]] = {}
+    for ep in _entry_points() if load_entrypoints else ():
+        by_name.setdefault(ep.name, []).append(ep)
+    for name, eps in by_name.items():
+        record = records[name] = PluginRecord(name=name, value=eps[0].value, dist=eps[0].dist)
+        if len(eps) > 1:
+            owners = " and ".join(f"{e.dist.name if e.dist else '?'} ({e.value})" for e in eps)
+            record.reject(f"entry point name {name!r} is declared by {owners}; uninstall one or rename it")
+            record.defines_authorize = any(source_defines_authorize(e.value) for e in eps)
+            continue
+        loaders[name] = eps[0].load
+    for name, plugin in (plugins or {}).items():
+        if name in records:
+            raise ConfigError(f"plugin {name!r} is both installed and passed directly; use another name")
+        records[name] = PluginRecord(name=name, value=getattr(plugin, "__name__", repr(plugin)))
+        loaders[name] = lambda plugin=plugin: plugin  # type: ignore[misc]
+    return records, loaders
+
+
+def _load(pm: pluggy.PluginManager, record: PluginRecord, load: Callable[[], object], config: Config) -> None:
+    """Import, register, configure and collect one selected plugin; any failure rejects it alone."""
+    try:
+        with _stdout_to_stderr():
+            plugin = load()
+    except BaseException as exc:
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        record.reject(f"import failed: {_one_line(exc)}")
+        record.defines_authorize = source_defines_authorize(record.value)
+        return
+    record.defines_authorize = _has_authorize(plugin)
+    _register(pm, record, plugin)
+    if record.is_rejected():
+        return
+    _configure(pm, record, config)
+    if not record.is_rejected():
+        _collect(pm, record)
+    if record.is_rejected() and pm.is_registered(plugin):
+        pm.unregister(plugin)  # its authorize hook must not run either

@@ -1,30 +1,8 @@
-"""The client channel: what a running tool may send back to the client that called it.
+"""The session channel: a running tool's way back to the client that called it, over an SDK session.
 
-A :class:`~mcp_providers.providers.ToolCall` carries one; a tool uses it through the call::
-
-    async def call(self, call: ToolCall) -> ToolResult:
-        await call.progress(0, 100)
-        await call.log("info", "starting the export")
-        answer = await call.elicit("Which project?", {"type": "object",
-                                   "properties": {"project": {"type": "string"}}, "required": ["project"]})
-        if answer.action != "accept":
-            raise ToolFailure("the user declined")
-        summary = await call.sample("Summarise: ...", max_tokens=200)
-        await call.progress(100, 100)
-        ...
-
-What reaches the client, and when:
-
-- ``progress``: a ``notifications/progress`` for this request, only if the client sent a
-  ``progressToken``; otherwise nothing (never an error).
-- ``log``: a ``notifications/message`` at or above the level the client chose with
-  ``logging/setLevel`` (every level until it chooses one). On the 2026-07-28 protocol, only when
-  the request opted in through its ``_meta`` log level.
-- ``sample`` and ``elicit``: a ``sampling/createMessage`` or ``elicitation/create`` request to the
-  client, answered before the call goes on. They need a client that declared the capability and a
-  connection that can carry server-to-client requests (stdio, or stateful streamable HTTP; not
-  ``--stateless``); otherwise :class:`~mcp_providers.errors.ToolFailure` is raised, which the core
-  sends to the model as an ``isError`` result unless the tool catches it.
+The contract (:class:`~mcp_providers.providers.ClientChannel`, ``progress``/``log``/``sample``/
+``elicit``) is documented in :mod:`mcp_providers.providers`; this is the implementation the core
+hands a :class:`~mcp_providers.providers.ToolCall` while serving.
 
 Logging and sampling are deprecated by the 2026-07-28 specification (SEP-2577), and the SDK warns
 (``MCPDeprecationWarning``) when they are used. This module is where the framework uses them on
@@ -36,101 +14,18 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from typing import Any, Literal
 
 import mcp_types as types
 from mcp import MCPError
+from mcp.server import ServerRequestContext
 from mcp.shared.exceptions import MCPDeprecationWarning, NoBackChannelError
 
 from mcp_providers.errors import ToolFailure
-
-if TYPE_CHECKING:
-    from mcp.server import ServerRequestContext
-
-__all__ = [
-    "LOG_LEVELS",
-    "LOG_LEVEL_KEY",
-    "ClientChannel",
-    "Elicited",
-    "LogLevel",
-    "Sampled",
-    "SessionChannel",
-    "set_log_level",
-]
-
-LogLevel = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
-"""Syslog severities as MCP names them, least severe first."""
-LOG_LEVELS: tuple[LogLevel, ...] = get_args(LogLevel)
+from mcp_providers.providers import LOG_LEVELS, ClientChannel, Elicited, LogLevel, Sampled
 
 LOG_LEVEL_KEY = "mcp_providers.log_level"
 """Key of the client's chosen minimum level in the SDK connection's per-connection ``state``."""
-
-
-@dataclass(frozen=True, slots=True)
-class Sampled:
-    """The client's answer to :meth:`ClientChannel.sample`.
-
-    :param text: the generated text (empty if the client answered with non-text content).
-    :param model: the model that answered, as the client names it.
-    :param stop_reason: why generation stopped (``"endTurn"``, ``"maxTokens"`` ...), if given.
-    """
-
-    text: str
-    model: str
-    stop_reason: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Elicited:
-    """The user's answer to :meth:`ClientChannel.elicit`.
-
-    :param action: ``"accept"`` (``content`` holds the form), ``"decline"`` or ``"cancel"``.
-    :param content: the submitted values, keyed by the schema's property names (empty unless accepted).
-    """
-
-    action: Literal["accept", "decline", "cancel"]
-    content: Mapping[str, Any]
-
-
-class ClientChannel:
-    """A channel with no client behind it: progress and logs go nowhere, requests fail.
-
-    This is what a :class:`~mcp_providers.providers.ToolCall` built outside a server (a unit
-    test, an embedding application calling a provider directly) carries.
-    """
-
-    async def progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
-        """Report progress of this call (``progress`` should never decrease). No-op here."""
-
-    async def log(self, level: LogLevel, data: Any, logger: str | None = None) -> None:
-        """Send a log message about this call (``data``: any JSON-serializable value). No-op here."""
-
-    async def sample(
-        self,
-        prompt: str | Sequence[tuple[Literal["user", "assistant"], str]],
-        *,
-        max_tokens: int,
-        system_prompt: str | None = None,
-    ) -> Sampled:
-        """Ask the client's model for a completion.
-
-        :param prompt: a user message, or ``(role, text)`` pairs for a conversation.
-        :param max_tokens: the most tokens the client may generate.
-        :param system_prompt: an optional system prompt.
-        :raises ToolFailure: there is no client to ask (always, on this channel).
-        """
-        raise ToolFailure("sampling needs a connected client; this call has none")
-
-    async def elicit(self, message: str, schema: Mapping[str, Any]) -> Elicited:
-        """Ask the user to fill in a form.
-
-        :param message: what to ask, shown to the user.
-        :param schema: a flat JSON Schema object (``{"type": "object", "properties": {...}}``) of
-            primitive properties, as MCP's elicitation allows.
-        :raises ToolFailure: there is no client to ask (always, on this channel).
-        """
-        raise ToolFailure("elicitation needs a connected client; this call has none")
 
 
 def _connection_state(ctx: ServerRequestContext[Any, Any]) -> dict[str, Any] | None:

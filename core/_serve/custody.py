@@ -1,7 +1,7 @@
 """Custody receipts: who read or ran what, under which permission, how big, how fresh, what changed.
 
-Every ``resources/read`` result and every ``tools/call`` result carries one receipt in its
-``_meta`` under :data:`RECEIPT_KEY`. The digest is of the exact bytes the client received (the
+Every ``resources/read``, ``tools/call`` and ``prompts/get`` result carries one receipt in its
+``_meta`` under :data:`~mcp_providers.models.RECEIPT_KEY`. The digest is of the exact bytes the client received (the
 UTF-8 of ``text``, or the decoded ``blob``), so a client can recompute and compare it. A receipt
 never contains content, secrets or tool argument values (only their digest).
 
@@ -24,6 +24,11 @@ Shape (JSON)::
       "transforms": []                     # e.g. ["embed-over-budget->resource_link documcp://..."]
     }
 
+For ``tools/call`` and ``prompts/get`` results, ``sha256`` and ``bytes`` are of the canonical JSON
+(sorted keys, no spaces) of every content block in order together with ``structuredContent``,
+and ``blocks`` lists each block (``type``, ``uri`` when it names one, ``bytes``, ``sha256``), so
+two results differing in any block, embedded resource, media or link get different receipts.
+
 The ideas come from the "context custody" seed (``shared/seeds/002_*``): keep initiator, executor,
 identity, permission, size, freshness and side effects together for every transfer.
 """
@@ -39,11 +44,6 @@ from typing import Any, Literal
 from mcp.server import CacheHint
 
 from mcp_providers.models import Effects, Freshness
-
-__all__ = ["RECEIPT_KEY", "STATIC_TTL_MS", "cache_hint", "digest", "now_utc", "receipt"]
-
-RECEIPT_KEY = "io.mcp-providers/receipt"
-"""The ``_meta`` key receipts live under (reverse-DNS prefix, per MCP's ``_meta`` naming rule)."""
 
 STATIC_TTL_MS = 3_600_000
 """Cache lifetime hinted for static content: one hour. It never changes while the distribution's
@@ -82,7 +82,7 @@ def _freshness_json(freshness: Freshness) -> Mapping[str, Any]:
 
 def receipt(
     *,
-    actor: Literal["application", "model"],
+    actor: Literal["application", "model", "user"],
     operation: str,
     subject: str,
     provider: str,
@@ -99,6 +99,8 @@ def receipt(
     truncation: Mapping[str, Any] | None = None,
     transforms: list[str] | None = None,
     extra: Mapping[str, Any] | None = None,
+    as_of: datetime | None = None,
+    blocks: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Build one receipt (a JSON-ready dict) for the bytes ``data`` the client receives."""
     out: dict[str, Any] = {
@@ -128,6 +130,10 @@ def receipt(
             "transforms": list(transforms or []),
         }
     )
+    if as_of is not None:
+        out["asOf"] = as_of.isoformat()
+    if blocks is not None:
+        out["blocks"] = blocks
     if extra:
         out.update(extra)
     return out

@@ -28,7 +28,7 @@ being buffered without bound.
 
 Example::
 
-    from mcp_providers.stdio import stdio_server
+    from mcp_providers._serve.stdio import stdio_server
 
     async def main() -> None:
         async with stdio_server() as (read, write):
@@ -51,8 +51,6 @@ from typing import Final, Self
 import anyio
 import mcp_types as types
 from mcp.shared.message import SessionMessage
-
-__all__ = ["DEFAULT_MAX_LINE_BYTES", "PipeReadStream", "PipeWriteStream", "stdio_server"]
 
 DEFAULT_MAX_LINE_BYTES: Final = 64 * 1024 * 1024
 """The longest JSON-RPC line accepted, in bytes (64 MiB); longer lines are dropped and reported."""

@@ -16,8 +16,6 @@ import importlib_metadata
 from mcp_providers import hookspecs
 from mcp_providers.errors import MCPProvidersError
 
-__all__ = ["PLUGIN_NAME", "ScaffoldError", "render_plugin_package", "template_path"]
-
 PLUGIN_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 """What a plugin (entry-point) name may look like: a lowercase Python identifier."""
 

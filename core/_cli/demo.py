@@ -26,10 +26,8 @@ from rich.panel import Panel
 from rich.syntax import Syntax
 from rich.table import Table
 
+from mcp_providers._host.discovery import call_hook, discover
 from mcp_providers.config import Config
-from mcp_providers.discovery import call_hook, discover
-
-__all__ = ["run_demo"]
 
 _SHOWN_LINES = 24
 
@@ -160,13 +158,13 @@ async def _expand(client: Client, uri_template: str) -> str | None:
 
 def run_demo(console: Console, samples: int = 12) -> int:
     """Run the demo; returns the exit code (0 when every read succeeded)."""
-    pm, records = discover(Config())
+    _pm, records = discover(Config())
     with contextlib.ExitStack() as stack, tempfile.TemporaryDirectory(prefix="mcp-providers-demo-") as tmp:
         tables: dict[str, dict[str, Any]] = {}
         for record in records:
             if record.status != "loaded":
                 continue
-            found, manager = call_hook(pm, "demo_settings", record.name)
+            found, manager = call_hook(record, "demo_settings")
             if found and manager is not None:
                 tables[record.name] = stack.enter_context(manager)
                 console.print(f"demo: plugin {record.name} prepared its demo backend", highlight=False)

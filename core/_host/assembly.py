@@ -1,0 +1,108 @@
+"""The assembly: the frozen result of composing plugins (what is served, by whom, and what was left out).
+
+``assemble(config)`` runs discovery, asks every provider for its declarations once, runs the
+rules and indexes what passed into the catalog. Nothing here changes after it is built; the
+per-process state of serving (start-up failures, subscriptions, caches) lives in the runtime
+(:mod:`mcp_providers._serve.runtime`).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pluggy
+
+from mcp_providers._host.catalog import Catalog
+from mcp_providers._host.declarations import Declared, Problem, declare
+from mcp_providers._host.discovery import PluginRecord, discover
+from mcp_providers._host.rules import check
+from mcp_providers.config import Config
+
+
+@dataclass(frozen=True, slots=True)
+class AuthorizeImpl:
+    """One plugin's ``authorize`` implementation, called through pluggy on its own with its settings."""
+
+    plugin: str
+    caller: Any
+    """pluggy's hook caller of the plugin's own manager (only its implementation)."""
+    settings: Any
+
+
+@dataclass(frozen=True)
+class Assembly:
+    """What composing produced. Immutable: build a new one to serve something else."""
+
+    config: Config
+    plugin_manager: pluggy.PluginManager
+    records: tuple[PluginRecord, ...]
+    declared: tuple[Declared, ...]
+    """Declarations of the served providers (plugins with problems are left out)."""
+    problems: tuple[Problem, ...]
+    catalog: Catalog
+    authorize: tuple[AuthorizeImpl, ...]
+    """Every served plugin's ``authorize`` implementation, in the order ``check`` prints them
+    (by plugin name; the order never changes a decision: any deny wins)."""
+
+    @property
+    def failures(self) -> list[str]:
+        """One line per rejected plugin, per failed check and per authorization plugin not in force."""
+        lines = [f"{r.name}: rejected: {r.reason}" for r in self.records if r.status == "rejected"]
+        lines += [str(p) for p in self.problems]
+        return lines + [_off(r) for r in self.records if r.status == "disabled" and r.could_authorize]
+
+    @property
+    def policy_failures(self) -> list[str]:
+        """Why serving would skip authorization: a plugin that could carry it is not in force
+        (rejected at any stage while configured or defining ``authorize``, or left out by the
+        selection while configured and defining it). Serving then fails closed."""
+        lines = []
+        for r in self.records:
+            if r.status == "rejected" and r.could_authorize:
+                why = "it defines an authorize hook" if r.defines_authorize else f"[plugins.{r.name}] configures it"
+                lines.append(f"{r.name}: policy plugin rejected ({r.reason}); {why}, so its rules would not apply")
+            elif r.could_authorize:
+                lines.append(_off(r))
+        return lines
+
+    @functools.cached_property
+    def origins(self) -> Mapping[str, tuple[str | None, str | None]]:
+        """Plugin name -> (distribution, version), read from metadata on first use."""
+        return {r.name: (r.distribution, r.version) for r in self.records}
+
+
+def _off(record: PluginRecord) -> str:
+    return (
+        f"{record.name}: policy plugin has [plugins.{record.name}] settings but is off ({record.reason}); "
+        f"its rules would not apply: select it, or remove [plugins.{record.name}]"
+    )
+
+
+def _authorize_impls(pm: pluggy.PluginManager, records: tuple[PluginRecord, ...]) -> tuple[AuthorizeImpl, ...]:
+    return tuple(
+        AuthorizeImpl(record.name, record.manager.hook.authorize, record.settings)
+        for record in records
+        if record.status == "loaded" and "authorize" in record.hooks and record.manager is not None
+    )
+
+
+def assemble(config: Config, *, load_entrypoints: bool = True, plugins: Mapping[str, object] | None = None) -> Assembly:
+    """Discover plugins, check every declaration, index what passed.
+
+    :raises ConfigError: the config names a plugin that is not installed.
+    """
+    pm, records = discover(config, load_entrypoints=load_entrypoints, plugins=plugins)
+    declared, problems = declare(records)
+    problems += check(declared)
+    bad = {name for p in problems for name in p.plugins}
+    for record in records:
+        if record.name in bad and record.status == "loaded":
+            record.reject("failed checks (see mcp-providers check)")
+            if record.plugin is not None and pm.is_registered(record.plugin):
+                pm.unregister(record.plugin)
+    served = tuple(d for d in declared if d.plugin not in bad)
+    frozen = tuple(records)
+    return Assembly(config, pm, frozen, served, tuple(problems), Catalog(served), _authorize_impls(pm, frozen))

@@ -1,0 +1,96 @@
+"""Declarations: ask every loaded provider once for what it serves, and the shape of a failed check.
+
+A provider's ``resources()``, ``templates()``, ``tools()`` and ``prompts()`` are called exactly
+once, here, at composition time; one that raises or returns the wrong type is a
+:class:`Problem` (rule ``declaration-failed``) and only its plugin is left out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+from mcp_providers._host.discovery import PluginRecord
+from mcp_providers.models import Prompt, Resource, ResourceTemplate, Tool
+from mcp_providers.providers import PromptProvider, ResourceProvider, ToolProvider
+
+D = TypeVar("D")
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One failed check."""
+
+    plugins: tuple[str, ...]
+    """Every plugin involved (two for a collision)."""
+    rule: str
+    value: str
+    """The offending URI, template, prefix or name."""
+    message: str
+    fix: str
+
+    def __str__(self) -> str:
+        return f"{' + '.join(self.plugins)}: {self.rule}: {self.value!r}: {self.message}; fix: {self.fix}"
+
+
+@dataclass
+class Declared:
+    """Everything one provider declared, read once."""
+
+    plugin: str
+    provider: ResourceProvider | ToolProvider | PromptProvider
+    resources: Sequence[Resource] = ()
+    templates: Sequence[ResourceTemplate] = ()
+    tools: Sequence[Tool] = ()
+    prompts: Sequence[Prompt] = ()
+
+    def resource_declarations(self) -> list[Resource | ResourceTemplate]:
+        return [*self.resources, *self.templates]
+
+
+def literal_start(template: str) -> str:
+    """The literal text before the first expression: ``"a://x/{id}"`` -> ``"a://x/"``."""
+    i = template.find("{")
+    return template if i < 0 else template[:i]
+
+
+def declare(records: Iterable[PluginRecord]) -> tuple[list[Declared], list[Problem]]:
+    """Ask every loaded provider for its declarations, once; a provider that raises is a Problem."""
+    out: list[Declared] = []
+    problems: list[Problem] = []
+    for record in records:
+        if record.status != "loaded":
+            continue
+        for provider in record.providers():
+            d = Declared(record.name, provider)
+            try:
+                if isinstance(provider, ResourceProvider):
+                    d.resources = _typed(provider.resources(), Resource)
+                    d.templates = _typed(provider.templates(), ResourceTemplate)
+                elif isinstance(provider, ToolProvider):
+                    d.tools = _typed(provider.tools(), Tool)
+                else:
+                    d.prompts = _typed(provider.prompts(), Prompt)
+            except Exception as exc:
+                problems.append(
+                    Problem(
+                        (record.name,),
+                        "declaration-failed",
+                        provider.name,
+                        f"declaring provider {provider.name!r} raised {type(exc).__name__}: {exc}",
+                        "return declaration models from resources()/templates()/tools()/prompts()",
+                    )
+                )
+                continue
+            out.append(d)
+    return out, problems
+
+
+def _typed(items: Iterable[object], kind: type[D]) -> list[D]:
+    out = []
+    for item in items:
+        if not isinstance(item, kind):
+            raise TypeError(f"got {type(item).__name__}, expected {kind.__name__}")
+        out.append(item)
+    return out

@@ -1,0 +1,282 @@
+"""Checks every declaration before anything is served.
+
+URIs, prefixes and templates are compared in canonical form (:mod:`mcp_providers._host.uris`).
+Each failure is a :class:`Problem` naming the plugin, the rule, the offending value and the fix;
+``mcp-providers check`` prints one per line. A plugin named in any problem is not served (both
+sides of a collision: serving either would be a guess, so the operator decides).
+
+Rules (the ``rule`` string of a Problem):
+
+==================================  =================================================================
+``uri-not-absolute``                a fixed URI lacks a scheme (``scheme:...``)
+``uri-is-template``                 a fixed URI contains ``{...}``; declare a ResourceTemplate
+``uri-invalid``                     a fixed URI has a malformed percent-escape
+``template-invalid``                the SDK's strict RFC 6570 parser rejects the template (this
+                                    includes adjacent variables such as ``{a}{b}``)
+``template-without-variables``      a template with no variable; declare a fixed Resource
+``template-explode-unsupported``    ``{/x*}``-style variables; use ``{+x}`` and split in ``read``
+``completion-unknown-variable``     completions for a variable the template does not have
+``no-owned-prefix``                 a resource provider declares no URI prefix
+``prefix-invalid``                  a prefix is not ``scheme://...``
+``prefix-overlap``                  two providers' prefixes overlap (one starts with the other)
+``outside-prefix``                  a URI or template's literal start lies outside the owner's prefixes
+``duplicate-uri``                   the same fixed URI declared twice
+``duplicate-template``              the same URI template declared twice
+``uri-shadowed-by-template``        a fixed URI that another provider's template also matches
+``duplicate-tool``                  the same tool name declared twice
+``duplicate-prompt``                the same prompt name declared twice
+``duplicate-provider``              two providers with the same name
+``resource-declares-side-effect``   a resource declares ``side_effects`` other than ``"none"``
+``prompt-argument-resource``        a prompt argument's ``resource`` is not a template of that argument
+``declaration-failed``              a provider's ``resources()``/``templates()``/``tools()``/``prompts()`` raised
+==================================  =================================================================
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Iterable, Sequence
+
+from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
+
+from mcp_providers._host.declarations import Declared, Problem, literal_start
+from mcp_providers._host.uris import InvalidUri, canonical, canonical_template
+from mcp_providers.models import Prompt, Resource, ResourceTemplate
+from mcp_providers.providers import ResourceProvider
+
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+_PREFIX = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def _check_template(d: Declared, t: ResourceTemplate) -> Iterable[Problem]:
+    p = (d.plugin,)
+    try:
+        parsed = UriTemplate.parse(t.uri_template)
+    except InvalidUriTemplate as exc:
+        yield Problem(p, "template-invalid", t.uri_template, str(exc), "write an RFC 6570 template, e.g. a://x/{id}")
+        return
+    if not parsed.variables:
+        yield Problem(
+            p,
+            "template-without-variables",
+            t.uri_template,
+            "has no {variable}",
+            "declare it as a fixed Resource(uri=...)",
+        )
+    for var in parsed.variables:
+        if var.explode:
+            yield Problem(
+                p,
+                "template-explode-unsupported",
+                t.uri_template,
+                f"variable {var.name!r} explodes",
+                "use {+" + var.name + "} and split the value in read()",
+            )
+    for name in set(t.completions) - set(parsed.variable_names):
+        yield Problem(
+            p,
+            "completion-unknown-variable",
+            t.uri_template,
+            f"completions for {name!r}",
+            f"name one of the template's variables: {', '.join(parsed.variable_names)}",
+        )
+    if not _SCHEME.match(literal_start(t.uri_template)):
+        yield Problem(
+            p,
+            "uri-not-absolute",
+            t.uri_template,
+            "does not start with a scheme",
+            "start with a literal scheme, e.g. myplugin://",
+        )
+
+
+def check(declared: Sequence[Declared]) -> list[Problem]:
+    """Run every rule over every declaration; return the problems (empty when all is well).
+
+    Cost grows with the number of declarations times the number of distinct prefix lengths, never
+    with the square of the providers (prefixes are compared sorted, URIs against an index).
+    """
+    problems: list[Problem] = []
+    for d in declared:
+        problems += _grammar(d)
+        problems += _ownership(d)
+    problems += _overlaps(declared)
+    _dupes(problems, "duplicate-provider", ((d.provider.name, d) for d in declared))
+    _dupes(problems, "duplicate-uri", ((canonical(r.uri), d) for d in declared for r in d.resources if _valid(r.uri)))
+    _dupes(problems, "duplicate-template", ((t.uri_template, d) for d in declared for t in d.templates))
+    _dupes(problems, "duplicate-tool", ((t.name, d) for d in declared for t in d.tools))
+    _dupes(problems, "duplicate-prompt", ((p.name, d) for d in declared for p in d.prompts))
+    problems += _shadowing(declared)
+    return problems
+
+
+def _valid(uri: str) -> bool:
+    try:
+        canonical(uri)
+    except InvalidUri:
+        return False
+    return True
+
+
+def _grammar(d: Declared) -> Iterable[Problem]:
+    p = (d.plugin,)
+    for r in d.resources:
+        if not _SCHEME.match(r.uri):
+            yield Problem(p, "uri-not-absolute", r.uri, "has no scheme", "use an absolute URI such as myplugin://path")
+        if UriTemplate.is_template(r.uri):
+            yield Problem(
+                p,
+                "uri-is-template",
+                r.uri,
+                "a fixed URI contains {...}",
+                "declare it as ResourceTemplate(uri_template=...)",
+            )
+        if not _valid(r.uri):
+            yield Problem(p, "uri-invalid", r.uri, "has a malformed percent-escape", "write %XX with two hex digits")
+    for t in d.templates:
+        yield from _check_template(d, t)
+    for decl in d.resource_declarations():
+        if decl.side_effects != "none":
+            yield Problem(
+                p,
+                "resource-declares-side-effect",
+                _where(decl),
+                f"declares side_effects={decl.side_effects!r}; resources are read-only",
+                "move the operation to a tool with that effect",
+            )
+    for prompt in d.prompts:
+        yield from _check_prompt(d, prompt)
+
+
+def _check_prompt(d: Declared, prompt: Prompt) -> Iterable[Problem]:
+    for arg in prompt.arguments:
+        if arg.resource is None:
+            continue
+        try:
+            names = UriTemplate.parse(arg.resource).variable_names
+        except InvalidUriTemplate as exc:
+            names, why = [], str(exc)
+        else:
+            why = f"has variables {', '.join(names) or 'none'}"
+        if names != [arg.name]:
+            yield Problem(
+                (d.plugin,),
+                "prompt-argument-resource",
+                f"{prompt.name}.{arg.name}",
+                f"resource template {arg.resource!r} {why}",
+                f"use a template whose only variable is {{{arg.name}}}, e.g. myplugin://things/{{{arg.name}}}",
+            )
+
+
+def _ownership(d: Declared) -> Iterable[Problem]:
+    provider = d.provider
+    if not isinstance(provider, ResourceProvider):
+        return
+    p = (d.plugin,)
+    if not provider.prefixes and (d.resources or d.templates):
+        yield Problem(p, "no-owned-prefix", provider.name, "declares no URI prefix", "set prefixes = ('myplugin://',)")
+    owned = []
+    for prefix in provider.prefixes:
+        if not _PREFIX.match(prefix) or not _valid(prefix):
+            yield Problem(p, "prefix-invalid", prefix, "is not scheme://...", "use a prefix such as myplugin://area/")
+        else:
+            owned.append(canonical(prefix))
+    for decl in d.resource_declarations():
+        start = decl.uri if isinstance(decl, Resource) else literal_start(decl.uri_template)
+        if owned and _valid(start) and not canonical(start).startswith(tuple(owned)):
+            yield Problem(
+                p,
+                "outside-prefix",
+                _where(decl),
+                f"lies outside provider {provider.name!r}'s prefixes {', '.join(provider.prefixes)}",
+                "declare the URI under an owned prefix or own its prefix",
+            )
+
+
+def _overlaps(declared: Sequence[Declared]) -> list[Problem]:
+    """Providers whose prefixes overlap: sorted, a prefix is compared with the chain above it.
+
+    Each pair is reported in declaration order (the plugin listed first comes first)."""
+    owned = sorted(
+        (
+            (canonical(px), px, i)
+            for i, d in enumerate(declared)
+            if isinstance(d.provider, ResourceProvider)
+            for px in d.provider.prefixes
+            if _PREFIX.match(px) and _valid(px)
+        ),
+        key=lambda item: item[0],
+    )
+    problems: list[Problem] = []
+    chain: list[tuple[str, str, int]] = []
+    for item in owned:
+        while chain and not item[0].startswith(chain[-1][0]):
+            chain.pop()
+        for outer in chain:
+            if outer[2] != item[2]:
+                (_, a, i), (_, b, j) = sorted((outer, item), key=lambda x: x[2])
+                da, db = declared[i], declared[j]
+                problems.append(
+                    Problem(
+                        (da.plugin, db.plugin),
+                        "prefix-overlap",
+                        f"{a} ~ {b}",
+                        f"providers {da.provider.name!r} and {db.provider.name!r} both own it",
+                        "give each provider a prefix of its own",
+                    )
+                )
+        chain.append(item)
+    return problems
+
+
+def _shadowing(declared: Sequence[Declared]) -> list[Problem]:
+    """Fixed URIs that another provider's template also matches (templates indexed by literal start)."""
+    by_start: dict[str, list[tuple[UriTemplate, Declared]]] = {}
+    for d in declared:
+        for t in d.templates:
+            with contextlib.suppress(InvalidUriTemplate, InvalidUri):
+                parsed = UriTemplate.parse(canonical_template(t.uri_template))
+                by_start.setdefault(literal_start(parsed.template), []).append((parsed, d))
+    lengths = sorted({len(s) for s in by_start})
+    problems = []
+    for d in declared:
+        for r in d.resources:
+            if not _valid(r.uri):
+                continue
+            uri = canonical(r.uri)
+            for n in lengths:
+                for tpl, owner in by_start.get(uri[:n], ()) if n <= len(uri) else ():
+                    if owner is not d and tpl.match(uri) is not None:
+                        problems.append(
+                            Problem(
+                                (d.plugin, owner.plugin),
+                                "uri-shadowed-by-template",
+                                r.uri,
+                                f"provider {owner.provider.name!r}'s template {tpl.template} also matches it",
+                                "move the URI or narrow the template",
+                            )
+                        )
+    return problems
+
+
+def _where(decl: Resource | ResourceTemplate) -> str:
+    return decl.uri if isinstance(decl, Resource) else decl.uri_template
+
+
+def _dupes(problems: list[Problem], rule: str, items: Iterable[tuple[str, Declared]]) -> None:
+    seen: dict[str, Declared] = {}
+    for key, d in items:
+        if key not in seen:
+            seen[key] = d
+            continue
+        first = seen[key]
+        problems.append(
+            Problem(
+                tuple(dict.fromkeys((first.plugin, d.plugin))),
+                rule,
+                key,
+                f"declared by provider {first.provider.name!r} and by {d.provider.name!r}",
+                "rename one; the server never picks a winner",
+            )
+        )

@@ -1,0 +1,171 @@
+"""Binding: the handler table that ties the pipeline's methods to the SDK's low-level ``Server``.
+
+The low-level server is used because ``MCPServer`` cannot paginate, carry ``size``, add templates
+programmatically or take a provider's own input schema. :func:`routes` is the one table of
+``(method, params model, handler)`` entries; it holds an entry only for a category that has
+declarations, so the capabilities the SDK derives from it are true. :func:`build_server` passes
+it to a ``Server``; :func:`mcp_providers.embedding.attach` merges the same table into yours.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import mcp_types as types
+from mcp.server import Server
+
+from mcp_providers._host.assembly import Assembly
+from mcp_providers._serve import wire
+from mcp_providers._serve.channel import set_log_level
+from mcp_providers._serve.completion import Complete
+from mcp_providers._serve.pipeline import Ctx, Method, Pipeline
+from mcp_providers._serve.prompts import GetPrompt
+from mcp_providers._serve.resources import Listing, ListMethod, ReadResource
+from mcp_providers._serve.runtime import Runtime
+from mcp_providers._serve.subscriptions import Listen, Subscribe, Unsubscribe
+from mcp_providers._serve.tools import CallTool
+
+
+@dataclass(frozen=True, slots=True)
+class RouteEntry:
+    """One row of the handler table."""
+
+    method: str
+    params: type[Any]
+    handler: Callable[[Ctx, Any], Awaitable[Any]]
+
+
+def _lists(assembly: Assembly) -> list[Method[Any, Any, Any]]:
+    catalog, size = assembly.catalog, assembly.config.server.page_size
+    out: list[Method[Any, Any, Any]] = []
+    if catalog.resources or catalog.templates:
+        resources = Listing(
+            "resources", lambda: [(e.declaration.uri, wire.resource_wire(e.declaration)) for e in catalog.resources]
+        )
+        templates = Listing(
+            "templates",
+            lambda: [(e.declaration.uri_template, wire.template_wire(e.declaration)) for e in catalog.templates],
+        )
+        out.append(
+            ListMethod("resources/list", catalog, resources, size, _result(types.ListResourcesResult, "resources"))
+        )
+        out.append(
+            ListMethod(
+                "resources/templates/list",
+                catalog,
+                templates,
+                size,
+                _result(types.ListResourceTemplatesResult, "resource_templates"),
+            )
+        )
+    if catalog.tools:
+        tools = Listing("tools", lambda: [(e.declaration.name, wire.tool_wire(e.declaration)) for e in catalog.tools])
+        out.append(ListMethod("tools/list", catalog, tools, size, _result(types.ListToolsResult, "tools")))
+    if catalog.prompts:
+        prompts = Listing(
+            "prompts", lambda: [(e.declaration.name, wire.prompt_wire(e.declaration)) for e in catalog.prompts]
+        )
+        out.append(ListMethod("prompts/list", catalog, prompts, size, _result(types.ListPromptsResult, "prompts")))
+    return out
+
+
+def _result(model: type[Any], field: str) -> Callable[[list[Any], str | None], Any]:
+    return lambda items, cursor: model(**{field: items, "next_cursor": cursor})
+
+
+def methods(runtime: Runtime) -> list[Method[Any, Any, Any]]:
+    """Every method this assembly serves (lists, reads, calls, prompts, completion, subscriptions)."""
+    assembly, invoker = runtime.assembly, runtime.invoker
+    catalog = assembly.catalog
+    out = _lists(assembly)
+    if catalog.resources or catalog.templates:
+        out.append(ReadResource(assembly, invoker))
+    if catalog.tools:
+        out.append(CallTool(assembly, invoker))
+    if catalog.prompts:
+        out.append(GetPrompt(assembly, invoker))
+    if catalog.templates or catalog.prompts:
+        out.append(Complete(assembly, invoker))
+    live = any(e.declaration.freshness.kind == "live" for e in catalog.resources)
+    if live or any(e.declaration.freshness.kind == "live" for e in catalog.templates):
+        out += [Subscribe(runtime.hub), Unsubscribe(runtime.hub), Listen(runtime.hub)]
+    return out
+
+
+_PARAMS: dict[str, type[Any]] = {
+    "resources/list": types.PaginatedRequestParams,
+    "resources/templates/list": types.PaginatedRequestParams,
+    "resources/read": types.ReadResourceRequestParams,
+    "resources/subscribe": types.SubscribeRequestParams,
+    "resources/unsubscribe": types.UnsubscribeRequestParams,
+    "subscriptions/listen": types.SubscriptionsListenRequestParams,
+    "completion/complete": types.CompleteRequestParams,
+    "tools/list": types.PaginatedRequestParams,
+    "tools/call": types.CallToolRequestParams,
+    "prompts/list": types.PaginatedRequestParams,
+    "prompts/get": types.GetPromptRequestParams,
+}
+
+
+def routes(runtime: Runtime, pipeline: Pipeline) -> list[RouteEntry]:
+    """The handler table: one entry per served method, each running through ``pipeline``."""
+    return [RouteEntry(m.name, _PARAMS[m.name], pipeline.handler(m)) for m in methods(runtime)]
+
+
+_ON = {
+    "resources/list": "on_list_resources",
+    "resources/templates/list": "on_list_resource_templates",
+    "resources/read": "on_read_resource",
+    "resources/subscribe": "on_subscribe_resource",
+    "resources/unsubscribe": "on_unsubscribe_resource",
+    "subscriptions/listen": "on_subscriptions_listen",
+    "completion/complete": "on_completion",
+    "tools/list": "on_list_tools",
+    "tools/call": "on_call_tool",
+    "prompts/list": "on_list_prompts",
+    "prompts/get": "on_get_prompt",
+}
+
+
+def build_server(runtime: Runtime, pipeline: Pipeline, name: str, version: str) -> Server[object]:
+    """The SDK ``Server`` answering every method of :func:`routes` through ``pipeline``."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_server: Server[object]) -> AsyncIterator[object]:
+        async with runtime.running():
+            yield {}
+
+    handlers: dict[str, Any] = {_ON[r.method]: r.handler for r in routes(runtime, pipeline)}
+    server: Server[object] = Server(name, version=version, lifespan=lifespan, **handlers)
+    # logging/setLevel is registered directly: the constructor's on_set_logging_level warns that
+    # logging is deprecated at 2026-07-28, but 2025-11-25 clients still set levels for the log
+    # messages tools send (ToolCall.log); the SDK keeps the method off the 2026 wire itself.
+    server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, set_level)
+    if not tracing_configured():
+        # The SDK's tracing middleware builds a span per request even with no tracer installed.
+        server.middleware = [m for m in server.middleware if type(m).__name__ != "OpenTelemetryMiddleware"]
+    return server
+
+
+async def set_level(ctx: Ctx, params: types.SetLevelRequestParams) -> types.EmptyResult:
+    """``logging/setLevel``: the least severe level ``ToolCall.log`` sends on this connection."""
+    set_log_level(ctx, params.level)
+    return types.EmptyResult()
+
+
+def tracing_configured() -> bool:
+    """Whether an OpenTelemetry tracer provider has been set (``trace.set_tracer_provider`` or
+    ``OTEL_PYTHON_TRACER_PROVIDER``).
+
+    :func:`build_server` keeps the SDK's per-request tracing middleware only when this is true, so
+    set the provider before the server is built; without one the spans were no-ops anyway.
+    """
+    from opentelemetry import trace  # only when a server is built: it is slow to import
+
+    if os.environ.get("OTEL_PYTHON_TRACER_PROVIDER"):
+        return True
+    return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)

@@ -1,0 +1,147 @@
+"""Evidence: one set of rules for what a result may carry, for reads, tools and prompts alike.
+
+- **Read budget**: content over ``max_bytes`` (or ``server.max_read_bytes``) is refused with a
+  message saying how to narrow, or cut when the declaration allows truncation; the cut is recorded.
+- **Links** (``resource_link``) must name a URI this composition serves and the caller may read;
+  any other is dropped and the drop recorded (a link is never fetched here).
+- **Embeds** (embedded ``resource``) must name a served URI the caller may read (``expand`` on its
+  template, ``read`` on the URI in canonical form and as sent); over ``server.max_embed_bytes``
+  one becomes a link, or fails the request when the provider asked for that.
+- **Receipts** of tool and prompt results cover every content block in order: ``sha256`` is over
+  the canonical JSON (sorted keys, no spaces) of the blocks and ``structuredContent``, and
+  ``blocks`` lists each block's type, URI, size and digest.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import mcp_types as types
+
+from mcp_providers._host.catalog import Catalog
+from mcp_providers._serve import wire
+from mcp_providers._serve.custody import digest
+from mcp_providers._serve.gate import Gate
+from mcp_providers.errors import InvalidParams, NotFound, TooLarge
+from mcp_providers.models import Resource, ResourceTemplate
+from mcp_providers.providers import Content, Embed, Link
+
+log = logging.getLogger("mcp_providers.server")
+
+Block = types.TextContent | types.ImageContent | types.AudioContent | types.ResourceLink | types.EmbeddedResource
+
+
+def within_budget(
+    uri: str, declaration: Resource | ResourceTemplate, content: Content, budget: int
+) -> tuple[Content, dict[str, Any] | None]:
+    """``content`` if it fits ``budget`` bytes; else its cut (when allowed) or a refusal.
+
+    :returns: the content to serve, and the truncation record for the receipt (``None`` if uncut).
+    :raises TooLarge: over the budget and the declaration does not allow truncation.
+    """
+    size = len(content.data)
+    if size <= budget:
+        return content, None
+    if not declaration.allow_truncation:
+        raise TooLarge(
+            f"{uri} is {size} bytes, over the read budget of {budget} bytes; read a narrower "
+            "resource (a single record or a smaller page) or ask the operator to raise max_read_bytes",
+            data={"uri": uri, "bytes": size, "budget": budget},
+        )
+    if content.text is not None:
+        text = content.text.encode()[:budget].decode("utf-8", errors="ignore")
+        cut = Content(text=text, mime_type=content.mime_type, as_of=content.as_of)
+    else:
+        cut = Content(blob=(content.blob or b"")[:budget], mime_type=content.mime_type, as_of=content.as_of)
+    record = {
+        "originalBytes": size,
+        "servedBytes": len(cut.data),
+        "budget": budget,
+        "reason": "over the read budget; the provider allows truncation",
+    }
+    return cut, record
+
+
+@dataclass
+class Blocks:
+    """Builds the content blocks of one tool or prompt result under the evidence rules."""
+
+    catalog: Catalog
+    gate: Gate
+    embed_budget: int
+    who: str
+    """Who produced the result, for messages: ``tool NAME`` or ``prompt NAME``."""
+    content: list[Block] = field(default_factory=list)
+    transforms: list[str] = field(default_factory=list)
+
+    def link(self, link: Link) -> Block | None:
+        uri = link.uri
+        if not self._readable(uri, "resource_link"):
+            return None
+        return types.ResourceLink(
+            type="resource_link", uri=uri, name=link.name, description=link.description, mime_type=link.mime_type
+        )
+
+    def embed(self, embed: Embed) -> Block | None:
+        try:
+            route = self.catalog.route(embed.uri)
+        except (NotFound, InvalidParams):
+            log.warning("%s embedded %s, which this server does not serve; dropped", self.who, embed.uri[:200])
+            self.transforms.append(f"dropped embedded resource {embed.uri}: not served by this server")
+            return None
+        self.gate.require_route("read", route, embed.uri, asked_by=self.who)
+        size = len(embed.data)
+        if size <= self.embed_budget:
+            return types.EmbeddedResource(
+                type="resource", resource=wire.contents_wire(embed.uri, embed.mime_type, embed.text, embed.data)
+            )
+        if embed.over_budget == "error":
+            raise TooLarge(
+                f"embed-over-budget: {self.who} would embed {embed.uri} ({size} bytes), over the embed budget of "
+                f"{self.embed_budget} bytes; read the resource instead",
+                data={"uri": embed.uri, "bytes": size, "budget": self.embed_budget, "rule": "embed-over-budget"},
+            )
+        self.transforms.append(f"embed-over-budget->resource_link {embed.uri} ({size} bytes)")
+        return types.ResourceLink(
+            type="resource_link", uri=embed.uri, name=embed.uri, mime_type=embed.mime_type, size=size
+        )
+
+    def _readable(self, uri: str, kind: str) -> bool:
+        """A link target must be served and readable by the caller; otherwise it is dropped."""
+        try:
+            route = self.catalog.route(uri)
+        except (NotFound, InvalidParams):
+            log.warning("%s pointed at %s, which this server does not serve; dropped", self.who, uri[:200])
+            self.transforms.append(f"dropped {kind} {uri}: not served by this server")
+            return False
+        template = route.declaration.uri_template if isinstance(route.declaration, ResourceTemplate) else None
+        readable = (template is None or self.gate.allowed("expand", template)) and all(
+            self.gate.allowed("read", u) for u in {route.canonical, uri}
+        )
+        if not readable:
+            self.transforms.append(f"dropped {kind}: not readable by {self.gate.subject}")
+        return readable
+
+    def add(self, block: Block | None) -> None:
+        if block is not None:
+            self.content.append(block)
+
+
+def covered(content: Sequence[Block], structured: Any = None) -> tuple[bytes, list[dict[str, Any]]]:
+    """What a tool or prompt receipt digests: the canonical JSON of every block (and
+    ``structuredContent``), and one summary per block (type, URI, bytes, sha256)."""
+    dumped = [b.model_dump(mode="json", by_alias=True, exclude_none=True) for b in content]
+    summaries = []
+    for block, raw in zip(content, dumped, strict=True):
+        one = json.dumps(raw, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+        entry: dict[str, Any] = {"type": block.type, "bytes": len(one), "sha256": digest(one)}
+        uri = getattr(block, "uri", None) or getattr(getattr(block, "resource", None), "uri", None)
+        if uri is not None:
+            entry["uri"] = uri
+        summaries.append(entry)
+    whole = {"content": dumped, "structuredContent": structured}
+    return json.dumps(whole, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode(), summaries

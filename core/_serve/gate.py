@@ -1,0 +1,132 @@
+"""The gate: the only place the ``authorize`` hook is consulted.
+
+Every implementation is asked, each through pluggy on its own with its plugin's settings, and the
+answers combine: **any deny wins**, so the order plugins load in never changes a decision. An
+implementation that raises or answers with anything but a ``Decision`` or ``None`` denies.
+
+One :class:`Gate` serves one request: it knows who is asking (resolved once), asks about URIs in
+canonical form and as sent, asks ``expand`` for a URI of a template, and remembers the first
+denial so the request's single audit line can say what was refused.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from mcp_providers._host.uris import InvalidUri, canonical
+from mcp_providers.errors import Denied
+from mcp_providers.models import ResourceTemplate
+from mcp_providers.policy import Action, Decision
+
+if TYPE_CHECKING:
+    from mcp_providers._host.assembly import AuthorizeImpl
+    from mcp_providers._host.catalog import Route
+
+log = logging.getLogger("mcp_providers.policy")
+
+_ALLOW = Decision(True)
+
+
+class Authorizer:
+    """Combines every served plugin's ``authorize`` implementation (any deny wins)."""
+
+    def __init__(self, impls: tuple[AuthorizeImpl, ...]) -> None:
+        self._impls = impls
+        self.active = bool(impls)
+        """Whether any policy is installed (if not, everything is allowed without asking)."""
+
+    @property
+    def order(self) -> list[str]:
+        """Plugin names of the implementations, in the order they are asked."""
+        return [i.plugin for i in self._impls]
+
+    def ask(self, impl: AuthorizeImpl, subject: str, action: Action, target: str) -> Decision | None:
+        """One implementation's answer (``None``: it defers); a failure is a deny naming it."""
+        try:
+            answers = impl.caller(subject=subject, action=action, target=target, settings=impl.settings)
+        except Exception:
+            log.exception("authorize hook of plugin %r raised; denying", impl.plugin)
+            return Decision(False, f"the authorize hook of plugin {impl.plugin!r} failed")
+        answer = answers[0] if answers else None
+        if answer is not None and not isinstance(answer, Decision):
+            log.error("authorize hook of plugin %r returned %r; denying", impl.plugin, answer)
+            return Decision(False, f"the authorize hook of plugin {impl.plugin!r} returned no Decision")
+        return answer
+
+    def __call__(self, subject: str, action: Action, target: str) -> Decision:
+        for impl in self._impls:
+            answer = self.ask(impl, subject, action, target)
+            if answer is not None and not answer.allow:
+                return answer
+        return _ALLOW
+
+
+def _canonical(target: str) -> str:
+    if ":" not in target:
+        return target  # a tool or prompt name
+    try:
+        return canonical(target)
+    except InvalidUri:
+        return target
+
+
+@dataclass(frozen=True, slots=True)
+class Denial:
+    """What the gate refused: recorded on the request's audit line."""
+
+    action: Action
+    target: str
+    reason: str
+
+
+@dataclass(slots=True)
+class Gate:
+    """The authorization of one request (see the module docstring)."""
+
+    authorizer: Authorizer
+    subject: str
+    denials: list[Denial] = field(default_factory=list)
+
+    def decide(self, action: Action, target: str) -> Decision:
+        """The combined decision about ``target`` in canonical form and, when it differs, as given."""
+        if not self.authorizer.active:
+            return _ALLOW
+        canon = _canonical(target)
+        decision = self.authorizer(self.subject, action, canon)
+        if decision.allow and canon != target:
+            decision = self.authorizer(self.subject, action, target)
+        return decision
+
+    def allowed(self, action: Action, target: str) -> bool:
+        """Whether the caller may; for filtering lists and values (nothing is recorded)."""
+        return self.decide(action, target).allow
+
+    def require(self, action: Action, target: str, *, asked_by: str | None = None) -> None:
+        """Refuse unless the caller may perform ``action`` on ``target``.
+
+        :raises Denied: the policy refuses; the denial is remembered for the audit line.
+        """
+        decision = self.decide(action, target)
+        if decision.allow:
+            return
+        self.denials.append(Denial(action, target, decision.reason))
+        why = f": {decision.reason}" if decision.reason else ""
+        who = f"{asked_by} may not {action} {target}" if asked_by else f"{action} on {target} is not allowed"
+        data = {"target": target, "action": action, "rule": "permission-denied"}
+        if asked_by:
+            data["by"] = asked_by
+        raise Denied(f"permission-denied: {who} for {self.subject}{why}", data=data)
+
+    def require_route(self, action: Action, route: Route, raw: str, *, asked_by: str | None = None) -> None:
+        """Authorize a routed URI: ``expand`` on its template (if any), then ``action`` on the URI
+        in canonical form and as sent.
+
+        :raises Denied: any of them is refused.
+        """
+        if isinstance(route.declaration, ResourceTemplate):
+            self.require("expand", route.declaration.uri_template, asked_by=asked_by)
+        self.require(action, route.canonical, asked_by=asked_by)
+        if raw != route.canonical:
+            self.require(action, raw, asked_by=asked_by)

@@ -1,0 +1,112 @@
+"""The invoker: how the core runs a provider's request-time code, the same way for every method.
+
+For every ``read``, ``complete``, ``render`` and ``call`` it:
+
+1. refuses at once when the provider failed to start (its ``lifespan`` raised);
+2. runs the call under the read deadline (``server.read_timeout``);
+3. runs reads, completions, prompt renders and tools declared ``effects="none"`` inside the
+   side-effect scope (:mod:`mcp_providers.http`);
+4. shares one upstream call among identical reads in flight (coalescing, for reads);
+5. turns anything unexpected into :class:`~mcp_providers.errors.ProviderFailed` naming the
+   provider and plugin (the exception text stays in the log: it may carry secrets).
+
+Errors a provider raises on purpose (:class:`~mcp_providers.errors.RequestError`,
+:class:`~mcp_providers.errors.ToolFailure`) pass through unchanged.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import logging
+from collections.abc import Awaitable, Callable, Hashable, Iterator
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import anyio
+
+from mcp_providers._serve.coalesce import Coalescer
+from mcp_providers.errors import ProviderFailed, ReadTimeout, RequestError, ToolFailure, UpstreamError
+from mcp_providers.http import read_scope
+
+log = logging.getLogger("mcp_providers.server")
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Work:
+    """One piece of provider code to run.
+
+    :param plugin: the plugin that contributed the provider.
+    :param provider: the provider's name.
+    :param what: for messages, e.g. ``"reading documcp://ssgs/hugo"``.
+    :param scoped: run inside the side-effect scope (the target names the scope).
+    :param target: the URI, tool or prompt the work is about.
+    """
+
+    plugin: str
+    provider: str
+    what: str
+    target: str
+    scoped: bool = True
+
+
+class Invoker:
+    """Runs provider code (see the module docstring)."""
+
+    def __init__(self, startup_failures: dict[str, str], read_timeout: float, coalesce: bool) -> None:
+        self._startup_failures = startup_failures
+        self._timeout = read_timeout
+        self._coalescer: Coalescer[Any] | None = Coalescer() if coalesce else None
+
+    async def run(self, work: Work, call: Callable[[], Awaitable[T]], *, share: Hashable | None = None) -> T:
+        """Run ``call()`` for ``work``; identical ``share`` keys in flight share one call.
+
+        :raises UpstreamError: the provider failed to start.
+        :raises ReadTimeout: the deadline passed.
+        :raises ProviderFailed: the provider raised something other than a RequestError/ToolFailure.
+        """
+        if work.provider in self._startup_failures:
+            raise UpstreamError(
+                f"provider {work.provider!r} failed to start, so it cannot serve {work.what}; "
+                "the server log has the details"
+            )
+        try:
+            with self._scope(work):
+                if share is not None and self._coalescer is not None:
+                    return await self._deadline(work, lambda: self._coalescer.run(share, call))  # type: ignore[union-attr]
+                return await self._deadline(work, call)
+        except (RequestError, ToolFailure):
+            raise
+        except Exception:
+            log.exception("provider %r (plugin %r) failed %s", work.provider, work.plugin, work.what)
+            raise ProviderFailed(
+                f"provider {work.provider!r} (plugin {work.plugin!r}) failed {work.what}; "
+                "the server log has the details",
+                data={"target": work.target},
+            ) from None
+
+    @contextlib.contextmanager
+    def _scope(self, work: Work) -> Iterator[None]:
+        if not work.scoped:
+            yield
+            return
+        with read_scope(work.target):
+            yield
+
+    async def _deadline(self, work: Work, call: Callable[[], Awaitable[T]]) -> T:
+        # A bare cancel scope, not anyio.fail_after: same deadline, a third cheaper per call.
+        pending = call()
+        try:
+            with anyio.CancelScope(deadline=anyio.current_time() + self._timeout):
+                return await pending
+        except TimeoutError:
+            pass  # a provider's own timeout reads as the deadline
+        finally:
+            if inspect.iscoroutine(pending):
+                pending.close()  # never awaited when the scope was already cancelled
+        raise ReadTimeout(
+            f"provider {work.provider!r} did not finish {work.what} within {self._timeout:g} s "
+            "(server.read_timeout); try again later or ask the operator to raise the deadline"
+        )

@@ -1,0 +1,163 @@
+"""The pipeline: the one chain every MCP method the server answers walks through.
+
+::
+
+    subject -> route -> authorize -> invoke -> evidence -> wire -> audit
+
+A method is a :class:`Method`: four stages (``route``, ``authorize``, ``invoke``, ``evidence``)
+that the services (:mod:`~mcp_providers._serve.resources`, ``tools``, ``prompts``,
+``completion``, ``subscriptions``) implement with the shared parts: the request's
+:class:`~mcp_providers._serve.gate.Gate` (the only place policy is asked), the
+:class:`~mcp_providers._serve.invoker.Invoker` (deadline, start-up failures, side-effect scope,
+coalescing) and :mod:`~mcp_providers._serve.evidence` (budgets, links and embeds, receipts).
+:class:`Pipeline` runs the stages in that order for every method, and around them does what no
+method may do differently: resolve the subject once, expose the gate to provider code
+(:func:`mcp_providers.policy.require`), shape the result for the session's protocol version, map
+any error to the wire in one place (:func:`~mcp_providers._serve.wire.error`) and write exactly
+one audit line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Generic, Literal, Protocol, TypeVar
+
+from mcp.server import ServerRequestContext
+
+from mcp_providers._serve import wire
+from mcp_providers._serve.audit import AuditLog
+from mcp_providers._serve.gate import Authorizer, Gate
+from mcp_providers.errors import Denied, RequestError
+from mcp_providers.policy import current_gate
+
+Ctx = ServerRequestContext[Any, Any]
+Actor = Literal["application", "model", "user"]
+P = TypeVar("P", contravariant=True)
+T = TypeVar("T")
+R = TypeVar("R", covariant=True)
+
+
+def subject_of(ctx: Ctx) -> str:
+    """Who is asking: the verified bearer token's subject or client id over HTTP, ``"local"`` otherwise."""
+    request = ctx.request
+    if request is None:
+        return "local"
+    user = getattr(request, "scope", {}).get("user")
+    token = getattr(user, "access_token", None)
+    return str(getattr(token, "subject", None) or getattr(token, "client_id", None) or "anonymous")
+
+
+@dataclass(slots=True)
+class Exchange:
+    """One request on its way through the pipeline: who, what, and how it ended."""
+
+    method: str
+    """The JSON-RPC method, e.g. ``resources/read``; the audit line's ``operation``."""
+    actor: Actor
+    subject: str
+    gate: Gate
+    ctx: Ctx
+    target: str = ""
+    """What the request is about (URI, tool, prompt, template; ``*`` for lists)."""
+    decision: str = "allowed"
+    reason: str | None = None
+    count: int | None = None
+    receipt: dict[str, Any] | None = None
+    transforms: list[str] = field(default_factory=list)
+
+    @property
+    def version(self) -> str:
+        """The protocol version the session negotiated."""
+        return str(getattr(self.ctx, "protocol_version", "") or "")
+
+
+class Method(Protocol, Generic[P, T, R]):
+    """The four stages of one MCP method (``P``: its params, ``T``: its routed target, ``R``: its result)."""
+
+    name: str
+    actor: Actor
+
+    def route(self, exchange: Exchange, params: P) -> T:
+        """Find what the request is about; set ``exchange.target``. Raises NotFound/InvalidParams."""
+        ...
+
+    def authorize(self, exchange: Exchange, target: T) -> None:
+        """Ask ``exchange.gate`` about the target (canonical and raw; ``expand`` for templates)."""
+        ...
+
+    async def invoke(self, exchange: Exchange, target: T) -> Any:
+        """Run the provider through the invoker (or nothing, for lists)."""
+        ...
+
+    def evidence(self, exchange: Exchange, target: T, produced: Any) -> R:
+        """Check budgets, links and embeds; build the result and its receipt."""
+        ...
+
+
+class Pipeline:
+    """Runs every method's stages in one order, with one error mapping and one audit line."""
+
+    def __init__(self, authorizer: Authorizer, audit: AuditLog) -> None:
+        self.authorizer = authorizer
+        self.audit = audit
+
+    def handler(self, method: Method[Any, Any, Any]) -> Callable[[Ctx, Any], Awaitable[Any]]:
+        """The SDK request handler ``(ctx, params) -> result`` for ``method``."""
+
+        async def handle(ctx: Ctx, params: Any) -> Any:
+            return await self.run(method, ctx, params)
+
+        return handle
+
+    async def run(self, method: Method[Any, Any, R], ctx: Ctx, params: Any) -> R:
+        subject = subject_of(ctx)
+        exchange = Exchange(method.name, method.actor, subject, Gate(self.authorizer, subject), ctx)
+        token = current_gate.set(exchange.gate)
+        try:
+            target = method.route(exchange, params)
+            method.authorize(exchange, target)
+            produced = await method.invoke(exchange, target)
+            return wire.shape(method.evidence(exchange, target, produced), exchange.version)
+        except BaseException as exc:
+            self._outcome(exchange, exc)
+            raise wire.error(exc) from None
+        finally:
+            current_gate.reset(token)
+            self._write(exchange)
+
+    def _outcome(self, exchange: Exchange, exc: BaseException) -> None:
+        if isinstance(exc, Denied) or exchange.gate.denials:
+            exchange.decision = "denied"
+        elif isinstance(exc, Exception):
+            exchange.decision = "error"
+        else:
+            exchange.decision, exchange.reason = "cancelled", type(exc).__name__
+            return
+        if isinstance(exc, RequestError):
+            exchange.reason = f"{exc.code}: {exc.message[:300]}"
+        elif not exchange.gate.denials:
+            exchange.reason = f"{getattr(exc, 'code', -32603)}: {type(exc).__name__}"
+
+    def _write(self, exchange: Exchange) -> None:
+        if not self.audit.enabled:
+            return
+        line: dict[str, Any] = {
+            "actor": exchange.actor,
+            "subject": exchange.subject,
+            "operation": exchange.method,
+            "target": exchange.target[:2048],
+            "decision": exchange.decision,
+        }
+        denials = exchange.gate.denials
+        if denials and exchange.decision == "denied":
+            line.update(action=denials[0].action, target=denials[0].target[:2048], reason=denials[0].reason)
+        elif denials:  # refused inside the request (e.g. ToolCall.require), and the provider went on
+            line["denied"] = [{"action": d.action, "target": d.target[:2048], "reason": d.reason} for d in denials]
+        if exchange.reason and "reason" not in line:
+            line["reason"] = exchange.reason
+        if exchange.count is not None:
+            line["count"] = exchange.count
+        if exchange.receipt is not None:
+            line["receipt"] = exchange.receipt
+        self.audit.write(line)

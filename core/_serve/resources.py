@@ -1,0 +1,208 @@
+"""Resource methods: ``resources/list``, ``resources/templates/list`` and ``resources/read``.
+
+Each is a :class:`~mcp_providers._serve.pipeline.Method`: lists filter every item through the
+gate (``list``) and page the rest; a read routes the URI (canonical form), asks the gate
+(``expand`` on its template, ``read`` on the URI), runs the provider through the invoker, applies
+the read budget and builds the receipt.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from typing import Any, Generic, TypeVar
+
+import mcp_types as types
+
+from mcp_providers._host.assembly import Assembly
+from mcp_providers._host.catalog import Catalog, Route
+from mcp_providers._serve import wire
+from mcp_providers._serve.custody import cache_hint, receipt
+from mcp_providers._serve.evidence import within_budget
+from mcp_providers._serve.invoker import Invoker, Work
+from mcp_providers._serve.pipeline import Actor, Exchange
+from mcp_providers.errors import InvalidParams, ProviderFailed, Stale
+from mcp_providers.models import MAX_AGE_KEY, RECEIPT_KEY, Freshness, ResourceTemplate
+from mcp_providers.providers import Content, ReadRequest
+
+I = TypeVar("I")  # noqa: E741 - an item of a list
+
+
+class Listing(Generic[I]):
+    """The items of one list method, each with the target the gate is asked about.
+
+    Built on first use (tool JSON Schemas are slow to make, and start-up should not pay for them).
+    """
+
+    def __init__(self, kind: str, build: Callable[[], Sequence[tuple[str, I]]]) -> None:
+        self.kind = kind
+        self._build = build
+
+    @functools.cached_property
+    def items(self) -> Sequence[tuple[str, I]]:
+        return self._build()
+
+    @functools.cached_property
+    def unfiltered(self) -> list[I]:
+        return [item for _, item in self.items]
+
+
+class ListMethod(Generic[I]):
+    """Any paginated list: every item the caller may ``list``, one page at a time."""
+
+    actor: Actor = "application"
+
+    def __init__(self, name: str, catalog: Catalog, listing: Listing[I], page_size: int, result: Any) -> None:
+        self.name, self._catalog, self._listing, self._page_size, self._result = (
+            name,
+            catalog,
+            listing,
+            page_size,
+            result,
+        )
+
+    def route(self, exchange: Exchange, params: types.PaginatedRequestParams | None) -> str | None:
+        exchange.target = "*"
+        return params.cursor if params else None
+
+    def authorize(self, exchange: Exchange, cursor: str | None) -> None:
+        """Listing is always allowed; what is listed is filtered item by item in :meth:`invoke`."""
+
+    async def invoke(self, exchange: Exchange, cursor: str | None) -> Any:
+        gate = exchange.gate
+        if not gate.authorizer.active:  # no policy: a page costs O(page), not O(total)
+            items = self._listing.unfiltered
+        else:
+            items = [item for target, item in self._listing.items if gate.allowed("list", target)]
+        return self._catalog.page(self._listing.kind, items, cursor, self._page_size)
+
+    def evidence(self, exchange: Exchange, cursor: str | None, page: Any) -> Any:
+        exchange.count = len(page.items)
+        return self._result(list(page.items), page.next_cursor)
+
+
+class ReadResource:
+    """``resources/read``."""
+
+    name = "resources/read"
+    actor: Actor = "application"
+
+    def __init__(self, assembly: Assembly, invoker: Invoker) -> None:
+        self._assembly = assembly
+        self._catalog = assembly.catalog
+        self._settings = assembly.config.server
+        self._invoker = invoker
+
+    def route(self, exchange: Exchange, params: types.ReadResourceRequestParams) -> tuple[Route, str, float | None]:
+        exchange.target = params.uri
+        route = self._catalog.route(params.uri)
+        return route, params.uri, _max_age(params)
+
+    def authorize(self, exchange: Exchange, target: tuple[Route, str, float | None]) -> None:
+        route, uri, _ = target
+        exchange.gate.require_route("read", route, uri)
+
+    async def invoke(self, exchange: Exchange, target: tuple[Route, str, float | None]) -> object:
+        route, uri, demanded = target
+        if demanded is not None:
+            refuse_if_stale(uri, route.declaration.freshness, demanded, None, after_read=False)
+        request = ReadRequest(uri=uri, resource=route.declaration, params=route.params, subject=exchange.subject)
+        work = Work(route.plugin, route.provider.name, f"reading {uri}", uri)
+        key = (route.provider.name, uri, exchange.subject) if self._settings.coalesce_reads else None
+        return await self._invoker.run(work, lambda: route.provider.read(request), share=key)
+
+    def evidence(
+        self, exchange: Exchange, target: tuple[Route, str, float | None], produced: object
+    ) -> types.ReadResourceResult:
+        route, uri, demanded = target
+        content = _checked(route, uri, produced)
+        declaration = route.declaration
+        if demanded is not None:
+            refuse_if_stale(uri, declaration.freshness, demanded, content.as_of, after_read=True)
+        content, truncation = within_budget(
+            uri, declaration, content, declaration.max_bytes or self._settings.max_read_bytes
+        )
+        mime = content.mime_type or declaration.mime_type
+        exchange.receipt = self._receipt(exchange, route, uri, content, mime, truncation)
+        hint = cache_hint(declaration.freshness)
+        item = wire.contents_wire(uri, mime, content.text, content.data)
+        return types.ReadResourceResult(
+            contents=[item], ttl_ms=hint.ttl_ms, cache_scope=hint.scope, _meta={RECEIPT_KEY: exchange.receipt}
+        )
+
+    def _receipt(
+        self, exchange: Exchange, route: Route, uri: str, content: Content, mime: str | None, truncation: Any
+    ) -> dict[str, Any]:
+        declaration = route.declaration
+        distribution, version = self._assembly.origins.get(route.plugin, (None, None))
+        is_template = isinstance(declaration, ResourceTemplate)
+        return receipt(
+            actor="application",
+            operation=self.name,
+            subject=exchange.subject,
+            provider=route.provider.name,
+            plugin=route.plugin,
+            distribution=distribution,
+            version=version,
+            data=content.data,
+            mime_type=mime,
+            uri=uri,
+            template=declaration.uri_template if isinstance(declaration, ResourceTemplate) else None,
+            params=route.params if is_template else None,
+            freshness=declaration.freshness,
+            truncation=truncation,
+            extra={"canonicalUri": route.canonical} if route.canonical != uri else None,
+            as_of=content.as_of,
+        )
+
+
+def _checked(route: Route, uri: str, produced: object) -> Content:
+    if not isinstance(produced, Content):
+        raise ProviderFailed(
+            f"provider {route.provider.name!r} (plugin {route.plugin!r}) returned "
+            f"{type(produced).__name__} for {uri}; expected Content",
+            data={"uri": uri},
+        )
+    return produced
+
+
+def _max_age(params: types.RequestParams) -> float | None:
+    """The caller's freshness demand from ``_meta``, in seconds, or ``None``."""
+    meta = params.meta or {}
+    value = meta.get(MAX_AGE_KEY)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        raise InvalidParams(f"_meta {MAX_AGE_KEY} must be a number of seconds >= 0, got {value!r}")
+    return float(value)
+
+
+def refuse_if_stale(
+    uri: str, freshness: Freshness, demanded: float, as_of: datetime | None, *, after_read: bool
+) -> None:
+    """Refuse (``stale-content``) when the content cannot be ``demanded`` seconds fresh.
+
+    Static content never changes and live content is read now, so both satisfy any demand. A
+    ``max_age`` provider satisfies demands no stricter than its maximum, or stricter ones when the
+    content it returned says how old it is (``Content.as_of``); this is why the check runs before
+    the read (to spare the upstream) and again after it. ``unspecified`` satisfies none.
+    """
+    if freshness.kind in ("static", "live"):
+        return
+    if as_of is not None:
+        age = (datetime.now(UTC) - as_of).total_seconds()
+        if age <= demanded:
+            return
+        detail = f"the content is {age:.1f} s old"
+    elif freshness.kind == "max_age" and freshness.max_age_seconds is not None:
+        if freshness.max_age_seconds <= demanded or not after_read:
+            return
+        detail = f"the provider only promises content up to {freshness.max_age_seconds:g} s old"
+    else:
+        detail = "the provider declares no freshness"
+    raise Stale(
+        f"stale-content: {uri} cannot be served at most {demanded:g} s old: {detail}; "
+        "accept older content or read a live resource",
+        data={"uri": uri, "maxAge": demanded, "rule": "stale-content"},
+    )

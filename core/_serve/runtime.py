@@ -1,0 +1,72 @@
+"""The runtime: the per-process state of serving one assembly.
+
+Everything that changes while the server runs lives here, apart from the frozen
+:class:`~mcp_providers._host.assembly.Assembly`: which providers failed to start, the providers'
+entered lifespans, the subscription hub (its bus), the invoker (its coalescer), the audit sink.
+Each shared part sits behind a small seam (the hub's bus, the invoker's coalescer) so that a
+cluster backend can replace it with one kept in an external store without touching the pipeline.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+
+from mcp_providers._host.assembly import Assembly
+from mcp_providers._serve.audit import AuditLog
+from mcp_providers._serve.gate import Authorizer, Gate
+from mcp_providers._serve.invoker import Invoker
+from mcp_providers._serve.subscriptions import SubscriptionHub
+from mcp_providers.providers import ResourceProvider
+
+log = logging.getLogger("mcp_providers.composition")
+
+
+class Runtime:
+    """Per-process state of one served assembly (see the module docstring)."""
+
+    def __init__(self, assembly: Assembly) -> None:
+        settings = assembly.config.server
+        self.assembly = assembly
+        self.startup_failures: dict[str, str] = {}
+        """Provider name -> why its ``lifespan`` failed to start; its requests get an upstream error."""
+        self.authorizer = Authorizer(assembly.authorize)
+        self.audit = AuditLog(settings.audit_log)
+        self.invoker = Invoker(self.startup_failures, settings.read_timeout, settings.coalesce_reads)
+        self.hub = SubscriptionHub(
+            assembly.catalog, lambda subject, uri: Gate(self.authorizer, subject).allowed("subscribe", uri)
+        )
+        self._running = 0
+        self._stack: contextlib.AsyncExitStack | None = None
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """Enter every served provider's ``lifespan`` and open the audit log (once, however nested)."""
+        if self._running == 0:
+            self._stack = await self._start()
+        self._running += 1
+        try:
+            yield
+        finally:
+            self._running -= 1
+            if self._running == 0 and self._stack is not None:
+                stack, self._stack = self._stack, None
+                await stack.aclose()
+
+    async def _start(self) -> contextlib.AsyncExitStack:
+        stack = contextlib.AsyncExitStack()
+        await stack.__aenter__()
+        self.audit.open()
+        stack.callback(self.audit.close)
+        self.startup_failures.clear()
+        for d in self.assembly.declared:
+            if isinstance(d.provider, ResourceProvider):
+                d.provider.publisher = self.hub.publisher(d.provider)
+            try:
+                await stack.enter_async_context(d.provider.lifespan())
+            except Exception as exc:
+                # One provider that cannot start must not take the others down.
+                log.exception("provider %r (plugin %r) failed to start", d.provider.name, d.plugin)
+                self.startup_failures[d.provider.name] = f"{type(exc).__name__}: {exc}"
+        return stack

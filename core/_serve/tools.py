@@ -1,0 +1,177 @@
+"""Tool methods: ``tools/list`` (a :class:`~mcp_providers._serve.resources.ListMethod`) and ``tools/call``.
+
+A call routes the tool by name, asks the gate (``call`` on the name; the tool asks about the data
+it touches with :meth:`ToolCall.require <mcp_providers.providers.ToolCall.require>`), validates
+the arguments against the input model (a bad argument is an ``isError`` result the model can
+correct), runs the provider through the invoker (inside the side-effect scope when it declares
+``effects="none"``), and builds the result under the evidence rules with a receipt over every block.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import mcp_types as types
+from pydantic import BaseModel, ValidationError
+
+from mcp_providers._host.assembly import Assembly
+from mcp_providers._host.catalog import Entry
+from mcp_providers._serve import wire
+from mcp_providers._serve.channel import SessionChannel
+from mcp_providers._serve.custody import digest, receipt
+from mcp_providers._serve.evidence import Blocks, covered
+from mcp_providers._serve.invoker import Invoker, Work
+from mcp_providers._serve.pipeline import Actor, Exchange
+from mcp_providers.errors import InvalidParams, ProviderFailed, ToolFailure
+from mcp_providers.models import RECEIPT_KEY, Tool
+from mcp_providers.providers import ToolCall, ToolProvider, ToolResult
+
+
+@dataclass(frozen=True, slots=True)
+class Refused:
+    """A tool call answered with an ``isError`` result instead of running (or after failing)."""
+
+    text: str
+
+
+def error_result(text: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
+
+
+class CallTool:
+    """``tools/call``."""
+
+    name = "tools/call"
+    actor: Actor = "model"
+
+    def __init__(self, assembly: Assembly, invoker: Invoker) -> None:
+        self._assembly = assembly
+        self._invoker = invoker
+        self._settings = assembly.config.server
+
+    def route(self, exchange: Exchange, params: types.CallToolRequestParams) -> tuple[Entry[Tool, ToolProvider], Any]:
+        exchange.target = params.name
+        entry = self._assembly.catalog.tool(params.name)
+        if entry is None:
+            raise InvalidParams(f"Unknown tool {params.name[:200]!r}; see tools/list", data={"tool": params.name[:200]})
+        return entry, params.arguments
+
+    def authorize(self, exchange: Exchange, target: tuple[Entry[Tool, ToolProvider], Any]) -> None:
+        exchange.gate.require("call", target[0].declaration.name)
+
+    async def invoke(self, exchange: Exchange, target: tuple[Entry[Tool, ToolProvider], Any]) -> tuple[object, str]:
+        entry, raw = target
+        tool = entry.declaration
+        try:
+            arguments = tool.input_model.model_validate(raw or {})
+        except ValidationError as exc:
+            return Refused(f"Invalid arguments for {tool.name}: {_problems(exc)}"), ""
+        arguments_digest = digest(_canonical_json(arguments.model_dump(mode="json")))
+        call = ToolCall(tool=tool, arguments=arguments, subject=exchange.subject, channel=SessionChannel(exchange.ctx))
+        work = Work(entry.plugin, entry.provider.name, f"running {tool.name}", tool.name, scoped=tool.effects == "none")
+        try:
+            return await self._invoker.run(work, lambda: entry.provider.call(call)), arguments_digest
+        except ToolFailure as exc:
+            return Refused(f"{tool.name} failed: {exc}"), arguments_digest
+
+    def evidence(
+        self, exchange: Exchange, target: tuple[Entry[Tool, ToolProvider], Any], outcome: tuple[object, str]
+    ) -> types.CallToolResult:
+        entry = target[0]
+        produced, arguments_digest = outcome
+        if isinstance(produced, Refused):
+            exchange.decision, exchange.reason = "error", "the tool returned an error result"
+            return error_result(produced.text)
+        tool = entry.declaration
+        result = _as_result(entry, produced)
+        blocks = Blocks(self._assembly.catalog, exchange.gate, self._settings.max_embed_bytes, f"tool {tool.name}")
+        structured = _output(entry, result, blocks)
+        for link in result.links:
+            blocks.add(blocks.link(link))
+        for embed in result.embedded:
+            blocks.add(blocks.embed(embed))
+        out = types.CallToolResult(content=list(blocks.content), structured_content=structured)
+        exchange.receipt = self._receipt(exchange, entry, out, blocks.transforms, arguments_digest)
+        out.meta = {RECEIPT_KEY: exchange.receipt}
+        return out
+
+    def _receipt(
+        self,
+        exchange: Exchange,
+        entry: Entry[Tool, ToolProvider],
+        out: types.CallToolResult,
+        transforms: list[str],
+        arguments_digest: str,
+    ) -> dict[str, Any]:
+        tool = entry.declaration
+        data, summaries = covered(out.content, out.structured_content)
+        distribution, version = self._assembly.origins.get(entry.plugin, (None, None))
+        return receipt(
+            actor="model",
+            operation=self.name,
+            subject=exchange.subject,
+            provider=entry.provider.name,
+            plugin=entry.plugin,
+            distribution=distribution,
+            version=version,
+            data=data,
+            mime_type="application/json",
+            side_effects=tool.effects,
+            transforms=transforms,
+            blocks=summaries,
+            extra={
+                "tool": tool.name,
+                "idempotent": tool.annotations()["idempotentHint"],  # read-only tools are idempotent
+                "openWorld": tool.open_world,
+                "argumentsSha256": arguments_digest,
+            },
+        )
+
+
+def _problems(exc: ValidationError) -> str:
+    return "; ".join(
+        f"{'.'.join(str(p) for p in err['loc']) or '(arguments)'}: {err['msg'].removeprefix('Value error, ')}"
+        for err in exc.errors()
+    )
+
+
+def _canonical_json(value: Any) -> bytes:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def _as_result(entry: Entry[Tool, ToolProvider], produced: object) -> ToolResult:
+    if isinstance(produced, ToolResult):
+        return produced
+    if isinstance(produced, BaseModel):
+        return ToolResult(output=produced)
+    raise ProviderFailed(
+        f"tool {entry.declaration.name} (plugin {entry.plugin!r}) returned {type(produced).__name__}; "
+        "expected ToolResult"
+    )
+
+
+def _output(entry: Entry[Tool, ToolProvider], result: ToolResult, blocks: Blocks) -> Any:
+    """Add the structured output (as JSON text too), the text and the media blocks; return the structure."""
+    tool = entry.declaration
+    model = tool.output_model
+    structured = None
+    if result.output is not None:
+        if model is None or not isinstance(result.output, model):
+            raise ProviderFailed(
+                f"tool {tool.name} returned {type(result.output).__name__}; its declared output model is "
+                f"{model.__name__ if model else 'none'}"
+            )
+        structured = result.output.model_dump(mode="json", by_alias=True)
+        blocks.add(types.TextContent(type="text", text=json.dumps(structured, ensure_ascii=False)))
+    elif model is not None:
+        raise ProviderFailed(f"tool {tool.name} returned no output; it declares {model.__name__}")
+    if result.text:
+        blocks.add(types.TextContent(type="text", text=result.text))
+    for block in result.content:
+        try:
+            blocks.add(wire.media_wire(block))
+        except TypeError as exc:
+            raise ProviderFailed(f"tool {tool.name} returned bad content: {exc}") from None
+    return structured

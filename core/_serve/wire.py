@@ -1,0 +1,155 @@
+"""The wire: declarations and results in the SDK's types, shaped for the session, errors mapped once.
+
+- :func:`error` is the one place an exception raised while serving becomes a JSON-RPC error:
+  a :class:`~mcp_providers.errors.RequestError` keeps its code, message and data; an
+  ``MCPError`` passes through; anything else becomes -32603 naming no internals (the traceback
+  goes to the log, never the text: it may carry secrets).
+- :func:`shape` adapts a result to the protocol version the session negotiated (content blocks a
+  version does not know are rewritten as text it does).
+- The ``*_wire`` functions turn frozen declarations into list items once, at bind time.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+from typing import Any, TypeVar
+
+import mcp_types as types
+from mcp import MCPError
+from pydantic import BaseModel
+
+from mcp_providers.errors import RequestError
+from mcp_providers.models import Annotations, Prompt, Resource, ResourceTemplate, Tool
+from mcp_providers.providers import Audio, Image, Media, Text
+
+log = logging.getLogger("mcp_providers.server")
+
+R = TypeVar("R")
+
+RESOURCE_LINK_SINCE = "2025-06-18"
+"""The first protocol version with ``resource_link`` content blocks (and ``structuredContent``)."""
+
+
+def error(exc: BaseException) -> BaseException:
+    """The exception to raise to the SDK for ``exc`` (see the module docstring)."""
+    if isinstance(exc, RequestError):
+        return MCPError(exc.code, exc.message, exc.data)
+    if isinstance(exc, MCPError) or not isinstance(exc, Exception):
+        return exc  # already on the wire's terms, or a cancellation that must propagate
+    log.error("unexpected failure while serving a request", exc_info=exc)
+    return MCPError(types.INTERNAL_ERROR, "internal error; the server log has the details")
+
+
+def shape(result: R, version: str) -> R:
+    """``result`` as a session at protocol ``version`` can parse it.
+
+    Before 2025-06-18 a client knows no ``resource_link`` block: each becomes a text block naming
+    the URI, so the model still learns where the evidence is.
+    """
+    if version >= RESOURCE_LINK_SINCE:
+        return result
+    if isinstance(result, types.CallToolResult):
+        result.content = [_older(b) for b in result.content]
+    elif isinstance(result, types.GetPromptResult):
+        for message in result.messages:
+            message.content = _older(message.content)
+    return result
+
+
+def _older(block: Any) -> Any:
+    if isinstance(block, types.ResourceLink):
+        return types.TextContent(type="text", text=f"Resource {block.name}: {block.uri}")
+    return block
+
+
+def annotations_wire(a: Annotations | None) -> types.Annotations | None:
+    if a is None:
+        return None
+    return types.Annotations(
+        audience=list(a.audience) if a.audience is not None else None,
+        priority=a.priority,
+        last_modified=a.last_modified.isoformat() if a.last_modified else None,
+    )
+
+
+def resource_wire(r: Resource) -> types.Resource:
+    return types.Resource(
+        uri=r.uri,
+        name=r.name,
+        title=r.title,
+        description=r.description,
+        mime_type=r.mime_type,
+        size=r.size,
+        annotations=annotations_wire(r.annotations),
+        _meta=r.meta,
+    )
+
+
+def template_wire(t: ResourceTemplate) -> types.ResourceTemplate:
+    return types.ResourceTemplate(
+        uri_template=t.uri_template,
+        name=t.name,
+        title=t.title,
+        description=t.description,
+        mime_type=t.mime_type,
+        annotations=annotations_wire(t.annotations),
+        _meta=t.meta,
+    )
+
+
+def _schema(model: type[BaseModel]) -> dict[str, Any]:
+    return model.model_json_schema(by_alias=True)
+
+
+def tool_wire(t: Tool) -> types.Tool:
+    hints = t.annotations()
+    return types.Tool(
+        name=t.name,
+        title=t.title,
+        description=t.description,
+        input_schema=_schema(t.input_model),
+        output_schema=_schema(t.output_model) if t.output_model else None,
+        annotations=types.ToolAnnotations(
+            title=t.title,
+            read_only_hint=hints["readOnlyHint"],
+            destructive_hint=hints["destructiveHint"],
+            idempotent_hint=hints["idempotentHint"],
+            open_world_hint=hints["openWorldHint"],
+        ),
+        _meta=t.meta,
+    )
+
+
+def prompt_wire(p: Prompt) -> types.Prompt:
+    return types.Prompt(
+        name=p.name,
+        title=p.title,
+        description=p.description,
+        arguments=[
+            types.PromptArgument(name=a.name, description=a.description, required=a.required) for a in p.arguments
+        ],
+    )
+
+
+def media_wire(block: Media) -> types.TextContent | types.ImageContent | types.AudioContent:
+    """The MCP wire model of a text, image or audio block.
+
+    :raises TypeError: ``block`` is not a :class:`Text`, :class:`Image` or :class:`Audio`.
+    """
+    if isinstance(block, Text):
+        return types.TextContent(type="text", text=block.text)
+    if isinstance(block, Image):
+        return types.ImageContent(type="image", data=base64.b64encode(block.data).decode(), mime_type=block.mime_type)
+    if isinstance(block, Audio):
+        return types.AudioContent(type="audio", data=base64.b64encode(block.data).decode(), mime_type=block.mime_type)
+    raise TypeError(f"{type(block).__name__} is not a media block; use Text, Image or Audio")
+
+
+def contents_wire(
+    uri: str, mime_type: str | None, text: str | None, data: bytes
+) -> types.TextResourceContents | types.BlobResourceContents:
+    """One resource's contents: ``text`` as is, else ``data`` base64-encoded."""
+    if text is not None:
+        return types.TextResourceContents(uri=uri, mime_type=mime_type, text=text)
+    return types.BlobResourceContents(uri=uri, mime_type=mime_type, blob=base64.b64encode(data).decode())
