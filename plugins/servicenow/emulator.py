@@ -50,7 +50,7 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from types import TracebackType
@@ -61,7 +61,7 @@ import anyio
 import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from mcp_providers.plugins.servicenow.seed import REFERENCES, seed_tables
@@ -308,7 +308,7 @@ class Emulator:
     :param port: the port to listen on (``0``: an ephemeral one).
 
     Switchable modes (set at any time, also while serving): :attr:`send_total_count`,
-    :attr:`send_link_header`, :attr:`echo_authorization`, :meth:`hide` (ACL-hidden rows) and
+    :attr:`send_link_header`, :attr:`echo_authorization`, :attr:`stream_answers`, :meth:`hide` (ACL-hidden rows) and
     :meth:`rate_limit` (a rate-limit rule).
 
     Use it as a context manager (``with`` or ``async with``) or call :meth:`start` and
@@ -339,6 +339,9 @@ class Emulator:
         integrations' instances never send it); ``False`` drops it from every answer."""
         self.send_link_header = True
         """Mode: send the ``Link`` pagination header when there is more than one page."""
+        self.stream_answers = False
+        """Mode: list answers are sent in 64 KiB chunks without ``Content-Length`` (chunked transfer
+        encoding), as a large answer from a real instance or proxy may be."""
         self.echo_authorization = False
         """Mode: every 401 answer's ``error.detail`` echoes the ``Authorization`` and ``x-sn-apikey``
         headers received (as some proxies and misconfigured instances do), to test redaction."""
@@ -644,6 +647,10 @@ class Emulator:
         if not suppress and limit and total > limit:
             headers["Link"] = self._link_header(request, table, offset, limit, total)
         self._log(request, principal, ok, 200)
+        if self.stream_answers:
+            body = json.dumps({"result": result}).encode()
+            chunks = (body[i : i + 65536] for i in range(0, len(body), 65536))
+            return StreamingResponse(_aiter(chunks), headers=headers, media_type="application/json")
         return JSONResponse({"result": result}, headers=headers)
 
     def _link_header(self, request: Request, table: str, offset: int, limit: int, total: int) -> str:
@@ -882,6 +889,11 @@ class Emulator:
             client_id, _, secret = base64.b64decode(credentials, validate=True).decode().partition(":")
             return client_id, secret
         return None
+
+
+async def _aiter(chunks: Iterator[bytes]) -> AsyncIterator[bytes]:
+    for chunk in chunks:
+        yield chunk
 
 
 def _now() -> str:
