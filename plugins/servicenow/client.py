@@ -402,7 +402,8 @@ class InstanceClient:
                 raise self._failure(answer, what, suffix=f"; the instance asks to wait {wait:g} s (Retry-After) "
                                     f"before the next request, more than max_retry_after_seconds = {cap:g}")
             if attempt == retries:
-                raise self._failure(answer, what, suffix=f"; wait {wait:g} s (Retry-After) before trying again")
+                raise self._failure(answer, what, suffix=f"; still rate-limited after {retries} retries; wait "
+                                    f"{wait:g} s (Retry-After) before trying again")
             log.info("instance %s: %s rate-limited (429); every request to it waits %g s", self.name, what, wait)
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -492,7 +493,6 @@ class InstanceClient:
         hint = {
             401: f"; the instance rejected the credentials configured for {self.name!r} ({self._auth_hint()})",
             403: "; the user lacks the role or ACL for this operation",
-            429: f"; still rate-limited after {self.settings.max_retries} retries",
         }.get(status, "")
         if status >= 500:
             hint = "; the instance failed, try again later"
