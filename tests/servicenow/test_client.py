@@ -90,7 +90,7 @@ async def test_retry_after_longer_than_allowed_fails_at_once(secrets_env):
         pool = pool_for(dev_instance(emu, max_retry_after_seconds=5))
         emu.fail_next(status=429, retry_after="120")
         async with pool.opened():
-            with pytest.raises(ServiceNowError, match=r"asks to wait 120 s \(Retry-After\) before the next request, more than max_retry_after_seconds = 5"):
+            with pytest.raises(ServiceNowError, match=r"wait 120 s \(Retry-After\).*max_retry_after_seconds = 5"):
                 await pool.client("dev").list_records("problem")
     assert len(emu.requests) == 1
 
