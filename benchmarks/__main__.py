@@ -605,6 +605,7 @@ async def servicenow(rounds: int) -> None:
     import mcp_providers.plugins.servicenow as plugin
     from mcp_providers.config import ServerSettings
     from mcp_providers.plugins.servicenow.emulator import Emulator
+    from mcp_providers.plugins.servicenow.settings import ResourceFields
     from mcp_providers.testing import compose
 
     user, password = "bench.user", "bench-Pa55"
@@ -625,7 +626,10 @@ async def servicenow(rounds: int) -> None:
 
         uri = "servicenow://dev/incidents/INC0010001"
         url = f"{emulator.base_url}/api/now/table/incident"
-        query = {"sysparm_query": "number=INC0010001", "sysparm_limit": "1"}
+        # the same request the plugin sends for that read, so the floor does the same upstream work
+        query = {"sysparm_query": "number=INC0010001", "sysparm_limit": "1", "sysparm_offset": "0",
+                 "sysparm_display_value": "all", "sysparm_exclude_reference_link": "true",
+                 "sysparm_fields": ",".join(ResourceFields().incident)}  # fmt: skip
         async with (
             Client(composed(True).server, cache=None) as client,
             Client(composed(False).server, cache=None) as plain,

@@ -300,7 +300,10 @@ async def test_add_to_mcpserver_takes_every_built_in_plugin_and_keeps_error_code
     from mcp_providers import Config, compose
 
     mcp = MCPServer("host", log_level="WARNING")
-    add_to_mcpserver(mcp, compose(Config()))  # ServiceNow's input models use default_factory
+    # ServiceNow's input models use default_factory; its tools exist only with an instance configured
+    instance = {"name": "dev", "url": "https://dev.example.com",
+                "auth": {"type": "basic", "username": "u", "password_env": "EMBED_TEST_SN_PASSWORD"}}  # fmt: skip
+    add_to_mcpserver(mcp, compose(Config(plugins={"servicenow": {"instances": [instance]}})))
     async with Client(mcp, cache=None) as client:
         names = {t.name for t in (await client.list_tools()).tools}
         assert {"recommend_ssg", "servicenow_query_table"} <= names

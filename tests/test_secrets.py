@@ -11,6 +11,7 @@ result, error and receipt, and the emulators' request logs is scanned: zero hits
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import socket
@@ -104,8 +105,11 @@ def _free_port() -> int:
 
 
 async def _walk_error_paths(url: str, dev: Emulator, prod: Emulator, lab: Emulator) -> list[str]:
-    """Every answer, as text."""
+    """Every answer, as text. The instances echo the credentials they receive in 401 bodies
+    (``Authorization``, ``x-sn-apikey``), as some proxies do: the plugin must redact them."""
     seen: list[str] = []
+    for emulator in (dev, prod, lab):
+        emulator.echo_authorization = True
 
     async def attempt(call: object) -> None:
         try:
@@ -138,6 +142,10 @@ async def _walk_error_paths(url: str, dev: Emulator, prod: Emulator, lab: Emulat
                 emu.fail_next(**fault)  # type: ignore[arg-type]
                 await attempt(client.read_resource(f"servicenow://{name}/incidents/INC0010002"))
                 emu.clear_faults()
+        for emu, name in ((dev, "dev"), (prod, "prod"), (lab, "lab")):  # tools get echoed credentials too
+            emu.fail_next(2, status=401)
+            await attempt(client.call_tool("servicenow_query_table", {"instance": name, "table": "incident"}))
+            emu.clear_faults()
         prod.fail_next(status=401, scope="oauth")
         prod.expire_tokens()
         await attempt(client.read_resource("servicenow://prod/incidents/INC0010003"))
@@ -218,7 +226,9 @@ async def test_no_configured_secret_appears_in_any_output(setup: dict[str, objec
     assert "Traceback" in haystacks["serve stderr"]  # the raising read's traceback went to the log
     assert cli[0].returncode == 1 and cli[2].returncode == 1
 
-    secrets = [*SECRETS, *prod.issued_tokens()]
+    basic = [base64.b64encode(f"{u}:{p}".encode()).decode() for u, p in ((DEV_USER, DEV_PASSWORD),
+                                                                          (PROD_CLIENT, PROD_SECRET))]
+    secrets = [*SECRETS, *basic, *prod.issued_tokens()]
     assert len(secrets) > len(SECRETS)  # OAuth tokens were issued, and are scanned for too
     hits = [(where, secret) for where, text in haystacks.items() for secret in secrets if secret in text]
     assert hits == []

@@ -8,12 +8,21 @@ Behaviour shared by every call:
 
 - auth: HTTP Basic, OAuth 2.0 (:class:`OAuthFlow`: token cached until it expires, fetched again
   once when the instance answers 401) or an API key in ``x-sn-apikey``;
-- 429: waits ``Retry-After`` seconds (at most ``max_retry_after_seconds``) and retries, at most
-  ``max_retries`` times;
+- 429: the instance's shared :class:`~.backoff.Backoff` is held for ``Retry-After`` seconds (at
+  most ``max_retry_after_seconds``), so every request to it waits, then the request is retried, at
+  most ``max_retries`` times; when retries run out the error states the wait asked for;
+- answers are streamed and refused with ``TooLarge`` (-32004) once over ``max_response_bytes``,
+  before the rest is read;
+- records come back normalised (:func:`~.schema.normalise`): reference and choice fields as
+  ``{"value", "display_value"}``, other fields as plain strings;
+- paging follows the offsets asked for (``offset + limit``, or the ``Link`` header's next page
+  when the instance sends one), never the rows received: ACLs remove rows *after* the page is cut,
+  so a short page is not the last one; rows missing from a page are reported as hidden;
 - failures raise :class:`ServiceNowError` (an ``UpstreamError``, JSON-RPC -32006) or ``NotFound``
   (404) whose message names the instance, the operation, the status and ServiceNow's
   ``error.message``/``error.detail``; timeouts and unreachable hosts say so. No message, log
-  line or result ever carries a password, secret, token or ``Authorization`` header.
+  line or result ever carries a password, secret, token or ``Authorization`` header: every
+  upstream text passes the pool's :class:`~.redact.Redactor` first.
 """
 
 from __future__ import annotations
@@ -21,18 +30,24 @@ from __future__ import annotations
 import contextlib
 import email.utils
 import logging
+import os
+import re
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Generator, Mapping, Sequence
 from dataclasses import dataclass
+from json import loads as json_loads
 from typing import Any, Literal
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 import anyio
 import httpx2
 
 from mcp_providers import http as core_http
-from mcp_providers.errors import NotFound, UpstreamError
+from mcp_providers.errors import NotFound, TooLarge, UpstreamError
+from mcp_providers.plugins.servicenow.backoff import Backoff, LocalBackoff, wait_turn
 from mcp_providers.plugins.servicenow.query import check_sys_id, check_table
+from mcp_providers.plugins.servicenow.redact import Redactor
+from mcp_providers.plugins.servicenow.schema import normalise
 from mcp_providers.plugins.servicenow.settings import (
     ApiKeyAuth,
     BasicAuth,
@@ -85,25 +100,67 @@ class ServiceNowError(UpstreamError):
 class Page:
     """One page of a table query.
 
-    :param records: the records, as ServiceNow returned them (string values, or reference
-        objects when display values are asked for).
-    :param total: ``X-Total-Count``: records matching the query across all pages (``None`` if
-        the instance did not send it).
+    :param records: the records, normalised (:func:`~.schema.normalise`).
+    :param total: ``X-Total-Count``: records matching the query across all pages, hidden ones
+        included (``None`` if the instance did not send it).
     :param offset: ``sysparm_offset`` of this page.
     :param limit: ``sysparm_limit`` asked for.
+    :param next_offset: ``sysparm_offset`` of the next page (the ``Link`` header's ``rel="next"``
+        if sent, else ``offset + limit`` while that is below ``total``), ``None`` on the last page.
+    :param hidden: rows of this page's range the instance did not return (ACLs hide rows after the
+        page is cut); ``0`` when that cannot be known (no total and no next page).
     """
 
     records: list[dict[str, Any]]
     total: int | None
     offset: int
     limit: int
+    next_offset: int | None = None
+    hidden: int = 0
 
     @property
     def has_more(self) -> bool:
         """Whether records exist past this page."""
-        if self.total is not None:
-            return self.offset + len(self.records) < self.total
-        return len(self.records) >= self.limit > 0
+        return self.next_offset is not None
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """One HTTP answer read within the budget: status, headers and the whole body."""
+
+    status: int
+    headers: httpx2.Headers
+    body: bytes
+
+
+_NEXT_LINK = re.compile(r'<([^>]*)>\s*;\s*rel="?next"?', re.IGNORECASE)
+
+
+def _next_from_link(header: str | None) -> int | None:
+    """``sysparm_offset`` of the ``rel="next"`` URL in a ``Link`` header, if any."""
+    match = _NEXT_LINK.search(header or "")
+    if match is None:
+        return None
+    found = parse_qs(urlsplit(match.group(1)).query).get("sysparm_offset", [""])[0]
+    return int(found) if found.isdigit() else None
+
+
+def _page(records: list[dict[str, Any]], *, total: int | None, offset: int, limit: int, link: str | None) -> Page:
+    """Paging by the offsets asked for: the next page starts at ``offset + limit`` (or the Link
+    header's next offset), whatever number of rows this one held."""
+    next_offset = _next_from_link(link)
+    if next_offset is None and link is None and total is not None and offset + limit < total:
+        next_offset = offset + limit
+    if next_offset is None and link is None and total is None and len(records) >= limit > 0:
+        next_offset = offset + limit  # nothing better to go on: a full page may have a successor
+    if next_offset is not None:
+        expected = next_offset - offset
+    elif total is not None:
+        expected = max(0, min(limit, total - offset))
+    else:
+        expected = len(records)
+    return Page(records=records, total=total, offset=offset, limit=limit, next_offset=next_offset,
+                hidden=max(0, expected - len(records)))  # fmt: skip
 
 
 def _clip(text: str) -> str:
@@ -118,7 +175,9 @@ class OAuthFlow(httpx2.Auth):
     configured grant) and the request is sent once more; a second 401 is returned as is.
     """
 
-    def __init__(self, instance: str, auth: OAuthAuth, secrets: Mapping[str, str]) -> None:
+    def __init__(self, instance: str, auth: OAuthAuth, secrets: Mapping[str, str],
+                 redactor: Redactor | None = None) -> None:  # fmt: skip
+        self._redactor = redactor or Redactor()
         self._instance = instance
         self._auth = auth
         self._secrets = dict(secrets)
@@ -197,6 +256,7 @@ class OAuthFlow(httpx2.Auth):
             lifetime = float(payload.get("expires_in") or 1800)
             self._token = payload["access_token"]
             self._refresh_token = payload.get("refresh_token") or self._refresh_token
+            self._redactor.add(self._token, self._refresh_token)
             self._expires_at = time.monotonic() + max(0.0, lifetime - min(30.0, lifetime * 0.1))
             log.debug("instance %s: OAuth token fetched (%s grant)", self._instance, form["grant_type"])
             return True
@@ -208,21 +268,29 @@ class OAuthFlow(httpx2.Auth):
             reason = " ".join(str(payload[k]) for k in ("error", "error_description") if payload.get(k))
         env = self._auth.client_secret_env + (f" / {self._auth.password_env}" if self._auth.password_env else "")
         raise ServiceNowError(
-            f"instance {self._instance!r}: {where} was refused with HTTP {response.status_code}"
-            f"{': ' + _clip(reason) if reason else ''}; check auth.client_id and the secret(s) in {env}",
+            self._redactor.text(f"instance {self._instance!r}: {where} was refused with HTTP {response.status_code}"
+                                f"{': ' + _clip(reason) if reason else ''}; check auth.client_id and the secret(s) "
+                                f"in {env}"),
             instance=self._instance,
             status=response.status_code,
         )
 
 
 class InstanceClient:
-    """Table API calls on one instance, through that instance's own ``httpx2.AsyncClient``."""
+    """Table API calls on one instance, through that instance's own ``httpx2.AsyncClient``.
 
-    def __init__(self, settings: InstanceSettings, http: httpx2.AsyncClient | None, error: str | None = None) -> None:
+    :param redactor: masks every secret the plugin knows in each message that leaves.
+    :param backoff: the 429 back-off this instance shares with every other request to it.
+    """
+
+    def __init__(self, settings: InstanceSettings, http: httpx2.AsyncClient | None, error: str | None = None, *,
+                 redactor: Redactor | None = None, backoff: Backoff | None = None) -> None:  # fmt: skip
         self.settings = settings
         self.name = settings.name
         self._http = http
         self._error = error
+        self.redactor = redactor or Redactor()
+        self.backoff: Backoff = backoff or LocalBackoff()
 
     async def list_records(
         self,
@@ -232,7 +300,6 @@ class InstanceClient:
         fields: Sequence[str] = (),
         limit: int | None = None,
         offset: int = 0,
-        display_value: DisplayValue = "false",
     ) -> Page:
         """``GET /api/now/table/{table}``: one page of records matching the encoded ``query``.
 
@@ -240,8 +307,9 @@ class InstanceClient:
         :param fields: ``sysparm_fields``; empty for every field.
         :param limit: ``sysparm_limit``; the instance's ``page_size`` when ``None``.
         :param offset: ``sysparm_offset``.
-        :param display_value: ``sysparm_display_value``.
+        :returns: the page, records normalised (``sysparm_display_value=all`` is always asked).
         :raises ServiceNowError: the instance failed or refused (see the module docstring).
+        :raises TooLarge: the answer is over ``max_response_bytes``.
         """
         check_table(table)
         size = self.settings.page_size if limit is None else limit
@@ -249,107 +317,140 @@ class InstanceClient:
             "sysparm_query": query,
             "sysparm_limit": str(size),
             "sysparm_offset": str(offset),
-            "sysparm_display_value": display_value,
+            "sysparm_display_value": "all",
             "sysparm_exclude_reference_link": "true",
         }
         if fields:
             params["sysparm_fields"] = ",".join(fields)
-        response = await self._request("GET", f"/api/now/table/{table}", params=params, what=f"query of {table}")
-        body = self._json(response, f"query of {table}")
-        records = body.get("result")
-        if not isinstance(records, list):
-            raise ServiceNowError(
-                f"instance {self.name!r}: query of {table} answered without a result list", instance=self.name
-            )
-        total_header = response.headers.get("x-total-count")
+        what = f"query of {table}"
+        answer = await self._request("GET", f"/api/now/table/{table}", params=params, what=what)
+        records = self._json(answer, what).get("result")
+        if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
+            raise self._fail(f"instance {self.name!r}: {what} answered without a result list")
+        total_header = answer.headers.get("x-total-count")
         total = int(total_header) if total_header and total_header.isdigit() else None
-        return Page(records=records, total=total, offset=offset, limit=size)
+        return _page(normalise(table, records), total=total, offset=offset, limit=size,
+                     link=answer.headers.get("link"))  # fmt: skip
 
-    async def get_record(self, table: str, sys_id: str, *, fields: Sequence[str] = (),
-                         display_value: DisplayValue = "false") -> dict[str, Any]:  # fmt: skip
-        """``GET /api/now/table/{table}/{sys_id}``.
+    async def get_record(self, table: str, sys_id: str, *, fields: Sequence[str] = ()) -> dict[str, Any]:
+        """``GET /api/now/table/{table}/{sys_id}``: the record, normalised.
 
         :raises NotFound: no such record (or an ACL hides it).
         :raises ServiceNowError: any other failure.
         """
         check_table(table)
         check_sys_id(sys_id)
-        params: dict[str, str] = {"sysparm_display_value": display_value, "sysparm_exclude_reference_link": "true"}
+        params: dict[str, str] = {"sysparm_display_value": "all", "sysparm_exclude_reference_link": "true"}
         if fields:
             params["sysparm_fields"] = ",".join(fields)
         what = f"read of {table} record {sys_id}"
-        response = await self._request("GET", f"/api/now/table/{table}/{sys_id}", params=params, what=what)
-        return self._result(response, what)
+        answer = await self._request("GET", f"/api/now/table/{table}/{sys_id}", params=params, what=what)
+        return self._result(table, answer, what)
 
     async def create_record(self, table: str, values: Mapping[str, str]) -> dict[str, Any]:
-        """``POST /api/now/table/{table}`` with ``values``; returns the created record.
+        """``POST /api/now/table/{table}`` with ``values``; returns the created record, normalised.
 
         :raises ServiceNowError: the instance refused (e.g. a data policy, 403) or failed.
         """
         check_table(table)
         what = f"insert into {table}"
-        params = {"sysparm_exclude_reference_link": "true"}
-        response = await self._request("POST", f"/api/now/table/{table}", params=params, json=dict(values), what=what)
-        return self._result(response, what)
+        params = {"sysparm_display_value": "all", "sysparm_exclude_reference_link": "true"}
+        answer = await self._request("POST", f"/api/now/table/{table}", params=params, json=dict(values), what=what)
+        return self._result(table, answer, what)
 
     async def update_record(self, table: str, sys_id: str, values: Mapping[str, str]) -> dict[str, Any]:
         """``PATCH /api/now/table/{table}/{sys_id}``: change only the supplied fields (never PUT).
 
+        :returns: the record after the change, normalised.
         :raises NotFound: no such record.
         :raises ServiceNowError: the instance refused or failed.
         """
         check_table(table)
         check_sys_id(sys_id)
         what = f"update of {table} record {sys_id}"
-        params = {"sysparm_exclude_reference_link": "true"}
-        response = await self._request(
+        params = {"sysparm_display_value": "all", "sysparm_exclude_reference_link": "true"}
+        answer = await self._request(
             "PATCH", f"/api/now/table/{table}/{sys_id}", params=params, json=dict(values), what=what
         )
-        return self._result(response, what)
+        return self._result(table, answer, what)
 
     # -- internals
 
+    def _fail(self, message: str, *, status: int | None = None, sn_message: str | None = None,
+              sn_detail: str | None = None) -> ServiceNowError:  # fmt: skip
+        """A :class:`ServiceNowError` whose message and data are redacted."""
+        r = self.redactor
+        return ServiceNowError(r.text(message), instance=self.name, status=status,
+                               sn_message=r.text(sn_message) if sn_message else None,
+                               sn_detail=r.text(sn_detail) if sn_detail else None)  # fmt: skip
+
     async def _request(self, method: str, path: str, *, params: Mapping[str, str], what: str,
-                       json: Any = None) -> httpx2.Response:  # fmt: skip
+                       json: Any = None) -> Answer:  # fmt: skip
         if self._http is None:
-            raise ServiceNowError(self._error or f"instance {self.name!r} is not open", instance=self.name)
+            raise self._fail(self._error or f"instance {self.name!r} is not open")
         retries = self.settings.max_retries
         for attempt in range(retries + 1):
-            try:
-                response = await self._http.request(method, path, params=params, json=json)
-            except httpx2.TimeoutException as exc:
-                raise ServiceNowError(
-                    f"instance {self.name!r}: {what} got no answer within {self.settings.timeout_seconds:g} s "
-                    f"({type(exc).__name__}); the instance may be overloaded, or raise timeout_seconds",
-                    instance=self.name,
-                ) from exc
-            except (httpx2.ConnectError, httpx2.ConnectTimeout) as exc:
-                raise ServiceNowError(
-                    f"instance {self.name!r}: {what} could not reach {self.settings.url} ({type(exc).__name__})",
-                    instance=self.name,
-                ) from exc
-            except httpx2.HTTPError as exc:
-                raise ServiceNowError(
-                    f"instance {self.name!r}: {what}: the connection to {self.settings.url} broke before the "
-                    f"answer was complete ({type(exc).__name__}); nothing from it was used, try again",
-                    instance=self.name,
-                ) from exc
-            log.debug("instance %s: %s %s -> %s", self.name, method, path, response.status_code)
-            if response.status_code != 429 or attempt == retries:
-                return response
-            wait = self._retry_after(response, attempt)
-            if wait > self.settings.max_retry_after_seconds:
-                raise self._failure(
-                    response, what, suffix=f"; Retry-After asks for {wait:g} s, more than the "
-                    f"{self.settings.max_retry_after_seconds:g} s this instance is configured to wait",
-                )  # fmt: skip
-            log.info("instance %s: %s rate-limited (429); retrying in %g s", self.name, what, wait)
-            await anyio.sleep(wait)
+            await wait_turn(self.backoff, self.name)
+            answer = await self._send(method, path, params=params, json=json, what=what)
+            log.debug("instance %s: %s %s -> %s", self.name, method, path, answer.status)
+            if answer.status != 429:
+                return answer
+            wait = self._retry_after(answer, attempt)
+            cap = self.settings.max_retry_after_seconds
+            await self.backoff.hold(self.name, min(wait, cap))
+            if wait > cap:
+                raise self._failure(answer, what, suffix=f"; the instance asks to wait {wait:g} s (Retry-After) "
+                                    f"before the next request, more than max_retry_after_seconds = {cap:g}")
+            if attempt == retries:
+                raise self._failure(answer, what, suffix=f"; still rate-limited after {retries} retries; wait "
+                                    f"{wait:g} s (Retry-After) before trying again")
+            log.info("instance %s: %s rate-limited (429); every request to it waits %g s", self.name, what, wait)
         raise AssertionError("unreachable")  # pragma: no cover
 
+    async def _send(self, method: str, path: str, *, params: Mapping[str, str], json: Any, what: str) -> Answer:
+        """One request, its body streamed and refused once over ``max_response_bytes``."""
+        assert self._http is not None
+        budget = self.settings.max_response_bytes
+        try:
+            request = self._http.build_request(method, path, params=params, json=json)
+            response = await self._http.send(request, stream=True)
+            try:
+                declared = response.headers.get("content-length", "")
+                if declared.isdigit() and int(declared) > budget:
+                    raise self._too_large(what, budget, read=0, declared=int(declared))
+                body = bytearray()
+                async for chunk in response.aiter_raw():
+                    body += chunk
+                    if len(body) > budget:
+                        raise self._too_large(what, budget, read=len(body))
+            finally:
+                await response.aclose()
+        except httpx2.TimeoutException as exc:
+            raise self._fail(
+                f"instance {self.name!r}: {what} got no answer within {self.settings.timeout_seconds:g} s "
+                f"({type(exc).__name__}); the instance may be overloaded, or raise timeout_seconds"
+            ) from exc
+        except (httpx2.ConnectError, httpx2.ConnectTimeout) as exc:
+            raise self._fail(f"instance {self.name!r}: {what} could not reach {self.settings.url} "
+                             f"({type(exc).__name__})") from exc  # fmt: skip
+        except httpx2.HTTPError as exc:
+            raise self._fail(
+                f"instance {self.name!r}: {what}: the connection to {self.settings.url} broke before the "
+                f"answer was complete ({type(exc).__name__}); nothing from it was used, try again"
+            ) from exc
+        return Answer(response.status_code, response.headers, bytes(body))
+
+    def _too_large(self, what: str, budget: int, *, read: int, declared: int | None = None) -> TooLarge:
+        size = f"declares {declared} bytes" if declared is not None else f"is larger (stopped after {read} bytes)"
+        return TooLarge(
+            f"instance {self.name!r}: {what}: the answer {size}, over max_response_bytes = {budget}; ask for "
+            f"fewer records (limit) or fewer fields, or raise max_response_bytes",
+            data={"instance": self.name, "budget": budget, "read": read},
+        )
+
     @staticmethod
-    def _retry_after(response: httpx2.Response, attempt: int) -> float:
-        value = response.headers.get("retry-after", "").strip()
+    def _retry_after(answer: Answer, attempt: int) -> float:
+        value = answer.headers.get("retry-after", "").strip()
         if value.isdigit():
             return float(value)
         if value:
@@ -358,36 +459,32 @@ class InstanceClient:
                 return max(0.0, when.timestamp() - time.time())
         return float(min(2**attempt, 8))
 
-    def _json(self, response: httpx2.Response, what: str) -> dict[str, Any]:
-        if response.status_code >= 300:
-            raise self._failure(response, what)
+    def _json(self, answer: Answer, what: str) -> dict[str, Any]:
+        if answer.status >= 300:
+            raise self._failure(answer, what)
         try:
-            body = response.json()
+            body = json_loads(answer.body)
         except ValueError:
-            raise ServiceNowError(
-                f"instance {self.name!r}: {what} answered HTTP {response.status_code} with a body that is not "
-                f"valid JSON ({len(response.content)} bytes)",
-                instance=self.name,
-                status=response.status_code,
+            raise self._fail(
+                f"instance {self.name!r}: {what} answered HTTP {answer.status} with a body that is not "
+                f"valid JSON ({len(answer.body)} bytes)",
+                status=answer.status,
             ) from None
         if not isinstance(body, dict):
-            raise ServiceNowError(
-                f"instance {self.name!r}: {what} answered JSON that is not an object", instance=self.name
-            )
+            raise self._fail(f"instance {self.name!r}: {what} answered JSON that is not an object")
         return body
 
-    def _result(self, response: httpx2.Response, what: str) -> dict[str, Any]:
-        result = self._json(response, what).get("result")
+    def _result(self, table: str, answer: Answer, what: str) -> dict[str, Any]:
+        result = self._json(answer, what).get("result")
         if not isinstance(result, dict):
-            message = f"instance {self.name!r}: {what} answered without a result record"
-            raise ServiceNowError(message, instance=self.name)
-        return result
+            raise self._fail(f"instance {self.name!r}: {what} answered without a result record")
+        return normalise(table, [result])[0]
 
-    def _failure(self, response: httpx2.Response, what: str, suffix: str = "") -> ServiceNowError | NotFound:
-        status = response.status_code
+    def _failure(self, answer: Answer, what: str, suffix: str = "") -> ServiceNowError | NotFound:
+        status = answer.status
         sn_message = sn_detail = None
         with contextlib.suppress(ValueError):
-            body = response.json()
+            body = json_loads(answer.body)
             error = body.get("error") if isinstance(body, dict) else None
             if isinstance(error, dict):
                 sn_message = _clip(str(error["message"])) if error.get("message") else None
@@ -396,14 +493,13 @@ class InstanceClient:
         hint = {
             401: f"; the instance rejected the credentials configured for {self.name!r} ({self._auth_hint()})",
             403: "; the user lacks the role or ACL for this operation",
-            429: f"; still rate-limited after {self.settings.max_retries} retries",
         }.get(status, "")
         if status >= 500:
             hint = "; the instance failed, try again later"
         message = f"instance {self.name!r}: {what} failed with HTTP {status}{said}{hint}{suffix}"
         if status == 404:
-            return NotFound(message, data={"instance": self.name, "status": 404})
-        return ServiceNowError(message, instance=self.name, status=status, sn_message=sn_message, sn_detail=sn_detail)
+            return NotFound(self.redactor.text(message), data={"instance": self.name, "status": 404})
+        return self._fail(message, status=status, sn_message=sn_message, sn_detail=sn_detail)
 
     def _auth_hint(self) -> str:
         auth = self.settings.auth
@@ -414,7 +510,25 @@ class InstanceClient:
         return f"OAuth client {auth.client_id!r}"
 
 
-def _open(settings: InstanceSettings) -> InstanceClient:
+def feed_redactor(redactor: Redactor, settings: InstanceSettings) -> None:
+    """Give ``redactor`` every secret ``settings`` names (those set in the environment), derived
+    credentials (the Basic credential in base64) and the credential parts of the URL."""
+    auth = settings.auth
+    redactor.add_url(settings.url)
+    if isinstance(auth, BasicAuth):
+        password = os.environ.get(auth.password_env, "")
+        if password:
+            redactor.add_basic(auth.username, password)
+    elif isinstance(auth, ApiKeyAuth):
+        redactor.add(os.environ.get(auth.api_key_env))
+    else:
+        secret = os.environ.get(auth.client_secret_env, "")
+        redactor.add(secret, auth.password_env and os.environ.get(auth.password_env))
+        if secret:
+            redactor.add_basic(auth.client_id, secret)
+
+
+def _open(settings: InstanceSettings, redactor: Redactor, backoff: Backoff) -> InstanceClient:
     """Build one instance's client; a missing secret gives a client whose every call says so."""
     auth = settings.auth
     headers = {"Accept": "application/json", "User-Agent": "mcp-providers-servicenow"}
@@ -430,9 +544,9 @@ def _open(settings: InstanceSettings) -> InstanceClient:
                                                   setting="auth.client_secret_env")}  # fmt: skip
             if auth.password_env is not None:
                 found["password"] = read_secret(auth.password_env, instance=settings.name, setting="auth.password_env")
-            flow = OAuthFlow(settings.name, auth, found)
+            flow = OAuthFlow(settings.name, auth, found, redactor)
     except ValueError as exc:
-        return InstanceClient(settings, None, error=str(exc))
+        return InstanceClient(settings, None, error=str(exc), redactor=redactor, backoff=backoff)
     # The core's client: inside a resource read it refuses anything but GET/HEAD/OPTIONS.
     http = core_http.client(
         base_url=settings.url,
@@ -444,7 +558,7 @@ def _open(settings: InstanceSettings) -> InstanceClient:
     )
     if isinstance(flow, OAuthFlow):
         flow.bind(http)
-    return InstanceClient(settings, http)
+    return InstanceClient(settings, http, redactor=redactor, backoff=backoff)
 
 
 class InstancePool:
@@ -454,8 +568,12 @@ class InstancePool:
     the first entry and closed when the last one leaves.
     """
 
-    def __init__(self, instances: Sequence[InstanceSettings]) -> None:
+    def __init__(self, instances: Sequence[InstanceSettings], *, backoff: Backoff | None = None) -> None:
         self._settings = {i.name: i for i in instances}
+        self.redactor = Redactor()
+        """Masks every secret of every configured instance (and each OAuth token issued)."""
+        self.backoff: Backoff = backoff or LocalBackoff()
+        """The 429 back-off, one entry per instance, shared by all its requests."""
         self._clients: dict[str, InstanceClient] = {}
         self._users = 0
 
@@ -494,7 +612,9 @@ class InstancePool:
     async def opened(self) -> AsyncIterator[InstancePool]:
         """Open every instance's client (first entry) and close them all (last exit)."""
         if self._users == 0:
-            self._clients = {name: _open(s) for name, s in self._settings.items()}
+            for s in self._settings.values():
+                feed_redactor(self.redactor, s)
+            self._clients = {name: _open(s, self.redactor, self.backoff) for name, s in self._settings.items()}
         self._users += 1
         try:
             yield self

@@ -41,6 +41,7 @@ import contextlib
 import copy
 import functools
 import json
+import math
 import os
 import re
 import secrets
@@ -49,7 +50,7 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from types import TracebackType
@@ -60,7 +61,7 @@ import anyio
 import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from mcp_providers.plugins.servicenow.seed import REFERENCES, seed_tables
@@ -287,6 +288,9 @@ class _State:
     requests: list[LoggedRequest] = field(default_factory=list)
     tokens: dict[str, _Token] = field(default_factory=dict)
     refresh_tokens: dict[str, tuple[str, str | None]] = field(default_factory=dict)
+    hidden: dict[str, set[str]] = field(default_factory=dict)
+    rate_limit_seconds: float | None = None
+    rate_limited_until: float | None = None
 
 
 class Emulator:
@@ -301,6 +305,11 @@ class Emulator:
     :param tables: replace the seeded tables (``{table: [record, ...]}``, string values).
     :param token_lifetime_seconds: ``expires_in`` of issued access tokens.
     :param default_limit: page size when ``sysparm_limit`` is absent, and its maximum.
+    :param port: the port to listen on (``0``: an ephemeral one).
+
+    Switchable modes (set at any time, also while serving): :attr:`send_total_count`,
+    :attr:`send_link_header`, :attr:`echo_authorization`, :attr:`stream_answers`, :meth:`hide` (ACL-hidden rows) and
+    :meth:`rate_limit` (a rate-limit rule).
 
     Use it as a context manager (``with`` or ``async with``) or call :meth:`start` and
     :meth:`stop`. :attr:`base_url` is set once started.
@@ -316,6 +325,7 @@ class Emulator:
         tables: Mapping[str, list[Record]] | None = None,
         token_lifetime_seconds: int = 1800,
         default_limit: int = 10000,
+        port: int = 0,
     ) -> None:
         self.instance = instance
         self.users = dict(users or {})
@@ -323,6 +333,18 @@ class Emulator:
         self.api_keys = dict(api_keys or {})
         self.token_lifetime_seconds = token_lifetime_seconds
         self.default_limit = default_limit
+        self.port = port
+        self.send_total_count = True
+        """Mode: send ``X-Total-Count`` (a real instance omits it with ``sysparm_no_count``, and some
+        integrations' instances never send it); ``False`` drops it from every answer."""
+        self.send_link_header = True
+        """Mode: send the ``Link`` pagination header when there is more than one page."""
+        self.stream_answers = False
+        """Mode: list answers are sent in 64 KiB chunks without ``Content-Length`` (chunked transfer
+        encoding), as a large answer from a real instance or proxy may be."""
+        self.echo_authorization = False
+        """Mode: every 401 answer's ``error.detail`` echoes the ``Authorization`` and ``x-sn-apikey``
+        headers received (as some proxies and misconfigured instances do), to test redaction."""
         data = copy.deepcopy(dict(tables)) if tables is not None else seed_tables(instance)
         columns = {name: {k for row in rows for k in row} for name, rows in data.items()}
         for name, extra in _EXTRA_COLUMNS.items():
@@ -345,9 +367,11 @@ class Emulator:
         """
         if self._thread is not None:
             raise RuntimeError(f"emulator {self.instance!r} is already running at {self.base_url}")
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        # IPPROTO_TCP (not 0): asyncio sets TCP_NODELAY only on sockets whose proto says TCP, and without
+        # it every answer waits ~40 ms (Nagle against the client's delayed ACK) between headers and body
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", 0))
+        sock.bind(("127.0.0.1", self.port))
         port = sock.getsockname()[1]
         config = uvicorn.Config(self.app, log_level="warning", access_log=False, lifespan="off")
         self._server = uvicorn.Server(config)
@@ -410,6 +434,26 @@ class Emulator:
                       message=message, detail=detail, scope=scope, truncated=truncated)  # fmt: skip
         with self._lock:
             self._state.faults.extend([fault] * times)
+
+    def hide(self, table: str, *sys_ids: str) -> None:
+        """Mode: ACLs hide these rows of ``table`` from every caller, as a real instance does it.
+
+        A list answer applies ``sysparm_offset``/``sysparm_limit`` first and removes hidden rows
+        from the page afterwards, so a page holds fewer rows than asked while ``X-Total-Count``
+        (and the ``Link`` header) still count them; reading a hidden row by sys_id answers 404.
+        """
+        with self._lock:
+            self._state.hidden.setdefault(table, set()).update(sys_ids)
+
+    def rate_limit(self, seconds: float | None) -> None:
+        """Mode: a rate-limit rule. The next Table API request starts a window of ``seconds``;
+        every request inside it is answered 429 with ``Retry-After`` (whole seconds left, at least
+        1), ``X-RateLimit-Limit``, ``X-RateLimit-Reset`` (unix time) and ``X-RateLimit-Rule``.
+        After the window the rule is spent. ``None`` removes the rule.
+        """
+        with self._lock:
+            self._state.rate_limit_seconds = seconds
+            self._state.rate_limited_until = None
 
     def clear_faults(self) -> None:
         """Drop every queued fault."""
@@ -516,16 +560,44 @@ class Emulator:
             return (f"apikey:{label}", True) if label is not None else ("apikey:unknown", False)
         return None, False
 
+    def _rate_limited(self) -> Response | None:
+        """A 429 answer while the rate-limit rule's window is open, else ``None``."""
+        with self._lock:
+            state = self._state
+            if state.rate_limit_seconds is None:
+                return None
+            now = time.monotonic()
+            if state.rate_limited_until is None:
+                state.rate_limited_until = now + state.rate_limit_seconds
+            elif now >= state.rate_limited_until:
+                state.rate_limit_seconds = state.rate_limited_until = None
+                return None
+            left = state.rate_limited_until - now
+        headers = {"Retry-After": str(max(1, math.ceil(left))), "X-RateLimit-Limit": "1",
+                   "X-RateLimit-Reset": str(int(time.time() + left)), "X-RateLimit-Rule": "e" * 32}  # fmt: skip
+        return _error(429, headers=headers)
+
+    def _unauthorized(self, request: Request, message: str | None = None) -> JSONResponse:
+        detail = None
+        if self.echo_authorization:
+            echoed = {k: request.headers[k] for k in ("authorization", "x-sn-apikey") if k in request.headers}
+            detail = "Rejected request headers: " + "; ".join(f"{k}: {v}" for k, v in echoed.items())
+        return _error(401, message, detail)
+
     async def _guard(self, request: Request) -> tuple[Response | None, str | None, bool]:
-        """Identify the caller, apply any queued fault, then refuse unauthenticated requests."""
+        """Identify the caller, apply any queued fault or rate-limit rule, then refuse
+        unauthenticated requests."""
         principal, ok = self._identify(request)
         fault = self._next_fault("table")
         answered = await self._apply_fault(fault)
+        if answered is not None and answered.status_code == 401 and self.echo_authorization:
+            answered = self._unauthorized(request, fault.message if fault else None)
+        answered = answered or self._rate_limited()
         if answered is not None:
             self._log(request, principal, ok, answered.status_code, fault=True)
             return answered, principal, ok
         if not ok:
-            response = _error(401)
+            response = self._unauthorized(request)
             self._log(request, principal, ok, 401)
             return response, principal, ok
         return None, principal, ok
@@ -563,15 +635,22 @@ class Emulator:
             matched = [row for row in rows if self._matches(table, row, parsed)]
             for name, descending in reversed(parsed.orders):
                 matched.sort(key=functools.partial(self._sort_key, table, field=name), reverse=descending)
-            page = matched[offset : offset + limit]
+            hidden = self._state.hidden.get(table, set())
+            # ACLs apply after the page is cut: hidden rows leave holes but still count
+            page = [row for row in matched[offset : offset + limit] if row.get("sys_id") not in hidden]
             result = [self._render(table, row, request) for row in page]
         total = len(matched)
         headers: dict[str, str] = {}
-        if params.get("sysparm_no_count", "false") != "true":
+        if params.get("sysparm_no_count", "false") != "true" and self.send_total_count:
             headers["X-Total-Count"] = str(total)
-        if params.get("sysparm_suppress_pagination_header", "false") != "true" and limit and total > limit:
+        suppress = params.get("sysparm_suppress_pagination_header", "false") == "true" or not self.send_link_header
+        if not suppress and limit and total > limit:
             headers["Link"] = self._link_header(request, table, offset, limit, total)
         self._log(request, principal, ok, 200)
+        if self.stream_answers:
+            body = json.dumps({"result": result}).encode()
+            chunks = (body[i : i + 65536] for i in range(0, len(body), 65536))
+            return StreamingResponse(_aiter(chunks), headers=headers, media_type="application/json")
         return JSONResponse({"result": result}, headers=headers)
 
     def _link_header(self, request: Request, table: str, offset: int, limit: int, total: int) -> str:
@@ -597,7 +676,8 @@ class Emulator:
             return _error(400, f"Invalid table {table}", None)
         sys_id = request.path_params["sys_id"]
         with self._lock:
-            row = next((r for r in rows if r.get("sys_id") == sys_id), None)
+            hidden = self._state.hidden.get(table, set())
+            row = next((r for r in rows if r.get("sys_id") == sys_id and sys_id not in hidden), None)
         if row is None:
             self._log(request, principal, ok, 404)
             return _error(404)
@@ -811,6 +891,11 @@ class Emulator:
         return None
 
 
+async def _aiter(chunks: Iterator[bytes]) -> AsyncIterator[bytes]:
+    for chunk in chunks:
+        yield chunk
+
+
 def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S")
 
@@ -864,3 +949,49 @@ def demo_instances() -> Iterator[dict[str, Any]]:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+
+
+def main(argv: list[str] | None = None, stop: threading.Event | None = None) -> None:
+    """``python -m mcp_providers.plugins.servicenow.emulator [--port P]``: serve ``dev`` on ``P``
+    and ``prod`` on ``P + 1`` (ephemeral ports without ``--port``) until interrupted.
+
+    Prints the instance URLs, the environment variables to export and a ``[plugins.servicenow]``
+    config to paste; the credentials are random for each run and printed, since they guard
+    nothing but this local emulator.
+    """
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m mcp_providers.plugins.servicenow.emulator",
+                                     description="Serve emulated ServiceNow instances dev and prod on 127.0.0.1.")
+    parser.add_argument("--port", type=int, default=0, help="port of dev (prod uses the next one); 0: ephemeral")
+    args = parser.parse_args(argv)
+    password, client_secret = secrets.token_urlsafe(12), secrets.token_urlsafe(12)
+    emulators = {
+        "dev": Emulator("dev", users={"emulator.user": password}, port=args.port),
+        "prod": Emulator("prod", oauth_clients={"emulator-client": client_secret},
+                         port=args.port + 1 if args.port else 0),
+    }  # fmt: skip
+
+    def ready(urls: Mapping[str, str]) -> None:
+        print("\n".join(f"{name}: {url}" for name, url in urls.items()))
+        print(f"\nexport SN_EMULATOR_DEV_PASSWORD={password}\nexport SN_EMULATOR_PROD_SECRET={client_secret}\n")
+        print(f"""[[plugins.servicenow.instances]]
+name = "dev"
+url = "{urls['dev']}"
+auth = {{ type = "basic", username = "emulator.user", password_env = "SN_EMULATOR_DEV_PASSWORD" }}
+
+[[plugins.servicenow.instances]]
+name = "prod"
+url = "{urls['prod']}"
+[plugins.servicenow.instances.auth]
+type = "oauth"
+client_id = "emulator-client"
+client_secret_env = "SN_EMULATOR_PROD_SECRET"
+""", flush=True)  # fmt: skip
+
+    with contextlib.suppress(KeyboardInterrupt):
+        serve_forever(emulators, ready, stop)
+
+
+if __name__ == "__main__":
+    main()

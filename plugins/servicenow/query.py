@@ -3,7 +3,8 @@
 ServiceNow's encoded query has no escape for its separators, so a caller value is validated and
 refused rather than escaped: ``^`` (term separator, e.g. ``INC0010001^ORactive=true`` widens a
 lookup to every active record), ``,`` (splits ``IN`` lists) and ``@`` (splits ``BETWEEN``) are
-refused in every value, and field names, table names, numbers and sys_ids must match strict
+refused in every value, and so is ``javascript:`` in any case and however spaced (a real instance
+evaluates such a value as server-side script), and field names, table names, numbers and sys_ids must match strict
 patterns. By example::
 
     >>> build_query([Filter(field="active", value="true")], [Order(field="sys_created_on", descending=True)])
@@ -18,6 +19,7 @@ what is accepted; resources turn it into ``InvalidParams`` (-32602), tools into 
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Sequence
 from typing import Literal
 
@@ -62,11 +64,24 @@ def _caret_hint(value: str) -> str:
     return " (it contains a caret, which ServiceNow would read as a query operator)" if "^" in value else ""
 
 
+def _squeezed(value: str) -> str:
+    """``value`` case-folded (NFKC) without whitespace, control or format characters (e.g. zero-width
+    spaces), which a script prefix could hide behind."""
+    folded = unicodedata.normalize("NFKC", value).casefold()
+    return "".join(c for c in folded if not (c.isspace() or unicodedata.category(c) in ("Cc", "Cf", "Zs")))
+
+
 def check_value(value: str, *, what: str = "value") -> str:
     """Return ``value`` if it is safe inside an encoded query.
 
-    :raises QueryError: it contains ``^``, ``,``, ``@`` or a control character.
+    :raises QueryError: it contains ``^``, ``,``, ``@``, a control character, or ``javascript:``
+        (any case, with any whitespace or invisible characters in between).
     """
+    if "javascript:" in _squeezed(value):
+        raise QueryError(
+            f"{what} {value!r} contains 'javascript:', which ServiceNow evaluates as server-side script in a "
+            f"query; it is refused: give a literal value"
+        )
     for char, why in _FORBIDDEN.items():
         if char in value:
             raise QueryError(

@@ -15,6 +15,12 @@ URI                                                     content (``data``)
 ``servicenow://{instance}/change-requests``             active change requests, newest first
 ======================================================  ==================================================
 
+Records are normalised (:mod:`~mcp_providers.plugins.servicenow.schema`): reference and choice
+fields are ``{"value": <raw>, "display_value": <label>}`` (e.g. ``assigned_to`` holds the user's
+sys_id and name), every other field a plain string; ``metadata.record_shape`` says so. Lists are
+sorted with ``sys_id`` as the last key, so pages are disjoint; ``metadata.hidden_records`` counts
+rows the instance's ACLs removed from the page range read.
+
 Every body is JSON in one envelope::
 
     {"metadata": {"timestamp": "2026-11-30T08:00:00+00:00", "instance": "dev",
@@ -43,6 +49,7 @@ from mcp_providers.errors import InvalidParams, NotFound
 from mcp_providers.models import Freshness, Resource, ResourceTemplate
 from mcp_providers.plugins.servicenow.client import InstanceClient, InstancePool, UnknownInstance
 from mcp_providers.plugins.servicenow.query import Filter, Order, QueryError, build_query, check_number, check_sys_id
+from mcp_providers.plugins.servicenow.schema import RECORD_SHAPE, raw
 from mcp_providers.providers import CompletionRequest, Content, ReadRequest, ResourceProvider
 
 __all__ = ["TABLES", "ServiceNowResources", "envelope"]
@@ -114,7 +121,12 @@ class ServiceNowResources(ResourceProvider):
         ]  # fmt: skip
 
     def templates(self) -> Sequence[ResourceTemplate]:
+        """The per-instance templates; none when no instance is configured (logged once)."""
         names = tuple(self._pool.names)
+        if not names:
+            log.info("servicenow: no instances configured ([[plugins.servicenow.instances]] is empty): serving "
+                     "servicenow://instances and servicenow://tables only, no instance templates or tools")
+            return []
 
         def template(path: str, name: str, title: str, description: str) -> ResourceTemplate:
             return ResourceTemplate(uri_template=f"servicenow://{{instance}}/{path}", name=name, title=title,
@@ -167,7 +179,7 @@ class ServiceNowResources(ResourceProvider):
             except Exception as exc:  # the next poll tries again; reads report their own errors
                 log.warning("instance %s: polling incidents failed: %s", instance, type(exc).__name__)
                 continue
-            seen = (page.total, tuple((str(r.get("sys_id")), str(r.get("sys_updated_on"))) for r in page.records))
+            seen = (page.total, tuple((raw(r.get("sys_id")), raw(r.get("sys_updated_on"))) for r in page.records))
             if last is not None and seen != last and self.publisher is not None:
                 await self.publisher.resource_updated(uri)
             last = seen
@@ -209,7 +221,7 @@ class ServiceNowResources(ResourceProvider):
         page = await self._pool.client(instance).list_records(
             table, query=build_query(filters, orders), fields=(key,), limit=20
         )
-        return [str(r[key]) for r in page.records if isinstance(r.get(key), str)]
+        return [raw(r.get(key)) for r in page.records if raw(r.get(key))]
 
     async def read(self, request: ReadRequest) -> Content:
         """Read one resource (the core runs it in the read-only scope: no write reaches an instance).
@@ -287,12 +299,14 @@ class ServiceNowResources(ResourceProvider):
                         record_count=1, total=1, has_more=False)  # fmt: skip
 
     async def _active(self, client: InstanceClient, table: str, fields: Sequence[str], label: str) -> str:
-        query = build_query([Filter(field="active", value="true")], [Order(field="sys_created_on", descending=True)])
+        query = build_query([Filter(field="active", value="true")],
+                            [Order(field="sys_created_on", descending=True), Order(field="sys_id")])  # fmt: skip
         page = await client.list_records(table, query=query, fields=fields)
         return envelope(instance=client.name, description=f"Active {label} on {client.name}, newest first",
                         data=page.records, record_count=len(page.records), total=page.total,
                         has_more=page.has_more, table=table, query=query, offset=page.offset,
-                        limit=page.limit)  # fmt: skip
+                        limit=page.limit, next_offset=page.next_offset, hidden_records=page.hidden,
+                        record_shape=RECORD_SHAPE)  # fmt: skip
 
     async def _incident(self, client: InstanceClient, number: str) -> str:
         query = build_query([Filter(field="number", value=number)])
@@ -300,16 +314,18 @@ class ServiceNowResources(ResourceProvider):
         if not page.records:
             raise NotFound(f"no incident {number} on instance {client.name!r}")
         return envelope(instance=client.name, description=f"Incident {number} on {client.name}",
-                        data=page.records[0], record_count=1, total=1, has_more=False, table="incident")  # fmt: skip
+                        data=page.records[0], record_count=1, total=1, has_more=False, table="incident",
+                        record_shape=RECORD_SHAPE)  # fmt: skip
 
     async def _update_sets(self, client: InstanceClient) -> str:
         query = build_query([Filter(field="state", value="in progress")],
-                            [Order(field="sys_updated_on", descending=True)])  # fmt: skip
+                            [Order(field="sys_updated_on", descending=True), Order(field="sys_id")])  # fmt: skip
         page = await client.list_records("sys_update_set", query=query, fields=client.settings.fields.update_sets)
         return envelope(instance=client.name, description=f"Update sets in progress on {client.name}",
                         data=page.records, record_count=len(page.records), total=page.total,
                         has_more=page.has_more, table="sys_update_set", query=query, offset=page.offset,
-                        limit=page.limit)  # fmt: skip
+                        limit=page.limit, next_offset=page.next_offset, hidden_records=page.hidden,
+                        record_shape=RECORD_SHAPE)  # fmt: skip
 
     async def _update_set(self, client: InstanceClient, sys_id: str) -> str:
         settings = client.settings
@@ -320,34 +336,41 @@ class ServiceNowResources(ResourceProvider):
         budget = settings.update_set_record_budget
         records: list[dict[str, Any]] = []
         total: int | None = None
-        pages = 0
-        exhausted = False
-        while len(records) < budget:
-            limit = min(settings.update_set_page_size, budget - len(records))
+        pages = hidden = 0
+        offset: int | None = 0
+        # walk by the offsets asked for (ACLs leave holes in a page), up to budget positions
+        while offset is not None and offset < budget:
+            limit = min(settings.update_set_page_size, budget - offset)
             page = await client.list_records("sys_update_xml", query=query, fields=settings.fields.update_set_records,
-                                             limit=limit, offset=len(records))  # fmt: skip
+                                             limit=limit, offset=offset)  # fmt: skip
             pages += 1
             total = page.total if page.total is not None else total
             records.extend(page.records)
-            if not page.records or not page.has_more:
-                exhausted = True
-                break
-        missing = max(0, total - len(records)) if total is not None else (0 if exhausted else None)
+            hidden += page.hidden
+            offset = page.next_offset
+        reached = offset if offset is not None else None
+        if reached is None:
+            missing: int | None = 0
+        elif total is not None:
+            missing = max(0, total - reached)
+        else:
+            missing = None
         if missing == 0:
             shortfall = None
         elif missing is None:
-            shortfall = (f"stopped after {len(records)} records (update_set_record_budget); the instance sent no "
-                         f"X-Total-Count, so how many more exist is unknown")  # fmt: skip
+            shortfall = (f"stopped after {budget} record positions (update_set_record_budget); the instance sent "
+                         f"no X-Total-Count, so how many more exist is unknown")  # fmt: skip
         else:
             shortfall = (f"{missing} of {total} sys_update_xml records were not fetched: the read stops at "
                          f"update_set_record_budget = {budget} records")  # fmt: skip
         groups: dict[str, list[dict[str, Any]]] = {}
         for record in records:
-            groups.setdefault(str(record.get("type") or "(no type)"), []).append(record)
+            groups.setdefault(raw(record.get("type")) or "(no type)", []).append(record)
         components = [{"type": kind, "count": len(items), "records": items} for kind, items in sorted(groups.items())]
         data = {"update_set": update_set, "total_records": total, "fetched_records": len(records),
-                "missing_records": missing, "components": components}  # fmt: skip
+                "hidden_records": hidden, "missing_records": missing, "components": components}  # fmt: skip
         return envelope(instance=client.name, description=f"Update set {sys_id} on {client.name} with its records",
                         data=data, record_count=len(records), total=total, has_more=missing != 0,
                         table="sys_update_xml", query=query, pages=pages, record_budget=budget,
-                        missing_records=missing, shortfall=shortfall)  # fmt: skip
+                        missing_records=missing, hidden_records=hidden, shortfall=shortfall,
+                        record_shape=RECORD_SHAPE)  # fmt: skip

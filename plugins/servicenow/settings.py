@@ -35,12 +35,15 @@ With no table the plugin loads with no instances: the fixed resources answer wit
 from __future__ import annotations
 
 import ipaddress
+import logging
 import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+
+from mcp_providers.plugins.servicenow.redact import redact_url
 
 if TYPE_CHECKING:
     from mcp_providers.plugins.servicenow.client import InstancePool
@@ -55,6 +58,8 @@ __all__ = [
     "ServiceNowSettings",
     "read_secret",
 ]
+
+log = logging.getLogger(__name__)
 
 INSTANCE_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$"
 """Instance names: a letter or digit, then up to 63 letters, digits, ``_`` or ``-``."""
@@ -189,35 +194,61 @@ class InstanceSettings(BaseModel):
     """Most ``sys_update_xml`` records one update-set read fetches; any shortfall is reported."""
     max_retries: int = Field(default=3, ge=0, le=10)
     """Retries after a 429 answer before giving up."""
-    max_retry_after_seconds: float = Field(default=30.0, ge=0, le=600)
-    """Longest ``Retry-After`` honoured; a longer one fails at once with the wait stated."""
+    max_retry_after_seconds: float = Field(default=10.0, ge=0, le=600)
+    """Longest ``Retry-After`` honoured (seconds); a longer one fails at once with the wait stated.
+    Keep it below the server's ``read_timeout`` (30 s by default), or the read deadline ends the
+    wait first and the caller learns nothing about it."""
+    max_response_bytes: int = Field(default=8 * 1024 * 1024, ge=1024, le=1024**3)
+    """Largest answer read from the instance per request, in bytes; the body is streamed and the
+    request refused (``TooLarge``, -32004) as soon as it goes over."""
     incidents_poll_seconds: float = Field(default=60.0, ge=0.05, le=86400)
     """Seconds between checks of the active incidents list while the server runs; a change is
     published to watchers of ``servicenow://{name}/incidents``."""
     fields: ResourceFields = ResourceFields()
 
-    @field_validator("url")
+    @model_validator(mode="before")
     @classmethod
-    def _check_url(cls, value: str) -> str:
-        parts = urlsplit(value)
-        if parts.scheme not in ("https", "http"):
-            raise ValueError(f"url {value!r} must start with https:// (http:// only on loopback)")
-        if parts.username is not None or parts.password is not None or "@" in parts.netloc:
-            raise ValueError("url must not carry user info; put credentials in auth (as env variable names)")
-        if parts.query or parts.fragment or value.endswith(("?", "#")):
-            raise ValueError(f"url {value!r} must not have a query or fragment")
-        if parts.path not in ("", "/"):
-            raise ValueError(f"url {value!r} must not have a path; give the instance root, e.g. https://x.service-now.com")
-        host = parts.hostname or ""
-        if not host:
-            raise ValueError(f"url {value!r} has no host")
-        if parts.scheme == "http" and not is_loopback_host(host):
-            raise ValueError(f"url {value!r}: plain http is only allowed on loopback (127.0.0.1, ::1, localhost)")
-        try:
-            parts.port  # noqa: B018 -- raises on a malformed port
-        except ValueError as exc:
-            raise ValueError(f"url {value!r} has an invalid port") from exc
-        return value.rstrip("/")
+    def _check_url(cls, data: Any) -> Any:
+        """Validate ``url`` here, not in a field validator: a field error would be printed with the
+        input value, and a refused URL may carry a token (``?token=...``) or user info. Messages
+        show the URL with those parts masked."""
+        if isinstance(data, dict) and isinstance(data.get("url"), str):
+            data = {**data, "url": _checked_url(data["url"])}
+        return data
+
+
+def _checked_url(value: str) -> str:
+    shown = redact_url(value)
+    parts = urlsplit(value)
+    if parts.scheme not in ("https", "http"):
+        raise ValueError(f"url {shown!r} must start with https:// (http:// only on loopback)")
+    if "@" in parts.netloc:
+        raise ValueError(f"url {shown!r} must not carry user info; put credentials in auth (as env variable names)")
+    if parts.query or parts.fragment or value.endswith(("?", "#")):
+        raise ValueError(f"url {shown!r} must not have a query or fragment")
+    if parts.path not in ("", "/"):
+        raise ValueError(f"url {shown!r} must not have a path; give the instance root, e.g. https://x.service-now.com")
+    host = parts.hostname or ""
+    if not host:
+        raise ValueError(f"url {shown!r} has no host")
+    if parts.scheme == "http" and not is_loopback_host(host):
+        raise ValueError(f"url {shown!r}: plain http is only allowed on loopback (127.0.0.1, ::1, localhost)")
+    try:
+        parts.port  # noqa: B018 -- raises on a malformed port
+    except ValueError as exc:
+        raise ValueError(f"url {shown!r} has an invalid port") from exc
+    return value.rstrip("/")
+
+
+def secret_variables(instance: InstanceSettings) -> list[tuple[str, str]]:
+    """``(setting, environment variable)`` for each secret ``instance`` reads."""
+    auth = instance.auth
+    if isinstance(auth, BasicAuth):
+        return [("auth.password_env", auth.password_env)]
+    if isinstance(auth, ApiKeyAuth):
+        return [("auth.api_key_env", auth.api_key_env)]
+    found = [("auth.client_secret_env", auth.client_secret_env)]
+    return found + ([("auth.password_env", auth.password_env)] if auth.password_env else [])
 
 
 def is_loopback_host(host: str) -> bool:
@@ -248,6 +279,17 @@ class ServiceNowSettings(BaseModel):
                 raise ValueError(f"instance name {instance.name!r} appears more than once; names must be unique")
             seen.add(instance.name)
         return value
+
+    @model_validator(mode="after")
+    def _warn_unset_secrets(self) -> ServiceNowSettings:
+        """Log a warning (``check``, ``plugins`` and ``serve`` all show it) for each secret variable
+        that is unset: the plugin still loads, and every request to that instance fails saying so."""
+        for instance in self.instances:
+            for setting, env in secret_variables(instance):
+                if not os.environ.get(env):
+                    log.warning("servicenow: instance %r: environment variable %s (from %s) is not set; every "
+                                "request to this instance will fail until it is exported", instance.name, env, setting)
+        return self
 
     @property
     def names(self) -> Sequence[str]:

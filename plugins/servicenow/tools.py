@@ -16,9 +16,21 @@ Every tool names its instance. Filters become an encoded query through
 (the ``*Out`` models) and carry a ``resource_link`` to the record's resource where one exists
 (``servicenow://{instance}/incidents/{number}``, ``servicenow://{instance}/update-sets/{sys_id}``).
 
-Failures the model can correct (unknown instance, malformed number or sys_id, no such record,
-ServiceNow refusing a write with 400/403) are tool failures (``isError: true``); timeouts, 5xx,
-rejected credentials and exhausted rate limits are JSON-RPC errors (-32006).
+Records are normalised (:mod:`~mcp_providers.plugins.servicenow.schema`): reference and choice
+fields are ``{"value": <raw>, "display_value": <label>}``, every other field a plain string,
+whatever ``display_value`` asks (it is accepted for compatibility and changes nothing).
+Queries sort with ``sys_id`` as the last key, so following ``next_offset`` gives disjoint pages;
+``next_offset`` is the offset asked plus the page size (ACLs may leave fewer rows in a page than
+asked: ``hidden_records`` counts them), or the instance's ``Link`` next page.
+
+Dot-walked fields, filters and sort keys (``caller_id.email``) are authorized against each table
+they reach (``read`` on ``servicenow://{instance}/sys_user``); a dot-walk through a field not known
+to be a reference (:data:`~.schema.REFERENCE_FIELDS`) is refused.
+
+Every upstream failure is a tool failure (``isError: true``) with a redacted message saying what
+failed and what to do: unknown instance, malformed value, no such record, ServiceNow refusing
+(400/401/403), timeouts, refused connections, 5xx, exhausted rate limits (with the wait), bad
+JSON, answers over ``max_response_bytes``. A policy refusal stays a JSON-RPC error (-32003).
 """
 
 from __future__ import annotations
@@ -29,7 +41,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from mcp_providers.errors import NotFound, ToolFailure
+from mcp_providers.errors import NotFound, TooLarge, ToolFailure
 from mcp_providers.models import Tool
 from mcp_providers.plugins.servicenow.client import InstanceClient, InstancePool, ServiceNowError, UnknownInstance
 from mcp_providers.plugins.servicenow.query import (
@@ -43,6 +55,7 @@ from mcp_providers.plugins.servicenow.query import (
     check_field,
     check_number,
 )
+from mcp_providers.plugins.servicenow.schema import RECORD_SHAPE, UnknownDotWalk, raw, walk
 from mcp_providers.plugins.servicenow.settings import INSTANCE_NAME_PATTERN
 from mcp_providers.providers import Link, ToolCall, ToolProvider, ToolResult
 
@@ -65,6 +78,9 @@ _TABLE = Field(pattern=TABLE_PATTERN.pattern, description="Table name, e.g. 'inc
 _SYS_ID_DOC = "sys_id: 32 lowercase hexadecimal characters."
 _NUMBER_DOC = "Record number, e.g. 'INC0010001'."
 DisplayValue = Literal["false", "true", "all"]
+_DISPLAY_DOC = ("Accepted for compatibility, no effect: records always hold reference and choice fields as "
+                "{value, display_value} and other fields as strings.")  # fmt: skip
+_RECORDS_DOC = f"Records, {RECORD_SHAPE}."
 
 
 def _check_fields(values: list[str]) -> list[str]:
@@ -88,7 +104,7 @@ class QueryTableIn(BaseModel):
     limit: int = Field(default=25, ge=1, le=1000, description="Records per page (1-1000).")
     offset: int = Field(default=0, ge=0, description="Records to skip (for the next page, use next_offset).")
     order_by: list[Order] = Field(default_factory=list, description="Sort keys, most significant first.")
-    display_value: DisplayValue = Field(default="false", description="'false' raw values, 'true' labels, 'all' both.")
+    display_value: DisplayValue = Field(default="all", description=_DISPLAY_DOC)
 
     @field_validator("fields")
     @classmethod
@@ -102,11 +118,13 @@ class QueryTableOut(BaseModel):
     instance: str
     table: str
     encoded_query: str = Field(description="The sysparm_query sent.")
-    records: list[dict[str, Any]]
+    records: list[dict[str, Any]] = Field(description=_RECORDS_DOC)
     record_count: int
-    total: int | None = Field(description="Records matching across all pages (X-Total-Count).")
+    total: int | None = Field(description="Records matching across all pages, hidden ones included (X-Total-Count); "
+                              "null when the instance does not send it.")
     has_more: bool
     next_offset: int | None = Field(description="offset for the next page, or null on the last page.")
+    hidden_records: int = Field(default=0, description="Rows of this page's range the instance's ACLs hid.")
 
 
 class GetRecordIn(BaseModel):
@@ -118,7 +136,7 @@ class GetRecordIn(BaseModel):
     table: str = _TABLE
     sys_id: str = Field(pattern=SYS_ID_PATTERN.pattern, description=_SYS_ID_DOC)
     fields: list[str] = Field(default_factory=list, description="Fields to return; empty for all.")
-    display_value: DisplayValue = "false"
+    display_value: DisplayValue = Field(default="all", description=_DISPLAY_DOC)
 
     @field_validator("fields")
     @classmethod
@@ -133,7 +151,7 @@ class RecordOut(BaseModel):
     table: str
     sys_id: str
     number: str | None = None
-    record: dict[str, Any]
+    record: dict[str, Any] = Field(description=f"The record, {RECORD_SHAPE}.")
     uri: str | None = Field(default=None, description="The record's resource URI, where one exists.")
 
 
@@ -240,13 +258,6 @@ def _links(instance: str, table: str, records: Sequence[dict[str, Any]]) -> tupl
     return tuple(links)
 
 
-def _raw(value: Any) -> str | None:
-    """A field's raw value whether or not display values were asked for."""
-    if isinstance(value, dict):
-        value = value.get("value")
-    return value if isinstance(value, str) else None
-
-
 class ServiceNowTools(ToolProvider):
     """The ServiceNow tools (see the module docstring)."""
 
@@ -256,6 +267,9 @@ class ServiceNowTools(ToolProvider):
         self._pool = pool
 
     def tools(self) -> Sequence[Tool]:
+        """The six tools; none when no instance is configured."""
+        if not self._pool.names:
+            return []
         return [
             Tool(name="servicenow_query_table", title="Query a ServiceNow table", input_model=QueryTableIn,
                  output_model=QueryTableOut, effects="none", open_world=True,
@@ -297,20 +311,20 @@ class ServiceNowTools(ToolProvider):
         args = call.arguments
         # Ask the policy about the data too, not only the tool's name: a rule on
         # servicenow://prod/* then holds for tools as it does for resource reads.
-        data = f"servicenow://{getattr(args, 'instance', '')}/{getattr(args, 'table', 'incident')}"
-        call.require("read" if call.tool.effects == "none" else "call", data)
+        instance, table = getattr(args, "instance", ""), getattr(args, "table", "incident")
+        call.require("read" if call.tool.effects == "none" else "call", f"servicenow://{instance}/{table}")
         try:
+            self._require_walks(call, instance, table, args)
             client = self._pool.client(getattr(args, "instance", ""))
             if isinstance(args, QueryTableIn):
                 return await self._query(client, args)
             if isinstance(args, GetRecordIn):
-                record = await client.get_record(args.table, args.sys_id, fields=args.fields,
-                                                 display_value=args.display_value)  # fmt: skip
+                record = await client.get_record(args.table, args.sys_id, fields=args.fields)
                 return self._record(client, args.table, args.sys_id, record)
             if isinstance(args, CreateIncidentIn):
                 values = args.model_dump(exclude={"instance"}, exclude_none=True)
                 record = await client.create_record("incident", values)
-                return self._record(client, "incident", _raw(record.get("sys_id")) or "", record)
+                return self._record(client, "incident", raw(record.get("sys_id")), record)
             if isinstance(args, UpdateRecordIn):
                 record = await client.update_record(args.table, args.sys_id, args.values)
                 return self._record(client, args.table, args.sys_id, record)
@@ -321,29 +335,43 @@ class ServiceNowTools(ToolProvider):
                 values = {"state": "6", "close_code": args.close_code, "close_notes": args.close_notes}
                 record = await client.update_record("incident", sys_id, values)
                 return self._record(client, "incident", sys_id, record)
-        except (UnknownInstance, QueryError, NotFound) as exc:
+        except (UnknownInstance, QueryError, UnknownDotWalk) as exc:
             raise ToolFailure(str(exc)) from None
-        except ServiceNowError as exc:
-            if exc.status is not None and exc.status in (400, 403, 409, 422):
-                raise ToolFailure(exc.message) from None
-            raise
+        except (NotFound, TooLarge, ServiceNowError) as exc:
+            raise ToolFailure(self._pool.redactor.text(exc.message)) from None
         raise ToolFailure(f"tool {call.tool.name!r} is not served by {self.name}")
 
+    @staticmethod
+    def _require_walks(call: ToolCall, instance: str, table: str, args: Any) -> None:
+        """Ask the policy about every table a dot-walked field, filter or sort key reaches.
+
+        :raises UnknownDotWalk: a dot-walk through a field not known to be a reference.
+        :raises mcp_providers.errors.Denied: the policy refuses ``read`` on a reached table.
+        """
+        paths = list(getattr(args, "fields", ()))
+        paths += [f.field for f in getattr(args, "filters", ())] + [o.field for o in getattr(args, "order_by", ())]
+        reached = {target for path in paths if "." in path for target in walk(table, path)}
+        for target in sorted(reached):
+            call.require("read", f"servicenow://{instance}/{target}")
+
     async def _query(self, client: InstanceClient, args: QueryTableIn) -> ToolResult:
-        query = build_query(args.filters, args.order_by)
+        orders = list(args.order_by)
+        if not any(o.field == "sys_id" for o in orders):
+            orders.append(Order(field="sys_id"))  # ties broken the same way on every page
+        query = build_query(args.filters, orders)
         page = await client.list_records(args.table, query=query, fields=args.fields, limit=args.limit,
-                                         offset=args.offset, display_value=args.display_value)  # fmt: skip
+                                         offset=args.offset)  # fmt: skip
         output = QueryTableOut(instance=client.name, table=args.table, encoded_query=query, records=page.records,
                                record_count=len(page.records), total=page.total, has_more=page.has_more,
-                               next_offset=args.offset + len(page.records) if page.has_more else None)  # fmt: skip
-        plain = [{k: _raw(v) for k, v in r.items()} for r in page.records]
+                               next_offset=page.next_offset, hidden_records=page.hidden)  # fmt: skip
+        plain = [{k: raw(v) for k, v in r.items()} for r in page.records]
         return ToolResult(output=output, links=_links(client.name, args.table, plain))
 
     def _record(self, client: InstanceClient, table: str, sys_id: str, record: dict[str, Any]) -> ToolResult:
-        plain = {k: _raw(v) for k, v in record.items()}
+        plain = {k: raw(v) for k, v in record.items()}
         uri = record_uri(client.name, table, plain | {"sys_id": sys_id})
-        output = RecordOut(instance=client.name, table=table, sys_id=sys_id, number=plain.get("number"), record=record,
-                           uri=uri)  # fmt: skip
+        output = RecordOut(instance=client.name, table=table, sys_id=sys_id, number=plain.get("number") or None,
+                           record=record, uri=uri)  # fmt: skip
         links = (Link(uri=uri, name=plain.get("number") or sys_id, mime_type="application/json"),) if uri else ()
         return ToolResult(output=output, links=links)
 
@@ -357,13 +385,13 @@ class ServiceNowTools(ToolProvider):
         page = await client.list_records(table, query=query, fields=("sys_id", "number"), limit=1)
         if not page.records:
             raise NotFound(f"no {table} record with number {number} on instance {client.name!r}")
-        return str(page.records[0]["sys_id"]), number
+        return raw(page.records[0].get("sys_id")), number
 
     async def _comment(self, client: InstanceClient, args: AddCommentIn) -> ToolResult:
         sys_id, number = await self._locate(client, args.table, args.sys_id, args.number)
         field: Literal["comments", "work_notes"] = "comments" if args.kind == "comment" else "work_notes"
         record = await client.update_record(args.table, sys_id, {field: args.text})
-        number = number or _raw(record.get("number"))
+        number = number or raw(record.get("number")) or None
         uri = record_uri(client.name, args.table, {"number": number, "sys_id": sys_id})
         output = CommentOut(instance=client.name, table=args.table, sys_id=sys_id, number=number, field=field, uri=uri)
         links = (Link(uri=uri, name=number or sys_id, mime_type="application/json"),) if uri else ()

@@ -90,7 +90,7 @@ async def test_retry_after_longer_than_allowed_fails_at_once(secrets_env):
         pool = pool_for(dev_instance(emu, max_retry_after_seconds=5))
         emu.fail_next(status=429, retry_after="120")
         async with pool.opened():
-            with pytest.raises(ServiceNowError, match="Retry-After asks for 120 s, more than the 5 s"):
+            with pytest.raises(ServiceNowError, match=r"wait 120 s \(Retry-After\).*max_retry_after_seconds = 5"):
                 await pool.client("dev").list_records("problem")
     assert len(emu.requests) == 1
 
@@ -154,5 +154,5 @@ async def test_writes_are_refused_inside_a_read_only_scope(secrets_env):
                 assert (await client.get_record("incident", sys_id))["sys_id"] == sys_id
                 with pytest.raises(SideEffectRefused, match=r"^side-effect-in-resource-read: a PATCH to"):
                     await client.update_record("incident", sys_id, {"priority": "1"})
-            assert (await client.update_record("incident", sys_id, {"priority": "5"}))["priority"] == "5"
+            assert (await client.update_record("incident", sys_id, {"priority": "5"}))["priority"]["value"] == "5"
     assert [r.method for r in emu.requests] == ["GET", "PATCH"]

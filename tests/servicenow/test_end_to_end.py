@@ -110,7 +110,7 @@ async def test_incidents_are_active_newest_first_with_total(client, dev_emulator
     created = [r["sys_created_on"] for r in data]
     assert created == sorted(created, reverse=True)
     sent = dev_emulator.table_requests()[-1]
-    assert sent.query["sysparm_query"] == "active=true^ORDERBYDESCsys_created_on"
+    assert sent.query["sysparm_query"] == "active=true^ORDERBYDESCsys_created_on^ORDERBYsys_id"
 
 
 async def test_incident_list_reports_more_pages(dev_emulator, prod_emulator, secrets_env):
@@ -141,7 +141,7 @@ async def test_update_sets_in_progress(client, prod_emulator):
     body = await read_json(client, "servicenow://prod/update-sets")
     in_progress = [r for r in prod_emulator.records("sys_update_set") if r["state"] == "in progress"]
     assert [r["sys_id"] for r in body["data"]] == [r["sys_id"] for r in in_progress]
-    assert all(r["state"] == "in progress" for r in body["data"])
+    assert all(r["state"] == {"value": "in progress", "display_value": "in progress"} for r in body["data"])
 
 
 async def test_problems_and_change_requests(client, dev_emulator, prod_emulator):
@@ -334,7 +334,7 @@ async def test_query_table_with_structured_filters_fields_order_and_paging(clien
     assert out is not None
     expected = sorted((r["number"] for r in dev_emulator.records("incident")
                        if r["active"] == "true" and r["priority"] in ("1", "2")), reverse=True)  # fmt: skip
-    assert out["encoded_query"] == "active=true^priorityIN1,2^ORDERBYDESCnumber"
+    assert out["encoded_query"] == "active=true^priorityIN1,2^ORDERBYDESCnumber^ORDERBYsys_id"
     assert [r["number"] for r in out["records"]] == expected[:2]
     assert out["total"] == len(expected) and out["has_more"] is (len(expected) > 2)
     assert set(out["records"][0]) == {"number", "priority"}
@@ -373,11 +373,11 @@ async def test_create_incident_then_read_it_through_its_link(client, prod_emulat
         "instance": "prod", "short_description": "Disk full on app02", "urgency": "1", "impact": "2"})
     out = result.structured_content
     assert out is not None and not result.is_error
-    assert out["number"] == "INC0010010" and out["record"]["state"] == "1"
+    assert out["number"] == "INC0010010" and out["record"]["state"] == {"value": "1", "display_value": "New"}
     (link,) = [c for c in result.content if c.type == "resource_link"]
     assert link.uri == "servicenow://prod/incidents/INC0010010" == out["uri"]
     body = await read_json(client, link.uri)
-    assert body["data"]["short_description"] == "Disk full on app02" and body["data"]["urgency"] == "1"
+    assert body["data"]["short_description"] == "Disk full on app02" and body["data"]["urgency"]["value"] == "1"
     post = next(r for r in prod_emulator.requests if r.method == "POST" and r.path.endswith("/incident"))
     assert post.body == {"short_description": "Disk full on app02", "urgency": "1", "impact": "2"}
 

@@ -1,0 +1,100 @@
+"""Redaction of every secret the plugin knows, applied to each string that leaves it.
+
+A :class:`Redactor` is fed with the configured secrets (passwords, client secrets, API keys),
+derived ones (the ``Basic`` credential in base64), the OAuth tokens as they are issued, and the
+credential-bearing parts of URLs (user info, values of ``token``/``key``/``secret``-like query
+parameters). :meth:`Redactor.text` replaces each with ``[redacted]``; it also masks anything
+after ``Authorization:``-style header names and ``Basic``/``Bearer`` schemes, known or not, since
+an upstream may echo credentials the plugin never held (a proxy's, another user's).
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import threading
+from typing import Any
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+__all__ = ["MASK", "Redactor", "redact_url"]
+
+MASK = "[redacted]"
+_MIN_SECRET = 4
+"""Shorter values are not redacted: masking every "a" would destroy messages and hide nothing."""
+_CREDENTIAL_PARAM = re.compile(r"pass|secret|token|key|auth|sig|credential|code|session", re.IGNORECASE)
+_PATTERNS = (
+    # Authorization: <scheme> <credential>, x-sn-apikey: <key>, cookies (as upstreams echo headers)
+    re.compile(r"(?i)((?:proxy-)?authorization|x-sn-apikey|api[-_]?key|cookie|set-cookie)(\"?\s*[:=]\s*\"?)[^\s\";,]+"
+               r"(?:[ \t]+[^\s\";,]+)?"),
+    re.compile(r"(?i)\b(basic|bearer)(\s+)[A-Za-z0-9._~+/=-]{6,}"),
+    re.compile(r"(?i)\b(access_token|refresh_token|client_secret|password|api_key|token)(\"?\s*[:=]\s*\"?)[^\s\"&,;]+"),
+)
+
+
+def redact_url(url: str) -> str:
+    """``url`` with its user info and the values of credential-like query parameters masked.
+
+    >>> redact_url("https://u:p@x.example.com/?token=abc&q=1")
+    'https://[redacted]@x.example.com/?token=[redacted]&q=1'
+    """
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        netloc = MASK + "@" + netloc.rsplit("@", 1)[1]
+    query = "&".join(
+        f"{k}={MASK if _CREDENTIAL_PARAM.search(k) else v}" if v or "=" in pair else k
+        for pair in parts.query.split("&") if pair
+        for k, _, v in [pair.partition("=")]
+    )
+    out = f"{parts.scheme}://{netloc}{parts.path}" if parts.scheme else netloc + parts.path
+    return out + (f"?{query}" if parts.query else "") + (f"#{MASK}" if parts.fragment else "")
+
+
+class Redactor:
+    """Masks known secrets and credential patterns in text and in JSON-like data.
+
+    Thread-safe; secrets may be added at any time (e.g. each OAuth token when it is issued).
+    """
+
+    def __init__(self) -> None:
+        self._secrets: set[str] = set()
+        self._lock = threading.Lock()
+
+    def add(self, *secrets: str | None) -> None:
+        """Redact each of ``secrets`` (and its URL-encoded form) from now on; short ones are ignored."""
+        with self._lock:
+            for secret in secrets:
+                if secret and len(secret) >= _MIN_SECRET:
+                    self._secrets.add(secret)
+                    self._secrets.add(unquote(secret))
+
+    def add_basic(self, username: str, password: str) -> None:
+        """Redact ``password`` and the ``Basic`` credential ``base64(username:password)``."""
+        self.add(password, base64.b64encode(f"{username}:{password}".encode()).decode())
+
+    def add_url(self, url: str) -> None:
+        """Redact the user info and credential-like query values of ``url``."""
+        parts = urlsplit(url)
+        self.add(parts.password, parts.username and parts.password and f"{parts.username}:{parts.password}")
+        self.add(*(v for k, v in parse_qsl(parts.query) if _CREDENTIAL_PARAM.search(k)))
+
+    def text(self, value: str) -> str:
+        """``value`` with every known secret and credential pattern replaced by ``[redacted]``."""
+        with self._lock:
+            known = sorted(self._secrets, key=len, reverse=True)
+        for secret in known:
+            if secret in value:
+                value = value.replace(secret, MASK)
+        for pattern in _PATTERNS:
+            value = pattern.sub(lambda m: f"{m.group(1)}{m.group(2)}{MASK}", value)
+        return value
+
+    def data(self, value: Any) -> Any:
+        """A copy of ``value`` (str, list, tuple, dict, or scalars) with every string redacted."""
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, dict):
+            return {self.data(k): self.data(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return type(value)(self.data(v) for v in value)
+        return value
