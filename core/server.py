@@ -47,7 +47,6 @@ from mcp_providers.errors import (
     ToolFailure,
     UpstreamError,
 )
-from mcp_providers.http import read_scope
 from mcp_providers.models import Annotations, Freshness, Resource, ResourceTemplate
 from mcp_providers.policy import Action
 from mcp_providers.providers import (
@@ -60,6 +59,7 @@ from mcp_providers.providers import (
     ToolCall,
     ToolResult,
 )
+from mcp_providers.sideeffects import side_effect_scope
 
 __all__ = ["MAX_AGE_META_KEY", "build_server", "subject_of", "tracing_configured"]
 
@@ -281,7 +281,8 @@ def build_server(composition: Composition) -> Server[object]:
             _refuse_if_stale(uri, declaration.freshness, demanded, None, after_read=False)
         request = ReadRequest(uri=uri, resource=declaration, params=route.params, subject=subject)
         try:
-            with read_scope(uri):
+            mode = settings.side_effects.get(route.plugin, "enforce")
+            with side_effect_scope(provider=route.provider.name, plugin=route.plugin, target=uri, mode=mode) as scope:
                 # object: a plugin may break its contract, and the client must get a clear error
                 key = (route.provider.name, uri, subject)
                 pending = (
@@ -347,7 +348,7 @@ def build_server(composition: Composition) -> Server[object]:
             params=route.params if is_template else None,
             freshness=declaration.freshness,
             truncation=truncation,
-            extra={"asOf": content.as_of.isoformat()} if content.as_of else None,
+            extra={**({"asOf": content.as_of.isoformat()} if content.as_of else {}), **scope.receipt_fields()},
         )
         audit.record(actor="application", subject=subject, operation="resources/read", target=uri, receipt=custody)
         item: types.TextResourceContents | types.BlobResourceContents
@@ -388,12 +389,19 @@ def build_server(composition: Composition) -> Server[object]:
             if authorizer.active and chosen:
                 # Completing inside a scope (e.g. instance=prod) reveals what is in it: it takes read there.
                 require(subject, "read", template.expand(chosen))
-            values = await shielded(
-                f"completing {arg.name} of {params.ref.uri}",
-                entry.plugin,
-                entry.provider.name,
-                entry.provider.complete(entry.declaration, request),
-            )
+            with side_effect_scope(
+                provider=entry.provider.name,
+                plugin=entry.plugin,
+                target=params.ref.uri,
+                kind="completion",
+                mode=settings.side_effects.get(entry.plugin, "enforce"),
+            ):
+                values = await shielded(
+                    f"completing {arg.name} of {params.ref.uri}",
+                    entry.plugin,
+                    entry.provider.name,
+                    entry.provider.complete(entry.declaration, request),
+                )
             if authorizer.active:  # offer only values whose resources the caller may read
                 values = [v for v in values if allowed(subject, "read", template.expand({**chosen, arg.name: v})).allow]
         else:
@@ -401,12 +409,19 @@ def build_server(composition: Composition) -> Server[object]:
             if p_entry is None:
                 raise InvalidParams(f"No prompt {params.ref.name!r}; see prompts/list")
             require(subject, "complete", params.ref.name)
-            values = await shielded(
-                f"completing {arg.name} of prompt {params.ref.name}",
-                p_entry.plugin,
-                p_entry.provider.name,
-                p_entry.provider.complete(p_entry.declaration, request),
-            )
+            with side_effect_scope(
+                provider=p_entry.provider.name,
+                plugin=p_entry.plugin,
+                target=params.ref.name,
+                kind="completion",
+                mode=settings.side_effects.get(p_entry.plugin, "enforce"),
+            ):
+                values = await shielded(
+                    f"completing {arg.name} of prompt {params.ref.name}",
+                    p_entry.plugin,
+                    p_entry.provider.name,
+                    p_entry.provider.complete(p_entry.declaration, request),
+                )
         values = list(values)
         return types.CompleteResult(
             completion=types.Completion(values=values[:100], total=len(values), has_more=len(values) > 100)
@@ -479,20 +494,32 @@ def build_server(composition: Composition) -> Server[object]:
                 for err in exc.errors()
             )
             return _error_result(f"Invalid arguments for {tool.name}: {problems}")
-        try:
-            result = await guarded(
-                f"tool {tool.name}",
-                entry.provider.name,
-                entry.provider.call(
-                    ToolCall(
-                        tool=tool,
-                        arguments=arguments,
-                        subject=subject,
-                        channel=SessionChannel(ctx),
-                        authorizer=authorizer if authorizer.active else None,
-                    )
-                ),
+        scope = (
+            side_effect_scope(
+                provider=entry.provider.name,
+                plugin=entry.plugin,
+                target=tool.name,
+                kind="tool",
+                mode=settings.side_effects.get(entry.plugin, "enforce"),
             )
+            if tool.effects == "none"
+            else contextlib.nullcontext()
+        )
+        try:
+            with scope as in_scope:
+                result = await guarded(
+                    f"tool {tool.name}",
+                    entry.provider.name,
+                    entry.provider.call(
+                        ToolCall(
+                            tool=tool,
+                            arguments=arguments,
+                            subject=subject,
+                            channel=SessionChannel(ctx),
+                            authorizer=authorizer if authorizer.active else None,
+                        )
+                    ),
+                )
         except ToolFailure as exc:
             return _error_result(f"{tool.name} failed: {exc}")
         except RequestError:
@@ -551,6 +578,7 @@ def build_server(composition: Composition) -> Server[object]:
                 "idempotent": tool.annotations()["idempotentHint"],  # read-only tools are idempotent
                 "openWorld": tool.open_world,
                 "argumentsSha256": digest(args_json.encode()),
+                **(in_scope.receipt_fields() if in_scope is not None else {}),
             },
         )
         audit.record(actor="model", subject=subject, operation="tools/call", target=tool.name, receipt=custody)
@@ -565,9 +593,7 @@ def build_server(composition: Composition) -> Server[object]:
             log.warning("tool %s pointed at %s, which this server does not serve; dropped", tool_name, uri)
             return None
 
-    def embedded(
-        embed: Embed, route: Route, subject: str, tool_name: str
-    ) -> tuple[types.ContentBlock, str | None]:
+    def embedded(embed: Embed, route: Route, subject: str, tool_name: str) -> tuple[types.ContentBlock, str | None]:
         # The caller must be allowed to see the bytes.
         require_uri(subject, "read", route.canonical, embed.uri, actor="model")
         size = len(embed.data)
@@ -636,12 +662,19 @@ def build_server(composition: Composition) -> Server[object]:
             raise InvalidParams(
                 f"Prompt {params.name} has no argument(s) {', '.join(unknown)}; it takes: {', '.join(sorted(known))}"
             )
-        messages = await shielded(
-            f"rendering prompt {params.name}",
-            entry.plugin,
-            entry.provider.name,
-            entry.provider.render(entry.declaration, arguments),
-        )
+        with side_effect_scope(
+            provider=entry.provider.name,
+            plugin=entry.plugin,
+            target=params.name,
+            kind="prompt",
+            mode=settings.side_effects.get(entry.plugin, "enforce"),
+        ):
+            messages = await shielded(
+                f"rendering prompt {params.name}",
+                entry.plugin,
+                entry.provider.name,
+                entry.provider.render(entry.declaration, arguments),
+            )
         subject = subject_of(ctx)
         for m in messages:
             if isinstance(m.content, Embed):  # embedded evidence must be served and readable by the caller

@@ -134,6 +134,15 @@ class Scope:
                     _current.reset(token)
             return self._scratch
 
+    def receipt_fields(self) -> dict[str, list[dict[str, Any]]]:
+        """``{"exemptions": [...], "violations": [...]}`` for a receipt, each key only when non-empty."""
+        out = {}
+        if self.exemptions:
+            out["exemptions"] = list(self.exemptions)
+        if self.violations:
+            out["violations"] = list(self.violations)
+        return out
+
     def _close(self) -> None:
         if self._scratch is not None:
             shutil.rmtree(self._scratch, ignore_errors=True)
@@ -245,8 +254,15 @@ def check_http(method: str, url: str, *, has_body: bool) -> None:
     reason = _exempt.get()
     if reason is not None:
         scope.exemptions.append({"reason": reason, "method": verb, "host": host})
-        log.info("provider %r %s %s: %s to %s exempted: %s", scope.provider, _DOING[scope.kind], scope.target,
-                 verb, host, reason)
+        log.info(
+            "provider %r %s %s: %s to %s exempted: %s",
+            scope.provider,
+            _DOING[scope.kind],
+            scope.target,
+            verb,
+            host,
+            reason,
+        )
         return
     attempted = f"a {verb} with a body to {shown}" if verb in SAFE_METHODS else f"a {verb} to {shown}"
     scope.attempt(attempted, "http", method=verb, host=host)
@@ -256,8 +272,17 @@ def check_http(method: str, url: str, *, has_body: bool) -> None:
 
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
 _PROCESS_EVENTS = frozenset(
-    {"subprocess.Popen", "os.system", "os.exec", "os.spawn", "os.posix_spawn", "os.fork", "os.forkpty", "pty.spawn",
-     "os.startfile"}
+    {
+        "subprocess.Popen",
+        "os.system",
+        "os.exec",
+        "os.spawn",
+        "os.posix_spawn",
+        "os.fork",
+        "os.forkpty",
+        "pty.spawn",
+        "os.startfile",
+    }
 )
 # event -> ((index of a written path, index of its dir_fd or -1), ...)
 _FILE_EVENTS: dict[str, tuple[tuple[int, int], ...]] = {
@@ -424,7 +449,8 @@ def _http_client_putheader(conn: Any, header: str | bytes, *values: Any) -> None
     name = (header.decode("latin-1") if isinstance(header, bytes) else header).lower()
     if name not in ("content-length", "transfer-encoding"):
         return
-    if name == "content-length" and all(str(v if not isinstance(v, bytes) else v.decode()).strip() == "0" for v in values):
+    texts = [v.decode("latin-1") if isinstance(v, bytes) else str(v) for v in values]
+    if name == "content-length" and all(t.strip() == "0" for t in texts):
         return
     method, full = conn.__dict__.get("_mcp_providers_request", ("GET", f"http://{conn.host}:{conn.port}/"))
     check_http(method, full, has_body=True)
