@@ -453,7 +453,8 @@ def _http_client_putheader(conn: Any, header: str | bytes, *values: Any) -> None
     if name == "content-length" and all(t.strip() == "0" for t in texts):
         return
     method, full = conn.__dict__.get("_mcp_providers_request", ("GET", f"http://{conn.host}:{conn.port}/"))
-    check_http(method, full, has_body=True)
+    if method.upper() in SAFE_METHODS:  # an unsafe method was judged (and recorded) by putrequest
+        check_http(method, full, has_body=True)
 
 
 def _aiohttp_check(_session: Any, method: str, url: Any, *args: Any, **kwargs: Any) -> None:
