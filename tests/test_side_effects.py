@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import threading
+import urllib.parse
 import urllib.request
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -244,8 +245,7 @@ def prepare(d: Path) -> None:
 
 def snapshot(d: Path) -> dict[str, tuple[int, bytes]]:
     return {
-        str(p.relative_to(d)): (p.stat().st_mode, p.read_bytes() if p.is_file() else b"")
-        for p in sorted(d.rglob("*"))
+        str(p.relative_to(d)): (p.stat().st_mode, p.read_bytes() if p.is_file() else b"") for p in sorted(d.rglob("*"))
     }
 
 
@@ -440,3 +440,165 @@ async def test_files_under_the_scratch_directory_may_be_written(work: Path) -> N
             result = await client.read_resource("effects://try/scratch")
     assert result.contents[0].text == "read scratch"  # type: ignore[union-attr]
     assert "violations" not in (result.meta or {})[RECEIPT_KEY]
+
+
+# -- what is and is not in the read's context -----------------------------------------------------
+
+
+def background_plugin(url: str) -> SimpleNamespace:
+    class Background(ResourceProvider):
+        name = "background"
+        prefixes = ("bg://",)
+
+        def resources(self) -> Sequence[Resource]:
+            return [Resource(uri=f"bg://{n}", name=n) for n in ("while-writing", "spawn", "spawned-outcome")]
+
+        @contextlib.asynccontextmanager
+        async def lifespan(self) -> AsyncIterator[None]:
+            self.go, self.done, self.outcome = anyio.Event(), anyio.Event(), ""
+            async with core_http.client(base_url=url) as self.http, anyio.create_task_group() as tg:
+                tg.start_soon(self._writer)  # started outside any read
+                yield
+                tg.cancel_scope.cancel()
+
+        async def _writer(self) -> None:
+            await self.go.wait()
+            self.outcome = str((await self.http.post("/from-lifespan")).status_code)
+            self.done.set()
+
+        async def read(self, request: ReadRequest) -> Content:
+            if request.uri == "bg://while-writing":
+                self.go.set()
+                await self.done.wait()  # the lifespan task writes while this read runs
+                return Content(text=self.outcome)
+            if request.uri == "bg://spawn":  # a task started inside the read that outlives it
+                self.spawned = asyncio.get_running_loop().create_task(self.http.post("/from-spawned"))
+                return Content(text="spawned")
+            try:
+                await self.spawned
+            except Exception as exc:
+                return Content(text=f"{type(exc).__name__}: {exc}")
+            return Content(text="the spawned task wrote")
+
+    return SimpleNamespace(register_resource_providers=hookimpl(lambda: [Background()]))
+
+
+async def test_a_lifespan_task_may_write_during_a_read_but_a_task_the_read_spawned_may_not() -> None:
+    with upstream() as (url, seen):
+        async with connect(compose({"background": background_plugin(url)})) as client:
+            during = await client.read_resource("bg://while-writing")
+            assert during.contents[0].text == "200"  # type: ignore[union-attr]
+            await client.read_resource("bg://spawn")
+            outcome = await client.read_resource("bg://spawned-outcome")
+        assert seen == ["POST /from-lifespan"]
+    text = outcome.contents[0].text  # type: ignore[union-attr]
+    assert text.startswith("SideEffectRefused: side-effect-in-resource-read: a POST to")
+    assert "reading bg://spawn;" in text
+
+
+@contextlib.asynccontextmanager
+async def forward_proxy() -> AsyncIterator[tuple[str, list[str]]]:
+    """A real plain-HTTP forward proxy on loopback (asyncio) recording ``"METHOD absolute-URL"``."""
+    seen: list[str] = []
+
+    async def relay(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            lines = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
+            method, target, version = lines[0].split(" ")
+            seen.append(f"{method} {target}")
+            headers = [h for h in lines[1:] if h and not h.lower().startswith(("connection:", "proxy-", "keep-alive"))]
+            length = next((int(h.split(":", 1)[1]) for h in headers if h.lower().startswith("content-length:")), 0)
+            body = await reader.readexactly(length)
+            split = urllib.parse.urlsplit(target)
+            up_reader, up_writer = await asyncio.open_connection(split.hostname, split.port or 80)
+            path = split.path + (f"?{split.query}" if split.query else "")
+            head = "\r\n".join([f"{method} {path or '/'} {version}", *headers, "Connection: close", "", ""])
+            up_writer.write(head.encode("latin-1") + body)
+            await up_writer.drain()
+            writer.write(await up_reader.read())  # the upstream closes after one answer
+            up_writer.close()
+            await writer.drain()
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(relay, "127.0.0.1", 0)
+    try:
+        yield f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}", seen
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
+def env_proxy_plugin(url: str) -> SimpleNamespace:
+    class ViaProxy(ResourceProvider):
+        name = "via-proxy"
+        prefixes = ("proxied://",)
+
+        def resources(self) -> Sequence[Resource]:
+            return [Resource(uri="proxied://get", name="get"), Resource(uri="proxied://post", name="post")]
+
+        @contextlib.asynccontextmanager
+        async def lifespan(self) -> AsyncIterator[None]:
+            async with core_http.client(base_url=url) as self.http:  # trust_env: HTTP_PROXY applies
+                yield
+
+        async def read(self, request: ReadRequest) -> Content:
+            if request.uri == "proxied://post":
+                await self.http.post("/via-env", json={})
+            return Content(text=(await self.http.get("/via-env")).text)
+
+    return SimpleNamespace(register_resource_providers=hookimpl(lambda: [ViaProxy()]))
+
+
+async def test_an_environment_proxy_is_honoured_and_stays_guarded(monkeypatch) -> None:
+    for name in ("http_proxy", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    with upstream() as (url, seen):
+        async with forward_proxy() as (proxy, proxied):
+            monkeypatch.setenv("HTTP_PROXY", proxy)
+            async with connect(compose({"via-proxy": env_proxy_plugin(url)})) as client:
+                await client.read_resource("proxied://get")
+                with pytest.raises(MCPError) as err:
+                    await client.read_resource("proxied://post")
+                assert err.value.data["attempted"] == f"a POST to {url}/via-env"
+            assert proxied == [f"GET {url}/via-env"]  # the GET went through the proxy; the POST nowhere
+            assert seen == ["GET /via-env"]
+            monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+            async with core_http.client() as direct:
+                await direct.get(f"{url}/direct")
+            assert proxied == [f"GET {url}/via-env"]  # NO_PROXY honoured
+        assert seen == ["GET /via-env", "GET /direct"]
+
+
+async def test_lazy_imports_may_cache_bytecode_and_logging_may_open_its_file(tmp_path: Path, monkeypatch) -> None:
+    (tmp_path / "lazy_in_read.py").write_text("VALUE = 42\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr("sys.dont_write_bytecode", False)
+    logger = logging.getLogger("tests.side_effects.delayed")
+    handler = logging.FileHandler(tmp_path / "plugin.log", delay=True)  # opened on the first record
+    logger.addHandler(handler)
+
+    class Lazy(ResourceProvider):
+        name = "lazy"
+        prefixes = ("lazy://",)
+
+        def resources(self) -> Sequence[Resource]:
+            return [Resource(uri="lazy://value", name="value")]
+
+        async def read(self, request: ReadRequest) -> Content:
+            import lazy_in_read  # type: ignore[import-not-found]
+
+            logger.warning("read %s", request.uri)
+            return Content(text=str(lazy_in_read.VALUE))
+
+    try:
+        plugin = SimpleNamespace(register_resource_providers=hookimpl(lambda: [Lazy()]))
+        async with connect(compose({"lazy": plugin})) as client:
+            result = await client.read_resource("lazy://value")
+    finally:
+        logger.removeHandler(handler)
+        handler.close()
+        monkeypatch.delitem(__import__("sys").modules, "lazy_in_read", raising=False)
+    assert result.contents[0].text == "42"  # type: ignore[union-attr]
+    assert [p.suffix for p in (tmp_path / "__pycache__").iterdir()] == [".pyc"]
+    assert (tmp_path / "plugin.log").read_text() == "read lazy://value\n"
