@@ -44,8 +44,10 @@ from typing import TYPE_CHECKING, TypeVar
 from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
 
 from mcp_providers.discovery import PluginRecord
+from mcp_providers.errors import SideEffectRefused
 from mcp_providers.models import Prompt, Resource, ResourceTemplate, Tool
 from mcp_providers.providers import PromptProvider, ResourceProvider, ToolProvider
+from mcp_providers.sideeffects import side_effect_scope
 
 if TYPE_CHECKING:
     from mcp_providers.composition import Composition
@@ -350,8 +352,11 @@ async def static_read_problems(composition: Composition) -> list[str]:
     the serving deadline (``server.read_timeout``), so a read that hangs cannot hang ``check``;
     what a read prints to stdout is captured (it would corrupt a stdio MCP stream) and reported.
 
+    Each read runs in the side-effect scope a served read runs in (always enforcing), so a read
+    that would write is reported as ``side-effect-in-resource-read`` naming what it attempted.
+
     :returns: one ``<plugin>: static-read-failed|static-read-timeout|read-printed-to-stdout|
-        static-content-changed: ...`` line per problem.
+        static-content-changed|side-effect-in-resource-read: ...`` line per problem.
     """
     import hashlib
     from typing import cast
@@ -370,10 +375,19 @@ async def static_read_problems(composition: Composition) -> list[str]:
             digests = []
             printed: list[str] = []
             for _ in range(2):
+                scope = side_effect_scope(provider=entry.provider.name, plugin=entry.plugin, target=decl.uri)
                 try:
-                    with _captured_stdout(printed), anyio.fail_after(deadline):
+                    with _captured_stdout(printed), anyio.fail_after(deadline), scope as attempts:
                         # object: a plugin may break its contract, and check must say so
                         content = cast(object, await entry.provider.read(ReadRequest(uri=decl.uri, resource=decl)))
+                except SideEffectRefused:
+                    problems.append(
+                        f"{entry.plugin}: side-effect-in-resource-read: {decl.uri!r}: "
+                        f"{attempts.violations[0]['attempted'] if attempts.violations else 'a side effect'} was "
+                        "refused; fix: do writes in a tool, write files under mcp_providers.http.scratch_dir(), "
+                        "or wrap an authentication request in mcp_providers.http.exempt(reason)"
+                    )
+                    break
                 except TimeoutError:
                     problems.append(
                         f"{entry.plugin}: static-read-timeout: {decl.uri!r}: did not finish within {deadline:g} s "

@@ -30,6 +30,7 @@ from pydantic import BaseModel
 from mcp_providers import (
     CompletionRequest,
     Content,
+    Freshness,
     Message,
     Prompt,
     PromptArgument,
@@ -47,7 +48,7 @@ from mcp_providers import (
 )
 from mcp_providers import http as core_http
 from mcp_providers.custody import RECEIPT_KEY
-from mcp_providers.testing import compose, connect
+from mcp_providers.testing import check, compose, connect
 
 pytestmark = pytest.mark.anyio
 
@@ -602,3 +603,24 @@ async def test_lazy_imports_may_cache_bytecode_and_logging_may_open_its_file(tmp
     assert result.contents[0].text == "42"  # type: ignore[union-attr]
     assert [p.suffix for p in (tmp_path / "__pycache__").iterdir()] == [".pyc"]
     assert (tmp_path / "plugin.log").read_text() == "read lazy://value\n"
+
+
+async def test_check_reports_a_static_read_that_writes(tmp_path: Path) -> None:
+    target = tmp_path / "cache.json"
+
+    class Caching(ResourceProvider):
+        name = "caching"
+        prefixes = ("cached://",)
+
+        def resources(self) -> Sequence[Resource]:
+            return [Resource(uri="cached://doc", name="doc", freshness=Freshness.static())]
+
+        async def read(self, request: ReadRequest) -> Content:
+            target.write_text("{}")  # a cache written next to the data: a side effect of reading
+            return Content(text="{}")
+
+    plugin = SimpleNamespace(register_resource_providers=hookimpl(lambda: [Caching()]))
+    (problem,) = await check(compose({"caching": plugin}))
+    assert problem.startswith(f"caching: side-effect-in-resource-read: 'cached://doc': opening {target} for writing")
+    assert "fix: do writes in a tool" in problem
+    assert not target.exists()
