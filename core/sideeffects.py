@@ -86,6 +86,7 @@ SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 Mode = Literal["enforce", "warn"]
 Kind = Literal["read", "completion", "prompt", "tool"]
 
+_scratch_lock = threading.Lock()  # scratch directories are rare: one lock for all scopes
 _current: ContextVar[Scope | None] = ContextVar("mcp_providers_side_effect_scope", default=None)
 _exempt: ContextVar[str | None] = ContextVar("mcp_providers_side_effect_exempt", default=None)
 
@@ -109,7 +110,7 @@ class Scope:
     ``"http"``, ``"file"`` or ``"process"``. Both lists are JSON-ready, for the receipt.
     """
 
-    __slots__ = ("_lock", "_scratch", "exemptions", "kind", "mode", "plugin", "provider", "target", "violations")
+    __slots__ = ("_scratch", "exemptions", "kind", "mode", "plugin", "provider", "target", "violations")
 
     def __init__(self, provider: str, plugin: str, target: str, kind: Kind, mode: Mode) -> None:
         if mode not in ("enforce", "warn"):
@@ -118,14 +119,13 @@ class Scope:
         self.exemptions: list[dict[str, Any]] = []
         self.violations: list[dict[str, Any]] = []
         self._scratch: str | None = None
-        self._lock = threading.Lock()
 
     def scratch_dir(self) -> str:
         """This call's private temporary directory (absolute, resolved), made on first use.
 
         Anything under it may be written in the scope; it is deleted when the scope ends.
         """
-        with self._lock:
+        with _scratch_lock:
             if self._scratch is None:
                 token = _current.set(None)  # making it is the core's write, not the provider's
                 try:
