@@ -323,11 +323,18 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
     if scope is None:
         return
     if event in _PROCESS_EVENTS:
-        scope.attempt(f"starting a process ({event} {_short(args[:2])})", "process", event=event)
+        detail = _short(args[:2])
+        scope.attempt(f"starting a process ({event}{' ' + detail if detail else ''})", "process", event=event)
         return
-    if event == "open" and (args[2] & _WRITE_FLAGS == 0):
+    if event == "open" and not _opens_for_writing(args):
         return  # read-only open: the common case
     _judge_file(scope, event, args)
+
+
+def _opens_for_writing(args: tuple[Any, ...]) -> bool:
+    flags = args[2] if len(args) > 2 and type(args[2]) is int else 0
+    mode = args[1] if len(args) > 1 and isinstance(args[1], str) else ""
+    return bool(flags & _WRITE_FLAGS) or any(c in mode for c in "wax+")
 
 
 def _judge_file(scope: Scope, event: str, args: tuple[Any, ...]) -> None:

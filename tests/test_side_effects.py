@@ -54,6 +54,7 @@ pytestmark = pytest.mark.anyio
 
 HAS_REQUESTS = importlib.util.find_spec("requests") is not None
 HAS_AIOHTTP = importlib.util.find_spec("aiohttp") is not None
+HAS_HTTPX = importlib.util.find_spec("httpx") is not None  # plain httpx over httpcore, when installed
 
 
 @contextlib.contextmanager
@@ -147,6 +148,13 @@ async def _aiohttp(url: str, _d: Path) -> None:
         await r.read()
 
 
+async def _plain_httpx(url: str, _d: Path) -> None:
+    import httpx
+
+    async with httpx.AsyncClient() as c:
+        await c.post(f"{url}/httpx")
+
+
 async def _spawned_task(url: str, d: Path) -> None:
     await asyncio.create_task(_own_async(url, d))  # the task copies the read's context
 
@@ -219,6 +227,7 @@ HTTP_ATTEMPTS: dict[str, Attempt] = {
     "to-thread": _to_thread,
     **({"requests": _requests} if HAS_REQUESTS else {}),
     **({"aiohttp": _aiohttp} if HAS_AIOHTTP else {}),
+    **({"httpx": _plain_httpx} if HAS_HTTPX else {}),
 }
 FILE_ATTEMPTS: dict[str, Attempt] = {
     "write": _write,
