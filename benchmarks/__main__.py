@@ -26,7 +26,7 @@ from typing import Any
 
 import anyio
 
-from benchmarks import fixtures
+from benchmarks import fixtures, sideeffects
 
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
@@ -708,7 +708,7 @@ async def servicenow(rounds: int) -> None:
 # -- driver --------------------------------------------------------------------------------------
 
 
-SECTIONS = ("overhead", "stdio", "http", "scale", "fastmcp", "startup", "memory", "servicenow")
+SECTIONS = ("overhead", "stdio", "http", "scale", "fastmcp", "startup", "memory", "servicenow", "sideeffects")
 
 
 def machine() -> str:
@@ -766,6 +766,8 @@ def main() -> None:
         memory()
     if "servicenow" in only:
         anyio.run(servicenow, rounds)
+    if "sideeffects" in only:
+        sideeffects.run(rounds, emit)
     took = time.perf_counter() - t0
     print(f"\ntotal: {took:.0f} s\n")
     table = markdown()

@@ -14,6 +14,7 @@ Shape::
     page_size = 100              # items per list page
     read_timeout = 30.0          # seconds a provider may take for one read or call
     max_read_bytes = 4194304     # read budget in bytes, overridable per resource
+    side_effects = { servicenow = "warn" }   # per plugin: "enforce" (default) or "warn"
 
     [plugins.servicenow]         # validated by that plugin's settings_model()
     ...
@@ -36,7 +37,7 @@ import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -109,6 +110,11 @@ class ServerSettings(BaseModel):
     coalesce_reads: bool = True
     """Let identical concurrent reads (same provider, URI and caller) share one provider read;
     nothing is cached once the read ends (coalescing; see the benchmarks page)."""
+    side_effects: dict[str, Literal["enforce", "warn"]] = Field(default_factory=dict)
+    """Per plugin (entry-point name): what a side effect attempted while it reads a resource, completes,
+    renders a prompt or runs an ``effects="none"`` tool does. ``"enforce"`` (every plugin not named)
+    refuses it with -32008; ``"warn"`` lets it happen, logs a warning and records it in the receipt's
+    ``violations``: a switch for migrating a plugin, not for serving."""
     audit_log: Path | None = None
     """JSON-lines file that gets one line per list, read, call and denial (never content or secrets)."""
     auth: AuthConfig | None = None

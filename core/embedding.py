@@ -35,6 +35,7 @@ from mcp.server import Server, ServerRequestContext
 from mcp.shared.uri_template import UriTemplate
 from pydantic import Field
 
+from mcp_providers._host.uris import InvalidUri, canonical
 from mcp_providers._serve.binding import routes
 from mcp_providers._serve.composition import Composition
 from mcp_providers.providers import ResourceProvider
@@ -137,23 +138,7 @@ def attach(server: Server[Any], composition: Composition) -> None:
     ours = composition.server
     if server is ours:
         raise ValueError("attach() takes your own Server; composition.server already serves the composition")
-    prefixes = tuple(
-        p for d in composition.declared if isinstance(d.provider, ResourceProvider) for p in d.provider.prefixes
-    )
-    catalog = composition.catalog
-
-    def owns(method: str, params: Any) -> bool:
-        if method == "resources/read":
-            return bool(params.uri.startswith(prefixes)) if prefixes else False
-        if method == "tools/call":
-            return catalog.tool(params.name) is not None
-        if method == "prompts/get":
-            return catalog.prompt(params.name) is not None
-        ref = params.ref
-        if isinstance(ref, types.ResourceTemplateReference):
-            return catalog.template(ref.uri) is not None
-        return catalog.prompt(ref.name) is not None
-
+    owns = _owner(composition)
     plans: list[tuple[str, type[Any], Handler]] = []
     for route in routes(composition.runtime, composition.pipeline):  # the same table build_server uses
         method = route.method
@@ -180,6 +165,34 @@ def attach(server: Server[Any], composition: Composition) -> None:
             yield state
 
     server.lifespan = lifespan
+
+
+def _owner(composition: Composition) -> Callable[[str, Any], bool]:
+    """Whether the composition answers a routed request (its prefixes, tools, prompts, templates)."""
+    prefixes = tuple(
+        canonical(p)
+        for d in composition.declared
+        if isinstance(d.provider, ResourceProvider)
+        for p in d.provider.prefixes
+    )
+    catalog = composition.catalog
+
+    def owns(method: str, params: Any) -> bool:
+        if method == "resources/read":
+            try:
+                return bool(prefixes) and canonical(params.uri).startswith(prefixes)
+            except InvalidUri:
+                return False
+        if method == "tools/call":
+            return catalog.tool(params.name) is not None
+        if method == "prompts/get":
+            return catalog.prompt(params.name) is not None
+        ref = params.ref
+        if isinstance(ref, types.ResourceTemplateReference):
+            return catalog.template(ref.uri) is not None
+        return catalog.prompt(ref.name) is not None
+
+    return owns
 
 
 def _with_cursor(params: Any, cursor: str | None) -> types.PaginatedRequestParams:
@@ -249,11 +262,14 @@ def add_to_mcpserver(mcp: MCPServer, composition: Composition) -> None:
 
     :raises ValueError: MCPServer refuses a declaration (e.g. a duplicate name it already has).
     """
-    from mcp.server.mcpserver.exceptions import ToolError
-    from mcp.server.mcpserver.prompts import Prompt as MCPPrompt
-    from mcp.server.mcpserver.resources import Resource as MCPResource
+    through = _through(composition.server)
+    _add_resources(mcp, composition, through)
+    _add_tools(mcp, composition, through)
+    _add_prompts(mcp, composition, through)
 
-    server = composition.server
+
+def _through(server: Server[Any]) -> Callable[[Callable[[Client], Awaitable[Any]]], Awaitable[Any]]:
+    """Run one client operation against ``server`` in process; its MCPError is raised as itself."""
 
     async def through(op: Callable[[Client], Awaitable[T]]) -> T:
         failure: MCPError
@@ -265,13 +281,19 @@ def add_to_mcpserver(mcp: MCPServer, composition: Composition) -> None:
         # Raised outside the client's task group, so it arrives as itself, not in an ExceptionGroup.
         raise failure
 
+    return through
+
+
+def _add_resources(mcp: MCPServer, composition: Composition, through: Any) -> None:
+    from mcp.server.mcpserver.resources import Resource as MCPResource
+
     async def read(uri: str) -> str | bytes:
         # An MCPError passes through MCPServer unchanged, so the composition's code (-32602 not
         # found, -32003 denied, -32004 too large ...), message and data reach the client.
         result = await through(lambda c: c.read_resource(uri))
         item = result.contents[0]
         if isinstance(item, types.TextResourceContents):
-            return item.text
+            return str(item.text)
         return base64.b64decode(item.blob)
 
     class _Bridged(MCPResource):
@@ -285,13 +307,16 @@ def add_to_mcpserver(mcp: MCPServer, composition: Composition) -> None:
                 uri=d.uri, name=d.name, title=d.title, description=d.description, mime_type=d.mime_type or "text/plain"
             )
         )
-
     for t_entry in composition.catalog.templates:
         td = t_entry.declaration
         template = UriTemplate.parse(td.uri_template)
         mcp.resource(td.uri_template, name=td.name, title=td.title, description=td.description, mime_type=td.mime_type)(
             _template_function(td.name, template, read)
         )
+
+
+def _add_tools(mcp: MCPServer, composition: Composition, through: Any) -> None:
+    from mcp.server.mcpserver.exceptions import ToolError
 
     for tool_entry in composition.catalog.tools:
         tool = tool_entry.declaration
@@ -309,6 +334,10 @@ def add_to_mcpserver(mcp: MCPServer, composition: Composition) -> None:
                 open_world_hint=hints["openWorldHint"],
             ),
         )
+
+
+def _add_prompts(mcp: MCPServer, composition: Composition, through: Any) -> None:
+    from mcp.server.mcpserver.prompts import Prompt as MCPPrompt
 
     for p_entry in composition.catalog.prompts:
         prompt = p_entry.declaration

@@ -1,85 +1,68 @@
-"""The HTTP client the core hands providers, with a read-only scope enforced during resource reads.
+"""The HTTP client the core hands providers, and the public face of the side-effect scope.
 
-Resources are read-only. While the core runs a provider's ``read()``, every client made by
-:func:`client` refuses any method but GET, HEAD and OPTIONS *before* anything is sent, raising
-:class:`~mcp_providers.errors.SideEffectRefused` (rule ``side-effect-in-resource-read``). Tool
-calls are not in that scope, so the same client serves a tool's POST or PATCH.
+Resources are read-only. While the core runs a provider's ``read()`` (or a completion, a prompt
+render, a tool declared ``effects="none"``), the whole process refuses, *before anything is sent*,
+any HTTP method but GET, HEAD and OPTIONS and any of those carrying a body, whatever client made
+the request (``httpx2``, ``httpx``, ``urllib``, ``requests``, ``aiohttp``, with or without a proxy),
+and refuses file writes and process starts, raising
+:class:`~mcp_providers.errors.SideEffectRefused` (rule ``side-effect-in-resource-read``). See
+:mod:`mcp_providers._sideeffects` for exactly what is and is not covered. Tool calls declared
+``additive`` or ``destructive`` are outside the scope, so the same client serves their writes.
 
 ::
 
     async with mcp_providers.http.client(base_url="https://dev.service-now.com") as http:
         ...   # inside a resource read: http.post(...) raises SideEffectRefused
 
-The scope is a :class:`contextvars.ContextVar`, so it follows the read into tasks it starts and
-never leaks into concurrent requests.
+    path = os.path.join(mcp_providers.http.scratch_dir(), "unpacked")   # writable during a read
+
+Environment proxies (``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY``, ``NO_PROXY``) are honoured by
+:func:`client` and stay guarded: the check sits below the proxy, at the connection pool.
 """
 
 from __future__ import annotations
 
 import contextlib
-import logging
 from collections.abc import Iterator
-from contextvars import ContextVar
 from typing import Any
 
 import httpx2
 
-from mcp_providers.errors import SideEffectRefused
-
-log = logging.getLogger("mcp_providers.http")
-
-SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
-"""Methods RFC 9110 (section 9.2.1) defines as safe: allowed inside a resource read."""
-
-_reading: ContextVar[str | None] = ContextVar("mcp_providers_reading", default=None)
+from mcp_providers._sideeffects import SAFE_METHODS as SAFE_METHODS
+from mcp_providers._sideeffects import check_http, current_scope, side_effect_scope
+from mcp_providers._sideeffects import exempt as exempt
+from mcp_providers._sideeffects import scratch_dir as scratch_dir
 
 
 @contextlib.contextmanager
-def read_scope(uri: str) -> Iterator[None]:
-    """Mark the current context as reading ``uri`` (the core wraps every ``read()`` in this)."""
-    token = _reading.set(uri)
-    try:
-        yield
-    finally:
-        _reading.reset(token)
+def read_scope(uri: str, *, provider: str = "(unnamed)", plugin: str = "(unnamed)") -> Iterator[None]:
+    """Run the body as a resource read of ``uri``, in an enforcing side-effect scope.
 
-
-@contextlib.contextmanager
-def exempt(reason: str) -> Iterator[None]:
-    """Allow unsafe methods inside a read, for requests that change nothing the read serves.
-
-    The one legitimate use is authentication: an OAuth token request is a POST but writes no
-    data. Every use is logged with ``reason``; never wrap data writes in it.
+    The core wraps every ``read()`` in the same scope; plugin tests use this to see their code
+    refused as it would be while serving. For the scope's records, use
+    the core's side-effect scope.
     """
-    uri = _reading.get()
-    if uri is not None:
-        log.debug("read-only scope of %s lifted for: %s", uri, reason)
-    token = _reading.set(None)
-    try:
+    with side_effect_scope(provider=provider, plugin=plugin, target=uri, kind="read"):
         yield
-    finally:
-        _reading.reset(token)
 
 
 def in_read_scope() -> str | None:
-    """The URI being read in this context, or ``None`` outside a resource read."""
-    return _reading.get()
+    """What the current side-effect scope covers (the URI read, or the prompt, template or tool
+    name), or ``None`` when the calling context is in none."""
+    scope = current_scope()
+    return None if scope is None else scope.target
 
 
-class _ReadOnlyGuard(httpx2.AsyncBaseTransport):
-    """Refuses unsafe methods inside a read scope, then delegates to the real transport."""
+class _GuardedTransport(httpx2.AsyncBaseTransport):
+    """Checks requests to a transport that is not backed by the guarded connection pool (a mock,
+    ASGI or custom transport), then delegates."""
 
     def __init__(self, inner: httpx2.AsyncBaseTransport) -> None:
         self._inner = inner
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        uri = _reading.get()
-        if uri is not None and request.method.upper() not in SAFE_METHODS:
-            raise SideEffectRefused(
-                f"side-effect-in-resource-read: a {request.method} to {request.url.copy_with(query=None)} was "
-                f"refused while reading {uri}; resources are read-only, so do writes in a tool",
-                data={"uri": uri, "method": request.method, "rule": "side-effect-in-resource-read"},
-            )
+        has_body = request.headers.get("content-length", "0").strip() != "0" or "transfer-encoding" in request.headers
+        check_http(request.method, str(request.url), has_body=has_body)
         return await self._inner.handle_async_request(request)
 
     async def aclose(self) -> None:
@@ -87,10 +70,15 @@ class _ReadOnlyGuard(httpx2.AsyncBaseTransport):
 
 
 def client(*, transport: httpx2.AsyncBaseTransport | None = None, **kwargs: Any) -> httpx2.AsyncClient:
-    """An ``httpx2.AsyncClient`` that enforces the read-only scope.
+    """An ``httpx2.AsyncClient`` for providers; requests in a side-effect scope are checked.
 
-    :param transport: the transport to guard (default: ``httpx2.AsyncHTTPTransport()``).
-    :param kwargs: passed to ``httpx2.AsyncClient`` (``base_url``, ``timeout``, ``auth`` ...).
+    :param transport: a transport to use instead of the default (which honours ``proxy=``,
+        ``mounts=`` and, with ``trust_env`` (default), the ``*_PROXY`` environment variables).
+        One that is not an ``httpx2.AsyncHTTPTransport`` is wrapped in a check of its own.
+    :param kwargs: passed to ``httpx2.AsyncClient`` (``base_url``, ``timeout``, ``auth``, ``proxy``,
+        ``mounts`` ...).
     :returns: an open client; close it (``async with`` or ``aclose()``) when the provider stops.
     """
-    return httpx2.AsyncClient(transport=_ReadOnlyGuard(transport or httpx2.AsyncHTTPTransport()), **kwargs)
+    if transport is not None and not isinstance(transport, httpx2.AsyncHTTPTransport):
+        transport = _GuardedTransport(transport)
+    return httpx2.AsyncClient(transport=transport, **kwargs)

@@ -51,64 +51,63 @@ async def _tour(console: Console, config_file: Path, samples: int) -> int:
         args=["-m", "mcp_providers", "serve", "--config", str(config_file)],
         env=dict(os.environ),
     )
-    failures = 0
     async with Client(params, cache=None) as client:
         console.rule(f"connected over stdio, protocol {client.protocol_version}")
         resources = await _all(client.list_resources, "resources")
         templates = await _all(client.list_resource_templates, "resource_templates")
-        tools = await _all(client.list_tools, "tools")
+        _show_lists(console, resources, templates, await _all(client.list_tools, "tools"))
         prompts = await _all(client.list_prompts, "prompts")
-
-        table = Table(title=f"{len(resources)} resources")
-        for col in ("uri", "name", "MIME type", "bytes"):
-            table.add_column(col)
-        for r in resources:
-            table.add_row(r.uri, r.name, r.mime_type or "", str(r.size or ""))
-        console.print(table)
-        if templates:
-            table = Table(title=f"{len(templates)} resource templates")
-            table.add_column("URI template")
-            table.add_column("name")
-            for t in templates:
-                table.add_row(t.uri_template, t.name)
-            console.print(table)
-        if tools:
-            table = Table(title=f"{len(tools)} tools")
-            for col in ("name", "read-only", "destructive", "description"):
-                table.add_column(col)
-            for tool in tools:
-                a = tool.annotations
-                table.add_row(
-                    tool.name,
-                    str(a.read_only_hint if a else ""),
-                    str(a.destructive_hint if a else ""),
-                    (tool.description or "").split("\n")[0],
-                )
-            console.print(table)
         if prompts:
             console.print(f"{len(prompts)} prompts: " + ", ".join(p.name for p in prompts))
-
         # A sample of fixed resources, and one expansion per template, up to `samples` reads in all.
         fixed = _round_robin([r.uri for r in resources])
         expanded = [uri for t in templates if (uri := await _expand(client, t.uri_template))]
         share = max(samples - len(expanded), (samples + 1) // 2)
-        uris = (fixed[:share] + expanded)[:samples]
-        for uri in uris:
-            try:
-                result = await client.read_resource(uri)
-            except MCPError as exc:
-                failures += 1
-                console.print(Panel(escape(f"error {exc.code}: {exc.message}"), title=escape(uri), border_style="red"))
-                continue
-            for item in result.contents:
-                if isinstance(item, types.TextResourceContents):
-                    body: Any = _shown(item.text, item.mime_type)
-                else:
-                    body = f"({len(item.blob) * 3 // 4} bytes of {item.mime_type or 'binary data'})"
-                title = escape(f"{uri}  [{item.mime_type or 'no MIME type'}]")  # brackets are not markup
-                console.print(Panel(body, title=title, title_align="left"))
-    console.rule("demo finished" + (f" with {failures} failed read(s)" if failures else ""))
+        failures = [uri for uri in (fixed[:share] + expanded)[:samples] if not await _show_read(console, client, uri)]
+    console.rule("demo finished" + (f" with {len(failures)} failed read(s)" if failures else ""))
     return 1 if failures else 0
+
+
+def _show_lists(console: Console, resources: list[Any], templates: list[Any], tools: list[Any]) -> None:
+    table = Table(title=f"{len(resources)} resources")
+    for col in ("uri", "name", "MIME type", "bytes"):
+        table.add_column(col)
+    for r in resources:
+        table.add_row(r.uri, r.name, r.mime_type or "", str(r.size or ""))
+    console.print(table)
+    if templates:
+        table = Table(title=f"{len(templates)} resource templates")
+        table.add_column("URI template")
+        table.add_column("name")
+        for t in templates:
+            table.add_row(t.uri_template, t.name)
+        console.print(table)
+    if tools:
+        table = Table(title=f"{len(tools)} tools")
+        for col in ("name", "read-only", "destructive", "description"):
+            table.add_column(col)
+        for tool in tools:
+            a = tool.annotations
+            hints = (str(a.read_only_hint if a else ""), str(a.destructive_hint if a else ""))
+            table.add_row(tool.name, *hints, (tool.description or "").split("\n")[0])
+        console.print(table)
+
+
+async def _show_read(console: Console, client: Client, uri: str) -> bool:
+    """Read ``uri`` and show it in a panel; ``False`` when the read failed."""
+    try:
+        result = await client.read_resource(uri)
+    except MCPError as exc:
+        console.print(Panel(escape(f"error {exc.code}: {exc.message}"), title=escape(uri), border_style="red"))
+        return False
+    for item in result.contents:
+        if isinstance(item, types.TextResourceContents):
+            body: Any = _shown(item.text, item.mime_type)
+        else:
+            body = f"({len(item.blob) * 3 // 4} bytes of {item.mime_type or 'binary data'})"
+        title = escape(f"{uri}  [{item.mime_type or 'no MIME type'}]")  # brackets are not markup
+        console.print(Panel(body, title=title, title_align="left"))
+    return True
 
 
 def _round_robin(uris: list[str]) -> list[str]:

@@ -98,7 +98,7 @@ class Complete:
     async def invoke(self, exchange: Exchange, target: Completing) -> object:
         entry = target.entry
         what = f"completing {target.request.argument} of {target.ref}"
-        work = Work(entry.plugin, entry.provider.name, what, target.ref)
+        work = Work(entry.plugin, entry.provider.name, what, target.ref, "completion")
         return await self._invoker.run(
             work,
             lambda: entry.provider.complete(entry.declaration, target.request),  # type: ignore[arg-type]

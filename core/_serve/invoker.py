@@ -5,7 +5,8 @@ For every ``read``, ``complete``, ``render`` and ``call`` it:
 1. refuses at once when the provider failed to start (its ``lifespan`` raised);
 2. runs the call under the read deadline (``server.read_timeout``);
 3. runs reads, completions, prompt renders and tools declared ``effects="none"`` inside the
-   side-effect scope (:mod:`mcp_providers.http`);
+   side-effect scope (:mod:`mcp_providers._sideeffects`), in the mode the operator chose for
+   the plugin (``server.side_effects``);
 4. shares one upstream call among identical reads in flight (coalescing, for reads);
 5. turns anything unexpected into :class:`~mcp_providers.errors.ProviderFailed` naming the
    provider and plugin (the exception text stays in the log: it may carry secrets).
@@ -26,8 +27,8 @@ from typing import Any, TypeVar
 import anyio
 
 from mcp_providers._serve.coalesce import Coalescer
+from mcp_providers._sideeffects import Kind, Mode, side_effect_scope
 from mcp_providers.errors import ProviderFailed, ReadTimeout, RequestError, ToolFailure, UpstreamError
-from mcp_providers.http import read_scope
 
 log = logging.getLogger("mcp_providers.server")
 
@@ -41,27 +42,42 @@ class Work:
     :param plugin: the plugin that contributed the provider.
     :param provider: the provider's name.
     :param what: for messages, e.g. ``"reading documcp://ssgs/hugo"``.
-    :param scoped: run inside the side-effect scope (the target names the scope).
     :param target: the URI, tool or prompt the work is about.
+    :param kind: what the side-effect scope calls it (``read``, ``completion``, ``prompt``, ``tool``).
+    :param scoped: run inside the side-effect scope.
     """
 
     plugin: str
     provider: str
     what: str
     target: str
+    kind: Kind = "read"
     scoped: bool = True
 
 
 class Invoker:
     """Runs provider code (see the module docstring)."""
 
-    def __init__(self, startup_failures: dict[str, str], read_timeout: float, coalesce: bool) -> None:
+    def __init__(
+        self, startup_failures: dict[str, str], read_timeout: float, coalesce: bool, modes: dict[str, Mode]
+    ) -> None:
         self._startup_failures = startup_failures
+        self._modes = modes
         self._timeout = read_timeout
         self._coalescer: Coalescer[Any] | None = Coalescer() if coalesce else None
 
-    async def run(self, work: Work, call: Callable[[], Awaitable[T]], *, share: Hashable | None = None) -> T:
+    async def run(
+        self,
+        work: Work,
+        call: Callable[[], Awaitable[T]],
+        *,
+        share: Hashable | None = None,
+        custody: dict[str, Any] | None = None,
+    ) -> T:
         """Run ``call()`` for ``work``; identical ``share`` keys in flight share one call.
+
+        ``custody`` receives what the side-effect scope recorded (``exemptions``, ``violations``)
+        for the receipt.
 
         :raises UpstreamError: the provider failed to start.
         :raises ReadTimeout: the deadline passed.
@@ -73,7 +89,7 @@ class Invoker:
                 "the server log has the details"
             )
         try:
-            with self._scope(work):
+            with self._scope(work, custody):
                 if share is not None and self._coalescer is not None:
                     return await self._deadline(work, lambda: self._coalescer.run(share, call))  # type: ignore[union-attr]
                 return await self._deadline(work, call)
@@ -88,12 +104,19 @@ class Invoker:
             ) from None
 
     @contextlib.contextmanager
-    def _scope(self, work: Work) -> Iterator[None]:
+    def _scope(self, work: Work, custody: dict[str, Any] | None) -> Iterator[None]:
         if not work.scoped:
             yield
             return
-        with read_scope(work.target):
-            yield
+        mode = self._modes.get(work.plugin, "enforce")
+        with side_effect_scope(
+            provider=work.provider, plugin=work.plugin, target=work.target, kind=work.kind, mode=mode
+        ) as scope:
+            try:
+                yield
+            finally:
+                if custody is not None:
+                    custody.update(scope.receipt_fields())
 
     async def _deadline(self, work: Work, call: Callable[[], Awaitable[T]]) -> T:
         # A bare cancel scope, not anyio.fail_after: same deadline, a third cheaper per call.

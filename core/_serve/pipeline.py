@@ -64,7 +64,8 @@ class Exchange:
     reason: str | None = None
     count: int | None = None
     receipt: dict[str, Any] | None = None
-    transforms: list[str] = field(default_factory=list)
+    custody: dict[str, Any] = field(default_factory=dict)
+    """What the invoker's side-effect scope recorded (``exemptions``, ``violations``), for the receipt."""
 
     @property
     def version(self) -> str:
@@ -131,8 +132,8 @@ class Pipeline:
             exchange.decision = "denied"
         elif isinstance(exc, Exception):
             exchange.decision = "error"
-        else:
-            exchange.decision, exchange.reason = "cancelled", type(exc).__name__
+        else:  # cancelled: the client closed a stream (listen) or went away; nothing was refused
+            exchange.reason = "cancelled: the client ended the request"
             return
         if isinstance(exc, RequestError):
             exchange.reason = f"{exc.code}: {exc.message[:300]}"

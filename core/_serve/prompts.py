@@ -75,8 +75,9 @@ class GetPrompt:
     async def invoke(self, exchange: Exchange, target: Target) -> object:
         entry, arguments = target
         name = entry.declaration.name
-        work = Work(entry.plugin, entry.provider.name, f"rendering prompt {name}", name)
-        return await self._invoker.run(work, lambda: entry.provider.render(entry.declaration, arguments))
+        work = Work(entry.plugin, entry.provider.name, f"rendering prompt {name}", name, "prompt")
+        render = lambda: entry.provider.render(entry.declaration, arguments)  # noqa: E731
+        return await self._invoker.run(work, render, custody=exchange.custody)
 
     def evidence(self, exchange: Exchange, target: Target, produced: object) -> types.GetPromptResult:
         entry = target[0]
@@ -109,7 +110,7 @@ class GetPrompt:
             mime_type="application/json",
             transforms=blocks.transforms,
             blocks=summaries,
-            extra={"prompt": entry.declaration.name},
+            extra={"prompt": entry.declaration.name, **exchange.custody},
         )
 
 

@@ -110,7 +110,7 @@ class ReadResource:
         request = ReadRequest(uri=uri, resource=route.declaration, params=route.params, subject=exchange.subject)
         work = Work(route.plugin, route.provider.name, f"reading {uri}", uri)
         key = (route.provider.name, uri, exchange.subject) if self._settings.coalesce_reads else None
-        return await self._invoker.run(work, lambda: route.provider.read(request), share=key)
+        return await self._invoker.run(work, lambda: route.provider.read(request), share=key, custody=exchange.custody)
 
     def evidence(
         self, exchange: Exchange, target: tuple[Route, str, float | None], produced: object
@@ -152,7 +152,7 @@ class ReadResource:
             params=route.params if is_template else None,
             freshness=declaration.freshness,
             truncation=truncation,
-            extra={"canonicalUri": route.canonical} if route.canonical != uri else None,
+            extra={**({"canonicalUri": route.canonical} if route.canonical != uri else {}), **exchange.custody},
             as_of=content.as_of,
         )
 

@@ -18,6 +18,7 @@ from mcp_providers._serve.audit import AuditLog
 from mcp_providers._serve.gate import Authorizer, Gate
 from mcp_providers._serve.invoker import Invoker
 from mcp_providers._serve.subscriptions import SubscriptionHub
+from mcp_providers._sideeffects import install as install_scope
 from mcp_providers.providers import ResourceProvider
 
 log = logging.getLogger("mcp_providers.composition")
@@ -33,7 +34,9 @@ class Runtime:
         """Provider name -> why its ``lifespan`` failed to start; its requests get an upstream error."""
         self.authorizer = Authorizer(assembly.authorize)
         self.audit = AuditLog(settings.audit_log)
-        self.invoker = Invoker(self.startup_failures, settings.read_timeout, settings.coalesce_reads)
+        self.invoker = Invoker(
+            self.startup_failures, settings.read_timeout, settings.coalesce_reads, dict(settings.side_effects)
+        )
         self.hub = SubscriptionHub(
             assembly.catalog, lambda subject, uri: Gate(self.authorizer, subject).allowed("subscribe", uri)
         )
@@ -59,6 +62,7 @@ class Runtime:
         await stack.__aenter__()
         self.audit.open()
         stack.callback(self.audit.close)
+        install_scope()  # the audit hook, once, before the first read rather than inside it
         self.startup_failures.clear()
         for d in self.assembly.declared:
             if isinstance(d.provider, ResourceProvider):

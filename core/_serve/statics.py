@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from mcp_providers._host.catalog import Entry
 from mcp_providers._serve.composition import Composition
 from mcp_providers._serve.invoker import Work
-from mcp_providers.errors import ProviderFailed, ReadTimeout
+from mcp_providers.errors import ProviderFailed, ReadTimeout, SideEffectRefused
 from mcp_providers.models import Resource
 from mcp_providers.policy import Action
 from mcp_providers.providers import Content, ReadRequest, ResourceProvider
@@ -75,6 +75,14 @@ async def _read_twice(composition: Composition, entry: Entry[Resource, ResourceP
                 content: object = await composition.runtime.invoker.run(
                     work, lambda: entry.provider.read(ReadRequest(uri=decl.uri, resource=decl))
                 )
+        except SideEffectRefused as exc:
+            problems.append(
+                where.format(rule="side-effect-in-resource-read")
+                + f"{(exc.data or {}).get('attempted', 'a side effect')} "
+                "was refused; fix: do writes in a tool, write files under mcp_providers.http.scratch_dir(), or "
+                "wrap an authentication request in mcp_providers.http.exempt(reason)"
+            )
+            break
         except ReadTimeout:
             deadline = composition.config.server.read_timeout
             problems.append(

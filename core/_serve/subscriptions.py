@@ -53,7 +53,7 @@ class Publisher:
         route = self._hub.catalog.route(uri)
         if route.provider is not self._provider or route.declaration.freshness.kind != "live":
             raise ValueError(f"{uri} is not a live resource of provider {self._provider.name!r}")
-        await self._hub.publish(uri)
+        await self._hub.publish(route.canonical)  # watches are kept under the canonical URI
 
 
 class _SubjectView:
@@ -156,14 +156,15 @@ class Subscribe:
         exchange.gate.require_route("subscribe", *target)
 
     async def invoke(self, exchange: Exchange, target: tuple[Route, str]) -> None:
-        self._hub.subscribe(exchange.ctx.session, exchange.subject, target[1])
+        self._hub.subscribe(exchange.ctx.session, exchange.subject, target[0].canonical)
 
     def evidence(self, exchange: Exchange, target: tuple[Route, str], produced: None) -> types.EmptyResult:
         return types.EmptyResult()
 
 
 class Unsubscribe:
-    """``resources/unsubscribe``: stop watching (always allowed: it only removes)."""
+    """``resources/unsubscribe``: stop watching. Asked like a subscription, so a caller learns
+    nothing about a resource it may not watch (its watch was never delivered to anyway)."""
 
     name = "resources/unsubscribe"
     actor: Actor = "application"
@@ -171,17 +172,17 @@ class Unsubscribe:
     def __init__(self, hub: SubscriptionHub) -> None:
         self._hub = hub
 
-    def route(self, exchange: Exchange, params: types.UnsubscribeRequestParams) -> str:
+    def route(self, exchange: Exchange, params: types.UnsubscribeRequestParams) -> tuple[Route, str]:
         exchange.target = params.uri
-        return params.uri
+        return self._hub.catalog.route(params.uri), params.uri
 
-    def authorize(self, exchange: Exchange, uri: str) -> None:
-        """Nothing to ask: forgetting a watch reveals nothing and changes nothing but the caller's own."""
+    def authorize(self, exchange: Exchange, target: tuple[Route, str]) -> None:
+        exchange.gate.require_route("subscribe", *target)
 
-    async def invoke(self, exchange: Exchange, uri: str) -> None:
-        self._hub.unsubscribe(exchange.ctx.session, uri)
+    async def invoke(self, exchange: Exchange, target: tuple[Route, str]) -> None:
+        self._hub.unsubscribe(exchange.ctx.session, target[0].canonical)
 
-    def evidence(self, exchange: Exchange, uri: str, produced: None) -> types.EmptyResult:
+    def evidence(self, exchange: Exchange, target: tuple[Route, str], produced: None) -> types.EmptyResult:
         return types.EmptyResult()
 
 

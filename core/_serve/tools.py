@@ -70,9 +70,13 @@ class CallTool:
             return Refused(f"Invalid arguments for {tool.name}: {_problems(exc)}"), ""
         arguments_digest = digest(_canonical_json(arguments.model_dump(mode="json")))
         call = ToolCall(tool=tool, arguments=arguments, subject=exchange.subject, channel=SessionChannel(exchange.ctx))
-        work = Work(entry.plugin, entry.provider.name, f"running {tool.name}", tool.name, scoped=tool.effects == "none")
+        work = Work(
+            entry.plugin, entry.provider.name, f"running {tool.name}", tool.name, "tool", tool.effects == "none"
+        )
         try:
-            return await self._invoker.run(work, lambda: entry.provider.call(call)), arguments_digest
+            return await self._invoker.run(work, lambda: entry.provider.call(call), custody=exchange.custody), (
+                arguments_digest
+            )
         except ToolFailure as exc:
             return Refused(f"{tool.name} failed: {exc}"), arguments_digest
 
@@ -126,6 +130,7 @@ class CallTool:
                 "idempotent": tool.annotations()["idempotentHint"],  # read-only tools are idempotent
                 "openWorld": tool.open_world,
                 "argumentsSha256": arguments_digest,
+                **exchange.custody,
             },
         )
 

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Final
+from typing import Any, Final
 
+from mcp_providers import policy
 from mcp_providers.errors import InvalidParams
 from mcp_providers.hookspecs import hookimpl
 from mcp_providers.models import Prompt, PromptArgument
@@ -41,6 +42,7 @@ _SSG = PromptArgument(
     name="ssg_type",
     description="Static site generator the docs use; one of " + ", ".join(SSG_IDS) + ".",
     completions=SSG_IDS,
+    resource="documcp://ssgs/{ssg_type}",  # a value names that SSG's catalog entry: the caller must read it
 )
 
 _CLOSED: Final[dict[str, tuple[str, ...]]] = {
@@ -189,9 +191,8 @@ class DocumentationPrompts(PromptProvider):
             "1. Read the repository: what it does, who uses it, its language and existing docs.",
             *(f"2. {line}" for line in _ssg_lines(ssg)),
             "3. Create the configuration with the generate_config tool"
-            + (f" (template: {template_uri(ssg)})." if ssg else "."),
-            f"4. Lay out the four Diataxis sections (see {DIATAXIS_URI}):",
-            *(f"   - {name}/: {section.description}" for name, section in sections.items()),
+            + (f" (template: {template_uri(ssg)})." if ssg and policy.allowed("read", template_uri(ssg)) else "."),
+            *self._sections(sections),
             "5. "
             + (
                 "Draft one starting page per section from what the repository shows, marking guesses."
@@ -202,6 +203,16 @@ class DocumentationPrompts(PromptProvider):
             "and finish with how to preview the site.",
         ]
         return "\n".join(lines)
+
+    @staticmethod
+    def _sections(sections: Mapping[str, Any]) -> list[str]:
+        """The Diataxis section list, only for a caller who may read the resource it comes from."""
+        if not policy.allowed("read", DIATAXIS_URI):
+            return ["4. Lay out the documentation in the four Diataxis sections."]
+        return [
+            f"4. Lay out the four Diataxis sections (see {DIATAXIS_URI}):",
+            *(f"   - {name}/: {section.description}" for name, section in sections.items()),
+        ]
 
     def _page(
         self, prompt: Prompt, kind: Section, path: str, ssg: SSG | None, arguments: Mapping[str, str]

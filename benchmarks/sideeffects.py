@@ -1,0 +1,143 @@
+"""The side-effect scope's cost per read (issue 16; target: under 5 % of the read).
+
+Run alone: ``uv run python -m benchmarks.sideeffects [--quick]``; or in the full table with
+``uv run --group bench python -m benchmarks --only sideeffects``.
+
+Two measures, each scope-on and scope-off interleaved round by round in one process:
+
+- a whole ``resources/read`` through the SDK's in-memory client (2026-07-28), with the server's
+  ``side_effect_scope`` swapped for a no-op for the "without" case;
+- the provider's ``read()`` called directly, bare and inside ``side_effect_scope`` (the scope's
+  absolute cost in microseconds, with no client or server around it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import statistics
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any
+
+import anyio
+
+from benchmarks import fixtures
+
+Emit = Callable[..., None]
+
+
+class _NoRecords:
+    def receipt_fields(self) -> dict[str, Any]:
+        return {}
+
+
+_NO_RECORDS = _NoRecords()
+
+
+@contextlib.contextmanager
+def _no_scope(**_kwargs: Any) -> Iterator[Any]:
+    yield _NO_RECORDS
+
+
+@contextlib.contextmanager
+def _scope_removed() -> Iterator[None]:
+    from mcp_providers import server
+
+    real = server.side_effect_scope
+    server.side_effect_scope = _no_scope  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        server.side_effect_scope = real
+
+
+async def _interleaved(cases: dict[str, Callable[[], Awaitable[float]]], rounds: int) -> dict[str, float]:
+    samples: dict[str, list[float]] = {name: [] for name in cases}
+    for r in range(rounds):
+        for name in list(cases) if r % 2 == 0 else list(reversed(cases)):
+            samples[name].append(await cases[name]())
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+async def measure(rounds: int) -> dict[str, float]:
+    """Median milliseconds per read for each case (names are the keys)."""
+    from mcp import Client
+
+    from mcp_providers._sideeffects import install, side_effect_scope
+    from mcp_providers.providers import ReadRequest
+
+    install()
+    composition = fixtures.composed(1)
+    uri = fixtures.fixed_uri(0, 3)
+    provider = composition.catalog.route(uri).provider
+    request = ReadRequest(uri=uri, resource=composition.catalog.route(uri).declaration)
+
+    async with Client(composition.server, mode="auto", cache=None) as client:  # type: ignore[arg-type]
+        await client.read_resource(uri)
+
+        async def client_reads(scoped: bool, n: int = 300) -> float:
+            with contextlib.nullcontext() if scoped else _scope_removed():
+                t0 = time.perf_counter()
+                for _ in range(n):
+                    await client.read_resource(uri)
+            return (time.perf_counter() - t0) / n * 1000
+
+        async def direct_reads(scoped: bool, n: int = 20_000) -> float:
+            t0 = time.perf_counter()
+            if scoped:
+                for _ in range(n):
+                    with side_effect_scope(provider="gen", plugin="gen0000", target=uri):
+                        await provider.read(request)
+            else:
+                for _ in range(n):
+                    await provider.read(request)
+            return (time.perf_counter() - t0) / n * 1000
+
+        return await _interleaved(
+            {
+                "client read, no scope": lambda: client_reads(False),
+                "client read, in the scope": lambda: client_reads(True),
+                "provider read() alone, no scope": lambda: direct_reads(False),
+                "provider read() alone, in the scope": lambda: direct_reads(True),
+            },
+            rounds,
+        )
+
+
+def report(result: dict[str, float], emit: Emit) -> None:
+    """Emit the rows: both pairs with their ratio, and the scope's cost in microseconds."""
+    base, scoped = result["client read, no scope"], result["client read, in the scope"]
+    emit("side-effect scope", "client read, no scope", base, "ms", "baseline")
+    cost = (scoped - base) / base
+    emit(
+        "side-effect scope",
+        "client read, in the scope",
+        scoped,
+        "ms",
+        f"{scoped / base:.3f}x ({cost:+.1%})",
+        f"target < 5%: {'met' if cost < 0.05 else 'MISSED'}",
+    )
+    alone, alone_scoped = result["provider read() alone, no scope"], result["provider read() alone, in the scope"]
+    emit("side-effect scope", "provider read() alone, no scope", alone, "ms", "baseline")
+    emit(
+        "side-effect scope",
+        "provider read() alone, in the scope",
+        alone_scoped,
+        "ms",
+        f"+{(alone_scoped - alone) * 1000:.2f} us per scope",
+    )
+
+
+def run(rounds: int, emit: Emit) -> None:
+    report(anyio.run(measure, rounds), emit)
+
+
+def _print(section: str, case: str, value: float, unit: str, ratio: str = "", target: str = "") -> None:
+    print(f"  {section:<20} {case:<40} {value:10.4f} {unit}  {ratio:<24} {target}", flush=True)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.sideeffects", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="3 rounds instead of 9")
+    run(3 if parser.parse_args().quick else 9, _print)

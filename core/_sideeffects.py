@@ -1,0 +1,498 @@
+"""The side-effect scope: no writes while a resource is read, a completion or prompt is rendered,
+or a tool declared ``effects="none"`` runs.
+
+Design note
+-----------
+The core wraps each such call in :func:`side_effect_scope`. The scope is a
+:class:`contextvars.ContextVar`, so it holds for the code running in the call's context and for
+work that *inherits* that context: coroutines it awaits, asyncio/anyio tasks it starts,
+``anyio.to_thread``/``asyncio.to_thread`` workers and anything run through
+``contextvars.copy_context()``. Such work stays in the scope even if it outlives the call.
+Concurrent requests, and work that was already running outside the call (a task a provider's
+``lifespan()`` started, a thread pool fed with ``loop.run_in_executor`` or
+``ThreadPoolExecutor.submit``, a bare ``threading.Thread``, which starts with an empty context),
+are not in it.
+
+What is refused in the scope (``SideEffectRefused``, -32008, rule ``side-effect-in-resource-read``):
+
+* HTTP: any method but GET, HEAD and OPTIONS, and a GET/HEAD/OPTIONS that carries a body,
+  checked before anything is sent at the connection pool of ``httpcore2`` (so every ``httpx2``
+  client, transport, proxy, ``mounts=`` entry and environment proxy) and of ``httpcore``
+  (plain ``httpx``) when installed, at ``http.client.HTTPConnection`` (``urllib``, ``urllib3``,
+  ``requests``), and at ``aiohttp.ClientSession`` when installed.
+* Files, through a PEP 578 audit hook: opens with write, append, create or truncate flags,
+  removal, rename/replace, mkdir/rmdir, chmod/chown/chflags, truncate, utime, links, extended
+  attributes, ``shutil`` copies/moves/rmtree/archives, and ``os.chdir`` (process-wide). Paths
+  under the call's scratch directory (:func:`scratch_dir`) are allowed; so are writes made by
+  the import system's bytecode cache and by the ``logging`` package (their frames are on the
+  stack), so a lazy import or a log file opened on first use keeps working.
+* Processes: ``subprocess``, ``os.system``, ``os.exec*``, ``os.spawn*``, ``os.posix_spawn*``,
+  ``os.fork``/``forkpty``, ``pty.spawn``.
+
+Not covered: C extensions that write or connect without raising audit events (sqlite3, most
+database drivers), raw sockets, writes through a file descriptor opened before the scope, HTTP
+libraries other than those above, and work outside the call's context (see above). A plugin is
+trusted code; this catches mistakes, it is not a sandbox.
+
+:func:`exempt` lets HTTP requests that change no served data through (an OAuth token POST); each
+is logged at INFO and recorded in :attr:`Scope.exemptions`, which the core puts in the receipt.
+In ``mode="warn"`` (an operator's migration switch per plugin) nothing is refused: each attempt is
+logged at WARNING and recorded in :attr:`Scope.violations`.
+
+Cost: the audit hook is installed once per process (hooks cannot be removed) and does one dict
+lookup for every audited event in the process, plus one ContextVar read for the few events it
+judges; the HTTP patches add one ContextVar read per request outside a scope. Entering and
+leaving a scope is one ContextVar set/reset and a small object; the scratch directory is made
+only when asked for. ``benchmarks/sideeffects.py`` measures it against a read without it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import importlib.util
+import logging
+import os
+import shutil
+import sys
+import tempfile
+import threading
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
+from typing import Any, Literal
+
+from mcp_providers.errors import SideEffectRefused
+
+log = logging.getLogger("mcp_providers.sideeffects")
+
+RULE = "side-effect-in-resource-read"
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+"""Methods RFC 9110 (section 9.2.1) defines as safe: allowed in a scope when they carry no body."""
+
+Mode = Literal["enforce", "warn"]
+Kind = Literal["read", "completion", "prompt", "tool"]
+
+_scratch_lock = threading.Lock()  # scratch directories are rare: one lock for all scopes
+_current: ContextVar[Scope | None] = ContextVar("mcp_providers_side_effect_scope", default=None)
+_exempt: ContextVar[str | None] = ContextVar("mcp_providers_side_effect_exempt", default=None)
+
+_DOING = {"read": "reading", "completion": "completing", "prompt": "rendering prompt", "tool": "running tool"}
+_TARGET_KEY = {"read": "uri", "completion": "ref", "prompt": "prompt", "tool": "tool"}
+_ADVICE = {
+    "tool": 'the tool is declared effects="none"; declare "additive" or "destructive" if it changes anything',
+    "other": (
+        "resources, completions and prompts are read-only: do writes in a tool, write files under "
+        "mcp_providers.http.scratch_dir(), or wrap an authentication request in mcp_providers.http.exempt(reason)"
+    ),
+}
+
+
+class Scope:
+    """One guarded call: who runs it, what it serves, and what it attempted.
+
+    ``exemptions`` holds one ``{"reason", "method", "host"}`` dict per request let through by
+    :func:`exempt`; ``violations`` one ``{"attempted", "category", "refused", ...}`` dict per
+    attempt, refused (``mode="enforce"``) or let through (``mode="warn"``). ``category`` is
+    ``"http"``, ``"file"`` or ``"process"``. Both lists are JSON-ready, for the receipt.
+    """
+
+    __slots__ = ("_scratch", "exemptions", "kind", "mode", "plugin", "provider", "target", "violations")
+
+    def __init__(self, provider: str, plugin: str, target: str, kind: Kind, mode: Mode) -> None:
+        if mode not in ("enforce", "warn"):
+            raise ValueError(f"side-effect mode must be 'enforce' or 'warn', not {mode!r}")
+        self.provider, self.plugin, self.target, self.kind, self.mode = provider, plugin, target, kind, mode
+        self.exemptions: list[dict[str, Any]] = []
+        self.violations: list[dict[str, Any]] = []
+        self._scratch: str | None = None
+
+    def scratch_dir(self) -> str:
+        """This call's private temporary directory (absolute, resolved), made on first use.
+
+        Anything under it may be written in the scope; it is deleted when the scope ends.
+        """
+        with _scratch_lock:
+            if self._scratch is None:
+                token = _current.set(None)  # making it is the core's write, not the provider's
+                try:
+                    self._scratch = os.path.realpath(tempfile.mkdtemp(prefix="mcp-providers-scratch-"))
+                finally:
+                    _current.reset(token)
+            return self._scratch
+
+    def receipt_fields(self) -> dict[str, list[dict[str, Any]]]:
+        """``{"exemptions": [...], "violations": [...]}`` for a receipt, each key only when non-empty."""
+        out = {}
+        if self.exemptions:
+            out["exemptions"] = list(self.exemptions)
+        if self.violations:
+            out["violations"] = list(self.violations)
+        return out
+
+    def _close(self) -> None:
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+
+    def _under_scratch(self, path: str) -> bool:
+        s = self._scratch
+        return s is not None and (path == s or path.startswith(s + os.sep))
+
+    def attempt(self, attempted: str, category: str, **extra: Any) -> None:
+        """Refuse ``attempted`` (enforce) or record and log it (warn).
+
+        :param attempted: what was tried, for people: ``"a POST to http://host/path"``.
+        :param category: ``"http"``, ``"file"`` or ``"process"``.
+        :raises SideEffectRefused: in enforce mode, with ``data`` = provider, plugin, kind,
+            target (also under ``uri``/``tool``/``prompt``/``ref``), attempted, rule and ``extra``.
+        """
+        refused = self.mode == "enforce"
+        self.violations.append({"attempted": attempted, "category": category, "refused": refused, **extra})
+        where = f"provider {self.provider!r} (plugin {self.plugin!r}) is {_DOING[self.kind]} {self.target}"
+        if not refused:
+            log.warning("%s: %s allowed (warn mode) while %s", RULE, attempted, where)
+            return
+        advice = _ADVICE["tool" if self.kind == "tool" else "other"]
+        data = {
+            "provider": self.provider,
+            "plugin": self.plugin,
+            "kind": self.kind,
+            "target": self.target,
+            _TARGET_KEY[self.kind]: self.target,
+            "attempted": attempted,
+            "rule": RULE,
+            **extra,
+        }
+        raise SideEffectRefused(f"{RULE}: {attempted} was refused while {where}; {advice}", data=data)
+
+
+@contextlib.contextmanager
+def side_effect_scope(
+    *, provider: str, plugin: str, target: str, kind: Kind = "read", mode: Mode = "enforce"
+) -> Iterator[Scope]:
+    """Run the body (sync or async code, ``await`` included) in a side-effect scope.
+
+    :param provider: the provider's name, for errors and logs (``"ssg-catalog"``).
+    :param plugin: the plugin's entry-point name (``"ssg_catalog"``).
+    :param target: the URI read, the template or prompt completed, the prompt or tool name.
+    :param kind: ``"read"``, ``"completion"``, ``"prompt"`` or ``"tool"`` (effects="none").
+    :param mode: ``"enforce"`` refuses; ``"warn"`` logs and records in ``Scope.violations``.
+    :returns: the :class:`Scope`; read ``exemptions`` and ``violations`` after the body.
+    :raises ValueError: for an unknown ``mode``.
+    """
+    if not _installed:
+        install()
+    scope = Scope(provider, plugin, target, kind, mode)
+    token = _current.set(scope)
+    try:
+        yield scope
+    finally:
+        _current.reset(token)
+        scope._close()
+
+
+def current_scope() -> Scope | None:
+    """The scope the calling context is in, or ``None``."""
+    return _current.get()
+
+
+def scratch_dir() -> str:
+    """The current call's scratch directory (see :meth:`Scope.scratch_dir`).
+
+    :raises RuntimeError: outside a scope (nothing limits writes there, so use any directory).
+    """
+    scope = _current.get()
+    if scope is None:
+        raise RuntimeError("scratch_dir() is only available inside a read, completion, prompt or effects='none' tool")
+    return scope.scratch_dir()
+
+
+@contextlib.contextmanager
+def exempt(reason: str) -> Iterator[None]:
+    """Let non-safe HTTP requests through in the body, for requests that change no served data.
+
+    The one legitimate use is authentication (an OAuth token POST). Each request let through is
+    logged at INFO and recorded in the scope's ``exemptions`` (``{"reason", "method", "host"}``).
+    Files and processes stay refused. Outside a scope it changes nothing.
+    """
+    token = _exempt.set(reason)
+    try:
+        yield
+    finally:
+        _exempt.reset(token)
+
+
+def check_http(method: str, url: str, *, has_body: bool) -> None:
+    """Judge one HTTP request about to be sent; a no-op outside a scope.
+
+    :param method: the request method, any case.
+    :param url: the absolute URL (its query is left out of messages and records).
+    :param has_body: whether the request carries a body (Content-Length > 0 or chunked).
+    :raises SideEffectRefused: a non-safe method, or a body on a safe one, in enforce mode.
+    """
+    scope = _current.get()
+    if scope is None:
+        return
+    verb = method.upper()
+    if verb in SAFE_METHODS and not has_body:
+        return
+    shown = url.split("?", 1)[0]
+    host = shown.split("://", 1)[-1].split("/", 1)[0]
+    reason = _exempt.get()
+    if reason is not None:
+        scope.exemptions.append({"reason": reason, "method": verb, "host": host})
+        log.info(
+            "provider %r %s %s: %s to %s exempted: %s",
+            scope.provider,
+            _DOING[scope.kind],
+            scope.target,
+            verb,
+            host,
+            reason,
+        )
+        return
+    attempted = f"a {verb} with a body to {shown}" if verb in SAFE_METHODS else f"a {verb} to {shown}"
+    scope.attempt(attempted, "http", method=verb, host=host)
+
+
+# -- the audit hook (files and processes) -------------------------------------------------------
+
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
+_PROCESS_EVENTS = frozenset(
+    {
+        "subprocess.Popen",
+        "os.system",
+        "os.exec",
+        "os.spawn",
+        "os.posix_spawn",
+        "os.fork",
+        "os.forkpty",
+        "pty.spawn",
+        "os.startfile",
+    }
+)
+# event -> ((index of a written path, index of its dir_fd or -1), ...)
+_FILE_EVENTS: dict[str, tuple[tuple[int, int], ...]] = {
+    "open": ((0, -1),),
+    "os.remove": ((0, 1),),
+    "os.rmdir": ((0, 1),),
+    "os.mkdir": ((0, 2),),
+    "os.rename": ((0, 2), (1, 3)),
+    "os.chmod": ((0, 2),),
+    "os.chown": ((0, 3),),
+    "os.chflags": ((0, -1),),
+    "os.truncate": ((0, -1),),
+    "os.utime": ((0, 3),),
+    "os.symlink": ((1, 2),),
+    "os.link": ((1, 3),),
+    "os.setxattr": ((0, -1),),
+    "os.removexattr": ((0, -1),),
+    "os.chdir": ((0, -1),),
+    "shutil.rmtree": ((0, 1),),
+    "shutil.move": ((0, -1), (1, -1)),
+    "shutil.copyfile": ((1, -1),),
+    "shutil.copymode": ((1, -1),),
+    "shutil.copystat": ((1, -1),),
+    "shutil.copytree": ((1, -1),),
+    "shutil.chown": ((0, -1),),
+    "shutil.make_archive": ((0, -1),),
+    "shutil.unpack_archive": ((1, -1),),
+}
+_JUDGED = frozenset(_FILE_EVENTS) | _PROCESS_EVENTS
+_TRUSTED_MODULES = frozenset({"importlib._bootstrap_external", "importlib._bootstrap", "logging", "logging.handlers"})
+
+
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    # Runs for every audited event in the process: one set lookup when it is not ours.
+    if event not in _JUDGED:
+        return
+    scope = _current.get()
+    if scope is None:
+        return
+    if event in _PROCESS_EVENTS:
+        detail = _short(args[:2])
+        scope.attempt(f"starting a process ({event}{' ' + detail if detail else ''})", "process", event=event)
+        return
+    if event == "open" and not _opens_for_writing(args):
+        return  # read-only open: the common case
+    _judge_file(scope, event, args)
+
+
+def _opens_for_writing(args: tuple[Any, ...]) -> bool:
+    flags = args[2] if len(args) > 2 and type(args[2]) is int else 0
+    mode = args[1] if len(args) > 1 and isinstance(args[1], str) else ""
+    return bool(flags & _WRITE_FLAGS) or any(c in mode for c in "wax+")
+
+
+def _judge_file(scope: Scope, event: str, args: tuple[Any, ...]) -> None:
+    paths = []
+    for index, dir_fd_index in _FILE_EVENTS[event]:
+        raw = args[index] if index < len(args) else None
+        if raw is None or (isinstance(raw, int) and event == "open"):
+            continue  # open(fd): a descriptor opened before, not a new file-system write
+        dir_fd = args[dir_fd_index] if dir_fd_index >= 0 and dir_fd_index < len(args) else None
+        paths.append(_resolve(raw, dir_fd))
+    if not paths:
+        return
+    if event != "os.chdir" and all(scope._under_scratch(p) for p in paths):
+        return
+    if _trusted_caller():
+        return
+    shown = " -> ".join(paths)
+    if event == "open":
+        attempted = f"opening {shown} for writing (mode {args[1] or 'os.open'!s}, flags {args[2]:#o})"
+    elif event == "os.chdir":
+        attempted = f"changing the working directory to {shown} (process-wide)"
+    else:
+        attempted = f"{event} of {shown}"
+    scope.attempt(attempted, "file", event=event, paths=paths)
+
+
+def _resolve(raw: Any, dir_fd: Any) -> str:
+    """An absolute, symlink-resolved path for an audited path argument (an fd becomes its target)."""
+    try:
+        if isinstance(raw, int):
+            return os.readlink(f"/proc/self/fd/{raw}")
+        path = os.fsdecode(raw)
+        if isinstance(dir_fd, int) and dir_fd >= 0 and not os.path.isabs(path):
+            path = os.path.join(os.readlink(f"/proc/self/fd/{dir_fd}"), path)
+        return os.path.realpath(path)
+    except (OSError, TypeError, ValueError):
+        return repr(raw)  # unresolvable: never under the scratch directory
+
+
+def _trusted_caller() -> bool:
+    """Whether the import system (bytecode cache) or logging made this write. Only on the refusal path."""
+    frame = sys._getframe(2)
+    depth = 0
+    while frame is not None and depth < 64:
+        if frame.f_globals.get("__name__") in _TRUSTED_MODULES:
+            return True
+        frame = frame.f_back  # type: ignore[assignment]
+        depth += 1
+    return False
+
+
+def _short(args: tuple[Any, ...]) -> str:
+    text = " ".join(os.fsdecode(a) if isinstance(a, str | bytes) else repr(a) for a in args)
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+# -- HTTP library patches -------------------------------------------------------------------------
+
+
+def _core_request_has_body(headers: Any) -> bool:
+    for name, value in headers:
+        lowered = name.lower()
+        if (lowered == b"content-length" and value.strip() != b"0") or lowered == b"transfer-encoding":
+            return True
+    return False
+
+
+def _core_check(request: Any) -> None:
+    if _current.get() is None:
+        return
+    url = request.url
+    port = f":{url.port}" if url.port else ""
+    target = url.target.decode("ascii", "replace")
+    full = f"{url.scheme.decode()}://{url.host.decode('ascii', 'replace')}{port}{target}"
+    check_http(request.method.decode("ascii", "replace"), full, has_body=_core_request_has_body(request.headers))
+
+
+def _guard(cls: type, name: str, check: Callable[..., None], *, is_async: bool) -> None:
+    original = getattr(cls, name)
+    if getattr(original, "__mcp_providers_guarded__", False):
+        return
+    if is_async:
+
+        async def guarded_async(self: Any, *args: Any, **kwargs: Any) -> Any:
+            check(self, *args, **kwargs)
+            return await original(self, *args, **kwargs)
+
+        wrapper: Any = guarded_async
+    else:
+
+        def guarded_sync(self: Any, *args: Any, **kwargs: Any) -> Any:
+            check(self, *args, **kwargs)
+            return original(self, *args, **kwargs)
+
+        wrapper = guarded_sync
+    wrapper.__name__, wrapper.__qualname__, wrapper.__doc__ = original.__name__, original.__qualname__, original.__doc__
+    wrapper.__wrapped__ = original
+    wrapper.__mcp_providers_guarded__ = True
+    setattr(cls, name, wrapper)
+
+
+def _patch_httpcore(module: Any) -> None:
+    _guard(module.ConnectionPool, "handle_request", lambda _s, request: _core_check(request), is_async=False)
+    _guard(module.AsyncConnectionPool, "handle_async_request", lambda _s, request: _core_check(request), is_async=True)
+
+
+def _http_client_putrequest(conn: Any, method: str, url: str, *args: Any, **kwargs: Any) -> None:
+    if _current.get() is None:
+        return
+    scheme = "https" if getattr(conn, "default_port", 80) == 443 else "http"
+    full = url if "://" in url else f"{scheme}://{conn.host}:{conn.port}{url}"
+    conn.__dict__["_mcp_providers_request"] = (method, full)
+    check_http(method, full, has_body=False)
+
+
+def _http_client_putheader(conn: Any, header: str | bytes, *values: Any) -> None:
+    if _current.get() is None:
+        return
+    name = (header.decode("latin-1") if isinstance(header, bytes) else header).lower()
+    if name not in ("content-length", "transfer-encoding"):
+        return
+    texts = [v.decode("latin-1") if isinstance(v, bytes) else str(v) for v in values]
+    if name == "content-length" and all(t.strip() == "0" for t in texts):
+        return
+    method, full = conn.__dict__.get("_mcp_providers_request", ("GET", f"http://{conn.host}:{conn.port}/"))
+    if method.upper() in SAFE_METHODS:  # an unsafe method was judged (and recorded) by putrequest
+        check_http(method, full, has_body=True)
+
+
+def _aiohttp_check(_session: Any, method: str, url: Any, *args: Any, **kwargs: Any) -> None:
+    has_body = kwargs.get("data") is not None or kwargs.get("json") is not None
+    check_http(method, str(url), has_body=has_body)
+
+
+def _patch_http_client() -> None:
+    import http.client
+
+    _guard(http.client.HTTPConnection, "putrequest", _http_client_putrequest, is_async=False)
+    _guard(http.client.HTTPConnection, "putheader", _http_client_putheader, is_async=False)
+
+
+_OPTIONAL: dict[str, Callable[[Any], None]] = {
+    "httpcore": _patch_httpcore,
+    "aiohttp": lambda module: _guard(module.ClientSession, "_request", _aiohttp_check, is_async=True),
+}
+
+_installed = False
+_install_lock = threading.Lock()
+
+
+def install() -> None:
+    """Install the audit hook and the HTTP patches, once per process (idempotent, thread-safe).
+
+    Optional libraries (``httpcore``, ``aiohttp``) are imported and patched here when installed, so
+    a later import inside a read finds them guarded. :func:`side_effect_scope` calls this on first
+    use; a server may call it at start-up to keep that cost out of the first read.
+    """
+    global _installed
+    with _install_lock:
+        if _installed:
+            return
+        tempfile.gettempdir()  # its first call writes a probe file: never let that happen in a scope
+        import httpcore2
+
+        _patch_httpcore(httpcore2)
+        _patch_http_client()
+        for name, patch in _OPTIONAL.items():
+            if importlib.util.find_spec(name) is None:
+                continue
+            try:
+                patch(importlib.import_module(name))
+            except Exception:  # a broken optional install must not stop serving
+                log.warning("could not guard %s against side effects in reads", name, exc_info=True)
+        sys.addaudithook(_audit)
+        _installed = True
