@@ -235,3 +235,16 @@ async def test_a_denial_inside_a_tool_is_audited_once_with_method_and_action(tmp
     assert len(calls) == 1
     assert calls[0]["decision"] == "denied" and calls[0]["action"] == "read" and calls[0]["target"] == "x://a/secret"
     assert not [line for line in lines if line["operation"] in ("read", "call")]  # never the action as operation
+
+
+@pytest.mark.parametrize("uri", ["documcp://ssgs/hugo/extra", "documcp://ssgz/x", "nosuch://x"])
+async def test_not_found_hints_name_only_what_the_caller_may_list(uri: str) -> None:
+    composition = compose(
+        {"policy": policy_plugin, "ssg_catalog": ssg_catalog}, {"policy": _deny(["list", "read"], ["documcp://ssgs/*"])}
+    )
+    async with connect(composition) as client:
+        with pytest.raises(MCPError) as missing:
+            await client.read_resource(uri)
+    assert missing.value.code == -32602
+    assert "ssgs/{ssg}" not in missing.value.message and "ssg-catalog" not in missing.value.message
+    assert "documcp://ssgs/" not in missing.value.message.replace(uri, "")

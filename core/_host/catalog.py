@@ -26,7 +26,7 @@ import base64
 import binascii
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -114,8 +114,11 @@ class Catalog:
 
     # -- lookup ------------------------------------------------------------------------------
 
-    def route(self, uri: str) -> Route:
+    def route(self, uri: str, visible: Callable[[str], bool] | None = None) -> Route:
         """Find who serves ``uri``.
+
+        :param visible: which URIs and templates the caller may list (``None``: all). A not-found
+            message hints only at what passes it, so it never reveals what the caller may not see.
 
         :raises NotFound: nothing serves it; the message names the closest owned prefix or the
             owner's templates, and ``data`` is ``{"uri": uri}``.
@@ -134,7 +137,8 @@ class Catalog:
             return Route(fixed.plugin, fixed.provider, fixed.declaration, canonical=uri)
         owner = self._owner(uri)
         if owner is None:
-            raise NotFound(f"Unknown resource: {_shown(requested)}. {self._closest_hint(uri)}", data={"uri": requested})
+            hint = self._closest_hint(uri, visible or _everything)
+            raise NotFound(f"Unknown resource: {_shown(requested)}. {hint}", data={"uri": requested})
         _plugin, provider, compiled = owner
         for c in compiled:
             if not uri.startswith(literal_start(c.template.template)):
@@ -145,12 +149,12 @@ class Catalog:
                 return Route(
                     c.entry.plugin, provider, c.entry.declaration, params, canonical(c.template.expand(params))
                 )
-        shapes = [c.template.template for c in compiled] + [
-            e.declaration.uri for e in self.resources if e.provider is provider
-        ][:10]
+        shapes = [s for s in self._shapes(provider) if (visible or _everything)(s)][:10]
+        if not shapes:  # nothing there the caller may list: say no more than that
+            raise NotFound(f"Unknown resource: {_shown(requested)}.", data={"uri": requested})
         raise NotFound(
             f"Unknown resource: {_shown(requested)}. It lies under a prefix provider {provider.name!r} owns, but "
-            f"matches none of its resources; it serves: {', '.join(shapes) or 'nothing'}",
+            f"matches none of its resources; it serves: {', '.join(shapes)}",
             data={"uri": requested},
         )
 
@@ -161,13 +165,19 @@ class Catalog:
                 return found
         return None
 
-    def _closest_hint(self, uri: str) -> str:
-        if not self._by_prefix:
-            return "This server serves no resources."
+    def _shapes(self, provider: ResourceProvider) -> list[str]:
+        """The templates and fixed URIs ``provider`` serves, as declared."""
+        templates = [e.declaration.uri_template for e in self.templates if e.provider is provider]
+        return templates + [e.declaration.uri for e in self.resources if e.provider is provider]
+
+    def _closest_hint(self, uri: str, visible: Callable[[str], bool]) -> str:
+        shown = [px for px, (_, p, _) in self._by_prefix.items() if any(visible(s) for s in self._shapes(p))]
+        if not shown:
+            return "This server serves no resources you may list."
         scheme = uri.partition(":")[0].lower() + "://"
-        same_scheme = [px for px in self._by_prefix if px.lower().startswith(scheme)]
+        same_scheme = [px for px in shown if px.lower().startswith(scheme)]
         if not same_scheme:
-            schemes = sorted({px.partition("://")[0] + "://" for px in self._by_prefix})
+            schemes = sorted({px.partition("://")[0] + "://" for px in shown})
             return f"No provider serves that scheme; the served schemes are {', '.join(schemes)}"
         best = max(same_scheme, key=lambda px: (_common(px, uri), -len(px)))
         return f"The closest owned prefix is {best!r} (provider {self._by_prefix[best][1].name!r})."
@@ -225,6 +235,10 @@ class Catalog:
         for prompt in self.prompts:
             h.update(prompt.declaration.name.encode() + b"\0")
         return h.hexdigest()[:12]
+
+
+def _everything(_target: str) -> bool:
+    return True
 
 
 def _as_strings(values: Mapping[str, str | list[str]]) -> dict[str, str]:

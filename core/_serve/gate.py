@@ -12,6 +12,7 @@ denial so the request's single audit line can say what was refused.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -102,6 +103,13 @@ class Gate:
     def allowed(self, action: Action, target: str) -> bool:
         """Whether the caller may; for filtering lists and values (nothing is recorded)."""
         return self.decide(action, target).allow
+
+    @property
+    def listable(self) -> Callable[[str], bool] | None:
+        """What the caller may list, for not-found hints (``None`` when no policy is installed)."""
+        if not self.authorizer.active:
+            return None
+        return lambda target: self.allowed("list", target)
 
     def require(self, action: Action, target: str, *, asked_by: str | None = None) -> None:
         """Refuse unless the caller may perform ``action`` on ``target``.

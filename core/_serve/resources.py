@@ -96,7 +96,7 @@ class ReadResource:
 
     def route(self, exchange: Exchange, params: types.ReadResourceRequestParams) -> tuple[Route, str, float | None]:
         exchange.target = params.uri
-        route = self._catalog.route(params.uri)
+        route = self._catalog.route(params.uri, exchange.gate.listable)
         return route, params.uri, _max_age(params)
 
     def authorize(self, exchange: Exchange, target: tuple[Route, str, float | None]) -> None:
