@@ -38,7 +38,6 @@ from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
 from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend, RequireAuthMiddleware
 from mcp.server.connection import Connection
 from mcp.server.runner import ServerRunner, aclose_shielded
-from mcp.server.streamable_http import check_accept_headers
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from mcp.shared.exceptions import NoBackChannelError
 from mcp.shared.jsonrpc_dispatcher import handler_exception_to_error_data
@@ -251,9 +250,7 @@ class HttpApp:
     async def _legacy(self, scope: Scope, send: Send, body: bytes, version: str | None) -> None:
         """A 2025-era POST in stateless JSON mode, answered exactly as the SDK transport would."""
         request = Request(scope)
-        refused = await self._guard.validate_request(request, is_post=True)
-        if refused is None:
-            refused = _accept_refusal(request)
+        refused = _post_refusal(_headers(scope))  # Host and Origin were checked in __call__
         if refused is not None:
             await refused(scope, _replay(body, None), send)
             return
@@ -287,7 +284,8 @@ class HttpApp:
             exchange = _Exchange(transport, message.id, metadata, _progress_token(message.params))
             return 200, await _respond(runner, exchange, message)
         finally:
-            await aclose_shielded(runner.connection)
+            if runner.connection.exit_stack._exit_callbacks:  # nothing to unwind (the usual case): no shielded scope
+                await aclose_shielded(runner.connection)
 
     async def _batch(self, scope: Scope, send: Send, body: bytes, version: str | None) -> None:
         """A JSON-RPC batch: each element answered in turn for 2025-03-26, one -32600 otherwise."""
@@ -357,15 +355,18 @@ def _parses(body: bytes) -> bool:
     return True
 
 
-def _accept_refusal(request: Request) -> Response | None:
-    has_json, _ = check_accept_headers(request)
-    if not has_json:
+def _post_refusal(headers: dict[bytes, bytes]) -> Response | None:
+    """What the SDK transport answers a POST with the wrong Content-Type or Accept, else ``None``."""
+    content_type = headers.get(b"content-type", b"").decode("latin-1")
+    if not content_type.lower().startswith("application/json"):
+        return Response("Invalid Content-Type header", status_code=400)
+    accepted = [t.strip().split(";")[0].strip().lower() for t in headers.get(b"accept", b"").decode().split(",")]
+    if not any(t in ("*/*", "application/json", "application/*") for t in accepted):
         return Response(
             _error_body(types.INVALID_REQUEST, "Not Acceptable: Client must accept application/json"),
             status_code=406,
             media_type="application/json",
         )
-    content_type = request.headers.get("content-type", "")
     if not any(part.strip() == "application/json" for part in content_type.split(";")[0].split(",")):
         return Response(
             _error_body(types.INVALID_REQUEST, "Unsupported Media Type: Content-Type must be application/json"),
