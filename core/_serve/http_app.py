@@ -284,7 +284,7 @@ class HttpApp:
             exchange = _Exchange(transport, message.id, metadata, _progress_token(message.params))
             return 200, await _respond(runner, exchange, message)
         finally:
-            if runner.connection.exit_stack._exit_callbacks:  # nothing to unwind (the usual case): no shielded scope
+            if getattr(runner.connection.exit_stack, "_exit_callbacks", True):  # empty (usual): no shielded scope
                 await aclose_shielded(runner.connection)
 
     async def _batch(self, scope: Scope, send: Send, body: bytes, version: str | None) -> None:
