@@ -258,7 +258,8 @@ def server_side_stdio(rounds: int) -> None:
     sdk = result["MCPServer (SDK), SDK stdio"]
     for name, value in result.items():
         ratio = "" if name.startswith("floor") else f"{ratio_of(value, floor)} floor, {ratio_of(value, sdk)} MCPServer"
-        tgt = f"target <= 0.4 ms: {verdict(value <= 0.4)}" if name.endswith("(after)") else ""
+        ok = value <= 0.25 and value / sdk <= 0.3
+        tgt = f"target <= 0.25 ms and <= 0.3x MCPServer: {verdict(ok)}" if name.endswith("(after)") else ""
         emit("server-side read, raw stdio", name, value, "ms", ratio, tgt)
 
 
@@ -324,28 +325,68 @@ async def http_rate(url: str, clients: int, seconds: float) -> float:
         return count / (time.perf_counter() - t0)
 
 
+WRK_SCRIPT = """wrk.method = "POST"
+wrk.body = '%s'
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Accept"] = "application/json, text/event-stream"
+wrk.headers["MCP-Protocol-Version"] = "2025-11-25"
+"""
+
+
+def wrk_rate(url: str, clients: int, seconds: float) -> float:
+    """Reads/s from ``wrk`` (one thread, ``clients`` connections) posting one ``resources/read``."""
+    import re
+    import shutil
+
+    wrk = shutil.which("wrk")
+    if wrk is None:
+        return float("nan")
+    body = json.dumps(
+        {"jsonrpc": "2.0", "id": 1, "method": "resources/read", "params": {"uri": fixtures.fixed_uri(0, 3)}}
+    )
+    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as script:
+        script.write(WRK_SCRIPT % body)
+    try:
+        out = subprocess.run(
+            [wrk, "-t1", f"-c{clients}", f"-d{seconds}s", "-s", script.name, url],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    finally:
+        os.unlink(script.name)
+    if "Non-2xx" in out:
+        raise RuntimeError(f"wrk saw errors against {url}: {out}")
+    found = re.search(r"Requests/sec:\s+([0-9.]+)", out)
+    return float(found.group(1)) if found else float("nan")
+
+
+HTTP_KINDS = {"floor: raw ASGI, fixed JSON body": "echo", "MCPServer (SDK)": "mcpserver", "composed": "composed"}
+
+
 def streamable_http(rounds: int) -> None:
-    with http_server("mcpserver") as sdk_url, http_server("composed") as our_url:
-        for url in (sdk_url, our_url):
+    with contextlib.ExitStack() as stack:
+        urls = {name: stack.enter_context(http_server(kind)) for name, kind in HTTP_KINDS.items()}
+        for url in urls.values():
             anyio.run(http_rate, url, 1, 0.5)  # warm up
-        for clients in (1, 10, 50):
-            result = interleaved(
-                {
-                    "MCPServer (SDK)": lambda u=sdk_url, c=clients: anyio.run(http_rate, u, c, 1.5),
-                    "composed": lambda u=our_url, c=clients: anyio.run(http_rate, u, c, 1.5),
-                },
-                rounds,
-            )
-            base = result["MCPServer (SDK)"]
-            emit(f"HTTP, {clients} concurrent clients", "MCPServer (SDK)", base, "reads/s", "baseline")
-            ours = result["composed"]
-            emit(
-                f"HTTP, {clients} concurrent clients",
-                "composed",
-                ours,
-                "reads/s",
-                f"{ratio_of(base, ours)} (time per read vs SDK)",
-            )
+        for load, clients_list in (("wrk", (10, 50)), ("Python clients", (1, 10, 50))):
+            for clients in clients_list:
+                if load == "wrk":
+                    cases = {n: (lambda u=u, c=clients: wrk_rate(u, c, 2)) for n, u in urls.items()}
+                else:
+                    cases = {n: (lambda u=u, c=clients: anyio.run(http_rate, u, c, 1.5)) for n, u in urls.items()}
+                _report_http(f"HTTP, {load}, {clients} concurrent clients", interleaved(cases, rounds))
+
+
+def _report_http(section: str, result: dict[str, float]) -> None:
+    floor, base = result["floor: raw ASGI, fixed JSON body"], result["MCPServer (SDK)"]
+    emit(section, "floor: raw ASGI, fixed JSON body", floor, "reads/s", f"{floor / base:.2f}x MCPServer's rate")
+    emit(section, "MCPServer (SDK)", base, "reads/s", "baseline")
+    ours = result["composed"]
+    tgt = ""
+    if not section.endswith(" 1 concurrent clients"):
+        tgt = f"target >= 2x MCPServer's rate: {verdict(ours >= 2 * base)}"
+    emit(section, "composed", ours, "reads/s", f"{ours / base:.2f}x MCPServer's rate, {ours / floor:.2f}x floor", tgt)
 
 
 # -- 4. scale ------------------------------------------------------------------------------------
@@ -382,13 +423,14 @@ def _timed(op: Callable[[], Awaitable[Any]], n: int) -> Callable[[], Awaitable[f
 async def scale(rounds: int) -> None:
     from mcp import Client
 
-    sizes = (1, 10, 100, 500)
+    sizes = (1, 10, 100, 500, 1000)
     ops: dict[str, dict[int, Callable[[], Awaitable[float]]]] = {
         "fixed read": {},
         "templated read": {},
         "one list page (100 items)": {},
         "full listing (all pages)": {},
     }
+    build: dict[int, float] = {}
     async with contextlib.AsyncExitStack() as stack:
         for n in sizes:
             t0 = time.perf_counter()
@@ -403,7 +445,11 @@ async def scale(rounds: int) -> None:
             ops["templated read"][n] = _timed(lambda c=client, u=templated: c.read_resource(u), 100)
             ops["one list page (100 items)"][n] = _timed(lambda c=client: c.list_resources(), 30)
             ops["full listing (all pages)"][n] = _timed(lambda c=client: _list_all(c), 1)
-            emit("scale: compose + bind", f"{n} providers ({n * 12} declarations)", build_ms, "ms")
+            build[n] = build_ms
+        for n in sizes:
+            tgt = f"target <= 6x of 100: {verdict(build[500] / build[100] <= 6)}" if n == 500 else ""
+            ratio = ratio_of(build[n], build[100]) + " of 100" if n >= 100 else ""
+            emit("scale: compose + bind", f"{n} providers ({n * 12} declarations)", build[n], "ms", ratio, tgt)
         for op, by_size in ops.items():
             result = await ainterleaved({str(n): f for n, f in by_size.items()}, rounds)
             # One provider has only 10 resources, so a full 100-item page starts at 10 providers.

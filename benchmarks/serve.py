@@ -3,7 +3,9 @@
 KIND is ``composed`` (one generated provider through mcp-providers), ``mcpserver`` (the same
 resources on a hand-written SDK ``MCPServer``, SDK defaults) or ``echo`` (the floor: a bare Python
 process echoing each stdin line to stdout). stdio unless ``--http``, which serves stateless
-streamable HTTP with JSON responses on 127.0.0.1:PORT.
+streamable HTTP with JSON responses on 127.0.0.1:PORT, every KIND under the same uvicorn settings
+(those of ``serve --http``); with ``--http``, ``echo`` is the HTTP floor: a raw ASGI endpoint
+answering every request with one fixed JSON-RPC result.
 """
 
 from __future__ import annotations
@@ -20,6 +22,42 @@ def echo() -> None:
         out.flush()
 
 
+FLOOR_BODY = (
+    b'{"jsonrpc":"2.0","id":1,"result":{"contents":[{"uri":"bench://p0/r3","mimeType":"application/json",'
+    b'"text":"{\\"uri\\": \\"bench://p0/r3\\", \\"items\\": [1, 2, 3]}"}]}}'
+)
+
+
+async def floor_app(scope: Any, receive: Any, send: Any) -> None:
+    """The HTTP floor: read the request body, answer one fixed JSON body."""
+    if scope["type"] != "http":
+        return
+    while (await receive()).get("more_body"):
+        pass
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(FLOOR_BODY)).encode())]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.body", "body": FLOOR_BODY})
+
+
+def http(kind: str, port: int) -> None:
+    import uvicorn
+
+    from benchmarks import fixtures
+    from mcp_providers._serve.http_app import http_app, transport_policy
+    from mcp_providers._serve.limits import uvicorn_config
+
+    app: Any
+    if kind == "echo":
+        app = floor_app
+    elif kind == "composed":
+        app = http_app(
+            fixtures.composed(1).server, stateless=True, json_response=True, security=transport_policy("127.0.0.1")
+        )
+    else:
+        app = fixtures.mcpserver(1).streamable_http_app(stateless_http=True, json_response=True)
+    uvicorn.Server(uvicorn_config(app, "127.0.0.1", port)).run()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("kind", choices=["composed", "mcpserver", "echo"])
@@ -27,8 +65,11 @@ def main() -> None:
     parser.add_argument("--otel", action="store_true", help="keep the SDK's tracing middleware (composed)")
     parser.add_argument("--http", type=int, default=None)
     args = parser.parse_args()
-    if args.kind == "echo":
+    if args.kind == "echo" and args.http is None:
         echo()
+        return
+    if args.http is not None:
+        http(args.kind, args.http)
         return
 
     import anyio
@@ -37,16 +78,8 @@ def main() -> None:
 
     if args.kind == "composed":
         server = fixtures.composed(1, otel=args.otel).server
-        http_host: Any = server
     else:
-        http_host = fixtures.mcpserver(1)
-        server = http_host._lowlevel_server
-    if args.http is not None:
-        import uvicorn
-
-        app = http_host.streamable_http_app(stateless_http=True, json_response=True)
-        uvicorn.run(app, host="127.0.0.1", port=args.http, log_level="warning")
-        return
+        server = fixtures.mcpserver(1)._lowlevel_server
     if args.transport == "sdk":
         from mcp.server.stdio import stdio_server
     else:

@@ -42,7 +42,7 @@ def _no_scope(**_kwargs: Any) -> Iterator[Any]:
 
 @contextlib.contextmanager
 def _scope_removed() -> Iterator[None]:
-    from mcp_providers import server
+    from mcp_providers._serve import invoker as server
 
     real = server.side_effect_scope
     server.side_effect_scope = _no_scope  # type: ignore[assignment]

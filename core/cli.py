@@ -105,7 +105,10 @@ def _parse_hostport(value: str) -> tuple[str, int]:
     return host.strip("[]") or "127.0.0.1", int(port)
 
 
-_WILDCARD = ("0.0.0.0", "::")
+def _is_wildcard(host: str) -> bool:
+    from mcp_providers._serve.http_app import is_wildcard
+
+    return is_wildcard(host)
 
 
 def _bracketed(host: str) -> str:
@@ -140,7 +143,7 @@ def serve(
     address = _parse_hostport(http) if http is not None else None
     if address is None and (stateless or json_response or allow_host):
         raise typer.BadParameter("--stateless, --json-response and --allow-host go with --http HOST:PORT")
-    if address is not None and address[0] in _WILDCARD and not allow_host:
+    if address is not None and _is_wildcard(address[0]) and not allow_host:
         raise typer.BadParameter(
             f"binding {address[0]} accepts connections on every interface, but the server only answers Host "
             "headers it knows: name them with --allow-host (e.g. --allow-host myhost.example:8000), or bind "
@@ -196,32 +199,27 @@ def _serve_http(
     json_response: bool,
     allow_host: list[str] | None,
 ) -> None:
-    import uvicorn
-    from mcp.server.transport_security import TransportSecuritySettings
-
     from mcp_providers._serve.auth import http_auth
+    from mcp_providers._serve.http_app import http_app, is_loopback, transport_policy
+    from mcp_providers._serve.limits import run_uvicorn
 
     host, port = address
-    security = None
-    if host not in ("127.0.0.1", "localhost", "::1"):
+    if not is_loopback(host):
         err.print(f"[yellow]warning:[/yellow] serving on {host}, not loopback; anyone who can reach it can connect")
-        names = [] if host in _WILDCARD else [_bracketed(host)]
-        names += allow_host or []
-        # A bare NAME also answers Host: NAME (a client on the default port, e.g. behind a proxy).
-        hosts = [h for n in names for h in ((n,) if ":" in n.lstrip("[").split("]")[-1] else (n, f"{n}:*"))]
-        security = TransportSecuritySettings(
-            allowed_hosts=hosts, allowed_origins=[f"{scheme}://{h}" for h in hosts for scheme in ("http", "https")]
-        )
     try:
         auth = http_auth(composition.config.server.auth)
     except ConfigError as exc:
         err.print(f"[red]error:[/red] {exc}", highlight=False)
         raise typer.Exit(1) from None
-    asgi = server.streamable_http_app(
-        stateless_http=stateless, json_response=json_response, host=host, transport_security=security, **auth
+    asgi = http_app(
+        server,
+        stateless=stateless,
+        json_response=json_response,
+        security=transport_policy(host, allow_host),
+        auth=auth,
     )
     err.print(f"serving MCP on http://{_bracketed(host)}:{port}/mcp", highlight=False)
-    uvicorn.run(asgi, host=host, port=port, log_level="warning")
+    run_uvicorn(asgi, host, port)
 
 
 @app.command()

@@ -83,8 +83,11 @@ def mount(
     :param path: where clients connect, e.g. ``"/mcp"`` (must start with ``/``).
     :param stateless: streamable HTTP without sessions (for replicas behind a load balancer).
     :param json_response: answer POSTs with JSON instead of SSE.
-    :param host: the host the app is served on; loopback hosts get DNS-rebinding protection.
-    :param transport_security: the SDK's allowed hosts/origins, required for a real hostname.
+    :param host: the address the app is served on. Every host gets DNS-rebinding protection
+        (the same policy as ``serve --http``): loopback names on loopback, the host's own name on a
+        specific address, loopback names only on a wildcard (``0.0.0.0``, ``::``); name other Host
+        headers in ``transport_security``.
+    :param transport_security: the SDK's allowed hosts/origins, replacing that policy.
     :raises ValueError: ``path`` does not start with ``/``.
     :raises ConfigError: ``[server.auth]`` names a token variable that is unset.
 
@@ -94,17 +97,18 @@ def mount(
     from starlette.routing import Route
 
     from mcp_providers._serve.auth import http_auth
+    from mcp_providers._serve.http_app import http_app, transport_policy
 
     if not path.startswith("/"):
         raise ValueError(f"mount path must start with '/', e.g. '/mcp'; got {path!r}")
     server = composition.server
-    inner = server.streamable_http_app(
-        streamable_http_path=path,
-        stateless_http=stateless,
+    inner = http_app(
+        server,
+        path=path,
+        stateless=stateless,
         json_response=json_response,
-        host=host,
-        transport_security=transport_security,
-        **http_auth(composition.config.server.auth),
+        security=transport_policy(host, explicit=transport_security),
+        auth=http_auth(composition.config.server.auth),
     )
     manager = server.session_manager
     # The inner app routes on the full path, so it is added as a route, not a Mount (no redirect

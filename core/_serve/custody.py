@@ -101,8 +101,10 @@ def receipt(
     extra: Mapping[str, Any] | None = None,
     as_of: datetime | None = None,
     blocks: list[dict[str, Any]] | None = None,
+    sha256: str | None = None,
 ) -> dict[str, Any]:
-    """Build one receipt (a JSON-ready dict) for the bytes ``data`` the client receives."""
+    """Build one receipt (a JSON-ready dict) for the bytes ``data`` the client receives
+    (``sha256``: their digest, when the caller already knows it)."""
     out: dict[str, Any] = {
         "actor": actor,
         "operation": operation,
@@ -122,7 +124,7 @@ def receipt(
         {
             "mimeType": mime_type,
             "bytes": len(data),
-            "sha256": digest(data),
+            "sha256": sha256 if sha256 is not None else digest(data),
             "retrievedAt": now_utc(),
             "freshness": dict(_freshness_json(freshness)) if freshness else None,
             "sideEffects": side_effects,

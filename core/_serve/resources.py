@@ -8,6 +8,7 @@ the read budget and builds the receipt.
 
 from __future__ import annotations
 
+import base64
 import functools
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
@@ -17,8 +18,7 @@ import mcp_types as types
 
 from mcp_providers._host.assembly import Assembly
 from mcp_providers._host.catalog import Catalog, Route
-from mcp_providers._serve import wire
-from mcp_providers._serve.custody import cache_hint, receipt
+from mcp_providers._serve.custody import cache_hint, digest, receipt
 from mcp_providers._serve.evidence import within_budget
 from mcp_providers._serve.invoker import Invoker, Work
 from mcp_providers._serve.pipeline import Actor, Exchange
@@ -112,9 +112,7 @@ class ReadResource:
         key = (route.provider.name, uri, exchange.subject) if self._settings.coalesce_reads else None
         return await self._invoker.run(work, lambda: route.provider.read(request), share=key, custody=exchange.custody)
 
-    def evidence(
-        self, exchange: Exchange, target: tuple[Route, str, float | None], produced: object
-    ) -> types.ReadResourceResult:
+    def evidence(self, exchange: Exchange, target: tuple[Route, str, float | None], produced: object) -> dict[str, Any]:
         route, uri, demanded = target
         content = _checked(route, uri, produced)
         declaration = route.declaration
@@ -124,15 +122,34 @@ class ReadResource:
             uri, declaration, content, declaration.max_bytes or self._settings.max_read_bytes
         )
         mime = content.mime_type or declaration.mime_type
-        exchange.receipt = self._receipt(exchange, route, uri, content, mime, truncation)
+        data = content.data
+        exchange.receipt = self._receipt(exchange, route, uri, content, data, mime, truncation)
         hint = cache_hint(declaration.freshness)
-        item = wire.contents_wire(uri, mime, content.text, content.data)
-        return types.ReadResourceResult(
-            contents=[item], ttl_ms=hint.ttl_ms, cache_scope=hint.scope, _meta={RECEIPT_KEY: exchange.receipt}
-        )
+        # The wire form directly (what ReadResourceResult would dump to): the SDK validates it once.
+        item: dict[str, Any] = {"uri": uri}
+        if mime is not None:
+            item["mimeType"] = mime
+        if content.text is not None:
+            item["text"] = content.text
+        else:
+            item["blob"] = base64.b64encode(data).decode()
+        return {
+            "contents": [item],
+            "ttlMs": hint.ttl_ms,
+            "cacheScope": hint.scope,
+            "_meta": {RECEIPT_KEY: exchange.receipt},
+            "resultType": "complete",
+        }
 
     def _receipt(
-        self, exchange: Exchange, route: Route, uri: str, content: Content, mime: str | None, truncation: Any
+        self,
+        exchange: Exchange,
+        route: Route,
+        uri: str,
+        content: Content,
+        data: bytes,
+        mime: str | None,
+        truncation: Any,
     ) -> dict[str, Any]:
         declaration = route.declaration
         distribution, version = self._assembly.origins.get(route.plugin, (None, None))
@@ -145,7 +162,8 @@ class ReadResource:
             plugin=route.plugin,
             distribution=distribution,
             version=version,
-            data=content.data,
+            data=data,
+            sha256=content_digest(content, data),
             mime_type=mime,
             uri=uri,
             template=declaration.uri_template if isinstance(declaration, ResourceTemplate) else None,
@@ -155,6 +173,33 @@ class ReadResource:
             extra={**({"canonicalUri": route.canonical} if route.canonical != uri else {}), **exchange.custody},
             as_of=content.as_of,
         )
+
+
+_DIGESTS: dict[int, tuple[object, str]] = {}
+_DIGESTS_MAX = 256
+_DIGEST_CACHED_UP_TO = 1 << 20
+
+
+def content_digest(content: Content, data: bytes) -> str:
+    """Hex SHA-256 of ``data`` (the bytes of ``content``), computed once per source object.
+
+    A provider serving content that cannot change (a static resource, a constant) hands back the
+    same ``str``/``bytes`` object on every read; its digest is kept under that object's identity
+    (the entry holds the object, so the identity cannot be reused while cached). At most
+    :data:`_DIGESTS_MAX` sources of up to 1 MiB each are kept, oldest dropped first.
+    """
+    source: object = content.text if content.text is not None else content.blob
+    if len(data) > _DIGEST_CACHED_UP_TO:
+        return digest(data)
+    key = id(source)
+    hit = _DIGESTS.get(key)
+    if hit is not None and hit[0] is source:
+        return hit[1]
+    value = digest(data)
+    if len(_DIGESTS) >= _DIGESTS_MAX:
+        del _DIGESTS[next(iter(_DIGESTS))]
+    _DIGESTS[key] = (source, value)
+    return value
 
 
 def _checked(route: Route, uri: str, produced: object) -> Content:

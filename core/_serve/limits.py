@@ -1,0 +1,174 @@
+"""Slow and greedy HTTP clients: header, body and idle timeouts, and connections per client address.
+
+uvicorn times out an idle keep-alive connection (``timeout_keep_alive``) but not a client that
+sends its request headers a byte at a time, nor one that never finishes its body, and it admits
+any number of connections from one address. :func:`run_uvicorn` serves an ASGI app with:
+
+- :class:`LimitedH11Protocol`: a connection whose request headers are not complete within
+  ``header_timeout`` seconds of its first byte (or of connecting) is closed, and a client address
+  holding ``max_connections_per_client`` connections gets its next one closed at once;
+- :class:`BodyDeadline`: a request body not received in full within ``body_timeout`` seconds
+  is answered ``408`` and the connection closed;
+- ``timeout_keep_alive``: an idle connection between requests is closed after ``idle_timeout``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import h11
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+HEADER_TIMEOUT = 10.0
+"""Seconds a client has to send its request headers (from connecting, or from its first byte)."""
+BODY_TIMEOUT = 30.0
+"""Seconds a client has to send a request body in full, from the first read of it."""
+IDLE_TIMEOUT = 5
+"""Seconds an idle keep-alive connection is kept open between requests (uvicorn's own timer)."""
+MAX_CONNECTIONS_PER_CLIENT = 64
+"""Open connections accepted from one client address; the next is closed at once."""
+
+
+@dataclass
+class Limits:
+    header_timeout: float = HEADER_TIMEOUT
+    body_timeout: float = BODY_TIMEOUT
+    idle_timeout: int = IDLE_TIMEOUT
+    max_connections_per_client: int = MAX_CONNECTIONS_PER_CLIENT
+
+
+def limited_protocol(limits: Limits) -> type[H11Protocol]:
+    """An h11 protocol class enforcing ``limits`` (its per-address counts are its own)."""
+    open_per_client: Counter[str] = Counter()
+
+    class LimitedH11Protocol(H11Protocol):
+        _header_timer: asyncio.TimerHandle | None = None
+        _counted: str | None = None
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            address = self.client[0] if self.client else None
+            if address is not None:
+                if open_per_client[address] >= limits.max_connections_per_client:
+                    transport.close()
+                    return
+                open_per_client[address] += 1
+                self._counted = address
+            self._arm()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            if self._counted is not None:
+                open_per_client[self._counted] -= 1
+                if open_per_client[self._counted] <= 0:
+                    del open_per_client[self._counted]
+                self._counted = None
+            super().connection_lost(exc)
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            if self.conn.their_state is h11.IDLE:
+                self._arm()  # still waiting for headers: the timer from the first byte keeps running
+            else:
+                self._disarm()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            self._disarm()  # between requests uvicorn's keep-alive timer applies
+
+        def _arm(self) -> None:
+            if self._header_timer is None:
+                self._header_timer = self.loop.call_later(limits.header_timeout, self._headers_too_slow)
+
+        def _disarm(self) -> None:
+            if self._header_timer is not None:
+                self._header_timer.cancel()
+                self._header_timer = None
+
+        def _headers_too_slow(self) -> None:
+            self._header_timer = None
+            if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+                self.transport.close()
+
+    return LimitedH11Protocol
+
+
+class BodyDeadline:
+    """ASGI middleware: a request body not complete within ``seconds`` is answered 408."""
+
+    def __init__(self, app: ASGIApp, seconds: float) -> None:
+        self.app = app
+        self.seconds = seconds
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        state: dict[str, Any] = {"deadline": None, "done": False, "late": False, "started": False}
+
+        async def timed_receive() -> Message:
+            if state["done"]:
+                return await receive()
+            if state["deadline"] is None:
+                state["deadline"] = anyio.current_time() + self.seconds
+            with anyio.move_on_after(max(0.0, state["deadline"] - anyio.current_time())):
+                message = await receive()
+                if message["type"] != "http.request" or not message.get("more_body", False):
+                    state["done"] = True
+                return message
+            state["late"] = True
+            return {"type": "http.disconnect"}
+
+        async def watched_send(message: Message) -> None:
+            if state["late"]:
+                return  # the 408 below answers instead
+            if message["type"] == "http.response.start":
+                state["started"] = True
+            await send(message)
+
+        try:
+            await self.app(scope, timed_receive, watched_send)
+        except Exception:
+            if not state["late"]:
+                raise
+        if state["late"] and not state["started"]:
+            await _request_timeout(send)
+
+
+async def _request_timeout(send: Send) -> None:
+    body = b"Request Timeout: the request body was not received in time"
+    headers = [
+        (b"content-type", b"text/plain"),
+        (b"connection", b"close"),
+        (b"content-length", str(len(body)).encode()),
+    ]
+    await send({"type": "http.response.start", "status": 408, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def uvicorn_config(app: ASGIApp, host: str, port: int, limits: Limits | None = None, **extra: Any) -> Any:
+    """A ``uvicorn.Config`` serving ``app`` with ``limits`` (defaults above)."""
+    import uvicorn
+
+    limits = limits or Limits()
+    return uvicorn.Config(
+        BodyDeadline(app, limits.body_timeout),
+        host=host,
+        port=port,
+        log_level="warning",
+        http=limited_protocol(limits),
+        timeout_keep_alive=limits.idle_timeout,
+        **extra,
+    )
+
+
+def run_uvicorn(app: ASGIApp, host: str, port: int, limits: Limits | None = None) -> None:
+    """Serve ``app`` on ``host:port`` with uvicorn and the limits of this module."""
+    import uvicorn
+
+    uvicorn.Server(uvicorn_config(app, host, port, limits)).run()
