@@ -205,7 +205,7 @@ class DocumentationPrompts(PromptProvider):
         return "\n".join(lines)
 
     @staticmethod
-    def _sections(sections: Mapping[str, Any]) -> list[str]:
+    def _sections(sections: Mapping[Any, Any]) -> list[str]:
         """The Diataxis section list, only for a caller who may read the resource it comes from."""
         if not policy.allowed("read", DIATAXIS_URI):
             return ["4. Lay out the documentation in the four Diataxis sections."]
