@@ -40,6 +40,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import io
 import json
 import os
 import re
@@ -361,24 +362,24 @@ class PipeWriteStream:
 
 @contextlib.asynccontextmanager
 async def stdio_server(
-    *, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+    *, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, stdout_fd: int | None = None
 ) -> AsyncIterator[tuple[PipeReadStream, PipeWriteStream]]:
     """Serve MCP over this process's stdin and stdout; yields ``(read_stream, write_stream)``.
 
     :param max_line_bytes: the longest inbound line kept, in bytes.
+    :param stdout_fd: the wire's output when fd 1 was already moved aside by :func:`guarded_stdout`
+        (the descriptor it yielded); default: fd 1, moved aside here.
     :raises RuntimeError: another :func:`stdio_server` of this module is already serving.
 
     Falls back to the SDK's :func:`mcp.server.stdio.stdio_server` (same streams contract) where
     asyncio pipes do not apply; see the module docstring.
     """
-    if not _pipes_apply():
-        from mcp.server.stdio import stdio_server as sdk_stdio_server
-
-        async with sdk_stdio_server() as streams:
+    if not _pipes_apply(1 if stdout_fd is None else stdout_fd):
+        async with sdk_stdio(stdout_fd) as streams:
             yield streams  # the SDK's context streams satisfy the same protocols
         return
     loop = asyncio.get_running_loop()
-    with _claimed_std_fds() as (wire_in, wire_out):
+    with _claimed_std_fds(stdout_fd) as (wire_in, wire_out):
         reader = asyncio.StreamReader(limit=max_line_bytes + 1)
         read_transport, _ = await loop.connect_read_pipe(
             lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(wire_in, "rb", buffering=0)
@@ -413,14 +414,54 @@ def _request_id(data: Any) -> int | str | None:
     return request_id
 
 
-def _pipes_apply() -> bool:
+@contextlib.asynccontextmanager
+async def sdk_stdio(stdout_fd: int | None) -> AsyncIterator[Any]:
+    """The SDK's transport, writing to ``stdout_fd`` when fd 1 was moved aside already."""
+    from mcp.server.stdio import stdio_server as sdk_stdio_server
+
+    if stdout_fd is None:
+        async with sdk_stdio_server() as streams:
+            yield streams
+        return
+    stdin = anyio.wrap_file(io.TextIOWrapper(os.fdopen(os.dup(0), "rb"), encoding="utf-8", errors="replace"))
+    stdout = anyio.wrap_file(io.TextIOWrapper(os.fdopen(os.dup(stdout_fd), "wb"), encoding="utf-8"))
+    try:
+        async with sdk_stdio_server(stdin, stdout) as streams:
+            yield streams
+    finally:
+        await stdin.aclose()
+        await stdout.aclose()
+
+
+@contextlib.contextmanager
+def guarded_stdout() -> Iterator[int]:
+    """Point fd 1 (and so ``print``, and any child process started meanwhile) at stderr.
+
+    Yields a private, close-on-exec duplicate of the original stdout: the only place
+    machine-readable output (the MCP wire, ``plugins --json``) may be written. Enter it before any
+    plugin is imported; on exit fd 1 is pointed back at the original stdout.
+    """
+    with contextlib.suppress(ValueError, OSError):
+        sys.stdout.flush()
+    saved = _dup_private(1)
+    os.dup2(2, 1)
+    try:
+        yield saved
+    finally:
+        with contextlib.suppress(ValueError, OSError):
+            sys.stdout.flush()  # what plugins printed belongs to stderr, where fd 1 pointed
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def _pipes_apply(stdout_fd: int) -> bool:
     if sys.platform == "win32":
         return False
     try:
         asyncio.get_running_loop()  # under trio there is none
     except RuntimeError:
         return False
-    for fd in (0, 1):
+    for fd in (0, stdout_fd):
         try:
             mode = os.fstat(fd).st_mode
         except OSError:
@@ -432,13 +473,14 @@ def _pipes_apply() -> bool:
 
 
 @contextlib.contextmanager
-def _claimed_std_fds() -> Iterator[tuple[int, int]]:
+def _claimed_std_fds(stdout_fd: int | None = None) -> Iterator[tuple[int, int]]:
     """Move the wire to private descriptors; point fd 0 at the null device and fd 1 at stderr.
 
     Yields the private ``(stdin, stdout)`` descriptors (close-on-exec, so children never inherit
     the wire). On exit fds 0 and 1 are pointed back at the wire and their blocking mode restored
     (asyncio sets the shared file description non-blocking, which would surprise a parent shell).
-    The caller owns closing the private descriptors.
+    The caller owns closing the private descriptors. With ``stdout_fd`` (fd 1 already moved aside
+    by :func:`guarded_stdout`), the wire's output is a duplicate of it and fd 1 is left alone.
     """
     global _claimed
     with _claim_lock:
@@ -448,28 +490,31 @@ def _claimed_std_fds() -> Iterator[tuple[int, int]]:
     try:
         with contextlib.suppress(ValueError, OSError):
             sys.stdout.flush()  # bytes printed before serving belong to the old stdout, not the wire
-        blocking = {fd: os.get_blocking(fd) for fd in (0, 1)}
+        out_fd = 1 if stdout_fd is None else stdout_fd
+        blocking = {fd: os.get_blocking(fd) for fd in (0, out_fd)}
         wire_in = _dup_private(0)
-        wire_out = _dup_private(1)
+        wire_out = _dup_private(out_fd)
         # Dups of the wire that outlive the transports (which close wire_in/wire_out) so the
         # descriptors can be pointed back at the wire on exit.
-        keep_in, keep_out = _dup_private(0), _dup_private(1)
+        keeps = [(0, _dup_private(0))] + ([(1, _dup_private(1))] if stdout_fd is None else [])
         null = os.open(os.devnull, os.O_RDONLY)
         try:
             os.dup2(null, 0)
         finally:
             os.close(null)
-        os.dup2(2, 1)
+        if stdout_fd is None:
+            os.dup2(2, 1)
         try:
             yield wire_in, wire_out
         finally:
             with contextlib.suppress(ValueError, OSError):
                 sys.stdout.flush()  # stray prints still buffered go to stderr, as they were written
-            for fd, keep in ((1, keep_out), (0, keep_in)):
+            for fd, keep in reversed(keeps):
                 os.dup2(keep, fd)
                 os.close(keep)
+            for fd, was in blocking.items():
                 with contextlib.suppress(OSError):
-                    os.set_blocking(fd, blocking[fd])
+                    os.set_blocking(fd, was)
     finally:
         with _claim_lock:
             _claimed = False
