@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import anyio
 import typer
 
+from mcp_providers._host.rules import advisories
 from mcp_providers._serve.composition import Composition, compose
 from mcp_providers._serve.statics import authorize_report, static_read_problems
 from mcp_providers._serve.stdio import guarded_stdout, sdk_stdio, stdio_server
@@ -292,6 +293,7 @@ def check(config: ConfigOption = None, plugin_set: SetOption = None) -> None:
             "MCP_PROVIDERS_PLUGINS) and the lines above"
         )
     order, warnings = authorize_report(composition)
+    warnings += [f"warning: {w}" for w in advisories(composition.assembly.declared)]
     if order is not None:
         err.print(order, markup=False, highlight=False)
     for line in [*warnings, *failures]:  # a warning names its fix but does not fail the check

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ValidationError
 
 from mcp_providers._host.assembly import Assembly
 from mcp_providers._host.catalog import Entry
+from mcp_providers._host.rules import RESULT_KEY, output_schema
 from mcp_providers._serve import wire
 from mcp_providers._serve.channel import SessionChannel
 from mcp_providers._serve.custody import digest, receipt
@@ -169,6 +170,8 @@ def _output(entry: Entry[Tool, ToolProvider], result: ToolResult, blocks: Blocks
                 f"{model.__name__ if model else 'none'}"
             )
         structured = result.output.model_dump(mode="json", by_alias=True)
+        if output_schema(model).wrapped:  # served under "result", as its outputSchema says
+            structured = {RESULT_KEY: structured}
         blocks.add(types.TextContent(type="text", text=json.dumps(structured, ensure_ascii=False)))
     elif model is not None:
         raise ProviderFailed(f"tool {tool.name} returned no output; it declares {model.__name__}")

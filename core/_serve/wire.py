@@ -19,6 +19,7 @@ import mcp_types as types
 from mcp import MCPError
 from pydantic import BaseModel
 
+from mcp_providers._host.rules import RESULT_KEY, output_schema
 from mcp_providers.errors import RequestError
 from mcp_providers.models import Annotations, Prompt, Resource, ResourceTemplate, Tool
 from mcp_providers.providers import Audio, Image, Media, Text
@@ -103,13 +104,23 @@ def _schema(model: type[BaseModel]) -> dict[str, Any]:
 
 
 def tool_wire(t: Tool) -> types.Tool:
+    """The tools/list item of ``t``; its ``outputSchema`` always has an object root (see
+    :func:`~mcp_providers._host.rules.output_schema`), and the description says when it is wrapped."""
     hints = t.annotations()
+    served = output_schema(t.output_model) if t.output_model else None
+    description = t.description
+    if served is not None and served.wrapped:
+        description = (
+            f"{description.rstrip()} (Structured output is wrapped: it is under {RESULT_KEY!r}.)"
+            if description
+            else f"Structured output is wrapped: it is under {RESULT_KEY!r}."
+        )
     return types.Tool(
         name=t.name,
         title=t.title,
-        description=t.description,
+        description=description,
         input_schema=_schema(t.input_model),
-        output_schema=_schema(t.output_model) if t.output_model else None,
+        output_schema=served.schema if served is not None else None,
         annotations=types.ToolAnnotations(
             title=t.title,
             read_only_hint=hints["readOnlyHint"],
