@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import mcp_types as types
@@ -28,8 +29,46 @@ log = logging.getLogger("mcp_providers.server")
 
 R = TypeVar("R")
 
+AUDIO_SINCE = "2025-03-26"
+"""The first protocol version with audio content, tool annotations and the completions capability."""
 RESOURCE_LINK_SINCE = "2025-06-18"
-"""The first protocol version with ``resource_link`` content blocks (and ``structuredContent``)."""
+"""The first protocol version with ``resource_link`` blocks, ``structuredContent``/``outputSchema``,
+``title`` fields, ``_meta`` on list items and content, and ``annotations.lastModified``."""
+ICONS_SINCE = "2025-11-25"
+"""The first protocol version with ``icons``, ``Tool.execution`` and the tasks capability."""
+
+_SINCE: dict[type[BaseModel], tuple[tuple[str, str], ...]] = {
+    types.Tool: (
+        ("annotations", AUDIO_SINCE),
+        ("title", RESOURCE_LINK_SINCE),
+        ("output_schema", RESOURCE_LINK_SINCE),
+        ("meta", RESOURCE_LINK_SINCE),
+        ("icons", ICONS_SINCE),
+        ("execution", ICONS_SINCE),
+    ),
+    types.Resource: (("title", RESOURCE_LINK_SINCE), ("meta", RESOURCE_LINK_SINCE), ("icons", ICONS_SINCE)),
+    types.ResourceTemplate: (("title", RESOURCE_LINK_SINCE), ("meta", RESOURCE_LINK_SINCE), ("icons", ICONS_SINCE)),
+    types.Prompt: (("title", RESOURCE_LINK_SINCE), ("meta", RESOURCE_LINK_SINCE), ("icons", ICONS_SINCE)),
+    types.PromptArgument: (("title", RESOURCE_LINK_SINCE),),
+    types.Annotations: (("last_modified", RESOURCE_LINK_SINCE),),
+    types.TextContent: (("meta", RESOURCE_LINK_SINCE),),
+    types.ImageContent: (("meta", RESOURCE_LINK_SINCE),),
+    types.AudioContent: (("meta", RESOURCE_LINK_SINCE),),
+    types.EmbeddedResource: (("meta", RESOURCE_LINK_SINCE),),
+    types.TextResourceContents: (("meta", RESOURCE_LINK_SINCE),),
+    types.BlobResourceContents: (("meta", RESOURCE_LINK_SINCE),),
+    types.CallToolResult: (("structured_content", RESOURCE_LINK_SINCE),),
+}
+"""Per model: the fields a protocol version before the given one does not define (they are dropped)."""
+
+_INITIALIZE_SINCE: tuple[tuple[str, str, str], ...] = (
+    ("capabilities", "completions", AUDIO_SINCE),
+    ("capabilities", "tasks", ICONS_SINCE),
+    ("serverInfo", "title", RESOURCE_LINK_SINCE),
+    ("serverInfo", "icons", ICONS_SINCE),
+    ("serverInfo", "description", ICONS_SINCE),
+    ("serverInfo", "websiteUrl", ICONS_SINCE),
+)
 
 
 def error(exc: BaseException) -> BaseException:
@@ -43,25 +82,74 @@ def error(exc: BaseException) -> BaseException:
 
 
 def shape(result: R, version: str) -> R:
-    """``result`` as a session at protocol ``version`` can parse it.
+    """``result`` as a session at protocol ``version`` can parse it (modified in place and returned).
 
-    Before 2025-06-18 a client knows no ``resource_link`` block: each becomes a text block naming
-    the URI, so the model still learns where the evidence is.
+    A block a version does not know becomes a text block saying what it was (``resource_link``
+    before 2025-06-18 names its URI; ``audio`` before 2025-03-26 names its MIME type and size);
+    fields a version does not define are dropped (see ``docs/protocol-versions.md``). An empty
+    ``version`` (not negotiated, e.g. 2026-07-28 stateless requests) or 2025-11-25 and later
+    are left as they are.
     """
-    if version >= RESOURCE_LINK_SINCE:
+    if not version or version >= ICONS_SINCE:
         return result
-    if isinstance(result, types.CallToolResult):
-        result.content = [_older(b) for b in result.content]
-    elif isinstance(result, types.GetPromptResult):
-        for message in result.messages:
-            message.content = _older(message.content)
+    _strip(result, version)
     return result
 
 
-def _older(block: Any) -> Any:
-    if isinstance(block, types.ResourceLink):
+def _strip(value: Any, version: str) -> None:
+    """Drop the fields ``version`` lacks and rewrite the blocks it lacks, everywhere in ``value``."""
+    if isinstance(value, list):
+        value[:] = [_older(item, version) for item in value]
+        for item in value:
+            _strip(item, version)
+        return
+    if not isinstance(value, BaseModel):
+        return
+    for name, since in _SINCE.get(type(value), ()):
+        if version < since and getattr(value, name, None) is not None:
+            setattr(value, name, None)
+    for name in type(value).model_fields:
+        child = getattr(value, name)
+        if isinstance(child, BaseModel | list):
+            if isinstance(child, BaseModel):
+                replaced = _older(child, version)
+                if replaced is not child:
+                    setattr(value, name, replaced)
+                    child = replaced
+            _strip(child, version)
+
+
+def _older(block: Any, version: str) -> Any:
+    """``block``, or a text block standing in for it when ``version`` does not know its type."""
+    if isinstance(block, types.ResourceLink) and version < RESOURCE_LINK_SINCE:
         return types.TextContent(type="text", text=f"Resource {block.name}: {block.uri}")
+    if isinstance(block, types.AudioContent) and version < AUDIO_SINCE:
+        size = len(block.data) * 3 // 4
+        return types.TextContent(
+            type="text",
+            text=f"[audio ({block.mime_type}, about {size} bytes) omitted: protocol {version} has no audio]",
+        )
     return block
+
+
+def shape_initialize(result: dict[str, Any]) -> dict[str, Any]:
+    """The serialized ``initialize`` result without what its ``protocolVersion`` does not define."""
+    version = str(result.get("protocolVersion") or "")
+    if not version or version >= ICONS_SINCE:
+        return result
+    for where, key, since in _INITIALIZE_SINCE:
+        part = result.get(where)
+        if version < since and isinstance(part, dict):
+            part.pop(key, None)
+    return result
+
+
+async def initialize_middleware(ctx: Any, call_next: Callable[[Any], Awaitable[Any]]) -> Any:
+    """SDK server middleware: ``initialize`` results shaped by :func:`shape_initialize`."""
+    result = await call_next(ctx)
+    if getattr(ctx, "method", None) == "initialize" and isinstance(result, dict):
+        return shape_initialize(result)
+    return result
 
 
 def annotations_wire(a: Annotations | None) -> types.Annotations | None:
