@@ -14,6 +14,7 @@ Shape::
     page_size = 100              # items per list page
     read_timeout = 30.0          # seconds a provider may take for one read or call
     max_read_bytes = 4194304     # read budget in bytes, overridable per resource
+    max_result_bytes = 4194304   # largest tool result in bytes; bigger ones are refused
     side_effects = { servicenow = "warn" }   # per plugin: "enforce" (default) or "warn"
 
     [plugins.servicenow]         # validated by that plugin's settings_model()
@@ -105,6 +106,9 @@ class ServerSettings(BaseModel):
     """Seconds one provider read or tool call may take before it is cut off."""
     max_read_bytes: int = Field(default=4 * 1024 * 1024, ge=1)
     """Largest resource read served, in bytes (a resource's ``max_bytes`` overrides it)."""
+    max_result_bytes: int = Field(default=4 * 1024 * 1024, ge=1)
+    """Largest tool result served, in bytes of its canonical JSON (blocks and ``structuredContent``);
+    a bigger one is refused with an ``isError`` result naming the cap, and the receipt records it."""
     max_embed_bytes: int = Field(default=4096, ge=0)
     """Largest resource a tool result may embed, in bytes; bigger ones become resource links."""
     coalesce_reads: bool = True

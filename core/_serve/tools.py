@@ -98,7 +98,25 @@ class CallTool:
         for embed in result.embedded:
             blocks.add(blocks.embed(embed))
         out = types.CallToolResult(content=list(blocks.content), structured_content=structured)
-        exchange.receipt = self._receipt(exchange, entry, out, blocks.transforms, arguments_digest)
+        data, summaries = covered(out.content, out.structured_content)
+        cap = self._settings.max_result_bytes
+        over = len(data) > cap
+        if over:  # refused whole: a cut JSON document or half a block would mislead the model
+            exchange.decision, exchange.reason = "error", f"result of {len(data)} bytes over max_result_bytes {cap}"
+            out = error_result(
+                f"{tool.name} produced a result of {len(data)} bytes, over the server's max_result_bytes of {cap}; "
+                "call it with narrower arguments (fewer items, a smaller range), or ask the operator to raise "
+                "[server] max_result_bytes"
+            )
+            summaries = []
+        exchange.receipt = self._receipt(exchange, entry, data, summaries, blocks.transforms, arguments_digest)
+        if over:
+            exchange.receipt["truncation"] = {
+                "resultBytes": len(data),
+                "servedBytes": 0,
+                "limit": cap,
+                "reason": "over max_result_bytes; the result was refused",
+            }
         out.meta = {RECEIPT_KEY: exchange.receipt}
         return out
 
@@ -106,12 +124,12 @@ class CallTool:
         self,
         exchange: Exchange,
         entry: Entry[Tool, ToolProvider],
-        out: types.CallToolResult,
+        data: bytes,
+        summaries: list[dict[str, Any]],
         transforms: list[str],
         arguments_digest: str,
     ) -> dict[str, Any]:
         tool = entry.declaration
-        data, summaries = covered(out.content, out.structured_content)
         distribution, version = self._assembly.origins.get(entry.plugin, (None, None))
         return receipt(
             actor="model",
@@ -136,11 +154,26 @@ class CallTool:
         )
 
 
+MAX_PROBLEMS = 5
+"""Validation problems named in a refusal; the rest are counted."""
+MAX_PROBLEM_CHARS = 300
+"""Characters kept of each problem's location and message (input is never quoted beyond this)."""
+
+
 def _problems(exc: ValidationError) -> str:
-    return "; ".join(
-        f"{'.'.join(str(p) for p in err['loc']) or '(arguments)'}: {err['msg'].removeprefix('Value error, ')}"
-        for err in exc.errors()
-    )
+    """The validation problems, bounded: at most :data:`MAX_PROBLEMS`, each cut to
+    :data:`MAX_PROBLEM_CHARS`, so a refusal never grows with the input it refuses."""
+    errors = exc.errors(include_input=False, include_url=False)
+    shown = []
+    for err in errors[:MAX_PROBLEMS]:
+        where = ".".join(str(p) for p in err["loc"])[:100] or "(arguments)"
+        message = err["msg"].removeprefix("Value error, ")
+        if len(message) > MAX_PROBLEM_CHARS:
+            message = message[:MAX_PROBLEM_CHARS] + "..."
+        shown.append(f"{where}: {message}")
+    if len(errors) > MAX_PROBLEMS:
+        shown.append(f"and {len(errors) - MAX_PROBLEMS} more problem(s)")
+    return "; ".join(shown)
 
 
 def _canonical_json(value: Any) -> bytes:

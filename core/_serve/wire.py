@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import base64
+import json
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
@@ -71,14 +72,46 @@ _INITIALIZE_SINCE: tuple[tuple[str, str, str], ...] = (
 )
 
 
+MAX_ERROR_MESSAGE = 2000
+"""Characters of an error message sent; longer ones are cut and marked."""
+MAX_ERROR_DATA = 4096
+"""Bytes of an error's ``data`` (as JSON) sent; bigger data keeps only its short fields."""
+
+
 def error(exc: BaseException) -> BaseException:
-    """The exception to raise to the SDK for ``exc`` (see the module docstring)."""
+    """The exception to raise to the SDK for ``exc`` (see the module docstring).
+
+    Message and data are capped (:data:`MAX_ERROR_MESSAGE` characters, :data:`MAX_ERROR_DATA`
+    bytes), so an error never echoes an unbounded slice of a request or of a provider's output.
+    """
     if isinstance(exc, RequestError):
-        return MCPError(exc.code, exc.message, exc.data)
+        return MCPError(exc.code, _capped(exc.message), _capped_data(exc.data))
     if isinstance(exc, MCPError) or not isinstance(exc, Exception):
         return exc  # already on the wire's terms, or a cancellation that must propagate
     log.error("unexpected failure while serving a request", exc_info=exc)
     return MCPError(types.INTERNAL_ERROR, "internal error; the server log has the details")
+
+
+def _capped(message: str) -> str:
+    if len(message) <= MAX_ERROR_MESSAGE:
+        return message
+    return f"{message[:MAX_ERROR_MESSAGE]}... ({len(message) - MAX_ERROR_MESSAGE} more characters cut)"
+
+
+def _capped_data(data: Any) -> Any:
+    """``data`` if its JSON fits :data:`MAX_ERROR_DATA`; else its short fields and a note."""
+    try:
+        size = len(json.dumps(data, default=str))
+    except (TypeError, ValueError):
+        return None
+    if size <= MAX_ERROR_DATA:
+        return data
+    kept: dict[str, Any] = {"truncated": f"error data of {size} bytes cut to its short fields"}
+    if isinstance(data, dict):
+        for key, value in list(data.items())[:20]:
+            if isinstance(value, str | int | float | bool) or value is None:
+                kept[str(key)[:100]] = value[:200] if isinstance(value, str) else value
+    return kept
 
 
 def shape(result: R, version: str) -> R:
