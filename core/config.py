@@ -154,40 +154,61 @@ class Config(BaseModel):
     """Per-plugin settings tables, keyed by entry-point name."""
 
 
-_SECRET_NAME = re.compile(r"pass(word|phrase)?|secret|token|api_?key|credential|private", re.IGNORECASE)
-_USERINFO = re.compile(r"(?<=://)[^/@\s]*@")
+_SECRET_NAME = re.compile(
+    r"pass|pwd|passwd|secret|token|api_?key|apikey|access_?key|credential|private|bearer|auth|cookie|session|"
+    r"signature|sig$|salt|otp|pin$",
+    re.IGNORECASE,
+)
+"""Keys whose values are never shown (matched anywhere in a field path, so ``passwrd`` and ``pwd`` count)."""
+_USERINFO = re.compile(r"(?<=://)[^@\s'\"]*@")
+"""``user:password@`` after a scheme, up to the last-but-one ``@``-free run (a password may hold ``/``)."""
+_QUERY_VALUE = re.compile(r"([?&;][^=&#\s'\"]*=)[^&#\s'\"]*")
+"""The value of every URL query parameter (``?token=abc`` -> ``?token=***``)."""
 _PLAIN = {
     "Input should be a valid tuple": "Input should be a list",
     "Input should be a valid list": "Input should be a list",
 }
 
 
-def _shown(loc: tuple[int | str, ...], value: object) -> str:
+def mask(text: str) -> str:
+    """``text`` with URL user info and every URL query value replaced by ``***``."""
+    if "://" not in text and "=" not in text:
+        return text
+    return _QUERY_VALUE.sub(r"\1***", _USERINFO.sub("***@", text))
+
+
+def _shown(loc: tuple[int | str, ...], value: object, kind: str) -> str:
     """`` (got <value>)`` for an error line, with secrets and user info never echoed."""
     if isinstance(value, dict):
         return ""
+    if kind == "extra_forbidden":
+        return " (value hidden: an unknown key may be a mistyped secret)"
     if any(_SECRET_NAME.search(str(part)) for part in loc):
         return " (value hidden: it may be a secret)"
-    if isinstance(value, str):
-        value = _USERINFO.sub("***@", value)
-        if len(value) > 120:
-            value = value[:117] + "..."
-    return f" (got {value!r})"
+    text = mask(repr(value))
+    if len(text) > 120:
+        text = text[:117] + "..."
+    return f" (got {text})"
 
 
 def format_validation_error(error: ValidationError, where: str) -> str:
     """One line per field: ``<where>.<field path>: <message> (got <value>)``.
 
-    Values under secret-looking names (password, secret, token, API key ...) are never shown, and
-    ``user:password@`` in a URL is masked, because these lines reach logs.
+    Never shown, because these lines reach logs: values under secret-looking names (password,
+    pwd, secret, token, API key, auth ... anywhere in the path), values of keys the model does not
+    know (a mistyped secret is still a secret), ``user:password@`` in a URL (also when the password
+    holds ``/``) and every URL query value (``?token=***``), in values and in messages alike.
     """
     lines = []
-    for item in error.errors():
+    for item in error.errors(include_url=False):
         path = ".".join(str(p) for p in item["loc"])
         # Operators write TOML arrays, not tuples, and pydantic's "Value error," prefix says nothing.
         message = item["msg"].removeprefix("Value error, ").replace("Tuple should", "List should")
-        message = _PLAIN.get(message, message)
-        shown = _shown(tuple(item["loc"]), item.get("input"))
+        message = mask(_PLAIN.get(message, message))
+        value = item.get("input")
+        shown = _shown(tuple(item["loc"]), value, item["type"])
+        if "hidden" in shown and isinstance(value, str) and value and value in message:
+            message = message.replace(value, "***")  # a validator that quoted the hidden value
         lines.append(f"{where}.{path}: {message}{shown}" if path else f"{where}: {message}")
     return "; ".join(lines)
 
