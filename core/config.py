@@ -121,6 +121,10 @@ class ServerSettings(BaseModel):
     ``violations``: a switch for migrating a plugin, not for serving."""
     audit_log: Path | None = None
     """JSON-lines file that gets one line per list, read, call and denial (never content or secrets)."""
+    audit_key_env: str | None = Field(default="MCP_PROVIDERS_AUDIT_KEY", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    """Environment variable holding the deployment's secret key for ``argumentsHmac`` (HMAC-SHA256 of a
+    tool call's canonical JSON arguments, in receipts and the audit log). Unset: a random key per
+    process, with a warning (digests then compare only within one process)."""
     auth: AuthConfig | None = None
     """Bearer-token authentication for streamable HTTP; the token's subject is the caller."""
 

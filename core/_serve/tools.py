@@ -21,7 +21,7 @@ from mcp_providers._host.catalog import Entry
 from mcp_providers._host.rules import RESULT_KEY, output_schema
 from mcp_providers._serve import wire
 from mcp_providers._serve.channel import SessionChannel
-from mcp_providers._serve.custody import digest, receipt
+from mcp_providers._serve.custody import arguments_hmac, audit_key, receipt
 from mcp_providers._serve.evidence import Blocks, covered
 from mcp_providers._serve.invoker import Invoker, Work
 from mcp_providers._serve.pipeline import Actor, Exchange
@@ -51,6 +51,7 @@ class CallTool:
         self._assembly = assembly
         self._invoker = invoker
         self._settings = assembly.config.server
+        self._audit_key = audit_key(self._settings.audit_key_env)
 
     def route(self, exchange: Exchange, params: types.CallToolRequestParams) -> tuple[Entry[Tool, ToolProvider], Any]:
         exchange.target = params.name
@@ -69,7 +70,7 @@ class CallTool:
             arguments = tool.input_model.model_validate(raw or {})
         except ValidationError as exc:
             return Refused(f"Invalid arguments for {tool.name}: {_problems(exc)}"), ""
-        arguments_digest = digest(_canonical_json(arguments.model_dump(mode="json")))
+        arguments_digest = arguments_hmac(self._audit_key, _canonical_json(arguments.model_dump(mode="json")))
         call = ToolCall(tool=tool, arguments=arguments, subject=exchange.subject, channel=SessionChannel(exchange.ctx))
         work = Work(
             entry.plugin, entry.provider.name, f"running {tool.name}", tool.name, "tool", tool.effects == "none"
@@ -148,7 +149,7 @@ class CallTool:
                 "tool": tool.name,
                 "idempotent": tool.annotations()["idempotentHint"],  # read-only tools are idempotent
                 "openWorld": tool.open_world,
-                "argumentsSha256": arguments_digest,
+                "argumentsHmac": arguments_digest,
                 **exchange.custody,
             },
         )
