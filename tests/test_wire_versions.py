@@ -102,6 +102,8 @@ async def test_what_an_older_version_lacks_is_said_in_text(version: str) -> None
         assert any('"shown": "all"' in t for t in texts)  # the structured output, as JSON text
         if version < "2025-03-26":
             assert any("audio/wav" in t for t in texts)  # the audio block, named in text
+        transforms = result["_meta"]["io.mcp-providers/receipt"]["transforms"]
+        assert any(f"protocol {version}" in t and "resource_link" in t for t in transforms), transforms
 
 
 async def test_the_newest_legacy_version_gets_everything() -> None:

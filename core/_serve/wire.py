@@ -23,7 +23,7 @@ from pydantic import BaseModel
 
 from mcp_providers._host.rules import RESULT_KEY, output_schema
 from mcp_providers.errors import RequestError
-from mcp_providers.models import Annotations, Prompt, Resource, ResourceTemplate, Tool
+from mcp_providers.models import RECEIPT_KEY, Annotations, Prompt, Resource, ResourceTemplate, Tool
 from mcp_providers.providers import Audio, Image, Media, Text
 
 log = logging.getLogger("mcp_providers.server")
@@ -125,16 +125,22 @@ def shape(result: R, version: str) -> R:
     """
     if not version or version >= ICONS_SINCE:
         return result
-    _strip(result, version)
+    rewritten: list[str] = []
+    _strip(result, version, rewritten)
+    receipt = (getattr(result, "meta", None) or {}).get(RECEIPT_KEY)
+    if rewritten and isinstance(receipt, dict):  # the receipt digests the blocks as built; say what changed
+        receipt.setdefault("transforms", []).append(f"protocol {version}: {', '.join(rewritten)} block(s) sent as text")
     return result
 
 
-def _strip(value: Any, version: str) -> None:
+def _strip(value: Any, version: str, rewritten: list[str]) -> None:
     """Drop the fields ``version`` lacks and rewrite the blocks it lacks, everywhere in ``value``."""
     if isinstance(value, list):
-        value[:] = [_older(item, version) for item in value]
+        older = [_older(item, version) for item in value]
+        rewritten += [getattr(a, "type", "?") for a, b in zip(value, older, strict=True) if a is not b]
+        value[:] = older
         for item in value:
-            _strip(item, version)
+            _strip(item, version, rewritten)
         return
     if not isinstance(value, BaseModel):
         return
@@ -147,9 +153,10 @@ def _strip(value: Any, version: str) -> None:
             if isinstance(child, BaseModel):
                 replaced = _older(child, version)
                 if replaced is not child:
+                    rewritten.append(getattr(child, "type", "?"))
                     setattr(value, name, replaced)
                     child = replaced
-            _strip(child, version)
+            _strip(child, version, rewritten)
 
 
 def _older(block: Any, version: str) -> Any:
