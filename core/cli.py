@@ -7,6 +7,7 @@ while ``serve`` speaks MCP over stdio, stdout belongs to the protocol and logs g
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -17,8 +18,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 import anyio
 import typer
 
+from mcp_providers._host.rules import advisories
 from mcp_providers._serve.composition import Composition, compose
 from mcp_providers._serve.statics import authorize_report, static_read_problems
+from mcp_providers._serve.stdio import guarded_stdout, sdk_stdio, stdio_server
 from mcp_providers.config import CONFIG_ENV, Config, load_config
 from mcp_providers.errors import CompositionError, ConfigError
 
@@ -150,12 +153,15 @@ def serve(
             "127.0.0.1",
             param_hint="--http",
         )
+    if address is None:
+        # fd 1 is the wire: move it aside before any plugin is imported (a plugin, or a child
+        # process it starts, may write to fd 1 at import time).
+        with guarded_stdout() as wire_out:
+            _serve_stdio(_server_of(_compose(_load(config, plugin_set), strict), strict), wire_out)
+        return
     composition = _compose(_load(config, plugin_set), strict)
     server = _server_of(composition, strict)
-    if address is None:
-        _serve_stdio(server)
-    else:
-        _serve_http(composition, server, address, stateless, json_response, allow_host)
+    _serve_http(composition, server, address, stateless, json_response, allow_host)
 
 
 def _server_of(composition: Composition, strict: bool) -> Any:
@@ -178,14 +184,13 @@ def _server_of(composition: Composition, strict: bool) -> Any:
         raise typer.Exit(1) from None
 
 
-def _serve_stdio(server: Any) -> None:
-    if os.environ.get(STDIO_ENV) == "sdk":  # the SDK's thread-based transport, for comparison
-        from mcp.server.stdio import stdio_server
-    else:
-        from mcp_providers._serve.stdio import stdio_server  # type: ignore[assignment]
+def _serve_stdio(server: Any, wire_out: int) -> None:
+    """Serve ``server`` over stdin and ``wire_out`` (the original stdout, moved aside)."""
+    sdk = os.environ.get(STDIO_ENV) == "sdk"  # the SDK's thread-based transport, for comparison
 
     async def run_stdio() -> None:
-        async with stdio_server() as (read, write):
+        transport = sdk_stdio(wire_out) if sdk else stdio_server(stdout_fd=wire_out)
+        async with transport as (read, write):
             await server.run(read, write, server.create_initialization_options())
 
     anyio.run(run_stdio)
@@ -232,15 +237,15 @@ def plugins(
     ] = False,
 ) -> None:
     """List every plugin found: loaded, rejected (with the reason) or disabled, and which rule chose it."""
-    composition = _compose(_load(config, plugin_set), strict=False)
-    rows = [r.as_dict() for r in composition.records]
-    if settings:
-        for row, record in zip(rows, composition.records, strict=True):
-            model = record.settings_model
-            row["settings_schema"] = model.model_json_schema() if model is not None else None
-    if as_json:
-        out.print_json(json.dumps({"plugins": rows, "problems": [str(p) for p in composition.problems]}))
-        return
+    with guarded_stdout() if as_json else contextlib.nullcontext(1) as machine_out:
+        # with --json, stdout is machine-readable: plugins printing at import time go to stderr.
+        composition = _compose(_load(config, plugin_set), strict=False)
+        if as_json:
+            rows = _plugin_rows(composition, settings)
+            document = {"plugins": rows, "problems": [str(p) for p in composition.problems]}
+            os.write(machine_out, json.dumps(document, indent=2).encode() + b"\n")
+            return
+    rows = _plugin_rows(composition, settings)
     from rich.table import Table
 
     table = Table(title="mcp-providers plugins")
@@ -266,6 +271,15 @@ def plugins(
                 out.print_json(json.dumps(r["settings_schema"]))
 
 
+def _plugin_rows(composition: Composition, settings: bool) -> list[dict[str, Any]]:
+    rows = [r.as_dict() for r in composition.records]
+    if settings:
+        for row, record in zip(rows, composition.records, strict=True):
+            model = record.settings_model
+            row["settings_schema"] = model.model_json_schema() if model is not None else None
+    return rows
+
+
 @app.command()
 def check(config: ConfigOption = None, plugin_set: SetOption = None) -> None:
     """Check every plugin and declaration; exit 1 with one line per problem."""
@@ -277,6 +291,7 @@ def check(config: ConfigOption = None, plugin_set: SetOption = None) -> None:
             "MCP_PROVIDERS_PLUGINS) and the lines above"
         )
     order, warnings = authorize_report(composition)
+    warnings += [f"warning: {w}" for w in advisories(composition.assembly.declared)]
     if order is not None:
         err.print(order, markup=False, highlight=False)
     for line in [*warnings, *failures]:  # a warning names its fix but does not fail the check

@@ -14,6 +14,7 @@ Shape::
     page_size = 100              # items per list page
     read_timeout = 30.0          # seconds a provider may take for one read or call
     max_read_bytes = 4194304     # read budget in bytes, overridable per resource
+    max_result_bytes = 4194304   # largest tool result in bytes; bigger ones are refused
     side_effects = { servicenow = "warn" }   # per plugin: "enforce" (default) or "warn"
 
     [plugins.servicenow]         # validated by that plugin's settings_model()
@@ -105,6 +106,9 @@ class ServerSettings(BaseModel):
     """Seconds one provider read or tool call may take before it is cut off."""
     max_read_bytes: int = Field(default=4 * 1024 * 1024, ge=1)
     """Largest resource read served, in bytes (a resource's ``max_bytes`` overrides it)."""
+    max_result_bytes: int = Field(default=4 * 1024 * 1024, ge=1)
+    """Largest tool result served, in bytes of its canonical JSON (blocks and ``structuredContent``);
+    a bigger one is refused with an ``isError`` result naming the cap, and the receipt records it."""
     max_embed_bytes: int = Field(default=4096, ge=0)
     """Largest resource a tool result may embed, in bytes; bigger ones become resource links."""
     coalesce_reads: bool = True
@@ -117,6 +121,10 @@ class ServerSettings(BaseModel):
     ``violations``: a switch for migrating a plugin, not for serving."""
     audit_log: Path | None = None
     """JSON-lines file that gets one line per list, read, call and denial (never content or secrets)."""
+    audit_key_env: str | None = Field(default="MCP_PROVIDERS_AUDIT_KEY", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    """Environment variable holding the deployment's secret key for ``argumentsHmac`` (HMAC-SHA256 of a
+    tool call's canonical JSON arguments, in receipts and the audit log). Unset: a random key per
+    process, with a warning (digests then compare only within one process)."""
     auth: AuthConfig | None = None
     """Bearer-token authentication for streamable HTTP; the token's subject is the caller."""
 
@@ -150,40 +158,61 @@ class Config(BaseModel):
     """Per-plugin settings tables, keyed by entry-point name."""
 
 
-_SECRET_NAME = re.compile(r"pass(word|phrase)?|secret|token|api_?key|credential|private", re.IGNORECASE)
-_USERINFO = re.compile(r"(?<=://)[^/@\s]*@")
+_SECRET_NAME = re.compile(
+    r"pass|pwd|passwd|secret|token|api_?key|apikey|access_?key|credential|private|bearer|auth|cookie|session|"
+    r"signature|sig$|salt|otp|pin$",
+    re.IGNORECASE,
+)
+"""Keys whose values are never shown (matched anywhere in a field path, so ``passwrd`` and ``pwd`` count)."""
+_USERINFO = re.compile(r"(?<=://)[^@\s'\"]*@")
+"""``user:password@`` after a scheme, up to the last-but-one ``@``-free run (a password may hold ``/``)."""
+_QUERY_VALUE = re.compile(r"([?&;][^=&#\s'\"]*=)[^&#\s'\"]*")
+"""The value of every URL query parameter (``?token=abc`` -> ``?token=***``)."""
 _PLAIN = {
     "Input should be a valid tuple": "Input should be a list",
     "Input should be a valid list": "Input should be a list",
 }
 
 
-def _shown(loc: tuple[int | str, ...], value: object) -> str:
+def mask(text: str) -> str:
+    """``text`` with URL user info and every URL query value replaced by ``***``."""
+    if "://" not in text and "=" not in text:
+        return text
+    return _QUERY_VALUE.sub(r"\1***", _USERINFO.sub("***@", text))
+
+
+def _shown(loc: tuple[int | str, ...], value: object, kind: str) -> str:
     """`` (got <value>)`` for an error line, with secrets and user info never echoed."""
     if isinstance(value, dict):
         return ""
+    if kind == "extra_forbidden":
+        return " (value hidden: an unknown key may be a mistyped secret)"
     if any(_SECRET_NAME.search(str(part)) for part in loc):
         return " (value hidden: it may be a secret)"
-    if isinstance(value, str):
-        value = _USERINFO.sub("***@", value)
-        if len(value) > 120:
-            value = value[:117] + "..."
-    return f" (got {value!r})"
+    text = mask(repr(value))
+    if len(text) > 120:
+        text = text[:117] + "..."
+    return f" (got {text})"
 
 
 def format_validation_error(error: ValidationError, where: str) -> str:
     """One line per field: ``<where>.<field path>: <message> (got <value>)``.
 
-    Values under secret-looking names (password, secret, token, API key ...) are never shown, and
-    ``user:password@`` in a URL is masked, because these lines reach logs.
+    Never shown, because these lines reach logs: values under secret-looking names (password,
+    pwd, secret, token, API key, auth ... anywhere in the path), values of keys the model does not
+    know (a mistyped secret is still a secret), ``user:password@`` in a URL (also when the password
+    holds ``/``) and every URL query value (``?token=***``), in values and in messages alike.
     """
     lines = []
-    for item in error.errors():
+    for item in error.errors(include_url=False):
         path = ".".join(str(p) for p in item["loc"])
         # Operators write TOML arrays, not tuples, and pydantic's "Value error," prefix says nothing.
         message = item["msg"].removeprefix("Value error, ").replace("Tuple should", "List should")
-        message = _PLAIN.get(message, message)
-        shown = _shown(tuple(item["loc"]), item.get("input"))
+        message = mask(_PLAIN.get(message, message))
+        value = item.get("input")
+        shown = _shown(tuple(item["loc"]), value, item["type"])
+        if "hidden" in shown and isinstance(value, str) and value and value in message:
+            message = message.replace(value, "***")  # a validator that quoted the hidden value
         lines.append(f"{where}.{path}: {message}{shown}" if path else f"{where}: {message}")
     return "; ".join(lines)
 

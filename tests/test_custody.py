@@ -102,7 +102,8 @@ async def test_compact_answer_is_structured_content_with_a_model_receipt(composi
         assert [b["type"] for b in receipt["blocks"]] == ["text"]
         assert receipt["actor"] == "model" and receipt["operation"] == "tools/call"
         assert receipt["tool"] == "risk_score" and receipt["sideEffects"] == "none"
-        assert receipt["argumentsSha256"] == hashlib.sha256(b'{"customer":"c-17"}').hexdigest()
+        assert len(receipt["argumentsHmac"]) == 64  # HMAC-SHA256 under the deployment key (test_audit_hmac)
+        assert receipt["argumentsHmac"] != hashlib.sha256(b'{"customer":"c-17"}').hexdigest()
         assert "c-17" not in json.dumps({k: v for k, v in receipt.items() if k != "sha256"})
 
 

@@ -44,7 +44,7 @@ async def test_serve_over_stdio_in_both_eras(mode: str, transport: str) -> None:
 
 
 def test_bad_and_blank_lines_do_not_stop_the_server() -> None:
-    # The junk line is logged and skipped by the dispatcher (as with the SDK transport).
+    # The junk line is answered with -32700 (id null) and the server reads on.
     lines = [
         json.dumps(INIT) + "\n",
         json.dumps(INITIALIZED) + "\n",
@@ -63,7 +63,7 @@ def test_bad_and_blank_lines_do_not_stop_the_server() -> None:
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write("".join(lines))
     proc.stdin.flush()
-    answers = [json.loads(proc.stdout.readline()) for _ in range(2)]
+    answers = [json.loads(proc.stdout.readline()) for _ in range(3)]
     proc.stdin.close()
     proc.wait(timeout=30)
     assert proc.stderr is not None
@@ -71,6 +71,7 @@ def test_bad_and_blank_lines_do_not_stop_the_server() -> None:
     proc.stdout.close()
     by_id = {a.get("id"): a for a in answers}
     assert by_id[1]["result"]["protocolVersion"] == "2025-11-25"
+    assert by_id[None]["error"]["code"] == -32700
     assert json.loads(by_id[2]["result"]["contents"][0]["text"])["id"] == "hugo"
 
 

@@ -18,7 +18,7 @@ import pluggy
 from mcp_providers._host.catalog import Catalog
 from mcp_providers._host.declarations import Declared, Problem, declare
 from mcp_providers._host.discovery import PluginRecord, discover
-from mcp_providers._host.rules import check
+from mcp_providers._host.rules import TOOL_RULES, check
 from mcp_providers.config import Config
 
 
@@ -97,7 +97,7 @@ def assemble(config: Config, *, load_entrypoints: bool = True, plugins: Mapping[
     pm, records = discover(config, load_entrypoints=load_entrypoints, plugins=plugins)
     declared, problems = declare(records)
     problems += check(declared)
-    bad = {name for p in problems for name in p.plugins}
+    bad = {name for p in problems if p.rule not in TOOL_RULES for name in p.plugins}  # TOOL_RULES: that tool alone
     for record in records:
         if record.name in bad and record.status == "loaded":
             record.reject("failed checks (see mcp-providers check)")

@@ -29,24 +29,143 @@ Rules (the ``rule`` string of a Problem):
 ``resource-declares-side-effect``   a resource declares ``side_effects`` other than ``"none"``
 ``prompt-argument-resource``        a prompt argument's ``resource`` is not a template of that argument
 ``declaration-failed``              a provider's ``resources()``/``templates()``/``tools()``/``prompts()`` raised
+``output-schema-unservable``        a tool's input or output model has no JSON Schema (pydantic cannot
+                                    describe it); only that tool is left out, the plugin is served
+==================================  =================================================================
+
+Advisories (:func:`advisories`; ``check`` prints them and still passes):
+
+==================================  =================================================================
+``output-schema-wrapped``           the output model's schema root is not an object (an array, a
+                                    recursive ``$ref``); it is served wrapped as ``{"result": ...}``
+``tool-name-client-incompatible``   a spec-valid tool name outside ``^[a-zA-Z0-9_-]{1,64}$``, which
+                                    Claude Desktop, GitHub Copilot and the OpenAI API refuse (and
+                                    with it the whole tool list)
 ==================================  =================================================================
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
+from pydantic import BaseModel
 
 from mcp_providers._host.declarations import Declared, Problem, literal_start
 from mcp_providers._host.uris import InvalidUri, canonical, canonical_template
-from mcp_providers.models import Prompt, Resource, ResourceTemplate
+from mcp_providers.models import Prompt, Resource, ResourceTemplate, Tool
 from mcp_providers.providers import ResourceProvider
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 _PREFIX = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+CLIENT_TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+"""Tool names every widely used client accepts (Claude Desktop, GitHub Copilot, the OpenAI API)."""
+
+RESULT_KEY = "result"
+"""The property a non-object output is wrapped under, in ``outputSchema`` and ``structuredContent``."""
+
+TOOL_RULES = frozenset({"output-schema-unservable"})
+"""Rules whose problem leaves out one tool, not its plugin."""
+
+
+class UnservableSchema(ValueError):
+    """A model pydantic cannot describe as JSON Schema (the message says why)."""
+
+
+@dataclass(frozen=True, slots=True)
+class OutputSchema:
+    """A tool's ``outputSchema`` as served: always an object root.
+
+    ``wrapped``: the model's own schema is under ``properties.result`` (its root was an array, a
+    recursive ``$ref`` or another non-object), and ``structuredContent`` is ``{"result": <output>}``.
+    """
+
+    schema: dict[str, Any]
+    wrapped: bool
+
+
+@functools.cache
+def output_schema(model: type[BaseModel]) -> OutputSchema:
+    """The served ``outputSchema`` of ``model`` (computed once per model).
+
+    :raises UnservableSchema: pydantic cannot produce a JSON Schema for ``model``.
+    """
+    schema = _json_schema(model)
+    if schema.get("type") == "object":
+        return OutputSchema(schema, wrapped=False)
+    defs = schema.pop("$defs", None)
+    wrapper: dict[str, Any] = {
+        "type": "object",
+        "description": f"The tool's output is wrapped: read it from {RESULT_KEY!r} (its schema root is not an object).",
+        "properties": {RESULT_KEY: schema},
+        "required": [RESULT_KEY],
+    }
+    if defs:
+        wrapper["$defs"] = defs  # "#/$defs/..." references resolve from the new root as before
+    return OutputSchema(wrapper, wrapped=True)
+
+
+def _json_schema(model: type[BaseModel]) -> dict[str, Any]:
+    try:
+        return model.model_json_schema(by_alias=True)
+    except Exception as exc:  # pydantic raises several kinds; all mean the same here
+        raise UnservableSchema(f"{type(exc).__name__}: {str(exc)[:300]}") from None
+
+
+def _servable(d: Declared, tool: Tool) -> Problem | None:
+    """A problem for a tool whose input or output model has no JSON Schema, else None."""
+    try:
+        _json_schema(tool.input_model)
+        if tool.output_model is not None:
+            output_schema(tool.output_model)
+    except UnservableSchema as exc:
+        return Problem(
+            (d.plugin,),
+            "output-schema-unservable",
+            tool.name,
+            f"its models have no JSON Schema ({exc}); the tool is not served, the rest of the plugin is",
+            "use JSON-describable field types (or a custom __get_pydantic_json_schema__)",
+        )
+    return None
+
+
+def advisories(declared: Sequence[Declared]) -> list[Problem]:
+    """What ``check`` warns about without failing: wrapped output schemas, names clients refuse."""
+    found: list[Problem] = []
+    for d in declared:
+        for tool in d.tools:
+            if not CLIENT_TOOL_NAME.match(tool.name):
+                usable = re.sub(r"[^a-zA-Z0-9_-]", "_", tool.name)[:64]
+                found.append(
+                    Problem(
+                        (d.plugin,),
+                        "tool-name-client-incompatible",
+                        tool.name,
+                        "valid MCP, but Claude Desktop, GitHub Copilot and the OpenAI API accept only tool names "
+                        "matching ^[a-zA-Z0-9_-]{1,64}$ and refuse the whole tool list otherwise",
+                        f"rename it, e.g. {usable!r}",
+                    )
+                )
+            with contextlib.suppress(UnservableSchema):
+                if tool.output_model is not None and output_schema(tool.output_model).wrapped:
+                    found.append(
+                        Problem(
+                            (d.plugin,),
+                            "output-schema-wrapped",
+                            tool.name,
+                            f"the JSON Schema root of {tool.output_model.__name__} is not an object (an array or a "
+                            f'recursive $ref); it is served as {{"{RESULT_KEY}": ...}} in outputSchema and '
+                            "structuredContent",
+                            "return an object model (a BaseModel with fields) to serve it unwrapped",
+                        )
+                    )
+    return found
 
 
 def _check_template(d: Declared, t: ResourceTemplate) -> Iterable[Problem]:
@@ -101,6 +220,10 @@ def check(declared: Sequence[Declared]) -> list[Problem]:
     for d in declared:
         problems += _grammar(d)
         problems += _ownership(d)
+        unservable = {t.name: p for t in d.tools if (p := _servable(d, t)) is not None}
+        if unservable:  # left out alone: the plugin's other tools are still served
+            problems += unservable.values()
+            d.tools = [t for t in d.tools if t.name not in unservable]
     problems += _overlaps(declared)
     _dupes(problems, "duplicate-provider", ((d.provider.name, d) for d in declared))
     _dupes(problems, "duplicate-uri", ((canonical(r.uri), d) for d in declared for r in d.resources if _valid(r.uri)))

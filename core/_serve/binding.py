@@ -145,6 +145,7 @@ def build_server(runtime: Runtime, pipeline: Pipeline, name: str, version: str) 
     # logging is deprecated at 2026-07-28, but 2025-11-25 clients still set levels for the log
     # messages tools send (ToolCall.log); the SDK keeps the method off the 2026 wire itself.
     server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, set_level)
+    server.middleware.append(wire.initialize_middleware)  # capabilities shaped for the negotiated version
     if not tracing_configured():
         # The SDK's tracing middleware builds a span per request even with no tracer installed.
         server.middleware = [m for m in server.middleware if type(m).__name__ != "OpenTelemetryMiddleware"]

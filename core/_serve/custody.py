@@ -37,6 +37,11 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import hmac
+import logging
+import os
+import secrets
+import threading
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -53,6 +58,42 @@ version stays the same, but clients should still pick up an upgrade."""
 def digest(data: bytes) -> str:
     """Hex SHA-256 of ``data``."""
     return hashlib.sha256(data).hexdigest()
+
+
+log = logging.getLogger("mcp_providers.server")
+_random_key: bytes | None = None
+_key_lock = threading.Lock()
+
+
+def audit_key(env_name: str | None, environ: Mapping[str, str] | None = None) -> bytes:
+    """The key of ``argumentsHmac``: the value of the environment variable ``env_name``.
+
+    When it is unset (or ``env_name`` is ``None``), a random key made once per process, with one
+    warning: digests are then comparable within this process only (not across restarts or replicas).
+    """
+    environ = os.environ if environ is None else environ
+    value = environ.get(env_name) if env_name else None
+    if value:
+        return value.encode()
+    global _random_key
+    with _key_lock:
+        if _random_key is None:
+            _random_key = secrets.token_bytes(32)
+            log.warning(
+                "no audit key: $%s is unset, so argumentsHmac in receipts and the audit log is keyed with a random "
+                "per-process key (not comparable across restarts or replicas); set it to a secret shared by "
+                "the deployment, or name another variable with [server] audit_key_env",
+                env_name or "MCP_PROVIDERS_AUDIT_KEY",
+            )
+        return _random_key
+
+
+def arguments_hmac(key: bytes, data: bytes) -> str:
+    """HMAC-SHA256 of ``data`` (the canonical JSON of a tool's arguments) under ``key``, in hex.
+
+    Unlike a plain SHA-256, it cannot be reversed by hashing likely arguments without the key.
+    """
+    return hmac.new(key, data, hashlib.sha256).hexdigest()
 
 
 def now_utc() -> str:

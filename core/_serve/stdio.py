@@ -38,73 +38,248 @@ Example::
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
+import io
 import json
 import os
+import re
 import stat
 import sys
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from types import TracebackType
-from typing import Final, Self
+from typing import Any, Final, Self
 
 import anyio
 import mcp_types as types
 from mcp.shared.message import SessionMessage
 
-DEFAULT_MAX_LINE_BYTES: Final = 64 * 1024 * 1024
-"""The longest JSON-RPC line accepted, in bytes (64 MiB); longer lines are dropped and reported."""
+DEFAULT_MAX_LINE_BYTES: Final = 4 * 1024 * 1024
+"""The longest JSON-RPC line accepted, in bytes (4 MiB); a longer line is discarded and answered
+with -32600 (``id: null``), without ever being buffered whole."""
+
+MAX_NESTING: Final = 64
+"""The deepest nesting of arrays and objects accepted in one message; deeper is answered -32600."""
+
+BATCH_VERSION: Final = "2025-03-26"
+"""The only protocol version with JSON-RPC batches (added in 2025-03-26, removed in 2025-06-18)."""
+
+_BOM: Final = b"\xef\xbb\xbf"
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 
 _claim_lock = threading.Lock()
 _claimed = False
+
+RequestId = int | str
+
+
+class _Session:
+    """What the transport learns from the exchange: the negotiated protocol version and the open batches.
+
+    ``version`` is read from the answer to ``initialize`` as it is written; a batch holds the ids of
+    its requests and the answers collected so far, written as one JSON array when the last arrives.
+    """
+
+    __slots__ = ("batches", "init_id", "version")
+
+    def __init__(self) -> None:
+        self.init_id: RequestId | None = None
+        self.version: str | None = None
+        self.batches: list[tuple[list[RequestId], list[dict[str, Any]]]] = []
+
+    def expects(self, message: Any) -> bool:
+        if not isinstance(message, types.JSONRPCResponse | types.JSONRPCError) or message.id is None:
+            return False
+        return message.id == self.init_id or any(message.id in ids for ids, _ in self.batches)
+
+    def collect(self, message: types.JSONRPCResponse | types.JSONRPCError) -> bytes | None:
+        """The line to write for an expected answer: itself, a completed batch, or nothing yet."""
+        if message.id == self.init_id and isinstance(message, types.JSONRPCResponse):
+            self.version = str(message.result.get("protocolVersion") or "") or None
+            self.init_id = None
+        for batch in self.batches:
+            ids, answers = batch
+            if message.id in ids:
+                ids.remove(message.id)
+                answers.append(message.model_dump(by_alias=True, exclude_unset=True, mode="json"))
+                if ids:
+                    return None
+                self.batches.remove(batch)
+                return _line(answers)
+        return message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n"
+
+
+def _line(payload: Any) -> bytes:
+    return json.dumps(payload, separators=(",", ":")).encode() + b"\n"
+
+
+def _error(code: int, message: str, request_id: RequestId | None = None) -> dict[str, Any]:
+    """A JSON-RPC 2.0 error response object (``id`` null when no id could be read)."""
+    return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
+
+
+def _unreadable(line: bytes) -> dict[str, Any] | None:
+    """The error for a line that cannot be taken as JSON at all (encoding, BOM, nesting), else None."""
+    if line.startswith(_BOM):
+        return _error(
+            types.PARSE_ERROR,
+            "Parse error: the line starts with a byte-order mark (U+FEFF); send UTF-8 JSON without one",
+        )
+    try:
+        line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return _error(
+            types.PARSE_ERROR, f"Parse error: the line is not valid UTF-8 (byte {exc.start}); send UTF-8 encoded JSON"
+        )
+    if _nesting(line) > MAX_NESTING:
+        return _error(
+            types.INVALID_REQUEST,
+            f"Invalid request: arrays and objects nested deeper than {MAX_NESTING} levels; send a flatter message",
+        )
+    return None
+
+
+def _nesting(line: bytes) -> int:
+    """How deep arrays and objects nest in ``line`` (string contents ignored); cheap for flat input."""
+    skeleton = _STRING.sub(b"", line).translate(None, _NOT_BRACKETS)
+    if len(skeleton) <= MAX_NESTING:
+        return len(skeleton) // 2 + 1
+    depth = deepest = 0
+    for byte in skeleton:
+        depth += 1 if byte in b"[{" else -1
+        if depth > deepest:
+            deepest = depth
+            if deepest > MAX_NESTING:
+                break
+    return deepest
 
 
 class PipeReadStream:
     """Inbound messages: one line of stdin parsed per :meth:`receive`, in the receiving task.
 
-    Satisfies the SDK's ``ReadStream[SessionMessage | Exception]``. A line that is not a valid
-    JSON-RPC message yields the validation ``Exception`` (the dispatcher reports it and reads on);
-    end of input ends iteration.
+    Satisfies the SDK's ``ReadStream[SessionMessage | Exception]``. A line that is not a JSON-RPC
+    message is answered here with its JSON-RPC error (-32700 does not parse, -32600 not a request,
+    too deep, too long or a batch the session's version does not allow) and reading goes on; a
+    2025-03-26 session's batch is split into its messages and answered as one array. End of input
+    ends iteration.
     """
 
-    __slots__ = ("_answer", "_closed", "_limit", "_reader")
+    __slots__ = ("_answer", "_closed", "_limit", "_pending", "_reader", "_session")
 
     def __init__(
         self,
         reader: asyncio.StreamReader,
         limit: int,
         answer: Callable[[bytes], Awaitable[None]] | None = None,
+        session: _Session | None = None,
     ) -> None:
         self._reader = reader
         self._limit = limit
         self._answer = answer
+        self._session = session or _Session()
+        self._pending: collections.deque[SessionMessage] = collections.deque()
         self._closed = False
 
     async def receive(self) -> SessionMessage | Exception:
-        """The next message, or the exception its line raised.
+        """The next message (bad lines are answered here and skipped).
 
         :raises anyio.EndOfStream: stdin reached end of file.
         :raises anyio.ClosedResourceError: this stream was closed.
         """
-        while True:
+        while not self._pending:
             if self._closed:
                 raise anyio.ClosedResourceError
-            try:
-                line = await self._reader.readline()
-            except ValueError:  # over the limit: asyncio dropped the line (or what it had of it)
-                return ValueError(f"dropped a JSON-RPC line over {self._limit} bytes")
-            if not line:
+            line = await self._readline()
+            if line == b"":
                 raise anyio.EndOfStream
-            if line.isspace():
-                continue
+            self._pending.extend(await self._frame(line))
+        return self._pending.popleft()
+
+    async def _readline(self) -> bytes | None:
+        """The next line (``b""`` at end of input), or None for a line over the limit (discarded)."""
+        too_long = False
+        while True:
             try:
-                return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
-            except Exception as exc:  # reported to the dispatcher, like the SDK transport does
-                if self._answer is not None and (request_id := _request_id(line)) is not None:
-                    # A request the message model refuses (e.g. a lone surrogate escape) still has an id:
-                    # answer it, so the client is not left waiting for its deadline.
-                    await self._answer(_invalid_request(request_id))
-                return exc
+                line = await self._reader.readuntil(b"\n")
+            except asyncio.IncompleteReadError as exc:  # end of input, maybe after an unterminated line
+                return None if too_long and exc.partial else exc.partial
+            except asyncio.LimitOverrunError as exc:
+                await self._reader.readexactly(exc.consumed)  # drop what is buffered; keep reading to the newline
+                too_long = True
+                continue
+            return None if too_long else line
+
+    async def _frame(self, line: bytes | None) -> list[SessionMessage]:
+        """The messages on one line; errors for what is not a message are written here."""
+        if line is None:
+            return await self._refuse(
+                _error(
+                    types.INVALID_REQUEST,
+                    f"Invalid request: a line over {self._limit} bytes was discarded; send smaller messages",
+                )
+            )
+        if line.isspace():
+            return []
+        if (problem := _unreadable(line)) is not None:
+            return await self._refuse(problem)
+        try:
+            data = json.loads(line)
+        except (ValueError, RecursionError) as exc:
+            return await self._refuse(_error(types.PARSE_ERROR, f"Parse error: the line is not JSON ({exc!s:.200})"))
+        if isinstance(data, list):
+            return await self._batch(data)
+        message = self._message(data, line)
+        if isinstance(message, dict):
+            return await self._refuse(message)
+        return [message]
+
+    def _message(self, data: Any, raw: bytes) -> SessionMessage | dict[str, Any]:
+        """One JSON value as a message, or the -32600 error answering it."""
+        try:
+            message = types.jsonrpc_message_adapter.validate_json(raw, by_name=False)
+        except Exception:
+            return _error(
+                types.INVALID_REQUEST,
+                'Invalid request: not a JSON-RPC 2.0 message (expected an object with "jsonrpc": "2.0" and '
+                "a method, or a response; check for unpaired surrogate escapes and the params' shape)",
+                _request_id(data),
+            )
+        if isinstance(message, types.JSONRPCRequest) and message.method == "initialize":
+            self._session.init_id = message.id
+        return SessionMessage(message)
+
+    async def _batch(self, items: list[Any]) -> list[SessionMessage]:
+        if not items:
+            return await self._refuse(_error(types.INVALID_REQUEST, "Invalid request: an empty batch"))
+        if self._session.version != BATCH_VERSION:
+            return await self._refuse(
+                _error(
+                    types.INVALID_REQUEST,
+                    f"Invalid request: JSON-RPC batches are allowed only in protocol {BATCH_VERSION} sessions "
+                    f"(this session: {self._session.version or 'not initialized'}); send one message per line",
+                )
+            )
+        messages: list[SessionMessage] = []
+        errors: list[dict[str, Any]] = []
+        for item in items:
+            one = self._message(item, json.dumps(item).encode())
+            (errors if isinstance(one, dict) else messages).append(one)  # type: ignore[arg-type]
+        ids = [m.message.id for m in messages if isinstance(m.message, types.JSONRPCRequest)]
+        if ids:
+            self._session.batches.append((ids, errors))
+        elif errors:
+            await self._write(_line(errors))
+        return messages
+
+    async def _refuse(self, error: dict[str, Any]) -> list[SessionMessage]:
+        await self._write(_line(error))
+        return []
+
+    async def _write(self, line: bytes) -> None:
+        if self._answer is not None:
+            await self._answer(line)
 
     def __aiter__(self) -> Self:
         return self
@@ -131,24 +306,32 @@ class PipeWriteStream:
     """Outbound messages: each :meth:`send` serializes and writes one line in the sending task.
 
     Satisfies the SDK's ``WriteStream[SessionMessage]``. A pipe transport write is atomic per call,
-    so concurrent senders never interleave lines; ``send`` waits only when the pipe is full.
+    so concurrent senders never interleave lines; ``send`` waits only when the pipe is full. Answers
+    to a batch's requests are held and written together as one array.
     """
 
-    __slots__ = ("_closed", "_writer")
+    __slots__ = ("_closed", "_session", "_writer")
 
-    def __init__(self, writer: asyncio.StreamWriter) -> None:
+    def __init__(self, writer: asyncio.StreamWriter, session: _Session | None = None) -> None:
         self._writer = writer
+        self._session = session or _Session()
         self._closed = False
 
     async def send(self, item: SessionMessage, /) -> None:
-        """Write ``item`` as one JSON line.
+        """Write ``item`` as one JSON line (or hold it for its batch's array).
 
         :raises anyio.ClosedResourceError: this stream was closed.
         :raises anyio.BrokenResourceError: the reader of stdout went away.
         """
         if self._closed:
             raise anyio.ClosedResourceError
-        data = item.message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n"
+        message = item.message
+        if self._session.expects(message):
+            data = self._session.collect(message)  # type: ignore[arg-type]
+            if data is None:
+                return
+        else:
+            data = message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n"
         if self._writer.transport.is_closing():
             raise anyio.BrokenResourceError
         self._writer.write(data)
@@ -179,25 +362,25 @@ class PipeWriteStream:
 
 @contextlib.asynccontextmanager
 async def stdio_server(
-    *, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+    *, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, stdout_fd: int | None = None
 ) -> AsyncIterator[tuple[PipeReadStream, PipeWriteStream]]:
     """Serve MCP over this process's stdin and stdout; yields ``(read_stream, write_stream)``.
 
     :param max_line_bytes: the longest inbound line kept, in bytes.
+    :param stdout_fd: the wire's output when fd 1 was already moved aside by :func:`guarded_stdout`
+        (the descriptor it yielded); default: fd 1, moved aside here.
     :raises RuntimeError: another :func:`stdio_server` of this module is already serving.
 
     Falls back to the SDK's :func:`mcp.server.stdio.stdio_server` (same streams contract) where
     asyncio pipes do not apply; see the module docstring.
     """
-    if not _pipes_apply():
-        from mcp.server.stdio import stdio_server as sdk_stdio_server
-
-        async with sdk_stdio_server() as streams:
+    if not _pipes_apply(1 if stdout_fd is None else stdout_fd):
+        async with sdk_stdio(stdout_fd) as streams:
             yield streams  # the SDK's context streams satisfy the same protocols
         return
     loop = asyncio.get_running_loop()
-    with _claimed_std_fds() as (wire_in, wire_out):
-        reader = asyncio.StreamReader(limit=max_line_bytes)
+    with _claimed_std_fds(stdout_fd) as (wire_in, wire_out):
+        reader = asyncio.StreamReader(limit=max_line_bytes + 1)
         read_transport, _ = await loop.connect_read_pipe(
             lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(wire_in, "rb", buffering=0)
         )
@@ -210,8 +393,9 @@ async def stdio_server(
             raise
         writer = asyncio.StreamWriter(write_transport, write_protocol, None, loop)
         try:
-            write_stream = PipeWriteStream(writer)
-            yield PipeReadStream(reader, max_line_bytes, write_stream.send_raw), write_stream
+            session = _Session()
+            write_stream = PipeWriteStream(writer, session)
+            yield PipeReadStream(reader, max_line_bytes, write_stream.send_raw, session), write_stream
         finally:
             read_transport.close()
             # close() flushes what is buffered before closing; give it a bounded moment.
@@ -220,12 +404,8 @@ async def stdio_server(
                 await writer.wait_closed()
 
 
-def _request_id(line: bytes) -> int | str | None:
-    """The id of a JSON-RPC request line the message model refused, if it has a usable one."""
-    try:
-        data = json.loads(line)
-    except ValueError:
-        return None
+def _request_id(data: Any) -> int | str | None:
+    """The id of a JSON-RPC request the message model refused, if it has a usable one."""
     if not isinstance(data, dict) or "method" not in data:
         return None
     request_id = data.get("id")
@@ -234,24 +414,54 @@ def _request_id(line: bytes) -> int | str | None:
     return request_id
 
 
-def _invalid_request(request_id: int | str) -> bytes:
-    """A JSON-RPC 2.0 ``-32600 Invalid Request`` response line for ``request_id``."""
-    error = {
-        "code": types.INVALID_REQUEST,
-        "message": "Invalid request: the message is not valid MCP JSON-RPC "
-        "(check for unpaired surrogate escapes and the params' shape)",
-    }
-    return json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}).encode() + b"\n"
+@contextlib.asynccontextmanager
+async def sdk_stdio(stdout_fd: int | None) -> AsyncIterator[Any]:
+    """The SDK's transport, writing to ``stdout_fd`` when fd 1 was moved aside already."""
+    from mcp.server.stdio import stdio_server as sdk_stdio_server
+
+    if stdout_fd is None:
+        async with sdk_stdio_server() as streams:
+            yield streams
+        return
+    stdin = anyio.wrap_file(io.TextIOWrapper(os.fdopen(os.dup(0), "rb"), encoding="utf-8", errors="replace"))
+    stdout = anyio.wrap_file(io.TextIOWrapper(os.fdopen(os.dup(stdout_fd), "wb"), encoding="utf-8"))
+    try:
+        async with sdk_stdio_server(stdin, stdout) as streams:
+            yield streams
+    finally:
+        await stdin.aclose()
+        await stdout.aclose()
 
 
-def _pipes_apply() -> bool:
+@contextlib.contextmanager
+def guarded_stdout() -> Iterator[int]:
+    """Point fd 1 (and so ``print``, and any child process started meanwhile) at stderr.
+
+    Yields a private, close-on-exec duplicate of the original stdout: the only place
+    machine-readable output (the MCP wire, ``plugins --json``) may be written. Enter it before any
+    plugin is imported; on exit fd 1 is pointed back at the original stdout.
+    """
+    with contextlib.suppress(ValueError, OSError):
+        sys.stdout.flush()
+    saved = _dup_private(1)
+    os.dup2(2, 1)
+    try:
+        yield saved
+    finally:
+        with contextlib.suppress(ValueError, OSError):
+            sys.stdout.flush()  # what plugins printed belongs to stderr, where fd 1 pointed
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def _pipes_apply(stdout_fd: int) -> bool:
     if sys.platform == "win32":
         return False
     try:
         asyncio.get_running_loop()  # under trio there is none
     except RuntimeError:
         return False
-    for fd in (0, 1):
+    for fd in (0, stdout_fd):
         try:
             mode = os.fstat(fd).st_mode
         except OSError:
@@ -263,13 +473,14 @@ def _pipes_apply() -> bool:
 
 
 @contextlib.contextmanager
-def _claimed_std_fds() -> Iterator[tuple[int, int]]:
+def _claimed_std_fds(stdout_fd: int | None = None) -> Iterator[tuple[int, int]]:
     """Move the wire to private descriptors; point fd 0 at the null device and fd 1 at stderr.
 
     Yields the private ``(stdin, stdout)`` descriptors (close-on-exec, so children never inherit
     the wire). On exit fds 0 and 1 are pointed back at the wire and their blocking mode restored
     (asyncio sets the shared file description non-blocking, which would surprise a parent shell).
-    The caller owns closing the private descriptors.
+    The caller owns closing the private descriptors. With ``stdout_fd`` (fd 1 already moved aside
+    by :func:`guarded_stdout`), the wire's output is a duplicate of it and fd 1 is left alone.
     """
     global _claimed
     with _claim_lock:
@@ -279,28 +490,31 @@ def _claimed_std_fds() -> Iterator[tuple[int, int]]:
     try:
         with contextlib.suppress(ValueError, OSError):
             sys.stdout.flush()  # bytes printed before serving belong to the old stdout, not the wire
-        blocking = {fd: os.get_blocking(fd) for fd in (0, 1)}
+        out_fd = 1 if stdout_fd is None else stdout_fd
+        blocking = {fd: os.get_blocking(fd) for fd in (0, out_fd)}
         wire_in = _dup_private(0)
-        wire_out = _dup_private(1)
+        wire_out = _dup_private(out_fd)
         # Dups of the wire that outlive the transports (which close wire_in/wire_out) so the
         # descriptors can be pointed back at the wire on exit.
-        keep_in, keep_out = _dup_private(0), _dup_private(1)
+        keeps = [(0, _dup_private(0))] + ([(1, _dup_private(1))] if stdout_fd is None else [])
         null = os.open(os.devnull, os.O_RDONLY)
         try:
             os.dup2(null, 0)
         finally:
             os.close(null)
-        os.dup2(2, 1)
+        if stdout_fd is None:
+            os.dup2(2, 1)
         try:
             yield wire_in, wire_out
         finally:
             with contextlib.suppress(ValueError, OSError):
                 sys.stdout.flush()  # stray prints still buffered go to stderr, as they were written
-            for fd, keep in ((1, keep_out), (0, keep_in)):
+            for fd, keep in reversed(keeps):
                 os.dup2(keep, fd)
                 os.close(keep)
+            for fd, was in blocking.items():
                 with contextlib.suppress(OSError):
-                    os.set_blocking(fd, blocking[fd])
+                    os.set_blocking(fd, was)
     finally:
         with _claim_lock:
             _claimed = False

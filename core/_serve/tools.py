@@ -18,9 +18,10 @@ from pydantic import BaseModel, ValidationError
 
 from mcp_providers._host.assembly import Assembly
 from mcp_providers._host.catalog import Entry
+from mcp_providers._host.rules import RESULT_KEY, output_schema
 from mcp_providers._serve import wire
 from mcp_providers._serve.channel import SessionChannel
-from mcp_providers._serve.custody import digest, receipt
+from mcp_providers._serve.custody import arguments_hmac, audit_key, receipt
 from mcp_providers._serve.evidence import Blocks, covered
 from mcp_providers._serve.invoker import Invoker, Work
 from mcp_providers._serve.pipeline import Actor, Exchange
@@ -50,6 +51,7 @@ class CallTool:
         self._assembly = assembly
         self._invoker = invoker
         self._settings = assembly.config.server
+        self._audit_key = audit_key(self._settings.audit_key_env)
 
     def route(self, exchange: Exchange, params: types.CallToolRequestParams) -> tuple[Entry[Tool, ToolProvider], Any]:
         exchange.target = params.name
@@ -68,7 +70,7 @@ class CallTool:
             arguments = tool.input_model.model_validate(raw or {})
         except ValidationError as exc:
             return Refused(f"Invalid arguments for {tool.name}: {_problems(exc)}"), ""
-        arguments_digest = digest(_canonical_json(arguments.model_dump(mode="json")))
+        arguments_digest = arguments_hmac(self._audit_key, _canonical_json(arguments.model_dump(mode="json")))
         call = ToolCall(tool=tool, arguments=arguments, subject=exchange.subject, channel=SessionChannel(exchange.ctx))
         work = Work(
             entry.plugin, entry.provider.name, f"running {tool.name}", tool.name, "tool", tool.effects == "none"
@@ -97,7 +99,25 @@ class CallTool:
         for embed in result.embedded:
             blocks.add(blocks.embed(embed))
         out = types.CallToolResult(content=list(blocks.content), structured_content=structured)
-        exchange.receipt = self._receipt(exchange, entry, out, blocks.transforms, arguments_digest)
+        data, summaries = covered(out.content, out.structured_content)
+        cap = self._settings.max_result_bytes
+        over = len(data) > cap
+        if over:  # refused whole: a cut JSON document or half a block would mislead the model
+            exchange.decision, exchange.reason = "error", f"result of {len(data)} bytes over max_result_bytes {cap}"
+            out = error_result(
+                f"{tool.name} produced a result of {len(data)} bytes, over the server's max_result_bytes of {cap}; "
+                "call it with narrower arguments (fewer items, a smaller range), or ask the operator to raise "
+                "[server] max_result_bytes"
+            )
+            summaries = []
+        exchange.receipt = self._receipt(exchange, entry, data, summaries, blocks.transforms, arguments_digest)
+        if over:
+            exchange.receipt["truncation"] = {
+                "resultBytes": len(data),
+                "servedBytes": 0,
+                "limit": cap,
+                "reason": "over max_result_bytes; the result was refused",
+            }
         out.meta = {RECEIPT_KEY: exchange.receipt}
         return out
 
@@ -105,12 +125,12 @@ class CallTool:
         self,
         exchange: Exchange,
         entry: Entry[Tool, ToolProvider],
-        out: types.CallToolResult,
+        data: bytes,
+        summaries: list[dict[str, Any]],
         transforms: list[str],
         arguments_digest: str,
     ) -> dict[str, Any]:
         tool = entry.declaration
-        data, summaries = covered(out.content, out.structured_content)
         distribution, version = self._assembly.origins.get(entry.plugin, (None, None))
         return receipt(
             actor="model",
@@ -129,17 +149,32 @@ class CallTool:
                 "tool": tool.name,
                 "idempotent": tool.annotations()["idempotentHint"],  # read-only tools are idempotent
                 "openWorld": tool.open_world,
-                "argumentsSha256": arguments_digest,
+                "argumentsHmac": arguments_digest,
                 **exchange.custody,
             },
         )
 
 
+MAX_PROBLEMS = 5
+"""Validation problems named in a refusal; the rest are counted."""
+MAX_PROBLEM_CHARS = 300
+"""Characters kept of each problem's location and message (input is never quoted beyond this)."""
+
+
 def _problems(exc: ValidationError) -> str:
-    return "; ".join(
-        f"{'.'.join(str(p) for p in err['loc']) or '(arguments)'}: {err['msg'].removeprefix('Value error, ')}"
-        for err in exc.errors()
-    )
+    """The validation problems, bounded: at most :data:`MAX_PROBLEMS`, each cut to
+    :data:`MAX_PROBLEM_CHARS`, so a refusal never grows with the input it refuses."""
+    errors = exc.errors(include_input=False, include_url=False)
+    shown = []
+    for err in errors[:MAX_PROBLEMS]:
+        where = ".".join(str(p) for p in err["loc"])[:100] or "(arguments)"
+        message = err["msg"].removeprefix("Value error, ")
+        if len(message) > MAX_PROBLEM_CHARS:
+            message = message[:MAX_PROBLEM_CHARS] + "..."
+        shown.append(f"{where}: {message}")
+    if len(errors) > MAX_PROBLEMS:
+        shown.append(f"and {len(errors) - MAX_PROBLEMS} more problem(s)")
+    return "; ".join(shown)
 
 
 def _canonical_json(value: Any) -> bytes:
@@ -169,6 +204,8 @@ def _output(entry: Entry[Tool, ToolProvider], result: ToolResult, blocks: Blocks
                 f"{model.__name__ if model else 'none'}"
             )
         structured = result.output.model_dump(mode="json", by_alias=True)
+        if output_schema(model).wrapped:  # served under "result", as its outputSchema says
+            structured = {RESULT_KEY: structured}
         blocks.add(types.TextContent(type="text", text=json.dumps(structured, ensure_ascii=False)))
     elif model is not None:
         raise ProviderFailed(f"tool {tool.name} returned no output; it declares {model.__name__}")

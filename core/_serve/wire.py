@@ -12,55 +12,184 @@
 from __future__ import annotations
 
 import base64
+import json
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import mcp_types as types
 from mcp import MCPError
 from pydantic import BaseModel
 
+from mcp_providers._host.rules import RESULT_KEY, output_schema
 from mcp_providers.errors import RequestError
-from mcp_providers.models import Annotations, Prompt, Resource, ResourceTemplate, Tool
+from mcp_providers.models import RECEIPT_KEY, Annotations, Prompt, Resource, ResourceTemplate, Tool
 from mcp_providers.providers import Audio, Image, Media, Text
 
 log = logging.getLogger("mcp_providers.server")
 
 R = TypeVar("R")
 
+AUDIO_SINCE = "2025-03-26"
+"""The first protocol version with audio content, tool annotations and the completions capability."""
 RESOURCE_LINK_SINCE = "2025-06-18"
-"""The first protocol version with ``resource_link`` content blocks (and ``structuredContent``)."""
+"""The first protocol version with ``resource_link`` blocks, ``structuredContent``/``outputSchema``,
+``title`` fields, ``_meta`` on list items and content, and ``annotations.lastModified``."""
+ICONS_SINCE = "2025-11-25"
+"""The first protocol version with ``icons``, ``Tool.execution`` and the tasks capability."""
+
+_SINCE: dict[type[BaseModel], tuple[tuple[str, str], ...]] = {
+    types.Tool: (
+        ("annotations", AUDIO_SINCE),
+        ("title", RESOURCE_LINK_SINCE),
+        ("output_schema", RESOURCE_LINK_SINCE),
+        ("meta", RESOURCE_LINK_SINCE),
+        ("icons", ICONS_SINCE),
+        ("execution", ICONS_SINCE),
+    ),
+    types.Resource: (("title", RESOURCE_LINK_SINCE), ("meta", RESOURCE_LINK_SINCE), ("icons", ICONS_SINCE)),
+    types.ResourceTemplate: (("title", RESOURCE_LINK_SINCE), ("meta", RESOURCE_LINK_SINCE), ("icons", ICONS_SINCE)),
+    types.Prompt: (("title", RESOURCE_LINK_SINCE), ("meta", RESOURCE_LINK_SINCE), ("icons", ICONS_SINCE)),
+    types.PromptArgument: (("title", RESOURCE_LINK_SINCE),),
+    types.Annotations: (("last_modified", RESOURCE_LINK_SINCE),),
+    types.TextContent: (("meta", RESOURCE_LINK_SINCE),),
+    types.ImageContent: (("meta", RESOURCE_LINK_SINCE),),
+    types.AudioContent: (("meta", RESOURCE_LINK_SINCE),),
+    types.EmbeddedResource: (("meta", RESOURCE_LINK_SINCE),),
+    types.TextResourceContents: (("meta", RESOURCE_LINK_SINCE),),
+    types.BlobResourceContents: (("meta", RESOURCE_LINK_SINCE),),
+    types.CallToolResult: (("structured_content", RESOURCE_LINK_SINCE),),
+}
+"""Per model: the fields a protocol version before the given one does not define (they are dropped)."""
+
+_INITIALIZE_SINCE: tuple[tuple[str, str, str], ...] = (
+    ("capabilities", "completions", AUDIO_SINCE),
+    ("capabilities", "tasks", ICONS_SINCE),
+    ("serverInfo", "title", RESOURCE_LINK_SINCE),
+    ("serverInfo", "icons", ICONS_SINCE),
+    ("serverInfo", "description", ICONS_SINCE),
+    ("serverInfo", "websiteUrl", ICONS_SINCE),
+)
+
+
+MAX_ERROR_MESSAGE = 2000
+"""Characters of an error message sent; longer ones are cut and marked."""
+MAX_ERROR_DATA = 4096
+"""Bytes of an error's ``data`` (as JSON) sent; bigger data keeps only its short fields."""
 
 
 def error(exc: BaseException) -> BaseException:
-    """The exception to raise to the SDK for ``exc`` (see the module docstring)."""
+    """The exception to raise to the SDK for ``exc`` (see the module docstring).
+
+    Message and data are capped (:data:`MAX_ERROR_MESSAGE` characters, :data:`MAX_ERROR_DATA`
+    bytes), so an error never echoes an unbounded slice of a request or of a provider's output.
+    """
     if isinstance(exc, RequestError):
-        return MCPError(exc.code, exc.message, exc.data)
+        return MCPError(exc.code, _capped(exc.message), _capped_data(exc.data))
     if isinstance(exc, MCPError) or not isinstance(exc, Exception):
         return exc  # already on the wire's terms, or a cancellation that must propagate
     log.error("unexpected failure while serving a request", exc_info=exc)
     return MCPError(types.INTERNAL_ERROR, "internal error; the server log has the details")
 
 
-def shape(result: R, version: str) -> R:
-    """``result`` as a session at protocol ``version`` can parse it.
+def _capped(message: str) -> str:
+    if len(message) <= MAX_ERROR_MESSAGE:
+        return message
+    return f"{message[:MAX_ERROR_MESSAGE]}... ({len(message) - MAX_ERROR_MESSAGE} more characters cut)"
 
-    Before 2025-06-18 a client knows no ``resource_link`` block: each becomes a text block naming
-    the URI, so the model still learns where the evidence is.
+
+def _capped_data(data: Any) -> Any:
+    """``data`` if its JSON fits :data:`MAX_ERROR_DATA`; else its short fields and a note."""
+    try:
+        size = len(json.dumps(data, default=str))
+    except (TypeError, ValueError):
+        return None
+    if size <= MAX_ERROR_DATA:
+        return data
+    kept: dict[str, Any] = {"truncated": f"error data of {size} bytes cut to its short fields"}
+    if isinstance(data, dict):
+        for key, value in list(data.items())[:20]:
+            if isinstance(value, str | int | float | bool) or value is None:
+                kept[str(key)[:100]] = value[:200] if isinstance(value, str) else value
+    return kept
+
+
+def shape(result: R, version: str) -> R:
+    """``result`` as a session at protocol ``version`` can parse it (modified in place and returned).
+
+    A block a version does not know becomes a text block saying what it was (``resource_link``
+    before 2025-06-18 names its URI; ``audio`` before 2025-03-26 names its MIME type and size);
+    fields a version does not define are dropped (see ``docs/protocol-versions.md``). An empty
+    ``version`` (not negotiated, e.g. 2026-07-28 stateless requests) or 2025-11-25 and later
+    are left as they are.
     """
-    if version >= RESOURCE_LINK_SINCE:
+    if not version or version >= ICONS_SINCE:
         return result
-    if isinstance(result, types.CallToolResult):
-        result.content = [_older(b) for b in result.content]
-    elif isinstance(result, types.GetPromptResult):
-        for message in result.messages:
-            message.content = _older(message.content)
+    rewritten: list[str] = []
+    _strip(result, version, rewritten)
+    receipt = (getattr(result, "meta", None) or {}).get(RECEIPT_KEY)
+    if rewritten and isinstance(receipt, dict):  # the receipt digests the blocks as built; say what changed
+        receipt.setdefault("transforms", []).append(f"protocol {version}: {', '.join(rewritten)} block(s) sent as text")
     return result
 
 
-def _older(block: Any) -> Any:
-    if isinstance(block, types.ResourceLink):
+def _strip(value: Any, version: str, rewritten: list[str]) -> None:
+    """Drop the fields ``version`` lacks and rewrite the blocks it lacks, everywhere in ``value``."""
+    if isinstance(value, list):
+        older = [_older(item, version) for item in value]
+        rewritten += [getattr(a, "type", "?") for a, b in zip(value, older, strict=True) if a is not b]
+        value[:] = older
+        for item in value:
+            _strip(item, version, rewritten)
+        return
+    if not isinstance(value, BaseModel):
+        return
+    for name, since in _SINCE.get(type(value), ()):
+        if version < since and getattr(value, name, None) is not None:
+            setattr(value, name, None)
+    for name in type(value).model_fields:
+        child = getattr(value, name)
+        if isinstance(child, BaseModel | list):
+            if isinstance(child, BaseModel):
+                replaced = _older(child, version)
+                if replaced is not child:
+                    rewritten.append(getattr(child, "type", "?"))
+                    setattr(value, name, replaced)
+                    child = replaced
+            _strip(child, version, rewritten)
+
+
+def _older(block: Any, version: str) -> Any:
+    """``block``, or a text block standing in for it when ``version`` does not know its type."""
+    if isinstance(block, types.ResourceLink) and version < RESOURCE_LINK_SINCE:
         return types.TextContent(type="text", text=f"Resource {block.name}: {block.uri}")
+    if isinstance(block, types.AudioContent) and version < AUDIO_SINCE:
+        size = len(block.data) * 3 // 4
+        return types.TextContent(
+            type="text",
+            text=f"[audio ({block.mime_type}, about {size} bytes) omitted: protocol {version} has no audio]",
+        )
     return block
+
+
+def shape_initialize(result: dict[str, Any]) -> dict[str, Any]:
+    """The serialized ``initialize`` result without what its ``protocolVersion`` does not define."""
+    version = str(result.get("protocolVersion") or "")
+    if not version or version >= ICONS_SINCE:
+        return result
+    for where, key, since in _INITIALIZE_SINCE:
+        part = result.get(where)
+        if version < since and isinstance(part, dict):
+            part.pop(key, None)
+    return result
+
+
+async def initialize_middleware(ctx: Any, call_next: Callable[[Any], Awaitable[Any]]) -> Any:
+    """SDK server middleware: ``initialize`` results shaped by :func:`shape_initialize`."""
+    result = await call_next(ctx)
+    if getattr(ctx, "method", None) == "initialize" and isinstance(result, dict):
+        return shape_initialize(result)
+    return result
 
 
 def annotations_wire(a: Annotations | None) -> types.Annotations | None:
@@ -103,13 +232,23 @@ def _schema(model: type[BaseModel]) -> dict[str, Any]:
 
 
 def tool_wire(t: Tool) -> types.Tool:
+    """The tools/list item of ``t``; its ``outputSchema`` always has an object root (see
+    :func:`~mcp_providers._host.rules.output_schema`), and the description says when it is wrapped."""
     hints = t.annotations()
+    served = output_schema(t.output_model) if t.output_model else None
+    description = t.description
+    if served is not None and served.wrapped:
+        description = (
+            f"{description.rstrip()} (Structured output is wrapped: it is under {RESULT_KEY!r}.)"
+            if description
+            else f"Structured output is wrapped: it is under {RESULT_KEY!r}."
+        )
     return types.Tool(
         name=t.name,
         title=t.title,
-        description=t.description,
+        description=description,
         input_schema=_schema(t.input_model),
-        output_schema=_schema(t.output_model) if t.output_model else None,
+        output_schema=served.schema if served is not None else None,
         annotations=types.ToolAnnotations(
             title=t.title,
             read_only_hint=hints["readOnlyHint"],

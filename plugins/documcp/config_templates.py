@@ -20,7 +20,6 @@ the declared URIs exist: anything else is answered -32602 by the core's router.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from functools import cache
@@ -128,25 +127,35 @@ def template_text(ssg_id: str) -> str:
     unknown = set(_PLACEHOLDER.findall(text)) - PLACEHOLDERS
     if unknown:
         raise ValueError(
-            f"template for {ssg.id!r} uses unknown placeholders {sorted(unknown)}; "
-            f"known: {sorted(PLACEHOLDERS)}"
+            f"template for {ssg.id!r} uses unknown placeholders {sorted(unknown)}; known: {sorted(PLACEHOLDERS)}"
         )
     return text
 
 
+_SIMPLE_ESCAPES: Final = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\t": "\\t", "\r": "\\r"}
+_MUST_ESCAPE: Final = re.compile('["\\\\\x00-\x1f\x7f-\x9f\u2028\u2029\ufeff\ufdd0-\ufdef\ufffe\uffff\ud800-\udfff]')
+"""Characters escaped in a quoted config value: quotes and backslashes, C0 controls, DEL, C1
+controls (U+0085 included), the line and paragraph separators, the byte-order mark, and the BMP
+noncharacters and surrogates: TOML refuses controls and DEL raw, YAML refuses DEL, C1 (but NEL),
+U+FFFE/U+FFFF, and treats U+2028/U+2029/U+0085 as line breaks."""
+
+
+def quoted_body(value: str) -> str:
+    """``value`` as the body of a double-quoted string that TOML, YAML and JavaScript all read back
+    unchanged: ``\\"``, ``\\\\``, ``\\n``, ``\\t``, ``\\r``, and ``\\uXXXX`` for every other
+    character in :data:`_MUST_ESCAPE` (the one escape form all three share); everything else raw.
+    """
+    return _MUST_ESCAPE.sub(lambda m: _SIMPLE_ESCAPES.get(m.group(0)) or f"\\u{ord(m.group(0)):04X}", value)
+
+
 def render(ssg: SSG, values: Mapping[str, str]) -> str:
-    """Fill ``ssg``'s template: each ``{{name}}`` becomes ``values[name]``, escaped as the body of
-    a JSON string (quotes, backslashes and control characters escaped) so the result stays valid
-    YAML, TOML or JavaScript.
+    """Fill ``ssg``'s template: each ``{{name}}`` becomes ``values[name]`` escaped by
+    :func:`quoted_body`, so the result stays valid YAML, TOML or JavaScript and reads back as given.
 
     :raises KeyError: ``values`` lacks a placeholder the template uses.
     """
     text = template_text(ssg.id)
-
-    def fill(match: re.Match[str]) -> str:
-        return json.dumps(values[match.group(1)], ensure_ascii=False)[1:-1]
-
-    return _PLACEHOLDER.sub(fill, text)
+    return _PLACEHOLDER.sub(lambda match: quoted_body(values[match.group(1)]), text)
 
 
 @cache

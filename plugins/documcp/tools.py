@@ -83,10 +83,16 @@ class RecommendIn(BaseModel):
     @field_validator("purposes")
     @classmethod
     def _known_purposes(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        unknown = [p for p in value if p not in PURPOSES]
+        unknown = list(dict.fromkeys(p[:40] for p in value if p not in PURPOSES))
         if unknown:
-            raise ValueError(f"unknown purposes {unknown}; expected any of: {', '.join(PURPOSES)}")
-        return value
+            more = f" and {len(unknown) - 3} more" if len(unknown) > 3 else ""
+            raise ValueError(f"unknown purposes {unknown[:3]}{more}; expected any of: {', '.join(PURPOSES)}")
+        return tuple(dict.fromkeys(value))  # each fact counts once, however often it is sent
+
+    @field_validator("needs")
+    @classmethod
+    def _each_need_once(cls, value: tuple[Feature, ...]) -> tuple[Feature, ...]:
+        return tuple(dict.fromkeys(value))
 
 
 class Recommendation(BaseModel):

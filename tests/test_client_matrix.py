@@ -1,0 +1,254 @@
+"""Real MCP clients of several generations against ``mcp-providers serve`` over stdio.
+
+Each client lists everything, reads fixed and templated resources, completes a template
+argument, calls every built-in tool (the documentation tools and the ServiceNow tools against an
+emulated instance) and gets a prompt, and must meet no error at all: a client that refuses a
+result (an unknown content block, a field it validates, an output schema it cannot compile)
+records the step under ``errors``.
+
+==========================  ======================  ==========================================
+client                      protocol it ends on     how the test gets it
+==========================  ======================  ==========================================
+Python SDK 1.9.4            2025-03-26              ``uv venv`` + ``uv pip install mcp==1.9.4``
+Python SDK 1.x current      2025-11-25              ``uv pip install 'mcp>=1.20,<2'``
+TypeScript SDK 1.11.5       2025-03-26              ``npm install @modelcontextprotocol/sdk@1.11.5``
+TypeScript SDK 1.x current  2025-11-25              ``npm install @modelcontextprotocol/sdk@1``
+Python SDK v2 (ours)        2026-07-28 / 2025-11-25 the project's own ``mcp`` (auto, legacy)
+==========================  ======================  ==========================================
+
+The venvs and npm folders are made once per test session; a client that cannot be installed
+(no network to PyPI or npm, no npm) is skipped with the reason.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client, StdioServerParameters
+
+from mcp_providers.plugins.servicenow.emulator import Emulator
+from mcp_providers.plugins.servicenow.seed import sys_id_for
+
+pytestmark = pytest.mark.slow
+
+CLIENTS = Path(__file__).parent / "clients"
+USER, PASSWORD = "matrix.user", "matrix-Pa55-77a1"
+INSTALL_SECONDS = 600
+"""Upper bound on one install or one client tour (a bound on the test, not an assertion about speed)."""
+BUILT_IN_TOOLS = {
+    "recommend_ssg",
+    "generate_config",
+    "servicenow_query_table",
+    "servicenow_get_record",
+    "servicenow_create_incident",
+    "servicenow_update_record",
+    "servicenow_add_comment",
+    "servicenow_resolve_incident",
+}
+
+
+def _calls() -> list[dict[str, Any]]:
+    incident = "incident"
+    return [
+        {"name": "recommend_ssg", "arguments": {"team_language": "python", "purposes": ["documentation"]}},
+        {
+            "name": "generate_config",
+            "arguments": {"ssg": "hugo", "site_name": "Acme Docs", "repository_url": "https://github.com/acme/widgets"},
+        },
+        {"name": "servicenow_query_table", "arguments": {"instance": "dev", "table": incident, "limit": 3}},
+        {
+            "name": "servicenow_get_record",
+            "arguments": {"instance": "dev", "table": incident, "sys_id": sys_id_for("dev", incident, 0)},
+        },
+        {"name": "servicenow_create_incident", "arguments": {"instance": "dev", "short_description": "client matrix"}},
+        {
+            "name": "servicenow_update_record",
+            "arguments": {
+                "instance": "dev",
+                "table": incident,
+                "sys_id": sys_id_for("dev", incident, 1),
+                "values": {"urgency": "2"},
+            },
+        },
+        {"name": "servicenow_add_comment", "arguments": {"instance": "dev", "number": "INC0010003", "text": "checked"}},
+        {
+            "name": "servicenow_resolve_incident",
+            "arguments": {
+                "instance": "dev",
+                "number": "INC0010004",
+                "close_notes": "done",
+                "close_code": "Solved (Permanently)",
+            },
+        },
+    ]
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[list[str], Path, dict[str, Any]]]:
+    """(server command, plan file, plan) for a server with the built-ins and an emulated instance."""
+    folder = tmp_path_factory.mktemp("matrix")
+    with Emulator("dev", users={USER: PASSWORD}) as emulator:
+        config = folder / "mcp-providers.toml"
+        config.write_text(
+            f"""
+[[plugins.servicenow.instances]]
+name = "dev"
+url = "{emulator.base_url}"
+auth = {{ type = "basic", username = "{USER}", password_env = "MATRIX_SN_PASSWORD" }}
+""",
+            encoding="utf-8",
+        )
+        env = {k: os.environ[k] for k in ("PATH", "HOME", "SYSTEMROOT", "PYTHONPATH") if k in os.environ}
+        env |= {"MATRIX_SN_PASSWORD": PASSWORD, "MCP_PROVIDERS_AUDIT_KEY": "matrix-audit-key"}
+        plan = {
+            "env": env,
+            "reads": ["documcp://ssgs/available", "documcp://ssgs/hugo", "servicenow://dev/info"],
+            "complete": {"template": "documcp://ssgs/{ssg}", "argument": {"name": "ssg", "value": "h"}},
+            "prompt": {"name": "setup-documentation", "arguments": {"project_path": "/srv/acme"}},
+            "calls": _calls(),
+        }
+        plan_file = folder / "plan.json"
+        plan_file.write_text(json.dumps(plan), encoding="utf-8")
+        yield [sys.executable, "-m", "mcp_providers", "serve", "--config", str(config)], plan_file, plan
+
+
+def _run(command: list[str], what: str, **kwargs: Any) -> subprocess.CompletedProcess[str]:
+    try:
+        return subprocess.run(command, capture_output=True, text=True, timeout=INSTALL_SECONDS, **kwargs)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        pytest.skip(f"{what}: {exc}")
+
+
+@pytest.fixture(scope="session")
+def python_client(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """``make(spec) -> python``: a venv with the Python SDK ``spec`` installed, made once per spec."""
+    made: dict[str, Path] = {}
+    uv = shutil.which("uv")
+
+    def make(spec: str) -> Path:
+        if spec in made:
+            return made[spec]
+        if uv is None:
+            pytest.skip("uv is not installed, so the client venv cannot be made")
+        venv = tmp_path_factory.mktemp("client-venv")
+        created = _run([uv, "venv", "--quiet", "--python", sys.executable, str(venv)], "uv venv")
+        assert created.returncode == 0, created.stderr
+        python = venv / ("Scripts/python.exe" if sys.platform == "win32" else "bin/python")
+        # mcp 1.9.x imports a pydantic internal that pydantic 2.12 removed: pin what it was released with.
+        extra = ["pydantic<2.12"] if spec.startswith("mcp==1.9") else []
+        installed = _run([uv, "pip", "install", "--quiet", "--python", str(python), spec, *extra], f"installing {spec}")
+        if installed.returncode != 0:
+            pytest.skip(f"cannot install {spec} from PyPI (offline?): {installed.stderr.strip()[-300:]}")
+        made[spec] = python
+        return python
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def ts_client(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """``make(spec) -> script``: an npm folder with ``spec`` installed and the client script in it."""
+    made: dict[str, Path] = {}
+    npm = shutil.which("npm")
+
+    def make(spec: str) -> Path:
+        if spec in made:
+            return made[spec]
+        if npm is None or shutil.which("node") is None:
+            pytest.skip("npm/node are not installed")
+        folder = tmp_path_factory.mktemp("ts-client")
+        (folder / "package.json").write_text('{"name": "matrix", "private": true, "type": "module"}')
+        installed = _run(
+            [npm, "install", "--silent", "--no-audit", "--no-fund", spec], f"npm install {spec}", cwd=folder
+        )
+        if installed.returncode != 0:
+            pytest.skip(f"cannot install {spec} from npm (offline?): {installed.stderr.strip()[-300:]}")
+        script = folder / "ts_client.mjs"
+        shutil.copy(CLIENTS / "ts_client.mjs", script)
+        made[spec] = script
+        return script
+
+    return make
+
+
+def _report(done: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _check(report: dict[str, Any], plan: dict[str, Any], *, structured: bool) -> None:
+    assert report["errors"] == [], report["errors"]
+    assert set(report["tools"]) >= BUILT_IN_TOOLS
+    assert report["resources"] > 0 and report["templates"] > 0 and report["prompts"] > 0
+    assert all(count >= 1 for count in report["reads"].values()), report["reads"]
+    assert "hugo" in report["completions"]
+    assert report["promptMessages"] >= 1
+    assert set(report["calls"]) == {c["name"] for c in plan["calls"]}
+    for name, call in report["calls"].items():
+        assert not call["isError"], (name, call)
+        if not structured:  # a 2025-03-26 session: no blocks or fields from later versions
+            assert "resource_link" not in call["types"], (name, call)
+            assert not call["structured"], (name, call)
+
+
+@pytest.mark.parametrize(
+    ("spec", "protocol"), [("mcp==1.9.4", "2025-03-26"), ("mcp>=1.20,<2", "2025-11-25")], ids=["py-1.9.4", "py-1.x"]
+)
+def test_python_sdk_1x_clients(served: Any, python_client: Any, spec: str, protocol: str) -> None:
+    command, plan_file, plan = served
+    python = python_client(spec)
+    report = _report(_run([str(python), str(CLIENTS / "py1_client.py"), str(plan_file), "--", *command], spec))
+    assert report["protocol"] == protocol
+    _check(report, plan, structured=protocol >= "2025-06-18")
+
+
+@pytest.mark.parametrize(
+    ("spec", "structured"),
+    [("@modelcontextprotocol/sdk@1.11.5", False), ("@modelcontextprotocol/sdk@1", True)],
+    ids=["ts-1.11.5", "ts-1.x"],
+)
+def test_typescript_sdk_1x_clients(served: Any, ts_client: Any, spec: str, structured: bool) -> None:
+    command, plan_file, plan = served
+    script = ts_client(spec)
+    node = shutil.which("node")
+    assert node is not None
+    report = _report(_run([node, str(script), str(plan_file), "--", *command], spec, cwd=script.parent))
+    _check(report, plan, structured=structured)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("mode", "protocol"), [("auto", "2026-07-28"), ("legacy", "2025-11-25")])
+async def test_python_sdk_v2_client_in_both_eras(served: Any, mode: str, protocol: str) -> None:
+    command, _plan_file, plan = served
+    params = StdioServerParameters(command=command[0], args=command[1:], env=plan["env"])
+    report: dict[str, Any] = {"errors": [], "calls": {}, "reads": {}}
+    async with Client(params, mode=mode, cache=None) as client:  # type: ignore[arg-type]
+        assert client.protocol_version == protocol
+        report["tools"] = [t.name for t in (await client.list_tools()).tools]
+        report["resources"] = len((await client.list_resources()).resources)
+        report["templates"] = len((await client.list_resource_templates()).resource_templates)
+        report["prompts"] = len((await client.list_prompts()).prompts)
+        for uri in plan["reads"]:
+            report["reads"][uri] = len((await client.read_resource(uri)).contents)
+        done = await client.complete(
+            {"type": "ref/resource", "uri": plan["complete"]["template"]}, plan["complete"]["argument"]
+        )
+        report["completions"] = done.completion.values
+        for call in plan["calls"]:
+            result = await client.call_tool(call["name"], call["arguments"])
+            report["calls"][call["name"]] = {
+                "isError": bool(result.is_error),
+                "types": [b.type for b in result.content],
+                "structured": result.structured_content is not None,
+            }
+        prompt = plan["prompt"]
+        report["promptMessages"] = len((await client.get_prompt(prompt["name"], prompt["arguments"])).messages)
+    _check(report, plan, structured=True)

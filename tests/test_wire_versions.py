@@ -1,0 +1,117 @@
+"""Every result is shaped for the protocol version the session negotiated.
+
+The table (also in ``docs/protocol-versions.md``): a field or block a version does not define
+never reaches a session at that version. Each version's session lists, reads, calls every tool of
+the wire plugin (every content kind) and the built-in ones, and every answer is checked against
+what that version knows.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from wire_support import Guides, Shapes, plugin, raw_session
+
+from mcp_providers.testing import compose
+
+pytestmark = pytest.mark.anyio
+
+VERSIONS = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"]
+
+SINCE = {
+    # (where, key): the first version that defines it
+    ("tool", "annotations"): "2025-03-26",
+    ("tool", "title"): "2025-06-18",
+    ("tool", "outputSchema"): "2025-06-18",
+    ("tool", "_meta"): "2025-06-18",
+    ("tool", "icons"): "2025-11-25",
+    ("tool", "execution"): "2025-11-25",
+    ("resource", "title"): "2025-06-18",
+    ("resource", "_meta"): "2025-06-18",
+    ("template", "title"): "2025-06-18",
+    ("template", "_meta"): "2025-06-18",
+    ("annotations", "lastModified"): "2025-06-18",
+    ("block", "_meta"): "2025-06-18",
+    ("contents", "_meta"): "2025-06-18",
+    ("result", "structuredContent"): "2025-06-18",
+    ("capabilities", "completions"): "2025-03-26",
+    ("capabilities", "tasks"): "2025-11-25",
+    ("serverInfo", "title"): "2025-06-18",
+    ("serverInfo", "icons"): "2025-11-25",
+    ("serverInfo", "description"): "2025-11-25",
+    ("serverInfo", "websiteUrl"): "2025-11-25",
+}
+BLOCK_SINCE = {
+    "text": "2024-11-05",
+    "image": "2024-11-05",
+    "resource": "2024-11-05",
+    "audio": "2025-03-26",
+    "resource_link": "2025-06-18",
+}
+
+
+def _allowed(where: str, key: str, version: str) -> bool:
+    return version >= SINCE.get((where, key), "0000")
+
+
+def _check(where: str, item: dict[str, Any], version: str) -> None:
+    for key in item:
+        assert _allowed(where, key, version), f"{where} carries {key!r}, which {version} does not define: {item}"
+    if isinstance(item.get("annotations"), dict) and where != "tool":
+        _check("annotations", item["annotations"], version)
+
+
+def _check_block(block: dict[str, Any], version: str) -> None:
+    assert version >= BLOCK_SINCE[block["type"]], f"a {block['type']} block reached a {version} session"
+    _check("block", block, version)
+    if block["type"] == "resource":
+        _check("contents", block["resource"], version)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+async def test_every_answer_fits_the_negotiated_version(version: str) -> None:
+    composition = compose({"wire": plugin(Shapes(), Guides())})
+    async with raw_session(composition, version) as (session, init):
+        _check("capabilities", init["capabilities"], version)
+        _check("serverInfo", init["serverInfo"], version)
+        tools = (await session.request("tools/list"))["result"]["tools"]
+        for tool in tools:
+            _check("tool", tool, version)
+        for resource in (await session.request("resources/list"))["result"]["resources"]:
+            _check("resource", resource, version)
+        for template in (await session.request("resources/templates/list"))["result"]["resourceTemplates"]:
+            _check("template", template, version)
+        for contents in (await session.request("resources/read", {"uri": "docs://index"}))["result"]["contents"]:
+            _check("contents", contents, version)
+        for tool in tools:
+            result = (await session.request("tools/call", {"name": tool["name"], "arguments": {}}))["result"]
+            assert not result.get("isError"), result
+            _check("result", {k: v for k, v in result.items() if k not in ("content", "isError", "_meta")}, version)
+            for block in result["content"]:
+                _check_block(block, version)
+
+
+@pytest.mark.parametrize("version", ["2024-11-05", "2025-03-26"])
+async def test_what_an_older_version_lacks_is_said_in_text(version: str) -> None:
+    composition = compose({"wire": plugin(Shapes(), Guides())})
+    async with raw_session(composition, version) as (session, _):
+        result = (await session.request("tools/call", {"name": "everything", "arguments": {}}))["result"]
+        texts = [b["text"] for b in result["content"] if b["type"] == "text"]
+        assert any("docs://index" in t for t in texts)  # the link, as text
+        assert any('"shown": "all"' in t for t in texts)  # the structured output, as JSON text
+        if version < "2025-03-26":
+            assert any("audio/wav" in t for t in texts)  # the audio block, named in text
+        transforms = result["_meta"]["io.mcp-providers/receipt"]["transforms"]
+        assert any(f"protocol {version}" in t and "resource_link" in t for t in transforms), transforms
+
+
+async def test_the_newest_legacy_version_gets_everything() -> None:
+    composition = compose({"wire": plugin(Shapes(), Guides())})
+    async with raw_session(composition, "2025-11-25") as (session, init):
+        assert "completions" in init["capabilities"]
+        result = (await session.request("tools/call", {"name": "everything", "arguments": {}}))["result"]
+        assert {b["type"] for b in result["content"]} == {"text", "image", "audio", "resource_link", "resource"}
+        assert result["structuredContent"] == {"shown": "all"}
+        tools = {t["name"]: t for t in (await session.request("tools/list"))["result"]["tools"]}
+        assert tools["everything"]["title"] == "Every block" and "outputSchema" in tools["everything"]
