@@ -115,6 +115,10 @@ class ServerSettings(BaseModel):
     renders a prompt or runs an ``effects="none"`` tool does. ``"enforce"`` (every plugin not named)
     refuses it with -32008; ``"warn"`` lets it happen, logs a warning and records it in the receipt's
     ``violations``: a switch for migrating a plugin, not for serving."""
+    max_subscriptions_per_session: int = Field(default=100, ge=1, le=100_000)
+    """Watches one session (2025-era) or one listen stream (2026-07-28) may hold at once."""
+    max_uri_length: int = Field(default=2048, ge=16, le=65_536)
+    """Longest URI a watch may name, in characters."""
     audit_log: Path | None = None
     """JSON-lines file that gets one line per list, read, call and denial (never content or secrets)."""
     auth: AuthConfig | None = None

@@ -278,6 +278,14 @@ class ResourceProvider:
         """Values for a template variable; by default the declared ones starting with the typed text."""
         return _prefix_filter(template.completions.get(request.argument, ()), request.value)
 
+    def check_watch(self, declaration: Resource | ResourceTemplate, params: Mapping[str, str]) -> None:
+        """Refuse a watch on a URI that matches a watchable declaration but can never change, such
+        as a template value naming nothing configured; called before a subscription is accepted,
+        without any I/O. By default every such URI may be watched.
+
+        :raises mcp_providers.errors.InvalidParams: the values name nothing this provider serves.
+        """
+
     @contextlib.asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:
         """Open what reads need (HTTP clients, files) while the server runs."""

@@ -13,6 +13,8 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator
 
+import anyio
+
 from mcp_providers._host.assembly import Assembly
 from mcp_providers._serve.audit import AuditLog
 from mcp_providers._serve.gate import Authorizer, Gate
@@ -38,10 +40,17 @@ class Runtime:
             self.startup_failures, settings.read_timeout, settings.coalesce_reads, dict(settings.side_effects)
         )
         self.hub = SubscriptionHub(
-            assembly.catalog, lambda subject, uri: Gate(self.authorizer, subject).allowed("subscribe", uri)
+            assembly.catalog,
+            self._may_watch,
+            max_per_session=settings.max_subscriptions_per_session,
+            max_uri_length=settings.max_uri_length,
         )
         self._running = 0
         self._stack: contextlib.AsyncExitStack | None = None
+
+    def _may_watch(self, subject: str, uri: str) -> bool:
+        gate = Gate(self.authorizer, subject)
+        return gate.allowed("subscribe", uri) and gate.allowed("read", uri)
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
@@ -63,6 +72,9 @@ class Runtime:
         self.audit.open()
         stack.callback(self.audit.close)
         install_scope()  # the audit hook, once, before the first read rather than inside it
+        tasks = await stack.enter_async_context(anyio.create_task_group())
+        stack.callback(tasks.cancel_scope.cancel)  # runs first on the way out: the task group then exits
+        tasks.start_soon(self.hub.relay)
         self.startup_failures.clear()
         for d in self.assembly.declared:
             if isinstance(d.provider, ResourceProvider):
