@@ -79,9 +79,10 @@ class Freshness(BaseModel):
     """Seconds; required with and only allowed with ``kind="max_age"``."""
 
     subscribable: bool | None = None
-    """With ``kind="live"`` (``None`` means ``True``): whether the provider publishes changes, so the resource can be watched
-    (``resources/subscribe``, ``subscriptions/listen``). ``Freshness.live(subscribable=False)`` is
-    read from the source every time but never announces a change: watching it is refused."""
+    """With ``kind="live"`` (``None`` means ``True``): whether the provider publishes changes, so
+    the resource can be watched (``resources/subscribe``, ``subscriptions/listen``).
+    ``Freshness.live(subscribable=False)`` is read from the source every time but never announces
+    a change: watching it is refused."""
 
     def model_post_init(self, context: Any, /) -> None:
         if (self.kind == "max_age") != (self.max_age_seconds is not None):

@@ -40,9 +40,9 @@ def _sys_id(emulator: Emulator, table: str, **match: str) -> str:
 def _patch_out_of_band(emulator: Emulator, table: str, sys_id: str, values: dict[str, str]) -> None:
     """A change made on the instance by someone else (not through this server)."""
     token = base64.b64encode(f"{DEV_USER}:{DEV_PASSWORD}".encode()).decode()
+    headers = {"Authorization": f"Basic {token}", "Content-Type": "application/json"}
     request = urllib.request.Request(f"{emulator.base_url}/api/now/table/{table}/{sys_id}", method="PATCH",
-                                     data=json.dumps(values).encode(), headers={
-                                         "Authorization": f"Basic {token}", "Content-Type": "application/json"})  # fmt: skip
+                                     data=json.dumps(values).encode(), headers=headers)  # fmt: skip
     with urllib.request.urlopen(request, timeout=10) as response:
         assert response.status == 200
 
@@ -64,7 +64,7 @@ class _Updates:
 async def test_a_change_before_the_first_interval_is_reported(
     dev_emulator: Emulator, secrets_env: Mapping[str, str]
 ) -> None:
-    composition = compose_servicenow(dev_instance(dev_emulator, incidents_poll_seconds=1.0))
+    composition = compose_servicenow(dev_instance(dev_emulator, live_poll=True, incidents_poll_seconds=1.0))
     updates = _Updates()
     async with Client(composition.server, mode="legacy", cache=None, message_handler=updates) as legacy:
         await legacy.subscribe_resource("servicenow://dev/incidents")
@@ -88,7 +88,6 @@ async def test_an_incident_by_number_is_published_after_the_plugins_own_write(
         })  # fmt: skip
         assert not result.is_error, result.content
         await updates.wait_for(uri, 2)
-        assert "servicenow://dev/incidents" not in updates.uris or True
 
     async with connect(composition) as modern, modern.listen(resource_subscriptions=[uri]) as stream:
         await modern.call_tool("servicenow_add_comment", {"instance": "dev", "number": "INC0010001", "text": "hi"})
@@ -109,7 +108,7 @@ async def test_an_incident_by_number_is_published_after_the_plugins_own_write(
 async def test_the_poller_publishes_changes_made_elsewhere_to_every_live_list(
     dev_emulator: Emulator, secrets_env: Mapping[str, str], table: str, uri: str, values: dict[str, str]
 ) -> None:
-    composition = compose_servicenow(dev_instance(dev_emulator, incidents_poll_seconds=0.2))
+    composition = compose_servicenow(dev_instance(dev_emulator, live_poll=True, incidents_poll_seconds=0.2))
     match = {"state": "in progress"} if table == "sys_update_set" else {"active": "true"}
     sys_id = _sys_id(dev_emulator, table, **match)
     watched = [uri] + ([f"servicenow://dev/update-sets/{sys_id}"] if table == "sys_update_set" else [])
