@@ -132,6 +132,26 @@ class ServerSettings(BaseModel):
         return value
 
 
+class ClusterSettings(BaseModel):
+    """The ``[cluster]`` table: share live state between replicas through Redis.
+
+    Without it everything stays in the process (one server, or ``--workers 1``).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    redis_url: str = Field(pattern=r"^rediss?://")
+    """``redis://[user:password@]host:port/db`` (``rediss://`` for TLS); the password belongs in the
+    URL's ``${...}``-free form only in a file readable by the server alone."""
+    key_prefix: str = Field(default="mcp-providers", pattern=r"^[A-Za-z0-9_.:-]{1,64}$")
+    """Prefix of every Redis key and channel, so several deployments can share one Redis."""
+    lease_seconds: float = Field(default=10.0, ge=0.5, le=3600)
+    """How long a replica's hold on a live source's poller lasts without renewal: the longest
+    polling stops when the holder dies, before another replica takes over."""
+    timeout_seconds: float = Field(default=1.0, gt=0, le=30)
+    """Longest wait for Redis in one operation; past it the request fails with a clear error."""
+
+
 class Config(BaseModel):
     """The whole config file."""
 
@@ -150,6 +170,8 @@ class Config(BaseModel):
     env_disable: tuple[str, ...] = ()
     """From ``$MCP_PROVIDERS_DISABLE`` (set by :func:`load_config`; not allowed in the file)."""
     server: ServerSettings = ServerSettings()
+    cluster: ClusterSettings | None = None
+    """``[cluster]``: the Redis backend shared by replicas; ``None`` keeps everything in process."""
     plugins: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """Per-plugin settings tables, keyed by entry-point name."""
 

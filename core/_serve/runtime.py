@@ -17,6 +17,7 @@ import anyio
 
 from mcp_providers._host.assembly import Assembly
 from mcp_providers._serve.audit import AuditLog
+from mcp_providers._serve.cluster import Shared, shared_for
 from mcp_providers._serve.gate import Authorizer, Gate
 from mcp_providers._serve.invoker import Invoker
 from mcp_providers._serve.subscriptions import SubscriptionHub
@@ -39,11 +40,14 @@ class Runtime:
         self.invoker = Invoker(
             self.startup_failures, settings.read_timeout, settings.coalesce_reads, dict(settings.side_effects)
         )
+        self.shared: Shared = shared_for(assembly.config.cluster)
+        """The shared parts: in process, or in Redis with ``[cluster]`` (see :mod:`.cluster`)."""
         self.hub = SubscriptionHub(
             assembly.catalog,
             self._may_watch,
             max_per_session=settings.max_subscriptions_per_session,
             max_uri_length=settings.max_uri_length,
+            shared=self.shared,
         )
         self._running = 0
         self._stack: contextlib.AsyncExitStack | None = None
@@ -72,6 +76,7 @@ class Runtime:
         self.audit.open()
         stack.callback(self.audit.close)
         install_scope()  # the audit hook, once, before the first read rather than inside it
+        await stack.enter_async_context(self.shared.running())  # before any provider polls or publishes
         tasks = await stack.enter_async_context(anyio.create_task_group())
         stack.callback(tasks.cancel_scope.cancel)  # runs first on the way out: the task group then exits
         tasks.start_soon(self.hub.relay)

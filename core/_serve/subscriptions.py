@@ -33,7 +33,6 @@ import anyio
 import mcp_types as types
 from mcp.server import ServerRequestContext
 from mcp.server.subscriptions import (
-    InMemorySubscriptionBus,
     ListenHandler,
     ResourceUpdated,
     ServerEvent,
@@ -41,6 +40,7 @@ from mcp.server.subscriptions import (
 )
 
 from mcp_providers._host.catalog import Catalog, Route
+from mcp_providers._serve.cluster import InProcess, Shared
 from mcp_providers._serve.pipeline import Actor, Exchange
 from mcp_providers.errors import InvalidParams
 from mcp_providers.models import Resource, ResourceTemplate
@@ -79,6 +79,18 @@ class Publisher:
         if route.provider is not self._provider or not route.declaration.freshness.watchable:
             raise ValueError(f"{uri} is not a watchable live resource of provider {self._provider.name!r}")
         await self._hub.publish(route.canonical)  # watches are kept under the canonical URI
+
+    async def hold(self, source: str, seconds: float) -> bool:
+        return await self._hub.shared.hold(self._source(source), seconds)
+
+    async def recall(self, source: str) -> str | None:
+        return await self._hub.shared.recall(self._source(source))
+
+    async def remember(self, source: str, text: str) -> None:
+        await self._hub.shared.remember(self._source(source), text)
+
+    def _source(self, source: str) -> str:
+        return f"{self._provider.name}/{source}"
 
 
 class _SubjectView:
@@ -122,10 +134,11 @@ class SubscriptionHub:
     """
 
     def __init__(self, catalog: Catalog, allowed: Allowed, *, max_per_session: int = 100,
-                 max_uri_length: int = 2048, bus: SubscriptionBus | None = None) -> None:  # fmt: skip
+                 max_uri_length: int = 2048, shared: Shared | None = None) -> None:  # fmt: skip
         self.catalog = catalog
         self.allowed = allowed
-        self.bus: SubscriptionBus = bus if bus is not None else InMemorySubscriptionBus()
+        self.shared: Shared = shared if shared is not None else InProcess()
+        self.bus: SubscriptionBus = self.shared.bus
         self.max_per_session = max_per_session
         self.max_uri_length = max_uri_length
         self.listening = 0
@@ -171,6 +184,7 @@ class SubscriptionHub:
                 data={"uri": uri},
             )
         route.provider.check_watch(route.declaration, route.params)
+        self.shared.require(f"watch {uri}")  # a watch needs the cluster bus to hear of changes
         return route
 
     async def publish(self, uri: str) -> None:

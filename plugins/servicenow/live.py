@@ -19,9 +19,10 @@ configuration.
 
 from __future__ import annotations
 
+import json
 import logging
 import weakref
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,9 +35,6 @@ from mcp_providers.plugins.servicenow.schema import raw
 __all__ = ["WATCHED", "Poller", "Watched", "record_uris", "written"]
 
 log = logging.getLogger(__name__)
-
-Publish = Callable[[str], Awaitable[None]]
-
 
 @dataclass(frozen=True, slots=True)
 class Watched:
@@ -77,10 +75,10 @@ def record_uris(instance: str, table: str, record: Mapping[str, Any]) -> list[st
     return uris
 
 
-_PUBLISHERS: weakref.WeakKeyDictionary[InstancePool, Callable[[], Publish | None]] = weakref.WeakKeyDictionary()
+_PUBLISHERS: weakref.WeakKeyDictionary[InstancePool, Callable[[], Any]] = weakref.WeakKeyDictionary()
 
 
-def register(pool: InstancePool, publisher: Callable[[], Publish | None]) -> None:
+def register(pool: InstancePool, publisher: Callable[[], Any]) -> None:
     """Let the tools sharing ``pool`` publish through the resource provider's publisher."""
     _PUBLISHERS[pool] = publisher
 
@@ -88,21 +86,28 @@ def register(pool: InstancePool, publisher: Callable[[], Publish | None]) -> Non
 async def written(pool: InstancePool, instance: str, table: str, record: Mapping[str, Any]) -> None:
     """Publish what a write through ``pool`` changed; never raises (the write has happened)."""
     get = _PUBLISHERS.get(pool)
-    publish = get() if get is not None else None
-    if publish is None:
+    publisher = get() if get is not None else None
+    if publisher is None:
         return
     for uri in record_uris(instance, table, record):
         try:
-            await publish(uri)
+            await publisher.resource_updated(uri)
         except Exception:  # a watcher problem must not turn a successful write into a failure
             log.exception("publishing %s after a write failed", uri)
 
 
 class Poller:
-    """Publishes the changes made elsewhere on one instance (see the module docstring)."""
+    """Publishes the changes made elsewhere on one instance (see the module docstring).
 
-    def __init__(self, pool: InstancePool, instance: str, publish: Callable[[], Publish | None]) -> None:
-        self._pool, self._instance, self._publish = pool, instance, publish
+    With a cluster backend one replica polls at a time: each round first asks
+    ``publisher.hold("poll/<instance>", ...)``; the holder compares with the snapshot the previous
+    holder left (``publisher.recall``) and leaves its own (``publisher.remember``), so a takeover
+    loses no change.
+    """
+
+    def __init__(self, pool: InstancePool, instance: str, publisher: Callable[[], Any]) -> None:
+        self._pool, self._instance, self._publisher = pool, instance, publisher
+        self._source = f"poll/{instance}"
         self._last: dict[str, Snapshot] = {}
         self.polls = 0
         """Completed rounds (one request per watched table each)."""
@@ -111,15 +116,21 @@ class Poller:
         """Take the first snapshot now, set ``started``, then poll every ``incidents_poll_seconds``."""
         interval = self._pool.settings(self._instance).incidents_poll_seconds
         try:
-            await self.round()
+            await self.round(interval)
         finally:
             started.set()
         while True:
             await anyio.sleep(interval)
-            await self.round()
+            await self.round(interval)
 
-    async def round(self) -> None:
-        """One snapshot of every watched table; publish what differs from the previous one."""
+    async def round(self, interval: float) -> None:
+        """One snapshot of every watched table, if this replica polls; publish what differs."""
+        publisher = self._publisher()
+        if publisher is not None and not await publisher.hold(self._source, interval * 1.5 + 1):
+            self._last.clear()  # another replica polls; take its snapshot over when it stops
+            return
+        if not self._last and publisher is not None:
+            self._last = _restore(await publisher.recall(self._source))
         for watched in WATCHED:
             seen = await self._snapshot(watched)
             if seen is None:
@@ -129,6 +140,8 @@ class Poller:
             if before is not None and before != seen:
                 await self._changed(watched, before, seen)
         self.polls += 1
+        if publisher is not None:
+            await publisher.remember(self._source, json.dumps(self._last))
 
     async def _snapshot(self, watched: Watched) -> Snapshot | None:
         query = build_query([watched.filter], [Order(field="sys_updated_on", descending=True), Order(field="sys_id")])
@@ -143,8 +156,8 @@ class Poller:
         return page.total, records
 
     async def _changed(self, watched: Watched, before: Snapshot, seen: Snapshot) -> None:
-        publish = self._publish()
-        if publish is None:
+        publisher = self._publisher()
+        if publisher is None:
             return
         uris = {f"servicenow://{self._instance}/{watched.path}": None}
         for sys_id in set(before[1]) | set(seen[1]):
@@ -154,6 +167,17 @@ class Poller:
                     uris[uri] = None
         for uri in uris:
             try:
-                await publish(uri)
+                await publisher.resource_updated(uri)
             except Exception:
                 log.exception("publishing %s failed", uri)
+
+
+def _restore(text: str | None) -> dict[str, Snapshot]:
+    """Snapshots left by the previous poller (JSON turns tuples into lists: compare as tuples)."""
+    if not text:
+        return {}
+    try:
+        data = json.loads(text)
+        return {t: (v[0], {k: (r[0], r[1]) for k, r in v[1].items()}) for t, v in data.items()}
+    except (ValueError, TypeError, KeyError, IndexError):
+        return {}

@@ -51,7 +51,7 @@ from mcp_providers.plugins.servicenow import live
 from mcp_providers.plugins.servicenow.client import InstanceClient, InstancePool, UnknownInstance
 from mcp_providers.plugins.servicenow.query import Filter, Order, QueryError, build_query, check_number, check_sys_id
 from mcp_providers.plugins.servicenow.schema import RECORD_SHAPE, raw
-from mcp_providers.providers import CompletionRequest, Content, ReadRequest, ResourceProvider
+from mcp_providers.providers import CompletionRequest, Content, Publisher, ReadRequest, ResourceProvider
 
 __all__ = ["TABLES", "ServiceNowResources", "envelope"]
 
@@ -190,8 +190,8 @@ class ServiceNowResources(ResourceProvider):
             finally:
                 pollers.cancel_scope.cancel()
 
-    def _publish(self) -> live.Publish | None:
-        return self.publisher.resource_updated if self.publisher is not None else None
+    def _publish(self) -> Publisher | None:
+        return self.publisher
 
     async def complete(self, template: ResourceTemplate, request: CompletionRequest) -> Sequence[str]:
         """Values for a template variable.
