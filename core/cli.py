@@ -217,9 +217,13 @@ def _serve_http(
     except ConfigError as exc:
         err.print(f"[red]error:[/red] {exc}", highlight=False)
         raise typer.Exit(1) from None
+    from mcp_providers._serve.ops import ops_routes  # /healthz, /readyz, /metrics (docs/deploy.md)
+
+    ops = ops_routes(composition)
     asgi = server.streamable_http_app(
-        stateless_http=stateless, json_response=json_response, host=host, transport_security=security, **auth
-    )
+        stateless_http=stateless, json_response=json_response, host=host, transport_security=security, **auth,
+        custom_starlette_routes=ops,
+    )  # fmt: skip
     err.print(f"serving MCP on http://{_bracketed(host)}:{port}/mcp", highlight=False)
     uvicorn.run(asgi, host=host, port=port, log_level="warning")
 

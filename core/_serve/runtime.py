@@ -52,6 +52,11 @@ class Runtime:
         self._running = 0
         self._stack: contextlib.AsyncExitStack | None = None
 
+    @property
+    def serving(self) -> bool:
+        """Whether the providers have been started (:meth:`running` entered) and not stopped."""
+        return self._running > 0 and self._stack is not None
+
     def _may_watch(self, subject: str, uri: str) -> bool:
         gate = Gate(self.authorizer, subject)
         return gate.allowed("subscribe", uri) and gate.allowed("read", uri)
