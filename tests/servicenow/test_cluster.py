@@ -86,16 +86,19 @@ async def _through_b_to_a(a: Replica, b: Replica, emulator: Emulator) -> tuple[f
     """Seconds from B's tool call to A's listener (2026-07-28), then to A's 2025 session."""
     sys_id = _sys_id(emulator, "INC0010001")
     args = {"instance": "dev", "table": "incident", "sys_id": sys_id}
-    async with Client(a.url, cache=None) as listener, Client(b.url, cache=None) as caller:
-        async with listener.listen(resource_subscriptions=[RECORD]) as stream:
-            started = time.monotonic()
-            result = await caller.call_tool("servicenow_update_record", {**args, "values": {"urgency": "2"}})
-            assert not result.is_error, result.content
-            with anyio.fail_after(POLL + 1):
-                async for event in stream:
-                    assert event.uri == RECORD  # type: ignore[union-attr]
-                    break
-            modern = time.monotonic() - started
+    async with (
+        Client(a.url, cache=None) as listener,
+        Client(b.url, cache=None) as caller,
+        listener.listen(resource_subscriptions=[RECORD]) as stream,
+    ):
+        started = time.monotonic()
+        result = await caller.call_tool("servicenow_update_record", {**args, "values": {"urgency": "2"}})
+        assert not result.is_error, result.content
+        with anyio.fail_after(POLL + 1):
+            async for event in stream:
+                assert event.uri == RECORD  # type: ignore[union-attr]
+                break
+        modern = time.monotonic() - started
     updates = _Updates()
     async with (
         Client(a.url, mode="legacy", cache=None, message_handler=updates) as legacy,
@@ -130,16 +133,18 @@ async def test_an_update_made_through_b_reaches_a_listener_on_a_and_one_replica_
         # Kill the holder: another replica polls within the lease, and a change made meanwhile is seen.
         holder = holders[0]
         others = [r for r in (a, b, c) if r is not holder]
-        async with Client(others[0].url, cache=None) as watcher:
-            async with watcher.listen(resource_subscriptions=["servicenow://dev/incidents"]) as stream:
-                holder.kill()
-                killed = time.monotonic()
-                _patch(dev_emulator, _sys_id(dev_emulator, "INC0010002"), {"short_description": "during handover"})
-                with anyio.fail_after(POLL * 1.5 + 1 + POLL + 2):
-                    async for event in stream:
-                        assert event.uri == "servicenow://dev/incidents"  # type: ignore[union-attr]
-                        break
-                print(f"after the holder was killed, the change was published in {time.monotonic() - killed:.2f} s")
+        async with (
+            Client(others[0].url, cache=None) as watcher,
+            watcher.listen(resource_subscriptions=["servicenow://dev/incidents"]) as stream,
+        ):
+            holder.kill()
+            killed = time.monotonic()
+            _patch(dev_emulator, _sys_id(dev_emulator, "INC0010002"), {"short_description": "during handover"})
+            with anyio.fail_after(POLL * 1.5 + 1 + POLL + 2):  # lease TTL + a poll + slack
+                async for event in stream:
+                    assert event.uri == "servicenow://dev/incidents"  # type: ignore[union-attr]
+                    break
+            print(f"after the holder was killed, the change was published in {time.monotonic() - killed:.2f} s")
         assert sum(r.metric("mcp_providers_poll_leases") for r in others) == 1
 
 
