@@ -217,13 +217,14 @@ def _serve_http(
     except ConfigError as exc:
         err.print(f"[red]error:[/red] {exc}", highlight=False)
         raise typer.Exit(1) from None
-    from mcp_providers._serve.ops import ops_routes  # /healthz, /readyz, /metrics (docs/deploy.md)
+    from mcp_providers._serve.ops import ops_routes, pin_sessions  # /healthz, /readyz, /metrics; docs/deploy.md
 
     ops = ops_routes(composition)
     asgi = server.streamable_http_app(
         stateless_http=stateless, json_response=json_response, host=host, transport_security=security, **auth,
         custom_starlette_routes=ops,
     )  # fmt: skip
+    asgi = pin_sessions(asgi)  # session ids name the replica when MCP_PROVIDERS_REPLICA is set
     err.print(f"serving MCP on http://{_bracketed(host)}:{port}/mcp", highlight=False)
     uvicorn.run(asgi, host=host, port=port, log_level="warning")
 

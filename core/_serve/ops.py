@@ -10,10 +10,17 @@ they carry no content) and puts a request-counting middleware on the composition
   ``mcp_providers_read_seconds`` (histogram of ``resources/read``), ``mcp_providers_subscriptions``
   (watches held by this replica), ``mcp_providers_poll_leases`` (live sources this replica polls)
   and ``mcp_providers_cluster_connected``.
+
+:func:`pin_sessions` makes 2025-era sessions routable by a load balancer: with
+``MCP_PROVIDERS_REPLICA=replica1`` the session ids this replica hands out read ``replica1.<id>``,
+and nginx routes a request carrying one to that replica (``deploy/nginx.conf``). 2026-07-28
+requests carry no session: any replica serves them.
 """
 
 from __future__ import annotations
 
+import os
+import re
 import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
@@ -109,3 +116,42 @@ def ops_routes(composition: Composition) -> list[Route]:
         Route("/readyz", readyz, methods=["GET"]),
         Route("/metrics", metrics_page, methods=["GET"]),
     ]
+
+
+_SESSION_HEADER = b"mcp-session-id"
+_REPLICA = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
+
+
+def pin_sessions(app: Any, replica: str | None = None) -> Any:
+    """Wrap the HTTP app so session ids name this replica (``MCP_PROVIDERS_REPLICA``); unchanged
+    when it is not set.
+
+    Outgoing ``Mcp-Session-Id: S`` becomes ``<replica>.S``; incoming ``<replica>.S`` is given to the
+    SDK as ``S``. An id naming another replica is passed on as it is (the SDK answers 404 and the
+    client starts a new session), so a misrouted request never reaches another session.
+
+    :raises ValueError: the replica name is not 1-32 letters, digits, ``_`` or ``-``.
+    """
+    replica = replica if replica is not None else os.environ.get("MCP_PROVIDERS_REPLICA")
+    if not replica:
+        return app
+    if not _REPLICA.fullmatch(replica):
+        raise ValueError(f"MCP_PROVIDERS_REPLICA={replica!r}: use 1-32 letters, digits, '_' or '-'")
+    prefix = replica.encode() + b"."
+
+    async def pinned(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await app(scope, receive, send)
+            return
+        headers = [(k, v[len(prefix) :] if k == _SESSION_HEADER and v.startswith(prefix) else v)
+                   for k, v in scope["headers"]]  # fmt: skip
+
+        async def tagged(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [(k, prefix + v if k.lower() == _SESSION_HEADER else v)
+                                                  for k, v in message.get("headers", [])]}  # fmt: skip
+            await send(message)
+
+        await app({**scope, "headers": headers}, receive, tagged)
+
+    return pinned

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import shutil
 import socket
 import subprocess
@@ -98,6 +99,8 @@ class Replica:
         for line in self.get("/metrics")[1].splitlines():
             if line.startswith(name + " ") or line.startswith(name + "{"):
                 return float(line.rsplit(" ", 1)[1])
+        if "{" in name:  # a labelled series appears once counted
+            return 0.0
         raise AssertionError(f"no metric {name}")
 
     def kill(self) -> None:
@@ -138,7 +141,8 @@ def write_config(directory: Path, emulator_url: str, redis_url: str | None, poll
 
 @contextlib.contextmanager
 def replicas(config: Path, count: int) -> Iterator[list[Replica]]:
-    """``count`` replicas serving ``config``, each ready (``/readyz`` 200) when yielded."""
+    """``count`` replicas serving ``config``, each ready (``/readyz`` 200) when yielded; replica
+    ``n`` (from 1) runs with ``MCP_PROVIDERS_REPLICA=replica<n>``, as in ``deploy/compose.yaml``."""
     started: list[Replica] = []
     logs = Path(tempfile.mkdtemp(prefix="replicas-"))
     try:
@@ -149,6 +153,7 @@ def replicas(config: Path, count: int) -> Iterator[list[Replica]]:
                 proc = subprocess.Popen(
                     [sys.executable, "-m", "mcp_providers", "serve", "--config", str(config),
                      "--http", f"127.0.0.1:{port}"], stdout=sink, stderr=subprocess.STDOUT,
+                    env={**os.environ, "MCP_PROVIDERS_REPLICA": f"replica{n + 1}"},
                 )  # fmt: skip
             started.append(Replica(port, proc, log))
         for replica in started:
@@ -161,3 +166,33 @@ def replicas(config: Path, count: int) -> Iterator[list[Replica]]:
     finally:
         for replica in started:
             replica.stop()
+
+
+DEPLOY_NGINX = Path(__file__).resolve().parents[2] / "deploy" / "nginx.conf"
+
+
+@contextlib.contextmanager
+def nginx_in_front(upstreams: list[Replica]) -> Iterator[str]:
+    """``deploy/nginx.conf`` served by a real nginx on a free loopback port, its ``replicaN:8000``
+    servers pointed at ``upstreams``; yields the MCP URL through it."""
+    if NGINX is None:
+        pytest.skip("nginx is not installed (apt-get install -y nginx; .ci/run installs it)")
+    text = DEPLOY_NGINX.read_text()
+    for n, replica in enumerate(upstreams, start=1):
+        text = text.replace(f"server replica{n}:8000;", f"server 127.0.0.1:{replica.port};")
+    port = free_port()
+    text = text.replace("listen 8080;", f"listen 127.0.0.1:{port};")
+    text = text.replace("proxy_set_header Host mcp;", "proxy_set_header Host localhost:8000;")  # loopback replicas
+    prefix = Path(tempfile.mkdtemp(prefix="nginx-"))
+    (prefix / "nginx.conf").write_text(text)
+    globals_ = f"pid {prefix}/nginx.pid; error_log {prefix}/error.log; daemon off;"
+    proc = subprocess.Popen([NGINX, "-p", str(prefix), "-c", str(prefix / "nginx.conf"), "-g", globals_],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
+    try:
+        wait_for_port(port, proc)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        assert proc.stderr is not None
+        proc.stderr.close()
