@@ -147,7 +147,7 @@ class SubscriptionHub:
         self._sessions: dict[str, dict[int, tuple[Any, str]]] = {}
         self._by_connection: dict[int, set[str]] = {}
         self._pending: deque[str] = deque(maxlen=4096)  # updates to relay to 2025-era sessions
-        self._wake = anyio.Event()
+        self._wake: anyio.Event | None = None  # made by relay(), in the loop that serves
         self.bus.subscribe(self._on_event)
 
     def publisher(self, provider: ResourceProvider) -> Publisher:
@@ -193,15 +193,20 @@ class SubscriptionHub:
     def _on_event(self, event: ServerEvent) -> None:
         if isinstance(event, ResourceUpdated) and event.uri in self._sessions:
             self._pending.append(event.uri)
-            self._wake.set()
+            if self._wake is not None:
+                self._wake.set()
 
     async def relay(self) -> None:
         """Send queued updates to this process's 2025-era watchers (runs while the server runs)."""
-        while True:
-            await self._wake.wait()
-            self._wake = anyio.Event()
-            while self._pending:
-                await self._deliver(self._pending.popleft())
+        try:
+            while True:
+                while self._pending:
+                    await self._deliver(self._pending.popleft())
+                self._wake = anyio.Event()
+                if not self._pending:
+                    await self._wake.wait()
+        finally:
+            self._wake = None
 
     async def _deliver(self, uri: str) -> None:
         for key, (connection, subject) in list(self._sessions.get(uri, {}).items()):
