@@ -20,13 +20,16 @@ error within it, never a hang. The listener reconnects by itself, every half sec
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import hashlib
 import json
 import logging
 import os
 import socket
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable
+from datetime import datetime
 from typing import Any, TypeVar
 
 import anyio
@@ -39,8 +42,11 @@ from mcp.server.subscriptions import (
     ToolsListChanged,
 )
 
+from mcp_providers._serve.coalesce import Coalescer
 from mcp_providers.config import ClusterSettings
 from mcp_providers.errors import UpstreamError
+from mcp_providers.models import Freshness
+from mcp_providers.providers import Content
 
 log = logging.getLogger("mcp_providers.cluster")
 T = TypeVar("T")
@@ -149,6 +155,10 @@ class RedisBackend:
         """Sources whose lease this replica holds."""
         self.connected = False
         """Whether the listener is subscribed to the channel now."""
+
+    def key(self, kind: str, name: str) -> str:
+        """The Redis key of ``name`` of ``kind`` (``lease``, ``state``, ``read``...)."""
+        return f"{self.settings.key_prefix}:{kind}:{name}"
 
     def _key(self, kind: str, source: str) -> str:
         return f"{self.settings.key_prefix}:{kind}:{source}"
@@ -275,6 +285,86 @@ class RedisBackend:
         finally:
             with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
                 await pubsub.aclose()  # type: ignore[no-untyped-call]
+
+
+class SharedReads(Coalescer[Any]):
+    """The invoker's coalescer with ``[cluster]``: ``max_age`` reads are cached in Redis.
+
+    A read of a resource declared ``max_age`` is kept under ``{key_prefix}:read:<digest of
+    (provider, uri, subject)>`` for ``max_age_seconds``: the scope of every ``max_age`` hint is
+    ``private``, so the subject is always part of the key and one caller never gets content read
+    for another. Identical reads in flight on different replicas share one upstream read (a lock
+    key; the others wait for its result). Other reads are coalesced in the process as before.
+    Redis unreachable: the read goes to the provider, as without a cluster.
+    """
+
+    def __init__(self, backend: RedisBackend, freshness_of: Callable[[str], Freshness | None]) -> None:
+        super().__init__()
+        self._backend, self._freshness_of = backend, freshness_of
+        self.hits = 0
+        """Reads answered from Redis."""
+
+    async def run(self, key: Hashable, read: Callable[[], Awaitable[Any]]) -> Any:
+        uri = key[1] if isinstance(key, tuple) and len(key) == 3 else None
+        freshness = self._freshness_of(uri) if isinstance(uri, str) else None
+        if freshness is None or freshness.kind != "max_age" or not freshness.max_age_seconds:
+            return await super().run(key, read)
+        seconds = freshness.max_age_seconds
+        return await super().run(key, lambda: self._cached(key, seconds, read))
+
+    async def _cached(self, key: Hashable, seconds: float, read: Callable[[], Awaitable[Any]]) -> Any:
+        digest = hashlib.sha256(json.dumps(key, default=str).encode()).hexdigest()
+        entry, lock = self._backend.key("read", digest), self._backend.key("reading", digest)
+        try:
+            found = await self._backend.call("read the cache", lambda r: r.get(entry))
+            leader = found is None and await self._backend.call(
+                "lock a read", lambda r: r.set(lock, self._backend.replica, nx=True, px=60_000)
+            )
+            if found is None and not leader:
+                found = await self._wait(entry, lock)
+        except ClusterUnavailable:
+            return await read()
+        if leader:
+            return await self._lead(entry, lock, seconds, read)
+        if found is None:  # the other replica's read failed: read here
+            return await read()
+        self.hits += 1
+        return _content_from(found)
+
+    async def _lead(self, entry: str, lock: str, seconds: float, read: Callable[[], Awaitable[Any]]) -> Any:
+        try:
+            content = await read()
+            if isinstance(content, Content):
+                text, ms = _content_to(content), max(1, int(seconds * 1000))
+                with contextlib.suppress(ClusterUnavailable):
+                    await self._backend.call("fill the cache", lambda r: r.set(entry, text, px=ms))
+            return content
+        finally:
+            with anyio.CancelScope(shield=True), contextlib.suppress(ClusterUnavailable):
+                await self._backend.call("unlock a read", lambda r: r.delete(lock))
+
+    async def _wait(self, entry: str, lock: str) -> str | None:
+        """The entry another replica is reading, once it is there; ``None`` if that read ended without one."""
+        while True:
+            await anyio.sleep(0.02)
+            found: str | None = await self._backend.call("read the cache", lambda r: r.get(entry))
+            if found is not None:
+                return found
+            if not await self._backend.call("check a read", lambda r: r.exists(lock)):
+                return None
+
+
+def _content_to(content: Content) -> str:
+    blob = base64.b64encode(content.blob).decode() if content.blob is not None else None
+    as_of = content.as_of.isoformat() if content.as_of is not None else None
+    return json.dumps({"text": content.text, "blob": blob, "mime_type": content.mime_type, "as_of": as_of})
+
+
+def _content_from(text: str) -> Content:
+    data = json.loads(text)
+    blob = base64.b64decode(data["blob"]) if data.get("blob") is not None else None
+    as_of = datetime.fromisoformat(data["as_of"]) if data.get("as_of") else None
+    return Content(text=data.get("text"), blob=blob, mime_type=data.get("mime_type"), as_of=as_of)
 
 
 Shared = InProcess | RedisBackend

@@ -17,11 +17,12 @@ import anyio
 
 from mcp_providers._host.assembly import Assembly
 from mcp_providers._serve.audit import AuditLog
-from mcp_providers._serve.cluster import Shared, shared_for
+from mcp_providers._serve.cluster import RedisBackend, Shared, SharedReads, shared_for
 from mcp_providers._serve.gate import Authorizer, Gate
 from mcp_providers._serve.invoker import Invoker
 from mcp_providers._serve.subscriptions import SubscriptionHub
 from mcp_providers._sideeffects import install as install_scope
+from mcp_providers.models import Freshness
 from mcp_providers.providers import ResourceProvider
 
 log = logging.getLogger("mcp_providers.composition")
@@ -42,6 +43,9 @@ class Runtime:
         )
         self.shared: Shared = shared_for(assembly.config.cluster)
         """The shared parts: in process, or in Redis with ``[cluster]`` (see :mod:`.cluster`)."""
+        if isinstance(self.shared, RedisBackend) and self.invoker._coalescer is not None:
+            # the coalescer is the invoker's seam for sharing reads: across replicas, through Redis
+            self.invoker._coalescer = SharedReads(self.shared, self._freshness_of)
         self.hub = SubscriptionHub(
             assembly.catalog,
             self._may_watch,
@@ -56,6 +60,12 @@ class Runtime:
     def serving(self) -> bool:
         """Whether the providers have been started (:meth:`running` entered) and not stopped."""
         return self._running > 0 and self._stack is not None
+
+    def _freshness_of(self, uri: str) -> Freshness | None:
+        try:
+            return self.assembly.catalog.route(uri).declaration.freshness
+        except Exception:  # not served: the read itself reports it
+            return None
 
     def _may_watch(self, subject: str, uri: str) -> bool:
         gate = Gate(self.authorizer, subject)
