@@ -205,3 +205,63 @@ def _patch(emulator: Emulator, sys_id: str, values: dict[str, str]) -> None:
                                      data=json.dumps(values).encode(), headers=headers)  # fmt: skip
     with urllib.request.urlopen(request, timeout=10) as response:
         assert response.status == 200
+
+
+def test_workers_without_a_cluster_are_refused_with_the_reason(
+    tmp_path: Path, dev_emulator: Emulator, secrets_env: Mapping[str, str]
+) -> None:
+    import subprocess
+    import sys
+
+    config = write_config(tmp_path, dev_emulator.base_url, None, 60)
+    run = subprocess.run(
+        [sys.executable, "-m", "mcp_providers", "serve", "--config", str(config), "--http", "127.0.0.1:1",
+         "--workers", "2", "--stateless"], capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert run.returncode == 2, run.stderr
+    assert "needs a [cluster] section" in run.stderr and "never hears of a change" in " ".join(run.stderr.split())
+    run = subprocess.run(
+        [sys.executable, "-m", "mcp_providers", "serve", "--config", str(config), "--http", "127.0.0.1:1",
+         "--workers", "2"], capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert run.returncode == 2 and "needs --stateless" in run.stderr, run.stderr
+
+
+async def test_workers_share_one_port_and_one_poller(
+    tmp_path: Path, dev_emulator: Emulator, secrets_env: Mapping[str, str], redis_server: RedisServer
+) -> None:
+    import subprocess
+    import sys
+
+    from cluster_support import free_port, wait_for_port
+
+    config = write_config(tmp_path, dev_emulator.base_url, redis_server.url, POLL)
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mcp_providers", "serve", "--config", str(config), "--http", f"127.0.0.1:{port}",
+         "--workers", "2", "--stateless"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        wait_for_port(port, proc)
+        url = f"http://127.0.0.1:{port}/mcp"
+        await anyio.sleep(1)  # both workers up
+        sys_id = _sys_id(dev_emulator, "INC0010001")
+        for urgency in ("2", "3", "1"):  # each client connection lands on either worker: delivery holds
+            async with (
+                Client(url, cache=None) as listener,
+                Client(url, cache=None) as caller,
+                listener.listen(resource_subscriptions=[RECORD]) as stream,
+            ):
+                values = {"instance": "dev", "table": "incident", "sys_id": sys_id, "values": {"urgency": urgency}}
+                assert not (await caller.call_tool("servicenow_update_record", values)).is_error
+                with anyio.fail_after(POLL + 1):
+                    async for _event in stream:
+                        break
+        before, started = _poll_requests(dev_emulator), time.monotonic()
+        await anyio.sleep(2)
+        rounds = (_poll_requests(dev_emulator) - before) / 4
+        assert rounds <= (time.monotonic() - started) / POLL + 1.5, rounds
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+    assert proc.returncode == 0
