@@ -19,8 +19,10 @@ configuration.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import time
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -28,11 +30,12 @@ from typing import Any
 
 import anyio
 
+from mcp_providers.plugins.servicenow.backoff import Backoff
 from mcp_providers.plugins.servicenow.client import InstancePool
 from mcp_providers.plugins.servicenow.query import NUMBER_PATTERN, SYS_ID_PATTERN, Filter, Order, build_query
 from mcp_providers.plugins.servicenow.schema import raw
 
-__all__ = ["WATCHED", "Poller", "Watched", "record_uris", "written"]
+__all__ = ["WATCHED", "Poller", "SharedBackoff", "Watched", "record_uris", "written"]
 
 log = logging.getLogger(__name__)
 
@@ -181,3 +184,42 @@ def _restore(text: str | None) -> dict[str, Snapshot]:
         return {t: (v[0], {k: (r[0], r[1]) for k, r in v[1].items()}) for t, v in data.items()}
     except (ValueError, TypeError, KeyError, IndexError):
         return {}
+
+
+class SharedBackoff:
+    """The 429 back-off, shared through the publisher with every replica (``[cluster]``).
+
+    The resume time (wall clock) of each instance is kept with ``publisher.remember`` under
+    ``backoff/<instance>``; a request waits for the later of it and this process's own back-off.
+    Without a cluster the publisher keeps it in the process; if the backend is unreachable each
+    replica backs off on its own, as before.
+    """
+
+    def __init__(self, local: Backoff, publisher: Callable[[], Any]) -> None:
+        self._local, self._publisher = local, publisher
+
+    async def hold(self, instance: str, seconds: float) -> None:
+        await self._local.hold(instance, seconds)
+        publisher = self._publisher()
+        if publisher is None:
+            return
+        until = time.time() + max(0.0, seconds)
+        with contextlib.suppress(Exception):  # best effort: the local back-off still holds
+            if until > await self._shared(publisher, instance):
+                await publisher.remember(f"backoff/{instance}", repr(until))
+
+    async def remaining(self, instance: str) -> float:
+        local = await self._local.remaining(instance)
+        publisher = self._publisher()
+        if publisher is None:
+            return local
+        try:
+            shared = await self._shared(publisher, instance) - time.time()
+        except Exception:
+            return local
+        return max(local, shared, 0.0)
+
+    @staticmethod
+    async def _shared(publisher: Any, instance: str) -> float:
+        text = await publisher.recall(f"backoff/{instance}")
+        return float(text) if text else 0.0

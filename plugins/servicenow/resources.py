@@ -113,6 +113,8 @@ class ServiceNowResources(ResourceProvider):
 
     def __init__(self, pool: InstancePool) -> None:
         self._pool = pool
+        # the 429 back-off goes through the publisher too, so replicas share it ([cluster])
+        pool.backoff = live.SharedBackoff(pool.backoff, lambda: self.publisher)
         self.pollers: dict[str, live.Poller] = {}
         """Instance name -> its poller, while the server runs."""
 

@@ -94,3 +94,26 @@ async def test_a_private_read_is_never_served_to_another_subject(redis_server: R
             content = await reads.run(("counting", URI, subject), lambda r=request: provider.read(r))
             assert content.text == f"report read for {subject}"
     assert provider.reads == 2 and reads.hits == 2
+
+
+async def test_a_rate_limit_seen_by_one_replica_holds_back_the_others(
+    redis_server: RedisServer, dev_emulator: Any, secrets_env: Any
+) -> None:
+    from servicenow_support import dev_instance
+
+    import mcp_providers.plugins.servicenow as servicenow_plugin
+
+    cluster = ClusterSettings(redis_url=redis_server.url, key_prefix=f"t{uuid.uuid4().hex[:8]}")
+    settings = {"servicenow": {"instances": [dev_instance(dev_emulator, max_retry_after_seconds=5)]}}
+    a = compose({"servicenow": servicenow_plugin}, settings, cluster=cluster)
+    b = compose({"servicenow": servicenow_plugin}, settings, cluster=cluster)
+    dev_emulator.rate_limit(2)
+    async with connect(a) as through_a, connect(b) as through_b, anyio.create_task_group() as group:
+        group.start_soon(through_a.read_resource, "servicenow://dev/incidents/INC0010001")
+        while not any(r.status == 429 for r in dev_emulator.table_requests()):
+            await anyio.sleep(0.01)
+        await anyio.sleep(0.2)  # A has recorded the back-off
+        for number in range(2, 6):
+            group.start_soon(through_b.read_resource, f"servicenow://dev/incidents/INC001000{number}")
+    statuses = [r.status for r in dev_emulator.table_requests()]
+    assert statuses.count(429) == 1 and statuses.count(200) == 5 and len(statuses) == 6, statuses
