@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import anyio
 import typer
 
+from mcp_providers._cli.workers import FD_ENV, WHY_CLUSTER, WHY_STATELESS, serve_workers
 from mcp_providers._host.rules import advisories
 from mcp_providers._serve.composition import Composition, compose
 from mcp_providers._serve.statics import authorize_report, static_read_problems
@@ -140,6 +141,10 @@ def serve(
             "required when binding 0.0.0.0 or ::.",
         ),
     ] = None,
+    workers: Annotated[
+        int,
+        typer.Option("--workers", min=1, help="Serve HTTP from N processes sharing the port; N > 1 needs [cluster]."),
+    ] = 1,
 ) -> None:
     """Serve the composed MCP server over stdio (default) or streamable HTTP."""
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
@@ -159,9 +164,28 @@ def serve(
         with guarded_stdout() as wire_out:
             _serve_stdio(_server_of(_compose(_load(config, plugin_set), strict), strict), wire_out)
         return
-    composition = _compose(_load(config, plugin_set), strict)
+    loaded = _load(config, plugin_set)
+    if workers > 1 and not os.environ.get(FD_ENV):
+        _start_workers(workers, address, loaded, stateless)
+    composition = _compose(loaded, strict)
     server = _server_of(composition, strict)
     _serve_http(composition, server, address, stateless, json_response, allow_host)
+
+
+def _start_workers(workers: int, address: tuple[str, int] | None, config: Config, stateless: bool) -> None:
+    """Run ``workers`` copies of this command on one socket (``_cli/workers.py``), then exit."""
+    if address is None:
+        raise typer.BadParameter("--workers goes with --http HOST:PORT", param_hint="--workers")
+    if not stateless:
+        raise typer.BadParameter(f"--workers {workers} needs --stateless: {WHY_STATELESS}", param_hint="--workers")
+    if config.cluster is None:
+        raise typer.BadParameter(
+            f"--workers {workers} needs a [cluster] section: {WHY_CLUSTER}", param_hint="--workers"
+        )
+    err.print(
+        f"serving MCP on http://{_bracketed(address[0])}:{address[1]}/mcp with {workers} workers", highlight=False
+    )
+    raise typer.Exit(serve_workers(workers, *address))
 
 
 def _server_of(composition: Composition, strict: bool) -> Any:
@@ -216,15 +240,20 @@ def _serve_http(
     except ConfigError as exc:
         err.print(f"[red]error:[/red] {exc}", highlight=False)
         raise typer.Exit(1) from None
+    from mcp_providers._serve.ops import ops_routes, pin_sessions  # /healthz, /readyz, /metrics; docs/deploy.md
+
     asgi = http_app(
         server,
         stateless=stateless,
         json_response=json_response,
         security=transport_policy(host, allow_host),
         auth=auth,
+        routes=ops_routes(composition),
     )
+    served = pin_sessions(asgi)  # session ids name the replica when MCP_PROVIDERS_REPLICA is set
     err.print(f"serving MCP on http://{_bracketed(host)}:{port}/mcp", highlight=False)
-    run_uvicorn(asgi, host, port)
+    worker_fd = os.environ.get(FD_ENV)  # a --workers worker serves the socket it inherited
+    run_uvicorn(served, host, port, fd=int(worker_fd) if worker_fd else None)
 
 
 @app.command()

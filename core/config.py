@@ -119,6 +119,10 @@ class ServerSettings(BaseModel):
     renders a prompt or runs an ``effects="none"`` tool does. ``"enforce"`` (every plugin not named)
     refuses it with -32008; ``"warn"`` lets it happen, logs a warning and records it in the receipt's
     ``violations``: a switch for migrating a plugin, not for serving."""
+    max_subscriptions_per_session: int = Field(default=100, ge=1, le=100_000)
+    """Watches one session (2025-era) or one listen stream (2026-07-28) may hold at once."""
+    max_uri_length: int = Field(default=2048, ge=16, le=65_536)
+    """Longest URI a watch may name, in characters."""
     audit_log: Path | None = None
     """JSON-lines file that gets one line per list, read, call and denial (never content or secrets)."""
     audit_key_env: str | None = Field(default="MCP_PROVIDERS_AUDIT_KEY", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -134,6 +138,26 @@ class ServerSettings(BaseModel):
         if value is not None and value.is_dir():
             raise ValueError(f"{value} is a directory; name a file such as {value / 'audit.jsonl'}")
         return value
+
+
+class ClusterSettings(BaseModel):
+    """The ``[cluster]`` table: share live state between replicas through Redis.
+
+    Without it everything stays in the process (one server, or ``--workers 1``).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    redis_url: str = Field(pattern=r"^rediss?://")
+    """``redis://[user:password@]host:port/db`` (``rediss://`` for TLS); the password belongs in the
+    URL's ``${...}``-free form only in a file readable by the server alone."""
+    key_prefix: str = Field(default="mcp-providers", pattern=r"^[A-Za-z0-9_.:-]{1,64}$")
+    """Prefix of every Redis key and channel, so several deployments can share one Redis."""
+    lease_seconds: float = Field(default=10.0, ge=0.5, le=3600)
+    """How long a replica's hold on a live source's poller lasts without renewal: the longest
+    polling stops when the holder dies, before another replica takes over."""
+    timeout_seconds: float = Field(default=1.0, gt=0, le=30)
+    """Longest wait for Redis in one operation; past it the request fails with a clear error."""
 
 
 class Config(BaseModel):
@@ -154,6 +178,8 @@ class Config(BaseModel):
     env_disable: tuple[str, ...] = ()
     """From ``$MCP_PROVIDERS_DISABLE`` (set by :func:`load_config`; not allowed in the file)."""
     server: ServerSettings = ServerSettings()
+    cluster: ClusterSettings | None = None
+    """``[cluster]``: the Redis backend shared by replicas; ``None`` keeps everything in process."""
     plugins: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """Per-plugin settings tables, keyed by entry-point name."""
 

@@ -78,9 +78,20 @@ class Freshness(BaseModel):
     max_age_seconds: float | None = Field(default=None, ge=0)
     """Seconds; required with and only allowed with ``kind="max_age"``."""
 
+    subscribable: bool | None = None
+    """With ``kind="live"`` (``None`` means ``True``): whether the provider publishes changes, so
+    the resource can be watched (``resources/subscribe``, ``subscriptions/listen``).
+    ``Freshness.live(subscribable=False)`` is read from the source every time but never announces
+    a change: watching it is refused."""
+
     def model_post_init(self, context: Any, /) -> None:
         if (self.kind == "max_age") != (self.max_age_seconds is not None):
             raise ValueError("max_age_seconds goes with kind='max_age' and only with it")
+
+    @property
+    def watchable(self) -> bool:
+        """Live and subscribable: the provider publishes every change."""
+        return self.kind == "live" and self.subscribable is not False
 
     @classmethod
     def static(cls) -> Freshness:
@@ -88,9 +99,10 @@ class Freshness(BaseModel):
         return cls(kind="static")
 
     @classmethod
-    def live(cls) -> Freshness:
-        """Content read from the source on every request."""
-        return cls(kind="live")
+    def live(cls, *, subscribable: bool = True) -> Freshness:
+        """Content read from the source on every request; with ``subscribable`` (the default) the
+        provider publishes its changes through ``provider.publisher``."""
+        return cls(kind="live", subscribable=None if subscribable else False)
 
     @classmethod
     def max_age(cls, seconds: float) -> Freshness:

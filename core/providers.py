@@ -240,6 +240,24 @@ class Publisher(Protocol):
         """
         ...
 
+    async def hold(self, source: str, seconds: float) -> bool:
+        """Whether this process should poll ``source`` (a name unique to the provider) now.
+
+        In one process always ``True``. With a cluster backend, one replica at a time holds a lease
+        on ``source`` for ``seconds``, renewed by each call of its holder; the others get ``False``
+        and take over when the holder stops renewing. Call it before every poll, with ``seconds``
+        longer than the poll interval. Never raises: ``False`` when the backend is unreachable.
+        """
+        ...
+
+    async def recall(self, source: str) -> str | None:
+        """The text last given to :meth:`remember` for ``source`` (by any replica), or ``None``."""
+        ...
+
+    async def remember(self, source: str, text: str) -> None:
+        """Keep ``text`` (e.g. a poller's last snapshot) for whoever polls ``source`` next; best effort."""
+        ...
+
 
 class ResourceProvider:
     """Serves read-only data under the URI prefixes it owns.
@@ -277,6 +295,14 @@ class ResourceProvider:
     async def complete(self, template: ResourceTemplate, request: CompletionRequest) -> Sequence[str]:
         """Values for a template variable; by default the declared ones starting with the typed text."""
         return _prefix_filter(template.completions.get(request.argument, ()), request.value)
+
+    def check_watch(self, declaration: Resource | ResourceTemplate, params: Mapping[str, str]) -> None:
+        """Refuse a watch on a URI that matches a watchable declaration but can never change, such
+        as a template value naming nothing configured; called before a subscription is accepted,
+        without any I/O. By default every such URI may be watched.
+
+        :raises mcp_providers.errors.InvalidParams: the values name nothing this provider serves.
+        """
 
     @contextlib.asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:

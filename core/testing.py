@@ -34,7 +34,7 @@ from mcp import Client
 from mcp_providers._serve.composition import Composition
 from mcp_providers._serve.composition import compose as _compose
 from mcp_providers._serve.statics import static_read_problems
-from mcp_providers.config import Config, ServerSettings
+from mcp_providers.config import ClusterSettings, Config, ServerSettings
 from mcp_providers.errors import CompositionError
 
 
@@ -45,6 +45,7 @@ def compose(
     server: ServerSettings | None = None,
     load_entrypoints: bool = False,
     strict: bool = True,
+    cluster: ClusterSettings | None = None,
 ) -> Composition:
     """Compose exactly ``plugins`` (name -> plugin module or object), with their settings tables.
 
@@ -53,11 +54,15 @@ def compose(
     :param server: server settings (page size, read deadline, budget).
     :param load_entrypoints: also load the installed plugins.
     :param strict: raise :class:`~mcp_providers.errors.CompositionError` on any failure.
+    :param cluster: a ``[cluster]`` section (Redis): several compositions with the same one behave
+        as replicas of one deployment.
     :returns: the :class:`~mcp_providers.Composition` (``.server`` is the SDK server).
     :raises ConfigError: ``settings`` names a plugin that is not passed (or installed).
     :raises CompositionError: with ``strict``, when a plugin is rejected or a check fails.
     """
-    config = Config(plugins={k: dict(v) for k, v in (settings or {}).items()}, server=server or ServerSettings())
+    config = Config(
+        plugins={k: dict(v) for k, v in (settings or {}).items()}, server=server or ServerSettings(), cluster=cluster
+    )
     return _compose(config, load_entrypoints=load_entrypoints, plugins=plugins, strict=strict)
 
 

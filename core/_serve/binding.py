@@ -26,7 +26,7 @@ from mcp_providers._serve.pipeline import Ctx, Method, Pipeline
 from mcp_providers._serve.prompts import GetPrompt
 from mcp_providers._serve.resources import Listing, ListMethod, ReadResource
 from mcp_providers._serve.runtime import Runtime
-from mcp_providers._serve.subscriptions import Listen, Subscribe, Unsubscribe
+from mcp_providers._serve.subscriptions import Listen, Subscribe, Unsubscribe, watch_meta
 from mcp_providers._serve.tools import CallTool
 
 
@@ -44,11 +44,17 @@ def _lists(assembly: Assembly) -> list[Method[Any, Any, Any]]:
     out: list[Method[Any, Any, Any]] = []
     if catalog.resources or catalog.templates:
         resources = Listing(
-            "resources", lambda: [(e.declaration.uri, wire.resource_wire(e.declaration)) for e in catalog.resources]
+            "resources",
+            lambda: [
+                (e.declaration.uri, _watch(wire.resource_wire(e.declaration), e.declaration)) for e in catalog.resources
+            ],
         )
         templates = Listing(
             "templates",
-            lambda: [(e.declaration.uri_template, wire.template_wire(e.declaration)) for e in catalog.templates],
+            lambda: [
+                (e.declaration.uri_template, _watch(wire.template_wire(e.declaration), e.declaration))
+                for e in catalog.templates
+            ],
         )
         out.append(
             ListMethod("resources/list", catalog, resources, size, _result(types.ListResourcesResult, "resources"))
@@ -73,6 +79,12 @@ def _lists(assembly: Assembly) -> list[Method[Any, Any, Any]]:
     return out
 
 
+def _watch(item: Any, declaration: Any) -> Any:
+    """The list item with its ``_meta`` saying whether it can be watched (live ones only)."""
+    meta = watch_meta(declaration)
+    return item if meta is declaration.meta else item.model_copy(update={"meta": meta})
+
+
 def _result(model: type[Any], field: str) -> Callable[[list[Any], str | None], Any]:
     return lambda items, cursor: model(**{field: items, "next_cursor": cursor})
 
@@ -90,8 +102,8 @@ def methods(runtime: Runtime) -> list[Method[Any, Any, Any]]:
         out.append(GetPrompt(assembly, invoker))
     if catalog.templates or catalog.prompts:
         out.append(Complete(assembly, invoker))
-    live = any(e.declaration.freshness.kind == "live" for e in catalog.resources)
-    if live or any(e.declaration.freshness.kind == "live" for e in catalog.templates):
+    live = any(e.declaration.freshness.watchable for e in catalog.resources)
+    if live or any(e.declaration.freshness.watchable for e in catalog.templates):
         out += [Subscribe(runtime.hub), Unsubscribe(runtime.hub), Listen(runtime.hub)]
     return out
 

@@ -442,11 +442,13 @@ def http_app(
     json_response: bool = False,
     security: TransportSecuritySettings,
     auth: dict[str, Any] | None = None,
+    routes: list[Any] | None = None,
 ) -> HttpApp:
     """The ASGI app serving ``server`` at ``path`` (see the module docstring).
 
     :param security: from :func:`transport_policy` (the SDK applies it on its path too).
     :param auth: ``{"auth": AuthSettings, "token_verifier": ...}`` from ``_serve.auth.http_auth``.
+    :param routes: extra Starlette routes served beside ``path`` (``/healthz``, ``/readyz``, ``/metrics``).
     """
     auth = auth or {}
     sdk = server.streamable_http_app(
@@ -454,6 +456,7 @@ def http_app(
         stateless_http=stateless,
         json_response=json_response,
         transport_security=security,
+        custom_starlette_routes=routes or [],
         **auth,
     )
     manager = server.session_manager

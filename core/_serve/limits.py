@@ -167,8 +167,12 @@ def uvicorn_config(app: ASGIApp, host: str, port: int, limits: Limits | None = N
     )
 
 
-def run_uvicorn(app: ASGIApp, host: str, port: int, limits: Limits | None = None) -> None:
-    """Serve ``app`` on ``host:port`` with uvicorn and the limits of this module."""
+def run_uvicorn(app: ASGIApp, host: str, port: int, limits: Limits | None = None, *, fd: int | None = None) -> None:
+    """Serve ``app`` on ``host:port`` with uvicorn and the limits of this module.
+
+    :param fd: an inherited listening socket to serve on instead (a ``--workers`` worker).
+    """
     import uvicorn
 
-    uvicorn.Server(uvicorn_config(app, host, port, limits)).run()
+    extra = {"fd": fd} if fd is not None else {}
+    uvicorn.Server(uvicorn_config(app, host, port, limits, **extra)).run()

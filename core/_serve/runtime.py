@@ -13,12 +13,16 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator
 
+import anyio
+
 from mcp_providers._host.assembly import Assembly
 from mcp_providers._serve.audit import AuditLog
+from mcp_providers._serve.cluster import RedisBackend, Shared, SharedReads, shared_for
 from mcp_providers._serve.gate import Authorizer, Gate
 from mcp_providers._serve.invoker import Invoker
 from mcp_providers._serve.subscriptions import SubscriptionHub
 from mcp_providers._sideeffects import install as install_scope
+from mcp_providers.models import Freshness
 from mcp_providers.providers import ResourceProvider
 
 log = logging.getLogger("mcp_providers.composition")
@@ -37,11 +41,35 @@ class Runtime:
         self.invoker = Invoker(
             self.startup_failures, settings.read_timeout, settings.coalesce_reads, dict(settings.side_effects)
         )
+        self.shared: Shared = shared_for(assembly.config.cluster)
+        """The shared parts: in process, or in Redis with ``[cluster]`` (see :mod:`.cluster`)."""
+        if isinstance(self.shared, RedisBackend) and self.invoker._coalescer is not None:
+            # the coalescer is the invoker's seam for sharing reads: across replicas, through Redis
+            self.invoker._coalescer = SharedReads(self.shared, self._freshness_of)
         self.hub = SubscriptionHub(
-            assembly.catalog, lambda subject, uri: Gate(self.authorizer, subject).allowed("subscribe", uri)
+            assembly.catalog,
+            self._may_watch,
+            max_per_session=settings.max_subscriptions_per_session,
+            max_uri_length=settings.max_uri_length,
+            shared=self.shared,
         )
         self._running = 0
         self._stack: contextlib.AsyncExitStack | None = None
+
+    @property
+    def serving(self) -> bool:
+        """Whether the providers have been started (:meth:`running` entered) and not stopped."""
+        return self._running > 0 and self._stack is not None
+
+    def _freshness_of(self, uri: str) -> Freshness | None:
+        try:
+            return self.assembly.catalog.route(uri).declaration.freshness
+        except Exception:  # not served: the read itself reports it
+            return None
+
+    def _may_watch(self, subject: str, uri: str) -> bool:
+        gate = Gate(self.authorizer, subject)
+        return gate.allowed("subscribe", uri) and gate.allowed("read", uri)
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
@@ -63,6 +91,10 @@ class Runtime:
         self.audit.open()
         stack.callback(self.audit.close)
         install_scope()  # the audit hook, once, before the first read rather than inside it
+        await stack.enter_async_context(self.shared.running())  # before any provider polls or publishes
+        tasks = await stack.enter_async_context(anyio.create_task_group())
+        stack.callback(tasks.cancel_scope.cancel)  # runs first on the way out: the task group then exits
+        tasks.start_soon(self.hub.relay)
         self.startup_failures.clear()
         for d in self.assembly.declared:
             if isinstance(d.provider, ResourceProvider):

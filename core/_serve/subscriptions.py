@@ -6,9 +6,14 @@
 - 2025-11-25: ``resources/subscribe`` and ``resources/unsubscribe``; the hub keeps each session's
   subscriptions and sends ``notifications/resources/updated`` on the session's standalone channel.
 
-Only resources declared :meth:`Freshness.live() <mcp_providers.models.Freshness.live>` can be
-watched. A provider publishes through the one core API, the :class:`Publisher` the core sets on it
-as ``provider.publisher`` before its ``lifespan`` starts::
+Only resources declared :meth:`Freshness.live() <mcp_providers.models.Freshness.live>` (and not
+``subscribable=False``) can be watched, and only URIs the catalog serves, the provider accepts
+(:meth:`~mcp_providers.providers.ResourceProvider.check_watch`) and the caller may ``read``; a
+session holds at most ``max_subscriptions_per_session`` watches of URIs up to ``max_uri_length``
+characters. Watches go with their session (the connection's exit stack) or listen stream.
+
+A provider publishes through the one core API, the :class:`Publisher` the core sets on it as
+``provider.publisher`` before its ``lifespan`` starts::
 
     await self.publisher.resource_updated("servicenow://dev/incidents")
 
@@ -20,22 +25,42 @@ the client re-reads it through the normal, authorized read path.
 from __future__ import annotations
 
 import logging
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+import anyio
 import mcp_types as types
 from mcp.server import ServerRequestContext
-from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ResourceUpdated, ServerEvent
+from mcp.server.subscriptions import (
+    ListenHandler,
+    ResourceUpdated,
+    ServerEvent,
+    SubscriptionBus,
+)
 
 from mcp_providers._host.catalog import Catalog, Route
+from mcp_providers._serve.cluster import InProcess, Shared
 from mcp_providers._serve.pipeline import Actor, Exchange
 from mcp_providers.errors import InvalidParams
+from mcp_providers.models import Resource, ResourceTemplate
 from mcp_providers.providers import ResourceProvider
 
 log = logging.getLogger("mcp_providers.subscriptions")
 
 Allowed = Callable[[str, str], bool]
 """``allowed(subject, uri) -> bool``: may ``subject`` watch ``uri`` now."""
+
+WATCHABLE_META = "io.mcp-providers/subscribable"
+"""``_meta`` key on list items: ``true`` when the resource can be watched, ``false`` when it is live
+but announces no changes; absent for resources that are not live."""
+
+
+def watch_meta(declaration: Resource | ResourceTemplate) -> dict[str, Any] | None:
+    """The list item's ``_meta``: the declaration's own, plus :data:`WATCHABLE_META` for live ones."""
+    if declaration.freshness.kind != "live":
+        return declaration.meta
+    return {**(declaration.meta or {}), WATCHABLE_META: declaration.freshness.watchable}
 
 
 class Publisher:
@@ -48,83 +73,191 @@ class Publisher:
     async def resource_updated(self, uri: str) -> None:
         """Tell every authorized watcher of ``uri`` that it changed.
 
-        :raises ValueError: ``uri`` is not a live resource this provider serves.
+        :raises ValueError: ``uri`` is not a watchable resource this provider serves.
         """
         route = self._hub.catalog.route(uri)
-        if route.provider is not self._provider or route.declaration.freshness.kind != "live":
-            raise ValueError(f"{uri} is not a live resource of provider {self._provider.name!r}")
+        if route.provider is not self._provider or not route.declaration.freshness.watchable:
+            raise ValueError(f"{uri} is not a watchable live resource of provider {self._provider.name!r}")
         await self._hub.publish(route.canonical)  # watches are kept under the canonical URI
+
+    async def hold(self, source: str, seconds: float) -> bool:
+        return await self._hub.shared.hold(self._source(source), seconds)
+
+    async def recall(self, source: str) -> str | None:
+        return await self._hub.shared.recall(self._source(source))
+
+    async def remember(self, source: str, text: str) -> None:
+        await self._hub.shared.remember(self._source(source), text)
+
+    def _source(self, source: str) -> str:
+        return f"{self._provider.name}/{source}"
 
 
 class _SubjectView:
-    """One listen stream's view of the bus: only events its subject may still see."""
+    """One listen stream's view of the bus: only events its subject may still see; counted."""
 
-    def __init__(self, bus: InMemorySubscriptionBus, subject: str, allowed: Allowed) -> None:
-        self._bus, self._subject, self._allowed = bus, subject, allowed
+    def __init__(self, hub: SubscriptionHub, subject: str, watches: int) -> None:
+        self._hub, self._subject, self._watches = hub, subject, watches
 
     async def publish(self, event: ServerEvent) -> None:
-        await self._bus.publish(event)
+        await self._hub.bus.publish(event)
 
     def subscribe(self, listener: Callable[[ServerEvent], None]) -> Callable[[], None]:
+        allowed = self._hub.allowed
+
         def filtered(event: ServerEvent) -> None:
-            if isinstance(event, ResourceUpdated) and not self._allowed(self._subject, event.uri):
+            if isinstance(event, ResourceUpdated) and not allowed(self._subject, event.uri):
                 log.info("dropped update of %s for %s: no longer authorized", event.uri, self._subject)
                 return
             listener(event)
 
-        return self._bus.subscribe(filtered)
+        unsubscribe = self._hub.bus.subscribe(filtered)
+        self._hub.listening += self._watches
+        done = False
+
+        def release() -> None:
+            nonlocal done
+            if not done:
+                done = True
+                self._hub.listening -= self._watches
+                unsubscribe()
+
+        return release
 
 
 class SubscriptionHub:
-    """Subscriptions of one composed server, in both eras."""
+    """Subscriptions of one composed server, in both eras, over one :class:`SubscriptionBus`.
 
-    def __init__(self, catalog: Catalog, allowed: Allowed) -> None:
+    Every update goes through the bus (in process by default, Redis with a cluster backend); the
+    hub listens on it and relays updates to its own 2025-era sessions, so a publish on any replica
+    reaches every replica's watchers.
+    """
+
+    def __init__(self, catalog: Catalog, allowed: Allowed, *, max_per_session: int = 100,
+                 max_uri_length: int = 2048, shared: Shared | None = None) -> None:  # fmt: skip
         self.catalog = catalog
-        self._allowed = allowed
-        self._bus = InMemorySubscriptionBus()
-        # uri -> {id(session): (session, subject)}; 2025-11-25 sessions only.
+        self.allowed = allowed
+        self.shared: Shared = shared if shared is not None else InProcess()
+        self.bus: SubscriptionBus = self.shared.bus
+        self.max_per_session = max_per_session
+        self.max_uri_length = max_uri_length
+        self.listening = 0
+        """Watches held by open listen streams (2026-07-28)."""
+        # uri -> {id(connection): (connection, subject)}; 2025-11-25 sessions only.
         self._sessions: dict[str, dict[int, tuple[Any, str]]] = {}
+        self._by_connection: dict[int, set[str]] = {}
+        self._pending: deque[str] = deque(maxlen=4096)  # updates to relay to 2025-era sessions
+        self._wake: anyio.Event | None = None  # made by relay(), in the loop that serves
+        self.bus.subscribe(self._on_event)
 
     def publisher(self, provider: ResourceProvider) -> Publisher:
         return Publisher(self, provider)
 
+    def watch_count(self) -> int:
+        """Watches held now: 2025-era (session, URI) pairs plus URIs of open listen streams."""
+        return sum(len(v) for v in self._sessions.values()) + self.listening
+
+    def check_uri(self, uri: str) -> str:
+        """``uri`` if it is short enough to watch, shortened for the audit line otherwise.
+
+        :raises InvalidParams: longer than ``max_uri_length``.
+        """
+        if len(uri) > self.max_uri_length:
+            raise InvalidParams(
+                f"cannot watch a URI of {len(uri)} characters: the server's max_uri_length is {self.max_uri_length}",
+                data={"uri": uri[:128], "length": len(uri), "max_uri_length": self.max_uri_length},
+            )
+        return uri
+
     def watchable(self, uri: str) -> Route:
-        """Where ``uri`` goes, if it is a live resource of this composition.
+        """Where ``uri`` goes, if it is a watchable resource of this composition.
 
         :raises NotFound: nothing serves ``uri``.
-        :raises InvalidParams: it is served but not declared live.
+        :raises InvalidParams: too long, not declared live and subscribable, or refused by the provider.
         """
-        route = self.catalog.route(uri)
-        if route.declaration.freshness.kind != "live":
+        route = self.catalog.route(self.check_uri(uri))
+        freshness = route.declaration.freshness
+        if not freshness.watchable:
+            why = "does not declare it live" if freshness.kind != "live" else "publishes no changes to it"
             raise InvalidParams(
-                f"{uri} cannot be watched: provider {route.provider.name!r} does not declare it live; "
-                "read it again instead",
+                f"{uri} cannot be watched: provider {route.provider.name!r} {why}; read it again instead",
                 data={"uri": uri},
             )
+        route.provider.check_watch(route.declaration, route.params)
+        self.shared.require(f"watch {uri}")  # a watch needs the cluster bus to hear of changes
         return route
 
     async def publish(self, uri: str) -> None:
-        await self._bus.publish(ResourceUpdated(uri=uri))
-        for key, (session, subject) in list(self._sessions.get(uri, {}).items()):
-            if not self._allowed(subject, uri):
+        await self.bus.publish(ResourceUpdated(uri=uri))
+
+    def _on_event(self, event: ServerEvent) -> None:
+        if isinstance(event, ResourceUpdated) and event.uri in self._sessions:
+            self._pending.append(event.uri)
+            if self._wake is not None:
+                self._wake.set()
+
+    async def relay(self) -> None:
+        """Send queued updates to this process's 2025-era watchers (runs while the server runs)."""
+        try:
+            while True:
+                while self._pending:
+                    await self._deliver(self._pending.popleft())
+                self._wake = anyio.Event()
+                if not self._pending:
+                    await self._wake.wait()
+        finally:
+            self._wake = None
+
+    async def _deliver(self, uri: str) -> None:
+        for key, (connection, subject) in list(self._sessions.get(uri, {}).items()):
+            if not self.allowed(subject, uri):
                 log.info("dropped update of %s for %s: no longer authorized", uri, subject)
                 continue
             try:
-                await session.send_resource_updated(uri)
+                await connection.send_resource_updated(uri)
             except Exception:  # the session is gone: forget it
-                self._sessions.get(uri, {}).pop(key, None)
+                self._drop(key)
 
     # -- 2025-11-25 ----------------------------------------------------------------------------
 
     def subscribe(self, session: Any, subject: str, uri: str) -> None:
-        self._sessions.setdefault(uri, {})[id(session)] = (session, subject)
+        """Watch ``uri`` for the session's connection, until it unsubscribes or the connection ends.
+
+        :raises InvalidParams: the session already holds ``max_subscriptions_per_session`` watches.
+        """
+        connection = _connection(session)
+        key = id(connection)
+        held = self._by_connection.get(key, set())
+        if uri not in held and len(held) >= self.max_per_session:
+            raise InvalidParams(
+                f"this session already watches {len(held)} resources (max_subscriptions_per_session); "
+                "unsubscribe from one first",
+                data={"uri": uri, "max_subscriptions_per_session": self.max_per_session},
+            )
+        if key not in self._by_connection:
+            self._by_connection[key] = set()
+            exit_stack = getattr(connection, "exit_stack", None)
+            if exit_stack is not None:  # the connection's teardown drops its watches
+                exit_stack.callback(self._drop, key)
+        self._by_connection[key].add(uri)
+        self._sessions.setdefault(uri, {})[key] = (connection, subject)
 
     def unsubscribe(self, session: Any, uri: str) -> None:
+        key = id(_connection(session))
         watchers = self._sessions.get(uri)
         if watchers is not None:
-            watchers.pop(id(session), None)
+            watchers.pop(key, None)
             if not watchers:
                 del self._sessions[uri]
+        self._by_connection.get(key, set()).discard(uri)
+
+    def _drop(self, key: int) -> None:
+        """Forget every watch of one connection."""
+        for uri in self._by_connection.pop(key, set()):
+            watchers = self._sessions.get(uri, {})
+            watchers.pop(key, None)
+            if not watchers:
+                self._sessions.pop(uri, None)
 
     # -- 2026-07-28 ----------------------------------------------------------------------------
 
@@ -132,8 +265,27 @@ class SubscriptionHub:
         self, ctx: ServerRequestContext[Any, Any], params: types.SubscriptionsListenRequestParams, subject: str
     ) -> types.SubscriptionsListenResult:
         """Serve one ``subscriptions/listen`` stream for ``subject`` (URIs already checked)."""
-        handler = ListenHandler(_SubjectView(self._bus, subject, self._allowed))
+        watches = len(set(params.notifications.resource_subscriptions or ()))
+        handler = ListenHandler(_SubjectView(self, subject, watches))
         return await handler(ctx, params)
+
+    def check_listen(self, uris: list[str]) -> None:
+        """:raises InvalidParams: more URIs than ``max_subscriptions_per_session``."""
+        if len(set(uris)) > self.max_per_session:
+            raise InvalidParams(
+                f"a listen stream may watch at most {self.max_per_session} resources "
+                f"(max_subscriptions_per_session); {len(set(uris))} were asked",
+                data={"max_subscriptions_per_session": self.max_per_session},
+            )
+
+
+def _connection(session: Any) -> Any:
+    """The connection a per-request ``ServerSession`` belongs to: watches live as long as it does.
+
+    The SDK builds one ``ServerSession`` proxy per request, so the proxy cannot name the session;
+    its connection (``session._connection``) can, and carries the per-connection exit stack.
+    """
+    return getattr(session, "_connection", session)
 
 
 # -- the methods -----------------------------------------------------------------------------------
@@ -149,11 +301,12 @@ class Subscribe:
         self._hub = hub
 
     def route(self, exchange: Exchange, params: types.SubscribeRequestParams) -> tuple[Route, str]:
-        exchange.target = params.uri
+        exchange.target = params.uri[:256]  # the audit line never carries an oversized URI
         return self._hub.watchable(params.uri), params.uri
 
     def authorize(self, exchange: Exchange, target: tuple[Route, str]) -> None:
         exchange.gate.require_route("subscribe", *target)
+        exchange.gate.require_route("read", *target)  # watch only what the caller may read
 
     async def invoke(self, exchange: Exchange, target: tuple[Route, str]) -> None:
         self._hub.subscribe(exchange.ctx.session, exchange.subject, target[0].canonical)
@@ -173,8 +326,8 @@ class Unsubscribe:
         self._hub = hub
 
     def route(self, exchange: Exchange, params: types.UnsubscribeRequestParams) -> tuple[Route, str]:
-        exchange.target = params.uri
-        return self._hub.catalog.route(params.uri), params.uri
+        exchange.target = params.uri[:256]
+        return self._hub.catalog.route(self._hub.check_uri(params.uri)), params.uri
 
     def authorize(self, exchange: Exchange, target: tuple[Route, str]) -> None:
         exchange.gate.require_route("subscribe", *target)
@@ -197,12 +350,14 @@ class Listen:
 
     def route(self, exchange: Exchange, params: types.SubscriptionsListenRequestParams) -> Any:
         uris = list(params.notifications.resource_subscriptions or ())
-        exchange.target = ",".join(uris)
+        exchange.target = ",".join(uris)[:1024]
+        self._hub.check_listen(uris)
         return params, [(self._hub.watchable(uri), uri) for uri in uris]
 
     def authorize(self, exchange: Exchange, target: Any) -> None:
         for route, uri in target[1]:
             exchange.gate.require_route("subscribe", route, uri)
+            exchange.gate.require_route("read", route, uri)
 
     async def invoke(self, exchange: Exchange, target: Any) -> types.SubscriptionsListenResult:
         return await self._hub.listen(exchange.ctx, target[0], exchange.subject)

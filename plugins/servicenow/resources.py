@@ -39,7 +39,7 @@ import contextlib
 import json
 import logging
 import re
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -47,10 +47,11 @@ import anyio
 
 from mcp_providers.errors import InvalidParams, NotFound
 from mcp_providers.models import Freshness, Resource, ResourceTemplate
+from mcp_providers.plugins.servicenow import live
 from mcp_providers.plugins.servicenow.client import InstanceClient, InstancePool, UnknownInstance
 from mcp_providers.plugins.servicenow.query import Filter, Order, QueryError, build_query, check_number, check_sys_id
 from mcp_providers.plugins.servicenow.schema import RECORD_SHAPE, raw
-from mcp_providers.providers import CompletionRequest, Content, ReadRequest, ResourceProvider
+from mcp_providers.providers import CompletionRequest, Content, Publisher, ReadRequest, ResourceProvider
 
 __all__ = ["TABLES", "ServiceNowResources", "envelope"]
 
@@ -79,6 +80,8 @@ TABLES: tuple[dict[str, Any], ...] = (
 
 log = logging.getLogger(__name__)
 _LIVE = Freshness.live()
+_UNANNOUNCED = Freshness.live(subscribable=False)
+_FIRST_SNAPSHOT_WAIT = 5.0
 _NUMBER_PREFIX = re.compile(r"^[A-Z]{0,10}[0-9]{0,12}$")
 _SYS_ID_PREFIX = re.compile(r"^[0-9a-f]{0,32}$")
 
@@ -110,6 +113,10 @@ class ServiceNowResources(ResourceProvider):
 
     def __init__(self, pool: InstancePool) -> None:
         self._pool = pool
+        # the 429 back-off goes through the publisher too, so replicas share it ([cluster])
+        pool.backoff = live.SharedBackoff(pool.backoff, lambda: self.publisher)
+        self.pollers: dict[str, live.Poller] = {}
+        """Instance name -> its poller, while the server runs."""
 
     def resources(self) -> Sequence[Resource]:
         return [
@@ -129,8 +136,9 @@ class ServiceNowResources(ResourceProvider):
             return []
 
         def template(path: str, name: str, title: str, description: str) -> ResourceTemplate:
+            freshness = _UNANNOUNCED if path == "info" else _LIVE  # info changes only with the configuration
             return ResourceTemplate(uri_template=f"servicenow://{{instance}}/{path}", name=name, title=title,
-                                    description=description, mime_type=MIME, freshness=_LIVE,
+                                    description=description, mime_type=MIME, freshness=freshness,
                                     completions={"instance": names})  # fmt: skip
 
         return [
@@ -150,39 +158,42 @@ class ServiceNowResources(ResourceProvider):
                      "Active change requests, newest first."),
         ]  # fmt: skip
 
+    def check_watch(self, declaration: Resource | ResourceTemplate, params: Mapping[str, str]) -> None:
+        """Refuse watching an instance that is not configured or a malformed number or sys_id."""
+        if "instance" in params and params["instance"] not in self._pool.names:
+            raise InvalidParams(f"no ServiceNow instance {params['instance'][:64]!r} is configured "
+                                f"(configured: {', '.join(self._pool.names) or 'none'})",
+                                data={"instances": self._pool.names})  # fmt: skip
+        try:
+            if "number" in params:
+                check_number(params["number"])
+            if "sys_id" in params:
+                check_sys_id(params["sys_id"])
+        except QueryError as exc:
+            raise InvalidParams(str(exc)) from None
+
     @contextlib.asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:
+        """Open the instances' clients and poll each (the first snapshot is taken before serving)."""
         async with self._pool.opened(), anyio.create_task_group() as pollers:
+            live.register(self._pool, self._publish)
+            started = []
             for name in self._pool.names:
-                pollers.start_soon(self._poll_incidents, name)
+                if not self._pool.settings(name).live_poll:
+                    continue
+                self.pollers[name] = live.Poller(self._pool, name, self._publish)
+                started.append(anyio.Event())
+                pollers.start_soon(self.pollers[name].run, started[-1])
+            with anyio.move_on_after(_FIRST_SNAPSHOT_WAIT):  # an unreachable instance must not stall start-up
+                for event in started:
+                    await event.wait()
             try:
                 yield
             finally:
                 pollers.cancel_scope.cancel()
 
-    async def _poll_incidents(self, instance: str) -> None:
-        """Publish ``servicenow://{instance}/incidents`` whenever the active incidents change.
-
-        Polls one page of ``sys_id``/``sys_updated_on`` plus the total every
-        ``incidents_poll_seconds``; a failed poll is logged and retried at the next interval.
-        """
-        uri = f"servicenow://{instance}/incidents"
-        interval = self._pool.settings(instance).incidents_poll_seconds
-        query = build_query([Filter(field="active", value="true")], [Order(field="sys_updated_on", descending=True)])
-        last: tuple[int | None, tuple[tuple[str, str], ...]] | None = None
-        while True:
-            await anyio.sleep(interval)
-            try:
-                page = await self._pool.client(instance).list_records(
-                    "incident", query=query, fields=("sys_id", "sys_updated_on")
-                )
-            except Exception as exc:  # the next poll tries again; reads report their own errors
-                log.warning("instance %s: polling incidents failed: %s", instance, type(exc).__name__)
-                continue
-            seen = (page.total, tuple((raw(r.get("sys_id")), raw(r.get("sys_updated_on"))) for r in page.records))
-            if last is not None and seen != last and self.publisher is not None:
-                await self.publisher.resource_updated(uri)
-            last = seen
+    def _publish(self) -> Publisher | None:
+        return self.publisher
 
     async def complete(self, template: ResourceTemplate, request: CompletionRequest) -> Sequence[str]:
         """Values for a template variable.

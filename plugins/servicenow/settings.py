@@ -201,9 +201,13 @@ class InstanceSettings(BaseModel):
     max_response_bytes: int = Field(default=8 * 1024 * 1024, ge=1024, le=1024**3)
     """Largest answer read from the instance per request, in bytes; the body is streamed and the
     request refused (``TooLarge``, -32004) as soon as it goes over."""
+    live_poll: bool = True
+    """Poll the instance for changes made elsewhere, from server start, and publish them to the
+    watchers of its live resources; ``false``: only this server's own writes are published."""
     incidents_poll_seconds: float = Field(default=60.0, ge=0.05, le=86400)
-    """Seconds between checks of the active incidents list while the server runs; a change is
-    published to watchers of ``servicenow://{name}/incidents``."""
+    """Seconds between two polls of the watched lists (incidents, problems, change requests,
+    update sets) while the server runs; the first is taken at start-up. A change is published to
+    the watchers of the list and of the changed record."""
     fields: ResourceFields = ResourceFields()
 
     @model_validator(mode="before")

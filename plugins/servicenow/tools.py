@@ -43,6 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from mcp_providers.errors import NotFound, TooLarge, ToolFailure
 from mcp_providers.models import Tool
+from mcp_providers.plugins.servicenow import live
 from mcp_providers.plugins.servicenow.client import InstanceClient, InstancePool, ServiceNowError, UnknownInstance
 from mcp_providers.plugins.servicenow.query import (
     NUMBER_PATTERN,
@@ -324,9 +325,11 @@ class ServiceNowTools(ToolProvider):
             if isinstance(args, CreateIncidentIn):
                 values = args.model_dump(exclude={"instance"}, exclude_none=True)
                 record = await client.create_record("incident", values)
+                await self._written(client, "incident", raw(record.get("sys_id")), record)
                 return self._record(client, "incident", raw(record.get("sys_id")), record)
             if isinstance(args, UpdateRecordIn):
                 record = await client.update_record(args.table, args.sys_id, args.values)
+                await self._written(client, args.table, args.sys_id, record)
                 return self._record(client, args.table, args.sys_id, record)
             if isinstance(args, AddCommentIn):
                 return await self._comment(client, args)
@@ -334,6 +337,7 @@ class ServiceNowTools(ToolProvider):
                 sys_id, _ = await self._locate(client, "incident", args.sys_id, args.number)
                 values = {"state": "6", "close_code": args.close_code, "close_notes": args.close_notes}
                 record = await client.update_record("incident", sys_id, values)
+                await self._written(client, "incident", sys_id, record)
                 return self._record(client, "incident", sys_id, record)
         except (UnknownInstance, QueryError, UnknownDotWalk) as exc:
             raise ToolFailure(str(exc)) from None
@@ -367,6 +371,10 @@ class ServiceNowTools(ToolProvider):
         plain = [{k: raw(v) for k, v in r.items()} for r in page.records]
         return ToolResult(output=output, links=_links(client.name, args.table, plain))
 
+    async def _written(self, client: InstanceClient, table: str, sys_id: str, record: dict[str, Any]) -> None:
+        """Tell watchers what this write changed (the record, its list) without waiting for a poll."""
+        await live.written(self._pool, client.name, table, {k: raw(v) for k, v in record.items()} | {"sys_id": sys_id})
+
     def _record(self, client: InstanceClient, table: str, sys_id: str, record: dict[str, Any]) -> ToolResult:
         plain = {k: raw(v) for k, v in record.items()}
         uri = record_uri(client.name, table, plain | {"sys_id": sys_id})
@@ -391,6 +399,7 @@ class ServiceNowTools(ToolProvider):
         sys_id, number = await self._locate(client, args.table, args.sys_id, args.number)
         field: Literal["comments", "work_notes"] = "comments" if args.kind == "comment" else "work_notes"
         record = await client.update_record(args.table, sys_id, {field: args.text})
+        await self._written(client, args.table, sys_id, record)
         number = number or raw(record.get("number")) or None
         uri = record_uri(client.name, args.table, {"number": number, "sys_id": sys_id})
         output = CommentOut(instance=client.name, table=args.table, sys_id=sys_id, number=number, field=field, uri=uri)

@@ -27,6 +27,7 @@ def dev_instance(emulator: Emulator, **overrides: Any) -> dict[str, Any]:
         "description": "Development (emulated)",
         "auth": {"type": "basic", "username": DEV_USER, "password_env": "SN_TEST_DEV_PASSWORD"},
         "timeout_seconds": 10,
+        "live_poll": False,  # no background requests: tests count and fault the emulator's requests
         **overrides,
     }
 
@@ -39,6 +40,7 @@ def prod_instance(emulator: Emulator, **overrides: Any) -> dict[str, Any]:
         "auth": {"type": "oauth", "grant_type": "client_credentials", "client_id": PROD_CLIENT,
                  "client_secret_env": "SN_TEST_PROD_SECRET"},
         "timeout_seconds": 10,
+        "live_poll": False,  # no background requests: tests count and fault the emulator's requests
         **overrides,
     }  # fmt: skip
 

@@ -23,7 +23,7 @@ URI = "servicenow://dev/incidents"
 async def test_a_new_incident_is_published_to_watchers_in_both_eras(
     dev_emulator: Emulator, secrets_env: Mapping[str, str]
 ) -> None:
-    composition = compose_servicenow(dev_instance(dev_emulator, incidents_poll_seconds=0.1))
+    composition = compose_servicenow(dev_instance(dev_emulator, live_poll=True, incidents_poll_seconds=0.1))
     got: list[str] = []
 
     async def on_message(message: Any) -> None:

@@ -1,0 +1,157 @@
+"""Operating a served composition over HTTP: ``/healthz``, ``/readyz`` and Prometheus ``/metrics``.
+
+:func:`ops_routes` gives the three Starlette routes (unauthenticated, like any load balancer probe;
+they carry no content) and puts a request-counting middleware on the composition's SDK server:
+
+- ``/healthz``: 200 while the process serves HTTP;
+- ``/readyz``: 200 once the composition is served (its providers started) and, with ``[cluster]``,
+  Redis answers a ping within ``timeout_seconds``; 503 with the reason otherwise;
+- ``/metrics``: ``mcp_providers_requests_total{method,outcome}``,
+  ``mcp_providers_read_seconds`` (histogram of ``resources/read``), ``mcp_providers_subscriptions``
+  (watches held by this replica), ``mcp_providers_poll_leases`` (live sources this replica polls)
+  and ``mcp_providers_cluster_connected``.
+
+:func:`pin_sessions` makes 2025-era sessions routable by a load balancer: with
+``MCP_PROVIDERS_REPLICA=replica1`` the session ids this replica hands out read ``replica1.<id>``,
+and nginx routes a request carrying one to that replica (``deploy/nginx.conf``). 2026-07-28
+requests carry no session: any replica serves them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.routing import Route
+
+if TYPE_CHECKING:
+    from mcp_providers._serve.composition import Composition
+    from mcp_providers._serve.runtime import Runtime
+
+
+class Metrics:
+    """One registry per served runtime (several compositions may share a test process)."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        from prometheus_client import CollectorRegistry, Counter, Histogram
+
+        self.registry = CollectorRegistry()
+        self.requests = Counter(
+            "mcp_providers_requests", "MCP requests by method and outcome", ["method", "outcome"],
+            registry=self.registry,
+        )  # fmt: skip
+        self.reads = Histogram("mcp_providers_read_seconds", "resources/read latency", registry=self.registry)
+        self.registry.register(_Gauges(runtime))
+
+    async def middleware(self, ctx: Any, call_next: Any) -> Any:
+        """SDK server middleware: count every request by method and outcome, time the reads."""
+        if ctx.request_id is None:  # a notification
+            return await call_next(ctx)
+        started, outcome = time.perf_counter(), "ok"
+        try:
+            return await call_next(ctx)
+        except BaseException as exc:
+            outcome = str(getattr(getattr(exc, "error", None), "code", None) or type(exc).__name__)
+            raise
+        finally:
+            self.requests.labels(ctx.method, outcome).inc()
+            if ctx.method == "resources/read":
+                self.reads.observe(time.perf_counter() - started)
+
+
+class _Gauges:
+    """Values read at scrape time from the runtime."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self._runtime = runtime
+
+    def collect(self) -> Iterator[Any]:
+        from prometheus_client.core import GaugeMetricFamily
+
+        runtime = self._runtime
+        yield GaugeMetricFamily("mcp_providers_subscriptions", "Watches held by this replica",
+                                value=runtime.hub.watch_count())  # fmt: skip
+        yield GaugeMetricFamily("mcp_providers_poll_leases", "Live sources this replica polls",
+                                value=len(runtime.shared.held))  # fmt: skip
+        connected = getattr(runtime.shared, "connected", True)
+        yield GaugeMetricFamily("mcp_providers_cluster_connected", "1 when the cluster backend is reachable "
+                                "(always 1 without [cluster])", value=1 if connected else 0)  # fmt: skip
+
+
+def ops_routes(composition: Composition) -> list[Route]:
+    """``/healthz``, ``/readyz`` and ``/metrics`` for ``composition``; installs the request metrics.
+
+    Mount them next to the MCP endpoint (``custom_starlette_routes=`` of the SDK's
+    ``streamable_http_app``). Call once per served composition.
+    """
+    runtime = composition.runtime
+    metrics = Metrics(runtime)
+    composition.server.middleware.insert(0, metrics.middleware)
+
+    async def healthz(request: Request) -> Response:
+        return JSONResponse({"status": "ok"})
+
+    async def readyz(request: Request) -> Response:
+        problems = []
+        if not runtime.serving:
+            problems.append("the composition is not served yet")
+        if runtime.shared.configured and not await runtime.shared.ping():
+            problems.append("the cluster backend (Redis) does not answer")
+        failed = sorted(runtime.startup_failures)
+        body = {"status": "ready" if not problems else "not ready", "problems": problems, "failed_providers": failed}
+        return JSONResponse(body, status_code=200 if not problems else 503)
+
+    async def metrics_page(request: Request) -> Response:
+        from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+        return PlainTextResponse(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+    return [
+        Route("/healthz", healthz, methods=["GET"]),
+        Route("/readyz", readyz, methods=["GET"]),
+        Route("/metrics", metrics_page, methods=["GET"]),
+    ]
+
+
+_SESSION_HEADER = b"mcp-session-id"
+_REPLICA = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
+
+
+def pin_sessions(app: Any, replica: str | None = None) -> Any:
+    """Wrap the HTTP app so session ids name this replica (``MCP_PROVIDERS_REPLICA``); unchanged
+    when it is not set.
+
+    Outgoing ``Mcp-Session-Id: S`` becomes ``<replica>.S``; incoming ``<replica>.S`` is given to the
+    SDK as ``S``. An id naming another replica is passed on as it is (the SDK answers 404 and the
+    client starts a new session), so a misrouted request never reaches another session.
+
+    :raises ValueError: the replica name is not 1-32 letters, digits, ``_`` or ``-``.
+    """
+    replica = replica if replica is not None else os.environ.get("MCP_PROVIDERS_REPLICA")
+    if not replica:
+        return app
+    if not _REPLICA.fullmatch(replica):
+        raise ValueError(f"MCP_PROVIDERS_REPLICA={replica!r}: use 1-32 letters, digits, '_' or '-'")
+    prefix = replica.encode() + b"."
+
+    async def pinned(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await app(scope, receive, send)
+            return
+        headers = [(k, v[len(prefix) :] if k == _SESSION_HEADER and v.startswith(prefix) else v)
+                   for k, v in scope["headers"]]  # fmt: skip
+
+        async def tagged(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [(k, prefix + v if k.lower() == _SESSION_HEADER else v)
+                                                  for k, v in message.get("headers", [])]}  # fmt: skip
+            await send(message)
+
+        await app({**scope, "headers": headers}, receive, tagged)
+
+    return pinned

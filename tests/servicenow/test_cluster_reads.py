@@ -1,0 +1,119 @@
+"""Issue 14: ``max_age`` reads are shared through Redis by replicas, never across subjects.
+
+Two compositions configured with the same ``[cluster]`` are two replicas of one deployment (in
+this process); Redis is a real ``redis-server`` on a free loopback port.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import anyio
+import pytest
+from cluster_support import RedisServer
+
+from mcp_providers import Content, Freshness, ReadRequest, Resource, ResourceProvider, hookimpl
+from mcp_providers._serve.cluster import SharedReads
+from mcp_providers.config import ClusterSettings
+from mcp_providers.testing import compose, connect
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+
+URI = "count://report"
+
+
+class Counting(ResourceProvider):
+    """A ``max_age`` resource whose upstream reads are counted."""
+
+    name = "counting"
+    prefixes = ("count://",)
+
+    def __init__(self) -> None:
+        self.reads = 0
+
+    def resources(self) -> Sequence[Resource]:
+        return [Resource(uri=URI, name="report", mime_type="text/plain", freshness=Freshness.max_age(30))]
+
+    async def read(self, request: ReadRequest) -> Content:
+        self.reads += 1
+        await anyio.sleep(0.3)  # long enough for a read on the other replica to arrive meanwhile
+        return Content(text=f"report read for {request.subject}")
+
+
+class Plugin:
+    def __init__(self) -> None:
+        self.provider = Counting()
+
+    @hookimpl
+    def register_resource_providers(self, settings: Any) -> Sequence[ResourceProvider]:
+        return [self.provider]
+
+
+@pytest.fixture
+def redis_server() -> Iterator[RedisServer]:
+    server = RedisServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+async def test_a_max_age_read_through_a_then_b_is_one_upstream_read(redis_server: RedisServer) -> None:
+    cluster = ClusterSettings(redis_url=redis_server.url, key_prefix=f"t{uuid.uuid4().hex[:8]}")
+    a_plugin, b_plugin = Plugin(), Plugin()
+    a, b = compose({"counting": a_plugin}, cluster=cluster), compose({"counting": b_plugin}, cluster=cluster)
+    async with connect(a) as through_a, connect(b) as through_b:
+        first = await through_a.read_resource(URI)
+        second = await through_b.read_resource(URI)
+        assert first.contents[0].text == second.contents[0].text  # type: ignore[union-attr]
+        assert a_plugin.provider.reads + b_plugin.provider.reads == 1
+
+    # Identical reads in flight on both replicas at once: still one upstream read.
+    cluster = ClusterSettings(redis_url=redis_server.url, key_prefix=f"t{uuid.uuid4().hex[:8]}")
+    a_plugin, b_plugin = Plugin(), Plugin()
+    a, b = compose({"counting": a_plugin}, cluster=cluster), compose({"counting": b_plugin}, cluster=cluster)
+    async with connect(a) as through_a, connect(b) as through_b, anyio.create_task_group() as both:
+        both.start_soon(through_a.read_resource, URI)
+        both.start_soon(through_b.read_resource, URI)
+    assert a_plugin.provider.reads + b_plugin.provider.reads == 1
+
+
+async def test_a_private_read_is_never_served_to_another_subject(redis_server: RedisServer) -> None:
+    cluster = ClusterSettings(redis_url=redis_server.url, key_prefix=f"t{uuid.uuid4().hex[:8]}")
+    plugin = Plugin()
+    composition = compose({"counting": plugin}, cluster=cluster)
+    runtime = composition.runtime
+    reads = runtime.invoker._coalescer
+    assert isinstance(reads, SharedReads)
+    provider = plugin.provider
+    async with runtime.running():
+        for subject in ("alice", "bob", "alice", "bob"):
+            request = ReadRequest(uri=URI, resource=provider.resources()[0], params={}, subject=subject)
+            content = await reads.run(("counting", URI, subject), lambda r=request: provider.read(r))
+            assert content.text == f"report read for {subject}"
+    assert provider.reads == 2 and reads.hits == 2
+
+
+async def test_a_rate_limit_seen_by_one_replica_holds_back_the_others(
+    redis_server: RedisServer, dev_emulator: Any, secrets_env: Any
+) -> None:
+    from servicenow_support import dev_instance
+
+    import mcp_providers.plugins.servicenow as servicenow_plugin
+
+    cluster = ClusterSettings(redis_url=redis_server.url, key_prefix=f"t{uuid.uuid4().hex[:8]}")
+    settings = {"servicenow": {"instances": [dev_instance(dev_emulator, max_retry_after_seconds=5)]}}
+    a = compose({"servicenow": servicenow_plugin}, settings, cluster=cluster)
+    b = compose({"servicenow": servicenow_plugin}, settings, cluster=cluster)
+    dev_emulator.rate_limit(2)
+    async with connect(a) as through_a, connect(b) as through_b, anyio.create_task_group() as group:
+        group.start_soon(through_a.read_resource, "servicenow://dev/incidents/INC0010001")
+        while not any(r.status == 429 for r in dev_emulator.table_requests()):
+            await anyio.sleep(0.01)
+        await anyio.sleep(0.2)  # A has recorded the back-off
+        for number in range(2, 6):
+            group.start_soon(through_b.read_resource, f"servicenow://dev/incidents/INC001000{number}")
+    statuses = [r.status for r in dev_emulator.table_requests()]
+    assert statuses.count(429) == 1 and statuses.count(200) == 5 and len(statuses) == 6, statuses
