@@ -283,7 +283,7 @@ _FILE_EVENTS: dict[str, tuple[tuple[int, int], ...]] = {
     "os.truncate": ((0, -1),),
     "os.utime": ((0, 3),),
     "os.symlink": ((1, 2),),
-    "os.link": ((1, 3),),
+    "os.link": ((0, 2), (1, 3)),  # the source too: a hard link into the scratch folder writes through
     "os.setxattr": ((0, -1),),
     "os.removexattr": ((0, -1),),
     "os.chdir": ((0, -1),),
@@ -462,6 +462,34 @@ def _patch_http_client() -> None:
     _guard(http.client.HTTPConnection, "putheader", _http_client_putheader, is_async=False)
 
 
+def _unaudited(module: Any, name: str, category: str, describe: Callable[[tuple[Any, ...]], str]) -> None:
+    """Wrap ``module.name`` (a call that raises no audit event) so a scope judges it first."""
+    original = getattr(module, name, None)
+    if original is None or getattr(original, "_mcp_providers_guarded", False):
+        return
+
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        scope = _current.get()
+        if scope is not None:
+            attempted = describe(args)
+            if category == "file" and args and scope._under_scratch(_resolve(args[0], kwargs.get("dir_fd"))):
+                return original(*args, **kwargs)
+            scope.attempt(attempted, category, event=f"{module.__name__}.{name}")
+        return original(*args, **kwargs)
+
+    guarded._mcp_providers_guarded = True  # type: ignore[attr-defined]
+    setattr(module, name, guarded)
+
+
+def _patch_unaudited() -> None:
+    """Calls that create files or start processes without a PEP 578 event of their own."""
+    import _posixsubprocess
+
+    _unaudited(os, "mkfifo", "file", lambda a: f"creating a FIFO at {_short(a[:1])}")
+    _unaudited(os, "mknod", "file", lambda a: f"creating a device node at {_short(a[:1])}")
+    _unaudited(_posixsubprocess, "fork_exec", "process", lambda a: f"starting a process ({_short(a[:1])})")
+
+
 _OPTIONAL: dict[str, Callable[[Any], None]] = {
     "httpcore": _patch_httpcore,
     "aiohttp": lambda module: _guard(module.ClientSession, "_request", _aiohttp_check, is_async=True),
@@ -487,6 +515,7 @@ def install() -> None:
 
         _patch_httpcore(httpcore2)
         _patch_http_client()
+        _patch_unaudited()
         for name, patch in _OPTIONAL.items():
             if importlib.util.find_spec(name) is None:
                 continue

@@ -237,10 +237,19 @@ def format_validation_error(error: ValidationError, where: str) -> str:
         message = mask(_PLAIN.get(message, message))
         value = item.get("input")
         shown = _shown(tuple(item["loc"]), value, item["type"])
-        if "hidden" in shown and isinstance(value, str) and value and value in message:
-            message = message.replace(value, "***")  # a validator that quoted the hidden value
+        if "hidden" in shown and isinstance(value, str) and value:
+            message = _without(message, value)  # a validator that quoted the hidden value
         lines.append(f"{where}.{path}: {message}{shown}" if path else f"{where}: {message}")
     return "; ".join(lines)
+
+
+def _without(message: str, value: str) -> str:
+    """``message`` with ``value`` hidden where it is quoted, or anywhere when it is long enough that
+    hiding it cannot cut ordinary words apart (a one-letter value would turn "Extra" into "E***tra"
+    and so reveal itself)."""
+    for quoted in (repr(value), f"'{value}'", f'"{value}"'):
+        message = message.replace(quoted, "'***'")
+    return message.replace(value, "***") if len(value) >= 6 else message
 
 
 def _names(environ: Mapping[str, str], variable: str) -> tuple[str, ...] | None:

@@ -53,7 +53,9 @@ def _site(root: Path, dist: str, entry_points: dict[str, str], modules: dict[str
     lines = "".join(f"{name} = {value}\n" for name, value in entry_points.items())
     (info / "entry_points.txt").write_text(f"[mcp_providers]\n{lines}")
     for name, source in modules.items():
-        (root / f"{name}.py").write_text(textwrap.dedent(source))
+        path = root / (name if name.endswith(".py") else f"{name}.py")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(source))
     return root
 
 
@@ -92,6 +94,22 @@ FAIL_OPEN = {
             """
         },
         "acme_policy",
+        "import failed",
+    ),
+    "a policy package fails to import, its authorize in a submodule": (
+        {"gate3": "gate3"},
+        {
+            "gate3/__init__.py": "from .impl import *  # noqa: F403\n",
+            "gate3/impl.py": """
+                import gate3_missing_dependency  # noqa: F401
+                from mcp_providers import hookimpl
+
+                @hookimpl
+                def authorize(subject, action, target):
+                    return None
+            """,
+        },
+        "gate3",
         "import failed",
     ),
     "a policy plugin's authorize does not match the hookspec": (
@@ -248,3 +266,40 @@ async def test_not_found_hints_name_only_what_the_caller_may_list(uri: str) -> N
     assert missing.value.code == -32602
     assert "ssgs/{ssg}" not in missing.value.message and "ssg-catalog" not in missing.value.message
     assert "documcp://ssgs/" not in missing.value.message.replace(uri, "")
+
+
+async def test_tools_answer_only_from_ssgs_the_caller_may_read() -> None:
+    from mcp_providers.plugins.documcp import config_templates, workflows  # workflows serves the tools
+
+    composition = compose(
+        {
+            "policy": policy_plugin,
+            "ssg_catalog": ssg_catalog,
+            "config_templates": config_templates,
+            "workflows": workflows,
+        },
+        {"policy": _deny(["read"], ["documcp://ssgs/hugo"])},
+    )
+    async with connect(composition) as client:
+        recommended = await client.call_tool("recommend_ssg", {"team_language": "go"})
+        ids = [r["ssg"] for r in (recommended.structured_content or {})["recommendations"]]
+        assert ids and "hugo" not in ids
+        with pytest.raises(MCPError) as denied:
+            await client.call_tool("generate_config", {"ssg": "hugo", "site_name": "x"})
+        assert denied.value.code == -32003
+        with pytest.raises(MCPError) as missing:
+            await client.read_resource("documcp://ssgs/HUGO-nope")
+        assert "hugo" not in missing.value.message.lower().replace("hugo-nope", "")
+
+
+async def test_the_audit_log_never_quotes_argument_values(tmp_path: Path) -> None:
+    audit = tmp_path / "audit.jsonl"
+    composition = compose(
+        {"ssg_catalog": ssg_catalog, "documcp_prompts": documcp_prompts}, server=ServerSettings(audit_log=audit)
+    )
+    async with connect(composition) as client:
+        for argument in ("ssg_type", "include_examples"):
+            with pytest.raises(MCPError):
+                await client.get_prompt("setup-documentation", {"project_path": "/x", argument: "SECRET-VALUE"})
+    text = audit.read_text()
+    assert text.count("prompts/get") == 2 and "SECRET-VALUE" not in text

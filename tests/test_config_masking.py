@@ -57,3 +57,12 @@ def test_a_config_file_with_a_mistyped_secret_key(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as caught:
         load_config(config, environ={})
     assert SECRET not in str(caught.value), caught.value
+
+
+@pytest.mark.parametrize(("key", "value"), [("audit_logg", "x"), ("page_sise", "t"), ("pwd", "e")])
+def test_hiding_a_short_value_leaves_the_message_readable(tmp_path: Path, key: str, value: str) -> None:
+    path = tmp_path / "mcp-providers.toml"
+    path.write_text(f'[server]\n{key} = "{value}"\n')
+    with pytest.raises(ConfigError) as bad:
+        load_config(path)
+    assert "Extra inputs are not permitted" in str(bad.value)

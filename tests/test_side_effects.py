@@ -208,6 +208,23 @@ async def _os_system(_u: str, _d: Path) -> None:
     assert os.system("true") == 0
 
 
+async def _hardlink(_u: str, d: Path) -> None:
+    inside = core_http.in_read_scope() is not None  # an additive tool runs outside any scope
+    link = (Path(core_http.scratch_dir()) if inside else d) / "hardlink"
+    os.link(d / "victim.txt", link)  # a hard link into the scratch folder would write through
+    link.write_text("changed through a hard link")
+
+
+async def _mkfifo(_u: str, d: Path) -> None:
+    os.mkfifo(d / "fifo")  # no audit event of its own
+
+
+async def _spawnv_passfds(_u: str, _d: Path) -> None:
+    import multiprocessing.util
+
+    multiprocessing.util.spawnv_passfds(b"/bin/true", [b"true"], [])  # _posixsubprocess, no audit event
+
+
 async def _posix_spawn(_u: str, _d: Path) -> None:
     pid = os.posix_spawn("/bin/true", ["true"], dict(os.environ))
     os.waitpid(pid, 0)
@@ -239,13 +256,20 @@ FILE_ATTEMPTS: dict[str, Attempt] = {
     "rmdir": _rmdir,
     "chmod": _chmod,
     "rmtree": _rmtree,
+    "hardlink-into-scratch": _hardlink,
+    "mkfifo": _mkfifo,
 }
-PROCESS_ATTEMPTS: dict[str, Attempt] = {"subprocess": _subprocess, "os-system": _os_system, "posix-spawn": _posix_spawn}
+PROCESS_ATTEMPTS: dict[str, Attempt] = {
+    "subprocess": _subprocess,
+    "os-system": _os_system,
+    "posix-spawn": _posix_spawn,
+    "spawnv-passfds": _spawnv_passfds,
+}
 ATTEMPTS = {**HTTP_ATTEMPTS, **FILE_ATTEMPTS, **PROCESS_ATTEMPTS}
 
 
 def prepare(d: Path) -> None:
-    for name in ("append.txt", "truncate.txt", "delete.txt", "rename.txt", "chmod.txt"):
+    for name in ("append.txt", "truncate.txt", "delete.txt", "rename.txt", "chmod.txt", "victim.txt"):
         (d / name).write_text("original")
         (d / name).chmod(0o644)
     (d / "emptydir").mkdir()

@@ -314,23 +314,42 @@ def _implements_authorize(load: Callable[[], object]) -> bool:
 
 
 def source_defines_authorize(value: str) -> bool:
-    """Whether the module an entry point names defines a function ``authorize`` decorated as a
-    hookimpl, read from its source without running it (for plugins whose import failed).
+    """Whether the package an entry point names defines ``authorize``, read from its source without
+    running it (for plugins whose import failed).
+
+    Every ``.py`` file of the entry point's top-level package is read (up to 2,000 files): a
+    function named ``authorize`` or the name ``authorize`` in any string or attribute counts, so a
+    hook defined in a submodule and re-exported is seen. A name assembled at run time is not.
 
     :param value: the entry point's value, ``module`` or ``module:attribute``.
     """
+    top = value.partition(":")[0].split(".")[0]
     try:
-        spec = importlib.util.find_spec(value.partition(":")[0])
-        origin = spec.origin if spec is not None else None
-        tree = ast.parse(Path(origin).read_bytes()) if origin and origin.endswith(".py") else None
-    except Exception:  # a parent package that fails to import, a missing or unreadable file
+        spec = importlib.util.find_spec(top)
+    except Exception:  # a missing or broken parent package
         return False
-    return tree is not None and any(
-        isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
-        and node.name == "authorize"
-        and any("hookimpl" in ast.unparse(d) for d in node.decorator_list)
-        for node in ast.walk(tree)
-    )
+    if spec is None:
+        return False
+    roots = list(spec.submodule_search_locations or [])
+    files = [Path(spec.origin)] if spec.origin and spec.origin.endswith(".py") and not roots else []
+    for root in roots:
+        files += sorted(Path(root).rglob("*.py"))[:2000]
+    return any(_mentions_authorize(f) for f in files)
+
+
+def _mentions_authorize(path: Path) -> bool:
+    try:
+        tree = ast.parse(path.read_bytes())
+    except (OSError, SyntaxError, ValueError):
+        return False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == "authorize":
+            return True
+        if isinstance(node, ast.Constant) and node.value == "authorize":
+            return True
+        if isinstance(node, ast.Attribute) and node.attr == "authorize":
+            return True
+    return False
 
 
 def discover(

@@ -135,10 +135,11 @@ class Pipeline:
         else:  # cancelled: the client closed a stream (listen) or went away; nothing was refused
             exchange.reason = "cancelled: the client ended the request"
             return
-        if isinstance(exc, RequestError):
-            exchange.reason = f"{exc.code}: {exc.message[:300]}"
-        elif not exchange.gate.denials:
-            exchange.reason = f"{getattr(exc, 'code', -32603)}: {type(exc).__name__}"
+        if not exchange.gate.denials:
+            # The code, the kind and the rule, never the message: messages may quote argument values.
+            rule = (exc.data or {}).get("rule") if isinstance(exc, RequestError) else None
+            kind = f"{type(exc).__name__} ({rule})" if isinstance(rule, str) else type(exc).__name__
+            exchange.reason = f"{getattr(exc, 'code', -32603)}: {kind}"
 
     def _write(self, exchange: Exchange) -> None:
         if not self.audit.enabled:

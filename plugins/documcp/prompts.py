@@ -138,7 +138,8 @@ def _checked(arguments: Mapping[str, str]) -> None:
     for name, allowed in _CLOSED.items():
         value = arguments.get(name)
         if value is not None and value != "" and value not in allowed:
-            raise InvalidParams(f"{name} {value!r} is not one of: {', '.join(allowed)}")
+            shown = [v for v in allowed if name != "ssg_type" or policy.allowed("read", f"documcp://ssgs/{v}")]
+            raise InvalidParams(f"{name} {value!r} is not one of: {', '.join(shown)}")
 
 
 def _ssg_lines(ssg: SSG | None) -> list[str]:
@@ -199,8 +200,7 @@ class DocumentationPrompts(PromptProvider):
                 if examples
                 else "Create only index pages; do not draft content."
             ),
-            "6. Say which files you will create before writing them, "
-            "and finish with how to preview the site.",
+            "6. Say which files you will create before writing them, and finish with how to preview the site.",
         ]
         return "\n".join(lines)
 
@@ -214,9 +214,7 @@ class DocumentationPrompts(PromptProvider):
             *(f"   - {name}/: {section.description}" for name, section in sections.items()),
         ]
 
-    def _page(
-        self, prompt: Prompt, kind: Section, path: str, ssg: SSG | None, arguments: Mapping[str, str]
-    ) -> str:
+    def _page(self, prompt: Prompt, kind: Section, path: str, ssg: SSG | None, arguments: Mapping[str, str]) -> str:
         section = self._diataxis.structure[kind]
         details = {
             a.name: arguments[a.name]
@@ -225,7 +223,7 @@ class DocumentationPrompts(PromptProvider):
         }
         lines = [
             f"Write one {_SINGULAR[kind]} page for the project at {path}.",
-            f"Diataxis: {section.description} It answers the reader's question: \"{section.answers}\"",
+            f'Diataxis: {section.description} It answers the reader\'s question: "{section.answers}"',
             f"Avoid: {section.avoid}",
             *_ssg_lines(ssg),
         ]
@@ -233,9 +231,7 @@ class DocumentationPrompts(PromptProvider):
             lines.append(f"Save it under {ssg.content_dir}/{kind}/ with YAML front matter giving its title.")
         if details:
             lines.append("Details from the user (JSON): " + json.dumps(details, ensure_ascii=False))
-        lines.append(
-            "Base every statement on the project's code and docs; mark anything you could not verify."
-        )
+        lines.append("Base every statement on the project's code and docs; mark anything you could not verify.")
         return "\n".join(lines)
 
 

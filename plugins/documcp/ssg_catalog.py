@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from mcp_providers import policy
 from mcp_providers.errors import NotFound
 from mcp_providers.hookspecs import hookimpl
 from mcp_providers.models import Freshness, Resource, ResourceTemplate
@@ -77,13 +78,18 @@ class SSGCatalog(ResourceProvider):
         ssg = by_id(request.params.get("ssg", ""))
         if ssg is None:
             raise NotFound(
-                f"No SSG {request.params.get('ssg')!r}; known ids: {', '.join(SSG_IDS)}",
+                f"No SSG {request.params.get('ssg')!r}; known ids: {', '.join(_readable_ids())}",
                 data={"uri": request.uri},
             )
         entry = ssg.model_dump(mode="json", by_alias=True)
         entry["templateUri"] = template_uri(ssg)
         entry["templateMimeType"] = mime_type(ssg)
         return Content(text=_json(entry))
+
+
+def _readable_ids() -> list[str]:
+    """The ids whose entries the caller may read (a hint never names a denied one)."""
+    return [i for i in SSG_IDS if policy.allowed("read", ONE.replace("{ssg}", i))]
 
 
 @hookimpl

@@ -11,12 +11,13 @@ together means that claim holds whenever the workflows are served.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Final, Literal
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from mcp_providers import policy
 from mcp_providers.errors import ToolFailure
 from mcp_providers.models import Tool
 from mcp_providers.plugins.documcp.config_templates import render
@@ -157,8 +158,12 @@ def _score(ssg: SSG, facts: RecommendIn) -> tuple[int, list[str], list[str]]:
     return score, reasons, tradeoffs
 
 
-def recommend(facts: RecommendIn) -> RecommendOut:
+def recommend(facts: RecommendIn, readable: Callable[[str], bool] | None = None) -> RecommendOut:
     """Rank every registry SSG for ``facts``; deterministic (same facts, same answer).
+
+    ``readable(ssg_id)`` leaves out SSGs the caller may not read (their catalog entry is denied).
+
+    :raises ToolFailure: the caller may read no SSG at all.
 
     Points: +3 the SSG is written in ``team_language``; +2 per ``purposes`` tag in its
     ``bestFor``; +3 per ``needs`` feature it has built in; with ``priority="simplicity"`` +2 low /
@@ -168,9 +173,13 @@ def recommend(facts: RecommendIn) -> RecommendOut:
     """
     scored = []
     for index, ssg in enumerate(SSGS):
+        if readable is not None and not readable(ssg.id):
+            continue
         score, reasons, tradeoffs = _score(ssg, facts)
         scored.append((-score, index, ssg, reasons, tradeoffs))
     scored.sort(key=lambda row: (row[0], row[1]))
+    if not scored:
+        raise ToolFailure("no static site generator in the catalog is readable by you; ask the operator")
     ranked = tuple(
         Recommendation(
             rank=rank,
@@ -371,9 +380,10 @@ class DocumentationTools(ToolProvider):
         # These tools answer from data also served as resources: the policy on those URIs holds here.
         if call.tool.name == "recommend_ssg" and isinstance(args, RecommendIn):
             call.require("read", "documcp://ssgs/available")
-            out = recommend(args)
+            out = recommend(args, readable=lambda ssg: policy.allowed("read", f"documcp://ssgs/{ssg}"))
             return ToolResult(output=out)
         if call.tool.name == "generate_config" and isinstance(args, GenerateConfigIn):
+            call.require("read", f"documcp://ssgs/{args.ssg}")
             call.require("read", f"documcp://templates/{args.ssg}-config")
             generated = generate_config(args)
             link = Link(
