@@ -191,3 +191,25 @@ async def test_every_method_asks_the_gate_and_writes_one_audit_line(
         assert mine[0]["decision"] == "allowed"
     if denied and method.endswith("/list"):
         assert mine[0]["count"] == 0  # nothing the caller may not list is shown
+
+
+@pytest.mark.slow
+def test_requests_no_method_stage_answers_are_audited_once_too(tmp_path: Path) -> None:
+    """initialize, ping, an unknown method and params the SDK refuses never reach a method's stages;
+    each still writes exactly one line, named by its method."""
+    import os
+
+    from reliability_support import RawStdio
+
+    audit = tmp_path / "audit.jsonl"
+    config = tmp_path / "mcp-providers.toml"
+    config.write_text(f'allow = ["ssg_catalog"]\n[server]\naudit_log = "{audit}"\n')
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_PROVIDERS_")}
+    with RawStdio(env, tmp_path / "stderr.txt", "--config", str(config)) as raw:
+        raw.initialize("2025-11-25")
+        assert raw.request("ping")["result"] == {}
+        assert raw.request("no/such-method")["error"]["code"] == -32601
+        assert raw.request("resources/read", {"uri": 5})["error"]["code"] == -32602
+        assert "result" in raw.request("resources/read", {"uri": "documcp://ssgs/hugo"})
+    operations = [json.loads(line)["operation"] for line in audit.read_text().splitlines()]
+    assert operations == ["initialize", "ping", "no/such-method", "resources/read", "resources/read"], operations

@@ -20,6 +20,7 @@ one audit line.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
@@ -32,6 +33,9 @@ from mcp_providers.errors import Denied, RequestError
 from mcp_providers.policy import current_gate
 
 Ctx = ServerRequestContext[Any, Any]
+
+_through_pipeline: ContextVar[list[bool] | None] = ContextVar("mcp_providers_through_pipeline", default=None)
+"""Set by :meth:`Pipeline.audit_middleware` per request; the pipeline marks it when it writes the line."""
 Actor = Literal["application", "model", "user"]
 P = TypeVar("P", contravariant=True)
 T = TypeVar("T")
@@ -112,6 +116,9 @@ class Pipeline:
         return handle
 
     async def run(self, method: Method[Any, Any, R], ctx: Ctx, params: Any) -> R:
+        mark = _through_pipeline.get()
+        if mark is not None:
+            mark[0] = True  # this request's audit line is written here, not by the middleware
         subject = subject_of(ctx)
         exchange = Exchange(method.name, method.actor, subject, Gate(self.authorizer, subject), ctx)
         token = current_gate.set(exchange.gate)
@@ -126,6 +133,31 @@ class Pipeline:
         finally:
             current_gate.reset(token)
             self._write(exchange)
+
+    async def audit_middleware(self, ctx: Ctx, call_next: Callable[[Ctx], Awaitable[Any]]) -> Any:
+        """SDK server middleware: one audit line for a request that never reaches a method's stages
+        (``initialize``, ``ping``, an unknown method, params the SDK refused before the handler)."""
+        if ctx.request_id is None or not self.audit.enabled:  # notifications are not answered
+            return await call_next(ctx)
+        mark = [False]
+        token = _through_pipeline.set(mark)
+        outcome: BaseException | None = None
+        try:
+            return await call_next(ctx)
+        except BaseException as exc:
+            outcome = exc
+            raise
+        finally:
+            _through_pipeline.reset(token)
+            if not mark[0]:
+                self._write_plain(ctx, outcome)
+
+    def _write_plain(self, ctx: Ctx, exc: BaseException | None) -> None:
+        line: dict[str, Any] = {"actor": "application", "subject": subject_of(ctx), "operation": str(ctx.method)[:200]}
+        line.update(target="", decision="allowed" if exc is None else "error")
+        if exc is not None:
+            line["reason"] = f"{getattr(exc, 'code', -32603)}: {type(exc).__name__}"
+        self.audit.write(line)
 
     def _outcome(self, exchange: Exchange, exc: BaseException) -> None:
         if isinstance(exc, Denied) or exchange.gate.denials:
