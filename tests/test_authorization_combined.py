@@ -278,7 +278,7 @@ async def test_tools_answer_only_from_ssgs_the_caller_may_read() -> None:
             "config_templates": config_templates,
             "workflows": workflows,
         },
-        {"policy": _deny(["read"], ["documcp://ssgs/hugo"])},
+        {"policy": _deny(["read"], ["documcp://ssgs/hugo", "documcp://templates/hugo-*"])},
     )
     async with connect(composition) as client:
         recommended = await client.call_tool("recommend_ssg", {"team_language": "go"})

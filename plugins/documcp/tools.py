@@ -383,8 +383,8 @@ class DocumentationTools(ToolProvider):
             out = recommend(args, readable=lambda ssg: policy.allowed("read", f"documcp://ssgs/{ssg}"))
             return ToolResult(output=out)
         if call.tool.name == "generate_config" and isinstance(args, GenerateConfigIn):
+            # Everything it answers (config file name, template URI, content) is the template's own.
             call.require("read", f"documcp://templates/{args.ssg}-config")
-            call.require("read", f"documcp://ssgs/{args.ssg}")  # it also answers with catalog facts
             generated = generate_config(args)
             link = Link(
                 uri=generated.template_uri,
