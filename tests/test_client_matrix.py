@@ -1,4 +1,5 @@
-"""Real MCP clients of several generations against ``mcp-providers serve`` over stdio.
+"""Real MCP clients of several generations against ``mcp-providers serve``, over stdio and over
+streamable HTTP (``serve --http 127.0.0.1:PORT``, the same config, on a free loopback port).
 
 Each client lists everything, reads fixed and templated resources, completes a template
 argument, calls every built-in tool (the documentation tools and the ServiceNow tools against an
@@ -16,17 +17,25 @@ TypeScript SDK 1.x current  2025-11-25              ``npm install @modelcontextp
 Python SDK v2 (ours)        2026-07-28 / 2025-11-25 the project's own ``mcp`` (auto, legacy)
 ==========================  ======================  ==========================================
 
-The venvs and npm folders are made once per test session; a client that cannot be installed
-(no network to PyPI or npm, no npm) is skipped with the reason.
+Over HTTP the clients use their streamable HTTP transport (Python 1.x ``streamablehttp_client``,
+TypeScript ``StreamableHTTPClientTransport``, SDK v2 ``Client(URL)``) against the default
+``serve --http`` (sessions, SSE responses).
+
+The venvs and npm folders are made once per test session; a client that cannot be installed (no
+network to PyPI or npm, no npm) is skipped with the reason.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
+import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -42,6 +51,8 @@ pytestmark = pytest.mark.slow
 CLIENTS = Path(__file__).parent / "clients"
 USER, PASSWORD = "matrix.user", "matrix-Pa55-77a1"
 INSTALL_SECONDS = 600
+START_SECONDS = 60
+"""Upper bound on ``serve --http`` starting to answer."""
 """Upper bound on one install or one client tour (a bound on the test, not an assertion about speed)."""
 BUILT_IN_TOOLS = {
     "recommend_ssg",
@@ -118,6 +129,54 @@ auth = {{ type = "basic", username = "{USER}", password_env = "MATRIX_SN_PASSWOR
         plan_file = folder / "plan.json"
         plan_file.write_text(json.dumps(plan), encoding="utf-8")
         yield [sys.executable, "-m", "mcp_providers", "serve", "--config", str(config)], plan_file, plan
+
+
+def _free_port() -> int:
+    with contextlib.closing(socket.socket()) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def served_http(served: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The MCP URL of ``serve --http 127.0.0.1:PORT`` with the stdio leg's config, once it answers."""
+    command, _plan_file, plan = served
+    port = _free_port()
+    log = tmp_path_factory.mktemp("matrix-http") / "stderr.txt"
+    with log.open("wb") as stderr:
+        process = subprocess.Popen(
+            [*command, "--http", f"127.0.0.1:{port}"], env=plan["env"], stdout=subprocess.DEVNULL, stderr=stderr
+        )
+    try:
+        deadline = time.monotonic() + START_SECONDS
+        while True:
+            assert process.poll() is None, log.read_text(errors="replace")[-3000:]
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2) as answer:
+                    if answer.status == 200:
+                        break
+            except OSError:
+                pass
+            assert time.monotonic() < deadline, (
+                "serve --http did not answer: " + log.read_text(errors="replace")[-3000:]
+            )
+            time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@pytest.fixture(params=["stdio", "http"])
+def target(request: pytest.FixtureRequest, served: Any) -> list[str]:
+    """How a client script reaches the server: ``["--", COMMAND...]`` (stdio) or ``["--url", URL]``."""
+    if request.param == "http":
+        return ["--url", request.getfixturevalue("served_http")]
+    return ["--", *served[0]]
 
 
 def _run(command: list[str], what: str, **kwargs: Any) -> subprocess.CompletedProcess[str]:
@@ -202,10 +261,10 @@ def _check(report: dict[str, Any], plan: dict[str, Any], *, structured: bool) ->
 @pytest.mark.parametrize(
     ("spec", "protocol"), [("mcp==1.9.4", "2025-03-26"), ("mcp>=1.20,<2", "2025-11-25")], ids=["py-1.9.4", "py-1.x"]
 )
-def test_python_sdk_1x_clients(served: Any, python_client: Any, spec: str, protocol: str) -> None:
-    command, plan_file, plan = served
+def test_python_sdk_1x_clients(served: Any, target: list[str], python_client: Any, spec: str, protocol: str) -> None:
+    _command, plan_file, plan = served
     python = python_client(spec)
-    report = _report(_run([str(python), str(CLIENTS / "py1_client.py"), str(plan_file), "--", *command], spec))
+    report = _report(_run([str(python), str(CLIENTS / "py1_client.py"), str(plan_file), *target], spec))
     assert report["protocol"] == protocol
     _check(report, plan, structured=protocol >= "2025-06-18")
 
@@ -215,22 +274,26 @@ def test_python_sdk_1x_clients(served: Any, python_client: Any, spec: str, proto
     [("@modelcontextprotocol/sdk@1.11.5", False), ("@modelcontextprotocol/sdk@1", True)],
     ids=["ts-1.11.5", "ts-1.x"],
 )
-def test_typescript_sdk_1x_clients(served: Any, ts_client: Any, spec: str, structured: bool) -> None:
-    command, plan_file, plan = served
+def test_typescript_sdk_1x_clients(served: Any, target: list[str], ts_client: Any, spec: str, structured: bool) -> None:
+    _command, plan_file, plan = served
     script = ts_client(spec)
     node = shutil.which("node")
     assert node is not None
-    report = _report(_run([node, str(script), str(plan_file), "--", *command], spec, cwd=script.parent))
+    report = _report(_run([node, str(script), str(plan_file), *target], spec, cwd=script.parent))
     _check(report, plan, structured=structured)
 
 
 @pytest.mark.anyio
 @pytest.mark.parametrize(("mode", "protocol"), [("auto", "2026-07-28"), ("legacy", "2025-11-25")])
-async def test_python_sdk_v2_client_in_both_eras(served: Any, mode: str, protocol: str) -> None:
+async def test_python_sdk_v2_client_in_both_eras(served: Any, target: list[str], mode: str, protocol: str) -> None:
     command, _plan_file, plan = served
-    params = StdioServerParameters(command=command[0], args=command[1:], env=plan["env"])
+    server: Any = (
+        target[1]
+        if target[0] == "--url"
+        else StdioServerParameters(command=command[0], args=command[1:], env=plan["env"])
+    )
     report: dict[str, Any] = {"errors": [], "calls": {}, "reads": {}}
-    async with Client(params, mode=mode, cache=None) as client:  # type: ignore[arg-type]
+    async with Client(server, mode=mode, cache=None) as client:  # type: ignore[arg-type]
         assert client.protocol_version == protocol
         report["tools"] = [t.name for t in (await client.list_tools()).tools]
         report["resources"] = len((await client.list_resources()).resources)

@@ -206,6 +206,49 @@ def test_batch_is_refused_with_one_small_error_after_2025_03_26() -> None:
             assert "resources/list" not in body.decode()  # nothing of the request is echoed
 
 
+BAD_IDS = {"object": {"a": 1}, "fraction": 1.5, "boolean": True, "null": None}
+
+
+def _session(port: int, version: str) -> dict[str, str]:
+    init = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    }
+    _, headers, _ = _post(port, init, version)
+    extra = {"mcp-session-id": headers["mcp-session-id"]}
+    _post(port, {"jsonrpc": "2.0", "method": "notifications/initialized"}, version, **extra)
+    return extra
+
+
+@pytest.mark.parametrize(
+    ("stateless", "json_response"), [(True, True), (False, False), (False, True)], ids=["fast", "sse", "json"]
+)
+def test_a_request_with_an_invalid_id_gets_32600_with_a_null_id_and_serving_goes_on(
+    stateless: bool, json_response: bool
+) -> None:
+    """An id that is not a string or an integer is not a notification: -32600, ``id: null``, never a silent 202."""
+    with _served(stateless=stateless, json_response=json_response) as port:
+        for version in ("2025-03-26", "2025-11-25", "2026-07-28"):
+            extra = _session(port, version) if not stateless and version != "2026-07-28" else {}
+            for name, bad in BAD_IDS.items():
+                status, _, answer = _post(port, {"jsonrpc": "2.0", "id": bad, "method": "ping"}, version, **extra)
+                assert status == 400 and isinstance(answer, dict), (version, name, status, answer)
+                assert answer["id"] is None and answer["error"]["code"] == -32600, (version, name, answer)
+            if version == "2025-03-26":  # a batch element with a bad id gets its own error
+                batch = [{"jsonrpc": "2.0", "id": 1.5, "method": "ping"}, {"jsonrpc": "2.0", "id": 9, "method": "ping"}]
+                status, _, answer = _post(port, batch, version, **extra)
+                assert status == 200 and isinstance(answer, list), answer
+                assert sorted(str(a["id"]) for a in answer) == ["9", "None"], answer
+                assert next(a for a in answer if a["id"] is None)["error"]["code"] == -32600
+            status, _, answer = _post(port, {"jsonrpc": "2.0", "id": 5, "method": "ping"}, version, **extra)
+            if isinstance(answer, bytes):  # an SSE stream: the answer is its data line
+                answer = json.loads(answer.split(b"data: ", 1)[1].split(b"\r\n", 1)[0])
+            assert answer["id"] == 5, (version, status, answer)  # answered (2026-07-28 wants its envelope)
+            assert version == "2026-07-28" or answer["result"] == {}, (version, answer)
+
+
 # -- issue 13 item 7: one Host/Origin policy, every bind address -----------------------------------
 
 

@@ -84,6 +84,14 @@ def test_hostile_line_gets_its_error_and_the_process_keeps_serving(peer: RawStdi
     pings(peer)
 
 
+@pytest.mark.parametrize("bad", ['{"a":1}', "1.5", "true", "null", "[1]"])
+def test_a_request_with_an_invalid_id_gets_32600_with_a_null_id(peer: RawStdio, bad: str) -> None:
+    """An id that is not a string or an integer is not a notification: it is refused, never ignored."""
+    line = b'{"jsonrpc":"2.0","id":' + bad.encode() + b',"method":"ping"}'
+    assert error_for(peer, line)["code"] == -32600
+    pings(peer)
+
+
 def test_a_lone_surrogate_is_refused_with_the_request_id(peer: RawStdio) -> None:
     line = b'{"jsonrpc":"2.0","id":4242,"method":"resources/read","params":{"uri":"documcp://ssgs/\\ud800"}}'
     assert error_for(peer, line, 4242)["code"] in (-32600, -32602)

@@ -244,6 +244,8 @@ class HttpApp:
             await self._batch(scope, send, body, version)
         elif self.stateless and self.json_response and not session:
             await self._legacy(scope, send, body, version)
+        elif (refused := _invalid_id(body)) is not None:
+            await _send_json(send, 400, refused)
         else:
             await self.sdk_endpoint(scope, replay, send)
 
@@ -278,6 +280,8 @@ class HttpApp:
         transport = TransportContext(kind="streamable-http", can_send_request=False)
         try:
             if not isinstance(message, types.JSONRPCRequest):
+                if isinstance(message, types.JSONRPCNotification) and (refused := _invalid_id(body)) is not None:
+                    return 400, refused
                 if isinstance(message, types.JSONRPCNotification):
                     await runner.on_notify(_Exchange(transport, None, metadata), message.method, message.params)
                 return 202, None
@@ -321,6 +325,8 @@ class HttpApp:
         if self.stateless and self.json_response:
             status, answer = await self._answer(Request(scope), body, version)
             return status, ([] if answer is None else [json.loads(answer)]), []
+        if (refused := _invalid_id(body)) is not None:
+            return 400, [json.loads(refused)], []
         captured = _Capture()
         sub = {**scope, "headers": [(k, v) for k, v in scope["headers"] if k != b"content-length"]}
         await self.sdk_endpoint(sub, _replay(body, None), captured)
@@ -340,6 +346,26 @@ async def _respond(runner: ServerRunner[Any], exchange: _Exchange, message: type
     else:
         reply = types.JSONRPCResponse(jsonrpc="2.0", id=message.id, result=result)
     return reply.model_dump_json(by_alias=True, exclude_unset=True).encode()  # type: ignore[no-any-return]
+
+
+def _invalid_id(body: bytes) -> bytes | None:
+    """-32600 (``id: null``) for a request whose id is not a string or an integer, else ``None``.
+
+    The message model reads such an id as a notification's extra field; answered 202, the client
+    would wait for ever. Cheap for a notification: it has no ``"id"`` to look at.
+    """
+    if b'"id"' not in body:
+        return None
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(data, dict) or "method" not in data or "id" not in data:
+        return None
+    request_id = data["id"]
+    if isinstance(request_id, str) or (isinstance(request_id, int) and not isinstance(request_id, bool)):
+        return None
+    return _error_body(types.INVALID_REQUEST, "Invalid request: a request id must be a string or an integer")
 
 
 def _progress_token(params: Mapping[str, Any] | None) -> Any:

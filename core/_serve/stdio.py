@@ -246,8 +246,12 @@ class PipeReadStream:
                 "a method, or a response; check for unpaired surrogate escapes and the params' shape)",
                 _request_id(data),
             )
-        if isinstance(message, types.JSONRPCRequest) and message.method == "initialize":
-            self._session.init_id = message.id
+        if isinstance(message, types.JSONRPCRequest):
+            if message.method == "initialize":
+                self._session.init_id = message.id
+        elif isinstance(message, types.JSONRPCNotification) and isinstance(data, dict) and "id" in data:
+            # The model reads an id that is not a string or an integer as a notification's extra field.
+            return _error(types.INVALID_REQUEST, "Invalid request: a request id must be a string or an integer")
         return SessionMessage(message)
 
     async def _batch(self, items: list[Any]) -> list[SessionMessage]:

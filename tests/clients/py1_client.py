@@ -1,10 +1,13 @@
-"""A Python SDK 1.x client (run in its own venv): tour a server over stdio, print a JSON report.
+"""A Python SDK 1.x client (run in its own venv): tour a server, print a JSON report.
 
-Usage: python py1_client.py PLAN.json -- SERVER_COMMAND...  (PLAN: see tests/test_client_matrix.py)
+Usage: python py1_client.py PLAN.json -- SERVER_COMMAND...   (stdio)
+       python py1_client.py PLAN.json --url URL              (streamable HTTP)
+(PLAN: see tests/test_client_matrix.py)
 Every step's failure is recorded under "errors" (a validation error included); nothing is skipped.
 """
 
 import asyncio
+import contextlib
 import json
 import sys
 
@@ -12,10 +15,24 @@ from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
 
 
-async def tour(plan, command):
-    report = {"errors": [], "calls": {}}
+@contextlib.asynccontextmanager
+async def connected(plan, target):
+    """(read, write) streams to the server: ``["--url", URL]`` or ``["--", COMMAND...]``."""
+    if target[0] == "--url":
+        from mcp.client.streamable_http import streamablehttp_client
+
+        async with streamablehttp_client(target[1]) as (read, write, _session_id):
+            yield read, write
+        return
+    command = target[1:]
     params = StdioServerParameters(command=command[0], args=command[1:], env=plan.get("env"))
-    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+    async with stdio_client(params) as (read, write):
+        yield read, write
+
+
+async def tour(plan, target):
+    report = {"errors": [], "calls": {}}
+    async with connected(plan, target) as (read, write), ClientSession(read, write) as session:
         init = await session.initialize()
         report["protocol"] = init.protocolVersion
 
@@ -64,10 +81,9 @@ async def tour(plan, command):
 
 
 def main():
-    split = sys.argv.index("--")
     with open(sys.argv[1], encoding="utf-8") as f:
         plan = json.load(f)
-    print(json.dumps(asyncio.run(tour(plan, sys.argv[split + 1 :]))))
+    print(json.dumps(asyncio.run(tour(plan, sys.argv[2:]))))
 
 
 main()

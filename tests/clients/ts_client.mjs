@@ -1,16 +1,23 @@
-// A TypeScript SDK 1.x client: tour a server over stdio, print a JSON report.
-// Usage: node ts_client.mjs PLAN.json -- SERVER_COMMAND...   (run with NODE_PATH unset; resolves
+// A TypeScript SDK 1.x client: tour a server, print a JSON report.
+// Usage: node ts_client.mjs PLAN.json -- SERVER_COMMAND...   (stdio)
+//        node ts_client.mjs PLAN.json --url URL              (streamable HTTP)
+// (run with NODE_PATH unset; resolves
 // @modelcontextprotocol/sdk from the node_modules folder next to a copy of this file)
 import { readFileSync } from "node:fs";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 
-const split = process.argv.indexOf("--");
 const plan = JSON.parse(readFileSync(process.argv[2], "utf8"));
-const command = process.argv.slice(split + 1);
 const report = { errors: [], calls: {} };
 const client = new Client({ name: "ts-matrix", version: "0" });
-const transport = new StdioClientTransport({ command: command[0], args: command.slice(1), env: plan.env, stderr: "inherit" });
+let transport;
+if (process.argv[3] === "--url") {
+  const { StreamableHTTPClientTransport } = await import("@modelcontextprotocol/sdk/client/streamableHttp.js");
+  transport = new StreamableHTTPClientTransport(new URL(process.argv[4]));
+} else {
+  const command = process.argv.slice(4);
+  transport = new StdioClientTransport({ command: command[0], args: command.slice(1), env: plan.env, stderr: "inherit" });
+}
 
 async function step(name, action) {
   try {
