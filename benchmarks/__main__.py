@@ -26,7 +26,7 @@ from typing import Any
 
 import anyio
 
-from benchmarks import fixtures, sideeffects
+from benchmarks import cluster, fixtures, sideeffects
 
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
@@ -754,7 +754,18 @@ async def servicenow(rounds: int) -> None:
 # -- driver --------------------------------------------------------------------------------------
 
 
-SECTIONS = ("overhead", "stdio", "http", "scale", "fastmcp", "startup", "memory", "servicenow", "sideeffects")
+SECTIONS = (
+    "overhead",
+    "stdio",
+    "http",
+    "scale",
+    "fastmcp",
+    "startup",
+    "memory",
+    "servicenow",
+    "sideeffects",
+    "cluster",
+)
 
 
 def machine() -> str:
@@ -814,6 +825,8 @@ def main() -> None:
         anyio.run(servicenow, rounds)
     if "sideeffects" in only:
         sideeffects.run(rounds, emit)
+    if "cluster" in only:
+        cluster.run(max(3, rounds // 2), emit)  # needs redis-server, nginx, wrk (skipped without)
     took = time.perf_counter() - t0
     print(f"\ntotal: {took:.0f} s\n")
     table = markdown()

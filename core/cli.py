@@ -249,11 +249,21 @@ def _serve_http(
         security=transport_policy(host, allow_host),
         auth=auth,
         routes=ops_routes(composition),
+        event_store=None if stateless else _event_store(composition),
     )
     served = pin_sessions(asgi)  # session ids name the replica when MCP_PROVIDERS_REPLICA is set
     err.print(f"serving MCP on http://{_bracketed(host)}:{port}/mcp", highlight=False)
     worker_fd = os.environ.get(FD_ENV)  # a --workers worker serves the socket it inherited
     run_uvicorn(served, host, port, fd=int(worker_fd) if worker_fd else None)
+
+
+def _event_store(composition: Composition) -> Any:
+    """With ``[cluster]``, the Redis store making session streams resumable (``Last-Event-ID``)."""
+    from mcp_providers._serve.cluster import RedisBackend
+    from mcp_providers._serve.events import RedisEventStore
+
+    shared = composition.runtime.shared
+    return RedisEventStore(shared) if isinstance(shared, RedisBackend) else None
 
 
 @app.command()

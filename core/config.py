@@ -158,6 +158,11 @@ class ClusterSettings(BaseModel):
     polling stops when the holder dies, before another replica takes over."""
     timeout_seconds: float = Field(default=1.0, gt=0, le=30)
     """Longest wait for Redis in one operation; past it the request fails with a clear error."""
+    stream_ttl_seconds: float = Field(default=3600.0, ge=1, le=7 * 86400)
+    """How long a stateful session's SSE stream is kept for ``Last-Event-ID`` replay after its last
+    event (2025-era sessions, not ``--stateless``)."""
+    stream_max_events: int = Field(default=1000, ge=10, le=1_000_000)
+    """Most events kept per stream for replay; older ones are dropped first."""
 
 
 class Config(BaseModel):

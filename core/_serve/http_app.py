@@ -38,6 +38,7 @@ from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
 from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend, RequireAuthMiddleware
 from mcp.server.connection import Connection
 from mcp.server.runner import ServerRunner, aclose_shielded
+from mcp.server.streamable_http import EventStore
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from mcp.shared.exceptions import NoBackChannelError
 from mcp.shared.jsonrpc_dispatcher import handler_exception_to_error_data
@@ -469,12 +470,14 @@ def http_app(
     security: TransportSecuritySettings,
     auth: dict[str, Any] | None = None,
     routes: list[Any] | None = None,
+    event_store: EventStore | None = None,
 ) -> HttpApp:
     """The ASGI app serving ``server`` at ``path`` (see the module docstring).
 
     :param security: from :func:`transport_policy` (the SDK applies it on its path too).
     :param auth: ``{"auth": AuthSettings, "token_verifier": ...}`` from ``_serve.auth.http_auth``.
     :param routes: extra Starlette routes served beside ``path`` (``/healthz``, ``/readyz``, ``/metrics``).
+    :param event_store: makes session streams resumable (``_serve.events``; ignored when stateless).
     """
     auth = auth or {}
     sdk = server.streamable_http_app(
@@ -483,9 +486,13 @@ def http_app(
         json_response=json_response,
         transport_security=security,
         custom_starlette_routes=routes or [],
+        event_store=None if stateless else event_store,
         **auth,
     )
     manager = server.session_manager
+    scope_sessions = None if stateless else getattr(event_store, "scope", None)
+    if scope_sessions is not None:  # one view of the store per session (_serve.events)
+        scope_sessions(manager)
     if stateless_middleware not in server.middleware:
         server.middleware.append(stateless_middleware)
     return HttpApp(
