@@ -230,7 +230,7 @@ def _serve_http(
 ) -> None:
     from mcp_providers._serve.auth import http_auth
     from mcp_providers._serve.http_app import http_app, is_loopback, transport_policy
-    from mcp_providers._serve.limits import run_uvicorn
+    from mcp_providers._serve.limits import Limits, run_uvicorn
 
     host, port = address
     if not is_loopback(host):
@@ -254,7 +254,8 @@ def _serve_http(
     served = pin_sessions(asgi)  # session ids name the replica when MCP_PROVIDERS_REPLICA is set
     err.print(f"serving MCP on http://{_bracketed(host)}:{port}/mcp", highlight=False)
     worker_fd = os.environ.get(FD_ENV)  # a --workers worker serves the socket it inherited
-    run_uvicorn(served, host, port, fd=int(worker_fd) if worker_fd else None)
+    limits = Limits(max_connections_per_client=composition.config.server.max_connections_per_client)
+    run_uvicorn(served, host, port, limits, fd=int(worker_fd) if worker_fd else None)
 
 
 def _event_store(composition: Composition) -> Any:

@@ -109,6 +109,10 @@ class ServerSettings(BaseModel):
     max_result_bytes: int = Field(default=4 * 1024 * 1024, ge=1)
     """Largest tool result served, in bytes of its canonical JSON (blocks and ``structuredContent``);
     a bigger one is refused with an ``isError`` result naming the cap, and the receipt records it."""
+    max_connections_per_client: int = Field(default=64, ge=0)
+    """Open HTTP connections one client address may hold (``serve --http``); the next is closed at
+    once. ``0`` turns the limit off: do that behind a reverse proxy, where every connection comes
+    from the proxy's address and the proxy limits its own clients (``deploy/config.toml`` does)."""
     max_embed_bytes: int = Field(default=4096, ge=0)
     """Largest resource a tool result may embed, in bytes; bigger ones become resource links."""
     coalesce_reads: bool = True

@@ -54,7 +54,8 @@ def limited_protocol(limits: Limits) -> type[H11Protocol]:
             super().connection_made(transport)
             address = self.client[0] if self.client else None
             if address is not None:
-                if open_per_client[address] >= limits.max_connections_per_client:
+                cap = limits.max_connections_per_client
+                if cap and open_per_client[address] >= cap:  # 0: no limit (behind a proxy)
                     transport.close()
                     return
                 open_per_client[address] += 1
