@@ -20,10 +20,12 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import types
 from asyncio import _get_running_loop as _running_loop
-from collections.abc import Awaitable, Callable, Hashable
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Hashable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from types import CoroutineType
+from typing import Any, TypeVar, cast
 
 import anyio
 
@@ -115,19 +117,31 @@ class Invoker:
                     custody.update(scope.receipt_fields())
 
     async def _deadline(self, work: Work, call: Callable[[], Awaitable[T]]) -> T:
-        # On asyncio, asyncio.timeout (one timer handle, about a third of the cost of an anyio
-        # CancelScope with a deadline); elsewhere (trio) a bare anyio cancel scope. Either way the
-        # provider is cancelled at the deadline and the read answers ReadTimeout.
         pending = call()
         try:
-            if _running_loop() is not None:
+            loop = _running_loop()
+            if loop is None:  # not asyncio (trio): a bare anyio cancel scope
+                with anyio.CancelScope(deadline=anyio.current_time() + self._timeout):
+                    return await pending
+            elif type(pending) is not CoroutineType:
                 async with asyncio.timeout(self._timeout):
                     return await pending
             else:
-                with anyio.CancelScope(deadline=anyio.current_time() + self._timeout):
-                    return await pending
+                # The deadline is counted from here. A read that finishes without suspending (content
+                # in memory, a cache hit) cannot be cancelled anyway, so it runs its first step
+                # before any timer is armed and, if it is done, returns without one; otherwise the
+                # rest runs under asyncio.timeout_at (one timer handle, about a third of the cost of
+                # an anyio CancelScope with a deadline), cancelled at its first await past the deadline.
+                deadline = loop.time() + self._timeout
+                coroutine = cast("Coroutine[Any, Any, T]", pending)
+                try:
+                    first = coroutine.send(None)
+                except StopIteration as done:
+                    return cast("T", done.value)
+                async with asyncio.timeout_at(deadline):
+                    return cast("T", await _resume(coroutine, first))
         except TimeoutError:
-            pass  # a provider's own timeout reads as the deadline
+            pass  # the deadline, or a provider's own timeout: both read as the deadline
         finally:
             if inspect.iscoroutine(pending):
                 pending.close()  # never awaited when the scope was already cancelled
@@ -135,3 +149,25 @@ class Invoker:
             f"provider {work.provider!r} did not finish {work.what} within {self._timeout:g} s "
             "(server.read_timeout); try again later or ask the operator to raise the deadline"
         )
+
+
+@types.coroutine
+def _resume(coroutine: Coroutine[Any, Any, Any], suspended: Any) -> Generator[Any, Any, Any]:
+    """Await the rest of ``coroutine``, already stepped once (it yielded ``suspended``): what
+    ``await`` would do had it been awaited from the start (values, sends and throws pass through)."""
+    value = suspended
+    while True:
+        try:
+            sent = yield value
+        except GeneratorExit:
+            raise  # the caller closes the coroutine
+        except BaseException as exc:  # thrown in by the task (e.g. cancellation): pass it on
+            try:
+                value = coroutine.throw(exc)
+            except StopIteration as done:
+                return done.value
+        else:
+            try:
+                value = coroutine.send(sent)
+            except StopIteration as done:
+                return done.value
