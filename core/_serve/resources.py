@@ -93,8 +93,9 @@ class ReadResource:
         self._catalog = assembly.catalog
         self._settings = assembly.config.server
         self._invoker = invoker
-        self._parts: dict[int, tuple[object, Any]] = {}
-        """Per declaration (by identity, holding it): the receipt parts every read of it shares."""
+        self._parts: dict[int, tuple[object, Any, tuple[int, str]]] = {}
+        """Per declaration (by identity, holding it): what every read of it shares, the receipt
+        parts and the cache hint (``ttlMs``, ``cacheScope``); see :meth:`_shared`."""
 
     def route(self, exchange: Exchange, params: types.ReadResourceRequestParams) -> tuple[Route, str, float | None]:
         exchange.target = params.uri
@@ -125,8 +126,8 @@ class ReadResource:
         )
         mime = content.mime_type or declaration.mime_type
         data = content.data
-        exchange.receipt = self._receipt(exchange, route, uri, content, data, mime, truncation)
-        ttl_ms, cache_scope = cache_hint_parts(declaration.freshness)
+        _, parts, (ttl_ms, cache_scope) = self._shared(route)
+        exchange.receipt = self._receipt(exchange, route, uri, content, data, mime, truncation, parts)
         # The wire form directly (what ReadResourceResult would dump to): the SDK validates it once.
         item: dict[str, Any] = {"uri": uri}
         if mime is not None:
@@ -143,6 +144,18 @@ class ReadResource:
             "resultType": "complete",
         }
 
+    def _shared(self, route: Route) -> tuple[object, Any, tuple[int, str]]:
+        declaration = route.declaration
+        shared = self._parts.get(id(declaration))
+        if shared is None or shared[0] is not declaration:
+            distribution, version = self._assembly.origins.get(route.plugin, (None, None))
+            template = declaration.uri_template if isinstance(declaration, ResourceTemplate) else None
+            parts = read_receipt_parts(
+                route.provider.name, route.plugin, distribution, version, template, declaration.freshness
+            )
+            shared = self._parts[id(declaration)] = (declaration, parts, cache_hint_parts(declaration.freshness))
+        return shared
+
     def _receipt(
         self,
         exchange: Exchange,
@@ -152,23 +165,15 @@ class ReadResource:
         data: bytes,
         mime: str | None,
         truncation: Any,
+        parts: Any,
     ) -> dict[str, Any]:
-        declaration = route.declaration
-        parts = self._parts.get(id(declaration))
-        if parts is None or parts[0] is not declaration:
-            distribution, version = self._assembly.origins.get(route.plugin, (None, None))
-            template = declaration.uri_template if isinstance(declaration, ResourceTemplate) else None
-            made = read_receipt_parts(
-                route.provider.name, route.plugin, distribution, version, template, declaration.freshness
-            )
-            parts = self._parts[id(declaration)] = (declaration, made)
         custody = exchange.custody
         if route.canonical != uri:
             extra: dict[str, Any] | None = {"canonicalUri": route.canonical, **custody}
         else:
             extra = custody or None
         return read_receipt(
-            parts[1],
+            parts,
             subject=exchange.subject,
             uri=uri,
             params=route.params,
