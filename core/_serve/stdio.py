@@ -224,6 +224,13 @@ class PipeReadStream:
             return []
         if (problem := _unreadable(line)) is not None:
             return await self._refuse(problem)
+        if line[:1] == b"{":  # the common case: one message, parsed once (not json.loads and again)
+            try:
+                message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+            except Exception:
+                pass  # worked out below, with the error that says why
+            else:
+                return [self._accepted(message)]
         try:
             data = json.loads(line)
         except (ValueError, RecursionError) as exc:
@@ -246,6 +253,9 @@ class PipeReadStream:
                 "a method, or a response; check for unpaired surrogate escapes and the params' shape)",
                 _request_id(data),
             )
+        return self._accepted(message)
+
+    def _accepted(self, message: types.JSONRPCMessage) -> SessionMessage:
         if isinstance(message, types.JSONRPCRequest) and message.method == "initialize":
             self._session.init_id = message.id
         return SessionMessage(message)
