@@ -226,11 +226,11 @@ class PipeReadStream:
             return await self._refuse(problem)
         if line[:1] == b"{":  # the common case: one message, parsed once (not json.loads and again)
             try:
-                message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+                parsed = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
             except Exception:
                 pass  # worked out below, with the error that says why
             else:
-                return [self._accepted(message)]
+                return [self._accepted(parsed)]
         try:
             data = json.loads(line)
         except (ValueError, RecursionError) as exc:
