@@ -58,7 +58,7 @@ import sys
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from typing import Any, Literal
 
 from mcp_providers.errors import SideEffectRefused
@@ -179,14 +179,26 @@ def side_effect_scope(
     :returns: the :class:`Scope`; read ``exemptions`` and ``violations`` after the body.
     :raises ValueError: for an unknown ``mode``.
     """
-    if not _installed:
-        install()
-    scope = Scope(provider, plugin, target, kind, mode)
-    token = _current.set(scope)
+    scope, token = enter_scope(provider, plugin, target, kind, mode)
     try:
         yield scope
     finally:
-        _current.reset(token)
+        exit_scope(scope, token)
+
+
+def enter_scope(provider: str, plugin: str, target: str, kind: Kind, mode: Mode) -> tuple[Scope, Token[Scope | None]]:
+    """Enter a side-effect scope without a context manager (the server's per-read path); pair
+    every call with :func:`exit_scope` in a ``finally``. :func:`side_effect_scope` is the same."""
+    if not _installed:
+        install()
+    scope = Scope(provider, plugin, target, kind, mode)
+    return scope, _current.set(scope)
+
+
+def exit_scope(scope: Scope, token: Token[Scope | None]) -> None:
+    """Leave the scope :func:`enter_scope` entered (and delete its scratch directory, if made)."""
+    _current.reset(token)
+    if scope._scratch is not None:
         scope._close()
 
 

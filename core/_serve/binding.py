@@ -157,8 +157,9 @@ def build_server(runtime: Runtime, pipeline: Pipeline, name: str, version: str) 
     # logging is deprecated at 2026-07-28, but 2025-11-25 clients still set levels for the log
     # messages tools send (ToolCall.log); the SDK keeps the method off the 2026 wire itself.
     server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, set_level)
-    server.middleware.append(wire.initialize_middleware)  # capabilities shaped for the negotiated version
-    server.middleware.append(pipeline.audit_middleware)  # a line for requests no method's stages answer
+    # One layer: a line for requests no method's stages answer, and capabilities shaped for the
+    # negotiated version (wire.initialize_middleware inside Pipeline.middleware).
+    server.middleware.append(pipeline.middleware)
     if not tracing_configured():
         # The SDK's tracing middleware builds a span per request even with no tracer installed.
         server.middleware = [m for m in server.middleware if type(m).__name__ != "OpenTelemetryMiddleware"]

@@ -42,6 +42,7 @@ import logging
 import os
 import secrets
 import threading
+import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -96,9 +97,22 @@ def arguments_hmac(key: bytes, data: bytes) -> str:
     return hmac.new(key, data, hashlib.sha256).hexdigest()
 
 
+_second: tuple[int, str] = (-1, "")
+"""The last whole second :func:`now_utc` formatted, and its ``YYYY-MM-DDTHH:MM:SS`` text."""
+
+
 def now_utc() -> str:
-    """The current time as ISO 8601 UTC with a ``Z`` suffix, to the millisecond."""
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    """The current time as ISO 8601 UTC with a ``Z`` suffix, to the millisecond (truncated).
+
+    The date and time of day are formatted once per second; a call adds the milliseconds.
+    """
+    global _second
+    ms = time.time_ns() // 1_000_000
+    seconds, millis = divmod(ms, 1000)
+    cached = _second
+    if cached[0] != seconds:
+        cached = _second = (seconds, datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S"))
+    return f"{cached[1]}.{millis:03d}Z"
 
 
 def cache_hint(freshness: Freshness) -> CacheHint:
@@ -108,17 +122,82 @@ def cache_hint(freshness: Freshness) -> CacheHint:
     - ``max_age`` -> ``max_age_seconds`` in ms, ``private`` (content may depend on the caller);
     - ``live`` and ``unspecified`` -> ``0`` (stale at once), ``private``.
     """
+    ttl_ms, scope = cache_hint_parts(freshness)
+    return CacheHint(ttl_ms=ttl_ms, scope=scope)
+
+
+@functools.lru_cache(maxsize=1024)
+def cache_hint_parts(freshness: Freshness) -> tuple[int, Literal["public", "private"]]:
+    """:func:`cache_hint` as ``(ttlMs, cacheScope)``, worked out once per declared freshness."""
     if freshness.kind == "static":
-        return CacheHint(ttl_ms=STATIC_TTL_MS, scope="public")
+        return STATIC_TTL_MS, "public"
     if freshness.kind == "max_age" and freshness.max_age_seconds is not None:
-        return CacheHint(ttl_ms=int(freshness.max_age_seconds * 1000), scope="private")
-    return CacheHint(ttl_ms=0, scope="private")
+        return int(freshness.max_age_seconds * 1000), "private"
+    return 0, "private"
 
 
 @functools.lru_cache(maxsize=1024)
 def _freshness_json(freshness: Freshness) -> Mapping[str, Any]:
     # Declarations are frozen and few: dump each once, not on every read.
     return freshness.model_dump(exclude_none=True)
+
+
+def read_receipt_parts(
+    provider: str,
+    plugin: str,
+    distribution: str | None,
+    version: str | None,
+    template: str | None,
+    freshness: Freshness,
+) -> tuple[dict[str, Any], str | None, Mapping[str, Any]]:
+    """What every ``resources/read`` receipt of one declaration shares, worked out once for
+    :func:`read_receipt`: the ``provider``/``plugin``/``distribution``/``version`` part, the
+    template (``None`` for a fixed resource) and the freshness block."""
+    head = {"provider": provider, "plugin": plugin, "distribution": distribution, "version": version}
+    return head, template, _freshness_json(freshness)
+
+
+def read_receipt(
+    parts: tuple[dict[str, Any], str | None, Mapping[str, Any]],
+    *,
+    subject: str,
+    uri: str,
+    params: Mapping[str, str],
+    size: int,
+    sha256: str,
+    mime_type: str | None,
+    truncation: Mapping[str, Any] | None,
+    extra: Mapping[str, Any] | None,
+    as_of: datetime | None,
+) -> dict[str, Any]:
+    """:func:`receipt` of a ``resources/read`` (actor ``application``, no side effects, no
+    transforms), with the per-declaration ``parts`` from :func:`read_receipt_parts`: the same dict,
+    key for key and in the same order, for less work per read."""
+    head, template, freshness = parts
+    out: dict[str, Any] = {
+        "actor": "application",
+        "operation": "resources/read",
+        "subject": subject,
+        "decision": "allowed",
+        **head,
+        "uri": uri,
+    }
+    if template is not None:
+        out["template"] = template
+        out["params"] = dict(params)
+    out["mimeType"] = mime_type
+    out["bytes"] = size
+    out["sha256"] = sha256
+    out["retrievedAt"] = now_utc()
+    out["freshness"] = dict(freshness)
+    out["sideEffects"] = "none"
+    out["truncation"] = dict(truncation) if truncation else None
+    out["transforms"] = []
+    if as_of is not None:
+        out["asOf"] = as_of.isoformat()
+    if extra:
+        out.update(extra)
+    return out
 
 
 def receipt(

@@ -17,17 +17,20 @@ Errors a provider raises on purpose (:class:`~mcp_providers.errors.RequestError`
 
 from __future__ import annotations
 
-import contextlib
+import asyncio
 import inspect
 import logging
-from collections.abc import Awaitable, Callable, Hashable, Iterator
+import types
+from asyncio import _get_running_loop as _running_loop
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Hashable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from types import CoroutineType
+from typing import Any, TypeVar, cast
 
 import anyio
 
 from mcp_providers._serve.coalesce import Coalescer
-from mcp_providers._sideeffects import Kind, Mode, side_effect_scope
+from mcp_providers._sideeffects import Kind, Mode, Scope, enter_scope, exit_scope
 from mcp_providers.errors import ProviderFailed, ReadTimeout, RequestError, ToolFailure, UpstreamError
 
 log = logging.getLogger("mcp_providers.server")
@@ -88,11 +91,16 @@ class Invoker:
                 f"provider {work.provider!r} failed to start, so it cannot serve {work.what}; "
                 "the server log has the details"
             )
+        scope: Scope | None = None
         try:
-            with self._scope(work, custody):
-                if share is not None and self._coalescer is not None:
-                    return await self._deadline(work, lambda: self._coalescer.run(share, call))  # type: ignore[union-attr]
-                return await self._deadline(work, call)
+            if work.scoped:  # entered and left here, not through two generator context managers
+                scope, token = enter_scope(
+                    work.provider, work.plugin, work.target, work.kind, self._modes.get(work.plugin, "enforce")
+                )
+            if share is not None and self._coalescer is not None:
+                coalescer = self._coalescer
+                return await self._deadline(work, lambda: coalescer.run(share, call))
+            return await self._deadline(work, call)
         except (RequestError, ToolFailure):
             raise
         except Exception:
@@ -102,30 +110,38 @@ class Invoker:
                 "the server log has the details",
                 data={"target": work.target},
             ) from None
-
-    @contextlib.contextmanager
-    def _scope(self, work: Work, custody: dict[str, Any] | None) -> Iterator[None]:
-        if not work.scoped:
-            yield
-            return
-        mode = self._modes.get(work.plugin, "enforce")
-        with side_effect_scope(
-            provider=work.provider, plugin=work.plugin, target=work.target, kind=work.kind, mode=mode
-        ) as scope:
-            try:
-                yield
-            finally:
-                if custody is not None:
+        finally:
+            if scope is not None:
+                exit_scope(scope, token)
+                if custody is not None and (scope.exemptions or scope.violations):
                     custody.update(scope.receipt_fields())
 
     async def _deadline(self, work: Work, call: Callable[[], Awaitable[T]]) -> T:
-        # A bare cancel scope, not anyio.fail_after: same deadline, a third cheaper per call.
         pending = call()
         try:
-            with anyio.CancelScope(deadline=anyio.current_time() + self._timeout):
-                return await pending
+            loop = _running_loop()
+            if loop is None:  # not asyncio (trio): a bare anyio cancel scope
+                with anyio.CancelScope(deadline=anyio.current_time() + self._timeout):
+                    return await pending
+            elif type(pending) is not CoroutineType:
+                async with asyncio.timeout(self._timeout):
+                    return await pending
+            else:
+                # The deadline is counted from here. A read that finishes without suspending (content
+                # in memory, a cache hit) cannot be cancelled anyway, so it runs its first step
+                # before any timer is armed and, if it is done, returns without one; otherwise the
+                # rest runs under asyncio.timeout_at (one timer handle, about a third of the cost of
+                # an anyio CancelScope with a deadline), cancelled at its first await past the deadline.
+                deadline = loop.time() + self._timeout
+                coroutine = cast("Coroutine[Any, Any, T]", pending)
+                try:
+                    first = coroutine.send(None)
+                except StopIteration as done:
+                    return cast("T", done.value)
+                async with asyncio.timeout_at(deadline):
+                    return cast("T", await _resume(coroutine, first))
         except TimeoutError:
-            pass  # a provider's own timeout reads as the deadline
+            pass  # the deadline, or a provider's own timeout: both read as the deadline
         finally:
             if inspect.iscoroutine(pending):
                 pending.close()  # never awaited when the scope was already cancelled
@@ -133,3 +149,25 @@ class Invoker:
             f"provider {work.provider!r} did not finish {work.what} within {self._timeout:g} s "
             "(server.read_timeout); try again later or ask the operator to raise the deadline"
         )
+
+
+@types.coroutine
+def _resume(coroutine: Coroutine[Any, Any, Any], suspended: Any) -> Generator[Any, Any, Any]:
+    """Await the rest of ``coroutine``, already stepped once (it yielded ``suspended``): what
+    ``await`` would do had it been awaited from the start (values, sends and throws pass through)."""
+    value = suspended
+    while True:
+        try:
+            sent = yield value
+        except GeneratorExit:
+            raise  # the caller closes the coroutine
+        except BaseException as exc:  # thrown in by the task (e.g. cancellation): pass it on
+            try:
+                value = coroutine.throw(exc)
+            except StopIteration as done:
+                return done.value
+        else:
+            try:
+                value = coroutine.send(sent)
+            except StopIteration as done:
+                return done.value

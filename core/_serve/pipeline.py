@@ -134,6 +134,18 @@ class Pipeline:
             current_gate.reset(token)
             self._write(exchange)
 
+    async def middleware(self, ctx: Ctx, call_next: Callable[[Ctx], Awaitable[Any]]) -> Any:
+        """The one SDK server middleware: :meth:`audit_middleware` inside
+        :func:`~mcp_providers._serve.wire.initialize_middleware` (``initialize`` results shaped for
+        their protocol version), in one layer per request rather than two."""
+        if ctx.request_id is None or not self.audit.enabled:  # nothing for the audit layer to do
+            result = await call_next(ctx)
+        else:
+            result = await self.audit_middleware(ctx, call_next)
+        if ctx.method == "initialize" and isinstance(result, dict):
+            return wire.shape_initialize(result)
+        return result
+
     async def audit_middleware(self, ctx: Ctx, call_next: Callable[[Ctx], Awaitable[Any]]) -> Any:
         """SDK server middleware: one audit line for a request that never reaches a method's stages
         (``initialize``, ``ping``, an unknown method, params the SDK refused before the handler)."""

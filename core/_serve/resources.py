@@ -18,7 +18,7 @@ import mcp_types as types
 
 from mcp_providers._host.assembly import Assembly
 from mcp_providers._host.catalog import Catalog, Route
-from mcp_providers._serve.custody import cache_hint, digest, receipt
+from mcp_providers._serve.custody import cache_hint_parts, digest, read_receipt, read_receipt_parts
 from mcp_providers._serve.evidence import within_budget
 from mcp_providers._serve.invoker import Invoker, Work
 from mcp_providers._serve.pipeline import Actor, Exchange
@@ -93,6 +93,9 @@ class ReadResource:
         self._catalog = assembly.catalog
         self._settings = assembly.config.server
         self._invoker = invoker
+        self._parts: dict[int, tuple[object, Any, tuple[int, str]]] = {}
+        """Per declaration (by identity, holding it): what every read of it shares, the receipt
+        parts and the cache hint (``ttlMs``, ``cacheScope``); see :meth:`_shared`."""
 
     def route(self, exchange: Exchange, params: types.ReadResourceRequestParams) -> tuple[Route, str, float | None]:
         exchange.target = params.uri
@@ -123,8 +126,8 @@ class ReadResource:
         )
         mime = content.mime_type or declaration.mime_type
         data = content.data
-        exchange.receipt = self._receipt(exchange, route, uri, content, data, mime, truncation)
-        hint = cache_hint(declaration.freshness)
+        _, parts, (ttl_ms, cache_scope) = self._shared(route)
+        exchange.receipt = self._receipt(exchange, route, uri, content, data, mime, truncation, parts)
         # The wire form directly (what ReadResourceResult would dump to): the SDK validates it once.
         item: dict[str, Any] = {"uri": uri}
         if mime is not None:
@@ -135,11 +138,23 @@ class ReadResource:
             item["blob"] = base64.b64encode(data).decode()
         return {
             "contents": [item],
-            "ttlMs": hint.ttl_ms,
-            "cacheScope": hint.scope,
+            "ttlMs": ttl_ms,
+            "cacheScope": cache_scope,
             "_meta": {RECEIPT_KEY: exchange.receipt},
             "resultType": "complete",
         }
+
+    def _shared(self, route: Route) -> tuple[object, Any, tuple[int, str]]:
+        declaration = route.declaration
+        shared = self._parts.get(id(declaration))
+        if shared is None or shared[0] is not declaration:
+            distribution, version = self._assembly.origins.get(route.plugin, (None, None))
+            template = declaration.uri_template if isinstance(declaration, ResourceTemplate) else None
+            parts = read_receipt_parts(
+                route.provider.name, route.plugin, distribution, version, template, declaration.freshness
+            )
+            shared = self._parts[id(declaration)] = (declaration, parts, cache_hint_parts(declaration.freshness))
+        return shared
 
     def _receipt(
         self,
@@ -150,27 +165,23 @@ class ReadResource:
         data: bytes,
         mime: str | None,
         truncation: Any,
+        parts: Any,
     ) -> dict[str, Any]:
-        declaration = route.declaration
-        distribution, version = self._assembly.origins.get(route.plugin, (None, None))
-        is_template = isinstance(declaration, ResourceTemplate)
-        return receipt(
-            actor="application",
-            operation=self.name,
+        custody = exchange.custody
+        if route.canonical != uri:
+            extra: dict[str, Any] | None = {"canonicalUri": route.canonical, **custody}
+        else:
+            extra = custody or None
+        return read_receipt(
+            parts,
             subject=exchange.subject,
-            provider=route.provider.name,
-            plugin=route.plugin,
-            distribution=distribution,
-            version=version,
-            data=data,
+            uri=uri,
+            params=route.params,
+            size=len(data),
             sha256=content_digest(content, data),
             mime_type=mime,
-            uri=uri,
-            template=declaration.uri_template if isinstance(declaration, ResourceTemplate) else None,
-            params=route.params if is_template else None,
-            freshness=declaration.freshness,
             truncation=truncation,
-            extra={**({"canonicalUri": route.canonical} if route.canonical != uri else {}), **exchange.custody},
+            extra=extra,
             as_of=content.as_of,
         )
 

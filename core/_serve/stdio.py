@@ -224,6 +224,14 @@ class PipeReadStream:
             return []
         if (problem := _unreadable(line)) is not None:
             return await self._refuse(problem)
+        if line[:1] == b"{":  # the common case: one message, parsed once (not json.loads and again)
+            try:
+                parsed = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+            except Exception:
+                pass  # worked out below, with the error that says why
+            else:
+                if not isinstance(parsed, types.JSONRPCNotification):  # a bad id reads as a notification
+                    return [self._accepted(parsed)]
         try:
             data = json.loads(line)
         except (ValueError, RecursionError) as exc:
@@ -246,12 +254,14 @@ class PipeReadStream:
                 "a method, or a response; check for unpaired surrogate escapes and the params' shape)",
                 _request_id(data),
             )
-        if isinstance(message, types.JSONRPCRequest):
-            if message.method == "initialize":
-                self._session.init_id = message.id
-        elif isinstance(message, types.JSONRPCNotification) and isinstance(data, dict) and "id" in data:
+        if isinstance(message, types.JSONRPCNotification) and isinstance(data, dict) and "id" in data:
             # The model reads an id that is not a string or an integer as a notification's extra field.
             return _error(types.INVALID_REQUEST, "Invalid request: a request id must be a string or an integer")
+        return self._accepted(message)
+
+    def _accepted(self, message: types.JSONRPCMessage) -> SessionMessage:
+        if isinstance(message, types.JSONRPCRequest) and message.method == "initialize":
+            self._session.init_id = message.id
         return SessionMessage(message)
 
     async def _batch(self, items: list[Any]) -> list[SessionMessage]:
