@@ -16,18 +16,19 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import mcp_types as types
 
-from mcp_providers._host.catalog import Catalog
+from mcp_providers._host.catalog import Catalog, Entry
 from mcp_providers._serve import wire
-from mcp_providers._serve.custody import digest
+from mcp_providers._serve.custody import digest, receipt
 from mcp_providers._serve.gate import Gate
+from mcp_providers._serve.pipeline import Exchange
 from mcp_providers.errors import InvalidParams, NotFound, TooLarge
-from mcp_providers.models import Resource, ResourceTemplate
+from mcp_providers.models import Effects, Resource, ResourceTemplate
 from mcp_providers.providers import Content, Embed, Link
 
 log = logging.getLogger("mcp_providers.server")
@@ -145,3 +146,34 @@ def covered(content: Sequence[Block], structured: Any = None) -> tuple[bytes, li
         summaries.append(entry)
     whole = {"content": dumped, "structuredContent": structured}
     return json.dumps(whole, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode(), summaries
+
+
+def result_receipt(
+    exchange: Exchange,
+    origins: Mapping[str, tuple[str | None, str | None]],
+    entry: Entry[Any, Any],
+    covered_: tuple[bytes, list[dict[str, Any]]],
+    transforms: list[str],
+    *,
+    side_effects: Effects = "none",
+    extra: Mapping[str, Any],
+) -> dict[str, Any]:
+    """The receipt of a tool or prompt result: ``covered_`` is what :func:`covered` returned for it,
+    ``extra`` the method's own keys (the side-effect scope's records are added)."""
+    distribution, version = origins.get(entry.plugin, (None, None))
+    data, summaries = covered_
+    return receipt(
+        actor=exchange.actor,
+        operation=exchange.method,
+        subject=exchange.subject,
+        provider=entry.provider.name,
+        plugin=entry.plugin,
+        distribution=distribution,
+        version=version,
+        data=data,
+        mime_type="application/json",
+        side_effects=side_effects,
+        transforms=transforms,
+        blocks=summaries,
+        extra={**extra, **exchange.custody},
+    )

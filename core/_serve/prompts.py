@@ -19,8 +19,7 @@ from mcp.shared.uri_template import UriTemplate
 from mcp_providers._host.assembly import Assembly
 from mcp_providers._host.catalog import Entry
 from mcp_providers._serve import wire
-from mcp_providers._serve.custody import receipt
-from mcp_providers._serve.evidence import Block, Blocks, covered
+from mcp_providers._serve.evidence import Block, Blocks, covered, result_receipt
 from mcp_providers._serve.invoker import Invoker, Work
 from mcp_providers._serve.pipeline import Actor, Exchange
 from mcp_providers.errors import InvalidParams, ProviderFailed
@@ -96,22 +95,9 @@ class GetPrompt:
         )
 
     def _receipt(self, exchange: Exchange, entry: Entry[Prompt, PromptProvider], blocks: Blocks) -> dict[str, Any]:
-        data, summaries = covered(blocks.content)
-        distribution, version = self._assembly.origins.get(entry.plugin, (None, None))
-        return receipt(
-            actor="user",
-            operation=self.name,
-            subject=exchange.subject,
-            provider=entry.provider.name,
-            plugin=entry.plugin,
-            distribution=distribution,
-            version=version,
-            data=data,
-            mime_type="application/json",
-            transforms=blocks.transforms,
-            blocks=summaries,
-            extra={"prompt": entry.declaration.name, **exchange.custody},
-        )
+        origins = self._assembly.origins
+        extra = {"prompt": entry.declaration.name}
+        return result_receipt(exchange, origins, entry, covered(blocks.content), blocks.transforms, extra=extra)
 
 
 def _messages(entry: Entry[Prompt, PromptProvider], produced: object) -> Sequence[Message]:

@@ -21,8 +21,8 @@ from mcp_providers._host.catalog import Entry
 from mcp_providers._host.rules import RESULT_KEY, output_schema
 from mcp_providers._serve import wire
 from mcp_providers._serve.channel import SessionChannel
-from mcp_providers._serve.custody import arguments_hmac, audit_key, receipt
-from mcp_providers._serve.evidence import Blocks, covered
+from mcp_providers._serve.custody import arguments_hmac, audit_key
+from mcp_providers._serve.evidence import Blocks, covered, result_receipt
 from mcp_providers._serve.invoker import Invoker, Work
 from mcp_providers._serve.pipeline import Actor, Exchange
 from mcp_providers.errors import InvalidParams, ProviderFailed, ToolFailure
@@ -131,27 +131,15 @@ class CallTool:
         arguments_digest: str,
     ) -> dict[str, Any]:
         tool = entry.declaration
-        distribution, version = self._assembly.origins.get(entry.plugin, (None, None))
-        return receipt(
-            actor="model",
-            operation=self.name,
-            subject=exchange.subject,
-            provider=entry.provider.name,
-            plugin=entry.plugin,
-            distribution=distribution,
-            version=version,
-            data=data,
-            mime_type="application/json",
-            side_effects=tool.effects,
-            transforms=transforms,
-            blocks=summaries,
-            extra={
-                "tool": tool.name,
-                "idempotent": tool.annotations()["idempotentHint"],  # read-only tools are idempotent
-                "openWorld": tool.open_world,
-                "argumentsHmac": arguments_digest,
-                **exchange.custody,
-            },
+        extra = {
+            "tool": tool.name,
+            "idempotent": tool.annotations()["idempotentHint"],  # read-only tools are idempotent
+            "openWorld": tool.open_world,
+            "argumentsHmac": arguments_digest,
+        }
+        origins = self._assembly.origins
+        return result_receipt(
+            exchange, origins, entry, (data, summaries), transforms, side_effects=tool.effects, extra=extra
         )
 
 
