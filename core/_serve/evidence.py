@@ -119,10 +119,7 @@ class Blocks:
             log.warning("%s pointed at %s, which this server does not serve; dropped", self.who, uri[:200])
             self.transforms.append(f"dropped {kind} {uri}: not served by this server")
             return False
-        template = route.declaration.uri_template if isinstance(route.declaration, ResourceTemplate) else None
-        readable = (template is None or self.gate.allowed("expand", template)) and all(
-            self.gate.allowed("read", u) for u in {route.canonical, uri}
-        )
+        readable = self.gate.allows_route("read", route, uri)  # the questions an embed is asked
         if not readable:
             self.transforms.append(f"dropped {kind}: not readable by {self.gate.subject}")
         return readable

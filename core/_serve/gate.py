@@ -135,8 +135,23 @@ class Gate:
         """
         if not self.authorizer.active:
             return  # no policy: everything is allowed (what decide() answers), nothing to record
-        if isinstance(route.declaration, ResourceTemplate):
-            self.require("expand", route.declaration.uri_template, asked_by=asked_by)
-        self.require(action, route.canonical, asked_by=asked_by)
-        if raw != route.canonical:
-            self.require(action, raw, asked_by=asked_by)
+        for asked, target in _route_questions(action, route, raw):
+            self.require(asked, target, asked_by=asked_by)
+
+    def allows_route(self, action: Action, route: Route, raw: str) -> bool:
+        """What :meth:`require_route` would allow, as a yes or no (for dropping, not refusing)."""
+        if not self.authorizer.active:
+            return True
+        return all(self.allowed(asked, target) for asked, target in _route_questions(action, route, raw))
+
+
+def _route_questions(action: Action, route: Route, raw: str) -> list[tuple[Action, str]]:
+    """The questions a routed URI takes, in order: ``expand`` on its template, then ``action`` on
+    the URI in canonical form and, when it differs, as sent."""
+    questions: list[tuple[Action, str]] = []
+    if isinstance(route.declaration, ResourceTemplate):
+        questions.append(("expand", route.declaration.uri_template))
+    questions.append((action, route.canonical))
+    if raw != route.canonical:
+        questions.append((action, raw))
+    return questions
