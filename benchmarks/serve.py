@@ -80,12 +80,14 @@ def main() -> None:
         server = fixtures.composed(1, otel=args.otel).server
     else:
         server = fixtures.mcpserver(1)._lowlevel_server
-    if args.transport == "sdk":
-        from mcp.server.stdio import stdio_server
-    else:
-        from mcp_providers._serve.stdio import stdio_server  # type: ignore[assignment]
+    from mcp.server.stdio import stdio_server
+
+    from mcp_providers._serve.stdio_loop import serve_stdio
 
     async def run() -> None:
+        if args.transport == "ours":  # what `mcp-providers serve` runs over stdio
+            await serve_stdio(server)
+            return
         async with stdio_server() as (read, write):
             await server.run(read, write, server.create_initialization_options())
 

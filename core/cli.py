@@ -22,7 +22,8 @@ from mcp_providers._cli.workers import FD_ENV, WHY_CLUSTER, WHY_STATELESS, serve
 from mcp_providers._host.rules import advisories
 from mcp_providers._serve.composition import Composition, compose
 from mcp_providers._serve.statics import authorize_report, static_read_problems
-from mcp_providers._serve.stdio import guarded_stdout, sdk_stdio, stdio_server
+from mcp_providers._serve.stdio import guarded_stdout, sdk_stdio
+from mcp_providers._serve.stdio_loop import serve_stdio
 from mcp_providers.config import CONFIG_ENV, Config, load_config
 from mcp_providers.errors import CompositionError, ConfigError
 
@@ -213,8 +214,10 @@ def _serve_stdio(server: Any, wire_out: int) -> None:
     sdk = os.environ.get(STDIO_ENV) == "sdk"  # the SDK's thread-based transport, for comparison
 
     async def run_stdio() -> None:
-        transport = sdk_stdio(wire_out) if sdk else stdio_server(stdout_fd=wire_out)
-        async with transport as (read, write):
+        if not sdk:
+            await serve_stdio(server, stdout_fd=wire_out)
+            return
+        async with sdk_stdio(wire_out) as (read, write):
             await server.run(read, write, server.create_initialization_options())
 
     anyio.run(run_stdio)

@@ -89,26 +89,29 @@ class _Session:
         self.version: str | None = None
         self.batches: list[tuple[list[RequestId], list[dict[str, Any]]]] = []
 
-    def expects(self, message: Any) -> bool:
-        if not isinstance(message, types.JSONRPCResponse | types.JSONRPCError) or message.id is None:
+    def expects(self, request_id: Any) -> bool:
+        """Whether the answer to ``request_id`` is one this session must see before it is written."""
+        if request_id is None:
             return False
-        return message.id == self.init_id or any(message.id in ids for ids, _ in self.batches)
+        return request_id == self.init_id or any(request_id in ids for ids, _ in self.batches)
 
-    def collect(self, message: types.JSONRPCResponse | types.JSONRPCError) -> bytes | None:
-        """The line to write for an expected answer: itself, a completed batch, or nothing yet."""
-        if message.id == self.init_id and isinstance(message, types.JSONRPCResponse):
-            self.version = str(message.result.get("protocolVersion") or "") or None
+    def collect(self, answer: dict[str, Any]) -> bytes | None:
+        """The line to write for an expected answer (a JSON-RPC response or error object): itself,
+        a completed batch, or nothing yet."""
+        request_id = answer.get("id")
+        if request_id == self.init_id and "result" in answer:
+            self.version = str(answer["result"].get("protocolVersion") or "") or None
             self.init_id = None
         for batch in self.batches:
             ids, answers = batch
-            if message.id in ids:
-                ids.remove(message.id)
-                answers.append(message.model_dump(by_alias=True, exclude_unset=True, mode="json"))
+            if request_id in ids:
+                ids.remove(request_id)
+                answers.append(answer)
                 if ids:
                     return None
                 self.batches.remove(batch)
                 return _line(answers)
-        return message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n"
+        return _line(answer)
 
 
 def _line(payload: Any) -> bytes:
@@ -156,74 +159,30 @@ def _nesting(line: bytes) -> int:
     return deepest
 
 
-class PipeReadStream:
-    """Inbound messages: one line of stdin parsed per :meth:`receive`, in the receiving task.
+class Framer:
+    """One inbound line in; the JSON-RPC messages on it out, with the lines answering what was not one.
 
-    Satisfies the SDK's ``ReadStream[SessionMessage | Exception]``. A line that is not a JSON-RPC
-    message is answered here with its JSON-RPC error (-32700 does not parse, -32600 not a request,
-    too deep, too long or a batch the session's version does not allow) and reading goes on; a
-    2025-03-26 session's batch is split into its messages and answered as one array. End of input
-    ends iteration.
+    A line that is not a JSON-RPC message gets its JSON-RPC error (-32700 does not parse, -32600 not
+    a request, too deep, too long, or a batch the session's version does not allow); a 2025-03-26
+    session's batch is split into its messages and registered with the session, whose answers are
+    then written as one array. ``None`` stands for a line over the length limit (already discarded).
     """
 
-    __slots__ = ("_answer", "_closed", "_limit", "_pending", "_reader", "_session")
+    __slots__ = ("_limit", "_session")
 
-    def __init__(
-        self,
-        reader: asyncio.StreamReader,
-        limit: int,
-        answer: Callable[[bytes], Awaitable[None]] | None = None,
-        session: _Session | None = None,
-    ) -> None:
-        self._reader = reader
+    def __init__(self, session: _Session, limit: int) -> None:
+        self._session = session
         self._limit = limit
-        self._answer = answer
-        self._session = session or _Session()
-        self._pending: collections.deque[SessionMessage] = collections.deque()
-        self._closed = False
 
-    async def receive(self) -> SessionMessage | Exception:
-        """The next message (bad lines are answered here and skipped).
-
-        :raises anyio.EndOfStream: stdin reached end of file.
-        :raises anyio.ClosedResourceError: this stream was closed.
-        """
-        while not self._pending:
-            if self._closed:
-                raise anyio.ClosedResourceError
-            line = await self._readline()
-            if line == b"":
-                raise anyio.EndOfStream
-            self._pending.extend(await self._frame(line))
-        return self._pending.popleft()
-
-    async def _readline(self) -> bytes | None:
-        """The next line (``b""`` at end of input), or None for a line over the limit (discarded)."""
-        too_long = False
-        while True:
-            try:
-                line = await self._reader.readuntil(b"\n")
-            except asyncio.IncompleteReadError as exc:  # end of input, maybe after an unterminated line
-                return None if too_long and exc.partial else exc.partial
-            except asyncio.LimitOverrunError as exc:
-                await self._reader.readexactly(exc.consumed)  # drop what is buffered; keep reading to the newline
-                too_long = True
-                continue
-            return None if too_long else line
-
-    async def _frame(self, line: bytes | None) -> list[SessionMessage]:
-        """The messages on one line; errors for what is not a message are written here."""
+    def frame(self, line: bytes | None) -> tuple[list[types.JSONRPCMessage], list[bytes]]:
+        """``(messages, refusals)``: the messages to dispatch and the error lines to write now."""
         if line is None:
-            return await self._refuse(
-                _error(
-                    types.INVALID_REQUEST,
-                    f"Invalid request: a line over {self._limit} bytes was discarded; send smaller messages",
-                )
-            )
+            message = f"Invalid request: a line over {self._limit} bytes was discarded; send smaller messages"
+            return [], [_line(_error(types.INVALID_REQUEST, message))]
         if line.isspace():
-            return []
+            return [], []
         if (problem := _unreadable(line)) is not None:
-            return await self._refuse(problem)
+            return [], [_line(problem)]
         if line[:1] == b"{":  # the common case: one message, parsed once (not json.loads and again)
             try:
                 parsed = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
@@ -231,19 +190,19 @@ class PipeReadStream:
                 pass  # worked out below, with the error that says why
             else:
                 if not isinstance(parsed, types.JSONRPCNotification):  # a bad id reads as a notification
-                    return [self._accepted(parsed)]
+                    return [self._accepted(parsed)], []
         try:
             data = json.loads(line)
         except (ValueError, RecursionError) as exc:
-            return await self._refuse(_error(types.PARSE_ERROR, f"Parse error: the line is not JSON ({exc!s:.200})"))
+            return [], [_line(_error(types.PARSE_ERROR, f"Parse error: the line is not JSON ({exc!s:.200})"))]
         if isinstance(data, list):
-            return await self._batch(data)
-        message = self._message(data, line)
-        if isinstance(message, dict):
-            return await self._refuse(message)
-        return [message]
+            return self._batch(data)
+        one = self._message(data, line)
+        if isinstance(one, dict):
+            return [], [_line(one)]
+        return [one], []
 
-    def _message(self, data: Any, raw: bytes) -> SessionMessage | dict[str, Any]:
+    def _message(self, data: Any, raw: bytes) -> types.JSONRPCMessage | dict[str, Any]:
         """One JSON value as a message, or the -32600 error answering it."""
         try:
             message = types.jsonrpc_message_adapter.validate_json(raw, by_name=False)
@@ -259,41 +218,87 @@ class PipeReadStream:
             return _error(types.INVALID_REQUEST, "Invalid request: a request id must be a string or an integer")
         return self._accepted(message)
 
-    def _accepted(self, message: types.JSONRPCMessage) -> SessionMessage:
+    def _accepted(self, message: types.JSONRPCMessage) -> types.JSONRPCMessage:
         if isinstance(message, types.JSONRPCRequest) and message.method == "initialize":
             self._session.init_id = message.id
-        return SessionMessage(message)
+        return message
 
-    async def _batch(self, items: list[Any]) -> list[SessionMessage]:
+    def _batch(self, items: list[Any]) -> tuple[list[types.JSONRPCMessage], list[bytes]]:
         if not items:
-            return await self._refuse(_error(types.INVALID_REQUEST, "Invalid request: an empty batch"))
+            return [], [_line(_error(types.INVALID_REQUEST, "Invalid request: an empty batch"))]
         if self._session.version != BATCH_VERSION:
-            return await self._refuse(
-                _error(
-                    types.INVALID_REQUEST,
-                    f"Invalid request: JSON-RPC batches are allowed only in protocol {BATCH_VERSION} sessions "
-                    f"(this session: {self._session.version or 'not initialized'}); send one message per line",
-                )
+            message = (
+                f"Invalid request: JSON-RPC batches are allowed only in protocol {BATCH_VERSION} sessions "
+                f"(this session: {self._session.version or 'not initialized'}); send one message per line"
             )
-        messages: list[SessionMessage] = []
+            return [], [_line(_error(types.INVALID_REQUEST, message))]
+        messages: list[types.JSONRPCMessage] = []
         errors: list[dict[str, Any]] = []
         for item in items:
             one = self._message(item, json.dumps(item).encode())
             (errors if isinstance(one, dict) else messages).append(one)  # type: ignore[arg-type]
-        ids = [m.message.id for m in messages if isinstance(m.message, types.JSONRPCRequest)]
+        ids = [m.id for m in messages if isinstance(m, types.JSONRPCRequest)]
         if ids:
             self._session.batches.append((ids, errors))
-        elif errors:
-            await self._write(_line(errors))
-        return messages
+            return messages, []
+        return messages, [_line(errors)] if errors else []
 
-    async def _refuse(self, error: dict[str, Any]) -> list[SessionMessage]:
-        await self._write(_line(error))
-        return []
 
-    async def _write(self, line: bytes) -> None:
-        if self._answer is not None:
-            await self._answer(line)
+class PipeReadStream:
+    """Inbound messages: one line of stdin parsed per :meth:`receive`, in the receiving task.
+
+    Satisfies the SDK's ``ReadStream[SessionMessage | Exception]``. Lines are framed by
+    :class:`Framer`; what is not a message is answered here and reading goes on. End of input ends
+    iteration.
+    """
+
+    __slots__ = ("_answer", "_closed", "_framer", "_pending", "_reader")
+
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        limit: int,
+        answer: Callable[[bytes], Awaitable[None]] | None = None,
+        session: _Session | None = None,
+    ) -> None:
+        self._reader = reader
+        self._framer = Framer(session or _Session(), limit)
+        self._answer = answer
+        self._pending: collections.deque[SessionMessage] = collections.deque()
+        self._closed = False
+
+    async def receive(self) -> SessionMessage | Exception:
+        """The next message (bad lines are answered here and skipped).
+
+        :raises anyio.EndOfStream: stdin reached end of file.
+        :raises anyio.ClosedResourceError: this stream was closed.
+        """
+        while not self._pending:
+            if self._closed:
+                raise anyio.ClosedResourceError
+            line = await self._readline()
+            if line == b"":
+                raise anyio.EndOfStream
+            messages, refusals = self._framer.frame(line)
+            for refusal in refusals:
+                if self._answer is not None:
+                    await self._answer(refusal)
+            self._pending.extend(SessionMessage(message) for message in messages)
+        return self._pending.popleft()
+
+    async def _readline(self) -> bytes | None:
+        """The next line (``b""`` at end of input), or None for a line over the limit (discarded)."""
+        too_long = False
+        while True:
+            try:
+                line = await self._reader.readuntil(b"\n")
+            except asyncio.IncompleteReadError as exc:  # end of input, maybe after an unterminated line
+                return None if too_long and exc.partial else exc.partial
+            except asyncio.LimitOverrunError as exc:
+                await self._reader.readexactly(exc.consumed)  # drop what is buffered; keep reading to the newline
+                too_long = True
+                continue
+            return None if too_long else line
 
     def __aiter__(self) -> Self:
         return self
@@ -340,8 +345,8 @@ class PipeWriteStream:
         if self._closed:
             raise anyio.ClosedResourceError
         message = item.message
-        if self._session.expects(message):
-            data = self._session.collect(message)  # type: ignore[arg-type]
+        if isinstance(message, types.JSONRPCResponse | types.JSONRPCError) and self._session.expects(message.id):
+            data = self._session.collect(message.model_dump(by_alias=True, exclude_unset=True, mode="json"))
             if data is None:
                 return
         else:
