@@ -1,0 +1,167 @@
+"""The stdio dispatcher (``serve_stdio``), end to end over real pipes: what the SDK's stream
+dispatcher did, it still does.
+
+Concurrency (a waiting request does not hold up the next), cancellation (a cancelled request is
+never answered, the server goes on), end of input (running requests are answered -32000 and the
+process exits), ``initialize`` pipelined with the next request in one write, and, through a real
+SDK client, progress notifications and a server-to-client request (sampling) in the 2025 era and
+a 2026-07-28 connection on the same pipe code.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import mcp_types as types
+import pytest
+from mcp import Client, StdioServerParameters
+from reliability_support import WAIT_SECONDS
+
+SERVER = Path(__file__).with_name("stdio_dispatch_server.py")
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+}
+INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+
+
+def _call(request_id: int, name: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": {"name": name, "arguments": {}}}
+
+
+class Peer:
+    """The server process, spoken to in raw JSON-RPC lines."""
+
+    def __init__(self) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, str(SERVER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+        )
+
+    def send(self, *messages: dict[str, Any]) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in messages))  # one write
+        self.process.stdin.flush()
+
+    def receive(self) -> dict[str, Any]:
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        assert line, "the server closed stdout"
+        return json.loads(line)  # type: ignore[no-any-return]
+
+    def answer_to(self, request_id: int) -> dict[str, Any]:
+        while (message := self.receive()).get("id") != request_id or "method" in message:
+            pass
+        return message
+
+    def close(self) -> list[dict[str, Any]]:
+        """Close stdin; everything else the server writes before it exits."""
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.close()
+        rest = [json.loads(line) for line in self.process.stdout.read().splitlines()]
+        assert self.process.wait(timeout=WAIT_SECONDS) == 0
+        self.process.stdout.close()
+        return rest
+
+
+@pytest.fixture
+def peer() -> Any:
+    raw = Peer()
+    raw.send(INIT)
+    assert raw.answer_to(1)["result"]["protocolVersion"] == "2025-11-25"
+    raw.send(INITIALIZED)
+    yield raw
+    if raw.process.poll() is None:
+        raw.process.kill()
+        raw.process.wait()
+
+
+def test_a_waiting_request_does_not_hold_up_the_next(peer: Peer) -> None:
+    peer.send(_call(2, "wait"), _call(3, "now"))
+    answer = peer.receive()
+    assert answer["id"] == 3 and answer["result"]["content"][0]["text"] == "now"
+    rest = peer.close()
+    assert [m["id"] for m in rest] == [2]
+
+
+def test_a_cancelled_request_is_never_answered_and_the_server_goes_on(peer: Peer) -> None:
+    peer.send(_call(2, "wait"))
+    peer.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2, "reason": "t"}})
+    peer.send({"jsonrpc": "2.0", "id": 3, "method": "ping"})
+    assert peer.receive() == {"jsonrpc": "2.0", "id": 3, "result": {}}
+    rest = peer.close()
+    assert all(m.get("id") != 2 for m in rest), rest
+
+
+def test_end_of_input_answers_running_requests_connection_closed(peer: Peer) -> None:
+    peer.send(_call(2, "wait"), _call(3, "wait"))
+    rest = peer.close()
+    by_id = {m["id"]: m for m in rest}
+    assert sorted(by_id) == [2, 3]
+    assert {m["error"]["code"] for m in rest} == {types.CONNECTION_CLOSED}
+
+
+def test_initialize_pipelined_with_requests_in_one_write() -> None:
+    raw = Peer()
+    raw.send(INIT, INITIALIZED, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, _call(3, "now"))
+    assert raw.receive()["id"] == 1
+    answers = {m["id"]: m for m in (raw.receive(), raw.receive())}
+    assert {t["name"] for t in answers[2]["result"]["tools"]} == {"wait", "steps", "ask", "now"}
+    assert answers[3]["result"]["content"][0]["text"] == "now"
+    assert raw.close() == []
+
+
+def test_a_message_of_the_other_era_is_refused(peer: Peer) -> None:
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+    }
+    peer.send({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"_meta": meta}})
+    error = peer.answer_to(2)["error"]
+    assert error["code"] == types.INVALID_REQUEST and "2026-07-28" in error["message"]
+    peer.send({"jsonrpc": "2.0", "id": 3, "method": "ping"})
+    assert peer.answer_to(3)["result"] == {}
+    peer.close()
+
+
+def _params() -> StdioServerParameters:
+    return StdioServerParameters(command=sys.executable, args=[str(SERVER)])
+
+
+@pytest.mark.anyio
+async def test_progress_and_sampling_reach_a_real_client_over_stdio() -> None:
+    asked: list[str] = []
+    progress: list[tuple[float, float | None, str | None]] = []
+
+    async def sampling(context: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+        content = params.messages[0].content
+        asked.append(content.text if isinstance(content, types.TextContent) else "")
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(type="text", text="42"), model="test-model"
+        )
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append((value, total, message))
+
+    async with Client(_params(), mode="legacy", sampling_callback=sampling, cache=None) as client:
+        stepped = await client.call_tool("steps", {}, progress_callback=on_progress)
+        answered = await client.call_tool("ask", {})
+    assert stepped.content[0].text == "stepped"  # type: ignore[union-attr]
+    assert progress == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
+    assert answered.content[0].text == "the model said 42"  # type: ignore[union-attr]
+    assert asked == ["What is the answer?"]
+
+
+@pytest.mark.anyio
+async def test_a_2026_connection_is_served_on_the_same_pipe_code() -> None:
+    async with Client(_params(), mode="auto", cache=None) as client:
+        listed = await client.list_tools()
+        done = await client.call_tool("now", {})
+    assert {t.name for t in listed.tools} == {"wait", "steps", "ask", "now"}
+    assert done.content[0].text == "now"  # type: ignore[union-attr]
