@@ -179,11 +179,9 @@ class Framer:
         if line is None:
             message = f"Invalid request: a line over {self._limit} bytes was discarded; send smaller messages"
             return [], [_line(_error(types.INVALID_REQUEST, message))]
-        if line.isspace():
-            return [], []
-        if (problem := _unreadable(line)) is not None:
-            return [], [_line(problem)]
-        if line[:1] == b"{":  # the common case: one message, parsed once (not json.loads and again)
+        if line[:1] == b"{" and line.count(b"{") + line.count(b"[") <= MAX_NESTING:
+            # The common case: one flat message, parsed once. The parser refuses what is not UTF-8
+            # and no line this flat can nest too deep, so nothing _unreadable looks for can pass.
             try:
                 parsed = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
             except Exception:
@@ -191,6 +189,10 @@ class Framer:
             else:
                 if not isinstance(parsed, types.JSONRPCNotification):  # a bad id reads as a notification
                     return [self._accepted(parsed)], []
+        if line.isspace():
+            return [], []
+        if (problem := _unreadable(line)) is not None:
+            return [], [_line(problem)]
         try:
             data = json.loads(line)
         except (ValueError, RecursionError) as exc:
