@@ -323,7 +323,8 @@ class StdioDispatcher:
             if context.peer_cancelled:
                 return  # the client withdrew it: it is never answered
             if not answered:
-                self._emit(_error_answer(request.id, _CLOSED))
+                with contextlib.suppress(anyio.BrokenResourceError):
+                    self._emit(_error_answer(request.id, _CLOSED))
             raise
         except Exception as exc:
             if not context.peer_cancelled:
