@@ -301,3 +301,15 @@ async def test_the_audit_log_records_failed_reads_and_calls_without_content(tmp_
     assert lines[2]["reason"] == "-32602: NotFound"
     assert lines[3]["reason"] == "the tool returned an error result"  # never the argument values
     assert "Be kind" not in log.read_text()  # never content
+
+
+def test_now_utc_is_iso_utc_to_the_millisecond(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcp_providers._serve import custody
+
+    for ns, text in (
+        (1_764_547_200_007_999_999, "2025-12-01T00:00:00.007Z"),
+        (1_764_547_200_999_000_000, "2025-12-01T00:00:00.999Z"),
+        (1_764_547_261_000_000_000, "2025-12-01T00:01:01.000Z"),
+    ):
+        monkeypatch.setattr(custody.time, "time_ns", lambda ns=ns: ns)
+        assert custody.now_utc() == text

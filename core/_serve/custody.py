@@ -99,6 +99,8 @@ def arguments_hmac(key: bytes, data: bytes) -> str:
 
 _second: tuple[int, str] = (-1, "")
 """The last whole second :func:`now_utc` formatted, and its ``YYYY-MM-DDTHH:MM:SS`` text."""
+_MILLIS = tuple(f".{ms:03d}Z" for ms in range(1000))
+"""``.000Z`` to ``.999Z``: concatenating one costs less than formatting it."""
 
 
 def now_utc() -> str:
@@ -112,7 +114,7 @@ def now_utc() -> str:
     cached = _second
     if cached[0] != seconds:
         cached = _second = (seconds, datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S"))
-    return f"{cached[1]}.{millis:03d}Z"
+    return cached[1] + _MILLIS[millis]
 
 
 def cache_hint(freshness: Freshness) -> CacheHint:
