@@ -19,7 +19,13 @@ import mcp_types as types
 
 from mcp_providers._host.assembly import Assembly
 from mcp_providers._host.catalog import Catalog, Route
-from mcp_providers._serve.custody import cache_hint_parts, digest, read_receipt, read_receipt_parts
+from mcp_providers._serve.custody import (
+    ReadReceiptParts,
+    cache_hint_parts,
+    digest,
+    read_receipt,
+    read_receipt_parts,
+)
 from mcp_providers._serve.evidence import within_budget
 from mcp_providers._serve.invoker import Invoker, Work
 from mcp_providers._serve.pipeline import Actor, Exchange
@@ -89,7 +95,7 @@ class _Shared:
 
     declaration: object
     """Held, so the identity it is kept under cannot be reused while it is kept."""
-    parts: Any
+    parts: ReadReceiptParts
     """The receipt parts (:func:`~mcp_providers._serve.custody.read_receipt_parts`)."""
     ttl_ms: int
     cache_scope: str
@@ -192,7 +198,7 @@ class ReadResource:
         data: bytes,
         mime: str | None,
         truncation: Any,
-        parts: Any,
+        parts: ReadReceiptParts,
     ) -> dict[str, Any]:
         custody = exchange.custody
         if route.canonical != uri:
