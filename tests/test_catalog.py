@@ -112,3 +112,47 @@ async def test_schemes_are_case_insensitive_and_foreign_schemes_get_the_served_o
             await client.read_resource("file:///etc/passwd")
         assert err.value.message.endswith("No provider serves that scheme; the served schemes are b://, c://")
         assert err.value.data == {"uri": "file:///etc/passwd"}
+
+
+class Keeper(ResourceProvider):
+    """Serves one fixed URI; mutates the params it is handed and fails when asked to."""
+
+    name, prefixes = "keeper", ("k://",)
+
+    def __init__(self) -> None:
+        self.seen: list[object] = []
+        self.fail = False
+
+    def resources(self) -> Sequence[Resource]:
+        return [Resource(uri="k://one", name="one")]
+
+    async def read(self, request: ReadRequest) -> Content:
+        self.seen.append(request.params)
+        if self.fail:
+            raise RuntimeError("boom")
+        request.params["left"] = "behind"  # type: ignore[index]  # a provider misusing its own dict
+        return Content(text="one")
+
+
+async def test_fixed_uri_routes_the_same_in_any_spelling_and_each_read_gets_its_own_params() -> None:
+    keeper = Keeper()
+    composition = compose({"keeper": plugin(keeper)})
+    catalog = composition.catalog
+    assert catalog.route("K://one") == catalog.route("k://one")
+    assert catalog.route("k://%6Fne").canonical == "k://one"
+    async with connect(composition) as client:
+        for _ in range(2):
+            await client.read_resource("k://one")
+    assert [type(p) for p in keeper.seen] == [dict, dict] and keeper.seen[0] is not keeper.seen[1]
+    assert catalog.route("k://one").params == {}  # what one read did to its dict stays there
+
+
+async def test_provider_failure_names_the_fixed_uri_as_sent() -> None:
+    keeper = Keeper()
+    keeper.fail = True
+    async with connect(compose({"keeper": plugin(keeper)})) as client:
+        for sent in ("k://one", "K://one"):
+            with pytest.raises(MCPError) as err:
+                await client.read_resource(sent)
+            assert f"failed reading {sent};" in err.value.message
+            assert err.value.error.data == {"target": sent}

@@ -301,3 +301,60 @@ async def test_the_audit_log_records_failed_reads_and_calls_without_content(tmp_
     assert lines[2]["reason"] == "-32602: NotFound"
     assert lines[3]["reason"] == "the tool returned an error result"  # never the argument values
     assert "Be kind" not in log.read_text()  # never content
+
+
+def test_now_utc_is_iso_utc_to_the_millisecond(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcp_providers._serve import custody
+
+    for ns, text in (
+        (1_764_547_200_007_999_999, "2025-12-01T00:00:00.007Z"),
+        (1_764_547_200_999_000_000, "2025-12-01T00:00:00.999Z"),
+        (1_764_547_261_000_000_000, "2025-12-01T00:01:01.000Z"),
+    ):
+        monkeypatch.setattr(custody.time, "time_ns", lambda ns=ns: ns)
+        assert custody.now_utc() == text
+
+
+@pytest.mark.parametrize("template", [None, "t://x/{id}"])
+@pytest.mark.parametrize("details", [False, True])
+def test_read_receipt_is_receipt_key_for_key(
+    template: str | None, details: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from datetime import UTC, datetime
+
+    from mcp_providers._serve import custody
+    from mcp_providers.models import Freshness
+
+    monkeypatch.setattr(custody, "now_utc", lambda: "2025-12-01T00:00:00.000Z")
+    freshness = Freshness.max_age(60)
+    data = b"some bytes"
+    common: dict[str, Any] = {
+        "subject": "alice",
+        "uri": "t://x/1",
+        "mime_type": "text/plain",
+        "truncation": {"originalBytes": 20, "servedBytes": 10} if details else None,
+        "extra": {"canonicalUri": "t://x/1", "exemptions": [{"reason": "auth"}]} if details else None,
+        "as_of": datetime(2025, 11, 30, tzinfo=UTC) if details else None,
+    }
+    params = {"id": "1"} if template else {}
+    parts = custody.read_receipt_parts("prov", "plug", "dist", "1.0", template, freshness)
+    fast = custody.read_receipt(parts, params=params, size=len(data), sha256=custody.digest(data), **common)
+    slow = custody.receipt(
+        actor="application",
+        operation="resources/read",
+        provider="prov",
+        plugin="plug",
+        distribution="dist",
+        version="1.0",
+        data=data,
+        template=template,
+        params=params if template else None,
+        freshness=freshness,
+        **common,
+    )
+    assert list(fast.items()) == list(slow.items())
+    again = custody.read_receipt(parts, params=params, size=len(data), sha256=custody.digest(data), **common)
+    again["freshness"]["kind"] = "changed"
+    again["transforms"].append("changed")
+    fresh = custody.read_receipt(parts, params=params, size=1, sha256="", **common)
+    assert fresh["transforms"] == [] and fresh["freshness"]["kind"] == "max_age"  # nothing shared between reads

@@ -28,6 +28,7 @@ import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Generic, TypeVar
 
 from mcp.shared.uri_template import UriTemplate
@@ -49,6 +50,10 @@ class Entry(Generic[T, P]):
     plugin: str
     provider: P
     declaration: T
+
+
+NO_PARAMS: Mapping[str, str] = MappingProxyType({})
+"""The params of a fixed URI's route (shared by every read of it, so read-only)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +110,11 @@ class Catalog:
                 self.tools += [Entry(d.plugin, p, t) for t in d.tools]
             else:
                 self.prompts += [Entry(d.plugin, p, pr) for pr in d.prompts]
-        self._fixed = {canonical(e.declaration.uri): e for e in self.resources}
+        self._fixed = {
+            uri: Route(e.plugin, e.provider, e.declaration, NO_PARAMS, uri)
+            for uri, e in ((canonical(e.declaration.uri), e) for e in self.resources)
+        }
+        """Fixed URIs (canonical) and their routes, made once: a read of one allocates none."""
         self._template_by_string = {e.declaration.uri_template: e for e in self.templates}
         self._tool_by_name = {e.declaration.name: e for e in self.tools}
         self._prompt_by_name = {e.declaration.name: e for e in self.prompts}
@@ -124,6 +133,9 @@ class Catalog:
             owner's templates, and ``data`` is ``{"uri": uri}``.
         :raises InvalidParams: the URI has a malformed percent-escape or escapes that are not UTF-8.
         """
+        fixed = self._fixed.get(uri)
+        if fixed is not None:  # a key is canonical, so uri is too: nothing to normalise
+            return fixed
         requested = uri
         try:
             uri = canonical(uri)
@@ -134,7 +146,7 @@ class Catalog:
             ) from None
         fixed = self._fixed.get(uri)
         if fixed is not None:
-            return Route(fixed.plugin, fixed.provider, fixed.declaration, canonical=uri)
+            return fixed
         owner = self._owner(uri)
         if owner is None:
             hint = self._closest_hint(uri, visible or _everything)

@@ -25,7 +25,7 @@ from asyncio import _get_running_loop as _running_loop
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Hashable
 from dataclasses import dataclass
 from types import CoroutineType
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 import anyio
 
@@ -133,17 +133,18 @@ class Invoker:
                 # rest runs under asyncio.timeout_at (one timer handle, about a third of the cost of
                 # an anyio CancelScope with a deadline), cancelled at its first await past the deadline.
                 deadline = loop.time() + self._timeout
-                coroutine = cast("Coroutine[Any, Any, T]", pending)
                 try:
-                    first = coroutine.send(None)
+                    first = pending.send(None)
                 except StopIteration as done:
-                    return cast("T", done.value)
+                    value: T = done.value
+                    return value
                 async with asyncio.timeout_at(deadline):
-                    return cast("T", await _resume(coroutine, first))
+                    value = await _resume(pending, first)
+                    return value
         except TimeoutError:
             pass  # the deadline, or a provider's own timeout: both read as the deadline
         finally:
-            if inspect.iscoroutine(pending):
+            if type(pending) is CoroutineType or inspect.iscoroutine(pending):
                 pending.close()  # never awaited when the scope was already cancelled
         raise ReadTimeout(
             f"provider {work.provider!r} did not finish {work.what} within {self._timeout:g} s "

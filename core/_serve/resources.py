@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import functools
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
 
@@ -18,7 +19,13 @@ import mcp_types as types
 
 from mcp_providers._host.assembly import Assembly
 from mcp_providers._host.catalog import Catalog, Route
-from mcp_providers._serve.custody import cache_hint_parts, digest, read_receipt, read_receipt_parts
+from mcp_providers._serve.custody import (
+    ReadReceiptParts,
+    cache_hint_parts,
+    digest,
+    read_receipt,
+    read_receipt_parts,
+)
 from mcp_providers._serve.evidence import within_budget
 from mcp_providers._serve.invoker import Invoker, Work
 from mcp_providers._serve.pipeline import Actor, Exchange
@@ -82,6 +89,24 @@ class ListMethod(Generic[I]):
         return self._result(list(page.items), page.next_cursor)
 
 
+@dataclass(frozen=True, slots=True)
+class _Shared:
+    """What every read of one declaration shares, worked out on its first read."""
+
+    declaration: object
+    """Held, so the identity it is kept under cannot be reused while it is kept."""
+    parts: ReadReceiptParts
+    """The receipt parts (:func:`~mcp_providers._serve.custody.read_receipt_parts`)."""
+    ttl_ms: int
+    cache_scope: str
+    work: Work | None
+    """The invoker's :class:`Work` for a fixed URI read as declared (canonical form), else ``None``."""
+
+
+_Target = tuple[Route, str, float | None, _Shared]
+"""A routed read: the route, the URI as sent, the caller's freshness demand, the shared parts."""
+
+
 class ReadResource:
     """``resources/read``."""
 
@@ -93,41 +118,44 @@ class ReadResource:
         self._catalog = assembly.catalog
         self._settings = assembly.config.server
         self._invoker = invoker
-        self._parts: dict[int, tuple[object, Any, tuple[int, str]]] = {}
-        """Per declaration (by identity, holding it): what every read of it shares, the receipt
-        parts and the cache hint (``ttlMs``, ``cacheScope``); see :meth:`_shared`."""
+        self._shared_by_id: dict[int, _Shared] = {}
+        """Per declaration (by identity): what every read of it shares; see :meth:`_shared`."""
 
-    def route(self, exchange: Exchange, params: types.ReadResourceRequestParams) -> tuple[Route, str, float | None]:
+    def route(self, exchange: Exchange, params: types.ReadResourceRequestParams) -> _Target:
         exchange.target = params.uri
         route = self._catalog.route(params.uri, exchange.gate.listable)
-        return route, params.uri, _max_age(params)
+        return route, params.uri, _max_age(params), self._shared(route)
 
-    def authorize(self, exchange: Exchange, target: tuple[Route, str, float | None]) -> None:
-        route, uri, _ = target
+    def authorize(self, exchange: Exchange, target: _Target) -> None:
+        route, uri, _, _ = target
         exchange.gate.require_route("read", route, uri)
 
-    async def invoke(self, exchange: Exchange, target: tuple[Route, str, float | None]) -> object:
-        route, uri, demanded = target
+    async def invoke(self, exchange: Exchange, target: _Target) -> object:
+        route, uri, demanded, shared = target
         if demanded is not None:
             refuse_if_stale(uri, route.declaration.freshness, demanded, None, after_read=False)
-        request = ReadRequest(uri=uri, resource=route.declaration, params=route.params, subject=exchange.subject)
-        work = Work(route.plugin, route.provider.name, f"reading {uri}", uri)
+        # A fixed URI's route shares a read-only NO_PARAMS: the provider gets a dict of its own.
+        request = ReadRequest(uri=uri, resource=route.declaration, params=route.params or {}, subject=exchange.subject)
+        work = shared.work
+        if work is None or work.target != uri:
+            work = Work(route.plugin, route.provider.name, f"reading {uri}", uri)
         key = (route.provider.name, uri, exchange.subject) if self._settings.coalesce_reads else None
         return await self._invoker.run(work, lambda: route.provider.read(request), share=key, custody=exchange.custody)
 
-    def evidence(self, exchange: Exchange, target: tuple[Route, str, float | None], produced: object) -> dict[str, Any]:
-        route, uri, demanded = target
+    def evidence(self, exchange: Exchange, target: _Target, produced: object) -> dict[str, Any]:
+        route, uri, demanded, shared = target
         content = _checked(route, uri, produced)
         declaration = route.declaration
         if demanded is not None:
             refuse_if_stale(uri, declaration.freshness, demanded, content.as_of, after_read=True)
-        content, truncation = within_budget(
-            uri, declaration, content, declaration.max_bytes or self._settings.max_read_bytes
-        )
-        mime = content.mime_type or declaration.mime_type
         data = content.data
-        _, parts, (ttl_ms, cache_scope) = self._shared(route)
-        exchange.receipt = self._receipt(exchange, route, uri, content, data, mime, truncation, parts)
+        budget = declaration.max_bytes or self._settings.max_read_bytes
+        truncation = None
+        if len(data) > budget:
+            content, truncation = within_budget(uri, declaration, content, budget)
+            data = content.data
+        mime = content.mime_type or declaration.mime_type
+        exchange.receipt = self._receipt(exchange, route, uri, content, data, mime, truncation, shared.parts)
         # The wire form directly (what ReadResourceResult would dump to): the SDK validates it once.
         item: dict[str, Any] = {"uri": uri}
         if mime is not None:
@@ -138,22 +166,27 @@ class ReadResource:
             item["blob"] = base64.b64encode(data).decode()
         return {
             "contents": [item],
-            "ttlMs": ttl_ms,
-            "cacheScope": cache_scope,
+            "ttlMs": shared.ttl_ms,
+            "cacheScope": shared.cache_scope,
             "_meta": {RECEIPT_KEY: exchange.receipt},
             "resultType": "complete",
         }
 
-    def _shared(self, route: Route) -> tuple[object, Any, tuple[int, str]]:
+    def _shared(self, route: Route) -> _Shared:
         declaration = route.declaration
-        shared = self._parts.get(id(declaration))
-        if shared is None or shared[0] is not declaration:
+        shared = self._shared_by_id.get(id(declaration))
+        if shared is None or shared.declaration is not declaration:
             distribution, version = self._assembly.origins.get(route.plugin, (None, None))
             template = declaration.uri_template if isinstance(declaration, ResourceTemplate) else None
             parts = read_receipt_parts(
                 route.provider.name, route.plugin, distribution, version, template, declaration.freshness
             )
-            shared = self._parts[id(declaration)] = (declaration, parts, cache_hint_parts(declaration.freshness))
+            work = None
+            if template is None:
+                work = Work(route.plugin, route.provider.name, f"reading {route.canonical}", route.canonical)
+            ttl_ms, cache_scope = cache_hint_parts(declaration.freshness)
+            shared = _Shared(declaration, parts, ttl_ms, cache_scope, work)
+            self._shared_by_id[id(declaration)] = shared
         return shared
 
     def _receipt(
@@ -165,7 +198,7 @@ class ReadResource:
         data: bytes,
         mime: str | None,
         truncation: Any,
-        parts: Any,
+        parts: ReadReceiptParts,
     ) -> dict[str, Any]:
         custody = exchange.custody
         if route.canonical != uri:

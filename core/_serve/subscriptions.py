@@ -183,7 +183,7 @@ class SubscriptionHub:
                 f"{uri} cannot be watched: provider {route.provider.name!r} {why}; read it again instead",
                 data={"uri": uri},
             )
-        route.provider.check_watch(route.declaration, route.params)
+        route.provider.check_watch(route.declaration, route.params or {})  # its own dict, not the shared NO_PARAMS
         self.shared.require(f"watch {uri}")  # a watch needs the cluster bus to hear of changes
         return route
 
