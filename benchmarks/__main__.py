@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import json
 import os
 import socket
@@ -95,6 +96,7 @@ async def ainterleaved(cases: dict[str, Callable[[], Awaitable[float]]], rounds:
 
 def per_read_ms(client: Any, uri: str, n: int) -> Callable[[], Awaitable[float]]:
     async def run() -> float:
+        gc.collect()  # no case pays for garbage another case left behind
         t0 = time.perf_counter()
         for _ in range(n):
             await client.read_resource(uri)
@@ -121,8 +123,8 @@ async def read_overhead(rounds: int) -> None:
             for name, srv in servers.items():
                 client = await stack.enter_async_context(Client(srv, mode=mode, cache=None))  # type: ignore[arg-type]
                 await client.read_resource(uri)
-                cases[name] = per_read_ms(client, uri, 200)
-            result = await ainterleaved(cases, rounds)
+                cases[name] = per_read_ms(client, uri, 500)
+            result = await ainterleaved(cases, rounds + rounds // 2)  # a ratio near 1.0 needs the samples
         _report_vs_first(f"read, in-memory {mode}", result, "ms", target_name="composed (after)", target=1.0)
 
     async with contextlib.AsyncExitStack() as stack:
