@@ -6,8 +6,8 @@ Run alone: ``uv run python -m benchmarks.sideeffects [--quick]``; or in the full
 Two measures, each scope-on and scope-off interleaved round by round in one process:
 
 - a whole ``resources/read`` through the SDK's in-memory client (2026-07-28), with the server's
-  ``side_effect_scope`` swapped for a no-op for the "without" case;
-- the provider's ``read()`` called directly, bare and inside ``side_effect_scope`` (the scope's
+  ``enter_scope`` swapped for a no-op for the "without" case;
+- the provider's ``read()`` called directly, bare and inside the scope (``enter_scope``/``exit_scope``) (the scope's
   absolute cost in microseconds, with no client or server around it).
 """
 
@@ -27,29 +27,21 @@ from benchmarks import fixtures
 Emit = Callable[..., None]
 
 
-class _NoRecords:
-    def receipt_fields(self) -> dict[str, Any]:
-        return {}
-
-
-_NO_RECORDS = _NoRecords()
-
-
-@contextlib.contextmanager
-def _no_scope(**_kwargs: Any) -> Iterator[Any]:
-    yield _NO_RECORDS
+def _no_scope(*_args: Any) -> tuple[None, None]:
+    return None, None  # the invoker skips leaving a scope it never entered
 
 
 @contextlib.contextmanager
 def _scope_removed() -> Iterator[None]:
+    """The invoker without the side-effect scope (it enters one through ``enter_scope``)."""
     from mcp_providers._serve import invoker as server
 
-    real = server.side_effect_scope
-    server.side_effect_scope = _no_scope  # type: ignore[assignment]
+    real = server.enter_scope
+    server.enter_scope = _no_scope  # type: ignore[assignment]
     try:
         yield
     finally:
-        server.side_effect_scope = real
+        server.enter_scope = real
 
 
 async def _interleaved(cases: dict[str, Callable[[], Awaitable[float]]], rounds: int) -> dict[str, float]:
@@ -64,7 +56,7 @@ async def measure(rounds: int) -> dict[str, float]:
     """Median milliseconds per read for each case (names are the keys)."""
     from mcp import Client
 
-    from mcp_providers._sideeffects import install, side_effect_scope
+    from mcp_providers._sideeffects import enter_scope, exit_scope, install
     from mcp_providers.providers import ReadRequest
 
     install()
@@ -86,9 +78,12 @@ async def measure(rounds: int) -> dict[str, float]:
         async def direct_reads(scoped: bool, n: int = 20_000) -> float:
             t0 = time.perf_counter()
             if scoped:
-                for _ in range(n):
-                    with side_effect_scope(provider="gen", plugin="gen0000", target=uri):
+                for _ in range(n):  # entered and left as the invoker does
+                    scope, token = enter_scope("gen", "gen0000", uri, "read", "enforce")
+                    try:
                         await provider.read(request)
+                    finally:
+                        exit_scope(scope, token)
             else:
                 for _ in range(n):
                     await provider.read(request)
