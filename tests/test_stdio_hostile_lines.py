@@ -71,6 +71,14 @@ HOSTILE = {
         -32600,
     ),
     "five-megabyte-garbage": (b"z" * 5_000_000, -32600),
+    # Unterminated runs of escaped quotes: a string-matching pattern that rescans from every quote
+    # is quadratic on these (hours for one line); the answer must come like any other's.
+    "two-megabytes-of-escaped-quotes": (b'"\\' * 1_000_000, -32700),
+    "escaped-quotes-under-deep-brackets": (b"[" * 100 + b'"\\' * 1_000_000, -32600),
+    "escaped-quotes-in-params": (
+        b'{"jsonrpc":"2.0","id":9,"method":"ping","params":{"x":"' + b'\\"' * 1_000_000,
+        -32700,
+    ),
     "scalar": (b"42", -32600),
     "object-not-a-request": (b'{"no": "jsonrpc"}', -32600),
     "empty-batch": (b"[]", -32600),
