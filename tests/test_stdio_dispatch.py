@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -43,12 +44,12 @@ class Peer:
             [sys.executable, str(SERVER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
         )
 
-    def send(self, *messages: dict[str, Any]) -> None:
+    def send(self, *messages: dict[str, Any] | list[dict[str, Any]]) -> None:
         assert self.process.stdin is not None
         self.process.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in messages))  # one write
         self.process.stdin.flush()
 
-    def receive(self) -> dict[str, Any]:
+    def receive(self) -> Any:
         assert self.process.stdout is not None
         line = self.process.stdout.readline()
         assert line, "the server closed stdout"
@@ -165,3 +166,80 @@ async def test_a_2026_connection_is_served_on_the_same_pipe_code() -> None:
         done = await client.call_tool("now", {})
     assert {t.name for t in listed.tools} == {"wait", "steps", "ask", "now"}
     assert done.content[0].text == "now"  # type: ignore[union-attr]
+
+
+def _init_2025_03_26() -> Peer:
+    raw = Peer()
+    raw.send({**INIT, "params": {**INIT["params"], "protocolVersion": "2025-03-26"}})  # type: ignore[dict-item]
+    assert raw.answer_to(1)["result"]["protocolVersion"] == "2025-03-26"
+    raw.send(INITIALIZED)
+    return raw
+
+
+def test_a_cancelled_request_in_a_batch_leaves_the_rest_of_the_batch_answered() -> None:
+    raw = _init_2025_03_26()
+    cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 5}}
+    batch = [_call(5, "wait"), {"jsonrpc": "2.0", "id": 6, "method": "ping"}]
+    assert raw.process.stdin is not None
+    # One write: the cancel is read before the cancelled request's task has taken a step.
+    raw.process.stdin.write(json.dumps(batch).encode() + b"\n" + json.dumps(cancel).encode() + b"\n")
+    raw.process.stdin.flush()
+    assert raw.receive() == [{"jsonrpc": "2.0", "id": 6, "result": {}}]
+    raw.send([_call(7, "wait"), _call(8, "wait")])
+    raw.send({**cancel, "params": {"requestId": 7}}, {**cancel, "params": {"requestId": 8}})
+    raw.send({"jsonrpc": "2.0", "id": 9, "method": "ping"})
+    assert raw.receive() == {"jsonrpc": "2.0", "id": 9, "result": {}}  # an all-cancelled batch: nothing
+    assert raw.close() == []
+
+
+def test_a_failed_initialize_does_not_make_a_later_answer_to_its_id_the_handshake() -> None:
+    raw = _init_2025_03_26()
+    raw.send({"jsonrpc": "2.0", "id": 9, "method": "initialize", "params": {}})
+    assert "error" in raw.answer_to(9)
+    raw.send({"jsonrpc": "2.0", "id": 9, "method": "ping"})
+    assert raw.answer_to(9)["result"] == {}
+    raw.send([{"jsonrpc": "2.0", "id": 5, "method": "ping"}, {"jsonrpc": "2.0", "id": 6, "method": "ping"}])
+    assert raw.receive() == [{"jsonrpc": "2.0", "id": 5, "result": {}}, {"jsonrpc": "2.0", "id": 6, "result": {}}]
+    raw.close()
+
+
+def test_requests_sharing_an_id_are_each_ended_at_end_of_input(peer: Peer) -> None:
+    peer.send(_call(7, "wait"), _call(7, "wait"))
+    peer.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7}})
+    peer.send({"jsonrpc": "2.0", "id": 8, "method": "ping"})
+    assert peer.answer_to(8)["result"] == {}
+    rest = peer.close()  # the one not cancelled is still running: ended, and answered -32000
+    assert [(m["id"], m["error"]["code"]) for m in rest] == [(7, types.CONNECTION_CLOSED)]
+
+
+def test_a_client_that_stops_reading_answers_stops_being_read(peer: Peer) -> None:
+    """Answers pile up unread only to a bound (16 MiB); then stdin is not read either, and nothing
+    is lost: once the client reads again, every request is answered."""
+    assert peer.process.stdin is not None and peer.process.stdout is not None
+    total, per_chunk = 60_000, 500  # tools/list answers: about 1 KB each, 60 MB if all were kept
+    chunk = b"".join(
+        json.dumps({"jsonrpc": "2.0", "id": 1000 + i, "method": "tools/list"}).encode() + b"\n"
+        for i in range(per_chunk)
+    )
+    written = [0]
+
+    def flood() -> None:
+        assert peer.process.stdin is not None
+        while written[0] < total:
+            peer.process.stdin.write(chunk)
+            peer.process.stdin.flush()
+            written[0] += per_chunk
+
+    writer = threading.Thread(target=flood, daemon=True)
+    writer.start()
+    seen = -1
+    while seen != written[0]:  # wait until the writer makes no progress: stdin is no longer read
+        seen = written[0]
+        writer.join(timeout=3)
+        assert writer.is_alive(), "every request was read although no answer was"
+    assert written[0] < total
+    for _ in range(total):  # reading the answers lets the server read the rest
+        assert peer.receive()["id"] >= 1000
+    writer.join(timeout=WAIT_SECONDS)
+    assert not writer.is_alive()
+    assert peer.close() == []

@@ -100,8 +100,9 @@ class _Session:
         """The line to write for an expected answer (a JSON-RPC response or error object): itself,
         a completed batch, or nothing yet."""
         request_id = answer.get("id")
-        if request_id == self.init_id and "result" in answer:
-            self.version = str(answer["result"].get("protocolVersion") or "") or None
+        if request_id == self.init_id:  # answered either way: a later request may reuse the id
+            if "result" in answer:
+                self.version = str(answer["result"].get("protocolVersion") or "") or None
             self.init_id = None
         for batch in self.batches:
             ids, answers = batch
@@ -113,6 +114,21 @@ class _Session:
                 self.batches.remove(batch)
                 return _line(answers)
         return _line(answer)
+
+    def settle(self, request_id: Any) -> bytes | None:
+        """A request that will never be answered (the client cancelled it): the line of its batch
+        if that completes the batch, else nothing."""
+        if request_id == self.init_id:
+            self.init_id = None
+        for batch in self.batches:
+            ids, answers = batch
+            if request_id in ids:
+                ids.remove(request_id)
+                if ids:
+                    return None
+                self.batches.remove(batch)
+                return _line(answers) if answers else None  # nothing at all to answer: nothing written
+        return None
 
 
 def _line(payload: Any) -> bytes:

@@ -86,6 +86,10 @@ PRE_REQUEST_FRAMES: Final = 8
 QUEUED_LINES: Final = 256
 """Lines held while reading is parked before the pipe itself is paused (back-pressure on the client)."""
 
+UNREAD_ANSWERS_BYTES: Final = 16 * 1024 * 1024
+"""Answers the client has not read yet, in bytes (16 MiB), past which stdin is not read either: a
+client that never reads stdout holds this much of the server's memory, not all it can make it write."""
+
 _CLOSED = types.ErrorData(code=types.CONNECTION_CLOSED, message="Connection closed")
 
 
@@ -102,7 +106,16 @@ def _error_answer(request_id: types.RequestId, error: types.ErrorData) -> dict[s
 class _Context:
     """The ``DispatchContext`` of one inbound message: its id, progress token and way back."""
 
-    __slots__ = ("_cancel", "_closed", "_dispatcher", "_progress_token", "peer_cancelled", "request_id", "transport")
+    __slots__ = (
+        "_cancel",
+        "_closed",
+        "_dispatcher",
+        "_progress_token",
+        "answered",
+        "peer_cancelled",
+        "request_id",
+        "transport",
+    )
 
     message_metadata = None  # stdio attaches no transport metadata to a message
 
@@ -116,6 +129,7 @@ class _Context:
         self._cancel: anyio.Event | None = None
         self._closed = False
         self.peer_cancelled = False
+        self.answered = False
 
     @property
     def cancel_requested(self) -> anyio.Event:
@@ -251,8 +265,10 @@ class StdioDispatcher:
         inline = request.method == "initialize"
         if inline:
             self.parked = True  # the next message waits for the negotiated connection
-        task = asyncio.get_running_loop().create_task(self._handle(request, context, handlers.on_request, inline))
+        task = self._spawn(self._handle(request, context, handlers.on_request))
         self._in_flight[coerce_request_id(request.id)] = (task, context)
+        # Settled in a done callback: a task cancelled before its first step never runs its body.
+        task.add_done_callback(lambda _: self._settle(context, inline))
 
     def _notification(self, message: types.JSONRPCNotification, handlers: _Handlers) -> None:
         params = message.params
@@ -302,41 +318,47 @@ class StdioDispatcher:
             return
         pending.answer.set_result(outcome)
 
-    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         task = asyncio.get_running_loop().create_task(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        return task
 
     # -- handling ------------------------------------------------------------------------------
 
-    async def _handle(
-        self, request: types.JSONRPCRequest, context: _Context, on_request: OnRequest, inline: bool
-    ) -> None:
+    async def _handle(self, request: types.JSONRPCRequest, context: _Context, on_request: OnRequest) -> None:
         """Run one request and write its answer (none when the client cancelled it)."""
-        answered = False
         try:
             result = await on_request(context, request.method, request.params)
             if not context.peer_cancelled:
-                answered = True
+                context.answered = True
                 await self._answer({"jsonrpc": "2.0", "id": request.id, "result": result})
         except asyncio.CancelledError:
             if context.peer_cancelled:
                 return  # the client withdrew it: it is never answered
-            if not answered:
-                with contextlib.suppress(anyio.BrokenResourceError):
-                    self._emit(_error_answer(request.id, _CLOSED))
-            raise
+            raise  # shutting down: _settle answers it
         except Exception as exc:
             if not context.peer_cancelled:
+                context.answered = True
                 await self._answer(_error_answer(request.id, self._error_of(request.method, exc)))
-        finally:
-            context.close()
-            key = coerce_request_id(request.id)
-            if (entry := self._in_flight.get(key)) is not None and entry[1] is context:
-                del self._in_flight[key]
-            if inline:
-                self.parked = False
-                self._resume()
+
+    def _settle(self, context: _Context, inline: bool) -> None:
+        """A request's task is done, whether or not its body ever ran."""
+        context.close()
+        request_id = context.request_id
+        key = coerce_request_id(request_id)  # type: ignore[arg-type]  # a request's context has its id
+        if (entry := self._in_flight.get(key)) is not None and entry[1] is context:
+            del self._in_flight[key]
+        if not context.answered:
+            with contextlib.suppress(anyio.BrokenResourceError):
+                if context.peer_cancelled:  # never answered; a batch it was in must not wait for it
+                    if (line := self._session.settle(request_id)) is not None:
+                        self._write(line)
+                else:  # cancelled at shutdown, perhaps before it ran
+                    self._emit(_error_answer(request_id, _CLOSED))  # type: ignore[arg-type]
+        if inline:
+            self.parked = False
+            self._resume()
 
     @staticmethod
     def _error_of(method: str, exc: Exception) -> types.ErrorData:
@@ -362,6 +384,9 @@ class StdioDispatcher:
                 return
         else:
             line = _to_json(payload)
+        self._write(line)
+
+    def _write(self, line: bytes) -> None:
         transport = self._writer.transport
         if transport.is_closing():
             raise anyio.BrokenResourceError
@@ -496,7 +521,7 @@ class StdioDispatcher:
         for pending in self._pending.values():
             if not pending.answer.done():
                 pending.answer.set_result(_CLOSED)
-        running = [task for task, _ in self._in_flight.values()] + list(self._tasks)
+        running = list(self._tasks)  # every request's task, even one whose id a later request reused
         for task in running:
             task.cancel()
         if running:
@@ -512,11 +537,31 @@ async def _contained(work: Awaitable[None], what: str) -> None:
         log.exception("%s raised", what)
 
 
+class _WriteFlow(asyncio.streams.FlowControlMixin):
+    """stdout's flow control, which also tells the reading side when answers pile up unread."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.full = False
+        self.changed: Callable[[], None] = lambda: None
+
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        self.full = True
+        self.changed()
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        self.full = False
+        self.changed()
+
+
 class _LineProtocol(asyncio.Protocol):
     """The read pipe's protocol: splits stdin into lines, frames them and feeds the dispatcher.
 
     Lines wait here while the dispatcher is parked (``initialize`` running, or the era not chosen
-    yet); past :data:`QUEUED_LINES` waiting, the pipe is paused until they are taken.
+    yet); past :data:`QUEUED_LINES` waiting, or while stdout holds :data:`UNREAD_ANSWERS_BYTES`
+    the client has not read, the pipe is paused.
     """
 
     def __init__(self, framer: Framer, limit: int) -> None:
@@ -531,6 +576,7 @@ class _LineProtocol(asyncio.Protocol):
         self._paused = False
         self.dispatcher: StdioDispatcher | None = None
         self.transport: asyncio.ReadTransport | None = None
+        self.stdout: _WriteFlow | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
@@ -587,7 +633,7 @@ class _LineProtocol(asyncio.Protocol):
         self._flow(dispatcher)
 
     def _flow(self, dispatcher: StdioDispatcher) -> None:
-        waiting = len(self._lines) > QUEUED_LINES
+        waiting = len(self._lines) > QUEUED_LINES or (self.stdout is not None and self.stdout.full)
         if self.transport is not None and waiting != self._paused and not self._ended:
             (self.transport.pause_reading if waiting else self.transport.resume_reading)()
             self._paused = waiting
@@ -669,8 +715,11 @@ async def _pipes(stdout_fd: int | None, max_line_bytes: int) -> AsyncIterator[St
         session = _Session()
         protocol = _LineProtocol(Framer(session, max_line_bytes), max_line_bytes)
         write_transport, write_protocol = await loop.connect_write_pipe(
-            asyncio.streams.FlowControlMixin, os.fdopen(wire_out, "wb", buffering=0)
+            _WriteFlow, os.fdopen(wire_out, "wb", buffering=0)
         )
+        write_transport.set_write_buffer_limits(high=UNREAD_ANSWERS_BYTES)
+        write_protocol.changed = protocol.drain
+        protocol.stdout = write_protocol
         writer = asyncio.StreamWriter(write_transport, write_protocol, None, loop)
         dispatcher = StdioDispatcher(writer, session, protocol.drain)
         protocol.dispatcher = dispatcher
