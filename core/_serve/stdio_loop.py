@@ -24,6 +24,10 @@ other transport reaches.
 - at end of input, requests still running are cancelled and answered -32000 ("Connection closed"),
   and waiters of the server's own requests get the same error.
 
+Beyond it: a cancelled request inside a 2025-03-26 batch leaves the rest of the batch answered
+(without it), and stdin stops being read while :data:`UNREAD_ANSWERS_BYTES` of answers wait for a
+client that does not read them, so such a client holds a bounded part of the server's memory.
+
 The era is chosen as the SDK chooses it: by the first request, whose ``_meta`` carrying
 ``io.modelcontextprotocol/protocolVersion`` opens a 2026-07-28 connection; anything else (the
 ``initialize`` handshake) a 2025-era one. A later message of the other era is refused.
