@@ -20,6 +20,16 @@ WAIT_SECONDS = 60
 """Upper bound on waiting for one answer (a bound on the test, not an assertion about speed)."""
 
 
+INIT: dict[str, Any] = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+}
+"""A raw ``initialize`` request (id 1, protocol 2025-11-25)."""
+INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+
+
 def install_target(source: Path, target: Path) -> None:
     """Install a distribution (no dependencies) into ``target``, as pip/uv would into site-packages."""
     uv = shutil.which("uv")

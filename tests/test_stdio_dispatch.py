@@ -20,16 +20,9 @@ from typing import Any
 import mcp_types as types
 import pytest
 from mcp import Client, StdioServerParameters
-from reliability_support import WAIT_SECONDS
+from reliability_support import INIT, INITIALIZED, WAIT_SECONDS
 
 SERVER = Path(__file__).with_name("stdio_dispatch_server.py")
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
-}
-INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
 
 
 def _call(request_id: int, name: str) -> dict[str, Any]:

@@ -11,16 +11,9 @@ import textwrap
 import mcp_types as types
 import pytest
 from mcp import Client, MCPError, StdioServerParameters
+from reliability_support import INIT, INITIALIZED
 
 pytestmark = pytest.mark.anyio
-
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
-}
-INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
 
 
 def _read(id_: int, uri: str) -> dict[str, object]:
@@ -154,7 +147,8 @@ def test_serve_with_stdin_from_the_null_device_exits_at_end_of_input() -> None:
 
     # /dev/null is a character device asyncio cannot poll; the server must still see end of input.
     with open("/dev/null", "rb") as null:
-        run = subprocess.run([sys.executable, "-m", "mcp_providers", "serve"], stdin=null, capture_output=True,
-                             timeout=60)
+        run = subprocess.run(
+            [sys.executable, "-m", "mcp_providers", "serve"], stdin=null, capture_output=True, timeout=60
+        )
     assert run.returncode == 0, run.stderr.decode()
     assert b"Traceback" not in run.stderr and run.stdout == b""

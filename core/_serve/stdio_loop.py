@@ -336,7 +336,7 @@ class StdioDispatcher:
             result = await on_request(context, request.method, request.params)
             if not context.peer_cancelled:
                 context.answered = True
-                await self._answer({"jsonrpc": "2.0", "id": request.id, "result": result})
+                await self._send({"jsonrpc": "2.0", "id": request.id, "result": result})
         except asyncio.CancelledError:
             if context.peer_cancelled:
                 return  # the client withdrew it: it is never answered
@@ -344,7 +344,7 @@ class StdioDispatcher:
         except Exception as exc:
             if not context.peer_cancelled:
                 context.answered = True
-                await self._answer(_error_answer(request.id, self._error_of(request.method, exc)))
+                await self._send(_error_answer(request.id, self._error_of(request.method, exc)))
 
     def _settle(self, context: _Context, inline: bool) -> None:
         """A request's task is done, whether or not its body ever ran."""
@@ -396,13 +396,13 @@ class StdioDispatcher:
             raise anyio.BrokenResourceError
         transport.write(line)
 
-    async def _answer(self, payload: dict[str, Any]) -> None:
-        """Write an answer; a client that stopped reading costs only this answer."""
+    async def _send(self, payload: dict[str, Any]) -> None:
+        """Write an answer or a notification; a client that stopped reading costs only this message."""
         try:
             self._emit(payload)
             await self._writer.drain()  # returns at once unless the pipe is over its high-water mark
         except (anyio.BrokenResourceError, ConnectionError, OSError):
-            log.debug("dropped the answer to %r: stdout is closed", payload.get("id"))
+            log.debug("dropped %s: stdout is closed", payload.get("method") or f"the answer to {payload.get('id')!r}")
 
     async def notify(
         self,
@@ -419,11 +419,7 @@ class StdioDispatcher:
         payload: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
         if params is not None:
             payload["params"] = dict(params)
-        try:
-            self._emit(payload)
-            await self._writer.drain()
-        except (anyio.BrokenResourceError, ConnectionError, OSError):
-            log.debug("dropped %s: stdout is closed", method)
+        await self._send(payload)
 
     async def send_raw_request(
         self,
