@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator, Mapping
 
 import pytest
+from cluster_support import RedisServer
 from mcp import Client
 from servicenow_support import (
     DEV_PASSWORD,
@@ -55,3 +56,13 @@ def composition(dev_emulator: Emulator, prod_emulator: Emulator, secrets_env: Ma
 async def client(composition: Composition) -> AsyncIterator[Client]:
     async with connect(composition) as connected:
         yield connected
+
+
+@pytest.fixture
+def redis_server() -> Iterator[RedisServer]:
+    """A real ``redis-server`` on a free loopback port, for this test alone."""
+    server = RedisServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()

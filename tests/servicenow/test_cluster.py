@@ -7,7 +7,7 @@ at the emulator in this process; Redis is a real ``redis-server`` on a free loop
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -28,15 +28,6 @@ pytestmark = [
 
 POLL = 0.5
 RECORD = "servicenow://dev/incidents/INC0010001"
-
-
-@pytest.fixture
-def redis_server() -> Iterator[RedisServer]:
-    server = RedisServer().start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def _sys_id(emulator: Emulator, number: str) -> str:

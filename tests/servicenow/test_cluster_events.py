@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -26,15 +26,6 @@ pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 RECORD = "servicenow://dev/incidents/INC0010001"
 VERSION = "2025-11-25"
 ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-
-
-@pytest.fixture
-def redis_server() -> Iterator[RedisServer]:
-    server = RedisServer().start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 async def _events(response: httpx2.Response) -> AsyncIterator[dict[str, Any]]:

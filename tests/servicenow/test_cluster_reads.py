@@ -7,7 +7,7 @@ this process); Redis is a real ``redis-server`` on a free loopback port.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import anyio
@@ -49,15 +49,6 @@ class Plugin:
     @hookimpl
     def register_resource_providers(self, settings: Any) -> Sequence[ResourceProvider]:
         return [self.provider]
-
-
-@pytest.fixture
-def redis_server() -> Iterator[RedisServer]:
-    server = RedisServer().start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 async def test_a_max_age_read_through_a_then_b_is_one_upstream_read(redis_server: RedisServer) -> None:
