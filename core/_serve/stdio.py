@@ -104,31 +104,30 @@ class _Session:
             if "result" in answer:
                 self.version = str(answer["result"].get("protocolVersion") or "") or None
             self.init_id = None
-        for batch in self.batches:
-            ids, answers = batch
-            if request_id in ids:
-                ids.remove(request_id)
-                answers.append(answer)
-                if ids:
-                    return None
-                self.batches.remove(batch)
-                return _line(answers)
-        return _line(answer)
+        found, line = self._into_batch(request_id, answer)
+        return line if found else _line(answer)
 
     def settle(self, request_id: Any) -> bytes | None:
         """A request that will never be answered (the client cancelled it): the line of its batch
         if that completes the batch, else nothing."""
         if request_id == self.init_id:
             self.init_id = None
+        return self._into_batch(request_id, None)[1]
+
+    def _into_batch(self, request_id: Any, answer: dict[str, Any] | None) -> tuple[bool, bytes | None]:
+        """Close ``request_id`` in its batch, with its answer (``None``: it has none):
+        ``(whether it was in a batch, the batch's line once complete and not empty)``."""
         for batch in self.batches:
             ids, answers = batch
             if request_id in ids:
                 ids.remove(request_id)
+                if answer is not None:
+                    answers.append(answer)
                 if ids:
-                    return None
+                    return True, None
                 self.batches.remove(batch)
-                return _line(answers) if answers else None  # nothing at all to answer: nothing written
-        return None
+                return True, _line(answers) if answers else None  # nothing at all to answer: nothing written
+        return False, None
 
 
 def _line(payload: Any) -> bytes:
