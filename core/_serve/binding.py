@@ -123,6 +123,13 @@ _PARAMS: dict[str, type[Any]] = {
 }
 
 
+WIRE_FORM_RESULTS = frozenset({"resources/read"})
+"""Methods whose stages return the result dict in the negotiated version's wire form
+(:meth:`ReadResource.evidence <mcp_providers._serve.resources.ReadResource.evidence>` and
+:func:`~mcp_providers._serve.wire.shape`): answered by the pipeline's middleware without the SDK
+validating the result a second time (:meth:`Pipeline.answer_directly`)."""
+
+
 def routes(runtime: Runtime, pipeline: Pipeline) -> list[RouteEntry]:
     """The handler table: one entry per served method, each running through ``pipeline``."""
     return [RouteEntry(m.name, _PARAMS[m.name], pipeline.handler(m)) for m in methods(runtime)]
@@ -151,7 +158,8 @@ def build_server(runtime: Runtime, pipeline: Pipeline, name: str, version: str) 
         async with runtime.running():
             yield {}
 
-    handlers: dict[str, Any] = {_ON[r.method]: r.handler for r in routes(runtime, pipeline)}
+    served = routes(runtime, pipeline)
+    handlers: dict[str, Any] = {_ON[r.method]: r.handler for r in served}
     server: Server[object] = Server(name, version=version, lifespan=lifespan, **handlers)
     # logging/setLevel is registered directly: the constructor's on_set_logging_level warns that
     # logging is deprecated at 2026-07-28, but 2025-11-25 clients still set levels for the log
@@ -160,6 +168,7 @@ def build_server(runtime: Runtime, pipeline: Pipeline, name: str, version: str) 
     # One layer: a line for requests no method's stages answer, and capabilities shaped for the
     # negotiated version (wire.initialize_middleware inside Pipeline.middleware).
     server.middleware.append(pipeline.middleware)
+    pipeline.answer_directly(server, [r.method for r in served if r.method in WIRE_FORM_RESULTS])
     if not tracing_configured():
         # The SDK's tracing middleware builds a span per request even with no tracer installed.
         server.middleware = [m for m in server.middleware if type(m).__name__ != "OpenTelemetryMiddleware"]

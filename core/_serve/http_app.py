@@ -143,8 +143,16 @@ class _Exchange:
     request_id: Any
     message_metadata: ServerMessageMetadata
     progress_token: Any = None
-    cancel_requested: anyio.Event = field(default_factory=anyio.Event)
     can_send_request: bool = False
+    _cancel: anyio.Event | None = None
+
+    @property
+    def cancel_requested(self) -> anyio.Event:
+        """Never set (a JSON response has no cancellation channel); made on first use, as most
+        requests never look."""
+        if self._cancel is None:
+            self._cancel = anyio.Event()
+        return self._cancel
 
     async def send_raw_request(self, method: str, params: Any, opts: Any = None) -> dict[str, Any]:
         raise NoBackChannelError(method)

@@ -19,12 +19,16 @@ one audit line.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import functools
+from collections.abc import Awaitable, Callable, Iterable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
-from mcp.server import ServerRequestContext
+from mcp.server import Server, ServerRequestContext
+from mcp_types import SERVER_INFO_META_KEY
+from mcp_types import methods as spec_methods
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_providers._serve import wire
 from mcp_providers._serve.audit import AuditLog
@@ -106,6 +110,22 @@ class Pipeline:
     def __init__(self, authorizer: Authorizer, audit: AuditLog) -> None:
         self.authorizer = authorizer
         self.audit = audit
+        self._server: Server[Any] | None = None
+        self._direct_methods: frozenset[str] = frozenset()
+
+    def answer_directly(self, server: Server[Any], methods: Iterable[str]) -> None:
+        """Answer ``methods`` of ``server`` from :meth:`middleware` itself, without the SDK's second
+        validation of their results.
+
+        Only for methods whose stages build the exact wire form of the negotiated version (the
+        ``resources/read`` result, whose parts are ours): the SDK would validate and re-dump the
+        same dict, receipt included, on every request. The request side stays the SDK's (its own
+        functions validate the params), and anything it would refuse is handed to it to answer
+        (see :meth:`_answer`); ``tests/test_direct_answers.py`` checks both paths answer alike in
+        every protocol version.
+        """
+        self._server = server
+        self._direct_methods = frozenset(methods)
 
     def handler(self, method: Method[Any, Any, Any]) -> Callable[[Ctx, Any], Awaitable[Any]]:
         """The SDK request handler ``(ctx, params) -> result`` for ``method``."""
@@ -137,13 +157,40 @@ class Pipeline:
     async def middleware(self, ctx: Ctx, call_next: Callable[[Ctx], Awaitable[Any]]) -> Any:
         """The one SDK server middleware: :meth:`audit_middleware` inside
         :func:`~mcp_providers._serve.wire.initialize_middleware` (``initialize`` results shaped for
-        their protocol version), in one layer per request rather than two."""
+        their protocol version), in one layer per request rather than two; methods named to
+        :meth:`answer_directly` are answered here (:meth:`_answer`)."""
+        if ctx.method in self._direct_methods:
+            call_next = functools.partial(self._answer, call_next=call_next)
         if ctx.request_id is None or not self.audit.enabled:  # nothing for the audit layer to do
             result = await call_next(ctx)
         else:
             result = await self.audit_middleware(ctx, call_next)
         if ctx.method == "initialize" and isinstance(result, dict):
             return wire.shape_initialize(result)
+        return result
+
+    async def _answer(self, ctx: Ctx, call_next: Callable[[Ctx], Awaitable[Any]]) -> Any:
+        """What the SDK's innermost step does for a request (``mcp.server.runner``), less the
+        second validation of the result: the same request checks through the SDK's own functions,
+        the registered handler, and the ``serverInfo`` stamp of 2026-era results (spec #3002).
+
+        A request the SDK would refuse (params invalid for the version, or a connection not yet
+        initialized) goes on to ``call_next``, so the SDK answers it with its own error.
+        """
+        server, version, params = self._server, ctx.protocol_version, ctx.params
+        entry = server.get_request_handler(ctx.method) if server is not None else None
+        if server is None or entry is None or ctx.session.client_params is None:
+            return await call_next(ctx)
+        try:
+            spec_methods.validate_client_request(ctx.method, version, params)
+            typed = entry.params_type.model_validate({} if params is None else params, by_name=False)
+        except Exception:  # its answer, not ours: the SDK raises the same again, with its error
+            return await call_next(ctx)
+        result = await entry.handler(ctx, typed)
+        if isinstance(result, dict) and version in MODERN_PROTOCOL_VERSIONS:
+            meta = result.get("_meta") or {}
+            if meta.get(SERVER_INFO_META_KEY) is None:
+                result["_meta"] = {**meta, SERVER_INFO_META_KEY: server.server_info_stamp}
         return result
 
     async def audit_middleware(self, ctx: Ctx, call_next: Callable[[Ctx], Awaitable[Any]]) -> Any:

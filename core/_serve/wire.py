@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 import mcp_types as types
 from mcp import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel
 
 from mcp_providers._host.rules import RESULT_KEY, output_schema
@@ -37,6 +38,8 @@ RESOURCE_LINK_SINCE = "2025-06-18"
 ``title`` fields, ``_meta`` on list items and content, and ``annotations.lastModified``."""
 ICONS_SINCE = "2025-11-25"
 """The first protocol version with ``icons``, ``Tool.execution`` and the tasks capability."""
+MODERN_RESULT_KEYS = ("ttlMs", "cacheScope", "resultType")
+"""Result fields of the 2026-07-28 versions (cache hints, ``resultType``), absent from handshake-era ones."""
 
 _SINCE: dict[type[BaseModel], tuple[tuple[str, str], ...]] = {
     types.Tool: (
@@ -119,10 +122,13 @@ def shape(result: R, version: str) -> R:
 
     A block a version does not know becomes a text block saying what it was (``resource_link``
     before 2025-06-18 names its URI; ``audio`` before 2025-03-26 names its MIME type and size);
-    fields a version does not define are dropped (see ``docs/protocol-versions.md``). An empty
-    ``version`` (not negotiated, e.g. 2026-07-28 stateless requests) or 2025-11-25 and later
-    are left as they are.
+    fields a version does not define are dropped (see ``docs/protocol-versions.md``), the
+    2026-era :data:`MODERN_RESULT_KEYS` of a result already in wire form (a ``dict``) too. An
+    empty ``version`` (not negotiated) or 2025-11-25 and later are otherwise left as they are.
     """
+    if isinstance(result, dict) and version and version not in MODERN_PROTOCOL_VERSIONS:
+        for key in MODERN_RESULT_KEYS:
+            result.pop(key, None)
     if not version or version >= ICONS_SINCE:
         return result
     rewritten: list[str] = []

@@ -1,0 +1,186 @@
+"""``resources/read`` answered by the pipeline's middleware (``Pipeline.answer_directly``): the same
+answers, to the byte, as through the SDK's innermost step, which validates every result again.
+
+Every protocol version (the four handshake-era ones and 2026-07-28), through the SDK's own
+``Server.run`` on raw JSON-RPC messages: text, templated and percent-encoded URIs, binary content,
+content over its budget, and every way a read is refused (not found, denied, a provider failing,
+params the SDK refuses, a stale demand, a read before ``initialize``). Each request goes to a server
+answering directly and to the same server with the direct path turned off; the answers must be
+equal (but for the receipt's ``retrievedAt`` clock), and only the second may have called the SDK's
+result validation.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Sequence
+from types import SimpleNamespace
+from typing import Any
+
+import anyio
+import mcp_types.methods
+import pytest
+from wire_support import Guides, RawSession
+
+from mcp_providers import Content, Decision, ReadRequest, Resource, ResourceProvider, hookimpl
+from mcp_providers.config import ServerSettings
+from mcp_providers.models import MAX_AGE_KEY, RECEIPT_KEY
+from mcp_providers.testing import compose
+
+pytestmark = pytest.mark.anyio
+
+MODERN = "2026-07-28"
+VERSIONS = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", MODERN]
+ENVELOPE = {
+    "io.modelcontextprotocol/protocolVersion": MODERN,
+    "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"},
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+
+
+class Files(ResourceProvider):
+    name = "files"
+    prefixes = ("bin://",)
+
+    def resources(self) -> Sequence[Resource]:
+        return [
+            Resource(uri="bin://png", name="png", mime_type="image/png"),
+            Resource(uri="bin://big", name="big", mime_type="text/plain", max_bytes=64),
+            Resource(uri="bin://cut", name="cut", mime_type="text/plain", max_bytes=64, allow_truncation=True),
+            Resource(uri="bin://secret", name="secret", mime_type="text/plain"),
+            Resource(uri="bin://broken", name="broken", mime_type="text/plain"),
+        ]
+
+    async def read(self, request: ReadRequest) -> Content:
+        if request.uri == "bin://png":
+            return Content(blob=b"\x89PNG\r\n\x1a\n\x00\xff")
+        if request.uri in ("bin://big", "bin://cut"):
+            return Content(text="a line of text that goes on\n" * 20)
+        if request.uri == "bin://broken":
+            raise RuntimeError("the provider failed")
+        return Content(text="not for you")
+
+
+class DenySecret:
+    @hookimpl
+    def authorize(self, subject: str, action: str, target: str) -> Decision | None:
+        return Decision(False, "the test denies it") if target == "bin://secret" else None
+
+
+READS: list[dict[str, Any]] = [
+    {"uri": "docs://index"},
+    {"uri": "docs://guías/intro"},
+    {"uri": "docs://gu%C3%ADas/intro"},
+    {"uri": "bin://png"},
+    {"uri": "bin://big"},
+    {"uri": "bin://cut"},
+    {"uri": "docs://index", "extra": 1},
+    {"uri": "docs://index", "_meta": {"progressToken": 7}},
+    {"uri": "docs://nope"},
+    {"uri": "bin://secret"},
+    {"uri": "bin://broken"},
+    {"uri": "docs://index", "_meta": {MAX_AGE_KEY: 0}},
+    {"uri": "docs://index", "_meta": {MAX_AGE_KEY: -1}},
+    {},
+    {"uri": 5},
+]
+
+
+def _composition(direct: bool) -> Any:
+    plugins = {
+        "wire": SimpleNamespace(register_resource_providers=hookimpl(lambda settings: [Guides(), Files()])),
+        "deny": DenySecret(),
+    }
+    composition = compose(plugins, server=ServerSettings(max_read_bytes=4096))
+    if not direct:
+        composition.pipeline.answer_directly(composition.server, ())
+    return composition
+
+
+@contextlib.asynccontextmanager
+async def _session(composition: Any, version: str | None) -> AsyncIterator[RawSession]:
+    """A raw session at ``version`` (2026-07-28: every request carries the envelope instead of a
+    handshake); ``None``: no ``initialize`` at all."""
+    server = composition.server
+    to_server, server_in = anyio.create_memory_object_stream[Any](100)
+    server_out, from_server = anyio.create_memory_object_stream[Any](100)
+    async with to_server, server_in, server_out, from_server, anyio.create_task_group() as tg:
+        tg.start_soon(lambda: server.run(server_in, server_out, server.create_initialization_options()))
+        session = RawSession(to_server, from_server)
+        if version is not None and version != MODERN:
+            init = await session.request(
+                "initialize",
+                {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}},
+            )
+            assert init["result"]["protocolVersion"] == version, init
+            await session.notify("notifications/initialized")
+        yield session
+        tg.cancel_scope.cancel()
+
+
+def _params(read: dict[str, Any], version: str | None) -> dict[str, Any]:
+    if version != MODERN:
+        return read
+    return {**read, "_meta": {**read.get("_meta", {}), **ENVELOPE}}
+
+
+def _without_clock(answer: dict[str, Any]) -> dict[str, Any]:
+    receipt = answer.get("result", {}).get("_meta", {}).get(RECEIPT_KEY)
+    if receipt is not None:
+        assert receipt.pop("retrievedAt")
+    return answer
+
+
+async def _answers(direct: bool, version: str | None, monkeypatch: pytest.MonkeyPatch) -> tuple[list[Any], int]:
+    """The answers to :data:`READS`, and how often the SDK validated a ``resources/read`` result."""
+    validated = 0
+    validate = mcp_types.methods.serialize_server_result
+
+    def counting(method: str, *args: Any, **kwargs: Any) -> Any:
+        nonlocal validated
+        validated += method == "resources/read"
+        return validate(method, *args, **kwargs)
+
+    monkeypatch.setattr(mcp_types.methods, "serialize_server_result", counting)
+    answers = []
+    async with _session(_composition(direct), version) as session:
+        for read in READS:
+            answers.append(_without_clock(await session.request("resources/read", _params(read, version))))
+    monkeypatch.setattr(mcp_types.methods, "serialize_server_result", validate)
+    return answers, validated
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+async def test_direct_answers_are_the_sdk_answers(version: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    direct, validated_direct = await _answers(True, version, monkeypatch)
+    through_sdk, validated_sdk = await _answers(False, version, monkeypatch)
+    for read, ours, theirs in zip(READS, direct, through_sdk, strict=True):
+        assert ours == theirs, f"{version} {read}"
+    results = [a for a in direct if "result" in a]
+    errors = {a["error"]["code"] for a in direct if "error" in a}
+    assert len(results) == 7 and errors == {-32003, -32004, -32007, -32602, -32603}, direct  # every kind was tried
+    assert results[4]["result"]["_meta"][RECEIPT_KEY]["truncation"]["servedBytes"] == 64  # bin://cut
+    assert validated_direct == 0  # answered directly: the SDK never validated a read's result
+    assert validated_sdk == len(results)  # the comparison path did, once per result
+
+
+@pytest.mark.parametrize("version", ["2024-11-05", "2025-11-25", MODERN])
+async def test_each_version_gets_only_its_own_result_fields(version: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    (answer, *_), _ = await _answers(True, version, monkeypatch)
+    result = answer["result"]
+    modern_keys = {"ttlMs", "cacheScope", "resultType"}
+    if version == MODERN:
+        assert modern_keys <= set(result)
+        assert result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"]
+    else:
+        assert not modern_keys & set(result)
+        assert set(result["_meta"]) == {RECEIPT_KEY}
+
+
+async def test_a_read_before_initialize_is_refused_as_the_sdk_refuses_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    answers = []
+    for direct in (True, False):
+        async with _session(_composition(direct), None) as session:
+            answers.append(await session.request("resources/read", {"uri": "docs://index"}))
+    assert answers[0] == answers[1]
+    assert answers[0]["error"]["code"] == -32602, answers[0]
