@@ -123,8 +123,11 @@ async def read_overhead(rounds: int) -> None:
             for name, srv in servers.items():
                 client = await stack.enter_async_context(Client(srv, mode=mode, cache=None))  # type: ignore[arg-type]
                 await client.read_resource(uri)
-                cases[name] = per_read_ms(client, uri, 500)
-            result = await ainterleaved(cases, rounds + rounds // 2)  # a ratio near 1.0 needs the samples
+                cases[name] = per_read_ms(client, uri, 50)
+            # A ratio near 1.0 needs each case measured right beside the others: this machine's speed
+            # drifts by a third within a minute, so short samples over many rounds (50 reads x 130
+            # rounds for 9 rounds elsewhere; the same reads as 500 x 13) keep the drift out of it.
+            result = await ainterleaved(cases, 10 * (rounds + rounds // 2))
         _report_vs_first(f"read, in-memory {mode}", result, "ms", target_name="composed (after)", target=1.0)
 
     async with contextlib.AsyncExitStack() as stack:
