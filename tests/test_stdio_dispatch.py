@@ -236,3 +236,79 @@ def test_a_client_that_stops_reading_answers_stops_being_read(peer: Peer) -> Non
     writer.join(timeout=WAIT_SECONDS)
     assert not writer.is_alive()
     assert peer.close() == []
+
+
+class _Pipe:
+    """Stands in for stdout's writer: keeps every line the dispatcher writes."""
+
+    def __init__(self) -> None:
+        self.lines: list[dict[str, Any]] = []
+        self.transport = self
+
+    def is_closing(self) -> bool:
+        return False
+
+    def write(self, line: bytes) -> None:
+        self.lines.extend(json.loads(part) for part in line.splitlines())
+
+    async def drain(self) -> None:
+        return None
+
+
+def _request(request_id: int) -> types.JSONRPCRequest:
+    return types.JSONRPCRequest(jsonrpc="2.0", id=request_id, method="tools/call", params={"name": "now"})
+
+
+async def _dispatcher(answered: list[int]) -> tuple[Any, _Pipe, Any]:
+    import anyio
+
+    from mcp_providers._serve.stdio import _Session
+    from mcp_providers._serve.stdio_loop import StdioDispatcher
+
+    pipe = _Pipe()
+    dispatcher = StdioDispatcher(pipe, _Session(), lambda: None)  # type: ignore[arg-type]
+
+    async def on_request(context: Any, method: str, params: Any) -> dict[str, Any]:
+        answered.append(context.request_id)
+        return {}
+
+    async def on_notify(context: Any, method: str, params: Any) -> None:
+        return None
+
+    group = anyio.create_task_group()
+    await group.__aenter__()
+    await group.start(dispatcher.run, on_request, on_notify)
+    return dispatcher, pipe, group
+
+
+@pytest.mark.anyio
+async def test_a_request_cancelled_before_it_starts_is_settled_and_forgotten() -> None:
+    import anyio
+
+    answered: list[int] = []
+    dispatcher, pipe, group = await _dispatcher(answered)
+    for n in range(1, 101):  # each cancelled in the same step as it arrived: its task never ran a line
+        dispatcher.accept(_request(n))
+        cancelled = {"requestId": n, "reason": "changed my mind"}
+        dispatcher.accept(types.JSONRPCNotification(jsonrpc="2.0", method="notifications/cancelled", params=cancelled))
+    dispatcher.accept(_request(101))
+    await anyio.wait_all_tasks_blocked()
+    await anyio.sleep(0)  # the cancelled tasks' done callbacks run a loop turn after them
+    assert answered == [101] and [line["id"] for line in pipe.lines] == [101]
+    assert not dispatcher._requests and not dispatcher._in_flight  # nothing kept for the cancelled ones
+    dispatcher.end_of_input()
+    await group.__aexit__(None, None, None)
+
+
+@pytest.mark.anyio
+async def test_requests_that_never_started_are_answered_once_when_the_connection_closes() -> None:
+    answered: list[int] = []
+    dispatcher, pipe, group = await _dispatcher(answered)
+    for n in (1, 2, 2):
+        dispatcher.accept(_request(n))
+    await dispatcher._close()  # shutting down in the same step: their tasks never took one
+    dispatcher.end_of_input()
+    await group.__aexit__(None, None, None)
+    assert answered == []
+    assert sorted((line["id"], line["error"]["code"]) for line in pipe.lines) == [(1, -32000), (2, -32000), (2, -32000)]
+    assert not dispatcher._requests and not dispatcher._in_flight

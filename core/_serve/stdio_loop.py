@@ -116,8 +116,11 @@ class _Context:
         "_dispatcher",
         "_progress_token",
         "answered",
+        "inline",
         "peer_cancelled",
         "request_id",
+        "settled",
+        "task",
         "transport",
     )
 
@@ -134,6 +137,10 @@ class _Context:
         self._closed = False
         self.peer_cancelled = False
         self.answered = False
+        self.settled = False
+        self.inline = False
+        """``initialize``: reading is parked until it is settled."""
+        self.task: asyncio.Task[None] | None = None
 
     @property
     def cancel_requested(self) -> anyio.Event:
@@ -215,7 +222,10 @@ class StdioDispatcher:
         self._opening: asyncio.Future[types.JSONRPCRequest | None] = loop.create_future()
         self._ended: asyncio.Future[None] = loop.create_future()
         self._in_flight: dict[types.RequestId, tuple[asyncio.Task[None], _Context]] = {}
+        self._requests: dict[asyncio.Task[None], _Context] = {}
+        """Every request's task, even one whose id a later request reused, until it is settled."""
         self._tasks: set[asyncio.Task[None]] = set()
+        self._loop = loop
         self._pending: dict[types.RequestId, _Pending] = {}
         self._next_id = 0
         self._closed = False
@@ -266,13 +276,18 @@ class StdioDispatcher:
 
     def _request(self, request: types.JSONRPCRequest, handlers: _Handlers) -> None:
         context = _Context(self, request.id, progress_token_from_params(request.params))
-        inline = request.method == "initialize"
-        if inline:
+        context.inline = request.method == "initialize"
+        if context.inline:
             self.parked = True  # the next message waits for the negotiated connection
-        task = self._spawn(self._handle(request, context, handlers.on_request))
+        # Settled at the end of its own body (no done callback: a loop turn less per request); a
+        # task cancelled before its first step never runs it, so whoever cancels settles it.
+        # initialize resumes reading, which dispatches what waited: from a done callback, so those
+        # requests start in the loop's context, not in a copy of initialize's.
+        context.task = task = self._loop.create_task(self._handle(request, context, handlers.on_request))
+        self._requests[task] = context
         self._in_flight[coerce_request_id(request.id)] = (task, context)
-        # Settled in a done callback: a task cancelled before its first step never runs its body.
-        task.add_done_callback(lambda _: self._settle(context, inline))
+        if context.inline:
+            task.add_done_callback(lambda _: self._settle(context))
 
     def _notification(self, message: types.JSONRPCNotification, handlers: _Handlers) -> None:
         params = message.params
@@ -291,6 +306,7 @@ class StdioDispatcher:
             task, context = entry
             context.cancelled_by_peer()
             task.cancel()
+            task.add_done_callback(lambda _: self._settle(context))
 
     def _progress(self, params: Mapping[str, Any] | None) -> None:
         params = params or {}
@@ -323,7 +339,7 @@ class StdioDispatcher:
         pending.answer.set_result(outcome)
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
-        task = asyncio.get_running_loop().create_task(work)
+        task = self._loop.create_task(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return task
@@ -345,9 +361,16 @@ class StdioDispatcher:
             if not context.peer_cancelled:
                 context.answered = True
                 await self._send(_error_answer(request.id, self._error_of(request.method, exc)))
+        finally:
+            if not context.inline:
+                self._settle(context)
 
-    def _settle(self, context: _Context, inline: bool) -> None:
-        """A request's task is done, whether or not its body ever ran."""
+    def _settle(self, context: _Context) -> None:
+        """A request is over, whether or not its body ever ran (called once; later calls do nothing)."""
+        if context.settled:
+            return
+        context.settled = True
+        self._requests.pop(context.task, None)  # type: ignore[arg-type]  # a request's context has its task
         context.close()
         request_id = context.request_id
         key = coerce_request_id(request_id)  # type: ignore[arg-type]  # a request's context has its id
@@ -360,7 +383,7 @@ class StdioDispatcher:
                         self._write(line)
                 else:  # cancelled at shutdown, perhaps before it ran
                     self._emit(_error_answer(request_id, _CLOSED))  # type: ignore[arg-type]
-        if inline:
+        if context.inline:
             self.parked = False
             self._resume()
 
@@ -521,12 +544,15 @@ class StdioDispatcher:
         for pending in self._pending.values():
             if not pending.answer.done():
                 pending.answer.set_result(_CLOSED)
-        running = list(self._tasks)  # every request's task, even one whose id a later request reused
+        requests = list(self._requests.items())
+        running = [*self._tasks, *(task for task, _ in requests)]
         for task in running:
             task.cancel()
         if running:
             with anyio.CancelScope(shield=True):
                 await asyncio.gather(*running, return_exceptions=True)
+        for _, context in requests:  # those cancelled before their first step never ran their body
+            self._settle(context)
 
 
 async def _contained(work: Awaitable[None], what: str) -> None:
