@@ -202,8 +202,18 @@ class Content:
     as_of: datetime | None = None
 
     def __post_init__(self) -> None:
+        """:raises ValueError: neither or both of ``text`` and ``blob``.
+        :raises TypeError: a field of the wrong type (each goes on the wire as it is)."""
         if (self.text is None) == (self.blob is None):
             raise ValueError("Content takes exactly one of text= and blob=")
+        for name, value, kinds, expected in (
+            ("text", self.text, str, "a str"),
+            ("blob", self.blob, bytes | bytearray, "bytes"),
+            ("mime_type", self.mime_type, str, "a str such as 'text/plain'"),
+            ("as_of", self.as_of, datetime, "a timezone-aware datetime"),
+        ):
+            if value is not None and not isinstance(value, kinds):
+                raise TypeError(f"Content {name}= must be {expected} or None, not {type(value).__name__}")
 
     @property
     def data(self) -> bytes:

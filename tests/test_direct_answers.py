@@ -1,10 +1,12 @@
 """``resources/read`` answered by the pipeline's middleware (``Pipeline.answer_directly``): the same
-answers, to the byte, as through the SDK's innermost step, which validates every result again.
+answers (equal as JSON) as through the SDK's innermost step, which validates every result again.
 
 Every protocol version (the four handshake-era ones and 2026-07-28), through the SDK's own
 ``Server.run`` on raw JSON-RPC messages: text, templated and percent-encoded URIs, binary content,
-content over its budget, and every way a read is refused (not found, denied, a provider failing,
-params the SDK refuses, a stale demand, a read before ``initialize``). Each request goes to a server
+content over its budget, and every way a read is refused (not found, denied, a provider failing or
+returning content of the wrong types, params the SDK refuses, a stale demand, a read before
+``initialize``); and where the SDK must answer instead (a middleware an embedder added inside the
+pipeline's, a handler registered in place of the pipeline's). Each request goes to a server
 answering directly and to the same server with the direct path turned off; the answers must be
 equal (but for the receipt's ``retrievedAt`` clock), and only the second may have called the SDK's
 result validation.
@@ -13,13 +15,16 @@ result validation.
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import AsyncIterator, Sequence
 from types import SimpleNamespace
 from typing import Any
 
 import anyio
+import mcp_types as types
 import mcp_types.methods
 import pytest
+from mcp import MCPError
 from wire_support import Guides, RawSession
 
 from mcp_providers import Content, Decision, ReadRequest, Resource, ResourceProvider, hookimpl
@@ -49,6 +54,7 @@ class Files(ResourceProvider):
             Resource(uri="bin://cut", name="cut", mime_type="text/plain", max_bytes=64, allow_truncation=True),
             Resource(uri="bin://secret", name="secret", mime_type="text/plain"),
             Resource(uri="bin://broken", name="broken", mime_type="text/plain"),
+            Resource(uri="bin://badmime", name="badmime", mime_type="text/plain"),
         ]
 
     async def read(self, request: ReadRequest) -> Content:
@@ -58,6 +64,8 @@ class Files(ResourceProvider):
             return Content(text="a line of text that goes on\n" * 20)
         if request.uri == "bin://broken":
             raise RuntimeError("the provider failed")
+        if request.uri == "bin://badmime":
+            return Content(text="x", mime_type=5)  # type: ignore[arg-type]  # what a careless provider does
         return Content(text="not for you")
 
 
@@ -79,6 +87,7 @@ READS: list[dict[str, Any]] = [
     {"uri": "docs://nope"},
     {"uri": "bin://secret"},
     {"uri": "bin://broken"},
+    {"uri": "bin://badmime"},
     {"uri": "docs://index", "_meta": {MAX_AGE_KEY: 0}},
     {"uri": "docs://index", "_meta": {MAX_AGE_KEY: -1}},
     {},
@@ -159,6 +168,7 @@ async def test_direct_answers_are_the_sdk_answers(version: str, monkeypatch: pyt
     results = [a for a in direct if "result" in a]
     errors = {a["error"]["code"] for a in direct if "error" in a}
     assert len(results) == 7 and errors == {-32003, -32004, -32007, -32602, -32603}, direct  # every kind was tried
+    assert "mime_type= must be a str" not in str(direct)  # the provider's TypeError stays in the log
     assert results[4]["result"]["_meta"][RECEIPT_KEY]["truncation"]["servedBytes"] == 64  # bin://cut
     assert validated_direct == 0  # answered directly: the SDK never validated a read's result
     assert validated_sdk == len(results)  # the comparison path did, once per result
@@ -184,3 +194,55 @@ async def test_a_read_before_initialize_is_refused_as_the_sdk_refuses_it(monkeyp
             answers.append(await session.request("resources/read", {"uri": "docs://index"}))
     assert answers[0] == answers[1]
     assert answers[0]["error"]["code"] == -32602, answers[0]
+
+
+async def test_a_middleware_added_after_the_pipelines_still_sees_every_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[str] = []
+
+    async def rate_limit(ctx: Any, call_next: Any) -> Any:
+        seen.append(ctx.method)
+        if ctx.method == "resources/read" and (ctx.params or {}).get("uri") == "docs://index":
+            raise MCPError(-32001, "rate limited by the embedder")
+        return await call_next(ctx)
+
+    for version in VERSIONS:
+        composition = _composition(True)
+        composition.server.middleware.append(rate_limit)
+        seen.clear()
+        async with _session(composition, version) as session:
+            refused = await session.request("resources/read", _params({"uri": "docs://index"}, version))
+            served = await session.request("resources/read", _params({"uri": "bin://png"}, version))
+        assert [m for m in seen if m == "resources/read"] == ["resources/read"] * 2, (version, seen)
+        assert refused["error"] == {"code": -32001, "message": "rate limited by the embedder"}, version
+        assert served["result"]["contents"][0]["blob"], version
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+async def test_a_handler_registered_in_place_of_the_pipelines_is_answered_by_the_sdk(version: str) -> None:
+    async def read(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        contents = [types.TextResourceContents(uri=params.uri, text="replaced", mime_type="text/plain")]
+        return types.ReadResourceResult(contents=contents, ttl_ms=0, cache_scope="private")
+
+    answers = []
+    for direct in (True, False):
+        composition = _composition(direct)
+        composition.server.add_request_handler("resources/read", types.ReadResourceRequestParams, read)
+        async with _session(composition, version) as session:
+            answers.append(await session.request("resources/read", _params({"uri": "docs://index"}, version)))
+    assert answers[0] == answers[1]
+    assert answers[0]["result"]["contents"][0]["text"] == "replaced"
+    assert ("ttlMs" in answers[0]["result"]) == (version == MODERN)  # shaped for the version by the SDK
+
+
+@pytest.mark.parametrize(
+    ("fields", "named"),
+    [
+        ({"text": "x", "mime_type": 5}, "mime_type= must be a str such as 'text/plain' or None, not int"),
+        ({"text": b"x"}, "text= must be a str or None, not bytes"),
+        ({"blob": "x"}, "blob= must be bytes or None, not str"),
+        ({"text": "x", "as_of": "2026-01-01"}, "as_of= must be a timezone-aware datetime or None, not str"),
+    ],
+)
+def test_content_of_the_wrong_types_is_refused_where_the_provider_makes_it(fields: dict[str, Any], named: str) -> None:
+    with pytest.raises(TypeError, match=re.escape(named)):
+        Content(**fields)

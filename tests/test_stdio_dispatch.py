@@ -312,3 +312,30 @@ async def test_requests_that_never_started_are_answered_once_when_the_connection
     assert answered == []
     assert sorted((line["id"], line["error"]["code"]) for line in pipe.lines) == [(1, -32000), (2, -32000), (2, -32000)]
     assert not dispatcher._requests and not dispatcher._in_flight
+
+
+@pytest.mark.anyio
+async def test_an_answer_that_cannot_be_written_as_json_costs_only_that_request() -> None:
+    import anyio
+
+    from mcp_providers._serve.stdio import _Session
+    from mcp_providers._serve.stdio_loop import StdioDispatcher
+
+    pipe = _Pipe()
+    dispatcher = StdioDispatcher(pipe, _Session(), lambda: None)  # type: ignore[arg-type]
+
+    async def on_request(context: Any, method: str, params: Any) -> dict[str, Any]:
+        return {"value": object()} if context.request_id == 1 else {"value": float("nan")}
+
+    async def on_notify(context: Any, method: str, params: Any) -> None:
+        return None
+
+    async with anyio.create_task_group() as group:
+        await group.start(dispatcher.run, on_request, on_notify)
+        dispatcher.accept(_request(1))
+        dispatcher.accept(_request(2))
+        await anyio.wait_all_tasks_blocked()
+        dispatcher.end_of_input()
+    by_id = {line["id"]: line for line in pipe.lines}
+    assert by_id[1]["error"]["code"] == -32603 and "object" not in by_id[1]["error"]["message"]
+    assert by_id[2]["result"] == {"value": None}  # non-finite floats are written as null, as the SDK's models do

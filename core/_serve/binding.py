@@ -168,7 +168,7 @@ def build_server(runtime: Runtime, pipeline: Pipeline, name: str, version: str) 
     # One layer: a line for requests no method's stages answer, and capabilities shaped for the
     # negotiated version (wire.initialize_middleware inside Pipeline.middleware).
     server.middleware.append(pipeline.middleware)
-    pipeline.answer_directly(server, [r.method for r in served if r.method in WIRE_FORM_RESULTS])
+    pipeline.answer_directly(server, {r.method: r.handler for r in served if r.method in WIRE_FORM_RESULTS})
     if not tracing_configured():
         # The SDK's tracing middleware builds a span per request even with no tracer installed.
         server.middleware = [m for m in server.middleware if type(m).__name__ != "OpenTelemetryMiddleware"]

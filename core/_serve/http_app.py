@@ -502,7 +502,8 @@ def http_app(
     if scope_sessions is not None:  # one view of the store per session (_serve.events)
         scope_sessions(manager)
     if stateless_middleware not in server.middleware:
-        server.middleware.append(stateless_middleware)
+        # Outside the others: the pipeline's, innermost, answers resources/read itself.
+        server.middleware.insert(0, stateless_middleware)
     return HttpApp(
         server=server,
         sdk_app=sdk,

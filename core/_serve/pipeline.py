@@ -20,7 +20,7 @@ one audit line.
 from __future__ import annotations
 
 import functools
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, Protocol, TypeVar
@@ -37,6 +37,8 @@ from mcp_providers.errors import Denied, RequestError
 from mcp_providers.policy import current_gate
 
 Ctx = ServerRequestContext[Any, Any]
+Handler = Callable[[Ctx, Any], Awaitable[Any]]
+"""An SDK request handler, ``(ctx, params) -> result``."""
 
 _through_pipeline: ContextVar[list[bool] | None] = ContextVar("mcp_providers_through_pipeline", default=None)
 """Set by :meth:`Pipeline.audit_middleware` per request; the pipeline marks it when it writes the line."""
@@ -111,23 +113,24 @@ class Pipeline:
         self.authorizer = authorizer
         self.audit = audit
         self._server: Server[Any] | None = None
-        self._direct_methods: frozenset[str] = frozenset()
+        self._direct: dict[str, Handler] = {}
 
-    def answer_directly(self, server: Server[Any], methods: Iterable[str]) -> None:
-        """Answer ``methods`` of ``server`` from :meth:`middleware` itself, without the SDK's second
-        validation of their results.
+    def answer_directly(self, server: Server[Any], handlers: Mapping[str, Handler]) -> None:
+        """Answer the methods of ``handlers`` (method name -> this pipeline's handler for it) from
+        :meth:`middleware` itself, without the SDK's second validation of their results.
 
-        Only for methods whose stages build the exact wire form of the negotiated version (the
-        ``resources/read`` result, whose parts are ours): the SDK would validate and re-dump the
-        same dict, receipt included, on every request. The request side stays the SDK's (its own
-        functions validate the params), and anything it would refuse is handed to it to answer
-        (see :meth:`_answer`); ``tests/test_direct_answers.py`` checks both paths answer alike in
-        every protocol version.
+        Only for methods whose stages build the exact wire form of the negotiated version from
+        checked parts (the ``resources/read`` result): the SDK would validate and re-dump the same
+        dict, receipt included, on every request. The request side stays the SDK's (its own
+        functions validate the params). The SDK answers instead whenever it would refuse the
+        request, when another handler was registered for the method since, or when a middleware
+        sits inside this one (it must see the request). ``tests/test_direct_answers.py`` checks
+        both paths answer alike in every protocol version.
         """
         self._server = server
-        self._direct_methods = frozenset(methods)
+        self._direct = dict(handlers)
 
-    def handler(self, method: Method[Any, Any, Any]) -> Callable[[Ctx, Any], Awaitable[Any]]:
+    def handler(self, method: Method[Any, Any, Any]) -> Handler:
         """The SDK request handler ``(ctx, params) -> result`` for ``method``."""
 
         async def handle(ctx: Ctx, params: Any) -> Any:
@@ -159,7 +162,7 @@ class Pipeline:
         :func:`~mcp_providers._serve.wire.initialize_middleware` (``initialize`` results shaped for
         their protocol version), in one layer per request rather than two; methods named to
         :meth:`answer_directly` are answered here (:meth:`_answer`)."""
-        if ctx.method in self._direct_methods:
+        if ctx.method in self._direct:
             call_next = functools.partial(self._answer, call_next=call_next)
         if ctx.request_id is None or not self.audit.enabled:  # nothing for the audit layer to do
             result = await call_next(ctx)
@@ -175,11 +178,18 @@ class Pipeline:
         the registered handler, and the ``serverInfo`` stamp of 2026-era results (spec #3002).
 
         A request the SDK would refuse (params invalid for the version, or a connection not yet
-        initialized) goes on to ``call_next``, so the SDK answers it with its own error.
+        initialized) goes on to ``call_next``, so the SDK answers it with its own error; so does
+        one whose handler is no longer this pipeline's, or that a later middleware must see.
         """
         server, version, params = self._server, ctx.protocol_version, ctx.params
         entry = server.get_request_handler(ctx.method) if server is not None else None
-        if server is None or entry is None or ctx.session.client_params is None:
+        if (
+            server is None
+            or entry is None
+            or entry.handler is not self._direct[ctx.method]
+            or server.middleware[-1] != self.middleware
+            or ctx.session.client_params is None
+        ):
             return await call_next(ctx)
         try:
             spec_methods.validate_client_request(ctx.method, version, params)

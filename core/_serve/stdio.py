@@ -53,6 +53,7 @@ from typing import Any, Final, Self
 
 import anyio
 import mcp_types as types
+import pydantic_core
 from mcp.shared.message import SessionMessage
 
 DEFAULT_MAX_LINE_BYTES: Final = 4 * 1024 * 1024
@@ -131,7 +132,8 @@ class _Session:
 
 
 def _line(payload: Any) -> bytes:
-    return json.dumps(payload, separators=(",", ":")).encode() + b"\n"
+    # What the dispatcher writes a single answer with (a non-finite float as null, as the SDK's models do).
+    return pydantic_core.to_json(payload, inf_nan_mode="null") + b"\n"
 
 
 def _error(code: int, message: str, request_id: RequestId | None = None) -> dict[str, Any]:

@@ -49,7 +49,6 @@ from typing import Any, Final
 import anyio
 import anyio.abc
 import mcp_types as types
-import pydantic_core
 from mcp.server import Server
 from mcp.server.connection import Connection, NotifyOnlyOutbound
 from mcp.server.runner import ServerRunner, aclose_shielded, modern_error_data, serve_one
@@ -77,6 +76,7 @@ from mcp_providers._serve.stdio import (
     DEFAULT_MAX_LINE_BYTES,
     Framer,
     _claimed_std_fds,
+    _line,
     _pipes_apply,
     _Session,
     stdio_server,
@@ -95,11 +95,7 @@ UNREAD_ANSWERS_BYTES: Final = 16 * 1024 * 1024
 client that never reads stdout holds this much of the server's memory, not all it can make it write."""
 
 _CLOSED = types.ErrorData(code=types.CONNECTION_CLOSED, message="Connection closed")
-
-
-def _to_json(payload: Any) -> bytes:
-    # inf_nan_mode "null": what the SDK's message models write for a non-finite float.
-    return pydantic_core.to_json(payload, inf_nan_mode="null") + b"\n"
+_UNWRITABLE = types.ErrorData(code=types.INTERNAL_ERROR, message="internal error; the server log has the details")
 
 
 def _error_answer(request_id: types.RequestId, error: types.ErrorData) -> dict[str, Any]:
@@ -404,13 +400,25 @@ class StdioDispatcher:
     # -- outbound ------------------------------------------------------------------------------
 
     def _emit(self, payload: dict[str, Any]) -> None:
-        """Write one message now (answers a batch or ``initialize`` expects go through the session)."""
-        if self._session.expects(payload.get("id")) and ("result" in payload or "error" in payload):
-            line = self._session.collect(payload)
-            if line is None:
+        """Write one message now (answers a batch or ``initialize`` expects go through the session).
+
+        An answer that cannot be written as JSON is answered -32603 instead (and logged): it costs
+        that request, never the batch it is in nor the connection.
+        """
+        answer = "result" in payload or "error" in payload
+        try:
+            line = _line(payload)
+        except (TypeError, ValueError) as exc:  # pydantic_core's serialization error is a ValueError
+            if not answer:
+                raise anyio.BrokenResourceError from exc  # a notification: dropped, as for a closed pipe
+            log.exception("the answer to %r cannot be written as JSON", payload.get("id"))
+            payload = _error_answer(payload["id"], _UNWRITABLE)
+            line = _line(payload)
+        if answer and self._session.expects(payload["id"]):
+            batched = self._session.collect(payload)
+            if batched is None:
                 return
-        else:
-            line = _to_json(payload)
+            line = batched
         self._write(line)
 
     def _write(self, line: bytes) -> None:
