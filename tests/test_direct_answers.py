@@ -14,18 +14,16 @@ result validation.
 
 from __future__ import annotations
 
-import contextlib
 import re
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from types import SimpleNamespace
 from typing import Any
 
-import anyio
 import mcp_types as types
 import mcp_types.methods
 import pytest
 from mcp import MCPError
-from wire_support import Guides, RawSession
+from wire_support import Guides, raw_session
 
 from mcp_providers import Content, Decision, ReadRequest, Resource, ResourceProvider, hookimpl
 from mcp_providers.config import ServerSettings
@@ -106,27 +104,6 @@ def _composition(direct: bool) -> Any:
     return composition
 
 
-@contextlib.asynccontextmanager
-async def _session(composition: Any, version: str | None) -> AsyncIterator[RawSession]:
-    """A raw session at ``version`` (2026-07-28: every request carries the envelope instead of a
-    handshake); ``None``: no ``initialize`` at all."""
-    server = composition.server
-    to_server, server_in = anyio.create_memory_object_stream[Any](100)
-    server_out, from_server = anyio.create_memory_object_stream[Any](100)
-    async with to_server, server_in, server_out, from_server, anyio.create_task_group() as tg:
-        tg.start_soon(lambda: server.run(server_in, server_out, server.create_initialization_options()))
-        session = RawSession(to_server, from_server)
-        if version is not None and version != MODERN:
-            init = await session.request(
-                "initialize",
-                {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}},
-            )
-            assert init["result"]["protocolVersion"] == version, init
-            await session.notify("notifications/initialized")
-        yield session
-        tg.cancel_scope.cancel()
-
-
 def _params(read: dict[str, Any], version: str | None) -> dict[str, Any]:
     if version != MODERN:
         return read
@@ -152,7 +129,7 @@ async def _answers(direct: bool, version: str | None, monkeypatch: pytest.Monkey
 
     monkeypatch.setattr(mcp_types.methods, "serialize_server_result", counting)
     answers = []
-    async with _session(_composition(direct), version) as session:
+    async with raw_session(_composition(direct), version) as (session, _):
         for read in READS:
             answers.append(_without_clock(await session.request("resources/read", _params(read, version))))
     monkeypatch.setattr(mcp_types.methods, "serialize_server_result", validate)
@@ -190,7 +167,7 @@ async def test_each_version_gets_only_its_own_result_fields(version: str, monkey
 async def test_a_read_before_initialize_is_refused_as_the_sdk_refuses_it(monkeypatch: pytest.MonkeyPatch) -> None:
     answers = []
     for direct in (True, False):
-        async with _session(_composition(direct), None) as session:
+        async with raw_session(_composition(direct), None) as (session, _):
             answers.append(await session.request("resources/read", {"uri": "docs://index"}))
     assert answers[0] == answers[1]
     assert answers[0]["error"]["code"] == -32602, answers[0]
@@ -209,7 +186,7 @@ async def test_a_middleware_added_after_the_pipelines_still_sees_every_read(monk
         composition = _composition(True)
         composition.server.middleware.append(rate_limit)
         seen.clear()
-        async with _session(composition, version) as session:
+        async with raw_session(composition, version) as (session, _):
             refused = await session.request("resources/read", _params({"uri": "docs://index"}, version))
             served = await session.request("resources/read", _params({"uri": "bin://png"}, version))
         assert [m for m in seen if m == "resources/read"] == ["resources/read"] * 2, (version, seen)
@@ -227,7 +204,7 @@ async def test_a_handler_registered_in_place_of_the_pipelines_is_answered_by_the
     for direct in (True, False):
         composition = _composition(direct)
         composition.server.add_request_handler("resources/read", types.ReadResourceRequestParams, read)
-        async with _session(composition, version) as session:
+        async with raw_session(composition, version) as (session, _):
             answers.append(await session.request("resources/read", _params({"uri": "docs://index"}, version)))
     assert answers[0] == answers[1]
     assert answers[0]["result"]["contents"][0]["text"] == "replaced"

@@ -159,9 +159,12 @@ class RawSession:
 
 
 @contextlib.asynccontextmanager
-async def raw_session(composition: Any, version: str) -> AsyncIterator[tuple[RawSession, dict[str, Any]]]:
-    """``(session, initialize result)`` for a session that negotiated ``version``."""
+async def raw_session(composition: Any, version: str | None) -> AsyncIterator[tuple[RawSession, dict[str, Any]]]:
+    """``(session, initialize result)`` for a session that negotiated ``version``; with a 2026-era
+    version (every request then carries the envelope) or ``None`` there is no ``initialize`` and
+    the result is ``{}``."""
     import anyio
+    from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
     server = composition.server
     to_server, server_in = anyio.create_memory_object_stream[Any](100)
@@ -169,11 +172,14 @@ async def raw_session(composition: Any, version: str) -> AsyncIterator[tuple[Raw
     async with to_server, server_in, server_out, from_server, anyio.create_task_group() as tg:
         tg.start_soon(lambda: server.run(server_in, server_out, server.create_initialization_options()))
         session = RawSession(to_server, from_server)
-        init = await session.request(
-            "initialize",
-            {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}},
-        )
-        assert init["result"]["protocolVersion"] == version, init
-        await session.notify("notifications/initialized")
-        yield session, init["result"]
+        result: dict[str, Any] = {}
+        if version in HANDSHAKE_PROTOCOL_VERSIONS:
+            init = await session.request(
+                "initialize",
+                {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}},
+            )
+            assert init["result"]["protocolVersion"] == version, init
+            await session.notify("notifications/initialized")
+            result = init["result"]
+        yield session, result
         tg.cancel_scope.cancel()
