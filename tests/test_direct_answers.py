@@ -100,7 +100,7 @@ def _composition(direct: bool) -> Any:
     }
     composition = compose(plugins, server=ServerSettings(max_read_bytes=4096))
     if not direct:
-        composition.pipeline.answer_directly(composition.server, ())
+        composition.pipeline.answer_directly(composition.server, {})
     return composition
 
 

@@ -10,10 +10,12 @@ a 2026-07-28 connection on the same pipe code.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
 import threading
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -259,7 +261,10 @@ def _request(request_id: int) -> types.JSONRPCRequest:
     return types.JSONRPCRequest(jsonrpc="2.0", id=request_id, method="tools/call", params={"name": "now"})
 
 
-async def _dispatcher(answered: list[int]) -> tuple[Any, _Pipe, Any]:
+@contextlib.asynccontextmanager
+async def _dispatcher(on_request: Any) -> AsyncIterator[tuple[Any, _Pipe]]:
+    """A dispatcher running in process on ``on_request``, writing to a :class:`_Pipe`; input ends
+    when the block does."""
     import anyio
 
     from mcp_providers._serve.stdio import _Session
@@ -268,17 +273,21 @@ async def _dispatcher(answered: list[int]) -> tuple[Any, _Pipe, Any]:
     pipe = _Pipe()
     dispatcher = StdioDispatcher(pipe, _Session(), lambda: None)  # type: ignore[arg-type]
 
+    async def on_notify(context: Any, method: str, params: Any) -> None:
+        return None
+
+    async with anyio.create_task_group() as group:
+        await group.start(dispatcher.run, on_request, on_notify)
+        yield dispatcher, pipe
+        dispatcher.end_of_input()
+
+
+def _recording(answered: list[int]) -> Any:
     async def on_request(context: Any, method: str, params: Any) -> dict[str, Any]:
         answered.append(context.request_id)
         return {}
 
-    async def on_notify(context: Any, method: str, params: Any) -> None:
-        return None
-
-    group = anyio.create_task_group()
-    await group.__aenter__()
-    await group.start(dispatcher.run, on_request, on_notify)
-    return dispatcher, pipe, group
+    return on_request
 
 
 @pytest.mark.anyio
@@ -286,29 +295,26 @@ async def test_a_request_cancelled_before_it_starts_is_settled_and_forgotten() -
     import anyio
 
     answered: list[int] = []
-    dispatcher, pipe, group = await _dispatcher(answered)
-    for n in range(1, 101):  # each cancelled in the same step as it arrived: its task never ran a line
-        dispatcher.accept(_request(n))
-        cancelled = {"requestId": n, "reason": "changed my mind"}
-        dispatcher.accept(types.JSONRPCNotification(jsonrpc="2.0", method="notifications/cancelled", params=cancelled))
-    dispatcher.accept(_request(101))
-    await anyio.wait_all_tasks_blocked()
-    await anyio.sleep(0)  # the cancelled tasks' done callbacks run a loop turn after them
-    assert answered == [101] and [line["id"] for line in pipe.lines] == [101]
-    assert not dispatcher._requests and not dispatcher._in_flight  # nothing kept for the cancelled ones
-    dispatcher.end_of_input()
-    await group.__aexit__(None, None, None)
+    async with _dispatcher(_recording(answered)) as (dispatcher, pipe):
+        for n in range(1, 101):  # each cancelled in the same step as it arrived: its task never ran a line
+            dispatcher.accept(_request(n))
+            cancelled = {"requestId": n, "reason": "changed my mind"}
+            note = types.JSONRPCNotification(jsonrpc="2.0", method="notifications/cancelled", params=cancelled)
+            dispatcher.accept(note)
+        dispatcher.accept(_request(101))
+        await anyio.wait_all_tasks_blocked()
+        await anyio.sleep(0)  # the cancelled tasks' done callbacks run a loop turn after them
+        assert answered == [101] and [line["id"] for line in pipe.lines] == [101]
+        assert not dispatcher._requests and not dispatcher._in_flight  # nothing kept for the cancelled ones
 
 
 @pytest.mark.anyio
 async def test_requests_that_never_started_are_answered_once_when_the_connection_closes() -> None:
     answered: list[int] = []
-    dispatcher, pipe, group = await _dispatcher(answered)
-    for n in (1, 2, 2):
-        dispatcher.accept(_request(n))
-    await dispatcher._close()  # shutting down in the same step: their tasks never took one
-    dispatcher.end_of_input()
-    await group.__aexit__(None, None, None)
+    async with _dispatcher(_recording(answered)) as (dispatcher, pipe):
+        for n in (1, 2, 2):
+            dispatcher.accept(_request(n))
+        await dispatcher._close()  # shutting down in the same step: their tasks never took one
     assert answered == []
     assert sorted((line["id"], line["error"]["code"]) for line in pipe.lines) == [(1, -32000), (2, -32000), (2, -32000)]
     assert not dispatcher._requests and not dispatcher._in_flight
@@ -318,24 +324,13 @@ async def test_requests_that_never_started_are_answered_once_when_the_connection
 async def test_an_answer_that_cannot_be_written_as_json_costs_only_that_request() -> None:
     import anyio
 
-    from mcp_providers._serve.stdio import _Session
-    from mcp_providers._serve.stdio_loop import StdioDispatcher
-
-    pipe = _Pipe()
-    dispatcher = StdioDispatcher(pipe, _Session(), lambda: None)  # type: ignore[arg-type]
-
     async def on_request(context: Any, method: str, params: Any) -> dict[str, Any]:
         return {"value": object()} if context.request_id == 1 else {"value": float("nan")}
 
-    async def on_notify(context: Any, method: str, params: Any) -> None:
-        return None
-
-    async with anyio.create_task_group() as group:
-        await group.start(dispatcher.run, on_request, on_notify)
+    async with _dispatcher(on_request) as (dispatcher, pipe):
         dispatcher.accept(_request(1))
         dispatcher.accept(_request(2))
         await anyio.wait_all_tasks_blocked()
-        dispatcher.end_of_input()
     by_id = {line["id"]: line for line in pipe.lines}
     assert by_id[1]["error"]["code"] == -32603 and "object" not in by_id[1]["error"]["message"]
     assert by_id[2]["result"] == {"value": None}  # non-finite floats are written as null, as the SDK's models do

@@ -334,11 +334,10 @@ class StdioDispatcher:
             return
         pending.answer.set_result(outcome)
 
-    def _spawn(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
         task = self._loop.create_task(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-        return task
 
     # -- handling ------------------------------------------------------------------------------
 
