@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DEPLOY_NGINX = ROOT / "deploy" / "nginx.conf"
 CLIENTS = 32
 """wrk's connections: nginx's two workers then hold at most 64 connections to one replica, the
-per-client cap of ``serve --http`` (``_serve/limits.py``; nginx is one client to the replicas)."""
+per-client cap of ``serve --http`` (``_serve/transport/limits.py``; nginx is one client to the replicas)."""
 READS = 100_000
 Emit = Callable[..., None]
 WRK_SCRIPT = """wrk.method = "POST"
@@ -193,8 +193,8 @@ def replica(port: int, redis_url: str) -> None:
     import uvicorn
 
     from benchmarks import fixtures
-    from mcp_providers._serve.http_app import http_app, transport_policy
-    from mcp_providers._serve.limits import uvicorn_config
+    from mcp_providers._serve.transport.http_app import http_app, transport_policy
+    from mcp_providers._serve.transport.limits import uvicorn_config
     from mcp_providers.config import ClusterSettings
     from mcp_providers.testing import compose
 

@@ -43,8 +43,8 @@ def http(kind: str, port: int) -> None:
     import uvicorn
 
     from benchmarks import fixtures
-    from mcp_providers._serve.http_app import http_app, transport_policy
-    from mcp_providers._serve.limits import uvicorn_config
+    from mcp_providers._serve.transport.http_app import http_app, transport_policy
+    from mcp_providers._serve.transport.limits import uvicorn_config
 
     app: Any
     if kind == "echo":
@@ -82,7 +82,7 @@ def main() -> None:
         server = fixtures.mcpserver(1)._lowlevel_server
     from mcp.server.stdio import stdio_server
 
-    from mcp_providers._serve.stdio_loop import serve_stdio
+    from mcp_providers._serve.transport.stdio_loop import serve_stdio
 
     async def run() -> None:
         if args.transport == "ours":  # what `mcp-providers serve` runs over stdio

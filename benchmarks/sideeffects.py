@@ -34,7 +34,7 @@ def _no_scope(*_args: Any) -> tuple[None, None]:
 @contextlib.contextmanager
 def _scope_removed() -> Iterator[None]:
     """The invoker without the side-effect scope (it enters one through ``enter_scope``)."""
-    from mcp_providers._serve import invoker as server
+    from mcp_providers._serve.steps import invoker as server
 
     real = server.enter_scope
     server.enter_scope = _no_scope  # type: ignore[assignment]

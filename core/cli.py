@@ -22,8 +22,8 @@ from mcp_providers._cli.workers import FD_ENV, WHY_CLUSTER, WHY_STATELESS, serve
 from mcp_providers._host.rules import advisories
 from mcp_providers._serve.composition import Composition, compose
 from mcp_providers._serve.statics import authorize_report, static_read_problems
-from mcp_providers._serve.stdio import guarded_stdout, sdk_stdio
-from mcp_providers._serve.stdio_loop import serve_stdio
+from mcp_providers._serve.transport.stdio import guarded_stdout, sdk_stdio
+from mcp_providers._serve.transport.stdio_loop import serve_stdio
 from mcp_providers.config import CONFIG_ENV, Config, load_config
 from mcp_providers.errors import CompositionError, ConfigError
 
@@ -97,7 +97,7 @@ def _compose(config: Config, strict: bool) -> Composition:
 
 
 STDIO_ENV = "MCP_PROVIDERS_STDIO"
-"""Set to ``sdk`` to serve stdio with the SDK's transport instead of :mod:`mcp_providers._serve.stdio`."""
+"""Set to ``sdk`` to serve stdio with the SDK's transport instead of :mod:`mcp_providers._serve.transport.stdio`."""
 
 
 def _parse_hostport(value: str) -> tuple[str, int]:
@@ -111,7 +111,7 @@ def _parse_hostport(value: str) -> tuple[str, int]:
 
 
 def _is_wildcard(host: str) -> bool:
-    from mcp_providers._serve.http_app import is_wildcard
+    from mcp_providers._serve.transport.http_app import is_wildcard
 
     return is_wildcard(host)
 
@@ -231,9 +231,9 @@ def _serve_http(
     json_response: bool,
     allow_host: list[str] | None,
 ) -> None:
-    from mcp_providers._serve.auth import http_auth
-    from mcp_providers._serve.http_app import http_app, is_loopback, transport_policy
-    from mcp_providers._serve.limits import Limits, run_uvicorn
+    from mcp_providers._serve.transport.auth import http_auth
+    from mcp_providers._serve.transport.http_app import http_app, is_loopback, transport_policy
+    from mcp_providers._serve.transport.limits import Limits, run_uvicorn
 
     host, port = address
     if not is_loopback(host):
@@ -243,7 +243,10 @@ def _serve_http(
     except ConfigError as exc:
         err.print(f"[red]error:[/red] {exc}", highlight=False)
         raise typer.Exit(1) from None
-    from mcp_providers._serve.ops import ops_routes, pin_sessions  # /healthz, /readyz, /metrics; docs/deploy.md
+    from mcp_providers._serve.transport.ops import (  # /healthz, /readyz, /metrics; docs/deploy.md
+        ops_routes,
+        pin_sessions,
+    )
 
     asgi = http_app(
         server,
@@ -263,8 +266,8 @@ def _serve_http(
 
 def _event_store(composition: Composition) -> Any:
     """With ``[cluster]``, the Redis store making session streams resumable (``Last-Event-ID``)."""
-    from mcp_providers._serve.cluster import RedisBackend
-    from mcp_providers._serve.events import RedisEventStore
+    from mcp_providers._serve.state.cluster import RedisBackend
+    from mcp_providers._serve.state.events import RedisEventStore
 
     shared = composition.runtime.shared
     return RedisEventStore(shared) if isinstance(shared, RedisBackend) else None

@@ -14,7 +14,7 @@ import anyio
 from pydantic import BaseModel
 
 from mcp_providers import Tool, ToolCall, ToolProvider, ToolResult, hookimpl
-from mcp_providers._serve.stdio_loop import serve_stdio
+from mcp_providers._serve.transport.stdio_loop import serve_stdio
 from mcp_providers.testing import compose
 
 

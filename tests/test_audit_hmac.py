@@ -18,7 +18,7 @@ import pytest
 from mcp import MCPError
 from wire_support import Shapes, plugin
 
-from mcp_providers._serve import custody
+from mcp_providers._serve.steps import custody
 from mcp_providers.config import ServerSettings
 from mcp_providers.models import RECEIPT_KEY
 from mcp_providers.testing import compose, connect

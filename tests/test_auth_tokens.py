@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_providers._serve.auth import StaticTokenVerifier
+from mcp_providers._serve.transport.auth import StaticTokenVerifier
 from mcp_providers.config import AuthConfig, TokenConfig
 from mcp_providers.errors import ConfigError
 

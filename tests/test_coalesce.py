@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import anyio
 import pytest
 
-from mcp_providers._serve.coalesce import Coalescer
+from mcp_providers._serve.state.coalesce import Coalescer
 from mcp_providers.config import ServerSettings
 from mcp_providers.hookspecs import hookimpl
 from mcp_providers.models import Freshness, Resource

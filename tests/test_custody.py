@@ -19,7 +19,7 @@ from mcp import MCPError
 
 from mcp_providers import MAX_AGE_KEY as MAX_AGE_META_KEY
 from mcp_providers import RECEIPT_KEY, Resource, ServerSettings
-from mcp_providers._serve.custody import STATIC_TTL_MS
+from mcp_providers._serve.steps.custody import STATIC_TTL_MS
 from mcp_providers.testing import compose, connect
 
 pytestmark = pytest.mark.anyio
@@ -304,7 +304,7 @@ async def test_the_audit_log_records_failed_reads_and_calls_without_content(tmp_
 
 
 def test_now_utc_is_iso_utc_to_the_millisecond(monkeypatch: pytest.MonkeyPatch) -> None:
-    from mcp_providers._serve import custody
+    from mcp_providers._serve.steps import custody
 
     for ns, text in (
         (1_764_547_200_007_999_999, "2025-12-01T00:00:00.007Z"),
@@ -322,7 +322,7 @@ def test_read_receipt_is_receipt_key_for_key(
 ) -> None:
     from datetime import UTC, datetime
 
-    from mcp_providers._serve import custody
+    from mcp_providers._serve.steps import custody
     from mcp_providers.models import Freshness
 
     monkeypatch.setattr(custody, "now_utc", lambda: "2025-12-01T00:00:00.000Z")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from mcp_providers._serve.invoker import Invoker, Work
+from mcp_providers._serve.steps.invoker import Invoker, Work
 from mcp_providers.errors import ProviderFailed, ReadTimeout
 
 pytestmark = pytest.mark.anyio

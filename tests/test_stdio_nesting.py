@@ -10,7 +10,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mcp_providers._serve.stdio import MAX_NESTING, _nesting
+from mcp_providers._serve.transport.stdio import MAX_NESTING, _nesting
 
 TRICKY = st.text(alphabet='[]{}"\\ab\n', max_size=12) | st.text(max_size=6)
 VALUES = st.recursive(

@@ -74,7 +74,7 @@ PRINTING_SERVER = textwrap.dedent(
     """
     import sys, anyio, mcp_types as types
     from mcp.server import Server
-    from mcp_providers._serve.stdio import stdio_server
+    from mcp_providers._serve.transport.stdio import stdio_server
 
     async def read(ctx, params):
         print("stray output from a provider")

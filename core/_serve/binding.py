@@ -19,15 +19,16 @@ import mcp_types as types
 from mcp.server import Server
 
 from mcp_providers._host.assembly import Assembly
-from mcp_providers._serve import wire
-from mcp_providers._serve.channel import set_log_level
-from mcp_providers._serve.completion import Complete
-from mcp_providers._serve.pipeline import Ctx, Method, Pipeline
-from mcp_providers._serve.prompts import GetPrompt
-from mcp_providers._serve.resources import Listing, ListMethod, ReadResource
+from mcp_providers._serve.methods.channel import set_log_level
+from mcp_providers._serve.methods.completion import Complete
+from mcp_providers._serve.methods.prompts import GetPrompt
+from mcp_providers._serve.methods.resources import Listing, ListMethod, ReadResource
+from mcp_providers._serve.methods.subscriptions import Listen, Subscribe, Unsubscribe, watch_meta
+from mcp_providers._serve.methods.tools import CallTool
+from mcp_providers._serve.pipeline import Pipeline
 from mcp_providers._serve.runtime import Runtime
-from mcp_providers._serve.subscriptions import Listen, Subscribe, Unsubscribe, watch_meta
-from mcp_providers._serve.tools import CallTool
+from mcp_providers._serve.steps import wire
+from mcp_providers._serve.steps.exchange import Ctx, Method
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,8 +126,8 @@ _PARAMS: dict[str, type[Any]] = {
 
 WIRE_FORM_RESULTS = frozenset({"resources/read"})
 """Methods whose stages return the result dict in the negotiated version's wire form
-(:meth:`ReadResource.evidence <mcp_providers._serve.resources.ReadResource.evidence>` and
-:func:`~mcp_providers._serve.wire.shape`): answered by the pipeline's middleware without the SDK
+(:meth:`ReadResource.evidence <mcp_providers._serve.methods.resources.ReadResource.evidence>` and
+:func:`~mcp_providers._serve.steps.wire.shape`): answered by the pipeline's middleware without the SDK
 validating the result a second time (:meth:`Pipeline.answer_directly`)."""
 
 

@@ -5,15 +5,15 @@
     subject -> route -> authorize -> invoke -> evidence -> wire -> audit
 
 A method is a :class:`Method`: four stages (``route``, ``authorize``, ``invoke``, ``evidence``)
-that the services (:mod:`~mcp_providers._serve.resources`, ``tools``, ``prompts``,
+that the services (:mod:`~mcp_providers._serve.methods.resources`, ``tools``, ``prompts``,
 ``completion``, ``subscriptions``) implement with the shared parts: the request's
-:class:`~mcp_providers._serve.gate.Gate` (the only place policy is asked), the
-:class:`~mcp_providers._serve.invoker.Invoker` (deadline, start-up failures, side-effect scope,
-coalescing) and :mod:`~mcp_providers._serve.evidence` (budgets, links and embeds, receipts).
+:class:`~mcp_providers._serve.steps.gate.Gate` (the only place policy is asked), the
+:class:`~mcp_providers._serve.steps.invoker.Invoker` (deadline, start-up failures, side-effect scope,
+coalescing) and :mod:`~mcp_providers._serve.steps.evidence` (budgets, links and embeds, receipts).
 :class:`Pipeline` runs the stages in that order for every method, and around them does what no
 method may do differently: resolve the subject once, expose the gate to provider code
 (:func:`mcp_providers.policy.require`), shape the result for the session's protocol version, map
-any error to the wire in one place (:func:`~mcp_providers._serve.wire.error`) and write exactly
+any error to the wire in one place (:func:`~mcp_providers._serve.steps.wire.error`) and write exactly
 one audit line.
 """
 
@@ -22,88 +22,27 @@ from __future__ import annotations
 import functools
 from collections.abc import Awaitable, Callable, Mapping
 from contextvars import ContextVar
-from dataclasses import dataclass, field
-from typing import Any, Generic, Literal, Protocol, TypeVar
+from typing import Any, TypeVar
 
-from mcp.server import Server, ServerRequestContext
+from mcp.server import Server
 from mcp_types import SERVER_INFO_META_KEY
 from mcp_types import methods as spec_methods
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from mcp_providers._serve import wire
-from mcp_providers._serve.audit import AuditLog
-from mcp_providers._serve.gate import Authorizer, Gate
+from mcp_providers._serve.steps import wire
+from mcp_providers._serve.steps.audit import AuditLog
+from mcp_providers._serve.steps.exchange import Ctx, Exchange, Method, subject_of
+from mcp_providers._serve.steps.gate import Authorizer, Gate
 from mcp_providers.errors import Denied, RequestError
 from mcp_providers.policy import current_gate
 
-Ctx = ServerRequestContext[Any, Any]
 Handler = Callable[[Ctx, Any], Awaitable[Any]]
 """An SDK request handler, ``(ctx, params) -> result``."""
 
+R = TypeVar("R")
+
 _through_pipeline: ContextVar[list[bool] | None] = ContextVar("mcp_providers_through_pipeline", default=None)
 """Set by :meth:`Pipeline.audit_middleware` per request; the pipeline marks it when it writes the line."""
-Actor = Literal["application", "model", "user"]
-P = TypeVar("P", contravariant=True)
-T = TypeVar("T")
-R = TypeVar("R", covariant=True)
-
-
-def subject_of(ctx: Ctx) -> str:
-    """Who is asking: the verified bearer token's subject or client id over HTTP, ``"local"`` otherwise."""
-    request = ctx.request
-    if request is None:
-        return "local"
-    user = getattr(request, "scope", {}).get("user")
-    token = getattr(user, "access_token", None)
-    return str(getattr(token, "subject", None) or getattr(token, "client_id", None) or "anonymous")
-
-
-@dataclass(slots=True)
-class Exchange:
-    """One request on its way through the pipeline: who, what, and how it ended."""
-
-    method: str
-    """The JSON-RPC method, e.g. ``resources/read``; the audit line's ``operation``."""
-    actor: Actor
-    subject: str
-    gate: Gate
-    ctx: Ctx
-    target: str = ""
-    """What the request is about (URI, tool, prompt, template; ``*`` for lists)."""
-    decision: str = "allowed"
-    reason: str | None = None
-    count: int | None = None
-    receipt: dict[str, Any] | None = None
-    custody: dict[str, Any] = field(default_factory=dict)
-    """What the invoker's side-effect scope recorded (``exemptions``, ``violations``), for the receipt."""
-
-    @property
-    def version(self) -> str:
-        """The protocol version the session negotiated."""
-        return str(getattr(self.ctx, "protocol_version", "") or "")
-
-
-class Method(Protocol, Generic[P, T, R]):
-    """The four stages of one MCP method (``P``: its params, ``T``: its routed target, ``R``: its result)."""
-
-    name: str
-    actor: Actor
-
-    def route(self, exchange: Exchange, params: P) -> T:
-        """Find what the request is about; set ``exchange.target``. Raises NotFound/InvalidParams."""
-        ...
-
-    def authorize(self, exchange: Exchange, target: T) -> None:
-        """Ask ``exchange.gate`` about the target (canonical and raw; ``expand`` for templates)."""
-        ...
-
-    async def invoke(self, exchange: Exchange, target: T) -> Any:
-        """Run the provider through the invoker (or nothing, for lists)."""
-        ...
-
-    def evidence(self, exchange: Exchange, target: T, produced: Any) -> R:
-        """Check budgets, links and embeds; build the result and its receipt."""
-        ...
 
 
 class Pipeline:
@@ -159,7 +98,7 @@ class Pipeline:
 
     async def middleware(self, ctx: Ctx, call_next: Callable[[Ctx], Awaitable[Any]]) -> Any:
         """The one SDK server middleware: :meth:`audit_middleware` inside
-        :func:`~mcp_providers._serve.wire.initialize_middleware` (``initialize`` results shaped for
+        :func:`~mcp_providers._serve.steps.wire.initialize_middleware` (``initialize`` results shaped for
         their protocol version), in one layer per request rather than two; methods named to
         :meth:`answer_directly` are answered here (:meth:`_answer`)."""
         if ctx.method in self._direct:

@@ -16,11 +16,11 @@ from collections.abc import AsyncIterator
 import anyio
 
 from mcp_providers._host.assembly import Assembly
-from mcp_providers._serve.audit import AuditLog
-from mcp_providers._serve.cluster import RedisBackend, Shared, SharedReads, shared_for
-from mcp_providers._serve.gate import Authorizer, Gate
-from mcp_providers._serve.invoker import Invoker
-from mcp_providers._serve.subscriptions import SubscriptionHub
+from mcp_providers._serve.methods.subscriptions import SubscriptionHub
+from mcp_providers._serve.state.cluster import RedisBackend, Shared, SharedReads, shared_for
+from mcp_providers._serve.steps.audit import AuditLog
+from mcp_providers._serve.steps.gate import Authorizer, Gate
+from mcp_providers._serve.steps.invoker import Invoker
 from mcp_providers._sideeffects import install as install_scope
 from mcp_providers.models import Freshness
 from mcp_providers.providers import ResourceProvider

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 from mcp_providers._host.catalog import Entry
 from mcp_providers._serve.composition import Composition
-from mcp_providers._serve.invoker import Work
+from mcp_providers._serve.steps.invoker import Work
 from mcp_providers.errors import ProviderFailed, ReadTimeout, SideEffectRefused
 from mcp_providers.models import Resource
 from mcp_providers.policy import Action

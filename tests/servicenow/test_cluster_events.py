@@ -16,8 +16,8 @@ from cluster_support import RedisServer, free_port, replicas, write_config
 from mcp import Client
 from mcp.server.streamable_http import EventMessage
 
-from mcp_providers._serve.cluster import RedisBackend
-from mcp_providers._serve.events import UNSTORED, RedisEventStore
+from mcp_providers._serve.state.cluster import RedisBackend
+from mcp_providers._serve.state.events import UNSTORED, RedisEventStore
 from mcp_providers.config import ClusterSettings
 from mcp_providers.plugins.servicenow.emulator import Emulator
 

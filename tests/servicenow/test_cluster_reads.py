@@ -15,7 +15,7 @@ import pytest
 from cluster_support import RedisServer
 
 from mcp_providers import Content, Freshness, ReadRequest, Resource, ResourceProvider, hookimpl
-from mcp_providers._serve.cluster import SharedReads
+from mcp_providers._serve.state.cluster import SharedReads
 from mcp_providers.config import ClusterSettings
 from mcp_providers.testing import compose, connect
 

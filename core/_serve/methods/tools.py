@@ -1,4 +1,4 @@
-"""Tool methods: ``tools/list`` (a :class:`~mcp_providers._serve.resources.ListMethod`) and ``tools/call``.
+"""Tool methods: ``tools/list`` (a :class:`~mcp_providers._serve.methods.resources.ListMethod`) and ``tools/call``.
 
 A call routes the tool by name, asks the gate (``call`` on the name; the tool asks about the data
 it touches with :meth:`ToolCall.require <mcp_providers.providers.ToolCall.require>`), validates
@@ -19,12 +19,12 @@ from pydantic import BaseModel, ValidationError
 from mcp_providers._host.assembly import Assembly
 from mcp_providers._host.catalog import Entry
 from mcp_providers._host.rules import RESULT_KEY, output_schema
-from mcp_providers._serve import wire
-from mcp_providers._serve.channel import SessionChannel
-from mcp_providers._serve.custody import arguments_hmac, audit_key
-from mcp_providers._serve.evidence import Blocks, covered, result_receipt
-from mcp_providers._serve.invoker import Invoker, Work
-from mcp_providers._serve.pipeline import Actor, Exchange
+from mcp_providers._serve.methods.channel import SessionChannel
+from mcp_providers._serve.steps import wire
+from mcp_providers._serve.steps.custody import arguments_hmac, audit_key
+from mcp_providers._serve.steps.evidence import Blocks, covered, result_receipt
+from mcp_providers._serve.steps.exchange import Actor, Exchange
+from mcp_providers._serve.steps.invoker import Invoker, Work
 from mcp_providers.errors import InvalidParams, ProviderFailed, ToolFailure
 from mcp_providers.models import RECEIPT_KEY, Tool
 from mcp_providers.providers import ToolCall, ToolProvider, ToolResult

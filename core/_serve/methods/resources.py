@@ -19,16 +19,16 @@ import mcp_types as types
 
 from mcp_providers._host.assembly import Assembly
 from mcp_providers._host.catalog import Catalog, Route
-from mcp_providers._serve.custody import (
+from mcp_providers._serve.steps.custody import (
     ReadReceiptParts,
     cache_hint_parts,
     digest,
     read_receipt,
     read_receipt_parts,
 )
-from mcp_providers._serve.evidence import within_budget
-from mcp_providers._serve.invoker import Invoker, Work
-from mcp_providers._serve.pipeline import Actor, Exchange
+from mcp_providers._serve.steps.evidence import within_budget
+from mcp_providers._serve.steps.exchange import Actor, Exchange
+from mcp_providers._serve.steps.invoker import Invoker, Work
 from mcp_providers.errors import InvalidParams, ProviderFailed, Stale
 from mcp_providers.models import MAX_AGE_KEY, RECEIPT_KEY, Freshness, ResourceTemplate
 from mcp_providers.providers import Content, ReadRequest
@@ -96,7 +96,7 @@ class _Shared:
     declaration: object
     """Held, so the identity it is kept under cannot be reused while it is kept."""
     parts: ReadReceiptParts
-    """The receipt parts (:func:`~mcp_providers._serve.custody.read_receipt_parts`)."""
+    """The receipt parts (:func:`~mcp_providers._serve.steps.custody.read_receipt_parts`)."""
     ttl_ms: int
     cache_scope: str
     work: Work | None

@@ -42,7 +42,7 @@ from mcp.server.subscriptions import (
     ToolsListChanged,
 )
 
-from mcp_providers._serve.coalesce import Coalescer
+from mcp_providers._serve.state.coalesce import Coalescer
 from mcp_providers.config import ClusterSettings
 from mcp_providers.errors import UpstreamError
 from mcp_providers.models import Freshness

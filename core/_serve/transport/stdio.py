@@ -28,7 +28,7 @@ being buffered without bound.
 
 Example::
 
-    from mcp_providers._serve.stdio import stdio_server
+    from mcp_providers._serve.transport.stdio import stdio_server
 
     async def main() -> None:
         async with stdio_server() as (read, write):

@@ -24,7 +24,7 @@ from typing import Any
 from mcp.server.streamable_http import EventCallback, EventMessage, EventStore
 from mcp_types import INTERNAL_ERROR, ErrorData, JSONRPCError, JSONRPCMessage, jsonrpc_message_adapter
 
-from mcp_providers._serve.cluster import ClusterUnavailable, RedisBackend
+from mcp_providers._serve.state.cluster import ClusterUnavailable, RedisBackend
 
 log = logging.getLogger("mcp_providers.cluster")
 UNSTORED = "unstored"

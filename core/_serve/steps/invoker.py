@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 
 import anyio
 
-from mcp_providers._serve.coalesce import Coalescer
+from mcp_providers._serve.state.coalesce import Coalescer
 from mcp_providers._sideeffects import Kind, Mode, Scope, enter_scope, exit_scope
 from mcp_providers.errors import ProviderFailed, ReadTimeout, RequestError, ToolFailure, UpstreamError
 

@@ -1,4 +1,4 @@
-"""Prompt methods: ``prompts/list`` (a :class:`~mcp_providers._serve.resources.ListMethod`) and ``prompts/get``.
+"""Prompt methods: ``prompts/list`` (a :class:`~mcp_providers._serve.methods.resources.ListMethod`) and ``prompts/get``.
 
 ``prompts/get`` asks the gate for ``prompt`` on the name and, for each argument declaring the
 resource its value names (:attr:`PromptArgument.resource <mcp_providers.models.PromptArgument.resource>`),
@@ -18,10 +18,10 @@ from mcp.shared.uri_template import UriTemplate
 
 from mcp_providers._host.assembly import Assembly
 from mcp_providers._host.catalog import Entry
-from mcp_providers._serve import wire
-from mcp_providers._serve.evidence import Block, Blocks, covered, result_receipt
-from mcp_providers._serve.invoker import Invoker, Work
-from mcp_providers._serve.pipeline import Actor, Exchange
+from mcp_providers._serve.steps import wire
+from mcp_providers._serve.steps.evidence import Block, Blocks, covered, result_receipt
+from mcp_providers._serve.steps.exchange import Actor, Exchange
+from mcp_providers._serve.steps.invoker import Invoker, Work
 from mcp_providers.errors import InvalidParams, ProviderFailed
 from mcp_providers.models import RECEIPT_KEY, Prompt
 from mcp_providers.providers import Embed, Link, Message, PromptProvider

@@ -17,9 +17,9 @@ from mcp.shared.uri_template import UriTemplate
 
 from mcp_providers._host.assembly import Assembly
 from mcp_providers._host.catalog import Entry
-from mcp_providers._serve.invoker import Invoker, Work
-from mcp_providers._serve.pipeline import Actor, Exchange
-from mcp_providers._serve.prompts import argument_uri
+from mcp_providers._serve.methods.prompts import argument_uri
+from mcp_providers._serve.steps.exchange import Actor, Exchange
+from mcp_providers._serve.steps.invoker import Invoker, Work
 from mcp_providers.errors import InvalidParams, ProviderFailed
 from mcp_providers.models import Prompt, ResourceTemplate
 from mcp_providers.providers import CompletionRequest, PromptProvider, ResourceProvider

@@ -25,7 +25,7 @@ import threading
 from pathlib import Path
 from typing import IO, Any
 
-from mcp_providers._serve.custody import now_utc
+from mcp_providers._serve.steps.custody import now_utc
 
 
 class AuditLog:

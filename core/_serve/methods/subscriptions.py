@@ -40,8 +40,8 @@ from mcp.server.subscriptions import (
 )
 
 from mcp_providers._host.catalog import Catalog, Route
-from mcp_providers._serve.cluster import InProcess, Shared
-from mcp_providers._serve.pipeline import Actor, Exchange
+from mcp_providers._serve.state.cluster import InProcess, Shared
+from mcp_providers._serve.steps.exchange import Actor, Exchange
 from mcp_providers.errors import InvalidParams
 from mcp_providers.models import Resource, ResourceTemplate
 from mcp_providers.providers import ResourceProvider

@@ -23,10 +23,10 @@ from typing import Any
 import mcp_types as types
 
 from mcp_providers._host.catalog import Catalog, Entry
-from mcp_providers._serve import wire
-from mcp_providers._serve.custody import digest, receipt
-from mcp_providers._serve.gate import Gate
-from mcp_providers._serve.pipeline import Exchange
+from mcp_providers._serve.steps import wire
+from mcp_providers._serve.steps.custody import digest, receipt
+from mcp_providers._serve.steps.exchange import Exchange
+from mcp_providers._serve.steps.gate import Gate
 from mcp_providers.errors import InvalidParams, NotFound, TooLarge
 from mcp_providers.models import Effects, Resource, ResourceTemplate
 from mcp_providers.providers import Content, Embed, Link

@@ -1,0 +1,1 @@
+"""The MCP methods the pipeline serves: resources, tools, prompts, completion, subscriptions."""

@@ -1,0 +1,1 @@
+"""Shared state behind seams a cluster backend replaces: the bus, leases, coalescing, event store."""

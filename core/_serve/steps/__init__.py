@@ -1,0 +1,1 @@
+"""The pipeline's steps: the exchange, gate, invoker, evidence, wire, custody receipts and audit."""

@@ -1,0 +1,1 @@
+"""Transports: stdio, streamable HTTP (with bearer auth, client limits and the ops routes)."""
