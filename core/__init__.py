@@ -2,7 +2,7 @@
 
 This module is the public API: everything a plugin author or an embedding application needs is
 re-exported here, and adding a name is a reviewed decision. The contract modules keep their own
-import paths too (``mcp_providers.hookspecs``, ``models``, ``providers``, ``errors``, ``policy``,
+import paths too (``mcp_providers.hookspecs``, ``models``, ``providers``, ``errors``, ``policy``, ``identity``,
 ``http``, ``config``, ``testing``, ``embedding``); everything under ``mcp_providers._host`` and
 ``mcp_providers._serve`` is private and may change without notice.
 
@@ -27,6 +27,7 @@ from mcp_providers.errors import (
     UpstreamError,
 )
 from mcp_providers.hookspecs import hookimpl
+from mcp_providers.identity import Principal
 from mcp_providers.models import (
     MAX_AGE_KEY,
     RECEIPT_KEY,
@@ -90,6 +91,7 @@ __all__ = [
     "LogLevel",
     "Message",
     "NotFound",
+    "Principal",
     "Prompt",
     "PromptArgument",
     "PromptProvider",

@@ -1,0 +1,114 @@
+"""Who is asking: the :class:`Principal` every request is served for.
+
+A principal is made once per request, before anything else runs, from what the transport
+verified: over HTTP the bearer token the configured verifier accepted (static tokens, a JWT, or an
+RFC 7662 introspection answer), over stdio the process owner (:data:`LOCAL`), and in an embedding
+whatever the embedder passes. The gate hands it to every ``authorize`` implementation, providers
+see it on :class:`~mcp_providers.providers.ReadRequest`, :class:`~mcp_providers.providers.ToolCall`,
+prompts and completion, and custody receipts and audit lines record its issuer, subject and client
+id (never a token, nor a digest of one that could be replayed).
+
+A subject is unique only within its issuer (OpenID Connect Core §2, RFC 9068 §2.2): two identity
+providers may both issue ``sub = "alice"`` for different people. Everything that keys on a caller
+(private cache entries, coalesced reads, rate-limit buckets, upstream credentials) uses
+:attr:`Principal.key`, the pair ``(issuer, subject)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+__all__ = ["ANONYMOUS", "LOCAL", "LOCAL_ISSUER", "STATIC_ISSUER", "Principal", "from_access_token"]
+
+LOCAL_ISSUER = "local"
+"""Issuer of :data:`LOCAL`: the operating system account that started the process (stdio)."""
+STATIC_ISSUER = "static"
+"""Issuer of the principals of ``[server.auth] mode = "static"`` tokens (named in the config file)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """One verified caller (frozen; safe to share between tasks and to use as a dict key part).
+
+    :param subject: the caller, unique within ``issuer`` (a token's ``sub``, a static token's
+        configured subject, ``"local"`` on stdio, ``"anonymous"`` over unauthenticated HTTP).
+    :param issuer: who vouches for the subject: the token's ``iss`` (exactly as the identity
+        provider spells it), :data:`STATIC_ISSUER`, :data:`LOCAL_ISSUER`, or ``None`` for anonymous.
+    :param client_id: the OAuth client the caller used (``client_id``/``azp``), if known.
+    :param scopes: OAuth scopes granted to the token.
+    :param groups: group or role names taken from the token's configured groups claim.
+    :param claims: the token claims the operator selected (``[server.auth] claims``), read-only;
+        never the token itself.
+    """
+
+    subject: str
+    issuer: str | None = None
+    client_id: str | None = None
+    scopes: frozenset[str] = frozenset()
+    groups: frozenset[str] = frozenset()
+    claims: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}), hash=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.subject, str) or not self.subject:
+            raise ValueError(f"a principal needs a non-empty subject string, not {self.subject!r}")
+        for name in ("scopes", "groups"):
+            value = getattr(self, name)
+            if isinstance(value, str) or not isinstance(value, Iterable):
+                raise TypeError(f"Principal.{name} must be a collection of strings, not {value!r}")
+            object.__setattr__(self, name, frozenset(str(v) for v in value))
+        if not isinstance(self.claims, MappingProxyType):
+            object.__setattr__(self, "claims", MappingProxyType(dict(self.claims)))
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """``(issuer, subject)``: what identifies the caller across identity providers (the
+        issuer is ``""`` for anonymous callers)."""
+        return (self.issuer or "", self.subject)
+
+    @property
+    def anonymous(self) -> bool:
+        """Whether nobody vouched for the caller (HTTP without authentication)."""
+        return self.issuer is None
+
+    def custody(self) -> dict[str, str | None]:
+        """What receipts and audit lines record of the caller: ``subject``, ``issuer``, ``clientId``."""
+        return {"subject": self.subject, "issuer": self.issuer, "clientId": self.client_id}
+
+    def __repr__(self) -> str:  # claims may hold personal data: not in logs by accident
+        return f"Principal(subject={self.subject!r}, issuer={self.issuer!r}, client_id={self.client_id!r})"
+
+
+LOCAL = Principal("local", issuer=LOCAL_ISSUER)
+"""The caller over stdio (and in an embedding that passes none): whoever started the process."""
+ANONYMOUS = Principal("anonymous")
+"""The caller over HTTP when no ``[server.auth]`` is configured."""
+
+PRINCIPAL_CLAIM = "mcp_providers.principal"
+"""Key under which this project's verifiers leave the :class:`Principal` in ``AccessToken.claims``."""
+
+
+def from_access_token(token: Any) -> Principal:
+    """The principal of a verified SDK ``AccessToken`` (``mcp.server.auth.provider.AccessToken``).
+
+    This project's verifiers store the finished principal in the token's claims under
+    :data:`PRINCIPAL_CLAIM`. For any other ``TokenVerifier`` (an embedder's own) it is built from
+    the token's standard fields: ``subject`` (else ``client_id``), ``claims["iss"]``, ``client_id``
+    and ``scopes``; such a token without an ``iss`` claim gets issuer ``"verifier"``.
+
+    :raises ValueError: the token names neither a subject nor a client id.
+    """
+    claims = getattr(token, "claims", None) or {}
+    ready = claims.get(PRINCIPAL_CLAIM) if isinstance(claims, Mapping) else None
+    if isinstance(ready, Principal):
+        return ready
+    subject = getattr(token, "subject", None) or getattr(token, "client_id", None)
+    issuer = claims.get("iss") if isinstance(claims, Mapping) else None
+    return Principal(
+        str(subject or ""),
+        issuer=str(issuer) if issuer else "verifier",
+        client_id=getattr(token, "client_id", None) or None,
+        scopes=frozenset(getattr(token, "scopes", None) or ()),
+    )
