@@ -14,7 +14,7 @@ from typing import Any, Generic, Literal, Protocol, TypeVar
 from mcp.server import ServerRequestContext
 
 from mcp_providers._serve.steps.gate import Gate
-from mcp_providers.identity import ANONYMOUS, LOCAL, Principal, from_access_token
+from mcp_providers.identity import ANONYMOUS, Principal, from_access_token, transportless
 
 Ctx = ServerRequestContext[Any, Any]
 
@@ -26,10 +26,11 @@ R = TypeVar("R", covariant=True)
 
 def principal_of(ctx: Ctx) -> Principal:
     """Who is asking: the verified bearer token's principal over HTTP (:data:`ANONYMOUS` without
-    ``[server.auth]``), :data:`LOCAL` when no HTTP request crosses (stdio, in memory)."""
+    ``[server.auth]``), :data:`LOCAL` when no HTTP request crosses (stdio, in memory) unless an
+    embedder chose another (:func:`~mcp_providers.identity.serving_as`)."""
     request = ctx.request
     if request is None:
-        return LOCAL
+        return transportless()
     user = getattr(request, "scope", {}).get("user")
     token = getattr(user, "access_token", None)
     if token is None:
