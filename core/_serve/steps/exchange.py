@@ -14,6 +14,7 @@ from typing import Any, Generic, Literal, Protocol, TypeVar
 from mcp.server import ServerRequestContext
 
 from mcp_providers._serve.steps.gate import Gate
+from mcp_providers.identity import ANONYMOUS, LOCAL, Principal, from_access_token
 
 Ctx = ServerRequestContext[Any, Any]
 
@@ -31,6 +32,22 @@ def subject_of(ctx: Ctx) -> str:
     user = getattr(request, "scope", {}).get("user")
     token = getattr(user, "access_token", None)
     return str(getattr(token, "subject", None) or getattr(token, "client_id", None) or "anonymous")
+
+
+def principal_of(ctx: Ctx) -> Principal:
+    """Who is asking, as a :class:`~mcp_providers.identity.Principal`: the verified bearer token's
+    (:func:`~mcp_providers.identity.from_access_token`) over HTTP, :data:`~mcp_providers.identity.LOCAL`
+    without an HTTP request (stdio, in memory), :data:`~mcp_providers.identity.ANONYMOUS` over HTTP
+    without authentication.
+
+    :raises ValueError: the verified token names neither a subject nor a client id.
+    """
+    request = ctx.request
+    if request is None:
+        return LOCAL
+    user = getattr(request, "scope", {}).get("user")
+    token = getattr(user, "access_token", None)
+    return ANONYMOUS if token is None else from_access_token(token)
 
 
 @dataclass(slots=True)
