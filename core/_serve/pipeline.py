@@ -33,6 +33,7 @@ from mcp_providers._serve.steps import wire
 from mcp_providers._serve.steps.audit import AuditLog
 from mcp_providers._serve.steps.exchange import Ctx, Exchange, Method, principal_of
 from mcp_providers._serve.steps.gate import Authorizer, Gate
+from mcp_providers._serve.steps.ratelimit import RateLimiter
 from mcp_providers.errors import Denied, RequestError
 from mcp_providers.policy import current_gate
 
@@ -48,9 +49,11 @@ _through_pipeline: ContextVar[list[bool] | None] = ContextVar("mcp_providers_thr
 class Pipeline:
     """Runs every method's stages in one order, with one error mapping and one audit line."""
 
-    def __init__(self, authorizer: Authorizer, audit: AuditLog) -> None:
+    def __init__(self, authorizer: Authorizer, audit: AuditLog, limiter: RateLimiter | None = None) -> None:
         self.authorizer = authorizer
         self.audit = audit
+        self.limiter = limiter or RateLimiter(None)
+        """``[server.limits]`` (:mod:`~mcp_providers._serve.steps.ratelimit`); none: nothing limited."""
         self._server: Server[Any] | None = None
         self._direct: dict[str, Handler] = {}
 
@@ -84,6 +87,7 @@ class Pipeline:
         exchange = Exchange(method.name, method.actor, Gate(self.authorizer, principal_of(ctx)), ctx)
         token = current_gate.set(exchange.gate)
         try:
+            await self.limiter.admit(ctx, exchange.principal, method.name)  # per subject, before the gate
             target = method.route(exchange, params)
             method.authorize(exchange, target)
             produced = await method.invoke(exchange, target)
