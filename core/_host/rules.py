@@ -41,6 +41,8 @@ Advisories (:func:`advisories`; ``check`` prints them and still passes):
 ``tool-name-client-incompatible``   a spec-valid tool name outside ``^[a-zA-Z0-9_-]{1,64}$``, which
                                     Claude Desktop, GitHub Copilot and the OpenAI API refuse (and
                                     with it the whole tool list)
+``uri-not-canonical``               a fixed URI declared in another spelling than its canonical form;
+                                    ``read`` gets ``ReadRequest.uri`` canonical, so compare with that
 ==================================  =================================================================
 """
 
@@ -136,9 +138,21 @@ def _servable(d: Declared, tool: Tool) -> Problem | None:
 
 
 def advisories(declared: Sequence[Declared]) -> list[Problem]:
-    """What ``check`` warns about without failing: wrapped output schemas, names clients refuse."""
+    """What ``check`` warns about without failing: wrapped output schemas, names clients refuse,
+    fixed URIs not declared in canonical form."""
     found: list[Problem] = []
     for d in declared:
+        for r in d.resources:
+            if _valid(r.uri) and canonical(r.uri) != r.uri:
+                found.append(
+                    Problem(
+                        (d.plugin,),
+                        "uri-not-canonical",
+                        r.uri,
+                        f"read() is handed ReadRequest.uri in canonical form, {canonical(r.uri)!r}, not as declared",
+                        f"declare it as {canonical(r.uri)!r}",
+                    )
+                )
         for tool in d.tools:
             if not CLIENT_TOOL_NAME.match(tool.name):
                 usable = re.sub(r"[^a-zA-Z0-9_-]", "_", tool.name)[:64]

@@ -15,6 +15,7 @@ import tempfile
 from collections.abc import Iterator
 
 from mcp_providers._host.catalog import Entry
+from mcp_providers._host.uris import canonical
 from mcp_providers._serve.composition import Composition
 from mcp_providers._serve.steps.invoker import Work
 from mcp_providers.errors import ProviderFailed, ReadTimeout, SideEffectRefused
@@ -73,7 +74,7 @@ async def _read_twice(composition: Composition, entry: Entry[Resource, ResourceP
         try:
             with _captured_stdout(printed), _original_errors():
                 content: object = await composition.runtime.invoker.run(
-                    work, lambda: entry.provider.read(ReadRequest(uri=decl.uri, resource=decl))
+                    work, lambda: entry.provider.read(ReadRequest(uri=canonical(decl.uri), resource=decl))
                 )
         except SideEffectRefused as exc:
             problems.append(

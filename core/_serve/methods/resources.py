@@ -134,12 +134,20 @@ class ReadResource:
         route, uri, demanded, shared = target
         if demanded is not None:
             refuse_if_stale(uri, route.declaration.freshness, demanded, None, after_read=False)
+        # The provider gets the URI the router matched (canonical) and, for messages, the one sent.
         # A fixed URI's route shares a read-only NO_PARAMS: the provider gets a dict of its own.
-        request = ReadRequest(uri=uri, resource=route.declaration, params=route.params or {}, subject=exchange.subject)
+        canon = route.canonical
+        request = ReadRequest(
+            uri=canon,
+            resource=route.declaration,
+            params=route.params or {},
+            requested_uri=uri,
+            subject=exchange.subject,
+        )
         work = shared.work
-        if work is None or work.target != uri:
-            work = Work(route.plugin, route.provider.name, f"reading {uri}", uri)
-        key = (route.provider.name, uri, exchange.subject) if self._settings.coalesce_reads else None
+        if work is None:
+            work = Work(route.plugin, route.provider.name, f"reading {uri}", canon)
+        key = (route.provider.name, canon, exchange.subject) if self._settings.coalesce_reads else None
         return await self._invoker.run(work, lambda: route.provider.read(request), share=key, custody=exchange.custody)
 
     def evidence(self, exchange: Exchange, target: _Target, produced: object) -> dict[str, Any]:
