@@ -19,6 +19,7 @@ import mcp_types as types
 
 from mcp_providers._host.assembly import Assembly
 from mcp_providers._host.catalog import Catalog, Route
+from mcp_providers._serve.steps.asking import provider_asks
 from mcp_providers._serve.steps.custody import (
     ReadReceiptParts,
     cache_hint_parts,
@@ -148,7 +149,11 @@ class ReadResource:
         if work is None:
             work = Work(route.plugin, route.provider.name, f"reading {uri}", canon)
         key = (route.provider.name, canon, exchange.subject) if self._settings.coalesce_reads else None
-        return await self._invoker.run(work, lambda: route.provider.read(request), share=key, custody=exchange.custody)
+        read = lambda: route.provider.read(request)  # noqa: E731
+        if not exchange.gate.authorizer.active:
+            return await self._invoker.run(work, read, share=key, custody=exchange.custody)
+        with provider_asks(exchange.gate, self._catalog):  # a listing asks about its members as reads do
+            return await self._invoker.run(work, read, share=key, custody=exchange.custody)
 
     def evidence(self, exchange: Exchange, target: _Target, produced: object) -> dict[str, Any]:
         route, uri, demanded, shared = target
