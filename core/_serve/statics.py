@@ -15,10 +15,13 @@ import tempfile
 from collections.abc import Iterator
 
 from mcp_providers._host.catalog import Entry
+from mcp_providers._host.rules import undercut_aggregates
 from mcp_providers._host.uris import canonical
 from mcp_providers._serve.composition import Composition
+from mcp_providers._serve.steps.asking import require_uri
+from mcp_providers._serve.steps.gate import Gate
 from mcp_providers._serve.steps.invoker import Work
-from mcp_providers.errors import ProviderFailed, ReadTimeout, SideEffectRefused
+from mcp_providers.errors import Denied, ProviderFailed, ReadTimeout, SideEffectRefused
 from mcp_providers.models import Resource
 from mcp_providers.policy import Action
 from mcp_providers.providers import Content, ReadRequest, ResourceProvider
@@ -143,6 +146,32 @@ def authorize_report(composition: Composition) -> tuple[str | None, list[str]]:
                 "or Decision(False, ...) to deny"
             )
     return order, warnings
+
+
+AGGREGATE_PROBE_SUBJECTS = ("local", "anonymous", "probe-subject")
+"""Who :func:`aggregate_report` asks about: the stdio caller, an unauthenticated HTTP caller, and
+one subject no rule names (a rule for one named subject is not probed)."""
+
+
+def aggregate_report(composition: Composition) -> list[str]:
+    """What ``check`` warns about aggregates: one ``aggregate-undercuts-deny`` line per resource
+    declaring unfiltered members where the configured policy refuses a member's read but allows
+    the aggregate's (see :func:`~mcp_providers._host.rules.undercut_aggregates`); none without a policy."""
+    authorizer = composition.runtime.authorizer
+    if not authorizer.active:
+        return []
+    catalog = composition.catalog
+
+    def denied(subject: str, uri: str) -> str | None:
+        gate = Gate(authorizer, subject)
+        try:
+            require_uri(gate, catalog, "read", uri)
+        except Denied:
+            return gate.denials[-1].reason or "denied"
+        return None
+
+    found = undercut_aggregates(composition.assembly.declared, denied, AGGREGATE_PROBE_SUBJECTS)
+    return [str(problem) for problem in found]
 
 
 def _probes(composition: Composition) -> list[tuple[str, Action, str]]:

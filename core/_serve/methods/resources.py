@@ -146,9 +146,9 @@ class ReadResource:
             subject=exchange.subject,
         )
         work = shared.work
-        if work is None:
-            work = Work(route.plugin, route.provider.name, f"reading {uri}", canon)
-        key = (route.provider.name, canon, exchange.subject) if self._settings.coalesce_reads else None
+        if work is None or work.target != uri:  # messages name the URI as sent
+            work = Work(route.plugin, route.provider.name, f"reading {uri}", uri)
+        key = (route.provider.name, uri, exchange.subject) if self._settings.coalesce_reads else None
         read = lambda: route.provider.read(request)  # noqa: E731
         if not exchange.gate.authorizer.active:
             return await self._invoker.run(work, read, share=key, custody=exchange.custody)
@@ -198,6 +198,8 @@ class ReadResource:
             if template is None:
                 work = Work(route.plugin, route.provider.name, f"reading {route.canonical}", route.canonical)
             ttl_ms, cache_scope = cache_hint_parts(declaration.freshness)
+            if declaration.members is not None and declaration.members.filtered:
+                cache_scope = "private"  # what it lists depends on who asks: no shared cache may keep it
             shared = _Shared(declaration, parts, ttl_ms, cache_scope, work)
             self._shared_by_id[id(declaration)] = shared
         return shared
