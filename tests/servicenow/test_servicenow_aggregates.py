@@ -94,3 +94,30 @@ async def test_the_instance_list_and_refusals_name_no_instance_the_caller_may_no
             await client.read_resource("servicenow://staging/incidents")
     assert "configured instances: dev" in caught.value.error.message
     assert "prod" not in caught.value.error.message and "prod" not in json.dumps(caught.value.error.data)
+
+
+@pytest.mark.parametrize("fields", [[], ["short_description"]], ids=["all-fields", "without-number"])
+async def test_the_query_tool_leaves_out_and_get_record_refuses_an_incident_the_caller_may_not_read(
+    fields: list[str], dev_emulator: Emulator, prod_emulator: Emulator, secrets_env: Mapping[str, str]
+) -> None:
+    query = {"instance": "dev", "table": "incident", "fields": fields, "limit": 100}
+    async with connect(_compose(dev_emulator, prod_emulator)) as client:
+        everything = await client.call_tool("servicenow_query_table", {**query, "fields": ["number", "sys_id"]})
+    first = everything.structured_content["records"][0]  # type: ignore[index]
+    secret, secret_id = first["number"], first["sys_id"]
+    composition = _compose(dev_emulator, prod_emulator, f"servicenow://dev/incidents/{secret}")
+    async with connect(composition) as client:
+        result = await client.call_tool("servicenow_query_table", query)
+        out = result.structured_content or {}
+        assert not result.is_error and out["record_count"] == len(everything.structured_content["records"]) - 1  # type: ignore[index]
+        assert secret not in json.dumps(out) and secret not in str(result.content)
+        if fields:  # the number was fetched to ask about the record, not returned
+            assert all(set(r) == {"short_description"} for r in out["records"])
+        with pytest.raises(MCPError) as caught:
+            await client.call_tool(
+                "servicenow_get_record", {"instance": "dev", "table": "incident", "sys_id": secret_id, "fields": fields}
+            )
+        assert caught.value.error.code == -32003
+        other = everything.structured_content["records"][1]["sys_id"]  # type: ignore[index]
+        got = await client.call_tool("servicenow_get_record", {"instance": "dev", "table": "incident", "sys_id": other})
+        assert not got.is_error
