@@ -17,6 +17,7 @@ import pytest
 from mcp import MCPError
 
 from mcp_providers import Content, Members, ReadRequest, Resource, ResourceProvider, ResourceTemplate, hookimpl
+from mcp_providers._host.rules import advisories
 from mcp_providers._serve.statics import aggregate_report
 from mcp_providers.models import RECEIPT_KEY
 from mcp_providers.plugins import policy
@@ -233,3 +234,41 @@ def test_the_check_command_prints_the_warning_and_still_passes(monkeypatch: pyte
     assert result.exit_code == 0, result.output
     assert "warning: colours: aggregate-undercuts-deny: 'col://all': it gathers col://c/blue" in result.output
     assert "check passed" in result.output
+
+
+@pytest.mark.parametrize("member", ["col://c/{nam}/x", "col://colour/{name}", "col://c"])
+def test_check_warns_about_a_member_nothing_serves(member: str) -> None:
+    class Typo(ResourceProvider):
+        name = "typo"
+        prefixes = ("col://",)
+
+        def resources(self) -> Sequence[Resource]:
+            return [Resource(uri="col://all", name="all", members=Members(uris=(member,), filtered=True))]
+
+        def templates(self) -> Sequence[ResourceTemplate]:
+            return [ResourceTemplate(uri_template="col://c/{name}", name="one")]
+
+    composition = compose({"typo": SimpleNamespace(register_resource_providers=hookimpl(lambda: [Typo()]))})
+    warnings = [str(p) for p in advisories(composition.assembly.declared) if p.rule == "member-unserved"]
+    assert len(warnings) == 1 and repr(member) in warnings[0], warnings
+
+
+@pytest.mark.parametrize("member", ["col://c/{name}", "COL://c/{name}", "col://c/red", "col://all"])
+def test_check_is_quiet_about_served_members(member: str) -> None:
+    class Served(ResourceProvider):
+        name = "served"
+        prefixes = ("col://",)
+
+        def resources(self) -> Sequence[Resource]:
+            members = Members(uris=(member,), filtered=True)
+            return [Resource(uri="col://all", name="all"), Resource(uri="col://alias", name="alias", members=members)]
+
+        def templates(self) -> Sequence[ResourceTemplate]:
+            return [ResourceTemplate(uri_template="col://c/{name}", name="one")]
+
+    composition = compose({"served": SimpleNamespace(register_resource_providers=hookimpl(lambda: [Served()]))})
+    assert [p for p in advisories(composition.assembly.declared) if p.rule == "member-unserved"] == []
+
+
+def test_the_documcp_builtins_declare_only_served_members() -> None:
+    assert [p for p in advisories(_documcp().assembly.declared) if p.rule == "member-unserved"] == []

@@ -44,6 +44,8 @@ Advisories (:func:`advisories`; ``check`` prints them and still passes):
                                     with it the whole tool list)
 ``uri-not-canonical``               a fixed URI declared in another spelling than its canonical form;
                                     ``read`` gets ``ReadRequest.uri`` canonical, so compare with that
+``member-unserved``                 a ``Members`` URI or template that nothing in the composition serves
+                                    (a typo would make a filter ask about the wrong URIs)
 ``aggregate-undercuts-deny``        (:func:`undercut_aggregates`) the policy denies ``read`` on a
                                     member of an aggregate (``Members``) that does not filter its
                                     members, while allowing the aggregate: reading it serves what
@@ -145,8 +147,8 @@ def _servable(d: Declared, tool: Tool) -> Problem | None:
 
 def advisories(declared: Sequence[Declared]) -> list[Problem]:
     """What ``check`` warns about without failing: wrapped output schemas, names clients refuse,
-    fixed URIs not declared in canonical form."""
-    found: list[Problem] = []
+    fixed URIs not declared in canonical form, members nothing serves."""
+    found: list[Problem] = _unserved_members(declared)
     for d in declared:
         for r in d.resources:
             if _valid(r.uri) and canonical(r.uri) != r.uri:
@@ -192,6 +194,45 @@ MAX_MEMBER_PROBES = 200
 """The most value bindings :func:`undercut_aggregates` tries per aggregate."""
 PROBE_VALUE = "probe"
 """The value a template variable without declared completions is probed with."""
+
+
+def _unserved_members(declared: Sequence[Declared]) -> list[Problem]:
+    """A ``member-unserved`` problem per ``Members`` URI that no declaration serves: not a declared
+    template, and (expanded with :data:`PROBE_VALUE`) neither a fixed URI nor a URI of a template."""
+    fixed = {canonical(r.uri) for d in declared for r in d.resources if _valid(r.uri)}
+    templates: dict[str, UriTemplate] = {}
+    for d in declared:
+        for t in d.templates:
+            with contextlib.suppress(InvalidUriTemplate, InvalidUri):
+                templates[canonical_template(t.uri_template)] = UriTemplate.parse(canonical_template(t.uri_template))
+    found = []
+    for d in declared:
+        for decl in d.resource_declarations():
+            for member in decl.members.uris if decl.members is not None else ():
+                if not _served(member, fixed, templates):
+                    found.append(
+                        Problem(
+                            (d.plugin,),
+                            "member-unserved",
+                            _where(decl),
+                            f"member {member!r} is served by nothing here, so a rule on it guards nothing",
+                            "name the URI or template the members are served at (see resources/templates/list)",
+                        )
+                    )
+    return found
+
+
+def _served(member: str, fixed: set[str], templates: Mapping[str, UriTemplate]) -> bool:
+    try:
+        key = canonical_template(member)
+        if key in templates:
+            return True
+        parsed = UriTemplate.parse(key)
+        uri = canonical(parsed.expand({name: PROBE_VALUE for name in parsed.variable_names}))
+    except (InvalidUriTemplate, InvalidUri):
+        return True  # member-invalid reports it
+    return uri in fixed or any(t.match(uri) is not None for t in templates.values())
+
 
 ReadDenied = Callable[[str, str], str | None]
 """``(subject, uri) -> why a read of uri is refused to subject``, or ``None`` when it is allowed

@@ -121,3 +121,16 @@ async def test_the_query_tool_leaves_out_and_get_record_refuses_an_incident_the_
         other = everything.structured_content["records"][1]["sys_id"]  # type: ignore[index]
         got = await client.call_tool("servicenow_get_record", {"instance": "dev", "table": "incident", "sys_id": other})
         assert not got.is_error
+
+
+def test_the_servicenow_lists_declare_served_members_and_check_is_quiet_about_them(
+    dev_emulator: Emulator, prod_emulator: Emulator, secrets_env: Mapping[str, str]
+) -> None:
+    from mcp_providers._host.rules import advisories
+    from mcp_providers._serve.statics import aggregate_report
+
+    composition = _compose(dev_emulator, prod_emulator, "servicenow://prod/*", "servicenow://dev/incidents/*")
+    members = {e.declaration.name: e.declaration.members for e in composition.catalog.templates}
+    assert members["servicenow-incidents"] is not None and members["servicenow-incidents"].filtered
+    assert [p for p in advisories(composition.assembly.declared) if p.rule == "member-unserved"] == []
+    assert aggregate_report(composition) == []
