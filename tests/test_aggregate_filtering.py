@@ -272,3 +272,12 @@ def test_check_is_quiet_about_served_members(member: str) -> None:
 
 def test_the_documcp_builtins_declare_only_served_members() -> None:
     assert [p for p in advisories(_documcp().assembly.declared) if p.rule == "member-unserved"] == []
+
+
+async def test_an_ssg_entry_names_its_config_template_only_to_who_may_read_it() -> None:
+    entry = json.loads((await _read(_documcp(), "documcp://ssgs/hugo"))[0])
+    assert entry["templateUri"] == "documcp://templates/hugo-config"
+    text, _, _ = await _read(_documcp(_deny("documcp://templates/hugo-config")), "documcp://ssgs/hugo")
+    assert "templateUri" not in json.loads(text) and "hugo-config" not in text
+    other = json.loads((await _read(_documcp(_deny("documcp://templates/hugo-config")), "documcp://ssgs/jekyll"))[0])
+    assert other["templateUri"] == "documcp://templates/jekyll-config"

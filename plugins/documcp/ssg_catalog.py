@@ -6,7 +6,7 @@
   ``documcp://ssgs/{ssg}`` the caller may read (it declares them as its members);
 - ``documcp://ssgs/{ssg}``: one SSG with everything the registry knows (features, config file,
   formats, folders, docs link, install/build/serve commands) plus ``templateUri``, the URI of its
-  configuration template.
+  configuration template (left out for a caller who may not read that template).
 """
 
 from __future__ import annotations
@@ -87,8 +87,9 @@ class SSGCatalog(ResourceProvider):
                 data={"uri": request.uri},
             )
         entry = ssg.model_dump(mode="json", by_alias=True)
-        entry["templateUri"] = template_uri(ssg)
-        entry["templateMimeType"] = mime_type(ssg)
+        if policy.allowed("read", template_uri(ssg)):  # named only to who may read it, as the prompts do
+            entry["templateUri"] = template_uri(ssg)
+            entry["templateMimeType"] = mime_type(ssg)
         return Content(text=_json(entry))
 
 
