@@ -113,6 +113,16 @@ async def test_all_workflows_leaves_out_the_guidance_the_caller_may_not_read() -
     assert "executionGuidance" not in body and list(body["workflows"]) == list(WORKFLOW_IDS)
 
 
+async def test_the_guidance_names_no_workflow_the_caller_may_not_read() -> None:
+    before = json.loads((await _read(_documcp(), "documcp://workflows/guidance"))[0])
+    assert QUICK in [r["workflow"] for r in before["recommendationRules"]]
+    text, receipt, _ = await _read(_documcp(_deny(f"documcp://workflows/{QUICK}")), "documcp://workflows/guidance")
+    after = json.loads(text)
+    assert after["recommendationRules"] == [r for r in before["recommendationRules"] if r["workflow"] != QUICK]
+    assert QUICK not in text and QUICK not in json.dumps(receipt)
+    assert after["executionGuidance"] == before["executionGuidance"]
+
+
 @pytest.mark.parametrize("alias", ["documcp://workflows/quick-setup", "DOCUMCP://workflows/quick%2Dsetup"])
 async def test_an_alias_is_refused_when_its_workflow_is(alias: str) -> None:
     assert json.loads((await _read(_documcp(), alias))[0])["id"] == QUICK

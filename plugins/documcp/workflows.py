@@ -15,7 +15,8 @@ Resources (all ``static``, ``application/json``):
 ``all`` and the aliases gather other resources' data and declare them as their members: ``all``
 holds only the workflows (``documcp://workflows/{workflowId}``) and the guidance
 (``documcp://workflows/guidance``) the caller may read, its ``metadata`` computed over those; an
-alias is refused when its workflow is.
+alias is refused when its workflow is; ``guidance`` keeps only the recommendation rules naming a
+workflow the caller may read.
 
 A workflow is ``{id, name, description, useCase, complexity, estimatedTime, steps[]}``; a step is
 ``{tool, description, requiredInputs[], presetArguments{}, outputs[], optional, alternatives[],
@@ -307,7 +308,7 @@ class Workflows(ResourceProvider):
         for alias, target in ALIASES.items():
             w = c.workflows[target]
             described[_PREFIX + alias] = (f"workflow-{alias}", w.name, f"{w.description} ({target})")
-        members = {ALL: Members(uris=(ONE, GUIDANCE), filtered=True)}
+        members = {ALL: Members(uris=(ONE, GUIDANCE), filtered=True), GUIDANCE: Members(uris=(ONE,), filtered=True)}
         members.update({_PREFIX + a: Members(uris=(_one(t),), filtered=True) for a, t in ALIASES.items()})
         return [
             Resource(
@@ -316,7 +317,7 @@ class Workflows(ResourceProvider):
                 title=title,
                 description=description,
                 mime_type="application/json",
-                size=None if uri == ALL else len(self._texts[uri].encode()),  # all: what the caller may read
+                size=None if uri in (ALL, GUIDANCE) else len(self._texts[uri].encode()),  # these vary by caller
                 freshness=Freshness.static(),
                 members=members.get(uri),
             )
@@ -344,6 +345,8 @@ class Workflows(ResourceProvider):
         """
         if request.uri == ALL:
             return Content(text=self._all())
+        if request.uri == GUIDANCE:
+            return Content(text=self._guidance())
         alias = ALIASES.get(request.uri.removeprefix(_PREFIX))
         if alias is not None:  # the alias serves its workflow's data: only to who may read that
             policy.require("read", _one(alias), asked_by=f"alias {request.uri}")
@@ -369,6 +372,19 @@ class Workflows(ResourceProvider):
         if guidance:
             body["executionGuidance"] = _dump(c.execution_guidance)
         body["metadata"] = summary(visible)
+        return _json(body)
+
+    def _guidance(self) -> str:
+        """``guidance`` with only the recommendation rules naming a workflow the caller may read."""
+        c = content()
+        rules = [r for r in c.recommendation_rules if policy.allowed("read", _one(r.workflow))]
+        if len(rules) == len(c.recommendation_rules):
+            return self._texts[GUIDANCE]
+        body = {
+            "executionGuidance": _dump(c.execution_guidance),
+            "recommendationEngine": c.recommendation_engine,
+            "recommendationRules": [_dump(r) for r in rules],
+        }
         return _json(body)
 
 
