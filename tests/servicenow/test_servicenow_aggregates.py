@@ -134,3 +134,30 @@ def test_the_servicenow_lists_declare_served_members_and_check_is_quiet_about_th
     assert members["servicenow-incidents"] is not None and members["servicenow-incidents"].filtered
     assert [p for p in advisories(composition.assembly.declared) if p.rule == "member-unserved"] == []
     assert aggregate_report(composition) == []
+
+
+async def test_number_completion_offers_no_incident_the_caller_may_not_read(
+    dev_emulator: Emulator, prod_emulator: Emulator, secrets_env: Mapping[str, str]
+) -> None:
+    import mcp_types as types
+
+    ref = types.ResourceTemplateReference(type="ref/resource", uri="servicenow://{instance}/incidents/{number}")
+    argument, context = {"name": "number", "value": "INC"}, {"instance": "dev"}
+    async with connect(_compose(dev_emulator, prod_emulator)) as client:
+        offered = (await client.complete(ref, argument, context_arguments=context)).completion.values
+    secret = offered[0]
+    composition = _compose(dev_emulator, prod_emulator, f"servicenow://dev/incidents/{secret}")
+    async with connect(composition) as client:
+        after = (await client.complete(ref, argument, context_arguments=context)).completion.values
+    assert after == [v for v in offered if v != secret]
+    denied_template = compose(
+        {"servicenow": servicenow_plugin, "policy": policy},
+        {
+            "servicenow": {"instances": [dev_instance(dev_emulator), prod_instance(prod_emulator)]},
+            "policy": {"rules": [{"effect": "deny", "actions": ["expand"], "targets": [ref.uri]}]},
+        },
+    )
+    async with connect(denied_template) as client:  # the chosen scope is a URI of the denied template
+        with pytest.raises(MCPError) as caught:
+            await client.complete(ref, argument, context_arguments=context)
+    assert caught.value.error.code == -32003 and f"expand on {ref.uri}" in caught.value.error.message
