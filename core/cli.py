@@ -21,7 +21,7 @@ import typer
 from mcp_providers._cli.workers import FD_ENV, WHY_CLUSTER, WHY_STATELESS, serve_workers
 from mcp_providers._host.rules import advisories
 from mcp_providers._serve.composition import Composition, compose
-from mcp_providers._serve.statics import authorize_report, static_read_problems
+from mcp_providers._serve.statics import aggregate_report, authorize_report, static_read_problems
 from mcp_providers._serve.transport.stdio import guarded_stdout, sdk_stdio
 from mcp_providers._serve.transport.stdio_loop import serve_stdio
 from mcp_providers.config import CONFIG_ENV, Config, load_config
@@ -338,6 +338,7 @@ def check(config: ConfigOption = None, plugin_set: SetOption = None) -> None:
         )
     order, warnings = authorize_report(composition)
     warnings += [f"warning: {w}" for w in advisories(composition.assembly.declared)]
+    warnings += [f"warning: {w}" for w in aggregate_report(composition)]
     if order is not None:
         err.print(order, markup=False, highlight=False)
     for line in [*warnings, *failures]:  # a warning names its fix but does not fail the check

@@ -16,6 +16,7 @@ providers may both issue ``sub = "alice"`` for different people. Everything that
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -67,6 +68,21 @@ class Principal:
         """``(issuer, subject)``: what identifies the caller across identity providers (the
         issuer is ``""`` for anonymous callers)."""
         return (self.issuer or "", self.subject)
+
+    @property
+    def share_key(self) -> tuple[str, str, str, tuple[str, ...], tuple[str, ...], str]:
+        """Everything a policy may look at, as a plain (JSON-ready) tuple: what two requests must
+        share to share one read (coalesced, or cached in Redis). Two tokens of one subject with
+        other scopes, groups or claims may be allowed other things, so they never share."""
+        claims = json.dumps(dict(self.claims), sort_keys=True, default=str)
+        return (
+            self.issuer or "",
+            self.subject,
+            self.client_id or "",
+            tuple(sorted(self.scopes)),
+            tuple(sorted(self.groups)),
+            claims,
+        )
 
     @property
     def anonymous(self) -> bool:

@@ -110,6 +110,36 @@ class Freshness(BaseModel):
         return cls(kind="max_age", max_age_seconds=seconds)
 
 
+class Members(BaseModel):
+    """The resources whose data a resource gathers: a catalog, a listing, an alias, a summary.
+
+    A listing that copies its members' data undercuts any rule on a member unless it leaves out
+    what the caller may not read, so an aggregate declares where its members are::
+
+        Resource(uri="documcp://ssgs/available", name="ssgs",
+                 members=Members(uris=("documcp://ssgs/{ssg}",), filtered=True))
+
+    and, in ``read``, keeps only the members the caller may read, asking the gate about each::
+
+        visible = [s for s in SSGS if policy.allowed("read", f"documcp://ssgs/{s.id}")]
+
+    (asked as a read of that URI is: ``expand`` on its template too). Left-out members must leave
+    no trace in the content: no id, no name in a summary, no count that names them.
+    ``mcp-providers check`` warns (``aggregate-undercuts-deny``) when a configured policy denies
+    ``read`` on a member of an aggregate that does not declare ``filtered=True``.
+    """
+
+    model_config = _FROZEN
+
+    uris: tuple[str, ...] = Field(min_length=1)
+    """URIs or URI templates of the members, e.g. ``("documcp://ssgs/{ssg}",)``. A template shares
+    variables with the aggregate's own template by name: members of
+    ``servicenow://{instance}/incidents`` are ``servicenow://{instance}/incidents/{number}``."""
+    filtered: bool = False
+    """Whether ``read`` leaves out every member the caller may not read (through
+    :func:`mcp_providers.policy.allowed`), or refuses when its only member is denied (an alias)."""
+
+
 class _ResourceBase(BaseModel):
     model_config = _FROZEN
 
@@ -133,6 +163,9 @@ class _ResourceBase(BaseModel):
     was cut."""
     meta: dict[str, Any] | None = None
     """Extra ``_meta`` entries for list results (keys should be reverse-DNS)."""
+    members: Members | None = None
+    """For a resource gathering other resources' data: where they are, and whether ``read``
+    leaves out those the caller may not read (see :class:`Members`)."""
 
 
 class Resource(_ResourceBase):

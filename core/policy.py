@@ -19,7 +19,10 @@ uses, so a rule on a URI holds however the data is reached::
         policy.require("read", f"documcp://ssgs/{arguments['ssg']}")     # raises Denied
         visible = [s for s in SSGS if policy.allowed("read", f"documcp://ssgs/{s}")]
 
-Outside a request (a unit test calling a provider directly) there is no gate: both allow.
+A URI this composition serves is asked what a read of it asks (``expand`` on the template that
+serves it, then the action), so a listing filtering its members with :func:`allowed` leaves out a
+member whose template is denied too. Outside a request (a unit test calling a provider directly)
+there is no gate: both allow.
 """
 
 from __future__ import annotations

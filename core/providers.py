@@ -173,9 +173,13 @@ class ClientChannel:
 class ReadRequest:
     """One ``resources/read``, routed to the provider that owns the URI.
 
-    :param uri: the URI exactly as the client sent it.
+    :param uri: the URI the router matched, in canonical form (lower-case scheme, escapes of
+        unreserved characters decoded: ``DOCUMCP://ssgs/%61vailable`` arrives as
+        ``documcp://ssgs/available``), so comparing it with a declared URI holds for every spelling.
     :param resource: the fixed resource or template that matched.
     :param params: template variables, percent-decoded exactly once (empty for a fixed URI).
+    :param requested_uri: the URI exactly as the client sent it (for messages); ``None`` when no
+        client sent one (a unit test, ``mcp-providers check``).
     :param principal: who is asking (:data:`~mcp_providers.identity.LOCAL` on stdio; the verified
         token's principal on HTTP).
     """
@@ -183,6 +187,7 @@ class ReadRequest:
     uri: str
     resource: Resource | ResourceTemplate
     params: Mapping[str, str] = field(default_factory=dict)
+    requested_uri: str | None = None
     principal: Principal = LOCAL
 
     @property

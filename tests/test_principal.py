@@ -229,8 +229,24 @@ async def test_the_same_caller_still_shares_one_coalesced_read() -> None:
 
     async with composition.runtime.running(), anyio.create_task_group() as group:
         group.start_soon(read_as, ALICE_A)
-        group.start_soon(read_as, Principal("alice", issuer="https://idp-a.example/", client_id="app-1"))
+        group.start_soon(read_as, Principal("alice", issuer="https://idp-a.example/", client_id="app-1",
+                                            groups={"itil"}, scopes={"mcp:read"}))  # fmt: skip
     assert Who.reads == 1
+
+
+async def test_one_subjects_tokens_with_other_groups_do_not_share_a_read() -> None:
+    # A policy may look at groups, scopes and claims: a filtered read for one token is not another's.
+    composition = compose({"who": who_plugin()})
+    Who.reads = 0
+
+    async def read_as(principal: Principal) -> None:
+        async with connect(composition, principal=principal) as client:
+            await client.read_resource("who://x/me")
+
+    async with composition.runtime.running(), anyio.create_task_group() as group:
+        group.start_soon(read_as, ALICE_A)
+        group.start_soon(read_as, Principal("alice", issuer="https://idp-a.example/", client_id="app-1"))
+    assert Who.reads == 2
 
 
 # -- the built-in policy plugin's caller conditions -------------------------------------------------

@@ -28,6 +28,7 @@ Rules (the ``rule`` string of a Problem):
 ``duplicate-provider``              two providers with the same name
 ``resource-declares-side-effect``   a resource declares ``side_effects`` other than ``"none"``
 ``prompt-argument-resource``        a prompt argument's ``resource`` is not a template of that argument
+``member-invalid``                  a ``Members`` URI is neither an absolute URI nor an RFC 6570 template
 ``declaration-failed``              a provider's ``resources()``/``templates()``/``tools()``/``prompts()`` raised
 ``output-schema-unservable``        a tool's input or output model has no JSON Schema (pydantic cannot
                                     describe it); only that tool is left out, the plugin is served
@@ -41,6 +42,14 @@ Advisories (:func:`advisories`; ``check`` prints them and still passes):
 ``tool-name-client-incompatible``   a spec-valid tool name outside ``^[a-zA-Z0-9_-]{1,64}$``, which
                                     Claude Desktop, GitHub Copilot and the OpenAI API refuse (and
                                     with it the whole tool list)
+``uri-not-canonical``               a fixed URI declared in another spelling than its canonical form;
+                                    ``read`` gets ``ReadRequest.uri`` canonical, so compare with that
+``member-unserved``                 a ``Members`` URI or template that nothing in the composition serves
+                                    (a typo would make a filter ask about the wrong URIs)
+``aggregate-undercuts-deny``        (:func:`undercut_aggregates`) the policy denies ``read`` on a
+                                    member of an aggregate (``Members``) that does not filter its
+                                    members, while allowing the aggregate: reading it serves what
+                                    the rule refuses
 ==================================  =================================================================
 """
 
@@ -48,8 +57,9 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,6 +68,7 @@ from pydantic import BaseModel
 
 from mcp_providers._host.declarations import Declared, Problem, literal_start
 from mcp_providers._host.uris import InvalidUri, canonical, canonical_template
+from mcp_providers.identity import Principal
 from mcp_providers.models import Prompt, Resource, ResourceTemplate, Tool
 from mcp_providers.providers import ResourceProvider
 
@@ -136,9 +147,21 @@ def _servable(d: Declared, tool: Tool) -> Problem | None:
 
 
 def advisories(declared: Sequence[Declared]) -> list[Problem]:
-    """What ``check`` warns about without failing: wrapped output schemas, names clients refuse."""
-    found: list[Problem] = []
+    """What ``check`` warns about without failing: wrapped output schemas, names clients refuse,
+    fixed URIs not declared in canonical form, members nothing serves."""
+    found: list[Problem] = _unserved_members(declared)
     for d in declared:
+        for r in d.resources:
+            if _valid(r.uri) and canonical(r.uri) != r.uri:
+                found.append(
+                    Problem(
+                        (d.plugin,),
+                        "uri-not-canonical",
+                        r.uri,
+                        f"read() is handed ReadRequest.uri in canonical form, {canonical(r.uri)!r}, not as declared",
+                        f"declare it as {canonical(r.uri)!r}",
+                    )
+                )
         for tool in d.tools:
             if not CLIENT_TOOL_NAME.match(tool.name):
                 usable = re.sub(r"[^a-zA-Z0-9_-]", "_", tool.name)[:64]
@@ -166,6 +189,121 @@ def advisories(declared: Sequence[Declared]) -> list[Problem]:
                         )
                     )
     return found
+
+
+MAX_MEMBER_PROBES = 200
+"""The most value bindings :func:`undercut_aggregates` tries per aggregate."""
+PROBE_VALUE = "probe"
+"""The value a template variable without declared completions is probed with."""
+
+
+def _unserved_members(declared: Sequence[Declared]) -> list[Problem]:
+    """A ``member-unserved`` problem per ``Members`` URI that no declaration serves: not a declared
+    template, and (expanded with :data:`PROBE_VALUE`) neither a fixed URI nor a URI of a template."""
+    fixed = {canonical(r.uri) for d in declared for r in d.resources if _valid(r.uri)}
+    templates: dict[str, UriTemplate] = {}
+    for d in declared:
+        for t in d.templates:
+            with contextlib.suppress(InvalidUriTemplate, InvalidUri):
+                templates[canonical_template(t.uri_template)] = UriTemplate.parse(canonical_template(t.uri_template))
+    found = []
+    for d in declared:
+        for decl in d.resource_declarations():
+            for member in decl.members.uris if decl.members is not None else ():
+                if not _served(member, fixed, templates):
+                    found.append(
+                        Problem(
+                            (d.plugin,),
+                            "member-unserved",
+                            _where(decl),
+                            f"member {member!r} is served by nothing here, so a rule on it guards nothing",
+                            "name the URI or template the members are served at (see resources/templates/list)",
+                        )
+                    )
+    return found
+
+
+def _served(member: str, fixed: set[str], templates: Mapping[str, UriTemplate]) -> bool:
+    try:
+        key = canonical_template(member)
+        if key in templates:
+            return True
+        parsed = UriTemplate.parse(key)
+        uri = canonical(parsed.expand({name: PROBE_VALUE for name in parsed.variable_names}))
+    except (InvalidUriTemplate, InvalidUri):
+        return True  # member-invalid reports it
+    return uri in fixed or any(t.match(uri) is not None for t in templates.values())
+
+
+ReadDenied = Callable[[Principal, str], str | None]
+"""``(caller, uri) -> why a read of uri is refused to caller``, or ``None`` when it is allowed
+(asked as a read is: ``expand`` on the URI's template, then ``read``)."""
+
+
+def undercut_aggregates(
+    declared: Sequence[Declared], denied: ReadDenied, callers: Sequence[Principal]
+) -> list[Problem]:
+    """Aggregates that serve what the policy refuses: a resource declaring :class:`Members
+    <mcp_providers.models.Members>` without ``filtered=True``, which a caller may read while
+    ``read`` on one of its members is denied to that caller.
+
+    Members are enumerated from the declared completions of the aggregate's template and of the
+    member templates (a variable with none gets :data:`PROBE_VALUE`), at most
+    :data:`MAX_MEMBER_PROBES` bindings per aggregate, each asked for every caller in ``callers``.
+
+    :returns: one ``aggregate-undercuts-deny`` problem per aggregate and member pattern.
+    """
+    completions: dict[str, Mapping[str, tuple[str, ...]]] = {
+        t.uri_template: t.completions for d in declared for t in d.templates
+    }
+    problems: list[Problem] = []
+    for d in declared:
+        for decl in d.resource_declarations():
+            if decl.members is None or decl.members.filtered:
+                continue
+            for member in decl.members.uris:
+                found = _undercut(decl, member, completions, denied, callers)
+                if found is not None:
+                    problems.append(
+                        Problem(
+                            (d.plugin,),
+                            "aggregate-undercuts-deny",
+                            _where(decl),
+                            f"it gathers {found[1]}, whose read the policy refuses to {found[0].subject!r} "
+                            f"({found[2]}), and does not filter its members, so reading it serves what the rule "
+                            "refuses",
+                            "leave out members the caller may not read (policy.allowed('read', uri)) and declare "
+                            f"Members(..., filtered=True), or deny read on {found[3]} too",
+                        )
+                    )
+    return problems
+
+
+def _undercut(
+    decl: Resource | ResourceTemplate,
+    member: str,
+    completions: Mapping[str, Mapping[str, tuple[str, ...]]],
+    denied: ReadDenied,
+    callers: Sequence[Principal],
+) -> tuple[Principal, str, str, str] | None:
+    """The first ``(caller, member URI, why, aggregate URI)`` where the member is denied and the
+    aggregate allowed, else ``None``."""
+    try:
+        own = UriTemplate.parse(_where(decl))
+        other = UriTemplate.parse(member)
+    except InvalidUriTemplate:
+        return None
+    known = {**completions.get(member, {}), **(decl.completions if isinstance(decl, ResourceTemplate) else {})}
+    names = list(dict.fromkeys([*own.variable_names, *other.variable_names]))
+    values = [known.get(n) or (PROBE_VALUE,) for n in names]
+    for combination in itertools.islice(itertools.product(*values), MAX_MEMBER_PROBES):
+        binding = dict(zip(names, combination, strict=True))
+        aggregate, member_uri = own.expand(binding), other.expand(binding)
+        for caller in callers:
+            why = denied(caller, member_uri)
+            if why is not None and denied(caller, aggregate) is None:
+                return caller, member_uri, why, aggregate
+    return None
 
 
 def _check_template(d: Declared, t: ResourceTemplate) -> Iterable[Problem]:
@@ -260,6 +398,8 @@ def _grammar(d: Declared) -> Iterable[Problem]:
     for t in d.templates:
         yield from _check_template(d, t)
     for decl in d.resource_declarations():
+        for member in decl.members.uris if decl.members is not None else ():
+            yield from _check_member(d, decl, member)
         if decl.side_effects != "none":
             yield Problem(
                 p,
@@ -270,6 +410,24 @@ def _grammar(d: Declared) -> Iterable[Problem]:
             )
     for prompt in d.prompts:
         yield from _check_prompt(d, prompt)
+
+
+def _check_member(d: Declared, decl: Resource | ResourceTemplate, member: str) -> Iterable[Problem]:
+    try:
+        UriTemplate.parse(member)
+    except InvalidUriTemplate as exc:
+        why = str(exc)
+    else:
+        if _SCHEME.match(literal_start(member)):
+            return
+        why = "does not start with a scheme"
+    yield Problem(
+        (d.plugin,),
+        "member-invalid",
+        _where(decl),
+        f"member {member!r} {why}",
+        "name each member by its absolute URI or URI template, e.g. myplugin://things/{id}",
+    )
 
 
 def _check_prompt(d: Declared, prompt: Prompt) -> Iterable[Problem]:

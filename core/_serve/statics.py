@@ -15,9 +15,13 @@ import tempfile
 from collections.abc import Iterator
 
 from mcp_providers._host.catalog import Entry
+from mcp_providers._host.rules import undercut_aggregates
+from mcp_providers._host.uris import canonical
 from mcp_providers._serve.composition import Composition
+from mcp_providers._serve.steps.asking import require_uri
+from mcp_providers._serve.steps.gate import Gate
 from mcp_providers._serve.steps.invoker import Work
-from mcp_providers.errors import ProviderFailed, ReadTimeout, SideEffectRefused
+from mcp_providers.errors import Denied, ProviderFailed, ReadTimeout, SideEffectRefused
 from mcp_providers.identity import ANONYMOUS, LOCAL, Principal
 from mcp_providers.models import Resource
 from mcp_providers.policy import Action
@@ -74,7 +78,7 @@ async def _read_twice(composition: Composition, entry: Entry[Resource, ResourceP
         try:
             with _captured_stdout(printed), _original_errors():
                 content: object = await composition.runtime.invoker.run(
-                    work, lambda: entry.provider.read(ReadRequest(uri=decl.uri, resource=decl))
+                    work, lambda: entry.provider.read(ReadRequest(uri=canonical(decl.uri), resource=decl))
                 )
         except SideEffectRefused as exc:
             problems.append(
@@ -145,6 +149,34 @@ def authorize_report(composition: Composition) -> tuple[str | None, list[str]]:
     return order, warnings
 
 
+def _probe_callers() -> tuple[Principal, ...]:
+    """Who ``check`` asks about: the stdio caller, an unauthenticated HTTP caller, and one caller
+    of an unknown issuer that no rule names (a rule for one named subject is not probed)."""
+    probe = Principal("probe-subject", issuer="https://probe.invalid/", groups=frozenset({"probe"}))
+    return (LOCAL, ANONYMOUS, probe)
+
+
+def aggregate_report(composition: Composition) -> list[str]:
+    """What ``check`` warns about aggregates: one ``aggregate-undercuts-deny`` line per resource
+    declaring unfiltered members where the configured policy refuses a member's read but allows
+    the aggregate's (see :func:`~mcp_providers._host.rules.undercut_aggregates`); none without a policy."""
+    authorizer = composition.runtime.authorizer
+    if not authorizer.active:
+        return []
+    catalog = composition.catalog
+
+    def denied(principal: Principal, uri: str) -> str | None:
+        gate = Gate(authorizer, principal)
+        try:
+            require_uri(gate, catalog, "read", uri)
+        except Denied:
+            return gate.denials[-1].reason or "denied"
+        return None
+
+    found = undercut_aggregates(composition.assembly.declared, denied, _probe_callers())
+    return [str(problem) for problem in found]
+
+
 def _probes(composition: Composition) -> list[tuple[Principal, Action, str]]:
     catalog = composition.catalog
     targets: list[tuple[Action, str]] = [("read", e.declaration.uri) for e in catalog.resources[:20]]
@@ -152,6 +184,4 @@ def _probes(composition: Composition) -> list[tuple[Principal, Action, str]]:
     targets += [("call", e.declaration.name) for e in catalog.tools[:20]]
     targets += [("prompt", e.declaration.name) for e in catalog.prompts[:20]]
     targets += [("list", target) for _, target in targets[:20]]
-    probe = Principal("probe-subject", issuer="https://probe.invalid/", groups=frozenset({"probe"}))
-    callers = (LOCAL, ANONYMOUS, probe)
-    return [(p, a, t) for p in callers for a, t in targets]
+    return [(p, a, t) for p in _probe_callers() for a, t in targets]

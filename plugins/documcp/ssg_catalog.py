@@ -2,10 +2,11 @@
 
 - ``documcp://ssgs/available``: ``{"ssgs": [{id, name, description, language, complexity,
   buildSpeed, ecosystem, bestFor}, ...]}``, DocuMCP's shape field for field (no extra keys, so a
-  client validating DocuMCP's schema strictly keeps working);
+  client validating DocuMCP's schema strictly keeps working), listing only the SSGs whose
+  ``documcp://ssgs/{ssg}`` the caller may read (it declares them as its members);
 - ``documcp://ssgs/{ssg}``: one SSG with everything the registry knows (features, config file,
   formats, folders, docs link, install/build/serve commands) plus ``templateUri``, the URI of its
-  configuration template.
+  configuration template (left out for a caller who may not read that template).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from collections.abc import Sequence
 from mcp_providers import policy
 from mcp_providers.errors import NotFound
 from mcp_providers.hookspecs import hookimpl
-from mcp_providers.models import Freshness, Resource, ResourceTemplate
+from mcp_providers.models import Freshness, Members, Resource, ResourceTemplate
 from mcp_providers.plugins.documcp.registry import SSG_IDS, SSGS, Catalog, by_id, mime_type, template_uri
 from mcp_providers.providers import Content, ReadRequest, ResourceProvider
 
@@ -38,7 +39,8 @@ class SSGCatalog(ResourceProvider):
         self._available = _json(Catalog(ssgs=SSGS).body())
 
     def resources(self) -> Sequence[Resource]:
-        """``documcp://ssgs/available``, static, with its exact size in bytes."""
+        """``documcp://ssgs/available``, static; its members are the SSGs (no size: it depends on
+        what the caller may read)."""
         return [
             Resource(
                 uri=AVAILABLE,
@@ -47,8 +49,8 @@ class SSGCatalog(ResourceProvider):
                 description="Every supported static site generator with language, complexity, "
                 "build speed, ecosystem and what it is best for.",
                 mime_type="application/json",
-                size=len(self._available.encode()),
                 freshness=Freshness.static(),
+                members=Members(uris=(ONE,), filtered=True),
             )
         ]
 
@@ -74,7 +76,10 @@ class SSGCatalog(ResourceProvider):
         :raises NotFound: ``{ssg}`` is not a registry id; the message lists the known ids.
         """
         if request.uri == AVAILABLE:
-            return Content(text=self._available)
+            visible = tuple(s for s in SSGS if policy.allowed("read", ONE.replace("{ssg}", s.id)))
+            if len(visible) == len(SSGS):
+                return Content(text=self._available)  # the same object every time: its digest is kept
+            return Content(text=_json(Catalog(ssgs=visible).body()))
         ssg = by_id(request.params.get("ssg", ""))
         if ssg is None:
             raise NotFound(
@@ -82,8 +87,9 @@ class SSGCatalog(ResourceProvider):
                 data={"uri": request.uri},
             )
         entry = ssg.model_dump(mode="json", by_alias=True)
-        entry["templateUri"] = template_uri(ssg)
-        entry["templateMimeType"] = mime_type(ssg)
+        if policy.allowed("read", template_uri(ssg)):  # named only to who may read it, as the prompts do
+            entry["templateUri"] = template_uri(ssg)
+            entry["templateMimeType"] = mime_type(ssg)
         return Content(text=_json(entry))
 
 

@@ -12,6 +12,12 @@ Resources (all ``static``, ``application/json``):
 - template ``documcp://workflows/{workflowId}`` with completion over the five workflow ids, so the
   workflows DocuMCP served but never listed are discoverable.
 
+``all`` and the aliases gather other resources' data and declare them as their members: ``all``
+holds only the workflows (``documcp://workflows/{workflowId}``) and the guidance
+(``documcp://workflows/guidance``) the caller may read, its ``metadata`` computed over those; an
+alias is refused when its workflow is; ``guidance`` keeps only the recommendation rules naming a
+workflow the caller may read.
+
 A workflow is ``{id, name, description, useCase, complexity, estimatedTime, steps[]}``; a step is
 ``{tool, description, requiredInputs[], presetArguments{}, outputs[], optional, alternatives[],
 providedByThisServer}``. DocuMCP's shapes (tosin2013/documcp
@@ -35,9 +41,10 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, computed_field, model_validator
 
+from mcp_providers import policy
 from mcp_providers.errors import NotFound
 from mcp_providers.hookspecs import hookimpl
-from mcp_providers.models import Freshness, Resource, ResourceTemplate
+from mcp_providers.models import Freshness, Members, Resource, ResourceTemplate
 from mcp_providers.plugins.documcp.tools import TOOLS, DocumentationTools
 from mcp_providers.providers import Content, ReadRequest, ResourceProvider, ToolProvider
 
@@ -217,17 +224,26 @@ class WorkflowContent(BaseModel):
 
     def metadata(self) -> dict[str, Any]:
         """Summary computed from the workflows (never typed by hand)."""
-        spans = [w.minutes() for w in self.workflows.values()]
-        used = sorted({s.tool for w in self.workflows.values() for s in w.steps})
-        return {
-            "totalWorkflows": len(self.workflows),
-            "workflowNames": list(self.workflows),
-            "complexityLevels": ["simple", "moderate", "complex"],
-            "estimatedTimeRange": f"{min(a for a, _ in spans)}-{max(b for _, b in spans)} minutes "
-            "depending on workflow and project size",
-            "toolsUsed": used,
-            "toolsProvidedByThisServer": [t for t in used if t in _PROVIDED],
-        }
+        return summary(self.workflows)
+
+
+def summary(workflows: Mapping[str, Workflow]) -> dict[str, Any]:
+    """The ``metadata`` of ``documcp://workflows/all`` over ``workflows`` (id -> workflow):
+    ``{totalWorkflows, workflowNames, complexityLevels, estimatedTimeRange, toolsUsed,
+    toolsProvidedByThisServer}``; ``estimatedTimeRange`` is ``None`` for no workflows."""
+    spans = [w.minutes() for w in workflows.values()]
+    used = sorted({s.tool for w in workflows.values() for s in w.steps})
+    span = None
+    if spans:
+        span = f"{min(a for a, _ in spans)}-{max(b for _, b in spans)} minutes depending on workflow and project size"
+    return {
+        "totalWorkflows": len(workflows),
+        "workflowNames": list(workflows),
+        "complexityLevels": ["simple", "moderate", "complex"],
+        "estimatedTimeRange": span,
+        "toolsUsed": used,
+        "toolsProvidedByThisServer": [t for t in used if t in _PROVIDED],
+    }
 
 
 @cache
@@ -292,6 +308,8 @@ class Workflows(ResourceProvider):
         for alias, target in ALIASES.items():
             w = c.workflows[target]
             described[_PREFIX + alias] = (f"workflow-{alias}", w.name, f"{w.description} ({target})")
+        members = {ALL: Members(uris=(ONE, GUIDANCE), filtered=True), GUIDANCE: Members(uris=(ONE,), filtered=True)}
+        members.update({_PREFIX + a: Members(uris=(_one(t),), filtered=True) for a, t in ALIASES.items()})
         return [
             Resource(
                 uri=uri,
@@ -299,8 +317,9 @@ class Workflows(ResourceProvider):
                 title=title,
                 description=description,
                 mime_type="application/json",
-                size=len(self._texts[uri].encode()),
+                size=None if uri in (ALL, GUIDANCE) else len(self._texts[uri].encode()),  # these vary by caller
                 freshness=Freshness.static(),
+                members=members.get(uri),
             )
             for uri, (name, title, description) in described.items()
         ]
@@ -324,16 +343,54 @@ class Workflows(ResourceProvider):
 
         :raises NotFound: ``workflowId`` names no workflow; the message lists the ids.
         """
+        if request.uri == ALL:
+            return Content(text=self._all())
+        if request.uri == GUIDANCE:
+            return Content(text=self._guidance())
+        alias = ALIASES.get(request.uri.removeprefix(_PREFIX))
+        if alias is not None:  # the alias serves its workflow's data: only to who may read that
+            policy.require("read", _one(alias), asked_by=f"alias {request.uri}")
         text = self._texts.get(request.uri)
         if text is None:
             text = self._one.get(request.params.get("workflowId", ""))
         if text is None:
+            readable = [i for i in WORKFLOW_IDS if policy.allowed("read", _one(i))]
             raise NotFound(
-                f"No workflow {request.params.get('workflowId', request.uri)!r}; "
-                f"workflow ids: {', '.join(WORKFLOW_IDS)}",
+                f"No workflow {request.params.get('workflowId', request.uri)!r}; workflow ids: {', '.join(readable)}",
                 data={"uri": request.uri},
             )
         return Content(text=text)
+
+    def _all(self) -> str:
+        """``all`` with only the workflows and guidance the caller may read (see the module docstring)."""
+        c = content()
+        visible = {k: w for k, w in c.workflows.items() if policy.allowed("read", _one(k))}
+        guidance = policy.allowed("read", GUIDANCE)
+        if guidance and len(visible) == len(c.workflows):
+            return self._texts[ALL]  # the same object every time: its digest is kept
+        body: dict[str, Any] = {"workflows": {k: _dump(w) for k, w in visible.items()}}
+        if guidance:
+            body["executionGuidance"] = _dump(c.execution_guidance)
+        body["metadata"] = summary(visible)
+        return _json(body)
+
+    def _guidance(self) -> str:
+        """``guidance`` with only the recommendation rules naming a workflow the caller may read."""
+        c = content()
+        rules = [r for r in c.recommendation_rules if policy.allowed("read", _one(r.workflow))]
+        if len(rules) == len(c.recommendation_rules):
+            return self._texts[GUIDANCE]
+        body = {
+            "executionGuidance": _dump(c.execution_guidance),
+            "recommendationEngine": c.recommendation_engine,
+            "recommendationRules": [_dump(r) for r in rules],
+        }
+        return _json(body)
+
+
+def _one(workflow_id: str) -> str:
+    """The URI of one workflow by id, e.g. ``documcp://workflows/full-documentation-setup``."""
+    return ONE.replace("{workflowId}", workflow_id)
 
 
 @hookimpl

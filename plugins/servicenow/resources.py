@@ -28,6 +28,12 @@ Every body is JSON in one envelope::
                   "record_count": 8, "total": 8, "has_more": false, ...},
      "data": [...]}
 
+Lists gather what other resources serve, and leave out what the caller may not read (each
+declares its members): ``servicenow://instances`` lists an instance only if the caller may read
+its ``servicenow://{instance}/info``, ``{instance}/incidents`` an incident only if it may read
+``{instance}/incidents/{number}``, and ``{instance}/update-sets`` an update set only if it may read
+``{instance}/update-sets/{sys_id}``; ``record_count`` and ``total`` count only what is listed.
+
 URI values are validated, never pasted into a query: ``instance`` must be configured (the error
 lists the configured names), ``number`` and ``sys_id`` must match strict patterns, and anything
 else is refused with ``InvalidParams`` (-32602) before any request reaches the instance.
@@ -45,10 +51,11 @@ from typing import Any
 
 import anyio
 
+from mcp_providers import policy
 from mcp_providers.errors import InvalidParams, NotFound
-from mcp_providers.models import Freshness, Resource, ResourceTemplate
+from mcp_providers.models import Freshness, Members, Resource, ResourceTemplate
 from mcp_providers.plugins.servicenow import live
-from mcp_providers.plugins.servicenow.client import InstanceClient, InstancePool, UnknownInstance
+from mcp_providers.plugins.servicenow.client import InstanceClient, InstancePool
 from mcp_providers.plugins.servicenow.query import Filter, Order, QueryError, build_query, check_number, check_sys_id
 from mcp_providers.plugins.servicenow.schema import RECORD_SHAPE, raw
 from mcp_providers.providers import CompletionRequest, Content, Publisher, ReadRequest, ResourceProvider
@@ -77,6 +84,13 @@ TABLES: tuple[dict[str, Any], ...] = (
      "resources": ["servicenow://{instance}/update-sets/{sys_id}"], "tools": []},
 )  # fmt: skip
 """Metadata of the tables served as resources (every table is reachable through the tools)."""
+
+INFO = "servicenow://{instance}/info"
+_MEMBERS = {
+    "incidents": "servicenow://{instance}/incidents/{number}",
+    "update-sets": "servicenow://{instance}/update-sets/{sys_id}",
+}
+"""List path -> the template of the records it lists (its members)."""
 
 log = logging.getLogger(__name__)
 _LIVE = Freshness.live()
@@ -122,7 +136,7 @@ class ServiceNowResources(ResourceProvider):
         return [
             Resource(uri="servicenow://instances", name="servicenow-instances", title="ServiceNow instances",
                      description="Configured ServiceNow instances: name, URL, description, auth type (no secrets).",
-                     mime_type=MIME),
+                     mime_type=MIME, members=Members(uris=(INFO,), filtered=True)),
             Resource(uri="servicenow://tables", name="servicenow-tables", title="ServiceNow tables",
                      description="Metadata of the ServiceNow tables served as resources.", mime_type=MIME),
         ]  # fmt: skip
@@ -137,9 +151,11 @@ class ServiceNowResources(ResourceProvider):
 
         def template(path: str, name: str, title: str, description: str) -> ResourceTemplate:
             freshness = _UNANNOUNCED if path == "info" else _LIVE  # info changes only with the configuration
+            member = _MEMBERS.get(path)
             return ResourceTemplate(uri_template=f"servicenow://{{instance}}/{path}", name=name, title=title,
                                     description=description, mime_type=MIME, freshness=freshness,
-                                    completions={"instance": names})  # fmt: skip
+                                    completions={"instance": names},
+                                    members=Members(uris=(member,), filtered=True) if member else None)  # fmt: skip
 
         return [
             template("info", "servicenow-instance-info", "ServiceNow instance",
@@ -161,9 +177,10 @@ class ServiceNowResources(ResourceProvider):
     def check_watch(self, declaration: Resource | ResourceTemplate, params: Mapping[str, str]) -> None:
         """Refuse watching an instance that is not configured or a malformed number or sys_id."""
         if "instance" in params and params["instance"] not in self._pool.names:
+            readable = self._readable_instances()
             raise InvalidParams(f"no ServiceNow instance {params['instance'][:64]!r} is configured "
-                                f"(configured: {', '.join(self._pool.names) or 'none'})",
-                                data={"instances": self._pool.names})  # fmt: skip
+                                f"(configured: {', '.join(readable) or 'none you may read'})",
+                                data={"instances": readable})  # fmt: skip
         try:
             if "number" in params:
                 check_number(params["number"])
@@ -281,16 +298,21 @@ class ServiceNowResources(ResourceProvider):
 
     def _instance(self, request: ReadRequest) -> str:
         instance = request.params.get("instance", "")
-        try:
-            self._pool.settings(instance)
-        except UnknownInstance as exc:
-            data = {"uri": request.uri, "instances": self._pool.names}
-            raise InvalidParams(f"{request.uri}: {exc}", data=data) from None
+        if instance not in self._pool.names:
+            readable = self._readable_instances()  # a refusal never names an instance the caller may not read
+            configured = ", ".join(readable) or "none you may read"
+            data = {"uri": request.uri, "instances": readable}
+            raise InvalidParams(f"{request.uri}: unknown instance {instance!r}; configured instances: {configured}",
+                                data=data)  # fmt: skip
         return instance
+
+    def _readable_instances(self) -> list[str]:
+        """The configured instances whose ``servicenow://{instance}/info`` the caller may read."""
+        return [n for n in self._pool.names if policy.allowed("read", INFO.replace("{instance}", n))]
 
     def _instances(self) -> str:
         data = []
-        for name in self._pool.names:
+        for name in self._readable_instances():
             s = self._pool.settings(name)
             data.append({"name": s.name, "url": s.url, "description": s.description, "auth_type": s.auth.type})
         return envelope(instance=None, description="Configured ServiceNow instances", data=data,
@@ -313,8 +335,11 @@ class ServiceNowResources(ResourceProvider):
         query = build_query([Filter(field="active", value="true")],
                             [Order(field="sys_created_on", descending=True), Order(field="sys_id")])  # fmt: skip
         page = await client.list_records(table, query=query, fields=fields)
+        records, total = page.records, page.total
+        if table == "incident":  # each incident is also served on its own: list only those the caller may read
+            records, total = _readable(records, total, client.name, _MEMBERS["incidents"], "number")
         return envelope(instance=client.name, description=f"Active {label} on {client.name}, newest first",
-                        data=page.records, record_count=len(page.records), total=page.total,
+                        data=records, record_count=len(records), total=total,
                         has_more=page.has_more, table=table, query=query, offset=page.offset,
                         limit=page.limit, next_offset=page.next_offset, hidden_records=page.hidden,
                         record_shape=RECORD_SHAPE)  # fmt: skip
@@ -332,8 +357,9 @@ class ServiceNowResources(ResourceProvider):
         query = build_query([Filter(field="state", value="in progress")],
                             [Order(field="sys_updated_on", descending=True), Order(field="sys_id")])  # fmt: skip
         page = await client.list_records("sys_update_set", query=query, fields=client.settings.fields.update_sets)
+        records, total = _readable(page.records, page.total, client.name, _MEMBERS["update-sets"], "sys_id")
         return envelope(instance=client.name, description=f"Update sets in progress on {client.name}",
-                        data=page.records, record_count=len(page.records), total=page.total,
+                        data=records, record_count=len(records), total=total,
                         has_more=page.has_more, table="sys_update_set", query=query, offset=page.offset,
                         limit=page.limit, next_offset=page.next_offset, hidden_records=page.hidden,
                         record_shape=RECORD_SHAPE)  # fmt: skip
@@ -385,3 +411,13 @@ class ServiceNowResources(ResourceProvider):
                         table="sys_update_xml", query=query, pages=pages, record_budget=budget,
                         missing_records=missing, hidden_records=hidden, shortfall=shortfall,
                         record_shape=RECORD_SHAPE)  # fmt: skip
+
+
+def _readable(
+    records: list[dict[str, Any]], total: int | None, instance: str, member: str, key: str
+) -> tuple[list[dict[str, Any]], int | None]:
+    """The records whose own resource (``member`` with ``instance`` and the record's ``key``) the
+    caller may read, and ``total`` less those left out (``None`` stays ``None``)."""
+    uri = member.replace("{instance}", instance)
+    kept = [r for r in records if policy.allowed("read", uri.replace("{" + key + "}", raw(r.get(key)) or ""))]
+    return kept, None if total is None else total - (len(records) - len(kept))

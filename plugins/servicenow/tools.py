@@ -25,7 +25,10 @@ asked: ``hidden_records`` counts them), or the instance's ``Link`` next page.
 
 Dot-walked fields, filters and sort keys (``caller_id.email``) are authorized against each table
 they reach (``read`` on ``servicenow://{instance}/sys_user``); a dot-walk through a field not known
-to be a reference (:data:`~.schema.REFERENCE_FIELDS`) is refused.
+to be a reference (:data:`~.schema.REFERENCE_FIELDS`) is refused. A record also served as a
+resource (an incident, an update set) is left out of a query, and refused by
+``servicenow_get_record``, when the caller may not read that resource (its key field is fetched
+to ask, and returned only when asked for); ``record_count`` and ``total`` count what is returned.
 
 Every upstream failure is a tool failure (``isError: true``) with a redacted message saying what
 failed and what to do: unknown instance, malformed value, no such record, ServiceNow refusing
@@ -41,6 +44,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from mcp_providers import policy
 from mcp_providers.errors import NotFound, TooLarge, ToolFailure
 from mcp_providers.models import Tool
 from mcp_providers.plugins.servicenow import live
@@ -249,6 +253,27 @@ def record_uri(instance: str, table: str, record: dict[str, Any]) -> str | None:
     return None
 
 
+_RECORD_KEYS = {"incident": "number", "sys_update_set": "sys_id"}
+"""Tables whose records are also served as resources -> the field their URI is made from."""
+
+
+def _with_key(table: str, fields: list[str]) -> list[str]:
+    """``fields`` plus the field a record's URI is made from (so its read can be asked about)."""
+    key = _RECORD_KEYS.get(table)
+    return [*fields, key] if fields and key is not None and key not in fields else fields
+
+
+def _readable(instance: str, table: str, records: list[dict[str, Any]], fields: list[str]) -> list[dict[str, Any]]:
+    """The records whose own resource (if any) the caller may read, keeping only ``fields``
+    (all when empty): a query never returns a record a ``read`` rule on its URI refuses."""
+    kept = []
+    for record in records:
+        uri = record_uri(instance, table, {k: raw(v) for k, v in record.items()})
+        if uri is None or policy.allowed("read", uri):
+            kept.append({k: v for k, v in record.items() if k in fields} if fields else record)
+    return kept
+
+
 def _links(instance: str, table: str, records: Sequence[dict[str, Any]]) -> tuple[Link, ...]:
     links = []
     for record in records:
@@ -320,8 +345,7 @@ class ServiceNowTools(ToolProvider):
             if isinstance(args, QueryTableIn):
                 return await self._query(client, args)
             if isinstance(args, GetRecordIn):
-                record = await client.get_record(args.table, args.sys_id, fields=args.fields)
-                return self._record(client, args.table, args.sys_id, record)
+                return await self._get(call, client, args)
             if isinstance(args, CreateIncidentIn):
                 values = args.model_dump(exclude={"instance"}, exclude_none=True)
                 record = await client.create_record("incident", values)
@@ -363,13 +387,25 @@ class ServiceNowTools(ToolProvider):
         if not any(o.field == "sys_id" for o in orders):
             orders.append(Order(field="sys_id"))  # ties broken the same way on every page
         query = build_query(args.filters, orders)
-        page = await client.list_records(args.table, query=query, fields=args.fields, limit=args.limit,
-                                         offset=args.offset)  # fmt: skip
-        output = QueryTableOut(instance=client.name, table=args.table, encoded_query=query, records=page.records,
-                               record_count=len(page.records), total=page.total, has_more=page.has_more,
+        page = await client.list_records(args.table, query=query, fields=_with_key(args.table, args.fields),
+                                         limit=args.limit, offset=args.offset)  # fmt: skip
+        records = _readable(client.name, args.table, page.records, args.fields)
+        total = None if page.total is None else page.total - (len(page.records) - len(records))
+        output = QueryTableOut(instance=client.name, table=args.table, encoded_query=query, records=records,
+                               record_count=len(records), total=total, has_more=page.has_more,
                                next_offset=page.next_offset, hidden_records=page.hidden)  # fmt: skip
-        plain = [{k: raw(v) for k, v in r.items()} for r in page.records]
+        plain = [{k: raw(v) for k, v in r.items()} for r in records]
         return ToolResult(output=output, links=_links(client.name, args.table, plain))
+
+    async def _get(self, call: ToolCall, client: InstanceClient, args: GetRecordIn) -> ToolResult:
+        """One record; refused (``Denied``) when the caller may not read the resource serving it."""
+        record = await client.get_record(args.table, args.sys_id, fields=_with_key(args.table, args.fields))
+        uri = record_uri(client.name, args.table, {k: raw(v) for k, v in record.items()} | {"sys_id": args.sys_id})
+        if uri is not None:
+            call.require("read", uri)
+        if args.fields:
+            record = {k: v for k, v in record.items() if k in args.fields}
+        return self._record(client, args.table, args.sys_id, record)
 
     async def _written(self, client: InstanceClient, table: str, sys_id: str, record: dict[str, Any]) -> None:
         """Tell watchers what this write changed (the record, its list) without waiting for a poll."""

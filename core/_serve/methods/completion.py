@@ -4,7 +4,9 @@ Asks the gate for ``complete`` on the template or prompt; completing inside a sc
 with other variables already chosen, e.g. ``instance=prod``) reveals what is in it, so it also
 takes ``read`` there. The provider's values are then filtered: only values naming something the
 caller may read are offered (the template expanded with the value; a prompt argument's declared
-``resource``). At most 100 values are returned, with the total.
+``resource``). Scope and values are asked what a read of their URI asks (``expand`` on the
+template that serves it, then ``read``: :mod:`~mcp_providers._serve.steps.asking`). At most 100
+values are returned, with the total.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from mcp.shared.uri_template import UriTemplate
 from mcp_providers._host.assembly import Assembly
 from mcp_providers._host.catalog import Entry
 from mcp_providers._serve.methods.prompts import argument_uri
+from mcp_providers._serve.steps.asking import provider_asks, require_uri, uri_allowed
 from mcp_providers._serve.steps.exchange import Actor, Exchange
 from mcp_providers._serve.steps.invoker import Invoker, Work
 from mcp_providers.errors import InvalidParams, ProviderFailed
@@ -93,16 +96,17 @@ class Complete:
     def authorize(self, exchange: Exchange, target: Completing) -> None:
         exchange.gate.require("complete", target.ref)
         if target.scope is not None:
-            exchange.gate.require("read", target.scope)
+            require_uri(exchange.gate, self._catalog, "read", target.scope)
 
     async def invoke(self, exchange: Exchange, target: Completing) -> object:
         entry = target.entry
         what = f"completing {target.request.argument} of {target.ref}"
         work = Work(entry.plugin, entry.provider.name, what, target.ref, "completion")
-        return await self._invoker.run(
-            work,
-            lambda: entry.provider.complete(entry.declaration, target.request),  # type: ignore[arg-type]
-        )
+        with provider_asks(exchange.gate, self._catalog):
+            return await self._invoker.run(
+                work,
+                lambda: entry.provider.complete(entry.declaration, target.request),  # type: ignore[arg-type]
+            )
 
     def evidence(self, exchange: Exchange, target: Completing, produced: object) -> types.CompleteResult:
         if not isinstance(produced, Sequence) or isinstance(produced, str):
@@ -110,7 +114,8 @@ class Complete:
         values = [str(v) for v in produced]
         gate = exchange.gate
         if gate.authorizer.active:  # offer only values whose resources the caller may read
-            values = [v for v in values if (uri := target.names(v)) is None or gate.allowed("read", uri)]
+            catalog = self._catalog
+            values = [v for v in values if (uri := target.names(v)) is None or uri_allowed(gate, catalog, "read", uri)]
         exchange.count = len(values)
         return types.CompleteResult(
             completion=types.Completion(

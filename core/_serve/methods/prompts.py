@@ -2,10 +2,11 @@
 
 ``prompts/get`` asks the gate for ``prompt`` on the name and, for each argument declaring the
 resource its value names (:attr:`PromptArgument.resource <mcp_providers.models.PromptArgument.resource>`),
-for ``read`` on that resource; the render runs through the invoker inside the side-effect scope
-(and may ask the gate itself through :func:`mcp_providers.policy.allowed`); its messages go through
-the same evidence rules as tool results (links and embeds checked, embed budget, a receipt over
-every block).
+what a read of that resource asks (``expand`` on its template, ``read`` on the URI); the render
+runs through the invoker inside the side-effect scope (and may ask the gate itself through
+:func:`mcp_providers.policy.allowed`, answered as reads are); its messages go through the same
+evidence rules as tool results (links and embeds checked, embed budget, a receipt over every
+block).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from mcp.shared.uri_template import UriTemplate
 from mcp_providers._host.assembly import Assembly
 from mcp_providers._host.catalog import Entry
 from mcp_providers._serve.steps import wire
+from mcp_providers._serve.steps.asking import provider_asks, require_uri
 from mcp_providers._serve.steps.evidence import Block, Blocks, covered, result_receipt
 from mcp_providers._serve.steps.exchange import Actor, Exchange
 from mcp_providers._serve.steps.invoker import Invoker, Work
@@ -69,14 +71,15 @@ class GetPrompt:
         for arg in entry.declaration.arguments:
             value = arguments.get(arg.name)
             if arg.resource is not None and value:
-                exchange.gate.require("read", argument_uri(arg.resource, arg.name, value))
+                require_uri(exchange.gate, self._assembly.catalog, "read", argument_uri(arg.resource, arg.name, value))
 
     async def invoke(self, exchange: Exchange, target: Target) -> object:
         entry, arguments = target
         name = entry.declaration.name
         work = Work(entry.plugin, entry.provider.name, f"rendering prompt {name}", name, "prompt")
         render = lambda: entry.provider.render(entry.declaration, arguments)  # noqa: E731
-        return await self._invoker.run(work, render, custody=exchange.custody)
+        with provider_asks(exchange.gate, self._assembly.catalog):
+            return await self._invoker.run(work, render, custody=exchange.custody)
 
     def evidence(self, exchange: Exchange, target: Target, produced: object) -> types.GetPromptResult:
         entry = target[0]

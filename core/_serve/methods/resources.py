@@ -19,6 +19,7 @@ import mcp_types as types
 
 from mcp_providers._host.assembly import Assembly
 from mcp_providers._host.catalog import Catalog, Route
+from mcp_providers._serve.steps.asking import provider_asks
 from mcp_providers._serve.steps.custody import (
     ReadReceiptParts,
     cache_hint_parts,
@@ -134,15 +135,25 @@ class ReadResource:
         route, uri, demanded, shared = target
         if demanded is not None:
             refuse_if_stale(uri, route.declaration.freshness, demanded, None, after_read=False)
+        # The provider gets the URI the router matched (canonical) and, for messages, the one sent.
         # A fixed URI's route shares a read-only NO_PARAMS: the provider gets a dict of its own.
+        canon = route.canonical
         request = ReadRequest(
-            uri=uri, resource=route.declaration, params=route.params or {}, principal=exchange.principal
+            uri=canon,
+            resource=route.declaration,
+            params=route.params or {},
+            requested_uri=uri,
+            principal=exchange.principal,
         )
         work = shared.work
-        if work is None or work.target != uri:
+        if work is None or work.target != uri:  # messages name the URI as sent
             work = Work(route.plugin, route.provider.name, f"reading {uri}", uri)
-        key = (route.provider.name, uri, exchange.principal.key) if self._settings.coalesce_reads else None
-        return await self._invoker.run(work, lambda: route.provider.read(request), share=key, custody=exchange.custody)
+        key = (route.provider.name, uri, exchange.principal.share_key) if self._settings.coalesce_reads else None
+        read = lambda: route.provider.read(request)  # noqa: E731
+        if not exchange.gate.authorizer.active:
+            return await self._invoker.run(work, read, share=key, custody=exchange.custody)
+        with provider_asks(exchange.gate, self._catalog):  # a listing asks about its members as reads do
+            return await self._invoker.run(work, read, share=key, custody=exchange.custody)
 
     def evidence(self, exchange: Exchange, target: _Target, produced: object) -> dict[str, Any]:
         route, uri, demanded, shared = target
@@ -187,6 +198,8 @@ class ReadResource:
             if template is None:
                 work = Work(route.plugin, route.provider.name, f"reading {route.canonical}", route.canonical)
             ttl_ms, cache_scope = cache_hint_parts(declaration.freshness)
+            if declaration.members is not None and declaration.members.filtered:
+                cache_scope = "private"  # what it lists depends on who asks: no shared cache may keep it
             shared = _Shared(declaration, parts, ttl_ms, cache_scope, work)
             self._shared_by_id[id(declaration)] = shared
         return shared

@@ -21,6 +21,7 @@ from mcp_providers._host.catalog import Entry
 from mcp_providers._host.rules import RESULT_KEY, output_schema
 from mcp_providers._serve.methods.channel import SessionChannel
 from mcp_providers._serve.steps import wire
+from mcp_providers._serve.steps.asking import provider_asks
 from mcp_providers._serve.steps.custody import arguments_hmac, audit_key
 from mcp_providers._serve.steps.evidence import Blocks, covered, result_receipt
 from mcp_providers._serve.steps.exchange import Actor, Exchange
@@ -78,9 +79,9 @@ class CallTool:
             entry.plugin, entry.provider.name, f"running {tool.name}", tool.name, "tool", tool.effects == "none"
         )
         try:
-            return await self._invoker.run(work, lambda: entry.provider.call(call), custody=exchange.custody), (
-                arguments_digest
-            )
+            with provider_asks(exchange.gate, self._assembly.catalog):  # ToolCall.require asks as reads do
+                produced = await self._invoker.run(work, lambda: entry.provider.call(call), custody=exchange.custody)
+            return produced, arguments_digest
         except ToolFailure as exc:
             return Refused(f"{tool.name} failed: {exc}"), arguments_digest
 
