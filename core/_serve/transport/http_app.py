@@ -22,9 +22,11 @@ middleware, in the same order).
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import json
 import logging
+import socket
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -67,26 +69,47 @@ def _host_name(host: str) -> str:
     return host.strip().strip("[]").lower()
 
 
-def is_loopback(host: str) -> bool:
-    """``127.0.0.1``, ``localhost``, ``::1`` and the rest of 127.0.0.0/8."""
-    name = _host_name(host)
-    if name == "localhost":
-        return True
+def bound_addresses(host: str) -> tuple[ipaddress.IPv4Address | ipaddress.IPv6Address, ...]:
+    """The addresses a listening socket on ``host`` binds, as the OS reads it; ``()`` if it cannot.
+
+    Resolved as ``loop.create_server`` (uvicorn) and ``socket.bind`` do:
+    ``getaddrinfo(host, 0, type=SOCK_STREAM, flags=AI_PASSIVE)``, so IPv4 literals have
+    ``inet_aton`` semantics (``0.0`` and ``0x0`` are 0.0.0.0, ``127.1`` and ``2130706433`` are
+    127.0.0.1), an empty host is every interface and names are looked up. IPv4-mapped IPv6
+    addresses (``::ffff:0.0.0.0``) are given as the IPv4 address they bind.
+    """
+    return _resolved(_host_name(host))
+
+
+@functools.lru_cache(maxsize=64)
+def _resolved(name: str) -> tuple[ipaddress.IPv4Address | ipaddress.IPv6Address, ...]:
     try:
-        return ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        return False
+        infos = socket.getaddrinfo(name or None, 0, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (OSError, UnicodeError):
+        return ()
+    found: list[ipaddress.IPv4Address | ipaddress.IPv6Address] = []
+    for info in infos:
+        address = ipaddress.ip_address(str(info[4][0]).partition("%")[0])
+        if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+            address = address.ipv4_mapped
+        if address not in found:
+            found.append(address)
+    return tuple(found)
+
+
+def is_loopback(host: str) -> bool:
+    """Whether every address ``host`` binds (:func:`bound_addresses`) is loopback: ``127.0.0.1``,
+    ``localhost``, ``::1``, the rest of 127.0.0.0/8 however spelled (``127.1``, ``0x7f.1``)."""
+    addresses = bound_addresses(host)
+    return bool(addresses) and all(a.is_loopback for a in addresses)
 
 
 def is_wildcard(host: str) -> bool:
-    """Every interface, however spelled: ``0.0.0.0``, ``0``, ``::``, ``[::]``, ``0:0::0``, empty."""
-    name = _host_name(host)
-    if name in ("", "0", "*"):
+    """Whether ``host`` binds every interface, however spelled (:func:`bound_addresses`): ``0.0.0.0``,
+    ``0``, ``0.0``, ``0x0``, ``::``, ``[::]``, ``0:0::0``, ``::ffff:0.0.0.0``, empty; ``*`` too."""
+    if _host_name(host) == "*":
         return True
-    try:
-        return ipaddress.ip_address(name).is_unspecified
-    except ValueError:
-        return False
+    return any(a.is_unspecified for a in bound_addresses(host))
 
 
 def _bracketed(host: str) -> str:
@@ -107,8 +130,12 @@ def transport_policy(
     if explicit is not None:
         return explicit
     if is_loopback(host) and not allow_hosts:
+        own = _bracketed(_host_name(host))  # a loopback spelling of its own (127.1) is its clients' Host
+        extra = [] if f"{own}:*" in _LOOPBACK_HOSTS else [f"{own}:*"]
         return TransportSecuritySettings(
-            enable_dns_rebinding_protection=True, allowed_hosts=_LOOPBACK_HOSTS, allowed_origins=_LOOPBACK_ORIGINS
+            enable_dns_rebinding_protection=True,
+            allowed_hosts=_LOOPBACK_HOSTS + extra,
+            allowed_origins=_LOOPBACK_ORIGINS + [f"http://{h}" for h in extra],
         )
     names = [] if is_wildcard(host) else [_bracketed(_host_name(host))]
     names += allow_hosts or []
