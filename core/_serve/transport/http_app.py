@@ -47,7 +47,7 @@ from mcp.shared.jsonrpc_dispatcher import handler_exception_to_error_data
 from mcp.shared.message import ServerMessageMetadata
 from mcp.shared.transport_context import TransportContext
 from mcp_types import DEFAULT_NEGOTIATED_VERSION
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.requests import Request
 from starlette.responses import Response
@@ -63,6 +63,8 @@ BATCH_VERSION = "2025-03-26"
 STATELESS_SCOPE_KEY = "mcp_providers.stateless"
 """Set in the ASGI scope of every request a stateless app serves (read by :func:`stateless_middleware`)."""
 _JSON = [(b"content-type", b"application/json")]
+SUPPORTED_VERSIONS = (*HANDSHAKE_PROTOCOL_VERSIONS, *MODERN_PROTOCOL_VERSIONS)
+"""Every ``MCP-Protocol-Version`` header value served; any other is answered 400 naming them."""
 
 
 def _host_name(host: str) -> str:
@@ -195,13 +197,19 @@ def _headers(scope: Scope) -> dict[bytes, bytes]:
     return dict(scope["headers"])
 
 
-async def _read_body(receive: Receive) -> bytes:
-    chunks = []
+async def _read_body(receive: Receive, limit: int) -> bytes | None:
+    """The request body, or ``None`` as soon as more than ``limit`` bytes have arrived (a chunked
+    body has no Content-Length to refuse it by: it is capped while it is read, never held whole)."""
+    chunks, size = [], 0
     while True:
         message = await receive()
         if message["type"] != "http.request":
             break
-        chunks.append(message.get("body", b""))
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
         if not message.get("more_body", False):
             break
     return b"".join(chunks)
@@ -255,21 +263,29 @@ class HttpApp:
         await self._endpoint(scope, receive, send)
 
     async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["method"] != "POST":
-            await self.sdk_endpoint(scope, receive, send)
-            return
         headers = _headers(scope)
+        version = headers.get(b"mcp-protocol-version", b"").decode("latin-1") or None
+        if scope["method"] != "POST":
+            if version is not None and version not in SUPPORTED_VERSIONS:
+                await _send_json(send, 400, _unsupported_version(version, None))
+                return
+            await self.sdk_endpoint(self._without_replay(scope), receive, send)
+            return
         length = headers.get(b"content-length")
         if length is not None and length.isdigit() and int(length) > self.max_body:
             await Response("Request body too large", status_code=413)(scope, receive, send)
             return
-        body = await _read_body(receive)
-        if len(body) > self.max_body:
-            await Response("Request body too large", status_code=413)(scope, receive, send)
+        body = await _read_body(receive, self.max_body)
+        if body is None:
+            await Response("Request body too large", status_code=413, headers={"Connection": "close"})(
+                scope, receive, send
+            )
+            return
+        if version is not None and version not in SUPPORTED_VERSIONS:
+            await _send_json(send, 400, _unsupported_version(version, _shallow_id(body)))
             return
         replay = _replay(body, receive)
         session = b"mcp-session-id" in headers
-        version = headers.get(b"mcp-protocol-version", b"").decode("latin-1") or None
         if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
             if self.json_response and not session:  # the SDK's own single-exchange entry, minus its wrapping
                 state = _lifespan_state(self.server)
@@ -284,6 +300,16 @@ class HttpApp:
             await _send_json(send, 400, refused)
         else:
             await self.sdk_endpoint(scope, replay, send)
+
+    def _without_replay(self, scope: Scope) -> Scope:
+        """``scope`` without ``Last-Event-ID`` when no event store can replay (the SDK fails with
+        500 on it): resuming is optional (streamable HTTP, "Resumability and Redelivery"), so the
+        client gets a fresh stream, as it would without the header."""
+        if self.server.session_manager.event_store is not None:
+            return scope
+        if not any(k == b"last-event-id" for k, _ in scope["headers"]):
+            return scope
+        return {**scope, "headers": [(k, v) for k, v in scope["headers"] if k != b"last-event-id"]}
 
     async def _legacy(self, scope: Scope, send: Send, body: bytes, version: str | None) -> None:
         """A 2025-era POST in stateless JSON mode, answered exactly as the SDK transport would."""
@@ -402,6 +428,32 @@ def _invalid_id(body: bytes) -> bytes | None:
     if isinstance(request_id, str) or (isinstance(request_id, int) and not isinstance(request_id, bool)):
         return None
     return _error_body(types.INVALID_REQUEST, "Invalid request: a request id must be a string or an integer")
+
+
+def _unsupported_version(version: str, request_id: Any) -> bytes:
+    """The 400 body for an ``MCP-Protocol-Version`` header naming a revision not served: -32022
+    with the 2026-07-28 error data (``supported``, ``requested``), which SDK clients retry from;
+    every revision is listed, handshake ones included, so a client can fall back to ``initialize``."""
+    supported = ", ".join(SUPPORTED_VERSIONS)
+    message = (
+        f"Unsupported MCP-Protocol-Version header: {version[:64]!r}; this server supports {supported} "
+        "(send one of them, or no header to be read as 2025-03-26)"
+    )
+    data = types.UnsupportedProtocolVersionErrorData(supported=list(SUPPORTED_VERSIONS), requested=version[:64])
+    error = {"code": types.UNSUPPORTED_PROTOCOL_VERSION, "message": message, "data": data.model_dump(mode="json")}
+    return json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}).encode()
+
+
+def _shallow_id(body: bytes) -> Any:
+    """The ``id`` of a JSON-RPC request object, read without trusting the rest of it; ``None`` when
+    there is none to read (not an object, or an id that is not a string or an integer)."""
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    request_id = data.get("id") if isinstance(data, dict) else None
+    valid = isinstance(request_id, str) or (isinstance(request_id, int) and not isinstance(request_id, bool))
+    return request_id if valid else None
 
 
 def _progress_token(params: Mapping[str, Any] | None) -> Any:
