@@ -84,7 +84,11 @@ def free_port() -> int:
 
 @contextlib.contextmanager
 def served(
-    composed: Composition | None = None, *, stateless: bool = False, json_response: bool = False, event_store: Any = None
+    composed: Composition | None = None,
+    *,
+    stateless: bool = False,
+    json_response: bool = False,
+    event_store: Any = None,
 ) -> Iterator[int]:
     """``composed`` served as ``serve --http 127.0.0.1:PORT`` serves it; yields the port."""
     import uvicorn
@@ -152,3 +156,16 @@ def initialize(port: int, version: str = "2025-11-25") -> str:
     note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
     assert post(port, note, version, mcp_session_id=session)[0] == 202
     return session
+
+
+def main() -> None:
+    """``python tests/serve_support.py``: :func:`composition` served over stdio as ``serve`` does."""
+    import anyio
+
+    from mcp_providers._serve.transport.stdio_loop import serve_stdio
+
+    anyio.run(serve_stdio, composition().server)
+
+
+if __name__ == "__main__":
+    main()

@@ -44,7 +44,7 @@ def test_every_spelling_of_every_interface_is_a_wildcard(host: str) -> None:
     assert not is_loopback(host)
 
 
-@pytest.mark.parametrize("host", WILDCARDS_V4 + ["::0", "0:0:0:0:0:0:0:0", "[0::0]"])
+@pytest.mark.parametrize("host", [*WILDCARDS_V4, "::0", "0:0:0:0:0:0:0:0", "[0::0]"])
 def test_the_kernel_agrees_these_bind_every_interface(host: str) -> None:
     bound = _kernel_binds(host)
     if bound is None:
@@ -65,7 +65,7 @@ def test_the_kernel_agrees_these_bind_loopback(host: str) -> None:
     assert bound is not None and ipaddress.ip_address(bound).is_loopback, bound
 
 
-@pytest.mark.parametrize("host", NEITHER + ["no-such-host.invalid"])
+@pytest.mark.parametrize("host", [*NEITHER, "no-such-host.invalid"])
 def test_other_addresses_are_neither(host: str) -> None:
     assert not is_wildcard(host)
     assert not is_loopback(host)

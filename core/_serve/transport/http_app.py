@@ -6,6 +6,9 @@
 - the Host/Origin (DNS-rebinding) policy of :func:`transport_policy`, for every bind address;
 - in stateless mode, ``405`` with ``Allow: POST`` for ``GET`` and ``DELETE`` (there is no session
   to hold a stream for, nor one to delete);
+- a body over the size cap (413, counted while it is read, chunked or not), nested deeper than
+  :data:`~mcp_providers._serve.transport.nesting.MAX_NESTING` (400 with -32600 and the request's
+  id, as stdio answers it) or naming an ``MCP-Protocol-Version`` not served (400 with -32022);
 - JSON-RPC batches: answered as a batch, element by element, for 2025-03-26 (the only revision
   that has them); one ``-32600`` with ``id: null`` otherwise;
 - the **fast path**: a POST without ``Mcp-Session-Id`` that needs no stream is parsed and
@@ -52,6 +55,8 @@ from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
+
+from mcp_providers._serve.transport.nesting import MAX_NESTING, request_id_of, too_deep
 
 log = logging.getLogger("mcp_providers.http")
 
@@ -282,7 +287,10 @@ class HttpApp:
             )
             return
         if version is not None and version not in SUPPORTED_VERSIONS:
-            await _send_json(send, 400, _unsupported_version(version, _shallow_id(body)))
+            await _send_json(send, 400, _unsupported_version(version, request_id_of(body)))
+            return
+        if body.count(b"{") + body.count(b"[") > MAX_NESTING and (deep := too_deep(body)) is not None:
+            await _send_json(send, 400, json.dumps(deep).encode())  # as stdio answers it
             return
         replay = _replay(body, receive)
         session = b"mcp-session-id" in headers
@@ -442,18 +450,6 @@ def _unsupported_version(version: str, request_id: Any) -> bytes:
     data = types.UnsupportedProtocolVersionErrorData(supported=list(SUPPORTED_VERSIONS), requested=version[:64])
     error = {"code": types.UNSUPPORTED_PROTOCOL_VERSION, "message": message, "data": data.model_dump(mode="json")}
     return json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}).encode()
-
-
-def _shallow_id(body: bytes) -> Any:
-    """The ``id`` of a JSON-RPC request object, read without trusting the rest of it; ``None`` when
-    there is none to read (not an object, or an id that is not a string or an integer)."""
-    try:
-        data = json.loads(body)
-    except (ValueError, RecursionError):
-        return None
-    request_id = data.get("id") if isinstance(data, dict) else None
-    valid = isinstance(request_id, str) or (isinstance(request_id, int) and not isinstance(request_id, bool))
-    return request_id if valid else None
 
 
 def _progress_token(params: Mapping[str, Any] | None) -> Any:

@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import mcp_types as types
 from mcp.shared.jsonrpc_dispatcher import handler_exception_to_error_data
-
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
