@@ -38,7 +38,6 @@ import anyio
 import mcp_types as types
 from mcp import MCPError
 from mcp.server import Server, ServerRequestContext
-from mcp.server._streamable_http_modern import handle_modern_request
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
 from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend, RequireAuthMiddleware
 from mcp.server.connection import Connection
@@ -56,6 +55,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from mcp_providers._serve.seams import exit_callbacks_pending, lifespan_state, modern_request_handler
 from mcp_providers._serve.transport.nesting import MAX_NESTING, request_id_of, too_deep
 
 log = logging.getLogger("mcp_providers.http")
@@ -297,7 +297,8 @@ class HttpApp:
         if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
             if self.json_response and not session:  # the SDK's own single-exchange entry, minus its wrapping
                 state = _lifespan_state(self.server)
-                await handle_modern_request(self.server, self.security, True, state, scope, replay, send)
+                handle = modern_request_handler()
+                await handle(self.server, self.security, True, state, scope, replay, send)
             else:
                 await self.sdk_endpoint(scope, replay, send)
         elif body.lstrip()[:1] == b"[":
@@ -358,7 +359,7 @@ class HttpApp:
             exchange = _Exchange(transport, message.id, metadata, _progress_token(message.params))
             return 200, await _respond(runner, exchange, message)
         finally:
-            if getattr(runner.connection.exit_stack, "_exit_callbacks", True):  # empty (usual): no shielded scope
+            if exit_callbacks_pending(runner.connection.exit_stack):  # empty (usual): no shielded scope
                 await aclose_shielded(runner.connection)
 
     async def _batch(self, scope: Scope, send: Send, body: bytes, version: str | None) -> None:
@@ -541,7 +542,7 @@ def _route_path(scope: Scope) -> str:
 
 
 def _lifespan_state(server: Server[Any]) -> Any:
-    return server.session_manager._lifespan_state
+    return lifespan_state(server.session_manager)
 
 
 def http_app(
