@@ -38,7 +38,8 @@ class Notes(ResourceProvider):
 
 
 class Echo(ToolProvider):
-    """``echo``: answers with how deep its ``value`` argument nests (any JSON value)."""
+    """``echo``: answers with how deep its ``value`` argument nests (any JSON value); ``wait``:
+    answers only when cancelled (never, then)."""
 
     name = "echo"
 
@@ -48,9 +49,14 @@ class Echo(ToolProvider):
         class Args(BaseModel):
             value: Any = None
 
-        return [Tool(name="echo", description="How deep value nests.", input_model=Args)]
+        return [Tool(name="echo", description="How deep value nests.", input_model=Args),
+                Tool(name="wait", description="Waits until cancelled.", input_model=Args)]  # fmt: skip
 
     async def call(self, call: ToolCall) -> ToolResult:
+        if call.tool.name == "wait":
+            import anyio
+
+            await anyio.sleep_forever()
         return ToolResult(text=str(_depth(call.arguments.value)))
 
 

@@ -123,7 +123,7 @@ def test_a_client_address_cannot_hold_more_requests_in_flight_than_its_share() -
         assert len(held) >= per_client
         with _send(port, _get(port)) as extra:
             assert _status(extra) == 429
-        post = f"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\n"
+        post = "POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\n"
         with _send(port, post, b"{}") as another:  # another method, the same address
             assert _status(another) == 429
         for stream in streams:

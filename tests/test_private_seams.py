@@ -55,7 +55,9 @@ def _breakers() -> dict[str, Callable[[pytest.MonkeyPatch], None]]:
 
     return {
         "mcp.server.session.ServerSession._connection": _rename_after_init(ServerSession, "_connection", "_conn"),
-        "mcp.server._otel.OpenTelemetryMiddleware": lambda mp: mp.setattr(otel, "OpenTelemetryMiddleware", type("X", (), {})),
+        "mcp.server._otel.OpenTelemetryMiddleware": lambda mp: mp.setattr(
+            otel, "OpenTelemetryMiddleware", type("Renamed", (), {})
+        ),
         "mcp.server.streamable_http_manager.StreamableHTTPSessionManager._lifespan_state": _rename_after_init(
             StreamableHTTPSessionManager, "_lifespan_state", "_state"
         ),
@@ -65,7 +67,9 @@ def _breakers() -> dict[str, Callable[[pytest.MonkeyPatch], None]]:
         "mcp.server.streamable_http.StreamableHTTPServerTransport._event_store": _rename_after_init(
             StreamableHTTPServerTransport, "_event_store", "_events"
         ),
-        "mcp.server._streamable_http_modern.handle_modern_request": lambda mp: mp.delattr(modern, "handle_modern_request"),
+        "mcp.server._streamable_http_modern.handle_modern_request": lambda mp: mp.delattr(
+            modern, "handle_modern_request"
+        ),
         "contextlib.AsyncExitStack._exit_callbacks": lambda mp: mp.setattr(contextlib, "AsyncExitStack", OtherStack),
     }  # fmt: skip
 

@@ -29,6 +29,7 @@ import functools
 import ipaddress
 import json
 import logging
+import re
 import socket
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -303,12 +304,14 @@ class HttpApp:
                 await self.sdk_endpoint(scope, replay, send)
         elif body.lstrip()[:1] == b"[":
             await self._batch(scope, send, body, version)
+        elif self.stateless and (refused := _stateless_cancel(body)) is not None:
+            await _send_json(send, 400, refused)
         elif self.stateless and self.json_response and not session:
             await self._legacy(scope, send, body, version)
-        elif (refused := _invalid_id(body)) is not None:
+        elif (refused := _invalid_id(body) or (_stateless_cancel(body) if self.stateless else None)) is not None:
             await _send_json(send, 400, refused)
         else:
-            await self.sdk_endpoint(scope, replay, send)
+            await self.sdk_endpoint(scope, replay, send if self.stateless else _unanswered_when_cancelled(send))
 
     def _without_replay(self, scope: Scope) -> Scope:
         """``scope`` without ``Last-Event-ID`` when no event store can replay (the SDK fails with
@@ -401,7 +404,7 @@ class HttpApp:
         captured = _Capture()
         sub = {**scope, "headers": [(k, v) for k, v in scope["headers"] if k != b"content-length"]}
         await self.sdk_endpoint(sub, _replay(body, None), captured)
-        return captured.status, captured.messages(), captured.headers
+        return captured.status, [m for m in captured.messages() if not _answers_a_cancel(m)], captured.headers
 
 
 async def _respond(runner: ServerRunner[Any], exchange: _Exchange, message: types.JSONRPCRequest) -> bytes:
@@ -451,6 +454,92 @@ def _unsupported_version(version: str, request_id: Any) -> bytes:
     data = types.UnsupportedProtocolVersionErrorData(supported=list(SUPPORTED_VERSIONS), requested=version[:64])
     error = {"code": types.UNSUPPORTED_PROTOCOL_VERSION, "message": message, "data": data.model_dump(mode="json")}
     return json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}).encode()
+
+
+REQUEST_CANCELLED = -32800
+"""What the SDK's 2025-era transport writes for a request its client cancelled
+(``mcp.server.streamable_http.REQUEST_CANCELLED``); only for those."""
+
+
+def _answers_a_cancel(message: Any) -> bool:
+    error = message.get("error") if isinstance(message, dict) else None
+    return isinstance(error, dict) and error.get("code") == REQUEST_CANCELLED and "id" in message
+
+
+def _unanswered_when_cancelled(send: Send) -> Send:
+    """``send``, leaving out the answer the SDK writes for a request its client cancelled.
+
+    JSON-RPC and MCP (2025-11-25, "Cancellation"): the receiver of a cancellation SHOULD NOT
+    answer the request; clients drop it as an "unknown message ID". On an SSE stream the event is
+    left out and the stream ends; a JSON response becomes ``202 Accepted`` with no body (nothing
+    to answer). Anything else passes unchanged.
+    """
+    held: list[Any] = []
+
+    async def filtered(message: Any) -> None:
+        if message["type"] == "http.response.start":
+            content_type = dict(message.get("headers", [])).get(b"content-type", b"")
+            if content_type.startswith(b"application/json"):
+                held.append(message)  # the body decides
+                return
+        elif message["type"] == "http.response.body" and held:
+            start = held.pop()
+            if message.get("more_body") or not _is_cancel_answer(message.get("body", b"")):
+                await send(start)
+            else:
+                await send({"type": "http.response.start", "status": 202, "headers": _kept(start)})
+                message = {"type": "http.response.body", "body": b""}
+        elif message["type"] == "http.response.body" and b"-32800" in message.get("body", b""):
+            message = {**message, "body": _without_cancel_events(message["body"])}
+        await send(message)
+
+    return filtered
+
+
+def _kept(start: Any) -> list[tuple[bytes, bytes]]:
+    return [(k, v) for k, v in start.get("headers", []) if k.lower() not in (b"content-type", b"content-length")]
+
+
+def _is_cancel_answer(body: bytes) -> bool:
+    if b"-32800" not in body:
+        return False
+    try:
+        return _answers_a_cancel(json.loads(body))
+    except (ValueError, RecursionError):
+        return False
+
+
+def _without_cancel_events(chunk: bytes) -> bytes:
+    """An SSE chunk without the events whose data answers a cancelled request."""
+    events = re.findall(rb".*?(?:\r\n\r\n|\n\n)|.+", chunk, re.DOTALL)
+    kept = []
+    for event in events:
+        data = b"".join(line[5:] for line in event.splitlines() if line.startswith(b"data:"))
+        if not (data and _is_cancel_answer(data.strip())):
+            kept.append(event)
+    return b"".join(kept)
+
+
+def _stateless_cancel(body: bytes) -> bytes | None:
+    """The 400 answering a 2025-era ``notifications/cancelled`` on stateless HTTP, else ``None``.
+
+    Each stateless POST is its own exchange (possibly on another replica): there is no session in
+    which a later POST could reach the request, so the notification would be accepted and ignored.
+    Refusing it (streamable HTTP lets a server answer a notification 4xx) tells the client so.
+    """
+    if b"notifications/cancelled" not in body:
+        return None
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(data, dict) or data.get("method") != "notifications/cancelled" or "id" in data:
+        return None
+    message = (
+        "notifications/cancelled cannot be honoured on stateless HTTP: the request it names ran in "
+        "another exchange, with no session to find it in; serve with sessions to cancel requests"
+    )
+    return _error_body(types.INVALID_REQUEST, message)
 
 
 def _progress_token(params: Mapping[str, Any] | None) -> Any:
