@@ -24,7 +24,9 @@ from mcp_providers._serve.transport.nesting import MAX_NESTING, request_id_of, t
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 
 SERVER = Path(__file__).with_name("serve_support.py")
-ARGUMENT_LEVELS = MAX_NESTING - 2  # the message and params; the arguments object is the first of these
+ARGUMENT_LEVELS = 126
+"""How deep a tool's arguments may nest, their own object included (the decision, written down in
+docs/protocol-versions.md): the message and ``params`` take the 2 levels left of 128."""
 ENVELOPE_2026 = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
                  "io.modelcontextprotocol/clientCapabilities": {}}  # fmt: skip
 
@@ -56,6 +58,7 @@ def test_the_shallow_scan_finds_the_top_level_id_and_nothing_else() -> None:
 
 
 def test_the_limit_is_the_whole_message_and_one_more_level_is_refused() -> None:
+    assert ARGUMENT_LEVELS + 2 == MAX_NESTING
     assert too_deep(json.dumps(call(1, ARGUMENT_LEVELS)).encode()) is None
     refused = too_deep(json.dumps(call("a", ARGUMENT_LEVELS + 1)).encode())
     assert refused is not None and refused["id"] == "a" and refused["error"]["code"] == -32600
