@@ -65,7 +65,7 @@ def modern_request_handler() -> Callable[..., Any]:
     """The SDK's single-exchange 2026-07-28 HTTP entry (``mcp.server._streamable_http_modern``)."""
     from mcp.server._streamable_http_modern import handle_modern_request
 
-    return handle_modern_request  # type: ignore[no-any-return]
+    return handle_modern_request
 
 
 def _has_connection() -> bool:
