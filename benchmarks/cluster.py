@@ -96,6 +96,8 @@ def _nginx_conf(ports: list[int], listen: int) -> str:
         text = text.replace(line, f"server 127.0.0.1:{port};" if port else "", 1)  # in mcp_any
         text = text.replace(line, f"server 127.0.0.1:{port or ports[0]};", 1)  # upstream replicaN
     text = text.replace("listen 8080;", f"listen 127.0.0.1:{listen};")
+    # wrk is one client address: the shipped per-client request rate would throttle the measurement.
+    text = re.sub(r"\n *limit_req zone=[^\n]*", "", text)
     return text.replace("proxy_set_header Host mcp;", "proxy_set_header Host localhost:8000;")  # loopback replicas
 
 

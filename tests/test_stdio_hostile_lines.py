@@ -3,7 +3,8 @@ answers a following ping.
 
 -32700 for a line that does not parse (truncated JSON, a BOM, invalid UTF-8), -32600 for valid JSON
 that is not a request (too deep, too long, a batch outside 2025-03-26, a scalar), always with
-``id: null`` when no id could be read; a 2025-03-26 session gets a batch answered as a batch.
+``id: null`` when no id could be read (the request's own id when it can be); a 2025-03-26 session
+gets a batch answered as a batch.
 """
 
 from __future__ import annotations
@@ -56,11 +57,12 @@ def error_for(raw: RawStdio, line: bytes, request_id: int | None = None) -> dict
     return error
 
 
-HOSTILE = {
+HOSTILE: dict[str, tuple[bytes, int] | tuple[bytes, int, int]] = {
     "nested-10000-arrays": (b"[" * 10_000 + b"]" * 10_000, -32600),
-    "nested-10000-in-params": (
+    "nested-10000-in-params": (  # answered with its own id (issue 24 item 12)
         b'{"jsonrpc":"2.0","id":99,"method":"ping","params":{"x":' + b"[" * 10_000 + b"]" * 10_000 + b"}}",
         -32600,
+        99,
     ),
     "nested-1000-objects": (b'{"a":' * 1000 + b"1" + b"}" * 1000, -32600),
     "truncated-json": (b'{"jsonrpc":"2.0","id":5,"method":"pi', -32700),
@@ -74,7 +76,7 @@ HOSTILE = {
     # Unterminated runs of escaped quotes: a string-matching pattern that rescans from every quote
     # is quadratic on these (hours for one line); the answer must come like any other's.
     "two-megabytes-of-escaped-quotes": (b'"\\' * 1_000_000, -32700),
-    "escaped-quotes-under-deep-brackets": (b"[" * 100 + b'"\\' * 1_000_000, -32600),
+    "escaped-quotes-under-deep-brackets": (b"[" * 200 + b'"\\' * 1_000_000, -32600),
     "escaped-quotes-in-params": (
         b'{"jsonrpc":"2.0","id":9,"method":"ping","params":{"x":"' + b'\\"' * 1_000_000,
         -32700,
@@ -87,8 +89,8 @@ HOSTILE = {
 
 @pytest.mark.parametrize("name", list(HOSTILE))
 def test_hostile_line_gets_its_error_and_the_process_keeps_serving(peer: RawStdio, name: str) -> None:
-    line, code = HOSTILE[name]
-    assert error_for(peer, line)["code"] == code
+    line, code, *request_id = HOSTILE[name]
+    assert error_for(peer, line, *request_id)["code"] == code
     pings(peer)
 
 

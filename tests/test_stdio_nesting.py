@@ -10,7 +10,8 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mcp_providers._serve.transport.stdio import MAX_NESTING, _nesting
+from mcp_providers._serve.transport.nesting import MAX_NESTING
+from mcp_providers._serve.transport.nesting import nesting as _nesting
 
 TRICKY = st.text(alphabet='[]{}"\\ab\n', max_size=12) | st.text(max_size=6)
 VALUES = st.recursive(
@@ -35,7 +36,7 @@ def wrapped(value: Any, layers: int) -> Any:
     return value
 
 
-@given(VALUES, st.integers(min_value=0, max_value=80), st.booleans())
+@given(VALUES, st.integers(min_value=0, max_value=160), st.booleans())
 def test_a_line_is_too_deep_exactly_when_its_value_nests_past_the_limit(value: Any, layers: int, ascii: bool) -> None:
     deep = wrapped(value, layers)
     line = json.dumps(deep, ensure_ascii=ascii).encode()
@@ -46,4 +47,4 @@ def test_unterminated_escaped_quotes_are_measured_in_one_pass() -> None:
     # Quadratic scanning made this take hours (a rescan from every quote); bound the count of
     # characters the measurement can touch instead of timing it: the depth is still right.
     assert _nesting(b'"\\' * 1_000_000) == 1
-    assert _nesting(b"[" * 100 + b'"\\' * 1_000_000) > MAX_NESTING  # counting stops past the limit
+    assert _nesting(b"[" * 200 + b'"\\' * 1_000_000) > MAX_NESTING  # counting stops past the limit

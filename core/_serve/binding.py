@@ -27,6 +27,7 @@ from mcp_providers._serve.methods.subscriptions import Listen, Subscribe, Unsubs
 from mcp_providers._serve.methods.tools import CallTool
 from mcp_providers._serve.pipeline import Pipeline
 from mcp_providers._serve.runtime import Runtime
+from mcp_providers._serve.seams import check_seams, tracing_middleware
 from mcp_providers._serve.steps import wire
 from mcp_providers._serve.steps.exchange import Ctx, Method
 
@@ -152,13 +153,18 @@ _ON = {
 
 
 def build_server(runtime: Runtime, pipeline: Pipeline, name: str, version: str) -> Server[object]:
-    """The SDK ``Server`` answering every method of :func:`routes` through ``pipeline``."""
+    """The SDK ``Server`` answering every method of :func:`routes` through ``pipeline``.
+
+    :raises CompositionError: the installed SDK lacks a private name the core uses
+        (:func:`~mcp_providers._serve.seams.check_seams`).
+    """
 
     @contextlib.asynccontextmanager
     async def lifespan(_server: Server[object]) -> AsyncIterator[object]:
         async with runtime.running():
             yield {}
 
+    check_seams()  # refuse an SDK without the private names the serving code reaches for
     served = routes(runtime, pipeline)
     handlers: dict[str, Any] = {_ON[r.method]: r.handler for r in served}
     server: Server[object] = Server(name, version=version, lifespan=lifespan, **handlers)
@@ -172,7 +178,8 @@ def build_server(runtime: Runtime, pipeline: Pipeline, name: str, version: str) 
     pipeline.answer_directly(server, {r.method: r.handler for r in served if r.method in WIRE_FORM_RESULTS})
     if not tracing_configured():
         # The SDK's tracing middleware builds a span per request even with no tracer installed.
-        server.middleware = [m for m in server.middleware if type(m).__name__ != "OpenTelemetryMiddleware"]
+        tracing = tracing_middleware()
+        server.middleware = [m for m in server.middleware if not isinstance(m, tracing)]
     return server
 
 

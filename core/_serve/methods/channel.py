@@ -21,6 +21,7 @@ from mcp import MCPError
 from mcp.server import ServerRequestContext
 from mcp.shared.exceptions import MCPDeprecationWarning, NoBackChannelError
 
+from mcp_providers._serve.seams import connection_of
 from mcp_providers.errors import ToolFailure
 from mcp_providers.providers import LOG_LEVELS, ClientChannel, Elicited, LogLevel, Sampled
 
@@ -30,9 +31,8 @@ LOG_LEVEL_KEY = "mcp_providers.log_level"
 
 def _connection_state(ctx: ServerRequestContext[Any, Any]) -> dict[str, Any] | None:
     # The SDK keeps per-connection scratch state on its Connection, which the low-level context
-    # reaches only through the session. Absent (e.g. a future SDK) means: no level filtering.
-    connection = getattr(ctx.session, "_connection", None)
-    state = getattr(connection, "state", None)
+    # reaches only through the session (a private name: seams.check_seams refuses an SDK without it).
+    state = connection_of(ctx.session).state
     return state if isinstance(state, dict) else None
 
 

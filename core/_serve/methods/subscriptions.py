@@ -40,6 +40,7 @@ from mcp.server.subscriptions import (
 )
 
 from mcp_providers._host.catalog import Catalog, Route
+from mcp_providers._serve.seams import connection_of
 from mcp_providers._serve.state.cluster import InProcess, Shared
 from mcp_providers._serve.steps.exchange import Actor, Exchange
 from mcp_providers.errors import InvalidParams
@@ -237,9 +238,7 @@ class SubscriptionHub:
             )
         if key not in self._by_connection:
             self._by_connection[key] = set()
-            exit_stack = getattr(connection, "exit_stack", None)
-            if exit_stack is not None:  # the connection's teardown drops its watches
-                exit_stack.callback(self._drop, key)
+            connection.exit_stack.callback(self._drop, key)  # the connection's teardown drops its watches
         self._by_connection[key].add(uri)
         self._sessions.setdefault(uri, {})[key] = (connection, principal)
 
@@ -284,9 +283,10 @@ def _connection(session: Any) -> Any:
     """The connection a per-request ``ServerSession`` belongs to: watches live as long as it does.
 
     The SDK builds one ``ServerSession`` proxy per request, so the proxy cannot name the session;
-    its connection (``session._connection``) can, and carries the per-connection exit stack.
+    its connection (``session._connection``, checked at start-up by ``seams.check_seams``) can, and
+    carries the per-connection exit stack.
     """
-    return getattr(session, "_connection", session)
+    return connection_of(session)
 
 
 # -- the methods -----------------------------------------------------------------------------------

@@ -80,7 +80,10 @@ class RedisEventStore(EventStore):
         return self._backend.key("sse", f"{self.session}:{stream_id}")
 
     async def store_event(self, stream_id: str, message: JSONRPCMessage | None) -> str:
-        text = "" if message is None else jsonrpc_message_adapter.dump_json(message, by_alias=True, exclude_none=True)
+        if message is None or _answers_a_cancel(message):  # numbered, never replayed (see below)
+            text: Any = ""
+        else:
+            text = jsonrpc_message_adapter.dump_json(message, by_alias=True, exclude_none=True)
         key = self._key(stream_id)
 
         async def add(redis: Any) -> Any:
@@ -126,3 +129,13 @@ class RedisEventStore(EventStore):
                 message = jsonrpc_message_adapter.validate_json(fields["m"])
                 await send_callback(EventMessage(message, _encode_id(stream_id, str(entry_id))))
         return stream_id
+
+
+REQUEST_CANCELLED = -32800
+
+
+def _answers_a_cancel(message: JSONRPCMessage) -> bool:
+    """The answer the SDK's 2025-era transport writes for a request its client cancelled: the HTTP
+    app leaves it off the live stream (a cancelled request is not answered), so a resumed stream
+    must not replay it either."""
+    return isinstance(message, JSONRPCError) and message.error.code == REQUEST_CANCELLED

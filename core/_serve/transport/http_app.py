@@ -6,6 +6,9 @@
 - the Host/Origin (DNS-rebinding) policy of :func:`transport_policy`, for every bind address;
 - in stateless mode, ``405`` with ``Allow: POST`` for ``GET`` and ``DELETE`` (there is no session
   to hold a stream for, nor one to delete);
+- a body over the size cap (413, counted while it is read, chunked or not), nested deeper than
+  :data:`~mcp_providers._serve.transport.nesting.MAX_NESTING` (400 with -32600 and the request's
+  id, as stdio answers it) or naming an ``MCP-Protocol-Version`` not served (400 with -32022);
 - JSON-RPC batches: answered as a batch, element by element, for 2025-03-26 (the only revision
   that has them); one ``-32600`` with ``id: null`` otherwise;
 - the **fast path**: a POST without ``Mcp-Session-Id`` that needs no stream is parsed and
@@ -29,9 +32,12 @@ applies to them.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import json
 import logging
+import re
+import socket
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,7 +46,6 @@ import anyio
 import mcp_types as types
 from mcp import MCPError
 from mcp.server import Server, ServerRequestContext
-from mcp.server._streamable_http_modern import handle_modern_request
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
 from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend, RequireAuthMiddleware
 from mcp.server.connection import Connection
@@ -52,13 +57,15 @@ from mcp.shared.jsonrpc_dispatcher import handler_exception_to_error_data
 from mcp.shared.message import ServerMessageMetadata
 from mcp.shared.transport_context import TransportContext
 from mcp_types import DEFAULT_NEGOTIATED_VERSION
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from mcp_providers._serve.seams import exit_callbacks_pending, lifespan_state, modern_request_handler
 from mcp_providers._serve.steps.ratelimit import RETRY_AFTER_SCOPE_KEY
+from mcp_providers._serve.transport.nesting import MAX_NESTING, request_id_of, too_deep
 
 log = logging.getLogger("mcp_providers.http")
 
@@ -70,32 +77,55 @@ BATCH_VERSION = "2025-03-26"
 STATELESS_SCOPE_KEY = "mcp_providers.stateless"
 """Set in the ASGI scope of every request a stateless app serves (read by :func:`stateless_middleware`)."""
 _JSON = [(b"content-type", b"application/json")]
+SUPPORTED_VERSIONS = (*HANDSHAKE_PROTOCOL_VERSIONS, *MODERN_PROTOCOL_VERSIONS)
+"""Every ``MCP-Protocol-Version`` header value served; any other is answered 400 naming them."""
 
 
 def _host_name(host: str) -> str:
     return host.strip().strip("[]").lower()
 
 
-def is_loopback(host: str) -> bool:
-    """``127.0.0.1``, ``localhost``, ``::1`` and the rest of 127.0.0.0/8."""
-    name = _host_name(host)
-    if name == "localhost":
-        return True
+def bound_addresses(host: str) -> tuple[ipaddress.IPv4Address | ipaddress.IPv6Address, ...]:
+    """The addresses a listening socket on ``host`` binds, as the OS reads it; ``()`` if it cannot.
+
+    Resolved as ``loop.create_server`` (uvicorn) and ``socket.bind`` do:
+    ``getaddrinfo(host, 0, type=SOCK_STREAM, flags=AI_PASSIVE)``, so IPv4 literals have
+    ``inet_aton`` semantics (``0.0`` and ``0x0`` are 0.0.0.0, ``127.1`` and ``2130706433`` are
+    127.0.0.1), an empty host is every interface and names are looked up. IPv4-mapped IPv6
+    addresses (``::ffff:0.0.0.0``) are given as the IPv4 address they bind.
+    """
+    return _resolved(_host_name(host))
+
+
+@functools.lru_cache(maxsize=64)
+def _resolved(name: str) -> tuple[ipaddress.IPv4Address | ipaddress.IPv6Address, ...]:
     try:
-        return ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        return False
+        infos = socket.getaddrinfo(name or None, 0, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (OSError, UnicodeError):
+        return ()
+    found: list[ipaddress.IPv4Address | ipaddress.IPv6Address] = []
+    for info in infos:
+        address = ipaddress.ip_address(str(info[4][0]).partition("%")[0])
+        if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+            address = address.ipv4_mapped
+        if address not in found:
+            found.append(address)
+    return tuple(found)
+
+
+def is_loopback(host: str) -> bool:
+    """Whether every address ``host`` binds (:func:`bound_addresses`) is loopback: ``127.0.0.1``,
+    ``localhost``, ``::1``, the rest of 127.0.0.0/8 however spelled (``127.1``, ``0x7f.1``)."""
+    addresses = bound_addresses(host)
+    return bool(addresses) and all(a.is_loopback for a in addresses)
 
 
 def is_wildcard(host: str) -> bool:
-    """Every interface, however spelled: ``0.0.0.0``, ``0``, ``::``, ``[::]``, ``0:0::0``, empty."""
-    name = _host_name(host)
-    if name in ("", "0", "*"):
+    """Whether ``host`` binds every interface, however spelled (:func:`bound_addresses`): ``0.0.0.0``,
+    ``0``, ``0.0``, ``0x0``, ``::``, ``[::]``, ``0:0::0``, ``::ffff:0.0.0.0``, empty; ``*`` too."""
+    if _host_name(host) == "*":
         return True
-    try:
-        return ipaddress.ip_address(name).is_unspecified
-    except ValueError:
-        return False
+    return any(a.is_unspecified for a in bound_addresses(host))
 
 
 def _bracketed(host: str) -> str:
@@ -116,8 +146,12 @@ def transport_policy(
     if explicit is not None:
         return explicit
     if is_loopback(host) and not allow_hosts:
+        own = _bracketed(_host_name(host))  # a loopback spelling of its own (127.1) is its clients' Host
+        extra = [] if f"{own}:*" in _LOOPBACK_HOSTS else [f"{own}:*"]
         return TransportSecuritySettings(
-            enable_dns_rebinding_protection=True, allowed_hosts=_LOOPBACK_HOSTS, allowed_origins=_LOOPBACK_ORIGINS
+            enable_dns_rebinding_protection=True,
+            allowed_hosts=_LOOPBACK_HOSTS + extra,
+            allowed_origins=_LOOPBACK_ORIGINS + [f"http://{h}" for h in extra],
         )
     names = [] if is_wildcard(host) else [_bracketed(_host_name(host))]
     names += allow_hosts or []
@@ -177,13 +211,19 @@ def _headers(scope: Scope) -> dict[bytes, bytes]:
     return dict(scope["headers"])
 
 
-async def _read_body(receive: Receive) -> bytes:
-    chunks = []
+async def _read_body(receive: Receive, limit: int) -> bytes | None:
+    """The request body, or ``None`` as soon as more than ``limit`` bytes have arrived (a chunked
+    body has no Content-Length to refuse it by: it is capped while it is read, never held whole)."""
+    chunks, size = [], 0
     while True:
         message = await receive()
         if message["type"] != "http.request":
             break
-        chunks.append(message.get("body", b""))
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
         if not message.get("more_body", False):
             break
     return b"".join(chunks)
@@ -251,35 +291,59 @@ class HttpApp:
 
     async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
         send = _retry_after(scope, send)
-        if scope["method"] != "POST":
-            await self.sdk_endpoint(scope, receive, send)
-            return
         headers = _headers(scope)
+        version = headers.get(b"mcp-protocol-version", b"").decode("latin-1") or None
+        if scope["method"] != "POST":
+            if version is not None and version not in SUPPORTED_VERSIONS:
+                await _send_json(send, 400, _unsupported_version(version, None))
+                return
+            await self.sdk_endpoint(self._without_replay(scope), receive, send)
+            return
         length = headers.get(b"content-length")
         if length is not None and length.isdigit() and int(length) > self.max_body:
             await Response("Request body too large", status_code=413)(scope, receive, send)
             return
-        body = await _read_body(receive)
-        if len(body) > self.max_body:
-            await Response("Request body too large", status_code=413)(scope, receive, send)
+        body = await _read_body(receive, self.max_body)
+        if body is None:
+            await Response("Request body too large", status_code=413, headers={"Connection": "close"})(
+                scope, receive, send
+            )
+            return
+        if version is not None and version not in SUPPORTED_VERSIONS:
+            await _send_json(send, 400, _unsupported_version(version, request_id_of(body)))
+            return
+        if body.count(b"{") + body.count(b"[") > MAX_NESTING and (deep := too_deep(body)) is not None:
+            await _send_json(send, 400, json.dumps(deep).encode())  # as stdio answers it
             return
         replay = _replay(body, receive)
         session = b"mcp-session-id" in headers
-        version = headers.get(b"mcp-protocol-version", b"").decode("latin-1") or None
         if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
             if self.json_response and not session:  # the SDK's own single-exchange entry, minus its wrapping
                 state = _lifespan_state(self.server)
-                await handle_modern_request(self.server, self.security, True, state, scope, replay, send)
+                handle = modern_request_handler()
+                await handle(self.server, self.security, True, state, scope, replay, send)
             else:
                 await self.sdk_endpoint(scope, replay, send)
         elif body.lstrip()[:1] == b"[":
             await self._batch(scope, send, body, version)
+        elif self.stateless and (refused := _stateless_cancel(body)) is not None:
+            await _send_json(send, 400, refused)
         elif self.stateless and self.json_response and not session:
             await self._legacy(scope, send, body, version)
-        elif (refused := _invalid_id(body)) is not None:
+        elif (refused := _invalid_id(body) or (_stateless_cancel(body) if self.stateless else None)) is not None:
             await _send_json(send, 400, refused)
         else:
-            await self.sdk_endpoint(scope, replay, send)
+            await self.sdk_endpoint(scope, replay, send if self.stateless else _unanswered_when_cancelled(send))
+
+    def _without_replay(self, scope: Scope) -> Scope:
+        """``scope`` without ``Last-Event-ID`` when no event store can replay (the SDK fails with
+        500 on it): resuming is optional (streamable HTTP, "Resumability and Redelivery"), so the
+        client gets a fresh stream, as it would without the header."""
+        if self.server.session_manager.event_store is not None:
+            return scope
+        if not any(k == b"last-event-id" for k, _ in scope["headers"]):
+            return scope
+        return {**scope, "headers": [(k, v) for k, v in scope["headers"] if k != b"last-event-id"]}
 
     async def _legacy(self, scope: Scope, send: Send, body: bytes, version: str | None) -> None:
         """A 2025-era POST in stateless JSON mode, answered exactly as the SDK transport would."""
@@ -320,7 +384,7 @@ class HttpApp:
             exchange = _Exchange(transport, message.id, metadata, _progress_token(message.params))
             return 200, await _respond(runner, exchange, message)
         finally:
-            if getattr(runner.connection.exit_stack, "_exit_callbacks", True):  # empty (usual): no shielded scope
+            if exit_callbacks_pending(runner.connection.exit_stack):  # empty (usual): no shielded scope
                 await aclose_shielded(runner.connection)
 
     async def _batch(self, scope: Scope, send: Send, body: bytes, version: str | None) -> None:
@@ -364,7 +428,7 @@ class HttpApp:
         await self.sdk_endpoint(sub, _replay(body, None), captured)
         if RETRY_AFTER_SCOPE_KEY in sub:  # refused by the rate limiter: the batch's response says so
             scope[RETRY_AFTER_SCOPE_KEY] = sub[RETRY_AFTER_SCOPE_KEY]
-        return captured.status, captured.messages(), captured.headers
+        return captured.status, [m for m in captured.messages() if not _answers_a_cancel(m)], captured.headers
 
 
 async def _respond(runner: ServerRunner[Any], exchange: _Exchange, message: types.JSONRPCRequest) -> bytes:
@@ -400,6 +464,106 @@ def _invalid_id(body: bytes) -> bytes | None:
     if isinstance(request_id, str) or (isinstance(request_id, int) and not isinstance(request_id, bool)):
         return None
     return _error_body(types.INVALID_REQUEST, "Invalid request: a request id must be a string or an integer")
+
+
+def _unsupported_version(version: str, request_id: Any) -> bytes:
+    """The 400 body for an ``MCP-Protocol-Version`` header naming a revision not served: -32022
+    with the 2026-07-28 error data (``supported``, ``requested``), which SDK clients retry from;
+    every revision is listed, handshake ones included, so a client can fall back to ``initialize``."""
+    supported = ", ".join(SUPPORTED_VERSIONS)
+    message = (
+        f"Unsupported MCP-Protocol-Version header: {version[:64]!r}; this server supports {supported} "
+        "(send one of them, or no header to be read as 2025-03-26)"
+    )
+    data = types.UnsupportedProtocolVersionErrorData(supported=list(SUPPORTED_VERSIONS), requested=version[:64])
+    error = {"code": types.UNSUPPORTED_PROTOCOL_VERSION, "message": message, "data": data.model_dump(mode="json")}
+    return json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}).encode()
+
+
+REQUEST_CANCELLED = -32800
+"""What the SDK's 2025-era transport writes for a request its client cancelled
+(``mcp.server.streamable_http.REQUEST_CANCELLED``); only for those."""
+
+
+def _answers_a_cancel(message: Any) -> bool:
+    error = message.get("error") if isinstance(message, dict) else None
+    return isinstance(error, dict) and error.get("code") == REQUEST_CANCELLED and "id" in message
+
+
+def _unanswered_when_cancelled(send: Send) -> Send:
+    """``send``, leaving out the answer the SDK writes for a request its client cancelled.
+
+    JSON-RPC and MCP (2025-11-25, "Cancellation"): the receiver of a cancellation SHOULD NOT
+    answer the request; clients drop it as an "unknown message ID". On an SSE stream the event is
+    left out and the stream ends; a JSON response becomes ``202 Accepted`` with no body (nothing
+    to answer). Anything else passes unchanged.
+    """
+    held: list[Any] = []
+
+    async def filtered(message: Any) -> None:
+        if message["type"] == "http.response.start":
+            content_type = dict(message.get("headers", [])).get(b"content-type", b"")
+            if content_type.startswith(b"application/json"):
+                held.append(message)  # the body decides
+                return
+        elif message["type"] == "http.response.body" and held:
+            start = held.pop()
+            if message.get("more_body") or not _is_cancel_answer(message.get("body", b"")):
+                await send(start)
+            else:
+                await send({"type": "http.response.start", "status": 202, "headers": _kept(start)})
+                message = {"type": "http.response.body", "body": b""}
+        elif message["type"] == "http.response.body" and b"-32800" in message.get("body", b""):
+            message = {**message, "body": _without_cancel_events(message["body"])}
+        await send(message)
+
+    return filtered
+
+
+def _kept(start: Any) -> list[tuple[bytes, bytes]]:
+    return [(k, v) for k, v in start.get("headers", []) if k.lower() not in (b"content-type", b"content-length")]
+
+
+def _is_cancel_answer(body: bytes) -> bool:
+    if b"-32800" not in body:
+        return False
+    try:
+        return _answers_a_cancel(json.loads(body))
+    except (ValueError, RecursionError):
+        return False
+
+
+def _without_cancel_events(chunk: bytes) -> bytes:
+    """An SSE chunk without the events whose data answers a cancelled request."""
+    events = re.findall(rb".*?(?:\r\n\r\n|\n\n)|.+", chunk, re.DOTALL)
+    kept = []
+    for event in events:
+        data = b"".join(line[5:] for line in event.splitlines() if line.startswith(b"data:"))
+        if not (data and _is_cancel_answer(data.strip())):
+            kept.append(event)
+    return b"".join(kept)
+
+
+def _stateless_cancel(body: bytes) -> bytes | None:
+    """The 400 answering a 2025-era ``notifications/cancelled`` on stateless HTTP, else ``None``.
+
+    Each stateless POST is its own exchange (possibly on another replica): there is no session in
+    which a later POST could reach the request, so the notification would be accepted and ignored.
+    Refusing it (streamable HTTP lets a server answer a notification 4xx) tells the client so.
+    """
+    if b"notifications/cancelled" not in body:
+        return None
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(data, dict) or data.get("method") != "notifications/cancelled" or "id" in data:
+        return None
+    message = (
+        "notifications/cancelled cannot be honoured on stateless HTTP: the request it names ran in "
+        "another exchange, with no session to find it in; serve with sessions to cancel requests"
+    )
+    return _error_body(types.INVALID_REQUEST, message)
 
 
 def _progress_token(params: Mapping[str, Any] | None) -> Any:
@@ -491,7 +655,7 @@ def _route_path(scope: Scope) -> str:
 
 
 def _lifespan_state(server: Server[Any]) -> Any:
-    return server.session_manager._lifespan_state
+    return lifespan_state(server.session_manager)
 
 
 def http_app(

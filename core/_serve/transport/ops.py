@@ -22,22 +22,38 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
+import anyio
+import mcp_types as types
+from mcp.shared.jsonrpc_dispatcher import handler_exception_to_error_data
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
+
+REQUEST_CANCELLED = -32800
+"""What the 2025-era HTTP wire answers a cancelled request with (``mcp.server.streamable_http``)."""
 
 if TYPE_CHECKING:
     from mcp_providers._serve.composition import Composition
     from mcp_providers._serve.runtime import Runtime
 
 
-class Metrics:
-    """One registry per served runtime (several compositions may share a test process)."""
+OTHER_METHOD = "other"
+"""The ``method`` label of every request for a method the server does not serve (client-chosen
+names would make the label set, and ``/metrics``, grow without bound)."""
+LISTEN = "subscriptions/listen"
 
-    def __init__(self, runtime: Runtime) -> None:
+
+class Metrics:
+    """One registry per served runtime (several compositions may share a test process).
+
+    :param served: whether the server serves a method (a handler is registered); only those are
+        labels, every other name is :data:`OTHER_METHOD`.
+    """
+
+    def __init__(self, runtime: Runtime, served: Callable[[str], bool]) -> None:
         from prometheus_client import CollectorRegistry, Counter, Histogram
 
         self.registry = CollectorRegistry()
@@ -47,6 +63,7 @@ class Metrics:
         )  # fmt: skip
         self.reads = Histogram("mcp_providers_read_seconds", "resources/read latency", registry=self.registry)
         self.registry.register(_Gauges(runtime))
+        self._served = served
 
     async def middleware(self, ctx: Any, call_next: Any) -> Any:
         """SDK server middleware: count every request by method and outcome, time the reads."""
@@ -56,12 +73,26 @@ class Metrics:
         try:
             return await call_next(ctx)
         except BaseException as exc:
-            outcome = str(getattr(getattr(exc, "error", None), "code", None) or type(exc).__name__)
+            outcome = _outcome(ctx.method, exc)
             raise
         finally:
-            self.requests.labels(ctx.method, outcome).inc()
+            method = ctx.method if isinstance(ctx.method, str) and self._served(ctx.method) else OTHER_METHOD
+            self.requests.labels(method, outcome).inc()
             if ctx.method == "resources/read":
                 self.reads.observe(time.perf_counter() - started)
+
+
+def _outcome(method: Any, exc: BaseException) -> str:
+    """``ok`` or the JSON-RPC error code the wire carries for ``exc`` (bounded, unlike type names).
+
+    A listen stream ends by its client closing it (its request is cancelled): that is its normal
+    end, ``ok``; any other cancelled request is ``-32800``, the code the 2025-era wire answers it
+    with (``mcp.server.streamable_http.REQUEST_CANCELLED``); an unexpected error is ``-32603``.
+    """
+    if isinstance(exc, anyio.get_cancelled_exc_class()):
+        return "ok" if method == LISTEN else str(REQUEST_CANCELLED)
+    error = handler_exception_to_error_data(exc) if isinstance(exc, Exception) else None
+    return str(error.code if error is not None else types.INTERNAL_ERROR)
 
 
 class _Gauges:
@@ -90,8 +121,9 @@ def ops_routes(composition: Composition) -> list[Route]:
     ``streamable_http_app``). Call once per served composition.
     """
     runtime = composition.runtime
-    metrics = Metrics(runtime)
-    composition.server.middleware.insert(0, metrics.middleware)
+    server = composition.server
+    metrics = Metrics(runtime, lambda method: method == "initialize" or server.get_request_handler(method) is not None)
+    server.middleware.insert(0, metrics.middleware)
 
     async def healthz(request: Request) -> Response:
         return JSONResponse({"status": "ok"})

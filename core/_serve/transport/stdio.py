@@ -43,7 +43,6 @@ import contextlib
 import io
 import json
 import os
-import re
 import stat
 import sys
 import threading
@@ -56,20 +55,16 @@ import mcp_types as types
 import pydantic_core
 from mcp.shared.message import SessionMessage
 
+from mcp_providers._serve.transport.nesting import MAX_NESTING, too_deep
+
 DEFAULT_MAX_LINE_BYTES: Final = 4 * 1024 * 1024
 """The longest JSON-RPC line accepted, in bytes (4 MiB); a longer line is discarded and answered
 with -32600 (``id: null``), without ever being buffered whole."""
-
-MAX_NESTING: Final = 64
-"""The deepest nesting of arrays and objects accepted in one message; deeper is answered -32600."""
 
 BATCH_VERSION: Final = "2025-03-26"
 """The only protocol version with JSON-RPC batches (added in 2025-03-26, removed in 2025-06-18)."""
 
 _BOM: Final = b"\xef\xbb\xbf"
-_ESCAPE = re.compile(rb"\\.", re.DOTALL)
-_STRING = re.compile(rb'"[^"]*"')  # run once escapes are gone: one scan per string, never a rescan
-_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 
 _claim_lock = threading.Lock()
 _claimed = False
@@ -154,30 +149,7 @@ def _unreadable(line: bytes) -> dict[str, Any] | None:
         return _error(
             types.PARSE_ERROR, f"Parse error: the line is not valid UTF-8 (byte {exc.start}); send UTF-8 encoded JSON"
         )
-    if _nesting(line) > MAX_NESTING:
-        return _error(
-            types.INVALID_REQUEST,
-            f"Invalid request: arrays and objects nested deeper than {MAX_NESTING} levels; send a flatter message",
-        )
-    return None
-
-
-def _nesting(line: bytes) -> int:
-    """How deep arrays and objects nest in ``line`` (string contents ignored); cheap for flat input."""
-    # Escapes first, then strings, then all but brackets: each a single linear pass. (One pattern
-    # matching strings with their escapes rescans to the end from every quote of an unterminated
-    # run of escaped quotes: quadratic, hours for one 4 MiB line.)
-    skeleton = _STRING.sub(b"", _ESCAPE.sub(b"", line)).translate(None, _NOT_BRACKETS)
-    if len(skeleton) <= MAX_NESTING:
-        return len(skeleton) // 2 + 1
-    depth = deepest = 0
-    for byte in skeleton:
-        depth += 1 if byte in b"[{" else -1
-        if depth > deepest:
-            deepest = depth
-            if deepest > MAX_NESTING:
-                break
-    return deepest
+    return too_deep(line)  # with the request's own id, so the client's call resolves
 
 
 class Framer:

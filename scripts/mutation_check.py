@@ -1,0 +1,329 @@
+"""Break one guard line at a time and check that a test notices (issue 24, "Must show" 2).
+
+Each case names a file, an exact snippet that must occur in it once, what to put instead, and the
+pytest node ids that must then fail. The runner applies the mutant, runs those tests, restores the
+file whatever happens, and prints one line per case: ``killed`` (a test failed, as it should) or
+``SURVIVED`` (every test passed with the guard broken). It exits 1 when a mutant survives or a
+snippet is missing (the table is out of date), else 0.
+
+Run: ``uv run python scripts/mutation_check.py [--list] [name-substring ...]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    file: str
+    snippet: str
+    replacement: str
+    tests: tuple[str, ...]
+
+
+READ = "tests/test_read_scope.py::"
+TRUST = READ + "test_no_frame_on_the_stack_makes_a_write_in_a_read_trusted"
+ALLOWED = READ + "test_bytecode_caches_and_configured_log_files_may_still_be_written"
+DIR_FD = READ + "test_a_dir_fd_relative_open_is_judged_where_the_os_opens_it"
+WIRE = READ + "test_http_below_the_pool_is_refused_however_it_is_sent"
+WARN_ONCE = (
+    READ + "test_a_raw_request_let_through_in_warn_mode_is_recorded_once",
+    "tests/test_side_effects.py::test_warn_mode_serves_the_read_and_records_the_violation",
+)
+SCOPE = "core/_sideeffects.py"
+
+CASES: tuple[Case, ...] = (
+    # the read scope's file channel
+    Case(
+        "file: bytecode caches need an existing source",
+        SCOPE,
+        "return os.path.isfile(importlib.util.source_from_cache(path))",
+        "return bool(importlib.util.source_from_cache(path))",
+        (TRUST,),
+    ),
+    Case(
+        "file: every write is an expected one",
+        SCOPE,
+        "    if all(_is_bytecode_cache(p) for p in paths):\n        return True",
+        "    if True:\n        return True",
+        (TRUST,),
+    ),
+    Case(
+        "file: log files only in the handler's own mode",
+        SCOPE,
+        "return args[1] is not None and _log_files.get(paths[0]) == args[1]",
+        "return _log_files.get(paths[0]) == args[1]",
+        (DIR_FD,),
+    ),
+    Case(
+        "file: log rotation is allowed",
+        SCOPE,
+        "    if path in _log_files:\n        return True\n    return any(",
+        "    return False\n    return any(",
+        (ALLOWED,),
+    ),
+    Case(
+        "file: os.open's dir_fd is applied",
+        SCOPE,
+        "if pending is not None and pending[0] is raw:",
+        "if False:",
+        (DIR_FD,),
+    ),
+    Case(
+        "file: a relative os.open with an unknown dir_fd is refused",
+        SCOPE,
+        "    if relative:\n        cache = _resolve(raw, None)",
+        "    if False:\n        cache = _resolve(raw, None)",
+        (DIR_FD,),
+    ),
+    Case(
+        "file: os.open is wrapped at install",
+        SCOPE,
+        "            os.open = _guarded_os_open",
+        "            pass",
+        (DIR_FD,),
+    ),
+    # the read scope's HTTP channel
+    Case(
+        "http: httpcore2 connections below the pool are guarded",
+        SCOPE,
+        'for name in ("HTTPConnection", "HTTP11Connection", "HTTP2Connection"):',
+        "for name in ():",
+        (WIRE,),
+    ),
+    Case(
+        "http: a request line with an unsafe method is judged on the wire",
+        SCOPE,
+        "judged = verb not in _WIRE_SAFE and _judge_wire(",
+        "judged = False and _judge_wire(",
+        (WIRE,),
+    ),
+    Case(
+        "http: a body header on a safe method is judged on the wire",
+        SCOPE,
+        "            if not judged:\n                judged = _judge_wire(",
+        "            if False:\n                judged = _judge_wire(",
+        (WIRE,),
+    ),
+    Case(
+        "http: an unfinished line is carried to the next send",
+        SCOPE,
+        "wire.carry, wire.head, wire.skip = carry, head, skip",
+        'wire.carry, wire.head, wire.skip = b"", head, skip',
+        (WIRE,),
+    ),
+    Case(
+        "http: sockets and TLS objects are guarded at install",
+        SCOPE,
+        "        _patch_wire()\n",
+        "",
+        (WIRE,),
+    ),
+    Case(
+        "http: what http.client let through is not recorded twice",
+        SCOPE,
+        "            scope._passed.append((method.upper(), _path_of(full)))",
+        "            pass",
+        WARN_ONCE,
+    ),
+    Case(
+        "http: a refusal a library swallowed still fails the read",
+        "core/_serve/steps/invoker.py",
+        "                raise scope.refused from None",
+        "                pass",
+        (WIRE,),
+    ),
+)
+NEST = "tests/test_nesting_limit.py::"
+NEST_EVERYWHERE = NEST + "test_every_transport_takes_arguments_126_deep_and_refuses_127_with_the_id[list]"
+NEST_UNIT = NEST + "test_the_limit_is_the_whole_message_and_one_more_level_is_refused"
+NEST_SCAN = NEST + "test_the_shallow_scan_finds_the_top_level_id_and_nothing_else"
+NEST_FAR = NEST + "test_far_too_deep_is_refused_with_the_id_on_stdio_and_http_alike"
+NESTING = "core/_serve/transport/nesting.py"
+
+CASES += (
+    # the nesting limit (issue 24 item 12): one limit, on stdio and HTTP, answered with the id
+    Case(
+        "nesting: a message deeper than the limit is refused",
+        NESTING,
+        "    if nesting(line) <= MAX_NESTING:\n        return None",
+        "    if True:\n        return None",
+        (NEST_UNIT,),
+    ),
+    Case(
+        "nesting: the limit is 128 levels, not 64",
+        NESTING,
+        "MAX_NESTING: Final = 128",
+        "MAX_NESTING: Final = 64",
+        (NEST_EVERYWHERE,),
+    ),
+    Case(
+        "nesting: the refusal carries the request's own id",
+        NESTING,
+        '"id": request_id_of(line),',
+        '"id": None,',
+        (NEST_UNIT,),
+    ),
+    Case(
+        "nesting: the id is read from the top-level object only",
+        NESTING,
+        "            depth, expect_value = depth + 1, False",
+        "            depth, expect_value = 1, False",
+        (NEST_SCAN,),
+    ),
+    Case(
+        "nesting: stdio measures a line before parsing it",
+        "core/_serve/transport/stdio.py",
+        "    return too_deep(line)  # with the request's own id",
+        "    return None  # with the request's own id",
+        (NEST_EVERYWHERE,),
+    ),
+    Case(
+        "nesting: stdio parses at once only lines too flat to be too deep",
+        "core/_serve/transport/stdio.py",
+        'line.count(b"{") + line.count(b"[") <= MAX_NESTING:',
+        'line.count(b"{") + line.count(b"[") <= 10 * MAX_NESTING:',
+        (NEST_EVERYWHERE,),
+    ),
+    Case(
+        "nesting: HTTP applies the same limit",
+        "core/_serve/transport/http_app.py",
+        'if body.count(b"{") + body.count(b"[") > MAX_NESTING and (deep := too_deep(body)) is not None:',
+        "if False:",
+        (NEST_EVERYWHERE, NEST_FAR),
+    ),
+)
+
+HTTP_APP = "core/_serve/transport/http_app.py"
+EDGES = "tests/test_http_edges.py::"
+CANCEL = "tests/test_http_cancel.py::"
+METRICS = "tests/test_metrics_labels.py::"
+BIND = "tests/test_bind_address.py::test_every_spelling_of_every_interface_is_a_wildcard"
+
+CASES += (
+    # the other HTTP guards of issue 24 (items 6, 7, 13, 15, 16, 20, 22)
+    Case(
+        "bind: a wildcard is judged by the address the OS binds",
+        HTTP_APP,
+        "    return any(a.is_unspecified for a in bound_addresses(host))",
+        '    return _host_name(host) in ("", "0", "0.0.0.0", "::")',
+        (BIND + "[0x0]",),
+    ),
+    Case(
+        "bind: an IPv4-mapped IPv6 address is judged as the IPv4 one",
+        HTTP_APP,
+        "            address = address.ipv4_mapped",
+        "            pass",
+        (BIND + "[::ffff:0.0.0.0]",),
+    ),
+    Case(
+        "metrics: a method the server does not serve is labelled other",
+        "core/_serve/transport/ops.py",
+        "method = ctx.method if isinstance(ctx.method, str) and self._served(ctx.method) else OTHER_METHOD",
+        "method = ctx.method",
+        (METRICS + "test_made_up_method_names_are_one_label_however_many[stateless]",),
+    ),
+    Case(
+        "metrics: a listen stream its client closed is ok",
+        "core/_serve/transport/ops.py",
+        'return "ok" if method == LISTEN else str(REQUEST_CANCELLED)',
+        "return str(REQUEST_CANCELLED)",
+        (METRICS + "test_a_listen_stream_closed_by_its_client_is_ok[auto]",),
+    ),
+    Case(
+        "transport: a chunked body is capped while it is read",
+        HTTP_APP,
+        "        if size > limit:\n            return None",
+        "        if False:\n            return None",
+        (EDGES + "test_a_chunked_body_over_the_cap_is_refused_before_it_ends[stateless]",),
+    ),
+    Case(
+        "transport: an unserved MCP-Protocol-Version is refused naming the header",
+        HTTP_APP,
+        "            await _send_json(send, 400, _unsupported_version(version, request_id_of(body)))"
+        "\n            return",
+        "            pass",
+        (EDGES + "test_an_unserved_version_header_names_the_header_and_the_versions_served[1999-01-01]",),
+    ),
+    Case(
+        "transport: Last-Event-ID is dropped when no event store can replay",
+        HTTP_APP,
+        "        if self.server.session_manager.event_store is not None:\n            return scope",
+        "        if True:\n            return scope",
+        (EDGES + "test_a_get_with_last_event_id_and_no_event_store_is_a_fresh_stream[abc-sse]",),
+    ),
+    Case(
+        "transport: a request its client cancelled is not answered on a session",
+        HTTP_APP,
+        "send if self.stateless else _unanswered_when_cancelled(send)",
+        "send",
+        (CANCEL + "test_a_cancelled_request_is_not_answered_on_a_session[5-2025-11-25-sse]",
+         CANCEL + "test_a_cancelled_request_is_not_answered_on_a_session[5-2025-11-25-json]"),
+    ),
+    Case(
+        "transport: stateless refuses a cancel it cannot honour",
+        HTTP_APP,
+        '    if b"notifications/cancelled" not in body:\n        return None',
+        "    if True:\n        return None",
+        (CANCEL + "test_stateless_http_refuses_a_cancel_it_cannot_honour[2025-11-25-json]",),
+    ),
+    Case(
+        "seams: building a server checks the SDK's private names",
+        "core/_serve/binding.py",
+        "    check_seams()  # refuse an SDK",
+        "    pass  # refuse an SDK",
+        ("tests/test_private_seams.py::test_a_missing_seam_is_named_by_the_check_and_composing_refuses"
+         "[mcp.server.streamable_http_manager.StreamableHTTPSessionManager._admit_session]",),
+    ),
+)  # fmt: skip
+
+
+def run_case(case: Case) -> tuple[bool | None, str]:
+    """``(True, ...)`` killed, ``(False, ...)`` survived, ``(None, why)`` could not be applied."""
+    path = ROOT / case.file
+    original = path.read_text()
+    count = original.count(case.snippet)
+    if count != 1:
+        return None, f"snippet found {count} times in {case.file}, expected once"
+    try:
+        path.write_text(original.replace(case.snippet, case.replacement))
+        command = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *case.tests]
+        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900)
+    finally:
+        path.write_text(original)
+    lines = done.stdout.strip().splitlines()
+    return done.returncode != 0, lines[-1] if lines else done.stderr.strip()[-200:]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("only", nargs="*", help="run the cases whose name contains one of these")
+    parser.add_argument("--list", action="store_true", help="list the cases and exit")
+    args = parser.parse_args()
+    cases = [c for c in CASES if not args.only or any(o in c.name for o in args.only)]
+    if args.list:
+        for case in cases:
+            print(f"{case.name}  ({case.file}; {' '.join(case.tests)})")
+        return 0
+    bad = 0
+    for case in cases:
+        started = time.monotonic()
+        killed, detail = run_case(case)
+        verdict = {True: "killed  ", False: "SURVIVED", None: "BROKEN  "}[killed]
+        bad += killed is not True
+        print(f"{verdict} {case.name}  [{time.monotonic() - started:.0f}s: {detail}]", flush=True)
+    print(f"{len(cases) - bad} of {len(cases)} mutants killed")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
