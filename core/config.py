@@ -38,7 +38,7 @@ import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -135,6 +135,10 @@ class ServerSettings(BaseModel):
     process, with a warning (digests then compare only within one process)."""
     auth: AuthConfig | None = None
     """Bearer-token authentication for streamable HTTP; the token's subject is the caller."""
+    require_plugins: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
+    """Entry-point names of plugins ``serve`` refuses to start without: each must be installed,
+    selected, loaded and pass its checks. Name every plugin whose ``authorize`` you rely on (e.g.
+    ``["policy"]``), so a policy that stops loading is never served around, however it is written."""
 
     @field_validator("audit_log")
     @classmethod
