@@ -163,9 +163,20 @@ def run_demo(console: Console, samples: int = 12) -> int:
         for record in records:
             if record.status != "loaded":
                 continue
-            found, manager = call_hook(record, "demo_settings")
+            try:  # a plugin's demo backend that fails (SystemExit included) leaves it on its defaults
+                found, manager = call_hook(record, "demo_settings")
+                if found and manager is not None:
+                    tables[record.name] = stack.enter_context(manager)
+            except BaseException as exc:
+                if isinstance(exc, KeyboardInterrupt):
+                    raise
+                console.print(
+                    f"demo: plugin {record.name} could not prepare its demo backend: {exc!r:.200}",
+                    highlight=False,
+                    markup=False,
+                )
+                continue
             if found and manager is not None:
-                tables[record.name] = stack.enter_context(manager)
                 console.print(f"demo: plugin {record.name} prepared its demo backend", highlight=False)
         config_file = Path(tmp) / "demo-config.json"
         config_file.write_text(json.dumps({"plugins": tables}), encoding="utf-8")

@@ -16,6 +16,7 @@ from typing import Any
 import pluggy
 
 from mcp_providers._host.catalog import Catalog
+from mcp_providers._host.contain import contain_sync
 from mcp_providers._host.declarations import Declared, Problem, declare
 from mcp_providers._host.discovery import PluginRecord, discover
 from mcp_providers._host.rules import TOOL_RULES, check
@@ -28,7 +29,8 @@ class AuthorizeImpl:
 
     plugin: str
     caller: Any
-    """pluggy's hook caller of the plugin's own manager (only its implementation)."""
+    """pluggy's hook caller of the plugin's own manager (only its implementation), raising
+    :class:`~mcp_providers._host.contain.Escaped` for a ``BaseException`` the hook raises."""
     settings: Any
 
 
@@ -124,7 +126,8 @@ def _stray_authorize(pm: pluggy.PluginManager, records: tuple[PluginRecord, ...]
 
 def _authorize_impls(pm: pluggy.PluginManager, records: tuple[PluginRecord, ...]) -> tuple[AuthorizeImpl, ...]:
     return tuple(
-        AuthorizeImpl(record.name, record.manager.hook.authorize, record.settings)
+        # contained: a SystemExit from authorize is a failure the gate denies on, not the end of the server
+        AuthorizeImpl(record.name, contain_sync(record.manager.hook.authorize), record.settings)
         for record in records
         if record.status == "loaded" and "authorize" in record.hooks and record.manager is not None
     )

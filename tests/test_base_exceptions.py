@@ -1,0 +1,199 @@
+"""A ``BaseException`` from plugin code is contained (issue 24, item 11).
+
+``SystemExit``, ``KeyboardInterrupt``, ``GeneratorExit``, a custom ``BaseException`` subclass and a
+``CancelledError`` the provider raises itself, in a read, a tool call, a prompt render, a
+completion and ``authorize``: each answers that one request with an error (-32603 naming the
+provider; a denial for ``authorize``), and the next request, on the same session or a new one, is
+answered as if nothing happened. In memory, over stdio (SDK client, subprocess) and over HTTP.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import boom_plugin
+import httpx2
+import mcp_types as types
+import pytest
+from mcp import Client, MCPError, StdioServerParameters
+
+from mcp_providers.testing import compose, connect
+
+pytestmark = pytest.mark.anyio
+
+KINDS = list(boom_plugin.RAISES)
+TEMPLATE = types.ResourceTemplateReference(type="ref/resource", uri="boom://read/{kind}")
+
+
+async def _read(client: Client, kind: str) -> str:
+    result = await client.read_resource(f"boom://read/{kind}")
+    return result.contents[0].text  # type: ignore[union-attr]
+
+
+async def _call(client: Client, kind: str) -> str:
+    result = await client.call_tool("boom", {"kind": kind})
+    if result.is_error:
+        raise AssertionError(f"tool error: {result.content}")
+    return str(result.structured_content["kind"])  # type: ignore[index]
+
+
+async def _prompt(client: Client, kind: str) -> str:
+    result = await client.get_prompt("boom", {"kind": kind})
+    return result.messages[0].content.text  # type: ignore[union-attr]
+
+
+async def _complete(client: Client, kind: str) -> str:
+    result = await client.complete(TEMPLATE, {"name": "kind", "value": kind})
+    return ",".join(result.completion.values)
+
+
+METHODS: dict[str, tuple[Callable[[Client, str], Awaitable[str]], str]] = {
+    "read": (_read, "read ok"),
+    "tool call": (_call, "ok"),
+    "prompt": (_prompt, "rendered ok"),
+    "completion": (_complete, "ok"),
+}
+
+
+async def _fails_then_recovers(client: Client, method: str, kind: str) -> types.ErrorData:
+    act, healthy = METHODS[method]
+    with pytest.raises(MCPError) as raised:
+        await act(client, kind)
+    assert await act(client, "ok") == healthy  # the next request on the same session
+    assert await _read(client, "ok") == "read ok"
+    return raised.value.error
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("method", [*METHODS])
+async def test_in_memory_a_base_exception_fails_only_its_request(method: str, kind: str) -> None:
+    composition = compose({"boom": boom_plugin})
+    async with connect(composition) as client:
+        error = await _fails_then_recovers(client, method, kind)
+    assert error.code == types.INTERNAL_ERROR
+    assert "(plugin 'boom') failed" in error.message and "the server log has the details" in error.message
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_in_memory_a_base_exception_in_authorize_denies(kind: str) -> None:
+    composition = compose({"boom": boom_plugin})
+    async with connect(composition) as client:
+        with pytest.raises(MCPError) as raised:
+            await client.read_resource(f"boom://guarded/{kind}")
+        assert "the authorize hook of plugin 'boom' failed" in raised.value.error.message
+        assert (await client.read_resource("boom://guarded/ok")).contents[0].text == "read ok"  # type: ignore[union-attr]
+
+
+async def test_the_requests_own_cancellation_still_cancels_it() -> None:
+    # Containment must not swallow a real cancellation: a read cut off by its deadline is -32005.
+    import anyio
+
+    from mcp_providers import ServerSettings
+
+    class Slow(boom_plugin.Boom):
+        async def read(self, request: Any) -> Any:
+            await anyio.sleep(30)
+
+    plugin = type("P", (), {"register_resource_providers": staticmethod(boom_plugin.hookimpl(lambda: [Slow()]))})
+    composition = compose({"slow": plugin()}, server=ServerSettings(read_timeout=0.2))
+    async with connect(composition) as client:
+        with pytest.raises(MCPError) as raised:
+            await client.read_resource("boom://read/x")
+    assert raised.value.error.code == -32005
+
+
+# -- subprocesses: stdio and HTTP ---------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def boom_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """Environment for ``python -m mcp_providers`` with the boom plugin installed (alone)."""
+    site = tmp_path_factory.mktemp("boom-site")
+    info = site / "boom_plugin-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: boom_plugin\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[mcp_providers]\nboom = boom_plugin\n")
+    shutil.copy(Path(boom_plugin.__file__), site / "boom_plugin.py")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_PROVIDERS_")}
+    env["PYTHONPATH"] = os.pathsep.join([str(site), *filter(None, [env.get("PYTHONPATH")])])
+    env["MCP_PROVIDERS_PLUGINS"] = "boom"
+    return env
+
+
+@pytest.mark.slow
+async def test_stdio_survives_every_base_exception_in_every_method(boom_env: dict[str, str], tmp_path: Path) -> None:
+    params = StdioServerParameters(command=sys.executable, args=["-m", "mcp_providers", "serve"], env=boom_env)
+    with (tmp_path / "stderr.txt").open("w") as errlog:
+        async with Client(params, cache=None, errlog=errlog) as client:  # type: ignore[call-arg]
+            for method in METHODS:
+                for kind in KINDS:
+                    error = await _fails_then_recovers(client, method, kind)
+                    assert error.code == types.INTERNAL_ERROR, (method, kind)
+            for kind in KINDS:
+                with pytest.raises(MCPError):
+                    await client.read_resource(f"boom://guarded/{kind}")
+            assert await _read(client, "ok") == "read ok"
+    log = (tmp_path / "stderr.txt").read_text()
+    assert "SystemExit" in log and "KeyboardInterrupt" in log  # the operator sees what happened
+
+
+def _free_port() -> int:
+    with contextlib.closing(socket.socket()) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def _http_server(env: dict[str, str], *extra: str) -> Iterator[str]:
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mcp_providers", "serve", "--http", f"127.0.0.1:{port}", *extra],
+        env=env,
+        stderr=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            with contextlib.closing(socket.socket()) as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            assert proc.poll() is None, "server exited"
+            time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("extra", [(), ("--stateless", "--json-response")], ids=["sessions", "stateless"])
+async def test_http_survives_base_exceptions_and_new_clients_are_answered(
+    boom_env: dict[str, str], extra: tuple[str, ...]
+) -> None:
+    with _http_server(boom_env, *extra) as base:
+        for method in METHODS:
+            for kind in ("keyboard-interrupt", "system-exit", "custom"):
+                async with Client(f"{base}/mcp", cache=None) as client:  # type: ignore[arg-type]
+                    error = await _fails_then_recovers(client, method, kind)
+                    assert error.code == types.INTERNAL_ERROR
+                async with Client(f"{base}/mcp", cache=None) as fresh:  # type: ignore[arg-type]
+                    assert await _read(fresh, "ok") == "read ok"
+        async with Client(f"{base}/mcp", cache=None) as client:  # type: ignore[arg-type]
+            for kind in KINDS:  # authorize raising: a denial with a body, never an empty 200
+                with pytest.raises(MCPError) as raised:
+                    await client.read_resource(f"boom://guarded/{kind}")
+                assert "the authorize hook of plugin 'boom' failed" in raised.value.error.message
+            assert await _read(client, "ok") == "read ok"
+        async with httpx2.AsyncClient() as http:
+            health = await http.get(f"{base}/healthz")
+        assert health.status_code == 200
