@@ -25,6 +25,7 @@ import httpx2
 import mcp_types as types
 import pytest
 from mcp import Client, MCPError, StdioServerParameters
+from mcp.client.stdio import stdio_client
 
 from mcp_providers.testing import compose, connect
 
@@ -133,7 +134,7 @@ def boom_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 async def test_stdio_survives_every_base_exception_in_every_method(boom_env: dict[str, str], tmp_path: Path) -> None:
     params = StdioServerParameters(command=sys.executable, args=["-m", "mcp_providers", "serve"], env=boom_env)
     with (tmp_path / "stderr.txt").open("w") as errlog:
-        async with Client(params, cache=None, errlog=errlog) as client:  # type: ignore[call-arg]
+        async with Client(stdio_client(params, errlog=errlog), cache=None) as client:
             for method in METHODS:
                 for kind in KINDS:
                     error = await _fails_then_recovers(client, method, kind)
