@@ -40,6 +40,7 @@ from pydantic import BaseModel, ValidationError
 
 from mcp_providers import hookspecs
 from mcp_providers._host.hookscan import scan_authorize, scan_problem
+from mcp_providers._metadata import usable
 from mcp_providers.config import DISABLE_ENV, PLUGINS_ENV, Config, format_validation_error
 from mcp_providers.errors import ConfigError
 from mcp_providers.providers import PromptProvider, ResourceProvider, ToolProvider
@@ -154,7 +155,11 @@ def _reraise_interrupt(exc: BaseException) -> None:
 
 def _entry_points() -> list[importlib_metadata.EntryPoint]:
     # importlib_metadata yields each distribution once even when it is on sys.path twice.
-    return sorted(importlib_metadata.entry_points(group=hookspecs.PROJECT), key=lambda ep: ep.name)
+    try:
+        found = list(importlib_metadata.entry_points(group=hookspecs.PROJECT))
+    except Exception:  # broken metadata somewhere on sys.path: read the others one at a time
+        found = list(usable(importlib_metadata.distributions(), hookspecs.PROJECT))
+    return sorted(found, key=lambda ep: ep.name)
 
 
 def _selected(name: str, config: Config) -> tuple[bool, str]:
