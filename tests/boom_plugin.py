@@ -16,6 +16,7 @@ from pydantic import BaseModel
 from mcp_providers import (
     CompletionRequest,
     Content,
+    Freshness,
     Message,
     Prompt,
     PromptArgument,
@@ -57,7 +58,13 @@ class Boom(ResourceProvider):
         return [
             ResourceTemplate(uri_template="boom://read/{kind}", name="read", mime_type="text/plain"),
             ResourceTemplate(uri_template="boom://guarded/{kind}", name="guarded", mime_type="text/plain"),
+            ResourceTemplate(
+                uri_template="boom://live/{kind}", name="live", mime_type="text/plain", freshness=Freshness.live()
+            ),
         ]
+
+    def check_watch(self, declaration: object, params: Mapping[str, str]) -> None:
+        _maybe_raise(params.get("kind", "ok"))
 
     async def read(self, request: ReadRequest) -> Content:
         await asyncio.sleep(0)  # raise after a suspension too, not only on the first step

@@ -18,7 +18,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import boom_plugin
 import httpx2
@@ -198,3 +198,114 @@ async def test_http_survives_base_exceptions_and_new_clients_are_answered(
         async with httpx2.AsyncClient() as http:
             health = await http.get(f"{base}/healthz")
         assert health.status_code == 200
+
+
+@pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
+@pytest.mark.parametrize("kind", KINDS)
+async def test_a_base_exception_in_check_watch_fails_only_that_subscribe(kind: str) -> None:
+    # check_watch is provider code the pipeline calls outside the invoker: the wire maps it.
+    composition = compose({"boom": boom_plugin})
+    async with Client(composition.server, mode="legacy", cache=None) as legacy:
+        with pytest.raises(MCPError) as raised:
+            await legacy.subscribe_resource(f"boom://live/{kind}")
+        assert raised.value.error.code == types.INTERNAL_ERROR
+        await legacy.subscribe_resource("boom://live/ok")
+        assert await _read(legacy, "ok") == "read ok"
+
+
+class _Lifespans(boom_plugin.Boom):
+    """A provider whose lifespan raises ``enter`` when it starts or ``leave`` when it stops."""
+
+    stopped: ClassVar[list[str]] = []
+
+    def __init__(self, name: str, prefix: str, enter: str = "ok", leave: str = "ok") -> None:
+        self.name, self.prefixes, self._enter, self._leave = name, (prefix,), enter, leave
+
+    def templates(self) -> Any:
+        return [types_template(self.prefixes[0])]
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self) -> Any:
+        boom_plugin._maybe_raise(self._enter)
+        yield
+        _Lifespans.stopped.append(self.name)
+        boom_plugin._maybe_raise(self._leave)
+
+
+def types_template(prefix: str) -> Any:
+    from mcp_providers import ResourceTemplate
+
+    return ResourceTemplate(uri_template=prefix + "read/{kind}", name=prefix.strip(":/"), mime_type="text/plain")
+
+
+def _plugin_of(*providers: Any) -> Any:
+    return type("P", (), {"register_resource_providers": staticmethod(boom_plugin.hookimpl(lambda: list(providers)))})()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_a_lifespan_that_raises_a_base_exception_on_start_fails_only_its_provider(kind: str) -> None:
+    composition = compose({"p": _plugin_of(_Lifespans("bad", "bad://", enter=kind), _Lifespans("fine", "fine://"))})
+    async with connect(composition) as client:
+        assert "bad" in composition.startup_failures
+        with pytest.raises(MCPError) as raised:
+            await client.read_resource("bad://read/ok")
+        assert "failed to start" in raised.value.error.message
+        assert (await client.read_resource("fine://read/ok")).contents[0].text == "read ok"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_a_lifespan_that_raises_a_base_exception_on_stop_lets_the_others_stop(kind: str) -> None:
+    _Lifespans.stopped = []
+    first, second = _Lifespans("first", "first://"), _Lifespans("second", "second://", leave=kind)
+    composition = compose({"p": _plugin_of(first, second)})
+    async with composition.running():
+        assert composition.startup_failures == {}
+    assert _Lifespans.stopped == ["second", "first"]  # second stopped (and raised), first still stopped
+
+
+@pytest.mark.parametrize("kind", ["system-exit", "generator-exit", "custom", "cancelled"])
+def test_a_base_exception_from_a_hook_or_a_declaration_rejects_only_its_plugin(kind: str) -> None:
+    def raising() -> Any:
+        boom_plugin._maybe_raise(kind)
+
+    class Declares(boom_plugin.Boom):
+        def templates(self) -> Any:
+            boom_plugin._maybe_raise(kind)
+
+    hooks = type("H", (), {"register_tool_providers": staticmethod(boom_plugin.hookimpl(raising))})()
+    composition = compose({"hooks": hooks, "declares": _plugin_of(Declares()), "boom": boom_plugin}, strict=False)
+    status = {r.name: (r.status, r.reason) for r in composition.records}
+    assert status["hooks"][0] == "rejected" and "hook register_tool_providers raised" in str(status["hooks"][1])
+    assert status["declares"][0] == "rejected"
+    assert any(p.rule == "declaration-failed" for p in composition.problems)
+    assert status["boom"] == ("loaded", None)
+
+
+async def test_healthz_says_failing_once_the_session_manager_has_stopped() -> None:
+    import anyio
+    import uvicorn
+
+    from mcp_providers._serve.transport.http_app import http_app, transport_policy
+    from mcp_providers._serve.transport.ops import ops_routes
+
+    composition = compose({"boom": boom_plugin})
+    app = http_app(composition.server, security=transport_policy("127.0.0.1", None), routes=ops_routes(composition))
+    port = _free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="critical"))
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(server.serve)
+        while not server.started:
+            await anyio.sleep(0.02)
+        try:
+            async with httpx2.AsyncClient() as http:
+                assert (await http.get(f"http://127.0.0.1:{port}/healthz")).status_code == 200
+                # The manager's task group ends (as a BaseException escaping a request once made it):
+                composition.server.session_manager._task_group.cancel_scope.cancel()
+                with anyio.fail_after(5):
+                    while composition.server.session_manager._task_group is not None:
+                        await anyio.sleep(0.02)
+                health = await http.get(f"http://127.0.0.1:{port}/healthz")
+                assert health.status_code == 503, health.text
+                assert "session manager has stopped" in health.json()["problems"][0]
+        finally:
+            server.should_exit = True

@@ -44,6 +44,17 @@ def cancels_this_task(exc: BaseException) -> bool:
     return trio is not None and isinstance(exc, trio.Cancelled)
 
 
+def escapes(exc: BaseException) -> bool:
+    """Whether ``exc``, caught around plugin code, is a ``BaseException`` that must be contained:
+    not an ``Exception``, not this task's cancellation, and not the ``GeneratorExit`` of closing
+    the coroutine that caught it (that one arrives with no deeper frame in its traceback)."""
+    if isinstance(exc, Exception) or cancels_this_task(exc):
+        return False
+    if isinstance(exc, GeneratorExit):
+        return exc.__traceback__ is not None and exc.__traceback__.tb_next is not None
+    return True
+
+
 def contain_sync(call: Callable[..., T]) -> Callable[..., T]:
     """``call`` with every ``BaseException`` it raises turned into :class:`Escaped` (plain
     ``Exception`` subclasses pass unchanged). For hook callers such as ``authorize``."""
@@ -71,13 +82,9 @@ def contain_async(call: Callable[[], Awaitable[T]]) -> Callable[[], Awaitable[T]
             return await call()
         except Exception:
             raise
-        except GeneratorExit as exc:
-            if exc.__traceback__ is None or exc.__traceback__.tb_next is None:
-                raise  # thrown in by close(): not the plugin's
-            raise Escaped(exc) from exc
         except BaseException as exc:
-            if cancels_this_task(exc):
-                raise
+            if not escapes(exc):
+                raise  # this request's cancellation, or close() of this coroutine
             raise Escaped(exc) from exc
 
     return contained
