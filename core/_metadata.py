@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 log = logging.getLogger("mcp_providers.metadata")
@@ -32,7 +32,7 @@ def _warn(where: str, exc: BaseException) -> None:
     log.warning("skipping broken package metadata at %s (%s); reinstall or remove that folder", where, text)
 
 
-def usable(distributions: Iterator[Any], group: str) -> Iterator[Any]:
+def usable(distributions: Iterable[Any], group: str) -> Iterator[Any]:
     """The entry points of ``group`` from each distribution whose metadata reads, the first of
     each name only (as ``importlib.metadata`` does); each broken one is warned about once.
 
