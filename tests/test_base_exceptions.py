@@ -309,3 +309,36 @@ async def test_healthz_says_failing_once_the_session_manager_has_stopped() -> No
                 assert "session manager has stopped" in health.json()["problems"][0]
         finally:
             server.should_exit = True
+
+
+@pytest.mark.parametrize("where", ["hook", "enter"])
+@pytest.mark.parametrize("kind", ["system-exit", "custom", "generator-exit"])
+def test_a_demo_backend_that_raises_a_base_exception_leaves_the_others_prepared(kind: str, where: str) -> None:
+    import io
+
+    from rich.console import Console
+
+    from mcp_providers._cli.demo import prepare_backends
+    from mcp_providers._host.discovery import discover
+    from mcp_providers.config import Config
+
+    @contextlib.contextmanager
+    def backend(table: dict[str, str]) -> Iterator[dict[str, str]]:
+        boom_plugin._maybe_raise(kind if where == "enter" and table["name"] == "bad" else "ok")
+        yield table
+
+    def demo(name: str) -> Any:
+        def settings() -> Any:
+            boom_plugin._maybe_raise(kind if where == "hook" and name == "bad" else "ok")
+            return backend({"name": name})
+
+        return type(name, (), {"demo_settings": staticmethod(boom_plugin.hookimpl(settings))})()
+
+    _pm, records = discover(Config(), load_entrypoints=False, plugins={"bad": demo("bad"), "good": demo("good")})
+    out = io.StringIO()
+    with contextlib.ExitStack() as stack:
+        tables = prepare_backends(stack, records, Console(file=out, width=200))
+    assert tables == {"good": {"name": "good"}}
+    assert f"demo: plugin bad could not prepare its demo backend ({type(boom_plugin.RAISES[kind]()).__name__})" in (
+        out.getvalue()
+    )
