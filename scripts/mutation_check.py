@@ -90,6 +90,57 @@ CASES: tuple[Case, ...] = (
         "        finally:\n            pass\n\n    contained.__wrapped__",
         (AUTHORIZE_RAISES,),
     ),
+    Case(
+        "raise: the wire maps a BaseException from any pipeline stage",
+        "core/_serve/steps/wire.py",
+        "not (isinstance(exc, Exception) or escapes(exc))",
+        "not isinstance(exc, Exception)",
+        (BASE + "test_a_base_exception_in_check_watch_fails_only_that_subscribe[custom]",),
+    ),
+    Case(
+        "raise: a lifespan's BaseException on start fails only its provider",
+        "core/_serve/runtime.py",
+        "            except BaseException as exc:\n                if cancels_this_task(exc):",
+        "            except Exception as exc:\n                if cancels_this_task(exc):",
+        (BASE + "test_a_lifespan_that_raises_a_base_exception_on_start_fails_only_its_provider[custom]",),
+    ),
+    Case(
+        "raise: a lifespan's BaseException on stop is logged, not raised",
+        "core/_serve/runtime.py",
+        "            if raised is exc or cancels_this_task(raised):",
+        "            if True:",
+        (BASE + "test_a_lifespan_that_raises_a_base_exception_on_stop_lets_the_others_stop[system-exit]",),
+    ),
+    Case(
+        "raise: a registration hook's BaseException rejects only its plugin",
+        "core/_host/discovery.py",
+        "        except BaseException as exc:\n            _reraise_interrupt(exc)\n"
+        '            record.reject(f"hook {hook} raised',
+        "        except Exception as exc:\n            _reraise_interrupt(exc)\n"
+        '            record.reject(f"hook {hook} raised',
+        (BASE + "test_a_base_exception_from_a_hook_or_a_declaration_rejects_only_its_plugin[custom]",),
+    ),
+    Case(
+        "health: /healthz fails once the session manager has stopped",
+        "core/_serve/transport/ops.py",
+        "    if manager._task_group is None:",
+        "    if False:",
+        (BASE + "test_healthz_says_failing_once_the_session_manager_has_stopped",),
+    ),
+    Case(
+        "metadata: discovery reads distributions one at a time when one is broken",
+        "core/_host/discovery.py",
+        "    except Exception:  # broken metadata somewhere on sys.path",
+        "    except ZeroDivisionError:  # broken metadata somewhere on sys.path",
+        ("tests/test_broken_metadata.py::test_broken_metadata_is_skipped_with_one_warning_naming_its_path",),
+    ),
+    Case(
+        "metadata: pydantic's plugin loader is guarded",
+        "core/_metadata.py",
+        "        _loader.get_plugins()\n        return\n    except Exception:",
+        "        _loader.get_plugins()\n        return\n    except ZeroDivisionError:",
+        ("tests/test_broken_metadata.py::test_serve_starts_with_broken_metadata_on_the_path",),
+    ),
     # fail closed at start-up: policies known by what pluggy registers
     Case(
         "start-up: specname names the hook",

@@ -16,7 +16,9 @@ Every plugin ends in exactly one :class:`PluginRecord` whose ``status`` says wha
 
 A broken plugin never stops the others from loading, with one exception that fails closed: a
 plugin that could carry authorization but is not in force (:attr:`PluginRecord.could_authorize`)
-makes serving refuse to start, since its rules would silently not apply.
+makes serving refuse to start, since its rules would silently not apply. Whether it could is
+decided by what pluggy would register from it (:mod:`mcp_providers._host.hookscan`), never by its
+source text; a plugin whose import failed could, since what it would register is unknown.
 
 Every hook call goes through pluggy's own hook callers (one plugin's implementation at a time, via
 ``subset_hook_caller``), so ``MCP_PROVIDERS_TRACE_PLUGINS=1`` shows each call on stderr with
@@ -81,9 +83,10 @@ class PluginRecord:
     configured: bool = False
     """The config has a ``[plugins.<name>]`` table for it."""
     authorize_evidence: str | None = None
-    """Why this plugin could carry authorization, e.g. ``"pluggy registers its gate as an authorize
-    hookimpl"`` or ``"its import failed, so what it would register is unknown"``; ``None`` when
-    what pluggy would register from it holds no ``authorize`` implementation."""
+    """Why this plugin could carry authorization, e.g. ``"it has an authorize hookimpl (gate)"`` or
+    ``"its import failed, so whether pluggy would register ... is unknown"``; ``None`` when what
+    pluggy would register from it holds no ``authorize`` implementation
+    (:func:`~mcp_providers._host.hookscan.scan_authorize`)."""
 
     @property
     def defines_authorize(self) -> bool:
@@ -258,6 +261,8 @@ def _register(pm: pluggy.PluginManager, record: PluginRecord, plugin: object) ->
     pm.register(plugin, name=record.name)
     record.plugin, record.manager = plugin, own
     record.hooks = sorted(hc.name for hc in own.get_hookcallers(plugin) or [])
+    if "authorize" in record.hooks and record.authorize_evidence is None:  # what pluggy did, whatever the scan saw
+        record.authorize_evidence = "pluggy registered an authorize hookimpl from it"
 
 
 def _configure(pm: pluggy.PluginManager, record: PluginRecord, config: Config) -> None:
