@@ -65,7 +65,9 @@ CASES: tuple[Case, ...] = (
     Case(
         "raise: a BaseException in provider code becomes Escaped",
         CONTAIN,
-        "            if cancels_this_task(exc):\n                raise\n            raise Escaped(exc) from exc",
+        "            if not escapes(exc):\n"
+        "                raise  # this request's cancellation, or close() of this coroutine\n"
+        "            raise Escaped(exc) from exc",
         "            raise",
         (IN_MEMORY + "[prompt-custom]", IN_MEMORY + "[completion-custom]"),
     ),
@@ -79,8 +81,8 @@ CASES: tuple[Case, ...] = (
     Case(
         "raise: the request's own cancellation is never contained",
         CONTAIN,
-        "            if cancels_this_task(exc):\n                raise\n            raise Escaped(exc) from exc",
-        "            raise Escaped(exc) from exc",
+        "    if isinstance(exc, Exception) or cancels_this_task(exc):\n        return False",
+        "    if isinstance(exc, Exception):\n        return False",
         (OWN_CANCEL,),
     ),
     Case(
