@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import mcp_providers._metadata  # noqa: F401  (first: guards pydantic's plugin loader against broken metadata)
 from mcp_providers.config import Config, ServerSettings, load_config
 from mcp_providers.errors import (
     CompositionError,

@@ -45,7 +45,7 @@ import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -180,6 +180,10 @@ class ServerSettings(BaseModel):
     """Bearer-token authentication for streamable HTTP; the token's subject is the caller."""
     limits: LimitsSettings | None = None
     """``[server.limits]``: request rates per subject; ``None`` (no table) limits nothing."""
+    require_plugins: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
+    """Entry-point names of plugins ``serve`` refuses to start without: each must be installed,
+    selected, loaded and pass its checks. Name every plugin whose ``authorize`` you rely on (e.g.
+    ``["policy"]``), so a policy that stops loading is never served around, however it is written."""
 
     @field_validator("audit_log")
     @classmethod

@@ -286,6 +286,234 @@ CASES += (
     ),
 )  # fmt: skip
 
+BASE = "tests/test_base_exceptions.py::"
+IN_MEMORY = BASE + "test_in_memory_a_base_exception_fails_only_its_request"
+AUTHORIZE_RAISES = BASE + "test_in_memory_a_base_exception_in_authorize_denies[custom]"
+OWN_CANCEL = BASE + "test_the_requests_own_cancellation_still_cancels_it"
+SPELLING = "tests/test_policy_by_construction.py::test_every_spelling_of_a_rejected_policy_stops_serve"
+CONSTRUCTION = "tests/test_policy_by_construction.py::"
+CONTAIN = "core/_host/contain.py"
+SCAN = "core/_host/hookscan.py"
+
+CASES += (
+    # fail closed on raise: the gate's except branch and the containment around plugin code
+    Case(
+        "raise: a raising authorize denies",
+        "core/_serve/steps/gate.py",
+        'return Decision(False, f"the authorize hook of plugin {impl.plugin!r} failed")',
+        "return None",
+        (AUTHORIZE_RAISES,),
+    ),
+    Case(
+        "raise: a BaseException from authorize reaches the gate as a failure",
+        "core/_host/assembly.py",
+        "contain_sync(record.manager.hook.authorize)",
+        "record.manager.hook.authorize",
+        (AUTHORIZE_RAISES,),
+    ),
+    Case(
+        "raise: the invoker contains a provider's BaseException",
+        "core/_serve/steps/invoker.py",
+        "        call = contain_async(call)",
+        "        pass",
+        (IN_MEMORY + "[read-custom]", IN_MEMORY + "[tool call-custom]"),
+    ),
+    Case(
+        "raise: a BaseException in provider code becomes Escaped",
+        CONTAIN,
+        "            if not escapes(exc):\n"
+        "                raise  # this request's cancellation, or close() of this coroutine\n"
+        "            raise Escaped(exc) from exc",
+        "            raise",
+        (IN_MEMORY + "[prompt-custom]", IN_MEMORY + "[completion-custom]"),
+    ),
+    Case(
+        "raise: a CancelledError the provider raised itself is contained",
+        CONTAIN,
+        "return isinstance(exc, asyncio.CancelledError) and task.cancelling() > 0",
+        "return isinstance(exc, asyncio.CancelledError)",
+        (IN_MEMORY + "[read-cancelled]",),
+    ),
+    Case(
+        "raise: the request's own cancellation is never contained",
+        CONTAIN,
+        "    if isinstance(exc, Exception) or cancels_this_task(exc):\n        return False",
+        "    if isinstance(exc, Exception):\n        return False",
+        (OWN_CANCEL,),
+    ),
+    Case(
+        "raise: a sync hook's BaseException becomes Escaped",
+        CONTAIN,
+        "        except BaseException as exc:\n            raise Escaped(exc) from exc\n\n    contained.__wrapped__",
+        "        finally:\n            pass\n\n    contained.__wrapped__",
+        (AUTHORIZE_RAISES,),
+    ),
+    Case(
+        "raise: the wire maps a BaseException from any pipeline stage",
+        "core/_serve/steps/wire.py",
+        "not (isinstance(exc, Exception) or escapes(exc))",
+        "not isinstance(exc, Exception)",
+        (BASE + "test_a_base_exception_in_check_watch_fails_only_that_subscribe[custom]",),
+    ),
+    Case(
+        "raise: a lifespan's BaseException on start fails only its provider",
+        "core/_serve/runtime.py",
+        "            except BaseException as exc:\n                if cancels_this_task(exc):",
+        "            except Exception as exc:\n                if cancels_this_task(exc):",
+        (BASE + "test_a_lifespan_that_raises_a_base_exception_on_start_fails_only_its_provider[custom]",),
+    ),
+    Case(
+        "raise: a lifespan's BaseException on stop is logged, not raised",
+        "core/_serve/runtime.py",
+        "            if raised is exc or cancels_this_task(raised):",
+        "            if True:",
+        (BASE + "test_a_lifespan_that_raises_a_base_exception_on_stop_lets_the_others_stop[system-exit]",),
+    ),
+    Case(
+        "raise: a registration hook's BaseException rejects only its plugin",
+        "core/_host/discovery.py",
+        "        except BaseException as exc:\n            _reraise_interrupt(exc)\n"
+        '            record.reject(f"hook {hook} raised',
+        "        except Exception as exc:\n            _reraise_interrupt(exc)\n"
+        '            record.reject(f"hook {hook} raised',
+        (BASE + "test_a_base_exception_from_a_hook_or_a_declaration_rejects_only_its_plugin[custom]",),
+    ),
+    Case(
+        "health: /healthz fails once the session manager has stopped",
+        "core/_serve/transport/ops.py",
+        "    if manager._task_group is None:",
+        "    if False:",
+        (BASE + "test_healthz_says_failing_once_the_session_manager_has_stopped",),
+    ),
+    Case(
+        "metadata: discovery reads distributions one at a time when one is broken",
+        "core/_host/discovery.py",
+        "    except Exception:  # broken metadata somewhere on sys.path",
+        "    except ZeroDivisionError:  # broken metadata somewhere on sys.path",
+        ("tests/test_broken_metadata.py::test_broken_metadata_is_skipped_with_one_warning_naming_its_path",),
+    ),
+    Case(
+        "metadata: pydantic's plugin loader is guarded",
+        "core/_metadata.py",
+        "        _loader.get_plugins()\n        return\n    except Exception:",
+        "        _loader.get_plugins()\n        return\n    except ZeroDivisionError:",
+        ("tests/test_broken_metadata.py::test_serve_starts_with_broken_metadata_on_the_path",),
+    ),
+    # fail closed at start-up: policies known by what pluggy registers
+    Case(
+        "start-up: specname names the hook",
+        SCAN,
+        'return str(opts.get("specname") or attr)',
+        "return str(attr)",
+        (SPELLING + "[specname under another name, provider hook raises]",),
+    ),
+    Case(
+        "start-up: a wrapper-only authorize is refused",
+        SCAN,
+        '            if opts.get("hookwrapper") or opts.get("wrapper"):',
+        "            if False:",
+        (SPELLING + "[hookwrapper-only authorize (otherwise loads)]", SPELLING + "[new-style wrapper-only authorize]"),
+    ),
+    Case(
+        "start-up: a marker pluggy cannot see is refused",
+        SCAN,
+        "        elif opts is None and _hook_name(_dynamic_opts(plugin, attr), attr) == AUTHORIZE:",
+        "        elif False:",
+        (SPELLING + "[functools.partial marked authorize]",),
+    ),
+    Case(
+        "start-up: a failed import could have carried authorize",
+        "core/_host/discovery.py",
+        "        record.authorize_evidence = _unknown(record.name)",
+        "        pass",
+        (SPELLING + "[import fails before the hook is defined]",),
+    ),
+    Case(
+        "start-up: require_plugins and stray authorize implementations stop serve",
+        "core/_host/assembly.py",
+        "        return lines + _unserved_required(self) + _stray_authorize(self.plugin_manager, self.records)\n"
+        "\n    @functools",
+        "        return lines\n\n    @functools",
+        (
+            CONSTRUCTION + "test_require_plugins_refuses_unless_each_is_served",
+            SPELLING + "[import code registers a second object into the composition's manager]",
+        ),
+    ),
+    Case(
+        "start-up: an authorize registered by no served plugin is found",
+        "core/_host/assembly.py",
+        "            if id(impl.plugin) not in allowed:",
+        "            if False:",
+        (SPELLING + "[import code registers a second object into the composition's manager]",),
+    ),
+)
+
+
+PRINCIPAL = "tests/test_principal.py::"
+GATE = "core/_serve/steps/gate.py"
+
+CASES += (
+    # the gate: any deny wins, and every odd answer denies
+    Case(
+        "deny-wins: a deny among the plugins' answers stands",
+        GATE,
+        "            if answer is not None and answer.allow is not True:\n                return answer\n"
+        "        return _ALLOW",
+        "            if answer is not None and answer.allow is True:\n                return answer\n"
+        "        return _ALLOW",
+        (PRINCIPAL + "test_a_group_rule_allows_one_user_and_denies_another_through_a_client",),
+    ),
+    Case(
+        "deny-wins: a deny among one plugin's implementations stands",
+        GATE,
+        "            if answer.allow is not True:\n                return answer\n            verdict = answer",
+        "            verdict = answer",
+        (PRINCIPAL + "test_any_deny_among_one_plugins_implementations_wins",),
+    ),
+    Case(
+        "deny-wins: the URI as sent is asked too",
+        GATE,
+        "        if decision.allow is True and canon != target:",
+        "        if False:",
+        (PRINCIPAL + "test_a_rule_on_the_uri_as_sent_holds_beside_the_canonical_form",),
+    ),
+    Case(
+        "odd answers: a non-Decision denies",
+        GATE,
+        "if not isinstance(answer, Decision) or not isinstance(answer.allow, bool):",
+        "if False:",
+        (PRINCIPAL + "test_an_odd_answer_denies",),
+    ),
+    Case(
+        "odd answers: a forged non-bool allow denies",
+        GATE,
+        "if not isinstance(answer, Decision) or not isinstance(answer.allow, bool):",
+        "if not isinstance(answer, Decision):",
+        (PRINCIPAL + "test_an_odd_answer_denies",),
+    ),
+    Case(
+        "odd answers: Decision refuses a non-bool allow when made",
+        "core/policy.py",
+        "        if not isinstance(self.allow, bool):",
+        "        if False:",
+        (PRINCIPAL + "test_a_decision_allows_only_with_a_real_bool",),
+    ),
+    Case(
+        "odd answers: a wrapper-only authorize denies",
+        GATE,
+        "        if not self._answering[impl.plugin]:",
+        "        if False:",
+        (PRINCIPAL + "test_a_wrapper_only_authorize_denies",),
+    ),
+    Case(
+        "raise: a SystemExit from authorize is a deny, not the end",
+        GATE,
+        "        except BaseException:  # SystemExit",
+        "        except Exception:  # SystemExit",
+        (PRINCIPAL + "test_a_raising_authorize_denies",),
+    ),
+)
+
 
 def run_case(case: Case) -> tuple[bool | None, str]:
     """``(True, ...)`` killed, ``(False, ...)`` survived, ``(None, why)`` could not be applied."""

@@ -432,3 +432,12 @@ def test_gate_require_refuses_and_records() -> None:
         gate.require("read", "who://x/me")
     assert [d.reason for d in gate.denials] == ["no reads"]
     assert gate.allowed("list", "who://x/me") is True
+
+
+async def test_a_rule_on_the_uri_as_sent_holds_beside_the_canonical_form() -> None:
+    deny_as_sent = {"rules": [{"effect": "deny", "actions": ["read"], "targets": ["X://a/index"], "reason": "raw"}]}
+    composition = compose({"x": secrets_plugin(embed="x://a/1"), "policy": policy_plugin}, {"policy": deny_as_sent})
+    async with connect(composition) as client:
+        assert (await client.read_resource("x://a/index")).contents[0].text == "the index"
+        with pytest.raises(MCPError, match="raw"):
+            await client.read_resource("X://a/index")

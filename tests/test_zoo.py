@@ -5,7 +5,8 @@ holds the import, signature, hook and declaration faults): ``zoo_plugins`` (rais
 wrong hook return type, prints, read raises, read hangs, one side of an entry-point clash),
 ``zoo_clash`` (the other side) and ``zoo_twice`` (a good plugin installed into two folders that are
 both on ``sys.path``). For each fault ``plugins`` and ``check`` say what is wrong in one line,
-``serve`` keeps serving the rest over stdio with a clean stream, and ``serve --strict`` refuses.
+``serve`` keeps serving the rest over stdio with a clean stream (once the plugins whose import
+failed are left out: those fail closed), and ``serve --strict`` refuses.
 """
 
 from __future__ import annotations
@@ -187,7 +188,10 @@ def test_serve_strict_starts_with_the_good_and_the_twice_installed_plugin(zoo_en
 async def test_serve_keeps_serving_the_others_over_a_clean_stdio_stream(
     zoo_env: dict[str, str], tmp_path: Path
 ) -> None:
-    params = StdioServerParameters(command=sys.executable, args=["-m", "mcp_providers", "serve"], env=zoo_env)
+    # The plugins whose import failed are left out: what they would register is unknown, so serve
+    # would refuse (fail closed; test_policy_by_construction). Every other fault is served around.
+    env = dict(zoo_env, MCP_PROVIDERS_DISABLE="broken_import,zoo_raises_on_import")
+    params = StdioServerParameters(command=sys.executable, args=["-m", "mcp_providers", "serve"], env=env)
     errlog = tmp_path / "stderr.txt"
     with errlog.open("w") as err:
         async with Client(stdio_client(params, errlog=err), cache=None) as client:
@@ -252,7 +256,8 @@ async def test_serve_keeps_serving_the_others_over_a_clean_stdio_stream(
 
 def test_printing_plugin_never_reaches_the_raw_stdout_stream(zoo_env: dict[str, str], tmp_path: Path) -> None:
     """Every byte on stdout is a JSON-RPC response to a request this test sent, in order."""
-    with RawStdio(zoo_env, tmp_path / "stderr.txt") as server:
+    env = dict(zoo_env, MCP_PROVIDERS_DISABLE="broken_import,zoo_raises_on_import")  # as above
+    with RawStdio(env, tmp_path / "stderr.txt") as server:
         server.initialize()
         for _ in range(3):
             answer = server.request("resources/read", {"uri": "printer://noisy"})

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import sys
 import tempfile
@@ -26,8 +27,10 @@ from rich.panel import Panel
 from rich.syntax import Syntax
 from rich.table import Table
 
-from mcp_providers._host.discovery import call_hook, discover
+from mcp_providers._host.discovery import PluginRecord, call_hook, discover
 from mcp_providers.config import Config
+
+log = logging.getLogger("mcp_providers.demo")
 
 _SHOWN_LINES = 24
 
@@ -155,18 +158,39 @@ async def _expand(client: Client, uri_template: str) -> str | None:
     return UriTemplate.parse(uri_template).expand(values)
 
 
+def prepare_backends(stack: contextlib.ExitStack, records: list[PluginRecord], console: Console) -> dict[str, Any]:
+    """Enter every loaded plugin's ``demo_settings`` context on ``stack``; the settings tables they
+    yield, by plugin name. A plugin whose demo backend fails (``SystemExit`` included) stays on its
+    defaults, with one line naming it; only the operator's Ctrl-C stops the demo."""
+    tables: dict[str, Any] = {}
+    for record in records:
+        if record.status != "loaded":
+            continue
+        try:
+            found, manager = call_hook(record, "demo_settings")
+            if found and manager is not None:
+                tables[record.name] = stack.enter_context(manager)
+        except BaseException as exc:
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            log.warning("demo backend of plugin %r failed", record.name, exc_info=exc)  # the text: log only
+            console.print(
+                f"demo: plugin {record.name} could not prepare its demo backend ({type(exc).__name__}); "
+                "it runs on its defaults",
+                highlight=False,
+                markup=False,
+            )
+            continue
+        if found and manager is not None:
+            console.print(f"demo: plugin {record.name} prepared its demo backend", highlight=False)
+    return tables
+
+
 def run_demo(console: Console, samples: int = 12) -> int:
     """Run the demo; returns the exit code (0 when every read succeeded)."""
     _pm, records = discover(Config())
     with contextlib.ExitStack() as stack, tempfile.TemporaryDirectory(prefix="mcp-providers-demo-") as tmp:
-        tables: dict[str, dict[str, Any]] = {}
-        for record in records:
-            if record.status != "loaded":
-                continue
-            found, manager = call_hook(record, "demo_settings")
-            if found and manager is not None:
-                tables[record.name] = stack.enter_context(manager)
-                console.print(f"demo: plugin {record.name} prepared its demo backend", highlight=False)
+        tables = prepare_backends(stack, records, console)
         config_file = Path(tmp) / "demo-config.json"
         config_file.write_text(json.dumps({"plugins": tables}), encoding="utf-8")
         return anyio.run(_tour, console, config_file, samples)

@@ -16,6 +16,7 @@ from typing import Any
 import pluggy
 
 from mcp_providers._host.catalog import Catalog
+from mcp_providers._host.contain import contain_sync
 from mcp_providers._host.declarations import Declared, Problem, declare
 from mcp_providers._host.discovery import PluginRecord, discover
 from mcp_providers._host.rules import TOOL_RULES, check
@@ -28,7 +29,8 @@ class AuthorizeImpl:
 
     plugin: str
     caller: Any
-    """pluggy's hook caller of the plugin's own manager (only its implementation)."""
+    """pluggy's hook caller of the plugin's own manager (only its implementation), raising
+    :class:`~mcp_providers._host.contain.Escaped` for a ``BaseException`` the hook raises."""
     settings: Any
 
 
@@ -49,24 +51,29 @@ class Assembly:
 
     @property
     def failures(self) -> list[str]:
-        """One line per rejected plugin, per failed check and per authorization plugin not in force."""
+        """One line per rejected plugin, per failed check, per authorization plugin not in force and
+        per required plugin not served."""
         lines = [f"{r.name}: rejected: {r.reason}" for r in self.records if r.status == "rejected"]
         lines += [str(p) for p in self.problems]
-        return lines + [_off(r) for r in self.records if r.status == "disabled" and r.could_authorize]
+        lines += [_off(r) for r in self.records if r.status == "disabled" and r.could_authorize]
+        return lines + _unserved_required(self) + _stray_authorize(self.plugin_manager, self.records)
 
     @property
     def policy_failures(self) -> list[str]:
-        """Why serving would skip authorization: a plugin that could carry it is not in force
-        (rejected at any stage while configured or defining ``authorize``, or left out by the
-        selection while configured and defining it). Serving then fails closed."""
+        """Why serving would skip authorization; serving then fails closed. One line for each
+        plugin that could carry it but is not in force (rejected at any stage while configured or
+        holding an ``authorize`` implementation pluggy would register, or whose import failed; left
+        out by the selection while configured and holding one), for each ``[server]
+        require_plugins`` name not served, and for each registered ``authorize`` implementation
+        that no served plugin owns (the gate would never ask it)."""
         lines = []
         for r in self.records:
             if r.status == "rejected" and r.could_authorize:
-                why = "it defines an authorize hook" if r.defines_authorize else f"[plugins.{r.name}] configures it"
+                why = r.authorize_evidence if r.defines_authorize else f"[plugins.{r.name}] configures it"
                 lines.append(f"{r.name}: policy plugin rejected ({r.reason}); {why}, so its rules would not apply")
             elif r.could_authorize:
                 lines.append(_off(r))
-        return lines
+        return lines + _unserved_required(self) + _stray_authorize(self.plugin_manager, self.records)
 
     @functools.cached_property
     def origins(self) -> Mapping[str, tuple[str | None, str | None]]:
@@ -81,9 +88,46 @@ def _off(record: PluginRecord) -> str:
     )
 
 
+def _unserved_required(assembly: Assembly) -> list[str]:
+    """``[server] require_plugins`` names that are not loaded and served."""
+    by_name = {r.name: r for r in assembly.records}
+    lines = []
+    for name in assembly.config.server.require_plugins:
+        record = by_name.get(name)
+        if record is None:
+            installed = ", ".join(sorted(by_name)) or "none"
+            lines.append(f"{name}: required by [server] require_plugins but not installed; installed: {installed}")
+        elif record.status != "loaded":
+            lines.append(f"{name}: required by [server] require_plugins but {record.status} ({record.reason})")
+    return lines
+
+
+def _stray_authorize(pm: pluggy.PluginManager, records: tuple[PluginRecord, ...]) -> list[str]:
+    """``authorize`` implementations registered (say by a plugin's import code, through
+    ``register`` on a manager it found) that the gate never asks: only a loaded plugin's own
+    object, in the composition's manager or its own, is asked (a plugin's own implementation
+    that is not in force is :attr:`PluginRecord.could_authorize`'s business)."""
+    owners = {id(r.plugin) for r in records if r.status == "loaded"}
+    places: list[tuple[str, pluggy.PluginManager, set[int]]] = [("the composition", pm, owners)]
+    places += [(f"plugin {r.name!r}", r.manager, {id(r.plugin)}) for r in records if r.manager is not None]
+    lines = []
+    for where, manager, allowed in places:
+        caller = getattr(manager.hook, "authorize", None)
+        for impl in caller.get_hookimpls() if caller is not None else ():
+            if id(impl.plugin) not in allowed:
+                kind = type(impl.plugin)
+                what = getattr(impl.plugin, "__name__", None) or f"{kind.__qualname__} object of {kind.__module__}"
+                lines.append(
+                    f"{what}: an authorize implementation registered in {where}'s plugin manager "
+                    "belongs to no served plugin, so it would never be asked"
+                )
+    return lines
+
+
 def _authorize_impls(pm: pluggy.PluginManager, records: tuple[PluginRecord, ...]) -> tuple[AuthorizeImpl, ...]:
     return tuple(
-        AuthorizeImpl(record.name, record.manager.hook.authorize, record.settings)
+        # contained: a SystemExit from authorize is a failure the gate denies on, not the end of the server
+        AuthorizeImpl(record.name, contain_sync(record.manager.hook.authorize), record.settings)
         for record in records
         if record.status == "loaded" and "authorize" in record.hooks and record.manager is not None
     )

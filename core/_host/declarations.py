@@ -72,7 +72,9 @@ def declare(records: Iterable[PluginRecord]) -> tuple[list[Declared], list[Probl
                     d.tools = _typed(provider.tools(), Tool)
                 else:
                     d.prompts = _typed(provider.prompts(), Prompt)
-            except Exception as exc:
+            except BaseException as exc:  # SystemExit too: one provider's exit must not end start-up
+                if isinstance(exc, KeyboardInterrupt):
+                    raise
                 problems.append(
                     Problem(
                         (record.name,),

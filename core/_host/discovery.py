@@ -16,7 +16,9 @@ Every plugin ends in exactly one :class:`PluginRecord` whose ``status`` says wha
 
 A broken plugin never stops the others from loading, with one exception that fails closed: a
 plugin that could carry authorization but is not in force (:attr:`PluginRecord.could_authorize`)
-makes serving refuse to start, since its rules would silently not apply.
+makes serving refuse to start, since its rules would silently not apply. Whether it could is
+decided by what pluggy would register from it (:mod:`mcp_providers._host.hookscan`), never by its
+source text; a plugin whose import failed could, since what it would register is unknown.
 
 Every hook call goes through pluggy's own hook callers (one plugin's implementation at a time, via
 ``subset_hook_caller``), so ``MCP_PROVIDERS_TRACE_PLUGINS=1`` shows each call on stderr with
@@ -26,15 +28,12 @@ or asked for providers goes to stderr, so it cannot corrupt a stdio MCP stream.
 
 from __future__ import annotations
 
-import ast
 import contextlib
-import importlib.util
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from pathlib import Path
 from typing import Any, Literal
 
 import importlib_metadata
@@ -42,6 +41,8 @@ import pluggy
 from pydantic import BaseModel, ValidationError
 
 from mcp_providers import hookspecs
+from mcp_providers._host.hookscan import scan_authorize, scan_problem
+from mcp_providers._metadata import usable
 from mcp_providers.config import DISABLE_ENV, PLUGINS_ENV, Config, format_validation_error
 from mcp_providers.errors import ConfigError
 from mcp_providers.providers import PromptProvider, ResourceProvider, ToolProvider
@@ -81,9 +82,16 @@ class PluginRecord:
 
     configured: bool = False
     """The config has a ``[plugins.<name>]`` table for it."""
-    defines_authorize: bool = False
-    """Its module defines an ``authorize`` hookimpl (seen on the imported object, or in the source
-    when the import failed)."""
+    authorize_evidence: str | None = None
+    """Why this plugin could carry authorization, e.g. ``"it has an authorize hookimpl (gate)"`` or
+    ``"its import failed, so whether pluggy would register ... is unknown"``; ``None`` when what
+    pluggy would register from it holds no ``authorize`` implementation
+    (:func:`~mcp_providers._host.hookscan.scan_authorize`)."""
+
+    @property
+    def defines_authorize(self) -> bool:
+        """It registers, or could register, an ``authorize`` implementation (see :func:`scan_authorize`)."""
+        return self.authorize_evidence is not None
 
     @property
     def could_authorize(self) -> bool:
@@ -142,9 +150,19 @@ def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
+def _reraise_interrupt(exc: BaseException) -> None:
+    """The operator's Ctrl-C stops start-up; anything else a plugin raises is that plugin's failure."""
+    if isinstance(exc, KeyboardInterrupt):
+        raise exc
+
+
 def _entry_points() -> list[importlib_metadata.EntryPoint]:
     # importlib_metadata yields each distribution once even when it is on sys.path twice.
-    return sorted(importlib_metadata.entry_points(group=hookspecs.PROJECT), key=lambda ep: ep.name)
+    try:
+        found = list(importlib_metadata.entry_points(group=hookspecs.PROJECT))
+    except Exception:  # broken metadata somewhere on sys.path: read the others one at a time
+        found = list(usable(importlib_metadata.distributions(), hookspecs.PROJECT))
+    return sorted(found, key=lambda ep: ep.name)
 
 
 def _selected(name: str, config: Config) -> tuple[bool, str]:
@@ -232,8 +250,8 @@ def _register(pm: pluggy.PluginManager, record: PluginRecord, plugin: object) ->
     except pluggy.PluginValidationError as exc:
         record.reject(f"hook signature does not match the hookspec: {_one_line(exc)}")
         return
-    except ValueError as exc:
-        record.reject(_one_line(exc))
+    except Exception as exc:  # ValueError (a name taken), or plugin code run by dir()
+        record.reject(f"pluggy could not register it: {_one_line(exc)}")
         return
     unknown = [hc.name for hc in own.get_hookcallers(plugin) or [] if hc.spec is None]
     if unknown:
@@ -243,12 +261,15 @@ def _register(pm: pluggy.PluginManager, record: PluginRecord, plugin: object) ->
     pm.register(plugin, name=record.name)
     record.plugin, record.manager = plugin, own
     record.hooks = sorted(hc.name for hc in own.get_hookcallers(plugin) or [])
+    if "authorize" in record.hooks and record.authorize_evidence is None:  # what pluggy did, whatever the scan saw
+        record.authorize_evidence = "pluggy registered an authorize hookimpl from it"
 
 
 def _configure(pm: pluggy.PluginManager, record: PluginRecord, config: Config) -> None:
     try:
         found, model = call_hook(record, "settings_model")
-    except Exception as exc:
+    except BaseException as exc:  # SystemExit too: one plugin's exit must not end the process
+        _reraise_interrupt(exc)
         record.reject(f"hook settings_model raised {_one_line(exc)}")
         return
     table = config.plugins.get(record.name)
@@ -270,7 +291,8 @@ def _collect(pm: pluggy.PluginManager, record: PluginRecord) -> None:
     for hook, kind in _PROVIDER_HOOKS:
         try:
             found, result = call_hook(record, hook, settings=record.settings)
-        except Exception as exc:
+        except BaseException as exc:
+            _reraise_interrupt(exc)
             record.reject(f"hook {hook} raised {_one_line(exc)}")
             return
         if not found:
@@ -298,58 +320,24 @@ def _collect(pm: pluggy.PluginManager, record: PluginRecord) -> None:
             record.prompt_providers.extend(result)
 
 
-def _has_authorize(plugin: object) -> bool:
-    hook = getattr(plugin, "authorize", None)
-    return callable(hook) and hasattr(hook, f"{hookspecs.PROJECT}_impl")
+def _unknown(name: str) -> str:
+    return (
+        "its import failed, so whether pluggy would register an authorize hookimpl from it is unknown "
+        f"(fix the import, or leave it out with deny = [{name!r}])"
+    )
 
 
-def _implements_authorize(load: Callable[[], object]) -> bool:
-    """Whether a plugin left out by the selection would answer ``authorize`` (imported only to look)."""
+def _look(name: str, load: Callable[[], object]) -> str | None:
+    """Why a plugin that is not loaded could carry authorization (imported only to look at it with
+    :func:`scan_authorize`), or ``None``; a failed import cannot be looked at, so it could."""
     try:
         with _stdout_to_stderr():
             plugin = load()
-    except Exception:
-        return False
-    return _has_authorize(plugin)
-
-
-def source_defines_authorize(value: str) -> bool:
-    """Whether the package an entry point names defines ``authorize``, read from its source without
-    running it (for plugins whose import failed).
-
-    Every ``.py`` file of the entry point's top-level package is read (up to 2,000 files): a
-    function named ``authorize`` or the name ``authorize`` in any string or attribute counts, so a
-    hook defined in a submodule and re-exported is seen. A name assembled at run time is not.
-
-    :param value: the entry point's value, ``module`` or ``module:attribute``.
-    """
-    top = value.partition(":")[0].split(".")[0]
-    try:
-        spec = importlib.util.find_spec(top)
-    except Exception:  # a missing or broken parent package
-        return False
-    if spec is None:
-        return False
-    roots = list(spec.submodule_search_locations or [])
-    files = [Path(spec.origin)] if spec.origin and spec.origin.endswith(".py") and not roots else []
-    for root in roots:
-        files += sorted(Path(root).rglob("*.py"))[:2000]
-    return any(_mentions_authorize(f) for f in files)
-
-
-def _mentions_authorize(path: Path) -> bool:
-    try:
-        tree = ast.parse(path.read_bytes())
-    except (OSError, SyntaxError, ValueError):
-        return False
-    for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == "authorize":
-            return True
-        if isinstance(node, ast.Constant) and node.value == "authorize":
-            return True
-        if isinstance(node, ast.Attribute) and node.attr == "authorize":
-            return True
-    return False
+    except BaseException as exc:
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        return _unknown(name)
+    return scan_authorize(plugin).evidence
 
 
 def discover(
@@ -379,7 +367,7 @@ def discover(
         if not selected:
             record.status, record.reason = "disabled", record.selection.removeprefix("off: ")
             if record.configured:
-                record.defines_authorize = _implements_authorize(loaders[name])
+                record.authorize_evidence = _look(name, loaders[name])
             continue
         _load(pm, record, loaders[name], config)
     return pm, [records[n] for n in sorted(records)]
@@ -399,7 +387,7 @@ def _found(
         if len(eps) > 1:
             owners = " and ".join(f"{e.dist.name if e.dist else '?'} ({e.value})" for e in eps)
             record.reject(f"entry point name {name!r} is declared by {owners}; uninstall one or rename it")
-            record.defines_authorize = any(source_defines_authorize(e.value) for e in eps)
+            record.authorize_evidence = next(filter(None, (_look(name, e.load) for e in eps)), None)
             continue
         loaders[name] = eps[0].load
     for name, plugin in (plugins or {}).items():
@@ -419,9 +407,14 @@ def _load(pm: pluggy.PluginManager, record: PluginRecord, load: Callable[[], obj
         if isinstance(exc, KeyboardInterrupt):
             raise
         record.reject(f"import failed: {_one_line(exc)}")
-        record.defines_authorize = source_defines_authorize(record.value)
+        record.authorize_evidence = _unknown(record.name)
         return
-    record.defines_authorize = _has_authorize(plugin)
+    scan = scan_authorize(plugin)
+    record.authorize_evidence = scan.evidence
+    problem = scan_problem(scan)
+    if problem is not None:
+        record.reject(problem)
+        return
     _register(pm, record, plugin)
     if record.is_rejected():
         return

@@ -12,10 +12,12 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import AsyncIterator
+from typing import Any
 
 import anyio
 
 from mcp_providers._host.assembly import Assembly
+from mcp_providers._host.contain import cancels_this_task
 from mcp_providers._serve.methods.subscriptions import SubscriptionHub
 from mcp_providers._serve.state.cluster import RedisBackend, Shared, SharedReads, shared_for
 from mcp_providers._serve.steps.audit import AuditLog
@@ -110,9 +112,31 @@ class Runtime:
             if isinstance(d.provider, ResourceProvider):
                 d.provider.publisher = self.hub.publisher(d.provider)
             try:
-                await stack.enter_async_context(d.provider.lifespan())
-            except Exception as exc:
-                # One provider that cannot start must not take the others down.
+                await stack.enter_async_context(_Contained(d.provider.lifespan(), d.provider.name, d.plugin))
+            except BaseException as exc:
+                if cancels_this_task(exc):
+                    raise
+                # One provider that cannot start must not take the others down (SystemExit included).
                 log.exception("provider %r (plugin %r) failed to start", d.provider.name, d.plugin)
                 self.startup_failures[d.provider.name] = f"{type(exc).__name__}: {exc}"
         return stack
+
+
+class _Contained:
+    """A provider's ``lifespan``, whose failure on the way out is logged, not raised: a provider
+    that cannot stop cleanly (``SystemExit`` included) must not stop the others from stopping."""
+
+    def __init__(self, manager: contextlib.AbstractAsyncContextManager[Any], provider: str, plugin: str) -> None:
+        self._manager, self._provider, self._plugin = manager, provider, plugin
+
+    async def __aenter__(self) -> Any:
+        return await self._manager.__aenter__()
+
+    async def __aexit__(self, kind: Any, exc: BaseException | None, tb: Any) -> bool:
+        try:
+            return bool(await self._manager.__aexit__(kind, exc, tb))
+        except BaseException as raised:
+            if raised is exc or cancels_this_task(raised):
+                raise
+            log.exception("provider %r (plugin %r) failed to stop", self._provider, self._plugin)
+            return False

@@ -9,7 +9,9 @@ For every ``read``, ``complete``, ``render`` and ``call`` it:
    the plugin (``server.side_effects``);
 4. shares one upstream call among identical reads in flight (coalescing, for reads);
 5. turns anything unexpected into :class:`~mcp_providers.errors.ProviderFailed` naming the
-   provider and plugin (the exception text stays in the log: it may carry secrets).
+   provider and plugin (the exception text stays in the log: it may carry secrets), a
+   ``BaseException`` such as ``SystemExit`` or ``KeyboardInterrupt`` included
+   (:mod:`mcp_providers._host.contain`); only the request's own cancellation passes.
 
 Errors a provider raises on purpose (:class:`~mcp_providers.errors.RequestError`,
 :class:`~mcp_providers.errors.ToolFailure`) pass through unchanged.
@@ -29,6 +31,7 @@ from typing import Any, TypeVar
 
 import anyio
 
+from mcp_providers._host.contain import contain_async
 from mcp_providers._serve.state.coalesce import Coalescer
 from mcp_providers._sideeffects import Kind, Mode, Scope, enter_scope, exit_scope
 from mcp_providers.errors import ProviderFailed, ReadTimeout, RequestError, ToolFailure, UpstreamError
@@ -92,6 +95,7 @@ class Invoker:
                 "the server log has the details"
             )
         scope: Scope | None = None
+        call = contain_async(call)  # a provider's SystemExit must not reach the event loop
         try:
             if work.scoped:  # entered and left here, not through two generator context managers
                 scope, token = enter_scope(

@@ -22,6 +22,7 @@ from mcp import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel
 
+from mcp_providers._host.contain import escapes
 from mcp_providers._host.rules import RESULT_KEY, output_schema
 from mcp_providers.errors import RequestError
 from mcp_providers.models import RECEIPT_KEY, Annotations, Prompt, Resource, ResourceTemplate, Tool
@@ -89,8 +90,9 @@ def error(exc: BaseException) -> BaseException:
     """
     if isinstance(exc, RequestError):
         return MCPError(exc.code, _capped(exc.message), _capped_data(exc.data))
-    if isinstance(exc, MCPError) or not isinstance(exc, Exception):
+    if isinstance(exc, MCPError) or not (isinstance(exc, Exception) or escapes(exc)):
         return exc  # already on the wire's terms, or a cancellation that must propagate
+    # SystemExit & co. from plugin code the invoker does not run (check_watch, say) end here too
     log.error("unexpected failure while serving a request", exc_info=exc)
     return MCPError(types.INTERNAL_ERROR, "internal error; the server log has the details")
 

@@ -3,7 +3,8 @@
 :func:`ops_routes` gives the three Starlette routes (unauthenticated, like any load balancer probe;
 they carry no content) and puts a request-counting middleware on the composition's SDK server:
 
-- ``/healthz``: 200 while the process serves HTTP;
+- ``/healthz``: 200 while the process serves MCP over HTTP; 503 once the SDK's session manager
+  has stopped (every MCP request would fail), so a supervisor restarts the process;
 - ``/readyz``: 200 once the composition is served (its providers started) and, with ``[cluster]``,
   Redis answers a ping within ``timeout_seconds``; 503 with the reason otherwise;
 - ``/metrics``: ``mcp_providers_requests_total{method,outcome}``,
@@ -114,6 +115,21 @@ class _Gauges:
                                 "(always 1 without [cluster])", value=1 if connected else 0)  # fmt: skip
 
 
+def transport_stopped(server: Any) -> str | None:
+    """Why the SDK's streamable HTTP session manager can no longer serve requests, or ``None``.
+
+    The manager runs every request in a task group it opens in ``run()`` and drops when ``run()``
+    ends; after that every MCP request is a 500 (``mcp.server.streamable_http_manager``). Private
+    seams: the SDK offers no liveness probe, and a rename fails this route loudly, not quietly ok.
+    """
+    manager = server._session_manager
+    if manager is None or not manager._has_started:
+        return None  # not served over HTTP (yet)
+    if manager._task_group is None:
+        return "the streamable HTTP session manager has stopped; MCP requests cannot be served"
+    return None
+
+
 def ops_routes(composition: Composition) -> list[Route]:
     """``/healthz``, ``/readyz`` and ``/metrics`` for ``composition``; installs the request metrics.
 
@@ -125,7 +141,12 @@ def ops_routes(composition: Composition) -> list[Route]:
     metrics = Metrics(runtime, lambda method: method == "initialize" or server.get_request_handler(method) is not None)
     server.middleware.insert(0, metrics.middleware)
 
+    server = composition.server
+
     async def healthz(request: Request) -> Response:
+        problem = transport_stopped(server)
+        if problem is not None:
+            return JSONResponse({"status": "failing", "problems": [problem]}, status_code=503)
         return JSONResponse({"status": "ok"})
 
     async def readyz(request: Request) -> Response:

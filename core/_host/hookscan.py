@@ -1,0 +1,119 @@
+"""What pluggy would register from a plugin as an ``authorize`` implementation, however it is spelled.
+
+The fail-closed rule (a plugin that could carry authorization but is not in force stops ``serve``)
+must know a policy plugin by what pluggy does with it, never by how its source text reads. This
+module asks pluggy's own :meth:`pluggy.PluginManager.parse_hookimpl_opts` about every name
+``dir(plugin)`` lists, the same loop ``PluginManager.register`` runs, and takes the hook name the
+way ``register`` does (``specname`` when given, else the attribute name). So a function of any name
+marked ``@hookimpl(specname="authorize")``, a method of a class instance, an attribute set with
+``setattr`` at import time and a hook wrapper are all seen.
+
+It also looks with a plain ``getattr`` for what pluggy does *not* register but a reader would take
+for a policy: an object reached only through ``__getattr__``, a property, a callable instance or a
+``functools.partial`` carrying the ``authorize`` marker. Such a plugin is rejected, since its rules
+would never be asked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pluggy
+
+from mcp_providers import hookspecs
+
+AUTHORIZE = "authorize"
+_MARK = f"{hookspecs.PROJECT}_impl"
+
+
+@dataclass(frozen=True, slots=True)
+class AuthorizeScan:
+    """What one plugin object holds for the ``authorize`` hook.
+
+    :param registered: attribute names pluggy registers as ``authorize`` implementations.
+    :param wrappers: those of them marked ``hookwrapper=True`` or ``wrapper=True``.
+    :param hidden: attribute names carrying the ``authorize`` marker that pluggy does not register.
+    :param unreadable: why the plugin could not be looked at (``dir()`` or an attribute raised);
+        what pluggy would register is then unknown.
+    """
+
+    registered: tuple[str, ...] = ()
+    wrappers: tuple[str, ...] = ()
+    hidden: tuple[str, ...] = ()
+    unreadable: str | None = None
+
+    @property
+    def evidence(self) -> str | None:
+        """One line saying why the plugin could carry authorization, or ``None``."""
+        if self.unreadable is not None:
+            return f"what pluggy would register from it is unknown ({self.unreadable})"
+        names = (*self.registered, *self.hidden)
+        if names:
+            return f"it has an authorize hookimpl ({', '.join(names)})"
+        return None
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _hook_name(opts: object, attr: str) -> str | None:
+    if not isinstance(opts, dict):
+        return None
+    return str(opts.get("specname") or attr)
+
+
+def _dynamic_opts(plugin: object, attr: str) -> object:
+    """The marker options a plain ``getattr`` finds (runs ``__getattr__`` and properties)."""
+    try:
+        value = getattr(plugin, attr)
+        return getattr(value, _MARK, None)
+    except BaseException as exc:  # plugin code: anything it raises means "not a hook here"
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        return None
+
+
+def scan_authorize(plugin: object) -> AuthorizeScan:
+    """Every ``authorize`` implementation pluggy would register from ``plugin``, and every one it
+    would silently miss (see the module docstring). Never raises for what the plugin does."""
+    pm = pluggy.PluginManager(hookspecs.PROJECT)
+    try:
+        names = list(dir(plugin))
+    except Exception as exc:
+        return AuthorizeScan(unreadable=f"dir() raised {_one_line(exc)}")
+    registered, wrappers, hidden = [], [], []
+    for attr in dict.fromkeys([*names, AUTHORIZE]):
+        try:
+            opts = pm.parse_hookimpl_opts(plugin, attr)
+        except Exception as exc:  # pluggy's register would raise here too
+            return AuthorizeScan(unreadable=f"reading {attr!r} raised {_one_line(exc)}")
+        if opts is not None and _hook_name(opts, attr) == AUTHORIZE:
+            registered.append(attr)
+            if opts.get("hookwrapper") or opts.get("wrapper"):
+                wrappers.append(attr)
+        elif opts is None and _hook_name(_dynamic_opts(plugin, attr), attr) == AUTHORIZE:
+            hidden.append(attr)
+    return AuthorizeScan(tuple(registered), tuple(wrappers), tuple(hidden))
+
+
+def scan_problem(scan: AuthorizeScan) -> str | None:
+    """Why a loaded plugin must be rejected for how it spells ``authorize``, or ``None``.
+
+    A policy must be a plain hookimpl: a wrapper-only ``authorize`` answers nothing (every request
+    would be allowed), and a wrapper beside a plain one could rewrite its plugin's answers; an
+    ``authorize`` pluggy does not register would never be asked.
+    """
+    if scan.wrappers:
+        return (
+            f"authorize is a hook wrapper ({', '.join(scan.wrappers)}); a policy must be a plain "
+            "@hookimpl returning a Decision or None, so drop hookwrapper=/wrapper="
+        )
+    if scan.hidden:
+        return (
+            f"{', '.join(scan.hidden)} carries the authorize marker but pluggy does not register it "
+            "(reached through __getattr__, a property, a partial or a callable object); define it as a "
+            "function or method"
+        )
+    return None
