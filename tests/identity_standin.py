@@ -137,16 +137,17 @@ def _handler(idp: StandInIdP) -> type[BaseHTTPRequestHandler]:
 
         def _json(self, status: int, body: Any, raw: bytes | None = None) -> None:
             data = raw if raw is not None else json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            with contextlib.suppress(ConnectionError):  # a client that timed out has gone
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
 
         def do_GET(self) -> None:
             oauth = f"/.well-known/oauth-authorization-server{idp.path}"
             oidc = f"{idp.path}/.well-known/openid-configuration"
-            if self.path == oauth and not idp.oidc_only or self.path == oidc:
+            if (self.path == oauth and not idp.oidc_only) or self.path == oidc:
                 idp.counts["metadata"] += 1
                 self._json(200, idp.metadata())
             elif self.path == "/jwks":

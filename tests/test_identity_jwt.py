@@ -184,9 +184,10 @@ def test_discovery_falls_back_to_openid_configuration() -> None:
 
 
 def test_discovery_refuses_metadata_naming_another_issuer() -> None:
-    with standin_idp(published_issuer="https://impostor.example.com") as idp:
-        with pytest.raises(ConfigError, match=r"names issuer 'https://impostor.example.com', not the configured"):
-            verifier(idp)
+    impostor = "https://impostor.example.com"
+    said = rf"names issuer '{impostor}', not the configured"
+    with standin_idp(published_issuer=impostor) as idp, pytest.raises(ConfigError, match=said):
+        verifier(idp)
 
 
 def test_an_unreachable_issuer_is_named_at_start_up() -> None:
@@ -199,9 +200,9 @@ def test_an_unreachable_issuer_is_named_at_start_up() -> None:
 
 
 def test_a_jwks_unusable_at_start_up_is_named() -> None:
-    with standin_idp(jwks_mode="garbage") as idp:
-        with pytest.raises(ConfigError, match=r"keys of issuer .* cannot be loaded: .*/jwks answered something"):
-            verifier(idp)
+    unusable = r"keys of issuer .* cannot be loaded: .*/jwks answered something"
+    with standin_idp(jwks_mode="garbage") as idp, pytest.raises(ConfigError, match=unusable):
+        verifier(idp)
 
 
 async def test_two_issuers_each_verify_their_own_tokens_and_share_no_keys() -> None:
