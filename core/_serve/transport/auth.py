@@ -59,11 +59,15 @@ def _resource_of(server: ResourceServer, scope: Scope, path: str) -> str:
 
 
 def _metadata(server: ResourceServer, resource: str) -> ProtectedResourceMetadata:
-    return ProtectedResourceMetadata(
-        resource=AnyHttpUrl(resource),
-        authorization_servers=[AnyHttpUrl(s) for s in server.authorization_servers],
-        scopes_supported=list(server.required_scopes) or None,
-        bearer_methods_supported=["header"],
+    # Validated from strings: the model keeps an empty URL path empty, so an issuer reads exactly
+    # as configured (RFC 8414 §3.3 compares issuers as strings; no trailing slash added).
+    return ProtectedResourceMetadata.model_validate(
+        {
+            "resource": resource,
+            "authorization_servers": list(server.authorization_servers),
+            "scopes_supported": list(server.required_scopes) or None,
+            "bearer_methods_supported": ["header"],
+        }
     )
 
 
