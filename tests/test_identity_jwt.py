@@ -216,3 +216,26 @@ async def test_two_issuers_each_verify_their_own_tokens_and_share_no_keys() -> N
         assert from_access_token(first).key == (one.issuer, "alice") != from_access_token(second).key
         # Issuer b's claims signed with issuer a's key: refused.
         assert await checker.verify_token(one.sign(two.claims(RESOURCE))) is None
+
+
+async def test_a_remembered_token_is_checked_again_once_the_issuer_changes_its_keys(idp: StandInIdP) -> None:
+    checker = verifier(idp, jwks_min_refresh_seconds=0.2)
+    token = idp.sign(idp.claims(RESOURCE))
+    assert await checker.verify_token(token) is not None
+    assert await checker.verify_token(token) is not None  # remembered
+    idp.key_slot = 1  # the issuer replaces its keys (same kid names, new key material)
+    await anyio.sleep(0.3)
+    assert await checker.verify_token(idp.sign(idp.claims(RESOURCE), kid="new")) is None  # refetches the set
+    assert await checker.verify_token(token) is None  # its key is gone: verified again, and refused
+    assert await checker.verify_token(idp.sign(idp.claims(RESOURCE))) is not None
+
+
+async def test_a_remembered_token_is_never_accepted_past_its_exp(idp: StandInIdP) -> None:
+    checker = verifier(idp, leeway_seconds=0)
+    token = idp.sign(idp.claims(RESOURCE, exp=int(time.time()) + 2))
+    access = await checker.verify_token(token)
+    assert access is not None and access.token == token
+    again = await checker.verify_token(token)
+    assert again is not None and again.token == token  # remembered, with the caller's own token
+    await anyio.sleep(2.5)
+    assert await checker.verify_token(token) is None

@@ -61,6 +61,8 @@ class KeySet:
         self.timeout = timeout
         self.fetches = 0
         """Fetches attempted since start (start-up included)."""
+        self.generation = 0
+        """Bumped whenever a fetch changes the keys (tokens verified before are checked again)."""
         self._keys: dict[str, PyJWK] = {}
         self._attempted = float("-inf")
         self._healthy = False
@@ -104,8 +106,10 @@ class KeySet:
         self._inflight = anyio.Event()
         self.fetches += 1
         try:
-            self._keys = parse_jwks(await get_json(self.url, self.timeout))
-            self._healthy = True
+            keys = parse_jwks(await get_json(self.url, self.timeout))
+            if {k: v._jwk_data for k, v in keys.items()} != {k: v._jwk_data for k, v in self._keys.items()}:
+                self.generation += 1
+            self._keys, self._healthy = keys, True
         except FetchFailed as exc:
             self._healthy = False
             log.error("JWKS refresh failed, keeping %d cached key(s): %s", len(self._keys), exc)

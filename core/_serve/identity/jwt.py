@@ -10,6 +10,12 @@ signature and ``iss``, ``aud`` (must contain the audience: the spec's token audi
 
 from __future__ import annotations
 
+import base64
+import binascii
+import hashlib
+import json
+import time
+from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
@@ -25,6 +31,8 @@ from mcp_providers._serve.identity.jwks import KeySet
 from mcp_providers.config import AuthConfig
 from mcp_providers.errors import ConfigError
 
+MAX_VERIFIED = 10_000
+"""Most verified tokens remembered (the oldest go first)."""
 _FAMILY = {"RS": "RSA", "PS": "RSA", "ES": "EC", "Ed": "OKP"}
 _CURVE = {"ES256": "P-256", "ES384": "P-384", "ES512": "P-521", "EdDSA": "Ed25519"}
 _REFUSALS: list[tuple[type[Exception], str]] = [
@@ -35,6 +43,23 @@ _REFUSALS: list[tuple[type[Exception], str]] = [
     (pyjwt.MissingRequiredClaimError, "missing claim"),
     (pyjwt.InvalidIssuedAtError, "bad iat"),
 ]
+
+
+def _segment(text: str) -> Any:
+    return json.loads(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
+
+
+def _peek(token: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """The unverified header and payload of a compact JWS (to choose the key), else ``None``.
+    Nothing read here is trusted before PyJWT has checked the signature."""
+    parts = token.split(".")
+    if len(parts) != 3:
+        return None
+    try:
+        header, payload = _segment(parts[0]), _segment(parts[1])
+    except (ValueError, binascii.Error, RecursionError):
+        return None
+    return (header, payload) if isinstance(header, dict) and isinstance(payload, dict) else None
 
 
 def audiences(audience: str) -> list[str]:
@@ -69,6 +94,7 @@ class JwtVerifier:
         self.audience = audiences(audience)
         self.resource = resource
         self.keys: dict[str, KeySet] = {}
+        self._verified: OrderedDict[bytes, tuple[tuple[int, ...], AccessToken]] = OrderedDict()
         for issuer in config.issuers:
             url = str(config.jwks_url) if config.jwks_url is not None else None
             self.keys[issuer] = KeySet(
@@ -96,14 +122,30 @@ class JwtVerifier:
     async def verify_token(self, token: str) -> AccessToken | None:
         """The access token for a valid JWT, else ``None`` (answered 401); one log line per refusal.
 
+        A token verified before is answered from memory (keyed by its SHA-256, never logged) until
+        its ``exp``, as long as its issuer's key set is unchanged: a JWT's checks give the same
+        answer until then, and the signature check is most of a request's cost.
+
         :raises IdentityUnavailable: the token's key is not cached and the JWKS cannot be fetched.
         """
-        try:
-            header = pyjwt.get_unverified_header(token)
-            unverified = pyjwt.decode(token, options={"verify_signature": False})
-        except pyjwt.PyJWTError:
+        digest = hashlib.sha256(token.encode()).digest()
+        generation = tuple(k.generation for k in self.keys.values())
+        hit = self._verified.get(digest)
+        if hit is not None and hit[0] == generation and (hit[1].expires_at or 0) > time.time():
+            return hit[1].model_copy(update={"token": token})
+        made = await self._verify(token)
+        if made is not None and made.expires_at is not None:
+            self._verified[digest] = (generation, made.model_copy(update={"token": ""}))
+            while len(self._verified) > MAX_VERIFIED:
+                self._verified.popitem(last=False)
+        return made
+
+    async def _verify(self, token: str) -> AccessToken | None:
+        peeked = _peek(token)
+        if peeked is None:
             refused("malformed token")
             return None
+        header, unverified = peeked
         alg, kid, issuer = header.get("alg"), header.get("kid"), unverified.get("iss")
         if alg not in self.config.algorithms:
             refused("disallowed alg", alg=alg)
