@@ -132,10 +132,10 @@ class JwtVerifier:
         generation = tuple(k.generation for k in self.keys.values())
         hit = self._verified.get(digest)
         if hit is not None and hit[0] == generation and (hit[1].expires_at or 0) > time.time():
-            return hit[1].model_copy(update={"token": token})
+            return hit[1]  # the same token (same digest): the SDK reads it, never changes it
         made = await self._verify(token)
         if made is not None and made.expires_at is not None:
-            self._verified[digest] = (generation, made.model_copy(update={"token": ""}))
+            self._verified[digest] = (generation, made)
             while len(self._verified) > MAX_VERIFIED:
                 self._verified.popitem(last=False)
         return made
