@@ -144,7 +144,9 @@ def _bearer(scope: Scope) -> str | None:
     for name, value in scope["headers"]:
         if name == b"authorization":
             kind, _, token = value.decode("latin-1").strip().partition(" ")
-            return token.strip() or None if kind.lower() == "bearer" else None
+            if kind.lower() != "bearer":
+                return None  # another scheme (Basic, ...) is no bearer token: answered as none given
+            return token.strip() or None
     return None
 
 
