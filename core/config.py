@@ -17,6 +17,13 @@ Shape::
     max_result_bytes = 4194304   # largest tool result in bytes; bigger ones are refused
     side_effects = { servicenow = "warn" }   # per plugin: "enforce" (default) or "warn"
 
+    [server.limits]              # requests per subject per window; no table: no limits
+    window_seconds = 60
+    reads = 600                  # resources/read, prompts/get, completion/complete
+    calls = 120                  # tools/call
+    lists = 600                  # */list, resources/subscribe, subscriptions/listen
+    anonymous = 60               # one bucket shared by every anonymous caller, all methods
+
     [plugins.servicenow]         # validated by that plugin's settings_model()
     ...
 
@@ -240,6 +247,42 @@ def _mode_problem(config: AuthConfig) -> str | None:
     return None
 
 
+class LimitsSettings(BaseModel):
+    """The ``[server.limits]`` table: request rates per subject (keyed by ``Principal.key``, the
+    issuer and subject, never a client address), counted over a moving window of ``window_seconds``.
+
+    Each authenticated subject has one budget per method class; every anonymous caller shares the
+    one ``anonymous`` budget, for all methods together. Counted in memory, or in Redis under the
+    cluster ``key_prefix`` with ``[cluster]``, so replicas share one count. A refused request gets
+    JSON-RPC error -32009 with ``data.retryAfter`` (seconds), and over HTTP a ``Retry-After`` header.
+    Without the table nothing is limited.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    window_seconds: int = Field(default=60, ge=1, le=86_400, strict=True)
+    """Length of the moving window, in whole seconds (1 to 86400)."""
+    reads: int = Field(default=600, ge=1, le=10_000_000, strict=True)
+    """``resources/read``, ``prompts/get`` and ``completion/complete`` requests per subject per window."""
+    calls: int = Field(default=120, ge=1, le=10_000_000, strict=True)
+    """``tools/call`` requests per subject per window."""
+    lists: int = Field(default=600, ge=1, le=10_000_000, strict=True)
+    """``*/list``, ``resources/subscribe`` and ``subscriptions/listen`` requests per subject per window."""
+    anonymous: int = Field(default=60, ge=1, le=10_000_000, strict=True)
+    """Requests per window of any method, shared by every anonymous caller together; at most the
+    smallest of ``reads``, ``calls`` and ``lists`` (it is the stricter bucket)."""
+
+    @model_validator(mode="after")
+    def _anonymous_is_stricter(self) -> LimitsSettings:
+        smallest = min(("reads", self.reads), ("calls", self.calls), ("lists", self.lists), key=lambda p: p[1])
+        if self.anonymous > smallest[1]:
+            raise ValueError(
+                f"anonymous ({self.anonymous}) is more than {smallest[0]} ({smallest[1]}); the bucket every "
+                f"anonymous caller shares must be the stricter one: set anonymous to {smallest[1]} or less"
+            )
+        return self
+
+
 class ServerSettings(BaseModel):
     """The ``[server]`` table."""
 
@@ -282,6 +325,8 @@ class ServerSettings(BaseModel):
     process, with a warning (digests then compare only within one process)."""
     auth: AuthConfig | None = None
     """Bearer-token authentication for streamable HTTP; the token's subject is the caller."""
+    limits: LimitsSettings | None = None
+    """``[server.limits]``: request rates per subject; ``None`` (no table) limits nothing."""
     trusted_proxies: tuple[str, ...] = ()
     """Addresses or networks (``127.0.0.1``, ``10.0.0.0/8``) whose ``X-Forwarded-For`` and
     ``X-Forwarded-Proto`` are believed (``serve --http``); from anyone else they are ignored."""

@@ -257,7 +257,8 @@ def add_to_mcpserver(mcp: MCPServer, composition: Composition) -> None:
 
     - pagination and ``size``: MCPServer lists everything in one page and its resources have no size;
     - completions: MCPServer has one completion handler per server, which is yours to keep;
-    - the caller's identity: the composition sees subject ``"local"`` (no HTTP request crosses);
+    - the caller's identity: the composition sees principal ``local`` (no HTTP request crosses;
+      :func:`mcp_providers.identity.serving_as` chooses another);
     - exact tool input schemas: MCPServer derives them from a function signature, rebuilt here from
       the input model's fields (names, types, defaults and descriptions survive; model-level
       validators and ``$defs`` titles may not);

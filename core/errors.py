@@ -14,11 +14,15 @@
         ├── UpstreamError             -32006  the provider's data source failed
         ├── Stale                     -32007  the request demands fresher data than the provider can give
         ├── SideEffectRefused         -32008  a write was attempted inside a resource read
+        ├── RateLimited               -32009  the caller is over its [server.limits] budget (data.retryAfter)
         └── ProviderFailed            -32603  a provider raised unexpectedly or broke its contract
     ToolFailure                       a tool's expected failure; becomes isError: true
 
 -32602 follows MCP 2026-07-28 (SEP-2164) for unknown resources; the others are in the
 implementation-defined range -32000..-32019 that the 2026-07-28 error-code policy sets aside.
+Neither the MCP specification (2025-11-25, 2026-07-28) nor the SDK's ``mcp_types`` constants define
+a rate-limit code, so :class:`RateLimited` takes the next one free in that range (-32000 and
+-32001 are the SDK's connection-closed and request-timeout, -32002 the 2025 resource-not-found).
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ READ_TIMEOUT = -32005
 UPSTREAM_ERROR = -32006
 STALE = -32007
 SIDE_EFFECT_REFUSED = -32008
+RATE_LIMITED = -32009
 INTERNAL_ERROR = -32603
 
 
@@ -113,6 +118,21 @@ class SideEffectRefused(RequestError):
     """A provider tried a non-safe HTTP method while reading a resource (``side-effect-in-resource-read``)."""
 
     code = SIDE_EFFECT_REFUSED
+
+
+class RateLimited(RequestError):
+    """The caller used up its ``[server.limits]`` budget for this kind of request.
+
+    The message names the limit (how many requests per how many seconds) and when to retry;
+    ``data`` is ``{"retryAfter": <whole seconds>, "limit": <class>, "allowed": <n>, "windowSeconds": <s>}``.
+    """
+
+    code = RATE_LIMITED
+
+    @property
+    def retry_after(self) -> int:
+        """Whole seconds until the budget has room again (``data["retryAfter"]``)."""
+        return int((self.data or {}).get("retryAfter", 1))
 
 
 class ProviderFailed(RequestError):

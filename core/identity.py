@@ -16,12 +16,12 @@ providers may both issue ``sub = "alice"`` for different people. Everything that
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
-
-__all__ = ["ANONYMOUS", "LOCAL", "LOCAL_ISSUER", "STATIC_ISSUER", "Principal", "from_access_token"]
 
 LOCAL_ISSUER = "local"
 """Issuer of :data:`LOCAL`: the operating system account that started the process (stdio)."""
@@ -112,3 +112,32 @@ def from_access_token(token: Any) -> Principal:
         client_id=getattr(token, "client_id", None) or None,
         scopes=frozenset(getattr(token, "scopes", None) or ()),
     )
+
+
+_serving_as: ContextVar[Principal | None] = ContextVar("mcp_providers_serving_as", default=None)
+
+
+@contextmanager
+def serving_as(principal: Principal) -> Iterator[Principal]:
+    """Serve requests that arrive without an HTTP request (stdio, in memory, an embedder's own
+    transport) for ``principal`` instead of :data:`LOCAL`, in this context and the tasks started in it.
+
+    For an embedder that authenticated the user itself, e.g.
+    ``with serving_as(Principal("alice", issuer="https://idp.example.com/")): await server.run(...)``;
+    :func:`mcp_providers.testing.connect` takes ``principal=`` for the same. A request that came
+    over HTTP is always served for its verified token's principal, whatever is set here.
+
+    :raises TypeError: ``principal`` is not a :class:`Principal`.
+    """
+    if not isinstance(principal, Principal):
+        raise TypeError(f"serving_as() needs a Principal, not {type(principal).__name__}")
+    token = _serving_as.set(principal)
+    try:
+        yield principal
+    finally:
+        _serving_as.reset(token)
+
+
+def transportless() -> Principal:
+    """The principal of a request that came without an HTTP request: :func:`serving_as`'s, else :data:`LOCAL`."""
+    return _serving_as.get() or LOCAL

@@ -36,6 +36,7 @@ from mcp_providers._serve.composition import compose as _compose
 from mcp_providers._serve.statics import static_read_problems
 from mcp_providers.config import ClusterSettings, Config, ServerSettings
 from mcp_providers.errors import CompositionError
+from mcp_providers.identity import Principal, serving_as, transportless
 
 
 def compose(
@@ -98,14 +99,20 @@ def compose_installed(
 
 
 @contextlib.asynccontextmanager
-async def connect(composition: Composition, mode: Literal["auto", "legacy"] = "auto") -> AsyncIterator[Client]:
+async def connect(
+    composition: Composition, mode: Literal["auto", "legacy"] = "auto", *, principal: Principal | None = None
+) -> AsyncIterator[Client]:
     """A connected in-memory MCP client with its response cache off.
 
     :param mode: ``"auto"`` speaks 2026-07-28; ``"legacy"`` forces the 2025-11-25 handshake over
         JSON-RPC framing.
+    :param principal: who the server serves this client's requests for (default
+        :data:`~mcp_providers.identity.LOCAL`), e.g. ``Principal("alice", issuer="https://idp/",
+        groups={"itil"})`` to test a policy rule on a group.
     """
-    async with Client(composition.server, mode=mode, cache=None) as client:
-        yield client
+    with serving_as(principal or transportless()):
+        async with Client(composition.server, mode=mode, cache=None) as client:
+            yield client
 
 
 def assert_check_passes(composition: Composition) -> None:

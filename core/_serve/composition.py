@@ -87,7 +87,7 @@ class Composition:
 
     @functools.cached_property
     def pipeline(self) -> Pipeline:
-        return Pipeline(self.runtime.authorizer, self.runtime.audit)
+        return Pipeline(self.runtime.authorizer, self.runtime.audit, self.runtime.limiter)
 
     @functools.cached_property
     def server(self) -> Server[object]:

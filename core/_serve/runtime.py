@@ -21,7 +21,9 @@ from mcp_providers._serve.state.cluster import RedisBackend, Shared, SharedReads
 from mcp_providers._serve.steps.audit import AuditLog
 from mcp_providers._serve.steps.gate import Authorizer, Gate
 from mcp_providers._serve.steps.invoker import Invoker
+from mcp_providers._serve.steps.ratelimit import RateLimiter
 from mcp_providers._sideeffects import install as install_scope
+from mcp_providers.identity import Principal
 from mcp_providers.models import Freshness
 from mcp_providers.providers import ResourceProvider
 
@@ -46,6 +48,13 @@ class Runtime:
         if isinstance(self.shared, RedisBackend) and self.invoker._coalescer is not None:
             # the coalescer is the invoker's seam for sharing reads: across replicas, through Redis
             self.invoker._coalescer = SharedReads(self.shared, self._freshness_of)
+        backend = self.shared
+        self.limiter = RateLimiter(
+            settings.limits,
+            assembly.config.cluster,
+            (lambda: backend.connected) if isinstance(backend, RedisBackend) else None,
+        )
+        """``[server.limits]``: counted here, or in the cluster's Redis (see :mod:`.steps.ratelimit`)."""
         self.hub = SubscriptionHub(
             assembly.catalog,
             self._may_watch,
@@ -67,8 +76,8 @@ class Runtime:
         except Exception:  # not served: the read itself reports it
             return None
 
-    def _may_watch(self, subject: str, uri: str) -> bool:
-        gate = Gate(self.authorizer, subject)
+    def _may_watch(self, principal: Principal, uri: str) -> bool:
+        gate = Gate(self.authorizer, principal)
         return gate.allowed("subscribe", uri) and gate.allowed("read", uri)
 
     @contextlib.asynccontextmanager
@@ -92,6 +101,7 @@ class Runtime:
         stack.callback(self.audit.close)
         install_scope()  # the audit hook, once, before the first read rather than inside it
         await stack.enter_async_context(self.shared.running())  # before any provider polls or publishes
+        stack.push_async_callback(self.limiter.aclose)
         tasks = await stack.enter_async_context(anyio.create_task_group())
         stack.callback(tasks.cancel_scope.cancel)  # runs first on the way out: the task group then exits
         tasks.start_soon(self.hub.relay)

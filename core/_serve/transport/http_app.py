@@ -19,6 +19,13 @@ Everything else (SSE responses, ``GET`` listen streams, sessions, ``DELETE``) go
 app unchanged. Bearer authentication, when configured, applies to both paths
 (:class:`~mcp_providers._serve.transport.auth.BearerGate`, which keeps the SDK's auth context), and
 the RFC 9728 metadata it names is served beside the MCP path, without authentication.
+
+A request refused by ``[server.limits]`` (``steps/ratelimit.py``) is answered with its JSON-RPC
+error as always, plus a ``Retry-After`` header, on either path: the limiter marks the request's
+ASGI scope and :func:`_retry_after` adds the header when the response starts. An SSE response has
+started before any handler runs, so there the JSON-RPC error's ``data.retryAfter`` alone says it.
+The ops routes (``/healthz``, ``/readyz``, ``/metrics``) never reach the pipeline, so no limit
+applies to them.
 """
 
 from __future__ import annotations
@@ -47,9 +54,10 @@ from mcp_types import DEFAULT_NEGOTIATED_VERSION
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mcp_providers._serve.identity import ResourceServer
+from mcp_providers._serve.steps.ratelimit import RETRY_AFTER_SCOPE_KEY
 from mcp_providers._serve.transport.auth import BearerGate, metadata_endpoints
 
 log = logging.getLogger("mcp_providers.http")
@@ -187,6 +195,19 @@ async def _send_json(send: Send, status: int, body: bytes, extra: list[tuple[byt
     await send({"type": "http.response.body", "body": body})
 
 
+def _retry_after(scope: Scope, send: Send) -> Send:
+    """``send``, adding ``Retry-After`` to the response's start once the rate limiter has refused
+    the request (it put the seconds in the scope under ``RETRY_AFTER_SCOPE_KEY``)."""
+
+    async def sending(message: Message) -> None:
+        if message["type"] == "http.response.start" and (seconds := scope.get(RETRY_AFTER_SCOPE_KEY)):
+            headers = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"retry-after"]
+            message = {**message, "headers": [*headers, (b"retry-after", str(seconds).encode())]}
+        await send(message)
+
+    return sending
+
+
 def _error_body(code: int, message: str, request_id: Any = None) -> bytes:
     return json.dumps({"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}).encode()
 
@@ -234,6 +255,7 @@ class HttpApp:
         await self._endpoint(scope, receive, send)
 
     async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
+        send = _retry_after(scope, send)
         if scope["method"] != "POST":
             await self.sdk_endpoint(scope, receive, send)
             return
@@ -345,6 +367,8 @@ class HttpApp:
         captured = _Capture()
         sub = {**scope, "headers": [(k, v) for k, v in scope["headers"] if k != b"content-length"]}
         await self.sdk_endpoint(sub, _replay(body, None), captured)
+        if RETRY_AFTER_SCOPE_KEY in sub:  # refused by the rate limiter: the batch's response says so
+            scope[RETRY_AFTER_SCOPE_KEY] = sub[RETRY_AFTER_SCOPE_KEY]
         return captured.status, captured.messages(), captured.headers
 
 

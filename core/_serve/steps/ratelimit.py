@@ -1,0 +1,218 @@
+"""Rate limits per subject (``[server.limits]``): the pipeline's first step, before the gate.
+
+::
+
+    Pipeline.run -> RateLimiter.admit(ctx, principal, method) -> route -> authorize -> ...
+
+Each request counts against one budget, over a moving window of ``window_seconds`` (the ``limits``
+library's moving-window strategy, its ``limits.aio`` storages):
+
+- an authenticated caller has one budget per method class, keyed by ``Principal.key`` (issuer and
+  subject; never a client address, which behind a proxy is the proxy's): ``reads``
+  (``resources/read``, ``prompts/get``, ``completion/complete``), ``calls`` (``tools/call``) and
+  ``lists`` (every ``*/list``, ``resources/subscribe``, ``subscriptions/listen``);
+- every anonymous caller (``Principal.anonymous``) shares the one ``anonymous`` budget, all methods;
+- ``resources/unsubscribe`` is never refused: it only gives something back.
+
+Counts live in the process, or with ``[cluster]`` in Redis under
+``{key_prefix}:limits:...`` so every replica counts against the same budget. Keys hold a digest of
+``(issuer, subject)``, not the subject itself (no personal data in Redis, and an issuer URL's
+``/`` cannot make two callers' keys meet).
+
+A refusal is :class:`~mcp_providers.errors.RateLimited` (-32009, ``data.retryAfter`` in seconds);
+over HTTP the request's ASGI scope gets :data:`RETRY_AFTER_SCOPE_KEY` so the HTTP app adds a
+``Retry-After`` header to the response it sends (``transport/http_app.py``).
+
+Redis unreachable: **fail open to the local count**. Each replica then counts its own requests in
+memory with the same limits until Redis answers again (so a caller can get at most one budget per
+replica), with one warning when it starts and one line when it ends. Refusing every request while
+Redis is down (fail closed) would turn a cache outage into a full outage; not counting at all would
+drop the guard exactly when a flood may be the cause. While the cluster listener knows Redis is
+gone (``RedisBackend.connected``) the local count is used at once, so requests do not each wait
+``timeout_seconds`` first; every Redis operation is bounded by it, as the cluster's others are.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import time
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+from limits import RateLimitItem, RateLimitItemPerSecond
+from limits.aio.storage import MemoryStorage, RedisStorage
+from limits.aio.strategies import MovingWindowRateLimiter
+
+from mcp_providers._serve.steps.exchange import Ctx
+from mcp_providers.config import ClusterSettings, LimitsSettings
+from mcp_providers.errors import RateLimited
+from mcp_providers.identity import Principal
+
+log = logging.getLogger("mcp_providers.limits")
+
+RETRY_AFTER_SCOPE_KEY = "mcp_providers.retry_after"
+"""Set in an HTTP request's ASGI scope to the seconds of a refusal's ``retryAfter``; the HTTP app
+sends it as the ``Retry-After`` header."""
+
+_CLASSES = {
+    "resources/read": "reads",
+    "prompts/get": "reads",
+    "completion/complete": "reads",
+    "tools/call": "calls",
+    "resources/subscribe": "lists",
+    "subscriptions/listen": "lists",
+}
+_WHAT = {
+    "reads": "reads (resources/read, prompts/get, completion/complete)",
+    "calls": "tool calls",
+    "lists": "lists and subscriptions",
+    "anonymous": "requests",
+}
+
+
+def method_class(method: str) -> str | None:
+    """``"reads"``, ``"calls"`` or ``"lists"`` for a JSON-RPC method; ``None`` when it is never
+    limited (``resources/unsubscribe``, and anything not served through the pipeline)."""
+    found = _CLASSES.get(method)
+    if found is None and method.endswith("/list"):
+        return "lists"
+    return found
+
+
+def _caller(principal: Principal) -> str:
+    """The bucket name of an authenticated caller: a digest of ``Principal.key``."""
+    return hashlib.sha256(json.dumps(principal.key).encode()).hexdigest()[:32]
+
+
+class RateLimiter:
+    """The ``[server.limits]`` budgets of one runtime (see the module docstring).
+
+    :param settings: the limits; ``None`` limits nothing (:meth:`admit` returns at once).
+    :param cluster: with ``[cluster]``, counts are kept in its Redis under its ``key_prefix``.
+    :param connected: whether the cluster listener is connected to Redis now (``RedisBackend.connected``);
+        while it says no, the local count is used without trying Redis.
+    """
+
+    def __init__(
+        self,
+        settings: LimitsSettings | None,
+        cluster: ClusterSettings | None = None,
+        connected: Callable[[], bool] | None = None,
+    ) -> None:
+        self.settings = settings
+        self._items: dict[str, RateLimitItem] = {}
+        if settings is not None:
+            window = settings.window_seconds
+            for bucket in ("reads", "calls", "lists", "anonymous"):
+                self._items[bucket] = RateLimitItemPerSecond(getattr(settings, bucket), window, namespace="rate")
+        self._local = MovingWindowRateLimiter(MemoryStorage())
+        self._shared: MovingWindowRateLimiter | None = None
+        self._pool: Any = None
+        self._timeout = cluster.timeout_seconds if cluster is not None else 1.0
+        self._connected = connected or (lambda: True)
+        self.degraded = False
+        """Whether the last count fell back to the local one because Redis did not answer."""
+        if settings is not None and cluster is not None:
+            self._shared = self._redis(cluster)
+
+    def _redis(self, cluster: ClusterSettings) -> MovingWindowRateLimiter:
+        from redis.asyncio import ConnectionPool  # only with [cluster]
+
+        timeout = cluster.timeout_seconds
+        self._pool = ConnectionPool.from_url(cluster.redis_url, socket_timeout=timeout, socket_connect_timeout=timeout)
+        storage = RedisStorage(
+            f"async+{cluster.redis_url}",
+            implementation="redispy",
+            key_prefix=f"{cluster.key_prefix}:limits",
+            wrap_exceptions=True,
+            connection_pool=self._pool,
+        )
+        return MovingWindowRateLimiter(storage)
+
+    @property
+    def enabled(self) -> bool:
+        """Whether any limit is configured."""
+        return self.settings is not None
+
+    async def admit(self, ctx: Ctx, principal: Principal, method: str) -> None:
+        """Count the request of ``ctx`` (made by ``principal``) for ``method`` against its caller's budget.
+
+        :raises RateLimited: the budget is used up; over HTTP the request's scope also gets
+            :data:`RETRY_AFTER_SCOPE_KEY` (the ``Retry-After`` header).
+        """
+        if self.settings is None:
+            return
+        try:
+            await self.check(principal, method)
+        except RateLimited as refused:
+            scope = getattr(ctx.request, "scope", None)
+            if isinstance(scope, dict):
+                scope[RETRY_AFTER_SCOPE_KEY] = refused.retry_after
+            raise
+
+    async def check(self, principal: Principal, method: str) -> None:
+        """Count one ``method`` request of ``principal``.
+
+        :raises RateLimited: over the budget; the message says which limit (requests per seconds)
+            and after how many seconds to retry, ``data["retryAfter"]`` carries the seconds.
+        """
+        kind = method_class(method)
+        if self.settings is None or kind is None:
+            return
+        bucket, who = ("anonymous", "all") if principal.anonymous else (kind, _caller(principal))
+        item = self._items[bucket]
+        retry_after = await self._hit(item, bucket, who)
+        if retry_after is None:
+            return
+        raise RateLimited(_message(bucket, item.amount, self.settings.window_seconds, retry_after), data={
+            "retryAfter": retry_after, "limit": bucket, "allowed": item.amount,
+            "windowSeconds": self.settings.window_seconds,
+        })  # fmt: skip
+
+    async def _hit(self, item: RateLimitItem, bucket: str, who: str) -> int | None:
+        """``None`` when the request fits the budget, else the whole seconds until it would."""
+        if self._shared is not None and self._connected():
+            try:
+                with anyio.fail_after(self._timeout):
+                    found = await _count(self._shared, item, bucket, who)
+            except Exception as exc:  # Redis down or slow: limits.errors.StorageError, TimeoutError
+                self._fall_back(exc)
+            else:
+                if self.degraded:
+                    self.degraded = False
+                    log.info("rate limits are counted in Redis again")
+                return found
+        elif self._shared is not None:
+            self._fall_back(None)
+        return await _count(self._local, item, bucket, who)
+
+    def _fall_back(self, exc: Exception | None) -> None:
+        if not self.degraded:
+            why = type(exc).__name__ if exc is not None else "the cluster listener is disconnected"
+            log.warning("rate limits: Redis unreachable (%s); counting in this replica's memory until it answers", why)
+        self.degraded = True
+
+    async def aclose(self) -> None:
+        """Close the Redis connections (if any); the limiter keeps working, reconnecting on demand."""
+        if self._pool is not None:
+            await self._pool.aclose()
+
+
+async def _count(limiter: MovingWindowRateLimiter, item: RateLimitItem, bucket: str, who: str) -> int | None:
+    if await limiter.hit(item, bucket, who):
+        return None
+    stats = await limiter.get_window_stats(item, bucket, who)
+    return max(1, math.ceil(stats.reset_time - time.time()))
+
+
+def _message(bucket: str, allowed: int, window: int, retry_after: int) -> str:
+    whose = "shared by every anonymous caller" if bucket == "anonymous" else "per subject"
+    hint = "; authenticate to get a budget of your own" if bucket == "anonymous" else ""
+    return (
+        f"rate limit {bucket!r} reached: at most {allowed} {_WHAT[bucket]} per {window} seconds {whose} "
+        f"([server.limits] {bucket} = {allowed}); retry after {retry_after} seconds{hint}"
+    )
