@@ -238,6 +238,9 @@ async def test_a_real_mcp_client_with_a_valid_token_reads_as_its_principal(idp: 
         ):
             result = await client.read_resource(URI)
             assert result.meta is not None and result.meta[RECEIPT_KEY]["subject"] == "alice"
+            # The verifier's Principal is the one the pipeline records (issuer and client id too).
+            receipt = result.meta[RECEIPT_KEY]
+            assert (receipt.get("issuer"), receipt.get("clientId")) == (idp.issuer, "cli"), receipt
         async with httpx2.AsyncClient() as anonymous:
             refused = await anonymous.post(resource, json=READ, headers=HEADERS)
             assert refused.status_code == 401
