@@ -27,7 +27,7 @@ from typing import Any
 
 import anyio
 
-from benchmarks import cluster, fixtures, sideeffects
+from benchmarks import cluster, fixtures, identity, sideeffects
 
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
@@ -772,6 +772,7 @@ SECTIONS = (
     "servicenow",
     "sideeffects",
     "cluster",
+    "identity",
 )
 
 
@@ -834,6 +835,8 @@ def main() -> None:
         sideeffects.run(rounds, emit)
     if "cluster" in only:
         cluster.run(max(3, rounds // 2), emit)  # needs redis-server, nginx, wrk (skipped without)
+    if "identity" in only:
+        identity.run(max(3, rounds // 3), emit)  # JWT validation's cost over HTTP (wrk rows NaN without wrk)
     took = time.perf_counter() - t0
     print(f"\ntotal: {took:.0f} s\n")
     table = markdown()

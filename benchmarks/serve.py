@@ -5,7 +5,8 @@ resources on a hand-written SDK ``MCPServer``, SDK defaults) or ``echo`` (the fl
 process echoing each stdin line to stdout). stdio unless ``--http``, which serves stateless
 streamable HTTP with JSON responses on 127.0.0.1:PORT, every KIND under the same uvicorn settings
 (those of ``serve --http``); with ``--http``, ``echo`` is the HTTP floor: a raw ASGI endpoint
-answering every request with one fixed JSON-RPC result.
+answering every request with one fixed JSON-RPC result. ``--jwt ISSUER`` puts ``composed`` behind
+``[server.auth] mode = "jwt"`` (``benchmarks.identity``).
 """
 
 from __future__ import annotations
@@ -39,19 +40,27 @@ async def floor_app(scope: Any, receive: Any, send: Any) -> None:
     await send({"type": "http.response.body", "body": FLOOR_BODY})
 
 
-def http(kind: str, port: int) -> None:
+def http(kind: str, port: int, jwt_issuer: str | None = None) -> None:
     import uvicorn
 
     from benchmarks import fixtures
+    from mcp_providers._serve.transport.auth import http_auth
     from mcp_providers._serve.transport.http_app import http_app, transport_policy
     from mcp_providers._serve.transport.limits import uvicorn_config
+    from mcp_providers.config import AuthConfig
 
     app: Any
     if kind == "echo":
         app = floor_app
     elif kind == "composed":
+        # --jwt ISSUER: [server.auth] mode = "jwt" against that issuer (benchmarks.identity).
+        auth = None if jwt_issuer is None else AuthConfig(mode="jwt", issuer=jwt_issuer)
         app = http_app(
-            fixtures.composed(1).server, stateless=True, json_response=True, security=transport_policy("127.0.0.1")
+            fixtures.composed(1).server,
+            stateless=True,
+            json_response=True,
+            security=transport_policy("127.0.0.1"),
+            auth=http_auth(auth, f"http://127.0.0.1:{port}/mcp"),
         )
     else:
         app = fixtures.mcpserver(1).streamable_http_app(stateless_http=True, json_response=True)
@@ -64,12 +73,13 @@ def main() -> None:
     parser.add_argument("--transport", choices=["ours", "sdk"], default="ours")
     parser.add_argument("--otel", action="store_true", help="keep the SDK's tracing middleware (composed)")
     parser.add_argument("--http", type=int, default=None)
+    parser.add_argument("--jwt", default=None, metavar="ISSUER", help="composed over HTTP: JWT bearer auth")
     args = parser.parse_args()
     if args.kind == "echo" and args.http is None:
         echo()
         return
     if args.http is not None:
-        http(args.kind, args.http)
+        http(args.kind, args.http, args.jwt)
         return
 
     import anyio
