@@ -15,24 +15,51 @@ are not in it.
 
 What is refused in the scope (``SideEffectRefused``, -32008, rule ``side-effect-in-resource-read``):
 
-* HTTP: any method but GET, HEAD and OPTIONS, and a GET/HEAD/OPTIONS that carries a body,
-  checked before anything is sent at the connection pool of ``httpcore2`` (so every ``httpx2``
-  client, transport, proxy, ``mounts=`` entry and environment proxy) and of ``httpcore``
-  (plain ``httpx``) when installed, at ``http.client.HTTPConnection`` (``urllib``, ``urllib3``,
-  ``requests``), and at ``aiohttp.ClientSession`` when installed.
+* HTTP: any method but GET, HEAD and OPTIONS, and a GET/HEAD/OPTIONS that carries a body, in
+  three layers, each judging before anything is sent. (1) The client libraries, for messages
+  that name the URL asked for: the connection pool of ``httpcore2`` (every ``httpx2`` client,
+  transport, proxy, ``mounts=`` entry and environment proxy) and of ``httpcore`` (plain
+  ``httpx``) when installed, ``http.client.HTTPConnection.putrequest``/``putheader`` (``urllib``,
+  ``urllib3``, ``requests``) and ``aiohttp.ClientSession`` when installed. (2) Every ``httpcore2``
+  connection class below the pool (``HTTPConnection``, ``HTTP11Connection``, ``HTTP2Connection``,
+  sync and async), for a connection used bare. (3) The wire: every HTTP/1.x request head in the
+  bytes a ``socket.socket`` (``send``, ``sendall``, ``sendto``, ``sendmsg``: asyncio's
+  transports, ``makefile()``, ``http.client``'s raw ``send()``) or TLS object (``ssl.SSLSocket``,
+  ``ssl.SSLObject``, the memory-BIO object asyncio's and anyio's TLS write through) sends: a
+  request line with another method, any method's case, or a ``Content-Length``/``Transfer-Encoding``
+  on a safe one, is refused when its line ends, so a head split over several sends or pipelined
+  after a GET never reaches the server whole. ``CONNECT`` (a proxy tunnel) passes; what goes
+  through the tunnel is judged in turn. A hand-written HTTP/2 preface is refused (its binary
+  frames are not parsed; HTTP/2 is judged in ``httpcore2``'s connection). What a layer judged is
+  not judged again below it, so a request let through (:func:`exempt`, warn mode) is recorded once.
 * Files, through a PEP 578 audit hook: opens with write, append, create or truncate flags,
   removal, rename/replace, mkdir/rmdir, chmod/chown/chflags, truncate, utime, links, extended
-  attributes, ``shutil`` copies/moves/rmtree/archives, and ``os.chdir`` (process-wide). Paths
-  under the call's scratch directory (:func:`scratch_dir`) are allowed; so are writes made by
-  the import system's bytecode cache and by the ``logging`` package (their frames are on the
-  stack), so a lazy import or a log file opened on first use keeps working.
+  attributes, ``shutil`` copies/moves/rmtree/archives, and ``os.chdir`` (process-wide). A path is
+  judged where the OS will open it: symlinks and ``..`` resolved, a ``dir_fd`` applied (the
+  "open" audit event carries none, so ``os.open`` is wrapped to tell it; a relative ``os.open``
+  through a reference the wrapper does not cover, ``posix.open`` say, lands in an unknown
+  directory and is refused). Allowed, for *what* is written and never for who is on the stack (a
+  provider can run any code under any module name): paths under the call's scratch directory
+  (:func:`scratch_dir`); the import system's bytecode caches, that is PEP 3147/488 ``.pyc`` paths
+  (and the temporary ``<cache>.<id>`` file they are written through) of a source file that
+  exists, and ``__pycache__`` folders beside ``.py`` files (or under ``sys.pycache_prefix``); and
+  the file of a ``logging.FileHandler`` made outside any scope, opened in the handler's own mode,
+  with its rotations (``app.log.1``: renamed and removed by rotating handlers). A handler made in
+  the scope is judged like any open.
 * Processes: ``subprocess``, ``os.system``, ``os.exec*``, ``os.spawn*``, ``os.posix_spawn*``,
   ``os.fork``/``forkpty``, ``pty.spawn``.
 
+A library that catches the refusal and fails its own way (asyncio's transports close the
+connection, ``urllib`` wraps it in ``URLError``) does not hide it: :attr:`Scope.refused` keeps it
+and the server answers with it.
+
 Not covered: C extensions that write or connect without raising audit events (sqlite3, most
-database drivers), raw sockets, writes through a file descriptor opened before the scope, HTTP
+database drivers), bytes written to a socket's descriptor directly (``os.write(sock.fileno())``,
+``_socket.socket``), data asyncio buffers while a socket is full and sends later outside the
+call's context, writes through a file descriptor opened before the scope (logging to an open
+handler), a symlink swapped between the check and the open by code outside the scope, HTTP
 libraries other than those above, and work outside the call's context (see above). A plugin is
-trusted code; this catches mistakes, it is not a sandbox.
+trusted code; this catches mistakes and the usual ways round them, it is not a sandbox.
 
 :func:`exempt` lets HTTP requests that change no served data through (an OAuth token POST); each
 is logged at INFO and recorded in :attr:`Scope.exemptions`, which the core puts in the receipt.
@@ -41,7 +68,9 @@ logged at WARNING and recorded in :attr:`Scope.violations`.
 
 Cost: the audit hook is installed once per process (hooks cannot be removed) and does one dict
 lookup for every audited event in the process, plus one ContextVar read for the few events it
-judges; the HTTP patches add one ContextVar read per request outside a scope. Entering and
+judges; the HTTP patches add one ContextVar read per request, per socket send and per ``os.open``
+outside a scope (a Python call around the C one). In a scope, bytes sent below a guarded client
+are scanned line by line (a few microseconds per send); the project's clients skip the scan. Entering and
 leaving a scope is one ContextVar set/reset and a small object; the scratch directory is made
 only when asked for. ``benchmarks/sideeffects.py`` measures it against a read without it.
 """

@@ -239,6 +239,7 @@ TRUST_ESCAPES: dict[str, Escape] = {
     "watched-file-handler": lambda c: logging.handlers.WatchedFileHandler(c.victim, mode="w").close(),
     "rotating-handler-made-in-the-read": lambda c: logging.handlers.RotatingFileHandler(c.victim, "w").close(),
     "log-file-reopened-for-truncation": lambda c: open(c.log, "w").close(),  # the configured log, mode "a"
+    "bytecode-cache-of-no-source": lambda c: c.fake_pyc.write_bytes(b"not bytecode"),  # a .pyc name is not enough
 }
 
 
@@ -255,7 +256,9 @@ def trust_ctx(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Simpl
     log_path = tmp_path / "server.log"
     handler = logging.FileHandler(log_path)  # configured before serving, mode "a"
     try:
-        yield SimpleNamespace(victim=victim, source=modules / "writes_on_reload.py", log=log_path)
+        fake_pyc = tmp_path / "__pycache__" / f"victim.{sys.implementation.cache_tag}.pyc"
+        fake_pyc.parent.mkdir()
+        yield SimpleNamespace(victim=victim, source=modules / "writes_on_reload.py", log=log_path, fake_pyc=fake_pyc)
     finally:
         handler.close()
         for name in ("writes_on_first_import", "writes_on_reload"):
@@ -268,9 +271,9 @@ async def test_no_frame_on_the_stack_makes_a_write_in_a_read_trusted(trust_ctx: 
     victim = str(trust_ctx.victim.parent.resolve())  # py_compile first makes the folder it writes in
     for name, attempted in outcome.items():
         assert not attempted.startswith("served"), f"{name} wrote during a read: {attempted}"
-        target = str(trust_ctx.log.resolve()) if name == "log-file-reopened-for-truncation" else victim
-        assert target in attempted, (name, attempted)
-    assert trust_ctx.victim.read_text() == "original"
+        target = {"log-file-reopened-for-truncation": trust_ctx.log, "bytecode-cache-of-no-source": trust_ctx.fake_pyc}
+        assert str(target.get(name, victim)) in attempted, (name, attempted)
+    assert trust_ctx.victim.read_text() == "original" and not trust_ctx.fake_pyc.exists()
     assert (trust_ctx.log.read_bytes() if trust_ctx.log.exists() else None) == log_before
 
 
