@@ -324,7 +324,10 @@ def _judge_http(method: str, url: str, has_body: bool, error: type[SideEffectRef
         )
         return True
     attempted = f"a {verb} with a body to {shown}" if verb in SAFE_METHODS else f"a {verb} to {shown}"
-    scope.attempt(attempted, "http", error=error, method=verb, host=host)
+    if error is _RefusedOnTheWire:  # below every client: say so, it is where the client's guard was missed
+        scope.attempt(attempted, "http", error=error, method=verb, host=host, layer="wire")
+    else:
+        scope.attempt(attempted, "http", error=error, method=verb, host=host)
     return True
 
 
@@ -766,23 +769,23 @@ def _judge_wire(scope: Scope, verb: str, target: str, sender: Any, scheme: str, 
     url = target if "://" in target else f"{scheme}://{_peer(sender)}{target}"
     if verb == "PRI":  # HTTP/2's preface: its binary frames are judged only in httpcore2's connection
         attempted = f"an HTTP/2 connection written by hand to {url.removesuffix('*')}"
-        scope.attempt(attempted, "http", error=_RefusedOnTheWire, method=verb)
+        scope.attempt(attempted, "http", error=_RefusedOnTheWire, method=verb, layer="wire")
         return True
     return _judge_http(verb, url, has_body, _RefusedOnTheWire)
 
 
 def _peer(sender: Any) -> str:
+    """``host:port`` a socket is connected to (the TLS server name for the host, when there is
+    one); an ``ssl.SSLObject`` knows only its server name."""
     name = getattr(sender, "server_hostname", None)
-    if name:
-        return str(name)
     try:
         address = sender.getpeername()
     except (AttributeError, OSError):
-        return "an unknown host"
-    if isinstance(address, tuple):
-        host, port = address[0], address[1]
-        return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-    return str(address)
+        return str(name) if name else "an unknown host"
+    if not isinstance(address, tuple):
+        return str(name or address)
+    host = str(name or address[0])
+    return f"[{host}]:{address[1]}" if ":" in host else f"{host}:{address[1]}"
 
 
 def _wire_guard(cls: type, name: str, data_of: Callable[[tuple[Any, ...]], bytes], scheme: str) -> None:

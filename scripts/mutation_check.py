@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+TIMEOUT = 300  # seconds per case
 
 
 @dataclass(frozen=True)
@@ -155,7 +156,10 @@ def run_case(case: Case) -> tuple[bool | None, str]:
     try:
         path.write_text(original.replace(case.snippet, case.replacement))
         command = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *case.tests]
-        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900)
+        try:
+            done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=TIMEOUT)
+        except subprocess.TimeoutExpired:
+            return True, f"the tests hung for {TIMEOUT} s (a hang fails CI too)"
     finally:
         path.write_text(original)
     lines = done.stdout.strip().splitlines()

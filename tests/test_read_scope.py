@@ -19,6 +19,8 @@ import os
 import posix
 import py_compile
 import socket
+import ssl
+import subprocess
 import sys
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
@@ -56,8 +58,8 @@ pytestmark = pytest.mark.anyio
 
 
 @contextlib.contextmanager
-def target_server() -> Iterator[tuple[str, list[str]]]:
-    """A real HTTP server on loopback that records every request it receives."""
+def target_server(tls: ssl.SSLContext | None = None) -> Iterator[tuple[str, list[str]]]:
+    """A real HTTP server on loopback that records every request it receives (over TLS with ``tls``)."""
     seen: list[str] = []
 
     class Handler(BaseHTTPRequestHandler):
@@ -77,10 +79,12 @@ def target_server() -> Iterator[tuple[str, list[str]]]:
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    if tls is not None:
+        server.socket = tls.wrap_socket(server.socket, server_side=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", seen
+        yield f"{'https' if tls else 'http'}://127.0.0.1:{server.server_address[1]}", seen
     finally:
         server.shutdown()
         server.server_close()
@@ -201,8 +205,9 @@ def escapes_plugin(escapes: dict[str, Escape], ctx: SimpleNamespace) -> SimpleNa
 
 
 async def refusals(escapes: dict[str, Escape], ctx: SimpleNamespace, **server: Any) -> dict[str, str]:
-    """Read every escape through a real MCP client; ``{name: what the error says was attempted}``,
-    ``"served: <text>"`` for a read that was not refused."""
+    """Read every escape through a real MCP client; ``{name: what the error says was attempted}``
+    (``" (on the wire)"`` added when the socket guard caught it), ``"served: <text>"`` for a read
+    that was not refused."""
     outcome: dict[str, str] = {}
     async with connect(compose_plugins({"escapes": escapes_plugin(escapes, ctx)}, **server)) as client:
         for name in escapes:
@@ -211,7 +216,8 @@ async def refusals(escapes: dict[str, Escape], ctx: SimpleNamespace, **server: A
             except MCPError as err:
                 assert err.code == -32008, (name, err.message)
                 assert err.data["rule"] == "side-effect-in-resource-read"
-                outcome[name] = err.data["attempted"]
+                wire = err.data.get("layer") == "wire"  # caught below every client, on the socket
+                outcome[name] = err.data["attempted"] + (" (on the wire)" if wire else "")
             else:
                 outcome[name] = f"served: {result.contents[0].text}"  # type: ignore[union-attr]
     return outcome
@@ -385,23 +391,26 @@ def _host_port(url: str) -> tuple[str, int]:
     return host, int(port)
 
 
+TIMEOUTS = {"timeout": {"connect": 5.0, "read": 5.0, "write": 5.0, "pool": 5.0}}  # no hang if a guard is broken
+
+
 def _bare_httpcore2(ctx: SimpleNamespace) -> int:
     host, port = _host_port(ctx.url)
     with httpcore2.HTTPConnection(httpcore2.Origin(b"http", host.encode(), port)) as conn:
-        return conn.request("POST", f"{ctx.url}/bare-connection", content=b"x").status
+        return conn.request("POST", f"{ctx.url}/bare-connection", content=b"x", extensions=TIMEOUTS).status
 
 
 async def _bare_async_httpcore2(ctx: SimpleNamespace) -> int:
     host, port = _host_port(ctx.url)
     async with httpcore2.AsyncHTTPConnection(httpcore2.Origin(b"http", host.encode(), port)) as conn:
-        return (await conn.request("PUT", f"{ctx.url}/bare-async-connection")).status
+        return (await conn.request("PUT", f"{ctx.url}/bare-async-connection", extensions=TIMEOUTS)).status
 
 
 def _bare_http11(ctx: SimpleNamespace) -> int:
     host, port = _host_port(ctx.url)
     stream = httpcore2.SyncBackend().connect_tcp(host, port)
     with httpcore2.HTTP11Connection(httpcore2.Origin(b"http", host.encode(), port), stream) as conn:
-        return conn.request("DELETE", f"{ctx.url}/bare-http11").status
+        return conn.request("DELETE", f"{ctx.url}/bare-http11", extensions=TIMEOUTS).status
 
 
 def _http_client_raw(head: bytes) -> Escape:
@@ -474,9 +483,13 @@ async def test_http_below_the_pool_is_refused_however_it_is_sent() -> None:
     assert outcome.pop("http-client-get").startswith("served: HTTP/1.0 200")
     for name, attempted in outcome.items():
         assert attempted.startswith("a "), (name, attempted)
+    # A bare httpcore2 connection is refused by its own guard, before it connects; the rest on the wire.
     assert outcome["bare-httpcore2-connection"] == f"a POST to {url}/bare-connection"
-    assert outcome["http-client-raw-get-with-body"] == f"a GET with a body to {url}/raw-get-body"
-    assert outcome["raw-socket-request-line-split"] == f"a POST to {url}/split"
+    assert outcome["bare-async-httpcore2-connection"] == f"a PUT to {url}/bare-async-connection"
+    assert outcome["bare-http11-connection"] == f"a DELETE to {url}/bare-http11"
+    assert outcome["http-client-raw-get-with-body"] == f"a GET with a body to {url}/raw-get-body (on the wire)"
+    assert outcome["raw-socket-request-line-split"] == f"a POST to {url}/split (on the wire)"
+    assert outcome["asyncio-stream-lowercase-method"] == f"a POST to {url}/asyncio-lowercase (on the wire)"
     assert seen == ["GET /raw-get", "GET /http-client-get"]  # nothing else reached the server
 
 
@@ -493,4 +506,82 @@ async def test_a_raw_request_let_through_in_warn_mode_is_recorded_once() -> None
             result = await client.read_resource("escape://try/raw")
     (violation,) = (result.meta or {})[RECEIPT_KEY]["violations"]
     assert violation["attempted"] == f"a PUT to {url}/warned" and violation["refused"] is False
+    assert violation["layer"] == "wire"
     assert seen == ["PUT /warned"]
+
+
+@contextlib.contextmanager
+def tls_server(tmp_path: Path) -> Iterator[tuple[str, list[str], ssl.SSLContext]]:
+    """``target_server`` over TLS, with a certificate for 127.0.0.1 made by the openssl CLI; yields
+    the base URL, the requests seen and a client context that trusts the certificate."""
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+         "-keyout", str(key), "-out", str(cert), "-days", "1", "-subj", "/CN=127.0.0.1",
+         "-addext", "subjectAltName=IP:127.0.0.1"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_context.load_cert_chain(cert, key)
+    with target_server(server_context) as (url, seen):
+        yield url, seen, ssl.create_default_context(cafile=str(cert))
+
+
+def _tls_raw(head: bytes) -> Escape:
+    def attempt(ctx: SimpleNamespace) -> str:
+        host, port = _host_port(ctx.url.replace("https://", "http://"))
+        with (
+            socket.create_connection((host, port), timeout=5) as raw,
+            ctx.tls.wrap_socket(raw, server_hostname=host) as sock,
+        ):
+            sock.sendall(head)
+            return sock.recv(100).decode("latin-1")
+
+    return attempt
+
+
+def _https_client_raw(ctx: SimpleNamespace) -> str:
+    host, port = _host_port(ctx.url.replace("https://", "http://"))
+    conn = http.client.HTTPSConnection(host, port, context=ctx.tls, timeout=5)
+    try:
+        conn.connect()
+        conn.send(b"DELETE /https-raw HTTP/1.1\r\nHost: x\r\n\r\n")
+        return conn.sock.recv(100).decode("latin-1")
+    finally:
+        conn.close()
+
+
+async def _asyncio_tls(ctx: SimpleNamespace) -> str:
+    host, port = _host_port(ctx.url.replace("https://", "http://"))
+    reader, writer = await asyncio.open_connection(host, port, ssl=ctx.tls)
+    try:
+        writer.write(b"PUT /asyncio-tls HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")  # through ssl.SSLObject
+        await writer.drain()
+        return (await reader.read(100)).decode("latin-1")
+    finally:
+        writer.close()
+
+
+async def _core_client_tls_get(ctx: SimpleNamespace) -> str:
+    async with core_http.client(verify=ctx.tls) as client:
+        return (await client.get(f"{ctx.url}/core-client-get")).text
+
+
+async def test_http_over_tls_is_judged_in_its_plaintext(tmp_path: Path) -> None:
+    escapes = {
+        "tls-socket-raw": _tls_raw(b"POST /tls-raw HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"),
+        "https-client-raw-send": _https_client_raw,
+        "asyncio-tls-stream": _asyncio_tls,
+        "tls-socket-get": _tls_raw(b"GET /tls-get HTTP/1.1\r\nHost: x\r\n\r\n"),
+        "core-client-get": _core_client_tls_get,  # the project's own client, as a ServiceNow read uses it
+    }
+    with tls_server(tmp_path) as (url, seen, tls):
+        outcome = await refusals(escapes, SimpleNamespace(url=url, tls=tls))
+    assert outcome.pop("tls-socket-get").startswith("served: HTTP/1.0 200")
+    assert outcome.pop("core-client-get") == "served: ok"
+    assert outcome == {
+        "tls-socket-raw": f"a POST to {url}/tls-raw (on the wire)",  # ssl.SSLSocket.sendall
+        "https-client-raw-send": f"a DELETE to {url}/https-raw (on the wire)",
+        "asyncio-tls-stream": "a PUT to https://127.0.0.1/asyncio-tls (on the wire)",  # an SSLObject has no peer
+    }
+    assert seen == ["GET /tls-get", "GET /core-client-get"]
