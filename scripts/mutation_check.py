@@ -36,6 +36,7 @@ TRUST = READ + "test_no_frame_on_the_stack_makes_a_write_in_a_read_trusted"
 ALLOWED = READ + "test_bytecode_caches_and_configured_log_files_may_still_be_written"
 DIR_FD = READ + "test_a_dir_fd_relative_open_is_judged_where_the_os_opens_it"
 WIRE = READ + "test_http_below_the_pool_is_refused_however_it_is_sent"
+TLS = READ + "test_http_over_tls_is_judged_in_its_plaintext"
 WARN_ONCE = (
     READ + "test_a_raw_request_let_through_in_warn_mode_is_recorded_once",
     "tests/test_side_effects.py::test_warn_mode_serves_the_read_and_records_the_violation",
@@ -128,6 +129,20 @@ CASES: tuple[Case, ...] = (
         "        _patch_wire()\n",
         "",
         (WIRE,),
+    ),
+    Case(
+        "http: TLS plaintext written through ssl.SSLObject (asyncio, anyio) is judged",
+        SCOPE,
+        '    _wire_guard(ssl.SSLObject, "write", _first_bytes, "https")',
+        "    pass",
+        (TLS,),
+    ),
+    Case(
+        "http: TLS plaintext written through ssl.SSLSocket is judged",
+        SCOPE,
+        '    for name in ("send", "sendall", "write"):\n        _wire_guard(ssl.SSLSocket,',
+        '    for name in ():\n        _wire_guard(ssl.SSLSocket,',
+        (TLS,),
     ),
     Case(
         "http: what http.client let through is not recorded twice",
