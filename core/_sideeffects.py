@@ -150,7 +150,7 @@ class Scope:
         self.violations: list[dict[str, Any]] = []
         self._scratch: str | None = None
         self.refused: SideEffectRefused | None = None  # the last refusal, even if a library swallowed it
-        self._passed: list[tuple[str, str]] = []  # (verb, path) http.client let through, for the socket guard
+        self._passed: list[tuple[str, str]] | None = None  # (verb, path) http.client let through, made when needed
 
     def scratch_dir(self) -> str:
         """This call's private temporary directory (absolute, resolved), made on first use.
@@ -643,7 +643,7 @@ def _http_client_judge(conn: Any, method: str, full: str, *, has_body: bool) -> 
     if check_http(method, full, has_body=has_body):  # let through: the socket below must not judge it again
         scope = _current.get()
         if scope is not None:
-            scope._passed.append((method.upper(), _path_of(full)))
+            scope._passed = [*(scope._passed or ()), (method.upper(), _path_of(full))]
 
 
 def _http_client_putrequest(conn: Any, method: str, url: str, *args: Any, **kwargs: Any) -> None:
@@ -763,7 +763,7 @@ def _judge_line(scope: Scope, line: bytes, head: Any, sender: Any, scheme: str) 
 
 def _judge_wire(scope: Scope, verb: str, target: str, sender: Any, scheme: str, *, has_body: bool) -> bool:
     key = (verb, _path_of(target) if "://" in target else target)
-    if key in scope._passed:  # http.client judged and let this very request through above
+    if scope._passed and key in scope._passed:  # http.client judged and let this very request through above
         scope._passed.remove(key)
         return True
     url = target if "://" in target else f"{scheme}://{_peer(sender)}{target}"
