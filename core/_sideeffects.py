@@ -15,24 +15,51 @@ are not in it.
 
 What is refused in the scope (``SideEffectRefused``, -32008, rule ``side-effect-in-resource-read``):
 
-* HTTP: any method but GET, HEAD and OPTIONS, and a GET/HEAD/OPTIONS that carries a body,
-  checked before anything is sent at the connection pool of ``httpcore2`` (so every ``httpx2``
-  client, transport, proxy, ``mounts=`` entry and environment proxy) and of ``httpcore``
-  (plain ``httpx``) when installed, at ``http.client.HTTPConnection`` (``urllib``, ``urllib3``,
-  ``requests``), and at ``aiohttp.ClientSession`` when installed.
+* HTTP: any method but GET, HEAD and OPTIONS, and a GET/HEAD/OPTIONS that carries a body, in
+  three layers, each judging before anything is sent. (1) The client libraries, for messages
+  that name the URL asked for: the connection pool of ``httpcore2`` (every ``httpx2`` client,
+  transport, proxy, ``mounts=`` entry and environment proxy) and of ``httpcore`` (plain
+  ``httpx``) when installed, ``http.client.HTTPConnection.putrequest``/``putheader`` (``urllib``,
+  ``urllib3``, ``requests``) and ``aiohttp.ClientSession`` when installed. (2) Every ``httpcore2``
+  connection class below the pool (``HTTPConnection``, ``HTTP11Connection``, ``HTTP2Connection``,
+  sync and async), for a connection used bare. (3) The wire: every HTTP/1.x request head in the
+  bytes a ``socket.socket`` (``send``, ``sendall``, ``sendto``, ``sendmsg``: asyncio's
+  transports, ``makefile()``, ``http.client``'s raw ``send()``) or TLS object (``ssl.SSLSocket``,
+  ``ssl.SSLObject``, the memory-BIO object asyncio's and anyio's TLS write through) sends: a
+  request line with another method, any method's case, or a ``Content-Length``/``Transfer-Encoding``
+  on a safe one, is refused when its line ends, so a head split over several sends or pipelined
+  after a GET never reaches the server whole. ``CONNECT`` (a proxy tunnel) passes; what goes
+  through the tunnel is judged in turn. A hand-written HTTP/2 preface is refused (its binary
+  frames are not parsed; HTTP/2 is judged in ``httpcore2``'s connection). What a layer judged is
+  not judged again below it, so a request let through (:func:`exempt`, warn mode) is recorded once.
 * Files, through a PEP 578 audit hook: opens with write, append, create or truncate flags,
   removal, rename/replace, mkdir/rmdir, chmod/chown/chflags, truncate, utime, links, extended
-  attributes, ``shutil`` copies/moves/rmtree/archives, and ``os.chdir`` (process-wide). Paths
-  under the call's scratch directory (:func:`scratch_dir`) are allowed; so are writes made by
-  the import system's bytecode cache and by the ``logging`` package (their frames are on the
-  stack), so a lazy import or a log file opened on first use keeps working.
+  attributes, ``shutil`` copies/moves/rmtree/archives, and ``os.chdir`` (process-wide). A path is
+  judged where the OS will open it: symlinks and ``..`` resolved, a ``dir_fd`` applied (the
+  "open" audit event carries none, so ``os.open`` is wrapped to tell it; a relative ``os.open``
+  through a reference the wrapper does not cover, ``posix.open`` say, lands in an unknown
+  directory and is refused). Allowed, for *what* is written and never for who is on the stack (a
+  provider can run any code under any module name): paths under the call's scratch directory
+  (:func:`scratch_dir`); the import system's bytecode caches, that is PEP 3147/488 ``.pyc`` paths
+  (and the temporary ``<cache>.<id>`` file they are written through) of a source file that
+  exists, and ``__pycache__`` folders beside ``.py`` files (or under ``sys.pycache_prefix``); and
+  the file of a ``logging.FileHandler`` made outside any scope, opened in the handler's own mode,
+  with its rotations (``app.log.1``: renamed and removed by rotating handlers). A handler made in
+  the scope is judged like any open.
 * Processes: ``subprocess``, ``os.system``, ``os.exec*``, ``os.spawn*``, ``os.posix_spawn*``,
   ``os.fork``/``forkpty``, ``pty.spawn``.
 
+A library that catches the refusal and fails its own way (asyncio's transports close the
+connection, ``urllib`` wraps it in ``URLError``) does not hide it: :attr:`Scope.refused` keeps it
+and the server answers with it.
+
 Not covered: C extensions that write or connect without raising audit events (sqlite3, most
-database drivers), raw sockets, writes through a file descriptor opened before the scope, HTTP
+database drivers), bytes written to a socket's descriptor directly (``os.write(sock.fileno())``,
+``_socket.socket``), data asyncio buffers while a socket is full and sends later outside the
+call's context, writes through a file descriptor opened before the scope (logging to an open
+handler), a symlink swapped between the check and the open by code outside the scope, HTTP
 libraries other than those above, and work outside the call's context (see above). A plugin is
-trusted code; this catches mistakes, it is not a sandbox.
+trusted code; this catches mistakes and the usual ways round them, it is not a sandbox.
 
 :func:`exempt` lets HTTP requests that change no served data through (an OAuth token POST); each
 is logged at INFO and recorded in :attr:`Scope.exemptions`, which the core puts in the receipt.
@@ -41,7 +68,9 @@ logged at WARNING and recorded in :attr:`Scope.violations`.
 
 Cost: the audit hook is installed once per process (hooks cannot be removed) and does one dict
 lookup for every audited event in the process, plus one ContextVar read for the few events it
-judges; the HTTP patches add one ContextVar read per request outside a scope. Entering and
+judges; the HTTP patches add one ContextVar read per request, per socket send and per ``os.open``
+outside a scope (a Python call around the C one). In a scope, bytes sent below a guarded client
+are scanned line by line (a few microseconds per send); the project's clients skip the scan. Entering and
 leaving a scope is one ContextVar set/reset and a small object; the scratch directory is made
 only when asked for. ``benchmarks/sideeffects.py`` measures it against a read without it.
 """
@@ -53,10 +82,12 @@ import importlib
 import importlib.util
 import logging
 import os
+import re
 import shutil
 import sys
 import tempfile
 import threading
+import weakref
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar, Token
 from typing import Any, Literal
@@ -94,9 +125,22 @@ class Scope:
     :func:`exempt`; ``violations`` one ``{"attempted", "category", "refused", ...}`` dict per
     attempt, refused (``mode="enforce"``) or let through (``mode="warn"``). ``category`` is
     ``"http"``, ``"file"`` or ``"process"``. Both lists are JSON-ready, for the receipt.
+    ``refused`` is the last :class:`SideEffectRefused` raised, kept because some libraries catch
+    it and fail with an error of their own (asyncio's transports close the connection).
     """
 
-    __slots__ = ("_scratch", "exemptions", "kind", "mode", "plugin", "provider", "target", "violations")
+    __slots__ = (
+        "_passed",
+        "_scratch",
+        "exemptions",
+        "kind",
+        "mode",
+        "plugin",
+        "provider",
+        "refused",
+        "target",
+        "violations",
+    )
 
     def __init__(self, provider: str, plugin: str, target: str, kind: Kind, mode: Mode) -> None:
         if mode not in ("enforce", "warn"):
@@ -105,6 +149,8 @@ class Scope:
         self.exemptions: list[dict[str, Any]] = []
         self.violations: list[dict[str, Any]] = []
         self._scratch: str | None = None
+        self.refused: SideEffectRefused | None = None  # the last refusal, even if a library swallowed it
+        self._passed: list[tuple[str, str]] | None = None  # (verb, path) http.client let through, made when needed
 
     def scratch_dir(self) -> str:
         """This call's private temporary directory (absolute, resolved), made on first use.
@@ -137,7 +183,9 @@ class Scope:
         s = self._scratch
         return s is not None and (path == s or path.startswith(s + os.sep))
 
-    def attempt(self, attempted: str, category: str, **extra: Any) -> None:
+    def attempt(
+        self, attempted: str, category: str, *, error: type[SideEffectRefused] = SideEffectRefused, **extra: Any
+    ) -> None:
         """Refuse ``attempted`` (enforce) or record and log it (warn).
 
         :param attempted: what was tried, for people: ``"a POST to http://host/path"``.
@@ -162,7 +210,8 @@ class Scope:
             "rule": RULE,
             **extra,
         }
-        raise SideEffectRefused(f"{RULE}: {attempted} was refused while {where}; {advice}", data=data)
+        self.refused = error(f"{RULE}: {attempted} was refused while {where}; {advice}", data=data)
+        raise self.refused
 
 
 @contextlib.contextmanager
@@ -233,20 +282,32 @@ def exempt(reason: str) -> Iterator[None]:
         _exempt.reset(token)
 
 
-def check_http(method: str, url: str, *, has_body: bool) -> None:
+class _RefusedOnTheWire(SideEffectRefused, ConnectionError):
+    """The socket guard's refusal. Also a ``ConnectionError``, so a library that takes a failed send
+    for a lost connection (asyncio's transports) closes it quietly; the read fails with the refusal
+    all the same (the invoker raises :attr:`Scope.refused` whatever the provider then raised)."""
+
+
+def check_http(method: str, url: str, *, has_body: bool) -> bool:
     """Judge one HTTP request about to be sent; a no-op outside a scope.
 
     :param method: the request method, any case.
     :param url: the absolute URL (its query is left out of messages and records).
     :param has_body: whether the request carries a body (Content-Length > 0 or chunked).
+    :returns: ``True`` when a non-safe request (or a body on a safe one) was let through, by
+        :func:`exempt` or in ``mode="warn"``, and recorded; ``False`` when nothing needed judging.
     :raises SideEffectRefused: a non-safe method, or a body on a safe one, in enforce mode.
     """
+    return _judge_http(method, url, has_body, SideEffectRefused)
+
+
+def _judge_http(method: str, url: str, has_body: bool, error: type[SideEffectRefused]) -> bool:
     scope = _current.get()
     if scope is None:
-        return
+        return False
     verb = method.upper()
     if verb in SAFE_METHODS and not has_body:
-        return
+        return False
     shown = url.split("?", 1)[0]
     host = shown.split("://", 1)[-1].split("/", 1)[0]
     reason = _exempt.get()
@@ -261,9 +322,13 @@ def check_http(method: str, url: str, *, has_body: bool) -> None:
             host,
             reason,
         )
-        return
+        return True
     attempted = f"a {verb} with a body to {shown}" if verb in SAFE_METHODS else f"a {verb} to {shown}"
-    scope.attempt(attempted, "http", method=verb, host=host)
+    if error is _RefusedOnTheWire:  # below every client: say so, it is where the client's guard was missed
+        scope.attempt(attempted, "http", error=error, method=verb, host=host, layer="wire")
+    else:
+        scope.attempt(attempted, "http", error=error, method=verb, host=host)
+    return True
 
 
 # -- the audit hook (files and processes) -------------------------------------------------------
@@ -310,7 +375,8 @@ _FILE_EVENTS: dict[str, tuple[tuple[int, int], ...]] = {
     "shutil.unpack_archive": ((1, -1),),
 }
 _JUDGED = frozenset(_FILE_EVENTS) | _PROCESS_EVENTS
-_TRUSTED_MODULES = frozenset({"importlib._bootstrap_external", "importlib._bootstrap", "logging", "logging.handlers"})
+_os_open_call = threading.local()  # .pending = (path object, dir_fd) while the guarded os.open runs
+_log_files: dict[str, str] = {}  # resolved path -> mode, of logging.FileHandlers made outside any scope
 
 
 def _audit(event: str, args: tuple[Any, ...]) -> None:
@@ -341,13 +407,16 @@ def _judge_file(scope: Scope, event: str, args: tuple[Any, ...]) -> None:
         raw = args[index] if index < len(args) else None
         if raw is None or (isinstance(raw, int) and event == "open"):
             continue  # open(fd): a descriptor opened before, not a new file-system write
+        if event == "open" and args[1] is None:  # os.open: its event has no dir_fd, the guarded call does
+            paths.append(_resolve_os_open(raw))
+            continue
         dir_fd = args[dir_fd_index] if dir_fd_index >= 0 and dir_fd_index < len(args) else None
         paths.append(_resolve(raw, dir_fd))
     if not paths:
         return
     if event != "os.chdir" and all(scope._under_scratch(p) for p in paths):
         return
-    if _trusted_caller():
+    if _expected_write(event, args, paths):
         return
     shown = " -> ".join(paths)
     if event == "open":
@@ -372,16 +441,104 @@ def _resolve(raw: Any, dir_fd: Any) -> str:
         return repr(raw)  # unresolvable: never under the scratch directory
 
 
-def _trusted_caller() -> bool:
-    """Whether the import system (bytecode cache) or logging made this write. Only on the refusal path."""
-    frame = sys._getframe(2)
-    depth = 0
-    while frame is not None and depth < 64:
-        if frame.f_globals.get("__name__") in _TRUSTED_MODULES:
-            return True
-        frame = frame.f_back  # type: ignore[assignment]
-        depth += 1
-    return False
+def _resolve_os_open(raw: Any) -> str:
+    """Where an ``os.open`` event's path lands: the "open" audit event carries no ``dir_fd``, so a
+    relative path is only resolvable when the guarded ``os.open`` (:func:`_guarded_os_open`) said
+    which directory it is relative to; through an unguarded reference it lands somewhere unknown."""
+    pending = getattr(_os_open_call, "pending", None)
+    if pending is not None and pending[0] is raw:
+        return _resolve(raw, pending[1])
+    try:
+        relative = not os.path.isabs(os.fsdecode(raw))
+    except (TypeError, ValueError):
+        relative = True
+    if relative:
+        cache = _resolve(raw, None)  # the import system writes caches through posix.open, unguarded
+        if _is_bytecode_cache(cache):
+            return cache
+        return f"{os.fsdecode(raw)!s} (relative to a directory descriptor that cannot be known)"
+    return _resolve(raw, None)
+
+
+_real_os_open = getattr(os.open, "__wrapped__", os.open)  # the builtin, even when this module is reloaded
+
+
+def _guarded_os_open(path: Any, flags: int, mode: int = 0o777, *, dir_fd: int | None = None) -> int:
+    if _current.get() is None:
+        return _real_os_open(path, flags, mode, dir_fd=dir_fd)
+    _os_open_call.pending = (path, dir_fd)
+    try:
+        return _real_os_open(path, flags, mode, dir_fd=dir_fd)
+    finally:
+        _os_open_call.pending = None
+
+
+def _expected_write(event: str, args: tuple[Any, ...], paths: list[str]) -> bool:
+    """The writes a read may make because of *what* is written, never who asks: the import
+    system's bytecode cache (PEP 3147) and the log files configured outside any scope."""
+    if all(_is_bytecode_cache(p) for p in paths):
+        return True
+    if event == "os.mkdir" and all(_is_cache_dir(p) for p in paths):
+        return True
+    if event == "open":  # a log handler's own file, in the mode it was made with (os.open has none)
+        return args[1] is not None and _log_files.get(paths[0]) == args[1]
+    return event in ("os.rename", "os.remove") and all(_in_log_family(p) for p in paths)  # rotation
+
+
+def _is_bytecode_cache(path: str) -> bool:
+    """Whether ``path`` is a ``.pyc`` cache (or the import system's ``<cache>.<id>`` temporary file
+    for it, see ``importlib._bootstrap_external._write_atomic``) of a source file that exists."""
+    stem, _, tail = path.rpartition(".")
+    if tail.isdigit() and stem.endswith(".pyc"):
+        path = stem
+    try:
+        return os.path.isfile(importlib.util.source_from_cache(path))
+    except (ValueError, NotImplementedError):
+        return False  # not a PEP 3147/488 cache path for this interpreter
+
+
+def _is_cache_dir(path: str) -> bool:
+    prefix = sys.pycache_prefix
+    if prefix is not None:
+        root = os.path.realpath(prefix)
+        return path == root or path.startswith(root + os.sep)
+    parent, name = os.path.split(path)
+    try:
+        return name == "__pycache__" and any(n.endswith(".py") for n in os.listdir(parent))
+    except OSError:
+        return False
+
+
+def _in_log_family(path: str) -> bool:
+    """A configured log file or one of its rotations (``app.log.1``, ``app.log.2026-12-01``)."""
+    if path in _log_files:
+        return True
+    return any(path.startswith(base + ".") and os.sep not in path[len(base) :] for base in _log_files)
+
+
+def _register_log_file(handler: logging.FileHandler) -> None:
+    _log_files[os.path.realpath(handler.baseFilename)] = handler.mode
+
+
+def _patch_logging() -> None:
+    """Record every ``logging.FileHandler`` made outside a scope: its file, in its mode, is an
+    expected write (a handler made with ``delay=True`` opens its file on the first record)."""
+    original = logging.FileHandler.__init__
+    if getattr(original, "_mcp_providers_guarded", False):
+        return
+
+    def __init__(self: logging.FileHandler, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)  # opens the file now unless delay=True: judged as any open
+        if _current.get() is None:
+            _register_log_file(self)
+
+    __init__._mcp_providers_guarded = True  # type: ignore[attr-defined]
+    logging.FileHandler.__init__ = __init__  # type: ignore[method-assign]
+    loggers = [logging.getLogger(), *logging.Logger.manager.loggerDict.values()]
+    for logger in loggers:
+        for handler in getattr(logger, "handlers", ()):
+            if isinstance(handler, logging.FileHandler):
+                _register_log_file(handler)
 
 
 def _short(args: tuple[Any, ...]) -> str:
@@ -390,6 +547,10 @@ def _short(args: tuple[Any, ...]) -> str:
 
 
 # -- HTTP library patches -------------------------------------------------------------------------
+
+# Set while a guard that judged a whole request runs the real call: what it sends below (the
+# connection under a pool, the socket under a connection) was judged already and is not again.
+_judged_above: ContextVar[bool] = ContextVar("mcp_providers_side_effect_judged_above", default=False)
 
 
 def _core_request_has_body(headers: Any) -> bool:
@@ -400,32 +561,51 @@ def _core_request_has_body(headers: Any) -> bool:
     return False
 
 
-def _core_check(request: Any) -> None:
-    if _current.get() is None:
-        return
+def _core_check(request: Any, *, tunnel_ok: bool = False) -> None:
+    method = request.method.decode("ascii", "replace")
+    has_body = _core_request_has_body(request.headers)
+    if tunnel_ok and method.upper() == "CONNECT" and not has_body:
+        return  # a connection opening a proxy tunnel: the requests inside it are judged on their own
     url = request.url
-    port = f":{url.port}" if url.port else ""
     target = url.target.decode("ascii", "replace")
-    full = f"{url.scheme.decode()}://{url.host.decode('ascii', 'replace')}{port}{target}"
-    check_http(request.method.decode("ascii", "replace"), full, has_body=_core_request_has_body(request.headers))
+    if "://" in target:  # absolute-form, to a forward proxy
+        full = target
+    else:
+        port = f":{url.port}" if url.port else ""
+        full = f"{url.scheme.decode()}://{url.host.decode('ascii', 'replace')}{port}{target}"
+    check_http(method, full, has_body=has_body)
 
 
 def _guard(cls: type, name: str, check: Callable[..., None], *, is_async: bool) -> None:
+    """Wrap ``cls.name`` so a scope runs ``check`` (which may raise) on its arguments first, once
+    per request however many guarded layers it passes through."""
     original = getattr(cls, name)
     if getattr(original, "__mcp_providers_guarded__", False):
         return
     if is_async:
 
         async def guarded_async(self: Any, *args: Any, **kwargs: Any) -> Any:
+            if _current.get() is None or _judged_above.get():
+                return await original(self, *args, **kwargs)
             check(self, *args, **kwargs)
-            return await original(self, *args, **kwargs)
+            token = _judged_above.set(True)
+            try:
+                return await original(self, *args, **kwargs)
+            finally:
+                _judged_above.reset(token)
 
         wrapper: Any = guarded_async
     else:
 
         def guarded_sync(self: Any, *args: Any, **kwargs: Any) -> Any:
+            if _current.get() is None or _judged_above.get():
+                return original(self, *args, **kwargs)
             check(self, *args, **kwargs)
-            return original(self, *args, **kwargs)
+            token = _judged_above.set(True)
+            try:
+                return original(self, *args, **kwargs)
+            finally:
+                _judged_above.reset(token)
 
         wrapper = guarded_sync
     wrapper.__name__, wrapper.__qualname__, wrapper.__doc__ = original.__name__, original.__qualname__, original.__doc__
@@ -435,22 +615,45 @@ def _guard(cls: type, name: str, check: Callable[..., None], *, is_async: bool) 
 
 
 def _patch_httpcore(module: Any) -> None:
+    """The pool (good messages: the URL asked for) and every connection class below it (a bare
+    ``HTTPConnection``/``HTTP11Connection``/``HTTP2Connection`` or proxy connection)."""
     _guard(module.ConnectionPool, "handle_request", lambda _s, request: _core_check(request), is_async=False)
     _guard(module.AsyncConnectionPool, "handle_async_request", lambda _s, request: _core_check(request), is_async=True)
+    conn = lambda _s, request: _core_check(request, tunnel_ok=True)  # noqa: E731
+    for name in ("HTTPConnection", "HTTP11Connection", "HTTP2Connection"):
+        for prefix, method, is_async in (("", "handle_request", False), ("Async", "handle_async_request", True)):
+            cls = _optional_attr(module, prefix + name)
+            if cls is not None and hasattr(cls, method):  # without h2, HTTP2Connection is a stub
+                _guard(cls, method, conn, is_async=is_async)
+
+
+def _optional_attr(module: Any, name: str) -> Any:
+    try:
+        return getattr(module, name)
+    except (AttributeError, ImportError, RuntimeError):  # httpcore's HTTP2Connection needs h2
+        return None
+
+
+def _path_of(url: str) -> str:
+    rest = url.split("://", 1)[1] if "://" in url else url
+    return "/" + rest.split("/", 1)[1] if "/" in rest else "/"
+
+
+def _http_client_judge(conn: Any, method: str, full: str, *, has_body: bool) -> None:
+    if check_http(method, full, has_body=has_body):  # let through: the socket below must not judge it again
+        scope = _current.get()
+        if scope is not None:
+            scope._passed = [*(scope._passed or ()), (method.upper(), _path_of(full))]
 
 
 def _http_client_putrequest(conn: Any, method: str, url: str, *args: Any, **kwargs: Any) -> None:
-    if _current.get() is None:
-        return
     scheme = "https" if getattr(conn, "default_port", 80) == 443 else "http"
     full = url if "://" in url else f"{scheme}://{conn.host}:{conn.port}{url}"
     conn.__dict__["_mcp_providers_request"] = (method, full)
-    check_http(method, full, has_body=False)
+    _http_client_judge(conn, method, full, has_body=False)
 
 
 def _http_client_putheader(conn: Any, header: str | bytes, *values: Any) -> None:
-    if _current.get() is None:
-        return
     name = (header.decode("latin-1") if isinstance(header, bytes) else header).lower()
     if name not in ("content-length", "transfer-encoding"):
         return
@@ -459,7 +662,7 @@ def _http_client_putheader(conn: Any, header: str | bytes, *values: Any) -> None
         return
     method, full = conn.__dict__.get("_mcp_providers_request", ("GET", f"http://{conn.host}:{conn.port}/"))
     if method.upper() in SAFE_METHODS:  # an unsafe method was judged (and recorded) by putrequest
-        check_http(method, full, has_body=True)
+        _http_client_judge(conn, method, full, has_body=True)
 
 
 def _aiohttp_check(_session: Any, method: str, url: Any, *args: Any, **kwargs: Any) -> None:
@@ -470,8 +673,168 @@ def _aiohttp_check(_session: Any, method: str, url: Any, *args: Any, **kwargs: A
 def _patch_http_client() -> None:
     import http.client
 
-    _guard(http.client.HTTPConnection, "putrequest", _http_client_putrequest, is_async=False)
-    _guard(http.client.HTTPConnection, "putheader", _http_client_putheader, is_async=False)
+    # Not through _guard: putrequest only buffers, and what the connection then sends must still
+    # reach the socket guard (a raw send() after a GET's head is judged there).
+    for name, check in (("putrequest", _http_client_putrequest), ("putheader", _http_client_putheader)):
+        original = getattr(http.client.HTTPConnection, name)
+        if getattr(original, "__mcp_providers_guarded__", False):
+            continue
+        setattr(http.client.HTTPConnection, name, _checked_first(original, check))
+
+
+def _checked_first(original: Callable[..., Any], check: Callable[..., None]) -> Callable[..., Any]:
+    def guarded(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if _current.get() is not None:
+            check(self, *args, **kwargs)
+        return original(self, *args, **kwargs)
+
+    guarded.__name__, guarded.__qualname__, guarded.__doc__ = original.__name__, original.__qualname__, original.__doc__
+    guarded.__wrapped__ = original  # type: ignore[attr-defined]
+    guarded.__mcp_providers_guarded__ = True  # type: ignore[attr-defined]
+    return guarded
+
+
+# -- the wire: HTTP/1.x request heads in the bytes a socket or TLS object sends -------------------
+
+_WIRE_SAFE = SAFE_METHODS | {"CONNECT"}  # CONNECT opens a proxy tunnel; what goes through it is judged
+_REQUEST_LINE = re.compile(rb"([!#$%&'*+.^_`|~0-9A-Za-z-]+)[ \t]+([^ \t]*).*[ \t]HTTP/[0-9](?:\.[0-9])?[ \t]*\r?", re.S)
+_LONG_LINE = 8192  # longer unfinished lines keep their start and end (method, version), not the middle
+
+
+class _Wire:
+    """What one socket or TLS object has sent in one scope: the unfinished line, the request
+    head being sent (``(verb, target, judged, body length)``) and body bytes still to skip."""
+
+    __slots__ = ("carry", "head", "scope", "skip")
+
+    def __init__(self, scope: Scope) -> None:
+        self.scope, self.carry, self.head, self.skip = scope, b"", None, 0
+
+
+_wires: weakref.WeakKeyDictionary[Any, _Wire] = weakref.WeakKeyDictionary()
+
+
+def _scan(wire: _Wire, data: bytes, sender: Any, scheme: str) -> None:
+    """Judge every complete line ``data`` finishes; refusing raises before anything is sent.
+
+    A request line is refused when its line ends (``\\n``), so a head split over several sends
+    never reaches the server whole; a body header on a safe method is refused the same way."""
+    buf, pos = wire.carry + data, 0
+    head, skip = wire.head, wire.skip
+    while True:
+        if skip:
+            take = min(skip, len(buf) - pos)
+            pos, skip = pos + take, skip - take
+            if skip:
+                break
+        end = buf.find(b"\n", pos)
+        if end < 0:
+            break
+        head, skip = _judge_line(wire.scope, buf[pos:end], head, sender, scheme)
+        pos = end + 1
+    carry = buf[pos:]
+    if len(carry) > _LONG_LINE:
+        carry = carry[: _LONG_LINE // 2] + b"~" + carry[-64:]
+    wire.carry, wire.head, wire.skip = carry, head, skip
+
+
+def _judge_line(scope: Scope, line: bytes, head: Any, sender: Any, scheme: str) -> tuple[Any, int]:
+    if head is not None:
+        verb, target, judged, length = head
+        if not line.strip(b"\r \t"):
+            return None, length if judged else 0  # end of the head; skip a let-through body
+        name, colon, value = line.partition(b":")
+        lowered = name.strip().lower()
+        if colon and lowered in (b"content-length", b"transfer-encoding"):
+            if lowered == b"content-length" and value.strip() == b"0":
+                return head, 0
+            if not judged:
+                judged = _judge_wire(scope, verb, target, sender, scheme, has_body=True)
+            length = int(value) if lowered == b"content-length" and value.strip().isdigit() else 0
+            return (verb, target, judged, length), 0
+        return head, 0
+    match = _REQUEST_LINE.fullmatch(line)
+    if match is None:
+        return None, 0  # not an HTTP/1.x request line: another protocol's bytes, or TLS
+    verb, target = match.group(1).decode("ascii").upper(), match.group(2).decode("latin-1")
+    judged = verb not in _WIRE_SAFE and _judge_wire(scope, verb, target, sender, scheme, has_body=False)
+    return (verb, target, judged, 0), 0
+
+
+def _judge_wire(scope: Scope, verb: str, target: str, sender: Any, scheme: str, *, has_body: bool) -> bool:
+    key = (verb, _path_of(target) if "://" in target else target)
+    if scope._passed and key in scope._passed:  # http.client judged and let this very request through above
+        scope._passed.remove(key)
+        return True
+    url = target if "://" in target else f"{scheme}://{_peer(sender)}{target}"
+    if verb == "PRI":  # HTTP/2's preface: its binary frames are judged only in httpcore2's connection
+        attempted = f"an HTTP/2 connection written by hand to {url.removesuffix('*')}"
+        scope.attempt(attempted, "http", error=_RefusedOnTheWire, method=verb, layer="wire")
+        return True
+    return _judge_http(verb, url, has_body, _RefusedOnTheWire)
+
+
+def _peer(sender: Any) -> str:
+    """``host:port`` a socket is connected to (the TLS server name for the host, when there is
+    one); an ``ssl.SSLObject`` knows only its server name."""
+    name = getattr(sender, "server_hostname", None)
+    try:
+        address = sender.getpeername()
+    except (AttributeError, OSError):
+        return str(name) if name else "an unknown host"
+    if not isinstance(address, tuple):
+        return str(name or address)
+    host = str(name or address[0])
+    return f"[{host}]:{address[1]}" if ":" in host else f"{host}:{address[1]}"
+
+
+def _wire_guard(cls: type, name: str, data_of: Callable[[tuple[Any, ...]], bytes], scheme: str) -> None:
+    """Wrap a send method so a scope judges the HTTP heads in what it sends (and only then sends)."""
+    original = getattr(cls, name)
+    if getattr(original, "__mcp_providers_guarded__", False):
+        return
+
+    def guarded(self: Any, *args: Any, **kwargs: Any) -> Any:
+        scope = _current.get()
+        if scope is None or _judged_above.get():
+            return original(self, *args, **kwargs)
+        wire = _wires.get(self)
+        if wire is None or wire.scope is not scope:
+            wire = _wires[self] = _Wire(scope)
+        _scan(wire, data_of(args), self, scheme)
+        token = _judged_above.set(True)  # an SSLSocket's send may call the plain socket's
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            _judged_above.reset(token)
+
+    guarded.__name__, guarded.__qualname__, guarded.__doc__ = original.__name__, original.__qualname__, original.__doc__
+    guarded.__wrapped__ = original  # type: ignore[attr-defined]
+    guarded.__mcp_providers_guarded__ = True  # type: ignore[attr-defined]
+    setattr(cls, name, guarded)
+
+
+def _first_bytes(args: tuple[Any, ...]) -> bytes:
+    return bytes(args[0]) if args else b""
+
+
+def _joined_buffers(args: tuple[Any, ...]) -> bytes:
+    return b"".join(bytes(b) for b in args[0]) if args else b""
+
+
+def _patch_wire() -> None:
+    """Plain sockets (``send``, ``sendall``, ``sendto``, ``sendmsg``: asyncio's transports and
+    ``loop.sock_sendall`` use them) and TLS plaintext (``ssl.SSLSocket`` and ``ssl.SSLObject``,
+    the memory-BIO object asyncio's and anyio's TLS streams write through)."""
+    import socket
+    import ssl
+
+    for name in ("send", "sendall", "sendto"):
+        _wire_guard(socket.socket, name, _first_bytes, "http")
+    _wire_guard(socket.socket, "sendmsg", _joined_buffers, "http")
+    for name in ("send", "sendall", "write"):
+        _wire_guard(ssl.SSLSocket, name, _first_bytes, "https")
+    _wire_guard(ssl.SSLObject, "write", _first_bytes, "https")
 
 
 def _unaudited(module: Any, name: str, category: str, describe: Callable[[tuple[Any, ...]], str]) -> None:
@@ -527,7 +890,13 @@ def install() -> None:
 
         _patch_httpcore(httpcore2)
         _patch_http_client()
+        _patch_wire()
         _patch_unaudited()
+        _patch_logging()
+        if not getattr(os.open, "__mcp_providers_guarded__", False):
+            _guarded_os_open.__wrapped__ = os.open  # type: ignore[attr-defined]
+            _guarded_os_open.__mcp_providers_guarded__ = True  # type: ignore[attr-defined]
+            os.open = _guarded_os_open
         for name, patch in _OPTIONAL.items():
             if importlib.util.find_spec(name) is None:
                 continue

@@ -108,6 +108,8 @@ class Invoker:
         except (RequestError, ToolFailure):
             raise
         except Exception:
+            if scope is not None and scope.refused is not None:
+                raise scope.refused from None  # a library caught the refusal and failed its own way
             log.exception("provider %r (plugin %r) failed %s", work.provider, work.plugin, work.what)
             raise ProviderFailed(
                 f"provider {work.provider!r} (plugin {work.plugin!r}) failed {work.what}; "
