@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from identity_support import IdentityProvider, identity_provider, install_runtime
+from identity_support import IdentityProvider, identity_provider, install_runtime, install_whoami
 
 
 @pytest.fixture(scope="session")
@@ -38,3 +39,10 @@ def start_identity_provider(oidc_runtime: Path, tmp_path: Path) -> Iterator[Call
 def idp(start_identity_provider: Callable[[str], IdentityProvider]) -> IdentityProvider:
     """One authorization server for the test."""
     return start_identity_provider("a")
+
+
+@pytest.fixture(scope="session")
+def whoami_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """Environment for a served subprocess that also finds the ``whoami`` plugin (entry point)."""
+    site = install_whoami(tmp_path_factory.mktemp("whoami-site"))
+    return {"PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))}

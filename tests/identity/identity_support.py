@@ -9,11 +9,14 @@ cannot be installed or started fails the test; elsewhere it skips with the reaso
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
 import re
+import secrets
 import shutil
 import socket
 import subprocess
@@ -26,6 +29,9 @@ from typing import Any, NoReturn
 
 import httpx2
 import pytest
+from mcp.client.auth import OAuthClientProvider
+from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
+from pydantic import AnyUrl
 
 HERE = Path(__file__).parent
 ROOT = HERE.parents[1]
@@ -216,19 +222,43 @@ class McpServer:
     audit: Path
 
 
+def jwt_server_config(issuers: Sequence[str], policy: str = "",
+                      allow: Sequence[str] = ("ssg_catalog", "policy")) -> str:
+    """A config serving ``allow`` behind ``[server.auth] mode = "jwt"`` trusting ``issuers``.
+
+    ``{url}`` and ``{audit}`` are filled in by :func:`mcp_server`; ``policy`` is appended as is.
+    """
+    trusted = json.dumps(issuers[0]) if len(issuers) == 1 else json.dumps(list(issuers))
+    return f"""
+allow = {json.dumps(list(allow))}
+
+[server]
+audit_log = "{{audit}}"
+
+[server.auth]
+mode = "jwt"
+issuer = {trusted}
+resource_url = "{{url}}"
+required_scopes = ["mcp:read"]
+groups_claim = "groups"
+{policy}
+"""
+
+
 @contextlib.contextmanager
-def mcp_server(folder: Path, config_toml: str, *, port: int | None = None) -> Iterator[McpServer]:
-    """Serve ``config_toml`` (``{url}`` and ``{audit}`` filled in) on a free loopback port."""
-    port = port or free_port()
+def mcp_server(folder: Path, config_toml: str, *, env: Mapping[str, str] | None = None) -> Iterator[McpServer]:
+    """``mcp-providers serve --http`` of ``config_toml`` (``{url}``, ``{audit}`` filled in) on a free port."""
+    port = free_port()
     url = f"http://127.0.0.1:{port}/mcp"
     audit = folder / "audit.jsonl"
+    folder.mkdir(parents=True, exist_ok=True)
     config = folder / "mcp-providers.toml"
-    config.write_text(config_toml.format(url=url, audit=audit))
+    config.write_text(config_toml.replace("{url}", url).replace("{audit}", str(audit)))
     log = folder / "mcp-server.log"
     with open(log, "w") as errors:
         process = subprocess.Popen(
             [sys.executable, "-m", "mcp_providers", "serve", "--config", str(config), "--http", f"127.0.0.1:{port}"],
-            stdout=errors, stderr=errors, text=True)
+            stdout=errors, stderr=errors, text=True, env={**os.environ, **(env or {})})
     try:
         deadline = time.monotonic() + START_SECONDS
         while True:
@@ -277,3 +307,91 @@ async def follow_login(authorization_url: str, redirect_uri: str, login_hint: st
             if str(url).startswith(redirect_uri):
                 return Callback(dict(url.params))
     raise AssertionError(f"no redirect to {redirect_uri} after 10 hops")
+
+
+class MemoryStorage:
+    """The SDK's ``TokenStorage`` protocol, in memory: one login per instance."""
+
+    def __init__(self) -> None:
+        self.tokens: OAuthToken | None = None
+        self.client_info: OAuthClientInformationFull | None = None
+
+    async def get_tokens(self) -> OAuthToken | None:
+        return self.tokens
+
+    async def set_tokens(self, tokens: OAuthToken) -> None:
+        self.tokens = tokens
+
+    async def get_client_info(self) -> OAuthClientInformationFull | None:
+        return self.client_info
+
+    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
+        self.client_info = client_info
+
+
+@dataclass
+class Login:
+    """What one SDK login went through: the authorization URLs it was sent to, and its storage."""
+
+    account: str
+    redirect_uri: str = field(default_factory=lambda: f"http://127.0.0.1:{free_port()}/callback")
+    storage: MemoryStorage = field(default_factory=MemoryStorage)
+    authorization_urls: list[str] = field(default_factory=list)
+    callbacks: list[Callback] = field(default_factory=list)
+
+    def provider(self, server_url: str) -> OAuthClientProvider:
+        """The SDK v2 ``OAuthClientProvider`` for ``server_url``; its browser is :func:`follow_login`."""
+        async def redirect(authorization_url: str) -> None:
+            self.authorization_urls.append(authorization_url)
+            self.callbacks.append(await follow_login(authorization_url, self.redirect_uri, self.account))
+
+        async def callback() -> AuthorizationCodeResult:
+            params = self.callbacks[-1].params
+            if "code" not in params:
+                raise AssertionError(f"the authorization server answered {dict(params)}")
+            return AuthorizationCodeResult(code=params["code"], state=params.get("state"), iss=params.get("iss"))
+
+        metadata = OAuthClientMetadata(redirect_uris=[AnyUrl(self.redirect_uri)], client_name="identity-e2e",
+                                       grant_types=["authorization_code", "refresh_token"])
+        return OAuthClientProvider(server_url, metadata, self.storage, redirect_handler=redirect,
+                                   callback_handler=callback)
+
+
+async def authorization_code_token(idp: IdentityProvider, resource: str, account: str,
+                                   redirect_uri: str = "http://127.0.0.1:8933/callback") -> str:
+    """Register (RFC 7591), authorize with PKCE S256 and ``resource`` (RFC 8707), exchange the code.
+
+    :returns: the access token ``idp`` issued to ``account`` for ``resource``.
+    """
+    async with httpx2.AsyncClient(timeout=10) as http:
+        registered = await http.post(str(idp.metadata["registration_endpoint"]), json={
+            "redirect_uris": [redirect_uri], "application_type": "native", "token_endpoint_auth_method": "none",
+            "grant_types": ["authorization_code"], "response_types": ["code"], "scope": "mcp:read",
+        })
+        assert registered.status_code == 201, registered.text
+        client_id = registered.json()["client_id"]
+        verifier = secrets.token_urlsafe(48)
+        challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+        state = secrets.token_urlsafe(16)
+        authorize = httpx2.URL(str(idp.metadata["authorization_endpoint"])).copy_merge_params({
+            "response_type": "code", "client_id": client_id, "redirect_uri": redirect_uri, "scope": "mcp:read",
+            "state": state, "code_challenge": challenge, "code_challenge_method": "S256", "resource": resource,
+        })
+        callback = await follow_login(str(authorize), redirect_uri, account)
+        assert callback.params.get("state") == state and callback.params.get("iss") == idp.issuer, callback.params
+        assert callback.code, callback.params
+        exchanged = await http.post(idp.token_endpoint, data={
+            "grant_type": "authorization_code", "code": callback.code, "redirect_uri": redirect_uri,
+            "client_id": client_id, "code_verifier": verifier, "resource": resource,
+        })
+        assert exchanged.status_code == 200, exchanged.text
+        return str(exchanged.json()["access_token"])
+
+
+def install_whoami(target: Path) -> Path:
+    """Install ``whoami_plugin`` (no dependencies) into ``target``, for a served subprocess's PYTHONPATH."""
+    uv = shutil.which("uv")
+    pip = [uv, "pip", "install", "--python", sys.executable] if uv else [sys.executable, "-m", "pip", "install"]
+    subprocess.run([*pip, "--quiet", "--no-deps", "--target", str(target), str(HERE / "whoami_plugin")],
+                   check=True, capture_output=True, text=True)
+    return target

@@ -8,9 +8,6 @@ issuers with the same ``sub`` values.
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import secrets
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -22,6 +19,7 @@ from identity_support import (
     PROVIDER_DIR,
     SERVICE_CLIENT,
     IdentityProvider,
+    authorization_code_token,
     follow_login,
     install_runtime,
 )
@@ -63,29 +61,7 @@ def test_client_credentials_refuses_a_wrong_secret_and_a_non_url_resource(idp: I
 
 
 async def _code_flow_token(idp: IdentityProvider, account: str) -> tuple[str, dict[str, Any]]:
-    """Register (RFC 7591), authorize with PKCE S256 and ``resource``, exchange the code: the access token."""
-    registered = httpx2.post(str(idp.metadata["registration_endpoint"]), timeout=10, json={
-        "redirect_uris": [REDIRECT_URI], "application_type": "native", "token_endpoint_auth_method": "none",
-        "grant_types": ["authorization_code"], "response_types": ["code"], "scope": "mcp:read",
-    })
-    assert registered.status_code == 201, registered.text
-    client_id = registered.json()["client_id"]
-    verifier = secrets.token_urlsafe(48)
-    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
-    state = secrets.token_urlsafe(16)
-    authorize = httpx2.URL(str(idp.metadata["authorization_endpoint"])).copy_merge_params({
-        "response_type": "code", "client_id": client_id, "redirect_uri": REDIRECT_URI, "scope": "mcp:read",
-        "state": state, "code_challenge": challenge, "code_challenge_method": "S256", "resource": RESOURCE,
-    })
-    callback = await follow_login(str(authorize), REDIRECT_URI, account)
-    assert callback.params["state"] == state and callback.params["iss"] == idp.issuer
-    assert callback.code, callback.params
-    exchanged = httpx2.post(idp.token_endpoint, timeout=10, data={
-        "grant_type": "authorization_code", "code": callback.code, "redirect_uri": REDIRECT_URI,
-        "client_id": client_id, "code_verifier": verifier, "resource": RESOURCE,
-    })
-    assert exchanged.status_code == 200, exchanged.text
-    token = str(exchanged.json()["access_token"])
+    token = await authorization_code_token(idp, RESOURCE, account, REDIRECT_URI)
     return token, verified_claims(idp, token, RESOURCE)
 
 
