@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
     from pydantic import BaseModel
 
+    from mcp_providers.identity import Principal
     from mcp_providers.policy import Action, Decision
     from mcp_providers.providers import PromptProvider, ResourceProvider, ToolProvider
 
@@ -114,8 +115,8 @@ def demo_settings() -> AbstractContextManager[dict[str, Any]] | None:
 
 
 @hookspec
-def authorize(subject: str, action: Action, target: str, settings: Any) -> Decision | None:
-    """Decide whether ``subject`` may perform ``action`` on ``target``.
+def authorize(subject: str, action: Action, target: str, settings: Any, principal: Principal) -> Decision | None:
+    """Decide whether the caller may perform ``action`` on ``target``.
 
     Called at every boundary of every request: list, read, template expansion, completion,
     subscription, tool call, prompt, and for every link and embed a tool or prompt returns. Every
@@ -124,19 +125,28 @@ def authorize(subject: str, action: Action, target: str, settings: Any) -> Decis
     asked about in its canonical form (lower-case scheme, one percent-encoding) and, when that
     differs, as the client sent it; a URI of a template is preceded by ``expand`` on the template.
 
-    :param subject: who is asking: ``"local"`` on stdio, the verified token's subject on HTTP.
+    :param subject: ``principal.subject``: ``"local"`` on stdio, the verified token's subject on
+        HTTP. A subject is unique only within its issuer: a rule that names subjects while tokens
+        come from more than one issuer should check ``principal.issuer`` too.
     :param action: one of ``"list"``, ``"read"``, ``"expand"``, ``"complete"``, ``"subscribe"``,
         ``"call"``, ``"prompt"``.
     :param target: the URI, URI template, tool name or prompt name acted on.
     :param settings: the instance of this plugin's :func:`settings_model`, or ``None``.
+    :param principal: the whole caller (:class:`~mcp_providers.identity.Principal`: subject,
+        issuer, client id, scopes, groups, selected claims), made once per request.
     :returns: a :class:`~mcp_providers.policy.Decision`, or ``None`` to defer.
+
+    .. versionadded:: 0.3
+        ``principal``. pluggy passes an implementation only the arguments it names, so
+        implementations written before it (``subject, action, target, settings``) keep working.
 
     .. versionchanged:: 0.2
         No longer ``firstresult``: every implementation is asked and any deny wins (before, the
         last-registered plugin that answered decided alone, so an allow could hide a deny).
 
     Use in provider plugins: keep it fast and side-effect free; it runs on every request. An
-    implementation that raises, or returns anything but a ``Decision`` or ``None``, denies. A
+    implementation that raises, returns anything but a ``Decision`` or ``None``, or is only a hook
+    wrapper, denies. A
     plugin that implements this hook, or is configured, and then fails to load at any stage stops
     ``mcp-providers serve`` from starting (fail closed); ``mcp-providers check`` lists the
     implementations in the order they are asked and flags one that allows everything.

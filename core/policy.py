@@ -28,6 +28,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
+from mcp_providers.identity import LOCAL, Principal
+
 Action = Literal["list", "read", "expand", "complete", "subscribe", "call", "prompt"]
 """The operations the ``authorize`` hook is asked about."""
 
@@ -38,14 +40,25 @@ class Decision:
 
     :param allow: ``True`` to permit, ``False`` to refuse.
     :param reason: shown to the client on refusal, e.g. ``"rule 3 denies read on servicenow://prod/*"``.
+    :raises TypeError: ``allow`` is not a ``bool`` or ``reason`` not a ``str``.
     """
 
     allow: bool
     reason: str = ""
 
+    def __post_init__(self) -> None:
+        # A truthy non-bool (``Decision("no")``) must never read as an allow.
+        if not isinstance(self.allow, bool):
+            raise TypeError(f"Decision.allow must be True or False, not {self.allow!r}")
+        if not isinstance(self.reason, str):
+            raise TypeError(f"Decision.reason must be a string, not {type(self.reason).__name__}")
+
 
 class Asker(Protocol):
     """What :func:`require` and :func:`allowed` talk to: the current request's gate (set by the core)."""
+
+    @property
+    def principal(self) -> Principal: ...
 
     def require(self, action: Action, target: str, *, asked_by: str | None = None) -> None: ...
 
@@ -75,3 +88,13 @@ def allowed(action: Action, target: str) -> bool:
     """Whether the current caller may perform ``action`` on ``target`` (for filtering; never raises)."""
     gate = current_gate.get()
     return True if gate is None else gate.allowed(action, target)
+
+
+def principal() -> Principal:
+    """Who the current request is served for (:data:`~mcp_providers.identity.LOCAL` outside one).
+
+    For provider code that is not handed a request object (a prompt's ``render``); reads and tool
+    calls also carry it as ``ReadRequest.principal`` and ``ToolCall.principal``.
+    """
+    gate = current_gate.get()
+    return LOCAL if gate is None else gate.principal

@@ -30,6 +30,7 @@ from pydantic import BaseModel
 
 from mcp_providers import policy
 from mcp_providers.errors import ToolFailure
+from mcp_providers.identity import LOCAL, Principal
 from mcp_providers.models import Prompt, Resource, ResourceTemplate, Tool
 from mcp_providers.policy import Action
 
@@ -175,13 +176,19 @@ class ReadRequest:
     :param uri: the URI exactly as the client sent it.
     :param resource: the fixed resource or template that matched.
     :param params: template variables, percent-decoded exactly once (empty for a fixed URI).
-    :param subject: who is asking (``"local"`` on stdio; the verified token's client on HTTP).
+    :param principal: who is asking (:data:`~mcp_providers.identity.LOCAL` on stdio; the verified
+        token's principal on HTTP).
     """
 
     uri: str
     resource: Resource | ResourceTemplate
     params: Mapping[str, str] = field(default_factory=dict)
-    subject: str = "local"
+    principal: Principal = LOCAL
+
+    @property
+    def subject(self) -> str:
+        """``principal.subject`` (unique only within ``principal.issuer``)."""
+        return self.principal.subject
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,11 +235,13 @@ class CompletionRequest:
     :param argument: the variable or argument name.
     :param value: what the user has typed so far.
     :param context: values of the other arguments already chosen.
+    :param principal: who is asking (as on :class:`ReadRequest`).
     """
 
     argument: str
     value: str
     context: Mapping[str, str] = field(default_factory=dict)
+    principal: Principal = LOCAL
 
 
 def _prefix_filter(values: Sequence[str], typed: str) -> list[str]:
@@ -326,7 +335,8 @@ class ToolCall:
 
     :param tool: the declaration that was called.
     :param arguments: an instance of ``tool.input_model``.
-    :param subject: who is calling (``"local"`` on stdio; the verified token's client on HTTP).
+    :param principal: who is calling (:data:`~mcp_providers.identity.LOCAL` on stdio; the verified
+        token's principal on HTTP).
     :param channel: the way back to the calling client (see :class:`ClientChannel`). The
         default has no client behind it: progress and logs go nowhere, and ``sample``/``elicit``
         raise :class:`~mcp_providers.errors.ToolFailure`.
@@ -334,8 +344,13 @@ class ToolCall:
 
     tool: Tool
     arguments: BaseModel
-    subject: str = "local"
+    principal: Principal = LOCAL
     channel: ClientChannel = field(default_factory=ClientChannel)
+
+    @property
+    def subject(self) -> str:
+        """``principal.subject`` (unique only within ``principal.issuer``)."""
+        return self.principal.subject
 
     def require(self, action: Action, target: str) -> None:
         """Ask the policy about the data this call touches; raise if it refuses.

@@ -6,14 +6,27 @@
     default = "allow"                      # when no rule matches
 
     [[plugins.policy.rules]]
+    effect = "allow"
+    groups = ["itil"]                      # the caller is in any of these groups (patterns)
+    issuers = ["https://idp.example.com/"] # the token's issuer (patterns; default any)
+    actions = ["read", "expand"]
+    targets = ["servicenow://prod/*"]      # URI, URI template, tool name or prompt name patterns
+
+    [[plugins.policy.rules]]
     effect = "deny"
     subjects = ["*"]                       # shell-style patterns (fnmatch), case-sensitive
     actions = ["read", "expand", "subscribe"]
-    targets = ["servicenow://prod/*"]      # URI, URI template, tool name or prompt name patterns
-    reason = "production records need an approved client"
+    targets = ["servicenow://prod/*"]
+    reason = "production records need the itil group"
 
-Rules are tried in order; the first whose subject, action and target all match decides. With no
-rules and ``default = "allow"`` the plugin defers (returns ``None``) so other policies may answer.
+A rule matches a caller (:class:`~mcp_providers.identity.Principal`) when every condition it sets
+holds: ``subjects`` and ``issuers`` (patterns), ``groups`` (any of them), ``scopes`` (all of them)
+and ``claims`` (each named claim equals, or for a list claim contains, one of the values). Rules
+are tried in order; the first whose caller, action and target all match decides. With no rules and
+``default = "allow"`` the plugin defers (returns ``None``) so other policies may answer.
+
+A subject is unique only within its issuer: where tokens come from more than one identity
+provider, name ``issuers`` in every rule that names ``subjects``.
 """
 
 from __future__ import annotations
@@ -24,6 +37,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from mcp_providers.hookspecs import hookimpl
+from mcp_providers.identity import Principal
 from mcp_providers.policy import Action, Decision
 
 ACTIONS: tuple[Action, ...] = ("list", "read", "expand", "complete", "subscribe", "call", "prompt")
@@ -46,7 +60,40 @@ class Rule(BaseModel):
         default=("*",), min_length=1, description="Target patterns (fnmatch; '*' also matches '/'): URIs in "
         "canonical form (lower-case scheme, decoded once), URI templates (expand), tool or prompt names."
     )
+    issuers: tuple[str, ...] = Field(
+        default=("*",), description="Issuer patterns (fnmatch, case-sensitive): the token's 'iss' exactly as the "
+        "identity provider spells it, 'static' for [server.auth] tokens, 'local' on stdio, '' when anonymous."
+    )
+    groups: tuple[str, ...] | None = Field(
+        default=None, description="Group patterns; the caller must be in at least one (from the token's groups "
+        "claim, or a static token's groups). Unset: any caller, with or without groups."
+    )
+    scopes: tuple[str, ...] | None = Field(
+        default=None, description="OAuth scopes the caller's token must all carry. Unset: any."
+    )
+    claims: dict[str, tuple[str, ...]] = Field(
+        default_factory=dict, description="Claim name -> accepted values: the claim (one of [server.auth] claims) "
+        "must equal one of them, or for a list claim contain one. Unset: any."
+    )
     reason: str = Field(default="", description="Shown to the client in a denial.")
+
+    def matches(self, principal: Principal) -> bool:
+        """Whether every caller condition of this rule holds for ``principal``."""
+        if not any(fnmatchcase(principal.subject, p) for p in self.subjects):
+            return False
+        if not any(fnmatchcase(principal.issuer or "", p) for p in self.issuers):
+            return False
+        if self.groups is not None and not any(fnmatchcase(g, p) for g in principal.groups for p in self.groups):
+            return False
+        if self.scopes is not None and not set(self.scopes) <= principal.scopes:
+            return False
+        return all(_claim_matches(principal.claims.get(name), values) for name, values in self.claims.items())
+
+
+def _claim_matches(claim: object, values: tuple[str, ...]) -> bool:
+    if isinstance(claim, list | tuple):
+        return any(str(c) in values for c in claim)
+    return claim is not None and str(claim) in values
 
 
 class PolicySettings(BaseModel):
@@ -58,14 +105,10 @@ class PolicySettings(BaseModel):
     rules: tuple[Rule, ...] = Field(default=(), description="Tried in order; the first match decides.")
 
 
-def decide(settings: PolicySettings, subject: str, action: Action, target: str) -> Decision | None:
+def decide(settings: PolicySettings, principal: Principal, action: Action, target: str) -> Decision | None:
     """The first matching rule's decision, else the default (``None`` for a plain allow)."""
     for number, rule in enumerate(settings.rules, start=1):
-        if (
-            action in rule.actions
-            and any(fnmatchcase(subject, p) for p in rule.subjects)
-            and any(fnmatchcase(target, p) for p in rule.targets)
-        ):
+        if action in rule.actions and any(fnmatchcase(target, p) for p in rule.targets) and rule.matches(principal):
             why = f"policy rule {number} ({rule.effect})" + (f": {rule.reason}" if rule.reason else "")
             return Decision(rule.effect == "allow", why)
     if settings.default == "deny":
@@ -79,7 +122,7 @@ def settings_model() -> type[BaseModel]:
 
 
 @hookimpl
-def authorize(subject: str, action: Action, target: str, settings: PolicySettings | None) -> Decision | None:
+def authorize(action: Action, target: str, settings: PolicySettings | None, principal: Principal) -> Decision | None:
     if settings is None or (not settings.rules and settings.default == "allow"):
         return None
-    return decide(settings, subject, action, target)
+    return decide(settings, principal, action, target)

@@ -20,6 +20,7 @@ from mcp import MCPError
 from mcp_providers import MAX_AGE_KEY as MAX_AGE_META_KEY
 from mcp_providers import RECEIPT_KEY, Resource, ServerSettings
 from mcp_providers._serve.steps.custody import STATIC_TTL_MS
+from mcp_providers.identity import Principal
 from mcp_providers.testing import compose, connect
 
 pytestmark = pytest.mark.anyio
@@ -329,7 +330,7 @@ def test_read_receipt_is_receipt_key_for_key(
     freshness = Freshness.max_age(60)
     data = b"some bytes"
     common: dict[str, Any] = {
-        "subject": "alice",
+        "principal": Principal("alice", issuer="static", client_id="alice"),
         "uri": "t://x/1",
         "mime_type": "text/plain",
         "truncation": {"originalBytes": 20, "servedBytes": 10} if details else None,

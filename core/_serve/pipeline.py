@@ -11,10 +11,10 @@ that the services (:mod:`~mcp_providers._serve.methods.resources`, ``tools``, ``
 :class:`~mcp_providers._serve.steps.invoker.Invoker` (deadline, start-up failures, side-effect scope,
 coalescing) and :mod:`~mcp_providers._serve.steps.evidence` (budgets, links and embeds, receipts).
 :class:`Pipeline` runs the stages in that order for every method, and around them does what no
-method may do differently: resolve the subject once, expose the gate to provider code
-(:func:`mcp_providers.policy.require`), shape the result for the session's protocol version, map
-any error to the wire in one place (:func:`~mcp_providers._serve.steps.wire.error`) and write exactly
-one audit line.
+method may do differently: resolve the caller's :class:`~mcp_providers.identity.Principal` once,
+expose the gate to provider code (:func:`mcp_providers.policy.require`), shape the result for the
+session's protocol version, map any error to the wire in one place
+(:func:`~mcp_providers._serve.steps.wire.error`) and write exactly one audit line.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_providers._serve.steps import wire
 from mcp_providers._serve.steps.audit import AuditLog
-from mcp_providers._serve.steps.exchange import Ctx, Exchange, Method, subject_of
+from mcp_providers._serve.steps.exchange import Ctx, Exchange, Method, principal_of
 from mcp_providers._serve.steps.gate import Authorizer, Gate
 from mcp_providers.errors import Denied, RequestError
 from mcp_providers.policy import current_gate
@@ -81,8 +81,7 @@ class Pipeline:
         mark = _through_pipeline.get()
         if mark is not None:
             mark[0] = True  # this request's audit line is written here, not by the middleware
-        subject = subject_of(ctx)
-        exchange = Exchange(method.name, method.actor, subject, Gate(self.authorizer, subject), ctx)
+        exchange = Exchange(method.name, method.actor, Gate(self.authorizer, principal_of(ctx)), ctx)
         token = current_gate.set(exchange.gate)
         try:
             target = method.route(exchange, params)
@@ -161,8 +160,8 @@ class Pipeline:
                 self._write_plain(ctx, outcome)
 
     def _write_plain(self, ctx: Ctx, exc: BaseException | None) -> None:
-        line: dict[str, Any] = {"actor": "application", "subject": subject_of(ctx), "operation": str(ctx.method)[:200]}
-        line.update(target="", decision="allowed" if exc is None else "error")
+        line: dict[str, Any] = {"actor": "application", **principal_of(ctx).custody()}
+        line.update(operation=str(ctx.method)[:200], target="", decision="allowed" if exc is None else "error")
         if exc is not None:
             line["reason"] = f"{getattr(exc, 'code', -32603)}: {type(exc).__name__}"
         self.audit.write(line)
@@ -186,7 +185,7 @@ class Pipeline:
             return
         line: dict[str, Any] = {
             "actor": exchange.actor,
-            "subject": exchange.subject,
+            **exchange.principal.custody(),
             "operation": exchange.method,
             "target": exchange.target[:2048],
             "decision": exchange.decision,

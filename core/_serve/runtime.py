@@ -22,6 +22,7 @@ from mcp_providers._serve.steps.audit import AuditLog
 from mcp_providers._serve.steps.gate import Authorizer, Gate
 from mcp_providers._serve.steps.invoker import Invoker
 from mcp_providers._sideeffects import install as install_scope
+from mcp_providers.identity import Principal
 from mcp_providers.models import Freshness
 from mcp_providers.providers import ResourceProvider
 
@@ -67,8 +68,8 @@ class Runtime:
         except Exception:  # not served: the read itself reports it
             return None
 
-    def _may_watch(self, subject: str, uri: str) -> bool:
-        gate = Gate(self.authorizer, subject)
+    def _may_watch(self, principal: Principal, uri: str) -> bool:
+        gate = Gate(self.authorizer, principal)
         return gate.allowed("subscribe", uri) and gate.allowed("read", uri)
 
     @contextlib.asynccontextmanager

@@ -18,6 +18,7 @@ from mcp_providers._host.catalog import Entry
 from mcp_providers._serve.composition import Composition
 from mcp_providers._serve.steps.invoker import Work
 from mcp_providers.errors import ProviderFailed, ReadTimeout, SideEffectRefused
+from mcp_providers.identity import ANONYMOUS, LOCAL, Principal
 from mcp_providers.models import Resource
 from mcp_providers.policy import Action
 from mcp_providers.providers import Content, ReadRequest, ResourceProvider
@@ -144,11 +145,13 @@ def authorize_report(composition: Composition) -> tuple[str | None, list[str]]:
     return order, warnings
 
 
-def _probes(composition: Composition) -> list[tuple[str, Action, str]]:
+def _probes(composition: Composition) -> list[tuple[Principal, Action, str]]:
     catalog = composition.catalog
     targets: list[tuple[Action, str]] = [("read", e.declaration.uri) for e in catalog.resources[:20]]
     targets += [("expand", e.declaration.uri_template) for e in catalog.templates[:20]]
     targets += [("call", e.declaration.name) for e in catalog.tools[:20]]
     targets += [("prompt", e.declaration.name) for e in catalog.prompts[:20]]
     targets += [("list", target) for _, target in targets[:20]]
-    return [(s, a, t) for s in ("local", "anonymous", "probe-subject") for a, t in targets]
+    probe = Principal("probe-subject", issuer="https://probe.invalid/", groups=frozenset({"probe"}))
+    callers = (LOCAL, ANONYMOUS, probe)
+    return [(p, a, t) for p in callers for a, t in targets]

@@ -17,6 +17,7 @@ from cluster_support import RedisServer
 from mcp_providers import Content, Freshness, ReadRequest, Resource, ResourceProvider, hookimpl
 from mcp_providers._serve.state.cluster import SharedReads
 from mcp_providers.config import ClusterSettings
+from mcp_providers.identity import Principal
 from mcp_providers.testing import compose, connect
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -81,7 +82,9 @@ async def test_a_private_read_is_never_served_to_another_subject(redis_server: R
     provider = plugin.provider
     async with runtime.running():
         for subject in ("alice", "bob", "alice", "bob"):
-            request = ReadRequest(uri=URI, resource=provider.resources()[0], params={}, subject=subject)
+            request = ReadRequest(
+                uri=URI, resource=provider.resources()[0], params={}, principal=Principal(subject, issuer="static")
+            )
             content = await reads.run(("counting", URI, subject), lambda r=request: provider.read(r))
             assert content.text == f"report read for {subject}"
     assert provider.reads == 2 and reads.hits == 2

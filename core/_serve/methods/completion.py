@@ -55,7 +55,7 @@ class Complete:
     def route(self, exchange: Exchange, params: types.CompleteRequestParams) -> Completing:
         arg = params.argument
         context = dict((params.context.arguments or {}) if params.context else {})
-        request = CompletionRequest(argument=arg.name, value=arg.value, context=context)
+        request = CompletionRequest(argument=arg.name, value=arg.value, context=context, principal=exchange.principal)
         if isinstance(params.ref, types.ResourceTemplateReference):
             exchange.target = params.ref.uri
             return self._template(params.ref.uri, request)

@@ -135,11 +135,13 @@ class ReadResource:
         if demanded is not None:
             refuse_if_stale(uri, route.declaration.freshness, demanded, None, after_read=False)
         # A fixed URI's route shares a read-only NO_PARAMS: the provider gets a dict of its own.
-        request = ReadRequest(uri=uri, resource=route.declaration, params=route.params or {}, subject=exchange.subject)
+        request = ReadRequest(
+            uri=uri, resource=route.declaration, params=route.params or {}, principal=exchange.principal
+        )
         work = shared.work
         if work is None or work.target != uri:
             work = Work(route.plugin, route.provider.name, f"reading {uri}", uri)
-        key = (route.provider.name, uri, exchange.subject) if self._settings.coalesce_reads else None
+        key = (route.provider.name, uri, exchange.principal.key) if self._settings.coalesce_reads else None
         return await self._invoker.run(work, lambda: route.provider.read(request), share=key, custody=exchange.custody)
 
     def evidence(self, exchange: Exchange, target: _Target, produced: object) -> dict[str, Any]:
@@ -207,7 +209,7 @@ class ReadResource:
             extra = custody or None
         return read_receipt(
             parts,
-            subject=exchange.subject,
+            principal=exchange.principal,
             uri=uri,
             params=route.params,
             size=len(data),

@@ -43,13 +43,14 @@ from mcp_providers._host.catalog import Catalog, Route
 from mcp_providers._serve.state.cluster import InProcess, Shared
 from mcp_providers._serve.steps.exchange import Actor, Exchange
 from mcp_providers.errors import InvalidParams
+from mcp_providers.identity import Principal
 from mcp_providers.models import Resource, ResourceTemplate
 from mcp_providers.providers import ResourceProvider
 
 log = logging.getLogger("mcp_providers.subscriptions")
 
-Allowed = Callable[[str, str], bool]
-"""``allowed(subject, uri) -> bool``: may ``subject`` watch ``uri`` now."""
+Allowed = Callable[[Principal, str], bool]
+"""``allowed(principal, uri) -> bool``: may ``principal`` watch ``uri`` now."""
 
 WATCHABLE_META = "io.mcp-providers/subscribable"
 """``_meta`` key on list items: ``true`` when the resource can be watched, ``false`` when it is live
@@ -96,8 +97,8 @@ class Publisher:
 class _SubjectView:
     """One listen stream's view of the bus: only events its subject may still see; counted."""
 
-    def __init__(self, hub: SubscriptionHub, subject: str, watches: int) -> None:
-        self._hub, self._subject, self._watches = hub, subject, watches
+    def __init__(self, hub: SubscriptionHub, principal: Principal, watches: int) -> None:
+        self._hub, self._principal, self._watches = hub, principal, watches
 
     async def publish(self, event: ServerEvent) -> None:
         await self._hub.bus.publish(event)
@@ -106,8 +107,8 @@ class _SubjectView:
         allowed = self._hub.allowed
 
         def filtered(event: ServerEvent) -> None:
-            if isinstance(event, ResourceUpdated) and not allowed(self._subject, event.uri):
-                log.info("dropped update of %s for %s: no longer authorized", event.uri, self._subject)
+            if isinstance(event, ResourceUpdated) and not allowed(self._principal, event.uri):
+                log.info("dropped update of %s for %s: no longer authorized", event.uri, self._principal.subject)
                 return
             listener(event)
 
@@ -143,8 +144,8 @@ class SubscriptionHub:
         self.max_uri_length = max_uri_length
         self.listening = 0
         """Watches held by open listen streams (2026-07-28)."""
-        # uri -> {id(connection): (connection, subject)}; 2025-11-25 sessions only.
-        self._sessions: dict[str, dict[int, tuple[Any, str]]] = {}
+        # uri -> {id(connection): (connection, principal)}; 2025-11-25 sessions only.
+        self._sessions: dict[str, dict[int, tuple[Any, Principal]]] = {}
         self._by_connection: dict[int, set[str]] = {}
         self._pending: deque[str] = deque(maxlen=4096)  # updates to relay to 2025-era sessions
         self._wake: anyio.Event | None = None  # made by relay(), in the loop that serves
@@ -209,9 +210,9 @@ class SubscriptionHub:
             self._wake = None
 
     async def _deliver(self, uri: str) -> None:
-        for key, (connection, subject) in list(self._sessions.get(uri, {}).items()):
-            if not self.allowed(subject, uri):
-                log.info("dropped update of %s for %s: no longer authorized", uri, subject)
+        for key, (connection, principal) in list(self._sessions.get(uri, {}).items()):
+            if not self.allowed(principal, uri):
+                log.info("dropped update of %s for %s: no longer authorized", uri, principal.subject)
                 continue
             try:
                 await connection.send_resource_updated(uri)
@@ -220,7 +221,7 @@ class SubscriptionHub:
 
     # -- 2025-11-25 ----------------------------------------------------------------------------
 
-    def subscribe(self, session: Any, subject: str, uri: str) -> None:
+    def subscribe(self, session: Any, principal: Principal, uri: str) -> None:
         """Watch ``uri`` for the session's connection, until it unsubscribes or the connection ends.
 
         :raises InvalidParams: the session already holds ``max_subscriptions_per_session`` watches.
@@ -240,7 +241,7 @@ class SubscriptionHub:
             if exit_stack is not None:  # the connection's teardown drops its watches
                 exit_stack.callback(self._drop, key)
         self._by_connection[key].add(uri)
-        self._sessions.setdefault(uri, {})[key] = (connection, subject)
+        self._sessions.setdefault(uri, {})[key] = (connection, principal)
 
     def unsubscribe(self, session: Any, uri: str) -> None:
         key = id(_connection(session))
@@ -262,11 +263,11 @@ class SubscriptionHub:
     # -- 2026-07-28 ----------------------------------------------------------------------------
 
     async def listen(
-        self, ctx: ServerRequestContext[Any, Any], params: types.SubscriptionsListenRequestParams, subject: str
+        self, ctx: ServerRequestContext[Any, Any], params: types.SubscriptionsListenRequestParams, principal: Principal
     ) -> types.SubscriptionsListenResult:
-        """Serve one ``subscriptions/listen`` stream for ``subject`` (URIs already checked)."""
+        """Serve one ``subscriptions/listen`` stream for ``principal`` (URIs already checked)."""
         watches = len(set(params.notifications.resource_subscriptions or ()))
-        handler = ListenHandler(_SubjectView(self, subject, watches))
+        handler = ListenHandler(_SubjectView(self, principal, watches))
         return await handler(ctx, params)
 
     def check_listen(self, uris: list[str]) -> None:
@@ -309,7 +310,7 @@ class Subscribe:
         exchange.gate.require_route("read", *target)  # watch only what the caller may read
 
     async def invoke(self, exchange: Exchange, target: tuple[Route, str]) -> None:
-        self._hub.subscribe(exchange.ctx.session, exchange.subject, target[0].canonical)
+        self._hub.subscribe(exchange.ctx.session, exchange.principal, target[0].canonical)
 
     def evidence(self, exchange: Exchange, target: tuple[Route, str], produced: None) -> types.EmptyResult:
         return types.EmptyResult()
@@ -360,7 +361,7 @@ class Listen:
             exchange.gate.require_route("read", route, uri)
 
     async def invoke(self, exchange: Exchange, target: Any) -> types.SubscriptionsListenResult:
-        return await self._hub.listen(exchange.ctx, target[0], exchange.subject)
+        return await self._hub.listen(exchange.ctx, target[0], exchange.principal)
 
     def evidence(self, exchange: Exchange, target: Any, produced: types.SubscriptionsListenResult) -> Any:
         return produced

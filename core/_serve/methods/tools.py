@@ -71,7 +71,9 @@ class CallTool:
         except ValidationError as exc:
             return Refused(f"Invalid arguments for {tool.name}: {_problems(exc)}"), ""
         arguments_digest = arguments_hmac(self._audit_key, _canonical_json(arguments.model_dump(mode="json")))
-        call = ToolCall(tool=tool, arguments=arguments, subject=exchange.subject, channel=SessionChannel(exchange.ctx))
+        call = ToolCall(
+            tool=tool, arguments=arguments, principal=exchange.principal, channel=SessionChannel(exchange.ctx)
+        )
         work = Work(
             entry.plugin, entry.provider.name, f"running {tool.name}", tool.name, "tool", tool.effects == "none"
         )

@@ -10,7 +10,9 @@ Shape (JSON)::
     {
       "actor": "application",              # "application" for reads, "model" for tool calls
       "operation": "resources/read",       # or "tools/call"
-      "subject": "local",                  # who asked (the bearer token's subject on HTTP)
+      "subject": "local",                  # who asked (the verified token's subject on HTTP)
+      "issuer": "local",                   # who vouches for the subject (the token's iss; null: anonymous)
+      "clientId": null,                    # the OAuth client the caller used, when known
       "decision": "allowed",               # the authorize hook's verdict
       "provider": "ssg-catalog", "plugin": "ssg_catalog",
       "distribution": "mcp-providers", "version": "0.1.0",
@@ -49,6 +51,7 @@ from typing import Any, Literal
 
 from mcp.server import CacheHint
 
+from mcp_providers.identity import Principal
 from mcp_providers.models import Effects, Freshness
 
 STATIC_TTL_MS = 3_600_000
@@ -163,6 +166,8 @@ def read_receipt_parts(
         "actor": "application",
         "operation": "resources/read",
         "subject": None,
+        "issuer": None,
+        "clientId": None,
         "decision": "allowed",
         "provider": provider,
         "plugin": plugin,
@@ -180,7 +185,7 @@ def read_receipt_parts(
 def read_receipt(
     parts: ReadReceiptParts,
     *,
-    subject: str,
+    principal: Principal,
     uri: str,
     params: Mapping[str, str],
     size: int,
@@ -195,7 +200,9 @@ def read_receipt(
     key for key and in the same order, for less work per read."""
     blank, templated, freshness = parts
     out = blank.copy()  # assigning a key it has keeps the key's place
-    out["subject"] = subject
+    out["subject"] = principal.subject
+    out["issuer"] = principal.issuer
+    out["clientId"] = principal.client_id
     out["uri"] = uri
     if templated:
         out["params"] = dict(params)
@@ -218,7 +225,7 @@ def receipt(
     *,
     actor: Literal["application", "model", "user"],
     operation: str,
-    subject: str,
+    principal: Principal,
     provider: str,
     plugin: str,
     distribution: str | None,
@@ -242,7 +249,7 @@ def receipt(
     out: dict[str, Any] = {
         "actor": actor,
         "operation": operation,
-        "subject": subject,
+        **principal.custody(),
         "decision": "allowed",
         "provider": provider,
         "plugin": plugin,

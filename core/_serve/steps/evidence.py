@@ -162,7 +162,7 @@ def result_receipt(
     return receipt(
         actor=exchange.actor,
         operation=exchange.method,
-        subject=exchange.subject,
+        principal=exchange.principal,
         provider=entry.provider.name,
         plugin=entry.plugin,
         distribution=distribution,

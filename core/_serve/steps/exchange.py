@@ -14,6 +14,7 @@ from typing import Any, Generic, Literal, Protocol, TypeVar
 from mcp.server import ServerRequestContext
 
 from mcp_providers._serve.steps.gate import Gate
+from mcp_providers.identity import ANONYMOUS, LOCAL, Principal, from_access_token
 
 Ctx = ServerRequestContext[Any, Any]
 
@@ -23,14 +24,17 @@ T = TypeVar("T")
 R = TypeVar("R", covariant=True)
 
 
-def subject_of(ctx: Ctx) -> str:
-    """Who is asking: the verified bearer token's subject or client id over HTTP, ``"local"`` otherwise."""
+def principal_of(ctx: Ctx) -> Principal:
+    """Who is asking: the verified bearer token's principal over HTTP (:data:`ANONYMOUS` without
+    ``[server.auth]``), :data:`LOCAL` when no HTTP request crosses (stdio, in memory)."""
     request = ctx.request
     if request is None:
-        return "local"
+        return LOCAL
     user = getattr(request, "scope", {}).get("user")
     token = getattr(user, "access_token", None)
-    return str(getattr(token, "subject", None) or getattr(token, "client_id", None) or "anonymous")
+    if token is None:
+        return ANONYMOUS
+    return from_access_token(token)
 
 
 @dataclass(slots=True)
@@ -40,7 +44,6 @@ class Exchange:
     method: str
     """The JSON-RPC method, e.g. ``resources/read``; the audit line's ``operation``."""
     actor: Actor
-    subject: str
     gate: Gate
     ctx: Ctx
     target: str = ""
@@ -51,6 +54,16 @@ class Exchange:
     receipt: dict[str, Any] | None = None
     custody: dict[str, Any] = field(default_factory=dict)
     """What the invoker's side-effect scope recorded (``exemptions``, ``violations``), for the receipt."""
+
+    @property
+    def principal(self) -> Principal:
+        """Who is asking (the gate's principal: one per request)."""
+        return self.gate.principal
+
+    @property
+    def subject(self) -> str:
+        """The caller's subject (unique only within its issuer)."""
+        return self.gate.principal.subject
 
     @property
     def version(self) -> str:

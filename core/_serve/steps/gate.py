@@ -2,15 +2,18 @@
 
 Every implementation is asked, each through pluggy on its own with its plugin's settings, and the
 answers combine: **any deny wins**, so the order plugins load in never changes a decision. An
-implementation that raises or answers with anything but a ``Decision`` or ``None`` denies.
+implementation that raises or answers with anything but a ``Decision`` (with a boolean ``allow``)
+or ``None`` denies, and so does a plugin whose ``authorize`` is only a hook wrapper.
 
-One :class:`Gate` serves one request: it knows who is asking (resolved once), asks about URIs in
+One :class:`Gate` serves one request: it knows who is asking (the request's
+:class:`~mcp_providers.identity.Principal`, resolved once), asks about URIs in
 canonical form and as sent, asks ``expand`` for a URI of a template, and remembers the first
 denial so the request's single audit line can say what was refused.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from mcp_providers._host.uris import InvalidUri, canonical
 from mcp_providers.errors import Denied
+from mcp_providers.identity import Principal
 from mcp_providers.models import ResourceTemplate
 from mcp_providers.policy import Action, Decision
 
@@ -31,10 +35,17 @@ _ALLOW = Decision(True)
 
 
 class Authorizer:
-    """Combines every served plugin's ``authorize`` implementation (any deny wins)."""
+    """Combines every served plugin's ``authorize`` implementation (any deny wins).
+
+    Fail closed, whatever the implementation does: a raise (any ``BaseException`` but the
+    request's own cancellation), an answer that is not a :class:`Decision` or ``None``, a
+    ``Decision`` whose ``allow`` is not the boolean ``True``, and a plugin whose only
+    ``authorize`` implementations are hook wrappers (they cannot answer) all deny, naming the plugin.
+    """
 
     def __init__(self, impls: tuple[AuthorizeImpl, ...]) -> None:
         self._impls = impls
+        self._answering = {i.plugin: _answers(i) for i in impls}
         self.active = bool(impls)
         """Whether any policy is installed (if not, everything is allowed without asking)."""
 
@@ -43,25 +54,43 @@ class Authorizer:
         """Plugin names of the implementations, in the order they are asked."""
         return [i.plugin for i in self._impls]
 
-    def ask(self, impl: AuthorizeImpl, subject: str, action: Action, target: str) -> Decision | None:
-        """One implementation's answer (``None``: it defers); a failure is a deny naming it."""
+    def ask(self, impl: AuthorizeImpl, principal: Principal, action: Action, target: str) -> Decision | None:
+        """One plugin's answer (``None``: it defers); any failure is a deny naming it."""
+        if not self._answering[impl.plugin]:
+            return Decision(False, f"the authorize hook of plugin {impl.plugin!r} is only a hook wrapper")
         try:
-            answers = impl.caller(subject=subject, action=action, target=target, settings=impl.settings)
-        except Exception:
+            answers = impl.caller(
+                subject=principal.subject, action=action, target=target, settings=impl.settings, principal=principal
+            )
+        except asyncio.CancelledError:
+            raise
+        except BaseException:  # SystemExit or KeyboardInterrupt from plugin code: a deny, not the end
             log.exception("authorize hook of plugin %r raised; denying", impl.plugin)
             return Decision(False, f"the authorize hook of plugin {impl.plugin!r} failed")
-        answer = answers[0] if answers else None
-        if answer is not None and not isinstance(answer, Decision):
-            log.error("authorize hook of plugin %r returned %r; denying", impl.plugin, answer)
-            return Decision(False, f"the authorize hook of plugin {impl.plugin!r} returned no Decision")
-        return answer
+        verdict: Decision | None = None
+        for answer in answers if isinstance(answers, list) else [answers]:
+            if not isinstance(answer, Decision) or not isinstance(answer.allow, bool):
+                log.error("authorize hook of plugin %r returned %r; denying", impl.plugin, type(answer).__name__)
+                return Decision(False, f"the authorize hook of plugin {impl.plugin!r} returned no Decision")
+            if answer.allow is not True:
+                return answer
+            verdict = answer
+        return verdict
 
-    def __call__(self, subject: str, action: Action, target: str) -> Decision:
+    def __call__(self, principal: Principal, action: Action, target: str) -> Decision:
         for impl in self._impls:
-            answer = self.ask(impl, subject, action, target)
-            if answer is not None and not answer.allow:
+            answer = self.ask(impl, principal, action, target)
+            if answer is not None and answer.allow is not True:
                 return answer
         return _ALLOW
+
+
+def _answers(impl: AuthorizeImpl) -> bool:
+    """Whether the plugin has an ``authorize`` implementation that answers (not only wrappers)."""
+    get = getattr(impl.caller, "get_hookimpls", None)
+    if get is None:  # not a pluggy hook caller (a test double): it answers when called
+        return True
+    return any(not (h.hookwrapper or h.wrapper) for h in get())
 
 
 def _canonical(target: str) -> str:
@@ -87,22 +116,27 @@ class Gate:
     """The authorization of one request (see the module docstring)."""
 
     authorizer: Authorizer
-    subject: str
+    principal: Principal
     denials: list[Denial] = field(default_factory=list)
+
+    @property
+    def subject(self) -> str:
+        """The caller's subject (unique only within :attr:`Principal.issuer`)."""
+        return self.principal.subject
 
     def decide(self, action: Action, target: str) -> Decision:
         """The combined decision about ``target`` in canonical form and, when it differs, as given."""
         if not self.authorizer.active:
             return _ALLOW
         canon = _canonical(target)
-        decision = self.authorizer(self.subject, action, canon)
-        if decision.allow and canon != target:
-            decision = self.authorizer(self.subject, action, target)
+        decision = self.authorizer(self.principal, action, canon)
+        if decision.allow is True and canon != target:
+            decision = self.authorizer(self.principal, action, target)
         return decision
 
     def allowed(self, action: Action, target: str) -> bool:
         """Whether the caller may; for filtering lists and values (nothing is recorded)."""
-        return self.decide(action, target).allow
+        return self.decide(action, target).allow is True
 
     @property
     def listable(self) -> Callable[[str], bool] | None:
@@ -117,7 +151,7 @@ class Gate:
         :raises Denied: the policy refuses; the denial is remembered for the audit line.
         """
         decision = self.decide(action, target)
-        if decision.allow:
+        if decision.allow is True:
             return
         self.denials.append(Denial(action, target, decision.reason))
         why = f": {decision.reason}" if decision.reason else ""
