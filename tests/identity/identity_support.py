@@ -48,6 +48,12 @@ ACCOUNTS: dict[str, dict[str, Any]] = {
 }
 SERVICE_CLIENT = "reporting-service"
 SERVICE_SECRET = "reporting-service-secret-4b1e0c9a7d"
+OPAQUE_CLIENT = "opaque-service"
+"""A client-credentials client whose access tokens are opaque (only RFC 7662 introspection reads them)."""
+OPAQUE_SECRET = "opaque-service-secret-93c2d7e1f0"
+INTROSPECTION_CLIENT = "mcp-resource-server"
+"""The resource server's own client, for the introspection endpoint (no grants)."""
+INTROSPECTION_SECRET = "mcp-resource-server-secret-6a8f2b"
 SCOPES = ("mcp:read", "mcp:write")
 
 
@@ -137,6 +143,13 @@ class IdentityProvider:
         assert answer.status_code == 200, f"token endpoint answered {answer.status_code}: {answer.text}"
         return str(answer.json()["access_token"])
 
+    def introspect(self, token: str) -> dict[str, Any]:
+        """The RFC 7662 answer for ``token``, asked as the resource server's own client."""
+        answer = httpx2.post(str(self.metadata["introspection_endpoint"]), data={"token": token}, timeout=10,
+                             auth=(INTROSPECTION_CLIENT, INTROSPECTION_SECRET))
+        assert answer.status_code == 200, f"introspection endpoint answered {answer.status_code}: {answer.text}"
+        return dict(answer.json())
+
     def jwks(self) -> dict[str, Any]:
         answer = httpx2.get(str(self.metadata["jwks_uri"]), timeout=10)
         answer.raise_for_status()
@@ -187,10 +200,14 @@ def identity_provider(runtime: Path, folder: Path, *, default_account: str = "al
         "accounts": accounts,
         "default_account": default_account,
         "scopes": list(SCOPES),
-        "clients": [{
-            "client_id": SERVICE_CLIENT, "client_secret": SERVICE_SECRET,
-            "grant_types": ["client_credentials"], "response_types": [], "redirect_uris": [],
-        }],
+        "clients": [
+            {"client_id": SERVICE_CLIENT, "client_secret": SERVICE_SECRET,
+             "grant_types": ["client_credentials"], "response_types": [], "redirect_uris": []},
+            {"client_id": OPAQUE_CLIENT, "client_secret": OPAQUE_SECRET, "access_token_format": "opaque",
+             "grant_types": ["client_credentials"], "response_types": [], "redirect_uris": []},
+            {"client_id": INTROSPECTION_CLIENT, "client_secret": INTROSPECTION_SECRET,
+             "grant_types": [], "response_types": [], "redirect_uris": []},
+        ],
     }))
     log = folder / "oidc-server.log"
     with open(log, "w") as errors:

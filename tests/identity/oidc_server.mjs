@@ -10,6 +10,9 @@
 //   "scopes": ["mcp:read", "mcp:write"]  // scopes every resource server (any http(s) URL) offers
 // }
 //
+// A client with "access_token_format": "opaque" gets opaque access tokens instead, for RFC 7662
+// introspection (oidc-provider refuses to introspect its JWT access tokens).
+//
 // It listens on 127.0.0.1 on a free port, then prints one line `ISSUER http://127.0.0.1:PORT` on
 // stdout; the issuer is known only once the port is. Every resource indicator is a resource server
 // whose access tokens are RS256 JWTs (RFC 9068) with `aud` = the indicator and a `groups` claim from
@@ -43,6 +46,7 @@ const issuer = `http://127.0.0.1:${server.address().port}`;
 
 const provider = new Provider(issuer, {
   clients: config.clients ?? [],
+  extraClientMetadata: { properties: ['access_token_format'] },
   jwks: { keys: [signingKey()] },
   cookies: { keys: [randomBytes(32).toString('hex')] },
   scopes: ['openid', 'offline_access', ...(config.scopes ?? ['mcp:read'])],
@@ -68,12 +72,13 @@ const provider = new Provider(issuer, {
       enabled: true,
       // A token request naming no resource gets the one granted at the authorization endpoint.
       async useGrantedResource() { return true; },
-      async getResourceServerInfo(ctx, resourceIndicator) {
+      async getResourceServerInfo(ctx, resourceIndicator, client) {
         if (!isResourceUrl(resourceIndicator)) throw new errors.InvalidTarget();
         return {
           scope: resourceScopes,
           audience: resourceIndicator,
-          accessTokenFormat: 'jwt',
+          // A client registered with access_token_format "opaque" gets tokens only introspection can read.
+          accessTokenFormat: client?.access_token_format === 'opaque' ? 'opaque' : 'jwt',
           accessTokenTTL: 600,
           jwt: { sign: { alg: 'RS256' } },
         };

@@ -16,6 +16,8 @@ import httpx2
 import jwt
 import pytest
 from identity_support import (
+    OPAQUE_CLIENT,
+    OPAQUE_SECRET,
     PROVIDER_DIR,
     SERVICE_CLIENT,
     IdentityProvider,
@@ -109,3 +111,13 @@ def test_installing_again_installs_nothing(idp: IdentityProvider) -> None:
     assert install_runtime() == PROVIDER_DIR
     assert stamp.stat().st_mtime_ns == before
     assert (Path(__file__).parent / "package-lock.json").read_text() == stamp.read_text()
+
+
+def test_an_opaque_client_gets_tokens_that_introspection_reads(idp: IdentityProvider) -> None:
+    token = idp.client_credentials_token(RESOURCE, client_id=OPAQUE_CLIENT, secret=OPAQUE_SECRET)
+    assert token.count(".") != 2  # not a JWS
+    answer = idp.introspect(token)
+    assert answer["active"] is True and answer["aud"] == RESOURCE and answer["iss"] == idp.issuer
+    assert (answer["client_id"], answer["scope"]) == (OPAQUE_CLIENT, "mcp:read")
+    assert "sub" not in answer  # a client-credentials token has no end user: the subject is the client id
+    assert idp.introspect(token + "x") == {"active": False}
