@@ -238,8 +238,9 @@ def _serve_http(
     host, port = address
     if not is_loopback(host):
         err.print(f"[yellow]warning:[/yellow] serving on {host}, not loopback; anyone who can reach it can connect")
+    own_url = None if _is_wildcard(host) else f"http://{_bracketed(host)}:{port}/mcp"
     try:
-        auth = http_auth(composition.config.server.auth)
+        auth = http_auth(composition.config.server.auth, own_url)
     except ConfigError as exc:
         err.print(f"[red]error:[/red] {exc}", highlight=False)
         raise typer.Exit(1) from None
@@ -260,8 +261,10 @@ def _serve_http(
     served = pin_sessions(asgi)  # session ids name the replica when MCP_PROVIDERS_REPLICA is set
     err.print(f"serving MCP on http://{_bracketed(host)}:{port}/mcp", highlight=False)
     worker_fd = os.environ.get(FD_ENV)  # a --workers worker serves the socket it inherited
-    limits = Limits(max_connections_per_client=composition.config.server.max_connections_per_client)
-    run_uvicorn(served, host, port, limits, fd=int(worker_fd) if worker_fd else None)
+    settings = composition.config.server
+    limits = Limits(max_connections_per_client=settings.max_connections_per_client)
+    fd = int(worker_fd) if worker_fd else None
+    run_uvicorn(served, host, port, limits, fd=fd, trusted_proxies=settings.trusted_proxies)
 
 
 def _event_store(composition: Composition) -> Any:
@@ -330,7 +333,7 @@ def _plugin_rows(composition: Composition, settings: bool) -> list[dict[str, Any
 def check(config: ConfigOption = None, plugin_set: SetOption = None) -> None:
     """Check every plugin and declaration; exit 1 with one line per problem."""
     composition = _compose(_load(config, plugin_set), strict=False)
-    failures = composition.failures + anyio.run(static_read_problems, composition)
+    failures = composition.failures + anyio.run(static_read_problems, composition) + _auth_problems(composition)
     if not composition.catalog.served_count:
         failures.append(
             "nothing is served: every plugin is off or rejected; check the selection (allow, set, "
@@ -351,6 +354,21 @@ def check(config: ConfigOption = None, plugin_set: SetOption = None) -> None:
         out.print(f"check failed: {len(failures)} problem(s); {summary}", markup=False, highlight=False)
         raise typer.Exit(1)
     out.print(f"check passed: {summary}", markup=False, highlight=False)
+
+
+def _auth_problems(composition: Composition) -> list[str]:
+    """``[server.auth]`` tried as ``serve --http 127.0.0.1`` would: token variables set, the issuer
+    discoverable, its keys loadable, introspection answering (one line per problem)."""
+    config = composition.config.server.auth
+    if config is None:
+        return []
+    from mcp_providers._serve.identity import resource_server
+
+    try:
+        resource_server(config, "http://127.0.0.1/mcp")
+    except ConfigError as exc:
+        return [str(exc)]
+    return []
 
 
 @app.command()

@@ -89,10 +89,11 @@ def mount(
         headers in ``transport_security``.
     :param transport_security: the SDK's allowed hosts/origins, replacing that policy.
     :raises ValueError: ``path`` does not start with ``/``.
-    :raises ConfigError: ``[server.auth]`` names a token variable that is unset.
+    :raises ConfigError: ``[server.auth]`` names a token variable that is unset, or (``jwt``,
+        ``introspection``) has no ``resource_url`` or cannot reach its issuer.
 
-    Bearer-token authentication configured in ``[server.auth]`` applies here as it does for
-    ``mcp-providers serve --http``: requests without a known token get 401.
+    ``[server.auth]`` applies as for ``serve --http`` (401 without an accepted token; RFC 9728
+    metadata at ``/.well-known/oauth-protected-resource`` and that path followed by ``path``).
     """
     from starlette.routing import Route
 
@@ -111,9 +112,9 @@ def mount(
         auth=http_auth(composition.config.server.auth),
     )
     manager = server.session_manager
-    # The inner app routes on the full path, so it is added as a route, not a Mount (no redirect
-    # from /mcp to /mcp/, and any middleware the SDK put on the inner app still applies).
-    app.router.routes.append(Route(path, endpoint=inner))
+    # The inner app routes on the full path, so it is added as routes, not a Mount (no redirect
+    # from /mcp to /mcp/); it answers the RFC 9728 metadata paths beside it too.
+    app.router.routes += [Route(p, endpoint=inner) for p in (path, *inner.metadata)]
     previous = app.router.lifespan_context
 
     @contextlib.asynccontextmanager

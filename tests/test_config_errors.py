@@ -80,7 +80,7 @@ def test_check_fails_when_nothing_is_served(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("auth", "expected"),
     [
-        ("tokens = []", "server.auth.tokens: List should have at least 1 item"),
+        ("tokens = []", 'server.auth: mode "static" needs tokens = [{subject = "...", token_env = "..."}]'),
         ('tokens = [{subject = "a", token_env = "T"}, {subject = "b", token_env = "T"}]',
          "each token needs its own token_env; repeated: T"),
     ],

@@ -1,77 +1,151 @@
-"""Bearer-token authentication for streamable HTTP, through the SDK's ``TokenVerifier`` seam.
+"""Bearer authentication for streamable HTTP: the MCP server as an OAuth 2.1 resource server.
 
-The verified token's subject becomes the ``subject`` every authorize call and receipt names. Over
-stdio there is no token: the subject is ``"local"``. Any ``TokenVerifier`` (JWT, introspection)
-can be passed instead of :class:`StaticTokenVerifier` when embedding.
+- :func:`http_auth` builds the :class:`~mcp_providers._serve.identity.ResourceServer` that
+  ``[server.auth]`` describes (static tokens, JWT, or RFC 7662 introspection).
+- :class:`BearerGate` guards the MCP path. No token: 401 with
+  ``WWW-Authenticate: Bearer resource_metadata="<url>"`` (and ``scope="..."`` when scopes are
+  required); a refused token: the same with ``error="invalid_token"``; a missing scope: 403
+  ``error="insufficient_scope"``, ``scope`` naming the scopes needed (RFC 6750 §3.1; MCP
+  authorization, scope challenge); a token that cannot be checked now: 503 with ``Retry-After``.
+  An accepted token leaves the SDK's ``AuthenticatedUser`` in ``scope["user"]`` and
+  ``AuthCredentials`` in ``scope["auth"]``, then the SDK's ``AuthContextMiddleware`` runs, so the
+  SDK's session-to-principal binding and ``ctx.request.scope["user"].access_token`` work as with
+  its own middleware (which has no ``scope=`` and no 503).
+- :func:`metadata_endpoints`: RFC 9728 Protected Resource Metadata at
+  ``/.well-known/oauth-protected-resource`` and the path-suffixed form for the MCP path (and for
+  the path of ``resource_url``, when a proxy serves it under another one), through the SDK's model
+  and handler.
 """
 
 from __future__ import annotations
 
-import hmac
-import os
-from typing import Any
+import json
+import time
+from urllib.parse import urlsplit
 
-from mcp.server.auth.provider import AccessToken
-from mcp.server.auth.settings import AuthSettings
+from mcp.server.auth.handlers.metadata import ProtectedResourceMetadataHandler
+from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.routes import build_resource_metadata_url, cors_middleware
+from mcp.shared.auth import ProtectedResourceMetadata
+from pydantic import AnyHttpUrl
+from starlette.authentication import AuthCredentials
+from starlette.requests import Request
+from starlette.types import ASGIApp, Receive, Scope, Send
 
+from mcp_providers._serve.identity import IdentityUnavailable, ResourceServer, resource_server
+from mcp_providers._serve.identity.static import MIN_TOKEN_LENGTH as MIN_TOKEN_LENGTH
+from mcp_providers._serve.identity.static import StaticTokenVerifier as StaticTokenVerifier
 from mcp_providers.config import AuthConfig
-from mcp_providers.errors import ConfigError
 
-MIN_TOKEN_LENGTH = 16
-"""Shortest bearer token accepted, in characters (a short token can be guessed)."""
+WELL_KNOWN = "/.well-known/oauth-protected-resource"
 
 
-class StaticTokenVerifier:
-    """Accepts the tokens named in ``[server.auth]``, each read from its environment variable.
+def http_auth(config: AuthConfig | None, default_resource_url: str | None = None) -> ResourceServer | None:
+    """The resource server of ``[server.auth]``, or ``None`` without one (unauthenticated HTTP).
 
-    :raises ConfigError: a named environment variable is unset or empty, a token is shorter than
-        :data:`MIN_TOKEN_LENGTH`, or two subjects share a token (says which, never the value).
+    :param default_resource_url: ``http://<bind host:port>/mcp`` when clients can use it.
+    :raises ConfigError: see :func:`~mcp_providers._serve.identity.resource_server`.
     """
-
-    def __init__(self, config: AuthConfig) -> None:
-        self._tokens: list[tuple[bytes, str]] = []
-        for entry in config.tokens:
-            value = os.environ.get(entry.token_env, "")
-            if not value:
-                raise ConfigError(
-                    f"server.auth: environment variable {entry.token_env} (token for {entry.subject!r}) is unset "
-                    "or empty; export it before starting the server"
-                )
-            if len(value) < MIN_TOKEN_LENGTH:
-                raise ConfigError(
-                    f"server.auth: the token in {entry.token_env} (for {entry.subject!r}) is shorter than "
-                    f"{MIN_TOKEN_LENGTH} characters; use a long random value, e.g. from `openssl rand -hex 32`"
-                )
-            for other_value, other_subject in self._tokens:
-                if hmac.compare_digest(other_value, value.encode()):
-                    raise ConfigError(
-                        f"server.auth: {other_subject!r} and {entry.subject!r} have the same token; each subject "
-                        "needs its own, or one could act as the other"
-                    )
-            self._tokens.append((value.encode(), entry.subject))
-
-    async def verify_token(self, token: str) -> AccessToken | None:
-        """The subject's access token for a known bearer token, else ``None`` (the SDK answers 401)."""
-        presented = token.encode()
-        found = None
-        for value, subject in self._tokens:
-            # Compare against every token in constant time so timing reveals nothing.
-            if hmac.compare_digest(presented, value):
-                found = subject
-        if found is None:
-            return None
-        return AccessToken(token=token, client_id=found, subject=found, scopes=[])
+    return None if config is None else resource_server(config, default_resource_url)
 
 
-def http_auth(config: AuthConfig | None) -> dict[str, Any]:
-    """Keyword arguments for the SDK's ``streamable_http_app()`` that turn bearer auth on.
+def _resource_of(server: ResourceServer, scope: Scope, path: str) -> str:
+    """The canonical resource URL: configured or derived, else this request's own URL of ``path``."""
+    if server.resource_url is not None:
+        return server.resource_url
+    url = Request(scope).url
+    return f"{url.scheme}://{url.netloc}{scope.get('root_path', '')}{path}"
 
-    :returns: ``{}`` without ``[server.auth]`` tokens, else ``{"auth": ..., "token_verifier": ...}``.
-    :raises ConfigError: a token's environment variable is unset.
-    """
-    if config is None or not config.tokens:
+
+def _metadata(server: ResourceServer, resource: str) -> ProtectedResourceMetadata:
+    return ProtectedResourceMetadata(
+        resource=AnyHttpUrl(resource),
+        authorization_servers=[AnyHttpUrl(s) for s in server.authorization_servers],
+        scopes_supported=list(server.required_scopes) or None,
+        bearer_methods_supported=["header"],
+    )
+
+
+def metadata_endpoints(server: ResourceServer, path: str) -> dict[str, ASGIApp]:
+    """RFC 9728 metadata endpoints by path (``{}`` when no authorization server is known: static
+    tokens without ``issuer_url`` have nothing for a client to log in with)."""
+    if not server.authorization_servers:
         return {}
-    return {
-        "auth": AuthSettings(issuer_url=config.issuer_url, resource_server_url=None),
-        "token_verifier": StaticTokenVerifier(config),
-    }
+    paths = {WELL_KNOWN, WELL_KNOWN + path}
+    if server.resource_url is not None:
+        paths.add(WELL_KNOWN + (urlsplit(server.resource_url).path.rstrip("/")))
+        fixed = ProtectedResourceMetadataHandler(_metadata(server, server.resource_url))
+        endpoint = cors_middleware(fixed.handle, ["GET", "OPTIONS"])
+    else:
+
+        async def derived(scope: Scope, receive: Receive, send: Send) -> None:
+            handler = ProtectedResourceMetadataHandler(_metadata(server, _resource_of(server, scope, path)))
+            await cors_middleware(handler.handle, ["GET", "OPTIONS"])(scope, receive, send)
+
+        endpoint = derived
+    return dict.fromkeys(sorted(paths), endpoint)
+
+
+def _quoted(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+class BearerGate:
+    """Guards ``app`` (the MCP endpoint at ``path``) with ``server``'s verifier (module docstring)."""
+
+    def __init__(self, app: ASGIApp, server: ResourceServer, path: str) -> None:
+        self.app = AuthContextMiddleware(app)
+        self.server = server
+        self.path = path
+        self.published = bool(server.authorization_servers)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        token = _bearer(scope)
+        if token is None:
+            await self._challenge(scope, send, 401, None, "a bearer token is required")
+            return
+        try:
+            access = await self.server.verifier.verify_token(token)
+        except IdentityUnavailable as exc:
+            retry = [(b"retry-after", str(exc.retry_after).encode())]
+            await _send(send, 503, "temporarily_unavailable", str(exc), retry)
+            return
+        if access is None or (access.expires_at is not None and access.expires_at < int(time.time())):
+            await self._challenge(scope, send, 401, "invalid_token", "the bearer token was refused")
+            return
+        missing = [s for s in self.server.required_scopes if s not in access.scopes]
+        if missing:
+            await self._challenge(scope, send, 403, "insufficient_scope", f"missing scope: {' '.join(missing)}")
+            return
+        scope["user"] = AuthenticatedUser(access)
+        scope["auth"] = AuthCredentials(access.scopes)
+        await self.app(scope, receive, send)
+
+    async def _challenge(self, scope: Scope, send: Send, status: int, error: str | None, description: str) -> None:
+        parts = [f"error={_quoted(error)}"] if error else []
+        if self.published:
+            resource = _resource_of(self.server, scope, self.path)
+            parts.append(f"resource_metadata={_quoted(str(build_resource_metadata_url(AnyHttpUrl(resource))))}")
+        if self.server.required_scopes:
+            parts.append(f"scope={_quoted(' '.join(self.server.required_scopes))}")
+        if error:
+            parts.append(f"error_description={_quoted(description)}")
+        header = ("Bearer " + ", ".join(parts)).strip()
+        await _send(send, status, error or "invalid_token", description, [(b"www-authenticate", header.encode())])
+
+
+def _bearer(scope: Scope) -> str | None:
+    """The bearer token of the ``Authorization`` header (RFC 6750 §2.1), else ``None``."""
+    for name, value in scope["headers"]:
+        if name == b"authorization":
+            kind, _, token = value.decode("latin-1").strip().partition(" ")
+            return token.strip() or None if kind.lower() == "bearer" else None
+    return None
+
+
+async def _send(send: Send, status: int, error: str, description: str, extra: list[tuple[bytes, bytes]]) -> None:
+    body = json.dumps({"error": error, "error_description": description}).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *extra]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})

@@ -16,8 +16,9 @@
   its server task, memory streams and dispatcher.
 
 Everything else (SSE responses, ``GET`` listen streams, sessions, ``DELETE``) goes to the SDK
-app unchanged. Bearer authentication, when configured, applies to both paths (the SDK's own
-middleware, in the same order).
+app unchanged. Bearer authentication, when configured, applies to both paths
+(:class:`~mcp_providers._serve.transport.auth.BearerGate`, which keeps the SDK's auth context), and
+the RFC 9728 metadata it names is served beside the MCP path, without authentication.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,8 +35,6 @@ import mcp_types as types
 from mcp import MCPError
 from mcp.server import Server, ServerRequestContext
 from mcp.server._streamable_http_modern import handle_modern_request
-from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
-from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend, RequireAuthMiddleware
 from mcp.server.connection import Connection
 from mcp.server.runner import ServerRunner, aclose_shielded
 from mcp.server.streamable_http import EventStore
@@ -46,10 +45,12 @@ from mcp.shared.message import ServerMessageMetadata
 from mcp.shared.transport_context import TransportContext
 from mcp_types import DEFAULT_NEGOTIATED_VERSION
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
-from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
+
+from mcp_providers._serve.identity import ResourceServer
+from mcp_providers._serve.transport.auth import BearerGate, metadata_endpoints
 
 log = logging.getLogger("mcp_providers.http")
 
@@ -204,15 +205,20 @@ class HttpApp:
     json_response: bool
     security: TransportSecuritySettings
     max_body: int
-    auth: Callable[[ASGIApp], ASGIApp] | None = None
+    auth: ResourceServer | None = None
+    metadata: dict[str, ASGIApp] = field(default_factory=dict)
+    """RFC 9728 metadata endpoints by path (``{}`` without auth); see ``transport.auth``."""
     _guard: TransportSecurityMiddleware = field(init=False)
     _endpoint: ASGIApp = field(init=False)
 
     def __post_init__(self) -> None:
         self._guard = TransportSecurityMiddleware(self.security)
-        self._endpoint = self.auth(self._serve) if self.auth is not None else self._serve
+        self._endpoint = BearerGate(self._serve, self.auth, self.path) if self.auth is not None else self._serve
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and (published := self.metadata.get(_route_path(scope))) is not None:
+            await published(scope, receive, send)
+            return
         if scope["type"] != "http" or _route_path(scope) != self.path:
             await self.sdk_app(scope, receive, send)
             return
@@ -476,18 +482,18 @@ def http_app(
     stateless: bool = False,
     json_response: bool = False,
     security: TransportSecuritySettings,
-    auth: dict[str, Any] | None = None,
+    auth: ResourceServer | None = None,
     routes: list[Any] | None = None,
     event_store: EventStore | None = None,
 ) -> HttpApp:
     """The ASGI app serving ``server`` at ``path`` (see the module docstring).
 
     :param security: from :func:`transport_policy` (the SDK applies it on its path too).
-    :param auth: ``{"auth": AuthSettings, "token_verifier": ...}`` from ``_serve.auth.http_auth``.
+    :param auth: from :func:`~mcp_providers._serve.transport.auth.http_auth`; ``None`` serves
+        without authentication.
     :param routes: extra Starlette routes served beside ``path`` (``/healthz``, ``/readyz``, ``/metrics``).
     :param event_store: makes session streams resumable (``_serve.events``; ignored when stateless).
     """
-    auth = auth or {}
     sdk = server.streamable_http_app(
         streamable_http_path=path,
         stateless_http=stateless,
@@ -495,7 +501,6 @@ def http_app(
         transport_security=security,
         custom_starlette_routes=routes or [],
         event_store=None if stateless else event_store,
-        **auth,
     )
     manager = server.session_manager
     scope_sessions = None if stateless else getattr(event_store, "scope", None)
@@ -513,24 +518,6 @@ def http_app(
         json_response=json_response,
         security=security,
         max_body=manager.max_request_body_size,
-        auth=_auth_wrapper(auth),
+        auth=auth,
+        metadata=metadata_endpoints(auth, path) if auth is not None else {},
     )
-
-
-def _auth_wrapper(auth: dict[str, Any]) -> Callable[[ASGIApp], ASGIApp] | None:
-    """The SDK's bearer middleware, in the SDK's order, around an endpoint (``None`` without auth)."""
-    settings, verifier = auth.get("auth"), auth.get("token_verifier")
-    if settings is None or verifier is None:
-        return None
-    from mcp.server.auth.routes import build_resource_metadata_url
-
-    url = build_resource_metadata_url(settings.resource_server_url) if settings.resource_server_url else None
-    backend = BearerAuthBackend(
-        verifier, resource_server_url=settings.resource_server_url if settings.validate_token_resource else None
-    )
-
-    def wrap(endpoint: ASGIApp) -> ASGIApp:
-        inner = RequireAuthMiddleware(endpoint, settings.required_scopes or [], url)
-        return AuthenticationMiddleware(AuthContextMiddleware(inner), backend=backend)
-
-    return wrap

@@ -168,12 +168,29 @@ def uvicorn_config(app: ASGIApp, host: str, port: int, limits: Limits | None = N
     )
 
 
-def run_uvicorn(app: ASGIApp, host: str, port: int, limits: Limits | None = None, *, fd: int | None = None) -> None:
+def run_uvicorn(
+    app: ASGIApp,
+    host: str,
+    port: int,
+    limits: Limits | None = None,
+    *,
+    fd: int | None = None,
+    trusted_proxies: tuple[str, ...] = (),
+) -> None:
     """Serve ``app`` on ``host:port`` with uvicorn and the limits of this module.
 
     :param fd: an inherited listening socket to serve on instead (a ``--workers`` worker).
+    :param trusted_proxies: ``[server] trusted_proxies``: the only peers whose ``X-Forwarded-For``
+        and ``X-Forwarded-Proto`` uvicorn believes (none by default, where uvicorn's own default
+        would trust 127.0.0.1).
     """
     import uvicorn
 
-    extra = {"fd": fd} if fd is not None else {}
+    extra: dict[str, Any] = {"fd": fd} if fd is not None else {}
+    extra.update(proxy_headers_settings(trusted_proxies))
     uvicorn.Server(uvicorn_config(app, host, port, limits, **extra)).run()
+
+
+def proxy_headers_settings(trusted_proxies: tuple[str, ...]) -> dict[str, Any]:
+    """uvicorn's ``proxy_headers`` and ``forwarded_allow_ips`` for ``trusted_proxies``."""
+    return {"proxy_headers": bool(trusted_proxies), "forwarded_allow_ips": list(trusted_proxies) or ""}

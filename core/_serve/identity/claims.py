@@ -1,0 +1,70 @@
+"""From a verified token's claims (a JWT payload or an RFC 7662 answer) to the SDK access token
+that carries the :class:`~mcp_providers.identity.Principal`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from mcp.server.auth.provider import AccessToken
+
+from mcp_providers.config import AuthConfig
+from mcp_providers.identity import PRINCIPAL_CLAIM, Principal
+
+
+def _strings(value: Any) -> list[str] | None:
+    """A list of strings from a list claim or a space-separated string claim; ``None`` otherwise."""
+    if isinstance(value, str):
+        return value.split()
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return list(value)
+    return None
+
+
+def scopes_of(claims: Mapping[str, Any]) -> list[str]:
+    """``scope`` (RFC 8693 §4.2, RFC 7662: space separated) or ``scp`` (a list, e.g. Entra ID, Okta)."""
+    for name in ("scope", "scp"):
+        found = _strings(claims.get(name))
+        if found is not None:
+            return found
+    return []
+
+
+def access_token(
+    token: str, claims: Mapping[str, Any], issuer: str, config: AuthConfig, resource: str | None
+) -> AccessToken | str:
+    """The SDK access token for verified ``claims``, or the name of the check that fails (a str).
+
+    :param issuer: the verified issuer (a JWT's ``iss``; the configured one for introspection).
+    :param resource: this server's canonical URL (the audience the token was checked against).
+    """
+    subject = claims.get(config.subject_claim)
+    if not isinstance(subject, str) or not subject:
+        return f"no {config.subject_claim} claim"
+    groups: list[str] = []
+    if config.groups_claim and config.groups_claim in claims:
+        found = _strings(claims[config.groups_claim])
+        if found is None:
+            return f"{config.groups_claim} claim is not a list of strings"
+        groups = found
+    client_id = claims.get("client_id") or claims.get("azp")
+    client_id = client_id if isinstance(client_id, str) and client_id else None
+    scopes = scopes_of(claims)
+    principal = Principal(
+        subject,
+        issuer=issuer,
+        client_id=client_id,
+        scopes=frozenset(scopes),
+        groups=frozenset(groups),
+        claims={name: claims[name] for name in config.claims if name in claims},
+    )
+    exp = claims.get("exp")
+    return AccessToken(
+        token=token,
+        client_id=client_id or subject,
+        scopes=scopes,
+        expires_at=int(exp) if isinstance(exp, int | float) and not isinstance(exp, bool) else None,
+        resource=resource,
+        subject=subject,
+        claims={"iss": issuer, PRINCIPAL_CLAIM: principal},
+    )
