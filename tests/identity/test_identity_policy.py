@@ -51,6 +51,14 @@ async def read_as(http: httpx2.AsyncClient, url: str, uri: str) -> ReadResourceR
         return await client.read_resource(uri)
 
 
+async def refusal_as(http: httpx2.AsyncClient, url: str, uri: str) -> MCPError:
+    """The error reading ``uri`` answers (caught inside the session, so it is not wrapped in a group)."""
+    async with Client(streamable_http_client(url, http_client=http), cache=None) as client:
+        with pytest.raises(MCPError) as refused:
+            await client.read_resource(uri)
+    return refused.value
+
+
 async def test_a_group_rule_allows_alice_and_denies_bob_on_the_same_uri(
     idp: IdentityProvider, tmp_path: Path,
 ) -> None:
@@ -59,10 +67,9 @@ async def test_a_group_rule_allows_alice_and_denies_bob_on_the_same_uri(
         async with httpx2.AsyncClient(auth=alice.provider(server.url)) as http:
             allowed = await read_as(http, server.url, CATALOG)
         async with httpx2.AsyncClient(auth=bob.provider(server.url)) as http:
-            with pytest.raises(MCPError) as denied:
-                await read_as(http, server.url, CATALOG)
+            denied = await refusal_as(http, server.url, CATALOG)
     assert allowed.meta is not None and allowed.meta[RECEIPT_KEY]["subject"] == "alice"
-    assert denied.value.code == -32003 and "only the itil group may read the catalog" in denied.value.message
+    assert denied.code == -32003 and "only the itil group may read the catalog" in denied.message
     lines = reads(server.audit)
     assert [(line["issuer"], line["subject"], line["decision"]) for line in lines] == [
         (idp.issuer, "alice", "allowed"), (idp.issuer, "bob", "denied")]
@@ -98,11 +105,10 @@ async def test_the_same_sub_from_two_issuers_is_two_subjects_in_policy_receipts_
         async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {ours}"}) as http:
             allowed = await read_as(http, server.url, CATALOG)
         async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {theirs}"}) as http:
-            with pytest.raises(MCPError) as denied:
-                await read_as(http, server.url, CATALOG)
+            denied = await refusal_as(http, server.url, CATALOG)
     assert allowed.meta is not None
     assert (allowed.meta[RECEIPT_KEY]["issuer"], allowed.meta[RECEIPT_KEY]["subject"]) == (first.issuer, "alice")
-    assert denied.value.code == -32003 and "first identity provider" in denied.value.message
+    assert denied.code == -32003 and "first identity provider" in denied.message
     assert [(line["issuer"], line["subject"], line["decision"]) for line in reads(server.audit)] == [
         (first.issuer, "alice", "allowed"), (second.issuer, "alice", "denied")]
 
