@@ -154,6 +154,13 @@ class IdentityProvider:
         assert answer.status_code == 200, f"introspection endpoint answered {answer.status_code}: {answer.text}"
         return dict(answer.json())
 
+    def revoke(self, token: str, client_id: str, secret: str | None = None) -> None:
+        """Revoke ``token`` at the revocation endpoint (RFC 7009) as the client it was issued to."""
+        auth = (client_id, secret) if secret else None
+        data = {"token": token} if secret else {"token": token, "client_id": client_id}
+        answer = httpx2.post(str(self.metadata["revocation_endpoint"]), data=data, auth=auth, timeout=10)
+        assert answer.status_code == 200, f"revocation endpoint answered {answer.status_code}: {answer.text}"
+
     def jwks(self) -> dict[str, Any]:
         answer = httpx2.get(str(self.metadata["jwks_uri"]), timeout=10)
         answer.raise_for_status()
@@ -252,10 +259,11 @@ class McpServer:
 
 
 def jwt_server_config(issuers: Sequence[str], policy: str = "",
-                      allow: Sequence[str] = ("ssg_catalog", "policy")) -> str:
-    """A config serving ``allow`` behind ``[server.auth] mode = "jwt"`` trusting ``issuers``.
+                      allow: Sequence[str] = ("ssg_catalog", "policy"), *, mode: str = "jwt", auth: str = "") -> str:
+    """A config serving ``allow`` behind ``[server.auth] mode = "jwt"`` (or ``mode``) trusting ``issuers``.
 
-    ``{url}`` and ``{audit}`` are filled in by :func:`mcp_server`; ``policy`` is appended as is.
+    ``{url}`` and ``{audit}`` are filled in by :func:`mcp_server`; ``auth`` is added to the
+    ``[server.auth]`` table and ``policy`` appended as is.
     """
     trusted = json.dumps(issuers[0]) if len(issuers) == 1 else json.dumps(list(issuers))
     return f"""
@@ -265,11 +273,12 @@ allow = {json.dumps(list(allow))}
 audit_log = "{{audit}}"
 
 [server.auth]
-mode = "jwt"
+mode = "{mode}"
 issuer = {trusted}
 resource_url = "{{url}}"
 required_scopes = ["mcp:read"]
 groups_claim = "groups"
+{auth}
 {policy}
 """
 
@@ -387,15 +396,18 @@ class Login:
 
 
 async def authorization_code_token(idp: IdentityProvider, resource: str, account: str,
-                                   redirect_uri: str = "http://127.0.0.1:8933/callback") -> str:
+                                   redirect_uri: str = "http://127.0.0.1:8933/callback", *,
+                                   opaque: bool = False) -> str:
     """Register (RFC 7591), authorize with PKCE S256 and ``resource`` (RFC 8707), exchange the code.
 
+    :param opaque: register the client for opaque access tokens (introspection only) instead of JWTs.
     :returns: the access token ``idp`` issued to ``account`` for ``resource``.
     """
     async with httpx2.AsyncClient(timeout=10) as http:
         registered = await http.post(str(idp.metadata["registration_endpoint"]), json={
             "redirect_uris": [redirect_uri], "application_type": "native", "token_endpoint_auth_method": "none",
             "grant_types": ["authorization_code"], "response_types": ["code"], "scope": "mcp:read",
+            **({"access_token_format": "opaque"} if opaque else {}),
         })
         assert registered.status_code == 201, registered.text
         client_id = registered.json()["client_id"]
