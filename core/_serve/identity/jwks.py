@@ -110,5 +110,6 @@ class KeySet:
             self._healthy = False
             log.error("JWKS refresh failed, keeping %d cached key(s): %s", len(self._keys), exc)
         finally:
+            self._attempted = time.monotonic()  # the interval starts when the fetch ends (a slow one too)
             self._inflight.set()
             self._inflight = None

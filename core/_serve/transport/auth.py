@@ -59,15 +59,16 @@ def _resource_of(server: ResourceServer, scope: Scope, path: str) -> str:
 
 
 def _metadata(server: ResourceServer, resource: str) -> ProtectedResourceMetadata:
-    # Validated from strings so the model keeps an empty path empty: a bare AnyHttpUrl("http://idp")
-    # renders "http://idp/", another issuer than "http://idp" (RFC 8414 §3.3 compares strings), and
-    # a client checking the authorization server's metadata against it refuses to log in.
-    return ProtectedResourceMetadata.model_validate({
-        "resource": resource,
-        "authorization_servers": list(server.authorization_servers),
-        "scopes_supported": list(server.required_scopes) or None,
-        "bearer_methods_supported": ["header"],
-    })
+    # Validated from strings: the model keeps an empty URL path empty, so an issuer reads exactly
+    # as configured (RFC 8414 §3.3 compares issuers as strings; no trailing slash added).
+    return ProtectedResourceMetadata.model_validate(
+        {
+            "resource": resource,
+            "authorization_servers": list(server.authorization_servers),
+            "scopes_supported": list(server.required_scopes) or None,
+            "bearer_methods_supported": ["header"],
+        }
+    )
 
 
 def metadata_endpoints(server: ResourceServer, path: str) -> dict[str, ASGIApp]:
