@@ -96,7 +96,7 @@ def _npm(args: Sequence[str], cwd: Path, what: str) -> None:
 def install_runtime() -> Path:
     """Node 22 and oidc-provider in ``.cache/``, installed when missing or when the pins changed.
 
-    :returns: the folder holding ``node_modules/oidc-provider`` and a copy of ``oidc_server.mjs``.
+    :returns: the folder holding ``node_modules`` and copies of ``oidc_server.mjs`` and ``ts_login.mjs``.
     Idempotent: a second call (or a second pytest process, under a file lock) installs nothing and
     needs no npm.
     """

@@ -19,6 +19,11 @@
 // the account. The interaction route logs the account named by `login_hint` (else the default) in
 // and grants what the client asked for, so authorization code + PKCE completes without a browser.
 // Each start makes its own signing key, so two instances are two independent issuers.
+//
+// Plain http on loopback needs no setting in oidc-provider 9: an http issuer is accepted, and
+// native clients (the SDKs register as application_type "native") may use http loopback redirect
+// URIs. Client ID Metadata Documents (features.clientIdMetadataDocument) need https client ids,
+// so the SDK clients register dynamically (RFC 7591) here.
 
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
