@@ -1,0 +1,137 @@
+// A real OAuth 2.1 / OpenID Connect authorization server for the test suite: oidc-provider
+// (npm, pinned in package.json) on a loopback port.
+//
+//   node oidc_server.mjs CONFIG.json
+//
+// CONFIG.json: {
+//   "accounts": {"alice": {"groups": ["itil"], "email": "alice@example.test"}, ...},
+//   "default_account": "alice",          // who logs in when the request names no login_hint
+//   "clients": [{client_id, client_secret, grant_types, ...}],  // registered up front (RFC 7591 shape)
+//   "scopes": ["mcp:read", "mcp:write"]  // scopes every resource server (any http(s) URL) offers
+// }
+//
+// A client with "access_token_format": "opaque" gets opaque access tokens instead, for RFC 7662
+// introspection (oidc-provider refuses to introspect its JWT access tokens).
+//
+// It listens on 127.0.0.1 on a free port, then prints one line `ISSUER http://127.0.0.1:PORT` on
+// stdout; the issuer is known only once the port is. Every resource indicator is a resource server
+// whose access tokens are RS256 JWTs (RFC 9068) with `aud` = the indicator and a `groups` claim from
+// the account. The interaction route logs the account named by `login_hint` (else the default) in
+// and grants what the client asked for, so authorization code + PKCE completes without a browser.
+// Each start makes its own signing key, so two instances are two independent issuers.
+//
+// Plain http on loopback needs no setting in oidc-provider 9: an http issuer is accepted, and
+// native clients (the SDKs register as application_type "native") may use http loopback redirect
+// URIs. Client ID Metadata Documents (features.clientIdMetadataDocument) need https client ids,
+// so the SDK clients register dynamically (RFC 7591) here.
+
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+
+import Provider, { errors } from 'oidc-provider';
+
+const config = JSON.parse(readFileSync(process.argv[2], 'utf8'));
+const accounts = config.accounts ?? {};
+const resourceScopes = (config.scopes ?? ['mcp:read']).join(' ');
+
+function signingKey() {
+  const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  return { ...privateKey.export({ format: 'jwk' }), kid: randomBytes(8).toString('hex'), use: 'sig', alg: 'RS256' };
+}
+
+function isResourceUrl(value) {
+  const url = URL.parse(value);
+  return url !== null && (url.protocol === 'http:' || url.protocol === 'https:') && !url.hash;
+}
+
+const server = createServer();
+await new Promise((resolve) => { server.listen(0, '127.0.0.1', resolve); });
+const issuer = `http://127.0.0.1:${server.address().port}`;
+
+const provider = new Provider(issuer, {
+  clients: config.clients ?? [],
+  extraClientMetadata: { properties: ['access_token_format'] },
+  jwks: { keys: [signingKey()] },
+  cookies: { keys: [randomBytes(32).toString('hex')] },
+  scopes: ['openid', 'offline_access', ...(config.scopes ?? ['mcp:read'])],
+  claims: { openid: ['sub'], email: ['email'], groups: ['groups'] },
+  async findAccount(ctx, id) {
+    if (!Object.hasOwn(accounts, id)) return undefined;
+    return { accountId: id, async claims() { return { sub: id, ...accounts[id] }; } };
+  },
+  async extraTokenClaims(ctx, token) {
+    // The account's groups ride in the access token itself, as identity providers put them.
+    if (token.accountId && Object.hasOwn(accounts, token.accountId)) {
+      return { groups: accounts[token.accountId].groups ?? [] };
+    }
+    return undefined;
+  },
+  features: {
+    devInteractions: { enabled: false },
+    clientCredentials: { enabled: true },
+    introspection: { enabled: true },
+    registration: { enabled: true },
+    revocation: { enabled: true },
+    resourceIndicators: {
+      enabled: true,
+      // A token request naming no resource gets the one granted at the authorization endpoint.
+      async useGrantedResource() { return true; },
+      async getResourceServerInfo(ctx, resourceIndicator, client) {
+        if (!isResourceUrl(resourceIndicator)) throw new errors.InvalidTarget();
+        return {
+          scope: resourceScopes,
+          audience: resourceIndicator,
+          // A client registered with access_token_format "opaque" gets tokens only introspection can read.
+          accessTokenFormat: client?.access_token_format === 'opaque' ? 'opaque' : 'jwt',
+          accessTokenTTL: 600,
+          jwt: { sign: { alg: 'RS256' } },
+        };
+      },
+    },
+  },
+  pkce: { required: () => true },
+  ttl: { AccessToken: 600, ClientCredentials: 600, AuthorizationCode: 60, Interaction: 600, Session: 3600, Grant: 3600, IdToken: 600, RefreshToken: 3600 },
+});
+
+// Log in and consent without a person: the account comes from login_hint (else the default).
+async function autoInteraction(ctx) {
+  const details = await provider.interactionDetails(ctx.req, ctx.res);
+  const { prompt, params } = details;
+  if (prompt.name === 'login') {
+    const accountId = params.login_hint || config.default_account;
+    if (!Object.hasOwn(accounts, accountId ?? '')) {
+      return provider.interactionFinished(ctx.req, ctx.res, {
+        error: 'access_denied', error_description: `no test account ${JSON.stringify(accountId)}`,
+      }, { mergeWithLastSubmission: false });
+    }
+    return provider.interactionFinished(ctx.req, ctx.res, { login: { accountId } }, { mergeWithLastSubmission: false });
+  }
+  const grant = details.grantId
+    ? await provider.Grant.find(details.grantId)
+    : new provider.Grant({ accountId: details.session.accountId, clientId: params.client_id });
+  if (prompt.details.missingOIDCScope) grant.addOIDCScope(prompt.details.missingOIDCScope.join(' '));
+  if (prompt.details.missingOIDCClaims) grant.addOIDCClaims(prompt.details.missingOIDCClaims);
+  for (const [indicator, scopes] of Object.entries(prompt.details.missingResourceScopes ?? {})) {
+    grant.addResourceScope(indicator, scopes.join(' '));
+  }
+  const grantId = await grant.save();
+  const consent = details.grantId ? {} : { grantId };
+  return provider.interactionFinished(ctx.req, ctx.res, { consent }, { mergeWithLastSubmission: true });
+}
+
+provider.use(async (ctx, next) => {
+  if (ctx.method === 'GET' && /^\/interaction\/[^/]+$/u.test(ctx.path)) {
+    ctx.set('cache-control', 'no-store');
+    await autoInteraction(ctx);
+    return;
+  }
+  await next();
+});
+
+server.on('request', provider.callback());
+process.stdout.write(`ISSUER ${issuer}\n`);
+
+for (const signal of ['SIGTERM', 'SIGINT']) {
+  process.on(signal, () => { server.close(); process.exit(0); });
+}
