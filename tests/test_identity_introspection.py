@@ -61,7 +61,16 @@ async def test_an_active_token_is_the_principal_and_the_credentials_are_client_s
 
 
 def _without_sub(idp: StandInIdP) -> dict[str, object]:
-    return {k: v for k, v in active(idp).items() if k != "sub"}
+    return {k: v for k, v in active(idp).items() if k not in ("sub", "client_id")}
+
+
+async def test_a_client_acting_for_itself_is_its_client_id(idp: StandInIdP) -> None:
+    # RFC 7662 makes sub optional; a client-credentials token's caller is the client (RFC 9068 §2.2).
+    idp.introspection[TOKEN] = {k: v for k, v in active(idp).items() if k != "sub"}
+    access = await verifier(idp).verify_token(TOKEN)
+    assert access is not None
+    principal = from_access_token(access)
+    assert (principal.subject, principal.client_id, principal.issuer) == ("cli", "cli", idp.issuer)
 
 
 REFUSED = {

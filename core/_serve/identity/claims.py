@@ -38,7 +38,13 @@ def access_token(
     :param issuer: the verified issuer (a JWT's ``iss``; the configured one for introspection).
     :param resource: this server's canonical URL (the audience the token was checked against).
     """
+    client_id = claims.get("client_id") or claims.get("azp")
+    client_id = client_id if isinstance(client_id, str) and client_id else None
     subject = claims.get(config.subject_claim)
+    if subject is None and config.subject_claim == "sub" and client_id is not None:
+        # A client acting for itself (client credentials): RFC 9068 §2.2 makes its client id the
+        # subject, and an RFC 7662 answer may leave ``sub`` out altogether.
+        subject = client_id
     if not isinstance(subject, str) or not subject:
         return f"no {config.subject_claim} claim"
     groups: list[str] = []
@@ -47,8 +53,6 @@ def access_token(
         if found is None:
             return f"{config.groups_claim} claim is not a list of strings"
         groups = found
-    client_id = claims.get("client_id") or claims.get("azp")
-    client_id = client_id if isinstance(client_id, str) and client_id else None
     scopes = scopes_of(claims)
     principal = Principal(
         subject,
