@@ -373,18 +373,23 @@ CASES += (
         (BASE + "test_a_base_exception_in_check_watch_fails_only_that_subscribe[custom]",),
     ),
     Case(
-        "raise: a lifespan's BaseException on start fails only its provider",
+        "raise: a lifespan that fails to start or while serving is recorded",
         "core/_serve/runtime.py",
-        "            except BaseException as exc:\n                if cancels_this_task(exc):",
-        "            except Exception as exc:\n                if cancels_this_task(exc):",
+        '                self._failures[self._provider] = f"{type(exc).__name__}: {exc}"',
+        "                pass",
         (BASE + "test_a_lifespan_that_raises_a_base_exception_on_start_fails_only_its_provider[custom]",),
     ),
     Case(
-        "raise: a lifespan's BaseException on stop is logged, not raised",
+        "raise: a lifespan's BaseException (start, poller, stop) ends only its own task",
         "core/_serve/runtime.py",
-        "            if raised is exc or cancels_this_task(raised):",
-        "            if True:",
-        (BASE + "test_a_lifespan_that_raises_a_base_exception_on_stop_lets_the_others_stop[system-exit]",),
+        "        except BaseException as exc:\n            if cancels_this_task(exc):\n"
+        "                raise\n            when",
+        "        except ZeroDivisionError as exc:\n            if cancels_this_task(exc):\n"
+        "                raise\n            when",
+        (
+            BASE + "test_a_lifespan_that_raises_a_base_exception_on_stop_lets_the_others_stop[custom]",
+            BASE + "test_a_poller_that_fails_while_serving_ends_only_its_provider[custom]",
+        ),
     ),
     Case(
         "raise: a registration hook's BaseException rejects only its plugin",

@@ -342,3 +342,61 @@ def test_a_demo_backend_that_raises_a_base_exception_leaves_the_others_prepared(
     assert f"demo: plugin bad could not prepare its demo backend ({type(boom_plugin.RAISES[kind]()).__name__})" in (
         out.getvalue()
     )
+
+
+class _Polling(boom_plugin.Boom):
+    """A provider whose lifespan runs a poller task that raises ``kind`` once serving has begun."""
+
+    def __init__(self, name: str, prefix: str, kind: str) -> None:
+        self.name, self.prefixes, self._kind = name, (prefix,), kind
+        self.failed = asyncio_event()
+
+    def templates(self) -> Any:
+        return [types_template(self.prefixes[0])]
+
+    async def _poll(self) -> None:
+        import anyio
+
+        await anyio.sleep(0.05)
+        self.failed.set()
+        if self._kind == "runtime-error":
+            raise RuntimeError("the poller's upstream went away")
+        boom_plugin._maybe_raise(self._kind)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self) -> Any:
+        import anyio
+
+        async with anyio.create_task_group() as pollers:
+            pollers.start_soon(self._poll)
+            try:
+                yield
+            finally:
+                pollers.cancel_scope.cancel()
+
+
+def asyncio_event() -> Any:
+    import anyio
+
+    return anyio.Event()
+
+
+# Not SystemExit or KeyboardInterrupt: raised in a task the provider itself started, asyncio re-raises
+# them out of the event loop (Task.__step) before any code of ours runs; nor a CancelledError, which
+# the provider's own task group takes for a cancellation. docs/security.md says so.
+@pytest.mark.parametrize("kind", ["custom", "generator-exit", "runtime-error"])
+async def test_a_poller_that_fails_while_serving_ends_only_its_provider(kind: str) -> None:
+    import anyio
+
+    polling = _Polling("polling", "polling://", kind)
+    composition = compose({"p": _plugin_of(polling, _Lifespans("steady", "steady://"))})
+    async with connect(composition) as client:
+        with anyio.fail_after(5):
+            await polling.failed.wait()
+            while "polling" not in composition.startup_failures:
+                await anyio.sleep(0.01)
+        for _ in range(3):  # the server and the other provider go on
+            assert (await client.read_resource("steady://read/ok")).contents[0].text == "read ok"  # type: ignore[union-attr]
+        with pytest.raises(MCPError) as raised:
+            await client.read_resource("polling://read/ok")
+        assert "provider 'polling'" in raised.value.error.message

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import anyio
+import anyio.abc
 
 from mcp_providers._host.assembly import Assembly
 from mcp_providers._host.contain import cancels_this_task
@@ -111,32 +112,49 @@ class Runtime:
         for d in self.assembly.declared:
             if isinstance(d.provider, ResourceProvider):
                 d.provider.publisher = self.hub.publisher(d.provider)
-            try:
-                await stack.enter_async_context(_Contained(d.provider.lifespan(), d.provider.name, d.plugin))
-            except BaseException as exc:
-                if cancels_this_task(exc):
-                    raise
-                # One provider that cannot start must not take the others down (SystemExit included).
-                log.exception("provider %r (plugin %r) failed to start", d.provider.name, d.plugin)
-                self.startup_failures[d.provider.name] = f"{type(exc).__name__}: {exc}"
+            hosted = _Hosted(d.provider.lifespan, d.provider.name, d.plugin, self.startup_failures)
+            await hosted.start(tasks)
+            stack.push_async_callback(hosted.stop)
         return stack
 
 
-class _Contained:
-    """A provider's ``lifespan``, whose failure on the way out is logged, not raised: a provider
-    that cannot stop cleanly (``SystemExit`` included) must not stop the others from stopping."""
+class _Hosted:
+    """One provider's ``lifespan``, run in a task of its own until :meth:`stop`.
 
-    def __init__(self, manager: contextlib.AbstractAsyncContextManager[Any], provider: str, plugin: str) -> None:
-        self._manager, self._provider, self._plugin = manager, provider, plugin
+    Whatever fails in it, on the way in, while serving (a poller task it started, say) or on the way
+    out, ``SystemExit`` included, ends that provider alone: it is logged and recorded in
+    ``failures`` (its requests then get an upstream error, ``/readyz`` names it), and the server
+    and the other providers go on. Entered in the caller's task instead, a poller's failure in the
+    provider's own task group would cancel the task serving every request.
+    """
 
-    async def __aenter__(self) -> Any:
-        return await self._manager.__aenter__()
+    def __init__(self, lifespan: Callable[[], Any], provider: str, plugin: str, failures: dict[str, str]) -> None:
+        self._lifespan, self._provider, self._plugin, self._failures = lifespan, provider, plugin, failures
+        self._started, self._stop, self._done = anyio.Event(), anyio.Event(), anyio.Event()
+        self._serving = False
 
-    async def __aexit__(self, kind: Any, exc: BaseException | None, tb: Any) -> bool:
+    async def start(self, tasks: anyio.abc.TaskGroup) -> None:
+        """Start the lifespan in ``tasks``; returns once it is serving or has failed."""
+        tasks.start_soon(self._run)
+        await self._started.wait()
+
+    async def stop(self) -> None:
+        self._stop.set()
+        await self._done.wait()
+
+    async def _run(self) -> None:
         try:
-            return bool(await self._manager.__aexit__(kind, exc, tb))
-        except BaseException as raised:
-            if raised is exc or cancels_this_task(raised):
+            async with self._lifespan():
+                self._serving = True
+                self._started.set()
+                await self._stop.wait()
+        except BaseException as exc:
+            if cancels_this_task(exc):
                 raise
-            log.exception("provider %r (plugin %r) failed to stop", self._provider, self._plugin)
-            return False
+            when = "to stop" if self._stop.is_set() else "while serving" if self._serving else "to start"
+            log.error("provider %r (plugin %r) failed %s", self._provider, self._plugin, when, exc_info=exc)
+            if when != "to stop":
+                self._failures[self._provider] = f"{type(exc).__name__}: {exc}"
+        finally:
+            self._started.set()
+            self._done.set()
