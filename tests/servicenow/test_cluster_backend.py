@@ -232,7 +232,7 @@ async def test_the_read_lock_of_a_slow_read_never_frees_another_replicas_lock(
     redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(cluster, "READ_LOCK_SECONDS", 0.3)
-    runtime, reads, provider = _shared_reads(_settings(redis_server), "prod")
+    runtime, reads, _ = _shared_reads(_settings(redis_server), "prod")
     backend = runtime.shared
     digest = reads.digest(("counting", URI, "alice"))
     other = backend.lock("reading", digest, 30)
