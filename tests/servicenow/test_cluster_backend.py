@@ -156,14 +156,15 @@ async def test_a_malformed_cached_read_falls_back_to_the_provider_and_is_logged_
 ) -> None:
     runtime, reads, provider = _shared_reads(_settings(redis_server), "prod")
     backend = runtime.shared
-    entry = backend.key("read", reads.digest(("counting", URI, "alice")))
     async with runtime.running():
-        await backend.call("plant", lambda r: r.set(entry, raw, px=30_000))
+        await _read(reads, provider)  # fills the entry: the one key under {key_prefix}:read:
+        (entry,) = await backend.call("find", lambda r: r.keys(backend.key("read", "*")))
+        await backend.call("spoil", lambda r: r.set(entry, raw, px=30_000))
         with caplog.at_level(logging.WARNING, "mcp_providers.cluster"):
             first = await _read(reads, provider)
             second = await _read(reads, provider)
     assert first.text == second.text == "prod report for alice"
-    assert provider.reads == 1 and reads.hits == 1  # the provider once, then the repaired entry
+    assert provider.reads == 2 and reads.hits == 1  # the provider again, then the repaired entry
     warnings = [r for r in caplog.records if "malformed cached read" in r.getMessage()]
     assert len(warnings) == 1, caplog.text
 
