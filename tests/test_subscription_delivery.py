@@ -16,6 +16,7 @@ import anyio
 import pytest
 
 from mcp_providers import Content, Freshness, ReadRequest, Resource, ResourceProvider, hookimpl
+from mcp_providers.identity import Principal
 from mcp_providers.testing import compose
 
 pytestmark = pytest.mark.anyio
@@ -59,7 +60,7 @@ BUGS = [RuntimeError("a bug"), KeyError("uri"), AttributeError("no such thing"),
 async def _deliver_twice(sessions: list[Session]) -> Any:
     hub = compose({"live": Plugin()}).runtime.hub
     for session in sessions:
-        hub.subscribe(session, "alice", URI)
+        hub.subscribe(session, Principal("alice", issuer="static"), URI)
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(hub.relay)
         for _ in range(2):

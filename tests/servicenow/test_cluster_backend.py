@@ -34,6 +34,7 @@ from mcp_providers import Content, Freshness, ReadRequest, Resource, ResourcePro
 from mcp_providers._serve.state import cluster
 from mcp_providers._serve.state.cluster import RedisBackend, SharedReads
 from mcp_providers.config import ClusterSettings
+from mcp_providers.identity import Principal
 from mcp_providers.testing import compose
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -100,7 +101,8 @@ class Plugin:
 
 
 async def _read(reads: SharedReads, provider: Counting, subject: str = "alice") -> Content:
-    request = ReadRequest(uri=URI, resource=provider.resources()[0], params={}, subject=subject)
+    principal = Principal(subject, issuer="static")
+    request = ReadRequest(uri=URI, resource=provider.resources()[0], params={}, principal=principal)
     content: Content = await reads.run(("counting", URI, subject), lambda: provider.read(request))
     return content
 
