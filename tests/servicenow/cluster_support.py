@@ -114,7 +114,9 @@ class Replica:
 
 
 def write_config(directory: Path, emulator_url: str, redis_url: str | None, poll_seconds: float,
-                 key_prefix: str = "test") -> Path:  # fmt: skip
+                 key_prefix: str = "test", lease_seconds: float = 1.0) -> Path:  # fmt: skip
+    """A config serving the ServiceNow plugin's ``dev`` instance at ``emulator_url``; with ``redis_url``
+    a ``[cluster]`` whose poll lease lasts ``lease_seconds`` (short: the tests kill holders)."""
     instance = {
         "name": "dev", "url": emulator_url, "description": "Development (emulated)", "timeout_seconds": 10,
         "incidents_poll_seconds": poll_seconds,
@@ -122,7 +124,8 @@ def write_config(directory: Path, emulator_url: str, redis_url: str | None, poll
     }  # fmt: skip
     lines = ['allow = ["servicenow"]', ""]
     if redis_url is not None:
-        lines += ["[cluster]", f"redis_url = {json.dumps(redis_url)}", f"key_prefix = {json.dumps(key_prefix)}", ""]
+        lines += ["[cluster]", f"redis_url = {json.dumps(redis_url)}", f"key_prefix = {json.dumps(key_prefix)}",
+                  f"lease_seconds = {lease_seconds}", ""]  # fmt: skip
     lines += ["[[plugins.servicenow.instances]]"]
     for key, value in instance.items():
         if isinstance(value, dict):
