@@ -86,6 +86,11 @@ class Publisher:
         await self._hub.publish(route.canonical)  # watches are kept under the canonical URI
 
     async def hold(self, source: str, seconds: float) -> bool:
+        """Whether this replica should poll ``source`` now (always, without ``[cluster]``).
+
+        ``seconds``: how long until the caller asks again; past it the hold is let go. With
+        ``[cluster]`` the lease itself lasts ``lease_seconds`` and is renewed meanwhile.
+        """
         return await self._hub.shared.hold(self._source(source), seconds)
 
     async def recall(self, source: str) -> str | None:

@@ -280,8 +280,12 @@ class RedisBackend:
                     await self._release(source)
                     continue
                 lease = self._leases[source]
+
+                async def renew(_: Any, lease: Lock = lease) -> bool:
+                    return await _reacquire(lease)
+
                 try:
-                    renewed = await self.call("renew a lease", lambda r, lease=lease: _reacquire(lease))
+                    renewed = await self.call("renew a lease", renew)
                 except ClusterUnavailable:
                     continue  # the next poll or renewal tries again; the lease may lapse meanwhile
                 if not renewed:
@@ -428,11 +432,15 @@ class SharedReads(Coalescer[Any]):
             found = await self._found(entry)
             if found is None:
                 leader = await self._backend.call("lock a read", lambda r: lock.acquire())
-                if not leader:
-                    found = await self._wait(entry, lock)
+                # a leader that took the lock just after another one filled the entry reads it
+                found = await self._found(entry) if leader else await self._wait(entry, lock)
         except ClusterUnavailable:
+            if leader:
+                await self._unlock(lock)
             return await read()
         if found is not None:
+            if leader:
+                await self._unlock(lock)
             self.hits += 1
             return found
         if leader:
@@ -455,8 +463,6 @@ class SharedReads(Coalescer[Any]):
         return content
 
     async def _lead(self, entry: str, lock: Lock, seconds: float, read: Callable[[], Awaitable[Any]]) -> Any:
-        from redis.exceptions import LockError
-
         try:
             content = await read()
             if isinstance(content, Content):
@@ -465,8 +471,14 @@ class SharedReads(Coalescer[Any]):
                     await self._backend.call("fill the cache", lambda r: r.set(entry, text, px=ms))
             return content
         finally:
-            with anyio.CancelScope(shield=True), contextlib.suppress(ClusterUnavailable, LockError):
-                await self._backend.call("unlock a read", lambda r: lock.release())
+            await self._unlock(lock)
+
+    async def _unlock(self, lock: Lock) -> None:
+        """Release ``lock`` if it is still this read's (never another replica's, should it have expired)."""
+        from redis.exceptions import LockError
+
+        with anyio.CancelScope(shield=True), contextlib.suppress(ClusterUnavailable, LockError):
+            await self._backend.call("unlock a read", lambda r: lock.release())
 
     async def _wait(self, entry: str, lock: Lock) -> Content | None:
         """The entry another replica is reading, once it is there; ``None`` if that read ended without one."""
