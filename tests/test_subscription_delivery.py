@@ -8,6 +8,7 @@ and the other sessions still served. The sessions are stand-ins for the SDK conn
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Sequence
 from typing import Any
@@ -42,10 +43,13 @@ class Plugin:
 
 
 class Session:
-    """A session's connection: ``send_resource_updated`` records, or raises ``error``."""
+    """A per-request session whose ``_connection`` is itself: ``send_resource_updated`` records, or
+    raises ``error``."""
 
     def __init__(self, error: BaseException | None = None) -> None:
         self.error, self.sent = error, []  # type: list[str]
+        self._connection = self  # the seam the hub keys watches by
+        self.exit_stack = contextlib.ExitStack()  # the connection's teardown (not run here)
 
     async def send_resource_updated(self, uri: str) -> None:
         if self.error is not None:
