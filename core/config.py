@@ -355,6 +355,14 @@ class ServerSettings(BaseModel):
         return value
 
 
+KEY_PREFIX_REQUIRED = (
+    "key_prefix is required with [cluster]: it names this deployment's keys and channel in Redis. "
+    "Give every replica of the deployment the same one and every other deployment on that Redis "
+    'another, e.g. key_prefix = "docs-prod" (letters, digits, _ . : -, at most 64)'
+)
+"""Why ``[cluster]`` without ``key_prefix`` is refused (two deployments would share one namespace)."""
+
+
 class ClusterSettings(BaseModel):
     """The ``[cluster]`` table: share live state between replicas through Redis.
 
@@ -366,11 +374,14 @@ class ClusterSettings(BaseModel):
     redis_url: str = Field(pattern=r"^rediss?://")
     """``redis://[user:password@]host:port/db`` (``rediss://`` for TLS); the password belongs in the
     URL's ``${...}``-free form only in a file readable by the server alone."""
-    key_prefix: str = Field(default="mcp-providers", pattern=r"^[A-Za-z0-9_.:-]{1,64}$")
-    """Prefix of every Redis key and channel, so several deployments can share one Redis."""
+    key_prefix: str = Field(pattern=r"^[A-Za-z0-9_.:-]{1,64}$")
+    """The deployment's namespace in Redis: the prefix of every key and of the channel. Required,
+    with no default: the replicas of one deployment share it, and each other deployment on the same
+    Redis needs its own, or they would serve each other's cached reads, updates and leases."""
     lease_seconds: float = Field(default=10.0, ge=0.5, le=3600)
-    """How long a replica's hold on a live source's poller lasts without renewal: the longest
-    polling stops when the holder dies, before another replica takes over."""
+    """How long a replica's hold on a live source's poller lasts without renewal (the replica renews
+    it every third of that while it polls): the longest polling stops when the holder dies, before
+    another replica takes over."""
     timeout_seconds: float = Field(default=1.0, gt=0, le=30)
     """Longest wait for Redis in one operation; past it the request fails with a clear error."""
     stream_ttl_seconds: float = Field(default=3600.0, ge=1, le=7 * 86400)
@@ -378,6 +389,13 @@ class ClusterSettings(BaseModel):
     event (2025-era sessions, not ``--stateless``)."""
     stream_max_events: int = Field(default=1000, ge=10, le=1_000_000)
     """Most events kept per stream for replay; older ones are dropped first."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _named(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "key_prefix" not in data:
+            raise ValueError(KEY_PREFIX_REQUIRED)
+        return data
 
 
 class Config(BaseModel):

@@ -537,6 +537,130 @@ CASES += (
 )
 
 
+CLUSTER = "core/_serve/state/cluster.py"
+BACKEND = "tests/servicenow/test_cluster_backend.py::"
+BUS = BACKEND + "test_an_event_published_on_one_replica_reaches_the_other_through_redis"
+LEASE = BACKEND + "test_the_poll_lease_lasts_lease_seconds_and_is_renewed_while_its_poller_claims_it"
+MALFORMED = BACKEND + "test_a_malformed_cached_read_falls_back_to_the_provider_and_is_logged_once"
+DELIVERY = "tests/test_subscription_delivery.py::"
+
+CASES += (
+    # the cross-replica bus, the cluster's namespace, leases and shared reads (items 17-19, 23)
+    Case(
+        "bus: a publish goes through Redis, not only to this replica's listeners",
+        CLUSTER,
+        'await backend.call("publish an update", lambda r: r.publish(backend.channel, encode(event)))',
+        "await self.local.publish(event)",
+        (BUS,),
+    ),
+    Case(
+        "bus: the relay hands what arrives on the channel to the local listeners",
+        CLUSTER,
+        "                    await self.bus.local.publish(event)",
+        "                    pass",
+        (BUS, BACKEND + "test_a_publish_is_not_delivered_locally_behind_redis_back"),
+    ),
+    Case(
+        "bus: every replica of a deployment listens on the deployment's channel",
+        CLUSTER,
+        "await pubsub.subscribe(self.channel)",
+        'await pubsub.subscribe(self.channel + self.replica)',
+        (BUS,),
+    ),
+    Case(
+        "namespace: [cluster] without key_prefix is refused with the reason",
+        "core/config.py",
+        "            raise ValueError(KEY_PREFIX_REQUIRED)",
+        "            pass",
+        (BACKEND + "test_a_cluster_section_built_in_code_needs_a_key_prefix_too",),
+    ),
+    Case(
+        "cache: a malformed entry is a miss, not a failed read",
+        CLUSTER,
+        "    except (ValidationError, ValueError, TypeError):  # binascii.Error is a ValueError",
+        "    except ():",
+        (MALFORMED + "[not-json]", MALFORMED + "[json-null]"),
+    ),
+    Case(
+        "cache: an entry must have every key",
+        CLUSTER,
+        "    as_of: str | None\n",
+        "    as_of: str | None = None\n",
+        (MALFORMED + "[missing-key]",),
+    ),
+    Case(
+        "cache: an entry has no key of its own",
+        CLUSTER,
+        'model_config = ConfigDict(extra="forbid", strict=True)\n    text: str | None',
+        'model_config = ConfigDict(strict=True)\n    text: str | None',
+        (MALFORMED + "[unknown-key]",),
+    ),
+    Case(
+        "lease: it lasts lease_seconds, not the poller's claim",
+        CLUSTER,
+        'self.lock("lease", source, self.settings.lease_seconds)',
+        'self.lock("lease", source, max(seconds, 0.5))',
+        (LEASE,),
+    ),
+    Case(
+        "lease: renewed in the background while its poller claims it",
+        CLUSTER,
+        "            tasks.start_soon(self._renew)",
+        "            pass",
+        (LEASE,),
+    ),
+    Case(
+        "lease: let go once its poller stops asking",
+        CLUSTER,
+        "                    await self._release(source)\n                    continue",
+        "                    continue",
+        (BACKEND + "test_a_lease_whose_poller_stopped_asking_is_let_go",),
+    ),
+    Case(
+        "read lock: a read frees only its own lock",
+        CLUSTER,
+        'await self._backend.call("unlock a read", lambda r: lock.release())',
+        'await self._backend.call("unlock a read", lambda r: r.delete(lock.name))',
+        (BACKEND + "test_the_read_lock_of_a_slow_read_never_frees_another_replicas_lock",),
+    ),
+    Case(
+        "relay: a bug is logged as a bug, not as Redis lost",
+        CLUSTER,
+        "            except (RedisError, OSError, TimeoutError) as exc:  # Redis went away",
+        "            except Exception as exc:  # Redis went away",
+        (BACKEND + "test_a_bug_in_the_relay_is_logged_with_its_traceback_not_as_redis_lost",),
+    ),
+    Case(
+        "listeners: one listener's bug is logged by its name",
+        CLUSTER,
+        "        return super().subscribe(guarded)",
+        "        return super().subscribe(listener)",
+        (BACKEND + "test_a_listener_bug_is_logged_by_name_and_the_others_still_get_the_event",),
+    ),
+    Case(
+        "delivery: only a closed session loses its watches",
+        "core/_serve/methods/subscriptions.py",
+        "            except _GONE as exc:  # the session's stream is closed",
+        "            except Exception as exc:  # the session's stream is closed",
+        (DELIVERY + "test_a_delivery_bug_is_logged_with_its_traceback_and_the_others_still_get_updates",),
+    ),
+    Case(
+        "CI: a skipped test fails under CI=true",
+        "tests/real_parts.py",
+        '    if in_ci() and report.skipped and not hasattr(report, "wasxfail"):',
+        "    if False:",
+        ("tests/test_real_parts.py::test_under_ci_every_skip_in_a_test_fails_with_its_reason",),
+    ),
+    Case(
+        "CI: a module skipped while collected fails under CI=true",
+        "tests/real_parts.py",
+        "    if in_ci() and report.skipped:\n        _failed_instead(report)",
+        "    if False:\n        _failed_instead(report)",
+        ("tests/test_real_parts.py::test_under_ci_a_module_skipped_while_collected_fails_the_run",),
+    ),
+)
+
+
 def run_case(case: Case) -> tuple[bool | None, str]:
     """``(True, ...)`` killed, ``(False, ...)`` survived, ``(None, why)`` could not be applied."""
     path = ROOT / case.file

@@ -1,4 +1,5 @@
-"""Shared fixtures: the anyio backend and the installed test distribution of plugins."""
+"""Shared fixtures: the anyio backend and the installed test distribution of plugins; and the rule
+that under ``CI=true`` every skip fails (:mod:`real_parts`)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from real_parts import pytest_make_collect_report, pytest_runtest_makereport  # noqa: F401 (hooks found here)
 
 TESTS = Path(__file__).parent
 TEST_DISTRIBUTION = TESTS / "distributions" / "test_plugins"

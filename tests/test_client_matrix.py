@@ -22,7 +22,8 @@ TypeScript ``StreamableHTTPClientTransport``, SDK v2 ``Client(URL)``) against th
 ``serve --http`` (sessions, SSE responses).
 
 The venvs and npm folders are made once per test session; a client that cannot be installed (no
-network to PyPI or npm, no npm) is skipped with the reason.
+network to PyPI or npm, no npm) is skipped with the reason, and fails the run under ``CI=true``
+(``real_parts``).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from typing import Any
 
 import pytest
 from mcp import Client, StdioServerParameters
+from real_parts import missing, require_tool
 
 from mcp_providers.plugins.servicenow.emulator import Emulator
 from mcp_providers.plugins.servicenow.seed import sys_id_for
@@ -183,20 +185,17 @@ def _run(command: list[str], what: str, **kwargs: Any) -> subprocess.CompletedPr
     try:
         return subprocess.run(command, capture_output=True, text=True, timeout=INSTALL_SECONDS, **kwargs)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        pytest.skip(f"{what}: {exc}")
+        missing(f"{what}: {exc}")
 
 
 @pytest.fixture(scope="session")
 def python_client(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """``make(spec) -> python``: a venv with the Python SDK ``spec`` installed, made once per spec."""
     made: dict[str, Path] = {}
-    uv = shutil.which("uv")
-
     def make(spec: str) -> Path:
         if spec in made:
             return made[spec]
-        if uv is None:
-            pytest.skip("uv is not installed, so the client venv cannot be made")
+        uv = require_tool("uv", "pip install uv; the client venv is made with it")
         venv = tmp_path_factory.mktemp("client-venv")
         created = _run([uv, "venv", "--quiet", "--python", sys.executable, str(venv)], "uv venv")
         assert created.returncode == 0, created.stderr
@@ -205,7 +204,7 @@ def python_client(tmp_path_factory: pytest.TempPathFactory) -> Any:
         extra = ["pydantic<2.12"] if spec.startswith("mcp==1.9") else []
         installed = _run([uv, "pip", "install", "--quiet", "--python", str(python), spec, *extra], f"installing {spec}")
         if installed.returncode != 0:
-            pytest.skip(f"cannot install {spec} from PyPI (offline?): {installed.stderr.strip()[-300:]}")
+            missing(f"cannot install {spec} from PyPI (offline?): {installed.stderr.strip()[-300:]}")
         made[spec] = python
         return python
 
@@ -216,20 +215,18 @@ def python_client(tmp_path_factory: pytest.TempPathFactory) -> Any:
 def ts_client(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """``make(spec) -> script``: an npm folder with ``spec`` installed and the client script in it."""
     made: dict[str, Path] = {}
-    npm = shutil.which("npm")
-
     def make(spec: str) -> Path:
         if spec in made:
             return made[spec]
-        if npm is None or shutil.which("node") is None:
-            pytest.skip("npm/node are not installed")
+        npm = require_tool("npm", "apt-get install -y nodejs npm")
+        require_tool("node", "apt-get install -y nodejs")
         folder = tmp_path_factory.mktemp("ts-client")
         (folder / "package.json").write_text('{"name": "matrix", "private": true, "type": "module"}')
         installed = _run(
             [npm, "install", "--silent", "--no-audit", "--no-fund", spec], f"npm install {spec}", cwd=folder
         )
         if installed.returncode != 0:
-            pytest.skip(f"cannot install {spec} from npm (offline?): {installed.stderr.strip()[-300:]}")
+            missing(f"cannot install {spec} from npm (offline?): {installed.stderr.strip()[-300:]}")
         script = folder / "ts_client.mjs"
         shutil.copy(CLIENTS / "ts_client.mjs", script)
         made[spec] = script
@@ -277,8 +274,7 @@ def test_python_sdk_1x_clients(served: Any, target: list[str], python_client: An
 def test_typescript_sdk_1x_clients(served: Any, target: list[str], ts_client: Any, spec: str, structured: bool) -> None:
     _command, plan_file, plan = served
     script = ts_client(spec)
-    node = shutil.which("node")
-    assert node is not None
+    node = require_tool("node", "apt-get install -y nodejs")
     report = _report(_run([node, str(script), str(plan_file), *target], spec, cwd=script.parent))
     _check(report, plan, structured=structured)
 

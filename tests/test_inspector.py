@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -23,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from real_parts import require_tool
 
 INSPECTOR = "@modelcontextprotocol/inspector@2.12.0"
 ROOT = Path(__file__).resolve().parent.parent
@@ -32,17 +32,14 @@ LAUNCHER = (
 )
 SERVE = [sys.executable, "-m", "mcp_providers", "serve"]
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(
-        shutil.which("node") is None or shutil.which("npm") is None,
-        reason="node and npm are needed for the Inspector CLI",
-    ),
-]
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
 def inspector() -> list[str]:
+    """The Inspector CLI's command (node and npm are needed: skipped without them, failed under CI=true)."""
+    node = require_tool("node", "apt-get install -y nodejs")
+    require_tool("npm", "apt-get install -y npm")
     if not LAUNCHER.exists():
         PREFIX.mkdir(parents=True, exist_ok=True)
         subprocess.run(
@@ -52,7 +49,7 @@ def inspector() -> list[str]:
             text=True,
             timeout=600,
         )
-    return ["node", str(LAUNCHER), "--cli"]
+    return [node, str(LAUNCHER), "--cli"]
 
 
 def _free_port() -> int:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from mcp import Client, StdioServerParameters
+from real_parts import require_tool
 from typer.testing import CliRunner
 
 from mcp_providers._cli.scaffold import ScaffoldError, render_plugin_package
@@ -25,7 +26,12 @@ ROOT = Path(__file__).resolve().parent.parent
 NAME = "team_notes"
 MCP_ENV_CONFIG = "MCP_PROVIDERS_CONFIG"
 
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(shutil.which("uv") is None, reason="needs uv to make a venv")]
+pytestmark = [pytest.mark.slow]
+
+
+@pytest.fixture(autouse=True)
+def _uv() -> None:
+    require_tool("uv", "pip install uv; it makes the plugin's venv")
 
 
 def _run(

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import jsonschema  # validates structuredContent here (a dependency of mcp)
 import pytest
 from pydantic import BaseModel
 from wire_support import Badly, Echo, Shapes, plugin, raw_session
@@ -18,8 +19,6 @@ from wire_support import Badly, Echo, Shapes, plugin, raw_session
 from mcp_providers import Tool, ToolCall, ToolProvider, ToolResult
 from mcp_providers._host.rules import advisories, output_schema
 from mcp_providers.testing import compose, connect
-
-jsonschema = pytest.importorskip("jsonschema", reason="jsonschema validates structuredContent here")
 
 pytestmark = pytest.mark.anyio
 

@@ -129,6 +129,7 @@ class Poller:
     async def round(self, interval: float) -> None:
         """One snapshot of every watched table, if this replica polls; publish what differs."""
         publisher = self._publisher()
+        # claims the source until the next round is due (with slack); the lease is [cluster] lease_seconds
         if publisher is not None and not await publisher.hold(self._source, interval * 1.5 + 1):
             self._last.clear()  # another replica polls; take its snapshot over when it stops
             return

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import mcp_types as types
-import pytest
 from mcp import Client
+from real_parts import require_tool
 
 from mcp_providers.plugins.documcp import config_templates, prompts, ssg_catalog, workflows
 
@@ -22,7 +21,6 @@ DOCUMCP_PLUGINS: dict[str, object] = {
 }
 """The documentation plugins under their entry-point names (pyproject.toml)."""
 
-NODE = shutil.which("node")
 
 
 
@@ -45,8 +43,7 @@ async def read_json(client: Client, uri: str) -> Any:
 
 def node_check(source: str, tmp_path: Path, module: bool) -> subprocess.CompletedProcess[str]:
     """Run ``node --check`` on ``source`` saved as .mjs (ES module) or .cjs (CommonJS)."""
-    if NODE is None:
-        pytest.skip("node is not installed")
+    node = require_tool("node", "apt-get install -y nodejs")
     path = tmp_path / ("config.mjs" if module else "config.cjs")
     path.write_text(source, encoding="utf-8")
-    return subprocess.run([NODE, "--check", str(path)], capture_output=True, text=True, timeout=60)
+    return subprocess.run([node, "--check", str(path)], capture_output=True, text=True, timeout=60)

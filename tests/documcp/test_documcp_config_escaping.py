@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 import tomllib
 from pathlib import Path
 
 import pytest
 import yaml
+from real_parts import require_tool
 
 from mcp_providers.plugins.documcp.registry import SSGS
 from mcp_providers.plugins.documcp.tools import GenerateConfigIn, generate_config
@@ -22,16 +22,14 @@ from mcp_providers.plugins.documcp.tools import GenerateConfigIn, generate_confi
 HOSTILE = 'Acme \x7f \x80 \x85 \x9b \x9f \u2028 \u2029 \ufeff \ufffe \uffff \x00 \x1b \t " \\ é 😀 end'
 
 
-def _parsed_title(ssg: str, text: str, tmp_path: Path) -> str | None:
+def _parsed_title(ssg: str, text: str, tmp_path: Path) -> str:
     if ssg == "hugo":
         return tomllib.loads(text)["title"]
     if ssg in ("jekyll",):
         return yaml.safe_load(text)["title"]
     if ssg == "mkdocs":
         return yaml.load(text, Loader=_PermissiveLoader)["site_name"]
-    node = shutil.which("node")
-    if node is None:
-        return None
+    node = require_tool("node", "apt-get install -y nodejs")
     module = tmp_path / "config.mjs"
     module.write_text(text, encoding="utf-8")
     checked = subprocess.run([node, "--check", str(module)], capture_output=True, text=True, timeout=60)
@@ -60,6 +58,4 @@ _PermissiveLoader.add_multi_constructor("tag:yaml.org,2002:python/", lambda load
 def test_every_config_format_round_trips_hostile_characters(ssg: str, tmp_path: Path) -> None:
     out = generate_config(GenerateConfigIn(ssg=ssg, site_name=HOSTILE, description=HOSTILE))
     title = _parsed_title(ssg, out.text, tmp_path)
-    if title is None:
-        pytest.skip("node is not installed to check the JavaScript config")
     assert title == HOSTILE, json.dumps(title)

@@ -1,7 +1,8 @@
 """Real parts for the cluster tests: a ``redis-server`` and ``mcp-providers serve --http`` replicas.
 
 Nothing is mocked: Redis is the Debian ``redis-server`` binary on a free loopback port (the tests
-skip, saying so, when it is not installed; ``.ci/run`` installs it), and each replica is a
+skip, saying so, when it is not installed, and fail under ``CI=true``: ``real_parts``; ``.ci/run``
+installs it), and each replica is a
 subprocess serving the ServiceNow plugin against the emulator running in the test process.
 """
 
@@ -10,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -23,11 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pytest
+from real_parts import require_tool
 from servicenow_support import DEV_USER
-
-REDIS = shutil.which("redis-server")
-NGINX = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None)
 
 
 def free_port() -> int:
@@ -60,10 +57,9 @@ class RedisServer:
         return f"redis://127.0.0.1:{self.port}/0"
 
     def start(self) -> RedisServer:
-        if REDIS is None:
-            pytest.skip("redis-server is not installed (apt-get install -y redis-server; .ci/run installs it)")
+        redis = require_tool("redis-server", "apt-get install -y redis-server")
         self.proc = subprocess.Popen(
-            [REDIS, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+            [redis, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
         wait_for_port(self.port, self.proc)
@@ -118,7 +114,9 @@ class Replica:
 
 
 def write_config(directory: Path, emulator_url: str, redis_url: str | None, poll_seconds: float,
-                 key_prefix: str = "test") -> Path:  # fmt: skip
+                 key_prefix: str = "test", lease_seconds: float = 1.0) -> Path:  # fmt: skip
+    """A config serving the ServiceNow plugin's ``dev`` instance at ``emulator_url``; with ``redis_url``
+    a ``[cluster]`` whose poll lease lasts ``lease_seconds`` (short: the tests kill holders)."""
     instance = {
         "name": "dev", "url": emulator_url, "description": "Development (emulated)", "timeout_seconds": 10,
         "incidents_poll_seconds": poll_seconds,
@@ -126,7 +124,8 @@ def write_config(directory: Path, emulator_url: str, redis_url: str | None, poll
     }  # fmt: skip
     lines = ['allow = ["servicenow"]', ""]
     if redis_url is not None:
-        lines += ["[cluster]", f"redis_url = {json.dumps(redis_url)}", f"key_prefix = {json.dumps(key_prefix)}", ""]
+        lines += ["[cluster]", f"redis_url = {json.dumps(redis_url)}", f"key_prefix = {json.dumps(key_prefix)}",
+                  f"lease_seconds = {lease_seconds}", ""]  # fmt: skip
     lines += ["[[plugins.servicenow.instances]]"]
     for key, value in instance.items():
         if isinstance(value, dict):
@@ -175,8 +174,7 @@ DEPLOY_NGINX = Path(__file__).resolve().parents[2] / "deploy" / "nginx.conf"
 def nginx_in_front(upstreams: list[Replica]) -> Iterator[str]:
     """``deploy/nginx.conf`` served by a real nginx on a free loopback port, its ``replicaN:8000``
     servers pointed at ``upstreams``; yields the MCP URL through it."""
-    if NGINX is None:
-        pytest.skip("nginx is not installed (apt-get install -y nginx; .ci/run installs it)")
+    nginx = require_tool("nginx", "apt-get install -y nginx", also=("/usr/sbin",))
     text = DEPLOY_NGINX.read_text()
     for n, replica in enumerate(upstreams, start=1):
         text = text.replace(f"server replica{n}:8000;", f"server 127.0.0.1:{replica.port};")
@@ -186,7 +184,7 @@ def nginx_in_front(upstreams: list[Replica]) -> Iterator[str]:
     prefix = Path(tempfile.mkdtemp(prefix="nginx-"))
     (prefix / "nginx.conf").write_text(text)
     globals_ = f"pid {prefix}/nginx.pid; error_log {prefix}/error.log; daemon off;"
-    proc = subprocess.Popen([NGINX, "-p", str(prefix), "-c", str(prefix / "nginx.conf"), "-g", globals_],
+    proc = subprocess.Popen([nginx, "-p", str(prefix), "-c", str(prefix / "nginx.conf"), "-g", globals_],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
     try:
         wait_for_port(port, proc)

@@ -27,6 +27,8 @@ pytestmark = [
 ]
 
 POLL = 0.5
+LEASE = 1.0
+"""``[cluster] lease_seconds`` of these replicas (``write_config``'s default)."""
 RECORD = "servicenow://dev/incidents/INC0010001"
 
 
@@ -132,7 +134,7 @@ async def test_an_update_made_through_b_reaches_a_listener_on_a_and_one_replica_
             holder.kill()
             killed = time.monotonic()
             _patch(dev_emulator, _sys_id(dev_emulator, "INC0010002"), {"short_description": "during handover"})
-            with anyio.fail_after(POLL * 1.5 + 1 + POLL + 2):  # lease TTL + a poll + slack
+            with anyio.fail_after(LEASE + POLL + 2):  # the lease runs out, the next poll takes it; slack
                 async for event in stream:
                     assert event.uri == "servicenow://dev/incidents"  # type: ignore[union-attr]
                     break
@@ -218,6 +220,17 @@ def test_workers_without_a_cluster_are_refused_with_the_reason(
     assert run.returncode == 2 and "needs --stateless" in run.stderr, run.stderr
 
 
+def _ready(port: int) -> bool:
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=30) as response:
+            return response.status == 200
+    except (OSError, urllib.error.URLError):  # refused, timed out or 503: not yet
+        return False
+
+
 async def test_workers_share_one_port_and_one_poller(
     tmp_path: Path, dev_emulator: Emulator, secrets_env: Mapping[str, str], redis_server: RedisServer
 ) -> None:
@@ -235,7 +248,11 @@ async def test_workers_share_one_port_and_one_poller(
     try:
         wait_for_port(port, proc)
         url = f"http://127.0.0.1:{port}/mcp"
-        await anyio.sleep(1)  # both workers up
+        # the port is bound by the parent at once; requests are answered once a worker has started
+        deadline = time.monotonic() + 60
+        while not _ready(port):
+            assert time.monotonic() < deadline and proc.poll() is None, "no worker became ready in 60 s"
+            await anyio.sleep(0.1)
         sys_id = _sys_id(dev_emulator, "INC0010001")
         for urgency in ("2", "3", "1"):  # each client connection lands on either worker: delivery holds
             async with (

@@ -50,6 +50,9 @@ from mcp_providers.providers import ResourceProvider
 
 log = logging.getLogger("mcp_providers.subscriptions")
 
+_GONE = (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, ConnectionError)
+"""What sending on a session whose stream has closed raises (its memory stream, or its socket)."""
+
 Allowed = Callable[[Principal, str], bool]
 """``allowed(principal, uri) -> bool``: may ``principal`` watch ``uri`` now."""
 
@@ -83,6 +86,11 @@ class Publisher:
         await self._hub.publish(route.canonical)  # watches are kept under the canonical URI
 
     async def hold(self, source: str, seconds: float) -> bool:
+        """Whether this replica should poll ``source`` now (always, without ``[cluster]``).
+
+        ``seconds``: how long until the caller asks again; past it the hold is let go. With
+        ``[cluster]`` the lease itself lasts ``lease_seconds`` and is renewed meanwhile.
+        """
         return await self._hub.shared.hold(self._source(source), seconds)
 
     async def recall(self, source: str) -> str | None:
@@ -217,8 +225,11 @@ class SubscriptionHub:
                 continue
             try:
                 await connection.send_resource_updated(uri)
-            except Exception:  # the session is gone: forget it
+            except _GONE as exc:  # the session's stream is closed: forget its watches
+                log.info("dropped the watches of a closed session (%s) on delivering %s", type(exc).__name__, uri)
                 self._drop(key)
+            except Exception:  # a bug, not a closed session: say so in full, keep the watch, serve the others
+                log.exception("delivering the update of %s to a session (subject %s) failed", uri, principal.subject)
 
     # -- 2025-11-25 ----------------------------------------------------------------------------
 

@@ -6,16 +6,25 @@
   On Redis, :class:`RedisSubscriptionBus` publishes each event on one channel
   (``{key_prefix}:events``) and every replica's listener task hands it to its local listeners: the
   2026-07-28 listen streams it holds, and the hub's relay to its 2025-era sessions;
-- ``hold(source, seconds)``: one poller per live source; on Redis a lease
-  (``SET {key_prefix}:lease:{source} <replica> NX PX``) renewed by its holder on each poll and taken
-  over by another replica once it expires;
+- ``hold(source, seconds)``: one poller per live source; on Redis a lease, a
+  :class:`redis.asyncio.lock.Lock` on ``{key_prefix}:lease:{source}`` that lasts ``lease_seconds``.
+  The holder claims it for ``seconds`` on each poll (the poller's promise to ask again within that);
+  while the claim lasts the replica renews the lease every third of ``lease_seconds``, and lets it
+  go once the claim lapses. A replica that dies stops renewing: another takes over within
+  ``lease_seconds``;
 - ``recall``/``remember``: a poller's last snapshot, so the replica that takes over compares with
   what the previous holder saw and no change is lost across the handover;
 - ``require()``: raises :class:`ClusterUnavailable` at once when Redis is unreachable, for the
   requests that need it (watching); reads need no shared state and keep working.
 
+Every key and the channel start with ``key_prefix``, the deployment's namespace (required with
+``[cluster]``: two deployments on one Redis never share keys). Values are read as bytes and checked:
+a malformed entry (not UTF-8, not JSON, the wrong shape) counts as missing, with one warning.
+
 Every Redis operation is bounded by ``timeout_seconds`` (1 s by default): Redis down is a clear
-error within it, never a hang. The listener reconnects by itself, every half second.
+error within it, never a hang. The listener reconnects by itself, every half second; a failure
+that is not Redis's (a bug) is logged with its traceback, and one local listener's bug neither
+stops the relay nor the other listeners.
 """
 
 from __future__ import annotations
@@ -30,7 +39,7 @@ import socket
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Hashable
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 from mcp.server.subscriptions import (
@@ -41,9 +50,10 @@ from mcp.server.subscriptions import (
     ServerEvent,
     ToolsListChanged,
 )
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from mcp_providers._serve.state.coalesce import Coalescer
-from mcp_providers.config import ClusterSettings
+from mcp_providers.config import ClusterSettings, mask
 from mcp_providers.errors import UpstreamError
 from mcp_providers.models import Freshness
 from mcp_providers.providers import Content
@@ -56,8 +66,11 @@ _SIMPLE: dict[str, Any] = {
     "prompts_list_changed": PromptsListChanged,
     "resources_list_changed": ResourcesListChanged,
 }
-_RENEW = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) end return 0"
-_RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0"
+if TYPE_CHECKING:
+    from redis.asyncio.lock import Lock
+
+READ_LOCK_SECONDS = 60.0
+"""Longest a replica's shared read holds the others back (its lock's TTL), should it die mid-read."""
 
 
 class ClusterUnavailable(UpstreamError):
@@ -73,15 +86,45 @@ def encode(event: ServerEvent) -> str:
 
 
 def decode(text: str | bytes) -> ServerEvent | None:
-    """The event in ``text``, or ``None`` for anything not understood (logged)."""
+    """The event in ``text``, or ``None`` for anything not understood (logged).
+
+    Not understood: not UTF-8 or not JSON (``ValueError``), not an object (``TypeError``), an
+    unknown ``kind`` or no ``uri`` (``KeyError``).
+    """
     try:
         data = json.loads(text)
-        if data["kind"] == "resource_updated":
-            return ResourceUpdated(uri=str(data["uri"]))
+        if data["kind"] == "resource_updated" and isinstance(data["uri"], str):
+            return ResourceUpdated(uri=data["uri"])
         return _SIMPLE[data["kind"]]()  # type: ignore[no-any-return]
     except (ValueError, KeyError, TypeError):
         log.warning("ignored a malformed event on the cluster channel: %.200r", text)
         return None
+
+
+def _name(listener: Callable[..., Any]) -> str:
+    owner = getattr(listener, "__self__", None)
+    qualname = getattr(listener, "__qualname__", None) or type(listener).__qualname__
+    module = getattr(listener, "__module__", None) or type(owner).__module__
+    return f"{module}.{qualname}"
+
+
+class LocalBus(InMemorySubscriptionBus):
+    """The SDK's in-process bus, whose listeners fail one at a time and by name.
+
+    A listener that raises is logged with its traceback and its name (``module.qualname``); the
+    other listeners still get the event and the publisher never sees the error.
+    """
+
+    def subscribe(self, listener: Callable[[ServerEvent], None]) -> Callable[[], None]:
+        name = _name(listener)
+
+        def guarded(event: ServerEvent) -> None:
+            try:
+                listener(event)
+            except Exception:  # one listener's bug: logged, the others still served
+                log.exception("listener %s failed on %r; the other listeners still get it", name, event)
+
+        return super().subscribe(guarded)
 
 
 class InProcess:
@@ -90,7 +133,7 @@ class InProcess:
     configured = False
 
     def __init__(self) -> None:
-        self.bus = InMemorySubscriptionBus()
+        self.bus = LocalBus()
         self.held: set[str] = set()
         self._state: dict[str, str] = {}
 
@@ -125,7 +168,7 @@ class RedisSubscriptionBus:
 
     def __init__(self, backend: RedisBackend) -> None:
         self._backend = backend
-        self.local = InMemorySubscriptionBus()
+        self.local = LocalBus()
 
     async def publish(self, event: ServerEvent) -> None:
         backend = self._backend
@@ -147,12 +190,15 @@ class RedisBackend:
         self.replica = replica or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.channel = f"{settings.key_prefix}:events"
         timeout = settings.timeout_seconds
+        # bytes in, bytes out: every value is checked here, so a malformed one is a miss, not a crash
         self._redis = Redis.from_url(
-            settings.redis_url, socket_timeout=timeout, socket_connect_timeout=timeout, decode_responses=True
+            settings.redis_url, socket_timeout=timeout, socket_connect_timeout=timeout, decode_responses=False
         )
         self.bus = RedisSubscriptionBus(self)
         self.held: set[str] = set()
         """Sources whose lease this replica holds."""
+        self._leases: dict[str, Lock] = {}
+        self._claims: dict[str, float] = {}  # source -> (anyio clock) until when its poller claims it
         self.connected = False
         """Whether the listener is subscribed to the channel now."""
 
@@ -160,8 +206,9 @@ class RedisBackend:
         """The Redis key of ``name`` of ``kind`` (``lease``, ``state``, ``read``...)."""
         return f"{self.settings.key_prefix}:{kind}:{name}"
 
-    def _key(self, kind: str, source: str) -> str:
-        return f"{self.settings.key_prefix}:{kind}:{source}"
+    def lock(self, kind: str, name: str, seconds: float) -> Lock:
+        """A :class:`redis.asyncio.lock.Lock` on :meth:`key` that lasts ``seconds`` unless renewed."""
+        return self._redis.lock(self.key(kind, name), timeout=seconds, blocking=False, thread_local=False)
 
     async def call(self, what: str, operation: Callable[[Any], Awaitable[T]]) -> T:
         """Run one Redis operation within ``timeout_seconds``.
@@ -200,14 +247,21 @@ class RedisBackend:
             return False
 
     async def hold(self, source: str, seconds: float) -> bool:
-        key, ms = self._key("lease", source), max(1, int(seconds * 1000))
+        """Whether this replica polls ``source`` now; if so it is claimed for ``seconds`` more.
+
+        The lease itself lasts ``lease_seconds`` and is renewed in the background while the claim
+        lasts (:meth:`_renew`). Redis unreachable: ``False`` (nobody can know who polls).
+        """
+        lease = self._leases.get(source) or self.lock("lease", source, self.settings.lease_seconds)
+        self._leases[source] = lease
+        self._claims[source] = anyio.current_time() + max(seconds, 0.0)
         try:
             if source in self.held:
-                if await self.call("renew a lease", lambda r: r.eval(_RENEW, 1, key, self.replica, ms)):
+                if await self.call("renew a lease", lambda r: _reacquire(lease)):
                     return True
                 self.held.discard(source)
                 log.warning("lease on %s lost to another replica", source)
-            if await self.call("take a lease", lambda r: r.set(key, self.replica, nx=True, px=ms)):
+            if await self.call("take a lease", lambda r: lease.acquire(token=self.replica)):
                 self.held.add(source)
                 log.info("replica %s now polls %s", self.replica, source)
                 return True
@@ -215,21 +269,50 @@ class RedisBackend:
             self.held.discard(source)
         return False
 
+    async def _renew(self) -> None:
+        """Renew every held lease whose poller still claims it, every third of ``lease_seconds``;
+        let go of the others (their poller stopped asking)."""
+        while True:
+            await anyio.sleep(self.settings.lease_seconds / 3)
+            for source in list(self.held):
+                if anyio.current_time() > self._claims.get(source, 0.0):
+                    log.info("the poller of %s stopped asking: its lease is let go", source)
+                    await self._release(source)
+                    continue
+                lease = self._leases[source]
+
+                async def renew(_: Any, lease: Lock = lease) -> bool:
+                    return await _reacquire(lease)
+
+                try:
+                    renewed = await self.call("renew a lease", renew)
+                except ClusterUnavailable:
+                    continue  # the next poll or renewal tries again; the lease may lapse meanwhile
+                if not renewed:
+                    self.held.discard(source)
+                    log.warning("lease on %s lost to another replica", source)
+
     async def recall(self, source: str) -> str | None:
         try:
-            return await self.call("recall a snapshot", lambda r: r.get(self._key("state", source)))
+            raw = await self.call("recall a snapshot", lambda r: r.get(self.key("state", source)))
         except ClusterUnavailable:
+            return None
+        try:
+            return raw.decode() if isinstance(raw, bytes) else None
+        except UnicodeDecodeError:
+            log.warning("ignored the snapshot of %s kept in Redis: it is not UTF-8", source)
             return None
 
     async def remember(self, source: str, text: str) -> None:
         with contextlib.suppress(ClusterUnavailable):
-            await self.call("keep a snapshot", lambda r: r.set(self._key("state", source), text, ex=86400))
+            await self.call("keep a snapshot", lambda r: r.set(self.key("state", source), text, ex=86400))
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
-        """Listen on the channel (reconnecting) while the server runs; release leases after."""
+        """Listen on the channel (reconnecting) and renew leases while the server runs; release them after."""
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(self._listen)
+            tasks.start_soon(self._renew)
             with anyio.move_on_after(self.settings.timeout_seconds):
                 while not self.connected:
                     await anyio.sleep(0.02)
@@ -241,22 +324,34 @@ class RedisBackend:
             for source in list(self.held):
                 await self._release(source)
             self.held.clear()
-            with contextlib.suppress(Exception):
-                await self._redis.aclose()
+            await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the connections to Redis (:meth:`running` does on its way out)."""
+        with contextlib.suppress(Exception):  # closing what may be broken already
+            await self._redis.aclose()
 
     async def _release(self, source: str) -> None:
         """Let another replica take ``source`` at once (a clean shutdown need not wait for the TTL)."""
-        key = self._key("lease", source)
-        with contextlib.suppress(ClusterUnavailable):
-            await self.call("release a lease", lambda r: r.eval(_RELEASE, 1, key, self.replica))
+        from redis.exceptions import LockError
+
+        self.held.discard(source)
+        lease = self._leases.get(source)
+        if lease is not None:
+            with contextlib.suppress(ClusterUnavailable, LockError):
+                await self.call("release a lease", lambda r: lease.release())
 
     async def _listen(self) -> None:
+        from redis.exceptions import RedisError
+
         while True:
             try:
                 await self._relay_channel()
-            except Exception as exc:  # Redis went away: say so once, then keep trying
+            except (RedisError, OSError, TimeoutError) as exc:  # Redis went away: say so once, then keep trying
                 if self.connected:
-                    log.warning("cluster backend lost (%s); reconnecting", type(exc).__name__)
+                    log.warning("cluster backend lost (%s: %s); reconnecting", type(exc).__name__, mask(str(exc)))
+            except Exception:  # not Redis: a bug, shown in full; the relay starts again
+                log.exception("the cluster relay on %s failed; restarting it", self.channel)
             self.connected = False
             await anyio.sleep(0.5)
 
@@ -281,10 +376,20 @@ class RedisBackend:
                 idle = 0.0
                 event = decode(message["data"])
                 if event is not None:
-                    await self.bus.local.publish(event)
+                    await self.bus.local.publish(event)  # LocalBus: a listener's bug stays its own
         finally:
             with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
                 await pubsub.aclose()  # type: ignore[no-untyped-call]
+
+
+async def _reacquire(lease: Lock) -> bool:
+    """Reset ``lease`` to its full TTL; ``False`` when another replica holds it now."""
+    from redis.exceptions import LockNotOwnedError
+
+    try:
+        return await lease.reacquire()
+    except LockNotOwnedError:
+        return False
 
 
 class SharedReads(Coalescer[Any]):
@@ -293,9 +398,10 @@ class SharedReads(Coalescer[Any]):
     A read of a resource declared ``max_age`` is kept under ``{key_prefix}:read:<digest of
     (provider, uri, subject)>`` for ``max_age_seconds``: the scope of every ``max_age`` hint is
     ``private``, so the subject is always part of the key and one caller never gets content read
-    for another. Identical reads in flight on different replicas share one upstream read (a lock
-    key; the others wait for its result). Other reads are coalesced in the process as before.
-    Redis unreachable: the read goes to the provider, as without a cluster.
+    for another. Identical reads in flight on different replicas share one upstream read (a
+    :class:`redis.asyncio.lock.Lock` on ``{key_prefix}:reading:<digest>``; the others wait for its
+    result). Other reads are coalesced in the process as before. Redis unreachable, or an entry that
+    is not one this class wrote (logged once per entry, then replaced): the read goes to the provider.
     """
 
     def __init__(self, backend: RedisBackend, freshness_of: Callable[[str], Freshness | None]) -> None:
@@ -303,6 +409,12 @@ class SharedReads(Coalescer[Any]):
         self._backend, self._freshness_of = backend, freshness_of
         self.hits = 0
         """Reads answered from Redis."""
+        self._warned: set[str] = set()
+
+    @staticmethod
+    def digest(key: Hashable) -> str:
+        """The name of ``key``'s entry under ``{key_prefix}:read:`` (SHA-256 of its JSON, hex)."""
+        return hashlib.sha256(json.dumps(key, default=str).encode()).hexdigest()
 
     async def run(self, key: Hashable, read: Callable[[], Awaitable[Any]]) -> Any:
         uri = key[1] if isinstance(key, tuple) and len(key) == 3 else None
@@ -313,25 +425,44 @@ class SharedReads(Coalescer[Any]):
         return await super().run(key, lambda: self._cached(key, seconds, read))
 
     async def _cached(self, key: Hashable, seconds: float, read: Callable[[], Awaitable[Any]]) -> Any:
-        digest = hashlib.sha256(json.dumps(key, default=str).encode()).hexdigest()
-        entry, lock = self._backend.key("read", digest), self._backend.key("reading", digest)
+        digest = self.digest(key)
+        entry, lock = self._backend.key("read", digest), self._backend.lock("reading", digest, READ_LOCK_SECONDS)
+        leader = False
         try:
-            found = await self._backend.call("read the cache", lambda r: r.get(entry))
-            leader = found is None and await self._backend.call(
-                "lock a read", lambda r: r.set(lock, self._backend.replica, nx=True, px=60_000)
-            )
-            if found is None and not leader:
-                found = await self._wait(entry, lock)
+            found = await self._found(entry)
+            if found is None:
+                leader = await self._backend.call("lock a read", lambda r: lock.acquire())
+                # a leader that took the lock just after another one filled the entry reads it
+                found = await self._found(entry) if leader else await self._wait(entry, lock)
         except ClusterUnavailable:
+            if leader:
+                await self._unlock(lock)
             return await read()
+        if found is not None:
+            if leader:
+                await self._unlock(lock)
+            self.hits += 1
+            return found
         if leader:
             return await self._lead(entry, lock, seconds, read)
-        if found is None:  # the other replica's read failed: read here
-            return await read()
-        self.hits += 1
-        return _content_from(found)
+        return await read()  # the other replica's read ended without an entry: read here
 
-    async def _lead(self, entry: str, lock: str, seconds: float, read: Callable[[], Awaitable[Any]]) -> Any:
+    async def _found(self, entry: str) -> Content | None:
+        """The content kept under ``entry``; ``None`` when there is none or it is malformed (then it is
+        dropped, so the next read fills it again, and logged once)."""
+        raw = await self._backend.call("read the cache", lambda r: r.get(entry))
+        if raw is None:
+            return None
+        content = _content_from(raw)
+        if content is None:
+            if entry not in self._warned:
+                self._warned = self._warned if len(self._warned) < 1024 else set()
+                self._warned.add(entry)
+                log.warning("ignored a malformed cached read at %s (%.120r); reading from the provider", entry, raw)
+            await self._backend.call("drop a malformed entry", lambda r: r.delete(entry))
+        return content
+
+    async def _lead(self, entry: str, lock: Lock, seconds: float, read: Callable[[], Awaitable[Any]]) -> Any:
         try:
             content = await read()
             if isinstance(content, Content):
@@ -340,18 +471,34 @@ class SharedReads(Coalescer[Any]):
                     await self._backend.call("fill the cache", lambda r: r.set(entry, text, px=ms))
             return content
         finally:
-            with anyio.CancelScope(shield=True), contextlib.suppress(ClusterUnavailable):
-                await self._backend.call("unlock a read", lambda r: r.delete(lock))
+            await self._unlock(lock)
 
-    async def _wait(self, entry: str, lock: str) -> str | None:
+    async def _unlock(self, lock: Lock) -> None:
+        """Release ``lock`` if it is still this read's (never another replica's, should it have expired)."""
+        from redis.exceptions import LockError
+
+        with anyio.CancelScope(shield=True), contextlib.suppress(ClusterUnavailable, LockError):
+            await self._backend.call("unlock a read", lambda r: lock.release())
+
+    async def _wait(self, entry: str, lock: Lock) -> Content | None:
         """The entry another replica is reading, once it is there; ``None`` if that read ended without one."""
         while True:
             await anyio.sleep(0.02)
-            found: str | None = await self._backend.call("read the cache", lambda r: r.get(entry))
+            found = await self._found(entry)
             if found is not None:
                 return found
-            if not await self._backend.call("check a read", lambda r: r.exists(lock)):
+            if not await self._backend.call("check a read", lambda r: lock.locked()):
                 return None
+
+
+class _Entry(BaseModel):
+    """A cached read as :func:`_content_to` writes it: every key, each of its own type."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    text: str | None
+    blob: str | None
+    mime_type: str | None
+    as_of: str | None
 
 
 def _content_to(content: Content) -> str:
@@ -360,11 +507,16 @@ def _content_to(content: Content) -> str:
     return json.dumps({"text": content.text, "blob": blob, "mime_type": content.mime_type, "as_of": as_of})
 
 
-def _content_from(text: str) -> Content:
-    data = json.loads(text)
-    blob = base64.b64decode(data["blob"]) if data.get("blob") is not None else None
-    as_of = datetime.fromisoformat(data["as_of"]) if data.get("as_of") else None
-    return Content(text=data.get("text"), blob=blob, mime_type=data.get("mime_type"), as_of=as_of)
+def _content_from(raw: bytes) -> Content | None:
+    """The content in ``raw``, or ``None`` when it is not UTF-8 JSON of :class:`_Entry`'s shape with
+    exactly one of text and blob (base64), and ``as_of`` an ISO 8601 time."""
+    try:
+        data = _Entry.model_validate_json(raw)
+        blob = base64.b64decode(data.blob, validate=True) if data.blob is not None else None
+        as_of = datetime.fromisoformat(data.as_of) if data.as_of is not None else None
+        return Content(text=data.text, blob=blob, mime_type=data.mime_type, as_of=as_of)
+    except (ValidationError, ValueError, TypeError):  # binascii.Error is a ValueError
+        return None
 
 
 Shared = InProcess | RedisBackend

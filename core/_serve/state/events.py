@@ -23,6 +23,7 @@ from typing import Any
 
 from mcp.server.streamable_http import EventCallback, EventMessage, EventStore
 from mcp_types import INTERNAL_ERROR, ErrorData, JSONRPCError, JSONRPCMessage, jsonrpc_message_adapter
+from pydantic import ValidationError
 
 from mcp_providers._serve.state.cluster import ClusterUnavailable, RedisBackend
 
@@ -99,7 +100,7 @@ class RedisEventStore(EventStore):
         except ClusterUnavailable as exc:
             return self._unstored(str(exc))
         self._warned = False
-        return _encode_id(stream_id, str(entry))
+        return _encode_id(stream_id, entry.decode() if isinstance(entry, bytes) else str(entry))
 
     def _unstored(self, why: str) -> str:
         if not self._warned:
@@ -125,9 +126,14 @@ class RedisEventStore(EventStore):
             log.info("stream of Last-Event-ID %.80r expired or never existed; nothing to replay", last_event_id)
             return None
         for entry_id, fields in entries:
-            if fields.get("m"):
-                message = jsonrpc_message_adapter.validate_json(fields["m"])
-                await send_callback(EventMessage(message, _encode_id(stream_id, str(entry_id))))
+            event_id = _encode_id(stream_id, entry_id.decode() if isinstance(entry_id, bytes) else str(entry_id))
+            if fields.get(b"m"):
+                try:
+                    message = jsonrpc_message_adapter.validate_json(fields[b"m"])
+                except ValidationError:  # not one this store kept: skip it, replay the rest
+                    log.warning("skipped a malformed event %s in %s: %.120r", event_id, key, fields[b"m"])
+                    continue
+                await send_callback(EventMessage(message, event_id))
         return stream_id
 
 

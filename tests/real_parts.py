@@ -1,0 +1,75 @@
+"""Real parts the tests need, and the rule for a missing one: skip on a workstation, FAIL in CI.
+
+The tests run against real parts (``redis-server``, ``nginx``, ``node``/``npm``, ``uv``, client
+SDKs installed from npm and PyPI). On a workstation without one, its tests skip, saying what to
+install. Under ``CI=true`` (``.ci/run`` sets it) a CI that lacks a part must not be green:
+
+- :func:`require_tool` and :func:`missing` fail the test instead of skipping it;
+- :func:`pytest_runtest_makereport` and :func:`pytest_make_collect_report` (hook wrappers that
+  ``tests/conftest.py`` re-exports, so pytest registers them) turn *every* skip into a failure,
+  ``pytest.skip``, ``skipif`` and ``importorskip`` alike, so a new skip cannot reopen the hole.
+  An expected failure (``xfail``) is not a skip and is left alone.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Generator
+from pathlib import Path
+from typing import Any, NoReturn
+
+import pytest
+
+CI_VARIABLE = "CI"
+
+
+def in_ci() -> bool:
+    """Whether ``$CI`` says this is a CI run (``true``, ``1`` or ``yes``, any case)."""
+    return os.environ.get(CI_VARIABLE, "").strip().lower() in {"true", "1", "yes"}
+
+
+def missing(why: str) -> NoReturn:
+    """Skip the test because a real part is missing (``why`` says which and how to install it);
+    under ``CI=true`` fail it instead."""
+    if in_ci():
+        pytest.fail(f"{why} (CI=true: a missing real part fails the run instead of skipping)", pytrace=False)
+    pytest.skip(why)
+
+
+def require_tool(name: str, install: str, *, also: tuple[str, ...] = ()) -> str:
+    """The path of the executable ``name`` (on ``$PATH`` or in one of the folders ``also``).
+
+    :param install: how to get it, for the message (``"apt-get install -y redis-server"``).
+    :raises pytest.skip.Exception: not found, outside CI.
+    :raises pytest.fail.Exception: not found, under ``CI=true``.
+    """
+    found = shutil.which(name) or next((str(Path(d) / name) for d in also if (Path(d) / name).is_file()), None)
+    if found is None:
+        missing(f"{name} is not installed ({install}; .ci/run installs it)")
+    return found
+
+
+def _failed_instead(report: Any) -> None:
+    longrepr = report.longrepr
+    reason = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
+    report.outcome = "failed"
+    report.longrepr = f"skipped under CI=true, which fails the run instead: {reason}"
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
+    """Under ``CI=true`` a skipped test (setup or call) is reported failed, with the skip's reason."""
+    report = yield
+    if in_ci() and report.skipped and not hasattr(report, "wasxfail"):
+        _failed_instead(report)
+    return report
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector) -> Generator[None, Any, Any]:
+    """Under ``CI=true`` a module skipped while collected (``importorskip``, module-level skip) fails."""
+    report = yield
+    if in_ci() and report.skipped:
+        _failed_instead(report)
+    return report
