@@ -211,6 +211,16 @@ def test_every_hostile_token_is_refused_and_the_next_valid_caller_is_served(
             assert not part or part not in caplog.text
 
 
+def test_a_token_expired_within_the_leeway_is_served_and_one_beyond_it_is_refused_and_logged(
+    site: Site, caplog: pytest.LogCaptureFixture
+) -> None:
+    now = int(time.time())
+    assert site.read_ok(site.token(iat=now - 300, exp=now - 10))  # default leeway: 30 s
+    with caplog.at_level(logging.WARNING, logger="mcp_providers"):
+        assert site.post(site.token(iat=now - 300, exp=now - 45)).status_code == 401
+    assert "bearer token refused: expired" in caplog.text
+
+
 def test_an_uncheckable_token_gets_503_with_retry_after_and_cached_keys_keep_serving(site: Site) -> None:
     site.idp.jwks_mode = "slow"
     time.sleep(0.35)  # past the refresh interval the start-up fetch opened
@@ -219,6 +229,7 @@ def test_an_uncheckable_token_gets_503_with_retry_after_and_cached_keys_keep_ser
     assert time.monotonic() - started < 3
     assert response.status_code == 503 and int(response.headers["retry-after"]) >= 1
     assert response.json()["error"] == "temporarily_unavailable"
+    assert "127.0.0.1" not in response.text and "/jwks" not in response.text  # no internal address
     assert site.read_ok()  # the cached key still verifies
     site.idp.jwks_mode = "garbage"
     time.sleep(0.35)

@@ -21,6 +21,16 @@ def _strings(value: Any) -> list[str] | None:
     return None
 
 
+def _groups(value: Any) -> list[str] | None:
+    """Group names from a list claim; a single string is one group (Keycloak's single-valued
+    Group Membership mapper writes one, and group names may hold spaces), never split."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return list(value)
+    return None
+
+
 def scopes_of(claims: Mapping[str, Any]) -> list[str]:
     """``scope`` (RFC 8693 §4.2, RFC 7662: space separated) or ``scp`` (a list, e.g. Entra ID, Okta)."""
     for name in ("scope", "scp"):
@@ -49,7 +59,7 @@ def access_token(
         return f"no {config.subject_claim} claim"
     groups: list[str] = []
     if config.groups_claim and config.groups_claim in claims:
-        found = _strings(claims[config.groups_claim])
+        found = _groups(claims[config.groups_claim])
         if found is None:
             return f"{config.groups_claim} claim is not a list of strings"
         groups = found
@@ -63,11 +73,13 @@ def access_token(
         claims={name: claims[name] for name in config.claims if name in claims},
     )
     exp = claims.get("exp")
+    leeway = config.leeway_seconds if config.mode == "jwt" else 0
     return AccessToken(
         token=token,
         client_id=client_id or subject,
         scopes=scopes,
-        expires_at=int(exp) if isinstance(exp, int | float) and not isinstance(exp, bool) else None,
+        # The last second the token is accepted: its exp plus the leeway the checks allowed.
+        expires_at=int(exp + leeway) if isinstance(exp, int | float) and not isinstance(exp, bool) else None,
         resource=resource,
         subject=subject,
         claims={"iss": issuer, PRINCIPAL_CLAIM: principal},

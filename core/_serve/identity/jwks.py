@@ -92,7 +92,8 @@ class KeySet:
         found = self._keys.get(kid)
         if found is None and not self._healthy:
             wait = self._attempted + self.min_refresh - time.monotonic()
-            raise IdentityUnavailable(f"the JWKS at {self.url} could not be fetched", retry_after=wait)
+            # The message reaches unauthenticated callers: it names no internal address.
+            raise IdentityUnavailable("the identity provider's keys could not be fetched", retry_after=wait)
         return found
 
     async def _refresh(self) -> None:

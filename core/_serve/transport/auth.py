@@ -34,6 +34,7 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_providers._serve.identity import IdentityUnavailable, ResourceServer, resource_server
+from mcp_providers._serve.identity.errors import refused
 from mcp_providers._serve.identity.static import MIN_TOKEN_LENGTH as MIN_TOKEN_LENGTH
 from mcp_providers._serve.identity.static import StaticTokenVerifier as StaticTokenVerifier
 from mcp_providers.config import AuthConfig
@@ -115,7 +116,10 @@ class BearerGate:
             retry = [(b"retry-after", str(exc.retry_after).encode())]
             await _send(send, 503, "temporarily_unavailable", str(exc), retry)
             return
-        if access is None or (access.expires_at is not None and access.expires_at < int(time.time())):
+        if access is not None and access.expires_at is not None and access.expires_at < int(time.time()):
+            refused("expired", by="the bearer gate")
+            access = None
+        if access is None:
             await self._challenge(scope, send, 401, "invalid_token", "the bearer token was refused")
             return
         missing = [s for s in self.server.required_scopes if s not in access.scopes]
