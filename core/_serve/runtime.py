@@ -118,6 +118,10 @@ class Runtime:
         return stack
 
 
+STOP_SECONDS = 10.0
+"""How long a provider's ``lifespan`` may take to end once asked, in seconds."""
+
+
 class _Hosted:
     """One provider's ``lifespan``, run in a task of its own until :meth:`stop`.
 
@@ -139,8 +143,15 @@ class _Hosted:
         await self._started.wait()
 
     async def stop(self) -> None:
+        """Ask the lifespan to end and wait for it, shielded: the runtime is often stopped because
+        its caller was cancelled, and each stop waiting unshielded would end in a CancelledError of
+        its own, one chained to the next. A lifespan that takes longer than :data:`STOP_SECONDS`
+        is left to the task group's cancellation."""
         self._stop.set()
-        await self._done.wait()
+        with anyio.move_on_after(STOP_SECONDS, shield=True) as waited:
+            await self._done.wait()
+        if waited.cancelled_caught:
+            log.error("provider %r (plugin %r) did not stop within %s s", self._provider, self._plugin, STOP_SECONDS)
 
     async def _run(self) -> None:
         try:
