@@ -152,7 +152,7 @@ def redis() -> Iterator[str]:
 def test_every_worker_of_serve_workers_is_the_same_resource_server(tmp_path: Path) -> None:
     port = free_port()
     with standin_idp() as idp, redis() as redis_url:
-        cluster = f'[cluster]\nredis_url = "{redis_url}"'
+        cluster = f'[cluster]\nredis_url = "{redis_url}"\nkey_prefix = "identity-workers"'
         config = write_config(tmp_path, f'mode = "jwt"\nissuer = "{idp.issuer}"', cluster)
         with serving(config, port, "--workers", "2", "--stateless", "--json-response") as origin:
             for _ in range(4):  # the kernel hands connections to either worker
