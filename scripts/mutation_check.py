@@ -645,6 +645,13 @@ CASES += (
         (DELIVERY + "test_a_delivery_bug_is_logged_with_its_traceback_and_the_others_still_get_updates",),
     ),
     Case(
+        "HTTP: a stateless batch holding a cancel is refused",
+        "core/_serve/transport/http_app.py",
+        "        if self.stateless and (refused := _stateless_cancel_in_batch(items)) is not None:",
+        "        if False and (refused := _stateless_cancel_in_batch(items)) is not None:",
+        ("tests/test_http_cancel.py::test_stateless_http_refuses_a_batch_holding_a_cancel",),
+    ),
+    Case(
         "CI: a skipped test fails under CI=true",
         "tests/real_parts.py",
         '    if in_ci() and report.skipped and not hasattr(report, "wasxfail"):',

@@ -76,7 +76,7 @@ def test_a_cancelled_request_is_not_answered_on_a_session(
 
 
 @pytest.mark.parametrize("json_response", [False, True], ids=["sse", "json"])
-@pytest.mark.parametrize("version", ["2025-11-25", "2025-06-18", None])
+@pytest.mark.parametrize("version", ["2025-11-25", "2025-06-18", "2025-03-26", None])
 def test_stateless_http_refuses_a_cancel_it_cannot_honour(json_response: bool, version: str | None) -> None:
     with served(stateless=True, json_response=json_response) as port:
         status, _, body = post(port, _cancel(5), version)
@@ -86,3 +86,20 @@ def test_stateless_http_refuses_a_cancel_it_cannot_honour(json_response: bool, v
         # other notifications are still accepted, and requests answered
         assert post(port, {"jsonrpc": "2.0", "method": "notifications/initialized"}, version)[0] == 202
         assert post(port, {"jsonrpc": "2.0", "id": 1, "method": "ping"}, version)[0] == 200
+
+
+@pytest.mark.parametrize("json_response", [False, True], ids=["sse", "json"])
+@pytest.mark.parametrize("where", [0, 1], ids=["first", "last"])
+def test_stateless_http_refuses_a_batch_holding_a_cancel(json_response: bool, where: int) -> None:
+    """A 2025-03-26 batch carrying ``notifications/cancelled`` is refused whole, before any element
+    runs: answering the others and dropping the cancel would be the accepted-and-ignored case again."""
+    with served(stateless=True, json_response=json_response) as port:
+        batch: list[object] = [{"jsonrpc": "2.0", "id": 7, "method": "ping"}]
+        batch.insert(where, _cancel(5))
+        status, _, body = post(port, batch, "2025-03-26")
+        assert status == 400, body
+        assert isinstance(body, dict) and body["error"]["code"] == -32600
+        assert "notifications/cancelled" in body["error"]["message"] and f"batch element {where}" in body["error"]["message"]
+        # a batch without one is still answered element by element
+        status, _, body = post(port, [{"jsonrpc": "2.0", "id": 8, "method": "ping"}], "2025-03-26")
+        assert status == 200 and isinstance(body, list) and body[0]["id"] == 8

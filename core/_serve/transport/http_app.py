@@ -403,6 +403,9 @@ class HttpApp:
             message = f"Invalid request: JSON-RPC batches are only accepted at protocol version {BATCH_VERSION}"
             await _send_json(send, 400, _error_body(types.INVALID_REQUEST, message))
             return
+        if self.stateless and (refused := _stateless_cancel_in_batch(items)) is not None:
+            await _send_json(send, 400, refused)
+            return
         answers: list[Any] = []
         extra: list[tuple[bytes, bytes]] = []
         for item in items:
@@ -549,6 +552,16 @@ def _without_cancel_events(chunk: bytes) -> bytes:
     return b"".join(kept)
 
 
+_STATELESS_CANCEL = (
+    "notifications/cancelled cannot be honoured on stateless HTTP: the request it names ran in "
+    "another exchange, with no session to find it in; serve with sessions to cancel requests"
+)
+
+
+def _is_cancel_notification(message: Any) -> bool:
+    return isinstance(message, dict) and message.get("method") == "notifications/cancelled" and "id" not in message
+
+
 def _stateless_cancel(body: bytes) -> bytes | None:
     """The 400 answering a 2025-era ``notifications/cancelled`` on stateless HTTP, else ``None``.
 
@@ -562,13 +575,16 @@ def _stateless_cancel(body: bytes) -> bytes | None:
         data = json.loads(body)
     except (ValueError, RecursionError):
         return None
-    if not isinstance(data, dict) or data.get("method") != "notifications/cancelled" or "id" in data:
-        return None
-    message = (
-        "notifications/cancelled cannot be honoured on stateless HTTP: the request it names ran in "
-        "another exchange, with no session to find it in; serve with sessions to cancel requests"
-    )
-    return _error_body(types.INVALID_REQUEST, message)
+    return _error_body(types.INVALID_REQUEST, _STATELESS_CANCEL) if _is_cancel_notification(data) else None
+
+
+def _stateless_cancel_in_batch(items: list[Any]) -> bytes | None:
+    """The 400 for a stateless batch holding a cancel: refused whole, before any element runs,
+    since answering the rest would accept and ignore the cancel again."""
+    for index, item in enumerate(items):
+        if _is_cancel_notification(item):
+            return _error_body(types.INVALID_REQUEST, f"{_STATELESS_CANCEL} (batch element {index})")
+    return None
 
 
 def _progress_token(params: Mapping[str, Any] | None) -> Any:
