@@ -652,6 +652,27 @@ CASES += (
         ("tests/test_http_cancel.py::test_stateless_http_refuses_a_batch_holding_a_cancel",),
     ),
     Case(
+        "contain: the runtime installs the task factory",
+        "core/_serve/runtime.py",
+        "        contain_tasks()  # a SystemExit in a task a provider starts must not leave the event loop",
+        "        pass",
+        ("tests/test_base_exceptions.py::test_stdio_survives_a_base_exception_in_a_task_a_read_started",),
+    ),
+    Case(
+        "contain: tasks a read starts belong to its provider",
+        "core/_serve/steps/invoker.py",
+        "call = contain_async(call, work.provider)",
+        "call = contain_async(call)",
+        ("tests/test_base_exceptions.py::test_a_task_a_read_started_that_exits_is_contained",),
+    ),
+    Case(
+        "contain: tasks a lifespan starts belong to its provider",
+        "core/_serve/runtime.py",
+        "            with plugin_code(self._provider):",
+        "            with contextlib.nullcontext():",
+        ("tests/test_base_exceptions.py::test_a_poller_that_fails_while_serving_ends_only_its_provider",),
+    ),
+    Case(
         "CI: a skipped test fails under CI=true",
         "tests/real_parts.py",
         '    if in_ci() and report.skipped and not hasattr(report, "wasxfail"):',

@@ -50,6 +50,14 @@ def _maybe_raise(kind: str) -> None:
         raise RAISES[kind]()
 
 
+_SPAWNED: set[asyncio.Task[None]] = set()
+
+
+async def _raise_later(kind: str) -> None:
+    await asyncio.sleep(0.05)
+    _maybe_raise(kind)
+
+
 class Boom(ResourceProvider):
     name = "boom-resources"
     prefixes = ("boom://",)
@@ -68,6 +76,9 @@ class Boom(ResourceProvider):
 
     async def read(self, request: ReadRequest) -> Content:
         await asyncio.sleep(0)  # raise after a suspension too, not only on the first step
+        if request.params["kind"].startswith("task-"):  # raised in a task of its own, after the answer
+            _SPAWNED.add(asyncio.get_running_loop().create_task(_raise_later(request.params["kind"][5:])))
+            return Content(text="spawned")
         _maybe_raise(request.params["kind"])
         return Content(text=f"read {request.params['kind']}")
 

@@ -9,6 +9,7 @@ answered as if nothing happened. In memory, over stdio (SDK client, subprocess) 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import shutil
@@ -145,6 +146,24 @@ async def test_stdio_survives_every_base_exception_in_every_method(boom_env: dic
             assert await _read(client, "ok") == "read ok"
     log = (tmp_path / "stderr.txt").read_text()
     assert "SystemExit" in log and "KeyboardInterrupt" in log  # the operator sees what happened
+
+
+@pytest.mark.slow
+async def test_stdio_survives_a_base_exception_in_a_task_a_read_started(
+    boom_env: dict[str, str], tmp_path: Path
+) -> None:
+    import anyio
+
+    params = StdioServerParameters(command=sys.executable, args=["-m", "mcp_providers", "serve"], env=boom_env)
+    with (tmp_path / "stderr.txt").open("w") as errlog:
+        async with Client(stdio_client(params, errlog=errlog), cache=None) as client:
+            for kind in ("system-exit", "keyboard-interrupt"):
+                assert await _read(client, f"task-{kind}") == "spawned"
+                await anyio.sleep(0.3)  # the task has raised by now
+                assert await _read(client, "ok") == "read ok"
+    log = (tmp_path / "stderr.txt").read_text()
+    assert "a task provider 'boom-resources' started raised SystemExit" in log, log[-2000:]
+    assert "a task provider 'boom-resources' started raised KeyboardInterrupt" in log, log[-2000:]
 
 
 def _free_port() -> int:
@@ -381,10 +400,10 @@ def asyncio_event() -> Any:
     return anyio.Event()
 
 
-# Not SystemExit or KeyboardInterrupt: raised in a task the provider itself started, asyncio re-raises
-# them out of the event loop (Task.__step) before any code of ours runs; nor a CancelledError, which
-# the provider's own task group takes for a cancellation. docs/security.md says so.
-@pytest.mark.parametrize("kind", ["custom", "generator-exit", "runtime-error"])
+# Not a CancelledError, which the provider's own task group takes for a cancellation. SystemExit and
+# KeyboardInterrupt, which asyncio re-raises out of the event loop (Task.__step), are contained by
+# the task factory the runtime installs. docs/security.md says so.
+@pytest.mark.parametrize("kind", ["system-exit", "keyboard-interrupt", "custom", "generator-exit", "runtime-error"])
 async def test_a_poller_that_fails_while_serving_ends_only_its_provider(kind: str) -> None:
     import anyio
 
@@ -400,3 +419,43 @@ async def test_a_poller_that_fails_while_serving_ends_only_its_provider(kind: st
         with pytest.raises(MCPError) as raised:
             await client.read_resource("polling://read/ok")
         assert "provider 'polling'" in raised.value.error.message
+
+
+class _Spawning(boom_plugin.Boom):
+    """A provider whose read starts a task of its own (fire and forget) that raises ``kind``."""
+
+    def __init__(self, name: str, prefix: str, kind: str) -> None:
+        self.name, self.prefixes, self._kind = name, (prefix,), kind
+        self.spawned: list[asyncio.Task[None]] = []
+
+    def templates(self) -> Any:
+        return [types_template(self.prefixes[0])]
+
+    async def read(self, request: Any) -> Any:
+        async def later() -> None:
+            await asyncio.sleep(0.01)
+            boom_plugin._maybe_raise(self._kind)
+
+        self.spawned.append(asyncio.get_running_loop().create_task(later()))
+        return boom_plugin.Content(text="spawned")
+
+
+@pytest.mark.parametrize("kind", ["system-exit", "keyboard-interrupt"])
+async def test_a_task_a_read_started_that_exits_is_contained(kind: str, caplog: pytest.LogCaptureFixture) -> None:
+    """``loop.create_task`` from provider code: its ``SystemExit`` would leave the event loop
+    (ending a stdio server); contained, the task fails with :class:`Escaped`, the failure is logged
+    with the provider's name, and the server goes on."""
+    import anyio
+
+    from mcp_providers._host.contain import Escaped
+
+    spawning = _Spawning("spawning", "spawning://", kind)
+    async with connect(compose({"p": _plugin_of(spawning)})) as client:
+        assert (await client.read_resource("spawning://read/ok")).contents[0].text == "spawned"  # type: ignore[union-attr]
+        with anyio.fail_after(5):
+            while not spawning.spawned[0].done():
+                await anyio.sleep(0.01)
+        assert isinstance(spawning.spawned[0].exception(), Escaped)
+        assert (await client.read_resource("spawning://read/ok")).contents[0].text == "spawned"  # type: ignore[union-attr]
+    assert any("spawning" in r.getMessage() and type(boom_plugin.RAISES[kind]()).__name__ in r.getMessage()
+               for r in caplog.records), [r.getMessage() for r in caplog.records]  # fmt: skip

@@ -99,7 +99,8 @@ def test_stateless_http_refuses_a_batch_holding_a_cancel(json_response: bool, wh
         status, _, body = post(port, batch, "2025-03-26")
         assert status == 400, body
         assert isinstance(body, dict) and body["error"]["code"] == -32600
-        assert "notifications/cancelled" in body["error"]["message"] and f"batch element {where}" in body["error"]["message"]
+        message = body["error"]["message"]
+        assert "notifications/cancelled" in message and f"batch element {where}" in message
         # a batch without one is still answered element by element
         status, _, body = post(port, [{"jsonrpc": "2.0", "id": 8, "method": "ping"}], "2025-03-26")
         assert status == 200 and isinstance(body, list) and body[0]["id"] == 8

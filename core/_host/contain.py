@@ -7,16 +7,28 @@ it turns them into :class:`Escaped`, an ordinary ``Exception``, so the caller's 
 (a -32603 naming the provider, a deny, a rejected plugin) applies. The one thing that passes is the
 cancellation of the running task itself: it belongs to the request (its client went away, its
 deadline passed), not to the plugin.
+
+Tasks plugin code starts itself (a poller in its ``lifespan``, a fire-and-forget task from a read)
+are contained too: :func:`contain_tasks` installs a task factory on the running loop that wraps
+the coroutine of every task created while :func:`plugin_code` names an owner, since asyncio
+re-raises ``SystemExit`` and ``KeyboardInterrupt`` from any task out of the event loop before
+anything else sees them. Callbacks plugin code schedules with ``loop.call_soon`` are not covered.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+log = logging.getLogger("mcp_providers.composition")
+
+_owner: ContextVar[str | None] = ContextVar("mcp_providers_plugin_code", default=None)
 
 
 class Escaped(Exception):
@@ -71,13 +83,15 @@ def contain_sync(call: Callable[..., T]) -> Callable[..., T]:
     return contained
 
 
-def contain_async(call: Callable[[], Awaitable[T]]) -> Callable[[], Awaitable[T]]:
+def contain_async(call: Callable[[], Awaitable[T]], owner: str | None = None) -> Callable[[], Awaitable[T]]:
     """``call`` whose awaitable turns a ``BaseException`` into :class:`Escaped` inside the same
     coroutine, before any task boundary sees it (asyncio re-raises ``SystemExit`` and
     ``KeyboardInterrupt`` out of the event loop). This task's cancellation passes, and so does the
-    ``GeneratorExit`` of closing the coroutine (it arrives with no deeper frame)."""
+    ``GeneratorExit`` of closing the coroutine (it arrives with no deeper frame). With ``owner`` (a
+    provider's name), the tasks ``call`` starts are contained as that provider's."""
 
     async def contained() -> T:
+        token = _owner.set(owner) if owner is not None else None
         try:
             return await call()
         except Exception:
@@ -86,5 +100,56 @@ def contain_async(call: Callable[[], Awaitable[T]]) -> Callable[[], Awaitable[T]
             if not escapes(exc):
                 raise  # this request's cancellation, or close() of this coroutine
             raise Escaped(exc) from exc
+        finally:
+            if token is not None:
+                _owner.reset(token)
 
     return contained
+
+
+@contextmanager
+def plugin_code(owner: str) -> Iterator[None]:
+    """Within the block, tasks the current task starts belong to ``owner`` (a provider's name) and
+    are contained by the factory :func:`contain_tasks` installs."""
+    token = _owner.set(owner)
+    try:
+        yield
+    finally:
+        _owner.reset(token)
+
+
+async def _owned(coro: Coroutine[Any, Any, T], owner: str) -> T:
+    try:
+        return await coro
+    except Exception:
+        raise
+    except BaseException as exc:
+        if not escapes(exc):
+            raise
+        name = type(exc).__name__
+        log.error("a task provider %r started raised %s; contained, the server goes on", owner, name, exc_info=exc)
+        raise Escaped(exc) from exc
+
+
+def contain_tasks() -> None:
+    """Install on the running asyncio loop (once; a no-op without one, e.g. under trio) a task
+    factory wrapping every task created inside :func:`plugin_code` or a :func:`contain_async` call
+    with an owner; other tasks, and a factory set before, are kept as they were."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    previous = loop.get_task_factory()
+    if getattr(previous, "contains_plugin_tasks", False):
+        return
+
+    def factory(loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any) -> asyncio.Future[Any]:
+        owner = _owner.get()
+        if owner is not None and asyncio.iscoroutine(coro):
+            coro = _owned(coro, owner)
+        if previous is not None:
+            return previous(loop, coro, **kwargs)
+        return asyncio.Task(coro, loop=loop, **kwargs)
+
+    factory.contains_plugin_tasks = True  # type: ignore[attr-defined]
+    loop.set_task_factory(factory)

@@ -18,7 +18,7 @@ import anyio
 import anyio.abc
 
 from mcp_providers._host.assembly import Assembly
-from mcp_providers._host.contain import cancels_this_task
+from mcp_providers._host.contain import cancels_this_task, contain_tasks, plugin_code
 from mcp_providers._serve.methods.subscriptions import SubscriptionHub
 from mcp_providers._serve.state.cluster import RedisBackend, Shared, SharedReads, shared_for
 from mcp_providers._serve.steps.audit import AuditLog
@@ -103,6 +103,7 @@ class Runtime:
         self.audit.open()
         stack.callback(self.audit.close)
         install_scope()  # the audit hook, once, before the first read rather than inside it
+        contain_tasks()  # a SystemExit in a task a provider starts must not leave the event loop
         await stack.enter_async_context(self.shared.running())  # before any provider polls or publishes
         stack.push_async_callback(self.limiter.aclose)
         tasks = await stack.enter_async_context(anyio.create_task_group())
@@ -155,10 +156,11 @@ class _Hosted:
 
     async def _run(self) -> None:
         try:
-            async with self._lifespan():
-                self._serving = True
-                self._started.set()
-                await self._stop.wait()
+            with plugin_code(self._provider):  # its pollers' SystemExit stays its own failure
+                async with self._lifespan():
+                    self._serving = True
+                    self._started.set()
+                    await self._stop.wait()
         except BaseException as exc:
             if cancels_this_task(exc):
                 raise

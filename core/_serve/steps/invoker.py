@@ -95,7 +95,7 @@ class Invoker:
                 "the server log has the details"
             )
         scope: Scope | None = None
-        call = contain_async(call)  # a provider's SystemExit must not reach the event loop
+        call = contain_async(call, work.provider)  # a provider's SystemExit must not reach the event loop
         try:
             if work.scoped:  # entered and left here, not through two generator context managers
                 scope, token = enter_scope(
