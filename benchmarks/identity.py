@@ -12,7 +12,10 @@ access token (audience: that server's URL), so each one is verified in full: hea
 ``iss``, ``aud``, ``exp``, ``nbf``, ``iat`` the first time; a token seen before is answered from
 the verifier's memory until its ``exp``. The last row is the worst case: every request presents a
 token never seen (signed ahead), so every one is verified in full. The load is ``wrk`` (one
-thread) and the suite's Python clients, interleaved round by round.
+thread) and the suite's Python clients, interleaved round by round (the order alternating), and
+each ratio is the median of the rounds' own ratios. Beside the wrk rows, the server's CPU time per
+read (``/proc/<pid>/stat``): other processes on the machine move it far less than reads/s, and its
+inverse is the throughput of a server with a core of its own.
 """
 
 from __future__ import annotations
@@ -30,16 +33,17 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 
 from benchmarks import fixtures
 
 Emit = Callable[..., None]
+T = TypeVar("T")
 FRESH_TOKENS = 1500
 """Tokens signed ahead for each round of the new-token-every-request case (enough for 1.5 s here)."""
 ROOT = Path(__file__).resolve().parent.parent
@@ -108,7 +112,7 @@ class _Issuer:
 
 
 @contextlib.contextmanager
-def _server(port: int, *extra: str) -> Iterator[str]:
+def _server(port: int, *extra: str) -> Iterator[tuple[str, int]]:
     argv = [sys.executable, "-m", "benchmarks.serve", "composed", "--http", str(port), *extra]
     proc = subprocess.Popen(argv, cwd=ROOT, stderr=subprocess.PIPE, text=True)
     try:
@@ -120,7 +124,7 @@ def _server(port: int, *extra: str) -> Iterator[str]:
             if proc.poll() is not None:
                 raise RuntimeError(f"benchmark server exited: {proc.stderr.read() if proc.stderr else ''}")
             time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/mcp"
+        yield f"http://127.0.0.1:{port}/mcp", proc.pid
     finally:
         proc.terminate()
         proc.wait(timeout=10)
@@ -133,11 +137,18 @@ def _body() -> str:
     return json.dumps({"jsonrpc": "2.0", "id": 1, "method": "resources/read", "params": {"uri": uri}})
 
 
-def wrk_rate(url: str, token: str | None, clients: int, seconds: float) -> float:
-    """Reads/s from ``wrk`` (one thread, ``clients`` connections); NaN without wrk."""
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process ``pid`` so far, in seconds (Linux ``/proc``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def wrk_run(url: str, token: str | None, clients: int, seconds: float, pid: int | None = None) -> tuple[float, float]:
+    """``(reads/s, server CPU microseconds per read)`` from ``wrk`` (one thread, ``clients``
+    connections); the CPU figure is NaN without ``pid``, both are NaN without wrk."""
     wrk = shutil.which("wrk")
     if wrk is None:
-        return float("nan")
+        return float("nan"), float("nan")
     lines = ['wrk.method = "POST"', f"wrk.body = '{_body()}'"]
     lines += [f'wrk.headers["{k}"] = "{v}"' for k, v in HEADERS.items()]
     if token is not None:
@@ -146,13 +157,17 @@ def wrk_rate(url: str, token: str | None, clients: int, seconds: float) -> float
         script.write("\n".join(lines) + "\n")
     try:
         argv = [wrk, "-t1", f"-c{clients}", f"-d{seconds}s", "-s", script.name, url]
+        before = _cpu_seconds(pid) if pid is not None else float("nan")
         out = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
+        spent = _cpu_seconds(pid) - before if pid is not None else float("nan")
     finally:
         os.unlink(script.name)
     if "Non-2xx" in out:
         raise RuntimeError(f"wrk saw errors against {url}: {out}")
-    found = re.search(r"Requests/sec:\s+([0-9.]+)", out)
-    return float(found.group(1)) if found else float("nan")
+    rate, count = re.search(r"Requests/sec:\s+([0-9.]+)", out), re.search(r"(\d+) requests in", out)
+    if rate is None or count is None:
+        return float("nan"), float("nan")
+    return float(rate.group(1)), spent / max(int(count.group(1)), 1) * 1e6
 
 
 async def python_rate(url: str, token: str | list[str] | None, clients: int, seconds: float) -> float:
@@ -191,48 +206,76 @@ async def python_rate(url: str, token: str | list[str] | None, clients: int, sec
         return count / (time.perf_counter() - t0)
 
 
-def _interleaved(cases: dict[str, Callable[[], float]], rounds: int) -> dict[str, float]:
-    samples: dict[str, list[float]] = {name: [] for name in cases}
-    for _ in range(rounds):
-        for name, case in cases.items():
-            samples[name].append(case())
-    return {name: statistics.median(values) for name, values in samples.items()}
+BASE, OURS = "without auth", "JWT validated (keys cached)"
+
+
+def _interleaved(cases: Mapping[str, Callable[[], T]], rounds: int) -> dict[str, list[T]]:
+    """Each case's samples, one per round; the order within a round alternates, so neither case
+    always runs on the warmer (or the busier) side of the other."""
+    samples: dict[str, list[T]] = {name: [] for name in cases}
+    for index in range(rounds):
+        for name in list(cases) if index % 2 == 0 else list(cases)[::-1]:
+            samples[name].append(cases[name]())
+    return samples
 
 
 def run(rounds: int, emit: Emit) -> None:
     """Emit one pair of rows (without auth, with JWT) per load."""
     with _Issuer().serving() as issuer:
         plain_port, jwt_port = _free_port(), _free_port()
-        with _server(plain_port) as plain, _server(jwt_port, "--jwt", issuer.issuer) as guarded:
+        with _server(plain_port) as (plain, plain_pid), _server(jwt_port, "--jwt", issuer.issuer) as (guarded, pid):
             token = issuer.token(guarded)
-            targets = {"without auth": (plain, None), "JWT validated (keys cached)": (guarded, token)}
-            for url, bearer in targets.values():
+            targets = {BASE: (plain, None, plain_pid), OURS: (guarded, token, pid)}
+            for url, bearer, _ in targets.values():
                 anyio.run(python_rate, url, bearer, 1, 0.5)  # warm up
             fetches = issuer.fetches
             fresh = [issuer.token(guarded, jti=str(i)) for i in range(FRESH_TOKENS * rounds)]
-            loads: list[tuple[str, Callable[[str, str | None], float]]] = [
-                ("wrk, 10 connections", lambda u, t: wrk_rate(u, t, 10, 2)),
-                ("wrk, 50 connections", lambda u, t: wrk_rate(u, t, 50, 2)),
-                ("Python clients, 10", lambda u, t: anyio.run(python_rate, u, t, 10, 1.5)),
-            ]
-            for load, rate in loads:
-                cases = {name: (lambda u=u, t=t, r=rate: r(u, t)) for name, (u, t) in targets.items()}
-                _report(f"HTTP + JWT, {load}", _interleaved(cases, rounds), emit)
+            for clients in (10, 50):
+                cases = {name: (lambda u=u, t=t, p=p, c=clients: wrk_run(u, t, c, 2, p))
+                         for name, (u, t, p) in targets.items()}  # fmt: skip
+                runs = _interleaved(cases, rounds)
+                _report(
+                    f"HTTP + JWT, wrk, {clients} connections", {n: [r for r, _ in v] for n, v in runs.items()}, emit
+                )
+                cpu = {n: [c for _, c in v] for n, v in runs.items()}
+                _report_cpu(f"HTTP + JWT, wrk, {clients} conn., server CPU", cpu, emit)
+            rate = {
+                name: (lambda u=u, t=t: anyio.run(python_rate, u, t, 10, 1.5)) for name, (u, t, _) in targets.items()
+            }
+            _report("HTTP + JWT, Python clients, 10", _interleaved(rate, rounds), emit)
+
             # The worst case: no request presents a token seen before, so each is verified in full.
-            cases = {"without auth": lambda: anyio.run(python_rate, plain, None, 10, 1.5),
-                     "JWT validated (keys cached)": lambda: anyio.run(
-                         python_rate, guarded, [fresh.pop() for _ in range(FRESH_TOKENS)], 10, 1.5)}  # fmt: skip
-            _report("HTTP + JWT, Python clients, 10, a new token every request", _interleaved(cases, rounds), emit)
+            def unseen() -> float:
+                return anyio.run(python_rate, guarded, [fresh.pop() for _ in range(FRESH_TOKENS)], 10, 1.5)
+
+            worst = {BASE: lambda: anyio.run(python_rate, plain, None, 10, 1.5), OURS: unseen}
+            _report("HTTP + JWT, Python clients, 10, a new token every request", _interleaved(worst, rounds), emit)
             emit("HTTP + JWT", "JWKS fetches during the measured runs", issuer.fetches - fetches, "fetches",
                  "", "keys cached: expect 0")  # fmt: skip
 
 
-def _report(section: str, result: dict[str, float], emit: Emit) -> None:
-    base, ours = result["without auth"], result["JWT validated (keys cached)"]
-    emit(section, "without auth", base, "reads/s", "baseline")
-    ratio = ours / base
+def _paired(base: list[float], ours: list[float]) -> float:
+    """The median of the rounds' own ratios: each pair ran back to back, so a machine that speeds
+    up or slows down between rounds (this one drifts by a third within a minute) moves both."""
+    return statistics.median(o / b for b, o in zip(base, ours, strict=True))
+
+
+def _report(section: str, samples: dict[str, list[float]], emit: Emit) -> None:
+    base, ours = statistics.median(samples[BASE]), statistics.median(samples[OURS])
+    emit(section, BASE, base, "reads/s", "baseline")
+    ratio = _paired(samples[BASE], samples[OURS])
     target = f"target >= 0.9x: {'met' if ratio >= 0.9 else 'NOT met'}"
-    emit(section, "JWT validated (keys cached)", ours, "reads/s", f"{ratio:.2f}x without auth", target)
+    emit(section, OURS, ours, "reads/s", f"{ratio:.2f}x without auth", target)
+
+
+def _report_cpu(section: str, samples: dict[str, list[float]], emit: Emit) -> None:
+    """Server CPU per read: less moved by other processes than reads/s, and its inverse is the
+    reads/s of a server that has a core to itself (ratio = baseline CPU / JWT CPU)."""
+    base, ours = statistics.median(samples[BASE]), statistics.median(samples[OURS])
+    emit(section, BASE, base, "us/read", "baseline")
+    ratio = 1 / _paired(samples[BASE], samples[OURS])
+    target = f"target >= 0.9x: {'met' if ratio >= 0.9 else 'NOT met'}"
+    emit(section, OURS, ours, "us/read", f"{ratio:.2f}x reads per CPU second", target)
 
 
 def main() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import httpx2
 import pytest
@@ -84,3 +85,31 @@ async def test_bearer_subject_is_authorized_receipted_and_audited(tmp_path: Path
     assert ALICE not in text and BOB not in text  # never secrets
     assert '"ssgs"' not in text  # never content
     assert all(line["subject"] in ("alice", "bob") for line in lines)
+
+
+async def test_the_bearer_gate_gives_each_access_token_its_own_user() -> None:
+    """The gate makes the SDK's user objects once per access token object a verifier answers with
+    (a remembered JWT), and new ones for another token: one caller never gets another's user."""
+    from mcp.server.auth.provider import AccessToken
+
+    from mcp_providers._serve.identity.server import ResourceServer
+    from mcp_providers._serve.transport.auth import BearerGate
+
+    tokens = {name: AccessToken(token=name, client_id=name, scopes=["s"], expires_at=None) for name in ("t-a", "t-b")}
+
+    class Verifier:
+        async def verify_token(self, token: str) -> AccessToken | None:
+            return tokens.get(token) or AccessToken(token=token, client_id=token, scopes=[], expires_at=None)
+
+    seen: list[Any] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        seen.append((scope["user"], scope["auth"]))
+
+    gate = BearerGate(app, ResourceServer(Verifier(), None, (), ()), "/mcp")
+    for token in ("t-a", "t-b", "t-a", "fresh-1", "fresh-2"):
+        await gate({"type": "http", "headers": [(b"authorization", f"Bearer {token}".encode())]}, None, None)  # type: ignore[arg-type]
+    users = [user for user, _ in seen]
+    assert [u.access_token.token for u in users] == ["t-a", "t-b", "t-a", "fresh-1", "fresh-2"]
+    assert users[0] is users[2] and users[0] is not users[1]
+    assert seen[0][1].scopes == ["s"] and seen[3][1].scopes == []

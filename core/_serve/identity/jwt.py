@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
 import json
 import time
 from collections import OrderedDict
@@ -94,7 +93,8 @@ class JwtVerifier:
         self.audience = audiences(audience)
         self.resource = resource
         self.keys: dict[str, KeySet] = {}
-        self._verified: OrderedDict[bytes, tuple[tuple[int, ...], AccessToken]] = OrderedDict()
+        self._verified: OrderedDict[str, tuple[KeySet, int, AccessToken]] = OrderedDict()
+        """Token -> (its issuer's key set, that set's generation when it was verified, the answer)."""
         for issuer in config.issuers:
             url = str(config.jwks_url) if config.jwks_url is not None else None
             self.keys[issuer] = KeySet(
@@ -122,20 +122,21 @@ class JwtVerifier:
     async def verify_token(self, token: str) -> AccessToken | None:
         """The access token for a valid JWT, else ``None`` (answered 401); one log line per refusal.
 
-        A token verified before is answered from memory (keyed by its SHA-256, never logged) until
-        its ``exp``, as long as its issuer's key set is unchanged: a JWT's checks give the same
-        answer until then, and the signature check is most of a request's cost.
+        A token verified before is answered from memory until its ``exp``, as long as its issuer's
+        key set is unchanged: a JWT's checks give the same answer until then, and the signature
+        check is most of a request's cost. The memory is keyed by the token itself, which the
+        :class:`AccessToken` holds anyway (a digest would cost more than the lookup and hide nothing).
 
         :raises IdentityUnavailable: the token's key is not cached and the JWKS cannot be fetched.
         """
-        digest = hashlib.sha256(token.encode()).digest()
-        generation = tuple(k.generation for k in self.keys.values())
-        hit = self._verified.get(digest)
-        if hit is not None and hit[0] == generation and (hit[1].expires_at or 0) > time.time():
-            return hit[1]  # the same token (same digest): the SDK reads it, never changes it
+        hit = self._verified.get(token)
+        if hit is not None and hit[0].generation == hit[1] and (hit[2].expires_at or 0) > time.time():
+            return hit[2]  # the same token: the SDK reads it, never changes it
+        before = {issuer: key_set.generation for issuer, key_set in self.keys.items()}
         made = await self._verify(token)
         if made is not None and made.expires_at is not None:
-            self._verified[digest] = (generation, made)
+            issuer = (made.claims or {})["iss"]  # one of self.keys: _verify refuses any other
+            self._verified[token] = (self.keys[issuer], before[issuer], made)
             while len(self._verified) > MAX_VERIFIED:
                 self._verified.popitem(last=False)
         return made

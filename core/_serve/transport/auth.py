@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 from mcp.server.auth.handlers.metadata import ProtectedResourceMetadataHandler
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.routes import build_resource_metadata_url, cors_middleware
 from mcp.shared.auth import ProtectedResourceMetadata
 from pydantic import AnyHttpUrl
@@ -40,6 +41,8 @@ from mcp_providers._serve.identity.static import StaticTokenVerifier as StaticTo
 from mcp_providers.config import AuthConfig
 
 WELL_KNOWN = "/.well-known/oauth-protected-resource"
+MAX_USERS = 10_000
+"""Most access tokens whose SDK user objects the bearer gate keeps (as many as the JWT verifier)."""
 
 
 def http_auth(config: AuthConfig | None, default_resource_url: str | None = None) -> ResourceServer | None:
@@ -104,6 +107,9 @@ class BearerGate:
         self.server = server
         self.path = path
         self.published = bool(server.authorization_servers)
+        self._users: dict[int, tuple[AccessToken, AuthenticatedUser, AuthCredentials]] = {}
+        """id(access token) -> what the SDK reads of it: a verifier answers a token it has seen with
+        the same object, so both are made once per token (the entry holds it, so its id is not reused)."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         token = _bearer(scope)
@@ -126,9 +132,17 @@ class BearerGate:
         if missing:
             await self._challenge(scope, send, 403, "insufficient_scope", f"missing scope: {' '.join(missing)}")
             return
-        scope["user"] = AuthenticatedUser(access)
-        scope["auth"] = AuthCredentials(access.scopes)
+        scope["user"], scope["auth"] = self._user(access)
         await self.app(scope, receive, send)
+
+    def _user(self, access: AccessToken) -> tuple[AuthenticatedUser, AuthCredentials]:
+        entry = self._users.get(id(access))
+        if entry is None or entry[0] is not access:
+            entry = (access, AuthenticatedUser(access), AuthCredentials(access.scopes))
+            if len(self._users) >= MAX_USERS:
+                del self._users[next(iter(self._users))]  # the oldest first
+            self._users[id(access)] = entry
+        return entry[1], entry[2]
 
     async def _challenge(self, scope: Scope, send: Send, status: int, error: str | None, description: str) -> None:
         parts = [f"error={_quoted(error)}"] if error else []
