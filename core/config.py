@@ -24,6 +24,10 @@ Shape::
     lists = 600                  # */list, resources/subscribe, subscriptions/listen
     anonymous = 60               # one bucket shared by every anonymous caller, all methods
 
+    [server.credentials]         # upstream credentials obtained for callers (mcp_providers.credentials)
+    margin_seconds = 60          # handed out until this long before they expire
+    key_env = "MCP_PROVIDERS_CREDENTIALS_KEY"   # with [cluster]: the deployment key encrypting them in Redis
+
     [plugins.servicenow]         # validated by that plugin's settings_model()
     ...
 

@@ -99,13 +99,18 @@ class Served(ResourceProvider):
 
 class Retry(BaseModel):
     rejected: bool = False
+    both: bool = False
+
+
+class Other(Records):
+    name = "other:test"
 
 
 class Whoami(ToolProvider):
     name = "records-tools"
 
     def __init__(self, upstream: Records) -> None:
-        self.upstream = upstream
+        self.upstream, self.other = upstream, Other()
 
     def tools(self) -> Sequence[Tool]:
         return [Tool(name="whoami", description="who the upstream sees", input_model=Retry)]
@@ -115,6 +120,9 @@ class Whoami(ToolProvider):
         if call.arguments.rejected:  # type: ignore[attr-defined]  # the upstream answered 401: forget, retry
             await call.forget_credential(self.upstream)
             credential = await call.credential(self.upstream)
+        if call.arguments.both:  # type: ignore[attr-defined]
+            await call.credential(self.other)
+            await call.credential(self.upstream)  # again: recorded once
         return ToolResult(text=f"upstream sees {credential.subject}")
 
 
@@ -272,3 +280,16 @@ async def test_each_composition_has_its_own_broker(served: Served, upstream: Rec
     assert upstream.obtains == ["alice", "alice"]
     assert first.runtime.credentials is not second.runtime.credentials
     assert first.runtime.credentials.obtained == 1
+
+
+async def test_a_request_using_two_upstreams_lists_both_in_order(composition: Any, audit: Path) -> None:
+    async with connect(composition, principal=ALICE) as client:
+        result = await client.call_tool("whoami", {"both": True})
+    first, second = (
+        {**UPSTREAM, "subject": "alice-up"},
+        {"name": "other:test", "subject": "alice-up", "grant": "jwt_bearer"},
+    )
+    assert receipt_of(result)["upstream"] == first
+    assert receipt_of(result)["upstreams"] == [first, second]
+    (line,) = [line for line in lines(audit) if line["operation"] == "tools/call"]
+    assert line["upstreams"] == [first, second]
