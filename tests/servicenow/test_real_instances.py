@@ -177,9 +177,12 @@ async def test_tool_records_keep_one_shape_whatever_display_value_asks(client):
 async def test_one_back_off_per_instance_is_shared_by_concurrent_reads(dev_emulator, secrets_env):
     composition = compose_servicenow(dev_instance(dev_emulator, max_retry_after_seconds=5))
     dev_emulator.rate_limit(2)
+    backoff = next(d.provider._pool.backoff for d in composition.declared if hasattr(d.provider, "_pool"))
     async with connect(composition) as client, anyio.create_task_group() as group:
         group.start_soon(client.read_resource, "servicenow://dev/incidents/INC0010001")
-        while not any(r.status == 429 for r in dev_emulator.table_requests()):
+        # Not only answered 429 but held: the client has read the answer (a loaded machine lets the
+        # other reads start in between, and each would then find out with its own 429).
+        while not any(r.status == 429 for r in dev_emulator.table_requests()) or not await backoff.remaining("dev"):
             await anyio.sleep(0.01)
         for number in range(2, 6):
             group.start_soon(client.read_resource, f"servicenow://dev/incidents/INC001000{number}")
