@@ -113,3 +113,33 @@ async def test_the_bearer_gate_gives_each_access_token_its_own_user() -> None:
     assert [u.access_token.token for u in users] == ["t-a", "t-b", "t-a", "fresh-1", "fresh-2"]
     assert users[0] is users[2] and users[0] is not users[1]
     assert seen[0][1].scopes == ["s"] and seen[3][1].scopes == []
+
+
+async def test_two_authorization_headers_are_an_invalid_request() -> None:
+    """RFC 6750 §3.1: a request presenting more than one token is ``invalid_request`` (400); taking
+    the first would let whatever sits in front of the server judge another token than we do."""
+    from mcp.server.auth.provider import AccessToken
+
+    from mcp_providers._serve.identity.server import ResourceServer
+    from mcp_providers._serve.transport.auth import BearerGate
+
+    class Verifier:
+        async def verify_token(self, token: str) -> AccessToken | None:
+            return AccessToken(token=token, client_id=token, scopes=[], expires_at=None)
+
+    passed: list[str] = []
+    sent: list[dict[str, Any]] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        passed.append(scope["user"].access_token.token)
+
+    async def send(message: Any) -> None:
+        sent.append(message)
+
+    gate = BearerGate(app, ResourceServer(Verifier(), None, (), ()), "/mcp")
+    two = [(b"authorization", b"Bearer token-one"), (b"authorization", b"Bearer token-two")]
+    await gate({"type": "http", "headers": two}, None, send)  # type: ignore[arg-type]
+    assert passed == [] and sent[0]["status"] == 400
+    assert json.loads(sent[1]["body"])["error"] == "invalid_request"
+    await gate({"type": "http", "headers": two[:1]}, None, send)  # type: ignore[arg-type]
+    assert passed == ["token-one"]

@@ -85,6 +85,13 @@ def _hostile(idp: StandInIdP) -> dict[str, tuple[str, str]]:
         "tampered payload": (idp.tampered(good, sub="admin"), "bad signature"),
         "RS256 header on the EC key": (idp.sign(idp.claims(RESOURCE), kid="ec-1", alg="RS256"), "key does not fit"),
         "not a JWT": ("not-a-jwt-at-all-0123456789", "malformed token"),
+        # RFC 7519 §2: a NumericDate is a JSON number; PyJWT alone takes "9999999999" too.
+        "exp as a numeric string": (idp.sign(idp.claims(RESOURCE, exp=str(now + 300))), "exp claim is not a number"),
+        "nbf as a numeric string": (idp.sign(idp.claims(RESOURCE, nbf=str(now - 10))), "nbf claim is not a number"),
+        "iat as a numeric string": (idp.sign(idp.claims(RESOURCE, iat=str(now))), "iat claim is not a number"),
+        # RFC 9068 §2.2 / RFC 7662 §2.2: client_id is a string; it was read as "no client id".
+        "client_id as a number": (idp.sign(idp.claims(RESOURCE, client_id=42)), "client_id claim is not a string"),
+        "azp as a list": (idp.sign(idp.claims(RESOURCE, client_id=None, azp=["a"])), "azp claim is not a string"),
     }
 
 
@@ -92,6 +99,8 @@ CASES = [
     "expired", "not yet valid", "issued in the future", "wrong issuer", "wrong audience",
     "another resource on this host", "no audience", "no expiry", "unknown kid", "alg none",
     "HS256 keyed with the public key", "tampered payload", "RS256 header on the EC key", "not a JWT",
+    "exp as a numeric string", "nbf as a numeric string", "iat as a numeric string",
+    "client_id as a number", "azp as a list",
 ]  # fmt: skip
 
 
@@ -248,3 +257,14 @@ async def test_a_remembered_token_is_never_accepted_past_its_exp(idp: StandInIdP
     assert again is not None and again.token == token  # remembered, with the caller's own token
     await anyio.sleep(2.5)
     assert await checker.verify_token(token) is None
+
+
+@pytest.mark.parametrize(
+    ("scope", "expected"),
+    [("a b", ["a", "b"]), ("a  b ", ["a", "b"]), ("a\tb", ["a\tb"]), ("mcp:read\nmcp:admin", ["mcp:read\nmcp:admin"])],
+)
+async def test_a_scope_claim_is_split_on_spaces_only(idp: StandInIdP, scope: str, expected: list[str]) -> None:
+    """RFC 6749 §3.3: scope tokens are separated by spaces (%x20) and hold no other whitespace, so a
+    tab or a newline never splits one scope string into two grants."""
+    access = await verifier(idp).verify_token(idp.sign(idp.claims(RESOURCE, scope=scope)))
+    assert access is not None and access.scopes == expected

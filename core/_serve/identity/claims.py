@@ -13,9 +13,12 @@ from mcp_providers.identity import PRINCIPAL_CLAIM, Principal
 
 
 def _strings(value: Any) -> list[str] | None:
-    """A list of strings from a list claim or a space-separated string claim; ``None`` otherwise."""
+    """A list of strings from a list claim or a space-separated string claim; ``None`` otherwise.
+
+    Split on spaces only (RFC 6749 §3.3: scope tokens are separated by %x20 and hold no other
+    whitespace), so a tab or a newline never turns one string into two grants."""
     if isinstance(value, str):
-        return value.split()
+        return [part for part in value.split(" ") if part]
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return list(value)
     return None
@@ -40,6 +43,23 @@ def scopes_of(claims: Mapping[str, Any]) -> list[str]:
     return []
 
 
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _malformed(claims: Mapping[str, Any]) -> str | None:
+    """The check a claim of the wrong JSON type fails, else ``None``: ``exp``, ``nbf`` and ``iat``
+    are NumericDates, JSON numbers (RFC 7519 §2, §4.1.4-6; PyJWT also takes ``"1767225600"``), and
+    ``client_id`` and ``azp`` are strings (RFC 9068 §2.2, RFC 7662 §2.2; OIDC Core §2)."""
+    for name in ("exp", "nbf", "iat"):
+        if name in claims and not _is_number(claims[name]):
+            return f"{name} claim is not a number"
+    for name in ("client_id", "azp"):
+        if name in claims and not isinstance(claims[name], str):
+            return f"{name} claim is not a string"
+    return None
+
+
 def access_token(
     token: str, claims: Mapping[str, Any], issuer: str, config: AuthConfig, resource: str | None
 ) -> AccessToken | str:
@@ -48,8 +68,9 @@ def access_token(
     :param issuer: the verified issuer (a JWT's ``iss``; the configured one for introspection).
     :param resource: this server's canonical URL (the audience the token was checked against).
     """
-    client_id = claims.get("client_id") or claims.get("azp")
-    client_id = client_id if isinstance(client_id, str) and client_id else None
+    if (wrong := _malformed(claims)) is not None:
+        return wrong
+    client_id = claims.get("client_id") or claims.get("azp") or None
     subject = claims.get(config.subject_claim)
     if subject is None and config.subject_claim == "sub" and client_id is not None:
         # A client acting for itself (client credentials): RFC 9068 §2.2 makes its client id the
@@ -79,7 +100,7 @@ def access_token(
         client_id=client_id or subject,
         scopes=scopes,
         # The last second the token is accepted: its exp plus the leeway the checks allowed.
-        expires_at=int(exp + leeway) if isinstance(exp, int | float) and not isinstance(exp, bool) else None,
+        expires_at=int(exp + leeway) if _is_number(exp) else None,
         resource=resource,
         subject=subject,
         claims={"iss": issuer, PRINCIPAL_CLAIM: principal},

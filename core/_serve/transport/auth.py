@@ -113,6 +113,9 @@ class BearerGate:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         token = _bearer(scope)
+        if token is _TWO:  # RFC 6750 §3.1: more than one way of presenting a token is invalid_request
+            await _send(send, 400, "invalid_request", "more than one Authorization header; send one", [])
+            return
         if token is None:
             await self._challenge(scope, send, 401, None, "a bearer token is required")
             return
@@ -157,15 +160,22 @@ class BearerGate:
         await _send(send, status, error or "invalid_token", description, [(b"www-authenticate", header.encode())])
 
 
+_TWO = "\0two"
+"""What :func:`_bearer` answers for a request with several ``Authorization`` headers."""
+
+
 def _bearer(scope: Scope) -> str | None:
-    """The bearer token of the ``Authorization`` header (RFC 6750 §2.1), else ``None``."""
-    for name, value in scope["headers"]:
-        if name == b"authorization":
-            kind, _, token = value.decode("latin-1").strip().partition(" ")
-            if kind.lower() != "bearer":
-                return None  # another scheme (Basic, ...) is no bearer token: answered as none given
-            return token.strip() or None
-    return None
+    """The bearer token of the ``Authorization`` header (RFC 6750 §2.1), ``None`` without one,
+    :data:`_TWO` when there are several (which of them would count is not defined)."""
+    found = [value for name, value in scope["headers"] if name == b"authorization"]
+    if not found:
+        return None
+    if len(found) > 1:
+        return _TWO
+    kind, _, token = found[0].decode("latin-1").strip().partition(" ")
+    if kind.lower() != "bearer":
+        return None  # another scheme (Basic, ...) is no bearer token: answered as none given
+    return token.strip() or None
 
 
 async def _send(send: Send, status: int, error: str, description: str, extra: list[tuple[bytes, bytes]]) -> None:
