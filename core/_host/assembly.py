@@ -16,7 +16,6 @@ from typing import Any
 import pluggy
 
 from mcp_providers._host.catalog import Catalog
-from mcp_providers._host.contain import contain_sync
 from mcp_providers._host.declarations import Declared, Problem, declare
 from mcp_providers._host.discovery import PluginRecord, discover
 from mcp_providers._host.rules import TOOL_RULES, check
@@ -126,8 +125,9 @@ def _stray_authorize(pm: pluggy.PluginManager, records: tuple[PluginRecord, ...]
 
 def _authorize_impls(pm: pluggy.PluginManager, records: tuple[PluginRecord, ...]) -> tuple[AuthorizeImpl, ...]:
     return tuple(
-        # contained: a SystemExit from authorize is a failure the gate denies on, not the end of the server
-        AuthorizeImpl(record.name, contain_sync(record.manager.hook.authorize), record.settings)
+        # the hook caller itself: the gate contains what it raises (SystemExit too) and reads its
+        # implementations (a wrapper-only hook denies), which a wrapper around it would hide
+        AuthorizeImpl(record.name, record.manager.hook.authorize, record.settings)
         for record in records
         if record.status == "loaded" and "authorize" in record.hooks and record.manager is not None
     )

@@ -67,22 +67,6 @@ def escapes(exc: BaseException) -> bool:
     return True
 
 
-def contain_sync(call: Callable[..., T]) -> Callable[..., T]:
-    """``call`` with every ``BaseException`` it raises turned into :class:`Escaped` (plain
-    ``Exception`` subclasses pass unchanged). For hook callers such as ``authorize``."""
-
-    def contained(*args: Any, **kwargs: Any) -> T:
-        try:
-            return call(*args, **kwargs)
-        except Exception:
-            raise
-        except BaseException as exc:
-            raise Escaped(exc) from exc
-
-    contained.__wrapped__ = call  # type: ignore[attr-defined]
-    return contained
-
-
 def contain_async(call: Callable[[], Awaitable[T]], owner: str | None = None) -> Callable[[], Awaitable[T]]:
     """``call`` whose awaitable turns a ``BaseException`` into :class:`Escaped` inside the same
     coroutine, before any task boundary sees it (asyncio re-raises ``SystemExit`` and

@@ -13,12 +13,12 @@ denial so the request's single audit line can say what was refused.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from mcp_providers._host.contain import cancels_this_task
 from mcp_providers._host.uris import InvalidUri, canonical
 from mcp_providers.errors import Denied
 from mcp_providers.identity import Principal
@@ -62,9 +62,9 @@ class Authorizer:
             answers = impl.caller(
                 subject=principal.subject, action=action, target=target, settings=impl.settings, principal=principal
             )
-        except asyncio.CancelledError:
-            raise
-        except BaseException:  # SystemExit or KeyboardInterrupt from plugin code: a deny, not the end
+        except BaseException as exc:  # SystemExit or KeyboardInterrupt from plugin code: a deny, not the end
+            if cancels_this_task(exc):
+                raise
             log.exception("authorize hook of plugin %r raised; denying", impl.plugin)
             return Decision(False, f"the authorize hook of plugin {impl.plugin!r} failed")
         verdict: Decision | None = None
