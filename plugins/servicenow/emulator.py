@@ -780,11 +780,9 @@ class Emulator:
         params = request.query_params
         group_by = [f.strip() for f in params.get("sysparm_group_by", "").split(",") if f.strip()]
         display = params.get("sysparm_display_value", "false").lower() in ("true", "all")
+        result: Any
         with self._lock:
             matched = self._select(table, rows, parsed, caller.scope)
-            if not group_by:
-                self._log(request, caller.principal, caller.ok, 200)
-                return JSONResponse({"result": {"stats": {"count": str(len(matched))}}})
             counts: dict[tuple[str, ...], int] = {}
             for row in matched:
                 key = tuple(self._lookup(table, row, name, caller.scope) or "" for name in group_by)
@@ -794,7 +792,7 @@ class Emulator:
                     {"field": name, "value": self._display(table, name, value, caller.scope) if display else value}
                     for name, value in zip(group_by, key, strict=True)]}
                 for key, count in counts.items()
-            ]  # fmt: skip
+            ] if group_by else {"stats": {"count": str(len(matched))}}  # fmt: skip
         self._log(request, caller.principal, caller.ok, 200)
         return JSONResponse({"result": result})
 

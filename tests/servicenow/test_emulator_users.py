@@ -44,6 +44,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from mcp_providers.plugins.servicenow.emulator import Emulator
 from mcp_providers.plugins.servicenow.emulator_jwt import GRANT_TYPE
+from mcp_providers.plugins.servicenow.seed import seed_tables
 
 CLIENT_ID = "mcp-jwt-endpoint"
 CLIENT_SECRET = "jwt-Cl1ent-S3cret-5d2e"
@@ -246,3 +247,189 @@ def test_hs256_signed_with_the_public_key_is_refused(emu):
 
 def test_garbage_assertion_is_refused(emu):
     refused_because(emu, grant(emu, "not-a-jwt"), "not a JWT")
+
+
+# -- per-user ACLs over the Table API ------------------------------------------------------------
+
+# dev: incident i is assigned to group i % 3 (Service Desk, Network, Database); alice is in
+# Service Desk and Network, bob in Service Desk and Database, carol is admin (see seed.py)
+ALICE = ["INC0010001", "INC0010002", "INC0010004", "INC0010005", "INC0010007", "INC0010008", "INC0010010",
+         "INC0010011"]  # fmt: skip
+BOB = ["INC0010001", "INC0010003", "INC0010004", "INC0010006", "INC0010007", "INC0010009", "INC0010010",
+       "INC0010012"]  # fmt: skip
+ALL = [f"INC00100{n:02d}" for n in range(1, 13)]
+
+
+def table(emu: Emulator, headers: dict[str, str] | None, name: str = "incident", **params: Any) -> httpx2.Response:
+    auth = None if headers else SERVICE
+    return httpx2.get(f"{emu.base_url}/api/now/table/{name}", params=params, headers=headers, auth=auth,
+                      trust_env=False)  # fmt: skip
+
+
+def numbers(answer: httpx2.Response) -> list[str]:
+    assert answer.status_code == 200, answer.text
+    return [r["number"] for r in answer.json()["result"]]
+
+
+def sys_id_of(emu: Emulator, number: str) -> str:
+    return next(r["sys_id"] for r in emu.records("incident") if r["number"] == number)
+
+
+def test_two_users_see_the_incidents_of_their_groups_in_lists_counts_and_links(emu):
+    alice, bob, carol = (user_token(emu, f"{n}@example.test") for n in ("alice", "bob", "carol"))
+    for who, expected in ((alice, ALICE), (bob, BOB), (carol, ALL), (None, ALL)):
+        answer = table(emu, who, sysparm_fields="number")
+        assert numbers(answer) == expected
+        assert answer.headers["X-Total-Count"] == str(len(expected))
+    # the rule filters the query itself: pages are full and the Link header counts readable rows only
+    page = table(emu, alice, sysparm_fields="number", sysparm_limit="3", sysparm_offset="3")
+    assert numbers(page) == ALICE[3:6] and page.headers["X-Total-Count"] == "8"
+    last = page.headers["Link"].split(",")[-1]
+    assert 'rel="last"' in last and "sysparm_offset=6" in last
+    assert "sysparm_offset=9" in table(emu, None, sysparm_limit="3").headers["Link"].split(",")[-1]
+    active = table(emu, bob, sysparm_query="active=true^ORDERBYDESCnumber", sysparm_fields="number")
+    assert numbers(active) == ["INC0010010", "INC0010009", "INC0010007", "INC0010004", "INC0010003", "INC0010001"]
+
+
+def test_number_queries_and_reads_by_sys_id_hide_other_groups_incidents(emu):
+    alice, bob = user_token(emu, "alice@example.test"), user_token(emu, "bob@example.test")
+    hidden = table(emu, alice, sysparm_query="number=INC0010003")
+    assert numbers(hidden) == [] and hidden.headers["X-Total-Count"] == "0"
+    assert numbers(table(emu, alice, sysparm_query="numberININC0010002,INC0010003")) == ["INC0010002"]
+    assert numbers(table(emu, bob, sysparm_query="number=INC0010003")) == ["INC0010003"]
+    url = f"{emu.base_url}/api/now/table/incident/{sys_id_of(emu, 'INC0010003')}"
+    refused = httpx2.get(url, headers=alice, trust_env=False)
+    missing = httpx2.get(f"{emu.base_url}/api/now/table/incident/{'0' * 32}", headers=alice, trust_env=False)
+    assert refused.status_code == missing.status_code == 404 and refused.json() == missing.json()
+    assert httpx2.get(url, headers=bob, trust_env=False).json()["result"]["number"] == "INC0010003"
+
+
+def test_aggregates_count_only_readable_incidents(emu):
+    alice = user_token(emu, "alice@example.test")
+    stats = f"{emu.base_url}/api/now/stats/incident"
+
+    def count(headers: dict[str, str] | None, **params: str) -> Any:
+        answer = httpx2.get(stats, params={"sysparm_count": "true", **params}, headers=headers,
+                            auth=None if headers else SERVICE, trust_env=False)  # fmt: skip
+        assert answer.status_code == 200, answer.text
+        return answer.json()["result"]
+
+    assert count(alice) == {"stats": {"count": "8"}}
+    assert count(None) == {"stats": {"count": "12"}}
+    assert count(alice, sysparm_query="number=INC0010003") == {"stats": {"count": "0"}}
+    grouped = count(alice, sysparm_group_by="assignment_group", sysparm_display_value="true")
+    assert sorted((g["groupby_fields"][0]["value"], g["stats"]["count"]) for g in grouped) == [
+        ("Network (dev)", "4"), ("Service Desk (dev)", "4")]  # fmt: skip
+    assert len(count(None, sysparm_group_by="assignment_group")) == 3
+    assert httpx2.get(stats, headers={"Authorization": "Bearer nope"}, trust_env=False).status_code == 401
+
+
+def test_display_values_and_dot_walks_do_not_reach_a_hidden_record():
+    tables = seed_tables("dev")
+    tables["incident"][0]["parent_incident"] = tables["incident"][2]["sys_id"]  # INC0010001 -> INC0010003
+    with _emulator(tables=tables) as emu:
+        alice, bob = user_token(emu, "alice@example.test"), user_token(emu, "bob@example.test")
+        fields = {"sysparm_query": "number=INC0010001", "sysparm_fields": "number,parent_incident,"
+                  "parent_incident.short_description", "sysparm_display_value": "all"}  # fmt: skip
+        seen = table(emu, bob, **fields).json()["result"][0]
+        assert seen["parent_incident"]["display_value"] == "INC0010003"
+        assert seen["parent_incident.short_description"]["value"] == "[dev] Printer offline on floor 3"
+        blind = table(emu, alice, **fields).json()["result"][0]
+        assert blind["parent_incident"]["display_value"] == "" and blind["parent_incident.short_description"] == {
+            "display_value": "", "value": ""}  # fmt: skip
+        walk = "parent_incident.short_descriptionLIKEprinter"
+        assert numbers(table(emu, bob, sysparm_query=walk)) == ["INC0010001"]
+        assert numbers(table(emu, alice, sysparm_query=walk)) == []
+
+
+def test_journal_entries_are_readable_only_with_their_incident(emu):
+    path = f"{emu.base_url}/api/now/table/incident/{sys_id_of(emu, 'INC0010003')}"
+    noted = httpx2.patch(path, json={"work_notes": "db01 disk swapped"}, auth=SERVICE, trust_env=False)
+    assert noted.status_code == 200
+    alice, bob = user_token(emu, "alice@example.test"), user_token(emu, "bob@example.test")
+    for who, expected in ((bob, ["db01 disk swapped"]), (alice, []), (None, ["db01 disk swapped"])):
+        answer = table(emu, who, "sys_journal_field", sysparm_fields="value")
+        assert [r["value"] for r in answer.json()["result"]] == expected
+        assert answer.headers["X-Total-Count"] == str(len(expected))
+
+
+def test_group_membership_is_read_at_each_request(emu):
+    bob = user_token(emu, "bob@example.test")
+    assert "INC0010002" not in numbers(table(emu, bob, sysparm_fields="number"))
+    users = {r["user_name"]: r["sys_id"] for r in emu.records("sys_user")}
+    network = next(g["sys_id"] for g in emu.records("sys_user_group") if g["name"].startswith("Network"))
+    joined = httpx2.post(f"{emu.base_url}/api/now/table/sys_user_grmember", auth=SERVICE, trust_env=False,
+                         json={"user": users["bob"], "group": network})  # fmt: skip
+    assert joined.status_code == 201
+    assert numbers(table(emu, bob, sysparm_fields="number")) == ALL
+
+
+# -- writes stamped with the acting user ---------------------------------------------------------
+
+
+def test_a_user_write_stamps_the_user_on_the_record_and_the_journal(emu):
+    alice = user_token(emu, "alice@example.test")
+    path = f"{emu.base_url}/api/now/table/incident/{sys_id_of(emu, 'INC0010002')}"
+    before = next(r for r in emu.records("incident") if r["number"] == "INC0010002")
+    changed = httpx2.patch(path, headers=alice, trust_env=False, json={
+        "priority": "2", "work_notes": "Rebooted the VPN concentrator", "comments": "Looking into it",
+        "sys_updated_by": "bob", "sys_created_by": "bob"})  # fmt: skip
+    assert changed.status_code == 200
+    record = next(r for r in emu.records("incident") if r["number"] == "INC0010002")
+    assert record["priority"] == "2" and record["sys_updated_by"] == "alice"
+    assert record["sys_created_by"] == before["sys_created_by"] == "admin"  # not writable, not a user's
+    assert record["sys_created_on"] == before["sys_created_on"]
+    journal = [(j["element"], j["value"], j["sys_created_by"]) for j in emu.records("sys_journal_field")]
+    assert journal == [("work_notes", "Rebooted the VPN concentrator", "alice"),
+                       ("comments", "Looking into it", "alice")]  # fmt: skip
+    assert changed.json()["result"]["sys_updated_by"] == "alice"
+    created = httpx2.post(f"{emu.base_url}/api/now/table/incident", headers=alice, trust_env=False,
+                          json={"short_description": "Fan noise", "comments": "seen twice"})  # fmt: skip
+    assert created.status_code == 201
+    new = created.json()["result"]
+    assert (new["sys_created_by"], new["sys_updated_by"]) == ("alice", "alice")
+    assert emu.records("sys_journal_field")[-1]["sys_created_by"] == "alice"
+
+
+def test_a_user_cannot_change_or_delete_an_incident_it_cannot_read(emu):
+    alice = user_token(emu, "alice@example.test")
+    path = f"{emu.base_url}/api/now/table/incident/{sys_id_of(emu, 'INC0010003')}"
+    before = emu.records("incident")
+    assert httpx2.patch(path, headers=alice, json={"priority": "1", "work_notes": "x"},
+                        trust_env=False).status_code == 404  # fmt: skip
+    assert httpx2.delete(path, headers=alice, trust_env=False).status_code == 404
+    assert emu.records("incident") == before and emu.records("sys_journal_field") == []
+
+
+def test_service_account_writes_are_not_stamped_as_today(emu):
+    path = f"{emu.base_url}/api/now/table/incident/{sys_id_of(emu, 'INC0010002')}"
+    answer = httpx2.patch(path, auth=SERVICE, trust_env=False, json={"work_notes": "n", "sys_updated_by": "mallory"})
+    assert answer.status_code == 200
+    record = next(r for r in emu.records("incident") if r["number"] == "INC0010002")
+    assert record["sys_updated_by"] == "admin"
+    assert emu.records("sys_journal_field")[-1]["sys_created_by"] == "basic:svc.integration"
+
+
+# -- user tokens that stop working ---------------------------------------------------------------
+
+
+def test_revoked_and_expired_user_tokens_are_refused(emu):
+    alice, bob = user_token(emu, "alice@example.test"), user_token(emu, "bob@example.test")
+    assert emu.revoke_user_tokens("alice") == 1
+    refused = table(emu, alice)
+    assert refused.status_code == 401 and refused.json()["error"]["message"] == "User Not Authenticated"
+    assert table(emu, bob).status_code == 200
+    assert table(emu, user_token(emu, "alice@example.test")).status_code == 200  # a new grant works
+    emu.expire_tokens()
+    assert table(emu, bob).status_code == 401
+    assert emu.requests[-1].principal == f"jwt:{CLIENT_ID}/bob" and not emu.requests[-1].authenticated
+
+
+def test_a_user_deactivated_after_the_grant_is_refused(emu):
+    alice = user_token(emu, "alice@example.test")
+    users = {r["user_name"]: r["sys_id"] for r in emu.records("sys_user")}
+    locked = httpx2.patch(f"{emu.base_url}/api/now/table/sys_user/{users['alice']}", json={"active": "false"},
+                          auth=SERVICE, trust_env=False)  # fmt: skip
+    assert locked.status_code == 200
+    assert table(emu, alice).status_code == 401
+    refused_because(emu, grant(emu, sign(claims())), "'alice' is not active", issued_before=1)
