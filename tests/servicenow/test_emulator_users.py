@@ -334,6 +334,10 @@ def test_aggregates_count_only_readable_incidents(emu):
         ("Network (dev)", "4"), ("Service Desk (dev)", "4")]  # fmt: skip
     assert len(count(None, sysparm_group_by="assignment_group")) == 3
     assert httpx2.get(stats, headers={"Authorization": "Bearer nope"}, trust_env=False).status_code == 401
+    unknown = httpx2.get(f"{emu.base_url}/api/now/stats/no_such_table", headers=alice, trust_env=False)
+    assert unknown.status_code == 400 and unknown.json()["error"]["message"] == "Invalid table no_such_table"
+    caret = httpx2.get(stats, params={"sysparm_query": "a=1^^b=2"}, headers=alice, trust_env=False)
+    assert caret.status_code == 400 and caret.json()["error"]["message"] == "Invalid query"
 
 
 def test_display_values_and_dot_walks_do_not_reach_a_hidden_record():
