@@ -111,7 +111,8 @@ def _unsigned(header: dict[str, Any], payload: dict[str, Any], signature: bytes 
 
 
 def test_grant_issues_a_token_for_the_mapped_user(emu):
-    answer = grant(emu, sign(claims()))
+    assertion = sign(claims())
+    answer = grant(emu, assertion)
     assert answer.status_code == 200
     body = answer.json()
     assert set(body) == {"access_token", "token_type", "expires_in", "scope"}
@@ -125,7 +126,7 @@ def test_grant_issues_a_token_for_the_mapped_user(emu):
         ("/api/now/table/incident", f"jwt:{CLIENT_ID}/alice", True),
     ]  # fmt: skip
     logged = repr(emu.requests)
-    assert CLIENT_SECRET not in logged and body["access_token"] not in logged
+    assert CLIENT_SECRET not in logged and body["access_token"] not in logged and assertion not in logged
 
 
 def test_audience_may_be_the_token_endpoint(emu):
