@@ -219,6 +219,7 @@ async def test_the_pipeline_refuses_over_budget_and_audits_it_while_other_classe
     reads = [json.loads(line) for line in audit.read_text().splitlines() if '"resources/read"' in line]
     assert [line["decision"] for line in reads] == ["allowed", "allowed", "error"]
     assert reads[-1]["reason"] == "-32009: RateLimited"
+    assert [line["target"] for line in reads] == ["rl://a"] * 3  # refused before routing, still named
 
 
 # -- Redis that does not answer: the local count, at once --------------------------------------------

@@ -49,6 +49,15 @@ _through_pipeline: ContextVar[list[bool] | None] = ContextVar("mcp_providers_thr
 """Set by :meth:`Pipeline.audit_middleware` per request; the pipeline marks it when it writes the line."""
 
 
+def _requested(params: Any) -> str:
+    """What a request names as the client sent it (its ``uri``, else its ``name``), or ``""``."""
+    for name in ("uri", "name"):
+        value = getattr(params, name, None) or (params.get(name) if isinstance(params, dict) else None)
+        if value:
+            return str(value)
+    return ""
+
+
 class Pipeline:
     """Runs every method's stages in one order, with one error mapping and one audit line."""
 
@@ -107,6 +116,8 @@ class Pipeline:
                 exchange.custody.update(upstream_fields(exchange.upstreams))
             return wire.shape(method.evidence(exchange, target, produced), exchange.version)
         except BaseException as exc:
+            if not exchange.target:  # refused before routing (rate limited, say): name what was asked
+                exchange.target = _requested(params)
             self._outcome(exchange, exc)
             raise wire.error(exc) from None
         finally:
