@@ -170,8 +170,30 @@ class ClientChannel:
 # -- requests and providers -----------------------------------------------------------------------
 
 
+class _ActsForCaller:
+    """Upstream credentials of the request's caller (:mod:`mcp_providers.credentials`), for every
+    request type that carries a ``principal``."""
+
+    __slots__ = ()
+    principal: Principal
+
+    async def credential(self, upstream: Upstream) -> Credential:
+        """A credential of this request's caller for ``upstream``, from the server's broker
+        (cached per issuer, subject and upstream; concurrent calls share one obtain), recorded
+        in this request's receipt and audit line as ``upstream: {name, subject, grant}``.
+
+        :raises ~mcp_providers.credentials.CredentialRefused: the upstream will not grant one.
+        """
+        return await credentials.credential_for(upstream, self.principal)
+
+    async def forget_credential(self, upstream: Upstream) -> None:
+        """Drop the caller's cached credential for ``upstream`` (the upstream rejected it, e.g. a
+        401); the next :meth:`credential` obtains a new one."""
+        await credentials.forget_for(upstream, self.principal)
+
+
 @dataclass(frozen=True, slots=True)
-class ReadRequest:
+class ReadRequest(_ActsForCaller):
     """One ``resources/read``, routed to the provider that owns the URI.
 
     :param uri: the URI the router matched, in canonical form (lower-case scheme, escapes of
@@ -195,20 +217,6 @@ class ReadRequest:
     def subject(self) -> str:
         """``principal.subject`` (unique only within ``principal.issuer``)."""
         return self.principal.subject
-
-    async def credential(self, upstream: Upstream) -> Credential:
-        """A credential of this request's caller for ``upstream``, from the server's broker
-        (cached per issuer, subject and upstream; concurrent calls share one obtain), recorded
-        in this request's receipt and audit line as ``upstream: {name, subject, grant}``.
-
-        :raises ~mcp_providers.credentials.CredentialRefused: the upstream will not grant one.
-        """
-        return await credentials.credential_for(upstream, self.principal)
-
-    async def forget_credential(self, upstream: Upstream) -> None:
-        """Drop the caller's cached credential for ``upstream`` (the upstream rejected it, e.g. a
-        401); the next :meth:`credential` obtains a new one."""
-        await credentials.forget_for(upstream, self.principal)
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,7 +257,7 @@ class Content:
 
 
 @dataclass(frozen=True, slots=True)
-class CompletionRequest:
+class CompletionRequest(_ActsForCaller):
     """One ``completion/complete`` for a template variable or prompt argument.
 
     :param argument: the variable or argument name.
@@ -262,20 +270,6 @@ class CompletionRequest:
     value: str
     context: Mapping[str, str] = field(default_factory=dict)
     principal: Principal = LOCAL
-
-    async def credential(self, upstream: Upstream) -> Credential:
-        """A credential of this request's caller for ``upstream``, from the server's broker
-        (cached per issuer, subject and upstream; concurrent calls share one obtain), recorded
-        in this request's receipt and audit line as ``upstream: {name, subject, grant}``.
-
-        :raises ~mcp_providers.credentials.CredentialRefused: the upstream will not grant one.
-        """
-        return await credentials.credential_for(upstream, self.principal)
-
-    async def forget_credential(self, upstream: Upstream) -> None:
-        """Drop the caller's cached credential for ``upstream`` (the upstream rejected it, e.g. a
-        401); the next :meth:`credential` obtains a new one."""
-        await credentials.forget_for(upstream, self.principal)
 
 
 def _prefix_filter(values: Sequence[str], typed: str) -> list[str]:
@@ -364,7 +358,7 @@ class ResourceProvider:
 
 
 @dataclass(frozen=True, slots=True)
-class ToolCall:
+class ToolCall(_ActsForCaller):
     """One ``tools/call``: the declaration and the arguments already validated against its model.
 
     :param tool: the declaration that was called.
@@ -385,20 +379,6 @@ class ToolCall:
     def subject(self) -> str:
         """``principal.subject`` (unique only within ``principal.issuer``)."""
         return self.principal.subject
-
-    async def credential(self, upstream: Upstream) -> Credential:
-        """A credential of this request's caller for ``upstream``, from the server's broker
-        (cached per issuer, subject and upstream; concurrent calls share one obtain), recorded
-        in this request's receipt and audit line as ``upstream: {name, subject, grant}``.
-
-        :raises ~mcp_providers.credentials.CredentialRefused: the upstream will not grant one.
-        """
-        return await credentials.credential_for(upstream, self.principal)
-
-    async def forget_credential(self, upstream: Upstream) -> None:
-        """Drop the caller's cached credential for ``upstream`` (the upstream rejected it, e.g. a
-        401); the next :meth:`credential` obtains a new one."""
-        await credentials.forget_for(upstream, self.principal)
 
     def require(self, action: Action, target: str) -> None:
         """Ask the policy about the data this call touches; raise if it refuses.
