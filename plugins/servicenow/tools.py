@@ -30,6 +30,12 @@ resource (an incident, an update set) is left out of a query, and refused by
 ``servicenow_get_record``, when the caller may not read that resource (its key field is fetched
 to ask, and returned only when asked for); ``record_count`` and ``total`` count what is returned.
 
+On an instance with ``jwt_bearer`` auth each call runs as the caller's own ServiceNow user (their
+token from the credential broker): the instance's ACLs decide what it reads, its audit fields and
+journal name that user for what it writes. A caller with no verified principal is refused
+(``Denied``, -32003) before anything is sent; there is no fallback to a service account. A grant
+the instance refuses is a tool failure naming the user and what to check.
+
 Every upstream failure is a tool failure (``isError: true``) with a redacted message saying what
 failed and what to do: unknown instance, malformed value, no such record, ServiceNow refusing
 (400/401/403), timeouts, refused connections, 5xx, exhausted rate limits (with the wait), bad
@@ -45,6 +51,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from mcp_providers import policy
+from mcp_providers.credentials import CredentialRefused
 from mcp_providers.errors import NotFound, TooLarge, ToolFailure
 from mcp_providers.models import Tool
 from mcp_providers.plugins.servicenow import live
@@ -341,7 +348,7 @@ class ServiceNowTools(ToolProvider):
         call.require("read" if call.tool.effects == "none" else "call", f"servicenow://{instance}/{table}")
         try:
             self._require_walks(call, instance, table, args)
-            client = self._pool.client(getattr(args, "instance", ""))
+            client = self._pool.client_for(getattr(args, "instance", ""), call)
             if isinstance(args, QueryTableIn):
                 return await self._query(client, args)
             if isinstance(args, GetRecordIn):
@@ -367,6 +374,8 @@ class ServiceNowTools(ToolProvider):
             raise ToolFailure(str(exc)) from None
         except (NotFound, TooLarge, ServiceNowError) as exc:
             raise ToolFailure(self._pool.redactor.text(exc.message)) from None
+        except CredentialRefused as exc:
+            raise ToolFailure(self._pool.redactor.text(str(exc))) from None
         raise ToolFailure(f"tool {call.tool.name!r} is not served by {self.name}")
 
     @staticmethod
@@ -408,7 +417,10 @@ class ServiceNowTools(ToolProvider):
         return self._record(client, args.table, args.sys_id, record)
 
     async def _written(self, client: InstanceClient, table: str, sys_id: str, record: dict[str, Any]) -> None:
-        """Tell watchers what this write changed (the record, its list) without waiting for a poll."""
+        """Tell watchers what this write changed (the record, its list) without waiting for a poll;
+        a per-user instance has no watchers (its resources are not subscribable)."""
+        if client.settings.per_user:
+            return
         await live.written(self._pool, client.name, table, {k: raw(v) for k, v in record.items()} | {"sys_id": sys_id})
 
     def _record(self, client: InstanceClient, table: str, sys_id: str, record: dict[str, Any]) -> ToolResult:
