@@ -3,7 +3,7 @@
 This module is the public API: everything a plugin author or an embedding application needs is
 re-exported here, and adding a name is a reviewed decision. The contract modules keep their own
 import paths too (``mcp_providers.hookspecs``, ``models``, ``providers``, ``errors``, ``policy``, ``identity``,
-``http``, ``config``, ``testing``, ``embedding``); everything under ``mcp_providers._host`` and
+``credentials``, ``http``, ``config``, ``testing``, ``embedding``); everything under ``mcp_providers._host`` and
 ``mcp_providers._serve`` is private and may change without notice.
 
 :func:`compose` and :class:`Composition` are imported on first use, so a plugin importing
@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import mcp_providers._metadata  # noqa: F401  (first: guards pydantic's plugin loader against broken metadata)
 from mcp_providers.config import Config, ServerSettings, load_config
+from mcp_providers.credentials import Credential, CredentialBroker, CredentialRefused, Upstream
 from mcp_providers.errors import (
     CompositionError,
     ConfigError,
@@ -81,6 +82,9 @@ __all__ = [
     "Config",
     "ConfigError",
     "Content",
+    "Credential",
+    "CredentialBroker",
+    "CredentialRefused",
     "Decision",
     "Denied",
     "Effects",
@@ -113,6 +117,7 @@ __all__ = [
     "ToolFailure",
     "ToolProvider",
     "ToolResult",
+    "Upstream",
     "UpstreamError",
     "compose",
     "hookimpl",

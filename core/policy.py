@@ -31,6 +31,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
+from mcp_providers import credentials
+from mcp_providers.credentials import Credential, Upstream
 from mcp_providers.identity import LOCAL, Principal
 
 Action = Literal["list", "read", "expand", "complete", "subscribe", "call", "prompt"]
@@ -101,3 +103,19 @@ def principal() -> Principal:
     """
     gate = current_gate.get()
     return LOCAL if gate is None else gate.principal
+
+
+async def credential(upstream: Upstream) -> Credential:
+    """A credential of the current request's caller (:func:`principal`) for ``upstream``: what
+    ``request.credential(upstream)`` gives reads, tools and completions, for provider code handed
+    no request (a prompt's ``render``). Cached, single-flight and recorded in the request's receipt
+    and audit line (see :mod:`mcp_providers.credentials`).
+
+    :raises ~mcp_providers.credentials.CredentialRefused: the upstream will not grant one.
+    """
+    return await credentials.credential_for(upstream, principal())
+
+
+async def forget_credential(upstream: Upstream) -> None:
+    """Drop the current caller's cached credential for ``upstream`` (the upstream rejected it)."""
+    await credentials.forget_for(upstream, principal())

@@ -28,7 +28,8 @@ from typing import Any, Literal, Protocol, get_args
 
 from pydantic import BaseModel
 
-from mcp_providers import policy
+from mcp_providers import credentials, policy
+from mcp_providers.credentials import Credential, Upstream
 from mcp_providers.errors import ToolFailure
 from mcp_providers.identity import LOCAL, Principal
 from mcp_providers.models import Prompt, Resource, ResourceTemplate, Tool
@@ -195,6 +196,20 @@ class ReadRequest:
         """``principal.subject`` (unique only within ``principal.issuer``)."""
         return self.principal.subject
 
+    async def credential(self, upstream: Upstream) -> Credential:
+        """A credential of this request's caller for ``upstream``, from the server's broker
+        (cached per issuer, subject and upstream; concurrent calls share one obtain), recorded
+        in this request's receipt and audit line as ``upstream: {name, subject, grant}``.
+
+        :raises ~mcp_providers.credentials.CredentialRefused: the upstream will not grant one.
+        """
+        return await credentials.credential_for(upstream, self.principal)
+
+    async def forget_credential(self, upstream: Upstream) -> None:
+        """Drop the caller's cached credential for ``upstream`` (the upstream rejected it, e.g. a
+        401); the next :meth:`credential` obtains a new one."""
+        await credentials.forget_for(upstream, self.principal)
+
 
 @dataclass(frozen=True, slots=True)
 class Content:
@@ -247,6 +262,20 @@ class CompletionRequest:
     value: str
     context: Mapping[str, str] = field(default_factory=dict)
     principal: Principal = LOCAL
+
+    async def credential(self, upstream: Upstream) -> Credential:
+        """A credential of this request's caller for ``upstream``, from the server's broker
+        (cached per issuer, subject and upstream; concurrent calls share one obtain), recorded
+        in this request's receipt and audit line as ``upstream: {name, subject, grant}``.
+
+        :raises ~mcp_providers.credentials.CredentialRefused: the upstream will not grant one.
+        """
+        return await credentials.credential_for(upstream, self.principal)
+
+    async def forget_credential(self, upstream: Upstream) -> None:
+        """Drop the caller's cached credential for ``upstream`` (the upstream rejected it, e.g. a
+        401); the next :meth:`credential` obtains a new one."""
+        await credentials.forget_for(upstream, self.principal)
 
 
 def _prefix_filter(values: Sequence[str], typed: str) -> list[str]:
@@ -356,6 +385,20 @@ class ToolCall:
     def subject(self) -> str:
         """``principal.subject`` (unique only within ``principal.issuer``)."""
         return self.principal.subject
+
+    async def credential(self, upstream: Upstream) -> Credential:
+        """A credential of this request's caller for ``upstream``, from the server's broker
+        (cached per issuer, subject and upstream; concurrent calls share one obtain), recorded
+        in this request's receipt and audit line as ``upstream: {name, subject, grant}``.
+
+        :raises ~mcp_providers.credentials.CredentialRefused: the upstream will not grant one.
+        """
+        return await credentials.credential_for(upstream, self.principal)
+
+    async def forget_credential(self, upstream: Upstream) -> None:
+        """Drop the caller's cached credential for ``upstream`` (the upstream rejected it, e.g. a
+        401); the next :meth:`credential` obtains a new one."""
+        await credentials.forget_for(upstream, self.principal)
 
     def require(self, action: Action, target: str) -> None:
         """Ask the policy about the data this call touches; raise if it refuses.
