@@ -43,6 +43,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from dataclasses import dataclass
 from json import loads as json_loads
 from typing import Any, Literal, Protocol
+from urllib.parse import parse_qs, urlsplit
 
 import anyio
 import httpx2
@@ -53,7 +54,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from mcp_providers import http as core_http
 from mcp_providers.credentials import Credential, CredentialRefused, Upstream
-from mcp_providers.errors import Denied, NotFound, TooLarge, UpstreamError
+from mcp_providers.errors import NotFound, TooLarge, UpstreamError
 from mcp_providers.identity import LOCAL_ISSUER, Principal
 from mcp_providers.plugins.servicenow.backoff import Backoff, LocalBackoff, wait_turn
 from mcp_providers.plugins.servicenow.query import check_sys_id, check_table
@@ -94,7 +95,7 @@ class UnknownInstance(LookupError):
     """The instance name is not configured; the message lists the configured names."""
 
 
-class NoVerifiedCaller(Denied):
+class NoVerifiedCaller(CredentialRefused):
     """A ``jwt_bearer`` instance was asked for by a caller it cannot act for (anonymous, ``local``
     with no ``local_user``, or a token without the user claim); nothing was sent to the instance."""
 
@@ -313,8 +314,8 @@ def load_private_key(pem: str, *, instance: str, env: str) -> rsa.RSAPrivateKey:
     try:
         key = serialization.load_pem_private_key(text.strip().encode(), password=None)
     except (ValueError, TypeError, UnsupportedAlgorithm):
-        raise ValueError(f"{where} does not hold an unencrypted PEM private key (-----BEGIN PRIVATE KEY----- "
-                         f"...); export the key the instance's JWT verifier map has the certificate of") from None
+        raise ValueError(f"{where} does not hold an unencrypted PEM private key (PKCS#8 or "
+                         f"PKCS#1); export the key the instance's JWT verifier map has the certificate of") from None
     if not isinstance(key, rsa.RSAPrivateKey):
         raise ValueError(f"{where} holds a {type(key).__name__.lstrip('_')} key; RS256 assertions need an RSA key")
     if key.key_size < 2048:
@@ -430,7 +431,8 @@ class JwtBearerUpstream:
             lifetime = _seconds(payload.get("expires_in") if isinstance(payload, dict) else None)
             log.debug("instance %s: user token obtained (jwt_bearer grant)", self.settings.name)
             return Credential(token=token, expires_at=time.time() + lifetime, subject=user, grant="jwt_bearer")
-        raise CredentialRefused(self._refusal(response.status_code, payload, user))
+        raise CredentialRefused(self._refusal(response.status_code, payload, user),
+                                data={"instance": self.settings.name, "status": response.status_code})
 
     async def _post(self, form: Mapping[str, str], user: str) -> httpx2.Response:
         assert self._http is not None

@@ -33,8 +33,8 @@ to ask, and returned only when asked for); ``record_count`` and ``total`` count 
 On an instance with ``jwt_bearer`` auth each call runs as the caller's own ServiceNow user (their
 token from the credential broker): the instance's ACLs decide what it reads, its audit fields and
 journal name that user for what it writes. A caller with no verified principal is refused
-(``Denied``, -32003) before anything is sent; there is no fallback to a service account. A grant
-the instance refuses is a tool failure naming the user and what to check.
+(``CredentialRefused``, a ``Denied``: -32003) before anything is sent; there is no fallback to a
+service account. A grant the instance refuses is the same error, naming the user and what to check.
 
 Every upstream failure is a tool failure (``isError: true``) with a redacted message saying what
 failed and what to do: unknown instance, malformed value, no such record, ServiceNow refusing
@@ -51,7 +51,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from mcp_providers import policy
-from mcp_providers.credentials import CredentialRefused
 from mcp_providers.errors import NotFound, TooLarge, ToolFailure
 from mcp_providers.models import Tool
 from mcp_providers.plugins.servicenow import live
@@ -374,8 +373,6 @@ class ServiceNowTools(ToolProvider):
             raise ToolFailure(str(exc)) from None
         except (NotFound, TooLarge, ServiceNowError) as exc:
             raise ToolFailure(self._pool.redactor.text(exc.message)) from None
-        except CredentialRefused as exc:
-            raise ToolFailure(self._pool.redactor.text(str(exc))) from None
         raise ToolFailure(f"tool {call.tool.name!r} is not served by {self.name}")
 
     @staticmethod
