@@ -64,6 +64,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from mcp_providers.plugins.servicenow.emulator_jwt import GRANT_TYPE, AssertionRefused, JwtBearerClient, check_assertion
 from mcp_providers.plugins.servicenow.seed import REFERENCES, seed_tables
 
 __all__ = [
@@ -92,6 +93,7 @@ _CHOICES: dict[str, dict[str, dict[str, str]]] = {
 _DISPLAY_FIELD = {"sys_user": "name", "sys_user_group": "name", "sys_update_set": "name", "sys_db_object": "label"}
 _NUMBER_PREFIX = {"incident": "INC", "problem": "PRB", "change_request": "CHG"}
 _JOURNAL_FIELDS = ("comments", "work_notes")
+_READ_ONLY = ("sys_id", "sys_created_on", "sys_created_by", "sys_updated_by")
 _EXTRA_COLUMNS = {
     "sys_journal_field": ("sys_id", "name", "element", "element_id", "value", "sys_created_on", "sys_created_by"),
 }
@@ -213,6 +215,8 @@ class LoggedRequest:
     :param authenticated: whether those credentials were accepted.
     :param status: the status code answered.
     :param fault: whether a queued :class:`Fault` produced the answer.
+    :param detail: for ``/oauth_token.do``, why a grant was refused (which check failed; never a
+        secret), which the answer itself does not say.
     """
 
     method: str
@@ -223,6 +227,7 @@ class LoggedRequest:
     status: int
     body: Any = None
     fault: bool = False
+    detail: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -275,6 +280,26 @@ class _Token:
     user: str | None
     expires_at: float
     refresh_token: str | None = None
+    acting: str | None = None  # the sys_user user_name of a JWT bearer grant's token
+
+
+@dataclass(frozen=True, slots=True)
+class _Scope:
+    """What a user token may read: incidents of ``groups`` (sys_ids), or everything if ``admin``."""
+
+    user_name: str
+    admin: bool
+    groups: frozenset[str]
+
+
+@dataclass(frozen=True, slots=True)
+class _Caller:
+    """Who sent a request: the logged ``principal``, whether it authenticated, and for a user
+    token (JWT bearer grant) the row-level ``scope``; ``None`` for service accounts (see all)."""
+
+    principal: str | None
+    ok: bool
+    scope: _Scope | None = None
 
 
 # -- the emulator --------------------------------------------------------------------------------
@@ -289,6 +314,7 @@ class _State:
     tokens: dict[str, _Token] = field(default_factory=dict)
     refresh_tokens: dict[str, tuple[str, str | None]] = field(default_factory=dict)
     hidden: dict[str, set[str]] = field(default_factory=dict)
+    seen_jti: set[str] = field(default_factory=set)
     rate_limit_seconds: float | None = None
     rate_limited_until: float | None = None
 
@@ -306,6 +332,25 @@ class Emulator:
     :param token_lifetime_seconds: ``expires_in`` of issued access tokens.
     :param default_limit: page size when ``sysparm_limit`` is absent, and its maximum.
     :param port: the port to listen on (``0``: an ephemeral one).
+    :param jwt_bearer: enable ServiceNow's OAuth JWT bearer grant at ``/oauth_token.do`` for one
+        "OAuth JWT API endpoint": ``{"client_id": ..., "client_secret": ..., "public_key_pem":
+        <the client's RSA public key, PEM>, "user_field": "email"}`` (``user_field`` is the
+        ``sys_user`` field the assertion's ``sub`` names; default ``email``). See
+        :mod:`~mcp_providers.plugins.servicenow.emulator_jwt` for the checks. Raises
+        ``ValueError`` when a key is missing or the key is not an RSA public key.
+
+    Users: the tokens of the JWT bearer grant act as one ``sys_user`` (the seed's people are listed
+    in :mod:`~mcp_providers.plugins.servicenow.seed`). For such a **user token** an incident is
+    readable only if its ``assignment_group`` is one of the user's groups (``sys_user_grmember``)
+    or the user has the ``admin`` role; a ``sys_journal_field`` entry of an incident only if that
+    incident is. The rule filters the query itself, like the before-query business rule that
+    restricts incidents on a real instance: lists, ``X-Total-Count``, the ``Link`` header, the
+    Aggregate API, reads and writes by sys_id (404), dot-walks and display values through a
+    reference (empty) all leave the unreadable records out. Writes with a user token stamp
+    ``sys_updated_by`` (and ``sys_created_by`` on create) and the journal's ``sys_created_by``
+    with the user's ``user_name``. A user token whose user is no longer active is refused (401),
+    as are expired ones (:meth:`expire_tokens`) and revoked ones (:meth:`revoke_user_tokens`).
+    Service accounts (Basic, the other OAuth grants, API keys) see and write everything, unstamped.
 
     Switchable modes (set at any time, also while serving): :attr:`send_total_count`,
     :attr:`send_link_header`, :attr:`echo_authorization`, :attr:`stream_answers`, :meth:`hide` (ACL-hidden rows) and
@@ -326,8 +371,10 @@ class Emulator:
         token_lifetime_seconds: int = 1800,
         default_limit: int = 10000,
         port: int = 0,
+        jwt_bearer: Mapping[str, str] | None = None,
     ) -> None:
         self.instance = instance
+        self.jwt_bearer = JwtBearerClient.from_mapping(jwt_bearer) if jwt_bearer is not None else None
         self.users = dict(users or {})
         self.oauth_clients = dict(oauth_clients or {})
         self.api_keys = dict(api_keys or {})
@@ -461,10 +508,23 @@ class Emulator:
             self._state.faults.clear()
 
     def expire_tokens(self) -> None:
-        """Expire every access token issued so far (refresh tokens stay valid)."""
+        """Expire every access token issued so far, user tokens too (refresh tokens stay valid)."""
         with self._lock:
             for token in self._state.tokens.values():
                 token.expires_at = 0.0
+
+    def revoke_user_tokens(self, user_name: str) -> int:
+        """Revoke every user token issued for ``user_name`` (they answer 401 from now on), as an
+        administrator revoking the user's OAuth tokens does; returns how many were revoked."""
+        with self._lock:
+            tokens = [t for t in self._state.tokens.values() if t.acting == user_name and t.expires_at > 0]
+            for token in tokens:
+                token.expires_at = 0.0
+        return len(tokens)
+
+    def token_requests(self) -> list[LoggedRequest]:
+        """The logged ``/oauth_token.do`` requests, oldest first (``detail`` says why one was refused)."""
+        return [r for r in self.requests if r.path == "/oauth_token.do"]
 
     @property
     def requests(self) -> list[LoggedRequest]:
@@ -500,6 +560,7 @@ class Emulator:
                 Route(prefix + "/{table}", self._collection, methods=["GET", "POST"]),
                 Route(prefix + "/{table}/{sys_id}", self._record, methods=["GET", "PUT", "PATCH", "DELETE"]),
             ]
+        routes.append(Route("/api/now/stats/{table}", self._stats, methods=["GET"]))
         routes.append(Route("/oauth_token.do", self._oauth_token, methods=["POST"]))
         return Starlette(routes=routes)
 
@@ -536,29 +597,55 @@ class Emulator:
             return _error(fault.status, fault.message, fault.detail, headers)
         return None
 
-    def _identify(self, request: Request) -> tuple[str | None, bool]:
+    def _identify(self, request: Request) -> _Caller:
         header = request.headers.get("authorization", "")
         scheme, _, credentials = header.partition(" ")
         if scheme.lower() == "basic":
             try:
                 user, _, password = base64.b64decode(credentials, validate=True).decode().partition(":")
             except (binascii.Error, UnicodeDecodeError):
-                return "basic:malformed", False
+                return _Caller("basic:malformed", False)
             expected = self.users.get(user)
             ok = expected is not None and secrets.compare_digest(expected, password)
-            return f"basic:{user}", ok
+            return _Caller(f"basic:{user}", ok)
         if scheme.lower() == "bearer":
             with self._lock:
                 token = self._state.tokens.get(credentials)
-            if token is None:
-                return "bearer:unknown", False
+                if token is None:
+                    return _Caller("bearer:unknown", False)
+                live = token.expires_at > time.monotonic()
+                if token.acting is not None:
+                    scope = self._scope(token.acting)
+                    return _Caller(f"jwt:{token.client_id}/{token.acting}", live and scope is not None, scope)
             who = f"oauth:{token.client_id}" + (f"/{token.user}" if token.user else "")
-            return who, token.expires_at > time.monotonic()
+            return _Caller(who, live)
         key = request.headers.get("x-sn-apikey")
         if key is not None:
             label = self.api_keys.get(key)
-            return (f"apikey:{label}", True) if label is not None else ("apikey:unknown", False)
-        return None, False
+            return _Caller(f"apikey:{label}", True) if label is not None else _Caller("apikey:unknown", False)
+        return _Caller(None, False)
+
+    def _scope(self, user_name: str) -> _Scope | None:
+        """The row-level scope of an active ``sys_user`` (call with the lock held); ``None`` if the
+        user is unknown or inactive."""
+        user = next((u for u in self._state.tables.get("sys_user", []) if u.get("user_name") == user_name), None)
+        if user is None or user.get("active") != "true":
+            return None
+        roles = {r.strip() for r in user.get("roles", "").split(",")}
+        members = self._state.tables.get("sys_user_grmember", [])
+        groups = frozenset(m.get("group", "") for m in members if m.get("user") == user["sys_id"])
+        return _Scope(user_name, "admin" in roles, groups)
+
+    def _visible(self, table: str, row: Record, scope: _Scope | None) -> bool:
+        """Whether a caller of ``scope`` may read ``row`` (call with the lock held)."""
+        if scope is None or scope.admin:
+            return True
+        if table == "incident":
+            return row.get("assignment_group", "") in scope.groups
+        if table == "sys_journal_field" and row.get("name") == "incident":
+            parent = self._find("incident", row.get("element_id", ""))
+            return parent is not None and self._visible("incident", parent, scope)
+        return True
 
     def _rate_limited(self) -> Response | None:
         """A 429 answer while the rate-limit rule's window is open, else ``None``."""
@@ -584,38 +671,53 @@ class Emulator:
             detail = "Rejected request headers: " + "; ".join(f"{k}: {v}" for k, v in echoed.items())
         return _error(401, message, detail)
 
-    async def _guard(self, request: Request) -> tuple[Response | None, str | None, bool]:
+    async def _guard(self, request: Request) -> tuple[Response | None, _Caller]:
         """Identify the caller, apply any queued fault or rate-limit rule, then refuse
         unauthenticated requests."""
-        principal, ok = self._identify(request)
+        caller = self._identify(request)
         fault = self._next_fault("table")
         answered = await self._apply_fault(fault)
         if answered is not None and answered.status_code == 401 and self.echo_authorization:
             answered = self._unauthorized(request, fault.message if fault else None)
         answered = answered or self._rate_limited()
         if answered is not None:
-            self._log(request, principal, ok, answered.status_code, fault=True)
-            return answered, principal, ok
-        if not ok:
+            self._log(request, caller.principal, caller.ok, answered.status_code, fault=True)
+            return answered, caller
+        if not caller.ok:
             response = self._unauthorized(request)
-            self._log(request, principal, ok, 401)
-            return response, principal, ok
-        return None, principal, ok
+            self._log(request, caller.principal, caller.ok, 401)
+            return response, caller
+        return None, caller
 
     def _table(self, request: Request) -> tuple[str, list[Record] | None]:
         table = request.path_params["table"]
         return table, self._state.tables.get(table)
 
+    def _query(self, request: Request, caller: _Caller) -> tuple[ParsedQuery | None, Response | None]:
+        """``sysparm_query`` parsed, or the 400 answer (logged) when it cannot be."""
+        try:
+            return parse_encoded_query(request.query_params.get("sysparm_query", "")), None
+        except QuerySyntaxError as exc:
+            self._log(request, caller.principal, caller.ok, 400)
+            return None, _error(400, "Invalid query", str(exc))
+
+    def _select(self, table: str, rows: list[Record], parsed: ParsedQuery, scope: _Scope | None) -> list[Record]:
+        """The rows matching ``parsed`` that ``scope`` may read, sorted (call with the lock held)."""
+        matched = [row for row in rows if self._visible(table, row, scope) and self._matches(table, row, parsed, scope)]
+        for name, descending in reversed(parsed.orders):
+            matched.sort(key=functools.partial(self._sort_key, table, field=name, scope=scope), reverse=descending)
+        return matched
+
     async def _collection(self, request: Request) -> Response:
-        refused, principal, ok = await self._guard(request)
+        refused, caller = await self._guard(request)
         if refused is not None:
             return refused
         table, rows = self._table(request)
         if rows is None:
-            self._log(request, principal, ok, 400)
+            self._log(request, caller.principal, caller.ok, 400)
             return _error(400, f"Invalid table {table}", None)
         if request.method == "POST":
-            return await self._create(request, table, principal)
+            return await self._create(request, table, caller)
         params = request.query_params
         try:
             limit = int(params.get("sysparm_limit", self.default_limit))
@@ -623,22 +725,18 @@ class Emulator:
             if limit < 0 or offset < 0:
                 raise ValueError
         except ValueError:
-            self._log(request, principal, ok, 400)
+            self._log(request, caller.principal, caller.ok, 400)
             return _error(400, "Invalid parameter", "sysparm_limit and sysparm_offset must be non-negative integers")
         limit = min(limit, self.default_limit)
-        try:
-            parsed = parse_encoded_query(params.get("sysparm_query", ""))
-        except QuerySyntaxError as exc:
-            self._log(request, principal, ok, 400)
-            return _error(400, "Invalid query", str(exc))
+        parsed, invalid = self._query(request, caller)
+        if parsed is None:
+            return invalid or _error(400)
         with self._lock:
-            matched = [row for row in rows if self._matches(table, row, parsed)]
-            for name, descending in reversed(parsed.orders):
-                matched.sort(key=functools.partial(self._sort_key, table, field=name), reverse=descending)
+            matched = self._select(table, rows, parsed, caller.scope)
             hidden = self._state.hidden.get(table, set())
-            # ACLs apply after the page is cut: hidden rows leave holes but still count
+            # hide() ACLs apply after the page is cut: hidden rows leave holes but still count
             page = [row for row in matched[offset : offset + limit] if row.get("sys_id") not in hidden]
-            result = [self._render(table, row, request) for row in page]
+            result = [self._render(table, row, request, caller.scope) for row in page]
         total = len(matched)
         headers: dict[str, str] = {}
         if params.get("sysparm_no_count", "false") != "true" and self.send_total_count:
@@ -646,7 +744,7 @@ class Emulator:
         suppress = params.get("sysparm_suppress_pagination_header", "false") == "true" or not self.send_link_header
         if not suppress and limit and total > limit:
             headers["Link"] = self._link_header(request, table, offset, limit, total)
-        self._log(request, principal, ok, 200)
+        self._log(request, caller.principal, caller.ok, 200)
         if self.stream_answers:
             body = json.dumps({"result": result}).encode()
             chunks = (body[i : i + 65536] for i in range(0, len(body), 65536))
@@ -666,10 +764,43 @@ class Emulator:
         links.append(f'<{url(((total - 1) // limit) * limit)}>;rel="last"')
         return ",".join(links)
 
-    async def _record(self, request: Request) -> Response:
-        refused, principal, ok = await self._guard(request)
+    async def _stats(self, request: Request) -> Response:
+        """``GET /api/now/stats/{table}`` (the Aggregate API): ``sysparm_count``, ``sysparm_group_by``
+        (comma-separated fields), ``sysparm_query``, ``sysparm_display_value`` for group values."""
+        refused, caller = await self._guard(request)
         if refused is not None:
             return refused
+        table, rows = self._table(request)
+        if rows is None:
+            self._log(request, caller.principal, caller.ok, 400)
+            return _error(400, f"Invalid table {table}", None)
+        parsed, invalid = self._query(request, caller)
+        if parsed is None:
+            return invalid or _error(400)
+        params = request.query_params
+        group_by = [f.strip() for f in params.get("sysparm_group_by", "").split(",") if f.strip()]
+        display = params.get("sysparm_display_value", "false").lower() in ("true", "all")
+        result: Any
+        with self._lock:
+            matched = self._select(table, rows, parsed, caller.scope)
+            counts: dict[tuple[str, ...], int] = {}
+            for row in matched:
+                key = tuple(self._lookup(table, row, name, caller.scope) or "" for name in group_by)
+                counts[key] = counts.get(key, 0) + 1
+            result = [
+                {"stats": {"count": str(count)}, "groupby_fields": [
+                    {"field": name, "value": self._display(table, name, value, caller.scope) if display else value}
+                    for name, value in zip(group_by, key, strict=True)]}
+                for key, count in counts.items()
+            ] if group_by else {"stats": {"count": str(len(matched))}}  # fmt: skip
+        self._log(request, caller.principal, caller.ok, 200)
+        return JSONResponse({"result": result})
+
+    async def _record(self, request: Request) -> Response:
+        refused, caller = await self._guard(request)
+        if refused is not None:
+            return refused
+        principal, ok = caller.principal, caller.ok
         table, rows = self._table(request)
         if rows is None:
             self._log(request, principal, ok, 400)
@@ -678,12 +809,14 @@ class Emulator:
         with self._lock:
             hidden = self._state.hidden.get(table, set())
             row = next((r for r in rows if r.get("sys_id") == sys_id and sys_id not in hidden), None)
+            if row is not None and not self._visible(table, row, caller.scope):
+                row = None  # a row the user may not read answers exactly as a missing one
         if row is None:
             self._log(request, principal, ok, 404)
             return _error(404)
         if request.method == "GET":
             with self._lock:
-                rendered = self._render(table, row, request)
+                rendered = self._render(table, row, request, caller.scope)
             self._log(request, principal, ok, 200)
             return JSONResponse({"result": rendered})
         if request.method == "DELETE":
@@ -696,15 +829,15 @@ class Emulator:
             self._log(request, principal, ok, 400)
             return _error(400, "Invalid JSON body", "The request body must be a JSON object")
         with self._lock:
-            self._write(table, row, values, principal)
-            rendered = self._render(table, row, request)
+            self._write(table, row, values, caller)
+            rendered = self._render(table, row, request, caller.scope)
         self._log(request, principal, ok, 200, body=values)
         return JSONResponse({"result": rendered})
 
-    async def _create(self, request: Request, table: str, principal: str | None) -> Response:
+    async def _create(self, request: Request, table: str, caller: _Caller) -> Response:
         values = await self._body(request)
         if values is None:
-            self._log(request, principal, True, 400)
+            self._log(request, caller.principal, True, 400)
             return _error(400, "Invalid JSON body", "The request body must be a JSON object")
         now = _now()
         with self._lock:
@@ -717,10 +850,13 @@ class Emulator:
                 row["number"] = f"{prefix}{(max(taken) + 1 if taken else 10001):07d}"
                 row["active"] = "true"
                 row["state"] = "1" if table == "incident" else row.get("state", "")
-            self._write(table, row, values, principal)
+            if caller.scope is not None:
+                self._state.columns[table].add("sys_created_by")
+                row["sys_created_by"] = caller.scope.user_name
+            self._write(table, row, values, caller)
             rows.append(row)
-            rendered = self._render(table, row, request)
-        self._log(request, principal, True, 201, body=values)
+            rendered = self._render(table, row, request, caller.scope)
+        self._log(request, caller.principal, True, 201, body=values)
         return JSONResponse({"result": rendered}, status_code=201)
 
     async def _body(self, request: Request) -> dict[str, Any] | None:
@@ -732,29 +868,37 @@ class Emulator:
             body = body[0] if body else {}
         return body if isinstance(body, dict) else None
 
-    def _write(self, table: str, row: Record, values: Mapping[str, Any], principal: str | None) -> None:
-        """Apply supplied fields (unknown ones are ignored, as ServiceNow does); journal fields append."""
+    def _write(self, table: str, row: Record, values: Mapping[str, Any], caller: _Caller) -> None:
+        """Apply supplied fields (unknown ones are ignored, as ServiceNow does); journal fields append.
+
+        A user token's write is stamped with its user_name (``sys_updated_by``, the journal's
+        ``sys_created_by``); a service account's journal entry carries its logged principal."""
         columns = self._state.columns[table]
         now = _now()
+        author = caller.scope.user_name if caller.scope is not None else caller.principal or ""
         for name, value in values.items():
             text = value if isinstance(value, str) else json.dumps(value)
             if name in _JOURNAL_FIELDS:
                 if text:
                     self._state.tables["sys_journal_field"].append({
                         "sys_id": uuid.uuid4().hex, "name": table, "element": name, "element_id": row["sys_id"],
-                        "value": text, "sys_created_on": now, "sys_created_by": principal or "",
+                        "value": text, "sys_created_on": now, "sys_created_by": author,
                     })  # fmt: skip
                 continue
-            if name in columns and name not in ("sys_id", "sys_created_on"):
+            if name in columns and name not in _READ_ONLY:
                 row[name] = text
         if table == "incident" and row.get("state") in ("6", "7", "8"):
             row["active"] = "false"
         row["sys_updated_on"] = now
+        if caller.scope is not None:
+            columns.add("sys_updated_by")
+            row["sys_updated_by"] = caller.scope.user_name
 
     # -- values
 
-    def _lookup(self, table: str, row: Record, path: str) -> str | None:
-        """Raw value of ``path`` (one level of dot-walking); ``None`` for an unknown field."""
+    def _lookup(self, table: str, row: Record, path: str, scope: _Scope | None = None) -> str | None:
+        """Raw value of ``path`` (one level of dot-walking); ``None`` for an unknown field. A walk to
+        a record ``scope`` may not read gives ``""``, as a walk to a missing one does."""
         name, _, rest = path.partition(".")
         if name not in self._state.columns.get(table, ()):
             return None
@@ -765,38 +909,40 @@ class Emulator:
         if target_table is None:
             return None
         target = self._find(target_table, value)
-        return target.get(rest, "") if target is not None else ""
+        readable = target is not None and self._visible(target_table, target, scope)
+        return target.get(rest, "") if target is not None and readable else ""
 
     def _find(self, table: str, sys_id: str) -> Record | None:
         return next((r for r in self._state.tables.get(table, []) if r.get("sys_id") == sys_id), None)
 
-    def _matches(self, table: str, row: Record, parsed: ParsedQuery) -> bool:
+    def _matches(self, table: str, row: Record, parsed: ParsedQuery, scope: _Scope | None) -> bool:
         if not parsed.groups:
             return True
-        return any(all(self._clause(table, row, clause) for clause in group) for group in parsed.groups)
+        return any(all(self._clause(table, row, clause, scope) for clause in group) for group in parsed.groups)
 
-    def _clause(self, table: str, row: Record, clause: tuple[Term, ...]) -> bool:
+    def _clause(self, table: str, row: Record, clause: tuple[Term, ...], scope: _Scope | None) -> bool:
         results = []
         for term in clause:
-            actual = self._lookup(table, row, term.field)
+            actual = self._lookup(table, row, term.field, scope)
             # an unknown field makes the term invalid; ServiceNow ignores invalid terms by default
             results.append(True if actual is None else _compare(term.operator, actual, term.value))
         return any(results)
 
-    def _sort_key(self, table: str, row: Record, *, field: str) -> tuple[int, float, str]:
-        value = self._lookup(table, row, field) or ""
+    def _sort_key(self, table: str, row: Record, *, field: str, scope: _Scope | None) -> tuple[int, float, str]:
+        value = self._lookup(table, row, field, scope) or ""
         number = _as_number(value)
         return (0, number, "") if number is not None else (1, 0.0, value)
 
-    def _display(self, table: str, name: str, value: str) -> str:
+    def _display(self, table: str, name: str, value: str, scope: _Scope | None) -> str:
         target_table = REFERENCES.get(table, {}).get(name)
         if target_table is not None:
             target = self._find(target_table, value)
             field_name = _DISPLAY_FIELD.get(target_table, "number")
-            return target.get(field_name, "") if target is not None else ""
+            readable = target is not None and self._visible(target_table, target, scope)
+            return target.get(field_name, "") if target is not None and readable else ""
         return _CHOICES.get(table, {}).get(name, {}).get(value, value)
 
-    def _render(self, table: str, row: Record, request: Request) -> dict[str, Any]:
+    def _render(self, table: str, row: Record, request: Request, scope: _Scope | None) -> dict[str, Any]:
         params = request.query_params
         mode = params.get("sysparm_display_value", "false").lower()
         exclude_link = params.get("sysparm_exclude_reference_link", "false").lower() == "true"
@@ -804,16 +950,16 @@ class Emulator:
         names = wanted or list(row)
         out: dict[str, Any] = {}
         for name in names:
-            value = self._lookup(table, row, name)
+            value = self._lookup(table, row, name, scope)
             if value is None:
                 continue
             ref = REFERENCES.get(table, {}).get(name) if "." not in name else None
             link = f"{self.base_url}/api/now/table/{ref}/{value}" if ref and value and not exclude_link else None
             if mode == "true":
-                display = self._display(table, name, value) if "." not in name else value
+                display = self._display(table, name, value, scope) if "." not in name else value
                 out[name] = {"display_value": display, "link": link} if link else display
             elif mode == "all":
-                display = self._display(table, name, value) if "." not in name else value
+                display = self._display(table, name, value, scope) if "." not in name else value
                 cell: dict[str, str] = {"display_value": display, "value": value}
                 if link:
                     cell["link"] = link
@@ -837,6 +983,8 @@ class Emulator:
         if answered is not None:
             self._log_oauth(request, principal, False, answered.status_code, safe_query, fault=True)
             return answered
+        if grant == GRANT_TYPE:
+            return self._jwt_grant(request, form, client_id, client_secret)
         expected = self.oauth_clients.get(client_id)
         if expected is None or not secrets.compare_digest(expected, client_secret):
             self._log_oauth(request, principal, False, 401, safe_query)
@@ -873,10 +1021,53 @@ class Emulator:
             body["refresh_token"] = refresh
         return JSONResponse(body)
 
+    def _jwt_grant(self, request: Request, form: Mapping[str, str], client_id: str, client_secret: str) -> Response:
+        """The JWT bearer grant: client, assertion (:func:`check_assertion`), then the user mapping.
+
+        Every refusal is a 401 ``{"error": "access_denied", ...}`` that does not say which check
+        failed; the request log's ``detail`` does."""
+        query = {"grant_type": GRANT_TYPE}
+
+        def refuse(reason: str) -> Response:
+            self._log_oauth(request, f"oauth:{client_id}" if client_id else None, False, 401, query, detail=reason)
+            return JSONResponse({"error": "access_denied", "error_description": "access_denied"}, status_code=401)
+
+        client = self.jwt_bearer
+        if client is None:
+            return refuse("no OAuth JWT API endpoint is configured on this instance")
+        if not client.secret_matches(client_id, client_secret):
+            return refuse("client id or client secret is wrong")
+        with self._lock:
+            issued = self._issue_user_token(form.get("assertion", ""), client)
+        if isinstance(issued, str):
+            return refuse(issued)
+        access, user_name = issued
+        self._log_oauth(request, f"jwt:{client_id}/{user_name}", True, 200, query)
+        return JSONResponse({"access_token": access, "token_type": "Bearer", "expires_in": self.token_lifetime_seconds,
+                             "scope": form.get("scope", "useraccount")})  # fmt: skip
+
+    def _issue_user_token(self, assertion: str, client: JwtBearerClient) -> tuple[str, str] | str:
+        """Check ``assertion`` and map its ``sub``; ``(access token, user_name)`` or the refusal
+        reason (call with the lock held)."""
+        try:
+            claims = check_assertion(assertion, client, f"{self.base_url}/oauth_token.do", self._state.seen_jti)
+        except AssertionRefused as exc:
+            return str(exc)
+        users = self._state.tables.get("sys_user", [])
+        user = next((u for u in users if u.get(client.user_field) == claims["sub"]), None)
+        if user is None:
+            return f"sub names no sys_user by {client.user_field}"
+        if user.get("active") != "true":
+            return f"sys_user {user.get('user_name')!r} is not active"
+        access = secrets.token_urlsafe(24)
+        expires_at = time.monotonic() + self.token_lifetime_seconds
+        self._state.tokens[access] = _Token(client.client_id, None, expires_at, acting=user["user_name"])
+        return access, user["user_name"]
+
     def _log_oauth(self, request: Request, principal: str | None, ok: bool, status: int, query: dict[str, str],
-                   fault: bool = False) -> None:  # fmt: skip
+                   fault: bool = False, detail: str | None = None) -> None:  # fmt: skip
         entry = LoggedRequest(method=request.method, path=request.url.path, query=query, principal=principal,
-                              authenticated=ok, status=status, fault=fault)  # fmt: skip
+                              authenticated=ok, status=status, fault=fault, detail=detail)  # fmt: skip
         with self._lock:
             self._state.requests.append(entry)
 

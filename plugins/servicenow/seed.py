@@ -13,6 +13,28 @@ prod      9          3         5                2 (130, 12)
 
 Incident numbers start at ``INC0010001`` on both instances, but the records differ (each short
 description names its instance), so a read served by the wrong instance is visible.
+
+People (``sys_user``, the same on both instances; ``sys_user_grmember`` puts them in groups;
+``roles`` is a comma-separated list of role names). Incident ``i`` (0-based) is assigned to group
+``i % 3``, so on ``dev`` Service Desk has INC0010001/04/07/10, Network INC0010002/05/08/11 and
+Database INC0010003/06/09/12 (on ``prod``: 01/04/07, 02/05/08, 03/06/09):
+
+=============  ======================  ======  ==========  =========================
+user_name      email                   active  roles       groups
+=============  ======================  ======  ==========  =========================
+alice          alice@example.test      true    itil        Service Desk, Network
+bob            bob@example.test        true    itil        Service Desk, Database
+carol          carol@example.test      true    admin,itil  (none: admin sees all)
+dan            dan@example.test        false   itil        Service Desk
+abel.tuter     abel.tuter@<inst>...    true    itil        Service Desk (its manager)
+beth.anglin    beth.anglin@<inst>...   true    itil        Network (its manager)
+charlie...     charlie...@<inst>...    true    itil        Database (its manager)
+david.loo      david.loo@<inst>...     true    itil        (none)
+=============  ======================  ======  ==========  =========================
+
+The emails of alice and bob are those of the test identity provider's accounts
+(``tests/identity/identity_support.py``), so a JWT bearer assertion with ``sub`` = the caller's
+email maps to them.
 """
 
 from __future__ import annotations
@@ -20,16 +42,18 @@ from __future__ import annotations
 import hashlib
 from typing import Final
 
-__all__ = ["REFERENCES", "TABLE_LABELS", "seed_tables", "sys_id_for"]
+__all__ = ["PEOPLE", "REFERENCES", "TABLE_LABELS", "seed_tables", "sys_id_for"]
 
 Record = dict[str, str]
 
 REFERENCES: Final[dict[str, dict[str, str]]] = {
-    "incident": {"assigned_to": "sys_user", "caller_id": "sys_user", "assignment_group": "sys_user_group"},
+    "incident": {"assigned_to": "sys_user", "caller_id": "sys_user", "assignment_group": "sys_user_group",
+                 "parent_incident": "incident"},
     "problem": {"assigned_to": "sys_user"},
     "change_request": {"assigned_to": "sys_user"},
     "sys_update_xml": {"update_set": "sys_update_set"},
     "sys_user_group": {"manager": "sys_user"},
+    "sys_user_grmember": {"user": "sys_user", "group": "sys_user_group"},
     "sys_db_object": {"super_class": "sys_db_object"},
     "sys_journal_field": {},
 }
@@ -44,6 +68,7 @@ TABLE_LABELS: Final[dict[str, str]] = {
     "sys_update_xml": "Customer Update",
     "sys_user": "User",
     "sys_user_group": "Group",
+    "sys_user_grmember": "Group Member",
     "sys_db_object": "Table",
     "sys_journal_field": "Journal Entry",
 }
@@ -61,20 +86,40 @@ def _stamp(day: int, minute: int) -> str:
     return f"2026-10-{day:02d} {8 + minute // 60:02d}:{minute % 60:02d}:00"
 
 
+_STAFF = ("Abel Tuter", "Beth Anglin", "Charlie Whitherspoon", "David Loo")
+
+PEOPLE: Final[tuple[tuple[str, str, bool, str, tuple[int, ...]], ...]] = (
+    ("alice", "Alice Example", True, "itil", (0, 1)),
+    ("bob", "Bob Example", True, "itil", (0, 2)),
+    ("carol", "Carol Example", True, "admin,itil", ()),
+    ("dan", "Dan Example", False, "itil", (0,)),
+)
+"""The people acting through the JWT bearer grant: ``(user_name, name, active, roles, group
+indexes)``; their email is ``<user_name>@example.test`` on every instance."""
+
+
+def _user(instance: str, index: int, user_name: str, name: str, email: str, active: bool, roles: str) -> Record:
+    return {
+        "sys_id": sys_id_for(instance, "sys_user", index),
+        "user_name": user_name,
+        "name": name,
+        "email": email,
+        "active": "true" if active else "false",
+        "roles": roles,
+        "sys_created_on": _stamp(1, index),
+        "sys_updated_on": _stamp(1, index),
+    }
+
+
 def _users(instance: str) -> list[Record]:
-    names = ["Abel Tuter", "Beth Anglin", "Charlie Whitherspoon", "David Loo"]
-    return [
-        {
-            "sys_id": sys_id_for(instance, "sys_user", i),
-            "user_name": name.lower().replace(" ", "."),
-            "name": f"{name} ({instance})",
-            "email": f"{name.lower().replace(' ', '.')}@{instance}.example.com",
-            "active": "true",
-            "sys_created_on": _stamp(1, i),
-            "sys_updated_on": _stamp(1, i),
-        }
-        for i, name in enumerate(names)
-    ]
+    rows = []
+    for i, full in enumerate(_STAFF):
+        user_name = full.lower().replace(" ", ".")
+        rows.append(_user(instance, i, user_name, f"{full} ({instance})", f"{user_name}@{instance}.example.com",
+                          True, "itil"))  # fmt: skip
+    for j, (user_name, full, active, roles, _) in enumerate(PEOPLE, start=len(_STAFF)):
+        rows.append(_user(instance, j, user_name, full, f"{user_name}@example.test", active, roles))
+    return rows
 
 
 def _groups(instance: str) -> list[Record]:
@@ -88,6 +133,21 @@ def _groups(instance: str) -> list[Record]:
             "sys_updated_on": _stamp(1, 30 + i),
         }
         for i, name in enumerate(["Service Desk", "Network", "Database"])
+    ]
+
+
+def _memberships(instance: str) -> list[Record]:
+    pairs = [(i, i) for i in range(3)]  # each group's manager is a member
+    pairs += [(len(_STAFF) + j, g) for j, person in enumerate(PEOPLE) for g in person[4]]
+    return [
+        {
+            "sys_id": sys_id_for(instance, "sys_user_grmember", n),
+            "user": sys_id_for(instance, "sys_user", user),
+            "group": sys_id_for(instance, "sys_user_group", group),
+            "sys_created_on": _stamp(1, 40 + n),
+            "sys_updated_on": _stamp(1, 40 + n),
+        }
+        for n, (user, group) in enumerate(pairs)
     ]
 
 
@@ -117,7 +177,9 @@ def _incidents(instance: str, count: int) -> list[Record]:
             "comments": "",
             "work_notes": "",
             "sys_created_on": _stamp(2 + i, i),
+            "sys_created_by": "admin",
             "sys_updated_on": _stamp(2 + i, i + 5),
+            "sys_updated_by": "admin",
         })  # fmt: skip
     return rows
 
@@ -220,8 +282,8 @@ def seed_tables(instance: str) -> dict[str, list[Record]]:
     ``dev`` shape with its own sys_ids and descriptions).
 
     :returns: ``{table name: [record, ...]}`` for incident, problem, change_request,
-        sys_update_set, sys_update_xml, sys_user, sys_user_group, sys_db_object and
-        sys_journal_field (empty).
+        sys_update_set, sys_update_xml, sys_user, sys_user_group, sys_user_grmember, sys_db_object
+        and sys_journal_field (empty).
     """
     incidents, problems, changes, sizes = _SHAPES.get(instance, _SHAPES["dev"])
     sets, xml = _update_sets(instance, sizes)
@@ -233,6 +295,7 @@ def seed_tables(instance: str) -> dict[str, list[Record]]:
         "sys_update_xml": xml,
         "sys_user": _users(instance),
         "sys_user_group": _groups(instance),
+        "sys_user_grmember": _memberships(instance),
         "sys_db_object": _tables(instance),
         "sys_journal_field": [],
     }
