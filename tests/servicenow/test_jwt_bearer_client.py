@@ -127,7 +127,7 @@ async def test_missing_secrets_fail_every_request_saying_which(monkeypatch: pyte
     monkeypatch.delenv("SN_TEST_OBO_KEY", raising=False)
     pool = InstancePool([InstanceSettings.model_validate(obo_instance(URL))])
     async with pool.opened():
-        with pytest.raises(ServiceNowError, match="SN_TEST_OBO_KEY \\(from auth.private_key_env\\) is not set"):
+        with pytest.raises(ServiceNowError, match=r"SN_TEST_OBO_KEY \(from auth.private_key_env\) is not set"):
             await pool.upstreams["corp"].obtain(ALICE)
         with pytest.raises(ServiceNowError, match="SN_TEST_OBO_KEY"):
             await pool.client("corp").list_records("incident")
