@@ -24,6 +24,10 @@ Shape::
     lists = 600                  # */list, resources/subscribe, subscriptions/listen
     anonymous = 60               # one bucket shared by every anonymous caller, all methods
 
+    [server.credentials]         # upstream credentials obtained for callers (mcp_providers.credentials)
+    margin_seconds = 60          # handed out until this long before they expire
+    key_env = "MCP_PROVIDERS_CREDENTIALS_KEY"   # with [cluster]: the deployment key encrypting them in Redis
+
     [plugins.servicenow]         # validated by that plugin's settings_model()
     ...
 
@@ -283,6 +287,33 @@ class LimitsSettings(BaseModel):
         return self
 
 
+CREDENTIALS_KEY_ENV = "MCP_PROVIDERS_CREDENTIALS_KEY"
+"""The default environment variable holding the deployment key of the shared credential cache."""
+
+
+class CredentialsSettings(BaseModel):
+    """The ``[server.credentials]`` table: the broker of upstream credentials providers obtain on a
+    caller's behalf (:mod:`mcp_providers.credentials`).
+
+    Without ``[cluster]`` they are cached in the process and nothing here is required. With
+    ``[cluster]`` they are cached in Redis, encrypted (AES-256-GCM) with the key in the environment
+    variable ``key_env``: with this table present that key must be set and valid or ``serve``
+    refuses to start; without the table a valid key in ``$MCP_PROVIDERS_CREDENTIALS_KEY`` is used,
+    and with none a provider asking for a credential gets an error (never a plaintext cache).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    margin_seconds: float = Field(default=60.0, ge=0, le=86_400)
+    """A cached credential is handed out until this many seconds before it expires."""
+    key_env: str = Field(default=CREDENTIALS_KEY_ENV, pattern=_ENV_NAME)
+    """Environment variable holding the deployment key under ``[cluster]``: 32 random bytes in
+    base64, the same on every replica (``docs/security.md`` says how to make one)."""
+    lock_seconds: float = Field(default=30.0, gt=0, le=600)
+    """Under ``[cluster]``: longest one replica's obtain holds the others back (its lease's TTL),
+    should it die while obtaining."""
+
+
 class ServerSettings(BaseModel):
     """The ``[server]`` table."""
 
@@ -327,6 +358,9 @@ class ServerSettings(BaseModel):
     """Bearer-token authentication for streamable HTTP; the token's subject is the caller."""
     limits: LimitsSettings | None = None
     """``[server.limits]``: request rates per subject; ``None`` (no table) limits nothing."""
+    credentials: CredentialsSettings | None = None
+    """``[server.credentials]``: the upstream credential broker; ``None`` (no table): its defaults,
+    and under ``[cluster]`` the deployment key is optional until a provider asks for a credential."""
     require_plugins: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
     """Entry-point names of plugins ``serve`` refuses to start without: each must be installed,
     selected, loaded and pass its checks. Name every plugin whose ``authorize`` you rely on (e.g.

@@ -87,7 +87,7 @@ class Composition:
 
     @functools.cached_property
     def pipeline(self) -> Pipeline:
-        return Pipeline(self.runtime.authorizer, self.runtime.audit, self.runtime.limiter)
+        return Pipeline(self.runtime.authorizer, self.runtime.audit, self.runtime.limiter, self.runtime.credentials)
 
     @functools.cached_property
     def server(self) -> Server[object]:

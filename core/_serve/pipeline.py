@@ -12,7 +12,8 @@ that the services (:mod:`~mcp_providers._serve.methods.resources`, ``tools``, ``
 coalescing) and :mod:`~mcp_providers._serve.steps.evidence` (budgets, links and embeds, receipts).
 :class:`Pipeline` runs the stages in that order for every method, and around them does what no
 method may do differently: resolve the caller's :class:`~mcp_providers.identity.Principal` once,
-expose the gate to provider code (:func:`mcp_providers.policy.require`), shape the result for the
+expose the gate to provider code (:func:`mcp_providers.policy.require`) and the runtime's credential
+broker (``request.credential(upstream)``, recording the upstream identities used), shape the result for the
 session's protocol version, map any error to the wire in one place
 (:func:`~mcp_providers._serve.steps.wire.error`) and write exactly one audit line.
 """
@@ -31,9 +32,11 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_providers._serve.steps import wire
 from mcp_providers._serve.steps.audit import AuditLog
+from mcp_providers._serve.steps.custody import upstream_fields
 from mcp_providers._serve.steps.exchange import Ctx, Exchange, Method, principal_of
 from mcp_providers._serve.steps.gate import Authorizer, Gate
 from mcp_providers._serve.steps.ratelimit import RateLimiter
+from mcp_providers.credentials import CredentialBroker, CredentialScope, current_scope
 from mcp_providers.errors import Denied, RequestError
 from mcp_providers.policy import current_gate
 
@@ -49,11 +52,19 @@ _through_pipeline: ContextVar[list[bool] | None] = ContextVar("mcp_providers_thr
 class Pipeline:
     """Runs every method's stages in one order, with one error mapping and one audit line."""
 
-    def __init__(self, authorizer: Authorizer, audit: AuditLog, limiter: RateLimiter | None = None) -> None:
+    def __init__(
+        self,
+        authorizer: Authorizer,
+        audit: AuditLog,
+        limiter: RateLimiter | None = None,
+        credentials: CredentialBroker | None = None,
+    ) -> None:
         self.authorizer = authorizer
         self.audit = audit
         self.limiter = limiter or RateLimiter(None)
         """``[server.limits]`` (:mod:`~mcp_providers._serve.steps.ratelimit`); none: nothing limited."""
+        self.credentials = credentials or CredentialBroker()
+        """The runtime's broker of upstream credentials, reached by ``request.credential(upstream)``."""
         self._server: Server[Any] | None = None
         self._direct: dict[str, Handler] = {}
 
@@ -86,16 +97,20 @@ class Pipeline:
             mark[0] = True  # this request's audit line is written here, not by the middleware
         exchange = Exchange(method.name, method.actor, Gate(self.authorizer, principal_of(ctx)), ctx)
         token = current_gate.set(exchange.gate)
+        scope = current_scope.set(CredentialScope(self.credentials, exchange.upstreams))
         try:
             await self.limiter.admit(ctx, exchange.principal, method.name)  # per subject, before the gate
             target = method.route(exchange, params)
             method.authorize(exchange, target)
             produced = await method.invoke(exchange, target)
+            if exchange.upstreams:  # before the receipt is made: it says which upstream identity served
+                exchange.custody.update(upstream_fields(exchange.upstreams))
             return wire.shape(method.evidence(exchange, target, produced), exchange.version)
         except BaseException as exc:
             self._outcome(exchange, exc)
             raise wire.error(exc) from None
         finally:
+            current_scope.reset(scope)
             current_gate.reset(token)
             self._write(exchange)
 
@@ -201,6 +216,8 @@ class Pipeline:
             line["denied"] = [{"action": d.action, "target": d.target[:2048], "reason": d.reason} for d in denials]
         if exchange.reason and "reason" not in line:
             line["reason"] = exchange.reason
+        if exchange.upstreams:  # which upstream identities served it, whether or not a receipt was made
+            line.update(upstream_fields(exchange.upstreams))
         if exchange.count is not None:
             line["count"] = exchange.count
         if exchange.receipt is not None:

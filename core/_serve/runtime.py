@@ -21,6 +21,7 @@ from mcp_providers._host.assembly import Assembly
 from mcp_providers._host.contain import cancels_this_task
 from mcp_providers._serve.methods.subscriptions import SubscriptionHub
 from mcp_providers._serve.state.cluster import RedisBackend, Shared, SharedReads, shared_for
+from mcp_providers._serve.state.credentials import broker_for
 from mcp_providers._serve.steps.audit import AuditLog
 from mcp_providers._serve.steps.gate import Authorizer, Gate
 from mcp_providers._serve.steps.invoker import Invoker
@@ -51,6 +52,9 @@ class Runtime:
         if isinstance(self.shared, RedisBackend) and self.invoker._coalescer is not None:
             # the coalescer is the invoker's seam for sharing reads: across replicas, through Redis
             self.invoker._coalescer = SharedReads(self.shared, self._freshness_of)
+        self.credentials = broker_for(settings.credentials, assembly.config.cluster, self.shared)
+        """The broker of upstream credentials providers obtain for callers (:mod:`mcp_providers.credentials`):
+        in the process, or in Redis, encrypted, with ``[cluster]`` (:mod:`.state.credentials`)."""
         backend = self.shared
         self.limiter = RateLimiter(
             settings.limits,

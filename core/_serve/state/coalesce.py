@@ -6,9 +6,10 @@ Nothing is kept once the read finishes, so this never serves content older than 
 already running when the request arrived: it honours every declared freshness, ``live`` included.
 
 Reads are shared only between identical keys; the server uses ``(provider, uri, subject)`` so one
-caller never receives content read on behalf of another. If the leader is cancelled (its client
-went away, or its deadline passed), each waiter retries on its own, one of them becoming the new
-leader.
+caller never receives content read on behalf of another. The upstream identities a shared read's
+credentials were for (:mod:`mcp_providers.credentials`) are recorded for every request it answers.
+If the leader is cancelled (its client went away, or its deadline passed), each waiter retries on
+its own, one of them becoming the new leader.
 
 Example::
 
@@ -23,17 +24,20 @@ from typing import Generic, TypeVar
 
 import anyio
 
+from mcp_providers.credentials import CredentialScope, current_scope
+
 T = TypeVar("T")
 
 
 class _Flight(Generic[T]):
-    __slots__ = ("done", "error", "result", "succeeded")
+    __slots__ = ("done", "error", "result", "succeeded", "upstreams")
 
     def __init__(self) -> None:
         self.done: anyio.Event | None = None  # made by the first waiter: most reads have none
         self.succeeded = False
         self.result: T | None = None
         self.error: BaseException | None = None
+        self.upstreams: list[dict[str, str]] = []  # the upstream identities the read used
 
 
 class Coalescer(Generic[T]):
@@ -61,6 +65,7 @@ class Coalescer(Generic[T]):
             await flight.done.wait()
             if flight.succeeded:
                 self.shared += 1
+                _record(flight.upstreams)  # the shared read's upstream identity served this request too
                 return flight.result  # type: ignore[return-value]  # set with succeeded
             if flight.error is not None:
                 self.shared += 1
@@ -69,7 +74,7 @@ class Coalescer(Generic[T]):
         mine: _Flight[T] = _Flight()  # unsubscripted: a subscripted call costs a typing hop
         self._flights[key] = mine
         try:
-            mine.result = await read()
+            mine.result = await _recorded(read, mine)
             mine.succeeded = True
             return mine.result
         except anyio.get_cancelled_exc_class():
@@ -81,3 +86,24 @@ class Coalescer(Generic[T]):
             del self._flights[key]
             if mine.done is not None:
                 mine.done.set()
+
+
+async def _recorded(read: Callable[[], Awaitable[T]], flight: _Flight[T]) -> T:
+    """``read()``, noting in ``flight`` the upstream credentials it used (for the waiters' receipts)."""
+    outer = current_scope.get()
+    if outer is None:
+        return await read()
+    token = current_scope.set(CredentialScope(outer.broker, flight.upstreams))
+    try:
+        return await read()
+    finally:
+        current_scope.reset(token)
+        _record(flight.upstreams)
+
+
+def _record(upstreams: list[dict[str, str]]) -> None:
+    scope = current_scope.get()
+    if scope is not None:
+        for used in upstreams:
+            if used not in scope.used:
+                scope.used.append(used)

@@ -23,8 +23,13 @@ Shape (JSON)::
       "freshness": {"kind": "static"},
       "sideEffects": "none",
       "truncation": null,                  # or {"originalBytes", "servedBytes", "reason"}
-      "transforms": []                     # e.g. ["embed-over-budget->resource_link documcp://..."]
+      "transforms": [],                    # e.g. ["embed-over-budget->resource_link documcp://..."]
+      "upstream": {"name": "servicenow:prod", "subject": "alice", "grant": "jwt_bearer"}
     }
+
+``upstream`` is there only when the provider used a credential from the broker
+(``request.credential(upstream)``): the upstream identity that served the content, never the token;
+a request that used several upstream identities also has ``upstreams``, the list of them all.
 
 For ``tools/call`` and ``prompts/get`` results, ``sha256`` and ``bytes`` are of the canonical JSON
 (sorted keys, no spaces) of every content block in order together with ``structuredContent``,
@@ -90,6 +95,18 @@ def audit_key(env_name: str | None, environ: Mapping[str, str] | None = None) ->
                 env_name or "MCP_PROVIDERS_AUDIT_KEY",
             )
         return _random_key
+
+
+def upstream_fields(used: list[dict[str, str]]) -> dict[str, Any]:
+    """What a receipt and an audit line say of the upstream identities a request used (each
+    ``{"name", "subject", "grant"}``, never a token): ``{"upstream": <the first>}``, plus
+    ``"upstreams": [<all, in order of first use>]`` when there were several."""
+    if not used:
+        return {}
+    fields: dict[str, Any] = {"upstream": dict(used[0])}
+    if len(used) > 1:
+        fields["upstreams"] = [dict(u) for u in used]
+    return fields
 
 
 def arguments_hmac(key: bytes, data: bytes) -> str:

@@ -55,6 +55,9 @@ class Exchange:
     receipt: dict[str, Any] | None = None
     custody: dict[str, Any] = field(default_factory=dict)
     """What the invoker's side-effect scope recorded (``exemptions``, ``violations``), for the receipt."""
+    upstreams: list[dict[str, str]] = field(default_factory=list)
+    """The upstream identities the provider's credentials were for, ``{"name", "subject", "grant"}``
+    each (never a token), in order of first use; receipts and the audit line carry them."""
 
     @property
     def principal(self) -> Principal:
