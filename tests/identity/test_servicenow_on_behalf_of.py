@@ -80,9 +80,9 @@ def server(idp: IdentityProvider, emulator: Emulator, keys: tuple[str, str], tmp
 @contextlib.asynccontextmanager
 async def session(url: str, token: str) -> AsyncIterator[Client]:
     """A real MCP client over streamable HTTP presenting ``token``."""
-    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30) as http:
-        async with Client(streamable_http_client(url, http_client=http), cache=None) as client:
-            yield client
+    async with (httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30) as http,
+                Client(streamable_http_client(url, http_client=http), cache=None) as client):
+        yield client
 
 
 async def body(client: Client, uri: str) -> dict[str, Any]:
@@ -96,7 +96,8 @@ async def test_two_users_read_write_and_complete_as_themselves(idp, emulator, se
         async with session(server.url, token) as client:
             listed = await body(client, "servicenow://corp/incidents")
             assert sorted(r["number"] for r in listed["data"]) == SEES[name]
-            assert (await body(client, f"servicenow://corp/incidents/{SEES[name][1]}"))["data"]["number"] == SEES[name][1]
+            one = await body(client, f"servicenow://corp/incidents/{SEES[name][1]}")
+            assert one["data"]["number"] == SEES[name][1]
             for number in HIDDEN[name]:
                 with pytest.raises(MCPError) as hidden:
                     await client.read_resource(f"servicenow://corp/incidents/{number}")
