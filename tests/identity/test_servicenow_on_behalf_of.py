@@ -121,6 +121,9 @@ async def test_two_users_read_write_and_complete_as_themselves(idp, emulator, se
     (entry,) = [j for j in emulator.records("sys_journal_field") if j["element_id"] == record["sys_id"]]
     assert (entry["element"], entry["sys_created_by"]) == ("work_notes", "alice")
     assert [r.status for r in emulator.token_requests()] == [200, 200]  # one grant per user, all calls
+    audited = [json.loads(line) for line in server.audit.read_text().splitlines()]
+    served = {(a["subject"], a["upstream"]["subject"], a["upstream"]["grant"]) for a in audited if "upstream" in a}
+    assert served == {("alice", "alice@example.test", "jwt_bearer"), ("bob", "bob@example.test", "jwt_bearer")}
     log = server.log.read_text() + server.audit.read_text()
     for secret in (CLIENT_SECRET, *tokens.values(), *emulator.issued_tokens()):
         assert secret not in log

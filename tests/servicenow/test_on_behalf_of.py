@@ -21,6 +21,7 @@ from jwt_support import OBO_CLIENT, OBO_SECRET, key_pair, obo_env, obo_instance
 from mcp import Client, MCPError, types
 from servicenow_support import DEV_PASSWORD, DEV_USER, compose_servicenow
 
+from mcp_providers import RECEIPT_KEY
 from mcp_providers._serve.composition import Composition
 from mcp_providers.errors import DENIED
 from mcp_providers.identity import LOCAL, Principal
@@ -92,6 +93,15 @@ async def test_each_user_reads_what_the_instance_lets_them(composition, issuer, 
                 assert hidden.value.error.message.replace(number, "N") == absent.value.error.message.replace(
                     "INC0099999", "N")
     assert {r.principal for r in emulator.table_requests()} >= {"jwt:mcp-on-behalf/alice", "jwt:mcp-on-behalf/bob"}
+
+
+async def test_the_receipt_names_the_upstream_identity_never_the_token(composition, issuer, emulator):
+    async with as_(composition, person(issuer, "bob")) as client:
+        result = await client.read_resource("servicenow://corp/incidents/INC0010003")
+    receipt = (result.meta or {})[RECEIPT_KEY]
+    assert receipt["upstream"] == {"name": "servicenow:corp", "subject": "bob@example.test", "grant": "jwt_bearer"}
+    (token,) = [t for t in emulator.issued_tokens()]
+    assert token not in json.dumps(result.model_dump(mode="json"))
 
 
 async def test_completion_and_prompts_run_as_the_caller(composition, issuer):
