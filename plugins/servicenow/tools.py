@@ -414,10 +414,7 @@ class ServiceNowTools(ToolProvider):
         return self._record(client, args.table, args.sys_id, record)
 
     async def _written(self, client: InstanceClient, table: str, sys_id: str, record: dict[str, Any]) -> None:
-        """Tell watchers what this write changed (the record, its list) without waiting for a poll;
-        a per-user instance has no watchers (its resources are not subscribable)."""
-        if client.settings.per_user:
-            return
+        """Tell watchers what this write changed (the record, its list) without waiting for a poll."""
         await live.written(self._pool, client.name, table, {k: raw(v) for k, v in record.items()} | {"sys_id": sys_id})
 
     def _record(self, client: InstanceClient, table: str, sys_id: str, record: dict[str, Any]) -> ToolResult:

@@ -134,6 +134,13 @@ async def test_missing_secrets_fail_every_request_saying_which(monkeypatch: pyte
     assert pool.upstreams["corp"].token_requests == 0
 
 
+async def test_a_per_user_instance_is_reached_only_through_a_caller(env):
+    pool = InstancePool([InstanceSettings.model_validate(obo_instance(URL))])
+    async with pool.opened():
+        with pytest.raises(ServiceNowError, match="has no caller to act for"):
+            await pool.client("corp").list_records("incident")
+
+
 async def test_anonymous_is_refused_by_the_pool_before_any_request(env):
     pool = InstancePool([InstanceSettings.model_validate(obo_instance(URL))])
     async with pool.opened():

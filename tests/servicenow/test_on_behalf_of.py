@@ -10,6 +10,7 @@ authorization server are in ``tests/identity/test_servicenow_on_behalf_of.py``.
 from __future__ import annotations
 
 import json
+import logging
 import secrets
 from collections.abc import Iterator
 from typing import Any, Literal
@@ -239,3 +240,38 @@ async def test_per_user_instances_are_not_watchable_and_say_why(composition, iss
             await legacy.subscribe_resource("servicenow://corp/incidents/INC0010001")
 
 
+
+
+async def test_a_second_401_after_a_new_token_is_a_clear_error(composition, issuer, emulator):
+    emulator.fail_next(2, status=401, scope="table")
+    async with as_(composition, person(issuer, "alice")) as client:
+        with pytest.raises(MCPError) as refused:
+            await client.read_resource("servicenow://corp/incidents")
+    message = refused.value.error.message
+    assert "failed with HTTP 401" in message and "a new token of user 'alice@example.test' was refused too" in message
+    assert [r.status for r in emulator.token_requests()] == [200, 200]  # the first forgotten, one more obtained
+    assert [r.status for r in emulator.table_requests()] == [401, 401]  # retried once, no more
+
+
+async def test_a_user_unknown_to_the_instance_is_refused_with_the_reason(composition, issuer, emulator):
+    stranger = Principal("erin", issuer=issuer, claims={"email": "erin@example.test"})
+    async with as_(composition, stranger) as client:
+        with pytest.raises(MCPError) as refused:
+            await client.read_resource("servicenow://corp/incidents")
+        with pytest.raises(MCPError) as tool:
+            await client.call_tool("servicenow_query_table", {"instance": "corp", "table": "incident"})
+    assert refused.value.error.code == tool.value.error.code == DENIED
+    assert "erin@example.test" in tool.value.error.message
+    assert "refused a token for ServiceNow user 'erin@example.test'" in refused.value.error.message
+    assert emulator.table_requests() == []
+
+
+async def test_a_per_user_instance_is_never_polled(emulator, caplog: pytest.LogCaptureFixture):
+    composition = compose_servicenow(obo_instance(emulator.base_url, name="corp", live_poll=True,
+                                                  incidents_poll_seconds=0.05))  # fmt: skip
+    with caplog.at_level(logging.WARNING, logger="mcp_providers.plugins.servicenow.live"):
+        async with connect(composition) as client:
+            await client.list_resources()
+            await anyio.sleep(0.3)  # six poll intervals
+    assert emulator.requests == []
+    assert "polling" not in caplog.text  # no poller ran (it would fail: there is no caller to act for)
