@@ -9,6 +9,7 @@ authorization server are in ``tests/identity/test_servicenow_on_behalf_of.py``.
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import secrets
@@ -18,21 +19,25 @@ from typing import Any, Literal
 import anyio
 import httpx2
 import pytest
+import redis
 from jwt_support import OBO_CLIENT, OBO_SECRET, key_pair, obo_env, obo_instance
 from mcp import Client, MCPError, types
 from servicenow_support import DEV_PASSWORD, DEV_USER, compose_servicenow
 
+import mcp_providers.plugins.servicenow as servicenow_plugin
 from mcp_providers import RECEIPT_KEY
 from mcp_providers._serve.composition import Composition
+from mcp_providers.config import ClusterSettings, CredentialsSettings, ServerSettings
 from mcp_providers.errors import DENIED
 from mcp_providers.identity import LOCAL, Principal
 from mcp_providers.plugins.servicenow.emulator import Emulator
-from mcp_providers.testing import connect
+from mcp_providers.testing import compose, connect
 
 pytestmark = pytest.mark.anyio
 
 ALICE_SEES = ["INC0010001", "INC0010002", "INC0010004", "INC0010007", "INC0010008", "INC0010010"]
 BOB_SEES = ["INC0010001", "INC0010003", "INC0010004", "INC0010007", "INC0010009", "INC0010010"]
+BOTH_SEE = ["INC0010001", "INC0010004", "INC0010007", "INC0010010"]
 HIDDEN_FROM = {"alice": ("INC0010003", "INC0010009"), "bob": ("INC0010002", "INC0010008")}
 INCIDENT = types.ResourceTemplateReference(type="ref/resource", uri="servicenow://{instance}/incidents/{number}")
 BRIEF = types.PromptReference(type="ref/prompt", name="servicenow-incident-brief")
@@ -275,3 +280,28 @@ async def test_a_per_user_instance_is_never_polled(emulator, caplog: pytest.LogC
             await anyio.sleep(0.3)  # six poll intervals
     assert emulator.requests == []
     assert "polling" not in caplog.text  # no poller ran (it would fail: there is no caller to act for)
+
+
+@pytest.mark.slow
+async def test_two_replicas_on_redis_ask_one_token_per_user_and_keep_nothing_readable(
+    emulator, issuer, redis_server, monkeypatch: pytest.MonkeyPatch
+):
+    deployment_key = base64.urlsafe_b64encode(secrets.token_bytes(32)).decode()
+    monkeypatch.setenv("SN_TEST_CREDENTIALS_KEY", deployment_key)
+    cluster = ClusterSettings(redis_url=redis_server.url, key_prefix=f"obo{secrets.token_hex(4)}")
+    server = ServerSettings(credentials=CredentialsSettings(key_env="SN_TEST_CREDENTIALS_KEY"))
+    table = {"servicenow": {"instances": [obo_instance(emulator.base_url, name="corp")]}}
+    one, two = (compose({"servicenow": servicenow_plugin}, table, server=server, cluster=cluster) for _ in range(2))
+    for name in ("alice", "bob"):
+        who = person(issuer, name)
+        async with as_(one, who) as first, as_(two, who) as second, anyio.create_task_group() as group:
+            for i in range(25):
+                group.start_soon(first.read_resource, f"servicenow://corp/incidents/{BOTH_SEE[i % 4]}")
+                group.start_soon(second.read_resource, f"servicenow://corp/incidents/{BOTH_SEE[(i + 1) % 4]}")
+    assert [r.status for r in emulator.token_requests()] == [200, 200]  # one per user across both replicas
+    with redis.Redis.from_url(redis_server.url) as r:
+        blob = b"".join(k + (r.get(k) if r.type(k) == b"string" else r.dump(k) or b"")
+                        for k in r.keys(f"{cluster.key_prefix}:*"))  # fmt: skip
+    for plain in (*emulator.issued_tokens(), "alice@example.test", "bob@example.test", "servicenow:corp", OBO_SECRET):
+        assert plain.encode() not in blob, plain
+        assert base64.b64encode(plain.encode()) not in blob, plain
