@@ -293,3 +293,18 @@ async def test_a_request_using_two_upstreams_lists_both_in_order(composition: An
     assert receipt_of(result)["upstreams"] == [first, second]
     (line,) = [line for line in lines(audit) if line["operation"] == "tools/call"]
     assert line["upstreams"] == [first, second]
+
+
+async def test_metrics_count_the_obtains_of_the_replica(composition: Any) -> None:
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from mcp_providers._serve.transport.ops import _Gauges
+
+    registry = CollectorRegistry()
+    registry.register(_Gauges(composition.runtime))
+    async with connect(composition, principal=ALICE) as client:
+        for n in range(3):
+            await client.read_resource(f"rec://items/{n}")
+    async with connect(composition, principal=BOB) as client:
+        await client.read_resource("rec://items/1")
+    assert "mcp_providers_credentials_obtained_total 2.0" in generate_latest(registry).decode()

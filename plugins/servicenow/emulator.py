@@ -21,15 +21,21 @@ Served (paths also under ``/api/now/v2/table``):
 - ``GET|PATCH|PUT|DELETE /api/now/table/{table}/{sys_id}`` and ``POST /api/now/table/{table}``
   (201; numbers minted for incident, problem and change_request). ``comments`` and ``work_notes``
   are journal fields: writes append a ``sys_journal_field`` row and the field reads back empty.
+- ``GET /api/now/stats/{table}`` (the Aggregate API): ``sysparm_count``, ``sysparm_query``,
+  ``sysparm_group_by``, ``sysparm_display_value``; answers ``{"result": {"stats": {"count": "N"}}}``
+  or, grouped, ``{"result": [{"stats": {"count": "N"}, "groupby_fields": [{"field", "value"}]}]}``.
 - ``POST /oauth_token.do`` (form body): ``client_credentials``, ``password`` and ``refresh_token``
-  grants; tokens last ``token_lifetime_seconds`` or until :meth:`Emulator.expire_tokens`.
+  grants, and with ``jwt_bearer=`` the JWT bearer grant (a token acting as one ``sys_user``, see
+  :class:`Emulator`); tokens last ``token_lifetime_seconds`` or until :meth:`Emulator.expire_tokens`
+  (or :meth:`Emulator.revoke_user_tokens`).
 - Auth on the Table API: ``Authorization: Basic``, ``Authorization: Bearer <token>`` or
   ``x-sn-apikey``. Failures use ServiceNow's envelope
   ``{"error": {"message": ..., "detail": ...}, "status": "failure"}``.
 
 Faults are queued with :meth:`Emulator.fail_next` (status, ``Retry-After``, delay, malformed JSON)
 and consumed one per request. :attr:`Emulator.requests` logs every request with the identity it
-presented (``basic:<user>``, ``oauth:<client>[/<user>]``, ``apikey:<label>``) and never a secret.
+presented (``basic:<user>``, ``oauth:<client>[/<user>]``, ``jwt:<client>/<user_name>`` for a user
+token, ``apikey:<label>``) and never a secret.
 All scalar values are strings, as in the real API.
 """
 
@@ -210,7 +216,8 @@ class LoggedRequest:
     """One request the emulator received.
 
     :param principal: the identity presented, never a secret: ``basic:<user>``,
-        ``oauth:<client id>`` or ``oauth:<client id>/<user>``, ``apikey:<label>``,
+        ``oauth:<client id>`` or ``oauth:<client id>/<user>``, ``jwt:<client id>/<user_name>``
+        (a JWT bearer grant's user token, and the grant that issued it), ``apikey:<label>``,
         ``bearer:unknown``, ``apikey:unknown``, or ``None`` when no credentials were sent.
     :param authenticated: whether those credentials were accepted.
     :param status: the status code answered.

@@ -94,7 +94,7 @@ def check_assertion(assertion: str, client: JwtBearerClient, token_url: str, see
         claims: dict[str, Any] = jwt.decode(
             assertion, client.public_key_pem, algorithms=["RS256"], audience=[client.client_id, token_url],
             issuer=client.client_id, leeway=LEEWAY_SECONDS,
-            options={"require": ["exp", "iat", "sub", "jti", "iss", "aud"]},
+            options={"require": ["exp", "iat", "sub", "jti"]},  # iss and aud: required by issuer=/audience=
         )  # fmt: skip
     except jwt.InvalidSignatureError as exc:
         raise AssertionRefused("assertion signature does not verify with the client's public key") from exc

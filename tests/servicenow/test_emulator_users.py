@@ -68,7 +68,7 @@ def emu() -> Iterator[Emulator]:
         yield emulator
 
 
-def claims(sub: str = "alice@example.test", **overrides: Any) -> dict[str, Any]:
+def claims(sub: str | None = "alice@example.test", **overrides: Any) -> dict[str, Any]:
     """A valid assertion's claims; an override of ``None`` leaves that claim out."""
     now = int(time.time())
     base = {"iss": CLIENT_ID, "sub": sub, "aud": CLIENT_ID, "iat": now, "exp": now + 300, "jti": uuid.uuid4().hex}
@@ -111,7 +111,8 @@ def _unsigned(header: dict[str, Any], payload: dict[str, Any], signature: bytes 
 
 
 def test_grant_issues_a_token_for_the_mapped_user(emu):
-    answer = grant(emu, sign(claims()))
+    assertion = sign(claims())
+    answer = grant(emu, assertion)
     assert answer.status_code == 200
     body = answer.json()
     assert set(body) == {"access_token", "token_type", "expires_in", "scope"}
@@ -125,7 +126,7 @@ def test_grant_issues_a_token_for_the_mapped_user(emu):
         ("/api/now/table/incident", f"jwt:{CLIENT_ID}/alice", True),
     ]  # fmt: skip
     logged = repr(emu.requests)
-    assert CLIENT_SECRET not in logged and body["access_token"] not in logged
+    assert CLIENT_SECRET not in logged and body["access_token"] not in logged and assertion not in logged
 
 
 def test_audience_may_be_the_token_endpoint(emu):
@@ -215,9 +216,21 @@ def test_bad_client_secret_is_refused(emu):
 
 
 def test_other_client_id_is_refused(emu):
-    """Real instance: the client id picks the endpoint (and its verifier map); another client's
-    valid credentials do not make the JWT endpoint's assertion acceptable."""
+    """Real instance: the client id picks the endpoint (and its secret and verifier map); a request
+    naming another client id is not this endpoint's, even with this endpoint's secret, and another
+    client's own valid credentials do not make the assertion acceptable either."""
+    refused_because(emu, grant(emu, sign(claims()), client_id="svc-client", secret=CLIENT_SECRET), "client id")
     refused_because(emu, grant(emu, sign(claims()), client_id="svc-client", secret="svc-secret"), "client id")
+
+
+def test_missing_exp_is_refused(emu):
+    """Real instance: ``exp`` is one of the claims an assertion must include (no endless assertion)."""
+    refused_because(emu, grant(emu, sign(claims(exp=None))), "lacks the 'exp' claim")
+
+
+def test_missing_sub_is_refused(emu):
+    """Real instance: without ``sub`` there is no user to map, so no token."""
+    refused_because(emu, grant(emu, sign(claims(sub=None))), "lacks the 'sub' claim")
 
 
 def test_missing_iat_is_refused(emu):
@@ -322,6 +335,10 @@ def test_aggregates_count_only_readable_incidents(emu):
         ("Network (dev)", "4"), ("Service Desk (dev)", "4")]  # fmt: skip
     assert len(count(None, sysparm_group_by="assignment_group")) == 3
     assert httpx2.get(stats, headers={"Authorization": "Bearer nope"}, trust_env=False).status_code == 401
+    unknown = httpx2.get(f"{emu.base_url}/api/now/stats/no_such_table", headers=alice, trust_env=False)
+    assert unknown.status_code == 400 and unknown.json()["error"]["message"] == "Invalid table no_such_table"
+    caret = httpx2.get(stats, params={"sysparm_query": "a=1^^b=2"}, headers=alice, trust_env=False)
+    assert caret.status_code == 400 and caret.json()["error"]["message"] == "Invalid query"
 
 
 def test_display_values_and_dot_walks_do_not_reach_a_hidden_record():
@@ -351,6 +368,15 @@ def test_journal_entries_are_readable_only_with_their_incident(emu):
         answer = table(emu, who, "sys_journal_field", sysparm_fields="value")
         assert [r["value"] for r in answer.json()["result"]] == expected
         assert answer.headers["X-Total-Count"] == str(len(expected))
+
+
+def test_journal_entries_of_a_deleted_incident_are_not_readable_by_users(emu):
+    path = f"{emu.base_url}/api/now/table/incident/{sys_id_of(emu, 'INC0010001')}"
+    assert httpx2.patch(path, json={"comments": "c"}, auth=SERVICE, trust_env=False).status_code == 200
+    assert httpx2.delete(path, auth=SERVICE, trust_env=False).status_code == 204
+    alice = user_token(emu, "alice@example.test")
+    assert table(emu, alice, "sys_journal_field").json()["result"] == []
+    assert len(table(emu, None, "sys_journal_field").json()["result"]) == 1
 
 
 def test_group_membership_is_read_at_each_request(emu):

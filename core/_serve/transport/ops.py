@@ -103,7 +103,7 @@ class _Gauges:
         self._runtime = runtime
 
     def collect(self) -> Iterator[Any]:
-        from prometheus_client.core import GaugeMetricFamily
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
         runtime = self._runtime
         yield GaugeMetricFamily("mcp_providers_subscriptions", "Watches held by this replica",
@@ -113,6 +113,9 @@ class _Gauges:
         connected = getattr(runtime.shared, "connected", True)
         yield GaugeMetricFamily("mcp_providers_cluster_connected", "1 when the cluster backend is reachable "
                                 "(always 1 without [cluster])", value=1 if connected else 0)  # fmt: skip
+        yield CounterMetricFamily("mcp_providers_credentials_obtained", "Upstream credentials this replica "
+                                  "obtained for callers (cache misses of the credential broker)",
+                                  value=runtime.credentials.obtained)  # fmt: skip
 
 
 def transport_stopped(server: Any) -> str | None:
