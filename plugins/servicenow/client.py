@@ -352,12 +352,16 @@ class JwtBearerUpstream:
         """``servicenow:<instance>``: stable for the instance, part of the broker's cache key."""
         return f"servicenow:{self.settings.name}"
 
-    def bind(self, http: httpx2.AsyncClient | None, error: str | None = None) -> None:
+    def bind(self, http: httpx2.AsyncClient | None, error: str | None = None) -> str | None:
         """Use ``http`` (the instance's own client) for grant requests, reading the secrets now;
-        with ``error`` (or a secret missing or malformed) every :meth:`obtain` fails saying so."""
+        with ``error`` (or a secret missing or malformed) every :meth:`obtain` fails saying so.
+
+        :returns: why grants cannot be made (a missing or malformed secret, named, never shown),
+            or ``None``.
+        """
         self._http, self._error = http, error
         if http is None:
-            return
+            return error
         name, auth = self.settings.name, self.auth
         try:
             if auth.client_id_env is not None:
@@ -367,6 +371,7 @@ class JwtBearerUpstream:
             self._key = load_private_key(pem, instance=name, env=auth.private_key_env)
         except ValueError as exc:
             self._http, self._error = None, str(exc)
+        return self._error
 
     def user_of(self, principal: Principal) -> str:
         """The ServiceNow user value (the assertion's ``sub``) ``principal`` acts as.
@@ -825,9 +830,9 @@ def _open(settings: InstanceSettings, redactor: Redactor, backoff: Backoff,
     if isinstance(flow, OAuthFlow):
         flow.bind(http)
     if upstream is not None:
-        upstream.bind(http)
-        if upstream._error is not None and upstream._http is None:  # a grant secret is missing or malformed
-            return InstanceClient(settings, http, error=upstream._error, redactor=redactor, backoff=backoff)
+        failure = upstream.bind(http)
+        if failure is not None:  # a grant secret is missing or malformed: every call says so
+            return InstanceClient(settings, http, error=failure, redactor=redactor, backoff=backoff)
     return InstanceClient(settings, http, redactor=redactor, backoff=backoff)
 
 
