@@ -30,6 +30,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 
 CLIENT_ID = "mcp-on-behalf"
 CLIENT_SECRET = "obo-e2e-Cl1ent-S3cret-77c1"
+ADMIN, ADMIN_PASSWORD = "sn.admin", "sn-Adm1n-e2e-4c0d"
+"""A service account of the emulator, used only by the test itself (as the instance's administrator)."""
 SEES = {"alice": ["INC0010001", "INC0010002", "INC0010004", "INC0010007", "INC0010008", "INC0010010"],
         "bob": ["INC0010001", "INC0010003", "INC0010004", "INC0010007", "INC0010009", "INC0010010"]}  # fmt: skip
 HIDDEN = {"alice": ("INC0010003", "INC0010009"), "bob": ("INC0010002", "INC0010008")}
@@ -64,7 +66,7 @@ def keys() -> tuple[str, str]:
 @pytest.fixture
 def emulator(keys: tuple[str, str]) -> Iterator[Emulator]:
     grant = {"client_id": CLIENT_ID, "client_secret": CLIENT_SECRET, "public_key_pem": keys[1], "user_field": "email"}
-    with Emulator("dev", jwt_bearer=grant) as running:
+    with Emulator("dev", jwt_bearer=grant, users={ADMIN: ADMIN_PASSWORD}) as running:
         yield running
 
 
@@ -127,6 +129,25 @@ async def test_two_users_read_write_and_complete_as_themselves(idp, emulator, se
     log = server.log.read_text() + server.audit.read_text()
     for secret in (CLIENT_SECRET, *tokens.values(), *emulator.issued_tokens()):
         assert secret not in log
+
+
+async def test_a_revoked_token_is_replaced_once_then_a_refused_grant_is_one_clear_error(idp, emulator, server):
+    token = await authorization_code_token(idp, server.url, "alice")
+    async with session(server.url, token) as client:
+        await body(client, "servicenow://corp/incidents")
+        assert emulator.revoke_user_tokens("alice") == 1
+        assert len((await body(client, "servicenow://corp/incidents"))["data"]) == len(SEES["alice"])
+        assert [r.status for r in emulator.token_requests()] == [200, 200]
+        alice = next(u for u in emulator.records("sys_user") if u["user_name"] == "alice")
+        async with httpx2.AsyncClient(base_url=emulator.base_url, auth=(ADMIN, ADMIN_PASSWORD)) as admin:
+            answer = await admin.patch(f"/api/now/table/sys_user/{alice['sys_id']}", json={"active": "false"})
+            assert answer.status_code == 200, answer.text
+        emulator.revoke_user_tokens("alice")
+        with pytest.raises(MCPError) as refused:
+            await client.read_resource("servicenow://corp/incidents")
+    assert refused.value.error.code == -32003
+    assert "refused a token for ServiceNow user 'alice@example.test'" in refused.value.error.message
+    assert [r.status for r in emulator.token_requests()] == [200, 200, 401]  # one refresh, refused: no more
 
 
 async def test_50_concurrent_reads_one_grant_per_user_and_anonymous_refused(idp, emulator, server):
