@@ -36,7 +36,7 @@ its ``servicenow://{instance}/info``, ``{instance}/incidents`` an incident only 
 
 On an instance with ``jwt_bearer`` auth every read, and every completion value, is fetched with
 the caller's own ServiceNow user token (the instance's ACLs decide what each caller gets); a
-caller with no verified principal is refused (``Denied``, -32003) before anything is sent. Such
+caller with no verified principal is refused (``CredentialRefused``, -32003) before anything is sent. Such
 an instance's resources cannot be watched: a poll would need one upstream identity per watcher,
 and a change seen by one user's poll must not be announced to another. The live templates say
 so in their list ``_meta`` (:data:`META_KEY`), ``{instance}/info`` carries ``per_user`` and
