@@ -2,8 +2,8 @@
 resources under ``servicenow://``, and table reads and incident writes as tools.
 
 Hooks implemented: :func:`settings_model`, :func:`register_resource_providers`,
-:func:`register_tool_providers` and :func:`demo_settings`. Both providers share one
-:class:`~mcp_providers.plugins.servicenow.client.InstancePool` per settings object, so each
+:func:`register_tool_providers`, :func:`register_prompts` and :func:`demo_settings`. The providers
+share one :class:`~mcp_providers.plugins.servicenow.client.InstancePool` per settings object, so each
 configured instance has exactly one HTTP client, opened while the server runs. A local Table API
 emulator for tests and demos is in :mod:`mcp_providers.plugins.servicenow.emulator`.
 """
@@ -17,16 +17,19 @@ from typing import Any
 from pydantic import BaseModel
 
 from mcp_providers.hookspecs import hookimpl
+from mcp_providers.plugins.servicenow.prompts import ServiceNowPrompts
 from mcp_providers.plugins.servicenow.resources import ServiceNowResources
 from mcp_providers.plugins.servicenow.settings import ServiceNowSettings
 from mcp_providers.plugins.servicenow.tools import ServiceNowTools
-from mcp_providers.providers import ResourceProvider, ToolProvider
+from mcp_providers.providers import PromptProvider, ResourceProvider, ToolProvider
 
 __all__ = [
+    "ServiceNowPrompts",
     "ServiceNowResources",
     "ServiceNowSettings",
     "ServiceNowTools",
     "demo_settings",
+    "register_prompts",
     "register_resource_providers",
     "register_tool_providers",
     "settings_model",
@@ -51,6 +54,13 @@ def register_tool_providers(settings: ServiceNowSettings | None) -> Sequence[Too
     """One :class:`ServiceNowTools` over the same instances (and the same HTTP clients)."""
     settings = settings if settings is not None else ServiceNowSettings()
     return [ServiceNowTools(settings.pool())]
+
+
+@hookimpl
+def register_prompts(settings: ServiceNowSettings | None) -> Sequence[PromptProvider]:
+    """One :class:`ServiceNowPrompts` over the same instances (none declared with no instance)."""
+    settings = settings if settings is not None else ServiceNowSettings()
+    return [ServiceNowPrompts(settings.pool())]
 
 
 @hookimpl

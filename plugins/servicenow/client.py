@@ -7,7 +7,11 @@ its instance explicitly; there is no current or default instance and nothing is 
 Behaviour shared by every call:
 
 - auth: HTTP Basic, OAuth 2.0 (:class:`OAuthFlow`: token cached until it expires, fetched again
-  once when the instance answers 401) or an API key in ``x-sn-apikey``;
+  once when the instance answers 401) or an API key in ``x-sn-apikey``: one service account for
+  every caller; or, per caller, ``jwt_bearer`` (:class:`JwtBearerUpstream`): the request's own
+  user token from the credential broker, sent as ``Authorization: Bearer`` on that request only
+  (the instance's client carries no credential of its own), forgotten and obtained once more when
+  the instance answers 401, and never replaced by a service account;
 - 429: the instance's shared :class:`~.backoff.Backoff` is held for ``Retry-After`` seconds (at
   most ``max_retry_after_seconds``), so every request to it waits, then the request is retried, at
   most ``max_retries`` times; when retries run out the error states the wait asked for;
@@ -28,22 +32,30 @@ Behaviour shared by every call:
 from __future__ import annotations
 
 import contextlib
+import copy
 import email.utils
 import logging
 import os
 import re
+import secrets
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Generator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from json import loads as json_loads
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 from urllib.parse import parse_qs, urlsplit
 
 import anyio
 import httpx2
+import jwt
+from cryptography.exceptions import UnsupportedAlgorithm
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
 
 from mcp_providers import http as core_http
+from mcp_providers.credentials import Credential, CredentialRefused, Upstream
 from mcp_providers.errors import NotFound, TooLarge, UpstreamError
+from mcp_providers.identity import LOCAL_ISSUER, Principal
 from mcp_providers.plugins.servicenow.backoff import Backoff, LocalBackoff, wait_turn
 from mcp_providers.plugins.servicenow.query import check_sys_id, check_table
 from mcp_providers.plugins.servicenow.redact import Redactor
@@ -52,14 +64,20 @@ from mcp_providers.plugins.servicenow.settings import (
     ApiKeyAuth,
     BasicAuth,
     InstanceSettings,
+    JwtBearerAuth,
     OAuthAuth,
     is_loopback_host,
     read_secret,
 )
 
 __all__ = [
+    "JWT_BEARER_GRANT",
+    "Caller",
+    "CredentialSource",
     "InstanceClient",
     "InstancePool",
+    "JwtBearerUpstream",
+    "NoVerifiedCaller",
     "OAuthFlow",
     "Page",
     "ServiceNowError",
@@ -75,6 +93,11 @@ _MAX_TEXT = 500
 
 class UnknownInstance(LookupError):
     """The instance name is not configured; the message lists the configured names."""
+
+
+class NoVerifiedCaller(CredentialRefused):
+    """A ``jwt_bearer`` instance was asked for by a caller it cannot act for (anonymous, ``local``
+    with no ``local_user``, or a token without the user claim); nothing was sent to the instance."""
 
 
 class ServiceNowError(UpstreamError):
@@ -276,6 +299,206 @@ class OAuthFlow(httpx2.Auth):
         )
 
 
+JWT_BEARER_GRANT = "urn:ietf:params:oauth:grant-type:jwt-bearer"
+"""``grant_type`` of the JWT bearer grant (RFC 7523 §2.1), as ServiceNow's ``/oauth_token.do`` takes it."""
+
+
+def load_private_key(pem: str, *, instance: str, env: str) -> rsa.RSAPrivateKey:
+    """The RSA private key in ``pem`` (PEM, unencrypted; ``\\n`` escapes accepted for one-line variables).
+
+    :raises ValueError: not an unencrypted PEM private key, not RSA, or under 2048 bits; the
+        message names ``env`` and never shows any part of the value.
+    """
+    text = pem if "\n" in pem else pem.replace("\\n", "\n")
+    where = f"instance {instance!r}: environment variable {env} (from auth.private_key_env)"
+    try:
+        key = serialization.load_pem_private_key(text.strip().encode(), password=None)
+    except (ValueError, TypeError, UnsupportedAlgorithm):
+        raise ValueError(f"{where} does not hold an unencrypted PEM private key (PKCS#8 or "
+                         f"PKCS#1); export the key the instance's JWT verifier map has the certificate of") from None
+    if not isinstance(key, rsa.RSAPrivateKey):
+        raise ValueError(f"{where} holds a {type(key).__name__.lstrip('_')} key; RS256 assertions need an RSA key")
+    if key.key_size < 2048:
+        raise ValueError(f"{where} holds a {key.key_size}-bit RSA key; use 2048 bits or more")
+    return key
+
+
+class JwtBearerUpstream:
+    """The :class:`~mcp_providers.credentials.Upstream` of one ``jwt_bearer`` instance.
+
+    :meth:`obtain` signs an RS256 assertion for the caller (``iss`` = client id, ``sub`` = the
+    Principal's ``user_claim``, ``aud`` = client id or token endpoint, ``iat``, ``exp``, a fresh
+    ``jti``) and posts it with the client id and secret to the instance's token endpoint
+    (``grant_type`` = :data:`JWT_BEARER_GRANT`); the ``access_token`` answered is a token of that
+    ServiceNow user. Source: ServiceNow docs, "JSON Web token bearer grant".
+    """
+
+    def __init__(self, settings: InstanceSettings, redactor: Redactor) -> None:
+        if not isinstance(settings.auth, JwtBearerAuth):
+            raise TypeError(f"instance {settings.name!r} does not use jwt_bearer auth")
+        self.settings = settings
+        self.auth: JwtBearerAuth = settings.auth
+        self._redactor = redactor
+        self._http: httpx2.AsyncClient | None = None
+        self._error: str | None = f"instance {settings.name!r} is not open"
+        self._client_id = settings.auth.client_id or ""
+        self._secret = ""
+        self._key: rsa.RSAPrivateKey | None = None
+        self.token_requests = 0
+        """Grant requests sent so far (for diagnostics and tests)."""
+
+    @property
+    def name(self) -> str:
+        """``servicenow:<instance>``: stable for the instance, part of the broker's cache key."""
+        return f"servicenow:{self.settings.name}"
+
+    def bind(self, http: httpx2.AsyncClient | None, error: str | None = None) -> str | None:
+        """Use ``http`` (the instance's own client) for grant requests, reading the secrets now;
+        with ``error`` (or a secret missing or malformed) every :meth:`obtain` fails saying so.
+
+        :returns: why grants cannot be made (a missing or malformed secret, named, never shown),
+            or ``None``.
+        """
+        self._http, self._error = http, error
+        if http is None:
+            return error
+        name, auth = self.settings.name, self.auth
+        try:
+            if auth.client_id_env is not None:
+                self._client_id = read_secret(auth.client_id_env, instance=name, setting="auth.client_id_env")
+            self._secret = read_secret(auth.client_secret_env, instance=name, setting="auth.client_secret_env")
+            pem = read_secret(auth.private_key_env, instance=name, setting="auth.private_key_env")
+            self._key = load_private_key(pem, instance=name, env=auth.private_key_env)
+        except ValueError as exc:
+            self._http, self._error = None, str(exc)
+        return self._error
+
+    def user_of(self, principal: Principal) -> str:
+        """The ServiceNow user value (the assertion's ``sub``) ``principal`` acts as.
+
+        :raises NoVerifiedCaller: ``principal`` is anonymous, is stdio's ``local`` and no
+            ``local_user`` is configured, or carries no non-empty string in ``user_claim``.
+        """
+        name, claim = self.settings.name, self.auth.user_claim
+        lead = (f"instance {name!r} serves each caller as their own ServiceNow user (auth type jwt_bearer), "
+                f"and never as a service account")  # fmt: skip
+        if principal.anonymous:
+            raise NoVerifiedCaller(f"{lead}; this request has no verified caller: call over HTTP with a bearer "
+                                   f"token (configure [server.auth])", data={"instance": name})  # fmt: skip
+        if principal.issuer == LOCAL_ISSUER:
+            if self.auth.local_user is None:
+                raise NoVerifiedCaller(f"{lead}; the local (stdio) caller is not mapped to a user: set "
+                                       f"auth.local_user, or call over HTTP with a bearer token",
+                                       data={"instance": name})  # fmt: skip
+            return self.auth.local_user
+        value = principal.subject if claim == "sub" else principal.claims.get(claim)
+        if not isinstance(value, str) or not value:
+            raise NoVerifiedCaller(f"{lead}; the caller's token carries no {claim!r} claim (auth.user_claim), so "
+                                   f"there is no user to act as: list {claim!r} in [server.auth] claims and have the "
+                                   f"identity provider issue it", data={"instance": name, "claim": claim})  # fmt: skip
+        return value
+
+    def assertion(self, user: str, *, now: float | None = None) -> str:
+        """The signed RS256 assertion for ``user`` (compact JWS); valid ``assertion_seconds``.
+
+        :raises RuntimeError: the upstream is not bound (no key loaded).
+        """
+        if self._key is None:
+            raise RuntimeError(self._error or f"instance {self.settings.name!r} has no private key loaded")
+        issued = int(time.time() if now is None else now)
+        audience = self._client_id if self.auth.audience == "client_id" else self.settings.url + self.auth.token_path
+        claims = {"iss": self._client_id, "sub": user, "aud": audience, "iat": issued,
+                  "exp": issued + self.auth.assertion_seconds, "jti": secrets.token_urlsafe(24)}  # fmt: skip
+        headers = {"kid": self.auth.key_id} if self.auth.key_id else None
+        return jwt.encode(claims, self._key, algorithm="RS256", headers=headers)
+
+    async def obtain(self, principal: Principal) -> Credential:
+        """A token of ``principal``'s ServiceNow user, from the JWT bearer grant.
+
+        :raises NoVerifiedCaller: see :meth:`user_of` (nothing is sent).
+        :raises CredentialRefused: the instance refused the grant (its ``error``/``error_description``
+            quoted, redacted), or answered without an ``access_token``.
+        :raises ServiceNowError: the instance is not open, a secret is missing, or the token
+            endpoint timed out or could not be reached.
+        """
+        user = self.user_of(principal)
+        if self._http is None:
+            raise ServiceNowError(self._error or "not open", instance=self.settings.name)
+        form = {"grant_type": JWT_BEARER_GRANT, "assertion": self.assertion(user), "client_id": self._client_id,
+                "client_secret": self._secret}  # fmt: skip
+        response = await self._post(form, user)
+        try:
+            payload = response.json()
+        except ValueError:
+            payload = None
+        token = payload.get("access_token") if isinstance(payload, dict) else None
+        if response.status_code == 200 and isinstance(token, str) and token:
+            lifetime = _seconds(payload.get("expires_in") if isinstance(payload, dict) else None)
+            log.debug("instance %s: user token obtained (jwt_bearer grant)", self.settings.name)
+            return Credential(token=token, expires_at=time.time() + lifetime, subject=user, grant="jwt_bearer")
+        raise CredentialRefused(self._refusal(response.status_code, payload, user),
+                                data={"instance": self.settings.name, "status": response.status_code})
+
+    async def _post(self, form: Mapping[str, str], user: str) -> httpx2.Response:
+        assert self._http is not None
+        name, path = self.settings.name, self.auth.token_path
+        where = f"instance {name!r}: JWT bearer token request for user {user!r} to {path}"
+        self.token_requests += 1
+        try:
+            # A token request writes no instance data, so it may run inside a resource read.
+            with core_http.exempt(f"OAuth JWT bearer token request for instance {name!r}"):
+                return await self._http.post(path, data=dict(form))
+        except httpx2.TimeoutException as exc:
+            raise ServiceNowError(f"{where} timed out", instance=name) from exc
+        except httpx2.HTTPError as exc:
+            raise ServiceNowError(f"{where} failed: {type(exc).__name__}", instance=name) from exc
+
+    def _refusal(self, status: int, payload: Any, user: str) -> str:
+        reason = ""
+        if isinstance(payload, dict):
+            reason = " ".join(str(payload[k]) for k in ("error", "error_description") if payload.get(k))
+        auth = self.auth
+        client = f"auth.client_id_env {auth.client_id_env}" if auth.client_id_env else f"client {self._client_id!r}"
+        return self._redactor.text(
+            f"instance {self.settings.name!r} refused a token for ServiceNow user {user!r} (JWT bearer grant, "
+            f"HTTP {status}{': ' + _clip(reason) if reason else ''}); check that an active sys_user has that "
+            f"value in the user field of the OAuth JWT API endpoint, that its JWT verifier map holds the "
+            f"certificate of the key in {auth.private_key_env}, and {client} with the secret in "
+            f"{auth.client_secret_env}"
+        )
+
+
+def _seconds(value: Any) -> float:
+    """``expires_in`` as seconds (1800, ServiceNow's default, when absent or malformed)."""
+    try:
+        found = float(value)
+    except (TypeError, ValueError):
+        return 1800.0
+    return found if found > 0 else 1800.0
+
+
+class CredentialSource(Protocol):
+    """What a request offers for per-user access: its principal and the broker's credentials
+    (:class:`~mcp_providers.providers.ReadRequest`, ``ToolCall``, ``CompletionRequest``)."""
+
+    @property
+    def principal(self) -> Principal: ...
+
+    async def credential(self, upstream: Upstream) -> Credential: ...
+
+    async def forget_credential(self, upstream: Upstream) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """How one request's calls to a ``jwt_bearer`` instance get and drop its user token."""
+
+    user: str
+    """The ServiceNow user value acted as (for messages)."""
+    credential: Callable[[], Awaitable[Credential]]
+    forget: Callable[[], Awaitable[None]]
+
+
 class InstanceClient:
     """Table API calls on one instance, through that instance's own ``httpx2.AsyncClient``.
 
@@ -291,6 +514,15 @@ class InstanceClient:
         self._error = error
         self.redactor = redactor or Redactor()
         self.backoff: Backoff = backoff or LocalBackoff()
+        self.caller: Caller | None = None
+        """Whose user token the calls carry (``jwt_bearer`` instances only; see :meth:`acting`)."""
+
+    def acting(self, caller: Caller) -> InstanceClient:
+        """This client for one request of ``caller``: the same HTTP client, back-off and redactor,
+        every call carrying that caller's user token (never the client's; nothing is switched)."""
+        bound = copy.copy(self)
+        bound.caller = caller
+        return bound
 
     async def list_records(
         self,
@@ -386,12 +618,35 @@ class InstanceClient:
 
     async def _request(self, method: str, path: str, *, params: Mapping[str, str], what: str,
                        json: Any = None) -> Answer:  # fmt: skip
-        if self._http is None:
+        if self._http is None or self._error is not None:
             raise self._fail(self._error or f"instance {self.name!r} is not open")
+        if not self.settings.per_user:
+            return await self._attempts(method, path, params=params, json=json, what=what, headers=None)
+        caller = self.caller
+        if caller is None:  # a programming error: per-user instances are only reached through acting()
+            raise self._fail(f"instance {self.name!r}: {what} has no caller to act for (auth type jwt_bearer)")
+        credential = await caller.credential()
+        answer = await self._attempts(method, path, params=params, json=json, what=what,
+                                      headers={"Authorization": f"Bearer {credential.token}"})  # fmt: skip
+        if answer.status != 401:
+            return answer
+        # the instance no longer takes this user's token (expired early, revoked): once more, anew
+        await caller.forget()
+        credential = await caller.credential()
+        answer = await self._attempts(method, path, params=params, json=json, what=what,
+                                      headers={"Authorization": f"Bearer {credential.token}"})  # fmt: skip
+        if answer.status == 401:
+            raise self._failure(answer, what, suffix=f"; a new token of user {caller.user!r} was refused too "
+                                "(the user may be locked out or lack access to the instance)")
+        return answer
+
+    async def _attempts(self, method: str, path: str, *, params: Mapping[str, str], what: str, json: Any,
+                        headers: Mapping[str, str] | None) -> Answer:  # fmt: skip
+        """One request, retried after each 429 (the instance's back-off held) up to ``max_retries``."""
         retries = self.settings.max_retries
         for attempt in range(retries + 1):
             await wait_turn(self.backoff, self.name)
-            answer = await self._send(method, path, params=params, json=json, what=what)
+            answer = await self._send(method, path, params=params, json=json, what=what, headers=headers)
             log.debug("instance %s: %s %s -> %s", self.name, method, path, answer.status)
             if answer.status != 429:
                 return answer
@@ -407,12 +662,13 @@ class InstanceClient:
             log.info("instance %s: %s rate-limited (429); every request to it waits %g s", self.name, what, wait)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def _send(self, method: str, path: str, *, params: Mapping[str, str], json: Any, what: str) -> Answer:
+    async def _send(self, method: str, path: str, *, params: Mapping[str, str], json: Any, what: str,
+                    headers: Mapping[str, str] | None = None) -> Answer:  # fmt: skip
         """One request, its body streamed and refused once over ``max_response_bytes``."""
         assert self._http is not None
         budget = self.settings.max_response_bytes
         try:
-            request = self._http.build_request(method, path, params=params, json=json)
+            request = self._http.build_request(method, path, params=params, json=json, headers=headers)
             response = await self._http.send(request, stream=True)
             try:
                 declared = response.headers.get("content-length", "")
@@ -507,6 +763,8 @@ class InstanceClient:
             return f"user {auth.username!r}, password from {auth.password_env}"
         if isinstance(auth, ApiKeyAuth):
             return f"API key from {auth.api_key_env}"
+        if isinstance(auth, JwtBearerAuth):
+            return f"the user token of {self.caller.user!r}" if self.caller else "a user token"
         return f"OAuth client {auth.client_id!r}"
 
 
@@ -521,6 +779,13 @@ def feed_redactor(redactor: Redactor, settings: InstanceSettings) -> None:
             redactor.add_basic(auth.username, password)
     elif isinstance(auth, ApiKeyAuth):
         redactor.add(os.environ.get(auth.api_key_env))
+    elif isinstance(auth, JwtBearerAuth):
+        secret = os.environ.get(auth.client_secret_env, "")
+        key = os.environ.get(auth.private_key_env, "")
+        redactor.add(secret, key, key.replace("\\n", "\n"))
+        client_id = auth.client_id or os.environ.get(auth.client_id_env or "", "")
+        if secret and client_id:
+            redactor.add_basic(client_id, secret)
     else:
         secret = os.environ.get(auth.client_secret_env, "")
         redactor.add(secret, auth.password_env and os.environ.get(auth.password_env))
@@ -528,13 +793,19 @@ def feed_redactor(redactor: Redactor, settings: InstanceSettings) -> None:
             redactor.add_basic(auth.client_id, secret)
 
 
-def _open(settings: InstanceSettings, redactor: Redactor, backoff: Backoff) -> InstanceClient:
-    """Build one instance's client; a missing secret gives a client whose every call says so."""
+def _open(settings: InstanceSettings, redactor: Redactor, backoff: Backoff,
+          upstream: JwtBearerUpstream | None = None) -> InstanceClient:  # fmt: skip
+    """Build one instance's client; a missing secret gives a client whose every call says so.
+
+    A ``jwt_bearer`` instance's client carries no credential: ``upstream`` is bound to it for the
+    grant, and each request adds its caller's token."""
     auth = settings.auth
     headers = {"Accept": "application/json", "User-Agent": "mcp-providers-servicenow"}
     flow: httpx2.Auth | None = None
     try:
-        if isinstance(auth, BasicAuth):
+        if isinstance(auth, JwtBearerAuth):
+            pass  # the secrets are read by upstream.bind() below
+        elif isinstance(auth, BasicAuth):
             flow = httpx2.BasicAuth(auth.username, read_secret(auth.password_env, instance=settings.name,
                                                                setting="auth.password_env"))  # fmt: skip
         elif isinstance(auth, ApiKeyAuth):
@@ -558,6 +829,10 @@ def _open(settings: InstanceSettings, redactor: Redactor, backoff: Backoff) -> I
     )
     if isinstance(flow, OAuthFlow):
         flow.bind(http)
+    if upstream is not None:
+        failure = upstream.bind(http)
+        if failure is not None:  # a grant secret is missing or malformed: every call says so
+            return InstanceClient(settings, http, error=failure, redactor=redactor, backoff=backoff)
     return InstanceClient(settings, http, redactor=redactor, backoff=backoff)
 
 
@@ -576,6 +851,10 @@ class InstancePool:
         """The 429 back-off, one entry per instance, shared by all its requests."""
         self._clients: dict[str, InstanceClient] = {}
         self._users = 0
+        self.upstreams: dict[str, JwtBearerUpstream] = {
+            i.name: JwtBearerUpstream(i, self.redactor) for i in instances if i.per_user
+        }
+        """Instance name -> the credential broker's upstream, for each ``jwt_bearer`` instance."""
 
     @property
     def names(self) -> list[str]:
@@ -608,13 +887,37 @@ class InstancePool:
             )
         return client
 
+    def client_for(self, name: str, request: CredentialSource) -> InstanceClient:
+        """The client of instance ``name`` for ``request``: for a ``jwt_bearer`` instance, one whose
+        calls carry the request's own user token (from ``request.credential``); else :meth:`client`.
+
+        :raises UnknownInstance: ``name`` is not configured.
+        :raises NoVerifiedCaller: a ``jwt_bearer`` instance and a caller it cannot act for; checked
+            before anything is sent or obtained.
+        :raises ServiceNowError: the pool is not open.
+        """
+        client = self.client(name)
+        upstream = self.upstreams.get(name)
+        if upstream is None:
+            return client
+        user = upstream.user_of(request.principal)
+
+        async def credential() -> Credential:
+            return await request.credential(upstream)
+
+        async def forget() -> None:
+            await request.forget_credential(upstream)
+
+        return client.acting(Caller(user=user, credential=credential, forget=forget))
+
     @contextlib.asynccontextmanager
     async def opened(self) -> AsyncIterator[InstancePool]:
         """Open every instance's client (first entry) and close them all (last exit)."""
         if self._users == 0:
             for s in self._settings.values():
                 feed_redactor(self.redactor, s)
-            self._clients = {name: _open(s, self.redactor, self.backoff) for name, s in self._settings.items()}
+            self._clients = {name: _open(s, self.redactor, self.backoff, self.upstreams.get(name))
+                             for name, s in self._settings.items()}  # fmt: skip
         self._users += 1
         try:
             yield self
@@ -622,6 +925,8 @@ class InstancePool:
             self._users -= 1
             if self._users == 0:
                 clients, self._clients = self._clients, {}
+                for upstream in self.upstreams.values():
+                    upstream.bind(None, f"instance {upstream.settings.name!r} is not open")
                 for client in clients.values():
                     if client._http is not None:
                         await client._http.aclose()

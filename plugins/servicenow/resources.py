@@ -34,6 +34,14 @@ its ``servicenow://{instance}/info``, ``{instance}/incidents`` an incident only 
 ``{instance}/incidents/{number}``, and ``{instance}/update-sets`` an update set only if it may read
 ``{instance}/update-sets/{sys_id}``; ``record_count`` and ``total`` count only what is listed.
 
+On an instance with ``jwt_bearer`` auth every read, and every completion value, is fetched with
+the caller's own ServiceNow user token (the instance's ACLs decide what each caller gets); a
+caller with no verified principal is refused (``CredentialRefused``, -32003) before anything is sent. Such
+an instance's resources cannot be watched: a poll would need one upstream identity per watcher,
+and a change seen by one user's poll must not be announced to another. The live templates say
+so in their list ``_meta`` (:data:`META_KEY`), ``{instance}/info`` carries ``per_user`` and
+``subscribable: false`` with the reason, and a subscription is refused with it.
+
 URI values are validated, never pasted into a query: ``instance`` must be configured (the error
 lists the configured names), ``number`` and ``sys_id`` must match strict patterns, and anything
 else is refused with ``InvalidParams`` (-32602) before any request reaches the instance.
@@ -58,9 +66,11 @@ from mcp_providers.plugins.servicenow import live
 from mcp_providers.plugins.servicenow.client import InstanceClient, InstancePool
 from mcp_providers.plugins.servicenow.query import Filter, Order, QueryError, build_query, check_number, check_sys_id
 from mcp_providers.plugins.servicenow.schema import RECORD_SHAPE, raw
+from mcp_providers.plugins.servicenow.settings import InstanceSettings
 from mcp_providers.providers import CompletionRequest, Content, Publisher, ReadRequest, ResourceProvider
 
-__all__ = ["TABLES", "ServiceNowResources", "envelope"]
+__all__ = ["META_KEY", "PER_USER_UNWATCHABLE", "TABLES", "ServiceNowResources", "envelope", "incident_envelope",
+           "incident_numbers"]
 
 MIME = "application/json"
 
@@ -92,11 +102,20 @@ _MEMBERS = {
 }
 """List path -> the template of the records it lists (its members)."""
 
+META_KEY = "io.mcp-providers/servicenow"
+"""List ``_meta`` key of the live templates: ``{"not_subscribable": {"instances", "reason"}}``
+when some instances use ``jwt_bearer`` auth."""
+PER_USER_UNWATCHABLE = (
+    "this instance serves each caller as their own ServiceNow user (auth type jwt_bearer): its resources "
+    "are read anew on every request and cannot be watched, since a poll runs as one user and a change it "
+    "sees must not be announced to watchers whom the instance's ACLs may hide it from"
+)
+
 log = logging.getLogger(__name__)
 _LIVE = Freshness.live()
 _UNANNOUNCED = Freshness.live(subscribable=False)
 _FIRST_SNAPSHOT_WAIT = 5.0
-_NUMBER_PREFIX = re.compile(r"^[A-Z]{0,10}[0-9]{0,12}$")
+NUMBER_PREFIX = re.compile(r"^[A-Z]{0,10}[0-9]{0,12}$")
 _SYS_ID_PREFIX = re.compile(r"^[0-9a-f]{0,32}$")
 
 
@@ -149,12 +168,16 @@ class ServiceNowResources(ResourceProvider):
                      "servicenow://instances and servicenow://tables only, no instance templates or tools")
             return []
 
+        per_user = [n for n in names if self._pool.settings(n).per_user]
+        unwatched = {META_KEY: {"not_subscribable": {"instances": per_user, "reason": PER_USER_UNWATCHABLE}}}
+
         def template(path: str, name: str, title: str, description: str) -> ResourceTemplate:
             freshness = _UNANNOUNCED if path == "info" else _LIVE  # info changes only with the configuration
             member = _MEMBERS.get(path)
+            meta = unwatched if per_user and path != "info" else None
             return ResourceTemplate(uri_template=f"servicenow://{{instance}}/{path}", name=name, title=title,
                                     description=description, mime_type=MIME, freshness=freshness,
-                                    completions={"instance": names},
+                                    completions={"instance": names}, meta=meta,
                                     members=Members(uris=(member,), filtered=True) if member else None)  # fmt: skip
 
         return [
@@ -181,6 +204,9 @@ class ServiceNowResources(ResourceProvider):
             raise InvalidParams(f"no ServiceNow instance {params['instance'][:64]!r} is configured "
                                 f"(configured: {', '.join(readable) or 'none you may read'})",
                                 data={"instances": readable})  # fmt: skip
+        if "instance" in params and self._pool.settings(params["instance"]).per_user:
+            raise InvalidParams(f"servicenow://{params['instance']}/...: {PER_USER_UNWATCHABLE}; read it again "
+                                f"instead", data={"instance": params["instance"], "subscribable": False})  # fmt: skip
         try:
             if "number" in params:
                 check_number(params["number"])
@@ -196,7 +222,8 @@ class ServiceNowResources(ResourceProvider):
             live.register(self._pool, self._publish)
             started = []
             for name in self._pool.names:
-                if not self._pool.settings(name).live_poll:
+                settings = self._pool.settings(name)
+                if not settings.live_poll or settings.per_user:  # per-user instances are not watched
                     continue
                 self.pollers[name] = live.Poller(self._pool, name, self._publish)
                 started.append(anyio.Event())
@@ -232,7 +259,7 @@ class ServiceNowResources(ResourceProvider):
             return []
         if template.name == "servicenow-incident" and request.argument == "number":
             prefix = request.value.upper()
-            if not _NUMBER_PREFIX.fullmatch(prefix):
+            if not NUMBER_PREFIX.fullmatch(prefix):
                 return []
             table, key, filters = "incident", "number", [Filter(field="active", value="true")]
             orders = [Order(field="number")]
@@ -246,7 +273,7 @@ class ServiceNowResources(ResourceProvider):
             return await super().complete(template, request)
         if prefix:
             filters.append(Filter(field=key, operator="STARTSWITH", value=prefix))
-        page = await self._pool.client(instance).list_records(
+        page = await self._pool.client_for(instance, request).list_records(
             table, query=build_query(filters, orders), fields=(key,), limit=20
         )
         return [raw(r.get(key)) for r in page.records if raw(r.get(key))]
@@ -273,7 +300,7 @@ class ServiceNowResources(ResourceProvider):
         try:
             if name == "servicenow-instance-info":
                 return Content(text=self._info(instance))
-            client = self._pool.client(instance)
+            client = self._pool.client_for(instance, request)
             fields = client.settings.fields
             if name == "servicenow-incidents":
                 return Content(text=await self._active(client, "incident", fields.incidents, "incidents"))
@@ -314,14 +341,16 @@ class ServiceNowResources(ResourceProvider):
         data = []
         for name in self._readable_instances():
             s = self._pool.settings(name)
-            data.append({"name": s.name, "url": s.url, "description": s.description, "auth_type": s.auth.type})
+            data.append({"name": s.name, "url": s.url, "description": s.description, "auth_type": s.auth.type,
+                         **_per_user(s)})
         return envelope(instance=None, description="Configured ServiceNow instances", data=data,
                         record_count=len(data), total=len(data), has_more=False)  # fmt: skip
 
     def _info(self, instance: str) -> str:
         s = self._pool.settings(instance)
         data = {
-            "instance": {"name": s.name, "url": s.url, "description": s.description, "auth_type": s.auth.type},
+            "instance": {"name": s.name, "url": s.url, "description": s.description, "auth_type": s.auth.type,
+                         **_per_user(s)},
             "limits": {"page_size": s.page_size, "update_set_page_size": s.update_set_page_size,
                        "update_set_record_budget": s.update_set_record_budget, "timeout_seconds": s.timeout_seconds,
                        "max_retries": s.max_retries},
@@ -345,13 +374,7 @@ class ServiceNowResources(ResourceProvider):
                         record_shape=RECORD_SHAPE)  # fmt: skip
 
     async def _incident(self, client: InstanceClient, number: str) -> str:
-        query = build_query([Filter(field="number", value=number)])
-        page = await client.list_records("incident", query=query, fields=client.settings.fields.incident, limit=1)
-        if not page.records:
-            raise NotFound(f"no incident {number} on instance {client.name!r}")
-        return envelope(instance=client.name, description=f"Incident {number} on {client.name}",
-                        data=page.records[0], record_count=1, total=1, has_more=False, table="incident",
-                        record_shape=RECORD_SHAPE)  # fmt: skip
+        return await incident_envelope(client, number)
 
     async def _update_sets(self, client: InstanceClient) -> str:
         query = build_query([Filter(field="state", value="in progress")],
@@ -413,6 +436,31 @@ class ServiceNowResources(ResourceProvider):
                         record_shape=RECORD_SHAPE)  # fmt: skip
 
 
+async def incident_envelope(client: InstanceClient, number: str) -> str:
+    """The body of ``servicenow://{instance}/incidents/{number}``, read through ``client``.
+
+    :raises NotFound: no such incident, or the instance's ACLs hide it from the client's user (the
+        two are told apart by nobody: the message is the same).
+    """
+    query = build_query([Filter(field="number", value=number)])
+    page = await client.list_records("incident", query=query, fields=client.settings.fields.incident, limit=1)
+    if not page.records:
+        raise NotFound(f"no incident {number} on instance {client.name!r}")
+    return envelope(instance=client.name, description=f"Incident {number} on {client.name}",
+                    data=page.records[0], record_count=1, total=1, has_more=False, table="incident",
+                    record_shape=RECORD_SHAPE)  # fmt: skip
+
+
+async def incident_numbers(client: InstanceClient, prefix: str) -> list[str]:
+    """Up to 20 active incident numbers starting with ``prefix`` (already checked), read through ``client``."""
+    filters = [Filter(field="active", value="true")]
+    if prefix:
+        filters.append(Filter(field="number", operator="STARTSWITH", value=prefix))
+    page = await client.list_records("incident", query=build_query(filters, [Order(field="number")]),
+                                     fields=("number",), limit=20)  # fmt: skip
+    return [raw(r.get("number")) for r in page.records if raw(r.get("number"))]
+
+
 def _readable(
     records: list[dict[str, Any]], total: int | None, instance: str, member: str, key: str
 ) -> tuple[list[dict[str, Any]], int | None]:
@@ -421,3 +469,10 @@ def _readable(
     uri = member.replace("{instance}", instance)
     kept = [r for r in records if policy.allowed("read", uri.replace("{" + key + "}", raw(r.get(key)) or ""))]
     return kept, None if total is None else total - (len(records) - len(kept))
+
+
+def _per_user(settings: InstanceSettings) -> dict[str, Any]:
+    """What an instance listing adds for a ``jwt_bearer`` instance (nothing for the others)."""
+    if not settings.per_user:
+        return {}
+    return {"per_user": True, "subscribable": False, "subscribable_reason": PER_USER_UNWATCHABLE}

@@ -30,6 +30,8 @@ validates it)::
     auth = { type = "api_key", api_key_env = "SN_LAB_API_KEY" }
 
 With no table the plugin loads with no instances: the fixed resources answer with empty lists.
+An instance whose callers each act as their own ServiceNow user has ``jwt_bearer`` auth
+(:class:`JwtBearerAuth` shows an example).
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ __all__ = [
     "Auth",
     "BasicAuth",
     "InstanceSettings",
+    "JwtBearerAuth",
     "OAuthAuth",
     "ResourceFields",
     "ServiceNowSettings",
@@ -137,8 +140,81 @@ class ApiKeyAuth(BaseModel):
     """Environment variable holding the API key."""
 
 
-Auth = Annotated[BasicAuth | OAuthAuth | ApiKeyAuth, Field(discriminator="type")]
-"""One of the three auth shapes, chosen by ``type``: ``basic``, ``oauth`` or ``api_key``."""
+CLAIM_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_.:-]{0,127}$"
+
+
+class JwtBearerAuth(BaseModel):
+    """Per-user access: each caller reaches the instance as their own ServiceNow user.
+
+    For every verified caller (the request's :class:`~mcp_providers.identity.Principal`) the
+    plugin signs an RS256 assertion (``iss`` and ``aud`` = the client id, ``sub`` = the caller's
+    ``user_claim``, ``iat``, ``exp``, ``jti``) with the private key and exchanges it at
+    ``token_path`` (``grant_type=urn:ietf:params:oauth:grant-type:jwt-bearer``) for a token of that
+    user, so the instance's ACLs and audit fields apply per user. A caller with no verified
+    principal (anonymous HTTP, stdio's ``local`` unless ``local_user`` is set) is refused; there is
+    no service account to fall back to. Source: ServiceNow docs, "JSON Web token bearer grant" and
+    "Create an OAuth JWT API endpoint for external clients". Example (validated by
+    ``tests/servicenow/test_jwt_bearer_settings.py``)::
+
+        [[plugins.servicenow.instances]]
+        name = "corp"
+        url = "https://corp.service-now.com"
+
+        [plugins.servicenow.instances.auth]
+        type = "jwt_bearer"
+        client_id = "mcp-on-behalf"
+        client_secret_env = "SN_CORP_CLIENT_SECRET"
+        private_key_env = "SN_CORP_PRIVATE_KEY"
+        user_claim = "email"
+    """
+
+    model_config = _STRICT
+
+    type: Literal["jwt_bearer"] = "jwt_bearer"
+    client_id: str | None = Field(default=None, min_length=1, max_length=256)
+    """The OAuth application's client id (not a secret); or give ``client_id_env``."""
+    client_id_env: EnvName | None = None
+    """Environment variable holding the client id, instead of ``client_id``."""
+    client_secret_env: EnvName
+    """Environment variable holding the OAuth application's client secret."""
+    private_key_env: EnvName
+    """Environment variable holding the PEM RSA private key the assertions are signed with; the
+    instance's JWT verifier map holds its public key (certificate)."""
+    user_claim: str = Field(default="email", pattern=CLAIM_NAME_PATTERN)
+    """The Principal's claim whose value is the assertion's ``sub`` (``sub`` for the subject
+    itself); it must match the instance's user field (e.g. ``email``). Other claims must be listed
+    in ``[server.auth] claims`` to reach the Principal."""
+    local_user: str | None = Field(default=None, min_length=1, max_length=256)
+    """The user value (as ``user_claim`` would give) that stdio's ``local`` caller acts as; unset,
+    ``local`` is refused."""
+    key_id: str | None = Field(default=None, min_length=1, max_length=256)
+    """``kid`` header of the assertions, when the verifier map names its key."""
+    audience: Literal["client_id", "token_endpoint"] = "client_id"
+    """``aud`` of the assertions: the client id, or the token endpoint URL (newer releases)."""
+    assertion_seconds: int = Field(default=300, ge=30, le=3600)
+    """Lifetime of each assertion (``exp - iat``), in seconds."""
+    token_path: str = Field(default="/oauth_token.do", pattern=r"^/[A-Za-z0-9_./-]*$")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _mask_unknown(cls, data: Any) -> Any:
+        """A secret pasted in by mistake (``client_secret = "..."``) is refused as an unknown
+        setting, its value masked: a validation error would echo it."""
+        if isinstance(data, dict):
+            return {k: v if k in cls.model_fields else "[redacted]" for k, v in data.items()}
+        return data
+
+    @model_validator(mode="after")
+    def _one_client_id(self) -> JwtBearerAuth:
+        if (self.client_id is None) == (self.client_id_env is None):
+            raise ValueError("jwt_bearer needs exactly one of client_id (the id) and client_id_env (a variable "
+                             "holding it)")
+        return self
+
+
+Auth = Annotated[BasicAuth | OAuthAuth | ApiKeyAuth | JwtBearerAuth, Field(discriminator="type")]
+"""One of the auth shapes, chosen by ``type``: ``basic``, ``oauth`` or ``api_key`` (one service
+account for every caller), or ``jwt_bearer`` (each caller as their own user)."""
 
 
 class ResourceFields(BaseModel):
@@ -203,12 +279,18 @@ class InstanceSettings(BaseModel):
     request refused (``TooLarge``, -32004) as soon as it goes over."""
     live_poll: bool = True
     """Poll the instance for changes made elsewhere, from server start, and publish them to the
-    watchers of its live resources; ``false``: only this server's own writes are published."""
+    watchers of its live resources; ``false``: only this server's own writes are published.
+    No effect with ``jwt_bearer`` auth: such an instance's resources cannot be watched."""
     incidents_poll_seconds: float = Field(default=60.0, ge=0.05, le=86400)
     """Seconds between two polls of the watched lists (incidents, problems, change requests,
     update sets) while the server runs; the first is taken at start-up. A change is published to
     the watchers of the list and of the changed record."""
     fields: ResourceFields = ResourceFields()
+
+    @property
+    def per_user(self) -> bool:
+        """Whether each caller reaches the instance as their own user (``jwt_bearer`` auth)."""
+        return isinstance(self.auth, JwtBearerAuth)
 
     @model_validator(mode="before")
     @classmethod
@@ -251,6 +333,9 @@ def secret_variables(instance: InstanceSettings) -> list[tuple[str, str]]:
         return [("auth.password_env", auth.password_env)]
     if isinstance(auth, ApiKeyAuth):
         return [("auth.api_key_env", auth.api_key_env)]
+    if isinstance(auth, JwtBearerAuth):
+        found = [("auth.client_secret_env", auth.client_secret_env), ("auth.private_key_env", auth.private_key_env)]
+        return found + ([("auth.client_id_env", auth.client_id_env)] if auth.client_id_env else [])
     found = [("auth.client_secret_env", auth.client_secret_env)]
     return found + ([("auth.password_env", auth.password_env)] if auth.password_env else [])
 

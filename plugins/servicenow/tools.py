@@ -30,6 +30,12 @@ resource (an incident, an update set) is left out of a query, and refused by
 ``servicenow_get_record``, when the caller may not read that resource (its key field is fetched
 to ask, and returned only when asked for); ``record_count`` and ``total`` count what is returned.
 
+On an instance with ``jwt_bearer`` auth each call runs as the caller's own ServiceNow user (their
+token from the credential broker): the instance's ACLs decide what it reads, its audit fields and
+journal name that user for what it writes. A caller with no verified principal is refused
+(``CredentialRefused``, a ``Denied``: -32003) before anything is sent; there is no fallback to a
+service account. A grant the instance refuses is the same error, naming the user and what to check.
+
 Every upstream failure is a tool failure (``isError: true``) with a redacted message saying what
 failed and what to do: unknown instance, malformed value, no such record, ServiceNow refusing
 (400/401/403), timeouts, refused connections, 5xx, exhausted rate limits (with the wait), bad
@@ -341,7 +347,7 @@ class ServiceNowTools(ToolProvider):
         call.require("read" if call.tool.effects == "none" else "call", f"servicenow://{instance}/{table}")
         try:
             self._require_walks(call, instance, table, args)
-            client = self._pool.client(getattr(args, "instance", ""))
+            client = self._pool.client_for(getattr(args, "instance", ""), call)
             if isinstance(args, QueryTableIn):
                 return await self._query(client, args)
             if isinstance(args, GetRecordIn):

@@ -15,9 +15,9 @@
 //
 // It listens on 127.0.0.1 on a free port, then prints one line `ISSUER http://127.0.0.1:PORT` on
 // stdout; the issuer is known only once the port is. Every resource indicator is a resource server
-// whose access tokens are RS256 JWTs (RFC 9068) with `aud` = the indicator and a `groups` claim from
-// the account. The interaction route logs the account named by `login_hint` (else the default) in
-// and grants what the client asked for, so authorization code + PKCE completes without a browser.
+// whose access tokens are RS256 JWTs (RFC 9068) with `aud` = the indicator and the `groups` and
+// `email` claims of the account. The interaction route logs the account named by `login_hint` (else
+// the default) in and grants what the client asked for, so authorization code + PKCE completes without a browser.
 // Each start makes its own signing key, so two instances are two independent issuers.
 //
 // Plain http on loopback needs no setting in oidc-provider 9: an http issuer is accepted, and
@@ -61,9 +61,11 @@ const provider = new Provider(issuer, {
     return { accountId: id, async claims() { return { sub: id, ...accounts[id] }; } };
   },
   async extraTokenClaims(ctx, token) {
-    // The account's groups ride in the access token itself, as identity providers put them.
+    // The account's groups (and email, when it has one) ride in the access token itself, as
+    // identity providers put them; the email names the user upstream (ServiceNow's JWT bearer grant).
     if (token.accountId && Object.hasOwn(accounts, token.accountId)) {
-      return { groups: accounts[token.accountId].groups ?? [] };
+      const { groups, email } = accounts[token.accountId];
+      return { groups: groups ?? [], ...(email ? { email } : {}) };
     }
     return undefined;
   },
