@@ -4,7 +4,7 @@ that carries the :class:`~mcp_providers.identity.Principal`."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 from mcp.server.auth.provider import AccessToken
 
@@ -43,7 +43,7 @@ def scopes_of(claims: Mapping[str, Any]) -> list[str]:
     return []
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: Any) -> TypeGuard[int | float]:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
