@@ -219,6 +219,91 @@ def _interleaved(cases: Mapping[str, Callable[[], T]], rounds: int) -> dict[str,
     return samples
 
 
+IN_PROCESS_READS = 100
+"""Reads per sample of the in-process row (its samples alternate case by case)."""
+
+
+def _asgi_apps(issuer: _Issuer, resource: str) -> dict[str, Any]:
+    """The two ASGI apps ``benchmarks.serve composed --http`` serves (without auth, JWT), in this process."""
+    from mcp_providers._serve.transport.auth import http_auth
+    from mcp_providers._serve.transport.http_app import http_app, transport_policy
+    from mcp_providers.config import AuthConfig
+
+    def build(auth: AuthConfig | None) -> Any:
+        return http_app(fixtures.composed(1).server, stateless=True, json_response=True,
+                        security=transport_policy("127.0.0.1"), auth=http_auth(auth, resource))  # fmt: skip
+
+    return {BASE: build(None), OURS: build(AuthConfig(mode="jwt", issuer=issuer.issuer))}
+
+
+async def _asgi_samples(issuer: _Issuer, rounds: int) -> dict[str, list[float]]:
+    """Microseconds per read of each app called directly (no sockets, no uvicorn, no h11): only the
+    server code the two cases run, the bearer gate included. The cost HTTP adds is the same for
+    both apart from the longer header, so the HTTP ratio is at least this one."""
+    resource = "http://127.0.0.1:9/mcp"
+    apps, body = _asgi_apps(issuer, resource), _body().encode()
+    base = [(b"host", b"127.0.0.1:9"), (b"content-length", str(len(body)).encode())]
+    base += [(k.encode(), v.encode()) for k, v in HEADERS.items()]
+    headers = {BASE: base, OURS: [*base, (b"authorization", f"Bearer {issuer.token(resource)}".encode())]}
+    async with contextlib.AsyncExitStack() as stack:
+        for app in apps.values():
+            await stack.enter_async_context(_lifespan(app))
+
+        async def sample(name: str) -> float:
+            started = time.perf_counter()
+            for _ in range(IN_PROCESS_READS):
+                await _asgi_read(apps[name], headers[name], body)
+            return (time.perf_counter() - started) / IN_PROCESS_READS * 1e6
+
+        for name in apps:
+            await sample(name)  # warm up
+        samples: dict[str, list[float]] = {BASE: [], OURS: []}
+        for index in range(rounds * 10):
+            for name in (BASE, OURS) if index % 2 == 0 else (OURS, BASE):
+                samples[name].append(await sample(name))
+        return samples
+
+
+@contextlib.asynccontextmanager
+async def _lifespan(app: Any) -> Any:
+    """Run ``app``'s ASGI lifespan (startup on entry, shutdown on exit)."""
+    send_in, receive_in = anyio.create_memory_object_stream[dict[str, Any]](4)
+    send_out, receive_out = anyio.create_memory_object_stream[dict[str, Any]](4)
+    async with anyio.create_task_group() as tasks:
+        scope = {"type": "lifespan", "asgi": {"version": "3.0"}, "state": {}}
+        tasks.start_soon(app, scope, receive_in.receive, send_out.send)
+        await send_in.send({"type": "lifespan.startup"})
+        started = await receive_out.receive()
+        if started["type"] != "lifespan.startup.complete":
+            raise RuntimeError(f"benchmark app did not start: {started}")
+        try:
+            yield
+        finally:
+            await send_in.send({"type": "lifespan.shutdown"})
+            await receive_out.receive()
+
+
+async def _asgi_read(app: Any, headers: list[tuple[bytes, bytes]], body: bytes) -> None:
+    sent: list[dict[str, Any]] = []
+    messages = [{"type": "http.request", "body": body, "more_body": False}]
+
+    async def receive() -> dict[str, Any]:
+        if messages:
+            return messages.pop()
+        await anyio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
+             "scheme": "http", "path": "/mcp", "raw_path": b"/mcp", "query_string": b"", "root_path": "",
+             "headers": headers, "client": ("127.0.0.1", 5555), "server": ("127.0.0.1", 9), "state": {}}  # fmt: skip
+    await app(scope, receive, send)
+    if sent[0].get("status") != 200 or b'"result"' not in sent[1].get("body", b""):
+        raise RuntimeError(f"in-process read failed: {sent[:2]}")
+
+
 def run(rounds: int, emit: Emit) -> None:
     """Emit one pair of rows (without auth, with JWT) per load."""
     with _Issuer().serving() as issuer:
@@ -238,7 +323,7 @@ def run(rounds: int, emit: Emit) -> None:
                     f"HTTP + JWT, wrk, {clients} connections", {n: [r for r, _ in v] for n, v in runs.items()}, emit
                 )
                 cpu = {n: [c for _, c in v] for n, v in runs.items()}
-                _report_cpu(f"HTTP + JWT, wrk, {clients} conn., server CPU", cpu, emit)
+                _report_cost(f"HTTP + JWT, wrk, {clients} conn., server CPU", cpu, emit)
             rate = {
                 name: (lambda u=u, t=t: anyio.run(python_rate, u, t, 10, 1.5)) for name, (u, t, _) in targets.items()
             }
@@ -252,6 +337,8 @@ def run(rounds: int, emit: Emit) -> None:
             _report("HTTP + JWT, Python clients, 10, a new token every request", _interleaved(worst, rounds), emit)
             emit("HTTP + JWT", "JWKS fetches during the measured runs", issuer.fetches - fetches, "fetches",
                  "", "keys cached: expect 0")  # fmt: skip
+            # After the count: this row's own JWT app fetches the keys once as it starts.
+            _report_cost("HTTP + JWT, in process (no sockets)", anyio.run(_asgi_samples, issuer, rounds), emit)
 
 
 def _paired(base: list[float], ours: list[float]) -> float:
@@ -260,7 +347,13 @@ def _paired(base: list[float], ours: list[float]) -> float:
     return statistics.median(o / b for b, o in zip(base, ours, strict=True))
 
 
+def _rounds(samples: dict[str, list[float]]) -> str:
+    """Each round's own ratio, for the raw output (how far the rounds spread)."""
+    return " ".join(f"{o / b:.2f}" for b, o in zip(samples[BASE], samples[OURS], strict=True))
+
+
 def _report(section: str, samples: dict[str, list[float]], emit: Emit) -> None:
+    print(f"    rounds (JWT / without): {_rounds(samples)}", flush=True)
     base, ours = statistics.median(samples[BASE]), statistics.median(samples[OURS])
     emit(section, BASE, base, "reads/s", "baseline")
     ratio = _paired(samples[BASE], samples[OURS])
@@ -268,9 +361,10 @@ def _report(section: str, samples: dict[str, list[float]], emit: Emit) -> None:
     emit(section, OURS, ours, "reads/s", f"{ratio:.2f}x without auth", target)
 
 
-def _report_cpu(section: str, samples: dict[str, list[float]], emit: Emit) -> None:
-    """Server CPU per read: less moved by other processes than reads/s, and its inverse is the
-    reads/s of a server that has a core to itself (ratio = baseline CPU / JWT CPU)."""
+def _report_cost(section: str, samples: dict[str, list[float]], emit: Emit) -> None:
+    """Microseconds per read (server CPU, or in-process time): its inverse is the reads/s of a
+    server that has a core to itself (ratio = baseline cost / JWT cost)."""
+    print(f"    rounds (JWT / without cost): {_rounds(samples)}", flush=True)
     base, ours = statistics.median(samples[BASE]), statistics.median(samples[OURS])
     emit(section, BASE, base, "us/read", "baseline")
     ratio = 1 / _paired(samples[BASE], samples[OURS])

@@ -104,6 +104,9 @@ async def test_the_bearer_gate_gives_each_access_token_its_own_user() -> None:
     seen: list[Any] = []
 
     async def app(scope: Any, receive: Any, send: Any) -> None:
+        from mcp.server.auth.middleware.auth_context import get_access_token
+
+        assert get_access_token() is scope["user"].access_token  # the SDK's accessor sees it too
         seen.append((scope["user"], scope["auth"]))
 
     gate = BearerGate(app, ResourceServer(Verifier(), None, (), ()), "/mcp")
@@ -113,6 +116,9 @@ async def test_the_bearer_gate_gives_each_access_token_its_own_user() -> None:
     assert [u.access_token.token for u in users] == ["t-a", "t-b", "t-a", "fresh-1", "fresh-2"]
     assert users[0] is users[2] and users[0] is not users[1]
     assert seen[0][1].scopes == ["s"] and seen[3][1].scopes == []
+    from mcp.server.auth.middleware.auth_context import get_access_token
+
+    assert get_access_token() is None  # reset once the request is done
 
 
 async def test_two_authorization_headers_are_an_invalid_request() -> None:

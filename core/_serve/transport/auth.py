@@ -8,9 +8,10 @@
   ``error="insufficient_scope"``, ``scope`` naming the scopes needed (RFC 6750 §3.1; MCP
   authorization, scope challenge); a token that cannot be checked now: 503 with ``Retry-After``.
   An accepted token leaves the SDK's ``AuthenticatedUser`` in ``scope["user"]`` and
-  ``AuthCredentials`` in ``scope["auth"]``, then the SDK's ``AuthContextMiddleware`` runs, so the
-  SDK's session-to-principal binding and ``ctx.request.scope["user"].access_token`` work as with
-  its own middleware (which has no ``scope=`` and no 503).
+  ``AuthCredentials`` in ``scope["auth"]`` and the user in the SDK's ``auth_context_var`` (what its
+  ``AuthContextMiddleware`` does), so the SDK's session-to-principal binding, ``get_access_token()``
+  and ``ctx.request.scope["user"].access_token`` work as with its own middleware (which has no
+  ``scope=`` and no 503).
 - :func:`metadata_endpoints`: RFC 9728 Protected Resource Metadata at
   ``/.well-known/oauth-protected-resource`` and the path-suffixed form for the MCP path (and for
   the path of ``resource_url``, when a proxy serves it under another one), through the SDK's model
@@ -24,7 +25,7 @@ import time
 from urllib.parse import urlsplit
 
 from mcp.server.auth.handlers.metadata import ProtectedResourceMetadataHandler
-from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
+from mcp.server.auth.middleware.auth_context import auth_context_var
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.routes import build_resource_metadata_url, cors_middleware
@@ -103,7 +104,7 @@ class BearerGate:
     """Guards ``app`` (the MCP endpoint at ``path``) with ``server``'s verifier (module docstring)."""
 
     def __init__(self, app: ASGIApp, server: ResourceServer, path: str) -> None:
-        self.app = AuthContextMiddleware(app)
+        self.app = app
         self.server = server
         self.path = path
         self.published = bool(server.authorization_servers)
@@ -135,8 +136,12 @@ class BearerGate:
         if missing:
             await self._challenge(scope, send, 403, "insufficient_scope", f"missing scope: {' '.join(missing)}")
             return
-        scope["user"], scope["auth"] = self._user(access)
-        await self.app(scope, receive, send)
+        scope["user"], scope["auth"] = user, _ = self._user(access)
+        reset = auth_context_var.set(user)  # what the SDK's AuthContextMiddleware does, one layer less
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            auth_context_var.reset(reset)
 
     def _user(self, access: AccessToken) -> tuple[AuthenticatedUser, AuthCredentials]:
         entry = self._users.get(id(access))
