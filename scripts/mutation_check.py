@@ -687,6 +687,13 @@ CASES += (
         ("tests/test_http_auth.py::test_two_authorization_headers_are_an_invalid_request",),
     ),
     Case(
+        "cluster: a read made with a user credential is not cached in Redis",
+        "core/_serve/state/cluster.py",
+        "            if isinstance(content, Content) and not _used_credentials():",
+        "            if isinstance(content, Content):",
+        ("tests/test_credentials_cluster.py::test_a_read_made_with_a_user_credential_is_never_kept_in_the_shared_cache",),
+    ),
+    Case(
         "CI: a skipped test fails under CI=true",
         "tests/real_parts.py",
         '    if in_ci() and report.skipped and not hasattr(report, "wasxfail"):',

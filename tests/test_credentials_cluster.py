@@ -281,3 +281,35 @@ def test_without_cluster_no_key_is_needed(monkeypatch: pytest.MonkeyPatch) -> No
     server = ServerSettings(credentials=CredentialsSettings(key_env=KEY_ENV, margin_seconds=5))
     composition = compose({"records": plugin(Served(Records()))}, server=server)
     assert composition.runtime.credentials.margin_seconds == 5
+
+
+class _Fresh(Served):
+    """The same reads, declared ``max_age`` (which the cluster's shared read cache would keep)."""
+
+    def templates(self) -> Any:
+        from mcp_providers import Freshness, ResourceTemplate
+
+        return [ResourceTemplate(uri_template="rec://items/{id}", name="item", mime_type="text/plain",
+                                 freshness=Freshness.max_age(300))]  # fmt: skip
+
+
+async def test_a_read_made_with_a_user_credential_is_never_kept_in_the_shared_cache(
+    cluster: ClusterSettings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Per-user upstream content stays out of Redis (it would sit there readable, and a replica
+    answering from it would have no upstream identity for the receipt): each replica reads it
+    itself, and every receipt names the upstream identity."""
+    monkeypatch.setenv(KEY_ENV, new_key())
+    upstream = Records()
+    served = [_Fresh(upstream) for _ in range(2)]
+    server = ServerSettings(credentials=CredentialsSettings(key_env=KEY_ENV))
+    receipts: list[dict[str, Any]] = []
+    for provider in served:
+        composition = compose({"records": plugin(provider)}, server=server, cluster=cluster)
+        async with connect(composition, principal=ALICE) as client:
+            await _read(client, "rec://items/7", receipts)
+    assert [len(p.tokens) for p in served] == [1, 1]  # the second replica read too, not the cache
+    assert [r["upstream"]["subject"] for r in receipts] == ["alice-up", "alice-up"]
+    stored = everything(cluster.redis_url, cluster.key_prefix)
+    assert not [k for k in stored if b":read:" in k], stored.keys()
+    assert b"item 7" not in b"".join(stored.values())

@@ -54,6 +54,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from mcp_providers._serve.state.coalesce import Coalescer
 from mcp_providers.config import ClusterSettings, mask
+from mcp_providers.credentials import current_scope
 from mcp_providers.errors import UpstreamError
 from mcp_providers.models import Freshness
 from mcp_providers.providers import Content
@@ -400,7 +401,9 @@ class SharedReads(Coalescer[Any]):
     ``private``, so the subject is always part of the key and one caller never gets content read
     for another. Identical reads in flight on different replicas share one upstream read (a
     :class:`redis.asyncio.lock.Lock` on ``{key_prefix}:reading:<digest>``; the others wait for its
-    result). Other reads are coalesced in the process as before. Redis unreachable, or an entry that
+    result). A read that used its caller's upstream credential (:mod:`mcp_providers.credentials`)
+    is never kept: per-user upstream content stays out of Redis. Other reads are coalesced in the
+    process as before. Redis unreachable, or an entry that
     is not one this class wrote (logged once per entry, then replaced): the read goes to the provider.
     """
 
@@ -465,7 +468,7 @@ class SharedReads(Coalescer[Any]):
     async def _lead(self, entry: str, lock: Lock, seconds: float, read: Callable[[], Awaitable[Any]]) -> Any:
         try:
             content = await read()
-            if isinstance(content, Content):
+            if isinstance(content, Content) and not _used_credentials():
                 text, ms = _content_to(content), max(1, int(seconds * 1000))
                 with contextlib.suppress(ClusterUnavailable):
                     await self._backend.call("fill the cache", lambda r: r.set(entry, text, px=ms))
@@ -526,3 +529,11 @@ Shared = InProcess | RedisBackend
 def shared_for(settings: ClusterSettings | None) -> Shared:
     """The backend ``[cluster]`` asks for."""
     return RedisBackend(settings) if settings is not None else InProcess()
+
+
+def _used_credentials() -> bool:
+    """Whether the read just made used an upstream credential of its caller: such content is that
+    user's own upstream answer, kept out of Redis (it would sit there readable, and a replica
+    answering from it could not say which upstream identity served it)."""
+    scope = current_scope.get()
+    return scope is not None and bool(scope.used)
