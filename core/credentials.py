@@ -19,9 +19,12 @@ The same two calls exist on :class:`~mcp_providers.providers.ToolCall` and
 
 The :class:`CredentialBroker` behind them:
 
-- caches one credential per ``(principal.issuer, principal.subject, upstream.name)`` until
+- caches one credential per ``(principal.issuer, principal.subject, upstream.name)`` and the
+  principal's selected claims (an upstream may choose its user by one) until
   ``expires_at - margin_seconds`` (``[server.credentials] margin_seconds``, 60 s by default); two
   principals with one subject but different issuers never share one;
+- ``forget(upstream, principal, stale)`` drops the credential only while ``stale`` is the one
+  cached, so requests refused together with one revoked token cause one refresh;
 - single-flights: concurrent calls for one key cause exactly one ``upstream.obtain``; when it
   raises, every waiter gets that error and nothing is cached;
 - keeps its cache in a :class:`CredentialStore`: in the process by default, in Redis under
@@ -123,9 +126,11 @@ class CredentialRefused(Denied):
     """
 
 
-CacheKey = tuple[str, str, str]
-"""``(issuer, subject, upstream name)``: what one cached credential is kept under (issuer ``""``
-for anonymous callers)."""
+CacheKey = tuple[str, str, str, str]
+"""``(issuer, subject, upstream name, selected claims as JSON)``: what one cached credential is
+kept under (issuer ``""`` for anonymous callers). The claims are there because an upstream may
+choose its user by one (ServiceNow's ``user_claim``, an email): a subject whose claim changed gets
+a credential of the new user, not the cached one of the old."""
 
 
 def cache_key(upstream: Upstream, principal: Principal) -> CacheKey:
@@ -137,7 +142,7 @@ def cache_key(upstream: Upstream, principal: Principal) -> CacheKey:
     if not isinstance(name, str) or not name:
         raise TypeError(f"{type(upstream).__name__}.name must be a non-empty string, e.g. 'servicenow:prod'")
     issuer, subject = principal.key
-    return (issuer, subject, name)
+    return (issuer, subject, name, principal.share_key[5])
 
 
 class CredentialStore(Protocol):
@@ -259,13 +264,21 @@ class CredentialBroker:
             del self._flights[key]
             mine.done.set()
 
-    async def forget(self, upstream: Upstream, principal: Principal) -> None:
+    async def forget(self, upstream: Upstream, principal: Principal, stale: Credential | None = None) -> None:
         """Drop ``principal``'s cached credential for ``upstream`` (the upstream rejected it, e.g.
         answered 401); the next :meth:`credential` call obtains a new one.
 
+        :param stale: the credential the upstream rejected: dropped only while it is still the one
+            cached, so that of many requests refused together (a revoked token) the first one's
+            new credential is not thrown away by the others, and one refresh serves them all.
         :raises TypeError: ``upstream.name`` is not a non-empty string.
         """
-        await self.store.drop(cache_key(upstream, principal))
+        key = cache_key(upstream, principal)
+        if stale is not None:
+            cached = await self.store.get(key)
+            if cached is None or cached.token != stale.token:
+                return  # already forgotten, or replaced by a newer one
+        await self.store.drop(key)
 
     def fresh(self, credential: Credential | None) -> bool:
         """Whether ``credential`` may still be handed out (more than ``margin_seconds`` left)."""
@@ -335,8 +348,8 @@ async def credential_for(upstream: Upstream, principal: Principal) -> Credential
     return credential
 
 
-async def forget_for(upstream: Upstream, principal: Principal) -> None:
+async def forget_for(upstream: Upstream, principal: Principal, stale: Credential | None = None) -> None:
     """Drop ``principal``'s credential for ``upstream`` from the current request's broker (else
-    :data:`DEFAULT_BROKER`). What ``request.forget_credential(upstream)`` calls."""
+    :data:`DEFAULT_BROKER`). What ``request.forget_credential(upstream, stale)`` calls."""
     scope = current_scope.get()
-    await (DEFAULT_BROKER if scope is None else scope.broker).forget(upstream, principal)
+    await (DEFAULT_BROKER if scope is None else scope.broker).forget(upstream, principal, stale)

@@ -116,6 +116,7 @@ async def credential(upstream: Upstream) -> Credential:
     return await credentials.credential_for(upstream, principal())
 
 
-async def forget_credential(upstream: Upstream) -> None:
-    """Drop the current caller's cached credential for ``upstream`` (the upstream rejected it)."""
-    await credentials.forget_for(upstream, principal())
+async def forget_credential(upstream: Upstream, stale: Credential | None = None) -> None:
+    """Drop the current caller's cached credential for ``upstream`` (the upstream rejected it);
+    with ``stale``, only if that is still the one cached (see :meth:`CredentialBroker.forget`)."""
+    await credentials.forget_for(upstream, principal(), stale)

@@ -186,10 +186,12 @@ class _ActsForCaller:
         """
         return await credentials.credential_for(upstream, self.principal)
 
-    async def forget_credential(self, upstream: Upstream) -> None:
+    async def forget_credential(self, upstream: Upstream, stale: Credential | None = None) -> None:
         """Drop the caller's cached credential for ``upstream`` (the upstream rejected it, e.g. a
-        401); the next :meth:`credential` obtains a new one."""
-        await credentials.forget_for(upstream, self.principal)
+        401); the next :meth:`credential` obtains a new one. Pass the rejected credential as
+        ``stale``: it is then dropped only while still cached, so requests refused together cause
+        one refresh, not one each."""
+        await credentials.forget_for(upstream, self.principal, stale)
 
 
 @dataclass(frozen=True, slots=True)

@@ -100,7 +100,7 @@ async def test_one_subject_at_two_issuers_or_two_upstreams_never_share() -> None
     d = await broker.credential(one, BOB)
     assert len({a.token, b.token, c.token, d.token}) == 4
     assert one.calls == [ALICE, ALICE_ELSEWHERE, BOB] and other.calls == [ALICE]
-    assert cache_key(one, ALICE) == ("https://idp-a.example.com", "alice", "svc:one")
+    assert cache_key(one, ALICE)[:3] == ("https://idp-a.example.com", "alice", "svc:one")
 
 
 async def test_a_credential_shorter_than_the_margin_is_used_once_and_not_kept() -> None:
@@ -257,3 +257,27 @@ async def test_the_memory_store_keeps_at_most_its_limit_oldest_dropped_first() -
     assert len(store) == 2
     await broker.credential(upstream, ALICE)  # the oldest was dropped: obtained again
     assert len(upstream.calls) == 4
+
+
+async def test_forget_with_the_stale_credential_keeps_a_newer_one() -> None:
+    """Requests refused together (one revoked token) each forget the token they used: only the
+    first drop counts, so the new credential the first one obtained serves the others too."""
+    broker = CredentialBroker()
+    upstream = FakeUpstream()
+    stale = await broker.credential(upstream, ALICE)
+    await broker.forget(upstream, ALICE, stale)
+    fresh = await broker.credential(upstream, ALICE)
+    await broker.forget(upstream, ALICE, stale)  # a second request refused with the old token
+    assert await broker.credential(upstream, ALICE) is fresh
+    assert len(upstream.calls) == 2
+
+
+async def test_a_changed_selected_claim_is_another_credential() -> None:
+    """An upstream may pick its user by a claim (ServiceNow's user_claim): one subject whose claim
+    changed must not get the credential obtained for the old value."""
+    broker = CredentialBroker()
+    upstream = FakeUpstream()
+    before = Principal("u-1", issuer="https://idp-a.example.com", claims={"email": "alice@example.com"})
+    after = Principal("u-1", issuer="https://idp-a.example.com", claims={"email": "bob@example.com"})
+    assert (await broker.credential(upstream, before)).token != (await broker.credential(upstream, after)).token
+    assert upstream.calls == [before, after]

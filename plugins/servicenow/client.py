@@ -486,7 +486,7 @@ class CredentialSource(Protocol):
 
     async def credential(self, upstream: Upstream) -> Credential: ...
 
-    async def forget_credential(self, upstream: Upstream) -> None: ...
+    async def forget_credential(self, upstream: Upstream, stale: Credential | None = None) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -496,7 +496,7 @@ class Caller:
     user: str
     """The ServiceNow user value acted as (for messages)."""
     credential: Callable[[], Awaitable[Credential]]
-    forget: Callable[[], Awaitable[None]]
+    forget: Callable[[Credential], Awaitable[None]]
 
 
 class InstanceClient:
@@ -626,13 +626,15 @@ class InstanceClient:
         if caller is None:  # a programming error: per-user instances are only reached through acting()
             raise self._fail(f"instance {self.name!r}: {what} has no caller to act for (auth type jwt_bearer)")
         credential = await caller.credential()
+        self.redactor.add_issued(credential.token)  # an instance may echo it in an error
         answer = await self._attempts(method, path, params=params, json=json, what=what,
                                       headers={"Authorization": f"Bearer {credential.token}"})  # fmt: skip
         if answer.status != 401:
             return answer
         # the instance no longer takes this user's token (expired early, revoked): once more, anew
-        await caller.forget()
+        await caller.forget(credential)  # only this one: a concurrent request may have a new one already
         credential = await caller.credential()
+        self.redactor.add_issued(credential.token)
         answer = await self._attempts(method, path, params=params, json=json, what=what,
                                       headers={"Authorization": f"Bearer {credential.token}"})  # fmt: skip
         if answer.status == 401:
@@ -905,8 +907,8 @@ class InstancePool:
         async def credential() -> Credential:
             return await request.credential(upstream)
 
-        async def forget() -> None:
-            await request.forget_credential(upstream)
+        async def forget(stale: Credential) -> None:
+            await request.forget_credential(upstream, stale)
 
         return client.acting(Caller(user=user, credential=credential, forget=forget))
 

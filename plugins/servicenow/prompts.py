@@ -37,8 +37,8 @@ class _Rendering:
     async def credential(self, upstream: Upstream) -> Credential:
         return await policy.credential(upstream)
 
-    async def forget_credential(self, upstream: Upstream) -> None:
-        await policy.forget_credential(upstream)
+    async def forget_credential(self, upstream: Upstream, stale: Credential | None = None) -> None:
+        await policy.forget_credential(upstream, stale)
 
 
 class ServiceNowPrompts(PromptProvider):

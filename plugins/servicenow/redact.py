@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import re
 import threading
+from collections import OrderedDict
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
@@ -50,6 +51,10 @@ def redact_url(url: str) -> str:
     return out + (f"?{query}" if parts.query else "") + (f"#{MASK}" if parts.fragment else "")
 
 
+MAX_ISSUED = 4096
+"""Per-user tokens a :class:`Redactor` masks at once (the most recently used ones)."""
+
+
 class Redactor:
     """Masks known secrets and credential patterns in text and in JSON-like data.
 
@@ -58,6 +63,7 @@ class Redactor:
 
     def __init__(self) -> None:
         self._secrets: set[str] = set()
+        self._issued: OrderedDict[str, None] = OrderedDict()
         self._lock = threading.Lock()
 
     def add(self, *secrets: str | None) -> None:
@@ -67,6 +73,17 @@ class Redactor:
                 if secret and len(secret) >= _MIN_SECRET:
                     self._secrets.add(secret)
                     self._secrets.add(unquote(secret))
+
+    def add_issued(self, token: str) -> None:
+        """Redact ``token``, a per-user token in use, from now on; only the most recent
+        :data:`MAX_ISSUED` are kept (one per active user), so the list never grows without bound."""
+        if len(token) < _MIN_SECRET:
+            return
+        with self._lock:
+            self._issued[token] = None
+            self._issued.move_to_end(token)
+            while len(self._issued) > MAX_ISSUED:
+                self._issued.popitem(last=False)
 
     def add_basic(self, username: str, password: str) -> None:
         """Redact ``password`` and the ``Basic`` credential ``base64(username:password)``."""
@@ -81,7 +98,7 @@ class Redactor:
     def text(self, value: str) -> str:
         """``value`` with every known secret and credential pattern replaced by ``[redacted]``."""
         with self._lock:
-            known = sorted(self._secrets, key=len, reverse=True)
+            known = sorted((*self._secrets, *self._issued), key=len, reverse=True)
         for secret in known:
             if secret in value:
                 value = value.replace(secret, MASK)
