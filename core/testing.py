@@ -106,9 +106,12 @@ async def connect(
 
     :param mode: ``"auto"`` speaks 2026-07-28; ``"legacy"`` forces the 2025-11-25 handshake over
         JSON-RPC framing.
-    :param principal: who the server serves this client's requests for (default
+    :param principal: who the server serves the requests made inside this block for (default
         :data:`~mcp_providers.identity.LOCAL`), e.g. ``Principal("alice", issuer="https://idp/",
-        groups={"itil"})`` to test a policy rule on a group.
+        groups={"itil"})`` to test a policy rule on a group. It belongs to the calling task's
+        context (:func:`~mcp_providers.identity.serving_as`), not to the client object: inside a
+        nested ``connect(principal=bob)`` block, requests of the outer client are served as bob
+        too. To test two callers at once, give each its own task and its own ``connect``.
     """
     with serving_as(principal or transportless()):
         async with Client(composition.server, mode=mode, cache=None) as client:

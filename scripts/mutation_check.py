@@ -717,6 +717,13 @@ CASES += (
         ("tests/servicenow/test_on_behalf_of_trial.py::test_a_user_token_echoed_by_the_instance_is_masked",),
     ),
     Case(
+        "servicenow: check warns of a private key that cannot sign",
+        "plugins/servicenow/settings.py",
+        "            _warn_unusable_key(instance)",
+        "            pass",
+        ("tests/servicenow/test_on_behalf_of_trial.py::test_check_warns_of_a_private_key_that_cannot_sign",),
+    ),
+    Case(
         "CI: a skipped test fails under CI=true",
         "tests/real_parts.py",
         '    if in_ci() and report.skipped and not hasattr(report, "wasxfail"):',

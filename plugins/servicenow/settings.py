@@ -378,6 +378,7 @@ class ServiceNowSettings(BaseModel):
                 if not os.environ.get(env):
                     log.warning("servicenow: instance %r: environment variable %s (from %s) is not set; every "
                                 "request to this instance will fail until it is exported", instance.name, env, setting)
+            _warn_unusable_key(instance)
         return self
 
     @property
@@ -396,3 +397,17 @@ class ServiceNowSettings(BaseModel):
 
             self._pool = InstancePool(self.instances)
         return self._pool
+
+
+def _warn_unusable_key(instance: InstanceSettings) -> None:
+    """Log a warning (as for an unset variable) when a ``jwt_bearer`` instance's private key is set
+    but cannot sign RS256 assertions (not PEM, not RSA, under 2048 bits): every request would fail."""
+    auth = instance.auth
+    if not isinstance(auth, JwtBearerAuth) or not os.environ.get(auth.private_key_env):
+        return
+    from mcp_providers.plugins.servicenow.client import load_private_key
+
+    try:
+        load_private_key(os.environ[auth.private_key_env], instance=instance.name, env=auth.private_key_env)
+    except ValueError as exc:  # the message names the variable, never the value
+        log.warning("servicenow: %s; every request to this instance will fail until it is replaced", exc)

@@ -110,3 +110,28 @@ async def test_a_user_token_echoed_by_the_instance_is_masked(composition, issuer
         tool = await client.call_tool("servicenow_query_table", {"instance": "corp", "table": "incident"})
     text = json.dumps(failed.value.error.model_dump(mode="json")) + json.dumps(tool.model_dump(mode="json"))
     assert token not in text
+
+
+@pytest.mark.parametrize("kind", ["ec", "rsa1024", "garbage"])
+async def test_check_warns_of_a_private_key_that_cannot_sign(emulator, monkeypatch, caplog, kind):
+    """A key that is set but cannot sign (EC, 1024-bit RSA, not PEM) is warned of by check, plugins
+    and serve, as an unset variable is, naming the variable and never showing the value."""
+    import logging
+
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec, rsa
+
+    from mcp_providers.testing import check
+    def pem(k: Any) -> str:
+        return k.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                               serialization.NoEncryption()).decode()
+    value = {"ec": lambda: pem(ec.generate_private_key(ec.SECP256R1())),
+             "rsa1024": lambda: pem(rsa.generate_private_key(public_exponent=65537, key_size=1024)),
+             "garbage": lambda: "garbage-key-material-0451"}[kind]()
+    monkeypatch.setenv("SN_TEST_OBO_KEY", value)
+    with caplog.at_level(logging.WARNING):
+        composition = compose_servicenow(obo_instance(emulator.base_url, name="corp"))
+        problems = await check(composition)
+    said = problems + [r.getMessage() for r in caplog.records if "SN_TEST_OBO_KEY" in r.getMessage()]
+    assert said, "check passed and nothing named SN_TEST_OBO_KEY"
+    assert value not in caplog.text and value not in " ".join(problems)
