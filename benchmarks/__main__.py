@@ -330,40 +330,10 @@ async def http_rate(url: str, clients: int, seconds: float) -> float:
         return count / (time.perf_counter() - t0)
 
 
-WRK_SCRIPT = """wrk.method = "POST"
-wrk.body = '%s'
-wrk.headers["Content-Type"] = "application/json"
-wrk.headers["Accept"] = "application/json, text/event-stream"
-wrk.headers["MCP-Protocol-Version"] = "2025-11-25"
-"""
-
-
 def wrk_rate(url: str, clients: int, seconds: float) -> float:
-    """Reads/s from ``wrk`` (one thread, ``clients`` connections) posting one ``resources/read``."""
-    import re
-    import shutil
-
-    wrk = shutil.which("wrk")
-    if wrk is None:
-        return float("nan")
-    body = json.dumps(
-        {"jsonrpc": "2.0", "id": 1, "method": "resources/read", "params": {"uri": fixtures.fixed_uri(0, 3)}}
-    )
-    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as script:
-        script.write(WRK_SCRIPT % body)
-    try:
-        out = subprocess.run(
-            [wrk, "-t1", f"-c{clients}", f"-d{seconds}s", "-s", script.name, url],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-    finally:
-        os.unlink(script.name)
-    if "Non-2xx" in out:
-        raise RuntimeError(f"wrk saw errors against {url}: {out}")
-    found = re.search(r"Requests/sec:\s+([0-9.]+)", out)
-    return float(found.group(1)) if found else float("nan")
+    """Reads/s from ``wrk`` (one thread, ``clients`` connections) posting one ``resources/read``
+    (the same runner as :func:`benchmarks.identity.wrk_run`, without a token); NaN without wrk."""
+    return identity.wrk_run(url, None, clients, seconds)[0]
 
 
 HTTP_KINDS = {"floor: raw ASGI, fixed JSON body": "echo", "MCPServer (SDK)": "mcpserver", "composed": "composed"}

@@ -104,15 +104,11 @@ def plugin_code(owner: str) -> Iterator[None]:
 
 async def _owned(coro: Coroutine[Any, Any, T], owner: str) -> T:
     try:
-        return await coro
-    except Exception:
-        raise
-    except BaseException as exc:
-        if not escapes(exc):
-            raise
-        name = type(exc).__name__
+        return await contain_async(lambda: coro)()
+    except Escaped as exc:
+        name = type(exc.original).__name__
         log.error("a task provider %r started raised %s; contained, the server goes on", owner, name, exc_info=exc)
-        raise Escaped(exc) from exc
+        raise
 
 
 def contain_tasks() -> None:

@@ -145,7 +145,7 @@ class BearerGate:
 
     def _user(self, access: AccessToken) -> tuple[AuthenticatedUser, AuthCredentials]:
         entry = self._users.get(id(access))
-        if entry is None or entry[0] is not access:
+        if entry is None:
             entry = (access, AuthenticatedUser(access), AuthCredentials(access.scopes))
             if len(self._users) >= MAX_USERS:
                 del self._users[next(iter(self._users))]  # the oldest first
