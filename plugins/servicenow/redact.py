@@ -64,6 +64,8 @@ class Redactor:
     def __init__(self) -> None:
         self._secrets: set[str] = set()
         self._issued: OrderedDict[str, None] = OrderedDict()
+        self._known: tuple[str, ...] | None = ()
+        """Every secret, longest first (``None``: changed since, sorted again on the next use)."""
         self._lock = threading.Lock()
 
     def add(self, *secrets: str | None) -> None:
@@ -73,6 +75,7 @@ class Redactor:
                 if secret and len(secret) >= _MIN_SECRET:
                     self._secrets.add(secret)
                     self._secrets.add(unquote(secret))
+                    self._known = None
 
     def add_issued(self, token: str) -> None:
         """Redact ``token``, a per-user token in use, from now on; only the most recent
@@ -80,10 +83,13 @@ class Redactor:
         if len(token) < _MIN_SECRET:
             return
         with self._lock:
+            if token in self._issued:
+                self._issued.move_to_end(token)
+                return  # the usual case: a token already in use, the set unchanged
             self._issued[token] = None
-            self._issued.move_to_end(token)
             while len(self._issued) > MAX_ISSUED:
                 self._issued.popitem(last=False)
+            self._known = None
 
     def add_basic(self, username: str, password: str) -> None:
         """Redact ``password`` and the ``Basic`` credential ``base64(username:password)``."""
@@ -98,7 +104,9 @@ class Redactor:
     def text(self, value: str) -> str:
         """``value`` with every known secret and credential pattern replaced by ``[redacted]``."""
         with self._lock:
-            known = sorted((*self._secrets, *self._issued), key=len, reverse=True)
+            if self._known is None:
+                self._known = tuple(sorted((*self._secrets, *self._issued), key=len, reverse=True))
+            known = self._known
         for secret in known:
             if secret in value:
                 value = value.replace(secret, MASK)
