@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from progress import pytest_configure  # noqa: F401 (a hook found here)
 from real_parts import pytest_make_collect_report, pytest_runtest_makereport  # noqa: F401 (hooks found here)
 
 TESTS = Path(__file__).parent
