@@ -381,7 +381,7 @@ def new(
     ] = None,
 ) -> None:
     """Render a new third-party provider package from the plugin template (needs copier)."""
-    from mcp_providers._cli.scaffold import ScaffoldError, render_plugin_package
+    from mcp_providers._cli.scaffold import ScaffoldError, next_steps, render_plugin_package
 
     try:
         where = render_plugin_package(name, dest)
@@ -389,7 +389,8 @@ def new(
         err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
         raise typer.Exit(1) from None
     out.print(f"rendered plugin {name!r} into {where}", markup=False, highlight=False)
-    out.print("next: cd there, then `uv run pytest` and `uv run ruff check .`", markup=False, highlight=False)
+    steps = "".join(f"\n  {command}" for command in next_steps(where))
+    out.print(f"next, in order:{steps}", markup=False, highlight=False)
 
 
 @app.command()
