@@ -51,6 +51,11 @@ def _applies(requirement: Requirement) -> bool:
     return requirement.marker is None or requirement.marker.evaluate({"extra": ""})
 
 
+_checked: dict[tuple[str, Version], str | None] = {}
+"""Answers by (dist-info path, core): the built-in plugins are six entry points of one
+distribution, whose metadata need be parsed once (about 2 ms each time)."""
+
+
 def core_requirement_problem(dist: importlib_metadata.IDistribution, core: Version | None) -> str | None:
     """Why ``dist`` does not fit the core at version ``core``, or ``None`` when it does.
 
@@ -61,6 +66,16 @@ def core_requirement_problem(dist: importlib_metadata.IDistribution, core: Versi
     """
     if core is None:
         return None
+    where = getattr(dist, "_path", None)  # a dist-info folder (its name holds the version), when on disk
+    if where is None:
+        return _problem(dist, core)
+    key = (str(where), core)
+    if key not in _checked:
+        _checked[key] = _problem(dist, core)
+    return _checked[key]
+
+
+def _problem(dist: importlib_metadata.IDistribution, core: Version) -> str | None:
     for line in dist.requires or ():
         head = _LEADING_NAME.match(line)
         if head is None or canonicalize_name(head.group(1)) != CORE:
