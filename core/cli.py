@@ -201,6 +201,9 @@ def _server_of(composition: Composition, strict: bool) -> Any:
             raise typer.Exit(1)
     for line in composition.failures:
         err.print(f"[yellow]not served:[/yellow] {escape(line)}", highlight=False)
+    for r in composition.records:
+        for line in r.deprecations:
+            err.print(f"[yellow]deprecated:[/yellow] {escape(f'{r.name}: {line}')}", highlight=False)
     try:
         return composition.server
     except CompositionError as exc:
@@ -342,6 +345,7 @@ def check(config: ConfigOption = None, plugin_set: SetOption = None) -> None:
     order, warnings = authorize_report(composition)
     warnings += [f"warning: {w}" for w in advisories(composition.assembly.declared)]
     warnings += [f"warning: {w}" for w in aggregate_report(composition)]
+    warnings += [f"warning: {r.name}: {d}" for r in composition.records for d in r.deprecations]
     if order is not None:
         err.print(order, markup=False, highlight=False)
     for line in [*warnings, *failures]:  # a warning names its fix but does not fail the check

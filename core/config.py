@@ -2,6 +2,7 @@
 
 Shape::
 
+    required_plugins = ["mcp-providers-weather>=0.3"]   # serve and check refuse without these distributions
     allow = ["ssg_catalog", "servicenow"]   # only these plugins (default: every installed one)
     deny = ["workflows"]                    # never these
     set = "docs"                            # the plugin set used when --set is not given
@@ -52,6 +53,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+from packaging.requirements import InvalidRequirement, Requirement
 from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from mcp_providers.errors import ConfigError
@@ -432,10 +434,31 @@ class ClusterSettings(BaseModel):
         return data
 
 
+def _requirement_problem(text: str) -> str | None:
+    """Why ``text`` cannot be a ``required_plugins`` entry, or ``None``."""
+    try:
+        requirement = Requirement(text)
+    except InvalidRequirement as exc:
+        example = "e.g. 'mcp-providers-weather>=0.3'"
+        return f"{text!r} is not a requirement ({exc}); write a distribution name and versions, {example}"
+    if requirement.url or requirement.extras:
+        what = "a URL" if requirement.url else "extras"
+        return f"{text!r} has {what}; name the plugin's distribution and versions only, e.g. {requirement.name}>=1.0"
+    return None
+
+
 class Config(BaseModel):
     """The whole config file."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    required_plugins: tuple[str, ...] = ()
+    """Plugin *distributions* ``serve`` and ``check`` refuse to run without, as PEP 508 requirements
+    (``"mcp-providers-weather>=0.3"``; a marker such as ``; sys_platform == 'linux'`` limits where one
+    applies), like pytest's ``required_plugins``. Each must be installed, declare an entry point in
+    the ``mcp_providers`` group, and have a version in range (pre-releases count). Unlike
+    ``[server] require_plugins`` (entry-point names that must load and pass their checks), this asks
+    only what is installed."""
 
     allow: tuple[str, ...] | None = None
     """Entry-point names of the only plugins to load; ``None`` loads every installed one."""
@@ -454,6 +477,14 @@ class Config(BaseModel):
     """``[cluster]``: the Redis backend shared by replicas; ``None`` keeps everything in process."""
     plugins: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """Per-plugin settings tables, keyed by entry-point name."""
+
+    @field_validator("required_plugins")
+    @classmethod
+    def _requirements(cls, required: tuple[str, ...]) -> tuple[str, ...]:
+        problems = [p for p in map(_requirement_problem, required) if p]
+        if problems:
+            raise ValueError("; ".join(problems))
+        return required
 
 
 _SECRET_NAME = re.compile(
