@@ -18,7 +18,8 @@ A broken plugin never stops the others from loading, with one exception that fai
 plugin that could carry authorization but is not in force (:attr:`PluginRecord.could_authorize`)
 makes serving refuse to start, since its rules would silently not apply. Whether it could is
 decided by what pluggy would register from it (:mod:`mcp_providers._host.hookscan`), never by its
-source text; a plugin whose import failed could, since what it would register is unknown.
+source text or by its having a ``[plugins.<name>]`` table; a plugin whose import failed could,
+since what it would register is unknown.
 
 Every hook call goes through pluggy's own hook callers (one plugin's implementation at a time, via
 ``subset_hook_caller``), so ``MCP_PROVIDERS_TRACE_PLUGINS=1`` shows each call on stderr with
@@ -96,10 +97,13 @@ class PluginRecord:
     @property
     def could_authorize(self) -> bool:
         """Not in force although it could carry authorization: rejected at any stage while
-        configured or defining ``authorize``, or left out by the selection while configured and
-        defining ``authorize``. Serving refuses to start while any plugin is in this state."""
+        defining ``authorize`` (or while what it defines is unknown, its import having failed), or
+        left out by the selection while configured and defining ``authorize``. Serving refuses to
+        start while any plugin is in this state. A ``[plugins.<name>]`` table alone does not make
+        a plugin a policy plugin: one holding no ``authorize`` whose settings are invalid is left
+        out like any broken plugin."""
         if self.status == "rejected":
-            return self.configured or self.defines_authorize
+            return self.defines_authorize
         return self.status == "disabled" and self.configured and self.defines_authorize
 
     @cached_property
