@@ -353,7 +353,8 @@ class ServerSettings(BaseModel):
     audit_key_env: str | None = Field(default="MCP_PROVIDERS_AUDIT_KEY", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
     """Environment variable holding the deployment's secret key for ``argumentsHmac`` (HMAC-SHA256 of a
     tool call's canonical JSON arguments, in receipts and the audit log). Unset: a random key per
-    process, with a warning (digests then compare only within one process)."""
+    process (digests then compare only within one process), with a warning when ``audit_log`` is
+    set or this key is written in the file."""
     auth: AuthConfig | None = None
     """Bearer-token authentication for streamable HTTP; the token's subject is the caller."""
     limits: LimitsSettings | None = None
