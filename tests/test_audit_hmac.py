@@ -46,7 +46,8 @@ async def test_arguments_are_keyed_with_the_deployment_key(monkeypatch: pytest.M
 AUDIT_KEY_WARNING = (
     "no audit key: $MCP_PROVIDERS_AUDIT_KEY is unset, so argumentsHmac in the audit log and receipts is keyed "
     "with a random per-process key (not comparable across restarts or replicas); fix it with this line before "
-    "starting the server: export MCP_PROVIDERS_AUDIT_KEY=\"$(python3 -c 'import secrets; print(secrets.token_hex(32))')\""
+    "starting the server: export MCP_PROVIDERS_AUDIT_KEY="
+    "\"$(python3 -c 'import secrets; print(secrets.token_hex(32))')\""
 )
 
 

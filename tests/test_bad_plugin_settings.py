@@ -73,7 +73,9 @@ def test_a_policy_plugin_with_bad_settings_still_stops_serve(tmp_path: Path) -> 
     with pytest.raises(CompositionError) as refused:
         _ = composition.server
     assert refused.value.problems[0] == "refusing to serve without its authorization policy:"
-    assert refused.value.problems[1].startswith("policy: policy plugin rejected (invalid settings: plugins.policy.default")
+    assert refused.value.problems[1].startswith(
+        "policy: policy plugin rejected (invalid settings: plugins.policy.default"
+    )
     assert refused.value.problems[1].endswith(
         "it has an authorize hookimpl (authorize), so its rules would not apply"
     ), refused.value.problems[1]

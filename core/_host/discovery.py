@@ -44,7 +44,7 @@ from pydantic import BaseModel, ValidationError
 from mcp_providers import hookspecs
 from mcp_providers._host.hookscan import scan_authorize, scan_problem
 from mcp_providers._metadata import usable
-from mcp_providers.config import DISABLE_ENV, PLUGINS_ENV, Config, format_validation_error
+from mcp_providers.config import DISABLE_ENV, PLUGINS_ENV, Config, format_validation_error, suggestion
 from mcp_providers.errors import ConfigError
 from mcp_providers.providers import PromptProvider, ResourceProvider, ToolProvider
 
@@ -198,7 +198,8 @@ def _check_selection_names(config: Config, installed: set[str]) -> None:
     """Every name the selection uses must exist: a typo must not silently serve something else."""
     if config.set is not None and config.set not in config.sets:
         known = ", ".join(sorted(config.sets)) or "none defined; add a [sets.<name>] table"
-        raise ConfigError(f"no plugin set {config.set!r} in the config; sets: {known}")
+        hint = suggestion(config.set, config.sets)
+        raise ConfigError(f"no plugin set {config.set!r} in the config; sets: {known}{hint}")
     sources: list[tuple[str, Iterable[str]]] = [
         ("the config's allow list", config.allow or ()),
         ("the config's deny list", config.deny),
@@ -211,9 +212,10 @@ def _check_selection_names(config: Config, installed: set[str]) -> None:
     for where, names in sources:
         missing = sorted(set(names) - installed)
         if missing:
+            hints = "".join(suggestion(name, installed, naming=len(missing) > 1) for name in missing)
             raise ConfigError(
                 f"{where} names plugin(s) that are not installed: {', '.join(missing)}; "
-                f"installed: {', '.join(sorted(installed)) or 'none'}"
+                f"installed: {', '.join(sorted(installed)) or 'none'}{hints}"
             )
 
 
@@ -288,7 +290,7 @@ def _configure(pm: pluggy.PluginManager, record: PluginRecord, config: Config) -
     try:
         record.settings = model.model_validate(table or {})
     except ValidationError as exc:
-        record.reject(f"invalid settings: {format_validation_error(exc, f'plugins.{record.name}')}")
+        record.reject(f"invalid settings: {format_validation_error(exc, f'plugins.{record.name}', model)}")
 
 
 def _collect(pm: pluggy.PluginManager, record: PluginRecord) -> None:
