@@ -4,6 +4,7 @@ client over streamable HTTP, then stopped with nothing left running."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib.machinery
 import importlib.util
 import json
@@ -104,6 +105,7 @@ async def test_start_two_replicas_read_through_nginx_and_stop(tmp_path: Path) ->
     run = tmp_path / "run"
     started = subprocess.run([sys.executable, str(SCRIPT), "start", "-n", "2", "--dir", str(run)],
                              capture_output=True, text=True, timeout=300, env=_env())
+    pids = _pids(run) if (run / "pids").exists() else []
     try:
         assert started.returncode == 0, started.stderr + started.stdout
         found = re.search(r"serving MCP on (http://127\.0\.0\.1:\d+/mcp) \(2 replicas", started.stdout)
@@ -114,15 +116,18 @@ async def test_start_two_replicas_read_through_nginx_and_stop(tmp_path: Path) ->
         assert "documcp://ssgs/available" in uris
         assert 'redis_url = "redis://127.0.0.1:' in (run / "config.toml").read_text()
         twice = subprocess.run([sys.executable, str(SCRIPT), "start", "--dir", str(run)],
-                               capture_output=True, text=True, timeout=60, env=_env())
+                               capture_output=True, text=True, timeout=120, env=_env())
         assert twice.returncode == 1
         assert twice.stderr == f"run-local: already running from {run}; `run-local stop --dir {run}` first\n"
     finally:
-        pids = _pids(run) if (run / "pids").exists() else []
         stopped = subprocess.run([sys.executable, str(SCRIPT), "stop", "--dir", str(run)],
                                  capture_output=True, text=True, timeout=120, env=_env())
+        left = _left(run, pids)
+        for pid in left:  # only if the script failed to: never leave the test's processes running
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid), signal.SIGKILL)
+    assert left == []
     assert stopped.stdout == "stopped redis, replica1, replica2, nginx\n", stopped.stdout + stopped.stderr
-    assert _left(run, pids) == []
     again = subprocess.run([sys.executable, str(SCRIPT), "stop", "--dir", str(run)],
                            capture_output=True, text=True, timeout=60, env=_env())
     assert again.stdout == f"nothing running from {run}\n"
@@ -135,6 +140,7 @@ def test_up_stops_everything_on_ctrl_c(tmp_path: Path) -> None:
     run = tmp_path / "run"
     proc = subprocess.Popen([sys.executable, str(SCRIPT), "-n", "1", "--dir", str(run)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=_env())
+    pids: list[int] = []
     try:
         assert proc.stdout is not None
         first = proc.stdout.readline()
@@ -148,8 +154,12 @@ def test_up_stops_everything_on_ctrl_c(tmp_path: Path) -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+        left = _left(run, pids)
+        for pid in left:  # only if the script failed to: never leave the test's processes running
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid), signal.SIGKILL)
     assert out == "stopped redis, replica1, nginx\n"
-    assert _left(run, pids) == []
+    assert left == []
 
 
 def test_stop_never_signals_a_process_it_did_not_start(tmp_path: Path) -> None:
