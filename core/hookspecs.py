@@ -217,7 +217,7 @@ def authorize(subject: str, action: Action, target: str, settings: Any, principa
     Use in provider plugins: keep it fast and side-effect free; it runs on every request. An
     implementation that raises, returns anything but a ``Decision`` or ``None``, or is only a hook
     wrapper, denies. A
-    plugin that implements this hook, or is configured, and then fails to load at any stage stops
-    ``mcp-providers serve`` from starting (fail closed); ``mcp-providers check`` lists the
+    plugin that implements this hook (or whose import failed, so it might) and then fails to load
+    at any stage stops ``mcp-providers serve`` from starting (fail closed); ``mcp-providers check`` lists the
     implementations in the order they are asked and flags one that allows everything.
     """

@@ -57,7 +57,7 @@ class Assembly:
         """One line per rejected plugin, per failed check, per authorization plugin not in force and
         per required plugin not served or not installed."""
         lines = [*self.unmet_requirements]
-        lines += [f"{r.name}: rejected: {r.reason}" for r in self.records if r.status == "rejected"]
+        lines += [_rejected(r) for r in self.records if r.status == "rejected"]
         lines += [str(p) for p in self.problems]
         lines += [_off(r) for r in self.records if r.status == "disabled" and r.could_authorize]
         return lines + _unserved_required(self) + _stray_authorize(self.plugin_manager, self.records)
@@ -73,7 +73,7 @@ class Assembly:
         lines = []
         for r in self.records:
             if r.status == "rejected" and r.could_authorize:
-                why = r.authorize_evidence if r.defines_authorize else f"[plugins.{r.name}] configures it"
+                why = r.authorize_evidence
                 lines.append(f"{r.name}: policy plugin rejected ({r.reason}); {why}, so its rules would not apply")
             elif r.could_authorize:
                 lines.append(_off(r))
@@ -83,6 +83,17 @@ class Assembly:
     def origins(self) -> Mapping[str, tuple[str | None, str | None]]:
         """Plugin name -> (distribution, version), read from metadata on first use."""
         return {r.name: (r.distribution, r.version) for r in self.records}
+
+
+LEFT_OUT = "left out and the other plugins served: it is not a policy plugin (no authorize hookimpl)"
+"""Said of a configured plugin that is rejected but holds no ``authorize`` (so serving goes on)."""
+
+
+def _rejected(record: PluginRecord) -> str:
+    """``<name>: rejected: <reason>``; for a configured plugin also whether it stops serving, since
+    its ``[plugins.<name>]`` table may make an operator take it for a policy."""
+    line = f"{record.name}: rejected: {record.reason}"
+    return f"{line}; {LEFT_OUT}" if record.configured and not record.could_authorize else line
 
 
 def _off(record: PluginRecord) -> str:

@@ -18,7 +18,8 @@ A broken plugin never stops the others from loading, with one exception that fai
 plugin that could carry authorization but is not in force (:attr:`PluginRecord.could_authorize`)
 makes serving refuse to start, since its rules would silently not apply. Whether it could is
 decided by what pluggy would register from it (:mod:`mcp_providers._host.hookscan`), never by its
-source text; a plugin whose import failed could, since what it would register is unknown.
+source text or by its having a ``[plugins.<name>]`` table; a plugin whose import failed could,
+since what it would register is unknown.
 
 Before anything of a plugin is imported, its distribution's ``Requires-Dist`` on ``mcp-providers`` is
 checked against the running core (:mod:`mcp_providers._host.compat`): a plugin made for another
@@ -55,7 +56,7 @@ from mcp_providers import hookspecs
 from mcp_providers._host.compat import core_requirement_problem, core_version
 from mcp_providers._host.hookscan import scan_authorize, scan_problem
 from mcp_providers._metadata import usable
-from mcp_providers.config import DISABLE_ENV, PLUGINS_ENV, Config, format_validation_error
+from mcp_providers.config import DISABLE_ENV, PLUGINS_ENV, Config, format_validation_error, suggestion
 from mcp_providers.errors import ConfigError, MCPProvidersDeprecationWarning
 from mcp_providers.providers import PromptProvider, ResourceProvider, ToolProvider
 
@@ -111,10 +112,13 @@ class PluginRecord:
     @property
     def could_authorize(self) -> bool:
         """Not in force although it could carry authorization: rejected at any stage while
-        configured or defining ``authorize``, or left out by the selection while configured and
-        defining ``authorize``. Serving refuses to start while any plugin is in this state."""
+        defining ``authorize`` (or while what it defines is unknown, its import having failed), or
+        left out by the selection while configured and defining ``authorize``. Serving refuses to
+        start while any plugin is in this state. A ``[plugins.<name>]`` table alone does not make
+        a plugin a policy plugin: one holding no ``authorize`` whose settings are invalid is left
+        out like any broken plugin."""
         if self.status == "rejected":
-            return self.configured or self.defines_authorize
+            return self.defines_authorize
         return self.status == "disabled" and self.configured and self.defines_authorize
 
     @cached_property
@@ -231,7 +235,8 @@ def _check_selection_names(config: Config, installed: set[str]) -> None:
     """Every name the selection uses must exist: a typo must not silently serve something else."""
     if config.set is not None and config.set not in config.sets:
         known = ", ".join(sorted(config.sets)) or "none defined; add a [sets.<name>] table"
-        raise ConfigError(f"no plugin set {config.set!r} in the config; sets: {known}")
+        hint = suggestion(config.set, config.sets)
+        raise ConfigError(f"no plugin set {config.set!r} in the config; sets: {known}{hint}")
     sources: list[tuple[str, Iterable[str]]] = [
         ("the config's allow list", config.allow or ()),
         ("the config's deny list", config.deny),
@@ -244,9 +249,10 @@ def _check_selection_names(config: Config, installed: set[str]) -> None:
     for where, names in sources:
         missing = sorted(set(names) - installed)
         if missing:
+            hints = "".join(suggestion(name, installed, naming=len(missing) > 1) for name in missing)
             raise ConfigError(
                 f"{where} names plugin(s) that are not installed: {', '.join(missing)}; "
-                f"installed: {', '.join(sorted(installed)) or 'none'}"
+                f"installed: {', '.join(sorted(installed)) or 'none'}{hints}"
             )
 
 
@@ -343,7 +349,7 @@ def _configure(pm: pluggy.PluginManager, record: PluginRecord, config: Config) -
     try:
         record.settings = model.model_validate(table or {})
     except ValidationError as exc:
-        record.reject(f"invalid settings: {format_validation_error(exc, f'plugins.{record.name}')}")
+        record.reject(f"invalid settings: {format_validation_error(exc, f'plugins.{record.name}', model)}")
 
 
 def _collect(pm: pluggy.PluginManager, record: PluginRecord) -> None:
