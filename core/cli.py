@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import anyio
 import typer
 
+from mcp_providers._cli.schemas import settings_schema
 from mcp_providers._cli.workers import FD_ENV, WHY_CLUSTER, WHY_STATELESS, serve_workers
 from mcp_providers._host.rules import advisories
 from mcp_providers._serve.composition import Composition, compose
@@ -33,6 +34,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
 )
 if TYPE_CHECKING:
     from rich.console import Console
@@ -73,6 +75,38 @@ SetOption = Annotated[
     str | None,
     typer.Option("--set", help="Use the config's plugin set NAME (default: the config's set key).", show_default=False),
 ]
+
+
+def version_line() -> str:
+    """``mcp-providers <version> (MCP Python SDK <version>, Python <x.y.z>)``, from installed metadata."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    def of(distribution: str) -> str:
+        try:
+            return version(distribution)
+        except PackageNotFoundError:
+            return "unknown"
+
+    python = ".".join(str(part) for part in sys.version_info[:3])
+    return f"mcp-providers {of('mcp-providers')} (MCP Python SDK mcp {of('mcp')}, Python {python})"
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        out.print(version_line(), markup=False, highlight=False)
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Print the version and the MCP SDK's, then exit."
+        ),
+    ] = False,
+) -> None:
+    """Compose one MCP server out of installed provider plugins."""
 
 
 def _load(config_path: Path | None, plugin_set: str | None = None) -> Config:
@@ -201,6 +235,9 @@ def _server_of(composition: Composition, strict: bool) -> Any:
             raise typer.Exit(1)
     for line in composition.failures:
         err.print(f"[yellow]not served:[/yellow] {escape(line)}", highlight=False)
+    for r in composition.records:
+        for line in r.deprecations:
+            err.print(f"[yellow]deprecated:[/yellow] {escape(f'{r.name}: {line}')}", highlight=False)
     try:
         return composition.server
     except CompositionError as exc:
@@ -325,7 +362,7 @@ def _plugin_rows(composition: Composition, settings: bool) -> list[dict[str, Any
     if settings:
         for row, record in zip(rows, composition.records, strict=True):
             model = record.settings_model
-            row["settings_schema"] = model.model_json_schema() if model is not None else None
+            row["settings_schema"] = settings_schema(model) if model is not None else None
     return rows
 
 
@@ -342,6 +379,7 @@ def check(config: ConfigOption = None, plugin_set: SetOption = None) -> None:
     order, warnings = authorize_report(composition)
     warnings += [f"warning: {w}" for w in advisories(composition.assembly.declared)]
     warnings += [f"warning: {w}" for w in aggregate_report(composition)]
+    warnings += [f"warning: {r.name}: {d}" for r in composition.records for d in r.deprecations]
     if order is not None:
         err.print(order, markup=False, highlight=False)
     for line in [*warnings, *failures]:  # a warning names its fix but does not fail the check
@@ -381,7 +419,7 @@ def new(
     ] = None,
 ) -> None:
     """Render a new third-party provider package from the plugin template (needs copier)."""
-    from mcp_providers._cli.scaffold import ScaffoldError, render_plugin_package
+    from mcp_providers._cli.scaffold import ScaffoldError, next_steps, render_plugin_package
 
     try:
         where = render_plugin_package(name, dest)
@@ -389,7 +427,8 @@ def new(
         err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
         raise typer.Exit(1) from None
     out.print(f"rendered plugin {name!r} into {where}", markup=False, highlight=False)
-    out.print("next: cd there, then `uv run pytest` and `uv run ruff check .`", markup=False, highlight=False)
+    steps = "".join(f"\n  {command}" for command in next_steps(where))
+    out.print(f"next, in order:{steps}", markup=False, highlight=False)
 
 
 @app.command()

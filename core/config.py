@@ -2,6 +2,7 @@
 
 Shape::
 
+    required_plugins = ["mcp-providers-weather>=0.3"]   # serve and check refuse without these distributions
     allow = ["ssg_catalog", "servicenow"]   # only these plugins (default: every installed one)
     deny = ["workflows"]                    # never these
     set = "docs"                            # the plugin set used when --set is not given
@@ -43,15 +44,18 @@ the chosen set (``--set`` or ``set``) and ``allow`` each keep only the plugins t
 
 from __future__ import annotations
 
+import difflib
 import ipaddress
 import json
 import os
 import re
 import tomllib
-from collections.abc import Mapping
+import types
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
+from packaging.requirements import InvalidRequirement, Requirement
 from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from mcp_providers.errors import ConfigError
@@ -353,7 +357,8 @@ class ServerSettings(BaseModel):
     audit_key_env: str | None = Field(default="MCP_PROVIDERS_AUDIT_KEY", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
     """Environment variable holding the deployment's secret key for ``argumentsHmac`` (HMAC-SHA256 of a
     tool call's canonical JSON arguments, in receipts and the audit log). Unset: a random key per
-    process, with a warning (digests then compare only within one process)."""
+    process (digests then compare only within one process), with a warning when ``audit_log`` is
+    set or this key is written in the file."""
     auth: AuthConfig | None = None
     """Bearer-token authentication for streamable HTTP; the token's subject is the caller."""
     limits: LimitsSettings | None = None
@@ -432,10 +437,31 @@ class ClusterSettings(BaseModel):
         return data
 
 
+def _requirement_problem(text: str) -> str | None:
+    """Why ``text`` cannot be a ``required_plugins`` entry, or ``None``."""
+    try:
+        requirement = Requirement(text)
+    except InvalidRequirement as exc:
+        example = "e.g. 'mcp-providers-weather>=0.3'"
+        return f"{text!r} is not a requirement ({exc}); write a distribution name and versions, {example}"
+    if requirement.url or requirement.extras:
+        what = "a URL" if requirement.url else "extras"
+        return f"{text!r} has {what}; name the plugin's distribution and versions only, e.g. {requirement.name}>=1.0"
+    return None
+
+
 class Config(BaseModel):
     """The whole config file."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    required_plugins: tuple[str, ...] = ()
+    """Plugin *distributions* ``serve`` and ``check`` refuse to run without, as PEP 508 requirements
+    (``"mcp-providers-weather>=0.3"``; a marker such as ``; sys_platform == 'linux'`` limits where one
+    applies), like pytest's ``required_plugins``. Each must be installed, declare an entry point in
+    the ``mcp_providers`` group, and have a version in range (pre-releases count). Unlike
+    ``[server] require_plugins`` (entry-point names that must load and pass their checks), this asks
+    only what is installed."""
 
     allow: tuple[str, ...] | None = None
     """Entry-point names of the only plugins to load; ``None`` loads every installed one."""
@@ -454,6 +480,14 @@ class Config(BaseModel):
     """``[cluster]``: the Redis backend shared by replicas; ``None`` keeps everything in process."""
     plugins: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """Per-plugin settings tables, keyed by entry-point name."""
+
+    @field_validator("required_plugins")
+    @classmethod
+    def _requirements(cls, required: tuple[str, ...]) -> tuple[str, ...]:
+        problems = [p for p in map(_requirement_problem, required) if p]
+        if problems:
+            raise ValueError("; ".join(problems))
+        return required
 
 
 _SECRET_NAME = re.compile(
@@ -493,8 +527,71 @@ def _shown(loc: tuple[int | str, ...], value: object, kind: str) -> str:
     return f" (got {text})"
 
 
-def format_validation_error(error: ValidationError, where: str) -> str:
-    """One line per field: ``<where>.<field path>: <message> (got <value>)``.
+def suggestion(name: str, candidates: Iterable[str], *, naming: bool = False) -> str:
+    """``'; did you mean "<closest>"?'`` for the candidate closest to a misspelt ``name``
+    (:func:`difflib.get_close_matches`, its default cutoff 0.6), or ``""`` when none is close.
+    With ``naming`` (one of several misspelt names): ``'; did you mean "<closest>" for "<name>"?'``."""
+    close = difflib.get_close_matches(name, sorted(set(candidates)), n=1)
+    if not close:
+        return ""
+    return f'; did you mean "{close[0]}" for "{name}"?' if naming else f'; did you mean "{close[0]}"?'
+
+
+def _unwrap(annotation: Any) -> Any:
+    """``Annotated[X, ...]`` and ``X | None`` -> ``X`` (a union of several types stays as it is)."""
+    while True:
+        origin = get_origin(annotation)
+        if origin is Annotated:
+            annotation = get_args(annotation)[0]
+        elif origin in (Union, types.UnionType):
+            members = [a for a in get_args(annotation) if a is not type(None)]
+            if len(members) != 1:
+                return annotation
+            annotation = members[0]
+        else:
+            return annotation
+
+
+def _is_model(annotation: Any) -> bool:
+    return isinstance(annotation, type) and issubclass(annotation, BaseModel)
+
+
+def _step(annotation: Any, part: int | str) -> Any:
+    """The type found one step (a field name, a list index, a table key) inside ``annotation``."""
+    annotation = _unwrap(annotation)
+    if _is_model(annotation):
+        fields = annotation.model_fields
+        field = fields.get(str(part)) or next((f for f in fields.values() if f.alias == part), None)
+        return field.annotation if field is not None else None
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin in (list, tuple, set, frozenset, Sequence) and isinstance(part, int) and args:
+        return args[0]
+    if origin in (dict, Mapping) and len(args) == 2:
+        return args[1]
+    return None
+
+
+def known_keys(model: type[BaseModel], loc: Sequence[int | str]) -> tuple[str, ...]:
+    """The keys (field names and aliases) of the table at ``loc`` inside ``model``, read from the
+    pydantic models themselves (so keys added later count), or ``()`` when no model is there.
+
+    >>> "page_size" in known_keys(Config, ["server"])
+    True
+    """
+    annotation: Any = model
+    for part in loc:
+        annotation = _step(annotation, part)
+        if annotation is None:
+            return ()
+    annotation = _unwrap(annotation)
+    if not _is_model(annotation):
+        return ()
+    return tuple(n for name, f in annotation.model_fields.items() for n in (name, f.alias) if n)
+
+
+def format_validation_error(error: ValidationError, where: str, model: type[BaseModel] | None = None) -> str:
+    """One line per field: ``<where>.<field path>: <message> (got <value>)``; a key ``model`` does
+    not know ends with ``; did you mean "<key>"?`` when one of the table's keys is close.
 
     Never shown, because these lines reach logs: values under secret-looking names (password,
     pwd, secret, token, API key, auth ... anywhere in the path), values of keys the model does not
@@ -511,7 +608,10 @@ def format_validation_error(error: ValidationError, where: str) -> str:
         shown = _shown(tuple(item["loc"]), value, item["type"])
         if "hidden" in shown and isinstance(value, str) and value:
             message = _without(message, value)  # a validator that quoted the hidden value
-        lines.append(f"{where}.{path}: {message}{shown}" if path else f"{where}: {message}")
+        hint = ""
+        if item["type"] == "extra_forbidden" and model is not None and item["loc"]:
+            hint = suggestion(str(item["loc"][-1]), known_keys(model, item["loc"][:-1]))
+        lines.append(f"{where}.{path}: {message}{shown}{hint}" if path else f"{where}: {message}")
     return "; ".join(lines)
 
 
@@ -585,4 +685,4 @@ def _load_file(path: str | Path | None) -> Config:
     try:
         return Config.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(f"config file {file}: {format_validation_error(exc, 'config')}") from None
+        raise ConfigError(f"config file {file}: {format_validation_error(exc, 'config', Config)}") from None

@@ -18,6 +18,12 @@
         └── ProviderFailed            -32603  a provider raised unexpectedly or broke its contract
     ToolFailure                       a tool's expected failure; becomes isError: true
 
+Warnings (plugin authors meet them when their plugin is registered; ``docs/hooks.md`` has the policy)::
+
+    DeprecationWarning
+    └── MCPProvidersDeprecationWarning    a hook argument or behaviour of the contract is on its way out
+        └── MCPProvidersRemovedIn1Warning  ... and stops working in mcp-providers 1.0
+
 -32602 follows MCP 2026-07-28 (SEP-2164) for unknown resources; the others are in the
 implementation-defined range -32000..-32019 that the 2026-07-28 error-code policy sets aside.
 Neither the MCP specification (2025-11-25, 2026-07-28) nor the SDK's ``mcp_types`` constants define
@@ -143,3 +149,16 @@ class ProviderFailed(RequestError):
     """
 
     code = INTERNAL_ERROR
+
+
+class MCPProvidersDeprecationWarning(DeprecationWarning):
+    """A part of the plugin contract a plugin uses is deprecated; the message names the replacement.
+
+    Raised through pluggy's ``warn_on_impl_args`` when a hookimpl names a deprecated argument,
+    aimed at the hookimpl's own file and line. Subclasses name the release that removes it.
+    """
+
+
+class MCPProvidersRemovedIn1Warning(MCPProvidersDeprecationWarning):
+    """What this warns about keeps working through every 0.x release and is removed in 1.0
+    (the window is in ``docs/hooks.md``, "Compatibility policy")."""

@@ -12,6 +12,11 @@ arguments::
 
 The core calls each plugin's implementation on its own, so a hook that raises or returns the wrong
 type disables that plugin alone (see ``mcp-providers plugins``).
+
+How the contract changes: :data:`CHANGELOG` records every change to a hook, newest last, and
+:data:`DEPRECATED_ARGUMENTS` every argument on its way out (pluggy's ``warn_on_impl_args``: a
+hookimpl naming one still loads, with the warning). ``docs/hooks.md`` renders both with the
+compatibility policy.
 """
 
 # Hookspecs have no bodies: pluggy reads only their signatures and docstrings.
@@ -19,9 +24,12 @@ type disables that plugin alone (see ``mcp-providers plugins``).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
 
 import pluggy
+
+from mcp_providers.errors import MCPProvidersDeprecationWarning
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
@@ -39,10 +47,72 @@ hookspec = pluggy.HookspecMarker(PROJECT)
 hookimpl = pluggy.HookimplMarker(PROJECT)
 
 
+# -- how the contract changes --------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class HookChange:
+    """One change to the plugin contract, as ``docs/hooks.md`` lists it."""
+
+    version: str
+    """The core release it is in, e.g. ``"0.1.0"``."""
+    hook: str
+    """The hook's name."""
+    kind: Literal["added", "changed", "deprecated", "removed"]
+    text: str
+    """What changed and what an implementation written before it gets, in one or two sentences."""
+
+
+CHANGELOG: tuple[HookChange, ...] = (
+    HookChange("0.1.0", "settings_model", "added", "``settings_model()``."),
+    HookChange("0.1.0", "register_resource_providers", "added", "``register_resource_providers(settings)``."),
+    HookChange("0.1.0", "register_tool_providers", "added", "``register_tool_providers(settings)``."),
+    HookChange("0.1.0", "register_prompts", "added", "``register_prompts(settings)``."),
+    HookChange("0.1.0", "demo_settings", "added", "``demo_settings()``."),
+    HookChange(
+        "0.1.0", "authorize", "added", "``authorize(subject, action, target)``, ``firstresult``: the first answer won."
+    ),
+    HookChange(
+        "0.1.0",
+        "authorize",
+        "added",
+        "Argument ``settings``. Implementations without it keep working: pluggy passes only the arguments named.",
+    ),
+    HookChange(
+        "0.1.0",
+        "authorize",
+        "changed",
+        "No longer ``firstresult``: every implementation is asked and any deny wins (before, the last-registered "
+        "plugin that answered decided alone, so an allow could hide a deny). An implementation written for "
+        "``firstresult`` loads unchanged; its deny still denies, its allow no longer overrides another plugin's deny.",
+    ),
+    HookChange(
+        "0.1.0",
+        "authorize",
+        "added",
+        "Argument ``principal`` (the whole caller). Implementations without it keep working.",
+    ),
+)
+"""Every change to a hook since the first hookspecs, oldest first. The 0.1.0 entries all came
+before that release, while plugins were already being written against the hooks."""
+
+DEPRECATED_ARGUMENTS: dict[str, dict[str, MCPProvidersDeprecationWarning]] = {}
+"""Hook name -> argument name -> the warning a hookimpl naming that argument gets when it is
+registered (pluggy's ``warn_on_impl_args``; the hookimpl still loads and is still passed the
+argument). Each warning is an instance of a ``MCPProvidersRemovedIn<N>Warning`` naming the
+release that drops the argument, and has a ``deprecated`` entry in :data:`CHANGELOG`. Nothing is
+deprecated now."""
+
+
+def _deprecated(hook: str) -> dict[str, MCPProvidersDeprecationWarning]:
+    # The same dict pluggy keeps (``HookSpec.warn_on_impl_args``): one table for every hookspec.
+    return DEPRECATED_ARGUMENTS.setdefault(hook, {})
+
+
 # -- declaration ---------------------------------------------------------------------------------
 
 
-@hookspec
+@hookspec(warn_on_impl_args=_deprecated("settings_model"))
 def settings_model() -> type[BaseModel] | None:
     """Return the pydantic model of this plugin's settings, or ``None`` if it takes none.
 
@@ -58,7 +128,7 @@ def settings_model() -> type[BaseModel] | None:
     """
 
 
-@hookspec
+@hookspec(warn_on_impl_args=_deprecated("register_resource_providers"))
 def register_resource_providers(settings: Any) -> Sequence[ResourceProvider]:
     """Return the resource providers this plugin contributes.
 
@@ -72,7 +142,7 @@ def register_resource_providers(settings: Any) -> Sequence[ResourceProvider]:
     """
 
 
-@hookspec
+@hookspec(warn_on_impl_args=_deprecated("register_tool_providers"))
 def register_tool_providers(settings: Any) -> Sequence[ToolProvider]:
     """Return the tool providers this plugin contributes.
 
@@ -86,7 +156,7 @@ def register_tool_providers(settings: Any) -> Sequence[ToolProvider]:
     """
 
 
-@hookspec
+@hookspec(warn_on_impl_args=_deprecated("register_prompts"))
 def register_prompts(settings: Any) -> Sequence[PromptProvider]:
     """Return the prompt providers this plugin contributes.
 
@@ -97,7 +167,7 @@ def register_prompts(settings: Any) -> Sequence[PromptProvider]:
     """
 
 
-@hookspec
+@hookspec(warn_on_impl_args=_deprecated("demo_settings"))
 def demo_settings() -> AbstractContextManager[dict[str, Any]] | None:
     """Return a context manager that prepares demo data and yields this plugin's settings table.
 
@@ -114,7 +184,7 @@ def demo_settings() -> AbstractContextManager[dict[str, Any]] | None:
 # -- serving -------------------------------------------------------------------------------------
 
 
-@hookspec
+@hookspec(warn_on_impl_args=_deprecated("authorize"))
 def authorize(subject: str, action: Action, target: str, settings: Any, principal: Principal) -> Decision | None:
     """Decide whether the caller may perform ``action`` on ``target``.
 
@@ -136,18 +206,18 @@ def authorize(subject: str, action: Action, target: str, settings: Any, principa
         issuer, client id, scopes, groups, selected claims), made once per request.
     :returns: a :class:`~mcp_providers.policy.Decision`, or ``None`` to defer.
 
-    .. versionadded:: 0.3
+    .. versionadded:: 0.1.0
         ``principal``. pluggy passes an implementation only the arguments it names, so
         implementations written before it (``subject, action, target, settings``) keep working.
 
-    .. versionchanged:: 0.2
+    .. versionchanged:: 0.1.0
         No longer ``firstresult``: every implementation is asked and any deny wins (before, the
         last-registered plugin that answered decided alone, so an allow could hide a deny).
 
     Use in provider plugins: keep it fast and side-effect free; it runs on every request. An
     implementation that raises, returns anything but a ``Decision`` or ``None``, or is only a hook
     wrapper, denies. A
-    plugin that implements this hook, or is configured, and then fails to load at any stage stops
-    ``mcp-providers serve`` from starting (fail closed); ``mcp-providers check`` lists the
+    plugin that implements this hook (or whose import failed, so it might) and then fails to load
+    at any stage stops ``mcp-providers serve`` from starting (fail closed); ``mcp-providers check`` lists the
     implementations in the order they are asked and flags one that allows everything.
     """

@@ -740,6 +740,40 @@ CASES += (
 )
 
 
+RUN_LOCAL = "tests/test_run_local.py::"
+
+CASES += (
+    # the operator's path (issue 25): bad plugin settings, the audit-key warning, deploy/run-local
+    Case(
+        "start-up: a policy plugin with bad settings still stops serve",
+        "core/_host/discovery.py",
+        '        if self.status == "rejected":\n            return self.defines_authorize',
+        '        if self.status == "rejected":\n            return False',
+        ("tests/test_bad_plugin_settings.py::test_a_policy_plugin_with_bad_settings_still_stops_serve",),
+    ),
+    Case(
+        "audit key: the warning only where digests are compared",
+        "core/_serve/methods/tools.py",
+        'wanted = self._settings.audit_log is not None or "audit_key_env" in self._settings.model_fields_set',
+        "wanted = True",
+        ("tests/test_audit_hmac.py::test_the_audit_key_warning_comes_only_when_an_audit_log_or_digests_are_configured",),
+    ),
+    Case(
+        "run-local: stop signals only the processes it started",
+        "deploy/run-local",
+        "    return bool(since) and started_at(pid) == since",
+        "    return True",
+        (RUN_LOCAL + "test_stop_never_signals_a_process_it_did_not_start",),
+    ),
+    Case(
+        "run-local: start refuses while a deployment from the folder runs",
+        "deploy/run-local",
+        "    if any(alive(pid) and ours(pid, since) for _, pid, since in read_pids(run)):",
+        "    if False:",
+        (RUN_LOCAL + "test_start_two_replicas_read_through_nginx_and_stop",),
+    ),
+)
+
 def run_case(case: Case) -> tuple[bool | None, str]:
     """``(True, ...)`` killed, ``(False, ...)`` survived, ``(None, why)`` could not be applied."""
     path = ROOT / case.file

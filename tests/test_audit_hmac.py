@@ -43,18 +43,51 @@ async def test_arguments_are_keyed_with_the_deployment_key(monkeypatch: pytest.M
     assert receipt["argumentsHmac"] != hashlib.sha256(CANONICAL).hexdigest()
 
 
+AUDIT_KEY_WARNING = (
+    "no audit key: $MCP_PROVIDERS_AUDIT_KEY is unset, so argumentsHmac in the audit log and receipts is keyed "
+    "with a random per-process key (not comparable across restarts or replicas); fix it with this line before "
+    "starting the server: export MCP_PROVIDERS_AUDIT_KEY="
+    "\"$(python3 -c 'import secrets; print(secrets.token_hex(32))')\""
+)
+
+
 async def test_without_a_key_a_random_one_is_used_and_a_warning_given_once(
-    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, tmp_path: Path
 ) -> None:
     monkeypatch.delenv("MCP_PROVIDERS_AUDIT_KEY", raising=False)
     monkeypatch.setattr(custody, "_random_key", None)
+    monkeypatch.setattr(custody, "_warned", False)
     with caplog.at_level(logging.WARNING):
-        first = await _receipt(ServerSettings())
-        second = await _receipt(ServerSettings())
+        first = await _receipt(ServerSettings(audit_log=tmp_path / "audit.jsonl"))
+        second = await _receipt(ServerSettings(audit_log=tmp_path / "audit.jsonl"))
     assert first["argumentsHmac"] == second["argumentsHmac"]  # one key per process
     assert first["argumentsHmac"] != hashlib.sha256(CANONICAL).hexdigest()
-    warnings = [r for r in caplog.records if "MCP_PROVIDERS_AUDIT_KEY" in r.getMessage()]
-    assert len(warnings) == 1, [r.getMessage() for r in caplog.records]
+    warnings = [r.getMessage() for r in caplog.records if "MCP_PROVIDERS_AUDIT_KEY" in r.getMessage()]
+    assert warnings == [AUDIT_KEY_WARNING]
+
+
+@pytest.mark.parametrize(
+    ("server", "warned"),
+    [
+        (ServerSettings(), False),  # neither an audit log nor a key variable: nothing to compare digests across
+        (ServerSettings(audit_key_env="MCP_PROVIDERS_AUDIT_KEY"), True),  # digests asked for by name
+        (ServerSettings(audit_key_env="MY_KEY"), True),
+    ],
+    ids=["default", "key-env-named", "other-key-env"],
+)
+async def test_the_audit_key_warning_comes_only_when_an_audit_log_or_digests_are_configured(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, server: ServerSettings, warned: bool
+) -> None:
+    monkeypatch.delenv("MCP_PROVIDERS_AUDIT_KEY", raising=False)
+    monkeypatch.delenv("MY_KEY", raising=False)
+    monkeypatch.setattr(custody, "_random_key", None)
+    monkeypatch.setattr(custody, "_warned", False)
+    with caplog.at_level(logging.WARNING):
+        receipt = await _receipt(server)
+    assert len(str(receipt["argumentsHmac"])) == 64  # digests are still made, with the per-process key
+    warnings = [r.getMessage() for r in caplog.records if r.getMessage().startswith("no audit key")]
+    variable = server.audit_key_env or ""
+    assert warnings == ([AUDIT_KEY_WARNING.replace("MCP_PROVIDERS_AUDIT_KEY", variable)] if warned else [])
 
 
 async def test_audit_lines_escape_line_separators(tmp_path: Path) -> None:

@@ -126,7 +126,7 @@ def test_new_without_copier_says_how_to_get_it(venv: Path, tmp_path: Path) -> No
     # The fresh venv has mcp-providers without the [new] extra, so copier is missing there.
     run = _run([str(venv / "bin" / "mcp-providers"), "new", "weather", "--dest", str(tmp_path / "w")], env=_env(venv))
     assert run.returncode == 1
-    assert "pip install 'mcp-providers[new]'" in run.stderr
+    assert "install it next to mcp-providers with `uv pip install copier`" in run.stderr
     assert not (tmp_path / "w").exists()
 
 

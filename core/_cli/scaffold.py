@@ -2,14 +2,17 @@
 
 The template is ``plugin_template/`` in the source tree, installed as the package data
 ``mcp_providers.plugin_template``, so an installed mcp-providers can render it without a checkout.
-copier is an optional dependency: ``pip install 'mcp-providers[new]'``.
+copier is an optional dependency (the ``new`` extra; a clone's dev group has it).
 """
 
 from __future__ import annotations
 
+import json
 import re
+import shlex
 from collections.abc import Mapping
 from pathlib import Path
+from urllib.parse import unquote, urlparse
 
 import importlib_metadata
 
@@ -62,8 +65,9 @@ def render_plugin_package(name: str, dest: Path | None = None, data: Mapping[str
         import copier
     except ImportError:
         raise ScaffoldError(
-            "mcp-providers new needs copier, an optional dependency; install it with "
-            "pip install 'mcp-providers[new]' (or uv pip install copier)"
+            "mcp-providers new needs copier, an optional dependency; install it next to mcp-providers "
+            "with `uv pip install copier` (or `pip install copier`), or run `uv run mcp-providers new` "
+            "in a clone of mcp-providers, whose dev group has it"
         ) from None
     answers = {"plugin_name": name, **(data or {})}
     try:
@@ -78,3 +82,43 @@ def render_plugin_package(name: str, dest: Path | None = None, data: Mapping[str
     except copier.errors.CopierError as exc:  # e.g. an answer rejected by a validator
         raise ScaffoldError(f"copier could not render the template: {exc}") from None
     return dest
+
+
+def core_install_command() -> str | None:
+    """The command that installs this running mcp-providers into a rendered package's project.
+
+    Read from the distribution's ``direct_url.json`` (PEP 610, written by pip and uv for a
+    directory or file install): a checkout gives ``uv add --editable DIR``, a wheel file
+    ``uv add WHEEL``. ``None`` when the core came from a package index: the rendered
+    ``dependencies`` already name it, so ``uv run`` resolves it there.
+    """
+    try:
+        raw = importlib_metadata.distribution("mcp-providers").read_text("direct_url.json")
+    except importlib_metadata.PackageNotFoundError:
+        return None
+    try:
+        origin = json.loads(raw) if raw else {}
+    except json.JSONDecodeError:
+        return None
+    url = urlparse(str(origin.get("url", "")))
+    if url.scheme != "file":
+        return None
+    where = shlex.quote(unquote(url.path))
+    if "dir_info" in origin:
+        return f"uv add --editable {where}"
+    return f"uv add {where}"
+
+
+def next_steps(where: Path) -> list[str]:
+    """The shell commands a new author types after ``mcp-providers new``, in order: into the
+    rendered folder, the core into its project (when not from an index), its tests, ruff, and
+    ``plugins``/``check`` as an operator would. ``docs/plugin-authors.md`` shows the same ones."""
+    install = core_install_command()
+    return [
+        f"cd {shlex.quote(str(where))}",
+        *([install] if install else []),
+        "uv run pytest",
+        "uv run ruff check .",
+        "uv run mcp-providers plugins",
+        "uv run mcp-providers check",
+    ]

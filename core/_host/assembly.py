@@ -16,6 +16,7 @@ from typing import Any
 import pluggy
 
 from mcp_providers._host.catalog import Catalog
+from mcp_providers._host.compat import plugin_distributions, unmet_requirements
 from mcp_providers._host.declarations import Declared, Problem, declare
 from mcp_providers._host.discovery import PluginRecord, discover
 from mcp_providers._host.rules import TOOL_RULES, check
@@ -47,12 +48,16 @@ class Assembly:
     authorize: tuple[AuthorizeImpl, ...]
     """Every served plugin's ``authorize`` implementation, in the order ``check`` prints them
     (by plugin name; the order never changes a decision: any deny wins)."""
+    unmet_requirements: tuple[str, ...] = ()
+    """One line per top-level ``required_plugins`` entry the installed distributions do not meet;
+    serving refuses while there is one."""
 
     @property
     def failures(self) -> list[str]:
         """One line per rejected plugin, per failed check, per authorization plugin not in force and
-        per required plugin not served."""
-        lines = [f"{r.name}: rejected: {r.reason}" for r in self.records if r.status == "rejected"]
+        per required plugin not served or not installed."""
+        lines = [*self.unmet_requirements]
+        lines += [_rejected(r) for r in self.records if r.status == "rejected"]
         lines += [str(p) for p in self.problems]
         lines += [_off(r) for r in self.records if r.status == "disabled" and r.could_authorize]
         return lines + _unserved_required(self) + _stray_authorize(self.plugin_manager, self.records)
@@ -68,7 +73,7 @@ class Assembly:
         lines = []
         for r in self.records:
             if r.status == "rejected" and r.could_authorize:
-                why = r.authorize_evidence if r.defines_authorize else f"[plugins.{r.name}] configures it"
+                why = r.authorize_evidence
                 lines.append(f"{r.name}: policy plugin rejected ({r.reason}); {why}, so its rules would not apply")
             elif r.could_authorize:
                 lines.append(_off(r))
@@ -78,6 +83,17 @@ class Assembly:
     def origins(self) -> Mapping[str, tuple[str | None, str | None]]:
         """Plugin name -> (distribution, version), read from metadata on first use."""
         return {r.name: (r.distribution, r.version) for r in self.records}
+
+
+LEFT_OUT = "left out and the other plugins served: it is not a policy plugin (no authorize hookimpl)"
+"""Said of a configured plugin that is rejected but holds no ``authorize`` (so serving goes on)."""
+
+
+def _rejected(record: PluginRecord) -> str:
+    """``<name>: rejected: <reason>``; for a configured plugin also whether it stops serving, since
+    its ``[plugins.<name>]`` table may make an operator take it for a policy."""
+    line = f"{record.name}: rejected: {record.reason}"
+    return f"{line}; {LEFT_OUT}" if record.configured and not record.could_authorize else line
 
 
 def _off(record: PluginRecord) -> str:
@@ -138,6 +154,7 @@ def assemble(config: Config, *, load_entrypoints: bool = True, plugins: Mapping[
 
     :raises ConfigError: the config names a plugin that is not installed.
     """
+    unmet = unmet_requirements(config.required_plugins, plugin_distributions()) if config.required_plugins else []
     pm, records = discover(config, load_entrypoints=load_entrypoints, plugins=plugins)
     declared, problems = declare(records)
     problems += check(declared)
@@ -149,4 +166,5 @@ def assemble(config: Config, *, load_entrypoints: bool = True, plugins: Mapping[
                 pm.unregister(record.plugin)
     served = tuple(d for d in declared if d.plugin not in bad)
     frozen = tuple(records)
-    return Assembly(config, pm, frozen, served, tuple(problems), Catalog(served), _authorize_impls(pm, frozen))
+    authorize = _authorize_impls(pm, frozen)
+    return Assembly(config, pm, frozen, served, tuple(problems), Catalog(served), authorize, tuple(unmet))

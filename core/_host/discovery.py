@@ -18,7 +18,18 @@ A broken plugin never stops the others from loading, with one exception that fai
 plugin that could carry authorization but is not in force (:attr:`PluginRecord.could_authorize`)
 makes serving refuse to start, since its rules would silently not apply. Whether it could is
 decided by what pluggy would register from it (:mod:`mcp_providers._host.hookscan`), never by its
-source text; a plugin whose import failed could, since what it would register is unknown.
+source text or by its having a ``[plugins.<name>]`` table; a plugin whose import failed could,
+since what it would register is unknown.
+
+Before anything of a plugin is imported, its distribution's ``Requires-Dist`` on ``mcp-providers`` is
+checked against the running core (:mod:`mcp_providers._host.compat`): a plugin made for another
+core is rejected unimported, naming both versions. Since what it would register is then unknown, it
+fails closed like a plugin whose import failed, until it is upgraded or left out with ``deny``.
+
+A hookimpl naming a deprecated hook argument (:data:`mcp_providers.hookspecs.DEPRECATED_ARGUMENTS`)
+loads; pluggy's warning is recorded in :attr:`PluginRecord.deprecations` (``check`` and ``serve``
+print it) and then issued again through :mod:`warnings`, so the caller's filters decide: under
+``-W error`` (or pytest's ``filterwarnings = error``) the plugin is rejected instead.
 
 Every hook call goes through pluggy's own hook callers (one plugin's implementation at a time, via
 ``subset_hook_caller``), so ``MCP_PROVIDERS_TRACE_PLUGINS=1`` shows each call on stderr with
@@ -31,6 +42,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -41,10 +53,11 @@ import pluggy
 from pydantic import BaseModel, ValidationError
 
 from mcp_providers import hookspecs
+from mcp_providers._host.compat import core_requirement_problem, core_version
 from mcp_providers._host.hookscan import scan_authorize, scan_problem
 from mcp_providers._metadata import usable
-from mcp_providers.config import DISABLE_ENV, PLUGINS_ENV, Config, format_validation_error
-from mcp_providers.errors import ConfigError
+from mcp_providers.config import DISABLE_ENV, PLUGINS_ENV, Config, format_validation_error, suggestion
+from mcp_providers.errors import ConfigError, MCPProvidersDeprecationWarning
 from mcp_providers.providers import PromptProvider, ResourceProvider, ToolProvider
 
 Status = Literal["loaded", "rejected", "disabled"]
@@ -71,6 +84,9 @@ class PluginRecord:
     selection: str = "on: every installed plugin (no set, allow list or override)"
     """Which selection rule turned this plugin on or off, e.g. ``off: in the config's deny list``."""
     hooks: list[str] = field(default_factory=list)
+    deprecations: list[str] = field(default_factory=list)
+    """One line per deprecated part of the hook contract its hookimpls use, e.g.
+    ``hook authorize: ... (weather.py:12)``; the plugin still loads."""
     settings: BaseModel | None = None
     settings_model: type[BaseModel] | None = None
     plugin: object | None = field(default=None, repr=False)
@@ -96,10 +112,13 @@ class PluginRecord:
     @property
     def could_authorize(self) -> bool:
         """Not in force although it could carry authorization: rejected at any stage while
-        configured or defining ``authorize``, or left out by the selection while configured and
-        defining ``authorize``. Serving refuses to start while any plugin is in this state."""
+        defining ``authorize`` (or while what it defines is unknown, its import having failed), or
+        left out by the selection while configured and defining ``authorize``. Serving refuses to
+        start while any plugin is in this state. A ``[plugins.<name>]`` table alone does not make
+        a plugin a policy plugin: one holding no ``authorize`` whose settings are invalid is left
+        out like any broken plugin."""
         if self.status == "rejected":
-            return self.configured or self.defines_authorize
+            return self.defines_authorize
         return self.status == "disabled" and self.configured and self.defines_authorize
 
     @cached_property
@@ -131,6 +150,7 @@ class PluginRecord:
             "reason": self.reason,
             "selection": self.selection,
             "hooks": self.hooks,
+            "deprecations": self.deprecations,
             "providers": [p.name for p in self.providers()],
         }
 
@@ -154,6 +174,27 @@ def _reraise_interrupt(exc: BaseException) -> None:
     """The operator's Ctrl-C stops start-up; anything else a plugin raises is that plugin's failure."""
     if isinstance(exc, KeyboardInterrupt):
         raise exc
+
+
+class MadeForAnotherCore(Exception):
+    """A plugin's distribution requires a core version other than the running one (the message
+    names both); raised instead of importing it."""
+
+
+def _guarded(ep: importlib_metadata.EntryPoint) -> Callable[[], object]:
+    """How to load ``ep``: the one place an entry point is imported, after its distribution's
+    requirement on the core is checked (:func:`~mcp_providers._host.compat.core_requirement_problem`).
+
+    :raises MadeForAnotherCore: the core is outside that requirement; nothing was imported.
+    """
+
+    def load() -> object:
+        problem = core_requirement_problem(ep.dist, core_version()) if ep.dist is not None else None
+        if problem is not None:
+            raise MadeForAnotherCore(problem)
+        return ep.load()
+
+    return load
 
 
 def _entry_points() -> list[importlib_metadata.EntryPoint]:
@@ -194,7 +235,8 @@ def _check_selection_names(config: Config, installed: set[str]) -> None:
     """Every name the selection uses must exist: a typo must not silently serve something else."""
     if config.set is not None and config.set not in config.sets:
         known = ", ".join(sorted(config.sets)) or "none defined; add a [sets.<name>] table"
-        raise ConfigError(f"no plugin set {config.set!r} in the config; sets: {known}")
+        hint = suggestion(config.set, config.sets)
+        raise ConfigError(f"no plugin set {config.set!r} in the config; sets: {known}{hint}")
     sources: list[tuple[str, Iterable[str]]] = [
         ("the config's allow list", config.allow or ()),
         ("the config's deny list", config.deny),
@@ -207,9 +249,10 @@ def _check_selection_names(config: Config, installed: set[str]) -> None:
     for where, names in sources:
         missing = sorted(set(names) - installed)
         if missing:
+            hints = "".join(suggestion(name, installed, naming=len(missing) > 1) for name in missing)
             raise ConfigError(
                 f"{where} names plugin(s) that are not installed: {', '.join(missing)}; "
-                f"installed: {', '.join(sorted(installed)) or 'none'}"
+                f"installed: {', '.join(sorted(installed)) or 'none'}{hints}"
             )
 
 
@@ -246,9 +289,12 @@ def _register(pm: pluggy.PluginManager, record: PluginRecord, plugin: object) ->
     the composition's (which lists every plugin); a mismatch with the hookspecs rejects it."""
     own = plugin_manager()
     try:
-        own.register(plugin, name=record.name)
+        _register_recording(own, record, plugin)
     except pluggy.PluginValidationError as exc:
         record.reject(f"hook signature does not match the hookspec: {_one_line(exc)}")
+        return
+    except Warning as exc:  # the caller's filters made a deprecation an error
+        record.reject(f"uses a deprecated part of the hook contract and warnings are errors here: {_one_line(exc)}")
         return
     except Exception as exc:  # ValueError (a name taken), or plugin code run by dir()
         record.reject(f"pluggy could not register it: {_one_line(exc)}")
@@ -258,11 +304,30 @@ def _register(pm: pluggy.PluginManager, record: PluginRecord, plugin: object) ->
         known = ", ".join(n for n in dir(hookspecs) if hasattr(getattr(hookspecs, n), "mcp_providers_spec"))
         record.reject(f"implements unknown hook(s) {', '.join(sorted(unknown))}; the hooks are: {known}")
         return
-    pm.register(plugin, name=record.name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MCPProvidersDeprecationWarning)  # issued once already, above
+        pm.register(plugin, name=record.name)
     record.plugin, record.manager = plugin, own
     record.hooks = sorted(hc.name for hc in own.get_hookcallers(plugin) or [])
     if "authorize" in record.hooks and record.authorize_evidence is None:  # what pluggy did, whatever the scan saw
         record.authorize_evidence = "pluggy registered an authorize hookimpl from it"
+
+
+def _register_recording(own: pluggy.PluginManager, record: PluginRecord, plugin: object) -> None:
+    """``own.register(plugin)``, keeping each deprecation warning pluggy gives (``warn_on_impl_args``)
+    in ``record.deprecations`` and then issuing every warning again under the caller's filters.
+
+    :raises Warning: the caller's filters turn a warning into an error (``-W error``); the plugin
+        is then rejected like any other registration failure.
+    """
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")  # a deprecation must not fail registration half-way
+        own.register(plugin, name=record.name)
+    for w in caught:
+        if issubclass(w.category, MCPProvidersDeprecationWarning):
+            record.deprecations.append(f"{w.message} ({w.filename}:{w.lineno})")
+    for w in caught:
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 
 
 def _configure(pm: pluggy.PluginManager, record: PluginRecord, config: Config) -> None:
@@ -284,7 +349,7 @@ def _configure(pm: pluggy.PluginManager, record: PluginRecord, config: Config) -
     try:
         record.settings = model.model_validate(table or {})
     except ValidationError as exc:
-        record.reject(f"invalid settings: {format_validation_error(exc, f'plugins.{record.name}')}")
+        record.reject(f"invalid settings: {format_validation_error(exc, f'plugins.{record.name}', model)}")
 
 
 def _collect(pm: pluggy.PluginManager, record: PluginRecord) -> None:
@@ -320,7 +385,13 @@ def _collect(pm: pluggy.PluginManager, record: PluginRecord) -> None:
             record.prompt_providers.extend(result)
 
 
-def _unknown(name: str) -> str:
+def _unknown(name: str, exc: BaseException | None = None) -> str:
+    if isinstance(exc, MadeForAnotherCore):
+        return (
+            "it was not imported (made for another core), so whether pluggy would register an authorize "
+            "hookimpl from it is unknown (install a release that fits this core, or leave it out with "
+            f"deny = [{name!r}])"
+        )
     return (
         "its import failed, so whether pluggy would register an authorize hookimpl from it is unknown "
         f"(fix the import, or leave it out with deny = [{name!r}])"
@@ -336,7 +407,7 @@ def _look(name: str, load: Callable[[], object]) -> str | None:
     except BaseException as exc:
         if isinstance(exc, KeyboardInterrupt):
             raise
-        return _unknown(name)
+        return _unknown(name, exc)
     return scan_authorize(plugin).evidence
 
 
@@ -387,9 +458,9 @@ def _found(
         if len(eps) > 1:
             owners = " and ".join(f"{e.dist.name if e.dist else '?'} ({e.value})" for e in eps)
             record.reject(f"entry point name {name!r} is declared by {owners}; uninstall one or rename it")
-            record.authorize_evidence = next(filter(None, (_look(name, e.load) for e in eps)), None)
+            record.authorize_evidence = next(filter(None, (_look(name, _guarded(e)) for e in eps)), None)
             continue
-        loaders[name] = eps[0].load
+        loaders[name] = _guarded(eps[0])
     for name, plugin in (plugins or {}).items():
         if name in records:
             raise ConfigError(f"plugin {name!r} is both installed and passed directly; use another name")
@@ -406,8 +477,9 @@ def _load(pm: pluggy.PluginManager, record: PluginRecord, load: Callable[[], obj
     except BaseException as exc:
         if isinstance(exc, KeyboardInterrupt):
             raise
-        record.reject(f"import failed: {_one_line(exc)}")
-        record.authorize_evidence = _unknown(record.name)
+        made_for = isinstance(exc, MadeForAnotherCore)
+        record.reject(f"made for another core: {exc}" if made_for else f"import failed: {_one_line(exc)}")
+        record.authorize_evidence = _unknown(record.name, exc)
         return
     scan = scan_authorize(plugin)
     record.authorize_evidence = scan.evidence

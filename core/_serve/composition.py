@@ -93,9 +93,11 @@ class Composition:
     def server(self) -> Server[object]:
         """The SDK low-level ``Server`` bound to this composition (built once).
 
-        :raises CompositionError: a plugin that could carry authorization is not in force (fail
-            closed; see :attr:`policy_failures`).
+        :raises CompositionError: a top-level ``required_plugins`` entry is not met, or a plugin that
+            could carry authorization is not in force (fail closed; see :attr:`policy_failures`).
         """
+        if self.assembly.unmet_requirements:
+            raise CompositionError(["refusing to serve: required_plugins not met:", *self.assembly.unmet_requirements])
         if self.policy_failures:
             raise CompositionError(["refusing to serve without its authorization policy:", *self.policy_failures])
         return build_server(self.runtime, self.pipeline, self.config.server.name, _version())

@@ -69,7 +69,8 @@ INSTANCE_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$"
 ENV_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,127}$"
 FIELD_NAME_PATTERN = r"^[a-z_][a-z0-9_]{0,79}(\.[a-z_][a-z0-9_]{0,79}){0,3}$"
 
-_STRICT = ConfigDict(extra="forbid", frozen=True)
+_STRICT = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+"""Field docstrings become the descriptions ``mcp-providers plugins --settings`` shows."""
 
 EnvName = Annotated[str, Field(pattern=ENV_NAME_PATTERN)]
 """Name of an environment variable holding a secret, e.g. ``SN_DEV_PASSWORD``."""
@@ -259,7 +260,9 @@ class InstanceSettings(BaseModel):
     """Base URL, e.g. ``https://dev12345.service-now.com``: https (http only on loopback), no
     user info, path, query or fragment."""
     description: str = ""
+    """Shown to clients in ``servicenow://instances``."""
     auth: Auth
+    """How to authenticate: a table with ``type`` = ``basic``, ``oauth``, ``api_key`` or ``jwt_bearer``."""
     timeout_seconds: float = Field(default=30.0, gt=0, le=600)
     """Seconds to wait for each HTTP answer (connect, read, write and pool each)."""
     page_size: int = Field(default=25, ge=1, le=10000)
@@ -286,6 +289,7 @@ class InstanceSettings(BaseModel):
     update sets) while the server runs; the first is taken at start-up. A change is published to
     the watchers of the list and of the changed record."""
     fields: ResourceFields = ResourceFields()
+    """Which record fields each list and record resource returns (per resource kind)."""
 
     @property
     def per_user(self) -> bool:
@@ -353,9 +357,11 @@ def is_loopback_host(host: str) -> bool:
 class ServiceNowSettings(BaseModel):
     """The plugin's settings: the configured instances (names unique)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     instances: tuple[InstanceSettings, ...] = ()
+    """The instances served, each a ``[[plugins.servicenow.instances]]`` table; none: the fixed
+    resources answer with empty lists."""
 
     _pool: InstancePool | None = PrivateAttr(default=None)
 

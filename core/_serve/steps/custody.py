@@ -71,28 +71,38 @@ def digest(data: bytes) -> str:
 
 log = logging.getLogger("mcp_providers.server")
 _random_key: bytes | None = None
+_warned = False
 _key_lock = threading.Lock()
 
+AUDIT_KEY_FIX = "export {variable}=\"$(python3 -c 'import secrets; print(secrets.token_hex(32))')\""
+"""The one shell line that sets the audit key (32 random bytes, hex)."""
 
-def audit_key(env_name: str | None, environ: Mapping[str, str] | None = None) -> bytes:
+
+def audit_key(env_name: str | None, environ: Mapping[str, str] | None = None, *, warn: bool = False) -> bytes:
     """The key of ``argumentsHmac``: the value of the environment variable ``env_name``.
 
-    When it is unset (or ``env_name`` is ``None``), a random key made once per process, with one
-    warning: digests are then comparable within this process only (not across restarts or replicas).
+    When it is unset (or ``env_name`` is ``None``), a random key made once per process: digests are
+    then comparable within this process only (not across restarts or replicas). With ``warn``
+    (an audit log or a key variable is configured, so someone means to compare digests) one
+    warning says so, once per process, with the line that fixes it.
     """
     environ = os.environ if environ is None else environ
     value = environ.get(env_name) if env_name else None
     if value:
         return value.encode()
-    global _random_key
+    global _random_key, _warned
     with _key_lock:
         if _random_key is None:
             _random_key = secrets.token_bytes(32)
+        if warn and not _warned:
+            _warned = True
+            variable = env_name or "MCP_PROVIDERS_AUDIT_KEY"
             log.warning(
-                "no audit key: $%s is unset, so argumentsHmac in receipts and the audit log is keyed with a random "
-                "per-process key (not comparable across restarts or replicas); set it to a secret shared by "
-                "the deployment, or name another variable with [server] audit_key_env",
-                env_name or "MCP_PROVIDERS_AUDIT_KEY",
+                "no audit key: $%s is unset, so argumentsHmac in the audit log and receipts is keyed with a random "
+                "per-process key (not comparable across restarts or replicas); fix it with this line before "
+                "starting the server: %s",
+                variable,
+                AUDIT_KEY_FIX.format(variable=variable),
             )
         return _random_key
 

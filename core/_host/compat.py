@@ -1,0 +1,137 @@
+"""Compatibility between the running core and installed plugin distributions.
+
+Two checks, both read from installed metadata only, so neither imports a plugin:
+
+- :func:`core_requirement_problem`: a plugin's distribution declares which cores it works with in
+  its ``Requires-Dist`` on ``mcp-providers`` (``dependencies = ["mcp-providers>=0.1,<0.3"]`` in
+  its pyproject). Discovery asks this before importing any of its entry points; a core outside the
+  range rejects the plugin unimported.
+- :func:`unmet_requirements`: the operator's top-level ``required_plugins`` (PEP 508 strings
+  naming plugin *distributions*, as pytest's ``required_plugins`` does), each of which must be
+  installed, declare an entry point in the ``mcp_providers`` group, and have a version in range.
+
+Versions compare by PEP 440 (``packaging``) with pre-releases allowed, as pytest's
+``required_plugins`` compares: an installed core ``0.2.0rc1`` satisfies ``>=0.1`` but not
+``>=0.2``. A ``Requires-Dist`` whose marker is false here does not apply; one behind an
+``extra == "..."`` marker applies only when that extra is asked for, which installed metadata does
+not record, so it is not applied.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterable
+
+import importlib_metadata
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from mcp_providers import hookspecs
+
+CORE = "mcp-providers"
+"""The core's distribution name, as plugins write it in ``Requires-Dist``."""
+
+_LEADING_NAME = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+
+
+@functools.cache
+def core_version() -> Version | None:
+    """The running core's version from its installed metadata, or ``None`` when it is not installed
+    (a bare source tree on ``sys.path``): then no plugin is checked against it."""
+    try:
+        return Version(importlib_metadata.version(CORE))
+    except (importlib_metadata.PackageNotFoundError, InvalidVersion):
+        return None
+
+
+def _applies(requirement: Requirement) -> bool:
+    # extra="" : an extra-only requirement is not applied (see the module docstring).
+    return requirement.marker is None or requirement.marker.evaluate({"extra": ""})
+
+
+_checked: dict[tuple[str, Version], str | None] = {}
+"""Answers by (dist-info path, core): the built-in plugins are six entry points of one
+distribution, whose metadata need be parsed once (about 2 ms each time)."""
+
+
+def core_requirement_problem(dist: importlib_metadata.IDistribution, core: Version | None) -> str | None:
+    """Why ``dist`` does not fit the core at version ``core``, or ``None`` when it does.
+
+    :param dist: the plugin's installed distribution (its ``Requires-Dist`` lines are read).
+    :param core: the running core's version (:func:`core_version`); ``None`` checks nothing.
+    :returns: one line naming the distribution, its version, its requirement and the core's
+        version, e.g. ``mcp-providers-weather 0.3 requires mcp-providers<0.1; this core is 0.1.0``.
+    """
+    if core is None:
+        return None
+    where = getattr(dist, "_path", None)  # a dist-info folder (its name holds the version), when on disk
+    if where is None:
+        return _problem(dist, core)
+    key = (str(where), core)
+    if key not in _checked:
+        _checked[key] = _problem(dist, core)
+    return _checked[key]
+
+
+def _problem(dist: importlib_metadata.IDistribution, core: Version) -> str | None:
+    for line in dist.requires or ():
+        head = _LEADING_NAME.match(line)
+        if head is None or canonicalize_name(head.group(1)) != CORE:
+            continue
+        try:
+            requirement = Requirement(line)
+        except InvalidRequirement as exc:
+            return f"{dist.name} {dist.version} has a Requires-Dist on {CORE} that does not parse ({line!r}: {exc})"
+        if _applies(requirement) and not requirement.specifier.contains(core, prereleases=True):
+            return (
+                f"{dist.name} {dist.version} requires {CORE}{requirement.specifier}; this core is {core} "
+                f"(install a release of {dist.name} made for {CORE} {core}, or a core it supports)"
+            )
+    return None
+
+
+def _version_in(version: str, requirement: Requirement) -> bool:
+    try:
+        return requirement.specifier.contains(Version(version), prereleases=True)
+    except InvalidVersion:  # not PEP 440: no range can hold it
+        return False
+
+
+def plugin_distributions() -> dict[str, importlib_metadata.Distribution]:
+    """Installed distributions declaring an entry point in the ``mcp_providers`` group, by canonical
+    name (the first found on ``sys.path`` for each, as ``importlib.metadata`` picks)."""
+    found: dict[str, importlib_metadata.Distribution] = {}
+    for ep in importlib_metadata.entry_points(group=hookspecs.PROJECT):
+        dist = ep.dist
+        if dist is not None:
+            found.setdefault(canonicalize_name(dist.name), dist)
+    return found
+
+
+def unmet_requirements(required: Iterable[str], installed: dict[str, importlib_metadata.Distribution]) -> list[str]:
+    """One line per ``required_plugins`` entry not met by the ``installed`` plugin distributions.
+
+    :param required: PEP 508 strings (validated by the config), e.g. ``"mcp-providers-weather>=0.3"``.
+    :param installed: :func:`plugin_distributions`.
+    :returns: e.g. ``required_plugins: mcp-providers-weather>=0.3 is not met: 0.2 is installed``.
+    """
+    lines = []
+    for text in required:
+        requirement = Requirement(text)
+        if not _applies(requirement):
+            continue
+        dist = installed.get(canonicalize_name(requirement.name))
+        if dist is None:
+            names = ", ".join(f"{d.name} {d.version}" for _, d in sorted(installed.items())) or "none"
+            lines.append(
+                f"required_plugins: {text} is not met: {requirement.name} is not installed "
+                f"(installed plugin distributions: {names})"
+            )
+        elif not _version_in(dist.version, requirement):
+            lines.append(
+                f"required_plugins: {text} is not met: {dist.name} {dist.version} is installed; "
+                f"install a version matching {requirement.specifier}"
+            )
+    return lines
