@@ -59,6 +59,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from mcp_providers.errors import ConfigError
+from mcp_providers.models import Icon
 
 CONFIG_ENV = "MCP_PROVIDERS_CONFIG"
 PLUGINS_ENV = "MCP_PROVIDERS_PLUGINS"
@@ -325,6 +326,11 @@ class ServerSettings(BaseModel):
 
     name: str = "mcp-providers"
     """Server name reported to clients."""
+    icons: tuple[Icon, ...] = ()
+    """The server's icons in ``serverInfo`` (2025-11-25+ sessions), each a table with ``src``
+    (``https:`` URL or ``data:image/...;base64,...`` URI) and optional ``mime_type``, ``sizes``
+    (``["48x48"]`` or ``["any"]``) and ``theme`` (``"light"``/``"dark"``), checked as declarations'
+    icons are (:meth:`~mcp_providers.models.Icon.problems`)."""
     page_size: int = Field(default=100, ge=1, le=10_000)
     """Items per page of every list result."""
     read_timeout: float = Field(default=30.0, gt=0)
@@ -373,6 +379,14 @@ class ServerSettings(BaseModel):
     trusted_proxies: tuple[str, ...] = ()
     """Addresses or networks (``127.0.0.1``, ``10.0.0.0/8``) whose ``X-Forwarded-For`` and
     ``X-Forwarded-Proto`` are believed (``serve --http``); from anyone else they are ignored."""
+
+    @field_validator("icons")
+    @classmethod
+    def _good_icons(cls, icons: tuple[Icon, ...]) -> tuple[Icon, ...]:
+        faults = [f"icon {i}: {what}; fix: {fix}" for i, icon in enumerate(icons) for what, fix in icon.problems()]
+        if faults:
+            raise ValueError("; ".join(faults))
+        return icons
 
     @field_validator("trusted_proxies")
     @classmethod
