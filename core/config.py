@@ -12,6 +12,7 @@ Shape::
     description = "DocuMCP's documentation resources"
 
     [server]
+    icons = [{ src = "https://example.com/icon-48.png", mime_type = "image/png", sizes = ["48x48"] }]
     page_size = 100              # items per list page
     read_timeout = 30.0          # seconds a provider may take for one read or call
     max_read_bytes = 4194304     # read budget in bytes, overridable per resource
@@ -329,8 +330,8 @@ class ServerSettings(BaseModel):
     icons: tuple[Icon, ...] = ()
     """The server's icons in ``serverInfo`` (2025-11-25+ sessions), each a table with ``src``
     (``https:`` URL or ``data:image/...;base64,...`` URI) and optional ``mime_type``, ``sizes``
-    (``["48x48"]`` or ``["any"]``) and ``theme`` (``"light"``/``"dark"``), checked as declarations'
-    icons are (:meth:`~mcp_providers.models.Icon.problems`)."""
+    (``["48x48"]`` or ``["any"]``) and ``theme`` (``"light"``/``"dark"``); a bad one is a config
+    error saying what is wrong and the fix, as ``check`` says for a declaration's icon."""
     page_size: int = Field(default=100, ge=1, le=10_000)
     """Items per page of every list result."""
     read_timeout: float = Field(default=30.0, gt=0)
