@@ -8,6 +8,8 @@ its plugin is not served.
 from __future__ import annotations
 
 import base64
+import subprocess
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import SimpleNamespace
@@ -277,3 +279,45 @@ async def test_every_built_in_declaration_has_a_valid_icon(monkeypatch: pytest.M
             assert all(i.src.startswith("data:image/svg+xml;base64,") and not i.problems() for i in decl.icons)
             count += 1
     assert count >= 20, count
+
+
+def test_the_check_command_prints_the_bad_icon_and_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from mcp_providers import cli
+
+    composition = compose({"icons": plugin(Act(icons=(Icon(src="javascript:alert(1)"),)))}, strict=False)
+    monkeypatch.setattr(cli, "_compose", lambda config, strict: composition)
+    result = CliRunner().invoke(cli.app, ["check"])
+    assert result.exit_code == 1, result.output
+    assert (
+        "icons: icon-invalid: 'tool do_thing': icon 0: src 'javascript:alert(1)' has scheme javascript:, "
+        "not https: or data:; fix: use an https: URL or a data:image/...;base64,... URI"
+    ) in result.output, result.output
+
+
+def test_the_check_command_names_a_bad_server_icon(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text('[server]\nicons = [{ src = "http://example.com/a.png" }]\n')
+    result = subprocess.run(
+        [sys.executable, "-m", "mcp_providers", "check", "-c", str(path)],
+        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert result.returncode == 1, result
+    assert "server.icons" in result.stderr and "has scheme http:, not https: or data:" in result.stderr, result.stderr
+    assert "Traceback" not in result.stdout + result.stderr
+
+
+async def test_icons_cross_into_an_mcpserver() -> None:
+    from mcp import Client
+    from mcp.server.mcpserver import MCPServer
+
+    from mcp_providers.embedding import add_to_mcpserver
+
+    mcp = MCPServer("host", log_level="WARNING")
+    add_to_mcpserver(mcp, _composed())
+    async with Client(mcp, cache=None) as client:
+        assert _dumped((await client.list_resources()).resources) == [WIRE_GOOD]
+        assert _dumped((await client.list_resource_templates()).resource_templates) == [WIRE_GOOD]
+        assert _dumped((await client.list_tools()).tools) == [WIRE_GOOD]
+        assert _dumped((await client.list_prompts()).prompts) == [WIRE_GOOD]
