@@ -72,6 +72,7 @@ render (MCP 2025-11-25, ``schema.ts`` ``Icons``), and GIF."""
 
 _ICON_SIZE = re.compile(r"^(any|[1-9][0-9]{0,4}x[1-9][0-9]{0,4})$")
 _DATA_URI = re.compile(r"^data:(?P<type>[^;,]*)(?P<params>(;[^;,]*)*),(?P<payload>.*)$", re.DOTALL)
+_SVG_SCRIPT = re.compile(r"<script|\son[a-z]+\s*=|javascript:")
 _MAGIC: dict[str, tuple[bytes, ...]] = {
     "image/png": (b"\x89PNG\r\n\x1a\n",),
     "image/jpeg": (b"\xff\xd8\xff",),
@@ -155,13 +156,18 @@ def _src_problems(src: str, mime_type: str | None) -> list[tuple[str, str]]:
 
 
 def _payload_problems(payload: bytes, media: str) -> list[tuple[str, str]]:
-    """The decoded bytes must be the declared kind of image (an SVG without ``<script>``)."""
+    """The decoded bytes must be the declared kind of image (an SVG without script)."""
     if media == "image/svg+xml":
         head = payload[:4096].decode("utf-8", "replace").lower()
         if "<svg" not in head:
             return [("src's payload is not an SVG document (no <svg element)", "encode the SVG file itself")]
-        if "<script" in payload.decode("utf-8", "replace").lower():
-            return [("src's SVG carries a <script> element", "remove the script; clients show icons, they run nothing")]
+        if _SVG_SCRIPT.search(payload.decode("utf-8", "replace").lower()):
+            return [
+                (
+                    "src's SVG carries script (a <script> element, an on... event attribute or a javascript: link)",
+                    "remove the script; clients show icons, they run nothing",
+                )
+            ]
         return []
     if media == "image/webp":
         kind_ok = payload[:4] == b"RIFF" and payload[8:12] == b"WEBP"

@@ -202,7 +202,17 @@ BAD: list[tuple[Icon, str, str]] = [
     (Icon(src="data:image/svg+xml;base64," + base64.b64encode(b"<html/>").decode()), "not an SVG document", "SVG"),
     (
         Icon(src="data:image/svg+xml;base64," + base64.b64encode(b"<svg><script>x()</script></svg>").decode()),
-        "SVG carries a <script> element",
+        "SVG carries script",
+        "remove the script",
+    ),
+    (
+        Icon(src="data:image/svg+xml;base64," + base64.b64encode(b'<svg onload="x()"/>').decode()),
+        "SVG carries script",
+        "remove the script",
+    ),
+    (
+        Icon(src="data:image/svg+xml;base64," + base64.b64encode(b'<svg><a href="JavaScript:x()"/></svg>').decode()),
+        "SVG carries script",
         "remove the script",
     ),
     (Icon(src="data:image/png"), "without a comma", "data:image/png;base64,"),
