@@ -12,6 +12,7 @@ Shape::
     description = "DocuMCP's documentation resources"
 
     [server]
+    icons = [{ src = "https://example.com/icon-48.png", mime_type = "image/png", sizes = ["48x48"] }]
     page_size = 100              # items per list page
     read_timeout = 30.0          # seconds a provider may take for one read or call
     max_read_bytes = 4194304     # read budget in bytes, overridable per resource
@@ -59,6 +60,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from mcp_providers.errors import ConfigError
+from mcp_providers.models import Icon
 
 CONFIG_ENV = "MCP_PROVIDERS_CONFIG"
 PLUGINS_ENV = "MCP_PROVIDERS_PLUGINS"
@@ -325,6 +327,11 @@ class ServerSettings(BaseModel):
 
     name: str = "mcp-providers"
     """Server name reported to clients."""
+    icons: tuple[Icon, ...] = ()
+    """The server's icons in ``serverInfo`` (2025-11-25+ sessions), each a table with ``src``
+    (``https:`` URL or ``data:image/...;base64,...`` URI) and optional ``mime_type``, ``sizes``
+    (``["48x48"]`` or ``["any"]``) and ``theme`` (``"light"``/``"dark"``); a bad one is a config
+    error saying what is wrong and the fix, as ``check`` says for a declaration's icon."""
     page_size: int = Field(default=100, ge=1, le=10_000)
     """Items per page of every list result."""
     read_timeout: float = Field(default=30.0, gt=0)
@@ -373,6 +380,14 @@ class ServerSettings(BaseModel):
     trusted_proxies: tuple[str, ...] = ()
     """Addresses or networks (``127.0.0.1``, ``10.0.0.0/8``) whose ``X-Forwarded-For`` and
     ``X-Forwarded-Proto`` are believed (``serve --http``); from anyone else they are ignored."""
+
+    @field_validator("icons")
+    @classmethod
+    def _good_icons(cls, icons: tuple[Icon, ...]) -> tuple[Icon, ...]:
+        faults = [f"icon {i}: {what}; fix: {fix}" for i, icon in enumerate(icons) for what, fix in icon.problems()]
+        if faults:
+            raise ValueError("; ".join(faults))
+        return icons
 
     @field_validator("trusted_proxies")
     @classmethod

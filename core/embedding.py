@@ -38,6 +38,7 @@ from pydantic import Field
 from mcp_providers._host.uris import InvalidUri, canonical
 from mcp_providers._serve.binding import routes
 from mcp_providers._serve.composition import Composition
+from mcp_providers._serve.steps.wire import icons_wire
 from mcp_providers.providers import ResourceProvider
 
 if TYPE_CHECKING:
@@ -310,15 +311,25 @@ def _add_resources(mcp: MCPServer, composition: Composition, through: Any) -> No
         d = entry.declaration
         mcp.add_resource(
             _Bridged(
-                uri=d.uri, name=d.name, title=d.title, description=d.description, mime_type=d.mime_type or "text/plain"
+                uri=d.uri,
+                name=d.name,
+                title=d.title,
+                description=d.description,
+                mime_type=d.mime_type or "text/plain",
+                icons=icons_wire(d.icons),
             )
         )
     for t_entry in composition.catalog.templates:
         td = t_entry.declaration
         template = UriTemplate.parse(td.uri_template)
-        mcp.resource(td.uri_template, name=td.name, title=td.title, description=td.description, mime_type=td.mime_type)(
-            _template_function(td.name, template, read)
-        )
+        mcp.resource(
+            td.uri_template,
+            name=td.name,
+            title=td.title,
+            description=td.description,
+            mime_type=td.mime_type,
+            icons=icons_wire(td.icons),
+        )(_template_function(td.name, template, read))
 
 
 def _add_tools(mcp: MCPServer, composition: Composition, through: Any) -> None:
@@ -332,6 +343,7 @@ def _add_tools(mcp: MCPServer, composition: Composition, through: Any) -> None:
             name=tool.name,
             title=tool.title,
             description=tool.description,
+            icons=icons_wire(tool.icons),
             annotations=types.ToolAnnotations(
                 title=tool.title,
                 read_only_hint=hints["readOnlyHint"],
@@ -349,7 +361,9 @@ def _add_prompts(mcp: MCPServer, composition: Composition, through: Any) -> None
         prompt = p_entry.declaration
         fn = _prompt_function(prompt.name, [(a.name, a.required) for a in prompt.arguments], through)
         mcp.add_prompt(
-            MCPPrompt.from_function(fn, name=prompt.name, title=prompt.title, description=prompt.description)
+            MCPPrompt.from_function(
+                fn, name=prompt.name, title=prompt.title, description=prompt.description, icons=icons_wire(prompt.icons)
+            )
         )
 
 

@@ -20,8 +20,12 @@ Where each invariant is enforced:
 
 from __future__ import annotations
 
+import base64
+import binascii
+import re
 from datetime import datetime
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -60,6 +64,118 @@ class Annotations(BaseModel):
         if value is not None and value.tzinfo is None:
             raise ValueError("last_modified must be timezone-aware, e.g. datetime(2026, 1, 1, tzinfo=UTC)")
         return value
+
+
+ICON_MIME_TYPES = frozenset({"image/png", "image/jpeg", "image/jpg", "image/svg+xml", "image/webp", "image/gif"})
+"""Media types an icon may have: the ones MCP clients MUST (PNG, JPEG) or SHOULD (SVG, WebP)
+render (MCP 2025-11-25, ``schema.ts`` ``Icons``), and GIF."""
+
+_ICON_SIZE = re.compile(r"^(any|[1-9][0-9]{0,4}x[1-9][0-9]{0,4})$")
+_DATA_URI = re.compile(r"^data:(?P<type>[^;,]*)(?P<params>(;[^;,]*)*),(?P<payload>.*)$", re.DOTALL)
+_SVG_SCRIPT = re.compile(r"<script|\son[a-z]+\s*=|javascript:")
+_MAGIC: dict[str, tuple[bytes, ...]] = {
+    "image/png": (b"\x89PNG\r\n\x1a\n",),
+    "image/jpeg": (b"\xff\xd8\xff",),
+    "image/jpg": (b"\xff\xd8\xff",),
+    "image/gif": (b"GIF87a", b"GIF89a"),
+}
+"""Leading bytes of each binary image type (WebP is checked apart: ``RIFF....WEBP``)."""
+
+
+class Icon(BaseModel):
+    """An image a client may show next to a declaration or the server (MCP ``Icon``, 2025-11-25+)::
+
+        Icon(src="data:image/svg+xml;base64,PHN2Zy...", mime_type="image/svg+xml", sizes=("any",))
+        Icon(src="https://example.com/icon-48.png", mime_type="image/png", sizes=("48x48",), theme="light")
+
+    The shape is checked when the model is built; the content (:meth:`problems`) by
+    ``mcp-providers check`` (rule ``icon-invalid``, naming the declaration), and for the server's
+    icons when the config is read. Sessions before 2025-11-25 get no icons.
+
+    Source: MCP specification 2025-11-25 and 2026-07-28, ``schema.ts`` ``Icon``.
+    """
+
+    model_config = _FROZEN
+
+    src: str = Field(min_length=1)
+    """An ``https:`` URL, or a ``data:`` URI with a base64 image payload
+    (``data:image/png;base64,...``). Prefer ``data:``: it keeps the server offline-safe and the
+    client fetches nothing."""
+    mime_type: str | None = None
+    """Media type, one of :data:`ICON_MIME_TYPES`; for a ``data:`` URI it must equal the URI's own."""
+    sizes: tuple[str, ...] | None = None
+    """Sizes the image fits, each ``"WxH"`` in pixels (``"48x48"``) or ``"any"`` (scalable, SVG)."""
+    theme: Literal["light", "dark"] | None = None
+    """The background the icon is drawn for; ``None``: any."""
+
+    def problems(self) -> list[tuple[str, str]]:
+        """What is wrong with this icon, as ``(what is wrong, what would be right)`` pairs; empty if fine."""
+        out = _src_problems(self.src, self.mime_type)
+        if self.mime_type is not None and self.mime_type not in ICON_MIME_TYPES:
+            out.append((f"mime_type {self.mime_type!r} is not an image type icons may have", _TYPES_FIX))
+        for size in self.sizes or ():
+            if not _ICON_SIZE.match(size):
+                out.append(
+                    (f"size {size!r} is neither WxH nor 'any'", 'write sizes such as ("48x48", "96x96") or ("any",)')
+                )
+        return out
+
+
+_TYPES_FIX = f"use one of {', '.join(sorted(ICON_MIME_TYPES))}"
+
+
+def _src_problems(src: str, mime_type: str | None) -> list[tuple[str, str]]:
+    scheme = src.split(":", 1)[0].lower() if ":" in src else ""
+    if scheme == "https":
+        parts = urlsplit(src)
+        if not parts.hostname:
+            return [(f"src {src[:80]!r} has no host", "write an https URL such as https://example.com/icon.png")]
+        return []
+    if scheme != "data":
+        shown = f"has scheme {scheme}:" if scheme else "is not a URI"
+        return [
+            (f"src {src[:40]!r} {shown}, not https: or data:", "use an https: URL or a data:image/...;base64,... URI")
+        ]
+    match = _DATA_URI.match(src)
+    if match is None:
+        return [("src is a data: URI without a comma", "write data:image/png;base64,<base64 of the image>")]
+    media = match["type"].strip().lower()
+    if media not in ICON_MIME_TYPES:
+        return [(f"src is a data: URI of media type {media or 'text/plain'!r}, not an image", _TYPES_FIX)]
+    if mime_type is not None and mime_type != media:
+        return [(f"mime_type {mime_type!r} differs from the data: URI's {media!r}", f"set mime_type={media!r}")]
+    if "base64" not in [p.strip().lower() for p in match["params"].split(";")]:
+        return [("src is a data: URI without ;base64", f"encode the image: data:{media};base64,<base64>")]
+    try:
+        payload = base64.b64decode(match["payload"], validate=True)
+    except (binascii.Error, ValueError):
+        return [
+            ("src's base64 payload does not decode", "encode the image bytes with base64 (standard alphabet, padded)")
+        ]
+    return _payload_problems(payload, media)
+
+
+def _payload_problems(payload: bytes, media: str) -> list[tuple[str, str]]:
+    """The decoded bytes must be the declared kind of image (an SVG without script)."""
+    if media == "image/svg+xml":
+        head = payload[:4096].decode("utf-8", "replace").lower()
+        if "<svg" not in head:
+            return [("src's payload is not an SVG document (no <svg element)", "encode the SVG file itself")]
+        if _SVG_SCRIPT.search(payload.decode("utf-8", "replace").lower()):
+            return [
+                (
+                    "src's SVG carries script (a <script> element, an on... event attribute or a javascript: link)",
+                    "remove the script; clients show icons, they run nothing",
+                )
+            ]
+        return []
+    if media == "image/webp":
+        kind_ok = payload[:4] == b"RIFF" and payload[8:12] == b"WEBP"
+    else:
+        kind_ok = payload.startswith(_MAGIC[media])
+    if not kind_ok:
+        return [(f"src's payload is not {media} data", f"encode a {media} file, or declare its real media type")]
+    return []
 
 
 class Freshness(BaseModel):
@@ -151,6 +267,8 @@ class _ResourceBase(BaseModel):
     mime_type: str | None = None
     """MIME type of every read, e.g. ``application/json``."""
     annotations: Annotations | None = None
+    icons: tuple[Icon, ...] = ()
+    """Images a client may show with it (2025-11-25+ sessions); see :class:`Icon`."""
     freshness: Freshness = Freshness()
     side_effects: Effects = "none"
     """Must stay ``"none"``: a resource that declares any effect is rejected by the checks
@@ -207,6 +325,8 @@ class Tool(BaseModel):
     open_world: bool = False
     """Reaches systems outside this server (another service's API, the web)."""
     meta: dict[str, Any] | None = None
+    icons: tuple[Icon, ...] = ()
+    """Images a client may show with it (2025-11-25+ sessions); see :class:`Icon`."""
 
     def annotations(self) -> dict[str, bool]:
         """MCP tool annotation hints derived from :attr:`effects`, so they cannot contradict it.
@@ -248,3 +368,5 @@ class Prompt(BaseModel):
     title: str | None = None
     description: str = Field(min_length=1)
     arguments: tuple[PromptArgument, ...] = ()
+    icons: tuple[Icon, ...] = ()
+    """Images a client may show with it (2025-11-25+ sessions); see :class:`Icon`."""

@@ -31,6 +31,8 @@ SINCE = {
     ("resource", "_meta"): "2025-06-18",
     ("template", "title"): "2025-06-18",
     ("template", "_meta"): "2025-06-18",
+    ("resource", "icons"): "2025-11-25",
+    ("template", "icons"): "2025-11-25",
     ("annotations", "lastModified"): "2025-06-18",
     ("block", "_meta"): "2025-06-18",
     ("contents", "_meta"): "2025-06-18",

@@ -29,6 +29,9 @@ Rules (the ``rule`` string of a Problem):
 ``resource-declares-side-effect``   a resource declares ``side_effects`` other than ``"none"``
 ``prompt-argument-resource``        a prompt argument's ``resource`` is not a template of that argument
 ``member-invalid``                  a ``Members`` URI is neither an absolute URI nor an RFC 6570 template
+``icon-invalid``                    an icon's ``src`` is not an ``https:`` URL or a ``data:`` URI of a
+                                    base64 image of its media type, its ``mime_type`` is not an image
+                                    type, or a size is not ``WxH``/``any``
 ``declaration-failed``              a provider's ``resources()``/``templates()``/``tools()``/``prompts()`` raised
 ``output-schema-unservable``        a tool's input or output model has no JSON Schema (pydantic cannot
                                     describe it); only that tool is left out, the plugin is served
@@ -410,6 +413,20 @@ def _grammar(d: Declared) -> Iterable[Problem]:
             )
     for prompt in d.prompts:
         yield from _check_prompt(d, prompt)
+    yield from _check_icons(d)
+
+
+def _check_icons(d: Declared) -> Iterable[Problem]:
+    """``icon-invalid`` for each fault of each icon (:meth:`Icon.problems`), named by the declaration."""
+    named: list[tuple[str, Resource | ResourceTemplate | Tool | Prompt]] = [
+        *((_where(decl), decl) for decl in d.resource_declarations()),
+        *((f"tool {t.name}", t) for t in d.tools),
+        *((f"prompt {p.name}", p) for p in d.prompts),
+    ]
+    for where, decl in named:
+        for i, icon in enumerate(decl.icons):
+            for what, fix in icon.problems():
+                yield Problem((d.plugin,), "icon-invalid", where, f"icon {i}: {what}", fix)
 
 
 def _check_member(d: Declared, decl: Resource | ResourceTemplate, member: str) -> Iterable[Problem]:

@@ -30,6 +30,7 @@ from mcp_providers._serve.runtime import Runtime
 from mcp_providers._serve.seams import check_seams, tracing_middleware
 from mcp_providers._serve.steps import wire
 from mcp_providers._serve.steps.exchange import Ctx, Method
+from mcp_providers.models import Icon
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,8 +153,11 @@ _ON = {
 }
 
 
-def build_server(runtime: Runtime, pipeline: Pipeline, name: str, version: str) -> Server[object]:
-    """The SDK ``Server`` answering every method of :func:`routes` through ``pipeline``.
+def build_server(
+    runtime: Runtime, pipeline: Pipeline, name: str, version: str, icons: tuple[Icon, ...] = ()
+) -> Server[object]:
+    """The SDK ``Server`` answering every method of :func:`routes` through ``pipeline``; ``name``,
+    ``version`` and ``icons`` are its ``serverInfo`` (icons shaped away before 2025-11-25).
 
     :raises CompositionError: the installed SDK lacks a private name the core uses
         (:func:`~mcp_providers._serve.seams.check_seams`).
@@ -167,7 +171,7 @@ def build_server(runtime: Runtime, pipeline: Pipeline, name: str, version: str) 
     check_seams()  # refuse an SDK without the private names the serving code reaches for
     served = routes(runtime, pipeline)
     handlers: dict[str, Any] = {_ON[r.method]: r.handler for r in served}
-    server: Server[object] = Server(name, version=version, lifespan=lifespan, **handlers)
+    server: Server[object] = Server(name, version=version, icons=wire.icons_wire(icons), lifespan=lifespan, **handlers)
     # logging/setLevel is registered directly: the constructor's on_set_logging_level warns that
     # logging is deprecated at 2026-07-28, but 2025-11-25 clients still set levels for the log
     # messages tools send (ToolCall.log); the SDK keeps the method off the 2026 wire itself.

@@ -100,7 +100,7 @@ class Composition:
             raise CompositionError(["refusing to serve: required_plugins not met:", *self.assembly.unmet_requirements])
         if self.policy_failures:
             raise CompositionError(["refusing to serve without its authorization policy:", *self.policy_failures])
-        return build_server(self.runtime, self.pipeline, self.config.server.name, _version())
+        return build_server(self.runtime, self.pipeline, self.config.server.name, _version(), self.config.server.icons)
 
     def running(self) -> contextlib.AbstractAsyncContextManager[None]:
         """Enter every served provider's ``lifespan`` (once, however many times this is nested)."""

@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from mcp_providers.errors import NotFound
 from mcp_providers.hookspecs import hookimpl
 from mcp_providers.models import Freshness, Resource
+from mcp_providers.plugins.documcp.icons import ICONS
 from mcp_providers.plugins.documcp.registry import SSG, SSGS, ConfigFormat, mime_type, template_uri
 from mcp_providers.providers import Content, ReadRequest, ResourceProvider
 
@@ -193,6 +194,7 @@ class ConfigTemplates(ResourceProvider):
                 mime_type=mime_type(s),
                 size=len(self._texts[template_uri(s)].encode()),
                 freshness=Freshness.static(),
+                icons=ICONS,
             )
             for s in SSGS
         ]
@@ -206,6 +208,7 @@ class ConfigTemplates(ResourceProvider):
                 mime_type="application/json",
                 size=len(self._texts[DIATAXIS_URI].encode()),
                 freshness=Freshness.static(),
+                icons=ICONS,
             )
         )
         return declared

@@ -28,6 +28,7 @@ from mcp_providers.plugins.documcp.config_templates import (
     Section,
     diataxis_text,
 )
+from mcp_providers.plugins.documcp.icons import ICONS
 from mcp_providers.plugins.documcp.registry import SSG, SSG_IDS, by_id, template_uri
 from mcp_providers.providers import Message, PromptProvider
 
@@ -63,6 +64,7 @@ def _arg(name: str, description: str) -> PromptArgument:
 PROMPTS: Final[tuple[Prompt, ...]] = (
     Prompt(
         name="setup-documentation",
+        icons=ICONS,
         title="Set up documentation for a project",
         description="Plan and set up a Diataxis-structured documentation site for a project, "
         "with a static site generator chosen or recommended.",
@@ -74,6 +76,7 @@ PROMPTS: Final[tuple[Prompt, ...]] = (
     ),
     Prompt(
         name="tutorial-writer",
+        icons=ICONS,
         title="Write a tutorial",
         description="Write a learning-oriented tutorial page (Diataxis) for the project.",
         arguments=(
@@ -85,6 +88,7 @@ PROMPTS: Final[tuple[Prompt, ...]] = (
     ),
     Prompt(
         name="howto-guide-writer",
+        icons=ICONS,
         title="Write a how-to guide",
         description="Write a goal-oriented how-to guide (Diataxis) for one real task.",
         arguments=(
@@ -96,6 +100,7 @@ PROMPTS: Final[tuple[Prompt, ...]] = (
     ),
     Prompt(
         name="reference-writer",
+        icons=ICONS,
         title="Write a reference page",
         description="Write an information-oriented reference page (Diataxis) describing the machinery.",
         arguments=(
@@ -107,6 +112,7 @@ PROMPTS: Final[tuple[Prompt, ...]] = (
     ),
     Prompt(
         name="explanation-writer",
+        icons=ICONS,
         title="Write an explanation page",
         description="Write an understanding-oriented explanation (Diataxis) of a concept or design decision.",
         arguments=(

@@ -18,6 +18,7 @@ from mcp_providers import policy
 from mcp_providers.errors import NotFound
 from mcp_providers.hookspecs import hookimpl
 from mcp_providers.models import Freshness, Members, Resource, ResourceTemplate
+from mcp_providers.plugins.documcp.icons import ICONS
 from mcp_providers.plugins.documcp.registry import SSG_IDS, SSGS, Catalog, by_id, mime_type, template_uri
 from mcp_providers.providers import Content, ReadRequest, ResourceProvider
 
@@ -50,6 +51,7 @@ class SSGCatalog(ResourceProvider):
                 "build speed, ecosystem and what it is best for.",
                 mime_type="application/json",
                 freshness=Freshness.static(),
+                icons=ICONS,
                 members=Members(uris=(ONE,), filtered=True),
             )
         ]
@@ -66,6 +68,7 @@ class SSGCatalog(ResourceProvider):
                 "URI of its configuration template.",
                 mime_type="application/json",
                 freshness=Freshness.static(),
+                icons=ICONS,
                 completions={"ssg": SSG_IDS},
             )
         ]

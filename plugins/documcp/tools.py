@@ -21,6 +21,7 @@ from mcp_providers import policy
 from mcp_providers.errors import ToolFailure
 from mcp_providers.models import Tool
 from mcp_providers.plugins.documcp.config_templates import render
+from mcp_providers.plugins.documcp.icons import ICONS
 from mcp_providers.plugins.documcp.registry import (
     SSG,
     SSGS,
@@ -345,6 +346,7 @@ TOOLS: Final[tuple[Tool, ...]] = (
         input_model=RecommendIn,
         output_model=RecommendOut,
         effects="none",
+        icons=ICONS,
     ),
     Tool(
         name="generate_config",
@@ -355,6 +357,7 @@ TOOLS: Final[tuple[Tool, ...]] = (
         input_model=GenerateConfigIn,
         output_model=GenerateConfigOut,
         effects="none",
+        icons=ICONS,
     ),
 )
 """The tools :class:`DocumentationTools` declares."""

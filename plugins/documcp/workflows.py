@@ -45,6 +45,7 @@ from mcp_providers import policy
 from mcp_providers.errors import NotFound
 from mcp_providers.hookspecs import hookimpl
 from mcp_providers.models import Freshness, Members, Resource, ResourceTemplate
+from mcp_providers.plugins.documcp.icons import ICONS
 from mcp_providers.plugins.documcp.tools import TOOLS, DocumentationTools
 from mcp_providers.providers import Content, ReadRequest, ResourceProvider, ToolProvider
 
@@ -319,6 +320,7 @@ class Workflows(ResourceProvider):
                 mime_type="application/json",
                 size=None if uri in (ALL, GUIDANCE) else len(self._texts[uri].encode()),  # these vary by caller
                 freshness=Freshness.static(),
+                icons=ICONS,
                 members=members.get(uri),
             )
             for uri, (name, title, description) in described.items()
@@ -334,6 +336,7 @@ class Workflows(ResourceProvider):
                 description="One workflow by id: " + ", ".join(WORKFLOW_IDS) + ".",
                 mime_type="application/json",
                 freshness=Freshness.static(),
+                icons=ICONS,
                 completions={"workflowId": WORKFLOW_IDS},
             )
         ]

@@ -18,6 +18,7 @@ from mcp_providers.errors import InvalidParams
 from mcp_providers.identity import Principal
 from mcp_providers.models import Prompt, PromptArgument
 from mcp_providers.plugins.servicenow.client import InstancePool
+from mcp_providers.plugins.servicenow.icons import ICONS
 from mcp_providers.plugins.servicenow.query import QueryError, check_number
 from mcp_providers.plugins.servicenow.resources import MIME, NUMBER_PREFIX, incident_envelope, incident_numbers
 from mcp_providers.providers import CompletionRequest, Embed, Message, PromptProvider
@@ -54,7 +55,7 @@ class ServiceNowPrompts(PromptProvider):
         if not names:
             return []
         return [Prompt(
-            name=BRIEF, title="Brief me on a ServiceNow incident",
+            name=BRIEF, icons=ICONS, title="Brief me on a ServiceNow incident",
             description="Summarise one incident (state, priority, assignment, what happened, next steps); the "
                         "incident's record is embedded as the caller may read it.",
             arguments=(

@@ -64,6 +64,7 @@ from mcp_providers.errors import InvalidParams, NotFound
 from mcp_providers.models import Freshness, Members, Resource, ResourceTemplate
 from mcp_providers.plugins.servicenow import live
 from mcp_providers.plugins.servicenow.client import InstanceClient, InstancePool
+from mcp_providers.plugins.servicenow.icons import ICONS
 from mcp_providers.plugins.servicenow.query import Filter, Order, QueryError, build_query, check_number, check_sys_id
 from mcp_providers.plugins.servicenow.schema import RECORD_SHAPE, raw
 from mcp_providers.plugins.servicenow.settings import InstanceSettings
@@ -155,9 +156,9 @@ class ServiceNowResources(ResourceProvider):
         return [
             Resource(uri="servicenow://instances", name="servicenow-instances", title="ServiceNow instances",
                      description="Configured ServiceNow instances: name, URL, description, auth type (no secrets).",
-                     mime_type=MIME, members=Members(uris=(INFO,), filtered=True)),
+                     mime_type=MIME, icons=ICONS, members=Members(uris=(INFO,), filtered=True)),
             Resource(uri="servicenow://tables", name="servicenow-tables", title="ServiceNow tables",
-                     description="Metadata of the ServiceNow tables served as resources.", mime_type=MIME),
+                     description="Metadata of the ServiceNow tables served as resources.", mime_type=MIME, icons=ICONS),
         ]  # fmt: skip
 
     def templates(self) -> Sequence[ResourceTemplate]:
@@ -176,7 +177,7 @@ class ServiceNowResources(ResourceProvider):
             member = _MEMBERS.get(path)
             meta = unwatched if per_user and path != "info" else None
             return ResourceTemplate(uri_template=f"servicenow://{{instance}}/{path}", name=name, title=title,
-                                    description=description, mime_type=MIME, freshness=freshness,
+                                    description=description, mime_type=MIME, icons=ICONS, freshness=freshness,
                                     completions={"instance": names}, meta=meta,
                                     members=Members(uris=(member,), filtered=True) if member else None)  # fmt: skip
 

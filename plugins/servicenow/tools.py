@@ -55,6 +55,7 @@ from mcp_providers.errors import NotFound, TooLarge, ToolFailure
 from mcp_providers.models import Tool
 from mcp_providers.plugins.servicenow import live
 from mcp_providers.plugins.servicenow.client import InstanceClient, InstancePool, ServiceNowError, UnknownInstance
+from mcp_providers.plugins.servicenow.icons import ICONS
 from mcp_providers.plugins.servicenow.query import (
     NUMBER_PATTERN,
     SYS_ID_PATTERN,
@@ -304,24 +305,24 @@ class ServiceNowTools(ToolProvider):
             return []
         return [
             Tool(name="servicenow_query_table", title="Query a ServiceNow table", input_model=QueryTableIn,
-                 output_model=QueryTableOut, effects="none", open_world=True,
+                 output_model=QueryTableOut, effects="none", open_world=True, icons=ICONS,
                  description="Read records of any table on one instance, with structured filters (field, operator, "
                  "value), fields, limit, offset and sort order. Read-only. Returns one page plus the total."),
             Tool(name="servicenow_get_record", title="Get a ServiceNow record", input_model=GetRecordIn,
-                 output_model=RecordOut, effects="none", open_world=True,
+                 output_model=RecordOut, effects="none", open_world=True, icons=ICONS,
                  description="Read one record by table and sys_id."),
             Tool(name="servicenow_create_incident", title="Create an incident", input_model=CreateIncidentIn,
-                 output_model=RecordOut, effects="additive", open_world=True,
+                 output_model=RecordOut, effects="additive", open_world=True, icons=ICONS,
                  description="Create a new incident on one instance; returns it with its number and resource link."),
             Tool(name="servicenow_update_record", title="Update a ServiceNow record", input_model=UpdateRecordIn,
-                 output_model=RecordOut, effects="destructive", idempotent=True, open_world=True,
+                 output_model=RecordOut, effects="destructive", idempotent=True, open_world=True, icons=ICONS,
                  description="Change the given fields of one record (PATCH: other fields stay as they are)."),
             Tool(name="servicenow_add_comment", title="Add a comment or work note", input_model=AddCommentIn,
-                 output_model=CommentOut, effects="additive", open_world=True,
+                 output_model=CommentOut, effects="additive", open_world=True, icons=ICONS,
                  description="Append a comment (visible to the caller) or a work note (fulfillers only) to an "
                  "incident, problem or change request, found by sys_id or number."),
             Tool(name="servicenow_resolve_incident", title="Resolve an incident", input_model=ResolveIncidentIn,
-                 output_model=RecordOut, effects="destructive", idempotent=True, open_world=True,
+                 output_model=RecordOut, effects="destructive", idempotent=True, open_world=True, icons=ICONS,
                  description="Set an incident to Resolved (state 6) with a close code and close notes."),
         ]  # fmt: skip
 

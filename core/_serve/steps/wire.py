@@ -25,7 +25,7 @@ from pydantic import BaseModel
 from mcp_providers._host.contain import escapes
 from mcp_providers._host.rules import RESULT_KEY, output_schema
 from mcp_providers.errors import RequestError
-from mcp_providers.models import RECEIPT_KEY, Annotations, Prompt, Resource, ResourceTemplate, Tool
+from mcp_providers.models import RECEIPT_KEY, Annotations, Icon, Prompt, Resource, ResourceTemplate, Tool
 from mcp_providers.providers import Audio, Image, Media, Text
 
 log = logging.getLogger("mcp_providers.server")
@@ -210,6 +210,16 @@ def annotations_wire(a: Annotations | None) -> types.Annotations | None:
     )
 
 
+def icons_wire(icons: tuple[Icon, ...]) -> list[types.Icon] | None:
+    """The wire ``icons`` of a declaration or the server; ``None`` (left out) when there are none."""
+    if not icons:
+        return None
+    return [
+        types.Icon(src=i.src, mime_type=i.mime_type, sizes=list(i.sizes) if i.sizes else None, theme=i.theme)
+        for i in icons
+    ]
+
+
 def resource_wire(r: Resource) -> types.Resource:
     return types.Resource(
         uri=r.uri,
@@ -219,6 +229,7 @@ def resource_wire(r: Resource) -> types.Resource:
         mime_type=r.mime_type,
         size=r.size,
         annotations=annotations_wire(r.annotations),
+        icons=icons_wire(r.icons),
         _meta=r.meta,
     )
 
@@ -231,6 +242,7 @@ def template_wire(t: ResourceTemplate) -> types.ResourceTemplate:
         description=t.description,
         mime_type=t.mime_type,
         annotations=annotations_wire(t.annotations),
+        icons=icons_wire(t.icons),
         _meta=t.meta,
     )
 
@@ -264,6 +276,7 @@ def tool_wire(t: Tool) -> types.Tool:
             idempotent_hint=hints["idempotentHint"],
             open_world_hint=hints["openWorldHint"],
         ),
+        icons=icons_wire(t.icons),
         _meta=t.meta,
     )
 
@@ -276,6 +289,7 @@ def prompt_wire(p: Prompt) -> types.Prompt:
         arguments=[
             types.PromptArgument(name=a.name, description=a.description, required=a.required) for a in p.arguments
         ],
+        icons=icons_wire(p.icons),
     )
 
 
