@@ -18,6 +18,12 @@ TESTS = Path(__file__).parent
 TEST_DISTRIBUTION = TESTS / "distributions" / "test_plugins"
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: one worker more than the usable CPUs, since many tests wait on a server they
+    started (a subprocess, redis-server, nginx, an authorization server) rather than compute."""
+    return len(os.sched_getaffinity(0)) + 1
+
+
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
