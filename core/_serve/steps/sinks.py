@@ -122,7 +122,7 @@ class Outbox:
 
 def backoff(attempt: int, first: float, most: float) -> float:
     """Seconds to wait before retry ``attempt`` (1, 2, ...): ``first`` doubled each time, at most ``most``."""
-    return min(most, first * 2 ** (attempt - 1))
+    return min(most, first * 2.0 ** (attempt - 1))
 
 
 class SyslogSink:
