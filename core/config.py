@@ -407,7 +407,7 @@ class WebhookSinkSettings(_Shipped):
     name: str = Field(default="webhook", pattern=r"^[A-Za-z0-9_.-]{1,64}$")
     """The sink's name in the drop metric and the log (unique among the sinks)."""
     url: AnyHttpUrl
-    """Where batches are POSTed (``https://`` unless on loopback)."""
+    """Where batches are POSTed: ``https://``, or ``http://`` on loopback; no credentials in it."""
     token_env: str | None = Field(default=None, pattern=_ENV_NAME)
     """Environment variable holding a bearer token sent as ``Authorization: Bearer ...``."""
     batch_size: int = Field(default=100, ge=1, le=10_000)
@@ -416,6 +416,20 @@ class WebhookSinkSettings(_Shipped):
     """Longest a line waits for its batch to fill, in seconds."""
     timeout_seconds: float = Field(default=10.0, gt=0, le=600)
     """Longest one POST may take, in seconds (then it counts as failed and is retried)."""
+
+    @field_validator("url")
+    @classmethod
+    def _safe_url(cls, url: AnyHttpUrl) -> AnyHttpUrl:
+        if url.username or url.password:
+            raise ValueError(
+                "the webhook URL carries credentials; put the token in an environment variable named by token_env"
+            )
+        loopback = url.host in ("localhost", "127.0.0.1", "[::1]") or (url.host or "").startswith("127.")
+        if url.scheme != "https" and not loopback:
+            raise ValueError(
+                f"audit lines go over https:// only (http:// is allowed on loopback alone); use https://{url.host}/..."
+            )
+        return url
 
 
 AuditSink = Annotated[FileSinkSettings | SyslogSinkSettings | WebhookSinkSettings, Field(discriminator="type")]

@@ -214,8 +214,11 @@ def _same_json(lines: list[str]) -> Counter[str]:
 
 
 @pytest.mark.slow
-async def test_a_webhook_failing_its_first_three_calls_gets_every_line_once(tmp_path: Path, receiver: Receiver) -> None:
-    composition = _served(tmp_path, _webhook(receiver.url))
+async def test_a_webhook_failing_its_first_three_calls_gets_every_line_once(
+    tmp_path: Path, receiver: Receiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AUDIT_TEST_TOKEN", "hook-token-7c1e")
+    composition = _served(tmp_path, _webhook(receiver.url, token_env="AUDIT_TEST_TOKEN"))
     async with Client(composition.server, cache=None) as client:
         for _ in range(23):
             await client.read_resource(URI)
@@ -227,6 +230,8 @@ async def test_a_webhook_failing_its_first_three_calls_gets_every_line_once(tmp_
     ok = [c for c in receiver.calls if c[0] == 200]
     assert len({c[1]["Idempotency-Key"] for c in ok}) == len(ok)  # a 2xx batch is never sent again
     assert [int(c[1]["X-Audit-Sequence"]) for c in ok] == list(range(1, len(ok) + 1))
+    assert {c[1]["Authorization"] for c in receiver.calls} == {"Bearer hook-token-7c1e"}
+    assert all("hook-token-7c1e" not in line for line in reference)
     assert composition.runtime.audit.dropped() == {"hook": 0}
 
 
@@ -323,6 +328,8 @@ token_env = "AUDIT_WEBHOOK_TOKEN"
         ([{"type": "syslog"}, {"type": "syslog", "port": 515}], "two sinks are named 'syslog'"),
         ([{"type": "webhook", "url": "http://127.0.0.1:9/", "queue_size": 0}], "queue_size"),
         ([{"type": "kafka"}], "'file', 'syslog', 'webhook'"),
+        ([{"type": "webhook", "url": "http://siem.example/audit"}], "https:// only"),
+        ([{"type": "webhook", "url": "https://user:pw@siem.example/audit"}], "token_env"),
         ([], "at least 1"),
     ],
 )

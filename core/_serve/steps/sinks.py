@@ -197,6 +197,9 @@ class WebhookSink:
         token = os.environ.get(settings.token_env) if settings.token_env else None
         if token:
             self._headers["Authorization"] = f"Bearer {token}"
+        elif settings.token_env:
+            log.warning("audit sink %r: $%s is unset or empty; batches are sent without a bearer token",
+                        settings.name, settings.token_env)  # fmt: skip
 
     async def run(self) -> None:
         """Drain the outbox in batches until cancelled."""
