@@ -295,6 +295,62 @@ async def test_a_webhook_down_for_a_while_neither_slows_reads_nor_miscounts_drop
     assert 1 <= len(warnings) <= elapsed / 1.0 + 2, [r.getMessage() for r in warnings]
 
 
+@pytest.mark.slow
+async def test_lines_still_queued_when_the_server_stops_are_counted_dropped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mcp_providers._serve.steps import audit
+
+    monkeypatch.setattr(audit, "FLUSH_SECONDS", 0.3)  # how long a stop waits for the queues
+    receiver = Receiver()
+    receiver.down = True
+    try:
+        composition = _served(tmp_path, _webhook(receiver.url, retries=100))
+        async with Client(composition.server, cache=None) as client:
+            for _ in range(7):
+                await client.read_resource(URI)
+    finally:
+        receiver.close()
+    assert receiver.calls and not receiver.accepted()
+    assert composition.runtime.audit.dropped() == {"hook": len(_reference(tmp_path))}
+
+
+@pytest.mark.slow
+async def test_a_syslog_server_that_is_not_there_costs_each_line_after_its_retries(tmp_path: Path) -> None:
+    port = _free_port(socket.SOCK_STREAM)  # nothing listens there
+    sink = {"type": "syslog", "transport": "tcp", "port": port, "retries": 1, "retry_seconds": 0.01}
+    composition = _served(tmp_path, sink)
+    async with Client(composition.server, cache=None) as client:
+        for _ in range(5):
+            await client.read_resource(URI)
+        await _wait_for(lambda: composition.runtime.audit.shipped[0].outbox.idle)
+        assert composition.runtime.audit.dropped() == {"syslog": len(_reference(tmp_path))}
+
+
+@pytest.mark.slow
+def test_serve_ships_to_the_webhook_it_is_configured_with(tmp_path: Path, receiver: Receiver) -> None:
+    """``mcp-providers serve`` (stdio) with ``[server.audit]`` from its config file."""
+    import os
+
+    from reliability_support import RawStdio
+
+    receiver.fail = 1
+    config = tmp_path / "mcp-providers.toml"
+    config.write_text(
+        f'allow = ["ssg_catalog"]\n[server.audit]\n[[server.audit.sinks]]\ntype = "file"\n'
+        f'path = "{tmp_path / "audit.jsonl"}"\n[[server.audit.sinks]]\ntype = "webhook"\nurl = "{receiver.url}"\n'
+        f"batch_seconds = 0.05\nretry_seconds = 0.05\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_PROVIDERS_")}
+    with RawStdio(env, tmp_path / "stderr.txt", "--config", str(config)) as raw:
+        raw.initialize("2025-11-25")
+        assert "result" in raw.request("resources/read", {"uri": "documcp://ssgs/hugo"})
+        assert raw.request("ping")["result"] == {}
+    reference = _reference(tmp_path)
+    assert [json.loads(line)["operation"] for line in reference] == ["initialize", "resources/read", "ping"]
+    assert _same_json(receiver.accepted()) == _same_json(reference)
+
+
 # -- configuration --------------------------------------------------------------------------------
 
 
