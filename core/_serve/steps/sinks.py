@@ -24,7 +24,6 @@ import socket
 import time
 import uuid
 from collections import deque
-from typing import Any
 
 import anyio
 import anyio.abc
@@ -36,6 +35,9 @@ log = logging.getLogger("mcp_providers.audit")
 
 Entry = tuple[str, str, str]
 """One queued audit line: its ``time``, its ``decision`` and its JSON text (no newline)."""
+
+Connection = anyio.abc.ByteStream | anyio.abc.ConnectedUDPSocket | anyio.abc.ConnectedUNIXDatagramSocket
+"""Where a syslog sink sends: each has ``send(bytes)`` and ``aclose()``."""
 
 SEVERITY = {"allowed": 6, "denied": 5, "error": 4}
 """RFC 5424 severity per decision: informational, notice, warning."""
@@ -136,7 +138,7 @@ class SyslogSink:
             f"{settings.app_name} {os.getpid()} audit - "
         )
         self._facility = SYSLOG_FACILITIES[settings.facility]
-        self._connection: Any = None
+        self._connection: Connection | None = None
 
     def message(self, entry: Entry) -> bytes:
         """The RFC 5424 message for ``entry`` (framed for TCP: ``LENGTH SP MESSAGE``)."""
@@ -171,7 +173,7 @@ class SyslogSink:
                 await self._close()
         self.outbox.drop(1, f"sending failed {s.retries + 1} times")
 
-    async def _connect(self) -> anyio.abc.ByteStream | anyio.abc.ConnectedUDPSocket | Any:
+    async def _connect(self) -> Connection:
         s = self.settings
         if s.transport == "tcp":
             return await anyio.connect_tcp(s.host, s.port)
