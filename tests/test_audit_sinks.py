@@ -328,6 +328,34 @@ async def test_a_syslog_server_that_is_not_there_costs_each_line_after_its_retri
 
 
 @pytest.mark.slow
+async def test_a_sink_that_breaks_costs_its_batch_not_the_server(
+    tmp_path: Path, receiver: Receiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mcp_providers._serve.steps import audit, sinks
+
+    monkeypatch.setattr(audit, "RESTART_SECONDS", 0.05)
+    deliver, broken = sinks.WebhookSink._deliver, [True]
+
+    async def breaks_once(self: Any, *args: Any) -> bool:
+        if broken.pop() if broken else False:
+            raise RuntimeError("a bug in the sink")
+        return await deliver(self, *args)
+
+    monkeypatch.setattr(sinks.WebhookSink, "_deliver", breaks_once)
+    receiver.fail = 0
+    composition = _served(tmp_path, _webhook(receiver.url, batch_size=4, batch_seconds=0.2))
+    async with Client(composition.server, cache=None) as client:
+        for _ in range(4):  # with initialize, more than one batch: the first is what the failure costs
+            await client.read_resource(URI)
+        await _wait_for(lambda: composition.runtime.audit.dropped()["hook"] == 4)
+        for _ in range(6):  # the server serves on, and the sink ships again
+            await client.read_resource(URI)
+    reference = _reference(tmp_path)
+    assert _same_json(receiver.accepted()) == _same_json(reference[4:])
+    assert composition.runtime.audit.dropped() == {"hook": 4}
+
+
+@pytest.mark.slow
 def test_serve_ships_to_the_webhook_it_is_configured_with(tmp_path: Path, receiver: Receiver) -> None:
     """``mcp-providers serve`` (stdio) with ``[server.audit]`` from its config file."""
     import os

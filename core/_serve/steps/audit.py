@@ -26,6 +26,7 @@ which the runtime runs in the background, so they never hold a request up.
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -37,6 +38,8 @@ import anyio.abc
 from mcp_providers._serve.steps.custody import now_utc
 from mcp_providers._serve.steps.sinks import Outbox, SyslogSink, WebhookSink
 from mcp_providers.config import FileSinkSettings, SyslogSinkSettings, WebhookSinkSettings
+
+log = logging.getLogger("mcp_providers.audit")
 
 FLUSH_SECONDS = 5.0
 """How long a stopping server waits for the shipped sinks to send what is queued, in seconds."""
@@ -99,7 +102,7 @@ class AuditLog:
         """Run every shipped sink until cancelled (the runtime runs it in its task group)."""
         async with anyio.create_task_group() as tasks:
             for sink in self.shipped:
-                tasks.start_soon(sink.run)
+                tasks.start_soon(_kept_running, sink)
             task_status.started()
 
     async def flush(self) -> None:
@@ -112,6 +115,24 @@ class AuditLog:
                 await anyio.sleep(0.02)
         for box in self._outboxes:
             box.abandon()
+
+
+RESTART_SECONDS = 1.0
+"""How long a shipped sink that failed unexpectedly waits before it starts again, in seconds."""
+
+
+async def _kept_running(sink: SyslogSink | WebhookSink) -> None:
+    """Run ``sink``; an unexpected failure in it is logged (its kind only: a message may quote the
+    URL) and costs the lines it had taken, never the runtime's task group, and it starts again."""
+    while True:
+        try:
+            await sink.run()
+            return
+        except Exception as exc:
+            log.error("audit sink %r failed (%s); starting it again in %s s",
+                      sink.outbox.name, type(exc).__name__, RESTART_SECONDS)  # fmt: skip
+            sink.outbox.lose_in_flight(f"the sink failed: {type(exc).__name__}")
+        await anyio.sleep(RESTART_SECONDS)
 
 
 class _File:

@@ -114,6 +114,12 @@ class Outbox:
             self._logged_at = -math.inf  # the last word: always logged
             self.drop(left, "the server stopped before they were sent")
 
+    def lose_in_flight(self, why: str) -> None:
+        """The sink failed with entries taken: they are dropped and counted."""
+        lost, self.in_flight = self.in_flight, 0
+        if lost:
+            self.drop(lost, why)
+
     async def _wait(self) -> None:
         self._wake = anyio.Event()
         try:
