@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import socket
 import statistics
 import subprocess
@@ -154,6 +155,17 @@ async def test_every_line_reaches_rsyslog_once(tmp_path: Path, rsyslog: SimpleNa
     severities = {json.loads(r[6])["decision"]: r[5] for r in received}
     assert severities == {"allowed": "info", "error": "warning"}, severities
     assert composition.runtime.audit.dropped() == {"syslog": 0}
+
+
+def test_a_syslog_message_is_rfc_5424_whatever_the_host_is_called(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcp_providers._serve.steps.sinks import Outbox, SyslogSink
+    from mcp_providers.config import SyslogSinkSettings
+
+    monkeypatch.setattr(socket, "gethostname", lambda: "web {1} é")
+    settings = SyslogSinkSettings(type="syslog", transport="tcp", facility="audit", app_name="{app}")
+    message = SyslogSink(settings, Outbox("syslog", 1, 1.0)).message(("2026-12-01T08:00:00.000Z", "denied", '{"a":1}'))
+    body = b'<109>1 2026-12-01T08:00:00.000Z web{1} {app} %d audit - {"a":1}' % os.getpid()
+    assert message == b"%d %s" % (len(body), body)  # facility 13 * 8 + notice 5; octet counted
 
 
 # -- webhook --------------------------------------------------------------------------------------

@@ -138,19 +138,16 @@ class SyslogSink:
 
     def __init__(self, settings: SyslogSinkSettings, outbox: Outbox) -> None:
         self.settings, self.outbox = settings, outbox
-        host = socket.gethostname().encode("ascii", "ignore").decode()
-        self._header = (
-            f"{{pri}}1 {{time}} {''.join(c for c in host if '!' <= c <= '~')[:255] or '-'} "
-            f"{settings.app_name} {os.getpid()} audit - "
-        )
+        host = "".join(c for c in socket.gethostname() if "!" <= c <= "~")[:255] or "-"  # RFC 5424 PRINTUSASCII
+        self._after_time = f" {host} {settings.app_name} {os.getpid()} audit - "
         self._facility = SYSLOG_FACILITIES[settings.facility]
         self._connection: Connection | None = None
 
     def message(self, entry: Entry) -> bytes:
         """The RFC 5424 message for ``entry`` (framed for TCP: ``LENGTH SP MESSAGE``)."""
         when, decision, text = entry
-        pri = f"<{self._facility * 8 + SEVERITY.get(decision, 6)}>"
-        data = (self._header.format(pri=pri, time=when) + text).encode("ascii")
+        pri = self._facility * 8 + SEVERITY.get(decision, 6)
+        data = f"<{pri}>1 {when}{self._after_time}{text}".encode("ascii")
         return b"%d %s" % (len(data), data) if self.settings.transport == "tcp" else data
 
     async def run(self) -> None:
