@@ -154,3 +154,20 @@ def test_ci_run_says_what_it_would_install(tmp_path: Path) -> None:
     assert result.returncode == 1
     asked = log.read_text()
     assert "install" in asked and all(p in asked for p in ("redis-server", "nodejs", "npm")), asked
+
+
+def test_ci_run_installs_each_command_from_its_debian_package() -> None:
+    """``package_of`` maps the commands ``.ci/run`` looks for to the packages apt-get installs."""
+    import re
+
+    text = (ROOT / ".ci" / "run").read_text()
+    functions = re.search(r"^package_of\(\) \{.*?^\}", text, re.S | re.M)
+    parts = re.search(r"^    for part in ([^;]+); do", text, re.M)
+    assert functions is not None and parts is not None
+    script = functions[0] + '\nfor c in "$@"; do package_of "$c"; done'
+    names = parts[1].split()
+    out = subprocess.run(["bash", "-c", script, "-", *names], capture_output=True, text=True, check=True).stdout.split()
+    assert dict(zip(names, out, strict=True)) == {
+        "redis-server": "redis-server", "nginx": "nginx", "node": "nodejs", "npm": "npm", "openssl": "openssl",
+        "rsyslogd": "rsyslog",
+    }  # fmt: skip
