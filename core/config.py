@@ -320,6 +320,159 @@ class CredentialsSettings(BaseModel):
     should it die while obtaining."""
 
 
+SYSLOG_FACILITIES = {
+    "kern": 0, "user": 1, "mail": 2, "daemon": 3, "auth": 4, "syslog": 5, "lpr": 6, "news": 7,
+    "uucp": 8, "cron": 9, "authpriv": 10, "ftp": 11, "ntp": 12, "audit": 13, "alert": 14, "clock": 15,
+    "local0": 16, "local1": 17, "local2": 18, "local3": 19, "local4": 20, "local5": 21, "local6": 22, "local7": 23,
+}  # fmt: skip
+"""Syslog facility names and their codes (RFC 5424 section 6.2.1, table 1; ``audit`` is "log audit")."""
+
+SyslogFacility = Literal[
+    "kern", "user", "mail", "daemon", "auth", "syslog", "lpr", "news", "uucp", "cron", "authpriv", "ftp", "ntp",
+    "audit", "alert", "clock", "local0", "local1", "local2", "local3", "local4", "local5", "local6", "local7",
+]  # fmt: skip
+
+
+class _Shipped(BaseModel):
+    """What every sink fed from the in-memory queue shares: its bound and its retry back-off."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    queue_size: int = Field(default=10_000, ge=1, le=1_000_000)
+    """Audit lines held in memory while the sink is slow or down; a line that finds the queue full
+    is dropped and counted (``mcp_providers_audit_dropped_total{sink}``)."""
+    retries: int = Field(default=5, ge=0, le=100)
+    """Attempts after the first before a line (or webhook batch) is given up, dropped and counted."""
+    retry_seconds: float = Field(default=0.5, gt=0, le=3600)
+    """Back-off before the first retry, in seconds; doubled on each further retry."""
+    max_retry_seconds: float = Field(default=30.0, gt=0, le=3600)
+    """Longest back-off between two attempts, in seconds."""
+
+
+class FileSinkSettings(BaseModel):
+    """A JSON-lines file, written as the request ends (what ``[server] audit_log`` is)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    type: Literal["file"]
+    name: str = Field(default="file", pattern=r"^[A-Za-z0-9_.-]{1,64}$")
+    """The sink's name in the drop metric and the log (unique among the sinks)."""
+    path: Path
+    """The file; appended to, created with its folder if missing."""
+
+    @field_validator("path")
+    @classmethod
+    def _a_file(cls, value: Path) -> Path:
+        if value.is_dir():
+            raise ValueError(f"{value} is a directory; name a file such as {value / 'audit.jsonl'}")
+        return value
+
+
+class SyslogSinkSettings(_Shipped):
+    """Syslog: one RFC 5424 message per audit line, its MSG the line's JSON.
+
+    ``transport``: ``udp`` (one datagram each), ``tcp`` (octet-counting framing, RFC 6587 section
+    3.4.1) or ``unix`` (datagrams to the socket ``socket``, e.g. ``/dev/log``).
+    """
+
+    type: Literal["syslog"]
+    name: str = Field(default="syslog", pattern=r"^[A-Za-z0-9_.-]{1,64}$")
+    """The sink's name in the drop metric and the log (unique among the sinks)."""
+    transport: Literal["udp", "tcp", "unix"] = "udp"
+    host: str = "127.0.0.1"
+    """The syslog server's host (``udp``, ``tcp``)."""
+    port: int = Field(default=514, ge=1, le=65_535)
+    """The syslog server's port (``udp``, ``tcp``)."""
+    socket: Path | None = None
+    """The Unix datagram socket (``unix``; required there)."""
+    facility: SyslogFacility = "auth"
+    """The facility of every message (RFC 5424 names: ``auth``, ``authpriv``, ``audit``, ``local0``...)."""
+    app_name: str = Field(default="mcp-providers", pattern=r"^[!-~]{1,48}$")
+    """RFC 5424 APP-NAME: 1 to 48 printable ASCII characters, no spaces."""
+
+    @model_validator(mode="after")
+    def _socket_for_unix(self) -> SyslogSinkSettings:
+        if self.transport == "unix" and self.socket is None:
+            raise ValueError('transport "unix" needs socket, the path of the syslog socket, e.g. socket = "/dev/log"')
+        return self
+
+
+class WebhookSinkSettings(_Shipped):
+    """An HTTP webhook: batches of audit lines POSTed as a JSON array.
+
+    Each batch has an ``Idempotency-Key`` header (unique per batch, the same on its retries) and
+    ``X-Audit-Sequence`` (1, 2, ... per sink and process); a batch is resent only after an attempt
+    that got no 2xx answer.
+    """
+
+    type: Literal["webhook"]
+    name: str = Field(default="webhook", pattern=r"^[A-Za-z0-9_.-]{1,64}$")
+    """The sink's name in the drop metric and the log (unique among the sinks)."""
+    url: AnyHttpUrl
+    """Where batches are POSTed: ``https://``, or ``http://`` on loopback; no credentials in it."""
+    token_env: str | None = Field(default=None, pattern=_ENV_NAME)
+    """Environment variable holding a bearer token sent as ``Authorization: Bearer ...``."""
+    batch_size: int = Field(default=100, ge=1, le=10_000)
+    """Most lines in one batch; a full batch is sent at once."""
+    batch_seconds: float = Field(default=1.0, gt=0, le=3600)
+    """Longest a line waits for its batch to fill, in seconds."""
+    timeout_seconds: float = Field(default=10.0, gt=0, le=600)
+    """Longest one POST may take, in seconds (then it counts as failed and is retried)."""
+
+    @field_validator("url")
+    @classmethod
+    def _safe_url(cls, url: AnyHttpUrl) -> AnyHttpUrl:
+        if url.username or url.password:
+            raise ValueError(
+                "the webhook URL carries credentials; put the token in an environment variable named by token_env"
+            )
+        loopback = url.host in ("localhost", "127.0.0.1", "[::1]") or (url.host or "").startswith("127.")
+        if url.scheme != "https" and not loopback:
+            raise ValueError(
+                f"audit lines go over https:// only (http:// is allowed on loopback alone); use https://{url.host}/..."
+            )
+        return url
+
+
+AuditSink = Annotated[FileSinkSettings | SyslogSinkSettings | WebhookSinkSettings, Field(discriminator="type")]
+
+
+class AuditSettings(BaseModel):
+    """The ``[server.audit]`` table: where the audit lines go, one ``[[server.audit.sinks]]`` each.
+
+    ::
+
+        [server.audit]
+        drop_log_seconds = 30
+        [[server.audit.sinks]]
+        type = "syslog"
+        transport = "tcp"
+        host = "logs.internal"
+        port = 6514
+        [[server.audit.sinks]]
+        type = "webhook"
+        url = "https://siem.example/audit"
+        token_env = "AUDIT_WEBHOOK_TOKEN"
+
+    Syslog and webhook sinks are fed from a bounded in-memory queue each and drained in the
+    background: one that is slow or down never blocks or fails a request; what it drops is counted.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    sinks: list[AuditSink] = Field(min_length=1)
+    """The sinks; every line goes to each."""
+    drop_log_seconds: float = Field(default=30.0, gt=0, le=86_400)
+    """A sink that drops lines logs a warning at most once per this many seconds, with the count."""
+
+    @model_validator(mode="after")
+    def _names_unique(self) -> AuditSettings:
+        names = [sink.name for sink in self.sinks]
+        if twice := sorted({n for n in names if names.count(n) > 1}):
+            raise ValueError(f'two sinks are named {twice[0]!r}; give each its own name, e.g. name = "{twice[0]}2"')
+        return self
+
+
 class ServerSettings(BaseModel):
     """The ``[server]`` table."""
 
@@ -366,6 +519,8 @@ class ServerSettings(BaseModel):
     tool call's canonical JSON arguments, in receipts and the audit log). Unset: a random key per
     process (digests then compare only within one process), with a warning when ``audit_log`` is
     set or this key is written in the file."""
+    audit: AuditSettings | None = None
+    """``[server.audit]``: audit sinks (file, syslog, webhook); ``audit_log`` is short for one file sink."""
     auth: AuthConfig | None = None
     """Bearer-token authentication for streamable HTTP; the token's subject is the caller."""
     limits: LimitsSettings | None = None
@@ -400,6 +555,13 @@ class ServerSettings(BaseModel):
                     f"{proxy!r} is not an IP address or network; name the proxy, e.g. 127.0.0.1 or 10.0.0.0/8"
                 ) from None
         return proxies
+
+    def audit_sinks(self) -> list[FileSinkSettings | SyslogSinkSettings | WebhookSinkSettings]:
+        """Every audit sink: ``audit_log`` (as a file sink named ``audit_log``), then ``[server.audit]``'s."""
+        sinks: list[FileSinkSettings | SyslogSinkSettings | WebhookSinkSettings] = []
+        if self.audit_log is not None:
+            sinks.append(FileSinkSettings(type="file", name="audit_log", path=self.audit_log))
+        return sinks + (list(self.audit.sinks) if self.audit is not None else [])
 
     @field_validator("audit_log")
     @classmethod

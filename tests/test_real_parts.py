@@ -167,7 +167,7 @@ def _ci_run_with_stubs(tmp_path: Path, pytest_status: int) -> subprocess.Complet
     bash = shutil.which("bash") or "/bin/bash"
     stubs = {tree / "scripts" / "conformance": "exit 0", tree / "scripts" / "sdk_drift": "exit 0",
              bin_ / "uv": f'case " $* " in *" pytest "*) exit {pytest_status} ;; esac; exit 0'}
-    stubs |= {bin_ / part: "exit 0" for part in ("redis-server", "nginx", "node", "npm", "openssl")}
+    stubs |= {bin_ / part: "exit 0" for part in ("redis-server", "nginx", "node", "npm", "openssl", "rsyslogd")}
     for path, body in stubs.items():
         path.write_text(f"#!{bash}\n{body}\n")
         path.chmod(0o755)
@@ -196,3 +196,20 @@ def test_ci_run_fails_when_pytest_fails_or_runs_no_test(tmp_path: Path, status: 
     result = _ci_run_with_stubs(tmp_path, status)
     assert result.returncode != 0, result.stdout + result.stderr
     assert says in result.stderr, result.stderr
+
+
+def test_ci_run_installs_each_command_from_its_debian_package() -> None:
+    """``package_of`` maps the commands ``.ci/run`` looks for to the packages apt-get installs."""
+    import re
+
+    text = (ROOT / ".ci" / "run").read_text()
+    functions = re.search(r"^package_of\(\) \{.*?^\}", text, re.S | re.M)
+    parts = re.search(r"^    for part in ([^;]+); do", text, re.M)
+    assert functions is not None and parts is not None
+    script = functions[0] + '\nfor c in "$@"; do package_of "$c"; done'
+    names = parts[1].split()
+    out = subprocess.run(["bash", "-c", script, "-", *names], capture_output=True, text=True, check=True).stdout.split()
+    assert dict(zip(names, out, strict=True)) == {
+        "redis-server": "redis-server", "nginx": "nginx", "node": "nodejs", "npm": "npm", "openssl": "openssl",
+        "rsyslogd": "rsyslog",
+    }  # fmt: skip

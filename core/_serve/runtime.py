@@ -45,7 +45,8 @@ class Runtime:
         self.startup_failures: dict[str, str] = {}
         """Provider name -> why its ``lifespan`` failed to start; its requests get an upstream error."""
         self.authorizer = Authorizer(assembly.authorize)
-        self.audit = AuditLog(settings.audit_log)
+        self.audit = AuditLog(settings.audit_sinks(), settings.audit.drop_log_seconds if settings.audit else 30.0)
+        """The audit sinks (``[server] audit_log``, ``[server.audit]``); shipped ones drain in the background."""
         self.invoker = Invoker(
             self.startup_failures, settings.read_timeout, settings.coalesce_reads, dict(settings.side_effects)
         )
@@ -106,6 +107,9 @@ class Runtime:
         tasks = await stack.enter_async_context(anyio.create_task_group())
         stack.callback(tasks.cancel_scope.cancel)  # runs first on the way out: the task group then exits
         tasks.start_soon(self.hub.relay)
+        if self.audit.shipped:  # syslog and webhook sinks: drained here, never in a request
+            await tasks.start(self.audit.ship)
+            stack.push_async_callback(self.audit.flush)  # runs before the cancel: queued lines go out
         self.startup_failures.clear()
         for d in self.assembly.declared:
             if isinstance(d.provider, ResourceProvider):

@@ -53,7 +53,7 @@ class CallTool:
         self._invoker = invoker
         self._settings = assembly.config.server
         # warn of a random key only where digests are meant to be compared: an audit log, or a named key
-        wanted = self._settings.audit_log is not None or "audit_key_env" in self._settings.model_fields_set
+        wanted = bool(self._settings.audit_sinks()) or "audit_key_env" in self._settings.model_fields_set
         self._audit_key = audit_key(self._settings.audit_key_env, warn=wanted)
 
     def route(self, exchange: Exchange, params: types.CallToolRequestParams) -> tuple[Entry[Tool, ToolProvider], Any]:

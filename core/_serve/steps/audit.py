@@ -16,36 +16,138 @@ argument values or secrets.
 
 Lines are written with every character outside printable ASCII escaped, so U+2028, U+2029 and
 U+0085 inside a target cannot split a record for a reader using ``str.splitlines()``.
+
+Where lines go (``[server.audit]``, :meth:`ServerSettings.audit_sinks
+<mcp_providers.config.ServerSettings.audit_sinks>`): files are appended to as the request ends;
+syslog and webhook sinks (:mod:`.sinks`) are queued for and shipped by :meth:`AuditLog.ship`,
+which the runtime runs in the background, so they never hold a request up.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
+import anyio
+import anyio.abc
+
 from mcp_providers._serve.steps.custody import now_utc
+from mcp_providers._serve.steps.sinks import Outbox, SyslogSink, WebhookSink
+from mcp_providers.config import FileSinkSettings, SyslogSinkSettings, WebhookSinkSettings
+
+log = logging.getLogger("mcp_providers.audit")
+
+FLUSH_SECONDS = 5.0
+"""How long a stopping server waits for the shipped sinks to send what is queued, in seconds."""
 
 
 class AuditLog:
-    """Appends audit lines to a file; a no-op when no path is configured."""
+    """Writes each audit line to every sink; a no-op without sinks.
 
-    def __init__(self, path: Path | None) -> None:
+    :param sinks: the sinks (``ServerSettings.audit_sinks()``), or a file path (one file sink).
+    :param drop_log_seconds: least time between two warnings of one sink's drops.
+    """
+
+    def __init__(
+        self,
+        sinks: Sequence[FileSinkSettings | SyslogSinkSettings | WebhookSinkSettings] | Path | None = (),
+        drop_log_seconds: float = 30.0,
+    ) -> None:
+        if sinks is None or isinstance(sinks, Path):
+            sinks = [] if sinks is None else [FileSinkSettings(type="file", path=sinks)]
+        self._files = [_File(s.path) for s in sinks if isinstance(s, FileSinkSettings)]
+        self.shipped: list[SyslogSink | WebhookSink] = []
+        """The syslog and webhook sinks, each with its :class:`~.sinks.Outbox`."""
+        for s in sinks:
+            if isinstance(s, SyslogSinkSettings):
+                self.shipped.append(SyslogSink(s, Outbox(s.name, s.queue_size, drop_log_seconds)))
+            elif isinstance(s, WebhookSinkSettings):
+                self.shipped.append(WebhookSink(s, Outbox(s.name, s.queue_size, drop_log_seconds)))
+        self._outboxes = [sink.outbox for sink in self.shipped]
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self._files or self.shipped)
+
+    def dropped(self) -> dict[str, int]:
+        """Sink name -> lines it dropped since start (the ``mcp_providers_audit_dropped`` metric)."""
+        return {box.name: box.dropped for box in self._outboxes}
+
+    def open(self) -> None:
+        """Open the files (nested opens are counted; the last :meth:`close` closes them)."""
+        for f in self._files:
+            f.open()
+
+    def close(self) -> None:
+        for f in self._files:
+            f.close()
+
+    def write(self, line: dict[str, Any]) -> None:
+        """Write ``line`` (``time`` is added first) to the files and queue it for the shipped sinks."""
+        if not self.enabled:
+            return
+        when = now_utc()
+        text = json.dumps({"time": when, **line}, ensure_ascii=True, separators=(",", ":"))
+        for f in self._files:
+            f.write(text + "\n")
+        entry = (when, str(line.get("decision", "")), text)
+        for box in self._outboxes:
+            box.put(entry)
+
+    async def ship(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Run every shipped sink until cancelled (the runtime runs it in its task group)."""
+        async with anyio.create_task_group() as tasks:
+            for sink in self.shipped:
+                tasks.start_soon(_kept_running, sink)
+            task_status.started()
+
+    async def flush(self) -> None:
+        """Wait (shielded, at most :data:`FLUSH_SECONDS`) for the shipped sinks to send what is
+        queued; what is left then is dropped and counted. Called as the runtime stops."""
+        if not self._outboxes:
+            return
+        with anyio.move_on_after(FLUSH_SECONDS, shield=True):
+            while not all(box.idle for box in self._outboxes):
+                await anyio.sleep(0.02)
+        for box in self._outboxes:
+            box.abandon()
+
+
+RESTART_SECONDS = 1.0
+"""How long a shipped sink that failed unexpectedly waits before it starts again, in seconds."""
+
+
+async def _kept_running(sink: SyslogSink | WebhookSink) -> None:
+    """Run ``sink``; an unexpected failure in it is logged (its kind only: a message may quote the
+    URL) and costs the lines it had taken, never the runtime's task group, and it starts again."""
+    while True:
+        try:
+            await sink.run()
+            return
+        except Exception as exc:
+            log.error("audit sink %r failed (%s); starting it again in %s s",
+                      sink.outbox.name, type(exc).__name__, RESTART_SECONDS)  # fmt: skip
+            sink.outbox.lose_in_flight(f"the sink failed: {type(exc).__name__}")
+        await anyio.sleep(RESTART_SECONDS)
+
+
+class _File:
+    """One JSON-lines file, line buffered."""
+
+    def __init__(self, path: Path) -> None:
         self.path = path
         self._file: IO[str] | None = None
         self._lock = threading.Lock()
         self._opened = 0
 
-    @property
-    def enabled(self) -> bool:
-        return self.path is not None
-
     def open(self) -> None:
-        """Open the file (nested opens are counted; the last :meth:`close` closes it)."""
         with self._lock:
             self._opened += 1
-            if self.path is not None and self._file is None:
+            if self._file is None:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 self._file = self.path.open("a", encoding="utf-8", buffering=1)
 
@@ -56,11 +158,7 @@ class AuditLog:
                 self._file.close()
                 self._file = None
 
-    def write(self, line: dict[str, Any]) -> None:
-        """Append ``line`` (``time`` is added first)."""
-        if self._file is None:
-            return
-        text = json.dumps({"time": now_utc(), **line}, ensure_ascii=True, separators=(",", ":")) + "\n"
+    def write(self, text: str) -> None:
         with self._lock:
             if self._file is not None:
                 self._file.write(text)

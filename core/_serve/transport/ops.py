@@ -9,8 +9,9 @@ they carry no content) and puts a request-counting middleware on the composition
   Redis answers a ping within ``timeout_seconds``; 503 with the reason otherwise;
 - ``/metrics``: ``mcp_providers_requests_total{method,outcome}``,
   ``mcp_providers_read_seconds`` (histogram of ``resources/read``), ``mcp_providers_subscriptions``
-  (watches held by this replica), ``mcp_providers_poll_leases`` (live sources this replica polls)
-  and ``mcp_providers_cluster_connected``.
+  (watches held by this replica), ``mcp_providers_poll_leases`` (live sources this replica polls),
+  ``mcp_providers_cluster_connected`` and ``mcp_providers_audit_dropped_total{sink}`` (audit
+  lines a shipped sink dropped).
 
 :func:`pin_sessions` makes 2025-era sessions routable by a load balancer: with
 ``MCP_PROVIDERS_REPLICA=replica1`` the session ids this replica hands out read ``replica1.<id>``,
@@ -116,6 +117,11 @@ class _Gauges:
         yield CounterMetricFamily("mcp_providers_credentials_obtained", "Upstream credentials this replica "
                                   "obtained for callers (cache misses of the credential broker)",
                                   value=runtime.credentials.obtained)  # fmt: skip
+        dropped = CounterMetricFamily("mcp_providers_audit_dropped", "Audit lines a syslog or webhook sink dropped "
+                                      "(queue full, retries exhausted, unsent at stop)", labels=["sink"])  # fmt: skip
+        for sink, count in runtime.audit.dropped().items():
+            dropped.add_metric([sink], count)
+        yield dropped
 
 
 def transport_stopped(server: Any) -> str | None:

@@ -1,0 +1,237 @@
+"""Audit sinks that ship lines off the host: syslog and an HTTP webhook (``[server.audit]``).
+
+Each sink has an :class:`Outbox`, a bounded in-memory queue the request path only appends to
+(never waiting, never failing), and a task that drains it in the background
+(:meth:`SyslogSink.run`, :meth:`WebhookSink.run`), started by the runtime. A line is dropped, and
+counted per sink in :attr:`Outbox.dropped`, when it finds the queue full, when its sink gave up
+after its retries, or when it is still queued as the server stops; drops are logged as a warning
+at most once per ``drop_log_seconds``.
+
+Syslog messages follow RFC 5424 (section 6: ``<PRI>1 TIMESTAMP HOSTNAME APP-NAME PROCID MSGID
+SD MSG``, MSGID ``audit``, no structured data, MSG the line's JSON, ASCII only); over TCP they are
+framed by octet counting (RFC 6587 section 3.4.1: ``LENGTH SP MESSAGE``). A webhook batch is a
+JSON array of lines POSTed with ``Idempotency-Key`` (one per batch, kept across its retries) and
+``X-Audit-Sequence`` (1, 2, ... per sink and process), resent only after an attempt without a
+2xx answer.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import socket
+import time
+import uuid
+from collections import deque
+
+import anyio
+import anyio.abc
+import httpx2
+
+from mcp_providers.config import SYSLOG_FACILITIES, SyslogSinkSettings, WebhookSinkSettings
+
+log = logging.getLogger("mcp_providers.audit")
+
+Entry = tuple[str, str, str]
+"""One queued audit line: its ``time``, its ``decision`` and its JSON text (no newline)."""
+
+Connection = anyio.abc.ByteStream | anyio.abc.ConnectedUDPSocket | anyio.abc.ConnectedUNIXDatagramSocket
+"""Where a syslog sink sends: each has ``send(bytes)`` and ``aclose()``."""
+
+SEVERITY = {"allowed": 6, "denied": 5, "error": 4}
+"""RFC 5424 severity per decision: informational, notice, warning."""
+
+
+class Outbox:
+    """A sink's bounded queue of :data:`Entry`, with its drop count.
+
+    :param size: most entries held; :meth:`put` drops (and counts) the one that finds it full.
+    :param drop_log_seconds: least time between two drop warnings, in seconds.
+    """
+
+    def __init__(self, name: str, size: int, drop_log_seconds: float) -> None:
+        self.name, self._size, self._interval = name, size, drop_log_seconds
+        self._entries: deque[Entry] = deque()
+        self._wake: anyio.Event | None = None
+        self.dropped = 0
+        """Entries dropped so far (queue full, retries exhausted, unsent at stop)."""
+        self.in_flight = 0
+        """Entries taken by the sink and not yet delivered or dropped."""
+        self._unlogged, self._logged_at = 0, -math.inf
+
+    def put(self, entry: Entry) -> None:
+        """Queue ``entry``, or drop it if the queue is full; never waits."""
+        if len(self._entries) >= self._size:
+            self.drop(1, "its queue is full")
+            return
+        self._entries.append(entry)
+        if self._wake is not None:
+            self._wake.set()
+
+    @property
+    def idle(self) -> bool:
+        """Nothing queued and nothing being sent."""
+        return not self._entries and self.in_flight == 0
+
+    def drop(self, count: int, why: str) -> None:
+        """Count ``count`` entries dropped; warn if no warning was logged in the last interval."""
+        self.dropped += count
+        self._unlogged += count
+        self.report(why)
+
+    def report(self, why: str = "its destination is down or slow") -> None:
+        """Log the drops not yet logged, unless a warning went out less than an interval ago."""
+        now = time.monotonic()
+        if self._unlogged and now - self._logged_at >= self._interval:
+            log.warning("audit sink %r dropped %d lines (%s); %d dropped since start",
+                        self.name, self._unlogged, why, self.dropped)  # fmt: skip
+            self._unlogged, self._logged_at = 0, now
+
+    async def take(self, most: int, linger: float = 0.0) -> list[Entry]:
+        """Wait for an entry, then up to ``linger`` seconds more for ``most``; returns 1 to ``most``
+        entries, counted :attr:`in_flight` until :meth:`done` or :meth:`drop`."""
+        while not self._entries:
+            await self._wait()
+        if linger > 0 and len(self._entries) < most:
+            with anyio.move_on_after(linger):
+                while len(self._entries) < most:
+                    await self._wait()
+        taken = [self._entries.popleft() for _ in range(min(most, len(self._entries)))]
+        self.in_flight += len(taken)
+        return taken
+
+    def done(self, count: int) -> None:
+        """``count`` taken entries were delivered (or dropped: call :meth:`drop` too)."""
+        self.in_flight -= count
+
+    def abandon(self) -> None:
+        """The server stops: whatever is still queued or in flight is dropped and counted."""
+        left = len(self._entries) + self.in_flight
+        self._entries.clear()
+        self.in_flight = 0
+        if left:
+            self._logged_at = -math.inf  # the last word: always logged
+            self.drop(left, "the server stopped before they were sent")
+
+    def lose_in_flight(self, why: str) -> None:
+        """The sink failed with entries taken: they are dropped and counted."""
+        lost, self.in_flight = self.in_flight, 0
+        if lost:
+            self.drop(lost, why)
+
+    async def _wait(self) -> None:
+        self._wake = anyio.Event()
+        try:
+            await self._wake.wait()
+        finally:
+            self._wake = None
+
+
+def backoff(attempt: int, first: float, most: float) -> float:
+    """Seconds to wait before retry ``attempt`` (1, 2, ...): ``first`` doubled each time, at most ``most``."""
+    return min(most, first * 2.0 ** (attempt - 1))
+
+
+class SyslogSink:
+    """Sends each entry as an RFC 5424 message over UDP, TCP (octet counting) or a Unix socket."""
+
+    def __init__(self, settings: SyslogSinkSettings, outbox: Outbox) -> None:
+        self.settings, self.outbox = settings, outbox
+        host = "".join(c for c in socket.gethostname() if "!" <= c <= "~")[:255] or "-"  # RFC 5424 PRINTUSASCII
+        self._after_time = f" {host} {settings.app_name} {os.getpid()} audit - "
+        self._facility = SYSLOG_FACILITIES[settings.facility]
+        self._connection: Connection | None = None
+
+    def message(self, entry: Entry) -> bytes:
+        """The RFC 5424 message for ``entry`` (framed for TCP: ``LENGTH SP MESSAGE``)."""
+        when, decision, text = entry
+        pri = self._facility * 8 + SEVERITY.get(decision, 6)
+        data = f"<{pri}>1 {when}{self._after_time}{text}".encode("ascii")
+        return b"%d %s" % (len(data), data) if self.settings.transport == "tcp" else data
+
+    async def run(self) -> None:
+        """Drain the outbox until cancelled."""
+        try:
+            while True:
+                for entry in await self.outbox.take(100):
+                    await self._deliver(self.message(entry))
+                    self.outbox.done(1)
+                self.outbox.report()
+        finally:
+            await self._close()
+
+    async def _deliver(self, data: bytes) -> None:
+        s = self.settings
+        for attempt in range(s.retries + 1):
+            if attempt:
+                await anyio.sleep(backoff(attempt, s.retry_seconds, s.max_retry_seconds))
+            try:
+                if self._connection is None:
+                    self._connection = await self._connect()
+                await self._connection.send(data)
+                return
+            except OSError as exc:
+                log.debug("audit sink %r: send failed: %s", s.name, exc)
+                await self._close()
+        self.outbox.drop(1, f"sending failed {s.retries + 1} times")
+
+    async def _connect(self) -> Connection:
+        s = self.settings
+        if s.transport == "tcp":
+            return await anyio.connect_tcp(s.host, s.port)
+        if s.transport == "udp":
+            return await anyio.create_connected_udp_socket(s.host, s.port)
+        return await anyio.create_connected_unix_datagram_socket(str(s.socket))
+
+    async def _close(self) -> None:
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            with anyio.CancelScope(shield=True):
+                await connection.aclose()
+
+
+class WebhookSink:
+    """POSTs batches of entries as JSON arrays, retried with exponential back-off."""
+
+    def __init__(self, settings: WebhookSinkSettings, outbox: Outbox) -> None:
+        self.settings, self.outbox = settings, outbox
+        self.sequence = 0
+        """The last batch's ``X-Audit-Sequence``."""
+        self._headers = {"Content-Type": "application/json"}
+        token = os.environ.get(settings.token_env) if settings.token_env else None
+        if token:
+            self._headers["Authorization"] = f"Bearer {token}"
+        elif settings.token_env:
+            log.warning("audit sink %r: $%s is unset or empty; batches are sent without a bearer token",
+                        settings.name, settings.token_env)  # fmt: skip
+
+    async def run(self) -> None:
+        """Drain the outbox in batches until cancelled."""
+        s = self.settings
+        async with httpx2.AsyncClient(timeout=s.timeout_seconds, follow_redirects=False) as http:
+            while True:
+                batch = await self.outbox.take(s.batch_size, s.batch_seconds)
+                self.sequence += 1
+                headers = {**self._headers, "Idempotency-Key": uuid.uuid4().hex, "X-Audit-Sequence": str(self.sequence)}
+                body = ("[" + ",".join(text for _, _, text in batch) + "]").encode("ascii")
+                if not await self._deliver(http, body, headers):
+                    self.outbox.drop(len(batch), f"the webhook gave no 2xx answer to {s.retries + 1} attempts")
+                self.outbox.done(len(batch))
+                self.outbox.report()
+
+    async def _deliver(self, http: httpx2.AsyncClient, body: bytes, headers: dict[str, str]) -> bool:
+        """Whether an attempt got a 2xx answer; a batch is resent only after one that did not."""
+        s = self.settings
+        for attempt in range(s.retries + 1):
+            if attempt:
+                await anyio.sleep(backoff(attempt, s.retry_seconds, s.max_retry_seconds))
+            try:
+                answer = await http.post(str(s.url), content=body, headers=headers)
+            except httpx2.HTTPError as exc:  # never the URL's query or the token: only the kind
+                log.debug("audit sink %r: POST failed: %s", s.name, type(exc).__name__)
+                continue
+            if 200 <= answer.status_code < 300:
+                return True
+            log.debug("audit sink %r: POST answered %d", s.name, answer.status_code)
+        return False
