@@ -8,12 +8,14 @@ collection) and, when the last one of a file has finished, prints::
     [ 41%] tests/test_zoo.py: 24 passed in 38.2 s
 
 where the seconds are the sum of the file's setup, call and teardown times (worker time, not wall
-time). Passed tests print no dot of their own; failures, errors, skips and xfails keep theirs.
+time). Tests print no letter of their own (no dots); the summary at the end names every failure
+and skip (``-ra``).
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,11 +46,14 @@ class FileProgress:
             self._files[name] = _File(count)
         self._tests = len(ids)
 
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_report_teststatus(self, report: pytest.TestReport) -> tuple[str, str, str] | None:
-        if report.when == "call" and report.passed:
-            return "passed", "", "PASSED"
-        return None
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_report_teststatus(self, report: pytest.TestReport) -> Generator[None, Any, None]:
+        # No letter per test: the file's line gives its counts, the summary names every failure.
+        outcome = yield
+        status = outcome.get_result()
+        if status:
+            category, _letter, word = status
+            outcome.force_result((category, "", word))
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         file = self._files.get(report.nodeid.split("::", 1)[0])
