@@ -11,10 +11,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from progress import pytest_configure  # noqa: F401 (a hook found here)
 from real_parts import pytest_make_collect_report, pytest_runtest_makereport  # noqa: F401 (hooks found here)
 
 TESTS = Path(__file__).parent
 TEST_DISTRIBUTION = TESTS / "distributions" / "test_plugins"
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: one worker more than the usable CPUs, since many tests wait on a server they
+    started (a subprocess, redis-server, nginx, an authorization server) rather than compute."""
+    return len(os.sched_getaffinity(0)) + 1
 
 
 @pytest.fixture

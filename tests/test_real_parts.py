@@ -156,6 +156,48 @@ def test_ci_run_says_what_it_would_install(tmp_path: Path) -> None:
     assert "install" in asked and all(p in asked for p in ("redis-server", "nodejs", "npm")), asked
 
 
+def _ci_run_with_stubs(tmp_path: Path, pytest_status: int) -> subprocess.CompletedProcess[str]:
+    """A copy of ``.ci/run`` in a tree whose every tool is a stub that succeeds, except ``uv run pytest``
+    (exits ``pytest_status``): what the script itself does with each stage's outcome."""
+    tree, bin_ = tmp_path / "tree", tmp_path / "bin"
+    (tree / ".ci").mkdir(parents=True)
+    (tree / "scripts").mkdir()
+    bin_.mkdir()
+    shutil.copy(ROOT / ".ci" / "run", tree / ".ci" / "run")
+    bash = shutil.which("bash") or "/bin/bash"
+    stubs = {tree / "scripts" / "conformance": "exit 0", tree / "scripts" / "sdk_drift": "exit 0",
+             bin_ / "uv": f'case " $* " in *" pytest "*) exit {pytest_status} ;; esac; exit 0'}
+    stubs |= {bin_ / part: "exit 0" for part in ("redis-server", "nginx", "node", "npm", "openssl", "rsyslogd")}
+    for path, body in stubs.items():
+        path.write_text(f"#!{bash}\n{body}\n")
+        path.chmod(0o755)
+    for tool in ("bash", "dirname", "id", "cat", "env"):
+        (bin_ / tool).symlink_to(shutil.which(tool) or tool)
+    env = {"PATH": str(bin_), "HOME": str(tmp_path)}
+    return subprocess.run([bash, str(tree / ".ci" / "run")], env=env, capture_output=True, text=True, timeout=60)
+
+
+STAGES = ["install (uv sync)", "ruff", "mypy", "import contracts", "docs site", "conformance",
+          "sdk drift (never fails)", "tests (uv run pytest)"]  # fmt: skip
+
+
+def test_ci_run_prints_each_stage_with_its_outcome_and_time(tmp_path: Path) -> None:
+    result = _ci_run_with_stubs(tmp_path, 0)
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    for name in STAGES:
+        assert f"ci: ---- {name}" in lines, result.stdout
+        assert any(line.startswith(f"ci: ---- {name}: ok in ") and line.endswith(" s") for line in lines), result.stdout
+    assert any(line.startswith("ci: all stages in ") for line in lines), result.stdout
+
+
+@pytest.mark.parametrize(("status", "says"), [(5, "pytest collected no tests"), (1, "FAILED (exit 1)")])
+def test_ci_run_fails_when_pytest_fails_or_runs_no_test(tmp_path: Path, status: int, says: str) -> None:
+    result = _ci_run_with_stubs(tmp_path, status)
+    assert result.returncode != 0, result.stdout + result.stderr
+    assert says in result.stderr, result.stderr
+
+
 def test_ci_run_installs_each_command_from_its_debian_package() -> None:
     """``package_of`` maps the commands ``.ci/run`` looks for to the packages apt-get installs."""
     import re

@@ -58,3 +58,59 @@ async def test_cancelling_the_served_server_stops_every_lifespan_promptly(versio
                 "io.modelcontextprotocol/clientCapabilities": {}}})  # fmt: skip
             assert answer["result"]["contents"][0]["text"] == "two"
     assert sorted(stopped) == sorted(names)
+
+
+started: list[str] = []
+
+
+def _counted(name: str) -> ResourceProvider:
+    """A provider whose lifespan records each start and each stop."""
+    provider = _provider(name)
+    inner = provider.lifespan
+
+    @contextlib.asynccontextmanager
+    async def lifespan() -> AsyncIterator[None]:
+        started.append(name)
+        async with inner():
+            yield
+
+    provider.lifespan = lifespan  # type: ignore[method-assign]
+    return provider
+
+
+async def _session(composition: object, mode: str, entered: anyio.Event, leave: anyio.Event) -> None:
+    from mcp_providers.testing import connect
+
+    async with connect(composition, mode) as client:  # type: ignore[arg-type]
+        result = await client.read_resource("one://x")
+        assert result.contents[0].text == "one"  # type: ignore[union-attr]
+        entered.set()
+        await leave.wait()
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+@pytest.mark.parametrize("first_out", ["first-in", "last-in"])
+async def test_two_sessions_in_two_tasks_share_one_start_whichever_ends_first(mode: str, first_out: str) -> None:
+    """Two in-memory sessions at once, each in its own task: the providers start once, stop once
+    when the last session ends (whichever task that is), and a third session starts them again."""
+    stopped.clear()
+    started.clear()
+    composition = compose({"p": SimpleNamespace(register_resource_providers=hookimpl(lambda: [_counted("one")]))})
+    entered = [anyio.Event(), anyio.Event()]
+    leave = [anyio.Event(), anyio.Event()]
+    with anyio.fail_after(20):
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(_session, composition, mode, entered[0], leave[0])
+            await entered[0].wait()
+            tasks.start_soon(_session, composition, mode, entered[1], leave[1])
+            await entered[1].wait()
+            order = [0, 1] if first_out == "first-in" else [1, 0]
+            leave[order[0]].set()
+            await anyio.sleep(0.1)
+            assert stopped == [], "a session ended while another was serving: the providers must stay up"
+            leave[order[1]].set()
+        assert (started, stopped) == (["one"], ["one"])
+        third = [anyio.Event(), anyio.Event()]
+        third[1].set()
+        await _session(composition, mode, third[0], third[1])
+    assert (started, stopped) == (["one", "one"], ["one", "one"])

@@ -9,9 +9,11 @@ cluster backend can replace it with one kept in an external store without touchi
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import contextvars
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -70,13 +72,12 @@ class Runtime:
             max_uri_length=settings.max_uri_length,
             shared=self.shared,
         )
-        self._running = 0
-        self._stack: contextlib.AsyncExitStack | None = None
+        self._host = _Host(self._start)
 
     @property
     def serving(self) -> bool:
         """Whether the providers have been started (:meth:`running` entered) and not stopped."""
-        return self._running > 0 and self._stack is not None
+        return self._host.up
 
     def _freshness_of(self, uri: str) -> Freshness | None:
         try:
@@ -88,19 +89,11 @@ class Runtime:
         gate = Gate(self.authorizer, principal)
         return gate.allowed("subscribe", uri) and gate.allowed("read", uri)
 
-    @contextlib.asynccontextmanager
-    async def running(self) -> AsyncIterator[None]:
-        """Enter every served provider's ``lifespan`` and open the audit log (once, however nested)."""
-        if self._running == 0:
-            self._stack = await self._start()
-        self._running += 1
-        try:
-            yield
-        finally:
-            self._running -= 1
-            if self._running == 0 and self._stack is not None:
-                stack, self._stack = self._stack, None
-                await stack.aclose()
+    def running(self) -> contextlib.AbstractAsyncContextManager[None]:
+        """Enter every served provider's ``lifespan`` and open the audit log: once for however many
+        callers are inside at a time (sessions in tasks of their own, say), until the last one leaves
+        (see :class:`_Host`)."""
+        return self._host.using()
 
     async def _start(self) -> contextlib.AsyncExitStack:
         stack = contextlib.AsyncExitStack()
@@ -125,6 +118,85 @@ class Runtime:
             await hosted.start(tasks)
             stack.push_async_callback(hosted.stop)
         return stack
+
+
+class _Host:
+    """The runtime's started parts, opened by the first caller of :meth:`using` and closed when the
+    last one leaves, in one task of their own.
+
+    Callers are often sessions, each in its own task, ending in any order. What the parts hold
+    (the providers' task group, the cluster connection's cancel scope) must be left in the task
+    that entered it, so it is entered and left in a host task made for it, in an empty context:
+    not the first caller's principal or request. Under an event loop other than asyncio, the first
+    caller's task hosts them (one caller at a time).
+    """
+
+    def __init__(self, start: Callable[[], Awaitable[contextlib.AsyncExitStack]]) -> None:
+        self._start = start
+        self._users = 0
+        self._lock = anyio.Lock()
+        self._stop: asyncio.Event | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._stack: contextlib.AsyncExitStack | None = None  # hosted in the caller's task instead
+        self.up = False
+
+    @contextlib.asynccontextmanager
+    async def using(self) -> AsyncIterator[None]:
+        async with self._lock:
+            if self._users == 0:
+                await self._open()
+            self._users += 1
+        try:
+            yield
+        finally:
+            with anyio.CancelScope(shield=True):  # the last one out must close, cancelled or not
+                async with self._lock:
+                    self._users -= 1
+                    if self._users == 0:
+                        await self._close()
+
+    async def _open(self) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # not asyncio (trio, say)
+            self._stack = await self._start()
+            self.up = True
+            return
+        ready: asyncio.Future[None] = loop.create_future()
+        self._stop = asyncio.Event()
+        self._task = loop.create_task(self._host(ready, self._stop), context=contextvars.Context())
+        try:
+            await asyncio.shield(ready)
+        except BaseException:
+            self._task.cancel()  # still starting (the caller was cancelled) or already ended
+            with anyio.CancelScope(shield=True):
+                await asyncio.wait([self._task])
+            self._task = None
+            raise
+        self.up = True
+
+    async def _host(self, ready: asyncio.Future[None], stop: asyncio.Event) -> None:
+        try:
+            stack = await self._start()
+        except BaseException as exc:
+            ready.set_exception(exc) if not isinstance(exc, asyncio.CancelledError) else ready.cancel()
+            return
+        try:
+            ready.set_result(None)
+            await stop.wait()
+        finally:
+            await stack.aclose()
+
+    async def _close(self) -> None:
+        self.up = False
+        if self._stack is not None:
+            stack, self._stack = self._stack, None
+            await stack.aclose()
+        elif self._task is not None and self._stop is not None:
+            task, self._task = self._task, None
+            self._stop.set()
+            await asyncio.wait([task])
+            task.result()  # what failed while the parts closed reaches the last caller, as before
 
 
 STOP_SECONDS = 10.0
