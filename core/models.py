@@ -108,6 +108,13 @@ class Icon(BaseModel):
     theme: Literal["light", "dark"] | None = None
     """The background the icon is drawn for; ``None``: any."""
 
+    @classmethod
+    def from_svg(cls, svg: str, *, theme: Literal["light", "dark"] | None = None) -> Icon:
+        """A scalable icon carried inline: ``svg`` (the document's text) as a base64 ``data:`` URI,
+        MIME type ``image/svg+xml``, sizes ``("any",)``. Checked like any icon (:meth:`problems`)."""
+        data = base64.b64encode(svg.encode()).decode()
+        return cls(src=f"data:image/svg+xml;base64,{data}", mime_type="image/svg+xml", sizes=("any",), theme=theme)
+
     def problems(self) -> list[tuple[str, str]]:
         """What is wrong with this icon, as ``(what is wrong, what would be right)`` pairs; empty if fine."""
         out = _src_problems(self.src, self.mime_type)

@@ -331,3 +331,12 @@ async def test_icons_cross_into_an_mcpserver() -> None:
         assert _dumped((await client.list_resource_templates()).resource_templates) == [WIRE_GOOD]
         assert _dumped((await client.list_tools()).tools) == [WIRE_GOOD]
         assert _dumped((await client.list_prompts()).prompts) == [WIRE_GOOD]
+
+
+def test_from_svg_makes_a_checked_inline_icon() -> None:
+    from mcp_providers import Icon
+
+    icon = Icon.from_svg('<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 1 1"/>', theme="dark")
+    assert (icon.mime_type, icon.sizes, icon.theme) == ("image/svg+xml", ("any",), "dark")
+    assert icon.src.startswith("data:image/svg+xml;base64,") and icon.problems() == []
+    assert Icon.from_svg('<svg onload="alert(1)"/>').problems()  # the content rules still apply

@@ -5,7 +5,6 @@ A ``data:`` URI, so the server stays offline-safe and clients fetch nothing.
 
 from __future__ import annotations
 
-import base64
 from typing import Final
 
 from mcp_providers.models import Icon
@@ -16,11 +15,5 @@ SVG: Final = (
     '<path d="M9 12h8M9 16h8" stroke="#fff" stroke-width="1.5"/></svg>'
 )
 
-ICONS: Final = (
-    Icon(
-        src="data:image/svg+xml;base64," + base64.b64encode(SVG.encode()).decode(),
-        mime_type="image/svg+xml",
-        sizes=("any",),
-    ),
-)
+ICONS: Final = (Icon.from_svg(SVG),)
 """The ``icons`` of every resource, template, tool and prompt the DocuMCP plugins declare."""
