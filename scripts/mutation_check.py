@@ -783,7 +783,7 @@ def run_case(case: Case) -> tuple[bool | None, str]:
         return None, f"snippet found {count} times in {case.file}, expected once"
     try:
         path.write_text(original.replace(case.snippet, case.replacement))
-        command = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *case.tests]
+        command = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-n", "0", *case.tests]
         try:
             done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=TIMEOUT)
         except subprocess.TimeoutExpired:
