@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from mcp import MCPError
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -18,7 +19,6 @@ from servicenow_support import DEV_PASSWORD, DEV_USER, SECRETS
 
 from mcp_providers._serve.composition import Composition
 from mcp_providers.identity import LOCAL
-from mcp_providers.plugins.servicenow.emulator import Emulator
 from mcp_providers.testing import connect
 
 pytestmark = pytest.mark.anyio
@@ -99,7 +99,7 @@ async def test_an_invalid_traceparent_is_ignored_and_the_read_still_answers(comp
 
 async def test_a_denied_or_failed_request_says_its_error_type_and_no_message(composition, spans, dev_emulator):
     async with connect(composition) as client:
-        with pytest.raises(Exception):  # noqa: B017,PT011 (the SDK's error for an unknown record)
+        with pytest.raises(MCPError):  # not found
             await client.read_resource("servicenow://dev/incidents/INC0099999")
     [read] = request_spans(spans.get_finished_spans(), "resources/read")
     assert read.attributes["mcp_providers.decision"] == "error"
