@@ -119,11 +119,14 @@ class Pipeline:
         scope = current_scope.set(CredentialScope(self.credentials, exchange.upstreams))
         try:
             await self.limiter.admit(ctx, exchange.principal, method.name)  # per subject, before the gate
-            if self.tracer is None:
-                produced = await self._stages(method, exchange, params)
-            else:
-                produced = await self._traced_stages(self.tracer, method, exchange, params)
-            return wire.shape(produced, exchange.version)
+            if self.tracer is not None:  # the same stages, each in its span
+                return wire.shape(await self._traced_stages(self.tracer, method, exchange, params), exchange.version)
+            target = method.route(exchange, params)
+            method.authorize(exchange, target)
+            produced = await method.invoke(exchange, target)
+            if exchange.upstreams:  # before the receipt is made: it says which upstream identity served
+                exchange.custody.update(upstream_fields(exchange.upstreams))
+            return wire.shape(method.evidence(exchange, target, produced), exchange.version)
         except BaseException as exc:
             if not exchange.target:  # refused before routing (rate limited, say): name what was asked
                 exchange.target = _requested(params)
@@ -136,17 +139,8 @@ class Pipeline:
                 tracing.describe(exchange)
             self._write(exchange)
 
-    async def _stages(self, method: Method[Any, Any, R], exchange: Exchange, params: Any) -> R:
-        """route -> authorize -> invoke -> evidence; :meth:`_traced_stages` is the same with spans."""
-        target = method.route(exchange, params)
-        method.authorize(exchange, target)
-        produced = await method.invoke(exchange, target)
-        if exchange.upstreams:  # before the receipt is made: it says which upstream identity served
-            exchange.custody.update(upstream_fields(exchange.upstreams))
-        return method.evidence(exchange, target, produced)
-
     async def _traced_stages(self, tracer: Tracer, method: Method[Any, Any, R], exchange: Exchange, params: Any) -> R:
-        """:meth:`_stages` with a child span per stage (the only place stage spans are made), and the
+        """The stages of :meth:`run` with a child span per stage (the only place stage spans are made), and the
         request's upstream HTTP calls traced (:func:`mcp_providers.http.upstream_tracer`)."""
         target = method.route(exchange, params)
         with tracing.stage(tracer, "gate"):
