@@ -52,8 +52,9 @@ R = TypeVar("R")
 _through_pipeline: ContextVar[list[bool] | None] = ContextVar("mcp_providers_through_pipeline", default=None)
 """Set by :meth:`Pipeline.audit_middleware` per request; the pipeline marks it when it writes the line."""
 
-_in_request_span: ContextVar[bool] = ContextVar("mcp_providers_in_request_span", default=False)
-"""Set by :meth:`Pipeline._traced` while :meth:`Pipeline.middleware` runs inside the request's span."""
+_in_request_span: ContextVar[object] = ContextVar("mcp_providers_in_request_span", default=None)
+"""The request (its context) :meth:`Pipeline.middleware` is answering inside its span
+(:meth:`Pipeline._traced`); a request nested in it (another server in process) gets its own span."""
 
 
 def _requested(params: Any) -> str:
@@ -162,7 +163,7 @@ class Pipeline:
         their protocol version), in one layer per request rather than two; methods named to
         :meth:`answer_directly` are answered here (:meth:`_answer`); with traces on, inside the
         request's span (:func:`~mcp_providers._serve.steps.tracing.request_span`)."""
-        if self.tracer is not None and not _in_request_span.get():
+        if self.tracer is not None and _in_request_span.get() is not ctx:
             return await self._traced(self.tracer, ctx, call_next)
         if ctx.method in self._direct:
             call_next = functools.partial(self._answer, call_next=call_next)
@@ -177,7 +178,7 @@ class Pipeline:
     async def _traced(self, tracer: Tracer, ctx: Ctx, call_next: Callable[[Ctx], Awaitable[Any]]) -> Any:
         """:meth:`middleware` inside the request's span (the only place request spans are made)."""
         with tracing.request_span(tracer, ctx):
-            token = _in_request_span.set(True)
+            token = _in_request_span.set(ctx)
             try:
                 return await self.middleware(ctx, call_next)
             finally:
