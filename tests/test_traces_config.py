@@ -37,3 +37,31 @@ def test_without_the_variables_nothing_is_installed_and_the_pipeline_does_not_tr
     assert composition.pipeline.tracer is None
     # The SDK's per-request span would be a second request span (and costs even with no tracer).
     assert not any(isinstance(m, tracing_middleware()) for m in composition.server.middleware)
+
+
+HEADER = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+META = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+
+def _parent_trace(meta, headers):
+    from types import SimpleNamespace
+
+    from opentelemetry import trace
+
+    ctx = SimpleNamespace(meta=meta, request=None if headers is None else SimpleNamespace(headers=headers))
+    found = tracing.parent_context(ctx)  # type: ignore[arg-type]
+    return None if found is None else format(trace.get_current_span(found).get_span_context().trace_id, "032x")
+
+
+@pytest.mark.parametrize(
+    ("meta", "headers", "trace_id"),
+    [
+        ({"traceparent": META}, {"traceparent": HEADER}, META[3:35]),  # _meta (SEP-414) first
+        ({"traceparent": "00-garbage-01"}, {"traceparent": HEADER}, HEADER[3:35]),  # an invalid one falls through
+        (None, {"traceparent": HEADER}, HEADER[3:35]),
+        ({"traceparent": 7}, {"traceparent": "nope"}, None),
+        ({}, None, None),
+    ],
+)
+def test_the_parent_comes_from_meta_else_from_the_http_headers(meta, headers, trace_id):
+    assert _parent_trace(meta, headers) == trace_id
