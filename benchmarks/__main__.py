@@ -27,7 +27,7 @@ from typing import Any
 
 import anyio
 
-from benchmarks import cluster, fixtures, identity, sideeffects
+from benchmarks import cluster, fixtures, identity, sideeffects, traces
 
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
@@ -743,6 +743,7 @@ SECTIONS = (
     "sideeffects",
     "cluster",
     "identity",
+    "traces",
 )
 
 
@@ -807,6 +808,8 @@ def main() -> None:
         cluster.run(max(3, rounds // 2), emit)  # needs redis-server, nginx, wrk (skipped without)
     if "identity" in only:
         identity.run(max(3, rounds // 3), emit)  # JWT validation's cost over HTTP (wrk rows NaN without wrk)
+    if "traces" in only:
+        traces.run(rounds, emit)  # read overhead with OpenTelemetry traces off and on
     took = time.perf_counter() - t0
     print(f"\ntotal: {took:.0f} s\n")
     table = markdown()

@@ -12,6 +12,7 @@ import json
 import logging
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -196,15 +197,35 @@ def serve(
     if address is None:
         # fd 1 is the wire: move it aside before any plugin is imported (a plugin, or a child
         # process it starts, may write to fd 1 at import time).
-        with guarded_stdout() as wire_out:
+        with guarded_stdout() as wire_out, _traces():
             _serve_stdio(_server_of(_compose(_load(config, plugin_set), strict), strict), wire_out)
         return
     loaded = _load(config, plugin_set)
     if workers > 1 and not os.environ.get(FD_ENV):
         _start_workers(workers, address, loaded, stateless)
-    composition = _compose(loaded, strict)
-    server = _server_of(composition, strict)
-    _serve_http(composition, server, address, stateless, json_response, allow_host)
+    with _traces():
+        composition = _compose(loaded, strict)
+        server = _server_of(composition, strict)
+        _serve_http(composition, server, address, stateless, json_response, allow_host)
+
+
+@contextlib.contextmanager
+def _traces() -> Iterator[None]:
+    """OpenTelemetry traces when the ``OTEL_*`` variables ask for them (docs/operations.md,
+    "Traces"), set up before the server is built and flushed when serving ends; exit 1 when they
+    ask but the ``telemetry`` extra is missing."""
+    from mcp_providers._serve.steps import tracing
+
+    try:
+        on = tracing.configure_from_env()
+    except RuntimeError as exc:
+        err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
+        raise typer.Exit(1) from None
+    try:
+        yield
+    finally:
+        if on:
+            tracing.shutdown()
 
 
 def _start_workers(workers: int, address: tuple[str, int] | None, config: Config, stateless: bool) -> None:

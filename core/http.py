@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from typing import Any
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any
 
 import httpx2
 
@@ -32,6 +33,13 @@ from mcp_providers._sideeffects import SAFE_METHODS as SAFE_METHODS
 from mcp_providers._sideeffects import check_http, current_scope, side_effect_scope
 from mcp_providers._sideeffects import exempt as exempt
 from mcp_providers._sideeffects import scratch_dir as scratch_dir
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Tracer
+
+upstream_tracer: ContextVar[Tracer | None] = ContextVar("mcp_providers_upstream_tracer", default=None)
+"""Set by the core around a provider's invocation while traces are on: every request a
+:func:`client` sends then gets a ``CLIENT`` span (see :class:`_TracedClient`). ``None``: no span."""
 
 
 @contextlib.contextmanager
@@ -81,4 +89,43 @@ def client(*, transport: httpx2.AsyncBaseTransport | None = None, **kwargs: Any)
     """
     if transport is not None and not isinstance(transport, httpx2.AsyncHTTPTransport):
         transport = _GuardedTransport(transport)
-    return httpx2.AsyncClient(transport=transport, **kwargs)
+    return _TracedClient(transport=transport, **kwargs)
+
+
+class _TracedClient(httpx2.AsyncClient):
+    """An ``httpx2.AsyncClient`` whose requests, inside a traced invocation (:data:`upstream_tracer`),
+    each get a ``CLIENT`` span after the OpenTelemetry HTTP client conventions: named by the method,
+    with ``http.request.method``, ``server.address``, ``server.port``, ``url.scheme``,
+    ``http.response.status_code`` and ``error.type`` (the status code from 400, else the exception's
+    class). Never the path, the query string, headers or bodies: they carry record ids and credentials."""
+
+    async def send(self, request: httpx2.Request, **kwargs: Any) -> httpx2.Response:
+        tracer = upstream_tracer.get()
+        if tracer is None:
+            return await super().send(request, **kwargs)
+        return await _traced_send(tracer, super().send, request, kwargs)
+
+
+async def _traced_send(tracer: Tracer, send: Any, request: httpx2.Request, kwargs: dict[str, Any]) -> httpx2.Response:
+    from opentelemetry.trace import SpanKind, StatusCode
+
+    url = request.url
+    attributes: dict[str, Any] = {"http.request.method": request.method, "server.address": url.host,
+                                  "url.scheme": url.scheme}  # fmt: skip
+    if url.port is not None:
+        attributes["server.port"] = url.port
+    with tracer.start_as_current_span(
+        request.method, kind=SpanKind.CLIENT, attributes=attributes, record_exception=False,
+        set_status_on_exception=False,
+    ) as span:  # fmt: skip
+        try:
+            response: httpx2.Response = await send(request, **kwargs)
+        except BaseException as exc:
+            span.set_attribute("error.type", type(exc).__qualname__)
+            span.set_status(StatusCode.ERROR)
+            raise
+        span.set_attribute("http.response.status_code", response.status_code)
+        if response.status_code >= 400:
+            span.set_attribute("error.type", str(response.status_code))
+            span.set_status(StatusCode.ERROR)
+        return response

@@ -10,7 +10,6 @@ it to a ``Server``; :func:`mcp_providers.embedding.attach` merges the same table
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -180,10 +179,10 @@ def build_server(
     # negotiated version (wire.initialize_middleware inside Pipeline.middleware).
     server.middleware.append(pipeline.middleware)
     pipeline.answer_directly(server, {r.method: r.handler for r in served if r.method in WIRE_FORM_RESULTS})
-    if not tracing_configured():
-        # The SDK's tracing middleware builds a span per request even with no tracer installed.
-        tracing = tracing_middleware()
-        server.middleware = [m for m in server.middleware if not isinstance(m, tracing)]
+    # The pipeline makes the request's span (steps/tracing.py: parented from _meta and HTTP headers,
+    # no error messages); the SDK's would be a second one, and it builds spans even with no tracer.
+    tracing = tracing_middleware()
+    server.middleware = [m for m in server.middleware if not isinstance(m, tracing)]
     return server
 
 
@@ -191,17 +190,3 @@ async def set_level(ctx: Ctx, params: types.SetLevelRequestParams) -> types.Empt
     """``logging/setLevel``: the least severe level ``ToolCall.log`` sends on this connection."""
     set_log_level(ctx, params.level)
     return types.EmptyResult()
-
-
-def tracing_configured() -> bool:
-    """Whether an OpenTelemetry tracer provider has been set (``trace.set_tracer_provider`` or
-    ``OTEL_PYTHON_TRACER_PROVIDER``).
-
-    :func:`build_server` keeps the SDK's per-request tracing middleware only when this is true, so
-    set the provider before the server is built; without one the spans were no-ops anyway.
-    """
-    from opentelemetry import trace  # only when a server is built: it is slow to import
-
-    if os.environ.get("OTEL_PYTHON_TRACER_PROVIDER"):
-        return True
-    return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)

@@ -28,6 +28,7 @@ from mcp_providers._host.discovery import PluginRecord
 from mcp_providers._serve.binding import build_server
 from mcp_providers._serve.pipeline import Pipeline
 from mcp_providers._serve.runtime import Runtime
+from mcp_providers._serve.steps import tracing
 from mcp_providers.config import Config
 from mcp_providers.errors import CompositionError
 
@@ -87,7 +88,9 @@ class Composition:
 
     @functools.cached_property
     def pipeline(self) -> Pipeline:
-        return Pipeline(self.runtime.authorizer, self.runtime.audit, self.runtime.limiter, self.runtime.credentials)
+        runtime = self.runtime
+        tracer = tracing.server_tracer()  # None unless a tracer provider is set: traces off
+        return Pipeline(runtime.authorizer, runtime.audit, runtime.limiter, runtime.credentials, tracer)
 
     @functools.cached_property
     def server(self) -> Server[object]:

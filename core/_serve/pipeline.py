@@ -23,14 +23,14 @@ from __future__ import annotations
 import functools
 from collections.abc import Awaitable, Callable, Mapping
 from contextvars import ContextVar
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from mcp.server import Server
 from mcp_types import SERVER_INFO_META_KEY
 from mcp_types import methods as spec_methods
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from mcp_providers._serve.steps import wire
+from mcp_providers._serve.steps import tracing, wire
 from mcp_providers._serve.steps.audit import AuditLog
 from mcp_providers._serve.steps.custody import upstream_fields
 from mcp_providers._serve.steps.exchange import Ctx, Exchange, Method, principal_of
@@ -38,7 +38,11 @@ from mcp_providers._serve.steps.gate import Authorizer, Gate
 from mcp_providers._serve.steps.ratelimit import RateLimiter
 from mcp_providers.credentials import CredentialBroker, CredentialScope, current_scope
 from mcp_providers.errors import Denied, RequestError
+from mcp_providers.http import upstream_tracer
 from mcp_providers.policy import current_gate
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Tracer
 
 Handler = Callable[[Ctx, Any], Awaitable[Any]]
 """An SDK request handler, ``(ctx, params) -> result``."""
@@ -47,6 +51,10 @@ R = TypeVar("R")
 
 _through_pipeline: ContextVar[list[bool] | None] = ContextVar("mcp_providers_through_pipeline", default=None)
 """Set by :meth:`Pipeline.audit_middleware` per request; the pipeline marks it when it writes the line."""
+
+_in_request_span: ContextVar[object] = ContextVar("mcp_providers_in_request_span", default=None)
+"""The request (its context) :meth:`Pipeline.middleware` is answering inside its span
+(:meth:`Pipeline._traced`); a request nested in it (another server in process) gets its own span."""
 
 
 def _requested(params: Any) -> str:
@@ -67,6 +75,7 @@ class Pipeline:
         audit: AuditLog,
         limiter: RateLimiter | None = None,
         credentials: CredentialBroker | None = None,
+        tracer: Tracer | None = None,
     ) -> None:
         self.authorizer = authorizer
         self.audit = audit
@@ -74,6 +83,8 @@ class Pipeline:
         """``[server.limits]`` (:mod:`~mcp_providers._serve.steps.ratelimit`); none: nothing limited."""
         self.credentials = credentials or CredentialBroker()
         """The runtime's broker of upstream credentials, reached by ``request.credential(upstream)``."""
+        self.tracer = tracer
+        """Makes the request and stage spans (:mod:`~mcp_providers._serve.steps.tracing`); none: traces off."""
         self._server: Server[Any] | None = None
         self._direct: dict[str, Handler] = {}
 
@@ -109,6 +120,8 @@ class Pipeline:
         scope = current_scope.set(CredentialScope(self.credentials, exchange.upstreams))
         try:
             await self.limiter.admit(ctx, exchange.principal, method.name)  # per subject, before the gate
+            if self.tracer is not None:  # the same stages, each in its span
+                return wire.shape(await self._traced_stages(self.tracer, method, exchange, params), exchange.version)
             target = method.route(exchange, params)
             method.authorize(exchange, target)
             produced = await method.invoke(exchange, target)
@@ -123,13 +136,35 @@ class Pipeline:
         finally:
             current_scope.reset(scope)
             current_gate.reset(token)
+            if self.tracer is not None:
+                tracing.describe(exchange)
             self._write(exchange)
+
+    async def _traced_stages(self, tracer: Tracer, method: Method[Any, Any, R], exchange: Exchange, params: Any) -> R:
+        """The stages of :meth:`run` with a child span per stage (the only place stage spans are made), and the
+        request's upstream HTTP calls traced (:func:`mcp_providers.http.upstream_tracer`)."""
+        target = method.route(exchange, params)
+        with tracing.stage(tracer, "gate"):
+            method.authorize(exchange, target)
+        with tracing.stage(tracer, "invoke"):
+            calls = upstream_tracer.set(tracer)
+            try:
+                produced = await method.invoke(exchange, target)
+            finally:
+                upstream_tracer.reset(calls)
+        if exchange.upstreams:
+            exchange.custody.update(upstream_fields(exchange.upstreams))
+        with tracing.stage(tracer, "evidence"):
+            return method.evidence(exchange, target, produced)
 
     async def middleware(self, ctx: Ctx, call_next: Callable[[Ctx], Awaitable[Any]]) -> Any:
         """The one SDK server middleware: :meth:`audit_middleware` inside
         :func:`~mcp_providers._serve.steps.wire.initialize_middleware` (``initialize`` results shaped for
         their protocol version), in one layer per request rather than two; methods named to
-        :meth:`answer_directly` are answered here (:meth:`_answer`)."""
+        :meth:`answer_directly` are answered here (:meth:`_answer`); with traces on, inside the
+        request's span (:func:`~mcp_providers._serve.steps.tracing.request_span`)."""
+        if self.tracer is not None and _in_request_span.get() is not ctx:
+            return await self._traced(self.tracer, ctx, call_next)
         if ctx.method in self._direct:
             call_next = functools.partial(self._answer, call_next=call_next)
         if ctx.request_id is None or not self.audit.enabled:  # nothing for the audit layer to do
@@ -139,6 +174,15 @@ class Pipeline:
         if ctx.method == "initialize" and isinstance(result, dict):
             return wire.shape_initialize(result)
         return result
+
+    async def _traced(self, tracer: Tracer, ctx: Ctx, call_next: Callable[[Ctx], Awaitable[Any]]) -> Any:
+        """:meth:`middleware` inside the request's span (the only place request spans are made)."""
+        with tracing.request_span(tracer, ctx):
+            token = _in_request_span.set(ctx)
+            try:
+                return await self.middleware(ctx, call_next)
+            finally:
+                _in_request_span.reset(token)
 
     async def _answer(self, ctx: Ctx, call_next: Callable[[Ctx], Awaitable[Any]]) -> Any:
         """What the SDK's innermost step does for a request (``mcp.server.runner``), less the

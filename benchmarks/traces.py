@@ -1,0 +1,122 @@
+"""What OpenTelemetry traces cost a read (issue 28; target: off costs nothing measurable).
+
+Run alone: ``uv run python -m benchmarks.traces [--quick]``; or in the full table with
+``uv run --group bench python -m benchmarks --only traces``.
+
+A whole ``resources/read`` through the SDK's in-memory client (2026-07-28), cases interleaved round
+by round in one process, against a hand-written SDK ``MCPServer`` serving the same resource (so the
+"off" figure can be set beside the ``overhead`` section's ``composed (after)`` of a run without the
+feature, which is measured against the same server):
+
+- traces off (the default: no tracer provider, the pipeline takes its untraced branch);
+- traces on, spans made and dropped (an SDK ``TracerProvider`` with no span processor);
+- traces on, spans batched and encoded as OTLP protobuf (``BatchSpanProcessor`` into an exporter that
+  encodes each batch as the OTLP/HTTP exporter does, then drops it: the cost short of the network).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import gc
+import statistics
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+import anyio
+
+from benchmarks import fixtures
+
+Emit = Callable[..., None]
+SECTION = "traces: read, in-memory"
+
+
+def _encoding_exporter() -> Any:
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+    from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+
+    class Encoding(SpanExporter):
+        def export(self, spans: Sequence[Any]) -> SpanExportResult:
+            encode_spans(spans).SerializePartialToString()
+            return SpanExportResult.SUCCESS
+
+    return Encoding()
+
+
+def _traced(processor: bool) -> tuple[Any, Any]:
+    """A composed server whose pipeline traces with its own provider (nothing global is set)."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    provider = TracerProvider()
+    if processor:
+        provider.add_span_processor(BatchSpanProcessor(_encoding_exporter()))
+    composition = fixtures.composed(1)
+    composition.pipeline.tracer = provider.get_tracer("bench")
+    return composition.server, provider
+
+
+def _per_read_ms(client: Any, uri: str, n: int) -> Callable[[], Awaitable[float]]:
+    async def run() -> float:
+        gc.collect()
+        t0 = time.perf_counter()
+        for _ in range(n):
+            await client.read_resource(uri)
+        return (time.perf_counter() - t0) / n * 1000
+
+    return run
+
+
+async def measure(rounds: int) -> dict[str, float]:
+    from mcp import Client
+
+    uri = fixtures.fixed_uri(0, 3)
+    dropped, dropped_provider = _traced(processor=False)
+    exported, exported_provider = _traced(processor=True)
+    servers = {
+        "MCPServer (SDK)": fixtures.mcpserver(1),
+        "composed, traces off (default)": fixtures.composed(1).server,
+        "composed, traces on, spans dropped": dropped,
+        "composed, traces on, batched + OTLP-encoded": exported,
+    }
+    try:
+        async with contextlib.AsyncExitStack() as stack:
+            cases = {}
+            for name, server in servers.items():
+                client = await stack.enter_async_context(Client(server, cache=None))
+                await client.read_resource(uri)
+                cases[name] = _per_read_ms(client, uri, 50)
+            samples: dict[str, list[float]] = {name: [] for name in cases}
+            for r in range(10 * (rounds + rounds // 2)):  # short samples, many rounds: the machine drifts
+                for name in list(cases) if r % 2 == 0 else list(reversed(cases)):
+                    samples[name].append(await cases[name]())
+    finally:
+        dropped_provider.shutdown()
+        exported_provider.shutdown()
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+def report(result: dict[str, float], emit: Emit) -> None:
+    sdk = result["MCPServer (SDK)"]
+    off = result["composed, traces off (default)"]
+    for name, value in result.items():
+        if name == "MCPServer (SDK)":
+            emit(SECTION, name, value, "ms", "baseline")
+            continue
+        ratio = f"{value / sdk:.2f}x MCPServer" + ("" if value is off else f", {value / off:.2f}x off")
+        emit(SECTION, name, value, "ms", ratio, "reported" if value is not off else "compare: overhead section")
+
+
+def run(rounds: int, emit: Emit) -> None:
+    report(anyio.run(measure, rounds), emit)
+
+
+def _print(section: str, case: str, value: float, unit: str, ratio: str = "", target: str = "") -> None:
+    print(f"  {section:<24} {case:<46} {value:10.4f} {unit}  {ratio:<28} {target}", flush=True)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.traces", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="3 rounds instead of 9")
+    run(3 if parser.parse_args().quick else 9, _print)
