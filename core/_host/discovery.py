@@ -54,7 +54,7 @@ from pydantic import BaseModel, ValidationError
 
 from mcp_providers import hookspecs
 from mcp_providers._host.compat import core_requirement_problem, core_version
-from mcp_providers._host.hookscan import scan_authorize, scan_problem
+from mcp_providers._host.hookscan import PluginManager, scan_authorize, scan_problem
 from mcp_providers._metadata import usable
 from mcp_providers.config import DISABLE_ENV, PLUGINS_ENV, Config, format_validation_error, suggestion
 from mcp_providers.errors import ConfigError, MCPProvidersDeprecationWarning
@@ -262,7 +262,7 @@ TRACE_ENV = "MCP_PROVIDERS_TRACE_PLUGINS"
 
 def plugin_manager() -> pluggy.PluginManager:
     """A plugin manager with the hookspecs added, tracing to stderr when ``$MCP_PROVIDERS_TRACE_PLUGINS`` is set."""
-    pm = pluggy.PluginManager(hookspecs.PROJECT)
+    pm = PluginManager(hookspecs.PROJECT)
     pm.add_hookspecs(hookspecs)
     if os.environ.get(TRACE_ENV, "") not in ("", "0"):
         pm.trace.root.setwriter(sys.stderr.write)
