@@ -53,7 +53,7 @@ import pluggy
 from pydantic import BaseModel, ValidationError
 
 from mcp_providers import hookspecs
-from mcp_providers._host.compat import core_requirement_problem, core_version
+from mcp_providers._host.compat import plugin_core_problem
 from mcp_providers._host.hookscan import PluginManager, scan_authorize, scan_problem
 from mcp_providers._metadata import usable
 from mcp_providers.config import DISABLE_ENV, PLUGINS_ENV, Config, format_validation_error, suggestion
@@ -183,13 +183,13 @@ class MadeForAnotherCore(Exception):
 
 def _guarded(ep: importlib_metadata.EntryPoint) -> Callable[[], object]:
     """How to load ``ep``: the one place an entry point is imported, after its distribution's
-    requirement on the core is checked (:func:`~mcp_providers._host.compat.core_requirement_problem`).
+    requirement on the core is checked (:func:`~mcp_providers._host.compat.plugin_core_problem`).
 
     :raises MadeForAnotherCore: the core is outside that requirement; nothing was imported.
     """
 
     def load() -> object:
-        problem = core_requirement_problem(ep.dist, core_version()) if ep.dist is not None else None
+        problem = plugin_core_problem(ep.dist) if ep.dist is not None else None
         if problem is not None:
             raise MadeForAnotherCore(problem)
         return ep.load()
