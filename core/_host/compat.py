@@ -74,7 +74,7 @@ def may_require_core(dist: importlib_metadata.IDistribution) -> bool:
     if _REQUIRES_CORE.search(metadata):
         return True
     egg_requires = dist.read_text("requires.txt")  # what dist.requires reads when METADATA lists none
-    return bool(egg_requires) and re.search(_CORE_SPELLED, egg_requires, re.IGNORECASE) is not None
+    return egg_requires is not None and re.search(_CORE_SPELLED, egg_requires, re.IGNORECASE) is not None
 
 
 def plugin_core_problem(dist: importlib_metadata.IDistribution) -> str | None:
