@@ -607,7 +607,7 @@ def startup(rounds: int) -> None:
             name,
             median(samples[name]),
             "ms",
-            f"+{over:.0f} ms over bare ({ratio_of(median(samples[name]), bare)}); paired +{paired:.0f} ms",
+            f"{over:+.0f} ms over bare ({ratio_of(median(samples[name]), bare)}); paired {paired:+.0f} ms",
             f"target <= {limit:.0f} ms over bare: {verdict(over <= limit)}",
         )
 
