@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 import anyio
 import typer
 
-from mcp_providers._cli.schemas import settings_schema
 from mcp_providers._cli.workers import FD_ENV, WHY_CLUSTER, WHY_STATELESS, serve_workers
 from mcp_providers._host.rules import advisories
 from mcp_providers._serve.composition import Composition, compose
@@ -381,6 +380,8 @@ def plugins(
 def _plugin_rows(composition: Composition, settings: bool) -> list[dict[str, Any]]:
     rows = [r.as_dict() for r in composition.records]
     if settings:
+        from mcp_providers._cli.schemas import settings_schema  # JSON schemas only for --settings
+
         for row, record in zip(rows, composition.records, strict=True):
             model = record.settings_model
             row["settings_schema"] = settings_schema(model) if model is not None else None

@@ -56,7 +56,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
-from packaging.requirements import InvalidRequirement, Requirement
 from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from mcp_providers.errors import ConfigError
@@ -616,6 +615,8 @@ class ClusterSettings(BaseModel):
 
 def _requirement_problem(text: str) -> str | None:
     """Why ``text`` cannot be a ``required_plugins`` entry, or ``None``."""
+    from packaging.requirements import InvalidRequirement, Requirement  # only when required_plugins is set
+
     try:
         requirement = Requirement(text)
     except InvalidRequirement as exc:

@@ -22,24 +22,31 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import importlib_metadata
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.utils import canonicalize_name
-from packaging.version import InvalidVersion, Version
 
 from mcp_providers import hookspecs
+
+if TYPE_CHECKING:  # packaging is imported when a requirement is read (start-up usually reads none)
+    from packaging.requirements import Requirement
+    from packaging.version import Version
 
 CORE = "mcp-providers"
 """The core's distribution name, as plugins write it in ``Requires-Dist``."""
 
 _LEADING_NAME = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+_CORE_SPELLED = r"mcp[-_.]+providers"  # every spelling that canonicalizes to mcp-providers (PEP 503)
+_REQUIRES_CORE = re.compile(rf"^Requires-Dist:[ \t]*(?:\r?\n[ \t]+)?{_CORE_SPELLED}", re.IGNORECASE | re.MULTILINE)
+"""A ``Requires-Dist`` header (folded or not) whose value starts with the core's name, or a longer one."""
 
 
 @functools.cache
 def core_version() -> Version | None:
     """The running core's version from its installed metadata, or ``None`` when it is not installed
     (a bare source tree on ``sys.path``): then no plugin is checked against it."""
+    from packaging.version import InvalidVersion, Version
+
     try:
         return Version(importlib_metadata.version(CORE))
     except (importlib_metadata.PackageNotFoundError, InvalidVersion):
@@ -54,6 +61,29 @@ def _applies(requirement: Requirement) -> bool:
 _checked: dict[tuple[str, Version], str | None] = {}
 """Answers by (dist-info path, core): the built-in plugins are six entry points of one
 distribution, whose metadata need be parsed once (about 2 ms each time)."""
+
+
+def may_require_core(dist: importlib_metadata.IDistribution) -> bool:
+    """Whether ``dist``'s metadata could hold a ``Requires-Dist`` on the core: ``False`` only when
+    no ``Requires-Dist`` header of its ``METADATA`` starts with the core's name and no
+    ``requires.txt`` spells it (so no line of ``dist.requires`` can name it). Read as text, without
+    parsing ``METADATA`` as a message (about 1 ms each, for every installed plugin distribution)."""
+    metadata = dist.read_text("METADATA")
+    if metadata is None:  # an .egg-info, or PKG-INFO only: let dist.requires decide
+        return True
+    if _REQUIRES_CORE.search(metadata):
+        return True
+    egg_requires = dist.read_text("requires.txt")  # what dist.requires reads when METADATA lists none
+    return egg_requires is not None and re.search(_CORE_SPELLED, egg_requires, re.IGNORECASE) is not None
+
+
+def plugin_core_problem(dist: importlib_metadata.IDistribution) -> str | None:
+    """:func:`core_requirement_problem` against the running core (:func:`core_version`); a
+    distribution whose metadata never names the core (:func:`may_require_core`) fits any core,
+    so neither its ``METADATA`` nor the core's version is parsed for it."""
+    if not may_require_core(dist):
+        return None
+    return core_requirement_problem(dist, core_version())
 
 
 def core_requirement_problem(dist: importlib_metadata.IDistribution, core: Version | None) -> str | None:
@@ -76,6 +106,9 @@ def core_requirement_problem(dist: importlib_metadata.IDistribution, core: Versi
 
 
 def _problem(dist: importlib_metadata.IDistribution, core: Version) -> str | None:
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+
     for line in dist.requires or ():
         head = _LEADING_NAME.match(line)
         if head is None or canonicalize_name(head.group(1)) != CORE:
@@ -93,6 +126,8 @@ def _problem(dist: importlib_metadata.IDistribution, core: Version) -> str | Non
 
 
 def _version_in(version: str, requirement: Requirement) -> bool:
+    from packaging.version import InvalidVersion, Version
+
     try:
         return requirement.specifier.contains(Version(version), prereleases=True)
     except InvalidVersion:  # not PEP 440: no range can hold it
@@ -102,6 +137,8 @@ def _version_in(version: str, requirement: Requirement) -> bool:
 def plugin_distributions() -> dict[str, importlib_metadata.Distribution]:
     """Installed distributions declaring an entry point in the ``mcp_providers`` group, by canonical
     name (the first found on ``sys.path`` for each, as ``importlib.metadata`` picks)."""
+    from packaging.utils import canonicalize_name
+
     found: dict[str, importlib_metadata.Distribution] = {}
     for ep in importlib_metadata.entry_points(group=hookspecs.PROJECT):
         dist = ep.dist
@@ -117,6 +154,9 @@ def unmet_requirements(required: Iterable[str], installed: dict[str, importlib_m
     :param installed: :func:`plugin_distributions`.
     :returns: e.g. ``required_plugins: mcp-providers-weather>=0.3 is not met: 0.2 is installed``.
     """
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
     lines = []
     for text in required:
         requirement = Requirement(text)

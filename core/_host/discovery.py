@@ -53,8 +53,8 @@ import pluggy
 from pydantic import BaseModel, ValidationError
 
 from mcp_providers import hookspecs
-from mcp_providers._host.compat import core_requirement_problem, core_version
-from mcp_providers._host.hookscan import scan_authorize, scan_problem
+from mcp_providers._host.compat import plugin_core_problem
+from mcp_providers._host.hookscan import PluginManager, scan_authorize, scan_problem
 from mcp_providers._metadata import usable
 from mcp_providers.config import DISABLE_ENV, PLUGINS_ENV, Config, format_validation_error, suggestion
 from mcp_providers.errors import ConfigError, MCPProvidersDeprecationWarning
@@ -183,13 +183,13 @@ class MadeForAnotherCore(Exception):
 
 def _guarded(ep: importlib_metadata.EntryPoint) -> Callable[[], object]:
     """How to load ``ep``: the one place an entry point is imported, after its distribution's
-    requirement on the core is checked (:func:`~mcp_providers._host.compat.core_requirement_problem`).
+    requirement on the core is checked (:func:`~mcp_providers._host.compat.plugin_core_problem`).
 
     :raises MadeForAnotherCore: the core is outside that requirement; nothing was imported.
     """
 
     def load() -> object:
-        problem = core_requirement_problem(ep.dist, core_version()) if ep.dist is not None else None
+        problem = plugin_core_problem(ep.dist) if ep.dist is not None else None
         if problem is not None:
             raise MadeForAnotherCore(problem)
         return ep.load()
@@ -262,7 +262,7 @@ TRACE_ENV = "MCP_PROVIDERS_TRACE_PLUGINS"
 
 def plugin_manager() -> pluggy.PluginManager:
     """A plugin manager with the hookspecs added, tracing to stderr when ``$MCP_PROVIDERS_TRACE_PLUGINS`` is set."""
-    pm = pluggy.PluginManager(hookspecs.PROJECT)
+    pm = PluginManager(hookspecs.PROJECT)
     pm.add_hookspecs(hookspecs)
     if os.environ.get(TRACE_ENV, "") not in ("", "0"):
         pm.trace.root.setwriter(sys.stderr.write)

@@ -16,7 +16,10 @@ would never be asked.
 
 from __future__ import annotations
 
+import inspect
+import types
 from dataclasses import dataclass
+from typing import Any
 
 import pluggy
 
@@ -24,6 +27,42 @@ from mcp_providers import hookspecs
 
 AUTHORIZE = "authorize"
 _MARK = f"{hookspecs.PROJECT}_impl"
+_ABSENT = object()
+
+
+def _unmarked(namespace: object, name: str, marker: str) -> bool:
+    """Whether ``namespace.name`` is a plain module attribute that cannot be a hookimpl or hookspec:
+    not a function, or a function without ``marker`` (``mcp_providers_impl``/``_spec``).
+
+    pluggy looks every name of ``dir(plugin)`` up with :func:`inspect.getattr_static`, about 20 us
+    each (most of registering a plugin module). For a plain module and a name that is not a dunder,
+    that lookup is the module's ``__dict__`` entry, so the answer is the same; anything else
+    (classes, instances, module subclasses, dunders, wrapped or bound callables, names missing from
+    ``__dict__``) is left to pluggy.
+    """
+    if type(namespace) is not types.ModuleType or name.startswith("__"):
+        return False
+    value = namespace.__dict__.get(name, _ABSENT)
+    if value is _ABSENT or isinstance(value, staticmethod | classmethod | types.MethodType):
+        return False
+    if not inspect.isfunction(value):
+        return True  # pluggy considers functions, staticmethods, classmethods and bound methods only
+    return getattr(value, marker, None) is None and getattr(value, "__func__", None) is None
+
+
+class PluginManager(pluggy.PluginManager):
+    """pluggy's manager, answering "not a hook" for plain module attributes without pluggy's static
+    lookup (:func:`_unmarked`); what is registered, and every error, is pluggy's own."""
+
+    def parse_hookimpl_opts(self, plugin: object, name: str) -> pluggy.HookimplOpts | None:
+        if _unmarked(plugin, name, f"{self.project_name}_impl"):
+            return None
+        return super().parse_hookimpl_opts(plugin, name)
+
+    def parse_hookspec_opts(self, module_or_class: Any, name: str) -> pluggy.HookspecOpts | None:
+        if _unmarked(module_or_class, name, f"{self.project_name}_spec"):
+            return None
+        return super().parse_hookspec_opts(module_or_class, name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +117,7 @@ def _dynamic_opts(plugin: object, attr: str) -> object:
 def scan_authorize(plugin: object) -> AuthorizeScan:
     """Every ``authorize`` implementation pluggy would register from ``plugin``, and every one it
     would silently miss (see the module docstring). Never raises for what the plugin does."""
-    pm = pluggy.PluginManager(hookspecs.PROJECT)
+    pm = PluginManager(hookspecs.PROJECT)
     try:
         names = list(dir(plugin))
     except Exception as exc:

@@ -42,15 +42,11 @@ import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from json import loads as json_loads
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 from urllib.parse import parse_qs, urlsplit
 
 import anyio
 import httpx2
-import jwt
-from cryptography.exceptions import UnsupportedAlgorithm
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
 
 from mcp_providers import http as core_http
 from mcp_providers.credentials import Credential, CredentialRefused, Upstream
@@ -69,6 +65,9 @@ from mcp_providers.plugins.servicenow.settings import (
     is_loopback_host,
     read_secret,
 )
+
+if TYPE_CHECKING:  # PyJWT and cryptography are imported when a JWT bearer instance needs them
+    from cryptography.hazmat.primitives.asymmetric import rsa
 
 __all__ = [
     "JWT_BEARER_GRANT",
@@ -309,6 +308,10 @@ def load_private_key(pem: str, *, instance: str, env: str) -> rsa.RSAPrivateKey:
     :raises ValueError: not an unencrypted PEM private key, not RSA, or under 2048 bits; the
         message names ``env`` and never shows any part of the value.
     """
+    from cryptography.exceptions import UnsupportedAlgorithm  # only with JWT bearer auth configured
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
     text = pem if "\n" in pem else pem.replace("\\n", "\n")
     where = f"instance {instance!r}: environment variable {env} (from auth.private_key_env)"
     try:
@@ -410,6 +413,8 @@ class JwtBearerUpstream:
         claims = {"iss": self._client_id, "sub": user, "aud": audience, "iat": issued,
                   "exp": issued + self.auth.assertion_seconds, "jti": secrets.token_urlsafe(24)}  # fmt: skip
         headers = {"kid": self.auth.key_id} if self.auth.key_id else None
+        import jwt  # only with JWT bearer auth configured
+
         return jwt.encode(claims, self._key, algorithm="RS256", headers=headers)
 
     async def obtain(self, principal: Principal) -> Credential:

@@ -39,10 +39,6 @@ from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING
 
 import anyio
-from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from mcp_providers._serve.state.cluster import ClusterUnavailable, RedisBackend, Shared
 from mcp_providers.config import CREDENTIALS_KEY_ENV, ClusterSettings, CredentialsSettings
@@ -83,6 +79,9 @@ def deployment_key(env_name: str, environ: Mapping[str, str] | None = None) -> b
 
 
 def _derive(key: bytes, purpose: bytes) -> bytes:
+    from cryptography.hazmat.primitives import hashes  # only with [cluster] (credentials in Redis)
+    from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
     return HKDF(algorithm=hashes.SHA256(), length=KEY_BYTES, salt=None, info=purpose).derive(key)
 
 
@@ -90,6 +89,8 @@ class Sealer:
     """Names and seals credential entries with keys derived from the deployment key (module docstring)."""
 
     def __init__(self, key: bytes) -> None:
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
         self._names = _derive(key, b"mcp-providers credentials: entry names")
         self._aead = AESGCM(_derive(key, b"mcp-providers credentials: entry values"))
 
@@ -113,6 +114,8 @@ class Sealer:
     def open(self, sealed: bytes, where: str) -> Credential | None:
         """The credential in ``sealed``, or ``None`` when it does not decrypt under this key and
         ``where``, or is not what :meth:`seal` wrote."""
+        from cryptography.exceptions import InvalidTag
+
         try:
             data = json.loads(self._aead.decrypt(sealed[:12], sealed[12:], where.encode()))
             return Credential(data["token"], data["expires_at"], data["subject"], data["grant"])

@@ -40,17 +40,18 @@ import logging
 import math
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
-from limits import RateLimitItem, RateLimitItemPerSecond
-from limits.aio.storage import MemoryStorage, RedisStorage
-from limits.aio.strategies import MovingWindowRateLimiter
 
 from mcp_providers._serve.steps.exchange import Ctx
 from mcp_providers.config import ClusterSettings, LimitsSettings
 from mcp_providers.errors import RateLimited
 from mcp_providers.identity import Principal
+
+if TYPE_CHECKING:  # limits (with every storage it ships) is imported only when [server.limits] is set
+    from limits import RateLimitItem
+    from limits.aio.strategies import MovingWindowRateLimiter
 
 log = logging.getLogger("mcp_providers.limits")
 
@@ -105,11 +106,16 @@ class RateLimiter:
     ) -> None:
         self.settings = settings
         self._items: dict[str, RateLimitItem] = {}
+        self._local: MovingWindowRateLimiter | None = None  # counts only when a limit is set
         if settings is not None:
+            from limits import RateLimitItemPerSecond
+            from limits.aio.storage import MemoryStorage
+            from limits.aio.strategies import MovingWindowRateLimiter
+
             window = settings.window_seconds
             for bucket in ("reads", "calls", "lists", "anonymous"):
                 self._items[bucket] = RateLimitItemPerSecond(getattr(settings, bucket), window, namespace="rate")
-        self._local = MovingWindowRateLimiter(MemoryStorage())
+            self._local = MovingWindowRateLimiter(MemoryStorage())
         self._shared: MovingWindowRateLimiter | None = None
         self._pool: Any = None
         self._timeout = cluster.timeout_seconds if cluster is not None else 1.0
@@ -120,6 +126,8 @@ class RateLimiter:
             self._shared = self._redis(cluster)
 
     def _redis(self, cluster: ClusterSettings) -> MovingWindowRateLimiter:
+        from limits.aio.storage import RedisStorage
+        from limits.aio.strategies import MovingWindowRateLimiter
         from redis.asyncio import ConnectionPool  # only with [cluster]
 
         timeout = cluster.timeout_seconds
@@ -188,6 +196,7 @@ class RateLimiter:
                 return found
         elif self._shared is not None:
             self._fall_back(None)
+        assert self._local is not None  # made with the settings that made ``item``
         return await _count(self._local, item, bucket, who)
 
     def _fall_back(self, exc: Exception | None) -> None:

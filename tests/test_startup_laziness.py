@@ -1,0 +1,167 @@
+"""Start-up does only what ``serve`` needs (issue 29): checked by structure, never by a timing.
+
+- ``serve``'s path (the CLI, the config, discovery of the installed plugins, the composed server)
+  imports none of the libraries only other commands or other settings use;
+- a plugin distribution whose ``METADATA`` never names the core in a ``Requires-Dist`` is not
+  parsed, while every spelling of a requirement on the core still is;
+- the plugin manager's shortcut for module attributes answers exactly as pluggy does.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import importlib_metadata
+import pluggy
+import pytest
+from packaging.version import Version
+
+from mcp_providers import hookspecs
+from mcp_providers._host.compat import may_require_core, plugin_core_problem
+from mcp_providers._host.hookscan import PluginManager
+
+NOT_ON_SERVE_PATH = (
+    "rich",  # printed only when something is printed (a clean stdio serve prints nothing)
+    "jwt",  # the ServiceNow JWT bearer grant, and [server.auth] over HTTP
+    "limits",  # only with [server.limits]
+    "packaging",  # only when a requirement is read
+    "redis",  # only with [cluster]
+    "copier",  # only `new`
+    "mcp_providers._cli.schemas",  # only `plugins --settings`
+    "mcp_providers._cli.demo",
+)
+
+SERVE_PATH = """
+import json, sys
+import mcp_providers.cli as cli
+composition = cli._compose(cli._load(None), strict=False)
+cli._server_of(composition, strict=False)
+print(json.dumps({"served": [r.name for r in composition.records if r.status == "loaded"],
+                  "loaded": sorted(m for m in %r if m in sys.modules)}))
+"""
+
+
+def test_the_serve_path_imports_nothing_only_other_commands_need(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_PROVIDERS_")}
+    done = subprocess.run(
+        [sys.executable, "-c", SERVE_PATH % (NOT_ON_SERVE_PATH,)],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120, check=True,
+    )  # fmt: skip
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert "servicenow" in found["served"]  # the built-in plugins were really composed
+    assert found["loaded"] == []
+
+
+def _dist(where: Path, name: str, metadata: str) -> importlib_metadata.Distribution:
+    info = where / f"{name}-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n{metadata}")
+    return importlib_metadata.Distribution.at(info)
+
+
+def test_a_distribution_not_naming_the_core_is_not_parsed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    dist = _dist(tmp_path, "plain_plugin", "Requires-Dist: httpx2>=1\nRequires-Dist: mcp>=2\n")
+    assert may_require_core(dist) is False
+    parsed = []
+    monkeypatch.setattr(type(dist), "requires", property(lambda self: parsed.append(self) or []))
+    assert plugin_core_problem(dist) is None
+    assert parsed == []
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Requires-Dist: mcp-providers<0.0.1",
+        "requires-dist: MCP_Providers<0.0.1",
+        "Requires-Dist: mcp.providers <0.0.1 ; python_version >= '3'",
+        "Requires-Dist:\n  mcp-providers<0.0.1",  # a folded header
+    ],
+)
+def test_every_spelling_of_a_requirement_on_the_core_is_still_checked(tmp_path: Path, line: str) -> None:
+    dist = _dist(tmp_path, "pinned_plugin", line + "\n")
+    assert may_require_core(dist) is True
+
+
+def test_a_requirement_on_the_core_found_this_way_rejects_the_plugin(tmp_path: Path) -> None:
+    dist = _dist(tmp_path, "pinned_plugin", "Requires-Dist: MCP_Providers<0.0.1\n")
+    problem = plugin_core_problem(dist)
+    core = importlib_metadata.version("mcp-providers")
+    assert Version(core) >= Version("0.0.1")
+    assert problem is not None and problem.startswith(
+        f"pinned_plugin 1.0 requires mcp-providers<0.0.1; this core is {core}"
+    )
+
+
+def test_an_egg_requires_txt_naming_the_core_is_checked(tmp_path: Path) -> None:
+    dist = _dist(tmp_path, "egg_style", "")
+    (tmp_path / "egg_style-1.0.dist-info" / "requires.txt").write_text("mcp-providers<0.0.1\n")
+    assert may_require_core(dist) is True
+
+
+hookimpl = pluggy.HookimplMarker(hookspecs.PROJECT)
+
+
+class _Instance:
+    @hookimpl
+    def settings_model(self) -> None:
+        return None
+
+
+def _zoo() -> types.ModuleType:
+    """A plugin module holding every kind of attribute pluggy tells apart."""
+    module = types.ModuleType("zoo_plugin")
+
+    @hookimpl
+    def register_prompts(settings: object) -> list[object]:
+        return []
+
+    def helper() -> None:
+        return None
+
+    @hookimpl(specname="authorize")
+    def policy(principal: object) -> None:
+        return None
+
+    helper_with_func = functools.wraps(helper)(lambda: None)
+    module.__dict__.update(
+        register_prompts=register_prompts,
+        helper=helper,
+        policy=policy,
+        a_class=_Instance,
+        an_instance=_Instance(),
+        a_partial=functools.partial(policy, None),
+        a_static=staticmethod(register_prompts),
+        a_classmethod=classmethod(register_prompts),
+        a_bound=_Instance().settings_model,
+        a_constant=3,
+        a_wrapped=helper_with_func,
+        __annotations__={},
+    )
+    return module
+
+
+def test_the_shortcut_answers_as_pluggy_does_for_every_attribute() -> None:
+    zoo = _zoo()
+    ours, theirs = PluginManager(hookspecs.PROJECT), pluggy.PluginManager(hookspecs.PROJECT)
+    names = [*dir(zoo), "missing"]
+    assert {n: ours.parse_hookimpl_opts(zoo, n) for n in names} == {
+        n: theirs.parse_hookimpl_opts(zoo, n) for n in names
+    }
+    assert ours.parse_hookimpl_opts(zoo, "register_prompts") is not None  # the comparison saw real hooks
+    assert ours.parse_hookimpl_opts(zoo, "a_bound") is not None
+    assert {n: ours.parse_hookspec_opts(hookspecs, n) for n in dir(hookspecs)} == {
+        n: theirs.parse_hookspec_opts(hookspecs, n) for n in dir(hookspecs)
+    }
+    ours.add_hookspecs(hookspecs)
+    theirs.add_hookspecs(hookspecs)
+    ours.register(zoo)
+    theirs.register(zoo)
+    assert sorted(h.name for h in ours.get_hookcallers(zoo) or []) == sorted(
+        h.name for h in theirs.get_hookcallers(zoo) or []
+    )
