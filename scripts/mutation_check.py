@@ -439,7 +439,7 @@ CASES += (
     Case(
         "start-up: a failed import could have carried authorize",
         "core/_host/discovery.py",
-        "        record.authorize_evidence = _unknown(record.name)",
+        "        record.authorize_evidence = _unknown(record.name, exc)",
         "        pass",
         (SPELLING + "[import fails before the hook is defined]",),
     ),
@@ -754,7 +754,7 @@ CASES += (
     Case(
         "audit key: the warning only where digests are compared",
         "core/_serve/methods/tools.py",
-        'wanted = self._settings.audit_log is not None or "audit_key_env" in self._settings.model_fields_set',
+        'wanted = bool(self._settings.audit_sinks()) or "audit_key_env" in self._settings.model_fields_set',
         "wanted = True",
         ("tests/test_audit_hmac.py::test_the_audit_key_warning_comes_only_when_an_audit_log_or_digests_are_configured",),
     ),

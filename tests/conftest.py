@@ -18,6 +18,7 @@ TESTS = Path(__file__).parent
 TEST_DISTRIBUTION = TESTS / "distributions" / "test_plugins"
 
 
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: unknown where it is not installed
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """``-n auto``: one worker more than the usable CPUs, since many tests wait on a server they
     started (a subprocess, redis-server, nginx, an authorization server) rather than compute."""

@@ -44,3 +44,13 @@ def test_one_process_keeps_pytests_own_lines(tmp_path: Path) -> None:
     run = _run(tmp_path, "-n", "0")
     assert run.returncode == 1, run.stdout + run.stderr
     assert "test_a.py .." in run.stdout and "test_a.py: 2 passed" not in run.stdout, run.stdout
+
+
+def test_the_suite_runs_without_pytest_xdist() -> None:
+    """scripts/sdk_drift runs tests in a venv without pytest-xdist: its hooks must be optional there."""
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:xdist", "-p", "no:cacheprovider", "-o", "addopts=",
+         str(TESTS / "test_auth_tokens.py")],
+        capture_output=True, text=True, timeout=120, cwd=TESTS.parent,
+    )  # fmt: skip
+    assert run.returncode == 0 and "passed" in run.stdout, run.stdout + run.stderr
