@@ -774,6 +774,24 @@ CASES += (
     ),
 )
 
+# Traces: each pipeline stage in its span, and upstream calls traced only inside the invocation.
+CASES += (
+    Case(
+        "traces: the gate runs in its span",
+        "core/_serve/pipeline.py",
+        'with tracing.stage(self.tracer, "gate"):',
+        'with tracing.stage(None, "gate"):',
+        ("tests/servicenow/test_traces.py",),
+    ),
+    Case(
+        "traces: upstream HTTP calls are traced during the invocation",
+        "core/_serve/pipeline.py",
+        "tracing.upstream_calls(self.tracer)",
+        "tracing.upstream_calls(None)",
+        ("tests/servicenow/test_traces.py",),
+    ),
+)
+
 def run_case(case: Case) -> tuple[bool | None, str]:
     """``(True, ...)`` killed, ``(False, ...)`` survived, ``(None, why)`` could not be applied."""
     path = ROOT / case.file

@@ -38,7 +38,6 @@ from mcp_providers._serve.steps.gate import Authorizer, Gate
 from mcp_providers._serve.steps.ratelimit import RateLimiter
 from mcp_providers.credentials import CredentialBroker, CredentialScope, current_scope
 from mcp_providers.errors import Denied, RequestError
-from mcp_providers.http import upstream_tracer
 from mcp_providers.policy import current_gate
 
 if TYPE_CHECKING:
@@ -120,14 +119,16 @@ class Pipeline:
         scope = current_scope.set(CredentialScope(self.credentials, exchange.upstreams))
         try:
             await self.limiter.admit(ctx, exchange.principal, method.name)  # per subject, before the gate
-            if self.tracer is not None:  # the same stages, each in its span
-                return wire.shape(await self._traced_stages(self.tracer, method, exchange, params), exchange.version)
             target = method.route(exchange, params)
-            method.authorize(exchange, target)
-            produced = await method.invoke(exchange, target)
+            with tracing.stage(self.tracer, "gate"):  # each stage in its span with traces on; else no-ops
+                method.authorize(exchange, target)
+            with tracing.stage(self.tracer, "invoke"), tracing.upstream_calls(self.tracer):
+                produced = await method.invoke(exchange, target)
             if exchange.upstreams:  # before the receipt is made: it says which upstream identity served
                 exchange.custody.update(upstream_fields(exchange.upstreams))
-            return wire.shape(method.evidence(exchange, target, produced), exchange.version)
+            with tracing.stage(self.tracer, "evidence"):
+                result = method.evidence(exchange, target, produced)
+            return wire.shape(result, exchange.version)
         except BaseException as exc:
             if not exchange.target:  # refused before routing (rate limited, say): name what was asked
                 exchange.target = _requested(params)
@@ -139,23 +140,6 @@ class Pipeline:
             if self.tracer is not None:
                 tracing.describe(exchange)
             self._write(exchange)
-
-    async def _traced_stages(self, tracer: Tracer, method: Method[Any, Any, R], exchange: Exchange, params: Any) -> R:
-        """The stages of :meth:`run` with a child span per stage (the only place stage spans are made), and the
-        request's upstream HTTP calls traced (:func:`mcp_providers.http.upstream_tracer`)."""
-        target = method.route(exchange, params)
-        with tracing.stage(tracer, "gate"):
-            method.authorize(exchange, target)
-        with tracing.stage(tracer, "invoke"):
-            calls = upstream_tracer.set(tracer)
-            try:
-                produced = await method.invoke(exchange, target)
-            finally:
-                upstream_tracer.reset(calls)
-        if exchange.upstreams:
-            exchange.custody.update(upstream_fields(exchange.upstreams))
-        with tracing.stage(tracer, "evidence"):
-            return method.evidence(exchange, target, produced)
 
     async def middleware(self, ctx: Ctx, call_next: Callable[[Ctx], Awaitable[Any]]) -> Any:
         """The one SDK server middleware: :meth:`audit_middleware` inside

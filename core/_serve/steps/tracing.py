@@ -31,6 +31,8 @@ from opentelemetry import propagate, trace
 from opentelemetry.context import Context
 from opentelemetry.trace import SpanKind, StatusCode
 
+from mcp_providers.http import upstream_tracer
+
 if TYPE_CHECKING:
     from mcp_providers._serve.steps.exchange import Ctx, Exchange
 
@@ -190,9 +192,23 @@ def describe(exchange: Exchange) -> None:
     span.set_attributes(attributes)
 
 
+def stage(tracer: trace.Tracer | None, name: str) -> contextlib.AbstractContextManager[object]:
+    """A child span ``mcp_providers.{name}`` (``gate``, ``invoke``, ``evidence``) of the current one,
+    failures marked by :func:`failed`; with traces off (``tracer`` is ``None``) a no-op."""
+    return _OFF if tracer is None else _stage(tracer, name)
+
+
+def upstream_calls(tracer: trace.Tracer | None) -> contextlib.AbstractContextManager[object]:
+    """While entered, upstream HTTP requests made through :func:`mcp_providers.http.client` get a
+    ``CLIENT`` span each (:data:`mcp_providers.http.upstream_tracer`); with traces off a no-op."""
+    return _OFF if tracer is None else _upstream(tracer)
+
+
+_OFF = contextlib.nullcontext()
+
+
 @contextlib.contextmanager
-def stage(tracer: trace.Tracer, name: str) -> Iterator[trace.Span]:
-    """A child span ``mcp_providers.{name}`` (``gate``, ``invoke``, ``evidence``) of the current one."""
+def _stage(tracer: trace.Tracer, name: str) -> Iterator[trace.Span]:
     with tracer.start_as_current_span(
         f"mcp_providers.{name}", kind=SpanKind.INTERNAL, record_exception=False, set_status_on_exception=False
     ) as span:
@@ -201,3 +217,12 @@ def stage(tracer: trace.Tracer, name: str) -> Iterator[trace.Span]:
         except BaseException as exc:
             failed(span, exc)
             raise
+
+
+@contextlib.contextmanager
+def _upstream(tracer: trace.Tracer) -> Iterator[None]:
+    token = upstream_tracer.set(tracer)
+    try:
+        yield
+    finally:
+        upstream_tracer.reset(token)
