@@ -11,11 +11,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import gc
 import json
 import os
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -28,6 +26,7 @@ from typing import Any
 import anyio
 
 from benchmarks import cluster, fixtures, identity, sideeffects, traces
+from benchmarks.timing import ainterleaved, interleaved, median, per_read_ms
 
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
@@ -69,40 +68,6 @@ def ratio_of(candidate: float, baseline: float) -> str:
 
 def verdict(ok: bool) -> str:
     return "met" if ok else "MISSED"
-
-
-def median(values: list[float]) -> float:
-    return statistics.median(values)
-
-
-def interleaved(cases: dict[str, Callable[[], float]], rounds: int) -> dict[str, float]:
-    """Median of each case over ``rounds``, running the cases in turn each round."""
-    samples: dict[str, list[float]] = {name: [] for name in cases}
-    for r in range(rounds):
-        names = list(cases) if r % 2 == 0 else list(reversed(cases))  # no case always runs first
-        for name in names:
-            samples[name].append(cases[name]())
-    return {name: median(values) for name, values in samples.items()}
-
-
-async def ainterleaved(cases: dict[str, Callable[[], Awaitable[float]]], rounds: int) -> dict[str, float]:
-    samples: dict[str, list[float]] = {name: [] for name in cases}
-    for r in range(rounds):
-        names = list(cases) if r % 2 == 0 else list(reversed(cases))
-        for name in names:
-            samples[name].append(await cases[name]())
-    return {name: median(values) for name, values in samples.items()}
-
-
-def per_read_ms(client: Any, uri: str, n: int) -> Callable[[], Awaitable[float]]:
-    async def run() -> float:
-        gc.collect()  # no case pays for garbage another case left behind
-        t0 = time.perf_counter()
-        for _ in range(n):
-            await client.read_resource(uri)
-        return (time.perf_counter() - t0) / n * 1000
-
-    return run
 
 
 # -- 1. read overhead through the SDK client -------------------------------------------------------

@@ -13,18 +13,15 @@ Two measures, each scope-on and scope-off interleaved round by round in one proc
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import statistics
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import anyio
 
 from benchmarks import fixtures
-
-Emit = Callable[..., None]
+from benchmarks.timing import Emit, ainterleaved, standalone
 
 
 def _no_scope(*_args: Any) -> tuple[None, None]:
@@ -42,14 +39,6 @@ def _scope_removed() -> Iterator[None]:
         yield
     finally:
         server.enter_scope = real
-
-
-async def _interleaved(cases: dict[str, Callable[[], Awaitable[float]]], rounds: int) -> dict[str, float]:
-    samples: dict[str, list[float]] = {name: [] for name in cases}
-    for r in range(rounds):
-        for name in list(cases) if r % 2 == 0 else list(reversed(cases)):
-            samples[name].append(await cases[name]())
-    return {name: statistics.median(values) for name, values in samples.items()}
 
 
 async def measure(rounds: int) -> dict[str, float]:
@@ -89,7 +78,7 @@ async def measure(rounds: int) -> dict[str, float]:
                     await provider.read(request)
             return (time.perf_counter() - t0) / n * 1000
 
-        return await _interleaved(
+        return await ainterleaved(
             {
                 "client read, no scope": lambda: client_reads(False),
                 "client read, in the scope": lambda: client_reads(True),
@@ -128,11 +117,5 @@ def run(rounds: int, emit: Emit) -> None:
     report(anyio.run(measure, rounds), emit)
 
 
-def _print(section: str, case: str, value: float, unit: str, ratio: str = "", target: str = "") -> None:
-    print(f"  {section:<20} {case:<40} {value:10.4f} {unit}  {ratio:<24} {target}", flush=True)
-
-
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.sideeffects", description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="3 rounds instead of 9")
-    run(3 if parser.parse_args().quick else 9, _print)
+    standalone("python -m benchmarks.sideeffects", __doc__, run)

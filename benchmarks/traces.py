@@ -16,19 +16,15 @@ feature, which is measured against the same server):
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import gc
-import statistics
-import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import anyio
 
 from benchmarks import fixtures
+from benchmarks.timing import Emit, ainterleaved, per_read_ms, standalone
 
-Emit = Callable[..., None]
 SECTION = "traces: read, in-memory"
 
 
@@ -57,17 +53,6 @@ def _traced(processor: bool) -> tuple[Any, Any]:
     return composition.server, provider
 
 
-def _per_read_ms(client: Any, uri: str, n: int) -> Callable[[], Awaitable[float]]:
-    async def run() -> float:
-        gc.collect()
-        t0 = time.perf_counter()
-        for _ in range(n):
-            await client.read_resource(uri)
-        return (time.perf_counter() - t0) / n * 1000
-
-    return run
-
-
 async def measure(rounds: int) -> dict[str, float]:
     from mcp import Client
 
@@ -86,15 +71,12 @@ async def measure(rounds: int) -> dict[str, float]:
             for name, server in servers.items():
                 client = await stack.enter_async_context(Client(server, cache=None))
                 await client.read_resource(uri)
-                cases[name] = _per_read_ms(client, uri, 50)
-            samples: dict[str, list[float]] = {name: [] for name in cases}
-            for r in range(10 * (rounds + rounds // 2)):  # short samples, many rounds: the machine drifts
-                for name in list(cases) if r % 2 == 0 else list(reversed(cases)):
-                    samples[name].append(await cases[name]())
+                cases[name] = per_read_ms(client, uri, 50)
+            # short samples, many rounds: the machine drifts
+            return await ainterleaved(cases, 10 * (rounds + rounds // 2))
     finally:
         dropped_provider.shutdown()
         exported_provider.shutdown()
-    return {name: statistics.median(values) for name, values in samples.items()}
 
 
 def report(result: dict[str, float], emit: Emit) -> None:
@@ -112,11 +94,5 @@ def run(rounds: int, emit: Emit) -> None:
     report(anyio.run(measure, rounds), emit)
 
 
-def _print(section: str, case: str, value: float, unit: str, ratio: str = "", target: str = "") -> None:
-    print(f"  {section:<24} {case:<46} {value:10.4f} {unit}  {ratio:<28} {target}", flush=True)
-
-
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.traces", description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="3 rounds instead of 9")
-    run(3 if parser.parse_args().quick else 9, _print)
+    standalone("python -m benchmarks.traces", __doc__, run)
