@@ -58,11 +58,6 @@ def _applies(requirement: Requirement) -> bool:
     return requirement.marker is None or requirement.marker.evaluate({"extra": ""})
 
 
-_checked: dict[tuple[str, Version], str | None] = {}
-"""Answers by (dist-info path, core): the built-in plugins are six entry points of one
-distribution, whose metadata need be parsed once (about 2 ms each time)."""
-
-
 def may_require_core(dist: importlib_metadata.IDistribution) -> bool:
     """Whether ``dist``'s metadata could hold a ``Requires-Dist`` on the core: ``False`` only when
     no ``Requires-Dist`` header of its ``METADATA`` starts with the core's name and no
@@ -78,9 +73,24 @@ def may_require_core(dist: importlib_metadata.IDistribution) -> bool:
 
 
 def plugin_core_problem(dist: importlib_metadata.IDistribution) -> str | None:
-    """:func:`core_requirement_problem` against the running core (:func:`core_version`); a
-    distribution whose metadata never names the core (:func:`may_require_core`) fits any core,
+    """:func:`core_requirement_problem` against the running core (:func:`core_version`), answered
+    once per distribution folder (the built-in plugins are six entry points of one distribution);
+    a distribution whose metadata never names the core (:func:`may_require_core`) fits any core,
     so neither its ``METADATA`` nor the core's version is parsed for it."""
+    where = getattr(dist, "_path", None)  # a dist-info folder, when on disk
+    if where is None:
+        return _core_problem(dist)
+    key = str(where)
+    if key not in _answers:
+        _answers[key] = _core_problem(dist)
+    return _answers[key]
+
+
+_answers: dict[str, str | None] = {}
+""":func:`plugin_core_problem`'s answers by dist-info folder (the running core never changes)."""
+
+
+def _core_problem(dist: importlib_metadata.IDistribution) -> str | None:
     if not may_require_core(dist):
         return None
     return core_requirement_problem(dist, core_version())
@@ -94,15 +104,7 @@ def core_requirement_problem(dist: importlib_metadata.IDistribution, core: Versi
     :returns: one line naming the distribution, its version, its requirement and the core's
         version, e.g. ``mcp-providers-weather 0.3 requires mcp-providers<0.1; this core is 0.1.0``.
     """
-    if core is None:
-        return None
-    where = getattr(dist, "_path", None)  # a dist-info folder (its name holds the version), when on disk
-    if where is None:
-        return _problem(dist, core)
-    key = (str(where), core)
-    if key not in _checked:
-        _checked[key] = _problem(dist, core)
-    return _checked[key]
+    return None if core is None else _problem(dist, core)
 
 
 def _problem(dist: importlib_metadata.IDistribution, core: Version) -> str | None:
