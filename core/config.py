@@ -425,12 +425,21 @@ class WebhookSinkSettings(_Shipped):
             raise ValueError(
                 "the webhook URL carries credentials; put the token in an environment variable named by token_env"
             )
-        loopback = url.host in ("localhost", "127.0.0.1", "[::1]") or (url.host or "").startswith("127.")
-        if url.scheme != "https" and not loopback:
+        if url.scheme != "https" and not _loopback_host(url.host or ""):
             raise ValueError(
                 f"audit lines go over https:// only (http:// is allowed on loopback alone); use https://{url.host}/..."
             )
         return url
+
+
+def _loopback_host(host: str) -> bool:
+    """``localhost``, or an IP address in 127.0.0.0/8 or ``::1`` (a name such as ``127.example`` is not)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 AuditSink = Annotated[FileSinkSettings | SyslogSinkSettings | WebhookSinkSettings, Field(discriminator="type")]

@@ -417,6 +417,11 @@ token_env = "AUDIT_WEBHOOK_TOKEN"
     ]  # fmt: skip
 
 
+@pytest.mark.parametrize("url", ["http://127.0.0.1:9/a", "http://127.0.0.2/a", "http://localhost/a", "http://[::1]/a"])
+def test_plain_http_webhooks_on_loopback_are_taken(url: str) -> None:
+    assert AuditSettings.model_validate({"sinks": [{"type": "webhook", "url": url}]}).sinks[0].type == "webhook"
+
+
 @pytest.mark.parametrize(
     ("sinks", "says"),
     [
@@ -425,6 +430,8 @@ token_env = "AUDIT_WEBHOOK_TOKEN"
         ([{"type": "webhook", "url": "http://127.0.0.1:9/", "queue_size": 0}], "queue_size"),
         ([{"type": "kafka"}], "'file', 'syslog', 'webhook'"),
         ([{"type": "webhook", "url": "http://siem.example/audit"}], "https:// only"),
+        ([{"type": "webhook", "url": "http://127.siem.example/audit"}], "https:// only"),  # a name, not 127/8
+        ([{"type": "webhook", "url": "http://localhost.siem.example/audit"}], "https:// only"),
         ([{"type": "webhook", "url": "https://user:pw@siem.example/audit"}], "token_env"),
         ([], "at least 1"),
     ],
