@@ -8,6 +8,7 @@ while ``serve`` speaks MCP over stdio, stdout belongs to the protocol and logs g
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -180,8 +181,14 @@ def serve(
         int,
         typer.Option("--workers", min=1, help="Serve HTTP from N processes sharing the port; N > 1 needs [cluster]."),
     ] = 1,
+    watch: Annotated[
+        bool, typer.Option("--watch", help="Reload when the config file changes (SIGHUP always reloads).")
+    ] = False,
 ) -> None:
-    """Serve the composed MCP server over stdio (default) or streamable HTTP."""
+    """Serve the composed MCP server over stdio (default) or streamable HTTP.
+
+    SIGHUP reloads the config and the installed plugins without a restart (docs/operations.md).
+    """
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     address = _parse_hostport(http) if http is not None else None
     if address is None and (stateless or json_response or allow_host):
@@ -193,11 +200,15 @@ def serve(
             "127.0.0.1",
             param_hint="--http",
         )
+    watched = _watched(config) if watch else None
     if address is None:
         # fd 1 is the wire: move it aside before any plugin is imported (a plugin, or a child
         # process it starts, may write to fd 1 at import time).
         with guarded_stdout() as wire_out, _traces():
-            _serve_stdio(_server_of(_compose(_load(config, plugin_set), strict), strict), wire_out)
+            composition = _compose(_load(config, plugin_set), strict)
+            server = _server_of(composition, strict)
+            _reloads(composition, config, plugin_set, watched)
+            _serve_stdio(server, wire_out)
         return
     loaded = _load(config, plugin_set)
     if workers > 1 and not os.environ.get(FD_ENV):
@@ -205,7 +216,29 @@ def serve(
     with _traces():
         composition = _compose(loaded, strict)
         server = _server_of(composition, strict)
-        _serve_http(composition, server, address, stateless, json_response, allow_host)
+        reloader = _reloads(composition, config, plugin_set, watched)
+        _serve_http(composition, server, address, stateless, json_response, allow_host, reloader)
+
+
+def _watched(config: Path | None) -> str:
+    """The config file ``--watch`` watches: ``-c``, else ``$MCP_PROVIDERS_CONFIG``."""
+    path = config if config is not None else os.environ.get(CONFIG_ENV)
+    if not path:
+        raise typer.BadParameter("--watch needs a config file: pass -c FILE or set $MCP_PROVIDERS_CONFIG")
+    return str(path)
+
+
+def _reloads(composition: Composition, config: Path | None, plugin_set: str | None, watched: str | None) -> Any:
+    """The composition's :class:`~mcp_providers._serve.reload.Reloader`, reloading on SIGHUP (and
+    on changes of ``watched``) while it serves; the config is read as at start-up."""
+    from mcp_providers._serve import reload
+
+    logging.getLogger("mcp_providers.reload").setLevel(logging.INFO)  # what a reload did is always said
+    reloader = reload.Reloader(composition, functools.partial(load_config, config, plugin_set=plugin_set))
+    composition.runtime.background.append(functools.partial(reload.on_sighup, reloader))
+    if watched is not None:
+        composition.runtime.background.append(functools.partial(reload.on_file_change, reloader, watched))
+    return reloader
 
 
 @contextlib.contextmanager
@@ -287,7 +320,9 @@ def _serve_http(
     stateless: bool,
     json_response: bool,
     allow_host: list[str] | None,
+    reloader: Any = None,
 ) -> None:
+    from mcp_providers._serve.transport.admin import admin_routes
     from mcp_providers._serve.transport.auth import http_auth
     from mcp_providers._serve.transport.http_app import http_app, is_loopback, transport_policy
     from mcp_providers._serve.transport.limits import Limits, run_uvicorn
@@ -306,13 +341,18 @@ def _serve_http(
         pin_sessions,
     )
 
+    try:
+        admin = admin_routes(reloader, composition.config.server.admin, auth) if reloader is not None else []
+    except ConfigError as exc:
+        err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
+        raise typer.Exit(1) from None
     asgi = http_app(
         server,
         stateless=stateless,
         json_response=json_response,
         security=transport_policy(host, allow_host),
         auth=auth,
-        routes=ops_routes(composition),
+        routes=ops_routes(composition, reloader) + admin,
         event_store=None if stateless else _event_store(composition),
     )
     served = pin_sessions(asgi)  # session ids name the replica when MCP_PROVIDERS_REPLICA is set
@@ -462,6 +502,41 @@ def demo(
 
     code = run_demo(out, samples=samples)
     raise typer.Exit(code)
+
+
+ADMIN_TOKEN_ENV = "MCP_PROVIDERS_ADMIN_TOKEN"
+
+
+@app.command()
+def reload(
+    url: Annotated[
+        str | None,
+        typer.Option("--url", help="The server's HTTP base, e.g. http://127.0.0.1:8000 (POSTs /admin/reload)."),
+    ] = None,
+    token_env: Annotated[
+        str, typer.Option("--token-env", help="Environment variable holding the bearer token [server.admin] names.")
+    ] = ADMIN_TOKEN_ENV,
+    pid: Annotated[
+        int | None, typer.Option("--pid", help="Send SIGHUP to this process instead (a stdio server, say).")
+    ] = None,
+) -> None:
+    """Reload a running server's config and installed plugins; exit 1 when the reload failed
+    (the server keeps serving its previous composition and says why)."""
+    if (url is None) == (pid is None):
+        raise typer.BadParameter("give either --url (a server serving HTTP) or --pid (any server)")
+    if pid is not None:
+        import signal
+
+        try:
+            os.kill(pid, signal.SIGHUP)
+        except OSError as exc:
+            err.print(f"[red]error:[/red] cannot signal process {pid}: {escape(exc.strerror or str(exc))}")
+            raise typer.Exit(2) from None
+        out.print(f"sent SIGHUP to {pid}; the server's log says what the reload did", markup=False)
+        return
+    from mcp_providers._cli.reload import ask_reload
+
+    raise typer.Exit(ask_reload(out, err, str(url), token_env))
 
 
 def main() -> None:

@@ -481,6 +481,29 @@ class AuditSettings(BaseModel):
         return self
 
 
+class AdminSettings(BaseModel):
+    """``[server.admin]``: who may reload the configuration over HTTP (``POST /admin/reload``
+    beside ``/readyz``, never on the MCP path; ``mcp-providers reload --url``). Without this table
+    that route answers 404; ``SIGHUP`` reloads whatever is configured here."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    token_env: str | None = Field(default=None, pattern=_ENV_NAME)
+    """Environment variable holding a bearer token that may reload (at least 32 characters)."""
+    subjects: tuple[str, ...] = ()
+    """Subjects of principals that may reload, with a bearer token ``[server.auth]`` accepts (its
+    issuers, audience and scopes apply as on the MCP path)."""
+
+    @model_validator(mode="after")
+    def _someone(self) -> AdminSettings:
+        if self.token_env is None and not self.subjects:
+            raise ValueError(
+                "[server.admin] names no one who may reload: set token_env (a variable holding a token) "
+                'or subjects (e.g. subjects = ["ops-admin"], principals [server.auth] accepts)'
+            )
+        return self
+
+
 class ServerSettings(BaseModel):
     """The ``[server]`` table."""
 
@@ -531,6 +554,8 @@ class ServerSettings(BaseModel):
     """``[server.audit]``: audit sinks (file, syslog, webhook); ``audit_log`` is short for one file sink."""
     auth: AuthConfig | None = None
     """Bearer-token authentication for streamable HTTP; the token's subject is the caller."""
+    admin: AdminSettings | None = None
+    """``[server.admin]``: who may reload the configuration over HTTP; ``None``: no one (SIGHUP still works)."""
     limits: LimitsSettings | None = None
     """``[server.limits]``: request rates per subject; ``None`` (no table) limits nothing."""
     credentials: CredentialsSettings | None = None

@@ -149,13 +149,21 @@ def _authorize_impls(pm: pluggy.PluginManager, records: tuple[PluginRecord, ...]
     )
 
 
-def assemble(config: Config, *, load_entrypoints: bool = True, plugins: Mapping[str, object] | None = None) -> Assembly:
+def assemble(
+    config: Config,
+    *,
+    load_entrypoints: bool = True,
+    plugins: Mapping[str, object] | None = None,
+    previous: Assembly | None = None,
+) -> Assembly:
     """Discover plugins, check every declaration, index what passed.
 
+    :param previous: the assembly a reload replaces: unchanged plugins keep its provider objects.
     :raises ConfigError: the config names a plugin that is not installed.
     """
     unmet = unmet_requirements(config.required_plugins, plugin_distributions()) if config.required_plugins else []
-    pm, records = discover(config, load_entrypoints=load_entrypoints, plugins=plugins)
+    before = {r.name: r for r in previous.records} if previous is not None else None
+    pm, records = discover(config, load_entrypoints=load_entrypoints, plugins=plugins, previous=before)
     declared, problems = declare(records)
     problems += check(declared)
     bad = {name for p in problems if p.rule not in TOOL_RULES for name in p.plugins}  # TOOL_RULES: that tool alone

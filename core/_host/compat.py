@@ -90,6 +90,11 @@ _answers: dict[str, str | None] = {}
 """:func:`plugin_core_problem`'s answers by dist-info folder (the running core never changes)."""
 
 
+def forget() -> None:
+    """Drop :func:`plugin_core_problem`'s answers (a reload: a folder's metadata may have been rewritten)."""
+    _answers.clear()
+
+
 def _core_problem(dist: importlib_metadata.IDistribution) -> str | None:
     if not may_require_core(dist):
         return None

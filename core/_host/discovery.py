@@ -385,6 +385,21 @@ def _collect(pm: pluggy.PluginManager, record: PluginRecord) -> None:
             record.prompt_providers.extend(result)
 
 
+def _kept(record: PluginRecord, previous: PluginRecord | None) -> bool:
+    """Whether ``record`` takes ``previous``'s provider objects (and their running lifespans) rather
+    than asking its hooks for new ones: the same plugin object (module code is never imported
+    twice) with equal settings. Its distribution's version may have changed on disk meanwhile;
+    the code serving is still the imported one (the reload reports it)."""
+    if previous is None or previous.status != "loaded" or previous.plugin is not record.plugin:
+        return False
+    if previous.settings != record.settings:
+        return False
+    record.resource_providers = list(previous.resource_providers)
+    record.tool_providers = list(previous.tool_providers)
+    record.prompt_providers = list(previous.prompt_providers)
+    return True
+
+
 def _unknown(name: str, exc: BaseException | None = None) -> str:
     if isinstance(exc, MadeForAnotherCore):
         return (
@@ -416,12 +431,15 @@ def discover(
     *,
     load_entrypoints: bool = True,
     plugins: Mapping[str, object] | None = None,
+    previous: Mapping[str, PluginRecord] | None = None,
 ) -> tuple[pluggy.PluginManager, list[PluginRecord]]:
     """Find, select, load and configure plugins; collect their providers.
 
     :param config: the operator's config (selection and settings).
     :param load_entrypoints: scan the ``mcp_providers`` entry-point group (once).
     :param plugins: extra plugins registered directly, by name (tests and embedding).
+    :param previous: the records of the assembly being reloaded, by name: a plugin whose object
+        and settings are unchanged keeps its provider objects (:func:`_kept`).
     :returns: the plugin manager and one :class:`PluginRecord` per plugin, sorted by name.
     :raises ConfigError: the chosen set does not exist, or the set, ``allow``, ``deny``,
         ``[plugins.*]`` or an environment override names a plugin that is not installed.
@@ -440,7 +458,7 @@ def discover(
             if record.configured:
                 record.authorize_evidence = _look(name, loaders[name])
             continue
-        _load(pm, record, loaders[name], config)
+        _load(pm, record, loaders[name], config, (previous or {}).get(name))
     return pm, [records[n] for n in sorted(records)]
 
 
@@ -469,7 +487,13 @@ def _found(
     return records, loaders
 
 
-def _load(pm: pluggy.PluginManager, record: PluginRecord, load: Callable[[], object], config: Config) -> None:
+def _load(
+    pm: pluggy.PluginManager,
+    record: PluginRecord,
+    load: Callable[[], object],
+    config: Config,
+    previous: PluginRecord | None = None,
+) -> None:
     """Import, register, configure and collect one selected plugin; any failure rejects it alone."""
     try:
         with _stdout_to_stderr():
@@ -491,7 +515,7 @@ def _load(pm: pluggy.PluginManager, record: PluginRecord, load: Callable[[], obj
     if record.is_rejected():
         return
     _configure(pm, record, config)
-    if not record.is_rejected():
+    if not record.is_rejected() and not _kept(record, previous):
         _collect(pm, record)
     if record.is_rejected() and pm.is_registered(plugin):
         pm.unregister(plugin)  # its authorize hook must not run either

@@ -1,10 +1,13 @@
 """Binding: the handler table that ties the pipeline's methods to the SDK's low-level ``Server``.
 
 The low-level server is used because ``MCPServer`` cannot paginate, carry ``size``, add templates
-programmatically or take a provider's own input schema. :func:`routes` is the one table of
-``(method, params model, handler)`` entries; it holds an entry only for a category that has
-declarations, so the capabilities the SDK derives from it are true. :func:`build_server` passes
-it to a ``Server``; :func:`mcp_providers.embedding.attach` merges the same table into yours.
+programmatically or take a provider's own input schema. :func:`method_table` is what one
+generation of the runtime serves (a method only for a category that has declarations);
+:func:`routes` is the table of ``(method, params model, handler)`` entries whose handlers answer
+from the generation current when a request starts. :func:`build_server` registers every method
+(a reload may add a category) and :func:`handshake` shapes the capabilities each ``initialize``
+and ``server/discover`` answers to what the current generation serves, ``listChanged`` on;
+:func:`mcp_providers.embedding.attach` merges the current generation's entries into yours.
 """
 
 from __future__ import annotations
@@ -16,19 +19,21 @@ from typing import Any
 
 import mcp_types as types
 from mcp.server import Server
+from mcp.shared.exceptions import MCPError
 
 from mcp_providers._host.assembly import Assembly
 from mcp_providers._serve.methods.channel import set_log_level
 from mcp_providers._serve.methods.completion import Complete
 from mcp_providers._serve.methods.prompts import GetPrompt
 from mcp_providers._serve.methods.resources import Listing, ListMethod, ReadResource
-from mcp_providers._serve.methods.subscriptions import Listen, Subscribe, Unsubscribe, watch_meta
+from mcp_providers._serve.methods.subscriptions import Listen, Subscribe, SubscriptionHub, Unsubscribe, watch_meta
 from mcp_providers._serve.methods.tools import CallTool
 from mcp_providers._serve.pipeline import Pipeline
 from mcp_providers._serve.runtime import Runtime
 from mcp_providers._serve.seams import check_seams, tracing_middleware
 from mcp_providers._serve.steps import wire
 from mcp_providers._serve.steps.exchange import Ctx, Method
+from mcp_providers._serve.steps.invoker import Invoker
 from mcp_providers.models import Icon
 
 
@@ -91,9 +96,11 @@ def _result(model: type[Any], field: str) -> Callable[[list[Any], str | None], A
     return lambda items, cursor: model(**{field: items, "next_cursor": cursor})
 
 
-def methods(runtime: Runtime) -> list[Method[Any, Any, Any]]:
-    """Every method this assembly serves (lists, reads, calls, prompts, completion, subscriptions)."""
-    assembly, invoker = runtime.assembly, runtime.invoker
+def methods(assembly: Assembly, invoker: Invoker, hub: SubscriptionHub) -> list[Method[Any, Any, Any]]:
+    """Every method ``assembly`` serves (lists, reads, calls, prompts, completion, subscriptions).
+
+    ``subscriptions/listen`` always: a 2026-07-28 client hears of list changes (a reload) on it.
+    """
     catalog = assembly.catalog
     out = _lists(assembly)
     if catalog.resources or catalog.templates:
@@ -104,10 +111,20 @@ def methods(runtime: Runtime) -> list[Method[Any, Any, Any]]:
         out.append(GetPrompt(assembly, invoker))
     if catalog.templates or catalog.prompts:
         out.append(Complete(assembly, invoker))
+    if _watchable(assembly):
+        out += [Subscribe(hub), Unsubscribe(hub)]
+    return [*out, Listen(hub)]
+
+
+def _watchable(assembly: Assembly) -> bool:
+    catalog = assembly.catalog
     live = any(e.declaration.freshness.watchable for e in catalog.resources)
-    if live or any(e.declaration.freshness.watchable for e in catalog.templates):
-        out += [Subscribe(runtime.hub), Unsubscribe(runtime.hub), Listen(runtime.hub)]
-    return out
+    return live or any(e.declaration.freshness.watchable for e in catalog.templates)
+
+
+def method_table(runtime: Runtime, assembly: Assembly) -> dict[str, Method[Any, Any, Any]]:
+    """Method name -> method, for one generation of ``runtime`` serving ``assembly``."""
+    return {m.name: m for m in methods(assembly, runtime.invoker, runtime.hub)}
 
 
 _PARAMS: dict[str, type[Any]] = {
@@ -132,9 +149,61 @@ WIRE_FORM_RESULTS = frozenset({"resources/read"})
 validating the result a second time (:meth:`Pipeline.answer_directly`)."""
 
 
-def routes(runtime: Runtime, pipeline: Pipeline) -> list[RouteEntry]:
-    """The handler table: one entry per served method, each running through ``pipeline``."""
-    return [RouteEntry(m.name, _PARAMS[m.name], pipeline.handler(m)) for m in methods(runtime)]
+LISTEN = "subscriptions/listen"
+
+
+def dispatcher(runtime: Runtime, pipeline: Pipeline, name: str) -> Callable[[Ctx, Any], Awaitable[Any]]:
+    """The SDK request handler for method ``name``: through ``pipeline``, wholly on the generation
+    current when the request starts (``-32601`` when that one does not serve ``name``)."""
+
+    async def handle(ctx: Ctx, params: Any) -> Any:
+        generation = runtime.generation
+        method = generation.methods.get(name)
+        if method is None:
+            raise MCPError(types.METHOD_NOT_FOUND, "Method not found", data=name)
+        if name == LISTEN:  # open for as long as the client listens; it keeps no generation running
+            return await pipeline.run(method, ctx, params, generation.authorizer)
+        with generation.serving():
+            return await pipeline.run(method, ctx, params, generation.authorizer)
+
+    return handle
+
+
+def routes(runtime: Runtime, pipeline: Pipeline, *, every: bool = False) -> list[RouteEntry]:
+    """The handler table, each entry running through ``pipeline``: the methods the current
+    generation serves, or with ``every`` every method a generation could serve."""
+    served = runtime.generation.methods
+    return [RouteEntry(n, p, dispatcher(runtime, pipeline, n)) for n, p in _PARAMS.items() if every or n in served]
+
+
+_LIST_CAPABILITIES = (("resources", "resources/list"), ("tools", "tools/list"), ("prompts", "prompts/list"))
+
+
+def handshake(runtime: Runtime) -> Callable[[Ctx, dict[str, Any]], dict[str, Any]]:
+    """``(ctx, result) -> result``: an ``initialize`` or ``server/discover`` result (wire form) with
+    the capabilities of what the current generation serves, each list's ``listChanged`` on (a
+    reload tells clients); a 2025-era session is remembered so it can be told
+    (:meth:`SubscriptionHub.opened`)."""
+
+    def shape(ctx: Ctx, result: dict[str, Any]) -> dict[str, Any]:
+        capabilities = result.get("capabilities")
+        if not isinstance(capabilities, dict):
+            return result
+        generation = runtime.generation
+        served = generation.methods
+        for key, method in (*_LIST_CAPABILITIES, ("completions", "completion/complete")):
+            if method not in served:
+                capabilities.pop(key, None)
+            elif key != "completions" and isinstance(capabilities.get(key), dict):
+                capabilities[key]["listChanged"] = True
+        resources = capabilities.get("resources")
+        if isinstance(resources, dict):
+            resources["subscribe"] = _watchable(generation.assembly)
+        if ctx.method == "initialize":
+            runtime.hub.opened(ctx.session, frozenset(k for k, _ in _LIST_CAPABILITIES if k in capabilities))
+        return result
+
+    return shape
 
 
 _ON = {
@@ -168,7 +237,7 @@ def build_server(
             yield {}
 
     check_seams()  # refuse an SDK without the private names the serving code reaches for
-    served = routes(runtime, pipeline)
+    served = routes(runtime, pipeline, every=True)  # a reload may add a category: each answers -32601 until then
     handlers: dict[str, Any] = {_ON[r.method]: r.handler for r in served}
     server: Server[object] = Server(name, version=version, icons=wire.icons_wire(icons), lifespan=lifespan, **handlers)
     # logging/setLevel is registered directly: the constructor's on_set_logging_level warns that
@@ -178,6 +247,7 @@ def build_server(
     # One layer: a line for requests no method's stages answer, and capabilities shaped for the
     # negotiated version (wire.initialize_middleware inside Pipeline.middleware).
     server.middleware.append(pipeline.middleware)
+    pipeline.handshake = handshake(runtime)
     pipeline.answer_directly(server, {r.method: r.handler for r in served if r.method in WIRE_FORM_RESULTS})
     # The pipeline makes the request's span (steps/tracing.py: parented from _meta and HTTP headers,
     # no error messages); the SDK's would be a second one, and it builds spans even with no tracer.

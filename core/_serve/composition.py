@@ -25,7 +25,7 @@ from mcp_providers._host.assembly import Assembly, assemble
 from mcp_providers._host.catalog import Catalog
 from mcp_providers._host.declarations import Declared, Problem
 from mcp_providers._host.discovery import PluginRecord
-from mcp_providers._serve.binding import build_server
+from mcp_providers._serve.binding import build_server, method_table
 from mcp_providers._serve.pipeline import Pipeline
 from mcp_providers._serve.runtime import Runtime
 from mcp_providers._serve.steps import tracing
@@ -40,10 +40,13 @@ class Composition:
     """
 
     def __init__(self, assembly: Assembly) -> None:
-        self.assembly = assembly
-        self.runtime = Runtime(assembly)
+        self.runtime = Runtime(assembly, method_table)
 
-    # -- what was composed (read-only views of the assembly) ----------------------------------
+    # -- what is served (read-only views of the current assembly; a reload replaces it) --------
+
+    @property
+    def assembly(self) -> Assembly:
+        return self.runtime.assembly
 
     @property
     def config(self) -> Config:
@@ -90,7 +93,7 @@ class Composition:
     def pipeline(self) -> Pipeline:
         runtime = self.runtime
         tracer = tracing.server_tracer()  # None unless a tracer provider is set: traces off
-        return Pipeline(runtime.authorizer, runtime.audit, runtime.limiter, runtime.credentials, tracer)
+        return Pipeline(runtime.audit, runtime.limiter, runtime.credentials, tracer)
 
     @functools.cached_property
     def server(self) -> Server[object]:

@@ -56,6 +56,14 @@ _in_request_span: ContextVar[object] = ContextVar("mcp_providers_in_request_span
 (:meth:`Pipeline._traced`); a request nested in it (another server in process) gets its own span."""
 
 
+_HANDSHAKES = frozenset({"initialize", "server/discover"})
+"""Results carrying the server's capabilities (2025 eras; 2026-07-28)."""
+
+
+def _unchanged(ctx: Ctx, result: dict[str, Any]) -> dict[str, Any]:
+    return result
+
+
 def _requested(params: Any) -> str:
     """What a request names as the client sent it (its ``uri``, else its ``name``), or ``""``."""
     for name in ("uri", "name"):
@@ -70,13 +78,11 @@ class Pipeline:
 
     def __init__(
         self,
-        authorizer: Authorizer,
         audit: AuditLog,
         limiter: RateLimiter | None = None,
         credentials: CredentialBroker | None = None,
         tracer: Tracer | None = None,
     ) -> None:
-        self.authorizer = authorizer
         self.audit = audit
         self.limiter = limiter or RateLimiter(None)
         """``[server.limits]`` (:mod:`~mcp_providers._serve.steps.ratelimit`); none: nothing limited."""
@@ -86,6 +92,9 @@ class Pipeline:
         """Makes the request and stage spans (:mod:`~mcp_providers._serve.steps.tracing`); none: traces off."""
         self._server: Server[Any] | None = None
         self._direct: dict[str, Handler] = {}
+        self.handshake: Callable[[Ctx, dict[str, Any]], dict[str, Any]] = _unchanged
+        """Shapes each ``initialize`` and ``server/discover`` result (wire form) further: the
+        capabilities of what is served now (:func:`~mcp_providers._serve.binding.handshake`)."""
 
     def answer_directly(self, server: Server[Any], handlers: Mapping[str, Handler]) -> None:
         """Answer the methods of ``handlers`` (method name -> this pipeline's handler for it) from
@@ -102,19 +111,13 @@ class Pipeline:
         self._server = server
         self._direct = dict(handlers)
 
-    def handler(self, method: Method[Any, Any, Any]) -> Handler:
-        """The SDK request handler ``(ctx, params) -> result`` for ``method``."""
-
-        async def handle(ctx: Ctx, params: Any) -> Any:
-            return await self.run(method, ctx, params)
-
-        return handle
-
-    async def run(self, method: Method[Any, Any, R], ctx: Ctx, params: Any) -> R:
+    async def run(self, method: Method[Any, Any, R], ctx: Ctx, params: Any, authorizer: Authorizer) -> R:
+        """Answer one request: ``method``'s stages in order, policy asked through ``authorizer``
+        (both of the generation the request started on)."""
         mark = _through_pipeline.get()
         if mark is not None:
             mark[0] = True  # this request's audit line is written here, not by the middleware
-        exchange = Exchange(method.name, method.actor, Gate(self.authorizer, principal_of(ctx)), ctx)
+        exchange = Exchange(method.name, method.actor, Gate(authorizer, principal_of(ctx)), ctx)
         token = current_gate.set(exchange.gate)
         scope = current_scope.set(CredentialScope(self.credentials, exchange.upstreams))
         try:
@@ -155,8 +158,8 @@ class Pipeline:
             result = await call_next(ctx)
         else:
             result = await self.audit_middleware(ctx, call_next)
-        if ctx.method == "initialize" and isinstance(result, dict):
-            return wire.shape_initialize(result)
+        if ctx.method in _HANDSHAKES and isinstance(result, dict):
+            return self.handshake(ctx, wire.shape_initialize(result))
         return result
 
     async def _traced(self, tracer: Tracer, ctx: Ctx, call_next: Callable[[Ctx], Awaitable[Any]]) -> Any:

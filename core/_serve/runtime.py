@@ -1,10 +1,14 @@
-"""The runtime: the per-process state of serving one assembly.
+"""The runtime: the per-process state of serving an assembly, and which assembly that is.
 
 Everything that changes while the server runs lives here, apart from the frozen
 :class:`~mcp_providers._host.assembly.Assembly`: which providers failed to start, the providers'
 entered lifespans, the subscription hub (its bus), the invoker (its coalescer), the audit sink.
 Each shared part sits behind a small seam (the hub's bus, the invoker's coalescer) so that a
 cluster backend can replace it with one kept in an external store without touching the pipeline.
+
+The assembly served is the current :class:`Generation`'s; a reload (:mod:`mcp_providers._serve.reload`)
+swaps in another in one step (:meth:`Runtime.swap`). A request runs wholly on the generation it
+started on; lifespans of providers the new one no longer serves end once the old one is idle.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ import asyncio
 import contextlib
 import contextvars
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator, Mapping
 from typing import Any
 
 import anyio
@@ -25,6 +29,7 @@ from mcp_providers._serve.methods.subscriptions import SubscriptionHub
 from mcp_providers._serve.state.cluster import RedisBackend, Shared, SharedReads, shared_for
 from mcp_providers._serve.state.credentials import broker_for
 from mcp_providers._serve.steps.audit import AuditLog
+from mcp_providers._serve.steps.exchange import Method
 from mcp_providers._serve.steps.gate import Authorizer, Gate
 from mcp_providers._serve.steps.invoker import Invoker
 from mcp_providers._serve.steps.ratelimit import RateLimiter
@@ -36,15 +41,55 @@ from mcp_providers.providers import ResourceProvider
 log = logging.getLogger("mcp_providers.composition")
 
 
-class Runtime:
-    """Per-process state of one served assembly (see the module docstring)."""
+MethodTable = Callable[["Runtime", Assembly], Mapping[str, Method[Any, Any, Any]]]
+"""``(runtime, assembly) -> {method name: method}``: what a generation serves (``binding.method_table``)."""
 
-    def __init__(self, assembly: Assembly) -> None:
-        settings = assembly.config.server
+
+class Generation:
+    """One assembly as served: its methods and its authorizer, and the requests running on it.
+
+    A request takes the current generation once, when it starts (:meth:`serving`), and runs all its
+    stages on it; so a swap never leaves a request half on one assembly and half on the next, and
+    the old generation is idle once its last request has finished (:meth:`idle`).
+    """
+
+    def __init__(self, assembly: Assembly, methods: Mapping[str, Method[Any, Any, Any]], number: int) -> None:
         self.assembly = assembly
+        self.methods = methods
+        self.number = number
+        """1 for the assembly composed at start-up, one more for each reload applied."""
+        self.authorizer = Authorizer(assembly.authorize)
+        self.inflight = 0
+        self._idle: anyio.Event | None = None
+
+    @contextlib.contextmanager
+    def serving(self) -> Iterator[None]:
+        """Count one request running on this generation while inside."""
+        self.inflight += 1
+        try:
+            yield
+        finally:
+            self.inflight -= 1
+            if not self.inflight and self._idle is not None:
+                self._idle.set()
+
+    async def idle(self) -> None:
+        """Return once no request is running on this generation."""
+        while self.inflight:
+            self._idle = anyio.Event()
+            await self._idle.wait()
+
+
+class Runtime:
+    """Per-process state of the served assembly (see the module docstring).
+
+    :param methods: what a generation of ``assembly`` serves (the binding's method table).
+    """
+
+    def __init__(self, assembly: Assembly, methods: MethodTable) -> None:
+        settings = assembly.config.server
         self.startup_failures: dict[str, str] = {}
         """Provider name -> why its ``lifespan`` failed to start; its requests get an upstream error."""
-        self.authorizer = Authorizer(assembly.authorize)
         self.audit = AuditLog(settings.audit_sinks(), settings.audit.drop_log_seconds if settings.audit else 30.0)
         """The audit sinks (``[server] audit_log``, ``[server.audit]``); shipped ones drain in the background."""
         self.invoker = Invoker(
@@ -72,7 +117,25 @@ class Runtime:
             max_uri_length=settings.max_uri_length,
             shared=self.shared,
         )
+        self.background: list[Callable[[], Coroutine[Any, Any, None]]] = []
+        """Tasks run beside the providers while serving (a reload's signal and file watches)."""
+        self._method_table = methods
+        self.generation = Generation(assembly, methods(self, assembly), 1)
+        """What is served now; replaced in one step by :meth:`swap`."""
+        self._hosted: dict[int, _Hosted] = {}  # id(provider) -> its running lifespan
+        self._draining: list[Generation] = []  # replaced, with requests still running on them
+        self._tasks: anyio.abc.TaskGroup | None = None
         self._host = _Host(self._start)
+
+    @property
+    def assembly(self) -> Assembly:
+        """The assembly served now (the current generation's)."""
+        return self.generation.assembly
+
+    @property
+    def authorizer(self) -> Authorizer:
+        """The current generation's authorizer."""
+        return self.generation.authorizer
 
     @property
     def serving(self) -> bool:
@@ -95,6 +158,46 @@ class Runtime:
         (see :class:`_Host`)."""
         return self._host.using()
 
+    async def swap(self, assembly: Assembly) -> Generation:
+        """Serve ``assembly`` from the next request on; returns the generation it replaced.
+
+        The providers it adds are started first (their ``lifespan`` entered), so no request reaches
+        one that has not started; those it drops are stopped in the background once the old
+        generation is idle. Provider objects both serve keep running as they are.
+        """
+        new = Generation(assembly, self._method_table(self, assembly), self.generation.number + 1)
+        if self._tasks is not None:
+            for d in assembly.declared:
+                if id(d.provider) not in self._hosted:
+                    await self._host_provider(d.plugin, d.provider, self._tasks)
+        old, self.generation = self.generation, new
+        self.hub.catalog = assembly.catalog
+        for name in set(self.startup_failures) - {d.provider.name for d in assembly.declared}:
+            del self.startup_failures[name]
+        if self._tasks is not None:
+            self._draining.append(old)
+            self._tasks.start_soon(self._retire, old)
+        return old
+
+    async def _retire(self, old: Generation) -> None:
+        """Once ``old`` is idle, stop the lifespans of its providers that neither the current
+        generation nor another still running requests serves."""
+        await old.idle()
+        self._draining.remove(old)
+        in_use = {id(d.provider) for g in (self.generation, *self._draining) for d in g.assembly.declared}
+        for d in old.assembly.declared:
+            hosted = self._hosted.get(id(d.provider))
+            if hosted is not None and id(d.provider) not in in_use:
+                del self._hosted[id(d.provider)]
+                await hosted.stop()
+
+    async def _host_provider(self, plugin: str, provider: Any, tasks: anyio.abc.TaskGroup) -> None:
+        if isinstance(provider, ResourceProvider):
+            provider.publisher = self.hub.publisher(provider)
+        hosted = _Hosted(provider.lifespan, provider.name, plugin, self.startup_failures)
+        self._hosted[id(provider)] = hosted
+        await hosted.start(tasks)
+
     async def _start(self) -> contextlib.AsyncExitStack:
         stack = contextlib.AsyncExitStack()
         await stack.__aenter__()
@@ -111,13 +214,20 @@ class Runtime:
             await tasks.start(self.audit.ship)
             stack.push_async_callback(self.audit.flush)  # runs before the cancel: queued lines go out
         self.startup_failures.clear()
+        stack.push_async_callback(self._stop_hosted)
         for d in self.assembly.declared:
-            if isinstance(d.provider, ResourceProvider):
-                d.provider.publisher = self.hub.publisher(d.provider)
-            hosted = _Hosted(d.provider.lifespan, d.provider.name, d.plugin, self.startup_failures)
-            await hosted.start(tasks)
-            stack.push_async_callback(hosted.stop)
+            await self._host_provider(d.plugin, d.provider, tasks)
+        for run in self.background:
+            tasks.start_soon(run)
+        self._tasks = tasks
+        stack.callback(setattr, self, "_tasks", None)
         return stack
+
+    async def _stop_hosted(self) -> None:
+        """Stop every running lifespan, the last started first (as an exit stack would)."""
+        hosted, self._hosted = list(self._hosted.values()), {}
+        for one in reversed(hosted):
+            await one.stop()
 
 
 class _Host:

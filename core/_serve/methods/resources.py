@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -102,10 +103,22 @@ class _Shared:
     cache_scope: str
     work: Work | None
     """The invoker's :class:`Work` for a fixed URI read as declared (canonical form), else ``None``."""
+    sharer: str
+    """Who reads, for sharing reads: the provider's name and a digest of its plugin's settings, so a
+    read never joins one of the same provider reconfigured by a reload (still running on the old
+    settings), and replicas serving the same config still share."""
 
 
 _Target = tuple[Route, str, float | None, _Shared]
 """A routed read: the route, the URI as sent, the caller's freshness demand, the shared parts."""
+
+
+def _settings_digest(assembly: Assembly, plugin: str) -> str:
+    """12 hex digits of SHA-256 over ``plugin``'s validated settings (JSON), ``""`` without any."""
+    settings = next((r.settings for r in assembly.records if r.name == plugin), None)
+    if settings is None:
+        return ""
+    return hashlib.sha256(settings.model_dump_json().encode()).hexdigest()[:12]
 
 
 class ReadResource:
@@ -148,7 +161,7 @@ class ReadResource:
         work = shared.work
         if work is None or work.target != uri:  # messages name the URI as sent
             work = Work(route.plugin, route.provider.name, f"reading {uri}", uri)
-        key = (route.provider.name, uri, exchange.principal.share_key) if self._settings.coalesce_reads else None
+        key = (shared.sharer, uri, exchange.principal.share_key) if self._settings.coalesce_reads else None
         read = lambda: route.provider.read(request)  # noqa: E731
         if not exchange.gate.authorizer.active:
             return await self._invoker.run(work, read, share=key, custody=exchange.custody)
@@ -200,7 +213,8 @@ class ReadResource:
             ttl_ms, cache_scope = cache_hint_parts(declaration.freshness)
             if declaration.members is not None and declaration.members.filtered:
                 cache_scope = "private"  # what it lists depends on who asks: no shared cache may keep it
-            shared = _Shared(declaration, parts, ttl_ms, cache_scope, work)
+            sharer = f"{route.provider.name}@{_settings_digest(self._assembly, route.plugin)}"
+            shared = _Shared(declaration, parts, ttl_ms, cache_scope, work, sharer)
             self._shared_by_id[id(declaration)] = shared
         return shared
 

@@ -24,6 +24,7 @@ the client re-reads it through the normal, authorized read path.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections import deque
 from collections.abc import Callable
@@ -34,9 +35,12 @@ import mcp_types as types
 from mcp.server import ServerRequestContext
 from mcp.server.subscriptions import (
     ListenHandler,
+    PromptsListChanged,
+    ResourcesListChanged,
     ResourceUpdated,
     ServerEvent,
     SubscriptionBus,
+    ToolsListChanged,
 )
 
 from mcp_providers._host.catalog import Catalog, Route
@@ -123,6 +127,7 @@ class _SubjectView:
 
         unsubscribe = self._hub.bus.subscribe(filtered)
         self._hub.listening += self._watches
+        self._hub._local.add(listener)  # list changes are this replica's own (each reloads its config)
         done = False
 
         def release() -> None:
@@ -130,6 +135,7 @@ class _SubjectView:
             if not done:
                 done = True
                 self._hub.listening -= self._watches
+                self._hub._local.discard(listener)
                 unsubscribe()
 
         return release
@@ -158,6 +164,9 @@ class SubscriptionHub:
         self._by_connection: dict[int, set[str]] = {}
         self._pending: deque[str] = deque(maxlen=4096)  # updates to relay to 2025-era sessions
         self._wake: anyio.Event | None = None  # made by relay(), in the loop that serves
+        self._local: set[Callable[[ServerEvent], None]] = set()  # this process's listen streams
+        self._streams: dict[int, tuple[ListenHandler, frozenset[str]]] = {}  # open listen streams, their URIs
+        self._opened: dict[int, tuple[Any, frozenset[str]]] = {}  # 2025-era connections, their list capabilities
         self.bus.subscribe(self._on_event)
 
     def publisher(self, provider: ResourceProvider) -> Publisher:
@@ -276,9 +285,60 @@ class SubscriptionHub:
         self, ctx: ServerRequestContext[Any, Any], params: types.SubscriptionsListenRequestParams, principal: Principal
     ) -> types.SubscriptionsListenResult:
         """Serve one ``subscriptions/listen`` stream for ``principal`` (URIs already checked)."""
-        watches = len(set(params.notifications.resource_subscriptions or ()))
-        handler = ListenHandler(_SubjectView(self, principal, watches))
-        return await handler(ctx, params)
+        uris = frozenset(params.notifications.resource_subscriptions or ())
+        handler = ListenHandler(_SubjectView(self, principal, len(uris)))
+        self._streams[id(handler)] = (handler, uris)
+        try:
+            return await handler(ctx, params)
+        finally:
+            self._streams.pop(id(handler), None)
+
+    # -- both eras: the served lists changed (a reload) -----------------------------------------
+
+    def opened(self, session: Any, lists: frozenset[str]) -> None:
+        """Remember a 2025-era connection that completed ``initialize`` with the list capabilities
+        ``lists`` (``"resources"``, ``"tools"``, ``"prompts"``), until it ends; one without a
+        channel for notifications (stateless HTTP) cannot be told, so it is not kept."""
+        connection = _connection(session)
+        if not connection.has_standalone_channel or id(connection) in self._opened:
+            return
+        key = id(connection)
+        self._opened[key] = (connection, lists)
+        connection.exit_stack.callback(self._opened.pop, key, None)
+
+    async def lists_changed(self, lists: frozenset[str]) -> int:
+        """Tell this process's clients that ``lists`` changed: each 2025-era session whose
+        capabilities name the list, and each listen stream that asked (the SDK's filter). Watches
+        of URIs the catalog no longer serves end: a 2025-era one with a last
+        ``notifications/resources/updated`` (its re-read says the URI is gone), a listen stream
+        closed gracefully (its client listens again). Returns how many sessions were told.
+        """
+        for kind, event in (("resources", ResourcesListChanged()), ("tools", ToolsListChanged()),
+                            ("prompts", PromptsListChanged())):  # fmt: skip
+            if kind in lists:
+                for listener in list(self._local):
+                    listener(event)
+        told = 0
+        for connection, advertised in list(self._opened.values()):
+            told += await _tell(connection, lists & advertised)
+        await self._end_vanished()
+        return told
+
+    async def _end_vanished(self) -> None:
+        for handler, uris in list(self._streams.values()):
+            if any(not self._serves(uri) for uri in uris):
+                handler.close()
+        for uri in [u for u in self._sessions if not self._serves(u)]:
+            for connection, _ in list(self._sessions.pop(uri).values()):
+                self._by_connection.get(id(connection), set()).discard(uri)
+                with contextlib.suppress(*_GONE):
+                    await connection.send_resource_updated(uri)
+
+    def _serves(self, uri: str) -> bool:
+        try:
+            return self.catalog.route(uri).declaration.freshness.watchable
+        except Exception:  # not served any more
+            return False
 
     def check_listen(self, uris: list[str]) -> None:
         """:raises InvalidParams: more URIs than ``max_subscriptions_per_session``."""
@@ -288,6 +348,18 @@ class SubscriptionHub:
                 f"(max_subscriptions_per_session); {len(set(uris))} were asked",
                 data={"max_subscriptions_per_session": self.max_per_session},
             )
+
+
+async def _tell(connection: Any, lists: frozenset[str]) -> int:
+    """Send ``connection`` one ``notifications/*/list_changed`` per list; 1 if any was sent."""
+    sends = {"resources": connection.send_resource_list_changed, "tools": connection.send_tool_list_changed,
+             "prompts": connection.send_prompt_list_changed}  # fmt: skip
+    try:
+        for kind in sorted(lists):
+            await sends[kind]()
+    except _GONE:  # closed meanwhile: its exit stack forgets it
+        return 0
+    return 1 if lists else 0
 
 
 def _connection(session: Any) -> Any:

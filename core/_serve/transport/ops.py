@@ -11,7 +11,10 @@ they carry no content) and puts a request-counting middleware on the composition
   ``mcp_providers_read_seconds`` (histogram of ``resources/read``), ``mcp_providers_subscriptions``
   (watches held by this replica), ``mcp_providers_poll_leases`` (live sources this replica polls),
   ``mcp_providers_cluster_connected`` and ``mcp_providers_audit_dropped_total{sink}`` (audit
-  lines a shipped sink dropped).
+  lines a shipped sink dropped); with a reloader, ``mcp_providers_reload_total{outcome}``,
+  ``mcp_providers_config_info{digest}`` (the config served, so drift between replicas shows) and
+  ``mcp_providers_generation``. ``/readyz`` then names the digest, the generation and the last
+  reload attempt: a failed one leaves the replica ready (the old composition serves) and says why.
 
 :func:`pin_sessions` makes 2025-era sessions routable by a load balancer: with
 ``MCP_PROVIDERS_REPLICA=replica1`` the session ids this replica hands out read ``replica1.<id>``,
@@ -39,6 +42,7 @@ REQUEST_CANCELLED = -32800
 
 if TYPE_CHECKING:
     from mcp_providers._serve.composition import Composition
+    from mcp_providers._serve.reload import Reloader
     from mcp_providers._serve.runtime import Runtime
 
 
@@ -55,7 +59,7 @@ class Metrics:
         labels, every other name is :data:`OTHER_METHOD`.
     """
 
-    def __init__(self, runtime: Runtime, served: Callable[[str], bool]) -> None:
+    def __init__(self, runtime: Runtime, served: Callable[[str], bool], reloader: Reloader | None = None) -> None:
         from prometheus_client import CollectorRegistry, Counter, Histogram
 
         self.registry = CollectorRegistry()
@@ -64,7 +68,7 @@ class Metrics:
             registry=self.registry,
         )  # fmt: skip
         self.reads = Histogram("mcp_providers_read_seconds", "resources/read latency", registry=self.registry)
-        self.registry.register(_Gauges(runtime))
+        self.registry.register(_Gauges(runtime, reloader))
         self._served = served
 
     async def middleware(self, ctx: Any, call_next: Any) -> Any:
@@ -100,8 +104,9 @@ def _outcome(method: Any, exc: BaseException) -> str:
 class _Gauges:
     """Values read at scrape time from the runtime."""
 
-    def __init__(self, runtime: Runtime) -> None:
+    def __init__(self, runtime: Runtime, reloader: Reloader | None) -> None:
         self._runtime = runtime
+        self._reloader = reloader
 
     def collect(self) -> Iterator[Any]:
         from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
@@ -122,6 +127,23 @@ class _Gauges:
         for sink, count in runtime.audit.dropped().items():
             dropped.add_metric([sink], count)
         yield dropped
+        yield GaugeMetricFamily("mcp_providers_generation", "Assemblies served since start-up (1 + reloads applied)",
+                                value=runtime.generation.number)  # fmt: skip
+        if self._reloader is not None:
+            yield from _reload_metrics(self._reloader)
+
+
+def _reload_metrics(reloader: Reloader) -> Iterator[Any]:
+    from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+    total = CounterMetricFamily("mcp_providers_reload", "Reload attempts by outcome", labels=["outcome"])
+    for outcome in ("applied", "unchanged", "failed"):
+        total.add_metric([outcome], reloader.outcomes[outcome])
+    yield total
+    info = GaugeMetricFamily("mcp_providers_config_info", "The digest of the config served (value 1)",
+                             labels=["digest"])  # fmt: skip
+    info.add_metric([reloader.digest], 1)
+    yield info
 
 
 def transport_stopped(server: Any) -> str | None:
@@ -139,7 +161,7 @@ def transport_stopped(server: Any) -> str | None:
     return None
 
 
-def ops_routes(composition: Composition) -> list[Route]:
+def ops_routes(composition: Composition, reloader: Reloader | None = None) -> list[Route]:
     """``/healthz``, ``/readyz`` and ``/metrics`` for ``composition``; installs the request metrics.
 
     Mount them next to the MCP endpoint (``custom_starlette_routes=`` of the SDK's
@@ -147,10 +169,9 @@ def ops_routes(composition: Composition) -> list[Route]:
     """
     runtime = composition.runtime
     server = composition.server
-    metrics = Metrics(runtime, lambda method: method == "initialize" or server.get_request_handler(method) is not None)
+    served = lambda method: method == "initialize" or server.get_request_handler(method) is not None  # noqa: E731
+    metrics = Metrics(runtime, served, reloader)
     server.middleware.insert(0, metrics.middleware)
-
-    server = composition.server
 
     async def healthz(request: Request) -> Response:
         problem = transport_stopped(server)
@@ -165,7 +186,11 @@ def ops_routes(composition: Composition) -> list[Route]:
         if runtime.shared.configured and not await runtime.shared.ping():
             problems.append("the cluster backend (Redis) does not answer")
         failed = sorted(runtime.startup_failures)
-        body = {"status": "ready" if not problems else "not ready", "problems": problems, "failed_providers": failed}
+        body: dict[str, Any] = {"status": "ready" if not problems else "not ready", "problems": problems,
+                                "failed_providers": failed, "generation": runtime.generation.number}  # fmt: skip
+        if reloader is not None:
+            body["config_digest"] = reloader.digest
+            body["last_reload"] = reloader.last.as_dict() if reloader.last is not None else None
         return JSONResponse(body, status_code=200 if not problems else 503)
 
     async def metrics_page(request: Request) -> Response:

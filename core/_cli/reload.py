@@ -1,0 +1,47 @@
+"""``mcp-providers reload --url``: ask a server serving HTTP to reload, and print what it did."""
+
+from __future__ import annotations
+
+import os
+
+from rich.console import Console
+
+TIMEOUT_SECONDS = 120.0
+"""How long a reload may take to answer (it rescans entry points and composes), in seconds."""
+
+
+def ask_reload(out: Console, err: Console, url: str, token_env: str) -> int:
+    """POST ``<url>/admin/reload`` with the bearer token in ``$token_env``; print the attempt.
+
+    :returns: the exit code: 0 applied or unchanged, 1 the reload failed (its problems printed),
+        2 the request itself failed (no token, unreachable, refused).
+    """
+    import httpx2
+
+    token = os.environ.get(token_env, "")
+    if not token:
+        err.print(f"error: ${token_env} is not set; put the token [server.admin] token_env names in it",
+                  markup=False, highlight=False)  # fmt: skip
+        return 2
+    target = url.rstrip("/") + "/admin/reload"
+    try:
+        response = httpx2.post(target, headers={"authorization": f"Bearer {token}"}, timeout=TIMEOUT_SECONDS)
+    except httpx2.HTTPError as exc:
+        err.print(f"error: cannot reach {target}: {type(exc).__name__}: {exc}", markup=False, highlight=False)
+        return 2
+    try:
+        body = response.json()
+    except ValueError:
+        body = {}
+    if response.status_code not in (200, 422) or "outcome" not in body:
+        why = body.get("error") if isinstance(body, dict) else None
+        err.print(f"error: {target} answered {response.status_code}: {why or response.text[:200]}",
+                  markup=False, highlight=False)  # fmt: skip
+        return 2
+    lines = [f"reload {body['outcome']}: config {body['digest'] or '-'}, generation {body['generation']}"]
+    lines += [f"  changed: {', '.join(body['changed'])}"] if body.get("changed") else []
+    lines += [f"  problem: {p}" for p in body.get("problems", ())]
+    lines += [f"  warning: {w}" for w in body.get("warnings", ())]
+    for line in lines:
+        out.print(line, markup=False, highlight=False)
+    return 1 if body["outcome"] == "failed" else 0

@@ -1,0 +1,274 @@
+"""Reload: compose a new assembly off the serving path, check it, and swap it in, or keep serving
+the old one and say why.
+
+::
+
+    trigger (SIGHUP, a config file watch, POST /admin/reload, Reloader.reload())
+      -> read and validate the config -> refuse what needs a restart
+      -> rescan entry points and compose (in a worker thread; requests go on being served)
+      -> refuse any failure the serving assembly did not have (import, collision, policy, ...)
+      -> Runtime.swap -> notifications/*/list_changed for the lists that changed
+
+An unchanged plugin (the same imported object, equal settings) keeps its provider objects and
+their running lifespans; module code is never imported again, so a plugin distribution upgraded
+on disk keeps serving its old code until a restart, and the attempt says so. What an attempt did is
+kept (:attr:`Reloader.last`, counted in :attr:`Reloader.outcomes`) for ``/readyz``, ``/metrics``
+and ``mcp-providers reload``.
+"""
+
+from __future__ import annotations
+
+import collections
+import functools
+import hashlib
+import importlib
+import logging
+import os
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+import anyio
+import anyio.to_thread
+import importlib_metadata
+
+from mcp_providers._host import compat
+from mcp_providers._host.assembly import Assembly, assemble
+from mcp_providers._serve.composition import Composition
+from mcp_providers.config import Config
+
+log = logging.getLogger("mcp_providers.reload")
+
+Outcome = Literal["applied", "unchanged", "failed"]
+
+RELOADABLE_SERVER_KEYS = frozenset({"page_size", "max_read_bytes", "max_result_bytes", "max_embed_bytes",
+                                    "require_plugins"})  # fmt: skip
+"""``[server]`` keys a reload applies; any other ``[server]`` key, and ``[cluster]``, is read at
+start-up only (transport, identity, audit sinks, limits, shared state), so changing one is refused."""
+
+
+def config_digest(config: Config) -> str:
+    """A short SHA-256 digest (16 hex digits) of the validated config, environment overrides
+    included: equal for equal configs however the file is written. Secrets are not in a config
+    (it names the environment variables that hold them)."""
+    return hashlib.sha256(config.model_dump_json().encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """What one reload did."""
+
+    trigger: str
+    """What asked for it: ``"SIGHUP"``, ``"file"``, ``"admin"`` or ``"api"``."""
+    outcome: Outcome
+    at: float
+    """When it ended, Unix time in seconds."""
+    digest: str
+    """The config digest it read (``""`` when the config could not be read)."""
+    generation: int
+    """The generation serving after it (one more than before when applied)."""
+    problems: tuple[str, ...] = ()
+    """Why it failed: one line each, saying what to fix."""
+    warnings: tuple[str, ...] = ()
+    changed: tuple[str, ...] = ()
+    """The lists clients were told about (``resources``, ``tools``, ``prompts``)."""
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class Reloader:
+    """Reloads one composition from where its config comes from.
+
+    :param composition: what is served; its runtime's generation is what a reload replaces.
+    :param load: reads and validates the config again (``load_config`` with the path and the
+        ``--set`` of start-up); may raise :class:`~mcp_providers.errors.ConfigError`.
+    :param load_entrypoints: and ``plugins``: as given to :func:`~mcp_providers.compose`.
+    """
+
+    def __init__(
+        self,
+        composition: Composition,
+        load: Callable[[], Config],
+        *,
+        load_entrypoints: bool = True,
+        plugins: Mapping[str, object] | None = None,
+    ) -> None:
+        self.composition = composition
+        self._load = load
+        self._compose = functools.partial(_assemble, load_entrypoints=load_entrypoints, plugins=plugins)
+        self.digest = config_digest(composition.config)
+        """The digest of the config being served."""
+        self.last: Attempt | None = None
+        self.outcomes: collections.Counter[str] = collections.Counter()
+        self._lock = anyio.Lock()
+
+    async def reload(self, trigger: str = "api") -> Attempt:
+        """Compose again and swap it in if it passes; one at a time. Never raises for what the new
+        config or plugins do wrong: that is a ``failed`` attempt and the old assembly keeps serving."""
+        async with self._lock:
+            try:
+                attempt = await self._attempt(trigger)
+            except Exception as exc:  # a bug of ours, not the operator's: still keep serving
+                log.exception("reload failed unexpectedly")
+                attempt = self._ended(trigger, "failed", "", [f"reload failed: {type(exc).__name__}: {exc}"])
+            self.last = attempt
+            self.outcomes[attempt.outcome] += 1
+            _log(attempt)
+            return attempt
+
+    async def _attempt(self, trigger: str) -> Attempt:
+        try:
+            config = self._load()
+        except Exception as exc:  # ConfigError, or an OSError reading it
+            return self._ended(trigger, "failed", "", [f"the config could not be read: {exc}"])
+        digest = config_digest(config)
+        old = self.composition.assembly
+        problems = restart_only(old.config, config)
+        if problems:
+            return self._ended(trigger, "failed", digest, problems)
+        try:
+            new = await anyio.to_thread.run_sync(self._compose, config, old)
+        except Exception as exc:  # ConfigError: a selection naming a plugin no longer installed
+            return self._ended(trigger, "failed", digest, [str(exc)])
+        problems = new_failures(old, new)
+        if problems:
+            return self._ended(trigger, "failed", digest, problems)
+        warnings = stale_code(old, new)
+        if digest == self.digest and _same_providers(old, new):
+            return self._ended(trigger, "unchanged", digest, warnings=warnings)
+        changed = changed_lists(old, new)
+        await self.composition.runtime.swap(new)
+        self.digest = digest
+        await self.composition.runtime.hub.lists_changed(changed)
+        return self._ended(trigger, "applied", digest, warnings=warnings, changed=sorted(changed))
+
+    def _ended(
+        self,
+        trigger: str,
+        outcome: Outcome,
+        digest: str,
+        problems: list[str] | None = None,
+        *,
+        warnings: list[str] | None = None,
+        changed: list[str] | None = None,
+    ) -> Attempt:
+        generation = self.composition.runtime.generation.number
+        return Attempt(trigger, outcome, time.time(), digest, generation, tuple(problems or ()),
+                       tuple(warnings or ()), tuple(changed or ()))  # fmt: skip
+
+
+def _log(attempt: Attempt) -> None:
+    if attempt.outcome == "failed":
+        log.error("reload (%s) failed; still serving the previous config: %s", attempt.trigger,
+                  "; ".join(attempt.problems))  # fmt: skip
+        return
+    log.info("reload (%s) %s: config %s, generation %d, lists changed: %s", attempt.trigger, attempt.outcome,
+             attempt.digest, attempt.generation, ", ".join(attempt.changed) or "none")  # fmt: skip
+    for line in attempt.warnings:
+        log.warning("reload: %s", line)
+
+
+def _assemble(
+    config: Config, previous: Assembly, *, load_entrypoints: bool, plugins: Mapping[str, object] | None
+) -> Assembly:
+    """A new assembly for ``config``, seeing distributions installed or removed since ``previous``."""
+    importlib.invalidate_caches()  # new files on sys.path: the path finders look again
+    importlib_metadata.MetadataPathFinder.invalidate_caches()
+    compat.forget()
+    return assemble(config, load_entrypoints=load_entrypoints, plugins=plugins, previous=previous)
+
+
+def restart_only(old: Config, new: Config) -> list[str]:
+    """One line per setting the new config changes that a reload cannot apply."""
+    before, after = old.server.model_dump(), new.server.model_dump()
+    lines = [
+        f"[server] {key} changed; it is read at start-up only: restart to apply it, or put it back"
+        for key in sorted(set(before) | set(after))
+        if key not in RELOADABLE_SERVER_KEYS and before.get(key) != after.get(key)
+    ]
+    if old.cluster != new.cluster:
+        lines.append("[cluster] changed; it is read at start-up only: restart to apply it, or put it back")
+    return lines
+
+
+def new_failures(old: Assembly, new: Assembly) -> list[str]:
+    """What is wrong with ``new`` that was not wrong with ``old`` (a broken plugin left out at
+    start-up does not block every later reload), and every reason serving would refuse."""
+    known = set(old.failures)
+    lines = [line for line in new.failures if line not in known]
+    lines += [f"refusing to serve: required_plugins not met: {line}" for line in new.unmet_requirements]
+    lines += [f"refusing to serve without its authorization policy: {line}" for line in new.policy_failures]
+    return list(dict.fromkeys(lines))
+
+
+def stale_code(old: Assembly, new: Assembly) -> list[str]:
+    """One line per plugin whose distribution's version changed on disk while its imported code
+    keeps serving."""
+    before = {r.name: r for r in old.records if r.status == "loaded"}
+    lines = []
+    for record in new.records:
+        was = before.get(record.name)
+        if was is not None and was.plugin is record.plugin and was.version != record.version:
+            lines.append(
+                f"{record.name}: distribution {record.distribution} is now {record.version} on disk, but "
+                f"{was.version}'s code was imported and keeps serving; restart to load {record.version}"
+            )
+    return lines
+
+
+def _same_providers(old: Assembly, new: Assembly) -> bool:
+    return [id(d.provider) for d in old.declared] == [id(d.provider) for d in new.declared]
+
+
+def changed_lists(old: Assembly, new: Assembly) -> frozenset[str]:
+    """Which lists a client would see change: ``resources`` (resources and resource templates),
+    ``tools``, ``prompts``."""
+    changed = set()
+    for kind, of in (("resources", _resource_list), ("tools", _tool_list), ("prompts", _prompt_list)):
+        if of(old) != of(new):
+            changed.add(kind)
+    return frozenset(changed)
+
+
+def _resource_list(a: Assembly) -> list[Any]:
+    c = a.catalog
+    return [e.declaration for e in c.resources] + [e.declaration for e in c.templates]
+
+
+def _tool_list(a: Assembly) -> list[Any]:
+    return [e.declaration for e in a.catalog.tools]
+
+
+def _prompt_list(a: Assembly) -> list[Any]:
+    return [e.declaration for e in a.catalog.prompts]
+
+
+# -- triggers ----------------------------------------------------------------------------------
+
+
+async def on_sighup(reloader: Reloader) -> None:
+    """Reload on every ``SIGHUP`` until cancelled (the main thread's event loop only; a signal
+    arriving while a reload runs is one more reload after it)."""
+    import signal
+
+    with anyio.open_signal_receiver(signal.SIGHUP) as signals:
+        async for _ in signals:
+            await reloader.reload("SIGHUP")
+
+
+async def on_file_change(reloader: Reloader, path: str) -> None:
+    """Reload whenever ``path`` changes (``serve --watch``), until cancelled. The folder is watched
+    (``watchfiles``, changes settled for 200 ms), so an editor that replaces the file rather than
+    writing it in place is seen too."""
+    import watchfiles
+
+    target = os.path.abspath(path)
+    changed = functools.partial(_is, target)
+    async for _ in watchfiles.awatch(os.path.dirname(target), watch_filter=changed, debounce=200, step=50):
+        await reloader.reload("file")
+
+
+def _is(target: str, change: object, path: str) -> bool:
+    return os.path.abspath(path) == target

@@ -1,0 +1,103 @@
+"""``POST /admin/reload``: a reload asked for over HTTP, by a token or a principal ``[server.admin]`` names.
+
+The route sits beside ``/readyz``, never on the MCP path, and is off (404) without ``[server.admin]``.
+A request needs ``Authorization: Bearer <token>``: either the token in ``[server.admin] token_env``
+(compared in constant time), or one ``[server.auth]`` accepts whose principal's subject
+``[server.admin] subjects`` names. No token is 401, another token 403; both are audited
+(operation ``admin/reload``), and so is the reload. The answer is the attempt as JSON
+(:meth:`~mcp_providers._serve.reload.Attempt.as_dict`): 200 when applied or unchanged, 422 when it
+failed and the old composition goes on serving.
+"""
+
+from __future__ import annotations
+
+import hmac
+import os
+from typing import TYPE_CHECKING, Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from mcp_providers.config import AdminSettings
+from mcp_providers.errors import ConfigError
+from mcp_providers.identity import Principal, from_access_token
+
+if TYPE_CHECKING:
+    from mcp_providers._serve.identity import ResourceServer
+    from mcp_providers._serve.reload import Reloader
+
+PATH = "/admin/reload"
+MIN_TOKEN_LENGTH = 32
+"""Shortest admin token accepted, in characters (as for the static MCP tokens)."""
+
+
+class AdminGate:
+    """Who may reload: ``[server.admin]``'s token and subjects (see the module docstring).
+
+    :raises ConfigError: ``token_env`` is unset or shorter than :data:`MIN_TOKEN_LENGTH`, or
+        ``subjects`` are named without ``[server.auth]`` to verify their tokens.
+    """
+
+    def __init__(self, settings: AdminSettings, auth: ResourceServer | None) -> None:
+        self._token: bytes | None = None
+        if settings.token_env is not None:
+            value = os.environ.get(settings.token_env, "")
+            if len(value) < MIN_TOKEN_LENGTH:
+                state = "is not set" if not value else f"holds {len(value)} characters"
+                raise ConfigError(
+                    f"[server.admin] token_env: ${settings.token_env} {state}; put a random token of at least "
+                    f"{MIN_TOKEN_LENGTH} characters in it (e.g. from `openssl rand -hex 32`)"
+                )
+            self._token = value.encode()
+        if settings.subjects and auth is None:
+            raise ConfigError(
+                "[server.admin] subjects need [server.auth] to verify their tokens; add it, or use token_env"
+            )
+        self._subjects = frozenset(settings.subjects)
+        self._auth = auth
+
+    async def who(self, token: str) -> Principal | None:
+        """The principal ``token`` stands for if it may reload, else ``None``."""
+        if self._token is not None and hmac.compare_digest(token.encode(), self._token):
+            return Principal("admin-token", issuer="mcp-providers")
+        if not self._subjects or self._auth is None:
+            return None
+        try:
+            access = await self._auth.verifier.verify_token(token)
+        except Exception:  # unreachable issuer and the like: refused like an unknown token
+            return None
+        principal = from_access_token(access) if access is not None else None
+        return principal if principal is not None and principal.subject in self._subjects else None
+
+
+def admin_routes(reloader: Reloader, settings: AdminSettings | None, auth: ResourceServer | None) -> list[Route]:
+    """``POST /admin/reload`` for ``reloader`` (404 when ``settings`` is ``None``)."""
+    gate = AdminGate(settings, auth) if settings is not None else None
+    audit = reloader.composition.runtime.audit
+
+    async def reload(request: Request) -> Response:
+        if gate is None:
+            return JSONResponse({"error": "reload over HTTP is off; add [server.admin] (docs/operations.md)"}, 404)
+        scheme, _, token = request.headers.get("authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not token:
+            _audit(audit, None, "denied", "no bearer token")
+            return JSONResponse({"error": "send Authorization: Bearer <admin token>"}, 401,
+                                headers={"WWW-Authenticate": "Bearer"})  # fmt: skip
+        principal = await gate.who(token.strip())
+        if principal is None:
+            _audit(audit, None, "denied", "token not named by [server.admin]")
+            return JSONResponse({"error": "this token may not reload: [server.admin] names it nowhere"}, 403)
+        attempt = await reloader.reload("admin")
+        _audit(audit, principal, "allowed" if attempt.outcome != "failed" else "error", attempt.outcome)
+        return JSONResponse(attempt.as_dict(), 200 if attempt.outcome != "failed" else 422)
+
+    return [Route(PATH, reload, methods=["POST"])]
+
+
+def _audit(audit: Any, principal: Principal | None, decision: str, reason: str) -> None:
+    if not audit.enabled:
+        return
+    who = principal.custody() if principal is not None else {"subject": "anonymous"}
+    audit.write({"actor": "operator", **who, "operation": "admin/reload", "target": PATH,
+                 "decision": decision, "reason": reason})  # fmt: skip

@@ -1,0 +1,224 @@
+"""Live composition end to end: ``mcp-providers serve`` over stdio and HTTP with real SDK clients
+of both eras, reloaded by SIGHUP, by ``mcp-providers reload --url`` and after a distribution was
+installed into its environment (issue 26, must-shows 1 and 2)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+from mcp import Client, MCPError, StdioServerParameters
+from reload_support import EXTRA_URI, NOTES_URI, install, site
+from serve_support import free_port
+
+pytestmark = pytest.mark.anyio
+
+OFF = 'allow = ["notes", "extra"]\ndeny = ["extra"]\n'
+ON = 'allow = ["notes", "extra"]\n'
+ADMIN = '\n[server.admin]\ntoken_env = "RELOAD_TEST_ADMIN_TOKEN"\n'
+TOKEN = "t" * 40
+
+LATE_MODULE = """
+from mcp_providers import Content, Resource, ResourceProvider, hookimpl
+
+
+class Late(ResourceProvider):
+    name = "late"
+    prefixes = ("late://shelf/",)
+
+    def resources(self):
+        return [Resource(uri="late://shelf/new", name="new")]
+
+    async def read(self, request):
+        return Content(text="installed while serving")
+
+
+@hookimpl
+def register_resource_providers():
+    return [Late()]
+"""
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    root = site(tmp_path / "site", ("notes", "extra"))
+    out = {k: v for k, v in os.environ.items() if not k.startswith("MCP_PROVIDERS_")}
+    out["PYTHONPATH"] = os.pathsep.join([str(root), *filter(None, [os.environ.get("PYTHONPATH")])])
+    out["RELOAD_TEST_ADMIN_TOKEN"] = TOKEN
+    return out
+
+
+def _text(result: types.ReadResourceResult) -> str:
+    content = result.contents[0]
+    assert isinstance(content, types.TextResourceContents)
+    return content.text
+
+
+class Told:
+    """``notifications/resources/list_changed`` a 2025-era client received."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    async def __call__(self, message: Any) -> None:
+        if isinstance(message, types.ResourceListChangedNotification):
+            self.count += 1
+
+    async def wait(self, count: int) -> None:
+        with anyio.fail_after(20):
+            while self.count < count:
+                await anyio.sleep(0.02)
+
+
+async def _resources(client: Client) -> list[str]:
+    return [str(r.uri) for r in (await client.list_resources()).resources]
+
+
+async def _flip(config: Path, text: str, reload: Any, told: Told | None, stream: Any, count: int) -> None:
+    """Write ``text`` into ``config``, ``reload()``, and wait until the client is told."""
+    config.write_text(text)
+    reload()
+    if told is not None:
+        await told.wait(count)
+    else:
+        with anyio.fail_after(20):
+            async for event in stream:
+                assert type(event).__name__ == "ResourcesListChanged"
+                break
+
+
+async def _served_both_ways(client: Client, config: Path, reload: Any, told: Told | None, stream: Any) -> None:
+    assert await _resources(client) == [NOTES_URI]
+    await _flip(config, ON, reload, told, stream, 1)
+    assert EXTRA_URI in await _resources(client)
+    assert _text(await client.read_resource(EXTRA_URI)) == "in the box"
+    await _flip(config, OFF, reload, told, stream, 2)
+    assert await _resources(client) == [NOTES_URI]
+    with pytest.raises(MCPError) as gone:
+        await client.read_resource(EXTRA_URI)
+    assert "Unknown resource" in gone.value.message
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_sighup_over_stdio_tells_the_client_and_serves_the_new_plugin(
+    env: dict[str, str], tmp_path: Path, mode: str
+) -> None:
+    config, pidfile = tmp_path / "mcp-providers.toml", tmp_path / "pid"
+    config.write_text(OFF)
+    script = f'echo $$ > "{pidfile}"; exec "{sys.executable}" -m mcp_providers serve -c "{config}"'
+    params = StdioServerParameters(command="sh", args=["-c", script], env=env)
+    told = Told() if mode == "legacy" else None
+    sighup = lambda: os.kill(int(pidfile.read_text()), signal.SIGHUP)  # noqa: E731
+    async with Client(params, mode=mode, cache=None, message_handler=told) as client:  # type: ignore[arg-type]
+        if told is not None:
+            await _served_both_ways(client, config, sighup, told, None)
+        else:
+            async with client.listen(resources_list_changed=True) as stream:
+                await _served_both_ways(client, config, sighup, None, stream)
+
+
+@contextlib.contextmanager
+def _http(env: dict[str, str], config: Path, *extra: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    port = free_port()
+    log = config.with_suffix(".log")
+    with log.open("wb") as stderr:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "mcp_providers", "serve", "-c", str(config), "--http", f"127.0.0.1:{port}", *extra],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stderr=stderr,
+        )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None, log.read_text()
+            with contextlib.suppress(OSError):
+                with urllib.request.urlopen(f"{base}/readyz", timeout=2) as answer:
+                    if answer.status == 200:
+                        break
+            assert time.monotonic() < deadline, "server not ready in 60 s"
+            time.sleep(0.1)
+        yield base, proc
+    finally:
+        proc.terminate()
+        proc.wait(timeout=15)
+
+
+def _ready(base: str) -> dict[str, Any]:
+    with urllib.request.urlopen(f"{base}/readyz", timeout=5) as answer:
+        body: dict[str, Any] = json.loads(answer.read())
+        return body
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_sighup_over_http_tells_the_client_and_serves_the_new_plugin(
+    env: dict[str, str], tmp_path: Path, mode: str
+) -> None:
+    config = tmp_path / "mcp-providers.toml"
+    config.write_text(OFF)
+    with _http(env, config) as (base, proc):
+        told = Told() if mode == "legacy" else None
+        sighup = lambda: proc.send_signal(signal.SIGHUP)  # noqa: E731
+        async with Client(f"{base}/mcp", mode=mode, cache=None, message_handler=told) as client:  # type: ignore[arg-type]
+            if told is not None:
+                await _served_both_ways(client, config, sighup, told, None)
+            else:
+                async with client.listen(resources_list_changed=True) as stream:
+                    await _served_both_ways(client, config, sighup, None, stream)
+        ready = _ready(base)
+        assert ready["generation"] == 3 and ready["last_reload"]["trigger"] == "SIGHUP"
+
+
+def _reload_cli(base: str, env: dict[str, str], token: str = TOKEN) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "mcp_providers", "reload", "--url", base, "--token-env", "RELOAD_TEST_ADMIN_TOKEN"],
+        env={**env, "RELOAD_TEST_ADMIN_TOKEN": token},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+async def test_a_distribution_installed_while_serving_is_served_after_reload_cli(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    config = tmp_path / "mcp-providers.toml"
+    config.write_text(ON + ADMIN)
+    with _http(env, config) as (base, _proc):
+        async with Client(f"{base}/mcp", cache=None) as client:  # type: ignore[arg-type]
+            root = Path(env["PYTHONPATH"].split(os.pathsep)[0])
+            (root / "late_plugin.py").write_text(LATE_MODULE)
+            install(root, "late-dist", {"late": "late_plugin"}, "1.0")
+            config.write_text('allow = ["notes", "extra", "late"]\n' + ADMIN)
+            done = _reload_cli(base, env)
+            assert done.returncode == 0, done.stderr + done.stdout
+            assert "reload applied" in done.stdout and "changed: resources" in done.stdout
+            assert "late://shelf/new" in await _resources(client)
+            assert _text(await client.read_resource("late://shelf/new")) == "installed while serving"
+            config.write_text('allow = ["notes", "extra", "late"]\ndeny = ["nope"]\n' + ADMIN)
+            failed = _reload_cli(base, env)  # a bad config: exit 1, the problem printed, still serving
+            assert failed.returncode == 1 and "problem:" in failed.stdout and "nope" in failed.stdout
+            assert _text(await client.read_resource("late://shelf/new")) == "installed while serving"
+            refused = _reload_cli(base, env, token="x" * 40)  # a token [server.admin] does not name
+            assert refused.returncode == 2 and "403" in refused.stderr
+            assert TOKEN not in refused.stderr + refused.stdout + failed.stdout + failed.stderr
+        ready = _ready(base)
+        assert ready["status"] == "ready" and ready["last_reload"]["outcome"] == "failed"
+        with urllib.request.urlopen(f"{base}/metrics", timeout=5) as page:
+            metrics = page.read().decode()
+        assert 'mcp_providers_reload_total{outcome="applied"} 1.0' in metrics
+        assert 'mcp_providers_reload_total{outcome="failed"} 1.0' in metrics
+        assert f'mcp_providers_config_info{{digest="{ready["config_digest"]}"}} 1.0' in metrics
