@@ -50,30 +50,36 @@ class Rule(BaseModel):
 
     effect: Literal["allow", "deny"] = Field(description="What a match decides.")
     subjects: tuple[str, ...] = Field(
-        default=("*",), description="Subject patterns (fnmatch, case-sensitive): 'local' on stdio, the token's "
-        "subject over HTTP with [server.auth], 'anonymous' without it."
+        default=("*",),
+        description="Subject patterns (fnmatch, case-sensitive): 'local' on stdio, the token's "
+        "subject over HTTP with [server.auth], 'anonymous' without it.",
     )
     actions: tuple[Action, ...] = Field(
         default=ACTIONS, description="Actions matched: list, read, expand, complete, subscribe, call, prompt."
     )
     targets: tuple[str, ...] = Field(
-        default=("*",), min_length=1, description="Target patterns (fnmatch; '*' also matches '/'): URIs in "
-        "canonical form (lower-case scheme, decoded once), URI templates (expand), tool or prompt names."
+        default=("*",),
+        min_length=1,
+        description="Target patterns (fnmatch; '*' also matches '/'): URIs in "
+        "canonical form (lower-case scheme, decoded once), URI templates (expand), tool or prompt names.",
     )
     issuers: tuple[str, ...] = Field(
-        default=("*",), description="Issuer patterns (fnmatch, case-sensitive): the token's 'iss' exactly as the "
-        "identity provider spells it, 'static' for [server.auth] tokens, 'local' on stdio, '' when anonymous."
+        default=("*",),
+        description="Issuer patterns (fnmatch, case-sensitive): the token's 'iss' exactly as the "
+        "identity provider spells it, 'static' for [server.auth] tokens, 'local' on stdio, '' when anonymous.",
     )
     groups: tuple[str, ...] | None = Field(
-        default=None, description="Group patterns; the caller must be in at least one (from the token's groups "
-        "claim, or a static token's groups). Unset: any caller, with or without groups."
+        default=None,
+        description="Group patterns; the caller must be in at least one (from the token's groups "
+        "claim, or a static token's groups). Unset: any caller, with or without groups.",
     )
     scopes: tuple[str, ...] | None = Field(
         default=None, description="OAuth scopes the caller's token must all carry. Unset: any."
     )
     claims: dict[str, tuple[str, ...]] = Field(
-        default_factory=dict, description="Claim name -> accepted values: the claim (one of [server.auth] claims) "
-        "must equal one of them, or for a list claim contain one. Unset: any."
+        default_factory=dict,
+        description="Claim name -> accepted values: the claim (one of [server.auth] claims) "
+        "must equal one of them, or for a list claim contain one. Unset: any.",
     )
     reason: str = Field(default="", description="Shown to the client in a denial.")
 

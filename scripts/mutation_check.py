@@ -550,7 +550,7 @@ CASES += (
         "bus: every replica of a deployment listens on the deployment's channel",
         CLUSTER,
         "await pubsub.subscribe(self.channel)",
-        'await pubsub.subscribe(self.channel + self.replica)',
+        "await pubsub.subscribe(self.channel + self.replica)",
         (BUS,),
     ),
     Case(
@@ -578,7 +578,7 @@ CASES += (
         "cache: an entry has no key of its own",
         CLUSTER,
         'model_config = ConfigDict(extra="forbid", strict=True)\n    text: str | None',
-        'model_config = ConfigDict(strict=True)\n    text: str | None',
+        "model_config = ConfigDict(strict=True)\n    text: str | None",
         (MALFORMED + "[unknown-key]",),
     ),
     Case(
@@ -691,23 +691,29 @@ CASES += (
         "core/_serve/state/cluster.py",
         "            if isinstance(content, Content) and not _used_credentials():",
         "            if isinstance(content, Content):",
-        ("tests/test_credentials_cluster.py::test_a_read_made_with_a_user_credential_is_never_kept_in_the_shared_cache",),
+        (
+            "tests/test_credentials_cluster.py::test_a_read_made_with_a_user_credential_is_never_kept_in_the_shared_cache",
+        ),
     ),
     Case(
         "credentials: forget drops only the credential that failed",
         "core/credentials.py",
         "            if cached is None or cached.token != stale.token:",
         "            if cached is None:",
-        ("tests/test_credentials.py::test_forget_with_the_stale_credential_keeps_a_newer_one",
-         "tests/servicenow/test_on_behalf_of_trial.py::test_concurrent_requests_after_a_revocation_ask_one_new_token"),
+        (
+            "tests/test_credentials.py::test_forget_with_the_stale_credential_keeps_a_newer_one",
+            "tests/servicenow/test_on_behalf_of_trial.py::test_concurrent_requests_after_a_revocation_ask_one_new_token",
+        ),
     ),
     Case(
         "credentials: the cache key holds the selected claims",
         "core/credentials.py",
         "    return (issuer, subject, name, principal.share_key[5])",
         '    return (issuer, subject, name, "")',
-        ("tests/test_credentials.py::test_a_changed_selected_claim_is_another_credential",
-         "tests/servicenow/test_on_behalf_of_trial.py::test_a_subject_whose_user_claim_changed_acts_as_the_new_user"),
+        (
+            "tests/test_credentials.py::test_a_changed_selected_claim_is_another_credential",
+            "tests/servicenow/test_on_behalf_of_trial.py::test_a_subject_whose_user_claim_changed_acts_as_the_new_user",
+        ),
     ),
     Case(
         "servicenow: a user token in use is masked",
@@ -756,7 +762,9 @@ CASES += (
         "core/_serve/methods/tools.py",
         'wanted = bool(self._settings.audit_sinks()) or "audit_key_env" in self._settings.model_fields_set',
         "wanted = True",
-        ("tests/test_audit_hmac.py::test_the_audit_key_warning_comes_only_when_an_audit_log_or_digests_are_configured",),
+        (
+            "tests/test_audit_hmac.py::test_the_audit_key_warning_comes_only_when_an_audit_log_or_digests_are_configured",
+        ),
     ),
     Case(
         "run-local: stop signals only the processes it started",
@@ -791,6 +799,7 @@ CASES += (
         ("tests/servicenow/test_traces.py",),
     ),
 )
+
 
 def run_case(case: Case) -> tuple[bool | None, str]:
     """``(True, ...)`` killed, ``(False, ...)`` survived, ``(None, why)`` could not be applied."""

@@ -40,12 +40,21 @@ class Docs(ResourceProvider):
         return [
             Resource(uri="kb://handbook/v4", name="handbook", mime_type="text/markdown", freshness=Freshness.static()),
             Resource(uri="report://synthetic/weekly-7", name="weekly", mime_type="text/html"),
-            Resource(uri="status://service/current", name="status", mime_type="application/json",
-                     freshness=Freshness.live()),
-            Resource(uri="status://service/cached", name="cached-status", mime_type="application/json",
-                     freshness=Freshness.max_age(300)),
-            Resource(uri="status://service/recent", name="recent-status", mime_type="application/json",
-                     freshness=Freshness.max_age(300)),
+            Resource(
+                uri="status://service/current", name="status", mime_type="application/json", freshness=Freshness.live()
+            ),
+            Resource(
+                uri="status://service/cached",
+                name="cached-status",
+                mime_type="application/json",
+                freshness=Freshness.max_age(300),
+            ),
+            Resource(
+                uri="status://service/recent",
+                name="recent-status",
+                mime_type="application/json",
+                freshness=Freshness.max_age(300),
+            ),
             Resource(uri="kb://big", name="big", mime_type="text/plain", max_bytes=1000, allow_truncation=True),
             Resource(uri="kb://huge", name="huge", mime_type="text/plain", max_bytes=1000),
         ]
@@ -100,11 +109,21 @@ class Tools(ToolProvider):
     def tools(self) -> Sequence[Tool]:
         return [
             Tool(name="risk_score", description="Score a customer.", input_model=RiskIn, output_model=RiskOut),
-            Tool(name="generate_report", description="Generate the weekly report.", input_model=ReportIn,
-                 output_model=Report),
+            Tool(
+                name="generate_report",
+                description="Generate the weekly report.",
+                input_model=ReportIn,
+                output_model=Report,
+            ),
             Tool(name="strict_report", description="Embed the report or fail.", input_model=ReportIn),
-            Tool(name="approve_draft", description="Approve a draft.", input_model=DraftIn, output_model=Approved,
-                 effects="destructive", idempotent=True),
+            Tool(
+                name="approve_draft",
+                description="Approve a draft.",
+                input_model=DraftIn,
+                output_model=Approved,
+                effects="destructive",
+                idempotent=True,
+            ),
             Tool(name="bad_link", description="Links to nothing.", input_model=ReportIn),
         ]
 
@@ -114,17 +133,24 @@ class Tools(ToolProvider):
         if name == "risk_score":
             return ToolResult(output=RiskOut(customer=args.customer, score=42))
         if name == "generate_report":
-            return ToolResult(output=Report(week=args.week, rows=1100),
-                              embedded=(Embed(uri="report://synthetic/weekly-7", text=REPORT, mime_type="text/html"),))
+            return ToolResult(
+                output=Report(week=args.week, rows=1100),
+                embedded=(Embed(uri="report://synthetic/weekly-7", text=REPORT, mime_type="text/html"),),
+            )
         if name == "strict_report":
-            return ToolResult(text="report", embedded=(
-                Embed(uri="report://synthetic/weekly-7", text=REPORT, mime_type="text/html", over_budget="error"),))
+            return ToolResult(
+                text="report",
+                embedded=(
+                    Embed(uri="report://synthetic/weekly-7", text=REPORT, mime_type="text/html", over_budget="error"),
+                ),
+            )
         if name == "approve_draft":
             evidence = json.dumps({"draft": args.draft, "state": "approved"})
-            return ToolResult(output=Approved(draft=args.draft, state="approved"),
-                              embedded=(Embed(uri="crm://customer/" + args.draft, text=evidence,
-                                              mime_type="application/json"),),
-                              links=(Link(uri="kb://handbook/v4", name="handbook"),))
+            return ToolResult(
+                output=Approved(draft=args.draft, state="approved"),
+                embedded=(Embed(uri="crm://customer/" + args.draft, text=evidence, mime_type="application/json"),),
+                links=(Link(uri="kb://handbook/v4", name="handbook"),),
+            )
         return ToolResult(text="see link", links=(Link(uri="nowhere://x", name="x"),))
 
 
@@ -139,8 +165,11 @@ def plugin(docs: Docs | None = None) -> SimpleNamespace:
     def register_tool_providers() -> list[ToolProvider]:
         return [Tools()]
 
-    return SimpleNamespace(register_resource_providers=register_resource_providers,
-                           register_tool_providers=register_tool_providers, docs=docs)
+    return SimpleNamespace(
+        register_resource_providers=register_resource_providers,
+        register_tool_providers=register_tool_providers,
+        docs=docs,
+    )
 
 
 class MutablePolicy:

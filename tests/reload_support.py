@@ -147,5 +147,5 @@ def plugin_module() -> object:
     import types
 
     module = types.ModuleType("reload_plugins_inprocess")
-    exec(compile(textwrap.dedent(PLUGINS), "reload_plugins_inprocess", "exec"), module.__dict__)  # noqa: S102
+    exec(compile(textwrap.dedent(PLUGINS), "reload_plugins_inprocess", "exec"), module.__dict__)
     return module

@@ -14,15 +14,21 @@ import pytest
 from mcp_providers import compose, load_config
 from mcp_providers.errors import CompositionError
 
-BAD_PROVIDER = '[plugins.servicenow]\ninstancs = []\n'
+BAD_PROVIDER = "[plugins.servicenow]\ninstancs = []\n"
 """A typo in a provider plugin's settings (servicenow holds no authorize hookimpl)."""
 BAD_POLICY = '[plugins.policy]\ndefault = "maybe"\n'
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_PROVIDERS_")}
-    return subprocess.run([sys.executable, "-m", "mcp_providers", *args], capture_output=True, text=True,
-                          timeout=60, stdin=subprocess.DEVNULL, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "mcp_providers", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+        env=env,
+    )
 
 
 def _config(tmp_path: Path, text: str) -> Path:

@@ -25,8 +25,9 @@ def _help(*args: str) -> str:
 
 
 def test_version_names_the_distribution_and_the_mcp_sdk() -> None:
-    result = subprocess.run([sys.executable, "-m", "mcp_providers", "--version"], capture_output=True, text=True,
-                            timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-m", "mcp_providers", "--version"], capture_output=True, text=True, timeout=60
+    )
     assert result.returncode == 0
     python = ".".join(str(p) for p in sys.version_info[:3])
     assert result.stdout == (

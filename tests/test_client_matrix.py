@@ -192,6 +192,7 @@ def _run(command: list[str], what: str, **kwargs: Any) -> subprocess.CompletedPr
 def python_client(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """``make(spec) -> python``: a venv with the Python SDK ``spec`` installed, made once per spec."""
     made: dict[str, Path] = {}
+
     def make(spec: str) -> Path:
         if spec in made:
             return made[spec]
@@ -215,6 +216,7 @@ def python_client(tmp_path_factory: pytest.TempPathFactory) -> Any:
 def ts_client(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """``make(spec) -> script``: an npm folder with ``spec`` installed and the client script in it."""
     made: dict[str, Path] = {}
+
     def make(spec: str) -> Path:
         if spec in made:
             return made[spec]

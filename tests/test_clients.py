@@ -129,13 +129,28 @@ async def test_declared_metadata_reaches_the_wire_in_both_eras() -> None:
         prefixes = ("meta://",)
 
         def resources(self) -> Sequence[Resource]:
-            return [Resource(uri="meta://a", name="a", title="A title", description="A description",
-                             mime_type="text/markdown", size=3,
-                             annotations=Annotations(audience=("user",), priority=0.25, last_modified=when))]
+            return [
+                Resource(
+                    uri="meta://a",
+                    name="a",
+                    title="A title",
+                    description="A description",
+                    mime_type="text/markdown",
+                    size=3,
+                    annotations=Annotations(audience=("user",), priority=0.25, last_modified=when),
+                )
+            ]
 
         def templates(self) -> Sequence[ResourceTemplate]:
-            return [ResourceTemplate(uri_template="meta://t/{x}", name="t", title="T", mime_type="text/plain",
-                                     annotations=Annotations(audience=("assistant",), priority=1.0))]
+            return [
+                ResourceTemplate(
+                    uri_template="meta://t/{x}",
+                    name="t",
+                    title="T",
+                    mime_type="text/plain",
+                    annotations=Annotations(audience=("assistant",), priority=1.0),
+                )
+            ]
 
         async def read(self, request: ReadRequest) -> Content:
             return Content(text="abc")
@@ -149,7 +164,12 @@ async def test_declared_metadata_reaches_the_wire_in_both_eras() -> None:
         async with connect(composition, mode=mode) as client:  # type: ignore[arg-type]
             (r,) = (await client.list_resources()).resources
             assert (r.name, r.title, r.description, r.mime_type, r.size) == (
-                "a", "A title", "A description", "text/markdown", 3)
+                "a",
+                "A title",
+                "A description",
+                "text/markdown",
+                3,
+            )
             assert r.annotations is not None
             assert r.annotations.audience == ["user"] and r.annotations.priority == 0.25
             assert r.annotations.last_modified == "2026-11-01T12:00:00+00:00"
@@ -165,8 +185,9 @@ async def test_wildcard_bind_answers_the_allowed_host_names() -> None:
         async with Client(url, mode="legacy", cache=None) as client:
             assert "documcp://ssgs/available" in [r.uri for r in (await client.list_resources()).resources]
         async with httpx2.AsyncClient() as raw:
-            other = await raw.post(url, headers={"Host": "evil.example"},
-                                   json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+            other = await raw.post(
+                url, headers={"Host": "evil.example"}, json={"jsonrpc": "2.0", "id": 1, "method": "ping"}
+            )
             assert other.status_code == 421  # a Host header nobody allowed
 
 

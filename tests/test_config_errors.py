@@ -12,8 +12,13 @@ SECRET = "hunter2-5b1f"
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "mcp_providers", *args], capture_output=True, text=True,
-                          timeout=60, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [sys.executable, "-m", "mcp_providers", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def test_invalid_settings_never_echo_secrets(tmp_path: Path) -> None:
@@ -36,7 +41,7 @@ auth = {{ type = "basic", username = "u", password_env = "X", password = "{SECRE
     ("make", "expected"),
     [
         (lambda p: p.mkdir(), "is a directory"),
-        (lambda p: p.write_bytes(b"allow = [\"\xff\xfe\"]\n"), "is not UTF-8"),
+        (lambda p: p.write_bytes(b'allow = ["\xff\xfe"]\n'), "is not UTF-8"),
         (lambda p: p.write_text('[server.auth]\nissuer_url = "not a url"\n'), "server.auth.issuer_url"),
         (lambda p: p.write_text('[server]\naudit_log = "/"\n'), "server.audit_log"),
     ],
@@ -70,8 +75,9 @@ def test_http_flags_need_http() -> None:
 
 def test_check_fails_when_nothing_is_served(tmp_path: Path) -> None:
     config = tmp_path / "config.toml"
-    config.write_text('deny = ["ssg_catalog", "config_templates", "workflows", "documcp_prompts", "servicenow", '
-                      '"policy"]\n')
+    config.write_text(
+        'deny = ["ssg_catalog", "config_templates", "workflows", "documcp_prompts", "servicenow", "policy"]\n'
+    )
     result = run("check", "-c", str(config))
     assert result.returncode == 1
     assert "nothing is served: every plugin is off or rejected" in result.stdout
@@ -81,8 +87,10 @@ def test_check_fails_when_nothing_is_served(tmp_path: Path) -> None:
     ("auth", "expected"),
     [
         ("tokens = []", 'server.auth: mode "static" needs tokens = [{subject = "...", token_env = "..."}]'),
-        ('tokens = [{subject = "a", token_env = "T"}, {subject = "b", token_env = "T"}]',
-         "each token needs its own token_env; repeated: T"),
+        (
+            'tokens = [{subject = "a", token_env = "T"}, {subject = "b", token_env = "T"}]',
+            "each token needs its own token_env; repeated: T",
+        ),
     ],
     ids=["no-tokens", "shared-variable"],
 )

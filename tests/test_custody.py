@@ -83,8 +83,9 @@ async def test_large_generated_report_becomes_a_link_to_a_real_uri(composition: 
         assert links[0].size == len(REPORT.encode())
         assert not [b for b in result.content if isinstance(b, types.EmbeddedResource)]
         receipt = (result.meta or {})[RECEIPT_KEY]
-        assert receipt["transforms"] == [f"embed-over-budget->resource_link report://synthetic/weekly-7 "
-                                         f"({len(REPORT.encode())} bytes)"]
+        assert receipt["transforms"] == [
+            f"embed-over-budget->resource_link report://synthetic/weekly-7 ({len(REPORT.encode())} bytes)"
+        ]
         # The link is real: the application can read it through the normal, authorized path.
         read = await client.read_resource(links[0].uri)
         assert read.contents[0].text == REPORT  # type: ignore[union-attr]
@@ -112,8 +113,11 @@ async def test_state_changing_tool_declares_its_effects_and_embeds_small_evidenc
     async with connect(composition) as client:
         tool = next(t for t in (await client.list_tools()).tools if t.name == "approve_draft")
         assert tool.annotations is not None
-        assert (tool.annotations.read_only_hint, tool.annotations.destructive_hint,
-                tool.annotations.idempotent_hint) == (False, True, True)
+        assert (
+            tool.annotations.read_only_hint,
+            tool.annotations.destructive_hint,
+            tool.annotations.idempotent_hint,
+        ) == (False, True, True)
         result = await client.call_tool("approve_draft", {"draft": "d9"})
         receipt = (result.meta or {})[RECEIPT_KEY]
         assert receipt["sideEffects"] == "destructive" and receipt["idempotent"] is True
@@ -223,8 +227,12 @@ async def test_read_budget_is_an_error_or_a_recorded_truncation_never_silent(com
         assert "4000 bytes, over the read budget of 1000 bytes" in err.value.message
         result = await client.read_resource("kb://big")
         receipt = check_receipt(result)
-        assert receipt["truncation"] == {"originalBytes": 4000, "servedBytes": 1000, "budget": 1000,
-                                         "reason": "over the read budget; the provider allows truncation"}
+        assert receipt["truncation"] == {
+            "originalBytes": 4000,
+            "servedBytes": 1000,
+            "budget": 1000,
+            "reason": "over the read budget; the provider allows truncation",
+        }
         assert result.contents[0].text == "é" * 500  # type: ignore[union-attr]
 
 

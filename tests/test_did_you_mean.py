@@ -24,23 +24,41 @@ def _error(tmp_path: Path, text: str) -> str:
 
 
 KEYS = {
-    "top-level": ("alow = []\n", 'config.alow: Extra inputs are not permitted (value hidden: an unknown key may be '
-                  'a mistyped secret); did you mean "allow"?'),
-    "server": ("[server]\npage_sise = 5\n", 'config.server.page_sise: Extra inputs are not permitted (value hidden: '
-               'an unknown key may be a mistyped secret); did you mean "page_size"?'),
-    "server.limits": ("[server.limits]\ncals = 5\n", 'config.server.limits.cals: Extra inputs are not permitted '
-                      '(value hidden: an unknown key may be a mistyped secret); did you mean "calls"?'),
-    "server.auth": ('[server.auth]\nmode = "jwt"\nissuer = "https://idp.example.com"\naudeince = "x"\n',
-                    'config.server.auth.audeince: Extra inputs are not permitted (value hidden: an unknown key may '
-                    'be a mistyped secret); did you mean "audience"?'),
-    "server.auth.tokens": ('[server.auth]\ntokens = [{subject = "a", token_env = "T", scoeps = []}]\n',
-                           'config.server.auth.tokens.0.scoeps: Extra inputs are not permitted (value hidden: an '
-                           'unknown key may be a mistyped secret); did you mean "scopes"?'),
-    "cluster": ('[cluster]\nredis_url = "redis://x"\nkey_prefix = "p"\nlease_second = 3\n',
-                'config.cluster.lease_second: Extra inputs are not permitted (value hidden: an unknown key may be '
-                'a mistyped secret); did you mean "lease_seconds"?'),
-    "sets": ('[sets.docs]\nplugins = []\ndescripton = "x"\n', 'config.sets.docs.descripton: Extra inputs are not '
-             'permitted (value hidden: an unknown key may be a mistyped secret); did you mean "description"?'),
+    "top-level": (
+        "alow = []\n",
+        "config.alow: Extra inputs are not permitted (value hidden: an unknown key may be "
+        'a mistyped secret); did you mean "allow"?',
+    ),
+    "server": (
+        "[server]\npage_sise = 5\n",
+        "config.server.page_sise: Extra inputs are not permitted (value hidden: "
+        'an unknown key may be a mistyped secret); did you mean "page_size"?',
+    ),
+    "server.limits": (
+        "[server.limits]\ncals = 5\n",
+        "config.server.limits.cals: Extra inputs are not permitted "
+        '(value hidden: an unknown key may be a mistyped secret); did you mean "calls"?',
+    ),
+    "server.auth": (
+        '[server.auth]\nmode = "jwt"\nissuer = "https://idp.example.com"\naudeince = "x"\n',
+        "config.server.auth.audeince: Extra inputs are not permitted (value hidden: an unknown key may "
+        'be a mistyped secret); did you mean "audience"?',
+    ),
+    "server.auth.tokens": (
+        '[server.auth]\ntokens = [{subject = "a", token_env = "T", scoeps = []}]\n',
+        "config.server.auth.tokens.0.scoeps: Extra inputs are not permitted (value hidden: an "
+        'unknown key may be a mistyped secret); did you mean "scopes"?',
+    ),
+    "cluster": (
+        '[cluster]\nredis_url = "redis://x"\nkey_prefix = "p"\nlease_second = 3\n',
+        "config.cluster.lease_second: Extra inputs are not permitted (value hidden: an unknown key may be "
+        'a mistyped secret); did you mean "lease_seconds"?',
+    ),
+    "sets": (
+        '[sets.docs]\nplugins = []\ndescripton = "x"\n',
+        "config.sets.docs.descripton: Extra inputs are not "
+        'permitted (value hidden: an unknown key may be a mistyped secret); did you mean "description"?',
+    ),
 }
 
 
@@ -51,8 +69,9 @@ def test_a_misspelt_key_gets_a_suggestion(tmp_path: Path, text: str, expected: s
 
 def test_a_key_like_none_gets_no_suggestion(tmp_path: Path) -> None:
     message = _error(tmp_path, "[server]\nzzzzzz = 1\n")
-    assert message.endswith("config.server.zzzzzz: Extra inputs are not permitted (value hidden: an unknown key "
-                            "may be a mistyped secret)")
+    assert message.endswith(
+        "config.server.zzzzzz: Extra inputs are not permitted (value hidden: an unknown key may be a mistyped secret)"
+    )
 
 
 def test_keys_added_later_are_suggested_from_the_model() -> None:
@@ -73,16 +92,31 @@ def test_keys_added_later_are_suggested_from_the_model() -> None:
 
 
 NAMES = {
-    "allow": ('allow = ["ssg_catalgo"]\n', "the config's allow list names plugin(s) that are not installed: "
-              "ssg_catalgo", 'did you mean "ssg_catalog"?'),
-    "deny": ('deny = ["workflow"]\n', "the config's deny list names plugin(s) that are not installed: workflow",
-             'did you mean "workflows"?'),
-    "plugins-table": ('[plugins.servicenwo]\n', "the config's [plugins.*] tables names plugin(s) that are not "
-                      "installed: servicenwo", 'did you mean "servicenow"?'),
-    "set-member": ('set = "s"\n[sets.s]\nplugins = ["polcy"]\n', "plugin set 's' names plugin(s) that are not "
-                   "installed: polcy", 'did you mean "policy"?'),
-    "set-name": ('set = "doc"\n[sets.docs]\nplugins = ["policy"]\n', "no plugin set 'doc' in the config; sets: docs",
-                 'did you mean "docs"?'),
+    "allow": (
+        'allow = ["ssg_catalgo"]\n',
+        "the config's allow list names plugin(s) that are not installed: ssg_catalgo",
+        'did you mean "ssg_catalog"?',
+    ),
+    "deny": (
+        'deny = ["workflow"]\n',
+        "the config's deny list names plugin(s) that are not installed: workflow",
+        'did you mean "workflows"?',
+    ),
+    "plugins-table": (
+        "[plugins.servicenwo]\n",
+        "the config's [plugins.*] tables names plugin(s) that are not installed: servicenwo",
+        'did you mean "servicenow"?',
+    ),
+    "set-member": (
+        'set = "s"\n[sets.s]\nplugins = ["polcy"]\n',
+        "plugin set 's' names plugin(s) that are not installed: polcy",
+        'did you mean "policy"?',
+    ),
+    "set-name": (
+        'set = "doc"\n[sets.docs]\nplugins = ["policy"]\n',
+        "no plugin set 'doc' in the config; sets: docs",
+        'did you mean "docs"?',
+    ),
 }
 
 
@@ -116,8 +150,12 @@ def test_a_misspelt_plugin_in_the_environment_gets_a_suggestion(variable: str, v
 def test_set_option_typo_is_answered_on_the_command_line(tmp_path: Path) -> None:
     path = tmp_path / "config.toml"
     path.write_text('[sets.docs]\nplugins = ["policy"]\n')
-    result = subprocess.run([sys.executable, "-m", "mcp_providers", "check", "-c", str(path), "--set", "dosc"],
-                            capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-m", "mcp_providers", "check", "-c", str(path), "--set", "dosc"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 1
     assert " ".join(result.stderr.split()) == (
         "error: no plugin set 'dosc' in the config; sets: docs; did you mean \"docs\"?"

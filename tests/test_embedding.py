@@ -339,9 +339,11 @@ async def test_mount_enforces_the_configured_bearer_tokens(monkeypatch: pytest.M
             await anyio.sleep(0.02)
         try:
             async with httpx2.AsyncClient() as http:
-                anonymous = await http.post(f"http://127.0.0.1:{port}/mcp",
-                                            json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
-                                            headers={"Accept": "application/json, text/event-stream"})
+                anonymous = await http.post(
+                    f"http://127.0.0.1:{port}/mcp",
+                    json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                    headers={"Accept": "application/json, text/event-stream"},
+                )
                 assert anonymous.status_code == 401
             async with (
                 httpx2.AsyncClient(headers={"Authorization": "Bearer embed-token-7c1e9d2b4a"}) as http,

@@ -65,8 +65,11 @@ async def test_bearer_subject_is_authorized_receipted_and_audited(tmp_path: Path
                     await bob.read_resource("documcp://ssgs/available")
                 assert err.value.code == -32003 and "bob may not read the catalog" in err.value.message
             async with httpx2.AsyncClient() as anonymous:
-                response = await anonymous.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
-                                                headers={"Accept": "application/json, text/event-stream"})
+                response = await anonymous.post(
+                    url,
+                    json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                    headers={"Accept": "application/json, text/event-stream"},
+                )
                 assert response.status_code == 401
     finally:
         for key, value in saved.items():

@@ -22,11 +22,14 @@ def load(tmp_path: Path, text: str) -> ServerSettings:
 
 
 def test_an_existing_static_config_keeps_its_meaning(tmp_path: Path) -> None:
-    server = load(tmp_path, """
+    server = load(
+        tmp_path,
+        """
 [server.auth]
 issuer_url = "https://login.example.com/"
 tokens = [{subject = "alice", token_env = "ALICE_TOKEN"}]
-""")
+""",
+    )
     assert server.auth is not None and server.auth.mode == "static"
     assert [t.subject for t in server.auth.tokens] == ["alice"] and server.auth.tokens[0].scopes == ()
     assert str(server.auth.issuer_url) == "https://login.example.com/"
@@ -34,7 +37,9 @@ tokens = [{subject = "alice", token_env = "ALICE_TOKEN"}]
 
 
 def test_the_agreed_jwt_shape_loads(tmp_path: Path) -> None:
-    server = load(tmp_path, """
+    server = load(
+        tmp_path,
+        """
 [server]
 trusted_proxies = ["127.0.0.1", "10.0.0.0/8"]
 
@@ -46,7 +51,8 @@ issuer = "https://idp.example.com/realms/x"
 groups_claim = "groups"
 claims = ["email"]
 algorithms = ["RS256", "ES256"]
-""")
+""",
+    )
     auth = server.auth
     assert auth is not None and auth.issuers == ("https://idp.example.com/realms/x",)
     assert auth.algorithms == ("RS256", "ES256") and auth.leeway_seconds == 30

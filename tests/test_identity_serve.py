@@ -131,7 +131,7 @@ def test_a_wildcard_bind_without_resource_url_is_refused_with_the_fix(tmp_path: 
         env = {**os.environ, "MCP_PROVIDERS_CONFIG": str(config)}
         argv = [sys.executable, "-m", "mcp_providers", "serve", "--http", f"0.0.0.0:{free_port()}", "--allow-host", "x"]
         result = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
-    assert result.returncode == 1 and 'needs resource_url, the URL clients use' in result.stderr, result.stderr
+    assert result.returncode == 1 and "needs resource_url, the URL clients use" in result.stderr, result.stderr
 
 
 @contextlib.contextmanager

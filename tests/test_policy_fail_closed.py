@@ -15,8 +15,13 @@ DENY_ALL = '[plugins.policy]\ndefault = "deny"\n'
 
 
 def serve(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "mcp_providers", "serve", "-c", str(config), *args],
-                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [sys.executable, "-m", "mcp_providers", "serve", "-c", str(config), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 @pytest.mark.parametrize(
@@ -45,8 +50,9 @@ def test_serve_refuses_when_the_configured_policy_is_not_in_force(
     composition = compose(load_config(config))
     with pytest.raises(CompositionError):
         _ = composition.server
-    check = subprocess.run([sys.executable, "-m", "mcp_providers", "check", "-c", str(config)],
-                           capture_output=True, text=True, timeout=60)
+    check = subprocess.run(
+        [sys.executable, "-m", "mcp_providers", "check", "-c", str(config)], capture_output=True, text=True, timeout=60
+    )
     assert check.returncode == 1 and "policy" in check.stdout
 
 

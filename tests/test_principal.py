@@ -441,4 +441,3 @@ async def test_a_rule_on_the_uri_as_sent_holds_beside_the_canonical_form() -> No
         assert (await client.read_resource("x://a/index")).contents[0].text == "the index"
         with pytest.raises(MCPError, match="raw"):
             await client.read_resource("X://a/index")
-

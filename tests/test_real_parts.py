@@ -165,8 +165,11 @@ def _ci_run_with_stubs(tmp_path: Path, pytest_status: int) -> subprocess.Complet
     bin_.mkdir()
     shutil.copy(ROOT / ".ci" / "run", tree / ".ci" / "run")
     bash = shutil.which("bash") or "/bin/bash"
-    stubs = {tree / "scripts" / "conformance": "exit 0", tree / "scripts" / "sdk_drift": "exit 0",
-             bin_ / "uv": f'case " $* " in *" pytest "*) exit {pytest_status} ;; esac; exit 0'}
+    stubs = {
+        tree / "scripts" / "conformance": "exit 0",
+        tree / "scripts" / "sdk_drift": "exit 0",
+        bin_ / "uv": f'case " $* " in *" pytest "*) exit {pytest_status} ;; esac; exit 0',
+    }
     stubs |= {bin_ / part: "exit 0" for part in ("redis-server", "nginx", "node", "npm", "openssl", "rsyslogd")}
     for path, body in stubs.items():
         path.write_text(f"#!{bash}\n{body}\n")

@@ -4,20 +4,18 @@ finishes in-flight requests on the old one, and changes nothing when it fails (i
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
 import mcp_types as types
 import pytest
 from mcp import Client, MCPError
+from reload_support import EXTRA_URI, NOTES_URI, plugin_module
 
 from mcp_providers._serve.composition import Composition, compose
 from mcp_providers._serve.reload import Reloader
-from mcp_providers.config import Config, ServerSettings
-from mcp_providers.errors import ConfigError
+from mcp_providers.config import Config
 from mcp_providers.testing import connect
-from reload_support import EXTRA_URI, NOTES_URI, plugin_module
 
 pytestmark = pytest.mark.anyio
 

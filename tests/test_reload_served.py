@@ -145,10 +145,9 @@ def _http(env: dict[str, str], config: Path, *extra: str) -> Iterator[tuple[str,
         deadline = time.monotonic() + 60
         while True:
             assert proc.poll() is None, log.read_text()
-            with contextlib.suppress(OSError):
-                with urllib.request.urlopen(f"{base}/readyz", timeout=2) as answer:
-                    if answer.status == 200:
-                        break
+            with contextlib.suppress(OSError), urllib.request.urlopen(f"{base}/readyz", timeout=2) as answer:
+                if answer.status == 200:
+                    break
             assert time.monotonic() < deadline, "server not ready in 60 s"
             time.sleep(0.1)
         yield base, proc

@@ -84,17 +84,19 @@ def test_nginx_accepts_the_templated_conf(tmp_path: Path, count: int) -> None:
     conf = tmp_path / "nginx.conf"
     conf.write_text(_script().nginx_text((DEPLOY / "nginx.conf").read_text(), list(range(9001, 9001 + count)), 9000))
     globals_ = f"pid {tmp_path}/nginx.pid; error_log {tmp_path}/error.log;"
-    checked = subprocess.run([nginx, "-t", "-p", str(tmp_path), "-c", str(conf), "-g", globals_],
-                             capture_output=True, text=True, timeout=30)
+    checked = subprocess.run(
+        [nginx, "-t", "-p", str(tmp_path), "-c", str(conf), "-g", globals_], capture_output=True, text=True, timeout=30
+    )
     assert checked.returncode == 0, checked.stderr
 
 
 def test_the_config_points_at_the_local_redis() -> None:
     made = _script().config_text((DEPLOY / "config.toml").read_text(), 6390)
     assert 'redis_url = "redis://127.0.0.1:6390/0"' in made and "redis://redis:" not in made
-    assert made.replace('redis_url = "redis://127.0.0.1:6390/0"', 'redis_url = "redis://redis:6379/0"') == (
-        DEPLOY / "config.toml"
-    ).read_text()
+    assert (
+        made.replace('redis_url = "redis://127.0.0.1:6390/0"', 'redis_url = "redis://redis:6379/0"')
+        == (DEPLOY / "config.toml").read_text()
+    )
 
 
 @pytest.mark.slow
@@ -103,8 +105,13 @@ async def test_start_two_replicas_read_through_nginx_and_stop(tmp_path: Path) ->
     require_tool("nginx", "apt-get install -y nginx", also=("/usr/sbin",))
     require_tool("redis-server", "apt-get install -y redis-server")
     run = tmp_path / "run"
-    started = subprocess.run([sys.executable, str(SCRIPT), "start", "-n", "2", "--dir", str(run)],
-                             capture_output=True, text=True, timeout=300, env=_env())
+    started = subprocess.run(
+        [sys.executable, str(SCRIPT), "start", "-n", "2", "--dir", str(run)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=_env(),
+    )
     pids = _pids(run) if (run / "pids").exists() else []
     try:
         assert started.returncode == 0, started.stderr + started.stdout
@@ -115,21 +122,32 @@ async def test_start_two_replicas_read_through_nginx_and_stop(tmp_path: Path) ->
         uris = await _read_through(found.group(1))
         assert "documcp://ssgs/available" in uris
         assert 'redis_url = "redis://127.0.0.1:' in (run / "config.toml").read_text()
-        twice = subprocess.run([sys.executable, str(SCRIPT), "start", "--dir", str(run)],
-                               capture_output=True, text=True, timeout=120, env=_env())
+        twice = subprocess.run(
+            [sys.executable, str(SCRIPT), "start", "--dir", str(run)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=_env(),
+        )
         assert twice.returncode == 1
         assert twice.stderr == f"run-local: already running from {run}; `run-local stop --dir {run}` first\n"
     finally:
-        stopped = subprocess.run([sys.executable, str(SCRIPT), "stop", "--dir", str(run)],
-                                 capture_output=True, text=True, timeout=120, env=_env())
+        stopped = subprocess.run(
+            [sys.executable, str(SCRIPT), "stop", "--dir", str(run)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=_env(),
+        )
         left = _left(run, pids)
         for pid in left:  # only if the script failed to: never leave the test's processes running
             with contextlib.suppress(ProcessLookupError):
                 os.kill(int(pid), signal.SIGKILL)
     assert left == []
     assert stopped.stdout == "stopped redis, replica1, replica2, nginx\n", stopped.stdout + stopped.stderr
-    again = subprocess.run([sys.executable, str(SCRIPT), "stop", "--dir", str(run)],
-                           capture_output=True, text=True, timeout=60, env=_env())
+    again = subprocess.run(
+        [sys.executable, str(SCRIPT), "stop", "--dir", str(run)], capture_output=True, text=True, timeout=60, env=_env()
+    )
     assert again.stdout == f"nothing running from {run}\n"
 
 
@@ -138,8 +156,13 @@ def test_up_stops_everything_on_ctrl_c(tmp_path: Path) -> None:
     require_tool("nginx", "apt-get install -y nginx", also=("/usr/sbin",))
     require_tool("redis-server", "apt-get install -y redis-server")
     run = tmp_path / "run"
-    proc = subprocess.Popen([sys.executable, str(SCRIPT), "-n", "1", "--dir", str(run)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=_env())
+    proc = subprocess.Popen(
+        [sys.executable, str(SCRIPT), "-n", "1", "--dir", str(run)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
+    )
     pids: list[int] = []
     try:
         assert proc.stdout is not None
@@ -166,8 +189,13 @@ def test_stop_never_signals_a_process_it_did_not_start(tmp_path: Path) -> None:
     other = subprocess.Popen(["sleep", "60"])
     try:
         (tmp_path / "pids").write_text(f"redis {other.pid} 1\n")  # the pid, but not the start time recorded
-        stopped = subprocess.run([sys.executable, str(SCRIPT), "stop", "--dir", str(tmp_path)],
-                                 capture_output=True, text=True, timeout=60, env=_env())
+        stopped = subprocess.run(
+            [sys.executable, str(SCRIPT), "stop", "--dir", str(tmp_path)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=_env(),
+        )
         assert stopped.stdout == f"nothing running from {tmp_path}\n"
         assert other.poll() is None
     finally:
@@ -176,7 +204,12 @@ def test_stop_never_signals_a_process_it_did_not_start(tmp_path: Path) -> None:
 
 
 def test_at_least_one_replica() -> None:
-    refused = subprocess.run([sys.executable, str(SCRIPT), "start", "-n", "0", "--dir", "/nonexistent"],
-                             capture_output=True, text=True, timeout=60, env=_env())
+    refused = subprocess.run(
+        [sys.executable, str(SCRIPT), "start", "-n", "0", "--dir", "/nonexistent"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=_env(),
+    )
     assert refused.returncode == 2
     assert refused.stderr.endswith("run-local: error: --replicas needs 1 or more\n")

@@ -227,8 +227,10 @@ async def test_no_configured_secret_appears_in_any_output(setup: dict[str, objec
     assert "Traceback" in haystacks["serve stderr"]  # the raising read's traceback went to the log
     assert cli[0].returncode == 1 and cli[2].returncode == 1
 
-    basic = [base64.b64encode(f"{u}:{p}".encode()).decode() for u, p in ((DEV_USER, DEV_PASSWORD),
-                                                                          (PROD_CLIENT, PROD_SECRET))]
+    basic = [
+        base64.b64encode(f"{u}:{p}".encode()).decode()
+        for u, p in ((DEV_USER, DEV_PASSWORD), (PROD_CLIENT, PROD_SECRET))
+    ]
     secrets = [*SECRETS, *basic, *prod.issued_tokens()]
     assert len(secrets) > len(SECRETS)  # OAuth tokens were issued, and are scanned for too
     hits = [(where, secret) for where, text in haystacks.items() for secret in secrets if secret in text]

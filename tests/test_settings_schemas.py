@@ -54,8 +54,13 @@ def test_servicenow_fields_carry_their_docstrings() -> None:
 
 def test_plugins_settings_prints_descriptions_and_defaults() -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_PROVIDERS_")}
-    result = subprocess.run([sys.executable, "-m", "mcp_providers", "plugins", "--json", "--settings"],
-                            capture_output=True, text=True, timeout=60, env=env)
+    result = subprocess.run(
+        [sys.executable, "-m", "mcp_providers", "plugins", "--json", "--settings"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
     assert result.returncode == 0, result.stderr
     rows = {r["name"]: r for r in json.loads(result.stdout)["plugins"]}
     assert _defs(rows["policy"]["settings_schema"])["Rule"]["claims"]["default"] == {}

@@ -130,8 +130,13 @@ async def test_a_completion_or_prompt_that_raises_names_the_provider_not_the_exc
     def register_prompts() -> list[PromptProvider]:
         return [BrokenPrompt()]
 
-    composition = compose({"bc": SimpleNamespace(register_resource_providers=register_resource_providers,
-                                                 register_prompts=register_prompts)})
+    composition = compose(
+        {
+            "bc": SimpleNamespace(
+                register_resource_providers=register_resource_providers, register_prompts=register_prompts
+            )
+        }
+    )
     async with connect(composition) as client:
         ref = types.ResourceTemplateReference(type="ref/resource", uri="bc://{x}")
         with pytest.raises(MCPError) as completion:
@@ -149,11 +154,13 @@ async def test_documentation_tools_honour_a_deny_on_the_resources_they_answer_fr
     from mcp_providers.plugins import policy
     from mcp_providers.plugins.documcp import config_templates, ssg_catalog, workflows
 
-    rules = {"rules": [{"effect": "deny", "actions": ["read"], "targets": ["documcp://templates/hugo-*",
-                                                                           "documcp://ssgs/*"]}]}
+    rules = {
+        "rules": [
+            {"effect": "deny", "actions": ["read"], "targets": ["documcp://templates/hugo-*", "documcp://ssgs/*"]}
+        ]
+    }
     composition = compose(
-        {"workflows": workflows, "config_templates": config_templates, "ssg_catalog": ssg_catalog,
-         "policy": policy},
+        {"workflows": workflows, "config_templates": config_templates, "ssg_catalog": ssg_catalog, "policy": policy},
         {"policy": rules},
     )
     async with connect(composition) as client:

@@ -113,8 +113,7 @@ class Step(BaseModel):
             unknown = (set(self.required_inputs) | set(self.preset_arguments)) - fields
             if unknown:
                 raise ValueError(
-                    f"step {self.tool}: {sorted(unknown)} are not arguments of {self.tool}; "
-                    f"it takes {sorted(fields)}"
+                    f"step {self.tool}: {sorted(unknown)} are not arguments of {self.tool}; it takes {sorted(fields)}"
                 )
             required = {n for n, f in model.model_fields.items() if f.is_required()}
             missing = required - set(self.required_inputs) - set(self.preset_arguments)
@@ -301,10 +300,16 @@ class Workflows(ResourceProvider):
         """``all``, ``guidance``, ``quick-setup`` and ``full-setup``."""
         c = content()
         described = {
-            ALL: ("workflows-all", "All documentation workflows",
-                  "Every workflow with its steps, the execution guidance and a computed summary."),
-            GUIDANCE: ("workflows-guidance", "Workflow execution guidance",
-                       "How to run the workflows, and rules for choosing one from the project's status."),
+            ALL: (
+                "workflows-all",
+                "All documentation workflows",
+                "Every workflow with its steps, the execution guidance and a computed summary.",
+            ),
+            GUIDANCE: (
+                "workflows-guidance",
+                "Workflow execution guidance",
+                "How to run the workflows, and rules for choosing one from the project's status.",
+            ),
         }
         for alias, target in ALIASES.items():
             w = c.workflows[target]

@@ -290,9 +290,11 @@ class OAuthFlow(httpx2.Auth):
             reason = " ".join(str(payload[k]) for k in ("error", "error_description") if payload.get(k))
         env = self._auth.client_secret_env + (f" / {self._auth.password_env}" if self._auth.password_env else "")
         raise ServiceNowError(
-            self._redactor.text(f"instance {self._instance!r}: {where} was refused with HTTP {response.status_code}"
-                                f"{': ' + _clip(reason) if reason else ''}; check auth.client_id and the secret(s) "
-                                f"in {env}"),
+            self._redactor.text(
+                f"instance {self._instance!r}: {where} was refused with HTTP {response.status_code}"
+                f"{': ' + _clip(reason) if reason else ''}; check auth.client_id and the secret(s) "
+                f"in {env}"
+            ),
             instance=self._instance,
             status=response.status_code,
         )
@@ -317,8 +319,10 @@ def load_private_key(pem: str, *, instance: str, env: str) -> rsa.RSAPrivateKey:
     try:
         key = serialization.load_pem_private_key(text.strip().encode(), password=None)
     except (ValueError, TypeError, UnsupportedAlgorithm):
-        raise ValueError(f"{where} does not hold an unencrypted PEM private key (PKCS#8 or "
-                         f"PKCS#1); export the key the instance's JWT verifier map has the certificate of") from None
+        raise ValueError(
+            f"{where} does not hold an unencrypted PEM private key (PKCS#8 or "
+            f"PKCS#1); export the key the instance's JWT verifier map has the certificate of"
+        ) from None
     if not isinstance(key, rsa.RSAPrivateKey):
         raise ValueError(f"{where} holds a {type(key).__name__.lstrip('_')} key; RS256 assertions need an RSA key")
     if key.key_size < 2048:
@@ -441,8 +445,10 @@ class JwtBearerUpstream:
             lifetime = _seconds(payload.get("expires_in") if isinstance(payload, dict) else None)
             log.debug("instance %s: user token obtained (jwt_bearer grant)", self.settings.name)
             return Credential(token=token, expires_at=time.time() + lifetime, subject=user, grant="jwt_bearer")
-        raise CredentialRefused(self._refusal(response.status_code, payload, user),
-                                data={"instance": self.settings.name, "status": response.status_code})
+        raise CredentialRefused(
+            self._refusal(response.status_code, payload, user),
+            data={"instance": self.settings.name, "status": response.status_code},
+        )
 
     async def _post(self, form: Mapping[str, str], user: str) -> httpx2.Response:
         assert self._http is not None
@@ -643,8 +649,12 @@ class InstanceClient:
         answer = await self._attempts(method, path, params=params, json=json, what=what,
                                       headers={"Authorization": f"Bearer {credential.token}"})  # fmt: skip
         if answer.status == 401:
-            raise self._failure(answer, what, suffix=f"; a new token of user {caller.user!r} was refused too "
-                                "(the user may be locked out or lack access to the instance)")
+            raise self._failure(
+                answer,
+                what,
+                suffix=f"; a new token of user {caller.user!r} was refused too "
+                "(the user may be locked out or lack access to the instance)",
+            )
         return answer
 
     async def _attempts(self, method: str, path: str, *, params: Mapping[str, str], what: str, json: Any,
@@ -661,11 +671,19 @@ class InstanceClient:
             cap = self.settings.max_retry_after_seconds
             await self.backoff.hold(self.name, min(wait, cap))
             if wait > cap:
-                raise self._failure(answer, what, suffix=f"; the instance asks to wait {wait:g} s (Retry-After) "
-                                    f"before the next request, more than max_retry_after_seconds = {cap:g}")
+                raise self._failure(
+                    answer,
+                    what,
+                    suffix=f"; the instance asks to wait {wait:g} s (Retry-After) "
+                    f"before the next request, more than max_retry_after_seconds = {cap:g}",
+                )
             if attempt == retries:
-                raise self._failure(answer, what, suffix=f"; still rate-limited after {retries} retries; wait "
-                                    f"{wait:g} s (Retry-After) before trying again")
+                raise self._failure(
+                    answer,
+                    what,
+                    suffix=f"; still rate-limited after {retries} retries; wait "
+                    f"{wait:g} s (Retry-After) before trying again",
+                )
             log.info("instance %s: %s rate-limited (429); every request to it waits %g s", self.name, what, wait)
         raise AssertionError("unreachable")  # pragma: no cover
 

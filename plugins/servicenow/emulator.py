@@ -1159,8 +1159,10 @@ def main(argv: list[str] | None = None, stop: threading.Event | None = None) -> 
     """
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m mcp_providers.plugins.servicenow.emulator",
-                                     description="Serve emulated ServiceNow instances dev and prod on 127.0.0.1.")
+    parser = argparse.ArgumentParser(
+        prog="python -m mcp_providers.plugins.servicenow.emulator",
+        description="Serve emulated ServiceNow instances dev and prod on 127.0.0.1.",
+    )
     parser.add_argument("--port", type=int, default=0, help="port of dev (prod uses the next one); 0: ephemeral")
     args = parser.parse_args(argv)
     password, client_secret = secrets.token_urlsafe(12), secrets.token_urlsafe(12)

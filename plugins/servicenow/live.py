@@ -39,6 +39,7 @@ __all__ = ["WATCHED", "Poller", "SharedBackoff", "Watched", "record_uris", "writ
 
 log = logging.getLogger(__name__)
 
+
 @dataclass(frozen=True, slots=True)
 class Watched:
     """One polled table and the list resource that shows it."""

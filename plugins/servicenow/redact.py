@@ -25,8 +25,10 @@ _MIN_SECRET = 4
 _CREDENTIAL_PARAM = re.compile(r"pass|secret|token|key|auth|sig|credential|code|session", re.IGNORECASE)
 _PATTERNS = (
     # Authorization: <scheme> <credential>, x-sn-apikey: <key>, cookies (as upstreams echo headers)
-    re.compile(r"(?i)((?:proxy-)?authorization|x-sn-apikey|api[-_]?key|cookie|set-cookie)(\"?\s*[:=]\s*\"?)[^\s\";,]+"
-               r"(?:[ \t]+[^\s\";,]+)?"),
+    re.compile(
+        r"(?i)((?:proxy-)?authorization|x-sn-apikey|api[-_]?key|cookie|set-cookie)(\"?\s*[:=]\s*\"?)[^\s\";,]+"
+        r"(?:[ \t]+[^\s\";,]+)?"
+    ),
     re.compile(r"(?i)\b(basic|bearer)(\s+)[A-Za-z0-9._~+/=-]{6,}"),
     re.compile(r"(?i)\b(access_token|refresh_token|client_secret|password|api_key|token)(\"?\s*[:=]\s*\"?)[^\s\"&,;]+"),
 )
@@ -44,7 +46,8 @@ def redact_url(url: str) -> str:
         netloc = MASK + "@" + netloc.rsplit("@", 1)[1]
     query = "&".join(
         f"{k}={MASK if _CREDENTIAL_PARAM.search(k) else v}" if v or "=" in pair else k
-        for pair in parts.query.split("&") if pair
+        for pair in parts.query.split("&")
+        if pair
         for k, _, v in [pair.partition("=")]
     )
     out = f"{parts.scheme}://{netloc}{parts.path}" if parts.scheme else netloc + parts.path

@@ -70,8 +70,15 @@ from mcp_providers.plugins.servicenow.schema import RECORD_SHAPE, raw
 from mcp_providers.plugins.servicenow.settings import InstanceSettings
 from mcp_providers.providers import CompletionRequest, Content, Publisher, ReadRequest, ResourceProvider
 
-__all__ = ["META_KEY", "PER_USER_UNWATCHABLE", "TABLES", "ServiceNowResources", "envelope", "incident_envelope",
-           "incident_numbers"]
+__all__ = [
+    "META_KEY",
+    "PER_USER_UNWATCHABLE",
+    "TABLES",
+    "ServiceNowResources",
+    "envelope",
+    "incident_envelope",
+    "incident_numbers",
+]
 
 MIME = "application/json"
 
@@ -165,8 +172,10 @@ class ServiceNowResources(ResourceProvider):
         """The per-instance templates; none when no instance is configured (logged once)."""
         names = tuple(self._pool.names)
         if not names:
-            log.info("servicenow: no instances configured ([[plugins.servicenow.instances]] is empty): serving "
-                     "servicenow://instances and servicenow://tables only, no instance templates or tools")
+            log.info(
+                "servicenow: no instances configured ([[plugins.servicenow.instances]] is empty): serving "
+                "servicenow://instances and servicenow://tables only, no instance templates or tools"
+            )
             return []
 
         per_user = [n for n in names if self._pool.settings(n).per_user]
@@ -342,8 +351,9 @@ class ServiceNowResources(ResourceProvider):
         data = []
         for name in self._readable_instances():
             s = self._pool.settings(name)
-            data.append({"name": s.name, "url": s.url, "description": s.description, "auth_type": s.auth.type,
-                         **_per_user(s)})
+            data.append(
+                {"name": s.name, "url": s.url, "description": s.description, "auth_type": s.auth.type, **_per_user(s)}
+            )
         return envelope(instance=None, description="Configured ServiceNow instances", data=data,
                         record_count=len(data), total=len(data), has_more=False)  # fmt: skip
 

@@ -20,9 +20,7 @@ from mcp_providers.plugins.servicenow.seed import REFERENCES
 
 __all__ = ["CHOICE_FIELDS", "RECORD_SHAPE", "REFERENCE_FIELDS", "UnknownDotWalk", "normalise", "raw", "walk"]
 
-RECORD_SHAPE = (
-    "normalised: reference and choice fields are {value, display_value}, every other field a plain string"
-)
+RECORD_SHAPE = "normalised: reference and choice fields are {value, display_value}, every other field a plain string"
 """What ``metadata.record_shape`` (resources) and the tools' descriptions say about records."""
 
 _TASK_REFERENCES = {
@@ -35,10 +33,15 @@ _TASK_REFERENCES = {
 
 
 def _merged() -> dict[str, dict[str, str]]:
-    tables: dict[str, dict[str, str]] = {t: dict(_TASK_REFERENCES) for t in ("task", "incident", "problem",
-                                                                           "change_request", "sc_req_item")}
-    tables["sys_user"] = {"manager": "sys_user", "department": "cmn_department", "company": "core_company",
-                          "location": "cmn_location"}
+    tables: dict[str, dict[str, str]] = {
+        t: dict(_TASK_REFERENCES) for t in ("task", "incident", "problem", "change_request", "sc_req_item")
+    }
+    tables["sys_user"] = {
+        "manager": "sys_user",
+        "department": "cmn_department",
+        "company": "core_company",
+        "location": "cmn_location",
+    }
     tables["sys_user_group"] = {"manager": "sys_user", "parent": "sys_user_group"}
     tables["sys_update_xml"] = {"update_set": "sys_update_set"}
     tables["sys_update_set"] = {"parent": "sys_update_set"}

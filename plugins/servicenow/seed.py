@@ -47,8 +47,12 @@ __all__ = ["PEOPLE", "REFERENCES", "TABLE_LABELS", "seed_tables", "sys_id_for"]
 Record = dict[str, str]
 
 REFERENCES: Final[dict[str, dict[str, str]]] = {
-    "incident": {"assigned_to": "sys_user", "caller_id": "sys_user", "assignment_group": "sys_user_group",
-                 "parent_incident": "incident"},
+    "incident": {
+        "assigned_to": "sys_user",
+        "caller_id": "sys_user",
+        "assignment_group": "sys_user_group",
+        "parent_incident": "incident",
+    },
     "problem": {"assigned_to": "sys_user"},
     "change_request": {"assigned_to": "sys_user"},
     "sys_update_xml": {"update_set": "sys_update_set"},

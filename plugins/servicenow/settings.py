@@ -208,8 +208,9 @@ class JwtBearerAuth(BaseModel):
     @model_validator(mode="after")
     def _one_client_id(self) -> JwtBearerAuth:
         if (self.client_id is None) == (self.client_id_env is None):
-            raise ValueError("jwt_bearer needs exactly one of client_id (the id) and client_id_env (a variable "
-                             "holding it)")
+            raise ValueError(
+                "jwt_bearer needs exactly one of client_id (the id) and client_id_env (a variable holding it)"
+            )
         return self
 
 
@@ -382,8 +383,13 @@ class ServiceNowSettings(BaseModel):
         for instance in self.instances:
             for setting, env in secret_variables(instance):
                 if not os.environ.get(env):
-                    log.warning("servicenow: instance %r: environment variable %s (from %s) is not set; every "
-                                "request to this instance will fail until it is exported", instance.name, env, setting)
+                    log.warning(
+                        "servicenow: instance %r: environment variable %s (from %s) is not set; every "
+                        "request to this instance will fail until it is exported",
+                        instance.name,
+                        env,
+                        setting,
+                    )
             _warn_unusable_key(instance)
         return self
 

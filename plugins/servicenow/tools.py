@@ -132,8 +132,10 @@ class QueryTableOut(BaseModel):
     encoded_query: str = Field(description="The sysparm_query sent.")
     records: list[dict[str, Any]] = Field(description=_RECORDS_DOC)
     record_count: int
-    total: int | None = Field(description="Records matching across all pages, hidden ones included (X-Total-Count); "
-                              "null when the instance does not send it.")
+    total: int | None = Field(
+        description="Records matching across all pages, hidden ones included (X-Total-Count); "
+        "null when the instance does not send it."
+    )
     has_more: bool
     next_offset: int | None = Field(description="offset for the next page, or null on the last page.")
     hidden_records: int = Field(default=0, description="Rows of this page's range the instance's ACLs hid.")

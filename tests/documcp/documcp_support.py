@@ -22,9 +22,6 @@ DOCUMCP_PLUGINS: dict[str, object] = {
 """The documentation plugins under their entry-point names (pyproject.toml)."""
 
 
-
-
-
 async def read_text(client: Client, uri: str) -> types.TextResourceContents:
     """The single text item of ``resources/read`` for ``uri``."""
     result = await client.read_resource(uri)

@@ -27,8 +27,14 @@ pytestmark = pytest.mark.anyio
 DOCUMCP_ROWS = {
     "jekyll": ("Jekyll", "ruby", "low", "medium", "mature", ["blogs", "documentation", "simple-sites"]),
     "hugo": ("Hugo", "go", "medium", "very-fast", "mature", ["documentation", "blogs", "large-sites"]),
-    "docusaurus": ("Docusaurus", "javascript", "medium", "medium", "growing",
-                   ["technical-documentation", "api-docs", "versioned-docs"]),
+    "docusaurus": (
+        "Docusaurus",
+        "javascript",
+        "medium",
+        "medium",
+        "growing",
+        ["technical-documentation", "api-docs", "versioned-docs"],
+    ),
     "mkdocs": ("MkDocs", "python", "low", "fast", "mature", ["documentation", "technical-docs", "simple-setup"]),
     "eleventy": ("Eleventy", "javascript", "low", "fast", "growing", ["blogs", "documentation", "flexible-sites"]),
 }
@@ -44,8 +50,14 @@ async def test_available_keeps_documcp_shape_and_rows(client: Client) -> None:
     rows = {s["id"]: s for s in body["ssgs"]}
     for ssg_id, (name, language, complexity, speed, ecosystem, best_for) in DOCUMCP_ROWS.items():
         row = rows[ssg_id]
-        assert (row["name"], row["language"], row["complexity"], row["buildSpeed"], row["ecosystem"],
-                row["bestFor"]) == (name, language, complexity, speed, ecosystem, best_for)
+        assert (
+            row["name"],
+            row["language"],
+            row["complexity"],
+            row["buildSpeed"],
+            row["ecosystem"],
+            row["bestFor"],
+        ) == (name, language, complexity, speed, ecosystem, best_for)
 
 
 async def test_one_ssg_carries_the_extra_facts_and_its_template(client: Client) -> None:

@@ -176,7 +176,9 @@ def test_mcp_providers_check_passes_for_the_documentation_plugins_alone(tmp_path
     config.write_text(f"allow = {json.dumps(list(DOCUMCP_PLUGINS))}\n", encoding="utf-8")
     done = subprocess.run(
         [sys.executable, "-m", "mcp_providers", "check", "--config", str(config)],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     resources = len(SSG_IDS) + 1 + 1 + 2 + len(ALIASES)  # templates, diataxis, available, all/guidance, aliases
@@ -185,8 +187,6 @@ def test_mcp_providers_check_passes_for_the_documentation_plugins_alone(tmp_path
 
 def test_mcp_providers_check_passes() -> None:
     """``mcp-providers check``: every declaration passes, and static resources read the same twice."""
-    done = subprocess.run(
-        [sys.executable, "-m", "mcp_providers", "check"], capture_output=True, text=True, timeout=120
-    )
+    done = subprocess.run([sys.executable, "-m", "mcp_providers", "check"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "check passed" in done.stdout

@@ -17,7 +17,7 @@ from mcp_providers.plugins.documcp.config_templates import PLACEHOLDERS, ConfigT
 from mcp_providers.plugins.documcp.registry import SSGS, mime_type
 
 # Values that break naive substitution: quotes, backslashes, newlines, YAML/TOML/JS syntax, emoji.
-NASTY = 'Ac"me\\ Docs: #1\n{a: [b]} \' `${x}` </script> ✓'
+NASTY = "Ac\"me\\ Docs: #1\n{a: [b]} ' `${x}` </script> ✓"
 
 
 def _nasty_values() -> dict[str, str]:

@@ -54,8 +54,10 @@ async def test_recommend_is_deterministic_and_ranks_every_ssg(client: Client) ->
         ({"needs": ["versioning"], "purposes": ["api-docs"]}, "docusaurus"),
         ({"team_language": "ruby", "needs": ["github-pages-native"]}, "jekyll"),
         ({"team_language": "go", "expected_pages": 5000}, "hugo"),
-        ({"team_language": "typescript", "needs": ["built-in-search", "i18n"], "purposes": ["multilingual-docs"]},
-         "astro"),
+        (
+            {"team_language": "typescript", "needs": ["built-in-search", "i18n"], "purposes": ["multilingual-docs"]},
+            "astro",
+        ),
     ],
 )
 def test_recommend_follows_the_stated_facts(facts: dict[str, Any], winner: str) -> None:
@@ -123,8 +125,10 @@ async def test_generate_config_without_repository_says_what_to_replace(client: C
     ("arguments", "message"),
     [
         ({"ssg": "gatsby", "site_name": "X"}, "unknown SSG 'gatsby'; expected one of: jekyll"),
-        ({"ssg": "hugo", "site_name": "X", "repository_url": "https://gitlab.com/a/b"},
-         "expected https://github.com/<owner>/<repo>"),
+        (
+            {"ssg": "hugo", "site_name": "X", "repository_url": "https://gitlab.com/a/b"},
+            "expected https://github.com/<owner>/<repo>",
+        ),
         ({"ssg": "hugo", "site_name": "X", "site_url": "ftp://x"}, "must be an absolute http(s) URL"),
         ({"ssg": "hugo", "site_name": "X", "branch": "../etc"}, "not a plain git branch name"),
         ({"ssg": "hugo", "site_name": "X", "language": "English"}, "not a BCP 47 tag"),

@@ -29,6 +29,7 @@ def start_identity_provider(oidc_runtime: Path, tmp_path: Path) -> Iterator[Call
     issue tokens with the same ``sub`` values.
     """
     with contextlib.ExitStack() as stack:
+
         def start(name: str) -> IdentityProvider:
             return stack.enter_context(identity_provider(oidc_runtime, tmp_path / f"idp-{name}"))
 

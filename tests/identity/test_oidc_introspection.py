@@ -30,10 +30,20 @@ client_id_env = "TEST_INTROSPECTION_CLIENT_ID"
 client_secret_env = "TEST_INTROSPECTION_CLIENT_SECRET"
 introspection_cache_seconds = 0
 """
-CREDENTIALS = {"TEST_INTROSPECTION_CLIENT_ID": INTROSPECTION_CLIENT,
-               "TEST_INTROSPECTION_CLIENT_SECRET": INTROSPECTION_SECRET}
-INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-    "protocolVersion": LATEST_HANDSHAKE_VERSION, "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}
+CREDENTIALS = {
+    "TEST_INTROSPECTION_CLIENT_ID": INTROSPECTION_CLIENT,
+    "TEST_INTROSPECTION_CLIENT_SECRET": INTROSPECTION_SECRET,
+}
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": LATEST_HANDSHAKE_VERSION,
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"},
+    },
+}
 ACCEPT = {"Accept": "application/json, text/event-stream"}
 
 

@@ -25,9 +25,16 @@ pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 
 CATALOG = "documcp://ssgs/available"
 ACCEPT = {"Accept": "application/json, text/event-stream"}
-INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-    "protocolVersion": LATEST_HANDSHAKE_VERSION, "capabilities": {},
-    "clientInfo": {"name": "raw", "version": "0"}}}
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": LATEST_HANDSHAKE_VERSION,
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"},
+    },
+}
 
 
 def bearer(token: str) -> httpx2.AsyncClient:
@@ -37,8 +44,10 @@ def bearer(token: str) -> httpx2.AsyncClient:
 async def test_a_client_credentials_token_reads_a_resource(idp: IdentityProvider, tmp_path: Path) -> None:
     with mcp_server(tmp_path, jwt_server_config([idp.issuer])) as server:
         token = idp.client_credentials_token(server.url)
-        async with bearer(token) as http, Client(streamable_http_client(server.url, http_client=http),
-                                                 cache=None) as client:
+        async with (
+            bearer(token) as http,
+            Client(streamable_http_client(server.url, http_client=http), cache=None) as client,
+        ):
             result = await client.read_resource(CATALOG)
     assert result.meta is not None
     receipt = result.meta[RECEIPT_KEY]
@@ -63,7 +72,8 @@ async def test_a_token_for_another_resource_is_refused(idp: IdentityProvider, tm
 
 
 async def test_the_sdk_client_logs_in_through_our_metadata_and_reads(
-    idp: IdentityProvider, tmp_path: Path,
+    idp: IdentityProvider,
+    tmp_path: Path,
 ) -> None:
     with mcp_server(tmp_path, jwt_server_config([idp.issuer])) as server:
         async with httpx2.AsyncClient() as http:
@@ -96,7 +106,9 @@ async def test_the_sdk_client_logs_in_through_our_metadata_and_reads(
 
 
 async def test_the_typescript_sdk_client_logs_in_and_reads(
-    idp: IdentityProvider, oidc_runtime: Path, tmp_path: Path,
+    idp: IdentityProvider,
+    oidc_runtime: Path,
+    tmp_path: Path,
 ) -> None:
     with mcp_server(tmp_path, jwt_server_config([idp.issuer])) as server:
         report = ts_login(oidc_runtime, server.url, "bob", CATALOG)

@@ -60,7 +60,8 @@ async def refusal_as(http: httpx2.AsyncClient, url: str, uri: str) -> MCPError:
 
 
 async def test_a_group_rule_allows_alice_and_denies_bob_on_the_same_uri(
-    idp: IdentityProvider, tmp_path: Path,
+    idp: IdentityProvider,
+    tmp_path: Path,
 ) -> None:
     with mcp_server(tmp_path, jwt_server_config([idp.issuer], GROUP_POLICY)) as server:
         alice, bob = Login("alice"), Login("bob")
@@ -72,7 +73,9 @@ async def test_a_group_rule_allows_alice_and_denies_bob_on_the_same_uri(
     assert denied.code == -32003 and "only the itil group may read the catalog" in denied.message
     lines = reads(server.audit)
     assert [(line["issuer"], line["subject"], line["decision"]) for line in lines] == [
-        (idp.issuer, "alice", "allowed"), (idp.issuer, "bob", "denied")]
+        (idp.issuer, "alice", "allowed"),
+        (idp.issuer, "bob", "denied"),
+    ]
     audit_text = server.audit.read_text()
     for login in (alice, bob):
         assert login.storage.tokens is not None and login.storage.tokens.access_token not in audit_text
@@ -95,7 +98,8 @@ reason = "the catalog is for the first identity provider's users"
 
 
 async def test_the_same_sub_from_two_issuers_is_two_subjects_in_policy_receipts_and_audit(
-    start_identity_provider: Callable[[str], IdentityProvider], tmp_path: Path,
+    start_identity_provider: Callable[[str], IdentityProvider],
+    tmp_path: Path,
 ) -> None:
     first, second = start_identity_provider("a"), start_identity_provider("b")
     config = jwt_server_config([first.issuer, second.issuer], ISSUER_POLICY.replace("{first}", first.issuer))
@@ -110,11 +114,15 @@ async def test_the_same_sub_from_two_issuers_is_two_subjects_in_policy_receipts_
     assert (allowed.meta[RECEIPT_KEY]["issuer"], allowed.meta[RECEIPT_KEY]["subject"]) == (first.issuer, "alice")
     assert denied.code == -32003 and "first identity provider" in denied.message
     assert [(line["issuer"], line["subject"], line["decision"]) for line in reads(server.audit)] == [
-        (first.issuer, "alice", "allowed"), (second.issuer, "alice", "denied")]
+        (first.issuer, "alice", "allowed"),
+        (second.issuer, "alice", "denied"),
+    ]
 
 
 async def test_the_same_sub_from_two_issuers_never_shares_a_read(
-    start_identity_provider: Callable[[str], IdentityProvider], tmp_path: Path, whoami_env: dict[str, str],
+    start_identity_provider: Callable[[str], IdentityProvider],
+    tmp_path: Path,
+    whoami_env: dict[str, str],
 ) -> None:
     # whoami://me answers after 0.5 s with the principal it was read for; two identical reads in
     # flight at once are coalesced only when they are for the same (issuer, subject).

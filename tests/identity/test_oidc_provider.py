@@ -55,8 +55,12 @@ def test_client_credentials_token_is_a_jwt_bound_to_the_resource(idp: IdentityPr
 
 
 def test_client_credentials_refuses_a_wrong_secret_and_a_non_url_resource(idp: IdentityProvider) -> None:
-    wrong = httpx2.post(idp.token_endpoint, auth=(SERVICE_CLIENT, "not-the-secret-at-all"), timeout=10,
-                        data={"grant_type": "client_credentials", "resource": RESOURCE, "scope": "mcp:read"})
+    wrong = httpx2.post(
+        idp.token_endpoint,
+        auth=(SERVICE_CLIENT, "not-the-secret-at-all"),
+        timeout=10,
+        data={"grant_type": "client_credentials", "resource": RESOURCE, "scope": "mcp:read"},
+    )
     assert wrong.status_code == 401 and wrong.json()["error"] == "invalid_client"
     with pytest.raises(AssertionError, match="invalid_target"):
         idp.client_credentials_token("urn:not-a-resource-url")
@@ -79,13 +83,29 @@ async def test_the_interaction_denies_an_unknown_login_hint(
     start_identity_provider: Callable[[str], IdentityProvider],
 ) -> None:
     idp = start_identity_provider("a")
-    registered = httpx2.post(str(idp.metadata["registration_endpoint"]), timeout=10, json={
-        "redirect_uris": [REDIRECT_URI], "application_type": "native", "token_endpoint_auth_method": "none",
-        "grant_types": ["authorization_code"], "response_types": ["code"]})
-    authorize = httpx2.URL(str(idp.metadata["authorization_endpoint"])).copy_merge_params({
-        "response_type": "code", "client_id": registered.json()["client_id"], "redirect_uri": REDIRECT_URI,
-        "scope": "mcp:read", "state": "s", "code_challenge": "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM",
-        "code_challenge_method": "S256", "resource": RESOURCE})
+    registered = httpx2.post(
+        str(idp.metadata["registration_endpoint"]),
+        timeout=10,
+        json={
+            "redirect_uris": [REDIRECT_URI],
+            "application_type": "native",
+            "token_endpoint_auth_method": "none",
+            "grant_types": ["authorization_code"],
+            "response_types": ["code"],
+        },
+    )
+    authorize = httpx2.URL(str(idp.metadata["authorization_endpoint"])).copy_merge_params(
+        {
+            "response_type": "code",
+            "client_id": registered.json()["client_id"],
+            "redirect_uri": REDIRECT_URI,
+            "scope": "mcp:read",
+            "state": "s",
+            "code_challenge": "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM",
+            "code_challenge_method": "S256",
+            "resource": RESOURCE,
+        }
+    )
     callback = await follow_login(str(authorize), REDIRECT_URI, "mallory")
     assert callback.code is None and callback.params["error"] == "access_denied"
     assert "mallory" in callback.params["error_description"]

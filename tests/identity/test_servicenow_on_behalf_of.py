@@ -72,8 +72,12 @@ def emulator(keys: tuple[str, str]) -> Iterator[Emulator]:
 
 @pytest.fixture
 def server(idp: IdentityProvider, emulator: Emulator, keys: tuple[str, str], tmp_path: Path) -> Iterator[Any]:
-    config = jwt_server_config([idp.issuer], INSTANCE.replace("{emulator}", emulator.base_url)
-                               .replace("{client}", CLIENT_ID), allow=["servicenow"], auth='claims = ["email"]')
+    config = jwt_server_config(
+        [idp.issuer],
+        INSTANCE.replace("{emulator}", emulator.base_url).replace("{client}", CLIENT_ID),
+        allow=["servicenow"],
+        auth='claims = ["email"]',
+    )
     env = {"SN_E2E_OBO_SECRET": CLIENT_SECRET, "SN_E2E_OBO_KEY": keys[0]}
     with mcp_server(tmp_path, config, env=env) as running:
         yield running
@@ -82,8 +86,10 @@ def server(idp: IdentityProvider, emulator: Emulator, keys: tuple[str, str], tmp
 @contextlib.asynccontextmanager
 async def session(url: str, token: str) -> AsyncIterator[Client]:
     """A real MCP client over streamable HTTP presenting ``token``."""
-    async with (httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30) as http,
-                Client(streamable_http_client(url, http_client=http), cache=None) as client):
+    async with (
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30) as http,
+        Client(streamable_http_client(url, http_client=http), cache=None) as client,
+    ):
         yield client
 
 
@@ -115,8 +121,10 @@ async def test_two_users_read_write_and_complete_as_themselves(idp, emulator, se
             assert queried.structured_content is not None
             assert sorted(r["number"] for r in queried.structured_content["records"]) == SEES[name]
     async with session(server.url, tokens["alice"]) as client:
-        note = await client.call_tool("servicenow_add_comment", {
-            "instance": "corp", "number": "INC0010002", "text": "Router replaced", "kind": "work_note"})
+        note = await client.call_tool(
+            "servicenow_add_comment",
+            {"instance": "corp", "number": "INC0010002", "text": "Router replaced", "kind": "work_note"},
+        )
         assert not note.is_error, note.content
     record = next(r for r in emulator.records("incident") if r["number"] == "INC0010002")
     assert record["sys_updated_by"] == "alice"

@@ -19,7 +19,6 @@ SECRETS = (DEV_PASSWORD, PROD_SECRET, LAB_API_KEY)
 ENV = {"SN_TEST_DEV_PASSWORD": DEV_PASSWORD, "SN_TEST_PROD_SECRET": PROD_SECRET, "SN_TEST_LAB_KEY": LAB_API_KEY}
 
 
-
 def dev_instance(emulator: Emulator, **overrides: Any) -> dict[str, Any]:
     return {
         "name": "dev",

@@ -126,8 +126,11 @@ async def test_missing_secret_names_the_variable_and_sends_nothing(monkeypatch):
 
 
 async def test_providers_share_one_client_per_instance_opened_only_while_running(secrets_env):
-    dev = {"name": "dev", "url": "https://dev.example.com", "auth": {"type": "basic", "username": DEV_USER,
-                                                                      "password_env": "SN_TEST_DEV_PASSWORD"}}
+    dev = {
+        "name": "dev",
+        "url": "https://dev.example.com",
+        "auth": {"type": "basic", "username": DEV_USER, "password_env": "SN_TEST_DEV_PASSWORD"},
+    }
     settings = ServiceNowSettings.model_validate({"instances": [dev]})
     (resources,) = register_resource_providers(settings)
     (tools,) = register_tool_providers(settings)

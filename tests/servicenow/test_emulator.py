@@ -154,8 +154,11 @@ def test_auth_schemes_and_request_log(emu):
         "grant_type": "refresh_token", "client_id": "cid", "client_secret": "csecret",
         "refresh_token": token["refresh_token"]})  # fmt: skip
     assert refreshed.status_code == 200
-    denied = httpx2.post(f"{emu.base_url}/oauth_token.do", trust_env=False,
-                         data={"grant_type": "client_credentials", "client_id": "cid", "client_secret": "bad"})
+    denied = httpx2.post(
+        f"{emu.base_url}/oauth_token.do",
+        trust_env=False,
+        data={"grant_type": "client_credentials", "client_id": "cid", "client_secret": "bad"},
+    )
     assert denied.status_code == 401
     seen = [(r.principal, r.authenticated, r.status) for r in emu.requests]
     assert seen == [

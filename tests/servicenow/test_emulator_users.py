@@ -137,8 +137,9 @@ def test_audience_may_be_the_token_endpoint(emu):
 def test_user_field_chooses_how_sub_is_mapped():
     with _emulator(jwt={"user_field": "user_name"}) as emulator:
         assert grant(emulator, sign(claims("bob"))).status_code == 200
-        refused_because(emulator, grant(emulator, sign(claims("bob@example.test"))), "no sys_user by user_name",
-                        issued_before=1)
+        refused_because(
+            emulator, grant(emulator, sign(claims("bob@example.test"))), "no sys_user by user_name", issued_before=1
+        )
 
 
 def test_instance_without_a_jwt_endpoint_refuses_the_grant():

@@ -357,8 +357,10 @@ async def test_query_table_refuses_caret_in_a_filter_value_without_any_request(c
 
 async def test_get_record_and_unknown_instance(client, prod_emulator):
     record = prod_emulator.records("change_request")[0]
-    result = await client.call_tool("servicenow_get_record", {
-        "instance": "prod", "table": "change_request", "sys_id": record["sys_id"], "display_value": "true"})
+    result = await client.call_tool(
+        "servicenow_get_record",
+        {"instance": "prod", "table": "change_request", "sys_id": record["sys_id"], "display_value": "true"},
+    )
     assert result.structured_content is not None
     assert result.structured_content["record"]["number"] == record["number"]
     assert result.structured_content["uri"] is None
@@ -369,8 +371,10 @@ async def test_get_record_and_unknown_instance(client, prod_emulator):
 
 
 async def test_create_incident_then_read_it_through_its_link(client, prod_emulator):
-    result = await client.call_tool("servicenow_create_incident", {
-        "instance": "prod", "short_description": "Disk full on app02", "urgency": "1", "impact": "2"})
+    result = await client.call_tool(
+        "servicenow_create_incident",
+        {"instance": "prod", "short_description": "Disk full on app02", "urgency": "1", "impact": "2"},
+    )
     out = result.structured_content
     assert out is not None and not result.is_error
     assert out["number"] == "INC0010010" and out["record"]["state"] == {"value": "1", "display_value": "New"}
@@ -384,23 +388,30 @@ async def test_create_incident_then_read_it_through_its_link(client, prod_emulat
 
 async def test_update_record_uses_patch_and_changes_only_given_fields(client, dev_emulator):
     before = dev_emulator.records("incident")[1]
-    result = await client.call_tool("servicenow_update_record", {
-        "instance": "dev", "table": "incident", "sys_id": before["sys_id"], "values": {"priority": "1"}})
+    result = await client.call_tool(
+        "servicenow_update_record",
+        {"instance": "dev", "table": "incident", "sys_id": before["sys_id"], "values": {"priority": "1"}},
+    )
     assert not result.is_error
     after = next(r for r in dev_emulator.records("incident") if r["sys_id"] == before["sys_id"])
     assert after["priority"] == "1" and after["short_description"] == before["short_description"]
     methods = [r.method for r in dev_emulator.table_requests()]
     assert methods == ["PATCH"] and "PUT" not in methods
-    refused = await client.call_tool("servicenow_update_record", {
-        "instance": "dev", "table": "incident", "sys_id": before["sys_id"], "values": {"sys_id": "x"}})
+    refused = await client.call_tool(
+        "servicenow_update_record",
+        {"instance": "dev", "table": "incident", "sys_id": before["sys_id"], "values": {"sys_id": "x"}},
+    )
     assert refused.is_error and "sys_ fields are maintained by the instance" in refused.content[0].text  # type: ignore[union-attr]
 
 
 async def test_add_comment_and_work_note_append_journal_entries(client, dev_emulator):
-    comment = await client.call_tool("servicenow_add_comment", {
-        "instance": "dev", "number": "INC0010002", "text": "Looking into it"})
-    note = await client.call_tool("servicenow_add_comment", {
-        "instance": "dev", "number": "INC0010002", "text": "Restarted the sync job", "kind": "work_note"})
+    comment = await client.call_tool(
+        "servicenow_add_comment", {"instance": "dev", "number": "INC0010002", "text": "Looking into it"}
+    )
+    note = await client.call_tool(
+        "servicenow_add_comment",
+        {"instance": "dev", "number": "INC0010002", "text": "Restarted the sync job", "kind": "work_note"},
+    )
     assert comment.structured_content is not None and note.structured_content is not None
     assert comment.structured_content["field"] == "comments" and note.structured_content["field"] == "work_notes"
     sys_id = comment.structured_content["sys_id"]
@@ -411,16 +422,22 @@ async def test_add_comment_and_work_note_append_journal_entries(client, dev_emul
 
 
 async def test_resolve_incident_sets_state_six_with_close_fields(client, dev_emulator):
-    result = await client.call_tool("servicenow_resolve_incident", {
-        "instance": "dev", "number": "INC0010003", "close_notes": "Replaced the toner"})
+    result = await client.call_tool(
+        "servicenow_resolve_incident", {"instance": "dev", "number": "INC0010003", "close_notes": "Replaced the toner"}
+    )
     assert result.structured_content is not None and not result.is_error
     record = next(r for r in dev_emulator.records("incident") if r["number"] == "INC0010003")
     assert (record["state"], record["active"], record["close_code"], record["close_notes"]) == (
-        "6", "false", "Solved (Permanently)", "Replaced the toner")
+        "6",
+        "false",
+        "Solved (Permanently)",
+        "Replaced the toner",
+    )
     patch = next(r for r in dev_emulator.table_requests() if r.method == "PATCH")
     assert patch.body == {"state": "6", "close_code": "Solved (Permanently)", "close_notes": "Replaced the toner"}
-    missing = await client.call_tool("servicenow_resolve_incident", {
-        "instance": "dev", "number": "INC0099999", "close_notes": "n/a"})
+    missing = await client.call_tool(
+        "servicenow_resolve_incident", {"instance": "dev", "number": "INC0099999", "close_notes": "n/a"}
+    )
     assert missing.is_error and "no incident record with number INC0099999" in missing.content[0].text  # type: ignore[union-attr]
 
 
@@ -457,7 +474,9 @@ async def test_completion_of_number_and_sys_id_comes_from_the_chosen_instance(cl
     assert prod_emulator.table_requests()[-1].query["sysparm_query"] == (
         "active=true^numberSTARTSWITHINC001000^ORDERBYnumber"
     )
-    update_set = types.ResourceTemplateReference(type="ref/resource", uri="servicenow://{instance}/update-sets/{sys_id}")
+    update_set = types.ResourceTemplateReference(
+        type="ref/resource", uri="servicenow://{instance}/update-sets/{sys_id}"
+    )
     got = await client.complete(update_set, {"name": "sys_id", "value": ""}, context_arguments={"instance": "dev"})
     assert got.completion.values[0] == update_set_id(dev_emulator, 250)  # the most recently updated set
     before = len(dev_emulator.requests) + len(prod_emulator.requests)
@@ -476,4 +495,6 @@ async def test_both_protocol_eras_read_and_call_with_resource_links(composition,
         result = await client.call_tool("servicenow_add_comment", {"instance": "prod", "number": "INC0010004",
                                                                    "text": f"seen over {mode}"})  # fmt: skip
         assert not result.is_error and result.structured_content is not None
-        assert [c.uri for c in result.content if c.type == "resource_link"] == ["servicenow://prod/incidents/INC0010004"]
+        assert [c.uri for c in result.content if c.type == "resource_link"] == [
+            "servicenow://prod/incidents/INC0010004"
+        ]

@@ -39,7 +39,11 @@ def test_defaults_and_mixing_with_service_accounts():
     assert isinstance(corp.auth, JwtBearerAuth)
     auth = corp.auth
     assert (auth.user_claim, auth.audience, auth.token_path, auth.assertion_seconds) == (
-        "email", "client_id", "/oauth_token.do", 300)
+        "email",
+        "client_id",
+        "/oauth_token.do",
+        300,
+    )
     assert module.secret_variables(corp) == [("auth.client_secret_env", "SN_OBO_SECRET"),
                                              ("auth.private_key_env", "SN_OBO_KEY")]  # fmt: skip
 
@@ -48,7 +52,8 @@ def test_client_id_from_the_environment_instead():
     auth = InstanceSettings.model_validate(instance(client_id=None, client_id_env="SN_OBO_ID")).auth
     assert isinstance(auth, JwtBearerAuth) and auth.client_id_env == "SN_OBO_ID"
     assert ("auth.client_id_env", "SN_OBO_ID") in module.secret_variables(
-        InstanceSettings.model_validate(instance(client_id=None, client_id_env="SN_OBO_ID")))
+        InstanceSettings.model_validate(instance(client_id=None, client_id_env="SN_OBO_ID"))
+    )
 
 
 @pytest.mark.parametrize(

@@ -33,9 +33,14 @@ async def test_a_new_incident_is_published_to_watchers_in_both_eras(
     async with Client(composition.server, mode="legacy", cache=None, message_handler=on_message) as legacy:
         await legacy.subscribe_resource(URI)
         await anyio.sleep(0.3)  # let the poller see the list once
-        created = await legacy.call_tool("servicenow_create_incident", {
-            "instance": "dev", "short_description": "Printer on fire", "urgency": "1",
-        })
+        created = await legacy.call_tool(
+            "servicenow_create_incident",
+            {
+                "instance": "dev",
+                "short_description": "Printer on fire",
+                "urgency": "1",
+            },
+        )
         assert not created.is_error, created.content
         with anyio.fail_after(10):
             while URI not in got:
@@ -45,9 +50,14 @@ async def test_a_new_incident_is_published_to_watchers_in_both_eras(
 
     async with connect(composition) as modern, modern.listen(resource_subscriptions=[URI]) as stream:
         await anyio.sleep(0.3)
-        await modern.call_tool("servicenow_create_incident", {
-            "instance": "dev", "short_description": "Second printer on fire", "urgency": "2",
-        })
+        await modern.call_tool(
+            "servicenow_create_incident",
+            {
+                "instance": "dev",
+                "short_description": "Second printer on fire",
+                "urgency": "2",
+            },
+        )
         with anyio.fail_after(10):
             async for event in stream:
                 assert event.uri == URI  # type: ignore[union-attr]

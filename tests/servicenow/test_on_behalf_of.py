@@ -97,7 +97,8 @@ async def test_each_user_reads_what_the_instance_lets_them(composition, issuer, 
                     await client.read_resource("servicenow://corp/incidents/INC0099999")
                 # a hidden record and a missing one are told apart by nothing but the number
                 assert hidden.value.error.message.replace(number, "N") == absent.value.error.message.replace(
-                    "INC0099999", "N")
+                    "INC0099999", "N"
+                )
     assert {r.principal for r in emulator.table_requests()} >= {"jwt:mcp-on-behalf/alice", "jwt:mcp-on-behalf/bob"}
 
 
@@ -150,11 +151,15 @@ async def test_tools_run_as_the_caller(composition, issuer, emulator):
 async def test_an_update_by_alice_is_stamped_alice(composition, issuer, emulator):
     target = next(r for r in emulator.records("incident") if r["number"] == "INC0010002")
     async with as_(composition, person(issuer, "alice")) as client:
-        updated = await client.call_tool("servicenow_update_record", {
-            "instance": "corp", "table": "incident", "sys_id": target["sys_id"], "values": {"priority": "1"}})
+        updated = await client.call_tool(
+            "servicenow_update_record",
+            {"instance": "corp", "table": "incident", "sys_id": target["sys_id"], "values": {"priority": "1"}},
+        )
         assert not updated.is_error, updated.content
-        note = await client.call_tool("servicenow_add_comment", {
-            "instance": "corp", "number": "INC0010002", "text": "Rebooted the router", "kind": "work_note"})
+        note = await client.call_tool(
+            "servicenow_add_comment",
+            {"instance": "corp", "number": "INC0010002", "text": "Rebooted the router", "kind": "work_note"},
+        )
         assert not note.is_error, note.content
     after = next(r for r in emulator.records("incident") if r["sys_id"] == target["sys_id"])
     assert after["priority"] == "1" and after["sys_updated_by"] == "alice"
@@ -162,14 +167,17 @@ async def test_an_update_by_alice_is_stamped_alice(composition, issuer, emulator
     assert (entry["element"], entry["value"], entry["sys_created_by"]) == ("work_notes", "Rebooted the router", "alice")
 
 
-@pytest.mark.parametrize("principal", [LOCAL, Principal("anonymous"),
-                                       Principal("carol", issuer="https://idp.example.test")])  # no email claim
+@pytest.mark.parametrize(
+    "principal", [LOCAL, Principal("anonymous"), Principal("carol", issuer="https://idp.example.test")]
+)  # no email claim
 async def test_a_caller_without_a_verified_user_is_refused_and_nothing_is_sent(composition, emulator, principal):
     target = next(r for r in emulator.records("incident") if r["number"] == "INC0010002")
     async with as_(composition, principal) as client:
         with pytest.raises(MCPError) as refused:
-            await client.call_tool("servicenow_update_record", {
-                "instance": "corp", "table": "incident", "sys_id": target["sys_id"], "values": {"priority": "1"}})
+            await client.call_tool(
+                "servicenow_update_record",
+                {"instance": "corp", "table": "incident", "sys_id": target["sys_id"], "values": {"priority": "1"}},
+            )
         assert refused.value.error.code == DENIED
         assert "serves each caller as their own ServiceNow user" in refused.value.error.message
         with pytest.raises(MCPError) as read:
@@ -192,8 +200,12 @@ async def test_one_token_request_per_user_for_50_concurrent_reads(composition, i
     async def reads(principal: Principal, count: int) -> None:
         async with as_(composition, principal) as client, anyio.create_task_group() as group:
             for i in range(count):
-                group.start_soon(client.read_resource, f"servicenow://corp/incidents/{ALICE_SEES[i % 4]}"
-                                 if principal.subject == "alice" else "servicenow://corp/incidents")
+                group.start_soon(
+                    client.read_resource,
+                    f"servicenow://corp/incidents/{ALICE_SEES[i % 4]}"
+                    if principal.subject == "alice"
+                    else "servicenow://corp/incidents",
+                )
 
     await reads(person(issuer, "alice"), 50)
     assert [r.status for r in emulator.token_requests()] == [200]
@@ -243,8 +255,6 @@ async def test_per_user_instances_are_not_watchable_and_say_why(composition, iss
     async with as_(composition, person(issuer, "alice"), mode="legacy") as legacy:
         with pytest.raises(MCPError, match="cannot be watched"):
             await legacy.subscribe_resource("servicenow://corp/incidents/INC0010001")
-
-
 
 
 async def test_a_second_401_after_a_new_token_is_a_clear_error(composition, issuer, emulator):

@@ -36,16 +36,21 @@ def issuer() -> str:
 
 
 def person(issuer: str, subject: str, email: str | None = None) -> Principal:
-    return Principal(subject, issuer=issuer, client_id="mcp-client",
-                     claims={"email": email or f"{subject}@example.test"})
+    return Principal(
+        subject, issuer=issuer, client_id="mcp-client", claims={"email": email or f"{subject}@example.test"}
+    )
 
 
 @pytest.fixture
 def emulator(monkeypatch: pytest.MonkeyPatch) -> Iterator[Emulator]:
     for name, value in {**obo_env(), "SN_TEST_DEV_PASSWORD": DEV_PASSWORD}.items():
         monkeypatch.setenv(name, value)
-    grant = {"client_id": OBO_CLIENT, "client_secret": OBO_SECRET, "public_key_pem": key_pair()[1],
-             "user_field": "email"}
+    grant = {
+        "client_id": OBO_CLIENT,
+        "client_secret": OBO_SECRET,
+        "public_key_pem": key_pair()[1],
+        "user_field": "email",
+    }
     with Emulator("dev", users={DEV_USER: DEV_PASSWORD}, jwt_bearer=grant) as running:
         yield running
 
@@ -64,7 +69,6 @@ def numbers(records: list[dict[str, Any]]) -> list[str]:
     return sorted(r["number"] if isinstance(r["number"], str) else r["number"]["value"] for r in records)
 
 
-
 async def test_concurrent_requests_after_a_revocation_ask_one_new_token(composition, issuer, emulator):
     """One revoked token, ten concurrent tool calls of the same user: each sees 401, each forgets the
     cache entry (even the fresh one another call just obtained), so more than one new token is asked."""
@@ -74,8 +78,10 @@ async def test_concurrent_requests_after_a_revocation_ask_one_new_token(composit
         emulator.revoke_user_tokens("alice")
 
         async def one(i: int) -> None:
-            await client.call_tool("servicenow_query_table", {"instance": "corp", "table": "incident",
-                                                              "fields": ["number"], "limit": i + 1})
+            await client.call_tool(
+                "servicenow_query_table",
+                {"instance": "corp", "table": "incident", "fields": ["number"], "limit": i + 1},
+            )
 
         async with anyio.create_task_group() as group:
             for i in range(30):
@@ -122,12 +128,17 @@ async def test_check_warns_of_a_private_key_that_cannot_sign(emulator, monkeypat
     from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
     from mcp_providers.testing import check
+
     def pem(k: Any) -> str:
-        return k.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                               serialization.NoEncryption()).decode()
-    value = {"ec": lambda: pem(ec.generate_private_key(ec.SECP256R1())),
-             "rsa1024": lambda: pem(rsa.generate_private_key(public_exponent=65537, key_size=1024)),
-             "garbage": lambda: "garbage-key-material-0451"}[kind]()
+        return k.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        ).decode()
+
+    value = {
+        "ec": lambda: pem(ec.generate_private_key(ec.SECP256R1())),
+        "rsa1024": lambda: pem(rsa.generate_private_key(public_exponent=65537, key_size=1024)),
+        "garbage": lambda: "garbage-key-material-0451",
+    }[kind]()
     monkeypatch.setenv("SN_TEST_OBO_KEY", value)
     with caplog.at_level(logging.WARNING):
         composition = compose_servicenow(obo_instance(emulator.base_url, name="corp"))

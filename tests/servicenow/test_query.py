@@ -37,8 +37,12 @@ def test_build_query_joins_filters_and_orders():
 
 @pytest.mark.parametrize(
     ("value", "named"),
-    [("INC0010001^ORactive=true", r"contains '\^': a caret"), ("a,b", "contains ',': a comma"),
-     ("2026-01-01@2026-02-01", "contains '@': an at-sign"), ("x\ny", "control character")],
+    [
+        ("INC0010001^ORactive=true", r"contains '\^': a caret"),
+        ("a,b", "contains ',': a comma"),
+        ("2026-01-01@2026-02-01", "contains '@': an at-sign"),
+        ("x\ny", "control character"),
+    ],
 )
 def test_check_value_refuses_separators_and_says_why(value, named):
     with pytest.raises(QueryError, match=named):

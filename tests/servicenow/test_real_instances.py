@@ -150,8 +150,10 @@ async def test_records_hold_value_and_display_value_of_references_and_choices(cl
 async def test_empty_reference_stays_empty(dev_emulator, secrets_env):
     first = dev_emulator.records("incident")[0]
     async with connect(compose_servicenow(dev_instance(dev_emulator))) as client:
-        await client.call_tool("servicenow_update_record", {"instance": "dev", "table": "incident",
-                                                            "sys_id": first["sys_id"], "values": {"assigned_to": ""}})
+        await client.call_tool(
+            "servicenow_update_record",
+            {"instance": "dev", "table": "incident", "sys_id": first["sys_id"], "values": {"assigned_to": ""}},
+        )
         got = await client.call_tool("servicenow_get_record", {"instance": "dev", "table": "incident",
                                                                "sys_id": first["sys_id"]})  # fmt: skip
     assert got.structured_content is not None
@@ -389,8 +391,10 @@ async def test_no_instances_declares_no_templates_or_tools(caplog: pytest.LogCap
     composition = compose({"servicenow": servicenow_plugin}, {"servicenow": {}})
     async with connect(composition) as client:
         assert (await client.list_resource_templates()).resource_templates == []
-        assert {r.uri for r in (await client.list_resources()).resources} == {"servicenow://instances",
-                                                                              "servicenow://tables"}
+        assert {r.uri for r in (await client.list_resources()).resources} == {
+            "servicenow://instances",
+            "servicenow://tables",
+        }
         with pytest.raises(MCPError, match="Method not found"):  # no tools: no tools capability at all
             await client.list_tools()
     assert "no instances configured" in caplog.text

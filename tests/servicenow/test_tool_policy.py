@@ -18,8 +18,16 @@ pytestmark = pytest.mark.anyio
 async def test_a_deny_on_prod_uris_stops_tool_reads_and_writes_on_prod_only(
     dev_emulator: Emulator, prod_emulator: Emulator, secrets_env: Mapping[str, str]
 ) -> None:
-    rules = {"rules": [{"effect": "deny", "actions": ["read", "call"], "targets": ["servicenow://prod/*"],
-                        "reason": "production needs an approved client"}]}
+    rules = {
+        "rules": [
+            {
+                "effect": "deny",
+                "actions": ["read", "call"],
+                "targets": ["servicenow://prod/*"],
+                "reason": "production needs an approved client",
+            }
+        ]
+    }
     composition = compose(
         {"servicenow": servicenow_plugin, "policy": policy},
         {"servicenow": {"instances": [dev_instance(dev_emulator), prod_instance(prod_emulator)]}, "policy": rules},
@@ -43,8 +51,13 @@ async def test_a_deny_on_prod_uris_stops_tool_reads_and_writes_on_prod_only(
 
 @pytest.mark.parametrize(
     "uri",
-    ["servicenow://prod/incidents", "servicenow://%70rod/incidents", "servicenow://pro%64/info",
-     "SERVICENOW://prod/incidents", "Servicenow://%70rod/update-sets"],
+    [
+        "servicenow://prod/incidents",
+        "servicenow://%70rod/incidents",
+        "servicenow://pro%64/info",
+        "SERVICENOW://prod/incidents",
+        "Servicenow://%70rod/update-sets",
+    ],
 )
 async def test_a_rule_on_prod_holds_however_the_uri_is_spelled(
     uri: str, dev_emulator: Emulator, prod_emulator: Emulator, secrets_env: Mapping[str, str]
