@@ -236,6 +236,7 @@ def _reloads(composition: Composition, config: Path | None, plugin_set: str | No
     logging.getLogger("mcp_providers.reload").setLevel(logging.INFO)  # what a reload did is always said
     reloader = reload.Reloader(composition, functools.partial(load_config, config, plugin_set=plugin_set))
     composition.runtime.background.append(functools.partial(reload.on_sighup, reloader))
+    composition.runtime.background.append(functools.partial(reload.on_announce, reloader))  # [cluster] only
     if watched is not None:
         composition.runtime.background.append(functools.partial(reload.on_file_change, reloader, watched))
     return reloader
@@ -519,6 +520,9 @@ def reload(
     pid: Annotated[
         int | None, typer.Option("--pid", help="Send SIGHUP to this process instead (a stdio server, say).")
     ] = None,
+    cluster: Annotated[
+        bool, typer.Option("--cluster", help="Also announce it to every replica of the [cluster] (with --url).")
+    ] = False,
 ) -> None:
     """Reload a running server's config and installed plugins; exit 1 when the reload failed
     (the server keeps serving its previous composition and says why)."""
@@ -536,7 +540,7 @@ def reload(
         return
     from mcp_providers._cli.reload import ask_reload
 
-    raise typer.Exit(ask_reload(out, err, str(url), token_env))
+    raise typer.Exit(ask_reload(out, err, str(url), token_env, cluster=cluster))
 
 
 def main() -> None:

@@ -111,16 +111,17 @@ async def _served_both_ways(client: Client, config: Path, reload: Any, told: Tol
     assert "Unknown resource" in gone.value.message
 
 
-@pytest.mark.parametrize("mode", ["legacy", "auto"])
-async def test_sighup_over_stdio_tells_the_client_and_serves_the_new_plugin(
-    env: dict[str, str], tmp_path: Path, mode: str
+@pytest.mark.parametrize(("mode", "trigger"), [("legacy", "SIGHUP"), ("auto", "SIGHUP"), ("legacy", "--watch")])
+async def test_a_reload_over_stdio_tells_the_client_and_serves_the_new_plugin(
+    env: dict[str, str], tmp_path: Path, mode: str, trigger: str
 ) -> None:
     config, pidfile = tmp_path / "mcp-providers.toml", tmp_path / "pid"
     config.write_text(OFF)
-    script = f'echo $$ > "{pidfile}"; exec "{sys.executable}" -m mcp_providers serve -c "{config}"'
+    watch = " --watch" if trigger == "--watch" else ""
+    script = f'echo $$ > "{pidfile}"; exec "{sys.executable}" -m mcp_providers serve -c "{config}"{watch}'
     params = StdioServerParameters(command="sh", args=["-c", script], env=env)
     told = Told() if mode == "legacy" else None
-    sighup = lambda: os.kill(int(pidfile.read_text()), signal.SIGHUP)  # noqa: E731
+    sighup = lambda: os.kill(int(pidfile.read_text()), signal.SIGHUP) if not watch else None  # noqa: E731
     async with Client(params, mode=mode, cache=None, message_handler=told) as client:  # type: ignore[arg-type]
         if told is not None:
             await _served_both_ways(client, config, sighup, told, None)
@@ -221,3 +222,55 @@ async def test_a_distribution_installed_while_serving_is_served_after_reload_cli
         assert 'mcp_providers_reload_total{outcome="applied"} 1.0' in metrics
         assert 'mcp_providers_reload_total{outcome="failed"} 1.0' in metrics
         assert f'mcp_providers_config_info{{digest="{ready["config_digest"]}"}} 1.0' in metrics
+
+
+@contextlib.contextmanager
+def _redis() -> Iterator[str]:
+    """A real ``redis-server`` on a free loopback port; yields its URL."""
+    from real_parts import require_tool
+
+    binary = require_tool("redis-server", "apt-get install -y redis-server")
+    port = free_port()
+    proc = subprocess.Popen(
+        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            with contextlib.closing(__import__("socket").socket()) as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            assert proc.poll() is None and time.monotonic() < deadline, "redis-server did not start"
+            time.sleep(0.05)
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+async def test_a_reload_announced_on_the_cluster_bus_reaches_both_replicas(env: dict[str, str], tmp_path: Path) -> None:
+    with _redis() as redis_url:
+        cluster = f'\n[cluster]\nredis_url = "{redis_url}"\nkey_prefix = "reload-test"\n'
+        config = tmp_path / "mcp-providers.toml"  # one file for both replicas, as one ConfigMap would be
+        config.write_text(OFF + ADMIN + cluster)
+        with _http(env, config) as (a, _), _http(env, config) as (b, _):
+            before = _ready(a)["config_digest"]
+            assert _ready(b)["config_digest"] == before
+            async with Client(f"{b}/mcp", cache=None) as on_b:  # type: ignore[arg-type]
+                assert await _resources(on_b) == [NOTES_URI]
+                config.write_text(ON + ADMIN + cluster)
+                done = subprocess.run(
+                    [sys.executable, "-m", "mcp_providers", "reload", "--url", a, "--cluster",
+                     "--token-env", "RELOAD_TEST_ADMIN_TOKEN"],
+                    env=env, capture_output=True, text=True, timeout=120,
+                )  # fmt: skip
+                assert done.returncode == 0 and "announced" in done.stdout, done.stdout + done.stderr
+                with anyio.fail_after(20):
+                    while _ready(b)["generation"] != 2:
+                        await anyio.sleep(0.05)
+                assert EXTRA_URI in await _resources(on_b)
+            ready_a, ready_b = _ready(a), _ready(b)
+            assert ready_a["config_digest"] == ready_b["config_digest"] != before
+            assert ready_b["last_reload"]["trigger"] == "cluster" and ready_a["last_reload"]["trigger"] == "admin"
+            assert ready_a["generation"] == ready_b["generation"] == 2  # A did not reload a second time

@@ -10,8 +10,9 @@ TIMEOUT_SECONDS = 120.0
 """How long a reload may take to answer (it rescans entry points and composes), in seconds."""
 
 
-def ask_reload(out: Console, err: Console, url: str, token_env: str) -> int:
-    """POST ``<url>/admin/reload`` with the bearer token in ``$token_env``; print the attempt.
+def ask_reload(out: Console, err: Console, url: str, token_env: str, *, cluster: bool = False) -> int:
+    """POST ``<url>/admin/reload`` with the bearer token in ``$token_env``; print the attempt
+    (with ``cluster``, ``?cluster=1``: the server announces it to every other replica too).
 
     :returns: the exit code: 0 applied or unchanged, 1 the reload failed (its problems printed),
         2 the request itself failed (no token, unreachable, refused).
@@ -23,7 +24,7 @@ def ask_reload(out: Console, err: Console, url: str, token_env: str) -> int:
         err.print(f"error: ${token_env} is not set; put the token [server.admin] token_env names in it",
                   markup=False, highlight=False)  # fmt: skip
         return 2
-    target = url.rstrip("/") + "/admin/reload"
+    target = url.rstrip("/") + "/admin/reload" + ("?cluster=1" if cluster else "")
     try:
         response = httpx2.post(target, headers={"authorization": f"Bearer {token}"}, timeout=TIMEOUT_SECONDS)
     except httpx2.HTTPError as exc:
@@ -40,6 +41,7 @@ def ask_reload(out: Console, err: Console, url: str, token_env: str) -> int:
         return 2
     lines = [f"reload {body['outcome']}: config {body['digest'] or '-'}, generation {body['generation']}"]
     lines += [f"  changed: {', '.join(body['changed'])}"] if body.get("changed") else []
+    lines += ["  announced to the other replicas of the cluster"] if body.get("announced") else []
     lines += [f"  problem: {p}" for p in body.get("problems", ())]
     lines += [f"  warning: {w}" for w in body.get("warnings", ())]
     for line in lines:

@@ -36,6 +36,7 @@ import importlib_metadata
 from mcp_providers._host import compat
 from mcp_providers._host.assembly import Assembly, assemble
 from mcp_providers._serve.composition import Composition
+from mcp_providers._serve.state.cluster import RedisBackend
 from mcp_providers.config import Config
 
 log = logging.getLogger("mcp_providers.reload")
@@ -60,7 +61,7 @@ class Attempt:
     """What one reload did."""
 
     trigger: str
-    """What asked for it: ``"SIGHUP"``, ``"file"``, ``"admin"`` or ``"api"``."""
+    """What asked for it: ``"SIGHUP"``, ``"file"``, ``"admin"``, ``"cluster"`` (another replica) or ``"api"``."""
     outcome: Outcome
     at: float
     """When it ended, Unix time in seconds."""
@@ -246,6 +247,39 @@ def _prompt_list(a: Assembly) -> list[Any]:
 
 
 # -- triggers ----------------------------------------------------------------------------------
+
+
+async def announce(reloader: Reloader) -> bool:
+    """Ask every other replica of the ``[cluster]`` to reload (over its Redis channel); ``False``
+    without ``[cluster]``. Each replica reads its own config file: give them one (one ConfigMap).
+
+    :raises ClusterUnavailable: Redis did not take the announcement in time.
+    """
+    backend = reloader.composition.runtime.shared
+    if not isinstance(backend, RedisBackend):
+        return False
+    await backend.announce_reload()
+    return True
+
+
+async def on_announce(reloader: Reloader) -> None:
+    """Reload whenever another replica announces a reload (with ``[cluster]``), until cancelled."""
+    backend = reloader.composition.runtime.shared
+    if not isinstance(backend, RedisBackend):
+        return
+    wake = anyio.Event()
+
+    def announced() -> None:
+        wake.set()
+
+    backend.on_reload = announced
+    try:
+        while True:
+            await wake.wait()
+            wake = anyio.Event()
+            await reloader.reload("cluster")
+    finally:
+        backend.on_reload = None
 
 
 async def on_sighup(reloader: Reloader) -> None:

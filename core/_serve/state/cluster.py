@@ -86,6 +86,17 @@ def encode(event: ServerEvent) -> str:
     return json.dumps({"kind": kind})
 
 
+def _reload_from(text: str | bytes) -> str | None:
+    """The replica that announced a reload in ``text`` (``{"kind": "reload", "from": ...}``), else ``None``."""
+    if b'"reload"' not in (text if isinstance(text, bytes) else text.encode()):
+        return None  # the common case, an update: not parsed twice
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    return str(data.get("from", "")) if isinstance(data, dict) and data.get("kind") == "reload" else None
+
+
 def decode(text: str | bytes) -> ServerEvent | None:
     """The event in ``text``, or ``None`` for anything not understood (logged).
 
@@ -202,6 +213,16 @@ class RedisBackend:
         self._claims: dict[str, float] = {}  # source -> (anyio clock) until when its poller claims it
         self.connected = False
         """Whether the listener is subscribed to the channel now."""
+        self.on_reload: Callable[[], None] | None = None
+        """Called when another replica announces a reload on the channel (:meth:`announce_reload`)."""
+
+    async def announce_reload(self) -> None:
+        """Ask every other replica listening on the channel to reload its config.
+
+        :raises ClusterUnavailable: Redis did not take the message in time.
+        """
+        message = json.dumps({"kind": "reload", "from": self.replica})
+        await self.call("announce a reload", lambda r: r.publish(self.channel, message))
 
     def key(self, kind: str, name: str) -> str:
         """The Redis key of ``name`` of ``kind`` (``lease``, ``state``, ``read``...)."""
@@ -375,6 +396,11 @@ class RedisBackend:
                             await self._redis.ping()
                     continue
                 idle = 0.0
+                sender = _reload_from(message["data"])
+                if sender is not None:
+                    if sender != self.replica and self.on_reload is not None:
+                        self.on_reload()
+                    continue
                 event = decode(message["data"])
                 if event is not None:
                     await self.bus.local.publish(event)  # LocalBus: a listener's bug stays its own

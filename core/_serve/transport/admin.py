@@ -6,7 +6,9 @@ A request needs ``Authorization: Bearer <token>``: either the token in ``[server
 ``[server.admin] subjects`` names. No token is 401, another token 403; both are audited
 (operation ``admin/reload``), and so is the reload. The answer is the attempt as JSON
 (:meth:`~mcp_providers._serve.reload.Attempt.as_dict`): 200 when applied or unchanged, 422 when it
-failed and the old composition goes on serving.
+failed and the old composition goes on serving. With ``?cluster=1`` a reload that did not fail is
+announced to every other replica of the ``[cluster]`` (``"announced": true``), each of which
+reloads its own config.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from mcp_providers._serve.reload import announce
 from mcp_providers.config import AdminSettings
 from mcp_providers.errors import ConfigError
 from mcp_providers.identity import Principal, from_access_token
@@ -90,7 +93,13 @@ def admin_routes(reloader: Reloader, settings: AdminSettings | None, auth: Resou
             return JSONResponse({"error": "this token may not reload: [server.admin] names it nowhere"}, 403)
         attempt = await reloader.reload("admin")
         _audit(audit, principal, "allowed" if attempt.outcome != "failed" else "error", attempt.outcome)
-        return JSONResponse(attempt.as_dict(), 200 if attempt.outcome != "failed" else 422)
+        body = attempt.as_dict()
+        if request.query_params.get("cluster") in ("1", "true") and attempt.outcome != "failed":
+            try:
+                body["announced"] = await announce(reloader)
+            except Exception as exc:  # ClusterUnavailable: this replica reloaded, the others were not told
+                body["announced"], body["problems"] = False, [f"not announced to the other replicas: {exc}"]
+        return JSONResponse(body, 200 if attempt.outcome != "failed" else 422)
 
     return [Route(PATH, reload, methods=["POST"])]
 
