@@ -14,7 +14,7 @@ from reload_support import EXTRA_URI, NOTES_URI, plugin_module
 
 from mcp_providers._serve.composition import Composition, compose
 from mcp_providers._serve.reload import Reloader
-from mcp_providers.config import Config
+from mcp_providers.config import Config, ServerSettings
 from mcp_providers.testing import connect
 
 pytestmark = pytest.mark.anyio
@@ -320,3 +320,74 @@ async def test_fifty_reloads_leave_rss_descriptors_and_tasks_within_bounds(capsy
     assert after[2] <= before[2], "tasks left behind"
     assert after[1] <= before[1] + 2, "file descriptors left open"
     assert after[0] - before[0] < 20 * 1024, "RSS grew by more than 20 MiB"
+
+
+async def test_a_cursor_of_a_list_that_changed_is_refused_and_one_of_an_unchanged_list_goes_on() -> None:
+    setup = Setup(Config(deny=("extra",), server=ServerSettings(page_size=1)))
+    async with connect(setup.composition) as client:
+        await setup.reload(Config(server=ServerSettings(page_size=1)))
+        first = await client.list_resources()
+        assert first.next_cursor is not None
+        attempt = await setup.reload(Config(server=ServerSettings(page_size=2)))  # same list, new page size
+        assert attempt.outcome == "applied" and attempt.changed == ()
+        rest = await client.list_resources(cursor=first.next_cursor)
+        assert [r.uri for r in first.resources + rest.resources] == sorted([EXTRA_URI, NOTES_URI])
+        again = await client.list_resources()
+        assert again.next_cursor is None
+        await setup.reload(Config(server=ServerSettings(page_size=1)))
+        stale = (await client.list_resources()).next_cursor
+        await setup.reload(Config(deny=("extra",), server=ServerSettings(page_size=1)))  # the list changed
+        with pytest.raises(MCPError) as refused:
+            await client.list_resources(cursor=stale)
+        assert refused.value.code == types.INVALID_PARAMS
+        assert (
+            "the list changed since" in refused.value.message and "list again without a cursor" in refused.value.message
+        )
+
+
+# -- who may reload over HTTP ----------------------------------------------------------------------------
+
+
+async def test_admin_reload_needs_a_token_or_a_subject_the_config_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    from starlette.requests import Request
+
+    from mcp_providers._serve.transport.admin import AdminGate, admin_routes
+    from mcp_providers._serve.transport.auth import http_auth
+    from mcp_providers.config import AdminSettings, AuthConfig, TokenConfig
+    from mcp_providers.errors import ConfigError
+
+    for name, letter in (("ADMIN_T", "a"), ("OPS_T", "o"), ("BOB_T", "b")):
+        monkeypatch.setenv(name, letter * 40)
+    auth = http_auth(AuthConfig(tokens=(TokenConfig(subject="ops-admin", token_env="OPS_T"),
+                                        TokenConfig(subject="bob", token_env="BOB_T"))))  # fmt: skip
+    setup = Setup(Config(deny=("extra",)))
+    admin = AdminSettings(token_env="ADMIN_T", subjects=("ops-admin",))
+    endpoint = admin_routes(setup.reloader, admin, auth)[0].endpoint
+
+    async def post(token: str | None) -> Any:
+        headers = [(b"authorization", f"Bearer {token}".encode())] if token else []
+        scope = {"type": "http", "method": "POST", "path": "/admin/reload", "headers": headers, "query_string": b""}
+        return await endpoint(Request(scope))
+
+    assert (await post(None)).status_code == 401
+    assert (await post("b" * 40)).status_code == 403  # bob's token is good on the MCP path, not here
+    assert (await post("x" * 40)).status_code == 403
+    assert setup.reloader.last is None  # refused requests reload nothing
+    answer = await post("a" * 40)
+    assert answer.status_code == 200 and json.loads(answer.body)["outcome"] == "unchanged"
+    setup.config = Config()
+    answer = await post("o" * 40)  # ops-admin, by subject
+    assert answer.status_code == 200 and json.loads(answer.body)["outcome"] == "applied"
+    setup.config = Config(server=ServerSettings(read_timeout=1))
+    answer = await post("a" * 40)
+    assert answer.status_code == 422 and "read_timeout" in json.loads(answer.body)["problems"][0]
+    off = admin_routes(setup.reloader, None, auth)[0].endpoint
+    scope = {"type": "http", "method": "POST", "path": "/admin/reload", "headers": [], "query_string": b""}
+    assert (await off(Request(scope))).status_code == 404
+    monkeypatch.setenv("ADMIN_T", "short")
+    with pytest.raises(ConfigError, match="at least 32 characters"):
+        AdminGate(admin, auth)
+    with pytest.raises(ConfigError, match=r"need \[server.auth\]"):
+        AdminGate(AdminSettings(subjects=("ops-admin",)), None)

@@ -226,8 +226,8 @@ class Catalog:
             raise InvalidParams(f"Invalid cursor {cursor[:64]!r}: pass a nextCursor this server returned") from None
         if got_kind != kind or fingerprint != self.fingerprint or not isinstance(offset, int) or offset < 0:
             raise InvalidParams(
-                f"Invalid cursor {cursor[:64]!r}: it was not issued for this {kind} list by this server; "
-                "list again without a cursor"
+                f"Invalid cursor {cursor[:64]!r}: it was not issued for this {kind} list by this server, "
+                "or the list changed since (a reload); list again without a cursor"
             )
         return offset
 
