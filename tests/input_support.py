@@ -2,7 +2,8 @@
 
 ``confirm`` asks the user to confirm (``ToolCall.elicit``) before it says what it did; ``twice``
 asks the user, then the client's model (``ToolCall.sample``), so a 2026-07-28 call takes two
-rounds; ``careless`` catches every ``Exception`` around its question (it must still be asked);
+rounds; ``careless`` catches every ``Exception`` around its question and ``reckless`` even every
+``BaseException`` (each must still be asked, and ``careless`` must not delete before the answer);
 ``lenient`` catches the :class:`~mcp_providers.errors.ToolFailure` of a client that cannot be asked.
 Every run of a tool is counted in :data:`RUNS` (per tool name), so a test sees the re-runs.
 
@@ -11,6 +12,7 @@ Run as ``python tests/input_support.py`` to serve it over stdio as ``mcp-provide
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
@@ -43,6 +45,7 @@ class Asker(ToolProvider):
             tool("confirm", "Deletes a note once the user confirms."),
             tool("twice", "Asks the user, then the client's model."),
             tool("careless", "Catches every Exception around its question."),
+            tool("reckless", "Catches every BaseException around its question."),
             tool("lenient", "Deletes without asking when the client cannot be asked."),
         ]
 
@@ -51,10 +54,13 @@ class Asker(ToolProvider):
         RUNS[name] += 1
         note = call.arguments.note  # type: ignore[attr-defined]
         if name == "careless":
-            try:
+            with contextlib.suppress(Exception):  # the point of this tool
                 await call.elicit(f"Delete {note}?", CONFIRM_FORM)
-            except Exception:  # noqa: BLE001 - the point of this tool
-                pass
+            RUNS["careless deleted"] += 1
+            return ToolResult(text=f"deleted {note} without asking")
+        if name == "reckless":
+            with contextlib.suppress(BaseException):  # the point of this tool
+                await call.elicit(f"Delete {note}?", CONFIRM_FORM)
             return ToolResult(text=f"deleted {note} without asking")
         if name == "lenient":
             try:

@@ -114,7 +114,7 @@ class RoundsChannel(SessionChannel):
         self._count += 1
         key = f"input-{self._count}"
         answer = self._answers.get(key)
-        if answer is not None and answer.method == request.method and answer.ask == digest(wire_request(request)):
+        if answer is not None and answer.ask == digest(wire_request(request)):  # the wire form names the method
             self.used[key] = answer
             return answer.response
         self.asked[key] = request
