@@ -138,6 +138,59 @@ async def test_one_audit_line_per_round_says_input_was_required(tmp_path: Path) 
     assert "receipt" not in calls[0] and "receipt" in calls[2]
 
 
+async def test_a_refused_state_is_audited_with_its_rule(tmp_path: Path) -> None:
+    log = tmp_path / "audit.jsonl"
+    composed = compose({"asker": AskerPlugin()}, server=ServerSettings(audit_log=log))
+    async with Client(composed.server, mode="auto", cache=None, **User().callbacks()) as client:
+        state = (await _asked(client)).request_state
+        assert state is not None
+        assert _text(await _retry(client, state)) == "deleted n7"
+        with pytest.raises(MCPError):
+            await _retry(client, state)
+    calls = [line for line in map(json.loads, log.read_text().splitlines()) if line["operation"] == "tools/call"]
+    assert [(c["decision"], c.get("reason")) for c in calls] == [
+        ("allowed", "input required: input-1 elicitation/create"),
+        ("allowed", None),
+        ("error", "-32602: InvalidParams (request-state-replayed)"),
+    ]
+    assert state not in log.read_text()
+
+
+def _replica(key_env: str) -> Client:
+    composed = compose({"asker": AskerPlugin()}, server=ServerSettings(request_state_key_env=key_env))
+    return Client(composed.server, mode="auto", cache=None, **User().callbacks())
+
+
+async def test_replicas_take_each_others_states_only_with_the_same_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("INPUT_TEST_KEY_A", "a" * 32)
+    monkeypatch.setenv("INPUT_TEST_KEY_A2", "a" * 32)
+    monkeypatch.setenv("INPUT_TEST_KEY_B", "b" * 32)
+    async with (
+        _replica("INPUT_TEST_KEY_A") as a,
+        _replica("INPUT_TEST_KEY_A2") as same,  # another variable, the same key
+        _replica("INPUT_TEST_KEY_B") as b,
+    ):
+        state = (await _asked(a)).request_state
+        assert state is not None
+        with pytest.raises(MCPError) as refused:
+            await _retry(b, state)
+        _refused(refused, "forged", state)
+        assert _text(await _retry(same, state)) == "deleted n7"
+
+
+async def test_the_configured_ttl_is_the_one_enforced(monkeypatch: pytest.MonkeyPatch) -> None:
+    composed = compose({"asker": AskerPlugin()}, server=ServerSettings(request_state_ttl=5))
+    async with Client(composed.server, mode="auto", cache=None, **User().callbacks()) as client:
+        state = (await _asked(client)).request_state
+        assert state is not None
+        later = time.time() + 6
+        monkeypatch.setattr(request_state, "clock", lambda: later)
+        with pytest.raises(MCPError) as refused:
+            await _retry(client, state)
+    _refused(refused, "expired", state)
+    assert "a state is valid for 5 s" in refused.value.message
+
+
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_a_confirmation_works_over_stdio_in_both_eras(mode: str) -> None:
     user = User()
