@@ -101,8 +101,7 @@ class CallTool:
             return Refused(f"Invalid arguments for {tool.name}: {_problems(exc)}"), ""
         plain = arguments.model_dump(mode="json")
         arguments_digest = arguments_hmac(self._audit_key, _canonical_json(plain))
-        bound = digest(plain)  # what a requestState is bound to (plain SHA-256: the same on every replica)
-        channel = self._channel(exchange, tool.name, bound, params)
+        channel = self._channel(exchange, tool.name, plain, params)
         call = ToolCall(tool=tool, arguments=arguments, principal=exchange.principal, channel=channel)
         work = Work(
             entry.plugin, entry.provider.name, f"running {tool.name}", tool.name, "tool", tool.effects == "none"
@@ -118,15 +117,17 @@ class CallTool:
         except ToolFailure as exc:
             return Refused(f"{tool.name} failed: {exc}"), arguments_digest
         if produced is PENDING and isinstance(channel, RoundsChannel):
-            return Asking(channel, bound), arguments_digest
+            return Asking(channel, digest(plain)), arguments_digest
         return produced, arguments_digest
 
     def _channel(
-        self, exchange: Exchange, tool: str, arguments: str, params: types.CallToolRequestParams
+        self, exchange: Exchange, tool: str, arguments: Any, params: types.CallToolRequestParams
     ) -> SessionChannel:
         """The call's way back to its client: server-to-client requests before 2026-07-28; input
         rounds on 2026-07-28, answered from the verified ``requestState`` and ``inputResponses``
-        (responses sent without a state answer nothing: the tool asks again).
+        (responses sent without a state answer nothing: the tool asks again). ``arguments`` is
+        the validated arguments' JSON form; a state is bound to its plain SHA-256 (the same on
+        every replica, unlike ``argumentsHmac``).
 
         :raises InvalidParams: the ``requestState`` is refused, or a response has the wrong shape.
         """
@@ -138,7 +139,7 @@ class CallTool:
             key: response.model_dump(by_alias=True, mode="json", exclude_none=True)
             for key, response in (params.input_responses or {}).items()
         }
-        opened = self._states.open(params.request_state, exchange.principal, tool, arguments, responses)
+        opened = self._states.open(params.request_state, exchange.principal, tool, digest(arguments), responses)
         return RoundsChannel(exchange.ctx, checked_answers(opened))
 
     def _input_required(self, exchange: Exchange, tool: str, asking: Asking) -> types.InputRequiredResult:
