@@ -415,6 +415,20 @@ def test_a_short_state_key_is_a_config_error_naming_the_variable_not_the_value()
     assert request_state.state_key(None, {}) == request_state.state_key("UNSET_HERE", {})  # one per process
 
 
+@pytest.mark.parametrize("http", [False, True], ids=["stdio", "http"])
+def test_serve_refuses_a_short_state_key_without_a_traceback(http: bool) -> None:
+    import os
+    import subprocess
+
+    transport = ("--http", f"127.0.0.1:{free_port()}") if http else ()
+    env = {**os.environ, "MCP_PROVIDERS_REQUEST_STATE_KEY": "too-short-secret"}
+    done = subprocess.run([sys.executable, "-m", "mcp_providers", "serve", *transport], capture_output=True,
+                          text=True, timeout=60, stdin=subprocess.DEVNULL, env=env)  # fmt: skip
+    assert done.returncode == 1
+    assert "$MCP_PROVIDERS_REQUEST_STATE_KEY holds 16 bytes" in done.stderr
+    assert "Traceback" not in done.stderr and "too-short-secret" not in done.stderr
+
+
 def test_the_used_set_is_bounded_and_forgets_expired_ids_first() -> None:
     used = request_state._Used(limit=2)
     assert used.first_use("a", expires=10, now=0) and used.first_use("b", expires=20, now=0)
