@@ -298,6 +298,9 @@ def _server_of(composition: Composition, strict: bool) -> Any:
         for line in exc.problems:
             err.print(line if line.endswith(":") else f"  {line}", highlight=False, markup=False)
         raise typer.Exit(1) from None
+    except ConfigError as exc:  # found while binding, e.g. a requestState key too short
+        err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
+        raise typer.Exit(1) from None
 
 
 def _serve_stdio(server: Any, wire_out: int) -> None:

@@ -550,6 +550,15 @@ class ServerSettings(BaseModel):
     tool call's canonical JSON arguments, in receipts and the audit log). Unset: a random key per
     process (digests then compare only within one process), with a warning when ``audit_log`` is
     set or this key is written in the file."""
+    request_state_ttl: float = Field(default=300.0, gt=0, le=86_400)
+    """Seconds the ``requestState`` of a 2026-07-28 tool call that asked for input stays valid: the
+    client must answer and retry within it, or start the call over."""
+    request_state_key_env: str | None = Field(
+        default="MCP_PROVIDERS_REQUEST_STATE_KEY", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$"
+    )
+    """Environment variable holding the key (32 bytes or more) sealing those states. Unset: a random
+    key per process, so a retry must reach the replica that asked; replicas behind one address
+    need the same key."""
     audit: AuditSettings | None = None
     """``[server.audit]``: audit sinks (file, syslog, webhook); ``audit_log`` is short for one file sink."""
     auth: AuthConfig | None = None

@@ -265,7 +265,9 @@ def add_to_mcpserver(mcp: MCPServer, composition: Composition) -> None:
       validators and ``$defs`` titles may not);
     - tool ``resource_link`` content when the tool also has an output model (MCPServer returns only
       the model), per-read cache hints and ``_meta`` receipts on reads (read errors keep their
-      codes, messages and data: they cross as protocol errors).
+      codes, messages and data: they cross as protocol errors);
+    - a tool's questions (``ToolCall.elicit``/``sample``), in either era: the in-process client
+      declares neither capability, so the tool gets the ``ToolFailure`` saying so.
 
     :raises ValueError: MCPServer refuses a declaration (e.g. a duplicate name it already has).
     """

@@ -416,16 +416,30 @@ class ToolCall(_ActsForCaller):
     ) -> Sampled:
         """Ask the client's model for a completion (``sampling/createMessage``).
 
+        The same code serves every protocol version: before 2026-07-28 the question is a
+        server-to-client request; on 2026-07-28 (no such requests) the call ends with an
+        ``InputRequiredResult`` at the first question not yet answered and runs again from the
+        start when the client retries with the answer, so keep what a tool does before its
+        questions free of side effects (ask first, act after). See ``docs/protocol-versions.md``.
+
         :returns: the generated text, the model's name and the stop reason.
-        :raises ~mcp_providers.errors.ToolFailure: the client cannot be asked, or refused.
+        :raises ~mcp_providers.errors.ToolFailure: the client cannot be asked (it did not declare
+            the sampling capability, or the connection carries no server-to-client requests), or
+            refused.
         """
         return await self.channel.sample(prompt, max_tokens=max_tokens, system_prompt=system_prompt)
 
     async def elicit(self, message: str, schema: Mapping[str, Any]) -> Elicited:
         """Ask the user to fill in a form described by a flat JSON Schema (``elicitation/create``).
 
+        Both eras from the same code, as for :meth:`sample`: a server-to-client request before
+        2026-07-28; an input round (``InputRequiredResult``, then the tool runs again with the
+        answer) on 2026-07-28. Do not catch ``BaseException`` around it: the end of a round is one.
+
         :returns: the action (``accept``/``decline``/``cancel``) and the submitted values.
-        :raises ~mcp_providers.errors.ToolFailure: the client cannot be asked, or refused.
+        :raises ~mcp_providers.errors.ToolFailure: the client cannot be asked (it did not declare
+            the elicitation capability, or the connection carries no server-to-client requests),
+            or refused.
         """
         return await self.channel.elicit(message, schema)
 

@@ -2,7 +2,9 @@
 
 The contract (:class:`~mcp_providers.providers.ClientChannel`, ``progress``/``log``/``sample``/
 ``elicit``) is documented in :mod:`mcp_providers.providers`; this is the implementation the core
-hands a :class:`~mcp_providers.providers.ToolCall` while serving.
+hands a :class:`~mcp_providers.providers.ToolCall` while serving a 2025-era session: ``sample`` and
+``elicit`` are server-to-client requests. On 2026-07-28 sessions, which have none, the call gets a
+:class:`~mcp_providers._serve.methods.rounds.RoundsChannel` instead (input rounds, SEP-2322).
 
 Logging and sampling are deprecated by the 2026-07-28 specification (SEP-2577), and the SDK warns
 (``MCPDeprecationWarning``) when they are used. This module is where the framework uses them on

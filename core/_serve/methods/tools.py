@@ -5,27 +5,38 @@ it touches with :meth:`ToolCall.require <mcp_providers.providers.ToolCall.requir
 the arguments against the input model (a bad argument is an ``isError`` result the model can
 correct), runs the provider through the invoker (inside the side-effect scope when it declares
 ``effects="none"``), and builds the result under the evidence rules with a receipt over every block.
+
+A tool that asks for input (``ToolCall.elicit``/``sample``) is asked for it over the
+:class:`~mcp_providers._serve.methods.channel.SessionChannel` (server-to-client requests) on
+2025-era sessions, and through :mod:`~mcp_providers._serve.methods.rounds` on 2026-07-28 ones:
+the call ends with an ``InputRequiredResult`` (no receipt: nothing was served; the audit line's
+``reason`` says input was required) and the client's retry, its ``requestState`` opened by
+:class:`~mcp_providers._serve.steps.request_state.RequestStates`, runs the tool again.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any
 
 import mcp_types as types
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, ValidationError
 
 from mcp_providers._host.assembly import Assembly
 from mcp_providers._host.catalog import Entry
 from mcp_providers._host.rules import RESULT_KEY, output_schema
 from mcp_providers._serve.methods.channel import SessionChannel
+from mcp_providers._serve.methods.rounds import PENDING, RoundsChannel, checked_answers, until_input, wire_request
 from mcp_providers._serve.steps import wire
 from mcp_providers._serve.steps.asking import provider_asks
 from mcp_providers._serve.steps.custody import arguments_hmac, audit_key
 from mcp_providers._serve.steps.evidence import Blocks, covered, result_receipt
 from mcp_providers._serve.steps.exchange import Actor, Exchange
 from mcp_providers._serve.steps.invoker import Invoker, Work
+from mcp_providers._serve.steps.request_state import RequestStates, digest, state_key
 from mcp_providers.errors import InvalidParams, ProviderFailed, ToolFailure
 from mcp_providers.models import RECEIPT_KEY, Tool
 from mcp_providers.providers import ToolCall, ToolProvider, ToolResult
@@ -36,6 +47,19 @@ class Refused:
     """A tool call answered with an ``isError`` result instead of running (or after failing)."""
 
     text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Asking:
+    """A 2026-07-28 round that stopped at questions: answered with an ``InputRequiredResult``."""
+
+    channel: RoundsChannel
+    arguments: str
+    """Digest of the validated arguments (:func:`~mcp_providers._serve.steps.request_state.digest`)."""
+
+
+Target = tuple[Entry[Tool, ToolProvider], types.CallToolRequestParams]
+"""A routed ``tools/call``: the tool's catalog entry and the request's params."""
 
 
 def error_result(text: str) -> types.CallToolResult:
@@ -55,43 +79,84 @@ class CallTool:
         # warn of a random key only where digests are meant to be compared: an audit log, or a named key
         wanted = bool(self._settings.audit_sinks()) or "audit_key_env" in self._settings.model_fields_set
         self._audit_key = audit_key(self._settings.audit_key_env, warn=wanted)
+        key = state_key(self._settings.request_state_key_env)
+        self._states = RequestStates(key, self._settings.request_state_ttl)
 
-    def route(self, exchange: Exchange, params: types.CallToolRequestParams) -> tuple[Entry[Tool, ToolProvider], Any]:
+    def route(self, exchange: Exchange, params: types.CallToolRequestParams) -> Target:
         exchange.target = params.name
         entry = self._assembly.catalog.tool(params.name)
         if entry is None:
             raise InvalidParams(f"Unknown tool {params.name[:200]!r}; see tools/list", data={"tool": params.name[:200]})
-        return entry, params.arguments
+        return entry, params
 
-    def authorize(self, exchange: Exchange, target: tuple[Entry[Tool, ToolProvider], Any]) -> None:
+    def authorize(self, exchange: Exchange, target: Target) -> None:
         exchange.gate.require("call", target[0].declaration.name)
 
-    async def invoke(self, exchange: Exchange, target: tuple[Entry[Tool, ToolProvider], Any]) -> tuple[object, str]:
-        entry, raw = target
+    async def invoke(self, exchange: Exchange, target: Target) -> tuple[object, str]:
+        entry, params = target
         tool = entry.declaration
         try:
-            arguments = tool.input_model.model_validate(raw or {})
+            arguments = tool.input_model.model_validate(params.arguments or {})
         except ValidationError as exc:
             return Refused(f"Invalid arguments for {tool.name}: {_problems(exc)}"), ""
-        arguments_digest = arguments_hmac(self._audit_key, _canonical_json(arguments.model_dump(mode="json")))
-        call = ToolCall(
-            tool=tool, arguments=arguments, principal=exchange.principal, channel=SessionChannel(exchange.ctx)
-        )
+        plain = arguments.model_dump(mode="json")
+        arguments_digest = arguments_hmac(self._audit_key, _canonical_json(plain))
+        channel = self._channel(exchange, tool.name, plain, params)
+        call = ToolCall(tool=tool, arguments=arguments, principal=exchange.principal, channel=channel)
         work = Work(
             entry.plugin, entry.provider.name, f"running {tool.name}", tool.name, "tool", tool.effects == "none"
         )
+
+        def run() -> Awaitable[object]:
+            running = entry.provider.call(call)
+            return until_input(channel, running) if isinstance(channel, RoundsChannel) else running
+
         try:
             with provider_asks(exchange.gate, self._assembly.catalog):  # ToolCall.require asks as reads do
-                produced = await self._invoker.run(work, lambda: entry.provider.call(call), custody=exchange.custody)
-            return produced, arguments_digest
+                produced = await self._invoker.run(work, run, custody=exchange.custody)
         except ToolFailure as exc:
             return Refused(f"{tool.name} failed: {exc}"), arguments_digest
+        if produced is PENDING and isinstance(channel, RoundsChannel):
+            return Asking(channel, digest(plain)), arguments_digest
+        return produced, arguments_digest
+
+    def _channel(
+        self, exchange: Exchange, tool: str, arguments: Any, params: types.CallToolRequestParams
+    ) -> SessionChannel:
+        """The call's way back to its client: server-to-client requests before 2026-07-28; input
+        rounds on 2026-07-28, answered from the verified ``requestState`` and ``inputResponses``
+        (responses sent without a state answer nothing: the tool asks again). ``arguments`` is
+        the validated arguments' JSON form; a state is bound to its plain SHA-256 (the same on
+        every replica, unlike ``argumentsHmac``).
+
+        :raises InvalidParams: the ``requestState`` is refused, or a response has the wrong shape.
+        """
+        if exchange.version not in MODERN_PROTOCOL_VERSIONS:
+            return SessionChannel(exchange.ctx)
+        if params.request_state is None:
+            return RoundsChannel(exchange.ctx, {})
+        responses = {
+            key: response.model_dump(by_alias=True, mode="json", exclude_none=True)
+            for key, response in (params.input_responses or {}).items()
+        }
+        opened = self._states.open(params.request_state, exchange.principal, tool, digest(arguments), responses)
+        return RoundsChannel(exchange.ctx, checked_answers(opened))
+
+    def _input_required(self, exchange: Exchange, tool: str, asking: Asking) -> types.InputRequiredResult:
+        """The ``InputRequiredResult`` of a round that stopped at ``asking.channel.asked``."""
+        requests = {key: wire_request(request) for key, request in asking.channel.asked.items()}
+        asked = {key: (str(wire["method"]), digest(wire)) for key, wire in requests.items()}
+        state = self._states.seal(exchange.principal, tool, asking.arguments, asked, asking.channel.used)
+        exchange.reason = "input required: " + ", ".join(f"{key} {method}" for key, (method, _) in asked.items())
+        return types.InputRequiredResult(input_requests=dict(asking.channel.asked), request_state=state)
 
     def evidence(
-        self, exchange: Exchange, target: tuple[Entry[Tool, ToolProvider], Any], outcome: tuple[object, str]
-    ) -> types.CallToolResult:
+        self, exchange: Exchange, target: Target, outcome: tuple[object, str]
+    ) -> types.CallToolResult | types.InputRequiredResult:
         entry = target[0]
         produced, arguments_digest = outcome
+        if isinstance(produced, Asking):
+            return self._input_required(exchange, entry.declaration.name, produced)
         if isinstance(produced, Refused):
             exchange.decision, exchange.reason = "error", "the tool returned an error result"
             return error_result(produced.text)

@@ -18,7 +18,8 @@ other transport reaches.
 - ``notifications/cancelled`` interrupts the named request, which is then never answered;
   ``notifications/progress`` reaches the waiter of the server's own request;
 - server-to-client requests (2025 era only: sampling, elicitation, roots, ping) are correlated by
-  id, with ``timeout``, ``on_progress`` and a courtesy ``notifications/cancelled`` when abandoned;
+  id, with ``timeout``, ``on_progress`` and a courtesy ``notifications/cancelled`` when abandoned
+  (2026-07-28 tools ask in input rounds instead: ``_serve.methods.rounds``);
 - a handler's exception becomes its JSON-RPC error (``MCPError`` as is, a pydantic
   ``ValidationError`` as -32602, anything else logged and answered with code 0, as the SDK does);
 - at end of input, requests still running are cancelled and answered -32000 ("Connection closed"),
