@@ -124,9 +124,7 @@ def state_key(env_name: str | None, environ: Mapping[str, str] | None = None) ->
 
 
 def _refuse(reason: str, message: str) -> InvalidParams:
-    return InvalidParams(
-        f"requestState refused: {message}", data={"rule": f"request-state-{reason}", "reason": reason}
-    )
+    return InvalidParams(f"requestState refused: {message}", data={"rule": f"request-state-{reason}", "reason": reason})
 
 
 class RequestStates:
@@ -165,8 +163,7 @@ class RequestStates:
             "args": args,
             "asked": {k: {"method": method, "ask": ask} for k, (method, ask) in asked.items()},
             "answers": {
-                k: {"method": a.method, "ask": a.ask, "response": dict(a.response)}
-                for k, a in answers.items()
+                k: {"method": a.method, "ask": a.ask, "response": dict(a.response)} for k, a in answers.items()
             },
         }
         return self._codec.seal(json.dumps(claims, separators=(",", ":")).encode())
