@@ -391,3 +391,32 @@ async def test_admin_reload_needs_a_token_or_a_subject_the_config_names(monkeypa
         AdminGate(admin, auth)
     with pytest.raises(ConfigError, match=r"need \[server.auth\]"):
         AdminGate(AdminSettings(subjects=("ops-admin",)), None)
+
+
+async def test_an_upgraded_distribution_is_reported_and_its_imported_code_keeps_serving(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from reload_support import install
+
+    from mcp_providers.config import load_config
+
+    root = tmp_path / "site"
+    root.mkdir()
+    (root / "upgraded_plugin.py").write_text(CLASH_MODULE.replace("notes://board/", "up://grade/"))
+    info = install(root, "upgraded-dist", {"upgraded": "upgraded_plugin"}, "1.0")
+    monkeypatch.syspath_prepend(str(root))
+    path = tmp_path / "mcp-providers.toml"
+    path.write_text('allow = ["upgraded"]\n')
+    composition = compose(load_config(path))
+    reloader = Reloader(composition, lambda: load_config(path))
+    before = [id(d.provider) for d in composition.declared]
+    newer = info.with_name("upgraded_dist-2.0.dist-info")
+    info.rename(newer)
+    (newer / "METADATA").write_text("Metadata-Version: 2.1\nName: upgraded-dist\nVersion: 2.0\n")
+    attempt = await reloader.reload()
+    assert attempt.outcome == "unchanged"  # the same imported code and settings: nothing to swap
+    assert attempt.warnings == (
+        "upgraded: distribution upgraded-dist is now 2.0 on disk, but 1.0's code was imported and keeps "
+        "serving; restart to load 2.0",
+    )
+    assert [id(d.provider) for d in composition.declared] == before

@@ -123,13 +123,14 @@ class PluginRecord:
 
     @cached_property
     def distribution(self) -> str | None:
-        """Name of the distribution, read from its metadata on first use (start-up skips it)."""
-        return self.dist.name if self.dist is not None else None
+        """Name of the distribution, read from its metadata on first use (start-up skips it);
+        ``None`` when there is none or it can no longer be read (uninstalled since)."""
+        return _metadata_field(self.dist, "name")
 
     @cached_property
     def version(self) -> str | None:
-        """Version of the distribution, read from its metadata on first use."""
-        return self.dist.version if self.dist is not None else None
+        """Version of the distribution, read from its metadata on first use; ``None`` as above."""
+        return _metadata_field(self.dist, "version")
 
     def is_rejected(self) -> bool:
         return self.status == "rejected"
@@ -156,6 +157,16 @@ class PluginRecord:
 
     def providers(self) -> list[ResourceProvider | ToolProvider | PromptProvider]:
         return [*self.resource_providers, *self.tool_providers, *self.prompt_providers]
+
+
+def _metadata_field(dist: importlib_metadata.Distribution | None, name: str) -> str | None:
+    if dist is None:
+        return None
+    try:
+        value = getattr(dist, name)
+    except Exception:  # its metadata is gone (uninstalled while serving) or unreadable
+        return None
+    return str(value) if value is not None else None
 
 
 @contextlib.contextmanager

@@ -104,6 +104,9 @@ class Reloader:
         self.last: Attempt | None = None
         self.outcomes: collections.Counter[str] = collections.Counter()
         self._lock = anyio.Lock()
+        self._imported = imported_versions(composition.assembly, {})
+        """Plugin name -> the version of its distribution when its code was imported (read now:
+        a later upgrade or uninstall rewrites the files this would be read from)."""
 
     async def reload(self, trigger: str = "api") -> Attempt:
         """Compose again and swap it in if it passes; one at a time. Never raises for what the new
@@ -136,12 +139,13 @@ class Reloader:
         problems = new_failures(old, new)
         if problems:
             return self._ended(trigger, "failed", digest, problems)
-        warnings = stale_code(old, new)
+        warnings = stale_code(self._imported, old, new)
         if digest == self.digest and _same_providers(old, new):
             return self._ended(trigger, "unchanged", digest, warnings=warnings)
         changed = changed_lists(old, new)
         await self.composition.runtime.swap(new)
         self.digest = digest
+        self._imported = imported_versions(new, self._imported)
         await self.composition.runtime.hub.lists_changed(changed)
         return self._ended(trigger, "applied", digest, warnings=warnings, changed=sorted(changed))
 
@@ -204,17 +208,39 @@ def new_failures(old: Assembly, new: Assembly) -> list[str]:
     return list(dict.fromkeys(lines))
 
 
-def stale_code(old: Assembly, new: Assembly) -> list[str]:
-    """One line per plugin whose distribution's version changed on disk while its imported code
-    keeps serving."""
+def imported_versions(assembly: Assembly, known: Mapping[str, str | None]) -> dict[str, str | None]:
+    """Plugin name -> its distribution's version when its code was imported: ``known``, plus every
+    plugin of ``assembly`` loaded for the first time, read now (a module is imported only once, so
+    one off for a while and on again still runs the code imported first)."""
+    versions = dict(known)
+    for record in assembly.records:
+        if record.status == "loaded" and record.name not in versions:
+            versions[record.name] = _version_of(record)
+    return versions
+
+
+def _version_of(record: Any) -> str | None:
+    """The version in the record's ``<name>-<version>.dist-info`` folder name (the wheel format's
+    rule, so nothing is read at start-up), else its metadata's."""
+    folder = os.path.basename(str(getattr(record.dist, "_path", "")))
+    stem, dot, suffix = folder.rpartition(".")
+    if suffix == "dist-info" and dot and "-" in stem:
+        return stem.rsplit("-", 1)[1]  # names escape "-" as "_"; normalized versions have none
+    return record.version  # type: ignore[no-any-return]
+
+
+def stale_code(imported: Mapping[str, str | None], old: Assembly, new: Assembly) -> list[str]:
+    """One line per plugin whose distribution's version on disk is no longer the one whose code
+    was imported (``imported``) and keeps serving."""
     before = {r.name: r for r in old.records if r.status == "loaded"}
     lines = []
     for record in new.records:
         was = before.get(record.name)
-        if was is not None and was.plugin is record.plugin and was.version != record.version:
+        version = imported.get(record.name)
+        if was is not None and was.plugin is record.plugin and version != record.version:
             lines.append(
                 f"{record.name}: distribution {record.distribution} is now {record.version} on disk, but "
-                f"{was.version}'s code was imported and keeps serving; restart to load {record.version}"
+                f"{version}'s code was imported and keeps serving; restart to load {record.version}"
             )
     return lines
 
