@@ -15,6 +15,8 @@ PLUGINS = """
 from __future__ import annotations
 
 import contextlib
+import os
+import pathlib
 
 import anyio
 from pydantic import BaseModel
@@ -53,7 +55,19 @@ class Notes(ResourceProvider):
         if "release" in HOLD:
             HOLD["held"].set()
             await HOLD["release"].wait()
+        await _held_by_files()
         return Content(text=self.text)
+
+
+async def _held_by_files() -> None:
+    # In a served process: the first read with $RELOAD_TEST_HOLD set writes held there and
+    # waits until the test writes release.
+    folder = os.environ.get("RELOAD_TEST_HOLD")
+    if not folder or (pathlib.Path(folder) / "held").exists():
+        return
+    (pathlib.Path(folder) / "held").write_text("")
+    while not (pathlib.Path(folder) / "release").exists():
+        await anyio.sleep(0.02)
 
 
 class notes:

@@ -274,3 +274,33 @@ async def test_a_reload_announced_on_the_cluster_bus_reaches_both_replicas(env: 
             assert ready_a["config_digest"] == ready_b["config_digest"] != before
             assert ready_b["last_reload"]["trigger"] == "cluster" and ready_a["last_reload"]["trigger"] == "admin"
             assert ready_a["generation"] == ready_b["generation"] == 2  # A did not reload a second time
+
+
+async def test_a_read_in_flight_over_http_during_a_reload_completes_with_the_old_content(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    config, hold = tmp_path / "mcp-providers.toml", tmp_path / "hold"
+    hold.mkdir()
+    warn = '[server]\nside_effects = { notes = "warn" }\n'  # the held read writes its marker file
+    config.write_text(ON + warn + '[plugins.notes]\ntext = "first"\n')
+    with _http({**env, "RELOAD_TEST_HOLD": str(hold)}, config) as (base, proc):
+        async with Client(f"{base}/mcp", cache=None) as client:  # type: ignore[arg-type]
+            results: list[str] = []
+
+            async def read() -> None:
+                results.append(_text(await client.read_resource(NOTES_URI)))
+
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(read)
+                with anyio.fail_after(20):
+                    while not (hold / "held").exists():
+                        await anyio.sleep(0.02)
+                config.write_text(ON + warn + '[plugins.notes]\ntext = "second"\n')
+                proc.send_signal(signal.SIGHUP)
+                with anyio.fail_after(20):
+                    while _ready(base)["generation"] != 2:
+                        await anyio.sleep(0.05)
+                assert _text(await client.read_resource(NOTES_URI)) == "second"
+                assert not results
+                (hold / "release").write_text("")
+            assert results == ["first"]
