@@ -10,6 +10,7 @@ from pathlib import Path
 
 NOTES_URI = "notes://board/today"
 EXTRA_URI = "extra://box/one"
+LIVE_URI = "extra://box/live"
 
 PLUGINS = """
 from __future__ import annotations
@@ -22,7 +23,8 @@ import anyio
 from pydantic import BaseModel
 
 from mcp_providers import (
-    Content, Decision, ReadRequest, Resource, ResourceProvider, Tool, ToolCall, ToolProvider, ToolResult, hookimpl,
+    Content, Decision, Freshness, ReadRequest, Resource, ResourceProvider, Tool, ToolCall, ToolProvider,
+    ToolResult, hookimpl,
 )
 
 STATS = {"entered": 0, "exited": 0}
@@ -85,7 +87,8 @@ class Box(ResourceProvider):
     prefixes = ("extra://box/",)
 
     def resources(self):
-        return [Resource(uri="extra://box/one", name="one", mime_type="text/plain")]
+        return [Resource(uri="extra://box/one", name="one", mime_type="text/plain"),
+                Resource(uri="extra://box/live", name="live", freshness=Freshness.live())]
 
     async def read(self, request: ReadRequest) -> Content:
         return Content(text="in the box")

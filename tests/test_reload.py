@@ -10,7 +10,7 @@ import anyio
 import mcp_types as types
 import pytest
 from mcp import Client, MCPError
-from reload_support import EXTRA_URI, NOTES_URI, plugin_module
+from reload_support import EXTRA_URI, LIVE_URI, NOTES_URI, plugin_module
 
 from mcp_providers._serve.composition import Composition, compose
 from mcp_providers._serve.reload import Reloader
@@ -328,10 +328,10 @@ async def test_a_cursor_of_a_list_that_changed_is_refused_and_one_of_an_unchange
         await setup.reload(Config(server=ServerSettings(page_size=1)))
         first = await client.list_resources()
         assert first.next_cursor is not None
-        attempt = await setup.reload(Config(server=ServerSettings(page_size=2)))  # same list, new page size
+        attempt = await setup.reload(Config(server=ServerSettings(page_size=3)))  # same list, new page size
         assert attempt.outcome == "applied" and attempt.changed == ()
         rest = await client.list_resources(cursor=first.next_cursor)
-        assert [r.uri for r in first.resources + rest.resources] == sorted([EXTRA_URI, NOTES_URI])
+        assert sorted(r.uri for r in first.resources + rest.resources) == sorted([EXTRA_URI, LIVE_URI, NOTES_URI])
         again = await client.list_resources()
         assert again.next_cursor is None
         await setup.reload(Config(server=ServerSettings(page_size=1)))
@@ -420,3 +420,43 @@ async def test_an_upgraded_distribution_is_reported_and_its_imported_code_keeps_
         "serving; restart to load 2.0",
     )
     assert [id(d.provider) for d in composition.declared] == before
+
+
+@pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")  # resources/subscribe, 2025
+async def test_watches_of_surviving_uris_go_on_and_those_of_vanished_ones_end_with_a_notice() -> None:
+    setup = Setup(Config())
+    updated: list[str] = []
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.ResourceUpdatedNotification):
+            updated.append(str(message.params.uri))
+
+    def box() -> Any:
+        return next(d.provider for d in setup.composition.declared if d.provider.name == "box")
+
+    hub = setup.composition.runtime.hub
+    async with (
+        Client(setup.composition.server, mode="legacy", cache=None, message_handler=on_message) as legacy,
+        connect(setup.composition) as modern,
+        modern.listen(resource_subscriptions=[LIVE_URI]) as stream,
+    ):
+        await legacy.subscribe_resource(LIVE_URI)
+        assert hub.watch_count() == 2
+        attempt = await setup.reload(Config(plugins={"notes": {"text": "other"}}))  # the box survives
+        assert attempt.outcome == "applied"
+        await box().publisher.resource_updated(LIVE_URI)
+        await _until(lambda: updated == [LIVE_URI])
+        with anyio.fail_after(5):
+            async for event in stream:
+                assert event.uri == LIVE_URI  # type: ignore[union-attr]
+                break
+        assert hub.watch_count() == 2
+        await setup.reload(Config(deny=("extra",)))  # the box and its live resource are gone
+        await _until(lambda: updated == [LIVE_URI, LIVE_URI])  # the last notice: a re-read says it is gone
+        with anyio.fail_after(5):
+            async for _ in stream:  # the listen stream is closed gracefully: the loop just ends
+                pytest.fail("no event is delivered for a URI that is no longer served")
+        await _until(lambda: hub.watch_count() == 0)
+        with pytest.raises(MCPError) as gone:
+            await legacy.read_resource(LIVE_URI)
+        assert "Unknown resource" in gone.value.message

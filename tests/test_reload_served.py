@@ -20,7 +20,7 @@ import anyio
 import mcp_types as types
 import pytest
 from mcp import Client, MCPError, StdioServerParameters
-from reload_support import EXTRA_URI, NOTES_URI, install, site
+from reload_support import EXTRA_URI, NOTES_URI, site
 from serve_support import free_port
 
 pytestmark = pytest.mark.anyio
@@ -163,13 +163,13 @@ def _ready(base: str) -> dict[str, Any]:
         return body
 
 
-@pytest.mark.parametrize("mode", ["legacy", "auto"])
+@pytest.mark.parametrize(("mode", "extra"), [("legacy", ()), ("auto", ()), ("auto", ("--stateless",))])
 async def test_sighup_over_http_tells_the_client_and_serves_the_new_plugin(
-    env: dict[str, str], tmp_path: Path, mode: str
+    env: dict[str, str], tmp_path: Path, mode: str, extra: tuple[str, ...]
 ) -> None:
     config = tmp_path / "mcp-providers.toml"
     config.write_text(OFF)
-    with _http(env, config) as (base, proc):
+    with _http(env, config, *extra) as (base, proc):
         told = Told() if mode == "legacy" else None
         sighup = lambda: proc.send_signal(signal.SIGHUP)  # noqa: E731
         async with Client(f"{base}/mcp", mode=mode, cache=None, message_handler=told) as client:  # type: ignore[arg-type]
@@ -180,6 +180,41 @@ async def test_sighup_over_http_tells_the_client_and_serves_the_new_plugin(
                     await _served_both_ways(client, config, sighup, None, stream)
         ready = _ready(base)
         assert ready["generation"] == 3 and ready["last_reload"]["trigger"] == "SIGHUP"
+
+
+def _wheel(where: Path, name: str, version: str, entry_points: dict[str, str], module: str) -> Path:
+    """A wheel of one module and its entry points (what `uv build` makes of such a project)."""
+    import base64
+    import hashlib
+    import zipfile
+
+    info = f"{name}-{version}.dist-info"
+    files = {
+        f"{next(iter(entry_points.values())).split(':')[0]}.py": module,
+        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        f"{info}/entry_points.txt": "[mcp_providers]\n" + "".join(f"{k} = {v}\n" for k, v in entry_points.items()),
+    }
+    rows = []
+    for path, text in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
+        rows.append(f"{path},sha256={digest},{len(text.encode())}")
+    files[f"{info}/RECORD"] = "\n".join([*rows, f"{info}/RECORD,,"]) + "\n"
+    wheel = where / f"{name}-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for path, text in files.items():
+            archive.writestr(path, text)
+    return wheel
+
+
+def _pip_install(wheel: Path, target: Path) -> None:
+    """Install ``wheel`` into the served process's site folder with a real installer (uv's pip)."""
+    from real_parts import require_tool
+
+    uv = require_tool("uv", "pip install uv")
+    done = subprocess.run([uv, "pip", "install", "--no-deps", "--python", sys.executable, "--target", str(target),
+                           str(wheel)], capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
 
 
 def _reload_cli(base: str, env: dict[str, str], token: str = TOKEN) -> subprocess.CompletedProcess[str]:
@@ -200,8 +235,7 @@ async def test_a_distribution_installed_while_serving_is_served_after_reload_cli
     with _http(env, config) as (base, _proc):
         async with Client(f"{base}/mcp", cache=None) as client:  # type: ignore[arg-type]
             root = Path(env["PYTHONPATH"].split(os.pathsep)[0])
-            (root / "late_plugin.py").write_text(LATE_MODULE)
-            install(root, "late-dist", {"late": "late_plugin"}, "1.0")
+            _pip_install(_wheel(tmp_path, "late_dist", "1.0", {"late": "late_plugin"}, LATE_MODULE), root)
             config.write_text('allow = ["notes", "extra", "late"]\n' + ADMIN)
             done = _reload_cli(base, env)
             assert done.returncode == 0, done.stderr + done.stdout
