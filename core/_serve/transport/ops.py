@@ -104,7 +104,7 @@ def _outcome(method: Any, exc: BaseException) -> str:
 class _Gauges:
     """Values read at scrape time from the runtime."""
 
-    def __init__(self, runtime: Runtime, reloader: Reloader | None) -> None:
+    def __init__(self, runtime: Runtime, reloader: Reloader | None = None) -> None:
         self._runtime = runtime
         self._reloader = reloader
 
