@@ -185,10 +185,7 @@ def serve(
         bool, typer.Option("--watch", help="Reload when the config file changes (SIGHUP always reloads).")
     ] = False,
 ) -> None:
-    """Serve the composed MCP server over stdio (default) or streamable HTTP.
-
-    SIGHUP reloads the config and the installed plugins without a restart (docs/operations.md).
-    """
+    """Serve the composed MCP server over stdio (default) or streamable HTTP; SIGHUP reloads it."""
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     address = _parse_hostport(http) if http is not None else None
     if address is None and (stateless or json_response or allow_host):

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
     from mcp_providers.identity import Principal
     from mcp_providers.policy import Action, Decision
-    from mcp_providers.providers import PromptProvider, ResourceProvider, ToolProvider
+    from mcp_providers.providers import ExtensionProvider, PromptProvider, ResourceProvider, ToolProvider
 
 PROJECT = "mcp_providers"
 """The pluggy project name and the entry-point group plugins are registered under."""
@@ -91,6 +91,13 @@ CHANGELOG: tuple[HookChange, ...] = (
         "authorize",
         "added",
         "Argument ``principal`` (the whole caller). Implementations without it keep working.",
+    ),
+    HookChange(
+        "0.1.0",
+        "register_extensions",
+        "added",
+        "``register_extensions(settings)``: extensions (SEP-2133) and their methods. Plugins without it "
+        "load unchanged.",
     ),
 )
 """Every change to a hook since the first hookspecs, oldest first. The 0.1.0 entries all came
@@ -164,6 +171,21 @@ def register_prompts(settings: Any) -> Sequence[PromptProvider]:
 
     :param settings: the instance of this plugin's :func:`settings_model`, or ``None``.
     :returns: a list of :class:`~mcp_providers.providers.PromptProvider`; empty if none.
+    """
+
+
+@hookspec(warn_on_impl_args=_deprecated("register_extensions"))
+def register_extensions(settings: Any) -> Sequence[ExtensionProvider]:
+    """Return the extension providers this plugin contributes (SEP-2133).
+
+    Called once at composition time, after settings are validated.
+
+    :param settings: the instance of this plugin's :func:`settings_model`, or ``None``.
+    :returns: a list of :class:`~mcp_providers.providers.ExtensionProvider`; empty if none.
+
+    Use in provider plugins: each extension is advertised under ``capabilities.extensions`` and
+    its methods are served through the same gate, invoker and audit as tools (the policy is asked
+    ``call`` on the method name). A method may not be one the MCP spec defines.
     """
 
 

@@ -349,6 +349,38 @@ class Tool(BaseModel):
         }
 
 
+class ExtensionMethod(BaseModel):
+    """One request method an extension serves, e.g. ``io.example/search``.
+
+    Called through the same pipeline as a tool: the gate asks ``call`` on the method name, the
+    invoker runs the provider (in the side-effect scope when :attr:`effects` is ``"none"``), the
+    call is audited.
+    """
+
+    model_config = _FROZEN
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*(/[A-Za-z0-9_.-]+)+$", max_length=200)
+    """A method name of the form ``<vendor prefix>/<name>``, never one the MCP spec defines."""
+    description: str = Field(min_length=1)
+    params_model: type[BaseModel]
+    """Pydantic model the request's params are validated against (``_meta`` excluded)."""
+    effects: Effects = "none"
+
+
+class Extension(BaseModel):
+    """An extension a plugin offers (SEP-2133): advertised under ``capabilities.extensions`` and
+    served by its :class:`ExtensionMethod`s."""
+
+    model_config = _FROZEN
+
+    identifier: str
+    """Reverse-DNS identifier, e.g. ``io.example/search`` (the SDK's
+    ``validate_extension_identifier`` rule; checked by rule ``extension-invalid``)."""
+    settings: dict[str, Any] = Field(default_factory=dict)
+    """What the capability carries for this extension (JSON)."""
+    methods: tuple[ExtensionMethod, ...] = ()
+
+
 class PromptArgument(BaseModel):
     """One argument of a prompt template."""
 

@@ -32,7 +32,7 @@ from mcp_providers import credentials, policy
 from mcp_providers.credentials import Credential, Upstream
 from mcp_providers.errors import ToolFailure
 from mcp_providers.identity import LOCAL, Principal
-from mcp_providers.models import Prompt, Resource, ResourceTemplate, Tool
+from mcp_providers.models import Extension, ExtensionMethod, Prompt, Resource, ResourceTemplate, Tool
 from mcp_providers.policy import Action
 
 # -- content blocks ------------------------------------------------------------------------------
@@ -356,6 +356,51 @@ class ResourceProvider:
     @contextlib.asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:
         """Open what reads need (HTTP clients, files) while the server runs."""
+        yield
+
+
+@dataclass(frozen=True, slots=True)
+class ExtensionRequest(_ActsForCaller):
+    """One request of an extension method, its params validated against the method's model.
+
+    :param method: the declaration requested.
+    :param params: an instance of ``method.params_model``.
+    :param principal: who asks.
+    """
+
+    method: ExtensionMethod
+    params: BaseModel
+    principal: Principal = LOCAL
+
+    def require(self, action: Action, target: str) -> None:
+        """Ask the policy about the data this request touches (as :meth:`ToolCall.require`).
+
+        :raises mcp_providers.errors.Denied: the policy refuses (the client gets -32003).
+        """
+        policy.require(action, target, asked_by=f"method {self.method.name}")
+
+
+class ExtensionProvider:
+    """Serves extensions (SEP-2133): their capability settings and their request methods."""
+
+    name: str = ""
+    """Unique provider name."""
+
+    def extensions(self) -> Sequence[Extension]:
+        """Declared extensions. Called once per composition."""
+        return ()
+
+    async def handle(self, request: ExtensionRequest) -> Mapping[str, Any]:
+        """Answer one request; the result is a JSON object (``_meta`` allowed).
+
+        :raises mcp_providers.errors.RequestError: a refusal with its JSON-RPC code (e.g.
+            :class:`~mcp_providers.errors.InvalidParams`).
+        """
+        raise NotImplementedError(f"{type(self).__name__}.handle")
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self) -> AsyncIterator[None]:
+        """Open what requests need while the server runs."""
         yield
 
 

@@ -151,7 +151,7 @@ def site(root: Path, names: tuple[str, ...] = ("notes", "extra", "policy"), *, d
 
 def install(root: Path, dist: str, entry_points: dict[str, str], version: str = "0.1") -> Path:
     """Write ``dist``'s ``.dist-info`` (METADATA, entry_points.txt) into ``root``; returns it."""
-    info = root / f"{dist}-{version}.dist-info"
+    info = root / f"{dist.replace('-', '_')}-{version}.dist-info"  # the wheel format escapes "-" in names
     info.mkdir(parents=True)
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n")
     lines = "".join(f"{name} = {value}\n" for name, value in entry_points.items())

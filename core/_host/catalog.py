@@ -36,8 +36,8 @@ from mcp.shared.uri_template import UriTemplate
 from mcp_providers._host.declarations import Declared, literal_start
 from mcp_providers._host.uris import InvalidUri, canonical, canonical_template
 from mcp_providers.errors import InvalidParams, NotFound
-from mcp_providers.models import Prompt, Resource, ResourceTemplate, Tool
-from mcp_providers.providers import PromptProvider, ResourceProvider, ToolProvider
+from mcp_providers.models import Extension, Prompt, Resource, ResourceTemplate, Tool
+from mcp_providers.providers import ExtensionProvider, PromptProvider, ResourceProvider, ToolProvider
 
 T = TypeVar("T")
 P = TypeVar("P")
@@ -92,6 +92,7 @@ class Catalog:
         self.templates: list[Entry[ResourceTemplate, ResourceProvider]] = []
         self.tools: list[Entry[Tool, ToolProvider]] = []
         self.prompts: list[Entry[Prompt, PromptProvider]] = []
+        self.extensions: list[Entry[Extension, ExtensionProvider]] = []
         self._by_prefix: dict[str, tuple[str, ResourceProvider, list[_Compiled]]] = {}
         for d in ordered:
             p = d.provider
@@ -108,6 +109,8 @@ class Catalog:
                     self._by_prefix[prefix] = (d.plugin, p, own)
             elif isinstance(p, ToolProvider):
                 self.tools += [Entry(d.plugin, p, t) for t in d.tools]
+            elif isinstance(p, ExtensionProvider):
+                self.extensions += [Entry(d.plugin, p, e) for e in d.extensions]
             else:
                 self.prompts += [Entry(d.plugin, p, pr) for pr in d.prompts]
         self._fixed = {
@@ -118,6 +121,8 @@ class Catalog:
         self._template_by_string = {e.declaration.uri_template: e for e in self.templates}
         self._tool_by_name = {e.declaration.name: e for e in self.tools}
         self._prompt_by_name = {e.declaration.name: e for e in self.prompts}
+        self.extension_methods = {m.name: (e, m) for e in self.extensions for m in e.declaration.methods}
+        """Method name -> (the extension's entry, the method declaration)."""
         self._prefix_lengths = sorted({len(px) for px in self._by_prefix}, reverse=True)
         self.fingerprint = self._fingerprint()
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from mcp_providers._host.discovery import PluginRecord
-from mcp_providers.models import Prompt, Resource, ResourceTemplate, Tool
-from mcp_providers.providers import PromptProvider, ResourceProvider, ToolProvider
+from mcp_providers.models import Extension, Prompt, Resource, ResourceTemplate, Tool
+from mcp_providers.providers import ExtensionProvider, PromptProvider, ResourceProvider, ToolProvider
 
 D = TypeVar("D")
 
@@ -39,11 +39,12 @@ class Declared:
     """Everything one provider declared, read once."""
 
     plugin: str
-    provider: ResourceProvider | ToolProvider | PromptProvider
+    provider: ResourceProvider | ToolProvider | PromptProvider | ExtensionProvider
     resources: Sequence[Resource] = ()
     templates: Sequence[ResourceTemplate] = ()
     tools: Sequence[Tool] = ()
     prompts: Sequence[Prompt] = ()
+    extensions: Sequence[Extension] = ()
 
     def resource_declarations(self) -> list[Resource | ResourceTemplate]:
         return [*self.resources, *self.templates]
@@ -70,6 +71,8 @@ def declare(records: Iterable[PluginRecord]) -> tuple[list[Declared], list[Probl
                     d.templates = _typed(provider.templates(), ResourceTemplate)
                 elif isinstance(provider, ToolProvider):
                     d.tools = _typed(provider.tools(), Tool)
+                elif isinstance(provider, ExtensionProvider):
+                    d.extensions = _typed(provider.extensions(), Extension)
                 else:
                     d.prompts = _typed(provider.prompts(), Prompt)
             except BaseException as exc:  # SystemExit too: one provider's exit must not end start-up
@@ -81,7 +84,7 @@ def declare(records: Iterable[PluginRecord]) -> tuple[list[Declared], list[Probl
                         "declaration-failed",
                         provider.name,
                         f"declaring provider {provider.name!r} raised {type(exc).__name__}: {exc}",
-                        "return declaration models from resources()/templates()/tools()/prompts()",
+                        "return declaration models from resources()/templates()/tools()/prompts()/extensions()",
                     )
                 )
                 continue

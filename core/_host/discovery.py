@@ -58,13 +58,14 @@ from mcp_providers._host.hookscan import PluginManager, scan_authorize, scan_pro
 from mcp_providers._metadata import usable
 from mcp_providers.config import DISABLE_ENV, PLUGINS_ENV, Config, format_validation_error, suggestion
 from mcp_providers.errors import ConfigError, MCPProvidersDeprecationWarning
-from mcp_providers.providers import PromptProvider, ResourceProvider, ToolProvider
+from mcp_providers.providers import ExtensionProvider, PromptProvider, ResourceProvider, ToolProvider
 
 Status = Literal["loaded", "rejected", "disabled"]
 
 _PROVIDER_HOOKS: tuple[tuple[str, type], ...] = (
     ("register_resource_providers", ResourceProvider),
     ("register_tool_providers", ToolProvider),
+    ("register_extensions", ExtensionProvider),
     ("register_prompts", PromptProvider),
 )
 
@@ -95,6 +96,7 @@ class PluginRecord:
     resource_providers: list[ResourceProvider] = field(default_factory=list, repr=False)
     tool_providers: list[ToolProvider] = field(default_factory=list, repr=False)
     prompt_providers: list[PromptProvider] = field(default_factory=list, repr=False)
+    extension_providers: list[ExtensionProvider] = field(default_factory=list, repr=False)
 
     configured: bool = False
     """The config has a ``[plugins.<name>]`` table for it."""
@@ -139,6 +141,7 @@ class PluginRecord:
         self.status = "rejected"
         self.reason = reason
         self.resource_providers, self.tool_providers, self.prompt_providers = [], [], []
+        self.extension_providers = []
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready summary."""
@@ -155,11 +158,11 @@ class PluginRecord:
             "providers": [p.name for p in self.providers()],
         }
 
-    def providers(self) -> list[ResourceProvider | ToolProvider | PromptProvider]:
-        return [*self.resource_providers, *self.tool_providers, *self.prompt_providers]
+    def providers(self) -> list[ResourceProvider | ToolProvider | PromptProvider | ExtensionProvider]:
+        return [*self.resource_providers, *self.tool_providers, *self.prompt_providers, *self.extension_providers]
 
 
-def _metadata_field(dist: importlib_metadata.Distribution | None, name: str) -> str | None:
+def _metadata_field(dist: Any, name: str) -> str | None:
     if dist is None:
         return None
     try:
@@ -392,6 +395,8 @@ def _collect(pm: pluggy.PluginManager, record: PluginRecord) -> None:
             record.resource_providers.extend(result)
         elif kind is ToolProvider:
             record.tool_providers.extend(result)
+        elif kind is ExtensionProvider:
+            record.extension_providers.extend(result)
         else:
             record.prompt_providers.extend(result)
 
@@ -408,6 +413,7 @@ def _kept(record: PluginRecord, previous: PluginRecord | None) -> bool:
     record.resource_providers = list(previous.resource_providers)
     record.tool_providers = list(previous.tool_providers)
     record.prompt_providers = list(previous.prompt_providers)
+    record.extension_providers = list(previous.extension_providers)
     return True
 
 

@@ -61,6 +61,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import itertools
+import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -361,6 +362,7 @@ def check(declared: Sequence[Declared]) -> list[Problem]:
     for d in declared:
         problems += _grammar(d)
         problems += _ownership(d)
+        problems += _check_extensions(d)
         unservable = {t.name: p for t in d.tools if (p := _servable(d, t)) is not None}
         if unservable:  # left out alone: the plugin's other tools are still served
             problems += unservable.values()
@@ -371,6 +373,8 @@ def check(declared: Sequence[Declared]) -> list[Problem]:
     _dupes(problems, "duplicate-template", ((t.uri_template, d) for d in declared for t in d.templates))
     _dupes(problems, "duplicate-tool", ((t.name, d) for d in declared for t in d.tools))
     _dupes(problems, "duplicate-prompt", ((p.name, d) for d in declared for p in d.prompts))
+    _dupes(problems, "duplicate-extension", ((e.identifier, d) for d in declared for e in d.extensions))
+    _dupes(problems, "duplicate-method", ((m.name, d) for d in declared for e in d.extensions for m in e.methods))
     problems += _shadowing(declared)
     return problems
 
@@ -381,6 +385,33 @@ def _valid(uri: str) -> bool:
     except InvalidUri:
         return False
     return True
+
+
+def _check_extensions(d: Declared) -> Iterable[Problem]:
+    """``extension-invalid``: an identifier that is not reverse-DNS (the SDK's rule), a method the
+    MCP spec defines (it would shadow the server's own), settings that are not JSON."""
+    from mcp.shared.extension import validate_extension_identifier
+    from mcp_types.methods import SPEC_CLIENT_METHODS
+
+    for e in d.extensions:
+        try:
+            validate_extension_identifier(e.identifier, owner="extension")
+        except TypeError as exc:
+            yield _extension_problem(d, e.identifier, str(exc), "use a reverse-DNS identifier like io.example/search")
+        try:
+            json.dumps(e.settings)
+        except (TypeError, ValueError) as exc:
+            yield _extension_problem(d, e.identifier, f"settings are not JSON: {exc}", "use str, number, list, dict")
+        for m in e.methods:
+            if m.name in SPEC_CLIENT_METHODS:
+                fix = "name it under the extension's own prefix, e.g. io.example/search"
+                yield _extension_problem(d, m.name, "is a method the MCP spec defines; the server serves it", fix)
+
+
+def _extension_problem(d: Declared, value: str, message: str, fix: str) -> Problem:
+    return Problem(
+        (d.plugin,), "extension-invalid", value, f"extension of provider {d.provider.name!r}: {message}", fix
+    )
 
 
 def _grammar(d: Declared) -> Iterable[Problem]:

@@ -24,6 +24,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_providers._host.assembly import Assembly
 from mcp_providers._serve.methods.channel import set_log_level
 from mcp_providers._serve.methods.completion import Complete
+from mcp_providers._serve.methods.extensions import ExtensionCall, ExtensionParams, advertised
 from mcp_providers._serve.methods.prompts import GetPrompt
 from mcp_providers._serve.methods.resources import Listing, ListMethod, ReadResource
 from mcp_providers._serve.methods.subscriptions import Listen, Subscribe, SubscriptionHub, Unsubscribe, watch_meta
@@ -113,6 +114,7 @@ def methods(assembly: Assembly, invoker: Invoker, hub: SubscriptionHub) -> list[
         out.append(Complete(assembly, invoker))
     if _watchable(assembly):
         out += [Subscribe(hub), Unsubscribe(hub)]
+    out += [ExtensionCall(name, catalog, invoker) for name in catalog.extension_methods]
     return [*out, Listen(hub)]
 
 
@@ -171,9 +173,16 @@ def dispatcher(runtime: Runtime, pipeline: Pipeline, name: str) -> Callable[[Ctx
 
 def routes(runtime: Runtime, pipeline: Pipeline, *, every: bool = False) -> list[RouteEntry]:
     """The handler table, each entry running through ``pipeline``: the methods the current
-    generation serves, or with ``every`` every method a generation could serve."""
+    generation serves, or with ``every`` every spec method a generation could serve; and the
+    current generation's extension methods (their params checked by their own models)."""
     served = runtime.generation.methods
-    return [RouteEntry(n, p, dispatcher(runtime, pipeline, n)) for n, p in _PARAMS.items() if every or n in served]
+    out = [RouteEntry(n, p, dispatcher(runtime, pipeline, n)) for n, p in _PARAMS.items() if every or n in served]
+    return out + _extension_routes(runtime, pipeline)
+
+
+def _extension_routes(runtime: Runtime, pipeline: Pipeline) -> list[RouteEntry]:
+    names = runtime.generation.assembly.catalog.extension_methods
+    return [RouteEntry(n, ExtensionParams, dispatcher(runtime, pipeline, n)) for n in names]
 
 
 _LIST_CAPABILITIES = (("resources", "resources/list"), ("tools", "tools/list"), ("prompts", "prompts/list"))
@@ -199,6 +208,9 @@ def handshake(runtime: Runtime) -> Callable[[Ctx, dict[str, Any]], dict[str, Any
         resources = capabilities.get("resources")
         if isinstance(resources, dict):
             resources["subscribe"] = _watchable(generation.assembly)
+        extensions = advertised(generation.assembly.catalog)
+        if extensions:
+            capabilities["extensions"] = {**(capabilities.get("extensions") or {}), **extensions}
         if ctx.method == "initialize":
             runtime.hub.opened(ctx.session, frozenset(k for k, _ in _LIST_CAPABILITIES if k in capabilities))
         return result
@@ -238,8 +250,9 @@ def build_server(
 
     check_seams()  # refuse an SDK without the private names the serving code reaches for
     served = routes(runtime, pipeline, every=True)  # a reload may add a category: each answers -32601 until then
-    handlers: dict[str, Any] = {_ON[r.method]: r.handler for r in served}
+    handlers: dict[str, Any] = {_ON[r.method]: r.handler for r in served if r.method in _ON}
     server: Server[object] = Server(name, version=version, icons=wire.icons_wire(icons), lifespan=lifespan, **handlers)
+    _register_extensions(server, runtime, pipeline)
     # logging/setLevel is registered directly: the constructor's on_set_logging_level warns that
     # logging is deprecated at 2026-07-28, but 2025-11-25 clients still set levels for the log
     # messages tools send (ToolCall.log); the SDK keeps the method off the 2026 wire itself.
@@ -248,12 +261,21 @@ def build_server(
     # negotiated version (wire.initialize_middleware inside Pipeline.middleware).
     server.middleware.append(pipeline.middleware)
     pipeline.handshake = handshake(runtime)
+    runtime.swapped.append(lambda _: _register_extensions(server, runtime, pipeline))  # a reload may add some
     pipeline.answer_directly(server, {r.method: r.handler for r in served if r.method in WIRE_FORM_RESULTS})
     # The pipeline makes the request's span (steps/tracing.py: parented from _meta and HTTP headers,
     # no error messages); the SDK's would be a second one, and it builds spans even with no tracer.
     tracing = tracing_middleware()
     server.middleware = [m for m in server.middleware if not isinstance(m, tracing)]
     return server
+
+
+def _register_extensions(server: Server[object], runtime: Runtime, pipeline: Pipeline) -> None:
+    """Register the current generation's extension methods the server does not know yet (one that
+    a later generation drops answers -32601 through its dispatcher)."""
+    for route in _extension_routes(runtime, pipeline):
+        if server.get_request_handler(route.method) is None:
+            server.add_request_handler(route.method, route.params, route.handler)
 
 
 async def set_level(ctx: Ctx, params: types.SetLevelRequestParams) -> types.EmptyResult:

@@ -117,6 +117,8 @@ class Runtime:
             max_uri_length=settings.max_uri_length,
             shared=self.shared,
         )
+        self.swapped: list[Callable[[Generation], None]] = []
+        """Called with the new generation after each :meth:`swap` (the binding registers new methods)."""
         self.background: list[Callable[[], Coroutine[Any, Any, None]]] = []
         """Tasks run beside the providers while serving (a reload's signal and file watches)."""
         self._method_table = methods
@@ -172,6 +174,8 @@ class Runtime:
                     await self._host_provider(d.plugin, d.provider, self._tasks)
         old, self.generation = self.generation, new
         self.hub.catalog = assembly.catalog
+        for call in self.swapped:
+            call(new)
         for name in set(self.startup_failures) - {d.provider.name for d in assembly.declared}:
             del self.startup_failures[name]
         if self._tasks is not None:
