@@ -9,6 +9,9 @@ A request needs ``Authorization: Bearer <token>``: either the token in ``[server
 failed and the old composition goes on serving. With ``?cluster=1`` a reload that did not fail is
 announced to every other replica of the ``[cluster]`` (``"announced": true``), each of which
 reloads its own config.
+
+``/status`` and ``/status.json`` (:mod:`~mcp_providers._serve.transport.status`) sit behind the same
+gate: :func:`admin_gate` makes it once, :func:`admit` is the bearer check both use.
 """
 
 from __future__ import annotations

@@ -207,6 +207,11 @@ def _table(head: Iterable[str], rows: Iterable[Iterable[str]], row_class: Iterab
     return f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
 
 
+def _pairs(rows: Iterable[tuple[str, str]]) -> str:
+    """A two-column table of labels (escaped here) and already-escaped values."""
+    return "<table>" + "".join(f"<tr><th>{_e(k)}</th><td>{v}</td></tr>" for k, v in rows) + "</table>"
+
+
 def render(body: dict[str, Any]) -> str:
     """The HTML page of :func:`facts` ``body``: every value escaped, no script."""
     server = body["server"]
@@ -229,16 +234,16 @@ def render(body: dict[str, Any]) -> str:
 
 def _config_section(body: dict[str, Any]) -> str:
     last = body["last_reload"]
-    rows = [["config digest", f"<code>{_e(body['config_digest'])}</code>"], ["generation", _e(body["generation"])]]
+    rows = [("config digest", f"<code>{_e(body['config_digest'])}</code>"), ("generation", _e(body["generation"]))]
     if last is None:
-        rows.append(["last reload", "none since start-up"])
+        rows.append(("last reload", "none since start-up"))
     else:
         when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(last["at"]))
-        rows.append(["last reload", f"{_e(last['outcome'])} ({_e(last['trigger'])}, {_e(when)})"])
+        rows.append(("last reload", f"{_e(last['outcome'])} ({_e(last['trigger'])}, {_e(when)})"))
         for label in ("problems", "warnings", "changed"):
             if last[label]:
-                rows.append([label, "<br>".join(_e(item) for item in last[label])])
-    return "<h2>Configuration</h2>" + _table(["", ""], rows)
+                rows.append((label, "<br>".join(_e(item) for item in last[label])))
+    return "<h2>Configuration</h2>" + _pairs(rows)
 
 
 def _plugins_section(records: list[dict[str, Any]], failed: dict[str, str]) -> str:
@@ -258,10 +263,10 @@ def _plugins_section(records: list[dict[str, Any]], failed: dict[str, str]) -> s
 
 def _cluster_section(c: dict[str, Any]) -> str:
     connected = "n/a" if c["connected"] is None else ("yes" if c["connected"] else "no")
-    rows = [["backend", _e(c["backend"])], ["configured", "yes" if c["configured"] else "no"],
-            ["connected", connected], ["replica", _e(c["replica"])],
-            ["leases held", "<br>".join(_e(s) for s in c["leases"]) or "none"]]  # fmt: skip
-    return "<h2>Cluster</h2>" + _table(["", ""], rows)
+    rows = [("backend", _e(c["backend"])), ("configured", "yes" if c["configured"] else "no"),
+            ("connected", connected), ("replica", _e(c["replica"])),
+            ("leases held", "<br>".join(_e(s) for s in c["leases"]) or "none")]  # fmt: skip
+    return "<h2>Cluster</h2>" + _pairs(rows)
 
 
 def _requests_section(requests: dict[str, Any] | None) -> str:
