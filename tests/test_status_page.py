@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -203,6 +204,49 @@ def test_status_is_off_without_the_admin_table(tmp_path: Path, path: str) -> Non
         for token in (None, ADMIN):
             code, _, body = _get(base + path, token)
             assert code == 404 and "add [server.admin]" in body and "Status page" in body
+
+
+REDIS_PASSWORD = "redis-password-" + "7c" * 12
+
+
+@contextlib.contextmanager
+def _redis(password: str) -> Iterator[str]:
+    """A real ``redis-server`` on a free loopback port asking for ``password``; yields its URL."""
+    binary = require_tool("redis-server", "apt-get install -y redis-server")
+    port = free_port()
+    proc = subprocess.Popen(
+        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+         "--requirepass", password],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            with contextlib.closing(socket.socket()) as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            assert proc.poll() is None and time.monotonic() < deadline, "redis-server did not start"
+            time.sleep(0.05)
+        yield f"redis://:{password}@127.0.0.1:{port}/0"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_status_names_the_cluster_backend_and_this_replica_but_not_its_password(tmp_path: Path) -> None:
+    with _redis(REDIS_PASSWORD) as url:
+        cluster = f'\n[cluster]\nredis_url = "{url}"\nkey_prefix = "status-test"\n'
+        with _serving(tmp_path, CONFIG + ADMIN_TABLE + cluster) as base:
+            deadline = time.monotonic() + 20
+            while not (status := _status(base))["cluster"]["connected"]:  # the listener connects in the background
+                assert time.monotonic() < deadline, status["cluster"]
+                time.sleep(0.1)
+            assert status["cluster"]["backend"] == "redis" and status["cluster"]["configured"] is True
+            assert status["cluster"]["replica"] and status["cluster"]["leases"] == []
+            _, _, page = _get(f"{base}/status")
+            assert "<th>connected</th><td>yes</td>" in page
+            for text in (page, json.dumps(status)):
+                assert REDIS_PASSWORD not in text
 
 
 def test_the_status_page_in_headless_chromium_shows_the_rejected_plugin(served: str, tmp_path: Path) -> None:
