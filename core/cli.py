@@ -323,7 +323,7 @@ def _serve_http(
     allow_host: list[str] | None,
     reloader: Any = None,
 ) -> None:
-    from mcp_providers._serve.transport.admin import admin_routes
+    from mcp_providers._serve.transport.admin import admin_gate, admin_routes
     from mcp_providers._serve.transport.auth import http_auth
     from mcp_providers._serve.transport.http_app import http_app, is_loopback, transport_policy
     from mcp_providers._serve.transport.limits import Limits, run_uvicorn
@@ -341,19 +341,23 @@ def _serve_http(
         ops_routes,
         pin_sessions,
     )
+    from mcp_providers._serve.transport.status import RecentRequests, status_routes  # /status; docs/operations.md
 
+    recent = RecentRequests()
     try:
-        admin = admin_routes(reloader, composition.config.server.admin, auth) if reloader is not None else []
+        gate = admin_gate(composition.config.server.admin, auth)
     except ConfigError as exc:
         err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
         raise typer.Exit(1) from None
+    admin = admin_routes(reloader, composition.config.server.admin, auth, gate) if reloader is not None else []
+    admin += status_routes(composition, reloader, gate, recent)
     asgi = http_app(
         server,
         stateless=stateless,
         json_response=json_response,
         security=transport_policy(host, allow_host),
         auth=auth,
-        routes=ops_routes(composition, reloader) + admin,
+        routes=ops_routes(composition, reloader, recent) + admin,
         event_store=None if stateless else _event_store(composition),
     )
     served = pin_sessions(asgi)  # session ids name the replica when MCP_PROVIDERS_REPLICA is set

@@ -242,7 +242,7 @@ class Pipeline:
             exchange.reason = f"{getattr(exc, 'code', -32603)}: {kind}"
 
     def _write(self, exchange: Exchange) -> None:
-        if not self.audit.enabled:
+        if not self.audit.enabled and exchange.decision != "denied":  # denials are kept for /status
             return
         line: dict[str, Any] = {
             "actor": exchange.actor,

@@ -21,10 +21,14 @@ Where lines go (``[server.audit]``, :meth:`ServerSettings.audit_sinks
 <mcp_providers.config.ServerSettings.audit_sinks>`): files are appended to as the request ends;
 syslog and webhook sinks (:mod:`.sinks`) are queued for and shipped by :meth:`AuditLog.ship`,
 which the runtime runs in the background, so they never hold a request up.
+
+Every denied line is also kept, shortened, in :attr:`AuditLog.recent_denials` (the last
+:data:`RECENT_DENIALS`, with or without sinks) for the ``/status`` page.
 """
 
 from __future__ import annotations
 
+import collections
 import json
 import logging
 import threading
@@ -40,6 +44,11 @@ from mcp_providers._serve.steps.sinks import Outbox, SyslogSink, WebhookSink
 from mcp_providers.config import FileSinkSettings, SyslogSinkSettings, WebhookSinkSettings
 
 log = logging.getLogger("mcp_providers.audit")
+
+RECENT_DENIALS = 50
+"""How many denials :attr:`AuditLog.recent_denials` keeps (the newest)."""
+SHORT = 200
+"""Longest target or reason kept there, in characters (longer ones end in ``…``)."""
 
 FLUSH_SECONDS = 5.0
 """How long a stopping server waits for the shipped sinks to send what is queued, in seconds."""
@@ -68,6 +77,9 @@ class AuditLog:
             elif isinstance(s, WebhookSinkSettings):
                 self.shipped.append(WebhookSink(s, Outbox(s.name, s.queue_size, drop_log_seconds)))
         self._outboxes = [sink.outbox for sink in self.shipped]
+        self.recent_denials: collections.deque[dict[str, str | None]] = collections.deque(maxlen=RECENT_DENIALS)
+        """The newest denials, oldest first: ``time``, ``operation``, ``action``, ``target``,
+        ``subject``, ``issuer``, ``reason`` (targets and reasons cut at :data:`SHORT`)."""
 
     @property
     def enabled(self) -> bool:
@@ -87,10 +99,16 @@ class AuditLog:
             f.close()
 
     def write(self, line: dict[str, Any]) -> None:
-        """Write ``line`` (``time`` is added first) to the files and queue it for the shipped sinks."""
-        if not self.enabled:
+        """Write ``line`` (``time`` is added first) to the files and queue it for the shipped sinks;
+        keep it in :attr:`recent_denials` when its ``decision`` is ``denied`` (even without sinks)."""
+        denied = line.get("decision") == "denied"
+        if not self.enabled and not denied:
             return
         when = now_utc()
+        if denied:
+            self.recent_denials.append(_denial(when, line))
+        if not self.enabled:
+            return
         text = json.dumps({"time": when, **line}, ensure_ascii=True, separators=(",", ":"))
         for f in self._files:
             f.write(text + "\n")
@@ -115,6 +133,20 @@ class AuditLog:
                 await anyio.sleep(0.02)
         for box in self._outboxes:
             box.abandon()
+
+
+def _denial(when: str, line: dict[str, Any]) -> dict[str, str | None]:
+    """The facts of a denied line kept for ``/status``: never content, arguments or secrets (the
+    line holds none), targets and reasons shortened."""
+    fact: dict[str, str | None] = {"time": when}
+    for key in ("operation", "action", "target", "subject", "issuer", "reason"):
+        value = line.get(key)
+        fact[key] = None if value is None else _short(str(value))
+    return fact
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= SHORT else text[: SHORT - 1] + "…"
 
 
 RESTART_SECONDS = 1.0

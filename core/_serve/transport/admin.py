@@ -9,6 +9,9 @@ A request needs ``Authorization: Bearer <token>``: either the token in ``[server
 failed and the old composition goes on serving. With ``?cluster=1`` a reload that did not fail is
 announced to every other replica of the ``[cluster]`` (``"announced": true``), each of which
 reloads its own config.
+
+``/status`` and ``/status.json`` (:mod:`~mcp_providers._serve.transport.status`) sit behind the same
+gate: :func:`admin_gate` makes it once, :func:`admit` is the bearer check both use.
 """
 
 from __future__ import annotations
@@ -74,25 +77,48 @@ class AdminGate:
         return principal if principal is not None and principal.subject in self._subjects else None
 
 
-def admin_routes(reloader: Reloader, settings: AdminSettings | None, auth: ResourceServer | None) -> list[Route]:
-    """``POST /admin/reload`` for ``reloader`` (404 when ``settings`` is ``None``)."""
-    gate = AdminGate(settings, auth) if settings is not None else None
+def admin_gate(settings: AdminSettings | None, auth: ResourceServer | None) -> AdminGate | None:
+    """The gate of ``[server.admin]``, or ``None`` when the table is absent (the routes answer 404).
+
+    :raises ConfigError: as :class:`AdminGate`.
+    """
+    return AdminGate(settings, auth) if settings is not None else None
+
+
+async def admit(gate: AdminGate, request: Request, audit: Any, operation: str, what: str) -> Principal | Response:
+    """The principal ``request``'s bearer token stands for, or the refusal to send: 401 without a
+    bearer token, 403 with one ``gate`` does not accept (``what`` names the action, e.g.
+    ``"reload"``). Refusals are audited under ``operation`` with the request's path as target."""
+    path = request.url.path
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        _audit(audit, None, operation, path, "denied", "no bearer token")
+        return JSONResponse({"error": "send Authorization: Bearer <admin token>"}, 401,
+                            headers={"WWW-Authenticate": "Bearer"})  # fmt: skip
+    principal = await gate.who(token.strip())
+    if principal is None:
+        _audit(audit, None, operation, path, "denied", "token not named by [server.admin]")
+        return JSONResponse({"error": f"this token may not {what}: [server.admin] names it nowhere"}, 403)
+    return principal
+
+
+def admin_routes(
+    reloader: Reloader, settings: AdminSettings | None, auth: ResourceServer | None, gate: AdminGate | None = None
+) -> list[Route]:
+    """``POST /admin/reload`` for ``reloader`` (404 when ``settings`` is ``None``); ``gate``, when
+    given, is the one made of ``settings`` (:func:`admin_gate`), shared with ``/status``."""
+    gate = gate if gate is not None else admin_gate(settings, auth)
     audit = reloader.composition.runtime.audit
 
     async def reload(request: Request) -> Response:
         if gate is None:
             return JSONResponse({"error": "reload over HTTP is off; add [server.admin] (docs/operations.md)"}, 404)
-        scheme, _, token = request.headers.get("authorization", "").partition(" ")
-        if scheme.lower() != "bearer" or not token:
-            _audit(audit, None, "denied", "no bearer token")
-            return JSONResponse({"error": "send Authorization: Bearer <admin token>"}, 401,
-                                headers={"WWW-Authenticate": "Bearer"})  # fmt: skip
-        principal = await gate.who(token.strip())
-        if principal is None:
-            _audit(audit, None, "denied", "token not named by [server.admin]")
-            return JSONResponse({"error": "this token may not reload: [server.admin] names it nowhere"}, 403)
+        principal = await admit(gate, request, audit, "admin/reload", "reload")
+        if isinstance(principal, Response):
+            return principal
         attempt = await reloader.reload("admin")
-        _audit(audit, principal, "allowed" if attempt.outcome != "failed" else "error", attempt.outcome)
+        _audit(audit, principal, "admin/reload", PATH, "allowed" if attempt.outcome != "failed" else "error",
+               attempt.outcome)  # fmt: skip
         body = attempt.as_dict()
         if request.query_params.get("cluster") in ("1", "true") and attempt.outcome != "failed":
             try:
@@ -104,9 +130,9 @@ def admin_routes(reloader: Reloader, settings: AdminSettings | None, auth: Resou
     return [Route(PATH, reload, methods=["POST"])]
 
 
-def _audit(audit: Any, principal: Principal | None, decision: str, reason: str) -> None:
-    if not audit.enabled:
+def _audit(audit: Any, principal: Principal | None, operation: str, target: str, decision: str, reason: str) -> None:
+    if not audit.enabled and decision != "denied":  # denials are kept for /status even without sinks
         return
     who = principal.custody() if principal is not None else {"subject": "anonymous"}
-    audit.write({"actor": "operator", **who, "operation": "admin/reload", "target": PATH,
+    audit.write({"actor": "operator", **who, "operation": operation, "target": target,
                  "decision": decision, "reason": reason})  # fmt: skip

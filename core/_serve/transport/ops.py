@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from mcp_providers._serve.composition import Composition
     from mcp_providers._serve.reload import Reloader
     from mcp_providers._serve.runtime import Runtime
+    from mcp_providers._serve.transport.status import RecentRequests
 
 
 OTHER_METHOD = "other"
@@ -57,9 +58,16 @@ class Metrics:
 
     :param served: whether the server serves a method (a handler is registered); only those are
         labels, every other name is :data:`OTHER_METHOD`.
+    :param recent: also counts each request there, by the same label (``/status``).
     """
 
-    def __init__(self, runtime: Runtime, served: Callable[[str], bool], reloader: Reloader | None = None) -> None:
+    def __init__(
+        self,
+        runtime: Runtime,
+        served: Callable[[str], bool],
+        reloader: Reloader | None = None,
+        recent: RecentRequests | None = None,
+    ) -> None:
         from prometheus_client import CollectorRegistry, Counter, Histogram
 
         self.registry = CollectorRegistry()
@@ -70,6 +78,7 @@ class Metrics:
         self.reads = Histogram("mcp_providers_read_seconds", "resources/read latency", registry=self.registry)
         self.registry.register(_Gauges(runtime, reloader))
         self._served = served
+        self._recent = recent
 
     async def middleware(self, ctx: Any, call_next: Any) -> Any:
         """SDK server middleware: count every request by method and outcome, time the reads."""
@@ -84,6 +93,8 @@ class Metrics:
         finally:
             method = ctx.method if isinstance(ctx.method, str) and self._served(ctx.method) else OTHER_METHOD
             self.requests.labels(method, outcome).inc()
+            if self._recent is not None:
+                self._recent.count(method, outcome != "ok")
             if ctx.method == "resources/read":
                 self.reads.observe(time.perf_counter() - started)
 
@@ -161,8 +172,11 @@ def transport_stopped(server: Any) -> str | None:
     return None
 
 
-def ops_routes(composition: Composition, reloader: Reloader | None = None) -> list[Route]:
-    """``/healthz``, ``/readyz`` and ``/metrics`` for ``composition``; installs the request metrics.
+def ops_routes(
+    composition: Composition, reloader: Reloader | None = None, recent: RecentRequests | None = None
+) -> list[Route]:
+    """``/healthz``, ``/readyz`` and ``/metrics`` for ``composition``; installs the request metrics
+    (counted in ``recent`` too, for ``/status``, when given).
 
     Mount them next to the MCP endpoint (``custom_starlette_routes=`` of the SDK's
     ``streamable_http_app``). Call once per served composition.
@@ -170,7 +184,7 @@ def ops_routes(composition: Composition, reloader: Reloader | None = None) -> li
     runtime = composition.runtime
     server = composition.server
     served = lambda method: method == "initialize" or server.get_request_handler(method) is not None  # noqa: E731
-    metrics = Metrics(runtime, served, reloader)
+    metrics = Metrics(runtime, served, reloader, recent)
     server.middleware.insert(0, metrics.middleware)
 
     async def healthz(request: Request) -> Response:
