@@ -26,6 +26,7 @@ from mcp_providers.errors import InvalidParams, ProviderFailed
 from mcp_providers.models import Extension, ExtensionMethod
 from mcp_providers.providers import ExtensionProvider, ExtensionRequest
 
+
 class ExtensionParams(types.RequestParams):
     """What the SDK validates an extension request's params against: ``_meta`` and anything
     else, kept for the method's own model (:meth:`ExtensionCall.route`)."""
