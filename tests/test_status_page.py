@@ -148,7 +148,7 @@ async def test_status_json_tells_plugins_catalog_reload_cluster_requests_and_den
         "status_site", "0.3", "loaded",
     )  # fmt: skip
     assert plugins["notes"]["catalog"] == {"resources": 1, "templates": 0, "tools": 0, "prompts": 0}
-    assert plugins["extra"]["catalog"] == {"resources": 1, "templates": 0, "tools": 1, "prompts": 0}
+    assert plugins["extra"]["catalog"] == {"resources": 2, "templates": 0, "tools": 1, "prompts": 0}  # one and live
     _, _, ready = _get(f"{served}/readyz", None)
     assert status["config_digest"] == json.loads(ready)["config_digest"] and len(status["config_digest"]) == 16
     assert status["cluster"] == {"backend": "in-process", "configured": False, "connected": None, "replica": None,
