@@ -423,7 +423,7 @@ class WebhookSinkSettings(_Shipped):
     def _safe_url(cls, url: AnyHttpUrl) -> AnyHttpUrl:
         if url.username or url.password:
             raise ValueError(
-                "the webhook URL carries credentials; put the token in an environment variable named by token_env"
+                "the sink's URL carries credentials; put the token in an environment variable named by token_env"
             )
         if url.scheme != "https" and not _loopback_host(url.host or ""):
             raise ValueError(
@@ -442,7 +442,24 @@ def _loopback_host(host: str) -> bool:
         return False
 
 
-AuditSink = Annotated[FileSinkSettings | SyslogSinkSettings | WebhookSinkSettings, Field(discriminator="type")]
+class OtlpLogsSinkSettings(WebhookSinkSettings):
+    """An OpenTelemetry logs pipeline: batches POSTed to an OTLP/HTTP logs endpoint as JSON
+    (``ExportLogsServiceRequest``, OTLP specification 1.x, "OTLP/HTTP"), one log record per line
+    (its body the line's JSON, its severity from the decision). Retried with back-off on the
+    answers OTLP calls retryable (429, 502, 503, 504) and on network errors; any other non-2xx
+    answer drops the batch (counted)."""
+
+    type: Literal["otlp"]  # type: ignore[assignment]
+    name: str = Field(default="otlp", pattern=r"^[A-Za-z0-9_.-]{1,64}$")
+    url: AnyHttpUrl
+    """The logs endpoint, e.g. ``https://collector.example:4318/v1/logs`` (``http://`` on loopback)."""
+    service_name: str = Field(default="mcp-providers", min_length=1, max_length=200)
+    """The ``service.name`` resource attribute of every record."""
+
+
+AuditSink = Annotated[
+    FileSinkSettings | SyslogSinkSettings | WebhookSinkSettings | OtlpLogsSinkSettings, Field(discriminator="type")
+]
 
 
 class AuditSettings(BaseModel):

@@ -439,3 +439,94 @@ def test_plain_http_webhooks_on_loopback_are_taken(url: str) -> None:
 def test_bad_sinks_are_refused_saying_what_would_be_right(sinks: list[dict[str, Any]], says: str) -> None:
     with pytest.raises(ValidationError, match=says):
         AuditSettings.model_validate({"sinks": sinks})
+
+
+# -- OTLP logs ------------------------------------------------------------------------------------
+
+
+class OtlpReceiver:
+    """A real HTTP server on loopback taking OTLP/HTTP JSON logs: each body is parsed with the
+    OTLP protobuf schema itself (``opentelemetry-proto``), so a malformed request fails the test;
+    answers the statuses of ``answers`` in turn, then 200."""
+
+    def __init__(self, answers: list[int]) -> None:
+        from google.protobuf import json_format
+        from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+
+        self.answers = list(answers)
+        self.calls: list[tuple[int, Any]] = []
+        self._lock = threading.Lock()
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                request = json_format.Parse(body, ExportLogsServiceRequest())  # raises on a bad shape
+                with receiver._lock:
+                    status = receiver.answers.pop(0) if receiver.answers else 200
+                    receiver.calls.append((status, request))
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"{}")
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1/logs"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def accepted(self) -> list[Any]:
+        with self._lock:
+            return [
+                record
+                for status, request in self.calls
+                if status == 200
+                for resource in request.resource_logs
+                for scope in resource.scope_logs
+                for record in scope.log_records
+            ]
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _otlp(url: str, **more: Any) -> dict[str, Any]:
+    return {**_webhook(url, **more), "type": "otlp", "name": "otlp"}
+
+
+async def test_otlp_logs_get_every_line_once_as_records_retrying_what_otlp_calls_retryable(tmp_path: Path) -> None:
+    receiver = OtlpReceiver([503, 429])
+    try:
+        composition = _served(tmp_path, _otlp(receiver.url, service_name="docs-prod"))
+        async with Client(composition.server, cache=None) as client:
+            for _ in range(12):
+                await client.read_resource(URI)
+        records = receiver.accepted()
+        reference = _reference(tmp_path)
+        assert _same_json([r.body.string_value for r in records]) == _same_json(reference)  # each exactly once
+        assert {r.severity_text for r in records} == {"INFO"} and {r.severity_number for r in records} == {9}
+        assert all(r.time_unix_nano > 0 for r in records)
+        first = receiver.calls[0][1].resource_logs[0]
+        assert first.resource.attributes[0].key == "service.name"
+        assert first.resource.attributes[0].value.string_value == "docs-prod"
+        assert [status for status, _ in receiver.calls[:3]] == [503, 429, 200]
+        assert composition.runtime.audit.dropped() == {"otlp": 0}
+    finally:
+        receiver.close()
+
+
+async def test_an_otlp_answer_that_is_not_retryable_drops_the_batch_at_once(tmp_path: Path) -> None:
+    receiver = OtlpReceiver([400])
+    try:
+        composition = _served(tmp_path, _otlp(receiver.url, batch_size=100, batch_seconds=0.05, retries=5))
+        async with Client(composition.server, cache=None) as client:
+            await client.read_resource(URI)
+            await _wait_for(lambda: composition.runtime.audit.shipped[0].outbox.idle)
+            assert [status for status, _ in receiver.calls] == [400]  # not retried
+            assert composition.runtime.audit.dropped() == {"otlp": len(_reference(tmp_path))}
+    finally:
+        receiver.close()

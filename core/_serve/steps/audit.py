@@ -40,8 +40,8 @@ import anyio
 import anyio.abc
 
 from mcp_providers._serve.steps.custody import now_utc
-from mcp_providers._serve.steps.sinks import Outbox, SyslogSink, WebhookSink
-from mcp_providers.config import FileSinkSettings, SyslogSinkSettings, WebhookSinkSettings
+from mcp_providers._serve.steps.sinks import OtlpLogsSink, Outbox, SyslogSink, WebhookSink
+from mcp_providers.config import FileSinkSettings, OtlpLogsSinkSettings, SyslogSinkSettings, WebhookSinkSettings
 
 log = logging.getLogger("mcp_providers.audit")
 
@@ -74,6 +74,8 @@ class AuditLog:
         for s in sinks:
             if isinstance(s, SyslogSinkSettings):
                 self.shipped.append(SyslogSink(s, Outbox(s.name, s.queue_size, drop_log_seconds)))
+            elif isinstance(s, OtlpLogsSinkSettings):  # before its base class, WebhookSinkSettings
+                self.shipped.append(OtlpLogsSink(s, Outbox(s.name, s.queue_size, drop_log_seconds)))
             elif isinstance(s, WebhookSinkSettings):
                 self.shipped.append(WebhookSink(s, Outbox(s.name, s.queue_size, drop_log_seconds)))
         self._outboxes = [sink.outbox for sink in self.shipped]

@@ -1,4 +1,4 @@
-"""Audit sinks that ship lines off the host: syslog and an HTTP webhook (``[server.audit]``).
+"""Audit sinks that ship lines off the host: syslog, an HTTP webhook and an OTLP logs endpoint (``[server.audit]``).
 
 Each sink has an :class:`Outbox`, a bounded in-memory queue the request path only appends to
 (never waiting, never failing), and a task that drains it in the background
@@ -17,6 +17,7 @@ JSON array of lines POSTed with ``Idempotency-Key`` (one per batch, kept across 
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import os
@@ -29,7 +30,7 @@ import anyio
 import anyio.abc
 import httpx2
 
-from mcp_providers.config import SYSLOG_FACILITIES, SyslogSinkSettings, WebhookSinkSettings
+from mcp_providers.config import SYSLOG_FACILITIES, OtlpLogsSinkSettings, SyslogSinkSettings, WebhookSinkSettings
 
 log = logging.getLogger("mcp_providers.audit")
 
@@ -194,6 +195,8 @@ class SyslogSink:
 class WebhookSink:
     """POSTs batches of entries as JSON arrays, retried with exponential back-off."""
 
+    kind = "webhook"
+
     def __init__(self, settings: WebhookSinkSettings, outbox: Outbox) -> None:
         self.settings, self.outbox = settings, outbox
         self.sequence = 0
@@ -214,9 +217,8 @@ class WebhookSink:
                 batch = await self.outbox.take(s.batch_size, s.batch_seconds)
                 self.sequence += 1
                 headers = {**self._headers, "Idempotency-Key": uuid.uuid4().hex, "X-Audit-Sequence": str(self.sequence)}
-                body = ("[" + ",".join(text for _, _, text in batch) + "]").encode("ascii")
-                if not await self._deliver(http, body, headers):
-                    self.outbox.drop(len(batch), f"the webhook gave no 2xx answer to {s.retries + 1} attempts")
+                if not await self._deliver(http, self.body(batch), headers):
+                    self.outbox.drop(len(batch), f"the {self.kind} gave no 2xx answer to {s.retries + 1} attempts")
                 self.outbox.done(len(batch))
                 self.outbox.report()
 
@@ -234,4 +236,61 @@ class WebhookSink:
             if 200 <= answer.status_code < 300:
                 return True
             log.debug("audit sink %r: POST answered %d", s.name, answer.status_code)
+            if not self.retryable(answer.status_code):
+                return False
         return False
+
+    def body(self, batch: list[Entry]) -> bytes:
+        """A batch as the JSON array of its lines."""
+        return ("[" + ",".join(text for _, _, text in batch) + "]").encode("ascii")
+
+    def retryable(self, status: int) -> bool:
+        """Whether an answer with ``status`` is worth another attempt (a webhook: any non-2xx)."""
+        return True
+
+
+OTLP_SEVERITY = {"allowed": (9, "INFO"), "denied": (13, "WARN"), "error": (17, "ERROR")}
+"""OpenTelemetry severity number and text per decision (the logs data model's INFO, WARN, ERROR)."""
+OTLP_RETRYABLE = frozenset({429, 502, 503, 504})
+"""The HTTP answers OTLP/HTTP says to retry (OTLP specification, "Retryable Response Codes")."""
+
+
+class OtlpLogsSink(WebhookSink):
+    """POSTs batches to an OTLP/HTTP logs endpoint as ``ExportLogsServiceRequest`` JSON."""
+
+    kind = "OTLP logs endpoint"
+
+    def body(self, batch: list[Entry]) -> bytes:
+        settings = self.settings
+        service = settings.service_name if isinstance(settings, OtlpLogsSinkSettings) else "mcp-providers"
+        records = [_log_record(when, decision, text) for when, decision, text in batch]
+        request = {"resourceLogs": [{
+            "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": service}}]},
+            "scopeLogs": [{"scope": {"name": "mcp_providers.audit"}, "logRecords": records}],
+        }]}  # fmt: skip
+        return json.dumps(request, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+
+    def retryable(self, status: int) -> bool:
+        return status in OTLP_RETRYABLE
+
+
+def _log_record(when: str, decision: str, text: str) -> dict[str, object]:
+    number, severity = OTLP_SEVERITY.get(decision, (9, "INFO"))
+    return {
+        "timeUnixNano": str(_unix_nanos(when)),
+        "severityNumber": number,
+        "severityText": severity,
+        "body": {"stringValue": text},
+        "attributes": [{"key": "event.name", "value": {"stringValue": "mcp_providers.audit"}},
+                       {"key": "decision", "value": {"stringValue": decision}}],
+    }  # fmt: skip
+
+
+def _unix_nanos(when: str) -> int:
+    """The line's ISO 8601 ``time`` in nanoseconds since the epoch (now, if it does not parse)."""
+    from datetime import datetime
+
+    try:
+        return int(datetime.fromisoformat(when.replace("Z", "+00:00")).timestamp() * 1_000_000_000)
+    except ValueError:
+        return time.time_ns()
