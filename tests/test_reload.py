@@ -460,3 +460,17 @@ async def test_watches_of_surviving_uris_go_on_and_those_of_vanished_ones_end_wi
         with pytest.raises(MCPError) as gone:
             await legacy.read_resource(LIVE_URI)
         assert "Unknown resource" in gone.value.message
+
+
+async def test_reloading_the_unchanged_embedded_default_keeps_every_provider() -> None:
+    """The built-in plugins, ServiceNow's settings with their private client pool included: an
+    unchanged config swaps nothing and restarts no lifespan."""
+    from mcp_providers.config import load_config
+
+    composition = compose(load_config(None))
+    reloader = Reloader(composition, lambda: load_config(None))
+    before = [id(d.provider) for d in composition.declared]
+    assert len(before) >= 6
+    attempt = await reloader.reload()
+    assert (attempt.outcome, attempt.generation) == ("unchanged", 1), attempt
+    assert [id(d.provider) for d in composition.declared] == before

@@ -408,13 +408,21 @@ def _kept(record: PluginRecord, previous: PluginRecord | None) -> bool:
     the code serving is still the imported one (the reload reports it)."""
     if previous is None or previous.status != "loaded" or previous.plugin is not record.plugin:
         return False
-    if previous.settings != record.settings:
+    if not _same_settings(previous.settings, record.settings):
         return False
     record.resource_providers = list(previous.resource_providers)
     record.tool_providers = list(previous.tool_providers)
     record.prompt_providers = list(previous.prompt_providers)
     record.extension_providers = list(previous.extension_providers)
     return True
+
+
+def _same_settings(before: Any, after: Any) -> bool:
+    """Whether two validated settings say the same: their fields, not their private attributes
+    (a plugin may keep its clients there, which ``==`` would compare)."""
+    if before is None or after is None:
+        return before is after
+    return type(before) is type(after) and before.model_dump() == after.model_dump()
 
 
 def _unknown(name: str, exc: BaseException | None = None) -> str:
