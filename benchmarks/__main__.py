@@ -25,7 +25,7 @@ from typing import Any
 
 import anyio
 
-from benchmarks import cluster, fixtures, identity, sideeffects, traces
+from benchmarks import cluster, fixtures, identity, reload, sideeffects, traces
 from benchmarks.timing import ainterleaved, interleaved, median, per_read_ms
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -728,6 +728,7 @@ SECTIONS = (
     "cluster",
     "identity",
     "traces",
+    "reload",
 )
 
 
@@ -794,6 +795,8 @@ def main() -> None:
         identity.run(max(3, rounds // 3), emit)  # JWT validation's cost over HTTP (wrk rows NaN without wrk)
     if "traces" in only:
         traces.run(rounds, emit)  # read overhead with OpenTelemetry traces off and on
+    if "reload" in only:
+        reload.run(rounds, emit)  # reads while reloads run beside them, and one reload
     took = time.perf_counter() - t0
     print(f"\ntotal: {took:.0f} s\n")
     table = markdown()
