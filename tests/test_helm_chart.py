@@ -1,0 +1,214 @@
+"""The Helm chart (deploy/helm/mcp-providers, issue 28): ``helm lint --strict`` and the rendered
+manifests validated against the Kubernetes schemas for its defaults and every ``ci/*-values.yaml``,
+what the manifests say for the deployment to work (docs/deploy.md), and the values it refuses.
+
+Rendering and linting are Helm's own (``helm-python-sdk``, Helm's Go SDK as a library); the
+schemas come from ``kubernetes-validate`` and, for the ServiceMonitor, from
+``@kubernetes-models/prometheus-operator`` under node (scripts/helm_chart.py). Under ``CI=true`` a
+missing one fails (tests/real_parts.py).
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import shutil
+import tomllib
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+import yaml
+from real_parts import missing, require_tool
+
+from mcp_providers._serve.transport.ops import pin_sessions
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _load() -> ModuleType:
+    try:
+        import helm_python  # noqa: F401
+        import kubernetes_validate  # noqa: F401
+    except ImportError as exc:
+        missing(f"{exc.name} is not installed (uv sync installs helm-python-sdk and kubernetes-validate)")
+    spec = importlib.util.spec_from_file_location("helm_chart", ROOT / "scripts" / "helm_chart.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def chart() -> ModuleType:
+    return _load()
+
+
+@pytest.fixture(scope="module")
+def node(chart: ModuleType) -> None:
+    require_tool("node", "apt-get install -y nodejs")
+    require_tool("npm", "apt-get install -y npm")
+
+
+def _values(name: str) -> dict[str, Any]:
+    loaded: dict[str, Any] = yaml.safe_load((ROOT / "deploy/helm/mcp-providers/ci" / name).read_text())
+    return loaded
+
+
+def _one(objects: list[dict[str, Any]], kind: str, name: str | None = None) -> dict[str, Any]:
+    found = [o for o in objects if o["kind"] == kind and (name is None or o["metadata"]["name"] == name)]
+    assert len(found) == 1, f"{len(found)} {kind} objects named {name}: {[o['metadata']['name'] for o in found]}"
+    return found[0]
+
+
+def _container(objects: list[dict[str, Any]]) -> dict[str, Any]:
+    container: dict[str, Any] = _one(objects, "StatefulSet")["spec"]["template"]["spec"]["containers"][0]
+    return container
+
+
+def _env(container: dict[str, Any]) -> dict[str, Any]:
+    return {e["name"]: e.get("value", e.get("valueFrom")) for e in container["env"]}
+
+
+@pytest.mark.parametrize("values_file", ["default", "cluster-values.yaml", "restart-values.yaml",
+                                         "secret-config-values.yaml"])  # fmt: skip
+def test_the_chart_lints_and_renders_valid_manifests(chart: ModuleType, node: None, values_file: str) -> None:
+    files = {f.name for f in chart.values_files()}
+    assert files == {"cluster-values.yaml", "restart-values.yaml", "secret-config-values.yaml"}, "new ci/ file: list it"
+    path = None if values_file == "default" else ROOT / "deploy/helm/mcp-providers/ci" / values_file
+    assert chart.check(path) == []
+
+
+def test_the_checks_catch_what_is_wrong(chart: ModuleType, node: None) -> None:
+    good = chart.render(_values("cluster-values.yaml"))
+    assert chart.validate(good) == []
+    bad = copy.deepcopy(good)
+    container = _container(bad)
+    container["readinesProbe"] = container.pop("readinessProbe")  # a misspelt field
+    _one(bad, "Service", "mcp-mcp-providers")["spec"]["ports"][0]["port"] = "eight thousand"
+    _one(bad, "ServiceMonitor")["spec"]["endpoints"][0]["port"] = 8000  # a port name, not a number
+    _one(bad, "ConfigMap")["data"]["config.toml"] += "\n[server.limits]\nrequests_per_minute = -1\n"
+    problems = "\n".join(chart.validate(bad))  # the first problem of each object, for each version
+    assert "'readinesProbe' was unexpected" in problems
+    assert "spec.ports.0.port: 'eight thousand' is not of type 'integer'" in problems
+    assert "Kubernetes 1.25.0" in problems and "Kubernetes 1.37.0" in problems
+    assert "ServiceMonitor/mcp-mcp-providers: data/spec/endpoints/0/port must be string" in problems
+    assert "ConfigMap/mcp-mcp-providers config.toml:" in problems
+
+
+def test_lint_fails_a_broken_chart(chart: ModuleType, tmp_path: Path) -> None:
+    broken = tmp_path / "mcp-providers"
+    shutil.copytree(chart.CHART, broken)
+    text = (broken / "Chart.yaml").read_text()
+    (broken / "Chart.yaml").write_text(text.replace("version: 0.1.0\n", ""))
+    assert chart.lint({}, chart=chart.CHART) == []
+    assert any("version is required" in p for p in chart.lint({}, chart=broken))
+
+
+def test_replicas_share_redis_and_name_themselves_after_their_pod(chart: ModuleType) -> None:
+    objects = chart.render(_values("cluster-values.yaml"), name="prod", namespace="mcp")
+    statefulset, container = _one(objects, "StatefulSet"), _container(objects)
+    assert statefulset["spec"]["replicas"] == 3
+    assert statefulset["spec"]["serviceName"] == "prod-mcp-providers-pods"
+    assert _one(objects, "Service", "prod-mcp-providers-pods")["spec"]["clusterIP"] == "None"
+    env = _env(container)
+    assert env["MCP_PROVIDERS_REPLICA"] == {"fieldRef": {"fieldPath": "metadata.name"}}
+    assert env["MCP_PROVIDERS_ADMIN_TOKEN"] == {"secretKeyRef": {"name": "mcp-providers-admin", "key": "token"}}
+    assert env["SN_DEV_PASSWORD"] == {"secretKeyRef": {"name": "servicenow-dev", "key": "password"}}
+    config = tomllib.loads(_one(objects, "ConfigMap")["data"]["config.toml"])
+    assert config["cluster"] == {"redis_url": "redis://redis-master.data.svc:6379/0", "key_prefix": "mcp-prod",
+                                 "lease_seconds": 10}  # fmt: skip
+    assert config["server"]["admin"] == {"token_env": "MCP_PROVIDERS_ADMIN_TOKEN"}
+    assert "password" not in _one(objects, "ConfigMap")["data"]["config.toml"].replace("password_env", "")
+
+
+def test_the_config_is_a_mounted_folder_watched_for_changes(chart: ModuleType) -> None:
+    objects = chart.render(_values("cluster-values.yaml"), name="prod", namespace="mcp")
+    container, pod = _container(objects), _one(objects, "StatefulSet")["spec"]["template"]
+    mount = container["volumeMounts"][0]
+    assert mount == {"name": "config", "mountPath": "/etc/mcp-providers", "readOnly": True}  # no subPath
+    assert _env(container)["MCP_PROVIDERS_CONFIG"] == "/etc/mcp-providers/config.toml"
+    assert pod["spec"]["volumes"] == [{"name": "config", "configMap": {"name": "prod-mcp-providers"}}]
+    assert "--watch" in container["args"]
+    assert "checksum/config" not in pod["metadata"].get("annotations", {})  # an upgrade rolls nothing
+
+
+def test_restart_mode_rolls_the_pods_when_the_config_changes(chart: ModuleType) -> None:
+    values = _values("restart-values.yaml")
+    pod = _one(chart.render(values), "StatefulSet")["spec"]["template"]
+    container = pod["spec"]["containers"][0]
+    assert "--watch" not in container["args"] and "--stateless" in container["args"]
+    checksum = pod["metadata"]["annotations"]["checksum/config"]
+    assert len(checksum) == 64 and pod["metadata"]["annotations"]["example.com/team"] == "platform"
+    values["config"]["toml"] += "max_read_bytes = 1000000\n"
+    changed = _one(chart.render(values), "StatefulSet")["spec"]["template"]["metadata"]["annotations"]
+    assert changed["checksum/config"] != checksum
+    assert container["envFrom"] == [{"secretRef": {"name": "mcp-providers-env"}}]
+
+
+def test_probes_resources_hosts_and_the_service_monitor(chart: ModuleType) -> None:
+    objects = chart.render(_values("cluster-values.yaml"), name="prod", namespace="mcp")
+    container = _container(objects)
+    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
+    assert container["startupProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
+    assert container["resources"]["requests"] == {"cpu": "100m", "memory": "256Mi"}
+    args = container["args"]
+    hosts = [args[i + 1] for i, a in enumerate(args) if a == "--allow-host"]
+    assert hosts == ["prod-mcp-providers", "prod-mcp-providers.mcp.svc", "prod-mcp-providers.mcp.svc.cluster.local",
+                     "mcp.example.com"]  # fmt: skip
+    monitor = _one(objects, "ServiceMonitor")
+    assert monitor["metadata"]["labels"]["release"] == "kube-prometheus-stack"
+    wanted = monitor["spec"]["selector"]["matchLabels"]
+    services = [o for o in objects if o["kind"] == "Service" and wanted.items() <= o["metadata"]["labels"].items()]
+    assert [s["metadata"]["name"] for s in services] == ["prod-mcp-providers"]  # not scraped twice via -pods
+    assert monitor["spec"]["endpoints"][0]["port"] in {p["name"] for p in services[0]["spec"]["ports"]}
+    assert monitor["spec"]["endpoints"][0]["path"] == "/metrics"
+    assert not [o for o in chart.render({}) if o["kind"] == "ServiceMonitor"]  # off by default
+
+
+def test_a_long_release_name_still_gives_pods_a_replica_name_the_server_takes(chart: ModuleType) -> None:
+    objects = chart.render({}, name="a-very-long-release-name-for-the-docs-team")
+    name = _one(objects, "StatefulSet")["metadata"]["name"]
+    assert len(name) <= 28
+    pin_sessions(object(), replica=f"{name}-999")  # raises ValueError past 32 characters
+    with pytest.raises(ValueError, match="1-32 letters"):
+        pin_sessions(object(), replica=f"{name}-999-and-more-than-thirty-two")
+
+
+def test_the_whole_config_can_come_from_a_secret(chart: ModuleType) -> None:
+    objects = chart.render(_values("secret-config-values.yaml"))
+    assert not [o for o in objects if o["kind"] == "ConfigMap"]
+    volumes = _one(objects, "StatefulSet")["spec"]["template"]["spec"]["volumes"]
+    secret = {"secretName": "mcp-providers-config", "items": [{"key": "config.toml", "path": "config.toml"}]}
+    assert volumes == [{"name": "config", "secret": secret}]
+
+
+REFUSED = [
+    ({"replicaCount": 3}, "replicaCount 3 needs Redis to share live state: set redis.url and redis.keyPrefix"),
+    ({"redis": {"url": "redis://r:6379/0"}}, "redis.keyPrefix is required with redis.url"),
+    ({"redis": {"url": "redis://r:6379/0", "keyPrefix": "p"}, "config": {"toml": "[cluster]\nkey_prefix = 'x'\n"}},
+     "config.toml has a [cluster] table too"),
+    ({"redis": {"url": "http://r:6379", "keyPrefix": "p"}}, 'redis.url "http://r:6379" must start with redis://'),
+    ({"redis": {"url": "redis://u:secret@r:6379/0", "keyPrefix": "p"}}, "redis.url carries credentials"),
+    ({"config": {"reload": "sometimes"}}, 'config.reload "sometimes": use watch'),
+    ({"secretEnv": {"SN_PASSWORD": "hunter2"}}, "secretEnv.SN_PASSWORD needs {secret: NAME, key: KEY}"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("values", "message"), REFUSED)
+def test_values_that_cannot_work_are_refused_saying_what_to_set(
+    chart: ModuleType, values: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(chart.ChartError) as refused:
+        chart.render(values)
+    assert message in str(refused.value)
+    assert "secret@" not in str(refused.value) and "hunter2" not in str(refused.value)
+
+
+def test_one_replica_or_a_cluster_table_needs_no_redis_url(chart: ModuleType) -> None:
+    assert _one(chart.render({}), "StatefulSet")["spec"]["replicas"] == 1
+    own = "[cluster]\nredis_url = 'redis://r:6379/0'\nkey_prefix = 'own'\n"
+    objects = chart.render({"replicaCount": 2, "config": {"toml": own}})
+    assert tomllib.loads(_one(objects, "ConfigMap")["data"]["config.toml"])["cluster"]["key_prefix"] == "own"
