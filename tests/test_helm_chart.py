@@ -10,10 +10,19 @@ missing one fails (tests/real_parts.py).
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import http.client
 import importlib.util
+import json
+import os
 import shutil
+import socket
+import subprocess
+import sys
+import time
 import tomllib
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -21,6 +30,7 @@ from typing import Any
 import pytest
 import yaml
 from real_parts import missing, require_tool
+from serve_support import free_port
 
 from mcp_providers._serve.transport.ops import pin_sessions
 
@@ -212,3 +222,94 @@ def test_one_replica_or_a_cluster_table_needs_no_redis_url(chart: ModuleType) ->
     own = "[cluster]\nredis_url = 'redis://r:6379/0'\nkey_prefix = 'own'\n"
     objects = chart.render({"replicaCount": 2, "config": {"toml": own}})
     assert tomllib.loads(_one(objects, "ConfigMap")["data"]["config.toml"])["cluster"]["key_prefix"] == "own"
+
+
+ADMIN_TOKEN = "a" * 40
+POD_CONFIG = '[server]\nname = "mcp-providers"\n\n[server.admin]\ntoken_env = "MCP_PROVIDERS_ADMIN_TOKEN"\n'
+
+
+@contextlib.contextmanager
+def _redis() -> Iterator[str]:
+    binary = require_tool("redis-server", "apt-get install -y redis-server", also=("/usr/sbin",))
+    port = free_port()
+    argv = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while not _listening(port):
+            assert proc.poll() is None and time.monotonic() < deadline, "redis-server did not start"
+            time.sleep(0.05)
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def _listening(port: int) -> bool:
+    with contextlib.closing(socket.socket()) as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _request(port: int, method: str, path: str, host: str, body: bytes | None = None,
+             headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:  # fmt: skip
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        connection.request(method, path, body=body, headers={"Host": host, **(headers or {})})
+        answer = connection.getresponse()
+        return answer.status, {k.lower(): v for k, v in answer.getheaders()}, answer.read()
+    finally:
+        connection.close()
+
+
+def test_the_pod_as_rendered_serves_with_its_command_env_and_config(chart: ModuleType, tmp_path: Path) -> None:
+    """The container's command, arguments, environment and config file, run as the kubelet would
+    (the pod's name from the downward API, the Secret's value in its variable), on a real Redis."""
+    with _redis() as redis_url:
+        values = _values("cluster-values.yaml")
+        values["config"]["toml"] = POD_CONFIG  # no ServiceNow instance: nothing may call out
+        values["redis"]["url"] = redis_url
+        objects = chart.render(values, name="prod", namespace="mcp")
+        container = _container(objects)
+        config = tmp_path / "config.toml"
+        config.write_text(_one(objects, "ConfigMap")["data"]["config.toml"])
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_PROVIDERS_")}
+        env |= {"MCP_PROVIDERS_CONFIG": str(config), "MCP_PROVIDERS_REPLICA": "prod-mcp-providers-2",
+                "MCP_PROVIDERS_ADMIN_TOKEN": ADMIN_TOKEN, "SN_DEV_PASSWORD": "unused"}  # fmt: skip
+        assert set(_env(container)) == {"MCP_PROVIDERS_CONFIG", "MCP_PROVIDERS_REPLICA", "MCP_PROVIDERS_ADMIN_TOKEN",
+                                        "SN_DEV_PASSWORD"}  # fmt: skip
+        port = free_port()
+        command = [a.replace(":8000", f":{port}") for a in container["command"]]
+        assert command[:2] == ["mcp-providers", "serve"]
+        argv = [sys.executable, "-m", "mcp_providers", *command[1:], *container["args"]]
+        log = tmp_path / "serve.log"
+        with log.open("wb") as stderr:
+            proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=stderr, stderr=stderr)
+        try:
+            _served_as_the_chart_says(port, proc, log)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=15)
+
+
+def _served_as_the_chart_says(port: int, proc: subprocess.Popen[bytes], log: Path) -> None:
+    service = "prod-mcp-providers.mcp.svc"
+    deadline = time.monotonic() + 60
+    while True:
+        assert proc.poll() is None, log.read_text()
+        with contextlib.suppress(OSError):
+            status, _, body = _request(port, "GET", "/readyz", service)
+            if status == 200:
+                break
+        assert time.monotonic() < deadline, f"not ready in 60 s: {log.read_text()}"
+        time.sleep(0.1)
+    assert json.loads(body)["status"] == "ready"  # with [cluster]: Redis answers
+    params = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+    initialize = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}).encode()
+    mcp_headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+    status, headers, _ = _request(port, "POST", "/mcp", service, initialize, mcp_headers)
+    assert status == 200 and headers["mcp-session-id"].startswith("prod-mcp-providers-2.")  # pinned to the pod
+    assert _request(port, "POST", "/mcp", "mcp.example.com", initialize, mcp_headers)[0] == 200  # allowHosts
+    assert _request(port, "POST", "/mcp", "elsewhere.example", initialize, mcp_headers)[0] == 421
+    status, _, body = _request(port, "POST", "/admin/reload", service, b"", {"authorization": f"Bearer {ADMIN_TOKEN}"})
+    assert status == 200, body  # the token from the Secret's variable ([server.admin] token_env)
+    assert _request(port, "POST", "/admin/reload", service, b"", {"authorization": "Bearer " + "b" * 40})[0] == 403
