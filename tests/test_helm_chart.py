@@ -196,14 +196,21 @@ def test_the_whole_config_can_come_from_a_secret(chart: ModuleType) -> None:
 
 
 REFUSED = [
+    # by the templates: what needs more than one value to see
     ({"replicaCount": 3}, "replicaCount 3 needs Redis to share live state: set redis.url and redis.keyPrefix"),
     ({"redis": {"url": "redis://r:6379/0"}}, "redis.keyPrefix is required with redis.url"),
     ({"redis": {"url": "redis://r:6379/0", "keyPrefix": "p"}, "config": {"toml": "[cluster]\nkey_prefix = 'x'\n"}},
      "config.toml has a [cluster] table too"),
     ({"redis": {"url": "http://r:6379", "keyPrefix": "p"}}, 'redis.url "http://r:6379" must start with redis://'),
     ({"redis": {"url": "redis://u:secret@r:6379/0", "keyPrefix": "p"}}, "redis.url carries credentials"),
-    ({"config": {"reload": "sometimes"}}, 'config.reload "sometimes": use watch'),
-    ({"secretEnv": {"SN_PASSWORD": "hunter2"}}, "secretEnv.SN_PASSWORD needs {secret: NAME, key: KEY}"),
+    ({"redis": {"url": "http://u:secret@r", "keyPrefix": "p"}}, "redis.url carries credentials"),
+    # by values.schema.json: a misspelt key, a wrong type or value
+    ({"replicas": 3}, "additional properties 'replicas' not allowed"),
+    ({"redis": {"keyprefix": "p"}}, "at '/redis': additional properties 'keyprefix' not allowed"),
+    ({"config": {"reload": "sometimes"}}, "at '/config/reload': value must be one of 'watch', 'restart'"),
+    ({"secretEnv": {"SN_PASSWORD": "hunter2"}}, "at '/secretEnv/SN_PASSWORD': got string, want object"),
+    ({"secretEnv": {"SN_PASSWORD": {"secret": "sn"}}}, "at '/secretEnv/SN_PASSWORD': missing property 'key'"),
+    ({"replicaCount": "three"}, "at '/replicaCount': got string, want integer"),
 ]  # fmt: skip
 
 

@@ -50,14 +50,15 @@ The config file the chart writes: config.toml, plus the [cluster] table from `re
 {{- end }}
 {{- $toml | trimSuffix "\n" }}
 {{- if .Values.redis.url }}
+{{- /* Credentials first: the other messages show the URL. */}}
+{{- if contains "@" .Values.redis.url }}
+{{- fail "redis.url carries credentials, and the chart's ConfigMap is not secret: put the whole config in a Secret (config.existingSecret)" }}
+{{- end }}
 {{- if not (regexMatch `^rediss?://` .Values.redis.url) }}
 {{- fail (printf "redis.url %q must start with redis:// or rediss:// (TLS)" .Values.redis.url) }}
 {{- end }}
 {{- if not (regexMatch `^[A-Za-z0-9_.:-]{1,64}$` (.Values.redis.keyPrefix | default "")) }}
 {{- fail "redis.keyPrefix is required with redis.url (1-64 letters, digits, _ . : -): it names this deployment's keys and channel in Redis, another one for every other deployment on the same Redis (docs/deploy.md)" }}
-{{- end }}
-{{- if contains "@" .Values.redis.url }}
-{{- fail "redis.url carries credentials, and the chart's ConfigMap is not secret: put the whole config in a Secret (config.existingSecret)" }}
 {{- end }}
 {{- if $toml }}{{ "\n" }}{{ end }}
 [cluster]
