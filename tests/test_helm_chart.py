@@ -310,6 +310,8 @@ def _served_as_the_chart_says(port: int, proc: subprocess.Popen[bytes], log: Pat
         assert time.monotonic() < deadline, f"not ready in 60 s: {log.read_text()}"
         time.sleep(0.1)
     assert json.loads(body)["status"] == "ready"  # with [cluster]: Redis answers
+    for probe in ("/healthz", "/readyz"):  # the kubelet's probes send Host: <pod IP>:<port>
+        assert _request(port, "GET", probe, "10.1.2.3:8000")[0] == 200
     params = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
     initialize = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}).encode()
     mcp_headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
