@@ -133,6 +133,15 @@ def test_replicas_share_redis_and_name_themselves_after_their_pod(chart: ModuleT
     assert "password" not in _one(objects, "ConfigMap")["data"]["config.toml"].replace("password_env", "")
 
 
+def test_a_drain_keeps_all_but_one_replica_serving(chart: ModuleType) -> None:
+    objects = chart.render(_values("cluster-values.yaml"), name="prod")
+    budget = _one(objects, "PodDisruptionBudget")
+    assert budget["spec"]["maxUnavailable"] == 1
+    assert budget["spec"]["selector"] == _one(objects, "StatefulSet")["spec"]["selector"]
+    assert not [o for o in chart.render({}) if o["kind"] == "PodDisruptionBudget"]  # one replica: none
+    assert _one(objects, "StatefulSet")["spec"]["template"]["spec"]["automountServiceAccountToken"] is False
+
+
 def test_the_config_is_a_mounted_folder_watched_for_changes(chart: ModuleType) -> None:
     objects = chart.render(_values("cluster-values.yaml"), name="prod", namespace="mcp")
     container, pod = _container(objects), _one(objects, "StatefulSet")["spec"]["template"]
