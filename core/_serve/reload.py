@@ -331,7 +331,8 @@ async def on_file_change(reloader: Reloader, path: str) -> None:
 
     target = os.path.abspath(path)
     seen = _fingerprint(target)
-    async for _ in watchfiles.awatch(os.path.dirname(target), debounce=200, step=50):
+    # No filter: every change is only a stat of the file; the default one drops names such as *.swp.
+    async for _ in watchfiles.awatch(os.path.dirname(target), watch_filter=None, debounce=200, step=50):
         now = _fingerprint(target)
         if now != seen:
             seen = now
