@@ -319,16 +319,31 @@ async def on_sighup(reloader: Reloader) -> None:
 
 
 async def on_file_change(reloader: Reloader, path: str) -> None:
-    """Reload whenever ``path`` changes (``serve --watch``), until cancelled. The folder is watched
-    (``watchfiles``, changes settled for 200 ms), so an editor that replaces the file rather than
-    writing it in place is seen too."""
+    """Reload whenever ``path`` changes (``serve --watch``), until cancelled.
+
+    The folder is watched (``watchfiles``, changes settled for 200 ms) and, after each batch of
+    changes in it, the file is compared with what it was (:func:`_fingerprint`, symlinks
+    followed). So an editor that replaces the file rather than writing it in place is seen, and so
+    is a Kubernetes ConfigMap update, where the kubelet never touches ``path`` itself but renames a
+    new ``..data`` symlink over the old one (kubernetes ``pkg/volume/util/atomic_writer.go``).
+    Changes to other files in the folder reload nothing."""
     import watchfiles
 
     target = os.path.abspath(path)
-    changed = functools.partial(_is, target)
-    async for _ in watchfiles.awatch(os.path.dirname(target), watch_filter=changed, debounce=200, step=50):
-        await reloader.reload("file")
+    seen = _fingerprint(target)
+    # No filter: every change is only a stat of the file; the default one drops names such as *.swp.
+    async for _ in watchfiles.awatch(os.path.dirname(target), watch_filter=None, debounce=200, step=50):
+        now = _fingerprint(target)
+        if now != seen:
+            seen = now
+            await reloader.reload("file")
 
 
-def _is(target: str, change: object, path: str) -> bool:
-    return os.path.abspath(path) == target
+def _fingerprint(path: str) -> tuple[int, ...] | None:
+    """What identifies the file's content at ``path``, symlinks followed: device, inode, size and
+    modification time in ns; ``None`` while it is missing."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
