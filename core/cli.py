@@ -186,6 +186,7 @@ def serve(
     ] = False,
 ) -> None:
     """Serve the composed MCP server over stdio (default) or streamable HTTP; SIGHUP reloads it."""
+    _hold_sighup()  # before anything slow: a SIGHUP during start-up must not end the process
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     address = _parse_hostport(http) if http is not None else None
     if address is None and (stateless or json_response or allow_host):
@@ -215,6 +216,12 @@ def serve(
         server = _server_of(composition, strict)
         reloader = _reloads(composition, config, plugin_set, watched)
         _serve_http(composition, server, address, stateless, json_response, allow_host, reloader)
+
+
+def _hold_sighup() -> None:
+    from mcp_providers._serve.reload import EarlySighup
+
+    EarlySighup.install()
 
 
 def _watched(config: Path | None) -> str:

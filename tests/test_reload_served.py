@@ -338,3 +338,65 @@ async def test_a_read_in_flight_over_http_during_a_reload_completes_with_the_old
                 assert not results
                 (hold / "release").write_text("")
             assert results == ["first"]
+
+
+async def test_sighup_to_serve_workers_reloads_every_worker_and_keeps_the_supervisor(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    with _redis() as redis_url:
+        cluster = f'\n[cluster]\nredis_url = "{redis_url}"\nkey_prefix = "reload-workers"\n'
+        config = tmp_path / "mcp-providers.toml"
+        config.write_text(OFF + cluster)
+        with _http(env, config, "--workers", "2", "--stateless", "--json-response") as (base, proc):
+            config.write_text(ON + cluster)
+            proc.send_signal(signal.SIGHUP)  # to the supervisor, as `mcp-providers reload --pid` sends it
+            with anyio.fail_after(30):
+                while True:  # both workers answer /readyz in turn; all must have reloaded
+                    generations = {_ready(base)["generation"] for _ in range(20)}
+                    if generations == {2}:
+                        break
+                    await anyio.sleep(0.1)
+            assert proc.poll() is None  # the supervisor is still there
+            async with Client(f"{base}/mcp", cache=None) as client:  # type: ignore[arg-type]
+                assert EXTRA_URI in await _resources(client)
+
+
+def _catches_sighup(pid: int) -> bool:
+    """Whether process ``pid`` has a handler for SIGHUP (bit 0 of ``SigCgt`` in /proc/PID/status)."""
+    with contextlib.suppress(OSError), open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("SigCgt:"):
+                return bool(int(line.split()[1], 16) & 1)
+    return False
+
+
+def test_a_sighup_during_start_up_is_held_not_fatal(env: dict[str, str], tmp_path: Path) -> None:
+    config = tmp_path / "mcp-providers.toml"
+    config.write_text(OFF)
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mcp_providers", "serve", "-c", str(config), "--http", f"127.0.0.1:{port}"],
+        env=env, stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        while not _catches_sighup(proc.pid):  # held from the first thing serve does
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.005)
+        with contextlib.closing(__import__("socket").socket()) as probe:  # not listening yet: still starting
+            assert probe.connect_ex(("127.0.0.1", port)) != 0, "SIGHUP was caught only once serving"
+        for _ in range(3):
+            proc.send_signal(signal.SIGHUP)  # long before the server is ready
+        base = f"http://127.0.0.1:{port}"
+        while True:
+            assert proc.poll() is None, "a SIGHUP during start-up ended the server"
+            with contextlib.suppress(OSError), urllib.request.urlopen(f"{base}/readyz", timeout=2) as answer:
+                body = json.loads(answer.read())
+                if body.get("last_reload"):
+                    break
+            assert time.monotonic() < deadline, "the held SIGHUP was never reloaded"
+            time.sleep(0.05)
+        assert body["last_reload"]["trigger"] == "SIGHUP" and body["status"] == "ready"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=15)

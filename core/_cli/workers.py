@@ -36,7 +36,8 @@ WHY_CLUSTER = (
 
 
 def serve_workers(count: int, host: str, port: int) -> int:
-    """Run ``count`` workers on ``host:port`` until a signal or a worker's exit; their status."""
+    """Run ``count`` workers on ``host:port`` until SIGTERM, SIGINT or a worker's exit; their status.
+    A SIGHUP is passed on to every worker (each reloads)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     listener = socket.socket(family, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -52,8 +53,14 @@ def serve_workers(count: int, host: str, port: int) -> int:
         nonlocal stopping
         stopping = True
 
+    def reload(signum: int, frame: FrameType | None) -> None:  # each worker reloads its own config
+        for worker in workers:
+            if worker.poll() is None:
+                worker.send_signal(signal.SIGHUP)
+
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGHUP, reload)  # its default would end this process and with it every worker
     status = 0
     try:
         while not stopping:

@@ -308,12 +308,34 @@ async def on_announce(reloader: Reloader) -> None:
         backend.on_reload = None
 
 
+class EarlySighup:
+    """Holds the ``SIGHUP``s that arrive before :func:`on_sighup` listens (start-up, or while the
+    runtime is not serving): ``SIGHUP``'s default action would end the process. Install it first
+    thing (:meth:`install`, main thread only); ``on_sighup`` reloads once for what it held."""
+
+    held = False
+
+    @classmethod
+    def install(cls) -> None:
+        import signal
+
+        signal.signal(signal.SIGHUP, cls._hold)
+
+    @classmethod
+    def _hold(cls, signum: int, frame: object) -> None:
+        cls.held = True
+
+
 async def on_sighup(reloader: Reloader) -> None:
     """Reload on every ``SIGHUP`` until cancelled (the main thread's event loop only; a signal
-    arriving while a reload runs is one more reload after it)."""
+    arriving while a reload runs is one more reload after it), and once for one
+    :class:`EarlySighup` held before."""
     import signal
 
     with anyio.open_signal_receiver(signal.SIGHUP) as signals:
+        if EarlySighup.held:  # listening now, so none can be missed between this check and the loop
+            EarlySighup.held = False
+            await reloader.reload("SIGHUP")
         async for _ in signals:
             await reloader.reload("SIGHUP")
 
