@@ -43,6 +43,7 @@ def test_every_hookspec_has_a_docstring_saying_what_to_return() -> None:
         "register_resource_providers",
         "register_tool_providers",
         "register_prompts",
+        "register_extensions",
         "demo_settings",
         "authorize",
     }

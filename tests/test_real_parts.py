@@ -170,7 +170,8 @@ def _ci_run_with_stubs(tmp_path: Path, pytest_status: int) -> subprocess.Complet
         tree / "scripts" / "sdk_drift": "exit 0",
         bin_ / "uv": f'case " $* " in *" pytest "*) exit {pytest_status} ;; esac; exit 0',
     }
-    stubs |= {bin_ / part: "exit 0" for part in ("redis-server", "nginx", "node", "npm", "openssl", "rsyslogd")}
+    parts = ("redis-server", "nginx", "node", "npm", "openssl", "rsyslogd", "chromium", "chromedriver")
+    stubs |= {bin_ / part: "exit 0" for part in parts}
     for path, body in stubs.items():
         path.write_text(f"#!{bash}\n{body}\n")
         path.chmod(0o755)
@@ -180,7 +181,7 @@ def _ci_run_with_stubs(tmp_path: Path, pytest_status: int) -> subprocess.Complet
     return subprocess.run([bash, str(tree / ".ci" / "run")], env=env, capture_output=True, text=True, timeout=60)
 
 
-STAGES = ["install (uv sync)", "ruff", "mypy", "import contracts", "docs site", "conformance",
+STAGES = ["install (uv sync)", "ruff", "mypy", "import contracts", "helm chart", "docs site", "conformance",
           "sdk drift (never fails)", "tests (uv run pytest)"]  # fmt: skip
 
 
@@ -214,5 +215,5 @@ def test_ci_run_installs_each_command_from_its_debian_package() -> None:
     out = subprocess.run(["bash", "-c", script, "-", *names], capture_output=True, text=True, check=True).stdout.split()
     assert dict(zip(names, out, strict=True)) == {
         "redis-server": "redis-server", "nginx": "nginx", "node": "nodejs", "npm": "npm", "openssl": "openssl",
-        "rsyslogd": "rsyslog",
+        "rsyslogd": "rsyslog", "chromium": "chromium", "chromedriver": "chromium-driver",
     }  # fmt: skip
