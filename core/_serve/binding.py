@@ -175,7 +175,9 @@ def routes(runtime: Runtime, pipeline: Pipeline, *, every: bool = False) -> list
     """The handler table, each entry running through ``pipeline``: the methods the current
     generation serves, or with ``every`` every spec method a generation could serve; and the
     current generation's extension methods (their params checked by their own models)."""
-    served = runtime.generation.methods
+    served = dict(runtime.generation.methods)
+    if not every and not _watchable(runtime.generation.assembly):
+        served.pop(LISTEN)  # attached to your server: its own listen stream, unless something here is live
     out = [RouteEntry(n, p, dispatcher(runtime, pipeline, n)) for n, p in _PARAMS.items() if every or n in served]
     return out + _extension_routes(runtime, pipeline)
 
