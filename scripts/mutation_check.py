@@ -800,6 +800,83 @@ CASES += (
     ),
 )
 
+RELOAD = "tests/test_reload.py::"
+BAD = RELOAD + "test_a_bad_reload_keeps_the_old_composition_and_says_why"
+ADMIN = RELOAD + "test_admin_reload_needs_a_token_or_a_subject_the_config_names"
+EXT = "tests/test_extensions.py::"
+CASES += (  # live composition (issue 26) and extensions (issue 27)
+    Case(
+        "reload: a setting read at start-up only is refused",
+        "core/_serve/reload.py",
+        "problems = restart_only(old.config, config)",
+        "problems = []",
+        (BAD + "[setting read at start-up only]",),
+    ),
+    Case(
+        "reload: a failure the serving assembly did not have is refused",
+        "core/_serve/reload.py",
+        "problems = new_failures(old, new)",
+        "problems = []",
+        (BAD + "[new collision]", BAD + "[plugin fails to import]"),
+    ),
+    Case(
+        "reload: a policy plugin that would be rejected is refused",
+        "core/_serve/reload.py",
+        '[f"refusing to serve without its authorization policy: {line}" for line in new.policy_failures]',
+        "[]",
+        (BAD + "[policy plugin rejected]",),
+    ),
+    Case(
+        "reload: a request keeps its generation running until it ends",
+        "core/_serve/binding.py",
+        "        with generation.serving():\n",
+        "        with contextlib.nullcontext():\n",
+        (RELOAD + "test_a_read_in_flight_finishes_on_the_old_provider_whose_lifespan_then_ends",),
+    ),
+    Case(
+        "reload: a SIGHUP is held from the start of serve",
+        "core/cli.py",
+        "    _hold_sighup()  # before anything slow",
+        "    pass  # before anything slow",
+        ("tests/test_reload_served.py::test_a_sighup_during_start_up_is_held_not_fatal",),
+    ),
+    Case(
+        "admin: no bearer token is 401",
+        "core/_serve/transport/admin.py",
+        'if scheme.lower() != "bearer" or not token:',
+        "if False:",
+        (ADMIN,),
+    ),
+    Case(
+        "admin: the admin token is compared",
+        "core/_serve/transport/admin.py",
+        "if self._token is not None and hmac.compare_digest(token.encode(), self._token):",
+        "if self._token is not None:",
+        (ADMIN,),
+    ),
+    Case(
+        "admin: only the subjects named may reload",
+        "core/_serve/transport/admin.py",
+        "return principal if principal is not None and principal.subject in self._subjects else None",
+        "return principal",
+        (ADMIN,),
+    ),
+    Case(
+        "extensions: the gate is asked call on the method",
+        "core/_serve/methods/extensions.py",
+        'exchange.gate.require("call", self.name)',
+        "pass",
+        (EXT + "test_the_gate_is_asked_call_on_the_method_and_a_deny_refuses_it",),
+    ),
+    Case(
+        "extensions: a spec method cannot be an extension's",
+        "core/_host/rules.py",
+        "if m.name in SPEC_CLIENT_METHODS:",
+        "if False:",
+        (EXT + "test_a_bad_extension_is_a_check_error_naming_it_and_the_rest_is_served",),
+    ),
+)
+
 
 def run_case(case: Case) -> tuple[bool | None, str]:
     """``(True, ...)`` killed, ``(False, ...)`` survived, ``(None, why)`` could not be applied."""
