@@ -843,7 +843,7 @@ CASES += (  # live composition (issue 26) and extensions (issue 27)
     Case(
         "admin: no bearer token is 401",
         "core/_serve/transport/admin.py",
-        'if scheme.lower() != "bearer" or not token:',
+        'if scheme.lower() != "bearer" or not token.strip():',
         "if False:",
         (ADMIN,),
     ),

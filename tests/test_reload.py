@@ -116,7 +116,8 @@ async def test_a_read_in_flight_finishes_on_the_old_provider_whose_lifespan_then
             assert attempt.outcome == "applied" and attempt.changed == ()  # same list, new settings
             assert stats == {"entered": 2, "exited": 0}  # the new provider started; the old one is still reading
             assert _text(await client.read_resource(NOTES_URI)) == "second"
-            assert not results
+            await anyio.wait_all_tasks_blocked()  # the old generation's retirement ran, and must be waiting
+            assert not results and stats["exited"] == 0  # its provider still serves the read in flight
             release.set()
         assert results == ["first"]  # finished on the provider it started on
         await _until(lambda: stats["exited"] == 1)  # the old provider's lifespan ended after its last read
