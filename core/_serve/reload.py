@@ -144,6 +144,7 @@ class Reloader:
             return self._ended(trigger, "unchanged", digest, warnings=warnings)
         changed = changed_lists(old, new)
         await self.composition.runtime.swap(new)
+        warnings += failed_to_start(old, new, self.composition.runtime.startup_failures)
         self.digest = digest
         self._imported = imported_versions(new, self._imported)
         await self.composition.runtime.hub.lists_changed(changed)
@@ -206,6 +207,19 @@ def new_failures(old: Assembly, new: Assembly) -> list[str]:
     lines += [f"refusing to serve: required_plugins not met: {line}" for line in new.unmet_requirements]
     lines += [f"refusing to serve without its authorization policy: {line}" for line in new.policy_failures]
     return list(dict.fromkeys(lines))
+
+
+def failed_to_start(old: Assembly, new: Assembly, failures: Mapping[str, str]) -> list[str]:
+    """One line per provider ``new`` added whose ``lifespan`` failed to start (``failures``, the
+    runtime's). Why is logged, not said here: ``/readyz`` shows the attempt to anyone, and a
+    plugin's exception may hold what it was given."""
+    before = {id(d.provider) for d in old.declared}
+    return [
+        f"provider {d.provider.name!r} (plugin {d.plugin!r}) failed to start; its requests get an upstream "
+        "error until a reload or a restart starts it; the server log says why"
+        for d in new.declared
+        if id(d.provider) not in before and d.provider.name in failures
+    ]
 
 
 def imported_versions(assembly: Assembly, known: Mapping[str, str | None]) -> dict[str, str | None]:

@@ -1,0 +1,140 @@
+"""Live reload under attack, in process: what a reload does with providers whose ``lifespan``
+fails or hangs on the way in, and a provider repaired by a reload (issue 26)."""
+
+from __future__ import annotations
+
+import textwrap
+import types as pytypes
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+from mcp import MCPError
+
+from mcp_providers._serve import runtime as runtime_module
+from mcp_providers._serve.composition import Composition, compose
+from mcp_providers._serve.reload import Reloader
+from mcp_providers.config import Config
+from mcp_providers.testing import connect
+
+pytestmark = pytest.mark.anyio
+
+FRAGILE_URI = "fragile://shelf/one"
+
+MODULE = """
+from __future__ import annotations
+
+import contextlib
+
+import anyio
+from pydantic import BaseModel
+
+from mcp_providers import Content, ReadRequest, Resource, ResourceProvider, hookimpl
+
+
+class FragileSettings(BaseModel):
+    start: str = "fail"  # "fail" raises on the way in, "hang" never finishes starting, "ok" starts
+    text: str = "whole"
+
+
+class Fragile(ResourceProvider):
+    name = "fragile"
+    prefixes = ("fragile://shelf/",)
+
+    def __init__(self, settings: FragileSettings) -> None:
+        self.settings = settings
+
+    def resources(self):
+        return [Resource(uri="fragile://shelf/one", name="one", mime_type="text/plain")]
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self):
+        if self.settings.start == "fail":
+            raise RuntimeError("the upstream refused the login")
+        if self.settings.start == "hang":
+            await anyio.sleep_forever()
+        yield
+
+    async def read(self, request: ReadRequest) -> Content:
+        return Content(text=self.settings.text)
+
+
+class fragile:
+    @hookimpl
+    def settings_model(self):
+        return FragileSettings
+
+    @hookimpl
+    def register_resource_providers(self, settings):
+        return [Fragile(settings)]
+
+
+fragile = fragile()
+"""
+
+
+class Setup:
+    """A composition of the ``fragile`` plugin passed directly, and a reloader reading ``self.config``."""
+
+    def __init__(self, config: Config) -> None:
+        module: Any = pytypes.ModuleType("reload_attack_plugins")
+        exec(compile(textwrap.dedent(MODULE), "reload_attack_plugins", "exec"), module.__dict__)
+        self.plugins = {"fragile": module.fragile}
+        self.config = config
+        self.composition: Composition = compose(config, load_entrypoints=False, plugins=self.plugins)
+        self.reloader = Reloader(self.composition, lambda: self.config, load_entrypoints=False, plugins=self.plugins)
+
+    async def reload(self, config: Config) -> Any:
+        self.config = config
+        return await self.reloader.reload()
+
+
+def _text(result: types.ReadResourceResult) -> str:
+    content = result.contents[0]
+    assert isinstance(content, types.TextResourceContents)
+    return content.text
+
+
+async def test_a_provider_that_failed_to_start_serves_once_a_reload_gives_it_settings_that_start() -> None:
+    setup = Setup(Config(plugins={"fragile": {"start": "fail"}}))
+    async with connect(setup.composition) as client:
+        with pytest.raises(MCPError) as broken:
+            await client.read_resource(FRAGILE_URI)
+        assert "failed to start" in broken.value.message
+        assert setup.composition.runtime.startup_failures.keys() == {"fragile"}
+        attempt = await setup.reload(Config(plugins={"fragile": {"start": "ok", "text": "repaired"}}))
+        assert attempt.outcome == "applied"
+        assert setup.composition.runtime.startup_failures == {}  # /readyz's failed_providers
+        assert _text(await client.read_resource(FRAGILE_URI)) == "repaired"
+
+
+async def test_a_reload_whose_new_provider_fails_to_start_says_so() -> None:
+    setup = Setup(Config(deny=("fragile",)))
+    async with connect(setup.composition) as client:
+        attempt = await setup.reload(Config(plugins={"fragile": {"start": "fail"}}))
+        assert attempt.outcome == "applied"
+        assert [w for w in attempt.warnings if "'fragile'" in w and "failed to start" in w], attempt.warnings
+        assert "refused the login" not in str(attempt.as_dict())  # /readyz shows it: the plugin's words stay in the log
+        with pytest.raises(MCPError):
+            await client.read_resource(FRAGILE_URI)
+
+
+async def test_a_provider_whose_lifespan_hangs_on_the_way_in_does_not_hold_the_reload(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(runtime_module, "START_SECONDS", 0.5)
+    setup = Setup(Config(deny=("fragile",)))
+    async with connect(setup.composition) as client:
+        with anyio.fail_after(10):
+            attempt = await setup.reload(Config(plugins={"fragile": {"start": "hang"}}))
+        assert attempt.outcome == "applied"
+        assert [w for w in attempt.warnings if "'fragile'" in w and "failed to start" in w], attempt.warnings
+        assert "provider 'fragile' (plugin 'fragile') did not start within 0.5 s" in caplog.text
+        with pytest.raises(MCPError) as hung:
+            await client.read_resource(FRAGILE_URI)
+        assert "failed to start" in hung.value.message
+        with anyio.fail_after(10):  # the next reload is not queued behind the hung one
+            attempt = await setup.reload(Config(plugins={"fragile": {"start": "ok"}}))
+        assert attempt.outcome == "applied"
+        assert _text(await client.read_resource(FRAGILE_URI)) == "whole"
