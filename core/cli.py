@@ -531,18 +531,10 @@ def reload(
     (the server keeps serving its previous composition and says why)."""
     if (url is None) == (pid is None):
         raise typer.BadParameter("give either --url (a server serving HTTP) or --pid (any server)")
+    from mcp_providers._cli.reload import ask_reload, signal_reload
+
     if pid is not None:
-        import signal
-
-        try:
-            os.kill(pid, signal.SIGHUP)
-        except OSError as exc:
-            err.print(f"[red]error:[/red] cannot signal process {pid}: {escape(exc.strerror or str(exc))}")
-            raise typer.Exit(2) from None
-        out.print(f"sent SIGHUP to {pid}; the server's log says what the reload did", markup=False)
-        return
-    from mcp_providers._cli.reload import ask_reload
-
+        raise typer.Exit(signal_reload(out, err, pid))
     raise typer.Exit(ask_reload(out, err, str(url), token_env, cluster=cluster))
 
 

@@ -8,7 +8,8 @@ A request needs ``Authorization: Bearer <token>``: either the token in ``[server
 (:meth:`~mcp_providers._serve.reload.Attempt.as_dict`): 200 when applied or unchanged, 422 when it
 failed and the old composition goes on serving. With ``?cluster=1`` a reload that did not fail is
 announced to every other replica of the ``[cluster]`` (``"announced": true``), each of which
-reloads its own config.
+reloads its own config; ``"announced": false`` comes with a problem saying why (no ``[cluster]``,
+Redis did not take it).
 """
 
 from __future__ import annotations
@@ -99,6 +100,8 @@ def admin_routes(reloader: Reloader, settings: AdminSettings | None, auth: Resou
                 body["announced"] = await announce(reloader)
             except Exception as exc:  # ClusterUnavailable: this replica reloaded, the others were not told
                 body["announced"], body["problems"] = False, [f"not announced to the other replicas: {exc}"]
+            if not body["announced"] and not body["problems"]:
+                body["problems"] = ["not announced: this server has no [cluster], so there are no replicas to tell"]
         return JSONResponse(body, 200 if attempt.outcome != "failed" else 422)
 
     return [Route(PATH, reload, methods=["POST"])]

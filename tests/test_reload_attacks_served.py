@@ -1,0 +1,77 @@
+"""Live reload under attack with real processes: ``mcp-providers reload`` aimed at the wrong
+process or asking for a cluster roll-out a server cannot make (issue 26)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from reload_support import site
+from test_reload_served import ADMIN, ON, TOKEN, _http
+
+RELOAD = [sys.executable, "-m", "mcp_providers", "reload"]
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    root = site(tmp_path / "site", ("notes", "extra"))
+    out = {k: v for k, v in os.environ.items() if not k.startswith("MCP_PROVIDERS_")}
+    out["PYTHONPATH"] = os.pathsep.join([str(root), *filter(None, [os.environ.get("PYTHONPATH")])])
+    out["RELOAD_TEST_ADMIN_TOKEN"] = TOKEN
+    return out
+
+
+def _generation(base: str) -> int:
+    with urllib.request.urlopen(f"{base}/readyz", timeout=5) as answer:
+        return int(json.loads(answer.read())["generation"])
+
+
+def test_reload_pid_refuses_a_process_that_is_not_a_server_and_signals_one_that_is(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    bystander = subprocess.Popen(["sleep", "120"])  # SIGHUP's default action would end it
+    try:
+        done = subprocess.run([*RELOAD, "--pid", str(bystander.pid)], env=env, capture_output=True, text=True,
+                              timeout=60)  # fmt: skip
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert f"process {bystander.pid} is not an mcp-providers server" in done.stderr
+        assert f"kill -HUP {bystander.pid}" in done.stderr
+        assert bystander.poll() is None  # not signalled
+    finally:
+        bystander.kill()
+        bystander.wait()
+    config = tmp_path / "mcp-providers.toml"
+    config.write_text('allow = ["notes", "extra"]\ndeny = ["extra"]\n')
+    with _http(env, config) as (base, proc):
+        config.write_text(ON)
+        done = subprocess.run([*RELOAD, "--pid", str(proc.pid)], env=env, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0 and f"sent SIGHUP to {proc.pid}" in done.stdout, done.stdout + done.stderr
+        deadline = time.monotonic() + 30
+        while _generation(base) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _generation(base) == 2
+
+
+def test_reload_cluster_without_a_cluster_says_nothing_was_announced_and_exits_1(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    config = tmp_path / "mcp-providers.toml"
+    config.write_text('allow = ["notes", "extra"]\ndeny = ["extra"]\n' + ADMIN)
+    with _http(env, config) as (base, _proc):
+        config.write_text(ON + ADMIN)
+        done = subprocess.run([*RELOAD, "--url", base, "--token-env", "RELOAD_TEST_ADMIN_TOKEN", "--cluster"],
+                              env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert done.returncode == 1, done.stdout + done.stderr
+        assert "reload applied" in done.stdout  # this server did reload
+        assert "problem: not announced: this server has no [cluster]" in done.stdout
+        assert "announced to the other replicas" not in done.stdout
+        assert _generation(base) == 2
+        done = subprocess.run([*RELOAD, "--url", base, "--token-env", "RELOAD_TEST_ADMIN_TOKEN"],
+                              env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert done.returncode == 0 and "reload unchanged" in done.stdout, done.stdout + done.stderr
