@@ -189,6 +189,9 @@ def serve(
 
     SIGHUP reloads the config and the installed plugins without a restart (docs/operations.md).
     """
+    from mcp_providers._serve.reload import hold_sighup
+
+    hold_sighup()  # first: composing takes seconds, and an unheld SIGHUP would end the process
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     address = _parse_hostport(http) if http is not None else None
     if address is None and (stateless or json_response or allow_host):

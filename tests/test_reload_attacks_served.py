@@ -3,8 +3,10 @@ process or asking for a cluster roll-out a server cannot make (issue 26)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -12,7 +14,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from reload_support import site
+from reload_support import install, site
+from serve_support import free_port
 from test_reload_served import ADMIN, ON, TOKEN, _http
 
 RELOAD = [sys.executable, "-m", "mcp_providers", "reload"]
@@ -75,3 +78,70 @@ def test_reload_cluster_without_a_cluster_says_nothing_was_announced_and_exits_1
         done = subprocess.run([*RELOAD, "--url", base, "--token-env", "RELOAD_TEST_ADMIN_TOKEN"],
                               env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
         assert done.returncode == 0 and "reload unchanged" in done.stdout, done.stdout + done.stderr
+
+
+SLOW_IMPORT = """
+import os, pathlib, time
+
+from mcp_providers import Content, Resource, ResourceProvider, hookimpl
+
+_folder = pathlib.Path(os.environ["RELOAD_TEST_SLOW_IMPORT"])
+(_folder / "importing").write_text("")
+while not (_folder / "go").exists():  # the test sends SIGHUP while the server is composing
+    time.sleep(0.02)
+
+
+class Slow(ResourceProvider):
+    name = "slow"
+    prefixes = ("slow://shelf/",)
+
+    def resources(self):
+        return [Resource(uri="slow://shelf/one", name="one")]
+
+    async def read(self, request):
+        return Content(text="late but here")
+
+
+@hookimpl
+def register_resource_providers():
+    return [Slow()]
+"""
+
+
+def test_a_sighup_while_the_server_is_still_composing_is_one_reload_once_serving(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    root = Path(env["PYTHONPATH"].split(os.pathsep)[0])
+    (root / "slow_import_plugin.py").write_text(SLOW_IMPORT)
+    install(root, "slowimport", {"slow": "slow_import_plugin"})
+    folder = tmp_path / "hold"
+    folder.mkdir()
+    config = tmp_path / "mcp-providers.toml"
+    config.write_text('allow = ["notes", "slow"]\n')
+    log = tmp_path / "serve.log"
+    port = free_port()
+    with log.open("wb") as stderr:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "mcp_providers", "serve", "-c", str(config), "--http", f"127.0.0.1:{port}"],
+            env={**env, "RELOAD_TEST_SLOW_IMPORT": str(folder)}, stdin=subprocess.DEVNULL, stderr=stderr,
+        )  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while not (folder / "importing").exists():
+            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGHUP)  # composing: the plugin is being imported
+        (folder / "go").write_text("")
+        while True:
+            assert proc.poll() is None, f"ended by the SIGHUP (exit {proc.returncode}): {log.read_text()}"
+            with contextlib.suppress(OSError), urllib.request.urlopen(f"{base}/readyz", timeout=2) as answer:
+                ready = json.loads(answer.read())
+                if ready["last_reload"] is not None:
+                    break
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.05)
+        assert ready["last_reload"]["trigger"] == "SIGHUP" and ready["last_reload"]["outcome"] == "unchanged"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=15)

@@ -322,12 +322,34 @@ async def on_announce(reloader: Reloader) -> None:
         backend.on_reload = None
 
 
+_EARLY_SIGHUP = {"pending": False}  # signals are the process's: so is this
+
+
+def hold_sighup() -> None:
+    """From now on, a ``SIGHUP`` that arrives before :func:`on_sighup` listens (while the server
+    is still composing, for seconds) is kept for it, one reload once serving, instead of ending
+    the process, the signal's default action. Main thread only; nothing where there is no SIGHUP."""
+    import signal
+
+    if not hasattr(signal, "SIGHUP"):
+        return
+
+    def keep(signum: int, frame: object) -> None:
+        _EARLY_SIGHUP["pending"] = True
+
+    signal.signal(signal.SIGHUP, keep)
+
+
 async def on_sighup(reloader: Reloader) -> None:
     """Reload on every ``SIGHUP`` until cancelled (the main thread's event loop only; a signal
-    arriving while a reload runs is one more reload after it)."""
+    arriving while a reload runs is one more reload after it, and one kept by :func:`hold_sighup`
+    is one reload as this starts)."""
     import signal
 
     with anyio.open_signal_receiver(signal.SIGHUP) as signals:
+        if _EARLY_SIGHUP["pending"]:
+            _EARLY_SIGHUP["pending"] = False
+            await reloader.reload("SIGHUP")
         async for _ in signals:
             await reloader.reload("SIGHUP")
 
