@@ -237,7 +237,9 @@ def _reloads(composition: Composition, config: Path | None, plugin_set: str | No
     from mcp_providers._serve import reload
 
     logging.getLogger("mcp_providers.reload").setLevel(logging.INFO)  # what a reload did is always said
-    reloader = reload.Reloader(composition, functools.partial(load_config, config, plugin_set=plugin_set))
+    path = str(config) if config is not None else os.environ.get(CONFIG_ENV) or None
+    load = reload.refusing_empty(path, functools.partial(load_config, config, plugin_set=plugin_set))
+    reloader = reload.Reloader(composition, load)
     composition.runtime.background.append(functools.partial(reload.on_sighup, reloader))
     composition.runtime.background.append(functools.partial(reload.on_announce, reloader))  # [cluster] only
     if watched is not None:

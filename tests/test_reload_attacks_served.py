@@ -12,11 +12,15 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
-from reload_support import install, site
+from mcp import Client, MCPError
+from reload_support import NOTES_URI, install, site
 from serve_support import free_port
 from test_reload_served import ADMIN, ON, TOKEN, _http
+
+pytestmark = pytest.mark.anyio
 
 RELOAD = [sys.executable, "-m", "mcp_providers", "reload"]
 
@@ -145,3 +149,53 @@ def test_a_sighup_while_the_server_is_still_composing_is_one_reload_once_serving
     finally:
         proc.terminate()
         proc.wait(timeout=15)
+
+
+GUARDED = 'allow = ["notes", "gate"]\n[plugins.gate]\ndeny = ["notes://"]\n'
+
+
+def _reloaded(base: str, count: int) -> dict[str, Any]:
+    """``/readyz`` once ``count`` reloads have ended (``mcp_providers_reload_total`` summed)."""
+    deadline = time.monotonic() + 30
+    while True:
+        with urllib.request.urlopen(f"{base}/metrics", timeout=5) as answer:
+            lines = answer.read().decode().splitlines()
+        done = sum(float(line.split()[-1]) for line in lines if line.startswith("mcp_providers_reload_total{"))
+        if done >= count:
+            with urllib.request.urlopen(f"{base}/readyz", timeout=5) as answer:
+                return dict(json.loads(answer.read()))
+        assert time.monotonic() < deadline, f"{done} of {count} reloads ended in 30 s"
+        time.sleep(0.05)
+
+
+async def test_a_config_file_caught_empty_mid_write_is_refused_and_the_policy_keeps_denying(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    root = Path(env["PYTHONPATH"].split(os.pathsep)[0])
+    install(root, "gatedist", {"gate": "reload_plugins:policy"})
+    config = tmp_path / "mcp-providers.toml"
+    config.write_text(GUARDED)
+    with _http(env, config) as (base, proc):
+        async with Client(f"{base}/mcp", cache=None) as client:
+            with pytest.raises(MCPError, match="denied by the reload test policy"):
+                await client.read_resource(NOTES_URI)
+            config.write_text("")  # an editor writing in place has truncated it, and not yet written
+            proc.send_signal(signal.SIGHUP)
+            attempt = _reloaded(base, 1)["last_reload"]
+            assert attempt["outcome"] == "failed", attempt
+            assert attempt["problems"] == [
+                f"the config could not be read: config file {config} is empty (caught mid-write?); "
+                "To serve every installed plugin with its defaults, put a comment in it"
+            ]
+            with pytest.raises(MCPError, match="denied by the reload test policy"):
+                await client.read_resource(NOTES_URI)  # no window with the policy's rules gone
+            assert [str(r.uri) for r in (await client.list_resources()).resources] == [NOTES_URI]
+            config.write_text("# every installed plugin, with its defaults\n")
+            proc.send_signal(signal.SIGHUP)
+            attempt = _reloaded(base, 2)["last_reload"]
+            assert attempt["outcome"] == "applied", attempt  # a comment is a config: read, not refused
+            assert _text(await client.read_resource(NOTES_URI)) == "first"  # the policy's defaults deny nothing
+
+
+def _text(result: Any) -> str:
+    return str(result.contents[0].text)

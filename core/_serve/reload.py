@@ -27,6 +27,7 @@ import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 import anyio
@@ -38,6 +39,7 @@ from mcp_providers._host.assembly import Assembly, assemble
 from mcp_providers._serve.composition import Composition
 from mcp_providers._serve.state.cluster import RedisBackend
 from mcp_providers.config import Config
+from mcp_providers.errors import ConfigError
 
 log = logging.getLogger("mcp_providers.reload")
 
@@ -163,6 +165,30 @@ class Reloader:
         generation = self.composition.runtime.generation.number
         return Attempt(trigger, outcome, time.time(), digest, generation, tuple(problems or ()),
                        tuple(warnings or ()), tuple(changed or ()))  # fmt: skip
+
+
+def refusing_empty(path: str | None, load: Callable[[], Config]) -> Callable[[], Config]:
+    """``load``, but a config file ``path`` that holds nothing is refused first: on a reload it is
+    a file being written in place, caught between truncation and write, and composing it would
+    serve every installed plugin with its defaults, policy rules gone, until the write lands.
+
+    :raises ConfigError: the file is empty or only whitespace (else whatever ``load`` raises).
+    """
+
+    def guarded() -> Config:
+        if path is not None:
+            try:
+                empty = not Path(path).read_bytes().strip()
+            except OSError:  # missing, a directory, unreadable: load says which
+                empty = False
+            if empty:
+                raise ConfigError(
+                    f"config file {path} is empty (caught mid-write?); "
+                    "To serve every installed plugin with its defaults, put a comment in it"
+                )
+        return load()
+
+    return guarded
 
 
 def _log(attempt: Attempt) -> None:
