@@ -185,7 +185,7 @@ async def test_a_config_file_caught_empty_mid_write_is_refused_and_the_policy_ke
             assert attempt["outcome"] == "failed", attempt
             assert attempt["problems"] == [
                 f"the config could not be read: config file {config} is empty (caught mid-write?); "
-                "To serve every installed plugin with its defaults, put a comment in it"
+                "to serve every installed plugin with its defaults, put a comment in it"
             ]
             with pytest.raises(MCPError, match="denied by the reload test policy"):
                 await client.read_resource(NOTES_URI)  # no window with the policy's rules gone

@@ -184,7 +184,7 @@ def refusing_empty(path: str | None, load: Callable[[], Config]) -> Callable[[],
             if empty:
                 raise ConfigError(
                     f"config file {path} is empty (caught mid-write?); "
-                    "To serve every installed plugin with its defaults, put a comment in it"
+                    "to serve every installed plugin with its defaults, put a comment in it"
                 )
         return load()
 
