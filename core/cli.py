@@ -238,7 +238,7 @@ def _reloads(composition: Composition, config: Path | None, plugin_set: str | No
 
     logging.getLogger("mcp_providers.reload").setLevel(logging.INFO)  # what a reload did is always said
     path = str(config) if config is not None else os.environ.get(CONFIG_ENV) or None
-    load = reload.refusing_empty(path, functools.partial(load_config, config, plugin_set=plugin_set))
+    load = reload.guard_config_file(path, functools.partial(load_config, config, plugin_set=plugin_set))
     reloader = reload.Reloader(composition, load)
     composition.runtime.background.append(functools.partial(reload.on_sighup, reloader))
     composition.runtime.background.append(functools.partial(reload.on_announce, reloader))  # [cluster] only

@@ -4,6 +4,7 @@ fails or hangs on the way in, and a provider repaired by a reload (issue 26)."""
 from __future__ import annotations
 
 import textwrap
+import threading
 import types as pytypes
 from typing import Any
 
@@ -138,3 +139,25 @@ async def test_a_provider_whose_lifespan_hangs_on_the_way_in_does_not_hold_the_r
             attempt = await setup.reload(Config(plugins={"fragile": {"start": "ok"}}))
         assert attempt.outcome == "applied"
         assert _text(await client.read_resource(FRAGILE_URI)) == "whole"
+
+
+async def test_reading_the_config_does_not_stall_requests() -> None:
+    setup = Setup(Config(plugins={"fragile": {"start": "ok"}}))
+    order: list[str] = []
+    reading, slow_disk = threading.Event(), threading.Event()
+
+    def load() -> Config:
+        reading.set()
+        slow_disk.wait(5)  # a config on a slow network disk
+        order.append("config read")
+        return Config(plugins={"fragile": {"start": "ok", "text": "reread"}})
+
+    reloader = Reloader(setup.composition, load, load_entrypoints=False, plugins=setup.plugins)
+    async with connect(setup.composition) as client, anyio.create_task_group() as tasks:
+        tasks.start_soon(reloader.reload)
+        assert await anyio.to_thread.run_sync(reading.wait, 5)
+        assert _text(await client.read_resource(FRAGILE_URI)) == "whole"
+        order.append("read served")
+        slow_disk.set()
+    assert order == ["read served", "config read"]
+    assert reloader.last is not None and reloader.last.outcome == "applied"

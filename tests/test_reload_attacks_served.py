@@ -199,3 +199,23 @@ async def test_a_config_file_caught_empty_mid_write_is_refused_and_the_policy_ke
 
 def _text(result: Any) -> str:
     return str(result.contents[0].text)
+
+
+def test_a_config_path_that_became_a_fifo_is_refused_and_the_server_goes_on_answering(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    config = tmp_path / "mcp-providers.toml"
+    config.write_text('allow = ["notes"]\n')
+    with _http(env, config) as (base, proc):
+        config.unlink()
+        os.mkfifo(config)  # reading it waits for a writer that never comes
+        try:
+            proc.send_signal(signal.SIGHUP)
+            attempt = _reloaded(base, 1)["last_reload"]  # /readyz answers: the event loop was not blocked
+            assert attempt["outcome"] == "failed"
+            assert attempt["problems"] == [
+                f"the config could not be read: config file {config} is not a regular file; pass a TOML file"
+            ]
+        finally:
+            with contextlib.suppress(OSError):  # a reader stuck on it (the defect) gets an end of file
+                os.close(os.open(config, os.O_WRONLY | os.O_NONBLOCK))

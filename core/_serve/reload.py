@@ -24,6 +24,7 @@ import hashlib
 import importlib
 import logging
 import os
+import stat
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
@@ -126,7 +127,7 @@ class Reloader:
 
     async def _attempt(self, trigger: str) -> Attempt:
         try:
-            config = self._load()
+            config = await anyio.to_thread.run_sync(self._load)  # a slow disk must not stall requests
         except Exception as exc:  # ConfigError, or an OSError reading it
             return self._ended(trigger, "failed", "", [f"the config could not be read: {exc}"])
         digest = config_digest(config)
@@ -167,21 +168,24 @@ class Reloader:
                        tuple(warnings or ()), tuple(changed or ()))  # fmt: skip
 
 
-def refusing_empty(path: str | None, load: Callable[[], Config]) -> Callable[[], Config]:
-    """``load``, but a config file ``path`` that holds nothing is refused first: on a reload it is
-    a file being written in place, caught between truncation and write, and composing it would
-    serve every installed plugin with its defaults, policy rules gone, until the write lands.
+def guard_config_file(path: str | None, load: Callable[[], Config]) -> Callable[[], Config]:
+    """``load``, but first refusing a config file ``path`` that is not a regular file (a FIFO, say,
+    whose read would wait for ever) or holds nothing: on a reload that is a file being written in
+    place, caught between truncation and write, and composing it would serve every installed
+    plugin with its defaults, policy rules gone, until the write lands.
 
-    :raises ConfigError: the file is empty or only whitespace (else whatever ``load`` raises).
+    :raises ConfigError: either of those (else whatever ``load`` raises).
     """
 
     def guarded() -> Config:
-        if path is not None:
-            try:
-                empty = not Path(path).read_bytes().strip()
-            except OSError:  # missing, a directory, unreadable: load says which
-                empty = False
-            if empty:
+        try:
+            info = os.stat(path) if path is not None else None
+        except OSError:  # missing or unreadable: load says which
+            info = None
+        if info is not None and not stat.S_ISDIR(info.st_mode):  # a directory: load says so
+            if not stat.S_ISREG(info.st_mode):
+                raise ConfigError(f"config file {path} is not a regular file; pass a TOML file")
+            if not Path(str(path)).read_bytes().strip():
                 raise ConfigError(
                     f"config file {path} is empty (caught mid-write?); "
                     "to serve every installed plugin with its defaults, put a comment in it"
