@@ -219,3 +219,24 @@ def test_a_config_path_that_became_a_fifo_is_refused_and_the_server_goes_on_answ
         finally:
             with contextlib.suppress(OSError):  # a reader stuck on it (the defect) gets an end of file
                 os.close(os.open(config, os.O_WRONLY | os.O_NONBLOCK))
+
+
+def test_watch_sees_a_kubernetes_configmap_update_that_swaps_a_symlink(env: dict[str, str], tmp_path: Path) -> None:
+    """A mounted ConfigMap: ``c.toml -> ..data/c.toml``, ``..data -> ..v1``; an update writes ``..v2``
+    and renames a new ``..data`` symlink over the old one (the kubelet's atomic writer): the file
+    ``c.toml`` itself is never written, created or removed."""
+    mount = tmp_path / "config"
+    (mount / "..v1").mkdir(parents=True)
+    (mount / "..v1" / "c.toml").write_text('allow = ["notes", "extra"]\ndeny = ["extra"]\n')
+    os.symlink("..v1", mount / "..data")
+    os.symlink("..data/c.toml", mount / "c.toml")
+    with _http(env, mount / "c.toml", "--watch") as (base, _proc):
+        (mount / "..v2").mkdir()
+        (mount / "..v2" / "c.toml").write_text(ON)
+        os.symlink("..v2", mount / "..data_tmp")
+        os.rename(mount / "..data_tmp", mount / "..data")
+        for old in (mount / "..v1").iterdir():
+            old.unlink()
+        (mount / "..v1").rmdir()
+        attempt = _reloaded(base, 1)["last_reload"]
+        assert (attempt["trigger"], attempt["outcome"], attempt["changed"]) == ("file", "applied", ["resources", "tools"])

@@ -385,16 +385,28 @@ async def on_sighup(reloader: Reloader) -> None:
 
 
 async def on_file_change(reloader: Reloader, path: str) -> None:
-    """Reload whenever ``path`` changes (``serve --watch``), until cancelled. The folder is watched
-    (``watchfiles``, changes settled for 200 ms), so an editor that replaces the file rather than
-    writing it in place is seen too."""
+    """Reload whenever the file ``path`` names changes (``serve --watch``), until cancelled. Its
+    folder is watched (``watchfiles``, changes settled for 200 ms), and any change there that
+    changes what ``path`` resolves to (the file, its inode, size or modification time) reloads:
+    so an editor that replaces the file, and a Kubernetes ConfigMap update (which swaps the
+    ``..data`` symlink ``path`` goes through, never touching ``path`` itself), are seen too."""
     import watchfiles
 
     target = os.path.abspath(path)
-    changed = functools.partial(_is, target)
-    async for _ in watchfiles.awatch(os.path.dirname(target), watch_filter=changed, debounce=200, step=50):
-        await reloader.reload("file")
+    folders = {os.path.dirname(target), os.path.dirname(os.path.realpath(target))}
+    seen = _signature(target)
+    async for _ in watchfiles.awatch(*sorted(folders), debounce=200, step=50):
+        now = _signature(target)
+        if now != seen:
+            seen = now
+            await reloader.reload("file")
 
 
-def _is(target: str, change: object, path: str) -> bool:
-    return os.path.abspath(path) == target
+def _signature(path: str) -> tuple[str, int, int, int] | None:
+    """What ``path`` resolves to: ``(real path, inode, size, mtime in ns)``, ``None`` when missing."""
+    try:
+        real = os.path.realpath(path)
+        info = os.stat(real)
+    except OSError:
+        return None
+    return real, info.st_ino, info.st_size, info.st_mtime_ns
