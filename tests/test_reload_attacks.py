@@ -161,3 +161,29 @@ async def test_reading_the_config_does_not_stall_requests() -> None:
         slow_disk.set()
     assert order == ["read served", "config read"]
     assert reloader.last is not None and reloader.last.outcome == "applied"
+
+
+async def test_an_admin_subject_named_by_another_trusted_issuer_may_not_reload() -> None:
+    """A subject is unique only within its issuer: with two trusted issuers, ``ops-admin`` at the
+    partner's identity provider is somebody else than ``ops-admin`` at the company's."""
+    from identity_standin import standin_idp
+
+    from mcp_providers._serve.transport.admin import AdminGate
+    from mcp_providers._serve.transport.auth import http_auth
+    from mcp_providers.config import AdminSettings, AuthConfig
+    from mcp_providers.errors import ConfigError
+
+    resource = "http://127.0.0.1:9/mcp"
+    with standin_idp(path="/corp") as corp, standin_idp(path="/partner", key_slot=1) as partner:
+        auth = http_auth(AuthConfig(mode="jwt", issuer=[corp.issuer, partner.issuer], resource_url=resource))
+        with pytest.raises(ConfigError, match=r"\[server.admin\] subjects: \[server.auth\] trusts 2 issuers"):
+            AdminGate(AdminSettings(subjects=("ops-admin",)), auth)
+        gate = AdminGate(AdminSettings(subjects=("ops-admin",), issuers=(corp.issuer,)), auth)
+        assert await gate.who(partner.sign(partner.claims(resource, sub="ops-admin"))) is None
+        admin = await gate.who(corp.sign(corp.claims(resource, sub="ops-admin")))
+        assert admin is not None and admin.key == (corp.issuer, "ops-admin")
+        assert await gate.who(corp.sign(corp.claims(resource, sub="alice"))) is None
+        alone = http_auth(AuthConfig(mode="jwt", issuer=corp.issuer, resource_url=resource))
+        assert await AdminGate(AdminSettings(subjects=("ops-admin",)), alone).who(
+            corp.sign(corp.claims(resource, sub="ops-admin"))
+        ) is not None  # one issuer: the subject alone names the admin

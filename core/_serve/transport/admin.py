@@ -40,7 +40,8 @@ class AdminGate:
     """Who may reload: ``[server.admin]``'s token and subjects (see the module docstring).
 
     :raises ConfigError: ``token_env`` is unset or shorter than :data:`MIN_TOKEN_LENGTH`, or
-        ``subjects`` are named without ``[server.auth]`` to verify their tokens.
+        ``subjects`` are named without ``[server.auth]`` to verify their tokens, or without
+        ``issuers`` where it trusts more than one.
     """
 
     def __init__(self, settings: AdminSettings, auth: ResourceServer | None) -> None:
@@ -58,7 +59,15 @@ class AdminGate:
             raise ConfigError(
                 "[server.admin] subjects need [server.auth] to verify their tokens; add it, or use token_env"
             )
+        trusted = auth.authorization_servers if auth is not None else ()
+        if settings.subjects and len(trusted) > 1 and not settings.issuers:
+            raise ConfigError(
+                f"[server.admin] subjects: [server.auth] trusts {len(trusted)} issuers, and a subject is unique "
+                "only within its issuer: name the admins' issuers in [server.admin] issuers (e.g. "
+                f"issuers = [{trusted[0]!r}])"
+            )
         self._subjects = frozenset(settings.subjects)
+        self._issuers = frozenset(settings.issuers)
         self._auth = auth
 
     async def who(self, token: str) -> Principal | None:
@@ -72,7 +81,9 @@ class AdminGate:
         except Exception:  # unreachable issuer and the like: refused like an unknown token
             return None
         principal = from_access_token(access) if access is not None else None
-        return principal if principal is not None and principal.subject in self._subjects else None
+        if principal is None or principal.subject not in self._subjects:
+            return None
+        return principal if not self._issuers or principal.issuer in self._issuers else None
 
 
 def admin_routes(reloader: Reloader, settings: AdminSettings | None, auth: ResourceServer | None) -> list[Route]:
