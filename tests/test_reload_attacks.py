@@ -13,6 +13,8 @@ import mcp_types as types
 import pytest
 from mcp import MCPError
 
+from mcp_providers import hookimpl
+from mcp_providers._serve import reload as reload_module
 from mcp_providers._serve import runtime as runtime_module
 from mcp_providers._serve.composition import Composition, compose
 from mcp_providers._serve.reload import Reloader
@@ -187,3 +189,40 @@ async def test_an_admin_subject_named_by_another_trusted_issuer_may_not_reload()
         assert await AdminGate(AdminSettings(subjects=("ops-admin",)), alone).who(
             corp.sign(corp.claims(resource, sub="ops-admin"))
         ) is not None  # one issuer: the subject alone names the admin
+
+
+STUCK_HOOK = threading.Event()  # set by the test once done: the thread composing is let go
+
+
+class _Sloth:
+    """A plugin whose ``register_resource_providers`` hook never returns (until the test lets it)."""
+
+    @hookimpl
+    def register_resource_providers(self) -> list[Any]:
+        STUCK_HOOK.wait(30)
+        return []
+
+
+async def test_a_plugin_hook_that_hangs_while_composing_fails_the_reload_in_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(reload_module, "COMPOSE_SECONDS", 0.5)
+    setup = Setup(Config(plugins={"fragile": {"start": "ok"}}))
+    setup.plugins["sloth"] = _Sloth()
+    setup.reloader = Reloader(setup.composition, lambda: setup.config, load_entrypoints=False, plugins=setup.plugins)
+    try:
+        async with connect(setup.composition) as client:
+            with anyio.fail_after(10):
+                attempt = await setup.reload(Config(plugins={"fragile": {"start": "ok"}}))
+            assert attempt.outcome == "failed"
+            assert attempt.problems == (
+                "composing the new config took longer than 0.5 s: a plugin's import or hook did not return "
+                "(it is left running in the background)",
+            )
+            assert _text(await client.read_resource(FRAGILE_URI)) == "whole"  # the old assembly serves
+            with anyio.fail_after(10):  # not queued behind the stuck one
+                attempt = await setup.reload(Config(deny=("sloth",), plugins={"fragile": {"start": "ok", "text": "b"}}))
+            assert attempt.outcome == "applied"
+            assert _text(await client.read_resource(FRAGILE_URI)) == "b"
+    finally:
+        STUCK_HOOK.set()

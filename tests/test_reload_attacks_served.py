@@ -240,3 +240,43 @@ def test_watch_sees_a_kubernetes_configmap_update_that_swaps_a_symlink(env: dict
         (mount / "..v1").rmdir()
         attempt = _reloaded(base, 1)["last_reload"]
         assert (attempt["trigger"], attempt["outcome"], attempt["changed"]) == ("file", "applied", ["resources", "tools"])
+
+
+STUCK_HOOK_MODULE = """
+import os
+import pathlib
+import time
+
+from mcp_providers import hookimpl
+
+
+@hookimpl
+def register_resource_providers():
+    (pathlib.Path(os.environ["RELOAD_TEST_STUCK"]) / "stuck").write_text("")
+    time.sleep(3600)  # never returns while the test runs
+    return []
+"""
+
+
+def test_sigterm_ends_a_server_whose_reload_is_stuck_in_a_plugin_hook(env: dict[str, str], tmp_path: Path) -> None:
+    root = Path(env["PYTHONPATH"].split(os.pathsep)[0])
+    (root / "stuck_hook_plugin.py").write_text(STUCK_HOOK_MODULE)
+    install(root, "stuckhook", {"stuck": "stuck_hook_plugin"})
+    config = tmp_path / "mcp-providers.toml"
+    config.write_text('allow = ["notes"]\n')
+    with _http({**env, "RELOAD_TEST_STUCK": str(tmp_path)}, config) as (base, proc):
+        config.write_text('allow = ["notes", "stuck"]\n')
+        proc.send_signal(signal.SIGHUP)
+        deadline = time.monotonic() + 30
+        while not (tmp_path / "stuck").exists():
+            assert time.monotonic() < deadline, "the reload never reached the plugin's hook"
+            time.sleep(0.05)
+        assert _generation(base) == 1  # the old composition answers meanwhile
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)  # the stuck hook's thread does not hold the exit
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            pytest.fail("SIGTERM did not end the server in 15 s: its shutdown waited for the stuck reload")
+

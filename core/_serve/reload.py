@@ -19,12 +19,14 @@ and ``mcp-providers reload``.
 from __future__ import annotations
 
 import collections
+import contextlib
 import functools
 import hashlib
 import importlib
 import logging
 import os
 import stat
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
@@ -32,6 +34,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 import anyio
+import anyio.from_thread
+import anyio.lowlevel
 import anyio.to_thread
 import importlib_metadata
 
@@ -50,6 +54,11 @@ RELOADABLE_SERVER_KEYS = frozenset({"page_size", "max_read_bytes", "max_result_b
                                     "require_plugins"})  # fmt: skip
 """``[server]`` keys a reload applies; any other ``[server]`` key, and ``[cluster]``, is read at
 start-up only (transport, identity, audit sinks, limits, shared state), so changing one is refused."""
+
+
+COMPOSE_SECONDS = 120.0
+"""How long composing a reload's assembly may take (rescanning entry points, importing new plugins,
+running their hooks), in seconds; past it the reload fails and the old assembly goes on serving."""
 
 
 def config_digest(config: Config) -> str:
@@ -136,7 +145,11 @@ class Reloader:
         if problems:
             return self._ended(trigger, "failed", digest, problems)
         try:
-            new = await anyio.to_thread.run_sync(self._compose, config, old)
+            new = await _in_daemon_thread(self._compose, config, old, seconds=COMPOSE_SECONDS)
+        except ComposeTimeout:
+            why = (f"composing the new config took longer than {COMPOSE_SECONDS} s: a plugin's import or hook did "
+                   "not return (it is left running in the background)")  # fmt: skip
+            return self._ended(trigger, "failed", digest, [why])
         except Exception as exc:  # ConfigError: a selection naming a plugin no longer installed
             return self._ended(trigger, "failed", digest, [str(exc)])
         problems = new_failures(old, new)
@@ -193,6 +206,38 @@ def guard_config_file(path: str | None, load: Callable[[], Config]) -> Callable[
         return load()
 
     return guarded
+
+
+class ComposeTimeout(Exception):
+    """Composing took longer than its ``seconds`` (the first argument)."""
+
+
+async def _in_daemon_thread(work: Callable[..., Any], *args: Any, seconds: float) -> Any:
+    """``work(*args)`` in a daemon thread of its own; its result, or what it raised.
+
+    :raises ComposeTimeout: it took longer than ``seconds``; it is left running (a daemon thread:
+        it keeps neither this reload, the next ones, nor the process's exit waiting; a worker
+        thread of ``anyio.to_thread`` would be joined at exit).
+    """
+    done, outcome = anyio.Event(), {}
+    token = anyio.lowlevel.current_token()
+
+    def run() -> None:
+        try:
+            outcome["value"] = work(*args)
+        except BaseException as exc:  # handed back to the awaiting task
+            outcome["error"] = exc
+        with contextlib.suppress(RuntimeError):  # the event loop is gone: nobody waits
+            anyio.from_thread.run_sync(done.set, token=token)
+
+    threading.Thread(target=run, name="mcp-providers reload", daemon=True).start()
+    with anyio.move_on_after(seconds):
+        await done.wait()
+    if not done.is_set():
+        raise ComposeTimeout(seconds)
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
 
 
 def _log(attempt: Attempt) -> None:
