@@ -186,9 +186,12 @@ async def test_an_admin_subject_named_by_another_trusted_issuer_may_not_reload()
         assert admin is not None and admin.key == (corp.issuer, "ops-admin")
         assert await gate.who(corp.sign(corp.claims(resource, sub="alice"))) is None
         alone = http_auth(AuthConfig(mode="jwt", issuer=corp.issuer, resource_url=resource))
-        assert await AdminGate(AdminSettings(subjects=("ops-admin",)), alone).who(
-            corp.sign(corp.claims(resource, sub="ops-admin"))
-        ) is not None  # one issuer: the subject alone names the admin
+        assert (
+            await AdminGate(AdminSettings(subjects=("ops-admin",)), alone).who(
+                corp.sign(corp.claims(resource, sub="ops-admin"))
+            )
+            is not None
+        )  # one issuer: the subject alone names the admin
 
 
 STUCK_HOOK = threading.Event()  # set by the test once done: the thread composing is let go

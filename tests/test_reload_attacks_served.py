@@ -239,7 +239,11 @@ def test_watch_sees_a_kubernetes_configmap_update_that_swaps_a_symlink(env: dict
             old.unlink()
         (mount / "..v1").rmdir()
         attempt = _reloaded(base, 1)["last_reload"]
-        assert (attempt["trigger"], attempt["outcome"], attempt["changed"]) == ("file", "applied", ["resources", "tools"])
+        assert (attempt["trigger"], attempt["outcome"], attempt["changed"]) == (
+            "file",
+            "applied",
+            ["resources", "tools"],
+        )
 
 
 STUCK_HOOK_MODULE = """
@@ -279,4 +283,3 @@ def test_sigterm_ends_a_server_whose_reload_is_stuck_in_a_plugin_hook(env: dict[
             proc.kill()
             proc.wait()
             pytest.fail("SIGTERM did not end the server in 15 s: its shutdown waited for the stuck reload")
-

@@ -163,8 +163,9 @@ class Runtime:
         """Serve ``assembly`` from the next request on; returns the generation it replaced.
 
         The providers it adds are started first (their ``lifespan`` entered, each within
-        :data:`START_SECONDS`), so no request reaches one that has not started; those it drops are stopped in the background once the old
-        generation is idle. Provider objects both serve keep running as they are.
+        :data:`START_SECONDS`), so no request reaches one that has not started; those it drops
+        are stopped in the background once the old generation is idle. Provider objects both
+        serve keep running as they are.
         """
         new = Generation(assembly, self._method_table(self, assembly), self.generation.number + 1)
         if self._tasks is not None:
