@@ -283,3 +283,22 @@ def test_sigterm_ends_a_server_whose_reload_is_stuck_in_a_plugin_hook(env: dict[
             proc.kill()
             proc.wait()
             pytest.fail("SIGTERM did not end the server in 15 s: its shutdown waited for the stuck reload")
+
+
+def test_sighup_to_the_parent_of_workers_reloads_every_worker(env: dict[str, str], tmp_path: Path) -> None:
+    from test_reload_served import _redis
+
+    with _redis() as redis_url:
+        cluster = f'\n[cluster]\nredis_url = "{redis_url}"\nkey_prefix = "reload-workers"\n'
+        config = tmp_path / "mcp-providers.toml"
+        config.write_text('allow = ["notes", "extra"]\ndeny = ["extra"]\n' + cluster)
+        with _http(env, config, "--workers", "2", "--stateless") as (_base, parent):
+            log = config.with_suffix(".log")
+            config.write_text(ON + cluster)
+            parent.send_signal(signal.SIGHUP)  # the pid an operator knows: the parent's
+            deadline = time.monotonic() + 30
+            while log.read_text().count("reload (SIGHUP) applied") < 2:
+                assert parent.poll() is None, f"the parent ended (exit {parent.returncode}): {log.read_text()}"
+                assert time.monotonic() < deadline, log.read_text()
+                time.sleep(0.05)
+            assert parent.poll() is None

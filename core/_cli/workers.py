@@ -2,8 +2,8 @@
 
 The parent binds the socket, starts N copies of its own command line with the socket's file
 descriptor in ``MCP_PROVIDERS_HTTP_FD`` (each serves it with uvicorn's ``fd=``), and waits. A
-signal to the parent stops every worker; a worker that exits stops the others, and the parent
-exits with its status. The workers share their live state through the ``[cluster]`` backend,
+signal to the parent stops every worker (``SIGHUP`` is passed on: each worker reloads); a worker
+that exits stops the others, and the parent exits with its status. The workers share their live state through the ``[cluster]`` backend,
 which ``serve`` requires for N > 1, with ``--stateless`` (see :data:`WHY_STATELESS`).
 """
 
@@ -52,8 +52,15 @@ def serve_workers(count: int, host: str, port: int) -> int:
         nonlocal stopping
         stopping = True
 
+    def forward(signum: int, frame: FrameType | None) -> None:
+        for worker in workers:  # each worker reloads its own composition
+            if worker.poll() is None:
+                worker.send_signal(signum)
+
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
+    if hasattr(signal, "SIGHUP"):
+        signal.signal(signal.SIGHUP, forward)
     status = 0
     try:
         while not stopping:
