@@ -3,8 +3,9 @@
 The parent binds the socket, starts N copies of its own command line with the socket's file
 descriptor in ``MCP_PROVIDERS_HTTP_FD`` (each serves it with uvicorn's ``fd=``), and waits. A
 signal to the parent stops every worker (``SIGHUP`` is passed on: each worker reloads); a worker
-that exits stops the others, and the parent exits with its status. The workers share their live state through the ``[cluster]`` backend,
-which ``serve`` requires for N > 1, with ``--stateless`` (see :data:`WHY_STATELESS`).
+that exits stops the others, and the parent exits with its status. The workers share their live
+state through the ``[cluster]`` backend, which ``serve`` requires for N > 1, with ``--stateless``
+(see :data:`WHY_STATELESS`).
 """
 
 from __future__ import annotations
