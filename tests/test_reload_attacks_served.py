@@ -302,3 +302,14 @@ def test_sighup_to_the_parent_of_workers_reloads_every_worker(env: dict[str, str
                 assert time.monotonic() < deadline, log.read_text()
                 time.sleep(0.05)
             assert parent.poll() is None
+
+
+def test_reload_url_credentials_are_not_printed(env: dict[str, str]) -> None:
+    port = free_port()  # nothing listens there
+    done = subprocess.run(
+        [*RELOAD, "--url", f"http://ops:hunter2@127.0.0.1:{port}", "--token-env", "RELOAD_TEST_ADMIN_TOKEN"],
+        env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert f"error: cannot reach http://ops:***@127.0.0.1:{port}/admin/reload: ConnectError" in done.stderr
+    assert "hunter2" not in done.stdout + done.stderr and TOKEN not in done.stdout + done.stderr

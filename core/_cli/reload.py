@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import os
+import re
 
 from rich.console import Console
 
 TIMEOUT_SECONDS = 120.0
 """How long a reload may take to answer (it rescans entry points and composes), in seconds."""
+
+
+def _hide_password(text: str) -> str:
+    """``text`` with the password of any ``scheme://user:password@host`` in it replaced by ``***``."""
+    return re.sub(r"(//[^/@:\s]*):[^/@\s]*@", r"\1:***@", text)
 
 
 def signal_reload(out: Console, err: Console, pid: int) -> int:
@@ -57,7 +63,9 @@ def ask_reload(out: Console, err: Console, url: str, token_env: str, *, cluster:
     try:
         response = httpx2.post(target, headers={"authorization": f"Bearer {token}"}, timeout=TIMEOUT_SECONDS)
     except httpx2.HTTPError as exc:
-        err.print(f"error: cannot reach {target}: {type(exc).__name__}: {exc}", markup=False, highlight=False)
+        err.print(
+            _hide_password(f"error: cannot reach {target}: {type(exc).__name__}: {exc}"), markup=False, highlight=False
+        )
         return 2
     try:
         body = response.json()
@@ -65,7 +73,7 @@ def ask_reload(out: Console, err: Console, url: str, token_env: str, *, cluster:
         body = {}
     if response.status_code not in (200, 422) or "outcome" not in body:
         why = body.get("error") if isinstance(body, dict) else None
-        err.print(f"error: {target} answered {response.status_code}: {why or response.text[:200]}",
+        err.print(_hide_password(f"error: {target} answered {response.status_code}: {why or response.text[:200]}"),
                   markup=False, highlight=False)  # fmt: skip
         return 2
     lines = [f"reload {body['outcome']}: config {body['digest'] or '-'}, generation {body['generation']}"]
