@@ -229,3 +229,13 @@ async def test_a_plugin_hook_that_hangs_while_composing_fails_the_reload_in_time
             assert _text(await client.read_resource(FRAGILE_URI)) == "b"
     finally:
         STUCK_HOOK.set()
+
+
+async def test_a_required_plugin_missing_is_one_problem_not_also_a_missing_policy() -> None:
+    from mcp_providers.config import ServerSettings
+
+    setup = Setup(Config(plugins={"fragile": {"start": "ok"}}))
+    attempt = await setup.reload(Config(plugins={"fragile": {"start": "ok"}},
+                                        server=ServerSettings(require_plugins=("ghost",))))  # fmt: skip
+    assert attempt.outcome == "failed"
+    assert attempt.problems == ("ghost: required by [server] require_plugins but not installed; installed: fragile",)

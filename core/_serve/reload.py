@@ -280,7 +280,11 @@ def new_failures(old: Assembly, new: Assembly) -> list[str]:
     known = set(old.failures)
     lines = [line for line in new.failures if line not in known]
     lines += [f"refusing to serve: required_plugins not met: {line}" for line in new.unmet_requirements]
-    lines += [f"refusing to serve without its authorization policy: {line}" for line in new.policy_failures]
+    lines += [  # a required plugin not served is in both lists: said once, as what it is
+        f"refusing to serve without its authorization policy: {line}"
+        for line in new.policy_failures
+        if line not in lines
+    ]
     return list(dict.fromkeys(lines))
 
 
