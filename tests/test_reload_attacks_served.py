@@ -313,3 +313,25 @@ def test_reload_url_credentials_are_not_printed(env: dict[str, str]) -> None:
     assert done.returncode == 2
     assert f"error: cannot reach http://ops:***@127.0.0.1:{port}/admin/reload: ConnectError" in done.stderr
     assert "hunter2" not in done.stdout + done.stderr and TOKEN not in done.stdout + done.stderr
+
+
+def test_watch_goes_on_after_the_config_folder_is_removed_and_made_again(env: dict[str, str], tmp_path: Path) -> None:
+    """``rm -r conf``, then a while later ``mkdir conf`` and the file: the folder watched is gone,
+    and the new one's file is seen all the same."""
+    folder = tmp_path / "conf"
+    folder.mkdir()
+    config = folder / "mcp-providers.toml"
+    config.write_text('allow = ["notes", "extra"]\ndeny = ["extra"]\n')
+    with _http(env, config, "--watch") as (base, _proc):
+        for old in folder.iterdir():
+            old.unlink()
+        folder.rmdir()
+        gone = _reloaded(base, 1)["last_reload"]
+        assert gone["outcome"] == "failed" and "does not exist" in gone["problems"][0]
+        time.sleep(2)  # the stimulus, not a wait: the folder stays away a while (a quick remake was seen)
+        folder.mkdir()
+        config.write_text(ON)
+        deadline = time.monotonic() + 30
+        while _generation(base) < 2:
+            assert time.monotonic() < deadline, "the remade folder's config was never reloaded"
+            time.sleep(0.1)

@@ -433,22 +433,52 @@ async def on_sighup(reloader: Reloader) -> None:
             await reloader.reload("SIGHUP")
 
 
+WATCH_POLL_SECONDS = 1.0
+"""How often ``serve --watch`` also looks at the file itself, in seconds: a folder watched that is
+removed or replaced tells nothing more, so the file is looked at even without events, and the
+folders are watched again once they are back."""
+
+
 async def on_file_change(reloader: Reloader, path: str) -> None:
     """Reload whenever the file ``path`` names changes (``serve --watch``), until cancelled. Its
     folder is watched (``watchfiles``, changes settled for 200 ms), and any change there that
     changes what ``path`` resolves to (the file, its inode, size or modification time) reloads:
     so an editor that replaces the file, and a Kubernetes ConfigMap update (which swaps the
-    ``..data`` symlink ``path`` goes through, never touching ``path`` itself), are seen too."""
+    ``..data`` symlink ``path`` goes through, never touching ``path`` itself), are seen too; so is
+    a folder removed and made again (see :data:`WATCH_POLL_SECONDS`)."""
     import watchfiles
 
     target = os.path.abspath(path)
-    folders = {os.path.dirname(target), os.path.dirname(os.path.realpath(target))}
     seen = _signature(target)
-    async for _ in watchfiles.awatch(*sorted(folders), debounce=200, step=50):
-        now = _signature(target)
-        if now != seen:
-            seen = now
-            await reloader.reload("file")
+    every = {"debounce": 200, "step": 50, "rust_timeout": int(WATCH_POLL_SECONDS * 1000), "yield_on_timeout": True}
+    while True:
+        folders = _folders(target)
+        if folders:
+            with contextlib.suppress(OSError):  # a folder gone as the watch starts: looked for again
+                async for _ in watchfiles.awatch(*sorted(folders), watch_filter=None, **every):  # type: ignore[arg-type]
+                    seen = await _reload_if_changed(reloader, target, seen)
+                    if _folders(target) != folders:
+                        break  # removed or replaced: watch what is there now
+        else:  # none there (yet): look again in a while
+            await anyio.sleep(WATCH_POLL_SECONDS)
+        seen = await _reload_if_changed(reloader, target, seen)
+
+
+async def _reload_if_changed(reloader: Reloader, target: str, seen: Any) -> Any:
+    now = _signature(target)
+    if now != seen:
+        await reloader.reload("file")
+    return now
+
+
+def _folders(target: str) -> dict[str, tuple[int, int]]:
+    """The folders to watch for ``target`` that exist, each with its ``(device, inode)``."""
+    found = {}
+    for folder in {os.path.dirname(target), os.path.dirname(os.path.realpath(target))}:
+        with contextlib.suppress(OSError):
+            info = os.stat(folder)
+            found[folder] = (info.st_dev, info.st_ino)
+    return found
 
 
 def _signature(path: str) -> tuple[str, int, int, int] | None:
