@@ -186,7 +186,7 @@ def serve(
     ] = False,
 ) -> None:
     """Serve the composed MCP server over stdio (default) or streamable HTTP; SIGHUP reloads it."""
-    _hold_sighup()  # before anything slow: a SIGHUP during start-up must not end the process
+    _hold_sighup()  # first: composing takes seconds, and an unheld SIGHUP would end the process
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     address = _parse_hostport(http) if http is not None else None
     if address is None and (stateless or json_response or allow_host):
@@ -219,9 +219,9 @@ def serve(
 
 
 def _hold_sighup() -> None:
-    from mcp_providers._serve.reload import EarlySighup
+    from mcp_providers._serve.reload import hold_sighup
 
-    EarlySighup.install()
+    hold_sighup()
 
 
 def _watched(config: Path | None) -> str:
@@ -238,7 +238,9 @@ def _reloads(composition: Composition, config: Path | None, plugin_set: str | No
     from mcp_providers._serve import reload
 
     logging.getLogger("mcp_providers.reload").setLevel(logging.INFO)  # what a reload did is always said
-    reloader = reload.Reloader(composition, functools.partial(load_config, config, plugin_set=plugin_set))
+    path = str(config) if config is not None else os.environ.get(CONFIG_ENV) or None
+    load = reload.guard_config_file(path, functools.partial(load_config, config, plugin_set=plugin_set))
+    reloader = reload.Reloader(composition, load)
     composition.runtime.background.append(functools.partial(reload.on_sighup, reloader))
     composition.runtime.background.append(functools.partial(reload.on_announce, reloader))  # [cluster] only
     if watched is not None:
@@ -539,18 +541,10 @@ def reload(
     (the server keeps serving its previous composition and says why)."""
     if (url is None) == (pid is None):
         raise typer.BadParameter("give either --url (a server serving HTTP) or --pid (any server)")
+    from mcp_providers._cli.reload import ask_reload, signal_reload
+
     if pid is not None:
-        import signal
-
-        try:
-            os.kill(pid, signal.SIGHUP)
-        except OSError as exc:
-            err.print(f"[red]error:[/red] cannot signal process {pid}: {escape(exc.strerror or str(exc))}")
-            raise typer.Exit(2) from None
-        out.print(f"sent SIGHUP to {pid}; the server's log says what the reload did", markup=False)
-        return
-    from mcp_providers._cli.reload import ask_reload
-
+        raise typer.Exit(signal_reload(out, err, pid))
     raise typer.Exit(ask_reload(out, err, str(url), token_env, cluster=cluster))
 
 

@@ -510,6 +510,9 @@ class AdminSettings(BaseModel):
     subjects: tuple[str, ...] = ()
     """Subjects of principals that may reload, with a bearer token ``[server.auth]`` accepts (its
     issuers, audience and scopes apply as on the MCP path)."""
+    issuers: tuple[str, ...] = ()
+    """The issuers whose ``subjects`` may reload (default: any ``[server.auth]`` trusts); required
+    when it trusts more than one, since a subject is unique only within its issuer."""
 
     @model_validator(mode="after")
     def _someone(self) -> AdminSettings:

@@ -836,8 +836,8 @@ CASES += (  # live composition (issue 26) and extensions (issue 27)
     Case(
         "reload: a SIGHUP is held from the start of serve",
         "core/cli.py",
-        "    _hold_sighup()  # before anything slow",
-        "    pass  # before anything slow",
+        "    _hold_sighup()  # first: composing takes seconds",
+        "    pass  # first: composing takes seconds",
         ("tests/test_reload_served.py::test_a_sighup_during_start_up_is_held_not_fatal",),
     ),
     Case(

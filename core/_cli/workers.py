@@ -2,9 +2,10 @@
 
 The parent binds the socket, starts N copies of its own command line with the socket's file
 descriptor in ``MCP_PROVIDERS_HTTP_FD`` (each serves it with uvicorn's ``fd=``), and waits. A
-signal to the parent stops every worker; a worker that exits stops the others, and the parent
-exits with its status. The workers share their live state through the ``[cluster]`` backend,
-which ``serve`` requires for N > 1, with ``--stateless`` (see :data:`WHY_STATELESS`).
+signal to the parent stops every worker (``SIGHUP`` is passed on: each worker reloads); a worker
+that exits stops the others, and the parent exits with its status. The workers share their live
+state through the ``[cluster]`` backend, which ``serve`` requires for N > 1, with ``--stateless``
+(see :data:`WHY_STATELESS`).
 """
 
 from __future__ import annotations
@@ -36,8 +37,7 @@ WHY_CLUSTER = (
 
 
 def serve_workers(count: int, host: str, port: int) -> int:
-    """Run ``count`` workers on ``host:port`` until SIGTERM, SIGINT or a worker's exit; their status.
-    A SIGHUP is passed on to every worker (each reloads)."""
+    """Run ``count`` workers on ``host:port`` until a signal or a worker's exit; their status."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     listener = socket.socket(family, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -53,14 +53,15 @@ def serve_workers(count: int, host: str, port: int) -> int:
         nonlocal stopping
         stopping = True
 
-    def reload(signum: int, frame: FrameType | None) -> None:  # each worker reloads its own config
-        for worker in workers:
+    def forward(signum: int, frame: FrameType | None) -> None:
+        for worker in workers:  # each worker reloads its own composition
             if worker.poll() is None:
-                worker.send_signal(signal.SIGHUP)
+                worker.send_signal(signum)
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    signal.signal(signal.SIGHUP, reload)  # its default would end this process and with it every worker
+    if hasattr(signal, "SIGHUP"):
+        signal.signal(signal.SIGHUP, forward)
     status = 0
     try:
         while not stopping:

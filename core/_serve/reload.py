@@ -19,17 +19,23 @@ and ``mcp-providers reload``.
 from __future__ import annotations
 
 import collections
+import contextlib
 import functools
 import hashlib
 import importlib
 import logging
 import os
+import stat
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 import anyio
+import anyio.from_thread
+import anyio.lowlevel
 import anyio.to_thread
 import importlib_metadata
 
@@ -38,6 +44,7 @@ from mcp_providers._host.assembly import Assembly, assemble
 from mcp_providers._serve.composition import Composition
 from mcp_providers._serve.state.cluster import RedisBackend
 from mcp_providers.config import Config
+from mcp_providers.errors import ConfigError
 
 log = logging.getLogger("mcp_providers.reload")
 
@@ -47,6 +54,11 @@ RELOADABLE_SERVER_KEYS = frozenset({"page_size", "max_read_bytes", "max_result_b
                                     "require_plugins"})  # fmt: skip
 """``[server]`` keys a reload applies; any other ``[server]`` key, and ``[cluster]``, is read at
 start-up only (transport, identity, audit sinks, limits, shared state), so changing one is refused."""
+
+
+COMPOSE_SECONDS = 120.0
+"""How long composing a reload's assembly may take (rescanning entry points, importing new plugins,
+running their hooks), in seconds; past it the reload fails and the old assembly goes on serving."""
 
 
 def config_digest(config: Config) -> str:
@@ -124,7 +136,7 @@ class Reloader:
 
     async def _attempt(self, trigger: str) -> Attempt:
         try:
-            config = self._load()
+            config = await anyio.to_thread.run_sync(self._load)  # a slow disk must not stall requests
         except Exception as exc:  # ConfigError, or an OSError reading it
             return self._ended(trigger, "failed", "", [f"the config could not be read: {exc}"])
         digest = config_digest(config)
@@ -133,7 +145,11 @@ class Reloader:
         if problems:
             return self._ended(trigger, "failed", digest, problems)
         try:
-            new = await anyio.to_thread.run_sync(self._compose, config, old)
+            new = await _in_daemon_thread(self._compose, config, old, seconds=COMPOSE_SECONDS)
+        except ComposeTimeout:
+            why = (f"composing the new config took longer than {COMPOSE_SECONDS} s: a plugin's import or hook did "
+                   "not return (it is left running in the background)")  # fmt: skip
+            return self._ended(trigger, "failed", digest, [why])
         except Exception as exc:  # ConfigError: a selection naming a plugin no longer installed
             return self._ended(trigger, "failed", digest, [str(exc)])
         problems = new_failures(old, new)
@@ -144,6 +160,7 @@ class Reloader:
             return self._ended(trigger, "unchanged", digest, warnings=warnings)
         changed = changed_lists(old, new)
         await self.composition.runtime.swap(new)
+        warnings += failed_to_start(old, new, self.composition.runtime.startup_failures)
         self.digest = digest
         self._imported = imported_versions(new, self._imported)
         await self.composition.runtime.hub.lists_changed(changed)
@@ -162,6 +179,65 @@ class Reloader:
         generation = self.composition.runtime.generation.number
         return Attempt(trigger, outcome, time.time(), digest, generation, tuple(problems or ()),
                        tuple(warnings or ()), tuple(changed or ()))  # fmt: skip
+
+
+def guard_config_file(path: str | None, load: Callable[[], Config]) -> Callable[[], Config]:
+    """``load``, but first refusing a config file ``path`` that is not a regular file (a FIFO, say,
+    whose read would wait for ever) or holds nothing: on a reload that is a file being written in
+    place, caught between truncation and write, and composing it would serve every installed
+    plugin with its defaults, policy rules gone, until the write lands.
+
+    :raises ConfigError: either of those (else whatever ``load`` raises).
+    """
+
+    def guarded() -> Config:
+        try:
+            info = os.stat(path) if path is not None else None
+        except OSError:  # missing or unreadable: load says which
+            info = None
+        if info is not None and not stat.S_ISDIR(info.st_mode):  # a directory: load says so
+            if not stat.S_ISREG(info.st_mode):
+                raise ConfigError(f"config file {path} is not a regular file; pass a TOML file")
+            if not Path(str(path)).read_bytes().strip():
+                raise ConfigError(
+                    f"config file {path} is empty (caught mid-write?); "
+                    "to serve every installed plugin with its defaults, put a comment in it"
+                )
+        return load()
+
+    return guarded
+
+
+class ComposeTimeout(Exception):
+    """Composing took longer than its ``seconds`` (the first argument)."""
+
+
+async def _in_daemon_thread(work: Callable[..., Any], *args: Any, seconds: float) -> Any:
+    """``work(*args)`` in a daemon thread of its own; its result, or what it raised.
+
+    :raises ComposeTimeout: it took longer than ``seconds``; it is left running (a daemon thread:
+        it keeps neither this reload, the next ones, nor the process's exit waiting; a worker
+        thread of ``anyio.to_thread`` would be joined at exit).
+    """
+    done, outcome = anyio.Event(), {}
+    token = anyio.lowlevel.current_token()
+
+    def run() -> None:
+        try:
+            outcome["value"] = work(*args)
+        except BaseException as exc:  # handed back to the awaiting task
+            outcome["error"] = exc
+        with contextlib.suppress(RuntimeError):  # the event loop is gone: nobody waits
+            anyio.from_thread.run_sync(done.set, token=token)
+
+    threading.Thread(target=run, name="mcp-providers reload", daemon=True).start()
+    with anyio.move_on_after(seconds):
+        await done.wait()
+    if not done.is_set():
+        raise ComposeTimeout(seconds)
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
 
 
 def _log(attempt: Attempt) -> None:
@@ -204,8 +280,25 @@ def new_failures(old: Assembly, new: Assembly) -> list[str]:
     known = set(old.failures)
     lines = [line for line in new.failures if line not in known]
     lines += [f"refusing to serve: required_plugins not met: {line}" for line in new.unmet_requirements]
-    lines += [f"refusing to serve without its authorization policy: {line}" for line in new.policy_failures]
+    lines += [  # a required plugin not served is in both lists: said once, as what it is
+        f"refusing to serve without its authorization policy: {line}"
+        for line in new.policy_failures
+        if line not in lines
+    ]
     return list(dict.fromkeys(lines))
+
+
+def failed_to_start(old: Assembly, new: Assembly, failures: Mapping[str, str]) -> list[str]:
+    """One line per provider ``new`` added whose ``lifespan`` failed to start (``failures``, the
+    runtime's). Why is logged, not said here: ``/readyz`` shows the attempt to anyone, and a
+    plugin's exception may hold what it was given."""
+    before = {id(d.provider) for d in old.declared}
+    return [
+        f"provider {d.provider.name!r} (plugin {d.plugin!r}) failed to start; its requests get an upstream "
+        "error until a reload or a restart starts it; the server log says why"
+        for d in new.declared
+        if id(d.provider) not in before and d.provider.name in failures
+    ]
 
 
 def imported_versions(assembly: Assembly, known: Mapping[str, str | None]) -> dict[str, str | None]:
@@ -308,64 +401,91 @@ async def on_announce(reloader: Reloader) -> None:
         backend.on_reload = None
 
 
-class EarlySighup:
-    """Holds the ``SIGHUP``s that arrive before :func:`on_sighup` listens (start-up, or while the
-    runtime is not serving): ``SIGHUP``'s default action would end the process. Install it first
-    thing (:meth:`install`, main thread only); ``on_sighup`` reloads once for what it held."""
+_EARLY_SIGHUP = {"pending": False}  # signals are the process's: so is this
 
-    held = False
 
-    @classmethod
-    def install(cls) -> None:
-        import signal
+def hold_sighup() -> None:
+    """From now on, a ``SIGHUP`` that arrives before :func:`on_sighup` listens (while the server
+    is still composing, for seconds) is kept for it, one reload once serving, instead of ending
+    the process, the signal's default action. Main thread only; nothing where there is no SIGHUP."""
+    import signal
 
-        signal.signal(signal.SIGHUP, cls._hold)
+    if not hasattr(signal, "SIGHUP"):
+        return
 
-    @classmethod
-    def _hold(cls, signum: int, frame: object) -> None:
-        cls.held = True
+    def keep(signum: int, frame: object) -> None:
+        _EARLY_SIGHUP["pending"] = True
+
+    signal.signal(signal.SIGHUP, keep)
 
 
 async def on_sighup(reloader: Reloader) -> None:
     """Reload on every ``SIGHUP`` until cancelled (the main thread's event loop only; a signal
-    arriving while a reload runs is one more reload after it), and once for one
-    :class:`EarlySighup` held before."""
+    arriving while a reload runs is one more reload after it, and one kept by :func:`hold_sighup`
+    is one reload as this starts)."""
     import signal
 
     with anyio.open_signal_receiver(signal.SIGHUP) as signals:
-        if EarlySighup.held:  # listening now, so none can be missed between this check and the loop
-            EarlySighup.held = False
+        if _EARLY_SIGHUP["pending"]:
+            _EARLY_SIGHUP["pending"] = False
             await reloader.reload("SIGHUP")
         async for _ in signals:
             await reloader.reload("SIGHUP")
 
 
-async def on_file_change(reloader: Reloader, path: str) -> None:
-    """Reload whenever ``path`` changes (``serve --watch``), until cancelled.
+WATCH_POLL_SECONDS = 1.0
+"""How often ``serve --watch`` also looks at the file itself, in seconds: a folder watched that is
+removed or replaced tells nothing more, so the file is looked at even without events, and the
+folders are watched again once they are back."""
 
-    The folder is watched (``watchfiles``, changes settled for 200 ms) and, after each batch of
-    changes in it, the file is compared with what it was (:func:`_fingerprint`, symlinks
-    followed). So an editor that replaces the file rather than writing it in place is seen, and so
-    is a Kubernetes ConfigMap update, where the kubelet never touches ``path`` itself but renames a
-    new ``..data`` symlink over the old one (kubernetes ``pkg/volume/util/atomic_writer.go``).
-    Changes to other files in the folder reload nothing."""
+
+async def on_file_change(reloader: Reloader, path: str) -> None:
+    """Reload whenever the file ``path`` names changes (``serve --watch``), until cancelled. Its
+    folder is watched (``watchfiles``, changes settled for 200 ms), and any change there that
+    changes what ``path`` resolves to (the file, its inode, size or modification time) reloads:
+    so an editor that replaces the file, and a Kubernetes ConfigMap update (which swaps the
+    ``..data`` symlink ``path`` goes through, never touching ``path`` itself), are seen too; so is
+    a folder removed and made again (see :data:`WATCH_POLL_SECONDS`)."""
     import watchfiles
 
     target = os.path.abspath(path)
-    seen = _fingerprint(target)
-    # No filter: every change is only a stat of the file; the default one drops names such as *.swp.
-    async for _ in watchfiles.awatch(os.path.dirname(target), watch_filter=None, debounce=200, step=50):
-        now = _fingerprint(target)
-        if now != seen:
-            seen = now
-            await reloader.reload("file")
+    seen = _signature(target)
+    every = {"debounce": 200, "step": 50, "rust_timeout": int(WATCH_POLL_SECONDS * 1000), "yield_on_timeout": True}
+    while True:
+        folders = _folders(target)
+        if folders:
+            with contextlib.suppress(OSError):  # a folder gone as the watch starts: looked for again
+                async for _ in watchfiles.awatch(*sorted(folders), watch_filter=None, **every):  # type: ignore[arg-type]
+                    seen = await _reload_if_changed(reloader, target, seen)
+                    if _folders(target) != folders:
+                        break  # removed or replaced: watch what is there now
+        else:  # none there (yet): look again in a while
+            await anyio.sleep(WATCH_POLL_SECONDS)
+        seen = await _reload_if_changed(reloader, target, seen)
 
 
-def _fingerprint(path: str) -> tuple[int, ...] | None:
-    """What identifies the file's content at ``path``, symlinks followed: device, inode, size and
-    modification time in ns; ``None`` while it is missing."""
+async def _reload_if_changed(reloader: Reloader, target: str, seen: Any) -> Any:
+    now = _signature(target)
+    if now != seen:
+        await reloader.reload("file")
+    return now
+
+
+def _folders(target: str) -> dict[str, tuple[int, int]]:
+    """The folders to watch for ``target`` that exist, each with its ``(device, inode)``."""
+    found = {}
+    for folder in {os.path.dirname(target), os.path.dirname(os.path.realpath(target))}:
+        with contextlib.suppress(OSError):
+            info = os.stat(folder)
+            found[folder] = (info.st_dev, info.st_ino)
+    return found
+
+
+def _signature(path: str) -> tuple[str, int, int, int] | None:
+    """What ``path`` resolves to: ``(real path, inode, size, mtime in ns)``, ``None`` when missing."""
     try:
-        st = os.stat(path)
+        real = os.path.realpath(path)
+        info = os.stat(real)
     except OSError:
         return None
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    return real, info.st_ino, info.st_size, info.st_mtime_ns

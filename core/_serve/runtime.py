@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import contextvars
 import logging
+import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator, Mapping
 from typing import Any
 
@@ -163,15 +164,16 @@ class Runtime:
     async def swap(self, assembly: Assembly) -> Generation:
         """Serve ``assembly`` from the next request on; returns the generation it replaced.
 
-        The providers it adds are started first (their ``lifespan`` entered), so no request reaches
-        one that has not started; those it drops are stopped in the background once the old
-        generation is idle. Provider objects both serve keep running as they are.
+        The providers it adds are started first (their ``lifespan`` entered, each within
+        :data:`START_SECONDS`), so no request reaches one that has not started; those it drops
+        are stopped in the background once the old generation is idle. Provider objects both
+        serve keep running as they are.
         """
         new = Generation(assembly, self._method_table(self, assembly), self.generation.number + 1)
         if self._tasks is not None:
             for d in assembly.declared:
                 if id(d.provider) not in self._hosted:
-                    await self._host_provider(d.plugin, d.provider, self._tasks)
+                    await self._host_provider(d.plugin, d.provider, self._tasks, START_SECONDS)
         old, self.generation = self.generation, new
         self.hub.catalog = assembly.catalog
         for call in self.swapped:
@@ -195,12 +197,14 @@ class Runtime:
                 del self._hosted[id(d.provider)]
                 await hosted.stop()
 
-    async def _host_provider(self, plugin: str, provider: Any, tasks: anyio.abc.TaskGroup) -> None:
+    async def _host_provider(
+        self, plugin: str, provider: Any, tasks: anyio.abc.TaskGroup, within: float | None = None
+    ) -> None:
         if isinstance(provider, ResourceProvider):
             provider.publisher = self.hub.publisher(provider)
         hosted = _Hosted(provider.lifespan, provider.name, plugin, self.startup_failures)
         self._hosted[id(provider)] = hosted
-        await hosted.start(tasks)
+        await hosted.start(tasks, within)
 
     async def _start(self) -> contextlib.AsyncExitStack:
         stack = contextlib.AsyncExitStack()
@@ -316,6 +320,11 @@ class _Host:
 STOP_SECONDS = 10.0
 """How long a provider's ``lifespan`` may take to end once asked, in seconds."""
 
+START_SECONDS = 60.0
+"""How long the ``lifespan`` of a provider a reload adds may take to start, in seconds; one that
+takes longer is cancelled and recorded as failed to start, so it cannot hold up the reload (and
+every later one) for ever."""
+
 
 class _Hosted:
     """One provider's ``lifespan``, run in a task of its own until :meth:`stop`.
@@ -331,11 +340,18 @@ class _Hosted:
         self._lifespan, self._provider, self._plugin, self._failures = lifespan, provider, plugin, failures
         self._started, self._stop, self._done = anyio.Event(), anyio.Event(), anyio.Event()
         self._serving = False
+        self._scope = anyio.CancelScope()
 
-    async def start(self, tasks: anyio.abc.TaskGroup) -> None:
-        """Start the lifespan in ``tasks``; returns once it is serving or has failed."""
+    async def start(self, tasks: anyio.abc.TaskGroup, within: float | None = None) -> None:
+        """Start the lifespan in ``tasks``; returns once it is serving or has failed, or after
+        ``within`` seconds (then it is cancelled and recorded as failed to start)."""
         tasks.start_soon(self._run)
-        await self._started.wait()
+        with anyio.move_on_after(math.inf if within is None else within):
+            await self._started.wait()
+        if not self._started.is_set():
+            self._scope.cancel()
+            log.error("provider %r (plugin %r) did not start within %s s", self._provider, self._plugin, within)
+            self._failures[self._provider] = f"did not start within {within} s"
 
     async def stop(self) -> None:
         """Ask the lifespan to end and wait for it, shielded: the runtime is often stopped because
@@ -349,10 +365,15 @@ class _Hosted:
             log.error("provider %r (plugin %r) did not stop within %s s", self._provider, self._plugin, STOP_SECONDS)
 
     async def _run(self) -> None:
+        with self._scope:
+            await self._serve()
+
+    async def _serve(self) -> None:
         try:
             with plugin_code(self._provider):  # its pollers' SystemExit stays its own failure
                 async with self._lifespan():
                     self._serving = True
+                    self._failures.pop(self._provider, None)  # an earlier one of that name failed
                     self._started.set()
                     await self._stop.wait()
         except BaseException as exc:

@@ -8,7 +8,8 @@ A request needs ``Authorization: Bearer <token>``: either the token in ``[server
 (:meth:`~mcp_providers._serve.reload.Attempt.as_dict`): 200 when applied or unchanged, 422 when it
 failed and the old composition goes on serving. With ``?cluster=1`` a reload that did not fail is
 announced to every other replica of the ``[cluster]`` (``"announced": true``), each of which
-reloads its own config.
+reloads its own config; ``"announced": false`` comes with a problem saying why (no ``[cluster]``,
+Redis did not take it).
 
 ``/status`` and ``/status.json`` (:mod:`~mcp_providers._serve.transport.status`) sit behind the same
 gate: :func:`admin_gate` makes it once, :func:`admit` is the bearer check both use.
@@ -42,7 +43,8 @@ class AdminGate:
     """Who may reload: ``[server.admin]``'s token and subjects (see the module docstring).
 
     :raises ConfigError: ``token_env`` is unset or shorter than :data:`MIN_TOKEN_LENGTH`, or
-        ``subjects`` are named without ``[server.auth]`` to verify their tokens.
+        ``subjects`` are named without ``[server.auth]`` to verify their tokens, or without
+        ``issuers`` where it trusts more than one.
     """
 
     def __init__(self, settings: AdminSettings, auth: ResourceServer | None) -> None:
@@ -60,7 +62,15 @@ class AdminGate:
             raise ConfigError(
                 "[server.admin] subjects need [server.auth] to verify their tokens; add it, or use token_env"
             )
+        trusted = auth.authorization_servers if auth is not None else ()
+        if settings.subjects and len(trusted) > 1 and not settings.issuers:
+            raise ConfigError(
+                f"[server.admin] subjects: [server.auth] trusts {len(trusted)} issuers, and a subject is unique "
+                "only within its issuer: name the admins' issuers in [server.admin] issuers (e.g. "
+                f"issuers = [{trusted[0]!r}])"
+            )
         self._subjects = frozenset(settings.subjects)
+        self._issuers = frozenset(settings.issuers)
         self._auth = auth
 
     async def who(self, token: str) -> Principal | None:
@@ -74,7 +84,9 @@ class AdminGate:
         except Exception:  # unreachable issuer and the like: refused like an unknown token
             return None
         principal = from_access_token(access) if access is not None else None
-        return principal if principal is not None and principal.subject in self._subjects else None
+        if principal is None or principal.subject not in self._subjects:
+            return None
+        return principal if not self._issuers or principal.issuer in self._issuers else None
 
 
 def admin_gate(settings: AdminSettings | None, auth: ResourceServer | None) -> AdminGate | None:
@@ -125,6 +137,8 @@ def admin_routes(
                 body["announced"] = await announce(reloader)
             except Exception as exc:  # ClusterUnavailable: this replica reloaded, the others were not told
                 body["announced"], body["problems"] = False, [f"not announced to the other replicas: {exc}"]
+            if not body["announced"] and not body["problems"]:
+                body["problems"] = ["not announced: this server has no [cluster], so there are no replicas to tell"]
         return JSONResponse(body, 200 if attempt.outcome != "failed" else 422)
 
     return [Route(PATH, reload, methods=["POST"])]
