@@ -822,8 +822,8 @@ CASES += (  # live composition (issue 26) and extensions (issue 27)
     Case(
         "reload: a policy plugin that would be rejected is refused",
         "core/_serve/reload.py",
-        '[f"refusing to serve without its authorization policy: {line}" for line in new.policy_failures]',
-        "[]",
+        "        for line in new.policy_failures\n",
+        "        for line in ()\n",
         (BAD + "[policy plugin rejected]",),
     ),
     Case(
@@ -857,9 +857,16 @@ CASES += (  # live composition (issue 26) and extensions (issue 27)
     Case(
         "admin: only the subjects named may reload",
         "core/_serve/transport/admin.py",
-        "return principal if principal is not None and principal.subject in self._subjects else None",
-        "return principal",
+        "if principal is None or principal.subject not in self._subjects:",
+        "if principal is None:",
         (ADMIN,),
+    ),
+    Case(
+        "admin: a subject counts only from the issuers named",
+        "core/_serve/transport/admin.py",
+        "return principal if not self._issuers or principal.issuer in self._issuers else None",
+        "return principal",
+        ("tests/test_reload_attacks.py::test_an_admin_subject_named_by_another_trusted_issuer_may_not_reload",),
     ),
     Case(
         "extensions: the gate is asked call on the method",
