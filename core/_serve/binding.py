@@ -253,7 +253,14 @@ def build_server(
     check_seams()  # refuse an SDK without the private names the serving code reaches for
     served = routes(runtime, pipeline, every=True)  # a reload may add a category: each answers -32601 until then
     handlers: dict[str, Any] = {_ON[r.method]: r.handler for r in served if r.method in _ON}
-    server: Server[object] = Server(name, version=version, icons=wire.icons_wire(icons), lifespan=lifespan, **handlers)
+    server: Server[object] = Server(
+        name,
+        version=version,
+        icons=wire.icons_wire(icons),
+        lifespan=lifespan,
+        get_tool_input_schema=input_schemas(runtime),
+        **handlers,
+    )
     _register_extensions(server, runtime, pipeline)
     # logging/setLevel is registered directly: the constructor's on_set_logging_level warns that
     # logging is deprecated at 2026-07-28, but 2025-11-25 clients still set levels for the log
@@ -270,6 +277,25 @@ def build_server(
     tracing = tracing_middleware()
     server.middleware = [m for m in server.middleware if not isinstance(m, tracing)]
     return server
+
+
+def input_schemas(runtime: Runtime) -> Callable[[str], dict[str, Any] | None]:
+    """``name -> inputSchema`` of the current generation's tool (``None``: no such tool), for the
+    SDK's ``Mcp-Param`` header check of a 2026-07-28 ``tools/call`` over HTTP. Without it the SDK
+    runs a ``tools/list`` of its own before each call: an audit line the client never asked for.
+    The schema is made once per declaration."""
+    made: dict[int, tuple[object, dict[str, Any]]] = {}
+
+    def lookup(name: str) -> dict[str, Any] | None:
+        entry = runtime.generation.assembly.catalog.tool(name)
+        if entry is None:
+            return None
+        kept = made.get(id(entry.declaration))
+        if kept is None or kept[0] is not entry.declaration:
+            kept = made[id(entry.declaration)] = (entry.declaration, wire.tool_wire(entry.declaration).input_schema)
+        return kept[1]
+
+    return lookup
 
 
 def _register_extensions(server: Server[object], runtime: Runtime, pipeline: Pipeline) -> None:
