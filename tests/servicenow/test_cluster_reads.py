@@ -53,7 +53,9 @@ class Plugin:
 
 
 async def test_a_max_age_read_through_a_then_b_is_one_upstream_read(redis_server: RedisServer) -> None:
-    cluster = ClusterSettings(redis_url=redis_server.url, key_prefix=f"t{uuid.uuid4().hex[:8]}")
+    # A replica waiting for the other's read longer than timeout_seconds reads itself (by design):
+    # generous here, so a loaded machine (CI, 3 workers) does not turn a wait into a second read.
+    cluster = ClusterSettings(redis_url=redis_server.url, key_prefix=f"t{uuid.uuid4().hex[:8]}", timeout_seconds=10)
     a_plugin, b_plugin = Plugin(), Plugin()
     a, b = compose({"counting": a_plugin}, cluster=cluster), compose({"counting": b_plugin}, cluster=cluster)
     async with connect(a) as through_a, connect(b) as through_b:
@@ -63,7 +65,7 @@ async def test_a_max_age_read_through_a_then_b_is_one_upstream_read(redis_server
         assert a_plugin.provider.reads + b_plugin.provider.reads == 1
 
     # Identical reads in flight on both replicas at once: still one upstream read.
-    cluster = ClusterSettings(redis_url=redis_server.url, key_prefix=f"t{uuid.uuid4().hex[:8]}")
+    cluster = ClusterSettings(redis_url=redis_server.url, key_prefix=f"t{uuid.uuid4().hex[:8]}", timeout_seconds=10)
     a_plugin, b_plugin = Plugin(), Plugin()
     a, b = compose({"counting": a_plugin}, cluster=cluster), compose({"counting": b_plugin}, cluster=cluster)
     async with connect(a) as through_a, connect(b) as through_b, anyio.create_task_group() as both:
