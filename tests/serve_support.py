@@ -6,9 +6,13 @@ from __future__ import annotations
 import contextlib
 import json
 import socket
+import subprocess
+import sys
 import threading
 import time
+import urllib.request
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 from mcp_providers._serve.composition import Composition
@@ -121,6 +125,33 @@ def served(
     finally:
         server.should_exit = True
         thread.join(10)
+
+
+@contextlib.contextmanager
+def serve_process(env: dict[str, str], log: Path, *args: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """``mcp-providers serve --http 127.0.0.1:PORT *args`` as a subprocess of its own (stderr into
+    ``log``), on a free port; yields its base URL and the process once ``/readyz`` answers 200 (at
+    most 60 s), and terminates it after."""
+    port = free_port()
+    with log.open("wb") as stderr:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "mcp_providers", "serve", "--http", f"127.0.0.1:{port}", *args],
+            env=env, stdin=subprocess.DEVNULL, stderr=stderr,
+        )  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None, log.read_text()
+            with contextlib.suppress(OSError), urllib.request.urlopen(f"{base}/readyz", timeout=2) as answer:
+                if answer.status == 200:
+                    break
+            assert time.monotonic() < deadline, "server not ready in 60 s"
+            time.sleep(0.1)
+        yield base, proc
+    finally:
+        proc.terminate()
+        proc.wait(timeout=15)
 
 
 def request(

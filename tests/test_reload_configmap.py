@@ -15,15 +15,13 @@ import contextlib
 import json
 import os
 import shutil
-import subprocess
-import sys
 import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from serve_support import free_port
+from serve_support import serve_process
 
 from mcp_providers._serve.reload import config_digest
 from mcp_providers.config import load_config
@@ -60,28 +58,10 @@ def _readyz(base: str) -> dict[str, Any]:
 def _watching(config: Path, log: Path) -> Iterator[str]:
     """``serve --http --watch`` on ``config`` (through ``$MCP_PROVIDERS_CONFIG``, as the chart sets
     it); yields its base URL once ``/readyz`` answers 200."""
-    port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_PROVIDERS_")}
     env["MCP_PROVIDERS_CONFIG"] = str(config)
-    with log.open("wb") as stderr:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "mcp_providers", "serve", "--http", f"127.0.0.1:{port}", "--watch"],
-            env=env, stdin=subprocess.DEVNULL, stderr=stderr,
-        )  # fmt: skip
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert proc.poll() is None, log.read_text()
-            with contextlib.suppress(OSError):
-                if _readyz(base)["status"] == "ready":
-                    break
-            assert time.monotonic() < deadline, "server not ready in 60 s"
-            time.sleep(0.1)
+    with serve_process(env, log, "--watch") as (base, _):  # ready: /readyz answers 200
         yield base
-    finally:
-        proc.terminate()
-        proc.wait(timeout=15)
 
 
 def _until(base: str, done: Any, what: str, seconds: float = 20.0) -> dict[str, Any]:

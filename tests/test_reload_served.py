@@ -21,7 +21,7 @@ import mcp_types as types
 import pytest
 from mcp import Client, MCPError, StdioServerParameters
 from reload_support import EXTRA_URI, NOTES_URI, site
-from serve_support import free_port
+from serve_support import free_port, serve_process
 
 pytestmark = pytest.mark.anyio
 
@@ -132,29 +132,8 @@ async def test_a_reload_over_stdio_tells_the_client_and_serves_the_new_plugin(
 
 @contextlib.contextmanager
 def _http(env: dict[str, str], config: Path, *extra: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    port = free_port()
-    log = config.with_suffix(".log")
-    with log.open("wb") as stderr:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "mcp_providers", "serve", "-c", str(config), "--http", f"127.0.0.1:{port}", *extra],
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stderr=stderr,
-        )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert proc.poll() is None, log.read_text()
-            with contextlib.suppress(OSError), urllib.request.urlopen(f"{base}/readyz", timeout=2) as answer:
-                if answer.status == 200:
-                    break
-            assert time.monotonic() < deadline, "server not ready in 60 s"
-            time.sleep(0.1)
-        yield base, proc
-    finally:
-        proc.terminate()
-        proc.wait(timeout=15)
+    with serve_process(env, config.with_suffix(".log"), "-c", str(config), *extra) as served:
+        yield served
 
 
 def _ready(base: str) -> dict[str, Any]:

@@ -9,7 +9,6 @@ import json
 import os
 import socket
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -24,7 +23,7 @@ from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 from real_parts import require_tool
 from reload_support import EXTRA_URI, NOTES_URI, install, site
-from serve_support import free_port
+from serve_support import free_port, serve_process
 
 from mcp_providers._serve.steps.audit import RECENT_DENIALS, SHORT, AuditLog
 from mcp_providers._serve.transport.status import RecentRequests, render
@@ -75,28 +74,8 @@ def _serving(folder: Path, config_text: str) -> Iterator[str]:
     folder.mkdir(parents=True, exist_ok=True)
     config = folder / "mcp-providers.toml"
     config.write_text(config_text)
-    port, log = free_port(), folder / "serve.log"
-    with log.open("wb") as stderr:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "mcp_providers", "serve", "-c", str(config), "--http", f"127.0.0.1:{port}"],
-            env=_env(folder / "site"),
-            stdin=subprocess.DEVNULL,
-            stderr=stderr,
-        )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert proc.poll() is None, log.read_text()
-            with contextlib.suppress(OSError), urllib.request.urlopen(f"{base}/readyz", timeout=2) as answer:
-                if answer.status == 200:
-                    break
-            assert time.monotonic() < deadline, "server not ready in 60 s"
-            time.sleep(0.1)
+    with serve_process(_env(folder / "site"), folder / "serve.log", "-c", str(config)) as (base, _):
         yield base
-    finally:
-        proc.terminate()
-        proc.wait(timeout=15)
 
 
 @pytest.fixture(scope="module")
