@@ -524,6 +524,22 @@ class AdminSettings(BaseModel):
         return self
 
 
+class TasksSettings(BaseModel):
+    """``[server.tasks]``: tool calls run as tasks (the ``io.modelcontextprotocol/tasks`` extension,
+    SEP-2663) for tools declared ``task_support = "optional"`` or ``"required"``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    ttl_seconds: float = Field(default=3600.0, ge=1, le=7 * 86_400)
+    """Seconds a task is kept: from its start while it runs, from its end once it has a result
+    (a client polling later gets "task not found")."""
+    poll_interval_ms: int = Field(default=1000, ge=50, le=3_600_000)
+    """The ``pollIntervalMs`` suggested to clients."""
+    max_running_per_subject: int = Field(default=16, ge=1, le=10_000)
+    """Tasks one caller (issuer and subject) may have running on one replica; the next call is
+    refused with -32009 until one ends."""
+
+
 class ServerSettings(BaseModel):
     """The ``[server]`` table."""
 
@@ -583,6 +599,8 @@ class ServerSettings(BaseModel):
     """``[server.audit]``: audit sinks (file, syslog, webhook); ``audit_log`` is short for one file sink."""
     auth: AuthConfig | None = None
     """Bearer-token authentication for streamable HTTP; the token's subject is the caller."""
+    tasks: TasksSettings = Field(default_factory=TasksSettings)
+    """``[server.tasks]``: how long task results are kept, the suggested poll interval, the per-caller cap."""
     admin: AdminSettings | None = None
     """``[server.admin]``: who may reload the configuration over HTTP; ``None``: no one (SIGHUP still works)."""
     limits: LimitsSettings | None = None

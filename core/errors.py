@@ -44,6 +44,7 @@ UPSTREAM_ERROR = -32006
 STALE = -32007
 SIDE_EFFECT_REFUSED = -32008
 RATE_LIMITED = -32009
+MISSING_CAPABILITY = -32021
 INTERNAL_ERROR = -32603
 
 
@@ -139,6 +140,15 @@ class RateLimited(RequestError):
     def retry_after(self) -> int:
         """Whole seconds until the budget has room again (``data["retryAfter"]``)."""
         return int((self.data or {}).get("retryAfter", 1))
+
+
+class MissingCapability(RequestError):
+    """The request needs a client capability the client did not declare on it (2026-07-28: -32021).
+
+    ``data`` is ``{"requiredCapabilities": {...}}``, e.g. ``{"extensions": {"io.modelcontextprotocol/tasks": {}}}``.
+    """
+
+    code = MISSING_CAPABILITY
 
 
 class ProviderFailed(RequestError):

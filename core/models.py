@@ -334,6 +334,11 @@ class Tool(BaseModel):
     meta: dict[str, Any] | None = None
     icons: tuple[Icon, ...] = ()
     """Images a client may show with it (2025-11-25+ sessions); see :class:`Icon`."""
+    task_support: Literal["forbidden", "optional", "required"] = "forbidden"
+    """Whether a call may run as a task the client polls (``io.modelcontextprotocol/tasks``,
+    2026-07-28): ``"optional"`` runs as a task when the client declared the extension on the call,
+    else as a plain call; ``"required"`` refuses a client that did not (-32021). For work that can
+    outlast ``[server] read_timeout``: a task's run is bounded by ``[server.tasks] ttl_seconds`` instead."""
 
     def annotations(self) -> dict[str, bool]:
         """MCP tool annotation hints derived from :attr:`effects`, so they cannot contradict it.

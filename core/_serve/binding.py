@@ -28,6 +28,7 @@ from mcp_providers._serve.methods.extensions import ExtensionCall, ExtensionPara
 from mcp_providers._serve.methods.prompts import GetPrompt
 from mcp_providers._serve.methods.resources import Listing, ListMethod, ReadResource
 from mcp_providers._serve.methods.subscriptions import Listen, Subscribe, SubscriptionHub, Unsubscribe, watch_meta
+from mcp_providers._serve.methods.tasks import TASKS_EXTENSION, TaskMethod, Tasks, params_model
 from mcp_providers._serve.methods.tools import CallTool
 from mcp_providers._serve.pipeline import Pipeline
 from mcp_providers._serve.runtime import Runtime
@@ -97,17 +98,25 @@ def _result(model: type[Any], field: str) -> Callable[[list[Any], str | None], A
     return lambda items, cursor: model(**{field: items, "next_cursor": cursor})
 
 
-def methods(assembly: Assembly, invoker: Invoker, hub: SubscriptionHub) -> list[Method[Any, Any, Any]]:
+TASK_METHODS = ("tasks/get", "tasks/update", "tasks/cancel")
+
+
+def methods(
+    assembly: Assembly, invoker: Invoker, hub: SubscriptionHub, tasks: Tasks | None = None
+) -> list[Method[Any, Any, Any]]:
     """Every method ``assembly`` serves (lists, reads, calls, prompts, completion, subscriptions).
 
-    ``subscriptions/listen`` always: a 2026-07-28 client hears of list changes (a reload) on it.
+    ``subscriptions/listen`` always: a 2026-07-28 client hears of list changes (a reload) on it;
+    with ``tasks``, the task methods always: a task outlives a reload that drops its tool.
     """
     catalog = assembly.catalog
     out = _lists(assembly)
     if catalog.resources or catalog.templates:
         out.append(ReadResource(assembly, invoker))
     if catalog.tools:
-        out.append(CallTool(assembly, invoker))
+        out.append(CallTool(assembly, invoker, tasks))
+    if tasks is not None:
+        out += [TaskMethod(name, tasks) for name in TASK_METHODS]
     if catalog.prompts:
         out.append(GetPrompt(assembly, invoker))
     if catalog.templates or catalog.prompts:
@@ -118,6 +127,10 @@ def methods(assembly: Assembly, invoker: Invoker, hub: SubscriptionHub) -> list[
     return [*out, Listen(hub)]
 
 
+def _runs_tasks(assembly: Assembly) -> bool:
+    return any(e.declaration.task_support != "forbidden" for e in assembly.catalog.tools)
+
+
 def _watchable(assembly: Assembly) -> bool:
     catalog = assembly.catalog
     live = any(e.declaration.freshness.watchable for e in catalog.resources)
@@ -126,7 +139,7 @@ def _watchable(assembly: Assembly) -> bool:
 
 def method_table(runtime: Runtime, assembly: Assembly) -> dict[str, Method[Any, Any, Any]]:
     """Method name -> method, for one generation of ``runtime`` serving ``assembly``."""
-    return {m.name: m for m in methods(assembly, runtime.invoker, runtime.hub)}
+    return {m.name: m for m in methods(assembly, runtime.invoker, runtime.hub, runtime.tasks)}
 
 
 _PARAMS: dict[str, type[Any]] = {
@@ -141,6 +154,7 @@ _PARAMS: dict[str, type[Any]] = {
     "tools/call": types.CallToolRequestParams,
     "prompts/list": types.PaginatedRequestParams,
     "prompts/get": types.GetPromptRequestParams,
+    **{name: params_model(name) for name in TASK_METHODS},
 }
 
 
@@ -211,6 +225,8 @@ def handshake(runtime: Runtime) -> Callable[[Ctx, dict[str, Any]], dict[str, Any
         if isinstance(resources, dict):
             resources["subscribe"] = _watchable(generation.assembly)
         extensions = advertised(generation.assembly.catalog)
+        if ctx.method == "server/discover" and _runs_tasks(generation.assembly):  # 2026-07-28 only
+            extensions[TASKS_EXTENSION] = {}
         if extensions:
             capabilities["extensions"] = {**(capabilities.get("extensions") or {}), **extensions}
         if ctx.method == "initialize":
@@ -262,6 +278,10 @@ def build_server(
         **handlers,
     )
     _register_extensions(server, runtime, pipeline)
+    for r in served:  # methods the SDK has no constructor argument for: the tasks extension's
+        if r.method not in _ON:
+            server.add_request_handler(r.method, r.params, r.handler)
+    runtime.tasks.body = dispatcher(runtime, pipeline, "tools/call")  # a task's call: the pipeline once more
     # logging/setLevel is registered directly: the constructor's on_set_logging_level warns that
     # logging is deprecated at 2026-07-28, but 2025-11-25 clients still set levels for the log
     # messages tools send (ToolCall.log); the SDK keeps the method off the 2026 wire itself.

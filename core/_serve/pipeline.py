@@ -30,6 +30,7 @@ from mcp_types import SERVER_INFO_META_KEY
 from mcp_types import methods as spec_methods
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from mcp_providers._serve.state.tasks import running_task
 from mcp_providers._serve.steps import tracing, wire
 from mcp_providers._serve.steps.audit import AuditLog
 from mcp_providers._serve.steps.custody import upstream_fields
@@ -121,7 +122,8 @@ class Pipeline:
         token = current_gate.set(exchange.gate)
         scope = current_scope.set(CredentialScope(self.credentials, exchange.upstreams))
         try:
-            await self.limiter.admit(ctx, exchange.principal, method.name)  # per subject, before the gate
+            if running_task.get() is None:  # a task's body was counted as the call that started it
+                await self.limiter.admit(ctx, exchange.principal, method.name)  # per subject, before the gate
             target = method.route(exchange, params)
             with tracing.stage(self.tracer, "gate"):  # each stage in its span with traces on; else no-ops
                 method.authorize(exchange, target)

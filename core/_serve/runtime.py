@@ -27,8 +27,10 @@ import anyio.abc
 from mcp_providers._host.assembly import Assembly
 from mcp_providers._host.contain import cancels_this_task, contain_tasks, plugin_code
 from mcp_providers._serve.methods.subscriptions import SubscriptionHub
+from mcp_providers._serve.methods.tasks import Tasks
 from mcp_providers._serve.state.cluster import RedisBackend, Shared, SharedReads, shared_for
 from mcp_providers._serve.state.credentials import broker_for
+from mcp_providers._serve.state.tasks import store_for
 from mcp_providers._serve.steps.audit import AuditLog
 from mcp_providers._serve.steps.exchange import Method
 from mcp_providers._serve.steps.gate import Authorizer, Gate
@@ -118,6 +120,9 @@ class Runtime:
             max_uri_length=settings.max_uri_length,
             shared=self.shared,
         )
+        cluster = assembly.config.cluster
+        self.tasks = Tasks(store_for(self.shared), settings.tasks, cluster.lease_seconds if cluster else None)
+        """Tool calls running as tasks (:mod:`.methods.tasks`): in memory, or in Redis with ``[cluster]``."""
         self.swapped: list[Callable[[Generation], None]] = []
         """Called with the new generation after each :meth:`swap` (the binding registers new methods)."""
         self.background: list[Callable[[], Coroutine[Any, Any, None]]] = []
@@ -225,6 +230,7 @@ class Runtime:
         stack.push_async_callback(self._stop_hosted)
         for d in self.assembly.declared:
             await self._host_provider(d.plugin, d.provider, tasks)
+        tasks.start_soon(self.tasks.host)
         for run in self.background:
             tasks.start_soon(run)
         self._tasks = tasks

@@ -30,6 +30,8 @@ from mcp_providers._host.catalog import Entry
 from mcp_providers._host.rules import RESULT_KEY, output_schema
 from mcp_providers._serve.methods.channel import SessionChannel
 from mcp_providers._serve.methods.rounds import PENDING, RoundsChannel, checked_answers, until_input, wire_request
+from mcp_providers._serve.methods.tasks import TaskChannel, Tasks, created_wire, shown
+from mcp_providers._serve.state.tasks import TaskRecord, running_task
 from mcp_providers._serve.steps import wire
 from mcp_providers._serve.steps.asking import provider_asks
 from mcp_providers._serve.steps.custody import arguments_hmac, audit_key
@@ -47,6 +49,13 @@ class Refused:
     """A tool call answered with an ``isError`` result instead of running (or after failing)."""
 
     text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Started:
+    """A call answered with a task handle (its body runs in the background: :mod:`.tasks`)."""
+
+    record: TaskRecord
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,9 +81,10 @@ class CallTool:
     name = "tools/call"
     actor: Actor = "model"
 
-    def __init__(self, assembly: Assembly, invoker: Invoker) -> None:
+    def __init__(self, assembly: Assembly, invoker: Invoker, tasks: Tasks | None = None) -> None:
         self._assembly = assembly
         self._invoker = invoker
+        self._tasks = tasks
         self._settings = assembly.config.server
         # warn of a random key only where digests are meant to be compared: an audit log, or a named key
         wanted = bool(self._settings.audit_sinks()) or "audit_key_env" in self._settings.model_fields_set
@@ -101,10 +111,21 @@ class CallTool:
             return Refused(f"Invalid arguments for {tool.name}: {_problems(exc)}"), ""
         plain = arguments.model_dump(mode="json")
         arguments_digest = arguments_hmac(self._audit_key, _canonical_json(plain))
+        if self._tasks is not None and self._tasks.wanted(exchange.ctx, tool):
+            record = await self._tasks.start(exchange, tool.name, params)
+            exchange.reason = f"started as {shown(record.task_id)}"
+            return Started(record), arguments_digest
         channel = self._channel(exchange, tool.name, plain, params)
         call = ToolCall(tool=tool, arguments=arguments, principal=exchange.principal, channel=channel)
+        task = running_task.get()
         work = Work(
-            entry.plugin, entry.provider.name, f"running {tool.name}", tool.name, "tool", tool.effects == "none"
+            entry.plugin,
+            entry.provider.name,
+            f"running {tool.name}",
+            tool.name,
+            "tool",
+            tool.effects == "none",
+            timeout=self._tasks.settings.ttl_seconds if task is not None and self._tasks is not None else None,
         )
 
         def run() -> Awaitable[object]:
@@ -131,6 +152,9 @@ class CallTool:
 
         :raises InvalidParams: the ``requestState`` is refused, or a response has the wrong shape.
         """
+        task = running_task.get()
+        if task is not None and self._tasks is not None:
+            return TaskChannel(task.ctx, task.task_id, self._tasks)
         if exchange.version not in MODERN_PROTOCOL_VERSIONS:
             return SessionChannel(exchange.ctx)
         if params.request_state is None:
@@ -152,9 +176,11 @@ class CallTool:
 
     def evidence(
         self, exchange: Exchange, target: Target, outcome: tuple[object, str]
-    ) -> types.CallToolResult | types.InputRequiredResult:
+    ) -> types.CallToolResult | types.InputRequiredResult | dict[str, Any]:
         entry = target[0]
         produced, arguments_digest = outcome
+        if isinstance(produced, Started):
+            return created_wire(produced.record)
         if isinstance(produced, Asking):
             return self._input_required(exchange, entry.declaration.name, produced)
         if isinstance(produced, Refused):

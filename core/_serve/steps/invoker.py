@@ -59,6 +59,8 @@ class Work:
     target: str
     kind: Kind = "read"
     scoped: bool = True
+    timeout: float | None = None
+    """Seconds it may take (``None``: ``server.read_timeout``); a task's run has its task's time."""
 
 
 class Invoker:
@@ -123,14 +125,15 @@ class Invoker:
                     custody.update(scope.receipt_fields())
 
     async def _deadline(self, work: Work, call: Callable[[], Awaitable[T]]) -> T:
+        seconds = self._timeout if work.timeout is None else work.timeout
         pending = call()
         try:
             loop = _running_loop()
             if loop is None:  # not asyncio (trio): a bare anyio cancel scope
-                with anyio.CancelScope(deadline=anyio.current_time() + self._timeout):
+                with anyio.CancelScope(deadline=anyio.current_time() + seconds):
                     return await pending
             elif type(pending) is not CoroutineType:
-                async with asyncio.timeout(self._timeout):
+                async with asyncio.timeout(seconds):
                     return await pending
             else:
                 # The deadline is counted from here. A read that finishes without suspending (content
@@ -138,7 +141,7 @@ class Invoker:
                 # before any timer is armed and, if it is done, returns without one; otherwise the
                 # rest runs under asyncio.timeout_at (one timer handle, about a third of the cost of
                 # an anyio CancelScope with a deadline), cancelled at its first await past the deadline.
-                deadline = loop.time() + self._timeout
+                deadline = loop.time() + seconds
                 try:
                     first = pending.send(None)
                 except StopIteration as done:
@@ -152,9 +155,10 @@ class Invoker:
         finally:
             if type(pending) is CoroutineType or inspect.iscoroutine(pending):
                 pending.close()  # never awaited when the scope was already cancelled
+        limit = "server.read_timeout" if work.timeout is None else "a task's time, [server.tasks] ttl_seconds"
         raise ReadTimeout(
-            f"provider {work.provider!r} did not finish {work.what} within {self._timeout:g} s "
-            "(server.read_timeout); try again later or ask the operator to raise the deadline"
+            f"provider {work.provider!r} did not finish {work.what} within {seconds:g} s "
+            f"({limit}); try again later or ask the operator to raise the deadline"
         )
 
 

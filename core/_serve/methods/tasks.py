@@ -1,0 +1,413 @@
+"""Tool calls as tasks: the ``io.modelcontextprotocol/tasks`` extension of 2026-07-28 (SEP-2663).
+
+A ``tools/call`` of a tool declared ``task_support = "optional"`` or ``"required"``, from a client
+that declared the extension on that request, is answered at once with a ``CreateTaskResult``
+(``resultType: "task"``) once the task is stored; the call itself then runs in the background
+through the pipeline once more (:attr:`Tasks.body`: gate, invoker, evidence, wire and audit, its
+rate already counted), and its result, or its JSON-RPC error, is kept in the task
+(:mod:`~mcp_providers._serve.state.tasks`). The client polls ``tasks/get``, answers input requests
+with ``tasks/update`` and cancels with ``tasks/cancel``; each goes through the pipeline as well.
+
+A task belongs to the principal that started it: to anyone else it does not exist (the same
+``-32602`` "task not found" as an unknown id). While running, a tool's ``progress`` becomes the
+task's ``statusMessage``; its ``elicit``/``sample`` make the task ``input_required``
+(``inputRequests`` on ``tasks/get``) until a ``tasks/update`` answers. With ``[cluster]`` the
+task lives in Redis: polled and cancelled through any replica, failed by the first reader once
+the replica running it has stopped renewing its lease.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import secrets
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+import anyio
+import anyio.abc
+import mcp_types as types
+from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import BaseModel, Field
+
+from mcp_providers._serve.methods.channel import SessionChannel
+from mcp_providers._serve.methods.rounds import checked_answers, wire_request
+from mcp_providers._serve.state.tasks import Change, RunningTask, TaskRecord, TaskStore, running_task
+from mcp_providers._serve.steps.exchange import Actor, Ctx, Exchange
+from mcp_providers._serve.steps.request_state import Answer, digest
+from mcp_providers.config import TasksSettings
+from mcp_providers.errors import InvalidParams, MissingCapability, RateLimited, ToolFailure
+from mcp_providers.identity import Principal
+from mcp_providers.models import Tool
+from mcp_providers.providers import Elicited, Sampled
+
+log = logging.getLogger("mcp_providers.tasks")
+
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+NEEDS_TASKS: dict[str, Any] = {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}}
+NOT_FOUND = "Failed to retrieve task: Task not found"
+"""What an unknown, expired or someone else's task id gets alike (SEP-2663's example message)."""
+
+Body = Callable[[Ctx, types.CallToolRequestParams], Awaitable[Any]]
+"""Runs a ``tools/call`` through the pipeline as the body of a task (set by the binding)."""
+
+
+def declares_tasks(ctx: Ctx) -> bool:
+    """Whether the request declared the tasks extension in its per-request client capabilities
+    (2026-07-28 ``_meta``; earlier eras have no such declaration)."""
+    if str(getattr(ctx, "protocol_version", "") or "") not in MODERN_PROTOCOL_VERSIONS:
+        return False
+    meta = getattr(ctx, "meta", None) or {}
+    capabilities = meta.get(types.CLIENT_CAPABILITIES_META_KEY) if isinstance(meta, Mapping) else None
+    extensions = capabilities.get("extensions") if isinstance(capabilities, Mapping) else None
+    return isinstance(extensions, Mapping) and TASKS_EXTENSION in extensions
+
+
+def owner_of(principal: Principal) -> str:
+    """The owner key of ``principal``'s tasks: SHA-256 of issuer and subject (no identity in Redis)."""
+    issuer, subject = principal.key
+    return hashlib.sha256(f"{issuer}\0{subject}".encode()).hexdigest()
+
+
+def shown(task_id: str) -> str:
+    """How audit lines name a task: a digest, since the id itself is what reaches the task."""
+    return "task:" + hashlib.sha256(task_id.encode()).hexdigest()[:16]
+
+
+def _iso(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def task_wire(record: TaskRecord, *, detailed: bool) -> dict[str, Any]:
+    """The ``Task`` of ``record`` (camelCase); ``detailed`` adds what its status carries
+    (``result``, ``error`` or ``inputRequests``: a ``DetailedTask``)."""
+    ttl = record.ttl if not record.ended else (record.updated - record.created) + record.ttl
+    out: dict[str, Any] = {
+        "taskId": record.task_id,
+        "status": record.status,
+        "createdAt": _iso(record.created),
+        "lastUpdatedAt": _iso(record.updated),
+        "ttlMs": int(ttl * 1000),
+        "pollIntervalMs": record.poll_ms,
+    }
+    if record.message is not None:
+        out["statusMessage"] = record.message
+    if detailed and record.status == "completed":
+        out["result"] = record.result or {}
+    elif detailed and record.status == "failed":
+        out["error"] = record.error or {"code": types.INTERNAL_ERROR, "message": "the task failed"}
+    elif detailed and record.status == "input_required":
+        out["inputRequests"] = dict(record.asked)
+    return out
+
+
+class Tasks:
+    """This process's tasks: started, kept running under their lease, cancelled (one per runtime).
+
+    :param store: where records live (:func:`~mcp_providers._serve.state.tasks.store_for`).
+    :param lease: seconds a running task's lease lasts (``[cluster] lease_seconds``; ``None`` in one process).
+    """
+
+    def __init__(self, store: TaskStore, settings: TasksSettings, lease: float | None) -> None:
+        self.store = store
+        self.settings = settings
+        self.lease = lease
+        self.body: Body | None = None
+        self._scopes: dict[str, anyio.CancelScope] = {}
+        self._owners: dict[str, int] = {}
+        self._group: anyio.abc.TaskGroup | None = None
+        self.tick = 0.1 if lease is None else min(lease / 3, 1.0)
+        """Seconds between a running task's lease renewals (and its looks for a cancel or answers)."""
+
+    async def host(self) -> None:
+        """Run the task bodies (a runtime background task); ending it stops them."""
+        async with anyio.create_task_group() as group:
+            self._group = group
+            try:
+                await anyio.sleep_forever()
+            finally:
+                self._group = None
+
+    def wanted(self, ctx: Ctx, tool: Tool) -> bool:
+        """Whether this call of ``tool`` runs as a task.
+
+        :raises MissingCapability: the tool requires a task and the client did not declare the extension.
+        """
+        if tool.task_support == "forbidden" or running_task.get() is not None:
+            return False
+        if declares_tasks(ctx):
+            return True
+        if tool.task_support == "required":
+            raise MissingCapability(
+                f"tool {tool.name} runs only as a task: declare the {TASKS_EXTENSION} extension in "
+                "the request's client capabilities (2026-07-28)",
+                data=NEEDS_TASKS,
+            )
+        return False
+
+    async def start(self, exchange: Exchange, tool: str, params: types.CallToolRequestParams) -> TaskRecord:
+        """Store a new task for this call and start its body; the stored record.
+
+        :raises RateLimited: the caller has ``max_running_per_subject`` tasks running here.
+        :raises MCPError: tasks are not running (before start-up, or shutting down).
+        """
+        if self._group is None or self.body is None:
+            raise MCPError(types.INTERNAL_ERROR, "tasks are not running on this server (is it shutting down?)")
+        owner = owner_of(exchange.principal)
+        cap = self.settings.max_running_per_subject
+        if self._owners.get(owner, 0) >= cap:
+            raise RateLimited(
+                f"you have {cap} tasks running here, the most [server.tasks] max_running_per_subject allows; "
+                "wait for one to end (poll tasks/get) or cancel one",
+                data={"retryAfter": 1, "limit": "tasks", "allowed": cap},
+            )
+        now = time.time()
+        record = TaskRecord(
+            task_id=secrets.token_urlsafe(24),
+            owner=owner,
+            tool=tool,
+            status="working",
+            created=now,
+            updated=now,
+            ttl=self.settings.ttl_seconds,
+            poll_ms=self.settings.poll_interval_ms,
+            lease_until=now + self.lease if self.lease is not None else None,
+        )
+        await self.store.create(record)  # durable before the handle is returned (SEP-2663)
+        self._owners[owner] = self._owners.get(owner, 0) + 1
+        self._group.start_soon(self._run, record, exchange.ctx, params)
+        return record
+
+    async def _run(self, record: TaskRecord, ctx: Ctx, params: types.CallToolRequestParams) -> None:
+        scope = self._scopes[record.task_id] = anyio.CancelScope()
+        ending = Change(status="failed", message=STOPPED, error={"code": types.INTERNAL_ERROR, "message": STOPPED})
+        token = running_task.set(RunningTask(record.task_id, record.tool, ctx))
+        try:
+            with scope:
+                ending = await self._body(record.task_id, ctx, params, scope)
+            if scope.cancelled_caught:
+                ending = Change(status="cancelled", message="cancelled by the client (tasks/cancel)")
+        finally:
+            running_task.reset(token)
+            del self._scopes[record.task_id]
+            self._owners[record.owner] -= 1
+            if not self._owners[record.owner]:
+                del self._owners[record.owner]
+            with anyio.CancelScope(shield=True):
+                await self._end(record.task_id, ending)
+
+    async def _body(
+        self, task_id: str, ctx: Ctx, params: types.CallToolRequestParams, scope: anyio.CancelScope
+    ) -> Change:
+        assert self.body is not None
+        async with anyio.create_task_group() as keeping:
+            keeping.start_soon(self._keep, task_id, scope)
+            try:
+                result = await self.body(ctx, params)
+                ending = Change(status="completed", result=_dumped(result))
+            except MCPError as exc:
+                error = exc.error.model_dump(mode="json", exclude_none=True)
+                ending = Change(status="failed", message=exc.message, error=error)
+            keeping.cancel_scope.cancel()
+        return ending
+
+    async def _keep(self, task_id: str, scope: anyio.CancelScope) -> None:
+        """Renew the lease every :attr:`tick`; cancel the run once a cancel is asked (through any replica)."""
+        while True:
+            await anyio.sleep(self.tick)
+            lease = time.time() + self.lease if self.lease is not None else None
+            record = await self._safely(self.store.change(task_id, Change(lease_until=lease)))
+            if record is not None and (record.cancel or record.ended):
+                scope.cancel()
+                return
+
+    async def _end(self, task_id: str, ending: Change) -> None:
+        record = await self._safely(self.store.change(task_id, ending))
+        if record is not None:
+            log.info("task %s of %s ended %s", shown(task_id), record.tool, record.status)
+
+    async def _safely(self, changing: Awaitable[TaskRecord | None]) -> TaskRecord | None:
+        try:
+            return await changing
+        except MCPError as exc:  # Redis unreachable: the lease runs out and a reader fails the task
+            log.warning("could not update a task: %s", exc.message)
+            return None
+        except Exception as exc:  # ClusterUnavailable is a RequestError
+            log.warning("could not update a task: %s", exc)
+            return None
+
+    async def find(self, principal: Principal, task_id: str) -> TaskRecord:
+        """``task_id``'s record if ``principal`` started it.
+
+        :raises InvalidParams: unknown, expired, or someone else's (one message for all three).
+        """
+        record = await self.store.get(task_id) if len(task_id) <= 200 else None
+        if record is None or not secrets.compare_digest(record.owner, owner_of(principal)):
+            raise InvalidParams(NOT_FOUND, data={"rule": "task-not-found"})
+        return record
+
+    async def cancel(self, record: TaskRecord) -> None:
+        """Ask ``record``'s run to stop: at once when it runs here, else at its replica's next tick."""
+        await self.store.change(record.task_id, Change(cancel=True))
+        scope = self._scopes.get(record.task_id)
+        if scope is not None:
+            scope.cancel()
+
+
+STOPPED = "the server stopped before the task finished"
+
+
+def _dumped(result: Any) -> dict[str, Any]:
+    if isinstance(result, BaseModel):
+        out: dict[str, Any] = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+    else:
+        out = dict(result)
+    out.pop("resultType", None)
+    return out
+
+
+class TaskChannel(SessionChannel):
+    """The channel of a tool call running as a task: progress becomes the task's ``statusMessage``;
+    log messages have nowhere to go (the spec sends none for tasks); ``elicit``/``sample`` make
+    the task ``input_required`` until ``tasks/update`` answers (keys ``input-<n>``, never reused).
+
+    :param ctx: the context of the request that started the task (its declared capabilities).
+    """
+
+    def __init__(self, ctx: Ctx, task_id: str, tasks: Tasks) -> None:
+        super().__init__(ctx)
+        self._task_id = task_id
+        self._tasks = tasks
+        self._asked = 0
+
+    async def progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
+        """Set the task's ``statusMessage``: ``message``, with ``progress``/``total`` after it."""
+        counted = f"{progress:g}/{total:g}" if total is not None else f"{progress:g}"
+        text = f"{message} ({counted})" if message else f"progress {counted}"
+        await self._tasks.store.change(self._task_id, Change(message=text))
+
+    async def log(self, level: Any, data: Any, logger: str | None = None) -> None:
+        """Nothing: notifications are not sent for tasks (SEP-2663)."""
+
+    async def sample(
+        self,
+        prompt: str | Sequence[tuple[Literal["user", "assistant"], str]],
+        *,
+        max_tokens: int,
+        system_prompt: str | None = None,
+    ) -> Sampled:
+        """The answer to a ``sampling/createMessage`` input request of the task.
+
+        :raises ToolFailure: the client did not declare sampling, or answered with something else.
+        """
+        self._require(types.ClientCapabilities(sampling=types.SamplingCapability()), "sampling")
+        pairs = [("user", prompt)] if isinstance(prompt, str) else list(prompt)
+        messages = [
+            types.SamplingMessage(role=role, content=types.TextContent(type="text", text=text)) for role, text in pairs
+        ]
+        params = types.CreateMessageRequestParams(messages=messages, max_tokens=max_tokens, system_prompt=system_prompt)
+        result = types.CreateMessageResult.model_validate(await self._ask(types.CreateMessageRequest(params=params)))
+        text = result.content.text if isinstance(result.content, types.TextContent) else ""
+        return Sampled(text=text, model=result.model, stop_reason=result.stop_reason)
+
+    async def elicit(self, message: str, schema: Mapping[str, Any]) -> Elicited:
+        """The answer to an ``elicitation/create`` (form mode) input request of the task.
+
+        :raises ToolFailure: the client did not declare elicitation, or answered with something else.
+        """
+        self._require(types.ClientCapabilities(elicitation=types.ElicitationCapability()), "elicitation")
+        params = types.ElicitRequestFormParams(message=message, requested_schema=dict(schema))
+        result = types.ElicitResult.model_validate(await self._ask(types.ElicitRequest(params=params)))
+        return Elicited(action=result.action, content=dict(result.content or {}))
+
+    def _require(self, capability: types.ClientCapabilities, what: str) -> None:
+        meta = getattr(self._ctx, "meta", None) or {}
+        declared = meta.get(types.CLIENT_CAPABILITIES_META_KEY) if isinstance(meta, Mapping) else None
+        have = types.ClientCapabilities.model_validate(declared or {})
+        wanted = capability.model_dump(exclude_none=True)
+        if not all(getattr(have, name, None) is not None for name in wanted):
+            raise ToolFailure(f"the client did not declare the {what} capability, so this tool cannot ask it")
+
+    async def _ask(self, request: types.CreateMessageRequest | types.ElicitRequest) -> dict[str, Any]:
+        """Put ``request`` in the task's ``inputRequests`` and wait for its answer (checked)."""
+        self._asked += 1
+        key = f"input-{self._asked}"
+        wire = wire_request(request)
+        await self._tasks.store.change(self._task_id, Change(ask={key: wire}))
+        while True:
+            await anyio.sleep(self._tasks.tick)
+            record = await self._tasks.store.get(self._task_id)
+            if record is None or record.ended:
+                raise ToolFailure("the task ended while it waited for input")
+            if key in record.answers:
+                break
+        response = record.answers[key]
+        await self._tasks.store.change(self._task_id, Change(take=(key,)))
+        answer = Answer(method=str(wire["method"]), ask=digest(wire), response=response)
+        try:
+            checked_answers({key: answer})
+        except InvalidParams as exc:
+            raise ToolFailure(exc.message) from None
+        return dict(response)
+
+
+class TaskParams(types.RequestParams):
+    """``tasks/get`` and ``tasks/cancel`` params."""
+
+    task_id: str = Field(alias="taskId", min_length=1)
+
+
+class UpdateParams(TaskParams):
+    """``tasks/update`` params."""
+
+    input_responses: dict[str, dict[str, Any]] = Field(alias="inputResponses")
+
+
+class TaskMethod:
+    """``tasks/get``, ``tasks/update`` and ``tasks/cancel``: the caller's own task, the gate asking
+    ``call`` on its tool as the call did, only from a client that declared the extension."""
+
+    actor: Actor = "application"
+
+    def __init__(self, name: str, tasks: Tasks) -> None:
+        self.name = name  # tasks/get, tasks/update or tasks/cancel
+        self._tasks = tasks
+
+    def route(self, exchange: Exchange, params: TaskParams) -> TaskParams:
+        exchange.target = shown(params.task_id)
+        if not declares_tasks(exchange.ctx):
+            raise MissingCapability(
+                f"{self.name} needs the {TASKS_EXTENSION} extension declared in the request's client capabilities",
+                data=NEEDS_TASKS,
+            )
+        return params
+
+    def authorize(self, exchange: Exchange, target: TaskParams) -> None:
+        """Nothing yet: which tool a task runs is known once it is read (:meth:`invoke` asks then)."""
+
+    async def invoke(self, exchange: Exchange, target: TaskParams) -> dict[str, Any]:
+        record = await self._tasks.find(exchange.principal, target.task_id)
+        exchange.gate.require("call", record.tool)
+        if self.name == "tasks/get":
+            return task_wire(record, detailed=True)
+        if self.name == "tasks/cancel":
+            await self._tasks.cancel(record)
+        elif isinstance(target, UpdateParams):
+            await self._tasks.store.change(record.task_id, Change(answer=target.input_responses))
+        return {}
+
+    def evidence(self, exchange: Exchange, target: TaskParams, produced: dict[str, Any]) -> dict[str, Any]:
+        exchange.reason = f"{produced['status']}" if "status" in produced else None
+        return produced
+
+
+def params_model(name: str) -> type[TaskParams]:
+    return UpdateParams if name == "tasks/update" else TaskParams
+
+
+def created_wire(record: TaskRecord) -> dict[str, Any]:
+    """The ``CreateTaskResult`` of ``record``: the task, ``resultType: "task"``."""
+    return {"resultType": "task", **task_wire(record, detailed=False)}

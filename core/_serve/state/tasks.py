@@ -1,0 +1,257 @@
+"""Where tasks are kept: in the process, or in Redis with ``[cluster]`` (SEP-2663 tasks).
+
+A task is one JSON record (:class:`TaskRecord`) under its unguessable id. The replica running it
+holds a *lease* on it (``leaseUntil``, wall-clock seconds), renewed every tick; a reader that finds
+a task still running with its lease run out marks it ``failed``: the replica running it died, so
+it never ends otherwise. Every change goes through :func:`changed`, the one place that says which
+transitions are allowed (a terminal task never changes again; only an outstanding input key can
+be answered), so both stores apply the same rules.
+
+In Redis the record is the value of ``{key_prefix}:task:<id>``; each change is an optimistic
+transaction (``WATCH``/``MULTI``), so a cancel through one replica and a completion through
+another cannot overwrite each other. Keys expire: while running after ``ttl`` plus the lease
+(renewed), once ended after ``ttl``.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal, Protocol
+
+from mcp_providers._serve.state.cluster import RedisBackend
+
+Status = Literal["working", "input_required", "completed", "failed", "cancelled"]
+TERMINAL: frozenset[str] = frozenset({"completed", "failed", "cancelled"})
+
+
+@dataclass(frozen=True, slots=True)
+class TaskRecord:
+    """One task as stored (times in wall-clock seconds since the epoch)."""
+
+    task_id: str
+    owner: str
+    """Digest of the principal's ``(issuer, subject)`` that started it: nobody else sees it."""
+    tool: str
+    status: Status
+    created: float
+    updated: float
+    ttl: float
+    """Seconds the task is kept: from creation while running, from its end once ended."""
+    poll_ms: int
+    message: str | None = None
+    result: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None
+    asked: dict[str, Any] = field(default_factory=dict)
+    """Outstanding input requests: key -> ``{"method", "params"}``."""
+    answers: dict[str, Any] = field(default_factory=dict)
+    """Responses to input requests not yet taken by the running task: key -> response."""
+    keys_used: int = 0
+    """Input keys issued so far (``input-<n>``: never reused within the task)."""
+    cancel: bool = False
+    lease_until: float | None = None
+    """Until when the running replica holds it (``None``: not leased, in one process)."""
+
+    @property
+    def ended(self) -> bool:
+        return self.status in TERMINAL
+
+    def expires(self) -> float:
+        """When the record may be forgotten."""
+        return (self.updated if self.ended else self.created) + self.ttl
+
+    def to_json(self) -> str:
+        return json.dumps({name: getattr(self, name) for name in self.__dataclass_fields__})
+
+    @classmethod
+    def from_json(cls, raw: str | bytes) -> TaskRecord | None:
+        try:
+            data = json.loads(raw)
+            return cls(**data) if isinstance(data, dict) else None
+        except (ValueError, TypeError):  # a malformed record is a missing one, not a crash
+            return None
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """What a caller wants changed; :func:`changed` decides what is allowed of it."""
+
+    status: Status | None = None
+    message: str | None = None
+    result: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None
+    ask: dict[str, Any] | None = None
+    """Input requests to add (key -> request); the task becomes ``input_required``."""
+    answer: Mapping[str, Any] | None = None
+    """Responses from ``tasks/update``; only outstanding keys are kept."""
+    take: tuple[str, ...] = ()
+    """Answered keys the running task has taken; once none is outstanding it is ``working`` again."""
+    cancel: bool = False
+    lease_until: float | None = None
+
+
+LEASE_LOST = "the server instance running this task stopped before it finished (its lease of {lease} s ran out)"
+
+
+def changed(record: TaskRecord, change: Change, now: float) -> TaskRecord:
+    """``record`` after ``change`` at ``now``: a terminal record never changes; answers are kept
+    only for outstanding keys; a cancel asked of an ended task is ignored."""
+    if record.ended:
+        return record
+    kept: dict[str, Any] = {"updated": now}
+    if change.lease_until is not None:
+        kept["lease_until"] = change.lease_until
+    if change.cancel:
+        kept["cancel"] = True
+    if change.message is not None:
+        kept["message"] = change.message[:1000]
+    asked, answers = dict(record.asked), dict(record.answers)
+    if change.ask:
+        asked.update(change.ask)
+        kept["keys_used"] = record.keys_used + len(change.ask)
+    for key, response in (change.answer or {}).items():
+        if key in asked:
+            answers[key] = response
+    for key in change.take:
+        asked.pop(key, None)
+        answers.pop(key, None)
+    kept["asked"], kept["answers"] = asked, answers
+    status: Status = change.status or record.status
+    if status in ("working", "input_required"):
+        status = "input_required" if asked else "working"
+    else:
+        kept.update(result=change.result, error=change.error, asked={}, answers={}, lease_until=None)
+    return replace(record, status=status, **kept)
+
+
+def lapsed(record: TaskRecord, now: float, lease: float) -> Change | None:
+    """The change that fails ``record`` if its lease ran out while it was running, else ``None``."""
+    if record.ended or record.lease_until is None or record.lease_until >= now:
+        return None
+    message = LEASE_LOST.format(lease=f"{lease:g}")
+    return Change(status="failed", message=message, error={"code": -32603, "message": message})
+
+
+@dataclass(frozen=True, slots=True)
+class RunningTask:
+    """A task whose body runs in this context (:data:`running_task`)."""
+
+    task_id: str
+    tool: str
+    ctx: Any
+    """The context of the request that started it (its declared client capabilities)."""
+
+
+running_task: contextvars.ContextVar[RunningTask | None] = contextvars.ContextVar("mcp_providers_task", default=None)
+"""The task whose body this context runs (``None`` outside one): a call there is not a task again,
+and its rate was counted when it started."""
+
+
+class TaskStore(Protocol):
+    """Where tasks live (:class:`InProcessTasks` or :class:`RedisTasks`)."""
+
+    leased: bool
+    """Whether running tasks are leased (kept across replicas)."""
+
+    async def create(self, record: TaskRecord) -> None:
+        """Store ``record``; it can be read once this returns (the spec's durability rule)."""
+
+    async def get(self, task_id: str) -> TaskRecord | None:
+        """The record (``None``: unknown or expired), failed first if its lease ran out."""
+
+    async def change(self, task_id: str, change: Change) -> TaskRecord | None:
+        """Apply ``change`` through :func:`changed`; the new record (``None``: unknown)."""
+
+
+class InProcessTasks:
+    """Tasks in this process's memory (no ``[cluster]``); expired ones are dropped as they are met."""
+
+    leased = False
+
+    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+        self._records: dict[str, TaskRecord] = {}
+        self._clock = clock
+
+    async def create(self, record: TaskRecord) -> None:
+        self._sweep()
+        self._records[record.task_id] = record
+
+    async def get(self, task_id: str) -> TaskRecord | None:
+        self._sweep()
+        return self._records.get(task_id)
+
+    async def change(self, task_id: str, change: Change) -> TaskRecord | None:
+        record = await self.get(task_id)
+        if record is None:
+            return None
+        record = self._records[task_id] = changed(record, change, self._clock())
+        return record
+
+    def _sweep(self) -> None:
+        now = self._clock()
+        for task_id in [t for t, r in self._records.items() if r.expires() < now]:
+            del self._records[task_id]
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+
+class RedisTasks:
+    """Tasks in the cluster's Redis (see the module docstring); ``lease`` is ``[cluster] lease_seconds``."""
+
+    leased = True
+
+    def __init__(self, backend: RedisBackend, clock: Callable[[], float] = time.time) -> None:
+        self._backend = backend
+        self._clock = clock
+        self.lease = backend.settings.lease_seconds
+
+    def _key(self, task_id: str) -> str:
+        return self._backend.key("task", task_id)
+
+    async def create(self, record: TaskRecord) -> None:
+        seconds = record.ttl + self.lease
+        await self._backend.call(
+            "store a task", lambda r: r.set(self._key(record.task_id), record.to_json(), px=_ms(seconds))
+        )
+
+    async def get(self, task_id: str) -> TaskRecord | None:
+        raw = await self._backend.call("read a task", lambda r: r.get(self._key(task_id)))
+        record = TaskRecord.from_json(raw) if raw is not None else None
+        if record is None:
+            return None
+        failing = lapsed(record, self._clock(), self.lease)
+        return record if failing is None else await self.change(task_id, failing)
+
+    async def change(self, task_id: str, change: Change) -> TaskRecord | None:
+        key = self._key(task_id)
+        out: list[TaskRecord | None] = [None]
+
+        async def apply(pipe: Any) -> None:
+            raw = await pipe.get(key)
+            record = TaskRecord.from_json(raw) if raw is not None else None
+            out[0] = None
+            if record is None:
+                return
+            new = changed(record, change, self._clock())
+            out[0] = new
+            pipe.multi()
+            left = new.expires() - self._clock() + (0 if new.ended else self.lease)
+            pipe.set(key, new.to_json(), px=_ms(max(left, 1.0)))
+
+        await self._backend.call("change a task", lambda r: r.transaction(apply, key))
+        return out[0]
+
+
+def _ms(seconds: float) -> int:
+    return max(1, int(seconds * 1000))
+
+
+def store_for(shared: object, clock: Callable[[], float] = time.time) -> TaskStore:
+    """:class:`RedisTasks` on the cluster's backend, else :class:`InProcessTasks`."""
+    if isinstance(shared, RedisBackend):
+        return RedisTasks(shared, clock)
+    return InProcessTasks(clock)
