@@ -804,6 +804,7 @@ RELOAD = "tests/test_reload.py::"
 BAD = RELOAD + "test_a_bad_reload_keeps_the_old_composition_and_says_why"
 ADMIN = RELOAD + "test_admin_reload_needs_a_token_or_a_subject_the_config_names"
 EXT = "tests/test_extensions.py::"
+TASKS = "tests/test_tasks.py::"
 CASES += (  # live composition (issue 26) and extensions (issue 27)
     Case(
         "reload: a setting read at start-up only is refused",
@@ -881,6 +882,76 @@ CASES += (  # live composition (issue 26) and extensions (issue 27)
         "if m.name in SPEC_CLIENT_METHODS:",
         "if False:",
         (EXT + "test_a_bad_extension_is_a_check_error_naming_it_and_the_rest_is_served",),
+    ),
+    Case(
+        "tasks: another principal's task is not found",
+        "core/_serve/methods/tasks.py",
+        "if record is None or not secrets.compare_digest(record.owner, owner_of(principal)):",
+        "if record is None:",
+        (TASKS + "test_a_task_belongs_to_the_principal_that_started_it",),
+    ),
+    Case(
+        "tasks: a required task tool refuses a client without the extension",
+        "core/_serve/methods/tasks.py",
+        'if tool.task_support == "required":',
+        "if False:",
+        (TASKS + "test_without_the_extension_optional_runs_plainly_and_required_is_refused_with_32021",),
+    ),
+    Case(
+        "tasks: tasks/get needs the extension declared",
+        "core/_serve/methods/tasks.py",
+        "        if not declares_tasks(exchange.ctx):\n            raise MissingCapability(",
+        "        if False:\n            raise MissingCapability(",
+        (TASKS + "test_without_the_extension_optional_runs_plainly_and_required_is_refused_with_32021",),
+    ),
+    Case(
+        "tasks: the per-caller cap",
+        "core/_serve/methods/tasks.py",
+        "if self._owners.get(owner, 0) >= cap:",
+        "if False:",
+        (TASKS + "test_the_per_caller_cap_refuses_the_next_task_until_one_ends",),
+    ),
+    Case(
+        "tasks: tasks/get asks the gate about the tool",
+        "core/_serve/methods/tasks.py",
+        'exchange.gate.require("call", record.tool)',
+        "pass",
+        (TASKS + "test_tasks_get_asks_the_gate_about_the_tool_each_time",),
+    ),
+    Case(
+        "tasks: an ended task never changes",
+        "core/_serve/state/tasks.py",
+        "    if record.ended:\n        return record\n    kept",
+        "    kept",
+        (TASKS + "test_an_ended_task_never_changes_again",),
+    ),
+    Case(
+        "tasks: only outstanding keys are answered",
+        "core/_serve/state/tasks.py",
+        "        if key in asked:\n            answers[key] = response",
+        "        answers[key] = response",
+        (TASKS + "test_only_outstanding_input_keys_are_answered",),
+    ),
+    Case(
+        "tasks: a lapsed lease fails the task",
+        "core/_serve/state/tasks.py",
+        "if record.ended or record.lease_until is None or record.lease_until >= now:",
+        "if True:",
+        (TASKS + "test_a_lapsed_lease_fails_a_running_task_only",),
+    ),
+    Case(
+        "tasks: the body's rate is not counted twice",
+        "core/_serve/pipeline.py",
+        "if running_task.get() is None:",
+        "if True:",
+        (TASKS + "test_the_body_is_not_counted_twice_by_the_rate_limit",),
+    ),
+    Case(
+        "tasks: a task run is bounded by the task's time, not read_timeout",
+        "core/_serve/methods/tools.py",
+        "timeout=self._tasks.settings.ttl_seconds if task is not None and self._tasks is not None else None,",
+        "timeout=None,",
+        (TASKS + "test_a_task_runs_past_read_timeout_which_still_bounds_a_plain_call",),
     ),
 )
 

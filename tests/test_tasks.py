@@ -30,6 +30,7 @@ from tasks_support import (
     until,
 )
 
+from mcp_providers import Decision, hookimpl
 from mcp_providers._serve.state.tasks import Change, InProcessTasks, TaskRecord, changed, lapsed
 from mcp_providers.config import ServerSettings, TasksSettings
 from mcp_providers.identity import Principal, serving_as
@@ -322,3 +323,47 @@ async def test_the_in_process_store_forgets_a_task_its_ttl_after_it_ended() -> N
     assert (await store.get("t")) is not None
     now[0] = 115.5
     assert (await store.get("t")) is None and len(store) == 0
+
+
+def test_a_lease_renewal_alone_is_not_an_update_of_the_task() -> None:
+    renewed = changed(_record(lease_until=5.0), Change(lease_until=9.0), 7.0)
+    assert renewed.lease_until == 9.0 and renewed.updated == 0.0
+    assert changed(renewed, Change(message="halfway"), 8.0).updated == 8.0
+
+
+async def test_tasks_get_asks_the_gate_about_the_tool_each_time() -> None:
+    class Flip:
+        deny = False
+
+        @hookimpl
+        def authorize(self, action: str, target: str) -> Decision | None:
+            return Decision(False, "no longer allowed") if self.deny and target == "hold" else None
+
+    flip = Flip()
+    async with client(compose({"tasks": TasksPlugin(), "flip": flip}).server) as c:
+        handle = await start(c.session, "hold", {"seconds": 60})
+        assert isinstance(handle, Created)
+        flip.deny = True
+        with pytest.raises(MCPError) as denied:
+            await tasks_get(c.session, handle.task_id)
+        assert denied.value.code == -32003
+        flip.deny = False
+        await tasks_cancel(c.session, handle.task_id)
+
+
+@pytest.mark.parametrize("stateless", [False, True])
+async def test_tasks_over_streamable_http_stateless_included(stateless: bool) -> None:
+    from mcp.client.streamable_http import streamable_http_client
+    from serve_support import served
+    from tasks_support import TasksClient
+
+    composed = compose({"tasks": TasksPlugin()})
+    with served(composed, stateless=stateless) as port:
+        url = f"http://127.0.0.1:{port}/mcp"
+        async with Client(streamable_http_client(url), cache=None, extensions=[TasksClient()]) as c:
+            assert c.protocol_version == "2026-07-28"
+            handle = await start(c.session, "count", {"n": 2, "pause": 0.2})
+            assert isinstance(handle, Created)
+            done = await until(c.session, handle.task_id, {"completed", "failed"})
+            assert done["status"] == "completed" and _text(done["result"]) == "counted to 2 for anonymous"
+            assert _text(await c.call_tool("count", {"n": 1})) == "counted to 1 for anonymous"

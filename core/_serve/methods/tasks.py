@@ -218,8 +218,10 @@ class Tasks:
         """Renew the lease every :attr:`tick`; cancel the run once a cancel is asked (through any replica)."""
         while True:
             await anyio.sleep(self.tick)
-            lease = time.time() + self.lease if self.lease is not None else None
-            record = await self._safely(self.store.change(task_id, Change(lease_until=lease)))
+            if self.lease is None:
+                record = await self._safely(self.store.get(task_id))
+            else:
+                record = await self._safely(self.store.change(task_id, Change(lease_until=time.time() + self.lease)))
             if record is not None and (record.cancel or record.ended):
                 scope.cancel()
                 return

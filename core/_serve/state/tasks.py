@@ -98,12 +98,15 @@ LEASE_LOST = "the server instance running this task stopped before it finished (
 
 def changed(record: TaskRecord, change: Change, now: float) -> TaskRecord:
     """``record`` after ``change`` at ``now``: a terminal record never changes; answers are kept
-    only for outstanding keys; a cancel asked of an ended task is ignored."""
+    only for outstanding keys; a cancel asked of an ended task is ignored; a lease renewal alone
+    leaves ``lastUpdatedAt`` as it was."""
     if record.ended:
         return record
-    kept: dict[str, Any] = {"updated": now}
+    kept: dict[str, Any] = {}
     if change.lease_until is not None:
         kept["lease_until"] = change.lease_until
+    if change != Change(lease_until=change.lease_until):  # a renewal alone is no update of the task
+        kept["updated"] = now
     if change.cancel:
         kept["cancel"] = True
     if change.message is not None:
