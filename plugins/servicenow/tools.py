@@ -307,7 +307,7 @@ class ServiceNowTools(ToolProvider):
             return []
         return [
             Tool(name="servicenow_query_table", title="Query a ServiceNow table", input_model=QueryTableIn,
-                 output_model=QueryTableOut, effects="none", open_world=True, icons=ICONS,
+                 output_model=QueryTableOut, effects="none", open_world=True, icons=ICONS, task_support="optional",
                  description="Read records of any table on one instance, with structured filters (field, operator, "
                  "value), fields, limit, offset and sort order. Read-only. Returns one page plus the total."),
             Tool(name="servicenow_get_record", title="Get a ServiceNow record", input_model=GetRecordIn,

@@ -346,6 +346,19 @@ async def test_query_table_with_structured_filters_fields_order_and_paging(clien
     assert [r["number"] for r in second.structured_content["records"]] == expected[2:4]
 
 
+async def test_a_query_runs_as_a_task_for_a_client_that_declares_tasks(composition, client):
+    from tasks_support import Created, TasksClient, start, until
+
+    arguments = {"instance": "dev", "table": "incident", "fields": ["number"], "limit": 3}
+    plain = await client.call_tool("servicenow_query_table", arguments)
+    async with Client(composition.server, cache=None, extensions=[TasksClient()]) as tasks:
+        handle = await start(tasks.session, "servicenow_query_table", arguments)
+        assert isinstance(handle, Created)  # a query over a large table need not finish within read_timeout
+        done = await until(tasks.session, handle.task_id, {"completed", "failed"})
+    assert done["status"] == "completed"
+    assert done["result"]["structuredContent"] == plain.structured_content
+
+
 async def test_query_table_refuses_caret_in_a_filter_value_without_any_request(client, dev_emulator):
     result = await client.call_tool("servicenow_query_table", {
         "instance": "dev", "table": "incident", "filters": [{"field": "number", "value": "INC0010001^ORactive=true"}],
