@@ -11,6 +11,7 @@ import contextlib
 import os
 import signal
 import time
+import urllib.request
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -74,6 +75,15 @@ def _replicas(env: dict[str, str], config: Path) -> Iterator[tuple[tuple[str, An
         yield a, b
 
 
+def _running(base: str) -> float:
+    """``mcp_providers_tasks_running`` from the replica's ``/metrics``."""
+    with urllib.request.urlopen(f"{base}/metrics", timeout=5) as page:
+        for line in page.read().decode().splitlines():
+            if line.startswith("mcp_providers_tasks_running "):
+                return float(line.split()[1])
+    raise AssertionError("no mcp_providers_tasks_running in /metrics")
+
+
 async def _not_found(client: Client, task_id: str) -> str:
     with pytest.raises(MCPError) as refused:
         await tasks_get(client.session, task_id)
@@ -92,9 +102,11 @@ async def test_a_task_started_on_one_replica_is_polled_and_cancelled_through_the
             done = await until(alice_b.session, counted.task_id, {"completed", "failed"}, seconds=30)
             assert done["status"] == "completed" and done["result"]["content"][0]["text"] == "counted to 3 for alice"
             assert (await tasks_get(alice_b.session, held.task_id))["status"] == "working"
+            assert (_running(a), _running(b)) == (1.0, 0.0)  # the run is A's alone
             await tasks_cancel(alice_b.session, held.task_id)  # A runs it; B only writes the cancel
             cancelled = await until(alice_a.session, held.task_id, {"cancelled", "failed", "completed"}, seconds=10)
             assert cancelled["status"] == "cancelled"
+            assert _running(a) == 0.0
             unknown = await _not_found(bob_b, "no-such-task")
             assert await _not_found(bob_b, counted.task_id) == unknown
             assert await _not_found(bob_b, held.task_id) == unknown

@@ -122,6 +122,11 @@ class Tasks:
         self.tick = 0.1 if lease is None else min(lease / 3, 1.0)
         """Seconds between a running task's lease renewals (and its looks for a cancel or answers)."""
 
+    @property
+    def running(self) -> int:
+        """Task bodies running in this process now."""
+        return len(self._scopes)
+
     async def host(self) -> None:
         """Run the task bodies (a runtime background task); ending it stops them."""
         async with anyio.create_task_group() as group:

@@ -140,6 +140,8 @@ class _Gauges:
         yield dropped
         yield GaugeMetricFamily("mcp_providers_generation", "Assemblies served since start-up (1 + reloads applied)",
                                 value=runtime.generation.number)  # fmt: skip
+        yield GaugeMetricFamily("mcp_providers_tasks_running", "Tool calls running as tasks on this replica",
+                                value=runtime.tasks.running)  # fmt: skip
         if self._reloader is not None:
             yield from _reload_metrics(self._reloader)
 
