@@ -84,13 +84,14 @@ def _http_server(*extra: str, bind: str = "127.0.0.1") -> Iterator[str]:
     )
     assert proc.stderr is not None
     try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
+        deadline = time.monotonic() + 90  # a loaded 2-core machine has taken 43 s to start one
+        while True:
             with contextlib.closing(socket.socket()) as s:
                 if s.connect_ex(("127.0.0.1", port)) == 0:
                     break
             if proc.poll() is not None:
                 raise RuntimeError(f"server exited: {proc.stderr.read()}")
+            assert time.monotonic() < deadline, "serve --http did not listen within 90 s"
             time.sleep(0.05)
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
