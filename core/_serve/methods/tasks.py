@@ -120,7 +120,8 @@ class Tasks:
         self._owners: dict[str, int] = {}
         self._group: anyio.abc.TaskGroup | None = None
         self.tick = 0.1 if lease is None else min(lease / 3, 1.0)
-        """Seconds between a running task's lease renewals (and its looks for a cancel or answers)."""
+        """Seconds between a running task's lease renewals (its looks for a cancel through another
+        replica), and between a waiting question's looks for its answer."""
 
     @property
     def running(self) -> int:
@@ -209,7 +210,8 @@ class Tasks:
     ) -> Change:
         assert self.body is not None
         async with anyio.create_task_group() as keeping:
-            keeping.start_soon(self._keep, task_id, scope)
+            if self.lease is not None:  # in one process tasks/cancel cancels the scope itself
+                keeping.start_soon(self._keep, task_id, scope)
             try:
                 result = await self.body(ctx, params)
                 ending = Change(status="completed", result=_dumped(result))
@@ -220,13 +222,12 @@ class Tasks:
         return ending
 
     async def _keep(self, task_id: str, scope: anyio.CancelScope) -> None:
-        """Renew the lease every :attr:`tick`; cancel the run once a cancel is asked (through any replica)."""
+        """Renew the lease every :attr:`tick`; cancel the run once a cancel is asked through another
+        replica, or once a reader failed the task (its lease had run out after all)."""
+        assert self.lease is not None
         while True:
             await anyio.sleep(self.tick)
-            if self.lease is None:
-                record = await self._safely(self.store.get(task_id))
-            else:
-                record = await self._safely(self.store.change(task_id, Change(lease_until=time.time() + self.lease)))
+            record = await self._safely(self.store.change(task_id, Change(lease_until=time.time() + self.lease)))
             if record is not None and (record.cancel or record.ended):
                 scope.cancel()
                 return
@@ -239,10 +240,7 @@ class Tasks:
     async def _safely(self, changing: Awaitable[TaskRecord | None]) -> TaskRecord | None:
         try:
             return await changing
-        except MCPError as exc:  # Redis unreachable: the lease runs out and a reader fails the task
-            log.warning("could not update a task: %s", exc.message)
-            return None
-        except Exception as exc:  # ClusterUnavailable is a RequestError
+        except Exception as exc:  # Redis unreachable (ClusterUnavailable): the lease runs out, a reader fails it
             log.warning("could not update a task: %s", exc)
             return None
 
