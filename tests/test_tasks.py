@@ -69,6 +69,16 @@ async def test_a_task_handle_comes_at_once_and_polling_reaches_the_result_with_i
         assert done["ttlMs"] >= 3_600_000  # kept for the ttl from its end
 
 
+async def test_a_completed_tasks_result_is_the_calls_2026_result_with_its_result_type() -> None:
+    # SEP-2663: the result "matches the result type of the original request", a 2026-07-28
+    # CallToolResult, which carries resultType "complete" (the ext-tasks requester refuses one without)
+    async with client(_server()) as c:
+        handle = await start(c.session, "count", {"n": 1})
+        assert isinstance(handle, Created)
+        done = await until(c.session, handle.task_id, {"completed", "failed"})
+    assert done["result"]["resultType"] == "complete" and _text(done["result"]) == "counted to 1 for local"
+
+
 async def test_a_client_that_hides_tasks_gets_the_plain_result_from_call_tool() -> None:
     async with client(_server()) as c:
         result = await c.call_tool("count", {"n": 3})  # the extension's claim polls tasks/get
