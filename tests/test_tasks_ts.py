@@ -2,7 +2,13 @@
 ``@modelcontextprotocol/ext-tasks`` (its ``client`` entry point) on the TypeScript SDK v2
 ``Client`` (``@modelcontextprotocol/client@2``) in the 2026-07-28 era, ``tests/clients/tasks_client.mjs``,
 against ``mcp-providers serve`` with the tools of :mod:`tasks_support` installed as an entry point:
-over streamable HTTP (sessions, stateless, stateless with JSON responses) and over stdio.
+over streamable HTTP (the server in its default mode, ``--stateless``, and ``--stateless
+--json-response``, the fast path; a 2026-07-28 client holds no session in any) and over stdio.
+
+The package leaves the 2026-07-28 task wire to its host (``rawDispatch``: the SDK ``Client``'s own
+request path does not take a ``resultType: "task"`` result); the script's is chained onto the SDK
+transport, so the SDK still writes the standard headers (``Mcp-Method``, and ``Mcp-Name`` from
+``params.taskId``, which the server checks).
 
 The client follows ``count`` to its result, cancels ``hold``, sees ``fail`` fail with its JSON-RPC
 error, answers ``ask``'s elicitation (``tasks/update``), gets ``plain`` at once, and is refused
