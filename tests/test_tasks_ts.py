@@ -14,6 +14,8 @@ The client follows ``count`` to its result, cancels ``hold``, sees ``fail`` fail
 error, answers ``ask``'s elicitation (``tasks/update``), gets ``plain`` at once, and is refused
 ``hold`` with -32021 when it calls it through the SDK's own ``callTool``, which declares no
 extension. Over HTTP it also reports the ``Mcp-Method``/``Mcp-Name`` headers of every ``tasks/*``.
+In the 2025-11-25 era (``--legacy``) the server offers no tasks, and the package's session runs
+``count`` plainly and is refused ``hold``.
 
 The npm folder is made once per test session; without npm or the network the tests skip, and
 under ``CI=true`` they fail (``real_parts``).
@@ -134,3 +136,15 @@ def test_the_ext_tasks_requester_follows_cancels_and_answers_tasks_over_stdio(
     report = _tour(tasks_client, env, ["--", *server])
     _followed(report, "local")
     assert "headers" not in report
+
+
+def test_in_the_2025_era_the_requester_is_offered_no_tasks_and_runs_calls_plainly(
+    tasks_client: Path, env: dict[str, str], config: Path
+) -> None:
+    with serve_process(env, config.with_name("serve.log"), "-c", str(config)) as (base, _):
+        report = _tour(tasks_client, env, ["--legacy", "--url", f"{base}/mcp"])
+    assert report["done"] == {"errors": []}
+    assert report["connected"] == {"protocol": "2025-11-25", "era": "legacy", "extension": None, "execution": False}
+    counted, held = report["legacy"]["count"], report["legacy"]["hold"]
+    assert counted == {"kind": "immediate", "outcome": "completed", "text": "counted to 2 for anonymous"}
+    assert held["code"] == -32021  # a task-only tool, and no task to run it in

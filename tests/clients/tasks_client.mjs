@@ -11,8 +11,11 @@
 //   refused    `hold` through the SDK's own callTool, which declares no extension: {code, message, data}
 //   headers    HTTP only: the Mcp-Method / Mcp-Name headers of every tasks/* POST
 //   done       {errors}
-// Usage: node tasks_client.mjs --url URL              (streamable HTTP)
-//        node tasks_client.mjs -- SERVER_COMMAND...   (stdio; the server gets this process's env)
+// Usage: node tasks_client.mjs [--legacy] --url URL              (streamable HTTP)
+//        node tasks_client.mjs [--legacy] -- SERVER_COMMAND...   (stdio; the server gets this process's env)
+// --legacy: the 2025-11-25 initialize handshake instead, where the extension is not offered: the
+// package's session then runs every call plainly; prints connected, then
+//   legacy     {count: {kind, outcome, text}, hold: {code, message}} (hold cannot run without a task)
 // (run with NODE_PATH unset; resolves both packages from the node_modules folder next to a copy of
 // this file)
 import { Client, ProtocolError, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
@@ -21,10 +24,13 @@ import {
   createApplicationInputHandler,
   createTaskSessionFromClient,
   resultFromTaskOutcome,
+  JsonRpcResponseError,
   TaskFailedError,
 } from "@modelcontextprotocol/ext-tasks/client";
 
 const TASKS = "io.modelcontextprotocol/tasks";
+const legacy = process.argv[2] === "--legacy";
+const args = process.argv.slice(legacy ? 3 : 2);
 const errors = [];
 const print = (line) => console.log(JSON.stringify(line));
 const textOf = (result) => result.content.filter((b) => b.type === "text").map((b) => b.text).join("\n");
@@ -78,12 +84,12 @@ class RawChannel {
 
 const capabilities = { elicitation: { form: {} } };
 const clientInfo = { name: "ext-tasks-requester", version: "0" };
-const client = new Client(clientInfo, { capabilities, versionNegotiation: { mode: "auto" } });
+const client = new Client(clientInfo, { capabilities, versionNegotiation: { mode: legacy ? "legacy" : "auto" } });
 client.onerror = (error) => errors.push(`onerror: ${String(error).slice(0, 300)}`);
 
 const seen = [];
 let transport;
-if (process.argv[2] === "--url") {
+if (args[0] === "--url") {
   // Records what reached the wire for tasks/*: SEP-2663 has the client set Mcp-Name to params.taskId.
   const recording = async (url, init) => {
     const body = typeof init?.body === "string" ? JSON.parse(init.body) : undefined;
@@ -94,20 +100,23 @@ if (process.argv[2] === "--url") {
     }
     return fetch(url, init);
   };
-  transport = new StreamableHTTPClientTransport(new URL(process.argv[3]), { fetch: recording });
+  transport = new StreamableHTTPClientTransport(new URL(args[1]), { fetch: recording });
 } else {
-  const command = process.argv.slice(3);
+  const command = args.slice(1);
   transport = new StdioClientTransport({ command: command[0], args: command.slice(1), env: { ...process.env },
                                           stderr: "inherit" });
 }
 
 await client.connect(transport);
-const channel = new RawChannel(transport);
 const asked = [];
+// The package's minimal form for a server without 2026-07-28 tasks; the raw path for one with them.
+const wire = legacy ? {} : {
+  rawDispatch: new RawChannel(transport).dispatch,
+  v2RequestFraming: { protocolVersion: client.getNegotiatedProtocolVersion(), clientInfo, clientCapabilities: capabilities },
+};
 const session = createTaskSessionFromClient(client, {
   endpointId: "mcp-providers-tasks-test",
-  rawDispatch: channel.dispatch,
-  v2RequestFraming: { protocolVersion: client.getNegotiatedProtocolVersion(), clientInfo, clientCapabilities: capabilities },
+  ...wire,
   onInputRequest: createApplicationInputHandler({
     elicitation: async (request) => {
       asked.push(request.params.message);
@@ -142,6 +151,24 @@ function settled(outcome) {
     return { outcome: "failed", code: error instanceof TaskFailedError ? error.code : null, message: error.message };
   }
   return { outcome: outcome.status };
+}
+
+if (legacy) {
+  await step("legacy", async () => {
+    const count = await session.callTool("count", { n: 2 });
+    const counted = { kind: count.kind, ...settled((await count.settle()).outcome) };
+    try {
+      const hold = await session.callTool("hold", { seconds: 1 });
+      return { count: counted, hold: { kind: hold.kind, ...settled((await hold.settle()).outcome) } };
+    } catch (error) {
+      if (!(error instanceof JsonRpcResponseError)) throw error;
+      return { count: counted, hold: { code: error.code, message: error.message } };
+    }
+  });
+  await session.close();
+  await client.close();
+  print({ step: "done", errors });
+  process.exit(0);
 }
 
 await step("count", async () => {
@@ -198,7 +225,7 @@ await step("refused", async () => {
   }
 });
 
-if (process.argv[2] === "--url") print({ step: "headers", seen });
+if (args[0] === "--url") print({ step: "headers", seen });
 await session.close();
 await client.close();
 print({ step: "done", errors });
