@@ -13,13 +13,14 @@ Tools (plugin :class:`TasksPlugin`):
 :class:`TasksClient` is a ``ClientExtension`` declaring ``io.modelcontextprotocol/tasks`` on each
 request and resolving task handles by polling; :func:`start` returns a handle as it came;
 :func:`tasks_get`, :func:`tasks_cancel` and :func:`tasks_update` send the extension's
-methods with the SDK session's ``send_request`` (there is no SDK client for them yet).
+methods with the SDK session's ``send_request`` (there is no SDK client for them yet), ``Mcp-Name``
+included over HTTP (:class:`TaskRequest`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import anyio
 import mcp_types as types
@@ -129,8 +130,15 @@ def client(server: Any, **kwargs: Any) -> Client:
 _ANY = TypeAdapter(dict[str, Any])
 
 
+class TaskRequest(types.Request[dict[str, Any], str]):
+    """A ``tasks/*`` request: over HTTP the SDK session sends its ``params.taskId`` as ``Mcp-Name``
+    (SEP-2663, "Streamable HTTP: Routing Headers")."""
+
+    name_param: ClassVar[str | None] = "taskId"
+
+
 async def _send(session: Any, method: str, params: dict[str, Any]) -> dict[str, Any]:
-    request = types.Request[dict[str, Any], str](method=method, params=params)
+    request = TaskRequest(method=method, params=params)
     result: dict[str, Any] = await session.send_request(request, _ANY)
     return result
 

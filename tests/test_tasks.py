@@ -70,6 +70,16 @@ async def test_a_task_handle_comes_at_once_and_polling_reaches_the_result_with_i
         assert done["ttlMs"] >= 3_600_000  # kept for the ttl from its end
 
 
+async def test_a_completed_tasks_result_is_the_calls_2026_result_with_its_result_type() -> None:
+    # SEP-2663: the result "matches the result type of the original request", a 2026-07-28
+    # CallToolResult, which carries resultType "complete" (the ext-tasks requester refuses one without)
+    async with client(_server()) as c:
+        handle = await start(c.session, "count", {"n": 1})
+        assert isinstance(handle, Created)
+        done = await until(c.session, handle.task_id, {"completed", "failed"})
+    assert done["result"]["resultType"] == "complete" and _text(done["result"]) == "counted to 1 for local"
+
+
 async def test_a_client_that_hides_tasks_gets_the_plain_result_from_call_tool() -> None:
     async with client(_server()) as c:
         result = await c.call_tool("count", {"n": 3})  # the extension's claim polls tasks/get
@@ -280,6 +290,47 @@ async def test_the_audit_names_a_task_by_a_digest_and_writes_the_run_as_a_call(t
     assert calls[0].get("reason", "").startswith("started as task:")
     assert any(c["decision"] == "allowed" and c.get("receipt") for c in calls[1:])  # the run itself
     assert any(line["operation"] == "tasks/get" for line in lines)
+
+
+def _modern(port: int, method: str, params: dict[str, Any], **headers: str) -> tuple[int, dict[str, Any]]:
+    """POST one 2026-07-28 request declaring the tasks extension; (status, the JSON-RPC answer)."""
+    from serve_support import post
+
+    capabilities = {"extensions": {TASKS: {}}}
+    meta = {types.PROTOCOL_VERSION_META_KEY: "2026-07-28", types.CLIENT_CAPABILITIES_META_KEY: capabilities}
+    message = {"jsonrpc": "2.0", "id": 7, "method": method, "params": {**params, "_meta": meta}}
+    status, _, body = post(port, message, "2026-07-28", mcp_method=method, **headers)
+    if isinstance(body, bytes):  # an SSE response: its one message
+        body = json.loads(next(line for line in body.decode().splitlines() if line.startswith("data: "))[6:])
+    return status, body
+
+
+@pytest.mark.parametrize(("stateless", "json_response"), [(True, True), (False, False)], ids=["fast-path", "sdk-path"])
+def test_over_http_a_tasks_request_must_name_its_task_in_mcp_name(stateless: bool, json_response: bool) -> None:
+    # SEP-2663 "Streamable HTTP: Routing Headers": tasks/get, tasks/update and tasks/cancel carry
+    # params.taskId as Mcp-Name (intermediaries route by it); one that disagrees with its body is
+    # refused as the SDK refuses a tools/call whose Mcp-Name is not its tool (-32020, HTTP 400)
+    from serve_support import served
+
+    with served(compose({"tasks": TasksPlugin()}), stateless=stateless, json_response=json_response) as port:
+        status, created = _modern(port, "tools/call", {"name": "hold", "arguments": {"seconds": 60}}, mcp_name="hold")
+        assert status == 200 and created["result"]["resultType"] == "task", created
+        task_id = created["result"]["taskId"]
+        update = {"taskId": task_id, "inputResponses": {}}
+        for method, params, name in [
+            ("tasks/get", {"taskId": task_id}, "another-task"),
+            ("tasks/get", {"taskId": task_id}, ""),  # no Mcp-Name at all
+            ("tasks/update", update, ""),
+            ("tasks/cancel", {"taskId": task_id}, "another-task"),
+        ]:
+            status, refused = _modern(port, method, params, mcp_name=name)
+            assert status == 400, (method, name, refused)
+            assert refused["id"] == 7 and refused["error"]["code"] == types.HEADER_MISMATCH
+            assert "Mcp-Name" in refused["error"]["message"] and "taskId" in refused["error"]["message"]
+        status, got = _modern(port, "tasks/get", {"taskId": task_id}, mcp_name=task_id)
+        assert status == 200 and got["result"]["status"] == "working"  # the refused cancel did nothing
+        status, cancelled = _modern(port, "tasks/cancel", {"taskId": task_id}, mcp_name=task_id)
+        assert status == 200 and cancelled["result"]["resultType"] == "complete", cancelled
 
 
 def _record(**kwargs: Any) -> TaskRecord:

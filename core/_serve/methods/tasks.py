@@ -266,11 +266,14 @@ STOPPED = "the server stopped before the task finished"
 
 
 def _dumped(result: Any) -> dict[str, Any]:
+    """The call's result as a task keeps it: the 2026-07-28 ``CallToolResult`` the call would have
+    returned, ``resultType: "complete"`` included (SEP-2663: the structure of the original
+    request's result; the ext-tasks requester refuses a result without it)."""
     if isinstance(result, BaseModel):
         out: dict[str, Any] = result.model_dump(by_alias=True, mode="json", exclude_none=True)
     else:
         out = dict(result)
-    out.pop("resultType", None)
+    out["resultType"] = "complete"
     return out
 
 

@@ -9,6 +9,8 @@
 - a body over the size cap (413, counted while it is read, chunked or not), nested deeper than
   :data:`~mcp_providers._serve.transport.nesting.MAX_NESTING` (400 with -32600 and the request's
   id, as stdio answers it) or naming an ``MCP-Protocol-Version`` not served (400 with -32022);
+- a 2026-07-28 ``tasks/get``, ``tasks/update`` or ``tasks/cancel`` whose ``Mcp-Name`` is not its
+  ``params.taskId`` (400 with -32020, as the SDK answers a ``tools/call`` naming another tool);
 - JSON-RPC batches: answered as a batch, element by element, for 2025-03-26 (the only revision
   that has them); one ``-32600`` with ``id: null`` otherwise;
 - the **fast path**: a POST without ``Mcp-Session-Id`` that needs no stream is parsed and
@@ -52,6 +54,7 @@ from mcp.server.runner import ServerRunner, aclose_shielded
 from mcp.server.streamable_http import EventStore
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from mcp.shared.exceptions import NoBackChannelError
+from mcp.shared.inbound import decode_header_value
 from mcp.shared.jsonrpc_dispatcher import handler_exception_to_error_data
 from mcp.shared.message import ServerMessageMetadata
 from mcp.shared.transport_context import TransportContext
@@ -322,6 +325,9 @@ class HttpApp:
             return
         replay = _replay(body, receive)
         session = b"mcp-session-id" in headers
+        if version in MODERN_PROTOCOL_VERSIONS and (refused := _task_name_mismatch(body, headers)) is not None:
+            await _send_json(send, 400, refused)
+            return
         if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
             if self.json_response and not session:  # the SDK's own single-exchange entry, minus its wrapping
                 state = _lifespan_state(self.server)
@@ -472,6 +478,40 @@ def _invalid_id(body: bytes) -> bytes | None:
     if isinstance(request_id, str) or (isinstance(request_id, int) and not isinstance(request_id, bool)):
         return None
     return _error_body(types.INVALID_REQUEST, "Invalid request: a request id must be a string or an integer")
+
+
+TASK_METHODS = ("tasks/get", "tasks/update", "tasks/cancel")
+"""The tasks extension's methods, whose ``params.taskId`` a 2026-07-28 POST repeats as ``Mcp-Name``."""
+
+
+def _task_name_mismatch(body: bytes, headers: Mapping[bytes, bytes]) -> bytes | None:
+    """The 400 body (-32020) for a ``tasks/*`` request whose ``Mcp-Name`` is not its ``params.taskId``
+    (absent included), else ``None``.
+
+    SEP-2663 ("Streamable HTTP: Routing Headers"): the client MUST set ``Mcp-Name`` to
+    ``params.taskId`` on these methods, so that intermediaries route a task's requests to where it
+    lives; a header that disagrees with the body is refused as the SDK refuses such a ``tools/call``
+    (SEP-2243; its table ``mcp.shared.inbound.NAME_BEARING_METHODS`` has no ``tasks/*`` rows).
+    """
+    if b'"tasks/' not in body:
+        return None
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    params = data.get("params") if isinstance(data, dict) and data.get("method") in TASK_METHODS else None
+    task_id = params.get("taskId") if isinstance(params, dict) else None
+    if not isinstance(task_id, str):
+        return None  # no task id to mirror: the method's own params check answers
+    header = headers.get(b"mcp-name")
+    if decode_header_value(header.decode("latin-1") if header is not None else None) == task_id:
+        return None
+    message = (
+        f"Mcp-Name header does not match the request body's 'taskId' parameter: {data['method']} over "
+        "streamable HTTP carries its params.taskId as Mcp-Name (SEP-2663)"
+    )
+    error = {"code": types.HEADER_MISMATCH, "message": message}
+    return json.dumps({"jsonrpc": "2.0", "id": data.get("id"), "error": error}).encode()
 
 
 def _unsupported_version(version: str, request_id: Any) -> bytes:
