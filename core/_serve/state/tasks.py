@@ -169,14 +169,21 @@ class TaskStore(Protocol):
         """Apply ``change`` through :func:`changed`; the new record (``None``: unknown)."""
 
 
+SWEEP_SECONDS = 1.0
+"""Seconds between the in-process store's sweeps for expired tasks (each looks at every task)."""
+
+
 class InProcessTasks:
-    """Tasks in this process's memory (no ``[cluster]``); expired ones are dropped as they are met."""
+    """Tasks in this process's memory (no ``[cluster]``); an expired one reads as missing, and is
+    dropped by a sweep at most every :data:`SWEEP_SECONDS` (not on every operation: each running
+    task reads its own every tick, so a sweep per read cost every stored task per read)."""
 
     leased = False
 
     def __init__(self, clock: Callable[[], float] = time.time) -> None:
         self._records: dict[str, TaskRecord] = {}
         self._clock = clock
+        self._next_sweep = float("-inf")
 
     async def create(self, record: TaskRecord) -> None:
         self._sweep()
@@ -184,7 +191,8 @@ class InProcessTasks:
 
     async def get(self, task_id: str) -> TaskRecord | None:
         self._sweep()
-        return self._records.get(task_id)
+        record = self._records.get(task_id)
+        return record if record is not None and record.expires() >= self._clock() else None
 
     async def change(self, task_id: str, change: Change) -> TaskRecord | None:
         record = await self.get(task_id)
@@ -195,6 +203,9 @@ class InProcessTasks:
 
     def _sweep(self) -> None:
         now = self._clock()
+        if now < self._next_sweep:
+            return
+        self._next_sweep = now + SWEEP_SECONDS
         for task_id in [t for t, r in self._records.items() if r.expires() < now]:
             del self._records[task_id]
 

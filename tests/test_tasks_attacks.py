@@ -1,0 +1,220 @@
+"""Tasks (SEP-2663) attacked as a hostile client, a careless plugin author and an operator would.
+
+Each test here failed before the fix named in its docstring: the per-caller cap outrun by calls
+started at once on Redis; a Redis pause failing a task (its progress note or its wait for an
+answer) or losing its result; the task methods escaping ``[server.limits]``; the in-process store
+looking at every task on every read. Plus what held and must go on holding: a provider raising
+``SystemExit`` and its kin fails its task without leaking the caller's cap.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import anyio
+import pytest
+from mcp import MCPError
+from pydantic import BaseModel
+from tasks_support import Created, TasksPlugin, client, start, tasks_cancel, tasks_get, tasks_update, until
+
+from mcp_providers import Tool, ToolCall, ToolProvider, ToolResult, hookimpl
+from mcp_providers._serve.state.tasks import InProcessTasks, TaskRecord
+from mcp_providers.config import ClusterSettings, LimitsSettings, ServerSettings, TasksSettings
+from mcp_providers.identity import Principal, serving_as
+from mcp_providers.testing import compose
+
+pytestmark = pytest.mark.anyio
+
+ALICE = Principal("alice", issuer="https://idp.example/")
+
+
+class Raise(BaseModel):
+    kind: str = "system-exit"
+
+
+class Raising(ToolProvider):
+    """``boom``: raises the ``BaseException`` its ``kind`` names (a careless provider)."""
+
+    name = "raising"
+
+    def tools(self) -> Sequence[Tool]:
+        return [Tool(name="boom", description="Raises.", input_model=Raise, task_support="optional")]
+
+    async def call(self, call: ToolCall) -> ToolResult:
+        assert isinstance(call.arguments, Raise)
+        kinds = {"system-exit": SystemExit(3), "keyboard-interrupt": KeyboardInterrupt(), "base": BaseException("x")}
+        raise kinds[call.arguments.kind]
+
+
+class RaisingPlugin:
+    @hookimpl
+    def register_tool_providers(self, settings: Any) -> list[ToolProvider]:
+        return [Raising()]
+
+
+def _server(cluster: ClusterSettings | None = None, **server: Any) -> Any:
+    plugins = {"tasks": TasksPlugin(), "raising": RaisingPlugin()}
+    return compose(plugins, server=ServerSettings(**server), cluster=cluster).server
+
+
+@contextlib.contextmanager
+def _cluster(lease: float = 3.0) -> Iterator[tuple[ClusterSettings, str]]:
+    from test_reload_served import _redis
+
+    with _redis() as url:
+        yield ClusterSettings(redis_url=url, key_prefix="attacks", lease_seconds=lease), url
+
+
+def _pause_redis(url: str, ms: int) -> None:
+    """``CLIENT PAUSE`` the Redis at ``url`` for ``ms``: it stops answering, keeping its data."""
+    import redis
+
+    with contextlib.closing(redis.Redis.from_url(url)) as r:
+        r.client_pause(ms)
+
+
+async def _poll(session: Any, task_id: str, statuses: set[str], seconds: float = 20.0) -> dict[str, Any]:
+    """:func:`until`, riding out the ``-32006`` answers of a pause in Redis (the client retries)."""
+    with anyio.fail_after(seconds):
+        while True:
+            try:
+                task = await tasks_get(session, task_id)
+            except MCPError as exc:
+                assert exc.code == -32006, exc  # the cluster is unreachable: asked again
+                await anyio.sleep(0.2)
+                continue
+            if task["status"] in statuses:
+                return task
+            await anyio.sleep(0.05)
+
+
+ENDED = {"completed", "failed", "cancelled"}
+
+
+@pytest.mark.parametrize("kind", ["system-exit", "keyboard-interrupt", "base"])
+async def test_a_base_exception_in_a_task_fails_it_and_gives_the_callers_slot_back(kind: str) -> None:
+    async with client(_server(tasks=TasksSettings(max_running_per_subject=1))) as c:
+        for _ in range(2):  # the second is refused (-32009) if the first leaked its slot
+            handle = await start(c.session, "boom", {"kind": kind})
+            assert isinstance(handle, Created)
+            failed = await until(c.session, handle.task_id, ENDED)
+            assert failed["status"] == "failed" and failed["error"]["code"] == -32603
+            assert "failed running boom" in failed["error"]["message"]
+        assert (await c.call_tool("count", {"n": 1})).content  # the server goes on
+
+
+async def test_the_per_caller_cap_holds_for_calls_started_at_once_on_redis() -> None:
+    """Was: the cap was checked before the record was written to Redis and counted after, so
+    calls started together all passed the check (six of six started with a cap of one)."""
+    with _cluster() as (cluster, _):
+        async with client(_server(cluster, tasks=TasksSettings(max_running_per_subject=1))) as c:
+            outcomes: list[Any] = []
+
+            async def one() -> None:
+                try:
+                    outcomes.append(await start(c.session, "hold", {"seconds": 60}))
+                except MCPError as exc:
+                    outcomes.append(exc.code)
+
+            async with anyio.create_task_group() as group:
+                for _ in range(6):
+                    group.start_soon(one)
+            started = [o for o in outcomes if isinstance(o, Created)]
+            for handle in started:
+                await tasks_cancel(c.session, handle.task_id)
+    assert len(started) == 1 and sorted(o for o in outcomes if not isinstance(o, Created)) == [-32009] * 5
+
+
+async def test_a_redis_pause_while_a_task_reports_progress_and_ends_neither_fails_it_nor_loses_its_result() -> None:
+    """Was: the progress note written while Redis did not answer raised -32006 into the tool, so
+    the task failed ("cannot change a task ... retried automatically"); a result written then was
+    dropped with a warning, leaving the task to be failed as if its replica had died."""
+    with _cluster(lease=4.0) as (cluster, url):
+        async with client(_server(cluster)) as c:
+            handle = await start(c.session, "count", {"n": 4, "pause": 0.3})
+            assert isinstance(handle, Created)
+            await anyio.sleep(0.2)
+            _pause_redis(url, 1800)  # over timeout_seconds (1 s), under the lease
+            done = await _poll(c.session, handle.task_id, ENDED)
+    assert done["status"] == "completed", done
+    assert done["result"]["content"][0]["text"] == "counted to 4 for local"
+
+
+async def test_a_redis_pause_while_a_task_waits_for_input_does_not_fail_it() -> None:
+    """Was: the wait for the answer read the task every tick, and a read while Redis did not
+    answer raised -32006 through the tool: the task failed before the user could answer."""
+
+    async def never(context: Any, params: Any) -> Any:
+        raise AssertionError("a task asks through inputRequests")
+
+    with _cluster(lease=6.0) as (cluster, url):
+        async with client(_server(cluster), elicitation_callback=never) as c:
+            handle = await start(c.session, "ask", {})
+            assert isinstance(handle, Created)
+            await _poll(c.session, handle.task_id, {"input_required"})
+            _pause_redis(url, 2500)  # a read each tick (1 s) waits past timeout_seconds (1 s)
+            await anyio.sleep(2.7)  # the pause is over
+            asking = await _poll(c.session, handle.task_id, {"input_required", *ENDED})
+            assert asking["status"] == "input_required", asking
+            await tasks_update(c.session, handle.task_id, {"input-1": {"action": "accept", "content": {"ok": True}}})
+            done = await _poll(c.session, handle.task_id, ENDED)
+    assert done["status"] == "completed" and done["result"]["content"][0]["text"] == "accept {'ok': True}"
+
+
+async def test_the_task_methods_count_against_the_callers_rate_limit() -> None:
+    """Was: ``tasks/get`` and ``tasks/update`` were in no budget, so neither an authenticated
+    caller nor the anonymous bucket ("all methods") bounded a flood of them; ``tasks/cancel``,
+    which only gives something back, stays unrefused as ``resources/unsubscribe`` does."""
+    limits = LimitsSettings(calls=100, reads=3, lists=100, anonymous=3)
+    server = _server(limits=limits)
+    with serving_as(ALICE):
+        async with client(server) as c:
+            handle = await start(c.session, "hold", {"seconds": 60})
+            assert isinstance(handle, Created)
+            await tasks_get(c.session, handle.task_id)
+            await tasks_update(c.session, handle.task_id, {"input-1": {"action": "decline"}})
+            await tasks_get(c.session, handle.task_id)
+            for send in (tasks_get, lambda s, t: tasks_update(s, t, {})):
+                with pytest.raises(MCPError) as refused:
+                    await send(c.session, handle.task_id)
+                assert refused.value.code == -32009 and refused.value.data["limit"] == "reads"
+            for _ in range(5):
+                await tasks_cancel(c.session, handle.task_id)  # never refused
+    with serving_as(Principal("anonymous")):
+        async with client(server) as c:
+            for _ in range(3):
+                with pytest.raises(MCPError) as unknown:
+                    await tasks_get(c.session, "no-such-task")
+                assert unknown.value.code == -32602
+            with pytest.raises(MCPError) as refused:
+                await tasks_get(c.session, "no-such-task")
+            assert refused.value.code == -32009 and refused.value.data["limit"] == "anonymous"
+
+
+async def test_the_in_process_store_does_not_look_at_every_task_on_each_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Was: every create, read and change swept all records for expired ones, so a store of n
+    tasks cost n per operation (each running task reads its own ten times a second): with 10 000
+    stored, 3.4 ms a read, and filling it took quadratic time."""
+    looked = [0]
+    expires = TaskRecord.expires
+
+    def counting(record: TaskRecord) -> float:
+        looked[0] += 1
+        return expires(record)
+
+    now = [1000.0]
+    store = InProcessTasks(clock=lambda: now[0])
+    for i in range(1000):
+        await store.create(TaskRecord(f"t{i}", "o", "x", "working", now[0], now[0], 60.0, 1000))
+    monkeypatch.setattr(TaskRecord, "expires", counting)
+    for _ in range(200):
+        assert await store.get("t7") is not None
+    assert looked[0] < 2000, looked[0]  # a sweep of 1000 at most once in a while, not per read
+    now[0] += 61  # every task expired: a read says so, whether or not the sweep ran
+    assert await store.get("t7") is None
+    now[0] += 5
+    await store.get("t8")
+    assert len(store) == 0  # and expired ones are dropped
