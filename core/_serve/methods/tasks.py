@@ -182,10 +182,19 @@ class Tasks:
             poll_ms=self.settings.poll_interval_ms,
             lease_until=now + self.lease if self.lease is not None else None,
         )
-        await self.store.create(record)  # durable before the handle is returned (SEP-2663)
-        self._owners[owner] = self._owners.get(owner, 0) + 1
+        self._owners[owner] = self._owners.get(owner, 0) + 1  # before the write: calls at once see it
+        try:
+            await self.store.create(record)  # durable before the handle is returned (SEP-2663)
+        except BaseException:
+            self._release(owner)
+            raise
         self._group.start_soon(self._run, record, exchange.ctx, params)
         return record
+
+    def _release(self, owner: str) -> None:
+        self._owners[owner] -= 1
+        if not self._owners[owner]:
+            del self._owners[owner]
 
     async def _run(self, record: TaskRecord, ctx: Ctx, params: types.CallToolRequestParams) -> None:
         scope = self._scopes[record.task_id] = anyio.CancelScope()
@@ -199,9 +208,7 @@ class Tasks:
         finally:
             running_task.reset(token)
             del self._scopes[record.task_id]
-            self._owners[record.owner] -= 1
-            if not self._owners[record.owner]:
-                del self._owners[record.owner]
+            self._release(record.owner)
             with anyio.CancelScope(shield=True):
                 await self._end(record.task_id, ending)
 
