@@ -10,7 +10,6 @@ looking at every task on every read. Plus what held and must go on holding: a pr
 from __future__ import annotations
 
 import contextlib
-import threading
 from collections.abc import Iterator, Sequence
 from typing import Any
 

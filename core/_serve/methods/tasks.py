@@ -24,7 +24,7 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import anyio
 import anyio.abc
@@ -35,6 +35,7 @@ from pydantic import BaseModel, Field
 
 from mcp_providers._serve.methods.channel import SessionChannel
 from mcp_providers._serve.methods.rounds import checked_answers, wire_request
+from mcp_providers._serve.state.cluster import ClusterUnavailable
 from mcp_providers._serve.state.tasks import Change, RunningTask, TaskRecord, TaskStore, running_task
 from mcp_providers._serve.steps.exchange import Actor, Ctx, Exchange
 from mcp_providers._serve.steps.request_state import Answer, digest
@@ -45,6 +46,8 @@ from mcp_providers.models import Tool
 from mcp_providers.providers import Elicited, Sampled
 
 log = logging.getLogger("mcp_providers.tasks")
+
+T = TypeVar("T")
 
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 NEEDS_TASKS: dict[str, Any] = {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}}
@@ -240,9 +243,25 @@ class Tasks:
                 return
 
     async def _end(self, task_id: str, ending: Change) -> None:
-        record = await self._safely(self.store.change(task_id, ending))
+        record = await self._safely(self.retried(lambda: self.store.change(task_id, ending)))
         if record is not None:
             log.info("task %s of %s ended %s", shown(task_id), record.tool, record.status)
+
+    async def retried(self, operation: Callable[[], Awaitable[T]]) -> T:
+        """``operation()`` on the store, tried again every :attr:`tick` while Redis is unreachable,
+        for at most one lease: a pause shorter than the lease neither fails a running task nor
+        loses its result (past the lease a reader has failed the task anyway).
+
+        :raises ClusterUnavailable: Redis stayed unreachable for the lease.
+        """
+        deadline = time.monotonic() + (self.lease or 0.0)
+        while True:
+            try:
+                return await operation()
+            except ClusterUnavailable:
+                if time.monotonic() + self.tick > deadline:
+                    raise
+            await anyio.sleep(self.tick)
 
     async def _safely(self, changing: Awaitable[TaskRecord | None]) -> TaskRecord | None:
         try:
@@ -302,7 +321,8 @@ class TaskChannel(SessionChannel):
         """Set the task's ``statusMessage``: ``message``, with ``progress``/``total`` after it."""
         counted = f"{progress:g}/{total:g}" if total is not None else f"{progress:g}"
         text = f"{message} ({counted})" if message else f"progress {counted}"
-        await self._tasks.store.change(self._task_id, Change(message=text))
+        # a note, not the work: one Redis could not take is skipped (logged), the tool goes on
+        await self._tasks._safely(self._tasks.store.change(self._task_id, Change(message=text)))
 
     async def log(self, level: Any, data: Any, logger: str | None = None) -> None:
         """Nothing: notifications are not sent for tasks (SEP-2663)."""
@@ -351,16 +371,17 @@ class TaskChannel(SessionChannel):
         self._asked += 1
         key = f"input-{self._asked}"
         wire = wire_request(request)
-        await self._tasks.store.change(self._task_id, Change(ask={key: wire}))
+        tasks, task_id = self._tasks, self._task_id
+        await tasks.retried(lambda: tasks.store.change(task_id, Change(ask={key: wire})))
         while True:
-            await anyio.sleep(self._tasks.tick)
-            record = await self._tasks.store.get(self._task_id)
+            await anyio.sleep(tasks.tick)
+            record = await tasks.retried(lambda: tasks.store.get(task_id))
             if record is None or record.ended:
                 raise ToolFailure("the task ended while it waited for input")
             if key in record.answers:
                 break
         response = record.answers[key]
-        await self._tasks.store.change(self._task_id, Change(take=(key,)))
+        await tasks.retried(lambda: tasks.store.change(task_id, Change(take=(key,))))
         answer = Answer(method=str(wire["method"]), ask=digest(wire), response=response)
         try:
             checked_answers({key: answer})
