@@ -272,7 +272,8 @@ class LimitsSettings(BaseModel):
     window_seconds: int = Field(default=60, ge=1, le=86_400, strict=True)
     """Length of the moving window, in whole seconds (1 to 86400)."""
     reads: int = Field(default=600, ge=1, le=10_000_000, strict=True)
-    """``resources/read``, ``prompts/get`` and ``completion/complete`` requests per subject per window."""
+    """``resources/read``, ``prompts/get``, ``completion/complete``, ``tasks/get`` and ``tasks/update``
+    requests per subject per window."""
     calls: int = Field(default=120, ge=1, le=10_000_000, strict=True)
     """``tools/call`` requests per subject per window."""
     lists: int = Field(default=600, ge=1, le=10_000_000, strict=True)

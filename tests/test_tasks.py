@@ -255,7 +255,7 @@ async def test_a_task_runs_past_read_timeout_which_still_bounds_a_plain_call() -
 async def test_the_body_is_not_counted_twice_by_the_rate_limit() -> None:
     from mcp_providers.config import LimitsSettings
 
-    server = _server(limits=LimitsSettings(calls=1, anonymous=1, reads=1, lists=1))
+    server = _server(limits=LimitsSettings(calls=1, anonymous=1, reads=1000, lists=1))  # reads: the polls
     with serving_as(ALICE):
         async with client(server) as c:
             handle = await start(c.session, "count", {"n": 1})

@@ -9,10 +9,11 @@ library's moving-window strategy, its ``limits.aio`` storages):
 
 - an authenticated caller has one budget per method class, keyed by ``Principal.key`` (issuer and
   subject; never a client address, which behind a proxy is the proxy's): ``reads``
-  (``resources/read``, ``prompts/get``, ``completion/complete``), ``calls`` (``tools/call``) and
-  ``lists`` (every ``*/list``, ``resources/subscribe``, ``subscriptions/listen``);
+  (``resources/read``, ``prompts/get``, ``completion/complete``, and a task's ``tasks/get`` and
+  ``tasks/update``), ``calls`` (``tools/call``) and ``lists`` (every ``*/list``,
+  ``resources/subscribe``, ``subscriptions/listen``);
 - every anonymous caller (``Principal.anonymous``) shares the one ``anonymous`` budget, all methods;
-- ``resources/unsubscribe`` is never refused: it only gives something back.
+- ``resources/unsubscribe`` and ``tasks/cancel`` are never refused: they only give something back.
 
 Counts live in the process, or with ``[cluster]`` in Redis under
 ``{key_prefix}:limits:...`` so every replica counts against the same budget. Keys hold a digest of
@@ -64,11 +65,13 @@ _CLASSES = {
     "prompts/get": "reads",
     "completion/complete": "reads",
     "tools/call": "calls",
+    "tasks/get": "reads",  # polling a task's result (SEP-2663)
+    "tasks/update": "reads",
     "resources/subscribe": "lists",
     "subscriptions/listen": "lists",
 }
 _WHAT = {
-    "reads": "reads (resources/read, prompts/get, completion/complete)",
+    "reads": "reads (resources/read, prompts/get, completion/complete, tasks/get, tasks/update)",
     "calls": "tool calls",
     "lists": "lists and subscriptions",
     "anonymous": "requests",
@@ -77,7 +80,7 @@ _WHAT = {
 
 def method_class(method: str) -> str | None:
     """``"reads"``, ``"calls"`` or ``"lists"`` for a JSON-RPC method; ``None`` when it is never
-    limited (``resources/unsubscribe``, and anything not served through the pipeline)."""
+    limited (``resources/unsubscribe``, ``tasks/cancel``, and anything not served through the pipeline)."""
     found = _CLASSES.get(method)
     if found is None and method.endswith("/list"):
         return "lists"
