@@ -217,3 +217,20 @@ async def test_the_in_process_store_does_not_look_at_every_task_on_each_read(mon
     now[0] += 5
     await store.get("t8")
     assert len(store) == 0  # and expired ones are dropped
+
+
+async def test_asking_for_task_notifications_without_declaring_the_extension_is_refused_with_32021() -> None:
+    """Was: ``subscriptions/listen`` ignored ``notifications.taskIds`` from a client that had not
+    declared the extension; SEP-2663 says the server MUST answer -32021 naming it."""
+    from mcp import Client
+    from tasks_support import TASKS, _send
+
+    async with Client(_server(), cache=None) as plain:
+        with pytest.raises(MCPError) as refused, anyio.fail_after(5):  # not refused: a stream opens
+            await _send(plain.session, "subscriptions/listen", {"notifications": {"taskIds": ["some-task"]}})
+    assert refused.value.code == -32021
+    assert refused.value.data == {"requiredCapabilities": {"extensions": {TASKS: {}}}}
+    async with client(_server()) as declaring:  # declared: the stream opens (no task notifications are sent)
+        with anyio.move_on_after(1.0) as waited:
+            await _send(declaring.session, "subscriptions/listen", {"notifications": {"taskIds": ["some-task"]}})
+        assert waited.cancelled_caught

@@ -44,10 +44,11 @@ from mcp.server.subscriptions import (
 )
 
 from mcp_providers._host.catalog import Catalog, Route
+from mcp_providers._serve.methods.tasks import NEEDS_TASKS, TASKS_EXTENSION, declares_tasks
 from mcp_providers._serve.seams import connection_of
 from mcp_providers._serve.state.cluster import InProcess, Shared
 from mcp_providers._serve.steps.exchange import Actor, Exchange
-from mcp_providers.errors import InvalidParams
+from mcp_providers.errors import InvalidParams, MissingCapability
 from mcp_providers.identity import Principal
 from mcp_providers.models import Resource, ResourceTemplate
 from mcp_providers.providers import ResourceProvider
@@ -433,6 +434,15 @@ class Listen:
         self._hub = hub
 
     def route(self, exchange: Exchange, params: types.SubscriptionsListenRequestParams) -> Any:
+        """:raises MissingCapability: task notifications (``taskIds``) asked by a client that did
+        not declare the tasks extension on the request (SEP-2663: MUST be -32021). Declared, they
+        are not sent (the spec's MAY): the acknowledgement does not list them."""
+        if "taskIds" in (params.notifications.model_extra or {}) and not declares_tasks(exchange.ctx):
+            raise MissingCapability(
+                f"task notifications (notifications.taskIds) need the {TASKS_EXTENSION} extension declared in "
+                "the request's client capabilities",
+                data=NEEDS_TASKS,
+            )
         uris = list(params.notifications.resource_subscriptions or ())
         exchange.target = ",".join(uris)[:1024]
         self._hub.check_listen(uris)
