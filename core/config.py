@@ -275,7 +275,7 @@ class LimitsSettings(BaseModel):
     """``resources/read``, ``prompts/get``, ``completion/complete``, ``tasks/get`` and ``tasks/update``
     requests per subject per window."""
     calls: int = Field(default=120, ge=1, le=10_000_000, strict=True)
-    """``tools/call`` requests per subject per window."""
+    """``tools/call`` and extension method requests per subject per window."""
     lists: int = Field(default=600, ge=1, le=10_000_000, strict=True)
     """``*/list``, ``resources/subscribe`` and ``subscriptions/listen`` requests per subject per window."""
     anonymous: int = Field(default=60, ge=1, le=10_000_000, strict=True)

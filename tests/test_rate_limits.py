@@ -96,6 +96,7 @@ def test_a_bad_limits_table_is_refused_with_a_clear_line(tmp_path: Path, table: 
         ("resources/list", "lists"), ("resources/templates/list", "lists"), ("tools/list", "lists"),
         ("prompts/list", "lists"), ("resources/subscribe", "lists"), ("subscriptions/listen", "lists"),
         ("resources/unsubscribe", None), ("tasks/get", "reads"), ("tasks/update", "reads"), ("tasks/cancel", None),
+        ("com.example/find/go", "calls"),  # an extension's method (SEP-2133)
     ],
 )  # fmt: skip
 def test_every_served_method_has_its_class(method: str, kind: str | None) -> None:

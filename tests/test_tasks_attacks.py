@@ -234,3 +234,42 @@ async def test_asking_for_task_notifications_without_declaring_the_extension_is_
         with anyio.move_on_after(1.0) as waited:
             await _send(declaring.session, "subscriptions/listen", {"notifications": {"taskIds": ["some-task"]}})
         assert waited.cancelled_caught
+
+
+class Find(BaseModel):
+    query: str = ""
+
+
+class Finder:
+    """An extension method (SEP-2133): served through the same pipeline as the task methods."""
+
+    @hookimpl
+    def register_extensions(self, settings: Any) -> list[Any]:
+        from mcp_providers import Extension, ExtensionMethod, ExtensionProvider
+
+        class Search(ExtensionProvider):
+            name = "finder"
+
+            def extensions(self) -> list[Extension]:
+                method = ExtensionMethod(name="com.example/find/go", description="Finds.", params_model=Find)
+                return [Extension(identifier="com.example/find", settings={}, methods=(method,))]
+
+            async def handle(self, request: Any) -> dict[str, Any]:
+                return {"found": []}
+
+        return [Search()]
+
+
+async def test_an_extension_method_counts_against_the_callers_calls_as_a_tool_call_does() -> None:
+    """Was: the same hole as the task methods (in no budget), for every extension method."""
+    from tasks_support import _send
+
+    limits = LimitsSettings(calls=2, reads=100, lists=100, anonymous=2)
+    server = compose({"finder": Finder(), "tasks": TasksPlugin()}, server=ServerSettings(limits=limits)).server
+    with serving_as(ALICE):
+        async with client(server) as c:
+            for _ in range(2):
+                assert (await _send(c.session, "com.example/find/go", {"query": "x"}))["found"] == []
+            with pytest.raises(MCPError) as refused:
+                await _send(c.session, "com.example/find/go", {"query": "x"})
+    assert refused.value.code == -32009 and refused.value.data["limit"] == "calls"

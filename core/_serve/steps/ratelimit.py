@@ -11,7 +11,7 @@ library's moving-window strategy, its ``limits.aio`` storages):
   subject; never a client address, which behind a proxy is the proxy's): ``reads``
   (``resources/read``, ``prompts/get``, ``completion/complete``, and a task's ``tasks/get`` and
   ``tasks/update``), ``calls`` (``tools/call``) and ``lists`` (every ``*/list``,
-  ``resources/subscribe``, ``subscriptions/listen``);
+  ``resources/subscribe``, ``subscriptions/listen``), an extension's methods counting as ``calls``;
 - every anonymous caller (``Principal.anonymous``) shares the one ``anonymous`` budget, all methods;
 - ``resources/unsubscribe`` and ``tasks/cancel`` are never refused: they only give something back.
 
@@ -78,13 +78,20 @@ _WHAT = {
 }
 
 
+NEVER_LIMITED = frozenset({"resources/unsubscribe", "tasks/cancel"})
+"""Methods that only give something back: never refused."""
+
+
 def method_class(method: str) -> str | None:
-    """``"reads"``, ``"calls"`` or ``"lists"`` for a JSON-RPC method; ``None`` when it is never
-    limited (``resources/unsubscribe``, ``tasks/cancel``, and anything not served through the pipeline)."""
+    """``"reads"``, ``"calls"`` or ``"lists"`` for a JSON-RPC method the pipeline serves; ``None``
+    for :data:`NEVER_LIMITED`. Any other method (an extension's, SEP-2133: served as a tool call
+    is) counts as ``calls``, so no method the pipeline serves is in no budget."""
+    if method in NEVER_LIMITED:
+        return None
     found = _CLASSES.get(method)
     if found is None and method.endswith("/list"):
         return "lists"
-    return found
+    return found or "calls"
 
 
 def _caller(principal: Principal) -> str:
