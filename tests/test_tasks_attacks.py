@@ -273,3 +273,42 @@ async def test_an_extension_method_counts_against_the_callers_calls_as_a_tool_ca
             with pytest.raises(MCPError) as refused:
                 await _send(c.session, "com.example/find/go", {"query": "x"})
     assert refused.value.code == -32009 and refused.value.data["limit"] == "calls"
+
+
+async def test_no_task_id_reaches_the_audit_or_the_log(tmp_path: Any, caplog: pytest.LogCaptureFixture) -> None:
+    """Held: the id is what reaches a task (a bearer token, SEP-2663): audit lines and log lines
+    name it by a digest, for every method and outcome, a refusal and an unknown id included."""
+    import logging
+
+    caplog.set_level(logging.DEBUG, logger="mcp_providers")
+    audit = tmp_path / "audit.jsonl"
+    guess = "guessed-" + "x" * 40
+    async with client(_server(audit_log=audit)) as c:
+        handle = await start(c.session, "hold", {"seconds": 60})
+        assert isinstance(handle, Created)
+        await tasks_get(c.session, handle.task_id)
+        await tasks_update(c.session, handle.task_id, {"input-1": {"action": "decline"}})
+        await tasks_cancel(c.session, handle.task_id)
+        await until(c.session, handle.task_id, {"cancelled"})
+        with pytest.raises(MCPError):
+            await tasks_get(c.session, guess)
+    written = audit.read_text()
+    assert written.count('"tasks/') >= 4  # the task methods were audited
+    for secret in (handle.task_id, guess):
+        assert secret not in written and secret not in caplog.text
+
+
+def test_an_ignored_answer_is_no_update_of_the_task() -> None:
+    """Was: a ``tasks/update`` whose keys were none outstanding (ignored, as SEP-2663 says) still
+    moved ``lastUpdatedAt``, so a flood of them showed a task changing that did not."""
+    from mcp_providers._serve.state.tasks import Change, changed
+
+    record = TaskRecord("t", "o", "x", "working", 0.0, 0.0, 10.0, 1000, lease_until=5.0)
+    asked = changed(record, Change(ask={"input-1": {"method": "elicitation/create"}}), 1.0)
+    assert asked.updated == 1.0
+    ignored = changed(asked, Change(answer={"input-9": {"action": "accept"}}), 5.0)
+    assert ignored == asked
+    renewed = changed(asked, Change(answer={"input-9": {}}, lease_until=9.0), 6.0)  # with a renewal
+    assert renewed.updated == 1.0 and renewed.lease_until == 9.0
+    answered = changed(asked, Change(answer={"input-1": {"action": "accept"}}), 7.0)
+    assert answered.updated == 7.0 and answered.answers == {"input-1": {"action": "accept"}}

@@ -98,15 +98,13 @@ LEASE_LOST = "the server instance running this task stopped before it finished (
 
 def changed(record: TaskRecord, change: Change, now: float) -> TaskRecord:
     """``record`` after ``change`` at ``now``: a terminal record never changes; answers are kept
-    only for outstanding keys; a cancel asked of an ended task is ignored; a lease renewal alone
-    leaves ``lastUpdatedAt`` as it was."""
+    only for outstanding keys; a cancel asked of an ended task is ignored; a change that leaves
+    the task as it was (a lease renewal, answers to no outstanding key) leaves ``lastUpdatedAt``."""
     if record.ended:
         return record
-    kept: dict[str, Any] = {}
+    kept: dict[str, Any] = {"updated": now}
     if change.lease_until is not None:
         kept["lease_until"] = change.lease_until
-    if change != Change(lease_until=change.lease_until):  # a renewal alone is no update of the task
-        kept["updated"] = now
     if change.cancel:
         kept["cancel"] = True
     if change.message is not None:
@@ -127,7 +125,10 @@ def changed(record: TaskRecord, change: Change, now: float) -> TaskRecord:
         status = "input_required" if asked else "working"
     else:
         kept.update(result=change.result, error=change.error, asked={}, answers={}, lease_until=None)
-    return replace(record, status=status, **kept)
+    new = replace(record, status=status, **kept)
+    if replace(new, updated=record.updated, lease_until=record.lease_until) == record:  # nothing else changed
+        return replace(record, lease_until=new.lease_until)
+    return new
 
 
 def lapsed(record: TaskRecord, now: float, lease: float) -> Change | None:
