@@ -312,3 +312,19 @@ def test_an_ignored_answer_is_no_update_of_the_task() -> None:
     assert renewed.updated == 1.0 and renewed.lease_until == 9.0
     answered = changed(asked, Change(answer={"input-1": {"action": "accept"}}), 7.0)
     assert answered.updated == 7.0 and answered.answers == {"input-1": {"action": "accept"}}
+
+
+async def test_a_replica_stopping_while_redis_does_not_answer_does_not_wait_a_lease_per_task() -> None:
+    """Guards the retries above: a task's end is tried again only while the replica serves; a
+    replica stopping with Redis paused marks what it can at once and goes (a reader fails the
+    rest once their lease runs out), rather than retrying each end for a lease."""
+    import time
+
+    with _cluster(lease=8.0) as (cluster, url):
+        async with client(_server(cluster)) as c:
+            for _ in range(3):
+                assert isinstance(await start(c.session, "hold", {"seconds": 60}), Created)
+            _pause_redis(url, 10_000)
+            stopping = time.monotonic()
+        took = time.monotonic() - stopping
+    assert took < 5.0, took  # timeout_seconds (1 s) for a write or two, not the lease (8 s)

@@ -201,7 +201,9 @@ class Tasks:
 
     async def _run(self, record: TaskRecord, ctx: Ctx, params: types.CallToolRequestParams) -> None:
         scope = self._scopes[record.task_id] = anyio.CancelScope()
-        ending = Change(status="failed", message=STOPPED, error={"code": types.INTERNAL_ERROR, "message": STOPPED})
+        stopped = ending = Change(
+            status="failed", message=STOPPED, error={"code": types.INTERNAL_ERROR, "message": STOPPED}
+        )
         token = running_task.set(RunningTask(record.task_id, record.tool, ctx))
         try:
             with scope:
@@ -212,8 +214,8 @@ class Tasks:
             running_task.reset(token)
             del self._scopes[record.task_id]
             self._release(record.owner)
-            with anyio.CancelScope(shield=True):
-                await self._end(record.task_id, ending)
+            with anyio.CancelScope(shield=True):  # stopping, tried once: a reader fails it past its lease
+                await self._end(record.task_id, ending, retry=ending is not stopped)
 
     async def _body(
         self, task_id: str, ctx: Ctx, params: types.CallToolRequestParams, scope: anyio.CancelScope
@@ -242,8 +244,11 @@ class Tasks:
                 scope.cancel()
                 return
 
-    async def _end(self, task_id: str, ending: Change) -> None:
-        record = await self._safely(self.retried(lambda: self.store.change(task_id, ending)))
+    async def _end(self, task_id: str, ending: Change, *, retry: bool) -> None:
+        def changing() -> Awaitable[TaskRecord | None]:
+            return self.store.change(task_id, ending)
+
+        record = await self._safely(self.retried(changing) if retry else changing())
         if record is not None:
             log.info("task %s of %s ended %s", shown(task_id), record.tool, record.status)
 
