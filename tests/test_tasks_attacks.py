@@ -1,10 +1,14 @@
 """Tasks (SEP-2663) attacked as a hostile client, a careless plugin author and an operator would.
 
-Each test here failed before the fix named in its docstring: the per-caller cap outrun by calls
+Each test whose docstring starts "Was:" failed before its fix: the per-caller cap outrun by calls
 started at once on Redis; a Redis pause failing a task (its progress note or its wait for an
-answer) or losing its result; the task methods escaping ``[server.limits]``; the in-process store
-looking at every task on every read. Plus what held and must go on holding: a provider raising
-``SystemExit`` and its kin fails its task without leaking the caller's cap.
+answer) or losing its result, and a stopping replica then waiting a lease; the task methods and
+extension methods escaping ``[server.limits]``; the in-process store looking at every task on
+every read; ``subscriptions/listen`` taking ``taskIds`` from a client without the extension; an
+ignored ``tasks/update`` moving ``lastUpdatedAt``. The others ("Held:") guard what held: a
+``SystemExit`` and its kin fail their task without leaking the caller's slot, no task id reaches
+the audit or the log, guessed ids, a result over ``max_result_bytes``, a reload dropping a
+running task's plugin.
 """
 
 from __future__ import annotations
@@ -95,6 +99,7 @@ ENDED = {"completed", "failed", "cancelled"}
 
 @pytest.mark.parametrize("kind", ["system-exit", "keyboard-interrupt", "base"])
 async def test_a_base_exception_in_a_task_fails_it_and_gives_the_callers_slot_back(kind: str) -> None:
+    """Held: contained as a provider failure (-32603); a leaked slot refuses the second call."""
     async with client(_server(tasks=TasksSettings(max_running_per_subject=1))) as c:
         for _ in range(2):  # the second is refused (-32009) if the first leaked its slot
             handle = await start(c.session, "boom", {"kind": kind})
@@ -328,3 +333,47 @@ async def test_a_replica_stopping_while_redis_does_not_answer_does_not_wait_a_le
             stopping = time.monotonic()
         took = time.monotonic() - stopping
     assert took < 5.0, took  # timeout_seconds (1 s) for a write or two, not the lease (8 s)
+
+
+@pytest.mark.parametrize("task_id", ["x" * 100_000, "é∆😀", "../../etc", "*", "task:*", " ", "\x00"])
+async def test_a_guessed_or_malformed_task_id_is_not_found_like_any_other(task_id: str) -> None:
+    """Held: huge, unicode, path- and pattern-like ids are "not found", as an unknown one is."""
+    async with client(_server()) as c:
+        for send in (tasks_get, tasks_cancel, lambda s, t: tasks_update(s, t, {"input-1": {"action": "decline"}})):
+            with pytest.raises(MCPError) as refused:
+                await send(c.session, task_id)
+            assert (refused.value.code, refused.value.message) == (-32602, "Failed to retrieve task: Task not found")
+
+
+async def test_a_task_result_over_max_result_bytes_completes_as_the_refusal_a_plain_call_gets() -> None:
+    """Held: the evidence step runs on the task's result too (an ``isError`` result, completed)."""
+    async with client(_server(max_result_bytes=10)) as c:
+        handle = await start(c.session, "count", {"n": 1})  # "counted to 1 for local": over 10 bytes
+        assert isinstance(handle, Created)
+        done = await until(c.session, handle.task_id, ENDED)
+    assert done["status"] == "completed" and done["result"]["isError"] is True
+    assert "over the server's max_result_bytes of 10" in done["result"]["content"][0]["text"]
+
+
+async def test_a_task_started_before_a_reload_that_drops_its_plugin_runs_on_and_can_be_cancelled() -> None:
+    """Held: the run keeps the generation it started on (its provider is not stopped under it),
+    and tasks/get and tasks/cancel still answer once no tool runs tasks any more."""
+    from mcp_providers._serve.composition import compose as compose_config
+    from mcp_providers._serve.reload import Reloader
+    from mcp_providers.config import Config
+
+    plugins = {"tasks": TasksPlugin()}
+    wanted = {"config": Config()}
+    composition = compose_config(Config(), load_entrypoints=False, plugins=plugins)
+    reloader = Reloader(composition, lambda: wanted["config"], load_entrypoints=False, plugins=plugins)
+    async with client(composition.server) as c:
+        counted = await start(c.session, "count", {"n": 3, "pause": 0.3})
+        held = await start(c.session, "hold", {"seconds": 60})
+        assert isinstance(counted, Created) and isinstance(held, Created)
+        wanted["config"] = Config(deny=("tasks",))
+        assert (await reloader.reload()).outcome == "applied"
+        done = await until(c.session, counted.task_id, ENDED)
+        assert done["status"] == "completed" and done["result"]["content"][0]["text"] == "counted to 3 for local"
+        assert (await tasks_get(c.session, held.task_id))["status"] == "working"
+        await tasks_cancel(c.session, held.task_id)
+        assert (await until(c.session, held.task_id, ENDED))["status"] == "cancelled"
