@@ -97,6 +97,16 @@ async def _poll(session: Any, task_id: str, statuses: set[str], seconds: float =
 ENDED = {"completed", "failed", "cancelled"}
 
 
+async def _send(session: Any, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    """Any request, as it is (no ``Mcp-Name`` routing header: these are no ``tasks/*``)."""
+    import mcp_types as types
+    from pydantic import TypeAdapter
+
+    request = types.Request[dict[str, Any], str](method=method, params=params)
+    result: dict[str, Any] = await session.send_request(request, TypeAdapter(dict[str, Any]))
+    return result
+
+
 @pytest.mark.parametrize("kind", ["system-exit", "keyboard-interrupt", "base"])
 async def test_a_base_exception_in_a_task_fails_it_and_gives_the_callers_slot_back(kind: str) -> None:
     """Held: contained as a provider failure (-32603); a leaked slot refuses the second call."""
@@ -228,7 +238,7 @@ async def test_asking_for_task_notifications_without_declaring_the_extension_is_
     """Was: ``subscriptions/listen`` ignored ``notifications.taskIds`` from a client that had not
     declared the extension; SEP-2663 says the server MUST answer -32021 naming it."""
     from mcp import Client
-    from tasks_support import TASKS, _send
+    from tasks_support import TASKS
 
     async with Client(_server(), cache=None) as plain:
         with pytest.raises(MCPError) as refused, anyio.fail_after(5):  # not refused: a stream opens
@@ -267,7 +277,6 @@ class Finder:
 
 async def test_an_extension_method_counts_against_the_callers_calls_as_a_tool_call_does() -> None:
     """Was: the same hole as the task methods (in no budget), for every extension method."""
-    from tasks_support import _send
 
     limits = LimitsSettings(calls=2, reads=100, lists=100, anonymous=2)
     server = compose({"finder": Finder(), "tasks": TasksPlugin()}, server=ServerSettings(limits=limits)).server
