@@ -210,7 +210,7 @@ async def test_the_task_methods_count_against_the_callers_rate_limit() -> None:
 
 async def test_the_in_process_store_does_not_look_at_every_task_on_each_read(monkeypatch: pytest.MonkeyPatch) -> None:
     """Was: every create, read and change swept all records for expired ones, so a store of n
-    tasks cost n per operation (each running task reads its own ten times a second): with 10 000
+    tasks cost n per operation (every tasks/get, every tick of a question's wait): with 10 000
     stored, 3.4 ms a read, and filling it took quadratic time."""
     looked = [0]
     expires = TaskRecord.expires

@@ -176,8 +176,8 @@ SWEEP_SECONDS = 1.0
 
 class InProcessTasks:
     """Tasks in this process's memory (no ``[cluster]``); an expired one reads as missing, and is
-    dropped by a sweep at most every :data:`SWEEP_SECONDS` (not on every operation: each running
-    task reads its own every tick, so a sweep per read cost every stored task per read)."""
+    dropped by a sweep at most every :data:`SWEEP_SECONDS` (not on every operation: every poll,
+    and every tick of a question's wait, reads, so a sweep per read cost every stored task)."""
 
     leased = False
 
