@@ -1,4 +1,8 @@
-"""Config errors say what is wrong without echoing secrets, and never end in a traceback."""
+"""Config errors say what is wrong without echoing secrets, and never end in a traceback.
+
+``check`` runs in this process (:func:`cli_support.run_cli`: a traceback still shows on stderr);
+``serve`` and ``plugins --json`` run as the processes they are.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_support import run_cli
 
 SECRET = "hunter2-5b1f"
 
@@ -30,7 +35,7 @@ url = "https://admin:{SECRET}@dev.example.service-now.com"
 auth = {{ type = "basic", username = "u", password_env = "X", password = "{SECRET}" }}
 """)
     for command in (["check"], ["plugins", "--json"], ["serve", "--strict"]):
-        result = run(*command, "-c", str(config))
+        result = (run_cli if command == ["check"] else run)(*command, "-c", str(config))
         output = result.stdout + result.stderr
         assert "user info" in output, output  # the problem is still explained
         assert SECRET not in output, f"{command}: {output}"
@@ -50,7 +55,7 @@ auth = {{ type = "basic", username = "u", password_env = "X", password = "{SECRE
 def test_bad_config_files_get_one_clear_line(tmp_path: Path, make: object, expected: str) -> None:
     path = tmp_path / "config.toml"
     make(path)  # type: ignore[operator]
-    result = run("check", "-c", str(path))
+    result = run_cli("check", "-c", str(path))
     assert result.returncode == 1
     assert expected in result.stderr, result.stderr
     assert "Traceback" not in result.stdout + result.stderr
@@ -78,7 +83,7 @@ def test_check_fails_when_nothing_is_served(tmp_path: Path) -> None:
     config.write_text(
         'deny = ["ssg_catalog", "config_templates", "workflows", "documcp_prompts", "servicenow", "policy"]\n'
     )
-    result = run("check", "-c", str(config))
+    result = run_cli("check", "-c", str(config))
     assert result.returncode == 1
     assert "nothing is served: every plugin is off or rejected" in result.stdout
 
@@ -97,5 +102,5 @@ def test_check_fails_when_nothing_is_served(tmp_path: Path) -> None:
 def test_auth_settings_that_would_weaken_auth_are_refused(tmp_path: Path, auth: str, expected: str) -> None:
     config = tmp_path / "config.toml"
     config.write_text(f"[server.auth]\n{auth}\n")
-    result = run("check", "-c", str(config))
+    result = run_cli("check", "-c", str(config))
     assert result.returncode == 1 and expected in result.stderr, result.stderr

@@ -1,0 +1,60 @@
+"""The ``mcp-providers`` CLI run in this process, for tests of what a command prints and its exit code.
+
+A ``python -m mcp_providers ...`` subprocess costs 2 to 3 s of CPU before the command starts (the
+MCP SDK's and pydantic's models are built at import); the same ``check`` in process costs a few
+hundredths once the modules are loaded. :func:`run_cli` answers like ``subprocess.run`` would
+(a :class:`subprocess.CompletedProcess` with ``returncode``, ``stdout`` and ``stderr``), with what
+a fresh process would show on stderr kept there too:
+
+- an exception that escapes the command is written to stderr as the traceback Python prints, and
+  the exit status is 1, so ``"Traceback" not in stderr`` still fails when a command crashes;
+- log records of WARNING and above go to stderr (Python's last-resort handler in a fresh process);
+- warnings are printed to stderr instead of raised (pytest's ``filterwarnings = error`` is for the
+  test code, not for what a process would print).
+
+For ``check`` and the other commands that only read and print. What depends on the process stays
+a subprocess in its own tests: ``serve`` (it serves fds 0 and 1, holds SIGHUP, configures
+logging), ``plugins --json`` (it writes the JSON to fd 1 with fd 1 moved aside), imports of
+distributions put on ``PYTHONPATH`` and anything that prints at import time.
+"""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+import traceback
+import warnings
+from collections.abc import Mapping
+
+from typer.testing import CliRunner
+
+
+class _StderrNow(logging.Handler):
+    """Writes to whatever ``sys.stderr`` is when a record arrives (the runner's capture)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        sys.stderr.write(self.format(record) + "\n")
+
+
+def run_cli(*args: str, env: Mapping[str, str | None] | None = None, input: str = "") -> subprocess.CompletedProcess[str]:
+    """``mcp-providers ARGS...`` in this process: ``env`` changes the environment for the call
+    (a value of None unsets the variable), ``input`` is stdin."""
+    from mcp_providers.cli import app
+
+    handler = _StderrNow(logging.WARNING)
+    root = logging.getLogger()
+    root.addHandler(handler)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("default")
+            result = CliRunner().invoke(app, list(args), env=dict(env or {}), input=input, catch_exceptions=True)
+    finally:
+        root.removeHandler(handler)
+    stderr = result.stderr
+    stderr += "".join(warnings.formatwarning(w.message, w.category, w.filename, w.lineno, None) for w in caught)
+    code = result.exit_code
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        stderr += "".join(traceback.format_exception(result.exception))
+        code = 1
+    return subprocess.CompletedProcess(["mcp-providers", *args], code, result.stdout, stderr)
