@@ -12,21 +12,25 @@ a fresh process would show on stderr kept there too:
 - warnings are printed to stderr instead of raised (pytest's ``filterwarnings = error`` is for the
   test code, not for what a process would print).
 
-For ``check`` and the other commands that only read and print. What depends on the process stays
-a subprocess in its own tests: ``serve`` (it serves fds 0 and 1, holds SIGHUP, configures
-logging), ``plugins --json`` (it writes the JSON to fd 1 with fd 1 moved aside), imports of
-distributions put on ``PYTHONPATH`` and anything that prints at import time.
+For ``check`` and the other commands that only read and print, and for ``serve`` arguments that
+are refused before anything is served (with :func:`no_serving`, so a refusal that broke fails
+instead of serving). The SIGHUP handler and the root logger's handlers ``serve`` sets up are put
+back after the call. What depends on the process stays a subprocess in its own tests: serving
+(fds 0 and 1, signals), ``plugins --json`` (it writes the JSON to fd 1 with fd 1 moved aside),
+imports of distributions put on ``PYTHONPATH`` and anything that prints at import time.
 """
 
 from __future__ import annotations
 
 import logging
+import signal
 import subprocess
 import sys
 import traceback
 import warnings
 from collections.abc import Mapping
 
+import pytest
 from typer.testing import CliRunner
 
 
@@ -44,13 +48,17 @@ def run_cli(*args: str, env: Mapping[str, str | None] | None = None, input: str 
 
     handler = _StderrNow(logging.WARNING)
     root = logging.getLogger()
+    handlers = list(root.handlers)
+    sighup = signal.getsignal(signal.SIGHUP) if hasattr(signal, "SIGHUP") else None
     root.addHandler(handler)
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("default")
             result = CliRunner().invoke(app, list(args), env=dict(env or {}), input=input, catch_exceptions=True)
     finally:
-        root.removeHandler(handler)
+        root.handlers[:] = handlers  # serve's logging.basicConfig adds one when there is none
+        if sighup is not None:
+            signal.signal(signal.SIGHUP, sighup)  # serve holds SIGHUP for a reload
     stderr = result.stderr
     stderr += "".join(warnings.formatwarning(w.message, w.category, w.filename, w.lineno, None) for w in caught)
     code = result.exit_code
@@ -58,3 +66,14 @@ def run_cli(*args: str, env: Mapping[str, str | None] | None = None, input: str 
         stderr += "".join(traceback.format_exception(result.exception))
         code = 1
     return subprocess.CompletedProcess(["mcp-providers", *args], code, result.stdout, stderr)
+
+
+def no_serving(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make ``serve`` fail where it would start serving (stdio, HTTP or workers), for tests of
+    arguments it must refuse before that: a refusal that broke fails the test, not hang it."""
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("serve went on to serve: the arguments were not refused")
+
+    for name in ("_serve_http", "_serve_stdio", "_start_workers"):
+        monkeypatch.setattr(f"mcp_providers.cli.{name}", refuse)

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import subprocess
 import sys
 import warnings
 from pathlib import Path
 
 import pytest
-from cli_support import run_cli
+from cli_support import no_serving, run_cli
 
 from mcp_providers.config import load_config
 
@@ -67,3 +68,14 @@ def test_the_same_check_as_a_process_prints_the_same(tmp_path: Path) -> None:
         process.stdout,
         process.stderr,
     )
+
+
+def test_serve_that_would_serve_fails_and_leaves_signals_and_logging_as_they_were(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    no_serving(monkeypatch)
+    handlers, sighup = list(logging.getLogger().handlers), signal.getsignal(signal.SIGHUP)
+    result = run_cli("serve", "--http", "127.0.0.1:8000")  # valid: it would go on to serve HTTP
+    assert result.returncode == 1
+    assert "AssertionError: serve went on to serve: the arguments were not refused" in result.stderr
+    assert logging.getLogger().handlers == handlers and signal.getsignal(signal.SIGHUP) == sighup

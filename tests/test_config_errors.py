@@ -1,7 +1,8 @@
 """Config errors say what is wrong without echoing secrets, and never end in a traceback.
 
-``check`` runs in this process (:func:`cli_support.run_cli`: a traceback still shows on stderr);
-``serve`` and ``plugins --json`` run as the processes they are.
+``check`` and the refused ``serve`` arguments run in this process (:func:`cli_support.run_cli`: a
+traceback still shows on stderr; :func:`cli_support.no_serving`: serving instead of refusing
+fails); ``serve --strict``, ``plugins --json`` and one refused ``serve --http`` run as processes.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from cli_support import run_cli
+from cli_support import no_serving, run_cli
 
 SECRET = "hunter2-5b1f"
 
@@ -62,8 +63,9 @@ def test_bad_config_files_get_one_clear_line(tmp_path: Path, make: object, expec
 
 
 @pytest.mark.parametrize("hostport", ["127.0.0.1:99999", "127.0.0.1:0x50", "nonsense", "http://127.0.0.1:8000"])
-def test_serve_http_rejects_a_bad_port_before_starting(hostport: str) -> None:
-    result = run("serve", "--http", hostport)
+def test_serve_http_rejects_a_bad_port_before_starting(hostport: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    no_serving(monkeypatch)
+    result = run_cli("serve", "--http", hostport)
     assert result.returncode == 2
     assert "HOST:PORT" in result.stderr and "Traceback" not in result.stderr
 
@@ -73,8 +75,9 @@ def test_serve_on_every_interface_needs_the_host_names_it_answers() -> None:
     assert result.returncode == 2 and "--allow-host" in result.stderr
 
 
-def test_http_flags_need_http() -> None:
-    result = run("serve", "--stateless")
+def test_http_flags_need_http(monkeypatch: pytest.MonkeyPatch) -> None:
+    no_serving(monkeypatch)
+    result = run_cli("serve", "--stateless")
     assert result.returncode == 2 and "go with --http" in result.stderr
 
 
