@@ -41,7 +41,9 @@ class _StderrNow(logging.Handler):
         sys.stderr.write(self.format(record) + "\n")
 
 
-def run_cli(*args: str, env: Mapping[str, str | None] | None = None, input: str = "") -> subprocess.CompletedProcess[str]:
+def run_cli(
+    *args: str, env: Mapping[str, str | None] | None = None, input: str = ""
+) -> subprocess.CompletedProcess[str]:
     """``mcp-providers ARGS...`` in this process: ``env`` changes the environment for the call
     (a value of None unsets the variable), ``input`` is stdin."""
     from mcp_providers.cli import app

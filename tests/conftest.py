@@ -11,8 +11,8 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 import progress
+import pytest
 from bytecode_cache import use_one_bytecode_cache
 from real_parts import pytest_make_collect_report, pytest_runtest_makereport  # noqa: F401 (hooks found here)
 

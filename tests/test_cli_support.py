@@ -54,7 +54,7 @@ def test_env_is_the_calls_alone(monkeypatch: pytest.MonkeyPatch, tmp_path: Path)
 def test_the_same_check_as_a_process_prints_the_same(tmp_path: Path) -> None:
     """The in-process run is the CLI's: same exit status and the same lines as the subprocess."""
     config = tmp_path / "config.toml"
-    config.write_text('[server.auth]\ntokens = []\n')
+    config.write_text("[server.auth]\ntokens = []\n")
     process = subprocess.run(
         [sys.executable, "-m", "mcp_providers", "check", "-c", str(config)],
         capture_output=True,
