@@ -70,12 +70,18 @@ def run_cli(
     return subprocess.CompletedProcess(["mcp-providers", *args], code, result.stdout, stderr)
 
 
+SERVED = 99
+"""The exit status of a ``serve`` that :func:`no_serving` stopped where it would start serving: no
+status a refusal has (1 or 2), so a refusal that printed its message and served anyway fails."""
+
+
 def no_serving(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Make ``serve`` fail where it would start serving (stdio, HTTP or workers), for tests of
-    arguments it must refuse before that: a refusal that broke fails the test, not hang it."""
+    """Make ``serve`` exit :data:`SERVED` where it would start serving (stdio, HTTP or workers),
+    for tests of what it must refuse before that: a refusal that broke fails the test, not hang it."""
 
     def refuse(*args: object, **kwargs: object) -> None:
-        raise AssertionError("serve went on to serve: the arguments were not refused")
+        sys.stderr.write("serve went on to serve: it did not refuse\n")
+        raise SystemExit(SERVED)
 
     for name in ("_serve_http", "_serve_stdio", "_start_workers"):
         monkeypatch.setattr(f"mcp_providers.cli.{name}", refuse)
