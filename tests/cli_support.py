@@ -14,10 +14,11 @@ a fresh process would show on stderr kept there too:
 
 For ``check`` and the other commands that only read and print, and for ``serve`` arguments that
 are refused before anything is served (with :func:`no_serving`, so a refusal that broke fails
-instead of serving). The SIGHUP handler and the root logger's handlers ``serve`` sets up are put
-back after the call. What depends on the process stays a subprocess in its own tests: serving
-(fds 0 and 1, signals), ``plugins --json`` (it writes the JSON to fd 1 with fd 1 moved aside),
-imports of distributions put on ``PYTHONPATH`` and anything that prints at import time.
+instead of serving). The SIGHUP handler, the root logger's handlers and the loggers' levels that
+``serve`` sets are put back after the call. What depends on the process stays a subprocess in its
+own tests: serving (fds 0 and 1, signals), ``plugins --json`` (it writes the JSON to fd 1 with fd 1
+moved aside), imports of distributions put on ``PYTHONPATH`` and anything that prints at import
+time.
 """
 
 from __future__ import annotations
@@ -41,6 +42,11 @@ class _StderrNow(logging.Handler):
         sys.stderr.write(self.format(record) + "\n")
 
 
+def _levels() -> dict[logging.Logger, int]:
+    loggers = [logging.getLogger(), *(logging.getLogger(name) for name in logging.root.manager.loggerDict)]
+    return {logger: logger.level for logger in loggers}
+
+
 def run_cli(
     *args: str, env: Mapping[str, str | None] | None = None, input: str = ""
 ) -> subprocess.CompletedProcess[str]:
@@ -51,6 +57,7 @@ def run_cli(
     handler = _StderrNow(logging.WARNING)
     root = logging.getLogger()
     handlers = list(root.handlers)
+    levels = _levels()
     sighup = signal.getsignal(signal.SIGHUP) if hasattr(signal, "SIGHUP") else None
     root.addHandler(handler)
     try:
@@ -59,6 +66,8 @@ def run_cli(
             result = CliRunner().invoke(app, list(args), env=dict(env or {}), input=input, catch_exceptions=True)
     finally:
         root.handlers[:] = handlers  # serve's logging.basicConfig adds one when there is none
+        for logger, level in levels.items():  # serve raises mcp_providers.reload to INFO
+            logger.setLevel(level)
         if sighup is not None:
             signal.signal(signal.SIGHUP, sighup)  # serve holds SIGHUP for a reload
     stderr = result.stderr

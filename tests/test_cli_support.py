@@ -75,6 +75,8 @@ def test_serve_that_would_serve_fails_and_leaves_signals_and_logging_as_they_wer
 ) -> None:
     no_serving(monkeypatch)
     handlers, sighup = list(logging.getLogger().handlers), signal.getsignal(signal.SIGHUP)
+    reload_level = logging.getLogger("mcp_providers.reload").level
     result = run_cli("serve", "--http", "127.0.0.1:8000")  # valid: it would go on to serve HTTP
     assert result.returncode == SERVED and "serve went on to serve: it did not refuse" in result.stderr
     assert logging.getLogger().handlers == handlers and signal.getsignal(signal.SIGHUP) == sighup
+    assert logging.getLogger("mcp_providers.reload").level == reload_level  # serve sets it to INFO
