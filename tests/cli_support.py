@@ -24,6 +24,7 @@ time.
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import subprocess
 import sys
@@ -40,6 +41,12 @@ class _StderrNow(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         sys.stderr.write(self.format(record) + "\n")
+
+
+def whole_env(env: Mapping[str, str]) -> dict[str, str | None]:
+    """``env`` given whole, as ``subprocess.run(env=...)`` takes it, as :func:`run_cli`'s changes:
+    every variable of this process that ``env`` lacks is unset for the call."""
+    return {**dict.fromkeys(k for k in os.environ if k not in env), **env}
 
 
 def _levels() -> dict[logging.Logger, int]:

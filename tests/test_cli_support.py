@@ -13,7 +13,7 @@ import warnings
 from pathlib import Path
 
 import pytest
-from cli_support import SERVED, no_serving, run_cli
+from cli_support import SERVED, no_serving, run_cli, whole_env
 
 from mcp_providers.config import load_config
 
@@ -49,6 +49,13 @@ def test_env_is_the_calls_alone(monkeypatch: pytest.MonkeyPatch, tmp_path: Path)
     result = run_cli("check", env={"MCP_PROVIDERS_CONFIG": str(missing)})
     assert result.returncode == 1 and f"config file {missing} does not exist" in result.stderr
     assert "MCP_PROVIDERS_CONFIG" not in os.environ
+
+
+def test_a_whole_environment_unsets_what_it_lacks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CLI_SUPPORT_PROBE", "set")
+    changes = whole_env({"PATH": os.environ["PATH"], "ONLY_HERE": "1"})
+    assert changes["CLI_SUPPORT_PROBE"] is None and changes["ONLY_HERE"] == "1"
+    assert {k for k, v in changes.items() if v is not None} == {"PATH", "ONLY_HERE"}
 
 
 def test_the_same_check_as_a_process_prints_the_same(tmp_path: Path) -> None:
