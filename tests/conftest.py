@@ -1,5 +1,6 @@
 """Shared fixtures: the anyio backend and the installed test distribution of plugins; and the rule
-that under ``CI=true`` every skip fails (:mod:`real_parts`)."""
+that under ``CI=true`` every skip fails (:mod:`real_parts`); one bytecode cache for every process of
+the run (:mod:`bytecode_cache`)."""
 
 from __future__ import annotations
 
@@ -10,12 +11,18 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import progress
 import pytest
-from progress import pytest_configure  # noqa: F401 (a hook found here)
+from bytecode_cache import use_one_bytecode_cache
 from real_parts import pytest_make_collect_report, pytest_runtest_makereport  # noqa: F401 (hooks found here)
 
 TESTS = Path(__file__).parent
 TEST_DISTRIBUTION = TESTS / "distributions" / "test_plugins"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    use_one_bytecode_cache()  # before the xdist controller starts its workers (at session start)
+    progress.pytest_configure(config)
 
 
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: unknown where it is not installed

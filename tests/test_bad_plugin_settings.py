@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_support import run_cli
 
 from mcp_providers import compose, load_config
 from mcp_providers.errors import CompositionError
@@ -64,7 +65,7 @@ def test_serve_starts_without_the_provider_plugin_whose_settings_are_bad(tmp_pat
     rows = {r["name"]: r for r in json.loads(listed.stdout)["plugins"]}
     assert rows["servicenow"]["status"] == "rejected"
     assert "plugins.servicenow.instancs" in rows["servicenow"]["reason"]
-    checked = cli("check", "-c", str(config))
+    checked = run_cli("check", "-c", str(config), env={k: None for k in os.environ if k.startswith("MCP_PROVIDERS_")})
     assert checked.returncode == 1
     assert "servicenow: rejected: invalid settings: plugins.servicenow.instancs" in checked.stdout
     strict = cli("serve", "--strict", "-c", str(config))

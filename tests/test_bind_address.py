@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import contextlib
 import ipaddress
-import os
 import socket
-import subprocess
-import sys
 
 import pytest
+from cli_support import no_serving, run_cli
 
 from mcp_providers._serve.transport.http_app import bound_addresses, is_loopback, is_wildcard, transport_policy
 
@@ -86,15 +84,11 @@ def test_a_loopback_spelling_answers_its_own_host_header_and_only_loopback_names
     assert "api.example:*" in wide.allowed_hosts and "0x0:*" not in wide.allowed_hosts
 
 
-def _serve(hostport: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "mcp_providers", "serve", "--http", hostport],
-                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
-                          env={**os.environ, "COLUMNS": "400"})  # fmt: skip
-
-
 @pytest.mark.parametrize("hostport", ["0.0:8123", "0x0:8123", "000.000.000.000:8123", "[::ffff:0.0.0.0]:8123",
                                       "[0:0:0:0:0:0:0:0]:8123"])  # fmt: skip
-def test_serve_refuses_a_wildcard_spelling_without_allow_host(hostport: str) -> None:
-    result = _serve(hostport)
+def test_serve_refuses_a_wildcard_spelling_without_allow_host(hostport: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # In process (cli_support): a refusal that broke serves, which no_serving turns into exit 99.
+    no_serving(monkeypatch)
+    result = run_cli("serve", "--http", hostport, env={"COLUMNS": "400"})
     assert result.returncode == 2, result.stderr
     assert "--allow-host" in result.stderr and "every interface" in result.stderr

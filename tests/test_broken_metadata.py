@@ -77,22 +77,35 @@ def _run(site: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.mark.parametrize("make", BROKEN.values(), ids=BROKEN.keys())
+CompletedRuns = tuple[subprocess.CompletedProcess[str], subprocess.CompletedProcess[str]]
+
+
+@pytest.fixture(scope="module")
+def broken_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Path], CompletedRuns]:
+    """Every kind of breakage at once, each in its own folder on the path, and one ``--help`` and
+    one ``plugins --json`` run over them all (two processes instead of two per kind: each kind's
+    test below asserts on its own folder, so one kind that broke the others' scan still fails)."""
+    root = tmp_path_factory.mktemp("broken")
+    made = {kind: make(root / f"site-{n}") for n, (kind, make) in enumerate(BROKEN.items())}
+    sites = Path(os.pathsep.join(str(root / f"site-{n}") for n in range(len(BROKEN))))
+    return made, (_run(sites, "--help"), _run(sites, "plugins", "--json"))
+
+
+@pytest.mark.parametrize("kind", BROKEN)
 def test_broken_metadata_is_skipped_with_one_warning_naming_its_path(
-    tmp_path: Path, make: Callable[[Path], Path]
+    broken_runs: tuple[dict[str, Path], CompletedRuns], kind: str
 ) -> None:
-    site = tmp_path / "site"
-    broken = make(site)
-    help_run = _run(site, "--help")
+    made, (help_run, plugins) = broken_runs
+    broken = made[kind]
     assert help_run.returncode == 0, help_run.stderr
     assert "Traceback" not in help_run.stderr and "Usage" in help_run.stdout
-    assert help_run.stderr.count(f"skipping broken package metadata at {broken}") == 1, help_run.stderr
+    assert help_run.stderr.count(f"skipping broken package metadata at {broken} ") == 1, help_run.stderr
 
-    plugins = _run(site, "plugins", "--json")
     assert plugins.returncode == 0, plugins.stderr
     rows = {row["name"]: row["status"] for row in json.loads(plugins.stdout)["plugins"]}
     assert rows["ssg_catalog"] == "loaded"  # every readable distribution is still found
-    assert plugins.stderr.count("skipping broken package metadata") == 1, plugins.stderr
+    assert plugins.stderr.count(f"skipping broken package metadata at {broken} ") == 1, plugins.stderr
+    assert plugins.stderr.count("skipping broken package metadata") == len(BROKEN), plugins.stderr  # once each
 
 
 def test_an_entry_points_txt_that_is_a_folder_is_no_entry_points(tmp_path: Path) -> None:

@@ -1,4 +1,9 @@
-"""Config errors say what is wrong without echoing secrets, and never end in a traceback."""
+"""Config errors say what is wrong without echoing secrets, and never end in a traceback.
+
+``check`` and the refused ``serve`` arguments run in this process (:func:`cli_support.run_cli`: a
+traceback still shows on stderr; :func:`cli_support.no_serving`: serving instead of refusing
+fails); ``serve --strict``, ``plugins --json`` and one refused ``serve --http`` run as processes.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_support import no_serving, run_cli
 
 SECRET = "hunter2-5b1f"
 
@@ -30,7 +36,7 @@ url = "https://admin:{SECRET}@dev.example.service-now.com"
 auth = {{ type = "basic", username = "u", password_env = "X", password = "{SECRET}" }}
 """)
     for command in (["check"], ["plugins", "--json"], ["serve", "--strict"]):
-        result = run(*command, "-c", str(config))
+        result = (run_cli if command == ["check"] else run)(*command, "-c", str(config))
         output = result.stdout + result.stderr
         assert "user info" in output, output  # the problem is still explained
         assert SECRET not in output, f"{command}: {output}"
@@ -50,15 +56,16 @@ auth = {{ type = "basic", username = "u", password_env = "X", password = "{SECRE
 def test_bad_config_files_get_one_clear_line(tmp_path: Path, make: object, expected: str) -> None:
     path = tmp_path / "config.toml"
     make(path)  # type: ignore[operator]
-    result = run("check", "-c", str(path))
+    result = run_cli("check", "-c", str(path))
     assert result.returncode == 1
     assert expected in result.stderr, result.stderr
     assert "Traceback" not in result.stdout + result.stderr
 
 
 @pytest.mark.parametrize("hostport", ["127.0.0.1:99999", "127.0.0.1:0x50", "nonsense", "http://127.0.0.1:8000"])
-def test_serve_http_rejects_a_bad_port_before_starting(hostport: str) -> None:
-    result = run("serve", "--http", hostport)
+def test_serve_http_rejects_a_bad_port_before_starting(hostport: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    no_serving(monkeypatch)
+    result = run_cli("serve", "--http", hostport)
     assert result.returncode == 2
     assert "HOST:PORT" in result.stderr and "Traceback" not in result.stderr
 
@@ -68,8 +75,9 @@ def test_serve_on_every_interface_needs_the_host_names_it_answers() -> None:
     assert result.returncode == 2 and "--allow-host" in result.stderr
 
 
-def test_http_flags_need_http() -> None:
-    result = run("serve", "--stateless")
+def test_http_flags_need_http(monkeypatch: pytest.MonkeyPatch) -> None:
+    no_serving(monkeypatch)
+    result = run_cli("serve", "--stateless")
     assert result.returncode == 2 and "go with --http" in result.stderr
 
 
@@ -78,7 +86,7 @@ def test_check_fails_when_nothing_is_served(tmp_path: Path) -> None:
     config.write_text(
         'deny = ["ssg_catalog", "config_templates", "workflows", "documcp_prompts", "servicenow", "policy"]\n'
     )
-    result = run("check", "-c", str(config))
+    result = run_cli("check", "-c", str(config))
     assert result.returncode == 1
     assert "nothing is served: every plugin is off or rejected" in result.stdout
 
@@ -97,5 +105,5 @@ def test_check_fails_when_nothing_is_served(tmp_path: Path) -> None:
 def test_auth_settings_that_would_weaken_auth_are_refused(tmp_path: Path, auth: str, expected: str) -> None:
     config = tmp_path / "config.toml"
     config.write_text(f"[server.auth]\n{auth}\n")
-    result = run("check", "-c", str(config))
+    result = run_cli("check", "-c", str(config))
     assert result.returncode == 1 and expected in result.stderr, result.stderr

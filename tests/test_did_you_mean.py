@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_support import run_cli
 from pydantic import BaseModel, ConfigDict
 
 from mcp_providers import compose, load_config
@@ -150,12 +149,7 @@ def test_a_misspelt_plugin_in_the_environment_gets_a_suggestion(variable: str, v
 def test_set_option_typo_is_answered_on_the_command_line(tmp_path: Path) -> None:
     path = tmp_path / "config.toml"
     path.write_text('[sets.docs]\nplugins = ["policy"]\n')
-    result = subprocess.run(
-        [sys.executable, "-m", "mcp_providers", "check", "-c", str(path), "--set", "dosc"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    result = run_cli("check", "-c", str(path), "--set", "dosc")  # in process (cli_support)
     assert result.returncode == 1
     assert " ".join(result.stderr.split()) == (
         "error: no plugin set 'dosc' in the config; sets: docs; did you mean \"docs\"?"

@@ -11,6 +11,7 @@ import sys
 
 import mcp_types as types
 import pytest
+from cli_support import run_cli
 from mcp import Client, StdioServerParameters
 
 from mcp_providers import compose
@@ -58,13 +59,7 @@ def test_every_broken_plugin_is_rejected_and_the_good_ones_load(with_test_plugin
 
 
 def test_check_prints_one_line_per_problem_and_exits_1(with_test_plugins: dict[str, str]) -> None:
-    run = subprocess.run(
-        [sys.executable, "-m", "mcp_providers", "check"],
-        env=with_test_plugins,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    run = run_cli("check")  # in process (cli_support), the distribution on sys.path; serve below is a process
     assert run.returncode == 1, run.stdout + run.stderr
     lines = run.stdout.strip().splitlines()
     assert lines[-1].startswith("check failed:")

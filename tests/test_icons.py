@@ -8,14 +8,13 @@ its plugin is not served.
 from __future__ import annotations
 
 import base64
-import subprocess
-import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from cli_support import run_cli
 from pydantic import BaseModel
 from wire_support import raw_session
 
@@ -309,10 +308,7 @@ def test_the_check_command_prints_the_bad_icon_and_fails(monkeypatch: pytest.Mon
 def test_the_check_command_names_a_bad_server_icon(tmp_path: Path) -> None:
     path = tmp_path / "config.toml"
     path.write_text('[server]\nicons = [{ src = "http://example.com/a.png" }]\n')
-    result = subprocess.run(
-        [sys.executable, "-m", "mcp_providers", "check", "-c", str(path)],
-        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+    result = run_cli("check", "-c", str(path))  # in process (cli_support)
     assert result.returncode == 1, result
     assert "server.icons" in result.stderr and "has scheme http:, not https: or data:" in result.stderr, result.stderr
     assert "Traceback" not in result.stdout + result.stderr

@@ -4,10 +4,10 @@ misfit refused with what was wrong and what would be right; ``check`` tries the 
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_support import run_cli
 from identity_standin import standin_idp
 
 from mcp_providers._serve.transport.limits import proxy_headers_settings
@@ -112,8 +112,7 @@ def test_forwarded_headers_are_believed_only_from_trusted_proxies() -> None:
 def _check(tmp_path: Path, auth: str) -> subprocess.CompletedProcess[str]:
     config = tmp_path / "config.toml"
     config.write_text(f'allow = ["ssg_catalog"]\n\n[server.auth]\n{auth}\n')
-    return subprocess.run([sys.executable, "-m", "mcp_providers", "check", "-c", str(config)],
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    return run_cli("check", "-c", str(config))  # in process (cli_support)
 
 
 @pytest.mark.slow

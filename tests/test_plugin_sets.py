@@ -7,11 +7,13 @@ subjects, found through their entry points exactly as an operator's would be.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from cli_support import no_serving, run_cli
 from mcp import Client, StdioServerParameters
 
 from mcp_providers import compose
@@ -165,9 +167,12 @@ def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedP
 )
 @pytest.mark.parametrize("command", ["plugins", "check", "serve"])
 def test_cli_exits_1_with_the_error(
-    config_file: Path, command: str, args: list[str], env: dict[str, str], message: str
+    config_file: Path, command: str, args: list[str], env: dict[str, str], message: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    run = _cli(command, "--config", str(config_file), *args, env=env)
+    # In process (cli_support): the error comes from reading the config, before anything is served.
+    no_serving(monkeypatch)
+    unset: dict[str, str | None] = {k: None for k in os.environ if k.startswith("MCP_PROVIDERS_")}
+    run = run_cli(command, "--config", str(config_file), *args, env={**unset, **env})
     assert run.returncode == 1, run.stdout + run.stderr
     assert message in " ".join(run.stderr.split())
 

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_support import run_cli
 
 from mcp_providers import compose, load_config
 from mcp_providers.errors import CompositionError
@@ -50,9 +51,7 @@ def test_serve_refuses_when_the_configured_policy_is_not_in_force(
     composition = compose(load_config(config))
     with pytest.raises(CompositionError):
         _ = composition.server
-    check = subprocess.run(
-        [sys.executable, "-m", "mcp_providers", "check", "-c", str(config)], capture_output=True, text=True, timeout=60
-    )
+    check = run_cli("check", "-c", str(config))  # in process (cli_support); serve above is the process
     assert check.returncode == 1 and "policy" in check.stdout
 
 

@@ -290,6 +290,7 @@ async def test_bytecode_caches_and_configured_log_files_may_still_be_written(tmp
     (tmp_path / "quiet_lazy_module.py").write_text("VALUE = 7\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setattr("sys.dont_write_bytecode", False)
+    monkeypatch.setattr("sys.pycache_prefix", None)  # the cache beside the source (PEP 3147), not under a prefix
     logger = logging.getLogger("tests.read_scope.rotating")
     logger.propagate = False
     handler = logging.handlers.RotatingFileHandler(tmp_path / "app.log", maxBytes=40, backupCount=2, delay=True)

@@ -1,5 +1,8 @@
 """Live reload under attack with real processes: ``mcp-providers reload`` aimed at the wrong
-process or asking for a cluster roll-out a server cannot make (issue 26)."""
+process or asking for a cluster roll-out a server cannot make (issue 26).
+
+The servers are processes; the ``reload`` commands aimed at them run in this process
+(:func:`cli_support.run_cli`), since what they print and exit with is what is tested."""
 
 from __future__ import annotations
 
@@ -15,14 +18,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_support import run_cli, whole_env
 from mcp import Client, MCPError
 from reload_support import NOTES_URI, install, site
 from serve_support import free_port
 from test_reload_served import ADMIN, ON, TOKEN, _http
 
 pytestmark = pytest.mark.anyio
-
-RELOAD = [sys.executable, "-m", "mcp_providers", "reload"]
 
 
 @pytest.fixture
@@ -44,8 +46,7 @@ def test_reload_pid_refuses_a_process_that_is_not_a_server_and_signals_one_that_
 ) -> None:
     bystander = subprocess.Popen(["sleep", "120"])  # SIGHUP's default action would end it
     try:
-        done = subprocess.run([*RELOAD, "--pid", str(bystander.pid)], env=env, capture_output=True, text=True,
-                              timeout=60)  # fmt: skip
+        done = run_cli("reload", "--pid", str(bystander.pid), env=whole_env(env))
         assert done.returncode == 2, done.stdout + done.stderr
         assert f"process {bystander.pid} is not an mcp-providers server" in done.stderr
         assert f"kill -HUP {bystander.pid}" in done.stderr
@@ -57,7 +58,7 @@ def test_reload_pid_refuses_a_process_that_is_not_a_server_and_signals_one_that_
     config.write_text('allow = ["notes", "extra"]\ndeny = ["extra"]\n')
     with _http(env, config) as (base, proc):
         config.write_text(ON)
-        done = subprocess.run([*RELOAD, "--pid", str(proc.pid)], env=env, capture_output=True, text=True, timeout=60)
+        done = run_cli("reload", "--pid", str(proc.pid), env=whole_env(env))
         assert done.returncode == 0 and f"sent SIGHUP to {proc.pid}" in done.stdout, done.stdout + done.stderr
         deadline = time.monotonic() + 30
         while _generation(base) < 2 and time.monotonic() < deadline:
@@ -72,15 +73,14 @@ def test_reload_cluster_without_a_cluster_says_nothing_was_announced_and_exits_1
     config.write_text('allow = ["notes", "extra"]\ndeny = ["extra"]\n' + ADMIN)
     with _http(env, config) as (base, _proc):
         config.write_text(ON + ADMIN)
-        done = subprocess.run([*RELOAD, "--url", base, "--token-env", "RELOAD_TEST_ADMIN_TOKEN", "--cluster"],
-                              env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+        args = ["--url", base, "--token-env", "RELOAD_TEST_ADMIN_TOKEN", "--cluster"]
+        done = run_cli("reload", *args, env=whole_env(env))
         assert done.returncode == 1, done.stdout + done.stderr
         assert "reload applied" in done.stdout  # this server did reload
         assert "problem: not announced: this server has no [cluster]" in done.stdout
         assert "announced to the other replicas" not in done.stdout
         assert _generation(base) == 2
-        done = subprocess.run([*RELOAD, "--url", base, "--token-env", "RELOAD_TEST_ADMIN_TOKEN"],
-                              env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+        done = run_cli("reload", "--url", base, "--token-env", "RELOAD_TEST_ADMIN_TOKEN", env=whole_env(env))
         assert done.returncode == 0 and "reload unchanged" in done.stdout, done.stdout + done.stderr
 
 
@@ -306,10 +306,8 @@ def test_sighup_to_the_parent_of_workers_reloads_every_worker(env: dict[str, str
 
 def test_reload_url_credentials_are_not_printed(env: dict[str, str]) -> None:
     port = free_port()  # nothing listens there
-    done = subprocess.run(
-        [*RELOAD, "--url", f"http://ops:hunter2@127.0.0.1:{port}", "--token-env", "RELOAD_TEST_ADMIN_TOKEN"],
-        env=env, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+    url = f"http://ops:hunter2@127.0.0.1:{port}"
+    done = run_cli("reload", "--url", url, "--token-env", "RELOAD_TEST_ADMIN_TOKEN", env=whole_env(env))
     assert done.returncode == 2
     assert f"error: cannot reach http://ops:***@127.0.0.1:{port}/admin/reload: ConnectError" in done.stderr
     assert "hunter2" not in done.stdout + done.stderr and TOKEN not in done.stdout + done.stderr

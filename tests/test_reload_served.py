@@ -19,6 +19,7 @@ from typing import Any
 import anyio
 import mcp_types as types
 import pytest
+from cli_support import run_cli, whole_env
 from mcp import Client, MCPError, StdioServerParameters
 from reload_support import EXTRA_URI, NOTES_URI, site
 from serve_support import free_port, serve_process
@@ -197,13 +198,9 @@ def _pip_install(wheel: Path, target: Path) -> None:
 
 
 def _reload_cli(base: str, env: dict[str, str], token: str = TOKEN) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "mcp_providers", "reload", "--url", base, "--token-env", "RELOAD_TEST_ADMIN_TOKEN"],
-        env={**env, "RELOAD_TEST_ADMIN_TOKEN": token},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    """``mcp-providers reload --url`` in this process (cli_support; the server is the process)."""
+    args = ["--url", base, "--token-env", "RELOAD_TEST_ADMIN_TOKEN"]
+    return run_cli("reload", *args, env=whole_env({**env, "RELOAD_TEST_ADMIN_TOKEN": token}))
 
 
 async def test_a_distribution_installed_while_serving_is_served_after_reload_cli(
@@ -273,11 +270,8 @@ async def test_a_reload_announced_on_the_cluster_bus_reaches_both_replicas(env: 
             async with Client(f"{b}/mcp", cache=None) as on_b:  # type: ignore[arg-type]
                 assert await _resources(on_b) == [NOTES_URI]
                 config.write_text(ON + ADMIN + cluster)
-                done = subprocess.run(
-                    [sys.executable, "-m", "mcp_providers", "reload", "--url", a, "--cluster",
-                     "--token-env", "RELOAD_TEST_ADMIN_TOKEN"],
-                    env=env, capture_output=True, text=True, timeout=120,
-                )  # fmt: skip
+                args = ["--url", a, "--cluster", "--token-env", "RELOAD_TEST_ADMIN_TOKEN"]
+                done = run_cli("reload", *args, env=whole_env(env))  # in process (cli_support)
                 assert done.returncode == 0 and "announced" in done.stdout, done.stdout + done.stderr
                 with anyio.fail_after(20):
                     while _ready(b)["generation"] != 2:

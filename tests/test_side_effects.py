@@ -608,6 +608,7 @@ async def test_lazy_imports_may_cache_bytecode_and_logging_may_open_its_file(tmp
     (tmp_path / "lazy_in_read.py").write_text("VALUE = 42\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setattr("sys.dont_write_bytecode", False)
+    monkeypatch.setattr("sys.pycache_prefix", None)  # the cache beside the source (PEP 3147), not under a prefix
     logger = logging.getLogger("tests.side_effects.delayed")
     handler = logging.FileHandler(tmp_path / "plugin.log", delay=True)  # opened on the first record
     logger.addHandler(handler)

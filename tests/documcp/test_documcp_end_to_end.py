@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 import sys
 import tomllib
 from pathlib import Path
@@ -16,6 +15,7 @@ from pathlib import Path
 import mcp_types as types
 import pytest
 import yaml
+from cli_support import run_cli
 from documcp_support import DOCUMCP_PLUGINS, node_check, read_text
 from mcp import Client, MCPError, StdioServerParameters
 
@@ -174,12 +174,7 @@ async def test_stdio_client_against_mcp_providers_serve() -> None:
 def test_mcp_providers_check_passes_for_the_documentation_plugins_alone(tmp_path: Path) -> None:
     config = tmp_path / "documcp.toml"
     config.write_text(f"allow = {json.dumps(list(DOCUMCP_PLUGINS))}\n", encoding="utf-8")
-    done = subprocess.run(
-        [sys.executable, "-m", "mcp_providers", "check", "--config", str(config)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = run_cli("check", "--config", str(config))  # in process (cli_support); serve above is a process
     assert done.returncode == 0, done.stdout + done.stderr
     resources = len(SSG_IDS) + 1 + 1 + 2 + len(ALIASES)  # templates, diataxis, available, all/guidance, aliases
     assert f"check passed: {len(DOCUMCP_PLUGINS)} plugins served, {resources} resources, 2 templates" in done.stdout
@@ -187,6 +182,6 @@ def test_mcp_providers_check_passes_for_the_documentation_plugins_alone(tmp_path
 
 def test_mcp_providers_check_passes() -> None:
     """``mcp-providers check``: every declaration passes, and static resources read the same twice."""
-    done = subprocess.run([sys.executable, "-m", "mcp_providers", "check"], capture_output=True, text=True, timeout=120)
+    done = run_cli("check")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "check passed" in done.stdout
