@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -890,34 +891,36 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def run_sections(only: set[str], rounds: int) -> None:
-    if "overhead" in only:
-        anyio.run(read_overhead, rounds)
-    if "stdio" in only:
-        server_side_stdio(rounds)
-    if "http" in only:
-        streamable_http(max(3, rounds // 3))
-    if "scale" in only:
-        anyio.run(scale, rounds)
-    if "fastmcp" in only:
-        anyio.run(fastmcp_200, rounds)
-    if "startup" in only:
-        startup(max(3, rounds + 2))  # process start-up is the noisiest measure here: more rounds
-    if "plugins" in only:
-        plugins_installed(max(3, rounds // 3))
-    if "memory" in only:
-        memory()
-    if "servicenow" in only:
-        anyio.run(servicenow, rounds)
-    if "sideeffects" in only:
-        sideeffects.run(rounds, emit)
-    if "cluster" in only:
-        cluster.run(max(3, rounds // 2), emit)  # needs redis-server, nginx, wrk (skipped without)
-    if "identity" in only:
-        identity.run(max(3, rounds // 3), emit)  # JWT validation's cost over HTTP (wrk rows skipped without wrk)
-    if "traces" in only:
-        traces.run(rounds, emit)  # read overhead with OpenTelemetry traces off and on
-    if "reload" in only:
-        reload.run(rounds, emit)  # reads while reloads run beside them, and one reload
+    steps: dict[str, Callable[[], object]] = {
+        "overhead": lambda: anyio.run(read_overhead, rounds),
+        "stdio": lambda: server_side_stdio(rounds),
+        "http": lambda: streamable_http(max(3, rounds // 3)),
+        "scale": lambda: anyio.run(scale, rounds),
+        "fastmcp": lambda: anyio.run(fastmcp_200, rounds),
+        "startup": lambda: startup(max(3, rounds + 2)),  # process start-up is the noisiest measure: more rounds
+        "plugins": lambda: plugins_installed(max(3, rounds // 3)),
+        "memory": memory,
+        "servicenow": lambda: anyio.run(servicenow, rounds),
+        "sideeffects": lambda: sideeffects.run(rounds, emit),
+        "cluster": lambda: cluster.run(max(3, rounds // 2), emit),  # needs redis-server, nginx, wrk
+        "identity": lambda: identity.run(max(3, rounds // 3), emit),  # JWT validation's cost over HTTP
+        "traces": lambda: traces.run(rounds, emit),  # read overhead with OpenTelemetry traces off and on
+        "reload": lambda: reload.run(rounds, emit),  # reads while reloads run beside them, and one reload
+    }
+    for name in SECTIONS:
+        if name in only:
+            run_section(name, steps[name])
+
+
+def run_section(name: str, step: Callable[[], object]) -> None:
+    """Run one section; one that fails leaves a row saying so (and its traceback on stderr) and the
+    run goes on, so one section's failure does not lose the others' figures."""
+    try:
+        step()
+    except Exception as exc:
+        traceback.print_exc()
+        first = (str(exc).splitlines() or [""])[0][:160]
+        emit(name, "section failed", float("nan"), "", "", f"skipped: failed ({type(exc).__name__}: {first})", vs="")
 
 
 if __name__ == "__main__":
