@@ -136,3 +136,17 @@ def test_the_markdown_option_writes_the_page(tmp_path: Path, monkeypatch: pytest
     page = out.read_text()
     assert f"- command: `python -m benchmarks --quick --only memory --markdown {out}`" in page
     assert report.DIRECTION in page and len(verdict_column(page)) == len(FAKE)
+
+
+def test_a_failing_section_leaves_a_row_saying_so_and_the_run_goes_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    rows: list[Row] = []
+    monkeypatch.setattr(bench, "ROWS", rows)
+
+    def broken() -> None:
+        raise RuntimeError("wrk saw errors against http://127.0.0.1:9/mcp: 12 non-2xx\nmore detail")
+
+    bench.run_section("cluster", broken)
+    bench.run_section("memory", lambda: bench.emit("memory", "after 1,000 reads", 60.0, "MB RSS", "baseline"))
+    assert [verdict_column(page_of(rows))] == [
+        ["skipped: failed (RuntimeError: wrk saw errors against http://127.0.0.1:9/mcp: 12 non-2xx)", "baseline"]
+    ]
