@@ -134,7 +134,7 @@ def table(rows: Sequence[Row]) -> str:
         verdict = verdict_of(row)
         based = "" if base is None else f"{fmt(base.value, base.unit)} ({base.case})"
         note = "" if row.ratio == "baseline" else row.ratio
-        if verdict == "reported (no target)" and row.target:
+        if verdict == "reported (no target)" and row.target and row.target != "reported":
             note = f"{note}; {row.target}" if note else row.target
         cells = [row.section, row.case, based, fmt(row.value, row.unit), ratio(row, base), target_of(row),
                  f"**{verdict}**" if verdict == "MISSED" else verdict, note]  # fmt: skip

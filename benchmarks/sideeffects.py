@@ -8,7 +8,8 @@ driven round by round from the benchmark process, so the baseline is a process w
 **never installed**: no audit hook, no HTTP patches, the invoker's ``enter_scope`` swapped for a
 no-op and the server's start-up ``install`` call skipped (the worker checks at the end that nothing
 installed it). The other
-worker reads as the server does, every read inside the scope. Each worker measures:
+worker reads as the server does, every read inside the scope; a third, like the first, is the A/A
+check (how far two identical processes differ here). Each worker measures:
 
 - a whole ``resources/read`` through the SDK's in-memory client (2026-07-28);
 - the provider's ``read()`` called directly, bare (never-installed worker) or entered and left as
@@ -36,6 +37,8 @@ ROOT = Path(__file__).resolve().parent.parent
 BARE, SCOPED = "bare", "scoped"
 CLIENT_BARE = "client read, scope never installed (separate process)"
 CLIENT_SCOPED = "client read, in the scope"
+AA = "bare-2"
+CLIENT_AA = "client read, scope never installed, a second such process (A/A check)"
 DIRECT_BARE = "provider read() alone, scope never installed"
 DIRECT_SCOPED = "provider read() alone, in the scope"
 
@@ -121,7 +124,7 @@ class Worker:
 
 def measure(rounds: int) -> dict[str, float]:
     """Median per read for each case (names are the keys): ms for client reads, us for direct ones."""
-    workers = {BARE: Worker(BARE), SCOPED: Worker(SCOPED)}
+    workers = {BARE: Worker(BARE), SCOPED: Worker(SCOPED), AA: Worker(BARE)}
     try:
         for worker in workers.values():
             worker.ms("client", 100)  # warm up
@@ -130,6 +133,7 @@ def measure(rounds: int) -> dict[str, float]:
             {
                 CLIENT_BARE: lambda: workers[BARE].ms("client", 50),
                 CLIENT_SCOPED: lambda: workers[SCOPED].ms("client", 50),
+                CLIENT_AA: lambda: workers[AA].ms("client", 50),
                 DIRECT_BARE: lambda: workers[BARE].ms("direct", 5_000) * 1000,
                 DIRECT_SCOPED: lambda: workers[SCOPED].ms("direct", 5_000) * 1000,
             },
@@ -148,6 +152,8 @@ def report(result: dict[str, float], emit: Emit) -> None:
     cost = (scoped - base) / base
     emit(section, CLIENT_SCOPED, scoped, "ms", f"{scoped / base:.3f}x ({cost:+.1%})",
          f"target < 5%: {'met' if cost < 0.05 else 'MISSED'}")  # fmt: skip
+    aa = result[CLIENT_AA]
+    emit(section, CLIENT_AA, aa, "ms", f"{aa / base:.3f}x: how far two identical processes differ")
     alone, alone_scoped = result[DIRECT_BARE], result[DIRECT_SCOPED]
     emit(section, DIRECT_BARE, alone, "us/read", "baseline")
     emit(section, DIRECT_SCOPED, alone_scoped, "us/read", f"+{alone_scoped - alone:.2f} us per scope")
