@@ -150,11 +150,16 @@ def _version(name: str) -> str:
 
 
 def _commit() -> str:
+    """The checkout's commit, and whether the measured code (benchmarks, core, plugins) differs from it."""
+    git = ["git", "-C", str(ROOT)]
     with contextlib.suppress(OSError, subprocess.CalledProcessError):
-        out = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
-                             capture_output=True, text=True, check=True).stdout  # fmt: skip
-        return out.strip()
+        out = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True)
+        dirty = subprocess.run([*git, "diff", "--quiet", "HEAD", "--", "benchmarks", "core", "plugins"]).returncode
+        return out.stdout.strip() + (" with uncommitted changes" if dirty else "")
     return "unknown"
+
+
+_commit_at_start: str | None = None
 
 
 def machine() -> str:
@@ -181,7 +186,7 @@ def header(argv: Sequence[str], started: datetime.datetime, load_before: str, to
         f"- date: {started.strftime('%Y-%m-%d %H:%M UTC')}, took {took:.0f} s",
         f"- machine: {machine()}; load average (1, 5, 15 min) {load_before} before, {load_average()} after",
         f"- Python {platform.python_version()}, mcp {_version('mcp')}, fastmcp {_version('fastmcp')}, "
-        f"mcp-providers {_version('mcp-providers')} (commit {_commit()})",
+        f"mcp-providers {_version('mcp-providers')} (commit {_commit_at_start or _commit()} when the run started)",
     ])  # fmt: skip
 
 
@@ -246,5 +251,7 @@ def page(rows: Sequence[Row], head: str) -> str:
 
 
 def run_started() -> tuple[datetime.datetime, str]:
-    """When the run started (UTC) and the load average then."""
+    """When the run started (UTC) and the load average then; notes the commit measured."""
+    global _commit_at_start
+    _commit_at_start = _commit()
     return datetime.datetime.now(datetime.UTC), load_average()
