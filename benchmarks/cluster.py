@@ -155,8 +155,12 @@ def _top_up(url: str, ports: list[int], rate: float) -> None:
 
 def run(rounds: int, emit: Emit) -> None:
     missing = [name for name in ("redis-server", "nginx", "wrk") if shutil.which(name) is None]
-    if missing and not (missing == ["nginx"] and Path("/usr/sbin/nginx").exists()):
-        print(f"cluster: skipped, not installed: {', '.join(missing)}", flush=True)
+    if missing == ["nginx"] and Path("/usr/sbin/nginx").exists():
+        missing = []
+    if missing:
+        why = f"skipped: {' and '.join(missing)} not installed"
+        emit("cluster", "reads/s through nginx, wrk 32 conns: 1 replica", float("nan"), "reads/s", "baseline", why)
+        emit("cluster", "reads/s through nginx, wrk 32 conns: 2 replicas", float("nan"), "reads/s", "", why)
         return
     redis_port = _free_port()
     redis_args = ["redis-server", "--port", str(redis_port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
@@ -178,7 +182,7 @@ def run(rounds: int, emit: Emit) -> None:
             )
         single, double = (statistics.median(v) for v in rates.values())
         ratio = double / single
-        emit("cluster", "reads/s through nginx, wrk 32 conns: 1 replica", single, "reads/s")
+        emit("cluster", "reads/s through nginx, wrk 32 conns: 1 replica", single, "reads/s", "baseline")
         emit("cluster", "reads/s through nginx, wrk 32 conns: 2 replicas", double, "reads/s", f"{ratio:.2f}x",
              f"2 replicas >= 1.3x 1: {'met' if ratio >= 1.3 else 'MISSED'}")  # fmt: skip
         _top_up(one, ports[:1], single)
@@ -186,7 +190,7 @@ def run(rounds: int, emit: Emit) -> None:
         for n, (port, proc) in enumerate(zip(ports, procs, strict=True), start=1):
             where = "A, alone" if n == 1 else "B"
             rss = round(_rss_mb(proc.pid), 1)
-            emit("cluster", f"RSS of replica {n} ({where}) after {_count(port):,} reads", rss, "MiB")
+            emit("cluster", f"RSS of replica {n} ({where}) after {_count(port):,} reads", rss, "MiB", vs="")
 
 
 def replica(port: int, redis_url: str) -> None:
@@ -229,12 +233,13 @@ def main() -> None:
     if args.replica is not None:
         replica(args.replica, args.redis)
         return
-    from benchmarks.__main__ import emit, machine, markdown
+    from benchmarks import report
+    from benchmarks.__main__ import ROWS, emit
 
-    print(f"machine: {machine()}\n", flush=True)
+    print(f"machine: {report.machine()}\n", flush=True)
     t0 = time.perf_counter()
     run(1 if args.quick else 5, emit)
-    print(f"\ntotal: {time.perf_counter() - t0:.0f} s\n\n{markdown()}")
+    print(f"\ntotal: {time.perf_counter() - t0:.0f} s\n\n{report.table(ROWS)}")
 
 
 if __name__ == "__main__":

@@ -92,12 +92,21 @@ def _template_fn(names: list[str], uri_of: Callable[..., str], fn_name: str) -> 
     return fn
 
 
-def mcpserver(n: int = 1) -> Any:
-    """A hand-written SDK ``MCPServer`` serving the same resources as :func:`composed`."""
+def mcpserver(n: int = 1, *, otel: bool = True) -> Any:
+    """A hand-written SDK ``MCPServer`` serving the same resources as :func:`composed`.
+
+    ``otel=True`` is what a user of ``MCPServer`` gets (the SDK's ``OpenTelemetryMiddleware`` on);
+    ``otel=False`` removes it, the switch the composed server has on by default.
+    """
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.resources import TextResource
 
     server = MCPServer("bench-sdk", log_level="WARNING")
+    if not otel:
+        from mcp.server._otel import OpenTelemetryMiddleware
+
+        lowlevel = server._lowlevel_server
+        lowlevel.middleware = [m for m in lowlevel.middleware if not isinstance(m, OpenTelemetryMiddleware)]
     for i in range(n):
         for j in range(FIXED):
             u = fixed_uri(i, j)

@@ -41,6 +41,7 @@ from typing import Any, TypeVar
 import anyio
 
 from benchmarks import fixtures
+from benchmarks.report import skipped_because_missing
 
 Emit = Callable[..., None]
 T = TypeVar("T")
@@ -316,6 +317,12 @@ def run(rounds: int, emit: Emit) -> None:
             fetches = issuer.fetches
             fresh = [issuer.token(guarded, jti=str(i)) for i in range(FRESH_TOKENS * rounds)]
             for clients in (10, 50):
+                if skip := skipped_because_missing("wrk"):
+                    for section in (f"HTTP + JWT, wrk, {clients} connections",
+                                    f"HTTP + JWT, wrk, {clients} conn., server CPU"):  # fmt: skip
+                        emit(section, BASE, float("nan"), "reads/s", "baseline", skip)
+                        emit(section, OURS, float("nan"), "reads/s", "", skip)
+                    continue
                 cases = {name: (lambda u=u, t=t, p=p, c=clients: wrk_run(u, t, c, 2, p))
                          for name, (u, t, p) in targets.items()}  # fmt: skip
                 runs = _interleaved(cases, rounds)

@@ -6,7 +6,9 @@ process echoing each stdin line to stdout). stdio unless ``--http``, which serve
 streamable HTTP with JSON responses on 127.0.0.1:PORT, every KIND under the same uvicorn settings
 (those of ``serve --http``); with ``--http``, ``echo`` is the HTTP floor: a raw ASGI endpoint
 answering every request with one fixed JSON-RPC result. ``--jwt ISSUER`` puts ``composed`` behind
-``[server.auth] mode = "jwt"`` (``benchmarks.identity``).
+``[server.auth] mode = "jwt"`` (``benchmarks.identity``). ``--otel`` puts the SDK's
+``OpenTelemetryMiddleware`` back into ``composed``; ``--no-otel`` takes it out of ``mcpserver``
+(the anchors' fair pairs).
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ async def floor_app(scope: Any, receive: Any, send: Any) -> None:
     await send({"type": "http.response.body", "body": FLOOR_BODY})
 
 
-def http(kind: str, port: int, jwt_issuer: str | None = None) -> None:
+def http(kind: str, port: int, jwt_issuer: str | None = None, *, otel: bool = False, no_otel: bool = False) -> None:
     import uvicorn
 
     from benchmarks import fixtures
@@ -56,14 +58,14 @@ def http(kind: str, port: int, jwt_issuer: str | None = None) -> None:
         # --jwt ISSUER: [server.auth] mode = "jwt" against that issuer (benchmarks.identity).
         auth = None if jwt_issuer is None else AuthConfig(mode="jwt", issuer=jwt_issuer)
         app = http_app(
-            fixtures.composed(1).server,
+            fixtures.composed(1, otel=otel).server,
             stateless=True,
             json_response=True,
             security=transport_policy("127.0.0.1"),
             auth=http_auth(auth, f"http://127.0.0.1:{port}/mcp"),
         )
     else:
-        app = fixtures.mcpserver(1).streamable_http_app(stateless_http=True, json_response=True)
+        app = fixtures.mcpserver(1, otel=not no_otel).streamable_http_app(stateless_http=True, json_response=True)
     uvicorn.Server(uvicorn_config(app, "127.0.0.1", port)).run()
 
 
@@ -72,6 +74,7 @@ def main() -> None:
     parser.add_argument("kind", choices=["composed", "mcpserver", "echo"])
     parser.add_argument("--transport", choices=["ours", "sdk"], default="ours")
     parser.add_argument("--otel", action="store_true", help="keep the SDK's tracing middleware (composed)")
+    parser.add_argument("--no-otel", action="store_true", help="remove the SDK's tracing middleware (mcpserver)")
     parser.add_argument("--http", type=int, default=None)
     parser.add_argument("--jwt", default=None, metavar="ISSUER", help="composed over HTTP: JWT bearer auth")
     args = parser.parse_args()
@@ -79,7 +82,7 @@ def main() -> None:
         echo()
         return
     if args.http is not None:
-        http(args.kind, args.http, args.jwt)
+        http(args.kind, args.http, args.jwt, otel=args.otel, no_otel=args.no_otel)
         return
 
     import anyio
@@ -89,7 +92,7 @@ def main() -> None:
     if args.kind == "composed":
         server = fixtures.composed(1, otel=args.otel).server
     else:
-        server = fixtures.mcpserver(1)._lowlevel_server
+        server = fixtures.mcpserver(1, otel=not args.no_otel)._lowlevel_server
     from mcp.server.stdio import stdio_server
 
     from mcp_providers._serve.transport.stdio_loop import serve_stdio

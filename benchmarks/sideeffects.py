@@ -3,25 +3,44 @@
 Run alone: ``uv run python -m benchmarks.sideeffects [--quick]``; or in the full table with
 ``uv run --group bench python -m benchmarks --only sideeffects``.
 
-Two measures, each scope-on and scope-off interleaved round by round in one process:
+The two cases run in two worker processes (``python -m benchmarks.sideeffects --worker KIND``),
+driven round by round from the benchmark process, so the baseline is a process where the scope was
+**never installed**: no audit hook, no HTTP patches, the invoker's ``enter_scope`` swapped for a
+no-op and the server's start-up ``install`` call skipped (the worker checks at the end that nothing
+installed it). The other
+worker reads as the server does, every read inside the scope; a third, like the first, is the A/A
+check (how far two identical processes differ here). Each worker measures:
 
-- a whole ``resources/read`` through the SDK's in-memory client (2026-07-28), with the server's
-  ``enter_scope`` swapped for a no-op for the "without" case;
-- the provider's ``read()`` called directly, bare and inside the scope (``enter_scope``/``exit_scope``) (the scope's
-  absolute cost in microseconds, with no client or server around it).
+- a whole ``resources/read`` through the SDK's in-memory client (2026-07-28);
+- the provider's ``read()`` called directly, bare (never-installed worker) or entered and left as
+  the invoker does (``enter_scope``/``exit_scope``): the scope's absolute cost in microseconds,
+  with no client or server around it.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import anyio
 
 from benchmarks import fixtures
-from benchmarks.timing import Emit, ainterleaved, standalone
+from benchmarks.timing import Emit, interleaved, standalone
+
+ROOT = Path(__file__).resolve().parent.parent
+BARE, SCOPED = "bare", "scoped"
+CLIENT_BARE = "client read, scope never installed (separate process)"
+CLIENT_SCOPED = "client read, in the scope"
+AA = "bare-2"
+CLIENT_AA = "client read, scope never installed, a second such process (A/A check)"
+DIRECT_BARE = "provider read() alone, scope never installed"
+DIRECT_SCOPED = "provider read() alone, in the scope"
 
 
 def _no_scope(*_args: Any) -> tuple[None, None]:
@@ -41,81 +60,113 @@ def _scope_removed() -> Iterator[None]:
         server.enter_scope = real
 
 
-async def measure(rounds: int) -> dict[str, float]:
-    """Median milliseconds per read for each case (names are the keys)."""
+async def _serve_commands(kind: str) -> None:
+    """The worker: answer ``client N`` / ``direct N`` lines with ms per read, until end of input."""
     from mcp import Client
 
-    from mcp_providers._sideeffects import enter_scope, exit_scope, install
+    from mcp_providers import _sideeffects
     from mcp_providers.providers import ReadRequest
 
-    install()
+    if kind == SCOPED:
+        _sideeffects.install()
+    else:  # the running server installs it at start-up (runtime._start): not in this worker
+        from mcp_providers._serve import runtime
+
+        runtime.install_scope = lambda: None  # type: ignore[assignment]
     composition = fixtures.composed(1)
     uri = fixtures.fixed_uri(0, 3)
-    provider = composition.catalog.route(uri).provider
-    request = ReadRequest(uri=uri, resource=composition.catalog.route(uri).declaration)
-
-    async with Client(composition.server, mode="auto", cache=None) as client:  # type: ignore[arg-type]
-        await client.read_resource(uri)
-
-        async def client_reads(scoped: bool, n: int = 300) -> float:
-            with contextlib.nullcontext() if scoped else _scope_removed():
+    route = composition.catalog.route(uri)
+    provider, request = route.provider, ReadRequest(uri=uri, resource=route.declaration)
+    with contextlib.nullcontext() if kind == SCOPED else _scope_removed():
+        async with Client(composition.server, mode="auto", cache=None) as client:  # type: ignore[arg-type]
+            await client.read_resource(uri)
+            for line in sys.stdin:
+                what, n = line.split()
                 t0 = time.perf_counter()
-                for _ in range(n):
-                    await client.read_resource(uri)
-            return (time.perf_counter() - t0) / n * 1000
-
-        async def direct_reads(scoped: bool, n: int = 20_000) -> float:
-            t0 = time.perf_counter()
-            if scoped:
-                for _ in range(n):  # entered and left as the invoker does
-                    scope, token = enter_scope("gen", "gen0000", uri, "read", "enforce")
-                    try:
+                if what == "client":
+                    for _ in range(int(n)):
+                        await client.read_resource(uri)
+                elif kind == SCOPED:
+                    for _ in range(int(n)):  # entered and left as the invoker does
+                        scope, token = _sideeffects.enter_scope("gen", "gen0000", uri, "read", "enforce")
+                        try:
+                            await provider.read(request)
+                        finally:
+                            _sideeffects.exit_scope(scope, token)
+                else:
+                    for _ in range(int(n)):
                         await provider.read(request)
-                    finally:
-                        exit_scope(scope, token)
-            else:
-                for _ in range(n):
-                    await provider.read(request)
-            return (time.perf_counter() - t0) / n * 1000
+                print((time.perf_counter() - t0) / int(n) * 1000, flush=True)
+    if kind == BARE and _sideeffects._installed:
+        raise RuntimeError("the never-installed worker installed the side-effect scope")
 
-        return await ainterleaved(
+
+class Worker:
+    def __init__(self, kind: str) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-m", "benchmarks.sideeffects", "--worker", kind], cwd=ROOT,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)  # fmt: skip
+
+    def ms(self, what: str, n: int) -> float:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(f"{what} {n}\n")
+        self.proc.stdin.flush()
+        answer = self.proc.stdout.readline()
+        if not answer:
+            raise RuntimeError(f"side-effect worker {self.proc.args} stopped")
+        return float(answer)
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        if self.proc.wait(timeout=30) != 0:
+            raise RuntimeError(f"side-effect worker {self.proc.args} exited with {self.proc.returncode}")
+
+
+def measure(rounds: int) -> dict[str, float]:
+    """Median per read for each case (names are the keys): ms for client reads, us for direct ones."""
+    workers = {BARE: Worker(BARE), SCOPED: Worker(SCOPED), AA: Worker(BARE)}
+    try:
+        for worker in workers.values():
+            worker.ms("client", 100)  # warm up
+        # short samples over many rounds: two processes drift apart more than two cases in one
+        return interleaved(
             {
-                "client read, no scope": lambda: client_reads(False),
-                "client read, in the scope": lambda: client_reads(True),
-                "provider read() alone, no scope": lambda: direct_reads(False),
-                "provider read() alone, in the scope": lambda: direct_reads(True),
+                CLIENT_BARE: lambda: workers[BARE].ms("client", 50),
+                CLIENT_SCOPED: lambda: workers[SCOPED].ms("client", 50),
+                CLIENT_AA: lambda: workers[AA].ms("client", 50),
+                DIRECT_BARE: lambda: workers[BARE].ms("direct", 5_000) * 1000,
+                DIRECT_SCOPED: lambda: workers[SCOPED].ms("direct", 5_000) * 1000,
             },
-            rounds,
+            10 * rounds,
         )
+    finally:
+        for worker in workers.values():
+            worker.close()
 
 
 def report(result: dict[str, float], emit: Emit) -> None:
     """Emit the rows: both pairs with their ratio, and the scope's cost in microseconds."""
-    base, scoped = result["client read, no scope"], result["client read, in the scope"]
-    emit("side-effect scope", "client read, no scope", base, "ms", "baseline")
+    section = "side-effect scope"
+    base, scoped = result[CLIENT_BARE], result[CLIENT_SCOPED]
+    emit(section, CLIENT_BARE, base, "ms", "baseline")
     cost = (scoped - base) / base
-    emit(
-        "side-effect scope",
-        "client read, in the scope",
-        scoped,
-        "ms",
-        f"{scoped / base:.3f}x ({cost:+.1%})",
-        f"target < 5%: {'met' if cost < 0.05 else 'MISSED'}",
-    )
-    alone, alone_scoped = result["provider read() alone, no scope"], result["provider read() alone, in the scope"]
-    emit("side-effect scope", "provider read() alone, no scope", alone, "ms", "baseline")
-    emit(
-        "side-effect scope",
-        "provider read() alone, in the scope",
-        alone_scoped,
-        "ms",
-        f"+{(alone_scoped - alone) * 1000:.2f} us per scope",
-    )
+    emit(section, CLIENT_SCOPED, scoped, "ms", f"{scoped / base:.3f}x ({cost:+.1%})",
+         f"target < 5%: {'met' if cost < 0.05 else 'MISSED'}")  # fmt: skip
+    aa = result[CLIENT_AA]
+    emit(section, CLIENT_AA, aa, "ms", f"{aa / base:.3f}x: how far two identical processes differ")
+    alone, alone_scoped = result[DIRECT_BARE], result[DIRECT_SCOPED]
+    emit(section, DIRECT_BARE, alone, "us/read", "baseline")
+    emit(section, DIRECT_SCOPED, alone_scoped, "us/read", f"+{alone_scoped - alone:.2f} us per scope")
 
 
 def run(rounds: int, emit: Emit) -> None:
-    report(anyio.run(measure, rounds), emit)
+    report(measure(rounds), emit)
 
 
 if __name__ == "__main__":
-    standalone("python -m benchmarks.sideeffects", __doc__, run)
+    if "--worker" in sys.argv:
+        parser = argparse.ArgumentParser(prog="python -m benchmarks.sideeffects")
+        parser.add_argument("--worker", choices=[BARE, SCOPED], required=True)
+        anyio.run(_serve_commands, parser.parse_args().worker)
+    else:
+        standalone("python -m benchmarks.sideeffects", __doc__, run)

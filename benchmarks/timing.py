@@ -15,7 +15,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 Emit = Callable[..., None]
-"""``emit(section, case, value, unit, ratio="", target="")``: one row of the report."""
+"""``emit(section, case, value, unit, ratio="", target="", *, vs=None)``: one row of the report
+(``vs``: the case it is compared with, ``benchmarks.report.Row``)."""
 
 
 def median(values: list[float]) -> float:
@@ -55,7 +56,9 @@ def per_read_ms(client: Any, uri: str, n: int) -> Callable[[], Awaitable[float]]
     return run
 
 
-def _print(section: str, case: str, value: float, unit: str, ratio: str = "", target: str = "") -> None:
+def _print(
+    section: str, case: str, value: float, unit: str, ratio: str = "", target: str = "", *, vs: str | None = None
+) -> None:
     print(f"  {section:<24} {case:<46} {value:10.4f} {unit}  {ratio:<28} {target}", flush=True)
 
 
