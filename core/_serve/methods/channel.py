@@ -88,10 +88,7 @@ class SessionChannel(ClientChannel):
             server-to-client requests, or the client answered with an error.
         """
         self._require(types.ClientCapabilities(sampling=types.SamplingCapability()), "sampling")
-        pairs = [("user", prompt)] if isinstance(prompt, str) else list(prompt)
-        messages = [
-            types.SamplingMessage(role=role, content=types.TextContent(type="text", text=text)) for role, text in pairs
-        ]
+        messages = sampling_messages(prompt)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", MCPDeprecationWarning)
             asking = self._ctx.session.create_message(
@@ -103,9 +100,7 @@ class SessionChannel(ClientChannel):
             raise ToolFailure(_NO_BACK_CHANNEL.format(what="sampling")) from None
         except MCPError as exc:
             raise ToolFailure(f"the client refused the sampling request: {exc}") from None
-        content = result.content
-        text = content.text if isinstance(content, types.TextContent) else ""
-        return Sampled(text=text, model=result.model, stop_reason=result.stop_reason)
+        return sampled(result)
 
     async def elicit(self, message: str, schema: Mapping[str, Any]) -> Elicited:
         """Send ``elicitation/create`` (form mode) and wait for the user's answer.
@@ -121,6 +116,18 @@ class SessionChannel(ClientChannel):
         except MCPError as exc:
             raise ToolFailure(f"the client refused the elicitation request: {exc}") from None
         return Elicited(action=result.action, content=dict(result.content or {}))
+
+
+def sampling_messages(prompt: str | Sequence[tuple[Literal["user", "assistant"], str]]) -> list[types.SamplingMessage]:
+    """The messages of a sampling request: ``prompt`` as one user message, or each ``(role, text)``."""
+    pairs = [("user", prompt)] if isinstance(prompt, str) else list(prompt)
+    return [types.SamplingMessage(role=role, content=types.TextContent(type="text", text=text)) for role, text in pairs]
+
+
+def sampled(result: types.CreateMessageResult) -> Sampled:
+    """What a provider gets of a sampling result (its text; empty for a non-text answer)."""
+    text = result.content.text if isinstance(result.content, types.TextContent) else ""
+    return Sampled(text=text, model=result.model, stop_reason=result.stop_reason)
 
 
 _NO_BACK_CHANNEL = (

@@ -24,7 +24,7 @@ import mcp_types as types
 from pydantic import BaseModel, ValidationError
 
 from mcp_providers._host.contain import cancels_this_task
-from mcp_providers._serve.methods.channel import SessionChannel
+from mcp_providers._serve.methods.channel import SessionChannel, sampled, sampling_messages
 from mcp_providers._serve.steps.request_state import Answer, digest
 from mcp_providers.errors import InvalidParams
 from mcp_providers.providers import Elicited, Sampled
@@ -59,7 +59,49 @@ async def until_input(channel: RoundsChannel, run: Awaitable[T]) -> T | object:
     return PENDING if channel.asked else produced
 
 
-class RoundsChannel(SessionChannel):
+class InputChannel(SessionChannel):
+    """A channel whose questions are input requests answered by the client later, not
+    server-to-client requests: a 2026-07-28 round (:class:`RoundsChannel`) or a task's run
+    (:class:`~mcp_providers._serve.methods.tasks.TaskChannel`). They differ only in
+    :meth:`_response`, how an answer is had."""
+
+    async def sample(
+        self,
+        prompt: str | Sequence[tuple[Literal["user", "assistant"], str]],
+        *,
+        max_tokens: int,
+        system_prompt: str | None = None,
+    ) -> Sampled:
+        """The answer to a ``sampling/createMessage`` input request.
+
+        :raises ToolFailure: the client did not declare the sampling capability, or its answer is
+            not a sampling result.
+        """
+        self._require(types.ClientCapabilities(sampling=types.SamplingCapability()), "sampling")
+        params = types.CreateMessageRequestParams(
+            messages=sampling_messages(prompt), max_tokens=max_tokens, system_prompt=system_prompt
+        )
+        response = await self._response(types.CreateMessageRequest(params=params))
+        return sampled(types.CreateMessageResult.model_validate(dict(response)))  # shape checked by checked_answers
+
+    async def elicit(self, message: str, schema: Mapping[str, Any]) -> Elicited:
+        """The answer to an ``elicitation/create`` (form mode) input request.
+
+        :raises ToolFailure: the client did not declare the elicitation capability, or its answer
+            is not an elicitation result.
+        """
+        self._require(types.ClientCapabilities(elicitation=types.ElicitationCapability()), "elicitation")
+        params = types.ElicitRequestFormParams(message=message, requested_schema=dict(schema))
+        response = await self._response(types.ElicitRequest(params=params))
+        result = types.ElicitResult.model_validate(dict(response))  # shape checked by checked_answers
+        return Elicited(action=result.action, content=dict(result.content or {}))
+
+    async def _response(self, request: types.CreateMessageRequest | types.ElicitRequest) -> Mapping[str, Any]:
+        """The client's response to ``request`` (checked to be its method's result)."""
+        raise NotImplementedError
+
+
+class RoundsChannel(InputChannel):
     """The channel of one ``tools/call`` round on a 2026-07-28 session (see the module docstring).
 
     :param answers: input key -> :class:`~mcp_providers._serve.steps.request_state.Answer`, what
@@ -75,41 +117,7 @@ class RoundsChannel(SessionChannel):
         self.used: dict[str, Answer] = {}
         """Answers this run was given, carried into the next round's state."""
 
-    async def sample(
-        self,
-        prompt: str | Sequence[tuple[Literal["user", "assistant"], str]],
-        *,
-        max_tokens: int,
-        system_prompt: str | None = None,
-    ) -> Sampled:
-        """The answer to a ``sampling/createMessage`` input request (asked if not answered yet).
-
-        :raises ToolFailure: the client did not declare the sampling capability.
-        """
-        self._require(types.ClientCapabilities(sampling=types.SamplingCapability()), "sampling")
-        pairs = [("user", prompt)] if isinstance(prompt, str) else list(prompt)
-        messages = [
-            types.SamplingMessage(role=role, content=types.TextContent(type="text", text=text)) for role, text in pairs
-        ]
-        params = types.CreateMessageRequestParams(messages=messages, max_tokens=max_tokens, system_prompt=system_prompt)
-        response = self._answer(types.CreateMessageRequest(params=params))
-        result = types.CreateMessageResult.model_validate(dict(response))  # shape checked by checked_answers
-        content = result.content
-        text = content.text if isinstance(content, types.TextContent) else ""
-        return Sampled(text=text, model=result.model, stop_reason=result.stop_reason)
-
-    async def elicit(self, message: str, schema: Mapping[str, Any]) -> Elicited:
-        """The answer to an ``elicitation/create`` (form mode) input request (asked if not answered yet).
-
-        :raises ToolFailure: the client did not declare the elicitation capability.
-        """
-        self._require(types.ClientCapabilities(elicitation=types.ElicitationCapability()), "elicitation")
-        params = types.ElicitRequestFormParams(message=message, requested_schema=dict(schema))
-        response = self._answer(types.ElicitRequest(params=params))
-        result = types.ElicitResult.model_validate(dict(response))  # shape checked by checked_answers
-        return Elicited(action=result.action, content=dict(result.content or {}))
-
-    def _answer(self, request: types.CreateMessageRequest | types.ElicitRequest) -> Mapping[str, Any]:
+    async def _response(self, request: types.CreateMessageRequest | types.ElicitRequest) -> Mapping[str, Any]:
         """The response to the run's next question; raises :class:`InputNeeded` when unanswered."""
         self._count += 1
         key = f"input-{self._count}"

@@ -22,9 +22,9 @@ import hashlib
 import logging
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 import anyio
 import anyio.abc
@@ -33,8 +33,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, Field
 
-from mcp_providers._serve.methods.channel import SessionChannel
-from mcp_providers._serve.methods.rounds import checked_answers, wire_request
+from mcp_providers._serve.methods.rounds import InputChannel, checked_answers, wire_request
 from mcp_providers._serve.state.cluster import ClusterUnavailable
 from mcp_providers._serve.state.tasks import Change, RunningTask, TaskRecord, TaskStore, running_task
 from mcp_providers._serve.steps.exchange import Actor, Ctx, Exchange
@@ -43,7 +42,6 @@ from mcp_providers.config import TasksSettings
 from mcp_providers.errors import InvalidParams, MissingCapability, RateLimited, ToolFailure
 from mcp_providers.identity import Principal
 from mcp_providers.models import Tool
-from mcp_providers.providers import Elicited, Sampled
 
 log = logging.getLogger("mcp_providers.tasks")
 
@@ -308,7 +306,7 @@ def _dumped(result: Any) -> dict[str, Any]:
     return out
 
 
-class TaskChannel(SessionChannel):
+class TaskChannel(InputChannel):
     """The channel of a tool call running as a task: progress becomes the task's ``statusMessage``;
     log messages have nowhere to go (the spec sends none for tasks); ``elicit``/``sample`` make
     the task ``input_required`` until ``tasks/update`` answers (keys ``input-<n>``, never reused).
@@ -332,37 +330,6 @@ class TaskChannel(SessionChannel):
     async def log(self, level: Any, data: Any, logger: str | None = None) -> None:
         """Nothing: notifications are not sent for tasks (SEP-2663)."""
 
-    async def sample(
-        self,
-        prompt: str | Sequence[tuple[Literal["user", "assistant"], str]],
-        *,
-        max_tokens: int,
-        system_prompt: str | None = None,
-    ) -> Sampled:
-        """The answer to a ``sampling/createMessage`` input request of the task.
-
-        :raises ToolFailure: the client did not declare sampling, or answered with something else.
-        """
-        self._require(types.ClientCapabilities(sampling=types.SamplingCapability()), "sampling")
-        pairs = [("user", prompt)] if isinstance(prompt, str) else list(prompt)
-        messages = [
-            types.SamplingMessage(role=role, content=types.TextContent(type="text", text=text)) for role, text in pairs
-        ]
-        params = types.CreateMessageRequestParams(messages=messages, max_tokens=max_tokens, system_prompt=system_prompt)
-        result = types.CreateMessageResult.model_validate(await self._ask(types.CreateMessageRequest(params=params)))
-        text = result.content.text if isinstance(result.content, types.TextContent) else ""
-        return Sampled(text=text, model=result.model, stop_reason=result.stop_reason)
-
-    async def elicit(self, message: str, schema: Mapping[str, Any]) -> Elicited:
-        """The answer to an ``elicitation/create`` (form mode) input request of the task.
-
-        :raises ToolFailure: the client did not declare elicitation, or answered with something else.
-        """
-        self._require(types.ClientCapabilities(elicitation=types.ElicitationCapability()), "elicitation")
-        params = types.ElicitRequestFormParams(message=message, requested_schema=dict(schema))
-        result = types.ElicitResult.model_validate(await self._ask(types.ElicitRequest(params=params)))
-        return Elicited(action=result.action, content=dict(result.content or {}))
-
     def _require(self, capability: types.ClientCapabilities, what: str) -> None:
         meta = getattr(self._ctx, "meta", None) or {}
         declared = meta.get(types.CLIENT_CAPABILITIES_META_KEY) if isinstance(meta, Mapping) else None
@@ -371,7 +338,7 @@ class TaskChannel(SessionChannel):
         if not all(getattr(have, name, None) is not None for name in wanted):
             raise ToolFailure(f"the client did not declare the {what} capability, so this tool cannot ask it")
 
-    async def _ask(self, request: types.CreateMessageRequest | types.ElicitRequest) -> dict[str, Any]:
+    async def _response(self, request: types.CreateMessageRequest | types.ElicitRequest) -> dict[str, Any]:
         """Put ``request`` in the task's ``inputRequests`` and wait for its answer (checked)."""
         self._asked += 1
         key = f"input-{self._asked}"
