@@ -13,9 +13,13 @@ install. Under ``CI=true`` (``.ci/run`` sets it) a CI that lacks a part must not
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
-from collections.abc import Generator
+import socket
+import subprocess
+import time
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -73,3 +77,35 @@ def pytest_make_collect_report(collector: pytest.Collector) -> Generator[None, A
     if in_ci() and report.skipped:
         _failed_instead(report)
     return report
+
+
+@contextlib.contextmanager
+def redis_server(password: str | None = None) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """A real ``redis-server`` on a free loopback port, saving nothing to disk, asking for
+    ``password`` when one is given; yields its URL (with the password) and its process, ready once
+    the port accepts connections (at most 30 s), and terminates it after unless a test already did.
+
+    :raises pytest.skip.Exception: not installed, outside CI (under ``CI=true`` the test fails).
+    """
+    binary = require_tool("redis-server", "apt-get install -y redis-server", also=("/usr/sbin",))
+    with contextlib.closing(socket.socket()) as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    argv = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+    proc = subprocess.Popen(
+        [*argv, *(("--requirepass", password) if password else ())],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            with contextlib.closing(socket.socket()) as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            assert proc.poll() is None and time.monotonic() < deadline, "redis-server did not start"
+            time.sleep(0.05)
+        yield f"redis://{f':{password}@' if password else ''}127.0.0.1:{port}/0", proc
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            proc.wait(timeout=10)

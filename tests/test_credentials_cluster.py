@@ -15,7 +15,6 @@ import contextlib
 import logging
 import secrets
 import socket
-import subprocess
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -24,7 +23,7 @@ from typing import Any
 import anyio
 import pytest
 import redis
-from real_parts import require_tool
+from real_parts import redis_server
 from test_credentials_served import ALICE, BOB, SECRET, Records, Served, plugin
 
 from mcp_providers._serve.state.cluster import RedisBackend
@@ -46,24 +45,8 @@ def new_key() -> str:
 
 @pytest.fixture(scope="module")
 def redis_url() -> Iterator[str]:
-    binary = require_tool("redis-server", "apt-get install -y redis-server")
-    with contextlib.closing(socket.socket()) as s:
-        s.bind(("127.0.0.1", 0))
-        port = int(s.getsockname()[1])
-    proc = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-    try:
-        deadline = time.monotonic() + 20
-        while True:
-            with contextlib.closing(socket.socket()) as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            assert time.monotonic() < deadline and proc.poll() is None, "redis-server did not start"
-            time.sleep(0.05)
-        yield f"redis://127.0.0.1:{port}/0"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+    with redis_server() as (url, _):
+        yield url
 
 
 @pytest.fixture

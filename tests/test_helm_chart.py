@@ -17,19 +17,17 @@ import importlib.util
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
 import tomllib
-from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 import yaml
-from real_parts import missing, require_tool
+from real_parts import missing, redis_server, require_tool
 from serve_support import free_port
 
 from mcp_providers._serve.transport.ops import pin_sessions
@@ -244,28 +242,6 @@ ADMIN_TOKEN = "a" * 40
 POD_CONFIG = '[server]\nname = "mcp-providers"\n\n[server.admin]\ntoken_env = "MCP_PROVIDERS_ADMIN_TOKEN"\n'
 
 
-@contextlib.contextmanager
-def _redis() -> Iterator[str]:
-    binary = require_tool("redis-server", "apt-get install -y redis-server", also=("/usr/sbin",))
-    port = free_port()
-    argv = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 30
-        while not _listening(port):
-            assert proc.poll() is None and time.monotonic() < deadline, "redis-server did not start"
-            time.sleep(0.05)
-        yield f"redis://127.0.0.1:{port}/0"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-
-
-def _listening(port: int) -> bool:
-    with contextlib.closing(socket.socket()) as s:
-        return s.connect_ex(("127.0.0.1", port)) == 0
-
-
 def _request(port: int, method: str, path: str, host: str, body: bytes | None = None,
              headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:  # fmt: skip
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
@@ -280,7 +256,7 @@ def _request(port: int, method: str, path: str, host: str, body: bytes | None = 
 def test_the_pod_as_rendered_serves_with_its_command_env_and_config(chart: ModuleType, tmp_path: Path) -> None:
     """The container's command, arguments, environment and config file, run as the kubelet would
     (the pod's name from the downward API, the Secret's value in its variable), on a real Redis."""
-    with _redis() as redis_url:
+    with redis_server() as (redis_url, _):
         values = _values("cluster-values.yaml")
         values["config"]["toml"] = POD_CONFIG  # no ServiceNow instance: nothing may call out
         values["redis"]["url"] = redis_url

@@ -22,6 +22,7 @@ from pathlib import Path
 import httpx2
 import pytest
 from identity_standin import StandInIdP, standin_idp
+from real_parts import redis_server
 
 pytestmark = pytest.mark.slow
 
@@ -134,24 +135,9 @@ def test_a_wildcard_bind_without_resource_url_is_refused_with_the_fix(tmp_path: 
     assert result.returncode == 1 and "needs resource_url, the URL clients use" in result.stderr, result.stderr
 
 
-@contextlib.contextmanager
-def redis() -> Iterator[str]:
-    port = free_port()
-    argv = [binary("redis-server"), "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        wait_for_port(port, proc)
-        yield f"redis://127.0.0.1:{port}/0"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-        assert proc.stderr is not None
-        proc.stderr.close()
-
-
 def test_every_worker_of_serve_workers_is_the_same_resource_server(tmp_path: Path) -> None:
     port = free_port()
-    with standin_idp() as idp, redis() as redis_url:
+    with standin_idp() as idp, redis_server() as (redis_url, _):
         cluster = f'[cluster]\nredis_url = "{redis_url}"\nkey_prefix = "identity-workers"'
         config = write_config(tmp_path, f'mode = "jwt"\nissuer = "{idp.issuer}"', cluster)
         with serving(config, port, "--workers", "2", "--stateless", "--json-response") as origin:

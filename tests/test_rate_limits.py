@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import socket
 import subprocess
 import time
@@ -25,7 +24,8 @@ import pytest
 from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 from pydantic import BaseModel
-from test_clients import _free_port, _http_server
+from real_parts import redis_server
+from test_clients import _http_server
 
 from mcp_providers import (
     Content,
@@ -372,29 +372,9 @@ async def test_anonymous_callers_share_the_stricter_bucket_and_ops_routes_are_ne
 
 @pytest.fixture
 def redis_url() -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """A real ``redis-server`` on a free loopback port (missing: skipped, or failed under ``CI=true``)."""
-    binary = shutil.which("redis-server")
-    if binary is None:
-        message = "redis-server is not installed (apt-get install -y redis-server)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
-    port = _free_port()
-    proc = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-    try:
-        deadline = time.monotonic() + 20
-        while True:
-            with contextlib.closing(socket.socket()) as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            assert time.monotonic() < deadline and proc.poll() is None, "redis-server did not start"
-            time.sleep(0.05)
-        yield f"redis://127.0.0.1:{port}/0", proc
-    finally:
-        if proc.poll() is None:
-            proc.terminate()
-            proc.wait(timeout=10)
+    """A real ``redis-server`` and its process (missing: skipped, or failed under ``CI=true``)."""
+    with redis_server() as served:
+        yield served
 
 
 def _redis_keys(url: str) -> list[str]:

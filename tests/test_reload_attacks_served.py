@@ -286,9 +286,9 @@ def test_sigterm_ends_a_server_whose_reload_is_stuck_in_a_plugin_hook(env: dict[
 
 
 def test_sighup_to_the_parent_of_workers_reloads_every_worker(env: dict[str, str], tmp_path: Path) -> None:
-    from test_reload_served import _redis
+    from real_parts import redis_server
 
-    with _redis() as redis_url:
+    with redis_server() as (redis_url, _):
         cluster = f'\n[cluster]\nredis_url = "{redis_url}"\nkey_prefix = "reload-workers"\n'
         config = tmp_path / "mcp-providers.toml"
         config.write_text('allow = ["notes", "extra"]\ndeny = ["extra"]\n' + cluster)

@@ -21,6 +21,7 @@ import mcp_types as types
 import pytest
 from cli_support import run_cli, whole_env
 from mcp import Client, MCPError, StdioServerParameters
+from real_parts import redis_server
 from reload_support import EXTRA_URI, NOTES_URI, site
 from serve_support import free_port, serve_process
 
@@ -234,33 +235,8 @@ async def test_a_distribution_installed_while_serving_is_served_after_reload_cli
         assert f'mcp_providers_config_info{{digest="{ready["config_digest"]}"}} 1.0' in metrics
 
 
-@contextlib.contextmanager
-def _redis() -> Iterator[str]:
-    """A real ``redis-server`` on a free loopback port; yields its URL."""
-    from real_parts import require_tool
-
-    binary = require_tool("redis-server", "apt-get install -y redis-server")
-    port = free_port()
-    proc = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 20
-        while True:
-            with contextlib.closing(__import__("socket").socket()) as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            assert proc.poll() is None and time.monotonic() < deadline, "redis-server did not start"
-            time.sleep(0.05)
-        yield f"redis://127.0.0.1:{port}/0"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-
-
 async def test_a_reload_announced_on_the_cluster_bus_reaches_both_replicas(env: dict[str, str], tmp_path: Path) -> None:
-    with _redis() as redis_url:
+    with redis_server() as (redis_url, _):
         cluster = f'\n[cluster]\nredis_url = "{redis_url}"\nkey_prefix = "reload-test"\n'
         config = tmp_path / "mcp-providers.toml"  # one file for both replicas, as one ConfigMap would be
         config.write_text(OFF + ADMIN + cluster)
@@ -316,7 +292,7 @@ async def test_a_read_in_flight_over_http_during_a_reload_completes_with_the_old
 async def test_sighup_to_serve_workers_reloads_every_worker_and_keeps_the_supervisor(
     env: dict[str, str], tmp_path: Path
 ) -> None:
-    with _redis() as redis_url:
+    with redis_server() as (redis_url, _):
         cluster = f'\n[cluster]\nredis_url = "{redis_url}"\nkey_prefix = "reload-workers"\n'
         config = tmp_path / "mcp-providers.toml"
         config.write_text(OFF + cluster)

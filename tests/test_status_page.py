@@ -7,8 +7,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import socket
-import subprocess
 import time
 import urllib.error
 import urllib.request
@@ -21,9 +19,9 @@ import mcp_types as types
 import pytest
 from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
-from real_parts import require_tool
+from real_parts import redis_server, require_tool
 from reload_support import EXTRA_URI, NOTES_URI, install, site
-from serve_support import free_port, serve_process
+from serve_support import serve_process
 
 from mcp_providers._serve.steps.audit import RECENT_DENIALS, SHORT, AuditLog
 from mcp_providers._serve.transport.status import RecentRequests, render
@@ -188,32 +186,8 @@ def test_status_is_off_without_the_admin_table(tmp_path: Path, path: str) -> Non
 REDIS_PASSWORD = "redis-password-" + "7c" * 12
 
 
-@contextlib.contextmanager
-def _redis(password: str) -> Iterator[str]:
-    """A real ``redis-server`` on a free loopback port asking for ``password``; yields its URL."""
-    binary = require_tool("redis-server", "apt-get install -y redis-server")
-    port = free_port()
-    proc = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-         "--requirepass", password],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 20
-        while True:
-            with contextlib.closing(socket.socket()) as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            assert proc.poll() is None and time.monotonic() < deadline, "redis-server did not start"
-            time.sleep(0.05)
-        yield f"redis://:{password}@127.0.0.1:{port}/0"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-
-
 def test_status_names_the_cluster_backend_and_this_replica_but_not_its_password(tmp_path: Path) -> None:
-    with _redis(REDIS_PASSWORD) as url:
+    with redis_server(REDIS_PASSWORD) as (url, _):
         cluster = f'\n[cluster]\nredis_url = "{url}"\nkey_prefix = "status-test"\n'
         with _serving(tmp_path, CONFIG + ADMIN_TABLE + cluster) as base:
             deadline = time.monotonic() + 20

@@ -65,9 +65,9 @@ def _server(cluster: ClusterSettings | None = None, **server: Any) -> Any:
 
 @contextlib.contextmanager
 def _cluster(lease: float = 3.0) -> Iterator[tuple[ClusterSettings, str]]:
-    from test_reload_served import _redis
+    from real_parts import redis_server
 
-    with _redis() as url:
+    with redis_server() as (url, _):
         yield ClusterSettings(redis_url=url, key_prefix="attacks", lease_seconds=lease), url
 
 

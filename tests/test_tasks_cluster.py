@@ -20,10 +20,10 @@ import httpx2
 import pytest
 from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
+from real_parts import redis_server
 from reload_support import install
 from serve_support import serve_process
 from tasks_support import Created, TasksClient, start, tasks_cancel, tasks_get, until
-from test_reload_served import _redis
 
 pytestmark = pytest.mark.anyio
 
@@ -94,7 +94,7 @@ async def _not_found(client: Client, task_id: str) -> str:
 async def test_a_task_started_on_one_replica_is_polled_and_cancelled_through_the_other(
     env: dict[str, str], tmp_path: Path
 ) -> None:
-    with _redis() as redis_url, _replicas(env, _config(tmp_path, redis_url)) as ((a, _), (b, _)):
+    with redis_server() as (redis_url, _), _replicas(env, _config(tmp_path, redis_url)) as ((a, _), (b, _)):
         async with _as(a, ALICE) as alice_a, _as(b, ALICE) as alice_b, _as(b, BOB) as bob_b:
             counted = await start(alice_a.session, "count", {"n": 3, "pause": 0.3})
             held = await start(alice_a.session, "hold", {"seconds": 60})
@@ -115,7 +115,7 @@ async def test_a_task_started_on_one_replica_is_polled_and_cancelled_through_the
 
 
 async def test_a_killed_replicas_task_ends_failed_within_its_lease(env: dict[str, str], tmp_path: Path) -> None:
-    with _redis() as redis_url, _replicas(env, _config(tmp_path, redis_url)) as ((a, proc_a), (b, _)):
+    with redis_server() as (redis_url, _), _replicas(env, _config(tmp_path, redis_url)) as ((a, proc_a), (b, _)):
         async with _as(b, ALICE) as alice_b, _as(b, BOB) as bob_b:
             async with _as(a, ALICE) as alice_a:  # the client leaves; the task runs on without it
                 held = await start(alice_a.session, "hold", {"seconds": 60})
@@ -133,7 +133,7 @@ async def test_a_killed_replicas_task_ends_failed_within_its_lease(env: dict[str
 
 
 async def test_a_replica_shut_down_cleanly_fails_its_running_tasks_at_once(env: dict[str, str], tmp_path: Path) -> None:
-    with _redis() as redis_url, _replicas(env, _config(tmp_path, redis_url)) as ((a, proc_a), (b, _)):
+    with redis_server() as (redis_url, _), _replicas(env, _config(tmp_path, redis_url)) as ((a, proc_a), (b, _)):
         async with _as(b, ALICE) as alice_b:
             async with _as(a, ALICE) as alice_a:
                 held = await start(alice_a.session, "hold", {"seconds": 60})
