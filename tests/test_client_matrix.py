@@ -37,7 +37,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -212,6 +212,26 @@ def python_client(tmp_path_factory: pytest.TempPathFactory) -> Any:
     return make
 
 
+def npm_client(folder: Path, specs: Sequence[str], script: str) -> Path:
+    """``folder`` made an npm package with ``specs`` installed and the client ``script`` (from
+    ``tests/clients/``) copied in; the script's path there.
+
+    :raises pytest.skip.Exception: npm or node is missing, or the install failed (under
+        ``CI=true`` the test fails instead).
+    """
+    npm = require_tool("npm", "apt-get install -y nodejs npm")
+    require_tool("node", "apt-get install -y nodejs")
+    (folder / "package.json").write_text('{"name": "mcp-providers-test-client", "private": true, "type": "module"}')
+    wanted = " ".join(specs)
+    installed = _run(
+        [npm, "install", "--silent", "--no-audit", "--no-fund", *specs], f"npm install {wanted}", cwd=folder
+    )
+    if installed.returncode != 0:
+        missing(f"cannot install {wanted} from npm (offline?): {installed.stderr.strip()[-300:]}")
+    shutil.copy(CLIENTS / script, folder / script)
+    return folder / script
+
+
 @pytest.fixture(scope="session")
 def ts_client(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """``make(spec) -> script``: an npm folder with ``spec`` installed and the client script in it."""
@@ -220,17 +240,7 @@ def ts_client(tmp_path_factory: pytest.TempPathFactory) -> Any:
     def make(spec: str) -> Path:
         if spec in made:
             return made[spec]
-        npm = require_tool("npm", "apt-get install -y nodejs npm")
-        require_tool("node", "apt-get install -y nodejs")
-        folder = tmp_path_factory.mktemp("ts-client")
-        (folder / "package.json").write_text('{"name": "matrix", "private": true, "type": "module"}')
-        installed = _run(
-            [npm, "install", "--silent", "--no-audit", "--no-fund", spec], f"npm install {spec}", cwd=folder
-        )
-        if installed.returncode != 0:
-            missing(f"cannot install {spec} from npm (offline?): {installed.stderr.strip()[-300:]}")
-        script = folder / "ts_client.mjs"
-        shutil.copy(CLIENTS / "ts_client.mjs", script)
+        script = npm_client(tmp_path_factory.mktemp("ts-client"), (spec,), "ts_client.mjs")
         made[spec] = script
         return script
 

@@ -18,16 +18,15 @@ under ``CI=true`` they fail (``real_parts``).
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from input_support import RUNS, AskerPlugin
-from real_parts import missing, require_tool
+from real_parts import require_tool
 from serve_support import served
-from test_client_matrix import CLIENTS, _report, _run
+from test_client_matrix import _report, _run, npm_client
 
 from mcp_providers.testing import compose
 
@@ -42,16 +41,7 @@ NOT_ASKED = "confirm failed: the client did not declare the elicitation capabili
 @pytest.fixture(scope="session")
 def ts2_client(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The client script in an npm folder with ``@modelcontextprotocol/client@2`` installed."""
-    npm = require_tool("npm", "apt-get install -y nodejs npm")
-    require_tool("node", "apt-get install -y nodejs")
-    folder = tmp_path_factory.mktemp("ts2-client")
-    (folder / "package.json").write_text('{"name": "input-rounds", "private": true, "type": "module"}')
-    installed = _run([npm, "install", "--silent", "--no-audit", "--no-fund", SPEC], f"npm install {SPEC}", cwd=folder)
-    if installed.returncode != 0:
-        missing(f"cannot install {SPEC} from npm (offline?): {installed.stderr.strip()[-300:]}")
-    script = folder / "ts2_client.mjs"
-    shutil.copy(CLIENTS / "ts2_client.mjs", script)
-    return script
+    return npm_client(tmp_path_factory.mktemp("ts2-client"), (SPEC,), "ts2_client.mjs")
 
 
 def _tour(script: Path, tmp_path: Path, mode: str, target: list[str]) -> dict[str, Any]:

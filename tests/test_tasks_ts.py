@@ -25,17 +25,16 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from real_parts import missing, require_tool
+from real_parts import require_tool
 from reload_support import install
 from serve_support import serve_process
-from test_client_matrix import CLIENTS, _run
+from test_client_matrix import npm_client
 
 pytestmark = pytest.mark.slow
 
@@ -48,16 +47,7 @@ TOUR_SECONDS = 120
 @pytest.fixture(scope="session")
 def tasks_client(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The client script in an npm folder with both packages installed."""
-    npm = require_tool("npm", "apt-get install -y nodejs npm")
-    require_tool("node", "apt-get install -y nodejs")
-    folder = tmp_path_factory.mktemp("ext-tasks-client")
-    (folder / "package.json").write_text('{"name": "ext-tasks-requester", "private": true, "type": "module"}')
-    installed = _run([npm, "install", "--silent", "--no-audit", "--no-fund", *SPECS], "npm install", cwd=folder)
-    if installed.returncode != 0:
-        missing(f"cannot install {' '.join(SPECS)} from npm (offline?): {installed.stderr.strip()[-300:]}")
-    script = folder / "tasks_client.mjs"
-    shutil.copy(CLIENTS / "tasks_client.mjs", script)
-    return script
+    return npm_client(tmp_path_factory.mktemp("ext-tasks-client"), SPECS, "tasks_client.mjs")
 
 
 @pytest.fixture
