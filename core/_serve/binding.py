@@ -28,7 +28,7 @@ from mcp_providers._serve.methods.extensions import ExtensionCall, ExtensionPara
 from mcp_providers._serve.methods.prompts import GetPrompt
 from mcp_providers._serve.methods.resources import Listing, ListMethod, ReadResource
 from mcp_providers._serve.methods.subscriptions import Listen, Subscribe, SubscriptionHub, Unsubscribe, watch_meta
-from mcp_providers._serve.methods.tasks import TASKS_EXTENSION, TaskMethod, Tasks, params_model
+from mcp_providers._serve.methods.tasks import TASK_METHODS, TASKS_EXTENSION, TaskMethod, Tasks, params_model
 from mcp_providers._serve.methods.tools import CallTool
 from mcp_providers._serve.pipeline import Pipeline
 from mcp_providers._serve.runtime import Runtime
@@ -96,9 +96,6 @@ def _watch(item: Any, declaration: Any) -> Any:
 
 def _result(model: type[Any], field: str) -> Callable[[list[Any], str | None], Any]:
     return lambda items, cursor: model(**{field: items, "next_cursor": cursor})
-
-
-TASK_METHODS = ("tasks/get", "tasks/update", "tasks/cancel")
 
 
 def methods(

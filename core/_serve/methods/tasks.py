@@ -49,6 +49,8 @@ T = TypeVar("T")
 
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 NEEDS_TASKS: dict[str, Any] = {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}}
+TASK_METHODS = ("tasks/get", "tasks/update", "tasks/cancel")
+"""The extension's request methods; over HTTP each repeats its ``params.taskId`` as ``Mcp-Name``."""
 NOT_FOUND = "Failed to retrieve task: Task not found"
 """What an unknown, expired or someone else's task id gets alike (SEP-2663's example message)."""
 

@@ -65,6 +65,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mcp_providers._serve.identity import ResourceServer
+from mcp_providers._serve.methods.tasks import TASK_METHODS
 from mcp_providers._serve.seams import exit_callbacks_pending, lifespan_state, modern_request_handler
 from mcp_providers._serve.steps.ratelimit import RETRY_AFTER_SCOPE_KEY
 from mcp_providers._serve.transport.auth import BearerGate, metadata_endpoints
@@ -480,10 +481,6 @@ def _invalid_id(body: bytes) -> bytes | None:
     return _error_body(types.INVALID_REQUEST, "Invalid request: a request id must be a string or an integer")
 
 
-TASK_METHODS = ("tasks/get", "tasks/update", "tasks/cancel")
-"""The tasks extension's methods, whose ``params.taskId`` a 2026-07-28 POST repeats as ``Mcp-Name``."""
-
-
 def _task_name_mismatch(body: bytes, headers: Mapping[bytes, bytes]) -> bytes | None:
     """The 400 body (-32020) for a ``tasks/*`` request whose ``Mcp-Name`` is not its ``params.taskId``
     (absent included), else ``None``.
@@ -510,8 +507,7 @@ def _task_name_mismatch(body: bytes, headers: Mapping[bytes, bytes]) -> bytes | 
         f"Mcp-Name header does not match the request body's 'taskId' parameter: {data['method']} over "
         "streamable HTTP carries its params.taskId as Mcp-Name (SEP-2663)"
     )
-    error = {"code": types.HEADER_MISMATCH, "message": message}
-    return json.dumps({"jsonrpc": "2.0", "id": data.get("id"), "error": error}).encode()
+    return _error_body(types.HEADER_MISMATCH, message, data.get("id"))
 
 
 def _unsupported_version(version: str, request_id: Any) -> bytes:
