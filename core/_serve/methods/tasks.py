@@ -58,14 +58,19 @@ Body = Callable[[Ctx, types.CallToolRequestParams], Awaitable[Any]]
 """Runs a ``tools/call`` through the pipeline as the body of a task (set by the binding)."""
 
 
+def declared_capabilities(ctx: Ctx) -> Mapping[str, Any]:
+    """The client capabilities the request declared in its ``_meta`` (2026-07-28; ``{}`` when none)."""
+    meta = getattr(ctx, "meta", None) or {}
+    declared = meta.get(types.CLIENT_CAPABILITIES_META_KEY) if isinstance(meta, Mapping) else None
+    return declared if isinstance(declared, Mapping) else {}
+
+
 def declares_tasks(ctx: Ctx) -> bool:
     """Whether the request declared the tasks extension in its per-request client capabilities
     (2026-07-28 ``_meta``; earlier eras have no such declaration)."""
     if str(getattr(ctx, "protocol_version", "") or "") not in MODERN_PROTOCOL_VERSIONS:
         return False
-    meta = getattr(ctx, "meta", None) or {}
-    capabilities = meta.get(types.CLIENT_CAPABILITIES_META_KEY) if isinstance(meta, Mapping) else None
-    extensions = capabilities.get("extensions") if isinstance(capabilities, Mapping) else None
+    extensions = declared_capabilities(ctx).get("extensions")
     return isinstance(extensions, Mapping) and TASKS_EXTENSION in extensions
 
 
@@ -333,9 +338,7 @@ class TaskChannel(InputChannel):
         """Nothing: notifications are not sent for tasks (SEP-2663)."""
 
     def _require(self, capability: types.ClientCapabilities, what: str) -> None:
-        meta = getattr(self._ctx, "meta", None) or {}
-        declared = meta.get(types.CLIENT_CAPABILITIES_META_KEY) if isinstance(meta, Mapping) else None
-        have = types.ClientCapabilities.model_validate(declared or {})
+        have = types.ClientCapabilities.model_validate(dict(declared_capabilities(self._ctx)))
         wanted = capability.model_dump(exclude_none=True)
         if not all(getattr(have, name, None) is not None for name in wanted):
             raise ToolFailure(f"the client did not declare the {what} capability, so this tool cannot ask it")
