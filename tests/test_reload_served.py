@@ -299,8 +299,13 @@ async def test_sighup_to_serve_workers_reloads_every_worker_and_keeps_the_superv
         with _http(env, config, "--workers", "2", "--stateless", "--json-response") as (base, proc):
             config.write_text(ON + cluster)
             proc.send_signal(signal.SIGHUP)  # to the supervisor, as `mcp-providers reload --pid` sends it
+            log = config.with_suffix(".log")
             with anyio.fail_after(30):
-                while True:  # both workers answer /readyz in turn; all must have reloaded
+                # each worker logs its own reload: which worker accepts a connection is the kernel's
+                # choice, so sampling /readyz alone can miss one still on generation 1
+                while log.read_text(errors="replace").count("applied: config") < 2:
+                    await anyio.sleep(0.1)
+                while True:  # and every worker's /readyz says so
                     generations = {_ready(base)["generation"] for _ in range(20)}
                     if generations == {2}:
                         break
