@@ -874,11 +874,86 @@ _installed = False
 _install_lock = threading.Lock()
 
 
+def _patch_on_import(name: str, patch: Callable[[Any], None]) -> None:
+    """Run ``patch`` on module ``name`` now if it is imported, else the moment it first is.
+
+    Importing the HTTP libraries only to patch them cost a start-up a tenth of a second (httpcore2
+    brings h11, ssl and, where installed, trio); a read that imports one later still finds it
+    guarded, since the patch runs before the import statement returns.
+    """
+    module = sys.modules.get(name)
+    if module is not None:
+        _apply(name, patch, module)
+        return
+    finder = next((f for f in sys.meta_path if isinstance(f, _PatchingFinder)), None)
+    if finder is None:
+        finder = _PatchingFinder()
+        sys.meta_path.insert(0, finder)
+    finder.patches[name] = patch
+
+
+def _apply(name: str, patch: Callable[[Any], None], module: Any) -> None:
+    try:
+        patch(module)
+    except Exception:  # a broken optional install must not stop serving
+        log.warning("could not guard %s against side effects in reads", name, exc_info=True)
+
+
+class _PatchingFinder:
+    """A ``sys.meta_path`` finder that finds nothing itself: for the modules in ``patches`` it asks
+    the finders after it and wraps the loader they found, so the patch runs right after the
+    module's own code (the post-import hook of PEP 369, withdrawn, done with PEP 451 specs)."""
+
+    def __init__(self) -> None:
+        self.patches: dict[str, Callable[[Any], None]] = {}
+
+    def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
+        patch = self.patches.get(name)
+        if patch is None:
+            return None
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None) if finder is not self else None
+            spec = find(name, path, target) if find is not None else None
+            if spec is not None:
+                break
+        else:
+            return None
+        if spec.loader is not None and hasattr(spec.loader, "exec_module"):
+            spec.loader = _PatchingLoader(spec.loader, name, patch)
+        return spec
+
+
+class _PatchingLoader:
+    """Loads with ``inner``, then patches; anything else (resource readers, ``get_source``) is the
+    inner loader's."""
+
+    def __init__(self, inner: Any, name: str, patch: Callable[[Any], None]) -> None:
+        self._inner, self._name, self._patch = inner, name, patch
+
+    def create_module(self, spec: Any) -> Any:
+        return self._inner.create_module(spec)
+
+    def exec_module(self, module: Any) -> None:
+        module.__loader__ = module.__spec__.loader = self._inner  # as if never wrapped
+        # Outside any scope, as when install() imported it: the library's own import-time work
+        # (trio, under httpcore2, runs ldconfig) is not the read's, whichever read imports it first.
+        token = _current.set(None)
+        try:
+            self._inner.exec_module(module)
+            _apply(self._name, self._patch, module)
+        finally:
+            _current.reset(token)
+
+    def __getattr__(self, attribute: str) -> Any:
+        return getattr(self._inner, attribute)
+
+
 def install() -> None:
     """Install the audit hook and the HTTP patches, once per process (idempotent, thread-safe).
 
-    Optional libraries (``httpcore``, ``aiohttp``) are imported and patched here when installed, so
-    a later import inside a read finds them guarded. :func:`side_effect_scope` calls this on first
+    The HTTP libraries (``httpcore2``, and ``httpcore`` and ``aiohttp`` where installed) are patched
+    now if imported, else the moment they first are (:func:`_patch_on_import`), so an import inside
+    a read finds them guarded. :func:`side_effect_scope` calls this on first
     use; a server may call it at start-up to keep that cost out of the first read.
     """
     global _installed
@@ -886,9 +961,7 @@ def install() -> None:
         if _installed:
             return
         tempfile.gettempdir()  # its first call writes a probe file: never let that happen in a scope
-        import httpcore2
-
-        _patch_httpcore(httpcore2)
+        _patch_on_import("httpcore2", _patch_httpcore)
         _patch_http_client()
         _patch_wire()
         _patch_unaudited()
@@ -898,11 +971,6 @@ def install() -> None:
             _guarded_os_open.__mcp_providers_guarded__ = True  # type: ignore[attr-defined]
             os.open = _guarded_os_open
         for name, patch in _OPTIONAL.items():
-            if importlib.util.find_spec(name) is None:
-                continue
-            try:
-                patch(importlib.import_module(name))
-            except Exception:  # a broken optional install must not stop serving
-                log.warning("could not guard %s against side effects in reads", name, exc_info=True)
+            _patch_on_import(name, patch)
         sys.addaudithook(_audit)
         _installed = True

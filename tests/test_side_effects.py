@@ -8,10 +8,12 @@ import asyncio
 import contextlib
 import http.client
 import importlib.util
+import json
 import logging
 import os
 import shutil
 import subprocess
+import sys
 import threading
 import urllib.parse
 import urllib.request
@@ -658,3 +660,39 @@ async def test_check_reports_a_static_read_that_writes(tmp_path: Path) -> None:
     assert problem.startswith(f"caching: side-effect-in-resource-read: 'cached://doc': opening {target} for writing")
     assert "fix: do writes in a tool" in problem
     assert not target.exists()
+
+
+HTTP_LIBRARY_IMPORTED_AFTER_INSTALL = """
+import json, socket, sys, threading
+from mcp_providers import _sideeffects
+_sideeffects.install()
+before = sorted(m for m in ("httpcore2", "h11", "trio") if m in sys.modules)
+import httpx2  # the SDK's client; httpcore2 comes with its first client
+listener = socket.create_server(("127.0.0.1", 0))
+threading.Thread(target=lambda: listener.accept(), daemon=True).start()
+url = "http://127.0.0.1:%d/x" % listener.getsockname()[1]
+try:
+    with _sideeffects.side_effect_scope(provider="p", plugin="plugin", target="mem://x"):
+        with httpx2.Client() as client:
+            client.post(url, content=b"x")
+    refused = None
+except _sideeffects.SideEffectRefused as exc:
+    refused = str(exc)
+import httpcore2
+guarded = lambda method: getattr(method, "__mcp_providers_guarded__", False)
+print(json.dumps({"before": before, "refused": refused, "pool": guarded(httpcore2.ConnectionPool.handle_request),
+                  "h11": guarded(httpcore2.AsyncHTTP11Connection.handle_async_request)}))
+"""
+
+
+def test_an_http_library_imported_after_install_is_guarded_when_it_is_imported() -> None:
+    """install() no longer imports httpcore2 to patch it (a tenth of a second of every start-up):
+    the patch runs when the library is first imported, before the import statement returns."""
+    done = subprocess.run(
+        [sys.executable, "-c", HTTP_LIBRARY_IMPORTED_AFTER_INSTALL], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout)
+    assert seen["before"] == []
+    assert seen["pool"] is True and seen["h11"] is True
+    assert seen["refused"] is not None and "a POST to http://127.0.0.1:" in seen["refused"]
