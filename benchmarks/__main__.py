@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import os
 import socket
@@ -550,6 +551,16 @@ def startup_env() -> dict[str, str]:
     return env
 
 
+@functools.cache
+def user_cwd() -> str:
+    """An empty working directory for the timed processes, as a client launching a server gives.
+
+    Started from a source checkout, ``python -m`` puts the checkout on ``sys.path``, and with it the
+    ``.egg-info`` setuptools leaves there: metadata no installed user has, read at every start.
+    """
+    return tempfile.mkdtemp(prefix="mcp-providers-bench-cwd-")
+
+
 def time_to_ready(extra_path: str | None) -> float:
     """ms from spawning ``mcp-providers serve`` to its answer to ``initialize``."""
     env = startup_env()
@@ -562,6 +573,7 @@ def time_to_ready(extra_path: str | None) -> float:
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         env=env,
+        cwd=user_cwd(),
     )
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write(INIT_LINE)
@@ -578,7 +590,7 @@ def time_to_ready(extra_path: str | None) -> float:
 
 def time_import(module: str) -> float:
     t0 = time.perf_counter()
-    subprocess.run([PY, "-c", f"import {module}"], check=True, env=startup_env())
+    subprocess.run([PY, "-c", f"import {module}"], check=True, env=startup_env(), cwd=user_cwd())
     return (time.perf_counter() - t0) * 1000
 
 

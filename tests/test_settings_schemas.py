@@ -43,7 +43,7 @@ def test_the_policy_rules_show_the_claims_default() -> None:
     assert rule["claims"]["description"].startswith("Claim name -> accepted values")
 
 
-def test_servicenow_fields_carry_their_docstrings() -> None:
+def test_servicenow_fields_carry_their_descriptions() -> None:
     instance = _defs(settings_schema(ServiceNowSettings))["InstanceSettings"]
     for name, body in instance.items():
         assert body.get("description"), f"InstanceSettings.{name} has no description"

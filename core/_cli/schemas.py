@@ -4,8 +4,9 @@ Pydantic leaves a ``default_factory`` default out of a JSON schema (the factory 
 an operator reading the schema still needs to know what an omitted key means, so here the factory
 is called once and its value shown when it is JSON (a list, a table, a string ...). A factory
 that takes the validated data, raises, or makes something JSON cannot hold stays unshown.
-Field descriptions come from the model: ``Field(description=...)``, or field docstrings when the
-model sets ``use_attribute_docstrings=True`` (the built-in plugins do).
+Field descriptions come from the model: ``Field(description=...)`` (the built-in plugins' way), or
+field docstrings when the model sets ``use_attribute_docstrings=True``, which costs a start-up the
+reading of the model's source.
 """
 
 from __future__ import annotations

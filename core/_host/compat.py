@@ -60,11 +60,12 @@ def _applies(requirement: Requirement) -> bool:
 
 def may_require_core(dist: importlib_metadata.IDistribution) -> bool:
     """Whether ``dist``'s metadata could hold a ``Requires-Dist`` on the core: ``False`` only when
-    no ``Requires-Dist`` header of its ``METADATA`` starts with the core's name and no
-    ``requires.txt`` spells it (so no line of ``dist.requires`` can name it). Read as text, without
-    parsing ``METADATA`` as a message (about 1 ms each, for every installed plugin distribution)."""
-    metadata = dist.read_text("METADATA")
-    if metadata is None:  # an .egg-info, or PKG-INFO only: let dist.requires decide
+    no ``Requires-Dist`` header of its ``METADATA`` (``PKG-INFO`` in an ``.egg-info``, where
+    ``importlib.metadata`` reads it) starts with the core's name and no ``requires.txt`` spells it
+    (so no line of ``dist.requires`` can name it). Read as text, without parsing the metadata as a
+    message (about 1 ms each, for every installed plugin distribution)."""
+    metadata = dist.read_text("METADATA") or dist.read_text("PKG-INFO")
+    if metadata is None:  # no metadata file at all: let dist.requires decide
         return True
     if _REQUIRES_CORE.search(metadata):
         return True

@@ -19,7 +19,7 @@ from __future__ import annotations
 import inspect
 import types
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import pluggy
 
@@ -62,7 +62,18 @@ class PluginManager(pluggy.PluginManager):
     def parse_hookspec_opts(self, module_or_class: Any, name: str) -> pluggy.HookspecOpts | None:
         if _unmarked(module_or_class, name, f"{self.project_name}_spec"):
             return None
-        return super().parse_hookspec_opts(module_or_class, name)
+        if module_or_class is not hookspecs:
+            return super().parse_hookspec_opts(module_or_class, name)
+        # Every plugin gets a manager of its own with these specs added: pluggy's answer for the
+        # project's own (never rewritten) hookspecs module is asked once per process, not per plugin.
+        if name not in _SPEC_OPTS:
+            _SPEC_OPTS[name] = super().parse_hookspec_opts(module_or_class, name)
+        opts = _SPEC_OPTS[name]
+        return None if opts is None else cast(pluggy.HookspecOpts, dict(opts))
+
+
+_SPEC_OPTS: dict[str, pluggy.HookspecOpts | None] = {}
+"""pluggy's ``parse_hookspec_opts`` answers for :mod:`mcp_providers.hookspecs`, by attribute name."""
 
 
 @dataclass(frozen=True, slots=True)

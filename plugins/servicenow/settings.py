@@ -69,8 +69,10 @@ INSTANCE_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$"
 ENV_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,127}$"
 FIELD_NAME_PATTERN = r"^[a-z_][a-z0-9_]{0,79}(\.[a-z_][a-z0-9_]{0,79}){0,3}$"
 
-_STRICT = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
-"""Field docstrings become the descriptions ``mcp-providers plugins --settings`` shows."""
+_STRICT = ConfigDict(extra="forbid", frozen=True)
+"""Descriptions are ``Field(description=...)``, what ``mcp-providers plugins --settings`` shows, and
+not attribute docstrings: with ``use_attribute_docstrings`` pydantic reads and parses this file's
+source at import, about 60 ms of every start-up."""
 
 EnvName = Annotated[str, Field(pattern=ENV_NAME_PATTERN)]
 """Name of an environment variable holding a secret, e.g. ``SN_DEV_PASSWORD``."""
@@ -99,8 +101,7 @@ class BasicAuth(BaseModel):
 
     type: Literal["basic"] = "basic"
     username: str = Field(min_length=1)
-    password_env: EnvName
-    """Environment variable holding the password."""
+    password_env: EnvName = Field(description="Environment variable holding the password.")
 
 
 class OAuthAuth(BaseModel):
@@ -115,12 +116,11 @@ class OAuthAuth(BaseModel):
     type: Literal["oauth"] = "oauth"
     grant_type: Literal["client_credentials", "password"] = "client_credentials"
     client_id: str = Field(min_length=1)
-    client_secret_env: EnvName
-    """Environment variable holding the OAuth client secret."""
-    username: str | None = None
-    """ServiceNow user for the ``password`` grant."""
-    password_env: EnvName | None = None
-    """Environment variable holding that user's password (``password`` grant only)."""
+    client_secret_env: EnvName = Field(description="Environment variable holding the OAuth client secret.")
+    username: str | None = Field(default=None, description="ServiceNow user for the ``password`` grant.")
+    password_env: EnvName | None = Field(
+        default=None, description="Environment variable holding that user's password (``password`` grant only)."
+    )
     scope: str | None = None
     token_path: str = Field(default="/oauth_token.do", pattern=r"^/[A-Za-z0-9_./-]*$")
 
@@ -137,8 +137,7 @@ class ApiKeyAuth(BaseModel):
     model_config = _STRICT
 
     type: Literal["api_key"] = "api_key"
-    api_key_env: EnvName
-    """Environment variable holding the API key."""
+    api_key_env: EnvName = Field(description="Environment variable holding the API key.")
 
 
 CLAIM_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_.:-]{0,127}$"
@@ -172,28 +171,55 @@ class JwtBearerAuth(BaseModel):
     model_config = _STRICT
 
     type: Literal["jwt_bearer"] = "jwt_bearer"
-    client_id: str | None = Field(default=None, min_length=1, max_length=256)
-    """The OAuth application's client id (not a secret); or give ``client_id_env``."""
-    client_id_env: EnvName | None = None
-    """Environment variable holding the client id, instead of ``client_id``."""
-    client_secret_env: EnvName
-    """Environment variable holding the OAuth application's client secret."""
-    private_key_env: EnvName
-    """Environment variable holding the PEM RSA private key the assertions are signed with; the
-    instance's JWT verifier map holds its public key (certificate)."""
-    user_claim: str = Field(default="email", pattern=CLAIM_NAME_PATTERN)
-    """The Principal's claim whose value is the assertion's ``sub`` (``sub`` for the subject
-    itself); it must match the instance's user field (e.g. ``email``). Other claims must be listed
-    in ``[server.auth] claims`` to reach the Principal."""
-    local_user: str | None = Field(default=None, min_length=1, max_length=256)
-    """The user value (as ``user_claim`` would give) that stdio's ``local`` caller acts as; unset,
-    ``local`` is refused."""
-    key_id: str | None = Field(default=None, min_length=1, max_length=256)
-    """``kid`` header of the assertions, when the verifier map names its key."""
-    audience: Literal["client_id", "token_endpoint"] = "client_id"
-    """``aud`` of the assertions: the client id, or the token endpoint URL (newer releases)."""
-    assertion_seconds: int = Field(default=300, ge=30, le=3600)
-    """Lifetime of each assertion (``exp - iat``), in seconds."""
+    client_id: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=256,
+        description="The OAuth application's client id (not a secret); or give ``client_id_env``.",
+    )
+    client_id_env: EnvName | None = Field(
+        default=None, description="Environment variable holding the client id, instead of ``client_id``."
+    )
+    client_secret_env: EnvName = Field(
+        description="Environment variable holding the OAuth application's client secret."
+    )
+    private_key_env: EnvName = Field(
+        description=(
+            "Environment variable holding the PEM RSA private key the assertions are signed with; the "
+            "instance's JWT verifier map holds its public key (certificate)."
+        )
+    )
+    user_claim: str = Field(
+        default="email",
+        pattern=CLAIM_NAME_PATTERN,
+        description=(
+            "The Principal's claim whose value is the assertion's ``sub`` (``sub`` for the subject "
+            "itself); it must match the instance's user field (e.g. ``email``). Other claims must be listed "
+            "in ``[server.auth] claims`` to reach the Principal."
+        ),
+    )
+    local_user: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=256,
+        description=(
+            "The user value (as ``user_claim`` would give) that stdio's ``local`` caller acts as; unset, "
+            "``local`` is refused."
+        ),
+    )
+    key_id: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=256,
+        description="``kid`` header of the assertions, when the verifier map names its key.",
+    )
+    audience: Literal["client_id", "token_endpoint"] = Field(
+        default="client_id",
+        description="``aud`` of the assertions: the client id, or the token endpoint URL (newer releases).",
+    )
+    assertion_seconds: int = Field(
+        default=300, ge=30, le=3600, description="Lifetime of each assertion (``exp - iat``), in seconds."
+    )
     token_path: str = Field(default="/oauth_token.do", pattern=r"^/[A-Za-z0-9_./-]*$")
 
     @model_validator(mode="before")
@@ -255,42 +281,78 @@ class InstanceSettings(BaseModel):
 
     model_config = _STRICT
 
-    name: str = Field(pattern=INSTANCE_NAME_PATTERN)
-    """Name used in URIs and tool arguments, e.g. ``dev`` in ``servicenow://dev/incidents``."""
-    url: str
-    """Base URL, e.g. ``https://dev12345.service-now.com``: https (http only on loopback), no
-    user info, path, query or fragment."""
-    description: str = ""
-    """Shown to clients in ``servicenow://instances``."""
-    auth: Auth
-    """How to authenticate: a table with ``type`` = ``basic``, ``oauth``, ``api_key`` or ``jwt_bearer``."""
-    timeout_seconds: float = Field(default=30.0, gt=0, le=600)
-    """Seconds to wait for each HTTP answer (connect, read, write and pool each)."""
-    page_size: int = Field(default=25, ge=1, le=10000)
-    """Records per list resource (``sysparm_limit``)."""
-    update_set_page_size: int = Field(default=100, ge=1, le=10000)
-    """Records per ``sys_update_xml`` page when reading one update set."""
-    update_set_record_budget: int = Field(default=5000, ge=1, le=100000)
-    """Most ``sys_update_xml`` records one update-set read fetches; any shortfall is reported."""
-    max_retries: int = Field(default=3, ge=0, le=10)
-    """Retries after a 429 answer before giving up."""
-    max_retry_after_seconds: float = Field(default=10.0, ge=0, le=600)
-    """Longest ``Retry-After`` honoured (seconds); a longer one fails at once with the wait stated.
-    Keep it below the server's ``read_timeout`` (30 s by default), or the read deadline ends the
-    wait first and the caller learns nothing about it."""
-    max_response_bytes: int = Field(default=8 * 1024 * 1024, ge=1024, le=1024**3)
-    """Largest answer read from the instance per request, in bytes; the body is streamed and the
-    request refused (``TooLarge``, -32004) as soon as it goes over."""
-    live_poll: bool = True
-    """Poll the instance for changes made elsewhere, from server start, and publish them to the
-    watchers of its live resources; ``false``: only this server's own writes are published.
-    No effect with ``jwt_bearer`` auth: such an instance's resources cannot be watched."""
-    incidents_poll_seconds: float = Field(default=60.0, ge=0.05, le=86400)
-    """Seconds between two polls of the watched lists (incidents, problems, change requests,
-    update sets) while the server runs; the first is taken at start-up. A change is published to
-    the watchers of the list and of the changed record."""
-    fields: ResourceFields = ResourceFields()
-    """Which record fields each list and record resource returns (per resource kind)."""
+    name: str = Field(
+        pattern=INSTANCE_NAME_PATTERN,
+        description="Name used in URIs and tool arguments, e.g. ``dev`` in ``servicenow://dev/incidents``.",
+    )
+    url: str = Field(
+        description=(
+            "Base URL, e.g. ``https://dev12345.service-now.com``: https (http only on loopback), no "
+            "user info, path, query or fragment."
+        )
+    )
+    description: str = Field(default="", description="Shown to clients in ``servicenow://instances``.")
+    auth: Auth = Field(
+        description="How to authenticate: a table with ``type`` = ``basic``, ``oauth``, ``api_key`` or ``jwt_bearer``."
+    )
+    timeout_seconds: float = Field(
+        default=30.0,
+        gt=0,
+        le=600,
+        description="Seconds to wait for each HTTP answer (connect, read, write and pool each).",
+    )
+    page_size: int = Field(default=25, ge=1, le=10000, description="Records per list resource (``sysparm_limit``).")
+    update_set_page_size: int = Field(
+        default=100, ge=1, le=10000, description="Records per ``sys_update_xml`` page when reading one update set."
+    )
+    update_set_record_budget: int = Field(
+        default=5000,
+        ge=1,
+        le=100000,
+        description="Most ``sys_update_xml`` records one update-set read fetches; any shortfall is reported.",
+    )
+    max_retries: int = Field(default=3, ge=0, le=10, description="Retries after a 429 answer before giving up.")
+    max_retry_after_seconds: float = Field(
+        default=10.0,
+        ge=0,
+        le=600,
+        description=(
+            "Longest ``Retry-After`` honoured (seconds); a longer one fails at once with the wait stated. "
+            "Keep it below the server's ``read_timeout`` (30 s by default), or the read deadline ends the "
+            "wait first and the caller learns nothing about it."
+        ),
+    )
+    max_response_bytes: int = Field(
+        default=8 * 1024 * 1024,
+        ge=1024,
+        le=1024**3,
+        description=(
+            "Largest answer read from the instance per request, in bytes; the body is streamed and the "
+            "request refused (``TooLarge``, -32004) as soon as it goes over."
+        ),
+    )
+    live_poll: bool = Field(
+        default=True,
+        description=(
+            "Poll the instance for changes made elsewhere, from server start, and publish them to the "
+            "watchers of its live resources; ``false``: only this server's own writes are published. "
+            "No effect with ``jwt_bearer`` auth: such an instance's resources cannot be watched."
+        ),
+    )
+    incidents_poll_seconds: float = Field(
+        default=60.0,
+        ge=0.05,
+        le=86400,
+        description=(
+            "Seconds between two polls of the watched lists (incidents, problems, change requests, "
+            "update sets) while the server runs; the first is taken at start-up. A change is published to "
+            "the watchers of the list and of the changed record."
+        ),
+    )
+    fields: ResourceFields = Field(
+        default=ResourceFields(),
+        description="Which record fields each list and record resource returns (per resource kind).",
+    )
 
     @property
     def per_user(self) -> bool:
@@ -358,11 +420,15 @@ def is_loopback_host(host: str) -> bool:
 class ServiceNowSettings(BaseModel):
     """The plugin's settings: the configured instances (names unique)."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid")
 
-    instances: tuple[InstanceSettings, ...] = ()
-    """The instances served, each a ``[[plugins.servicenow.instances]]`` table; none: the fixed
-    resources answer with empty lists."""
+    instances: tuple[InstanceSettings, ...] = Field(
+        default=(),
+        description=(
+            "The instances served, each a ``[[plugins.servicenow.instances]]`` table; none: the fixed "
+            "resources answer with empty lists."
+        ),
+    )
 
     _pool: InstancePool | None = PrivateAttr(default=None)
 
