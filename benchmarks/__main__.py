@@ -588,9 +588,12 @@ def time_to_ready(extra_path: str | None) -> float:
     return elapsed
 
 
-def time_import(module: str) -> float:
+def time_import(module: str, *, paused: bool = False) -> float:
+    """ms for a process that imports ``module`` and exits; ``paused``: with the cyclic collector
+    disabled first, as ``serve`` pauses it for its own start-up."""
+    code = f"import gc; gc.disable(); import {module}" if paused else f"import {module}"
     t0 = time.perf_counter()
-    subprocess.run([PY, "-c", f"import {module}"], check=True, env=startup_env(), cwd=user_cwd())
+    subprocess.run([PY, "-c", code], check=True, env=startup_env(), cwd=user_cwd())
     return (time.perf_counter() - t0) * 1000
 
 
@@ -601,11 +604,14 @@ STARTUP_TARGETS = {"serve, 0 extra plugin distributions": 40.0, "serve, 100 extr
 def startup(rounds: int) -> None:
     """Time to ready against a bare ``import mcp.server`` process, interleaved in each round.
 
-    Besides each case's median, the median of the per-round differences (the serve process minus
-    the bare one of the same round) is printed: on a shared machine it moves less than the
-    difference of the medians, since both sides of a pair see the same load.
+    Two bare processes: as a user of the SDK gets it, and with the cyclic collector paused as
+    ``serve`` pauses it while it starts (``mcp_providers._gc``), the fair pair the targets are
+    judged on. Besides each case's median, the median of the per-round differences (the serve
+    process minus the bare one of the same round) is printed: on a shared machine it moves less
+    than the difference of the medians, since both sides of a pair see the same load.
     """
     bare_name = "bare `import mcp.server` process"
+    paused_name = "bare `import mcp.server` process, collector paused as serve's"
     with tempfile.TemporaryDirectory(prefix="mcp-providers-bench-") as tmp:
         make_distributions(Path(tmp), 100)
         # Warm the bytecode caches (the SDK's, ours, the generated modules') before timing.
@@ -614,6 +620,7 @@ def startup(rounds: int) -> None:
         time_to_ready(tmp)
         cases: dict[str, Callable[[], float]] = {
             bare_name: lambda: time_import("mcp.server"),
+            paused_name: lambda: time_import("mcp.server", paused=True),
             "serve, 0 extra plugin distributions": lambda: time_to_ready(None),
             "serve, 100 extra plugin distributions": lambda: time_to_ready(tmp),
         }
@@ -621,18 +628,23 @@ def startup(rounds: int) -> None:
         for r in range(rounds):
             for name in list(cases) if r % 2 == 0 else list(reversed(cases)):
                 samples[name].append(cases[name]())
-    bare = median(samples[bare_name])
-    emit("start-up to ready", bare_name, bare, "ms", "baseline")
+    emit("start-up to ready", bare_name, median(samples[bare_name]), "ms", "baseline (as shipped)")
+    emit("start-up to ready", paused_name, median(samples[paused_name]), "ms", "baseline (fair pair)")
     for name, limit in STARTUP_TARGETS.items():
-        paired = median([s - b for s, b in zip(samples[name], samples[bare_name], strict=True)])
-        over = median(samples[name]) - bare
+        notes = []
+        for base_name, label in ((bare_name, "as shipped"), (paused_name, "fair pair")):
+            base = median(samples[base_name])
+            paired = median([s - b for s, b in zip(samples[name], samples[base_name], strict=True)])
+            over = median(samples[name]) - base
+            notes.append(f"{label}: {over:+.0f} ms ({ratio_of(median(samples[name]), base)}), paired {paired:+.0f} ms")
+        fair_over = median(samples[name]) - median(samples[paused_name])
         emit(
             "start-up to ready",
             name,
             median(samples[name]),
             "ms",
-            f"{over:+.0f} ms over bare ({ratio_of(median(samples[name]), bare)}); paired {paired:+.0f} ms",
-            f"target <= {limit:.0f} ms over bare: {verdict(over <= limit)}",
+            "; ".join(notes),
+            f"target <= {limit:.0f} ms over bare (fair pair): {verdict(fair_over <= limit)}",
         )
 
 

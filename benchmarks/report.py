@@ -220,7 +220,9 @@ judged on the like-for-like pair (both off) and the user-default pair is printed
   as for start-up) loaded by entry point and composed by `mcp-providers serve` over stdio;
   sequential raw-stdio reads of the last plugin's resource, reads/s and p99 latency.
 - *start-up*: spawning `mcp-providers serve` until it answers `initialize`, against a process that
-  only imports `mcp.server`.
+  only imports `mcp.server`, as shipped and with the cyclic collector paused as `serve` pauses it
+  while it starts (`mcp_providers._gc`); the targets are judged on that fair pair. Every process
+  starts in an empty working directory, as a client launching a server gives.
 - *side-effect scope*: in-memory reads in a worker process where the scope was never installed (no
   audit hook, no HTTP patches, nothing entered) against one where every read runs in it.
 - *ServiceNow*: sequential reads/s of one incident from the emulator (the floor of every

@@ -17,17 +17,20 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
-import anyio
-import typer
+from mcp_providers import _gc
 
-from mcp_providers._cli.workers import FD_ENV, WHY_CLUSTER, WHY_STATELESS, serve_workers
-from mcp_providers._host.rules import advisories
-from mcp_providers._serve.composition import Composition, compose
-from mcp_providers._serve.statics import aggregate_report, authorize_report, static_read_problems
-from mcp_providers._serve.transport.stdio import guarded_stdout, sdk_stdio
-from mcp_providers._serve.transport.stdio_loop import serve_stdio
-from mcp_providers.config import CONFIG_ENV, Config, load_config
-from mcp_providers.errors import CompositionError, ConfigError
+with _gc.paused():  # the MCP SDK and the serving core: long-lived objects almost only (see mcp_providers._gc)
+    import anyio
+    import typer
+
+    from mcp_providers._cli.workers import FD_ENV, WHY_CLUSTER, WHY_STATELESS, serve_workers
+    from mcp_providers._host.rules import advisories
+    from mcp_providers._serve.composition import Composition, compose
+    from mcp_providers._serve.statics import aggregate_report, authorize_report, static_read_problems
+    from mcp_providers._serve.transport.stdio import guarded_stdout, sdk_stdio
+    from mcp_providers._serve.transport.stdio_loop import serve_stdio
+    from mcp_providers.config import CONFIG_ENV, Config, load_config
+    from mcp_providers.errors import CompositionError, ConfigError
 
 app = typer.Typer(
     name="mcp-providers",
@@ -203,18 +206,22 @@ def serve(
         # fd 1 is the wire: move it aside before any plugin is imported (a plugin, or a child
         # process it starts, may write to fd 1 at import time).
         with guarded_stdout() as wire_out, _traces():
-            composition = _compose(_load(config, plugin_set), strict)
-            server = _server_of(composition, strict)
-            _reloads(composition, config, plugin_set, watched)
+            with _gc.paused():
+                composition = _compose(_load(config, plugin_set), strict)
+                server = _server_of(composition, strict)
+                _reloads(composition, config, plugin_set, watched)
+            _gc.settle()
             _serve_stdio(server, wire_out)
         return
     loaded = _load(config, plugin_set)
     if workers > 1 and not os.environ.get(FD_ENV):
         _start_workers(workers, address, loaded, stateless)
     with _traces():
-        composition = _compose(loaded, strict)
-        server = _server_of(composition, strict)
-        reloader = _reloads(composition, config, plugin_set, watched)
+        with _gc.paused():
+            composition = _compose(loaded, strict)
+            server = _server_of(composition, strict)
+            reloader = _reloads(composition, config, plugin_set, watched)
+        _gc.settle()
         _serve_http(composition, server, address, stateless, json_response, allow_host, reloader)
 
 

@@ -174,6 +174,9 @@ def _zoo() -> types.ModuleType:
         a_constant=3,
         a_wrapped=helper_with_func,
         __annotations__={},
+        __version__="1.0",
+        __getattr__=helper,  # PEP 562: a plain dunder function
+        __marked__=register_prompts,  # a marked function under a dunder name
     )
     return module
 
@@ -208,3 +211,60 @@ def test_the_hookspec_answers_asked_once_are_not_shared_between_managers() -> No
     given["firstresult"] = "changed"  # type: ignore[typeddict-item]
     again = second.parse_hookspec_opts(hookspecs, "authorize")
     assert again == pluggy.PluginManager(hookspecs.PROJECT).parse_hookspec_opts(hookspecs, "authorize")
+
+
+IMPORT_COLLECTIONS = """
+import gc, json, sys
+%s
+older = lambda: sum(s["collections"] for s in gc.get_stats()[1:])  # the passes that walk more than the young
+before = older()
+import mcp_providers.cli
+print(json.dumps({"collections": older() - before,
+                  "enabled": gc.isenabled(), "sdk": "mcp.server" in sys.modules}))
+"""
+
+
+@pytest.mark.parametrize("collector", ["enabled", "disabled"])
+def test_the_cli_import_runs_no_collection_and_leaves_the_collector_as_found(collector: str) -> None:
+    """The SDK and the core are imported with the cyclic collector paused (``mcp_providers._gc``):
+    no pass over the older generations they fill (unpaused: about 20, two of them full), and the
+    collector's state is what the process had."""
+    setup = "gc.disable()" if collector == "disabled" else ""
+    done = subprocess.run([sys.executable, "-c", IMPORT_COLLECTIONS % setup], capture_output=True, text=True,
+                          timeout=120, check=True)  # fmt: skip
+    seen = json.loads(done.stdout)
+    assert seen["sdk"] is True  # the heavy part was imported under the pause
+    assert seen["collections"] == 0
+    assert seen["enabled"] is (collector == "enabled")
+
+
+def test_serve_composes_with_the_collector_paused_then_freezes_the_start_up_heap(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import gc
+
+    from cli_support import run_cli
+
+    import mcp_providers.cli
+
+    seen: dict[str, object] = {}
+    compose = mcp_providers.cli._compose
+
+    def composing(*args: object, **kwargs: object) -> object:
+        seen["enabled while composing"] = gc.isenabled()
+        return compose(*args, **kwargs)  # type: ignore[arg-type]
+
+    def serving(*args: object) -> None:
+        seen["enabled while serving"] = gc.isenabled()
+        seen["frozen"] = gc.get_freeze_count()
+
+    monkeypatch.setattr("mcp_providers.cli._compose", composing)
+    monkeypatch.setattr("mcp_providers.cli._serve_stdio", serving)
+    try:
+        done = run_cli("serve", env={"MCP_PROVIDERS_CONFIG": None})
+    finally:
+        gc.unfreeze()  # this test process's own heap goes back to being collected
+    assert done.returncode == 0, done.stderr
+    assert seen["enabled while composing"] is False
+    assert seen["enabled while serving"] is True
+    assert isinstance(seen["frozen"], int) and seen["frozen"] > 10_000

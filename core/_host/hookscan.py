@@ -28,6 +28,13 @@ from mcp_providers import hookspecs
 AUTHORIZE = "authorize"
 _MARK = f"{hookspecs.PROJECT}_impl"
 _ABSENT = object()
+_MODULE_DESCRIPTORS = frozenset(
+    name
+    for cls in types.ModuleType.__mro__
+    for name, value in vars(cls).items()
+    if hasattr(type(value), "__set__") or hasattr(type(value), "__delete__")
+)
+"""Names the module type answers itself, ahead of a module's ``__dict__`` (inspect.getattr_static's order)."""
 
 
 def _unmarked(namespace: object, name: str, marker: str) -> bool:
@@ -35,12 +42,14 @@ def _unmarked(namespace: object, name: str, marker: str) -> bool:
     not a function, or a function without ``marker`` (``mcp_providers_impl``/``_spec``).
 
     pluggy looks every name of ``dir(plugin)`` up with :func:`inspect.getattr_static`, about 20 us
-    each (most of registering a plugin module). For a plain module and a name that is not a dunder,
-    that lookup is the module's ``__dict__`` entry, so the answer is the same; anything else
-    (classes, instances, module subclasses, dunders, wrapped or bound callables, names missing from
-    ``__dict__``) is left to pluggy.
+    each (most of registering a plugin module). For a plain module, that lookup is the module's
+    ``__dict__`` entry unless the module type holds a data descriptor of that name
+    (``__dict__``, ``__class__``, ``__annotations__``), so the answer is the same; anything else
+    (classes, instances, module subclasses, those three names, wrapped or bound callables, names
+    missing from ``__dict__``) is left to pluggy. The dunders every module has (``__file__``,
+    ``__spec__``, ...) are most of the names of a small plugin module.
     """
-    if type(namespace) is not types.ModuleType or name.startswith("__"):
+    if type(namespace) is not types.ModuleType or name in _MODULE_DESCRIPTORS:
         return False
     value = namespace.__dict__.get(name, _ABSENT)
     if value is _ABSENT or isinstance(value, staticmethod | classmethod | types.MethodType):
