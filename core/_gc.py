@@ -9,7 +9,10 @@ startup``). Reference counting frees everything else as usual while the collecto
 
 So the package import, the CLI's import and ``serve``'s composition run with it paused
 (:func:`paused`), and ``serve`` then moves what start-up made into the permanent generation
-(:func:`settle`, :func:`gc.freeze`): later full passes walk only what serving allocates.
+(:func:`settle`, :func:`gc.freeze`): the first passes after start-up would otherwise walk all of
+it, and later full passes walk only what serving allocates. A reload gives it back
+(:func:`thaw`): frozen objects are never collected, and the assembly a reload replaces holds
+cycles.
 """
 
 from __future__ import annotations
@@ -36,3 +39,9 @@ def settle() -> None:
     """End of ``serve``'s start-up: every object alive now is kept and never traversed again
     (:func:`gc.freeze`); the cyclic garbage start-up left, if any, is kept with it."""
     gc.freeze()
+
+
+def thaw() -> None:
+    """A reload begins: what :func:`settle` froze goes back to the oldest generation, so what the
+    reload replaces can be collected (:func:`gc.unfreeze`); nothing is frozen again."""
+    gc.unfreeze()

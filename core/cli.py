@@ -206,23 +206,28 @@ def serve(
         # fd 1 is the wire: move it aside before any plugin is imported (a plugin, or a child
         # process it starts, may write to fd 1 at import time).
         with guarded_stdout() as wire_out, _traces():
-            with _gc.paused():
-                composition = _compose(_load(config, plugin_set), strict)
-                server = _server_of(composition, strict)
-                _reloads(composition, config, plugin_set, watched)
-            _gc.settle()
+            _, server, _ = _started(_load(config, plugin_set), config, plugin_set, strict, watched)
             _serve_stdio(server, wire_out)
         return
     loaded = _load(config, plugin_set)
     if workers > 1 and not os.environ.get(FD_ENV):
         _start_workers(workers, address, loaded, stateless)
     with _traces():
-        with _gc.paused():
-            composition = _compose(loaded, strict)
-            server = _server_of(composition, strict)
-            reloader = _reloads(composition, config, plugin_set, watched)
-        _gc.settle()
+        composition, server, reloader = _started(loaded, config, plugin_set, strict, watched)
         _serve_http(composition, server, address, stateless, json_response, allow_host, reloader)
+
+
+def _started(
+    loaded: Config, config: Path | None, plugin_set: str | None, strict: bool, watched: str | None
+) -> tuple[Composition, Any, Any]:
+    """The composition, its server and its reloader, made with the cyclic collector paused; what
+    they hold is then frozen, never traversed again (:mod:`mcp_providers._gc`)."""
+    with _gc.paused():
+        composition = _compose(loaded, strict)
+        server = _server_of(composition, strict)
+        reloader = _reloads(composition, config, plugin_set, watched)
+    _gc.settle()
+    return composition, server, reloader
 
 
 def _hold_sighup() -> None:

@@ -23,6 +23,7 @@ time.
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import signal
@@ -66,6 +67,7 @@ def run_cli(
     handlers = list(root.handlers)
     levels = _levels()
     sighup = signal.getsignal(signal.SIGHUP) if hasattr(signal, "SIGHUP") else None
+    frozen = gc.get_freeze_count()
     root.addHandler(handler)
     try:
         with warnings.catch_warnings(record=True) as caught:
@@ -77,6 +79,8 @@ def run_cli(
             logger.setLevel(level)
         if sighup is not None:
             signal.signal(signal.SIGHUP, sighup)  # serve holds SIGHUP for a reload
+        if not frozen:
+            gc.unfreeze()  # serve freezes its start-up heap (mcp_providers._gc): this process's stays collectable
     stderr = result.stderr
     stderr += "".join(warnings.formatwarning(w.message, w.category, w.filename, w.lineno, None) for w in caught)
     code = result.exit_code

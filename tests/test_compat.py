@@ -22,6 +22,7 @@ from pathlib import Path
 
 import importlib_metadata
 import pytest
+from cli_support import SERVED, no_serving, run_cli
 from mcp import MCPError
 from packaging.version import Version
 from reliability_support import install_target
@@ -66,19 +67,22 @@ def _record(composition: object, name: str) -> object:
     return next(r for r in composition.records if r.name == name)  # type: ignore[attr-defined]
 
 
-def _cli(sites: list[Path], tmp_path: Path, config: str, *args: str) -> subprocess.CompletedProcess[str]:
+def _cli(
+    monkeypatch: pytest.MonkeyPatch, sites: list[Path], tmp_path: Path, config: str, *args: str
+) -> subprocess.CompletedProcess[str]:
+    """``mcp-providers ARGS -c CONFIG`` in this process with ``sites`` on ``sys.path``; a ``serve``
+    that passes its checks exits :data:`SERVED` where it would start serving."""
     path = tmp_path / "mcp-providers.toml"
     path.write_text(config)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_PROVIDERS_")}
-    env["PYTHONPATH"] = os.pathsep.join([*map(str, sites), *filter(None, [env.get("PYTHONPATH")])])
-    return subprocess.run(
-        [sys.executable, "-m", "mcp_providers", *args, "-c", str(path)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        input="",  # serve sees end of input and stops
-    )
+    for site in sites:
+        monkeypatch.syspath_prepend(str(site))
+    no_serving(monkeypatch)
+    unset: dict[str, str | None] = {k: None for k in os.environ if k.startswith("MCP_PROVIDERS_")}
+    try:
+        return run_cli(*args, "-c", str(path), env=unset)
+    finally:
+        for name in [m for m in sys.modules if m.startswith(MODULES)]:
+            del sys.modules[name]
 
 
 # -- the core version a plugin's distribution requires ------------------------------------------------
@@ -106,22 +110,24 @@ def test_a_plugin_made_for_another_core_fails_closed_unimported_while_configured
 
 
 def test_plugins_shows_it_rejected_serve_refuses_until_it_is_denied(
-    compat_sites: dict[str, Path], tmp_path: Path
+    compat_sites: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
 ) -> None:
     sites = list(compat_sites.values())
-    listed = _cli(sites, tmp_path, "", "plugins", "--json")
+    capfd.readouterr()
+    listed = _cli(monkeypatch, sites, tmp_path, "", "plugins", "--json")
     assert listed.returncode == 0, listed.stderr
-    rows = {row["name"]: row for row in json.loads(listed.stdout)["plugins"]}
+    document = capfd.readouterr().out  # --json writes to file descriptor 1 itself, past sys.stdout
+    rows = {row["name"]: row for row in json.loads(document)["plugins"]}
     assert (rows["ancient"]["status"], rows["ancient"]["reason"]) == ("rejected", ANCIENT)
     assert "was imported" not in listed.stderr
 
-    refused = _cli(sites, tmp_path, "", "serve")
+    refused = _cli(monkeypatch, sites, tmp_path, "", "serve")
     assert refused.returncode == 1
     assert "ancient: policy plugin rejected (made for another core: mcp-providers-ancient 0.3" in refused.stderr
     assert "deny = ['ancient']" in refused.stderr
 
-    served = _cli(sites, tmp_path, 'deny = ["ancient"]\n', "serve")
-    assert served.returncode == 0, served.stderr
+    served = _cli(monkeypatch, sites, tmp_path, 'deny = ["ancient"]\n', "serve")
+    assert served.returncode == SERVED, served.stderr
 
 
 def test_pre_releases_of_the_core_compare_by_pep_440(on_path: dict[str, Path]) -> None:
@@ -159,20 +165,27 @@ def test_pre_releases_of_the_core_compare_by_pep_440(on_path: dict[str, Path]) -
 )
 @pytest.mark.parametrize("verb", ["check", "serve"])
 def test_required_plugins_refuses_a_plugin_too_old_or_missing(
-    compat_sites: dict[str, Path], tmp_path: Path, verb: str, requirement: str, message: str
+    compat_sites: dict[str, Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    verb: str,
+    requirement: str,
+    message: str,
 ) -> None:
     sites = [compat_sites["compat_weather"]]
-    run = _cli(sites, tmp_path, f"required_plugins = [{requirement!r}]\n", verb)
+    run = _cli(monkeypatch, sites, tmp_path, f"required_plugins = [{requirement!r}]\n", verb)
     assert run.returncode == 1, run.stdout + run.stderr
     assert message in run.stdout + run.stderr
     if verb == "serve":
         assert "refusing to serve: required_plugins not met:" in run.stderr
 
 
-def test_required_plugins_met_serves(compat_sites: dict[str, Path], tmp_path: Path) -> None:
+def test_required_plugins_met_serves(
+    compat_sites: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     config = 'required_plugins = ["mcp-providers-weather>=0.2", "mcp-providers-absent; python_version < \'3\'"]\n'
-    run = _cli([compat_sites["compat_weather"]], tmp_path, config, "serve")
-    assert run.returncode == 0, run.stderr
+    run = _cli(monkeypatch, [compat_sites["compat_weather"]], tmp_path, config, "serve")
+    assert run.returncode == SERVED, run.stderr
 
 
 def test_required_plugins_names_plugin_distributions_only(on_path: dict[str, Path]) -> None:

@@ -475,3 +475,18 @@ async def test_reloading_the_unchanged_embedded_default_keeps_every_provider() -
     attempt = await reloader.reload()
     assert (attempt.outcome, attempt.generation) == ("unchanged", 1), attempt
     assert [id(d.provider) for d in composition.declared] == before
+
+
+async def test_a_reload_gives_the_start_up_heap_back_to_the_collector() -> None:
+    """serve freezes what start-up made (mcp_providers._gc); frozen objects are never collected, so
+    the first reload unfreezes them and the assembly it replaces can be collected."""
+    import gc
+
+    setup = Setup(Config(deny=("extra",)))
+    gc.freeze()
+    try:
+        assert gc.get_freeze_count() > 0
+        assert (await setup.reload(Config())).outcome == "applied"
+        assert gc.get_freeze_count() == 0
+    finally:
+        gc.unfreeze()

@@ -39,6 +39,7 @@ import anyio.lowlevel
 import anyio.to_thread
 import importlib_metadata
 
+from mcp_providers import _gc
 from mcp_providers._host import compat
 from mcp_providers._host.assembly import Assembly, assemble
 from mcp_providers._serve.composition import Composition
@@ -124,6 +125,7 @@ class Reloader:
         """Compose again and swap it in if it passes; one at a time. Never raises for what the new
         config or plugins do wrong: that is a ``failed`` attempt and the old assembly keeps serving."""
         async with self._lock:
+            _gc.thaw()  # what start-up froze may be replaced now: let the collector have it again
             try:
                 attempt = await self._attempt(trigger)
             except Exception as exc:  # a bug of ours, not the operator's: still keep serving

@@ -113,3 +113,49 @@ async def test_a_rate_limit_seen_by_one_replica_holds_back_the_others(
             group.start_soon(through_b.read_resource, f"servicenow://dev/incidents/INC001000{number}")
     statuses = [r.status for r in dev_emulator.table_requests()]
     assert statuses.count(429) == 1 and statuses.count(200) == 5 and len(statuses) == 6, statuses
+
+
+class _Interleaved:
+    """A stand-in for the Redis backend playing one interleaving: the other replica fills the entry
+    and releases its lock between this replica's look at the entry and its look at the lock."""
+
+    def __init__(self) -> None:
+        self.looks = 0
+        self.filled = False
+
+    def key(self, kind: str, name: str) -> str:
+        return f"t:{kind}:{name}"
+
+    def lock(self, kind: str, name: str, seconds: float) -> object:
+        return self
+
+    async def acquire(self) -> bool:
+        return False  # the other replica leads
+
+    async def locked(self) -> bool:
+        return not self.filled
+
+    async def get(self, entry: str) -> bytes | None:
+        self.looks += 1
+        if self.looks < 3:
+            return None  # before the lock attempt, and the waiter's first look
+        return b'{"text": "theirs", "blob": null, "mime_type": "text/plain", "as_of": null}'
+
+    async def call(self, what: str, operation: Any) -> Any:
+        if what == "check a read":  # the other replica is done now: entry written, then lock released
+            self.filled = True
+        return await operation(self)
+
+
+async def test_a_read_whose_leader_finishes_between_the_waiters_two_looks_is_still_shared() -> None:
+    backend = _Interleaved()
+    shared = SharedReads(backend, lambda uri: Freshness.max_age(30))  # type: ignore[arg-type]
+    upstream: list[str] = []
+
+    async def read() -> Content:
+        upstream.append("read")
+        return Content(text="ours")
+
+    content = await shared.run(("counting", URI, "someone"), read)
+    assert upstream == []  # the other replica's read was used, not a second one
+    assert content.text == "theirs"

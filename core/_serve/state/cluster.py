@@ -517,7 +517,9 @@ class SharedReads(Coalescer[Any]):
             if found is not None:
                 return found
             if not await self._backend.call("check a read", lambda r: lock.locked()):
-                return None
+                # the leader fills the entry before it unlocks: one more look, as it may have done
+                # both since the last one
+                return await self._found(entry)
 
 
 class _Entry(BaseModel):
