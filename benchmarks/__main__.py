@@ -20,7 +20,7 @@ import sys
 import tempfile
 import time
 import traceback
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -29,7 +29,7 @@ import anyio
 
 from benchmarks import cluster, fixtures, identity, reload, report, sideeffects, traces
 from benchmarks.report import Row, fmt, skipped_because_missing
-from benchmarks.timing import ainterleaved, interleaved, median, per_read_ms
+from benchmarks.timing import ainterleaved, interleaved, interleaved_samples, median, per_read_ms
 
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
@@ -310,12 +310,6 @@ async def http_rate(url: str, clients: int, seconds: float) -> float:
         return count / (time.perf_counter() - t0)
 
 
-def wrk_rate(url: str, clients: int, seconds: float) -> float:
-    """Reads/s from ``wrk`` (one thread, ``clients`` connections) posting one ``resources/read``
-    (the same runner as :func:`benchmarks.identity.wrk_run`, without a token); NaN without wrk."""
-    return identity.wrk_run(url, None, clients, seconds)[0]
-
-
 HTTP_FLOOR = "floor: raw ASGI, fixed JSON body"
 HTTP_KINDS = {
     HTTP_FLOOR: ["echo"],
@@ -346,25 +340,41 @@ def http_wrk(urls: dict[str, str], rounds: int) -> None:
             for name in urls:
                 emit(section, name, float("nan"), "reads/s", "baseline" if name == SDK_ON else "", skip)
             continue
-        cases = {n: (lambda u=u, c=clients: wrk_rate(u, c, 2)) for n, u in urls.items()}
-        _report_http(section, interleaved(cases, rounds))
+        cases = {n: (lambda u=u, c=clients: identity.wrk_sample(u, None, c, 2)) for n, u in urls.items()}
+        runs = interleaved_samples(cases, rounds)
+        rates = {n: median([r.rate for r in v]) for n, v in runs.items()}
+        latency = {
+            n: f"p50 {median([r.p50_ms for r in v]):.2f} ms, p99 {median([r.p99_ms for r in v]):.2f} ms"
+            for n, v in runs.items()
+        }
+        _report_http(section, rates, latency)
 
 
-def _report_http(section: str, result: dict[str, float]) -> None:
+def _report_http(section: str, result: dict[str, float], latency: Mapping[str, str] | None = None) -> None:
     """Rates: each composed case against the MCPServer case with the same switch (candidate /
-    baseline, above 1.0 is faster); the 2x target is judged on the pair with the middleware off."""
+    baseline, above 1.0 is faster); the 2x target is judged on the pair with the middleware off.
+    ``latency``: each case's wrk percentiles (median over rounds), put in its notes."""
+    lat = {n: f"; {v}" for n, v in (latency or {}).items()}
     floor = result[HTTP_FLOOR]
-    emit(section, SDK_ON, result[SDK_ON], "reads/s", "baseline")
-    emit(section, HTTP_FLOOR, floor, "reads/s", f"{floor / result[SDK_ON]:.2f}x MCPServer's rate")
-    emit(section, OURS_ON, result[OURS_ON], "reads/s", f"{result[OURS_ON] / result[SDK_ON]:.2f}x (both on)")
+    emit(section, SDK_ON, result[SDK_ON], "reads/s", "baseline" + lat.get(SDK_ON, ""))
+    emit(
+        section,
+        HTTP_FLOOR,
+        floor,
+        "reads/s",
+        f"{floor / result[SDK_ON]:.2f}x MCPServer's rate" + lat.get(HTTP_FLOOR, ""),
+    )
+    both_on = f"{result[OURS_ON] / result[SDK_ON]:.2f}x (both on)" + lat.get(OURS_ON, "")
+    emit(section, OURS_ON, result[OURS_ON], "reads/s", both_on)
     base, ours = result[SDK_OFF], result[OURS_OFF]
-    emit(section, SDK_OFF, base, "reads/s", "baseline")
+    emit(section, SDK_OFF, base, "reads/s", "baseline" + lat.get(SDK_OFF, ""))
     tgt = ""
     if ", wrk," in section:
         tgt = f"target >= 2x MCPServer's rate (both off): {verdict(ours >= 2 * base)}"
     elif floor < 2 * base:  # the load generator, not the server, sets the rate: the target is the wrk rows'
         tgt = f"client-bound: the floor itself is only {floor / base:.2f}x MCPServer's rate"
-    emit(section, OURS_OFF, ours, "reads/s", f"{ours / base:.2f}x (both off), {ours / floor:.2f}x floor", tgt)
+    notes = f"{ours / base:.2f}x (both off), {ours / floor:.2f}x floor" + lat.get(OURS_OFF, "")
+    emit(section, OURS_OFF, ours, "reads/s", notes, tgt)
 
 
 # -- 4. scale ------------------------------------------------------------------------------------

@@ -33,18 +33,19 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import anyio
 
 from benchmarks import fixtures
 from benchmarks.report import skipped_because_missing
+from benchmarks.timing import interleaved_samples
 
 Emit = Callable[..., None]
-T = TypeVar("T")
 FRESH_TOKENS = 1500
 """Tokens signed ahead for each round of the new-token-every-request case (enough for 1.5 s here)."""
 ROOT = Path(__file__).resolve().parent.parent
@@ -144,12 +145,34 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def wrk_run(url: str, token: str | None, clients: int, seconds: float, pid: int | None = None) -> tuple[float, float]:
-    """``(reads/s, server CPU microseconds per read)`` from ``wrk`` (one thread, ``clients``
-    connections); the CPU figure is NaN without ``pid``, both are NaN without wrk."""
+@dataclass(frozen=True)
+class WrkSample:
+    """One ``wrk`` run: reads/s, the server's CPU microseconds per read (NaN without its pid) and
+    the 50th and 99th percentile latency in ms (``wrk --latency``); all NaN without wrk."""
+
+    rate: float
+    cpu_us: float = float("nan")
+    p50_ms: float = float("nan")
+    p99_ms: float = float("nan")
+
+
+_WRK_UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3}
+
+
+def _wrk_percentile(out: str, percent: int) -> float:
+    """``wrk --latency``'s ``<percent>%  <value><unit>`` line, in ms; NaN when absent."""
+    found = re.search(rf"^\s*{percent}%\s+([0-9.]+)(us|ms|s)\s*$", out, re.MULTILINE)
+    return float(found.group(1)) * _WRK_UNITS[found.group(2)] if found else float("nan")
+
+
+def wrk_sample(url: str, token: str | None, clients: int, seconds: float, pid: int | None = None) -> WrkSample:
+    """``wrk`` (one thread, ``clients`` connections) posting one ``resources/read`` for ``seconds``.
+
+    :raises RuntimeError: wrk saw a non-2xx answer.
+    """
     wrk = shutil.which("wrk")
     if wrk is None:
-        return float("nan"), float("nan")
+        return WrkSample(float("nan"))
     lines = ['wrk.method = "POST"', f"wrk.body = '{_body()}'"]
     lines += [f'wrk.headers["{k}"] = "{v}"' for k, v in HEADERS.items()]
     if token is not None:
@@ -157,7 +180,7 @@ def wrk_run(url: str, token: str | None, clients: int, seconds: float, pid: int 
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as script:
         script.write("\n".join(lines) + "\n")
     try:
-        argv = [wrk, "-t1", f"-c{clients}", f"-d{seconds}s", "-s", script.name, url]
+        argv = [wrk, "-t1", f"-c{clients}", f"-d{seconds}s", "--latency", "-s", script.name, url]
         before = _cpu_seconds(pid) if pid is not None else float("nan")
         out = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
         spent = _cpu_seconds(pid) - before if pid is not None else float("nan")
@@ -167,8 +190,15 @@ def wrk_run(url: str, token: str | None, clients: int, seconds: float, pid: int 
         raise RuntimeError(f"wrk saw errors against {url}: {out}")
     rate, count = re.search(r"Requests/sec:\s+([0-9.]+)", out), re.search(r"(\d+) requests in", out)
     if rate is None or count is None:
-        return float("nan"), float("nan")
-    return float(rate.group(1)), spent / max(int(count.group(1)), 1) * 1e6
+        return WrkSample(float("nan"))
+    cpu = spent / max(int(count.group(1)), 1) * 1e6
+    return WrkSample(float(rate.group(1)), cpu, _wrk_percentile(out, 50), _wrk_percentile(out, 99))
+
+
+def wrk_run(url: str, token: str | None, clients: int, seconds: float, pid: int | None = None) -> tuple[float, float]:
+    """``(reads/s, server CPU microseconds per read)`` of one :func:`wrk_sample`."""
+    sample = wrk_sample(url, token, clients, seconds, pid)
+    return sample.rate, sample.cpu_us
 
 
 async def python_rate(url: str, token: str | list[str] | None, clients: int, seconds: float) -> float:
@@ -208,16 +238,6 @@ async def python_rate(url: str, token: str | list[str] | None, clients: int, sec
 
 
 BASE, OURS = "without auth", "JWT validated (keys cached)"
-
-
-def _interleaved(cases: Mapping[str, Callable[[], T]], rounds: int) -> dict[str, list[T]]:
-    """Each case's samples, one per round; the order within a round alternates, so neither case
-    always runs on the warmer (or the busier) side of the other."""
-    samples: dict[str, list[T]] = {name: [] for name in cases}
-    for index in range(rounds):
-        for name in list(cases) if index % 2 == 0 else list(cases)[::-1]:
-            samples[name].append(cases[name]())
-    return samples
 
 
 IN_PROCESS_READS = 100
@@ -325,7 +345,7 @@ def run(rounds: int, emit: Emit) -> None:
                     continue
                 cases = {name: (lambda u=u, t=t, p=p, c=clients: wrk_run(u, t, c, 2, p))
                          for name, (u, t, p) in targets.items()}  # fmt: skip
-                runs = _interleaved(cases, rounds)
+                runs = interleaved_samples(cases, rounds)
                 _report(
                     f"HTTP + JWT, wrk, {clients} connections", {n: [r for r, _ in v] for n, v in runs.items()}, emit
                 )
@@ -334,14 +354,16 @@ def run(rounds: int, emit: Emit) -> None:
             rate = {
                 name: (lambda u=u, t=t: anyio.run(python_rate, u, t, 10, 1.5)) for name, (u, t, _) in targets.items()
             }
-            _report("HTTP + JWT, Python clients, 10", _interleaved(rate, rounds), emit)
+            _report("HTTP + JWT, Python clients, 10", interleaved_samples(rate, rounds), emit)
 
             # The worst case: no request presents a token seen before, so each is verified in full.
             def unseen() -> float:
                 return anyio.run(python_rate, guarded, [fresh.pop() for _ in range(FRESH_TOKENS)], 10, 1.5)
 
             worst = {BASE: lambda: anyio.run(python_rate, plain, None, 10, 1.5), OURS: unseen}
-            _report("HTTP + JWT, Python clients, 10, a new token every request", _interleaved(worst, rounds), emit)
+            _report(
+                "HTTP + JWT, Python clients, 10, a new token every request", interleaved_samples(worst, rounds), emit
+            )
             emit("HTTP + JWT", "JWKS fetches during the measured runs", issuer.fetches - fetches, "fetches",
                  "", "keys cached: expect 0")  # fmt: skip
             # After the count: this row's own JWT app fetches the keys once as it starts.

@@ -11,8 +11,10 @@ import argparse
 import gc
 import statistics
 import time
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 Emit = Callable[..., None]
 """``emit(section, case, value, unit, ratio="", target="", *, vs=None)``: one row of the report
@@ -23,14 +25,19 @@ def median(values: list[float]) -> float:
     return statistics.median(values)
 
 
+def interleaved_samples(cases: Mapping[str, Callable[[], T]], rounds: int) -> dict[str, list[T]]:
+    """Each case's samples, one per round, running the cases in turn each round (the order
+    alternates, so no case always runs on the warmer or the busier side of another)."""
+    samples: dict[str, list[T]] = {name: [] for name in cases}
+    for r in range(rounds):
+        for name in list(cases) if r % 2 == 0 else list(reversed(list(cases))):
+            samples[name].append(cases[name]())
+    return samples
+
+
 def interleaved(cases: dict[str, Callable[[], float]], rounds: int) -> dict[str, float]:
     """Median of each case over ``rounds``, running the cases in turn each round."""
-    samples: dict[str, list[float]] = {name: [] for name in cases}
-    for r in range(rounds):
-        names = list(cases) if r % 2 == 0 else list(reversed(cases))  # no case always runs first
-        for name in names:
-            samples[name].append(cases[name]())
-    return {name: median(values) for name, values in samples.items()}
+    return {name: median(values) for name, values in interleaved_samples(cases, rounds).items()}
 
 
 async def ainterleaved(cases: dict[str, Callable[[], Awaitable[float]]], rounds: int) -> dict[str, float]:
