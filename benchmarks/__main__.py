@@ -634,24 +634,23 @@ def startup(rounds: int) -> None:
             "serve, 0 extra plugin distributions": lambda: time_to_ready(None),
             "serve, 100 extra plugin distributions": lambda: time_to_ready(tmp),
         }
-        samples: dict[str, list[float]] = {name: [] for name in cases}
-        for r in range(rounds):
-            for name in list(cases) if r % 2 == 0 else list(reversed(cases)):
-                samples[name].append(cases[name]())
-    emit("start-up to ready", bare_name, median(samples[bare_name]), "ms", "baseline (as shipped)")
-    emit("start-up to ready", paused_name, median(samples[paused_name]), "ms", "baseline (fair pair)")
+        samples = interleaved_samples(cases, rounds)
+    medians = {name: median(values) for name, values in samples.items()}
+    emit("start-up to ready", bare_name, medians[bare_name], "ms", "baseline (as shipped)")
+    emit("start-up to ready", paused_name, medians[paused_name], "ms", "baseline (fair pair)")
     for name, limit in STARTUP_TARGETS.items():
         notes = []
         for base_name, label in ((bare_name, "as shipped"), (paused_name, "fair pair")):
-            base = median(samples[base_name])
             paired = median([s - b for s, b in zip(samples[name], samples[base_name], strict=True)])
-            over = median(samples[name]) - base
-            notes.append(f"{label}: {over:+.0f} ms ({ratio_of(median(samples[name]), base)}), paired {paired:+.0f} ms")
-        fair_over = median(samples[name]) - median(samples[paused_name])
+            over = medians[name] - medians[base_name]
+            notes.append(
+                f"{label}: {over:+.0f} ms ({ratio_of(medians[name], medians[base_name])}), paired {paired:+.0f} ms"
+            )
+        fair_over = medians[name] - medians[paused_name]
         emit(
             "start-up to ready",
             name,
-            median(samples[name]),
+            medians[name],
             "ms",
             "; ".join(notes),
             f"target <= {limit:.0f} ms over bare (fair pair): {verdict(fair_over <= limit)}",

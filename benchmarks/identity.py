@@ -195,12 +195,6 @@ def wrk_sample(url: str, token: str | None, clients: int, seconds: float, pid: i
     return WrkSample(float(rate.group(1)), cpu, _wrk_percentile(out, 50), _wrk_percentile(out, 99))
 
 
-def wrk_run(url: str, token: str | None, clients: int, seconds: float, pid: int | None = None) -> tuple[float, float]:
-    """``(reads/s, server CPU microseconds per read)`` of one :func:`wrk_sample`."""
-    sample = wrk_sample(url, token, clients, seconds, pid)
-    return sample.rate, sample.cpu_us
-
-
 async def python_rate(url: str, token: str | list[str] | None, clients: int, seconds: float) -> float:
     """Reads/s from ``clients`` httpx2 clients, each posting one read after another.
 
@@ -343,13 +337,13 @@ def run(rounds: int, emit: Emit) -> None:
                         emit(section, BASE, float("nan"), "reads/s", "baseline", skip)
                         emit(section, OURS, float("nan"), "reads/s", "", skip)
                     continue
-                cases = {name: (lambda u=u, t=t, p=p, c=clients: wrk_run(u, t, c, 2, p))
+                cases = {name: (lambda u=u, t=t, p=p, c=clients: wrk_sample(u, t, c, 2, p))
                          for name, (u, t, p) in targets.items()}  # fmt: skip
                 runs = interleaved_samples(cases, rounds)
                 _report(
-                    f"HTTP + JWT, wrk, {clients} connections", {n: [r for r, _ in v] for n, v in runs.items()}, emit
+                    f"HTTP + JWT, wrk, {clients} connections", {n: [r.rate for r in v] for n, v in runs.items()}, emit
                 )
-                cpu = {n: [c for _, c in v] for n, v in runs.items()}
+                cpu = {n: [r.cpu_us for r in v] for n, v in runs.items()}
                 _report_cost(f"HTTP + JWT, wrk, {clients} conn., server CPU", cpu, emit)
             rate = {
                 name: (lambda u=u, t=t: anyio.run(python_rate, u, t, 10, 1.5)) for name, (u, t, _) in targets.items()
