@@ -874,25 +874,31 @@ _installed = False
 _install_lock = threading.Lock()
 
 
-def _patch_on_import(name: str, patch: Callable[[Any], None]) -> None:
+def _patch_on_import(name: str, patch: Callable[[Any], None], *, optional: bool = True) -> None:
     """Run ``patch`` on module ``name`` now if it is imported, else the moment it first is.
 
     Importing the HTTP libraries only to patch them cost a start-up a tenth of a second (httpcore2
     brings h11, ssl and, where installed, trio); a read that imports one later still finds it
     guarded, since the patch runs before the import statement returns.
+
+    :param optional: a patch that raises is logged and the module left unpatched; otherwise the
+        error propagates (from this call, or from the import that ran the patch).
     """
     module = sys.modules.get(name)
     if module is not None:
-        _apply(name, patch, module)
+        _apply(name, patch, module, optional)
         return
     finder = next((f for f in sys.meta_path if isinstance(f, _PatchingFinder)), None)
     if finder is None:
         finder = _PatchingFinder()
         sys.meta_path.insert(0, finder)
-    finder.patches[name] = patch
+    finder.patches[name] = (patch, optional)
 
 
-def _apply(name: str, patch: Callable[[Any], None], module: Any) -> None:
+def _apply(name: str, patch: Callable[[Any], None], module: Any, optional: bool) -> None:
+    if not optional:
+        patch(module)
+        return
     try:
         patch(module)
     except Exception:  # a broken optional install must not stop serving
@@ -905,7 +911,8 @@ class _PatchingFinder:
     module's own code (the post-import hook of PEP 369, withdrawn, done with PEP 451 specs)."""
 
     def __init__(self) -> None:
-        self.patches: dict[str, Callable[[Any], None]] = {}
+        self.patches: dict[str, tuple[Callable[[Any], None], bool]] = {}
+        """Module name -> its patch and whether the patch is optional (see :func:`_patch_on_import`)."""
 
     def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
         patch = self.patches.get(name)
@@ -919,7 +926,7 @@ class _PatchingFinder:
         else:
             return None
         if spec.loader is not None and hasattr(spec.loader, "exec_module"):
-            spec.loader = _PatchingLoader(spec.loader, name, patch)
+            spec.loader = _PatchingLoader(spec.loader, name, *patch)
         return spec
 
 
@@ -927,8 +934,8 @@ class _PatchingLoader:
     """Loads with ``inner``, then patches; anything else (resource readers, ``get_source``) is the
     inner loader's."""
 
-    def __init__(self, inner: Any, name: str, patch: Callable[[Any], None]) -> None:
-        self._inner, self._name, self._patch = inner, name, patch
+    def __init__(self, inner: Any, name: str, patch: Callable[[Any], None], optional: bool) -> None:
+        self._inner, self._name, self._patch, self._optional = inner, name, patch, optional
 
     def create_module(self, spec: Any) -> Any:
         return self._inner.create_module(spec)
@@ -940,7 +947,7 @@ class _PatchingLoader:
         token = _current.set(None)
         try:
             self._inner.exec_module(module)
-            _apply(self._name, self._patch, module)
+            _apply(self._name, self._patch, module, self._optional)
         finally:
             _current.reset(token)
 
@@ -961,7 +968,7 @@ def install() -> None:
         if _installed:
             return
         tempfile.gettempdir()  # its first call writes a probe file: never let that happen in a scope
-        _patch_on_import("httpcore2", _patch_httpcore)
+        _patch_on_import("httpcore2", _patch_httpcore, optional=False)  # the SDK's own client: must be guarded
         _patch_http_client()
         _patch_wire()
         _patch_unaudited()

@@ -696,3 +696,45 @@ def test_an_http_library_imported_after_install_is_guarded_when_it_is_imported()
     assert seen["before"] == []
     assert seen["pool"] is True and seen["h11"] is True
     assert seen["refused"] is not None and "a POST to http://127.0.0.1:" in seen["refused"]
+
+
+def test_a_failed_httpcore2_patch_fails_install_and_an_optional_one_is_logged(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """httpcore2 carries every httpx2 client (the SDK's too): if it cannot be guarded, installing
+    the scope fails, as it did when install() imported it; an optional library's failure is logged."""
+    import httpcore2  # imported: each call patches now, and no patch is left waiting for an import
+
+    from mcp_providers import _sideeffects
+
+    assert sys.modules["httpcore2"] is httpcore2
+
+    def broken(module: object) -> None:
+        raise RuntimeError("cannot patch")
+
+    with pytest.raises(RuntimeError, match="cannot patch"):
+        _sideeffects._patch_on_import("httpcore2", broken, optional=False)  # imported here: patched now
+    with caplog.at_level(logging.WARNING, logger=_sideeffects.log.name):
+        _sideeffects._patch_on_import("httpcore2", broken)
+    assert "could not guard httpcore2 against side effects in reads" in caplog.text
+
+
+BROKEN_HTTPCORE2_PATCH = """
+from mcp_providers import _sideeffects
+def broken(module):
+    raise RuntimeError("cannot patch")
+_sideeffects._patch_httpcore = broken
+_sideeffects.install()
+try:
+    import httpcore2
+except RuntimeError as exc:
+    print("import refused:", exc)
+else:
+    print("imported unguarded")
+"""
+
+
+def test_httpcore2_that_cannot_be_guarded_cannot_be_imported_after_install() -> None:
+    done = subprocess.run([sys.executable, "-c", BROKEN_HTTPCORE2_PATCH], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "import refused: cannot patch"
