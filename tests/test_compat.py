@@ -59,6 +59,11 @@ def on_path(compat_sites: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> I
     for site in compat_sites.values():
         monkeypatch.syspath_prepend(str(site))
     yield compat_sites
+    _forget_modules()
+
+
+def _forget_modules() -> None:
+    """Drop the compat distributions' modules, so the next test imports them from its own sites."""
     for name in [m for m in sys.modules if m.startswith(MODULES)]:
         del sys.modules[name]
 
@@ -81,8 +86,7 @@ def _cli(
     try:
         return run_cli(*args, "-c", str(path), env=unset)
     finally:
-        for name in [m for m in sys.modules if m.startswith(MODULES)]:
-            del sys.modules[name]
+        _forget_modules()
 
 
 # -- the core version a plugin's distribution requires ------------------------------------------------
