@@ -11,7 +11,9 @@ faster. Each row's verdict is one of :data:`VERDICTS`' forms: ``met``, ``MISSED`
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime
+import json
 import math
 import os
 import platform
@@ -19,13 +21,15 @@ import shlex
 import shutil
 import subprocess
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 HISTORY = "benchmark-runs/2026-12-01-history.md"
 """The page's earlier hand-written sections (relative to ``docs/``)."""
+PROFILES = "benchmark-runs/issue29-profiles.md"
+"""Where the time goes in each missed target, and what would be needed (relative to ``docs/``)."""
 
 DIRECTION = (
     "**Ratio direction.** Every ratio on this page is *candidate / baseline* of the row's own measure, "
@@ -49,6 +53,31 @@ class Row:
     vs: str | None = None
     """The baseline case of this row, in the same section; ``None``: the section's latest baseline;
     ``""``: none."""
+
+
+@dataclass
+class Run:
+    """One run of the command: its header lines (:func:`header`) and its rows."""
+
+    head: str
+    rows: list[Row] = field(default_factory=list)
+
+
+def save(path: Path, run: Run) -> None:
+    """Write ``run`` as JSON (``--json FILE``), for a later run's ``--previous FILE``."""
+    path.write_text(json.dumps({"head": run.head, "rows": [dataclasses.asdict(r) for r in run.rows]}, indent=1) + "\n")
+
+
+def load(path: Path) -> Run:
+    """The run :func:`save` wrote to ``path``.
+
+    :raises ValueError: ``path`` cannot be read or is not such a file (the message says which).
+    """
+    try:
+        data = json.loads(path.read_text())
+        return Run(str(data["head"]), [Row(**row) for row in data["rows"]])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"not a run written by --json ({type(exc).__name__}: {exc})") from None
 
 
 def skipped_because_missing(*tools: str) -> str | None:
@@ -125,10 +154,20 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-def table(rows: Sequence[Row]) -> str:
+def _shown(verdict: str) -> str:
+    return f"**{verdict}**" if verdict == "MISSED" else verdict
+
+
+def table(rows: Sequence[Row], earlier: Sequence[Row] | None = None) -> str:
+    """The Markdown table; with ``earlier`` (another run's rows), each row's value and verdict in
+    that run too, matched by section and case."""
+    head = ["section", "case", "baseline", "candidate", "ratio", "target", "verdict", "notes"]
+    before = {(r.section, r.case): r for r in earlier or ()}
+    if earlier is not None:
+        head[-1:-1] = ["earlier run", "earlier verdict"]
     lines = [
-        "| section | case | baseline | candidate | ratio | target | verdict | notes |",
-        "|---|---|---:|---:|---:|---|---|---|",
+        "| " + " | ".join(head) + " |",
+        "|---|---|---:|---:|---:|---|---|" + "---:|---|" * (earlier is not None) + "---|",
     ]
     for row, base in zip(rows, baselines(rows), strict=True):
         verdict = verdict_of(row)
@@ -137,9 +176,28 @@ def table(rows: Sequence[Row]) -> str:
         if verdict == "reported (no target)" and row.target and row.target != "reported":
             note = f"{note}; {row.target}" if note else row.target
         cells = [row.section, row.case, based, fmt(row.value, row.unit), ratio(row, base), target_of(row),
-                 f"**{verdict}**" if verdict == "MISSED" else verdict, note]  # fmt: skip
+                 _shown(verdict), note]  # fmt: skip
+        if earlier is not None:
+            then = before.get((row.section, row.case))
+            cells[-1:-1] = (
+                ["-", "not in that run"] if then is None else [fmt(then.value, then.unit), _shown(verdict_of(then))]
+            )
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def both_runs(rows: Sequence[Row], earlier: Sequence[Row]) -> str:
+    """One paragraph: how the targets judged in both runs fared (met in both, missed in both, or
+    met in one run only, named)."""
+    before = {(r.section, r.case): verdict_of(r) for r in earlier}
+    judged = [(r, before.get((r.section, r.case))) for r in rows if verdict_of(r) in ("met", "MISSED")]
+    pairs = [(r, then) for r, then in judged if then in ("met", "MISSED")]
+    met = sum(verdict_of(r) == then == "met" for r, then in pairs)
+    missed = sum(verdict_of(r) == then == "MISSED" for r, then in pairs)
+    split = [f"{r.section} / {r.case}" for r, then in pairs if verdict_of(r) != then]
+    text = (f"**Two runs.** {len(pairs)} targets judged in both runs: {met} met in both, {missed} missed in both, "
+            f"{len(split)} met in one run only")  # fmt: skip
+    return text + (f" (met in one run only: {'; '.join(split)})." if split else ".")
 
 
 def _version(name: str) -> str:
@@ -233,23 +291,21 @@ judged on the like-for-like pair (both off) and the user-default pair is printed
 """
 
 
-def page(rows: Sequence[Row], head: str) -> str:
-    """The whole ``docs/benchmarks.md``: header, direction, table, then what the sections measure."""
-    return "\n".join([
-        "# Benchmarks",
-        "",
-        "<!-- Generated by `python -m benchmarks --markdown docs/benchmarks.md`; do not edit by hand. -->",
-        "",
-        "The current figures, from one run of the command below. Earlier runs and their analysis:",
-        f"[{HISTORY.split('/')[-1]}]({HISTORY}) and the raw outputs in `docs/benchmark-runs/`.",
-        "",
-        head,
-        "",
-        DIRECTION,
-        "",
-        table(rows),
-        ABOUT,
-    ])  # fmt: skip
+def page(rows: Sequence[Row], head: str, earlier: Run | None = None) -> str:
+    """The whole ``docs/benchmarks.md``: header, direction, table, then what the sections measure;
+    with ``earlier`` (``--previous``), its header and each row's value and verdict in it too."""
+    runs = "one run of the command below" if earlier is None else "two runs of the command below"
+    lines = ["# Benchmarks", "",
+             "<!-- Generated by `python -m benchmarks --markdown docs/benchmarks.md`; do not edit by hand. -->", "",
+             f"The current figures, from {runs}. Earlier runs and their analysis:",
+             f"[{HISTORY.split('/')[-1]}]({HISTORY}) and the raw outputs in `docs/benchmark-runs/`. Where the",
+             f"time goes in each missed target, and what would be needed: [{PROFILES.split('/')[-1]}]({PROFILES}).",
+             "", head, ""]  # fmt: skip
+    if earlier is not None:
+        lines += ["The earlier run (its value and verdict are the two columns before the notes):", "",
+                  earlier.head, "", both_runs(rows, earlier.rows), ""]  # fmt: skip
+    lines += [DIRECTION, "", table(rows, None if earlier is None else earlier.rows), ABOUT]
+    return "\n".join(lines)
 
 
 def run_started() -> tuple[datetime.datetime, str]:

@@ -150,3 +150,121 @@ def test_a_failing_section_leaves_a_row_saying_so_and_the_run_goes_on(monkeypatc
     assert [verdict_column(page_of(rows))] == [
         ["skipped: failed (RuntimeError: wrk saw errors against http://127.0.0.1:9/mcp: 12 non-2xx)", "baseline"]
     ]
+
+
+EARLIER = [
+    Row("read", "MCPServer", 0.52, "ms", "baseline"),
+    Row("read", "composed", 0.55, "ms", "1.06x", "target <= 1.0x: MISSED"),
+    Row("read", "composed, slow", 0.61, "ms", "1.17x", "target <= 1.0x: MISSED"),
+    Row("HTTP", "MCPServer", 990.0, "reads/s", "baseline"),
+    Row("HTTP", "composed", 2400.0, "reads/s", "2.42x", "target >= 2x: met"),
+]
+
+
+def test_a_page_from_two_runs_shows_each_rows_earlier_value_and_verdict_and_counts_the_targets() -> None:
+    earlier = report.Run("- command: `python -m benchmarks`\n- date: 2026-12-01 20:00 UTC", EARLIER)
+    page = report.page(FAKE, "- date: 2026-12-01 21:00 UTC", earlier)
+    header = next(line for line in page.splitlines() if line.startswith("| section"))
+    columns = [c.strip() for c in header.strip("|").split("|")]
+    assert columns[-3:-1] == ["earlier run", "earlier verdict"]
+    cells = {(c[0], c[1]): c for c in table_rows(page)}
+    assert cells[("read", "composed")][-3:-1] == ["0.550 ms", "**MISSED**"]  # missed before, met now
+    assert cells[("HTTP", "composed")][-3:-1] == ["2,400 reads/s", "met"]
+    assert cells[("HTTP", "other")][-3:-1] == ["-", "not in that run"]
+    assert "- date: 2026-12-01 20:00 UTC" in page.split("| section")[0]  # the earlier run's header too
+    # Targets judged in both runs: composed (MISSED then met), composed, slow (MISSED twice), HTTP composed (met twice).
+    assert "3 targets judged in both runs: 1 met in both, 1 missed in both, 1 met in one run only" in page
+    assert "met in one run only: read / composed" in page
+
+
+def test_the_rows_of_a_run_round_trip_through_its_json_file(tmp_path: Path) -> None:
+    path = tmp_path / "run.json"
+    report.save(path, report.Run("- date: x", FAKE))
+    again = report.load(path)
+    assert again.head == "- date: x" and again.rows == FAKE
+
+
+def test_the_json_and_previous_options_write_a_run_and_compare_with_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bench, "ROWS", [])
+    monkeypatch.setattr(bench, "run_sections", lambda only, rounds: bench.ROWS.extend(FAKE))
+    first, out = tmp_path / "first.json", tmp_path / "page.md"
+    bench.main(["--quick", "--only", "memory", "--json", str(first)])
+    assert report.load(first).rows == FAKE
+    monkeypatch.setattr(bench, "ROWS", [])
+    bench.main(["--quick", "--only", "memory", "--previous", str(first), "--markdown", str(out)])
+    page = out.read_text()
+    assert "8 targets" not in page and "4 targets judged in both runs: 2 met in both, 2 missed in both" in page
+
+
+def test_an_unreadable_previous_run_is_refused_before_anything_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ran: list[object] = []
+    monkeypatch.setattr(bench, "run_sections", lambda only, rounds: ran.append(only))
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(SystemExit):
+        bench.main(["--only", "memory", "--previous", str(bad)])
+    assert ran == []
+    assert f"--previous {bad}: not a run written by --json" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("ours", "verdict"), [(1200.0, "met"), (1199.0, "MISSED")])
+def test_the_wrk_rows_judge_the_composed_rate_against_the_floor_too(
+    ours: float, verdict: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rows: list[Row] = []
+    monkeypatch.setattr(bench, "ROWS", rows)
+    rates = {bench.HTTP_FLOOR: 2000.0, bench.SDK_ON: 400.0, bench.SDK_OFF: 500.0, bench.OURS_ON: 1000.0,
+             bench.OURS_OFF: ours}  # fmt: skip
+    bench._report_http("HTTP, wrk, 10 concurrent clients", rates)
+    cells = {c[1]: c for c in table_rows(page_of(rows))}
+    floor_row = cells[f"{bench.OURS_OFF}, against the floor"]
+    assert floor_row[2] == f"2,000 reads/s ({bench.HTTP_FLOOR})"
+    assert floor_row[5] == ">= 0.6x the floor's rate (raw ASGI)" and floor_row[6].strip("*") == verdict
+    assert cells[bench.OURS_OFF][6] == "met"  # the 2x MCPServer target is judged on its own row still
+
+
+def test_wrk_is_pinned_to_the_last_cpu_with_taskset_and_not_pinned_without_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2}, raising=False)
+    assert cluster.pinning() == cluster.Pinning(
+        ["taskset", "-c", "2"], ["taskset", "-c", "0-1"], "wrk on CPU 2, servers on 0-1"
+    )
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    assert cluster.pinning() == cluster.Pinning(["taskset", "-c", "1"], [], "wrk on CPU 1, servers unpinned (2 CPUs)")
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0}, raising=False)
+    assert cluster.pinning() is None  # one CPU: nothing to keep apart
+    real = shutil.which
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr(shutil, "which", lambda name, *a, **k: None if name == "taskset" else real(name, *a, **k))
+    assert cluster.pinning() is None
+
+
+def test_a_pinned_wrk_run_starts_wrk_under_taskset(monkeypatch: pytest.MonkeyPatch) -> None:
+    import subprocess
+
+    seen: list[list[str]] = []
+
+    def run(args: list[str], **kwargs: Any) -> Any:
+        seen.append(args)
+        return subprocess.CompletedProcess(args, 0, "  1000 requests in 1.00s\nRequests/sec:   1000.00\n", "")
+
+    monkeypatch.setattr(subprocess, "run", run)
+    assert cluster.wrk("http://127.0.0.1:9/mcp", 1, ["taskset", "-c", "1"]) == (1000.0, 1000)
+    assert seen[0][:4] == ["taskset", "-c", "1", "wrk"]
+    cluster.wrk("http://127.0.0.1:9/mcp", 1)
+    assert seen[1][0] == "wrk"
+
+
+def test_the_cluster_target_is_the_issues_one_and_five_tenths(monkeypatch: pytest.MonkeyPatch) -> None:
+    rows: list[Row] = []
+    monkeypatch.setattr(bench, "ROWS", rows)
+    cluster.report_pair({"1 replica": [1000.0], "2 replicas": [1490.0]}, "", bench.emit)
+    cluster.report_pair({"1 replica": [1000.0], "2 replicas": [1500.0]}, ", wrk on CPU 1", bench.emit)
+    verdicts = verdict_column(page_of(rows))
+    assert verdicts == ["baseline", "MISSED", "baseline", "met"]
+    assert "2 replicas >= 1.5x 1" in page_of(rows)
