@@ -209,9 +209,9 @@ def _measure(urls: tuple[str, str], pin: Pinning | None, rounds: int) -> dict[st
         for label, prefix in pairings.items():
             for case, url in zip(("1 replica", "2 replicas"), urls, strict=True):
                 rates[label][case].append(wrk(url, 5, prefix)[0])
-        print(f"round {n + 1}: " + "; ".join(
-            f"{label or 'unpinned'}: 1 replica {r['1 replica'][-1]:,.0f}/s, 2 replicas {r['2 replicas'][-1]:,.0f}/s"
-            for label, r in rates.items()))  # fmt: skip
+        shown = (f"{label.removeprefix(', ') or 'unpinned'}: 1 replica {r['1 replica'][-1]:,.0f}/s, "
+                 f"2 replicas {r['2 replicas'][-1]:,.0f}/s" for label, r in rates.items())  # fmt: skip
+        print(f"round {n + 1}: " + "; ".join(shown))
     return rates
 
 
