@@ -30,7 +30,14 @@ client.setRequestHandler("sampling/createMessage", async (request) => {
   report.asked.push(content.type === "text" ? content.text : "?");
   return { role: "assistant", content: { type: "text", text: plan.model.text }, model: plan.model.model };
 });
-client.onerror = (error) => report.errors.push(`onerror: ${String(error).slice(0, 500)}`);
+// close() aborts the transport's own requests in flight (the 2025 session's GET stream): an
+// AbortError reported while closing is the client's doing, kept apart; any other error is the tour's.
+let closing = false;
+report.abortedWhileClosing = [];
+client.onerror = (error) => {
+  const text = `onerror: ${String(error).slice(0, 500)}`;
+  (closing && error?.name === "AbortError" ? report.abortedWhileClosing : report.errors).push(text);
+};
 
 let transport;
 if (process.argv[3] === "--url") {
@@ -52,5 +59,6 @@ for (const call of plan.calls) {
     report.errors.push(`call ${call.name}: ${String(error).slice(0, 500)}`);
   }
 }
+closing = true;
 await client.close();
 console.log(JSON.stringify(report));
