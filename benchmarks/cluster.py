@@ -184,16 +184,16 @@ def _top_up(url: str, ports: list[int], rate: float) -> None:
         wrk(url, max(2.0, min(60.0, missing / max(rate, 100.0) + 1)))
 
 
-def report_pair(rates: dict[str, list[float]], label: str, emit: Emit, *, judged: bool = True) -> float:
+def report_pair(rates: dict[str, list[float]], label: str, emit: Emit, *, judged: bool = True) -> tuple[float, float]:
     """The 1- and 2-replica rows of one pairing (``label``: how wrk ran, ``""`` unpinned); returns
-    the 2-replica median. ``judged``: the pair the :data:`TARGET` verdict is given on."""
+    their medians. ``judged``: the pair the :data:`TARGET` verdict is given on."""
     single, double = (statistics.median(rates[k]) for k in ("1 replica", "2 replicas"))
     ratio = double / single
     target = f"2 replicas >= {TARGET}x 1: {'met' if ratio >= TARGET else 'MISSED'}" if judged else ""
-    emit("cluster", f"reads/s through nginx, wrk 32 conns{label}: 1 replica", single, "reads/s", "baseline")
-    emit("cluster", f"reads/s through nginx, wrk 32 conns{label}: 2 replicas", double, "reads/s", f"{ratio:.2f}x",
-         target)  # fmt: skip
-    return double
+    case = f"reads/s through nginx, wrk 32 conns{', ' + label if label else ''}"
+    emit("cluster", f"{case}: 1 replica", single, "reads/s", "baseline")
+    emit("cluster", f"{case}: 2 replicas", double, "reads/s", f"{ratio:.2f}x", target)
+    return single, double
 
 
 def _missing() -> list[str]:
@@ -203,13 +203,13 @@ def _missing() -> list[str]:
 
 def _measure(urls: tuple[str, str], pin: Pinning | None, rounds: int) -> dict[str, dict[str, list[float]]]:
     """Per pairing (``""`` unpinned, then the pinned label), the rounds' reads/s of 1 and 2 replicas."""
-    pairings = {"": ()} | ({f", {pin.label}": pin.wrk} if pin else {})
+    pairings = {"": ()} | ({pin.label: pin.wrk} if pin else {})
     rates = {label: {"1 replica": [], "2 replicas": []} for label in pairings}
     for n in range(rounds):
         for label, prefix in pairings.items():
             for case, url in zip(("1 replica", "2 replicas"), urls, strict=True):
                 rates[label][case].append(wrk(url, 5, prefix)[0])
-        shown = (f"{label.removeprefix(', ') or 'unpinned'}: 1 replica {r['1 replica'][-1]:,.0f}/s, "
+        shown = (f"{label or 'unpinned'}: 1 replica {r['1 replica'][-1]:,.0f}/s, "
                  f"2 replicas {r['2 replicas'][-1]:,.0f}/s" for label, r in rates.items())  # fmt: skip
         print(f"round {n + 1}: " + "; ".join(shown))
     return rates
@@ -235,11 +235,11 @@ def run(rounds: int, emit: Emit) -> None:
         wrk(one, 2)  # warm up both paths
         wrk(two, 2)
         rates = _measure((one, two), pin, rounds)
-        for label, pair in rates.items():
-            report_pair(pair, label, emit, judged=bool(label) or pin is None)
-        single = statistics.median(rates[""]["1 replica"])
+        medians = {label: report_pair(pair, label, emit, judged=bool(label) or pin is None)
+                   for label, pair in rates.items()}  # fmt: skip
+        single, double = medians[""]
         _top_up(one, ports[:1], single)
-        _top_up(two, ports[1:], statistics.median(rates[""]["2 replicas"]))
+        _top_up(two, ports[1:], double)
         for n, (port, proc) in enumerate(zip(ports, procs, strict=True), start=1):
             where = "A, alone" if n == 1 else "B"
             rss = round(_rss_mb(proc.pid), 1)

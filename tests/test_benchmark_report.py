@@ -264,7 +264,11 @@ def test_the_cluster_target_is_the_issues_one_and_five_tenths(monkeypatch: pytes
     rows: list[Row] = []
     monkeypatch.setattr(bench, "ROWS", rows)
     cluster.report_pair({"1 replica": [1000.0], "2 replicas": [1490.0]}, "", bench.emit)
-    cluster.report_pair({"1 replica": [1000.0], "2 replicas": [1500.0]}, ", wrk on CPU 1", bench.emit)
+    cluster.report_pair({"1 replica": [1000.0], "2 replicas": [1500.0]}, "wrk on CPU 1", bench.emit)
     verdicts = verdict_column(page_of(rows))
     assert verdicts == ["baseline", "MISSED", "baseline", "met"]
     assert "2 replicas >= 1.5x 1" in page_of(rows)
+    assert [r.case for r in rows][1:4:2] == [
+        "reads/s through nginx, wrk 32 conns: 2 replicas",
+        "reads/s through nginx, wrk 32 conns, wrk on CPU 1: 2 replicas",
+    ]
