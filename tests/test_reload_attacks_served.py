@@ -304,6 +304,40 @@ def test_sighup_to_the_parent_of_workers_reloads_every_worker(env: dict[str, str
             assert parent.poll() is None
 
 
+def test_a_sighup_while_the_workers_start_ends_none_of_them(env: dict[str, str], tmp_path: Path) -> None:
+    # The parent passes a SIGHUP on to every worker, also to one still importing (a second or so),
+    # before it holds SIGHUP: its default action would end that worker, and the parent with it.
+    from real_parts import redis_server
+
+    with redis_server() as (redis_url, _):
+        config = tmp_path / "mcp-providers.toml"
+        config.write_text(ON + f'\n[cluster]\nredis_url = "{redis_url}"\nkey_prefix = "reload-early"\n')
+        log = tmp_path / "serve.log"
+        port = free_port()
+        with log.open("wb") as stderr:
+            parent = subprocess.Popen(
+                [sys.executable, "-m", "mcp_providers", "serve", "-c", str(config), "--http", f"127.0.0.1:{port}",
+                 "--workers", "2", "--stateless"],
+                env=env, stdin=subprocess.DEVNULL, stderr=stderr,
+            )  # fmt: skip
+        try:
+            deadline = time.monotonic() + 60  # start-up bounds, not timed assertions
+            while "with 2 workers" not in log.read_text():
+                assert parent.poll() is None and time.monotonic() < deadline, log.read_text()
+                time.sleep(0.01)
+            for _ in range(10):  # the first second of the workers' start (a bare import takes longer)
+                parent.send_signal(signal.SIGHUP)
+                time.sleep(0.1)
+            while log.read_text().count("serving MCP on") < 3:  # the parent's line and each worker's
+                assert parent.poll() is None, f"the server ended (exit {parent.returncode}): {log.read_text()}"
+                assert time.monotonic() < deadline, log.read_text()
+                time.sleep(0.05)
+            assert parent.poll() is None
+        finally:
+            parent.terminate()
+            parent.wait(timeout=30)
+
+
 def test_reload_url_credentials_are_not_printed(env: dict[str, str]) -> None:
     port = free_port()  # nothing listens there
     url = f"http://ops:hunter2@127.0.0.1:{port}"

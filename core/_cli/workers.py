@@ -46,6 +46,11 @@ def serve_workers(count: int, host: str, port: int) -> int:
     listener.set_inheritable(True)
     env = {**os.environ, FD_ENV: str(listener.fileno())}
     argv = [sys.executable, "-m", "mcp_providers", *sys.argv[1:]]
+    # Each worker starts with SIGHUP ignored (an ignored signal stays ignored across exec) until
+    # serve holds it: a SIGHUP passed on while a worker still imports would otherwise end it, and
+    # the parent with it. A worker that is still starting reads the config as it is anyway.
+    if hasattr(signal, "SIGHUP"):
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
     workers = [subprocess.Popen(argv, env=env, pass_fds=(listener.fileno(),)) for _ in range(count)]
     stopping = False
 
