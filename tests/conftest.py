@@ -1,6 +1,7 @@
 """Shared fixtures: the anyio backend and the installed test distribution of plugins; and the rule
 that under ``CI=true`` every skip fails (:mod:`real_parts`); one bytecode cache for every process of
-the run (:mod:`bytecode_cache`)."""
+the run (:mod:`bytecode_cache`); and a fork server per test process for the ``python -m
+mcp_providers`` runs the tests start (:mod:`prefork`)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import prefork
 import progress
 import pytest
 from bytecode_cache import use_one_bytecode_cache
@@ -23,6 +25,8 @@ TEST_DISTRIBUTION = TESTS / "distributions" / "test_plugins"
 def pytest_configure(config: pytest.Config) -> None:
     use_one_bytecode_cache()  # before the xdist controller starts its workers (at session start)
     progress.pytest_configure(config)
+    if hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None):
+        prefork.start()  # each process that runs tests has one (an xdist controller runs none)
 
 
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: unknown where it is not installed

@@ -16,6 +16,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
+from prefork import python
+
 WAIT_SECONDS = 60
 """Upper bound on waiting for one answer (a bound on the test, not an assertion about speed)."""
 
@@ -62,7 +64,7 @@ class RawStdio:
     def __enter__(self) -> RawStdio:
         self._stderr = self._stderr_path.open("wb")
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "mcp_providers", "serve", *self._args],
+            [*python(), "-m", "mcp_providers", "serve", *self._args],
             env=self._env,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,

@@ -7,13 +7,14 @@ import contextlib
 import json
 import socket
 import subprocess
-import sys
 import threading
 import time
 import urllib.request
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
+
+from prefork import python
 
 from mcp_providers._serve.composition import Composition
 from mcp_providers._serve.transport.http_app import http_app, transport_policy
@@ -135,7 +136,7 @@ def serve_process(env: dict[str, str], log: Path, *args: str) -> Iterator[tuple[
     port = free_port()
     with log.open("wb") as stderr:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "mcp_providers", "serve", "--http", f"127.0.0.1:{port}", *args],
+            [*python(), "-m", "mcp_providers", "serve", "--http", f"127.0.0.1:{port}", *args],
             env=env, stdin=subprocess.DEVNULL, stderr=stderr,
         )  # fmt: skip
     base = f"http://127.0.0.1:{port}"

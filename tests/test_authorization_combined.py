@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 from types import SimpleNamespace
@@ -22,6 +21,7 @@ import mcp_types as types
 import pytest
 from mcp import MCPError
 from pipeline_support import secrets_plugin
+from prefork import python
 
 from mcp_providers import RECEIPT_KEY, Decision, ServerSettings, hookimpl
 from mcp_providers.plugins import policy as policy_plugin
@@ -65,7 +65,7 @@ def _serve(site: Path, config: str, tmp_path: Path) -> subprocess.CompletedProce
     env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_PROVIDERS_")}
     env["PYTHONPATH"] = os.pathsep.join([str(site), *filter(None, [env.get("PYTHONPATH")])])
     return subprocess.run(
-        [sys.executable, "-m", "mcp_providers", "serve", "-c", str(path)],
+        [*python(), "-m", "mcp_providers", "serve", "-c", str(path)],
         env=env,
         capture_output=True,
         text=True,

@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from cli_support import run_cli
+from prefork import python
 
 from mcp_providers import compose, load_config
 from mcp_providers.errors import CompositionError
@@ -23,7 +23,7 @@ BAD_POLICY = '[plugins.policy]\ndefault = "maybe"\n'
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_PROVIDERS_")}
     return subprocess.run(
-        [sys.executable, "-m", "mcp_providers", *args],
+        [*python(), "-m", "mcp_providers", *args],
         capture_output=True,
         text=True,
         timeout=60,

@@ -27,6 +27,7 @@ import mcp_types as types
 import pytest
 from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from prefork import python
 
 from mcp_providers.testing import compose, connect
 
@@ -133,7 +134,9 @@ def boom_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 
 @pytest.mark.slow
 async def test_stdio_survives_every_base_exception_in_every_method(boom_env: dict[str, str], tmp_path: Path) -> None:
-    params = StdioServerParameters(command=sys.executable, args=["-m", "mcp_providers", "serve"], env=boom_env)
+    params = StdioServerParameters(
+        command=sys.executable, args=[*python()[1:], "-m", "mcp_providers", "serve"], env=boom_env
+    )
     with (tmp_path / "stderr.txt").open("w") as errlog:
         async with Client(stdio_client(params, errlog=errlog), cache=None) as client:
             for method in METHODS:
@@ -154,7 +157,9 @@ async def test_stdio_survives_a_base_exception_in_a_task_a_read_started(
 ) -> None:
     import anyio
 
-    params = StdioServerParameters(command=sys.executable, args=["-m", "mcp_providers", "serve"], env=boom_env)
+    params = StdioServerParameters(
+        command=sys.executable, args=[*python()[1:], "-m", "mcp_providers", "serve"], env=boom_env
+    )
     with (tmp_path / "stderr.txt").open("w") as errlog:
         async with Client(stdio_client(params, errlog=errlog), cache=None) as client:
             for kind in ("system-exit", "keyboard-interrupt"):
@@ -176,7 +181,7 @@ def _free_port() -> int:
 def _http_server(env: dict[str, str], *extra: str) -> Iterator[str]:
     port = _free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "mcp_providers", "serve", "--http", f"127.0.0.1:{port}", *extra],
+        [*python(), "-m", "mcp_providers", "serve", "--http", f"127.0.0.1:{port}", *extra],
         env=env,
         stderr=subprocess.DEVNULL,
         stdin=subprocess.DEVNULL,

@@ -7,11 +7,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from prefork import python
 
 METADATA = "Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
 PLUGIN = """
@@ -73,7 +73,7 @@ def _run(site: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MCP_PROVIDERS_", "PYDANTIC_"))}
     env["PYTHONPATH"] = os.pathsep.join([str(site), *filter(None, [env.get("PYTHONPATH")])])
     return subprocess.run(
-        [sys.executable, "-m", "mcp_providers", *args], env=env, capture_output=True, text=True, timeout=60, input=""
+        [*python(), "-m", "mcp_providers", *args], env=env, capture_output=True, text=True, timeout=60, input=""
     )
 
 

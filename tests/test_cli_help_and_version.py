@@ -8,6 +8,7 @@ import sys
 from importlib.metadata import version
 from typing import Any
 
+import prefork
 import pytest
 import typer
 from typer.testing import CliRunner
@@ -26,7 +27,7 @@ def _help(*args: str) -> str:
 
 def test_version_names_the_distribution_and_the_mcp_sdk() -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "mcp_providers", "--version"], capture_output=True, text=True, timeout=60
+        [*prefork.python(), "-m", "mcp_providers", "--version"], capture_output=True, text=True, timeout=60
     )
     assert result.returncode == 0
     python = ".".join(str(p) for p in sys.version_info[:3])

@@ -8,12 +8,12 @@ import logging
 import os
 import signal
 import subprocess
-import sys
 import warnings
 from pathlib import Path
 
 import pytest
 from cli_support import SERVED, no_serving, run_cli, whole_env
+from prefork import python
 
 from mcp_providers.config import load_config
 
@@ -63,7 +63,7 @@ def test_the_same_check_as_a_process_prints_the_same(tmp_path: Path) -> None:
     config = tmp_path / "config.toml"
     config.write_text("[server.auth]\ntokens = []\n")
     process = subprocess.run(
-        [sys.executable, "-m", "mcp_providers", "check", "-c", str(config)],
+        [*python(), "-m", "mcp_providers", "check", "-c", str(config)],
         capture_output=True,
         text=True,
         timeout=60,

@@ -43,6 +43,7 @@ from typing import Any
 
 import pytest
 from mcp import Client, StdioServerParameters
+from prefork import python
 from real_parts import missing, require_tool
 
 from mcp_providers.plugins.servicenow.emulator import Emulator
@@ -130,7 +131,7 @@ auth = {{ type = "basic", username = "{USER}", password_env = "MATRIX_SN_PASSWOR
         }
         plan_file = folder / "plan.json"
         plan_file.write_text(json.dumps(plan), encoding="utf-8")
-        yield [sys.executable, "-m", "mcp_providers", "serve", "--config", str(config)], plan_file, plan
+        yield [*python(), "-m", "mcp_providers", "serve", "--config", str(config)], plan_file, plan
 
 
 def _free_port() -> int:

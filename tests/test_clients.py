@@ -13,6 +13,7 @@ from collections.abc import Iterator
 import mcp_types as types
 import pytest
 from mcp import Client, MCPError, StdioServerParameters
+from prefork import python
 
 from mcp_providers.plugins.documcp import ssg_catalog
 from mcp_providers.testing import compose, connect
@@ -62,7 +63,7 @@ async def test_in_memory_client_reads_the_catalog(mode: str) -> None:
 
 
 async def test_stdio_subprocess_serves_the_installed_plugins() -> None:
-    params = StdioServerParameters(command=sys.executable, args=["-m", "mcp_providers", "serve"])
+    params = StdioServerParameters(command=sys.executable, args=[*python()[1:], "-m", "mcp_providers", "serve"])
     async with Client(params, cache=None) as client:
         await _tour(client)
 
@@ -78,7 +79,7 @@ def _http_server(*extra: str, bind: str = "127.0.0.1") -> Iterator[str]:
     """`serve --http BIND:PORT *extra` as a subprocess; yields its URL on loopback."""
     port = _free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "mcp_providers", "serve", "--http", f"{bind}:{port}", *extra],
+        [*python(), "-m", "mcp_providers", "serve", "--http", f"{bind}:{port}", *extra],
         stderr=subprocess.PIPE,
         text=True,
     )

@@ -8,18 +8,18 @@ fails); ``serve --strict``, ``plugins --json`` and one refused ``serve --http`` 
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from cli_support import no_serving, run_cli
+from prefork import python
 
 SECRET = "hunter2-5b1f"
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "mcp_providers", *args],
+        [*python(), "-m", "mcp_providers", *args],
         capture_output=True,
         text=True,
         timeout=60,

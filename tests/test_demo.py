@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import subprocess
-import sys
+
+from prefork import python
 
 
 def test_demo_reads_the_catalog_through_a_real_client() -> None:
     run = subprocess.run(
-        [sys.executable, "-m", "mcp_providers", "demo"],
+        [*python(), "-m", "mcp_providers", "demo"],
         capture_output=True,
         text=True,
         timeout=180,

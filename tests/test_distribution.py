@@ -13,6 +13,7 @@ import mcp_types as types
 import pytest
 from cli_support import run_cli
 from mcp import Client, StdioServerParameters
+from prefork import python
 
 from mcp_providers import compose
 from mcp_providers.config import Config
@@ -74,7 +75,9 @@ async def test_serve_keeps_serving_the_good_plugins(with_test_plugins: dict[str,
     # A plugin whose import failed could have carried an authorize hook, so serve refuses until the
     # operator leaves it out (test_policy_by_construction); every other fault is served around.
     env = dict(with_test_plugins, MCP_PROVIDERS_DISABLE="broken_import")
-    params = StdioServerParameters(command=sys.executable, args=["-m", "mcp_providers", "serve"], env=env)
+    params = StdioServerParameters(
+        command=sys.executable, args=[*python()[1:], "-m", "mcp_providers", "serve"], env=env
+    )
     async with Client(params, cache=None) as client:
         uris = [r.uri for r in (await client.list_resources()).resources]
         assert "good://colours" in uris and "documcp://ssgs/available" in uris
@@ -89,7 +92,7 @@ async def test_serve_keeps_serving_the_good_plugins(with_test_plugins: dict[str,
 
 def test_serve_strict_refuses_to_start(with_test_plugins: dict[str, str]) -> None:
     run = subprocess.run(
-        [sys.executable, "-m", "mcp_providers", "serve", "--strict"],
+        [*python(), "-m", "mcp_providers", "serve", "--strict"],
         env=with_test_plugins,
         capture_output=True,
         text=True,
@@ -106,7 +109,7 @@ def test_plugins_lists_found_loaded_and_rejected(with_test_plugins: dict[str, st
     import json
 
     run = subprocess.run(
-        [sys.executable, "-m", "mcp_providers", "plugins", "--json"],
+        [*python(), "-m", "mcp_providers", "plugins", "--json"],
         env=with_test_plugins,
         capture_output=True,
         text=True,

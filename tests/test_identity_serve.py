@@ -13,7 +13,6 @@ import os
 import shutil
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -22,6 +21,7 @@ from pathlib import Path
 import httpx2
 import pytest
 from identity_standin import StandInIdP, standin_idp
+from prefork import python
 from real_parts import redis_server
 
 pytestmark = pytest.mark.slow
@@ -69,7 +69,7 @@ def write_config(tmp_path: Path, auth: str, extra: str = "") -> Path:
 def serving(config: Path, port: int, *extra: str) -> Iterator[str]:
     """``serve --http 127.0.0.1:port *extra`` until the block ends; yields its origin."""
     env = {**os.environ, "MCP_PROVIDERS_CONFIG": str(config)}
-    proc = subprocess.Popen([sys.executable, "-m", "mcp_providers", "serve", "--http", f"127.0.0.1:{port}", *extra],
+    proc = subprocess.Popen([*python(), "-m", "mcp_providers", "serve", "--http", f"127.0.0.1:{port}", *extra],
                             env=env, stderr=subprocess.PIPE, text=True)  # fmt: skip
     try:
         wait_for_port(port, proc)
@@ -118,7 +118,7 @@ def test_an_unreachable_issuer_stops_start_up_naming_the_url(tmp_path: Path) -> 
         gone = idp.issuer
     config = write_config(tmp_path, f'mode = "jwt"\nissuer = "{gone}"\nhttp_timeout_seconds = 1')
     env = {**os.environ, "MCP_PROVIDERS_CONFIG": str(config)}
-    result = subprocess.run([sys.executable, "-m", "mcp_providers", "serve", "--http", f"127.0.0.1:{free_port()}"],
+    result = subprocess.run([*python(), "-m", "mcp_providers", "serve", "--http", f"127.0.0.1:{free_port()}"],
                             env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
     assert result.returncode == 1
     assert f"cannot discover issuer {gone}" in result.stderr
@@ -130,7 +130,7 @@ def test_a_wildcard_bind_without_resource_url_is_refused_with_the_fix(tmp_path: 
     with standin_idp() as idp:
         config = write_config(tmp_path, f'mode = "jwt"\nissuer = "{idp.issuer}"')
         env = {**os.environ, "MCP_PROVIDERS_CONFIG": str(config)}
-        argv = [sys.executable, "-m", "mcp_providers", "serve", "--http", f"0.0.0.0:{free_port()}", "--allow-host", "x"]
+        argv = [*python(), "-m", "mcp_providers", "serve", "--http", f"0.0.0.0:{free_port()}", "--allow-host", "x"]
         result = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
     assert result.returncode == 1 and "needs resource_url, the URL clients use" in result.stderr, result.stderr
 

@@ -21,6 +21,7 @@ import pytest
 from input_support import RUNS, AskerPlugin
 from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
+from prefork import python
 from serve_support import served
 from starlette.applications import Starlette
 from test_identity_http import free_port, uvicorn_serving
@@ -194,7 +195,7 @@ async def test_the_configured_ttl_is_the_one_enforced(monkeypatch: pytest.Monkey
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_a_confirmation_works_over_stdio_in_both_eras(mode: str) -> None:
     user = User()
-    params = StdioServerParameters(command=sys.executable, args=[str(SUPPORT)])
+    params = StdioServerParameters(command=sys.executable, args=[*python()[1:], str(SUPPORT)])
     async with Client(params, mode=mode, cache=None, **user.callbacks()) as client:  # type: ignore[arg-type]
         assert client.protocol_version == ("2026-07-28" if mode == "auto" else "2025-11-25")
         await _confirm_tour(client, user)
@@ -422,7 +423,7 @@ def test_serve_refuses_a_short_state_key_without_a_traceback(http: bool) -> None
 
     transport = ("--http", f"127.0.0.1:{free_port()}") if http else ()
     env = {**os.environ, "MCP_PROVIDERS_REQUEST_STATE_KEY": "too-short-secret"}
-    done = subprocess.run([sys.executable, "-m", "mcp_providers", "serve", *transport], capture_output=True,
+    done = subprocess.run([*python(), "-m", "mcp_providers", "serve", *transport], capture_output=True,
                           text=True, timeout=60, stdin=subprocess.DEVNULL, env=env)  # fmt: skip
     assert done.returncode == 1
     assert "$MCP_PROVIDERS_REQUEST_STATE_KEY holds 16 bytes" in done.stderr

@@ -18,12 +18,12 @@ under ``CI=true`` they fail (``real_parts``).
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from input_support import RUNS, AskerPlugin
+from prefork import python
 from real_parts import require_tool
 from serve_support import served
 from test_client_matrix import _report, _run, npm_client
@@ -70,7 +70,7 @@ def _confirmed(report: dict[str, Any], mode: str) -> None:
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 def test_the_ts_v2_client_confirms_over_stdio_in_both_eras(ts2_client: Path, tmp_path: Path, mode: str) -> None:
-    report = _tour(ts2_client, tmp_path, mode, ["--", sys.executable, str(SUPPORT)])
+    report = _tour(ts2_client, tmp_path, mode, ["--", *python(), str(SUPPORT)])
     _confirmed(report, mode)
 
 

@@ -15,13 +15,13 @@ import json
 import os
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from prefork import python
 from real_parts import require_tool
 
 INSPECTOR = "@modelcontextprotocol/inspector@2.12.0"
@@ -30,7 +30,7 @@ PREFIX = ROOT / ".cache" / "npm"
 LAUNCHER = (
     PREFIX / "node_modules" / "@modelcontextprotocol" / "inspector" / "clients" / "launcher" / "build" / "index.js"
 )
-SERVE = [sys.executable, "-m", "mcp_providers", "serve"]
+SERVE = [*python(), "-m", "mcp_providers", "serve"]
 
 pytestmark = pytest.mark.slow
 

@@ -17,6 +17,7 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client, MCPError, StdioServerParameters
+from prefork import python
 from serve_support import initialize, post, served
 
 from mcp_providers._serve.transport.nesting import MAX_NESTING, request_id_of, too_deep
@@ -70,7 +71,7 @@ async def _stdio_answers(lines: list[bytes]) -> list[dict[str, Any]]:
         init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello}
         note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
         feed = b"".join(json.dumps(m).encode() + b"\n" for m in (init, note)) + b"".join(x + b"\n" for x in lines)
-        done = subprocess.run([sys.executable, str(SERVER)], input=feed, capture_output=True, timeout=60)
+        done = subprocess.run([*python(), str(SERVER)], input=feed, capture_output=True, timeout=60)
         answers = [json.loads(x) for x in done.stdout.splitlines() if x.strip()]
         return [a for a in answers if a.get("id") != 0]
 
@@ -126,7 +127,7 @@ async def test_far_too_deep_is_refused_with_the_id_on_stdio_and_http_alike() -> 
 @pytest.mark.parametrize("transport", ["stdio", "http"])
 async def test_the_sdk_clients_call_resolves_when_its_arguments_are_too_deep(transport: str) -> None:
     if transport == "stdio":
-        target: Any = StdioServerParameters(command=sys.executable, args=[str(SERVER)])
+        target: Any = StdioServerParameters(command=sys.executable, args=[*python()[1:], str(SERVER)])
         context: Any = None
     else:
         context = served(json_response=False)

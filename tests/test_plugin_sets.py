@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from cli_support import no_serving, run_cli
 from mcp import Client, StdioServerParameters
+from prefork import python
 
 from mcp_providers import compose
 from mcp_providers.config import load_config
@@ -147,7 +148,7 @@ def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedP
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_PROVIDERS_")}
     full_env.update(env or {})
     return subprocess.run(
-        [sys.executable, "-m", "mcp_providers", *args], capture_output=True, text=True, timeout=120, env=full_env
+        [*python(), "-m", "mcp_providers", *args], capture_output=True, text=True, timeout=120, env=full_env
     )
 
 
@@ -206,7 +207,7 @@ async def test_serve_with_a_set_serves_only_that_set(config_file: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_PROVIDERS_")}
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "mcp_providers", "serve", "--config", str(config_file), "--set", "docs"],
+        args=[*python()[1:], "-m", "mcp_providers", "serve", "--config", str(config_file), "--set", "docs"],
         env=env,
     )
     async with Client(params, cache=None) as client:

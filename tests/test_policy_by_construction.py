@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from prefork import python
 
 from mcp_providers import compose, load_config
 from mcp_providers.errors import CompositionError
@@ -330,7 +331,7 @@ def test_serve_refuses_over_stdio_before_answering_anything(tmp_path: Path, case
     env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_PROVIDERS_")}
     env["PYTHONPATH"] = os.pathsep.join([str(site), *filter(None, [env.get("PYTHONPATH")])])
     run = subprocess.run(
-        [sys.executable, "-m", "mcp_providers", "serve", "-c", str(_config(tmp_path))],
+        [*python(), "-m", "mcp_providers", "serve", "-c", str(_config(tmp_path))],
         env=env,
         capture_output=True,
         text=True,

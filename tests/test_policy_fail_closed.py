@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from cli_support import run_cli
+from prefork import python
 
 from mcp_providers import compose, load_config
 from mcp_providers.errors import CompositionError
@@ -17,7 +17,7 @@ DENY_ALL = '[plugins.policy]\ndefault = "deny"\n'
 
 def serve(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "mcp_providers", "serve", "-c", str(config), *args],
+        [*python(), "-m", "mcp_providers", "serve", "-c", str(config), *args],
         capture_output=True,
         text=True,
         timeout=60,

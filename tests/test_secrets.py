@@ -16,7 +16,6 @@ import json
 import os
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +24,7 @@ import httpx2
 import pytest
 from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
+from prefork import python
 from reliability_support import install_target
 
 from mcp_providers.plugins.servicenow.emulator import Emulator
@@ -181,7 +181,7 @@ async def test_no_configured_secret_appears_in_any_output(setup: dict[str, objec
     stdout, stderr = tmp / "serve.out", tmp / "serve.err"
     with stdout.open("wb") as out, stderr.open("wb") as err:
         server = subprocess.Popen(
-            [sys.executable, "-m", "mcp_providers", "serve", "--http", f"127.0.0.1:{port}"],
+            [*python(), "-m", "mcp_providers", "serve", "--http", f"127.0.0.1:{port}"],
             # A plugin whose import failed stops serve (what it would register is unknown): leave it out.
             env={**env, "MCP_PROVIDERS_DISABLE": "zoo_raises_on_import"},
             stdout=out,
@@ -202,7 +202,7 @@ async def test_no_configured_secret_appears_in_any_output(setup: dict[str, objec
 
     cli = [
         subprocess.run(
-            [sys.executable, "-m", "mcp_providers", *verb],
+            [*python(), "-m", "mcp_providers", *verb],
             env=env,
             capture_output=True,
             text=True,

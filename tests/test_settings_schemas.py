@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from typing import Any
 
+from prefork import python
 from pydantic import BaseModel, Field
 
 from mcp_providers._cli.schemas import settings_schema
@@ -55,7 +55,7 @@ def test_servicenow_fields_carry_their_descriptions() -> None:
 def test_plugins_settings_prints_descriptions_and_defaults() -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_PROVIDERS_")}
     result = subprocess.run(
-        [sys.executable, "-m", "mcp_providers", "plugins", "--json", "--settings"],
+        [*python(), "-m", "mcp_providers", "plugins", "--json", "--settings"],
         capture_output=True,
         text=True,
         timeout=60,

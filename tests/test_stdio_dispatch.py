@@ -22,6 +22,7 @@ from typing import Any
 import mcp_types as types
 import pytest
 from mcp import Client, StdioServerParameters
+from prefork import python
 from reliability_support import INIT, INITIALIZED, WAIT_SECONDS
 
 SERVER = Path(__file__).with_name("stdio_dispatch_server.py")
@@ -36,7 +37,7 @@ class Peer:
 
     def __init__(self) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, str(SERVER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+            [*python(), str(SERVER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
         )
 
     def send(self, *messages: dict[str, Any] | list[dict[str, Any]]) -> None:
@@ -127,7 +128,7 @@ def test_a_message_of_the_other_era_is_refused(peer: Peer) -> None:
 
 
 def _params() -> StdioServerParameters:
-    return StdioServerParameters(command=sys.executable, args=[str(SERVER)])
+    return StdioServerParameters(command=sys.executable, args=[*python()[1:], str(SERVER)])
 
 
 @pytest.mark.anyio

@@ -11,6 +11,7 @@ import textwrap
 import mcp_types as types
 import pytest
 from mcp import Client, MCPError, StdioServerParameters
+from prefork import python
 from reliability_support import INIT, INITIALIZED
 
 pytestmark = pytest.mark.anyio
@@ -24,7 +25,9 @@ def _read(id_: int, uri: str) -> dict[str, object]:
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_serve_over_stdio_in_both_eras(mode: str, transport: str) -> None:
     env = {**os.environ, "MCP_PROVIDERS_STDIO": transport}
-    params = StdioServerParameters(command=sys.executable, args=["-m", "mcp_providers", "serve"], env=env)
+    params = StdioServerParameters(
+        command=sys.executable, args=[*python()[1:], "-m", "mcp_providers", "serve"], env=env
+    )
     async with Client(params, mode=mode, cache=None) as client:  # type: ignore[arg-type]
         assert client.protocol_version == ("2026-07-28" if mode == "auto" else "2025-11-25")
         listed = await client.list_resources()
@@ -47,7 +50,7 @@ def test_bad_and_blank_lines_do_not_stop_the_server() -> None:
     ]
     # stdin from a pipe that closes after the last line: the answers must all arrive first.
     proc = subprocess.Popen(
-        [sys.executable, "-m", "mcp_providers", "serve"],
+        [*python(), "-m", "mcp_providers", "serve"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -131,7 +134,7 @@ def test_regular_file_stdin_falls_back_to_the_sdk_transport(tmp_path: object) ->
     requests.write_text(json.dumps(INIT) + "\n")
     with requests.open() as stdin:
         done = subprocess.run(
-            [sys.executable, "-m", "mcp_providers", "serve"],
+            [*python(), "-m", "mcp_providers", "serve"],
             stdin=stdin,
             capture_output=True,
             text=True,
@@ -143,12 +146,9 @@ def test_regular_file_stdin_falls_back_to_the_sdk_transport(tmp_path: object) ->
 
 def test_serve_with_stdin_from_the_null_device_exits_at_end_of_input() -> None:
     import subprocess
-    import sys
 
     # /dev/null is a character device asyncio cannot poll; the server must still see end of input.
     with open("/dev/null", "rb") as null:
-        run = subprocess.run(
-            [sys.executable, "-m", "mcp_providers", "serve"], stdin=null, capture_output=True, timeout=60
-        )
+        run = subprocess.run([*python(), "-m", "mcp_providers", "serve"], stdin=null, capture_output=True, timeout=60)
     assert run.returncode == 0, run.stderr.decode()
     assert b"Traceback" not in run.stderr and run.stdout == b""

@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from prefork import python
 from reliability_support import RawStdio, install_target
 
 pytestmark = pytest.mark.slow
@@ -42,7 +42,7 @@ def test_serve_keeps_import_time_output_off_the_wire(env: dict[str, str], tmp_pa
 
 def test_plugins_json_is_parseable_despite_import_time_output(env: dict[str, str]) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "mcp_providers", "plugins", "--json"], env=env, capture_output=True, timeout=120
+        [*python(), "-m", "mcp_providers", "plugins", "--json"], env=env, capture_output=True, timeout=120
     )
     assert done.returncode == 0, done.stderr
     listed = json.loads(done.stdout)

@@ -26,11 +26,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from prefork import python
 from real_parts import require_tool
 from reload_support import install
 from serve_support import serve_process
@@ -122,7 +122,7 @@ def test_the_ext_tasks_requester_follows_cancels_and_answers_tasks_over_http(
 def test_the_ext_tasks_requester_follows_cancels_and_answers_tasks_over_stdio(
     tasks_client: Path, env: dict[str, str], config: Path
 ) -> None:
-    server = [sys.executable, "-m", "mcp_providers", "serve", "-c", str(config)]
+    server = [*python(), "-m", "mcp_providers", "serve", "-c", str(config)]
     report = _tour(tasks_client, env, ["--", *server])
     _followed(report, "local")
     assert "headers" not in report

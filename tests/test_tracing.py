@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
+
+from prefork import python
 
 
 def _plugins_json(trace: bool) -> subprocess.CompletedProcess[str]:
@@ -13,7 +14,7 @@ def _plugins_json(trace: bool) -> subprocess.CompletedProcess[str]:
     if trace:
         env["MCP_PROVIDERS_TRACE_PLUGINS"] = "1"
     return subprocess.run(
-        [sys.executable, "-m", "mcp_providers", "plugins", "--json"],
+        [*python(), "-m", "mcp_providers", "plugins", "--json"],
         env=env,
         capture_output=True,
         text=True,

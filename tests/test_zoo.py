@@ -22,6 +22,7 @@ import mcp_types as types
 import pytest
 from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from prefork import python
 from reliability_support import RawStdio, install_target
 
 DISTRIBUTIONS = Path(__file__).parent / "distributions"
@@ -105,7 +106,7 @@ def zoo_env(zoo_sites: list[Path], tmp_path: Path) -> dict[str, str]:
 
 def cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "mcp_providers", *args],
+        [*python(), "-m", "mcp_providers", *args],
         env=env,
         capture_output=True,
         text=True,
@@ -191,7 +192,9 @@ async def test_serve_keeps_serving_the_others_over_a_clean_stdio_stream(
     # The plugins whose import failed are left out: what they would register is unknown, so serve
     # would refuse (fail closed; test_policy_by_construction). Every other fault is served around.
     env = dict(zoo_env, MCP_PROVIDERS_DISABLE="broken_import,zoo_raises_on_import")
-    params = StdioServerParameters(command=sys.executable, args=["-m", "mcp_providers", "serve"], env=env)
+    params = StdioServerParameters(
+        command=sys.executable, args=[*python()[1:], "-m", "mcp_providers", "serve"], env=env
+    )
     errlog = tmp_path / "stderr.txt"
     with errlog.open("w") as err:
         async with Client(stdio_client(params, errlog=err), cache=None) as client:

@@ -32,6 +32,7 @@ import httpx2
 import pytest
 from mcp.client.auth import OAuthClientProvider
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
+from prefork import python
 from pydantic import AnyUrl
 
 HERE = Path(__file__).parent
@@ -349,7 +350,7 @@ def mcp_server(folder: Path, config_toml: str, *, env: Mapping[str, str] | None 
     log = folder / "mcp-server.log"
     with open(log, "w") as errors:
         process = subprocess.Popen(
-            [sys.executable, "-m", "mcp_providers", "serve", "--config", str(config), "--http", f"127.0.0.1:{port}"],
+            [*python(), "-m", "mcp_providers", "serve", "--config", str(config), "--http", f"127.0.0.1:{port}"],
             stdout=errors,
             stderr=errors,
             text=True,

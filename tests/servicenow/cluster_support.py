@@ -13,7 +13,6 @@ import json
 import os
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 import urllib.error
@@ -23,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from prefork import python
 from real_parts import require_tool
 from servicenow_support import DEV_USER
 
@@ -150,7 +150,7 @@ def replicas(config: Path, count: int) -> Iterator[list[Replica]]:
             log = logs / f"replica{n}.log"
             with log.open("wb") as sink:
                 proc = subprocess.Popen(
-                    [sys.executable, "-m", "mcp_providers", "serve", "--config", str(config),
+                    [*python(), "-m", "mcp_providers", "serve", "--config", str(config),
                      "--http", f"127.0.0.1:{port}"], stdout=sink, stderr=subprocess.STDOUT,
                     env={**os.environ, "MCP_PROVIDERS_REPLICA": f"replica{n + 1}"},
                 )  # fmt: skip

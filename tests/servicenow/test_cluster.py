@@ -17,6 +17,7 @@ import pytest
 from cluster_support import RedisServer, Replica, nginx_in_front, replicas, write_config
 from mcp import Client
 from mcp.shared.exceptions import MCPError
+from prefork import python
 
 from mcp_providers.plugins.servicenow.emulator import Emulator
 
@@ -204,17 +205,16 @@ def test_workers_without_a_cluster_are_refused_with_the_reason(
     tmp_path: Path, dev_emulator: Emulator, secrets_env: Mapping[str, str]
 ) -> None:
     import subprocess
-    import sys
 
     config = write_config(tmp_path, dev_emulator.base_url, None, 60)
     run = subprocess.run(
-        [sys.executable, "-m", "mcp_providers", "serve", "--config", str(config), "--http", "127.0.0.1:1",
+        [*python(), "-m", "mcp_providers", "serve", "--config", str(config), "--http", "127.0.0.1:1",
          "--workers", "2", "--stateless"], capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert run.returncode == 2, run.stderr
     assert "needs a [cluster] section" in run.stderr and "never hears of a change" in " ".join(run.stderr.split())
     run = subprocess.run(
-        [sys.executable, "-m", "mcp_providers", "serve", "--config", str(config), "--http", "127.0.0.1:1",
+        [*python(), "-m", "mcp_providers", "serve", "--config", str(config), "--http", "127.0.0.1:1",
          "--workers", "2"], capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert run.returncode == 2 and "needs --stateless" in run.stderr, run.stderr
@@ -235,14 +235,13 @@ async def test_workers_share_one_port_and_one_poller(
     tmp_path: Path, dev_emulator: Emulator, secrets_env: Mapping[str, str], redis_server: RedisServer
 ) -> None:
     import subprocess
-    import sys
 
     from cluster_support import free_port, wait_for_port
 
     config = write_config(tmp_path, dev_emulator.base_url, redis_server.url, POLL)
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "mcp_providers", "serve", "--config", str(config), "--http", f"127.0.0.1:{port}",
+        [*python(), "-m", "mcp_providers", "serve", "--config", str(config), "--http", f"127.0.0.1:{port}",
          "--workers", "2", "--stateless"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:

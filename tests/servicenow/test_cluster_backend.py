@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import subprocess
-import sys
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
@@ -28,6 +27,7 @@ from mcp.server.subscriptions import (
     ServerEvent,
     ToolsListChanged,
 )
+from prefork import python
 from pydantic import ValidationError
 
 from mcp_providers import Content, Freshness, ReadRequest, Resource, ResourceProvider, hookimpl
@@ -50,7 +50,7 @@ def _settings(redis: RedisServer, prefix: str | None = None, **extra: Any) -> Cl
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "mcp_providers", *args], capture_output=True, text=True,
+    return subprocess.run([*python(), "-m", "mcp_providers", *args], capture_output=True, text=True,
                           timeout=60, stdin=subprocess.DEVNULL)  # fmt: skip
 
 

@@ -13,7 +13,6 @@ import json
 import logging
 import socket
 import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +21,7 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client, MCPError
+from prefork import python
 from servicenow_support import (
     DEV_PASSWORD,
     DEV_USER,
@@ -218,7 +218,7 @@ name = "dev"
 url = "https://dev.example.com/?token={URL_TOKEN}&x=1"
 auth = {{ type = "basic", username = "u", password_env = "SN_UNSET_FOR_TEST" }}
 """)
-    run = subprocess.run([sys.executable, "-m", "mcp_providers", *verb, "--config", str(config)],
+    run = subprocess.run([*python(), "-m", "mcp_providers", *verb, "--config", str(config)],
                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)  # fmt: skip
     output = run.stdout + run.stderr
     assert "servicenow" in output and ("must not have a query" in output or verb == ["plugins"]), output
