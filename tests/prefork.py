@@ -108,6 +108,9 @@ def start() -> None:
     import subprocess
 
     os.makedirs(os.path.dirname(_SOCKET), mode=0o700, exist_ok=True)
+    for stale in (_SOCKET, _SOCKET + ".new"):  # left by an earlier process that had this pid
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(stale)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     _server = subprocess.Popen(
         [sys.executable, os.path.join(HERE, "prefork.py"), "serve", _SOCKET],
@@ -221,6 +224,9 @@ def serve(path: str) -> dict[str, object] | None:
             if what == "parent":  # the test process has gone (EOF on our stdin)
                 for pid in children:
                     os.kill(pid, signal.SIGKILL)
+                os.unlink(path)
+                with contextlib.suppress(OSError):
+                    os.rmdir(os.path.dirname(path))
                 return None
             if what == "accept":
                 conn, _ = listener.accept()
