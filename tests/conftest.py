@@ -29,6 +29,10 @@ def pytest_configure(config: pytest.Config) -> None:
         prefork.start()  # each process that runs tests has one (an xdist controller runs none)
 
 
+def pytest_unconfigure(config: pytest.Config) -> None:
+    prefork.stop()
+
+
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: unknown where it is not installed
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """``-n auto``: three workers per usable CPU, since many tests wait on a server they started (a

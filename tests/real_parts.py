@@ -14,12 +14,13 @@ install. Under ``CI=true`` (``.ci/run`` sets it) a CI that lacks a part must not
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import shutil
 import socket
 import subprocess
 import time
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -77,6 +78,44 @@ def pytest_make_collect_report(collector: pytest.Collector) -> Generator[None, A
     if in_ci() and report.skipped:
         _failed_instead(report)
     return report
+
+
+CACHE_VARIABLE = "MCP_PROVIDERS_TEST_CACHE"
+STAMP = ".installed-for"
+"""The file in each :func:`installed_once` folder holding the key its install was made for."""
+
+
+def user_cache() -> Path:
+    """Where real parts installed from a registry (npm packages, pinned) are kept between runs and
+    between clones of this repository, as uv keeps its own cache: ``$MCP_PROVIDERS_TEST_CACHE``,
+    else ``$XDG_CACHE_HOME/mcp-providers-tests``, else ``~/.cache/mcp-providers-tests``."""
+    chosen = os.environ.get(CACHE_VARIABLE)
+    if chosen:
+        return Path(chosen)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "mcp-providers-tests"
+
+
+def installed_once(name: str, key: str, install: Callable[[Path], None]) -> Path:
+    """The folder ``name`` of :func:`user_cache`, with ``install(folder)`` run in it first unless
+    it already holds an install made for ``key`` (the pinned versions or the lock file's text).
+
+    The install runs under a lock that other test processes and other clones wait on; only a
+    finished install is stamped with ``key``, so one cut short is made again next time.
+
+    :raises pytest.skip.Exception: what ``install`` raises when the registry cannot be reached
+        (under ``CI=true`` the test fails instead).
+    """
+    folder = user_cache() / name
+    folder.mkdir(parents=True, exist_ok=True)
+    stamp = folder / STAMP
+    with open(folder.parent / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (stamp.is_file() and stamp.read_text() == key):
+            stamp.unlink(missing_ok=True)
+            install(folder)
+            stamp.write_text(key)
+    return folder
 
 
 @contextlib.contextmanager

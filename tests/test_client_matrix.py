@@ -29,8 +29,11 @@ network to PyPI or npm, no npm) is skipped with the reason, and fails the run un
 from __future__ import annotations
 
 import contextlib
+import datetime
+import hashlib
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -44,7 +47,7 @@ from typing import Any
 import pytest
 from mcp import Client, StdioServerParameters
 from prefork import python
-from real_parts import missing, require_tool
+from real_parts import installed_once, missing, require_tool
 
 from mcp_providers.plugins.servicenow.emulator import Emulator
 from mcp_providers.plugins.servicenow.seed import sys_id_for
@@ -213,22 +216,37 @@ def python_client(tmp_path_factory: pytest.TempPathFactory) -> Any:
     return make
 
 
+PACKAGE_JSON = '{"name": "mcp-providers-test-client", "private": true, "type": "module"}'
+
+
 def npm_client(folder: Path, specs: Sequence[str], script: str) -> Path:
-    """``folder`` made an npm package with ``specs`` installed and the client ``script`` (from
-    ``tests/clients/``) copied in; the script's path there.
+    """``folder`` made an npm package whose ``node_modules`` holds ``specs`` and the client
+    ``script`` (from ``tests/clients/``) copied in; the script's path there. The packages are
+    installed once into the tests' user cache (:func:`real_parts.installed_once`) and
+    ``node_modules`` links there, so later runs and other clones install nothing.
 
     :raises pytest.skip.Exception: npm or node is missing, or the install failed (under
         ``CI=true`` the test fails instead).
     """
     npm = require_tool("npm", "apt-get install -y nodejs npm")
     require_tool("node", "apt-get install -y nodejs")
-    (folder / "package.json").write_text('{"name": "mcp-providers-test-client", "private": true, "type": "module"}')
     wanted = " ".join(specs)
-    installed = _run(
-        [npm, "install", "--silent", "--no-audit", "--no-fund", *specs], f"npm install {wanted}", cwd=folder
-    )
-    if installed.returncode != 0:
-        missing(f"cannot install {wanted} from npm (offline?): {installed.stderr.strip()[-300:]}")
+
+    def install(cached: Path) -> None:
+        (cached / "package.json").write_text(PACKAGE_JSON)
+        installed = _run(
+            [npm, "install", "--silent", "--no-audit", "--no-fund", *specs], f"npm install {wanted}", cwd=cached
+        )
+        if installed.returncode != 0:
+            missing(f"cannot install {wanted} from npm (offline?): {installed.stderr.strip()[-300:]}")
+
+    digest = hashlib.sha256(wanted.encode()).hexdigest()[:16]
+    # A range ("@1", "@2": the current release) is resolved again each day, as a fresh install would.
+    exact = all(re.search(r"@\d+\.\d+\.\d+$", spec) for spec in specs)
+    key = wanted if exact else f"{wanted} (resolved on {datetime.date.today()})"
+    cached = installed_once(f"npm-client-{digest}", key, install)
+    (folder / "package.json").write_text(PACKAGE_JSON)
+    (folder / "node_modules").symlink_to(cached / "node_modules", target_is_directory=True)
     shutil.copy(CLIENTS / script, folder / script)
     return folder / script
 

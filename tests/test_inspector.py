@@ -4,8 +4,9 @@ Every test runs the same checks over both transports against the built-in plugin
 resources, list templates, read a fixed resource, read a template expansion, list tools and call
 ``recommend_ssg``, list prompts, set the log level, and read an unknown URI (an error, exit 1).
 
-Skips only when node is absent. The Inspector is installed from the npm registry into an ignored
-folder (``.cache/npm``) the first time; the HTTP server is a ``serve --http 127.0.0.1:PORT``
+Skips only when node is absent. The Inspector is installed from the npm registry the first time,
+into the tests' user cache (:func:`real_parts.installed_once`), which later runs and other clones
+reuse; the HTTP server is a ``serve --http 127.0.0.1:PORT``
 subprocess stopped at the end of the module.
 """
 
@@ -22,14 +23,10 @@ from typing import Any
 
 import pytest
 from prefork import python
-from real_parts import require_tool
+from real_parts import installed_once, require_tool
 
 INSPECTOR = "@modelcontextprotocol/inspector@2.12.0"
-ROOT = Path(__file__).resolve().parent.parent
-PREFIX = ROOT / ".cache" / "npm"
-LAUNCHER = (
-    PREFIX / "node_modules" / "@modelcontextprotocol" / "inspector" / "clients" / "launcher" / "build" / "index.js"
-)
+LAUNCHER = Path("node_modules", "@modelcontextprotocol", "inspector", "clients", "launcher", "build", "index.js")
 SERVE = [*python(), "-m", "mcp_providers", "serve"]
 
 pytestmark = pytest.mark.slow
@@ -40,16 +37,18 @@ def inspector() -> list[str]:
     """The Inspector CLI's command (node and npm are needed: skipped without them, failed under CI=true)."""
     node = require_tool("node", "apt-get install -y nodejs")
     require_tool("npm", "apt-get install -y npm")
-    if not LAUNCHER.exists():
-        PREFIX.mkdir(parents=True, exist_ok=True)
+
+    def install(prefix: Path) -> None:
         subprocess.run(
-            ["npm", "install", "--no-audit", "--no-fund", "--loglevel=error", "--prefix", str(PREFIX), INSPECTOR],
+            ["npm", "install", "--no-audit", "--no-fund", "--loglevel=error", "--prefix", str(prefix), INSPECTOR],
             check=True,
             capture_output=True,
             text=True,
             timeout=600,
         )
-    return [node, str(LAUNCHER), "--cli"]
+
+    prefix = installed_once("npm-" + INSPECTOR.replace("/", "+"), INSPECTOR, install)
+    return [node, str(prefix / LAUNCHER), "--cli"]
 
 
 def _free_port() -> int:

