@@ -23,6 +23,8 @@ Environment proxies (``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY``, ``NO_PROXY`
 from __future__ import annotations
 
 import contextlib
+import functools
+import os
 from collections.abc import Iterator
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
@@ -35,6 +37,8 @@ from mcp_providers._sideeffects import exempt as exempt
 from mcp_providers._sideeffects import scratch_dir as scratch_dir
 
 if TYPE_CHECKING:
+    import ssl
+
     from opentelemetry.trace import Tracer
 
 upstream_tracer: ContextVar[Tracer | None] = ContextVar("mcp_providers_upstream_tracer", default=None)
@@ -77,6 +81,25 @@ class _GuardedTransport(httpx2.AsyncBaseTransport):
         await self._inner.aclose()
 
 
+def tls_context(*, trust_env: bool = True) -> ssl.SSLContext:
+    """httpx2's default TLS context (``httpx2.create_ssl_context()``: the system's CA bundle, or
+    ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` when ``trust_env``), made once per process for each value
+    of those variables and shared by every client that does not pass ``verify=``.
+
+    Building one reads and parses the CA bundle: 34 ms of CPU per client on the project's 2-CPU
+    machine, against 0.13 ms for a client given a made context (50 of each, 2 December 2026). A
+    CA bundle changed on disk is read by the next process, as for most servers.
+    """
+    if not trust_env:
+        return _tls_context(False, None, None)
+    return _tls_context(True, os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+
+
+@functools.lru_cache(maxsize=8)
+def _tls_context(trust_env: bool, cafile: str | None, capath: str | None) -> ssl.SSLContext:
+    return httpx2.create_ssl_context(trust_env=trust_env)  # reads the variables the key holds
+
+
 def client(*, transport: httpx2.AsyncBaseTransport | None = None, **kwargs: Any) -> httpx2.AsyncClient:
     """An ``httpx2.AsyncClient`` for providers; requests in a side-effect scope are checked.
 
@@ -84,11 +107,13 @@ def client(*, transport: httpx2.AsyncBaseTransport | None = None, **kwargs: Any)
         ``mounts=`` and, with ``trust_env`` (default), the ``*_PROXY`` environment variables).
         One that is not an ``httpx2.AsyncHTTPTransport`` is wrapped in a check of its own.
     :param kwargs: passed to ``httpx2.AsyncClient`` (``base_url``, ``timeout``, ``auth``, ``proxy``,
-        ``mounts`` ...).
+        ``mounts``, ``verify`` ...). Without ``verify`` the client uses :func:`tls_context`.
     :returns: an open client; close it (``async with`` or ``aclose()``) when the provider stops.
     """
     if transport is not None and not isinstance(transport, httpx2.AsyncHTTPTransport):
         transport = _GuardedTransport(transport)
+    if "verify" not in kwargs:
+        kwargs["verify"] = tls_context(trust_env=kwargs.get("trust_env", True))
     return _TracedClient(transport=transport, **kwargs)
 
 

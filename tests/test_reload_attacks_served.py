@@ -294,6 +294,10 @@ def test_sighup_to_the_parent_of_workers_reloads_every_worker(env: dict[str, str
         config.write_text('allow = ["notes", "extra"]\ndeny = ["extra"]\n' + cluster)
         with _http(env, config, "--workers", "2", "--stateless") as (_base, parent):
             log = config.with_suffix(".log")
+            deadline = time.monotonic() + 60  # a start-up bound, not a timed assertion
+            while log.read_text().count("serving MCP on") < 3:  # ready answers once one worker is: wait for both
+                assert parent.poll() is None and time.monotonic() < deadline, log.read_text()
+                time.sleep(0.05)
             config.write_text(ON + cluster)
             parent.send_signal(signal.SIGHUP)  # the pid an operator knows: the parent's
             deadline = time.monotonic() + 30

@@ -12,6 +12,7 @@ from typing import Any
 
 import anyio
 import pytest
+import redis.asyncio as redis
 from cluster_support import RedisServer
 
 from mcp_providers import Content, Freshness, ReadRequest, Resource, ResourceProvider, hookimpl
@@ -106,9 +107,12 @@ async def test_a_rate_limit_seen_by_one_replica_holds_back_the_others(
     dev_emulator.rate_limit(2)
     async with connect(a) as through_a, connect(b) as through_b, anyio.create_task_group() as group:
         group.start_soon(through_a.read_resource, "servicenow://dev/incidents/INC0010001")
-        while not any(r.status == 429 for r in dev_emulator.table_requests()):
+        shared = redis.from_url(redis_server.url)
+        deadline = anyio.current_time() + 30  # a bound, not a timed assertion
+        while not [k async for k in shared.scan_iter(f"{cluster.key_prefix}:*backoff/dev")]:  # A shared the back-off
+            assert anyio.current_time() < deadline, "replica A never shared the back-off"
             await anyio.sleep(0.01)
-        await anyio.sleep(0.2)  # A has recorded the back-off
+        await shared.aclose()
         for number in range(2, 6):
             group.start_soon(through_b.read_resource, f"servicenow://dev/incidents/INC001000{number}")
     statuses = [r.status for r in dev_emulator.table_requests()]

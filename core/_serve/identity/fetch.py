@@ -12,6 +12,7 @@ import httpx2
 
 from mcp_providers.config import mask
 from mcp_providers.errors import ConfigError
+from mcp_providers.http import tls_context
 
 USER_AGENT = "mcp-providers (resource server)"
 
@@ -48,13 +49,19 @@ def json_object(response: httpx2.Response, url: str) -> dict[str, Any]:
     return document
 
 
+def client_options(timeout: float) -> dict[str, Any]:
+    """The ``httpx2`` client options of every fetch from an authorization server: ``timeout``
+    seconds per step, our User-Agent, and the process's shared TLS context (:func:`tls_context`)."""
+    return {"timeout": timeout, "headers": {"User-Agent": USER_AGENT}, "verify": tls_context()}
+
+
 def get_json_sync(url: str, timeout: float) -> dict[str, Any]:
     """GET ``url`` now (start-up, before any event loop runs).
 
     :raises FetchFailed: unreachable, timed out, or no JSON object.
     """
     try:
-        with httpx2.Client(timeout=timeout, headers={"User-Agent": USER_AGENT}) as client:
+        with httpx2.Client(**client_options(timeout)) as client:
             return json_object(client.get(url, headers={"Accept": "application/json"}), url)
     except httpx2.HTTPError as exc:
         raise FetchFailed(f"cannot reach {mask(url)}: {type(exc).__name__} {mask(str(exc))}".rstrip()) from None
@@ -68,7 +75,7 @@ async def get_json(url: str, timeout: float) -> dict[str, Any]:
     try:
         # httpx2's timeout bounds each step; the deadline bounds the whole fetch (a slow drip too).
         with anyio.fail_after(timeout):
-            async with httpx2.AsyncClient(timeout=timeout, headers={"User-Agent": USER_AGENT}) as client:
+            async with httpx2.AsyncClient(**client_options(timeout)) as client:
                 return json_object(await client.get(url, headers={"Accept": "application/json"}), url)
     except (httpx2.HTTPError, TimeoutError) as exc:
         raise FetchFailed(f"cannot reach {mask(url)}: {type(exc).__name__}") from None

@@ -23,7 +23,7 @@ from mcp.server.auth.provider import AccessToken
 
 from mcp_providers._serve.identity.claims import access_token
 from mcp_providers._serve.identity.errors import IdentityUnavailable, log, refused
-from mcp_providers._serve.identity.fetch import USER_AGENT, FetchFailed, discover, json_object
+from mcp_providers._serve.identity.fetch import FetchFailed, client_options, discover, json_object
 from mcp_providers._serve.identity.jwt import audiences
 from mcp_providers.config import AuthConfig, mask
 from mcp_providers.errors import ConfigError
@@ -78,7 +78,7 @@ class IntrospectionVerifier:
             self.endpoint = found
         self.requests += 1
         try:
-            with httpx2.Client(timeout=timeout, headers={"User-Agent": USER_AGENT}) as client:
+            with httpx2.Client(**client_options(timeout)) as client:
                 response = client.post(self.endpoint, data={"token": PROBE_TOKEN}, auth=self._auth)
         except httpx2.HTTPError as exc:
             raise ConfigError(f"server.auth: cannot reach {mask(self.endpoint)}: {type(exc).__name__}") from None
@@ -119,7 +119,7 @@ class IntrospectionVerifier:
         timeout = self.config.http_timeout_seconds
         try:
             with anyio.fail_after(timeout):
-                async with httpx2.AsyncClient(timeout=timeout, headers={"User-Agent": USER_AGENT}) as client:
+                async with httpx2.AsyncClient(**client_options(timeout)) as client:
                     response = await client.post(
                         self.endpoint,
                         data={"token": token, "token_type_hint": "access_token"},
