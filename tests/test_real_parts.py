@@ -217,3 +217,34 @@ def test_ci_run_installs_each_command_from_its_debian_package() -> None:
         "redis-server": "redis-server", "nginx": "nginx", "node": "nodejs", "npm": "npm", "openssl": "openssl",
         "rsyslogd": "rsyslog", "chromium": "chromium", "chromedriver": "chromium-driver",
     }  # fmt: skip
+
+
+def test_installed_once_installs_for_a_new_key_only_and_again_after_a_failed_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from real_parts import CACHE_VARIABLE, STAMP, installed_once, user_cache
+
+    monkeypatch.setenv(CACHE_VARIABLE, str(tmp_path / "cache"))
+    assert user_cache() == tmp_path / "cache"
+    runs: list[str] = []
+
+    def install(folder: Path) -> None:
+        runs.append(folder.name)
+        (folder / "node_modules").mkdir(exist_ok=True)
+
+    folder = installed_once("pkg", "pkg@1.0.0", install)
+    assert folder == tmp_path / "cache" / "pkg" and (folder / STAMP).read_text() == "pkg@1.0.0"
+    installed_once("pkg", "pkg@1.0.0", install)
+    assert runs == ["pkg"]  # the same key: nothing installed again
+    installed_once("pkg", "pkg@1.0.1", install)
+    assert runs == ["pkg", "pkg"]  # another pin: installed again
+
+    def broken(folder: Path) -> None:
+        runs.append("broken")
+        raise RuntimeError("the registry is unreachable")
+
+    with pytest.raises(RuntimeError):
+        installed_once("pkg", "pkg@2.0.0", broken)
+    assert not (folder / STAMP).exists()  # no stamp for an install cut short
+    installed_once("pkg", "pkg@2.0.0", install)
+    assert runs == ["pkg", "pkg", "broken", "pkg"]
