@@ -19,11 +19,8 @@ their caches.
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import subprocess
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 
 PREFIX = Path(__file__).resolve().parent.parent / ".cache" / "pycache"
@@ -42,23 +39,3 @@ def use_one_bytecode_cache() -> None:
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # set to anything, even "0", it turns writing off
     sys.pycache_prefix = prefix
     sys.dont_write_bytecode = False
-
-
-def cold(module: str) -> bool:
-    """Whether ``module`` (found, not imported) has no compiled file in the bytecode cache yet."""
-    spec = importlib.util.find_spec(module)
-    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
-        return False
-    return not os.path.exists(importlib.util.cache_from_source(spec.origin))
-
-
-def warm(modules: Sequence[str]) -> bool:
-    """In a fresh clone (``modules[0]`` not compiled yet), import ``modules`` once in a child
-    process, so the cache holds them before the xdist workers and their fork servers start:
-    otherwise each of those processes compiles the same few hundred modules of the SDK at once
-    (about 2 s of CPU each). Returns whether it ran; a warm cache costs one ``stat``."""
-    if not modules or not cold(modules[0]):
-        return False
-    code = "".join(f"import {name}\n" for name in modules)
-    subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=300, check=False)
-    return True

@@ -12,7 +12,6 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-import bytecode_cache
 import prefork
 import progress
 import pytest
@@ -28,8 +27,6 @@ def pytest_configure(config: pytest.Config) -> None:
     progress.pytest_configure(config)
     if hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None):
         prefork.start()  # each process that runs tests has one (an xdist controller runs none)
-    else:  # the controller, before it starts the workers
-        bytecode_cache.warm([*prefork.PRELOAD, "mcp_providers.cli"])
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
