@@ -204,6 +204,9 @@ def _exec_fresh(args: list[str], pending: list[int], env: dict[str, str]) -> Non
     os.execve(sys.executable, [sys.executable, *args], env)
 
 
+_LISTING_FD = 3  # the descriptor os.listdir opens to read /proc/self/fd, in a process with 0-2 only
+
+
 def _runnable(args: list[str]) -> bool:
     """Whether the fork server can run these interpreter arguments, and no descriptor beyond
     stdio was passed to this process (``pass_fds``: only an exec keeps them)."""
@@ -212,9 +215,6 @@ def _runnable(args: list[str]) -> bool:
     with contextlib.suppress(OSError):
         return {int(fd) for fd in os.listdir("/proc/self/fd")} <= {0, 1, 2, _LISTING_FD}
     return True
-
-
-_LISTING_FD = 3  # the descriptor os.listdir opens to read /proc/self/fd, in a process with 0-2 only
 
 
 def launch(path: str, args: list[str]) -> None:
