@@ -25,6 +25,7 @@ with _gc.paused():  # the MCP SDK and the serving core: long-lived objects almos
 
     from mcp_providers._cli.workers import FD_ENV, WHY_CLUSTER, WHY_STATELESS, serve_workers
     from mcp_providers._host.rules import advisories
+    from mcp_providers._host.shape import contributes_nothing
     from mcp_providers._serve.composition import Composition, compose
     from mcp_providers._serve.statics import aggregate_report, authorize_report, static_read_problems
     from mcp_providers._serve.transport.stdio import guarded_stdout, sdk_stdio
@@ -468,6 +469,7 @@ def check(config: ConfigOption = None, plugin_set: SetOption = None) -> None:
     warnings += [f"warning: {w}" for w in advisories(composition.assembly.declared)]
     warnings += [f"warning: {w}" for w in aggregate_report(composition)]
     warnings += [f"warning: {r.name}: {d}" for r in composition.records for d in r.deprecations]
+    warnings += [f"warning: {w}" for w in contributes_nothing(composition.records)]
     if order is not None:
         err.print(order, markup=False, highlight=False)
     for line in [*warnings, *failures]:  # a warning names its fix but does not fail the check

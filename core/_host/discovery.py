@@ -55,6 +55,7 @@ from pydantic import BaseModel, ValidationError
 from mcp_providers import hookspecs
 from mcp_providers._host.compat import plugin_core_problem
 from mcp_providers._host.hookscan import PluginManager, scan_authorize, scan_problem
+from mcp_providers._host.shape import as_plugin, did_you_mean, provider_problem, several_plugins, unmarked_hooks
 from mcp_providers._metadata import usable
 from mcp_providers.config import DISABLE_ENV, PLUGINS_ENV, Config, format_validation_error, suggestion
 from mcp_providers.errors import ConfigError, MCPProvidersDeprecationWarning
@@ -316,7 +317,7 @@ def _register(pm: pluggy.PluginManager, record: PluginRecord, plugin: object) ->
     unknown = [hc.name for hc in own.get_hookcallers(plugin) or [] if hc.spec is None]
     if unknown:
         known = ", ".join(n for n in dir(hookspecs) if hasattr(getattr(hookspecs, n), "mcp_providers_spec"))
-        record.reject(f"implements unknown hook(s) {', '.join(sorted(unknown))}; the hooks are: {known}")
+        record.reject(f"implements unknown hook(s) {did_you_mean(sorted(unknown))}; the hooks are: {known}")
         return
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", MCPProvidersDeprecationWarning)  # issued once already, above
@@ -390,6 +391,10 @@ def _collect(pm: pluggy.PluginManager, record: PluginRecord) -> None:
         unnamed = [item for item in result if not item.name]
         if unnamed:
             record.reject(f"hook {hook} returned a {type(unnamed[0]).__name__} with an empty name; set .name")
+            return
+        problem = next(filter(None, map(provider_problem, result)), None)
+        if problem is not None:
+            record.reject(f"hook {hook}: {problem}")
             return
         if kind is ResourceProvider:
             record.resource_providers.extend(result)
@@ -530,6 +535,11 @@ def _load(
         record.reject(f"made for another core: {exc}" if made_for else f"import failed: {_one_line(exc)}")
         record.authorize_evidence = _unknown(record.name, exc)
         return
+    several = several_plugins(plugin, record.name)
+    if several is not None:
+        record.reject(several)
+        return
+    plugin = as_plugin(plugin)
     scan = scan_authorize(plugin)
     record.authorize_evidence = scan.evidence
     problem = scan_problem(scan)
@@ -538,6 +548,11 @@ def _load(
         return
     _register(pm, record, plugin)
     if record.is_rejected():
+        return
+    unmarked = unmarked_hooks(plugin)
+    if unmarked is not None:
+        pm.unregister(plugin)
+        record.reject(unmarked)
         return
     _configure(pm, record, config)
     if not record.is_rejected() and not _kept(record, previous):

@@ -552,7 +552,7 @@ def _overlaps(declared: Sequence[Declared]) -> list[Problem]:
                         "prefix-overlap",
                         f"{a} ~ {b}",
                         f"providers {da.provider.name!r} and {db.provider.name!r} both own it",
-                        "give each provider a prefix of its own",
+                        _between("give each provider a prefix of its own", da.plugin, db.plugin),
                     )
                 )
         chain.append(item)
@@ -606,6 +606,13 @@ def _dupes(problems: list[Problem], rule: str, items: Iterable[tuple[str, Declar
                 rule,
                 key,
                 f"declared by provider {first.provider.name!r} and by {d.provider.name!r}",
-                "rename one; the server never picks a winner",
+                _between("rename one; the server never picks a winner", first.plugin, d.plugin),
             )
         )
+
+
+def _between(author_fix: str, a: str, b: str) -> str:
+    """The fix of a clash: the authors' and, between two plugins, the operator's (serve one of them)."""
+    if a == b:
+        return author_fix
+    return f'{author_fix} (their authors); or serve only one of them: deny = ["{b}"] or deny = ["{a}"] in the config'

@@ -279,7 +279,8 @@ def _checked(route: Route, uri: str, produced: object) -> Content:
     if not isinstance(produced, Content):
         raise ProviderFailed(
             f"provider {route.provider.name!r} (plugin {route.plugin!r}) returned "
-            f"{type(produced).__name__} for {uri}; expected Content",
+            f"{type(produced).__name__} for {uri}; expected Content: return Content(text=...) or "
+            "Content(blob=...) (functions declared with mcp_providers.plugin may return str, bytes or JSON values)",
             data={"uri": uri},
         )
     return produced

@@ -1,0 +1,376 @@
+"""Decorated functions as providers: each function's signature read once, at composition, into a
+small adapter that the request-time code calls like any hand-written provider method.
+
+What an adapter does per request is fixed when the plugin is composed: which parameters receive
+template variables, tool arguments or prompt arguments, which one receives the :class:`Context`,
+which the plugin's settings, how a value is converted, and how the return value becomes a
+:class:`~mcp_providers.providers.Content`, :class:`~mcp_providers.providers.ToolResult` or list of
+:class:`~mcp_providers.providers.Message`. A plain (non-``async``) function runs in a worker thread,
+which inherits the request's context variables, so the side-effect scope, the gate and the
+receipts hold for it as for a coroutine.
+"""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import anyio.to_thread
+import pydantic_core
+from pydantic import BaseModel, TypeAdapter, ValidationError, create_model
+
+from mcp_providers import credentials, policy
+from mcp_providers.credentials import Credential, Upstream
+from mcp_providers.errors import InvalidParams
+from mcp_providers.identity import Principal
+from mcp_providers.policy import Action
+from mcp_providers.providers import (
+    ClientChannel,
+    CompletionRequest,
+    Content,
+    Elicited,
+    LogLevel,
+    Message,
+    ReadRequest,
+    Sampled,
+    ToolCall,
+    ToolResult,
+)
+
+Request = ReadRequest | ToolCall | CompletionRequest | None
+_NO_CHANNEL = ClientChannel()
+
+
+class Context:
+    """The request a decorated function serves. Give a function a parameter annotated ``Context``
+    to receive it (resources, templates, completions, tools and prompts alike)::
+
+        @notes.tool()
+        async def archive(note: str, ctx: Context) -> str:
+            ctx.require("read", f"notes://all/{note}")
+            await ctx.progress(1, 2)
+            ...
+
+    :ivar principal: who is asking (:class:`~mcp_providers.identity.Principal`; ``local`` on stdio).
+    :ivar request: the underlying :class:`~mcp_providers.providers.ReadRequest`,
+        :class:`~mcp_providers.providers.ToolCall` or
+        :class:`~mcp_providers.providers.CompletionRequest`; ``None`` for a prompt.
+    """
+
+    __slots__ = ("_asked_by", "principal", "request")
+
+    def __init__(self, principal: Principal, request: Request, asked_by: str) -> None:
+        self.principal = principal
+        self.request = request
+        self._asked_by = asked_by
+
+    @property
+    def subject(self) -> str:
+        """``principal.subject`` (unique only within ``principal.issuer``)."""
+        return self.principal.subject
+
+    def require(self, action: Action, target: str) -> None:
+        """Ask the policy about data this function touches (see :meth:`ToolCall.require
+        <mcp_providers.providers.ToolCall.require>`).
+
+        :raises mcp_providers.errors.Denied: the policy refuses (the client gets -32003).
+        """
+        policy.require(action, target, asked_by=self._asked_by)
+
+    async def credential(self, upstream: Upstream) -> Credential:
+        """The caller's credential for ``upstream`` from the server's broker (cached per issuer,
+        subject and upstream), recorded in the receipt.
+
+        :raises ~mcp_providers.credentials.CredentialRefused: the upstream will not grant one.
+        """
+        return await credentials.credential_for(upstream, self.principal)
+
+    async def forget_credential(self, upstream: Upstream, stale: Credential | None = None) -> None:
+        """Drop the caller's cached credential for ``upstream`` after the upstream rejected it."""
+        await credentials.forget_for(upstream, self.principal, stale)
+
+    @property
+    def _channel(self) -> ClientChannel:
+        return self.request.channel if isinstance(self.request, ToolCall) else _NO_CHANNEL
+
+    async def progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
+        """Report progress (tools; a no-op elsewhere)."""
+        await self._channel.progress(progress, total, message)
+
+    async def log(self, level: LogLevel, data: Any, logger: str | None = None) -> None:
+        """Send the client a log message (tools; a no-op elsewhere).
+
+        :raises ValueError: ``level`` is not an MCP log level.
+        """
+        await self._channel.log(level, data, logger)
+
+    async def elicit(self, message: str, schema: Mapping[str, Any]) -> Elicited:
+        """Ask the user to fill in a form (tools only; see :meth:`ToolCall.elicit
+        <mcp_providers.providers.ToolCall.elicit>`).
+
+        :raises ~mcp_providers.errors.ToolFailure: the client cannot be asked, or this is not a tool.
+        """
+        return await self._channel.elicit(message, schema)
+
+    async def sample(self, prompt: str, *, max_tokens: int, system_prompt: str | None = None) -> Sampled:
+        """Ask the client's model for a completion (tools only; see :meth:`ToolCall.sample
+        <mcp_providers.providers.ToolCall.sample>`).
+
+        :raises ~mcp_providers.errors.ToolFailure: the client cannot be asked, or this is not a tool.
+        """
+        return await self._channel.sample(prompt, max_tokens=max_tokens, system_prompt=system_prompt)
+
+
+class DeclarationError(ValueError):
+    """A decorated function cannot be declared as written; the message names the function and the fix."""
+
+
+# -- reading a signature ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Signature:
+    """One function's parameters, sorted by what they receive."""
+
+    function: Callable[..., Any]
+    where: str
+    """``"function notes.index"``: how messages name it."""
+    values: tuple[inspect.Parameter, ...]
+    """Parameters that receive request values (template variables, arguments)."""
+    hints: Mapping[str, Any]
+    context: str | None
+    settings: str | None
+    returns: Any
+    is_async: bool
+
+    def required(self) -> set[str]:
+        return {p.name for p in self.values if p.default is inspect.Parameter.empty}
+
+
+def describe(function: Callable[..., Any]) -> str:
+    module = getattr(function, "__module__", None) or "?"
+    return f"function {module}.{getattr(function, '__qualname__', repr(function))}"
+
+
+def _bare(hint: Any) -> Any:
+    """``Annotated[X, ...]`` -> ``X``."""
+    return typing.get_args(hint)[0] if typing.get_origin(hint) is typing.Annotated else hint
+
+
+def signature(function: Callable[..., Any], settings_model: type[BaseModel] | None) -> Signature:
+    """Read ``function``'s parameters once.
+
+    :raises DeclarationError: an annotation cannot be resolved, or the function takes ``*args`` or
+        ``**kwargs``.
+    """
+    where = describe(function)
+    try:
+        hints = typing.get_type_hints(function, include_extras=True)
+    except Exception as exc:
+        raise DeclarationError(
+            f"{where}: its annotations cannot be resolved ({type(exc).__name__}: {exc}); "
+            "import the names they use at module level"
+        ) from None
+    values, context, settings = [], None, None
+    for parameter in inspect.signature(function).parameters.values():
+        if parameter.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+            raise DeclarationError(f"{where}: *{parameter.name} cannot be declared; name each parameter")
+        hint = _bare(hints.get(parameter.name, str))
+        if isinstance(hint, type) and issubclass(hint, Context):
+            context = parameter.name
+        elif settings_model is not None and (hint is settings_model or parameter.name == "settings"):
+            settings = parameter.name
+        else:
+            values.append(parameter)
+    return Signature(
+        function,
+        where,
+        tuple(values),
+        hints,
+        context,
+        settings,
+        hints.get("return", inspect.Signature.empty),
+        inspect.iscoroutinefunction(function),
+    )
+
+
+def converter(sig: Signature, name: str) -> Callable[[str], Any] | None:
+    """How a text value (template variable, prompt argument) becomes the parameter's type, or
+    ``None`` when the parameter takes the text as it is."""
+    hint = sig.hints.get(name)
+    if hint is None or _bare(hint) is str:
+        return None
+    adapter = TypeAdapter(hint)
+
+    def convert(text: str) -> Any:
+        try:
+            return adapter.validate_python(text)
+        except ValidationError as exc:
+            first = exc.errors()[0]["msg"] if exc.errors() else str(exc)
+            raise InvalidParams(f"{name}={text[:80]!r} is not valid: {first}") from None
+
+    return convert
+
+
+# -- calling ---------------------------------------------------------------------------------------
+
+Call = Callable[[dict[str, Any]], Awaitable[Any]]
+
+
+def caller(sig: Signature) -> Call:
+    """``await call(kwargs)``: the function itself when it is a coroutine function; a plain
+    function runs in a worker thread (context variables go with it; at the deadline the request
+    is answered and the thread is abandoned)."""
+    function = sig.function
+    if sig.is_async:
+        return lambda kwargs: function(**kwargs)  # type: ignore[no-any-return]
+
+    async def in_thread(kwargs: dict[str, Any]) -> Any:
+        return await anyio.to_thread.run_sync(partial(function, **kwargs), abandon_on_cancel=True)
+
+    return in_thread
+
+
+Binder = Callable[[Mapping[str, Any], "Request", Principal], dict[str, Any]]
+
+
+def binder(sig: Signature, settings: Any, convert: Mapping[str, Callable[[str], Any] | None]) -> Binder:
+    """``bind(values, request, principal)`` -> the keyword arguments of one call.
+
+    :raises InvalidParams: a required value is missing or does not convert.
+    """
+    names = [p.name for p in sig.values]
+    required = sig.required()
+    context, settings_name, where = sig.context, sig.settings, f"{sig.where}"
+
+    def bind(values: Mapping[str, Any], request: Request, principal: Principal) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {}
+        for name in names:
+            if name in values:
+                value = values[name]
+                change = convert.get(name)
+                kwargs[name] = change(value) if change is not None and isinstance(value, str) else value
+            elif name in required:
+                raise InvalidParams(f"missing value for {name!r}")
+        if context is not None:
+            kwargs[context] = Context(principal, request, where)
+        if settings_name is not None:
+            kwargs[settings_name] = settings
+        return kwargs
+
+    return bind
+
+
+# -- results ---------------------------------------------------------------------------------------
+
+JSON = "application/json"
+
+
+def mime_for(returns: Any) -> str | None:
+    """The MIME type a return annotation implies: ``str`` text, ``bytes`` binary, JSON otherwise."""
+    hint = _bare(returns)
+    if hint is inspect.Signature.empty or hint is Content or hint is None:
+        return None
+    if hint is str:
+        return "text/plain"
+    if hint in (bytes, bytearray):
+        return "application/octet-stream"
+    return JSON
+
+
+def to_content(result: Any, where: str) -> Content:
+    """A read's return value as :class:`Content`: ``str`` text, ``bytes`` a blob, a pydantic model
+    or any JSON-able value JSON text.
+
+    :raises TypeError: the value is not JSON-serializable (names the function).
+    """
+    if isinstance(result, Content):
+        return result
+    if isinstance(result, str):
+        return Content(text=result)
+    if isinstance(result, bytes | bytearray):
+        return Content(blob=bytes(result))
+    if isinstance(result, BaseModel):
+        return Content(text=result.model_dump_json(), mime_type=None)
+    try:
+        return Content(text=pydantic_core.to_json(result).decode())
+    except pydantic_core.PydanticSerializationError as exc:
+        raise TypeError(
+            f"{where} returned {type(result).__name__}, which is not JSON-serializable ({exc}); "
+            "return str, bytes, a dict/list of JSON values, a pydantic model or Content"
+        ) from None
+
+
+def output_model(sig: Signature, tool: str) -> tuple[type[BaseModel] | None, bool]:
+    """A tool's output model from its return annotation, and whether results are wrapped as
+    ``{"result": value}`` (MCP's structured content is a JSON object).
+
+    ``str``, ``None``, ``ToolResult`` and no annotation give no output model.
+    """
+    hint = sig.returns
+    bare = _bare(hint)
+    if bare in (inspect.Signature.empty, None, type(None), str, ToolResult):
+        return None, False
+    if isinstance(bare, type) and issubclass(bare, BaseModel):
+        return bare, False
+    wrapped = create_model(f"{_camel(tool)}Output", result=(hint, ...))
+    return wrapped, True
+
+
+def to_tool_result(result: Any, model: type[BaseModel] | None, wrapped: bool, where: str) -> ToolResult:
+    """A tool's return value as :class:`ToolResult`.
+
+    :raises TypeError: a value that does not match the output model (names the function).
+    """
+    if isinstance(result, ToolResult):
+        return result
+    if model is None:
+        if result is None:
+            return ToolResult()
+        if isinstance(result, str):
+            return ToolResult(text=result)
+        return ToolResult(text=to_content(result, where).text)
+    try:
+        if wrapped:
+            return ToolResult(output=model(result=result))
+        return ToolResult(output=result if isinstance(result, model) else model.model_validate(result))
+    except ValidationError as exc:
+        raise TypeError(f"{where} returned a value that does not match its return annotation: {exc}") from None
+
+
+def to_messages(result: Any, where: str) -> list[Message]:
+    """A prompt's return value as messages: ``str`` one user message, a :class:`Message`, or a
+    list of either.
+
+    :raises TypeError: anything else (names the function).
+    """
+    items = [result] if isinstance(result, str | Message) else result
+    if not isinstance(items, Sequence):
+        raise TypeError(f"{where} returned {type(result).__name__}; return str, Message or a list of them")
+    messages = []
+    for item in items:
+        if isinstance(item, str):
+            messages.append(Message("user", item))
+        elif isinstance(item, Message):
+            messages.append(item)
+        else:
+            raise TypeError(f"{where} returned a {type(item).__name__} in its list; each item must be str or Message")
+    return messages
+
+
+def input_model(sig: Signature, tool: str) -> type[BaseModel]:
+    """A tool's input model from its value parameters (annotations and defaults as pydantic reads them)."""
+    fields: dict[str, Any] = {}
+    for parameter in sig.values:
+        hint = sig.hints.get(parameter.name, Any)
+        default = ... if parameter.default is inspect.Parameter.empty else parameter.default
+        fields[parameter.name] = (hint, default)
+    return create_model(f"{_camel(tool)}Arguments", **fields)
+
+
+def _camel(name: str) -> str:
+    return "".join(part[:1].upper() + part[1:] for part in name.replace("-", "_").replace(".", "_").split("_"))

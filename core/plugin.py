@@ -1,0 +1,483 @@
+"""Write a plugin with decorators: everything a provider author imports is here.
+
+::
+
+    from mcp_providers.plugin import Plugin
+
+    notes = Plugin("notes", prefixes=["notes://"])
+
+    @notes.resource("notes://index")
+    def index() -> dict:
+        return {"notebooks": ["work", "home"]}
+
+    @notes.template("notes://{notebook}/{note}")
+    async def note(notebook: str, note: str) -> str:
+        ...
+
+    @notes.tool()
+    def notes_search(query: str, limit: int = 10) -> list[str]:
+        \"\"\"Search every note.\"\"\"
+
+and in ``pyproject.toml``::
+
+    [project.entry-points.mcp_providers]
+    notes = "notes_plugin:notes"
+
+A :class:`Plugin` answers the same hooks a hand-written plugin does (``settings_model``,
+``register_resource_providers``, ``register_tool_providers``, ``register_prompts``), so nothing
+downstream changes: every declaration it produces is checked by ``mcp-providers check`` (prefix
+ownership, collisions, templates, side effects, static reads) and served through the same gate,
+deadline, side-effect scope, budgets and receipts as a class provider.
+
+Function parameters receive, by annotation or name:
+
+- template variables (fixed resources take none), tool arguments or prompt arguments, by name,
+  converted to the annotated type (``int``, ``Literal[...]``, a pydantic type ...);
+- :class:`Context` (the caller, the policy, credentials, progress, elicitation), by annotation;
+- the plugin's settings, by annotation with the settings model or by the name ``settings``.
+
+Return values: ``str`` is text, ``bytes`` a blob, a ``dict``/``list``/pydantic model JSON, or the
+class API's :class:`Content` / :class:`ToolResult` / :class:`Message` as they are. A plain
+(non-``async``) function runs in a worker thread inside the same scope.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import inspect
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel
+
+from mcp_providers import _decorated as fx
+from mcp_providers import policy
+from mcp_providers.credentials import Upstream
+from mcp_providers.errors import Denied, InvalidParams, NotFound, TooLarge, ToolFailure, UpstreamError
+from mcp_providers.hookspecs import hookimpl
+from mcp_providers.models import (
+    Annotations,
+    Effects,
+    Freshness,
+    Icon,
+    Prompt,
+    PromptArgument,
+    Resource,
+    ResourceTemplate,
+    Tool,
+)
+from mcp_providers.policy import allowed
+from mcp_providers.providers import (
+    CompletionRequest,
+    Content,
+    Embed,
+    Link,
+    Message,
+    PromptProvider,
+    ReadRequest,
+    ResourceProvider,
+    ToolCall,
+    ToolProvider,
+    ToolResult,
+)
+
+__all__ = [
+    "Annotations",
+    "Content",
+    "Context",
+    "Denied",
+    "Effects",
+    "Embed",
+    "Freshness",
+    "Icon",
+    "InvalidParams",
+    "Link",
+    "Message",
+    "NotFound",
+    "Plugin",
+    "TooLarge",
+    "ToolFailure",
+    "ToolResult",
+    "Upstream",
+    "UpstreamError",
+    "allowed",
+]
+
+Context = fx.Context
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class Declared(Generic[F]):
+    """What a decorator returns: the function, still callable as written (for tests), plus
+    :meth:`complete` on templates and prompts."""
+
+    def __init__(self, function: F, plugin: Plugin, kind: str, key: str) -> None:
+        functools.update_wrapper(self, function)
+        self.function = function
+        self._plugin, self._kind, self._key = plugin, kind, key
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.function(*args, **kwargs)
+
+    def complete(self, variable: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Decorate the function that offers values for ``variable`` (a template variable or prompt
+        argument). It receives what the user typed in the parameter named ``variable`` and the other
+        variables already chosen in parameters of their names, and returns a list of ``str``::
+
+            @note.complete("note")
+            def note_names(note: str, notebook: str = "") -> list[str]:
+                return [n for n in NOTES.get(notebook, {}) if n.startswith(note)]
+
+        :raises ValueError: this is a fixed resource or a tool (they have nothing to complete).
+        """
+        if self._kind not in ("template", "prompt"):
+            raise ValueError(f"{fx.describe(self.function)} is a {self._kind}; only templates and prompts complete")
+
+        def register(function: Callable[..., Any]) -> Callable[..., Any]:
+            self._plugin._completions[(self._kind, self._key, variable)] = function
+            return function
+
+        return register
+
+
+class Plugin:
+    """A plugin declared by decorators. Name it in an entry point of the ``mcp_providers`` group.
+
+    :param name: the provider name shown in ``plugins``, ``inspect`` and receipts, e.g. ``"notes"``.
+    :param prefixes: the URI prefixes its resources live under, e.g. ``["notes://"]``; two plugins'
+        prefixes may not overlap (``check`` refuses it).
+    :param settings: the pydantic model of its ``[plugins.<entry point>]`` table, or ``None``.
+    :param demo: a context manager factory yielding a settings table for ``mcp-providers demo``.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        prefixes: Sequence[str] = (),
+        settings: type[BaseModel] | None = None,
+        demo: Callable[[], contextlib.AbstractContextManager[dict[str, Any]]] | None = None,
+    ) -> None:
+        if isinstance(prefixes, str):
+            prefixes = [prefixes]
+        self.name = name
+        self.prefixes = tuple(prefixes)
+        self.settings = settings
+        self._demo = demo
+        self._resources: dict[str, tuple[Callable[..., Any], dict[str, Any]]] = {}
+        self._templates: dict[str, tuple[Callable[..., Any], dict[str, Any]]] = {}
+        self._tools: dict[str, tuple[Callable[..., Any], dict[str, Any]]] = {}
+        self._prompts: dict[str, tuple[Callable[..., Any], dict[str, Any]]] = {}
+        self._completions: dict[tuple[str, str, str], Callable[..., Any]] = {}
+
+    def __repr__(self) -> str:
+        return f"<Plugin {self.name!r}>"
+
+    # -- decorators --------------------------------------------------------------------------
+
+    def resource(self, uri: str, **fields: Any) -> Callable[[F], Declared[F]]:
+        """Declare the function as the reader of the fixed resource ``uri``.
+
+        :param fields: any :class:`~mcp_providers.models.Resource` field (``name``,
+            ``mime_type``, ``description``, ``icons``, ``freshness``, ``annotations``, ``max_bytes``
+            ...). ``name`` defaults to the function's name, ``description`` to its docstring,
+            ``mime_type`` to what the return annotation implies.
+        """
+        return self._adding("resource", self._resources, uri, fields)
+
+    def template(self, uri_template: str, **fields: Any) -> Callable[[F], Declared[F]]:
+        """Declare the function as the reader of an RFC 6570 template; each variable is a parameter.
+
+        :param fields: any :class:`~mcp_providers.models.ResourceTemplate` field, e.g.
+            ``completions={"notebook": ("work", "home")}`` for static completion values.
+        """
+        return self._adding("template", self._templates, uri_template, fields)
+
+    def tool(self, name: str | None = None, *, effects: Effects = "none", **fields: Any) -> Callable[[F], Declared[F]]:
+        """Declare the function as a tool. Its parameters are the input schema, its docstring the
+        description, its return annotation the output schema.
+
+        :param name: the tool's name (default: the function's name).
+        :param effects: ``"none"`` (read-only; writes are refused while it runs), ``"additive"`` or
+            ``"destructive"``.
+        :param fields: any other :class:`~mcp_providers.models.Tool` field (``title``, ``icons``,
+            ``idempotent``, ``open_world``, ``task_support`` ...).
+        """
+        return self._adding("tool", self._tools, name, {"effects": effects, **fields})
+
+    def prompt(self, name: str | None = None, **fields: Any) -> Callable[[F], Declared[F]]:
+        """Declare the function as a prompt; its parameters are the prompt's arguments (required
+        unless they have a default), its docstring the description.
+
+        :param fields: ``title``, ``icons``, ``description``.
+        """
+        return self._adding("prompt", self._prompts, name, fields)
+
+    def _adding(
+        self, kind: str, into: dict[str, Any], key: str | None, fields: dict[str, Any]
+    ) -> Callable[[F], Declared[F]]:
+        if callable(key) and kind in ("tool", "prompt"):  # used bare: @plugin.tool
+            raise TypeError(f"use @{self.name}.{kind}() with parentheses")
+
+        def decorate(function: F) -> Declared[F]:
+            name = key if key is not None else function.__name__
+            if name in into:
+                raise ValueError(f"{kind} {name!r} is declared twice in plugin {self.name!r}")
+            into[name] = (function, fields)
+            return Declared(function, self, kind, name)
+
+        return decorate
+
+    # -- the hooks ---------------------------------------------------------------------------
+
+    @hookimpl
+    def settings_model(self) -> type[BaseModel] | None:
+        return self.settings
+
+    @hookimpl
+    def register_resource_providers(self, settings: Any) -> list[ResourceProvider]:
+        if not (self._resources or self._templates):
+            return []
+        return [_Resources(self, settings)]
+
+    @hookimpl
+    def register_tool_providers(self, settings: Any) -> list[ToolProvider]:
+        return [_Tools(self, settings)] if self._tools else []
+
+    @hookimpl
+    def register_prompts(self, settings: Any) -> list[PromptProvider]:
+        return [_Prompts(self, settings)] if self._prompts else []
+
+    @hookimpl
+    def demo_settings(self) -> contextlib.AbstractContextManager[dict[str, Any]] | None:
+        return self._demo() if self._demo is not None else None
+
+    def _completer(self, kind: str, key: str, settings: Any) -> Iterator[tuple[str, _Completer]]:
+        for (k, owner, variable), function in self._completions.items():
+            if k == kind and owner == key:
+                yield variable, _Completer(fx.signature(function, self.settings), variable, settings)
+
+
+def _doc(function: Callable[..., Any]) -> str | None:
+    doc = inspect.getdoc(function)
+    return doc.strip() if doc else None
+
+
+class _Reader:
+    """One resource function, ready to serve reads."""
+
+    __slots__ = ("bind", "call", "mime", "where")
+
+    def __init__(self, sig: fx.Signature, settings: Any, convert: Mapping[str, Any], mime: str | None) -> None:
+        self.bind = fx.binder(sig, settings, convert)
+        self.call = fx.caller(sig)
+        self.mime = mime
+        self.where = sig.where
+
+    async def __call__(self, request: ReadRequest) -> Content:
+        result = await self.call(self.bind(request.params, request, request.principal))
+        if isinstance(result, Content):
+            return result
+        content = fx.to_content(result, self.where)
+        if content.mime_type is None and content.text is not None and not isinstance(result, str) and not self.mime:
+            return Content(text=content.text, mime_type=fx.JSON)
+        return content
+
+
+class _Completer:
+    __slots__ = ("bind", "call", "variable", "where")
+
+    def __init__(self, sig: fx.Signature, variable: str, settings: Any) -> None:
+        self.bind = fx.binder(sig, settings, {})
+        self.call = fx.caller(sig)
+        self.variable = variable
+        self.where = sig.where
+
+    async def __call__(self, request: CompletionRequest) -> list[str]:
+        values = {**request.context, self.variable: request.value}
+        result = await self.call(self.bind(values, request, request.principal))
+        if isinstance(result, str) or not isinstance(result, Sequence) or not all(isinstance(v, str) for v in result):
+            raise TypeError(f"{self.where} returned {type(result).__name__}; a completion returns a list of str")
+        return list(result)
+
+
+def _variables(uri_template: str) -> set[str] | None:
+    # Imported here: importing the SDK costs about a second, and a plugin module imports this one
+    # while `plugins` and `check` start; by the first composition the SDK is loaded anyway.
+    from mcp.shared.uri_template import UriTemplate
+
+    try:
+        return set(UriTemplate.parse(uri_template).variable_names)
+    except Exception:  # the grammar rule reports it, with the template
+        return None
+
+
+def _template_parameters(sig: fx.Signature, uri_template: str) -> None:
+    """:raises DeclarationError: a variable without a parameter, or a required parameter without a variable."""
+    variables = _variables(uri_template)
+    if variables is None:
+        return
+    names = {p.name for p in sig.values}
+    missing = sorted(variables - names)
+    if missing:
+        raise fx.DeclarationError(
+            f"{sig.where}: template {uri_template!r} has variable(s) {', '.join(missing)} but the function has no "
+            f"parameter of that name; add {', '.join(f'{m}: str' for m in missing)} to its parameters"
+        )
+    extra = sorted(sig.required() - variables)
+    if extra:
+        raise fx.DeclarationError(
+            f"{sig.where}: parameter(s) {', '.join(extra)} receive nothing, since template {uri_template!r} has no "
+            f"variable of that name; add {{{extra[0]}}} to the template, give the parameter a default, or annotate "
+            "it Context"
+        )
+
+
+class _Resources(ResourceProvider):
+    """The plugin's resources and templates as one resource provider."""
+
+    def __init__(self, plugin: Plugin, settings: Any) -> None:
+        self.name, self.prefixes = plugin.name, plugin.prefixes
+        self._declared: list[Resource] = []
+        self._templates: list[ResourceTemplate] = []
+        self._readers: dict[str, _Reader] = {}
+        self._completers: dict[tuple[str, str], _Completer] = {}
+        for uri, (function, fields) in plugin._resources.items():
+            sig = fx.signature(function, plugin.settings)
+            if sig.required():
+                raise fx.DeclarationError(
+                    f"{sig.where}: a fixed resource ({uri!r}) has no variables, yet the function requires "
+                    f"{', '.join(sorted(sig.required()))}; declare it with @{plugin.name}.template and a variable each"
+                )
+            self._declared.append(Resource(uri=uri, **_resource_fields(function, sig, fields)))
+            self._readers[uri] = _Reader(sig, settings, {}, fields.get("mime_type"))
+        for uri_template, (function, fields) in plugin._templates.items():
+            sig = fx.signature(function, plugin.settings)
+            _template_parameters(sig, uri_template)
+            convert = {p.name: fx.converter(sig, p.name) for p in sig.values}
+            self._templates.append(
+                ResourceTemplate(uri_template=uri_template, **_resource_fields(function, sig, fields))
+            )
+            self._readers[uri_template] = _Reader(sig, settings, convert, fields.get("mime_type"))
+            for variable, completer in plugin._completer("template", uri_template, settings):
+                self._completers[(uri_template, variable)] = completer
+
+    def resources(self) -> Sequence[Resource]:
+        return self._declared
+
+    def templates(self) -> Sequence[ResourceTemplate]:
+        return self._templates
+
+    async def read(self, request: ReadRequest) -> Content:
+        declaration = request.resource
+        key = declaration.uri if isinstance(declaration, Resource) else declaration.uri_template
+        return await self._readers[key](request)
+
+    async def complete(self, template: ResourceTemplate, request: CompletionRequest) -> Sequence[str]:
+        completer = self._completers.get((template.uri_template, request.argument))
+        if completer is None:
+            return await super().complete(template, request)
+        return await completer(request)
+
+
+def _resource_fields(function: Callable[..., Any], sig: fx.Signature, fields: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(fields)
+    out.setdefault("name", function.__name__)
+    if "description" not in out and _doc(function):
+        out["description"] = _doc(function)
+    if "mime_type" not in out:
+        out["mime_type"] = fx.mime_for(sig.returns)
+    return out
+
+
+class _Tool:
+    __slots__ = ("bind", "call", "model", "where", "wrapped")
+
+    def __init__(self, sig: fx.Signature, settings: Any, model: type[BaseModel] | None, wrapped: bool) -> None:
+        self.bind = fx.binder(sig, settings, {})
+        self.call = fx.caller(sig)
+        self.model, self.wrapped, self.where = model, wrapped, sig.where
+
+    async def __call__(self, call: ToolCall) -> ToolResult:
+        result = await self.call(self.bind(call.arguments.__dict__, call, call.principal))
+        return fx.to_tool_result(result, self.model, self.wrapped, self.where)
+
+
+class _Tools(ToolProvider):
+    """The plugin's tools as one tool provider."""
+
+    def __init__(self, plugin: Plugin, settings: Any) -> None:
+        self.name = f"{plugin.name}-tools"  # provider names are unique across kinds
+        self._declared: list[Tool] = []
+        self._calls: dict[str, _Tool] = {}
+        for name, (function, fields) in plugin._tools.items():
+            sig = fx.signature(function, plugin.settings)
+            description = fields.get("description") or _doc(function)
+            if not description:
+                raise fx.DeclarationError(
+                    f"{sig.where}: tool {name!r} has no description; give the function a docstring saying what it "
+                    "does (the model reads it), or pass description="
+                )
+            model, wrapped = fx.output_model(sig, name)
+            rest = {k: v for k, v in fields.items() if k != "description"}
+            self._declared.append(
+                Tool(
+                    name=name,
+                    description=description,
+                    input_model=fx.input_model(sig, name),
+                    output_model=model,
+                    **rest,
+                )
+            )
+            self._calls[name] = _Tool(sig, settings, model, wrapped)
+
+    def tools(self) -> Sequence[Tool]:
+        return self._declared
+
+    async def call(self, call: ToolCall) -> ToolResult:
+        return await self._calls[call.tool.name](call)
+
+
+class _Prompt:
+    __slots__ = ("bind", "call", "where")
+
+    def __init__(self, sig: fx.Signature, settings: Any) -> None:
+        self.bind = fx.binder(sig, settings, {p.name: fx.converter(sig, p.name) for p in sig.values})
+        self.call = fx.caller(sig)
+        self.where = sig.where
+
+
+class _Prompts(PromptProvider):
+    """The plugin's prompts as one prompt provider."""
+
+    def __init__(self, plugin: Plugin, settings: Any) -> None:
+        self.name = f"{plugin.name}-prompts"
+        self._declared: list[Prompt] = []
+        self._renders: dict[str, _Prompt] = {}
+        self._completers: dict[tuple[str, str], _Completer] = {}
+        for name, (function, fields) in plugin._prompts.items():
+            sig = fx.signature(function, plugin.settings)
+            arguments = tuple(
+                PromptArgument(name=p.name, required=p.default is inspect.Parameter.empty) for p in sig.values
+            )
+            description = fields.get("description") or _doc(function) or name
+            rest = {k: v for k, v in fields.items() if k != "description"}
+            self._declared.append(Prompt(name=name, description=description, arguments=arguments, **rest))
+            self._renders[name] = _Prompt(sig, settings)
+            for variable, completer in plugin._completer("prompt", name, settings):
+                self._completers[(name, variable)] = completer
+
+    def prompts(self) -> Sequence[Prompt]:
+        return self._declared
+
+    async def render(self, prompt: Prompt, arguments: Mapping[str, str]) -> Sequence[Message]:
+        render = self._renders[prompt.name]
+        result = await render.call(render.bind(arguments, None, policy.principal()))
+        return fx.to_messages(result, render.where)
+
+    async def complete(self, prompt: Prompt, request: CompletionRequest) -> Sequence[str]:
+        completer = self._completers.get((prompt.name, request.argument))
+        if completer is None:
+            return await super().complete(prompt, request)
+        return await completer(request)
