@@ -13,7 +13,7 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -524,12 +524,95 @@ def new(
 @app.command()
 def demo(
     samples: Annotated[int, typer.Option(min=1, help="How many resources to read and show.")] = 12,
+    config: ConfigOption = None,
+    plugin_set: SetOption = None,
 ) -> None:
     """Start the composed server as a subprocess, connect a real MCP client over stdio and tour it."""
     from mcp_providers._cli.demo import run_demo
 
-    code = run_demo(out, samples=samples)
+    _load(config, plugin_set)  # a bad config is refused here, with the same message as serve's
+    code = run_demo(out, samples=samples, config_path=config, plugin_set=plugin_set)
     raise typer.Exit(code)
+
+
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
+
+
+@app.command()
+def inspect(config: ConfigOption = None, plugin_set: SetOption = None, as_json: JsonOption = False) -> None:
+    """List every resource, template, tool and prompt the config serves, with its plugin and provider."""
+    from mcp_providers._cli.explore import inventory, print_inventory
+
+    with guarded_stdout() if as_json else contextlib.nullcontext(1) as machine_out:
+        composition = _compose(_load(config, plugin_set), strict=False)
+        document = inventory(composition)
+        if as_json:
+            os.write(machine_out, json.dumps(document, indent=2).encode() + b"\n")
+            return
+    print_inventory(out, document)
+
+
+def _refusing(run: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """``run()``; a composition that refuses to serve ends the command with its lines and exit 1."""
+    try:
+        return run()
+    except CompositionError as exc:
+        err.print(f"[red]{escape(exc.problems[0])}[/red]", highlight=False)
+        for line in exc.problems[1:]:
+            err.print(f"  {line}", highlight=False, markup=False)
+        raise typer.Exit(1) from None
+
+
+@app.command()
+def read(
+    uri: Annotated[str, typer.Argument(help="The resource URI, e.g. documcp://ssgs/available.")],
+    config: ConfigOption = None,
+    plugin_set: SetOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Read one resource through the whole pipeline (gate, scope, receipt) in this process; exit 1 on an error."""
+    from mcp_providers._cli.explore import print_result
+    from mcp_providers._cli.explore import read as read_one
+
+    with guarded_stdout() if as_json else contextlib.nullcontext(1) as machine_out:
+        composition = _compose(_load(config, plugin_set), strict=False)
+        result = _refusing(lambda: anyio.run(read_one, composition, uri))
+        if as_json:
+            os.write(machine_out, json.dumps(result, indent=2).encode() + b"\n")
+            raise typer.Exit(1 if "error" in result else 0)
+    raise typer.Exit(print_result(out, uri, result))
+
+
+@app.command()
+def call(
+    tool: Annotated[str, typer.Argument(help="The tool's name.")],
+    arg: Annotated[list[str] | None, typer.Option("--arg", help="An argument as KEY=VALUE (repeatable).")] = None,
+    arguments_json: Annotated[
+        str | None, typer.Option("--args-json", help="All arguments as one JSON object.", show_default=False)
+    ] = None,
+    config: ConfigOption = None,
+    plugin_set: SetOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Call one tool through the whole pipeline in this process; exit 1 on an error or isError."""
+    from mcp_providers._cli.explore import call as call_one
+    from mcp_providers._cli.explore import parse_arguments, print_result
+
+    with guarded_stdout() if as_json else contextlib.nullcontext(1) as machine_out:
+        composition = _compose(_load(config, plugin_set), strict=False)
+        entry = next((e for e in composition.catalog.tools if e.declaration.name == tool), None)
+        schema = entry.declaration.input_model.model_json_schema() if entry is not None else None
+        try:
+            arguments = parse_arguments(arg or [], arguments_json, schema)
+        except ValueError as exc:
+            err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
+            raise typer.Exit(2) from None
+        result = _refusing(lambda: anyio.run(call_one, composition, tool, arguments))
+        failed = "error" in result or bool(result.get("isError"))
+        if as_json:
+            os.write(machine_out, json.dumps(result, indent=2).encode() + b"\n")
+            raise typer.Exit(1 if failed else 0)
+    raise typer.Exit(print_result(out, tool, result))
 
 
 ADMIN_TOKEN_ENV = "MCP_PROVIDERS_ADMIN_TOKEN"

@@ -21,8 +21,8 @@ def test_no_function_in_core_is_longer_than_60_lines() -> None:
     assert not long, "split these functions:\n" + "\n".join(long)
 
 
-def test_only_the_package_init_declares_a_public_surface() -> None:
-    declaring = [
+def _declaring() -> list[str]:
+    return [
         str(path.relative_to(CORE))
         for path in sorted(CORE.rglob("*.py"))
         if any(
@@ -30,4 +30,14 @@ def test_only_the_package_init_declares_a_public_surface() -> None:
             for node in ast.parse(path.read_text()).body
         )
     ]
-    assert declaring == ["__init__.py"]
+
+
+def test_no_internal_module_declares_a_public_surface() -> None:
+    internal = [
+        p for p in _declaring() if any(part.startswith("_") and part != "__init__.py" for part in Path(p).parts)
+    ]
+    assert internal == []
+
+
+def test_the_package_and_the_authors_module_declare_their_surface() -> None:
+    assert {"__init__.py", "plugin.py"} <= set(_declaring())

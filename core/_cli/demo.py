@@ -14,6 +14,7 @@ import logging
 import os
 import sys
 import tempfile
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 
 from mcp_providers._host.discovery import PluginRecord, call_hook, discover
-from mcp_providers.config import Config
+from mcp_providers.config import Config, load_config
 
 log = logging.getLogger("mcp_providers.demo")
 
@@ -186,11 +187,34 @@ def prepare_backends(stack: contextlib.ExitStack, records: list[PluginRecord], c
     return tables
 
 
-def run_demo(console: Console, samples: int = 12) -> int:
-    """Run the demo; returns the exit code (0 when every read succeeded)."""
-    _pm, records = discover(Config())
+def _raw(path: Path) -> dict[str, Any]:
+    """The config file's tables, to pass on to ``serve`` with the demo backends' tables added
+    (``load_config`` has read and validated the same file already)."""
+    text = path.read_text(encoding="utf-8")
+    data = json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
+    return dict(data)
+
+
+def run_demo(
+    console: Console, samples: int = 12, config_path: Path | None = None, plugin_set: str | None = None
+) -> int:
+    """Run the demo; returns the exit code (0 when every read succeeded).
+
+    :param config_path: the operator's config (TOML or JSON); its plugin tables win over the demo
+        backends' tables, and everything else in it (selection, sets, server settings) is kept.
+    :param plugin_set: the set to serve, as ``--set``.
+    :raises ConfigError: the config is invalid.
+    """
+    config = load_config(config_path, plugin_set=plugin_set) if config_path is not None else Config()
+    raw: dict[str, Any] = _raw(config_path) if config_path is not None else {}
+    _pm, records = discover(config)
     with contextlib.ExitStack() as stack, tempfile.TemporaryDirectory(prefix="mcp-providers-demo-") as tmp:
         tables = prepare_backends(stack, records, console)
+        plugins = raw.setdefault("plugins", {})
+        for name, table in tables.items():
+            plugins.setdefault(name, table)  # the operator's own table wins
+        if plugin_set is not None:
+            raw["set"] = plugin_set
         config_file = Path(tmp) / "demo-config.json"
-        config_file.write_text(json.dumps({"plugins": tables}), encoding="utf-8")
+        config_file.write_text(json.dumps(raw), encoding="utf-8")
         return anyio.run(_tour, console, config_file, samples)
