@@ -15,7 +15,7 @@ from pydantic import BaseModel
 from mcp_providers import Content, ReadRequest, Resource, ResourceProvider, hookimpl
 from mcp_providers._host.shape import contributes_nothing
 from mcp_providers.plugin import Plugin
-from mcp_providers.testing import check, compose, connect
+from mcp_providers.testing import compose, connect
 
 
 def _module(name: str, **functions: Any) -> types.ModuleType:
