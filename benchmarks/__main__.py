@@ -29,7 +29,7 @@ from urllib.parse import urlencode
 
 import anyio
 
-from benchmarks import cluster, fixtures, identity, reload, report, sideeffects, traces
+from benchmarks import authoring, cluster, fixtures, identity, reload, report, sideeffects, traces
 from benchmarks.report import Row, fmt, skipped_because_missing
 from benchmarks.timing import ainterleaved, interleaved, interleaved_samples, median, per_read_ms
 
@@ -902,6 +902,7 @@ SECTIONS = (
     "identity",
     "traces",
     "reload",
+    "authoring",
 )
 
 
@@ -959,6 +960,7 @@ def run_sections(only: set[str], rounds: int) -> None:
         "identity": lambda: identity.run(max(3, rounds // 3), emit),  # JWT validation's cost over HTTP
         "traces": lambda: traces.run(rounds, emit),  # read overhead with OpenTelemetry traces off and on
         "reload": lambda: reload.run(rounds, emit),  # reads while reloads run beside them, and one reload
+        "authoring": lambda: authoring.run(rounds, emit),  # a decorated function's read against a class provider's
     }
     for name in SECTIONS:
         if name in only:

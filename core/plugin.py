@@ -269,20 +269,41 @@ class _Reader:
 
     __slots__ = ("bind", "call", "mime", "where")
 
-    def __init__(self, sig: fx.Signature, settings: Any, convert: Mapping[str, Any], mime: str | None) -> None:
-        self.bind = fx.binder(sig, settings, convert)
+    def __init__(
+        self, sig: fx.Signature, settings: Any, convert: Mapping[str, Any], mime: str | None, *, direct: bool = False
+    ) -> None:
+        # direct: the template's values are exactly the parameters, as text; they are passed as they are.
+        self.bind = _as_given if direct else fx.binder(sig, settings, convert)
         self.call = fx.caller(sig)
         self.mime = mime
         self.where = sig.where
 
     async def __call__(self, request: ReadRequest) -> Content:
         result = await self.call(self.bind(request.params, request, request.principal))
+        if isinstance(result, str):
+            return Content(text=result)
         if isinstance(result, Content):
             return result
         content = fx.to_content(result, self.where)
         if content.mime_type is None and content.text is not None and not isinstance(result, str) and not self.mime:
             return Content(text=content.text, mime_type=fx.JSON)
         return content
+
+
+def _as_given(values: Mapping[str, Any], request: Any, principal: Any) -> Mapping[str, Any]:
+    return values
+
+
+def _direct(sig: fx.Signature, uri_template: str, convert: Mapping[str, Any]) -> bool:
+    """Whether a template's values can go to the function as they are: only text parameters, one per
+    path variable, no query variables (they may be absent), no Context or settings."""
+    if sig.context or sig.settings or any(convert.values()):
+        return False
+    parsed = _parsed(uri_template)
+    if parsed is None or parsed.query_variable_names:
+        return False
+    names = sorted(p.name for p in sig.values)
+    return names == sorted(parsed.variable_names) == sorted(sig.required())
 
 
 class _Completer:
@@ -302,15 +323,22 @@ class _Completer:
         return list(result)
 
 
-def _variables(uri_template: str) -> set[str] | None:
+def _parsed(uri_template: str) -> Any:
+    """The SDK's parse of ``uri_template`` (an ``mcp.UriTemplate``), or ``None`` when it is invalid:
+    the grammar rule of ``check`` reports that, with the template."""
     # Imported here: importing the SDK costs about a second, and a plugin module imports this one
     # while `plugins` and `check` start; by the first composition the SDK is loaded anyway.
     from mcp.shared.uri_template import UriTemplate
 
     try:
-        return set(UriTemplate.parse(uri_template).variable_names)
-    except Exception:  # the grammar rule reports it, with the template
+        return UriTemplate.parse(uri_template)
+    except Exception:
         return None
+
+
+def _variables(uri_template: str) -> set[str] | None:
+    parsed = _parsed(uri_template)
+    return None if parsed is None else set(parsed.variable_names)
 
 
 def _template_parameters(sig: fx.Signature, uri_template: str) -> None:
@@ -359,7 +387,8 @@ class _Resources(ResourceProvider):
             self._templates.append(
                 ResourceTemplate(uri_template=uri_template, **_resource_fields(function, sig, fields))
             )
-            self._readers[uri_template] = _Reader(sig, settings, convert, fields.get("mime_type"))
+            direct = _direct(sig, uri_template, convert)
+            self._readers[uri_template] = _Reader(sig, settings, convert, fields.get("mime_type"), direct=direct)
             for variable, completer in plugin._completer("template", uri_template, settings):
                 self._completers[(uri_template, variable)] = completer
 
