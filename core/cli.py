@@ -44,6 +44,11 @@ app = typer.Typer(
 if TYPE_CHECKING:
     from rich.console import Console
 
+__all__ = [
+    "app",
+    "main",
+]
+
 
 def escape(text: str) -> str:
     """rich's markup escape, imported when first needed."""

@@ -61,6 +61,35 @@ from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, ValidationError, 
 from mcp_providers.errors import ConfigError
 from mcp_providers.models import Icon
 
+__all__ = [
+    "ASYMMETRIC_ALGORITHMS",
+    "CONFIG_ENV",
+    "CREDENTIALS_KEY_ENV",
+    "DISABLE_ENV",
+    "KEY_PREFIX_REQUIRED",
+    "PLUGINS_ENV",
+    "SYSLOG_FACILITIES",
+    "AdminSettings",
+    "AuditSettings",
+    "AuditSink",
+    "AuthConfig",
+    "AuthMode",
+    "ClusterSettings",
+    "Config",
+    "CredentialsSettings",
+    "FileSinkSettings",
+    "LimitsSettings",
+    "OtlpLogsSinkSettings",
+    "PluginSet",
+    "ServerSettings",
+    "SyslogFacility",
+    "SyslogSinkSettings",
+    "TasksSettings",
+    "TokenConfig",
+    "WebhookSinkSettings",
+    "load_config",
+]
+
 CONFIG_ENV = "MCP_PROVIDERS_CONFIG"
 PLUGINS_ENV = "MCP_PROVIDERS_PLUGINS"
 """Comma-separated entry-point names: serve only these (replaces the set and ``allow``)."""

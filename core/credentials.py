@@ -54,6 +54,23 @@ import anyio
 from mcp_providers.errors import Denied
 from mcp_providers.identity import Principal
 
+__all__ = [
+    "DEFAULT_BROKER",
+    "DEFAULT_MARGIN_SECONDS",
+    "CacheKey",
+    "Credential",
+    "CredentialBroker",
+    "CredentialRefused",
+    "CredentialScope",
+    "CredentialStore",
+    "MemoryStore",
+    "Upstream",
+    "cache_key",
+    "credential_for",
+    "current_scope",
+    "forget_for",
+]
+
 log = logging.getLogger("mcp_providers.credentials")
 
 DEFAULT_MARGIN_SECONDS = 60.0

@@ -46,6 +46,12 @@ if TYPE_CHECKING:
     from mcp.server.transport_security import TransportSecuritySettings
     from starlette.applications import Starlette
 
+__all__ = [
+    "add_to_mcpserver",
+    "attach",
+    "mount",
+]
+
 
 log = logging.getLogger("mcp_providers.embedding")
 

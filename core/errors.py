@@ -36,6 +36,37 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+__all__ = [
+    "DENIED",
+    "INTERNAL_ERROR",
+    "INVALID_PARAMS",
+    "MISSING_CAPABILITY",
+    "RATE_LIMITED",
+    "READ_TIMEOUT",
+    "SIDE_EFFECT_REFUSED",
+    "STALE",
+    "TOO_LARGE",
+    "UPSTREAM_ERROR",
+    "CompositionError",
+    "ConfigError",
+    "Denied",
+    "InvalidParams",
+    "MCPProvidersDeprecationWarning",
+    "MCPProvidersError",
+    "MCPProvidersRemovedIn1Warning",
+    "MissingCapability",
+    "NotFound",
+    "ProviderFailed",
+    "RateLimited",
+    "ReadTimeout",
+    "RequestError",
+    "SideEffectRefused",
+    "Stale",
+    "TooLarge",
+    "ToolFailure",
+    "UpstreamError",
+]
+
 INVALID_PARAMS = -32602
 DENIED = -32003
 TOO_LARGE = -32004

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import pluggy
 
-from mcp_providers.errors import MCPProvidersDeprecationWarning
+from mcp_providers.errors import MCPProvidersDeprecationWarning, MCPProvidersRemovedIn1Warning
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
@@ -39,6 +39,22 @@ if TYPE_CHECKING:
     from mcp_providers.identity import Principal
     from mcp_providers.policy import Action, Decision
     from mcp_providers.providers import ExtensionProvider, PromptProvider, ResourceProvider, ToolProvider
+
+__all__ = [
+    "CHANGELOG",
+    "DEPRECATED_ARGUMENTS",
+    "PROJECT",
+    "HookChange",
+    "authorize",
+    "demo_settings",
+    "hookimpl",
+    "hookspec",
+    "register_extensions",
+    "register_prompts",
+    "register_resource_providers",
+    "register_tool_providers",
+    "settings_model",
+]
 
 PROJECT = "mcp_providers"
 """The pluggy project name and the entry-point group plugins are registered under."""
@@ -99,6 +115,33 @@ CHANGELOG: tuple[HookChange, ...] = (
         "``register_extensions(settings)``: extensions (SEP-2133) and their methods. Plugins without it "
         "load unchanged.",
     ),
+    HookChange(
+        "0.2.0",
+        "register_prompt_providers",
+        "added",
+        "``register_prompt_providers(settings)``: the name ``register_prompts`` had, in line with the other "
+        "``register_*_providers`` hooks.",
+    ),
+    HookChange(
+        "0.2.0",
+        "register_prompts",
+        "deprecated",
+        "Renamed ``register_prompt_providers``. An implementation of the old name is still called, and "
+        "gets ``MCPProvidersRemovedIn1Warning`` when registered; it stops working in 1.0.",
+    ),
+    HookChange(
+        "0.2.0",
+        "register_extension_providers",
+        "added",
+        "``register_extension_providers(settings)``: the name ``register_extensions`` had.",
+    ),
+    HookChange(
+        "0.2.0",
+        "register_extensions",
+        "deprecated",
+        "Renamed ``register_extension_providers``. An implementation of the old name is still called, and "
+        "gets ``MCPProvidersRemovedIn1Warning`` when registered; it stops working in 1.0.",
+    ),
 )
 """Every change to a hook since the first hookspecs, oldest first. The 0.1.0 entries all came
 before that release, while plugins were already being written against the hooks."""
@@ -109,6 +152,19 @@ registered (pluggy's ``warn_on_impl_args``; the hookimpl still loads and is stil
 argument). Each warning is an instance of a ``MCPProvidersRemovedIn<N>Warning`` naming the
 release that drops the argument, and has a ``deprecated`` entry in :data:`CHANGELOG`. Nothing is
 deprecated now."""
+
+
+_RENAMED: dict[str, MCPProvidersDeprecationWarning] = {
+    old: MCPProvidersRemovedIn1Warning(
+        f"hook {old} is renamed {new}, as register_resource_providers and register_tool_providers are "
+        f"named; rename the function (the old name is still called, until mcp-providers 1.0)"
+    )
+    for old, new in (
+        ("register_prompts", "register_prompt_providers"),
+        ("register_extensions", "register_extension_providers"),
+    )
+}
+"""Old hook name -> the warning an implementation of it gets when registered (pluggy's ``warn_on_impl``)."""
 
 
 def _deprecated(hook: str) -> dict[str, MCPProvidersDeprecationWarning]:
@@ -163,8 +219,8 @@ def register_tool_providers(settings: Any) -> Sequence[ToolProvider]:
     """
 
 
-@hookspec(warn_on_impl_args=_deprecated("register_prompts"))
-def register_prompts(settings: Any) -> Sequence[PromptProvider]:
+@hookspec(warn_on_impl_args=_deprecated("register_prompt_providers"))
+def register_prompt_providers(settings: Any) -> Sequence[PromptProvider]:
     """Return the prompt providers this plugin contributes.
 
     Called once at composition time, after settings are validated.
@@ -174,8 +230,20 @@ def register_prompts(settings: Any) -> Sequence[PromptProvider]:
     """
 
 
-@hookspec(warn_on_impl_args=_deprecated("register_extensions"))
-def register_extensions(settings: Any) -> Sequence[ExtensionProvider]:
+@hookspec(warn_on_impl_args=_deprecated("register_prompts"), warn_on_impl=_RENAMED["register_prompts"])
+def register_prompts(settings: Any) -> Sequence[PromptProvider]:
+    """The old name of :func:`register_prompt_providers`: still called, with a deprecation warning.
+
+    :param settings: the instance of this plugin's :func:`settings_model`, or ``None``.
+    :returns: a list of :class:`~mcp_providers.providers.PromptProvider`; empty if none.
+
+    .. deprecated:: 0.2.0
+        Rename the function ``register_prompt_providers``; this name stops working in 1.0.
+    """
+
+
+@hookspec(warn_on_impl_args=_deprecated("register_extension_providers"))
+def register_extension_providers(settings: Any) -> Sequence[ExtensionProvider]:
     """Return the extension providers this plugin contributes (SEP-2133).
 
     Called once at composition time, after settings are validated.
@@ -186,6 +254,18 @@ def register_extensions(settings: Any) -> Sequence[ExtensionProvider]:
     Use in provider plugins: each extension is advertised under ``capabilities.extensions`` and
     its methods are served through the same gate, invoker and audit as tools (the policy is asked
     ``call`` on the method name). A method may not be one the MCP spec defines.
+    """
+
+
+@hookspec(warn_on_impl_args=_deprecated("register_extensions"), warn_on_impl=_RENAMED["register_extensions"])
+def register_extensions(settings: Any) -> Sequence[ExtensionProvider]:
+    """The old name of :func:`register_extension_providers`: still called, with a deprecation warning.
+
+    :param settings: the instance of this plugin's :func:`settings_model`, or ``None``.
+    :returns: a list of :class:`~mcp_providers.providers.ExtensionProvider`; empty if none.
+
+    .. deprecated:: 0.2.0
+        Rename the function ``register_extension_providers``; this name stops working in 1.0.
     """
 
 

@@ -41,6 +41,17 @@ if TYPE_CHECKING:
 
     from opentelemetry.trace import Tracer
 
+__all__ = [
+    "SAFE_METHODS",
+    "client",
+    "exempt",
+    "in_read_scope",
+    "read_scope",
+    "scratch_dir",
+    "tls_context",
+    "upstream_tracer",
+]
+
 upstream_tracer: ContextVar[Tracer | None] = ContextVar("mcp_providers_upstream_tracer", default=None)
 """Set by the core around a provider's invocation while traces are on: every request a
 :func:`client` sends then gets a ``CLIENT`` span (see :class:`_TracedClient`). ``None``: no span."""

@@ -24,6 +24,18 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+__all__ = [
+    "ANONYMOUS",
+    "LOCAL",
+    "LOCAL_ISSUER",
+    "PRINCIPAL_CLAIM",
+    "STATIC_ISSUER",
+    "Principal",
+    "from_access_token",
+    "serving_as",
+    "transportless",
+]
+
 LOCAL_ISSUER = "local"
 """Issuer of :data:`LOCAL`: the operating system account that started the process (stdio)."""
 STATIC_ISSUER = "static"

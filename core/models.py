@@ -29,6 +29,24 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+__all__ = [
+    "ICON_MIME_TYPES",
+    "MAX_AGE_KEY",
+    "RECEIPT_KEY",
+    "Annotations",
+    "Effects",
+    "Extension",
+    "ExtensionMethod",
+    "Freshness",
+    "Icon",
+    "Members",
+    "Prompt",
+    "PromptArgument",
+    "Resource",
+    "ResourceTemplate",
+    "Tool",
+]
+
 Effects = Literal["none", "additive", "destructive"]
 """What an operation may change: ``none`` (read-only), ``additive`` (creates or appends, never
 removes or overwrites) or ``destructive`` (may overwrite or delete)."""

@@ -24,7 +24,7 @@ and in ``pyproject.toml``::
     notes = "notes_plugin:notes"
 
 A :class:`Plugin` answers the same hooks a hand-written plugin does (``settings_model``,
-``register_resource_providers``, ``register_tool_providers``, ``register_prompts``), so nothing
+``register_resource_providers``, ``register_tool_providers``, ``register_prompt_providers``), so nothing
 downstream changes: every declaration it produces is checked by ``mcp-providers check`` (prefix
 ownership, collisions, templates, side effects, static reads) and served through the same gate,
 deadline, side-effect scope, budgets and receipts as a class provider.
@@ -61,6 +61,7 @@ from mcp_providers.models import (
     Effects,
     Freshness,
     Icon,
+    Members,
     Prompt,
     PromptArgument,
     Resource,
@@ -93,6 +94,7 @@ __all__ = [
     "Icon",
     "InvalidParams",
     "Link",
+    "Members",
     "Message",
     "NotFound",
     "Plugin",
@@ -202,7 +204,8 @@ class Plugin:
         :param effects: ``"none"`` (read-only; writes are refused while it runs), ``"additive"`` or
             ``"destructive"``.
         :param fields: any other :class:`~mcp_providers.models.Tool` field (``title``, ``icons``,
-            ``idempotent``, ``open_world``, ``task_support`` ...).
+            ``idempotent``, ``open_world``, ``task_support`` ...); ``output_model=`` overrides the
+            one the return annotation implies (for a function returning ``ToolResult(output=...)``).
         """
         return self._adding("tool", self._tools, name, {"effects": effects, **fields})
 
@@ -246,7 +249,7 @@ class Plugin:
         return [_Tools(self, settings)] if self._tools else []
 
     @hookimpl
-    def register_prompts(self, settings: Any) -> list[PromptProvider]:
+    def register_prompt_providers(self, settings: Any) -> list[PromptProvider]:
         return [_Prompts(self, settings)] if self._prompts else []
 
     @hookimpl
@@ -448,8 +451,11 @@ class _Tools(ToolProvider):
                     f"{sig.where}: tool {name!r} has no description; give the function a docstring saying what it "
                     "does (the model reads it), or pass description="
                 )
-            model, wrapped = fx.output_model(sig, name)
-            rest = {k: v for k, v in fields.items() if k != "description"}
+            if "output_model" in fields:  # e.g. a function returning ToolResult(output=..., links=...)
+                model, wrapped = fields["output_model"], False
+            else:
+                model, wrapped = fx.output_model(sig, name)
+            rest = {k: v for k, v in fields.items() if k not in ("description", "output_model")}
             self._declared.append(
                 Tool(
                     name=name,

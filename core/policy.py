@@ -35,6 +35,16 @@ from mcp_providers import credentials
 from mcp_providers.credentials import Credential, Upstream
 from mcp_providers.identity import LOCAL, Principal
 
+__all__ = [
+    "Action",
+    "Decision",
+    "allowed",
+    "credential",
+    "forget_credential",
+    "principal",
+    "require",
+]
+
 Action = Literal["list", "read", "expand", "complete", "subscribe", "call", "prompt"]
 """The operations the ``authorize`` hook is asked about."""
 

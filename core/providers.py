@@ -35,6 +35,32 @@ from mcp_providers.identity import LOCAL, Principal
 from mcp_providers.models import Extension, ExtensionMethod, Prompt, Resource, ResourceTemplate, Tool
 from mcp_providers.policy import Action
 
+__all__ = [
+    "LOG_LEVELS",
+    "Audio",
+    "ClientChannel",
+    "CompletionRequest",
+    "Content",
+    "Elicited",
+    "Embed",
+    "ExtensionProvider",
+    "ExtensionRequest",
+    "Image",
+    "Link",
+    "LogLevel",
+    "Media",
+    "Message",
+    "PromptProvider",
+    "Publisher",
+    "ReadRequest",
+    "ResourceProvider",
+    "Sampled",
+    "Text",
+    "ToolCall",
+    "ToolProvider",
+    "ToolResult",
+]
+
 # -- content blocks ------------------------------------------------------------------------------
 
 

@@ -38,6 +38,14 @@ from mcp_providers.config import ClusterSettings, Config, ServerSettings
 from mcp_providers.errors import CompositionError
 from mcp_providers.identity import Principal, serving_as, transportless
 
+__all__ = [
+    "assert_check_passes",
+    "check",
+    "compose",
+    "compose_installed",
+    "connect",
+]
+
 
 def compose(
     plugins: Mapping[str, object],

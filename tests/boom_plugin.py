@@ -130,7 +130,7 @@ def register_tool_providers() -> list[ToolProvider]:
 
 
 @hookimpl
-def register_prompts() -> list[PromptProvider]:
+def register_prompt_providers() -> list[PromptProvider]:
     return [BoomPrompt()]
 
 

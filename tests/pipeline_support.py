@@ -75,5 +75,5 @@ def secrets_plugin(*, embed: str, text: str = "the secret", link: str | None = N
     return SimpleNamespace(
         register_resource_providers=hookimpl(lambda: [Secrets()]),
         register_tool_providers=hookimpl(lambda: [Tools()]),
-        register_prompts=hookimpl(lambda: [Prompts()]),
+        register_prompt_providers=hookimpl(lambda: [Prompts()]),
     )

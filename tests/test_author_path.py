@@ -162,7 +162,7 @@ def test_new_prints_the_documented_next_steps(walked: tuple[Walk, Path, list[str
     new = next(line for line in lines if " new " in line)
     printed = walk.output(new).split("next, in order:", 1)[1]
     hint = [words(line) for line in printed.strip().splitlines()]
-    after_new = [words(line) for line in lines[lines.index(new) + 1 : -1]]
+    after_new = [words(line) for line in lines[lines.index(new) + 1 :]]
     assert hint == after_new
 
 
@@ -251,5 +251,5 @@ def test_the_hint_installs_the_core_the_way_it_was_installed(
     assert scaffold.core_install_command() == expected
     steps = scaffold.next_steps(Path("../mcp-providers-x"))
     assert steps[0] == "cd ../mcp-providers-x"
-    assert steps[-2:] == ["uv run mcp-providers plugins", "uv run mcp-providers check"]
+    assert steps[-3:] == ["uv run mcp-providers plugins", "uv run mcp-providers check", "uv run mcp-providers serve"]
     assert (expected in steps) if expected else steps[1] == "uv run pytest"

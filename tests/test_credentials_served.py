@@ -150,12 +150,12 @@ def plugin(provider: Served) -> SimpleNamespace:
         return [Whoami(provider.upstream)]
 
     @hookimpl
-    def register_prompts() -> list[PromptProvider]:
+    def register_prompt_providers() -> list[PromptProvider]:
         return [Briefs(provider.upstream)]
 
     return SimpleNamespace(register_resource_providers=register_resource_providers,
                            register_tool_providers=register_tool_providers,
-                           register_prompts=register_prompts)  # fmt: skip
+                           register_prompt_providers=register_prompt_providers)  # fmt: skip
 
 
 @pytest.fixture

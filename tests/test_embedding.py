@@ -116,7 +116,7 @@ class Plugin:
         return [Mixer()]
 
     @hookimpl
-    def register_prompts(self) -> list[PromptProvider]:
+    def register_prompt_providers(self) -> list[PromptProvider]:
         return [Greeting()]
 
 

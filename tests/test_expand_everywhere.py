@@ -109,7 +109,7 @@ class UriPrompts(PromptProvider):
 def _uri_prompts(*denied: str) -> Any:
     plugins = {
         "secrets": SimpleNamespace(register_resource_providers=hookimpl(lambda: [Secrets()])),
-        "uri_prompts": SimpleNamespace(register_prompts=hookimpl(lambda: [UriPrompts()])),
+        "uri_prompts": SimpleNamespace(register_prompt_providers=hookimpl(lambda: [UriPrompts()])),
         "policy": policy,
     }
     return compose(plugins, _deny_expand(*denied) if denied else None)

@@ -59,7 +59,7 @@ class Search(ExtensionProvider):
 
 class plugin:
     @hookimpl
-    def register_extensions(self) -> list[ExtensionProvider]:
+    def register_extension_providers(self) -> list[ExtensionProvider]:
         return [Search()]
 
 
@@ -125,7 +125,7 @@ async def test_a_bad_extension_is_a_check_error_naming_it_and_the_rest_is_served
 
     class bad:
         @hookimpl
-        def register_extensions(self) -> list[ExtensionProvider]:
+        def register_extension_providers(self) -> list[ExtensionProvider]:
             return [Bad()]
 
     composition = compose(Config(), load_entrypoints=False, plugins={"search": plugin(), "bad": bad()})

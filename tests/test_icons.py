@@ -110,7 +110,7 @@ def plugin(*providers: object) -> Any:
     return SimpleNamespace(
         register_resource_providers=hookimpl(lambda: [p for p in providers if isinstance(p, ResourceProvider)]),
         register_tool_providers=hookimpl(lambda: [p for p in providers if isinstance(p, ToolProvider)]),
-        register_prompts=hookimpl(lambda: [p for p in providers if isinstance(p, PromptProvider)]),
+        register_prompt_providers=hookimpl(lambda: [p for p in providers if isinstance(p, PromptProvider)]),
     )
 
 

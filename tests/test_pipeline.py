@@ -124,7 +124,7 @@ def plugin() -> Any:
     return SimpleNamespace(
         register_resource_providers=hookimpl(lambda: [Secrets()]),
         register_tool_providers=hookimpl(lambda: [Tools()]),
-        register_prompts=hookimpl(lambda: [Prompts()]),
+        register_prompt_providers=hookimpl(lambda: [Prompts()]),
     )
 
 

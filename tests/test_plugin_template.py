@@ -73,10 +73,12 @@ def test_rendered_package_has_the_promised_files(rendered: Path) -> None:
     package = rendered / "src" / f"mcp_providers_{NAME}"
     for path in ("pyproject.toml", "README.md", "tests/conftest.py", f"tests/test_{NAME}.py"):
         assert (rendered / path).is_file(), path
-    for module in ("__init__.py", "resources.py", "tools.py", "settings.py", "py.typed"):
+    for module in ("__init__.py", "plugin.py", "settings.py", "py.typed"):
         assert (package / module).is_file(), module
     pyproject = (rendered / "pyproject.toml").read_text()
-    assert f'[project.entry-points.mcp_providers]\n{NAME} = "mcp_providers_{NAME}"' in pyproject
+    assert f'[project.entry-points.mcp_providers]\n{NAME} = "mcp_providers_{NAME}:plugin"' in pyproject
+    plugin = (package / "plugin.py").read_text()
+    assert "from mcp_providers.plugin import" in plugin and "@plugin.template(" in plugin  # the decorator form
 
 
 def test_plugins_lists_the_rendered_plugin(venv: Path) -> None:
@@ -85,7 +87,7 @@ def test_plugins_lists_the_rendered_plugin(venv: Path) -> None:
     rows = {row["name"]: row for row in json.loads(run.stdout)["plugins"]}
     assert rows[NAME]["status"] == "loaded"
     assert rows[NAME]["distribution"] == "mcp-providers-team-notes"
-    assert rows[NAME]["providers"] == ["team-notes-notes", "team-notes-tools"]
+    assert rows[NAME]["providers"] == ["team-notes", "team-notes-tools"]
 
 
 def test_check_passes_in_the_fresh_venv(venv: Path) -> None:
@@ -135,8 +137,8 @@ def test_new_renders_through_the_cli(tmp_path: Path) -> None:
 
     result = CliRunner().invoke(app, ["new", "weather", "--dest", str(tmp_path / "w")])
     assert result.exit_code == 0, result.output
-    assert (tmp_path / "w" / "src" / "mcp_providers_weather" / "resources.py").is_file()
-    assert 'weather = "mcp_providers_weather"' in (tmp_path / "w" / "pyproject.toml").read_text()
+    assert (tmp_path / "w" / "src" / "mcp_providers_weather" / "plugin.py").is_file()
+    assert 'weather = "mcp_providers_weather:plugin"' in (tmp_path / "w" / "pyproject.toml").read_text()
 
 
 @pytest.mark.parametrize(

@@ -118,7 +118,7 @@ SPELLINGS: dict[str, tuple[str, str, str]] = {
 
                 @staticmethod
                 @hookimpl
-                def register_prompts():
+                def register_prompt_providers():
                     raise ValueError("no prompts today")
         """),
         "it has an authorize hookimpl (rule)",
@@ -189,7 +189,7 @@ SPELLINGS: dict[str, tuple[str, str, str]] = {
                     return _deny(subject, action, target)
 
             for _pm in [o for o in gc.get_objects() if isinstance(o, pluggy.PluginManager)]:
-                if _pm.project_name == "mcp_providers" and hasattr(_pm.hook, "register_prompts"):
+                if _pm.project_name == "mcp_providers" and hasattr(_pm.hook, "register_prompt_providers"):
                     try:
                         _pm.register(_Second())
                     except ValueError:

@@ -101,7 +101,7 @@ def who_plugin() -> Any:
     return SimpleNamespace(
         register_resource_providers=hookimpl(lambda: [Who()]),
         register_tool_providers=hookimpl(lambda: [WhoTools()]),
-        register_prompts=hookimpl(lambda: [WhoPrompts()]),
+        register_prompt_providers=hookimpl(lambda: [WhoPrompts()]),
     )
 
 

@@ -345,7 +345,7 @@ def attempts_plugin(url: str, work: Path, *, exempt_token: bool = False) -> Simp
     return SimpleNamespace(
         register_resource_providers=hookimpl(lambda: [Reads()]),
         register_tool_providers=hookimpl(lambda: [Tools()]),
-        register_prompts=hookimpl(lambda: [Prompts()]),
+        register_prompt_providers=hookimpl(lambda: [Prompts()]),
     )
 
 

@@ -150,7 +150,7 @@ def _zoo() -> types.ModuleType:
     module = types.ModuleType("zoo_plugin")
 
     @hookimpl
-    def register_prompts(settings: object) -> list[object]:
+    def register_prompt_providers(settings: object) -> list[object]:
         return []
 
     def helper() -> None:
@@ -162,21 +162,21 @@ def _zoo() -> types.ModuleType:
 
     helper_with_func = functools.wraps(helper)(lambda: None)
     module.__dict__.update(
-        register_prompts=register_prompts,
+        register_prompt_providers=register_prompt_providers,
         helper=helper,
         policy=policy,
         a_class=_Instance,
         an_instance=_Instance(),
         a_partial=functools.partial(policy, None),
-        a_static=staticmethod(register_prompts),
-        a_classmethod=classmethod(register_prompts),
+        a_static=staticmethod(register_prompt_providers),
+        a_classmethod=classmethod(register_prompt_providers),
         a_bound=_Instance().settings_model,
         a_constant=3,
         a_wrapped=helper_with_func,
         __annotations__={},
         __version__="1.0",
         __getattr__=helper,  # PEP 562: a plain dunder function
-        __marked__=register_prompts,  # a marked function under a dunder name
+        __marked__=register_prompt_providers,  # a marked function under a dunder name
     )
     return module
 
@@ -188,7 +188,7 @@ def test_the_shortcut_answers_as_pluggy_does_for_every_attribute() -> None:
     assert {n: ours.parse_hookimpl_opts(zoo, n) for n in names} == {
         n: theirs.parse_hookimpl_opts(zoo, n) for n in names
     }
-    assert ours.parse_hookimpl_opts(zoo, "register_prompts") is not None  # the comparison saw real hooks
+    assert ours.parse_hookimpl_opts(zoo, "register_prompt_providers") is not None  # the comparison saw real hooks
     assert ours.parse_hookimpl_opts(zoo, "a_bound") is not None
     assert {n: ours.parse_hookspec_opts(hookspecs, n) for n in dir(hookspecs)} == {
         n: theirs.parse_hookspec_opts(hookspecs, n) for n in dir(hookspecs)

@@ -259,7 +259,7 @@ class Finder:
     """An extension method (SEP-2133): served through the same pipeline as the task methods."""
 
     @hookimpl
-    def register_extensions(self, settings: Any) -> list[Any]:
+    def register_extension_providers(self, settings: Any) -> list[Any]:
         from mcp_providers import Extension, ExtensionMethod, ExtensionProvider
 
         class Search(ExtensionProvider):

@@ -127,13 +127,14 @@ async def test_a_completion_or_prompt_that_raises_names_the_provider_not_the_exc
         return [Broken()]
 
     @hookimpl
-    def register_prompts() -> list[PromptProvider]:
+    def register_prompt_providers() -> list[PromptProvider]:
         return [BrokenPrompt()]
 
     composition = compose(
         {
             "bc": SimpleNamespace(
-                register_resource_providers=register_resource_providers, register_prompts=register_prompts
+                register_resource_providers=register_resource_providers,
+                register_prompt_providers=register_prompt_providers,
             )
         }
     )

@@ -112,7 +112,8 @@ def core_install_command() -> str | None:
 def next_steps(where: Path) -> list[str]:
     """The shell commands a new author types after ``mcp-providers new``, in order: into the
     rendered folder, the core into its project (when not from an index), its tests, ruff, and
-    ``plugins``/``check`` as an operator would. ``docs/plugin-authors.md`` shows the same ones."""
+    ``plugins``/``check`` as an operator would, and ``serve`` (the command an MCP client starts).
+    ``docs/plugin-authors.md`` shows the same ones."""
     install = core_install_command()
     return [
         f"cd {shlex.quote(str(where))}",
@@ -121,4 +122,5 @@ def next_steps(where: Path) -> list[str]:
         "uv run ruff check .",
         "uv run mcp-providers plugins",
         "uv run mcp-providers check",
+        "uv run mcp-providers serve",
     ]

@@ -66,8 +66,10 @@ Status = Literal["loaded", "rejected", "disabled"]
 _PROVIDER_HOOKS: tuple[tuple[str, type], ...] = (
     ("register_resource_providers", ResourceProvider),
     ("register_tool_providers", ToolProvider),
-    ("register_extensions", ExtensionProvider),
-    ("register_prompts", PromptProvider),
+    ("register_extension_providers", ExtensionProvider),
+    ("register_extensions", ExtensionProvider),  # the old name, still called
+    ("register_prompt_providers", PromptProvider),
+    ("register_prompts", PromptProvider),  # the old name, still called
 )
 
 

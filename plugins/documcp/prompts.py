@@ -242,6 +242,6 @@ class DocumentationPrompts(PromptProvider):
 
 
 @hookimpl
-def register_prompts() -> list[PromptProvider]:
+def register_prompt_providers() -> list[PromptProvider]:
     """The documentation prompts."""
     return [DocumentationPrompts()]

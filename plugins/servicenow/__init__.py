@@ -2,7 +2,7 @@
 resources under ``servicenow://``, and table reads and incident writes as tools.
 
 Hooks implemented: :func:`settings_model`, :func:`register_resource_providers`,
-:func:`register_tool_providers`, :func:`register_prompts` and :func:`demo_settings`. The providers
+:func:`register_tool_providers`, :func:`register_prompt_providers` and :func:`demo_settings`. The providers
 share one :class:`~mcp_providers.plugins.servicenow.client.InstancePool` per settings object, so each
 configured instance has exactly one HTTP client, opened while the server runs. A local Table API
 emulator for tests and demos is in :mod:`mcp_providers.plugins.servicenow.emulator`.
@@ -29,7 +29,7 @@ __all__ = [
     "ServiceNowSettings",
     "ServiceNowTools",
     "demo_settings",
-    "register_prompts",
+    "register_prompt_providers",
     "register_resource_providers",
     "register_tool_providers",
     "settings_model",
@@ -57,7 +57,7 @@ def register_tool_providers(settings: ServiceNowSettings | None) -> Sequence[Too
 
 
 @hookimpl
-def register_prompts(settings: ServiceNowSettings | None) -> Sequence[PromptProvider]:
+def register_prompt_providers(settings: ServiceNowSettings | None) -> Sequence[PromptProvider]:
     """One :class:`ServiceNowPrompts` over the same instances (none declared with no instance)."""
     settings = settings if settings is not None else ServiceNowSettings()
     return [ServiceNowPrompts(settings.pool())]

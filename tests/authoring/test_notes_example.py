@@ -90,3 +90,16 @@ def test_invalid_settings_are_refused_naming_the_field() -> None:
     example = _load()
     composition = compose({"notes": example.notes}, {"notes": {"max_results": 0}}, strict=False)
     assert any("max_results" in line for line in composition.failures), composition.failures
+
+
+@pytest.mark.anyio
+async def test_the_readme_plugin_runs_as_shown() -> None:
+    readme = (EXAMPLE.parents[2] / "README.md").read_text()
+    section = readme.split("## Writing a provider plugin", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    namespace: dict[str, object] = {}
+    exec(compile(code, "README.md", "exec"), namespace)
+    async with connect(compose({"notes": namespace["notes"]})) as client:
+        assert (await client.read_resource("notes://today")).contents[0].text == "buy milk"  # type: ignore[union-attr]
+        with pytest.raises(MCPError, match="no note for 'tomorrow'"):
+            await client.read_resource("notes://tomorrow")

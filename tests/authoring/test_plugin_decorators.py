@@ -160,3 +160,35 @@ def test_the_same_checks_apply_to_decorated_declarations() -> None:
     failures = compose({"one": first, "two": second}, strict=False).failures
     assert any("prefix-overlap" in f for f in failures)
     assert any("outside" in f or "owns" in f or "dup://b/x" in f for f in failures)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("old", ["register_prompts", "register_extensions"])
+async def test_the_old_hook_names_still_load_with_a_deprecation(old: str) -> None:
+    import warnings
+
+    from mcp_providers import MCPProvidersRemovedIn1Warning, hookimpl
+    from mcp_providers.models import Prompt
+    from mcp_providers.plugin import Message as Msg
+    from mcp_providers.providers import PromptProvider
+
+    class Prompts(PromptProvider):
+        name = "old-prompts"
+
+        def prompts(self) -> list[Prompt]:
+            return [Prompt(name="hi", description="Say hi.")]
+
+        async def render(self, prompt: Prompt, arguments: object) -> list[Msg]:
+            return [Msg("user", "hi")]
+
+    module = types.ModuleType("old_hooks")
+    setattr(module, old, hookimpl(lambda: [Prompts()] if old == "register_prompts" else []))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        composition = compose({"old": module}, strict=False)
+    assert any(issubclass(w.category, MCPProvidersRemovedIn1Warning) and old in str(w.message) for w in caught)
+    record = next(r for r in composition.records if r.name == "old")
+    assert record.status == "loaded" and any(f"hook {old} is renamed" in d for d in record.deprecations)
+    if old == "register_prompts":
+        async with connect(composition) as client:
+            assert [p.name for p in (await client.list_prompts()).prompts] == ["hi"]

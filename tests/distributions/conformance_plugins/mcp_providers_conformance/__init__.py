@@ -330,6 +330,6 @@ def register_tool_providers() -> list[ToolProvider]:
 
 
 @hookimpl
-def register_prompts() -> list[PromptProvider]:
+def register_prompt_providers() -> list[PromptProvider]:
     """The suite's prompts."""
     return [Prompts()]

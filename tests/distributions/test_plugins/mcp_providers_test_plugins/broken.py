@@ -109,10 +109,10 @@ def _tools(provider: ToolProvider) -> SimpleNamespace:
 
 def _prompts(provider: PromptProvider) -> SimpleNamespace:
     @hookimpl
-    def register_prompts() -> list[PromptProvider]:
+    def register_prompt_providers() -> list[PromptProvider]:
         return [provider]
 
-    return SimpleNamespace(register_prompts=register_prompts)
+    return SimpleNamespace(register_prompt_providers=register_prompt_providers)
 
 
 duplicate_tool_a = _tools(OneTool("duplicate-tool-a"))
