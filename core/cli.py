@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 from mcp_providers import _gc
+from mcp_providers._launch import version_line
 
 with _gc.paused():  # the MCP SDK and the serving core: long-lived objects almost only (see mcp_providers._gc)
     import anyio
@@ -85,20 +86,6 @@ SetOption = Annotated[
     str | None,
     typer.Option("--set", help="Use the config's plugin set NAME (default: the config's set key).", show_default=False),
 ]
-
-
-def version_line() -> str:
-    """``mcp-providers <version> (MCP Python SDK <version>, Python <x.y.z>)``, from installed metadata."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    def of(distribution: str) -> str:
-        try:
-            return version(distribution)
-        except PackageNotFoundError:
-            return "unknown"
-
-    python = ".".join(str(part) for part in sys.version_info[:3])
-    return f"mcp-providers {of('mcp-providers')} (MCP Python SDK mcp {of('mcp')}, Python {python})"
 
 
 def _print_version(value: bool) -> None:
@@ -388,12 +375,21 @@ def _serve_http(
         event_store=None if stateless else _event_store(composition),
     )
     served = pin_sessions(asgi)  # session ids name the replica when MCP_PROVIDERS_REPLICA is set
-    err.print(f"serving MCP on http://{_bracketed(host)}:{port}/mcp", highlight=False)
     worker_fd = os.environ.get(FD_ENV)  # a --workers worker serves the socket it inherited
     settings = composition.config.server
     limits = Limits(max_connections_per_client=settings.max_connections_per_client)
     fd = int(worker_fd) if worker_fd else None
-    run_uvicorn(served, host, port, limits, fd=fd, trusted_proxies=settings.trusted_proxies)
+
+    def listening(bound_host: str, bound_port: int) -> None:  # said once the socket listens, not before
+        err.print(f"serving MCP on http://{_bracketed(bound_host)}:{bound_port}/mcp", highlight=False)
+
+    if fd is not None:
+        listening(host, port)
+    try:
+        run_uvicorn(served, host, port, limits, fd=fd, trusted_proxies=settings.trusted_proxies, listening=listening)
+    except OSError as exc:
+        err.print(f"[red]error:[/red] cannot listen on {escape(f'{host}:{port}')}: {escape(exc.strerror or str(exc))}")
+        raise typer.Exit(1) from None
 
 
 def _event_store(composition: Composition) -> Any:

@@ -163,7 +163,9 @@ class ServiceNowResources(ResourceProvider):
         return [
             Resource(uri="servicenow://instances", name="servicenow-instances", title="ServiceNow instances",
                      description="Configured ServiceNow instances: name, URL, description, auth type (no secrets).",
-                     mime_type=MIME, icons=ICONS, members=Members(uris=(INFO,), filtered=True)),
+                     mime_type=MIME, icons=ICONS,
+                     # With no instance configured there is no {instance}/info to gather, nor a member to name.
+                     members=Members(uris=(INFO,), filtered=True) if self._pool.names else None),
             Resource(uri="servicenow://tables", name="servicenow-tables", title="ServiceNow tables",
                      description="Metadata of the ServiceNow tables served as resources.", mime_type=MIME, icons=ICONS),
         ]  # fmt: skip

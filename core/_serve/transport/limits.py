@@ -15,7 +15,9 @@ any number of connections from one address. :func:`run_uvicorn` serves an ASGI a
 from __future__ import annotations
 
 import asyncio
+import socket
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -176,6 +178,7 @@ def run_uvicorn(
     *,
     fd: int | None = None,
     trusted_proxies: tuple[str, ...] = (),
+    listening: Callable[[str, int], None] | None = None,
 ) -> None:
     """Serve ``app`` on ``host:port`` with uvicorn and the limits of this module.
 
@@ -183,12 +186,37 @@ def run_uvicorn(
     :param trusted_proxies: ``[server] trusted_proxies``: the only peers whose ``X-Forwarded-For``
         and ``X-Forwarded-Proto`` uvicorn believes (none by default, where uvicorn's own default
         would trust 127.0.0.1).
+    :param listening: called with the bound host and port once the socket listens, before the
+        first request is taken (port 0 gives the port the kernel chose).
+    :raises OSError: the address cannot be bound (in use, not this machine's); nothing was served.
     """
     import uvicorn
 
     extra: dict[str, Any] = {"fd": fd} if fd is not None else {}
     extra.update(proxy_headers_settings(trusted_proxies))
-    uvicorn.Server(uvicorn_config(app, host, port, limits, **extra)).run()
+    server = uvicorn.Server(uvicorn_config(app, host, port, limits, **extra))
+    if fd is not None:
+        server.run()
+        return
+    sock = _listen(host, port)
+    if listening is not None:
+        listening(host, sock.getsockname()[1])
+    server.run(sockets=[sock])
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host:port`` (IPv6 when ``host`` is one), as uvicorn would bind it."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(2048)  # uvicorn's default backlog
+    except OSError:
+        sock.close()
+        raise
+    sock.set_inheritable(True)
+    return sock
 
 
 def proxy_headers_settings(trusted_proxies: tuple[str, ...]) -> dict[str, Any]:

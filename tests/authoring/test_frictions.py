@@ -1,0 +1,48 @@
+"""The newcomer's frictions of issue 39 (build 6), each as a test."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+
+from prefork import python
+
+
+def test_version_answers_without_importing_the_cli_or_the_sdk() -> None:
+    code = (
+        "import sys; sys.argv = ['mcp-providers', '--version']\n"
+        "from mcp_providers._launch import main\n"
+        "main()\n"
+        "print(sorted(m for m in ('mcp', 'typer', 'rich', 'mcp_providers.cli') if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    line, loaded = done.stdout.strip().splitlines()
+    assert line.startswith("mcp-providers ") and "MCP Python SDK mcp" in line
+    assert loaded == "[]"
+
+
+def test_serve_http_on_a_taken_port_says_so_and_never_says_it_serves() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [*python(), "-m", "mcp_providers", "serve", "--http", f"127.0.0.1:{port}"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    assert done.returncode == 1, done.stderr
+    assert f"cannot listen on 127.0.0.1:{port}" in done.stderr
+    assert "serving MCP on" not in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_a_fresh_check_of_the_built_in_plugins_warns_about_nothing(tmp_path: object) -> None:
+    from cli_support import run_cli
+
+    done = run_cli("check", env={"MCP_PROVIDERS_CONFIG": None})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert [line for line in done.stdout.splitlines() if line.startswith("warning:")] == []
