@@ -282,7 +282,12 @@ class _Reader:
         self.where = sig.where
 
     async def __call__(self, request: ReadRequest) -> Content:
-        result = await self.call(self.bind(request.params, request, request.principal))
+        try:
+            result = await self.call(self.bind(request.params, request, request.principal))
+        except NotFound as exc:
+            if exc.data is None:  # MCP's not-found carries the URI (data.uri)
+                exc.data = {"uri": request.requested_uri or request.uri}
+            raise
         if isinstance(result, str):
             return Content(text=result)
         if isinstance(result, Content):

@@ -192,3 +192,19 @@ async def test_the_old_hook_names_still_load_with_a_deprecation(old: str) -> Non
     if old == "register_prompts":
         async with connect(composition) as client:
             assert [p.name for p in (await client.list_prompts()).prompts] == ["hi"]
+
+
+@pytest.mark.anyio
+async def test_not_found_from_a_decorated_read_carries_the_uri() -> None:
+    from mcp_providers.plugin import NotFound
+
+    plugin = Plugin("missing", prefixes=["m://"])
+
+    @plugin.template("m://{name}")
+    async def item(name: str) -> str:
+        raise NotFound(f"no {name}")
+
+    async with connect(compose({"missing": plugin})) as client:
+        with pytest.raises(MCPError) as missing:
+            await client.read_resource("m://%61bc")
+    assert missing.value.error.data == {"uri": "m://%61bc"}
