@@ -8,9 +8,11 @@ per-process state of serving (start-up failures, subscriptions, caches) lives in
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import pluggy
@@ -20,6 +22,7 @@ from mcp_providers._host.compat import plugin_distributions, unmet_requirements
 from mcp_providers._host.declarations import Declared, Problem, declare
 from mcp_providers._host.discovery import PluginRecord, discover
 from mcp_providers._host.rules import TOOL_RULES, check
+from mcp_providers._host.uris import canonical
 from mcp_providers.config import Config
 
 
@@ -51,6 +54,29 @@ class Assembly:
     unmet_requirements: tuple[str, ...] = ()
     """One line per top-level ``required_plugins`` entry the installed distributions do not meet;
     serving refuses while there is one."""
+
+    @cached_property
+    def unavailable(self) -> dict[str, str]:
+        """Canonical URI prefix -> the rejected plugin that owns it: a read there is answered "that
+        plugin is unavailable" instead of "nothing is there"."""
+        owners: dict[str, str] = {}
+        for record in self.records:
+            if record.status != "rejected":
+                continue
+            for prefix in record.prefixes:
+                with contextlib.suppress(ValueError):  # a malformed prefix was reported by check already
+                    owners[canonical(prefix)] = record.name
+        return owners
+
+    def unavailable_owner(self, uri: str) -> str | None:
+        """The rejected plugin owning ``uri``'s prefix, or ``None``."""
+        if not self.unavailable:
+            return None
+        try:
+            uri = canonical(uri)
+        except ValueError:
+            return None
+        return next((name for px, name in self.unavailable.items() if uri.startswith(px)), None)
 
     @property
     def failures(self) -> list[str]:

@@ -59,6 +59,7 @@ from mcp_providers._host.shape import as_plugin, did_you_mean, provider_problem,
 from mcp_providers._metadata import usable
 from mcp_providers.config import DISABLE_ENV, PLUGINS_ENV, Config, format_validation_error, suggestion
 from mcp_providers.errors import ConfigError, MCPProvidersDeprecationWarning
+from mcp_providers.plugin import Plugin
 from mcp_providers.providers import ExtensionProvider, PromptProvider, ResourceProvider, ToolProvider
 
 Status = Literal["loaded", "rejected", "disabled"]
@@ -88,6 +89,9 @@ class PluginRecord:
     selection: str = "on: every installed plugin (no set, allow list or override)"
     """Which selection rule turned this plugin on or off, e.g. ``off: in the config's deny list``."""
     hooks: list[str] = field(default_factory=list)
+    prefixes: tuple[str, ...] = ()
+    """The URI prefixes its resource providers own, as far as known (kept when it is rejected, so a
+    read under them can say the plugin is unavailable rather than that nothing is there)."""
     deprecations: list[str] = field(default_factory=list)
     """One line per deprecated part of the hook contract its hookimpls use, e.g.
     ``hook authorize: ... (weather.py:12)``; the plugin still loads."""
@@ -400,6 +404,7 @@ def _collect(pm: pluggy.PluginManager, record: PluginRecord) -> None:
             return
         if kind is ResourceProvider:
             record.resource_providers.extend(result)
+            record.prefixes += tuple(px for provider in result for px in provider.prefixes)
         elif kind is ToolProvider:
             record.tool_providers.extend(result)
         elif kind is ExtensionProvider:
@@ -542,6 +547,7 @@ def _load(
         record.reject(several)
         return
     plugin = as_plugin(plugin)
+    record.prefixes = tuple(getattr(plugin, "prefixes", ()) if isinstance(plugin, Plugin) else ())
     scan = scan_authorize(plugin)
     record.authorize_evidence = scan.evidence
     problem = scan_problem(scan)

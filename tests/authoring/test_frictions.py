@@ -46,3 +46,35 @@ def test_a_fresh_check_of_the_built_in_plugins_warns_about_nothing(tmp_path: obj
     done = run_cli("check", env={"MCP_PROVIDERS_CONFIG": None})
     assert done.returncode == 0, done.stdout + done.stderr
     assert [line for line in done.stdout.splitlines() if line.startswith("warning:")] == []
+
+
+def test_reading_under_a_rejected_plugin_says_it_is_unavailable() -> None:
+    import anyio
+    import pytest
+    from mcp import MCPError
+
+    from mcp_providers.plugin import Plugin
+    from mcp_providers.testing import compose, connect
+
+    broken, fine = Plugin("broken", prefixes=["broken://"]), Plugin("fine", prefixes=["fine://"])
+
+    @broken.template("broken://{a}/{b}")
+    def page(a: str) -> str:  # {b} has no parameter: the plugin is rejected at composition
+        return a
+
+    fine.resource("fine://x")(lambda: "x")
+    composition = compose({"broken": broken, "fine": fine}, strict=False)
+
+    async def read(uri: str) -> MCPError:
+        async with connect(composition) as client:
+            assert (await client.read_resource("fine://x")).contents[0].text == "x"  # type: ignore[union-attr]
+            with pytest.raises(MCPError) as refused:
+                await client.read_resource(uri)
+            return refused.value
+
+    unavailable = anyio.run(read, "BROKEN://one/two")
+    assert unavailable.error.code == -32602
+    assert "(broken) is unavailable on this server" in unavailable.error.message
+    assert "{a}" not in unavailable.error.message  # nothing of what it would serve
+    nothing = anyio.run(read, "other://x")
+    assert "unavailable" not in nothing.error.message

@@ -31,7 +31,7 @@ from mcp_providers._serve.steps.custody import (
 from mcp_providers._serve.steps.evidence import within_budget
 from mcp_providers._serve.steps.exchange import Actor, Exchange
 from mcp_providers._serve.steps.invoker import Invoker, Work
-from mcp_providers.errors import InvalidParams, ProviderFailed, Stale
+from mcp_providers.errors import InvalidParams, NotFound, ProviderFailed, Stale
 from mcp_providers.models import MAX_AGE_KEY, RECEIPT_KEY, Freshness, ResourceTemplate
 from mcp_providers.providers import Content, ReadRequest
 
@@ -137,7 +137,17 @@ class ReadResource:
 
     def route(self, exchange: Exchange, params: types.ReadResourceRequestParams) -> _Target:
         exchange.target = params.uri
-        route = self._catalog.route(params.uri, exchange.gate.listable)
+        try:
+            route = self._catalog.route(params.uri, exchange.gate.listable)
+        except NotFound:
+            owner = self._assembly.unavailable_owner(params.uri)
+            if owner is None:
+                raise
+            raise NotFound(
+                f"The plugin that serves this URI ({owner}) is unavailable on this server: it failed to load. "
+                "Its other plugins serve as usual; the operator's `mcp-providers plugins` says why.",
+                data={"uri": params.uri},
+            ) from None
         return route, params.uri, _max_age(params), self._shared(route)
 
     def authorize(self, exchange: Exchange, target: _Target) -> None:
