@@ -424,7 +424,7 @@ def plugins(
 
     table = Table(title="mcp-providers plugins")
     for column in ("plugin", "distribution", "status", "selection", "providers / reason"):
-        table.add_column(column)
+        table.add_column(column, overflow="fold")  # long names wrap instead of being cut
     for r in rows:
         dist = f"{r['distribution'] or '-'} {r['version'] or ''}".strip()
         detail = {

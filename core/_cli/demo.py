@@ -75,21 +75,21 @@ async def _tour(console: Console, config_file: Path, samples: int) -> int:
 def _show_lists(console: Console, resources: list[Any], templates: list[Any], tools: list[Any]) -> None:
     table = Table(title=f"{len(resources)} resources")
     for col in ("uri", "name", "MIME type", "bytes"):
-        table.add_column(col)
+        table.add_column(col, overflow="fold")
     for r in resources:
         table.add_row(r.uri, r.name, r.mime_type or "", str(r.size or ""))
     console.print(table)
     if templates:
         table = Table(title=f"{len(templates)} resource templates")
-        table.add_column("URI template")
-        table.add_column("name")
+        table.add_column("URI template", overflow="fold")
+        table.add_column("name", overflow="fold")
         for t in templates:
             table.add_row(t.uri_template, t.name)
         console.print(table)
     if tools:
         table = Table(title=f"{len(tools)} tools")
         for col in ("name", "read-only", "destructive", "description"):
-            table.add_column(col)
+            table.add_column(col, overflow="fold")
         for tool in tools:
             a = tool.annotations
             hints = (str(a.read_only_hint if a else ""), str(a.destructive_hint if a else ""))

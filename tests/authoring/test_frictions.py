@@ -78,3 +78,12 @@ def test_reading_under_a_rejected_plugin_says_it_is_unavailable() -> None:
     assert "{a}" not in unavailable.error.message  # nothing of what it would serve
     nothing = anyio.run(read, "other://x")
     assert "unavailable" not in nothing.error.message
+
+
+def test_the_plugins_table_folds_long_names_at_80_columns() -> None:
+    from cli_support import run_cli
+
+    done = run_cli("plugins", env={"COLUMNS": "80", "MCP_PROVIDERS_CONFIG": None})
+    assert done.returncode == 0, done.stderr
+    assert "…" not in done.stdout
+    assert "config_templ" in done.stdout  # present, folded over lines where it must be
