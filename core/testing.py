@@ -58,6 +58,11 @@ def compose(
 ) -> Composition:
     """Compose exactly ``plugins`` (name -> plugin module or object), with their settings tables.
 
+    A thin wrapper over :func:`mcp_providers.compose` (the one composition function) with a test's
+    defaults: ``compose(Config(plugins=settings, server=server, cluster=cluster),
+    load_entrypoints=False, plugins=plugins, strict=True)``. Pass a
+    :class:`~mcp_providers.plugin.Plugin` object, a plugin module, or any object with hookimpls.
+
     :param plugins: plugins registered directly under these names (no entry points needed).
     :param settings: ``{plugin name: settings table}``, as the config file's ``[plugins.<name>]``.
     :param server: server settings (page size, read deadline, budget).
