@@ -340,7 +340,6 @@ def _serve_http(
     from mcp_providers._serve.transport.admin import admin_gate, admin_routes
     from mcp_providers._serve.transport.auth import http_auth
     from mcp_providers._serve.transport.http_app import http_app, is_loopback, transport_policy
-    from mcp_providers._serve.transport.limits import Limits, run_uvicorn
 
     host, port = address
     if not is_loopback(host):
@@ -374,7 +373,13 @@ def _serve_http(
         routes=ops_routes(composition, reloader, recent) + admin,
         event_store=None if stateless else _event_store(composition),
     )
-    served = pin_sessions(asgi)  # session ids name the replica when MCP_PROVIDERS_REPLICA is set
+    _run_http(pin_sessions(asgi), composition, host, port)  # session ids name the replica (MCP_PROVIDERS_REPLICA)
+
+
+def _run_http(served: Any, composition: Composition, host: str, port: int) -> None:
+    """uvicorn on ``host:port`` (or a ``--workers`` worker's inherited socket), saying so once it listens."""
+    from mcp_providers._serve.transport.limits import Limits, run_uvicorn
+
     worker_fd = os.environ.get(FD_ENV)  # a --workers worker serves the socket it inherited
     settings = composition.config.server
     limits = Limits(max_connections_per_client=settings.max_connections_per_client)
