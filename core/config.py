@@ -59,6 +59,7 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from mcp_providers.errors import ConfigError
+from mcp_providers.identity import STATIC_ISSUER, TRUSTED_ISSUERS
 from mcp_providers.models import Icon
 
 CONFIG_ENV = "MCP_PROVIDERS_CONFIG"
@@ -206,6 +207,13 @@ class AuthConfig(BaseModel):
     def issuers(self) -> tuple[str, ...]:
         """The trusted issuers (empty in static mode)."""
         return self.issuer
+
+    @property
+    def principal_issuers(self) -> tuple[str, ...]:
+        """The issuers an accepted token's principal may carry: ``issuer`` for ``jwt`` and
+        ``introspection``, ``("static",)`` (:data:`~mcp_providers.identity.STATIC_ISSUER`) for
+        static tokens."""
+        return self.issuer if self.mode != "static" else (STATIC_ISSUER,)
 
 
 def _issuer_problem(issuer: str) -> str | None:
@@ -748,6 +756,14 @@ class Config(BaseModel):
         if problems:
             raise ValueError("; ".join(problems))
         return required
+
+
+def settings_context(config: Config) -> dict[str, Any]:
+    """The pydantic validation context every plugin's settings table is validated with:
+    ``{TRUSTED_ISSUERS: <the issuers [server.auth] accepts>}`` (see
+    :data:`~mcp_providers.identity.TRUSTED_ISSUERS`; ``()`` without ``[server.auth]``)."""
+    auth = config.server.auth
+    return {TRUSTED_ISSUERS: auth.principal_issuers if auth is not None else ()}
 
 
 _SECRET_NAME = re.compile(
