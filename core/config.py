@@ -119,10 +119,11 @@ class AuthConfig(BaseModel):
 
     mode: AuthMode = "static"
     """How bearer tokens are checked."""
-    resource_url: AnyHttpUrl | None = None
+    resource_url: str | None = None
     """The canonical URL clients use for this server (RFC 9728 ``resource``; RFC 8707 resource
     indicator), e.g. ``https://mcp.example.com/mcp``. Default ``http://<bind host:port>/mcp``; needed
-    behind a proxy and when binding a wildcard address."""
+    behind a proxy and when binding a wildcard address. Kept exactly as written (the metadata's
+    ``resource`` must be the identifier itself, RFC 9728 §3.3): an http(s) URL without a fragment."""
     required_scopes: tuple[str, ...] = ()
     """Scopes every request needs; a token without one of them gets 403 ``insufficient_scope``."""
     issuer_url: AnyHttpUrl | None = None
@@ -158,6 +159,19 @@ class AuthConfig(BaseModel):
     """``introspection``: environment variable holding this server's client secret."""
     introspection_cache_seconds: float = Field(default=300.0, ge=0, le=86_400)
     """``introspection``: how long a positive answer is reused (never past the token's ``exp``)."""
+
+    @field_validator("resource_url")
+    @classmethod
+    def _resource_identifier(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        try:
+            url = AnyHttpUrl(value)
+        except ValueError:
+            raise ValueError(f"resource_url {value!r} is not an http(s) URL; e.g. https://mcp.example.com/mcp") from None
+        if url.fragment is not None or "#" in value:
+            raise ValueError(f"resource_url {value!r} has a fragment; a resource identifier has none (RFC 8707 §2)")
+        return value
 
     @field_validator("issuer", mode="before")
     @classmethod

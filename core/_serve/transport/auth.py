@@ -28,9 +28,8 @@ from mcp.server.auth.handlers.metadata import ProtectedResourceMetadataHandler
 from mcp.server.auth.middleware.auth_context import auth_context_var
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
-from mcp.server.auth.routes import build_resource_metadata_url, cors_middleware
+from mcp.server.auth.routes import cors_middleware
 from mcp.shared.auth import ProtectedResourceMetadata
-from pydantic import AnyHttpUrl
 from starlette.authentication import AuthCredentials
 from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -76,14 +75,33 @@ def _metadata(server: ResourceServer, resource: str) -> ProtectedResourceMetadat
     )
 
 
+def _suffix(resource: str) -> str:
+    """What RFC 9728 §3.1 appends to the well-known path for ``resource``: its path as it is
+    (``""`` for an origin's ``/``; a trailing slash stays, ``/mcp/`` is not ``/mcp``)."""
+    path = urlsplit(resource).path
+    return "" if path == "/" else path
+
+
+def metadata_url(resource: str) -> str:
+    """The URL of ``resource``'s RFC 9728 metadata (§3.1): ``/.well-known/oauth-protected-resource``
+    inserted between the host and the path (and query) of the resource identifier, e.g.
+    ``https://h/mcp/`` -> ``https://h/.well-known/oauth-protected-resource/mcp/``."""
+    parts = urlsplit(resource)
+    query = f"?{parts.query}" if parts.query else ""
+    return f"{parts.scheme}://{parts.netloc}{WELL_KNOWN}{_suffix(resource)}{query}"
+
+
 def metadata_endpoints(server: ResourceServer, path: str) -> dict[str, ASGIApp]:
     """RFC 9728 metadata endpoints by path (``{}`` when no authorization server is known: static
-    tokens without ``issuer_url`` have nothing for a client to log in with)."""
+    tokens without ``issuer_url`` have nothing for a client to log in with): the root, the MCP
+    path's, and, with ``resource_url``, exactly where :func:`metadata_url` points (and that path
+    without a trailing slash, for clients that drop it)."""
     if not server.authorization_servers:
         return {}
     paths = {WELL_KNOWN, WELL_KNOWN + path}
     if server.resource_url is not None:
-        paths.add(WELL_KNOWN + (urlsplit(server.resource_url).path.rstrip("/")))
+        suffix = _suffix(server.resource_url)
+        paths |= {WELL_KNOWN + suffix, WELL_KNOWN + suffix.rstrip("/")}
         fixed = ProtectedResourceMetadataHandler(_metadata(server, server.resource_url))
         endpoint = cors_middleware(fixed.handle, ["GET", "OPTIONS"])
     else:
@@ -156,7 +174,7 @@ class BearerGate:
         parts = [f"error={_quoted(error)}"] if error else []
         if self.published:
             resource = _resource_of(self.server, scope, self.path)
-            parts.append(f"resource_metadata={_quoted(str(build_resource_metadata_url(AnyHttpUrl(resource))))}")
+            parts.append(f"resource_metadata={_quoted(metadata_url(resource))}")
         if self.server.required_scopes:
             parts.append(f"scope={_quoted(' '.join(self.server.required_scopes))}")
         if error:
