@@ -101,7 +101,7 @@ ASYMMETRIC_ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "
 private key and checked with a public one. ``none`` and the HMAC ones (``HS*``) are never accepted:
 an HMAC key would be the issuer's public key, which anyone can fetch."""
 
-_JWT_ONLY = ("jwks_url", "algorithms", "leeway_seconds", "jwks_min_refresh_seconds")
+_JWT_ONLY = ("jwks_url", "algorithms", "leeway_seconds", "jwks_min_refresh_seconds", "at_jwt_issuers")
 _INTROSPECTION_ONLY = ("introspection_endpoint", "client_id_env", "client_secret_env", "introspection_cache_seconds")
 _IDP_ONLY = ("issuer", "audience", "subject_claim", "groups_claim", "claims", "http_timeout_seconds")
 
@@ -151,6 +151,12 @@ class AuthConfig(BaseModel):
     """``jwt``: clock skew allowed on ``exp``, ``nbf`` and ``iat``."""
     jwks_min_refresh_seconds: float = Field(default=60.0, gt=0, le=86_400)
     """``jwt``: an unknown ``kid`` refetches the JWKS at most once per this many seconds."""
+    at_jwt_issuers: tuple[str, ...] = ()
+    """``jwt``: issuers (of ``issuer``) whose access tokens all carry the JOSE header ``typ: at+jwt``
+    (RFC 9068 §2.1); a token of theirs with any other ``typ`` is refused (RFC 9068 §4). Tokens of the
+    other issuers may carry no ``typ`` or ``JWT`` too; any other type (``logout+jwt``...), and a
+    payload that is evidently no access token (``nonce``, ``events``, a ``token_use`` or ``typ`` claim
+    naming another kind), is refused from every issuer."""
     introspection_endpoint: AnyHttpUrl | None = None
     """``introspection``: the RFC 7662 endpoint; default the discovered ``introspection_endpoint``."""
     client_id_env: str | None = Field(default=None, pattern=_ENV_NAME)
@@ -266,6 +272,9 @@ def _mode_problem(config: AuthConfig) -> str | None:
     if stray:
         wanted = "introspection" if config.mode == "jwt" else "jwt"
         return f'{_listed(stray)} for mode "{wanted}", not "{config.mode}"'
+    stranger = [i for i in config.at_jwt_issuers if i not in config.issuer]
+    if stranger:
+        return f"at_jwt_issuers names {', '.join(map(repr, stranger))}, which issuer does not list; name trusted issuers only"
     if config.jwks_url is not None and len(config.issuer) > 1:
         return "jwks_url names one issuer's keys but several issuers are given; drop jwks_url (each is discovered)"
     if config.mode == "introspection" and len(config.issuer) > 1:

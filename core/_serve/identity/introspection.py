@@ -3,7 +3,9 @@
 The request authenticates this server with its client credentials (``client_secret_basic``,
 RFC 6749 §2.3.1: id and secret form-encoded, then HTTP Basic). ``active: false`` is refused; when
 the answer names ``iss`` or ``aud`` they must be the configured issuer and contain the audience;
-an ``exp`` or ``nbf`` outside now is refused. Positive answers are reused for at most
+an ``exp`` or ``nbf`` outside now is refused, and so is an answer about another kind of token
+(a ``token_type`` other than ``bearer``/``access_token``: a refresh token; see
+:func:`~mcp_providers._serve.identity.kinds.introspection_kind`). Positive answers are reused for at most
 ``introspection_cache_seconds`` and never past the token's ``exp``, keyed by the SHA-256 of the
 token, held in memory only and never logged.
 """
@@ -25,6 +27,7 @@ from mcp_providers._serve.identity.claims import access_token
 from mcp_providers._serve.identity.errors import IdentityUnavailable, log, refused
 from mcp_providers._serve.identity.fetch import FetchFailed, client_options, discover, json_object
 from mcp_providers._serve.identity.jwt import audiences
+from mcp_providers._serve.identity.kinds import introspection_kind
 from mcp_providers.config import AuthConfig, mask
 from mcp_providers.errors import ConfigError
 
@@ -148,6 +151,8 @@ class IntrospectionVerifier:
             check = "expired"
         elif nbf is not None and nbf > now:
             check = "not yet valid"
+        elif (kind := introspection_kind(answer)) is not None:
+            check = kind
         else:
             made = access_token(token, answer, self.issuer, self.config, self.resource)
             if not isinstance(made, str):

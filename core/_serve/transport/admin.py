@@ -2,8 +2,8 @@
 
 The route sits beside ``/readyz``, never on the MCP path, and is off (404) without ``[server.admin]``.
 A request needs ``Authorization: Bearer <token>``: either the token in ``[server.admin] token_env``
-(compared in constant time), or one ``[server.auth]`` accepts whose principal's subject
-``[server.admin] subjects`` names. No token is 401, another token 403; both are audited
+(compared in constant time), or one ``[server.auth]`` accepts, carrying its ``required_scopes``,
+whose principal's subject ``[server.admin] subjects`` names. No token is 401, another token 403; both are audited
 (operation ``admin/reload``), and so is the reload. The answer is the attempt as JSON
 (:meth:`~mcp_providers._serve.reload.Attempt.as_dict`): 200 when applied or unchanged, 422 when it
 failed and the old composition goes on serving. With ``?cluster=1`` a reload that did not fail is
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hmac
 import os
+import time
 from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
@@ -83,8 +84,12 @@ class AdminGate:
             access = await self._auth.verifier.verify_token(token)
         except Exception:  # unreachable issuer and the like: refused like an unknown token
             return None
-        principal = from_access_token(access) if access is not None else None
-        if principal is None or principal.subject not in self._subjects:
+        if access is None or (access.expires_at is not None and access.expires_at < int(time.time())):
+            return None
+        if any(scope not in access.scopes for scope in self._auth.required_scopes):
+            return None  # [server.auth] required_scopes bind every use of its tokens, an admin's too
+        principal = from_access_token(access)
+        if principal.subject not in self._subjects:
             return None
         return principal if not self._issuers or principal.issuer in self._issuers else None
 
