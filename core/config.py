@@ -102,7 +102,15 @@ private key and checked with a public one. ``none`` and the HMAC ones (``HS*``) 
 an HMAC key would be the issuer's public key, which anyone can fetch."""
 
 _JWT_ONLY = ("jwks_url", "algorithms", "leeway_seconds", "jwks_min_refresh_seconds", "at_jwt_issuers")
-_INTROSPECTION_ONLY = ("introspection_endpoint", "client_id_env", "client_secret_env", "introspection_cache_seconds")
+_INTROSPECTION_ONLY = (
+    "introspection_endpoint",
+    "client_id_env",
+    "client_secret_env",
+    "introspection_cache_seconds",
+    "introspection_negative_cache_seconds",
+    "introspection_max_concurrent",
+    "introspection_per_client_per_minute",
+)
 _IDP_ONLY = ("issuer", "audience", "subject_claim", "groups_claim", "claims", "http_timeout_seconds")
 
 
@@ -165,6 +173,15 @@ class AuthConfig(BaseModel):
     """``introspection``: environment variable holding this server's client secret."""
     introspection_cache_seconds: float = Field(default=300.0, ge=0, le=86_400)
     """``introspection``: how long a positive answer is reused (never past the token's ``exp``)."""
+    introspection_negative_cache_seconds: float = Field(default=60.0, ge=0, le=3600)
+    """``introspection``: how long a refused token is refused from memory, without asking again."""
+    introspection_max_concurrent: int = Field(default=8, ge=1, le=1000)
+    """``introspection``: questions to the identity provider in flight at once; one that waits
+    ``http_timeout_seconds`` for a slot is answered 503 with ``Retry-After``."""
+    introspection_per_client_per_minute: int = Field(default=60, ge=0, le=1_000_000)
+    """``introspection``: questions a minute about the unknown tokens of one client address (the
+    peer, or the ``X-Forwarded-For`` of a ``trusted_proxies`` peer); over it 429 with
+    ``Retry-After``. ``0``: no budget (only behind a proxy that limits its clients itself)."""
 
     @field_validator("resource_url")
     @classmethod
@@ -174,7 +191,8 @@ class AuthConfig(BaseModel):
         try:
             url = AnyHttpUrl(value)
         except ValueError:
-            raise ValueError(f"resource_url {value!r} is not an http(s) URL; e.g. https://mcp.example.com/mcp") from None
+            example = "e.g. https://mcp.example.com/mcp"
+            raise ValueError(f"resource_url {value!r} is not an http(s) URL; {example}") from None
         if url.fragment is not None or "#" in value:
             raise ValueError(f"resource_url {value!r} has a fragment; a resource identifier has none (RFC 8707 §2)")
         return value
@@ -274,7 +292,8 @@ def _mode_problem(config: AuthConfig) -> str | None:
         return f'{_listed(stray)} for mode "{wanted}", not "{config.mode}"'
     stranger = [i for i in config.at_jwt_issuers if i not in config.issuer]
     if stranger:
-        return f"at_jwt_issuers names {', '.join(map(repr, stranger))}, which issuer does not list; name trusted issuers only"
+        named = ", ".join(map(repr, stranger))
+        return f"at_jwt_issuers names {named}, which issuer does not list; name trusted issuers only"
     if config.jwks_url is not None and len(config.issuer) > 1:
         return "jwks_url names one issuer's keys but several issuers are given; drop jwks_url (each is discovered)"
     if config.mode == "introspection" and len(config.issuer) > 1:

@@ -166,7 +166,8 @@ async def test_an_answer_of_the_wrong_shape_reaches_the_tool_as_a_failure_not_as
 
 
 @pytest.mark.parametrize(
-    "other", [BOB, Principal("alice", issuer="https://other-idp.example/"), Principal("alice", issuer="static")],
+    "other",
+    [BOB, Principal("alice", issuer="https://other-idp.example/"), Principal("alice", issuer="static")],
     ids=["another subject", "alice of another issuer (round 4 item 1)", "alice of the static tokens"],
 )
 async def test_a_task_belongs_to_the_principal_that_started_it(other: Principal) -> None:

@@ -46,7 +46,6 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 
 from mcp_providers.identity import trusted_issuers
-
 from mcp_providers.plugins.servicenow.redact import redact_url
 
 if TYPE_CHECKING:
@@ -282,9 +281,7 @@ class JwtBearerAuth(BaseModel):
         return self._mapped
 
 
-def issuer_problem(
-    issuers: tuple[str, ...], shared: bool, trusted: tuple[str, ...] | None, claim: str
-) -> str | None:
+def issuer_problem(issuers: tuple[str, ...], shared: bool, trusted: tuple[str, ...] | None, claim: str) -> str | None:
     """Why ``issuers`` (with ``issuers_share_users = shared``) cannot name whose callers a
     ``jwt_bearer`` instance maps, given the issuers ``[server.auth]`` trusts (``None``: unknown), else
     ``None``."""
@@ -299,7 +296,8 @@ def issuer_problem(
     if trusted:
         stray = [i for i in issuers if i not in trusted]
         if stray:
-            return f"auth.issuers: {', '.join(map(repr, stray))} is not trusted by [server.auth] (it trusts {', '.join(map(repr, trusted))})"
+            named, known = ", ".join(map(repr, stray)), ", ".join(map(repr, trusted))
+            return f"auth.issuers: {named} is not trusted by [server.auth] (it trusts {known})"
         if not issuers and len(trusted) > 1:
             return (
                 f"[server.auth] trusts {len(trusted)} issuers ({', '.join(map(repr, trusted))}), and a {claim!r} value "

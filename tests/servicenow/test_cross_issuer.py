@@ -39,8 +39,8 @@ def jwt_auth(*issuers: str) -> ServerSettings:
 
 
 def composed(base_url: str, server: ServerSettings | None, **auth: Any):
-    return compose({"servicenow": servicenow_plugin},
-                   {"servicenow": {"instances": [obo_instance(base_url, name="corp", auth=auth)]}}, server=server)  # fmt: skip
+    table = {"instances": [obo_instance(base_url, name="corp", auth=auth)]}
+    return compose({"servicenow": servicenow_plugin}, {"servicenow": table}, server=server)
 
 
 @pytest.fixture

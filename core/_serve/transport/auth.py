@@ -6,7 +6,9 @@
   ``WWW-Authenticate: Bearer resource_metadata="<url>"`` (and ``scope="..."`` when scopes are
   required); a refused token: the same with ``error="invalid_token"``; a missing scope: 403
   ``error="insufficient_scope"``, ``scope`` naming the scopes needed (RFC 6750 §3.1; MCP
-  authorization, scope challenge); a token that cannot be checked now: 503 with ``Retry-After``.
+  authorization, scope challenge); a token that cannot be checked now: 503 with ``Retry-After``
+  (429 when the client address asked about too many unknown tokens,
+  :mod:`~mcp_providers._serve.identity.guard`).
   An accepted token leaves the SDK's ``AuthenticatedUser`` in ``scope["user"]`` and
   ``AuthCredentials`` in ``scope["auth"]`` and the user in the SDK's ``auth_context_var`` (what its
   ``AuthContextMiddleware`` does), so the SDK's session-to-principal binding, ``get_access_token()``
@@ -36,6 +38,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_providers._serve.identity import IdentityUnavailable, ResourceServer, resource_server
 from mcp_providers._serve.identity.errors import refused
+from mcp_providers._serve.identity.guard import asking_from
 from mcp_providers._serve.identity.static import MIN_TOKEN_LENGTH as MIN_TOKEN_LENGTH
 from mcp_providers._serve.identity.static import StaticTokenVerifier as StaticTokenVerifier
 from mcp_providers.config import AuthConfig
@@ -139,10 +142,12 @@ class BearerGate:
             await self._challenge(scope, send, 401, None, "a bearer token is required")
             return
         try:
-            access = await self.server.verifier.verify_token(token)
+            with asking_from(_address(scope)):
+                access = await self.server.verifier.verify_token(token)
         except IdentityUnavailable as exc:
             retry = [(b"retry-after", str(exc.retry_after).encode())]
-            await _send(send, 503, "temporarily_unavailable", str(exc), retry)
+            error = "too_many_requests" if exc.status == 429 else "temporarily_unavailable"
+            await _send(send, exc.status, error, str(exc), retry)
             return
         if access is not None and access.expires_at is not None and access.expires_at < int(time.time()):
             refused("expired", by="the bearer gate")
@@ -181,6 +186,12 @@ class BearerGate:
             parts.append(f"error_description={_quoted(description)}")
         header = ("Bearer " + ", ".join(parts)).strip()
         await _send(send, status, error or "invalid_token", description, [(b"www-authenticate", header.encode())])
+
+
+def _address(scope: Scope) -> str | None:
+    """The client's address (uvicorn has put a ``trusted_proxies`` peer's ``X-Forwarded-For`` there)."""
+    client = scope.get("client")
+    return str(client[0]) if client else None
 
 
 _TWO = "\0two"
