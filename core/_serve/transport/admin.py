@@ -26,6 +26,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from mcp_providers._serve.identity.guard import asking_from
 from mcp_providers._serve.reload import announce
 from mcp_providers.config import AdminSettings
 from mcp_providers.errors import ConfigError
@@ -112,7 +113,8 @@ async def admit(gate: AdminGate, request: Request, audit: Any, operation: str, w
         _audit(audit, None, operation, path, "denied", "no bearer token")
         return JSONResponse({"error": "send Authorization: Bearer <admin token>"}, 401,
                             headers={"WWW-Authenticate": "Bearer"})  # fmt: skip
-    principal = await gate.who(token.strip())
+    with asking_from(request.client.host if request.client else None):  # its budget of unknown tokens
+        principal = await gate.who(token.strip())
     if principal is None:
         _audit(audit, None, operation, path, "denied", "token not named by [server.admin]")
         return JSONResponse({"error": f"this token may not {what}: [server.admin] names it nowhere"}, 403)
