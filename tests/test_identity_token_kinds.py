@@ -60,6 +60,8 @@ NOT_ACCESS = {
     "Keycloak refresh token (typ claim Refresh)": (None, {"typ": "Refresh"}, "typ claim 'Refresh'"),
     "Cognito ID token (token_use id)": (None, {"token_use": "id"}, "token_use claim 'id'"),
     "DPoP proof (dpop+jwt)": ("dpop+jwt", {}, "typ 'dpop+jwt'"),
+    "ID token of a code flow without nonce (at_hash)": ("JWT", {"at_hash": "77QmUPtjPfzWtF2AnpK9RQ"}, "at_hash claim"),
+    "ID token of a hybrid flow (c_hash)": (None, {"c_hash": "LDktKdoQak3Pk0cnXxCltA"}, "c_hash claim"),
 }
 
 

@@ -24,6 +24,11 @@ ACCESS_TOKEN_TYPES = frozenset({"bearer", "access_token"})
 names the RFC 6749 §7.1 type, ``bearer``; some servers answer ``access_token``)."""
 
 
+ID_TOKEN_ONLY = ("at_hash", "c_hash", "s_hash")
+"""Claims only an ID token carries: hashes binding it to the access token, code or state issued
+with it (OpenID Connect Core §3.1.3.6, §3.3.2.11; FAPI 1.0 Part 2 §5.1)."""
+
+
 def _folded(value: Any) -> str | None:
     return value.lower() if isinstance(value, str) else None
 
@@ -37,7 +42,8 @@ def claims_kind(claims: Mapping[str, Any]) -> str | None:
       ``Logout``, ``refresh_token``);
     - ``nonce`` (an ID token's replay guard, OpenID Connect Core §2, which access tokens do not
       carry), unless the ``typ`` claim says ``Bearer`` (Keycloak before 25 copied ``nonce`` into
-      its access tokens too).
+      its access tokens too);
+    - :data:`ID_TOKEN_ONLY` claims (``at_hash``, ``c_hash``, ``s_hash``: an ID token without a nonce).
     """
     if "events" in claims:
         return "not an access token (events claim)"  # a logout token or another SET
@@ -46,6 +52,9 @@ def claims_kind(claims: Mapping[str, Any]) -> str | None:
             return f"not an access token ({name} claim {str(claims[name])[:40]!r})"
     if "nonce" in claims and _folded(claims.get("typ")) != "bearer":
         return "not an access token (nonce claim)"  # an ID token
+    for name in ID_TOKEN_ONLY:
+        if name in claims:
+            return f"not an access token ({name} claim)"
     return None
 
 
