@@ -46,6 +46,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 
 from mcp_providers.identity import trusted_issuers
+from mcp_providers.plugins.servicenow.issuers import issuer_problem
 from mcp_providers.plugins.servicenow.redact import redact_url
 
 if TYPE_CHECKING:
@@ -279,33 +280,6 @@ class JwtBearerAuth(BaseModel):
         """The issuers whose callers are mapped to users (``()``: not known, e.g. settings built
         without the server's config; then any verified caller is mapped, as an embedder vouches)."""
         return self._mapped
-
-
-def issuer_problem(issuers: tuple[str, ...], shared: bool, trusted: tuple[str, ...] | None, claim: str) -> str | None:
-    """Why ``issuers`` (with ``issuers_share_users = shared``) cannot name whose callers a
-    ``jwt_bearer`` instance maps, given the issuers ``[server.auth]`` trusts (``None``: unknown), else
-    ``None``."""
-    if len(set(issuers)) != len(issuers):
-        return "auth.issuers: name each issuer once"
-    if len(issuers) > 1 and not shared:
-        return (
-            f"auth.issuers names {len(issuers)} issuers, and a {claim!r} value names a user only within the issuer "
-            "that vouched for it: one issuer's user could be served as another's ServiceNow user. Name one issuer, "
-            "or, if these issuers' users really share one directory, set auth.issuers_share_users = true"
-        )
-    if trusted:
-        stray = [i for i in issuers if i not in trusted]
-        if stray:
-            named, known = ", ".join(map(repr, stray)), ", ".join(map(repr, trusted))
-            return f"auth.issuers: {named} is not trusted by [server.auth] (it trusts {known})"
-        if not issuers and len(trusted) > 1:
-            return (
-                f"[server.auth] trusts {len(trusted)} issuers ({', '.join(map(repr, trusted))}), and a {claim!r} value "
-                "names a user only within the issuer that vouched for it: one issuer's user could be served as "
-                f"another's ServiceNow user. Set auth.issuers to the issuer whose users this instance maps, e.g. "
-                f"issuers = [{trusted[0]!r}] (several only with auth.issuers_share_users = true)"
-            )
-    return None
 
 
 Auth = Annotated[BasicAuth | OAuthAuth | ApiKeyAuth | JwtBearerAuth, Field(discriminator="type")]
