@@ -59,6 +59,7 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from mcp_providers.errors import ConfigError
+from mcp_providers.identity import STATIC_ISSUER, TRUSTED_ISSUERS
 from mcp_providers.models import Icon
 
 __all__ = [
@@ -129,8 +130,16 @@ ASYMMETRIC_ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "
 private key and checked with a public one. ``none`` and the HMAC ones (``HS*``) are never accepted:
 an HMAC key would be the issuer's public key, which anyone can fetch."""
 
-_JWT_ONLY = ("jwks_url", "algorithms", "leeway_seconds", "jwks_min_refresh_seconds")
-_INTROSPECTION_ONLY = ("introspection_endpoint", "client_id_env", "client_secret_env", "introspection_cache_seconds")
+_JWT_ONLY = ("jwks_url", "algorithms", "leeway_seconds", "jwks_min_refresh_seconds", "at_jwt_issuers")
+_INTROSPECTION_ONLY = (
+    "introspection_endpoint",
+    "client_id_env",
+    "client_secret_env",
+    "introspection_cache_seconds",
+    "introspection_negative_cache_seconds",
+    "introspection_max_concurrent",
+    "introspection_per_client_per_minute",
+)
 _IDP_ONLY = ("issuer", "audience", "subject_claim", "groups_claim", "claims", "http_timeout_seconds")
 
 
@@ -147,10 +156,11 @@ class AuthConfig(BaseModel):
 
     mode: AuthMode = "static"
     """How bearer tokens are checked."""
-    resource_url: AnyHttpUrl | None = None
+    resource_url: str | None = None
     """The canonical URL clients use for this server (RFC 9728 ``resource``; RFC 8707 resource
     indicator), e.g. ``https://mcp.example.com/mcp``. Default ``http://<bind host:port>/mcp``; needed
-    behind a proxy and when binding a wildcard address."""
+    behind a proxy and when binding a wildcard address. Kept exactly as written (the metadata's
+    ``resource`` must be the identifier itself, RFC 9728 §3.3): an http(s) URL without a fragment."""
     required_scopes: tuple[str, ...] = ()
     """Scopes every request needs; a token without one of them gets 403 ``insufficient_scope``."""
     issuer_url: AnyHttpUrl | None = None
@@ -178,6 +188,12 @@ class AuthConfig(BaseModel):
     """``jwt``: clock skew allowed on ``exp``, ``nbf`` and ``iat``."""
     jwks_min_refresh_seconds: float = Field(default=60.0, gt=0, le=86_400)
     """``jwt``: an unknown ``kid`` refetches the JWKS at most once per this many seconds."""
+    at_jwt_issuers: tuple[str, ...] = ()
+    """``jwt``: issuers (of ``issuer``) whose access tokens all carry the JOSE header ``typ: at+jwt``
+    (RFC 9068 §2.1); a token of theirs with any other ``typ`` is refused (RFC 9068 §4). Tokens of the
+    other issuers may carry no ``typ`` or ``JWT`` too; any other type (``logout+jwt``...), and a
+    payload that is evidently no access token (``nonce``, ``events``, a ``token_use`` or ``typ`` claim
+    naming another kind), is refused from every issuer."""
     introspection_endpoint: AnyHttpUrl | None = None
     """``introspection``: the RFC 7662 endpoint; default the discovered ``introspection_endpoint``."""
     client_id_env: str | None = Field(default=None, pattern=_ENV_NAME)
@@ -186,6 +202,29 @@ class AuthConfig(BaseModel):
     """``introspection``: environment variable holding this server's client secret."""
     introspection_cache_seconds: float = Field(default=300.0, ge=0, le=86_400)
     """``introspection``: how long a positive answer is reused (never past the token's ``exp``)."""
+    introspection_negative_cache_seconds: float = Field(default=60.0, ge=0, le=3600)
+    """``introspection``: how long a refused token is refused from memory, without asking again."""
+    introspection_max_concurrent: int = Field(default=8, ge=1, le=1000)
+    """``introspection``: questions to the identity provider in flight at once; one that waits
+    ``http_timeout_seconds`` for a slot is answered 503 with ``Retry-After``."""
+    introspection_per_client_per_minute: int = Field(default=60, ge=0, le=1_000_000)
+    """``introspection``: questions a minute about the unknown tokens of one client address (the
+    peer, or the ``X-Forwarded-For`` of a ``trusted_proxies`` peer); over it 429 with
+    ``Retry-After``. ``0``: no budget (only behind a proxy that limits its clients itself)."""
+
+    @field_validator("resource_url")
+    @classmethod
+    def _resource_identifier(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        try:
+            url = AnyHttpUrl(value)
+        except ValueError:
+            example = "e.g. https://mcp.example.com/mcp"
+            raise ValueError(f"resource_url {value!r} is not an http(s) URL; {example}") from None
+        if url.fragment is not None or "#" in value:
+            raise ValueError(f"resource_url {value!r} has a fragment; a resource identifier has none (RFC 8707 §2)")
+        return value
 
     @field_validator("issuer", mode="before")
     @classmethod
@@ -236,6 +275,13 @@ class AuthConfig(BaseModel):
         """The trusted issuers (empty in static mode)."""
         return self.issuer
 
+    @property
+    def principal_issuers(self) -> tuple[str, ...]:
+        """The issuers an accepted token's principal may carry: ``issuer`` for ``jwt`` and
+        ``introspection``, ``("static",)`` (:data:`~mcp_providers.identity.STATIC_ISSUER`) for
+        static tokens."""
+        return self.issuer if self.mode != "static" else (STATIC_ISSUER,)
+
 
 def _issuer_problem(issuer: str) -> str | None:
     """Why ``issuer`` cannot be an issuer identifier (RFC 8414 §2: https, no query or fragment), else None."""
@@ -273,6 +319,10 @@ def _mode_problem(config: AuthConfig) -> str | None:
     if stray:
         wanted = "introspection" if config.mode == "jwt" else "jwt"
         return f'{_listed(stray)} for mode "{wanted}", not "{config.mode}"'
+    stranger = [i for i in config.at_jwt_issuers if i not in config.issuer]
+    if stranger:
+        named = ", ".join(map(repr, stranger))
+        return f"at_jwt_issuers names {named}, which issuer does not list; name trusted issuers only"
     if config.jwks_url is not None and len(config.issuer) > 1:
         return "jwks_url names one issuer's keys but several issuers are given; drop jwks_url (each is discovered)"
     if config.mode == "introspection" and len(config.issuer) > 1:
@@ -777,6 +827,14 @@ class Config(BaseModel):
         if problems:
             raise ValueError("; ".join(problems))
         return required
+
+
+def settings_context(config: Config) -> dict[str, Any]:
+    """The pydantic validation context every plugin's settings table is validated with:
+    ``{TRUSTED_ISSUERS: <the issuers [server.auth] accepts>}`` (see
+    :data:`~mcp_providers.identity.TRUSTED_ISSUERS`; ``()`` without ``[server.auth]``)."""
+    auth = config.server.auth
+    return {TRUSTED_ISSUERS: auth.principal_issuers if auth is not None else ()}
 
 
 _SECRET_NAME = re.compile(

@@ -118,6 +118,23 @@ LOCAL = Principal("local", issuer=LOCAL_ISSUER)
 ANONYMOUS = Principal("anonymous")
 """The caller over HTTP when no ``[server.auth]`` is configured."""
 
+TRUSTED_ISSUERS = "mcp_providers.trusted_issuers"
+"""Key of the pydantic validation context every plugin's settings are validated with: the issuers
+whose principals this server's ``[server.auth]`` accepts over HTTP, a tuple of strings (the
+configured ``issuer`` list for ``mode = "jwt"``/``"introspection"``, ``("static",)`` for static
+tokens, ``()`` without ``[server.auth]``). A settings model that maps a caller to an upstream user
+by a claim reads it with :func:`trusted_issuers`, to refuse a config where two issuers' users
+could meet in one upstream user space (a subject is unique only within its issuer)."""
+
+
+def trusted_issuers(context: Any) -> tuple[str, ...] | None:
+    """The issuers :data:`TRUSTED_ISSUERS` names in a settings validation ``context``
+    (``pydantic.ValidationInfo.context``), or ``None`` when the settings were validated without
+    one (built directly in a test or by an embedder: the server's issuers are not known)."""
+    found = context.get(TRUSTED_ISSUERS) if isinstance(context, Mapping) else None
+    return tuple(found) if isinstance(found, tuple | list) else None
+
+
 PRINCIPAL_CLAIM = "mcp_providers.principal"
 """Key under which this project's verifiers leave the :class:`Principal` in ``AccessToken.claims``."""
 

@@ -25,8 +25,11 @@ and ``claims`` (each named claim equals, or for a list claim contains, one of th
 are tried in order; the first whose caller, action and target all match decides. With no rules and
 ``default = "allow"`` the plugin defers (returns ``None``) so other policies may answer.
 
-A subject is unique only within its issuer: where tokens come from more than one identity
-provider, name ``issuers`` in every rule that names ``subjects``.
+A subject, a group, a scope and a claim value are each unique only within the issuer that vouched
+for them: where ``[server.auth]`` trusts more than one issuer, an ``allow`` rule that names
+``subjects``, ``groups``, ``scopes`` or ``claims`` must also name ``issuers`` (``issuers = ["*"]``
+says on purpose that any issuer will do); otherwise the settings are refused, and with them
+``serve`` (an authorization plugin not in force stops it).
 """
 
 from __future__ import annotations
@@ -34,10 +37,10 @@ from __future__ import annotations
 from fnmatch import fnmatchcase
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
 
 from mcp_providers.hookspecs import hookimpl
-from mcp_providers.identity import Principal
+from mcp_providers.identity import Principal, trusted_issuers
 from mcp_providers.policy import Action, Decision
 
 ACTIONS: tuple[Action, ...] = ("list", "read", "expand", "complete", "subscribe", "call", "prompt")
@@ -83,6 +86,11 @@ class Rule(BaseModel):
     )
     reason: str = Field(default="", description="Shown to the client in a denial.")
 
+    def vouched_conditions(self) -> list[str]:
+        """The caller conditions this rule sets whose values an issuer vouches for."""
+        named = ["subjects"] if any(p != "*" for p in self.subjects) else []
+        return named + [name for name in ("groups", "scopes", "claims") if getattr(self, name)]
+
     def matches(self, principal: Principal) -> bool:
         """Whether every caller condition of this rule holds for ``principal``."""
         if not any(fnmatchcase(principal.subject, p) for p in self.subjects):
@@ -109,6 +117,24 @@ class PolicySettings(BaseModel):
 
     default: Literal["allow", "deny"] = Field(default="allow", description="The decision when no rule matches.")
     rules: tuple[Rule, ...] = Field(default=(), description="Tried in order; the first match decides.")
+
+    @model_validator(mode="after")
+    def _issuer_of_every_grant(self, info: ValidationInfo) -> PolicySettings:
+        """Refuse an allow rule that would grant one issuer's subject, group, scope or claim to
+        another issuer's caller of the same name (only known with the server's config)."""
+        trusted = trusted_issuers(info.context) or ()
+        if len(trusted) < 2:
+            return self
+        for number, rule in enumerate(self.rules, start=1):
+            vouched = rule.vouched_conditions()
+            if rule.effect == "allow" and vouched and "issuers" not in rule.model_fields_set:
+                raise ValueError(
+                    f"rule {number} allows by {', '.join(vouched)} without issuers, and [server.auth] trusts "
+                    f"{len(trusted)} issuers: a name is unique only within the issuer that vouched for it, so "
+                    f"another issuer's caller of the same name would be allowed too. Add issuers = [{trusted[0]!r}] "
+                    '(the issuers meant), or issuers = ["*"] if any trusted issuer will do'
+                )
+        return self
 
 
 def decide(settings: PolicySettings, principal: Principal, action: Action, target: str) -> Decision | None:

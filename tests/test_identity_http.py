@@ -268,6 +268,34 @@ def test_a_mount_path_is_honoured_in_the_metadata_and_the_challenge(idp: StandIn
         assert site.read_ok()
 
 
+@pytest.mark.parametrize(
+    ("tail", "suffix"),
+    [("/mcp/", "/mcp/"), ("", ""), ("/", ""), ("/mcp?tenant=a", "/mcp?tenant=a")],
+    ids=["trailing slash", "origin only", "origin with slash", "query"],
+)
+def test_the_challenge_names_metadata_that_answers_with_the_resource_exactly(
+    idp: StandInIdP, tail: str, suffix: str
+) -> None:
+    """Round 4 item 19 (RFC 9728 §3.1, §3.3): the metadata URL the 401 names answers 200, and its
+    ``resource`` is the configured identifier as written (no slash added, none dropped)."""
+    port = free_port()
+    resource = f"http://127.0.0.1:{port}{tail}"
+    with mounted(jwt_auth(idp, resource), port=port) as origin:
+        url = challenge(Site(idp, origin).post(None))["resource_metadata"]
+        assert url == f"{origin}/.well-known/oauth-protected-resource{suffix}"
+        metadata = httpx2.get(url, timeout=10)
+        assert metadata.status_code == 200, (url, metadata.status_code)
+        assert metadata.json()["resource"] == resource
+        # a token for the identifier as written is accepted
+        token = idp.sign(idp.claims(resource))
+        assert Site(idp, origin).post(token).status_code == 200
+
+
+def test_a_resource_url_with_a_fragment_is_refused_with_the_reason() -> None:
+    with pytest.raises(ValueError, match=r"has a fragment; a resource identifier has none"):
+        AuthConfig(mode="jwt", issuer="https://idp.example.com", resource_url="https://mcp.example.com/mcp#x")
+
+
 def test_jwt_mode_in_a_mount_without_resource_url_is_refused_with_the_fix(idp: StandInIdP) -> None:
     from mcp_providers.errors import ConfigError
 

@@ -124,11 +124,24 @@ async def test_the_cache_lasts_no_longer_than_introspection_cache_seconds(idp: S
     assert await checker.verify_token(TOKEN) is None
 
 
-async def test_a_refused_answer_is_not_cached(idp: StandInIdP) -> None:
-    checker = verifier(idp)
-    assert await checker.verify_token(TOKEN) is None
+async def test_a_refused_answer_is_remembered_only_as_long_as_the_negative_cache_says(idp: StandInIdP) -> None:
+    """Round 4 item 6: a refusal is kept ``introspection_negative_cache_seconds`` (0: not at all)."""
+    uncached = verifier(idp, introspection_negative_cache_seconds=0)
+    assert await uncached.verify_token(TOKEN) is None
     idp.introspection[TOKEN] = active(idp)
-    assert await checker.verify_token(TOKEN) is not None
+    assert await uncached.verify_token(TOKEN) is not None
+    del idp.introspection[TOKEN]
+    now = [1000.0]
+    cached = verifier(idp, introspection_negative_cache_seconds=60)
+    cached.guard._clock = lambda: now[0]
+    assert await cached.verify_token(TOKEN) is None
+    idp.introspection[TOKEN] = active(idp)
+    asked = idp.counts["introspect"]
+    assert await cached.verify_token(TOKEN) is None  # refused from memory: not asked
+    assert idp.counts["introspect"] == asked
+    now[0] += 60
+    assert await cached.verify_token(TOKEN) is not None  # the minute is over: asked again
+    assert idp.counts["introspect"] == asked + 1
 
 
 async def test_an_endpoint_that_hangs_is_unavailable_within_the_timeout(idp: StandInIdP) -> None:

@@ -165,13 +165,18 @@ async def test_an_answer_of_the_wrong_shape_reaches_the_tool_as_a_failure_not_as
     assert "inputResponses['input-1'] is not an elicitation result" in _text(done["result"])
 
 
-async def test_a_task_belongs_to_the_principal_that_started_it() -> None:
+@pytest.mark.parametrize(
+    "other",
+    [BOB, Principal("alice", issuer="https://other-idp.example/"), Principal("alice", issuer="static")],
+    ids=["another subject", "alice of another issuer (round 4 item 1)", "alice of the static tokens"],
+)
+async def test_a_task_belongs_to_the_principal_that_started_it(other: Principal) -> None:
     composed = compose({"tasks": TasksPlugin()})
     with serving_as(ALICE):
         async with Client(composed.server, cache=None, extensions=[_ext()]) as alice:
             handle = await start(alice.session, "hold", {"seconds": 60})
             assert isinstance(handle, Created)
-            with serving_as(BOB):
+            with serving_as(other):
                 async with Client(composed.server, cache=None, extensions=[_ext()]) as bob:
                     for send in (tasks_get, tasks_cancel):
                         with pytest.raises(MCPError) as theirs:

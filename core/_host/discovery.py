@@ -57,7 +57,7 @@ from mcp_providers._host.compat import plugin_core_problem
 from mcp_providers._host.hookscan import PluginManager, scan_authorize, scan_problem
 from mcp_providers._host.shape import as_plugin, did_you_mean, provider_problem, several_plugins, unmarked_hooks
 from mcp_providers._metadata import usable
-from mcp_providers.config import DISABLE_ENV, PLUGINS_ENV, Config, format_validation_error, suggestion
+from mcp_providers.config import DISABLE_ENV, PLUGINS_ENV, Config, format_validation_error, settings_context, suggestion
 from mcp_providers.errors import ConfigError, MCPProvidersDeprecationWarning
 from mcp_providers.plugin import Plugin
 from mcp_providers.providers import ExtensionProvider, PromptProvider, ResourceProvider, ToolProvider
@@ -368,7 +368,7 @@ def _configure(pm: pluggy.PluginManager, record: PluginRecord, config: Config) -
         return
     record.settings_model = model
     try:
-        record.settings = model.model_validate(table or {})
+        record.settings = model.model_validate(table or {}, context=settings_context(config))
     except ValidationError as exc:
         record.reject(f"invalid settings: {format_validation_error(exc, f'plugins.{record.name}', model)}")
 

@@ -384,7 +384,8 @@ class JwtBearerUpstream:
         """The ServiceNow user value (the assertion's ``sub``) ``principal`` acts as.
 
         :raises NoVerifiedCaller: ``principal`` is anonymous, is stdio's ``local`` and no
-            ``local_user`` is configured, or carries no non-empty string in ``user_claim``.
+            ``local_user`` is configured, comes from an issuer the instance does not map
+            (``auth.issuers``), or carries no non-empty string in ``user_claim``.
         """
         name, claim = self.settings.name, self.auth.user_claim
         lead = (f"instance {name!r} serves each caller as their own ServiceNow user (auth type jwt_bearer), "
@@ -398,6 +399,12 @@ class JwtBearerUpstream:
                                        f"auth.local_user, or call over HTTP with a bearer token",
                                        data={"instance": name})  # fmt: skip
             return self.auth.local_user
+        mapped = self.auth.mapped_issuers
+        if mapped and principal.issuer not in mapped:
+            # A claim value names a user only within its issuer: another issuer's "alice" is not ours.
+            raise NoVerifiedCaller(f"{lead}; it maps callers of {', '.join(map(repr, mapped))} only (auth.issuers), "
+                                   f"and this caller's issuer is {principal.issuer!r}",
+                                   data={"instance": name, "issuer": principal.issuer})  # fmt: skip
         value = principal.subject if claim == "sub" else principal.claims.get(claim)
         if not isinstance(value, str) or not value:
             raise NoVerifiedCaller(f"{lead}; the caller's token carries no {claim!r} claim (auth.user_claim), so "

@@ -43,8 +43,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 
+from mcp_providers.identity import trusted_issuers
+from mcp_providers.plugins.servicenow.issuers import issuer_problem
 from mcp_providers.plugins.servicenow.redact import redact_url
 
 if TYPE_CHECKING:
@@ -153,7 +155,14 @@ class JwtBearerAuth(BaseModel):
     user, so the instance's ACLs and audit fields apply per user. A caller with no verified
     principal (anonymous HTTP, stdio's ``local`` unless ``local_user`` is set) is refused; there is
     no service account to fall back to. Source: ServiceNow docs, "JSON Web token bearer grant" and
-    "Create an OAuth JWT API endpoint for external clients". Example (validated by
+    "Create an OAuth JWT API endpoint for external clients".
+
+    A ``user_claim`` value names a user only within the issuer that vouched for it (two identity
+    providers may both say ``email = alice@example.test``). So only callers of the issuers in
+    ``issuers`` are mapped (default: the one issuer ``[server.auth]`` trusts); with several issuers
+    trusted, ``issuers`` must be named, and naming more than one needs
+    ``issuers_share_users = true``, the operator's word that those issuers' users live in one
+    directory. Otherwise the plugin's settings are refused. Example (validated by
     ``tests/servicenow/test_jwt_bearer_settings.py``)::
 
         [[plugins.servicenow.instances]]
@@ -207,6 +216,21 @@ class JwtBearerAuth(BaseModel):
             "``local`` is refused."
         ),
     )
+    issuers: tuple[str, ...] = Field(
+        default=(),
+        description=(
+            "The issuers (``[server.auth] issuer`` values, or ``static``) whose callers this instance maps "
+            "by ``user_claim``; a caller of any other issuer is refused. Default: the one issuer "
+            "``[server.auth]`` trusts; required when it trusts several."
+        ),
+    )
+    issuers_share_users: bool = Field(
+        default=False,
+        description=(
+            "Needed to name more than one issuer in ``issuers``: the operator's word that their users share "
+            "one directory, so the same ``user_claim`` value is the same person whichever issuer vouched."
+        ),
+    )
     key_id: str | None = Field(
         default=None,
         min_length=1,
@@ -231,6 +255,8 @@ class JwtBearerAuth(BaseModel):
             return {k: v if k in cls.model_fields else "[redacted]" for k, v in data.items()}
         return data
 
+    _mapped: tuple[str, ...] = PrivateAttr(default=())
+
     @model_validator(mode="after")
     def _one_client_id(self) -> JwtBearerAuth:
         if (self.client_id is None) == (self.client_id_env is None):
@@ -238,6 +264,22 @@ class JwtBearerAuth(BaseModel):
                 "jwt_bearer needs exactly one of client_id (the id) and client_id_env (a variable holding it)"
             )
         return self
+
+    @model_validator(mode="after")
+    def _issuers_map_one_user_space(self, info: ValidationInfo) -> JwtBearerAuth:
+        """Refuse settings that would let two issuers' callers be served as one ServiceNow user."""
+        problem = issuer_problem(self.issuers, self.issuers_share_users, trusted_issuers(info.context), self.user_claim)
+        if problem:
+            raise ValueError(problem)
+        trusted = trusted_issuers(info.context) or ()
+        self._mapped = self.issuers or (trusted if len(trusted) == 1 else ())
+        return self
+
+    @property
+    def mapped_issuers(self) -> tuple[str, ...]:
+        """The issuers whose callers are mapped to users (``()``: not known, e.g. settings built
+        without the server's config; then any verified caller is mapped, as an embedder vouches)."""
+        return self._mapped
 
 
 Auth = Annotated[BasicAuth | OAuthAuth | ApiKeyAuth | JwtBearerAuth, Field(discriminator="type")]

@@ -15,6 +15,9 @@ class IdentityUnavailable(Exception):
     The message names the check and the URL, never the token.
     """
 
+    status = 503
+    """The HTTP status the bearer gate answers with."""
+
     def __init__(self, message: str, retry_after: float = 5.0) -> None:
         super().__init__(message)
         self.retry_after = max(1, math.ceil(retry_after))

@@ -3,9 +3,13 @@
 The request authenticates this server with its client credentials (``client_secret_basic``,
 RFC 6749 §2.3.1: id and secret form-encoded, then HTTP Basic). ``active: false`` is refused; when
 the answer names ``iss`` or ``aud`` they must be the configured issuer and contain the audience;
-an ``exp`` or ``nbf`` outside now is refused. Positive answers are reused for at most
+an ``exp`` or ``nbf`` outside now is refused, and so is an answer about another kind of token
+(a ``token_type`` other than ``bearer``/``access_token``: a refresh token; see
+:func:`~mcp_providers._serve.identity.kinds.introspection_kind`). Positive answers are reused for at most
 ``introspection_cache_seconds`` and never past the token's ``exp``, keyed by the SHA-256 of the
-token, held in memory only and never logged.
+token, held in memory only and never logged. A token not cached meets the guards of
+:mod:`~mcp_providers._serve.identity.guard` before anything is asked (a negative cache, one
+question per token, a budget per client address, a cap on questions in flight).
 """
 
 from __future__ import annotations
@@ -24,7 +28,9 @@ from mcp.server.auth.provider import AccessToken
 from mcp_providers._serve.identity.claims import access_token
 from mcp_providers._serve.identity.errors import IdentityUnavailable, log, refused
 from mcp_providers._serve.identity.fetch import FetchFailed, client_options, discover, json_object
+from mcp_providers._serve.identity.guard import IntrospectionGuard
 from mcp_providers._serve.identity.jwt import audiences
+from mcp_providers._serve.identity.kinds import introspection_kind
 from mcp_providers.config import AuthConfig, mask
 from mcp_providers.errors import ConfigError
 
@@ -59,6 +65,12 @@ class IntrospectionVerifier:
         basic = httpx2.BasicAuth(quote(client_id, safe=""), quote(secret, safe=""))
         self._auth = basic
         self._cache: OrderedDict[bytes, tuple[float, AccessToken]] = OrderedDict()
+        self.guard = IntrospectionGuard(
+            negative_seconds=config.introspection_negative_cache_seconds,
+            max_concurrent=config.introspection_max_concurrent,
+            per_client_per_minute=config.introspection_per_client_per_minute,
+            wait_seconds=config.http_timeout_seconds,
+        )
         self.requests = 0
         """Introspection requests made (start-up probe included)."""
 
@@ -99,11 +111,16 @@ class IntrospectionVerifier:
         """
         digest = hashlib.sha256(token.encode()).digest()
         cached = self._cache.get(digest)
-        now = time.time()
-        if cached is not None and cached[0] > now:
+        if cached is not None and cached[0] > time.time():
             return cached[1].model_copy(update={"token": token})
         self._cache.pop(digest, None)
+        made = await self.guard.answer(digest, lambda: self._introspect(token, digest))
+        return made.model_copy(update={"token": token}) if made is not None else None
+
+    async def _introspect(self, token: str, digest: bytes) -> AccessToken | None:
+        """Ask about ``token`` now (behind :attr:`guard`), and remember a positive answer."""
         answer = await self._ask(token)
+        now = time.time()
         made = self._check(token, answer, now)
         if made is None:
             return None
@@ -148,6 +165,8 @@ class IntrospectionVerifier:
             check = "expired"
         elif nbf is not None and nbf > now:
             check = "not yet valid"
+        elif (kind := introspection_kind(answer)) is not None:
+            check = kind
         else:
             made = access_token(token, answer, self.issuer, self.config, self.resource)
             if not isinstance(made, str):

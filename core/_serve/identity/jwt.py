@@ -2,10 +2,12 @@
 
 Checks, in order, each refusal logged once by name (never the token): the header's ``alg`` is one
 of the configured asymmetric algorithms (never ``none``, never ``HS*``, so a public key can never
-serve as an HMAC secret); it names a ``kid``; the unverified ``iss`` is a configured issuer; that
+serve as an HMAC secret); it names a ``kid``; the unverified ``iss`` is a configured issuer; the
+header's ``typ`` is an access token's (:func:`~mcp_providers._serve.identity.kinds.header_kind`); that
 issuer's JWKS has the ``kid`` and the key's type fits the ``alg``; then PyJWT verifies the
 signature and ``iss``, ``aud`` (must contain the audience: the spec's token audience binding),
-``exp``, ``nbf`` and ``iat`` within ``leeway_seconds``.
+``exp``, ``nbf`` and ``iat`` within ``leeway_seconds``; the payload is not evidently another kind
+of token (:func:`~mcp_providers._serve.identity.kinds.claims_kind`: an ID or logout token).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from mcp_providers._serve.identity.claims import access_token
 from mcp_providers._serve.identity.errors import refused
 from mcp_providers._serve.identity.fetch import FetchFailed, discover
 from mcp_providers._serve.identity.jwks import KeySet
+from mcp_providers._serve.identity.kinds import claims_kind, header_kind
 from mcp_providers.config import AuthConfig
 from mcp_providers.errors import ConfigError
 
@@ -157,6 +160,9 @@ class JwtVerifier:
         if not isinstance(issuer, str) or issuer not in self.keys:
             refused("wrong issuer", iss=issuer)
             return None
+        if (wrong := header_kind(header, strict=issuer in self.config.at_jwt_issuers)) is not None:
+            refused(wrong, iss=issuer)
+            return None
         key = await self.keys[issuer].key(kid)
         if key is None:
             refused("unknown kid", iss=issuer, kid=kid)
@@ -166,6 +172,9 @@ class JwtVerifier:
             return None
         claims = self._decode(token, key, alg, issuer, kid)
         if claims is None:
+            return None
+        if (wrong := claims_kind(claims)) is not None:
+            refused(wrong, iss=issuer, kid=kid)
             return None
         made = access_token(token, claims, issuer, self.config, self.resource)
         if isinstance(made, str):

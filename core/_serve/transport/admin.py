@@ -2,8 +2,8 @@
 
 The route sits beside ``/readyz``, never on the MCP path, and is off (404) without ``[server.admin]``.
 A request needs ``Authorization: Bearer <token>``: either the token in ``[server.admin] token_env``
-(compared in constant time), or one ``[server.auth]`` accepts whose principal's subject
-``[server.admin] subjects`` names. No token is 401, another token 403; both are audited
+(compared in constant time), or one ``[server.auth]`` accepts, carrying its ``required_scopes``,
+whose principal's subject ``[server.admin] subjects`` names. No token is 401, another token 403; both are audited
 (operation ``admin/reload``), and so is the reload. The answer is the attempt as JSON
 (:meth:`~mcp_providers._serve.reload.Attempt.as_dict`): 200 when applied or unchanged, 422 when it
 failed and the old composition goes on serving. With ``?cluster=1`` a reload that did not fail is
@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import hmac
 import os
+import time
 from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from mcp_providers._serve.identity.guard import asking_from
 from mcp_providers._serve.reload import announce
 from mcp_providers.config import AdminSettings
 from mcp_providers.errors import ConfigError
@@ -83,8 +85,12 @@ class AdminGate:
             access = await self._auth.verifier.verify_token(token)
         except Exception:  # unreachable issuer and the like: refused like an unknown token
             return None
-        principal = from_access_token(access) if access is not None else None
-        if principal is None or principal.subject not in self._subjects:
+        if access is None or (access.expires_at is not None and access.expires_at < int(time.time())):
+            return None
+        if any(scope not in access.scopes for scope in self._auth.required_scopes):
+            return None  # [server.auth] required_scopes bind every use of its tokens, an admin's too
+        principal = from_access_token(access)
+        if principal.subject not in self._subjects:
             return None
         return principal if not self._issuers or principal.issuer in self._issuers else None
 
@@ -107,7 +113,8 @@ async def admit(gate: AdminGate, request: Request, audit: Any, operation: str, w
         _audit(audit, None, operation, path, "denied", "no bearer token")
         return JSONResponse({"error": "send Authorization: Bearer <admin token>"}, 401,
                             headers={"WWW-Authenticate": "Bearer"})  # fmt: skip
-    principal = await gate.who(token.strip())
+    with asking_from(request.client.host if request.client else None):  # its budget of unknown tokens
+        principal = await gate.who(token.strip())
     if principal is None:
         _audit(audit, None, operation, path, "denied", "token not named by [server.admin]")
         return JSONResponse({"error": f"this token may not {what}: [server.admin] names it nowhere"}, 403)

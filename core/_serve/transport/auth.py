@@ -6,7 +6,9 @@
   ``WWW-Authenticate: Bearer resource_metadata="<url>"`` (and ``scope="..."`` when scopes are
   required); a refused token: the same with ``error="invalid_token"``; a missing scope: 403
   ``error="insufficient_scope"``, ``scope`` naming the scopes needed (RFC 6750 §3.1; MCP
-  authorization, scope challenge); a token that cannot be checked now: 503 with ``Retry-After``.
+  authorization, scope challenge); a token that cannot be checked now: 503 with ``Retry-After``
+  (429 when the client address asked about too many unknown tokens,
+  :mod:`~mcp_providers._serve.identity.guard`).
   An accepted token leaves the SDK's ``AuthenticatedUser`` in ``scope["user"]`` and
   ``AuthCredentials`` in ``scope["auth"]`` and the user in the SDK's ``auth_context_var`` (what its
   ``AuthContextMiddleware`` does), so the SDK's session-to-principal binding, ``get_access_token()``
@@ -28,15 +30,15 @@ from mcp.server.auth.handlers.metadata import ProtectedResourceMetadataHandler
 from mcp.server.auth.middleware.auth_context import auth_context_var
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
-from mcp.server.auth.routes import build_resource_metadata_url, cors_middleware
+from mcp.server.auth.routes import cors_middleware
 from mcp.shared.auth import ProtectedResourceMetadata
-from pydantic import AnyHttpUrl
 from starlette.authentication import AuthCredentials
 from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_providers._serve.identity import IdentityUnavailable, ResourceServer, resource_server
 from mcp_providers._serve.identity.errors import refused
+from mcp_providers._serve.identity.guard import asking_from
 from mcp_providers._serve.identity.static import MIN_TOKEN_LENGTH as MIN_TOKEN_LENGTH
 from mcp_providers._serve.identity.static import StaticTokenVerifier as StaticTokenVerifier
 from mcp_providers.config import AuthConfig
@@ -76,14 +78,33 @@ def _metadata(server: ResourceServer, resource: str) -> ProtectedResourceMetadat
     )
 
 
+def _suffix(resource: str) -> str:
+    """What RFC 9728 §3.1 appends to the well-known path for ``resource``: its path as it is
+    (``""`` for an origin's ``/``; a trailing slash stays, ``/mcp/`` is not ``/mcp``)."""
+    path = urlsplit(resource).path
+    return "" if path == "/" else path
+
+
+def metadata_url(resource: str) -> str:
+    """The URL of ``resource``'s RFC 9728 metadata (§3.1): ``/.well-known/oauth-protected-resource``
+    inserted between the host and the path (and query) of the resource identifier, e.g.
+    ``https://h/mcp/`` -> ``https://h/.well-known/oauth-protected-resource/mcp/``."""
+    parts = urlsplit(resource)
+    query = f"?{parts.query}" if parts.query else ""
+    return f"{parts.scheme}://{parts.netloc}{WELL_KNOWN}{_suffix(resource)}{query}"
+
+
 def metadata_endpoints(server: ResourceServer, path: str) -> dict[str, ASGIApp]:
     """RFC 9728 metadata endpoints by path (``{}`` when no authorization server is known: static
-    tokens without ``issuer_url`` have nothing for a client to log in with)."""
+    tokens without ``issuer_url`` have nothing for a client to log in with): the root, the MCP
+    path's, and, with ``resource_url``, exactly where :func:`metadata_url` points (and that path
+    without a trailing slash, for clients that drop it)."""
     if not server.authorization_servers:
         return {}
     paths = {WELL_KNOWN, WELL_KNOWN + path}
     if server.resource_url is not None:
-        paths.add(WELL_KNOWN + (urlsplit(server.resource_url).path.rstrip("/")))
+        suffix = _suffix(server.resource_url)
+        paths |= {WELL_KNOWN + suffix, WELL_KNOWN + suffix.rstrip("/")}
         fixed = ProtectedResourceMetadataHandler(_metadata(server, server.resource_url))
         endpoint = cors_middleware(fixed.handle, ["GET", "OPTIONS"])
     else:
@@ -121,10 +142,12 @@ class BearerGate:
             await self._challenge(scope, send, 401, None, "a bearer token is required")
             return
         try:
-            access = await self.server.verifier.verify_token(token)
+            with asking_from(_address(scope)):
+                access = await self.server.verifier.verify_token(token)
         except IdentityUnavailable as exc:
             retry = [(b"retry-after", str(exc.retry_after).encode())]
-            await _send(send, 503, "temporarily_unavailable", str(exc), retry)
+            error = "too_many_requests" if exc.status == 429 else "temporarily_unavailable"
+            await _send(send, exc.status, error, str(exc), retry)
             return
         if access is not None and access.expires_at is not None and access.expires_at < int(time.time()):
             refused("expired", by="the bearer gate")
@@ -156,13 +179,19 @@ class BearerGate:
         parts = [f"error={_quoted(error)}"] if error else []
         if self.published:
             resource = _resource_of(self.server, scope, self.path)
-            parts.append(f"resource_metadata={_quoted(str(build_resource_metadata_url(AnyHttpUrl(resource))))}")
+            parts.append(f"resource_metadata={_quoted(metadata_url(resource))}")
         if self.server.required_scopes:
             parts.append(f"scope={_quoted(' '.join(self.server.required_scopes))}")
         if error:
             parts.append(f"error_description={_quoted(description)}")
         header = ("Bearer " + ", ".join(parts)).strip()
         await _send(send, status, error or "invalid_token", description, [(b"www-authenticate", header.encode())])
+
+
+def _address(scope: Scope) -> str | None:
+    """The client's address (uvicorn has put a ``trusted_proxies`` peer's ``X-Forwarded-For`` there)."""
+    client = scope.get("client")
+    return str(client[0]) if client else None
 
 
 _TWO = "\0two"
