@@ -111,7 +111,7 @@ def test_round4_item16_an_escaped_cancel_is_refused_on_stateless_http(json_respo
 @pytest.mark.parametrize(
     ("stateless", "json_response"), [(True, True), (False, False), (False, True)], ids=["fast", "sse", "json"]
 )
-def test_round4_item16_a_body_the_guards_cannot_parse_is_refused_not_served(stateless: bool, json_response: bool) -> None:
+def test_round4_item16_a_body_the_guards_cannot_parse_is_refused(stateless: bool, json_response: bool) -> None:
     """Refused by the guards' own parse, saying the body is not JSON, whichever path would serve
     it: no guard is skipped because it could not read a body another parser might accept."""
     with served(stateless=stateless, json_response=json_response) as port:
