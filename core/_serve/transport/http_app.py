@@ -3,7 +3,8 @@
 :func:`http_app` returns one ASGI app for every way of serving HTTP (``serve --http``,
 ``embedding.mount``). At the MCP path it does, before anything else:
 
-- the Host/Origin (DNS-rebinding) policy of :func:`transport_policy`, for every bind address;
+- the Host/Origin (DNS-rebinding) policy of :func:`transport_policy`, for every bind address (and
+  on every other route too: ``ops.rebinding_refusal``);
 - in stateless mode, ``405`` with ``Allow: POST`` for ``GET`` and ``DELETE`` (there is no session
   to hold a stream for, nor one to delete);
 - a body over the size cap (413, counted while it is read, chunked or not), nested deeper than
@@ -73,6 +74,7 @@ from mcp_providers._serve.seams import exit_callbacks_pending, lifespan_state, m
 from mcp_providers._serve.steps.ratelimit import RETRY_AFTER_SCOPE_KEY
 from mcp_providers._serve.transport.auth import BearerGate, metadata_endpoints
 from mcp_providers._serve.transport.nesting import MAX_NESTING, request_id_of, too_deep
+from mcp_providers._serve.transport.ops import rebinding_refusal
 from mcp_providers._serve.transport.posted import (
     Posted,
     error_body,
@@ -289,6 +291,10 @@ class HttpApp:
         self._endpoint = BearerGate(self._serve, self.auth, self.path) if self.auth is not None else self._serve
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        beside = scope["type"] == "http" and _route_path(scope) != self.path
+        if beside and (refused := await rebinding_refusal(self.security, Request(scope))) is not None:
+            await refused(scope, receive, send)  # every route has the MCP path's Host/Origin policy
+            return
         if scope["type"] == "http" and (published := self.metadata.get(_route_path(scope))) is not None:
             await published(scope, receive, send)
             return

@@ -24,6 +24,7 @@ requests carry no session: any replica serves them.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 import time
@@ -32,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 import mcp_types as types
+from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from mcp.shared.jsonrpc_dispatcher import handler_exception_to_error_data
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
@@ -219,6 +221,41 @@ def ops_routes(
         Route("/readyz", readyz, methods=["GET"]),
         Route("/metrics", metrics_page, methods=["GET"]),
     ]
+
+
+def _address_literal(host: str) -> bool:
+    """Whether the ``Host`` value ``host`` names an IP address (``10.1.2.3``, ``10.1.2.3:8000``,
+    ``[fd00::5]:8000``), not a name."""
+    name, port = host, ""
+    if host.startswith("["):
+        name, _, port = host[1:].partition("]")
+        port = port.removeprefix(":")
+    elif host.count(":") == 1:
+        name, _, port = host.partition(":")
+    if port and not port.isdigit():
+        return False
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return host.startswith("[") or ":" not in name  # an IPv6 address is bracketed in a Host (RFC 9110 §7.2)
+
+
+async def rebinding_refusal(security: TransportSecuritySettings, request: Request) -> Response | None:
+    """The 421 (Host) or 403 (Origin) refusing a request to a route beside the MCP path (``/healthz``,
+    ``/readyz``, ``/metrics``, ``/status``, ``/admin/reload``, the RFC 9728 metadata), else ``None``.
+
+    The MCP path's policy (``http_app.transport_policy``) decides, with one addition: a ``Host``
+    that is an IP address literal is accepted, since a DNS-rebinding page cannot send one (its
+    requests carry the name it rebound) while the kubelet's probes and a Prometheus scrape by pod
+    address do. ``Origin`` is judged as on the MCP path: a page on another origin is refused.
+    """
+    if not security.enable_dns_rebinding_protection:
+        return None
+    host = request.headers.get("host", "")
+    if host and host not in security.allowed_hosts and _address_literal(host):
+        security = security.model_copy(update={"allowed_hosts": [*security.allowed_hosts, host]})
+    return await TransportSecurityMiddleware(security).validate_request(request, is_post=False)
 
 
 _SESSION_HEADER = b"mcp-session-id"
