@@ -462,14 +462,15 @@ class HttpApp:
 
 
 async def _respond(runner: ServerRunner[Any], exchange: _Exchange, message: types.JSONRPCRequest) -> bytes:
-    """Run one request through the SDK kernel; the JSON-RPC response (legacy dispatcher's mapping)."""
+    """Run one request through the SDK kernel; the JSON-RPC response (errors mapped as the SDK maps them,
+    an unexpected exception as -32603 without its text)."""
     try:
         result = await runner.on_request(exchange, message.method, message.params)
     except Exception as exc:
         error = handler_exception_to_error_data(exc)
-        if error is None:
+        if error is None:  # as the SDK's 2026-07-28 entry: handler internals never reach the wire
             log.exception("handler for %r raised", message.method)
-            error = types.ErrorData(code=0, message=str(exc))
+            error = types.ErrorData(code=types.INTERNAL_ERROR, message="internal error; the server log has the details")
         reply: Any = types.JSONRPCError(jsonrpc="2.0", id=message.id, error=error)
     else:
         reply = types.JSONRPCResponse(jsonrpc="2.0", id=message.id, result=result)

@@ -14,7 +14,11 @@ they carry no content) and puts a request-counting middleware on the composition
   lines a shipped sink dropped); with a reloader, ``mcp_providers_reload_total{outcome}``,
   ``mcp_providers_config_info{digest}`` (the config served, so drift between replicas shows) and
   ``mcp_providers_generation``. ``/readyz`` then names the digest, the generation and the last
-  reload attempt: a failed one leaves the replica ready (the old composition serves) and says why.
+  reload attempt: a failed one leaves the replica ready (the old composition serves); how many
+  problems it had is public, their text is not (:func:`public_attempt`).
+
+No route here carries exception text, and each keeps the MCP path's Host/Origin policy
+(:func:`rebinding_refusal`).
 
 :func:`pin_sessions` makes 2025-era sessions routable by a load balancer: with
 ``MCP_PROVIDERS_REPLICA=replica1`` the session ids this replica hands out read ``replica1.<id>``,
@@ -161,6 +165,23 @@ def _reload_metrics(reloader: Reloader) -> Iterator[Any]:
     yield info
 
 
+DETAILS = "the text is in the server log, and on /status.json with an admin token ([server.admin])"
+
+
+def public_attempt(attempt: Any) -> dict[str, Any]:
+    """What ``/readyz`` (no token) says of a reload attempt: when, what, its outcome and how many
+    problems and warnings it had (``problem_count``, ``warning_count``; ``problems`` and
+    ``warnings`` hold one line saying where to read them), never their text. A problem may quote
+    what a plugin's hook raised (a database URL with its password, say) or a config value: that is
+    for the log, ``/status.json`` and ``POST /admin/reload``, behind ``[server.admin]`` (round 4 item 3)."""
+    shown = attempt.as_dict()
+    for key, noun in (("problems", "problem"), ("warnings", "warning")):
+        count = len(shown[key])
+        shown[f"{noun}_count"] = count
+        shown[key] = [f"{count} {noun}{'s' if count > 1 else ''}; {DETAILS}"] if count else []
+    return shown
+
+
 def transport_stopped(server: Any) -> str | None:
     """Why the SDK's streamable HTTP session manager can no longer serve requests, or ``None``.
 
@@ -208,7 +229,7 @@ def ops_routes(
                                 "failed_providers": failed, "generation": runtime.generation.number}  # fmt: skip
         if reloader is not None:
             body["config_digest"] = reloader.digest
-            body["last_reload"] = reloader.last.as_dict() if reloader.last is not None else None
+            body["last_reload"] = public_attempt(reloader.last) if reloader.last is not None else None
         return JSONResponse(body, status_code=200 if not problems else 503)
 
     async def metrics_page(request: Request) -> Response:
