@@ -104,7 +104,7 @@ def facts(composition: Composition, reloader: Reloader | None, recent: RecentReq
         "failed_providers": dict(sorted(runtime.startup_failures.items())),
         "cluster": cluster(composition),
         "requests": recent.snapshot() if recent is not None else None,
-        "recent_denials": list(reversed(runtime.audit.recent_denials)),  # newest first
+        "recent_denials": list(runtime.audit.recent_denials)[::-1],  # newest first
     }
 
 
