@@ -380,6 +380,7 @@ def _serve_http(
         auth=auth,
         routes=ops_routes(composition, reloader, recent) + admin,
         event_store=None if stateless else _event_store(composition),
+        limits=composition.config.server.limits,
     )
     served = pin_sessions(asgi)  # session ids name the replica when MCP_PROVIDERS_REPLICA is set
     err.print(f"serving MCP on http://{_bracketed(host)}:{port}/mcp", highlight=False)

@@ -84,6 +84,8 @@ from mcp_providers._serve.transport.posted import (
     parse,
     parse_error,
 )
+from mcp_providers._serve.transport.sessions import SessionQuota
+from mcp_providers.config import LimitsSettings
 
 log = logging.getLogger("mcp_providers.http")
 
@@ -283,6 +285,8 @@ class HttpApp:
     auth: ResourceServer | None = None
     metadata: dict[str, ASGIApp] = field(default_factory=dict)
     """RFC 9728 metadata endpoints by path (``{}`` without auth); see ``transport.auth``."""
+    sessions: SessionQuota | None = None
+    """Each caller's 2025-era session quota (``transport.sessions``); ``None`` when stateless."""
     _guard: TransportSecurityMiddleware = field(init=False)
     _endpoint: ASGIApp = field(init=False)
 
@@ -367,7 +371,21 @@ class HttpApp:
         elif (refused := invalid_id(posted)) is not None:
             await _send_json(send, 400, refused)
         else:
-            await self.sdk_endpoint(scope, replay, send if self.stateless else _unanswered_when_cancelled(send))
+            await self._to_sdk(scope, replay, send if self.stateless else _unanswered_when_cancelled(send))
+
+    async def _to_sdk(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The SDK's endpoint; a 2025-era POST that would open a session (no ``Mcp-Session-Id``)
+        first passes its caller's session quota (429 and ``Retry-After`` when it does not)."""
+        quota = self.sessions
+        if quota is None or any(k == b"mcp-session-id" for k, _ in scope["headers"]):
+            await self.sdk_endpoint(scope, receive, send)
+            return
+        if (refused := quota.refusal(scope)) is not None:
+            body, wait = refused
+            await _send_json(send, 429, body, [(b"retry-after", str(wait).encode())])
+            return
+        with quota.opening(scope, send) as counted:
+            await self.sdk_endpoint(scope, receive, counted)
 
     def _without_replay(self, scope: Scope) -> Scope:
         """``scope`` without ``Last-Event-ID`` when no event store can replay (the SDK fails with
@@ -455,7 +473,7 @@ class HttpApp:
             return 400, [json.loads(refused)], []
         captured = _Capture()
         sub = {**scope, "headers": [(k, v) for k, v in scope["headers"] if k != b"content-length"]}
-        await self.sdk_endpoint(sub, _replay(posted.raw, None), captured)
+        await self._to_sdk(sub, _replay(posted.raw, None), captured)
         if RETRY_AFTER_SCOPE_KEY in sub:  # refused by the rate limiter: the batch's response says so
             scope[RETRY_AFTER_SCOPE_KEY] = sub[RETRY_AFTER_SCOPE_KEY]
         return captured.status, [m for m in captured.messages() if not _answers_a_cancel(m)], captured.headers
@@ -692,6 +710,7 @@ def http_app(
     auth: ResourceServer | None = None,
     routes: list[Any] | None = None,
     event_store: EventStore | None = None,
+    limits: LimitsSettings | None = None,
 ) -> HttpApp:
     """The ASGI app serving ``server`` at ``path`` (see the module docstring).
 
@@ -700,6 +719,7 @@ def http_app(
         without authentication.
     :param routes: extra Starlette routes served beside ``path`` (``/healthz``, ``/readyz``, ``/metrics``).
     :param event_store: makes session streams resumable (``_serve.events``; ignored when stateless).
+    :param limits: ``[server.limits]``: the session quota per caller (``transport.sessions``) reads it.
     """
     sdk = server.streamable_http_app(
         streamable_http_path=path,
@@ -727,4 +747,6 @@ def http_app(
         max_body=manager.max_request_body_size,
         auth=auth,
         metadata=metadata_endpoints(auth, path) if auth is not None else {},
+        # Private seam: the SDK's manager offers no view of the sessions it holds.
+        sessions=None if stateless else SessionQuota(manager._server_instances.__contains__, limits),
     )
