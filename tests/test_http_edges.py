@@ -9,6 +9,7 @@ import socket
 import time
 
 import pytest
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from serve_support import JSON_HEADERS, URI, initialize, post, request, served
 
 pytestmark = pytest.mark.slow
@@ -70,7 +71,10 @@ def _assert_names_the_header(status: int, body: object, request_id: object) -> N
     assert "MCP-Protocol-Version" in error["message"]
     assert "2025-11-25" in error["message"] and "2026-07-28" in error["message"]
     assert "_meta" not in error["message"]
-    assert "2025-11-25" in error["data"]["supported"] and "2026-07-28" in error["data"]["supported"]
+    # round 4 item 23: data.supported is what server/discover lists (conformance sep-2575), the
+    # handshake revisions being reached through initialize, which the message names
+    assert error["data"]["supported"] == list(MODERN_PROTOCOL_VERSIONS) == ["2026-07-28"]
+    assert error["data"]["requested"] == error["message"].split("'")[1]
 
 
 @pytest.mark.parametrize("version", UNSERVED)
@@ -85,6 +89,18 @@ def test_an_unserved_version_header_names_the_header_and_the_versions_served(ver
         _assert_names_the_header(status, json.loads(body), None)
     with served(stateless=True, json_response=True) as port:
         _assert_names_the_header(*_drop_headers(post(port, read, version)), 9)
+
+
+def test_round4_item23_the_unsupported_version_error_lists_what_server_discover_lists() -> None:
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "0"}}  # fmt: skip
+    discover = {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": meta}}
+    for stateless in (False, True):
+        with served(stateless=stateless, json_response=True) as port:
+            status, _, found = post(port, discover, "2026-07-28", mcp_method="server/discover")
+            assert status == 200, found
+            status, refused = _drop_headers(post(port, PING, "2099-01-01"))
+            assert status == 400 and refused["error"]["data"]["supported"] == found["result"]["supportedVersions"]
 
 
 def _drop_headers(answer: tuple[int, dict[str, str], object]) -> tuple[int, object]:

@@ -184,7 +184,8 @@ def transport_policy(
 
 async def stateless_middleware(ctx: ServerRequestContext[Any, Any], call_next: Any) -> Any:
     """Server middleware: on a stateless HTTP request, no 2025 ``resources/subscribe`` (its updates
-    need the session's ``GET`` stream, which stateless mode has not) and no capability claiming it."""
+    need the session's ``GET`` stream, which stateless mode has not) and no capability claiming it;
+    nor ``listChanged`` in ``initialize`` (a 2025-era stateless client has no stream to hear it on)."""
     request = ctx.request
     if request is None or not getattr(request, "scope", {}).get(STATELESS_SCOPE_KEY):
         return await call_next(ctx)
@@ -192,9 +193,11 @@ async def stateless_middleware(ctx: ServerRequestContext[Any, Any], call_next: A
         raise MCPError(types.METHOD_NOT_FOUND, "Method not found: stateless HTTP cannot deliver resource updates")
     result = await call_next(ctx)
     if ctx.method == "initialize" and isinstance(result, dict):
-        resources = result.get("capabilities", {}).get("resources")
-        if isinstance(resources, dict):
-            resources.pop("subscribe", None)
+        capabilities = result.get("capabilities", {})
+        for kind in ("resources", "tools", "prompts"):
+            if isinstance(declared := capabilities.get(kind), dict):
+                declared.pop("subscribe", None)
+                declared.pop("listChanged", None)
     return result
 
 
@@ -523,14 +526,19 @@ def _task_name_mismatch(posted: Posted, headers: Mapping[bytes, bytes]) -> bytes
 
 def _unsupported_version(version: str, request_id: Any) -> bytes:
     """The 400 body for an ``MCP-Protocol-Version`` header naming a revision not served: -32022
-    with the 2026-07-28 error data (``supported``, ``requested``), which SDK clients retry from;
-    every revision is listed, handshake ones included, so a client can fall back to ``initialize``."""
-    supported = ", ".join(SUPPORTED_VERSIONS)
+    with the 2026-07-28 error data (``supported``, ``requested``), which SDK clients retry from.
+
+    ``data.supported`` lists what ``server/discover`` lists (``supportedVersions``): the revisions
+    a request may name per request, as the SDK's own -32022 does
+    (``mcp.shared.inbound.unsupported_protocol_version_rejection``; conformance
+    ``sep-2575-server-unsupported-version-error``). The message names the handshake revisions
+    too, reached through ``initialize`` (round 4 item 23)."""
+    modern, handshake = ", ".join(MODERN_PROTOCOL_VERSIONS), ", ".join(HANDSHAKE_PROTOCOL_VERSIONS)
     message = (
-        f"Unsupported MCP-Protocol-Version header: {version[:64]!r}; this server supports {supported} "
-        "(send one of them, or no header to be read as 2025-03-26)"
+        f"Unsupported MCP-Protocol-Version header: {version[:64]!r}; this server supports {modern} per request, "
+        f"and {handshake} through initialize (send one of them, or no header to be read as 2025-03-26)"
     )
-    data = types.UnsupportedProtocolVersionErrorData(supported=list(SUPPORTED_VERSIONS), requested=version[:64])
+    data = types.UnsupportedProtocolVersionErrorData(supported=list(MODERN_PROTOCOL_VERSIONS), requested=version[:64])
     error = {"code": types.UNSUPPORTED_PROTOCOL_VERSION, "message": message, "data": data.model_dump(mode="json")}
     return json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}).encode()
 
