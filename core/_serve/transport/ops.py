@@ -48,7 +48,7 @@ REQUEST_CANCELLED = -32800
 
 if TYPE_CHECKING:
     from mcp_providers._serve.composition import Composition
-    from mcp_providers._serve.reload import Reloader
+    from mcp_providers._serve.reload import Attempt, Reloader
     from mcp_providers._serve.runtime import Runtime
     from mcp_providers._serve.transport.status import RecentRequests
 
@@ -168,13 +168,13 @@ def _reload_metrics(reloader: Reloader) -> Iterator[Any]:
 DETAILS = "the text is in the server log, and on /status.json with an admin token ([server.admin])"
 
 
-def public_attempt(attempt: Any) -> dict[str, Any]:
+def public_attempt(attempt: Attempt) -> dict[str, Any]:
     """What ``/readyz`` (no token) says of a reload attempt: when, what, its outcome and how many
     problems and warnings it had (``problem_count``, ``warning_count``; ``problems`` and
     ``warnings`` hold one line saying where to read them), never their text. A problem may quote
     what a plugin's hook raised (a database URL with its password, say) or a config value: that is
     for the log, ``/status.json`` and ``POST /admin/reload``, behind ``[server.admin]`` (round 4 item 3)."""
-    shown = attempt.as_dict()
+    shown: dict[str, Any] = attempt.as_dict()
     for key, noun in (("problems", "problem"), ("warnings", "warning")):
         count = len(shown[key])
         shown[f"{noun}_count"] = count
