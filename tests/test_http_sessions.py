@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from serve_support import JSON_HEADERS, request, serve_process
 
-from mcp_providers._serve.transport.sessions import SessionQuota
+from mcp_providers._serve.transport.sessions import SWEEP_AT, SessionQuota
 from mcp_providers.config import LimitsSettings
 from mcp_providers.errors import RATE_LIMITED
 
@@ -136,3 +136,13 @@ def test_round4_item4_without_the_limits_table_authenticated_subjects_keep_the_d
     held.discard("s0")  # the SDK ended one (idle timeout)
     assert quota.refusal(alice) is None
     assert quota.refusal(_scope(None)) is None  # anonymous callers: only under [server.limits]
+
+
+def test_round4_item4_callers_who_opened_sessions_long_ago_hold_no_memory() -> None:
+    now = [0.0]
+    quota = SessionQuota(lambda session: False, LimitsSettings(window_seconds=60), clock=lambda: now[0])
+    for i in range(SWEEP_AT):
+        quota._record(("https://idp.example", f"user{i}"), f"s{i}")
+    now[0] += 61  # a window later (every session ended), one more caller opens a session
+    quota._record(("https://idp.example", "late"), "s-late")
+    assert list(quota._opened) == list(quota._open) == [("https://idp.example", "late")]

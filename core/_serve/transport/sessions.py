@@ -35,6 +35,8 @@ from mcp_providers.errors import RATE_LIMITED
 from mcp_providers.identity import Principal, from_access_token
 
 _DEFAULTS = LimitsSettings()
+SWEEP_AT = 1024
+"""How many callers' openings are kept before the expired ones are swept out."""
 Key = tuple[str, str]
 
 
@@ -69,6 +71,7 @@ class SessionQuota:
         self._clock = clock
         self._open: dict[Key | None, set[str]] = {}
         self._opened: dict[Key | None, collections.deque[float]] = {}
+        self._sweep_at = SWEEP_AT
         self._pending: collections.Counter[Key | None] = collections.Counter()
         """Opening requests admitted and not yet answered, per caller: they count as sessions, so
         concurrent ``initialize`` requests cannot all pass one check before any is recorded."""
@@ -120,9 +123,26 @@ class SessionQuota:
                 del self._pending[key]
 
     def _record(self, key: Key | None, session: str) -> None:
+        if len(self._open) + len(self._opened) >= self._sweep_at:
+            self._sweep()
         self._open.setdefault(key, set()).add(session)
         if self._settings is not None:
             self._opened.setdefault(key, collections.deque()).append(self._clock())
+
+    def _sweep(self) -> None:
+        """Forget ended sessions, openings older than a window, and the callers left with neither
+        (a caller who never comes back holds no memory); amortized, the next sweep waits until the
+        callers kept have doubled."""
+        oldest = self._clock() - (self._settings or _DEFAULTS).window_seconds
+        for key in list(self._opened):
+            opened = self._opened[key]
+            while opened and opened[0] <= oldest:
+                opened.popleft()
+            if not opened:
+                del self._opened[key]
+        for key in list(self._open):
+            self._live(key)
+        self._sweep_at = max(SWEEP_AT, 2 * (len(self._open) + len(self._opened)))
 
     def _live(self, key: Key | None) -> set[str]:
         """The caller's sessions the SDK still holds (the others are forgotten now)."""
