@@ -84,6 +84,10 @@ def test_round4_item16_an_escaped_id_key_holding_a_bad_id_is_refused(stateless: 
             status, answer = _raw_post(port, body, "2025-11-25", **extra)
             assert status == 400, (escaped, status, answer)
             assert answer["id"] is None and answer["error"]["code"] == types.INVALID_REQUEST, (escaped, answer)
+        # a duplicate key: every parser here takes the last, so the guard judges the id that is served
+        body = b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "\\u0069d": 1.5}'
+        status, answer = _raw_post(port, body, "2025-11-25", **extra)
+        assert status == 400 and answer["error"]["code"] == types.INVALID_REQUEST, (status, answer)
 
 
 CANCEL_SPELLINGS = [
