@@ -372,6 +372,7 @@ def _serve_http(
         auth=auth,
         routes=ops_routes(composition, reloader, recent) + admin,
         event_store=None if stateless else _event_store(composition),
+        limits=composition.config.server.limits,
     )
     _run_http(pin_sessions(asgi), composition, host, port)  # session ids name the replica (MCP_PROVIDERS_REPLICA)
 

@@ -360,6 +360,17 @@ class LimitsSettings(BaseModel):
     anonymous: int = Field(default=60, ge=1, le=10_000_000, strict=True)
     """Requests per window of any method, shared by every anonymous caller together; at most the
     smallest of ``reads``, ``calls`` and ``lists`` (it is the stricter bucket)."""
+    sessions: int = Field(default=100, ge=1, le=10_000, strict=True)
+    """2025-era HTTP sessions one subject may hold open at once (anonymous callers share one such
+    count). An authenticated subject is held to the default even without the table
+    (``transport/sessions.py``)."""
+    listen_streams: int = Field(default=32, ge=1, le=100_000, strict=True)
+    """2026-07-28 ``subscriptions/listen`` streams one subject may hold open at once (anonymous
+    callers share one such count). An authenticated subject is held to the default even without
+    the table (``methods/subscriptions.py``)."""
+    sessions_opened: int = Field(default=30, ge=1, le=10_000_000, strict=True)
+    """2025-era HTTP sessions one subject may open (``initialize``) per window; anonymous callers
+    share one such count."""
 
     @model_validator(mode="after")
     def _anonymous_is_stricter(self) -> LimitsSettings:

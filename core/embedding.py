@@ -117,6 +117,7 @@ def mount(
         json_response=json_response,
         security=transport_policy(host, explicit=transport_security),
         auth=http_auth(composition.config.server.auth),
+        limits=composition.config.server.limits,
     )
     manager = server.session_manager
     # The inner app routes on the full path, so it is added as routes, not a Mount (no redirect

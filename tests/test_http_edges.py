@@ -9,6 +9,7 @@ import socket
 import time
 
 import pytest
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from serve_support import JSON_HEADERS, URI, initialize, post, request, served
 
 pytestmark = pytest.mark.slow
@@ -70,7 +71,10 @@ def _assert_names_the_header(status: int, body: object, request_id: object) -> N
     assert "MCP-Protocol-Version" in error["message"]
     assert "2025-11-25" in error["message"] and "2026-07-28" in error["message"]
     assert "_meta" not in error["message"]
-    assert "2025-11-25" in error["data"]["supported"] and "2026-07-28" in error["data"]["supported"]
+    # round 4 item 23: data.supported is what server/discover lists (conformance sep-2575), the
+    # handshake revisions being reached through initialize, which the message names
+    assert error["data"]["supported"] == list(MODERN_PROTOCOL_VERSIONS) == ["2026-07-28"]
+    assert error["data"]["requested"] == error["message"].split("'")[1]
 
 
 @pytest.mark.parametrize("version", UNSERVED)
@@ -85,6 +89,18 @@ def test_an_unserved_version_header_names_the_header_and_the_versions_served(ver
         _assert_names_the_header(status, json.loads(body), None)
     with served(stateless=True, json_response=True) as port:
         _assert_names_the_header(*_drop_headers(post(port, read, version)), 9)
+
+
+def test_round4_item23_the_unsupported_version_error_lists_what_server_discover_lists() -> None:
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "0"}}  # fmt: skip
+    discover = {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": meta}}
+    for stateless in (False, True):
+        with served(stateless=stateless, json_response=True) as port:
+            status, _, found = post(port, discover, "2026-07-28", mcp_method="server/discover")
+            assert status == 200, found
+            status, refused = _drop_headers(post(port, PING, "2099-01-01"))
+            assert status == 400 and refused["error"]["data"]["supported"] == found["result"]["supportedVersions"]
 
 
 def _drop_headers(answer: tuple[int, dict[str, str], object]) -> tuple[int, object]:
@@ -154,3 +170,21 @@ def test_a_chunked_body_under_the_cap_is_served() -> None:
                 data += chunk
         assert data.startswith(b"HTTP/1.1 200"), data[:200]
         assert json.loads(data.partition(b"\r\n\r\n")[2])["id"] == 3
+
+
+@pytest.mark.anyio
+async def test_round4_item3_an_unexpected_exception_on_the_fast_path_is_answered_without_its_text() -> None:
+    """Public error bodies carry no exception text: the stateless JSON fast path's catch-all answers
+    -32603 as the SDK's 2026-07-28 entry does, and the log keeps the details."""
+    import mcp_types as types
+
+    from mcp_providers._serve.transport.http_app import _respond
+
+    class Raising:
+        async def on_request(self, *args: object) -> object:
+            raise RuntimeError("could not connect to postgresql://inventory:s3cret@db/inventory")
+
+    request = types.JSONRPCRequest(jsonrpc="2.0", id=4, method="ping")
+    answer = json.loads(await _respond(Raising(), None, request))  # type: ignore[arg-type]
+    assert answer["id"] == 4 and answer["error"]["code"] == types.INTERNAL_ERROR
+    assert "s3cret" not in json.dumps(answer) and "server log" in answer["error"]["message"]

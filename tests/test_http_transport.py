@@ -157,12 +157,16 @@ def test_stateless_initialize_claims_no_subscribe_and_subscribe_is_refused() -> 
         status, _, answer = _post(port, init)
         assert status == 200
         assert "subscribe" not in answer["result"]["capabilities"].get("resources", {})
+        # round 4 item 23: no list changes are ever sent on stateless HTTP, so none is promised
+        lists = [v for k, v in answer["result"]["capabilities"].items() if k in ("resources", "tools", "prompts")]
+        assert lists and all("listChanged" not in v for v in lists), answer["result"]["capabilities"]
         sub = {"jsonrpc": "2.0", "id": 3, "method": "resources/subscribe", "params": {"uri": READ["params"]["uri"]}}
         _, _, answer = _post(port, sub)
         assert answer["error"]["code"] == -32601
     with _served(stateless=False) as port:  # a session can deliver: the capability is the server's to say
         status, _, answer = _post(port, init)
         assert "subscribe" in answer["result"]["capabilities"]["resources"]
+        assert answer["result"]["capabilities"]["resources"]["listChanged"] is True
 
 
 # -- issue 13 item 3 (HTTP): batches ----------------------------------------------------------------

@@ -35,7 +35,11 @@ pytestmark = pytest.mark.slow
 SPEC = "@modelcontextprotocol/client@2"
 SUPPORT = Path(__file__).with_name("input_support.py")
 VERSIONS = {"auto": ("2026-07-28", "modern"), "legacy": ("2025-11-25", "legacy")}
-NOT_ASKED = "confirm failed: the client did not declare the elicitation capability, so this tool cannot ask it"
+NOT_ASKED = (
+    "confirm failed: elicitation needs a connection that carries server-to-client requests (stdio, or streamable "
+    "HTTP with sessions and SSE responses); this one has none (the server runs with --stateless or "
+    "--json-response), so this tool cannot ask the client"
+)
 
 
 @pytest.fixture(scope="session")

@@ -23,7 +23,7 @@ from real_parts import redis_server, require_tool
 from reload_support import EXTRA_URI, NOTES_URI, install, site
 from serve_support import serve_process
 
-from mcp_providers._serve.steps.audit import RECENT_DENIALS, SHORT, AuditLog
+from mcp_providers._serve.steps.audit import CALLERS, PER_CALLER, RECENT_DENIALS, SHORT, AuditLog
 from mcp_providers._serve.transport.status import RecentRequests, render
 
 pytestmark = pytest.mark.anyio
@@ -269,11 +269,11 @@ def test_the_audit_layer_keeps_the_last_denials_without_sinks_shortened() -> Non
     assert not audit.enabled
     audit.write({"operation": "resources/read", "target": "a://x", "decision": "allowed", "subject": "bob"})
     assert list(audit.recent_denials) == []  # only denials are kept
-    for i in range(RECENT_DENIALS + 5):
+    for i in range(PER_CALLER + 5):
         audit.write({"operation": "tools/call", "action": "call", "target": f"t://{i}/" + "z" * 500,
                      "decision": "denied", "subject": "bob", "issuer": None, "reason": "no"})  # fmt: skip
     kept = list(audit.recent_denials)
-    assert len(kept) == RECENT_DENIALS and kept[0]["target"].startswith("t://5/")  # the oldest five dropped
+    assert len(kept) == PER_CALLER and kept[0]["target"].startswith("t://5/")  # the oldest five dropped
     assert len(kept[-1]["target"] or "") == SHORT and (kept[-1]["target"] or "").endswith("…")
     assert set(kept[0]) == {"time", "operation", "action", "target", "subject", "issuer", "reason"}
 
@@ -296,3 +296,47 @@ def test_the_page_escapes_every_value() -> None:
     page = render(body)
     # title and h1 2, digest 1, plugin 5 cells and its row class 1, failed provider 2, cluster 3, method 1, denial 7
     assert "<img" not in page and page.count("&lt;img src=x onerror=alert(1)&gt;") == 22
+
+
+def _deny(audit: AuditLog, subject: str, issuer: str | None, target: str, operation: str = "resources/read") -> None:
+    audit.write({"operation": operation, "action": "read", "target": target, "decision": "denied",
+                 "subject": subject, "issuer": issuer, "reason": "no"})  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "flood",
+    [
+        {"subject": "anonymous", "issuer": None, "operation": "admin/status"},  # GET /status.json, no token
+        {"subject": "anonymous", "issuer": None, "operation": "admin/reload"},  # POST /admin/reload, a bad token
+        {"subject": "anonymous", "issuer": None, "operation": "resources/read"},  # unauthenticated MCP reads
+        {"subject": "mallory", "issuer": "https://idp.example", "operation": "resources/read"},  # one noisy caller
+        {"subject": "alice", "issuer": "https://other.example", "operation": "resources/read"},  # alice's namesake
+    ],
+    ids=["status", "reload", "mcp-anonymous", "one-caller", "namesake"],
+)
+def test_round4_item7_a_flood_from_one_caller_keeps_what_others_were_refused(flood: dict[str, Any]) -> None:
+    audit = AuditLog()
+    for i in range(3):
+        _deny(audit, "alice", "https://idp.example", f"a://secret/{i}")
+        _deny(audit, "bob", "https://other.example", f"b://secret/{i}")
+    for i in range(RECENT_DENIALS * 4):
+        _deny(audit, flood["subject"], flood["issuer"], f"/flood/{i}", flood["operation"])
+    kept = list(audit.recent_denials)
+    assert [d["target"] for d in kept if not d["target"].startswith("/flood/")] == [
+        t for i in range(3) for t in (f"a://secret/{i}", f"b://secret/{i}")
+    ]
+    flooded = [d for d in kept if d["target"].startswith("/flood/")]
+    assert len(flooded) == PER_CALLER and flooded[-1]["target"] == f"/flood/{RECENT_DENIALS * 4 - 1}"
+    assert len(kept) == len(audit.recent_denials) == PER_CALLER + 6
+
+
+def test_round4_item7_the_denials_kept_stay_bounded_and_the_newest_are_shown() -> None:
+    audit = AuditLog()
+    for caller in range(CALLERS + 20):
+        for i in range(PER_CALLER + 2):
+            _deny(audit, f"user{caller}", "https://idp.example", f"x://{caller}/{i}")
+    held = audit.recent_denials._by_caller
+    assert len(held) == CALLERS and sum(len(kept) for kept in held.values()) == CALLERS * PER_CALLER
+    assert ("https://idp.example", "user0") not in held  # refused least recently: forgotten first
+    kept = list(audit.recent_denials)
+    assert len(kept) == RECENT_DENIALS and kept[-1]["target"] == f"x://{CALLERS + 19}/{PER_CALLER + 1}"

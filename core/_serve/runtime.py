@@ -37,6 +37,7 @@ from mcp_providers._serve.steps.gate import Authorizer, Gate
 from mcp_providers._serve.steps.invoker import Invoker
 from mcp_providers._serve.steps.ratelimit import RateLimiter
 from mcp_providers._sideeffects import install as install_scope
+from mcp_providers.errors import InvalidParams, NotFound
 from mcp_providers.identity import Principal
 from mcp_providers.models import Freshness
 from mcp_providers.providers import ResourceProvider
@@ -119,6 +120,7 @@ class Runtime:
             max_per_session=settings.max_subscriptions_per_session,
             max_uri_length=settings.max_uri_length,
             shared=self.shared,
+            limits=settings.limits,
         )
         cluster = assembly.config.cluster
         self.tasks = Tasks(store_for(self.shared), settings.tasks, cluster.lease_seconds if cluster else None)
@@ -157,8 +159,15 @@ class Runtime:
             return None
 
     def _may_watch(self, principal: Principal, uri: str) -> bool:
+        """Whether ``principal`` may still be told of ``uri`` (a canonical URI): the questions the
+        watch and a read ask (``expand`` on its template, then ``subscribe`` and ``read``), against
+        the catalog and policy served now; a URI no longer served is no."""
         gate = Gate(self.authorizer, principal)
-        return gate.allowed("subscribe", uri) and gate.allowed("read", uri)
+        try:
+            route = self.assembly.catalog.route(uri)
+        except (NotFound, InvalidParams):
+            return False
+        return gate.allows_route("subscribe", route, uri) and gate.allows_route("read", route, uri)
 
     def running(self) -> contextlib.AbstractAsyncContextManager[None]:
         """Enter every served provider's ``lifespan`` and open the audit log: once for however many

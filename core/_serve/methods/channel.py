@@ -22,6 +22,7 @@ import mcp_types as types
 from mcp import MCPError
 from mcp.server import ServerRequestContext
 from mcp.shared.exceptions import MCPDeprecationWarning, NoBackChannelError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_providers._serve.seams import connection_of
 from mcp_providers.errors import ToolFailure
@@ -72,6 +73,12 @@ class SessionChannel(ClientChannel):
         await sending
 
     def _require(self, capability: types.ClientCapabilities, what: str) -> None:
+        # The channel first in the 2025 era: a stateless request is a session of its own that never
+        # saw the client's initialize, so its capabilities read as undeclared (round 4 item 23).
+        # (2026-07-28 asks through input rounds, which need no channel: the capability decides.)
+        legacy = str(getattr(self._ctx, "protocol_version", "") or "") not in MODERN_PROTOCOL_VERSIONS
+        if legacy and not getattr(self._ctx.session, "can_send_request", True):
+            raise ToolFailure(_NO_BACK_CHANNEL.format(what=what))
         if not self._ctx.session.check_client_capability(capability):
             raise ToolFailure(f"the client did not declare the {what} capability, so this tool cannot ask it")
 
@@ -131,6 +138,7 @@ def sampled(result: types.CreateMessageResult) -> Sampled:
 
 
 _NO_BACK_CHANNEL = (
-    "{what} needs a connection that carries server-to-client requests (stdio or stateful streamable HTTP); "
-    "this one does not (is the server running with --stateless?)"
+    "{what} needs a connection that carries server-to-client requests (stdio, or streamable HTTP with "
+    "sessions and SSE responses); this one has none (the server runs with --stateless or --json-response), "
+    "so this tool cannot ask the client"
 )

@@ -24,6 +24,7 @@ the client re-reads it through the normal, authorized read path.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import logging
 from collections import deque
@@ -48,7 +49,8 @@ from mcp_providers._serve.methods.tasks import NEEDS_TASKS, TASKS_EXTENSION, dec
 from mcp_providers._serve.seams import connection_of
 from mcp_providers._serve.state.cluster import InProcess, Shared
 from mcp_providers._serve.steps.exchange import Actor, Exchange
-from mcp_providers.errors import InvalidParams, MissingCapability
+from mcp_providers.config import LimitsSettings
+from mcp_providers.errors import InvalidParams, MissingCapability, RateLimited
 from mcp_providers.identity import Principal
 from mcp_providers.models import Resource, ResourceTemplate
 from mcp_providers.providers import ResourceProvider
@@ -109,35 +111,47 @@ class Publisher:
 
 
 class _SubjectView:
-    """One listen stream's view of the bus: only events its subject may still see; counted."""
+    """One listen stream's view of the bus: updates of the URIs it watches that its subject may
+    still see (asked per delivery, as a read asks), and the list changes; counted.
 
-    def __init__(self, hub: SubscriptionHub, principal: Principal, watches: int) -> None:
-        self._hub, self._principal, self._watches = hub, principal, watches
+    The hub hands an update only to the streams watching its URI (:meth:`SubscriptionHub._on_event`),
+    so an update costs one authorization per stream watching it, never one per open stream: a
+    stream that watches no resource costs nothing per update (round 4 item 15).
+    """
+
+    def __init__(self, hub: SubscriptionHub, principal: Principal, uris: frozenset[str]) -> None:
+        self._hub, self._principal, self._uris = hub, principal, uris
 
     async def publish(self, event: ServerEvent) -> None:
         await self._hub.bus.publish(event)
 
     def subscribe(self, listener: Callable[[ServerEvent], None]) -> Callable[[], None]:
-        allowed = self._hub.allowed
+        hub, principal = self._hub, self._principal
 
         def filtered(event: ServerEvent) -> None:
-            if isinstance(event, ResourceUpdated) and not allowed(self._principal, event.uri):
-                log.info("dropped update of %s for %s: no longer authorized", event.uri, self._principal.subject)
+            if isinstance(event, ResourceUpdated) and not hub.allowed(principal, event.uri):
+                log.info("dropped update of %s for %s: no longer authorized", event.uri, principal.subject)
                 return
             listener(event)
 
-        unsubscribe = self._hub.bus.subscribe(filtered)
-        self._hub.listening += self._watches
-        self._hub._local.add(listener)  # list changes are this replica's own (each reloads its config)
+        for uri in self._uris:
+            hub._watching.setdefault(uri, set()).add(filtered)
+        hub.listening += len(self._uris)
+        hub._local.add(listener)  # list changes are this replica's own (each reloads its config)
         done = False
 
         def release() -> None:
             nonlocal done
             if not done:
                 done = True
-                self._hub.listening -= self._watches
-                self._hub._local.discard(listener)
-                unsubscribe()
+                hub.listening -= len(self._uris)
+                hub._local.discard(listener)
+                for uri in self._uris:
+                    watchers = hub._watching.get(uri)
+                    if watchers is not None:
+                        watchers.discard(filtered)
+                        if not watchers:
+                            del hub._watching[uri]
 
         return release
 
@@ -151,7 +165,8 @@ class SubscriptionHub:
     """
 
     def __init__(self, catalog: Catalog, allowed: Allowed, *, max_per_session: int = 100,
-                 max_uri_length: int = 2048, shared: Shared | None = None) -> None:  # fmt: skip
+                 max_uri_length: int = 2048, shared: Shared | None = None,
+                 limits: LimitsSettings | None = None) -> None:  # fmt: skip
         self.catalog = catalog
         self.allowed = allowed
         self.shared: Shared = shared if shared is not None else InProcess()
@@ -168,6 +183,9 @@ class SubscriptionHub:
         self._local: set[Callable[[ServerEvent], None]] = set()  # this process's listen streams
         self._streams: dict[int, tuple[ListenHandler, frozenset[str]]] = {}  # open listen streams, their URIs
         self._opened: dict[int, tuple[Any, frozenset[str]]] = {}  # 2025-era connections, their list capabilities
+        self._watching: dict[str, set[Callable[[ServerEvent], None]]] = {}  # uri -> listen streams watching it
+        self._limits = limits
+        self._listens: collections.Counter[tuple[str, str]] = collections.Counter()  # open streams per caller
         self.bus.subscribe(self._on_event)
 
     def publisher(self, provider: ResourceProvider) -> Publisher:
@@ -211,7 +229,13 @@ class SubscriptionHub:
         await self.bus.publish(ResourceUpdated(uri=uri))
 
     def _on_event(self, event: ServerEvent) -> None:
-        if isinstance(event, ResourceUpdated) and event.uri in self._sessions:
+        if not isinstance(event, ResourceUpdated):
+            for listener in list(self._local):  # no such event is published today; a stream would want it
+                listener(event)
+            return
+        for watcher in list(self._watching.get(event.uri, ())):
+            watcher(event)
+        if event.uri in self._sessions:
             self._pending.append(event.uri)
             if self._wake is not None:
                 self._wake.set()
@@ -285,14 +309,39 @@ class SubscriptionHub:
     async def listen(
         self, ctx: ServerRequestContext[Any, Any], params: types.SubscriptionsListenRequestParams, principal: Principal
     ) -> types.SubscriptionsListenResult:
-        """Serve one ``subscriptions/listen`` stream for ``principal`` (URIs already checked)."""
+        """Serve one ``subscriptions/listen`` stream for ``principal`` (URIs already checked).
+
+        :raises RateLimited: ``principal`` holds ``[server.limits] listen_streams`` open streams
+            already (authenticated callers: also without the table, at its default; anonymous
+            callers share one count, only under the table).
+        """
         uris = frozenset(params.notifications.resource_subscriptions or ())
-        handler = ListenHandler(_SubjectView(self, principal, len(uris)))
+        caller = self._count_listen(principal)
+        handler = ListenHandler(_SubjectView(self, principal, uris))
         self._streams[id(handler)] = (handler, uris)
         try:
             return await handler(ctx, params)
         finally:
             self._streams.pop(id(handler), None)
+            if caller is not None:
+                self._listens[caller] -= 1
+                if not self._listens[caller]:
+                    del self._listens[caller]
+
+    def _count_listen(self, principal: Principal) -> tuple[str, str] | None:
+        """Count one more open stream for ``principal``'s key; ``None`` when not counted."""
+        if principal.anonymous and self._limits is None:
+            return None
+        most = (self._limits or LimitsSettings()).listen_streams
+        key = principal.key
+        if self._listens[key] >= most:
+            raise RateLimited(
+                f"this caller holds {most} open listen streams, the most [server.limits] listen_streams allows; "
+                "close one (one stream can watch many resources)",
+                data={"retryAfter": 60, "limit": "listen_streams", "allowed": most},
+            )
+        self._listens[key] += 1
+        return key
 
     # -- both eras: the served lists changed (a reload) -----------------------------------------
 

@@ -22,17 +22,21 @@ Where lines go (``[server.audit]``, :meth:`ServerSettings.audit_sinks
 syslog and webhook sinks (:mod:`.sinks`) are queued for and shipped by :meth:`AuditLog.ship`,
 which the runtime runs in the background, so they never hold a request up.
 
-Every denied line is also kept, shortened, in :attr:`AuditLog.recent_denials` (the last
-:data:`RECENT_DENIALS`, with or without sinks) for the ``/status`` page.
+Every denied line is also kept, shortened, in :attr:`AuditLog.recent_denials` (with or without
+sinks) for the ``/status`` page: at most :data:`PER_CALLER` per caller (issuer and subject; every
+unauthenticated refusal is one caller), so that no one caller's flood, least of all an anonymous
+one, pushes what others were refused off the page (:class:`RecentDenials`).
 """
 
 from __future__ import annotations
 
 import collections
+import heapq
+import itertools
 import json
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -46,7 +50,11 @@ from mcp_providers.config import FileSinkSettings, OtlpLogsSinkSettings, SyslogS
 log = logging.getLogger("mcp_providers.audit")
 
 RECENT_DENIALS = 50
-"""How many denials :attr:`AuditLog.recent_denials` keeps (the newest)."""
+"""How many denials :attr:`AuditLog.recent_denials` shows (the newest of those kept)."""
+PER_CALLER = 10
+"""How many denials it keeps per caller (issuer, subject): the newest."""
+CALLERS = 100
+"""How many callers it keeps denials of (the one refused least recently is forgotten first)."""
 SHORT = 200
 """Longest target or reason kept there, in characters (longer ones end in ``…``)."""
 
@@ -79,7 +87,7 @@ class AuditLog:
             elif isinstance(s, WebhookSinkSettings):
                 self.shipped.append(WebhookSink(s, Outbox(s.name, s.queue_size, drop_log_seconds)))
         self._outboxes = [sink.outbox for sink in self.shipped]
-        self.recent_denials: collections.deque[dict[str, str | None]] = collections.deque(maxlen=RECENT_DENIALS)
+        self.recent_denials = RecentDenials()
         """The newest denials, oldest first: ``time``, ``operation``, ``action``, ``target``,
         ``subject``, ``issuer``, ``reason`` (targets and reasons cut at :data:`SHORT`)."""
 
@@ -135,6 +143,43 @@ class AuditLog:
                 await anyio.sleep(0.02)
         for box in self._outboxes:
             box.abandon()
+
+
+class RecentDenials:
+    """The denials ``/status`` lists, kept per caller (round 4 item 7).
+
+    One ring for everything let 50 unauthenticated ``GET /status.json`` push every real denial
+    off the page. Here each caller (``issuer``, ``subject``; all unauthenticated refusals share
+    one) keeps its newest :data:`PER_CALLER`, at most :data:`CALLERS` callers are kept (the one
+    refused least recently is dropped first), and iterating gives the newest
+    :data:`RECENT_DENIALS` of all, oldest first. Bounded: ``PER_CALLER * CALLERS`` entries.
+    """
+
+    def __init__(self) -> None:
+        self._by_caller: collections.OrderedDict[tuple[str | None, str | None], collections.deque[Any]] = (
+            collections.OrderedDict()
+        )
+        self._seq = 0
+
+    def append(self, fact: dict[str, str | None]) -> None:
+        """Keep ``fact`` (a :func:`_denial`) under its caller."""
+        key = (fact.get("issuer"), fact.get("subject"))
+        kept = self._by_caller.pop(key, None)
+        if kept is None:
+            kept = collections.deque(maxlen=PER_CALLER)
+            if len(self._by_caller) >= CALLERS:
+                self._by_caller.popitem(last=False)
+        self._by_caller[key] = kept  # now the most recently refused
+        self._seq += 1
+        kept.append((self._seq, fact))
+
+    def __iter__(self) -> Iterator[dict[str, str | None]]:
+        newest = heapq.nlargest(RECENT_DENIALS, itertools.chain.from_iterable(self._by_caller.values()),
+                                key=lambda entry: entry[0])  # fmt: skip
+        return (fact for _, fact in reversed(newest))
+
+    def __len__(self) -> int:
+        return min(RECENT_DENIALS, sum(len(kept) for kept in self._by_caller.values()))
 
 
 def _denial(when: str, line: dict[str, Any]) -> dict[str, str | None]:

@@ -3,12 +3,16 @@
 :func:`http_app` returns one ASGI app for every way of serving HTTP (``serve --http``,
 ``embedding.mount``). At the MCP path it does, before anything else:
 
-- the Host/Origin (DNS-rebinding) policy of :func:`transport_policy`, for every bind address;
+- the Host/Origin (DNS-rebinding) policy of :func:`transport_policy`, for every bind address (and
+  on every other route too: ``ops.rebinding_refusal``);
 - in stateless mode, ``405`` with ``Allow: POST`` for ``GET`` and ``DELETE`` (there is no session
   to hold a stream for, nor one to delete);
 - a body over the size cap (413, counted while it is read, chunked or not), nested deeper than
   :data:`~mcp_providers._serve.transport.nesting.MAX_NESTING` (400 with -32600 and the request's
   id, as stdio answers it) or naming an ``MCP-Protocol-Version`` not served (400 with -32022);
+- a body that is not JSON (400 with -32700): the body is parsed once
+  (:mod:`~mcp_providers._serve.transport.posted`) and every guard below judges the parsed values,
+  never its bytes, so a JSON escape (``"tasks\\/get"``) cannot step past one;
 - a 2026-07-28 ``tasks/get``, ``tasks/update`` or ``tasks/cancel`` whose ``Mcp-Name`` is not its
   ``params.taskId`` (400 with -32020, as the SDK answers a ``tools/call`` naming another tool);
 - JSON-RPC batches: answered as a batch, element by element, for 2025-03-26 (the only revision
@@ -70,6 +74,18 @@ from mcp_providers._serve.seams import exit_callbacks_pending, lifespan_state, m
 from mcp_providers._serve.steps.ratelimit import RETRY_AFTER_SCOPE_KEY
 from mcp_providers._serve.transport.auth import BearerGate, metadata_endpoints
 from mcp_providers._serve.transport.nesting import MAX_NESTING, request_id_of, too_deep
+from mcp_providers._serve.transport.ops import rebinding_refusal
+from mcp_providers._serve.transport.posted import (
+    Posted,
+    error_body,
+    invalid_id,
+    is_cancel_notification,
+    of_value,
+    parse,
+    parse_error,
+)
+from mcp_providers._serve.transport.sessions import SessionQuota
+from mcp_providers.config import LimitsSettings
 
 log = logging.getLogger("mcp_providers.http")
 
@@ -168,7 +184,8 @@ def transport_policy(
 
 async def stateless_middleware(ctx: ServerRequestContext[Any, Any], call_next: Any) -> Any:
     """Server middleware: on a stateless HTTP request, no 2025 ``resources/subscribe`` (its updates
-    need the session's ``GET`` stream, which stateless mode has not) and no capability claiming it."""
+    need the session's ``GET`` stream, which stateless mode has not) and no capability claiming it;
+    nor ``listChanged`` in ``initialize`` (a 2025-era stateless client has no stream to hear it on)."""
     request = ctx.request
     if request is None or not getattr(request, "scope", {}).get(STATELESS_SCOPE_KEY):
         return await call_next(ctx)
@@ -176,9 +193,11 @@ async def stateless_middleware(ctx: ServerRequestContext[Any, Any], call_next: A
         raise MCPError(types.METHOD_NOT_FOUND, "Method not found: stateless HTTP cannot deliver resource updates")
     result = await call_next(ctx)
     if ctx.method == "initialize" and isinstance(result, dict):
-        resources = result.get("capabilities", {}).get("resources")
-        if isinstance(resources, dict):
-            resources.pop("subscribe", None)
+        capabilities = result.get("capabilities", {})
+        for kind in ("resources", "tools", "prompts"):
+            if isinstance(declared := capabilities.get(kind), dict):
+                declared.pop("subscribe", None)
+                declared.pop("listChanged", None)
     return result
 
 
@@ -252,10 +271,6 @@ def _retry_after(scope: Scope, send: Send) -> Send:
     return sending
 
 
-def _error_body(code: int, message: str, request_id: Any = None) -> bytes:
-    return json.dumps({"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}).encode()
-
-
 @dataclass
 class HttpApp:
     """The ASGI app :func:`http_app` returns (see the module docstring)."""
@@ -273,6 +288,8 @@ class HttpApp:
     auth: ResourceServer | None = None
     metadata: dict[str, ASGIApp] = field(default_factory=dict)
     """RFC 9728 metadata endpoints by path (``{}`` without auth); see ``transport.auth``."""
+    sessions: SessionQuota | None = None
+    """Each caller's 2025-era session quota (``transport.sessions``); ``None`` when stateless."""
     _guard: TransportSecurityMiddleware = field(init=False)
     _endpoint: ASGIApp = field(init=False)
 
@@ -281,6 +298,10 @@ class HttpApp:
         self._endpoint = BearerGate(self._serve, self.auth, self.path) if self.auth is not None else self._serve
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        beside = scope["type"] == "http" and _route_path(scope) != self.path
+        if beside and (refused := await rebinding_refusal(self.security, Request(scope))) is not None:
+            await refused(scope, receive, send)  # every route has the MCP path's Host/Origin policy
+            return
         if scope["type"] == "http" and (published := self.metadata.get(_route_path(scope))) is not None:
             await published(scope, receive, send)
             return
@@ -324,9 +345,17 @@ class HttpApp:
         if body.count(b"{") + body.count(b"[") > MAX_NESTING and (deep := too_deep(body)) is not None:
             await _send_json(send, 400, json.dumps(deep).encode())  # as stdio answers it
             return
+        posted = parse(body)  # once: every guard below judges the parsed values (transport.posted)
+        if (refused := parse_error(posted)) is not None:
+            wrong = _post_refusal(headers)  # a wrong Content-Type or Accept is answered first, as the SDK does
+            if wrong is not None:
+                await wrong(scope, _replay(body, None), send)
+            else:
+                await _send_json(send, 400, refused)
+            return
         replay = _replay(body, receive)
         session = b"mcp-session-id" in headers
-        if version in MODERN_PROTOCOL_VERSIONS and (refused := _task_name_mismatch(body, headers)) is not None:
+        if version in MODERN_PROTOCOL_VERSIONS and (refused := _task_name_mismatch(posted, headers)) is not None:
             await _send_json(send, 400, refused)
             return
         if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
@@ -336,16 +365,30 @@ class HttpApp:
                 await handle(self.server, self.security, True, state, scope, replay, send)
             else:
                 await self.sdk_endpoint(scope, replay, send)
-        elif body.lstrip()[:1] == b"[":
-            await self._batch(scope, send, body, version)
-        elif self.stateless and (refused := _stateless_cancel(body)) is not None:
-            await _send_json(send, 400, refused)
+        elif posted.batch is not None:
+            await self._batch(scope, send, posted.batch, version)
+        elif self.stateless and is_cancel_notification(posted.value):
+            await _send_json(send, 400, error_body(types.INVALID_REQUEST, _STATELESS_CANCEL))
         elif self.stateless and self.json_response and not session:
-            await self._legacy(scope, send, body, version)
-        elif (refused := _invalid_id(body) or (_stateless_cancel(body) if self.stateless else None)) is not None:
+            await self._legacy(scope, send, posted, version)
+        elif (refused := invalid_id(posted)) is not None:
             await _send_json(send, 400, refused)
         else:
-            await self.sdk_endpoint(scope, replay, send if self.stateless else _unanswered_when_cancelled(send))
+            await self._to_sdk(scope, replay, send if self.stateless else _unanswered_when_cancelled(send))
+
+    async def _to_sdk(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The SDK's endpoint; a 2025-era POST that would open a session (no ``Mcp-Session-Id``)
+        first passes its caller's session quota (429 and ``Retry-After`` when it does not)."""
+        quota = self.sessions
+        if quota is None or any(k == b"mcp-session-id" for k, _ in scope["headers"]):
+            await self.sdk_endpoint(scope, receive, send)
+            return
+        if (refused := quota.refusal(scope)) is not None:
+            body, wait = refused
+            await _send_json(send, 429, body, [(b"retry-after", str(wait).encode())])
+            return
+        with quota.opening(scope, send) as counted:
+            await self.sdk_endpoint(scope, receive, counted)
 
     def _without_replay(self, scope: Scope) -> Scope:
         """``scope`` without ``Last-Event-ID`` when no event store can replay (the SDK fails with
@@ -357,28 +400,26 @@ class HttpApp:
             return scope
         return {**scope, "headers": [(k, v) for k, v in scope["headers"] if k != b"last-event-id"]}
 
-    async def _legacy(self, scope: Scope, send: Send, body: bytes, version: str | None) -> None:
+    async def _legacy(self, scope: Scope, send: Send, posted: Posted, version: str | None) -> None:
         """A 2025-era POST in stateless JSON mode, answered exactly as the SDK transport would."""
         request = Request(scope)
         refused = _post_refusal(_headers(scope))  # Host and Origin were checked in __call__
         if refused is not None:
-            await refused(scope, _replay(body, None), send)
+            await refused(scope, _replay(posted.raw, None), send)
             return
-        status, answer = await self._answer(request, body, version)
+        status, answer = await self._answer(request, posted, version)
         if answer is None:
             await send({"type": "http.response.start", "status": status, "headers": _JSON})
             await send({"type": "http.response.body", "body": b""})
             return
         await _send_json(send, status, answer)
 
-    async def _answer(self, request: Request, body: bytes, version: str | None) -> tuple[int, bytes | None]:
-        """``(status, body)`` for one 2025-era message; ``None`` body for a notification (202)."""
+    async def _answer(self, request: Request, posted: Posted, version: str | None) -> tuple[int, bytes | None]:
+        """``(status, body)`` for one parsed 2025-era message; ``None`` body for a notification (202)."""
         try:
-            message = types.jsonrpc_message_adapter.validate_json(body, by_name=False)
-        except ValueError as exc:
-            if not _parses(body):
-                return 400, _error_body(types.PARSE_ERROR, f"Parse error: {exc}")
-            return 400, _error_body(types.INVALID_REQUEST, "Invalid request: not a JSON-RPC message")
+            message = types.jsonrpc_message_adapter.validate_python(posted.value, by_name=False)
+        except ValueError:
+            return 400, error_body(types.INVALID_REQUEST, "Invalid request: not a JSON-RPC message")
         runner = ServerRunner(
             self.server,
             Connection.from_envelope(version or DEFAULT_NEGOTIATED_VERSION, None, None),
@@ -388,7 +429,7 @@ class HttpApp:
         transport = TransportContext(kind="streamable-http", can_send_request=False)
         try:
             if not isinstance(message, types.JSONRPCRequest):
-                if isinstance(message, types.JSONRPCNotification) and (refused := _invalid_id(body)) is not None:
+                if isinstance(message, types.JSONRPCNotification) and (refused := invalid_id(posted)) is not None:
                     return 400, refused
                 if isinstance(message, types.JSONRPCNotification):
                     await runner.on_notify(_Exchange(transport, None, metadata), message.method, message.params)
@@ -399,16 +440,11 @@ class HttpApp:
             if exit_callbacks_pending(runner.connection.exit_stack):  # empty (usual): no shielded scope
                 await aclose_shielded(runner.connection)
 
-    async def _batch(self, scope: Scope, send: Send, body: bytes, version: str | None) -> None:
-        """A JSON-RPC batch: each element answered in turn for 2025-03-26, one -32600 otherwise."""
-        try:
-            items = json.loads(body)
-        except (ValueError, RecursionError):
-            await _send_json(send, 400, _error_body(types.PARSE_ERROR, "Parse error"))
-            return
-        if (version or DEFAULT_NEGOTIATED_VERSION) != BATCH_VERSION or not isinstance(items, list) or not items:
+    async def _batch(self, scope: Scope, send: Send, items: list[Any], version: str | None) -> None:
+        """A JSON-RPC batch (parsed): each element answered in turn for 2025-03-26, one -32600 otherwise."""
+        if (version or DEFAULT_NEGOTIATED_VERSION) != BATCH_VERSION or not items:
             message = f"Invalid request: JSON-RPC batches are only accepted at protocol version {BATCH_VERSION}"
-            await _send_json(send, 400, _error_body(types.INVALID_REQUEST, message))
+            await _send_json(send, 400, error_body(types.INVALID_REQUEST, message))
             return
         if self.stateless and (refused := _stateless_cancel_in_batch(items)) is not None:
             await _send_json(send, 400, refused)
@@ -416,7 +452,7 @@ class HttpApp:
         answers: list[Any] = []
         extra: list[tuple[bytes, bytes]] = []
         for item in items:
-            status, got, extra = await self._one_of_batch(scope, json.dumps(item).encode(), version)
+            status, got, extra = await self._one_of_batch(scope, of_value(item), version)
             if status >= 400 and not got:
                 await send({"type": "http.response.start", "status": status, "headers": extra})
                 await send({"type": "http.response.body", "body": b""})
@@ -430,58 +466,39 @@ class HttpApp:
         await _send_json(send, 200, json.dumps(answers).encode(), keep)
 
     async def _one_of_batch(
-        self, scope: Scope, body: bytes, version: str | None
+        self, scope: Scope, posted: Posted, version: str | None
     ) -> tuple[int, list[Any], list[tuple[bytes, bytes]]]:
         """One batch element through the same serving path as a single POST; its JSON-RPC answers."""
         if self.stateless and self.json_response:
-            status, answer = await self._answer(Request(scope), body, version)
+            status, answer = await self._answer(Request(scope), posted, version)
             return status, ([] if answer is None else [json.loads(answer)]), []
-        if (refused := _invalid_id(body)) is not None:
+        if (refused := invalid_id(posted)) is not None:
             return 400, [json.loads(refused)], []
         captured = _Capture()
         sub = {**scope, "headers": [(k, v) for k, v in scope["headers"] if k != b"content-length"]}
-        await self.sdk_endpoint(sub, _replay(body, None), captured)
+        await self._to_sdk(sub, _replay(posted.raw, None), captured)
         if RETRY_AFTER_SCOPE_KEY in sub:  # refused by the rate limiter: the batch's response says so
             scope[RETRY_AFTER_SCOPE_KEY] = sub[RETRY_AFTER_SCOPE_KEY]
         return captured.status, [m for m in captured.messages() if not _answers_a_cancel(m)], captured.headers
 
 
 async def _respond(runner: ServerRunner[Any], exchange: _Exchange, message: types.JSONRPCRequest) -> bytes:
-    """Run one request through the SDK kernel; the JSON-RPC response (legacy dispatcher's mapping)."""
+    """Run one request through the SDK kernel; the JSON-RPC response (errors mapped as the SDK maps them,
+    an unexpected exception as -32603 without its text)."""
     try:
         result = await runner.on_request(exchange, message.method, message.params)
     except Exception as exc:
         error = handler_exception_to_error_data(exc)
-        if error is None:
+        if error is None:  # as the SDK's 2026-07-28 entry: handler internals never reach the wire
             log.exception("handler for %r raised", message.method)
-            error = types.ErrorData(code=0, message=str(exc))
+            error = types.ErrorData(code=types.INTERNAL_ERROR, message="internal error; the server log has the details")
         reply: Any = types.JSONRPCError(jsonrpc="2.0", id=message.id, error=error)
     else:
         reply = types.JSONRPCResponse(jsonrpc="2.0", id=message.id, result=result)
     return reply.model_dump_json(by_alias=True, exclude_unset=True).encode()  # type: ignore[no-any-return]
 
 
-def _invalid_id(body: bytes) -> bytes | None:
-    """-32600 (``id: null``) for a request whose id is not a string or an integer, else ``None``.
-
-    The message model reads such an id as a notification's extra field; answered 202, the client
-    would wait for ever. Cheap for a notification: it has no ``"id"`` to look at.
-    """
-    if b'"id"' not in body:
-        return None
-    try:
-        data = json.loads(body)
-    except (ValueError, RecursionError):
-        return None
-    if not isinstance(data, dict) or "method" not in data or "id" not in data:
-        return None
-    request_id = data["id"]
-    if isinstance(request_id, str) or (isinstance(request_id, int) and not isinstance(request_id, bool)):
-        return None
-    return _error_body(types.INVALID_REQUEST, "Invalid request: a request id must be a string or an integer")
-
-
-def _task_name_mismatch(body: bytes, headers: Mapping[bytes, bytes]) -> bytes | None:
+def _task_name_mismatch(posted: Posted, headers: Mapping[bytes, bytes]) -> bytes | None:
     """The 400 body (-32020) for a ``tasks/*`` request whose ``Mcp-Name`` is not its ``params.taskId``
     (absent included), else ``None``.
 
@@ -490,13 +507,10 @@ def _task_name_mismatch(body: bytes, headers: Mapping[bytes, bytes]) -> bytes | 
     lives; a header that disagrees with the body is refused as the SDK refuses such a ``tools/call``
     (SEP-2243; its table ``mcp.shared.inbound.NAME_BEARING_METHODS`` has no ``tasks/*`` rows).
     """
-    if b'"tasks/' not in body:
+    data = posted.message
+    if data is None or posted.method not in TASK_METHODS:
         return None
-    try:
-        data = json.loads(body)
-    except (ValueError, RecursionError):
-        return None
-    params = data.get("params") if isinstance(data, dict) and data.get("method") in TASK_METHODS else None
+    params = data.get("params")
     task_id = params.get("taskId") if isinstance(params, dict) else None
     if not isinstance(task_id, str):
         return None  # no task id to mirror: the method's own params check answers
@@ -507,19 +521,24 @@ def _task_name_mismatch(body: bytes, headers: Mapping[bytes, bytes]) -> bytes | 
         f"Mcp-Name header does not match the request body's 'taskId' parameter: {data['method']} over "
         "streamable HTTP carries its params.taskId as Mcp-Name (SEP-2663)"
     )
-    return _error_body(types.HEADER_MISMATCH, message, data.get("id"))
+    return error_body(types.HEADER_MISMATCH, message, data.get("id"))
 
 
 def _unsupported_version(version: str, request_id: Any) -> bytes:
     """The 400 body for an ``MCP-Protocol-Version`` header naming a revision not served: -32022
-    with the 2026-07-28 error data (``supported``, ``requested``), which SDK clients retry from;
-    every revision is listed, handshake ones included, so a client can fall back to ``initialize``."""
-    supported = ", ".join(SUPPORTED_VERSIONS)
+    with the 2026-07-28 error data (``supported``, ``requested``), which SDK clients retry from.
+
+    ``data.supported`` lists what ``server/discover`` lists (``supportedVersions``): the revisions
+    a request may name per request, as the SDK's own -32022 does
+    (``mcp.shared.inbound.unsupported_protocol_version_rejection``; conformance
+    ``sep-2575-server-unsupported-version-error``). The message names the handshake revisions
+    too, reached through ``initialize`` (round 4 item 23)."""
+    modern, handshake = ", ".join(MODERN_PROTOCOL_VERSIONS), ", ".join(HANDSHAKE_PROTOCOL_VERSIONS)
     message = (
-        f"Unsupported MCP-Protocol-Version header: {version[:64]!r}; this server supports {supported} "
-        "(send one of them, or no header to be read as 2025-03-26)"
+        f"Unsupported MCP-Protocol-Version header: {version[:64]!r}; this server supports {modern} per request, "
+        f"and {handshake} through initialize (send one of them, or no header to be read as 2025-03-26)"
     )
-    data = types.UnsupportedProtocolVersionErrorData(supported=list(SUPPORTED_VERSIONS), requested=version[:64])
+    data = types.UnsupportedProtocolVersionErrorData(supported=list(MODERN_PROTOCOL_VERSIONS), requested=version[:64])
     error = {"code": types.UNSUPPORTED_PROTOCOL_VERSION, "message": message, "data": data.model_dump(mode="json")}
     return json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}).encode()
 
@@ -569,6 +588,8 @@ def _kept(start: Any) -> list[tuple[bytes, bytes]]:
 
 
 def _is_cancel_answer(body: bytes) -> bool:
+    # A byte test that cannot be escaped past: the body is the SDK's own JSON output, never the
+    # client's, and a JSON number has no escape (RFC 8259 §6); pydantic writes the code as -32800.
     if b"-32800" not in body:
         return False
     try:
@@ -594,46 +615,18 @@ _STATELESS_CANCEL = (
 )
 
 
-def _is_cancel_notification(message: Any) -> bool:
-    return isinstance(message, dict) and message.get("method") == "notifications/cancelled" and "id" not in message
-
-
-def _stateless_cancel(body: bytes) -> bytes | None:
-    """The 400 answering a 2025-era ``notifications/cancelled`` on stateless HTTP, else ``None``.
-
-    Each stateless POST is its own exchange (possibly on another replica): there is no session in
-    which a later POST could reach the request, so the notification would be accepted and ignored.
-    Refusing it (streamable HTTP lets a server answer a notification 4xx) tells the client so.
-    """
-    if b"notifications/cancelled" not in body:
-        return None
-    try:
-        data = json.loads(body)
-    except (ValueError, RecursionError):
-        return None
-    return _error_body(types.INVALID_REQUEST, _STATELESS_CANCEL) if _is_cancel_notification(data) else None
-
-
 def _stateless_cancel_in_batch(items: list[Any]) -> bytes | None:
     """The 400 for a stateless batch holding a cancel: refused whole, before any element runs,
     since answering the rest would accept and ignore the cancel again."""
     for index, item in enumerate(items):
-        if _is_cancel_notification(item):
-            return _error_body(types.INVALID_REQUEST, f"{_STATELESS_CANCEL} (batch element {index})")
+        if is_cancel_notification(item):
+            return error_body(types.INVALID_REQUEST, f"{_STATELESS_CANCEL} (batch element {index})")
     return None
 
 
 def _progress_token(params: Mapping[str, Any] | None) -> Any:
     meta = (params or {}).get("_meta")
     return meta.get("progressToken") if isinstance(meta, Mapping) else None
-
-
-def _parses(body: bytes) -> bool:
-    try:
-        json.loads(body)
-    except (ValueError, RecursionError):
-        return False
-    return True
 
 
 def _post_refusal(headers: dict[bytes, bytes]) -> Response | None:
@@ -644,13 +637,13 @@ def _post_refusal(headers: dict[bytes, bytes]) -> Response | None:
     accepted = [t.strip().split(";")[0].strip().lower() for t in headers.get(b"accept", b"").decode().split(",")]
     if not any(t in ("*/*", "application/json", "application/*") for t in accepted):
         return Response(
-            _error_body(types.INVALID_REQUEST, "Not Acceptable: Client must accept application/json"),
+            error_body(types.INVALID_REQUEST, "Not Acceptable: Client must accept application/json"),
             status_code=406,
             media_type="application/json",
         )
     if not any(part.strip() == "application/json" for part in content_type.split(";")[0].split(",")):
         return Response(
-            _error_body(types.INVALID_REQUEST, "Unsupported Media Type: Content-Type must be application/json"),
+            error_body(types.INVALID_REQUEST, "Unsupported Media Type: Content-Type must be application/json"),
             status_code=415,
             media_type="application/json",
         )
@@ -725,6 +718,7 @@ def http_app(
     auth: ResourceServer | None = None,
     routes: list[Any] | None = None,
     event_store: EventStore | None = None,
+    limits: LimitsSettings | None = None,
 ) -> HttpApp:
     """The ASGI app serving ``server`` at ``path`` (see the module docstring).
 
@@ -733,6 +727,7 @@ def http_app(
         without authentication.
     :param routes: extra Starlette routes served beside ``path`` (``/healthz``, ``/readyz``, ``/metrics``).
     :param event_store: makes session streams resumable (``_serve.events``; ignored when stateless).
+    :param limits: ``[server.limits]``: the session quota per caller (``transport.sessions``) reads it.
     """
     sdk = server.streamable_http_app(
         streamable_http_path=path,
@@ -760,4 +755,6 @@ def http_app(
         max_body=manager.max_request_body_size,
         auth=auth,
         metadata=metadata_endpoints(auth, path) if auth is not None else {},
+        # Private seam: the SDK's manager offers no view of the sessions it holds.
+        sessions=None if stateless else SessionQuota(manager._server_instances.__contains__, limits),
     )

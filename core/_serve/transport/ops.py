@@ -14,7 +14,11 @@ they carry no content) and puts a request-counting middleware on the composition
   lines a shipped sink dropped); with a reloader, ``mcp_providers_reload_total{outcome}``,
   ``mcp_providers_config_info{digest}`` (the config served, so drift between replicas shows) and
   ``mcp_providers_generation``. ``/readyz`` then names the digest, the generation and the last
-  reload attempt: a failed one leaves the replica ready (the old composition serves) and says why.
+  reload attempt: a failed one leaves the replica ready (the old composition serves); how many
+  problems it had is public, their text is not (:func:`public_attempt`).
+
+No route here carries exception text, and each keeps the MCP path's Host/Origin policy
+(:func:`rebinding_refusal`).
 
 :func:`pin_sessions` makes 2025-era sessions routable by a load balancer: with
 ``MCP_PROVIDERS_REPLICA=replica1`` the session ids this replica hands out read ``replica1.<id>``,
@@ -24,6 +28,7 @@ requests carry no session: any replica serves them.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 import time
@@ -32,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 import mcp_types as types
+from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from mcp.shared.jsonrpc_dispatcher import handler_exception_to_error_data
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
@@ -42,7 +48,7 @@ REQUEST_CANCELLED = -32800
 
 if TYPE_CHECKING:
     from mcp_providers._serve.composition import Composition
-    from mcp_providers._serve.reload import Reloader
+    from mcp_providers._serve.reload import Attempt, Reloader
     from mcp_providers._serve.runtime import Runtime
     from mcp_providers._serve.transport.status import RecentRequests
 
@@ -159,6 +165,23 @@ def _reload_metrics(reloader: Reloader) -> Iterator[Any]:
     yield info
 
 
+DETAILS = "the text is in the server log, and on /status.json with an admin token ([server.admin])"
+
+
+def public_attempt(attempt: Attempt) -> dict[str, Any]:
+    """What ``/readyz`` (no token) says of a reload attempt: when, what, its outcome and how many
+    problems and warnings it had (``problem_count``, ``warning_count``; ``problems`` and
+    ``warnings`` hold one line saying where to read them), never their text. A problem may quote
+    what a plugin's hook raised (a database URL with its password, say) or a config value: that is
+    for the log, ``/status.json`` and ``POST /admin/reload``, behind ``[server.admin]`` (round 4 item 3)."""
+    shown: dict[str, Any] = attempt.as_dict()
+    for key, noun in (("problems", "problem"), ("warnings", "warning")):
+        count = len(shown[key])
+        shown[f"{noun}_count"] = count
+        shown[key] = [f"{count} {noun}{'s' if count > 1 else ''}; {DETAILS}"] if count else []
+    return shown
+
+
 def transport_stopped(server: Any) -> str | None:
     """Why the SDK's streamable HTTP session manager can no longer serve requests, or ``None``.
 
@@ -206,7 +229,7 @@ def ops_routes(
                                 "failed_providers": failed, "generation": runtime.generation.number}  # fmt: skip
         if reloader is not None:
             body["config_digest"] = reloader.digest
-            body["last_reload"] = reloader.last.as_dict() if reloader.last is not None else None
+            body["last_reload"] = public_attempt(reloader.last) if reloader.last is not None else None
         return JSONResponse(body, status_code=200 if not problems else 503)
 
     async def metrics_page(request: Request) -> Response:
@@ -219,6 +242,41 @@ def ops_routes(
         Route("/readyz", readyz, methods=["GET"]),
         Route("/metrics", metrics_page, methods=["GET"]),
     ]
+
+
+def _address_literal(host: str) -> bool:
+    """Whether the ``Host`` value ``host`` names an IP address (``10.1.2.3``, ``10.1.2.3:8000``,
+    ``[fd00::5]:8000``), not a name."""
+    name, port = host, ""
+    if host.startswith("["):
+        name, _, port = host[1:].partition("]")
+        port = port.removeprefix(":")
+    elif host.count(":") == 1:
+        name, _, port = host.partition(":")
+    if port and not port.isdigit():
+        return False
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return host.startswith("[") or ":" not in name  # an IPv6 address is bracketed in a Host (RFC 9110 §7.2)
+
+
+async def rebinding_refusal(security: TransportSecuritySettings, request: Request) -> Response | None:
+    """The 421 (Host) or 403 (Origin) refusing a request to a route beside the MCP path (``/healthz``,
+    ``/readyz``, ``/metrics``, ``/status``, ``/admin/reload``, the RFC 9728 metadata), else ``None``.
+
+    The MCP path's policy (``http_app.transport_policy``) decides, with one addition: a ``Host``
+    that is an IP address literal is accepted, since a DNS-rebinding page cannot send one (its
+    requests carry the name it rebound) while the kubelet's probes and a Prometheus scrape by pod
+    address do. ``Origin`` is judged as on the MCP path: a page on another origin is refused.
+    """
+    if not security.enable_dns_rebinding_protection:
+        return None
+    host = request.headers.get("host", "")
+    if host and host not in security.allowed_hosts and _address_literal(host):
+        security = security.model_copy(update={"allowed_hosts": [*security.allowed_hosts, host]})
+    return await TransportSecurityMiddleware(security).validate_request(request, is_post=False)
 
 
 _SESSION_HEADER = b"mcp-session-id"

@@ -5,7 +5,8 @@ For the person on call: the plugins with their distribution, version, state (``l
 prompts); the config digest, the generation and the last reload attempt; the cluster backend
 (configured, connected), this replica's name and the poll leases it holds; requests and errors
 per method over the last :data:`WINDOW_MINUTES` minutes; the last denials (operation, action,
-target, subject, issuer, reason, time; from the audit layer, kept with or without sinks).
+target, subject, issuer, reason, time; from the audit layer, kept with or without sinks, at most
+a few per caller so that no one caller's refusals push the others' off: ``steps.audit.RecentDenials``).
 
 Both routes sit beside ``/readyz`` and behind ``[server.admin]``, as ``POST /admin/reload``:
 without that table they answer 404 saying how to turn them on; without a bearer token 401; with a
@@ -104,7 +105,7 @@ def facts(composition: Composition, reloader: Reloader | None, recent: RecentReq
         "failed_providers": dict(sorted(runtime.startup_failures.items())),
         "cluster": cluster(composition),
         "requests": recent.snapshot() if recent is not None else None,
-        "recent_denials": list(reversed(runtime.audit.recent_denials)),  # newest first
+        "recent_denials": list(runtime.audit.recent_denials)[::-1],  # newest first
     }
 
 

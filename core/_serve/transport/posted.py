@@ -1,0 +1,103 @@
+"""The body of one HTTP POST to the MCP path, parsed once; every guard of ``http_app`` reads it.
+
+A guard that looks for bytes in the raw body (``b'"tasks/'``, ``b'"id"'``,
+``b"notifications/cancelled"``) before deciding whether to run is skipped by a JSON escape:
+``"tasks\\/get"``, ``"\\u0069d"`` and ``"notifications\\u002fcancelled"`` are the same strings to
+the JSON parser that serves the request (RFC 8259 §7), but not the same bytes. So the body is
+parsed once, here, with the parser the SDK's 2026-07-28 entry uses (``json.loads``: the same
+values, the same encodings), and every guard judges the parsed values (:class:`Posted`).
+
+A body this parser refuses is refused here, before any guard or handler (:func:`parse_error`),
+saying so: no guard is ever skipped because it could not read a body that a parser further on
+might accept (the SDK's 2025-era transport parses with ``pydantic_core``, another parser; today it
+refuses all that ``json.loads`` refuses, and that must not be what the guards rely on).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import mcp_types as types
+
+
+@dataclass(frozen=True, slots=True)
+class Posted:
+    """One parsed POST body.
+
+    :ivar raw: the bytes as received.
+    :ivar value: the JSON value they hold (``None`` when :attr:`error` is set).
+    :ivar error: why they are not JSON (the parser's message), else ``None``.
+    """
+
+    raw: bytes
+    value: Any = None
+    error: str | None = None
+
+    @property
+    def batch(self) -> list[Any] | None:
+        """The elements when the body is a JSON array (a JSON-RPC batch), else ``None``."""
+        return self.value if isinstance(self.value, list) else None
+
+    @property
+    def message(self) -> Mapping[str, Any] | None:
+        """The body when it is one JSON object (one JSON-RPC message), else ``None``."""
+        return self.value if isinstance(self.value, dict) else None
+
+    @property
+    def method(self) -> str | None:
+        """The message's ``method`` when it is a string, else ``None``."""
+        message = self.message
+        method = message.get("method") if message is not None else None
+        return method if isinstance(method, str) else None
+
+
+def parse(raw: bytes) -> Posted:
+    """``raw`` parsed once (see the module docstring); never raises.
+
+    The nesting guard (``transport.nesting``) has already refused anything deep enough to exhaust
+    the recursion limit; ``RecursionError`` is caught anyway, as a parse error.
+    """
+    try:
+        return Posted(raw, json.loads(raw))
+    except (ValueError, RecursionError) as exc:  # ValueError covers UnicodeDecodeError, long integers
+        return Posted(raw, error=str(exc)[:200] or type(exc).__name__)
+
+
+def of_value(value: Any) -> Posted:
+    """A :class:`Posted` for an already parsed ``value`` (one batch element), with its bytes."""
+    return Posted(json.dumps(value).encode(), value)
+
+
+def error_body(code: int, message: str, request_id: Any = None) -> bytes:
+    """A JSON-RPC error response as bytes."""
+    return json.dumps({"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}).encode()
+
+
+def parse_error(posted: Posted) -> bytes | None:
+    """The -32700 body (``id: null``) answering a body that is not JSON, else ``None``."""
+    if posted.error is None:
+        return None
+    return error_body(types.PARSE_ERROR, f"Parse error: the request body is not JSON ({posted.error})")
+
+
+def invalid_id(posted: Posted) -> bytes | None:
+    """-32600 (``id: null``) for a request whose id is not a string or an integer, else ``None``.
+
+    The message model reads such an id as a notification's extra field; answered 202, the client
+    would wait for ever.
+    """
+    message = posted.message
+    if message is None or "method" not in message or "id" not in message:
+        return None
+    request_id = message["id"]
+    if isinstance(request_id, str) or (isinstance(request_id, int) and not isinstance(request_id, bool)):
+        return None
+    return error_body(types.INVALID_REQUEST, "Invalid request: a request id must be a string or an integer")
+
+
+def is_cancel_notification(message: Any) -> bool:
+    """Whether ``message`` (a parsed JSON value) is a ``notifications/cancelled`` notification."""
+    return isinstance(message, dict) and message.get("method") == "notifications/cancelled" and "id" not in message
