@@ -120,8 +120,7 @@ def mount(
         limits=composition.config.server.limits,
     )
     manager = server.session_manager
-    # The inner app routes on the full path, so it is added as routes, not a Mount (no redirect
-    # from /mcp to /mcp/); it answers the RFC 9728 metadata paths beside it too.
+    # Routes, not a Mount (no /mcp -> /mcp/ redirect); the RFC 9728 metadata paths answer beside it.
     app.router.routes += [Route(p, endpoint=inner) for p in (path, *inner.metadata)]
     previous = app.router.lifespan_context
 
