@@ -10,6 +10,7 @@ import pytest
 from mcp import MCPError
 
 from mcp_providers import Content, ReadRequest, Resource, ResourceProvider, ResourceTemplate, ServerSettings, hookimpl
+from mcp_providers.errors import InvalidParams
 from mcp_providers.testing import compose, connect
 
 pytestmark = pytest.mark.anyio
@@ -90,7 +91,10 @@ async def test_routing_prefers_fixed_then_the_owners_templates_in_order() -> Non
     rest = catalog.route("b://x/some/where")
     assert rest.provider.name == "b" and rest.params == {"rest": "some/where"}
     # percent-decoded exactly once
-    assert catalog.route("a://item/%252F/detail").params == {"id": "%2F"}
+    assert catalog.route("a://item/%2541/detail").params == {"id": "%41"}
+    # ... but a value that holds a separator once decoded again is refused (round 4 item 17)
+    with pytest.raises(InvalidParams, match="path separator"):
+        catalog.route("a://item/%252F/detail")
 
 
 async def test_unknown_uri_names_the_closest_owned_prefix() -> None:

@@ -7,7 +7,9 @@ Immutable once built. Precedence and cost of routing a URI:
    URI; it is found with one dict probe per distinct prefix length (``O(#lengths)``, not
    ``O(#providers)``);
 3. the owner's templates are tried in declaration order; the first match wins (the checks made
-   sure no other provider's template can match).
+   sure no other provider's template can match);
+4. a matched value holding a ``.``/``..`` segment or a separator where the template has one segment
+   is refused (-32602), in every spelling, so the gate and the provider judge the same path.
 
 Example::
 
@@ -34,7 +36,7 @@ from typing import Generic, TypeVar
 from mcp.shared.uri_template import UriTemplate
 
 from mcp_providers._host.declarations import Declared, literal_start
-from mcp_providers._host.uris import InvalidUri, canonical, canonical_template
+from mcp_providers._host.uris import InvalidUri, canonical, canonical_template, value_problem
 from mcp_providers.errors import InvalidParams, NotFound
 from mcp_providers.models import Extension, Prompt, Resource, ResourceTemplate, Tool
 from mcp_providers.providers import ExtensionProvider, PromptProvider, ResourceProvider, ToolProvider
@@ -163,6 +165,7 @@ class Catalog:
             values = c.template.match(uri)
             if values is not None:
                 params = _as_strings(values)
+                _refuse_traversal(c, params, requested)
                 return Route(
                     c.entry.plugin, provider, c.entry.declaration, params, canonical(c.template.expand(params))
                 )
@@ -252,6 +255,30 @@ class Catalog:
         for prompt in self.prompts:
             h.update(prompt.declaration.name.encode() + b"\0")
         return h.hexdigest()[:12]
+
+
+_MULTI_SEGMENT = frozenset({"+", "#", "?", "&"})
+"""Operators whose values may hold ``/`` (RFC 6570 sections 3.2.3-3.2.4, 3.2.8-3.2.9)."""
+
+
+def _refuse_traversal(compiled: _Compiled, params: Mapping[str, str], requested: str) -> None:
+    """Refuse a match whose values the gate and the provider could read as different paths.
+
+    :raises InvalidParams: a value holds a dot segment, a NUL, a leading separator, or (a
+        single-segment variable) any separator; see :func:`~mcp_providers._host.uris.value_problem`.
+    """
+    for var in compiled.template.variables:
+        value = params.get(var.name)
+        if value is None:
+            continue
+        problem = value_problem(value, single_segment=var.operator not in _MULTI_SEGMENT)
+        if problem is not None:
+            raise InvalidParams(
+                f"Invalid URI {_shown(requested)}: the template value {var.name}={_shown(value)!r} of "
+                f"{compiled.entry.declaration.uri_template} {problem}; name the resource by its own path, "
+                "without '.' or '..' segments, and percent-encoded separators only where the template allows them",
+                data={"uri": requested, "variable": var.name},
+            )
 
 
 def _everything(_target: str) -> bool:
