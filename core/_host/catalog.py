@@ -6,8 +6,9 @@ Immutable once built. Precedence and cost of routing a URI:
 2. otherwise the owner is found by prefix: owned prefixes never overlap, so at most one owns the
    URI; it is found with one dict probe per distinct prefix length (``O(#lengths)``, not
    ``O(#providers)``);
-3. the owner's templates are tried in declaration order; the first match wins (the checks made
-   sure no other provider's template can match);
+3. the owner's templates are tried most specific first, whatever their declaration order
+   (:mod:`mcp_providers._host.specificity`: ``res://users/{id}`` before ``res://{kind}/{id}``);
+   the first match wins (the checks made sure no other provider's template can match);
 4. a matched value holding a ``.``/``..`` segment or a separator where the template has one segment
    is refused (-32602), in every spelling, so the gate and the provider judge the same path.
 
@@ -36,6 +37,7 @@ from typing import Generic, TypeVar
 from mcp.shared.uri_template import UriTemplate
 
 from mcp_providers._host.declarations import Declared, literal_start
+from mcp_providers._host.specificity import specificity
 from mcp_providers._host.uris import InvalidUri, canonical, canonical_template, value_problem
 from mcp_providers.errors import InvalidParams, NotFound
 from mcp_providers.models import Extension, Prompt, Resource, ResourceTemplate, Tool
@@ -107,7 +109,10 @@ class Catalog:
                 self.templates += [c.entry for c in compiled]
                 for prefix in map(canonical, p.prefixes):
                     # Each template goes under the owned prefix its literal start lies in.
-                    own = [c for c in compiled if literal_start(c.template.template).startswith(prefix)]
+                    mine = [
+                        (i, c) for i, c in enumerate(compiled) if literal_start(c.template.template).startswith(prefix)
+                    ]
+                    own = [c for _, c in sorted(mine, key=lambda ic: specificity(ic[1].template.template, ic[0]))]
                     self._by_prefix[prefix] = (d.plugin, p, own)
             elif isinstance(p, ToolProvider):
                 self.tools += [Entry(d.plugin, p, t) for t in d.tools]
