@@ -232,11 +232,14 @@ class Catalog:
         return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
     def _decode(self, kind: str, cursor: str) -> int:
+        invalid = InvalidParams(f"Invalid cursor {cursor[:64]!r}: pass a nextCursor this server returned")
+        if len(cursor) > MAX_CURSOR_CHARS:  # ours are short: a longer one is refused unparsed
+            raise invalid
         try:
             raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
             got_kind, offset, fingerprint = json.loads(raw)
         except (binascii.Error, ValueError, TypeError):
-            raise InvalidParams(f"Invalid cursor {cursor[:64]!r}: pass a nextCursor this server returned") from None
+            raise invalid from None
         if got_kind != kind or fingerprint != self.fingerprint or not isinstance(offset, int) or offset < 0:
             raise InvalidParams(
                 f"Invalid cursor {cursor[:64]!r}: it was not issued for this {kind} list by this server, "
@@ -294,6 +297,12 @@ def _as_strings(values: Mapping[str, str | list[str]]) -> dict[str, str]:
     # The checks refuse exploded variables, so every value is a string.
     return {k: v if isinstance(v, str) else "/".join(v) for k, v in values.items()}
 
+
+MAX_CURSOR_CHARS = 256
+"""The longest cursor parsed (this catalog mints about 60 characters: list kind, offset, a
+12-character fingerprint); a longer one is -32602 before any decoding, so a cursor's JSON nests at
+most 192 levels, far inside the parser's recursion limit: a deep cursor once raised RecursionError,
+answered -32603 with a traceback (round 4 item 13)."""
 
 SHOWN_URI_CHARS = 200
 """How much of a URI an error message quotes; ``data.uri`` carries all of it."""
