@@ -117,6 +117,8 @@ def _spellings(value: str) -> list[str]:
     A provider that decodes once more, or folds full-width dots (U+FF0E) to ``.``, must not find a
     dot segment or separator the router did not see.
     """
+    if "%" not in value and value.isascii():  # the common case: no other spelling to look through
+        return [value]
     forms = [value]
     while len(forms) <= _MAX_DECODES:
         decoded = unquote(forms[-1], errors="surrogateescape")
