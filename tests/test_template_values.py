@@ -150,3 +150,17 @@ async def test_a_tool_asking_about_a_plain_uri_is_still_allowed() -> None:
     rules = [{"effect": "deny", "actions": ["read"], "targets": ["https://upstream.test/private/*"]}]
     async with connect(compose({"x": tools, "policy": policy}, {"policy": {"rules": rules}})) as client:
         assert not (await client.call_tool("show", {})).is_error
+
+
+async def test_the_refusal_names_the_template_only_to_a_caller_who_may_list_it() -> None:
+    hidden = [
+        {"effect": "deny", "actions": ["list"], "targets": ["trav://files/*"]},
+        {"effect": "allow", "actions": ["read", "expand", "list"], "targets": ["*"]},
+    ]
+    for rules, named in ((DENY_PRIVATE["policy"]["rules"], True), (hidden, False)):
+        composition = compose({"trav": FilesPlugin(), "policy": policy}, {"policy": {"rules": rules}})
+        async with connect(composition) as client:
+            with pytest.raises(MCPError) as caught:
+                await client.read_resource("trav://files/public/../private/key")
+        assert caught.value.error.code == -32602
+        assert ("trav://files/{+path}" in caught.value.error.message) is named, caught.value.error.message

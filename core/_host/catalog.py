@@ -170,7 +170,7 @@ class Catalog:
             values = c.template.match(uri)
             if values is not None:
                 params = _as_strings(values)
-                _refuse_traversal(c, params, requested)
+                _refuse_traversal(c, params, requested, visible or _everything)
                 return Route(
                     c.entry.plugin, provider, c.entry.declaration, params, canonical(c.template.expand(params))
                 )
@@ -269,9 +269,12 @@ _MULTI_SEGMENT = frozenset({"+", "#", "?", "&"})
 """Operators whose values may hold ``/`` (RFC 6570 sections 3.2.3-3.2.4, 3.2.8-3.2.9)."""
 
 
-def _refuse_traversal(compiled: _Compiled, params: Mapping[str, str], requested: str) -> None:
+def _refuse_traversal(
+    compiled: _Compiled, params: Mapping[str, str], requested: str, visible: Callable[[str], bool]
+) -> None:
     """Refuse a match whose values the gate and the provider could read as different paths.
 
+    :param visible: whether the caller may list the template (the message names it only then).
     :raises InvalidParams: a value holds a dot segment, a NUL, a leading separator, or (a
         single-segment variable) any separator; see :func:`~mcp_providers._host.uris.value_problem`.
     """
@@ -281,9 +284,11 @@ def _refuse_traversal(compiled: _Compiled, params: Mapping[str, str], requested:
             continue
         problem = value_problem(value, single_segment=var.operator not in _MULTI_SEGMENT)
         if problem is not None:
+            template = compiled.entry.declaration.uri_template
+            where = f" of {template}" if visible(template) else ""
             raise InvalidParams(
-                f"Invalid URI {_shown(requested)}: the template value {var.name}={_shown(value)!r} of "
-                f"{compiled.entry.declaration.uri_template} {problem}; name the resource by its own path, "
+                f"Invalid URI {_shown(requested)}: the template value {var.name}={_shown(value)!r}{where} "
+                f"{problem}; name the resource by its own path, "
                 "without '.' or '..' segments, and percent-encoded separators only where the template allows them",
                 data={"uri": requested, "variable": var.name},
             )
