@@ -50,6 +50,7 @@ import ipaddress
 import json
 import os
 import re
+import stat
 import tomllib
 import types
 from collections.abc import Iterable, Mapping, Sequence
@@ -994,18 +995,24 @@ def load_config(
     *,
     plugin_set: str | None = None,
     environ: Mapping[str, str] | None = None,
+    reloading: bool = False,
 ) -> Config:
     """Read and validate the config file, then apply ``--set`` and the environment overrides.
 
     :param path: the file; ``None`` falls back to ``$MCP_PROVIDERS_CONFIG``, then to no file.
     :param plugin_set: the set to serve (``--set``), overriding the file's ``set``.
     :param environ: where ``MCP_PROVIDERS_*`` variables are read; default ``os.environ``.
+    :param reloading: read it as a reload does: the file must be a regular file (a FIFO's read
+        would wait for ever) and hold something (an empty one is a file caught mid-write, and
+        would compose every plugin with its defaults, policy rules gone). Both are judged on the
+        one read whose text is parsed, never on an earlier look (round 4 item 8).
     :returns: the validated :class:`Config` (defaults when there is no file).
     :raises ConfigError: the file is missing, is not TOML (or JSON for ``.json``), or has invalid
-        fields. (A set or plugin that does not exist is reported by discovery.)
+        fields; when ``reloading``, also not a regular file, or empty. (A set or plugin that does
+        not exist is reported by discovery.)
     """
     environ = os.environ if environ is None else environ
-    config = _load_file(path if path is not None else (environ.get(CONFIG_ENV) or None))
+    config = _load_file(path if path is not None else (environ.get(CONFIG_ENV) or None), reloading=reloading)
     update: dict[str, Any] = {}
     if plugin_set is not None:
         update["set"] = plugin_set
@@ -1016,12 +1023,28 @@ def load_config(
     return config.model_copy(update=update)
 
 
-def _load_file(path: str | Path | None) -> Config:
+def _read_regular(file: Path) -> str:
+    """The text of ``file``, judged on the descriptor it is read from: open without waiting (a FIFO
+    with no writer opens at once), refuse anything but a regular file, then read that same file.
+
+    :raises ConfigError: not a regular file. (OSError and UnicodeDecodeError as ``read_text``.)
+    """
+    fd = os.open(file, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(fd, "rb") as handle:
+        mode = os.fstat(handle.fileno()).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(str(file))
+        if not stat.S_ISREG(mode):
+            raise ConfigError(f"config file {file} is not a regular file; pass a TOML file")
+        return handle.read().decode("utf-8")
+
+
+def _load_file(path: str | Path | None, *, reloading: bool = False) -> Config:
     if path is None:
         return Config()
     file = Path(path)
     try:
-        text = file.read_text(encoding="utf-8")
+        text = _read_regular(file) if reloading else file.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ConfigError(f"config file {file} does not exist; pass an existing TOML file") from None
     except IsADirectoryError:
@@ -1030,6 +1053,11 @@ def _load_file(path: str | Path | None) -> Config:
         raise ConfigError(f"config file {file} is not UTF-8 (byte {exc.start}); save it as UTF-8") from None
     except OSError as exc:
         raise ConfigError(f"config file {file} cannot be read: {exc.strerror}") from None
+    if reloading and not text.strip():  # judged on the text parsed below: one read
+        raise ConfigError(
+            f"config file {file} is empty (caught mid-write?); "
+            "to serve every installed plugin with its defaults, put a comment in it"
+        )
     try:
         # JSON (same shape) is accepted for configs written by programs, e.g. the demo.
         data = json.loads(text) if file.suffix == ".json" else tomllib.loads(text)

@@ -43,13 +43,16 @@ if TYPE_CHECKING:
 __all__ = [
     "CHANGELOG",
     "DEPRECATED_ARGUMENTS",
+    "POLICY_GROUP",
     "PROJECT",
     "HookChange",
     "authorize",
     "demo_settings",
     "hookimpl",
     "hookspec",
+    "register_extension_providers",
     "register_extensions",
+    "register_prompt_providers",
     "register_prompts",
     "register_resource_providers",
     "register_tool_providers",
@@ -57,7 +60,12 @@ __all__ = [
 ]
 
 PROJECT = "mcp_providers"
-"""The pluggy project name and the entry-point group plugins are registered under."""
+"""The pluggy project name and the entry-point group provider plugins are registered under."""
+
+POLICY_GROUP = "mcp_providers.policy"
+"""The entry-point group a plugin implementing :func:`authorize` is registered under (a *policy
+plugin*). A policy plugin that fails to load stops ``serve`` (fail closed); a plugin of
+:data:`PROJECT` that fails to load is left out, and one defining ``authorize`` is refused."""
 
 hookspec = pluggy.HookspecMarker(PROJECT)
 hookimpl = pluggy.HookimplMarker(PROJECT)
@@ -114,6 +122,14 @@ CHANGELOG: tuple[HookChange, ...] = (
         "added",
         "``register_extensions(settings)``: extensions (SEP-2133) and their methods. Plugins without it "
         "load unchanged.",
+    ),
+    HookChange(
+        "0.1.0",
+        "authorize",
+        "changed",
+        "A plugin implementing it is declared in the ``mcp_providers.policy`` entry-point group. One still "
+        "declared in ``mcp_providers`` is refused and ``serve`` does not start (its rules are never dropped "
+        "silently); move its entry point to the new group.",
     ),
     HookChange(
         "0.2.0",
@@ -319,7 +335,9 @@ def authorize(subject: str, action: Action, target: str, settings: Any, principa
     Use in provider plugins: keep it fast and side-effect free; it runs on every request. An
     implementation that raises, returns anything but a ``Decision`` or ``None``, or is only a hook
     wrapper, denies. A
-    plugin that implements this hook (or whose import failed, so it might) and then fails to load
-    at any stage stops ``mcp-providers serve`` from starting (fail closed); ``mcp-providers check`` lists the
-    implementations in the order they are asked and flags one that allows everything.
+    plugin implementing this hook is declared in the :data:`POLICY_GROUP` entry-point group
+    (``mcp_providers.policy``); one that fails to load at any stage stops ``mcp-providers serve``
+    from starting (fail closed), and so does a plugin of the ``mcp_providers`` group implementing
+    it (refused: declare it as a policy). ``mcp-providers check`` lists the implementations in the
+    order they are asked and flags one that allows everything.
     """

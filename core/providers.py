@@ -228,7 +228,9 @@ class ReadRequest(_ActsForCaller):
         unreserved characters decoded: ``DOCUMCP://ssgs/%61vailable`` arrives as
         ``documcp://ssgs/available``), so comparing it with a declared URI holds for every spelling.
     :param resource: the fixed resource or template that matched.
-    :param params: template variables, percent-decoded exactly once (empty for a fixed URI).
+    :param params: template variables, percent-decoded exactly once (empty for a fixed URI). No
+        value holds a ``.`` or ``..`` path segment, a NUL or a leading ``/``, and a ``{name}``
+        value no ``/`` or ``\\``, in any spelling: the router refuses those with -32602.
     :param requested_uri: the URI exactly as the client sent it (for messages); ``None`` when no
         client sent one (a unit test, ``mcp-providers check``).
     :param principal: who is asking (:data:`~mcp_providers.identity.LOCAL` on stdio; the verified

@@ -150,12 +150,19 @@ def site(root: Path, names: tuple[str, ...] = ("notes", "extra", "policy"), *, d
 
 
 def install(root: Path, dist: str, entry_points: dict[str, str], version: str = "0.1") -> Path:
-    """Write ``dist``'s ``.dist-info`` (METADATA, entry_points.txt) into ``root``; returns it."""
+    """Write ``dist``'s ``.dist-info`` (METADATA, entry_points.txt) into ``root``; returns it.
+
+    An entry point naming ``reload_plugins:policy`` (the test policy, an ``authorize`` hook) is
+    declared in the ``mcp_providers.policy`` group, as policy plugins are (round 4 item 22); the
+    others in ``mcp_providers``."""
     info = root / f"{dist.replace('-', '_')}-{version}.dist-info"  # the wheel format escapes "-" in names
     info.mkdir(parents=True)
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n")
-    lines = "".join(f"{name} = {value}\n" for name, value in entry_points.items())
-    (info / "entry_points.txt").write_text(f"[mcp_providers]\n{lines}")
+    groups: dict[str, list[str]] = {}
+    for name, value in entry_points.items():
+        group = "mcp_providers.policy" if value == "reload_plugins:policy" else "mcp_providers"
+        groups.setdefault(group, []).append(f"{name} = {value}\n")
+    (info / "entry_points.txt").write_text("".join(f"[{g}]\n{''.join(lines)}" for g, lines in groups.items()))
     return info
 
 

@@ -24,6 +24,7 @@ from pipeline_support import secrets_plugin
 from prefork import python
 
 from mcp_providers import RECEIPT_KEY, Decision, ServerSettings, hookimpl
+from mcp_providers.hookspecs import POLICY_GROUP
 from mcp_providers.plugins import policy as policy_plugin
 from mcp_providers.plugins.documcp import prompts as documcp_prompts
 from mcp_providers.plugins.documcp import ssg_catalog
@@ -45,13 +46,16 @@ targets = ["documcp://ssgs/hugo"]
 """
 
 
-def _site(root: Path, dist: str, entry_points: dict[str, str], modules: dict[str, str]) -> Path:
-    """A site folder holding one installed distribution (its dist-info) and its modules."""
+def _site(
+    root: Path, dist: str, entry_points: dict[str, str], modules: dict[str, str], group: str = POLICY_GROUP
+) -> Path:
+    """A site folder holding one installed distribution (its dist-info) and its modules; its entry
+    points are in the policy plugins' group unless ``group`` says otherwise (round 4 item 22)."""
     info = root / f"{dist}-0.1.dist-info"
     info.mkdir(parents=True)
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 0.1\n")
     lines = "".join(f"{name} = {value}\n" for name, value in entry_points.items())
-    (info / "entry_points.txt").write_text(f"[mcp_providers]\n{lines}")
+    (info / "entry_points.txt").write_text(f"[{group}]\n{lines}")
     for name, source in modules.items():
         path = root / (name if name.endswith(".py") else f"{name}.py")
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -124,7 +124,8 @@ def boom_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     info = site / "boom_plugin-0.1.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: boom_plugin\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text("[mcp_providers]\nboom = boom_plugin\n")
+    # boom has an authorize hook: a policy plugin (round 4 item 22)
+    (info / "entry_points.txt").write_text("[mcp_providers.policy]\nboom = boom_plugin\n")
     shutil.copy(Path(boom_plugin.__file__), site / "boom_plugin.py")
     env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_PROVIDERS_")}
     env["PYTHONPATH"] = os.pathsep.join([str(site), *filter(None, [env.get("PYTHONPATH")])])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import logging
 from collections.abc import Sequence
 from types import SimpleNamespace
 
@@ -10,6 +12,8 @@ import pytest
 from mcp import MCPError
 
 from mcp_providers import Content, ReadRequest, Resource, ResourceProvider, ResourceTemplate, ServerSettings, hookimpl
+from mcp_providers._host.catalog import MAX_CURSOR_CHARS
+from mcp_providers.errors import InvalidParams
 from mcp_providers.testing import compose, connect
 
 pytestmark = pytest.mark.anyio
@@ -78,6 +82,45 @@ async def test_invalid_cursor_is_invalid_params() -> None:
             await client.list_resource_templates(cursor=first.next_cursor)
 
 
+def _b64(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+DEEP_CURSORS = {
+    # round 4 item 13: json.loads raised RecursionError, answered -32603 with a traceback logged
+    "100,000 nested arrays": _b64(b"[" * 100_000),
+    "nested objects": _b64(b'{"a":' * 50_000),
+    "nested arrays then a valid tail": _b64(b"[" * 5_000 + b'"resources",3,"x"' + b"]" * 5_000),
+    "a 5,000-digit offset": _b64(b'["resources",' + b"9" * 5_000 + b',"x"]'),
+    "long but flat": _b64(b'["resources",3,"' + b"x" * 20_000 + b'"]'),
+}
+
+
+@pytest.mark.parametrize("cursor", DEEP_CURSORS.values(), ids=DEEP_CURSORS.keys())
+async def test_a_deep_or_long_cursor_is_invalid_params_without_a_traceback(
+    cursor: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    composition = compose({"many": plugin(Many("many", "many://", 10))}, server=ServerSettings(page_size=3))
+    async with connect(composition) as client:
+        with pytest.raises(MCPError) as err:
+            await client.list_resources(cursor=cursor)
+    assert err.value.code == types.INVALID_PARAMS, err.value
+    assert err.value.message.startswith("Invalid cursor") and len(err.value.message) < 400
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info], caplog.records
+
+
+async def test_a_cursor_longer_than_any_minted_is_refused_unparsed() -> None:
+    composition = compose({"many": plugin(Many("many", "many://", 10))}, server=ServerSettings(page_size=3))
+    async with connect(composition) as client:
+        first = await client.list_resources()
+        assert first.next_cursor is not None
+        padded = first.next_cursor + "=" * (MAX_CURSOR_CHARS - len(first.next_cursor) + 1)  # base64 skips it
+        assert [r.uri for r in (await client.list_resources(cursor=first.next_cursor + "==")).resources]
+        with pytest.raises(MCPError) as err:
+            await client.list_resources(cursor=padded)
+    assert err.value.code == types.INVALID_PARAMS
+
+
 async def test_routing_prefers_fixed_then_the_owners_templates_in_order() -> None:
     a = Many("a", "a://", 3)
     composition = compose({"a": plugin(a), "b": plugin(Many("b", "b://x/", 2))})
@@ -90,7 +133,10 @@ async def test_routing_prefers_fixed_then_the_owners_templates_in_order() -> Non
     rest = catalog.route("b://x/some/where")
     assert rest.provider.name == "b" and rest.params == {"rest": "some/where"}
     # percent-decoded exactly once
-    assert catalog.route("a://item/%252F/detail").params == {"id": "%2F"}
+    assert catalog.route("a://item/%2541/detail").params == {"id": "%41"}
+    # ... but a value that holds a separator once decoded again is refused (round 4 item 17)
+    with pytest.raises(InvalidParams, match="path separator"):
+        catalog.route("a://item/%252F/detail")
 
 
 async def test_unknown_uri_names_the_closest_owned_prefix() -> None:

@@ -4,7 +4,9 @@ names the plugins ``serve`` refuses to start without.
 
 Every case installs one distribution whose plugin ``acme`` carries a deny-all ``authorize`` spelt
 some other way, then gets rejected for some reason (or is a hook wrapper, which answers nothing).
-On the old main each of these served ``documcp://ssgs/hugo`` with no policy at all.
+On the old main each of these served ``documcp://ssgs/hugo`` with no policy at all. Since round 4
+(item 22) ``acme`` is declared in the ``mcp_providers.policy`` group, as policy plugins are; the
+provider group's rules are in ``test_plugin_groups.py``.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from prefork import python
 
 from mcp_providers import compose, load_config
 from mcp_providers.errors import CompositionError
+from mcp_providers.hookspecs import POLICY_GROUP, PROJECT
 
 HEADER = """
 from mcp_providers import Decision, hookimpl, Resource, ResourceProvider, Content
@@ -138,12 +141,12 @@ SPELLINGS: dict[str, tuple[str, str, str]] = {
         "acme_h",
         # the hook name is assembled at run time: no source text says "authorize"
         "import acme_missing_dependency_h  # noqa\n" + HEADER + renamed("g", 'specname="auth" + "orize"'),
-        "whether pluggy would register an authorize hookimpl from it is unknown",
+        "it is declared in the mcp_providers.policy entry-point group",
     ),
     "import raises SystemExit after the hook is defined": (
         "acme_i",
         HEADER + renamed("g", 'specname="auth" + "orize"') + "raise SystemExit(3)\n",
-        "whether pluggy would register an authorize hookimpl from it is unknown",
+        "it is declared in the mcp_providers.policy entry-point group",
     ),
     "hookwrapper-only authorize (otherwise loads)": (
         "acme_j",
@@ -210,11 +213,15 @@ targets = ["*"]
 """
 
 
-def _install(site: Path, value: str, source: str, *, name: str = "acme", dist: str = "acme_policy") -> None:
+def _install(
+    site: Path, value: str, source: str, *, name: str = "acme", dist: str = "acme_policy", group: str = POLICY_GROUP
+) -> None:
+    """Install ``acme`` as a policy plugin (round 4 item 22: policies declare themselves in their
+    own group); ``group="mcp_providers"`` makes it a provider plugin."""
     info = site / f"{dist}-0.1.dist-info"
     info.mkdir(parents=True)
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text(f"[mcp_providers]\n{name} = {value}\n")
+    (info / "entry_points.txt").write_text(f"[{group}]\n{name} = {value}\n")
     (site / f"{value.partition(':')[0]}.py").write_text(source)
 
 
@@ -253,7 +260,7 @@ def test_every_spelling_of_a_rejected_policy_stops_serve(
 
 def test_a_plugin_without_any_authorize_is_still_served_around(site: Path, tmp_path: Path) -> None:
     # The rule stays narrow: a rejected plugin that pluggy shows holds no authorize does not stop serve.
-    _install(site, "acme_plain", HEADER + "def authorize_me_not(subject):\n    return None\n" + RAISES)
+    _install(site, "acme_plain", HEADER + "def authorize_me_not(subject):\n    return None\n" + RAISES, group=PROJECT)
     composition = compose(load_config(_config(tmp_path)))
     assert [r.status for r in composition.records if r.name == "acme"] == ["rejected"]
     assert composition.policy_failures == []
@@ -270,8 +277,9 @@ def test_a_deselected_configured_plugin_with_a_renamed_authorize_stops_serve(sit
 def test_a_duplicated_entry_point_whose_one_side_has_a_renamed_authorize_stops_serve(
     site: Path, tmp_path: Path
 ) -> None:
-    _install(site, "acme_p1", HEADER, dist="acme_one")
-    _install(site, "acme_p2", HEADER + renamed("g", body="return None"), dist="acme_two")
+    # Both in the provider group: only what one side would register makes it a policy plugin.
+    _install(site, "acme_p1", HEADER, dist="acme_one", group=PROJECT)
+    _install(site, "acme_p2", HEADER + renamed("g", body="return None"), dist="acme_two", group=PROJECT)
     composition = compose(load_config(_config(tmp_path)))
     line = next(line for line in composition.policy_failures if line.startswith("acme:"))
     assert "is declared by" in line and "it has an authorize hookimpl (g)" in line
@@ -305,7 +313,7 @@ def test_require_plugins_refuses_unless_each_is_served(tmp_path: Path, config_te
 
 def test_require_plugins_catches_a_required_plugin_that_fails_its_checks(site: Path, tmp_path: Path) -> None:
     # acme holds no authorize at all, so only the operator's list knows it matters.
-    _install(site, "acme_q", HEADER + FAILS_CHECKS)
+    _install(site, "acme_q", HEADER + FAILS_CHECKS, group=PROJECT)
     text = 'allow = ["acme", "ssg_catalog"]\n[server]\nrequire_plugins = ["acme"]\n'
     composition = compose(load_config(_config(tmp_path, text)))
     assert composition.policy_failures == [

@@ -51,7 +51,8 @@ def render_plugin_package(name: str, dest: Path | None = None, data: Mapping[str
             f"plugin name {name!r} is not a lowercase Python identifier; use letters, digits and "
             "underscores, starting with a letter, e.g. 'weather' or 'team_notes'"
         )
-    taken = {ep.name for ep in importlib_metadata.entry_points(group=hookspecs.PROJECT)}
+    groups = (hookspecs.PROJECT, hookspecs.POLICY_GROUP)
+    taken = {ep.name for group in groups for ep in importlib_metadata.entry_points(group=group)}
     if name in taken:
         # Two distributions declaring one entry-point name are both rejected at discovery.
         raise ScaffoldError(

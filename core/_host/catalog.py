@@ -6,8 +6,11 @@ Immutable once built. Precedence and cost of routing a URI:
 2. otherwise the owner is found by prefix: owned prefixes never overlap, so at most one owns the
    URI; it is found with one dict probe per distinct prefix length (``O(#lengths)``, not
    ``O(#providers)``);
-3. the owner's templates are tried in declaration order; the first match wins (the checks made
-   sure no other provider's template can match).
+3. the owner's templates are tried most specific first, whatever their declaration order
+   (:mod:`mcp_providers._host.specificity`: ``res://users/{id}`` before ``res://{kind}/{id}``);
+   the first match wins (the checks made sure no other provider's template can match);
+4. a matched value holding a ``.``/``..`` segment or a separator where the template has one segment
+   is refused (-32602), in every spelling, so the gate and the provider judge the same path.
 
 Example::
 
@@ -34,7 +37,8 @@ from typing import Generic, TypeVar
 from mcp.shared.uri_template import UriTemplate
 
 from mcp_providers._host.declarations import Declared, literal_start
-from mcp_providers._host.uris import InvalidUri, canonical, canonical_template
+from mcp_providers._host.specificity import specificity
+from mcp_providers._host.uris import InvalidUri, canonical, canonical_template, value_problem
 from mcp_providers.errors import InvalidParams, NotFound
 from mcp_providers.models import Extension, Prompt, Resource, ResourceTemplate, Tool
 from mcp_providers.providers import ExtensionProvider, PromptProvider, ResourceProvider, ToolProvider
@@ -105,7 +109,10 @@ class Catalog:
                 self.templates += [c.entry for c in compiled]
                 for prefix in map(canonical, p.prefixes):
                     # Each template goes under the owned prefix its literal start lies in.
-                    own = [c for c in compiled if literal_start(c.template.template).startswith(prefix)]
+                    mine = [
+                        (i, c) for i, c in enumerate(compiled) if literal_start(c.template.template).startswith(prefix)
+                    ]
+                    own = [c for _, c in sorted(mine, key=lambda ic: specificity(ic[1].template.template, ic[0]))]
                     self._by_prefix[prefix] = (d.plugin, p, own)
             elif isinstance(p, ToolProvider):
                 self.tools += [Entry(d.plugin, p, t) for t in d.tools]
@@ -163,6 +170,7 @@ class Catalog:
             values = c.template.match(uri)
             if values is not None:
                 params = _as_strings(values)
+                _refuse_traversal(c, params, requested, visible or _everything)
                 return Route(
                     c.entry.plugin, provider, c.entry.declaration, params, canonical(c.template.expand(params))
                 )
@@ -224,11 +232,14 @@ class Catalog:
         return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
     def _decode(self, kind: str, cursor: str) -> int:
+        invalid = InvalidParams(f"Invalid cursor {cursor[:64]!r}: pass a nextCursor this server returned")
+        if len(cursor) > MAX_CURSOR_CHARS:  # ours are short: a longer one is refused unparsed
+            raise invalid
         try:
             raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
             got_kind, offset, fingerprint = json.loads(raw)
         except (binascii.Error, ValueError, TypeError):
-            raise InvalidParams(f"Invalid cursor {cursor[:64]!r}: pass a nextCursor this server returned") from None
+            raise invalid from None
         if got_kind != kind or fingerprint != self.fingerprint or not isinstance(offset, int) or offset < 0:
             raise InvalidParams(
                 f"Invalid cursor {cursor[:64]!r}: it was not issued for this {kind} list by this server, "
@@ -254,6 +265,35 @@ class Catalog:
         return h.hexdigest()[:12]
 
 
+_MULTI_SEGMENT = frozenset({"+", "#", "?", "&"})
+"""Operators whose values may hold ``/`` (RFC 6570 sections 3.2.3-3.2.4, 3.2.8-3.2.9)."""
+
+
+def _refuse_traversal(
+    compiled: _Compiled, params: Mapping[str, str], requested: str, visible: Callable[[str], bool]
+) -> None:
+    """Refuse a match whose values the gate and the provider could read as different paths.
+
+    :param visible: whether the caller may list the template (the message names it only then).
+    :raises InvalidParams: a value holds a dot segment, a NUL, a leading separator, or (a
+        single-segment variable) any separator; see :func:`~mcp_providers._host.uris.value_problem`.
+    """
+    for var in compiled.template.variables:
+        value = params.get(var.name)
+        if value is None:
+            continue
+        problem = value_problem(value, single_segment=var.operator not in _MULTI_SEGMENT)
+        if problem is not None:
+            template = compiled.entry.declaration.uri_template
+            where = f" of {template}" if visible(template) else ""
+            raise InvalidParams(
+                f"Invalid URI {_shown(requested)}: the template value {var.name}={_shown(value)!r}{where} "
+                f"{problem}; name the resource by its own path, "
+                "without '.' or '..' segments, and percent-encoded separators only where the template allows them",
+                data={"uri": requested, "variable": var.name},
+            )
+
+
 def _everything(_target: str) -> bool:
     return True
 
@@ -262,6 +302,12 @@ def _as_strings(values: Mapping[str, str | list[str]]) -> dict[str, str]:
     # The checks refuse exploded variables, so every value is a string.
     return {k: v if isinstance(v, str) else "/".join(v) for k, v in values.items()}
 
+
+MAX_CURSOR_CHARS = 256
+"""The longest cursor parsed (this catalog mints about 60 characters: list kind, offset, a
+12-character fingerprint); a longer one is -32602 before any decoding, so a cursor's JSON nests at
+most 192 levels, far inside the parser's recursion limit: a deep cursor once raised RecursionError,
+answered -32603 with a traceback (round 4 item 13)."""
 
 SHOWN_URI_CHARS = 200
 """How much of a URI an error message quotes; ``data.uri`` carries all of it."""

@@ -143,12 +143,15 @@ def _version_in(version: str, requirement: Requirement) -> bool:
 
 
 def plugin_distributions() -> dict[str, importlib_metadata.Distribution]:
-    """Installed distributions declaring an entry point in the ``mcp_providers`` group, by canonical
+    """Installed distributions declaring an entry point in the ``mcp_providers`` or
+    ``mcp_providers.policy`` group, by canonical
     name (the first found on ``sys.path`` for each, as ``importlib.metadata`` picks)."""
     from packaging.utils import canonicalize_name
 
     found: dict[str, importlib_metadata.Distribution] = {}
-    for ep in importlib_metadata.entry_points(group=hookspecs.PROJECT):
+    for ep in (
+        e for group in (hookspecs.PROJECT, hookspecs.POLICY_GROUP) for e in importlib_metadata.entry_points(group=group)
+    ):
         dist = ep.dist
         if dist is not None:
             found.setdefault(canonicalize_name(dist.name), dist)

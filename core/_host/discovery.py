@@ -17,14 +17,19 @@ Every plugin ends in exactly one :class:`PluginRecord` whose ``status`` says wha
 A broken plugin never stops the others from loading, with one exception that fails closed: a
 plugin that could carry authorization but is not in force (:attr:`PluginRecord.could_authorize`)
 makes serving refuse to start, since its rules would silently not apply. Whether it could is
-decided by what pluggy would register from it (:mod:`mcp_providers._host.hookscan`), never by its
-source text or by its having a ``[plugins.<name>]`` table; a plugin whose import failed could,
-since what it would register is unknown.
+decided by construction (:mod:`mcp_providers._host.groups`): a plugin declared in the
+``mcp_providers.policy`` entry-point group is a policy plugin whatever it imports, and one of the
+``mcp_providers`` group is not, so its failed import leaves it out; one of the ``mcp_providers``
+group that pluggy would register an ``authorize`` from (:mod:`mcp_providers._host.hookscan`) is
+refused. Never by its source text or by its having a ``[plugins.<name>]`` table.
+
+Two entry-point names pointing at one object (``a = pkg.mod`` and ``b = pkg.mod``) load it once, under
+the first name; the second is rejected with one line naming both.
 
 Before anything of a plugin is imported, its distribution's ``Requires-Dist`` on ``mcp-providers`` is
 checked against the running core (:mod:`mcp_providers._host.compat`): a plugin made for another
-core is rejected unimported, naming both versions. Since what it would register is then unknown, it
-fails closed like a plugin whose import failed, until it is upgraded or left out with ``deny``.
+core is rejected unimported, naming both versions; a policy plugin then fails closed, until it is
+upgraded or left out with ``deny``.
 
 A hookimpl naming a deprecated hook argument (:data:`mcp_providers.hookspecs.DEPRECATED_ARGUMENTS`)
 loads; pluggy's warning is recorded in :attr:`PluginRecord.deprecations` (``check`` and ``serve``
@@ -54,9 +59,9 @@ from pydantic import BaseModel, ValidationError
 
 from mcp_providers import hookspecs
 from mcp_providers._host.compat import plugin_core_problem
-from mcp_providers._host.hookscan import PluginManager, scan_authorize, scan_problem
+from mcp_providers._host.groups import DECLARED_POLICY, entry_points, group_problem, is_policy, looked_evidence
+from mcp_providers._host.hookscan import AuthorizeScan, PluginManager, scan_authorize, scan_problem
 from mcp_providers._host.shape import as_plugin, did_you_mean, provider_problem, several_plugins, unmarked_hooks
-from mcp_providers._metadata import usable
 from mcp_providers.config import DISABLE_ENV, PLUGINS_ENV, Config, format_validation_error, settings_context, suggestion
 from mcp_providers.errors import ConfigError, MCPProvidersDeprecationWarning
 from mcp_providers.plugin import Plugin
@@ -84,6 +89,9 @@ class PluginRecord:
     """What the entry point points at, e.g. ``mcp_providers.plugins.documcp.ssg_catalog``."""
     dist: importlib_metadata.IDistribution | None = field(default=None, repr=False)
     """The installed distribution declaring the entry point (``None`` for plugins passed directly)."""
+    group: str | None = None
+    """The entry-point group it is declared in (``mcp_providers`` or ``mcp_providers.policy``);
+    ``None`` for plugins passed directly (see :mod:`mcp_providers._host.groups`)."""
     status: Status = "loaded"
     reason: str | None = None
     selection: str = "on: every installed plugin (no set, allow list or override)"
@@ -218,15 +226,6 @@ def _guarded(ep: importlib_metadata.EntryPoint) -> Callable[[], object]:
     return load
 
 
-def _entry_points() -> list[importlib_metadata.EntryPoint]:
-    # importlib_metadata yields each distribution once even when it is on sys.path twice.
-    try:
-        found = list(importlib_metadata.entry_points(group=hookspecs.PROJECT))
-    except Exception:  # broken metadata somewhere on sys.path: read the others one at a time
-        found = list(usable(importlib_metadata.distributions(), hookspecs.PROJECT))
-    return sorted(found, key=lambda ep: ep.name)
-
-
 def _selected(name: str, config: Config) -> tuple[bool, str]:
     """Whether ``name`` is selected, and the rule that decided (see the module docstring)."""
     if name in config.env_disable:
@@ -324,6 +323,13 @@ def _register(pm: pluggy.PluginManager, record: PluginRecord, plugin: object) ->
     if unknown:
         known = ", ".join(n for n in dir(hookspecs) if hasattr(getattr(hookspecs, n), "mcp_providers_spec"))
         record.reject(f"implements unknown hook(s) {did_you_mean(sorted(unknown))}; the hooks are: {known}")
+        return
+    taken = pm.get_name(plugin)
+    if taken is not None:  # pluggy would raise ValueError: one object under two names
+        record.reject(
+            f"entry points {taken!r} and {record.name!r} name one object ({record.value}); it is loaded once, "
+            f"as {taken!r}: remove one of the two names (or leave it out with deny = [{record.name!r}])"
+        )
         return
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", MCPProvidersDeprecationWarning)  # issued once already, above
@@ -450,17 +456,22 @@ def _unknown(name: str, exc: BaseException | None = None) -> str:
     )
 
 
-def _look(name: str, load: Callable[[], object]) -> str | None:
-    """Why a plugin that is not loaded could carry authorization (imported only to look at it with
-    :func:`scan_authorize`), or ``None``; a failed import cannot be looked at, so it could."""
-    try:
-        with _stdout_to_stderr():
-            plugin = load()
-    except BaseException as exc:
-        if isinstance(exc, KeyboardInterrupt):
-            raise
-        return _unknown(name, exc)
-    return scan_authorize(plugin).evidence
+def _look(name: str, load: Callable[[], object], group: str | None) -> str | None:
+    """Why a plugin that is not loaded could carry authorization, or ``None``: a policy-group
+    plugin by its declaration; any other imported only to look at it with :func:`scan_authorize`.
+    A provider-group plugin whose import fails is not a policy plugin (:mod:`~mcp_providers._host.groups`)."""
+
+    def look() -> str | None:
+        try:
+            with _stdout_to_stderr():
+                plugin = load()
+        except BaseException as exc:
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            return _unknown(name, exc) if group is None else None
+        return scan_authorize(plugin).evidence
+
+    return looked_evidence(group, look)
 
 
 def discover(
@@ -493,7 +504,7 @@ def discover(
         if not selected:
             record.status, record.reason = "disabled", record.selection.removeprefix("off: ")
             if record.configured:
-                record.authorize_evidence = _look(name, loaders[name])
+                record.authorize_evidence = _look(name, loaders[name], record.group)
             continue
         _load(pm, record, loaders[name], config, (previous or {}).get(name))
     return pm, [records[n] for n in sorted(records)]
@@ -506,14 +517,18 @@ def _found(
     records: dict[str, PluginRecord] = {}
     loaders: dict[str, Callable[[], object]] = {}
     by_name: dict[str, list[importlib_metadata.EntryPoint]] = {}
-    for ep in _entry_points() if load_entrypoints else ():
+    for ep in entry_points() if load_entrypoints else ():
         by_name.setdefault(ep.name, []).append(ep)
     for name, eps in by_name.items():
-        record = records[name] = PluginRecord(name=name, value=eps[0].value, dist=eps[0].dist)
+        group = next((e.group for e in eps if is_policy(e.group)), eps[0].group)
+        record = records[name] = PluginRecord(name=name, value=eps[0].value, dist=eps[0].dist, group=group)
         if len(eps) > 1:
-            owners = " and ".join(f"{e.dist.name if e.dist else '?'} ({e.value})" for e in eps)
+            mixed = len({e.group for e in eps}) > 1  # name the groups only when they differ
+            owners = " and ".join(
+                f"{e.dist.name if e.dist else '?'} ({e.value}{f', group {e.group}' if mixed else ''})" for e in eps
+            )
             record.reject(f"entry point name {name!r} is declared by {owners}; uninstall one or rename it")
-            record.authorize_evidence = next(filter(None, (_look(name, _guarded(e)) for e in eps)), None)
+            record.authorize_evidence = next(filter(None, (_look(name, _guarded(e), e.group) for e in eps)), None)
             continue
         loaders[name] = _guarded(eps[0])
     for name, plugin in (plugins or {}).items():
@@ -540,7 +555,11 @@ def _load(
             raise
         made_for = isinstance(exc, MadeForAnotherCore)
         record.reject(f"made for another core: {exc}" if made_for else f"import failed: {_one_line(exc)}")
-        record.authorize_evidence = _unknown(record.name, exc)
+        # By construction: a policy-group plugin stops serve, a provider-group one is left out.
+        fix = "install a release made for this core" if made_for else "fix the import"
+        declared = f"{DECLARED_POLICY} ({fix}, or leave it out with deny = [{record.name!r}])"
+        unknown = _unknown(record.name, exc) if record.group is None else None
+        record.authorize_evidence = declared if is_policy(record.group) else unknown
         return
     several = several_plugins(plugin, record.name)
     if several is not None:
@@ -549,13 +568,17 @@ def _load(
     plugin = as_plugin(plugin)
     record.prefixes = tuple(getattr(plugin, "prefixes", ()) if isinstance(plugin, Plugin) else ())
     scan = scan_authorize(plugin)
-    record.authorize_evidence = scan.evidence
-    problem = scan_problem(scan)
+    record.authorize_evidence = scan.evidence or (DECLARED_POLICY if is_policy(record.group) else None)
+    problem = group_problem(record.group, scan) or scan_problem(scan)
     if problem is not None:
         record.reject(problem)
         return
     _register(pm, record, plugin)
     if record.is_rejected():
+        return
+    if record.group == hookspecs.PROJECT and "authorize" in record.hooks:  # pluggy saw what the scan did not
+        record.reject(group_problem(record.group, AuthorizeScan(registered=("authorize",))) or "defines authorize")
+        pm.unregister(plugin)
         return
     unmarked = unmarked_hooks(plugin)
     if unmarked is not None:

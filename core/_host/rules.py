@@ -23,6 +23,8 @@ Rules (the ``rule`` string of a Problem):
 ``duplicate-uri``                   the same fixed URI declared twice
 ``duplicate-template``              the same URI template declared twice
 ``uri-shadowed-by-template``        a fixed URI that another provider's template also matches
+``template-unreachable``            two templates of one provider match exactly the same URIs (one
+                                    shape, names aside); otherwise the most specific one answers
 ``duplicate-tool``                  the same tool name declared twice
 ``duplicate-prompt``                the same prompt name declared twice
 ``duplicate-provider``              two providers with the same name
@@ -71,6 +73,7 @@ from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
 from pydantic import BaseModel
 
 from mcp_providers._host.declarations import Declared, Problem, literal_start
+from mcp_providers._host.specificity import unreachable
 from mcp_providers._host.uris import InvalidUri, canonical, canonical_template
 from mcp_providers.identity import Principal
 from mcp_providers.models import Prompt, Resource, ResourceTemplate, Tool
@@ -376,6 +379,7 @@ def check(declared: Sequence[Declared]) -> list[Problem]:
     _dupes(problems, "duplicate-extension", ((e.identifier, d) for d in declared for e in d.extensions))
     _dupes(problems, "duplicate-method", ((m.name, d) for d in declared for e in d.extensions for m in e.methods))
     problems += _shadowing(declared)
+    problems += unreachable(declared)
     return problems
 
 

@@ -21,12 +21,19 @@ Examples::
 
 A ``%`` not followed by two hex digits, or escapes that do not decode as UTF-8, make the URI
 invalid (:class:`InvalidUri`): the request gets -32602 rather than reaching a provider.
+
+Dot segments (``.`` and ``..``, RFC 3986 section 3.3) are not removed: a template value or a URI
+path holding one is refused (:func:`value_problem`, :func:`dot_segment_problem`), so the gate and
+the provider never judge two different values (``public/../private/key`` is not
+``private/key`` to a glob, but is to a file system).
 """
 
 from __future__ import annotations
 
 import re
 import string
+import unicodedata
+from urllib.parse import unquote
 
 _UNRESERVED = frozenset(string.ascii_letters + string.digits + "-._~")
 _ESCAPES = re.compile(r"(?:%[0-9A-Fa-f]{2})+")
@@ -97,3 +104,70 @@ def canonical_template(uri_template: str) -> str:
     parts = _EXPRESSION.split(uri_template)
     out = [p if i % 2 else (_canonical_text(uri_template, p) if p else p) for i, p in enumerate(parts)]
     return _lower_scheme("".join(out))
+
+
+_SEPARATORS = re.compile(r"[/\\]")
+_MAX_DECODES = 8
+"""How many layers of percent-encoding a value is looked through (``%25252E`` is three)."""
+
+
+def _spellings(value: str) -> list[str]:
+    """``value``, each further percent-decoding of it until nothing changes, and their NFKC forms.
+
+    A provider that decodes once more, or folds full-width dots (U+FF0E) to ``.``, must not find a
+    dot segment or separator the router did not see.
+    """
+    if "%" not in value and value.isascii():  # the common case: no other spelling to look through
+        return [value]
+    forms = [value]
+    while len(forms) <= _MAX_DECODES:
+        decoded = unquote(forms[-1], errors="surrogateescape")
+        if decoded == forms[-1]:
+            break
+        forms.append(decoded)
+    return forms + [unicodedata.normalize("NFKC", f) for f in forms]
+
+
+def value_problem(value: str, *, single_segment: bool) -> str | None:
+    """What makes a decoded template value unsafe to hand a provider, or ``None``.
+
+    Refused, in every spelling (see :func:`_spellings`): a ``.`` or ``..`` segment (split on ``/``
+    and ``\\``), a NUL, a leading separator (an absolute path), and, when ``single_segment``
+    (``{name}``: one path segment by RFC 6570 section 3.2.2), any separator at all.
+
+    >>> value_problem("public/../private/key", single_segment=False)
+    "holds a '..' path segment"
+    >>> value_problem("v1.2..3", single_segment=True) is None
+    True
+
+    :param value: the value as the template match decoded it (one layer of escapes removed).
+    :returns: a phrase completing "the template value ... ", or ``None`` when it is safe.
+    """
+    for form in _spellings(value):
+        if "\x00" in form:
+            return "holds a NUL character"
+        segments = _SEPARATORS.split(form)
+        if single_segment and len(segments) > 1:
+            return "holds a path separator ('/' or '\\')"
+        for dots in ("..", "."):
+            if dots in segments:
+                return f"holds a {dots!r} path segment"
+        if len(segments) > 1 and segments[0] == "":
+            return "starts with a path separator (an absolute path)"
+    return None
+
+
+def dot_segment_problem(uri: str) -> str | None:
+    """Whether the path of ``uri`` (everything after ``scheme:`` up to ``?`` or ``#``) holds a
+    ``.`` or ``..`` segment in any spelling :func:`value_problem` looks through, or ``None``.
+
+    >>> dot_segment_problem("https://example.test/a/%2e%2E/b")
+    "holds a '..' path segment"
+    """
+    hier = uri.partition(":")[2].split("?", 1)[0].split("#", 1)[0].lstrip("/")
+    for form in _spellings(hier):
+        segments = _SEPARATORS.split(form)
+        for dots in ("..", "."):
+            if dots in segments:
+                return f"holds a {dots!r} path segment"
+    return None

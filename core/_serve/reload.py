@@ -25,12 +25,10 @@ import hashlib
 import importlib
 import logging
 import os
-import stat
 import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any, Literal
 
 import anyio
@@ -45,7 +43,6 @@ from mcp_providers._host.assembly import Assembly, assemble
 from mcp_providers._serve.composition import Composition
 from mcp_providers._serve.state.cluster import RedisBackend
 from mcp_providers.config import Config
-from mcp_providers.errors import ConfigError
 
 log = logging.getLogger("mcp_providers.reload")
 
@@ -183,31 +180,20 @@ class Reloader:
                        tuple(warnings or ()), tuple(changed or ()))  # fmt: skip
 
 
-def guard_config_file(path: str | None, load: Callable[[], Config]) -> Callable[[], Config]:
-    """``load``, but first refusing a config file ``path`` that is not a regular file (a FIFO, say,
-    whose read would wait for ever) or holds nothing: on a reload that is a file being written in
-    place, caught between truncation and write, and composing it would serve every installed
-    plugin with its defaults, policy rules gone, until the write lands.
+def guard_config_file(path: str | None, load: Callable[..., Config]) -> Callable[[], Config]:
+    """``load`` (``load_config`` with the path and the CLI's options), asked to read the file as a
+    reload must: a regular file that holds something (``load_config(..., reloading=True)``). A file
+    being written in place, caught between truncation and write, would otherwise compose every
+    installed plugin with its defaults, policy rules gone, until the write lands; a FIFO's read
+    would wait for ever. Both are judged on the one read that is parsed, so a truncation between a
+    look and the read cannot slip past (round 4 item 8).
 
+    :param path: the config file (``None``: no file, nothing to judge).
     :raises ConfigError: either of those (else whatever ``load`` raises).
     """
-
-    def guarded() -> Config:
-        try:
-            info = os.stat(path) if path is not None else None
-        except OSError:  # missing or unreadable: load says which
-            info = None
-        if info is not None and not stat.S_ISDIR(info.st_mode):  # a directory: load says so
-            if not stat.S_ISREG(info.st_mode):
-                raise ConfigError(f"config file {path} is not a regular file; pass a TOML file")
-            if not Path(str(path)).read_bytes().strip():
-                raise ConfigError(
-                    f"config file {path} is empty (caught mid-write?); "
-                    "to serve every installed plugin with its defaults, put a comment in it"
-                )
-        return load()
-
-    return guarded
+    if path is None:
+        return lambda: load()
+    return lambda: load(reloading=True)
 
 
 class ComposeTimeout(Exception):

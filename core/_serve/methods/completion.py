@@ -23,6 +23,7 @@ from mcp_providers._serve.methods.prompts import argument_uri
 from mcp_providers._serve.steps.asking import provider_asks, require_uri, uri_allowed
 from mcp_providers._serve.steps.exchange import Actor, Exchange
 from mcp_providers._serve.steps.invoker import Invoker, Work
+from mcp_providers._serve.steps.surrogates import replaced
 from mcp_providers.errors import InvalidParams, ProviderFailed
 from mcp_providers.models import Prompt, ResourceTemplate
 from mcp_providers.providers import CompletionRequest, PromptProvider, ResourceProvider
@@ -111,7 +112,7 @@ class Complete:
     def evidence(self, exchange: Exchange, target: Completing, produced: object) -> types.CompleteResult:
         if not isinstance(produced, Sequence) or isinstance(produced, str):
             raise ProviderFailed(f"{target.entry.provider.name!r} returned {type(produced).__name__} for {target.ref}")
-        values = [str(v) for v in produced]
+        values = [replaced(str(v))[0] for v in produced]  # a lone surrogate is offered as U+FFFD
         gate = exchange.gate
         if gate.authorizer.active:  # offer only values whose resources the caller may read
             catalog = self._catalog

@@ -12,7 +12,6 @@ block).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import mcp_types as types
 from mcp.shared.uri_template import UriTemplate
@@ -21,7 +20,7 @@ from mcp_providers._host.assembly import Assembly
 from mcp_providers._host.catalog import Entry
 from mcp_providers._serve.steps import wire
 from mcp_providers._serve.steps.asking import provider_asks, require_uri
-from mcp_providers._serve.steps.evidence import Block, Blocks, covered, result_receipt
+from mcp_providers._serve.steps.evidence import Block, Blocks, result_receipt, served_blocks
 from mcp_providers._serve.steps.exchange import Actor, Exchange
 from mcp_providers._serve.steps.invoker import Invoker, Work
 from mcp_providers.errors import InvalidParams, ProviderFailed
@@ -86,21 +85,20 @@ class GetPrompt:
         name = entry.declaration.name
         settings = self._assembly.config.server
         blocks = Blocks(self._assembly.catalog, exchange.gate, settings.max_embed_bytes, f"prompt {name}")
-        messages = []
+        roles = []
         for message in _messages(entry, produced):
             block = _block(blocks, name, message)
             if block is not None:
                 blocks.add(block)
-                messages.append(types.PromptMessage(role=message.role, content=block))
-        exchange.receipt = self._receipt(exchange, entry, blocks)
+                roles.append(message.role)
+        content, _, covered_ = served_blocks(list(blocks.content), None, blocks.transforms)
+        messages = [types.PromptMessage(role=role, content=block) for role, block in zip(roles, content, strict=True)]
+        origins = self._assembly.origins
+        extra = {"prompt": entry.declaration.name}
+        exchange.receipt = result_receipt(exchange, origins, entry, covered_, blocks.transforms, extra=extra)
         return types.GetPromptResult(
             description=entry.declaration.description, messages=messages, _meta={RECEIPT_KEY: exchange.receipt}
         )
-
-    def _receipt(self, exchange: Exchange, entry: Entry[Prompt, PromptProvider], blocks: Blocks) -> dict[str, Any]:
-        origins = self._assembly.origins
-        extra = {"prompt": entry.declaration.name}
-        return result_receipt(exchange, origins, entry, covered(blocks.content), blocks.transforms, extra=extra)
 
 
 def _messages(entry: Entry[Prompt, PromptProvider], produced: object) -> Sequence[Message]:

@@ -9,6 +9,7 @@ the read budget and builds the receipt.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import functools
 import hashlib
 from collections.abc import Callable, Sequence
@@ -31,6 +32,7 @@ from mcp_providers._serve.steps.custody import (
 from mcp_providers._serve.steps.evidence import within_budget
 from mcp_providers._serve.steps.exchange import Actor, Exchange
 from mcp_providers._serve.steps.invoker import Invoker, Work
+from mcp_providers._serve.steps.surrogates import note, replaced
 from mcp_providers.errors import InvalidParams, NotFound, ProviderFailed, Stale
 from mcp_providers.models import MAX_AGE_KEY, RECEIPT_KEY, Freshness, ResourceTemplate
 from mcp_providers.providers import Content, ReadRequest
@@ -184,7 +186,13 @@ class ReadResource:
         declaration = route.declaration
         if demanded is not None:
             refuse_if_stale(uri, declaration.freshness, demanded, content.as_of, after_read=True)
-        data = content.data
+        try:
+            data = content.data
+            surrogates = 0
+        except UnicodeEncodeError:  # a lone surrogate: serve U+FFFD, and say so below
+            text, surrogates = replaced(content.text or "")
+            content = dataclasses.replace(content, text=text)
+            data = content.data
         budget = declaration.max_bytes or self._settings.max_read_bytes
         truncation = None
         if len(data) > budget:
@@ -192,6 +200,8 @@ class ReadResource:
             data = content.data
         mime = content.mime_type or declaration.mime_type
         exchange.receipt = self._receipt(exchange, route, uri, content, data, mime, truncation, shared.parts)
+        if surrogates:
+            exchange.receipt["transforms"] = [*(exchange.receipt.get("transforms") or ()), note(surrogates)]
         # The wire form directly (what ReadResourceResult would dump to): the SDK validates it once.
         item: dict[str, Any] = {"uri": uri}
         if mime is not None:

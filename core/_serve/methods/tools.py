@@ -35,10 +35,11 @@ from mcp_providers._serve.state.tasks import TaskRecord, running_task
 from mcp_providers._serve.steps import wire
 from mcp_providers._serve.steps.asking import provider_asks
 from mcp_providers._serve.steps.custody import arguments_hmac, audit_key
-from mcp_providers._serve.steps.evidence import Blocks, covered, result_receipt
+from mcp_providers._serve.steps.evidence import Blocks, result_receipt, served_blocks
 from mcp_providers._serve.steps.exchange import Actor, Exchange
 from mcp_providers._serve.steps.invoker import Invoker, Work
 from mcp_providers._serve.steps.request_state import RequestStates, digest, state_key
+from mcp_providers._serve.steps.surrogates import replaced
 from mcp_providers.errors import InvalidParams, ProviderFailed, ToolFailure
 from mcp_providers.models import RECEIPT_KEY, Tool
 from mcp_providers.providers import ToolCall, ToolProvider, ToolResult
@@ -72,7 +73,8 @@ Target = tuple[Entry[Tool, ToolProvider], types.CallToolRequestParams]
 
 
 def error_result(text: str) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
+    """A result with ``isError: true`` saying ``text`` (a lone surrogate in it sent as U+FFFD)."""
+    return types.CallToolResult(content=[types.TextContent(type="text", text=replaced(text)[0])], is_error=True)
 
 
 class CallTool:
@@ -194,8 +196,8 @@ class CallTool:
             blocks.add(blocks.link(link))
         for embed in result.embedded:
             blocks.add(blocks.embed(embed))
-        out = types.CallToolResult(content=list(blocks.content), structured_content=structured)
-        data, summaries = covered(out.content, out.structured_content)
+        content, structured, (data, summaries) = served_blocks(list(blocks.content), structured, blocks.transforms)
+        out = types.CallToolResult(content=content, structured_content=structured)
         cap = self._settings.max_result_bytes
         over = len(data) > cap
         if over:  # refused whole: a cut JSON document or half a block would mislead the model

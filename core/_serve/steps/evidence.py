@@ -10,10 +10,13 @@
 - **Receipts** of tool and prompt results cover every content block in order: ``sha256`` is over
   the canonical JSON (sorted keys, no spaces) of the blocks and ``structuredContent``, and
   ``blocks`` lists each block's type, URI, size and digest.
+- **Lone surrogates** (which UTF-8 cannot carry) in any block or in ``structuredContent`` are
+  served as U+FFFD, and the replacement is recorded (:func:`served_blocks`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from collections.abc import Mapping, Sequence
@@ -27,6 +30,7 @@ from mcp_providers._serve.steps import wire
 from mcp_providers._serve.steps.custody import digest, receipt
 from mcp_providers._serve.steps.exchange import Exchange
 from mcp_providers._serve.steps.gate import Gate
+from mcp_providers._serve.steps.surrogates import note, replaced, replaced_json
 from mcp_providers.errors import InvalidParams, NotFound, TooLarge
 from mcp_providers.models import Effects, Resource, ResourceTemplate
 from mcp_providers.providers import Content, Embed, Link
@@ -95,6 +99,11 @@ class Blocks:
             self.transforms.append(f"dropped embedded resource {embed.uri}: not served by this server")
             return None
         self.gate.require_route("read", route, embed.uri, asked_by=self.who)
+        if embed.text is not None:  # its size is of the UTF-8 served: a lone surrogate becomes U+FFFD first
+            text, count = replaced(embed.text)
+            if count:
+                embed = dataclasses.replace(embed, text=text)
+                self.transforms.append(note(count))
         size = len(embed.data)
         if size <= self.embed_budget:
             return types.EmbeddedResource(
@@ -143,6 +152,29 @@ def covered(content: Sequence[Block], structured: Any = None) -> tuple[bytes, li
         summaries.append(entry)
     whole = {"content": dumped, "structuredContent": structured}
     return json.dumps(whole, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode(), summaries
+
+
+def served_blocks(
+    content: list[Block], structured: Any, transforms: list[str]
+) -> tuple[list[Block], Any, tuple[bytes, list[dict[str, Any]]]]:
+    """``content`` and ``structured`` as they are served, and what :func:`covered` says of them.
+
+    Any lone surrogate in them becomes U+FFFD (:mod:`~mcp_providers._serve.steps.surrogates`) and
+    one line is added to ``transforms``; untouched blocks are served as they are.
+    """
+    try:
+        return content, structured, covered(content, structured)
+    except UnicodeEncodeError:  # only a lone surrogate makes the canonical JSON unencodable
+        pass
+    count = 0
+    fixed: list[Block] = []
+    for block in content:
+        raw, n = replaced_json(block.model_dump(mode="json", by_alias=True, exclude_none=True))
+        fixed.append(type(block).model_validate(raw) if n else block)
+        count += n
+    structured, n = replaced_json(structured)
+    transforms.append(note(count + n))
+    return fixed, structured, covered(fixed, structured)
 
 
 def result_receipt(

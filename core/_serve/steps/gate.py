@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from mcp_providers._host.contain import cancels_this_task
-from mcp_providers._host.uris import InvalidUri, canonical
+from mcp_providers._host.uris import InvalidUri, canonical, dot_segment_problem
 from mcp_providers.errors import Denied
 from mcp_providers.identity import Principal
 from mcp_providers.models import ResourceTemplate
@@ -125,9 +125,16 @@ class Gate:
         return self.principal.subject
 
     def decide(self, action: Action, target: str) -> Decision:
-        """The combined decision about ``target`` in canonical form and, when it differs, as given."""
+        """The combined decision about ``target`` in canonical form and, when it differs, as given.
+
+        A URI whose path holds a ``.`` or ``..`` segment (any spelling) is denied without asking:
+        no glob can tell where it leads (round 4 item 17).
+        """
         if not self.authorizer.active:
             return _ALLOW
+        if ":" in target and (problem := dot_segment_problem(target)) is not None:
+            # A rule on a/private/* cannot see a/public/../private/x: refuse what no rule can judge.
+            return Decision(False, f"the URI {problem}; ask about the path without '.' or '..' segments")
         canon = _canonical(target)
         decision = self.authorizer(self.principal, action, canon)
         if decision.allow is True and canon != target:

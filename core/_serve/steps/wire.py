@@ -24,6 +24,7 @@ from pydantic import BaseModel
 
 from mcp_providers._host.contain import escapes
 from mcp_providers._host.rules import RESULT_KEY, output_schema
+from mcp_providers._serve.steps.surrogates import replaced, replaced_json
 from mcp_providers.errors import RequestError
 from mcp_providers.models import RECEIPT_KEY, Annotations, Icon, Prompt, Resource, ResourceTemplate, Tool
 from mcp_providers.providers import Audio, Image, Media, Text
@@ -88,13 +89,21 @@ def error(exc: BaseException) -> BaseException:
     Message and data are capped (:data:`MAX_ERROR_MESSAGE` characters, :data:`MAX_ERROR_DATA`
     bytes), so an error never echoes an unbounded slice of a request or of a provider's output.
     """
-    if isinstance(exc, RequestError):
-        return MCPError(exc.code, _capped(exc.message), _capped_data(exc.data))
+    if isinstance(exc, RequestError):  # provider text may hold a lone surrogate: sent as U+FFFD
+        return MCPError(exc.code, _capped(replaced(exc.message)[0]), _encodable(_capped_data(exc.data)))
     if isinstance(exc, MCPError) or not (isinstance(exc, Exception) or escapes(exc)):
         return exc  # already on the wire's terms, or a cancellation that must propagate
     # SystemExit & co. from plugin code the invoker does not run (check_watch, say) end here too
     log.error("unexpected failure while serving a request", exc_info=exc)
     return MCPError(types.INTERNAL_ERROR, "internal error; the server log has the details")
+
+
+def _encodable(data: Any) -> Any:
+    """``data`` with any lone surrogate in its strings replaced, when it is JSON-ready."""
+    try:
+        return replaced_json(data)[0]
+    except (TypeError, ValueError):  # not JSON-ready: sent as the SDK would send it
+        return data
 
 
 def _capped(message: str) -> str:

@@ -1,0 +1,94 @@
+"""Which of an owner's templates answers a URI that several match: the most specific one.
+
+Declaration order never decides (round 4 item 18): ``res://users/{id}`` answers ``res://users/42``
+whether it is declared before or after ``res://{kind}/{id}``. Templates are tried in the order of
+:func:`specificity`:
+
+1. the longer literal start first (``res://users/`` before ``res://``), since it is what the
+   prefix index routes on and a literal beats a variable at the first place they differ;
+2. then more literal characters in all (``res://{a}/detail`` before ``res://{a}/{b}``);
+3. then fewer multi-segment variables (``{name}`` before ``{+path}``: one segment is narrower);
+4. then declaration order.
+
+Two templates of one :func:`shape` (the same literals and expressions, variable names aside, and
+query expressions aside since a query is matched leniently) match exactly the same URIs, so no
+order reaches the second: :func:`unreachable` reports them and ``check`` fails
+(``template-unreachable``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from mcp_providers._host.declarations import Declared, Problem, literal_start
+from mcp_providers._host.uris import InvalidUri, canonical_template
+
+_EXPRESSION = re.compile(r"\{([^{}]*)\}")
+_OPERATORS = frozenset("+#./;?&")
+_QUERY = frozenset("?&")
+_MULTI_SEGMENT = frozenset("+#")
+
+
+def _expressions(template: str) -> list[tuple[str, list[str]]]:
+    """``(operator, variable specs)`` of each expression; ``""`` is the simple operator."""
+    out = []
+    for body in _EXPRESSION.findall(template):
+        op = body[:1] if body[:1] in _OPERATORS else ""
+        out.append((op, body[len(op) :].split(",")))
+    return out
+
+
+def specificity(template: str, index: int) -> tuple[int, int, int, int]:
+    """The sort key of a canonical template: smaller keys are tried first (see the module docstring).
+
+    >>> specificity("res://users/{id}", 1) < specificity("res://{kind}/{id}", 0)
+    True
+    """
+    literal = len(_EXPRESSION.sub("", template))
+    multi = sum(len(names) for op, names in _expressions(template) if op in _MULTI_SEGMENT)
+    return (-len(literal_start(template)), -literal, multi, index)
+
+
+def shape(template: str) -> str:
+    """``template`` with variable names erased and query expressions dropped.
+
+    ``;`` expressions keep their names: they are written into the URI (``;x=1``).
+
+    >>> shape("res://x/{a}/y{?q}") == shape("res://x/{b}/y{?r,s}")
+    True
+    """
+
+    def erase(match: re.Match[str]) -> str:
+        op, names = _expressions(match.group(0))[0]
+        if op in _QUERY:
+            return ""
+        kept = names if op == ";" else ["*" if n.endswith("*") else "" for n in names]
+        return "{" + op + ",".join(kept) + "}"
+
+    return _EXPRESSION.sub(erase, template)
+
+
+def unreachable(declared: Iterable[Declared]) -> list[Problem]:
+    """Templates of one provider that another of its templates of the same shape always answers."""
+    problems = []
+    for d in declared:
+        seen: dict[str, str] = {}
+        for t in d.templates:
+            try:
+                key = shape(canonical_template(t.uri_template))
+            except InvalidUri:
+                continue  # the grammar rules report it
+            first = seen.setdefault(key, t.uri_template)
+            if first != t.uri_template:  # the same string is duplicate-template's to report
+                problems.append(
+                    Problem(
+                        (d.plugin,),
+                        "template-unreachable",
+                        t.uri_template,
+                        f"provider {d.provider.name!r} also declares {first}, which matches exactly the same URIs, "
+                        "so one of the two can never answer",
+                        "drop one, or add a literal that tells them apart (e.g. res://users/{id})",
+                    )
+                )
+    return problems

@@ -1,0 +1,166 @@
+"""Template values never carry a path traversal past the gate (round 4 item 17).
+
+A policy denies ``trav://files/private/*``. Before the fix ``trav://files/public/../private/key``,
+``.../public/%2E%2E/private/key`` and ``.../public/..%2Fprivate/key`` were served and the provider
+received ``path = "public/../private/key"``: the gate judged one value and the provider another.
+Now a template value holding a ``.`` or ``..`` segment, in any spelling (literal, ``%2E`` in either
+case, double-encoded ``%252E``, backslash separators, full-width dots), is refused with -32602
+before the gate or the provider sees it; a single-segment variable (``{name}``) also refuses a
+decoded ``/`` or ``\\``, and a ``{+path}`` value may not start with a separator (an absolute path).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+import pytest
+from mcp import MCPError
+from pipeline_support import secrets_plugin
+
+from mcp_providers import Content, ReadRequest, ResourceProvider, ResourceTemplate, hookimpl
+from mcp_providers._host.uris import value_problem
+from mcp_providers.plugins import policy
+from mcp_providers.testing import compose, connect
+
+pytestmark = pytest.mark.anyio
+
+
+class Files(ResourceProvider):
+    """Echoes the params the router hands it."""
+
+    name = "trav-files"
+    prefixes = ("trav://",)
+
+    def templates(self) -> Sequence[ResourceTemplate]:
+        return [
+            ResourceTemplate(uri_template="trav://names/{name}", name="by-name", mime_type="application/json"),
+            ResourceTemplate(uri_template="trav://search{?q}", name="search", mime_type="application/json"),
+            ResourceTemplate(uri_template="trav://files/{+path}", name="file", mime_type="application/json"),
+        ]
+
+    async def read(self, request: ReadRequest) -> Content:
+        return Content(text=json.dumps(dict(request.params)))
+
+
+class FilesPlugin:
+    @hookimpl
+    def register_resource_providers(self, settings: object) -> list[ResourceProvider]:
+        return [Files()]
+
+
+DENY_PRIVATE = {"policy": {"rules": [{"effect": "deny", "actions": ["read"], "targets": ["trav://files/private/*"]}]}}
+
+
+def _composed() -> object:
+    return compose({"trav": FilesPlugin(), "policy": policy}, DENY_PRIVATE)
+
+
+REFUSED = [
+    # the issue's three spellings
+    "trav://files/public/../private/key",
+    "trav://files/public/%2E%2E/private/key",
+    "trav://files/public/..%2Fprivate/key",
+    # more of the kind: mixed case, a lone '.', double and triple encoding, backslashes, full-width dots
+    "trav://files/public/%2e%2E/private/key",
+    "trav://files/./private/key",
+    "trav://files/public/%252E%252E/private/key",
+    "trav://files/public/%25252e%25252e/private/key",
+    "trav://files/public%5C..%5Cprivate%5Ckey",
+    "trav://files/public/%EF%BC%8E%EF%BC%8E/private/key",
+    "trav://files/..",
+    # an absolute path in a {+path} value: f"{base}/{path}" reads base//private/key
+    "trav://files//private/key",
+    "trav://files/%2Fprivate/key",
+    # single-segment {name}: a decoded separator or a dot segment
+    "trav://names/..%2F..%2Fetc%2Fpasswd",
+    "trav://names/a%2Fb",
+    "trav://names/a%5Cb",
+    "trav://names/..",
+    "trav://names/%2E",
+    "trav://names/a%252Fb",
+    # a query value
+    "trav://search?q=../private",
+    # a NUL cuts a path short in C file APIs
+    "trav://files/public/key%00.txt",
+    "trav://names/key%00.txt",
+]
+
+
+@pytest.mark.parametrize("uri", REFUSED)
+async def test_a_template_value_holding_a_traversal_is_refused_before_gate_and_provider(uri: str) -> None:
+    async with connect(_composed()) as client:
+        with pytest.raises(MCPError) as denied:
+            await client.read_resource("trav://files/private/key")
+        assert "permission-denied" in denied.value.error.message
+        with pytest.raises(MCPError) as caught:
+            await client.read_resource(uri)
+    assert caught.value.error.code == -32602, caught.value.error
+    assert "template value" in caught.value.error.message, caught.value.error.message
+
+
+@pytest.mark.parametrize(
+    ("uri", "params"),
+    [
+        ("trav://files/public/key", {"path": "public/key"}),
+        ("trav://files/public/v1.2..3/a.b", {"path": "public/v1.2..3/a.b"}),
+        ("trav://files/public/...", {"path": "public/..."}),
+        ("trav://files/public/.hidden", {"path": "public/.hidden"}),
+        ("trav://files/public/dir/", {"path": "public/dir/"}),
+        ("trav://names/report.v2", {"name": "report.v2"}),
+        ("trav://names/100%25", {"name": "100%"}),
+        ("trav://search?q=a%20b", {"q": "a b"}),
+    ],
+)
+async def test_values_with_dots_that_are_not_dot_segments_are_served(uri: str, params: dict[str, str]) -> None:
+    async with connect(_composed()) as client:
+        got = await client.read_resource(uri)
+    assert json.loads(got.contents[0].text) == params  # type: ignore[union-attr]
+
+
+def test_the_value_check_names_what_is_wrong() -> None:
+    assert value_problem("public/../x", single_segment=False) == "holds a '..' path segment"
+    assert value_problem("a/b", single_segment=True) == "holds a path separator ('/' or '\\')"
+    assert value_problem("/etc/passwd", single_segment=False) == "starts with a path separator (an absolute path)"
+    assert value_problem("public/key", single_segment=False) is None
+
+
+@pytest.mark.parametrize(
+    "asked",
+    [
+        "https://upstream.test/public/../private/x",  # not served here: the gate alone judges it
+        "https://upstream.test/public/%2e%2E/private/x",
+        "x://a/public%2F..%2Fsecret",  # served prefix, refused value: judged as sent, still denied
+    ],
+)
+async def test_a_tool_asking_about_a_uri_with_dot_segments_is_denied(asked: str) -> None:
+    rules = [
+        {"effect": "deny", "actions": ["read"], "targets": ["https://upstream.test/private/*", "x://a/secret"]},
+        {"effect": "allow", "actions": ["read"], "targets": ["*"]},
+    ]
+    tools = secrets_plugin(embed="x://a/index", require=asked)
+    async with connect(compose({"x": tools, "policy": policy}, {"policy": {"rules": rules}})) as client:
+        with pytest.raises(MCPError) as caught:
+            await client.call_tool("show", {})
+    assert caught.value.error.code == -32003 and "'..' path segment" in caught.value.error.message, caught.value.error
+
+
+async def test_a_tool_asking_about_a_plain_uri_is_still_allowed() -> None:
+    tools = secrets_plugin(embed="x://a/index", require="https://upstream.test/public/x")
+    rules = [{"effect": "deny", "actions": ["read"], "targets": ["https://upstream.test/private/*"]}]
+    async with connect(compose({"x": tools, "policy": policy}, {"policy": {"rules": rules}})) as client:
+        assert not (await client.call_tool("show", {})).is_error
+
+
+async def test_the_refusal_names_the_template_only_to_a_caller_who_may_list_it() -> None:
+    hidden = [
+        {"effect": "deny", "actions": ["list"], "targets": ["trav://files/*"]},
+        {"effect": "allow", "actions": ["read", "expand", "list"], "targets": ["*"]},
+    ]
+    for rules, named in ((DENY_PRIVATE["policy"]["rules"], True), (hidden, False)):
+        composition = compose({"trav": FilesPlugin(), "policy": policy}, {"policy": {"rules": rules}})
+        async with connect(composition) as client:
+            with pytest.raises(MCPError) as caught:
+                await client.read_resource("trav://files/public/../private/key")
+        assert caught.value.error.code == -32602
+        assert ("trav://files/{+path}" in caught.value.error.message) is named, caught.value.error.message
