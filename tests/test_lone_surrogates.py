@@ -126,7 +126,7 @@ class OddPlugin:
         return [Tools()]
 
     @hookimpl
-    def register_prompts(self, settings: object) -> list[PromptProvider]:
+    def register_prompt_providers(self, settings: object) -> list[PromptProvider]:
         return [Prompts()]
 
 
