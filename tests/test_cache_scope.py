@@ -20,7 +20,7 @@ from mcp import Client, MCPError
 from mcp.client import CacheConfig, InMemoryResponseCacheStore
 
 from mcp_providers import Decision, hookimpl
-from mcp_providers._serve.steps.custody import LIST_CACHE_HINT, cache_hint, cache_hint_parts
+from mcp_providers._serve.steps.custody import LIST_CACHE_HINT, cache_hint, cache_hint_parts, shareable
 from mcp_providers.identity import LOCAL, Principal, serving_as
 from mcp_providers.models import Freshness
 from mcp_providers.plugins import policy
@@ -128,6 +128,10 @@ def test_the_rule_in_one_place() -> None:
     assert cache_hint(Freshness(kind="max_age", max_age_seconds=5), shareable=True).scope == "private"
     assert cache_hint(Freshness(kind="live"), shareable=True) == LIST_CACHE_HINT
     assert (LIST_CACHE_HINT.ttl_ms, LIST_CACHE_HINT.scope) == (0, "private")
+    assert shareable(ANONYMOUS, policy=False, authenticated=False)
+    assert not shareable(ANONYMOUS, policy=False, authenticated=True)  # [server.auth] on: never shared
+    assert not shareable(LOCAL, policy=True, authenticated=False)
+    assert not shareable(ALICE, policy=False, authenticated=False)
 
 
 # -- lists ----------------------------------------------------------------------------------------

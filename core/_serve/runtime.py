@@ -121,7 +121,7 @@ class Runtime:
             shared=self.shared,
         )
         cluster = assembly.config.cluster
-        self.tasks = Tasks(store_for(self.shared), settings.tasks, cluster.lease_seconds if cluster else None)
+        self.tasks = Tasks(store_for(self.shared, settings.tasks), settings.tasks, cluster.lease_seconds if cluster else None)
         """Tool calls running as tasks (:mod:`.methods.tasks`): in memory, or in Redis with ``[cluster]``."""
         self.swapped: list[Callable[[Generation], None]] = []
         """Called with the new generation after each :meth:`swap` (the binding registers new methods)."""

@@ -17,12 +17,18 @@ from __future__ import annotations
 
 import contextvars
 import json
+import logging
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
 from mcp_providers._serve.state.cluster import RedisBackend
+from mcp_providers._serve.state.ended import DROPPED, REMEMBERED, EndedBudget
+from mcp_providers.config import TasksSettings
+
+log = logging.getLogger("mcp_providers.tasks")
 
 Status = Literal["working", "input_required", "completed", "failed", "cancelled"]
 TERMINAL: frozenset[str] = frozenset({"completed", "failed", "cancelled"})
@@ -181,10 +187,28 @@ class InProcessTasks:
 
     leased = False
 
-    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, clock: Callable[[], float] = time.time, settings: TasksSettings | None = None) -> None:
         self._records: dict[str, TaskRecord] = {}
         self._clock = clock
         self._next_sweep = float("-inf")
+        settings = settings or TasksSettings()
+        self._ended = EndedBudget(settings.max_ended_bytes_per_subject, settings.max_ended_bytes)
+        self._stand_ins: OrderedDict[str, TaskRecord] = OrderedDict()
+        """Dropped ended tasks, failed with :data:`DROPPED` and without their result (oldest first)."""
+
+    @property
+    def evicted(self) -> int:
+        """Ended tasks dropped to stay within ``[server.tasks]``'s byte caps since start-up."""
+        return self._ended.evicted
+
+    def ended_bytes(self, owner: str | None = None) -> int:
+        """Bytes (record JSON) held by ended tasks: of ``owner``, or of everyone."""
+        return self._ended.held(owner)
+
+    def dropped(self, task_id: str) -> str | None:
+        """The owner of ``task_id`` if it ended and was dropped to stay within the byte caps."""
+        stand_in = self._stand_ins.get(task_id)
+        return stand_in.owner if stand_in is not None else None
 
     async def create(self, record: TaskRecord) -> None:
         self._sweep()
@@ -192,15 +216,30 @@ class InProcessTasks:
 
     async def get(self, task_id: str) -> TaskRecord | None:
         self._sweep()
-        record = self._records.get(task_id)
+        record = self._records.get(task_id) or self._stand_ins.get(task_id)
         return record if record is not None and record.expires() >= self._clock() else None
 
     async def change(self, task_id: str, change: Change) -> TaskRecord | None:
         record = await self.get(task_id)
         if record is None:
             return None
+        before = record
         record = self._records[task_id] = changed(record, change, self._clock())
+        if record.ended and not before.ended:
+            for gone in self._ended.add(task_id, record.owner, len(record.to_json())):
+                self._drop(gone)
+            if task_id not in self._records:
+                log.warning("a task of %s ended with %d bytes, more than a [server.tasks] byte cap allows: dropped",
+                            record.tool, len(record.to_json()))  # fmt: skip
         return record
+
+    def _drop(self, task_id: str) -> None:
+        """Replace an ended task by its stand-in: failed, saying why, without result or error."""
+        record = self._records.pop(task_id)
+        error = {"code": -32603, "message": DROPPED}
+        self._stand_ins[task_id] = replace(record, status="failed", message=DROPPED, result=None, error=error)
+        if len(self._stand_ins) > REMEMBERED:
+            self._stand_ins.popitem(last=False)
 
     def _sweep(self) -> None:
         now = self._clock()
@@ -209,6 +248,9 @@ class InProcessTasks:
         self._next_sweep = now + SWEEP_SECONDS
         for task_id in [t for t, r in self._records.items() if r.expires() < now]:
             del self._records[task_id]
+            self._ended.forget(task_id)
+        for task_id in [t for t, r in self._stand_ins.items() if r.expires() < now]:
+            del self._stand_ins[task_id]
 
     def __len__(self) -> int:
         return len(self._records)
@@ -265,8 +307,8 @@ def _ms(seconds: float) -> int:
     return max(1, int(seconds * 1000))
 
 
-def store_for(shared: object, clock: Callable[[], float] = time.time) -> TaskStore:
-    """:class:`RedisTasks` on the cluster's backend, else :class:`InProcessTasks`."""
+def store_for(shared: object, settings: TasksSettings, clock: Callable[[], float] = time.time) -> TaskStore:
+    """:class:`RedisTasks` on the cluster's backend, else :class:`InProcessTasks` bounded by ``settings``."""
     if isinstance(shared, RedisBackend):
         return RedisTasks(shared, clock)
-    return InProcessTasks(clock)
+    return InProcessTasks(clock, settings)
