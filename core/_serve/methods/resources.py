@@ -25,9 +25,9 @@ from mcp_providers._serve.steps.custody import (
     ReadReceiptParts,
     cache_hint_parts,
     digest,
-    shareable,
     read_receipt,
     read_receipt_parts,
+    shareable,
 )
 from mcp_providers._serve.steps.evidence import within_budget
 from mcp_providers._serve.steps.exchange import Actor, Exchange

@@ -7,7 +7,7 @@ it never ends otherwise. Every change goes through :func:`changed`, the one plac
 transitions are allowed (a terminal task never changes again; only an outstanding input key can
 be answered), so both stores apply the same rules.
 
-In Redis the record is the value of ``{key_prefix}:task:<id>``; each change is an optimistic
+In Redis the record, sealed (:mod:`.sealing`), is the value of ``{key_prefix}:task:<id>``; each change is an optimistic
 transaction (``WATCH``/``MULTI``), so a cancel through one replica and a completion through
 another cannot overwrite each other. Keys expire: while running after ``ttl`` plus the lease
 (renewed), once ended after ``ttl``.
@@ -24,9 +24,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
+from mcp.shared.exceptions import MCPError
+from mcp_types import INTERNAL_ERROR
+
 from mcp_providers._serve.state.cluster import RedisBackend
+from mcp_providers._serve.state.credentials import MAKE_A_KEY
 from mcp_providers._serve.state.ended import DROPPED, REMEMBERED, EndedBudget
-from mcp_providers.config import TasksSettings
+from mcp_providers._serve.state.sealing import Sealing
+from mcp_providers.config import CREDENTIALS_KEY_ENV, TasksSettings
 
 log = logging.getLogger("mcp_providers.tasks")
 
@@ -257,27 +262,47 @@ class InProcessTasks:
 
 
 class RedisTasks:
-    """Tasks in the cluster's Redis (see the module docstring); ``lease`` is ``[cluster] lease_seconds``."""
+    """Tasks in the cluster's Redis (see the module docstring); ``lease`` is ``[cluster] lease_seconds``.
+
+    Each record is sealed (AES-256-GCM under the deployment key, :mod:`.sealing`): a tool's result,
+    its questions and the caller's answers, and the owner digest, are never readable in Redis.
+    Without the key (``sealing`` ``None``) every new task is refused with :data:`KEYLESS`.
+    """
 
     leased = True
 
-    def __init__(self, backend: RedisBackend, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, backend: RedisBackend, clock: Callable[[], float] = time.time, sealing: Sealing | None = None
+    ) -> None:
         self._backend = backend
         self._clock = clock
+        self._sealing = sealing
         self.lease = backend.settings.lease_seconds
 
     def _key(self, task_id: str) -> str:
         return self._backend.key("task", task_id)
 
+    def _sealed(self, record: TaskRecord, key: str) -> bytes:
+        if self._sealing is None:
+            raise MCPError(INTERNAL_ERROR, KEYLESS)
+        return self._sealing.seal(record.to_json().encode(), key)
+
+    def _opened(self, raw: bytes | None, key: str) -> TaskRecord | None:
+        """The record kept at ``key``; ``None`` for none, or a value that does not open (tampered,
+        another deployment key, or written in the clear by an older version)."""
+        if raw is None or self._sealing is None:
+            return None
+        plain = self._sealing.open(raw, key)
+        return TaskRecord.from_json(plain) if plain is not None else None
+
     async def create(self, record: TaskRecord) -> None:
-        seconds = record.ttl + self.lease
-        await self._backend.call(
-            "store a task", lambda r: r.set(self._key(record.task_id), record.to_json(), px=_ms(seconds))
-        )
+        seconds, key = record.ttl + self.lease, self._key(record.task_id)
+        value = self._sealed(record, key)
+        await self._backend.call("store a task", lambda r: r.set(key, value, px=_ms(seconds)))
 
     async def get(self, task_id: str) -> TaskRecord | None:
-        raw = await self._backend.call("read a task", lambda r: r.get(self._key(task_id)))
-        record = TaskRecord.from_json(raw) if raw is not None else None
+        key = self._key(task_id)
+        record = self._opened(await self._backend.call("read a task", lambda r: r.get(key)), key)
         if record is None:
             return None
         failing = lapsed(record, self._clock(), self.lease)
@@ -288,8 +313,7 @@ class RedisTasks:
         out: list[TaskRecord | None] = [None]
 
         async def apply(pipe: Any) -> None:
-            raw = await pipe.get(key)
-            record = TaskRecord.from_json(raw) if raw is not None else None
+            record = self._opened(await pipe.get(key), key)
             out[0] = None
             if record is None:
                 return
@@ -297,18 +321,29 @@ class RedisTasks:
             out[0] = new
             pipe.multi()
             left = new.expires() - self._clock() + (0 if new.ended else self.lease)
-            pipe.set(key, new.to_json(), px=_ms(max(left, 1.0)))
+            pipe.set(key, self._sealed(new, key), px=_ms(max(left, 1.0)))
 
         await self._backend.call("change a task", lambda r: r.transaction(apply, key))
         return out[0]
+
+
+KEYLESS = (
+    f"tasks cannot run: with [cluster] a task's record (its result, questions and answers) is kept in Redis "
+    f"encrypted with the deployment key, and ${CREDENTIALS_KEY_ENV} (or [server.credentials] key_env) is unset; "
+    f"the operator must set the same 32 random bytes in base64 on every replica ({MAKE_A_KEY})"
+)
+"""Why a task is refused under ``[cluster]`` without the deployment key."""
 
 
 def _ms(seconds: float) -> int:
     return max(1, int(seconds * 1000))
 
 
-def store_for(shared: object, settings: TasksSettings, clock: Callable[[], float] = time.time) -> TaskStore:
-    """:class:`RedisTasks` on the cluster's backend, else :class:`InProcessTasks` bounded by ``settings``."""
+def store_for(
+    shared: object, settings: TasksSettings, clock: Callable[[], float] = time.time, sealing: Sealing | None = None
+) -> TaskStore:
+    """:class:`RedisTasks` on the cluster's backend (records sealed with ``sealing``), else
+    :class:`InProcessTasks` bounded by ``settings``."""
     if isinstance(shared, RedisBackend):
-        return RedisTasks(shared, clock)
+        return RedisTasks(shared, clock, sealing)
     return InProcessTasks(clock, settings)
