@@ -42,6 +42,7 @@ WARN_ONCE = (
     "tests/test_side_effects.py::test_warn_mode_serves_the_read_and_records_the_violation",
 )
 SCOPE = "core/_sideeffects.py"
+GUARDS = "tests/test_budget_and_static_guards.py::"
 
 CASES: tuple[Case, ...] = (
     # the read scope's file channel
@@ -945,6 +946,38 @@ CASES += (  # live composition (issue 26) and extensions (issue 27)
         "if running_task.get() is None:",
         "if True:",
         (TASKS + "test_the_body_is_not_counted_twice_by_the_rate_limit",),
+    ),
+    # round 4 item 24: the four mutants the round 4 run found surviving
+    Case(
+        "tasks: a task's owner is keyed by issuer and subject",
+        "core/_serve/methods/tasks.py",
+        'return hashlib.sha256(f"{issuer}\\0{subject}".encode()).hexdigest()',
+        "return hashlib.sha256(subject.encode()).hexdigest()",
+        (TASKS + "test_the_same_subject_from_another_issuer_does_not_own_the_task",),
+    ),
+    Case(
+        "check: a static resource reads the same twice",
+        "core/_serve/statics.py",
+        "if len(digests) == 2 and digests[0] != digests[1]:",
+        "if False:",
+        (GUARDS + "test_check_reports_a_static_resource_whose_two_reads_differ",),
+    ),
+    Case(
+        "reload: a changed [cluster] is refused",
+        "core/_serve/reload.py",
+        "    if old.cluster != new.cluster:",
+        "    if False:",
+        ("tests/test_reload.py::test_a_bad_reload_keeps_the_old_composition_and_says_why[cluster added]",),
+    ),
+    Case(
+        "budget: content of exactly max_bytes is within it",
+        "core/_serve/steps/evidence.py",
+        "    if size <= budget:\n        return content, None",
+        "    if size < budget:\n        return content, None",
+        (
+            GUARDS + "test_content_of_exactly_max_bytes_is_served_whole_and_one_more_byte_is_refused",
+            GUARDS + "test_the_budget_step_keeps_content_of_exactly_its_budget",
+        ),
     ),
     Case(
         "tasks: a task run is bounded by the task's time, not read_timeout",
