@@ -35,7 +35,9 @@ class Sized(ResourceProvider):
         return [
             Resource(uri="sized://exact", name="exact", max_bytes=BUDGET, freshness=Freshness.live()),
             Resource(uri="sized://over", name="over", max_bytes=BUDGET, freshness=Freshness.live()),
-            Resource(uri="sized://cut", name="cut", max_bytes=BUDGET, allow_truncation=True, freshness=Freshness.live()),
+            Resource(
+                uri="sized://cut", name="cut", max_bytes=BUDGET, allow_truncation=True, freshness=Freshness.live()
+            ),
             Resource(uri="sized://changing", name="changing", freshness=Freshness.static()),
         ]
 

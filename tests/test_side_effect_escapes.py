@@ -106,9 +106,8 @@ def _via_os_writev(sock: socket.socket, data: bytes) -> None:
 @pytest.mark.parametrize("send", [_via_sendfile, _via_os_sendfile, _via_os_write, _via_os_writev])
 def test_a_post_sent_below_the_socket_methods_is_refused(send) -> None:  # type: ignore[no-untyped-def]
     with sink() as (address, seen):
-        with _scope(), socket.create_connection(address) as sock:
-            with pytest.raises(SideEffectRefused, match="POST"):
-                send(sock, _post(address, "/escaped"))
+        with _scope(), socket.create_connection(address) as sock, pytest.raises(SideEffectRefused, match="POST"):
+            send(sock, _post(address, "/escaped"))
         with socket.create_connection(address) as sock:  # outside a scope: sent, and the sink takes it
             send_outside = _post(address, "/outside")
             os.write(sock.fileno(), send_outside)
@@ -117,10 +116,9 @@ def test_a_post_sent_below_the_socket_methods_is_refused(send) -> None:  # type:
 
 
 def test_a_get_sent_by_sendfile_goes_through() -> None:
-    with sink() as (address, seen):
-        with _scope(), socket.create_connection(address) as sock:
-            _via_sendfile(sock, f"GET /fine HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
-            _finish(sock)
+    with sink() as (address, seen), _scope(), socket.create_connection(address) as sock:
+        _via_sendfile(sock, b"GET /fine HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        _finish(sock)
     assert seen == ["GET /fine"]
 
 
@@ -141,10 +139,13 @@ def test_a_get_sent_by_sendfile_goes_through() -> None:
     ],
 )
 def test_every_spelling_of_a_request_line_is_judged(line: bytes) -> None:
-    with sink() as (address, seen):
-        with _scope(), socket.create_connection(address) as sock:
-            with pytest.raises(SideEffectRefused, match="POST"):
-                sock.sendall(_post(address, "", line))
+    with (
+        sink() as (address, seen),
+        _scope(),
+        socket.create_connection(address) as sock,
+        pytest.raises(SideEffectRefused, match="POST"),
+    ):
+        sock.sendall(_post(address, "", line))
     assert seen == []
 
 
