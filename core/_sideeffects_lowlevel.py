@@ -84,16 +84,17 @@ def guard_descriptor_sends(judge: Callable[[], Judge | None]) -> None:
         assert sendfile is not None
         return int(sendfile(out_fd, in_fd, offset, count, *args, **kwargs))
 
-    for name, original, guarded in (
+    pairs: tuple[tuple[str, Any, Any], ...] = (
         ("write", write, guarded_write),
         ("writev", writev, guarded_writev),
         ("sendfile", sendfile, guarded_sendfile),
-    ):
+    )
+    for name, original, guarded in pairs:
         if original is None:
             continue
         guarded.__name__, guarded.__doc__ = original.__name__, original.__doc__
-        guarded.__wrapped__ = original  # type: ignore[attr-defined]
-        guarded.__mcp_providers_guarded__ = True  # type: ignore[attr-defined]
+        guarded.__wrapped__ = original
+        guarded.__mcp_providers_guarded__ = True
         setattr(os, name, guarded)
 
 

@@ -512,9 +512,8 @@ class SharedReads(Coalescer[Any]):
         try:
             content = await read()
             if isinstance(content, Content) and not _used_credentials():
-                text: str | bytes = _content_to(content)
-                if self._sealing is not None:
-                    text = self._sealing.seal(text.encode(), entry)
+                plain = _content_to(content)
+                text = plain if self._sealing is None else self._sealing.seal(plain.encode(), entry)
                 ms = max(1, int(seconds * 1000))
                 with contextlib.suppress(ClusterUnavailable):
                     await self._backend.call("fill the cache", lambda r: r.set(entry, text, px=ms))
