@@ -57,9 +57,10 @@ Not covered: C extensions that write or connect without raising audit events (sq
 database drivers), bytes sent through ``_socket.socket`` or ``posix.write`` directly (``os.write``,
 ``os.writev`` and ``os.sendfile`` on a socket are judged: :mod:`._sideeffects_lowlevel`), data
 asyncio buffers while a socket is full and sends later outside the call's context, writes through
-a file descriptor opened before the scope (logging to an open handler), a symlink swapped between the check and the open by code outside the scope, HTTP
-libraries other than those above, and work outside the call's context (see above). A plugin is
-trusted code; this catches mistakes and the usual ways round them, it is not a sandbox.
+a file descriptor opened before the scope (logging to an open handler), a symlink swapped between
+the check and the open by code outside the scope, HTTP libraries other than those above, and work
+outside the call's context (see above). A plugin is trusted code; this catches mistakes and the
+usual ways round them, it is not a sandbox.
 
 :func:`exempt` lets HTTP requests that change no served data through (an OAuth token POST); each
 is logged at INFO and recorded in :attr:`Scope.exemptions`, which the core puts in the receipt.
