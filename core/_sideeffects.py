@@ -54,12 +54,13 @@ connection, ``urllib`` wraps it in ``URLError``) does not hide it: :attr:`Scope.
 and the server answers with it.
 
 Not covered: C extensions that write or connect without raising audit events (sqlite3, most
-database drivers), bytes written to a socket's descriptor directly (``os.write(sock.fileno())``,
-``_socket.socket``), data asyncio buffers while a socket is full and sends later outside the
-call's context, writes through a file descriptor opened before the scope (logging to an open
-handler), a symlink swapped between the check and the open by code outside the scope, HTTP
-libraries other than those above, and work outside the call's context (see above). A plugin is
-trusted code; this catches mistakes and the usual ways round them, it is not a sandbox.
+database drivers), bytes sent through ``_socket.socket`` or ``posix.write`` directly (``os.write``,
+``os.writev`` and ``os.sendfile`` on a socket are judged: :mod:`._sideeffects_lowlevel`), data
+asyncio buffers while a socket is full and sends later outside the call's context, writes through
+a file descriptor opened before the scope (logging to an open handler), a symlink swapped between
+the check and the open by code outside the scope, HTTP libraries other than those above, and work
+outside the call's context (see above). A plugin is trusted code; this catches mistakes and the
+usual ways round them, it is not a sandbox.
 
 :func:`exempt` lets HTTP requests that change no served data through (an OAuth token POST); each
 is logged at INFO and recorded in :attr:`Scope.exemptions`, which the core puts in the receipt.
@@ -92,6 +93,7 @@ from collections.abc import Callable, Iterator
 from contextvars import ContextVar, Token
 from typing import Any, Literal
 
+from mcp_providers import _sideeffects_lowlevel
 from mcp_providers.errors import SideEffectRefused
 
 log = logging.getLogger("mcp_providers.sideeffects")
@@ -134,6 +136,7 @@ class Scope:
         "_scratch",
         "exemptions",
         "kind",
+        "lock",
         "mode",
         "plugin",
         "provider",
@@ -151,6 +154,9 @@ class Scope:
         self._scratch: str | None = None
         self.refused: SideEffectRefused | None = None  # the last refusal, even if a library swallowed it
         self._passed: list[tuple[str, str]] | None = None  # (verb, path) http.client let through, made when needed
+        self.lock = threading.RLock()
+        """Held by a write-open or a file-tree change of the call from its check to its end, so the
+        call's own threads cannot swap a checked path for a symlink in between (:mod:`._sideeffects_lowlevel`)."""
 
     def scratch_dir(self) -> str:
         """This call's private temporary directory (absolute, resolved), made on first use.
@@ -249,6 +255,11 @@ def exit_scope(scope: Scope, token: Token[Scope | None]) -> None:
     _current.reset(token)
     if scope._scratch is not None:
         scope._close()
+
+
+def _scope_lock() -> threading.RLock | None:
+    scope = _current.get()
+    return scope.lock if scope is not None else None
 
 
 def current_scope() -> Scope | None:
@@ -464,10 +475,14 @@ _real_os_open = getattr(os.open, "__wrapped__", os.open)  # the builtin, even wh
 
 
 def _guarded_os_open(path: Any, flags: int, mode: int = 0o777, *, dir_fd: int | None = None) -> int:
-    if _current.get() is None:
+    scope = _current.get()
+    if scope is None:
         return _real_os_open(path, flags, mode, dir_fd=dir_fd)
     _os_open_call.pending = (path, dir_fd)
     try:
+        if flags & _WRITE_FLAGS:  # checked and opened with no swap of the path between (see Scope.lock)
+            with scope.lock:
+                return _real_os_open(path, flags, mode, dir_fd=dir_fd)
         return _real_os_open(path, flags, mode, dir_fd=dir_fd)
     finally:
         _os_open_call.pending = None
@@ -697,7 +712,14 @@ def _checked_first(original: Callable[..., Any], check: Callable[..., None]) -> 
 # -- the wire: HTTP/1.x request heads in the bytes a socket or TLS object sends -------------------
 
 _WIRE_SAFE = SAFE_METHODS | {"CONNECT"}  # CONNECT opens a proxy tunnel; what goes through it is judged
-_REQUEST_LINE = re.compile(rb"([!#$%&'*+.^_`|~0-9A-Za-z-]+)[ \t]+([^ \t]*).*[ \t]HTTP/[0-9](?:\.[0-9])?[ \t]*\r?", re.S)
+_WS = rb"[ \t\x0b\x0c\r\x1c-\x1f\x85\xa0]"
+"""Whitespace a lenient server splits a request line on: what Python's ``str.split()`` splits
+latin-1 on (``http.server`` takes ``" POST /x HTTP/1.1"`` or tab-separated words as a request)."""
+_REQUEST_LINE = re.compile(
+    rb"%s*([!#$%%&'*+.^_`|~0-9A-Za-z-]+)%s+(\S*).*%sHTTP/[0-9](?:\.[0-9])?%s*" % (_WS, _WS, _WS, _WS), re.S | re.I
+)
+"""An HTTP/1.x request line in any spelling a server may take: whitespace around and between its
+words, a method or version in any case (RFC 9112 section 3 is stricter; lenient servers are not)."""
 _LONG_LINE = 8192  # longer unfinished lines keep their start and end (method, version), not the middle
 
 
@@ -822,6 +844,45 @@ def _joined_buffers(args: tuple[Any, ...]) -> bytes:
     return b"".join(bytes(b) for b in args[0]) if args else b""
 
 
+class _Descriptor:
+    """A socket known only by its descriptor (``os.write``, ``os.sendfile``): its peer, for messages."""
+
+    __slots__ = ("__weakref__", "fd")
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def getpeername(self) -> Any:
+        import socket
+
+        sock = socket.socket(fileno=self.fd)
+        try:
+            return sock.getpeername()
+        finally:
+            sock.detach()  # the descriptor stays its owner's
+
+
+_descriptors: dict[int, _Descriptor] = {}
+
+
+def _descriptor_judge() -> Callable[[int, bytes], None] | None:
+    """The judge of bytes written to a socket descriptor in this scope, ``None`` outside one."""
+    scope = _current.get()
+    if scope is None or _judged_above.get():
+        return None
+
+    def judge(fd: int, data: bytes) -> None:
+        sender = _descriptors.get(fd)
+        if sender is None:
+            sender = _descriptors[fd] = _Descriptor(fd)
+        wire = _wires.get(sender)
+        if wire is None or wire.scope is not scope:
+            wire = _wires[sender] = _Wire(scope)
+        _scan(wire, data, sender, "http")
+
+    return judge
+
+
 def _patch_wire() -> None:
     """Plain sockets (``send``, ``sendall``, ``sendto``, ``sendmsg``: asyncio's transports and
     ``loop.sock_sendall`` use them) and TLS plaintext (``ssl.SSLSocket`` and ``ssl.SSLObject``,
@@ -835,6 +896,7 @@ def _patch_wire() -> None:
     for name in ("send", "sendall", "write"):
         _wire_guard(ssl.SSLSocket, name, _first_bytes, "https")
     _wire_guard(ssl.SSLObject, "write", _first_bytes, "https")
+    _sideeffects_lowlevel.guard_descriptor_sends(_descriptor_judge)
 
 
 def _unaudited(module: Any, name: str, category: str, describe: Callable[[tuple[Any, ...]], str]) -> None:
@@ -973,6 +1035,7 @@ def install() -> None:
         _patch_wire()
         _patch_unaudited()
         _patch_logging()
+        _sideeffects_lowlevel.serialize_tree_changes(_scope_lock)
         if not getattr(os.open, "__mcp_providers_guarded__", False):
             _guarded_os_open.__wrapped__ = os.open  # type: ignore[attr-defined]
             _guarded_os_open.__mcp_providers_guarded__ = True  # type: ignore[attr-defined]

@@ -630,6 +630,25 @@ class TasksSettings(BaseModel):
     max_running_per_subject: int = Field(default=16, ge=1, le=10_000)
     """Tasks one caller (issuer and subject) may have running on one replica; the next call is
     refused with -32009 until one ends."""
+    max_ended_bytes_per_subject: int = Field(default=32 * 2**20, ge=1024, le=2**40)
+    """Bytes (the record's JSON: result or error included) one caller's ended tasks may hold in the
+    process's memory until their ``ttl_seconds`` is up; past it, that caller's oldest ended tasks are
+    dropped (counted in ``mcp_providers_tasks_evicted``; ``tasks/get`` then says so to their owner).
+    A result bigger than this alone is dropped as it ends. Without ``[cluster]`` only: Redis
+    expires tasks by ``ttl_seconds`` and is bounded by its own ``maxmemory``."""
+    max_ended_bytes: int = Field(default=256 * 2**20, ge=1024, le=2**42)
+    """Bytes every caller's ended tasks together may hold in the process's memory; past it, the oldest
+    ended tasks of anyone are dropped first. At least ``max_ended_bytes_per_subject``."""
+
+    @model_validator(mode="after")
+    def _per_subject_within_total(self) -> TasksSettings:
+        if self.max_ended_bytes_per_subject > self.max_ended_bytes:
+            raise ValueError(
+                f"[server.tasks] max_ended_bytes_per_subject ({self.max_ended_bytes_per_subject}) is more than "
+                f"max_ended_bytes ({self.max_ended_bytes}), the cap of every caller together: lower it or raise "
+                "max_ended_bytes"
+            )
+        return self
 
 
 class ServerSettings(BaseModel):

@@ -42,6 +42,7 @@ WARN_ONCE = (
     "tests/test_side_effects.py::test_warn_mode_serves_the_read_and_records_the_violation",
 )
 SCOPE = "core/_sideeffects.py"
+GUARDS = "tests/test_budget_and_static_guards.py::"
 
 CASES: tuple[Case, ...] = (
     # the read scope's file channel
@@ -946,6 +947,38 @@ CASES += (  # live composition (issue 26) and extensions (issue 27)
         "if True:",
         (TASKS + "test_the_body_is_not_counted_twice_by_the_rate_limit",),
     ),
+    # round 4 item 24: the four mutants the round 4 run found surviving
+    Case(
+        "tasks: a task's owner is keyed by issuer and subject",
+        "core/_serve/methods/tasks.py",
+        'return hashlib.sha256(f"{issuer}\\0{subject}".encode()).hexdigest()',
+        "return hashlib.sha256(subject.encode()).hexdigest()",
+        (TASKS + "test_the_same_subject_from_another_issuer_does_not_own_the_task",),
+    ),
+    Case(
+        "check: a static resource reads the same twice",
+        "core/_serve/statics.py",
+        "if len(digests) == 2 and digests[0] != digests[1]:",
+        "if False:",
+        (GUARDS + "test_check_reports_a_static_resource_whose_two_reads_differ",),
+    ),
+    Case(
+        "reload: a changed [cluster] is refused",
+        "core/_serve/reload.py",
+        "    if old.cluster != new.cluster:",
+        "    if False:",
+        ("tests/test_reload.py::test_a_bad_reload_keeps_the_old_composition_and_says_why[cluster added]",),
+    ),
+    Case(
+        "budget: content of exactly max_bytes is within it",
+        "core/_serve/steps/evidence.py",
+        "    if size <= budget:\n        return content, None",
+        "    if size < budget:\n        return content, None",
+        (
+            GUARDS + "test_content_of_exactly_max_bytes_is_served_whole_and_one_more_byte_is_refused",
+            GUARDS + "test_the_budget_step_keeps_content_of_exactly_its_budget",
+        ),
+    ),
     Case(
         "tasks: a task run is bounded by the task's time, not read_timeout",
         "core/_serve/methods/tools.py",
@@ -976,16 +1009,62 @@ def run_case(case: Case) -> tuple[bool | None, str]:
     return done.returncode != 0, lines[-1] if lines else done.stderr.strip()[-200:]
 
 
+def changed_since(ref: str) -> set[str]:
+    """Paths (from the repository root) changed since git ``ref``, committed or not.
+
+    :raises SystemExit: ``ref`` is not a commit git knows (say which, rather than run nothing).
+    """
+
+    def git(*args: str) -> list[str]:
+        done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise SystemExit(f"mutation_check: git {' '.join(args)} failed: {done.stderr.strip()}")
+        return done.stdout.split()
+
+    return set(git("diff", "--name-only", ref)) | set(git("ls-files", "--others", "--exclude-standard"))
+
+
+def check_table(cases: list[Case]) -> list[str]:
+    """Problems of the table itself: a snippet not found exactly once, a test id that collects nothing."""
+    problems = []
+    for case in cases:
+        count = (ROOT / case.file).read_text().count(case.snippet)
+        if count != 1:
+            problems.append(f"{case.name}: snippet found {count} times in {case.file}, expected once")
+    ids = sorted({t for case in cases for t in case.tests})
+    command = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "-n", "0", *ids]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=TIMEOUT)
+    if done.returncode != 0:
+        problems.append("some test ids of the table do not collect:\n" + (done.stdout + done.stderr)[-2000:])
+    return problems
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("only", nargs="*", help="run the cases whose name contains one of these")
     parser.add_argument("--list", action="store_true", help="list the cases and exit")
+    parser.add_argument("--check", action="store_true", help="only check the table: snippets and test ids")
+    parser.add_argument(
+        "--since",
+        metavar="REF",
+        help="run only the cases whose guarded file or test files changed since git REF (the table is checked whole)",
+    )
     args = parser.parse_args()
     cases = [c for c in CASES if not args.only or any(o in c.name for o in args.only)]
     if args.list:
         for case in cases:
             print(f"{case.name}  ({case.file}; {' '.join(case.tests)})")
         return 0
+    problems = check_table(cases)
+    for problem in problems:
+        print(f"BROKEN   {problem}", flush=True)
+    if args.check or problems:
+        print(f"table of {len(cases)} cases: {'ok' if not problems else f'{len(problems)} problems'}")
+        return 1 if problems else 0
+    if args.since:
+        changed = changed_since(args.since)
+        cases = [c for c in cases if c.file in changed or any(t.split("::")[0] in changed for t in c.tests)]
+        print(f"{len(cases)} cases guard files changed since {args.since}", flush=True)
     bad = 0
     for case in cases:
         started = time.monotonic()

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from prefork import python
+from waiting import wait_until
 
 from mcp_providers._serve.composition import Composition
 from mcp_providers._serve.transport.http_app import http_app, transport_policy
@@ -131,8 +132,8 @@ def served(
 @contextlib.contextmanager
 def serve_process(env: dict[str, str], log: Path, *args: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """``mcp-providers serve --http 127.0.0.1:PORT *args`` as a subprocess of its own (stderr into
-    ``log``), on a free port; yields its base URL and the process once ``/readyz`` answers 200 (at
-    most 60 s), and terminates it after."""
+    ``log``), on a free port; yields its base URL and the process once ``/readyz`` answers 200 (it
+    exiting first fails, with its log), and terminates it after."""
     port = free_port()
     with log.open("wb") as stderr:
         proc = subprocess.Popen(
@@ -140,15 +141,14 @@ def serve_process(env: dict[str, str], log: Path, *args: str) -> Iterator[tuple[
             env=env, stdin=subprocess.DEVNULL, stderr=stderr,
         )  # fmt: skip
     base = f"http://127.0.0.1:{port}"
+
+    def ready() -> bool:
+        with contextlib.suppress(OSError), urllib.request.urlopen(f"{base}/readyz", timeout=2) as answer:
+            return answer.status == 200
+        return False
+
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert proc.poll() is None, log.read_text()
-            with contextlib.suppress(OSError), urllib.request.urlopen(f"{base}/readyz", timeout=2) as answer:
-                if answer.status == 200:
-                    break
-            assert time.monotonic() < deadline, "server not ready in 60 s"
-            time.sleep(0.1)
+        wait_until(ready, "the server answers /readyz 200", alive=proc, log=log, every=0.1)  # round 4 item 25
         yield base, proc
     finally:
         proc.terminate()

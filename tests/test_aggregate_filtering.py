@@ -87,8 +87,10 @@ async def test_a_rule_for_another_subject_filters_nothing() -> None:
 async def test_a_filtered_listing_is_never_marked_for_shared_caches() -> None:
     _, _, result = await _read(_documcp(), "documcp://ssgs/available")
     assert result.cache_scope == "private"
+    _, _, single = await _read(compose(DOCUMCP), "documcp://ssgs/hugo")
+    assert single.cache_scope == "public"  # with no policy, one SSG's entry is the same for everyone
     _, _, single = await _read(_documcp(), "documcp://ssgs/hugo")
-    assert single.cache_scope == "public"  # one SSG's entry is the same for everyone who may read it
+    assert single.cache_scope == "private"  # a policy may refuse it to another caller (round 4 item 2)
 
 
 # -- documcp://workflows/ --------------------------------------------------------------------------

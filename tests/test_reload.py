@@ -178,6 +178,11 @@ BAD_INPUTS: dict[str, tuple[str, str]] = {
     "half-installed distribution": (BASE.format(more=', "halfway"', tail=""), "halfway: rejected: import failed"),
     "plugin no longer installed": (BASE.format(more=', "gone"', tail=""), "not installed: gone"),
     "setting read at start-up only": (BASE.format(more="", tail="[server]\nread_timeout = 5\n"), "read_timeout"),
+    # round 4 item 24: a changed [cluster] accepted on reload survived the mutation run
+    "cluster added": (
+        BASE.format(more="", tail='[cluster]\nredis_url = "redis://127.0.0.1:9/0"\nkey_prefix = "r4"\n'),
+        "[cluster] changed",
+    ),
 }
 
 

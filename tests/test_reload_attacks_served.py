@@ -23,6 +23,7 @@ from mcp import Client, MCPError
 from reload_support import NOTES_URI, install, site
 from serve_support import free_port
 from test_reload_served import ADMIN, ON, TOKEN, _http
+from waiting import log_count, wait_until
 
 pytestmark = pytest.mark.anyio
 
@@ -60,9 +61,7 @@ def test_reload_pid_refuses_a_process_that_is_not_a_server_and_signals_one_that_
         config.write_text(ON)
         done = run_cli("reload", "--pid", str(proc.pid), env=whole_env(env))
         assert done.returncode == 0 and f"sent SIGHUP to {proc.pid}" in done.stdout, done.stdout + done.stderr
-        deadline = time.monotonic() + 30
-        while _generation(base) < 2 and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_until(lambda: _generation(base) >= 2, "the SIGHUP reloaded", alive=proc)
         assert _generation(base) == 2
 
 
@@ -131,20 +130,17 @@ def test_a_sighup_while_the_server_is_still_composing_is_one_reload_once_serving
         )  # fmt: skip
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while not (folder / "importing").exists():
-            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
-            time.sleep(0.02)
+        wait_until((folder / "importing").exists, "the plugin is being imported", alive=proc, log=log, every=0.02)
         proc.send_signal(signal.SIGHUP)  # composing: the plugin is being imported
         (folder / "go").write_text("")
-        while True:
-            assert proc.poll() is None, f"ended by the SIGHUP (exit {proc.returncode}): {log.read_text()}"
+
+        def reloaded() -> dict[str, Any] | None:
             with contextlib.suppress(OSError), urllib.request.urlopen(f"{base}/readyz", timeout=2) as answer:
-                ready = json.loads(answer.read())
-                if ready["last_reload"] is not None:
-                    break
-            assert time.monotonic() < deadline, log.read_text()
-            time.sleep(0.05)
+                body: dict[str, Any] = json.loads(answer.read())
+                return body if body["last_reload"] is not None else None
+            return None
+
+        ready = wait_until(reloaded, "the held SIGHUP reloaded (not ended the server)", alive=proc, log=log)
         assert ready["last_reload"]["trigger"] == "SIGHUP" and ready["last_reload"]["outcome"] == "unchanged"
     finally:
         proc.terminate()
@@ -156,16 +152,15 @@ GUARDED = 'allow = ["notes", "gate"]\n[plugins.gate]\ndeny = ["notes://"]\n'
 
 def _reloaded(base: str, count: int) -> dict[str, Any]:
     """``/readyz`` once ``count`` reloads have ended (``mcp_providers_reload_total`` summed)."""
-    deadline = time.monotonic() + 30
-    while True:
+
+    def ended() -> bool:
         with urllib.request.urlopen(f"{base}/metrics", timeout=5) as answer:
             lines = answer.read().decode().splitlines()
-        done = sum(float(line.split()[-1]) for line in lines if line.startswith("mcp_providers_reload_total{"))
-        if done >= count:
-            with urllib.request.urlopen(f"{base}/readyz", timeout=5) as answer:
-                return dict(json.loads(answer.read()))
-        assert time.monotonic() < deadline, f"{done} of {count} reloads ended in 30 s"
-        time.sleep(0.05)
+        return sum(float(line.split()[-1]) for line in lines if line.startswith("mcp_providers_reload_total{")) >= count
+
+    wait_until(ended, f"{count} reloads ended")
+    with urllib.request.urlopen(f"{base}/readyz", timeout=5) as answer:
+        return dict(json.loads(answer.read()))
 
 
 async def test_a_config_file_caught_empty_mid_write_is_refused_and_the_policy_keeps_denying(
@@ -273,10 +268,7 @@ def test_sigterm_ends_a_server_whose_reload_is_stuck_in_a_plugin_hook(env: dict[
     with _http({**env, "RELOAD_TEST_STUCK": str(tmp_path)}, config) as (base, proc):
         config.write_text('allow = ["notes", "stuck"]\n')
         proc.send_signal(signal.SIGHUP)
-        deadline = time.monotonic() + 30
-        while not (tmp_path / "stuck").exists():
-            assert time.monotonic() < deadline, "the reload never reached the plugin's hook"
-            time.sleep(0.05)
+        wait_until((tmp_path / "stuck").exists, "the reload reached the plugin's hook", alive=proc)
         assert _generation(base) == 1  # the old composition answers meanwhile
         proc.terminate()
         try:
@@ -296,17 +288,12 @@ def test_sighup_to_the_parent_of_workers_reloads_every_worker(env: dict[str, str
         config.write_text('allow = ["notes", "extra"]\ndeny = ["extra"]\n' + cluster)
         with _http(env, config, "--workers", "2", "--stateless") as (_base, parent):
             log = config.with_suffix(".log")
-            deadline = time.monotonic() + 60  # a start-up bound, not a timed assertion
-            while log.read_text().count("serving MCP on") < 3:  # ready answers once one worker is: wait for both
-                assert parent.poll() is None and time.monotonic() < deadline, log.read_text()
-                time.sleep(0.05)
+            # ready answers once one worker is: wait for both (the parent's line and each worker's)
+            wait_until(lambda: log_count(log, "serving MCP on") >= 3, "both workers serve", alive=parent, log=log)
             config.write_text(ON + cluster)
             parent.send_signal(signal.SIGHUP)  # the pid an operator knows: the parent's
-            deadline = time.monotonic() + 30
-            while log.read_text().count("reload (SIGHUP) applied") < 2:
-                assert parent.poll() is None, f"the parent ended (exit {parent.returncode}): {log.read_text()}"
-                assert time.monotonic() < deadline, log.read_text()
-                time.sleep(0.05)
+            applied = lambda: log_count(log, "reload (SIGHUP) applied") >= 2  # noqa: E731
+            wait_until(applied, "both workers reloaded", alive=parent, log=log)
             assert parent.poll() is None
 
 
@@ -327,17 +314,12 @@ def test_a_sighup_while_the_workers_start_ends_none_of_them(env: dict[str, str],
                 env=env, stdin=subprocess.DEVNULL, stderr=stderr,
             )  # fmt: skip
         try:
-            deadline = time.monotonic() + 60  # start-up bounds, not timed assertions
-            while "with 2 workers" not in log.read_text():
-                assert parent.poll() is None and time.monotonic() < deadline, log.read_text()
-                time.sleep(0.01)
+            wait_until(lambda: log_count(log, "with 2 workers"), "the workers start", alive=parent, log=log, every=0.01)
             for _ in range(10):  # the first second of the workers' start (a bare import takes longer)
                 parent.send_signal(signal.SIGHUP)
                 time.sleep(0.1)
-            while log.read_text().count("serving MCP on") < 3:  # the parent's line and each worker's
-                assert parent.poll() is None, f"the server ended (exit {parent.returncode}): {log.read_text()}"
-                assert time.monotonic() < deadline, log.read_text()
-                time.sleep(0.05)
+            # the parent's line and each worker's; the server ending first fails it
+            wait_until(lambda: log_count(log, "serving MCP on") >= 3, "both workers serve", alive=parent, log=log)
             assert parent.poll() is None
         finally:
             parent.terminate()
@@ -369,7 +351,4 @@ def test_watch_goes_on_after_the_config_folder_is_removed_and_made_again(env: di
         time.sleep(2)  # the stimulus, not a wait: the folder stays away a while (a quick remake was seen)
         folder.mkdir()
         config.write_text(ON)
-        deadline = time.monotonic() + 30
-        while _generation(base) < 2:
-            assert time.monotonic() < deadline, "the remade folder's config was never reloaded"
-            time.sleep(0.1)
+        wait_until(lambda: _generation(base) >= 2, "the remade folder's config was reloaded", every=0.1)

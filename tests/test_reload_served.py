@@ -10,7 +10,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,6 +23,7 @@ from mcp import Client, MCPError, StdioServerParameters
 from real_parts import redis_server
 from reload_support import EXTRA_URI, NOTES_URI, site
 from serve_support import free_port, serve_process
+from waiting import HANG_SECONDS, await_until, log_count, wait_until
 
 pytestmark = pytest.mark.anyio
 
@@ -79,9 +79,7 @@ class Told:
             self.count += 1
 
     async def wait(self, count: int) -> None:
-        with anyio.fail_after(20):
-            while self.count < count:
-                await anyio.sleep(0.02)
+        await await_until(lambda: self.count >= count, f"the client told of {count} list changes", every=0.02)
 
 
 async def _resources(client: Client) -> list[str]:
@@ -95,7 +93,7 @@ async def _flip(config: Path, text: str, reload: Any, told: Told | None, stream:
     if told is not None:
         await told.wait(count)
     else:
-        with anyio.fail_after(20):
+        with anyio.fail_after(HANG_SECONDS):  # a hang guard: the event is what is awaited
             async for event in stream:
                 assert type(event).__name__ == "ResourcesListChanged"
                 break
@@ -249,9 +247,7 @@ async def test_a_reload_announced_on_the_cluster_bus_reaches_both_replicas(env: 
                 args = ["--url", a, "--cluster", "--token-env", "RELOAD_TEST_ADMIN_TOKEN"]
                 done = run_cli("reload", *args, env=whole_env(env))  # in process (cli_support)
                 assert done.returncode == 0 and "announced" in done.stdout, done.stdout + done.stderr
-                with anyio.fail_after(20):
-                    while _ready(b)["generation"] != 2:
-                        await anyio.sleep(0.05)
+                await await_until(lambda: _ready(b)["generation"] == 2, "replica B reloaded (generation 2)")
                 assert EXTRA_URI in await _resources(on_b)
             ready_a, ready_b = _ready(a), _ready(b)
             assert ready_a["config_digest"] == ready_b["config_digest"] != before
@@ -275,14 +271,10 @@ async def test_a_read_in_flight_over_http_during_a_reload_completes_with_the_old
 
             async with anyio.create_task_group() as tasks:
                 tasks.start_soon(read)
-                with anyio.fail_after(20):
-                    while not (hold / "held").exists():
-                        await anyio.sleep(0.02)
+                await await_until((hold / "held").exists, "the read is held in the provider", alive=proc, every=0.02)
                 config.write_text(ON + warn + '[plugins.notes]\ntext = "second"\n')
                 proc.send_signal(signal.SIGHUP)
-                with anyio.fail_after(20):
-                    while _ready(base)["generation"] != 2:
-                        await anyio.sleep(0.05)
+                await await_until(lambda: _ready(base)["generation"] == 2, "the SIGHUP reloaded", alive=proc)
                 assert _text(await client.read_resource(NOTES_URI)) == "second"
                 assert not results
                 (hold / "release").write_text("")
@@ -297,19 +289,23 @@ async def test_sighup_to_serve_workers_reloads_every_worker_and_keeps_the_superv
         config = tmp_path / "mcp-providers.toml"
         config.write_text(OFF + cluster)
         with _http(env, config, "--workers", "2", "--stateless", "--json-response") as (base, proc):
+            log = config.with_suffix(".log")
+            # Was flaky under load (round 4 item 25): /readyz answers once ONE worker serves, and a
+            # worker still starting when the config changed read the new one at start-up, so its
+            # SIGHUP found nothing to apply and the test waited for a second "applied" that never
+            # came. Each worker prints "serving MCP on URL" once it has read its config (the
+            # supervisor's own line adds "with 2 workers"): wait for both, then change the config.
+            serving = f"serving MCP on {base}/mcp\n"
+            both = lambda: log_count(log, serving) >= 2  # noqa: E731
+            await await_until(both, "both workers read their config", alive=proc, log=log)
             config.write_text(ON + cluster)
             proc.send_signal(signal.SIGHUP)  # to the supervisor, as `mcp-providers reload --pid` sends it
-            log = config.with_suffix(".log")
-            with anyio.fail_after(30):
-                # each worker logs its own reload: which worker accepts a connection is the kernel's
-                # choice, so sampling /readyz alone can miss one still on generation 1
-                while log.read_text(errors="replace").count("applied: config") < 2:
-                    await anyio.sleep(0.1)
-                while True:  # and every worker's /readyz says so
-                    generations = {_ready(base)["generation"] for _ in range(20)}
-                    if generations == {2}:
-                        break
-                    await anyio.sleep(0.1)
+            # each worker logs its own reload (after swapping): which worker accepts a connection is
+            # the kernel's choice, so sampling /readyz alone could miss one still on generation 1
+            await await_until(
+                lambda: log_count(log, "applied: config") >= 2, "both workers reloaded", alive=proc, log=log
+            )
+            assert {_ready(base)["generation"] for _ in range(20)} == {2}  # and every worker's /readyz says so
             assert proc.poll() is None  # the supervisor is still there
             async with Client(f"{base}/mcp", cache=None) as client:  # type: ignore[arg-type]
                 assert EXTRA_URI in await _resources(client)
@@ -333,23 +329,22 @@ def test_a_sighup_during_start_up_is_held_not_fatal(env: dict[str, str], tmp_pat
         env=env, stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
-        deadline = time.monotonic() + 30
-        while not _catches_sighup(proc.pid):  # held from the first thing serve does
-            assert proc.poll() is None and time.monotonic() < deadline
-            time.sleep(0.005)
+        # held from the first thing serve does
+        wait_until(lambda: _catches_sighup(proc.pid), "serve holds SIGHUP", alive=proc, every=0.005)  # type: ignore[arg-type]
         with contextlib.closing(__import__("socket").socket()) as probe:  # not listening yet: still starting
             assert probe.connect_ex(("127.0.0.1", port)) != 0, "SIGHUP was caught only once serving"
         for _ in range(3):
             proc.send_signal(signal.SIGHUP)  # long before the server is ready
         base = f"http://127.0.0.1:{port}"
-        while True:
-            assert proc.poll() is None, "a SIGHUP during start-up ended the server"
+
+        def reloaded() -> dict[str, Any] | None:
             with contextlib.suppress(OSError), urllib.request.urlopen(f"{base}/readyz", timeout=2) as answer:
-                body = json.loads(answer.read())
-                if body.get("last_reload"):
-                    break
-            assert time.monotonic() < deadline, "the held SIGHUP was never reloaded"
-            time.sleep(0.05)
+                ready: dict[str, Any] = json.loads(answer.read())
+                return ready if ready.get("last_reload") else None
+            return None
+
+        # a SIGHUP during start-up that ended the server fails this at once (alive=)
+        body = wait_until(reloaded, "the held SIGHUP was reloaded", alive=proc)  # type: ignore[arg-type]
         assert body["last_reload"]["trigger"] == "SIGHUP" and body["status"] == "ready"
     finally:
         proc.terminate()

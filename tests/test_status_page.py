@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -22,6 +21,7 @@ from mcp.client.streamable_http import streamable_http_client
 from real_parts import redis_server, require_tool
 from reload_support import EXTRA_URI, NOTES_URI, install, site
 from serve_support import serve_process
+from waiting import wait_until
 
 from mcp_providers._serve.steps.audit import CALLERS, PER_CALLER, RECENT_DENIALS, SHORT, AuditLog
 from mcp_providers._serve.transport.status import RecentRequests, render
@@ -190,10 +190,8 @@ def test_status_names_the_cluster_backend_and_this_replica_but_not_its_password(
     with redis_server(REDIS_PASSWORD) as (url, _):
         cluster = f'\n[cluster]\nredis_url = "{url}"\nkey_prefix = "status-test"\n'
         with _serving(tmp_path, CONFIG + ADMIN_TABLE + cluster) as base:
-            deadline = time.monotonic() + 20
-            while not (status := _status(base))["cluster"]["connected"]:  # the listener connects in the background
-                assert time.monotonic() < deadline, status["cluster"]
-                time.sleep(0.1)
+            # the listener connects in the background: the event, not a deadline (round 4 item 25)
+            status = wait_until(lambda: (st := _status(base))["cluster"]["connected"] and st, "the listener connects")
             assert status["cluster"]["backend"] == "redis" and status["cluster"]["configured"] is True
             assert status["cluster"]["replica"] and status["cluster"]["leases"] == []
             _, _, page = _get(f"{base}/status")

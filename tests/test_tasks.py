@@ -195,6 +195,23 @@ async def test_a_task_belongs_to_the_principal_that_started_it(other: Principal)
             assert (await until(alice.session, handle.task_id, {"cancelled"}))["status"] == "cancelled"
 
 
+async def test_the_same_subject_from_another_issuer_does_not_own_the_task() -> None:
+    """Round 4 item 24: a task owner keyed by the subject alone (without the issuer) survived the
+    mutation run. A subject is unique only within its issuer."""
+    namesake = Principal("alice", issuer="https://other-idp.example/")
+    composed = compose({"tasks": TasksPlugin()})
+    with serving_as(ALICE):
+        async with Client(composed.server, cache=None, extensions=[_ext()]) as alice:
+            handle = await start(alice.session, "hold", {"seconds": 60})
+            assert isinstance(handle, Created)
+            with serving_as(namesake):
+                async with Client(composed.server, cache=None, extensions=[_ext()]) as other:
+                    with pytest.raises(MCPError) as theirs:
+                        await tasks_get(other.session, handle.task_id)
+                    assert theirs.value.code == -32602
+            await tasks_cancel(alice.session, handle.task_id)
+
+
 def _ext() -> Any:
     from tasks_support import TasksClient
 

@@ -7,8 +7,10 @@ its lease runs out; and another subject sees neither (the same "not found" as an
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import os
+import secrets
 import signal
 import time
 import urllib.request
@@ -40,6 +42,8 @@ def env(tmp_path: Path) -> dict[str, str]:
     out = {k: v for k, v in os.environ.items() if not k.startswith("MCP_PROVIDERS_")}
     out["PYTHONPATH"] = os.pathsep.join([str(site), str(TESTS), *filter(None, [os.environ.get("PYTHONPATH")])])
     out |= {"TASKS_TEST_ALICE": ALICE, "TASKS_TEST_BOB": BOB}
+    # task records in Redis are sealed with the deployment key (round 4 item 14), the same on every replica
+    out["MCP_PROVIDERS_CREDENTIALS_KEY"] = base64.urlsafe_b64encode(secrets.token_bytes(32)).decode()
     return out
 
 

@@ -34,6 +34,7 @@ from mcp_providers._serve.pipeline import Pipeline
 from mcp_providers._serve.runtime import Runtime
 from mcp_providers._serve.seams import check_seams, tracing_middleware
 from mcp_providers._serve.steps import wire
+from mcp_providers._serve.steps.custody import LIST_CACHE_HINT
 from mcp_providers._serve.steps.exchange import Ctx, Method
 from mcp_providers._serve.steps.invoker import Invoker
 from mcp_providers.models import Icon
@@ -95,7 +96,9 @@ def _watch(item: Any, declaration: Any) -> Any:
 
 
 def _result(model: type[Any], field: str) -> Callable[[list[Any], str | None], Any]:
-    return lambda items, cursor: model(**{field: items, "next_cursor": cursor})
+    # Set explicitly (never the SDK's or a server-wide default): the gate filters every list.
+    hint = {"ttl_ms": LIST_CACHE_HINT.ttl_ms, "cache_scope": LIST_CACHE_HINT.scope}
+    return lambda items, cursor: model(**{field: items, "next_cursor": cursor, **hint})
 
 
 def methods(

@@ -30,6 +30,7 @@ from mcp_providers._serve.methods.subscriptions import SubscriptionHub
 from mcp_providers._serve.methods.tasks import Tasks
 from mcp_providers._serve.state.cluster import RedisBackend, Shared, SharedReads, shared_for
 from mcp_providers._serve.state.credentials import broker_for
+from mcp_providers._serve.state.sealing import sealing_for
 from mcp_providers._serve.state.tasks import store_for
 from mcp_providers._serve.steps.audit import AuditLog
 from mcp_providers._serve.steps.exchange import Method
@@ -101,9 +102,13 @@ class Runtime:
         )
         self.shared: Shared = shared_for(assembly.config.cluster)
         """The shared parts: in process, or in Redis with ``[cluster]`` (see :mod:`.cluster`)."""
+        self.sealing = sealing_for(settings.credentials) if isinstance(self.shared, RedisBackend) else None
+        """Seals per-user values kept in Redis (:mod:`.state.sealing`); ``None`` without ``[cluster]`` or its key."""
+        if isinstance(self.shared, RedisBackend):
+            self.shared.sealing = self.sealing
         if isinstance(self.shared, RedisBackend) and self.invoker._coalescer is not None:
             # the coalescer is the invoker's seam for sharing reads: across replicas, through Redis
-            self.invoker._coalescer = SharedReads(self.shared, self._freshness_of)
+            self.invoker._coalescer = SharedReads(self.shared, self._freshness_of, self.sealing)
         self.credentials = broker_for(settings.credentials, assembly.config.cluster, self.shared)
         """The broker of upstream credentials providers obtain for callers (:mod:`mcp_providers.credentials`):
         in the process, or in Redis, encrypted, with ``[cluster]`` (:mod:`.state.credentials`)."""
@@ -112,6 +117,7 @@ class Runtime:
             settings.limits,
             assembly.config.cluster,
             (lambda: backend.connected) if isinstance(backend, RedisBackend) else None,
+            self.sealing.name if self.sealing is not None else None,
         )
         """``[server.limits]``: counted here, or in the cluster's Redis (see :mod:`.steps.ratelimit`)."""
         self.hub = SubscriptionHub(
@@ -123,7 +129,11 @@ class Runtime:
             limits=settings.limits,
         )
         cluster = assembly.config.cluster
-        self.tasks = Tasks(store_for(self.shared), settings.tasks, cluster.lease_seconds if cluster else None)
+        self.tasks = Tasks(
+            store_for(self.shared, settings.tasks, sealing=self.sealing),
+            settings.tasks,
+            cluster.lease_seconds if cluster else None,
+        )
         """Tool calls running as tasks (:mod:`.methods.tasks`): in memory, or in Redis with ``[cluster]``."""
         self.swapped: list[Callable[[Generation], None]] = []
         """Called with the new generation after each :meth:`swap` (the binding registers new methods)."""

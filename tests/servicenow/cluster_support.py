@@ -14,7 +14,6 @@ import os
 import socket
 import subprocess
 import tempfile
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -25,6 +24,7 @@ from typing import Any
 from prefork import python
 from real_parts import require_tool
 from servicenow_support import DEV_USER
+from waiting import wait_until
 
 
 def free_port() -> int:
@@ -33,16 +33,15 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def wait_for_port(port: int, proc: subprocess.Popen[Any], seconds: float = 30) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
+def wait_for_port(port: int, proc: subprocess.Popen[Any]) -> None:
+    """Until something listens on 127.0.0.1:``port`` (round 4 item 25: the event, not a deadline;
+    ``proc`` exiting first fails it, a hang fails after :data:`waiting.HANG_SECONDS`)."""
+
+    def listening() -> bool:
         with contextlib.closing(socket.socket()) as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        if proc.poll() is not None:
-            raise RuntimeError(f"process exited with {proc.returncode}")
-        time.sleep(0.05)
-    raise TimeoutError(f"nothing listens on 127.0.0.1:{port} after {seconds} s")
+            return s.connect_ex(("127.0.0.1", port)) == 0
+
+    wait_until(listening, f"something listens on 127.0.0.1:{port}", alive=proc)
 
 
 @dataclass
@@ -157,10 +156,12 @@ def replicas(config: Path, count: int) -> Iterator[list[Replica]]:
             started.append(Replica(port, proc, log))
         for replica in started:
             wait_for_port(replica.port, replica.proc)
-            deadline = time.monotonic() + 20
-            while replica.get("/readyz")[0] != 200:
-                assert time.monotonic() < deadline, replica.log.read_text()[-3000:]
-                time.sleep(0.05)
+            wait_until(
+                lambda r=replica: r.get("/readyz")[0] == 200,
+                "the replica is ready",
+                alive=replica.proc,
+                log=replica.log,
+            )
         yield started
     finally:
         for replica in started:

@@ -28,6 +28,7 @@ from mcp_providers._serve.steps.custody import (
     digest,
     read_receipt,
     read_receipt_parts,
+    shareable,
 )
 from mcp_providers._serve.steps.evidence import within_budget
 from mcp_providers._serve.steps.exchange import Actor, Exchange
@@ -103,6 +104,8 @@ class _Shared:
     """The receipt parts (:func:`~mcp_providers._serve.steps.custody.read_receipt_parts`)."""
     ttl_ms: int
     cache_scope: str
+    """``public`` only where the declaration allows it; :meth:`ReadResource.evidence` narrows it per
+    request (:func:`~mcp_providers._serve.steps.custody.shareable`)."""
     work: Work | None
     """The invoker's :class:`Work` for a fixed URI read as declared (canonical form), else ``None``."""
     sharer: str
@@ -133,6 +136,7 @@ class ReadResource:
         self._assembly = assembly
         self._catalog = assembly.catalog
         self._settings = assembly.config.server
+        self._authenticated = self._settings.auth is not None
         self._invoker = invoker
         self._shared_by_id: dict[int, _Shared] = {}
         """Per declaration (by identity): what every read of it shares; see :meth:`_shared`."""
@@ -199,6 +203,11 @@ class ReadResource:
             content, truncation = within_budget(uri, declaration, content, budget)
             data = content.data
         mime = content.mime_type or declaration.mime_type
+        scope = shared.cache_scope
+        if scope == "public" and not shareable(
+            exchange.principal, policy=exchange.gate.authorizer.active, authenticated=self._authenticated
+        ):
+            scope = "private"  # who may read it, and whom the receipt names, depends on the caller
         exchange.receipt = self._receipt(exchange, route, uri, content, data, mime, truncation, shared.parts)
         if surrogates:
             exchange.receipt["transforms"] = [*(exchange.receipt.get("transforms") or ()), note(surrogates)]
@@ -213,7 +222,7 @@ class ReadResource:
         return {
             "contents": [item],
             "ttlMs": shared.ttl_ms,
-            "cacheScope": shared.cache_scope,
+            "cacheScope": scope,
             "_meta": {RECEIPT_KEY: exchange.receipt},
             "resultType": "complete",
         }
@@ -230,7 +239,7 @@ class ReadResource:
             work = None
             if template is None:
                 work = Work(route.plugin, route.provider.name, f"reading {route.canonical}", route.canonical)
-            ttl_ms, cache_scope = cache_hint_parts(declaration.freshness)
+            ttl_ms, cache_scope = cache_hint_parts(declaration.freshness, shareable=True)
             if declaration.members is not None and declaration.members.filtered:
                 cache_scope = "private"  # what it lists depends on who asks: no shared cache may keep it
             sharer = f"{route.provider.name}@{_settings_digest(self._assembly, route.plugin)}"

@@ -39,7 +39,7 @@ import socket
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Hashable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import anyio
 from mcp.server.subscriptions import (
@@ -213,6 +213,8 @@ class RedisBackend:
         self._claims: dict[str, float] = {}  # source -> (anyio clock) until when its poller claims it
         self.connected = False
         """Whether the listener is subscribed to the channel now."""
+        self.sealing: Seals | None = None
+        """Seals per-user values (:mod:`.sealing`), set by the runtime when the deployment key is there."""
         self.on_reload: Callable[[], None] | None = None
         """Called when another replica announces a reload on the channel (:meth:`announce_reload`)."""
 
@@ -419,13 +421,23 @@ async def _reacquire(lease: Lock) -> bool:
         return False
 
 
+class Seals(Protocol):
+    """What :class:`SharedReads` needs of :class:`~mcp_providers._serve.state.sealing.Sealing`."""
+
+    def name(self, data: bytes) -> str: ...
+    def seal(self, plain: bytes, where: str) -> bytes: ...
+    def open(self, sealed: bytes, where: str) -> bytes | None: ...
+
+
 class SharedReads(Coalescer[Any]):
     """The invoker's coalescer with ``[cluster]``: ``max_age`` reads are cached in Redis.
 
     A read of a resource declared ``max_age`` is kept under ``{key_prefix}:read:<digest of
     (provider, uri, subject)>`` for ``max_age_seconds``: the scope of every ``max_age`` hint is
     ``private``, so the subject is always part of the key and one caller never gets content read
-    for another. Identical reads in flight on different replicas share one upstream read (a
+    for another. With the deployment key (``sealing``) the digest is an HMAC and the entry is
+    sealed (AES-256-GCM, :mod:`.sealing`): nothing of it is readable in Redis. Identical reads in
+    flight on different replicas share one upstream read (a
     :class:`redis.asyncio.lock.Lock` on ``{key_prefix}:reading:<digest>``; the others wait for its
     result). A read that used its caller's upstream credential (:mod:`mcp_providers.credentials`)
     is never kept: per-user upstream content stays out of Redis. Other reads are coalesced in the
@@ -433,17 +445,20 @@ class SharedReads(Coalescer[Any]):
     is not one this class wrote (logged once per entry, then replaced): the read goes to the provider.
     """
 
-    def __init__(self, backend: RedisBackend, freshness_of: Callable[[str], Freshness | None]) -> None:
+    def __init__(
+        self, backend: RedisBackend, freshness_of: Callable[[str], Freshness | None], sealing: Seals | None = None
+    ) -> None:
         super().__init__()
-        self._backend, self._freshness_of = backend, freshness_of
+        self._backend, self._freshness_of, self._sealing = backend, freshness_of, sealing
         self.hits = 0
         """Reads answered from Redis."""
         self._warned: set[str] = set()
 
-    @staticmethod
-    def digest(key: Hashable) -> str:
-        """The name of ``key``'s entry under ``{key_prefix}:read:`` (SHA-256 of its JSON, hex)."""
-        return hashlib.sha256(json.dumps(key, default=str).encode()).hexdigest()
+    def digest(self, key: Hashable) -> str:
+        """The name of ``key``'s entry under ``{key_prefix}:read:``: the HMAC of its JSON under the
+        deployment key (:mod:`.sealing`), SHA-256 without one (hex)."""
+        data = json.dumps(key, default=str).encode()
+        return self._sealing.name(data) if self._sealing is not None else hashlib.sha256(data).hexdigest()
 
     async def run(self, key: Hashable, read: Callable[[], Awaitable[Any]]) -> Any:
         uri = key[1] if isinstance(key, tuple) and len(key) == 3 else None
@@ -482,6 +497,8 @@ class SharedReads(Coalescer[Any]):
         raw = await self._backend.call("read the cache", lambda r: r.get(entry))
         if raw is None:
             return None
+        if self._sealing is not None:
+            raw = self._sealing.open(raw, entry) or b""  # unsealed, tampered or moved: malformed
         content = _content_from(raw)
         if content is None:
             if entry not in self._warned:
@@ -495,7 +512,9 @@ class SharedReads(Coalescer[Any]):
         try:
             content = await read()
             if isinstance(content, Content) and not _used_credentials():
-                text, ms = _content_to(content), max(1, int(seconds * 1000))
+                plain = _content_to(content)
+                text = plain if self._sealing is None else self._sealing.seal(plain.encode(), entry)
+                ms = max(1, int(seconds * 1000))
                 with contextlib.suppress(ClusterUnavailable):
                     await self._backend.call("fill the cache", lambda r: r.set(entry, text, px=ms))
             return content

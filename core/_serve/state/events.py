@@ -5,6 +5,8 @@ it here, so a client that lost its stream reconnects with ``Last-Event-ID`` and 
 missed (the SDK replays it, then tails the live stream). Each stream of each session is one Redis
 stream, ``{key_prefix}:sse:<session>:<stream>``:
 
+- sealed: with the deployment key each message is encrypted (AES-256-GCM, :mod:`.sealing`), the
+  stream's key as associated data: results may be one caller's data;
 - bounded: at most ``stream_max_events`` events are kept per stream (``XADD ... MAXLEN ~``), and a
   stream is dropped ``stream_ttl_seconds`` after its last event;
 - an event id is ``<stream, base64url>.<Redis entry id>``: it names its stream, so a replay reads
@@ -86,6 +88,9 @@ class RedisEventStore(EventStore):
         else:
             text = jsonrpc_message_adapter.dump_json(message, by_alias=True, exclude_none=True)
         key = self._key(stream_id)
+        sealing = self._backend.sealing
+        if sealing is not None and text:  # a result may be one caller's data: never readable in Redis
+            text = sealing.seal(text, key)
 
         async def add(redis: Any) -> Any:
             async with redis.pipeline(transaction=True) as pipe:
@@ -127,9 +132,12 @@ class RedisEventStore(EventStore):
             return None
         for entry_id, fields in entries:
             event_id = _encode_id(stream_id, entry_id.decode() if isinstance(entry_id, bytes) else str(entry_id))
-            if fields.get(b"m"):
+            kept = fields.get(b"m")
+            if kept and self._backend.sealing is not None:
+                kept = self._backend.sealing.open(kept, key) or b"unsealed"  # tampered or moved: malformed
+            if kept:
                 try:
-                    message = jsonrpc_message_adapter.validate_json(fields[b"m"])
+                    message = jsonrpc_message_adapter.validate_json(kept)
                 except ValidationError:  # not one this store kept: skip it, replay the rest
                     log.warning("skipped a malformed event %s in %s: %.120r", event_id, key, fields[b"m"])
                     continue

@@ -7,7 +7,7 @@ it never ends otherwise. Every change goes through :func:`changed`, the one plac
 transitions are allowed (a terminal task never changes again; only an outstanding input key can
 be answered), so both stores apply the same rules.
 
-In Redis the record is the value of ``{key_prefix}:task:<id>``; each change is an optimistic
+In Redis the record, sealed (:mod:`.sealing`), is the value of ``{key_prefix}:task:<id>``; each change is an optimistic
 transaction (``WATCH``/``MULTI``), so a cancel through one replica and a completion through
 another cannot overwrite each other. Keys expire: while running after ``ttl`` plus the lease
 (renewed), once ended after ``ttl``.
@@ -17,12 +17,23 @@ from __future__ import annotations
 
 import contextvars
 import json
+import logging
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
+from mcp.shared.exceptions import MCPError
+from mcp_types import INTERNAL_ERROR
+
 from mcp_providers._serve.state.cluster import RedisBackend
+from mcp_providers._serve.state.credentials import MAKE_A_KEY
+from mcp_providers._serve.state.ended import DROPPED, REMEMBERED, EndedBudget
+from mcp_providers._serve.state.sealing import Sealing
+from mcp_providers.config import CREDENTIALS_KEY_ENV, TasksSettings
+
+log = logging.getLogger("mcp_providers.tasks")
 
 Status = Literal["working", "input_required", "completed", "failed", "cancelled"]
 TERMINAL: frozenset[str] = frozenset({"completed", "failed", "cancelled"})
@@ -181,10 +192,28 @@ class InProcessTasks:
 
     leased = False
 
-    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, clock: Callable[[], float] = time.time, settings: TasksSettings | None = None) -> None:
         self._records: dict[str, TaskRecord] = {}
         self._clock = clock
         self._next_sweep = float("-inf")
+        settings = settings or TasksSettings()
+        self._ended = EndedBudget(settings.max_ended_bytes_per_subject, settings.max_ended_bytes)
+        self._stand_ins: OrderedDict[str, TaskRecord] = OrderedDict()
+        """Dropped ended tasks, failed with :data:`DROPPED` and without their result (oldest first)."""
+
+    @property
+    def evicted(self) -> int:
+        """Ended tasks dropped to stay within ``[server.tasks]``'s byte caps since start-up."""
+        return self._ended.evicted
+
+    def ended_bytes(self, owner: str | None = None) -> int:
+        """Bytes (record JSON) held by ended tasks: of ``owner``, or of everyone."""
+        return self._ended.held(owner)
+
+    def dropped(self, task_id: str) -> str | None:
+        """The owner of ``task_id`` if it ended and was dropped to stay within the byte caps."""
+        stand_in = self._stand_ins.get(task_id)
+        return stand_in.owner if stand_in is not None else None
 
     async def create(self, record: TaskRecord) -> None:
         self._sweep()
@@ -192,15 +221,30 @@ class InProcessTasks:
 
     async def get(self, task_id: str) -> TaskRecord | None:
         self._sweep()
-        record = self._records.get(task_id)
+        record = self._records.get(task_id) or self._stand_ins.get(task_id)
         return record if record is not None and record.expires() >= self._clock() else None
 
     async def change(self, task_id: str, change: Change) -> TaskRecord | None:
         record = await self.get(task_id)
         if record is None:
             return None
+        before = record
         record = self._records[task_id] = changed(record, change, self._clock())
+        if record.ended and not before.ended:
+            for gone in self._ended.add(task_id, record.owner, len(record.to_json())):
+                self._drop(gone)
+            if task_id not in self._records:
+                log.warning("a task of %s ended with %d bytes, more than a [server.tasks] byte cap allows: dropped",
+                            record.tool, len(record.to_json()))  # fmt: skip
         return record
+
+    def _drop(self, task_id: str) -> None:
+        """Replace an ended task by its stand-in: failed, saying why, without result or error."""
+        record = self._records.pop(task_id)
+        error = {"code": -32603, "message": DROPPED}
+        self._stand_ins[task_id] = replace(record, status="failed", message=DROPPED, result=None, error=error)
+        if len(self._stand_ins) > REMEMBERED:
+            self._stand_ins.popitem(last=False)
 
     def _sweep(self) -> None:
         now = self._clock()
@@ -209,33 +253,56 @@ class InProcessTasks:
         self._next_sweep = now + SWEEP_SECONDS
         for task_id in [t for t, r in self._records.items() if r.expires() < now]:
             del self._records[task_id]
+            self._ended.forget(task_id)
+        for task_id in [t for t, r in self._stand_ins.items() if r.expires() < now]:
+            del self._stand_ins[task_id]
 
     def __len__(self) -> int:
         return len(self._records)
 
 
 class RedisTasks:
-    """Tasks in the cluster's Redis (see the module docstring); ``lease`` is ``[cluster] lease_seconds``."""
+    """Tasks in the cluster's Redis (see the module docstring); ``lease`` is ``[cluster] lease_seconds``.
+
+    Each record is sealed (AES-256-GCM under the deployment key, :mod:`.sealing`): a tool's result,
+    its questions and the caller's answers, and the owner digest, are never readable in Redis.
+    Without the key (``sealing`` ``None``) every new task is refused with :data:`KEYLESS`.
+    """
 
     leased = True
 
-    def __init__(self, backend: RedisBackend, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, backend: RedisBackend, clock: Callable[[], float] = time.time, sealing: Sealing | None = None
+    ) -> None:
         self._backend = backend
         self._clock = clock
+        self._sealing = sealing
         self.lease = backend.settings.lease_seconds
 
     def _key(self, task_id: str) -> str:
         return self._backend.key("task", task_id)
 
+    def _sealed(self, record: TaskRecord, key: str) -> bytes:
+        if self._sealing is None:
+            raise MCPError(INTERNAL_ERROR, KEYLESS)
+        return self._sealing.seal(record.to_json().encode(), key)
+
+    def _opened(self, raw: bytes | None, key: str) -> TaskRecord | None:
+        """The record kept at ``key``; ``None`` for none, or a value that does not open (tampered,
+        another deployment key, or written in the clear by an older version)."""
+        if raw is None or self._sealing is None:
+            return None
+        plain = self._sealing.open(raw, key)
+        return TaskRecord.from_json(plain) if plain is not None else None
+
     async def create(self, record: TaskRecord) -> None:
-        seconds = record.ttl + self.lease
-        await self._backend.call(
-            "store a task", lambda r: r.set(self._key(record.task_id), record.to_json(), px=_ms(seconds))
-        )
+        seconds, key = record.ttl + self.lease, self._key(record.task_id)
+        value = self._sealed(record, key)
+        await self._backend.call("store a task", lambda r: r.set(key, value, px=_ms(seconds)))
 
     async def get(self, task_id: str) -> TaskRecord | None:
-        raw = await self._backend.call("read a task", lambda r: r.get(self._key(task_id)))
-        record = TaskRecord.from_json(raw) if raw is not None else None
+        key = self._key(task_id)
+        record = self._opened(await self._backend.call("read a task", lambda r: r.get(key)), key)
         if record is None:
             return None
         failing = lapsed(record, self._clock(), self.lease)
@@ -246,8 +313,7 @@ class RedisTasks:
         out: list[TaskRecord | None] = [None]
 
         async def apply(pipe: Any) -> None:
-            raw = await pipe.get(key)
-            record = TaskRecord.from_json(raw) if raw is not None else None
+            record = self._opened(await pipe.get(key), key)
             out[0] = None
             if record is None:
                 return
@@ -255,18 +321,29 @@ class RedisTasks:
             out[0] = new
             pipe.multi()
             left = new.expires() - self._clock() + (0 if new.ended else self.lease)
-            pipe.set(key, new.to_json(), px=_ms(max(left, 1.0)))
+            pipe.set(key, self._sealed(new, key), px=_ms(max(left, 1.0)))
 
         await self._backend.call("change a task", lambda r: r.transaction(apply, key))
         return out[0]
+
+
+KEYLESS = (
+    f"tasks cannot run: with [cluster] a task's record (its result, questions and answers) is kept in Redis "
+    f"encrypted with the deployment key, and ${CREDENTIALS_KEY_ENV} (or [server.credentials] key_env) is unset; "
+    f"the operator must set the same 32 random bytes in base64 on every replica ({MAKE_A_KEY})"
+)
+"""Why a task is refused under ``[cluster]`` without the deployment key."""
 
 
 def _ms(seconds: float) -> int:
     return max(1, int(seconds * 1000))
 
 
-def store_for(shared: object, clock: Callable[[], float] = time.time) -> TaskStore:
-    """:class:`RedisTasks` on the cluster's backend, else :class:`InProcessTasks`."""
+def store_for(
+    shared: object, settings: TasksSettings, clock: Callable[[], float] = time.time, sealing: Sealing | None = None
+) -> TaskStore:
+    """:class:`RedisTasks` on the cluster's backend (records sealed with ``sealing``), else
+    :class:`InProcessTasks` bounded by ``settings``."""
     if isinstance(shared, RedisBackend):
-        return RedisTasks(shared, clock)
-    return InProcessTasks(clock)
+        return RedisTasks(shared, clock, sealing)
+    return InProcessTasks(clock, settings)

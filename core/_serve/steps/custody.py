@@ -56,7 +56,7 @@ from typing import Any, Literal
 
 from mcp.server import CacheHint
 
-from mcp_providers.identity import Principal
+from mcp_providers.identity import LOCAL_ISSUER, Principal
 from mcp_providers.models import Effects, Freshness
 
 STATIC_TTL_MS = 3_600_000
@@ -147,22 +147,43 @@ def now_utc() -> str:
     return cached[1] + _MILLIS[millis]
 
 
-def cache_hint(freshness: Freshness) -> CacheHint:
-    """The 2026-07-28 cache hint (``ttlMs``, ``cacheScope``) for a declared freshness.
+LIST_CACHE_HINT = CacheHint(ttl_ms=0, scope="private")
+"""The hint of every list (resources, templates, tools, prompts): stale at once and never shared,
+since the gate filters what each caller sees (and a reload changes it)."""
 
-    - ``static`` -> :data:`STATIC_TTL_MS`, ``public`` (same bytes for everyone allowed to read);
+
+def shareable(principal: Principal, *, policy: bool, authenticated: bool) -> bool:
+    """Whether a result may be marked ``cacheScope: "public"``: served alike to every caller.
+
+    Only when no ``authorize`` hook is in force (``policy``; the built-in policy plugin counts even
+    without rules), ``[server.auth]`` is off (``authenticated``) and nobody vouched for the caller
+    (anonymous HTTP, or stdio's one local account). Otherwise a shared cache (SEP-2549
+    ``share_public``) could serve one caller's answer, and its receipt naming that caller, to
+    another the policy would refuse (round 4 item 2).
+    """
+    if policy or authenticated:
+        return False
+    return principal.anonymous or principal.issuer == LOCAL_ISSUER
+
+
+def cache_hint(freshness: Freshness, *, shareable: bool) -> CacheHint:
+    """The 2026-07-28 cache hint (``ttlMs``, ``cacheScope``, SEP-2549) for a declared freshness.
+
+    - ``static`` -> :data:`STATIC_TTL_MS`, ``public`` if ``shareable`` (see :func:`shareable`),
+      else ``private``;
     - ``max_age`` -> ``max_age_seconds`` in ms, ``private`` (content may depend on the caller);
     - ``live`` and ``unspecified`` -> ``0`` (stale at once), ``private``.
     """
-    ttl_ms, scope = cache_hint_parts(freshness)
+    ttl_ms, scope = cache_hint_parts(freshness, shareable=shareable)
     return CacheHint(ttl_ms=ttl_ms, scope=scope)
 
 
 @functools.lru_cache(maxsize=1024)
-def cache_hint_parts(freshness: Freshness) -> tuple[int, Literal["public", "private"]]:
-    """:func:`cache_hint` as ``(ttlMs, cacheScope)``, worked out once per declared freshness."""
+def cache_hint_parts(freshness: Freshness, *, shareable: bool = False) -> tuple[int, Literal["public", "private"]]:
+    """:func:`cache_hint` as ``(ttlMs, cacheScope)``, worked out once per declared freshness;
+    ``private`` unless told the result is ``shareable``."""
     if freshness.kind == "static":
-        return STATIC_TTL_MS, "public"
+        return STATIC_TTL_MS, "public" if shareable else "private"
     if freshness.kind == "max_age" and freshness.max_age_seconds is not None:
         return int(freshness.max_age_seconds * 1000), "private"
     return 0, "private"

@@ -94,9 +94,12 @@ def method_class(method: str) -> str | None:
     return found or "calls"
 
 
-def _caller(principal: Principal) -> str:
-    """The bucket name of an authenticated caller: a digest of ``Principal.key``."""
-    return hashlib.sha256(json.dumps(principal.key).encode()).hexdigest()[:32]
+def _caller(principal: Principal, name: Callable[[bytes], str] | None = None) -> str:
+    """The bucket name of an authenticated caller: a digest of ``Principal.key``, keyed with the
+    deployment key's HMAC ``name`` when there is one (so Redis keys cannot be reversed by hashing
+    guessed ``(issuer, subject)`` pairs, round 4 item 14), else SHA-256."""
+    data = json.dumps(principal.key).encode()
+    return (name(data) if name is not None else hashlib.sha256(data).hexdigest())[:32]
 
 
 class RateLimiter:
@@ -106,6 +109,7 @@ class RateLimiter:
     :param cluster: with ``[cluster]``, counts are kept in its Redis under its ``key_prefix``.
     :param connected: whether the cluster listener is connected to Redis now (``RedisBackend.connected``);
         while it says no, the local count is used without trying Redis.
+    :param name: the HMAC naming callers in keys (:meth:`~mcp_providers._serve.state.sealing.Sealing.name`).
     """
 
     def __init__(
@@ -113,8 +117,10 @@ class RateLimiter:
         settings: LimitsSettings | None,
         cluster: ClusterSettings | None = None,
         connected: Callable[[], bool] | None = None,
+        name: Callable[[bytes], str] | None = None,
     ) -> None:
         self.settings = settings
+        self._name = name
         self._items: dict[str, RateLimitItem] = {}
         self._local: MovingWindowRateLimiter | None = None  # counts only when a limit is set
         if settings is not None:
@@ -181,7 +187,7 @@ class RateLimiter:
         kind = method_class(method)
         if self.settings is None or kind is None:
             return
-        bucket, who = ("anonymous", "all") if principal.anonymous else (kind, _caller(principal))
+        bucket, who = ("anonymous", "all") if principal.anonymous else (kind, _caller(principal, self._name))
         item = self._items[bucket]
         retry_after = await self._hit(item, bucket, who)
         if retry_after is None:

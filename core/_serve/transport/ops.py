@@ -148,6 +148,9 @@ class _Gauges:
                                 value=runtime.generation.number)  # fmt: skip
         yield GaugeMetricFamily("mcp_providers_tasks_running", "Tool calls running as tasks on this replica",
                                 value=runtime.tasks.running)  # fmt: skip
+        yield CounterMetricFamily("mcp_providers_tasks_evicted", "Ended tasks this replica dropped to stay within "
+                                  "[server.tasks] max_ended_bytes_per_subject / max_ended_bytes",
+                                  value=getattr(runtime.tasks.store, "evicted", 0))  # fmt: skip
         if self._reloader is not None:
             yield from _reload_metrics(self._reloader)
 

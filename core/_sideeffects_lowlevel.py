@@ -1,0 +1,136 @@
+"""Side-effect guards below the ones in :mod:`mcp_providers._sideeffects` (round 4 item 12).
+
+- **Descriptor sends.** ``os.write``, ``os.writev`` and ``os.sendfile`` (which ``socket.sendfile``
+  and asyncio's ``loop.sock_sendfile`` use) write to a socket without its ``send`` methods; on a
+  socket's descriptor, inside a scope, the bytes are judged first as a send would be (for
+  ``sendfile``, read from the file with ``os.pread``, which moves no file offset).
+- **Path races.** The file guard resolves a path (symlinks included) when the audit event fires,
+  just before the system call; a thread of the same call that swaps a folder for a symlink in
+  between would make the call write elsewhere. So, inside a scope, every write-open and every
+  call that changes the file tree (rename, link, mkdir, remove...) holds the scope's lock from
+  its check to its end: the call's own threads cannot swap a path between the two. Code outside
+  the scope (a thread the provider started without the call's context) is not covered.
+
+This module imports nothing of the core: :mod:`mcp_providers._sideeffects` hands it what to ask.
+"""
+
+from __future__ import annotations
+
+import builtins
+import io
+import os
+import stat
+from collections.abc import Callable, Iterator
+from typing import Any
+
+Judge = Callable[[int, bytes], None]
+"""Judges the bytes about to be written to a socket descriptor (raises to refuse); no scope: no call."""
+
+CHUNK = 1 << 20
+"""Bytes of a file ``os.sendfile`` sends that are read and judged at a time."""
+
+_TREE_CALLS = (
+    "rename", "replace", "symlink", "link", "mkdir", "rmdir", "remove", "unlink", "chmod", "chown",
+    "truncate", "utime", "mkfifo", "mknod", "removedirs",
+)  # fmt: skip
+"""``os`` functions that change the file tree: serialized with write-opens inside a scope."""
+_WRITE_MODE = frozenset("wax+")
+
+
+def _is_socket(fd: Any) -> bool:
+    try:
+        return isinstance(fd, int) and stat.S_ISSOCK(os.fstat(fd).st_mode)
+    except OSError:
+        return False
+
+
+def _file_bytes(in_fd: int, offset: int | None, count: int) -> Iterator[bytes]:
+    """What ``os.sendfile(out, in_fd, offset, count)`` would send, in chunks, without moving any offset."""
+    position = os.lseek(in_fd, 0, os.SEEK_CUR) if offset is None else offset
+    left = count
+    while left > 0:
+        chunk = os.pread(in_fd, min(CHUNK, left), position)
+        if not chunk:
+            return
+        yield chunk
+        position, left = position + len(chunk), left - len(chunk)
+
+
+def guard_descriptor_sends(judge: Callable[[], Judge | None]) -> None:
+    """Wrap ``os.write``, ``os.writev`` and ``os.sendfile`` so that, inside a scope (``judge()``
+    is not ``None``), bytes bound for a socket descriptor are judged before they are written."""
+    write, writev, sendfile = os.write, os.writev, getattr(os, "sendfile", None)
+    if getattr(write, "__mcp_providers_guarded__", False):
+        return
+
+    def guarded_write(fd: int, data: Any, /) -> int:
+        judging = judge()
+        if judging is not None and _is_socket(fd):
+            judging(fd, bytes(data))
+        return write(fd, data)
+
+    def guarded_writev(fd: int, buffers: Any, /) -> int:
+        judging = judge()
+        if judging is not None and _is_socket(fd):
+            buffers = [bytes(b) for b in buffers]
+            judging(fd, b"".join(buffers))
+        return writev(fd, buffers)
+
+    def guarded_sendfile(out_fd: int, in_fd: int, offset: int | None, count: int, *args: Any, **kwargs: Any) -> int:
+        judging = judge()
+        if judging is not None and _is_socket(out_fd):
+            for chunk in _file_bytes(in_fd, offset, count):
+                judging(out_fd, chunk)
+        assert sendfile is not None
+        return int(sendfile(out_fd, in_fd, offset, count, *args, **kwargs))
+
+    pairs: tuple[tuple[str, Any, Any], ...] = (
+        ("write", write, guarded_write),
+        ("writev", writev, guarded_writev),
+        ("sendfile", sendfile, guarded_sendfile),
+    )
+    for name, original, guarded in pairs:
+        if original is None:
+            continue
+        guarded.__name__, guarded.__doc__ = original.__name__, original.__doc__
+        guarded.__wrapped__ = original
+        guarded.__mcp_providers_guarded__ = True
+        setattr(os, name, guarded)
+
+
+def _writes(mode: Any) -> bool:
+    return isinstance(mode, str) and not _WRITE_MODE.isdisjoint(mode)
+
+
+def serialize_tree_changes(lock_of: Callable[[], Any]) -> None:
+    """Make write-opens (``open``/``io.open``) and the calls that change the file tree
+    hold the scope's lock (``lock_of()``, ``None`` outside a scope) from their check to their end."""
+
+    def serialized(original: Callable[..., Any], writes: Callable[..., bool] | None) -> Callable[..., Any]:
+        if getattr(original, "__mcp_providers_serialized__", False):
+            return original
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            lock = lock_of()
+            if lock is None or (writes is not None and not writes(*args, **kwargs)):
+                return original(*args, **kwargs)
+            with lock:
+                return original(*args, **kwargs)
+
+        call.__name__, call.__qualname__, call.__doc__ = original.__name__, original.__qualname__, original.__doc__
+        call.__wrapped__ = original  # type: ignore[attr-defined]
+        call.__mcp_providers_serialized__ = True  # type: ignore[attr-defined]
+        for marker in ("__mcp_providers_guarded__",):  # keep what other guards look for
+            if getattr(original, marker, False):
+                setattr(call, marker, True)
+        return call
+
+    def opens_to_write(file: Any = None, mode: Any = "r", *args: Any, **kwargs: Any) -> bool:
+        return _writes(kwargs.get("mode", mode))
+
+    opened = serialized(io.open, opens_to_write)
+    io.open = builtins.open = opened  # os.open takes the lock itself (_sideeffects._guarded_os_open)
+    for name in _TREE_CALLS:
+        original = getattr(os, name, None)
+        if original is not None:
+            setattr(os, name, serialized(original, None))
