@@ -290,8 +290,8 @@ CASES += (
     Case(
         "transport: stateless refuses a cancel it cannot honour",
         HTTP_APP,
-        '    if b"notifications/cancelled" not in body:\n        return None',
-        "    if True:\n        return None",
+        "        elif self.stateless and is_cancel_notification(posted.value):",
+        "        elif False:",
         (CANCEL + "test_stateless_http_refuses_a_cancel_it_cannot_honour[2025-11-25-json]",),
     ),
     Case(
@@ -403,9 +403,9 @@ CASES += (
     ),
     Case(
         "metadata: discovery reads distributions one at a time when one is broken",
-        "core/_host/discovery.py",
-        "    except Exception:  # broken metadata somewhere on sys.path",
-        "    except ZeroDivisionError:  # broken metadata somewhere on sys.path",
+        "core/_host/groups.py",
+        "        except Exception:  # broken metadata somewhere on sys.path",
+        "        except ZeroDivisionError:  # broken metadata somewhere on sys.path",
         ("tests/test_broken_metadata.py::test_broken_metadata_is_skipped_with_one_warning_naming_its_path",),
     ),
     Case(
@@ -440,8 +440,8 @@ CASES += (
     Case(
         "start-up: a failed import could have carried authorize",
         "core/_host/discovery.py",
-        "        record.authorize_evidence = _unknown(record.name, exc)",
-        "        pass",
+        "        record.authorize_evidence = declared if is_policy(record.group) else unknown",
+        "        record.authorize_evidence = unknown",
         (SPELLING + "[import fails before the hook is defined]",),
     ),
     Case(
@@ -859,8 +859,8 @@ CASES += (  # live composition (issue 26) and extensions (issue 27)
     Case(
         "admin: only the subjects named may reload",
         "core/_serve/transport/admin.py",
-        "if principal is None or principal.subject not in self._subjects:",
-        "if principal is None:",
+        "        if principal.subject not in self._subjects:\n            return None",
+        "        if False:\n            return None",
         (ADMIN,),
     ),
     Case(
@@ -988,6 +988,52 @@ CASES += (  # live composition (issue 26) and extensions (issue 27)
     ),
 )
 
+
+MISTAKES = "tests/authoring/test_author_mistakes.py::"
+CASES += (  # authoring (issue 39): the mistakes check names
+    Case(
+        "authoring: a hook-named function without @hookimpl is refused",
+        "core/_host/discovery.py",
+        "    if unmarked is not None:\n        pm.unregister(plugin)",
+        "    if False:\n        pm.unregister(plugin)",
+        (MISTAKES + "test_a_hook_without_its_marker_is_refused_naming_the_marker",),
+    ),
+    Case(
+        "authoring: a provider's plain read is refused",
+        "core/_host/shape.py",
+        "        if not inspect.iscoroutinefunction(found) and not _returns_awaitable(found):",
+        "        if False:",
+        (MISTAKES + "test_a_class_providers_plain_read_is_refused_naming_async",),
+    ),
+    Case(
+        "authoring: a template variable needs a parameter",
+        "core/plugin.py",
+        "    missing = sorted(variables - names)\n    if missing:",
+        "    missing = sorted(variables - names)\n    if False:",
+        (MISTAKES + "test_a_template_variable_without_a_parameter_names_both",),
+    ),
+    Case(
+        "authoring: a required parameter needs a variable",
+        "core/plugin.py",
+        "    extra = sorted(sig.required() - variables)\n    if extra:",
+        "    extra = sorted(sig.required() - variables)\n    if False:",
+        (MISTAKES + "test_a_required_parameter_without_a_variable_names_both",),
+    ),
+    Case(
+        "authoring: a tool needs a description",
+        "core/plugin.py",
+        "            if not description:\n                raise fx.DeclarationError(",
+        "            if False:\n                raise fx.DeclarationError(",
+        (MISTAKES + "test_a_tool_without_a_docstring_is_refused_naming_the_fix",),
+    ),
+    Case(
+        "authoring: a read under a rejected plugin's prefix says it is unavailable",
+        "core/_serve/methods/resources.py",
+        "            if owner is None:\n                raise",
+        "            if True:\n                raise",
+        ("tests/authoring/test_frictions.py::test_reading_under_a_rejected_plugin_says_it_is_unavailable",),
+    ),
+)
 
 def run_case(case: Case) -> tuple[bool | None, str]:
     """``(True, ...)`` killed, ``(False, ...)`` survived, ``(None, why)`` could not be applied."""
