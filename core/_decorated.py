@@ -218,7 +218,7 @@ def converter(sig: Signature, name: str) -> Callable[[str], Any] | None:
 
 # -- calling ---------------------------------------------------------------------------------------
 
-Call = Callable[[dict[str, Any]], Awaitable[Any]]
+Call = Callable[[Mapping[str, Any]], Awaitable[Any]]
 
 
 def caller(sig: Signature) -> Call:
@@ -227,15 +227,15 @@ def caller(sig: Signature) -> Call:
     is answered and the thread is abandoned)."""
     function = sig.function
     if sig.is_async:
-        return lambda kwargs: function(**kwargs)  # type: ignore[no-any-return]
+        return lambda kwargs: function(**kwargs)
 
-    async def in_thread(kwargs: dict[str, Any]) -> Any:
+    async def in_thread(kwargs: Mapping[str, Any]) -> Any:
         return await anyio.to_thread.run_sync(partial(function, **kwargs), abandon_on_cancel=True)
 
     return in_thread
 
 
-Binder = Callable[[Mapping[str, Any], "Request", Principal], dict[str, Any]]
+Binder = Callable[[Mapping[str, Any], "Request", Principal], Mapping[str, Any]]
 
 
 def binder(sig: Signature, settings: Any, convert: Mapping[str, Callable[[str], Any] | None]) -> Binder:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 from mcp_providers import _gc
-from mcp_providers._launch import version_line
+from mcp_providers._cli.version import version_line
 
 with _gc.paused():  # the MCP SDK and the serving core: long-lived objects almost only (see mcp_providers._gc)
     import anyio

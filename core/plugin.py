@@ -218,13 +218,15 @@ class Plugin:
         return self._adding("prompt", self._prompts, name, fields)
 
     def _adding(
-        self, kind: str, into: dict[str, Any], key: str | None, fields: dict[str, Any]
+        self, kind: str, into: dict[str, Any], key: object, fields: dict[str, Any]
     ) -> Callable[[F], Declared[F]]:
-        if callable(key) and kind in ("tool", "prompt"):  # used bare: @plugin.tool
+        if callable(key):  # used bare: @plugin.tool
             raise TypeError(f"use @{self.name}.{kind}() with parentheses")
+        if key is not None and not isinstance(key, str):
+            raise TypeError(f"@{self.name}.{kind}() takes a str name or a URI; got {type(key).__name__}")
 
         def decorate(function: F) -> Declared[F]:
-            name = key if key is not None else function.__name__
+            name = key if isinstance(key, str) else function.__name__
             if name in into:
                 raise ValueError(f"{kind} {name!r} is declared twice in plugin {self.name!r}")
             into[name] = (function, fields)

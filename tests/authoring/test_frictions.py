@@ -12,7 +12,7 @@ from prefork import python
 def test_version_answers_without_importing_the_cli_or_the_sdk() -> None:
     code = (
         "import sys; sys.argv = ['mcp-providers', '--version']\n"
-        "from mcp_providers._launch import main\n"
+        "from mcp_providers.__main__ import main\n"
         "main()\n"
         "print(sorted(m for m in ('mcp', 'typer', 'rich', 'mcp_providers.cli') if m in sys.modules))"
     )
