@@ -90,7 +90,8 @@ def declare(records: Iterable[PluginRecord]) -> tuple[list[Declared], list[Probl
                         "declaration-failed",
                         provider.name,
                         f"declaring provider {provider.name!r} raised {type(exc).__name__}: {exc}",
-                        "return declaration models from resources()/templates()/tools()/prompts()/extensions()/skills()",
+                        "return declaration models from resources()/templates()/tools()/prompts()/extensions(), "
+                        "SkillSource from skills()",
                     )
                 )
                 continue
