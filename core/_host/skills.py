@@ -318,6 +318,3 @@ def directories(skills: Iterable[Skill], resource_of: Mapping[str, Resource]) ->
             out.setdefault(parent, {})[file.uri] = Child(file.uri, parts[-1], resource_of[file.uri])
         out.setdefault(skill.root, {})
     return {d: [children[u] for u in sorted(children)] for d, children in out.items()}
-
-
-__all__ = ["DIRECTORY_MIME", "SKILL_FILE", "Child", "Skill", "SkillFile", "SkillFiles", "SkillProblem", "directories"]
