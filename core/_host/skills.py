@@ -39,7 +39,6 @@ from mcp_providers.errors import NotFound, ProviderFailed
 from mcp_providers.models import Freshness, Resource
 from mcp_providers.providers import Content, ReadRequest, ResourceProvider
 from mcp_providers.skills import (
-    DIRECTORY_MIME,
     MAX_BYTES,
     MAX_FILES,
     SkillProvider,
