@@ -1,8 +1,8 @@
 """Skills at compose time: a :class:`~mcp_providers.skills.SkillProvider` checked and turned into
 fixed resources (one per file) plus one :class:`Skill` entry per skill.
 
-What :meth:`SkillFiles.declare` checks, each a ``check`` problem naming the skill (the provider's
-other skills still serve):
+What :meth:`SkillFiles.declare` checks, each a ``check`` problem naming the skill (its plugin is
+left out, as for any failed check; the other plugins serve):
 
 ==========================  =====================================================================
 ``skill-root``              the root is not an absolute URI without a trailing slash in canonical
