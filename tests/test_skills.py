@@ -10,6 +10,7 @@ in both eras. A deny on one skill's files hides the skill and refuses its files 
 
 from __future__ import annotations
 
+import base64
 import hashlib
 from collections.abc import Sequence
 from typing import Any
@@ -113,11 +114,7 @@ async def _file(client: Client, uri: str) -> bytes:
     contents = (await client.read_resource(uri)).contents
     assert len(contents) == 1
     item = contents[0]
-    return (
-        item.text.encode()
-        if isinstance(item, types.TextResourceContents)
-        else __import__("base64").b64decode(item.blob)
-    )
+    return item.text.encode() if isinstance(item, types.TextResourceContents) else base64.b64decode(item.blob)
 
 
 async def _walk(client: Client, directory: str) -> set[str]:
