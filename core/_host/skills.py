@@ -260,9 +260,25 @@ def _digest(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
+_MIME_BY_SUFFIX = {
+    ".md": "text/markdown",
+    ".json": "application/json",
+    ".yml": "application/yaml",
+    ".yaml": "application/yaml",
+    ".toml": "application/toml",
+    ".js": "text/javascript",
+    ".mjs": "text/javascript",
+    ".cjs": "text/javascript",
+    ".py": "text/x-python",
+    ".sh": "text/x-shellscript",
+}
+"""Registered types for what skills hold most, which the platform's table may lack or name otherwise."""
+
+
 def _mime(path: str) -> str:
-    if path.endswith(".md"):
-        return "text/markdown"
+    suffix = path[path.rfind(".") :] if "." in path.rsplit("/", 1)[-1] else ""
+    if suffix in _MIME_BY_SUFFIX:
+        return _MIME_BY_SUFFIX[suffix]
     guessed, _ = mimetypes.guess_type(path, strict=False)
     return guessed or "application/octet-stream"
 
