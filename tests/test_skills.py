@@ -23,7 +23,9 @@ from pydantic import TypeAdapter
 from skills_fixture import RUNBOOK, Runbooks, notes
 
 from mcp_providers import Decision, SkillProvider, SkillSource, hookimpl
+from mcp_providers._cli.explore import INSPECT_SCHEMA, inventory
 from mcp_providers._serve.composition import compose
+from mcp_providers._serve.transport.status import plugins as status_plugins
 from mcp_providers.config import Config
 from mcp_providers.skills import SKILLS_EXTENSION, frontmatter_of
 from mcp_providers.testing import connect
@@ -332,3 +334,16 @@ async def test_bytes_that_change_after_composition_are_refused_not_served_under_
         with pytest.raises(MCPError) as changed:
             await client.read_resource("skill://shifting/runbook/steps/restart.md")
         assert "no longer has the bytes its skill's entry publishes" in changed.value.message
+
+
+def test_inspect_and_the_status_page_show_the_skills() -> None:
+    composition = _composed()
+    document = inventory(composition)
+    jsonschema.validate(document, INSPECT_SCHEMA)
+    assert [(s["uri"], s["name"], s["files"], s["provider"]) for s in document["skills"]] == [
+        (DAILY, "daily-review", 3, "notes-skills"),
+        (RUNBOOK_URI, "runbook", 2, "notes-runbooks"),
+    ]
+    assert document["skills"][1]["bytes"] == sum(map(len, RUNBOOK.values()))
+    (notes_status,) = [p for p in status_plugins(composition) if p["name"] == "notes"]
+    assert notes_status["catalog"] == {"resources": 6, "templates": 0, "tools": 0, "prompts": 0, "skills": 2}
