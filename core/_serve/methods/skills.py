@@ -198,7 +198,8 @@ class ReadDirectory:
 
     def evidence(self, exchange: Exchange, target: tuple[str, str | None], page: Any) -> dict[str, Any]:
         exchange.count = len(page.items)
-        out: dict[str, Any] = {"resources": [_child_wire(c) for c in page.items]}
+        # ttlMs/cacheScope as resources/list carries them (clients such as the Inspector expect both)
+        out: dict[str, Any] = {"resources": [_child_wire(c) for c in page.items], **_cache(exchange.gate)}
         if page.next_cursor is not None:
             out["nextCursor"] = page.next_cursor
         return {**out, "resultType": "complete"}
