@@ -13,7 +13,8 @@ checks is the framework, not this plugin.
   ``test_tool_with_progress``, ``test_error_handling``, ``test_sampling``, ``test_elicitation``,
   ``test_elicitation_sep1034_defaults``, ``test_elicitation_sep1330_enums``;
 - prompts: ``test_simple_prompt``, ``test_prompt_with_arguments`` (``arg1`` completes),
-  ``test_prompt_with_embedded_resource``, ``test_prompt_with_image``.
+  ``test_prompt_with_embedded_resource``, ``test_prompt_with_image``;
+- the tools 0.2.0-alpha.12 adds (:mod:`.alpha`).
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ from mcp_providers import (
     hookimpl,
 )
 from mcp_providers.providers import Audio, Embed, Image, Text
+from mcp_providers_conformance.alpha import AlphaTools
 
 
 def _png() -> bytes:
@@ -325,8 +327,8 @@ def register_resource_providers() -> list[ResourceProvider]:
 
 @hookimpl
 def register_tool_providers() -> list[ToolProvider]:
-    """The suite's tools."""
-    return [Tools()]
+    """The suite's tools, and those of its newest pre-release."""
+    return [Tools(), AlphaTools()]
 
 
 @hookimpl
