@@ -14,7 +14,7 @@ checks is the framework, not this plugin.
   ``test_elicitation_sep1034_defaults``, ``test_elicitation_sep1330_enums``;
 - prompts: ``test_simple_prompt``, ``test_prompt_with_arguments`` (``arg1`` completes),
   ``test_prompt_with_embedded_resource``, ``test_prompt_with_image``;
-- the tools 0.2.0-alpha.12 adds (:mod:`.alpha`).
+- the tools and the skill 0.2.0-alpha.12's scenarios use (:mod:`.alpha`).
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ from mcp_providers import (
     Resource,
     ResourceProvider,
     ResourceTemplate,
+    SkillProvider,
     Tool,
     ToolCall,
     ToolFailure,
@@ -51,7 +52,7 @@ from mcp_providers import (
     hookimpl,
 )
 from mcp_providers.providers import Audio, Embed, Image, Text
-from mcp_providers_conformance.alpha import AlphaTools
+from mcp_providers_conformance.alpha import AlphaTools, Skills
 
 
 def _png() -> bytes:
@@ -329,6 +330,12 @@ def register_resource_providers() -> list[ResourceProvider]:
 def register_tool_providers() -> list[ToolProvider]:
     """The suite's tools, and those of its newest pre-release."""
     return [Tools(), AlphaTools()]
+
+
+@hookimpl
+def register_skill_providers() -> list[SkillProvider]:
+    """A skill, for the skills extension's scenarios."""
+    return [Skills()]
 
 
 @hookimpl

@@ -10,7 +10,8 @@ here; ``docs/conformance.md`` lists them with the reason.
   ``test_streaming_elicitation`` (asks the user), ``test_logging_tool`` (logs);
 - input rounds (``input-required-result-*``, SEP-2322): ``test_input_required_result_<kind>``;
 - tasks (``tasks-*``, SEP-2663): ``greet``, ``slow_compute``, ``failing_job``,
-  ``protocol_error_job``, ``confirm_delete``, ``multi_input``, ``test_tool_with_task``.
+  ``protocol_error_job``, ``confirm_delete``, ``multi_input``, ``test_tool_with_task``;
+- skills (``sep-2640-skills-*``): one skill at ``skill://conformance/conformance-check``.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Any
 import anyio
 from pydantic import BaseModel, ConfigDict
 
-from mcp_providers import Tool, ToolCall, ToolFailure, ToolProvider, ToolResult
+from mcp_providers import SkillProvider, SkillSource, Tool, ToolCall, ToolFailure, ToolProvider, ToolResult
 
 SCHEMA_2020_12: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -177,3 +178,25 @@ class AlphaTools(ToolProvider):
             second = await call.elicit("Second?", NAME_FORM)
             return ToolResult(text=f"{first.content.get('name')} and {second.content.get('name')}")
         raise ToolFailure(f"no tool {name!r} in this plugin")
+
+
+SKILL = {
+    "SKILL.md": b"---\nname: conformance-check\ndescription: How to run the conformance suite against this "
+    b"server. Use when checking it.\n---\n\n# Conformance check\n\nPick the pass in `passes/`.\n",
+    "passes/active.md": b"Run the active suite.\n",
+    "passes/requirements.md": b"Run one revision's requirements.\n",
+}
+
+
+class Skills(SkillProvider):
+    """One skill, with a folder, for the ``sep-2640-skills-*`` scenarios (extension scenarios the
+    report runs one by one)."""
+
+    name = "conformance-skills"
+    prefixes = ("skill://conformance/",)
+
+    def skills(self) -> Sequence[SkillSource]:
+        return [SkillSource("skill://conformance/conformance-check", tuple(SKILL))]
+
+    def read(self, skill: SkillSource, path: str) -> bytes:
+        return SKILL[path]
