@@ -31,6 +31,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from mcp_providers.models import Icon
+
 __all__ = [
     "DIRECTORY_MIME",
     "MAX_BYTES",
@@ -153,6 +155,8 @@ class SkillProvider:
     """Unique provider name."""
     prefixes: Sequence[str] = ()
     """URI prefixes the skills lie under, e.g. ``("skill://runbooks/",)``."""
+    icons: tuple[Icon, ...] = ()
+    """Images a client may show with each skill file's resource (see :class:`~mcp_providers.models.Icon`)."""
 
     def skills(self) -> Sequence[SkillSource]:
         """Every skill served. Called once per composition."""

@@ -36,7 +36,7 @@ import anyio.to_thread
 
 from mcp_providers._host.uris import InvalidUri, canonical
 from mcp_providers.errors import NotFound, ProviderFailed
-from mcp_providers.models import Freshness, Resource
+from mcp_providers.models import Freshness, Icon, Resource
 from mcp_providers.providers import Content, ReadRequest, ResourceProvider
 from mcp_providers.skills import (
     MAX_BYTES,
@@ -159,7 +159,8 @@ class SkillFiles(ResourceProvider):
             )
         files = tuple(_file(source.root, p, contents[p]) for p in sorted(source.files))
         skill = Skill(f"{source.root}/{SKILL_FILE}", source.root, frontmatter, files)
-        return skill, [_resource(f, frontmatter) for f in files]
+        icons = tuple(self.skill_provider.icons)
+        return skill, [_resource(f, frontmatter, icons) for f in files]
 
     def _read_twice(self, source: SkillSource, path: str) -> bytes | SkillProblem:
         where = f"{source.root}/{path}"
@@ -291,7 +292,7 @@ def _file(root: str, path: str, data: bytes) -> SkillFile:
     return SkillFile(f"{root}/{path}", path, _digest(data), len(data), _mime(path))
 
 
-def _resource(file: SkillFile, frontmatter: dict[str, Any]) -> Resource:
+def _resource(file: SkillFile, frontmatter: dict[str, Any], icons: tuple[Icon, ...]) -> Resource:
     if file.path == SKILL_FILE:  # the spec: a SKILL.md resource is named and described by its frontmatter
         name, description = str(frontmatter["name"]), str(frontmatter["description"])
     else:
@@ -303,6 +304,7 @@ def _resource(file: SkillFile, frontmatter: dict[str, Any]) -> Resource:
         mime_type=file.mime_type,
         size=file.size,
         freshness=Freshness(kind="static"),
+        icons=icons,
     )
 
 

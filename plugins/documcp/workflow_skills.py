@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Final
 import yaml
 
 from mcp_providers.plugins.documcp.config_templates import _EXTENSIONS, diataxis_text, template_text
+from mcp_providers.plugins.documcp.icons import ICONS
 from mcp_providers.plugins.documcp.registry import SSGS, template_uri
 from mcp_providers.skills import SkillProvider, SkillSource
 
@@ -105,6 +106,7 @@ class WorkflowSkills(SkillProvider):
 
     name = "workflow-skills"
     prefixes = (PREFIX,)
+    icons = ICONS
 
     def __init__(self, content: WorkflowContent, workflow_json: Callable[[str], str]) -> None:
         self._files = {PREFIX + i: skill_files(content, w, workflow_json(i)) for i, w in content.workflows.items()}
