@@ -127,9 +127,8 @@ class Catalog:
         self.extension_methods = {m.name: (e, m) for e in self.extensions for m in e.declaration.methods}
         """Method name -> (the extension's entry, the method declaration)."""
         self._skill_by_uri = {e.declaration.uri: e for e in self.skills}
-        self.directories = directories(
-            (e.declaration for e in self.skills), {u: r.declaration for u, r in self._fixed.items()}
-        )
+        fixed = {canonical(e.declaration.uri): e.declaration for e in self.resources}
+        self.directories = directories((e.declaration for e in self.skills), fixed)
         """Directory URI -> its direct children, for ``resources/directory/read``."""
         self._prefix_lengths = sorted({len(px) for px in self._by_prefix}, reverse=True)
         self.fingerprint = self._fingerprint()

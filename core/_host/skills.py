@@ -167,7 +167,7 @@ class SkillFiles(ResourceProvider):
         reads = []
         for _ in range(2):
             try:
-                data = self.skill_provider.read(source, path)
+                data: object = self.skill_provider.read(source, path)  # checked: a provider may return anything
             except Exception as exc:
                 return SkillProblem("skill-read-failed", where, f"reading it raised {type(exc).__name__}: {exc}", "")
             if not isinstance(data, bytes):
@@ -219,8 +219,9 @@ def _root_problem(root: str) -> SkillProblem | None:
 
 
 def _files_problem(source: SkillSource) -> SkillProblem | None:
-    files = source.files
-    if not isinstance(files, tuple) or not all(isinstance(p, str) for p in files):
+    files: tuple[str, ...] = source.files
+    given: object = files  # a provider may hand anything; say what is wrong rather than fail later
+    if not isinstance(given, tuple) or not all(isinstance(p, str) for p in given):
         return SkillProblem("skill-files", source.root, "files is not a tuple of str", "list the paths as a tuple")
     if len(files) > MAX_FILES:
         return SkillProblem(
