@@ -280,8 +280,23 @@ GOOD = b"---\nname: broken\ndescription: A skill.\n---\n"
         (_Bad({"SKILL.md": GOOD, "a b.md": b"x"}), "skill-files", "has a space"),
         (_Bad({"README.md": GOOD}), "skill-files", "has no SKILL.md"),
         (_Bad({"SKILL.md": GOOD}, changing=True), "skill-content-changed", "two reads gave different bytes"),
+        (_Bad({"SKILL.md": GOOD}, root="SKILL://bad/broken"), "skill-root", "in canonical form"),
+        (_Bad({"SKILL.md": GOOD, **{f"f{i}.md": b"" for i in range(512)}}), "skill-too-large", "513 files, over 512"),
+        (_Bad({"SKILL.md": GOOD, "big.bin": bytes(16 * 1024 * 1024)}), "skill-too-large", "over 16777216"),
     ],
-    ids=["no-frontmatter", "bad-name", "no-description", "root-not-name", "dot-dot", "space", "no-skill-md", "changes"],
+    ids=[
+        "no-frontmatter",
+        "bad-name",
+        "no-description",
+        "root-not-name",
+        "dot-dot",
+        "space",
+        "no-skill-md",
+        "changes",
+        "root-not-canonical",
+        "too-many-files",
+        "too-many-bytes",
+    ],
 )
 async def test_a_skill_that_breaks_a_rule_is_a_check_problem_and_the_rest_is_served(
     provider: _Bad, rule: str, said: str
