@@ -18,13 +18,16 @@
     def notes_search(query: str, limit: int = 10) -> list[str]:
         \"\"\"Search every note.\"\"\"
 
+    notes.skill("skills/daily-review")   # a folder in the package: skill://notes/daily-review/SKILL.md
+
 and in ``pyproject.toml``::
 
     [project.entry-points.mcp_providers]
     notes = "notes_plugin:notes"
 
 A :class:`Plugin` answers the same hooks a hand-written plugin does (``settings_model``,
-``register_resource_providers``, ``register_tool_providers``, ``register_prompt_providers``), so nothing
+``register_resource_providers``, ``register_tool_providers``, ``register_prompt_providers``,
+``register_skill_providers``), so nothing
 downstream changes: every declaration it produces is checked by ``mcp-providers check`` (prefix
 ownership, collisions, templates, side effects, static reads) and served through the same gate,
 deadline, side-effect scope, budgets and receipts as a class provider.
