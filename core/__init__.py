@@ -3,8 +3,8 @@
 This module is the public API: everything a plugin author or an embedding application needs is
 re-exported here, and adding a name is a reviewed decision. The contract modules keep their own
 import paths too (``mcp_providers.hookspecs``, ``models``, ``providers``, ``errors``, ``policy``, ``identity``,
-``credentials``, ``http``, ``config``, ``testing``, ``embedding``); everything under ``mcp_providers._host`` and
-``mcp_providers._serve`` is private and may change without notice.
+``credentials``, ``http``, ``config``, ``skills``, ``testing``, ``embedding``); everything under
+``mcp_providers._host`` and ``mcp_providers._serve`` is private and may change without notice.
 
 :func:`compose` and :class:`Composition` are imported on first use, so a plugin importing
 ``from mcp_providers import hookimpl`` does not load the serving core.
@@ -82,6 +82,7 @@ with _gc.paused():  # start-up makes long-lived objects almost only (see mcp_pro
         ToolProvider,
         ToolResult,
     )
+    from mcp_providers.skills import SkillFolders, SkillProvider, SkillSource
 
 if TYPE_CHECKING:
     from mcp_providers._serve.composition import Composition, compose
@@ -140,6 +141,9 @@ __all__ = [
     "Sampled",
     "ServerSettings",
     "SideEffectRefused",
+    "SkillFolders",
+    "SkillProvider",
+    "SkillSource",
     "Stale",
     "Text",
     "TooLarge",

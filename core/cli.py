@@ -485,7 +485,7 @@ def check(config: ConfigOption = None, plugin_set: SetOption = None) -> None:
     summary = (
         f"{sum(r.status == 'loaded' for r in composition.records)} plugins served, "
         f"{len(c.resources)} resources, {len(c.templates)} templates, {len(c.tools)} tools, {len(c.prompts)} prompts"
-    )
+    ) + (f", {len(c.skills)} skills" if c.skills else "")
     if failures:
         out.print(f"check failed: {len(failures)} problem(s); {summary}", markup=False, highlight=False)
         raise typer.Exit(1)

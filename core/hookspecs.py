@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from mcp_providers.identity import Principal
     from mcp_providers.policy import Action, Decision
     from mcp_providers.providers import ExtensionProvider, PromptProvider, ResourceProvider, ToolProvider
+    from mcp_providers.skills import SkillProvider
 
 __all__ = [
     "CHANGELOG",
@@ -55,6 +56,7 @@ __all__ = [
     "register_prompt_providers",
     "register_prompts",
     "register_resource_providers",
+    "register_skill_providers",
     "register_tool_providers",
     "settings_model",
 ]
@@ -157,6 +159,13 @@ CHANGELOG: tuple[HookChange, ...] = (
         "deprecated",
         "Renamed ``register_extension_providers``. An implementation of the old name is still called, and "
         "gets ``MCPProvidersRemovedIn1Warning`` when registered; it stops working in 1.0.",
+    ),
+    HookChange(
+        "0.2.0",
+        "register_skill_providers",
+        "added",
+        "``register_skill_providers(settings)``: skills (the ``io.modelcontextprotocol/skills`` extension, "
+        "SEP-2640). Plugins without it load unchanged.",
     ),
 )
 """Every change to a hook since the first hookspecs, oldest first. The 0.1.0 entries all came
@@ -282,6 +291,23 @@ def register_extensions(settings: Any) -> Sequence[ExtensionProvider]:
 
     .. deprecated:: 0.2.0
         Rename the function ``register_extension_providers``; this name stops working in 1.0.
+    """
+
+
+@hookspec(warn_on_impl_args=_deprecated("register_skill_providers"))
+def register_skill_providers(settings: Any) -> Sequence[SkillProvider]:
+    """Return the skill providers this plugin contributes (SEP-2640, ``io.modelcontextprotocol/skills``).
+
+    Called once at composition time, after settings are validated. Each provider's skills are
+    checked then (frontmatter, file list, every file read twice with the same bytes); each file
+    is served as a fixed resource under the provider's prefixes, and 2026-07-28 clients also get
+    ``skills/list``, ``skills/get`` and ``resources/directory/read``.
+
+    :param settings: the instance of this plugin's :func:`settings_model`, or ``None``.
+    :returns: a list of :class:`~mcp_providers.skills.SkillProvider`; empty if none.
+
+    Use in provider plugins: for folders shipped in the package, ``Plugin.skill("folder")`` in
+    :mod:`mcp_providers.plugin` (or :class:`~mcp_providers.skills.SkillFolders`) does it all.
     """
 
 

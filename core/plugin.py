@@ -18,13 +18,16 @@
     def notes_search(query: str, limit: int = 10) -> list[str]:
         \"\"\"Search every note.\"\"\"
 
+    notes.skill("skills/daily-review")   # a folder in the package: skill://notes/daily-review/SKILL.md
+
 and in ``pyproject.toml``::
 
     [project.entry-points.mcp_providers]
     notes = "notes_plugin:notes"
 
 A :class:`Plugin` answers the same hooks a hand-written plugin does (``settings_model``,
-``register_resource_providers``, ``register_tool_providers``, ``register_prompt_providers``), so nothing
+``register_resource_providers``, ``register_tool_providers``, ``register_prompt_providers``,
+``register_skill_providers``), so nothing
 downstream changes: every declaration it produces is checked by ``mcp-providers check`` (prefix
 ownership, collisions, templates, side effects, static reads) and served through the same gate,
 deadline, side-effect scope, budgets and receipts as a class provider.
@@ -45,8 +48,11 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib.resources
 import inspect
+import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from importlib.resources.abc import Traversable
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
@@ -82,6 +88,7 @@ from mcp_providers.providers import (
     ToolProvider,
     ToolResult,
 )
+from mcp_providers.skills import SkillFolders, SkillProvider, SkillSource
 
 __all__ = [
     "Annotations",
@@ -98,6 +105,8 @@ __all__ = [
     "Message",
     "NotFound",
     "Plugin",
+    "SkillProvider",
+    "SkillSource",
     "TooLarge",
     "ToolFailure",
     "ToolResult",
@@ -172,6 +181,8 @@ class Plugin:
         self._tools: dict[str, tuple[Callable[..., Any], dict[str, Any]]] = {}
         self._prompts: dict[str, tuple[Callable[..., Any], dict[str, Any]]] = {}
         self._completions: dict[tuple[str, str, str], Callable[..., Any]] = {}
+        self._skill_folders: dict[str, list[Traversable]] = {}
+        self._skill_providers: list[Callable[..., SkillProvider]] = []
 
     def __repr__(self) -> str:
         return f"<Plugin {self.name!r}>"
@@ -217,6 +228,36 @@ class Plugin:
         """
         return self._adding("prompt", self._prompts, name, fields)
 
+    def skill(self, folder: str, *, package: str | None = None, prefix: str | None = None) -> None:
+        """Serve the skill in ``folder``, shipped in the package (``importlib.resources``): its
+        ``SKILL.md`` and every other file in it. The folder's name is the skill's name::
+
+            notes.skill("skills/daily-review")   # skill://notes/daily-review/SKILL.md
+
+        :param folder: ``/``-separated, relative to ``package``.
+        :param package: the package holding it (default: the calling module's package).
+        :param prefix: where the skill's root lies (default ``skill://<plugin name>/``); owned by
+            this plugin, so it may not overlap another provider's prefix.
+        """
+        if package is None:
+            caller = sys._getframe(1).f_globals
+            package = caller.get("__package__") or caller["__name__"]
+        node = importlib.resources.files(package)
+        for part in folder.strip("/").split("/"):
+            node = node / part
+        self._skill_folders.setdefault(prefix or f"skill://{self.name}/", []).append(node)
+
+    def skill_provider(self, factory: Callable[..., SkillProvider]) -> Callable[..., SkillProvider]:
+        """Decorate a function (or class) making a :class:`SkillProvider` for skills that are not
+        folders; it receives the plugin's settings by a parameter named ``settings``::
+
+            @notes.skill_provider
+            def runbooks(settings: NotesSettings) -> SkillProvider:
+                return Runbooks(settings.runbooks)
+        """
+        self._skill_providers.append(factory)
+        return factory
+
     def _adding(
         self, kind: str, into: dict[str, Any], key: object, fields: dict[str, Any]
     ) -> Callable[[F], Declared[F]]:
@@ -253,6 +294,16 @@ class Plugin:
     @hookimpl
     def register_prompt_providers(self, settings: Any) -> list[PromptProvider]:
         return [_Prompts(self, settings)] if self._prompts else []
+
+    @hookimpl
+    def register_skill_providers(self, settings: Any) -> list[SkillProvider]:
+        out: list[SkillProvider] = []
+        for i, (prefix, folders) in enumerate(self._skill_folders.items()):
+            out.append(SkillFolders(f"{self.name}-skills" + (f"-{i + 1}" if i else ""), prefix, folders))
+        for factory in self._skill_providers:
+            wants = "settings" in inspect.signature(factory).parameters
+            out.append(factory(settings) if wants else factory())
+        return out
 
     @hookimpl
     def demo_settings(self) -> contextlib.AbstractContextManager[dict[str, Any]] | None:

@@ -46,6 +46,7 @@ def test_every_hookspec_has_a_docstring_saying_what_to_return() -> None:
         "register_prompts",
         "register_extension_providers",
         "register_extensions",
+        "register_skill_providers",
         "demo_settings",
         "authorize",
     }

@@ -212,6 +212,7 @@ async def test_serve_with_a_set_serves_only_that_set(config_file: Path) -> None:
     )
     async with Client(params, cache=None) as client:
         uris = [r.uri for r in (await client.list_resources()).resources]
-        assert uris and all(u.startswith(("documcp://ssgs/", "documcp://workflows/")) for u in uris)
+        served = ("documcp://ssgs/", "documcp://workflows/", "skill://documcp/workflows/")  # workflows' skills too
+        assert uris and all(u.startswith(served) for u in uris)
         tools = [t.name for t in (await client.list_tools()).tools]
         assert not any(name.startswith("servicenow") for name in tools)

@@ -124,8 +124,9 @@ async def test_status_json_tells_plugins_catalog_reload_cluster_requests_and_den
     assert (plugins["notes"]["distribution"], plugins["notes"]["version"], plugins["notes"]["status"]) == (
         "status_site", "0.3", "loaded",
     )  # fmt: skip
-    assert plugins["notes"]["catalog"] == {"resources": 1, "templates": 0, "tools": 0, "prompts": 0}
-    assert plugins["extra"]["catalog"] == {"resources": 2, "templates": 0, "tools": 1, "prompts": 0}  # one and live
+    assert plugins["notes"]["catalog"] == {"resources": 1, "templates": 0, "tools": 0, "prompts": 0, "skills": 0}
+    extra = {"resources": 2, "templates": 0, "tools": 1, "prompts": 0, "skills": 0}  # one and live
+    assert plugins["extra"]["catalog"] == extra
     _, _, ready = _get(f"{served}/readyz", None)
     assert status["config_digest"] == json.loads(ready)["config_digest"] and len(status["config_digest"]) == 16
     assert status["cluster"] == {"backend": "in-process", "configured": False, "connected": None, "replica": None,
@@ -279,7 +280,7 @@ def test_the_audit_layer_keeps_the_last_denials_without_sinks_shortened() -> Non
 def test_the_page_escapes_every_value() -> None:
     bad = "<img src=x onerror=alert(1)>"
     one = {"requests": 1, "errors": 0}
-    catalog = dict.fromkeys(("resources", "templates", "tools", "prompts"), 0)
+    catalog = dict.fromkeys(("resources", "templates", "tools", "prompts", "skills"), 0)
     plugin = {**dict.fromkeys(("name", "distribution", "version", "status", "reason"), bad), "selection": "",
               "catalog": catalog}  # fmt: skip
     body: dict[str, Any] = {

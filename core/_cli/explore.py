@@ -1,7 +1,7 @@
 """``mcp-providers inspect``, ``read`` and ``call``: what a config serves, and one request of it.
 
-``inspect`` lists every resource, template, tool and prompt of the composed catalog with its plugin,
-provider, MIME type and effects. ``read`` and ``call`` run one request in this process through the
+``inspect`` lists every resource, template, tool, prompt and skill of the composed catalog with its
+plugin, provider, MIME type and effects. ``read`` and ``call`` run one request in this process through the
 whole pipeline, exactly as a client's would be served (gate, deadline, side-effect scope, budgets,
 receipt, audit), over an in-memory MCP client, and give back the result as the client received it.
 """
@@ -25,7 +25,7 @@ from mcp_providers.models import Tool
 INSPECT_SCHEMA: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "type": "object",
-    "required": ["plugins", "resources", "templates", "tools", "prompts"],
+    "required": ["plugins", "resources", "templates", "tools", "prompts", "skills"],
     "additionalProperties": False,
     "properties": {
         "plugins": {
@@ -69,6 +69,22 @@ INSPECT_SCHEMA: dict[str, Any] = {
                     "name": {"type": "string"},
                     "description": {"type": "string"},
                     "arguments": {"type": "array", "items": {"type": "string"}},
+                },
+            },
+        },
+        "skills": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["plugin", "provider", "uri", "name", "description", "files", "bytes"],
+                "properties": {
+                    "plugin": {"type": "string"},
+                    "provider": {"type": "string"},
+                    "uri": {"type": "string"},
+                    "name": {"type": "string"},
+                    "description": {"type": "string"},
+                    "files": {"type": "integer", "minimum": 1},
+                    "bytes": {"type": "integer", "minimum": 0},
                 },
             },
         },
@@ -116,6 +132,18 @@ def inventory(composition: Composition) -> dict[str, Any]:
                 "arguments": [a.name for a in e.declaration.arguments],
             }
             for e in catalog.prompts
+        ],
+        "skills": [
+            {
+                "plugin": e.plugin,
+                "provider": e.provider.name,
+                "uri": e.declaration.uri,
+                "name": e.declaration.name,
+                "description": str(e.declaration.frontmatter["description"]),
+                "files": len(e.declaration.files),
+                "bytes": sum(f.size for f in e.declaration.files),
+            }
+            for e in catalog.skills
         ],
     }
 
@@ -223,6 +251,7 @@ def print_inventory(console: Console, document: dict[str, Any]) -> None:
         ("templates", ("uriTemplate", "name", "mimeType")),
         ("tools", ("name", "effects")),
         ("prompts", ("name",)),
+        ("skills", ("uri", "name", "files")),
     )
     for section, columns in sections:
         table = Table(title=f"{section} ({len(document[section])})", title_justify="left")

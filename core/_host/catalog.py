@@ -37,6 +37,7 @@ from typing import Generic, TypeVar
 from mcp.shared.uri_template import UriTemplate
 
 from mcp_providers._host.declarations import Declared, literal_start
+from mcp_providers._host.skills import Skill, directories
 from mcp_providers._host.specificity import specificity
 from mcp_providers._host.uris import InvalidUri, canonical, canonical_template, value_problem
 from mcp_providers.errors import InvalidParams, NotFound
@@ -97,11 +98,13 @@ class Catalog:
         self.tools: list[Entry[Tool, ToolProvider]] = []
         self.prompts: list[Entry[Prompt, PromptProvider]] = []
         self.extensions: list[Entry[Extension, ExtensionProvider]] = []
+        self.skills: list[Entry[Skill, ResourceProvider]] = []
         self._by_prefix: dict[str, tuple[str, ResourceProvider, list[_Compiled]]] = {}
         for d in ordered:
             p = d.provider
             if isinstance(p, ResourceProvider):
                 self.resources += [Entry(d.plugin, p, r) for r in d.resources]
+                self.skills += [Entry(d.plugin, p, s) for s in d.skills]
                 compiled = [
                     _Compiled(Entry(d.plugin, p, t), UriTemplate.parse(canonical_template(t.uri_template)))
                     for t in d.templates
@@ -130,6 +133,10 @@ class Catalog:
         self._prompt_by_name = {e.declaration.name: e for e in self.prompts}
         self.extension_methods = {m.name: (e, m) for e in self.extensions for m in e.declaration.methods}
         """Method name -> (the extension's entry, the method declaration)."""
+        self._skill_by_uri = {e.declaration.uri: e for e in self.skills}
+        fixed = {canonical(e.declaration.uri): e.declaration for e in self.resources}
+        self.directories = directories((e.declaration for e in self.skills), fixed)
+        """Directory URI -> its direct children, for ``resources/directory/read``."""
         self._prefix_lengths = sorted({len(px) for px in self._by_prefix}, reverse=True)
         self.fingerprint = self._fingerprint()
 
@@ -209,6 +216,10 @@ class Catalog:
 
     def template(self, uri_template: str) -> Entry[ResourceTemplate, ResourceProvider] | None:
         return self._template_by_string.get(uri_template)
+
+    def skill(self, uri: str) -> Entry[Skill, ResourceProvider] | None:
+        """The skill whose ``SKILL.md`` is at ``uri`` (canonical form), or ``None``."""
+        return self._skill_by_uri.get(uri)
 
     def tool(self, name: str) -> Entry[Tool, ToolProvider] | None:
         return self._tool_by_name.get(name)

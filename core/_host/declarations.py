@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from mcp_providers._host.discovery import PluginRecord
+from mcp_providers._host.skills import Skill, SkillFiles
 from mcp_providers.models import Extension, Prompt, Resource, ResourceTemplate, Tool
 from mcp_providers.providers import ExtensionProvider, PromptProvider, ResourceProvider, ToolProvider
 
@@ -45,6 +46,8 @@ class Declared:
     tools: Sequence[Tool] = ()
     prompts: Sequence[Prompt] = ()
     extensions: Sequence[Extension] = ()
+    skills: Sequence[Skill] = ()
+    """Checked skills (their files are among :attr:`resources`)."""
 
     def resource_declarations(self) -> list[Resource | ResourceTemplate]:
         return [*self.resources, *self.templates]
@@ -66,7 +69,10 @@ def declare(records: Iterable[PluginRecord]) -> tuple[list[Declared], list[Probl
         for provider in record.providers():
             d = Declared(record.name, provider)
             try:
-                if isinstance(provider, ResourceProvider):
+                if isinstance(provider, SkillFiles):
+                    d.resources, d.skills, refused = provider.declare()
+                    problems += [Problem((record.name,), p.rule, p.value, p.message, p.fix) for p in refused]
+                elif isinstance(provider, ResourceProvider):
                     d.resources = _typed(provider.resources(), Resource)
                     d.templates = _typed(provider.templates(), ResourceTemplate)
                 elif isinstance(provider, ToolProvider):
@@ -84,7 +90,8 @@ def declare(records: Iterable[PluginRecord]) -> tuple[list[Declared], list[Probl
                         "declaration-failed",
                         provider.name,
                         f"declaring provider {provider.name!r} raised {type(exc).__name__}: {exc}",
-                        "return declaration models from resources()/templates()/tools()/prompts()/extensions()",
+                        "return declaration models from resources()/templates()/tools()/prompts()/extensions(), "
+                        "SkillSource from skills()",
                     )
                 )
                 continue

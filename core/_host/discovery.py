@@ -62,10 +62,12 @@ from mcp_providers._host.compat import plugin_core_problem
 from mcp_providers._host.groups import DECLARED_POLICY, entry_points, group_problem, is_policy, looked_evidence
 from mcp_providers._host.hookscan import AuthorizeScan, PluginManager, scan_authorize, scan_problem
 from mcp_providers._host.shape import as_plugin, did_you_mean, provider_problem, several_plugins, unmarked_hooks
+from mcp_providers._host.skills import SkillFiles
 from mcp_providers.config import DISABLE_ENV, PLUGINS_ENV, Config, format_validation_error, settings_context, suggestion
 from mcp_providers.errors import ConfigError, MCPProvidersDeprecationWarning
 from mcp_providers.plugin import Plugin
 from mcp_providers.providers import ExtensionProvider, PromptProvider, ResourceProvider, ToolProvider
+from mcp_providers.skills import SkillProvider
 
 Status = Literal["loaded", "rejected", "disabled"]
 
@@ -76,6 +78,7 @@ _PROVIDER_HOOKS: tuple[tuple[str, type], ...] = (
     ("register_extensions", ExtensionProvider),  # the old name, still called
     ("register_prompt_providers", PromptProvider),
     ("register_prompts", PromptProvider),  # the old name, still called
+    ("register_skill_providers", SkillProvider),  # served as resource providers (_host/skills.py)
 )
 
 
@@ -404,11 +407,13 @@ def _collect(pm: pluggy.PluginManager, record: PluginRecord) -> None:
         if unnamed:
             record.reject(f"hook {hook} returned a {type(unnamed[0]).__name__} with an empty name; set .name")
             return
+        if kind is SkillProvider:  # each skill's files are resources: every resource rule holds for them
+            result = [SkillFiles(provider) for provider in result]
         problem = next(filter(None, map(provider_problem, result)), None)
         if problem is not None:
             record.reject(f"hook {hook}: {problem}")
             return
-        if kind is ResourceProvider:
+        if kind in (ResourceProvider, SkillProvider):
             record.resource_providers.extend(result)
             record.prefixes += tuple(px for provider in result for px in provider.prefixes)
         elif kind is ToolProvider:

@@ -27,6 +27,9 @@ from mcp_providers._serve.methods.completion import Complete
 from mcp_providers._serve.methods.extensions import ExtensionCall, ExtensionParams, advertised
 from mcp_providers._serve.methods.prompts import GetPrompt
 from mcp_providers._serve.methods.resources import Listing, ListMethod, ReadResource
+from mcp_providers._serve.methods.skills import PARAMS as SKILL_PARAMS
+from mcp_providers._serve.methods.skills import advertised as skills_advertised
+from mcp_providers._serve.methods.skills import skill_methods
 from mcp_providers._serve.methods.subscriptions import Listen, Subscribe, SubscriptionHub, Unsubscribe, watch_meta
 from mcp_providers._serve.methods.tasks import TASK_METHODS, TASKS_EXTENSION, TaskMethod, Tasks, params_model
 from mcp_providers._serve.methods.tools import CallTool
@@ -123,6 +126,7 @@ def methods(
         out.append(Complete(assembly, invoker))
     if _watchable(assembly):
         out += [Subscribe(hub), Unsubscribe(hub)]
+    out += skill_methods(assembly)  # skills/list, skills/get, resources/directory/read: with a skill served
     out += [ExtensionCall(name, catalog, invoker) for name in catalog.extension_methods]
     return [*out, Listen(hub)]
 
@@ -155,6 +159,7 @@ _PARAMS: dict[str, type[Any]] = {
     "prompts/list": types.PaginatedRequestParams,
     "prompts/get": types.GetPromptRequestParams,
     **{name: params_model(name) for name in TASK_METHODS},
+    **SKILL_PARAMS,
 }
 
 
@@ -225,8 +230,10 @@ def handshake(runtime: Runtime) -> Callable[[Ctx, dict[str, Any]], dict[str, Any
         if isinstance(resources, dict):
             resources["subscribe"] = _watchable(generation.assembly)
         extensions = advertised(generation.assembly.catalog)
-        if ctx.method == "server/discover" and _runs_tasks(generation.assembly):  # 2026-07-28 only
-            extensions[TASKS_EXTENSION] = {}
+        if ctx.method == "server/discover":  # 2026-07-28 only
+            if _runs_tasks(generation.assembly):
+                extensions[TASKS_EXTENSION] = {}
+            extensions.update(skills_advertised(generation.assembly.catalog))
         if extensions:
             capabilities["extensions"] = {**(capabilities.get("extensions") or {}), **extensions}
         if ctx.method == "initialize":

@@ -1,5 +1,8 @@
 """Built-in plugin: documentation workflows at ``documcp://workflows/``, and the documentation tools.
 
+Each workflow is also served as a skill, ``skill://documcp/workflows/<id>/SKILL.md`` with its
+``workflow.json`` and the templates its steps use (:mod:`.workflow_skills`).
+
 Resources (all ``static``, ``application/json``):
 
 - ``documcp://workflows/all``: ``{"workflows": {<id>: Workflow}, "executionGuidance": {...},
@@ -47,7 +50,9 @@ from mcp_providers.hookspecs import hookimpl
 from mcp_providers.models import Freshness, Members, Resource, ResourceTemplate
 from mcp_providers.plugins.documcp.icons import ICONS
 from mcp_providers.plugins.documcp.tools import TOOLS, DocumentationTools
+from mcp_providers.plugins.documcp.workflow_skills import WorkflowSkills
 from mcp_providers.providers import Content, ReadRequest, ResourceProvider, ToolProvider
+from mcp_providers.skills import SkillProvider
 
 __all__ = [
     "ALIASES",
@@ -57,6 +62,7 @@ __all__ = [
     "WorkflowContent",
     "Workflows",
     "content",
+    "workflow_text",
 ]
 
 _PREFIX: Final = "documcp://workflows/"
@@ -294,7 +300,7 @@ class Workflows(ResourceProvider):
         }
         for alias, target in ALIASES.items():
             self._texts[_PREFIX + alias] = _json(_dump(c.workflows[target]))
-        self._one = {k: _json(_dump(w)) for k, w in c.workflows.items()}
+        self._one = {k: workflow_text(k) for k in c.workflows}
 
     def resources(self) -> Sequence[Resource]:
         """``all``, ``guidance``, ``quick-setup`` and ``full-setup``."""
@@ -396,6 +402,15 @@ class Workflows(ResourceProvider):
         return _json(body)
 
 
+@cache
+def workflow_text(workflow_id: str) -> str:
+    """The JSON text ``documcp://workflows/<workflow_id>`` serves (the skill's ``workflow.json``).
+
+    :raises KeyError: no workflow has that id.
+    """
+    return _json(_dump(content().workflows[workflow_id]))
+
+
 def _one(workflow_id: str) -> str:
     """The URI of one workflow by id, e.g. ``documcp://workflows/full-documentation-setup``."""
     return ONE.replace("{workflowId}", workflow_id)
@@ -405,6 +420,12 @@ def _one(workflow_id: str) -> str:
 def register_resource_providers() -> list[ResourceProvider]:
     """The workflows provider (owns ``documcp://workflows/``)."""
     return [Workflows()]
+
+
+@hookimpl
+def register_skill_providers() -> list[SkillProvider]:
+    """Each workflow as a skill (owns ``skill://documcp/workflows/``)."""
+    return [WorkflowSkills(content(), workflow_text)]
 
 
 @hookimpl

@@ -178,7 +178,11 @@ def test_mcp_providers_check_passes_for_the_documentation_plugins_alone(tmp_path
     done = run_cli("check", "--config", str(config))  # in process (cli_support); serve above is a process
     assert done.returncode == 0, done.stdout + done.stderr
     resources = len(SSG_IDS) + 1 + 1 + 2 + len(ALIASES)  # templates, diataxis, available, all/guidance, aliases
+    # each workflow's skill: SKILL.md and workflow.json; full setup has every config template and the Diataxis
+    # structure, quick setup the structure
+    resources += 2 * len(WORKFLOW_IDS) + len(SSG_IDS) + 1 + 1
     assert f"check passed: {len(DOCUMCP_PLUGINS)} plugins served, {resources} resources, 2 templates" in done.stdout
+    assert done.stdout.rstrip().endswith(f", {len(WORKFLOW_IDS)} skills")
 
 
 def test_mcp_providers_check_passes() -> None:

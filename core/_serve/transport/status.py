@@ -2,7 +2,7 @@
 
 For the person on call: the plugins with their distribution, version, state (``loaded``,
 ``rejected``, ``disabled``) and reason; what each declared (resources, resource templates, tools,
-prompts); the config digest, the generation and the last reload attempt; the cluster backend
+prompts, skills); the config digest, the generation and the last reload attempt; the cluster backend
 (configured, connected), this replica's name and the poll leases it holds; requests and errors
 per method over the last :data:`WINDOW_MINUTES` minutes; the last denials (operation, action,
 target, subject, issuer, reason, time; from the audit layer, kept with or without sinks, at most
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 
 WINDOW_MINUTES = 10
 """How many minutes of per-method counts :class:`RecentRequests` keeps (the current one included)."""
+_KINDS = ("resources", "templates", "tools", "prompts", "skills")
 OFF = 'the status page is off; add [server.admin] (docs/operations.md, "Status page")'
 
 
@@ -111,15 +112,16 @@ def facts(composition: Composition, reloader: Reloader | None, recent: RecentReq
 
 def plugins(composition: Composition) -> list[dict[str, Any]]:
     """Each plugin record (:meth:`~mcp_providers._host.discovery.PluginRecord.as_dict`) with
-    ``catalog``: how many resources, templates, tools and prompts its providers declared."""
+    ``catalog``: how many resources, templates, tools, prompts and skills its providers declared."""
     counts: dict[str, dict[str, int]] = {}
     for declared in composition.declared:
-        mine = counts.setdefault(declared.plugin, dict.fromkeys(("resources", "templates", "tools", "prompts"), 0))
+        mine = counts.setdefault(declared.plugin, dict.fromkeys(_KINDS, 0))
         mine["resources"] += len(declared.resources)
         mine["templates"] += len(declared.templates)
         mine["tools"] += len(declared.tools)
         mine["prompts"] += len(declared.prompts)
-    empty = dict.fromkeys(("resources", "templates", "tools", "prompts"), 0)
+        mine["skills"] += len(declared.skills)
+    empty = dict.fromkeys(_KINDS, 0)
     return [{**r.as_dict(), "catalog": counts.get(r.name, empty)} for r in composition.records]
 
 
@@ -248,10 +250,10 @@ def _config_section(body: dict[str, Any]) -> str:
 
 
 def _plugins_section(records: list[dict[str, Any]], failed: dict[str, str]) -> str:
-    head = ["plugin", "distribution", "version", "state", "reason", "resources", "templates", "tools", "prompts"]
+    head = ["plugin", "distribution", "version", "state", "reason", *_KINDS]
     rows = []
     for r in records:
-        counts = [_e(r["catalog"][k]) for k in ("resources", "templates", "tools", "prompts")]
+        counts = [_e(r["catalog"][k]) for k in _KINDS]
         rows.append([_e(r["name"]), _e(r["distribution"]), _e(r["version"]), _e(r["status"]),
                      _e(r["reason"] or r["selection"]), *counts])  # fmt: skip
     out = "<h2>Plugins</h2>" + _table(head, rows, (r["status"] for r in records))

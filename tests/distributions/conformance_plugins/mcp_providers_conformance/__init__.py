@@ -13,7 +13,8 @@ checks is the framework, not this plugin.
   ``test_tool_with_progress``, ``test_error_handling``, ``test_sampling``, ``test_elicitation``,
   ``test_elicitation_sep1034_defaults``, ``test_elicitation_sep1330_enums``;
 - prompts: ``test_simple_prompt``, ``test_prompt_with_arguments`` (``arg1`` completes),
-  ``test_prompt_with_embedded_resource``, ``test_prompt_with_image``.
+  ``test_prompt_with_embedded_resource``, ``test_prompt_with_image``;
+- the tools and the skill 0.2.0-alpha.12's scenarios use (:mod:`.alpha`).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from mcp_providers import (
     Resource,
     ResourceProvider,
     ResourceTemplate,
+    SkillProvider,
     Tool,
     ToolCall,
     ToolFailure,
@@ -50,6 +52,7 @@ from mcp_providers import (
     hookimpl,
 )
 from mcp_providers.providers import Audio, Embed, Image, Text
+from mcp_providers_conformance.alpha import AlphaTools, Skills
 
 
 def _png() -> bytes:
@@ -325,8 +328,14 @@ def register_resource_providers() -> list[ResourceProvider]:
 
 @hookimpl
 def register_tool_providers() -> list[ToolProvider]:
-    """The suite's tools."""
-    return [Tools()]
+    """The suite's tools, and those of its newest pre-release."""
+    return [Tools(), AlphaTools()]
+
+
+@hookimpl
+def register_skill_providers() -> list[SkillProvider]:
+    """A skill, for the skills extension's scenarios."""
+    return [Skills()]
 
 
 @hookimpl
