@@ -97,7 +97,10 @@ def target(request: pytest.FixtureRequest) -> list[str]:
 
 def _inspect(inspector: list[str], target: list[str], home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, HOME=str(home))  # the Inspector writes state under $HOME
-    return subprocess.run([*inspector, *target, *args], env=env, capture_output=True, text=True, timeout=120)
+    # The server's start is waited for, not timed: the Inspector's own 15 s default is outrun on a
+    # loaded 2-CPU machine (a stdio serve imports the SDK first), so the bound is the 120 s below.
+    wait = ("--connect-timeout", "110000")
+    return subprocess.run([*inspector, *target, *args, *wait], env=env, capture_output=True, text=True, timeout=120)
 
 
 def _ok(inspector: list[str], target: list[str], home: Path, *args: str) -> dict[str, Any]:
