@@ -122,6 +122,8 @@ class Runtime:
             shared=self.shared,
             limits=settings.limits,
         )
+        if isinstance(backend, RedisBackend):
+            backend.on_recovered = self.hub.reannounce  # the bus is back: nothing missed goes untold
         cluster = assembly.config.cluster
         self.tasks = Tasks(store_for(self.shared), settings.tasks, cluster.lease_seconds if cluster else None)
         """Tool calls running as tasks (:mod:`.methods.tasks`): in memory, or in Redis with ``[cluster]``."""

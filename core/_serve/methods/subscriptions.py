@@ -222,11 +222,21 @@ class SubscriptionHub:
                 data={"uri": uri},
             )
         route.provider.check_watch(route.declaration, route.params or {})  # its own dict, not the shared NO_PARAMS
-        self.shared.require(f"watch {uri}")  # a watch needs the cluster bus to hear of changes
+        # with the cluster bus down a watch still starts: it hears this replica's updates, and every
+        # watched URI is re-announced when the bus is back (.state.outage)
         return route
 
     async def publish(self, uri: str) -> None:
         await self.bus.publish(ResourceUpdated(uri=uri))
+
+    def reannounce(self) -> int:
+        """Tell every watcher on this replica, of both eras, that what it watches may have changed
+        (the cluster bus is back after an outage: updates may have been missed); returns how many
+        URIs were announced. Each delivery is authorized as any update is."""
+        uris = sorted(set(self._watching) | set(self._sessions))
+        for uri in uris:
+            self._on_event(ResourceUpdated(uri=uri))
+        return len(uris)
 
     def _on_event(self, event: ServerEvent) -> None:
         if not isinstance(event, ResourceUpdated):

@@ -5,12 +5,16 @@ they carry no content) and puts a request-counting middleware on the composition
 
 - ``/healthz``: 200 while the process serves MCP over HTTP; 503 once the SDK's session manager
   has stopped (every MCP request would fail), so a supervisor restarts the process;
-- ``/readyz``: 200 once the composition is served (its providers started) and, with ``[cluster]``,
-  Redis answers a ping within ``timeout_seconds``; 503 with the reason otherwise;
+- ``/readyz``: 200 once the composition is served (its providers started), 503 with the reason
+  before; with ``[cluster]`` and Redis not answering a ping within ``timeout_seconds`` it stays 200
+  with ``"status": "degraded"`` and the reason in ``degraded`` (the replica still serves reads and
+  tool calls; a probe pulling every replica at once would stop the service for Redis's sake);
 - ``/metrics``: ``mcp_providers_requests_total{method,outcome}``,
   ``mcp_providers_read_seconds`` (histogram of ``resources/read``), ``mcp_providers_subscriptions``
   (watches held by this replica), ``mcp_providers_poll_leases`` (live sources this replica polls),
-  ``mcp_providers_cluster_connected`` and ``mcp_providers_audit_dropped_total{sink}`` (audit
+  ``mcp_providers_cluster_connected``, ``mcp_providers_degraded``, ``mcp_providers_cluster_outages_total``,
+  ``mcp_providers_cluster_recoveries_total``, ``mcp_providers_cluster_reannounced_total`` (with
+  ``[cluster]``: see :mod:`..state.outage`) and ``mcp_providers_audit_dropped_total{sink}`` (audit
   lines a shipped sink dropped); with a reloader, ``mcp_providers_reload_total{outcome}``,
   ``mcp_providers_config_info{digest}`` (the config served, so drift between replicas shows) and
   ``mcp_providers_generation``. ``/readyz`` then names the digest, the generation and the last
@@ -52,6 +56,12 @@ if TYPE_CHECKING:
     from mcp_providers._serve.runtime import Runtime
     from mcp_providers._serve.transport.status import RecentRequests
 
+
+DEGRADED_REDIS = (
+    "the cluster backend (Redis) does not answer: reads and tool calls are served; updates reach this "
+    "replica's watchers only, and every watched URI is re-announced once it is back"
+)
+"""Why ``/readyz`` says ``degraded`` (200): the replica still serves, so a probe keeps it in."""
 
 OTHER_METHOD = "other"
 """The ``method`` label of every request for a method the server does not serve (client-chosen
@@ -136,6 +146,9 @@ class _Gauges:
         connected = getattr(runtime.shared, "connected", True)
         yield GaugeMetricFamily("mcp_providers_cluster_connected", "1 when the cluster backend is reachable "
                                 "(always 1 without [cluster])", value=1 if connected else 0)  # fmt: skip
+        yield GaugeMetricFamily("mcp_providers_degraded", "1 while the replica serves without its cluster backend "
+                                "(/readyz says degraded, still 200)", value=0 if connected else 1)  # fmt: skip
+        yield from _outage_metrics(runtime.shared)
         yield CounterMetricFamily("mcp_providers_credentials_obtained", "Upstream credentials this replica "
                                   "obtained for callers (cache misses of the credential broker)",
                                   value=runtime.credentials.obtained)  # fmt: skip
@@ -150,6 +163,21 @@ class _Gauges:
                                 value=runtime.tasks.running)  # fmt: skip
         if self._reloader is not None:
             yield from _reload_metrics(self._reloader)
+
+
+def _outage_metrics(shared: Any) -> Iterator[Any]:
+    """With ``[cluster]``: the bus outages this replica lived through (:mod:`..state.outage`)."""
+    from prometheus_client.core import CounterMetricFamily
+
+    outages = getattr(shared, "outages", None)
+    if outages is None:
+        return
+    for name, value, text in (
+        ("outages", outages.outages, "Outages of the cluster bus (Redis) this replica saw begin"),
+        ("recoveries", outages.recoveries, "Outages of the cluster bus that ended, watched URIs re-announced"),
+        ("reannounced", outages.reannounced, "URIs re-announced to this replica's watchers after bus outages"),
+    ):
+        yield CounterMetricFamily(f"mcp_providers_cluster_{name}", text, value=value)
 
 
 def _reload_metrics(reloader: Reloader) -> Iterator[Any]:
@@ -219,13 +247,15 @@ def ops_routes(
         return JSONResponse({"status": "ok"})
 
     async def readyz(request: Request) -> Response:
-        problems = []
+        problems, degraded = [], []
         if not runtime.serving:
             problems.append("the composition is not served yet")
-        if runtime.shared.configured and not await runtime.shared.ping():
-            problems.append("the cluster backend (Redis) does not answer")
+        shared = runtime.shared  # the listener subscribed (what the gauge says), and Redis answering now
+        if shared.configured and not (getattr(shared, "connected", True) and await shared.ping()):
+            degraded.append(DEGRADED_REDIS)
         failed = sorted(runtime.startup_failures)
-        body: dict[str, Any] = {"status": "ready" if not problems else "not ready", "problems": problems,
+        status = "not ready" if problems else "degraded" if degraded else "ready"
+        body: dict[str, Any] = {"status": status, "problems": problems, "degraded": degraded,
                                 "failed_providers": failed, "generation": runtime.generation.number}  # fmt: skip
         if reloader is not None:
             body["config_digest"] = reloader.digest
