@@ -380,6 +380,7 @@ def _serve_http(
 def _run_http(served: Any, composition: Composition, host: str, port: int) -> None:
     """uvicorn on ``host:port`` (or a ``--workers`` worker's inherited socket), saying so once it listens."""
     from mcp_providers._serve.transport.limits import Limits, run_uvicorn
+    from mcp_providers._serve.transport.shutdown import stream_ender
 
     worker_fd = os.environ.get(FD_ENV)  # a --workers worker serves the socket it inherited
     settings = composition.config.server
@@ -392,7 +393,8 @@ def _run_http(served: Any, composition: Composition, host: str, port: int) -> No
     if fd is not None:
         listening(host, port)
     try:
-        run_uvicorn(served, host, port, limits, fd=fd, trusted_proxies=settings.trusted_proxies, listening=listening)
+        run_uvicorn(served, host, port, limits, fd=fd, trusted_proxies=settings.trusted_proxies, listening=listening,
+                    ending=stream_ender(composition))  # fmt: skip
     except OSError as exc:
         err.print(f"[red]error:[/red] cannot listen on {escape(f'{host}:{port}')}: {escape(exc.strerror or str(exc))}")
         raise typer.Exit(1) from None

@@ -171,6 +171,11 @@ def test_probes_resources_hosts_and_the_service_monitor(chart: ModuleType) -> No
     assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
     assert container["startupProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
     assert container["resources"]["requests"] == {"cpu": "100m", "memory": "256Mi"}
+    # a stop fits the grace period: the preStop pause, then at most 10 s after SIGTERM (test_shutdown.py)
+    pause = container["lifecycle"]["preStop"]["exec"]["command"]
+    assert pause[:2] == ["python", "-c"] and "time.sleep(5)" in pause[2]
+    grace = _one(objects, "StatefulSet")["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
+    assert grace >= 5 + 10
     args = container["args"]
     hosts = [args[i + 1] for i, a in enumerate(args) if a == "--allow-host"]
     assert hosts == ["prod-mcp-providers", "prod-mcp-providers.mcp.svc", "prod-mcp-providers.mcp.svc.cluster.local",

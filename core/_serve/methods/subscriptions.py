@@ -338,6 +338,15 @@ class SubscriptionHub:
                 if not self._listens[caller]:
                     del self._listens[caller]
 
+    def end_streams(self) -> int:
+        """End every open listen stream gracefully (the server is stopping): each sends its
+        ``subscriptions/listen`` result as its last frame, so its client knows the end was meant and
+        listens again (on another replica). Returns how many were asked to end."""
+        handlers = [handler for handler, _ in self._streams.values()]
+        for handler in handlers:
+            handler.close()
+        return len(handlers)
+
     def _count_listen(self, principal: Principal) -> tuple[str, str] | None:
         """Count one more open stream for ``principal``'s key; ``None`` when not counted."""
         if principal.anonymous and self._limits is None:
