@@ -19,7 +19,8 @@ def _samples(port: int) -> dict[tuple[str, str], float]:
     found = {}
     for line in body.decode().splitlines():
         if m := re.fullmatch(r'mcp_providers_requests_total\{method="([^"]*)",outcome="([^"]*)"\} (\S+)', line):
-            found[(m[1], m[2])] = float(m[3])
+            if float(m[3]):  # every known series starts at 0 (issue 42): these tests read what was counted
+                found[(m[1], m[2])] = float(m[3])
     return found
 
 

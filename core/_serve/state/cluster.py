@@ -57,7 +57,7 @@ from mcp_providers._serve.state.coalesce import Coalescer
 from mcp_providers._serve.state.outage import BusOutages
 from mcp_providers.config import ClusterSettings
 from mcp_providers.credentials import current_scope
-from mcp_providers.errors import UpstreamError
+from mcp_providers.errors import BACKEND_UNAVAILABLE, UpstreamError
 from mcp_providers.models import Freshness
 from mcp_providers.providers import Content
 
@@ -77,7 +77,10 @@ READ_LOCK_SECONDS = 60.0
 
 
 class ClusterUnavailable(UpstreamError):
-    """The cluster backend (Redis) could not be reached in time."""
+    """The cluster backend (Redis) could not be reached in time: JSON-RPC -32010
+    (:data:`~mcp_providers.errors.BACKEND_UNAVAILABLE`), not the upstream's -32006."""
+
+    code = BACKEND_UNAVAILABLE
 
 
 def encode(event: ServerEvent) -> str:

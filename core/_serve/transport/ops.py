@@ -9,7 +9,10 @@ they carry no content) and puts a request-counting middleware on the composition
   before; with ``[cluster]`` and Redis not answering a ping within ``timeout_seconds`` it stays 200
   with ``"status": "degraded"`` and the reason in ``degraded`` (the replica still serves reads and
   tool calls; a probe pulling every replica at once would stop the service for Redis's sake);
-- ``/metrics``: ``mcp_providers_requests_total{method,outcome}``,
+- ``/metrics``: ``mcp_providers_requests_total{method,outcome}`` (outcome ``ok``, ``tool_error``
+  for an ``isError`` tool answer, or the JSON-RPC code; each served method's known outcomes start
+  at 0), ``mcp_providers_request_seconds{method}``, ``mcp_providers_tool_seconds{tool,plugin,outcome}``,
+  the process's own metrics (``prometheus_client``'s process, GC and platform collectors),
   ``mcp_providers_read_seconds`` (histogram of ``resources/read``), ``mcp_providers_subscriptions``
   (watches held by this replica), ``mcp_providers_poll_leases`` (live sources this replica polls),
   ``mcp_providers_cluster_connected``, ``mcp_providers_degraded``, ``mcp_providers_cluster_outages_total``,
@@ -67,6 +70,20 @@ OTHER_METHOD = "other"
 """The ``method`` label of every request for a method the server does not serve (client-chosen
 names would make the label set, and ``/metrics``, grow without bound)."""
 LISTEN = "subscriptions/listen"
+TOOL_ERROR = "tool_error"
+"""The outcome of a ``tools/call`` answered with ``isError: true`` (the tool failed)."""
+KNOWN_OUTCOMES = ("ok", TOOL_ERROR, "-32602", "-32003", "-32004", "-32005", "-32006", "-32009", "-32010", "-32603")
+"""Outcomes every served method's counter starts with at 0 (others appear when first counted)."""
+
+
+def _process_collectors(registry: Any) -> None:
+    """The process's own metrics (memory, CPU, open files, start time; Python's GC and version),
+    from ``prometheus_client``'s collectors, on ``registry``."""
+    from prometheus_client import GCCollector, PlatformCollector, ProcessCollector
+
+    ProcessCollector(registry=registry)
+    GCCollector(registry=registry)
+    PlatformCollector(registry=registry)
 
 
 class Metrics:
@@ -87,14 +104,34 @@ class Metrics:
         from prometheus_client import CollectorRegistry, Counter, Histogram
 
         self.registry = CollectorRegistry()
+        _process_collectors(self.registry)
         self.requests = Counter(
-            "mcp_providers_requests", "MCP requests by method and outcome", ["method", "outcome"],
-            registry=self.registry,
+            "mcp_providers_requests", "MCP requests by method and outcome (ok, tool_error or the JSON-RPC "
+            "error code)", ["method", "outcome"], registry=self.registry,
         )  # fmt: skip
         self.reads = Histogram("mcp_providers_read_seconds", "resources/read latency", registry=self.registry)
+        self.latency = Histogram("mcp_providers_request_seconds", "MCP request latency by method (not "
+                                 "subscriptions/listen, a stream)", ["method"], registry=self.registry)  # fmt: skip
+        self.tools = Histogram("mcp_providers_tool_seconds", "tools/call latency by tool, its plugin and outcome",
+                               ["tool", "plugin", "outcome"], registry=self.registry)  # fmt: skip
         self.registry.register(_Gauges(runtime, reloader))
+        self._runtime = runtime
         self._served = served
         self._recent = recent
+
+    def start_at_zero(self, methods: list[str]) -> None:
+        """Make every known series exist at 0 before its first event, so ``rate()`` and ``increase()``
+        see the first one: each of ``methods`` with each of :data:`KNOWN_OUTCOMES`, unknown methods'
+        ``-32601``, and each served tool's ``ok`` and ``tool_error``."""
+        for method in methods:
+            for outcome in KNOWN_OUTCOMES:
+                self.requests.labels(method, outcome)
+            if method != LISTEN:
+                self.latency.labels(method)
+        self.requests.labels(OTHER_METHOD, str(types.METHOD_NOT_FOUND))
+        for entry in self._runtime.assembly.catalog.tools:
+            for outcome in ("ok", TOOL_ERROR):
+                self.tools.labels(entry.declaration.name, entry.plugin, outcome)
 
     async def middleware(self, ctx: Any, call_next: Any) -> Any:
         """SDK server middleware: count every request by method and outcome, time the reads."""
@@ -102,7 +139,10 @@ class Metrics:
             return await call_next(ctx)
         started, outcome = time.perf_counter(), "ok"
         try:
-            return await call_next(ctx)
+            result = await call_next(ctx)
+            if _failed_tool(result):  # a tool's failure is an answer, not a JSON-RPC error
+                outcome = TOOL_ERROR
+            return result
         except BaseException as exc:
             outcome = _outcome(ctx.method, exc)
             raise
@@ -111,8 +151,27 @@ class Metrics:
             self.requests.labels(method, outcome).inc()
             if self._recent is not None:
                 self._recent.count(method, outcome != "ok")
-            if ctx.method == "resources/read":
-                self.reads.observe(time.perf_counter() - started)
+            self._observe(ctx, method, outcome, time.perf_counter() - started)
+
+    def _observe(self, ctx: Any, method: str, outcome: str, seconds: float) -> None:
+        if method == "resources/read":
+            self.reads.observe(seconds)
+        if method != LISTEN:
+            self.latency.labels(method).observe(seconds)
+        if method == "tools/call":
+            name = ctx.params.get("name") if isinstance(ctx.params, dict) else None
+            entry = self._runtime.assembly.catalog.tool(name) if isinstance(name, str) else None
+            if entry is not None:  # a served tool: the label set stays the catalog's
+                self.tools.labels(name, entry.plugin, outcome if outcome in ("ok", TOOL_ERROR) else "error").observe(
+                    seconds
+                )
+
+
+def _failed_tool(result: Any) -> bool:
+    """Whether ``result`` (the wire dict, or a model) is a tool call's ``isError: true`` answer."""
+    if isinstance(result, dict):
+        return result.get("isError") is True
+    return getattr(result, "is_error", None) is True
 
 
 def _outcome(method: Any, exc: BaseException) -> str:
@@ -238,6 +297,7 @@ def ops_routes(
     server = composition.server
     served = lambda method: method == "initialize" or server.get_request_handler(method) is not None  # noqa: E731
     metrics = Metrics(runtime, served, reloader, recent)
+    metrics.start_at_zero(["initialize", *sorted(m for m in server._request_handlers if served(m))])
     server.middleware.insert(0, metrics.middleware)
 
     async def healthz(request: Request) -> Response:
