@@ -65,11 +65,13 @@ def test_metrics_start_at_zero_count_failed_tools_time_each_tool_and_pass_promto
     with served(compose({"notes": NotesPlugin(), "flaky": FlakyPlugin()}), stateless=True, json_response=True) as port:
         before = _metrics(port)
         # every known series exists before its first event: increase() sees the first denial
-        for series in ('mcp_providers_requests_total{method="resources/read",outcome="-32003"}',
-                       'mcp_providers_requests_total{method="resources/read",outcome="-32602"}',
-                       'mcp_providers_requests_total{method="other",outcome="-32601"}',
-                       'mcp_providers_requests_total{method="tools/call",outcome="tool_error"}',
-                       'mcp_providers_tool_seconds_count{outcome="tool_error",plugin="flaky",tool="flaky"}'):  # fmt: skip
+        for series in (
+            'mcp_providers_requests_total{method="resources/read",outcome="-32003"}',
+            'mcp_providers_requests_total{method="resources/read",outcome="-32602"}',
+            'mcp_providers_requests_total{method="other",outcome="-32601"}',
+            'mcp_providers_requests_total{method="tools/call",outcome="tool_error"}',
+            'mcp_providers_tool_seconds_count{outcome="tool_error",plugin="flaky",tool="flaky"}',
+        ):
             assert _value(before, series) == 0, series
         assert (_value(before, "process_resident_memory_bytes") or 0) > 0  # the process's own metrics
         assert _value(before, "process_start_time_seconds") is not None
