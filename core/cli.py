@@ -12,12 +12,13 @@ import functools
 import json
 import logging
 import os
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 from mcp_providers import _gc
+from mcp_providers._cli import logs
+from mcp_providers._cli.logs import LogFormat, LogLevel
 from mcp_providers._launch import version_line
 
 with _gc.paused():  # the MCP SDK and the serving core: long-lived objects almost only (see mcp_providers._gc)
@@ -180,10 +181,18 @@ def serve(
     watch: Annotated[
         bool, typer.Option("--watch", help="Reload when the config file changes (SIGHUP always reloads).")
     ] = False,
+    log_level: Annotated[
+        LogLevel | None,
+        typer.Option("--log-level", help="The log's level on stderr (default: [server] log_level, else warning)."),
+    ] = None,
+    log_format: Annotated[
+        LogFormat | None,
+        typer.Option("--log-format", help="Log lines as text or json (default: [server] log_format, else text)."),
+    ] = None,
 ) -> None:
     """Serve the composed MCP server over stdio (default) or streamable HTTP; SIGHUP reloads it."""
     _hold_sighup()  # first: composing takes seconds, and an unheld SIGHUP would end the process
-    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logs.configure(log_level or "warning", log_format or "text")  # the config, once read, may say more
     address = _parse_hostport(http) if http is not None else None
     if address is None and (stateless or json_response or allow_host):
         raise typer.BadParameter("--stateless, --json-response and --allow-host go with --http HOST:PORT")
@@ -199,15 +208,24 @@ def serve(
         # fd 1 is the wire: move it aside before any plugin is imported (a plugin, or a child
         # process it starts, may write to fd 1 at import time).
         with guarded_stdout() as wire_out, _traces():
-            _, server, _ = _started(_load(config, plugin_set), config, plugin_set, strict, watched)
+            loaded = _logged(_load(config, plugin_set), log_level, log_format)
+            _, server, _ = _started(loaded, config, plugin_set, strict, watched)
             _serve_stdio(server, wire_out)
         return
-    loaded = _load(config, plugin_set)
+    loaded = _logged(_load(config, plugin_set), log_level, log_format)
     if workers > 1 and not os.environ.get(FD_ENV):
         _start_workers(workers, address, loaded, stateless)
     with _traces():
         composition, server, reloader = _started(loaded, config, plugin_set, strict, watched)
         _serve_http(composition, server, address, stateless, json_response, allow_host, reloader)
+
+
+def _logged(loaded: Config, level: str | None, fmt: str | None) -> Config:
+    """``loaded``, once the log follows its ``[server] log_level``/``log_format`` where the command
+    line named none (:mod:`mcp_providers._cli.logs`)."""
+    server = loaded.server
+    logs.configure(level or server.log_level or "warning", fmt or server.log_format or "text")
+    return loaded
 
 
 def _started(

@@ -638,6 +638,12 @@ class ServerSettings(BaseModel):
 
     name: str = "mcp-providers"
     """Server name reported to clients."""
+    log_level: Literal["debug", "info", "warning", "error"] | None = None
+    """The server log's level on stderr (``serve``; ``--log-level`` wins; unset: ``warning``).
+    Read at start-up."""
+    log_format: Literal["text", "json"] | None = None
+    """The server log's lines: ``text`` (UTC timestamp, level, logger, message) or ``json`` (one
+    object a line, for a log collector); ``--log-format`` wins; unset: ``text``. Read at start-up."""
     icons: tuple[Icon, ...] = ()
     """The server's icons in ``serverInfo`` (2025-11-25+ sessions), each a table with ``src``
     (``https:`` URL or ``data:image/...;base64,...`` URI) and optional ``mime_type``, ``sizes``
