@@ -153,6 +153,16 @@ def _bracketed(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
 
+_LogLevelOption = Annotated[
+    LogLevel | None,
+    typer.Option("--log-level", help="The log's level on stderr (default: [server] log_level, else warning)."),
+]
+_LogFormatOption = Annotated[
+    LogFormat | None,
+    typer.Option("--log-format", help="Log lines as text or json (default: [server] log_format, else text)."),
+]
+
+
 @app.command()
 def serve(
     config: ConfigOption = None,
@@ -181,14 +191,8 @@ def serve(
     watch: Annotated[
         bool, typer.Option("--watch", help="Reload when the config file changes (SIGHUP always reloads).")
     ] = False,
-    log_level: Annotated[
-        LogLevel | None,
-        typer.Option("--log-level", help="The log's level on stderr (default: [server] log_level, else warning)."),
-    ] = None,
-    log_format: Annotated[
-        LogFormat | None,
-        typer.Option("--log-format", help="Log lines as text or json (default: [server] log_format, else text)."),
-    ] = None,
+    log_level: _LogLevelOption = None,
+    log_format: _LogFormatOption = None,
 ) -> None:
     """Serve the composed MCP server over stdio (default) or streamable HTTP; SIGHUP reloads it."""
     _hold_sighup()  # first: composing takes seconds, and an unheld SIGHUP would end the process
