@@ -46,6 +46,10 @@ async def test_a_session_whose_replica_was_killed_gets_404_and_its_client_reads_
     config = write_config(tmp_path, dev_emulator.base_url, None, 60)
     with replicas(config, 2) as (a, b), nginx_in_front([a, b, b]) as url:  # the conf names three replicas
         async with httpx2.AsyncClient(timeout=30) as http:
+            base = url.removesuffix("/mcp")
+            for path in ("/metrics", "/status", "/status.json", "/admin/reload"):  # off the public port
+                assert (await http.get(base + path)).status_code == 404, path
+            assert (await http.get(base + "/readyz")).status_code == 200  # the probes stay
             session = await _initialize(http, url)
             assert (await _read(http, url, session)).status_code == 200
             pinned = {"replica1": a, "replica2": b}[session.split(".")[0]]
