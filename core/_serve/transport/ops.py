@@ -295,7 +295,10 @@ def ops_routes(
     """
     runtime = composition.runtime
     server = composition.server
-    served = lambda method: method == "initialize" or server.get_request_handler(method) is not None  # noqa: E731
+
+    def served(method: str) -> bool:
+        return method == "initialize" or server.get_request_handler(method) is not None
+
     metrics = Metrics(runtime, served, reloader, recent)
     metrics.start_at_zero(["initialize", *sorted(m for m in server._request_handlers if served(m))])
     server.middleware.insert(0, metrics.middleware)
