@@ -312,3 +312,21 @@ def _served_as_the_chart_says(port: int, proc: subprocess.Popen[bytes], log: Pat
     status, _, body = _request(port, "POST", "/admin/reload", service, b"", {"authorization": f"Bearer {ADMIN_TOKEN}"})
     assert status == 200, body  # the token from the Secret's variable ([server.admin] token_env)
     assert _request(port, "POST", "/admin/reload", service, b"", {"authorization": "Bearer " + "b" * 40})[0] == 403
+
+
+def test_the_alert_rules_load_in_prometheus_and_name_what_on_call_watches(chart: ModuleType, tmp_path: Path) -> None:
+    """Issue 42 (build 6): the PrometheusRule's groups are a rules file Prometheus's own ``promtool``
+    accepts, with an alert for errors, a replica down, failed reloads, the bus down and audit drops."""
+    promtool = require_tool("promtool", "apt-get install -y prometheus")
+    objects = chart.render(_values("cluster-values.yaml"), name="prod", namespace="mcp")
+    rule = _one(objects, "PrometheusRule")
+    assert rule["metadata"]["labels"]["release"] == "kube-prometheus-stack"
+    alerts = {r["alert"]: r for g in rule["spec"]["groups"] for r in g["rules"]}
+    assert set(alerts) == {"McpProvidersErrorRate", "McpProvidersReplicaDown", "McpProvidersReloadFailed",
+                           "McpProvidersClusterBusDown", "McpProvidersAuditDropped"}  # fmt: skip
+    assert all('job="prod-mcp-providers"' in r["expr"] for r in alerts.values())  # the ServiceMonitor's job
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(yaml.safe_dump({"groups": rule["spec"]["groups"]}))
+    checked = subprocess.run([promtool, "check", "rules", str(rules)], capture_output=True, text=True, timeout=60)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert not [o for o in chart.render(_values("restart-values.yaml")) if o["kind"] == "PrometheusRule"]  # off
