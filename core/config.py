@@ -432,7 +432,8 @@ class _Shipped(BaseModel):
     """Audit lines held in memory while the sink is slow or down; a line that finds the queue full
     is dropped and counted (``mcp_providers_audit_dropped_total{sink}``)."""
     retries: int = Field(default=5, ge=0, le=100)
-    """Attempts after the first before a line (or webhook batch) is given up, dropped and counted."""
+    """Attempts after the first before a line (or webhook batch) may be given up, dropped and
+    counted: it is kept, and tried again, for as long as the queue has room."""
     retry_seconds: float = Field(default=0.5, gt=0, le=3600)
     """Back-off before the first retry, in seconds; doubled on each further retry."""
     max_retry_seconds: float = Field(default=30.0, gt=0, le=3600)
