@@ -77,7 +77,8 @@ def configure_from_env(env: Mapping[str, str] | None = None) -> bool:
     """Install a tracer provider exporting over OTLP/HTTP (protobuf) when :func:`wanted_from_env`;
     the exporter reads its endpoint, headers and timeout from the same ``OTEL_EXPORTER_OTLP_*``
     variables, the resource its ``service.name`` from ``OTEL_SERVICE_NAME`` (default
-    ``mcp-providers``). Leaves a provider already set alone.
+    ``mcp-providers``) and its ``service.instance.id`` from ``MCP_PROVIDERS_REPLICA`` (the replica's
+    name; ``OTEL_RESOURCE_ATTRIBUTES`` may set it instead). Leaves a provider already set alone.
 
     :returns: whether traces are on afterwards.
     :raises RuntimeError: traces are asked for but the ``telemetry`` extra is not installed.
@@ -97,8 +98,11 @@ def configure_from_env(env: Mapping[str, str] | None = None) -> bool:
             f"OTEL_* variables ask for OTLP traces, but {exc.name} is not installed: "
             "install mcp-providers[telemetry], or unset OTEL_TRACES_EXPORTER and OTEL_EXPORTER_OTLP_ENDPOINT"
         ) from None
-    name = env.get("OTEL_SERVICE_NAME") or "mcp-providers"
-    provider = TracerProvider(resource=Resource.create({"service.name": name}))
+    attributes = {"service.name": env.get("OTEL_SERVICE_NAME") or "mcp-providers"}
+    replica = env.get("MCP_PROVIDERS_REPLICA")  # the pod's name under the chart: which replica traced
+    if replica and "service.instance.id" not in env.get("OTEL_RESOURCE_ATTRIBUTES", ""):
+        attributes["service.instance.id"] = replica
+    provider = TracerProvider(resource=Resource.create(attributes))
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
     trace.set_tracer_provider(provider)
     return True
