@@ -146,7 +146,8 @@ def test_the_config_is_a_mounted_folder_watched_for_changes(chart: ModuleType) -
     mount = container["volumeMounts"][0]
     assert mount == {"name": "config", "mountPath": "/etc/mcp-providers", "readOnly": True}  # no subPath
     assert _env(container)["MCP_PROVIDERS_CONFIG"] == "/etc/mcp-providers/config.toml"
-    assert pod["spec"]["volumes"] == [{"name": "config", "configMap": {"name": "prod-mcp-providers"}}]
+    config = [v for v in pod["spec"]["volumes"] if v["name"] != "tmp"]  # and the scratch /tmp
+    assert config == [{"name": "config", "configMap": {"name": "prod-mcp-providers"}}]
     assert "--watch" in container["args"]
     assert "checksum/config" not in pod["metadata"].get("annotations", {})  # an upgrade rolls nothing
 
@@ -174,8 +175,13 @@ def test_probes_resources_hosts_and_the_service_monitor(chart: ModuleType) -> No
     # a stop fits the grace period: the preStop pause, then at most 10 s after SIGTERM (test_shutdown.py)
     pause = container["lifecycle"]["preStop"]["exec"]["command"]
     assert pause[:2] == ["python", "-c"] and "time.sleep(5)" in pause[2]
-    grace = _one(objects, "StatefulSet")["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
-    assert grace >= 5 + 10
+    pod = _one(objects, "StatefulSet")["spec"]["template"]["spec"]
+    assert pod["terminationGracePeriodSeconds"] >= 5 + 10
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True  # /tmp is the pod's own emptyDir
+    assert {"name": "tmp", "mountPath": "/tmp"} in container["volumeMounts"]
+    [spread] = pod["topologySpreadConstraints"]
+    assert spread["topologyKey"] == "kubernetes.io/hostname" and spread["whenUnsatisfiable"] == "ScheduleAnyway"
+    assert spread["labelSelector"]["matchLabels"] == _one(objects, "StatefulSet")["spec"]["selector"]["matchLabels"]
     args = container["args"]
     hosts = [args[i + 1] for i, a in enumerate(args) if a == "--allow-host"]
     assert hosts == ["prod-mcp-providers", "prod-mcp-providers.mcp.svc", "prod-mcp-providers.mcp.svc.cluster.local",
@@ -204,7 +210,7 @@ def test_the_whole_config_can_come_from_a_secret(chart: ModuleType) -> None:
     assert not [o for o in objects if o["kind"] == "ConfigMap"]
     volumes = _one(objects, "StatefulSet")["spec"]["template"]["spec"]["volumes"]
     secret = {"secretName": "mcp-providers-config", "items": [{"key": "config.toml", "path": "config.toml"}]}
-    assert volumes == [{"name": "config", "secret": secret}]
+    assert [v for v in volumes if v["name"] != "tmp"] == [{"name": "config", "secret": secret}]
 
 
 REFUSED = [
