@@ -11,9 +11,12 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
+import anyio
 import httpx2
 import pytest
 from cluster_support import nginx_in_front, replicas, write_config
+from mcp import Client
+from mcp.client.subscriptions import SubscriptionLost
 
 from mcp_providers.plugins.servicenow.emulator import Emulator
 
@@ -61,4 +64,24 @@ async def test_a_session_whose_replica_was_killed_gets_404_and_its_client_reads_
             again = await _initialize(http, url)  # what a client does on 404 (MCP streamable HTTP)
             assert (await _read(http, url, again)).status_code == 200
             print(f"reading again {time.monotonic() - killed:.2f} s after the session's replica was killed")
+            assert time.monotonic() - killed < 2
+
+
+async def test_a_listener_whose_replica_was_killed_listens_again_through_nginx(
+    tmp_path: Path, dev_emulator: Emulator, secrets_env: Mapping[str, str]
+) -> None:
+    record = "servicenow://dev/incidents/INC0010001"
+    config = write_config(tmp_path, dev_emulator.base_url, None, 60)
+    with replicas(config, 2) as (a, b), nginx_in_front([a, b, b]) as url:
+        async with Client(url, cache=None) as client:
+            async with client.listen(resource_subscriptions=[record]) as stream:
+                (holder,) = [r for r in (a, b) if r.metric("mcp_providers_subscriptions") == 1]
+                holder.kill()
+                killed = time.monotonic()
+                with anyio.fail_after(5), pytest.raises(SubscriptionLost):  # dropped, not ended gracefully
+                    async for _ in stream:
+                        pass
+            async with client.listen(resource_subscriptions=[record]) as again:  # the other replica
+                assert again.honored is not None and record in (again.honored.resource_subscriptions or [])
+            print(f"listening again {time.monotonic() - killed:.2f} s after its replica was killed")
             assert time.monotonic() - killed < 2
