@@ -5,11 +5,14 @@ COPY --from=ghcr.io/astral-sh/uv:0.9 /uv /usr/local/bin/uv
 ENV UV_LINK_MODE=copy UV_COMPILE_BYTECODE=1 UV_PYTHON_DOWNLOADS=never
 
 WORKDIR /app
-COPY pyproject.toml README.md ./
+COPY pyproject.toml uv.lock README.md ./
 COPY core core
 COPY plugins plugins
 COPY plugin_template plugin_template
-RUN uv sync --no-dev --no-editable && rm -rf /root/.cache
+# --locked: the versions uv.lock pins, or the build fails (never a newer release picked up); the
+# telemetry extra: OTEL_EXPORTER_OTLP_ENDPOINT turns traces on (docs/operations.md), it must not
+# make the pod exit for a missing package.
+RUN uv sync --locked --no-dev --no-editable --extra telemetry && rm -rf /root/.cache
 
 ENV PATH=/app/.venv/bin:$PATH
 USER 65534:65534

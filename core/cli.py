@@ -12,12 +12,13 @@ import functools
 import json
 import logging
 import os
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 from mcp_providers import _gc
+from mcp_providers._cli import logs
+from mcp_providers._cli.logs import LogFormat, LogLevel
 from mcp_providers._cli.version import version_line
 
 with _gc.paused():  # the MCP SDK and the serving core: long-lived objects almost only (see mcp_providers._gc)
@@ -152,6 +153,16 @@ def _bracketed(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
 
+_LogLevelOption = Annotated[
+    LogLevel | None,
+    typer.Option("--log-level", help="The log's level on stderr (default: [server] log_level, else warning)."),
+]
+_LogFormatOption = Annotated[
+    LogFormat | None,
+    typer.Option("--log-format", help="Log lines as text or json (default: [server] log_format, else text)."),
+]
+
+
 @app.command()
 def serve(
     config: ConfigOption = None,
@@ -180,10 +191,12 @@ def serve(
     watch: Annotated[
         bool, typer.Option("--watch", help="Reload when the config file changes (SIGHUP always reloads).")
     ] = False,
+    log_level: _LogLevelOption = None,
+    log_format: _LogFormatOption = None,
 ) -> None:
     """Serve the composed MCP server over stdio (default) or streamable HTTP; SIGHUP reloads it."""
     _hold_sighup()  # first: composing takes seconds, and an unheld SIGHUP would end the process
-    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logs.configure(log_level or "warning", log_format or "text")  # the config, once read, may say more
     address = _parse_hostport(http) if http is not None else None
     if address is None and (stateless or json_response or allow_host):
         raise typer.BadParameter("--stateless, --json-response and --allow-host go with --http HOST:PORT")
@@ -199,15 +212,24 @@ def serve(
         # fd 1 is the wire: move it aside before any plugin is imported (a plugin, or a child
         # process it starts, may write to fd 1 at import time).
         with guarded_stdout() as wire_out, _traces():
-            _, server, _ = _started(_load(config, plugin_set), config, plugin_set, strict, watched)
+            loaded = _logged(_load(config, plugin_set), log_level, log_format)
+            _, server, _ = _started(loaded, config, plugin_set, strict, watched)
             _serve_stdio(server, wire_out)
         return
-    loaded = _load(config, plugin_set)
+    loaded = _logged(_load(config, plugin_set), log_level, log_format)
     if workers > 1 and not os.environ.get(FD_ENV):
         _start_workers(workers, address, loaded, stateless)
     with _traces():
         composition, server, reloader = _started(loaded, config, plugin_set, strict, watched)
         _serve_http(composition, server, address, stateless, json_response, allow_host, reloader)
+
+
+def _logged(loaded: Config, level: str | None, fmt: str | None) -> Config:
+    """``loaded``, once the log follows its ``[server] log_level``/``log_format`` where the command
+    line named none (:mod:`mcp_providers._cli.logs`)."""
+    server = loaded.server
+    logs.configure(level or server.log_level or "warning", fmt or server.log_format or "text")
+    return loaded
 
 
 def _started(
@@ -380,6 +402,7 @@ def _serve_http(
 def _run_http(served: Any, composition: Composition, host: str, port: int) -> None:
     """uvicorn on ``host:port`` (or a ``--workers`` worker's inherited socket), saying so once it listens."""
     from mcp_providers._serve.transport.limits import Limits, run_uvicorn
+    from mcp_providers._serve.transport.shutdown import stream_ender
 
     worker_fd = os.environ.get(FD_ENV)  # a --workers worker serves the socket it inherited
     settings = composition.config.server
@@ -392,7 +415,8 @@ def _run_http(served: Any, composition: Composition, host: str, port: int) -> No
     if fd is not None:
         listening(host, port)
     try:
-        run_uvicorn(served, host, port, limits, fd=fd, trusted_proxies=settings.trusted_proxies, listening=listening)
+        run_uvicorn(served, host, port, limits, fd=fd, trusted_proxies=settings.trusted_proxies, listening=listening,
+                    ending=stream_ender(composition))  # fmt: skip
     except OSError as exc:
         err.print(f"[red]error:[/red] cannot listen on {escape(f'{host}:{port}')}: {escape(exc.strerror or str(exc))}")
         raise typer.Exit(1) from None

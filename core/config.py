@@ -433,7 +433,8 @@ class _Shipped(BaseModel):
     """Audit lines held in memory while the sink is slow or down; a line that finds the queue full
     is dropped and counted (``mcp_providers_audit_dropped_total{sink}``)."""
     retries: int = Field(default=5, ge=0, le=100)
-    """Attempts after the first before a line (or webhook batch) is given up, dropped and counted."""
+    """Attempts after the first before a line (or webhook batch) may be given up, dropped and
+    counted: it is kept, and tried again, for as long as the queue has room."""
     retry_seconds: float = Field(default=0.5, gt=0, le=3600)
     """Back-off before the first retry, in seconds; doubled on each further retry."""
     max_retry_seconds: float = Field(default=30.0, gt=0, le=3600)
@@ -658,6 +659,12 @@ class ServerSettings(BaseModel):
 
     name: str = "mcp-providers"
     """Server name reported to clients."""
+    log_level: Literal["debug", "info", "warning", "error"] | None = None
+    """The server log's level on stderr (``serve``; ``--log-level`` wins; unset: ``warning``).
+    Read at start-up."""
+    log_format: Literal["text", "json"] | None = None
+    """The server log's lines: ``text`` (UTC timestamp, level, logger, message) or ``json`` (one
+    object a line, for a log collector); ``--log-format`` wins; unset: ``text``. Read at start-up."""
     icons: tuple[Icon, ...] = ()
     """The server's icons in ``serverInfo`` (2025-11-25+ sessions), each a table with ``src``
     (``https:`` URL or ``data:image/...;base64,...`` URI) and optional ``mime_type``, ``sizes``

@@ -12,6 +12,7 @@
         ├── TooLarge                  -32004  over the read budget; says how to narrow
         ├── ReadTimeout               -32005  the provider missed the read deadline
         ├── UpstreamError             -32006  the provider's data source failed
+        │   └── (ClusterUnavailable)  -32010  the cluster backend (Redis) is unreachable: not the upstream
         ├── Stale                     -32007  the request demands fresher data than the provider can give
         ├── SideEffectRefused         -32008  a write was attempted inside a resource read
         ├── RateLimited               -32009  the caller is over its [server.limits] budget (data.retryAfter)
@@ -29,6 +30,9 @@ implementation-defined range -32000..-32019 that the 2026-07-28 error-code polic
 Neither the MCP specification (2025-11-25, 2026-07-28) nor the SDK's ``mcp_types`` constants define
 a rate-limit code, so :class:`RateLimited` takes the next one free in that range (-32000 and
 -32001 are the SDK's connection-closed and request-timeout, -32002 the 2025 resource-not-found).
+A cluster backend outage (``mcp_providers._serve.state.cluster.ClusterUnavailable``) is an
+``UpstreamError`` to code that catches one, but carries :data:`BACKEND_UNAVAILABLE` on the wire, so
+a client, a metric or an alert tells "our Redis is down" from "the provider's upstream failed".
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from collections.abc import Sequence
 from typing import Any
 
 __all__ = [
+    "BACKEND_UNAVAILABLE",
     "DENIED",
     "INTERNAL_ERROR",
     "INVALID_PARAMS",
@@ -75,6 +80,7 @@ UPSTREAM_ERROR = -32006
 STALE = -32007
 SIDE_EFFECT_REFUSED = -32008
 RATE_LIMITED = -32009
+BACKEND_UNAVAILABLE = -32010
 MISSING_CAPABILITY = -32021
 INTERNAL_ERROR = -32603
 

@@ -256,15 +256,42 @@ def _metric(composition: Any, sink: str) -> float:
 
 
 @pytest.mark.slow
-async def test_a_webhook_that_never_answers_2xx_drops_each_batch_after_its_retries(tmp_path: Path) -> None:
+async def test_a_webhook_that_never_answers_2xx_counts_every_line_dropped_by_the_time_the_server_stops(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Lines past the queue are dropped as they come; the batch being retried, and what is queued,
+    when the server stops (issue 42: retries go on while the queue has room)."""
+    from mcp_providers._serve.steps import audit
+
+    monkeypatch.setattr(audit, "FLUSH_SECONDS", 0.3)  # how long a stop waits for the queues
     port = _free_port(socket.SOCK_STREAM)  # nothing listens there
-    composition = _served(tmp_path, _webhook(f"http://127.0.0.1:{port}/audit", retries=2))
+    composition = _served(tmp_path, _webhook(f"http://127.0.0.1:{port}/audit", retries=2, queue_size=2))
     async with Client(composition.server, cache=None) as client:
         for _ in range(7):
             await client.read_resource(URI)
-        await _wait_for(lambda: composition.runtime.audit.shipped[0].outbox.idle)
-        assert composition.runtime.audit.dropped() == {"hook": len(_reference(tmp_path))}
-        assert _metric(composition, "hook") == len(_reference(tmp_path))
+        assert composition.runtime.audit.dropped()["hook"] > 0  # the queue filled: dropped at once
+    assert composition.runtime.audit.dropped() == {"hook": len(_reference(tmp_path))}
+    assert _metric(composition, "hook") == len(_reference(tmp_path))
+
+
+@pytest.mark.slow
+async def test_a_webhook_down_longer_than_its_retries_last_keeps_every_line_its_queue_holds(tmp_path: Path) -> None:
+    """Issue 42 (build 7): retries go on while the queue has room; none of these lines is lost."""
+    receiver = Receiver()
+    receiver.down = True
+    try:
+        composition = _served(tmp_path, _webhook(receiver.url, retries=1))  # 2 attempts, then more while room
+        async with Client(composition.server, cache=None) as client:
+            for _ in range(7):
+                await client.read_resource(URI)
+            await _wait_for(lambda: len(receiver.calls) >= 6)  # well past its retries
+            assert composition.runtime.audit.dropped() == {"hook": 0}
+            receiver.down = False
+            await _wait_for(lambda: composition.runtime.audit.shipped[0].outbox.idle)
+        assert _same_json(receiver.accepted()) == _same_json(_reference(tmp_path))  # every line, once
+        assert composition.runtime.audit.dropped() == {"hook": 0}
+    finally:
+        receiver.close()
 
 
 async def _read_seconds(client: Client, count: int) -> list[float]:
@@ -328,15 +355,20 @@ async def test_lines_still_queued_when_the_server_stops_are_counted_dropped(
 
 
 @pytest.mark.slow
-async def test_a_syslog_server_that_is_not_there_costs_each_line_after_its_retries(tmp_path: Path) -> None:
+async def test_a_syslog_server_that_is_not_there_has_every_line_counted_dropped_by_the_time_the_server_stops(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mcp_providers._serve.steps import audit
+
+    monkeypatch.setattr(audit, "FLUSH_SECONDS", 0.3)
     port = _free_port(socket.SOCK_STREAM)  # nothing listens there
-    sink = {"type": "syslog", "transport": "tcp", "port": port, "retries": 1, "retry_seconds": 0.01}
+    sink = {"type": "syslog", "transport": "tcp", "port": port, "retries": 1, "retry_seconds": 0.01,
+            "queue_size": 1}  # fmt: skip
     composition = _served(tmp_path, sink)
     async with Client(composition.server, cache=None) as client:
         for _ in range(5):
             await client.read_resource(URI)
-        await _wait_for(lambda: composition.runtime.audit.shipped[0].outbox.idle)
-        assert composition.runtime.audit.dropped() == {"syslog": len(_reference(tmp_path))}
+    assert composition.runtime.audit.dropped() == {"syslog": len(_reference(tmp_path))}
 
 
 @pytest.mark.slow

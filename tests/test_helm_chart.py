@@ -146,7 +146,8 @@ def test_the_config_is_a_mounted_folder_watched_for_changes(chart: ModuleType) -
     mount = container["volumeMounts"][0]
     assert mount == {"name": "config", "mountPath": "/etc/mcp-providers", "readOnly": True}  # no subPath
     assert _env(container)["MCP_PROVIDERS_CONFIG"] == "/etc/mcp-providers/config.toml"
-    assert pod["spec"]["volumes"] == [{"name": "config", "configMap": {"name": "prod-mcp-providers"}}]
+    config = [v for v in pod["spec"]["volumes"] if v["name"] != "tmp"]  # and the scratch /tmp
+    assert config == [{"name": "config", "configMap": {"name": "prod-mcp-providers"}}]
     assert "--watch" in container["args"]
     assert "checksum/config" not in pod["metadata"].get("annotations", {})  # an upgrade rolls nothing
 
@@ -171,6 +172,16 @@ def test_probes_resources_hosts_and_the_service_monitor(chart: ModuleType) -> No
     assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
     assert container["startupProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
     assert container["resources"]["requests"] == {"cpu": "100m", "memory": "256Mi"}
+    # a stop fits the grace period: the preStop pause, then at most 10 s after SIGTERM (test_shutdown.py)
+    pause = container["lifecycle"]["preStop"]["exec"]["command"]
+    assert pause[:2] == ["python", "-c"] and "time.sleep(5)" in pause[2]
+    pod = _one(objects, "StatefulSet")["spec"]["template"]["spec"]
+    assert pod["terminationGracePeriodSeconds"] >= 5 + 10
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True  # /tmp is the pod's own emptyDir
+    assert {"name": "tmp", "mountPath": "/tmp"} in container["volumeMounts"]
+    [spread] = pod["topologySpreadConstraints"]
+    assert spread["topologyKey"] == "kubernetes.io/hostname" and spread["whenUnsatisfiable"] == "ScheduleAnyway"
+    assert spread["labelSelector"]["matchLabels"] == _one(objects, "StatefulSet")["spec"]["selector"]["matchLabels"]
     args = container["args"]
     hosts = [args[i + 1] for i, a in enumerate(args) if a == "--allow-host"]
     assert hosts == ["prod-mcp-providers", "prod-mcp-providers.mcp.svc", "prod-mcp-providers.mcp.svc.cluster.local",
@@ -199,7 +210,7 @@ def test_the_whole_config_can_come_from_a_secret(chart: ModuleType) -> None:
     assert not [o for o in objects if o["kind"] == "ConfigMap"]
     volumes = _one(objects, "StatefulSet")["spec"]["template"]["spec"]["volumes"]
     secret = {"secretName": "mcp-providers-config", "items": [{"key": "config.toml", "path": "config.toml"}]}
-    assert volumes == [{"name": "config", "secret": secret}]
+    assert [v for v in volumes if v["name"] != "tmp"] == [{"name": "config", "secret": secret}]
 
 
 REFUSED = [
@@ -307,3 +318,21 @@ def _served_as_the_chart_says(port: int, proc: subprocess.Popen[bytes], log: Pat
     status, _, body = _request(port, "POST", "/admin/reload", service, b"", {"authorization": f"Bearer {ADMIN_TOKEN}"})
     assert status == 200, body  # the token from the Secret's variable ([server.admin] token_env)
     assert _request(port, "POST", "/admin/reload", service, b"", {"authorization": "Bearer " + "b" * 40})[0] == 403
+
+
+def test_the_alert_rules_load_in_prometheus_and_name_what_on_call_watches(chart: ModuleType, tmp_path: Path) -> None:
+    """Issue 42 (build 6): the PrometheusRule's groups are a rules file Prometheus's own ``promtool``
+    accepts, with an alert for errors, a replica down, failed reloads, the bus down and audit drops."""
+    promtool = require_tool("promtool", "apt-get install -y prometheus")
+    objects = chart.render(_values("cluster-values.yaml"), name="prod", namespace="mcp")
+    rule = _one(objects, "PrometheusRule")
+    assert rule["metadata"]["labels"]["release"] == "kube-prometheus-stack"
+    alerts = {r["alert"]: r for g in rule["spec"]["groups"] for r in g["rules"]}
+    assert set(alerts) == {"McpProvidersErrorRate", "McpProvidersReplicaDown", "McpProvidersReloadFailed",
+                           "McpProvidersClusterBusDown", "McpProvidersAuditDropped"}  # fmt: skip
+    assert all('job="prod-mcp-providers"' in r["expr"] for r in alerts.values())  # the ServiceMonitor's job
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(yaml.safe_dump({"groups": rule["spec"]["groups"]}))
+    checked = subprocess.run([promtool, "check", "rules", str(rules)], capture_output=True, text=True, timeout=60)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert not [o for o in chart.render(_values("restart-values.yaml")) if o["kind"] == "PrometheusRule"]  # off

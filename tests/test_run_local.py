@@ -18,6 +18,7 @@ from types import ModuleType
 
 import httpx2
 import pytest
+import redis
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from real_parts import require_tool
@@ -122,6 +123,9 @@ async def test_start_two_replicas_read_through_nginx_and_stop(tmp_path: Path) ->
         uris = await _read_through(found.group(1))
         assert "documcp://ssgs/available" in uris
         assert 'redis_url = "redis://127.0.0.1:' in (run / "config.toml").read_text()
+        port = int(re.search(r'redis_url = "redis://127\.0\.0\.1:(\d+)/', (run / "config.toml").read_text())[1])
+        kept = redis.Redis(port=port, decode_responses=True).config_get("append*")  # as compose's (issue 42)
+        assert kept["appendonly"] == "yes" and kept["appendfsync"] == "everysec", kept
         twice = subprocess.run(
             [sys.executable, str(SCRIPT), "start", "--dir", str(run)],
             capture_output=True,

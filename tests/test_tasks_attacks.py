@@ -84,13 +84,13 @@ def _pause_redis(url: str, ms: int) -> None:
 
 
 async def _poll(session: Any, task_id: str, statuses: set[str], seconds: float = 20.0) -> dict[str, Any]:
-    """:func:`until`, riding out the ``-32006`` answers of a pause in Redis (the client retries)."""
+    """:func:`until`, riding out the ``-32010`` answers of a pause in Redis (the client retries)."""
     with anyio.fail_after(seconds):
         while True:
             try:
                 task = await tasks_get(session, task_id)
             except MCPError as exc:
-                assert exc.code == -32006, exc  # the cluster is unreachable: asked again
+                assert exc.code == -32010, exc  # the cluster backend is unreachable: asked again
                 await anyio.sleep(0.2)
                 continue
             if task["status"] in statuses:

@@ -52,6 +52,8 @@ R = TypeVar("R")
 _through_pipeline: ContextVar[list[bool] | None] = ContextVar("mcp_providers_through_pipeline", default=None)
 """Set by :meth:`Pipeline.audit_middleware` per request; the pipeline marks it when it writes the line."""
 
+_SDK_OWN = frozenset({"initialize", "notifications/initialized"})
+"""Methods the SDK answers itself, with no registered handler (a span still names them)."""
 _in_request_span: ContextVar[object] = ContextVar("mcp_providers_in_request_span", default=None)
 """The request (its context) :meth:`Pipeline.middleware` is answering inside its span
 (:meth:`Pipeline._traced`); a request nested in it (another server in process) gets its own span."""
@@ -166,12 +168,18 @@ class Pipeline:
 
     async def _traced(self, tracer: Tracer, ctx: Ctx, call_next: Callable[[Ctx], Awaitable[Any]]) -> Any:
         """:meth:`middleware` inside the request's span (the only place request spans are made)."""
-        with tracing.request_span(tracer, ctx):
+        server = self._server
+        served = None if server is None else (lambda m: m in _SDK_OWN or server.get_request_handler(m) is not None
+                                               or server.get_notification_handler(m) is not None)  # fmt: skip
+        with tracing.request_span(tracer, ctx, served) as span:
             token = _in_request_span.set(ctx)
             try:
-                return await self.middleware(ctx, call_next)
+                result = await self.middleware(ctx, call_next)
             finally:
                 _in_request_span.reset(token)
+            if ctx.method == "tools/call" and isinstance(result, dict) and result.get("isError") is True:
+                tracing.tool_failed(span)
+            return result
 
     async def _answer(self, ctx: Ctx, call_next: Callable[[Ctx], Awaitable[Any]]) -> Any:
         """What the SDK's innermost step does for a request (``mcp.server.runner``), less the

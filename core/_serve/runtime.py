@@ -128,6 +128,8 @@ class Runtime:
             shared=self.shared,
             limits=settings.limits,
         )
+        if isinstance(backend, RedisBackend):
+            backend.on_recovered = self.hub.reannounce  # the bus is back: nothing missed goes untold
         cluster = assembly.config.cluster
         self.tasks = Tasks(
             store_for(self.shared, settings.tasks, sealing=self.sealing),

@@ -1,9 +1,13 @@
 // Validate prometheus-operator objects (a JSON array on stdin) against the schema the
 // @kubernetes-models/prometheus-operator package generates from the operator's CRDs; prints one
 // JSON array of problems (strings), empty when all are valid. scripts/helm_chart.py runs it.
+import { PrometheusRule } from "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule";
 import { ServiceMonitor } from "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/ServiceMonitor";
 
-const KINDS = { "monitoring.coreos.com/v1/ServiceMonitor": ServiceMonitor };
+const KINDS = {
+  "monitoring.coreos.com/v1/ServiceMonitor": ServiceMonitor,
+  "monitoring.coreos.com/v1/PrometheusRule": PrometheusRule,
+};
 let text = "";
 for await (const chunk of process.stdin) text += chunk;
 const problems = [];

@@ -50,6 +50,8 @@ class RedisServer:
 
     port: int = field(default_factory=free_port)
     proc: subprocess.Popen[bytes] | None = None
+    extra: tuple[str, ...] = ()
+    """More arguments, after the defaults (which they override: Redis takes the last of each)."""
 
     @property
     def url(self) -> str:
@@ -58,7 +60,7 @@ class RedisServer:
     def start(self) -> RedisServer:
         redis = require_tool("redis-server", "apt-get install -y redis-server")
         self.proc = subprocess.Popen(
-            [redis, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+            [redis, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", *self.extra],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
         wait_for_port(self.port, self.proc)

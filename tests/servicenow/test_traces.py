@@ -14,7 +14,7 @@ from mcp import MCPError
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.trace import SpanKind
+from opentelemetry.trace import SpanKind, StatusCode
 from servicenow_support import DEV_PASSWORD, DEV_USER, SECRETS
 
 from mcp_providers._serve.composition import Composition
@@ -142,3 +142,24 @@ async def test_no_span_attribute_holds_content_an_argument_value_or_a_secret(com
         for value in _every_value(span):
             for bad in forbidden:
                 assert bad not in value, (span.name, value)
+
+
+async def test_a_failed_tool_call_marks_its_span_and_an_unknown_method_gets_one_span_name(
+    composition, spans, dev_emulator
+):
+    """Issue 42 (build 9): an ``isError`` answer is an error on the span; made-up method names do not
+    become span names (one name, ``other``, as on ``/metrics``)."""
+    from wire_support import raw_session
+
+    async with connect(composition) as client:
+        result = await client.call_tool("servicenow_update_record", {"instance": "dev"})  # arguments missing
+        assert result.is_error
+    [call] = request_spans(spans.get_finished_spans(), "tools/call")
+    assert call.status.status_code is StatusCode.ERROR and call.attributes["error.type"] == "tool_error"
+    assert call.status.description is None
+    async with raw_session(composition, "2025-11-25") as (session, _):
+        for n in range(3):
+            await session.request(f"x/made-up-{n}", {})
+    others = request_spans(spans.get_finished_spans(), "other")
+    assert len(others) == 3 and {s.name for s in others} == {"other"}
+    assert not [s for s in spans.get_finished_spans() if "made-up" in s.name]

@@ -135,6 +135,7 @@ async def test_a_read_over_http_exports_its_trace_parented_to_the_clients_tracep
     assert upstream["attributes"]["http.response.status_code"] == 200
     assert upstream["attributes"]["server.address"] == "127.0.0.1"
     assert {"service.name": "mcp-under-test"}.items() <= receiver.resources[0].items()
+    assert receiver.resources[0]["service.instance.id"] == "replica1"  # MCP_PROVIDERS_REPLICA (issue 42)
     assert set(receiver.paths) == {"/v1/traces"}
     for span in spans:
         text = repr(span)

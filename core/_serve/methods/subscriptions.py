@@ -222,11 +222,21 @@ class SubscriptionHub:
                 data={"uri": uri},
             )
         route.provider.check_watch(route.declaration, route.params or {})  # its own dict, not the shared NO_PARAMS
-        self.shared.require(f"watch {uri}")  # a watch needs the cluster bus to hear of changes
+        # with the cluster bus down a watch still starts: it hears this replica's updates, and every
+        # watched URI is re-announced when the bus is back (.state.outage)
         return route
 
     async def publish(self, uri: str) -> None:
         await self.bus.publish(ResourceUpdated(uri=uri))
+
+    def reannounce(self) -> int:
+        """Tell every watcher on this replica, of both eras, that what it watches may have changed
+        (the cluster bus is back after an outage: updates may have been missed); returns how many
+        URIs were announced. Each delivery is authorized as any update is."""
+        uris = sorted(set(self._watching) | set(self._sessions))
+        for uri in uris:
+            self._on_event(ResourceUpdated(uri=uri))
+        return len(uris)
 
     def _on_event(self, event: ServerEvent) -> None:
         if not isinstance(event, ResourceUpdated):
@@ -327,6 +337,15 @@ class SubscriptionHub:
                 self._listens[caller] -= 1
                 if not self._listens[caller]:
                     del self._listens[caller]
+
+    def end_streams(self) -> int:
+        """End every open listen stream gracefully (the server is stopping): each sends its
+        ``subscriptions/listen`` result as its last frame, so its client knows the end was meant and
+        listens again (on another replica). Returns how many were asked to end."""
+        handlers = [handler for handler, _ in self._streams.values()]
+        for handler in handlers:
+            handler.close()
+        return len(handlers)
 
     def _count_listen(self, principal: Principal) -> tuple[str, str] | None:
         """Count one more open stream for ``principal``'s key; ``None`` when not counted."""

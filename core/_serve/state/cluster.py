@@ -14,8 +14,8 @@
   ``lease_seconds``;
 - ``recall``/``remember``: a poller's last snapshot, so the replica that takes over compares with
   what the previous holder saw and no change is lost across the handover;
-- ``require()``: raises :class:`ClusterUnavailable` at once when Redis is unreachable, for the
-  requests that need it (watching); reads need no shared state and keep working.
+- ``connected``: whether the listener is subscribed now; nothing refuses a request for Redis being
+  down: reads need no shared state, watches hear this replica's updates meanwhile (:mod:`.outage`).
 
 Every key and the channel start with ``key_prefix``, the deployment's namespace (required with
 ``[cluster]``: two deployments on one Redis never share keys). Values are read as bytes and checked:
@@ -24,7 +24,8 @@ a malformed entry (not UTF-8, not JSON, the wrong shape) counts as missing, with
 Every Redis operation is bounded by ``timeout_seconds`` (1 s by default): Redis down is a clear
 error within it, never a hang. The listener reconnects by itself, every half second; a failure
 that is not Redis's (a bug) is logged with its traceback, and one local listener's bug neither
-stops the relay nor the other listeners.
+stops the relay nor the other listeners. While the channel is down, updates reach this replica's
+own watchers, and once it is back every watched URI is re-announced to them (:mod:`.outage`).
 """
 
 from __future__ import annotations
@@ -53,9 +54,10 @@ from mcp.server.subscriptions import (
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from mcp_providers._serve.state.coalesce import Coalescer
-from mcp_providers.config import ClusterSettings, mask
+from mcp_providers._serve.state.outage import BusOutages
+from mcp_providers.config import ClusterSettings
 from mcp_providers.credentials import current_scope
-from mcp_providers.errors import UpstreamError
+from mcp_providers.errors import BACKEND_UNAVAILABLE, UpstreamError
 from mcp_providers.models import Freshness
 from mcp_providers.providers import Content
 
@@ -75,7 +77,10 @@ READ_LOCK_SECONDS = 60.0
 
 
 class ClusterUnavailable(UpstreamError):
-    """The cluster backend (Redis) could not be reached in time."""
+    """The cluster backend (Redis) could not be reached in time: JSON-RPC -32010
+    (:data:`~mcp_providers.errors.BACKEND_UNAVAILABLE`), not the upstream's -32006."""
+
+    code = BACKEND_UNAVAILABLE
 
 
 def encode(event: ServerEvent) -> str:
@@ -159,9 +164,6 @@ class InProcess:
     async def remember(self, source: str, text: str) -> None:
         self._state[source] = text
 
-    def require(self, what: str) -> None:
-        """Nothing to check: the process is its own backend."""
-
     async def ping(self) -> bool:
         return True
 
@@ -183,8 +185,19 @@ class RedisSubscriptionBus:
         self.local = LocalBus()
 
     async def publish(self, event: ServerEvent) -> None:
+        """Send ``event`` on the channel; when Redis cannot take it, deliver it to this replica's
+        listeners at once and keep its URI to send once Redis answers (:mod:`.outage`). Never raises:
+        a publisher's change has happened, and the outage is logged once, not per update."""
         backend = self._backend
-        await backend.call("publish an update", lambda r: r.publish(backend.channel, encode(event)))
+        if backend.connected:
+            try:
+                await backend.call("publish an update", lambda r: r.publish(backend.channel, encode(event)))
+                return
+            except ClusterUnavailable:
+                pass
+        await self.local.publish(event)
+        if isinstance(event, ResourceUpdated):
+            backend.outages.unsent(event.uri)
 
     def subscribe(self, listener: Callable[[ServerEvent], None]) -> Callable[[], None]:
         return self.local.subscribe(listener)
@@ -217,6 +230,11 @@ class RedisBackend:
         """Seals per-user values (:mod:`.sealing`), set by the runtime when the deployment key is there."""
         self.on_reload: Callable[[], None] | None = None
         """Called when another replica announces a reload on the channel (:meth:`announce_reload`)."""
+        self.outages = BusOutages(self._where())
+        """This replica's outages of the channel (:mod:`.outage`)."""
+        self.on_recovered: Callable[[], int] | None = None
+        """Called once the channel is back after an outage: re-announces every watched URI to this
+        replica's watchers and returns how many (the subscription hub's ``reannounce``)."""
 
     async def announce_reload(self) -> None:
         """Ask every other replica listening on the channel to reload its config.
@@ -254,15 +272,6 @@ class RedisBackend:
     def _where(self) -> str:
         kwargs = self._redis.connection_pool.connection_kwargs
         return f"{kwargs.get('host', '?')}:{kwargs.get('port', '?')}"
-
-    def require(self, what: str) -> None:
-        """:raises ClusterUnavailable: the replica is not connected to Redis now."""
-        if not self.connected:
-            raise ClusterUnavailable(
-                f"cannot {what}: the cluster backend (Redis at {self._where()}) is unreachable; "
-                "reconnection is automatic, try again shortly",
-                data={"backend": "redis"},
-            )
 
     async def ping(self) -> bool:
         try:
@@ -372,8 +381,7 @@ class RedisBackend:
             try:
                 await self._relay_channel()
             except (RedisError, OSError, TimeoutError) as exc:  # Redis went away: say so once, then keep trying
-                if self.connected:
-                    log.warning("cluster backend lost (%s: %s); reconnecting", type(exc).__name__, mask(str(exc)))
+                self.outages.lost(exc)
             except Exception:  # not Redis: a bug, shown in full; the relay starts again
                 log.exception("the cluster relay on %s failed; restarting it", self.channel)
             self.connected = False
@@ -384,11 +392,15 @@ class RedisBackend:
         try:
             with anyio.fail_after(self.settings.timeout_seconds):
                 await pubsub.subscribe(self.channel)
-            if not self.connected:
+            if not self.connected and not self.outages.down:
                 log.info("cluster backend connected: listening on %s", self.channel)
             self.connected = True
+            if self.outages.down:
+                await self._recover()
             idle = 0.0
             while True:
+                if self.outages.waiting:  # a publish failed while the listener stayed up
+                    await self._send_unsent()
                 message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=0.5)
                 if message is None:
                     idle += 0.5
@@ -409,6 +421,32 @@ class RedisBackend:
         finally:
             with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
                 await pubsub.aclose()  # type: ignore[no-untyped-call]
+
+    async def _recover(self) -> None:
+        """The channel is back after an outage: send the updates made here meanwhile, re-announce
+        every watched URI to this replica's watchers, log and count the recovery once.
+
+        :raises RedisError: Redis failed again while the updates were sent (still an outage).
+        """
+        sent = await self._send_unsent()
+        reannounced = self.on_recovered() if self.on_recovered is not None else 0
+        self.outages.recovered(reannounced, sent)
+
+    async def _send_unsent(self) -> int:
+        """Send the kept updates on the channel; returns how many. Those not sent are kept again.
+
+        :raises RedisError: Redis failed (the caller's listener reconnects).
+        """
+        unsent = self.outages.take_unsent()
+        for n, uri in enumerate(unsent):
+            try:
+                with anyio.fail_after(self.settings.timeout_seconds):
+                    await self._redis.publish(self.channel, encode(ResourceUpdated(uri=uri)))
+            except BaseException:
+                for kept in unsent[n:]:
+                    self.outages.unsent(kept)
+                raise
+        return len(unsent)
 
 
 async def _reacquire(lease: Lock) -> bool:

@@ -4,7 +4,9 @@ Each sink has an :class:`Outbox`, a bounded in-memory queue the request path onl
 (never waiting, never failing), and a task that drains it in the background
 (:meth:`SyslogSink.run`, :meth:`WebhookSink.run`), started by the runtime. A line is dropped, and
 counted per sink in :attr:`Outbox.dropped`, when it finds the queue full, when its sink gave up
-after its retries, or when it is still queued as the server stops; drops are logged as a warning
+(after its retries, once the queue is full too: a destination that is down keeps its lines while
+there is room; or at once for an answer not worth retrying), or when it is still queued as the
+server stops; drops are logged as a warning
 at most once per ``drop_log_seconds``.
 
 Syslog messages follow RFC 5424 (section 6: ``<PRI>1 TIMESTAMP HOSTNAME APP-NAME PROCID MSGID
@@ -25,6 +27,7 @@ import socket
 import time
 import uuid
 from collections import deque
+from collections.abc import Iterator
 
 import anyio
 import anyio.abc
@@ -69,6 +72,12 @@ class Outbox:
         self._entries.append(entry)
         if self._wake is not None:
             self._wake.set()
+
+    @property
+    def full(self) -> bool:
+        """Whether the next :meth:`put` would be dropped: a sink retrying a failed delivery goes on
+        until then (a line is kept while there is room, and counted once it cannot be)."""
+        return len(self._entries) >= self._size
 
     @property
     def idle(self) -> bool:
@@ -134,6 +143,15 @@ def backoff(attempt: int, first: float, most: float) -> float:
     return min(most, first * 2.0 ** (attempt - 1))
 
 
+def attempts(retries: int, outbox: Outbox) -> Iterator[int]:
+    """Attempt numbers 0, 1, ...: at least ``retries`` retries, and more while ``outbox`` has room
+    (a destination down longer than the retries last loses nothing the queue can hold)."""
+    attempt = 0
+    while attempt <= retries or not outbox.full:
+        yield attempt
+        attempt += 1
+
+
 class SyslogSink:
     """Sends each entry as an RFC 5424 message over UDP, TCP (octet counting) or a Unix socket."""
 
@@ -164,7 +182,7 @@ class SyslogSink:
 
     async def _deliver(self, data: bytes) -> None:
         s = self.settings
-        for attempt in range(s.retries + 1):
+        for attempt in attempts(s.retries, self.outbox):
             if attempt:
                 await anyio.sleep(backoff(attempt, s.retry_seconds, s.max_retry_seconds))
             try:
@@ -175,7 +193,7 @@ class SyslogSink:
             except OSError as exc:
                 log.debug("audit sink %r: send failed: %s", s.name, exc)
                 await self._close()
-        self.outbox.drop(1, f"sending failed {s.retries + 1} times")
+        self.outbox.drop(1, f"sending failed {s.retries + 1} times or more, and its queue is full")
 
     async def _connect(self) -> Connection:
         s = self.settings
@@ -218,14 +236,15 @@ class WebhookSink:
                 self.sequence += 1
                 headers = {**self._headers, "Idempotency-Key": uuid.uuid4().hex, "X-Audit-Sequence": str(self.sequence)}
                 if not await self._deliver(http, self.body(batch), headers):
-                    self.outbox.drop(len(batch), f"the {self.kind} gave no 2xx answer to {s.retries + 1} attempts")
+                    self.outbox.drop(len(batch), f"the {self.kind} gave no 2xx answer to {s.retries + 1} attempts "
+                                     "or more while its queue filled, or refused the batch")  # fmt: skip
                 self.outbox.done(len(batch))
                 self.outbox.report()
 
     async def _deliver(self, http: httpx2.AsyncClient, body: bytes, headers: dict[str, str]) -> bool:
         """Whether an attempt got a 2xx answer; a batch is resent only after one that did not."""
         s = self.settings
-        for attempt in range(s.retries + 1):
+        for attempt in attempts(s.retries, self.outbox):
             if attempt:
                 await anyio.sleep(backoff(attempt, s.retry_seconds, s.max_retry_seconds))
             try:

@@ -24,7 +24,7 @@ import contextlib
 import hashlib
 import logging
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import propagate, trace
@@ -41,6 +41,9 @@ log = logging.getLogger("mcp_providers.telemetry")
 INSTRUMENTATION = "mcp_providers"
 """The instrumentation scope name of every span this project makes."""
 
+UNKNOWN_METHOD = "other"
+"""The span name and ``mcp.method.name`` of a request for a method the server does not serve (as
+the ``method`` label of ``/metrics``)."""
 _NAMED = {"tools/call": "gen_ai.tool.name", "prompts/get": "gen_ai.prompt.name"}
 
 
@@ -74,7 +77,8 @@ def configure_from_env(env: Mapping[str, str] | None = None) -> bool:
     """Install a tracer provider exporting over OTLP/HTTP (protobuf) when :func:`wanted_from_env`;
     the exporter reads its endpoint, headers and timeout from the same ``OTEL_EXPORTER_OTLP_*``
     variables, the resource its ``service.name`` from ``OTEL_SERVICE_NAME`` (default
-    ``mcp-providers``). Leaves a provider already set alone.
+    ``mcp-providers``) and its ``service.instance.id`` from ``MCP_PROVIDERS_REPLICA`` (the replica's
+    name; ``OTEL_RESOURCE_ATTRIBUTES`` may set it instead). Leaves a provider already set alone.
 
     :returns: whether traces are on afterwards.
     :raises RuntimeError: traces are asked for but the ``telemetry`` extra is not installed.
@@ -94,8 +98,11 @@ def configure_from_env(env: Mapping[str, str] | None = None) -> bool:
             f"OTEL_* variables ask for OTLP traces, but {exc.name} is not installed: "
             "install mcp-providers[telemetry], or unset OTEL_TRACES_EXPORTER and OTEL_EXPORTER_OTLP_ENDPOINT"
         ) from None
-    name = env.get("OTEL_SERVICE_NAME") or "mcp-providers"
-    provider = TracerProvider(resource=Resource.create({"service.name": name}))
+    attributes = {"service.name": env.get("OTEL_SERVICE_NAME") or "mcp-providers"}
+    replica = env.get("MCP_PROVIDERS_REPLICA")  # the pod's name under the chart: which replica traced
+    if replica and "service.instance.id" not in env.get("OTEL_RESOURCE_ATTRIBUTES", ""):
+        attributes["service.instance.id"] = replica
+    provider = TracerProvider(resource=Resource.create(attributes))
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
     trace.set_tracer_provider(provider)
     return True
@@ -130,10 +137,14 @@ def _extract(carrier: Mapping[str, Any] | None) -> Context | None:
 
 
 @contextlib.contextmanager
-def request_span(tracer: trace.Tracer, ctx: Ctx) -> Iterator[trace.Span]:
+def request_span(tracer: trace.Tracer, ctx: Ctx, served: Callable[[str], bool] | None = None) -> Iterator[trace.Span]:
     """The request's ``SERVER`` span, current for the request's work; failures set ``error.type``
-    (the JSON-RPC code, else the exception's class), never a message."""
-    method = str(ctx.method)
+    (the JSON-RPC code, else the exception's class), never a message.
+
+    :param served: whether the server serves a method; one it does not is named and labelled
+        :data:`UNKNOWN_METHOD` (client-chosen names would make span names unbounded).
+    """
+    method = str(ctx.method) if served is None or served(str(ctx.method)) else UNKNOWN_METHOD
     params = ctx.params if isinstance(ctx.params, Mapping) else {}
     attributes: dict[str, Any] = {"mcp.method.name": method, "mcp.protocol.version": str(ctx.protocol_version or "")}
     if ctx.request_id is not None:
@@ -163,6 +174,13 @@ def _session_id(ctx: Ctx) -> str | None:
     headers = getattr(ctx.request, "headers", None) if ctx.request is not None else None
     value = headers.get("mcp-session-id") if isinstance(headers, Mapping) else None
     return value if isinstance(value, str) else None
+
+
+def tool_failed(span: trace.Span) -> None:
+    """Mark ``span`` failed by its tool: the call was answered ``isError: true`` (``error.type``
+    ``tool_error``, status ERROR; the tool's text stays out of the span)."""
+    span.set_attribute("error.type", "tool_error")
+    span.set_status(StatusCode.ERROR)
 
 
 def failed(span: trace.Span, exc: BaseException) -> None:

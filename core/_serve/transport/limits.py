@@ -26,6 +26,8 @@ import h11
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from mcp_providers._serve.transport.shutdown import GRACE_SECONDS, GracefulServer
+
 HEADER_TIMEOUT = 10.0
 """Seconds a client has to send its request headers (from connecting, or from its first byte)."""
 BODY_TIMEOUT = 30.0
@@ -179,6 +181,7 @@ def run_uvicorn(
     fd: int | None = None,
     trusted_proxies: tuple[str, ...] = (),
     listening: Callable[[str, int], None] | None = None,
+    ending: Callable[[], None] | None = None,
 ) -> None:
     """Serve ``app`` on ``host:port`` with uvicorn and the limits of this module.
 
@@ -188,13 +191,15 @@ def run_uvicorn(
         would trust 127.0.0.1).
     :param listening: called with the bound host and port once the socket listens, before the
         first request is taken (port 0 gives the port the kernel chose).
+    :param ending: called in the event loop on the first ``SIGTERM``/``SIGINT``, to end the
+        streams that would hold the stop up (:mod:`.shutdown`); in-flight requests then get
+        :data:`~.shutdown.GRACE_SECONDS`.
     :raises OSError: the address cannot be bound (in use, not this machine's); nothing was served.
     """
-    import uvicorn
-
     extra: dict[str, Any] = {"fd": fd} if fd is not None else {}
     extra.update(proxy_headers_settings(trusted_proxies))
-    server = uvicorn.Server(uvicorn_config(app, host, port, limits, **extra))
+    config = uvicorn_config(app, host, port, limits, timeout_graceful_shutdown=GRACE_SECONDS, **extra)
+    server = GracefulServer(config, ending)
     if fd is not None:
         server.run()
         return

@@ -5,12 +5,19 @@ they carry no content) and puts a request-counting middleware on the composition
 
 - ``/healthz``: 200 while the process serves MCP over HTTP; 503 once the SDK's session manager
   has stopped (every MCP request would fail), so a supervisor restarts the process;
-- ``/readyz``: 200 once the composition is served (its providers started) and, with ``[cluster]``,
-  Redis answers a ping within ``timeout_seconds``; 503 with the reason otherwise;
-- ``/metrics``: ``mcp_providers_requests_total{method,outcome}``,
+- ``/readyz``: 200 once the composition is served (its providers started), 503 with the reason
+  before; with ``[cluster]`` and Redis not answering a ping within ``timeout_seconds`` it stays 200
+  with ``"status": "degraded"`` and the reason in ``degraded`` (the replica still serves reads and
+  tool calls; a probe pulling every replica at once would stop the service for Redis's sake);
+- ``/metrics``: ``mcp_providers_requests_total{method,outcome}`` (outcome ``ok``, ``tool_error``
+  for an ``isError`` tool answer, or the JSON-RPC code; each served method's known outcomes start
+  at 0), ``mcp_providers_request_seconds{method}``, ``mcp_providers_tool_seconds{tool,plugin,outcome}``,
+  the process's own metrics (``prometheus_client``'s process, GC and platform collectors),
   ``mcp_providers_read_seconds`` (histogram of ``resources/read``), ``mcp_providers_subscriptions``
   (watches held by this replica), ``mcp_providers_poll_leases`` (live sources this replica polls),
-  ``mcp_providers_cluster_connected`` and ``mcp_providers_audit_dropped_total{sink}`` (audit
+  ``mcp_providers_cluster_connected``, ``mcp_providers_degraded``, ``mcp_providers_cluster_outages_total``,
+  ``mcp_providers_cluster_recoveries_total``, ``mcp_providers_cluster_reannounced_total`` (with
+  ``[cluster]``: see :mod:`..state.outage`) and ``mcp_providers_audit_dropped_total{sink}`` (audit
   lines a shipped sink dropped); with a reloader, ``mcp_providers_reload_total{outcome}``,
   ``mcp_providers_config_info{digest}`` (the config served, so drift between replicas shows) and
   ``mcp_providers_generation``. ``/readyz`` then names the digest, the generation and the last
@@ -53,10 +60,30 @@ if TYPE_CHECKING:
     from mcp_providers._serve.transport.status import RecentRequests
 
 
+DEGRADED_REDIS = (
+    "the cluster backend (Redis) does not answer: reads and tool calls are served; updates reach this "
+    "replica's watchers only, and every watched URI is re-announced once it is back"
+)
+"""Why ``/readyz`` says ``degraded`` (200): the replica still serves, so a probe keeps it in."""
+
 OTHER_METHOD = "other"
 """The ``method`` label of every request for a method the server does not serve (client-chosen
 names would make the label set, and ``/metrics``, grow without bound)."""
 LISTEN = "subscriptions/listen"
+TOOL_ERROR = "tool_error"
+"""The outcome of a ``tools/call`` answered with ``isError: true`` (the tool failed)."""
+KNOWN_OUTCOMES = ("ok", TOOL_ERROR, "-32602", "-32003", "-32004", "-32005", "-32006", "-32009", "-32010", "-32603")
+"""Outcomes every served method's counter starts with at 0 (others appear when first counted)."""
+
+
+def _process_collectors(registry: Any) -> None:
+    """The process's own metrics (memory, CPU, open files, start time; Python's GC and version),
+    from ``prometheus_client``'s collectors, on ``registry``."""
+    from prometheus_client import GCCollector, PlatformCollector, ProcessCollector
+
+    ProcessCollector(registry=registry)
+    GCCollector(registry=registry)
+    PlatformCollector(registry=registry)
 
 
 class Metrics:
@@ -77,14 +104,34 @@ class Metrics:
         from prometheus_client import CollectorRegistry, Counter, Histogram
 
         self.registry = CollectorRegistry()
+        _process_collectors(self.registry)
         self.requests = Counter(
-            "mcp_providers_requests", "MCP requests by method and outcome", ["method", "outcome"],
-            registry=self.registry,
+            "mcp_providers_requests", "MCP requests by method and outcome (ok, tool_error or the JSON-RPC "
+            "error code)", ["method", "outcome"], registry=self.registry,
         )  # fmt: skip
         self.reads = Histogram("mcp_providers_read_seconds", "resources/read latency", registry=self.registry)
+        self.latency = Histogram("mcp_providers_request_seconds", "MCP request latency by method (not "
+                                 "subscriptions/listen, a stream)", ["method"], registry=self.registry)  # fmt: skip
+        self.tools = Histogram("mcp_providers_tool_seconds", "tools/call latency by tool, its plugin and outcome",
+                               ["tool", "plugin", "outcome"], registry=self.registry)  # fmt: skip
         self.registry.register(_Gauges(runtime, reloader))
+        self._runtime = runtime
         self._served = served
         self._recent = recent
+
+    def start_at_zero(self, methods: list[str]) -> None:
+        """Make every known series exist at 0 before its first event, so ``rate()`` and ``increase()``
+        see the first one: each of ``methods`` with each of :data:`KNOWN_OUTCOMES`, unknown methods'
+        ``-32601``, and each served tool's ``ok`` and ``tool_error``."""
+        for method in methods:
+            for outcome in KNOWN_OUTCOMES:
+                self.requests.labels(method, outcome)
+            if method != LISTEN:
+                self.latency.labels(method)
+        self.requests.labels(OTHER_METHOD, str(types.METHOD_NOT_FOUND))
+        for entry in self._runtime.assembly.catalog.tools:
+            for outcome in ("ok", TOOL_ERROR):
+                self.tools.labels(entry.declaration.name, entry.plugin, outcome)
 
     async def middleware(self, ctx: Any, call_next: Any) -> Any:
         """SDK server middleware: count every request by method and outcome, time the reads."""
@@ -92,7 +139,10 @@ class Metrics:
             return await call_next(ctx)
         started, outcome = time.perf_counter(), "ok"
         try:
-            return await call_next(ctx)
+            result = await call_next(ctx)
+            if _failed_tool(result):  # a tool's failure is an answer, not a JSON-RPC error
+                outcome = TOOL_ERROR
+            return result
         except BaseException as exc:
             outcome = _outcome(ctx.method, exc)
             raise
@@ -101,8 +151,27 @@ class Metrics:
             self.requests.labels(method, outcome).inc()
             if self._recent is not None:
                 self._recent.count(method, outcome != "ok")
-            if ctx.method == "resources/read":
-                self.reads.observe(time.perf_counter() - started)
+            self._observe(ctx, method, outcome, time.perf_counter() - started)
+
+    def _observe(self, ctx: Any, method: str, outcome: str, seconds: float) -> None:
+        if method == "resources/read":
+            self.reads.observe(seconds)
+        if method != LISTEN:
+            self.latency.labels(method).observe(seconds)
+        if method == "tools/call":
+            name = ctx.params.get("name") if isinstance(ctx.params, dict) else None
+            entry = self._runtime.assembly.catalog.tool(name) if isinstance(name, str) else None
+            if entry is not None:  # a served tool: the label set stays the catalog's
+                self.tools.labels(name, entry.plugin, outcome if outcome in ("ok", TOOL_ERROR) else "error").observe(
+                    seconds
+                )
+
+
+def _failed_tool(result: Any) -> bool:
+    """Whether ``result`` (the wire dict, or a model) is a tool call's ``isError: true`` answer."""
+    if isinstance(result, dict):
+        return result.get("isError") is True
+    return getattr(result, "is_error", None) is True
 
 
 def _outcome(method: Any, exc: BaseException) -> str:
@@ -136,6 +205,9 @@ class _Gauges:
         connected = getattr(runtime.shared, "connected", True)
         yield GaugeMetricFamily("mcp_providers_cluster_connected", "1 when the cluster backend is reachable "
                                 "(always 1 without [cluster])", value=1 if connected else 0)  # fmt: skip
+        yield GaugeMetricFamily("mcp_providers_degraded", "1 while the replica serves without its cluster backend "
+                                "(/readyz says degraded, still 200)", value=0 if connected else 1)  # fmt: skip
+        yield from _outage_metrics(runtime.shared)
         yield CounterMetricFamily("mcp_providers_credentials_obtained", "Upstream credentials this replica "
                                   "obtained for callers (cache misses of the credential broker)",
                                   value=runtime.credentials.obtained)  # fmt: skip
@@ -153,6 +225,21 @@ class _Gauges:
                                   value=getattr(runtime.tasks.store, "evicted", 0))  # fmt: skip
         if self._reloader is not None:
             yield from _reload_metrics(self._reloader)
+
+
+def _outage_metrics(shared: Any) -> Iterator[Any]:
+    """With ``[cluster]``: the bus outages this replica lived through (:mod:`..state.outage`)."""
+    from prometheus_client.core import CounterMetricFamily
+
+    outages = getattr(shared, "outages", None)
+    if outages is None:
+        return
+    for name, value, text in (
+        ("outages", outages.outages, "Outages of the cluster bus (Redis) this replica saw begin"),
+        ("recoveries", outages.recoveries, "Outages of the cluster bus that ended, watched URIs re-announced"),
+        ("reannounced", outages.reannounced, "URIs re-announced to this replica's watchers after bus outages"),
+    ):
+        yield CounterMetricFamily(f"mcp_providers_cluster_{name}", text, value=value)
 
 
 def _reload_metrics(reloader: Reloader) -> Iterator[Any]:
@@ -211,8 +298,12 @@ def ops_routes(
     """
     runtime = composition.runtime
     server = composition.server
-    served = lambda method: method == "initialize" or server.get_request_handler(method) is not None  # noqa: E731
+
+    def served(method: str) -> bool:
+        return method == "initialize" or server.get_request_handler(method) is not None
+
     metrics = Metrics(runtime, served, reloader, recent)
+    metrics.start_at_zero(["initialize", *sorted(m for m in server._request_handlers if served(m))])
     server.middleware.insert(0, metrics.middleware)
 
     async def healthz(request: Request) -> Response:
@@ -222,13 +313,15 @@ def ops_routes(
         return JSONResponse({"status": "ok"})
 
     async def readyz(request: Request) -> Response:
-        problems = []
+        problems, degraded = [], []
         if not runtime.serving:
             problems.append("the composition is not served yet")
-        if runtime.shared.configured and not await runtime.shared.ping():
-            problems.append("the cluster backend (Redis) does not answer")
+        shared = runtime.shared  # the listener subscribed (what the gauge says), and Redis answering now
+        if shared.configured and not (getattr(shared, "connected", True) and await shared.ping()):
+            degraded.append(DEGRADED_REDIS)
         failed = sorted(runtime.startup_failures)
-        body: dict[str, Any] = {"status": "ready" if not problems else "not ready", "problems": problems,
+        status = "not ready" if problems else "degraded" if degraded else "ready"
+        body: dict[str, Any] = {"status": status, "problems": problems, "degraded": degraded,
                                 "failed_providers": failed, "generation": runtime.generation.number}  # fmt: skip
         if reloader is not None:
             body["config_digest"] = reloader.digest

@@ -1,0 +1,71 @@
+"""The server's own log on stderr: its level, and lines with a UTC timestamp, as text or JSON.
+
+``serve`` takes the level from ``--log-level``, else ``[server] log_level``, else ``warning``; the
+format from ``--log-format``, else ``[server] log_format``, else ``text``:
+
+- ``text``: ``2026-12-03T18:06:03.123Z WARNING mcp_providers.cluster: cluster backend lost (...)``;
+- ``json``: one object a line, ``{"time": ..., "level": ..., "logger": ..., "message": ...}``, with
+  ``"exception"`` (the traceback's text) when one is logged: for a log collector to parse.
+
+The loggers of reloads (``mcp_providers.reload``) keep ``info`` whatever the level: what a reload
+did is always said.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+from typing import Any, Literal
+
+LEVELS = ("debug", "info", "warning", "error")
+LogLevel = Literal["debug", "info", "warning", "error"]
+LogFormat = Literal["text", "json"]
+
+
+def _timestamp(record: logging.LogRecord) -> str:
+    """ISO 8601 in UTC, to the millisecond (``2026-12-03T18:06:03.123Z``)."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z"
+
+
+class TextFormatter(logging.Formatter):
+    """``<UTC time> <LEVEL> <logger>: <message>`` (and the traceback, when there is one)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line = f"{_timestamp(record)} {record.levelname} {record.name}: {record.getMessage()}"
+        if record.exc_info:
+            line += "\n" + self.formatException(record.exc_info)
+        return line
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object a line: ``time``, ``level``, ``logger``, ``message`` and, with a traceback,
+    ``exception``."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {"time": _timestamp(record), "level": record.levelname, "logger": record.name,
+                                 "message": record.getMessage()}  # fmt: skip
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        return json.dumps(entry, ensure_ascii=False)
+
+
+def configure(level: str = "warning", fmt: str = "text") -> None:
+    """Send the root logger's records of ``level`` and above to stderr in ``fmt``; replaces what an
+    earlier call set (the config, read later, may change what the command line left open).
+
+    :raises ValueError: ``level`` or ``fmt`` is not one of those above.
+    """
+    if level not in LEVELS:
+        raise ValueError(f"log level {level!r}: use one of {', '.join(LEVELS)}")
+    if fmt not in ("text", "json"):
+        raise ValueError(f"log format {fmt!r}: use text or json")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
+    root = logging.getLogger()
+    for old in [h for h in root.handlers if getattr(h, "_mcp_providers", False)]:
+        root.removeHandler(old)
+    handler._mcp_providers = True  # type: ignore[attr-defined]
+    root.addHandler(handler)
+    root.setLevel(level.upper())

@@ -1,0 +1,78 @@
+"""Issue 42 (build 3): Redis as the shipped deployments run it (AOF, fsync every second) keeps
+tasks, stored stream events and poll snapshots across a restart; with persistence off they are gone.
+
+Real ``redis-server``, started with the arguments of ``deploy/compose.yaml``'s Redis service.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from pathlib import Path
+
+import mcp_types as types
+import pytest
+import yaml
+from cluster_support import RedisServer
+
+from mcp_providers._serve.state.cluster import RedisBackend
+from mcp_providers._serve.state.events import UNSTORED, RedisEventStore
+from mcp_providers._serve.state.tasks import RedisTasks, TaskRecord
+from mcp_providers.config import ClusterSettings
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+
+COMPOSE = Path(__file__).resolve().parents[2] / "deploy" / "compose.yaml"
+
+
+def _shipped_redis_args() -> tuple[str, ...]:
+    """The Redis service's arguments in ``deploy/compose.yaml`` (after ``redis-server``)."""
+    command = yaml.safe_load(COMPOSE.read_text())["services"]["redis"]["command"]
+    assert command[0] == "redis-server"
+    return tuple(command[1:])
+
+
+async def _keep_and_find(redis: RedisServer) -> tuple[bool, bool, bool]:
+    """Keep a task, a stream event and a snapshot; restart Redis cleanly; which are still there."""
+    settings = ClusterSettings(redis_url=redis.url, key_prefix=f"t{uuid.uuid4().hex[:8]}")
+    task_id = uuid.uuid4().hex
+    record = TaskRecord(task_id=task_id, tool="echo", owner="alice", status="completed", created=time.time(),
+                        updated=time.time(), ttl=3600, poll_ms=1000, result={"content": []})  # fmt: skip
+    async with (backend := RedisBackend(settings)).running():
+        await RedisTasks(backend).create(record)
+        event = types.JSONRPCNotification(jsonrpc="2.0", method="notifications/resources/updated",
+                                          params={"uri": "count://report"})  # fmt: skip
+        stored = await RedisEventStore(backend, "session-1").store_event("_GET_stream", event)
+        assert stored != UNSTORED
+        await backend.remember("poll/dev", "snapshot")
+    redis.stop()
+    redis.start()
+    async with (backend := RedisBackend(settings)).running():
+        task = await RedisTasks(backend).get(task_id)
+        replayed: list[object] = []
+
+        async def collect(message: object) -> None:
+            replayed.append(message)
+
+        await RedisEventStore(backend, "session-1").replay_events_after(stored.split(".")[0] + ".0-0", collect)
+        snapshot = await backend.recall("poll/dev")
+    return task is not None and task.result == record.result, bool(replayed), snapshot == "snapshot"
+
+
+async def test_the_shipped_redis_keeps_tasks_events_and_snapshots_across_a_restart(tmp_path: Path) -> None:
+    args = _shipped_redis_args()
+    assert args[args.index("--appendonly") : args.index("--appendonly") + 2] == ("--appendonly", "yes")
+    assert args[args.index("--appendfsync") + 1] == "everysec"
+    redis = RedisServer(extra=(*args, "--dir", str(tmp_path)))
+    try:
+        assert await _keep_and_find(redis.start()) == (True, True, True)
+    finally:
+        redis.stop()
+
+
+async def test_with_persistence_off_a_restart_loses_them(tmp_path: Path) -> None:
+    redis = RedisServer(extra=("--dir", str(tmp_path)))  # the test default: --save "" --appendonly no
+    try:
+        assert await _keep_and_find(redis.start()) == (False, False, False)
+    finally:
+        redis.stop()
