@@ -170,7 +170,7 @@ def _ci_run_with_stubs(tmp_path: Path, pytest_status: int) -> subprocess.Complet
         tree / "scripts" / "sdk_drift": "exit 0",
         bin_ / "uv": f'case " $* " in *" pytest "*) exit {pytest_status} ;; esac; exit 0',
     }
-    parts = ("redis-server", "nginx", "node", "npm", "openssl", "rsyslogd", "chromium", "chromedriver")
+    parts = ("redis-server", "nginx", "node", "npm", "openssl", "rsyslogd", "chromium", "chromedriver", "promtool")
     stubs |= {bin_ / part: "exit 0" for part in parts}
     for path, body in stubs.items():
         path.write_text(f"#!{bash}\n{body}\n")
@@ -182,7 +182,7 @@ def _ci_run_with_stubs(tmp_path: Path, pytest_status: int) -> subprocess.Complet
 
 
 STAGES = ["install (uv sync)", "ruff", "mypy", "import contracts", "helm chart", "docs site", "conformance",
-          "sdk drift (never fails)", "tests (uv run pytest)"]  # fmt: skip
+          "sdk drift (never fails)", "guard mutants", "tests (uv run pytest)"]  # fmt: skip
 
 
 def test_ci_run_prints_each_stage_with_its_outcome_and_time(tmp_path: Path) -> None:
@@ -215,7 +215,7 @@ def test_ci_run_installs_each_command_from_its_debian_package() -> None:
     out = subprocess.run(["bash", "-c", script, "-", *names], capture_output=True, text=True, check=True).stdout.split()
     assert dict(zip(names, out, strict=True)) == {
         "redis-server": "redis-server", "nginx": "nginx", "node": "nodejs", "npm": "npm", "openssl": "openssl",
-        "rsyslogd": "rsyslog", "chromium": "chromium", "chromedriver": "chromium-driver",
+        "rsyslogd": "rsyslog", "chromium": "chromium", "chromedriver": "chromium-driver", "promtool": "prometheus",
     }  # fmt: skip
 
 

@@ -6,6 +6,7 @@ Real ``redis-server``, started with the arguments of ``deploy/compose.yaml``'s R
 
 from __future__ import annotations
 
+import secrets
 import time
 import uuid
 from pathlib import Path
@@ -17,10 +18,16 @@ from cluster_support import RedisServer
 
 from mcp_providers._serve.state.cluster import RedisBackend
 from mcp_providers._serve.state.events import UNSTORED, RedisEventStore
+from mcp_providers._serve.state.sealing import Sealing
 from mcp_providers._serve.state.tasks import RedisTasks, TaskRecord
 from mcp_providers.config import ClusterSettings
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+
+
+SEALING = Sealing(secrets.token_bytes(32))
+"""Task records are sealed with the deployment key in Redis (round 4 item 14): one key for the whole test."""
+
 
 COMPOSE = Path(__file__).resolve().parents[2] / "deploy" / "compose.yaml"
 
@@ -39,7 +46,7 @@ async def _keep_and_find(redis: RedisServer) -> tuple[bool, bool, bool]:
     record = TaskRecord(task_id=task_id, tool="echo", owner="alice", status="completed", created=time.time(),
                         updated=time.time(), ttl=3600, poll_ms=1000, result={"content": []})  # fmt: skip
     async with (backend := RedisBackend(settings)).running():
-        await RedisTasks(backend).create(record)
+        await RedisTasks(backend, sealing=SEALING).create(record)
         event = types.JSONRPCNotification(jsonrpc="2.0", method="notifications/resources/updated",
                                           params={"uri": "count://report"})  # fmt: skip
         stored = await RedisEventStore(backend, "session-1").store_event("_GET_stream", event)
@@ -48,7 +55,7 @@ async def _keep_and_find(redis: RedisServer) -> tuple[bool, bool, bool]:
     redis.stop()
     redis.start()
     async with (backend := RedisBackend(settings)).running():
-        task = await RedisTasks(backend).get(task_id)
+        task = await RedisTasks(backend, sealing=SEALING).get(task_id)
         replayed: list[object] = []
 
         async def collect(message: object) -> None:
