@@ -281,3 +281,15 @@ def test_a_loaded_plugin_that_contributes_nothing_is_named_by_check() -> None:
         "empty: loaded but contributes nothing: no resource, template, tool, prompt, extension or authorize hook; "
         "declare something with its decorators or hooks, or uninstall it"
     ]
+
+
+def test_a_helper_named_near_a_hook_beside_real_hookimpls_is_left_alone() -> None:
+    def authorized(subject: str) -> bool:  # a helper, not a misspelled authorize
+        return bool(subject)
+
+    @hookimpl
+    def register_resource_providers(settings: Any) -> list[ResourceProvider]:
+        return [_Fixed()]
+
+    module = _module("helper_mod", authorized=authorized, register_resource_providers=register_resource_providers)
+    assert _failures({"helper": module}) == []
