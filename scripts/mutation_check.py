@@ -1035,6 +1035,7 @@ CASES += (  # authoring (issue 39): the mistakes check names
     ),
 )
 
+
 def run_case(case: Case) -> tuple[bool | None, str]:
     """``(True, ...)`` killed, ``(False, ...)`` survived, ``(None, why)`` could not be applied."""
     path = ROOT / case.file
