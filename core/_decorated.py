@@ -295,7 +295,7 @@ def to_content(result: Any, where: str) -> Content:
     if isinstance(result, bytes | bytearray):
         return Content(blob=bytes(result))
     if isinstance(result, BaseModel):
-        return Content(text=result.model_dump_json(), mime_type=None)
+        return Content(text=result.model_dump_json())
     try:
         return Content(text=pydantic_core.to_json(result).decode())
     except pydantic_core.PydanticSerializationError as exc:

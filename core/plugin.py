@@ -345,8 +345,8 @@ class _Reader:
             return Content(text=result)
         if isinstance(result, Content):
             return result
-        content = fx.to_content(result, self.where)
-        if content.mime_type is None and content.text is not None and not isinstance(result, str) and not self.mime:
+        content = fx.to_content(result, self.where)  # str and Content returned above: bytes or JSON here
+        if content.text is not None and not self.mime:
             return Content(text=content.text, mime_type=fx.JSON)
         return content
 
