@@ -147,3 +147,28 @@ def redis_server(password: str | None = None) -> Iterator[tuple[str, subprocess.
         if proc.poll() is None:
             proc.terminate()
             proc.wait(timeout=10)
+
+
+INSPECTOR = "@modelcontextprotocol/inspector@2.12.0"
+_INSPECTOR_LAUNCHER = Path(
+    "node_modules", "@modelcontextprotocol", "inspector", "clients", "launcher", "build", "index.js"
+)
+
+
+def inspector_cli() -> list[str]:
+    """The MCP Inspector CLI's command (``node LAUNCHER --cli``), installed once per machine with npm
+    (:func:`installed_once`); node and npm are needed: skipped without them, failed under CI=true."""
+    node = require_tool("node", "apt-get install -y nodejs")
+    require_tool("npm", "apt-get install -y npm")
+
+    def install(prefix: Path) -> None:
+        subprocess.run(
+            ["npm", "install", "--no-audit", "--no-fund", "--loglevel=error", "--prefix", str(prefix), INSPECTOR],
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+
+    prefix = installed_once("npm-" + INSPECTOR.replace("/", "+"), INSPECTOR, install)
+    return [node, str(prefix / _INSPECTOR_LAUNCHER), "--cli"]

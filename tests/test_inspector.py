@@ -23,10 +23,8 @@ from typing import Any
 
 import pytest
 from prefork import python
-from real_parts import installed_once, require_tool
+from real_parts import inspector_cli
 
-INSPECTOR = "@modelcontextprotocol/inspector@2.12.0"
-LAUNCHER = Path("node_modules", "@modelcontextprotocol", "inspector", "clients", "launcher", "build", "index.js")
 SERVE = [*python(), "-m", "mcp_providers", "serve"]
 
 pytestmark = pytest.mark.slow
@@ -35,20 +33,7 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def inspector() -> list[str]:
     """The Inspector CLI's command (node and npm are needed: skipped without them, failed under CI=true)."""
-    node = require_tool("node", "apt-get install -y nodejs")
-    require_tool("npm", "apt-get install -y npm")
-
-    def install(prefix: Path) -> None:
-        subprocess.run(
-            ["npm", "install", "--no-audit", "--no-fund", "--loglevel=error", "--prefix", str(prefix), INSPECTOR],
-            check=True,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-
-    prefix = installed_once("npm-" + INSPECTOR.replace("/", "+"), INSPECTOR, install)
-    return [node, str(prefix / LAUNCHER), "--cli"]
+    return inspector_cli()
 
 
 def _free_port() -> int:

@@ -17,12 +17,10 @@ from typing import Any
 
 import pytest
 from prefork import python
-from real_parts import installed_once, require_tool
+from real_parts import inspector_cli
 
 from mcp_providers.plugins.documcp.workflows import WORKFLOW_IDS
 
-INSPECTOR = "@modelcontextprotocol/inspector@2.12.0"
-LAUNCHER = Path("node_modules", "@modelcontextprotocol", "inspector", "clients", "launcher", "build", "index.js")
 SERVER = [*python(), str(Path(__file__).with_name("skills_server.py"))]
 DAILY = "skill://notes/daily-review/SKILL.md"
 RUNBOOK = "skill://notes-ops/runbook/SKILL.md"
@@ -32,20 +30,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def inspector() -> list[str]:
-    node = require_tool("node", "apt-get install -y nodejs")
-    require_tool("npm", "apt-get install -y npm")
-
-    def install(prefix: Path) -> None:
-        subprocess.run(
-            ["npm", "install", "--no-audit", "--no-fund", "--loglevel=error", "--prefix", str(prefix), INSPECTOR],
-            check=True,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-
-    prefix = installed_once("npm-" + INSPECTOR.replace("/", "+"), INSPECTOR, install)
-    return [node, str(prefix / LAUNCHER), "--cli"]
+    return inspector_cli()
 
 
 def _run(
