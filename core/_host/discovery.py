@@ -61,7 +61,7 @@ from mcp_providers import hookspecs
 from mcp_providers._host.compat import plugin_core_problem
 from mcp_providers._host.groups import DECLARED_POLICY, entry_points, group_problem, is_policy, looked_evidence
 from mcp_providers._host.hookscan import AuthorizeScan, PluginManager, scan_authorize, scan_problem
-from mcp_providers._host.shape import as_plugin, did_you_mean, provider_problem, several_plugins, unmarked_hooks
+from mcp_providers._host.shape import HOOKS, as_plugin, did_you_mean, provider_problem, several_plugins, unmarked_hooks
 from mcp_providers._host.skills import SkillFiles
 from mcp_providers.config import DISABLE_ENV, PLUGINS_ENV, Config, format_validation_error, settings_context, suggestion
 from mcp_providers.errors import ConfigError, MCPProvidersDeprecationWarning
@@ -324,8 +324,7 @@ def _register(pm: pluggy.PluginManager, record: PluginRecord, plugin: object) ->
         return
     unknown = [hc.name for hc in own.get_hookcallers(plugin) or [] if hc.spec is None]
     if unknown:
-        known = ", ".join(n for n in dir(hookspecs) if hasattr(getattr(hookspecs, n), "mcp_providers_spec"))
-        record.reject(f"implements unknown hook(s) {did_you_mean(sorted(unknown))}; the hooks are: {known}")
+        record.reject(f"implements unknown hook(s) {did_you_mean(sorted(unknown))}; the hooks are: {', '.join(HOOKS)}")
         return
     taken = pm.get_name(plugin)
     if taken is not None:  # pluggy would raise ValueError: one object under two names
