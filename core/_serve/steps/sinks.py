@@ -23,6 +23,7 @@ import json
 import logging
 import math
 import os
+import re
 import socket
 import time
 import uuid
@@ -293,9 +294,14 @@ class OtlpLogsSink(WebhookSink):
         return status in OTLP_RETRYABLE
 
 
+_TRACED = re.compile(r',"trace_id":"([0-9a-f]{32})","span_id":"([0-9a-f]{16})"}$')
+"""How a traced line ends (the pipeline adds the ids last); quotes inside values are escaped, so
+only the line's own keys can match."""
+
+
 def _log_record(when: str, decision: str, text: str) -> dict[str, object]:
     number, severity = OTLP_SEVERITY.get(decision, (9, "INFO"))
-    return {
+    record: dict[str, object] = {
         "timeUnixNano": str(_unix_nanos(when)),
         "severityNumber": number,
         "severityText": severity,
@@ -303,6 +309,10 @@ def _log_record(when: str, decision: str, text: str) -> dict[str, object]:
         "attributes": [{"key": "event.name", "value": {"stringValue": "mcp_providers.audit"}},
                        {"key": "decision", "value": {"stringValue": decision}}],
     }  # fmt: skip
+    traced = _TRACED.search(text)
+    if traced:  # OTLP/JSON gives both ids as hex strings: a backend joins the record to its trace
+        record["traceId"], record["spanId"] = traced.groups()
+    return record
 
 
 def _unix_nanos(when: str) -> int:

@@ -183,6 +183,15 @@ def tool_failed(span: trace.Span) -> None:
     span.set_status(StatusCode.ERROR)
 
 
+def ids() -> dict[str, str]:
+    """The current span's ``trace_id`` (32 hex digits) and ``span_id`` (16), the W3C forms, for an
+    audit line to be joined to its trace; empty when no span is recording a valid context."""
+    context = trace.get_current_span().get_span_context()
+    if not context.is_valid:
+        return {}
+    return {"trace_id": format(context.trace_id, "032x"), "span_id": format(context.span_id, "016x")}
+
+
 def failed(span: trace.Span, exc: BaseException) -> None:
     """Mark ``span`` failed by ``exc``: ``error.type`` (and ``rpc.response.status_code`` for a
     JSON-RPC error), status ERROR without a description (messages may quote arguments)."""
