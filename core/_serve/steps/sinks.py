@@ -24,6 +24,7 @@ import logging
 import math
 import os
 import re
+import select
 import socket
 import time
 import uuid
@@ -187,12 +188,14 @@ class SyslogSink:
             if attempt:
                 await anyio.sleep(backoff(attempt, s.retry_seconds, s.max_retry_seconds))
             try:
+                if self._connection is not None and closed_by_peer(self._connection):
+                    await self._close()  # a line sent now would be lost without an error: connect again
                 if self._connection is None:
                     self._connection = await self._connect()
                 await self._connection.send(data)
                 return
-            except OSError as exc:
-                log.debug("audit sink %r: send failed: %s", s.name, exc)
+            except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
+                log.debug("audit sink %r: send failed: %s", s.name, type(exc).__name__)
                 await self._close()
         self.outbox.drop(1, f"sending failed {s.retries + 1} times or more, and its queue is full")
 
@@ -209,6 +212,21 @@ class SyslogSink:
         if connection is not None:
             with anyio.CancelScope(shield=True):
                 await connection.aclose()
+
+
+def closed_by_peer(connection: Connection) -> bool:
+    """Whether the server closed (or reset) this TCP connection. A syslog server never writes to
+    it, so anything to read means its end: a message sent into a connection the server has closed
+    is lost without an error (the reset comes back after it), as across an rsyslogd restart."""
+    raw = connection.extra(anyio.abc.SocketAttribute.raw_socket, None)
+    if raw is None or raw.type != socket.SOCK_STREAM:
+        return False
+    fd = raw.fileno()
+    if fd < 0:  # the event loop already closed it (it saw the reset)
+        return True
+    poller = select.poll()  # the loop's socket wrapper has no recv: ask the descriptor, without waiting
+    poller.register(fd, select.POLLIN)
+    return bool(poller.poll(0))  # readable (its end, or a reset), or hung up
 
 
 class WebhookSink:
