@@ -217,7 +217,7 @@ class RedisBackend:
         timeout = settings.timeout_seconds
         # bytes in, bytes out: every value is checked here, so a malformed one is a miss, not a crash
         self._redis = Redis.from_url(
-            settings.redis_url, socket_timeout=timeout, socket_connect_timeout=timeout, decode_responses=False
+            settings.connection_url(), socket_timeout=timeout, socket_connect_timeout=timeout, decode_responses=False
         )
         self.bus = RedisSubscriptionBus(self)
         self.held: set[str] = set()
