@@ -38,7 +38,8 @@ def _run(
 ) -> tuple[int, list[dict[str, Any]], dict[str, Any] | None]:
     """Exit code, the JSON lines on stdout, and the error object on stderr (if any)."""
     done = subprocess.run(
-        [*inspector, *target, "--protocol-era", "modern", "-q", "--format", "json", *args],
+        # the server's start is waited for, not timed (the Inspector's 15 s default is outrun on a loaded machine)
+        [*inspector, *target, "--protocol-era", "modern", "-q", "--format", "json", "--connect-timeout", "110000", *args],
         capture_output=True,
         text=True,
         timeout=120,
