@@ -525,7 +525,7 @@ def _warn_unusable_key(instance: InstanceSettings) -> None:
     auth = instance.auth
     if not isinstance(auth, JwtBearerAuth) or not os.environ.get(auth.private_key_env):
         return
-    from mcp_providers.plugins.servicenow.client import load_private_key
+    from mcp_providers.plugins.servicenow.jwt_bearer import load_private_key
 
     try:
         load_private_key(os.environ[auth.private_key_env], instance=instance.name, env=auth.private_key_env)

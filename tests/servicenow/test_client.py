@@ -11,8 +11,9 @@ from servicenow_support import DEV_PASSWORD, DEV_USER, dev_instance
 from mcp_providers.errors import SideEffectRefused, UpstreamError
 from mcp_providers.http import read_scope
 from mcp_providers.plugins.servicenow import register_resource_providers, register_tool_providers
-from mcp_providers.plugins.servicenow.client import InstancePool, ServiceNowError
+from mcp_providers.plugins.servicenow.client import InstancePool
 from mcp_providers.plugins.servicenow.emulator import Emulator
+from mcp_providers.plugins.servicenow.errors import ServiceNowError
 from mcp_providers.plugins.servicenow.settings import InstanceSettings, ServiceNowSettings
 
 pytestmark = pytest.mark.anyio
