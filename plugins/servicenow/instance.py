@@ -15,8 +15,9 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from json import loads as json_loads
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
+import anyio
 import httpx2
 
 from mcp_providers.credentials import Credential, Upstream
@@ -30,9 +31,31 @@ from mcp_providers.plugins.servicenow.redact import Redactor
 from mcp_providers.plugins.servicenow.schema import normalise
 from mcp_providers.plugins.servicenow.settings import ApiKeyAuth, BasicAuth, InstanceSettings, JwtBearerAuth
 
+if TYPE_CHECKING:
+    import tenacity
+
 __all__ = ["Answer", "Caller", "CredentialSource", "InstanceClient"]
 
 log = logging.getLogger(__name__)
+
+
+class _RateLimited(Exception):
+    """A 429 whose wait is within the limit: the request is tried again after the back-off."""
+
+    def __init__(self, answer: Answer, wait: float) -> None:
+        super().__init__(f"HTTP 429, wait {wait:g} s")
+        self.answer, self.wait = answer, wait
+
+
+def _say_the_wait(instance: str, what: str) -> Callable[[tenacity.RetryCallState], None]:
+    """A tenacity ``before_sleep`` that logs the wait of the 429 the attempt ended with."""
+
+    def say(state: tenacity.RetryCallState) -> None:
+        error = state.outcome.exception() if state.outcome is not None else None
+        wait = error.wait if isinstance(error, _RateLimited) else 0.0
+        log.info("instance %s: %s rate-limited (429); every request to it waits %g s", instance, what, wait)
+
+    return say
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,33 +243,57 @@ class InstanceClient:
 
     async def _attempts(self, method: str, path: str, *, params: Mapping[str, str], what: str, json: Any,
                         headers: Mapping[str, str] | None) -> Answer:  # fmt: skip
-        """One request, retried after each 429 (the instance's back-off held) up to ``max_retries``."""
+        """One request, tried again (tenacity) after each 429, at most ``max_retries`` times.
+
+        Each attempt first waits for the instance's shared back-off; a 429 holds it for the answer's
+        ``Retry-After`` (without one: 1, 2, 4, 8, 8, ... s), so every request to the instance waits,
+        not this one alone. A wait over ``max_retry_after_seconds`` fails at once."""
+        import tenacity  # at the first request: importing the plugin does not pay for it
+
         retries = self.settings.max_retries
-        for attempt in range(retries + 1):
-            await wait_turn(self.backoff, self.name)
-            answer = await self._send(method, path, params=params, json=json, what=what, headers=headers)
-            log.debug("instance %s: %s %s -> %s", self.name, method, path, answer.status)
-            if answer.status != 429:
-                return answer
-            wait = self._retry_after(answer, attempt)
-            cap = self.settings.max_retry_after_seconds
-            await self.backoff.hold(self.name, min(wait, cap))
-            if wait > cap:
-                raise self._failure(
-                    answer,
-                    what,
-                    suffix=f"; the instance asks to wait {wait:g} s (Retry-After) "
-                    f"before the next request, more than max_retry_after_seconds = {cap:g}",
-                )
-            if attempt == retries:
-                raise self._failure(
-                    answer,
-                    what,
-                    suffix=f"; still rate-limited after {retries} retries; wait "
-                    f"{wait:g} s (Retry-After) before trying again",
-                )
-            log.info("instance %s: %s rate-limited (429); every request to it waits %g s", self.name, what, wait)
+        retrying = tenacity.AsyncRetrying(
+            stop=tenacity.stop_after_attempt(retries + 1),
+            retry=tenacity.retry_if_exception_type(_RateLimited),
+            before_sleep=_say_the_wait(self.name, what),
+            sleep=anyio.sleep,
+            reraise=True,
+        )
+        unsaid = tenacity.wait_exponential(max=8)  # the wait when the 429 gives no Retry-After
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    await wait_turn(self.backoff, self.name)
+                    answer = await self._send(method, path, params=params, json=json, what=what, headers=headers)
+                    log.debug("instance %s: %s %s -> %s", self.name, method, path, answer.status)
+                    if answer.status == 429:
+                        await self._hold(answer, what, float(unsaid(attempt.retry_state)))
+                    return answer
+        except _RateLimited as exc:
+            raise self._failure(
+                exc.answer,
+                what,
+                suffix=f"; still rate-limited after {retries} retries; wait {exc.wait:g} s (Retry-After) "
+                "before trying again",
+            ) from None
         raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _hold(self, answer: Answer, what: str, unsaid: float) -> NoReturn:
+        """Hold the instance's back-off for a 429's wait (``unsaid`` without ``Retry-After``).
+
+        :raises _RateLimited: the wait is within ``max_retry_after_seconds`` (try again).
+        :raises ServiceNowError: it is not (the message says both)."""
+        wait = self._retry_after(answer)
+        wait = unsaid if wait is None else wait
+        cap = self.settings.max_retry_after_seconds
+        await self.backoff.hold(self.name, min(wait, cap))
+        if wait > cap:
+            raise self._failure(
+                answer,
+                what,
+                suffix=f"; the instance asks to wait {wait:g} s (Retry-After) "
+                f"before the next request, more than max_retry_after_seconds = {cap:g}",
+            )
+        raise _RateLimited(answer, wait)
 
     async def _send(self, method: str, path: str, *, params: Mapping[str, str], json: Any, what: str,
                     headers: Mapping[str, str] | None = None) -> Answer:  # fmt: skip
@@ -291,7 +338,8 @@ class InstanceClient:
         )
 
     @staticmethod
-    def _retry_after(answer: Answer, attempt: int) -> float:
+    def _retry_after(answer: Answer) -> float | None:
+        """Seconds the answer's ``Retry-After`` asks for (seconds or an HTTP date), if it says."""
         value = answer.headers.get("retry-after", "").strip()
         if value.isdigit():
             return float(value)
@@ -299,7 +347,7 @@ class InstanceClient:
             with contextlib.suppress(TypeError, ValueError):
                 when = email.utils.parsedate_to_datetime(value)
                 return max(0.0, when.timestamp() - time.time())
-        return float(min(2**attempt, 8))
+        return None
 
     def _json(self, answer: Answer, what: str) -> dict[str, Any]:
         if answer.status >= 300:
