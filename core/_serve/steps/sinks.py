@@ -196,7 +196,8 @@ class SyslogSink:
 
     async def _deliver(self, data: bytes) -> None:
         s = self.settings
-        if not await retrying(s, self.outbox, error=OSError)(self._send, data):
+        sent: bool | None = await retrying(s, self.outbox, error=OSError)(self._send, data)  # None: gave up
+        if not sent:
             self.outbox.drop(1, f"sending failed {s.retries + 1} times or more, and its queue is full")
 
     async def _send(self, data: bytes) -> bool:
@@ -263,9 +264,9 @@ class WebhookSink:
         def again(status: int) -> bool:
             return not 200 <= status < 300 and self.retryable(status)
 
-        status = await retrying(self.settings, self.outbox, error=httpx2.HTTPError, again=again)(
+        status: int | None = await retrying(self.settings, self.outbox, error=httpx2.HTTPError, again=again)(
             self._post, http, body, headers
-        )
+        )  # None: gave up
         return status is not None and 200 <= status < 300
 
     async def _post(self, http: httpx2.AsyncClient, body: bytes, headers: dict[str, str]) -> int:
