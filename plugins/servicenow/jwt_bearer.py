@@ -1,7 +1,10 @@
 """Per-user access through ServiceNow's OAuth JWT bearer grant (RFC 7523): :class:`JwtBearerUpstream`.
 
 The credential broker calls :meth:`JwtBearerUpstream.obtain` for a caller; the instance's answer is
-a token of that caller's ServiceNow user, sent on that caller's requests only.
+a token of that caller's ServiceNow user, sent on that caller's requests only. authlib signs the
+assertion (:meth:`authlib.oauth2.rfc7523.JWTBearerGrant.sign`, RS256 through joserfc) and makes
+the grant (:mod:`~.token_endpoint`); this module maps callers to users, loads the key and words
+the refusals.
 """
 
 from __future__ import annotations
@@ -9,20 +12,21 @@ from __future__ import annotations
 import logging
 import secrets
 import time
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import httpx2
 
-from mcp_providers import http as core_http
 from mcp_providers.credentials import Credential, CredentialRefused
 from mcp_providers.identity import LOCAL_ISSUER, Principal
 from mcp_providers.plugins.servicenow.errors import NoVerifiedCaller, ServiceNowError, clip
 from mcp_providers.plugins.servicenow.redact import Redactor
 from mcp_providers.plugins.servicenow.settings import InstanceSettings, JwtBearerAuth, read_secret
 
-if TYPE_CHECKING:  # PyJWT and cryptography are imported when a JWT bearer instance needs them
+if TYPE_CHECKING:  # authlib, joserfc and cryptography are imported when a JWT bearer instance needs them
     from cryptography.hazmat.primitives.asymmetric import rsa
+    from joserfc.jwk import RSAKey
+
+    from mcp_providers.plugins.servicenow.token_endpoint import TokenEndpoint
 
 __all__ = ["JWT_BEARER_GRANT", "JwtBearerUpstream", "load_private_key"]
 
@@ -75,11 +79,11 @@ class JwtBearerUpstream:
         self.settings = settings
         self.auth: JwtBearerAuth = settings.auth
         self._redactor = redactor
-        self._http: httpx2.AsyncClient | None = None
+        self._endpoint: TokenEndpoint | None = None
         self._error: str | None = f"instance {settings.name!r} is not open"
         self._client_id = settings.auth.client_id or ""
         self._secret = ""
-        self._key: rsa.RSAPrivateKey | None = None
+        self._key: RSAKey | None = None
         self.token_requests = 0
         """Grant requests sent so far (for diagnostics and tests)."""
 
@@ -95,19 +99,25 @@ class JwtBearerUpstream:
         :returns: why grants cannot be made (a missing or malformed secret, named, never shown),
             or ``None``.
         """
-        self._http, self._error = http, error
+        self._endpoint, self._error = None, error
         if http is None:
             return error
+        from joserfc.jwk import RSAKey  # only with JWT bearer auth configured
+
+        from mcp_providers.plugins.servicenow.token_endpoint import TokenEndpoint
+
         name, auth = self.settings.name, self.auth
         try:
             if auth.client_id_env is not None:
                 self._client_id = read_secret(auth.client_id_env, instance=name, setting="auth.client_id_env")
-            self._secret = read_secret(auth.client_secret_env, instance=name, setting="auth.client_secret_env")
+            secret = read_secret(auth.client_secret_env, instance=name, setting="auth.client_secret_env")
             pem = read_secret(auth.private_key_env, instance=name, setting="auth.private_key_env")
-            self._key = load_private_key(pem, instance=name, env=auth.private_key_env)
+            self._key = RSAKey.import_key(load_private_key(pem, instance=name, env=auth.private_key_env))
         except ValueError as exc:
-            self._http, self._error = None, str(exc)
-        return self._error
+            self._error = str(exc)
+            return self._error
+        self._endpoint = TokenEndpoint(http, instance=name, client_id=self._client_id, client_secret=secret)
+        return None
 
     def user_of(self, principal: Principal) -> str:
         """The ServiceNow user value (the assertion's ``sub``) ``principal`` acts as.
@@ -148,14 +158,15 @@ class JwtBearerUpstream:
         """
         if self._key is None:
             raise RuntimeError(self._error or f"instance {self.settings.name!r} has no private key loaded")
+        from authlib.oauth2.rfc7523 import JWTBearerGrant  # only with JWT bearer auth configured
+
         issued = int(time.time() if now is None else now)
         audience = self._client_id if self.auth.audience == "client_id" else self.settings.url + self.auth.token_path
-        claims = {"iss": self._client_id, "sub": user, "aud": audience, "iat": issued,
-                  "exp": issued + self.auth.assertion_seconds, "jti": secrets.token_urlsafe(24)}  # fmt: skip
-        headers = {"kid": self.auth.key_id} if self.auth.key_id else None
-        import jwt  # only with JWT bearer auth configured
-
-        return jwt.encode(claims, self._key, algorithm="RS256", headers=headers)
+        header = {"alg": "RS256"} | ({"kid": self.auth.key_id} if self.auth.key_id else {})
+        signed: str = JWTBearerGrant.sign(self._key, issuer=self._client_id, audience=audience, subject=user,
+                                          issued_at=issued, expires_at=issued + self.auth.assertion_seconds,
+                                          claims={"jti": secrets.token_urlsafe(24)}, header=header)  # fmt: skip
+        return signed
 
     async def obtain(self, principal: Principal) -> Credential:
         """A token of ``principal``'s ServiceNow user, from the JWT bearer grant.
@@ -166,44 +177,27 @@ class JwtBearerUpstream:
         :raises ServiceNowError: the instance is not open, a secret is missing, or the token
             endpoint timed out or could not be reached.
         """
-        user = self.user_of(principal)
-        if self._http is None:
-            raise ServiceNowError(self._error or "not open", instance=self.settings.name)
-        form = {"grant_type": JWT_BEARER_GRANT, "assertion": self.assertion(user), "client_id": self._client_id,
-                "client_secret": self._secret}  # fmt: skip
-        response = await self._post(form, user)
-        try:
-            payload = response.json()
-        except ValueError:
-            payload = None
-        token = payload.get("access_token") if isinstance(payload, dict) else None
-        if response.status_code == 200 and isinstance(token, str) and token:
-            lifetime = _seconds(payload.get("expires_in") if isinstance(payload, dict) else None)
-            log.debug("instance %s: user token obtained (jwt_bearer grant)", self.settings.name)
-            return Credential(token=token, expires_at=time.time() + lifetime, subject=user, grant="jwt_bearer")
-        raise CredentialRefused(
-            self._refusal(response.status_code, payload, user),
-            data={"instance": self.settings.name, "status": response.status_code},
-        )
+        from mcp_providers.plugins.servicenow.token_endpoint import TokenEndpointUnreachable, TokenRefused
 
-    async def _post(self, form: Mapping[str, str], user: str) -> httpx2.Response:
-        assert self._http is not None
+        user = self.user_of(principal)
         name, path = self.settings.name, self.auth.token_path
-        where = f"instance {name!r}: JWT bearer token request for user {user!r} to {path}"
+        if self._endpoint is None:
+            raise ServiceNowError(self._error or "not open", instance=name)
         self.token_requests += 1
         try:
-            # A token request writes no instance data, so it may run inside a resource read.
-            with core_http.exempt(f"OAuth JWT bearer token request for instance {name!r}"):
-                return await self._http.post(path, data=dict(form))
-        except httpx2.TimeoutException as exc:
-            raise ServiceNowError(f"{where} timed out", instance=name) from exc
-        except httpx2.HTTPError as exc:
-            raise ServiceNowError(f"{where} failed: {type(exc).__name__}", instance=name) from exc
+            token = await self._endpoint.fetch_token(path, grant_type=JWT_BEARER_GRANT, assertion=self.assertion(user))
+        except TokenEndpointUnreachable as exc:
+            where = f"instance {name!r}: JWT bearer token request for user {user!r} to {path}"
+            raise ServiceNowError(f"{where} {exc}", instance=name) from exc
+        except TokenRefused as exc:
+            raise CredentialRefused(self._refusal(exc.status, exc.reason, user),
+                                    data={"instance": name, "status": exc.status}) from None  # fmt: skip
+        log.debug("instance %s: user token obtained (jwt_bearer grant)", name)
+        lifetime = _seconds(token.get("expires_in"))
+        return Credential(token=token["access_token"], expires_at=time.time() + lifetime, subject=user,
+                          grant="jwt_bearer")  # fmt: skip
 
-    def _refusal(self, status: int, payload: Any, user: str) -> str:
-        reason = ""
-        if isinstance(payload, dict):
-            reason = " ".join(str(payload[k]) for k in ("error", "error_description") if payload.get(k))
+    def _refusal(self, status: int, reason: str, user: str) -> str:
         auth = self.auth
         client = f"auth.client_id_env {auth.client_id_env}" if auth.client_id_env else f"client {self._client_id!r}"
         return self._redactor.text(

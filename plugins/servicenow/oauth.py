@@ -1,18 +1,27 @@
-"""OAuth 2.0 service-account auth for one instance: :class:`OAuthFlow`, an ``httpx2.Auth``."""
+"""OAuth 2.0 service-account auth for one instance: :class:`OAuthFlow`, an ``httpx2.Auth``.
+
+The grants themselves (password, client credentials, refresh) go through authlib
+(:mod:`~.token_endpoint`); this module decides when to ask (expiry, a 401) and what to say when a
+grant is refused.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
-from collections.abc import AsyncGenerator, Generator, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Generator, Mapping
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import httpx2
 
-from mcp_providers import http as core_http
 from mcp_providers.plugins.servicenow.errors import ServiceNowError, clip
 from mcp_providers.plugins.servicenow.redact import Redactor
 from mcp_providers.plugins.servicenow.settings import OAuthAuth
+
+if TYPE_CHECKING:
+    from mcp_providers.plugins.servicenow.token_endpoint import TokenEndpoint
 
 __all__ = ["OAuthFlow"]
 
@@ -33,17 +42,23 @@ class OAuthFlow(httpx2.Auth):
         self._instance = instance
         self._auth = auth
         self._secrets = dict(secrets)
-        self._client: httpx2.AsyncClient | None = None
+        self._endpoint: TokenEndpoint | None = None
         self._lock = anyio.Lock()
-        self._token: str | None = None
+        self._token: dict[str, Any] | None = None
         self._refresh_token: str | None = None
-        self._expires_at = 0.0
-        self.fetches = 0
-        """How many tokens were fetched so far (for diagnostics and tests)."""
+
+    @property
+    def fetches(self) -> int:
+        """How many token requests were sent so far (for diagnostics and tests)."""
+        return self._endpoint.requests if self._endpoint is not None else 0
 
     def bind(self, client: httpx2.AsyncClient) -> None:
         """Use ``client`` (the instance's own) for token requests."""
-        self._client = client
+        from mcp_providers.plugins.servicenow.token_endpoint import TokenEndpoint
+
+        auth = self._auth
+        self._endpoint = TokenEndpoint(client, instance=self._instance, client_id=auth.client_id,
+                                       client_secret=self._secrets["client_secret"], scope=auth.scope)  # fmt: skip
 
     async def async_auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
         token = await self._current_token()
@@ -59,72 +74,73 @@ class OAuthFlow(httpx2.Auth):
 
     async def _current_token(self) -> str:
         async with self._lock:
-            if self._token is None or time.monotonic() >= self._expires_at:
+            if self._token is None or self._expired(self._token):
                 await self._fetch(use_refresh=self._token is not None)
             assert self._token is not None  # set by _fetch or it raised
-            return self._token
+            return str(self._token["access_token"])
 
     async def _renew(self, *, stale: str) -> str:
         async with self._lock:
-            if self._token == stale:  # nobody renewed it while we waited for the lock
+            if self._token is None or self._token["access_token"] == stale:  # nobody renewed it meanwhile
                 await self._fetch(use_refresh=True)
             assert self._token is not None
-            return self._token
+            return str(self._token["access_token"])
+
+    @staticmethod
+    def _expired(token: dict[str, Any]) -> bool:
+        """Past ``expires_at`` less the margin: 10 % of the lifetime, at most 30 s."""
+        lifetime = float(token.get("expires_in") or 1800)
+        return time.time() >= float(token["expires_at"]) - min(30.0, lifetime * 0.1)
 
     async def _fetch(self, *, use_refresh: bool) -> None:
-        if use_refresh and self._refresh_token is not None:
-            form = {"grant_type": "refresh_token", "refresh_token": self._refresh_token}
-            if await self._grant(form, quiet=True):
-                return
-        form = {"grant_type": self._auth.grant_type}
-        if self._auth.grant_type == "password":
-            form |= {"username": self._auth.username or "", "password": self._secrets["password"]}
-        await self._grant(form, quiet=False)
+        from mcp_providers.plugins.servicenow.token_endpoint import TokenRefused
 
-    async def _grant(self, form: dict[str, str], *, quiet: bool) -> bool:
-        if self._client is None:
-            raise RuntimeError("OAuthFlow.bind() was not called")
-        body = form | {"client_id": self._auth.client_id, "client_secret": self._secrets["client_secret"]}
-        if self._auth.scope:
-            body["scope"] = self._auth.scope
-        where = f"OAuth token request ({form['grant_type']} grant) to {self._auth.token_path}"
-        try:
-            # httpx2.Auth() is the no-op flow: the token request must not carry (or wait for) a bearer token
-            # A token request writes no instance data, so it may run inside a resource read.
-            with core_http.exempt(f"OAuth token request for instance {self._instance!r}"):
-                response = await self._client.post(self._auth.token_path, data=body, auth=httpx2.Auth())
-        except httpx2.TimeoutException as exc:
-            raise ServiceNowError(f"instance {self._instance!r}: {where} timed out", instance=self._instance) from exc
-        except httpx2.HTTPError as exc:
-            raise ServiceNowError(
-                f"instance {self._instance!r}: {where} failed: {type(exc).__name__}", instance=self._instance
-            ) from exc
-        self.fetches += 1
-        try:
-            payload = response.json()
-        except ValueError:
-            payload = None
-        if response.status_code == 200 and isinstance(payload, dict) and isinstance(payload.get("access_token"), str):
-            lifetime = float(payload.get("expires_in") or 1800)
-            self._token = payload["access_token"]
-            self._refresh_token = payload.get("refresh_token") or self._refresh_token
-            self._redactor.add(self._token, self._refresh_token)
-            self._expires_at = time.monotonic() + max(0.0, lifetime - min(30.0, lifetime * 0.1))
-            log.debug("instance %s: OAuth token fetched (%s grant)", self._instance, form["grant_type"])
-            return True
-        if quiet:
+        endpoint, path = self._bound(), self._auth.token_path
+        if use_refresh and self._refresh_token is not None:
+            with contextlib.suppress(TokenRefused):  # a refused refresh falls back to the grant
+                self._took(await self._sent(endpoint.refresh_token(path, refresh_token=self._refresh_token),
+                                            "refresh_token"))  # fmt: skip
+                return
             self._refresh_token = None
-            return False
-        reason = ""
-        if isinstance(payload, dict):
-            reason = " ".join(str(payload[k]) for k in ("error", "error_description") if payload.get(k))
-        env = self._auth.client_secret_env + (f" / {self._auth.password_env}" if self._auth.password_env else "")
-        raise ServiceNowError(
-            self._redactor.text(
-                f"instance {self._instance!r}: {where} was refused with HTTP {response.status_code}"
-                f"{': ' + clip(reason) if reason else ''}; check auth.client_id and the secret(s) "
-                f"in {env}"
-            ),
-            instance=self._instance,
-            status=response.status_code,
+        grant = self._auth.grant_type
+        form = (
+            {"username": self._auth.username or "", "password": self._secrets["password"]}
+            if grant == "password"
+            else {}
         )
+        try:
+            self._took(await self._sent(endpoint.fetch_token(path, grant_type=grant, **form), grant))
+        except TokenRefused as exc:
+            env = self._auth.client_secret_env + (f" / {self._auth.password_env}" if self._auth.password_env else "")
+            raise ServiceNowError(
+                self._redactor.text(
+                    f"instance {self._instance!r}: OAuth token request ({grant} grant) to {path} was refused with "
+                    f"HTTP {exc.status}{': ' + clip(exc.reason) if exc.reason else ''}; check auth.client_id and "
+                    f"the secret(s) in {env}"
+                ),
+                instance=self._instance,
+                status=exc.status,
+            ) from None
+
+    def _bound(self) -> TokenEndpoint:
+        if self._endpoint is None:
+            raise RuntimeError("OAuthFlow.bind() was not called")
+        return self._endpoint
+
+    async def _sent(self, grant: Awaitable[dict[str, Any]], name: str) -> dict[str, Any]:
+        """The token ``grant`` answers; no answer is a :class:`ServiceNowError` saying so."""
+        from mcp_providers.plugins.servicenow.token_endpoint import TokenEndpointUnreachable
+
+        try:
+            return await grant
+        except TokenEndpointUnreachable as exc:
+            where = f"OAuth token request ({name} grant) to {self._auth.token_path}"
+            raise ServiceNowError(f"instance {self._instance!r}: {where} {exc}", instance=self._instance) from exc
+
+    def _took(self, token: dict[str, Any]) -> None:
+        if not token.get("expires_in"):  # none (or 0) said: ServiceNow's default lifetime
+            token["expires_at"] = int(time.time()) + 1800
+        self._token = token
+        self._refresh_token = token.get("refresh_token") or self._refresh_token
+        self._redactor.add(token["access_token"], self._refresh_token)
+        log.debug("instance %s: OAuth token fetched", self._instance)

@@ -56,6 +56,31 @@ async def test_oauth_password_grant_refreshes_with_the_refresh_token_once(monkey
     ]
 
 
+async def test_oauth_refused_refresh_falls_back_to_the_configured_grant(monkeypatch):
+    monkeypatch.setenv("SN_TEST_CS", "client-secret-x")
+    monkeypatch.setenv("SN_TEST_PW", "user-password-y")
+    with Emulator("prod", users={"svc": "user-password-y"}, oauth_clients={"mcp": "client-secret-x"}) as emu:
+        pool = pool_for({"name": "prod", "url": emu.base_url, "auth": {
+            "type": "oauth", "grant_type": "password", "client_id": "mcp", "client_secret_env": "SN_TEST_CS",
+            "username": "svc", "password_env": "SN_TEST_PW"}})  # fmt: skip
+        async with pool.opened():
+            client = pool.client("prod")
+            await client.list_records("incident", limit=1)
+            emu.expire_tokens()
+            emu.fail_next(status=401, scope="oauth")
+            page = await client.list_records("incident", limit=1)
+    assert page.records
+    log = [(r.path.rsplit("/", 1)[-1], r.query.get("grant_type"), r.status) for r in emu.requests]
+    assert log == [
+        ("oauth_token.do", "password", 200),
+        ("incident", None, 200),
+        ("incident", None, 401),
+        ("oauth_token.do", "refresh_token", 401),
+        ("oauth_token.do", "password", 200),
+        ("incident", None, 200),
+    ]
+
+
 async def test_oauth_refused_names_the_setting_not_the_secret(monkeypatch):
     monkeypatch.setenv("SN_TEST_CS", "wrong-client-secret")
     with Emulator("prod", oauth_clients={"mcp": "right-client-secret"}) as emu:
