@@ -40,20 +40,14 @@ import httpx2
 
 from mcp_providers import http as core_http
 from mcp_providers.credentials import Credential
+from mcp_providers.plugins.servicenow.auth_settings import ApiKeyAuth, BasicAuth, JwtBearerAuth, read_secret
 from mcp_providers.plugins.servicenow.backoff import Backoff, LocalBackoff
 from mcp_providers.plugins.servicenow.errors import ServiceNowError, UnknownInstance
 from mcp_providers.plugins.servicenow.instance import Caller, CredentialSource, InstanceClient
 from mcp_providers.plugins.servicenow.jwt_bearer import JwtBearerUpstream
 from mcp_providers.plugins.servicenow.oauth import OAuthFlow
 from mcp_providers.plugins.servicenow.redact import Redactor
-from mcp_providers.plugins.servicenow.settings import (
-    ApiKeyAuth,
-    BasicAuth,
-    InstanceSettings,
-    JwtBearerAuth,
-    is_loopback_host,
-    read_secret,
-)
+from mcp_providers.plugins.servicenow.settings import InstanceSettings, is_loopback_host
 
 __all__ = ["InstancePool", "feed_redactor"]
 

@@ -23,13 +23,14 @@ import httpx2
 from mcp_providers.credentials import Credential, Upstream
 from mcp_providers.errors import NotFound, TooLarge
 from mcp_providers.identity import Principal
+from mcp_providers.plugins.servicenow.auth_settings import ApiKeyAuth, BasicAuth, JwtBearerAuth
 from mcp_providers.plugins.servicenow.backoff import Backoff, LocalBackoff, wait_turn
 from mcp_providers.plugins.servicenow.errors import ServiceNowError, clip
 from mcp_providers.plugins.servicenow.paging import Page, page_of
 from mcp_providers.plugins.servicenow.query import check_sys_id, check_table
 from mcp_providers.plugins.servicenow.redact import Redactor
 from mcp_providers.plugins.servicenow.schema import normalise
-from mcp_providers.plugins.servicenow.settings import ApiKeyAuth, BasicAuth, InstanceSettings, JwtBearerAuth
+from mcp_providers.plugins.servicenow.settings import InstanceSettings
 
 if TYPE_CHECKING:
     import tenacity

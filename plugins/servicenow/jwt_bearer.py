@@ -18,9 +18,10 @@ import httpx2
 
 from mcp_providers.credentials import Credential, CredentialRefused
 from mcp_providers.identity import LOCAL_ISSUER, Principal
+from mcp_providers.plugins.servicenow.auth_settings import JwtBearerAuth, read_secret
 from mcp_providers.plugins.servicenow.errors import NoVerifiedCaller, ServiceNowError, clip
 from mcp_providers.plugins.servicenow.redact import Redactor
-from mcp_providers.plugins.servicenow.settings import InstanceSettings, JwtBearerAuth, read_secret
+from mcp_providers.plugins.servicenow.settings import InstanceSettings
 
 if TYPE_CHECKING:  # authlib, joserfc and cryptography are imported when a JWT bearer instance needs them
     from cryptography.hazmat.primitives.asymmetric import rsa

@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import httpx2
 
+from mcp_providers.plugins.servicenow.auth_settings import OAuthAuth
 from mcp_providers.plugins.servicenow.errors import ServiceNowError, clip
 from mcp_providers.plugins.servicenow.redact import Redactor
-from mcp_providers.plugins.servicenow.settings import OAuthAuth
 
 if TYPE_CHECKING:
     from mcp_providers.plugins.servicenow.token_endpoint import TokenEndpoint
