@@ -186,7 +186,7 @@ class JwtBearerUpstream:
             raise ServiceNowError(self._error or "not open", instance=name)
         self.token_requests += 1
         try:
-            token = await self._endpoint.fetch_token(path, grant_type=JWT_BEARER_GRANT, assertion=self.assertion(user))
+            token = await self._endpoint.grant(path, JWT_BEARER_GRANT, assertion=self.assertion(user))
         except TokenEndpointUnreachable as exc:
             where = f"instance {name!r}: JWT bearer token request for user {user!r} to {path}"
             raise ServiceNowError(f"{where} {exc}", instance=name) from exc

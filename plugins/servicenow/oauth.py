@@ -98,7 +98,7 @@ class OAuthFlow(httpx2.Auth):
         endpoint, path = self._bound(), self._auth.token_path
         if use_refresh and self._refresh_token is not None:
             with contextlib.suppress(TokenRefused):  # a refused refresh falls back to the grant
-                self._took(await self._sent(endpoint.refresh_token(path, refresh_token=self._refresh_token),
+                self._took(await self._sent(endpoint.grant(path, "refresh_token", refresh_token=self._refresh_token),
                                             "refresh_token"))  # fmt: skip
                 return
             self._refresh_token = None
@@ -109,7 +109,7 @@ class OAuthFlow(httpx2.Auth):
             else {}
         )
         try:
-            self._took(await self._sent(endpoint.fetch_token(path, grant_type=grant, **form), grant))
+            self._took(await self._sent(endpoint.grant(path, grant, **form), grant))
         except TokenRefused as exc:
             env = self._auth.client_secret_env + (f" / {self._auth.password_env}" if self._auth.password_env else "")
             raise ServiceNowError(

@@ -1,19 +1,19 @@
-"""ServiceNow's token endpoint (``/oauth_token.do``) as an authlib OAuth 2.0 client.
+"""ServiceNow's token endpoint (``/oauth_token.do``), with authlib doing the OAuth 2.0 parts.
 
-authlib's :class:`~authlib.oauth2.client.OAuth2Client` does the protocol: it builds each grant's
-form (RFC 6749 §4.3 password, §4.4 client credentials, §6 refresh, and RFC 7523 §2.1 JWT bearer
-with ``assertion=``), adds the client id and secret to the body (``client_secret_post``, which
-ServiceNow takes for every grant), parses the answer into an
-:class:`~authlib.oauth2.rfc6749.OAuth2Token` (``expires_at`` from ``expires_in``; ``is_expired``)
-and turns an ``{"error": ...}`` answer into an error. What is ours is the sending: each request
-goes through the instance's own client, the one :func:`mcp_providers.http.client` made (its
-side-effect checks and traces), inside :func:`mcp_providers.http.exempt` since a token request
-writes no instance data; and the failures, which callers turn into messages naming settings.
+authlib's public API builds each grant's form (:func:`~authlib.oauth2.rfc6749.parameters.prepare_token_request`:
+RFC 6749 §4.3 password, §4.4 client credentials, §6 refresh, and RFC 7523 §2.1 JWT bearer with
+``assertion=``), adds the client id and secret to the body
+(:class:`~authlib.oauth2.ClientAuth` with ``client_secret_post``, which ServiceNow takes for every
+grant) and holds the answer (:class:`~authlib.oauth2.rfc6749.OAuth2Token`: ``expires_at`` from
+``expires_in``). What is ours is the sending: each request goes through the instance's own client,
+the one :func:`mcp_providers.http.client` made (its side-effect checks and traces), inside
+:func:`mcp_providers.http.exempt` since a token request writes no instance data; and the failures,
+which callers turn into messages naming settings, never secrets.
 
 Why not authlib's ``AsyncOAuth2Client``: it *is* an ``httpx2.AsyncClient`` of its own, so the
-instance's requests would leave the framework's client. This class is authlib's base client with
-the two async send methods that authlib's own httpx integration adds, over the framework's client.
-The secrets live in authlib's client object; nothing here logs or repeats them.
+instance's requests would leave the framework's client; and its base class is made async by
+overriding two private methods (``_fetch_token``, ``_refresh_token``), which would add two private
+names of another package to the ones the project registers. So only public functions are used.
 
 Imported when an OAuth or ``jwt_bearer`` instance is opened, so the plugin's import does not pay
 for authlib.
@@ -24,14 +24,15 @@ from __future__ import annotations
 from typing import Any
 
 import httpx2
-from authlib.common.urls import url_decode
-from authlib.integrations.httpx_client import OAuth2ClientAuth
-from authlib.oauth2.client import OAuth2Client
-from authlib.oauth2.rfc6749 import OAuth2Error, OAuth2Token
+from authlib.oauth2 import ClientAuth
+from authlib.oauth2.rfc6749 import OAuth2Token
+from authlib.oauth2.rfc6749.parameters import prepare_token_request
 
 from mcp_providers import http as core_http
 
 __all__ = ["TokenEndpoint", "TokenEndpointUnreachable", "TokenRefused"]
+
+_HEADERS = {"Accept": "application/json", "Content-Type": "application/x-www-form-urlencoded;charset=UTF-8"}
 
 
 class TokenRefused(Exception):
@@ -51,71 +52,60 @@ class TokenEndpointUnreachable(Exception):
     """No answer: ``str(exc)`` is ``"timed out"`` or ``"failed: <exception class>"``."""
 
 
-class TokenEndpoint(OAuth2Client):  # type: ignore[misc]  # authlib ships no type information
+class TokenEndpoint:
     """Grants from one instance's token endpoint, sent through ``http`` (the instance's client).
-
-    ``await endpoint.fetch_token(path, grant_type=..., **form)`` and
-    ``await endpoint.refresh_token(path, refresh_token=...)`` return an ``OAuth2Token`` (a dict
-    with ``access_token``, ``expires_at`` and, when issued, ``refresh_token``).
 
     :param instance: the instance name (for the side-effect exemption's reason).
     :param client_id: the OAuth client id.
-    :param client_secret: its secret, sent in the form body.
+    :param client_secret: its secret, sent in the form body (kept here only; never in a message).
     :param scope: ``scope`` sent with each grant, if set.
-    :raises TokenRefused: the answer was not 200 with an ``access_token``.
-    :raises TokenEndpointUnreachable: the request timed out or failed.
     """
-
-    client_auth_class = OAuth2ClientAuth
-    oauth_error_class = OAuth2Error
 
     def __init__(self, http: httpx2.AsyncClient, *, instance: str, client_id: str, client_secret: str,
                  scope: str | None = None) -> None:  # fmt: skip
-        super().__init__(session=None, client_id=client_id, client_secret=client_secret,
-                         token_endpoint_auth_method="client_secret_post", scope=scope)  # fmt: skip
         self._http = http
         self._instance = instance
+        self._client = ClientAuth(client_id, client_secret, "client_secret_post")
+        self._scope = scope
         self.requests = 0
         """Token requests sent so far (for diagnostics and tests)."""
 
-    async def _fetch_token(self, url: str, body: str = "", headers: dict[str, str] | None = None,
-                           auth: Any = None, method: str = "POST", **kwargs: Any) -> OAuth2Token:  # fmt: skip
-        return self._granted(await self._post(url, body, headers, auth))
+    def __repr__(self) -> str:
+        return f"TokenEndpoint(instance={self._instance!r})"
 
-    async def _refresh_token(self, url: str, refresh_token: str | None = None, body: str = "",
-                             headers: dict[str, str] | None = None, auth: Any = None,
-                             **kwargs: Any) -> OAuth2Token:  # fmt: skip
-        token = self._granted(await self._post(url, body, headers, auth))
-        if not token.get("refresh_token"):  # RFC 6749 §6: the old refresh token stays good
-            token["refresh_token"] = refresh_token
-        return token
+    async def grant(self, path: str, grant_type: str, **form: str) -> OAuth2Token:
+        """Ask ``path`` for a token by ``grant_type`` with ``form`` (``username``/``password``,
+        ``refresh_token`` or ``assertion``); empty values are left out.
 
-    async def _post(self, url: str, body: str, headers: dict[str, str] | None, auth: Any) -> httpx2.Response:
+        :returns: the token (a dict: ``access_token``, ``expires_at`` when ``expires_in`` was sent,
+            ``refresh_token`` when issued).
+        :raises TokenRefused: the answer was not 200 with a non-empty ``access_token``.
+        :raises TokenEndpointUnreachable: the request timed out or failed.
+        """
+        if self._scope and "scope" not in form:
+            form["scope"] = self._scope
+        _, headers, body = self._client.prepare("POST", path, dict(_HEADERS), prepare_token_request(grant_type, **form))
         self.requests += 1
         try:
             with core_http.exempt(f"OAuth token request for instance {self._instance!r}"):
-                return await self._http.post(url, data=dict(url_decode(body)), headers=headers, auth=auth)
+                # httpx2.Auth() is the no-op flow: the request must not carry (or wait for) a bearer token
+                response = await self._http.post(path, content=body, headers=headers, auth=httpx2.Auth())
         except httpx2.TimeoutException as exc:
             raise TokenEndpointUnreachable("timed out") from exc
         except httpx2.HTTPError as exc:
             raise TokenEndpointUnreachable(f"failed: {type(exc).__name__}") from exc
-
-    def _granted(self, response: httpx2.Response) -> OAuth2Token:
-        try:
-            token: OAuth2Token = self.parse_response_token(response)
-        except (OAuth2Error, ValueError, httpx2.HTTPStatusError):
-            token = None
-        access = token.get("access_token") if token else None
-        if response.status_code != 200 or not isinstance(access, str) or not access:
-            raise TokenRefused(response.status_code, _reason(response))
-        return token
+        return _granted(response)
 
 
-def _reason(response: httpx2.Response) -> str:
+def _granted(response: httpx2.Response) -> OAuth2Token:
     try:
-        payload = response.json()
+        payload: Any = response.json()
     except ValueError:
-        return ""
+        payload = None
     if not isinstance(payload, dict):
-        return ""
-    return " ".join(str(payload[k]) for k in ("error", "error_description") if payload.get(k))
+        raise TokenRefused(response.status_code, "")
+    access = payload.get("access_token")
+    if response.status_code != 200 or not isinstance(access, str) or not access:
+        reason = " ".join(str(payload[k]) for k in ("error", "error_description") if payload.get(k))
+        raise TokenRefused(response.status_code, reason)
+    return OAuth2Token.from_dict(payload)
