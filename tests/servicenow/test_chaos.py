@@ -126,8 +126,13 @@ async def _read(http: httpx2.AsyncClient, url: str, session: str) -> httpx2.Resp
 
 
 async def _kill_the_sessions_replica(url: str, cluster: list[Replica]) -> Replica:
-    """A 2025-era session through nginx; its replica SIGKILLed; 404, then reading again within 2 s."""
+    """A 2025-era session through nginx; its replica SIGKILLed; 404, then reading again within 2 s.
+    Before that, the operator routes answer 404 on the public port while the probes stay."""
     async with httpx2.AsyncClient(timeout=30) as http:
+        base = url.removesuffix("/mcp")
+        for path in ("/metrics", "/status", "/status.json", "/admin/reload"):  # off the public port
+            assert (await http.get(base + path)).status_code == 404, path
+        assert (await http.get(base + "/readyz")).status_code == 200
         session = await _session(http, url)
         assert (await _read(http, url, session)).status_code == 200
         pinned = cluster[int(session.split(".")[0].removeprefix("replica")) - 1]
@@ -135,6 +140,7 @@ async def _kill_the_sessions_replica(url: str, cluster: list[Replica]) -> Replic
         killed = time.monotonic()
         gone = await _read(http, url, session)
         assert gone.status_code == 404, (gone.status_code, gone.text)  # not 502: start a new session
+        assert "start a new session" in gone.json()["error"]["message"]
         again = await _session(http, url)
         assert (await _read(http, url, again)).status_code == 200
         print(f"2025 client reading again {time.monotonic() - killed:.2f} s after its replica was killed")
@@ -144,10 +150,11 @@ async def _kill_the_sessions_replica(url: str, cluster: list[Replica]) -> Replic
 
 async def _kill_the_listeners_replica(url: str, cluster: list[Replica]) -> None:
     """A 2026-07-28 listener through nginx; its replica SIGKILLed; listening again within 2 s."""
+    alive = [r for r in cluster if r.proc.poll() is None]
+    before = {r.port: r.metric("mcp_providers_subscriptions") for r in alive}  # earlier watchers may linger
     async with Client(url, cache=None) as client:
         async with client.listen(resource_subscriptions=[RECORD]) as stream:
-            alive = [r for r in cluster if r.proc.poll() is None]
-            (holder,) = [r for r in alive if r.metric("mcp_providers_subscriptions") == 1]
+            (holder,) = [r for r in alive if r.metric("mcp_providers_subscriptions") == before[r.port] + 1]
             holder.kill()
             killed = time.monotonic()
             with anyio.fail_after(5), pytest.raises(SubscriptionLost):  # dropped, not ended gracefully
