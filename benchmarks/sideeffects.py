@@ -97,7 +97,7 @@ async def _serve_commands(kind: str) -> None:
                     for _ in range(int(n)):
                         await provider.read(request)
                 print((time.perf_counter() - t0) / int(n) * 1000, flush=True)
-    if kind == BARE and _sideeffects._installed:
+    if kind == BARE and _sideeffects.process_wide():
         raise RuntimeError("the never-installed worker installed the side-effect scope")
 
 
