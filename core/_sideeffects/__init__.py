@@ -95,7 +95,7 @@ bytes), :mod:`.lowlevel` (descriptor sends, path races), :mod:`.imports` (patch 
 
 from __future__ import annotations
 
-from mcp_providers._sideeffects.judge import check_http
+from mcp_providers._sideeffects.judge import check_http, judged_here
 from mcp_providers._sideeffects.levels import (
     enter_scope,
     install,
@@ -131,6 +131,7 @@ __all__ = [
     "exit_scope",
     "install",
     "install_scoped",
+    "judged_here",
     "log",
     "process_wide",
     "scratch_dir",

@@ -4,6 +4,8 @@ from the framework's client down to the socket, ends here."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from contextvars import ContextVar
 
 from mcp_providers._sideeffects.scope import _DOING, SAFE_METHODS, _current, _exempt, log
@@ -12,6 +14,17 @@ from mcp_providers.errors import SideEffectRefused
 # Set while a guard that judged a whole request runs the real call: what it sends below (the
 # connection under a pool, the socket under a connection) was judged already and is not again.
 _judged_above: ContextVar[bool] = ContextVar("mcp_providers_side_effect_judged_above", default=False)
+
+
+@contextlib.contextmanager
+def judged_here() -> Iterator[None]:
+    """Within the block, the process-wide guards below a client (pools, connections, sockets)
+    judge nothing: the caller judges each request itself (:func:`mcp_providers.http.client`)."""
+    token = _judged_above.set(True)
+    try:
+        yield
+    finally:
+        _judged_above.reset(token)
 
 
 class _RefusedOnTheWire(SideEffectRefused, ConnectionError):
