@@ -65,7 +65,8 @@ def read_scope(uri: str, *, provider: str = "(unnamed)", plugin: str = "(unnamed
     """Run the body as a resource read of ``uri``, in an enforcing side-effect scope.
 
     The core wraps every ``read()`` in the same scope; plugin tests use this to see their code
-    refused as it would be while serving. For the scope's records, use
+    refused as it would be while serving, so it installs every process-wide guard ``serve``
+    installs (a test owns its process; ``docs/embedding.md``). For the scope's records, use
     the core's side-effect scope.
     """
     with side_effect_scope(provider=provider, plugin=plugin, target=uri, kind="read"):

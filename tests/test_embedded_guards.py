@@ -110,3 +110,25 @@ def test_mount_rejects_an_unknown_side_effects_value() -> None:
         ValueError, match=r"side_effects must be 'scoped' \(patch nothing of this process\) or 'enforce'; got 'warn'"
     ):
         mount(Starlette(), compose(load_entrypoints=False), side_effects="warn")  # type: ignore[arg-type]
+
+
+@pytest.mark.anyio
+async def test_the_framework_clients_judge_stays_its_first_hook_when_hooks_are_replaced() -> None:
+    import httpx2
+
+    from mcp_providers import SideEffectRefused
+    from mcp_providers import http as core_http
+
+    seen: list[str] = []
+
+    async def hook(request: httpx2.Request) -> None:
+        seen.append(request.method)
+
+    sent = httpx2.MockTransport(lambda request: httpx2.Response(200))  # no pool, no socket: the hook alone judges
+    async with core_http.client(transport=sent, event_hooks={"request": [hook]}) as client:
+        client.event_hooks = {"request": [hook]}
+        with core_http.read_scope("emb://x"), pytest.raises(SideEffectRefused, match=r"a POST to http://up\.test/x"):
+            await client.post("http://up.test/x", content=b"x")
+        assert seen == []  # refused before any other hook ran
+        assert (await client.get("http://up.test/x")).status_code == 200  # outside a scope: sent
+    assert seen == ["GET"]
