@@ -118,10 +118,8 @@ def mount(
         specific address, loopback names only on a wildcard (``0.0.0.0``, ``::``); name other Host
         headers in ``transport_security``.
     :param transport_security: the SDK's allowed hosts/origins, replacing that policy.
-    :param side_effects: ``"scoped"`` (patch nothing of this process: the audit hook judges files
-        and processes for provider code, :func:`mcp_providers.http.client` judges HTTP) or
-        ``"enforce"`` (every process-wide guard ``serve`` installs, for the rest of the process);
-        ``None``: ``[server] embedded_side_effects`` (default ``"scoped"``).
+    :param side_effects: ``"scoped"`` (patch nothing of this process) or ``"enforce"`` (every guard
+        ``serve`` installs); ``None``: ``[server] embedded_side_effects`` (see the module docstring).
     :raises ValueError: ``path`` does not start with ``/``, or ``side_effects`` is neither value.
     :raises ConfigError: ``[server.auth]`` names a token variable that is unset, or (``jwt``,
         ``introspection``) has no ``resource_url`` or cannot reach its issuer.
@@ -147,9 +145,13 @@ def mount(
         auth=http_auth(composition.config.server.auth),
         limits=composition.config.server.limits,
     )
-    manager = server.session_manager
     # Routes, not a Mount (no /mcp -> /mcp/ redirect); the RFC 9728 metadata paths answer beside it.
     app.router.routes += [Route(p, endpoint=inner) for p in (path, *inner.metadata)]
+    _run_with_app(app, composition, server.session_manager)
+
+
+def _run_with_app(app: Starlette, composition: Composition, manager: Any) -> None:
+    """Wrap ``app``'s lifespan: the providers' lifespans and the SDK session manager run inside it."""
     previous = app.router.lifespan_context
 
     @contextlib.asynccontextmanager

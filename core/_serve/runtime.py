@@ -101,11 +101,8 @@ class Runtime:
             self.startup_failures, settings.read_timeout, settings.coalesce_reads, dict(settings.side_effects)
         )
         self.process_guards = settings.embedded_side_effects == "enforce"
-        """Whether starting installs every process-wide guard (socket, TLS, ``os.open`` and client
-        patches, the import hook, the loop's task factory: :mod:`mcp_providers._sideeffects.levels`)
-        or only the audit hook. ``serve`` sets it (the CLI owns its process), and so do
-        ``mount(..., side_effects="enforce")``, ``[server] embedded_side_effects`` and
-        :mod:`mcp_providers.testing`; an embedded composition otherwise patches nothing of its host."""
+        """Starting installs every process-wide guard and the task factory (``serve``, an opted-in
+        embedder, :mod:`mcp_providers.testing`), else the audit hook only (see ``_sideeffects.levels``)."""
         self.shared: Shared = shared_for(assembly.config.cluster)
         """The shared parts: in process, or in Redis with ``[cluster]`` (see :mod:`.cluster`)."""
         self.sealing = sealing_for(settings.credentials) if isinstance(self.shared, RedisBackend) else None

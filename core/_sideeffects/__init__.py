@@ -93,47 +93,24 @@ bytes), :mod:`.lowlevel` (descriptor sends, path races), :mod:`.imports` (patch 
 :mod:`.levels` (which of them are in place).
 """
 
+# What the core uses, re-exported (the package is private: no __all__).
 from __future__ import annotations
 
-from mcp_providers._sideeffects.judge import check_http, judged_here
-from mcp_providers._sideeffects.levels import (
-    enter_scope,
-    install,
-    install_scoped,
-    process_wide,
-    side_effect_scope,
-)
-from mcp_providers._sideeffects.scope import (
-    RULE,
-    SAFE_METHODS,
-    Kind,
-    Mode,
-    Scope,
-    current_scope,
-    exempt,
-    exit_scope,
-    log,
-    scratch_dir,
-)
-from mcp_providers.errors import SideEffectRefused
-
-__all__ = [
-    "RULE",
-    "SAFE_METHODS",
-    "Kind",
-    "Mode",
-    "Scope",
-    "SideEffectRefused",
-    "check_http",
-    "current_scope",
-    "enter_scope",
-    "exempt",
-    "exit_scope",
-    "install",
-    "install_scoped",
-    "judged_here",
-    "log",
-    "process_wide",
-    "scratch_dir",
-    "side_effect_scope",
-]
+from mcp_providers._sideeffects.judge import check_http as check_http
+from mcp_providers._sideeffects.judge import judged_here as judged_here
+from mcp_providers._sideeffects.levels import enter_scope as enter_scope
+from mcp_providers._sideeffects.levels import install as install
+from mcp_providers._sideeffects.levels import install_scoped as install_scoped
+from mcp_providers._sideeffects.levels import process_wide as process_wide
+from mcp_providers._sideeffects.levels import side_effect_scope as side_effect_scope
+from mcp_providers._sideeffects.scope import RULE as RULE
+from mcp_providers._sideeffects.scope import SAFE_METHODS as SAFE_METHODS
+from mcp_providers._sideeffects.scope import Kind as Kind
+from mcp_providers._sideeffects.scope import Mode as Mode
+from mcp_providers._sideeffects.scope import Scope as Scope
+from mcp_providers._sideeffects.scope import current_scope as current_scope
+from mcp_providers._sideeffects.scope import exempt as exempt
+from mcp_providers._sideeffects.scope import exit_scope as exit_scope
+from mcp_providers._sideeffects.scope import log as log
+from mcp_providers._sideeffects.scope import scratch_dir as scratch_dir
+from mcp_providers.errors import SideEffectRefused as SideEffectRefused
