@@ -14,13 +14,19 @@ check (how far two identical processes differ here). Each worker measures:
 - a whole ``resources/read`` through the SDK's in-memory client (2026-07-28);
 - the provider's ``read()`` called directly, bare (never-installed worker) or entered and left as
   the invoker does (``enter_scope``/``exit_scope``): the scope's absolute cost in microseconds,
-  with no client or server around it.
+  with no client or server around it;
+- the host's own ``socket.send`` (64 bytes on a socket pair, outside any scope): in the
+  never-installed worker, in a fourth worker running an embedded composition as ``mount()``
+  starts one by default (the audit hook only, nothing patched), and in the process-wide one
+  (``serve``, or an embedder who opted in). The embedded row is the "host's sockets pay nothing"
+  check (issue 43); the process-wide row is what opting in costs every send of the host.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import socket
 import subprocess
 import sys
 import time
@@ -34,13 +40,18 @@ from benchmarks import fixtures
 from benchmarks.timing import Emit, interleaved, standalone
 
 ROOT = Path(__file__).resolve().parent.parent
-BARE, SCOPED = "bare", "scoped"
+BARE, SCOPED, EMBEDDED = "bare", "scoped", "embedded"
 CLIENT_BARE = "client read, scope never installed (separate process)"
 CLIENT_SCOPED = "client read, in the scope"
 AA = "bare-2"
 CLIENT_AA = "client read, scope never installed, a second such process (A/A check)"
 DIRECT_BARE = "provider read() alone, scope never installed"
 DIRECT_SCOPED = "provider read() alone, in the scope"
+SEND_BARE = "host socket.send, nothing installed"
+SEND_EMBEDDED = "host socket.send, embedded composition running (default: nothing patched)"
+SEND_PROCESS = "host socket.send, process-wide guards (serve, or opted in)"
+SEND_AA = "host socket.send, nothing installed, the second such process (A/A check)"
+SENDS = 100  # sends per timed batch (well under a socket pair's buffer); the peer is drained between batches
 
 
 def _no_scope(*_args: Any) -> tuple[None, None]:
@@ -69,11 +80,12 @@ async def _serve_commands(kind: str) -> None:
 
     if kind == SCOPED:
         _sideeffects.install()
-    else:  # the running server installs it at start-up (runtime._start): not in this worker
+    elif kind == BARE:  # the running composition installs the audit hook at start-up: not in this worker
         from mcp_providers._serve import runtime
 
-        runtime.install_scope = lambda: None  # type: ignore[assignment]
+        runtime.install_scoped = lambda: None  # type: ignore[assignment]
     composition = fixtures.composed(1)
+    composition.runtime.process_guards = kind == SCOPED  # as serve does; EMBEDDED keeps mount()'s default
     uri = fixtures.fixed_uri(0, 3)
     route = composition.catalog.route(uri)
     provider, request = route.provider, ReadRequest(uri=uri, resource=route.declaration)
@@ -83,6 +95,9 @@ async def _serve_commands(kind: str) -> None:
             for line in sys.stdin:
                 what, n = line.split()
                 t0 = time.perf_counter()
+                if what == "send":
+                    print(_host_sends(int(n)), flush=True)  # ms per send (the driver makes it us)
+                    continue
                 if what == "client":
                     for _ in range(int(n)):
                         await client.read_resource(uri)
@@ -97,8 +112,28 @@ async def _serve_commands(kind: str) -> None:
                     for _ in range(int(n)):
                         await provider.read(request)
                 print((time.perf_counter() - t0) / int(n) * 1000, flush=True)
-    if kind == BARE and _sideeffects._installed:
-        raise RuntimeError("the never-installed worker installed the side-effect scope")
+    if kind != SCOPED and (_sideeffects.process_wide() or hasattr(socket.socket.send, "__wrapped__")):
+        raise RuntimeError(f"the {kind} worker installed the process-wide side-effect guards")
+
+
+def _host_sends(batches: int) -> float:
+    """Milliseconds per ``socket.send`` of 64 bytes by the host's own code (outside any scope),
+    timed in batches of :data:`SENDS` with the peer drained between them."""
+    mine, peer = socket.socketpair()
+    payload, total = b"x" * 64, 0.0
+    try:
+        for _ in range(batches):
+            t0 = time.perf_counter()
+            for _ in range(SENDS):
+                mine.send(payload)
+            total += time.perf_counter() - t0
+            left = SENDS * len(payload)
+            while left:
+                left -= len(peer.recv(left))
+    finally:
+        mine.close()
+        peer.close()
+    return total * 1000 / (batches * SENDS)
 
 
 class Worker:
@@ -124,7 +159,7 @@ class Worker:
 
 def measure(rounds: int) -> dict[str, float]:
     """Median per read for each case (names are the keys): ms for client reads, us for direct ones."""
-    workers = {BARE: Worker(BARE), SCOPED: Worker(SCOPED), AA: Worker(BARE)}
+    workers = {BARE: Worker(BARE), SCOPED: Worker(SCOPED), AA: Worker(BARE), EMBEDDED: Worker(EMBEDDED)}
     try:
         for worker in workers.values():
             worker.ms("client", 100)  # warm up
@@ -136,6 +171,10 @@ def measure(rounds: int) -> dict[str, float]:
                 CLIENT_AA: lambda: workers[AA].ms("client", 50),
                 DIRECT_BARE: lambda: workers[BARE].ms("direct", 5_000) * 1000,
                 DIRECT_SCOPED: lambda: workers[SCOPED].ms("direct", 5_000) * 1000,
+                SEND_BARE: lambda: workers[BARE].ms("send", 100) * 1000,
+                SEND_EMBEDDED: lambda: workers[EMBEDDED].ms("send", 100) * 1000,
+                SEND_PROCESS: lambda: workers[SCOPED].ms("send", 100) * 1000,
+                SEND_AA: lambda: workers[AA].ms("send", 100) * 1000,
             },
             10 * rounds,
         )
@@ -157,6 +196,17 @@ def report(result: dict[str, float], emit: Emit) -> None:
     alone, alone_scoped = result[DIRECT_BARE], result[DIRECT_SCOPED]
     emit(section, DIRECT_BARE, alone, "us/read", "baseline")
     emit(section, DIRECT_SCOPED, alone_scoped, "us/read", f"+{alone_scoped - alone:.2f} us per scope")
+    send, embedded, process = result[SEND_BARE], result[SEND_EMBEDDED], result[SEND_PROCESS]
+    emit(section, SEND_BARE, send, "us/send", "baseline")
+    emit(section, SEND_EMBEDDED, embedded, "us/send", f"{embedded / send:.3f}x (socket.send unpatched, checked)")
+    emit(section, SEND_PROCESS, process, "us/send", f"{process / send:.3f}x ({process - send:+.2f} us per send)")
+    emit(
+        section,
+        SEND_AA,
+        result[SEND_AA],
+        "us/send",
+        f"{result[SEND_AA] / send:.3f}x: how far two identical processes differ",
+    )
 
 
 def run(rounds: int, emit: Emit) -> None:
@@ -166,7 +216,7 @@ def run(rounds: int, emit: Emit) -> None:
 if __name__ == "__main__":
     if "--worker" in sys.argv:
         parser = argparse.ArgumentParser(prog="python -m benchmarks.sideeffects")
-        parser.add_argument("--worker", choices=[BARE, SCOPED], required=True)
+        parser.add_argument("--worker", choices=[BARE, SCOPED, EMBEDDED], required=True)
         anyio.run(_serve_commands, parser.parse_args().worker)
     else:
         standalone("python -m benchmarks.sideeffects", __doc__, run)

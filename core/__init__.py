@@ -14,75 +14,78 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mcp_providers import _gc
+from mcp_providers import _metadata
 
-with _gc.paused():  # start-up makes long-lived objects almost only (see mcp_providers._gc)
-    import mcp_providers._metadata  # noqa: F401  (first: guards pydantic's plugin loader against broken metadata)
-    from mcp_providers.config import Config, ServerSettings, load_config
-    from mcp_providers.credentials import Credential, CredentialBroker, CredentialRefused, Upstream
-    from mcp_providers.errors import (
-        CompositionError,
-        ConfigError,
-        Denied,
-        InvalidParams,
-        MCPProvidersDeprecationWarning,
-        MCPProvidersError,
-        MCPProvidersRemovedIn1Warning,
-        MissingCapability,
-        NotFound,
-        ProviderFailed,
-        RateLimited,
-        ReadTimeout,
-        RequestError,
-        SideEffectRefused,
-        Stale,
-        TooLarge,
-        ToolFailure,
-        UpstreamError,
-    )
-    from mcp_providers.hookspecs import hookimpl
-    from mcp_providers.identity import Principal
-    from mcp_providers.models import (
-        MAX_AGE_KEY,
-        RECEIPT_KEY,
-        Annotations,
-        Effects,
-        Extension,
-        ExtensionMethod,
-        Freshness,
-        Icon,
-        Members,
-        Prompt,
-        PromptArgument,
-        Resource,
-        ResourceTemplate,
-        Tool,
-    )
-    from mcp_providers.policy import Action, Decision
-    from mcp_providers.providers import (
-        Audio,
-        ClientChannel,
-        CompletionRequest,
-        Content,
-        Elicited,
-        Embed,
-        ExtensionProvider,
-        ExtensionRequest,
-        Image,
-        Link,
-        LogLevel,
-        Message,
-        PromptProvider,
-        Publisher,
-        ReadRequest,
-        ResourceProvider,
-        Sampled,
-        Text,
-        ToolCall,
-        ToolProvider,
-        ToolResult,
-    )
-    from mcp_providers.skills import SkillFolders, SkillProvider, SkillSource
+try:  # the first pydantic model classes: pydantic reads its plugins' entry points there
+    import mcp_providers.config  # noqa: F401
+except Exception:
+    if not _metadata.repaired_pydantic_plugins():  # broken package metadata is the one failure repaired
+        raise
+from mcp_providers.config import Config, ServerSettings, load_config
+from mcp_providers.credentials import Credential, CredentialBroker, CredentialRefused, Upstream
+from mcp_providers.errors import (
+    CompositionError,
+    ConfigError,
+    Denied,
+    InvalidParams,
+    MCPProvidersDeprecationWarning,
+    MCPProvidersError,
+    MCPProvidersRemovedIn1Warning,
+    MissingCapability,
+    NotFound,
+    ProviderFailed,
+    RateLimited,
+    ReadTimeout,
+    RequestError,
+    SideEffectRefused,
+    Stale,
+    TooLarge,
+    ToolFailure,
+    UpstreamError,
+)
+from mcp_providers.hookspecs import hookimpl
+from mcp_providers.identity import Principal
+from mcp_providers.models import (
+    MAX_AGE_KEY,
+    RECEIPT_KEY,
+    Annotations,
+    Effects,
+    Extension,
+    ExtensionMethod,
+    Freshness,
+    Icon,
+    Members,
+    Prompt,
+    PromptArgument,
+    Resource,
+    ResourceTemplate,
+    Tool,
+)
+from mcp_providers.policy import Action, Decision
+from mcp_providers.providers import (
+    Audio,
+    ClientChannel,
+    CompletionRequest,
+    Content,
+    Elicited,
+    Embed,
+    ExtensionProvider,
+    ExtensionRequest,
+    Image,
+    Link,
+    LogLevel,
+    Message,
+    PromptProvider,
+    Publisher,
+    ReadRequest,
+    ResourceProvider,
+    Sampled,
+    Text,
+    ToolCall,
+    ToolProvider,
+    ToolResult,
+)
+from mcp_providers.skills import SkillFolders, SkillProvider, SkillSource
 
 if TYPE_CHECKING:
     from mcp_providers._serve.composition import Composition, compose

@@ -7,10 +7,11 @@ collector still passes over that growing heap hundreds of times (226 young and 2
 megabyte; those passes were about a tenth of the time to ready (``python -m benchmarks --only
 startup``). Reference counting frees everything else as usual while the collector is paused.
 
-So the package import, the CLI's import and ``serve``'s composition run with it paused
-(:func:`paused`), and ``serve`` then moves what start-up made into the permanent generation
-(:func:`settle`, :func:`gc.freeze`): the first passes after start-up would otherwise walk all of
-it, and later full passes walk only what serving allocates. A reload gives it back
+So the CLI's import (the SDK and the serving core) and ``serve``'s composition run with it paused
+(:func:`paused`); ``import mcp_providers`` does not (a library leaves its host's collector
+alone). ``serve`` then moves what start-up made into the permanent generation (:func:`settle`,
+:func:`gc.freeze`): the first passes after start-up would otherwise walk all of it, and later
+full passes walk only what serving allocates. A reload gives it back
 (:func:`thaw`): frozen objects are never collected, and the assembly a reload replaces holds
 cycles.
 """

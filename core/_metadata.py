@@ -5,7 +5,8 @@ One broken ``*.dist-info`` folder (an empty ``.dist-info``, a ``METADATA`` witho
 raise for everyone: pydantic's plugin loader calls it when the first model class is built, so every
 command, ``--help`` included, would end in a traceback. Here the fast path is tried first (no cost
 when nothing is broken); when it raises, distributions are read one at a time, each broken one
-skipped with one warning naming its path.
+skipped with one warning naming its path. ``import mcp_providers`` touches pydantic's loader only
+when the metadata is broken (:func:`repaired_pydantic_plugins`).
 """
 
 from __future__ import annotations
@@ -56,26 +57,32 @@ def usable(distributions: Iterable[Any], group: str) -> Iterator[Any]:
         yield from found
 
 
-def guard_pydantic_plugins() -> None:
-    """Load pydantic's plugins now, so a broken distribution cannot crash the first model class.
+def repaired_pydantic_plugins() -> bool:
+    """After a model class failed to build: when package metadata is broken, hand pydantic the
+    plugins of the readable distributions and say so; otherwise change nothing.
 
-    pydantic (``pydantic.plugin._loader.get_plugins``) reads ``entry_points(group="pydantic")`` once
-    and caches what it found; when that raises on broken metadata the cache is left empty, so later
-    model classes build, and the plugins of the readable distributions are loaded here instead.
-    ``PYDANTIC_DISABLE_PLUGINS`` (pydantic's documented switch) keeps working as before.
+    pydantic (``pydantic.plugin._loader.get_plugins``) reads ``entry_points(group="pydantic")`` once,
+    at the first model class, and caches what it found; when that raises on broken metadata the
+    cache is left empty and that first class fails. ``import mcp_providers`` then calls this and
+    imports again: only then, with the metadata broken, is pydantic's loader touched (its private
+    cache filled), never on an ordinary import. ``PYDANTIC_DISABLE_PLUGINS`` (pydantic's documented
+    switch) keeps working as before.
+
+    :returns: ``True`` when the metadata was broken and the plugins are loaded (import again);
+        ``False`` when the metadata reads, so the failure was something else (raise it).
     """
-    try:
-        from pydantic.plugin import _loader
-    except ImportError:  # a pydantic without plugins
-        return
-    try:
-        _loader.get_plugins()
-        return
-    except Exception:
-        pass
     import importlib.metadata
     import os
 
+    try:
+        importlib.metadata.entry_points(group="pydantic")
+        return False
+    except Exception:
+        pass
+    try:
+        from pydantic.plugin import _loader
+    except ImportError:  # a pydantic without plugins: nothing to repair
+        return False
     disabled = (os.getenv("PYDANTIC_DISABLE_PLUGINS") or "").split(",")
     plugins: dict[str, Any] = {}
     for entry_point in usable(importlib.metadata.distributions(), "pydantic"):
@@ -85,8 +92,7 @@ def guard_pydantic_plugins() -> None:
             plugins.setdefault(entry_point.value, entry_point.load())
         except (ImportError, AttributeError) as exc:  # what pydantic itself skips
             log.warning("pydantic plugin %s could not be loaded: %s", entry_point.name, exc)
-    if isinstance(getattr(_loader, "_plugins", None), dict):
-        _loader._plugins = plugins
-
-
-guard_pydantic_plugins()  # on import: ``mcp_providers`` imports this module before any model class
+    if not isinstance(getattr(_loader, "_plugins", None), dict):
+        return False  # a loader this repair does not know: let the original failure show
+    _loader._plugins = plugins
+    return True

@@ -116,8 +116,12 @@ def _load(config_path: Path | None, plugin_set: str | None = None) -> Config:
 
 
 def _compose(config: Config, strict: bool) -> Composition:
+    """The composition, with every process-wide side-effect guard installed when it starts: the
+    CLI owns its process (an embedder chooses, see :mod:`mcp_providers.embedding`)."""
     try:
-        return compose(config, strict=strict)
+        composition = compose(config, strict=strict)
+        composition.runtime.process_guards = True
+        return composition
     except ConfigError as exc:
         err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
         raise typer.Exit(1) from None

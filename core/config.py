@@ -18,6 +18,7 @@ Shape::
     max_read_bytes = 4194304     # read budget in bytes, overridable per resource
     max_result_bytes = 4194304   # largest tool result in bytes; bigger ones are refused
     side_effects = { servicenow = "warn" }   # per plugin: "enforce" (default) or "warn"
+    embedded_side_effects = "scoped"         # mount()/attach(): "scoped" (patch nothing) or "enforce"
 
     [server.limits]              # requests per subject per window; no table: no limits
     window_seconds = 60
@@ -693,6 +694,14 @@ class ServerSettings(BaseModel):
     renders a prompt or runs an ``effects="none"`` tool does. ``"enforce"`` (every plugin not named)
     refuses it with -32008; ``"warn"`` lets it happen, logs a warning and records it in the receipt's
     ``violations``: a switch for migrating a plugin, not for serving."""
+    embedded_side_effects: Literal["scoped", "enforce"] = "scoped"
+    """What a composition embedded in someone else's process (``mount()``, ``attach()``, a host
+    running ``compose()``) installs to enforce the side-effect scope. ``"scoped"``: the audit hook
+    only (files, processes), and HTTP judged in :func:`mcp_providers.http.client`; nothing of the
+    host is patched. ``"enforce"``: every process-wide guard ``serve`` installs (socket, TLS,
+    ``os.open``, ``http.client`` and client-library patches, the import hook, the task factory),
+    once and for the rest of the process. ``serve`` always installs them (the CLI owns its process);
+    ``docs/embedding.md`` lists what each installs."""
     max_subscriptions_per_session: int = Field(default=100, ge=1, le=100_000)
     """Watches one session (2025-era) or one listen stream (2026-07-28) may hold at once."""
     max_uri_length: int = Field(default=2048, ge=16, le=65_536)

@@ -18,6 +18,13 @@ Three ways in, from the most faithful to the least:
 
 Build the composition with :func:`mcp_providers.compose` (a library object; nothing is served
 until you mount or attach it).
+
+Your process stays yours: ``import mcp_providers`` changes nothing global, and an embedded
+composition (``side_effects="scoped"``, the default) installs only the audit hook when it starts,
+which judges files and processes for provider code alone; HTTP is judged in the client the
+framework hands providers (:func:`mcp_providers.http.client`). ``side_effects="enforce"`` (or
+``[server] embedded_side_effects = "enforce"``) installs every process-wide guard ``serve``
+installs, for the rest of the process. ``docs/embedding.md`` lists exactly what each installs.
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ import contextlib
 import inspect
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar, cast
 
 import mcp_types as types
 from mcp import Client, MCPError
@@ -69,6 +76,21 @@ _LISTS = {
 _ROUTED = {"resources/read", "tools/call", "prompts/get", "completion/complete"}
 _HOST_CURSOR, _OURS_CURSOR = "host:", "mcpp:"
 
+SideEffects = Literal["scoped", "enforce"]
+"""What an embedded composition installs to enforce the side-effect scope: ``"scoped"`` patches
+nothing of the host (the audit hook only); ``"enforce"`` installs every process-wide guard."""
+
+
+def _guards(composition: Composition, side_effects: SideEffects | None) -> None:
+    """Choose, before it starts, what ``composition`` installs (``None``: its config's choice)."""
+    if side_effects is None:
+        return
+    if side_effects not in ("scoped", "enforce"):
+        raise ValueError(
+            f"side_effects must be 'scoped' (patch nothing of this process) or 'enforce'; got {side_effects!r}"
+        )
+    composition.runtime.process_guards = side_effects == "enforce"
+
 
 def mount(
     app: Starlette,
@@ -79,6 +101,7 @@ def mount(
     json_response: bool = False,
     host: str = "127.0.0.1",
     transport_security: TransportSecuritySettings | None = None,
+    side_effects: SideEffects | None = None,
 ) -> None:
     """Serve ``composition`` over streamable HTTP at ``path`` of an existing Starlette/FastAPI app.
 
@@ -95,7 +118,9 @@ def mount(
         specific address, loopback names only on a wildcard (``0.0.0.0``, ``::``); name other Host
         headers in ``transport_security``.
     :param transport_security: the SDK's allowed hosts/origins, replacing that policy.
-    :raises ValueError: ``path`` does not start with ``/``.
+    :param side_effects: ``"scoped"`` (patch nothing of this process) or ``"enforce"`` (every guard
+        ``serve`` installs); ``None``: ``[server] embedded_side_effects`` (see the module docstring).
+    :raises ValueError: ``path`` does not start with ``/``, or ``side_effects`` is neither value.
     :raises ConfigError: ``[server.auth]`` names a token variable that is unset, or (``jwt``,
         ``introspection``) has no ``resource_url`` or cannot reach its issuer.
 
@@ -109,6 +134,7 @@ def mount(
 
     if not path.startswith("/"):
         raise ValueError(f"mount path must start with '/', e.g. '/mcp'; got {path!r}")
+    _guards(composition, side_effects)
     server = composition.server
     inner = http_app(
         server,
@@ -119,9 +145,13 @@ def mount(
         auth=http_auth(composition.config.server.auth),
         limits=composition.config.server.limits,
     )
-    manager = server.session_manager
     # Routes, not a Mount (no /mcp -> /mcp/ redirect); the RFC 9728 metadata paths answer beside it.
     app.router.routes += [Route(p, endpoint=inner) for p in (path, *inner.metadata)]
+    _run_with_app(app, composition, server.session_manager)
+
+
+def _run_with_app(app: Starlette, composition: Composition, manager: Any) -> None:
+    """Wrap ``app``'s lifespan: the providers' lifespans and the SDK session manager run inside it."""
     previous = app.router.lifespan_context
 
     @contextlib.asynccontextmanager
@@ -132,7 +162,7 @@ def mount(
     app.router.lifespan_context = lifespan
 
 
-def attach(server: Server[Any], composition: Composition) -> None:
+def attach(server: Server[Any], composition: Composition, *, side_effects: SideEffects | None = None) -> None:
     """Add the composition's resources, templates, tools, prompts and completions to ``server``.
 
     The server's own handlers keep serving its own items. Lists return the server's items first
@@ -144,12 +174,14 @@ def attach(server: Server[Any], composition: Composition) -> None:
     Names are not merged: if the server and the composition both declare a tool or prompt name,
     the composition's is called (and a warning is logged when a list shows both).
 
+    :param side_effects: as for :func:`mount`.
     :raises ValueError: both serve a method that cannot be merged (e.g. ``subscriptions/listen``),
-        or ``server`` is ``composition.server`` itself.
+        ``server`` is ``composition.server`` itself, or ``side_effects`` is neither value.
     """
     ours = composition.server
     if server is ours:
         raise ValueError("attach() takes your own Server; composition.server already serves the composition")
+    _guards(composition, side_effects)
     owns = _owner(composition)
     plans: list[tuple[str, type[Any], Handler]] = []
     for route in routes(composition.runtime, composition.pipeline):  # the same table build_server uses

@@ -1,12 +1,14 @@
 """The HTTP client the core hands providers, and the public face of the side-effect scope.
 
 Resources are read-only. While the core runs a provider's ``read()`` (or a completion, a prompt
-render, a tool declared ``effects="none"``), the whole process refuses, *before anything is sent*,
-any HTTP method but GET, HEAD and OPTIONS and any of those carrying a body, whatever client made
-the request (``httpx2``, ``httpx``, ``urllib``, ``requests``, ``aiohttp``, with or without a proxy),
-and refuses file writes and process starts, raising
-:class:`~mcp_providers.errors.SideEffectRefused` (rule ``side-effect-in-resource-read``). See
-:mod:`mcp_providers._sideeffects` for exactly what is and is not covered. Tool calls declared
+render, a tool declared ``effects="none"``), :func:`client` refuses, *before anything is sent*,
+any HTTP method but GET, HEAD and OPTIONS and any of those carrying a body (every request it
+sends: redirects and auth flows included, through any transport, proxy or mount), and file writes
+and process starts are refused, raising :class:`~mcp_providers.errors.SideEffectRefused` (rule
+``side-effect-in-resource-read``). Under ``serve`` (or an embedding that opted in), the whole
+process refuses such requests whatever client made them (``httpx2``, ``httpx``, ``urllib``,
+``requests``, ``aiohttp``). See :mod:`mcp_providers._sideeffects` for exactly what is and is not
+covered, and ``docs/embedding.md`` for what an embedded composition installs. Tool calls declared
 ``additive`` or ``destructive`` are outside the scope, so the same client serves their writes.
 
 ::
@@ -17,7 +19,8 @@ and refuses file writes and process starts, raising
     path = os.path.join(mcp_providers.http.scratch_dir(), "unpacked")   # writable during a read
 
 Environment proxies (``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY``, ``NO_PROXY``) are honoured by
-:func:`client` and stay guarded: the check sits below the proxy, at the connection pool.
+:func:`client` and stay guarded: the check is the client's first request hook, whatever transport
+then carries the request.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 import httpx2
 
 from mcp_providers._sideeffects import SAFE_METHODS as SAFE_METHODS
-from mcp_providers._sideeffects import check_http, current_scope, side_effect_scope
+from mcp_providers._sideeffects import check_http, current_scope, judged_here, side_effect_scope
 from mcp_providers._sideeffects import exempt as exempt
 from mcp_providers._sideeffects import scratch_dir as scratch_dir
 
@@ -62,7 +65,8 @@ def read_scope(uri: str, *, provider: str = "(unnamed)", plugin: str = "(unnamed
     """Run the body as a resource read of ``uri``, in an enforcing side-effect scope.
 
     The core wraps every ``read()`` in the same scope; plugin tests use this to see their code
-    refused as it would be while serving. For the scope's records, use
+    refused as it would be while serving, so it installs every process-wide guard ``serve``
+    installs (a test owns its process; ``docs/embedding.md``). For the scope's records, use
     the core's side-effect scope.
     """
     with side_effect_scope(provider=provider, plugin=plugin, target=uri, kind="read"):
@@ -76,20 +80,11 @@ def in_read_scope() -> str | None:
     return None if scope is None else scope.target
 
 
-class _GuardedTransport(httpx2.AsyncBaseTransport):
-    """Checks requests to a transport that is not backed by the guarded connection pool (a mock,
-    ASGI or custom transport), then delegates."""
-
-    def __init__(self, inner: httpx2.AsyncBaseTransport) -> None:
-        self._inner = inner
-
-    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        has_body = request.headers.get("content-length", "0").strip() != "0" or "transfer-encoding" in request.headers
-        check_http(request.method, str(request.url), has_body=has_body)
-        return await self._inner.handle_async_request(request)
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
+async def _judge_request(request: httpx2.Request) -> None:
+    """The first request hook of every :func:`client`: judge the request in a side-effect scope
+    (a no-op outside one). Hooks run for each request sent, redirects and auth flows included."""
+    has_body = request.headers.get("content-length", "0").strip() != "0" or "transfer-encoding" in request.headers
+    check_http(request.method, str(request.url), has_body=has_body)
 
 
 def tls_context(*, trust_env: bool = True) -> ssl.SSLContext:
@@ -116,30 +111,46 @@ def client(*, transport: httpx2.AsyncBaseTransport | None = None, **kwargs: Any)
 
     :param transport: a transport to use instead of the default (which honours ``proxy=``,
         ``mounts=`` and, with ``trust_env`` (default), the ``*_PROXY`` environment variables).
-        One that is not an ``httpx2.AsyncHTTPTransport`` is wrapped in a check of its own.
+        Requests are judged before any transport sees them.
     :param kwargs: passed to ``httpx2.AsyncClient`` (``base_url``, ``timeout``, ``auth``, ``proxy``,
-        ``mounts``, ``verify`` ...). Without ``verify`` the client uses :func:`tls_context`.
+        ``mounts``, ``verify``, ``event_hooks`` ...). Without ``verify`` the client uses
+        :func:`tls_context`. The side-effect judge stays the first request hook, even when
+        ``event_hooks`` is given or later replaced.
     :returns: an open client; close it (``async with`` or ``aclose()``) when the provider stops.
     """
-    if transport is not None and not isinstance(transport, httpx2.AsyncHTTPTransport):
-        transport = _GuardedTransport(transport)
     if "verify" not in kwargs:
         kwargs["verify"] = tls_context(trust_env=kwargs.get("trust_env", True))
     return _TracedClient(transport=transport, **kwargs)
 
 
 class _TracedClient(httpx2.AsyncClient):
-    """An ``httpx2.AsyncClient`` whose requests, inside a traced invocation (:data:`upstream_tracer`),
+    """An ``httpx2.AsyncClient`` whose requests are judged in a side-effect scope (its first request
+    hook, :func:`_judge_request`) and, inside a traced invocation (:data:`upstream_tracer`),
     each get a ``CLIENT`` span after the OpenTelemetry HTTP client conventions: named by the method,
     with ``http.request.method``, ``server.address``, ``server.port``, ``url.scheme``,
     ``http.response.status_code`` and ``error.type`` (the status code from 400, else the exception's
     class). Never the path, the query string, headers or bodies: they carry record ids and credentials."""
 
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.event_hooks = self.event_hooks  # through the setter below: the judge goes first
+
+    @property
+    def event_hooks(self) -> dict[str, list[Any]]:
+        return httpx2.AsyncClient.event_hooks.fget(self)  # type: ignore[attr-defined,no-any-return]
+
+    @event_hooks.setter
+    def event_hooks(self, hooks: dict[str, list[Any]]) -> None:
+        requests = [h for h in hooks.get("request", []) if h is not _judge_request]
+        both = {"request": [_judge_request, *requests], "response": list(hooks.get("response", []))}
+        httpx2.AsyncClient.event_hooks.fset(self, both)  # type: ignore[attr-defined]
+
     async def send(self, request: httpx2.Request, **kwargs: Any) -> httpx2.Response:
-        tracer = upstream_tracer.get()
-        if tracer is None:
-            return await super().send(request, **kwargs)
-        return await _traced_send(tracer, super().send, request, kwargs)
+        with judged_here():  # judged by the first request hook: the process-wide guards below need not
+            tracer = upstream_tracer.get()
+            if tracer is None:
+                return await super().send(request, **kwargs)
+            return await _traced_send(tracer, super().send, request, kwargs)
 
 
 async def _traced_send(tracer: Tracer, send: Any, request: httpx2.Request, kwargs: dict[str, Any]) -> httpx2.Response:

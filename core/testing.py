@@ -18,6 +18,9 @@
 - :func:`assert_check_passes` fails with every problem ``mcp-providers check`` would print for the
   declarations; :func:`check` also does the static-resource double read (async).
 
+A composition made here installs, when it starts, every process-wide side-effect guard ``serve``
+installs (a test owns its process; see ``docs/embedding.md``).
+
 Composition is strict by default here: a plugin that would be rejected raises
 :class:`~mcp_providers.errors.CompositionError` listing every problem, so a broken fixture fails
 loudly instead of silently serving nothing.
@@ -77,7 +80,14 @@ def compose(
     config = Config(
         plugins={k: dict(v) for k, v in (settings or {}).items()}, server=server or ServerSettings(), cluster=cluster
     )
-    return _compose(config, load_entrypoints=load_entrypoints, plugins=plugins, strict=strict)
+    return _as_served(_compose(config, load_entrypoints=load_entrypoints, plugins=plugins, strict=strict))
+
+
+def _as_served(composition: Composition) -> Composition:
+    """A test owns its process: the composition installs every guard ``serve`` installs when it
+    starts, so a plugin's test sees its code refused as it would be while serving."""
+    composition.runtime.process_guards = True
+    return composition
 
 
 def compose_installed(
@@ -102,7 +112,7 @@ def compose_installed(
         plugins={k: dict(v) for k, v in (settings or {}).items()},
         server=server or ServerSettings(),
     )
-    composition = _compose(config, load_entrypoints=True, strict=False)
+    composition = _as_served(_compose(config, load_entrypoints=True, strict=False))
     if strict:
         # Other installed plugins are disabled by the allow list; only the named ones must be clean.
         mine = [line for line in composition.failures if set(line.split(":", 1)[0].split(" + ")) & set(names)]

@@ -706,6 +706,7 @@ def test_a_failed_httpcore2_patch_fails_install_and_an_optional_one_is_logged(
     import httpcore2  # imported: each call patches now, and no patch is left waiting for an import
 
     from mcp_providers import _sideeffects
+    from mcp_providers._sideeffects import imports
 
     assert sys.modules["httpcore2"] is httpcore2
 
@@ -713,17 +714,18 @@ def test_a_failed_httpcore2_patch_fails_install_and_an_optional_one_is_logged(
         raise RuntimeError("cannot patch")
 
     with pytest.raises(RuntimeError, match="cannot patch"):
-        _sideeffects._patch_on_import("httpcore2", broken, optional=False)  # imported here: patched now
+        imports._patch_on_import("httpcore2", broken, optional=False)  # imported here: patched now
     with caplog.at_level(logging.WARNING, logger=_sideeffects.log.name):
-        _sideeffects._patch_on_import("httpcore2", broken)
+        imports._patch_on_import("httpcore2", broken)
     assert "could not guard httpcore2 against side effects in reads" in caplog.text
 
 
 BROKEN_HTTPCORE2_PATCH = """
 from mcp_providers import _sideeffects
+from mcp_providers._sideeffects import levels
 def broken(module):
     raise RuntimeError("cannot patch")
-_sideeffects._patch_httpcore = broken
+levels._patch_httpcore = broken
 _sideeffects.install()
 try:
     import httpcore2

@@ -217,6 +217,7 @@ IMPORT_COLLECTIONS = """
 import gc, json, sys
 %s
 older = lambda: sum(s["collections"] for s in gc.get_stats()[1:])  # the passes that walk more than the young
+import mcp_providers  # a library import: never pauses the host's collector
 before = older()
 import mcp_providers.cli
 print(json.dumps({"collections": older() - before,
@@ -226,9 +227,10 @@ print(json.dumps({"collections": older() - before,
 
 @pytest.mark.parametrize("collector", ["enabled", "disabled"])
 def test_the_cli_import_runs_no_collection_and_leaves_the_collector_as_found(collector: str) -> None:
-    """The SDK and the core are imported with the cyclic collector paused (``mcp_providers._gc``):
-    no pass over the older generations they fill (unpaused: about 20, two of them full), and the
-    collector's state is what the process had."""
+    """The CLI imports the SDK and the serving core with the cyclic collector paused
+    (``mcp_providers._gc``): no pass over the older generations they fill (unpaused: about 20, two
+    of them full), and the collector's state is what the process had. ``import mcp_providers``
+    itself pauses nothing (``test_embedded_guards``)."""
     setup = "gc.disable()" if collector == "disabled" else ""
     done = subprocess.run([sys.executable, "-c", IMPORT_COLLECTIONS % setup], capture_output=True, text=True,
                           timeout=120, check=True)  # fmt: skip

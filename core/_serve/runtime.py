@@ -37,7 +37,7 @@ from mcp_providers._serve.steps.exchange import Method
 from mcp_providers._serve.steps.gate import Authorizer, Gate
 from mcp_providers._serve.steps.invoker import Invoker
 from mcp_providers._serve.steps.ratelimit import RateLimiter
-from mcp_providers._sideeffects import install as install_scope
+from mcp_providers._sideeffects import install, install_scoped
 from mcp_providers.errors import InvalidParams, NotFound
 from mcp_providers.identity import Principal
 from mcp_providers.models import Freshness
@@ -100,6 +100,9 @@ class Runtime:
         self.invoker = Invoker(
             self.startup_failures, settings.read_timeout, settings.coalesce_reads, dict(settings.side_effects)
         )
+        self.process_guards = settings.embedded_side_effects == "enforce"
+        """Starting installs every process-wide guard and the task factory (``serve``, an opted-in
+        embedder, :mod:`mcp_providers.testing`), else the audit hook only (see ``_sideeffects.levels``)."""
         self.shared: Shared = shared_for(assembly.config.cluster)
         """The shared parts: in process, or in Redis with ``[cluster]`` (see :mod:`.cluster`)."""
         self.sealing = sealing_for(settings.credentials) if isinstance(self.shared, RedisBackend) else None
@@ -237,8 +240,11 @@ class Runtime:
         await stack.__aenter__()
         self.audit.open()
         stack.callback(self.audit.close)
-        install_scope()  # the audit hook, once, before the first read rather than inside it
-        contain_tasks()  # a SystemExit in a task a provider starts must not leave the event loop
+        if self.process_guards:
+            install()  # every guard, once, before the first read rather than inside it
+            contain_tasks()  # a SystemExit in a task a provider starts must not leave the event loop
+        else:
+            install_scoped()  # embedded: the audit hook only (files, processes); nothing patched
         await stack.enter_async_context(self.shared.running())  # before any provider polls or publishes
         stack.push_async_callback(self.limiter.aclose)
         tasks = await stack.enter_async_context(anyio.create_task_group())

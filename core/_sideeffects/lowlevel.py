@@ -1,4 +1,4 @@
-"""Side-effect guards below the ones in :mod:`mcp_providers._sideeffects` (round 4 item 12).
+"""Side-effect guards below the ones in :mod:`.wire` and :mod:`.files` (round 4 item 12); process-wide only.
 
 - **Descriptor sends.** ``os.write``, ``os.writev`` and ``os.sendfile`` (which ``socket.sendfile``
   and asyncio's ``loop.sock_sendfile`` use) write to a socket without its ``send`` methods; on a
@@ -11,7 +11,7 @@
   its check to its end: the call's own threads cannot swap a path between the two. Code outside
   the scope (a thread the provider started without the call's context) is not covered.
 
-This module imports nothing of the core: :mod:`mcp_providers._sideeffects` hands it what to ask.
+This module imports nothing of the core: :mod:`.levels` and :mod:`.wire` hand it what to ask.
 """
 
 from __future__ import annotations
@@ -129,7 +129,7 @@ def serialize_tree_changes(lock_of: Callable[[], Any]) -> None:
         return _writes(kwargs.get("mode", mode))
 
     opened = serialized(io.open, opens_to_write)
-    io.open = builtins.open = opened  # os.open takes the lock itself (_sideeffects._guarded_os_open)
+    io.open = builtins.open = opened  # os.open takes the lock itself (files._guarded_os_open)
     for name in _TREE_CALLS:
         original = getattr(os, name, None)
         if original is not None:

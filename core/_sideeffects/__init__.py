@@ -1,0 +1,116 @@
+"""The side-effect scope: no writes while a resource is read, a completion or prompt is rendered,
+or a tool declared ``effects="none"`` runs.
+
+Design note
+-----------
+The core wraps each such call in a scope (:func:`enter_scope`/:func:`exit_scope`; tests use
+:func:`side_effect_scope`). The scope is a
+:class:`contextvars.ContextVar`, so it holds for the code running in the call's context and for
+work that *inherits* that context: coroutines it awaits, asyncio/anyio tasks it starts,
+``anyio.to_thread``/``asyncio.to_thread`` workers and anything run through
+``contextvars.copy_context()``. Such work stays in the scope even if it outlives the call.
+Concurrent requests, and work that was already running outside the call (a task a provider's
+``lifespan()`` started, a thread pool fed with ``loop.run_in_executor`` or
+``ThreadPoolExecutor.submit``, a bare ``threading.Thread``, which starts with an empty context),
+are not in it.
+
+What is installed, and when (:mod:`.levels`): an embedded composition, by default, installs only
+the audit hook (files and processes, judged for code in a scope) and judges HTTP in the client
+the framework hands providers (:func:`mcp_providers.http.client`); it patches nothing of its host.
+``serve``, and an embedder who opts in, install every guard below, process-wide.
+
+What is refused in the scope (``SideEffectRefused``, -32008, rule ``side-effect-in-resource-read``):
+
+* HTTP: any method but GET, HEAD and OPTIONS, and a GET/HEAD/OPTIONS that carries a body. Embedded
+  by default, in requests sent by :func:`mcp_providers.http.client` (every request it sends,
+  redirects and auth flows included, whatever its transport). Process-wide, in three layers
+  besides, each judging before anything is sent. (1) The client libraries, for messages
+  that name the URL asked for: the connection pool of ``httpcore2`` (every ``httpx2`` client,
+  transport, proxy, ``mounts=`` entry and environment proxy) and of ``httpcore`` (plain
+  ``httpx``) when installed, ``http.client.HTTPConnection.putrequest``/``putheader`` (``urllib``,
+  ``urllib3``, ``requests``) and ``aiohttp.ClientSession`` when installed. (2) Every ``httpcore2``
+  connection class below the pool (``HTTPConnection``, ``HTTP11Connection``, ``HTTP2Connection``,
+  sync and async), for a connection used bare. (3) The wire: every HTTP/1.x request head in the
+  bytes a ``socket.socket`` (``send``, ``sendall``, ``sendto``, ``sendmsg``: asyncio's
+  transports, ``makefile()``, ``http.client``'s raw ``send()``) or TLS object (``ssl.SSLSocket``,
+  ``ssl.SSLObject``, the memory-BIO object asyncio's and anyio's TLS write through) sends: a
+  request line with another method, any method's case, or a ``Content-Length``/``Transfer-Encoding``
+  on a safe one, is refused when its line ends, so a head split over several sends or pipelined
+  after a GET never reaches the server whole. ``CONNECT`` (a proxy tunnel) passes; what goes
+  through the tunnel is judged in turn. A hand-written HTTP/2 preface is refused (its binary
+  frames are not parsed; HTTP/2 is judged in ``httpcore2``'s connection). What a layer judged is
+  not judged again below it, so a request let through (:func:`exempt`, warn mode) is recorded once.
+* Files, through a PEP 578 audit hook (both levels): opens with write, append, create or truncate flags,
+  removal, rename/replace, mkdir/rmdir, chmod/chown/chflags, truncate, utime, links, extended
+  attributes, ``shutil`` copies/moves/rmtree/archives, and ``os.chdir`` (process-wide). A path is
+  judged where the OS will open it: symlinks and ``..`` resolved, a ``dir_fd`` applied (the
+  "open" audit event carries none, so ``os.open`` is wrapped process-wide to tell it; a relative ``os.open``
+  through a reference the wrapper does not cover, ``posix.open`` say, lands in an unknown
+  directory and is refused). Allowed, for *what* is written and never for who is on the stack (a
+  provider can run any code under any module name): paths under the call's scratch directory
+  (:func:`scratch_dir`); the import system's bytecode caches, that is PEP 3147/488 ``.pyc`` paths
+  (and the temporary ``<cache>.<id>`` file they are written through) of a source file that
+  exists, and ``__pycache__`` folders beside ``.py`` files (or under ``sys.pycache_prefix``); and
+  the file of a ``logging.FileHandler`` made outside any scope (process-wide; embedded, one
+  attached to a logger when the composition started), opened in the handler's own mode, with its
+  rotations (``app.log.1``: renamed and removed by rotating handlers). A handler made in the scope
+  is judged like any open.
+* Processes: ``subprocess``, ``os.system``, ``os.exec*``, ``os.spawn*``, ``os.posix_spawn*``,
+  ``os.fork``/``forkpty``, ``pty.spawn`` (both levels); ``os.mkfifo``/``os.mknod`` and a bare
+  ``_posixsubprocess.fork_exec``, which raise no audit event, process-wide only.
+
+A library that catches the refusal and fails its own way (asyncio's transports close the
+connection, ``urllib`` wraps it in ``URLError``) does not hide it: :attr:`Scope.refused` keeps it
+and the server answers with it.
+
+Not covered: C extensions that write or connect without raising audit events (sqlite3, most
+database drivers), bytes sent through ``_socket.socket`` or ``posix.write`` directly (``os.write``,
+``os.writev`` and ``os.sendfile`` on a socket are judged process-wide: :mod:`.lowlevel`), data
+asyncio buffers while a socket is full and sends later outside the call's context, writes through
+a file descriptor opened before the scope (logging to an open handler), a symlink swapped between
+the check and the open by code outside the scope, HTTP libraries other than those above, and work
+outside the call's context (see above). A plugin is trusted code; this catches mistakes and the
+usual ways round them, it is not a sandbox.
+
+:func:`exempt` lets HTTP requests that change no served data through (an OAuth token POST); each
+is logged at INFO and recorded in :attr:`Scope.exemptions`, which the core puts in the receipt.
+In ``mode="warn"`` (an operator's migration switch per plugin) nothing is refused: each attempt is
+logged at WARNING and recorded in :attr:`Scope.violations`.
+
+Cost: the audit hook is installed once per process (hooks cannot be removed) and does one set
+lookup for every audited event in the process, plus one ContextVar read for the few events it
+judges; nothing else runs for the host's code unless the process-wide level is installed. Its
+patches add one ContextVar read per request, per socket send and per ``os.open``
+outside a scope (a Python call around the C one). In a scope, bytes sent below a guarded client
+are scanned line by line (a few microseconds per send); the project's clients skip the scan. Entering and
+leaving a scope is one ContextVar set/reset and a small object; the scratch directory is made
+only when asked for. ``benchmarks/sideeffects.py`` measures it against a read without it, and a
+host socket's send with and without an embedded composition.
+
+Modules: :mod:`.scope` (the scope), :mod:`.judge` (one HTTP request), :mod:`.files` (the audit
+hook: files, processes), :mod:`.clients` (HTTP library patches), :mod:`.wire` (socket and TLS
+bytes), :mod:`.lowlevel` (descriptor sends, path races), :mod:`.imports` (patch on first import),
+:mod:`.levels` (which of them are in place).
+"""
+
+# What the core uses, re-exported (the package is private: no __all__).
+from __future__ import annotations
+
+from mcp_providers._sideeffects.judge import check_http as check_http
+from mcp_providers._sideeffects.judge import judged_here as judged_here
+from mcp_providers._sideeffects.levels import enter_scope as enter_scope
+from mcp_providers._sideeffects.levels import install as install
+from mcp_providers._sideeffects.levels import install_scoped as install_scoped
+from mcp_providers._sideeffects.levels import process_wide as process_wide
+from mcp_providers._sideeffects.levels import side_effect_scope as side_effect_scope
+from mcp_providers._sideeffects.scope import RULE as RULE
+from mcp_providers._sideeffects.scope import SAFE_METHODS as SAFE_METHODS
+from mcp_providers._sideeffects.scope import Kind as Kind
+from mcp_providers._sideeffects.scope import Mode as Mode
+from mcp_providers._sideeffects.scope import Scope as Scope
+from mcp_providers._sideeffects.scope import current_scope as current_scope
+from mcp_providers._sideeffects.scope import exempt as exempt
+from mcp_providers._sideeffects.scope import exit_scope as exit_scope
+from mcp_providers._sideeffects.scope import log as log
+from mcp_providers._sideeffects.scope import scratch_dir as scratch_dir
+from mcp_providers.errors import SideEffectRefused as SideEffectRefused

@@ -1,0 +1,270 @@
+"""Files and processes, judged through a PEP 578 audit hook (:func:`_audit`) that asks the scope's
+context variable, so it judges provider code only; plus the process-wide helpers the audit events
+cannot do without: :func:`_guarded_os_open` (the "open" event carries no ``dir_fd``), the
+``logging.FileHandler`` record of expected log files, and the calls that raise no audit event
+(``os.mkfifo``, ``os.mknod``, ``_posixsubprocess.fork_exec``)."""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import os
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from mcp_providers._sideeffects.scope import Scope, _current
+
+# -- the audit hook (files and processes) -------------------------------------------------------
+
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
+_PROCESS_EVENTS = frozenset(
+    {
+        "subprocess.Popen",
+        "os.system",
+        "os.exec",
+        "os.spawn",
+        "os.posix_spawn",
+        "os.fork",
+        "os.forkpty",
+        "pty.spawn",
+        "os.startfile",
+    }
+)
+# event -> ((index of a written path, index of its dir_fd or -1), ...)
+_FILE_EVENTS: dict[str, tuple[tuple[int, int], ...]] = {
+    "open": ((0, -1),),
+    "os.remove": ((0, 1),),
+    "os.rmdir": ((0, 1),),
+    "os.mkdir": ((0, 2),),
+    "os.rename": ((0, 2), (1, 3)),
+    "os.chmod": ((0, 2),),
+    "os.chown": ((0, 3),),
+    "os.chflags": ((0, -1),),
+    "os.truncate": ((0, -1),),
+    "os.utime": ((0, 3),),
+    "os.symlink": ((1, 2),),
+    "os.link": ((0, 2), (1, 3)),  # the source too: a hard link into the scratch folder writes through
+    "os.setxattr": ((0, -1),),
+    "os.removexattr": ((0, -1),),
+    "os.chdir": ((0, -1),),
+    "shutil.rmtree": ((0, 1),),
+    "shutil.move": ((0, -1), (1, -1)),
+    "shutil.copyfile": ((1, -1),),
+    "shutil.copymode": ((1, -1),),
+    "shutil.copystat": ((1, -1),),
+    "shutil.copytree": ((1, -1),),
+    "shutil.chown": ((0, -1),),
+    "shutil.make_archive": ((0, -1),),
+    "shutil.unpack_archive": ((1, -1),),
+}
+_JUDGED = frozenset(_FILE_EVENTS) | _PROCESS_EVENTS
+_os_open_call = threading.local()  # .pending = (path object, dir_fd) while the guarded os.open runs
+_log_files: dict[str, str] = {}  # resolved path -> mode, of logging.FileHandlers made outside any scope
+
+
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    # Runs for every audited event in the process: one set lookup when it is not ours.
+    if event not in _JUDGED:
+        return
+    scope = _current.get()
+    if scope is None:
+        return
+    if event in _PROCESS_EVENTS:
+        detail = _short(args[:2])
+        scope.attempt(f"starting a process ({event}{' ' + detail if detail else ''})", "process", event=event)
+        return
+    if event == "open" and not _opens_for_writing(args):
+        return  # read-only open: the common case
+    _judge_file(scope, event, args)
+
+
+def _opens_for_writing(args: tuple[Any, ...]) -> bool:
+    flags = args[2] if len(args) > 2 and type(args[2]) is int else 0
+    mode = args[1] if len(args) > 1 and isinstance(args[1], str) else ""
+    return bool(flags & _WRITE_FLAGS) or any(c in mode for c in "wax+")
+
+
+def _judge_file(scope: Scope, event: str, args: tuple[Any, ...]) -> None:
+    paths = []
+    for index, dir_fd_index in _FILE_EVENTS[event]:
+        raw = args[index] if index < len(args) else None
+        if raw is None or (isinstance(raw, int) and event == "open"):
+            continue  # open(fd): a descriptor opened before, not a new file-system write
+        if event == "open" and args[1] is None:  # os.open: its event has no dir_fd, the guarded call does
+            paths.append(_resolve_os_open(raw))
+            continue
+        dir_fd = args[dir_fd_index] if dir_fd_index >= 0 and dir_fd_index < len(args) else None
+        paths.append(_resolve(raw, dir_fd))
+    if not paths:
+        return
+    if event != "os.chdir" and all(scope._under_scratch(p) for p in paths):
+        return
+    if _expected_write(event, args, paths):
+        return
+    shown = " -> ".join(paths)
+    if event == "open":
+        attempted = f"opening {shown} for writing (mode {args[1] or 'os.open'!s}, flags {args[2]:#o})"
+    elif event == "os.chdir":
+        attempted = f"changing the working directory to {shown} (process-wide)"
+    else:
+        attempted = f"{event} of {shown}"
+    scope.attempt(attempted, "file", event=event, paths=paths)
+
+
+def _resolve(raw: Any, dir_fd: Any) -> str:
+    """An absolute, symlink-resolved path for an audited path argument (an fd becomes its target)."""
+    try:
+        if isinstance(raw, int):
+            return os.readlink(f"/proc/self/fd/{raw}")
+        path = os.fsdecode(raw)
+        if isinstance(dir_fd, int) and dir_fd >= 0 and not os.path.isabs(path):
+            path = os.path.join(os.readlink(f"/proc/self/fd/{dir_fd}"), path)
+        return os.path.realpath(path)
+    except (OSError, TypeError, ValueError):
+        return repr(raw)  # unresolvable: never under the scratch directory
+
+
+def _resolve_os_open(raw: Any) -> str:
+    """Where an ``os.open`` event's path lands: the "open" audit event carries no ``dir_fd``, so a
+    relative path is only resolvable when the guarded ``os.open`` (:func:`_guarded_os_open`) said
+    which directory it is relative to; through an unguarded reference it lands somewhere unknown."""
+    pending = getattr(_os_open_call, "pending", None)
+    if pending is not None and pending[0] is raw:
+        return _resolve(raw, pending[1])
+    try:
+        relative = not os.path.isabs(os.fsdecode(raw))
+    except (TypeError, ValueError):
+        relative = True
+    if relative:
+        cache = _resolve(raw, None)  # the import system writes caches through posix.open, unguarded
+        if _is_bytecode_cache(cache):
+            return cache
+        return f"{os.fsdecode(raw)!s} (relative to a directory descriptor that cannot be known)"
+    return _resolve(raw, None)
+
+
+_real_os_open = getattr(os.open, "__wrapped__", os.open)  # the builtin, even when this module is reloaded
+
+
+def _guarded_os_open(path: Any, flags: int, mode: int = 0o777, *, dir_fd: int | None = None) -> int:
+    scope = _current.get()
+    if scope is None:
+        return _real_os_open(path, flags, mode, dir_fd=dir_fd)
+    _os_open_call.pending = (path, dir_fd)
+    try:
+        if flags & _WRITE_FLAGS:  # checked and opened with no swap of the path between (see Scope.lock)
+            with scope.lock:
+                return _real_os_open(path, flags, mode, dir_fd=dir_fd)
+        return _real_os_open(path, flags, mode, dir_fd=dir_fd)
+    finally:
+        _os_open_call.pending = None
+
+
+def _expected_write(event: str, args: tuple[Any, ...], paths: list[str]) -> bool:
+    """The writes a read may make because of *what* is written, never who asks: the import
+    system's bytecode cache (PEP 3147) and the log files configured outside any scope."""
+    if all(_is_bytecode_cache(p) for p in paths):
+        return True
+    if event == "os.mkdir" and all(_is_cache_dir(p) for p in paths):
+        return True
+    if event == "open":  # a log handler's own file, in the mode it was made with (os.open has none)
+        return args[1] is not None and _log_files.get(paths[0]) == args[1]
+    return event in ("os.rename", "os.remove") and all(_in_log_family(p) for p in paths)  # rotation
+
+
+def _is_bytecode_cache(path: str) -> bool:
+    """Whether ``path`` is a ``.pyc`` cache (or the import system's ``<cache>.<id>`` temporary file
+    for it, see ``importlib._bootstrap_external._write_atomic``) of a source file that exists."""
+    stem, _, tail = path.rpartition(".")
+    if tail.isdigit() and stem.endswith(".pyc"):
+        path = stem
+    try:
+        return os.path.isfile(importlib.util.source_from_cache(path))
+    except (ValueError, NotImplementedError):
+        return False  # not a PEP 3147/488 cache path for this interpreter
+
+
+def _is_cache_dir(path: str) -> bool:
+    prefix = sys.pycache_prefix
+    if prefix is not None:
+        root = os.path.realpath(prefix)
+        return path == root or path.startswith(root + os.sep)
+    parent, name = os.path.split(path)
+    try:
+        return name == "__pycache__" and any(n.endswith(".py") for n in os.listdir(parent))
+    except OSError:
+        return False
+
+
+def _in_log_family(path: str) -> bool:
+    """A configured log file or one of its rotations (``app.log.1``, ``app.log.2026-12-01``)."""
+    if path in _log_files:
+        return True
+    return any(path.startswith(base + ".") and os.sep not in path[len(base) :] for base in _log_files)
+
+
+def _register_log_file(handler: logging.FileHandler) -> None:
+    _log_files[os.path.realpath(handler.baseFilename)] = handler.mode
+
+
+def record_log_files() -> None:
+    """Record the file of every ``logging.FileHandler`` attached to a logger now: in its mode, an
+    expected write (a handler made with ``delay=True`` opens its file on the first record). No
+    patch: what the scoped install does, at each composition's start."""
+    loggers = [logging.getLogger(), *logging.Logger.manager.loggerDict.values()]
+    for logger in loggers:
+        for handler in getattr(logger, "handlers", ()):
+            if isinstance(handler, logging.FileHandler):
+                _register_log_file(handler)
+
+
+def _patch_logging() -> None:
+    """Record every ``logging.FileHandler`` made outside a scope, attached to a logger or not
+    (process-wide: ``logging.FileHandler.__init__`` is wrapped)."""
+    original = logging.FileHandler.__init__
+    if getattr(original, "_mcp_providers_guarded", False):
+        return
+
+    def __init__(self: logging.FileHandler, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)  # opens the file now unless delay=True: judged as any open
+        if _current.get() is None:
+            _register_log_file(self)
+
+    __init__._mcp_providers_guarded = True  # type: ignore[attr-defined]
+    logging.FileHandler.__init__ = __init__  # type: ignore[method-assign]
+    record_log_files()
+
+
+def _short(args: tuple[Any, ...]) -> str:
+    text = " ".join(os.fsdecode(a) if isinstance(a, str | bytes) else repr(a) for a in args)
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+def _unaudited(module: Any, name: str, category: str, describe: Callable[[tuple[Any, ...]], str]) -> None:
+    """Wrap ``module.name`` (a call that raises no audit event) so a scope judges it first."""
+    original = getattr(module, name, None)
+    if original is None or getattr(original, "_mcp_providers_guarded", False):
+        return
+
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        scope = _current.get()
+        if scope is not None:
+            attempted = describe(args)
+            if category == "file" and args and scope._under_scratch(_resolve(args[0], kwargs.get("dir_fd"))):
+                return original(*args, **kwargs)
+            scope.attempt(attempted, category, event=f"{module.__name__}.{name}")
+        return original(*args, **kwargs)
+
+    guarded._mcp_providers_guarded = True  # type: ignore[attr-defined]
+    setattr(module, name, guarded)
+
+
+def _patch_unaudited() -> None:
+    """Calls that create files or start processes without a PEP 578 event of their own."""
+    import _posixsubprocess
+
+    _unaudited(os, "mkfifo", "file", lambda a: f"creating a FIFO at {_short(a[:1])}")
+    _unaudited(os, "mknod", "file", lambda a: f"creating a device node at {_short(a[:1])}")
+    _unaudited(_posixsubprocess, "fork_exec", "process", lambda a: f"starting a process ({_short(a[:1])})")

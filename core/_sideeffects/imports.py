@@ -1,0 +1,91 @@
+"""Patching a module the moment it is first imported (a ``sys.meta_path`` finder), so a library a
+read imports late is guarded before its import statement returns. Installed only process-wide."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from mcp_providers._sideeffects.scope import _current, log
+
+
+def _patch_on_import(name: str, patch: Callable[[Any], None], *, optional: bool = True) -> None:
+    """Run ``patch`` on module ``name`` now if it is imported, else the moment it first is.
+
+    Importing the HTTP libraries only to patch them cost a start-up a tenth of a second (httpcore2
+    brings h11, ssl and, where installed, trio); a read that imports one later still finds it
+    guarded, since the patch runs before the import statement returns.
+
+    :param optional: a patch that raises is logged and the module left unpatched; otherwise the
+        error propagates (from this call, or from the import that ran the patch).
+    """
+    module = sys.modules.get(name)
+    if module is not None:
+        _apply(name, patch, module, optional)
+        return
+    finder = next((f for f in sys.meta_path if isinstance(f, _PatchingFinder)), None)
+    if finder is None:
+        finder = _PatchingFinder()
+        sys.meta_path.insert(0, finder)
+    finder.patches[name] = (patch, optional)
+
+
+def _apply(name: str, patch: Callable[[Any], None], module: Any, optional: bool) -> None:
+    if not optional:
+        patch(module)
+        return
+    try:
+        patch(module)
+    except Exception:  # a broken optional install must not stop serving
+        log.warning("could not guard %s against side effects in reads", name, exc_info=True)
+
+
+class _PatchingFinder:
+    """A ``sys.meta_path`` finder that finds nothing itself: for the modules in ``patches`` it asks
+    the finders after it and wraps the loader they found, so the patch runs right after the
+    module's own code (the post-import hook of PEP 369, withdrawn, done with PEP 451 specs)."""
+
+    def __init__(self) -> None:
+        self.patches: dict[str, tuple[Callable[[Any], None], bool]] = {}
+        """Module name -> its patch and whether the patch is optional (see :func:`_patch_on_import`)."""
+
+    def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
+        patch = self.patches.get(name)
+        if patch is None:
+            return None
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None) if finder is not self else None
+            spec = find(name, path, target) if find is not None else None
+            if spec is not None:
+                break
+        else:
+            return None
+        if spec.loader is not None and hasattr(spec.loader, "exec_module"):
+            spec.loader = _PatchingLoader(spec.loader, name, *patch)
+        return spec
+
+
+class _PatchingLoader:
+    """Loads with ``inner``, then patches; anything else (resource readers, ``get_source``) is the
+    inner loader's."""
+
+    def __init__(self, inner: Any, name: str, patch: Callable[[Any], None], optional: bool) -> None:
+        self._inner, self._name, self._patch, self._optional = inner, name, patch, optional
+
+    def create_module(self, spec: Any) -> Any:
+        return self._inner.create_module(spec)
+
+    def exec_module(self, module: Any) -> None:
+        module.__loader__ = module.__spec__.loader = self._inner  # as if never wrapped
+        # Outside any scope, as when install() imported it: the library's own import-time work
+        # (trio, under httpcore2, runs ldconfig) is not the read's, whichever read imports it first.
+        token = _current.set(None)
+        try:
+            self._inner.exec_module(module)
+            _apply(self._name, self._patch, module, self._optional)
+        finally:
+            _current.reset(token)
+
+    def __getattr__(self, attribute: str) -> Any:
+        return getattr(self._inner, attribute)

@@ -1,0 +1,81 @@
+"""Judging one HTTP request against the scope: safe methods without a body pass; anything else is
+refused (enforce), recorded (warn), or let through by :func:`~.scope.exempt`. Every HTTP guard,
+from the framework's client down to the socket, ends here."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from contextvars import ContextVar
+
+from mcp_providers._sideeffects.scope import _DOING, SAFE_METHODS, _current, _exempt, log
+from mcp_providers.errors import SideEffectRefused
+
+# Set while a guard that judged a whole request runs the real call: what it sends below (the
+# connection under a pool, the socket under a connection) was judged already and is not again.
+_judged_above: ContextVar[bool] = ContextVar("mcp_providers_side_effect_judged_above", default=False)
+
+
+@contextlib.contextmanager
+def judged_here() -> Iterator[None]:
+    """Within the block, the process-wide guards below a client (pools, connections, sockets)
+    judge nothing: the caller judges each request itself (:func:`mcp_providers.http.client`)."""
+    token = _judged_above.set(True)
+    try:
+        yield
+    finally:
+        _judged_above.reset(token)
+
+
+class _RefusedOnTheWire(SideEffectRefused, ConnectionError):
+    """The socket guard's refusal. Also a ``ConnectionError``, so a library that takes a failed send
+    for a lost connection (asyncio's transports) closes it quietly; the read fails with the refusal
+    all the same (the invoker raises :attr:`Scope.refused` whatever the provider then raised)."""
+
+
+def check_http(method: str, url: str, *, has_body: bool) -> bool:
+    """Judge one HTTP request about to be sent; a no-op outside a scope.
+
+    :param method: the request method, any case.
+    :param url: the absolute URL (its query is left out of messages and records).
+    :param has_body: whether the request carries a body (Content-Length > 0 or chunked).
+    :returns: ``True`` when a non-safe request (or a body on a safe one) was let through, by
+        :func:`exempt` or in ``mode="warn"``, and recorded; ``False`` when nothing needed judging.
+    :raises SideEffectRefused: a non-safe method, or a body on a safe one, in enforce mode.
+    """
+    return _judge_http(method, url, has_body, SideEffectRefused)
+
+
+def _judge_http(method: str, url: str, has_body: bool, error: type[SideEffectRefused]) -> bool:
+    scope = _current.get()
+    if scope is None:
+        return False
+    verb = method.upper()
+    if verb in SAFE_METHODS and not has_body:
+        return False
+    shown = url.split("?", 1)[0]
+    host = shown.split("://", 1)[-1].split("/", 1)[0]
+    reason = _exempt.get()
+    if reason is not None:
+        scope.exemptions.append({"reason": reason, "method": verb, "host": host})
+        log.info(
+            "provider %r %s %s: %s to %s exempted: %s",
+            scope.provider,
+            _DOING[scope.kind],
+            scope.target,
+            verb,
+            host,
+            reason,
+        )
+        return True
+    attempted = f"a {verb} with a body to {shown}" if verb in SAFE_METHODS else f"a {verb} to {shown}"
+    if error is _RefusedOnTheWire:  # below every client: say so, it is where the client's guard was missed
+        scope.attempt(attempted, "http", error=error, method=verb, host=host, layer="wire")
+    else:
+        scope.attempt(attempted, "http", error=error, method=verb, host=host)
+    return True
+
+
+def _path_of(url: str) -> str:
+    rest = url.split("://", 1)[1] if "://" in url else url
+    return "/" + rest.split("/", 1)[1] if "/" in rest else "/"

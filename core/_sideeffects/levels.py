@@ -1,0 +1,137 @@
+"""Which guards are in place, and entering a scope with them.
+
+Two levels, each installed at most once per process (idempotent, thread-safe):
+
+- **Scoped** (:func:`install_scoped`): the PEP 578 audit hook, which judges files and processes
+  for code running in a scope (the context variable) and returns after one set lookup for any other
+  event; and the files of the ``logging.FileHandler``\\ s attached now, recorded as expected writes.
+  It patches nothing: no module, class or loop changes. An embedded composition (``mount()``,
+  ``attach()``, ``compose()`` run by a host) gets this by default; HTTP is then judged by the
+  client the framework hands providers (:func:`mcp_providers.http.client`).
+- **Process-wide** (:func:`install`): the scoped level plus every patch: ``socket``/``ssl`` send
+  methods, ``os.write``/``writev``/``sendfile``, ``os.open``, ``open``/``io.open`` and the
+  file-tree calls (held under the scope's lock), ``os.mkfifo``/``mknod``,
+  ``_posixsubprocess.fork_exec``, ``logging.FileHandler.__init__``, ``http.client``, the
+  ``httpcore2``/``httpcore``/``aiohttp`` clients, and a ``sys.meta_path`` finder that patches those
+  when first imported. ``serve`` installs it (the CLI owns its process), and so does an embedder
+  who opts in (``mount(..., side_effects="enforce")``, ``[server] embedded_side_effects``).
+  Hooks and patches cannot be removed; nothing here ever undoes them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import tempfile
+import threading
+from collections.abc import Callable, Iterator
+from contextvars import Token
+from typing import Any
+
+from mcp_providers._sideeffects import lowlevel
+from mcp_providers._sideeffects.clients import _aiohttp_check, _guard, _patch_http_client, _patch_httpcore
+from mcp_providers._sideeffects.files import (
+    _audit,
+    _guarded_os_open,
+    _patch_logging,
+    _patch_unaudited,
+    record_log_files,
+)
+from mcp_providers._sideeffects.imports import _patch_on_import
+from mcp_providers._sideeffects.scope import Kind, Mode, Scope, _current, _scope_lock, exit_scope
+from mcp_providers._sideeffects.wire import _patch_wire
+
+_OPTIONAL: dict[str, Callable[[Any], None]] = {
+    "httpcore": _patch_httpcore,
+    "aiohttp": lambda module: _guard(module.ClientSession, "_request", _aiohttp_check, is_async=True),
+}
+
+_hooked = False  # the audit hook is in place
+_installed = False  # every process-wide guard is in place
+_install_lock = threading.Lock()
+
+
+def install_scoped() -> None:
+    """Install the audit hook once and record the log files configured now; patch nothing.
+
+    A host's own code pays one set lookup per audited event (``open``, ``socket.connect`` ...) and
+    nothing per socket send. Called at each composition's start, so log handlers the host attached
+    since are recorded too (a ``delay=True`` handler attached later is judged as any open).
+    """
+    global _hooked
+    with _install_lock:
+        record_log_files()
+        if _hooked:
+            return
+        tempfile.gettempdir()  # its first call writes a probe file: never let that happen in a scope
+        sys.addaudithook(_audit)
+        _hooked = True
+
+
+def install() -> None:
+    """Install every process-wide guard, once per process: the audit hook and all the patches.
+
+    The HTTP libraries (``httpcore2``, and ``httpcore`` and ``aiohttp`` where installed) are patched
+    now if imported, else the moment they first are (:func:`_patch_on_import`), so an import inside
+    a read finds them guarded. ``serve`` calls it at start-up (through the runtime), and so does an
+    embedding that opted in; :func:`side_effect_scope` calls it on first use.
+    """
+    global _installed
+    install_scoped()
+    with _install_lock:
+        if _installed:
+            return
+        _patch_on_import("httpcore2", _patch_httpcore, optional=False)  # the SDK's own client: must be guarded
+        _patch_http_client()
+        _patch_wire()
+        _patch_unaudited()
+        _patch_logging()
+        lowlevel.serialize_tree_changes(_scope_lock)
+        if not getattr(os.open, "__mcp_providers_guarded__", False):
+            _guarded_os_open.__wrapped__ = os.open  # type: ignore[attr-defined]
+            _guarded_os_open.__mcp_providers_guarded__ = True  # type: ignore[attr-defined]
+            os.open = _guarded_os_open
+        for name, patch in _OPTIONAL.items():
+            _patch_on_import(name, patch)
+        _installed = True
+
+
+def process_wide() -> bool:
+    """Whether :func:`install` has run in this process (every patch is in place)."""
+    return _installed
+
+
+def enter_scope(provider: str, plugin: str, target: str, kind: Kind, mode: Mode) -> tuple[Scope, Token[Scope | None]]:
+    """Enter a side-effect scope without a context manager (the server's per-read path); pair
+    every call with :func:`~.scope.exit_scope` in a ``finally``. Installs the scoped level if
+    nothing is installed yet (a composition's start normally has); never the process-wide one."""
+    if not _hooked:
+        install_scoped()
+    scope = Scope(provider, plugin, target, kind, mode)
+    return scope, _current.set(scope)
+
+
+@contextlib.contextmanager
+def side_effect_scope(
+    *, provider: str, plugin: str, target: str, kind: Kind = "read", mode: Mode = "enforce"
+) -> Iterator[Scope]:
+    """Run the body (sync or async code, ``await`` included) in a side-effect scope, with every
+    process-wide guard installed (:func:`install`): for tests, which own their process and want
+    to see provider code refused as ``serve`` refuses it.
+
+    :param provider: the provider's name, for errors and logs (``"ssg-catalog"``).
+    :param plugin: the plugin's entry-point name (``"ssg_catalog"``).
+    :param target: the URI read, the template or prompt completed, the prompt or tool name.
+    :param kind: ``"read"``, ``"completion"``, ``"prompt"`` or ``"tool"`` (effects="none").
+    :param mode: ``"enforce"`` refuses; ``"warn"`` logs and records in ``Scope.violations``.
+    :returns: the :class:`Scope`; read ``exemptions`` and ``violations`` after the body.
+    :raises ValueError: for an unknown ``mode``.
+    """
+    if not _installed:
+        install()
+    scope, token = enter_scope(provider, plugin, target, kind, mode)
+    try:
+        yield scope
+    finally:
+        exit_scope(scope, token)

@@ -1,0 +1,186 @@
+"""The side-effect scope itself: which guarded call the calling context is in, what it attempted,
+and what it may do (its scratch directory, :func:`exempt` requests).
+
+A :class:`Scope` lives in a :class:`contextvars.ContextVar` (see the package docstring for what
+inherits it). Every guard asks :data:`_current` and judges nothing outside a scope.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shutil
+import tempfile
+import threading
+from collections.abc import Iterator
+from contextvars import ContextVar, Token
+from typing import Any, Literal
+
+from mcp_providers.errors import SideEffectRefused
+
+log = logging.getLogger("mcp_providers.sideeffects")
+
+RULE = "side-effect-in-resource-read"
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+"""Methods RFC 9110 (section 9.2.1) defines as safe: allowed in a scope when they carry no body."""
+
+Mode = Literal["enforce", "warn"]
+Kind = Literal["read", "completion", "prompt", "tool"]
+
+_scratch_lock = threading.Lock()  # scratch directories are rare: one lock for all scopes
+_current: ContextVar[Scope | None] = ContextVar("mcp_providers_side_effect_scope", default=None)
+_exempt: ContextVar[str | None] = ContextVar("mcp_providers_side_effect_exempt", default=None)
+
+_DOING = {"read": "reading", "completion": "completing", "prompt": "rendering prompt", "tool": "running tool"}
+_TARGET_KEY = {"read": "uri", "completion": "ref", "prompt": "prompt", "tool": "tool"}
+_ADVICE = {
+    "tool": 'the tool is declared effects="none"; declare "additive" or "destructive" if it changes anything',
+    "other": (
+        "resources, completions and prompts are read-only: do writes in a tool, write files under "
+        "mcp_providers.http.scratch_dir(), or wrap an authentication request in mcp_providers.http.exempt(reason)"
+    ),
+}
+
+
+class Scope:
+    """One guarded call: who runs it, what it serves, and what it attempted.
+
+    ``exemptions`` holds one ``{"reason", "method", "host"}`` dict per request let through by
+    :func:`exempt`; ``violations`` one ``{"attempted", "category", "refused", ...}`` dict per
+    attempt, refused (``mode="enforce"``) or let through (``mode="warn"``). ``category`` is
+    ``"http"``, ``"file"`` or ``"process"``. Both lists are JSON-ready, for the receipt.
+    ``refused`` is the last :class:`SideEffectRefused` raised, kept because some libraries catch
+    it and fail with an error of their own (asyncio's transports close the connection).
+    """
+
+    __slots__ = (
+        "_passed",
+        "_scratch",
+        "exemptions",
+        "kind",
+        "lock",
+        "mode",
+        "plugin",
+        "provider",
+        "refused",
+        "target",
+        "violations",
+    )
+
+    def __init__(self, provider: str, plugin: str, target: str, kind: Kind, mode: Mode) -> None:
+        if mode not in ("enforce", "warn"):
+            raise ValueError(f"side-effect mode must be 'enforce' or 'warn', not {mode!r}")
+        self.provider, self.plugin, self.target, self.kind, self.mode = provider, plugin, target, kind, mode
+        self.exemptions: list[dict[str, Any]] = []
+        self.violations: list[dict[str, Any]] = []
+        self._scratch: str | None = None
+        self.refused: SideEffectRefused | None = None  # the last refusal, even if a library swallowed it
+        self._passed: list[tuple[str, str]] | None = None  # (verb, path) http.client let through, made when needed
+        self.lock = threading.RLock()
+        """Held by a write-open or a file-tree change of the call from its check to its end, so the
+        call's own threads cannot swap a checked path for a symlink in between (:mod:`._sideeffects_lowlevel`)."""
+
+    def scratch_dir(self) -> str:
+        """This call's private temporary directory (absolute, resolved), made on first use.
+
+        Anything under it may be written in the scope; it is deleted when the scope ends.
+        """
+        with _scratch_lock:
+            if self._scratch is None:
+                token = _current.set(None)  # making it is the core's write, not the provider's
+                try:
+                    self._scratch = os.path.realpath(tempfile.mkdtemp(prefix="mcp-providers-scratch-"))
+                finally:
+                    _current.reset(token)
+            return self._scratch
+
+    def receipt_fields(self) -> dict[str, list[dict[str, Any]]]:
+        """``{"exemptions": [...], "violations": [...]}`` for a receipt, each key only when non-empty."""
+        out = {}
+        if self.exemptions:
+            out["exemptions"] = list(self.exemptions)
+        if self.violations:
+            out["violations"] = list(self.violations)
+        return out
+
+    def _close(self) -> None:
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+
+    def _under_scratch(self, path: str) -> bool:
+        s = self._scratch
+        return s is not None and (path == s or path.startswith(s + os.sep))
+
+    def attempt(
+        self, attempted: str, category: str, *, error: type[SideEffectRefused] = SideEffectRefused, **extra: Any
+    ) -> None:
+        """Refuse ``attempted`` (enforce) or record and log it (warn).
+
+        :param attempted: what was tried, for people: ``"a POST to http://host/path"``.
+        :param category: ``"http"``, ``"file"`` or ``"process"``.
+        :raises SideEffectRefused: in enforce mode, with ``data`` = provider, plugin, kind,
+            target (also under ``uri``/``tool``/``prompt``/``ref``), attempted, rule and ``extra``.
+        """
+        refused = self.mode == "enforce"
+        self.violations.append({"attempted": attempted, "category": category, "refused": refused, **extra})
+        where = f"provider {self.provider!r} (plugin {self.plugin!r}) is {_DOING[self.kind]} {self.target}"
+        if not refused:
+            log.warning("%s: %s allowed (warn mode) while %s", RULE, attempted, where)
+            return
+        advice = _ADVICE["tool" if self.kind == "tool" else "other"]
+        data = {
+            "provider": self.provider,
+            "plugin": self.plugin,
+            "kind": self.kind,
+            "target": self.target,
+            _TARGET_KEY[self.kind]: self.target,
+            "attempted": attempted,
+            "rule": RULE,
+            **extra,
+        }
+        self.refused = error(f"{RULE}: {attempted} was refused while {where}; {advice}", data=data)
+        raise self.refused
+
+
+def exit_scope(scope: Scope, token: Token[Scope | None]) -> None:
+    """Leave the scope :func:`~.levels.enter_scope` entered (and delete its scratch directory, if made)."""
+    _current.reset(token)
+    if scope._scratch is not None:
+        scope._close()
+
+
+def _scope_lock() -> threading.RLock | None:
+    scope = _current.get()
+    return scope.lock if scope is not None else None
+
+
+def current_scope() -> Scope | None:
+    """The scope the calling context is in, or ``None``."""
+    return _current.get()
+
+
+def scratch_dir() -> str:
+    """The current call's scratch directory (see :meth:`Scope.scratch_dir`).
+
+    :raises RuntimeError: outside a scope (nothing limits writes there, so use any directory).
+    """
+    scope = _current.get()
+    if scope is None:
+        raise RuntimeError("scratch_dir() is only available inside a read, completion, prompt or effects='none' tool")
+    return scope.scratch_dir()
+
+
+@contextlib.contextmanager
+def exempt(reason: str) -> Iterator[None]:
+    """Let non-safe HTTP requests through in the body, for requests that change no served data.
+
+    The one legitimate use is authentication (an OAuth token POST). Each request let through is
+    logged at INFO and recorded in the scope's ``exemptions`` (``{"reason", "method", "host"}``).
+    Files and processes stay refused. Outside a scope it changes nothing.
+    """
+    token = _exempt.set(reason)
+    try:
+        yield
+    finally:
+        _exempt.reset(token)

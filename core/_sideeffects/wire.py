@@ -1,0 +1,202 @@
+"""The wire: HTTP/1.x request heads in the bytes a socket or TLS object sends, judged line by line
+before they are sent (a request line with an unsafe method, or a body header on a safe one).
+Installed only process-wide (:mod:`.levels`): it wraps ``socket.socket``, ``ssl.SSLSocket`` and
+``ssl.SSLObject`` send methods and, through :mod:`.lowlevel`, ``os.write``/``writev``/``sendfile``."""
+
+from __future__ import annotations
+
+import re
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from mcp_providers._sideeffects import lowlevel
+from mcp_providers._sideeffects.judge import _judge_http, _judged_above, _path_of, _RefusedOnTheWire
+from mcp_providers._sideeffects.scope import SAFE_METHODS, Scope, _current
+
+_WIRE_SAFE = SAFE_METHODS | {"CONNECT"}  # CONNECT opens a proxy tunnel; what goes through it is judged
+_WS = rb"[ \t\x0b\x0c\r\x1c-\x1f\x85\xa0]"
+"""Whitespace a lenient server splits a request line on: what Python's ``str.split()`` splits
+latin-1 on (``http.server`` takes ``" POST /x HTTP/1.1"`` or tab-separated words as a request)."""
+_REQUEST_LINE = re.compile(
+    rb"%s*([!#$%%&'*+.^_`|~0-9A-Za-z-]+)%s+(\S*).*%sHTTP/[0-9](?:\.[0-9])?%s*" % (_WS, _WS, _WS, _WS), re.S | re.I
+)
+"""An HTTP/1.x request line in any spelling a server may take: whitespace around and between its
+words, a method or version in any case (RFC 9112 section 3 is stricter; lenient servers are not)."""
+_LONG_LINE = 8192  # longer unfinished lines keep their start and end (method, version), not the middle
+
+
+class _Wire:
+    """What one socket or TLS object has sent in one scope: the unfinished line, the request
+    head being sent (``(verb, target, judged, body length)``) and body bytes still to skip."""
+
+    __slots__ = ("carry", "head", "scope", "skip")
+
+    def __init__(self, scope: Scope) -> None:
+        self.scope, self.carry, self.head, self.skip = scope, b"", None, 0
+
+
+_wires: weakref.WeakKeyDictionary[Any, _Wire] = weakref.WeakKeyDictionary()
+
+
+def _scan(wire: _Wire, data: bytes, sender: Any, scheme: str) -> None:
+    """Judge every complete line ``data`` finishes; refusing raises before anything is sent.
+
+    A request line is refused when its line ends (``\\n``), so a head split over several sends
+    never reaches the server whole; a body header on a safe method is refused the same way."""
+    buf, pos = wire.carry + data, 0
+    head, skip = wire.head, wire.skip
+    while True:
+        if skip:
+            take = min(skip, len(buf) - pos)
+            pos, skip = pos + take, skip - take
+            if skip:
+                break
+        end = buf.find(b"\n", pos)
+        if end < 0:
+            break
+        head, skip = _judge_line(wire.scope, buf[pos:end], head, sender, scheme)
+        pos = end + 1
+    carry = buf[pos:]
+    if len(carry) > _LONG_LINE:
+        carry = carry[: _LONG_LINE // 2] + b"~" + carry[-64:]
+    wire.carry, wire.head, wire.skip = carry, head, skip
+
+
+def _judge_line(scope: Scope, line: bytes, head: Any, sender: Any, scheme: str) -> tuple[Any, int]:
+    if head is not None:
+        verb, target, judged, length = head
+        if not line.strip(b"\r \t"):
+            return None, length if judged else 0  # end of the head; skip a let-through body
+        name, colon, value = line.partition(b":")
+        lowered = name.strip().lower()
+        if colon and lowered in (b"content-length", b"transfer-encoding"):
+            if lowered == b"content-length" and value.strip() == b"0":
+                return head, 0
+            if not judged:
+                judged = _judge_wire(scope, verb, target, sender, scheme, has_body=True)
+            length = int(value) if lowered == b"content-length" and value.strip().isdigit() else 0
+            return (verb, target, judged, length), 0
+        return head, 0
+    match = _REQUEST_LINE.fullmatch(line)
+    if match is None:
+        return None, 0  # not an HTTP/1.x request line: another protocol's bytes, or TLS
+    verb, target = match.group(1).decode("ascii").upper(), match.group(2).decode("latin-1")
+    judged = verb not in _WIRE_SAFE and _judge_wire(scope, verb, target, sender, scheme, has_body=False)
+    return (verb, target, judged, 0), 0
+
+
+def _judge_wire(scope: Scope, verb: str, target: str, sender: Any, scheme: str, *, has_body: bool) -> bool:
+    key = (verb, _path_of(target) if "://" in target else target)
+    if scope._passed and key in scope._passed:  # http.client judged and let this very request through above
+        scope._passed.remove(key)
+        return True
+    url = target if "://" in target else f"{scheme}://{_peer(sender)}{target}"
+    if verb == "PRI":  # HTTP/2's preface: its binary frames are judged only in httpcore2's connection
+        attempted = f"an HTTP/2 connection written by hand to {url.removesuffix('*')}"
+        scope.attempt(attempted, "http", error=_RefusedOnTheWire, method=verb, layer="wire")
+        return True
+    return _judge_http(verb, url, has_body, _RefusedOnTheWire)
+
+
+def _peer(sender: Any) -> str:
+    """``host:port`` a socket is connected to (the TLS server name for the host, when there is
+    one); an ``ssl.SSLObject`` knows only its server name."""
+    name = getattr(sender, "server_hostname", None)
+    try:
+        address = sender.getpeername()
+    except (AttributeError, OSError):
+        return str(name) if name else "an unknown host"
+    if not isinstance(address, tuple):
+        return str(name or address)
+    host = str(name or address[0])
+    return f"[{host}]:{address[1]}" if ":" in host else f"{host}:{address[1]}"
+
+
+def _wire_guard(cls: type, name: str, data_of: Callable[[tuple[Any, ...]], bytes], scheme: str) -> None:
+    """Wrap a send method so a scope judges the HTTP heads in what it sends (and only then sends)."""
+    original = getattr(cls, name)
+    if getattr(original, "__mcp_providers_guarded__", False):
+        return
+
+    def guarded(self: Any, *args: Any, **kwargs: Any) -> Any:
+        scope = _current.get()
+        if scope is None or _judged_above.get():
+            return original(self, *args, **kwargs)
+        wire = _wires.get(self)
+        if wire is None or wire.scope is not scope:
+            wire = _wires[self] = _Wire(scope)
+        _scan(wire, data_of(args), self, scheme)
+        token = _judged_above.set(True)  # an SSLSocket's send may call the plain socket's
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            _judged_above.reset(token)
+
+    guarded.__name__, guarded.__qualname__, guarded.__doc__ = original.__name__, original.__qualname__, original.__doc__
+    guarded.__wrapped__ = original  # type: ignore[attr-defined]
+    guarded.__mcp_providers_guarded__ = True  # type: ignore[attr-defined]
+    setattr(cls, name, guarded)
+
+
+def _first_bytes(args: tuple[Any, ...]) -> bytes:
+    return bytes(args[0]) if args else b""
+
+
+def _joined_buffers(args: tuple[Any, ...]) -> bytes:
+    return b"".join(bytes(b) for b in args[0]) if args else b""
+
+
+class _Descriptor:
+    """A socket known only by its descriptor (``os.write``, ``os.sendfile``): its peer, for messages."""
+
+    __slots__ = ("__weakref__", "fd")
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def getpeername(self) -> Any:
+        import socket
+
+        sock = socket.socket(fileno=self.fd)
+        try:
+            return sock.getpeername()
+        finally:
+            sock.detach()  # the descriptor stays its owner's
+
+
+_descriptors: dict[int, _Descriptor] = {}
+
+
+def _descriptor_judge() -> Callable[[int, bytes], None] | None:
+    """The judge of bytes written to a socket descriptor in this scope, ``None`` outside one."""
+    scope = _current.get()
+    if scope is None or _judged_above.get():
+        return None
+
+    def judge(fd: int, data: bytes) -> None:
+        sender = _descriptors.get(fd)
+        if sender is None:
+            sender = _descriptors[fd] = _Descriptor(fd)
+        wire = _wires.get(sender)
+        if wire is None or wire.scope is not scope:
+            wire = _wires[sender] = _Wire(scope)
+        _scan(wire, data, sender, "http")
+
+    return judge
+
+
+def _patch_wire() -> None:
+    """Plain sockets (``send``, ``sendall``, ``sendto``, ``sendmsg``: asyncio's transports and
+    ``loop.sock_sendall`` use them) and TLS plaintext (``ssl.SSLSocket`` and ``ssl.SSLObject``,
+    the memory-BIO object asyncio's and anyio's TLS streams write through)."""
+    import socket
+    import ssl
+
+    for name in ("send", "sendall", "sendto"):
+        _wire_guard(socket.socket, name, _first_bytes, "http")
+    _wire_guard(socket.socket, "sendmsg", _joined_buffers, "http")
+    for name in ("send", "sendall", "write"):
+        _wire_guard(ssl.SSLSocket, name, _first_bytes, "https")
+    _wire_guard(ssl.SSLObject, "write", _first_bytes, "https")
+    lowlevel.guard_descriptor_sends(_descriptor_judge)
