@@ -1,0 +1,183 @@
+"""One upstream MCP server as three providers (resources, tools, prompts) over one :class:`Link`.
+
+Requests are forwarded as the upstream's own methods: a read as ``resources/read`` of the
+upstream's URI (re-homed URIs mapped back), a call as ``tools/call`` of its own tool name, a
+prompt as ``prompts/get``. The answers come back as this project's :class:`Content`,
+:class:`ToolResult` and :class:`Message`, so budgets, receipts and wire shaping apply as to any
+provider. The resource provider's ``lifespan`` holds the connection (:meth:`Link.serving`); the
+tool and prompt providers use it while it is up.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import contextlib
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any
+
+import mcp_types as types
+
+from mcp_providers.errors import NotFound, ToolFailure, UpstreamError
+from mcp_providers.models import Prompt, Resource, ResourceTemplate, Tool
+from mcp_providers.plugins.upstream.link import Link
+from mcp_providers.plugins.upstream.mapping import Homes, LeftOut, Listing
+from mcp_providers.providers import (
+    Audio,
+    Content,
+    Image,
+    Media,
+    Message,
+    PromptProvider,
+    ReadRequest,
+    ResourceProvider,
+    Text,
+    ToolCall,
+    ToolProvider,
+    ToolResult,
+)
+from mcp_providers.providers import (
+    Link as ResourceLink,
+)
+
+__all__ = ["UpstreamPrompts", "UpstreamResources", "UpstreamTools"]
+
+
+def _blob(link: Link, data: str) -> bytes:
+    try:
+        return base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        raise UpstreamError(f"{link.who} sent a blob that is not base64") from None
+
+
+def _bounded(link: Link, size: int, what: str) -> None:
+    if size > link.server.max_bytes:
+        raise UpstreamError(
+            f"{link.who} answered {what} with {size} bytes, over its max_bytes of {link.server.max_bytes}; "
+            "raise max_bytes in its settings if this is expected"
+        )
+
+
+class UpstreamResources(ResourceProvider):
+    """The upstream's resources and templates, under its owned prefixes or namespace.
+
+    :ivar left_out: what the upstream listed but is not served, and why (``check`` prints each).
+    """
+
+    def __init__(self, link: Link, homes: Homes, listing: Listing, failure: str | None) -> None:
+        self.name = f"upstream-{link.server.name}"
+        self.prefixes = link.server.owned
+        self.link, self.homes, self.listing = link, homes, listing
+        self.left_out: list[LeftOut] = listing.left_out
+        self.failure = failure
+        """Why listing at composition failed (``None``: it did not); the lifespan still tries."""
+
+    def resources(self) -> Sequence[Resource]:
+        return self.listing.resources
+
+    def templates(self) -> Sequence[ResourceTemplate]:
+        return self.listing.templates
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self) -> AsyncIterator[None]:
+        async with self.link.serving():
+            yield
+
+    async def read(self, request: ReadRequest) -> Content:
+        """Forward as ``resources/read`` of the upstream's own URI; the first content block is served.
+
+        :raises UpstreamError: the upstream failed, answered nothing or too much (named).
+        :raises NotFound: the upstream does not have it.
+        """
+        upstream_uri = self.homes.upstream(request.uri)
+        what = f"resources/read {upstream_uri}"
+        try:
+            result = await self.link.request(what, lambda c: c.read_resource(upstream_uri))
+        except NotFound as exc:
+            exc.data = {"uri": request.requested_uri or request.uri}
+            raise
+        if not result.contents:
+            raise UpstreamError(f"{self.link.who} answered {what} with no content")
+        first = result.contents[0]
+        if isinstance(first, types.TextResourceContents):
+            _bounded(self.link, len(first.text.encode()), what)
+            return Content(text=first.text, mime_type=first.mime_type)
+        _bounded(self.link, len(first.blob) * 3 // 4, what)
+        return Content(blob=_blob(self.link, first.blob), mime_type=first.mime_type)
+
+
+class UpstreamTools(ToolProvider):
+    """The upstream's tools, named with the configured ``tool_prefix``."""
+
+    def __init__(self, link: Link, listing: Listing) -> None:
+        self.name = f"upstream-{link.server.name}-tools"
+        self.link, self.listing = link, listing
+
+    def tools(self) -> Sequence[Tool]:
+        return self.listing.tools
+
+    async def call(self, call: ToolCall) -> ToolResult:
+        """Forward as ``tools/call`` of the upstream's own name.
+
+        :raises ToolFailure: the upstream answered ``isError`` (its text goes to the model).
+        :raises UpstreamError: the upstream failed or answered too much (named).
+        """
+        name = self.listing.tool_names[call.tool.name]
+        arguments = call.arguments.model_dump(mode="json")
+        what = f"tools/call {name}"
+        result = await self.link.request(what, lambda c: c.call_tool(name, arguments))
+        if not isinstance(result, types.CallToolResult):
+            raise UpstreamError(f"{self.link.who} answered {what} with {type(result).__name__}, not a tool result")
+        _bounded(self.link, len(result.model_dump_json()), what)
+        texts = [b.text for b in result.content if isinstance(b, types.TextContent)]
+        if result.is_error:
+            raise ToolFailure("\n".join(texts) or f"{self.link.who}: {name} failed")
+        model = call.tool.output_model
+        output = None
+        if model is not None and result.structured_content is not None:
+            output = model.model_validate(result.structured_content)
+        media: list[Media] = [] if output is not None else [Text(t) for t in texts]
+        links: list[ResourceLink] = []
+        for block in result.content:
+            if isinstance(block, types.ImageContent):
+                media.append(Image(_blob(self.link, block.data), block.mime_type))
+            elif isinstance(block, types.AudioContent):
+                media.append(Audio(_blob(self.link, block.data), block.mime_type))
+            elif isinstance(block, types.ResourceLink):
+                links.append(ResourceLink(uri=block.uri, name=block.name, mime_type=block.mime_type))
+        return ToolResult(output=output, content=tuple(media), links=tuple(links))
+
+
+class UpstreamPrompts(PromptProvider):
+    """The upstream's prompts, named with the configured ``tool_prefix``."""
+
+    def __init__(self, link: Link, listing: Listing) -> None:
+        self.name = f"upstream-{link.server.name}-prompts"
+        self.link, self.listing = link, listing
+
+    def prompts(self) -> Sequence[Prompt]:
+        return self.listing.prompts
+
+    async def render(self, prompt: Prompt, arguments: Mapping[str, str]) -> Sequence[Message]:
+        """Forward as ``prompts/get`` of the upstream's own name; text, image and audio messages.
+
+        :raises UpstreamError: the upstream failed, or sent a message of another kind (named).
+        """
+        name = self.listing.prompt_names[prompt.name]
+        what = f"prompts/get {name}"
+        result = await self.link.request(what, lambda c: c.get_prompt(name, dict(arguments)))
+        _bounded(self.link, len(result.model_dump_json()), what)
+        return [_message(self.link, m, what) for m in result.messages]
+
+
+def _message(link: Link, m: types.PromptMessage, what: str) -> Message:
+    block: Any = m.content
+    if isinstance(block, types.TextContent):
+        return Message(m.role, block.text)
+    if isinstance(block, types.ImageContent):
+        return Message(m.role, content=Image(_blob(link, block.data), block.mime_type))
+    if isinstance(block, types.AudioContent):
+        return Message(m.role, content=Audio(_blob(link, block.data), block.mime_type))
+    if isinstance(block, types.EmbeddedResource) and isinstance(block.resource, types.TextResourceContents):
+        return Message(m.role, block.resource.text)
+    raise UpstreamError(f"{link.who} answered {what} with a {type(block).__name__} message, which is not served")
