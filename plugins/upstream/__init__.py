@@ -70,8 +70,9 @@ def providers(settings: UpstreamSettings | None) -> Built:
 
 
 def _freshness(listed: dict[str, object]) -> Freshness:
-    """Read from the upstream on every request; not watchable (updates are not relayed yet)."""
-    return Freshness.live(subscribable=False)
+    """Read from the upstream on every request; watchable when the upstream offers
+    ``resources/subscribe`` (fixed resources only: the mapping leaves templates unwatchable)."""
+    return Freshness.live(subscribable=bool(listed.get("subscribe")))
 
 
 @hookimpl

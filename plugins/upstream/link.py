@@ -192,12 +192,18 @@ class Link:
         :raises UpstreamError: the first connection cannot be opened (the provider then fails to
             start, alone).
         """
-        async with anyio.create_task_group() as tg:
-            await tg.start(self._keep)
-            try:
-                yield
-            finally:
-                tg.cancel_scope.cancel()
+        try:
+            async with anyio.create_task_group() as tg:
+                await tg.start(self._keep)
+                try:
+                    yield
+                finally:
+                    tg.cancel_scope.cancel()
+        except BaseExceptionGroup as group:  # the task group's wrapping hides the message that names us
+            failed = [e for e in group.exceptions if isinstance(e, UpstreamError)]
+            if failed:
+                raise failed[0] from None
+            raise
 
     async def _keep(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         delays = iter(BACKOFF)

@@ -197,7 +197,7 @@ def declare(
     "prompts": [...]}`` of ``mcp_types`` records) into declarations; never raises for one bad record."""
     out = Listing()
     _resources(server, homes, listed.get("resources", ()), freshness, out)
-    _templates(server, homes, listed.get("templates", ()), freshness, out)
+    _templates(server, homes, listed.get("templates", ()), out)
     for tool in listed.get("tools", ()):
         _tool(server, tool, out)
     for prompt in listed.get("prompts", ()):
@@ -233,9 +233,7 @@ def _resources(
         )
 
 
-def _templates(
-    server: ServerSettings, homes: Homes, records: Sequence[types.ResourceTemplate], fresh: Freshness, out: Listing
-) -> None:
+def _templates(server: ServerSettings, homes: Homes, records: Sequence[types.ResourceTemplate], out: Listing) -> None:
     for t in records:
         served = homes.served(t.uri_template)
         if served is None:
@@ -252,7 +250,7 @@ def _templates(
                 description=t.description,
                 mime_type=t.mime_type,
                 annotations=_annotations(t.annotations),
-                freshness=fresh,
+                freshness=Freshness.live(subscribable=False),  # upstream subscriptions are per fixed URI
                 meta=_origin(server, uri_template=t.uri_template),
             ),
             out.templates,

@@ -13,10 +13,13 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import warnings
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 import mcp_types as types
+from mcp.shared.exceptions import MCPDeprecationWarning
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_providers.errors import NotFound, ToolFailure, UpstreamError
 from mcp_providers.models import Prompt, Resource, ResourceTemplate, Tool
@@ -80,8 +83,30 @@ class UpstreamResources(ResourceProvider):
 
     @contextlib.asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:
+        """Hold the upstream connection; on each connection (restarts too) subscribe upstream to
+        every watchable resource, once per URI in this process, so its updates reach our
+        subscribers (2025 ``resources/subscribe`` and 2026-07-28 listen alike, through the hub)."""
+        self.link.on_message = self._notified
+        self.link.on_connect.append(self._subscribe)
         async with self.link.serving():
             yield
+
+    async def _subscribe(self, c: Any) -> None:
+        if c.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return  # a 2026-07-28 upstream is watched with listen, not relayed yet (docs/upstreams.md)
+        for r in self.listing.resources:
+            if r.freshness.watchable:
+                with warnings.catch_warnings():  # the SDK warns that 2026-07-28 removed it; this upstream is 2025-era
+                    warnings.simplefilter("ignore", MCPDeprecationWarning)
+                    await c.subscribe_resource(self.homes.upstream(r.uri))
+
+    async def _notified(self, message: Any) -> None:
+        if not isinstance(message, types.ResourceUpdatedNotification) or self.publisher is None:
+            return
+        served = self.homes.served(message.params.uri)
+        if served is not None:
+            with contextlib.suppress(ValueError):  # not a resource served here as live
+                await self.publisher.resource_updated(served)
 
     async def read(self, request: ReadRequest) -> Content:
         """Forward as ``resources/read`` of the upstream's own URI; the first content block is served.
