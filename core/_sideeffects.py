@@ -49,6 +49,12 @@ What is refused in the scope (``SideEffectRefused``, -32008, rule ``side-effect-
 * Processes: ``subprocess``, ``os.system``, ``os.exec*``, ``os.spawn*``, ``os.posix_spawn*``,
   ``os.fork``/``forkpty``, ``pty.spawn``.
 
+MCP over HTTP is a POST whatever the method, so a POST whose body is a JSON-RPC message (or batch)
+of :data:`READ_SAFE_MCP_METHODS` only passes the client-library layer: forwarding a read to an
+upstream MCP server (``resources/read``) changes no more than the GET an HTTP provider would make;
+MCP defines these methods as reading. Judged on the exact bytes sent (httpx's in-memory body), so
+a tool call or anything else in the same POST is refused as before.
+
 A library that catches the refusal and fails its own way (asyncio's transports close the
 connection, ``urllib`` wraps it in ``URLError``) does not hide it: :attr:`Scope.refused` keeps it
 and the server answers with it.
@@ -81,6 +87,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import importlib.util
+import json
 import logging
 import os
 import re
@@ -101,6 +108,15 @@ log = logging.getLogger("mcp_providers.sideeffects")
 RULE = "side-effect-in-resource-read"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 """Methods RFC 9110 (section 9.2.1) defines as safe: allowed in a scope when they carry no body."""
+READ_SAFE_MCP_METHODS = frozenset(
+    {
+        "resources/read", "resources/list", "resources/templates/list", "tools/list", "prompts/list",
+        "prompts/get", "completion/complete", "ping", "notifications/cancelled",
+    }
+)  # fmt: skip
+"""MCP methods that read (MCP 2025-11-25 and 2026-07-28): a POST carrying only these passes a scope,
+so a provider may forward a read to an upstream MCP server over streamable HTTP."""
+_MCP_BODY_LIMIT = 1 << 20
 
 Mode = Literal["enforce", "warn"]
 Kind = Literal["read", "completion", "prompt", "tool"]
@@ -576,9 +592,26 @@ def _core_request_has_body(headers: Any) -> bool:
     return False
 
 
+def _mcp_read_only(request: Any) -> bool:
+    """Whether ``request``'s in-memory body is JSON-RPC of :data:`READ_SAFE_MCP_METHODS` only."""
+    body = getattr(getattr(request, "stream", None), "_stream", None)  # httpx's ByteStream: the bytes sent
+    if not isinstance(body, bytes) or len(body) > _MCP_BODY_LIMIT:
+        return False
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return False
+    messages = message if isinstance(message, list) else [message]
+    return bool(messages) and all(
+        isinstance(m, dict) and m.get("jsonrpc") == "2.0" and m.get("method") in READ_SAFE_MCP_METHODS for m in messages
+    )
+
+
 def _core_check(request: Any, *, tunnel_ok: bool = False) -> None:
     method = request.method.decode("ascii", "replace")
     has_body = _core_request_has_body(request.headers)
+    if method.upper() == "POST" and has_body and _mcp_read_only(request):
+        return  # an MCP read forwarded upstream (see the module docstring)
     if tunnel_ok and method.upper() == "CONNECT" and not has_body:
         return  # a connection opening a proxy tunnel: the requests inside it are judged on their own
     url = request.url

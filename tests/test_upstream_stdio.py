@@ -16,6 +16,7 @@ import pytest
 from mcp import Client, MCPError
 from real_parts import upstream_servers
 
+from mcp_providers.config import ServerSettings
 from mcp_providers.errors import DENIED
 from mcp_providers.identity import serving_as, transportless
 from mcp_providers.models import RECEIPT_KEY
@@ -73,7 +74,8 @@ def composition(tmp_path_factory: pytest.TempPathFactory) -> Any:
             ]
         },
     }
-    return compose({"upstream": upstream, "policy": policy}, settings), shared
+    server = ServerSettings(audit_log=shared / "audit.jsonl")
+    return compose({"upstream": upstream, "policy": policy}, settings, server=server), shared
 
 
 @pytest.fixture(scope="module")
@@ -111,6 +113,13 @@ async def test_upstream_reads_calls_and_prompts_through_the_pipeline_in_both_era
             assert read.contents[0].text.startswith("# Everything Server")
             receipt = read.meta[RECEIPT_KEY]
             assert receipt["provider"] == "upstream-everything"
+            assert receipt["upstream"] == {
+                "name": "everything",
+                "transport": "stdio",
+                "serverInfo": "mcp-servers/everything 2.0.0",
+                "grant": "none",
+                "uri": STATIC + "architecture.md",
+            }
             templated = await client.read_resource("demo://resource/dynamic/text/7")
             assert "7" in templated.contents[0].text
             echoed = await client.call_tool("ev_echo", {"message": "hi"})
@@ -123,6 +132,10 @@ async def test_upstream_reads_calls_and_prompts_through_the_pipeline_in_both_era
         assert bad.is_error and "message" in bad.content[0].text
         prompt = await modern.get_prompt("ev_args-prompt", {"city": "Oslo"})
         assert "Oslo" in prompt.messages[0].content.text
+        assert now.meta[RECEIPT_KEY]["upstream"]["serverInfo"] == "mcp-time 2026.10.19"
+    lines = [json.loads(line) for line in (shared / "audit.jsonl").read_text().splitlines()]
+    called = [line for line in lines if line.get("upstream", {}).get("tool") == "get_current_time"]
+    assert called and called[0]["upstream"]["name"] == "time"
 
 
 @pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")  # 2025 subscribe

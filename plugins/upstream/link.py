@@ -31,6 +31,7 @@ from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
+from mcp_providers import credentials
 from mcp_providers.errors import NotFound, UpstreamError
 from mcp_providers.plugins.upstream.settings import ServerSettings, read_variable
 
@@ -170,20 +171,21 @@ class Link:
         """How many times the connection was opened again after it was lost."""
         self._client: Client | None = None
         self._lost = anyio.Event()
+        self._started = False
         self.on_connect: list[Callable[[Client], Awaitable[None]]] = []
         """Called with each new connection, the first and every restart (subscriptions restored)."""
         self.on_message: Callable[[Any], Awaitable[None]] | None = None
         """Given every notification the upstream sends (set before :meth:`serving`)."""
 
-    @property
-    def origin(self) -> dict[str, Any]:
-        """What receipts and audit lines say of the upstream: configured name, transport and
-        serverInfo name and version (``None`` until connected)."""
-        return {
-            "server": self.server.name,
-            "transport": self.server.transport,
-            "serverInfo": {"name": self.info.name, "version": self.info.version} if self.info else None,
-        }
+    def served_by(self, **where: str) -> None:
+        """Record, for the current request's receipt and audit line (``upstream``), which
+        upstream served it: configured name, transport, serverInfo name and version, the grant
+        (``"static"``: a bearer from a named variable; ``"none"``) and ``where`` (the upstream's
+        own ``uri``, or ``tool``/``prompt`` name). Never the credential itself."""
+        info = f"{self.info.name} {self.info.version}" if self.info is not None else "unknown"
+        grant = "static" if self.server.auth is not None else "none"
+        entry = {"name": self.server.name, "transport": self.server.transport, "serverInfo": info, "grant": grant}
+        credentials.record_served_by({**entry, **where})
 
     @contextlib.asynccontextmanager
     async def serving(self) -> AsyncIterator[None]:
@@ -207,14 +209,13 @@ class Link:
 
     async def _keep(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         delays = iter(BACKOFF)
-        delay = 0.0
-        started = False
+        self._started = False
         while True:
             try:
-                await self._connected(started, task_status)
-                started, delays = True, iter(BACKOFF)
+                if await self._connected(task_status):
+                    delays = iter(BACKOFF)  # it served: the next loss starts the back-off again
             except Exception as exc:
-                if not started:
+                if not self._started:
                     raise UpstreamError(f"{self.who} could not be started: {_why(exc)}") from None
                 log.warning("%s: connection failed: %s", self.who, _why(exc))
             self.restarts += 1
@@ -222,8 +223,8 @@ class Link:
             log.warning("%s: connection lost; opening it again in %s s", self.who, delay)
             await anyio.sleep(delay)
 
-    async def _connected(self, started: bool, task_status: anyio.abc.TaskStatus[None]) -> None:
-        """One connection's life: open (bounded by ``read_timeout``), serve until lost."""
+    async def _connected(self, task_status: anyio.abc.TaskStatus[None]) -> bool:
+        """One connection's life: open (bounded by ``read_timeout``), serve until lost; whether it served."""
         self._lost = anyio.Event()
         with anyio.CancelScope(deadline=anyio.current_time() + self.server.read_timeout) as opening:
             async with client(self.server, on_message=self._message) as c:
@@ -231,7 +232,8 @@ class Link:
                 for call in self.on_connect:
                     await call(c)
                 self._client, self.info = c, c.server_info
-                if not started:
+                if not self._started:
+                    self._started = True
                     task_status.started()
                 try:
                     await self._lost.wait()
@@ -239,6 +241,7 @@ class Link:
                     self._client = None
         if opening.cancelled_caught:
             raise TimeoutError(f"no handshake within {self.server.read_timeout} s")
+        return True
 
     async def _message(self, message: Any) -> None:
         if isinstance(message, Exception):

@@ -22,6 +22,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_providers.errors import NotFound, ToolFailure, UpstreamError
+from mcp_providers.http import exempt
 from mcp_providers.models import Prompt, Resource, ResourceTemplate, Tool
 from mcp_providers.plugins.upstream.link import Link
 from mcp_providers.plugins.upstream.mapping import Homes, LeftOut, Listing
@@ -116,6 +117,7 @@ class UpstreamResources(ResourceProvider):
         """
         upstream_uri = self.homes.upstream(request.uri)
         what = f"resources/read {upstream_uri}"
+        self.link.served_by(uri=upstream_uri)
         try:
             result = await self.link.request(what, lambda c: c.read_resource(upstream_uri))
         except NotFound as exc:
@@ -150,7 +152,9 @@ class UpstreamTools(ToolProvider):
         name = self.listing.tool_names[call.tool.name]
         arguments = call.arguments.model_dump(mode="json")
         what = f"tools/call {name}"
-        result = await self.link.request(what, lambda c: c.call_tool(name, arguments))
+        self.link.served_by(tool=name)
+        with _forwarded(call.tool, self.link, name):
+            result = await self.link.request(what, lambda c: c.call_tool(name, arguments))
         if not isinstance(result, types.CallToolResult):
             raise UpstreamError(f"{self.link.who} answered {what} with {type(result).__name__}, not a tool result")
         _bounded(self.link, len(result.model_dump_json()), what)
@@ -173,6 +177,15 @@ class UpstreamTools(ToolProvider):
         return ToolResult(output=output, content=tuple(media), links=tuple(links))
 
 
+def _forwarded(tool: Tool, link: Link, name: str) -> contextlib.AbstractContextManager[None]:
+    """A read-only tool runs in the side-effect scope, where the POST carrying ``tools/call`` to an
+    HTTP upstream would be refused: it is let through as an exemption, logged and recorded in the
+    receipt, on the upstream's (or the operator's) word that the tool changes nothing."""
+    if tool.effects != "none":
+        return contextlib.nullcontext()
+    return exempt(f"tools/call {name} forwarded to {link.who}, read-only by its declaration")
+
+
 class UpstreamPrompts(PromptProvider):
     """The upstream's prompts, named with the configured ``tool_prefix``."""
 
@@ -190,6 +203,7 @@ class UpstreamPrompts(PromptProvider):
         """
         name = self.listing.prompt_names[prompt.name]
         what = f"prompts/get {name}"
+        self.link.served_by(prompt=name)
         result = await self.link.request(what, lambda c: c.get_prompt(name, dict(arguments)))
         _bounded(self.link, len(result.model_dump_json()), what)
         return [_message(self.link, m, what) for m in result.messages]
