@@ -169,6 +169,8 @@ class Link:
         self.info: types.Implementation | None = None
         self.restarts = 0
         """How many times the connection was opened again after it was lost."""
+        self.in_flight = 0
+        """Requests sent and not yet answered."""
         self._client: Client | None = None
         self._lost = anyio.Event()
         self._started = False
@@ -260,6 +262,7 @@ class Link:
         c = self._client
         if c is None:
             raise UpstreamError(f"{self.who} is not connected; {what} was not sent")
+        self.in_flight += 1
         try:
             with anyio.fail_after(self.server.read_timeout):
                 return await call(c)
@@ -278,3 +281,5 @@ class Link:
             raise UpstreamError(f"{self.who} connection lost during {what} ({type(exc).__name__})") from None
         except Exception as exc:  # a malformed answer (pydantic), a transport failure
             raise UpstreamError(f"{self.who} failed {what}: {_why(exc)}") from None
+        finally:
+            self.in_flight -= 1

@@ -1,0 +1,193 @@
+"""Upstream MCP servers over streamable HTTP: server-everything's HTTP mode (npm, 2025-era) and an
+SDK v2 server (2026-07-28) that records the Authorization header of every request it gets.
+
+One composition per module, its upstreams started once; the last test kills server-everything
+mid-session and starts it again on the same port.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+import uvicorn
+from mcp import MCPError
+from mcp.server.context import CallNext, HandlerResult
+from mcp.server.mcpserver import MCPServer
+from real_parts import upstream_servers
+from serve_support import free_port
+from waiting import await_until, wait_until
+
+from mcp_providers import _sideeffects
+from mcp_providers.errors import UPSTREAM_ERROR, SideEffectRefused
+from mcp_providers.models import RECEIPT_KEY
+from mcp_providers.plugins import upstream
+from mcp_providers.testing import compose, connect
+
+pytestmark = pytest.mark.anyio
+
+TOKEN_ENV = "U1_PROBE_TOKEN"
+SEEN: list[str | None] = []
+
+
+def _probe() -> MCPServer:
+    async def record(ctx: Any, call_next: CallNext) -> HandlerResult:
+        if ctx.request is not None:
+            SEEN.append(ctx.request.headers.get("authorization"))
+        return await call_next(ctx)
+
+    probe = MCPServer("probe", version="9.9", middleware=[record], log_level="WARNING")
+
+    @probe.resource("probe://items/{item}", mime_type="text/plain")
+    def item(item: str) -> str:
+        return f"item {item}"
+
+    @probe.tool(description="Add two numbers.")
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    return probe
+
+
+@contextlib.contextmanager
+def _everything(port: int, log: Path) -> Iterator[subprocess.Popen[bytes]]:
+    command = upstream_servers()["everything"]
+    with log.open("ab") as err:
+        proc = subprocess.Popen(
+            [*command, "streamableHttp"], env={**os.environ, "PORT": str(port)}, stdout=err, stderr=err
+        )
+    try:
+        wait_until(lambda: f"listening on port {port}" in log.read_text(), "server-everything listens", alive=proc)
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(10)
+
+
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+def http_upstreams(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    folder = tmp_path_factory.mktemp("http-upstreams")
+    probe_port, ev_port = free_port(), free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(_probe().streamable_http_app(), host="127.0.0.1", port=probe_port, log_level="warning")
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    wait_until(lambda: server.started, "the probe server listens")
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv(TOKEN_ENV, "static-probe-token")
+        with _everything(ev_port, folder / "everything.log") as proc:
+            yield {"probe": probe_port, "everything": ev_port, "proc": proc, "log": folder / "everything.log"}
+    server.should_exit = True
+    thread.join(10)
+
+
+@pytest.fixture(scope="module")
+async def composed(http_upstreams: dict[str, Any]) -> Any:
+    settings = {
+        "servers": [
+            {
+                "name": "probe",
+                "url": f"http://127.0.0.1:{http_upstreams['probe']}/mcp",
+                "auth": {"token_env": TOKEN_ENV},
+                "prefixes": ["probe://"],
+            },
+            {
+                "name": "everything",
+                "url": f"http://127.0.0.1:{http_upstreams['everything']}/mcp",
+                "prefixes": ["demo://resource/"],
+                "tool_prefix": "ev_",
+                "read_timeout": 5,
+            },
+        ]
+    }
+    c = compose({"upstream": upstream}, {"upstream": settings})
+    async with c.running():
+        yield c
+
+
+async def test_http_upstreams_of_both_eras_serve_with_only_their_static_credential(composed: Any) -> None:
+    SEEN.clear()
+    async with connect(composed, "auto") as modern, connect(composed, "legacy") as legacy:
+        for client in (modern, legacy):
+            read = await client.read_resource("probe://items/7")
+            assert read.contents[0].text == "item 7"
+            assert read.meta[RECEIPT_KEY]["upstream"] == {
+                "name": "probe",
+                "transport": "streamable-http",
+                "serverInfo": "probe 9.9",
+                "grant": "static",
+                "uri": "probe://items/7",
+            }
+            assert (await client.call_tool("add", {"a": 2, "b": 3})).structured_content == {"result": 5}
+            doc = await client.read_resource("demo://resource/static/document/features.md")
+            assert doc.contents[0].text.startswith("# Everything Server")
+            assert (await client.call_tool("ev_echo", {"message": "hi"})).content[0].text == "Echo: hi"
+    assert SEEN and set(SEEN) == {"Bearer static-probe-token"}  # never the caller's, never missing
+
+
+async def test_the_side_effect_scope_lets_an_mcp_read_post_through_and_nothing_else(
+    http_upstreams: dict[str, Any],
+) -> None:
+    _sideeffects.install()
+    url = f"http://127.0.0.1:{http_upstreams['everything']}/mcp"
+
+    def body(*methods: str) -> str:
+        messages = [{"jsonrpc": "2.0", "id": i, "method": m, "params": {}} for i, m in enumerate(methods)]
+        return json.dumps(messages[0] if len(messages) == 1 else messages)
+
+    async with httpx2.AsyncClient() as http:
+        with _sideeffects.side_effect_scope(provider="p", plugin="p", target="demo://x"):
+            answer = await http.post(url, content=body("resources/read"), headers={"content-type": "application/json"})
+            assert answer.status_code < 500  # sent (the server refuses it for want of a session)
+            for refused in (body("tools/call"), body("resources/read", "tools/call"), "not json"):
+                with pytest.raises(SideEffectRefused, match="a POST to"):
+                    await http.post(url, content=refused, headers={"content-type": "application/json"})
+
+
+async def test_an_upstream_killed_mid_session_errors_by_name_restarts_and_the_others_serve(
+    composed: Any, http_upstreams: dict[str, Any]
+) -> None:
+    async with connect(composed) as client:
+        failed: list[MCPError] = []
+
+        async def in_flight() -> None:
+            with pytest.raises(MCPError) as caught:
+                await client.call_tool("ev_trigger-long-running-operation", {"duration": 30, "steps": 30})
+            failed.append(caught.value)
+
+        [link] = [d.provider.link for d in composed.assembly.declared if d.provider.name == "upstream-everything-tools"]
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(in_flight)
+            await await_until(lambda: link.in_flight, "the call is in flight")
+            http_upstreams["proc"].kill()
+        assert failed[0].code == UPSTREAM_ERROR and "upstream 'everything' (streamable-http)" in failed[0].message
+        assert (await client.read_resource("probe://items/1")).contents[0].text == "item 1"  # the other serves
+        with _everything(http_upstreams["everything"], http_upstreams["log"]) as proc:
+            http_upstreams["proc"] = proc
+
+            async def served_again() -> bool:
+                try:
+                    await client.read_resource("demo://resource/static/document/features.md")
+                except MCPError:
+                    return False
+                return True
+
+            await await_until(served_again, "the upstream is connected again", every=0.2)
+        assert link.restarts >= 1
