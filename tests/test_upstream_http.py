@@ -56,6 +56,11 @@ def _probe() -> MCPServer:
     def add(a: int, b: int) -> int:
         return a + b
 
+    @probe.tool(description="Never answers.")
+    async def stall() -> str:
+        await anyio.sleep_forever()
+        return "never"
+
     return probe
 
 
@@ -107,6 +112,8 @@ async def composed(http_upstreams: dict[str, Any]) -> Any:
                 "url": f"http://127.0.0.1:{http_upstreams['probe']}/mcp",
                 "auth": {"token_env": TOKEN_ENV},
                 "prefixes": ["probe://"],
+                "read_timeout": 1,
+                "effects": {"stall": "additive"},
             },
             {
                 "name": "everything",
@@ -140,6 +147,17 @@ async def test_http_upstreams_of_both_eras_serve_with_only_their_static_credenti
             assert doc.contents[0].text.startswith("# Everything Server")
             assert (await client.call_tool("ev_echo", {"message": "hi"})).content[0].text == "Echo: hi"
     assert SEEN and set(SEEN) == {"Bearer static-probe-token"}  # never the caller's, never missing
+
+
+async def test_an_upstream_that_hangs_is_bounded_by_its_read_timeout(composed: Any) -> None:
+    async with connect(composed) as client:
+        with pytest.raises(MCPError) as hung:
+            await client.call_tool("stall", {})
+        assert hung.value.code == UPSTREAM_ERROR
+        assert hung.value.message.startswith(
+            "upstream 'probe' (streamable-http) did not answer tools/call stall within 1"
+        )
+        assert (await client.call_tool("add", {"a": 1, "b": 1})).structured_content == {"result": 2}
 
 
 async def test_the_side_effect_scope_lets_an_mcp_read_post_through_and_nothing_else(

@@ -17,7 +17,7 @@ from mcp import Client, MCPError
 from real_parts import upstream_servers
 
 from mcp_providers.config import ServerSettings
-from mcp_providers.errors import DENIED
+from mcp_providers.errors import DENIED, UPSTREAM_ERROR
 from mcp_providers.identity import serving_as, transportless
 from mcp_providers.models import RECEIPT_KEY
 from mcp_providers.plugins import policy, upstream
@@ -40,6 +40,7 @@ def composition(tmp_path_factory: pytest.TempPathFactory) -> Any:
     servers = upstream_servers()
     shared = tmp_path_factory.mktemp("shared")
     (shared / "notes.txt").write_text("hello from the filesystem upstream")
+    (shared / "big.txt").write_text("x" * 2000)
     settings = {
         "upstream": {
             "servers": [
@@ -57,6 +58,7 @@ def composition(tmp_path_factory: pytest.TempPathFactory) -> Any:
                     "args": [*servers["filesystem"][1:], str(shared)],
                     "namespace": "files",
                     "tool_prefix": "fs_",
+                    "max_bytes": 1024,
                     "effects": {"create_directory": "destructive"},
                 },
                 {"name": "time", "command": servers["time"][0], "namespace": "clock", "tool_prefix": "time_"},
@@ -128,6 +130,10 @@ async def test_upstream_reads_calls_and_prompts_through_the_pipeline_in_both_era
         assert now.structured_content["timezone"] == "UTC"
         listed = await modern.call_tool("fs_read_text_file", {"path": str(shared / "notes.txt")})
         assert "hello from the filesystem upstream" in json.dumps(listed.structured_content)
+        with pytest.raises(MCPError) as oversize:
+            await modern.call_tool("fs_read_text_file", {"path": str(shared / "big.txt")})
+        assert oversize.value.code == UPSTREAM_ERROR
+        assert "upstream 'files' (stdio) answered tools/call read_text_file with" in oversize.value.message
         bad = await modern.call_tool("ev_echo", {"message": 5})  # the upstream's schema, checked here
         assert bad.is_error and "message" in bad.content[0].text
         prompt = await modern.get_prompt("ev_args-prompt", {"city": "Oslo"})
