@@ -208,4 +208,8 @@ async def test_an_upstream_killed_mid_session_errors_by_name_restarts_and_the_ot
                 return True
 
             await await_until(served_again, "the upstream is connected again", every=0.2)
+            watched = "demo://resource/static/document/features.md"  # subscribed upstream on the new connection
+            async with client.listen(resource_subscriptions=[watched]) as events:
+                await client.call_tool("ev_toggle-subscriber-updates", {"enabled": True})  # sends one at once
+                assert str((await events.__anext__()).uri) == watched
         assert link.restarts >= 1

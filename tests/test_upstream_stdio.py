@@ -88,6 +88,7 @@ async def upstreams(composition: Any) -> Any:
 
 
 def test_upstream_components_are_declared_with_origin_and_left_out_reported(composition: Any) -> None:
+    from mcp_providers._cli.explore import inventory
     from mcp_providers._host.rules import advisories
 
     c, _shared = composition
@@ -102,6 +103,19 @@ def test_upstream_components_are_declared_with_origin_and_left_out_reported(comp
     assert tools["ev_toggle-subscriber-updates"].effects == "additive"  # neither
     assert tools["fs_create_directory"].effects == "destructive"  # the operator's override
     assert tools["time_get_current_time"].meta["io.mcp-providers/upstream"]["name"] == "get_current_time"
+    shown = inventory(c)  # what `mcp-providers inspect --json` prints: each component with its provider
+    by_provider = {
+        (kind, item["provider"]) for kind in ("resources", "templates", "tools", "prompts") for item in shown[kind]
+    }
+    assert {
+        ("resources", "upstream-everything"),
+        ("templates", "upstream-everything"),
+        ("tools", "upstream-everything-tools"),
+        ("tools", "upstream-files-tools"),
+        ("tools", "upstream-time-tools"),
+        ("prompts", "upstream-everything-prompts"),
+    } <= by_provider
+    assert {t["name"]: t["effects"] for t in shown["tools"]}["fs_write_file"] == "destructive"
     left = {p.value: p.message for p in advisories(c.assembly.declared) if p.rule == "left-out"}
     assert set(left) == {"demo://resource/dynamic/blob/{resourceId}", "gone"}
     assert "outside the owned prefixes" in left["demo://resource/dynamic/blob/{resourceId}"]
