@@ -82,7 +82,6 @@ def client(server: ServerSettings, *, on_message: Callable[[Any], Awaitable[None
     return Client(
         transport(server),
         cache=None,
-        read_timeout_seconds=server.read_timeout,
         client_info=CLIENT_INFO,
         message_handler=on_message,
     )

@@ -25,7 +25,7 @@ from mcp_providers.errors import NotFound, ToolFailure, UpstreamError
 from mcp_providers.http import exempt
 from mcp_providers.models import Prompt, Resource, ResourceTemplate, Tool
 from mcp_providers.plugins.upstream.link import Link
-from mcp_providers.plugins.upstream.mapping import Homes, LeftOut, Listing
+from mcp_providers.plugins.upstream.mapping import ORIGIN_KEY, Homes, LeftOut, Listing
 from mcp_providers.providers import (
     Audio,
     Content,
@@ -115,7 +115,11 @@ class UpstreamResources(ResourceProvider):
         :raises UpstreamError: the upstream failed, answered nothing or too much (named).
         :raises NotFound: the upstream does not have it.
         """
-        upstream_uri = self.homes.upstream(request.uri)
+        declared = request.resource
+        if isinstance(declared, Resource) and declared.meta:  # the upstream's own spelling, as it listed it
+            upstream_uri = declared.meta[ORIGIN_KEY]["uri"]
+        else:
+            upstream_uri = self.homes.upstream(request.uri)
         what = f"resources/read {upstream_uri}"
         self.link.served_by(uri=upstream_uri)
         try:
