@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import tomllib
+from pathlib import Path
 
 import mcp_types as types
 import pytest
@@ -12,6 +13,7 @@ from pydantic import ValidationError
 from mcp_providers.plugins.upstream import settings as settings_module
 from mcp_providers.plugins.upstream.mapping import Homes, declare, effects_of, schema_model
 from mcp_providers.plugins.upstream.settings import ServerSettings, UpstreamSettings, read_variable
+from mcp_providers.testing import compose
 
 
 def test_upstream_settings_example_in_the_module_docstring_validates() -> None:
@@ -118,3 +120,16 @@ def test_upstream_components_that_do_not_convert_are_left_out_with_the_reason() 
     assert [r.uri for r in listing.resources] == ["demo://b"]
     assert [t.name for t in listing.tools] == ["ev_ok"] and listing.tool_names == {"ev_ok": "ok"}
     assert {x.value for x in listing.left_out} == {"other://a", "bad name!", "broken"}
+
+
+def test_an_upstream_on_another_plugins_prefix_is_a_collision_refused_on_both_sides(tmp_path: Path) -> None:
+    from mcp_providers.plugins import upstream
+    from mcp_providers.plugins.documcp import ssg_catalog
+
+    absent = str(tmp_path / "absent")  # nothing is listed: the owned prefix alone collides
+    settings = {"upstream": {"servers": [{"name": "docs", "command": absent, "prefixes": ["documcp://ssgs/"]}]}}
+    composition = compose({"upstream": upstream, "ssg_catalog": ssg_catalog}, settings, strict=False)
+    [overlap] = [line for line in composition.failures if "prefix-overlap" in line]
+    assert overlap.startswith("ssg_catalog + upstream: prefix-overlap")
+    assert "'ssg-catalog' and 'upstream-docs' both own it" in overlap
+    assert {r.name: r.status for r in composition.records} == {"ssg_catalog": "rejected", "upstream": "rejected"}
