@@ -15,6 +15,7 @@ import mcp_types as types
 import pytest
 from mcp import Client, MCPError
 from real_parts import upstream_servers
+from waiting import await_until
 
 from mcp_providers.config import ServerSettings
 from mcp_providers.errors import DENIED, UPSTREAM_ERROR
@@ -209,3 +210,20 @@ async def test_an_upstream_that_cannot_start_fails_alone(upstreams: Any) -> None
     assert "could not be listed" in left["gone"]
     assert "upstream 'gone' (stdio) could not be started" in c.startup_failures["upstream-gone"]
     assert set(c.startup_failures) == {"upstream-gone"}  # the others serve
+
+
+async def test_an_upstream_list_changed_reloads_the_composition(upstreams: Any) -> None:
+    from mcp_providers._serve.reload import Reloader
+
+    c, _shared = upstreams  # the module's last test: the reload replaces the upstreams' providers
+    reloader = Reloader(c, lambda: c.config, load_entrypoints=False, plugins={"upstream": upstream, "policy": policy})
+    before = {d.provider for d in c.assembly.declared if d.plugin == "upstream"}
+    async with connect(c) as client:
+        # the upstream registers a session resource, and says so with notifications/resources/list_changed
+        made = await client.call_tool("ev_gzip-file-as-resource", {"name": "n.gz", "data": "data:text/plain,hello"})
+        assert not made.is_error
+        await await_until(lambda: reloader.last is not None, "the reload the upstream's list_changed asked for")
+        assert reloader.last.outcome == "applied", reloader.last
+        assert "upstream 'everything' (stdio) sent notifications/resources/list_changed" in reloader.last.trigger
+        assert not before & {d.provider for d in c.assembly.declared if d.plugin == "upstream"}  # listed anew
+        assert (await client.read_resource(STATIC + "architecture.md")).contents[0].text

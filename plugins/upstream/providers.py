@@ -62,6 +62,13 @@ def _bounded(link: Link, size: int, what: str) -> None:
         )
 
 
+_LIST_CHANGED = (
+    types.ResourceListChangedNotification,
+    types.ToolListChangedNotification,
+    types.PromptListChangedNotification,
+)
+
+
 class UpstreamResources(ResourceProvider):
     """The upstream's resources and templates, under its owned prefixes or namespace.
 
@@ -102,7 +109,12 @@ class UpstreamResources(ResourceProvider):
                     await c.subscribe_resource(self.homes.upstream(r.uri))
 
     async def _notified(self, message: Any) -> None:
-        if not isinstance(message, types.ResourceUpdatedNotification) or self.publisher is None:
+        if self.publisher is None:
+            return
+        if isinstance(message, _LIST_CHANGED):
+            await self.publisher.declarations_changed(f"{self.link.who} sent {message.method}")
+            return
+        if not isinstance(message, types.ResourceUpdatedNotification):
             return
         served = self.homes.served(message.params.uri)
         if served is not None:
