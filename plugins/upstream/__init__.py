@@ -87,10 +87,19 @@ def register_resource_providers(settings: UpstreamSettings | None) -> Sequence[R
     return list(providers(settings).resources)
 
 
+class Unconfigured(ToolProvider):
+    """Registered when no server is configured: it declares nothing. A built-in with nothing
+    configured is not a mistake, so ``check`` has nothing to warn about (a plugin registering no
+    provider at all would be named as contributing nothing)."""
+
+    name = "upstream-unconfigured"
+
+
 @hookimpl
 def register_tool_providers(settings: UpstreamSettings | None) -> Sequence[ToolProvider]:
-    """One :class:`UpstreamTools` per configured server."""
-    return list(providers(settings).tools)
+    """One :class:`UpstreamTools` per configured server (:class:`Unconfigured` with none)."""
+    tools = list(providers(settings).tools)
+    return tools if tools else [Unconfigured()]
 
 
 @hookimpl
