@@ -23,12 +23,13 @@ import pytest
 import uvicorn
 from mcp import MCPError
 from mcp.server.context import CallNext, HandlerResult
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from real_parts import upstream_servers
 from serve_support import free_port
 from waiting import await_until, wait_until
 
 from mcp_providers import _sideeffects
+from mcp_providers._serve.reload import Reloader
 from mcp_providers.errors import UPSTREAM_ERROR, SideEffectRefused
 from mcp_providers.models import RECEIPT_KEY
 from mcp_providers.plugins import upstream
@@ -55,6 +56,16 @@ def _probe() -> MCPServer:
     @probe.tool(description="Add two numbers.")
     def add(a: int, b: int) -> int:
         return a + b
+
+    @probe.resource("probe://status", mime_type="text/plain")
+    def status() -> str:
+        return "fine"
+
+    @probe.tool(description="Announce a change of the status and of the tool list.")
+    async def announce(ctx: Context) -> str:
+        await ctx.notify_resource_updated("probe://status")
+        await ctx.notify_tools_changed()
+        return "announced"
 
     @probe.tool(description="Never answers.")
     async def stall() -> str:
@@ -97,8 +108,9 @@ def http_upstreams(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[st
     wait_until(lambda: server.started, "the probe server listens")
     with pytest.MonkeyPatch.context() as env:
         env.setenv(TOKEN_ENV, "static-probe-token")
-        with _everything(ev_port, folder / "everything.log") as proc:
-            yield {"probe": probe_port, "everything": ev_port, "proc": proc, "log": folder / "everything.log"}
+        with contextlib.ExitStack() as later, _everything(ev_port, folder / "everything.log") as proc:
+            log = folder / "everything.log"
+            yield {"probe": probe_port, "everything": ev_port, "proc": proc, "log": log, "later": later}
     server.should_exit = True
     thread.join(10)
 
@@ -113,7 +125,7 @@ async def composed(http_upstreams: dict[str, Any]) -> Any:
                 "auth": {"token_env": TOKEN_ENV},
                 "prefixes": ["probe://"],
                 "read_timeout": 1,
-                "effects": {"stall": "additive"},
+                "effects": {"stall": "additive", "announce": "additive"},
             },
             {
                 "name": "everything",
@@ -126,10 +138,11 @@ async def composed(http_upstreams: dict[str, Any]) -> Any:
     }
     c = compose({"upstream": upstream}, {"upstream": settings})
     async with c.running():
-        yield c
+        yield c, Reloader(c, lambda: c.config, load_entrypoints=False, plugins={"upstream": upstream})
 
 
 async def test_http_upstreams_of_both_eras_serve_with_only_their_static_credential(composed: Any) -> None:
+    composed, _reloader = composed
     SEEN.clear()
     async with connect(composed, "auto") as modern, connect(composed, "legacy") as legacy:
         for client in (modern, legacy):
@@ -150,6 +163,7 @@ async def test_http_upstreams_of_both_eras_serve_with_only_their_static_credenti
 
 
 async def test_an_upstream_that_hangs_is_bounded_by_its_read_timeout(composed: Any) -> None:
+    composed, _reloader = composed
     async with connect(composed) as client:
         with pytest.raises(MCPError) as hung:
             await client.call_tool("stall", {})
@@ -182,6 +196,7 @@ async def test_the_side_effect_scope_lets_an_mcp_read_post_through_and_nothing_e
 async def test_an_upstream_killed_mid_session_errors_by_name_restarts_and_the_others_serve(
     composed: Any, http_upstreams: dict[str, Any]
 ) -> None:
+    composed, _reloader = composed
     async with connect(composed) as client:
         failed: list[MCPError] = []
 
@@ -197,19 +212,32 @@ async def test_an_upstream_killed_mid_session_errors_by_name_restarts_and_the_ot
             http_upstreams["proc"].kill()
         assert failed[0].code == UPSTREAM_ERROR and "upstream 'everything' (streamable-http)" in failed[0].message
         assert (await client.read_resource("probe://items/1")).contents[0].text == "item 1"  # the other serves
-        with _everything(http_upstreams["everything"], http_upstreams["log"]) as proc:
-            http_upstreams["proc"] = proc
+        restarted = _everything(http_upstreams["everything"], http_upstreams["log"])
+        http_upstreams["proc"] = http_upstreams["later"].enter_context(restarted)  # serves on for the next test
 
-            async def served_again() -> bool:
-                try:
-                    await client.read_resource("demo://resource/static/document/features.md")
-                except MCPError:
-                    return False
-                return True
+        async def served_again() -> bool:
+            try:
+                await client.read_resource("demo://resource/static/document/features.md")
+            except MCPError:
+                return False
+            return True
 
-            await await_until(served_again, "the upstream is connected again", every=0.2)
-            watched = "demo://resource/static/document/features.md"  # subscribed upstream on the new connection
-            async with client.listen(resource_subscriptions=[watched]) as events:
-                await client.call_tool("ev_toggle-subscriber-updates", {"enabled": True})  # sends one at once
-                assert str((await events.__anext__()).uri) == watched
+        await await_until(served_again, "the upstream is connected again", every=0.2)
+        watched = "demo://resource/static/document/features.md"  # subscribed upstream on the new connection
+        async with client.listen(resource_subscriptions=[watched]) as events:
+            await client.call_tool("ev_toggle-subscriber-updates", {"enabled": True})  # sends one at once
+            assert str((await events.__anext__()).uri) == watched
         assert link.restarts >= 1
+
+
+async def test_a_2026_upstream_is_watched_by_listen_its_updates_relayed_its_list_change_reloading(
+    composed: Any,
+) -> None:
+    composed, reloader = composed  # the module's last test: the reload replaces the upstreams' providers
+    async with connect(composed) as client, client.listen(resource_subscriptions=["probe://status"]) as events:
+        assert (await client.call_tool("announce", {})).structured_content == {"result": "announced"}
+        assert str((await events.__anext__()).uri) == "probe://status"
+        await await_until(lambda: reloader.last is not None, "the reload the upstream's list change asked for")
+    assert reloader.outcomes == {"applied": 1}, reloader.last  # once, however many notices
+    assert "upstream 'probe' (streamable-http) sent" in reloader.last.trigger
+    assert not composed.startup_failures

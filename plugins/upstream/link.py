@@ -177,6 +177,13 @@ class Link:
         """Called with each new connection, the first and every restart (subscriptions restored)."""
         self.on_message: Callable[[Any], Awaitable[None]] | None = None
         """Given every notification the upstream sends (set before :meth:`serving`)."""
+        self.watch: Callable[[Client], Awaitable[None]] | None = None
+        """Run in a task of each connection while it lives (a 2026-07-28 listen stream)."""
+
+    @property
+    def connected(self) -> Client | None:
+        """The connection while it is up, else ``None``."""
+        return self._client
 
     def served_by(self, **where: str) -> None:
         """Record, for the current request's receipt and audit line (``upstream``), which
@@ -237,12 +244,23 @@ class Link:
                     self._started = True
                     task_status.started()
                 try:
-                    await self._lost.wait()
+                    async with anyio.create_task_group() as watching:
+                        if self.watch is not None:
+                            watching.start_soon(self._watching, self.watch, c)
+                        await self._lost.wait()
+                        watching.cancel_scope.cancel()
                 finally:
                     self._client = None
         if opening.cancelled_caught:
             raise TimeoutError(f"no handshake within {self.server.read_timeout} s")
         return True
+
+    async def _watching(self, watch: Callable[[Client], Awaitable[None]], c: Client) -> None:
+        """Run ``watch`` for this connection; its failure is logged, the connection goes on."""
+        try:
+            await watch(c)
+        except Exception as exc:
+            log.warning("%s: watching it stopped: %s", self.who, _why(exc))
 
     async def _message(self, message: Any) -> None:
         if isinstance(message, Exception):

@@ -19,6 +19,7 @@ from typing import Any
 
 import mcp_types as types
 from mcp.shared.exceptions import MCPDeprecationWarning
+from mcp.shared.subscriptions import ResourceUpdated
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_providers.errors import NotFound, ToolFailure, UpstreamError
@@ -91,33 +92,54 @@ class UpstreamResources(ResourceProvider):
 
     @contextlib.asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:
-        """Hold the upstream connection; on each connection (restarts too) subscribe upstream to
-        every watchable resource, once per URI in this process, so its updates reach our
-        subscribers (2025 ``resources/subscribe`` and 2026-07-28 listen alike, through the hub)."""
+        """Hold the upstream connection and watch it on each connection (restarts too), once per
+        URI in this process: a 2025-era upstream by ``resources/subscribe`` to every watchable
+        resource, a 2026-07-28 one by a ``subscriptions/listen`` stream. Its updates enter the
+        hub (2025 subscribers and 2026 listeners alike); its ``list_changed`` asks for a reload."""
         self.link.on_message = self._notified
         self.link.on_connect.append(self._subscribe)
+        self.link.watch = self._listen
         async with self.link.serving():
             yield
 
+    def _watched(self) -> list[str]:
+        return [self.homes.upstream(r.uri) for r in self.listing.resources if r.freshness.watchable]
+
     async def _subscribe(self, c: Any) -> None:
         if c.protocol_version in MODERN_PROTOCOL_VERSIONS:
-            return  # a 2026-07-28 upstream is watched with listen, not relayed yet (docs/upstreams.md)
-        for r in self.listing.resources:
-            if r.freshness.watchable:
-                with warnings.catch_warnings():  # the SDK warns that 2026-07-28 removed it; this upstream is 2025-era
-                    warnings.simplefilter("ignore", MCPDeprecationWarning)
-                    await c.subscribe_resource(self.homes.upstream(r.uri))
+            return  # watched by _listen
+        for uri in self._watched():
+            with warnings.catch_warnings():  # the SDK warns that 2026-07-28 removed it; this upstream is 2025-era
+                warnings.simplefilter("ignore", MCPDeprecationWarning)
+                await c.subscribe_resource(uri)
+
+    async def _listen(self, c: Any) -> None:
+        if c.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            return
+        flags = {"tools_list_changed": True, "prompts_list_changed": True, "resources_list_changed": True}
+        async with c.listen(resource_subscriptions=self._watched(), **flags) as events:
+            async for event in events:
+                if isinstance(event, ResourceUpdated):
+                    await self._updated(event.uri)
+                else:
+                    await self._changed(type(event).__name__)
 
     async def _notified(self, message: Any) -> None:
-        if self.publisher is None:
-            return
+        c = self.link.connected
+        if c is not None and c.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return  # the listen stream's events, which the SDK also hands here: _listen has them
         if isinstance(message, _LIST_CHANGED):
-            await self.publisher.declarations_changed(f"{self.link.who} sent {message.method}")
-            return
-        if not isinstance(message, types.ResourceUpdatedNotification):
-            return
-        served = self.homes.served(message.params.uri)
-        if served is not None:
+            await self._changed(message.method)
+        elif isinstance(message, types.ResourceUpdatedNotification):
+            await self._updated(message.params.uri)
+
+    async def _changed(self, what: str) -> None:
+        if self.publisher is not None:
+            await self.publisher.declarations_changed(f"{self.link.who} sent {what}")
+
+    async def _updated(self, uri: str) -> None:
+        served = self.homes.served(uri)
+        if served is not None and self.publisher is not None:
             with contextlib.suppress(ValueError):  # not a resource served here as live
                 await self.publisher.resource_updated(served)
 

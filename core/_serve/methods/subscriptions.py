@@ -107,11 +107,14 @@ class Publisher:
         await self._hub.shared.remember(self._source(source), text)
 
     async def declarations_changed(self, reason: str) -> bool:
-        """Mark the provider stale and ask for a reload (see the protocol in ``providers``)."""
-        self._provider.stale = True
+        """Mark the provider stale and ask for a reload (see the protocol in ``providers``); once:
+        a stale provider is replaced by that reload, so saying it again asks for nothing more."""
         request = self._hub.reload_requested
         if request is None:
             return False
+        if self._provider.stale:
+            return True
+        self._provider.stale = True
         request(f"provider {self._provider.name!r}: {reason}")
         return True
 
