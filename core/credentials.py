@@ -69,6 +69,7 @@ __all__ = [
     "credential_for",
     "current_scope",
     "forget_for",
+    "record_served_by",
 ]
 
 log = logging.getLogger("mcp_providers.credentials")
@@ -363,6 +364,18 @@ async def credential_for(upstream: Upstream, principal: Principal) -> Credential
     if scope is not None:
         scope.record(upstream.name, credential)
     return credential
+
+
+def record_served_by(entry: dict[str, str]) -> None:
+    """Note that the current request was served through ``entry``, an upstream this server
+    reaches with an identity of its own (no credential from the broker), e.g. an upstream MCP
+    server: ``{"name": "everything", "grant": "none", "transport": "stdio", "serverInfo":
+    "mcp-servers/everything 2.0.0", "uri": "demo://resource/1"}``. The receipt and audit line
+    carry it as ``upstream``, as for a broker's credential. Never put a secret in it. A no-op
+    outside a request."""
+    scope = current_scope.get()
+    if scope is not None and entry not in scope.used:
+        scope.used.append(entry)
 
 
 async def forget_for(upstream: Upstream, principal: Principal, stale: Credential | None = None) -> None:

@@ -35,9 +35,10 @@ from typing import TYPE_CHECKING, Any
 import httpx2
 
 from mcp_providers._sideeffects import SAFE_METHODS as SAFE_METHODS
-from mcp_providers._sideeffects import check_http, current_scope, judged_here, side_effect_scope
+from mcp_providers._sideeffects import check_http, current_scope, judged_here, read_safe_mcp, side_effect_scope
 from mcp_providers._sideeffects import exempt as exempt
 from mcp_providers._sideeffects import scratch_dir as scratch_dir
+from mcp_providers._sideeffects.judge import READ_SAFE_MCP_METHODS as READ_SAFE_MCP_METHODS
 
 if TYPE_CHECKING:
     import ssl
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
     from opentelemetry.trace import Tracer
 
 __all__ = [
+    "READ_SAFE_MCP_METHODS",
     "SAFE_METHODS",
     "client",
     "exempt",
@@ -80,9 +82,16 @@ def in_read_scope() -> str | None:
     return None if scope is None else scope.target
 
 
-async def _judge_request(request: httpx2.Request) -> None:
+async def _judge_request(request: httpx2.Request, mcp_endpoint: httpx2.URL | None = None) -> None:
     """The first request hook of every :func:`client`: judge the request in a side-effect scope
-    (a no-op outside one). Hooks run for each request sent, redirects and auth flows included."""
+    (a no-op outside one). Hooks run for each request sent, redirects and auth flows included.
+    A POST of read-only MCP methods to the client's ``mcp_endpoint`` passes (:func:`read_safe_mcp`)."""
+    if mcp_endpoint is not None and request.method == "POST" and request.url == mcp_endpoint:
+        try:
+            if read_safe_mcp(request.content):
+                return
+        except httpx2.RequestNotRead:  # a streamed body: judged as any POST
+            pass
     has_body = request.headers.get("content-length", "0").strip() != "0" or "transfer-encoding" in request.headers
     check_http(request.method, str(request.url), has_body=has_body)
 
@@ -106,12 +115,18 @@ def _tls_context(trust_env: bool, cafile: str | None, capath: str | None) -> ssl
     return httpx2.create_ssl_context(trust_env=trust_env)  # reads the variables the key holds
 
 
-def client(*, transport: httpx2.AsyncBaseTransport | None = None, **kwargs: Any) -> httpx2.AsyncClient:
+def client(
+    *, transport: httpx2.AsyncBaseTransport | None = None, mcp_endpoint: str | None = None, **kwargs: Any
+) -> httpx2.AsyncClient:
     """An ``httpx2.AsyncClient`` for providers; requests in a side-effect scope are checked.
 
     :param transport: a transport to use instead of the default (which honours ``proxy=``,
         ``mounts=`` and, with ``trust_env`` (default), the ``*_PROXY`` environment variables).
         Requests are judged before any transport sees them.
+    :param mcp_endpoint: the URL of an MCP server's streamable HTTP endpoint this client talks to
+        (``https://host/mcp``). In a scope, a POST to exactly that URL whose body is JSON-RPC of
+        read-only MCP methods only (``resources/read`` ...: :data:`READ_SAFE_MCP_METHODS`) passes;
+        any other POST, there or elsewhere, is refused as before.
     :param kwargs: passed to ``httpx2.AsyncClient`` (``base_url``, ``timeout``, ``auth``, ``proxy``,
         ``mounts``, ``verify``, ``event_hooks`` ...). Without ``verify`` the client uses
         :func:`tls_context`. The side-effect judge stays the first request hook, even when
@@ -120,7 +135,8 @@ def client(*, transport: httpx2.AsyncBaseTransport | None = None, **kwargs: Any)
     """
     if "verify" not in kwargs:
         kwargs["verify"] = tls_context(trust_env=kwargs.get("trust_env", True))
-    return _TracedClient(transport=transport, **kwargs)
+    endpoint = None if mcp_endpoint is None else httpx2.URL(mcp_endpoint)
+    return _TracedClient(transport=transport, judge=functools.partial(_judge_request, mcp_endpoint=endpoint), **kwargs)
 
 
 class _TracedClient(httpx2.AsyncClient):
@@ -131,7 +147,8 @@ class _TracedClient(httpx2.AsyncClient):
     ``http.response.status_code`` and ``error.type`` (the status code from 400, else the exception's
     class). Never the path, the query string, headers or bodies: they carry record ids and credentials."""
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, *, judge: Any = _judge_request, **kwargs: Any) -> None:
+        self._judge = judge  # before the base class sets event_hooks through the setter below
         super().__init__(**kwargs)
         self.event_hooks = self.event_hooks  # through the setter below: the judge goes first
 
@@ -141,8 +158,8 @@ class _TracedClient(httpx2.AsyncClient):
 
     @event_hooks.setter
     def event_hooks(self, hooks: dict[str, list[Any]]) -> None:
-        requests = [h for h in hooks.get("request", []) if h is not _judge_request]
-        both = {"request": [_judge_request, *requests], "response": list(hooks.get("response", []))}
+        requests = [h for h in hooks.get("request", []) if h is not self._judge]
+        both = {"request": [self._judge, *requests], "response": list(hooks.get("response", []))}
         httpx2.AsyncClient.event_hooks.fset(self, both)  # type: ignore[attr-defined]
 
     async def send(self, request: httpx2.Request, **kwargs: Any) -> httpx2.Response:

@@ -335,6 +335,17 @@ class Publisher(Protocol):
         """Keep ``text`` (e.g. a poller's last snapshot) for whoever polls ``source`` next; best effort."""
         ...
 
+    async def declarations_changed(self, reason: str) -> bool:
+        """Say that what this provider would declare changed at its source (an upstream MCP
+        server's ``list_changed``): the provider is marked :attr:`ResourceProvider.stale` and the
+        server reloads (composing again off the serving path, asking the plugin's hooks for new
+        providers, checking and swapping them in; clients get ``list_changed``). Returns at once.
+
+        :param reason: for the reload's log and ``mcp-providers reload`` (no secrets).
+        :returns: ``False`` when this server has no reloader (a test, an embedder), so nothing happens.
+        """
+        ...
+
 
 class ResourceProvider:
     """Serves read-only data under the URI prefixes it owns.
@@ -351,6 +362,9 @@ class ResourceProvider:
     publisher: Publisher | None = None
     """Set by the core before :meth:`lifespan` starts: call
     ``await self.publisher.resource_updated(uri)`` when a resource declared live changed."""
+    stale: bool = False
+    """Set by :meth:`Publisher.declarations_changed`: the next reload asks this provider's plugin
+    for new providers even though its settings are unchanged."""
 
     def resources(self) -> Sequence[Resource]:
         """Fixed resources, listed by ``resources/list``. Called once, at composition."""

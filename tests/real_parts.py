@@ -172,3 +172,43 @@ def inspector_cli() -> list[str]:
 
     prefix = installed_once("npm-" + INSPECTOR.replace("/", "+"), INSPECTOR, install)
     return [node, str(prefix / _INSPECTOR_LAUNCHER), "--cli"]
+
+
+UPSTREAM_NPM = (
+    "@modelcontextprotocol/server-everything@2026.8.31",
+    "@modelcontextprotocol/server-filesystem@2026.8.31",
+)
+UPSTREAM_PYPI = "mcp-server-time==2026.10.19"
+
+
+def upstream_servers() -> dict[str, list[str]]:
+    """Commands of real upstream MCP servers, installed once per machine (:func:`installed_once`):
+    ``{"everything": [node, ...], "filesystem": [node, ...], "time": [...]}``; each takes its own
+    arguments after these (``stdio`` for everything, the allowed folder for filesystem). node,
+    npm and uv are needed: skipped without them, failed under CI=true."""
+    node = require_tool("node", "apt-get install -y nodejs")
+    require_tool("npm", "apt-get install -y npm")
+    uv = require_tool("uv", "pip install uv")
+
+    def install_npm(prefix: Path) -> None:
+        argv = ["npm", "install", "--no-audit", "--no-fund", "--loglevel=error", "--prefix", str(prefix)]
+        subprocess.run([*argv, *UPSTREAM_NPM], check=True, capture_output=True, text=True, timeout=600)
+
+    def install_pypi(folder: Path) -> None:
+        subprocess.run([uv, "venv", "-q", str(folder / "venv")], check=True, capture_output=True, timeout=300)
+        python = str(folder / "venv" / "bin" / "python")
+        subprocess.run(
+            [uv, "pip", "install", "-q", "--python", python, UPSTREAM_PYPI],
+            check=True,
+            capture_output=True,
+            timeout=600,
+        )
+
+    npm = installed_once("npm-upstream-servers", " ".join(UPSTREAM_NPM), install_npm)
+    pypi = installed_once("pypi-mcp-server-time", UPSTREAM_PYPI, install_pypi)
+    bin_ = npm / "node_modules" / "@modelcontextprotocol"
+    return {
+        "everything": [node, str(bin_ / "server-everything" / "dist" / "index.js")],
+        "filesystem": [node, str(bin_ / "server-filesystem" / "dist" / "index.js")],
+        "time": [str(pypi / "venv" / "bin" / "mcp-server-time")],
+    }

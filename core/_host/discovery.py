@@ -426,11 +426,14 @@ def _collect(pm: pluggy.PluginManager, record: PluginRecord) -> None:
 def _kept(record: PluginRecord, previous: PluginRecord | None) -> bool:
     """Whether ``record`` takes ``previous``'s provider objects (and their running lifespans) rather
     than asking its hooks for new ones: the same plugin object (module code is never imported
-    twice) with equal settings. Its distribution's version may have changed on disk meanwhile;
-    the code serving is still the imported one (the reload reports it)."""
+    twice) with equal settings, none of whose resource providers said its declarations changed.
+    Its distribution's version may have changed on disk meanwhile; the code serving is still the
+    imported one (the reload reports it)."""
     if previous is None or previous.status != "loaded" or previous.plugin is not record.plugin:
         return False
     if not _same_settings(previous.settings, record.settings):
+        return False
+    if any(getattr(p, "stale", False) for p in previous.resource_providers):  # its source listed anew
         return False
     record.resource_providers = list(previous.resource_providers)
     record.tool_providers = list(previous.tool_providers)

@@ -51,6 +51,10 @@ Advisories (:func:`advisories`; ``check`` prints them and still passes):
                                     ``read`` gets ``ReadRequest.uri`` canonical, so compare with that
 ``member-unserved``                 a ``Members`` URI or template that nothing in the composition serves
                                     (a typo would make a filter ask about the wrong URIs)
+``left-out``                        what a provider's source offered but the provider leaves out, as
+                                    it reports in its ``left_out`` attribute (items with ``value``,
+                                    ``message`` and ``fix``): an upstream MCP server's components
+                                    outside its owned prefixes, say
 ``aggregate-undercuts-deny``        (:func:`undercut_aggregates`) the policy denies ``read`` on a
                                     member of an aggregate (``Members``) that does not filter its
                                     members, while allowing the aggregate: reading it serves what
@@ -155,9 +159,11 @@ def _servable(d: Declared, tool: Tool) -> Problem | None:
 
 def advisories(declared: Sequence[Declared]) -> list[Problem]:
     """What ``check`` warns about without failing: wrapped output schemas, names clients refuse,
-    fixed URIs not declared in canonical form, members nothing serves."""
+    fixed URIs not declared in canonical form, members nothing serves, what providers left out."""
     found: list[Problem] = _unserved_members(declared)
     for d in declared:
+        for item in getattr(d.provider, "left_out", ()):  # duck-typed: no contract change for one plugin
+            found.append(Problem((d.plugin,), "left-out", item.value, f"{d.provider.name}: {item.message}", item.fix))
         for r in d.resources:
             if _valid(r.uri) and canonical(r.uri) != r.uri:
                 found.append(

@@ -117,6 +117,11 @@ class Reloader:
         self._imported = imported_versions(composition.assembly, {})
         """Plugin name -> the version of its distribution when its code was imported (read now:
         a later upgrade or uninstall rewrites the files this would be read from)."""
+        composition.runtime.hub.reload_requested = self._requested
+
+    def _requested(self, trigger: str) -> None:
+        """A provider's declarations changed at their source: reload in the background."""
+        self.composition.runtime.start_soon(functools.partial(self.reload, trigger))
 
     async def reload(self, trigger: str = "api") -> Attempt:
         """Compose again and swap it in if it passes; one at a time. Never raises for what the new

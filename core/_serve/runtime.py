@@ -214,6 +214,13 @@ class Runtime:
             self._tasks.start_soon(self._retire, old)
         return old
 
+    def start_soon(self, work: Callable[[], Coroutine[Any, Any, Any]]) -> bool:
+        """Run ``work`` in the runtime's task group (while serving); ``False`` when not serving."""
+        if self._tasks is None:
+            return False
+        self._tasks.start_soon(work)
+        return True
+
     async def _retire(self, old: Generation) -> None:
         """Once ``old`` is idle, stop the lifespans of its providers that neither the current
         generation nor another still running requests serves."""

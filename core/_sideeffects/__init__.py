@@ -98,6 +98,7 @@ from __future__ import annotations
 
 from mcp_providers._sideeffects.judge import check_http as check_http
 from mcp_providers._sideeffects.judge import judged_here as judged_here
+from mcp_providers._sideeffects.judge import read_safe_mcp as read_safe_mcp
 from mcp_providers._sideeffects.levels import enter_scope as enter_scope
 from mcp_providers._sideeffects.levels import install as install
 from mcp_providers._sideeffects.levels import install_scoped as install_scoped

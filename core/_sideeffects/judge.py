@@ -5,6 +5,7 @@ from the framework's client down to the socket, ends here."""
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Iterator
 from contextvars import ContextVar
 
@@ -74,6 +75,40 @@ def _judge_http(method: str, url: str, has_body: bool, error: type[SideEffectRef
     else:
         scope.attempt(attempted, "http", error=error, method=verb, host=host)
     return True
+
+
+READ_SAFE_MCP_METHODS = frozenset(
+    {
+        "resources/read", "resources/list", "resources/templates/list", "tools/list", "prompts/list",
+        "prompts/get", "completion/complete", "ping", "notifications/cancelled", "notifications/progress",
+    }
+)  # fmt: skip
+"""MCP methods that only read (MCP 2025-11-25 and 2026-07-28: ``resources/read`` returns a resource's
+contents, the ``*/list`` methods and ``prompts/get`` return declarations, ``completion/complete``
+suggestions, ``ping`` nothing; the two notifications change no server state). MCP over streamable
+HTTP is a POST whatever the method, so forwarding a read to an upstream MCP server is a POST that
+changes no more than the GET an HTTP provider would send: :func:`read_safe_mcp` lets it through a
+scope, to the endpoint the client was made for only (:func:`mcp_providers.http.client`'s
+``mcp_endpoint``: a POST elsewhere is judged as any POST, since a server that is not an MCP
+server may act on any body)."""
+
+MAX_MCP_BODY = 1 << 20
+"""Largest body :func:`read_safe_mcp` parses (bytes); a larger one is judged as any POST."""
+
+
+def read_safe_mcp(body: bytes) -> bool:
+    """Whether ``body`` is one JSON-RPC 2.0 message, or a batch, of :data:`READ_SAFE_MCP_METHODS`
+    only (a ``tools/call`` or anything else anywhere in it: ``False``; so is malformed JSON)."""
+    if len(body) > MAX_MCP_BODY:
+        return False
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return False
+    messages = message if isinstance(message, list) else [message]
+    return bool(messages) and all(
+        isinstance(m, dict) and m.get("jsonrpc") == "2.0" and m.get("method") in READ_SAFE_MCP_METHODS for m in messages
+    )
 
 
 def _path_of(url: str) -> str:

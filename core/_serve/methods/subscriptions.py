@@ -106,6 +106,18 @@ class Publisher:
     async def remember(self, source: str, text: str) -> None:
         await self._hub.shared.remember(self._source(source), text)
 
+    async def declarations_changed(self, reason: str) -> bool:
+        """Mark the provider stale and ask for a reload (see the protocol in ``providers``); once:
+        a stale provider is replaced by that reload, so saying it again asks for nothing more."""
+        request = self._hub.reload_requested
+        if request is None:
+            return False
+        if self._provider.stale:
+            return True
+        self._provider.stale = True
+        request(f"provider {self._provider.name!r}: {reason}")
+        return True
+
     def _source(self, source: str) -> str:
         return f"{self._provider.name}/{source}"
 
@@ -171,6 +183,8 @@ class SubscriptionHub:
         self.allowed = allowed
         self.shared: Shared = shared if shared is not None else InProcess()
         self.bus: SubscriptionBus = self.shared.bus
+        self.reload_requested: Callable[[str], None] | None = None
+        """Set by the reloader: starts a reload in the background, given its trigger."""
         self.max_per_session = max_per_session
         self.max_uri_length = max_uri_length
         self.listening = 0

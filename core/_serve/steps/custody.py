@@ -29,7 +29,9 @@ Shape (JSON)::
 
 ``upstream`` is there only when the provider used a credential from the broker
 (``request.credential(upstream)``): the upstream identity that served the content, never the token;
-a request that used several upstream identities also has ``upstreams``, the list of them all.
+or said which upstream served it (:func:`~mcp_providers.credentials.record_served_by`: an upstream
+MCP server's ``{"name", "transport", "serverInfo", "grant", "uri"}``); a request that used several
+upstream identities also has ``upstreams``, the list of them all.
 
 For ``tools/call`` and ``prompts/get`` results, ``sha256`` and ``bytes`` are of the canonical JSON
 (sorted keys, no spaces) of every content block in order together with ``structuredContent``,

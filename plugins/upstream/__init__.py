@@ -1,0 +1,108 @@
+"""Upstream MCP servers as providers: each ``[[plugins.upstream.servers]]`` entry is one MCP
+server (stdio or streamable HTTP, either protocol era) whose resources, templates, tools and
+prompts are served here under the same checks, gate, budgets, receipts and audit as any plugin.
+
+Hooks implemented: :func:`settings_model`, :func:`register_resource_providers`,
+:func:`register_tool_providers` and :func:`register_prompt_providers`. The three hooks share one
+listing per settings object (:func:`providers`): every upstream is connected once at composition,
+listed and closed; while serving, the resource provider's ``lifespan`` holds one connection that
+its tool and prompt providers use too. ``docs/upstreams.md`` is the operator's page.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pydantic import BaseModel
+
+from mcp_providers.hookspecs import hookimpl
+from mcp_providers.models import Freshness
+from mcp_providers.plugins.upstream.link import Link, list_at_start
+from mcp_providers.plugins.upstream.mapping import Homes, LeftOut, Listing, declare
+from mcp_providers.plugins.upstream.providers import UpstreamPrompts, UpstreamResources, UpstreamTools
+from mcp_providers.plugins.upstream.settings import UpstreamSettings
+from mcp_providers.providers import PromptProvider, ResourceProvider, ToolProvider
+
+__all__ = [
+    "UpstreamSettings",
+    "providers",
+    "register_prompt_providers",
+    "register_resource_providers",
+    "register_tool_providers",
+    "settings_model",
+]
+
+_START_FIX = "start the server, check its command, url and variables; serve reconnects while running"
+
+
+@dataclass(frozen=True, slots=True)
+class Built:
+    """The providers of every configured upstream."""
+
+    resources: tuple[UpstreamResources, ...]
+    tools: tuple[UpstreamTools, ...]
+    prompts: tuple[UpstreamPrompts, ...]
+
+
+def providers(settings: UpstreamSettings | None) -> Built:
+    """List every upstream once per settings object and make its three providers. An upstream
+    that cannot be listed gets providers that declare nothing; its resource provider keeps why
+    (:attr:`UpstreamResources.failure`) and its lifespan tries to connect again."""
+    settings = settings if settings is not None else UpstreamSettings()
+    if settings._built is not None:
+        return settings._built  # type: ignore[no-any-return]
+    found = list_at_start(settings.servers)
+    resources, tools, prompts = [], [], []
+    for server in settings.servers:
+        link = Link(server)
+        homes = Homes(prefixes=server.prefixes, namespace=server.namespace)
+        listed = found.get(server.name)
+        failure = listed if isinstance(listed, str) else None
+        listing = Listing() if not isinstance(listed, dict) else declare(server, homes, listed, _freshness(listed))
+        if failure is not None:
+            listing.left_out.append(LeftOut(server.name, f"nothing served: {failure}", _START_FIX))
+        resources.append(UpstreamResources(link, homes, listing, failure))
+        tools.append(UpstreamTools(link, listing))
+        prompts.append(UpstreamPrompts(link, listing))
+    settings._built = Built(tuple(resources), tuple(tools), tuple(prompts))
+    return settings._built  # type: ignore[no-any-return]
+
+
+def _freshness(listed: dict[str, object]) -> Freshness:
+    """Read from the upstream on every request; watchable when the upstream offers
+    ``resources/subscribe`` (fixed resources only: the mapping leaves templates unwatchable)."""
+    return Freshness.live(subscribable=bool(listed.get("subscribe")))
+
+
+@hookimpl
+def settings_model() -> type[BaseModel]:
+    """The plugin's settings: :class:`UpstreamSettings` (a list of servers)."""
+    return UpstreamSettings
+
+
+@hookimpl
+def register_resource_providers(settings: UpstreamSettings | None) -> Sequence[ResourceProvider]:
+    """One :class:`UpstreamResources` per configured server."""
+    return list(providers(settings).resources)
+
+
+class Unconfigured(ToolProvider):
+    """Registered when no server is configured: it declares nothing. A built-in with nothing
+    configured is not a mistake, so ``check`` has nothing to warn about (a plugin registering no
+    provider at all would be named as contributing nothing)."""
+
+    name = "upstream-unconfigured"
+
+
+@hookimpl
+def register_tool_providers(settings: UpstreamSettings | None) -> Sequence[ToolProvider]:
+    """One :class:`UpstreamTools` per configured server (:class:`Unconfigured` with none)."""
+    tools = list(providers(settings).tools)
+    return tools if tools else [Unconfigured()]
+
+
+@hookimpl
+def register_prompt_providers(settings: UpstreamSettings | None) -> Sequence[PromptProvider]:
+    """One :class:`UpstreamPrompts` per configured server."""
+    return list(providers(settings).prompts)

@@ -1,0 +1,304 @@
+"""The connection to one upstream MCP server, through the SDK's own ``Client``.
+
+Two moments use it:
+
+- composition (:func:`list_at_start`): ``resources()``, ``tools()`` ... are called once, without
+  an event loop of ours, so every configured upstream is connected in a worker thread with its
+  own loop, listed (every page of every kind its capabilities offer) and closed;
+- serving (:class:`Link`): the resource provider's ``lifespan`` holds one connection open for
+  all of the upstream's requests (reads, calls, prompts), each bounded by ``read_timeout``.
+
+Every failure becomes an :class:`~mcp_providers.errors.UpstreamError` whose message names the
+upstream (``upstream 'files' (stdio): ...``); an answer over ``max_bytes`` is refused the same way.
+The caller's token is never sent: a streamable HTTP upstream gets only the static credential its
+settings name.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from typing import Any, TypeVar
+
+import anyio
+import anyio.abc
+import httpx2
+import mcp_types as types
+from mcp import Client, MCPError, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+from mcp_providers import credentials
+from mcp_providers.errors import NotFound, UpstreamError
+from mcp_providers.http import client as framework_client
+from mcp_providers.plugins.upstream.settings import ServerSettings, read_variable
+
+__all__ = ["Link", "Listed", "list_at_start", "transport"]
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+BACKOFF = (0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
+"""Seconds between attempts to open a lost connection again; the last one repeats."""
+CLIENT_INFO = types.Implementation(name="mcp-providers", version="upstream")
+Listed = dict[str, Any]
+"""``{"info": Implementation | None, "protocol": str, "subscribe": bool, "resources": [...],
+"templates": [...], "tools": [...], "prompts": [...]}`` of ``mcp_types`` records."""
+
+
+def who(server: ServerSettings) -> str:
+    """How messages name an upstream: ``upstream 'files' (stdio)``."""
+    return f"upstream {server.name!r} ({server.transport})"
+
+
+@contextlib.asynccontextmanager
+async def transport(server: ServerSettings) -> AsyncIterator[Any]:
+    """The SDK transport for ``server``: a started stdio process, or a streamable HTTP client
+    carrying only the configured static credential.
+
+    :raises ValueError: a named environment variable is unset (the message names it).
+    """
+    if server.command is not None:
+        env = {k: read_variable(v, server=server.name, setting=f"env.{k}") for k, v in server.env.items()}
+        params = StdioServerParameters(command=server.command, args=list(server.args), cwd=server.cwd, env=env)
+        async with stdio_client(params) as streams:
+            yield streams
+        return
+    assert server.url is not None  # the settings validator holds exactly one of command and url
+    headers = {}
+    if server.auth is not None:
+        headers["Authorization"] = f"Bearer {read_variable(server.auth.token_env, server=server.name, setting='auth')}"
+    timeout = httpx2.Timeout(server.read_timeout, read=server.read_timeout + 5)
+    async with (
+        # the framework's client: in a read's scope it passes read-only MCP POSTs to this endpoint only
+        framework_client(headers=headers, timeout=timeout, follow_redirects=False, mcp_endpoint=server.url) as http,
+        streamable_http_client(server.url, http_client=http) as streams,
+    ):
+        yield streams
+
+
+def client(server: ServerSettings, *, on_message: Callable[[Any], Awaitable[None]] | None = None) -> Client:
+    """An unentered SDK ``Client`` for ``server`` (no response cache: every read reaches it)."""
+    return Client(
+        transport(server),
+        cache=None,
+        client_info=CLIENT_INFO,
+        message_handler=on_message,
+    )
+
+
+async def _pages(fetch: Callable[[str | None], Awaitable[Any]], field: str, limit: int = 1000) -> list[Any]:
+    items: list[Any] = []
+    cursor: str | None = None
+    for _ in range(limit):
+        page = await fetch(cursor)
+        items += getattr(page, field)
+        cursor = page.next_cursor
+        if not cursor:
+            break
+    return items
+
+
+async def list_all(c: Client) -> Listed:
+    """Every component ``c``'s server lists, as its capabilities offer them."""
+    caps = c.server_capabilities
+    out: Listed = {"info": c.server_info, "protocol": c.protocol_version, "subscribe": False}
+    if caps.resources is not None:
+        out["subscribe"] = bool(caps.resources.subscribe)
+        out["resources"] = await _pages(lambda cur: c.list_resources(cursor=cur), "resources")
+        out["templates"] = await _pages(lambda cur: c.list_resource_templates(cursor=cur), "resource_templates")
+    if caps.tools is not None:
+        out["tools"] = await _pages(lambda cur: c.list_tools(cursor=cur), "tools")
+    if caps.prompts is not None:
+        out["prompts"] = await _pages(lambda cur: c.list_prompts(cursor=cur), "prompts")
+    return out
+
+
+async def _list_one(server: ServerSettings) -> Listed:
+    with anyio.fail_after(server.read_timeout):
+        async with client(server) as c:
+            return await list_all(c)
+
+
+def list_at_start(servers: Sequence[ServerSettings]) -> dict[str, Listed | str]:
+    """Connect to every server at once, list it and close; per name, the listing or why it failed
+    (a failure never raises: that server alone serves nothing). Runs in a worker thread with an
+    event loop of its own, so it works whether or not the caller's thread runs a loop."""
+    found: dict[str, Listed | str] = {}
+
+    async def one(server: ServerSettings) -> None:
+        try:
+            found[server.name] = await _list_one(server)
+        except TimeoutError:
+            found[server.name] = f"{who(server)} did not list its components within {server.read_timeout} s"
+        except Exception as exc:
+            found[server.name] = f"{who(server)} could not be listed: {_why(exc)}"
+
+    async def every() -> None:
+        async with anyio.create_task_group() as tg:
+            for server in servers:
+                tg.start_soon(one, server)
+
+    worker = threading.Thread(target=anyio.run, args=(every,), name="mcp-providers-upstream-list")
+    worker.start()
+    worker.join()
+    return found
+
+
+def _why(exc: BaseException) -> str:
+    if isinstance(exc, BaseExceptionGroup):
+        return "; ".join(_why(e) for e in exc.exceptions)
+    if isinstance(exc, MCPError):
+        return f"error {exc.code}: {exc.message[:300]}"
+    return f"{type(exc).__name__}: {str(exc)[:300]}"
+
+
+class Link:
+    """The serving connection to one upstream: kept open by :meth:`serving` (the resource
+    provider's lifespan), used by every request through :meth:`request`.
+
+    A connection found lost (a request met a closed stream, or the upstream closed it) is opened
+    again with back-off (:data:`BACKOFF`), in the same task that opened it; requests meanwhile get
+    an :class:`UpstreamError` naming the upstream.
+    """
+
+    def __init__(self, server: ServerSettings) -> None:
+        self.server = server
+        self.who = who(server)
+        self.info: types.Implementation | None = None
+        self.restarts = 0
+        """How many times the connection was opened again after it was lost."""
+        self.in_flight = 0
+        """Requests sent and not yet answered."""
+        self._client: Client | None = None
+        self._lost = anyio.Event()
+        self._started = False
+        self.on_connect: list[Callable[[Client], Awaitable[None]]] = []
+        """Called with each new connection, the first and every restart (subscriptions restored)."""
+        self.on_message: Callable[[Any], Awaitable[None]] | None = None
+        """Given every notification the upstream sends (set before :meth:`serving`)."""
+        self.watch: Callable[[Client], Awaitable[None]] | None = None
+        """Run in a task of each connection while it lives (a 2026-07-28 listen stream)."""
+
+    @property
+    def connected(self) -> Client | None:
+        """The connection while it is up, else ``None``."""
+        return self._client
+
+    def served_by(self, **where: str) -> None:
+        """Record, for the current request's receipt and audit line (``upstream``), which
+        upstream served it: configured name, transport, serverInfo name and version, the grant
+        (``"static"``: a bearer from a named variable; ``"none"``) and ``where`` (the upstream's
+        own ``uri``, or ``tool``/``prompt`` name). Never the credential itself."""
+        info = f"{self.info.name} {self.info.version}" if self.info is not None else "unknown"
+        grant = "static" if self.server.auth is not None else "none"
+        entry = {"name": self.server.name, "transport": self.server.transport, "serverInfo": info, "grant": grant}
+        credentials.record_served_by({**entry, **where})
+
+    @contextlib.asynccontextmanager
+    async def serving(self) -> AsyncIterator[None]:
+        """Hold the connection open while the server runs, opening it again when lost.
+
+        :raises UpstreamError: the first connection cannot be opened (the provider then fails to
+            start, alone).
+        """
+        try:
+            async with anyio.create_task_group() as tg:
+                await tg.start(self._keep)
+                try:
+                    yield
+                finally:
+                    tg.cancel_scope.cancel()
+        except BaseExceptionGroup as group:  # the task group's wrapping hides the message that names us
+            failed = [e for e in group.exceptions if isinstance(e, UpstreamError)]
+            if failed:
+                raise failed[0] from None
+            raise
+
+    async def _keep(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        delays = iter(BACKOFF)
+        self._started = False
+        while True:
+            try:
+                if await self._connected(task_status):
+                    delays = iter(BACKOFF)  # it served: the next loss starts the back-off again
+            except Exception as exc:
+                if not self._started:
+                    raise UpstreamError(f"{self.who} could not be started: {_why(exc)}") from None
+                log.warning("%s: connection failed: %s", self.who, _why(exc))
+            self.restarts += 1
+            delay = next(delays, BACKOFF[-1])
+            log.warning("%s: connection lost; opening it again in %s s", self.who, delay)
+            await anyio.sleep(delay)
+
+    async def _connected(self, task_status: anyio.abc.TaskStatus[None]) -> bool:
+        """One connection's life: open (bounded by ``read_timeout``), serve until lost; whether it served."""
+        self._lost = anyio.Event()
+        with anyio.CancelScope(deadline=anyio.current_time() + self.server.read_timeout) as opening:
+            async with client(self.server, on_message=self._message) as c:
+                opening.deadline = math.inf
+                for call in self.on_connect:
+                    await call(c)
+                self._client, self.info = c, c.server_info
+                if not self._started:
+                    self._started = True
+                    task_status.started()
+                try:
+                    async with anyio.create_task_group() as watching:
+                        if self.watch is not None:
+                            watching.start_soon(self._watching, self.watch, c)
+                        await self._lost.wait()
+                        watching.cancel_scope.cancel()
+                finally:
+                    self._client = None
+        if opening.cancelled_caught:
+            raise TimeoutError(f"no handshake within {self.server.read_timeout} s")
+        return True
+
+    async def _watching(self, watch: Callable[[Client], Awaitable[None]], c: Client) -> None:
+        """Run ``watch`` for this connection; its failure is logged, the connection goes on."""
+        try:
+            await watch(c)
+        except Exception as exc:
+            log.warning("%s: watching it stopped: %s", self.who, _why(exc))
+
+    async def _message(self, message: Any) -> None:
+        if isinstance(message, Exception):
+            log.warning("%s: transport error: %s", self.who, _why(message))
+            self._lost.set()
+        elif self.on_message is not None:
+            await self.on_message(message)
+
+    async def request(self, what: str, call: Callable[[Client], Awaitable[T]]) -> T:
+        """``await call(client)``, bounded by ``read_timeout``, errors naming the upstream.
+
+        :param what: the request as messages show it, e.g. ``"resources/read demo://a"``.
+        :raises UpstreamError: not connected, no answer in time, connection lost, an error answer.
+        :raises NotFound: the upstream says the resource does not exist (-32602 with a ``uri``).
+        """
+        c = self._client
+        if c is None:
+            raise UpstreamError(f"{self.who} is not connected; {what} was not sent")
+        self.in_flight += 1
+        try:
+            with anyio.fail_after(self.server.read_timeout):
+                return await call(c)
+        except TimeoutError:
+            raise UpstreamError(f"{self.who} did not answer {what} within {self.server.read_timeout} s") from None
+        except MCPError as exc:
+            data = exc.error.data
+            if exc.code == types.CONNECTION_CLOSED:
+                self._lost.set()
+                raise UpstreamError(f"{self.who} connection lost during {what}") from None
+            if exc.code == types.INVALID_PARAMS and isinstance(data, Mapping) and "uri" in data:
+                raise NotFound(f"{self.who}: {exc.message[:300]}", data={"uri": data["uri"]}) from None
+            raise UpstreamError(f"{self.who} answered {what} with error {exc.code}: {exc.message[:300]}") from None
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream) as exc:
+            self._lost.set()
+            raise UpstreamError(f"{self.who} connection lost during {what} ({type(exc).__name__})") from None
+        except Exception as exc:  # a malformed answer (pydantic), a transport failure
+            raise UpstreamError(f"{self.who} failed {what}: {_why(exc)}") from None
+        finally:
+            self.in_flight -= 1

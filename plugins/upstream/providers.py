@@ -1,0 +1,260 @@
+"""One upstream MCP server as three providers (resources, tools, prompts) over one :class:`Link`.
+
+Requests are forwarded as the upstream's own methods: a read as ``resources/read`` of the
+upstream's URI (re-homed URIs mapped back), a call as ``tools/call`` of its own tool name, a
+prompt as ``prompts/get``. The answers come back as this project's :class:`Content`,
+:class:`ToolResult` and :class:`Message`, so budgets, receipts and wire shaping apply as to any
+provider. The resource provider's ``lifespan`` holds the connection (:meth:`Link.serving`); the
+tool and prompt providers use it while it is up.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import contextlib
+import warnings
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any
+
+import mcp_types as types
+from mcp.shared.exceptions import MCPDeprecationWarning
+from mcp.shared.subscriptions import ResourceUpdated
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from mcp_providers.errors import NotFound, ToolFailure, UpstreamError
+from mcp_providers.http import exempt
+from mcp_providers.models import Prompt, Resource, ResourceTemplate, Tool
+from mcp_providers.plugins.upstream.link import Link
+from mcp_providers.plugins.upstream.mapping import ORIGIN_KEY, Homes, LeftOut, Listing
+from mcp_providers.providers import (
+    Audio,
+    Content,
+    Image,
+    Media,
+    Message,
+    PromptProvider,
+    ReadRequest,
+    ResourceProvider,
+    Text,
+    ToolCall,
+    ToolProvider,
+    ToolResult,
+)
+from mcp_providers.providers import (
+    Link as ResourceLink,
+)
+
+__all__ = ["UpstreamPrompts", "UpstreamResources", "UpstreamTools"]
+
+
+def _blob(link: Link, data: str) -> bytes:
+    try:
+        return base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        raise UpstreamError(f"{link.who} sent a blob that is not base64") from None
+
+
+def _bounded(link: Link, size: int, what: str) -> None:
+    if size > link.server.max_bytes:
+        raise UpstreamError(
+            f"{link.who} answered {what} with {size} bytes, over its max_bytes of {link.server.max_bytes}; "
+            "raise max_bytes in its settings if this is expected"
+        )
+
+
+_LIST_CHANGED = (
+    types.ResourceListChangedNotification,
+    types.ToolListChangedNotification,
+    types.PromptListChangedNotification,
+)
+
+
+class UpstreamResources(ResourceProvider):
+    """The upstream's resources and templates, under its owned prefixes or namespace.
+
+    :ivar left_out: what the upstream listed but is not served, and why (``check`` prints each).
+    """
+
+    def __init__(self, link: Link, homes: Homes, listing: Listing, failure: str | None) -> None:
+        self.name = f"upstream-{link.server.name}"
+        self.prefixes = link.server.owned
+        self.link, self.homes, self.listing = link, homes, listing
+        self.left_out: list[LeftOut] = listing.left_out
+        self.failure = failure
+        """Why listing at composition failed (``None``: it did not); the lifespan still tries."""
+
+    def resources(self) -> Sequence[Resource]:
+        return self.listing.resources
+
+    def templates(self) -> Sequence[ResourceTemplate]:
+        return self.listing.templates
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self) -> AsyncIterator[None]:
+        """Hold the upstream connection and watch it on each connection (restarts too), once per
+        URI in this process: a 2025-era upstream by ``resources/subscribe`` to every watchable
+        resource, a 2026-07-28 one by a ``subscriptions/listen`` stream. Its updates enter the
+        hub (2025 subscribers and 2026 listeners alike); its ``list_changed`` asks for a reload."""
+        self.link.on_message = self._notified
+        self.link.on_connect.append(self._subscribe)
+        self.link.watch = self._listen
+        async with self.link.serving():
+            yield
+
+    def _watched(self) -> list[str]:
+        return [self.homes.upstream(r.uri) for r in self.listing.resources if r.freshness.watchable]
+
+    async def _subscribe(self, c: Any) -> None:
+        if c.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return  # watched by _listen
+        for uri in self._watched():
+            with warnings.catch_warnings():  # the SDK warns that 2026-07-28 removed it; this upstream is 2025-era
+                warnings.simplefilter("ignore", MCPDeprecationWarning)
+                await c.subscribe_resource(uri)
+
+    async def _listen(self, c: Any) -> None:
+        if c.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            return
+        flags = {"tools_list_changed": True, "prompts_list_changed": True, "resources_list_changed": True}
+        async with c.listen(resource_subscriptions=self._watched(), **flags) as events:
+            async for event in events:
+                if isinstance(event, ResourceUpdated):
+                    await self._updated(event.uri)
+                else:
+                    await self._changed(type(event).__name__)
+
+    async def _notified(self, message: Any) -> None:
+        c = self.link.connected
+        if c is not None and c.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return  # the listen stream's events, which the SDK also hands here: _listen has them
+        if isinstance(message, _LIST_CHANGED):
+            await self._changed(message.method)
+        elif isinstance(message, types.ResourceUpdatedNotification):
+            await self._updated(message.params.uri)
+
+    async def _changed(self, what: str) -> None:
+        if self.publisher is not None:
+            await self.publisher.declarations_changed(f"{self.link.who} sent {what}")
+
+    async def _updated(self, uri: str) -> None:
+        served = self.homes.served(uri)
+        if served is not None and self.publisher is not None:
+            with contextlib.suppress(ValueError):  # not a resource served here as live
+                await self.publisher.resource_updated(served)
+
+    async def read(self, request: ReadRequest) -> Content:
+        """Forward as ``resources/read`` of the upstream's own URI; the first content block is served.
+
+        :raises UpstreamError: the upstream failed, answered nothing or too much (named).
+        :raises NotFound: the upstream does not have it.
+        """
+        declared = request.resource
+        if isinstance(declared, Resource) and declared.meta:  # the upstream's own spelling, as it listed it
+            upstream_uri = declared.meta[ORIGIN_KEY]["uri"]
+        else:
+            upstream_uri = self.homes.upstream(request.uri)
+        what = f"resources/read {upstream_uri}"
+        self.link.served_by(uri=upstream_uri)
+        try:
+            result = await self.link.request(what, lambda c: c.read_resource(upstream_uri))
+        except NotFound as exc:
+            exc.data = {"uri": request.requested_uri or request.uri}
+            raise
+        if not result.contents:
+            raise UpstreamError(f"{self.link.who} answered {what} with no content")
+        first = result.contents[0]
+        if isinstance(first, types.TextResourceContents):
+            _bounded(self.link, len(first.text.encode()), what)
+            return Content(text=first.text, mime_type=first.mime_type)
+        _bounded(self.link, len(first.blob) * 3 // 4, what)
+        return Content(blob=_blob(self.link, first.blob), mime_type=first.mime_type)
+
+
+class UpstreamTools(ToolProvider):
+    """The upstream's tools, named with the configured ``tool_prefix``."""
+
+    def __init__(self, link: Link, listing: Listing) -> None:
+        self.name = f"upstream-{link.server.name}-tools"
+        self.link, self.listing = link, listing
+
+    def tools(self) -> Sequence[Tool]:
+        return self.listing.tools
+
+    async def call(self, call: ToolCall) -> ToolResult:
+        """Forward as ``tools/call`` of the upstream's own name.
+
+        :raises ToolFailure: the upstream answered ``isError`` (its text goes to the model).
+        :raises UpstreamError: the upstream failed or answered too much (named).
+        """
+        name = self.listing.tool_names[call.tool.name]
+        arguments = call.arguments.model_dump(mode="json")
+        what = f"tools/call {name}"
+        self.link.served_by(tool=name)
+        with _forwarded(call.tool, self.link, name):
+            result = await self.link.request(what, lambda c: c.call_tool(name, arguments))
+        if not isinstance(result, types.CallToolResult):
+            raise UpstreamError(f"{self.link.who} answered {what} with {type(result).__name__}, not a tool result")
+        _bounded(self.link, len(result.model_dump_json()), what)
+        texts = [b.text for b in result.content if isinstance(b, types.TextContent)]
+        if result.is_error:
+            raise ToolFailure("\n".join(texts) or f"{self.link.who}: {name} failed")
+        model = call.tool.output_model
+        output = None
+        if model is not None and result.structured_content is not None:
+            output = model.model_validate(result.structured_content)
+        media: list[Media] = [] if output is not None else [Text(t) for t in texts]
+        links: list[ResourceLink] = []
+        for block in result.content:
+            if isinstance(block, types.ImageContent):
+                media.append(Image(_blob(self.link, block.data), block.mime_type))
+            elif isinstance(block, types.AudioContent):
+                media.append(Audio(_blob(self.link, block.data), block.mime_type))
+            elif isinstance(block, types.ResourceLink):
+                links.append(ResourceLink(uri=block.uri, name=block.name, mime_type=block.mime_type))
+        return ToolResult(output=output, content=tuple(media), links=tuple(links))
+
+
+def _forwarded(tool: Tool, link: Link, name: str) -> contextlib.AbstractContextManager[None]:
+    """A read-only tool runs in the side-effect scope, where the POST carrying ``tools/call`` to an
+    HTTP upstream would be refused: it is let through as an exemption, logged and recorded in the
+    receipt, on the upstream's (or the operator's) word that the tool changes nothing."""
+    if tool.effects != "none":
+        return contextlib.nullcontext()
+    return exempt(f"tools/call {name} forwarded to {link.who}, read-only by its declaration")
+
+
+class UpstreamPrompts(PromptProvider):
+    """The upstream's prompts, named with the configured ``tool_prefix``."""
+
+    def __init__(self, link: Link, listing: Listing) -> None:
+        self.name = f"upstream-{link.server.name}-prompts"
+        self.link, self.listing = link, listing
+
+    def prompts(self) -> Sequence[Prompt]:
+        return self.listing.prompts
+
+    async def render(self, prompt: Prompt, arguments: Mapping[str, str]) -> Sequence[Message]:
+        """Forward as ``prompts/get`` of the upstream's own name; text, image and audio messages.
+
+        :raises UpstreamError: the upstream failed, or sent a message of another kind (named).
+        """
+        name = self.listing.prompt_names[prompt.name]
+        what = f"prompts/get {name}"
+        self.link.served_by(prompt=name)
+        result = await self.link.request(what, lambda c: c.get_prompt(name, dict(arguments)))
+        _bounded(self.link, len(result.model_dump_json()), what)
+        return [_message(self.link, m, what) for m in result.messages]
+
+
+def _message(link: Link, m: types.PromptMessage, what: str) -> Message:
+    block: Any = m.content
+    if isinstance(block, types.TextContent):
+        return Message(m.role, block.text)
+    if isinstance(block, types.ImageContent):
+        return Message(m.role, content=Image(_blob(link, block.data), block.mime_type))
+    if isinstance(block, types.AudioContent):
+        return Message(m.role, content=Audio(_blob(link, block.data), block.mime_type))
+    if isinstance(block, types.EmbeddedResource) and isinstance(block.resource, types.TextResourceContents):
+        return Message(m.role, block.resource.text)
+    raise UpstreamError(f"{link.who} answered {what} with a {type(block).__name__} message, which is not served")

@@ -1,0 +1,170 @@
+"""Settings of the upstream plugin: the MCP servers it composes in, and how to reach each one.
+
+The operator's ``[plugins.upstream]`` table is validated against :class:`UpstreamSettings`.
+Secrets are never written in the config file: an environment value for a stdio server, and an
+HTTP server's token, are each the *name* of one of our environment variables, read when the
+connection opens. Example (``tests/test_upstream_settings.py`` validates it)::
+
+    [[plugins.upstream.servers]]
+    name = "everything"
+    command = "node"
+    args = ["/opt/mcp/server-everything/dist/index.js", "stdio"]
+    prefixes = ["demo://resource/"]          # the URIs it owns, served as they are
+    tool_prefix = "ev_"                      # its tools and prompts are served as ev_<name>
+    read_timeout = 10
+    effects = { gzip-file-as-resource = "additive" }
+
+    [[plugins.upstream.servers]]
+    name = "files"
+    command = "mcp-server-filesystem"
+    args = ["/srv/shared"]
+    cwd = "/srv"
+    env = { GITHUB_TOKEN = "FILES_GITHUB_TOKEN" }   # the upstream's GITHUB_TOKEN = our $FILES_GITHUB_TOKEN
+    namespace = "files"                      # file:///srv/shared/a is served as files://file//srv/shared/a
+
+    [[plugins.upstream.servers]]
+    name = "remote"
+    url = "https://mcp.example.com/mcp"
+    auth = { type = "bearer", token_env = "REMOTE_MCP_TOKEN" }
+    prefixes = ["remote://"]
+
+Each server is exactly one of stdio (``command``) and streamable HTTP (``url``), and owns its
+URIs in exactly one way: ``prefixes`` (its URIs served unchanged; anything it lists outside them
+is left out and reported by ``mcp-providers check``) or ``namespace`` (every ``scheme://rest`` URI
+it lists is served as ``<namespace>://scheme/rest``; receipts and audit lines keep its own URI).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+
+from mcp_providers.models import Effects
+
+__all__ = ["BearerAuth", "ServerSettings", "UpstreamSettings", "read_variable"]
+
+NAME_PATTERN = r"^[a-z][a-z0-9-]{0,39}$"
+"""Server names: a lower-case letter, then up to 39 lower-case letters, digits or ``-`` (they
+become provider names and, with ``namespace``, URI schemes)."""
+ENV_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,127}$"
+PREFIX_PATTERN = r"^[A-Za-z][A-Za-z0-9+.-]*://"
+TOOL_PREFIX_PATTERN = r"^[A-Za-z0-9_.-]{1,32}$"
+
+EnvName = Annotated[str, Field(pattern=ENV_NAME_PATTERN)]
+_STRICT = ConfigDict(extra="forbid", frozen=True)
+
+
+def read_variable(env_name: str, *, server: str, setting: str) -> str:
+    """The value of our environment variable ``env_name``.
+
+    :raises ValueError: unset or empty; the message names the variable and the setting it came
+        from, never a value.
+    """
+    value = os.environ.get(env_name, "")
+    if not value:
+        raise ValueError(
+            f"upstream {server!r}: environment variable {env_name} (from {setting}) is not set; "
+            "export it before starting the server"
+        )
+    return value
+
+
+class BearerAuth(BaseModel):
+    """A static bearer token for a streamable HTTP upstream, sent as ``Authorization: Bearer``.
+    The caller's own token is never sent upstream (MCP forbids passing it through)."""
+
+    model_config = _STRICT
+
+    type: Literal["bearer"] = "bearer"
+    token_env: EnvName = Field(description="Environment variable holding the token.")
+
+
+class ServerSettings(BaseModel):
+    """One upstream MCP server; it becomes one provider (three: resources, tools, prompts)."""
+
+    model_config = _STRICT
+
+    name: str = Field(pattern=NAME_PATTERN, description="Configured name: provider names, receipts, audit.")
+    command: str | None = Field(default=None, min_length=1, description="stdio: the program to start.")
+    args: tuple[str, ...] = Field(default=(), description="stdio: its arguments.")
+    cwd: str | None = Field(default=None, description="stdio: its working folder.")
+    env: dict[Annotated[str, Field(pattern=ENV_NAME_PATTERN)], EnvName] = Field(
+        default_factory=dict,
+        description="stdio: the upstream's variable -> the name of OUR variable holding its value (no values here).",
+    )
+    url: str | None = Field(default=None, pattern=r"^https?://", description="streamable HTTP: the endpoint URL.")
+    auth: BearerAuth | None = Field(default=None, description="streamable HTTP: a static credential.")
+    prefixes: tuple[Annotated[str, Field(pattern=PREFIX_PATTERN)], ...] = Field(
+        default=(), description="URI prefixes the upstream owns, served unchanged."
+    )
+    namespace: str | None = Field(
+        default=None,
+        pattern=r"^[a-z][a-z0-9-]{0,39}$",
+        description="Re-home its URIs: scheme://rest is served as <namespace>://scheme/rest.",
+    )
+    tool_prefix: str | None = Field(
+        default=None, pattern=TOOL_PREFIX_PATTERN, description="Served tool and prompt names start with it."
+    )
+    read_timeout: float = Field(default=30.0, gt=0, le=600, description="Seconds one upstream request may take.")
+    effects: dict[str, Effects] = Field(
+        default_factory=dict, description="Per upstream tool name: effects overriding its annotations."
+    )
+    max_bytes: int = Field(
+        default=8 * 1024 * 1024, ge=1024, description="Largest answer accepted from the upstream, in bytes."
+    )
+
+    @model_validator(mode="after")
+    def _one_of_each(self) -> ServerSettings:
+        if (self.command is None) == (self.url is None):
+            raise ValueError(f"upstream {self.name!r}: give exactly one of command (stdio) and url (streamable HTTP)")
+        if self.url is not None and (self.args or self.cwd or self.env):
+            raise ValueError(f"upstream {self.name!r}: args, cwd and env are for stdio (command); remove them")
+        if self.command is not None and self.auth is not None:
+            raise ValueError(
+                f"upstream {self.name!r}: auth is for url upstreams; a stdio server gets secrets through env"
+            )
+        if bool(self.prefixes) == (self.namespace is not None):
+            raise ValueError(
+                f"upstream {self.name!r}: give exactly one of prefixes (URIs served as they are, e.g. "
+                '["demo://resource/"]) and namespace (URIs re-homed under <namespace>://)'
+            )
+        return self
+
+    @property
+    def transport(self) -> Literal["stdio", "streamable-http"]:
+        """``"stdio"`` or ``"streamable-http"``."""
+        return "stdio" if self.command is not None else "streamable-http"
+
+    @property
+    def owned(self) -> tuple[str, ...]:
+        """The prefixes its provider owns: :attr:`prefixes`, or ``<namespace>://``."""
+        return self.prefixes if self.namespace is None else (f"{self.namespace}://",)
+
+
+class UpstreamSettings(BaseModel):
+    """The ``[plugins.upstream]`` table: a list of servers, each with a unique name. Two servers
+    owning overlapping prefixes are refused here (``check`` refuses overlaps with other plugins)."""
+
+    model_config = _STRICT
+
+    servers: tuple[ServerSettings, ...] = ()
+    _built: Any = PrivateAttr(default=None)
+    """The providers made for this settings object (listed once for the three hooks)."""
+
+    @model_validator(mode="after")
+    def _distinct(self) -> UpstreamSettings:
+        names = [s.name for s in self.servers]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"upstream name(s) {', '.join(twice)} configured twice; give each server its own name")
+        owned = [(p.lower(), s.name) for s in self.servers for p in s.owned]
+        for i, (a, first) in enumerate(owned):
+            for b, second in owned[i + 1 :]:
+                if a.startswith(b) or b.startswith(a):
+                    raise ValueError(
+                        f"upstreams {first!r} and {second!r} both claim {min(a, b, key=len)!r} (prefixes {a!r} and "
+                        f"{b!r} overlap); give each its own prefix or namespace"
+                    )
+        return self
