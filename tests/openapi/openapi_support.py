@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from fastapi import FastAPI, HTTPException, Request, Response
+from fastapi.responses import PlainTextResponse
 from pydantic import BaseModel
 
 SEEN: list[dict[str, Any]] = []
@@ -81,9 +82,9 @@ def app() -> FastAPI:
         await asyncio.sleep(30)
         return {"late": "yes"}
 
-    @api.get("/big", operation_id="big", tags=["faults"])
-    def big() -> Response:
-        return Response("x" * 200_000, media_type="text/plain")
+    @api.get("/big", operation_id="big", tags=["faults"], response_class=PlainTextResponse)
+    def big() -> str:
+        return "x" * 200_000
 
     @api.get("/broken", operation_id="broken", tags=["faults"])
     def broken() -> Response:
@@ -104,7 +105,9 @@ def serving(asgi: Any) -> Iterator[str]:
     import uvicorn
 
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(asgi, host="127.0.0.1", port=port, log_level="warning"))
+    server = uvicorn.Server(
+        uvicorn.Config(asgi, host="127.0.0.1", port=port, log_level="warning", timeout_graceful_shutdown=0.1)
+    )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 20
