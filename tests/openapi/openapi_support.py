@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import socket
 import threading
 import time
@@ -89,6 +90,11 @@ def app() -> FastAPI:
     @api.get("/broken", operation_id="broken", tags=["faults"])
     def broken() -> Response:
         return Response('{"detail": "database down"}', status_code=503, media_type="application/json")
+
+    @api.get("/echo", operation_id="echoRefusal", tags=["faults"])
+    def echo(request: Request) -> Response:
+        said = json.dumps({"detail": f"refused credential {request.headers.get('authorization')}"})
+        return Response(said, status_code=403, media_type="application/json")
 
     return api
 
