@@ -48,7 +48,8 @@ ENV_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,127}$"
 EnvName = Annotated[str, Field(pattern=ENV_NAME_PATTERN)]
 """Name of an environment variable holding a secret, e.g. ``PETSTORE_TOKEN``."""
 
-_STRICT = ConfigDict(extra="forbid", frozen=True)
+_STRICT = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
+"""Inputs are never shown in errors: a URL may carry user info, a misplaced setting a secret."""
 
 
 class BearerAuth(BaseModel):
@@ -158,22 +159,17 @@ class ServiceSettings(BaseModel):
     @classmethod
     def _mask_unknown(cls, data: Any) -> Any:
         """A secret pasted in by mistake (``token = "..."``) is refused as an unknown setting, its value
-        masked: a validation error would echo it."""
-        if isinstance(data, dict):
-            return {k: v if k in cls.model_fields else "[redacted]" for k, v in data.items()}
+        masked (a validation error would echo it); URLs are checked without echoing user info."""
+        if not isinstance(data, dict):
+            return data
+        data = {k: v if k in cls.model_fields else "[redacted]" for k, v in data.items()}
+        # URLs are checked here, not in field validators: a field error prints the input, which may
+        # carry user info; these messages show the URL without it.
+        if isinstance(data.get("base_url"), str):
+            data["base_url"] = checked_http_url(data["base_url"], "base_url", path=True)
+        if isinstance(data.get("document"), str) and "://" in data["document"]:
+            data["document"] = checked_http_url(data["document"], "document", path=True)
         return data
-
-    @field_validator("base_url")
-    @classmethod
-    def _base_url(cls, value: str | None) -> str | None:
-        return None if value is None else checked_http_url(value, "base_url", path=True)
-
-    @field_validator("document")
-    @classmethod
-    def _document(cls, value: str) -> str:
-        if "://" in value:
-            return checked_http_url(value, "document", path=True)
-        return value
 
     @field_validator("prefix")
     @classmethod
