@@ -1,7 +1,7 @@
 """A service's operations as the same declarations any provider makes, and the two providers serving them.
 
-Mapping (each declaration's ``meta["io.mcp-providers/origin"]`` names the service and the
-operation: ``operationId``, ``method``, ``path``; ``inspect`` shows it):
+Mapping (each declaration's ``meta[ORIGIN_KEY]`` names the service, its document's title and
+version, and the operation: ``operationId``, ``method``, ``path``; ``inspect`` shows it):
 
 - ``GET`` with no parameters -> a fixed :class:`~mcp_providers.models.Resource`,
   ``GET /store/inventory`` -> ``openapi://petstore/store/inventory``;
@@ -26,18 +26,16 @@ import re
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from mcp_providers.models import Effects, Resource, ResourceTemplate, Tool
+from mcp_providers.models import ORIGIN_KEY, Effects, Resource, ResourceTemplate, Tool
 from mcp_providers.plugins.openapi.client import Answer, Service
 from mcp_providers.plugins.openapi.document import BODY, Operation
 from mcp_providers.plugins.openapi.schema import arguments_model
 from mcp_providers.providers import Content, ReadRequest, ResourceProvider, ToolCall, ToolProvider, ToolResult
 
-__all__ = ["ORIGIN_KEY", "OpenAPIResources", "OpenAPITools", "selected"]
+__all__ = ["OpenAPIResources", "OpenAPITools", "selected"]
 
 log = logging.getLogger(__name__)
 
-ORIGIN_KEY = "io.mcp-providers/origin"
-"""``meta`` key of each declaration: ``{"service", "document", "operationId", "method", "path"}``."""
 _VARNAME = re.compile(r"^[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)*$")
 _EFFECTS: dict[str, tuple[Effects, bool]] = {
     "POST": ("additive", False),
