@@ -44,7 +44,7 @@ async def test_operations_become_resources_templates_and_tools_the_checks_accept
         resources = {r.uri: r for r in (await client.list_resources()).resources}
         templates = {t.uri_template: t for t in (await client.list_resource_templates()).resource_templates}
         tools = {t.name: t for t in (await client.list_tools()).tools}
-    assert set(resources) == {f"openapi://shop/{p}" for p in ("items", "slow", "big", "broken")}
+    assert set(resources) == {f"openapi://shop/{p}" for p in ("items", "slow", "big", "broken", "echo")}
     assert set(templates) == {
         "openapi://shop/items/{item_id}",
         "openapi://shop/search{?q,limit}",
@@ -132,3 +132,11 @@ async def test_upstream_errors_hangs_and_oversize_answers_are_errors_naming_the_
         with pytest.raises(MCPError) as hung:
             await client.read_resource("openapi://shop/slow")
     assert "provider 'openapi-shop' did not finish reading openapi://shop/slow within 1 s" in hung.value.error.message
+
+
+async def test_a_service_slower_than_its_timeout_is_an_error_naming_it(origin: str) -> None:
+    composed = compose({"openapi": openapi_plugin}, {"openapi": shop(origin, timeout_seconds=0.2)})
+    async with connect(composed) as client:
+        with pytest.raises(MCPError) as hung:
+            await client.read_resource("openapi://shop/slow")
+    assert "slow (GET /slow) got no answer within 0.2 s (ReadTimeout)" in hung.value.error.message

@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 import mcp_providers.plugins.openapi as openapi_plugin
 import mcp_providers.plugins.servicenow as servicenow_plugin
-from mcp_providers.errors import InvalidParams
+from mcp_providers.errors import InvalidParams, UpstreamError
 from mcp_providers.plugins.openapi import settings as settings_module
 from mcp_providers.plugins.openapi.client import Service, path_value
 from mcp_providers.plugins.openapi.document import DocumentError, load
@@ -176,3 +176,15 @@ def test_an_unset_secret_variable_is_a_warning_naming_it(caplog: pytest.LogCaptu
         OpenAPISettings.model_validate({"services": [{"name": "depot", "document": "d.json",
             "auth": {"type": "basic", "username": "u", "password_env": "OPENAPI_TEST_UNSET_PASSWORD"}}]})  # fmt: skip
     assert "environment variable OPENAPI_TEST_UNSET_PASSWORD (from auth.password_env) is not set" in caplog.text
+
+
+async def test_an_unset_secret_fails_each_request_naming_the_variable_before_anything_is_sent(tmp_path: Path) -> None:
+    document = load(write(tmp_path, DOCUMENT))
+    auth = {"type": "bearer", "token_env": "OPENAPI_TEST_UNSET_TOKEN"}
+    service = Service(ServiceSettings.model_validate({"name": "depot", "document": "x", "auth": auth}), document, None)
+    operation = selected(service)[0][0]
+    async with service.opened():
+        with pytest.raises(
+            UpstreamError, match=r"environment variable OPENAPI_TEST_UNSET_TOKEN \(from auth\) is not set"
+        ):
+            await service.send(operation, "/boxes/a", query={})

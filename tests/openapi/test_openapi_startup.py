@@ -24,6 +24,7 @@ from mcp_providers.testing import compose
 pytestmark = pytest.mark.anyio
 
 SERVICE_TOKEN = "svc-token-3f9a1c0e5b7d"
+QUERY_KEY = "query-key-5d1e7c3b9a20"
 CALLER_TOKEN = "caller-token-8e2b6d4a0c1f"
 
 
@@ -33,10 +34,13 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Any]]:
     invalid.write_text("openapi: 3.0.3\ninfo:\n  title: no version\npaths: {}\n")
     patch = pytest.MonkeyPatch()
     patch.setenv("OPENAPI_TEST_SERVICE_TOKEN", SERVICE_TOKEN)
+    patch.setenv("OPENAPI_TEST_QUERY_KEY", QUERY_KEY)
     with serving(app()) as origin:
         services = [
             {"name": "shop", "document": f"{origin}/openapi.json",
              "auth": {"type": "bearer", "token_env": "OPENAPI_TEST_SERVICE_TOKEN"}},
+            {"name": "keyed", "document": f"{origin}/openapi.json",
+             "auth": {"type": "api_key", "location": "query", "name": "key", "value_env": "OPENAPI_TEST_QUERY_KEY"}},
             {"name": "gone", "document": f"http://127.0.0.1:{free_port()}/openapi.json", "timeout_seconds": 5},
             {"name": "invalid", "document": str(invalid), "base_url": origin},
         ]  # fmt: skip
@@ -81,3 +85,14 @@ async def test_the_service_gets_its_credential_never_the_callers_and_nothing_sho
     assert "refused credential Bearer [redacted]" in refused.value.error.message
     assert SERVICE_TOKEN not in shown and CALLER_TOKEN not in shown
     assert "openapi://gone/anything" in down.value.error.message
+
+
+async def test_an_api_key_in_the_query_reaches_the_service_but_never_the_recorded_url(base: tuple[str, Any]) -> None:
+    async with Client(streamable_http_client(f"{base[0]}/mcp"), cache=None) as client:
+        found = await client.read_resource("openapi://keyed/search?q=ham")
+        with pytest.raises(MCPError) as refused:
+            await client.read_resource("openapi://keyed/items/404")
+    assert SEEN[-2]["query"] == {"q": "ham", "key": QUERY_KEY}
+    upstream = found.meta[RECEIPT_KEY]["upstream"]
+    assert upstream["url"].endswith("/search?q=ham") and upstream["grant"] == "api_key"
+    assert QUERY_KEY not in json.dumps(found.meta) + refused.value.error.message
