@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -134,9 +135,18 @@ async def test_upstream_errors_hangs_and_oversize_answers_are_errors_naming_the_
     assert "provider 'openapi-shop' did not finish reading openapi://shop/slow within 1 s" in hung.value.error.message
 
 
-async def test_a_service_slower_than_its_timeout_is_an_error_naming_it(origin: str) -> None:
-    composed = compose({"openapi": openapi_plugin}, {"openapi": shop(origin, timeout_seconds=0.2)})
+async def test_a_service_slower_than_its_timeout_fails_naming_it_and_the_audit_line_says_what_was_asked(
+    origin: str, tmp_path: Path
+) -> None:
+    audit = tmp_path / "audit.jsonl"
+    composed = compose({"openapi": openapi_plugin}, {"openapi": shop(origin, timeout_seconds=0.2)},
+                       server=ServerSettings(audit_log=audit))  # fmt: skip
     async with connect(composed) as client:
         with pytest.raises(MCPError) as hung:
             await client.read_resource("openapi://shop/slow")
     assert "slow (GET /slow) got no answer within 0.2 s (ReadTimeout)" in hung.value.error.message
+    line = json.loads(audit.read_text().splitlines()[-1])
+    assert line["operation"] == "resources/read" and line["target"] == "openapi://shop/slow"
+    assert line["upstream"] == {"name": "openapi:shop", "subject": "service", "grant": "none",
+                                "service": "Tools Shop 2.1.0", "operationId": "slow", "method": "GET",
+                                "url": f"{origin}/slow"}  # fmt: skip
