@@ -26,6 +26,7 @@ import re
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
+from mcp_providers.errors import InvalidParams
 from mcp_providers.models import ORIGIN_KEY, Effects, Resource, ResourceTemplate, Tool
 from mcp_providers.plugins.openapi.client import Answer, Service
 from mcp_providers.plugins.openapi.document import BODY, Operation
@@ -118,6 +119,14 @@ class OpenAPIResources(ResourceProvider):
         key = declaration.uri if isinstance(declaration, Resource) else declaration.uri_template
         op = self._by_key[key]
         params = dict(request.params)
+        missing = [p.name for p in op.parameters if p.location == "query" and p.required and p.name not in params]
+        if missing:
+            example = "&".join(f"{name}=..." for name in missing)
+            raise InvalidParams(
+                f"{op.operation_id} needs the query parameter(s) {', '.join(missing)}: read "
+                f"{request.uri.split('?')[0]}?{example}",
+                data={"uri": request.uri[:200], "missing": missing},
+            )
         path = self.service.url(op, params)
         query = {p.name: params[p.name] for p in op.parameters if p.location == "query" and p.name in params}
         answer = await self.service.send(op, path, query=query, gate_uri=request.uri)

@@ -74,6 +74,10 @@ async def test_reads_and_calls_reach_the_service_and_receipts_name_it(composed: 
         found = await client.read_resource("openapi://shop/search?q=saw&limit=1")
         made = await client.call_tool("shop_createItem", {"body": {"name": "drill", "price": 50}})
         refused = await client.call_tool("shop_createItem", {"body": {"name": "drill"}})
+        with pytest.raises(
+            MCPError, match=r"searchItems needs the query parameter\(s\) q: read openapi://shop/search\?q=\.\.\."
+        ):
+            await client.read_resource("openapi://shop/search?limit=2")
     assert json.loads(one.contents[0].text) == ITEMS[1]
     assert [i["name"] for i in json.loads(found.contents[0].text)] == ["saw"]
     assert SEEN[-1]["path"] == "/items" and SEEN[-1]["method"] == "POST"  # the refused call sent nothing
