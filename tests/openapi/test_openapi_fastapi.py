@@ -36,7 +36,7 @@ def shop(origin: str, **extra: Any) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def composed(origin: str) -> Any:
     settings = {"openapi": shop(origin, max_response_bytes=100_000), "policy": {"rules": [PRIVATE_DENY]}}
-    return compose({"openapi": openapi_plugin, "policy": policy}, settings, server=ServerSettings(read_timeout=1.0))
+    return compose({"openapi": openapi_plugin, "policy": policy}, settings, server=ServerSettings(read_timeout=0.5))
 
 
 async def test_operations_become_resources_templates_and_tools_the_checks_accept(composed: Any) -> None:
@@ -136,7 +136,7 @@ async def test_upstream_errors_hangs_and_oversize_answers_are_errors_naming_the_
             assert said in failed.value.error.message, uri
         with pytest.raises(MCPError) as hung:
             await client.read_resource("openapi://shop/slow")
-    assert "provider 'openapi-shop' did not finish reading openapi://shop/slow within 1 s" in hung.value.error.message
+    assert "provider 'openapi-shop' did not finish reading openapi://shop/slow within 0.5 s" in hung.value.error.message
 
 
 async def test_a_service_slower_than_its_timeout_fails_naming_it_and_the_audit_line_says_what_was_asked(
