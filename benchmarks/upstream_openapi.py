@@ -9,7 +9,10 @@ one JSON record and its OpenAPI 3.1 document. In the benchmark process, rounds a
 - ``direct``: ``GET /items/{id}`` with one ``httpx2.AsyncClient`` kept open (connection reused);
 - ``through``: ``resources/read`` of ``openapi://bench/items/{id}`` through an in-memory MCP client
   of the composed server (gate, deadline, side-effect scope, budgets, receipt, audit), whose
-  provider sends the same GET with its own kept-open client.
+  provider sends the same GET with its own kept-open client;
+- ``hand-written``: the same read of ``raw://items/{id}`` from a minimal hand-written provider
+  that sends the same GET with the core's client: what any provider of an HTTP upstream costs
+  through the server, so the OpenAPI plugin's own share is ``through`` against it.
 
 Each round times ``N`` requests one after the other; the ratio is of the medians over rounds of the
 per-request mean, and p99 is over every request of every round.
@@ -89,6 +92,36 @@ def upstream() -> Iterator[str]:
         proc.wait(10)
 
 
+def _hand_written(origin: str) -> Any:
+    """A plugin with one template, ``raw://items/{i}``, read with one GET through the core's client."""
+    from mcp_providers import http as core_http
+    from mcp_providers.hookspecs import hookimpl
+    from mcp_providers.models import ResourceTemplate
+    from mcp_providers.providers import Content, ReadRequest, ResourceProvider
+
+    class Raw(ResourceProvider):
+        name, prefixes = "raw", ("raw://",)
+
+        def templates(self) -> list[ResourceTemplate]:
+            return [ResourceTemplate(uri_template="raw://items/{i}", name="item", mime_type="application/json")]
+
+        @contextlib.asynccontextmanager
+        async def lifespan(self) -> Any:
+            async with core_http.client(base_url=origin, trust_env=False) as self.http:
+                yield
+
+        async def read(self, request: ReadRequest) -> Content:
+            answer = await self.http.get(f"/items/{request.params['i']}")
+            return Content(text=answer.text)
+
+    class Plugin:
+        @hookimpl
+        def register_resource_providers(self, settings: Any) -> list[ResourceProvider]:
+            return [Raw()]
+
+    return Plugin()
+
+
 def _p99(samples: list[float]) -> float:
     ordered = sorted(samples)
     return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
@@ -101,8 +134,8 @@ async def _measure(origin: str, rounds: int) -> dict[str, list[list[float]]]:
     from mcp_providers.testing import compose, connect
 
     settings = {"openapi": {"services": [{"name": "bench", "document": f"{origin}/openapi.json"}]}}
-    composed = compose({"openapi": plugin}, settings)
-    samples: dict[str, list[list[float]]] = {"direct": [], "through": []}
+    composed = compose({"openapi": plugin, "raw": _hand_written(origin)}, settings)
+    samples: dict[str, list[list[float]]] = {"direct": [], "through": [], "hand-written": []}
     async with httpx2.AsyncClient(base_url=origin) as http, connect(composed) as client:
 
         async def direct() -> list[float]:
@@ -113,25 +146,29 @@ async def _measure(origin: str, rounds: int) -> dict[str, list[list[float]]]:
                 out.append((time.perf_counter() - t0) * 1000)
             return out
 
-        async def through() -> list[float]:
-            out = []
-            for i in range(N):
-                t0 = time.perf_counter()
-                await client.read_resource(f"openapi://bench/items/{i}")
-                out.append((time.perf_counter() - t0) * 1000)
-            return out
+        def reads(prefix: str) -> Any:
+            async def case() -> list[float]:
+                out = []
+                for i in range(N):
+                    t0 = time.perf_counter()
+                    await client.read_resource(f"{prefix}/items/{i}")
+                    out.append((time.perf_counter() - t0) * 1000)
+                return out
 
-        await direct()  # warm both paths: connections, caches, first-call imports
-        await through()
+            return case
+
+        through, hand_written = reads("openapi://bench"), reads("raw:/")
+        for warm in (direct, through, hand_written):  # connections, caches, first-call imports
+            await warm()
         for r in range(rounds):
-            cases = [("direct", direct), ("through", through)]
+            cases = [("direct", direct), ("through", through), ("hand-written", hand_written)]
             for name, case in cases if r % 2 == 0 else reversed(cases):
                 samples[name].append(await case())
     return samples
 
 
 def run(rounds: int, emit: Emit) -> None:
-    """Time both cases over ``rounds`` rounds and emit the means, the ratio and the p99s."""
+    """Time the three cases over ``rounds`` rounds and emit the means, the ratio and the p99s."""
     with upstream() as origin:
         samples = anyio.run(_measure, origin, rounds)
     means = {name: median([sum(r) / len(r) for r in rounds_]) for name, rounds_ in samples.items()}
@@ -141,7 +178,11 @@ def run(rounds: int, emit: Emit) -> None:
     emit(section, "GET directly with httpx2", means["direct"], "ms/request")
     emit(section, "same GET as a read through the server", means["through"], "ms/request",
          f"{ratio:.2f}x direct", f"<= 1.3x: {verdict}", vs="GET directly with httpx2")  # fmt: skip
-    for name, label in (("direct", "p99 directly"), ("through", "p99 through the server")):
+    own = means["through"] / means["hand-written"]
+    emit(section, "same GET by a hand-written provider", means["hand-written"], "ms/request",
+         f"openapi {own:.2f}x this", vs="same GET as a read through the server")  # fmt: skip
+    for name, label in (("direct", "p99 directly"), ("through", "p99 through the server"),
+                        ("hand-written", "p99 hand-written provider")):  # fmt: skip
         emit(section, label, _p99([s for r in samples[name] for s in r]), "ms")
 
 
