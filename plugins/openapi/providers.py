@@ -6,7 +6,8 @@ version, and the operation: ``operationId``, ``method``, ``path``; ``inspect`` s
 - ``GET`` with no parameters -> a fixed :class:`~mcp_providers.models.Resource`,
   ``GET /store/inventory`` -> ``openapi://petstore/store/inventory``;
 - ``GET`` with path or query parameters -> a :class:`~mcp_providers.models.ResourceTemplate`, the
-  path as an RFC 6570 template and the query parameters as ``{?a,b}``:
+  path as an RFC 6570 template and the query parameters as ``{?a,b}`` (a parameter's ``enum``
+  values are its completions):
   ``GET /pet/{petId}`` -> ``openapi://petstore/pet/{petId}``, ``GET /pet/findByStatus?status`` ->
   ``openapi://petstore/pet/findByStatus{?status}``;
 - any other method -> a :class:`~mcp_providers.models.Tool` named ``<tool prefix><operationId>``,
@@ -103,7 +104,7 @@ class OpenAPIResources(ResourceProvider):
                 "meta": _origin(service, op),
             }
             if op.parameters:
-                self._templates.append(ResourceTemplate(uri_template=key, **fields))
+                self._templates.append(ResourceTemplate(uri_template=key, completions=_enums(op), **fields))
             else:
                 self._resources.append(Resource(uri=key, **fields))
             self._by_key[key] = op
@@ -136,6 +137,16 @@ class OpenAPIResources(ResourceProvider):
     async def lifespan(self) -> AsyncIterator[None]:
         async with self.service.opened():
             yield
+
+
+def _enums(op: Operation) -> dict[str, tuple[str, ...]]:
+    """Completion values of each parameter whose schema (or whose array's items) is an ``enum``."""
+    out = {}
+    for p in op.parameters:
+        schema = p.schema.get("items", p.schema) if p.schema.get("type") == "array" else p.schema
+        if isinstance(schema.get("enum"), list):
+            out[p.name] = tuple(str(v) for v in schema["enum"])
+    return out
 
 
 def _content(answer: Answer) -> Content:

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from cli_support import run_cli
 from fastapi import FastAPI, HTTPException
+from mcp_types import ResourceTemplateReference
 from openapi_support import serving
 
 import mcp_providers.plugins.openapi as openapi_plugin
@@ -98,6 +99,11 @@ async def test_reads_and_calls_through_the_published_document(origin: str) -> No
         counted = await client.read_resource("openapi://petstore/store/inventory")
         gone = await client.call_tool("petstore_deletePet", {"petId": 8})
         tools = {t.name: t for t in (await client.list_tools()).tools}
+        offered = await client.complete(
+            ResourceTemplateReference(uri="openapi://petstore/pet/findByStatus{?status}"),
+            {"name": "status", "value": "p"},
+        )
+    assert offered.completion.values == ["pending"]  # the parameter's enum
     assert json.loads(pet.contents[0].text)["name"] == "doggie"
     assert [p["id"] for p in json.loads(found.contents[0].text)] == [7]
     assert not added.is_error and json.loads(added.content[0].text)["name"] == "rex"
