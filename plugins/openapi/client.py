@@ -24,6 +24,7 @@ configured credential.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import os
 import re
@@ -38,7 +39,14 @@ from mcp_providers import http as core_http
 from mcp_providers.credentials import record_upstream
 from mcp_providers.errors import InvalidParams, NotFound, TooLarge, UpstreamError
 from mcp_providers.plugins.openapi.document import Document, Operation
-from mcp_providers.plugins.openapi.settings import ApiKeyAuth, BasicAuth, BearerAuth, ServiceSettings, is_loopback_host
+from mcp_providers.plugins.openapi.settings import (
+    ApiKeyAuth,
+    BasicAuth,
+    BearerAuth,
+    ServiceSettings,
+    checked_http_url,
+    is_loopback_host,
+)
 
 __all__ = ["Answer", "Service", "ServiceError", "path_value", "same_path"]
 
@@ -123,6 +131,11 @@ class Service:
         self.settings, self.document, self.error = settings, document, error
         self.name = settings.name
         self.base_url = settings.base_url or (document.server_url if document else None) or ""
+        if self.error is None and not settings.base_url and self.base_url:
+            try:  # the document's server URL is held to what base_url would be
+                checked_http_url(self.base_url, "the document's server URL", path=True)
+            except ValueError as exc:
+                self.error = f"service {self.name!r}: {exc}; set base_url"
         self._http: httpx2.AsyncClient | None = None
         self._open_error: str | None = None
         self._users = 0
@@ -164,7 +177,9 @@ class Service:
             if isinstance(auth, BearerAuth):
                 headers["Authorization"] = f"Bearer {self._secret(auth.token_env)}"
             elif isinstance(auth, BasicAuth):
-                flow = httpx2.BasicAuth(auth.username, self._secret(auth.password_env))
+                password = self._secret(auth.password_env)
+                flow = httpx2.BasicAuth(auth.username, password)
+                self._secrets.append(base64.b64encode(f"{auth.username}:{password}".encode()).decode())
             elif isinstance(auth, ApiKeyAuth) and auth.location == "header":
                 headers[auth.name] = self._secret(auth.value_env)
             elif isinstance(auth, ApiKeyAuth):
@@ -186,7 +201,8 @@ class Service:
         value = os.environ.get(env, "")
         if not value:
             raise ValueError(f"service {self.name!r}: environment variable {env} (from auth) is not set; export it")
-        self._secrets.append(value)
+        if value not in self._secrets:
+            self._secrets.append(value)
         return value
 
     def redact(self, text: str) -> str:

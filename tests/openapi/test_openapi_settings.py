@@ -188,3 +188,15 @@ async def test_an_unset_secret_fails_each_request_naming_the_variable_before_any
             UpstreamError, match=r"environment variable OPENAPI_TEST_UNSET_TOKEN \(from auth\) is not set"
         ):
             await service.send(operation, "/boxes/a", query={})
+
+
+def test_a_plain_http_server_url_in_the_document_is_refused_unless_on_loopback(tmp_path: Path) -> None:
+    remote = load(write(tmp_path, {**DOCUMENT, "servers": [{"url": "http://api.example.com/v1"}]}))
+    service = Service(ServiceSettings(name="depot", document="x"), remote, None)
+    assert service.error is not None
+    assert (
+        "the document's server URL 'http://api.example.com/v1': plain http is only allowed on loopback" in service.error
+    )
+    assert service.error.endswith("; set base_url")
+    chosen = Service(ServiceSettings(name="depot", document="x", base_url="https://api.example.com/v1"), remote, None)
+    assert chosen.error is None and chosen.base_url == "https://api.example.com/v1"

@@ -4,6 +4,7 @@ does, nor does the credential reach receipts or errors; served over real HTTP.""
 
 from __future__ import annotations
 
+import base64
 import json
 import urllib.request
 from collections.abc import Iterator
@@ -25,6 +26,7 @@ pytestmark = pytest.mark.anyio
 
 SERVICE_TOKEN = "svc-token-3f9a1c0e5b7d"
 QUERY_KEY = "query-key-5d1e7c3b9a20"
+PASSWORD = "pass-word-4c8e2a6f1b3d"
 CALLER_TOKEN = "caller-token-8e2b6d4a0c1f"
 
 
@@ -35,12 +37,15 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Any]]:
     patch = pytest.MonkeyPatch()
     patch.setenv("OPENAPI_TEST_SERVICE_TOKEN", SERVICE_TOKEN)
     patch.setenv("OPENAPI_TEST_QUERY_KEY", QUERY_KEY)
+    patch.setenv("OPENAPI_TEST_PASSWORD", PASSWORD)
     with serving(app()) as origin:
         services = [
             {"name": "shop", "document": f"{origin}/openapi.json",
              "auth": {"type": "bearer", "token_env": "OPENAPI_TEST_SERVICE_TOKEN"}},
             {"name": "keyed", "document": f"{origin}/openapi.json",
              "auth": {"type": "api_key", "location": "query", "name": "key", "value_env": "OPENAPI_TEST_QUERY_KEY"}},
+            {"name": "basic", "document": f"{origin}/openapi.json",
+             "auth": {"type": "basic", "username": "robot", "password_env": "OPENAPI_TEST_PASSWORD"}},
             {"name": "gone", "document": f"http://127.0.0.1:{free_port()}/openapi.json", "timeout_seconds": 5},
             {"name": "invalid", "document": str(invalid), "base_url": origin},
         ]  # fmt: skip
@@ -96,3 +101,12 @@ async def test_an_api_key_in_the_query_reaches_the_service_but_never_the_recorde
     upstream = found.meta[RECEIPT_KEY]["upstream"]
     assert upstream["url"].endswith("/search?q=ham") and upstream["grant"] == "api_key"
     assert QUERY_KEY not in json.dumps(found.meta) + refused.value.error.message
+
+
+async def test_a_basic_credential_echoed_by_the_service_is_masked_in_the_error(base: tuple[str, Any]) -> None:
+    async with Client(streamable_http_client(f"{base[0]}/mcp"), cache=None) as client:
+        with pytest.raises(MCPError) as refused:
+            await client.read_resource("openapi://basic/echo")
+    sent = base64.b64encode(f"robot:{PASSWORD}".encode()).decode()
+    assert SEEN[-1]["headers"]["authorization"] == f"Basic {sent}"
+    assert "refused credential Basic [redacted]" in refused.value.error.message
