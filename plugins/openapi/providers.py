@@ -10,7 +10,8 @@ version, and the operation: ``operationId``, ``method``, ``path``; ``inspect`` s
   values are its completions):
   ``GET /pet/{petId}`` -> ``openapi://petstore/pet/{petId}``, ``GET /pet/findByStatus?status`` ->
   ``openapi://petstore/pet/findByStatus{?status}``;
-- any other method -> a :class:`~mcp_providers.models.Tool` named ``<tool prefix><operationId>``,
+- any other method -> a :class:`~mcp_providers.models.Tool` named ``<tool prefix><operationId>``
+  (the service's errors come back as a result with ``isError``, naming the service),
   its input schema the path and query parameters plus ``body`` (the JSON request body); effects
   from the method (POST additive; PUT, PATCH and DELETE destructive and idempotent), each
   overridable per operationId in the settings.
@@ -27,7 +28,7 @@ import re
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from mcp_providers.errors import InvalidParams
+from mcp_providers.errors import InvalidParams, NotFound, TooLarge, ToolFailure, UpstreamError
 from mcp_providers.models import ORIGIN_KEY, Effects, Resource, ResourceTemplate, Tool
 from mcp_providers.plugins.openapi.client import Answer, Service
 from mcp_providers.plugins.openapi.document import BODY, Operation
@@ -227,9 +228,12 @@ class OpenAPITools(ToolProvider):
         path_values = {
             p.name: str(arguments[p.name]) for p in op.parameters if p.location == "path" and p.name in arguments
         }
-        path = self.service.url(op, path_values)
         query = {p.name: arguments[p.name] for p in op.parameters if p.location == "query" and p.name in arguments}
-        answer = await self.service.send(op, path, query=query, body=arguments.get(BODY))
+        try:
+            path = self.service.url(op, path_values)
+            answer = await self.service.send(op, path, query=query, body=arguments.get(BODY))
+        except (InvalidParams, NotFound, TooLarge, UpstreamError) as exc:  # the model sees it and may correct
+            raise ToolFailure(exc.message) from None
         return ToolResult(text=_tool_text(answer))
 
     @contextlib.asynccontextmanager

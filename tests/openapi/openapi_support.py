@@ -60,6 +60,8 @@ def app() -> FastAPI:
 
     @api.post("/items", operation_id="createItem", tags=["items"], status_code=201)
     def create_item(item: NewItem) -> dict[str, Any]:
+        if any(i["name"] == item.name for i in ITEMS.values()):
+            raise HTTPException(409, f"an item named {item.name!r} exists")
         new = {"id": max(ITEMS, default=0) + 1, **item.model_dump()}
         ITEMS[new["id"]] = new
         return new

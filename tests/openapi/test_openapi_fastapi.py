@@ -74,15 +74,20 @@ async def test_reads_and_calls_reach_the_service_and_receipts_name_it(composed: 
         found = await client.read_resource("openapi://shop/search?q=saw&limit=1")
         made = await client.call_tool("shop_createItem", {"body": {"name": "drill", "price": 50}})
         refused = await client.call_tool("shop_createItem", {"body": {"name": "drill"}})
+        taken = await client.call_tool("shop_createItem", {"body": {"name": "hammer", "price": 1}})
         with pytest.raises(
             MCPError, match=r"searchItems needs the query parameter\(s\) q: read openapi://shop/search\?q=\.\.\."
         ):
             await client.read_resource("openapi://shop/search?limit=2")
     assert json.loads(one.contents[0].text) == ITEMS[1]
     assert [i["name"] for i in json.loads(found.contents[0].text)] == ["saw"]
-    assert SEEN[-1]["path"] == "/items" and SEEN[-1]["method"] == "POST"  # the refused call sent nothing
+    assert SEEN[-1]["path"] == "/items" and SEEN[-1]["method"] == "POST"  # the refused read sent nothing
     assert json.loads(made.content[0].text)["name"] == "drill"
     assert refused.is_error and "price" in refused.content[0].text
+    assert taken.is_error and taken.content[0].text == (
+        "shop_createItem failed: service 'shop' (Tools Shop 2.1.0): createItem (POST /items) failed with HTTP 409: "
+        '{"detail":"an item named \'hammer\' exists"}'
+    )
     upstream = found.meta[RECEIPT_KEY]["upstream"]
     assert upstream["name"] == "openapi:shop" and upstream["service"] == "Tools Shop 2.1.0"
     assert (upstream["operationId"], upstream["method"]) == ("searchItems", "GET")
