@@ -127,6 +127,16 @@ def _read(source: str, timeout: float) -> tuple[bytes, str | None]:
         raise DocumentError(f"document {source!r} could not be fetched ({type(exc).__name__}: {exc})") from None
 
 
+class _NoAliases(yaml.SafeLoader):
+    """YAML without aliases: ``*name`` shares a node, and nested aliases make a few kilobytes a
+    structure whose walk (validation, reading operations) never ends ("billion laughs")."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            raise yaml.YAMLError("YAML aliases (*name) are refused; write the document without anchors")
+        return super().compose_node(parent, index)
+
+
 def _external_refs(node: Any) -> Iterator[str]:
     if isinstance(node, dict):
         ref = node.get("$ref")
@@ -147,7 +157,7 @@ def load(source: str, *, timeout: float = 30.0) -> Document:
     """
     data, url = _read(source, timeout)
     try:
-        spec = json.loads(data) if data.lstrip()[:1] in (b"{", b"[") else yaml.safe_load(data)
+        spec = json.loads(data) if data.lstrip()[:1] in (b"{", b"[") else yaml.load(data, Loader=_NoAliases)
     except (ValueError, yaml.YAMLError) as exc:
         raise DocumentError(f"document {source!r} is neither JSON nor YAML ({str(exc)[:200]})") from None
     if not isinstance(spec, dict):

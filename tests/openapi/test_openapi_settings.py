@@ -88,10 +88,15 @@ def test_documents_that_cannot_be_served_are_refused_with_the_reason(tmp_path: P
     outside = write(tmp_path, {**DOCUMENT, "paths": {"/x": {"get": {"operationId": "x", "responses": {
         "200": {"$ref": "https://elsewhere.example/responses.json#/ok"}}}}}}, "o.json")  # fmt: skip
     (tmp_path / "bad.yaml").write_text("openapi: [unclosed")
+    laughs = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 9)}]\n" for i in range(9)
+    )
+    (tmp_path / "laughs.yaml").write_text("openapi: 3.0.3\n" + laughs)
     for source, said in (
         (swagger, "is OpenAPI/Swagger 2.0; 3.0 or 3.1 is needed"),
         (outside, "refers to 'https://elsewhere.example/responses.json#/ok', outside itself"),
         (str(tmp_path / "bad.yaml"), "is neither JSON nor YAML"),
+        (str(tmp_path / "laughs.yaml"), "YAML aliases (*name) are refused"),
         (str(tmp_path / "missing.json"), "cannot be read"),
     ):
         with pytest.raises(DocumentError, match=re.escape(said)):
