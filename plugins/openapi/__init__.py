@@ -57,6 +57,10 @@ def _service(settings: ServiceSettings) -> Service:
     except DocumentError as exc:
         log.error("openapi: service %r serves nothing: %s", settings.name, exc)
         return Service(settings, None, f"service {settings.name!r}: {exc}")
+    except Exception as exc:  # a document the libraries choke on fails its service, never the others
+        log.error("openapi: service %r serves nothing: its document could not be read", settings.name, exc_info=exc)
+        return Service(settings, None, f"service {settings.name!r}: its document could not be read "
+                       f"({type(exc).__name__}: {str(exc)[:200]})")  # fmt: skip
     return Service(settings, document, None)
 
 

@@ -27,6 +27,7 @@ import yaml
 from jsonschema_path import SchemaPath
 from openapi_spec_validator import validate
 from openapi_spec_validator.validation.exceptions import OpenAPIValidationError
+from referencing.exceptions import Unresolvable
 
 from mcp_providers.plugins.openapi.schema import UnsupportedSchema, json_schema
 
@@ -173,10 +174,14 @@ def load(source: str, *, timeout: float = 30.0) -> Document:
         )
     try:
         validate(spec)
+        return _document(spec, url, version)
     except OpenAPIValidationError as exc:
         where = "/".join(str(p) for p in exc.absolute_path) or "(root)"
         raise DocumentError(f"document {source!r} is not valid OpenAPI {version}: at {where}: {exc.message}") from None
-    return _document(spec, url, version)
+    except Unresolvable as exc:
+        raise DocumentError(f"document {source!r} refers to '#{exc.ref}', which it does not have") from None
+    except RecursionError:
+        raise DocumentError(f"document {source!r} nests too deeply to be read") from None
 
 
 def _document(spec: dict[str, Any], url: str | None, version: str) -> Document:

@@ -87,6 +87,7 @@ def test_documents_that_cannot_be_served_are_refused_with_the_reason(tmp_path: P
     swagger = write(tmp_path, {"swagger": "2.0", "info": {"title": "x", "version": "1"}, "paths": {}}, "s.json")
     outside = write(tmp_path, {**DOCUMENT, "paths": {"/x": {"get": {"operationId": "x", "responses": {
         "200": {"$ref": "https://elsewhere.example/responses.json#/ok"}}}}}}, "o.json")  # fmt: skip
+    dangling = write(tmp_path, {**DOCUMENT, "components": {}}, "d.json")
     (tmp_path / "bad.yaml").write_text("openapi: [unclosed")
     laughs = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
         f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 9)}]\n" for i in range(9)
@@ -95,6 +96,7 @@ def test_documents_that_cannot_be_served_are_refused_with_the_reason(tmp_path: P
     for source, said in (
         (swagger, "is OpenAPI/Swagger 2.0; 3.0 or 3.1 is needed"),
         (outside, "refers to 'https://elsewhere.example/responses.json#/ok', outside itself"),
+        (dangling, "refers to '#/components/parameters/Box', which it does not have"),
         (str(tmp_path / "bad.yaml"), "is neither JSON nor YAML"),
         (str(tmp_path / "laughs.yaml"), "YAML aliases (*name) are refused"),
         (str(tmp_path / "missing.json"), "cannot be read"),
@@ -205,3 +207,26 @@ def test_a_plain_http_server_url_in_the_document_is_refused_unless_on_loopback(t
     assert service.error.endswith("; set base_url")
     chosen = Service(ServiceSettings(name="depot", document="x", base_url="https://api.example.com/v1"), remote, None)
     assert chosen.error is None and chosen.base_url == "https://api.example.com/v1"
+
+
+def test_a_document_the_libraries_choke_on_fails_its_service_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write(tmp_path, DOCUMENT)
+    real = openapi_plugin.load
+
+    def choking(source: str, *, timeout: float = 30.0) -> Any:
+        if source.endswith("choke.json"):
+            raise RecursionError("maximum recursion depth exceeded")
+        return real(source, timeout=timeout)
+
+    monkeypatch.setattr(openapi_plugin, "load", choking)
+    services = [{"name": "depot", "document": path}, {"name": "choke", "document": str(tmp_path / "choke.json"),
+                                                       "base_url": "http://127.0.0.1:9"}]  # fmt: skip
+    loaded = dict(
+        (s.name, s) for s, _ in openapi_plugin.services(OpenAPISettings.model_validate({"services": services}))
+    )
+    assert loaded["choke"].error == (
+        "service 'choke': its document could not be read (RecursionError: maximum recursion depth exceeded)"
+    )
+    assert loaded["depot"].error is None and loaded["depot"].document is not None
