@@ -286,7 +286,7 @@ class Service:
                 if declared.isdigit() and int(declared) > budget:
                     raise self._too_large(what, budget, f"declares {declared} bytes")
                 body = bytearray()
-                async for chunk in response.aiter_raw():
+                async for chunk in response.aiter_bytes():  # decoded: the budget holds for a gzip bomb too
                     body += chunk
                     if len(body) > budget:
                         raise self._too_large(what, budget, f"is larger (stopped after {len(body)} bytes)")

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from fastapi import FastAPI, HTTPException, Request, Response
+from fastapi.middleware.gzip import GZipMiddleware
 from fastapi.responses import PlainTextResponse
 from pydantic import BaseModel
 
@@ -36,6 +37,7 @@ def app() -> FastAPI:
     """The app: items (list, one, search, create, replace, delete), files by folder and name, and
     endpoints that hang, answer too much or fail."""
     api = FastAPI(title="Tools Shop", version="2.1.0")
+    api.add_middleware(GZipMiddleware, minimum_size=1000)  # /big goes compressed: 200 kB in a few hundred bytes
 
     @api.middleware("http")
     async def record(request: Request, call_next: Any) -> Any:
