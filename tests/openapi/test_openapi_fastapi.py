@@ -16,6 +16,7 @@ import mcp_providers.plugins.openapi as openapi_plugin
 from mcp_providers.config import ServerSettings
 from mcp_providers.models import RECEIPT_KEY
 from mcp_providers.plugins import policy
+from mcp_providers.plugins.openapi import document
 from mcp_providers.testing import assert_check_passes, compose, connect
 
 pytestmark = pytest.mark.anyio
@@ -159,3 +160,14 @@ async def test_a_service_slower_than_its_timeout_fails_naming_it_and_the_audit_l
     assert line["upstream"] == {"name": "openapi:shop", "subject": "service", "grant": "none",
                                 "service": "Tools Shop 2.1.0", "operationId": "slow", "method": "GET",
                                 "url": f"{origin}/slow"}  # fmt: skip
+
+
+def test_a_document_over_the_size_limit_is_refused_from_a_url_or_a_file(
+    origin: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(document, "MAX_DOCUMENT_BYTES", 1000)
+    big = tmp_path / "big.json"
+    big.write_text(" " * 1001)
+    for source in (f"{origin}/openapi.json", str(big)):
+        with pytest.raises(document.DocumentError, match="is over 1000 bytes"):
+            document.load(source)
