@@ -20,29 +20,26 @@ providers' ``lifespan`` raises the reason (recorded as a start-up failure, named
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
 from mcp_providers.hookspecs import hookimpl
-from mcp_providers.plugins.openapi.client import Service
-from mcp_providers.plugins.openapi.document import DocumentError, Operation, load
-from mcp_providers.plugins.openapi.providers import OpenAPIResources, OpenAPITools, selected
-from mcp_providers.plugins.openapi.settings import OpenAPISettings, ServiceSettings
+from mcp_providers.plugins.openapi.settings import OpenAPISettings
 from mcp_providers.providers import ResourceProvider, ToolProvider
 
+if TYPE_CHECKING:
+    from mcp_providers.plugins.openapi.client import Service
+    from mcp_providers.plugins.openapi.document import Operation
+
 __all__ = [
-    "OpenAPIResources",
     "OpenAPISettings",
-    "OpenAPITools",
+    "Unconfigured",
     "register_resource_providers",
     "register_tool_providers",
-    "services",
     "settings_model",
 ]
-
-log = logging.getLogger(__name__)
 
 
 @hookimpl
@@ -51,42 +48,25 @@ def settings_model() -> type[BaseModel]:
     return OpenAPISettings
 
 
-def _service(settings: ServiceSettings) -> Service:
-    try:
-        document = load(settings.document, timeout=settings.timeout_seconds)
-    except DocumentError as exc:
-        log.error("openapi: service %r serves nothing: %s", settings.name, exc)
-        return Service(settings, None, f"service {settings.name!r}: {exc}")
-    except Exception as exc:  # a document the libraries choke on fails its service, never the others
-        log.error("openapi: service %r serves nothing: its document could not be read", settings.name, exc_info=exc)
-        return Service(settings, None, f"service {settings.name!r}: its document could not be read "
-                       f"({type(exc).__name__}: {str(exc)[:200]})")  # fmt: skip
-    return Service(settings, document, None)
-
-
-def services(settings: OpenAPISettings | None) -> list[tuple[Service, list[Operation]]]:
-    """Each configured service with the operations it serves, loaded once per settings object.
-
-    Operations left out are logged (``check`` and ``serve`` show the lines).
-    """
-    if settings is None:
+def _loaded(settings: OpenAPISettings | None) -> list[tuple[Service, list[Operation]]]:
+    if settings is None or not settings.services:
         return []
-    if settings._services is None:
-        loaded = []
-        for configured in settings.services:
-            service = _service(configured)
-            operations, left = selected(service)
-            for line in left:
-                log.warning("%s", line)
-            loaded.append((service, operations))
-        settings._services = loaded
-    return settings._services
+    # Imported once a service is configured: the parser, the validator and their meta-schemas take
+    # about 0.3 s to import, which every start of `check`, `plugins` and `serve` would pay otherwise.
+    from mcp_providers.plugins.openapi.loading import services
+
+    return services(settings)
 
 
 @hookimpl
 def register_resource_providers(settings: OpenAPISettings | None) -> Sequence[ResourceProvider]:
     """One :class:`OpenAPIResources` per service (its GET operations), owning the service's prefix."""
-    return [OpenAPIResources(service, operations) for service, operations in services(settings)]
+    loaded = _loaded(settings)
+    if not loaded:
+        return []
+    from mcp_providers.plugins.openapi.providers import OpenAPIResources  # as in _loaded: only when configured
+
+    return [OpenAPIResources(service, operations) for service, operations in loaded]
 
 
 class Unconfigured(ToolProvider):
@@ -99,7 +79,9 @@ class Unconfigured(ToolProvider):
 @hookimpl
 def register_tool_providers(settings: OpenAPISettings | None) -> Sequence[ToolProvider]:
     """One :class:`OpenAPITools` per service (its other operations); :class:`Unconfigured` for none."""
-    loaded = services(settings)
+    loaded = _loaded(settings)
     if not loaded:
         return [Unconfigured()]
+    from mcp_providers.plugins.openapi.providers import OpenAPITools  # as in _loaded: only when configured
+
     return [OpenAPITools(service, operations) for service, operations in loaded]

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 import mcp_providers.plugins.openapi as openapi_plugin
 import mcp_providers.plugins.servicenow as servicenow_plugin
 from mcp_providers.errors import InvalidParams, UpstreamError
+from mcp_providers.plugins.openapi import loading
 from mcp_providers.plugins.openapi import settings as settings_module
 from mcp_providers.plugins.openapi.client import Service, path_value
 from mcp_providers.plugins.openapi.document import DocumentError, load
@@ -213,19 +214,17 @@ def test_a_document_the_libraries_choke_on_fails_its_service_alone(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = write(tmp_path, DOCUMENT)
-    real = openapi_plugin.load
+    real = loading.load
 
     def choking(source: str, *, timeout: float = 30.0) -> Any:
         if source.endswith("choke.json"):
             raise RecursionError("maximum recursion depth exceeded")
         return real(source, timeout=timeout)
 
-    monkeypatch.setattr(openapi_plugin, "load", choking)
+    monkeypatch.setattr(loading, "load", choking)
     services = [{"name": "depot", "document": path}, {"name": "choke", "document": str(tmp_path / "choke.json"),
                                                        "base_url": "http://127.0.0.1:9"}]  # fmt: skip
-    loaded = dict(
-        (s.name, s) for s, _ in openapi_plugin.services(OpenAPISettings.model_validate({"services": services}))
-    )
+    loaded = dict((s.name, s) for s, _ in loading.services(OpenAPISettings.model_validate({"services": services})))
     assert loaded["choke"].error == (
         "service 'choke': its document could not be read (RecursionError: maximum recursion depth exceeded)"
     )
