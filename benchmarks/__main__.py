@@ -30,7 +30,7 @@ from urllib.parse import urlencode
 import anyio
 
 from benchmarks import authoring, cluster, fixtures, identity, reload, report, sideeffects, traces
-from benchmarks.report import Row, fmt, skipped_because_missing
+from benchmarks.report import Row, skipped_because_missing
 from benchmarks.timing import ainterleaved, interleaved, interleaved_samples, median, per_read_ms
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -44,9 +44,8 @@ ROWS: list[Row] = []
 def emit(
     section: str, case: str, value: float, unit: str, ratio: str = "", target: str = "", *, vs: str | None = None
 ) -> None:
-    """One row: printed now, kept for the table (``vs``: its baseline case, default the section's latest)."""
-    ROWS.append(Row(section, case, value, unit, ratio, target, vs))
-    print(f"  {section:<28} {case:<58} {fmt(value, unit):>14}  {ratio:<24} {target}", flush=True)
+    """One row: printed now, kept in :data:`ROWS` for the table (see :func:`report.record`)."""
+    report.record(ROWS, section, case, value, unit, ratio, target, vs=vs)
 
 
 def ratio_of(candidate: float, baseline: float) -> str:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import os
 import re
@@ -287,12 +288,12 @@ def main() -> None:
         replica(args.replica, args.redis)
         return
     from benchmarks import report
-    from benchmarks.__main__ import ROWS, emit
 
+    rows: list[report.Row] = []
     print(f"machine: {report.machine()}\n", flush=True)
     t0 = time.perf_counter()
-    run(1 if args.quick else 5, emit)
-    print(f"\ntotal: {time.perf_counter() - t0:.0f} s\n\n{report.table(ROWS)}")
+    run(1 if args.quick else 5, functools.partial(report.record, rows))
+    print(f"\ntotal: {time.perf_counter() - t0:.0f} s\n\n{report.table(rows)}")
 
 
 if __name__ == "__main__":

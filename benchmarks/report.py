@@ -102,6 +102,15 @@ def fmt(value: float, unit: str) -> str:
     return f"{value:g} {unit}"
 
 
+def record(
+    rows: list[Row], section: str, case: str, value: float, unit: str, ratio: str = "", target: str = "",
+    *, vs: str | None = None,
+) -> None:  # fmt: skip
+    """Append one row to ``rows`` and print it now (``vs``: its baseline case, default the section's latest)."""
+    rows.append(Row(section, case, value, unit, ratio, target, vs))
+    print(f"  {section:<28} {case:<58} {fmt(value, unit):>14}  {ratio:<24} {target}", flush=True)
+
+
 def verdict_of(row: Row) -> str:
     """The row's verdict, in one of the :data:`VERDICTS` forms."""
     text = row.target.strip()

@@ -46,6 +46,7 @@ class _Links(HTMLParser):
                 self.targets.append(value)
 
 
+@functools.cache
 def _extensions() -> tuple[list[str], dict[str, dict[str, object]]]:
     """``markdown_extensions`` from mkdocs.yml, as Python-Markdown takes them."""
     listed = yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8")).get("markdown_extensions", [])
@@ -59,8 +60,9 @@ def _extensions() -> tuple[list[str], dict[str, dict[str, object]]]:
     return names, configs
 
 
+@functools.cache  # a page is the target of many links: rendered once (the extensions are slow)
 def parse(text: str) -> _Links:
-    """Render Markdown ``text`` as the site does and collect its links and ids."""
+    """Render Markdown ``text`` as the site does and collect its links and ids (do not change the result)."""
     names, configs = _extensions()
     parser = _Links()
     parser.feed(markdown.Markdown(extensions=names, extension_configs=configs).convert(text))

@@ -26,6 +26,7 @@ DAILY = "skill://notes/daily-review/SKILL.md"
 RUNBOOK = "skill://notes-ops/runbook/SKILL.md"
 
 pytestmark = pytest.mark.slow
+WAIT = ("--connect-timeout", "110000")
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +39,8 @@ def _run(
 ) -> tuple[int, list[dict[str, Any]], dict[str, Any] | None]:
     """Exit code, the JSON lines on stdout, and the error object on stderr (if any)."""
     done = subprocess.run(
-        [*inspector, *target, "--protocol-era", "modern", "-q", "--format", "json", *args],
+        # the server's start is waited for, not timed (the Inspector's 15 s default is outrun on a loaded machine)
+        [*inspector, *target, "--protocol-era", "modern", "-q", "--format", "json", *WAIT, *args],
         capture_output=True,
         text=True,
         timeout=120,

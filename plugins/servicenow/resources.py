@@ -63,8 +63,9 @@ from mcp_providers import policy
 from mcp_providers.errors import InvalidParams, NotFound
 from mcp_providers.models import Freshness, Members, Resource, ResourceTemplate
 from mcp_providers.plugins.servicenow import live
-from mcp_providers.plugins.servicenow.client import InstanceClient, InstancePool
+from mcp_providers.plugins.servicenow.client import InstancePool
 from mcp_providers.plugins.servicenow.icons import ICONS
+from mcp_providers.plugins.servicenow.instance import InstanceClient
 from mcp_providers.plugins.servicenow.query import Filter, Order, QueryError, build_query, check_number, check_sys_id
 from mcp_providers.plugins.servicenow.schema import RECORD_SHAPE, raw
 from mcp_providers.plugins.servicenow.settings import InstanceSettings
@@ -261,7 +262,7 @@ class ServiceNowResources(ResourceProvider):
 
         Typed text that could not be part of a valid value gives no values and sends no request.
 
-        :raises mcp_providers.plugins.servicenow.client.ServiceNowError: the instance failed.
+        :raises mcp_providers.plugins.servicenow.errors.ServiceNowError: the instance failed.
         """
         if request.argument == "instance":
             typed = request.value.casefold()
@@ -296,7 +297,7 @@ class ServiceNowResources(ResourceProvider):
         :raises InvalidParams: a URI value is malformed (number, sys_id) or names no configured
             instance; no request is sent to any instance.
         :raises NotFound: the record does not exist.
-        :raises mcp_providers.plugins.servicenow.client.ServiceNowError: the instance failed.
+        :raises mcp_providers.plugins.servicenow.errors.ServiceNowError: the instance failed.
         """
         return await self._read(request)
 

@@ -54,8 +54,10 @@ from mcp_providers import policy
 from mcp_providers.errors import NotFound, TooLarge, ToolFailure
 from mcp_providers.models import Tool
 from mcp_providers.plugins.servicenow import live
-from mcp_providers.plugins.servicenow.client import InstanceClient, InstancePool, ServiceNowError, UnknownInstance
+from mcp_providers.plugins.servicenow.client import InstancePool
+from mcp_providers.plugins.servicenow.errors import ServiceNowError, UnknownInstance
 from mcp_providers.plugins.servicenow.icons import ICONS
+from mcp_providers.plugins.servicenow.instance import InstanceClient
 from mcp_providers.plugins.servicenow.query import (
     NUMBER_PATTERN,
     SYS_ID_PATTERN,
@@ -340,7 +342,7 @@ class ServiceNowTools(ToolProvider):
             refused the operation (400, 403, 404).
         :raises mcp_providers.errors.Denied: the policy refuses ``read`` (read-only tools) or ``call``
             (the others) on ``servicenow://{instance}/{table}``.
-        :raises mcp_providers.plugins.servicenow.client.ServiceNowError: timeout, 5xx, rejected
+        :raises mcp_providers.plugins.servicenow.errors.ServiceNowError: timeout, 5xx, rejected
             credentials or exhausted rate limit.
         """
         args = call.arguments

@@ -33,15 +33,15 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _listening(port: int) -> bool:
+    with contextlib.closing(socket.socket()) as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
 def wait_for_port(port: int, proc: subprocess.Popen[Any]) -> None:
     """Until something listens on 127.0.0.1:``port`` (round 4 item 25: the event, not a deadline;
     ``proc`` exiting first fails it, a hang fails after :data:`waiting.HANG_SECONDS`)."""
-
-    def listening() -> bool:
-        with contextlib.closing(socket.socket()) as s:
-            return s.connect_ex(("127.0.0.1", port)) == 0
-
-    wait_until(listening, f"something listens on 127.0.0.1:{port}", alive=proc)
+    wait_until(lambda: _listening(port), f"something listens on 127.0.0.1:{port}", alive=proc)
 
 
 @dataclass
@@ -101,8 +101,12 @@ class Replica:
         raise AssertionError(f"no metric {name}")
 
     def kill(self) -> None:
+        """SIGKILL, returning once the server is gone as a real SIGKILL leaves it: its port refuses.
+        (``proc`` is the prefork launcher; the fork server kills the forked server a moment after
+        the launcher dies, and until then that server still takes connections.)"""
         self.proc.kill()
         self.proc.wait(timeout=10)
+        wait_until(lambda: not _listening(self.port), f"nothing listens on 127.0.0.1:{self.port} any more")
 
     def stop(self) -> None:
         if self.proc.poll() is None:

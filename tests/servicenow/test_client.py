@@ -11,8 +11,9 @@ from servicenow_support import DEV_PASSWORD, DEV_USER, dev_instance
 from mcp_providers.errors import SideEffectRefused, UpstreamError
 from mcp_providers.http import read_scope
 from mcp_providers.plugins.servicenow import register_resource_providers, register_tool_providers
-from mcp_providers.plugins.servicenow.client import InstancePool, ServiceNowError
+from mcp_providers.plugins.servicenow.client import InstancePool
 from mcp_providers.plugins.servicenow.emulator import Emulator
+from mcp_providers.plugins.servicenow.errors import ServiceNowError
 from mcp_providers.plugins.servicenow.settings import InstanceSettings, ServiceNowSettings
 
 pytestmark = pytest.mark.anyio
@@ -52,6 +53,31 @@ async def test_oauth_password_grant_refreshes_with_the_refresh_token_once(monkey
         ("incident", None, "oauth:mcp/svc", 401),
         ("oauth_token.do", "refresh_token", "oauth:mcp/svc", 200),
         ("incident", None, "oauth:mcp/svc", 200),
+    ]
+
+
+async def test_oauth_refused_refresh_falls_back_to_the_configured_grant(monkeypatch):
+    monkeypatch.setenv("SN_TEST_CS", "client-secret-x")
+    monkeypatch.setenv("SN_TEST_PW", "user-password-y")
+    with Emulator("prod", users={"svc": "user-password-y"}, oauth_clients={"mcp": "client-secret-x"}) as emu:
+        pool = pool_for({"name": "prod", "url": emu.base_url, "auth": {
+            "type": "oauth", "grant_type": "password", "client_id": "mcp", "client_secret_env": "SN_TEST_CS",
+            "username": "svc", "password_env": "SN_TEST_PW"}})  # fmt: skip
+        async with pool.opened():
+            client = pool.client("prod")
+            await client.list_records("incident", limit=1)
+            emu.expire_tokens()
+            emu.fail_next(status=401, scope="oauth")
+            page = await client.list_records("incident", limit=1)
+    assert page.records
+    log = [(r.path.rsplit("/", 1)[-1], r.query.get("grant_type"), r.status) for r in emu.requests]
+    assert log == [
+        ("oauth_token.do", "password", 200),
+        ("incident", None, 200),
+        ("incident", None, 401),
+        ("oauth_token.do", "refresh_token", 401),
+        ("oauth_token.do", "password", 200),
+        ("incident", None, 200),
     ]
 
 

@@ -43,7 +43,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from mcp_providers.plugins.servicenow.emulator import Emulator
-from mcp_providers.plugins.servicenow.emulator_jwt import GRANT_TYPE
+from mcp_providers.plugins.servicenow.emulator.jwt_bearer import GRANT_TYPE
 from mcp_providers.plugins.servicenow.seed import seed_tables
 
 CLIENT_ID = "mcp-jwt-endpoint"

@@ -12,13 +12,9 @@ from jwt_support import OBO_CLIENT, OBO_SECRET, key_pair, obo_env, obo_instance
 
 from mcp_providers.credentials import CredentialRefused
 from mcp_providers.identity import ANONYMOUS, LOCAL, Principal
-from mcp_providers.plugins.servicenow.client import (
-    InstancePool,
-    JwtBearerUpstream,
-    NoVerifiedCaller,
-    ServiceNowError,
-    load_private_key,
-)
+from mcp_providers.plugins.servicenow.client import InstancePool
+from mcp_providers.plugins.servicenow.errors import NoVerifiedCaller, ServiceNowError
+from mcp_providers.plugins.servicenow.jwt_bearer import JwtBearerUpstream, load_private_key
 from mcp_providers.plugins.servicenow.redact import Redactor
 from mcp_providers.plugins.servicenow.settings import InstanceSettings
 

@@ -41,8 +41,7 @@ async def _session(http: httpx2.AsyncClient, url: str) -> str:
 
 
 def _faults_left(emulator: Emulator) -> int:
-    with emulator._lock:
-        return len(emulator._state.faults)
+    return emulator.pending_faults()
 
 
 async def test_sigterm_ends_both_eras_streams_gracefully_finishes_the_request_in_flight_and_exits_within_10_s(

@@ -388,6 +388,8 @@ class RedisBackend:
             await anyio.sleep(0.5)
 
     async def _relay_channel(self) -> None:
+        from redis.exceptions import TimeoutError as RedisTimeoutError
+
         pubsub = self._redis.pubsub()
         try:
             with anyio.fail_after(self.settings.timeout_seconds):
@@ -400,14 +402,14 @@ class RedisBackend:
             idle = 0.0
             while True:
                 if self.outages.waiting:  # a publish failed while the listener stayed up
-                    await self._send_unsent()
+                    with contextlib.suppress(TimeoutError, RedisTimeoutError):  # kept; a dead Redis fails the ping
+                        await self._send_unsent()
                 message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=0.5)
                 if message is None:
                     idle += 0.5
                     if idle >= 2:  # a quiet channel: make sure Redis is still there
                         idle = 0.0
-                        with anyio.fail_after(self.settings.timeout_seconds):
-                            await self._redis.ping()
+                        await self.still_there()
                     continue
                 idle = 0.0
                 sender = _reload_from(message["data"])
@@ -421,6 +423,27 @@ class RedisBackend:
         finally:
             with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
                 await pubsub.aclose()  # type: ignore[no-untyped-call]
+
+    async def still_there(self) -> None:
+        """Whether Redis still answers: a ``PING`` within ``timeout_seconds``, and when that answer is
+        late, a second one. One late answer is not an outage: a replica whose own loop was held up
+        (CPU throttling, a long collection) or a Redis briefly paused (``CLIENT PAUSE`` in a
+        failover) would otherwise count and log a loss and a recovery that never happened, and drop
+        its subscription for nothing.
+
+        :raises TimeoutError: two late answers in a row (the relay then counts an outage).
+        :raises RedisError: Redis refused or closed the connection (an outage at once).
+        """
+        from redis.exceptions import TimeoutError as RedisTimeoutError
+
+        for attempt in (1, 2):
+            try:
+                with anyio.fail_after(self.settings.timeout_seconds):
+                    await self._redis.ping()
+                return
+            except (TimeoutError, RedisTimeoutError):
+                if attempt == 2:
+                    raise
 
     async def _recover(self) -> None:
         """The channel is back after an outage: send the updates made here meanwhile, re-announce

@@ -38,7 +38,7 @@ import logging
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
@@ -46,6 +46,9 @@ import anyio.abc
 from mcp_providers._serve.steps.custody import now_utc
 from mcp_providers._serve.steps.sinks import OtlpLogsSink, Outbox, SyslogSink, WebhookSink
 from mcp_providers.config import FileSinkSettings, OtlpLogsSinkSettings, SyslogSinkSettings, WebhookSinkSettings
+
+if TYPE_CHECKING:
+    import tenacity
 
 log = logging.getLogger("mcp_providers.audit")
 
@@ -202,16 +205,17 @@ RESTART_SECONDS = 1.0
 
 async def _kept_running(sink: SyslogSink | WebhookSink) -> None:
     """Run ``sink``; an unexpected failure in it is logged (its kind only: a message may quote the
-    URL) and costs the lines it had taken, never the runtime's task group, and it starts again."""
-    while True:
-        try:
-            await sink.run()
-            return
-        except Exception as exc:
-            log.error("audit sink %r failed (%s); starting it again in %s s",
-                      sink.outbox.name, type(exc).__name__, RESTART_SECONDS)  # fmt: skip
-            sink.outbox.lose_in_flight(f"the sink failed: {type(exc).__name__}")
-        await anyio.sleep(RESTART_SECONDS)
+    URL) and costs the lines it had taken, never the runtime's task group, and it starts again
+    after :data:`RESTART_SECONDS` (tenacity, as every retry in the project)."""
+    import tenacity  # when a sink ships: serve's start-up does not pay for it
+
+    def lost(state: tenacity.RetryCallState) -> None:
+        kind = type(state.outcome.exception()).__name__ if state.outcome is not None else "?"
+        log.error("audit sink %r failed (%s); starting it again in %s s", sink.outbox.name, kind, RESTART_SECONDS)
+        sink.outbox.lose_in_flight(f"the sink failed: {kind}")
+
+    await tenacity.AsyncRetrying(retry=tenacity.retry_if_exception_type(Exception), before_sleep=lost,
+                                 wait=tenacity.wait_fixed(RESTART_SECONDS), sleep=anyio.sleep)(sink.run)  # fmt: skip
 
 
 class _File:

@@ -27,7 +27,8 @@ import socket
 import time
 import uuid
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
@@ -35,7 +36,13 @@ import httpx2
 
 from mcp_providers.config import SYSLOG_FACILITIES, OtlpLogsSinkSettings, SyslogSinkSettings, WebhookSinkSettings
 
+if TYPE_CHECKING:
+    import tenacity
+
 log = logging.getLogger("mcp_providers.audit")
+
+ShippedSettings = SyslogSinkSettings | WebhookSinkSettings | OtlpLogsSinkSettings
+"""Settings of a sink fed from an :class:`Outbox`: ``retries``, ``retry_seconds``, ``max_retry_seconds``."""
 
 Entry = tuple[str, str, str]
 """One queued audit line: its ``time``, its ``decision`` and its JSON text (no newline)."""
@@ -138,18 +145,25 @@ class Outbox:
             self._wake = None
 
 
-def backoff(attempt: int, first: float, most: float) -> float:
-    """Seconds to wait before retry ``attempt`` (1, 2, ...): ``first`` doubled each time, at most ``most``."""
-    return min(most, first * 2.0 ** (attempt - 1))
+def retrying(settings: ShippedSettings, outbox: Outbox, *, error: type[Exception],
+             again: Callable[[Any], bool] = lambda _: False) -> tenacity.AsyncRetrying:  # fmt: skip
+    """The attempts of one delivery, through tenacity.
 
+    An attempt that raises ``error``, or returns a value ``again`` holds true of, is tried again
+    after ``retry_seconds`` doubled for each attempt so far (at most ``max_retry_seconds``), at
+    least ``retries`` times, and more while ``outbox`` has room (a destination down longer than
+    the retries last loses nothing the queue can hold). When they run out the call returns
+    ``None``; any other exception is raised at once.
+    """
+    import tenacity  # at the first delivery: serve's start-up does not pay for it
 
-def attempts(retries: int, outbox: Outbox) -> Iterator[int]:
-    """Attempt numbers 0, 1, ...: at least ``retries`` retries, and more while ``outbox`` has room
-    (a destination down longer than the retries last loses nothing the queue can hold)."""
-    attempt = 0
-    while attempt <= retries or not outbox.full:
-        yield attempt
-        attempt += 1
+    return tenacity.AsyncRetrying(
+        stop=lambda state: state.attempt_number > settings.retries and outbox.full,
+        wait=tenacity.wait_exponential(multiplier=settings.retry_seconds, max=settings.max_retry_seconds),
+        retry=tenacity.retry_if_exception_type(error) | tenacity.retry_if_result(again),
+        sleep=anyio.sleep,
+        retry_error_callback=lambda state: None,
+    )
 
 
 class SyslogSink:
@@ -182,18 +196,21 @@ class SyslogSink:
 
     async def _deliver(self, data: bytes) -> None:
         s = self.settings
-        for attempt in attempts(s.retries, self.outbox):
-            if attempt:
-                await anyio.sleep(backoff(attempt, s.retry_seconds, s.max_retry_seconds))
-            try:
-                if self._connection is None:
-                    self._connection = await self._connect()
-                await self._connection.send(data)
-                return
-            except OSError as exc:
-                log.debug("audit sink %r: send failed: %s", s.name, exc)
-                await self._close()
-        self.outbox.drop(1, f"sending failed {s.retries + 1} times or more, and its queue is full")
+        sent: bool | None = await retrying(s, self.outbox, error=OSError)(self._send, data)  # None: gave up
+        if not sent:
+            self.outbox.drop(1, f"sending failed {s.retries + 1} times or more, and its queue is full")
+
+    async def _send(self, data: bytes) -> bool:
+        """One attempt: connect when not connected, send; an ``OSError`` closes the connection."""
+        try:
+            if self._connection is None:
+                self._connection = await self._connect()
+            await self._connection.send(data)
+            return True
+        except OSError as exc:
+            log.debug("audit sink %r: send failed: %s", self.settings.name, exc)
+            await self._close()
+            raise
 
     async def _connect(self) -> Connection:
         s = self.settings
@@ -243,21 +260,26 @@ class WebhookSink:
 
     async def _deliver(self, http: httpx2.AsyncClient, body: bytes, headers: dict[str, str]) -> bool:
         """Whether an attempt got a 2xx answer; a batch is resent only after one that did not."""
+
+        def again(status: int) -> bool:
+            return not 200 <= status < 300 and self.retryable(status)
+
+        status: int | None = await retrying(self.settings, self.outbox, error=httpx2.HTTPError, again=again)(
+            self._post, http, body, headers
+        )  # None: gave up
+        return status is not None and 200 <= status < 300
+
+    async def _post(self, http: httpx2.AsyncClient, body: bytes, headers: dict[str, str]) -> int:
+        """One attempt: the answer's status."""
         s = self.settings
-        for attempt in attempts(s.retries, self.outbox):
-            if attempt:
-                await anyio.sleep(backoff(attempt, s.retry_seconds, s.max_retry_seconds))
-            try:
-                answer = await http.post(str(s.url), content=body, headers=headers)
-            except httpx2.HTTPError as exc:  # never the URL's query or the token: only the kind
-                log.debug("audit sink %r: POST failed: %s", s.name, type(exc).__name__)
-                continue
-            if 200 <= answer.status_code < 300:
-                return True
+        try:
+            answer = await http.post(str(s.url), content=body, headers=headers)
+        except httpx2.HTTPError as exc:  # never the URL's query or the token: only the kind
+            log.debug("audit sink %r: POST failed: %s", s.name, type(exc).__name__)
+            raise
+        if not 200 <= answer.status_code < 300:
             log.debug("audit sink %r: POST answered %d", s.name, answer.status_code)
-            if not self.retryable(answer.status_code):
-                return False
-        return False
+        return answer.status_code
 
     def body(self, batch: list[Entry]) -> bytes:
         """A batch as the JSON array of its lines."""
