@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 from cli_support import run_cli
 from fastapi import FastAPI, HTTPException
@@ -17,6 +18,9 @@ from mcp_types import ResourceTemplateReference
 from openapi_support import serving
 
 import mcp_providers.plugins.openapi as openapi_plugin
+from mcp_providers import compose as compose_config
+from mcp_providers._cli.explore import INSPECT_SCHEMA, inventory
+from mcp_providers.config import load_config
 from mcp_providers.testing import compose, connect
 
 pytestmark = pytest.mark.anyio
@@ -80,14 +84,18 @@ def test_check_and_inspect_list_every_operation_with_its_origin_beside_the_built
     assert "uploadFile (POST /pet/{petId}/uploadImage) left out" in checked.stderr
     shown = run_cli("inspect", "-c", str(config), env=env)
     assert shown.returncode == 0, shown.stderr
+    assert "origin" in shown.stdout  # the table's column (its cells fold with the terminal's width)
+    document = inventory(compose_config(load_config(config), strict=False))  # what inspect --json prints
+    items = [i for kind in ("resources", "templates", "tools") for i in document[kind] if i["plugin"] == "openapi"]
+    listed = {(i["origin"]["method"], i["origin"]["path"], i["origin"]["operationId"]) for i in items}
     served = json.loads(DOCUMENT.read_text())["paths"]
     expected = {(m.upper(), p, o["operationId"]) for p, item in served.items() for m, o in item.items()}
     expected -= {("POST", "/pet/{petId}", "updatePetWithForm"), ("POST", "/pet/{petId}/uploadImage", "uploadFile")}
-    lines = shown.stdout.splitlines()
-    for method, path, operation in expected:
-        assert any(f"operationId {operation}, method {method}, path {path}" in line for line in lines), operation
-    assert "openapi://petstore/pet/findByStatus{?status}" in shown.stdout
-    assert "documcp://ssgs/available" in shown.stdout  # the built-ins beside it
+    assert listed == expected
+    uris = {t["uriTemplate"] for t in document["templates"]}
+    assert "openapi://petstore/pet/findByStatus{?status}" in uris
+    assert "documcp://ssgs/available" in {r["uri"] for r in document["resources"]}  # the built-ins beside it
+    jsonschema.validate(document, INSPECT_SCHEMA)
 
 
 async def test_reads_and_calls_through_the_published_document(origin: str) -> None:
