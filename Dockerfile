@@ -5,14 +5,19 @@ COPY --from=ghcr.io/astral-sh/uv:0.9 /uv /usr/local/bin/uv
 ENV UV_LINK_MODE=copy UV_COMPILE_BYTECODE=1 UV_PYTHON_DOWNLOADS=never
 
 WORKDIR /app
-COPY pyproject.toml uv.lock README.md ./
+# Every dependency at the version uv.lock pins, checked against its hashes (--require-hashes): the
+# runtime's with the telemetry extra (OTEL_EXPORTER_OTLP_ENDPOINT turns traces on, docs/operations.md;
+# it must not make the pod exit for a missing package), exported by
+#   uv export --frozen --no-dev --extra telemetry --no-emit-project --format requirements-txt -o deploy/requirements.txt
+# and the build backend (deploy/build-requirements.in). tests/test_image.py runs these same steps.
+COPY deploy/requirements.txt deploy/build-requirements.txt ./
+RUN uv venv /app/.venv && uv pip install --python /app/.venv --require-hashes --no-deps -r requirements.txt -r build-requirements.txt && rm -rf /root/.cache
+COPY pyproject.toml README.md ./
 COPY core core
 COPY plugins plugins
 COPY plugin_template plugin_template
-# --locked: the versions uv.lock pins, or the build fails (never a newer release picked up); the
-# telemetry extra: OTEL_EXPORTER_OTLP_ENDPOINT turns traces on (docs/operations.md), it must not
-# make the pod exit for a missing package.
-RUN uv sync --locked --no-dev --no-editable --extra telemetry && rm -rf /root/.cache
+# The project itself, on the dependencies above only (--no-deps) and built by the pinned backend.
+RUN uv pip install --python /app/.venv --no-deps --no-build-isolation . && rm -rf /root/.cache build
 
 ENV PATH=/app/.venv/bin:$PATH
 USER 65534:65534

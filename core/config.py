@@ -785,9 +785,15 @@ class ClusterSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    redis_url: str = Field(pattern=r"^rediss?://")
-    """``redis://[user:password@]host:port/db`` (``rediss://`` for TLS); the password belongs in the
-    URL's ``${...}``-free form only in a file readable by the server alone."""
+    redis_url: str | None = Field(default=None, pattern=r"^rediss?://")
+    """``redis://[user:password@]host:port/db`` (``rediss://`` for TLS). A password in it makes the
+    file a secret: give it with ``password_env`` instead, or the whole URL with ``redis_url_env``."""
+    redis_url_env: str | None = Field(default=None, pattern=_ENV_NAME)
+    """Environment variable holding the URL instead of ``redis_url`` (one of the two; set from a
+    Secret under Kubernetes: the chart's ``redis.existingSecret`` and ``redis.urlKey``)."""
+    password_env: str | None = Field(default=None, pattern=_ENV_NAME)
+    """Environment variable holding Redis's password (``AUTH``), which then takes the place of any
+    password in the URL; the chart's ``redis.existingSecret`` and ``redis.passwordKey``."""
     key_prefix: str = Field(pattern=r"^[A-Za-z0-9_.:-]{1,64}$")
     """The deployment's namespace in Redis: the prefix of every key and of the channel. Required,
     with no default: the replicas of one deployment share it, and each other deployment on the same
@@ -809,7 +815,46 @@ class ClusterSettings(BaseModel):
     def _named(cls, data: Any) -> Any:
         if isinstance(data, dict) and "key_prefix" not in data:
             raise ValueError(KEY_PREFIX_REQUIRED)
+        if isinstance(data, dict) and ("redis_url" in data) == ("redis_url_env" in data):
+            raise ValueError(
+                "[cluster] needs one of redis_url (the URL) or redis_url_env (a variable holding it), "
+                'not both, e.g. redis_url = "redis://redis:6379/0" with password_env = "REDIS_PASSWORD"'
+            )
         return data
+
+    def connection_url(self, env: Mapping[str, str] | None = None) -> str:
+        """The URL to connect with: ``redis_url``, or ``$redis_url_env``; with ``password_env`` the
+        password from that variable in place of the URL's (percent-encoded). Read from ``env``
+        (default :data:`os.environ`) when a connection is made; never logged or shown.
+
+        :raises ConfigError: a variable named here is unset or empty, or the URL it holds is not
+            ``redis://`` or ``rediss://`` (the message names the variable, never its value).
+        """
+        import urllib.parse
+
+        env = os.environ if env is None else env
+        url = self.redis_url or ""
+        if self.redis_url_env is not None:
+            url = env.get(self.redis_url_env, "").strip()
+            if not re.match(r"^rediss?://", url):
+                what = "unset or empty" if not url else "not a redis:// or rediss:// URL"
+                raise ConfigError(
+                    f"[cluster] redis_url_env: ${self.redis_url_env} is {what}; "
+                    "set it to the Redis URL, e.g. redis://redis:6379/0"
+                )
+        if self.password_env is None:
+            return url
+        password = env.get(self.password_env, "")
+        if not password:
+            raise ConfigError(
+                f"[cluster] password_env: ${self.password_env} is unset or empty; "
+                "set it to Redis's password (requirepass), or drop password_env"
+            )
+        parts = urllib.parse.urlsplit(url)
+        user = urllib.parse.quote(urllib.parse.unquote(parts.username or ""), safe="")
+        host = parts.netloc.rpartition("@")[2]
+        netloc = f"{user}:{urllib.parse.quote(password, safe='')}@{host}"
+        return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
 
 
 def _requirement_problem(text: str) -> str | None:

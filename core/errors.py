@@ -16,6 +16,7 @@
         ├── Stale                     -32007  the request demands fresher data than the provider can give
         ├── SideEffectRefused         -32008  a write was attempted inside a resource read
         ├── RateLimited               -32009  the caller is over its [server.limits] budget (data.retryAfter)
+        ├── (TaskLost)                -32010  the cluster backend lost the task with its data (data.rule task-lost)
         └── ProviderFailed            -32603  a provider raised unexpectedly or broke its contract
     ToolFailure                       a tool's expected failure; becomes isError: true
 

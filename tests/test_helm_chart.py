@@ -31,6 +31,7 @@ from real_parts import missing, redis_server, require_tool
 from serve_support import free_port
 
 from mcp_providers._serve.transport.ops import pin_sessions
+from mcp_providers.config import ClusterSettings
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -79,11 +80,13 @@ def _env(container: dict[str, Any]) -> dict[str, Any]:
     return {e["name"]: e.get("value", e.get("valueFrom")) for e in container["env"]}
 
 
-@pytest.mark.parametrize("values_file", ["default", "cluster-values.yaml", "restart-values.yaml",
+@pytest.mark.parametrize("values_file", ["default", "cluster-values.yaml", "full-values.yaml", "restart-values.yaml",
                                          "secret-config-values.yaml"])  # fmt: skip
 def test_the_chart_lints_and_renders_valid_manifests(chart: ModuleType, node: None, values_file: str) -> None:
     files = {f.name for f in chart.values_files()}
-    assert files == {"cluster-values.yaml", "restart-values.yaml", "secret-config-values.yaml"}, "new ci/ file: list it"
+    assert files == {"cluster-values.yaml", "full-values.yaml", "restart-values.yaml", "secret-config-values.yaml"}, (
+        "new ci/ file: list it"
+    )
     path = None if values_file == "default" else ROOT / "deploy/helm/mcp-providers/ci" / values_file
     assert chart.check(path) == []
 
@@ -229,6 +232,19 @@ REFUSED = [
     ({"secretEnv": {"SN_PASSWORD": "hunter2"}}, "at '/secretEnv/SN_PASSWORD': got string, want object"),
     ({"secretEnv": {"SN_PASSWORD": {"secret": "sn"}}}, "at '/secretEnv/SN_PASSWORD': missing property 'key'"),
     ({"replicaCount": "three"}, "at '/replicaCount': got string, want integer"),
+    # issue 42 (build 11): the Redis Secret, autoscaling and the ingress
+    ({"redis": {"url": "redis://r:6379/0", "keyPrefix": "p", "passwordKey": "pw"}},
+     "redis.passwordKey and redis.urlKey name keys of redis.existingSecret: set redis.existingSecret"),
+    ({"redis": {"url": "redis://r:6379/0", "keyPrefix": "p", "existingSecret": "redis"}},
+     "name the key holding Redis's password (redis.passwordKey) or its whole URL (redis.urlKey)"),
+    ({"redis": {"url": "redis://r:6379/0", "keyPrefix": "p", "existingSecret": "redis", "urlKey": "url"}},
+     "redis.url and redis.urlKey are both set"),
+    ({"redis": {"existingSecret": "redis", "urlKey": "url"}}, "redis.keyPrefix is required"),
+    ({"autoscaling": {"enabled": True}}, "replicaCount 6 needs Redis to share live state"),
+    ({"autoscaling": {"enabled": True, "minReplicas": 4, "maxReplicas": 3}, "redis": {"url": "redis://r:6379/0",
+      "keyPrefix": "p"}}, "autoscaling.minReplicas 4 is above autoscaling.maxReplicas 3"),
+    ({"ingress": {"enabled": True}}, "ingress.enabled needs ingress.hosts"),
+    ({"ingress": {"path": "mcp"}}, "at '/ingress/path'"),
 ]  # fmt: skip
 
 
@@ -240,6 +256,51 @@ def test_values_that_cannot_work_are_refused_saying_what_to_set(
         chart.render(values)
     assert message in str(refused.value)
     assert "secret@" not in str(refused.value) and "hunter2" not in str(refused.value)
+
+
+def test_everything_on_autoscales_routes_mcp_only_fences_the_pods_and_keeps_the_redis_password_secret(
+    chart: ModuleType,
+) -> None:
+    """Issue 42 (build 11): HPA, Ingress, NetworkPolicy, ServiceAccount, the Redis password from a
+    Secret (the config stays a ConfigMap, with no password), and a startup probe with room."""
+    objects = chart.render(_values("full-values.yaml"), name="prod", namespace="mcp")
+    statefulset, container = _one(objects, "StatefulSet"), _container(objects)
+    pod = statefulset["spec"]["template"]["spec"]
+    assert "replicas" not in statefulset["spec"]  # the HPA's to set
+    hpa = _one(objects, "HorizontalPodAutoscaler")["spec"]
+    assert hpa["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "prod-mcp-providers"}
+    assert (hpa["minReplicas"], hpa["maxReplicas"]) == (2, 5)
+    assert hpa["metrics"][0]["resource"]["target"] == {"type": "Utilization", "averageUtilization": 70}
+    assert _one(objects, "PodDisruptionBudget")["spec"]["maxUnavailable"] == 1  # up to 5 replicas: one at a time
+    text = _one(objects, "ConfigMap")["data"]["config.toml"]
+    cluster = tomllib.loads(text)["cluster"]
+    assert cluster["password_env"] == "MCP_PROVIDERS_REDIS_PASSWORD" and "redis-password" not in text
+    env = _env(container)
+    assert env["MCP_PROVIDERS_REDIS_PASSWORD"] == {
+        "secretKeyRef": {"name": "redis-credentials", "key": "redis-password"}
+    }
+    settings = ClusterSettings.model_validate(cluster)  # the server takes what the chart writes
+    assert settings.connection_url({"MCP_PROVIDERS_REDIS_PASSWORD": "s3"}) == "redis://:s3@redis-master.data.svc:6379/0"
+    [rule] = _one(objects, "Ingress")["spec"]["rules"]
+    assert rule["host"] == "mcp.example.com"
+    assert [(p["path"], p["pathType"]) for p in rule["http"]["paths"]] == [
+        ("/mcp", "Exact"), ("/.well-known/oauth-protected-resource", "Prefix")]  # fmt: skip
+    args = container["args"]
+    assert "mcp.example.com" in [args[i + 1] for i, a in enumerate(args) if a == "--allow-host"]
+    [allowed] = _one(objects, "NetworkPolicy")["spec"]["ingress"]
+    assert allowed["ports"] == [{"port": "http", "protocol": "TCP"}]
+    assert allowed["from"][0] == {"podSelector": {"matchLabels": statefulset["spec"]["selector"]["matchLabels"]}}
+    assert len(allowed["from"]) == 3  # the release's pods, the ingress controller's and Prometheus's namespaces
+    account = _one(objects, "ServiceAccount")
+    assert pod["serviceAccountName"] == account["metadata"]["name"] and account["automountServiceAccountToken"] is False
+    startup = container["startupProbe"]
+    assert startup["periodSeconds"] * startup["failureThreshold"] >= 120  # start-up took 11-13 s at 100m CPU
+    defaults = {o["kind"] for o in chart.render({})}
+    assert not defaults & {"HorizontalPodAutoscaler", "Ingress", "NetworkPolicy"}  # off by default
+    whole = chart.render({"redis": {"keyPrefix": "p", "existingSecret": "redis", "urlKey": "url"}, "replicaCount": 2})
+    assert tomllib.loads(_one(whole, "ConfigMap")["data"]["config.toml"])["cluster"] == {
+        "redis_url_env": "MCP_PROVIDERS_REDIS_URL", "key_prefix": "p", "lease_seconds": 10}  # fmt: skip
+    assert _env(_container(whole))["MCP_PROVIDERS_REDIS_URL"] == {"secretKeyRef": {"name": "redis", "key": "url"}}
 
 
 def test_one_replica_or_a_cluster_table_needs_no_redis_url(chart: ModuleType) -> None:

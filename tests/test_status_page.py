@@ -24,6 +24,7 @@ from serve_support import serve_process
 from waiting import wait_until
 
 from mcp_providers._serve.steps.audit import CALLERS, PER_CALLER, RECENT_DENIALS, SHORT, AuditLog
+from mcp_providers._serve.steps.health import FAILURES
 from mcp_providers._serve.transport.status import RecentRequests, render
 
 pytestmark = pytest.mark.anyio
@@ -52,6 +53,8 @@ tokens = [{subject = "alice", token_env = "STATUS_TEST_ALICE_TOKEN"}]
 """
 REJECTED = "hook register_resource_providers raised RuntimeError: needs <libfoo> & a licence"
 """The reason discovery gives for the broken plugin (a ``<`` the page must escape)."""
+REPLICA = "status-replica-7"
+"""The replica's name (``MCP_PROVIDERS_REPLICA``): the page's title and its cluster section say it."""
 ADMIN_TABLE = '\n[server.admin]\ntoken_env = "STATUS_TEST_ADMIN_TOKEN"\n'
 
 
@@ -61,6 +64,7 @@ def _env(root: Path) -> dict[str, str]:
     (root / "status_broken.py").write_text(BROKEN)
     install(root, "broken_dist", {"broken": "status_broken"}, "2.0")
     env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_PROVIDERS_")}
+    env["MCP_PROVIDERS_REPLICA"] = REPLICA
     env["PYTHONPATH"] = os.pathsep.join([str(root), *filter(None, [os.environ.get("PYTHONPATH")])])
     env.update(STATUS_TEST_ADMIN_TOKEN=ADMIN, STATUS_TEST_ALICE_TOKEN=ALICE, STATUS_TEST_UPSTREAM=UPSTREAM_SECRET)
     return env
@@ -129,10 +133,15 @@ async def test_status_json_tells_plugins_catalog_reload_cluster_requests_and_den
     assert plugins["extra"]["catalog"] == extra
     _, _, ready = _get(f"{served}/readyz", None)
     assert status["config_digest"] == json.loads(ready)["config_digest"] and len(status["config_digest"]) == 16
-    assert status["cluster"] == {"backend": "in-process", "configured": False, "connected": None, "replica": None,
-                                 "leases": []}  # fmt: skip
+    assert status["cluster"] == {"backend": "in-process", "configured": False, "connected": None, "replica": REPLICA,
+                                 "cluster_id": None, "leases": []}  # fmt: skip
     reads = status["requests"]["totals"]["resources/read"]
     assert reads["requests"] >= 2 and reads["errors"] >= 1  # other tests of this module read too
+    latency = reads["latency_ms"]
+    assert 0 < latency["mean"] <= latency["max"] and 0 < latency["p95"] <= latency["max"]
+    assert len(status["requests"]["minutes"]) == status["requests"]["window_minutes"]  # quiet minutes too
+    notes = next(u for u in status["upstreams"] if u["plugin"] == "notes")
+    assert notes["state"] == "answering" and notes["calls"] >= 1 and notes["last_ok"].endswith("Z")
     denial = next(d for d in status["recent_denials"] if d["operation"] == "resources/read")
     assert denial["target"] == EXTRA_URI and denial["subject"] == "alice" and denial["action"] == "read"
     assert denial["reason"] == "denied by the reload test policy" and denial["time"].endswith("Z")
@@ -194,7 +203,8 @@ def test_status_names_the_cluster_backend_and_this_replica_but_not_its_password(
             # the listener connects in the background: the event, not a deadline (round 4 item 25)
             status = wait_until(lambda: (st := _status(base))["cluster"]["connected"] and st, "the listener connects")
             assert status["cluster"]["backend"] == "redis" and status["cluster"]["configured"] is True
-            assert status["cluster"]["replica"] and status["cluster"]["leases"] == []
+            assert status["cluster"]["replica"] == REPLICA and status["cluster"]["leases"] == []
+            assert status["cluster"]["cluster_id"].startswith(f"{REPLICA}:")  # unique per process besides
             _, _, page = _get(f"{base}/status")
             assert "<th>connected</th><td>yes</td>" in page
             for text in (page, json.dumps(status)):
@@ -220,7 +230,7 @@ def test_the_status_page_in_headless_chromium_shows_the_rejected_plugin(served: 
         driver.execute_cdp_cmd("Network.enable", {})
         driver.execute_cdp_cmd("Network.setExtraHTTPHeaders", {"headers": {"Authorization": f"Bearer {ADMIN}"}})
         driver.get(f"{served}/status")
-        assert driver.title == "mcp-providers status"
+        assert driver.title == f"mcp-providers status: {REPLICA}"
         rows = driver.find_elements(By.CSS_SELECTOR, "tr.rejected")
         cells = [[td.text for td in row.find_elements(By.TAG_NAME, "td")] for row in rows]
         assert [c[:4] for c in cells] == [["broken", "broken_dist", "2.0", "rejected"]]
@@ -241,26 +251,36 @@ def test_the_status_page_in_headless_chromium_shows_the_rejected_plugin(served: 
 def test_recent_requests_counts_per_minute_within_the_window() -> None:
     now = [600.0 * 60]
     recent = RecentRequests(minutes=3, clock=lambda: now[0])
-    recent.count("resources/read", False)
-    recent.count("resources/read", True)
-    recent.count("tools/call", False)
+    recent.count("resources/read", False, 0.004)
+    recent.count("resources/read", True, 0.2)
+    recent.count("tools/call", False)  # not timed (a listen stream, say)
     now[0] += 60
-    recent.count("resources/read", False)
+    recent.count("resources/read", False, 0.03)
     snapshot = recent.snapshot()
     assert snapshot["totals"] == {
-        "resources/read": {"requests": 3, "errors": 1},
-        "tools/call": {"requests": 1, "errors": 0},
+        "resources/read": {"requests": 3, "errors": 1, "latency_ms": {"mean": 78.0, "p95": 200.0, "max": 200.0}},
+        "tools/call": {"requests": 1, "errors": 0, "latency_ms": None},
     }
-    assert [m["start"] for m in snapshot["minutes"]] == ["1970-01-01T10:00:00Z", "1970-01-01T10:01:00Z"]
-    now[0] += 120  # the first minute has left the 3-minute window
-    assert recent.snapshot()["totals"] == {"resources/read": {"requests": 1, "errors": 0}}
+    starts = ["1970-01-01T09:59:00Z", "1970-01-01T10:00:00Z", "1970-01-01T10:01:00Z"]
+    assert [m["start"] for m in snapshot["minutes"]] == starts  # the quiet minute before is shown too
+    assert snapshot["minutes"][0]["methods"] == {}
+    now[0] += 120  # the first minute has left the 3-minute window; the two after it were quiet
+    later = recent.snapshot()
+    assert later["totals"] == {"resources/read": {"requests": 1, "errors": 0,
+                                                  "latency_ms": {"mean": 30.0, "p95": 30.0, "max": 30.0}}}  # fmt: skip
+    assert [bool(m["methods"]) for m in later["minutes"]] == [True, False, False]
+    for _ in range(20):
+        recent.count("prompts/get", False, 0.001)
+    recent.count("prompts/get", False, 3.0)  # one slow call in 21: the 95th percentile is a fast one
+    assert recent.snapshot()["totals"]["prompts/get"]["latency_ms"] == {"mean": 143.8, "p95": 5.0, "max": 3000.0}
     for _ in range(10):
         now[0] += 60
         recent.count("ping", False)
     assert len(recent._buckets) == 3  # bounded however long it runs
     now[0] -= 600  # a clock set back counts into the newest minute, never a new bucket
     recent.count("ping", True)
-    assert len(recent._buckets) == 3 and recent._buckets[-1][1]["ping"] == [2, 1]
+    newest = recent._buckets[-1][1]["ping"]
+    assert len(recent._buckets) == 3 and (newest.requests, newest.errors) == (2, 1)
 
 
 def test_the_audit_layer_keeps_the_last_denials_without_sinks_shortened() -> None:
@@ -286,15 +306,20 @@ def test_the_page_escapes_every_value() -> None:
     body: dict[str, Any] = {
         "server": {"name": bad, "version": "1"}, "time": "t", "serving": True, "config_digest": bad,
         "generation": 1, "last_reload": None, "failed_providers": {bad: bad}, "plugins": [plugin],
-        "cluster": {"backend": bad, "configured": True, "connected": False, "replica": bad, "leases": [bad]},
-        "requests": {"window_minutes": 1, "totals": {bad: one},
+        "cluster": {"backend": bad, "configured": True, "connected": False, "replica": bad, "cluster_id": bad,
+                    "leases": [bad]},
+        "upstreams": [{"provider": bad, "plugin": bad, "state": bad, "calls": 1, "failures": dict.fromkeys(FAILURES, 0),
+                       "last_ok": bad, "last_failure": bad, "last_failure_kind": bad, "failing_since": bad}],
+        "requests": {"window_minutes": 1, "totals": {bad: {**one, "latency_ms": None}},
                      "minutes": [{"start": "1970-01-01T00:00:00Z", "methods": {bad: one}}]},
         "recent_denials": [dict.fromkeys(("time", "operation", "action", "target", "subject", "issuer",
                                           "reason"), bad)],
     }  # fmt: skip
     page = render(body)
-    # title and h1 2, digest 1, plugin 5 cells and its row class 1, failed provider 2, cluster 3, method 1, denial 7
-    assert "<img" not in page and page.count("&lt;img src=x onerror=alert(1)&gt;") == 22
+    # title and h1 4 (name and replica), digest 1, plugin 5 cells and its row class 1, failed provider 2,
+    # cluster 4, upstream 8 (provider, plugin, state and its row class, last ok, last failure's time and
+    # kind, failing since), method 1, denial 7
+    assert "<img" not in page and page.count("&lt;img src=x onerror=alert(1)&gt;") == 33
 
 
 def _deny(audit: AuditLog, subject: str, issuer: str | None, target: str, operation: str = "resources/read") -> None:
@@ -339,3 +364,13 @@ def test_round4_item7_the_denials_kept_stay_bounded_and_the_newest_are_shown() -
     assert ("https://idp.example", "user0") not in held  # refused least recently: forgotten first
     kept = list(audit.recent_denials)
     assert len(kept) == RECENT_DENIALS and kept[-1]["target"] == f"x://{CALLERS + 19}/{PER_CALLER + 1}"
+
+
+def test_the_replica_is_named_by_its_variable_else_the_pod_name_else_the_host() -> None:
+    import socket
+
+    from mcp_providers._serve.state.replica import replica_name
+
+    assert replica_name({"MCP_PROVIDERS_REPLICA": "replica2", "HOSTNAME": "mcp-providers-1"}) == "replica2"
+    assert replica_name({"MCP_PROVIDERS_REPLICA": " ", "HOSTNAME": "mcp-providers-1"}) == "mcp-providers-1"
+    assert replica_name({}) == socket.gethostname()

@@ -235,6 +235,8 @@ class Pipeline:
         line.update(operation=str(ctx.method)[:200], target="", decision="allowed" if exc is None else "error")
         if exc is not None:
             line["reason"] = f"{getattr(exc, 'code', -32603)}: {type(exc).__name__}"
+        if self.tracer is not None:  # inside the request span (_traced): the line names its trace
+            line.update(tracing.ids())
         self.audit.write(line)
 
     def _outcome(self, exchange: Exchange, exc: BaseException) -> None:
@@ -274,4 +276,6 @@ class Pipeline:
             line["count"] = exchange.count
         if exchange.receipt is not None:
             line["receipt"] = exchange.receipt
+        if self.tracer is not None:  # inside the request span (_traced): the line names its trace
+            line.update(tracing.ids())
         self.audit.write(line)

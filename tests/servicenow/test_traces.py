@@ -163,3 +163,54 @@ async def test_a_failed_tool_call_marks_its_span_and_an_unknown_method_gets_one_
     others = request_spans(spans.get_finished_spans(), "other")
     assert len(others) == 3 and {s.name for s in others} == {"other"}
     assert not [s for s in spans.get_finished_spans() if "made-up" in s.name]
+
+
+async def test_every_audit_line_names_its_request_span_and_otlp_records_carry_the_ids(
+    composition, spans, dev_emulator, tmp_path
+):
+    """Issue 42 (build 9): with traces on, an audit line (a method's, and one the SDK answers itself)
+    carries ``trace_id`` and ``span_id`` of its request span; the OTLP sink's record gets them as
+    ``traceId``/``spanId``. Traces off, no line has them."""
+    from wire_support import raw_session
+
+    from mcp_providers._serve.steps.audit import AuditLog
+    from mcp_providers._serve.steps.sinks import OtlpLogsSink, Outbox
+    from mcp_providers.config import FileSinkSettings, OtlpLogsSinkSettings
+
+    path = tmp_path / "audit.jsonl"
+    composition.pipeline.audit = audit = AuditLog([FileSinkSettings(type="file", path=path)])
+    audit.open()
+    try:
+        async with connect(composition) as client:
+            await client.read_resource(URI, meta={"traceparent": TRACEPARENT})
+        async with raw_session(composition, "2025-11-25") as (session, _):
+            await session.request("x/made-up", {})
+        composition.pipeline.tracer = None
+        async with connect(composition) as client:
+            await client.read_resource(URI)
+    finally:
+        audit.close()
+    texts = path.read_text().splitlines()
+    lines = [json.loads(text) for text in texts]
+    finished = spans.get_finished_spans()
+    [read] = request_spans(finished, "resources/read")
+    [other] = request_spans(finished, "other")
+    by_operation = {line["operation"]: line for line in lines if "trace_id" in line}
+    for line, span in ((by_operation["resources/read"], read), (by_operation["x/made-up"], other)):
+        assert (line["trace_id"], line["span_id"]) == (
+            format(span.context.trace_id, "032x"),
+            format(span.context.span_id, "016x"),
+        )
+    assert by_operation["resources/read"]["trace_id"] == TRACE_ID  # the caller's trace, joined
+    untraced = [line for line in lines if "trace_id" not in line]
+    assert [line["operation"] for line in untraced if line["operation"] == "resources/read"] == ["resources/read"]
+    settings = OtlpLogsSinkSettings(type="otlp", url="http://127.0.0.1:4318/v1/logs")
+    body = json.loads(
+        OtlpLogsSink(settings, Outbox("otlp", 10, 30.0)).body(
+            [(x["time"], x["decision"], t) for x, t in zip(lines, texts, strict=True)]
+        )
+    )
+    records = body["resourceLogs"][0]["scopeLogs"][0]["logRecords"]
+    assert [(r.get("traceId"), r.get("spanId")) for r in records] == [
+        (x.get("trace_id"), x.get("span_id")) for x in lines
+    ]

@@ -13,7 +13,8 @@ A task belongs to the principal that started it: to anyone else it does not exis
 task's ``statusMessage``; its ``elicit``/``sample`` make the task ``input_required``
 (``inputRequests`` on ``tasks/get``) until a ``tasks/update`` answers. With ``[cluster]`` the
 task lives in Redis: polled and cancelled through any replica, failed by the first reader once
-the replica running it has stopped renewing its lease.
+the replica running it has stopped renewing its lease; one Redis lost with its data (a restart
+without persistence) is answered ``-32010`` ``task-lost``, saying so, rather than "not found".
 """
 
 from __future__ import annotations
@@ -35,7 +36,16 @@ from pydantic import BaseModel, Field
 
 from mcp_providers._serve.methods.rounds import InputChannel, checked_answers, wire_request
 from mcp_providers._serve.state.cluster import ClusterUnavailable
-from mcp_providers._serve.state.tasks import Change, RunningTask, TaskRecord, TaskStore, running_task
+from mcp_providers._serve.state.tasks import (
+    LOST,
+    Change,
+    RunningTask,
+    TaskLost,
+    TaskRecord,
+    TaskStore,
+    new_task_id,
+    running_task,
+)
 from mcp_providers._serve.steps.exchange import Actor, Ctx, Exchange
 from mcp_providers._serve.steps.request_state import Answer, digest
 from mcp_providers.config import TasksSettings
@@ -180,7 +190,7 @@ class Tasks:
             )
         now = time.time()
         record = TaskRecord(
-            task_id=secrets.token_urlsafe(24),
+            task_id=new_task_id(now),
             owner=owner,
             tool=tool,
             status="working",
@@ -284,8 +294,11 @@ class Tasks:
         """``task_id``'s record if ``principal`` started it.
 
         :raises InvalidParams: unknown, expired, or someone else's (one message for all three).
+        :raises TaskLost: the cluster's Redis lost it with its data (-32010): not "not found".
         """
         record = await self.store.get(task_id) if len(task_id) <= 200 else None
+        if record is None and len(task_id) <= 200 and await self.store.lost(task_id):
+            raise TaskLost(LOST, data={"rule": "task-lost"})
         if record is None or not secrets.compare_digest(record.owner, owner_of(principal)):
             raise InvalidParams(NOT_FOUND, data={"rule": "task-not-found"})
         return record

@@ -36,7 +36,6 @@ import hashlib
 import json
 import logging
 import os
-import socket
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Hashable
 from datetime import datetime
@@ -55,6 +54,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from mcp_providers._serve.state.coalesce import Coalescer
 from mcp_providers._serve.state.outage import BusOutages
+from mcp_providers._serve.state.replica import replica_name
 from mcp_providers.config import ClusterSettings
 from mcp_providers.credentials import current_scope
 from mcp_providers.errors import BACKEND_UNAVAILABLE, UpstreamError
@@ -212,12 +212,12 @@ class RedisBackend:
         from redis.asyncio import Redis  # only with a [cluster] section
 
         self.settings = settings
-        self.replica = replica or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.replica = replica or f"{replica_name()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.channel = f"{settings.key_prefix}:events"
         timeout = settings.timeout_seconds
         # bytes in, bytes out: every value is checked here, so a malformed one is a miss, not a crash
         self._redis = Redis.from_url(
-            settings.redis_url, socket_timeout=timeout, socket_connect_timeout=timeout, decode_responses=False
+            settings.connection_url(), socket_timeout=timeout, socket_connect_timeout=timeout, decode_responses=False
         )
         self.bus = RedisSubscriptionBus(self)
         self.held: set[str] = set()

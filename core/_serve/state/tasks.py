@@ -11,6 +11,12 @@ In Redis the record, sealed (:mod:`.sealing`), is the value of ``{key_prefix}:ta
 transaction (``WATCH``/``MULTI``), so a cancel through one replica and a completion through
 another cannot overwrite each other. Keys expire: while running after ``ttl`` plus the lease
 (renewed), once ended after ``ttl``.
+
+A task id starts with the millisecond it was made (:func:`new_task_id`), and Redis keeps, beside
+the tasks, when its store of them began (``{key_prefix}:tasks:born``, set with the first task
+stored, or the first look for a missing one). A task missing from a store that began after the
+task was made was lost with Redis's data (a restart without persistence): :meth:`RedisTasks.lost`
+says so, and ``tasks/get`` answers :class:`TaskLost` rather than "not found".
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from __future__ import annotations
 import contextvars
 import json
 import logging
+import secrets
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
@@ -32,6 +39,7 @@ from mcp_providers._serve.state.credentials import MAKE_A_KEY
 from mcp_providers._serve.state.ended import DROPPED, REMEMBERED, EndedBudget
 from mcp_providers._serve.state.sealing import Sealing
 from mcp_providers.config import CREDENTIALS_KEY_ENV, TasksSettings
+from mcp_providers.errors import BACKEND_UNAVAILABLE, RequestError
 
 log = logging.getLogger("mcp_providers.tasks")
 
@@ -165,6 +173,40 @@ running_task: contextvars.ContextVar[RunningTask | None] = contextvars.ContextVa
 and its rate was counted when it started."""
 
 
+def new_task_id(now: float) -> str:
+    """A new unguessable task id: the millisecond ``now`` (seconds since the epoch) in hex, a dot,
+    and 24 random bytes in URL-safe base64 (``"18c5a3f0e21.Zk3..."``, 44 characters)."""
+    return f"{int(now * 1000):x}.{secrets.token_urlsafe(24)}"
+
+
+def made_at(task_id: str) -> int | None:
+    """When the task of ``task_id`` was made (milliseconds since the epoch), from
+    :func:`new_task_id`'s form; ``None`` for any other form."""
+    stamp, dot, _ = task_id.partition(".")
+    if not dot or not 0 < len(stamp) <= 12:
+        return None
+    try:
+        return int(stamp, 16)
+    except ValueError:
+        return None
+
+
+class TaskLost(RequestError):
+    """The task was lost with the cluster backend's data: Redis came back empty (persistence off)
+    after the task was made. JSON-RPC -32010 (:data:`~mcp_providers.errors.BACKEND_UNAVAILABLE`,
+    the backend failed us), ``data.rule`` ``task-lost``."""
+
+    code = BACKEND_UNAVAILABLE
+
+
+LOST = (
+    "the task was lost: the cluster backend (Redis) lost its data after the task was made (a restart without "
+    "persistence), so its status and result are gone; call the tool again, and ask the operator to run Redis "
+    'with AOF (docs/deploy.md, "What is kept where")'
+)
+"""What ``tasks/get`` (and update, cancel) answers for a task :meth:`RedisTasks.lost`."""
+
+
 class TaskStore(Protocol):
     """Where tasks live (:class:`InProcessTasks` or :class:`RedisTasks`)."""
 
@@ -179,6 +221,9 @@ class TaskStore(Protocol):
 
     async def change(self, task_id: str, change: Change) -> TaskRecord | None:
         """Apply ``change`` through :func:`changed`; the new record (``None``: unknown)."""
+
+    async def lost(self, task_id: str) -> bool:
+        """Whether ``task_id``, missing, was lost with the store's data (not unknown or expired)."""
 
 
 SWEEP_SECONDS = 1.0
@@ -260,6 +305,9 @@ class InProcessTasks:
     def __len__(self) -> int:
         return len(self._records)
 
+    async def lost(self, task_id: str) -> bool:
+        return False  # this store lives and dies with the process that made its tasks
+
 
 class RedisTasks:
     """Tasks in the cluster's Redis (see the module docstring); ``lease`` is ``[cluster] lease_seconds``.
@@ -296,9 +344,40 @@ class RedisTasks:
         return TaskRecord.from_json(plain) if plain is not None else None
 
     async def create(self, record: TaskRecord) -> None:
-        seconds, key = record.ttl + self.lease, self._key(record.task_id)
+        seconds, key, born = record.ttl + self.lease, self._key(record.task_id), self._backend.key("tasks", "born")
         value = self._sealed(record, key)
-        await self._backend.call("store a task", lambda r: r.set(key, value, px=_ms(seconds)))
+
+        async def store(r: Any) -> Any:
+            async with r.pipeline(transaction=False) as pipe:  # one round trip
+                pipe.set(born, int(record.created * 1000), nx=True)  # the store began no later than this task
+                pipe.set(key, value, px=_ms(seconds))
+                return await pipe.execute()
+
+        await self._backend.call("store a task", store)
+
+    async def lost(self, task_id: str) -> bool:
+        """Whether ``task_id`` (missing) was made before this Redis's store of tasks began, so Redis
+        lost it with its data; ``False`` for an id not of :func:`new_task_id`'s form. Replicas'
+        clocks should agree (NTP): a task made within their skew before a restart reads as unknown.
+
+        :raises ClusterUnavailable: Redis did not answer.
+        """
+        made = made_at(task_id)
+        if made is None:
+            return False
+        born = self._backend.key("tasks", "born")
+
+        async def began(r: Any) -> Any:
+            async with r.pipeline(transaction=False) as pipe:
+                pipe.set(born, int(self._clock() * 1000), nx=True)  # an empty Redis's store begins now
+                pipe.get(born)
+                return (await pipe.execute())[1]
+
+        value = await self._backend.call("read when the task store began", began)
+        try:
+            return int(value) > made  # both in milliseconds: one made in the store's first one is not lost
+        except (TypeError, ValueError):  # not a number: someone else's key; say nothing we do not know
+            return False
 
     async def get(self, task_id: str) -> TaskRecord | None:
         key = self._key(task_id)

@@ -8,7 +8,8 @@ For every ``read``, ``complete``, ``render`` and ``call`` it:
    side-effect scope (:mod:`mcp_providers._sideeffects`), in the mode the operator chose for
    the plugin (``server.side_effects``);
 4. shares one upstream call among identical reads in flight (coalescing, for reads);
-5. turns anything unexpected into :class:`~mcp_providers.errors.ProviderFailed` naming the
+5. tells :class:`~.health.UpstreamHealth` how the call ended (``/status``);
+6. turns anything unexpected into :class:`~mcp_providers.errors.ProviderFailed` naming the
    provider and plugin (the exception text stays in the log: it may carry secrets), a
    ``BaseException`` such as ``SystemExit`` or ``KeyboardInterrupt`` included
    (:mod:`mcp_providers._host.contain`); only the request's own cancellation passes.
@@ -33,6 +34,7 @@ import anyio
 
 from mcp_providers._host.contain import contain_async
 from mcp_providers._serve.state.coalesce import Coalescer
+from mcp_providers._serve.steps.health import UpstreamHealth, failure_of
 from mcp_providers._sideeffects import Kind, Mode, Scope, enter_scope, exit_scope
 from mcp_providers.errors import ProviderFailed, ReadTimeout, RequestError, ToolFailure, UpstreamError
 
@@ -73,6 +75,8 @@ class Invoker:
         self._modes = modes
         self._timeout = read_timeout
         self._coalescer: Coalescer[Any] | None = Coalescer() if coalesce else None
+        self.health = UpstreamHealth()
+        """How each provider's calls ended (``/status``: upstream health)."""
 
     async def run(
         self,
@@ -92,6 +96,7 @@ class Invoker:
         :raises ProviderFailed: the provider raised something other than a RequestError/ToolFailure.
         """
         if work.provider in self._startup_failures:
+            self.health.ended(work.plugin, work.provider, "not started")
             raise UpstreamError(
                 f"provider {work.provider!r} failed to start, so it cannot serve {work.what}; "
                 "the server log has the details"
@@ -105,13 +110,16 @@ class Invoker:
                 )
             if share is not None and self._coalescer is not None:
                 coalescer = self._coalescer
-                return await self._deadline(work, lambda: coalescer.run(share, call))
-            return await self._deadline(work, call)
-        except (RequestError, ToolFailure):
+                result: T = await self._deadline(work, lambda: coalescer.run(share, call))
+            else:
+                result = await self._deadline(work, call)
+        except (RequestError, ToolFailure) as exc:
+            self.health.ended(work.plugin, work.provider, failure_of(exc))
             raise
         except Exception:
             if scope is not None and scope.refused is not None:
                 raise scope.refused from None  # a library caught the refusal and failed its own way
+            self.health.ended(work.plugin, work.provider, "crashed")
             log.exception("provider %r (plugin %r) failed %s", work.provider, work.plugin, work.what)
             raise ProviderFailed(
                 f"provider {work.provider!r} (plugin {work.plugin!r}) failed {work.what}; "
@@ -123,6 +131,8 @@ class Invoker:
                 exit_scope(scope, token)
                 if custody is not None and (scope.exemptions or scope.violations):
                     custody.update(scope.receipt_fields())
+        self.health.ended(work.plugin, work.provider, None)
+        return result
 
     async def _deadline(self, work: Work, call: Callable[[], Awaitable[T]]) -> T:
         seconds = self._timeout if work.timeout is None else work.timeout

@@ -147,9 +147,10 @@ class RateLimiter:
         from redis.asyncio import ConnectionPool  # only with [cluster]
 
         timeout = cluster.timeout_seconds
-        self._pool = ConnectionPool.from_url(cluster.redis_url, socket_timeout=timeout, socket_connect_timeout=timeout)
+        url = cluster.connection_url()
+        self._pool = ConnectionPool.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout)
         storage = RedisStorage(
-            f"async+{cluster.redis_url}",
+            f"async+{url}",
             implementation="redispy",
             key_prefix=f"{cluster.key_prefix}:limits",
             wrap_exceptions=True,

@@ -23,6 +23,8 @@ import json
 import logging
 import math
 import os
+import re
+import select
 import socket
 import time
 import uuid
@@ -201,16 +203,21 @@ class SyslogSink:
             self.outbox.drop(1, f"sending failed {s.retries + 1} times or more, and its queue is full")
 
     async def _send(self, data: bytes) -> bool:
-        """One attempt: connect when not connected, send; an ``OSError`` closes the connection."""
+        """One attempt: connect when not connected (or when the server closed the connection), send;
+        a failure closes the connection and is raised as an ``OSError`` (retried)."""
         try:
+            if self._connection is not None and closed_by_peer(self._connection):
+                await self._close()  # a line sent now would be lost without an error: connect again
             if self._connection is None:
                 self._connection = await self._connect()
             await self._connection.send(data)
             return True
-        except OSError as exc:
-            log.debug("audit sink %r: send failed: %s", self.settings.name, exc)
+        except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
+            log.debug("audit sink %r: send failed: %s", self.settings.name, type(exc).__name__)
             await self._close()
-            raise
+            if isinstance(exc, OSError):
+                raise
+            raise ConnectionResetError(f"the connection broke ({type(exc).__name__})") from None  # retried too
 
     async def _connect(self) -> Connection:
         s = self.settings
@@ -225,6 +232,21 @@ class SyslogSink:
         if connection is not None:
             with anyio.CancelScope(shield=True):
                 await connection.aclose()
+
+
+def closed_by_peer(connection: Connection) -> bool:
+    """Whether the server closed (or reset) this TCP connection. A syslog server never writes to
+    it, so anything to read means its end: a message sent into a connection the server has closed
+    is lost without an error (the reset comes back after it), as across an rsyslogd restart."""
+    raw = connection.extra(anyio.abc.SocketAttribute.raw_socket, None)
+    if raw is None or raw.type != socket.SOCK_STREAM:
+        return False
+    fd = raw.fileno()
+    if fd < 0:  # the event loop already closed it (it saw the reset)
+        return True
+    poller = select.poll()  # the loop's socket wrapper has no recv: ask the descriptor, without waiting
+    poller.register(fd, select.POLLIN)
+    return bool(poller.poll(0))  # readable (its end, or a reset), or hung up
 
 
 class WebhookSink:
@@ -315,9 +337,14 @@ class OtlpLogsSink(WebhookSink):
         return status in OTLP_RETRYABLE
 
 
+_TRACED = re.compile(r',"trace_id":"([0-9a-f]{32})","span_id":"([0-9a-f]{16})"}$')
+"""How a traced line ends (the pipeline adds the ids last); quotes inside values are escaped, so
+only the line's own keys can match."""
+
+
 def _log_record(when: str, decision: str, text: str) -> dict[str, object]:
     number, severity = OTLP_SEVERITY.get(decision, (9, "INFO"))
-    return {
+    record: dict[str, object] = {
         "timeUnixNano": str(_unix_nanos(when)),
         "severityNumber": number,
         "severityText": severity,
@@ -325,6 +352,10 @@ def _log_record(when: str, decision: str, text: str) -> dict[str, object]:
         "attributes": [{"key": "event.name", "value": {"stringValue": "mcp_providers.audit"}},
                        {"key": "decision", "value": {"stringValue": decision}}],
     }  # fmt: skip
+    traced = _TRACED.search(text)
+    if traced:  # OTLP/JSON gives both ids as hex strings: a backend joins the record to its trace
+        record["traceId"], record["spanId"] = traced.groups()
+    return record
 
 
 def _unix_nanos(when: str) -> int:

@@ -31,6 +31,7 @@ from opentelemetry import propagate, trace
 from opentelemetry.context import Context
 from opentelemetry.trace import SpanKind, StatusCode
 
+from mcp_providers._serve.state.replica import replica_name
 from mcp_providers.http import upstream_tracer
 
 if TYPE_CHECKING:
@@ -77,8 +78,9 @@ def configure_from_env(env: Mapping[str, str] | None = None) -> bool:
     """Install a tracer provider exporting over OTLP/HTTP (protobuf) when :func:`wanted_from_env`;
     the exporter reads its endpoint, headers and timeout from the same ``OTEL_EXPORTER_OTLP_*``
     variables, the resource its ``service.name`` from ``OTEL_SERVICE_NAME`` (default
-    ``mcp-providers``) and its ``service.instance.id`` from ``MCP_PROVIDERS_REPLICA`` (the replica's
-    name; ``OTEL_RESOURCE_ATTRIBUTES`` may set it instead). Leaves a provider already set alone.
+    ``mcp-providers``) and its ``service.instance.id`` from the replica's name
+    (:func:`~mcp_providers._serve.state.replica.replica_name`: ``MCP_PROVIDERS_REPLICA``, else
+    ``HOSTNAME``; ``OTEL_RESOURCE_ATTRIBUTES`` may set it instead). Leaves a provider already set alone.
 
     :returns: whether traces are on afterwards.
     :raises RuntimeError: traces are asked for but the ``telemetry`` extra is not installed.
@@ -99,9 +101,8 @@ def configure_from_env(env: Mapping[str, str] | None = None) -> bool:
             "install mcp-providers[telemetry], or unset OTEL_TRACES_EXPORTER and OTEL_EXPORTER_OTLP_ENDPOINT"
         ) from None
     attributes = {"service.name": env.get("OTEL_SERVICE_NAME") or "mcp-providers"}
-    replica = env.get("MCP_PROVIDERS_REPLICA")  # the pod's name under the chart: which replica traced
-    if replica and "service.instance.id" not in env.get("OTEL_RESOURCE_ATTRIBUTES", ""):
-        attributes["service.instance.id"] = replica
+    if "service.instance.id" not in env.get("OTEL_RESOURCE_ATTRIBUTES", ""):  # which replica traced
+        attributes["service.instance.id"] = replica_name(env)
     provider = TracerProvider(resource=Resource.create(attributes))
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
     trace.set_tracer_provider(provider)
@@ -181,6 +182,15 @@ def tool_failed(span: trace.Span) -> None:
     ``tool_error``, status ERROR; the tool's text stays out of the span)."""
     span.set_attribute("error.type", "tool_error")
     span.set_status(StatusCode.ERROR)
+
+
+def ids() -> dict[str, str]:
+    """The current span's ``trace_id`` (32 hex digits) and ``span_id`` (16), the W3C forms, for an
+    audit line to be joined to its trace; empty when no span is recording a valid context."""
+    context = trace.get_current_span().get_span_context()
+    if not context.is_valid:
+        return {}
+    return {"trace_id": format(context.trace_id, "032x"), "span_id": format(context.span_id, "016x")}
 
 
 def failed(span: trace.Span, exc: BaseException) -> None:

@@ -149,9 +149,10 @@ class Metrics:
         finally:
             method = ctx.method if isinstance(ctx.method, str) and self._served(ctx.method) else OTHER_METHOD
             self.requests.labels(method, outcome).inc()
-            if self._recent is not None:
-                self._recent.count(method, outcome != "ok")
-            self._observe(ctx, method, outcome, time.perf_counter() - started)
+            seconds = time.perf_counter() - started
+            if self._recent is not None:  # a listen stream's length is no latency
+                self._recent.count(method, outcome != "ok", None if method == LISTEN else seconds)
+            self._observe(ctx, method, outcome, seconds)
 
     def _observe(self, ctx: Any, method: str, outcome: str, seconds: float) -> None:
         if method == "resources/read":

@@ -3,8 +3,10 @@
 For the person on call: the plugins with their distribution, version, state (``loaded``,
 ``rejected``, ``disabled``) and reason; what each declared (resources, resource templates, tools,
 prompts, skills); the config digest, the generation and the last reload attempt; the cluster backend
-(configured, connected), this replica's name and the poll leases it holds; requests and errors
-per method over the last :data:`WINDOW_MINUTES` minutes; the last denials (operation, action,
+(configured, connected), this replica's name (``MCP_PROVIDERS_REPLICA``, else ``HOSTNAME``: the pod's
+name) and the poll leases it holds; upstream health (each provider's calls and failures, when it last
+answered, since when it fails: :mod:`..steps.health`); requests, errors and latency per method over
+the last :data:`WINDOW_MINUTES` minutes, every minute shown; the last denials (operation, action,
 target, subject, issuer, reason, time; from the audit layer, kept with or without sinks, at most
 a few per caller so that no one caller's refusals push the others' off: ``steps.audit.RecentDenials``).
 
@@ -21,9 +23,11 @@ and the runtime, none of which holds one.
 from __future__ import annotations
 
 import base64
+import bisect
 import collections
 import hashlib
 import html
+import math
 import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
@@ -32,6 +36,8 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
+from mcp_providers._serve.state.replica import replica_name
+from mcp_providers._serve.steps.health import FAILURES
 from mcp_providers._serve.transport.admin import AdminGate, admit
 
 if TYPE_CHECKING:
@@ -44,10 +50,16 @@ _KINDS = ("resources", "templates", "tools", "prompts", "skills")
 OFF = 'the status page is off; add [server.admin] (docs/operations.md, "Status page")'
 
 
+LATENCY_BOUNDS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+"""Upper bounds of the latency buckets :class:`RecentRequests` counts in, in seconds (those of
+``prometheus_client``'s histograms, so the page and ``/metrics`` agree); one more bucket holds the
+rest."""
+
+
 class RecentRequests:
-    """Requests and errors per method, per wall-clock minute, for the last ``minutes`` minutes: a
-    ring of at most ``minutes`` buckets, so its size is bounded by ``minutes`` times the number of
-    method labels (served methods and ``other``, as in ``/metrics``).
+    """Requests, errors and latency per method, per wall-clock minute, for the last ``minutes``
+    minutes: a ring of at most ``minutes`` buckets, so its size is bounded by ``minutes`` times the
+    number of method labels (served methods and ``other``, as in ``/metrics``).
 
     Fed by :class:`~mcp_providers._serve.transport.ops.Metrics` (one call per request answered).
     """
@@ -55,40 +67,84 @@ class RecentRequests:
     def __init__(self, minutes: int = WINDOW_MINUTES, clock: Callable[[], float] = time.time) -> None:
         self.minutes = minutes
         self._clock = clock
-        self._buckets: collections.deque[tuple[int, dict[str, list[int]]]] = collections.deque(maxlen=minutes)
+        self._buckets: collections.deque[tuple[int, dict[str, _Cell]]] = collections.deque(maxlen=minutes)
 
-    def count(self, method: str, error: bool) -> None:
-        """Count one request of ``method`` (a bounded label), an error when ``error``."""
+    def count(self, method: str, error: bool, seconds: float | None = None) -> None:
+        """Count one request of ``method`` (a bounded label), an error when ``error``, that took
+        ``seconds`` (``None``: not timed, such as a listen stream)."""
         minute = int(self._clock() // 60)
         buckets = self._buckets
         if not buckets or minute > buckets[-1][0]:  # a clock set back counts into the newest minute
             buckets.append((minute, {}))
-        counts = buckets[-1][1].get(method)
-        if counts is None:
-            counts = buckets[-1][1][method] = [0, 0]
-        counts[0] += 1
-        counts[1] += error
+        cell = buckets[-1][1].get(method)
+        if cell is None:
+            cell = buckets[-1][1][method] = _Cell()
+        cell.add(error, seconds)
 
     def snapshot(self) -> dict[str, Any]:
-        """``{"window_minutes": n, "totals": {method: {"requests", "errors"}}, "minutes": [{"start":
-        ISO 8601 UTC, "methods": {method: {"requests", "errors"}}}, ...]}``, oldest minute first,
-        only minutes inside the window."""
-        oldest = int(self._clock() // 60) - self.minutes + 1
+        """``{"window_minutes": n, "totals": {method: {"requests", "errors", "latency_ms"}},
+        "minutes": [{"start": ISO 8601 UTC, "methods": {method: {"requests", "errors"}}}, ...]}``:
+        every minute of the window, oldest first, a quiet one with no methods. ``latency_ms`` is
+        ``{"mean", "p95", "max"}`` in milliseconds over the window (``p95``: the upper bound of the
+        :data:`LATENCY_BOUNDS` bucket holding the 95th percentile, or the max past the last bound),
+        ``None`` when nothing was timed."""
+        now = int(self._clock() // 60)
+        kept = {minute: methods for minute, methods in list(self._buckets)}
         minutes: list[dict[str, Any]] = []
-        totals: collections.defaultdict[str, list[int]] = collections.defaultdict(lambda: [0, 0])
-        for minute, methods in list(self._buckets):
-            if minute < oldest:
-                continue
-            for method, (requests, errors) in methods.items():
-                totals[method][0] += requests
-                totals[method][1] += errors
+        totals: collections.defaultdict[str, _Cell] = collections.defaultdict(_Cell)
+        for minute in range(now - self.minutes + 1, now + 1):
+            methods = kept.get(minute, {})
+            for method, cell in methods.items():
+                totals[method].merge(cell)
             start = time.strftime("%Y-%m-%dT%H:%M:00Z", time.gmtime(minute * 60))
-            minutes.append({"start": start, "methods": _counted(methods.items())})
-        return {"window_minutes": self.minutes, "totals": _counted(totals.items()), "minutes": minutes}
+            counts = {m: {"requests": c.requests, "errors": c.errors} for m, c in sorted(methods.items())}
+            minutes.append({"start": start, "methods": counts})
+        summary = {m: {"requests": c.requests, "errors": c.errors, "latency_ms": c.latency_ms()}
+                   for m, c in sorted(totals.items())}  # fmt: skip
+        return {"window_minutes": self.minutes, "totals": summary, "minutes": minutes}
 
 
-def _counted(items: Iterable[tuple[str, list[int]]]) -> dict[str, dict[str, int]]:
-    return {method: {"requests": c[0], "errors": c[1]} for method, c in sorted(items)}
+class _Cell:
+    """One method's counts in one minute (or, merged, over the window)."""
+
+    __slots__ = ("buckets", "errors", "requests", "slowest", "timed", "total")
+
+    def __init__(self) -> None:
+        self.requests = self.errors = self.timed = 0
+        self.total = self.slowest = 0.0
+        self.buckets = [0] * (len(LATENCY_BOUNDS) + 1)
+
+    def add(self, error: bool, seconds: float | None) -> None:
+        self.requests += 1
+        self.errors += error
+        if seconds is not None:
+            self.timed += 1
+            self.total += seconds
+            self.slowest = max(self.slowest, seconds)
+            self.buckets[bisect.bisect_left(LATENCY_BOUNDS, seconds)] += 1
+
+    def merge(self, other: _Cell) -> None:
+        self.requests += other.requests
+        self.errors += other.errors
+        self.timed += other.timed
+        self.total += other.total
+        self.slowest = max(self.slowest, other.slowest)
+        self.buckets = [a + b for a, b in zip(self.buckets, other.buckets, strict=True)]
+
+    def latency_ms(self) -> dict[str, float] | None:
+        if not self.timed:
+            return None
+        rank, seen, p95 = math.ceil(0.95 * self.timed), 0, self.slowest
+        for bound, n in zip(LATENCY_BOUNDS, self.buckets, strict=False):
+            seen += n
+            if seen >= rank:
+                p95 = min(bound, self.slowest)
+                break
+        return {"mean": _ms(self.total / self.timed), "p95": _ms(p95), "max": _ms(self.slowest)}
+
+
+def _ms(seconds: float) -> float:
+    return round(seconds * 1000, 1)
 
 
 def facts(composition: Composition, reloader: Reloader | None, recent: RecentRequests | None) -> dict[str, Any]:
@@ -106,6 +162,7 @@ def facts(composition: Composition, reloader: Reloader | None, recent: RecentReq
         "failed_providers": dict(sorted(runtime.startup_failures.items())),
         "cluster": cluster(composition),
         "requests": recent.snapshot() if recent is not None else None,
+        "upstreams": runtime.invoker.health.snapshot(),
         "recent_denials": list(runtime.audit.recent_denials)[::-1],  # newest first
     }
 
@@ -127,15 +184,18 @@ def plugins(composition: Composition) -> list[dict[str, Any]]:
 
 def cluster(composition: Composition) -> dict[str, Any]:
     """``backend`` (``redis`` or ``in-process``), ``configured``, ``connected`` (``None`` without
-    ``[cluster]``), ``replica`` (this replica's name on the cluster) and ``leases``: the live sources
-    whose poll lease this replica holds (each held by ``replica``)."""
+    ``[cluster]``), ``replica`` (this replica's name: ``MCP_PROVIDERS_REPLICA``, else ``HOSTNAME``,
+    the pod's name; :func:`~mcp_providers._serve.state.replica.replica_name`), ``cluster_id`` (the
+    process's id on the cluster, ``None`` without ``[cluster]``) and ``leases``: the live sources
+    whose poll lease this replica holds."""
     shared = composition.runtime.shared
     configured = bool(shared.configured)
     return {
         "backend": "redis" if configured else "in-process",
         "configured": configured,
         "connected": bool(getattr(shared, "connected", False)) if configured else None,
-        "replica": getattr(shared, "replica", None),
+        "replica": replica_name(),
+        "cluster_id": getattr(shared, "replica", None),
         "leases": sorted(shared.held),
     }
 
@@ -182,7 +242,7 @@ STYLE = (
     "body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#111}"
     "table{border-collapse:collapse;margin:.5em 0 1.5em}"
     "th,td{border:1px solid #bbb;padding:.25em .6em;text-align:left;vertical-align:top}"
-    "th{background:#eee}.rejected{background:#fdd}.disabled{color:#666}"
+    "th{background:#eee}.rejected,.failing{background:#fdd}.disabled{color:#666}"
     "code{font-size:12px}"
 )
 _STYLE_HASH = base64.b64encode(hashlib.sha256(STYLE.encode()).digest()).decode()
@@ -218,7 +278,7 @@ def _pairs(rows: Iterable[tuple[str, str]]) -> str:
 def render(body: dict[str, Any]) -> str:
     """The HTML page of :func:`facts` ``body``: every value escaped, no script."""
     server = body["server"]
-    title = f"{server['name']} status"
+    title = f"{server['name']} status: {body['cluster']['replica']}"
     sections = [
         f"<h1>{_e(title)}</h1>",
         f"<p>mcp-providers {_e(server['version'])} · {_e(body['time'])} · "
@@ -226,6 +286,7 @@ def render(body: dict[str, Any]) -> str:
         _config_section(body),
         _plugins_section(body["plugins"], body["failed_providers"]),
         _cluster_section(body["cluster"]),
+        _upstreams_section(body["upstreams"]),
         _requests_section(body["requests"]),
         _denials_section(body["recent_denials"]),
     ]
@@ -267,20 +328,34 @@ def _plugins_section(records: list[dict[str, Any]], failed: dict[str, str]) -> s
 def _cluster_section(c: dict[str, Any]) -> str:
     connected = "n/a" if c["connected"] is None else ("yes" if c["connected"] else "no")
     rows = [("backend", _e(c["backend"])), ("configured", "yes" if c["configured"] else "no"),
-            ("connected", connected), ("replica", _e(c["replica"])),
+            ("connected", connected), ("replica", _e(c["replica"])), ("cluster id", _e(c["cluster_id"])),
             ("leases held", "<br>".join(_e(s) for s in c["leases"]) or "none")]  # fmt: skip
     return "<h2>Cluster</h2>" + _pairs(rows)
+
+
+def _upstreams_section(upstreams: list[dict[str, Any]]) -> str:
+    head = ["provider", "plugin", "state", "calls", *FAILURES, "last answered", "last failure", "failing since"]
+    rows = []
+    for u in upstreams:
+        last = None if u["last_failure"] is None else f"{u['last_failure']} ({u['last_failure_kind']})"
+        rows.append([_e(u["provider"]), _e(u["plugin"]), _e(u["state"]), _e(u["calls"]),
+                     *(_e(u["failures"][k]) for k in FAILURES), _e(u["last_ok"]), _e(last),
+                     _e(u["failing_since"])])  # fmt: skip
+    title = "<h2>Upstream health (each provider's calls since start-up)</h2>"
+    return title + (_table(head, rows, (u["state"] for u in upstreams)) if rows else "<p>no provider called yet</p>")
 
 
 def _requests_section(requests: dict[str, Any] | None) -> str:
     if requests is None:
         return "<h2>Requests</h2><p>not counted here</p>"
     minutes = requests["minutes"]
-    head = ["method", "requests", "errors", *(m["start"][11:16] for m in minutes)]
+    head = ["method", "requests", "errors", "mean ms", "p95 ms", "max ms", *(m["start"][11:16] for m in minutes)]
     rows = []
     for method, total in requests["totals"].items():
         per_minute = [m["methods"].get(method, {"requests": 0, "errors": 0}) for m in minutes]
+        latency = total["latency_ms"] or {}
         rows.append([_e(method), _e(total["requests"]), _e(total["errors"]),
+                     *(_e(latency.get(k)) for k in ("mean", "p95", "max")),
                      *(f"{_e(p['requests'])}/{_e(p['errors'])}" for p in per_minute)])  # fmt: skip
     title = f"<h2>Requests, last {_e(requests['window_minutes'])} minutes (UTC; per minute: requests/errors)</h2>"
     return title + (_table(head, rows) if rows else "<p>none</p>")

@@ -35,6 +35,25 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{/* Where the config file is mounted, and its path ($MCP_PROVIDERS_CONFIG). */}}
 {{- define "mcp-providers.configDir" -}}/etc/mcp-providers{{- end }}
 
+{{/* The variables the Redis password and URL reach the server by, from redis.existingSecret. */}}
+{{- define "mcp-providers.redisPasswordEnv" -}}MCP_PROVIDERS_REDIS_PASSWORD{{- end }}
+{{- define "mcp-providers.redisUrlEnv" -}}MCP_PROVIDERS_REDIS_URL{{- end }}
+
+{{/* "true" when the chart writes a [cluster] table: redis.url, or the URL from redis.existingSecret. */}}
+{{- define "mcp-providers.redisOn" -}}
+{{- if or .Values.redis.url (and .Values.redis.existingSecret .Values.redis.urlKey) }}true{{ end }}
+{{- end }}
+
+{{/* The most replicas there may be: replicaCount, or autoscaling.maxReplicas. */}}
+{{- define "mcp-providers.mostReplicas" -}}
+{{- if .Values.autoscaling.enabled }}{{ int .Values.autoscaling.maxReplicas }}{{ else }}{{ int .Values.replicaCount }}{{ end }}
+{{- end }}
+
+{{/* The ServiceAccount the pods run as. */}}
+{{- define "mcp-providers.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}{{ default (include "mcp-providers.fullname" .) .Values.serviceAccount.name }}{{ else }}{{ default "default" .Values.serviceAccount.name }}{{ end }}
+{{- end }}
+
 {{/*
 The config file the chart writes: config.toml, plus the [cluster] table from `redis`. Refuses a
 [cluster] table in both places (TOML forbids a table twice) and several replicas without Redis.
@@ -42,19 +61,31 @@ The config file the chart writes: config.toml, plus the [cluster] table from `re
 {{- define "mcp-providers.configToml" -}}
 {{- $toml := .Values.config.toml | default "" }}
 {{- $hasCluster := regexMatch `(?m)^\s*\[cluster\]` $toml }}
-{{- if and .Values.redis.url $hasCluster }}
+{{- $redisOn := include "mcp-providers.redisOn" . }}
+{{- $secret := .Values.redis.existingSecret }}
+{{- if and (or .Values.redis.passwordKey .Values.redis.urlKey) (not $secret) }}
+{{- fail "redis.passwordKey and redis.urlKey name keys of redis.existingSecret: set redis.existingSecret to the Secret's name" }}
+{{- end }}
+{{- if and $secret (not .Values.redis.passwordKey) (not .Values.redis.urlKey) }}
+{{- fail "redis.existingSecret is set: name the key holding Redis's password (redis.passwordKey) or its whole URL (redis.urlKey)" }}
+{{- end }}
+{{- if and .Values.redis.url .Values.redis.urlKey }}
+{{- fail "redis.url and redis.urlKey are both set: the URL comes from one place (leave redis.url empty to take it from the Secret)" }}
+{{- end }}
+{{- if and $redisOn $hasCluster }}
 {{- fail "redis.url is set and config.toml has a [cluster] table too: keep one (the chart writes [cluster] from redis.url and redis.keyPrefix)" }}
 {{- end }}
-{{- if and (gt (int .Values.replicaCount) 1) (not .Values.redis.url) (not $hasCluster) }}
-{{- fail (printf "replicaCount %d needs Redis to share live state: set redis.url and redis.keyPrefix (or a [cluster] table in config.toml, or replicaCount 1)" (int .Values.replicaCount)) }}
+{{- $most := int (include "mcp-providers.mostReplicas" .) }}
+{{- if and (gt $most 1) (not $redisOn) (not $hasCluster) }}
+{{- fail (printf "replicaCount %d needs Redis to share live state: set redis.url and redis.keyPrefix (or a [cluster] table in config.toml, or replicaCount 1)" $most) }}
 {{- end }}
 {{- $toml | trimSuffix "\n" }}
-{{- if .Values.redis.url }}
+{{- if $redisOn }}
 {{- /* Credentials first: the other messages show the URL. */}}
 {{- if contains "@" .Values.redis.url }}
-{{- fail "redis.url carries credentials, and the chart's ConfigMap is not secret: put the whole config in a Secret (config.existingSecret)" }}
+{{- fail "redis.url carries credentials, and the chart's ConfigMap is not secret: put the password in a Secret (redis.existingSecret with redis.passwordKey)" }}
 {{- end }}
-{{- if not (regexMatch `^rediss?://` .Values.redis.url) }}
+{{- if and .Values.redis.url (not (regexMatch `^rediss?://` .Values.redis.url)) }}
 {{- fail (printf "redis.url %q must start with redis:// or rediss:// (TLS)" .Values.redis.url) }}
 {{- end }}
 {{- if not (regexMatch `^[A-Za-z0-9_.:-]{1,64}$` (.Values.redis.keyPrefix | default "")) }}
@@ -62,7 +93,14 @@ The config file the chart writes: config.toml, plus the [cluster] table from `re
 {{- end }}
 {{- if $toml }}{{ "\n" }}{{ end }}
 [cluster]
+{{- if .Values.redis.url }}
 redis_url = {{ .Values.redis.url | quote }}
+{{- else }}
+redis_url_env = {{ include "mcp-providers.redisUrlEnv" . | quote }}
+{{- end }}
+{{- if and $secret .Values.redis.passwordKey }}
+password_env = {{ include "mcp-providers.redisPasswordEnv" . | quote }}
+{{- end }}
 key_prefix = {{ .Values.redis.keyPrefix | quote }}
 lease_seconds = {{ .Values.redis.leaseSeconds }}
 {{- end }}
