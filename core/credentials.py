@@ -44,7 +44,7 @@ import contextlib
 import logging
 import math
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -69,7 +69,7 @@ __all__ = [
     "credential_for",
     "current_scope",
     "forget_for",
-    "record_served_by",
+    "record_upstream",
 ]
 
 log = logging.getLogger("mcp_providers.credentials")
@@ -366,20 +366,27 @@ async def credential_for(upstream: Upstream, principal: Principal) -> Credential
     return credential
 
 
-def record_served_by(entry: dict[str, str]) -> None:
-    """Note that the current request was served through ``entry``, an upstream this server
-    reaches with an identity of its own (no credential from the broker), e.g. an upstream MCP
-    server: ``{"name": "everything", "grant": "none", "transport": "stdio", "serverInfo":
-    "mcp-servers/everything 2.0.0", "uri": "demo://resource/1"}``. The receipt and audit line
-    carry it as ``upstream``, as for a broker's credential. Never put a secret in it. A no-op
-    outside a request."""
-    scope = current_scope.get()
-    if scope is not None and entry not in scope.used:
-        scope.used.append(entry)
-
-
 async def forget_for(upstream: Upstream, principal: Principal, stale: Credential | None = None) -> None:
     """Drop ``principal``'s credential for ``upstream`` from the current request's broker (else
     :data:`DEFAULT_BROKER`). What ``request.forget_credential(upstream, stale)`` calls."""
     scope = current_scope.get()
     await (DEFAULT_BROKER if scope is None else scope.broker).forget(upstream, principal, stale)
+
+
+def record_upstream(entry: Mapping[str, str]) -> None:
+    """Note, in the current request's receipt and audit line (``upstream``, and ``upstreams`` when
+    there are several), an upstream the request reached with the provider's own credential or none,
+    not one from the broker: an OpenAPI service (``{"name": "openapi:petstore", "subject": "service",
+    "grant": "bearer", "operationId": "getPetById", "method": "GET", "url": "https://.../pet/1"}``)
+    or an upstream MCP server (``{"name": "everything", "grant": "none", "transport": "stdio",
+    "serverInfo": "mcp-servers/everything 2.0.0", "uri": "demo://resource/1"}``).
+
+    :param entry: strings only, ``name``, ``subject`` and ``grant`` first, as
+        :meth:`Credential.custody` gives them; never a secret (no token, no credential in a URL).
+        Recorded once per distinct entry; outside a request, nothing happens.
+    """
+    scope = current_scope.get()
+    if scope is not None:
+        recorded = dict(entry)
+        if recorded not in scope.used:
+            scope.used.append(recorded)

@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 __all__ = [
     "ICON_MIME_TYPES",
     "MAX_AGE_KEY",
+    "ORIGIN_KEY",
     "RECEIPT_KEY",
     "Annotations",
     "Effects",
@@ -54,6 +55,12 @@ removes or overwrites) or ``destructive`` (may overwrite or delete)."""
 RECEIPT_KEY = "io.mcp-providers/receipt"
 """Result ``_meta`` key of the custody receipt on reads, tool results and prompt results (reverse-DNS
 prefix, per MCP's ``_meta`` naming rule); its shape is on the security page of the docs."""
+
+ORIGIN_KEY = "io.mcp-providers/origin"
+"""``meta`` key of a declaration made from something outside this server (an OpenAPI operation, an
+upstream MCP server's component): a JSON object naming where it came from, e.g. ``{"service":
+"petstore", "operationId": "getPetById", "method": "GET", "path": "/pet/{petId}"}``. ``inspect``
+shows it; it is sent in list results' ``_meta`` as any ``meta`` is."""
 
 MAX_AGE_KEY = "io.mcp-providers/maxAge"
 """Request ``_meta`` key: the oldest content, in seconds, the caller accepts (``0`` = current)."""

@@ -96,14 +96,14 @@ def test_upstream_components_are_declared_with_origin_and_left_out_reported(comp
     assert not c.failures
     catalog = c.catalog
     resources = {e.declaration.uri: e.declaration for e in catalog.resources}
-    origin = resources[STATIC + "architecture.md"].meta["io.mcp-providers/upstream"]
+    origin = resources[STATIC + "architecture.md"].meta["io.mcp-providers/origin"]
     assert origin == {"server": "everything", "transport": "stdio", "uri": STATIC + "architecture.md"}
     tools = {e.declaration.name: e.declaration for e in catalog.tools}
     assert tools["ev_echo"].effects == "none"  # readOnlyHint
     assert tools["fs_write_file"].effects == "destructive"  # destructiveHint
     assert tools["ev_toggle-subscriber-updates"].effects == "additive"  # neither
     assert tools["fs_create_directory"].effects == "destructive"  # the operator's override
-    assert tools["time_get_current_time"].meta["io.mcp-providers/upstream"]["name"] == "get_current_time"
+    assert tools["time_get_current_time"].meta["io.mcp-providers/origin"]["name"] == "get_current_time"
     shown = inventory(c)  # what `mcp-providers inspect --json` prints: each component with its provider
     by_provider = {
         (kind, item["provider"]) for kind in ("resources", "templates", "tools", "prompts") for item in shown[kind]

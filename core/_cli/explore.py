@@ -20,7 +20,7 @@ from rich.panel import Panel
 from rich.table import Table
 
 from mcp_providers._serve.composition import Composition
-from mcp_providers.models import Tool
+from mcp_providers.models import ORIGIN_KEY, Tool
 
 INSPECT_SCHEMA: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -53,6 +53,7 @@ INSPECT_SCHEMA: dict[str, Any] = {
                         "name": {"type": "string"},
                         "mimeType": {"type": ["string", "null"]},
                         "description": {"type": ["string", "null"]},
+                        "origin": {"type": ["object", "null"]},
                     },
                 },
             }
@@ -102,6 +103,7 @@ INSPECT_SCHEMA: dict[str, Any] = {
                     "inputSchema": {"type": "object"},
                     "outputSchema": {"type": ["object", "null"]},
                     "description": {"type": "string"},
+                    "origin": {"type": ["object", "null"]},
                 },
             },
         },
@@ -156,7 +158,18 @@ def _item(plugin: str, provider: str, key: str, value: str, declaration: Any) ->
         "name": declaration.name,
         "mimeType": declaration.mime_type,
         "description": declaration.description,
+        **_origin(declaration.meta),
     }
+
+
+def _origin(meta: dict[str, Any] | None) -> dict[str, Any]:
+    """``{"origin": <where a declaration came from, its meta[ORIGIN_KEY]>}``, or nothing for one written here."""
+    found = (meta or {}).get(ORIGIN_KEY)
+    return {"origin": dict(found)} if isinstance(found, dict) else {}
+
+
+def _shown_origin(origin: dict[str, Any] | None) -> str | None:
+    return ", ".join(f"{k} {v}" for k, v in origin.items()) if origin else None
 
 
 def _tool(plugin: str, provider: str, tool: Tool) -> dict[str, Any]:
@@ -169,6 +182,7 @@ def _tool(plugin: str, provider: str, tool: Tool) -> dict[str, Any]:
         "description": tool.description,
         "inputSchema": tool.input_model.model_json_schema(),
         "outputSchema": tool.output_model.model_json_schema() if tool.output_model is not None else None,
+        **_origin(tool.meta),
     }
 
 
@@ -255,10 +269,13 @@ def print_inventory(console: Console, document: dict[str, Any]) -> None:
     )
     for section, columns in sections:
         table = Table(title=f"{section} ({len(document[section])})", title_justify="left")
-        for column in (*columns, "plugin", "provider"):
+        origins = any(item.get("origin") for item in document[section])  # a column only when something has one
+        shown = (*columns, "plugin", "provider", *(("origin",) if origins else ()))
+        for column in shown:
             table.add_column(column, overflow="fold")
         for item in document[section]:
-            table.add_row(*(escape(str(item.get(c) or "-")) for c in (*columns, "plugin", "provider")))
+            row = {**item, "origin": _shown_origin(item.get("origin"))}
+            table.add_row(*(escape(str(row.get(c) or "-")) for c in shown))
         console.print(table)
     for plugin in document["plugins"]:
         if plugin["status"] == "rejected":

@@ -195,7 +195,7 @@ class Link:
         info = f"{self.info.name} {self.info.version}" if self.info is not None else "unknown"
         grant = "static" if self.server.auth is not None else "none"
         entry = {"name": self.server.name, "transport": self.server.transport, "serverInfo": info, "grant": grant}
-        credentials.record_served_by({**entry, **where})
+        credentials.record_upstream({**entry, **where})
 
     @contextlib.asynccontextmanager
     async def serving(self) -> AsyncIterator[None]:

@@ -29,6 +29,7 @@ import mcp_types as types
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from mcp_providers.models import (
+    ORIGIN_KEY,
     Annotations,
     Effects,
     Freshness,
@@ -40,10 +41,8 @@ from mcp_providers.models import (
 )
 from mcp_providers.plugins.upstream.settings import ServerSettings
 
-__all__ = ["ORIGIN_KEY", "Homes", "LeftOut", "Listing", "declare", "effects_of"]
+__all__ = ["Homes", "LeftOut", "Listing", "declare", "effects_of"]
 
-ORIGIN_KEY = "io.mcp-providers/upstream"
-"""``_meta`` key of each listed upstream component: where it comes from."""
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://(.*)$", re.DOTALL)
 

@@ -24,9 +24,9 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_providers.errors import NotFound, ToolFailure, UpstreamError
 from mcp_providers.http import exempt
-from mcp_providers.models import Prompt, Resource, ResourceTemplate, Tool
+from mcp_providers.models import ORIGIN_KEY, Prompt, Resource, ResourceTemplate, Tool
 from mcp_providers.plugins.upstream.link import Link
-from mcp_providers.plugins.upstream.mapping import ORIGIN_KEY, Homes, LeftOut, Listing
+from mcp_providers.plugins.upstream.mapping import Homes, LeftOut, Listing
 from mcp_providers.providers import (
     Audio,
     Content,

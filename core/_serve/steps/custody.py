@@ -29,7 +29,7 @@ Shape (JSON)::
 
 ``upstream`` is there only when the provider used a credential from the broker
 (``request.credential(upstream)``): the upstream identity that served the content, never the token;
-or said which upstream served it (:func:`~mcp_providers.credentials.record_served_by`: an upstream
+or said which upstream served it (:func:`~mcp_providers.credentials.record_upstream`: an upstream
 MCP server's ``{"name", "transport", "serverInfo", "grant", "uri"}``); a request that used several
 upstream identities also has ``upstreams``, the list of them all.
 

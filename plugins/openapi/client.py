@@ -1,0 +1,333 @@
+"""One configured OpenAPI service at request time: its document, its HTTP client, and each call.
+
+A :class:`Service` is made at composition (the document loaded then, or the reason it could not
+be); its ``httpx2`` client, the core's guarded one (:func:`mcp_providers.http.client`: inside a
+resource read it refuses anything but GET/HEAD/OPTIONS), is opened when the first of its two
+providers' ``lifespan`` is entered and closed when the last one leaves. A service whose document
+failed to load raises the load error from its ``lifespan``, so the core records it as that
+provider's start-up failure (``/readyz``, ``/status``) and the other plugins serve.
+
+Paths are built so that what the gate authorized and what is requested are one thing. A path value
+is percent-encoded whole (``quote(value, safe="")``); a value that is empty, ``.`` or ``..``,
+holds ``/``, ``\\`` or a control character, or still holds a percent-escape after the router's one
+decoding (a double encoding such as ``%252F``) is refused (-32602) before anything is sent, so the
+upstream's one decoding yields exactly the segment the gate saw. :func:`same_path` then compares the
+URI the gate saw, decoded once, with the URL about to be requested, decoded once, and refuses any
+difference.
+
+Every call records its custody (:func:`mcp_providers.credentials.record_upstream`): the service's
+configured name, its document's title and version, the operationId, the method and the URL
+requested, never a secret (an API key sent as a query parameter is added by the auth flow, after
+the URL is recorded). The caller's own token is never sent: the client carries only the service's
+configured credential.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import os
+import re
+from collections.abc import AsyncGenerator, AsyncIterator, Generator, Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote, unquote, urlsplit
+
+import httpx2
+
+from mcp_providers import http as core_http
+from mcp_providers.credentials import record_upstream
+from mcp_providers.errors import InvalidParams, NotFound, TooLarge, UpstreamError
+from mcp_providers.plugins.openapi.document import Document, Operation
+from mcp_providers.plugins.openapi.settings import (
+    ApiKeyAuth,
+    BasicAuth,
+    BearerAuth,
+    ServiceSettings,
+    checked_http_url,
+    is_loopback_host,
+)
+
+__all__ = ["Answer", "Service", "ServiceError", "path_value", "same_path"]
+
+MASK = "[redacted]"
+_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_TEXTUAL = re.compile(
+    r"^(text/.*|application/(.*[+/])?(json|xml|yaml|x-yaml|javascript)|application/x-www-form-urlencoded)$"
+)
+
+
+class ServiceError(UpstreamError):
+    """An OpenAPI service answered with an error or could not be reached (JSON-RPC -32006).
+
+    :ivar service: the configured service name.
+    :ivar status: the HTTP status, or ``None`` for a timeout or a connection failure.
+    """
+
+    def __init__(self, message: str, *, service: str, status: int | None = None) -> None:
+        super().__init__(message, data={"service": service, **({"status": status} if status is not None else {})})
+        self.service, self.status = service, status
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """A successful answer: status, media type (without parameters) and the body."""
+
+    status: int
+    media: str | None
+    body: bytes
+
+    @property
+    def textual(self) -> bool:
+        """Whether the body is text (JSON, XML, YAML, ``text/*``)."""
+        return self.media is None or bool(_TEXTUAL.match(self.media))
+
+
+def path_value(name: str, value: str) -> str:
+    """``value`` of path parameter ``name``, percent-encoded whole, as it goes into the URL path.
+
+    :raises InvalidParams: a value that could mean another path than the one the gate authorized
+        (empty, ``.``, ``..``, a ``/`` or ``\\``, a control character, or a percent-escape left after
+        the router's decoding, i.e. a double encoding); the message says what is allowed.
+    """
+    if value in ("", ".", "..") or "/" in value or "\\" in value or _CONTROL.search(value) or _ESCAPE.search(value):
+        raise InvalidParams(
+            f"path parameter {name!r} = {value[:80]!r} is refused: a path value may not be empty, '.' or '..', "
+            "nor hold '/', '\\', a control character or a percent-escape (double encoding); give the plain value",
+            data={"parameter": name},
+        )
+    return quote(value, safe="")
+
+
+def same_path(gate_uri: str, prefix: str, url_path: str, base_path: str) -> bool:
+    """Whether the URI the gate saw and the URL path to be requested name the same path, each
+    decoded once: ``openapi://svc/pet/1`` (prefix ``openapi://svc/``) and ``/v3/pet/1`` (base ``/v3``)."""
+    if not gate_uri.startswith(prefix) or not url_path.startswith(base_path):
+        return False
+    seen = "/" + gate_uri[len(prefix) :].split("?", 1)[0].split("#", 1)[0].lstrip("/")
+    return unquote(seen) == unquote(url_path[len(base_path) :] or "/")
+
+
+class _ApiKeyQuery(httpx2.Auth):
+    """Adds the API key as a query parameter at send time, so the recorded URL never holds it."""
+
+    def __init__(self, name: str, value: str) -> None:
+        self._name, self._value = name, value
+
+    def auth_flow(self, request: httpx2.Request) -> Generator[httpx2.Request, httpx2.Response, None]:
+        request.url = request.url.copy_merge_params({self._name: self._value})
+        yield request
+
+    async def async_auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        request.url = request.url.copy_merge_params({self._name: self._value})
+        yield request
+
+
+class Service:
+    """One service: settings, the loaded :class:`Document` (or why it failed), and its client."""
+
+    def __init__(self, settings: ServiceSettings, document: Document | None, error: str | None) -> None:
+        self.settings, self.document, self.error = settings, document, error
+        self.name = settings.name
+        self.base_url = settings.base_url or (document.server_url if document else None) or ""
+        if self.error is None and not settings.base_url and self.base_url:
+            try:  # the document's server URL is held to what base_url would be
+                checked_http_url(self.base_url, "the document's server URL", path=True)
+            except ValueError as exc:
+                self.error = f"service {self.name!r}: {exc}; set base_url"
+        self._http: httpx2.AsyncClient | None = None
+        self._open_error: str | None = None
+        self._users = 0
+        self._secrets: list[str] = []
+
+    @property
+    def label(self) -> str:
+        """``"Swagger Petstore 1.0.27"``: the document's title and version."""
+        return f"{self.document.title} {self.document.version}" if self.document else "(no document)"
+
+    @contextlib.asynccontextmanager
+    async def opened(self) -> AsyncIterator[Service]:
+        """Open the client (first entry) and close it (last exit).
+
+        :raises ServiceError: the document failed to load, or no base URL is known.
+        """
+        if self.error is not None:
+            raise ServiceError(self.error, service=self.name)
+        if not self.base_url:
+            raise ServiceError(
+                f"service {self.name!r}: the document names no absolute server URL; set base_url", service=self.name
+            )
+        if self._users == 0:
+            self._http = self._client()
+        self._users += 1
+        try:
+            yield self
+        finally:
+            self._users -= 1
+            if self._users == 0 and self._http is not None:
+                http, self._http = self._http, None
+                await http.aclose()
+
+    def _client(self) -> httpx2.AsyncClient | None:
+        auth, headers = self.settings.auth, {"Accept": "application/json, */*;q=0.5"}
+        flow: httpx2.Auth | None = None
+        self._open_error = None
+        try:
+            if isinstance(auth, BearerAuth):
+                headers["Authorization"] = f"Bearer {self._secret(auth.token_env)}"
+            elif isinstance(auth, BasicAuth):
+                password = self._secret(auth.password_env)
+                flow = httpx2.BasicAuth(auth.username, password)
+                self._secrets.append(base64.b64encode(f"{auth.username}:{password}".encode()).decode())
+            elif isinstance(auth, ApiKeyAuth) and auth.location == "header":
+                headers[auth.name] = self._secret(auth.value_env)
+            elif isinstance(auth, ApiKeyAuth):
+                flow = _ApiKeyQuery(auth.name, self._secret(auth.value_env))
+        except ValueError as exc:
+            self._open_error = str(exc)
+            return None
+        host = urlsplit(self.base_url).hostname or ""
+        return core_http.client(
+            base_url=self.base_url,
+            headers=headers,
+            auth=flow,
+            follow_redirects=False,
+            timeout=httpx2.Timeout(self.settings.timeout_seconds),
+            trust_env=not is_loopback_host(host),
+        )
+
+    def _secret(self, env: str) -> str:
+        value = os.environ.get(env, "")
+        if not value:
+            raise ValueError(f"service {self.name!r}: environment variable {env} (from auth) is not set; export it")
+        if value not in self._secrets:
+            self._secrets.append(value)
+        return value
+
+    def redact(self, text: str) -> str:
+        """``text`` with every secret of this service masked."""
+        for secret in self._secrets:
+            text = text.replace(secret, MASK)
+        return text
+
+    @property
+    def grant(self) -> tuple[str, str]:
+        """``(subject, grant)`` recorded in receipts: who the service knows this server as, and how."""
+        auth = self.settings.auth
+        if isinstance(auth, BasicAuth):
+            return auth.username, "basic"
+        return "service", auth.type if auth is not None else "none"
+
+    def url(self, operation: Operation, path_values: Mapping[str, str]) -> str:
+        """The path (relative to the base URL) of ``operation`` with ``path_values`` put in.
+
+        :raises InvalidParams: a value :func:`path_value` refuses, or one missing.
+        """
+        out = operation.path
+        for parameter in operation.parameters:
+            if parameter.location == "path":
+                if parameter.name not in path_values:
+                    raise InvalidParams(f"missing path parameter {parameter.name!r}")
+                value = path_value(parameter.name, str(path_values[parameter.name]))
+                out = out.replace("{" + parameter.name + "}", value)
+        return out
+
+    async def send(
+        self,
+        operation: Operation,
+        path: str,
+        *,
+        query: Mapping[str, Any],
+        body: Any = None,
+        gate_uri: str | None = None,
+    ) -> Answer:
+        """Send ``operation`` to ``path`` (from :meth:`url`) with ``query`` and a JSON ``body``.
+
+        :param gate_uri: the canonical URI the gate authorized (reads); the request is refused
+            unless it names the same path (:func:`same_path`).
+        :raises InvalidParams: the URI and the URL differ.
+        :raises NotFound: the service answered 404.
+        :raises TooLarge: the answer is over ``max_response_bytes``.
+        :raises ServiceError: any other HTTP error, a timeout, or an unreachable service.
+        """
+        http = self._http
+        if http is None:
+            raise ServiceError(self._open_error or f"service {self.name!r} is not open", service=self.name)
+        request = http.build_request(operation.method, path, params=_query(query), json=body)
+        base_path = urlsplit(self.base_url).path.rstrip("/")
+        if gate_uri is not None and not same_path(
+            gate_uri, self.settings.owned_prefix, request.url.raw_path.decode().split("?")[0], base_path
+        ):
+            raise InvalidParams(
+                f"{gate_uri[:200]!r} does not name the path requested; refused", data={"uri": gate_uri[:200]}
+            )
+        subject, grant = self.grant
+        record_upstream(
+            {
+                "name": f"openapi:{self.name}",
+                "subject": subject,
+                "grant": grant,
+                "service": self.label,
+                "operationId": operation.operation_id,
+                "method": operation.method,
+                "url": str(request.url),
+            }
+        )
+        what = f"service {self.name!r} ({self.label}): {operation.operation_id} ({operation.method} {operation.path})"
+        return await self._exchange(http, request, what)
+
+    async def _exchange(self, http: httpx2.AsyncClient, request: httpx2.Request, what: str) -> Answer:
+        budget = self.settings.max_response_bytes
+        try:
+            response = await http.send(request, stream=True)
+            try:
+                declared = response.headers.get("content-length", "")
+                if declared.isdigit() and int(declared) > budget:
+                    raise self._too_large(what, budget, f"declares {declared} bytes")
+                body = bytearray()
+                async for chunk in response.aiter_bytes():  # decoded: the budget holds for a gzip bomb too
+                    body += chunk
+                    if len(body) > budget:
+                        raise self._too_large(what, budget, f"is larger (stopped after {len(body)} bytes)")
+            finally:
+                await response.aclose()
+        except httpx2.TimeoutException as exc:
+            raise ServiceError(
+                f"{what} got no answer within {self.settings.timeout_seconds:g} s "
+                f"({type(exc).__name__}); raise timeout_seconds or try later",
+                service=self.name,
+            ) from None
+        except httpx2.HTTPError as exc:
+            raise ServiceError(
+                f"{what} could not reach {self.base_url} ({type(exc).__name__})", service=self.name
+            ) from None
+        media = response.headers.get("content-type", "").split(";")[0].strip().lower() or None
+        if response.status_code >= 400:
+            raise self._failure(what, response.status_code, bytes(body))
+        return Answer(response.status_code, media, bytes(body))
+
+    def _too_large(self, what: str, budget: int, size: str) -> TooLarge:
+        return TooLarge(
+            f"{what}: the answer {size}, over max_response_bytes = {budget}; ask for less or raise it",
+            data={"service": self.name, "budget": budget},
+        )
+
+    def _failure(self, what: str, status: int, body: bytes) -> UpstreamError:
+        said = self.redact(body[:300].decode("utf-8", "replace")).strip()
+        message = f"{what} failed with HTTP {status}" + (f": {said}" if said else "")
+        if status == 404:
+            return NotFound(message, data={"service": self.name, "status": 404})  # type: ignore[return-value]
+        return ServiceError(message, service=self.name, status=status)
+
+
+def _query(values: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, value in values.items():
+        if isinstance(value, bool):
+            out[name] = "true" if value else "false"
+        elif isinstance(value, list | tuple):
+            out[name] = [str(v) for v in value]
+        else:
+            out[name] = str(value)
+    return out

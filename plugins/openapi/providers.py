@@ -1,0 +1,254 @@
+"""A service's operations as the same declarations any provider makes, and the two providers serving them.
+
+Mapping (each declaration's ``meta[ORIGIN_KEY]`` names the service, its document's title and
+version, and the operation: ``operationId``, ``method``, ``path``; ``inspect`` shows it):
+
+- ``GET`` with no parameters -> a fixed :class:`~mcp_providers.models.Resource`,
+  ``GET /store/inventory`` -> ``openapi://petstore/store/inventory``;
+- ``GET`` with path or query parameters -> a :class:`~mcp_providers.models.ResourceTemplate`, the
+  path as an RFC 6570 template and the query parameters as ``{?a,b}`` (a parameter's ``enum``
+  values are its completions):
+  ``GET /pet/{petId}`` -> ``openapi://petstore/pet/{petId}``, ``GET /pet/findByStatus?status`` ->
+  ``openapi://petstore/pet/findByStatus{?status}``;
+- any other method -> a :class:`~mcp_providers.models.Tool` named ``<tool prefix><operationId>``
+  (the service's errors come back as a result with ``isError``, naming the service),
+  its input schema the path and query parameters plus ``body`` (the JSON request body); effects
+  from the method (POST additive; PUT, PATCH and DELETE destructive and idempotent), each
+  overridable per operationId in the settings.
+
+The MIME type of a resource is its first 2xx response's media type (JSON preferred).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import re
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+from mcp_providers.errors import InvalidParams, NotFound, TooLarge, ToolFailure, UpstreamError
+from mcp_providers.models import ORIGIN_KEY, Effects, Resource, ResourceTemplate, Tool
+from mcp_providers.plugins.openapi.client import Answer, Service
+from mcp_providers.plugins.openapi.document import BODY, Operation
+from mcp_providers.plugins.openapi.schema import arguments_model
+from mcp_providers.providers import Content, ReadRequest, ResourceProvider, ToolCall, ToolProvider, ToolResult
+
+__all__ = ["OpenAPIResources", "OpenAPITools", "selected"]
+
+log = logging.getLogger(__name__)
+
+_VARNAME = re.compile(r"^[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)*$")
+_EFFECTS: dict[str, tuple[Effects, bool]] = {
+    "POST": ("additive", False),
+    "PUT": ("destructive", True),
+    "PATCH": ("destructive", True),
+    "DELETE": ("destructive", True),
+}
+
+
+def selected(service: Service) -> tuple[list[Operation], list[str]]:
+    """The operations ``service`` serves, and one line per operation left out saying why."""
+    s, out, left = service.settings, [], []
+    for op in service.document.operations if service.document else ():
+        why = op.unsupported
+        if why is None and s.include_operations and op.operation_id not in s.include_operations:
+            why = "not in include_operations"
+        elif why is None and op.operation_id in s.exclude_operations:
+            why = "in exclude_operations"
+        elif why is None and s.include_tags and not set(op.tags) & set(s.include_tags):
+            why = "has none of include_tags"
+        elif why is None and set(op.tags) & set(s.exclude_tags):
+            why = "has one of exclude_tags"
+        elif why is None and op.method == "GET":
+            bad = [p.name for p in op.parameters if not _VARNAME.match(p.name)]
+            why = f"parameter(s) {', '.join(bad)} cannot be URI template variables" if bad else None
+        if why is None:
+            out.append(op)
+        else:
+            left.append(f"openapi: service {s.name!r}: {op.operation_id} ({op.method} {op.path}) left out: {why}")
+    return out, left
+
+
+def _origin(service: Service, op: Operation) -> dict[str, Any]:
+    return {ORIGIN_KEY: {"service": service.name, "document": service.label, **op.origin}}
+
+
+def uri_of(service: Service, op: Operation) -> str:
+    """The URI or URI template of GET operation ``op``."""
+    prefix = service.settings.owned_prefix
+    path = op.path.lstrip("/") if prefix.endswith("/") else op.path
+    query = [p.name for p in op.parameters if p.location == "query"]
+    return prefix + path + (f"{{?{','.join(query)}}}" if query else "")
+
+
+class OpenAPIResources(ResourceProvider):
+    """The GET operations of one service, as resources and templates under its owned prefix."""
+
+    def __init__(self, service: Service, operations: Sequence[Operation]) -> None:
+        self.name = f"openapi-{service.name}"
+        self.prefixes = (service.settings.owned_prefix,)
+        self.service = service
+        self._resources: list[Resource] = []
+        self._templates: list[ResourceTemplate] = []
+        self._by_key: dict[str, Operation] = {}
+        for op in operations:
+            if op.method != "GET":
+                continue
+            key = uri_of(service, op)
+            fields: dict[str, Any] = {
+                "name": op.operation_id,
+                "title": op.summary,
+                "description": _description(service, op),
+                "mime_type": op.response_media,
+                "meta": _origin(service, op),
+            }
+            if op.parameters:
+                self._templates.append(ResourceTemplate(uri_template=key, completions=_enums(op), **fields))
+            else:
+                self._resources.append(Resource(uri=key, **fields))
+            self._by_key[key] = op
+
+    def resources(self) -> Sequence[Resource]:
+        return self._resources
+
+    def templates(self) -> Sequence[ResourceTemplate]:
+        return self._templates
+
+    async def read(self, request: ReadRequest) -> Content:
+        declaration = request.resource
+        key = declaration.uri if isinstance(declaration, Resource) else declaration.uri_template
+        op = self._by_key[key]
+        params = dict(request.params)
+        missing = [p.name for p in op.parameters if p.location == "query" and p.required and p.name not in params]
+        if missing:
+            example = "&".join(f"{name}=..." for name in missing)
+            raise InvalidParams(
+                f"{op.operation_id} needs the query parameter(s) {', '.join(missing)}: read "
+                f"{request.uri.split('?')[0]}?{example}",
+                data={"uri": request.uri[:200], "missing": missing},
+            )
+        path = self.service.url(op, params)
+        query = {p.name: params[p.name] for p in op.parameters if p.location == "query" and p.name in params}
+        answer = await self.service.send(op, path, query=query, gate_uri=request.uri)
+        return _content(answer)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self) -> AsyncIterator[None]:
+        async with self.service.opened():
+            yield
+
+
+def _enums(op: Operation) -> dict[str, tuple[str, ...]]:
+    """Completion values of each parameter whose schema (or whose array's items) is an ``enum``."""
+    out = {}
+    for p in op.parameters:
+        schema = p.schema.get("items", p.schema) if p.schema.get("type") == "array" else p.schema
+        if isinstance(schema.get("enum"), list):
+            out[p.name] = tuple(str(v) for v in schema["enum"])
+    return out
+
+
+def _content(answer: Answer) -> Content:
+    if answer.textual:
+        try:
+            return Content(text=answer.body.decode("utf-8"), mime_type=answer.media)
+        except UnicodeDecodeError:
+            pass
+    return Content(blob=answer.body, mime_type=answer.media)
+
+
+def _description(service: Service, op: Operation) -> str:
+    said = (op.description or op.summary or "").strip()
+    origin = f"{op.method} {op.path} ({op.operation_id}) of {service.label}, service {service.name!r}."
+    return f"{said}\n\n{origin}" if said else origin
+
+
+def input_schema(op: Operation) -> dict[str, Any]:
+    """The tool's JSON Schema: one property per path and query parameter, plus ``body``."""
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    defs: dict[str, Any] = {}
+    for p in op.parameters:
+        own = dict(p.schema)
+        defs.update(own.pop("$defs", {}))
+        properties[p.name] = {**own, **({"description": p.description} if p.description else {})}
+        if p.required or p.location == "path":
+            required.append(p.name)
+    if op.body is not None:
+        body = dict(op.body)
+        defs.update(body.pop("$defs", {}))
+        properties[BODY] = body
+        if op.body_required:
+            required.append(BODY)
+    schema: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}
+    if required:
+        schema["required"] = required
+    if defs:
+        schema["$defs"] = defs
+    return schema
+
+
+class OpenAPITools(ToolProvider):
+    """The other operations of one service, as tools."""
+
+    def __init__(self, service: Service, operations: Sequence[Operation]) -> None:
+        self.name = f"openapi-{service.name}-tools"
+        self.service = service
+        self._tools: list[Tool] = []
+        self._by_name: dict[str, Operation] = {}
+        overrides = service.settings.effects
+        for op in operations:
+            if op.method == "GET":
+                continue
+            name = (service.settings.tools_prefix + re.sub(r"[^A-Za-z0-9_.-]", "_", op.operation_id))[:128]
+            effects, idempotent = _EFFECTS[op.method]
+            effects = overrides.get(op.operation_id, effects)
+            self._tools.append(
+                Tool(
+                    name=name,
+                    title=op.summary,
+                    description=_description(service, op),
+                    effects=effects,
+                    idempotent=idempotent,
+                    open_world=True,
+                    meta=_origin(service, op),
+                    input_model=arguments_model(f"{name}Arguments", input_schema(op)),
+                )
+            )
+            self._by_name[name] = op
+
+    def tools(self) -> Sequence[Tool]:
+        return self._tools
+
+    async def call(self, call: ToolCall) -> ToolResult:
+        op = self._by_name[call.tool.name]
+        arguments = call.arguments.model_dump(mode="json")
+        path_values = {
+            p.name: str(arguments[p.name]) for p in op.parameters if p.location == "path" and p.name in arguments
+        }
+        query = {p.name: arguments[p.name] for p in op.parameters if p.location == "query" and p.name in arguments}
+        try:
+            path = self.service.url(op, path_values)
+            answer = await self.service.send(op, path, query=query, body=arguments.get(BODY))
+        except (InvalidParams, NotFound, TooLarge, UpstreamError) as exc:  # the model sees it and may correct
+            raise ToolFailure(exc.message) from None
+        return ToolResult(text=_tool_text(answer))
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self) -> AsyncIterator[None]:
+        async with self.service.opened():
+            yield
+
+
+def _tool_text(answer: Answer) -> str:
+    if not answer.body:
+        return f"HTTP {answer.status} (no content)"
+    if answer.textual:
+        text = answer.body.decode("utf-8", "replace")
+        if answer.media and "json" in answer.media:
+            with contextlib.suppress(ValueError):
+                return json.dumps(json.loads(text), ensure_ascii=False)
+        return text
+    return f"HTTP {answer.status}: {len(answer.body)} bytes of {answer.media or 'unknown type'}"

@@ -1,0 +1,256 @@
+"""Settings of the OpenAPI plugin: the services it serves, where each one's document is, and how to
+reach it.
+
+The operator's ``[plugins.openapi]`` table is validated against :class:`OpenAPISettings`. Secrets
+are never written in the config file: each is the *name* of an environment variable, read when the
+service's HTTP client is opened. Example (``tests/openapi/test_openapi_settings.py`` validates it)::
+
+    [[plugins.openapi.services]]
+    name = "petstore"
+    document = "https://petstore3.example.com/api/v3/openapi.json"   # or a file path
+    base_url = "https://petstore3.example.com/api/v3"                 # default: the document's servers[0]
+    prefix = "petstore://"                                            # default: openapi://petstore/
+    include_tags = ["pet", "store"]
+    exclude_operations = ["deletePet"]
+    effects = { addPet = "destructive" }
+    auth = { type = "bearer", token_env = "PETSTORE_TOKEN" }
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import os
+import re
+from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+
+from mcp_providers.models import Effects
+
+__all__ = [
+    "ApiKeyAuth",
+    "BasicAuth",
+    "BearerAuth",
+    "OpenAPISettings",
+    "ServiceSettings",
+    "is_loopback_host",
+    "secret_variables",
+]
+
+log = logging.getLogger(__name__)
+
+SERVICE_NAME_PATTERN = r"^[a-z][a-z0-9-]{0,62}$"
+"""Service names: a lower-case letter, then up to 62 lower-case letters, digits or ``-`` (they
+appear in URIs, ``openapi://<name>/``, and provider names)."""
+ENV_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,127}$"
+EnvName = Annotated[str, Field(pattern=ENV_NAME_PATTERN)]
+"""Name of an environment variable holding a secret, e.g. ``PETSTORE_TOKEN``."""
+
+_STRICT = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
+"""Inputs are never shown in errors: a URL may carry user info, a misplaced setting a secret."""
+
+
+class BearerAuth(BaseModel):
+    """``Authorization: Bearer <token>``, the token from a named variable (one service account)."""
+
+    model_config = _STRICT
+    type: Literal["bearer"] = "bearer"
+    token_env: EnvName = Field(description="Environment variable holding the token.")
+
+
+class BasicAuth(BaseModel):
+    """HTTP Basic authentication, the password from a named variable."""
+
+    model_config = _STRICT
+    type: Literal["basic"] = "basic"
+    username: str = Field(min_length=1)
+    password_env: EnvName = Field(description="Environment variable holding the password.")
+
+
+class ApiKeyAuth(BaseModel):
+    """An API key in a header or a query parameter, from a named variable."""
+
+    model_config = _STRICT
+    type: Literal["api_key"] = "api_key"
+    name: str = Field(default="X-API-Key", pattern=r"^[A-Za-z0-9_.-]{1,128}$", description="Header or parameter name.")
+    location: Literal["header", "query"] = Field(default="header", description="Where the key is sent.")
+    value_env: EnvName = Field(description="Environment variable holding the key.")
+
+
+Auth = Annotated[BearerAuth | BasicAuth | ApiKeyAuth, Field(discriminator="type")]
+
+
+def is_loopback_host(host: str) -> bool:
+    """Whether ``host`` is ``localhost`` or a loopback IP address."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def checked_http_url(value: str, what: str, *, path: bool) -> str:
+    """``value`` if it is an http(s) URL without user info, query or fragment (http only on loopback).
+
+    :raises ValueError: what is wrong and what would be right; the URL is never echoed with user info.
+    """
+    parts = urlsplit(value)
+    shown = f"{parts.scheme}://{parts.hostname or ''}{parts.path}" if parts.scheme else "(not a URL)"
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"{what} {shown!r} must be an https:// URL (http:// only on loopback)")
+    if "@" in parts.netloc:
+        raise ValueError(f"{what} {shown!r} must not carry user info; name credentials in auth (as env variables)")
+    if parts.query or parts.fragment:
+        raise ValueError(f"{what} {shown!r} must not have a query or fragment")
+    if not path and parts.path not in ("", "/"):
+        raise ValueError(f"{what} {shown!r} must not have a path")
+    if parts.scheme == "http" and not is_loopback_host(parts.hostname):
+        raise ValueError(f"{what} {shown!r}: plain http is only allowed on loopback (127.0.0.1, ::1, localhost)")
+    return value.rstrip("/")
+
+
+class ServiceSettings(BaseModel):
+    """One OpenAPI service: its document, where its operations are called, what of it is served."""
+
+    model_config = _STRICT
+
+    name: str = Field(pattern=SERVICE_NAME_PATTERN, description="Names the service in URIs, providers and receipts.")
+    document: str = Field(
+        min_length=1,
+        description="The OpenAPI 3.0 or 3.1 document (JSON or YAML): a file path, or an http(s) URL.",
+    )
+    base_url: str | None = Field(
+        default=None,
+        description="Where operations are called, e.g. ``https://api.example.com/v3``; default: the document's "
+        "first ``servers`` URL (relative to the document's URL).",
+    )
+    prefix: str | None = Field(
+        default=None,
+        description="The URI prefix this service owns (``scheme://`` with an optional path ending in ``/``); "
+        "default ``openapi://<name>/``.",
+    )
+    tool_prefix: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z0-9_.-]{0,64}$",
+        description='Put before each tool name (default ``<name>_``; ``""`` for none).',
+    )
+    include_tags: tuple[str, ...] = Field(default=(), description="Serve only operations with one of these tags.")
+    exclude_tags: tuple[str, ...] = Field(default=(), description="Leave out operations with any of these tags.")
+    include_operations: tuple[str, ...] = Field(default=(), description="Serve only these operationIds.")
+    exclude_operations: tuple[str, ...] = Field(default=(), description="Leave out these operationIds.")
+    effects: dict[str, Effects] = Field(
+        default_factory=dict,
+        description="operationId -> effects of its tool, replacing the method's (POST additive, PUT/PATCH/DELETE "
+        "destructive); ``none`` is refused: a write method cannot run in the read-only scope.",
+    )
+    auth: Auth | None = Field(default=None, description="How to authenticate: ``bearer``, ``basic`` or ``api_key``.")
+    timeout_seconds: float = Field(default=30.0, gt=0, le=600, description="Seconds to wait for each HTTP answer.")
+    max_response_bytes: int = Field(
+        default=8 * 1024 * 1024,
+        ge=1024,
+        le=1024**3,
+        description="Largest answer read per request, in bytes; the body is streamed and refused once over.",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _mask_unknown(cls, data: Any) -> Any:
+        """A secret pasted in by mistake (``token = "..."``) is refused as an unknown setting, its value
+        masked (a validation error would echo it); URLs are checked without echoing user info."""
+        if not isinstance(data, dict):
+            return data
+        data = {k: v if k in cls.model_fields else "[redacted]" for k, v in data.items()}
+        # URLs are checked here, not in field validators: a field error prints the input, which may
+        # carry user info; these messages show the URL without it.
+        if isinstance(data.get("base_url"), str):
+            data["base_url"] = checked_http_url(data["base_url"], "base_url", path=True)
+        if isinstance(data.get("document"), str) and "://" in data["document"]:
+            data["document"] = checked_http_url(data["document"], "document", path=True)
+        return data
+
+    @field_validator("prefix")
+    @classmethod
+    def _prefix(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        if not re.fullmatch(r"[a-z][a-z0-9+.-]*://[A-Za-z0-9._~/-]*", value) or not value.endswith(("/", "://")):
+            raise ValueError(
+                f"prefix {value!r} must be a lower-case scheme and '://', optionally a path ending in '/', "
+                "e.g. 'petstore://' or 'openapi://petstore/'"
+            )
+        return value
+
+    @field_validator("effects")
+    @classmethod
+    def _no_none(cls, value: dict[str, Effects]) -> dict[str, Effects]:
+        for operation, effects in value.items():
+            if effects == "none":
+                raise ValueError(
+                    f"effects of {operation!r} cannot be 'none': only GET operations are read-only here (they "
+                    "become resources); a tool sending another method would be refused by the read-only scope"
+                )
+        return value
+
+    @property
+    def owned_prefix(self) -> str:
+        """The URI prefix this service owns."""
+        return self.prefix or f"openapi://{self.name}/"
+
+    @property
+    def tools_prefix(self) -> str:
+        """What is put before each tool name."""
+        return f"{self.name.replace('-', '_')}_" if self.tool_prefix is None else self.tool_prefix
+
+
+def secret_variables(service: ServiceSettings) -> list[tuple[str, str]]:
+    """``(setting, environment variable)`` for each secret ``service`` reads."""
+    auth = service.auth
+    if isinstance(auth, BearerAuth):
+        return [("auth.token_env", auth.token_env)]
+    if isinstance(auth, BasicAuth):
+        return [("auth.password_env", auth.password_env)]
+    if isinstance(auth, ApiKeyAuth):
+        return [("auth.value_env", auth.value_env)]
+    return []
+
+
+class OpenAPISettings(BaseModel):
+    """The plugin's settings: the configured services (names and prefixes unique)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    services: tuple[ServiceSettings, ...] = Field(
+        default=(), description="The services served, each a ``[[plugins.openapi.services]]`` table."
+    )
+
+    _services: list[tuple[Any, Any]] | None = PrivateAttr(default=None)
+    """The loaded services (:class:`~mcp_providers.plugins.openapi.client.Service`), made once per
+    settings object, so the resource and the tool provider of a service share one client."""
+
+    @field_validator("services")
+    @classmethod
+    def _unique(cls, value: tuple[ServiceSettings, ...]) -> tuple[ServiceSettings, ...]:
+        names = [s.name for s in value]
+        for name in names:
+            if names.count(name) > 1:
+                raise ValueError(f"service name {name!r} appears more than once; names must be unique")
+        return value
+
+    @model_validator(mode="after")
+    def _warn_unset_secrets(self) -> OpenAPISettings:
+        """Log a warning for each secret variable that is unset: the service still loads, and every
+        request to it fails saying so."""
+        for service in self.services:
+            for setting, env in secret_variables(service):
+                if not os.environ.get(env):
+                    log.warning(
+                        "openapi: service %r: environment variable %s (from %s) is not set; every request to "
+                        "this service will fail until it is exported",
+                        service.name,
+                        env,
+                        setting,
+                    )
+        return self
