@@ -79,7 +79,7 @@ def test_check_and_inspect_list_every_operation_with_its_origin_beside_the_built
     env = {"MCP_PROVIDERS_CONFIG": None, "COLUMNS": "300"}
     checked = run_cli("check", "-c", str(config), env=env)
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    assert "check passed: 7 plugins served" in checked.stdout  # documcp's four, servicenow, policy, openapi
+    assert "check passed: 8 plugins served" in checked.stdout  # documcp's four, servicenow, policy, upstream, openapi
     assert "updatePetWithForm (POST /pet/{petId}) left out: its request body has no application/json" in checked.stderr
     assert "uploadFile (POST /pet/{petId}/uploadImage) left out" in checked.stderr
     shown = run_cli("inspect", "-c", str(config), env=env)
