@@ -242,6 +242,8 @@ async def test_a_2026_upstream_is_watched_by_listen_its_updates_relayed_its_list
     composed: Any,
 ) -> None:
     composed, reloader = composed  # the module's last test: the reload replaces the upstreams' providers
+    [probe] = [d.provider for d in composed.assembly.declared if d.provider.name == "upstream-probe"]
+    await await_until(lambda: probe.watching, "the upstream's listen stream is open")  # else its update is lost
     async with connect(composed) as client, client.listen(resource_subscriptions=["probe://status"]) as events:
         assert (await client.call_tool("announce", {})).structured_content == {"result": "announced"}
         with anyio.fail_after(30):
