@@ -570,7 +570,7 @@ CASES += (
     ),
     Case(
         "namespace: [cluster] without key_prefix is refused with the reason",
-        "core/config.py",
+        "core/config/cluster.py",
         "            raise ValueError(KEY_PREFIX_REQUIRED)",
         "            pass",
         (BACKEND + "test_a_cluster_section_built_in_code_needs_a_key_prefix_too",),
