@@ -269,7 +269,7 @@ async def _dispatcher(on_request: Any) -> AsyncIterator[tuple[Any, _Pipe]]:
     import anyio
 
     from mcp_providers._serve.transport.stdio import _Session
-    from mcp_providers._serve.transport.stdio_loop import StdioDispatcher
+    from mcp_providers._serve.transport.stdio_dispatch import StdioDispatcher
 
     pipe = _Pipe()
     dispatcher = StdioDispatcher(pipe, _Session(), lambda: None)  # type: ignore[arg-type]
