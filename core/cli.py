@@ -147,7 +147,7 @@ def _parse_hostport(value: str) -> tuple[str, int]:
 
 
 def _is_wildcard(host: str) -> bool:
-    from mcp_providers._serve.transport.http_app import is_wildcard
+    from mcp_providers._serve.transport.http_policy import is_wildcard
 
     return is_wildcard(host)
 
@@ -365,7 +365,8 @@ def _serve_http(
 ) -> None:
     from mcp_providers._serve.transport.admin import admin_gate, admin_routes
     from mcp_providers._serve.transport.auth import http_auth
-    from mcp_providers._serve.transport.http_app import http_app, is_loopback, transport_policy
+    from mcp_providers._serve.transport.http_app import http_app
+    from mcp_providers._serve.transport.http_policy import is_loopback, transport_policy
 
     host, port = address
     if not is_loopback(host):

@@ -245,14 +245,14 @@ CASES += (
     # the other HTTP guards of issue 24 (items 6, 7, 13, 15, 16, 20, 22)
     Case(
         "bind: a wildcard is judged by the address the OS binds",
-        HTTP_APP,
+        "core/_serve/transport/http_policy.py",
         "    return any(a.is_unspecified for a in bound_addresses(host))",
         '    return _host_name(host) in ("", "0", "0.0.0.0", "::")',
         (BIND + "[0x0]",),
     ),
     Case(
         "bind: an IPv4-mapped IPv6 address is judged as the IPv4 one",
-        HTTP_APP,
+        "core/_serve/transport/http_policy.py",
         "            address = address.ipv4_mapped",
         "            pass",
         (BIND + "[::ffff:0.0.0.0]",),
@@ -273,7 +273,7 @@ CASES += (
     ),
     Case(
         "transport: a chunked body is capped while it is read",
-        HTTP_APP,
+        "core/_serve/transport/http_inbound.py",
         "        if size > limit:\n            return None",
         "        if False:\n            return None",
         (EDGES + "test_a_chunked_body_over_the_cap_is_refused_before_it_ends[stateless]",),
