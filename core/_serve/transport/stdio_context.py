@@ -8,7 +8,7 @@ import asyncio
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import anyio
 import anyio.abc
@@ -18,14 +18,20 @@ from mcp.shared.dispatcher import (
     OnNotify,
     OnNotifyIntercept,
     OnRequest,
+    Outbound,
     ProgressFnT,
 )
 from mcp.shared.exceptions import NoBackChannelError
-
-if TYPE_CHECKING:
-    from mcp_providers._serve.transport.stdio_dispatch import StdioDispatcher
+from mcp.shared.transport_context import TransportContext
 
 log = logging.getLogger("mcp_providers.stdio")
+
+
+class _Dispatcher(Outbound, Protocol):
+    """What a context needs of its dispatcher (:class:`~.stdio_dispatch.StdioDispatcher`), named here
+    so that this module need not import that one."""
+
+    transport: TransportContext
 
 
 class _Context:
@@ -47,9 +53,7 @@ class _Context:
 
     message_metadata = None  # stdio attaches no transport metadata to a message
 
-    def __init__(
-        self, dispatcher: StdioDispatcher, request_id: types.RequestId | None, progress_token: Any = None
-    ) -> None:
+    def __init__(self, dispatcher: _Dispatcher, request_id: types.RequestId | None, progress_token: Any = None) -> None:
         self._dispatcher = dispatcher
         self.request_id = request_id
         self.transport = dispatcher.transport
