@@ -577,21 +577,21 @@ CASES += (
     ),
     Case(
         "cache: a malformed entry is a miss, not a failed read",
-        CLUSTER,
+        "core/_serve/state/shared_reads.py",
         "    except (ValidationError, ValueError, TypeError):  # binascii.Error is a ValueError",
         "    except ():",
         (MALFORMED + "[not-json]", MALFORMED + "[json-null]"),
     ),
     Case(
         "cache: an entry must have every key",
-        CLUSTER,
+        "core/_serve/state/shared_reads.py",
         "    as_of: str | None\n",
         "    as_of: str | None = None\n",
         (MALFORMED + "[missing-key]",),
     ),
     Case(
         "cache: an entry has no key of its own",
-        CLUSTER,
+        "core/_serve/state/shared_reads.py",
         'model_config = ConfigDict(extra="forbid", strict=True)\n    text: str | None',
         "model_config = ConfigDict(strict=True)\n    text: str | None",
         (MALFORMED + "[unknown-key]",),
@@ -619,7 +619,7 @@ CASES += (
     ),
     Case(
         "read lock: a read frees only its own lock",
-        CLUSTER,
+        "core/_serve/state/shared_reads.py",
         'await self._backend.call("unlock a read", lambda r: lock.release())',
         'await self._backend.call("unlock a read", lambda r: r.delete(lock.name))',
         (BACKEND + "test_the_read_lock_of_a_slow_read_never_frees_another_replicas_lock",),
@@ -633,7 +633,7 @@ CASES += (
     ),
     Case(
         "listeners: one listener's bug is logged by its name",
-        CLUSTER,
+        "core/_serve/state/bus.py",
         "        return super().subscribe(guarded)",
         "        return super().subscribe(listener)",
         (BACKEND + "test_a_listener_bug_is_logged_by_name_and_the_others_still_get_the_event",),
@@ -703,7 +703,7 @@ CASES += (
     ),
     Case(
         "cluster: a read made with a user credential is not cached in Redis",
-        "core/_serve/state/cluster.py",
+        "core/_serve/state/shared_reads.py",
         "            if isinstance(content, Content) and not _used_credentials():",
         "            if isinstance(content, Content):",
         (
