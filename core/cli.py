@@ -35,7 +35,7 @@ with _gc.paused():  # the MCP SDK and the serving core: long-lived objects almos
         _watched,
     )
     from mcp_providers._cli.workers import FD_ENV
-    from mcp_providers._host.rules import advisories
+    from mcp_providers._host.advisories import advisories
     from mcp_providers._host.shape import contributes_nothing
     from mcp_providers._serve.composition import Composition, compose
     from mcp_providers._serve.statics import aggregate_report, authorize_report, static_read_problems
