@@ -401,7 +401,7 @@ CASES += (
     ),
     Case(
         "raise: a registration hook's BaseException rejects only its plugin",
-        "core/_host/discovery.py",
+        "core/_host/hookcalls.py",
         "        except BaseException as exc:\n            _reraise_interrupt(exc)\n"
         '            record.reject(f"hook {hook} raised',
         "        except Exception as exc:\n            _reraise_interrupt(exc)\n"
@@ -767,7 +767,7 @@ CASES += (
     # the operator's path (issue 25): bad plugin settings, the audit-key warning, deploy/run-local
     Case(
         "start-up: a policy plugin with bad settings still stops serve",
-        "core/_host/discovery.py",
+        "core/_host/records.py",
         '        if self.status == "rejected":\n            return self.defines_authorize',
         '        if self.status == "rejected":\n            return False',
         ("tests/test_bad_plugin_settings.py::test_a_policy_plugin_with_bad_settings_still_stops_serve",),
