@@ -1021,14 +1021,14 @@ CASES += (  # authoring (issue 39): the mistakes check names
     ),
     Case(
         "authoring: a template variable needs a parameter",
-        "core/plugin.py",
+        "core/_adapters.py",
         "    missing = sorted(variables - names)\n    if missing:",
         "    missing = sorted(variables - names)\n    if False:",
         (MISTAKES + "test_a_template_variable_without_a_parameter_names_both",),
     ),
     Case(
         "authoring: a required parameter needs a variable",
-        "core/plugin.py",
+        "core/_adapters.py",
         "    extra = sorted(sig.required() - variables)\n    if extra:",
         "    extra = sorted(sig.required() - variables)\n    if False:",
         (MISTAKES + "test_a_required_parameter_without_a_variable_names_both",),
