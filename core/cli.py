@@ -39,7 +39,8 @@ with _gc.paused():  # the MCP SDK and the serving core: long-lived objects almos
     from mcp_providers._host.shape import contributes_nothing
     from mcp_providers._serve.composition import Composition, compose
     from mcp_providers._serve.statics import aggregate_report, authorize_report, static_read_problems
-    from mcp_providers._serve.transport.stdio import guarded_stdout, sdk_stdio
+    from mcp_providers._serve.transport.stdio import sdk_stdio
+    from mcp_providers._serve.transport.stdio_fds import guarded_stdout
     from mcp_providers._serve.transport.stdio_loop import serve_stdio
     from mcp_providers.config import CONFIG_ENV, Config, load_config
     from mcp_providers.errors import CompositionError, ConfigError
@@ -115,7 +116,8 @@ def _compose(config: Config, strict: bool) -> Composition:
 
 
 STDIO_ENV = "MCP_PROVIDERS_STDIO"
-"""Set to ``sdk`` to serve stdio with the SDK's transport instead of :mod:`mcp_providers._serve.transport.stdio`."""
+"""Set to ``sdk`` to serve stdio with the SDK's transport instead of
+:mod:`mcp_providers._serve.transport.stdio_loop`."""
 
 
 def _parse_hostport(value: str) -> tuple[str, int]:

@@ -214,14 +214,14 @@ CASES += (
     ),
     Case(
         "nesting: stdio measures a line before parsing it",
-        "core/_serve/transport/stdio.py",
+        "core/_serve/transport/stdio_framing.py",
         "    return too_deep(line)  # with the request's own id",
         "    return None  # with the request's own id",
         (NEST_EVERYWHERE,),
     ),
     Case(
         "nesting: stdio parses at once only lines too flat to be too deep",
-        "core/_serve/transport/stdio.py",
+        "core/_serve/transport/stdio_framing.py",
         'line.count(b"{") + line.count(b"[") <= MAX_NESTING:',
         'line.count(b"{") + line.count(b"[") <= 10 * MAX_NESTING:',
         (NEST_EVERYWHERE,),

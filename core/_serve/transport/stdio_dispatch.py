@@ -47,11 +47,8 @@ from mcp.shared.jsonrpc_dispatcher import (
 )
 from mcp.shared.transport_context import TransportContext
 
-from mcp_providers._serve.transport.stdio import (
-    _line,
-    _Session,
-)
 from mcp_providers._serve.transport.stdio_context import _Context, _Handlers, _Pending
+from mcp_providers._serve.transport.stdio_framing import _line, _Session
 
 log = logging.getLogger("mcp_providers.stdio")
 

@@ -3,7 +3,7 @@
 The SDK serves a stream pair (``Server.run``) through three hand-offs per message: a relay task
 that replays the opening request into the chosen protocol era, a memory stream into its
 ``JSONRPCDispatcher``, and a task group spawning the handler. Here the read pipe's protocol frames
-each line as it arrives (:class:`~mcp_providers._serve.transport.stdio.Framer`, the same rules as the
+each line as it arrives (:class:`~mcp_providers._serve.transport.stdio_framing.Framer`, the same rules as the
 stream transport) and :class:`StdioDispatcher` hands a request to its handler task at once; the
 handler writes its answer to the pipe itself. What runs per request is the SDK's own kernel
 (:class:`mcp.server.runner.ServerRunner` for 2025-era connections, :func:`mcp.server.runner.serve_one`
@@ -43,15 +43,10 @@ from mcp.shared.transport_context import TransportContext
 from mcp_types.version import LATEST_MODERN_VERSION, MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
-from mcp_providers._serve.transport.stdio import (
-    DEFAULT_MAX_LINE_BYTES,
-    Framer,
-    _claimed_std_fds,
-    _pipes_apply,
-    _Session,
-    stdio_server,
-)
+from mcp_providers._serve.transport.stdio import stdio_server
 from mcp_providers._serve.transport.stdio_dispatch import StdioDispatcher
+from mcp_providers._serve.transport.stdio_fds import _claimed_std_fds, _pipes_apply
+from mcp_providers._serve.transport.stdio_framing import DEFAULT_MAX_LINE_BYTES, Framer, _Session
 
 log = logging.getLogger("mcp_providers.stdio")
 
@@ -272,7 +267,7 @@ async def serve_stdio(
     """Serve ``server`` over this process's stdin and stdout until stdin ends.
 
     :param stdout_fd: the wire's output when fd 1 was already moved aside by
-        :func:`~mcp_providers._serve.transport.stdio.guarded_stdout` (the descriptor it yielded).
+        :func:`~mcp_providers._serve.transport.stdio_fds.guarded_stdout` (the descriptor it yielded).
     :param max_line_bytes: the longest inbound line kept, in bytes; a longer one is answered -32600.
     :raises RuntimeError: stdio is already being served in this process.
 
