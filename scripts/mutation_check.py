@@ -732,7 +732,7 @@ CASES += (
     ),
     Case(
         "servicenow: a user token in use is masked",
-        "plugins/servicenow/client.py",
+        "plugins/servicenow/instance.py",
         "        self.redactor.add_issued(credential.token)  # an instance may echo it in an error",
         "        pass",
         ("tests/servicenow/test_on_behalf_of_trial.py::test_a_user_token_echoed_by_the_instance_is_masked",),
