@@ -28,6 +28,7 @@ import anyio.abc
 import httpx2
 import mcp_types as types
 from mcp import Client, MCPError, StdioServerParameters
+from mcp.client.session import MessageHandlerFnT
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
@@ -79,7 +80,7 @@ async def transport(server: ServerSettings) -> AsyncIterator[Any]:
         yield streams
 
 
-def client(server: ServerSettings, *, on_message: Callable[[Any], Awaitable[None]] | None = None) -> Client:
+def client(server: ServerSettings, *, on_message: MessageHandlerFnT | None = None) -> Client:
     """An unentered SDK ``Client`` for ``server`` (no response cache: every read reaches it)."""
     return Client(
         transport(server),
