@@ -259,11 +259,18 @@ class Link:
         return True
 
     async def _watching(self, watch: Callable[[Client], Awaitable[None]], c: Client) -> None:
-        """Run ``watch`` for this connection; its failure is logged, the connection goes on."""
-        try:
-            await watch(c)
-        except Exception as exc:
-            log.warning("%s: watching it stopped: %s", self.who, _why(exc))
+        """Run ``watch`` for as long as this connection lives: a stream that fails or ends is
+        opened again after a back-off (:data:`BACKOFF`; a failure is logged), so the upstream's
+        updates are not dropped for the rest of the connection. Ends when the connection does
+        (its task group is cancelled)."""
+        delays = iter(BACKOFF)
+        while True:
+            try:
+                await watch(c)
+                delays = iter(BACKOFF)
+            except Exception as exc:
+                log.warning("%s: watching it stopped: %s; watching again", self.who, _why(exc))
+            await anyio.sleep(next(delays, BACKOFF[-1]))
 
     async def _message(self, message: Any) -> None:
         if isinstance(message, Exception):
