@@ -119,8 +119,16 @@ class UpstreamResources(ResourceProvider):
     async def _listen(self, c: Any) -> None:
         if c.protocol_version not in MODERN_PROTOCOL_VERSIONS:
             return
-        flags = {"tools_list_changed": True, "prompts_list_changed": True, "resources_list_changed": True}
-        async with c.listen(resource_subscriptions=self._watched(), **flags) as events:
+        caps = c.server_capabilities
+        flags = {  # only what it says it announces: a server offering nothing may not know listen at all
+            "tools_list_changed": bool(caps.tools and caps.tools.list_changed),
+            "prompts_list_changed": bool(caps.prompts and caps.prompts.list_changed),
+            "resources_list_changed": bool(caps.resources and caps.resources.list_changed),
+        }
+        watched = self._watched()
+        if not watched and not any(flags.values()):
+            return  # mcp-server-time, for one: a listen stream would be refused with -32601
+        async with c.listen(resource_subscriptions=watched, **flags) as events:
             self.watching = True
             try:
                 async for event in events:
