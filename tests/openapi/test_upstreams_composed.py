@@ -144,23 +144,19 @@ async def _own_listings(upstreams: dict[str, list[str]]) -> dict[str, dict[str, 
 
 def _served(document: dict[str, Any], server: str) -> dict[str, set[str]]:
     """What ``inspect --json`` lists from the MCP upstream ``server``, by its own names, each
-    checked to carry its origin (that upstream, over stdio) and to be served under its prefix."""
+    checked to carry its origin (that upstream, over stdio) and, a tool or prompt, its tool prefix."""
     key = {"resources": "uri", "templates": "uri_template", "tools": "name", "prompts": "name"}
     served: dict[str, set[str]] = {kind: set() for kind in key}
-    for kind in ("resources", "templates", "tools"):
+    for kind in key:
         for item in document[kind]:
             origin = item.get("origin") or {}
             if origin.get("server") != server:
                 continue
             assert item["plugin"] == "upstream" and item["provider"].startswith(f"upstream-{server}")
             assert origin["transport"] == "stdio"
-            if kind == "tools":
+            if kind in ("tools", "prompts"):
                 assert item["name"] == MCP_UPSTREAMS[server] + origin["name"]
             served[kind].add(origin[key[kind]])
-    prefix = MCP_UPSTREAMS[server]
-    served["prompts"] = {  # prompts carry no origin in inspect --json: their provider names the upstream
-        p["name"].removeprefix(prefix) for p in document["prompts"] if p["provider"] == f"upstream-{server}-prompts"
-    }
     return served
 
 
@@ -187,7 +183,8 @@ def test_check_passes_and_inspect_lists_every_upstream_component_with_its_origin
     assert {p["name"]: p["status"] for p in document["plugins"]} == dict.fromkeys(PLUGINS, "loaded")
     for name in upstreams:
         assert _served(document, name) == own[name], name
-    assert own["time"]["tools"] and own["files"]["tools"] and own["everything"]["resources"]  # nothing vacuous
+    assert own["time"]["tools"] and own["files"]["tools"] and own["everything"]["prompts"]
+    assert own["everything"]["resources"] and own["everything"]["templates"]  # nothing vacuous
     petstore_items = [
         i for kind in ("resources", "templates", "tools") for i in document[kind] if i["plugin"] == "openapi"
     ]
