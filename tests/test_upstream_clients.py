@@ -45,6 +45,7 @@ from prefork import python
 from real_parts import inspector_cli, require_tool, upstream_servers
 from serve_support import serve_process
 from test_client_matrix import _report, _run, npm_client
+from waiting import HANG_SECONDS
 
 pytestmark = pytest.mark.slow
 
@@ -53,8 +54,6 @@ READ = "demo://resource/static/document/architecture.md"
 WATCHED = "demo://resource/static/document/features.md"
 TEMPLATED = "demo://resource/dynamic/text/7"
 TOGGLE = "ev_toggle-subscriber-updates"
-HANG_SECONDS = 60
-"""Bound on waiting for an update that server-everything repeats every 5 s (a hang guard, not a timing)."""
 
 
 @pytest.fixture(scope="module")
@@ -76,8 +75,15 @@ tool_prefix = "ev_"
         encoding="utf-8",
     )
     env = dict(os.environ)  # as the test process has it: the fork server (prefork) serves such a start
-    plan = {"env": env, "read": READ, "templated": TEMPLATED, "watched": WATCHED, "toggle": TOGGLE,
-            "call": {"name": "ev_echo", "arguments": {"message": "hi"}}, "waitMs": HANG_SECONDS * 1000}  # fmt: skip
+    plan = {
+        "env": env,
+        "read": READ,
+        "templated": TEMPLATED,
+        "watched": WATCHED,
+        "toggle": TOGGLE,
+        "call": {"name": "ev_echo", "arguments": {"message": "hi"}},
+        "waitMs": int(HANG_SECONDS * 1000),  # a hang guard, not a timing: the toggle sends an update at once
+    }
     plan_file = folder / "plan.json"
     plan_file.write_text(json.dumps(plan), encoding="utf-8")
     return [*python(), "-m", "mcp_providers", "serve", "--config", str(config)], env, plan_file
