@@ -77,7 +77,8 @@ def _table(name: str, argv: list[str], owns: str) -> str:
 
 
 def _petstore(origin: str) -> str:
-    return f'[[plugins.openapi.services]]\nname = "petstore"\ndocument = "{DOCUMENT}"\nbase_url = "{origin}/v2"\n\n'
+    document = json.dumps(str(DOCUMENT))
+    return f'[[plugins.openapi.services]]\nname = "petstore"\ndocument = {document}\nbase_url = "{origin}/v2"\n\n'
 
 
 POLICY = f"""
@@ -100,8 +101,7 @@ def composed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, d
     """(the one config, each MCP upstream's command, the Petstore's origin)."""
     folder = tmp_path_factory.mktemp("composed")
     shared = folder / "shared"
-    shared.mkdir()
-    (shared / "notes.txt").write_text("hello")
+    shared.mkdir()  # the folder server-filesystem may serve
     upstreams = _upstreams(shared)
     owns = {
         "everything": 'prefixes = ["demo://resource/"]',
