@@ -17,6 +17,7 @@ import warnings
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
+import anyio
 import mcp_types as types
 from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp.shared.subscriptions import ResourceUpdated
@@ -117,8 +118,11 @@ class UpstreamResources(ResourceProvider):
                 await c.subscribe_resource(uri)
 
     async def _listen(self, c: Any) -> None:
+        """Watch a 2026-07-28 upstream through one listen stream, for what it says it announces.
+        With nothing to listen for (a 2025-era upstream: :meth:`_subscribe` watches it; or one that
+        announces nothing) it waits for the connection's end: the link runs it again when it returns."""
         if c.protocol_version not in MODERN_PROTOCOL_VERSIONS:
-            return
+            await anyio.sleep_forever()
         caps = c.server_capabilities
         flags = {  # only what it says it announces: a server offering nothing may not know listen at all
             "tools_list_changed": bool(caps.tools and caps.tools.list_changed),
@@ -127,7 +131,7 @@ class UpstreamResources(ResourceProvider):
         }
         watched = self._watched()
         if not watched and not any(flags.values()):
-            return  # mcp-server-time, for one: a listen stream would be refused with -32601
+            await anyio.sleep_forever()  # mcp-server-time, for one: it refuses a listen stream (-32601)
         async with c.listen(resource_subscriptions=watched, **flags) as events:
             self.watching = True
             try:
