@@ -439,3 +439,5 @@ class Prompt(BaseModel):
     arguments: tuple[PromptArgument, ...] = ()
     icons: tuple[Icon, ...] = ()
     """Images a client may show with it (2025-11-25+ sessions); see :class:`Icon`."""
+    meta: dict[str, Any] | None = None
+    """Extra ``_meta`` entries for list results (keys should be reverse-DNS), e.g. :data:`ORIGIN_KEY`."""

@@ -70,6 +70,7 @@ INSPECT_SCHEMA: dict[str, Any] = {
                     "name": {"type": "string"},
                     "description": {"type": "string"},
                     "arguments": {"type": "array", "items": {"type": "string"}},
+                    "origin": {"type": ["object", "null"]},
                 },
             },
         },
@@ -132,6 +133,7 @@ def inventory(composition: Composition) -> dict[str, Any]:
                 "name": e.declaration.name,
                 "description": e.declaration.description,
                 "arguments": [a.name for a in e.declaration.arguments],
+                **_origin(e.declaration.meta),
             }
             for e in catalog.prompts
         ],

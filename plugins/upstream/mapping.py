@@ -307,6 +307,7 @@ def _prompt(server: ServerSettings, prompt: types.Prompt, out: Listing) -> None:
             title=prompt.title,
             description=prompt.description or prompt.title or prompt.name,
             arguments=arguments,
+            meta=_origin(server, name=prompt.name),
         )
 
     before = len(out.prompts)

@@ -17,6 +17,7 @@ import warnings
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
+import anyio
 import mcp_types as types
 from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp.shared.subscriptions import ResourceUpdated
@@ -117,10 +118,21 @@ class UpstreamResources(ResourceProvider):
                 await c.subscribe_resource(uri)
 
     async def _listen(self, c: Any) -> None:
+        """Watch a 2026-07-28 upstream through one listen stream, for what it says it announces.
+        With nothing to listen for (a 2025-era upstream: :meth:`_subscribe` watches it; or one that
+        announces nothing) it waits for the connection's end: the link runs it again when it returns."""
         if c.protocol_version not in MODERN_PROTOCOL_VERSIONS:
-            return
-        flags = {"tools_list_changed": True, "prompts_list_changed": True, "resources_list_changed": True}
-        async with c.listen(resource_subscriptions=self._watched(), **flags) as events:
+            await anyio.sleep_forever()
+        caps = c.server_capabilities
+        flags = {  # only what it says it announces: a server offering nothing may not know listen at all
+            "tools_list_changed": bool(caps.tools and caps.tools.list_changed),
+            "prompts_list_changed": bool(caps.prompts and caps.prompts.list_changed),
+            "resources_list_changed": bool(caps.resources and caps.resources.list_changed),
+        }
+        watched = self._watched()
+        if not watched and not any(flags.values()):
+            await anyio.sleep_forever()  # mcp-server-time, for one: it refuses a listen stream (-32601)
+        async with c.listen(resource_subscriptions=watched, **flags) as events:
             self.watching = True
             try:
                 async for event in events:

@@ -299,6 +299,7 @@ def prompt_wire(p: Prompt) -> types.Prompt:
             types.PromptArgument(name=a.name, description=a.description, required=a.required) for a in p.arguments
         ],
         icons=icons_wire(p.icons),
+        _meta=p.meta,
     )
 
 
