@@ -92,6 +92,13 @@ _HEADER = struct.Struct("!I")
 _SHORT_ENOUGH = 100  # an AF_UNIX path holds 108 bytes on Linux
 
 
+def start_up_settings() -> dict[str, str]:
+    """The variables of this environment a launch must also carry to be forked rather than started
+    afresh (the locale, ``HOME``, ``PYTHON*``...: :func:`_settings`): for a test that hands a server
+    a reduced environment, as the SDKs' stdio clients do by default."""
+    return _settings(dict(os.environ))
+
+
 def _settings(env: dict[str, str]) -> dict[str, str]:
     """What of ``env`` the interpreter or a preloaded package reads at start-up, and a child
     cannot apply after the fork."""

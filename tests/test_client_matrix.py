@@ -44,6 +44,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import prefork
 import pytest
 from mcp import Client, StdioServerParameters
 from prefork import python
@@ -124,6 +125,7 @@ auth = {{ type = "basic", username = "{USER}", password_env = "MATRIX_SN_PASSWOR
             encoding="utf-8",
         )
         env = {k: os.environ[k] for k in ("PATH", "HOME", "SYSTEMROOT", "PYTHONPATH") if k in os.environ}
+        env |= prefork.start_up_settings()  # the locale too: else each server starts a fresh interpreter
         env |= {"MATRIX_SN_PASSWORD": PASSWORD, "MCP_PROVIDERS_AUDIT_KEY": "matrix-audit-key"}
         plan = {
             "env": env,
