@@ -43,6 +43,9 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 BACKOFF = (0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
 """Seconds between attempts to open a lost connection again; the last one repeats."""
+IDLE_STREAM_SECONDS = 300.0
+"""Longest an HTTP upstream's stream may stay quiet before it is opened again (then every watched
+URI is re-announced: nothing sent meanwhile is missed unannounced)."""
 CLIENT_INFO = types.Implementation(name="mcp-providers", version="upstream")
 Listed = dict[str, Any]
 """``{"info": Implementation | None, "protocol": str, "subscribe": bool, "resources": [...],
@@ -71,7 +74,9 @@ async def transport(server: ServerSettings) -> AsyncIterator[Any]:
     headers = {}
     if server.auth is not None:
         headers["Authorization"] = f"Bearer {read_variable(server.auth.token_env, server=server.name, setting='auth')}"
-    timeout = httpx2.Timeout(server.read_timeout, read=server.read_timeout + 5)
+    # requests are bounded by read_timeout in Link.request; the read timeout here bounds an idle
+    # stream (a listen stream, the 2025 GET stream), which must outlive a quiet upstream
+    timeout = httpx2.Timeout(server.read_timeout, read=max(server.read_timeout + 5, IDLE_STREAM_SECONDS))
     async with (
         # the framework's client: in a read's scope it passes read-only MCP POSTs to this endpoint only
         framework_client(headers=headers, timeout=timeout, follow_redirects=False, mcp_endpoint=server.url) as http,

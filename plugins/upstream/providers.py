@@ -82,6 +82,7 @@ class UpstreamResources(ResourceProvider):
         self.prefixes = link.server.owned
         self.link, self.homes, self.listing = link, homes, listing
         self.watching = False
+        self._watched_before = False  # a stream opened again re-announces every watched URI
         """Whether a 2026-07-28 upstream's listen stream is open: what it sends before then (a
         stream opening, or opened again after a restart) cannot reach this server."""
         self.left_out: list[LeftOut] = listing.left_out
@@ -134,6 +135,10 @@ class UpstreamResources(ResourceProvider):
             await anyio.sleep_forever()  # mcp-server-time, for one: it refuses a listen stream (-32601)
         async with c.listen(resource_subscriptions=watched, **flags) as events:
             self.watching = True
+            if self._watched_before:  # opened again (a lost stream, a restart): any may have changed meanwhile
+                for uri in watched:
+                    await self._updated(uri)
+            self._watched_before = True
             try:
                 async for event in events:
                     if isinstance(event, ResourceUpdated):
