@@ -105,9 +105,6 @@ log = logging.getLogger("mcp_providers.http")
 
 _JSON = [(b"content-type", b"application/json")]
 
-__all__ = ["BATCH_VERSION", "STATELESS_SCOPE_KEY", "SUPPORTED_VERSIONS", "HttpApp", "http_app", "stateless_middleware"]
-
-
 BATCH_VERSION = "2025-03-26"
 """The only protocol revision with JSON-RPC batches."""
 STATELESS_SCOPE_KEY = "mcp_providers.stateless"

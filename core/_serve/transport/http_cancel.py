@@ -15,9 +15,6 @@ from mcp_providers._serve.transport.posted import (
     is_cancel_notification,
 )
 
-__all__ = ["REQUEST_CANCELLED"]
-
-
 REQUEST_CANCELLED = -32800
 """What the SDK's 2025-era transport writes for a request its client cancelled
 (``mcp.server.streamable_http.REQUEST_CANCELLED``); only for those."""

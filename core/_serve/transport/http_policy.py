@@ -10,9 +10,6 @@ import socket
 
 from mcp.server.transport_security import TransportSecuritySettings
 
-__all__ = ["LOOPBACK_NAMES", "bound_addresses", "is_loopback", "is_wildcard", "transport_policy"]
-
-
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
 _LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
 _LOOPBACK_ORIGINS = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]

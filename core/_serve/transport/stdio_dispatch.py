@@ -52,9 +52,6 @@ from mcp_providers._serve.transport.stdio_framing import _line, _Session
 
 log = logging.getLogger("mcp_providers.stdio")
 
-__all__ = ["PRE_REQUEST_FRAMES", "StdioDispatcher"]
-
-
 PRE_REQUEST_FRAMES: Final = 8
 """Frames kept from before the client's first request (the SDK keeps as many); more are dropped."""
 

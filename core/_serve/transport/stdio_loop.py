@@ -50,9 +50,6 @@ from mcp_providers._serve.transport.stdio_framing import DEFAULT_MAX_LINE_BYTES,
 
 log = logging.getLogger("mcp_providers.stdio")
 
-__all__ = ["QUEUED_LINES", "UNREAD_ANSWERS_BYTES", "serve_stdio"]
-
-
 QUEUED_LINES: Final = 256
 """Lines held while reading is parked before the pipe itself is paused (back-pressure on the client)."""
 
