@@ -3,7 +3,8 @@
 Real parts, started once for the module: the authorization server (``oidc_server.mjs`` with its
 token exchange grant on, refusing carol), an SDK v2 upstream (``upstream_whoami.py``) that checks
 bearer tokens with the authorization server's keys and answers whom it sees, and
-``mcp-providers serve --http`` composing that upstream ``on_behalf_of``. alice and bob log in
+``mcp-providers serve --http`` composing that upstream twice: ``on_behalf_of`` (as ``who``) and
+``client_credentials`` (as ``svc``, re-homed under ``svc://``). alice and bob log in
 (authorization code + PKCE), call the same upstream tool and read the same upstream resource
 through the composed server: the upstream sees each as themselves, never their own token.
 """
@@ -56,6 +57,19 @@ read_timeout = 10
 
 [plugins.upstream.servers.auth]
 type = "on_behalf_of"
+token_endpoint = "{token_endpoint}"
+client_id_env = "U3_GATEWAY_ID"
+client_secret_env = "U3_GATEWAY_SECRET"
+scope = "mcp:read"
+
+[[plugins.upstream.servers]]
+name = "svc"
+url = "{upstream}"
+namespace = "svc"
+tool_prefix = "svc_"
+
+[plugins.upstream.servers.auth]
+type = "client_credentials"
 token_endpoint = "{token_endpoint}"
 client_id_env = "U3_GATEWAY_ID"
 client_secret_env = "U3_GATEWAY_SECRET"
@@ -142,9 +156,14 @@ async def test_two_users_reach_the_upstream_as_themselves_by_token_exchange(
                 "name": "who", "subject": name, "grant": "token-exchange", "transport": "streamable-http",
                 "serverInfo": "whoami-upstream 1.0", "uri": "whoami://me",
             }  # fmt: skip
+            pooled = await client.read_resource("svc://whoami/me")  # client_credentials: the gateway, whoever asks
+            assert json.loads(pooled.contents[0].text) == {"sub": GATEWAY, "client_id": GATEWAY}  # type: ignore[union-attr]
+            assert pooled.meta is not None
+            assert pooled.meta[RECEIPT_KEY]["upstream"]["grant"] == "client-credentials"
     audited = [json.loads(line) for line in server.audit.read_text().splitlines()]
     served = {(a["subject"], a["upstream"]["subject"], a["upstream"]["grant"]) for a in audited if "upstream" in a}
-    assert served == {("alice", "alice", "token-exchange"), ("bob", "bob", "token-exchange")}
+    assert served == {("alice", "alice", "token-exchange"), ("bob", "bob", "token-exchange"),
+                      ("alice", GATEWAY, "client-credentials"), ("bob", GATEWAY, "client-credentials")}  # fmt: skip
     seen = seen_by_upstream(upstream["log"])
     assert {sub for sub, _ in seen} == {GATEWAY, "alice", "bob"}  # the gateway itself listed it at start
     inbound = {hashlib.sha256(t.encode()).hexdigest() for t in tokens.values()}
