@@ -217,7 +217,9 @@ class Link:
         """The pooled identity's :class:`~mcp_providers.credentials.Upstream` (OAuth settings only)."""
         self.exchange = TokenExchange(server) if isinstance(server.auth, OnBehalfOfAuth) else None
         """The callers' :class:`~mcp_providers.credentials.Upstream` (``on_behalf_of`` only)."""
-        self._pooled_auth = BrokeredAuth()
+        self._rejected: set[Credential] = set()
+        """Credentials the upstream answered 401 to, not yet forgotten in the broker."""
+        self._pooled_auth = BrokeredAuth(on_rejected=self._rejected_one)
         self._own_broker = CredentialBroker()
         self.sessions: Sessions | None = None
         """The callers' own sessions (``on_behalf_of`` only)."""
@@ -228,6 +230,7 @@ class Link:
                 idle_seconds=server.auth.idle_seconds,
                 max_sessions=server.auth.max_sessions,
                 open_timeout=server.read_timeout,
+                on_rejected=self._rejected_one,
             )
 
     @property
@@ -248,6 +251,11 @@ class Link:
         else:
             who = {"name": self.server.name, "grant": "static" if self.server.auth is not None else "none"}
         credentials.record_upstream({**who, "transport": self.server.transport, "serverInfo": info, **where})
+
+    def _rejected_one(self, credential: Credential) -> None:
+        if len(self._rejected) > 1000:  # never asked about again (the request gave up): forget them
+            self._rejected.clear()
+        self._rejected.add(credential)
 
     def _broker(self) -> CredentialBroker:
         """The current request's broker (cached and shared as the server configures it), else the link's own."""
@@ -371,13 +379,13 @@ class Link:
         for attempt in (1, 2):
             credential = await broker.credential(upstream, principal)
             self.served_by(credential, **where)
-            async with over(credential, principal, what) as (c, auth, lost):
-                try:
+            try:
+                async with over(credential, principal, what) as (c, _auth, lost):
                     return await self._sent(c, what, call, lost)
-                except UpstreamError:
-                    if auth.rejected is not credential or attempt == 2:
-                        raise
-                    auth.rejected = None
+            except UpstreamError:
+                if credential not in self._rejected or attempt == 2:
+                    raise
+            self._rejected.discard(credential)
             log.warning("%s answered 401 to a credential of %s; asking for a new one", self.who, upstream.name)
             await broker.forget(upstream, principal, credential)
         raise AssertionError("unreachable: the second attempt returns or raises")

@@ -25,7 +25,7 @@ broker: it presents the credential last handed to it, and notes one the upstream
 from __future__ import annotations
 
 import time
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from typing import Any
 
 import httpx2
@@ -205,13 +205,15 @@ class BrokeredAuth(httpx2.Auth):
     """Presents :attr:`credential` as ``Authorization: Bearer`` on every request of one connection.
 
     The connection's owner sets :attr:`credential` from the broker before each request (the
-    broker refreshes it before it expires); :attr:`rejected` is the credential the upstream last
-    answered 401 to, for the owner to forget.
+    broker refreshes it before it expires); ``on_rejected(credential)`` is told of each
+    credential the upstream answered 401 to, for the owner to forget.
     """
 
-    def __init__(self, credential: Credential | None = None) -> None:
+    def __init__(
+        self, credential: Credential | None = None, on_rejected: Callable[[Credential], None] | None = None
+    ) -> None:
         self.credential = credential
-        self.rejected: Credential | None = None
+        self.on_rejected = on_rejected
 
     def __repr__(self) -> str:
         return "BrokeredAuth()"
@@ -221,5 +223,5 @@ class BrokeredAuth(httpx2.Auth):
         if credential is not None:
             request.headers["Authorization"] = f"Bearer {credential.token}"
         response = yield request
-        if response.status_code == 401 and credential is not None:
-            self.rejected = credential
+        if response.status_code == 401 and credential is not None and self.on_rejected is not None:
+            self.on_rejected(credential)

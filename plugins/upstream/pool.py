@@ -39,8 +39,8 @@ Opener = Callable[[BrokeredAuth, Callable[[Any], Awaitable[None]]], Client]
 class Session:
     """One caller's open upstream session (its ``client`` is ``None`` until open, and after)."""
 
-    def __init__(self, credential: Credential) -> None:
-        self.auth = BrokeredAuth(credential)
+    def __init__(self, credential: Credential, on_rejected: Callable[[Credential], None] | None = None) -> None:
+        self.auth = BrokeredAuth(credential, on_rejected)
         self.client: Client | None = None
         self.error: str | None = None
         self.ready = anyio.Event()
@@ -62,11 +62,20 @@ class Sessions:
     :param idle_seconds: a session unused this long is closed.
     :param max_sessions: most sessions open at once.
     :param open_timeout: seconds a session may take to open (the upstream's ``read_timeout``).
+    :param on_rejected: told of each credential the upstream answered 401 to.
     """
 
     def __init__(
-        self, who: str, open_client: Opener, *, idle_seconds: float, max_sessions: int, open_timeout: float
+        self,
+        who: str,
+        open_client: Opener,
+        *,
+        idle_seconds: float,
+        max_sessions: int,
+        open_timeout: float,
+        on_rejected: Callable[[Credential], None] | None = None,
     ) -> None:
+        self.on_rejected = on_rejected
         self.who, self._open = who, open_client
         self.idle_seconds, self.max_sessions, self.open_timeout = idle_seconds, max_sessions, open_timeout
         self._sessions: dict[Hashable, Session] = {}
@@ -134,7 +143,7 @@ class Sessions:
                 )
             oldest = min(idle, key=lambda pair: pair[0])[1]
             self.drop(oldest, self._sessions[oldest])
-        made = self._sessions[key] = Session(credential)
+        made = self._sessions[key] = Session(credential, self.on_rejected)
         # the pool's context, not the request's: the session outlives the request
         self._context.run(self._group.start_soon, self._hold, key, made)
         return made

@@ -97,11 +97,11 @@ def exchange_idp(oidc_runtime: Path, tmp_path_factory: pytest.TempPathFactory) -
 @pytest.fixture(scope="module")
 def upstream(exchange_idp: IdentityProvider, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     port = free_port()
-    log = tmp_path_factory.mktemp("whoami-upstream") / "upstream.log"
+    folder = tmp_path_factory.mktemp("whoami-upstream")
+    log, revoked = folder / "upstream.log", folder / "revoked"
+    command = [sys.executable, str(HERE / "upstream_whoami.py"), str(port), exchange_idp.issuer, str(revoked)]
     with log.open("w") as err:
-        proc = subprocess.Popen(
-            [sys.executable, str(HERE / "upstream_whoami.py"), str(port), exchange_idp.issuer], stdout=err, stderr=err
-        )
+        proc = subprocess.Popen(command, stdout=err, stderr=err)
 
     def listening() -> bool:
         with contextlib.closing(socket.socket()) as s:
@@ -109,7 +109,7 @@ def upstream(exchange_idp: IdentityProvider, tmp_path_factory: pytest.TempPathFa
 
     try:
         wait_until(listening, "the whoami upstream listens", alive=proc)
-        yield {"url": f"http://127.0.0.1:{port}/mcp", "log": log}
+        yield {"url": f"http://127.0.0.1:{port}/mcp", "log": log, "revoked": revoked}
     finally:
         proc.terminate()
         proc.wait(10)
@@ -188,6 +188,20 @@ async def test_a_refused_exchange_is_a_clear_error_and_nothing_is_served(
             )
             assert token not in refused.value.error.message
     assert "carol" not in {sub for sub, _ in seen_by_upstream(upstream["log"])}
+
+
+async def test_a_token_the_upstream_revoked_is_exchanged_anew_once_and_the_request_served(
+    exchange_idp: IdentityProvider, upstream: dict[str, Any], server: McpServer
+) -> None:
+    token = await authorization_code_token(exchange_idp, server.url, "bob")
+    async with session(server.url, token) as client:
+        await client.read_resource("whoami://me")
+        bobs = [digest for sub, digest in seen_by_upstream(upstream["log"]) if sub == "bob"]
+        upstream["revoked"].write_text("\n".join(bobs))  # every token of bob's the upstream has seen
+        read = await client.read_resource("whoami://me")
+        assert json.loads(read.contents[0].text)["sub"] == "bob"  # type: ignore[union-attr]
+    fresh = [digest for sub, digest in seen_by_upstream(upstream["log"]) if sub == "bob" and digest not in bobs]
+    assert len(set(fresh)) == 1  # one new exchange, used from then on
 
 
 async def test_a_caller_without_a_verified_token_is_refused_before_anything_is_sent() -> None:
