@@ -36,13 +36,15 @@ from identity_support import (
 )
 from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
-from waiting import wait_until
+from waiting import await_until, wait_until
 
 from mcp_providers.credentials import CredentialRefused
 from mcp_providers.identity import Principal
 from mcp_providers.models import RECEIPT_KEY
+from mcp_providers.plugins import upstream as upstream_plugin
 from mcp_providers.plugins.upstream.oauth import TokenExchange
 from mcp_providers.plugins.upstream.settings import ServerSettings
+from mcp_providers.testing import compose, connect
 
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 
@@ -202,6 +204,32 @@ async def test_a_token_the_upstream_revoked_is_exchanged_anew_once_and_the_reque
         assert json.loads(read.contents[0].text)["sub"] == "bob"  # type: ignore[union-attr]
     fresh = [digest for sub, digest in seen_by_upstream(upstream["log"]) if sub == "bob" and digest not in bobs]
     assert len(set(fresh)) == 1  # one new exchange, used from then on
+
+
+async def test_each_caller_has_one_upstream_session_closed_when_idle(
+    exchange_idp: IdentityProvider, upstream: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("U3_GATEWAY_ID", GATEWAY)
+    monkeypatch.setenv("U3_GATEWAY_SECRET", GATEWAY_SECRET)
+    settings = {"servers": [{
+        "name": "who", "url": upstream["url"], "prefixes": ["whoami://"], "read_timeout": 10,
+        "auth": {"type": "on_behalf_of", "token_endpoint": exchange_idp.token_endpoint,
+                 "client_id_env": "U3_GATEWAY_ID", "client_secret_env": "U3_GATEWAY_SECRET", "scope": "mcp:read",
+                 "idle_seconds": 0.5}}]}  # fmt: skip
+    composed = compose({"upstream": upstream_plugin}, {"upstream": settings})
+    [link] = [d.provider.link for d in composed.assembly.declared if d.provider.name == "upstream-who-tools"]
+    callers = {}
+    for name in ("alice", "bob"):
+        token = await authorization_code_token(exchange_idp, "http://127.0.0.1:9/mcp", name)
+        callers[name] = Principal(name, issuer=exchange_idp.issuer, access_token=token)
+    async with composed.running():
+        for name in ("alice", "bob", "alice", "bob"):
+            async with connect(composed, principal=callers[name]) as client:
+                called = await client.call_tool("whoami", {})
+                assert called.structured_content is not None
+                assert json.loads(called.structured_content["result"])["sub"] == name
+        assert (len(link.sessions), link.sessions.opened) == (2, 2)  # one each, kept between requests
+        await await_until(lambda: len(link.sessions) == 0, "the idle sessions are closed")
 
 
 async def test_a_caller_without_a_verified_token_is_refused_before_anything_is_sent() -> None:
