@@ -253,7 +253,8 @@ def replica(port: int, redis_url: str) -> None:
     import uvicorn
 
     from benchmarks import fixtures
-    from mcp_providers._serve.transport.http_app import http_app, transport_policy
+    from mcp_providers._serve.transport.http_app import http_app
+    from mcp_providers._serve.transport.http_policy import transport_policy
     from mcp_providers._serve.transport.limits import uvicorn_config
     from mcp_providers.config import ClusterSettings
     from mcp_providers.testing import compose

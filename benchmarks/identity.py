@@ -241,7 +241,8 @@ IN_PROCESS_READS = 100
 def _asgi_apps(issuer: _Issuer, resource: str) -> dict[str, Any]:
     """The two ASGI apps ``benchmarks.serve composed --http`` serves (without auth, JWT), in this process."""
     from mcp_providers._serve.transport.auth import http_auth
-    from mcp_providers._serve.transport.http_app import http_app, transport_policy
+    from mcp_providers._serve.transport.http_app import http_app
+    from mcp_providers._serve.transport.http_policy import transport_policy
     from mcp_providers.config import AuthConfig
 
     def build(auth: AuthConfig | None) -> Any:

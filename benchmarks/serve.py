@@ -47,7 +47,8 @@ def http(kind: str, port: int, jwt_issuer: str | None = None, *, otel: bool = Fa
 
     from benchmarks import fixtures
     from mcp_providers._serve.transport.auth import http_auth
-    from mcp_providers._serve.transport.http_app import http_app, transport_policy
+    from mcp_providers._serve.transport.http_app import http_app
+    from mcp_providers._serve.transport.http_policy import transport_policy
     from mcp_providers._serve.transport.limits import uvicorn_config
     from mcp_providers.config import AuthConfig
 

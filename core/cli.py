@@ -8,16 +8,15 @@ while ``serve`` speaks MCP over stdio, stdout belongs to the protocol and logs g
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
-import logging
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 from mcp_providers import _gc
 from mcp_providers._cli import logs
+from mcp_providers._cli.console import err, escape, out
 from mcp_providers._cli.logs import LogFormat, LogLevel
 from mcp_providers._cli.version import version_line
 
@@ -25,12 +24,23 @@ with _gc.paused():  # the MCP SDK and the serving core: long-lived objects almos
     import anyio
     import typer
 
-    from mcp_providers._cli.workers import FD_ENV, WHY_CLUSTER, WHY_STATELESS, serve_workers
-    from mcp_providers._host.rules import advisories
+    from mcp_providers._cli.serving import (
+        _hold_sighup,
+        _is_wildcard,
+        _reloads,
+        _serve_http,
+        _server_of,
+        _start_workers,
+        _traces,
+        _watched,
+    )
+    from mcp_providers._cli.workers import FD_ENV
+    from mcp_providers._host.advisories import advisories
     from mcp_providers._host.shape import contributes_nothing
     from mcp_providers._serve.composition import Composition, compose
     from mcp_providers._serve.statics import aggregate_report, authorize_report, static_read_problems
-    from mcp_providers._serve.transport.stdio import guarded_stdout, sdk_stdio
+    from mcp_providers._serve.transport.stdio import sdk_stdio
+    from mcp_providers._serve.transport.stdio_fds import guarded_stdout
     from mcp_providers._serve.transport.stdio_loop import serve_stdio
     from mcp_providers.config import CONFIG_ENV, Config, load_config
     from mcp_providers.errors import CompositionError, ConfigError
@@ -43,40 +53,13 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
-if TYPE_CHECKING:
-    from rich.console import Console
+
 
 __all__ = [
     "app",
     "main",
 ]
 
-
-def escape(text: str) -> str:
-    """rich's markup escape, imported when first needed."""
-    from rich.markup import escape as rich_escape
-
-    return rich_escape(text)
-
-
-class _LazyConsole:
-    """A rich ``Console`` made on first use: ``serve`` over stdio usually prints nothing, and
-    importing rich costs start-up time."""
-
-    def __init__(self, *, stderr: bool) -> None:
-        self._stderr = stderr
-        self._console: Console | None = None
-
-    def __getattr__(self, name: str) -> Any:
-        if self._console is None:
-            from rich.console import Console
-
-            self._console = Console(stderr=self._stderr, soft_wrap=True)
-        return getattr(self._console, name)
-
-
-out: Any = _LazyConsole(stderr=False)
-err: Any = _LazyConsole(stderr=True)
 
 ConfigOption = Annotated[
     Path | None,
@@ -133,7 +116,8 @@ def _compose(config: Config, strict: bool) -> Composition:
 
 
 STDIO_ENV = "MCP_PROVIDERS_STDIO"
-"""Set to ``sdk`` to serve stdio with the SDK's transport instead of :mod:`mcp_providers._serve.transport.stdio`."""
+"""Set to ``sdk`` to serve stdio with the SDK's transport instead of
+:mod:`mcp_providers._serve.transport.stdio_loop`."""
 
 
 def _parse_hostport(value: str) -> tuple[str, int]:
@@ -144,17 +128,6 @@ def _parse_hostport(value: str) -> tuple[str, int]:
             param_hint="--http",
         )
     return host.strip("[]") or "127.0.0.1", int(port)
-
-
-def _is_wildcard(host: str) -> bool:
-    from mcp_providers._serve.transport.http_app import is_wildcard
-
-    return is_wildcard(host)
-
-
-def _bracketed(host: str) -> str:
-    """``::1`` -> ``[::1]`` (IPv6 literals need brackets in URLs and Host headers)."""
-    return f"[{host}]" if ":" in host else host
 
 
 _LogLevelOption = Annotated[
@@ -249,97 +222,6 @@ def _started(
     return composition, server, reloader
 
 
-def _hold_sighup() -> None:
-    from mcp_providers._serve.reload import hold_sighup
-
-    hold_sighup()
-
-
-def _watched(config: Path | None) -> str:
-    """The config file ``--watch`` watches: ``-c``, else ``$MCP_PROVIDERS_CONFIG``."""
-    path = config if config is not None else os.environ.get(CONFIG_ENV)
-    if not path:
-        raise typer.BadParameter("--watch needs a config file: pass -c FILE or set $MCP_PROVIDERS_CONFIG")
-    return str(path)
-
-
-def _reloads(composition: Composition, config: Path | None, plugin_set: str | None, watched: str | None) -> Any:
-    """The composition's :class:`~mcp_providers._serve.reload.Reloader`, reloading on SIGHUP (and
-    on changes of ``watched``) while it serves; the config is read as at start-up."""
-    from mcp_providers._serve import reload
-
-    logging.getLogger("mcp_providers.reload").setLevel(logging.INFO)  # what a reload did is always said
-    path = str(config) if config is not None else os.environ.get(CONFIG_ENV) or None
-    load = reload.guard_config_file(path, functools.partial(load_config, config, plugin_set=plugin_set))
-    reloader = reload.Reloader(composition, load)
-    composition.runtime.background.append(functools.partial(reload.on_sighup, reloader))
-    composition.runtime.background.append(functools.partial(reload.on_announce, reloader))  # [cluster] only
-    if watched is not None:
-        composition.runtime.background.append(functools.partial(reload.on_file_change, reloader, watched))
-    return reloader
-
-
-@contextlib.contextmanager
-def _traces() -> Iterator[None]:
-    """OpenTelemetry traces when the ``OTEL_*`` variables ask for them (docs/operations.md,
-    "Traces"), set up before the server is built and flushed when serving ends; exit 1 when they
-    ask but the ``telemetry`` extra is missing."""
-    from mcp_providers._serve.steps import tracing
-
-    try:
-        on = tracing.configure_from_env()
-    except RuntimeError as exc:
-        err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
-        raise typer.Exit(1) from None
-    try:
-        yield
-    finally:
-        if on:
-            tracing.shutdown()
-
-
-def _start_workers(workers: int, address: tuple[str, int] | None, config: Config, stateless: bool) -> None:
-    """Run ``workers`` copies of this command on one socket (``_cli/workers.py``), then exit."""
-    if address is None:
-        raise typer.BadParameter("--workers goes with --http HOST:PORT", param_hint="--workers")
-    if not stateless:
-        raise typer.BadParameter(f"--workers {workers} needs --stateless: {WHY_STATELESS}", param_hint="--workers")
-    if config.cluster is None:
-        raise typer.BadParameter(
-            f"--workers {workers} needs a [cluster] section: {WHY_CLUSTER}", param_hint="--workers"
-        )
-    err.print(
-        f"serving MCP on http://{_bracketed(address[0])}:{address[1]}/mcp with {workers} workers", highlight=False
-    )
-    raise typer.Exit(serve_workers(workers, *address))
-
-
-def _server_of(composition: Composition, strict: bool) -> Any:
-    """The composed server, or exit 1: under ``--strict`` when a static read fails, and always
-    (fail closed) when a plugin that could carry authorization is not in force."""
-    if strict:  # --strict means every check passes, including the static reads `check` makes
-        problems = anyio.run(static_read_problems, composition)
-        if problems:
-            err.print("[red]refusing to start (--strict):[/red]", highlight=False)
-            for line in problems:
-                err.print(f"  {line}", highlight=False, markup=False)
-            raise typer.Exit(1)
-    for line in composition.failures:
-        err.print(f"[yellow]not served:[/yellow] {escape(line)}", highlight=False)
-    for r in composition.records:
-        for line in r.deprecations:
-            err.print(f"[yellow]deprecated:[/yellow] {escape(f'{r.name}: {line}')}", highlight=False)
-    try:
-        return composition.server
-    except CompositionError as exc:
-        for line in exc.problems:
-            err.print(line if line.endswith(":") else f"  {line}", highlight=False, markup=False)
-        raise typer.Exit(1) from None
-    except ConfigError as exc:  # found while binding, e.g. a requestState key too short
-        err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
-        raise typer.Exit(1) from None
-
-
 def _serve_stdio(server: Any, wire_out: int) -> None:
     """Serve ``server`` over stdin and ``wire_out`` (the original stdout, moved aside)."""
     sdk = os.environ.get(STDIO_ENV) == "sdk"  # the SDK's thread-based transport, for comparison
@@ -352,87 +234,6 @@ def _serve_stdio(server: Any, wire_out: int) -> None:
             await server.run(read, write, server.create_initialization_options())
 
     anyio.run(run_stdio)
-
-
-def _serve_http(
-    composition: Composition,
-    server: Any,
-    address: tuple[str, int],
-    stateless: bool,
-    json_response: bool,
-    allow_host: list[str] | None,
-    reloader: Any = None,
-) -> None:
-    from mcp_providers._serve.transport.admin import admin_gate, admin_routes
-    from mcp_providers._serve.transport.auth import http_auth
-    from mcp_providers._serve.transport.http_app import http_app, is_loopback, transport_policy
-
-    host, port = address
-    if not is_loopback(host):
-        err.print(f"[yellow]warning:[/yellow] serving on {host}, not loopback; anyone who can reach it can connect")
-    own_url = None if _is_wildcard(host) else f"http://{_bracketed(host)}:{port}/mcp"
-    try:
-        auth = http_auth(composition.config.server.auth, own_url)
-    except ConfigError as exc:
-        err.print(f"[red]error:[/red] {exc}", highlight=False)
-        raise typer.Exit(1) from None
-    from mcp_providers._serve.transport.ops import (  # /healthz, /readyz, /metrics; docs/deploy.md
-        ops_routes,
-        pin_sessions,
-    )
-    from mcp_providers._serve.transport.status import RecentRequests, status_routes  # /status; docs/operations.md
-
-    recent = RecentRequests()
-    try:
-        gate = admin_gate(composition.config.server.admin, auth)
-    except ConfigError as exc:
-        err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
-        raise typer.Exit(1) from None
-    admin = admin_routes(reloader, composition.config.server.admin, auth, gate) if reloader is not None else []
-    admin += status_routes(composition, reloader, gate, recent)
-    asgi = http_app(
-        server,
-        stateless=stateless,
-        json_response=json_response,
-        security=transport_policy(host, allow_host),
-        auth=auth,
-        routes=ops_routes(composition, reloader, recent) + admin,
-        event_store=None if stateless else _event_store(composition),
-        limits=composition.config.server.limits,
-    )
-    _run_http(pin_sessions(asgi), composition, host, port)  # session ids name the replica (MCP_PROVIDERS_REPLICA)
-
-
-def _run_http(served: Any, composition: Composition, host: str, port: int) -> None:
-    """uvicorn on ``host:port`` (or a ``--workers`` worker's inherited socket), saying so once it listens."""
-    from mcp_providers._serve.transport.limits import Limits, run_uvicorn
-    from mcp_providers._serve.transport.shutdown import stream_ender
-
-    worker_fd = os.environ.get(FD_ENV)  # a --workers worker serves the socket it inherited
-    settings = composition.config.server
-    limits = Limits(max_connections_per_client=settings.max_connections_per_client)
-    fd = int(worker_fd) if worker_fd else None
-
-    def listening(bound_host: str, bound_port: int) -> None:  # said once the socket listens, not before
-        err.print(f"serving MCP on http://{_bracketed(bound_host)}:{bound_port}/mcp", highlight=False)
-
-    if fd is not None:
-        listening(host, port)
-    try:
-        run_uvicorn(served, host, port, limits, fd=fd, trusted_proxies=settings.trusted_proxies, listening=listening,
-                    ending=stream_ender(composition))  # fmt: skip
-    except OSError as exc:
-        err.print(f"[red]error:[/red] cannot listen on {escape(f'{host}:{port}')}: {escape(exc.strerror or str(exc))}")
-        raise typer.Exit(1) from None
-
-
-def _event_store(composition: Composition) -> Any:
-    """With ``[cluster]``, the Redis store making session streams resumable (``Last-Event-ID``)."""
-    from mcp_providers._serve.state.cluster import RedisBackend
-    from mcp_providers._serve.state.events import RedisEventStore
-
-    shared = composition.runtime.shared
-    return RedisEventStore(shared) if isinstance(shared, RedisBackend) else None
 
 
 @app.command()

@@ -130,7 +130,8 @@ def mount(
     from starlette.routing import Route
 
     from mcp_providers._serve.transport.auth import http_auth
-    from mcp_providers._serve.transport.http_app import http_app, transport_policy
+    from mcp_providers._serve.transport.http_app import http_app
+    from mcp_providers._serve.transport.http_policy import transport_policy
 
     if not path.startswith("/"):
         raise ValueError(f"mount path must start with '/', e.g. '/mcp'; got {path!r}")

@@ -149,7 +149,8 @@ def install_schemas() -> Path:
 
 def config_problems(objects: list[dict[str, Any]]) -> list[str]:
     """Problems of the ``config.toml`` in the chart's ConfigMap, loaded as the server loads it."""
-    from mcp_providers.config import ConfigError, load_config
+    from mcp_providers.config import load_config
+    from mcp_providers.errors import ConfigError
 
     problems = []
     for obj in objects:

@@ -214,14 +214,14 @@ CASES += (
     ),
     Case(
         "nesting: stdio measures a line before parsing it",
-        "core/_serve/transport/stdio.py",
+        "core/_serve/transport/stdio_framing.py",
         "    return too_deep(line)  # with the request's own id",
         "    return None  # with the request's own id",
         (NEST_EVERYWHERE,),
     ),
     Case(
         "nesting: stdio parses at once only lines too flat to be too deep",
-        "core/_serve/transport/stdio.py",
+        "core/_serve/transport/stdio_framing.py",
         'line.count(b"{") + line.count(b"[") <= MAX_NESTING:',
         'line.count(b"{") + line.count(b"[") <= 10 * MAX_NESTING:',
         (NEST_EVERYWHERE,),
@@ -245,14 +245,14 @@ CASES += (
     # the other HTTP guards of issue 24 (items 6, 7, 13, 15, 16, 20, 22)
     Case(
         "bind: a wildcard is judged by the address the OS binds",
-        HTTP_APP,
+        "core/_serve/transport/http_policy.py",
         "    return any(a.is_unspecified for a in bound_addresses(host))",
         '    return _host_name(host) in ("", "0", "0.0.0.0", "::")',
         (BIND + "[0x0]",),
     ),
     Case(
         "bind: an IPv4-mapped IPv6 address is judged as the IPv4 one",
-        HTTP_APP,
+        "core/_serve/transport/http_policy.py",
         "            address = address.ipv4_mapped",
         "            pass",
         (BIND + "[::ffff:0.0.0.0]",),
@@ -273,7 +273,7 @@ CASES += (
     ),
     Case(
         "transport: a chunked body is capped while it is read",
-        HTTP_APP,
+        "core/_serve/transport/http_inbound.py",
         "        if size > limit:\n            return None",
         "        if False:\n            return None",
         (EDGES + "test_a_chunked_body_over_the_cap_is_refused_before_it_ends[stateless]",),
@@ -401,7 +401,7 @@ CASES += (
     ),
     Case(
         "raise: a registration hook's BaseException rejects only its plugin",
-        "core/_host/discovery.py",
+        "core/_host/hookcalls.py",
         "        except BaseException as exc:\n            _reraise_interrupt(exc)\n"
         '            record.reject(f"hook {hook} raised',
         "        except Exception as exc:\n            _reraise_interrupt(exc)\n"
@@ -570,28 +570,28 @@ CASES += (
     ),
     Case(
         "namespace: [cluster] without key_prefix is refused with the reason",
-        "core/config.py",
+        "core/config/cluster.py",
         "            raise ValueError(KEY_PREFIX_REQUIRED)",
         "            pass",
         (BACKEND + "test_a_cluster_section_built_in_code_needs_a_key_prefix_too",),
     ),
     Case(
         "cache: a malformed entry is a miss, not a failed read",
-        CLUSTER,
+        "core/_serve/state/shared_reads.py",
         "    except (ValidationError, ValueError, TypeError):  # binascii.Error is a ValueError",
         "    except ():",
         (MALFORMED + "[not-json]", MALFORMED + "[json-null]"),
     ),
     Case(
         "cache: an entry must have every key",
-        CLUSTER,
+        "core/_serve/state/shared_reads.py",
         "    as_of: str | None\n",
         "    as_of: str | None = None\n",
         (MALFORMED + "[missing-key]",),
     ),
     Case(
         "cache: an entry has no key of its own",
-        CLUSTER,
+        "core/_serve/state/shared_reads.py",
         'model_config = ConfigDict(extra="forbid", strict=True)\n    text: str | None',
         "model_config = ConfigDict(strict=True)\n    text: str | None",
         (MALFORMED + "[unknown-key]",),
@@ -619,7 +619,7 @@ CASES += (
     ),
     Case(
         "read lock: a read frees only its own lock",
-        CLUSTER,
+        "core/_serve/state/shared_reads.py",
         'await self._backend.call("unlock a read", lambda r: lock.release())',
         'await self._backend.call("unlock a read", lambda r: r.delete(lock.name))',
         (BACKEND + "test_the_read_lock_of_a_slow_read_never_frees_another_replicas_lock",),
@@ -633,7 +633,7 @@ CASES += (
     ),
     Case(
         "listeners: one listener's bug is logged by its name",
-        CLUSTER,
+        "core/_serve/state/bus.py",
         "        return super().subscribe(guarded)",
         "        return super().subscribe(listener)",
         (BACKEND + "test_a_listener_bug_is_logged_by_name_and_the_others_still_get_the_event",),
@@ -703,7 +703,7 @@ CASES += (
     ),
     Case(
         "cluster: a read made with a user credential is not cached in Redis",
-        "core/_serve/state/cluster.py",
+        "core/_serve/state/shared_reads.py",
         "            if isinstance(content, Content) and not _used_credentials():",
         "            if isinstance(content, Content):",
         (
@@ -732,7 +732,7 @@ CASES += (
     ),
     Case(
         "servicenow: a user token in use is masked",
-        "plugins/servicenow/client.py",
+        "plugins/servicenow/instance.py",
         "        self.redactor.add_issued(credential.token)  # an instance may echo it in an error",
         "        pass",
         ("tests/servicenow/test_on_behalf_of_trial.py::test_a_user_token_echoed_by_the_instance_is_masked",),
@@ -767,7 +767,7 @@ CASES += (
     # the operator's path (issue 25): bad plugin settings, the audit-key warning, deploy/run-local
     Case(
         "start-up: a policy plugin with bad settings still stops serve",
-        "core/_host/discovery.py",
+        "core/_host/records.py",
         '        if self.status == "rejected":\n            return self.defines_authorize',
         '        if self.status == "rejected":\n            return False',
         ("tests/test_bad_plugin_settings.py::test_a_policy_plugin_with_bad_settings_still_stops_serve",),
@@ -1021,14 +1021,14 @@ CASES += (  # authoring (issue 39): the mistakes check names
     ),
     Case(
         "authoring: a template variable needs a parameter",
-        "core/plugin.py",
+        "core/_adapters.py",
         "    missing = sorted(variables - names)\n    if missing:",
         "    missing = sorted(variables - names)\n    if False:",
         (MISTAKES + "test_a_template_variable_without_a_parameter_names_both",),
     ),
     Case(
         "authoring: a required parameter needs a variable",
-        "core/plugin.py",
+        "core/_adapters.py",
         "    extra = sorted(sig.required() - variables)\n    if extra:",
         "    extra = sorted(sig.required() - variables)\n    if False:",
         (MISTAKES + "test_a_required_parameter_without_a_variable_names_both",),

@@ -46,6 +46,7 @@ SLOW_FIRST = (
     "test_author_path.py", "test_inspector.py", "test_client_matrix.py", "test_hostile_input.py",
     "test_plugin_template.py", "test_zoo.py", "test_reload_attacks_served.py", "test_input_rounds_ts.py",
     "test_cluster.py", "test_skills_inspector.py", "test_reload_served.py", "test_stdio_dispatch.py",
+    "test_chaos.py", "test_audit_sinks.py", "test_upstream_http.py", "test_upstream_stdio.py",
 )  # fmt: skip
 """The longest files of a run (each over 35 s in the fresh-clone run of 3 December 2026), started first:
 xdist hands files out in collection order, and one of these started last set the run's end."""

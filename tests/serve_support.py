@@ -18,7 +18,8 @@ from prefork import python
 from waiting import wait_until
 
 from mcp_providers._serve.composition import Composition
-from mcp_providers._serve.transport.http_app import http_app, transport_policy
+from mcp_providers._serve.transport.http_app import http_app
+from mcp_providers._serve.transport.http_policy import transport_policy
 from mcp_providers._serve.transport.limits import uvicorn_config
 from mcp_providers._serve.transport.ops import ops_routes
 from mcp_providers.hookspecs import hookimpl

@@ -17,7 +17,7 @@ import pytest
 from mcp import MCPError
 
 from mcp_providers import Content, Members, ReadRequest, Resource, ResourceProvider, ResourceTemplate, hookimpl
-from mcp_providers._host.rules import advisories
+from mcp_providers._host.advisories import advisories
 from mcp_providers._serve.statics import aggregate_report
 from mcp_providers.models import RECEIPT_KEY
 from mcp_providers.plugins import policy

@@ -310,7 +310,8 @@ async def test_healthz_says_failing_once_the_session_manager_has_stopped() -> No
     import anyio
     import uvicorn
 
-    from mcp_providers._serve.transport.http_app import http_app, transport_policy
+    from mcp_providers._serve.transport.http_app import http_app
+    from mcp_providers._serve.transport.http_policy import transport_policy
     from mcp_providers._serve.transport.ops import ops_routes
 
     composition = compose({"boom": boom_plugin})

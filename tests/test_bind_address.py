@@ -14,7 +14,7 @@ import socket
 import pytest
 from cli_support import no_serving, run_cli
 
-from mcp_providers._serve.transport.http_app import bound_addresses, is_loopback, is_wildcard, transport_policy
+from mcp_providers._serve.transport.http_policy import bound_addresses, is_loopback, is_wildcard, transport_policy
 
 # Named in the issue, then more of the kind (inet_aton forms, hex, octal, IPv6 and IPv4-mapped).
 WILDCARDS_V4 = ["0.0", "0.0.0", "0000", "0x0", "000.000.000.000", "00", "0x00000000", "0.0x0", "0.0.00"]

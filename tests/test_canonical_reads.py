@@ -15,7 +15,7 @@ from types import SimpleNamespace
 import pytest
 
 from mcp_providers import Content, ReadRequest, Resource, ResourceProvider, ResourceTemplate, hookimpl
-from mcp_providers._host.rules import advisories
+from mcp_providers._host.advisories import advisories
 from mcp_providers.models import RECEIPT_KEY
 from mcp_providers.plugins.documcp import config_templates, ssg_catalog, workflows
 from mcp_providers.testing import compose, connect

@@ -24,9 +24,10 @@ from mcp import MCPError
 from real_parts import redis_server
 
 from mcp_providers._serve.methods.tasks import owner_of
-from mcp_providers._serve.state.cluster import RedisBackend, SharedReads
+from mcp_providers._serve.state.cluster import RedisBackend
 from mcp_providers._serve.state.events import RedisEventStore
 from mcp_providers._serve.state.sealing import Sealing, sealing_for
+from mcp_providers._serve.state.shared_reads import SharedReads
 from mcp_providers._serve.state.tasks import KEYLESS, Change, RedisTasks, TaskRecord
 from mcp_providers._serve.steps.ratelimit import RateLimiter
 from mcp_providers.config import ClusterSettings, CredentialsSettings, LimitsSettings

@@ -17,7 +17,7 @@ import pytest
 from starlette.applications import Starlette
 
 from mcp_providers._serve.composition import Composition
-from mcp_providers._serve.transport.http_app import is_wildcard, transport_policy
+from mcp_providers._serve.transport.http_policy import is_wildcard, transport_policy
 from mcp_providers._serve.transport.limits import Limits, uvicorn_config
 from mcp_providers.embedding import mount
 from mcp_providers.hookspecs import hookimpl

@@ -268,8 +268,8 @@ async def _dispatcher(on_request: Any) -> AsyncIterator[tuple[Any, _Pipe]]:
     when the block does."""
     import anyio
 
-    from mcp_providers._serve.transport.stdio import _Session
-    from mcp_providers._serve.transport.stdio_loop import StdioDispatcher
+    from mcp_providers._serve.transport.stdio_dispatch import StdioDispatcher
+    from mcp_providers._serve.transport.stdio_framing import _Session
 
     pipe = _Pipe()
     dispatcher = StdioDispatcher(pipe, _Session(), lambda: None)  # type: ignore[arg-type]

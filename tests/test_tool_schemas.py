@@ -18,7 +18,8 @@ from pydantic import BaseModel
 from wire_support import Badly, Echo, Shapes, plugin, raw_session
 
 from mcp_providers import Tool, ToolCall, ToolProvider, ToolResult
-from mcp_providers._host.rules import advisories, output_schema
+from mcp_providers._host.advisories import advisories
+from mcp_providers._host.output_schemas import output_schema
 from mcp_providers.testing import compose, connect
 
 pytestmark = pytest.mark.anyio

@@ -233,7 +233,8 @@ async def test_an_upstream_killed_mid_session_errors_by_name_restarts_and_the_ot
         watched = "demo://resource/static/document/features.md"  # subscribed upstream on the new connection
         async with client.listen(resource_subscriptions=[watched]) as events:
             await client.call_tool("ev_toggle-subscriber-updates", {"enabled": True})  # sends one at once
-            assert str((await events.__anext__()).uri) == watched
+            with anyio.fail_after(30):  # one at once, then one every 5 s: a hang fails, not waits for ever
+                assert str((await events.__anext__()).uri) == watched
         assert link.restarts >= 1
 
 
@@ -241,9 +242,12 @@ async def test_a_2026_upstream_is_watched_by_listen_its_updates_relayed_its_list
     composed: Any,
 ) -> None:
     composed, reloader = composed  # the module's last test: the reload replaces the upstreams' providers
+    [probe] = [d.provider for d in composed.assembly.declared if d.provider.name == "upstream-probe"]
+    await await_until(lambda: probe.watching, "the upstream's listen stream is open")  # else its update is lost
     async with connect(composed) as client, client.listen(resource_subscriptions=["probe://status"]) as events:
         assert (await client.call_tool("announce", {})).structured_content == {"result": "announced"}
-        assert str((await events.__anext__()).uri) == "probe://status"
+        with anyio.fail_after(30):
+            assert str((await events.__anext__()).uri) == "probe://status"
         await await_until(lambda: reloader.last is not None, "the reload the upstream's list change asked for")
     assert reloader.outcomes == {"applied": 1}, reloader.last  # once, however many notices
     assert "upstream 'probe' (streamable-http) sent" in reloader.last.trigger

@@ -135,3 +135,29 @@ def test_an_upstream_on_another_plugins_prefix_is_a_collision_refused_on_both_si
     assert overlap.startswith("ssg_catalog + upstream: prefix-overlap")
     assert "'ssg-catalog' and 'upstream-docs' both own it" in overlap
     assert {r.name: r.status for r in composition.records} == {"ssg_catalog": "rejected", "upstream": "rejected"}
+
+
+@pytest.mark.anyio
+async def test_a_watch_that_fails_or_ends_is_opened_again_while_the_connection_lives(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import anyio
+
+    from mcp_providers.plugins.upstream import link as link_module
+
+    monkeypatch.setattr(link_module, "BACKOFF", (0.01,))
+    server = ServerSettings.model_validate({"name": "a", "command": "x", "prefixes": ["a://"]})
+    opened: list[int] = []
+
+    async def watch(connection: object) -> None:
+        opened.append(1)
+        if len(opened) == 1:
+            raise ConnectionError("the upstream closed its listen stream")  # then it ends normally once
+
+    with anyio.move_on_after(5):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(link_module.Link(server)._watching, watch, object())
+            while len(opened) < 3:
+                await anyio.sleep(0.01)
+            tg.cancel_scope.cancel()
+    assert len(opened) >= 3  # failed, ended, and was watching again each time

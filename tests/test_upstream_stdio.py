@@ -90,7 +90,7 @@ async def upstreams(composition: Any) -> Any:
 
 def test_upstream_components_are_declared_with_origin_and_left_out_reported(composition: Any) -> None:
     from mcp_providers._cli.explore import inventory
-    from mcp_providers._host.rules import advisories
+    from mcp_providers._host.advisories import advisories
 
     c, _shared = composition
     assert not c.failures
@@ -203,7 +203,7 @@ async def test_upstream_resource_updates_reach_2025_subscribers_and_2026_listene
 
 
 async def test_an_upstream_that_cannot_start_fails_alone(upstreams: Any) -> None:
-    from mcp_providers._host.rules import advisories
+    from mcp_providers._host.advisories import advisories
 
     c, _shared = upstreams
     left = {p.value: p.message for p in advisories(c.assembly.declared) if p.rule == "left-out"}

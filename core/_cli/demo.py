@@ -28,7 +28,9 @@ from rich.panel import Panel
 from rich.syntax import Syntax
 from rich.table import Table
 
-from mcp_providers._host.discovery import PluginRecord, call_hook, discover
+from mcp_providers._host.discovery import discover
+from mcp_providers._host.hookcalls import call_hook
+from mcp_providers._host.records import PluginRecord
 from mcp_providers.config import Config, load_config
 
 log = logging.getLogger("mcp_providers.demo")

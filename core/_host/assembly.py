@@ -20,7 +20,8 @@ import pluggy
 from mcp_providers._host.catalog import Catalog
 from mcp_providers._host.compat import plugin_distributions, unmet_requirements
 from mcp_providers._host.declarations import Declared, Problem, declare
-from mcp_providers._host.discovery import PluginRecord, discover
+from mcp_providers._host.discovery import discover
+from mcp_providers._host.records import PluginRecord
 from mcp_providers._host.rules import TOOL_RULES, check
 from mcp_providers._host.uris import canonical
 from mcp_providers.config import Config

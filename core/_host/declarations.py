@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from mcp_providers._host.discovery import PluginRecord
+from mcp_providers._host.records import PluginRecord
 from mcp_providers._host.skills import Skill, SkillFiles
 from mcp_providers.models import Extension, Prompt, Resource, ResourceTemplate, Tool
 from mcp_providers.providers import ExtensionProvider, PromptProvider, ResourceProvider, ToolProvider

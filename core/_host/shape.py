@@ -126,7 +126,7 @@ def contributes_nothing(records: Iterable[Any]) -> list[str]:
     """A warning line per loaded plugin that serves nothing and holds no policy (a plugin whose
     settings turn everything off is one too, so this warns rather than rejects).
 
-    :param records: :class:`~mcp_providers._host.discovery.PluginRecord` objects.
+    :param records: :class:`~mcp_providers._host.records.PluginRecord` objects.
     """
     return [
         f"{r.name}: loaded but contributes nothing: no resource, template, tool, prompt, extension or authorize "

@@ -30,9 +30,10 @@ from mcp_providers._serve.methods.resources import Listing, ListMethod, ReadReso
 from mcp_providers._serve.methods.skills import PARAMS as SKILL_PARAMS
 from mcp_providers._serve.methods.skills import advertised as skills_advertised
 from mcp_providers._serve.methods.skills import skill_methods
-from mcp_providers._serve.methods.subscriptions import Listen, Subscribe, SubscriptionHub, Unsubscribe, watch_meta
+from mcp_providers._serve.methods.subscriptions import SubscriptionHub, watch_meta
 from mcp_providers._serve.methods.tasks import TASK_METHODS, TASKS_EXTENSION, TaskMethod, Tasks, params_model
 from mcp_providers._serve.methods.tools import CallTool
+from mcp_providers._serve.methods.watch_methods import Listen, Subscribe, Unsubscribe
 from mcp_providers._serve.pipeline import Pipeline
 from mcp_providers._serve.runtime import Runtime
 from mcp_providers._serve.seams import check_seams, tracing_middleware

@@ -24,7 +24,7 @@ from mcp.server import Server
 from mcp_providers._host.assembly import Assembly, assemble
 from mcp_providers._host.catalog import Catalog
 from mcp_providers._host.declarations import Declared, Problem
-from mcp_providers._host.discovery import PluginRecord
+from mcp_providers._host.records import PluginRecord
 from mcp_providers._serve.binding import build_server, method_table
 from mcp_providers._serve.pipeline import Pipeline
 from mcp_providers._serve.runtime import Runtime

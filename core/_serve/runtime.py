@@ -28,9 +28,10 @@ from mcp_providers._host.assembly import Assembly
 from mcp_providers._host.contain import cancels_this_task, contain_tasks, plugin_code
 from mcp_providers._serve.methods.subscriptions import SubscriptionHub
 from mcp_providers._serve.methods.tasks import Tasks
-from mcp_providers._serve.state.cluster import RedisBackend, Shared, SharedReads, shared_for
+from mcp_providers._serve.state.cluster import RedisBackend, Shared, shared_for
 from mcp_providers._serve.state.credentials import broker_for
 from mcp_providers._serve.state.sealing import sealing_for
+from mcp_providers._serve.state.shared_reads import SharedReads
 from mcp_providers._serve.state.tasks import store_for
 from mcp_providers._serve.steps.audit import AuditLog
 from mcp_providers._serve.steps.exchange import Method

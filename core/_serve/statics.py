@@ -14,8 +14,8 @@ import sys
 import tempfile
 from collections.abc import Iterator
 
+from mcp_providers._host.advisories import undercut_aggregates
 from mcp_providers._host.catalog import Entry
-from mcp_providers._host.rules import undercut_aggregates
 from mcp_providers._host.uris import canonical
 from mcp_providers._serve.composition import Composition
 from mcp_providers._serve.steps.asking import require_uri
@@ -159,7 +159,7 @@ def _probe_callers() -> tuple[Principal, ...]:
 def aggregate_report(composition: Composition) -> list[str]:
     """What ``check`` warns about aggregates: one ``aggregate-undercuts-deny`` line per resource
     declaring unfiltered members where the configured policy refuses a member's read but allows
-    the aggregate's (see :func:`~mcp_providers._host.rules.undercut_aggregates`); none without a policy."""
+    the aggregate's (see :func:`~mcp_providers._host.advisories.undercut_aggregates`); none without a policy."""
     authorizer = composition.runtime.authorizer
     if not authorizer.active:
         return []

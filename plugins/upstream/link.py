@@ -30,6 +30,7 @@ import anyio.abc
 import httpx2
 import mcp_types as types
 from mcp import Client, MCPError, StdioServerParameters
+from mcp.client.session import MessageHandlerFnT
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
@@ -98,7 +99,7 @@ async def transport(server: ServerSettings, auth: httpx2.Auth | None = None) -> 
 def client(
     server: ServerSettings,
     *,
-    on_message: Callable[[Any], Awaitable[None]] | None = None,
+    on_message: MessageHandlerFnT | None = None,
     auth: httpx2.Auth | None = None,
 ) -> Client:
     """An unentered SDK ``Client`` for ``server`` (no response cache: every read reaches it)."""
@@ -330,11 +331,18 @@ class Link:
         return True
 
     async def _watching(self, watch: Callable[[Client], Awaitable[None]], c: Client) -> None:
-        """Run ``watch`` for this connection; its failure is logged, the connection goes on."""
-        try:
-            await watch(c)
-        except Exception as exc:
-            log.warning("%s: watching it stopped: %s", self.who, _why(exc))
+        """Run ``watch`` for as long as this connection lives: a stream that fails or ends is
+        opened again after a back-off (:data:`BACKOFF`; a failure is logged), so the upstream's
+        updates are not dropped for the rest of the connection. Ends when the connection does
+        (its task group is cancelled)."""
+        delays = iter(BACKOFF)
+        while True:
+            try:
+                await watch(c)
+                delays = iter(BACKOFF)
+            except Exception as exc:
+                log.warning("%s: watching it stopped: %s; watching again", self.who, _why(exc))
+            await anyio.sleep(next(delays, BACKOFF[-1]))
 
     async def _message(self, message: Any) -> None:
         if isinstance(message, Exception):

@@ -144,9 +144,10 @@ def schema_model(name: str, schema: Mapping[str, Any]) -> type[UpstreamArguments
 
     :raises jsonschema.SchemaError: ``schema`` is not a valid JSON Schema.
     """
-    checker = jsonschema.validators.validator_for(schema)
-    checker.check_schema(schema)
-    namespace = {"upstream_schema": dict(schema), "validator": checker(schema)}
+    plain = dict(schema)
+    checker = jsonschema.validators.validator_for(plain)
+    checker.check_schema(plain)
+    namespace = {"upstream_schema": plain, "validator": checker(plain)}
     return type(name, (UpstreamArguments,), namespace)
 
 
@@ -217,7 +218,7 @@ def _resources(
         out.keep(
             "resource",
             r.uri,
-            lambda r=r, served=served: Resource(
+            lambda r=r, served=served: Resource(  # type: ignore[misc]
                 uri=served,
                 name=r.name[:128] or "resource",
                 title=r.title,
@@ -242,7 +243,7 @@ def _templates(server: ServerSettings, homes: Homes, records: Sequence[types.Res
         out.keep(
             "template",
             t.uri_template,
-            lambda t=t, served=served: ResourceTemplate(
+            lambda t=t, served=served: ResourceTemplate(  # type: ignore[misc]
                 uri_template=served,
                 name=t.name[:128] or "template",
                 title=t.title,

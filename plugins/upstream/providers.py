@@ -81,6 +81,9 @@ class UpstreamResources(ResourceProvider):
         self.name = f"upstream-{link.server.name}"
         self.prefixes = link.server.owned
         self.link, self.homes, self.listing = link, homes, listing
+        self.watching = False
+        """Whether a 2026-07-28 upstream's listen stream is open: what it sends before then (a
+        stream opening, or opened again after a restart) cannot reach this server."""
         self.left_out: list[LeftOut] = listing.left_out
         self.failure = failure
         """Why listing at composition failed (``None``: it did not); the lifespan still tries."""
@@ -119,11 +122,15 @@ class UpstreamResources(ResourceProvider):
             return
         flags = {"tools_list_changed": True, "prompts_list_changed": True, "resources_list_changed": True}
         async with c.listen(resource_subscriptions=self._watched(), **flags) as events:
-            async for event in events:
-                if isinstance(event, ResourceUpdated):
-                    await self._updated(event.uri)
-                else:
-                    await self._changed(type(event).__name__)
+            self.watching = True
+            try:
+                async for event in events:
+                    if isinstance(event, ResourceUpdated):
+                        await self._updated(event.uri)
+                    else:
+                        await self._changed(type(event).__name__)
+            finally:
+                self.watching = False
 
     async def _notified(self, message: Any) -> None:
         c = self.link.connected

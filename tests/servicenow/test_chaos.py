@@ -2,11 +2,10 @@
 real ``serve --http`` replicas behind the shipped ``deploy/nginx.conf`` on a real nginx, clients of
 both eras; nothing mocked.
 
-1. Redis is stopped while a watched record changes upstream every half second, with a 2025-era
+1. Redis is stopped for 20 s while a watched record changes upstream every 2 s, with a 2025-era
    watcher on one replica and a 2026-07-28 listener on another: every replica answers ``/readyz``
    200 "degraded" throughout, and once Redis is back both watchers have an update for the record
-   (none lost silently). The outage lasts about 3 s, not the issue's 20: the mechanism (ready while
-   degraded, one re-announce of every watched URI when the bus is back) does not depend on it.
+   (none lost silently).
 2. The replica a 2025-era session is pinned to is SIGKILLed: through nginx the session gets 404 and
    its client reads again, in a new session, within 2 s; a 2026 listener on a killed replica
    listens again through nginx within 2 s.
@@ -46,7 +45,8 @@ pytestmark = [
 RECORD = "servicenow://dev/incidents/INC0010001"
 VERSION = "2025-11-25"
 ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-OUTAGE_SECONDS = 3.0
+OUTAGE_SECONDS = 20.0
+CHANGE_EVERY = 2.0  # the issue's figures: Redis down 20 s while a live resource changes every 2 s
 
 
 class Heard:
@@ -90,7 +90,7 @@ def _patch(emulator: Emulator, text: str) -> None:
 
 
 async def _redis_outage(redis: RedisServer, emulator: Emulator, cluster: list[Replica]) -> float:
-    """Stop Redis for :data:`OUTAGE_SECONDS`, changing the record every half second and checking every
+    """Stop Redis for :data:`OUTAGE_SECONDS`, changing the record every :data:`CHANGE_EVERY` s and checking every
     replica stays ready, degraded; returns when the outage began."""
     redis.stop()
     began, changes = time.monotonic(), 0
@@ -103,7 +103,7 @@ async def _redis_outage(redis: RedisServer, emulator: Emulator, cluster: list[Re
         for replica in cluster:
             status, body = replica.get("/readyz")
             assert status == 200 and '"status":"degraded"' in body.replace(" ", ""), (replica.port, status, body)
-        await anyio.sleep(0.5)
+        await anyio.sleep(CHANGE_EVERY)
     redis.start()  # empty, as a Redis without persistence comes back
     return began
 

@@ -31,8 +31,9 @@ from prefork import python
 from pydantic import ValidationError
 
 from mcp_providers import Content, Freshness, ReadRequest, Resource, ResourceProvider, hookimpl
-from mcp_providers._serve.state import cluster
-from mcp_providers._serve.state.cluster import RedisBackend, SharedReads
+from mcp_providers._serve.state import cluster, shared_reads
+from mcp_providers._serve.state.cluster import RedisBackend
+from mcp_providers._serve.state.shared_reads import SharedReads
 from mcp_providers.config import ClusterSettings
 from mcp_providers.identity import Principal
 from mcp_providers.testing import compose
@@ -234,7 +235,7 @@ async def test_a_lease_whose_poller_stopped_asking_is_let_go(redis_server: Redis
 async def test_the_read_lock_of_a_slow_read_never_frees_another_replicas_lock(
     redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(cluster, "READ_LOCK_SECONDS", 0.3)
+    monkeypatch.setattr(shared_reads, "READ_LOCK_SECONDS", 0.3)
     runtime, reads, _ = _shared_reads(_settings(redis_server), "prod")
     backend = runtime.shared
     digest = reads.digest(("counting", URI, "alice"))

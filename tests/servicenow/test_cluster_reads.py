@@ -16,7 +16,7 @@ import redis.asyncio as redis
 from cluster_support import RedisServer
 
 from mcp_providers import Content, Freshness, ReadRequest, Resource, ResourceProvider, hookimpl
-from mcp_providers._serve.state.cluster import SharedReads
+from mcp_providers._serve.state.shared_reads import SharedReads
 from mcp_providers.config import ClusterSettings
 from mcp_providers.identity import Principal
 from mcp_providers.testing import compose, connect

@@ -126,7 +126,7 @@ async def test_the_query_tool_leaves_out_and_get_record_refuses_an_incident_the_
 def test_the_servicenow_lists_declare_served_members_and_check_is_quiet_about_them(
     dev_emulator: Emulator, prod_emulator: Emulator, secrets_env: Mapping[str, str]
 ) -> None:
-    from mcp_providers._host.rules import advisories
+    from mcp_providers._host.advisories import advisories
     from mcp_providers._serve.statics import aggregate_report
 
     composition = _compose(dev_emulator, prod_emulator, "servicenow://prod/*", "servicenow://dev/incidents/*")

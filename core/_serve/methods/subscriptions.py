@@ -20,6 +20,8 @@ A provider publishes through the one core API, the :class:`Publisher` the core s
 Subscribing is authorized (action ``subscribe``) when the watch starts, and again for every
 delivery, so a policy change takes effect on the next update. Notifications carry only the URI:
 the client re-reads it through the normal, authorized read path.
+
+The methods themselves are in :mod:`.watch_methods`.
 """
 
 from __future__ import annotations
@@ -45,17 +47,16 @@ from mcp.server.subscriptions import (
 )
 
 from mcp_providers._host.catalog import Catalog, Route
-from mcp_providers._serve.methods.tasks import NEEDS_TASKS, TASKS_EXTENSION, declares_tasks
 from mcp_providers._serve.seams import connection_of
 from mcp_providers._serve.state.cluster import InProcess, Shared
-from mcp_providers._serve.steps.exchange import Actor, Exchange
 from mcp_providers.config import LimitsSettings
-from mcp_providers.errors import InvalidParams, MissingCapability, RateLimited
+from mcp_providers.errors import InvalidParams, RateLimited
 from mcp_providers.identity import Principal
 from mcp_providers.models import Resource, ResourceTemplate
 from mcp_providers.providers import ResourceProvider
 
 log = logging.getLogger("mcp_providers.subscriptions")
+
 
 _GONE = (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, ConnectionError)
 """What sending on a session whose stream has closed raises (its memory stream, or its socket)."""
@@ -453,90 +454,3 @@ def _connection(session: Any) -> Any:
     carries the per-connection exit stack.
     """
     return connection_of(session)
-
-
-# -- the methods -----------------------------------------------------------------------------------
-
-
-class Subscribe:
-    """``resources/subscribe`` (2025-era sessions): watch one live resource."""
-
-    name = "resources/subscribe"
-    actor: Actor = "application"
-
-    def __init__(self, hub: SubscriptionHub) -> None:
-        self._hub = hub
-
-    def route(self, exchange: Exchange, params: types.SubscribeRequestParams) -> tuple[Route, str]:
-        exchange.target = params.uri[:256]  # the audit line never carries an oversized URI
-        return self._hub.watchable(params.uri), params.uri
-
-    def authorize(self, exchange: Exchange, target: tuple[Route, str]) -> None:
-        exchange.gate.require_route("subscribe", *target)
-        exchange.gate.require_route("read", *target)  # watch only what the caller may read
-
-    async def invoke(self, exchange: Exchange, target: tuple[Route, str]) -> None:
-        self._hub.subscribe(exchange.ctx.session, exchange.principal, target[0].canonical)
-
-    def evidence(self, exchange: Exchange, target: tuple[Route, str], produced: None) -> types.EmptyResult:
-        return types.EmptyResult()
-
-
-class Unsubscribe:
-    """``resources/unsubscribe``: stop watching. Asked like a subscription, so a caller learns
-    nothing about a resource it may not watch (its watch was never delivered to anyway)."""
-
-    name = "resources/unsubscribe"
-    actor: Actor = "application"
-
-    def __init__(self, hub: SubscriptionHub) -> None:
-        self._hub = hub
-
-    def route(self, exchange: Exchange, params: types.UnsubscribeRequestParams) -> tuple[Route, str]:
-        exchange.target = params.uri[:256]
-        return self._hub.catalog.route(self._hub.check_uri(params.uri)), params.uri
-
-    def authorize(self, exchange: Exchange, target: tuple[Route, str]) -> None:
-        exchange.gate.require_route("subscribe", *target)
-
-    async def invoke(self, exchange: Exchange, target: tuple[Route, str]) -> None:
-        self._hub.unsubscribe(exchange.ctx.session, target[0].canonical)
-
-    def evidence(self, exchange: Exchange, target: tuple[Route, str], produced: None) -> types.EmptyResult:
-        return types.EmptyResult()
-
-
-class Listen:
-    """``subscriptions/listen`` (2026-07-28): one stream of updates for the listed live resources."""
-
-    name = "subscriptions/listen"
-    actor: Actor = "application"
-
-    def __init__(self, hub: SubscriptionHub) -> None:
-        self._hub = hub
-
-    def route(self, exchange: Exchange, params: types.SubscriptionsListenRequestParams) -> Any:
-        """:raises MissingCapability: task notifications (``taskIds``) asked by a client that did
-        not declare the tasks extension on the request (SEP-2663: MUST be -32021). Declared, they
-        are not sent (the spec's MAY): the acknowledgement does not list them."""
-        if "taskIds" in (params.notifications.model_extra or {}) and not declares_tasks(exchange.ctx):
-            raise MissingCapability(
-                f"task notifications (notifications.taskIds) need the {TASKS_EXTENSION} extension declared in "
-                "the request's client capabilities",
-                data=NEEDS_TASKS,
-            )
-        uris = list(params.notifications.resource_subscriptions or ())
-        exchange.target = ",".join(uris)[:1024]
-        self._hub.check_listen(uris)
-        return params, [(self._hub.watchable(uri), uri) for uri in uris]
-
-    def authorize(self, exchange: Exchange, target: Any) -> None:
-        for route, uri in target[1]:
-            exchange.gate.require_route("subscribe", route, uri)
-            exchange.gate.require_route("read", route, uri)
-
-    async def invoke(self, exchange: Exchange, target: Any) -> types.SubscriptionsListenResult:
-        return await self._hub.listen(exchange.ctx, target[0], exchange.principal)
-
-    def evidence(self, exchange: Exchange, target: Any, produced: types.SubscriptionsListenResult) -> Any:
-        return produced

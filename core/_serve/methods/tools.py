@@ -27,7 +27,7 @@ from pydantic import BaseModel, ValidationError
 
 from mcp_providers._host.assembly import Assembly
 from mcp_providers._host.catalog import Entry
-from mcp_providers._host.rules import RESULT_KEY, output_schema
+from mcp_providers._host.output_schemas import RESULT_KEY, output_schema
 from mcp_providers._serve.methods.channel import SessionChannel
 from mcp_providers._serve.methods.rounds import PENDING, RoundsChannel, checked_answers, until_input, wire_request
 from mcp_providers._serve.methods.tasks import TaskChannel, Tasks, created_wire, shown

@@ -26,54 +26,41 @@ error within it, never a hang. The listener reconnects by itself, every half sec
 that is not Redis's (a bug) is logged with its traceback, and one local listener's bug neither
 stops the relay nor the other listeners. While the channel is down, updates reach this replica's
 own watchers, and once it is back every watched URI is re-announced to them (:mod:`.outage`).
+
+The wire format of events and the in-process bus are in :mod:`.bus`, the reads kept in Redis in
+:mod:`.shared_reads`.
 """
 
 from __future__ import annotations
 
-import base64
 import contextlib
-import hashlib
 import json
 import logging
 import os
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Hashable
-from datetime import datetime
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import anyio
 from mcp.server.subscriptions import (
-    InMemorySubscriptionBus,
-    PromptsListChanged,
-    ResourcesListChanged,
     ResourceUpdated,
     ServerEvent,
-    ToolsListChanged,
 )
-from pydantic import BaseModel, ConfigDict, ValidationError
 
-from mcp_providers._serve.state.coalesce import Coalescer
+from mcp_providers._serve.state.bus import LocalBus, _reload_from, decode, encode
 from mcp_providers._serve.state.outage import BusOutages
 from mcp_providers._serve.state.replica import replica_name
 from mcp_providers.config import ClusterSettings
-from mcp_providers.credentials import current_scope
 from mcp_providers.errors import BACKEND_UNAVAILABLE, UpstreamError
-from mcp_providers.models import Freshness
-from mcp_providers.providers import Content
 
 log = logging.getLogger("mcp_providers.cluster")
+
+
 T = TypeVar("T")
 
-_SIMPLE: dict[str, Any] = {
-    "tools_list_changed": ToolsListChanged,
-    "prompts_list_changed": PromptsListChanged,
-    "resources_list_changed": ResourcesListChanged,
-}
+
 if TYPE_CHECKING:
     from redis.asyncio.lock import Lock
-
-READ_LOCK_SECONDS = 60.0
-"""Longest a replica's shared read holds the others back (its lock's TTL), should it die mid-read."""
 
 
 class ClusterUnavailable(UpstreamError):
@@ -81,67 +68,6 @@ class ClusterUnavailable(UpstreamError):
     (:data:`~mcp_providers.errors.BACKEND_UNAVAILABLE`), not the upstream's -32006."""
 
     code = BACKEND_UNAVAILABLE
-
-
-def encode(event: ServerEvent) -> str:
-    """One event as the JSON text carried on the channel."""
-    if isinstance(event, ResourceUpdated):
-        return json.dumps({"kind": "resource_updated", "uri": event.uri})
-    kind = next(k for k, cls in _SIMPLE.items() if isinstance(event, cls))
-    return json.dumps({"kind": kind})
-
-
-def _reload_from(text: str | bytes) -> str | None:
-    """The replica that announced a reload in ``text`` (``{"kind": "reload", "from": ...}``), else ``None``."""
-    if b'"reload"' not in (text if isinstance(text, bytes) else text.encode()):
-        return None  # the common case, an update: not parsed twice
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return None
-    return str(data.get("from", "")) if isinstance(data, dict) and data.get("kind") == "reload" else None
-
-
-def decode(text: str | bytes) -> ServerEvent | None:
-    """The event in ``text``, or ``None`` for anything not understood (logged).
-
-    Not understood: not UTF-8 or not JSON (``ValueError``), not an object (``TypeError``), an
-    unknown ``kind`` or no ``uri`` (``KeyError``).
-    """
-    try:
-        data = json.loads(text)
-        if data["kind"] == "resource_updated" and isinstance(data["uri"], str):
-            return ResourceUpdated(uri=data["uri"])
-        return _SIMPLE[data["kind"]]()  # type: ignore[no-any-return]
-    except (ValueError, KeyError, TypeError):
-        log.warning("ignored a malformed event on the cluster channel: %.200r", text)
-        return None
-
-
-def _name(listener: Callable[..., Any]) -> str:
-    owner = getattr(listener, "__self__", None)
-    qualname = getattr(listener, "__qualname__", None) or type(listener).__qualname__
-    module = getattr(listener, "__module__", None) or type(owner).__module__
-    return f"{module}.{qualname}"
-
-
-class LocalBus(InMemorySubscriptionBus):
-    """The SDK's in-process bus, whose listeners fail one at a time and by name.
-
-    A listener that raises is logged with its traceback and its name (``module.qualname``); the
-    other listeners still get the event and the publisher never sees the error.
-    """
-
-    def subscribe(self, listener: Callable[[ServerEvent], None]) -> Callable[[], None]:
-        name = _name(listener)
-
-        def guarded(event: ServerEvent) -> None:
-            try:
-                listener(event)
-            except Exception:  # one listener's bug: logged, the others still served
-                log.exception("listener %s failed on %r; the other listeners still get it", name, event)
-
-        return super().subscribe(guarded)
 
 
 class InProcess:
@@ -490,146 +416,6 @@ class Seals(Protocol):
     def open(self, sealed: bytes, where: str) -> bytes | None: ...
 
 
-class SharedReads(Coalescer[Any]):
-    """The invoker's coalescer with ``[cluster]``: ``max_age`` reads are cached in Redis.
-
-    A read of a resource declared ``max_age`` is kept under ``{key_prefix}:read:<digest of
-    (provider, uri, subject)>`` for ``max_age_seconds``: the scope of every ``max_age`` hint is
-    ``private``, so the subject is always part of the key and one caller never gets content read
-    for another. With the deployment key (``sealing``) the digest is an HMAC and the entry is
-    sealed (AES-256-GCM, :mod:`.sealing`): nothing of it is readable in Redis. Identical reads in
-    flight on different replicas share one upstream read (a
-    :class:`redis.asyncio.lock.Lock` on ``{key_prefix}:reading:<digest>``; the others wait for its
-    result). A read that used its caller's upstream credential (:mod:`mcp_providers.credentials`)
-    is never kept: per-user upstream content stays out of Redis. Other reads are coalesced in the
-    process as before. Redis unreachable, or an entry that
-    is not one this class wrote (logged once per entry, then replaced): the read goes to the provider.
-    """
-
-    def __init__(
-        self, backend: RedisBackend, freshness_of: Callable[[str], Freshness | None], sealing: Seals | None = None
-    ) -> None:
-        super().__init__()
-        self._backend, self._freshness_of, self._sealing = backend, freshness_of, sealing
-        self.hits = 0
-        """Reads answered from Redis."""
-        self._warned: set[str] = set()
-
-    def digest(self, key: Hashable) -> str:
-        """The name of ``key``'s entry under ``{key_prefix}:read:``: the HMAC of its JSON under the
-        deployment key (:mod:`.sealing`), SHA-256 without one (hex)."""
-        data = json.dumps(key, default=str).encode()
-        return self._sealing.name(data) if self._sealing is not None else hashlib.sha256(data).hexdigest()
-
-    async def run(self, key: Hashable, read: Callable[[], Awaitable[Any]]) -> Any:
-        uri = key[1] if isinstance(key, tuple) and len(key) == 3 else None
-        freshness = self._freshness_of(uri) if isinstance(uri, str) else None
-        if freshness is None or freshness.kind != "max_age" or not freshness.max_age_seconds:
-            return await super().run(key, read)
-        seconds = freshness.max_age_seconds
-        return await super().run(key, lambda: self._cached(key, seconds, read))
-
-    async def _cached(self, key: Hashable, seconds: float, read: Callable[[], Awaitable[Any]]) -> Any:
-        digest = self.digest(key)
-        entry, lock = self._backend.key("read", digest), self._backend.lock("reading", digest, READ_LOCK_SECONDS)
-        leader = False
-        try:
-            found = await self._found(entry)
-            if found is None:
-                leader = await self._backend.call("lock a read", lambda r: lock.acquire())
-                # a leader that took the lock just after another one filled the entry reads it
-                found = await self._found(entry) if leader else await self._wait(entry, lock)
-        except ClusterUnavailable:
-            if leader:
-                await self._unlock(lock)
-            return await read()
-        if found is not None:
-            if leader:
-                await self._unlock(lock)
-            self.hits += 1
-            return found
-        if leader:
-            return await self._lead(entry, lock, seconds, read)
-        return await read()  # the other replica's read ended without an entry: read here
-
-    async def _found(self, entry: str) -> Content | None:
-        """The content kept under ``entry``; ``None`` when there is none or it is malformed (then it is
-        dropped, so the next read fills it again, and logged once)."""
-        raw = await self._backend.call("read the cache", lambda r: r.get(entry))
-        if raw is None:
-            return None
-        if self._sealing is not None:
-            raw = self._sealing.open(raw, entry) or b""  # unsealed, tampered or moved: malformed
-        content = _content_from(raw)
-        if content is None:
-            if entry not in self._warned:
-                self._warned = self._warned if len(self._warned) < 1024 else set()
-                self._warned.add(entry)
-                log.warning("ignored a malformed cached read at %s (%.120r); reading from the provider", entry, raw)
-            await self._backend.call("drop a malformed entry", lambda r: r.delete(entry))
-        return content
-
-    async def _lead(self, entry: str, lock: Lock, seconds: float, read: Callable[[], Awaitable[Any]]) -> Any:
-        try:
-            content = await read()
-            if isinstance(content, Content) and not _used_credentials():
-                plain = _content_to(content)
-                text = plain if self._sealing is None else self._sealing.seal(plain.encode(), entry)
-                ms = max(1, int(seconds * 1000))
-                with contextlib.suppress(ClusterUnavailable):
-                    await self._backend.call("fill the cache", lambda r: r.set(entry, text, px=ms))
-            return content
-        finally:
-            await self._unlock(lock)
-
-    async def _unlock(self, lock: Lock) -> None:
-        """Release ``lock`` if it is still this read's (never another replica's, should it have expired)."""
-        from redis.exceptions import LockError
-
-        with anyio.CancelScope(shield=True), contextlib.suppress(ClusterUnavailable, LockError):
-            await self._backend.call("unlock a read", lambda r: lock.release())
-
-    async def _wait(self, entry: str, lock: Lock) -> Content | None:
-        """The entry another replica is reading, once it is there; ``None`` if that read ended without one."""
-        while True:
-            await anyio.sleep(0.02)
-            found = await self._found(entry)
-            if found is not None:
-                return found
-            if not await self._backend.call("check a read", lambda r: lock.locked()):
-                # the leader fills the entry before it unlocks: one more look, as it may have done
-                # both since the last one
-                return await self._found(entry)
-
-
-class _Entry(BaseModel):
-    """A cached read as :func:`_content_to` writes it: every key, each of its own type."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
-    text: str | None
-    blob: str | None
-    mime_type: str | None
-    as_of: str | None
-
-
-def _content_to(content: Content) -> str:
-    blob = base64.b64encode(content.blob).decode() if content.blob is not None else None
-    as_of = content.as_of.isoformat() if content.as_of is not None else None
-    return json.dumps({"text": content.text, "blob": blob, "mime_type": content.mime_type, "as_of": as_of})
-
-
-def _content_from(raw: bytes) -> Content | None:
-    """The content in ``raw``, or ``None`` when it is not UTF-8 JSON of :class:`_Entry`'s shape with
-    exactly one of text and blob (base64), and ``as_of`` an ISO 8601 time."""
-    try:
-        data = _Entry.model_validate_json(raw)
-        blob = base64.b64decode(data.blob, validate=True) if data.blob is not None else None
-        as_of = datetime.fromisoformat(data.as_of) if data.as_of is not None else None
-        return Content(text=data.text, blob=blob, mime_type=data.mime_type, as_of=as_of)
-    except (ValidationError, ValueError, TypeError):  # binascii.Error is a ValueError
-        return None
-
-
 Shared = InProcess | RedisBackend
 """What the runtime holds: :class:`InProcess` without ``[cluster]``, :class:`RedisBackend` with it."""
 
@@ -637,11 +423,3 @@ Shared = InProcess | RedisBackend
 def shared_for(settings: ClusterSettings | None) -> Shared:
     """The backend ``[cluster]`` asks for."""
     return RedisBackend(settings) if settings is not None else InProcess()
-
-
-def _used_credentials() -> bool:
-    """Whether the read just made used an upstream credential of its caller: such content is that
-    user's own upstream answer, kept out of Redis (it would sit there readable, and a replica
-    answering from it could not say which upstream identity served it)."""
-    scope = current_scope.get()
-    return scope is not None and bool(scope.used)

@@ -23,7 +23,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel
 
 from mcp_providers._host.contain import escapes
-from mcp_providers._host.rules import RESULT_KEY, output_schema
+from mcp_providers._host.output_schemas import RESULT_KEY, output_schema
 from mcp_providers._serve.steps.surrogates import replaced, replaced_json
 from mcp_providers.errors import RequestError
 from mcp_providers.models import RECEIPT_KEY, Annotations, Icon, Prompt, Resource, ResourceTemplate, Tool
@@ -262,7 +262,7 @@ def _schema(model: type[BaseModel]) -> dict[str, Any]:
 
 def tool_wire(t: Tool) -> types.Tool:
     """The tools/list item of ``t``; its ``outputSchema`` always has an object root (see
-    :func:`~mcp_providers._host.rules.output_schema`), and the description says when it is wrapped."""
+    :func:`~mcp_providers._host.output_schemas.output_schema`), and the description says when it is wrapped."""
     hints = t.annotations()
     served = output_schema(t.output_model) if t.output_model else None
     description = t.description

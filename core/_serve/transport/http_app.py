@@ -3,7 +3,8 @@
 :func:`http_app` returns one ASGI app for every way of serving HTTP (``serve --http``,
 ``embedding.mount``). At the MCP path it does, before anything else:
 
-- the Host/Origin (DNS-rebinding) policy of :func:`transport_policy`, for every bind address (and
+- the Host/Origin (DNS-rebinding) policy of
+  :func:`~mcp_providers._serve.transport.http_policy.transport_policy`, for every bind address (and
   on every other route too: ``ops.rebinding_refusal``);
 - in stateless mode, ``405`` with ``Allow: POST`` for ``GET`` and ``DELETE`` (there is no session
   to hold a stream for, nor one to delete);
@@ -31,21 +32,17 @@ the RFC 9728 metadata it names is served beside the MCP path, without authentica
 
 A request refused by ``[server.limits]`` (``steps/ratelimit.py``) is answered with its JSON-RPC
 error as always, plus a ``Retry-After`` header, on either path: the limiter marks the request's
-ASGI scope and :func:`_retry_after` adds the header when the response starts. An SSE response has
-started before any handler runs, so there the JSON-RPC error's ``data.retryAfter`` alone says it.
+ASGI scope and :func:`~mcp_providers._serve.transport.http_inbound._retry_after` adds the header
+when the response starts. An SSE response has started before any handler runs, so there the
+JSON-RPC error's ``data.retryAfter`` alone says it.
 The ops routes (``/healthz``, ``/readyz``, ``/metrics``) never reach the pipeline, so no limit
 applies to them.
 """
 
 from __future__ import annotations
 
-import functools
-import ipaddress
 import json
 import logging
-import re
-import socket
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,7 +55,6 @@ from mcp.server.runner import ServerRunner, aclose_shielded
 from mcp.server.streamable_http import EventStore
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from mcp.shared.exceptions import NoBackChannelError
-from mcp.shared.inbound import decode_header_value
 from mcp.shared.jsonrpc_dispatcher import handler_exception_to_error_data
 from mcp.shared.message import ServerMessageMetadata
 from mcp.shared.transport_context import TransportContext
@@ -66,13 +62,31 @@ from mcp_types import DEFAULT_NEGOTIATED_VERSION
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_providers._serve.identity import ResourceServer
-from mcp_providers._serve.methods.tasks import TASK_METHODS
 from mcp_providers._serve.seams import exit_callbacks_pending, lifespan_state, modern_request_handler
 from mcp_providers._serve.steps.ratelimit import RETRY_AFTER_SCOPE_KEY
 from mcp_providers._serve.transport.auth import BearerGate, metadata_endpoints
+from mcp_providers._serve.transport.http_cancel import (
+    _STATELESS_CANCEL,
+    _answers_a_cancel,
+    _stateless_cancel_in_batch,
+    _unanswered_when_cancelled,
+)
+from mcp_providers._serve.transport.http_inbound import (
+    _Capture,
+    _headers,
+    _post_refusal,
+    _progress_token,
+    _read_body,
+    _replay,
+    _retry_after,
+    _route_path,
+    _send_json,
+    _task_name_mismatch,
+    _unsupported_version,
+)
 from mcp_providers._serve.transport.nesting import MAX_NESTING, request_id_of, too_deep
 from mcp_providers._serve.transport.ops import rebinding_refusal
 from mcp_providers._serve.transport.posted import (
@@ -89,97 +103,19 @@ from mcp_providers.config import LimitsSettings
 
 log = logging.getLogger("mcp_providers.http")
 
-LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
-_LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
-_LOOPBACK_ORIGINS = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
+_JSON = [(b"content-type", b"application/json")]
+
+__all__ = ["BATCH_VERSION", "STATELESS_SCOPE_KEY", "SUPPORTED_VERSIONS", "HttpApp", "http_app", "stateless_middleware"]
+
+
 BATCH_VERSION = "2025-03-26"
 """The only protocol revision with JSON-RPC batches."""
 STATELESS_SCOPE_KEY = "mcp_providers.stateless"
 """Set in the ASGI scope of every request a stateless app serves (read by :func:`stateless_middleware`)."""
-_JSON = [(b"content-type", b"application/json")]
+
+
 SUPPORTED_VERSIONS = (*HANDSHAKE_PROTOCOL_VERSIONS, *MODERN_PROTOCOL_VERSIONS)
 """Every ``MCP-Protocol-Version`` header value served; any other is answered 400 naming them."""
-
-
-def _host_name(host: str) -> str:
-    return host.strip().strip("[]").lower()
-
-
-def bound_addresses(host: str) -> tuple[ipaddress.IPv4Address | ipaddress.IPv6Address, ...]:
-    """The addresses a listening socket on ``host`` binds, as the OS reads it; ``()`` if it cannot.
-
-    Resolved as ``loop.create_server`` (uvicorn) and ``socket.bind`` do:
-    ``getaddrinfo(host, 0, type=SOCK_STREAM, flags=AI_PASSIVE)``, so IPv4 literals have
-    ``inet_aton`` semantics (``0.0`` and ``0x0`` are 0.0.0.0, ``127.1`` and ``2130706433`` are
-    127.0.0.1), an empty host is every interface and names are looked up. IPv4-mapped IPv6
-    addresses (``::ffff:0.0.0.0``) are given as the IPv4 address they bind.
-    """
-    return _resolved(_host_name(host))
-
-
-@functools.lru_cache(maxsize=64)
-def _resolved(name: str) -> tuple[ipaddress.IPv4Address | ipaddress.IPv6Address, ...]:
-    try:
-        infos = socket.getaddrinfo(name or None, 0, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
-    except (OSError, UnicodeError):
-        return ()
-    found: list[ipaddress.IPv4Address | ipaddress.IPv6Address] = []
-    for info in infos:
-        address = ipaddress.ip_address(str(info[4][0]).partition("%")[0])
-        if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-            address = address.ipv4_mapped
-        if address not in found:
-            found.append(address)
-    return tuple(found)
-
-
-def is_loopback(host: str) -> bool:
-    """Whether every address ``host`` binds (:func:`bound_addresses`) is loopback: ``127.0.0.1``,
-    ``localhost``, ``::1``, the rest of 127.0.0.0/8 however spelled (``127.1``, ``0x7f.1``)."""
-    addresses = bound_addresses(host)
-    return bool(addresses) and all(a.is_loopback for a in addresses)
-
-
-def is_wildcard(host: str) -> bool:
-    """Whether ``host`` binds every interface, however spelled (:func:`bound_addresses`): ``0.0.0.0``,
-    ``0``, ``0.0``, ``0x0``, ``::``, ``[::]``, ``0:0::0``, ``::ffff:0.0.0.0``, empty; ``*`` too."""
-    if _host_name(host) == "*":
-        return True
-    return any(a.is_unspecified for a in bound_addresses(host))
-
-
-def _bracketed(host: str) -> str:
-    return f"[{host}]" if ":" in host else host
-
-
-def transport_policy(
-    host: str, allow_hosts: list[str] | None = None, explicit: TransportSecuritySettings | None = None
-) -> TransportSecuritySettings:
-    """The one Host/Origin (DNS-rebinding) policy for serving on ``host``; never ``None``.
-
-    ``explicit`` settings win. A loopback host accepts the loopback names on any port. Any other
-    host accepts its own name (a specific address or hostname), the names in ``allow_hosts``
-    (``NAME`` or ``NAME:PORT``; a bare name on any port) and, for a wildcard bind (which also
-    listens on loopback), the loopback names; every other Host is refused with 421 and every other
-    Origin with 403.
-    """
-    if explicit is not None:
-        return explicit
-    if is_loopback(host) and not allow_hosts:
-        own = _bracketed(_host_name(host))  # a loopback spelling of its own (127.1) is its clients' Host
-        extra = [] if f"{own}:*" in _LOOPBACK_HOSTS else [f"{own}:*"]
-        return TransportSecuritySettings(
-            enable_dns_rebinding_protection=True,
-            allowed_hosts=_LOOPBACK_HOSTS + extra,
-            allowed_origins=_LOOPBACK_ORIGINS + [f"http://{h}" for h in extra],
-        )
-    names = [] if is_wildcard(host) else [_bracketed(_host_name(host))]
-    names += allow_hosts or []
-    hosts = [h for n in names for h in ((n,) if ":" in n.lstrip("[").split("]")[-1] else (n, f"{n}:*"))]
-    origins = [f"{scheme}://{h}" for h in hosts for scheme in ("http", "https")]
-    if is_wildcard(host) or is_loopback(host):
-        hosts, origins = hosts + _LOOPBACK_HOSTS, origins + _LOOPBACK_ORIGINS
-    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
 
 
 async def stateless_middleware(ctx: ServerRequestContext[Any, Any], call_next: Any) -> Any:
@@ -228,47 +164,6 @@ class _Exchange:
 
     async def progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
         return None
-
-
-def _headers(scope: Scope) -> dict[bytes, bytes]:
-    return dict(scope["headers"])
-
-
-async def _read_body(receive: Receive, limit: int) -> bytes | None:
-    """The request body, or ``None`` as soon as more than ``limit`` bytes have arrived (a chunked
-    body has no Content-Length to refuse it by: it is capped while it is read, never held whole)."""
-    chunks, size = [], 0
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            break
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            return None
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            break
-    return b"".join(chunks)
-
-
-async def _send_json(send: Send, status: int, body: bytes, extra: list[tuple[bytes, bytes]] | None = None) -> None:
-    headers = [*_JSON, (b"content-length", str(len(body)).encode()), *(extra or [])]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
-
-
-def _retry_after(scope: Scope, send: Send) -> Send:
-    """``send``, adding ``Retry-After`` to the response's start once the rate limiter has refused
-    the request (it put the seconds in the scope under ``RETRY_AFTER_SCOPE_KEY``)."""
-
-    async def sending(message: Message) -> None:
-        if message["type"] == "http.response.start" and (seconds := scope.get(RETRY_AFTER_SCOPE_KEY)):
-            headers = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"retry-after"]
-            message = {**message, "headers": [*headers, (b"retry-after", str(seconds).encode())]}
-        await send(message)
-
-    return sending
 
 
 @dataclass
@@ -498,212 +393,6 @@ async def _respond(runner: ServerRunner[Any], exchange: _Exchange, message: type
     return reply.model_dump_json(by_alias=True, exclude_unset=True).encode()  # type: ignore[no-any-return]
 
 
-def _task_name_mismatch(posted: Posted, headers: Mapping[bytes, bytes]) -> bytes | None:
-    """The 400 body (-32020) for a ``tasks/*`` request whose ``Mcp-Name`` is not its ``params.taskId``
-    (absent included), else ``None``.
-
-    SEP-2663 ("Streamable HTTP: Routing Headers"): the client MUST set ``Mcp-Name`` to
-    ``params.taskId`` on these methods, so that intermediaries route a task's requests to where it
-    lives; a header that disagrees with the body is refused as the SDK refuses such a ``tools/call``
-    (SEP-2243; its table ``mcp.shared.inbound.NAME_BEARING_METHODS`` has no ``tasks/*`` rows).
-    """
-    data = posted.message
-    if data is None or posted.method not in TASK_METHODS:
-        return None
-    params = data.get("params")
-    task_id = params.get("taskId") if isinstance(params, dict) else None
-    if not isinstance(task_id, str):
-        return None  # no task id to mirror: the method's own params check answers
-    header = headers.get(b"mcp-name")
-    if decode_header_value(header.decode("latin-1") if header is not None else None) == task_id:
-        return None
-    message = (
-        f"Mcp-Name header does not match the request body's 'taskId' parameter: {data['method']} over "
-        "streamable HTTP carries its params.taskId as Mcp-Name (SEP-2663)"
-    )
-    return error_body(types.HEADER_MISMATCH, message, data.get("id"))
-
-
-def _unsupported_version(version: str, request_id: Any) -> bytes:
-    """The 400 body for an ``MCP-Protocol-Version`` header naming a revision not served: -32022
-    with the 2026-07-28 error data (``supported``, ``requested``), which SDK clients retry from.
-
-    ``data.supported`` lists what ``server/discover`` lists (``supportedVersions``): the revisions
-    a request may name per request, as the SDK's own -32022 does
-    (``mcp.shared.inbound.unsupported_protocol_version_rejection``; conformance
-    ``sep-2575-server-unsupported-version-error``). The message names the handshake revisions
-    too, reached through ``initialize`` (round 4 item 23)."""
-    modern, handshake = ", ".join(MODERN_PROTOCOL_VERSIONS), ", ".join(HANDSHAKE_PROTOCOL_VERSIONS)
-    message = (
-        f"Unsupported MCP-Protocol-Version header: {version[:64]!r}; this server supports {modern} per request, "
-        f"and {handshake} through initialize (send one of them, or no header to be read as 2025-03-26)"
-    )
-    data = types.UnsupportedProtocolVersionErrorData(supported=list(MODERN_PROTOCOL_VERSIONS), requested=version[:64])
-    error = {"code": types.UNSUPPORTED_PROTOCOL_VERSION, "message": message, "data": data.model_dump(mode="json")}
-    return json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}).encode()
-
-
-REQUEST_CANCELLED = -32800
-"""What the SDK's 2025-era transport writes for a request its client cancelled
-(``mcp.server.streamable_http.REQUEST_CANCELLED``); only for those."""
-
-
-def _answers_a_cancel(message: Any) -> bool:
-    error = message.get("error") if isinstance(message, dict) else None
-    return isinstance(error, dict) and error.get("code") == REQUEST_CANCELLED and "id" in message
-
-
-def _unanswered_when_cancelled(send: Send) -> Send:
-    """``send``, leaving out the answer the SDK writes for a request its client cancelled.
-
-    JSON-RPC and MCP (2025-11-25, "Cancellation"): the receiver of a cancellation SHOULD NOT
-    answer the request; clients drop it as an "unknown message ID". On an SSE stream the event is
-    left out and the stream ends; a JSON response becomes ``202 Accepted`` with no body (nothing
-    to answer). Anything else passes unchanged.
-    """
-    held: list[Any] = []
-
-    async def filtered(message: Any) -> None:
-        if message["type"] == "http.response.start":
-            content_type = dict(message.get("headers", [])).get(b"content-type", b"")
-            if content_type.startswith(b"application/json"):
-                held.append(message)  # the body decides
-                return
-        elif message["type"] == "http.response.body" and held:
-            start = held.pop()
-            if message.get("more_body") or not _is_cancel_answer(message.get("body", b"")):
-                await send(start)
-            else:
-                await send({"type": "http.response.start", "status": 202, "headers": _kept(start)})
-                message = {"type": "http.response.body", "body": b""}
-        elif message["type"] == "http.response.body" and b"-32800" in message.get("body", b""):
-            message = {**message, "body": _without_cancel_events(message["body"])}
-        await send(message)
-
-    return filtered
-
-
-def _kept(start: Any) -> list[tuple[bytes, bytes]]:
-    return [(k, v) for k, v in start.get("headers", []) if k.lower() not in (b"content-type", b"content-length")]
-
-
-def _is_cancel_answer(body: bytes) -> bool:
-    # A byte test that cannot be escaped past: the body is the SDK's own JSON output, never the
-    # client's, and a JSON number has no escape (RFC 8259 §6); pydantic writes the code as -32800.
-    if b"-32800" not in body:
-        return False
-    try:
-        return _answers_a_cancel(json.loads(body))
-    except (ValueError, RecursionError):
-        return False
-
-
-def _without_cancel_events(chunk: bytes) -> bytes:
-    """An SSE chunk without the events whose data answers a cancelled request."""
-    events = re.findall(rb".*?(?:\r\n\r\n|\n\n)|.+", chunk, re.DOTALL)
-    kept = []
-    for event in events:
-        data = b"".join(line[5:] for line in event.splitlines() if line.startswith(b"data:"))
-        if not (data and _is_cancel_answer(data.strip())):
-            kept.append(event)
-    return b"".join(kept)
-
-
-_STATELESS_CANCEL = (
-    "notifications/cancelled cannot be honoured on stateless HTTP: the request it names ran in "
-    "another exchange, with no session to find it in; serve with sessions to cancel requests"
-)
-
-
-def _stateless_cancel_in_batch(items: list[Any]) -> bytes | None:
-    """The 400 for a stateless batch holding a cancel: refused whole, before any element runs,
-    since answering the rest would accept and ignore the cancel again."""
-    for index, item in enumerate(items):
-        if is_cancel_notification(item):
-            return error_body(types.INVALID_REQUEST, f"{_STATELESS_CANCEL} (batch element {index})")
-    return None
-
-
-def _progress_token(params: Mapping[str, Any] | None) -> Any:
-    meta = (params or {}).get("_meta")
-    return meta.get("progressToken") if isinstance(meta, Mapping) else None
-
-
-def _post_refusal(headers: dict[bytes, bytes]) -> Response | None:
-    """What the SDK transport answers a POST with the wrong Content-Type or Accept, else ``None``."""
-    content_type = headers.get(b"content-type", b"").decode("latin-1")
-    if not content_type.lower().startswith("application/json"):
-        return Response("Invalid Content-Type header", status_code=400)
-    accepted = [t.strip().split(";")[0].strip().lower() for t in headers.get(b"accept", b"").decode().split(",")]
-    if not any(t in ("*/*", "application/json", "application/*") for t in accepted):
-        return Response(
-            error_body(types.INVALID_REQUEST, "Not Acceptable: Client must accept application/json"),
-            status_code=406,
-            media_type="application/json",
-        )
-    if not any(part.strip() == "application/json" for part in content_type.split(";")[0].split(",")):
-        return Response(
-            error_body(types.INVALID_REQUEST, "Unsupported Media Type: Content-Type must be application/json"),
-            status_code=415,
-            media_type="application/json",
-        )
-    return None
-
-
-def _replay(body: bytes, receive: Receive | None) -> Receive:
-    """A ``receive`` that yields ``body`` once, then the real ``receive`` (a disconnect), if any."""
-    sent = False
-
-    async def replay() -> Any:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        if receive is not None:
-            return await receive()
-        await anyio.sleep_forever()
-
-    return replay
-
-
-class _Capture:
-    """An ASGI ``send`` keeping one response: status, headers, body."""
-
-    def __init__(self) -> None:
-        self.status = 500
-        self.headers: list[tuple[bytes, bytes]] = []
-        self.body = b""
-
-    async def __call__(self, message: Mapping[str, Any]) -> None:
-        if message["type"] == "http.response.start":
-            self.status = message["status"]
-            self.headers = list(message.get("headers", []))
-        elif message["type"] == "http.response.body":
-            self.body += message.get("body", b"")
-
-    def messages(self) -> list[Any]:
-        """The JSON-RPC answers in the body (a JSON body, or the ``data:`` lines of an SSE body)."""
-        if not self.body.strip():
-            return []
-        content_type = dict((k.lower(), v) for k, v in self.headers).get(b"content-type", b"")
-        if content_type.startswith(b"text/event-stream"):
-            found = []
-            for line in self.body.decode().splitlines():
-                if line.startswith("data:") and line[5:].strip():
-                    data = json.loads(line[5:])
-                    if isinstance(data, dict) and "id" in data and ("result" in data or "error" in data):
-                        found.append(data)
-            return found
-        data = json.loads(self.body)
-        return data if isinstance(data, list) else [data]
-
-
-def _route_path(scope: Scope) -> str:
-    path: str = scope["path"]
-    root = scope.get("root_path", "")
-    return path[len(root) :] if root and path.startswith(root) else path
-
-
 def _lifespan_state(server: Server[Any]) -> Any:
     return lifespan_state(server.session_manager)
 
@@ -722,7 +411,8 @@ def http_app(
 ) -> HttpApp:
     """The ASGI app serving ``server`` at ``path`` (see the module docstring).
 
-    :param security: from :func:`transport_policy` (the SDK applies it on its path too).
+    :param security: from :func:`~mcp_providers._serve.transport.http_policy.transport_policy` (the
+        SDK applies it on its path too).
     :param auth: from :func:`~mcp_providers._serve.transport.auth.http_auth`; ``None`` serves
         without authentication.
     :param routes: extra Starlette routes served beside ``path`` (``/healthz``, ``/readyz``, ``/metrics``).

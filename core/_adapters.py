@@ -1,0 +1,161 @@
+"""The per-function adapters of the decorator API (:mod:`mcp_providers.plugin`): what a decorated
+resource, template, completion, tool or prompt function is called through at request time, each
+made once, at composition, from the function's signature (:mod:`mcp_providers._decorated`)."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel
+
+from mcp_providers import _decorated as fx
+from mcp_providers.errors import NotFound
+from mcp_providers.providers import (
+    CompletionRequest,
+    Content,
+    ReadRequest,
+    ToolCall,
+    ToolResult,
+)
+
+
+def _doc(function: Callable[..., Any]) -> str | None:
+    doc = inspect.getdoc(function)
+    return doc.strip() if doc else None
+
+
+class _Reader:
+    """One resource function, ready to serve reads."""
+
+    __slots__ = ("bind", "call", "mime", "where")
+
+    def __init__(
+        self, sig: fx.Signature, settings: Any, convert: Mapping[str, Any], mime: str | None, *, direct: bool = False
+    ) -> None:
+        # direct: the template's values are exactly the parameters, as text; they are passed as they are.
+        self.bind = _as_given if direct else fx.binder(sig, settings, convert)
+        self.call = fx.caller(sig)
+        self.mime = mime
+        self.where = sig.where
+
+    async def __call__(self, request: ReadRequest) -> Content:
+        try:
+            result = await self.call(self.bind(request.params, request, request.principal))
+        except NotFound as exc:
+            if exc.data is None:  # MCP's not-found carries the URI (data.uri)
+                exc.data = {"uri": request.requested_uri or request.uri}
+            raise
+        if isinstance(result, str):
+            return Content(text=result)
+        if isinstance(result, Content):
+            return result
+        content = fx.to_content(result, self.where)  # str and Content returned above: bytes or JSON here
+        if content.text is not None and not self.mime:
+            return Content(text=content.text, mime_type=fx.JSON)
+        return content
+
+
+def _as_given(values: Mapping[str, Any], request: Any, principal: Any) -> Mapping[str, Any]:
+    return values
+
+
+def _direct(sig: fx.Signature, uri_template: str, convert: Mapping[str, Any]) -> bool:
+    """Whether a template's values can go to the function as they are: only text parameters, one per
+    path variable, no query variables (they may be absent), no Context or settings."""
+    if sig.context or sig.settings or any(convert.values()):
+        return False
+    parsed = _parsed(uri_template)
+    if parsed is None or parsed.query_variable_names:
+        return False
+    names = sorted(p.name for p in sig.values)
+    return names == sorted(parsed.variable_names) == sorted(sig.required())
+
+
+class _Completer:
+    __slots__ = ("bind", "call", "variable", "where")
+
+    def __init__(self, sig: fx.Signature, variable: str, settings: Any) -> None:
+        self.bind = fx.binder(sig, settings, {})
+        self.call = fx.caller(sig)
+        self.variable = variable
+        self.where = sig.where
+
+    async def __call__(self, request: CompletionRequest) -> list[str]:
+        values = {**request.context, self.variable: request.value}
+        result = await self.call(self.bind(values, request, request.principal))
+        if isinstance(result, str) or not isinstance(result, Sequence) or not all(isinstance(v, str) for v in result):
+            raise TypeError(f"{self.where} returned {type(result).__name__}; a completion returns a list of str")
+        return list(result)
+
+
+def _parsed(uri_template: str) -> Any:
+    """The SDK's parse of ``uri_template`` (an ``mcp.UriTemplate``), or ``None`` when it is invalid:
+    the grammar rule of ``check`` reports that, with the template."""
+    # Imported here: importing the SDK costs about a second, and a plugin module imports this one
+    # while `plugins` and `check` start; by the first composition the SDK is loaded anyway.
+    from mcp.shared.uri_template import UriTemplate
+
+    try:
+        return UriTemplate.parse(uri_template)
+    except Exception:
+        return None
+
+
+def _variables(uri_template: str) -> set[str] | None:
+    parsed = _parsed(uri_template)
+    return None if parsed is None else set(parsed.variable_names)
+
+
+def _template_parameters(sig: fx.Signature, uri_template: str) -> None:
+    """:raises DeclarationError: a variable without a parameter, or a required parameter without a variable."""
+    variables = _variables(uri_template)
+    if variables is None:
+        return
+    names = {p.name for p in sig.values}
+    missing = sorted(variables - names)
+    if missing:
+        raise fx.DeclarationError(
+            f"{sig.where}: template {uri_template!r} has variable(s) {', '.join(missing)} but the function has no "
+            f"parameter of that name; add {', '.join(f'{m}: str' for m in missing)} to its parameters"
+        )
+    extra = sorted(sig.required() - variables)
+    if extra:
+        raise fx.DeclarationError(
+            f"{sig.where}: parameter(s) {', '.join(extra)} receive nothing, since template {uri_template!r} has no "
+            f"variable of that name; add {{{extra[0]}}} to the template, give the parameter a default, or annotate "
+            "it Context"
+        )
+
+
+def _resource_fields(function: Callable[..., Any], sig: fx.Signature, fields: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(fields)
+    out.setdefault("name", function.__name__)
+    if "description" not in out and _doc(function):
+        out["description"] = _doc(function)
+    if "mime_type" not in out:
+        out["mime_type"] = fx.mime_for(sig.returns)
+    return out
+
+
+class _Tool:
+    __slots__ = ("bind", "call", "model", "where", "wrapped")
+
+    def __init__(self, sig: fx.Signature, settings: Any, model: type[BaseModel] | None, wrapped: bool) -> None:
+        self.bind = fx.binder(sig, settings, {})
+        self.call = fx.caller(sig)
+        self.model, self.wrapped, self.where = model, wrapped, sig.where
+
+    async def __call__(self, call: ToolCall) -> ToolResult:
+        result = await self.call(self.bind(call.arguments.__dict__, call, call.principal))
+        return fx.to_tool_result(result, self.model, self.wrapped, self.where)
+
+
+class _Prompt:
+    __slots__ = ("bind", "call", "where")
+
+    def __init__(self, sig: fx.Signature, settings: Any) -> None:
+        self.bind = fx.binder(sig, settings, {p.name: fx.converter(sig, p.name) for p in sig.values})
+        self.call = fx.caller(sig)
+        self.where = sig.where

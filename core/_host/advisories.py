@@ -1,0 +1,207 @@
+"""What ``check`` warns about without failing (:func:`advisories`, :func:`undercut_aggregates`); the
+rules that fail are in :mod:`mcp_providers._host.rules`.
+
+
+Advisories (:func:`advisories`; ``check`` prints them and still passes):
+
+==================================  =================================================================
+``output-schema-wrapped``           the output model's schema root is not an object (an array, a
+                                    recursive ``$ref``); it is served wrapped as ``{"result": ...}``
+``tool-name-client-incompatible``   a spec-valid tool name outside ``^[a-zA-Z0-9_-]{1,64}$``, which
+                                    Claude Desktop, GitHub Copilot and the OpenAI API refuse (and
+                                    with it the whole tool list)
+``uri-not-canonical``               a fixed URI declared in another spelling than its canonical form;
+                                    ``read`` gets ``ReadRequest.uri`` canonical, so compare with that
+``member-unserved``                 a ``Members`` URI or template that nothing in the composition serves
+                                    (a typo would make a filter ask about the wrong URIs)
+``left-out``                        what a provider's source offered but the provider leaves out, as
+                                    it reports in its ``left_out`` attribute (items with ``value``,
+                                    ``message`` and ``fix``): an upstream MCP server's components
+                                    outside its owned prefixes, say
+``aggregate-undercuts-deny``        (:func:`undercut_aggregates`) the policy denies ``read`` on a
+                                    member of an aggregate (``Members``) that does not filter its
+                                    members, while allowing the aggregate: reading it serves what
+                                    the rule refuses
+==================================  =================================================================
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import re
+from collections.abc import Callable, Mapping, Sequence
+
+from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
+
+from mcp_providers._host.declarations import Declared, Problem
+from mcp_providers._host.output_schemas import RESULT_KEY, UnservableSchema, output_schema
+from mcp_providers._host.rules import _valid, _where
+from mcp_providers._host.uris import InvalidUri, canonical, canonical_template
+from mcp_providers.identity import Principal
+from mcp_providers.models import Resource, ResourceTemplate
+
+CLIENT_TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+"""Tool names every widely used client accepts (Claude Desktop, GitHub Copilot, the OpenAI API)."""
+
+
+def advisories(declared: Sequence[Declared]) -> list[Problem]:
+    """What ``check`` warns about without failing: wrapped output schemas, names clients refuse,
+    fixed URIs not declared in canonical form, members nothing serves, what providers left out."""
+    found: list[Problem] = _unserved_members(declared)
+    for d in declared:
+        for item in getattr(d.provider, "left_out", ()):  # duck-typed: no contract change for one plugin
+            found.append(Problem((d.plugin,), "left-out", item.value, f"{d.provider.name}: {item.message}", item.fix))
+        for r in d.resources:
+            if _valid(r.uri) and canonical(r.uri) != r.uri:
+                found.append(
+                    Problem(
+                        (d.plugin,),
+                        "uri-not-canonical",
+                        r.uri,
+                        f"read() is handed ReadRequest.uri in canonical form, {canonical(r.uri)!r}, not as declared",
+                        f"declare it as {canonical(r.uri)!r}",
+                    )
+                )
+        for tool in d.tools:
+            if not CLIENT_TOOL_NAME.match(tool.name):
+                usable = re.sub(r"[^a-zA-Z0-9_-]", "_", tool.name)[:64]
+                found.append(
+                    Problem(
+                        (d.plugin,),
+                        "tool-name-client-incompatible",
+                        tool.name,
+                        "valid MCP, but Claude Desktop, GitHub Copilot and the OpenAI API accept only tool names "
+                        "matching ^[a-zA-Z0-9_-]{1,64}$ and refuse the whole tool list otherwise",
+                        f"rename it, e.g. {usable!r}",
+                    )
+                )
+            with contextlib.suppress(UnservableSchema):
+                if tool.output_model is not None and output_schema(tool.output_model).wrapped:
+                    found.append(
+                        Problem(
+                            (d.plugin,),
+                            "output-schema-wrapped",
+                            tool.name,
+                            f"the JSON Schema root of {tool.output_model.__name__} is not an object (an array or a "
+                            f'recursive $ref); it is served as {{"{RESULT_KEY}": ...}} in outputSchema and '
+                            "structuredContent",
+                            "return an object model (a BaseModel with fields) to serve it unwrapped",
+                        )
+                    )
+    return found
+
+
+MAX_MEMBER_PROBES = 200
+"""The most value bindings :func:`undercut_aggregates` tries per aggregate."""
+PROBE_VALUE = "probe"
+"""The value a template variable without declared completions is probed with."""
+
+
+def _unserved_members(declared: Sequence[Declared]) -> list[Problem]:
+    """A ``member-unserved`` problem per ``Members`` URI that no declaration serves: not a declared
+    template, and (expanded with :data:`PROBE_VALUE`) neither a fixed URI nor a URI of a template."""
+    fixed = {canonical(r.uri) for d in declared for r in d.resources if _valid(r.uri)}
+    templates: dict[str, UriTemplate] = {}
+    for d in declared:
+        for t in d.templates:
+            with contextlib.suppress(InvalidUriTemplate, InvalidUri):
+                templates[canonical_template(t.uri_template)] = UriTemplate.parse(canonical_template(t.uri_template))
+    found = []
+    for d in declared:
+        for decl in d.resource_declarations():
+            for member in decl.members.uris if decl.members is not None else ():
+                if not _served(member, fixed, templates):
+                    found.append(
+                        Problem(
+                            (d.plugin,),
+                            "member-unserved",
+                            _where(decl),
+                            f"member {member!r} is served by nothing here, so a rule on it guards nothing",
+                            "name the URI or template the members are served at (see resources/templates/list)",
+                        )
+                    )
+    return found
+
+
+def _served(member: str, fixed: set[str], templates: Mapping[str, UriTemplate]) -> bool:
+    try:
+        key = canonical_template(member)
+        if key in templates:
+            return True
+        parsed = UriTemplate.parse(key)
+        uri = canonical(parsed.expand({name: PROBE_VALUE for name in parsed.variable_names}))
+    except (InvalidUriTemplate, InvalidUri):
+        return True  # member-invalid reports it
+    return uri in fixed or any(t.match(uri) is not None for t in templates.values())
+
+
+ReadDenied = Callable[[Principal, str], str | None]
+"""``(caller, uri) -> why a read of uri is refused to caller``, or ``None`` when it is allowed
+(asked as a read is: ``expand`` on the URI's template, then ``read``)."""
+
+
+def undercut_aggregates(
+    declared: Sequence[Declared], denied: ReadDenied, callers: Sequence[Principal]
+) -> list[Problem]:
+    """Aggregates that serve what the policy refuses: a resource declaring :class:`Members
+    <mcp_providers.models.Members>` without ``filtered=True``, which a caller may read while
+    ``read`` on one of its members is denied to that caller.
+
+    Members are enumerated from the declared completions of the aggregate's template and of the
+    member templates (a variable with none gets :data:`PROBE_VALUE`), at most
+    :data:`MAX_MEMBER_PROBES` bindings per aggregate, each asked for every caller in ``callers``.
+
+    :returns: one ``aggregate-undercuts-deny`` problem per aggregate and member pattern.
+    """
+    completions: dict[str, Mapping[str, tuple[str, ...]]] = {
+        t.uri_template: t.completions for d in declared for t in d.templates
+    }
+    problems: list[Problem] = []
+    for d in declared:
+        for decl in d.resource_declarations():
+            if decl.members is None or decl.members.filtered:
+                continue
+            for member in decl.members.uris:
+                found = _undercut(decl, member, completions, denied, callers)
+                if found is not None:
+                    problems.append(
+                        Problem(
+                            (d.plugin,),
+                            "aggregate-undercuts-deny",
+                            _where(decl),
+                            f"it gathers {found[1]}, whose read the policy refuses to {found[0].subject!r} "
+                            f"({found[2]}), and does not filter its members, so reading it serves what the rule "
+                            "refuses",
+                            "leave out members the caller may not read (policy.allowed('read', uri)) and declare "
+                            f"Members(..., filtered=True), or deny read on {found[3]} too",
+                        )
+                    )
+    return problems
+
+
+def _undercut(
+    decl: Resource | ResourceTemplate,
+    member: str,
+    completions: Mapping[str, Mapping[str, tuple[str, ...]]],
+    denied: ReadDenied,
+    callers: Sequence[Principal],
+) -> tuple[Principal, str, str, str] | None:
+    """The first ``(caller, member URI, why, aggregate URI)`` where the member is denied and the
+    aggregate allowed, else ``None``."""
+    try:
+        own = UriTemplate.parse(_where(decl))
+        other = UriTemplate.parse(member)
+    except InvalidUriTemplate:
+        return None
+    known = {**completions.get(member, {}), **(decl.completions if isinstance(decl, ResourceTemplate) else {})}
+    names = list(dict.fromkeys([*own.variable_names, *other.variable_names]))
+    values = [known.get(n) or (PROBE_VALUE,) for n in names]
+    for combination in itertools.islice(itertools.product(*values), MAX_MEMBER_PROBES):
+        binding = dict(zip(names, combination, strict=True))
+        aggregate, member_uri = own.expand(binding), other.expand(binding)
+        for caller in callers:
+            why = denied(caller, member_uri)
+            if why is not None and denied(caller, aggregate) is None:
+                return caller, member_uri, why, aggregate
+    return None

@@ -1,0 +1,167 @@
+"""Each plugin registered on its own pluggy manager and its hooks called one plugin at a time:
+registration, settings, and the providers it returns."""
+
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import pluggy
+from pydantic import BaseModel, ValidationError
+
+from mcp_providers import hookspecs
+from mcp_providers._host.hookscan import PluginManager
+from mcp_providers._host.isolation import _one_line, _reraise_interrupt, _stdout_to_stderr
+from mcp_providers._host.records import _PROVIDER_HOOKS, PluginRecord
+from mcp_providers._host.shape import HOOKS, did_you_mean, provider_problem
+from mcp_providers._host.skills import SkillFiles
+from mcp_providers.config import Config, format_validation_error, settings_context
+from mcp_providers.errors import MCPProvidersDeprecationWarning
+from mcp_providers.providers import ExtensionProvider, ResourceProvider, ToolProvider
+from mcp_providers.skills import SkillProvider
+
+TRACE_ENV = "MCP_PROVIDERS_TRACE_PLUGINS"
+"""Set to ``1`` to print every hook call (arguments, implementations, results) to stderr."""
+
+
+def plugin_manager() -> pluggy.PluginManager:
+    """A plugin manager with the hookspecs added, tracing to stderr when ``$MCP_PROVIDERS_TRACE_PLUGINS`` is set."""
+    pm = PluginManager(hookspecs.PROJECT)
+    pm.add_hookspecs(hookspecs)
+    if os.environ.get(TRACE_ENV, "") not in ("", "0"):
+        pm.trace.root.setwriter(sys.stderr.write)
+        pm.enable_tracing()
+    return pm
+
+
+def call_hook(record: PluginRecord, hook: str, **kwargs: Any) -> tuple[bool, Any]:
+    """Call only this plugin's implementation of ``hook``, through pluggy's hook caller of the
+    plugin's own manager (isolation: one plugin's error is its own).
+
+    :returns: ``(implemented, result)``; ``result`` is ``None`` when the implementation returned it.
+    """
+    caller = getattr(record.manager.hook, hook) if record.manager is not None else None
+    if caller is None or not caller.get_hookimpls():
+        return False, None
+    with _stdout_to_stderr():
+        results = caller(**kwargs)
+    return True, (results[0] if results else None)
+
+
+def _register(pm: pluggy.PluginManager, record: PluginRecord, plugin: object) -> None:
+    """Register ``plugin`` with a manager of its own (where its hooks are called, alone) and with
+    the composition's (which lists every plugin); a mismatch with the hookspecs rejects it."""
+    own = plugin_manager()
+    try:
+        _register_recording(own, record, plugin)
+    except pluggy.PluginValidationError as exc:
+        record.reject(f"hook signature does not match the hookspec: {_one_line(exc)}")
+        return
+    except Warning as exc:  # the caller's filters made a deprecation an error
+        record.reject(f"uses a deprecated part of the hook contract and warnings are errors here: {_one_line(exc)}")
+        return
+    except Exception as exc:  # ValueError (a name taken), or plugin code run by dir()
+        record.reject(f"pluggy could not register it: {_one_line(exc)}")
+        return
+    unknown = [hc.name for hc in own.get_hookcallers(plugin) or [] if hc.spec is None]
+    if unknown:
+        record.reject(f"implements unknown hook(s) {did_you_mean(sorted(unknown))}; the hooks are: {', '.join(HOOKS)}")
+        return
+    taken = pm.get_name(plugin)
+    if taken is not None:  # pluggy would raise ValueError: one object under two names
+        record.reject(
+            f"entry points {taken!r} and {record.name!r} name one object ({record.value}); it is loaded once, "
+            f"as {taken!r}: remove one of the two names (or leave it out with deny = [{record.name!r}])"
+        )
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MCPProvidersDeprecationWarning)  # issued once already, above
+        pm.register(plugin, name=record.name)
+    record.plugin, record.manager = plugin, own
+    record.hooks = sorted(hc.name for hc in own.get_hookcallers(plugin) or [])
+    if "authorize" in record.hooks and record.authorize_evidence is None:  # what pluggy did, whatever the scan saw
+        record.authorize_evidence = "pluggy registered an authorize hookimpl from it"
+
+
+def _register_recording(own: pluggy.PluginManager, record: PluginRecord, plugin: object) -> None:
+    """``own.register(plugin)``, keeping each deprecation warning pluggy gives (``warn_on_impl_args``)
+    in ``record.deprecations`` and then issuing every warning again under the caller's filters.
+
+    :raises Warning: the caller's filters turn a warning into an error (``-W error``); the plugin
+        is then rejected like any other registration failure.
+    """
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")  # a deprecation must not fail registration half-way
+        own.register(plugin, name=record.name)
+    for w in caught:
+        if issubclass(w.category, MCPProvidersDeprecationWarning):
+            record.deprecations.append(f"{w.message} ({w.filename}:{w.lineno})")
+    for w in caught:
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+
+
+def _configure(pm: pluggy.PluginManager, record: PluginRecord, config: Config) -> None:
+    try:
+        found, model = call_hook(record, "settings_model")
+    except BaseException as exc:  # SystemExit too: one plugin's exit must not end the process
+        _reraise_interrupt(exc)
+        record.reject(f"hook settings_model raised {_one_line(exc)}")
+        return
+    table = config.plugins.get(record.name)
+    if not found or model is None:
+        if table:
+            record.reject(f"config has [plugins.{record.name}] but the plugin takes no settings")
+        return
+    if not (isinstance(model, type) and issubclass(model, BaseModel)):
+        record.reject(f"hook settings_model returned {model!r}; expected a pydantic BaseModel subclass or None")
+        return
+    record.settings_model = model
+    try:
+        record.settings = model.model_validate(table or {}, context=settings_context(config))
+    except ValidationError as exc:
+        record.reject(f"invalid settings: {format_validation_error(exc, f'plugins.{record.name}', model)}")
+
+
+def _collect(pm: pluggy.PluginManager, record: PluginRecord) -> None:
+    for hook, kind in _PROVIDER_HOOKS:
+        try:
+            found, result = call_hook(record, hook, settings=record.settings)
+        except BaseException as exc:
+            _reraise_interrupt(exc)
+            record.reject(f"hook {hook} raised {_one_line(exc)}")
+            return
+        if not found:
+            continue
+        if result is None:
+            result = []
+        if not isinstance(result, Sequence) or isinstance(result, str | bytes):
+            record.reject(f"hook {hook} returned {type(result).__name__}; expected a list of {kind.__name__}")
+            return
+        wrong = [item for item in result if not isinstance(item, kind)]
+        if wrong:
+            record.reject(
+                f"hook {hook} returned {type(wrong[0]).__name__} {wrong[0]!r:.60}; expected {kind.__name__} instances"
+            )
+            return
+        unnamed = [item for item in result if not item.name]
+        if unnamed:
+            record.reject(f"hook {hook} returned a {type(unnamed[0]).__name__} with an empty name; set .name")
+            return
+        if kind is SkillProvider:  # each skill's files are resources: every resource rule holds for them
+            result = [SkillFiles(provider) for provider in result]
+        problem = next(filter(None, map(provider_problem, result)), None)
+        if problem is not None:
+            record.reject(f"hook {hook}: {problem}")
+            return
+        if kind in (ResourceProvider, SkillProvider):
+            record.resource_providers.extend(result)
+            record.prefixes += tuple(px for provider in result for px in provider.prefixes)
+        elif kind is ToolProvider:
+            record.tool_providers.extend(result)
+        elif kind is ExtensionProvider:
+            record.extension_providers.extend(result)
+        else:
+            record.prompt_providers.extend(result)

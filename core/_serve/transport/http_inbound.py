@@ -1,0 +1,192 @@
+"""The small steps of the HTTP fast path around one POST: reading the body under its cap, the
+refusals made before the SDK sees it (a task's ``Mcp-Name``, an unserved protocol version, a POST
+without the right ``Accept`` or ``Content-Type``), JSON answers with ``Retry-After``, replaying a
+body already read to the SDK's app, and capturing the answer it gives."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.shared.inbound import decode_header_value
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
+from starlette.responses import Response
+from starlette.types import Message, Receive, Scope, Send
+
+from mcp_providers._serve.methods.tasks import TASK_METHODS
+from mcp_providers._serve.steps.ratelimit import RETRY_AFTER_SCOPE_KEY
+from mcp_providers._serve.transport.posted import (
+    Posted,
+    error_body,
+)
+
+_JSON = [(b"content-type", b"application/json")]
+
+
+def _headers(scope: Scope) -> dict[bytes, bytes]:
+    return dict(scope["headers"])
+
+
+async def _read_body(receive: Receive, limit: int) -> bytes | None:
+    """The request body, or ``None`` as soon as more than ``limit`` bytes have arrived (a chunked
+    body has no Content-Length to refuse it by: it is capped while it is read, never held whole)."""
+    chunks, size = [], 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            break
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            break
+    return b"".join(chunks)
+
+
+async def _send_json(send: Send, status: int, body: bytes, extra: list[tuple[bytes, bytes]] | None = None) -> None:
+    headers = [*_JSON, (b"content-length", str(len(body)).encode()), *(extra or [])]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def _retry_after(scope: Scope, send: Send) -> Send:
+    """``send``, adding ``Retry-After`` to the response's start once the rate limiter has refused
+    the request (it put the seconds in the scope under ``RETRY_AFTER_SCOPE_KEY``)."""
+
+    async def sending(message: Message) -> None:
+        if message["type"] == "http.response.start" and (seconds := scope.get(RETRY_AFTER_SCOPE_KEY)):
+            headers = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"retry-after"]
+            message = {**message, "headers": [*headers, (b"retry-after", str(seconds).encode())]}
+        await send(message)
+
+    return sending
+
+
+def _task_name_mismatch(posted: Posted, headers: Mapping[bytes, bytes]) -> bytes | None:
+    """The 400 body (-32020) for a ``tasks/*`` request whose ``Mcp-Name`` is not its ``params.taskId``
+    (absent included), else ``None``.
+
+    SEP-2663 ("Streamable HTTP: Routing Headers"): the client MUST set ``Mcp-Name`` to
+    ``params.taskId`` on these methods, so that intermediaries route a task's requests to where it
+    lives; a header that disagrees with the body is refused as the SDK refuses such a ``tools/call``
+    (SEP-2243; its table ``mcp.shared.inbound.NAME_BEARING_METHODS`` has no ``tasks/*`` rows).
+    """
+    data = posted.message
+    if data is None or posted.method not in TASK_METHODS:
+        return None
+    params = data.get("params")
+    task_id = params.get("taskId") if isinstance(params, dict) else None
+    if not isinstance(task_id, str):
+        return None  # no task id to mirror: the method's own params check answers
+    header = headers.get(b"mcp-name")
+    if decode_header_value(header.decode("latin-1") if header is not None else None) == task_id:
+        return None
+    message = (
+        f"Mcp-Name header does not match the request body's 'taskId' parameter: {data['method']} over "
+        "streamable HTTP carries its params.taskId as Mcp-Name (SEP-2663)"
+    )
+    return error_body(types.HEADER_MISMATCH, message, data.get("id"))
+
+
+def _unsupported_version(version: str, request_id: Any) -> bytes:
+    """The 400 body for an ``MCP-Protocol-Version`` header naming a revision not served: -32022
+    with the 2026-07-28 error data (``supported``, ``requested``), which SDK clients retry from.
+
+    ``data.supported`` lists what ``server/discover`` lists (``supportedVersions``): the revisions
+    a request may name per request, as the SDK's own -32022 does
+    (``mcp.shared.inbound.unsupported_protocol_version_rejection``; conformance
+    ``sep-2575-server-unsupported-version-error``). The message names the handshake revisions
+    too, reached through ``initialize`` (round 4 item 23)."""
+    modern, handshake = ", ".join(MODERN_PROTOCOL_VERSIONS), ", ".join(HANDSHAKE_PROTOCOL_VERSIONS)
+    message = (
+        f"Unsupported MCP-Protocol-Version header: {version[:64]!r}; this server supports {modern} per request, "
+        f"and {handshake} through initialize (send one of them, or no header to be read as 2025-03-26)"
+    )
+    data = types.UnsupportedProtocolVersionErrorData(supported=list(MODERN_PROTOCOL_VERSIONS), requested=version[:64])
+    error = {"code": types.UNSUPPORTED_PROTOCOL_VERSION, "message": message, "data": data.model_dump(mode="json")}
+    return json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}).encode()
+
+
+def _progress_token(params: Mapping[str, Any] | None) -> Any:
+    meta = (params or {}).get("_meta")
+    return meta.get("progressToken") if isinstance(meta, Mapping) else None
+
+
+def _post_refusal(headers: dict[bytes, bytes]) -> Response | None:
+    """What the SDK transport answers a POST with the wrong Content-Type or Accept, else ``None``."""
+    content_type = headers.get(b"content-type", b"").decode("latin-1")
+    if not content_type.lower().startswith("application/json"):
+        return Response("Invalid Content-Type header", status_code=400)
+    accepted = [t.strip().split(";")[0].strip().lower() for t in headers.get(b"accept", b"").decode().split(",")]
+    if not any(t in ("*/*", "application/json", "application/*") for t in accepted):
+        return Response(
+            error_body(types.INVALID_REQUEST, "Not Acceptable: Client must accept application/json"),
+            status_code=406,
+            media_type="application/json",
+        )
+    if not any(part.strip() == "application/json" for part in content_type.split(";")[0].split(",")):
+        return Response(
+            error_body(types.INVALID_REQUEST, "Unsupported Media Type: Content-Type must be application/json"),
+            status_code=415,
+            media_type="application/json",
+        )
+    return None
+
+
+def _replay(body: bytes, receive: Receive | None) -> Receive:
+    """A ``receive`` that yields ``body`` once, then the real ``receive`` (a disconnect), if any."""
+    sent = False
+
+    async def replay() -> Any:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        if receive is not None:
+            return await receive()
+        await anyio.sleep_forever()
+
+    return replay
+
+
+class _Capture:
+    """An ASGI ``send`` keeping one response: status, headers, body."""
+
+    def __init__(self) -> None:
+        self.status = 500
+        self.headers: list[tuple[bytes, bytes]] = []
+        self.body = b""
+
+    async def __call__(self, message: Mapping[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            self.status = message["status"]
+            self.headers = list(message.get("headers", []))
+        elif message["type"] == "http.response.body":
+            self.body += message.get("body", b"")
+
+    def messages(self) -> list[Any]:
+        """The JSON-RPC answers in the body (a JSON body, or the ``data:`` lines of an SSE body)."""
+        if not self.body.strip():
+            return []
+        content_type = dict((k.lower(), v) for k, v in self.headers).get(b"content-type", b"")
+        if content_type.startswith(b"text/event-stream"):
+            found = []
+            for line in self.body.decode().splitlines():
+                if line.startswith("data:") and line[5:].strip():
+                    data = json.loads(line[5:])
+                    if isinstance(data, dict) and "id" in data and ("result" in data or "error" in data):
+                        found.append(data)
+            return found
+        data = json.loads(self.body)
+        return data if isinstance(data, list) else [data]
+
+
+def _route_path(scope: Scope) -> str:
+    path: str = scope["path"]
+    root = scope.get("root_path", "")
+    return path[len(root) :] if root and path.startswith(root) else path

@@ -1,0 +1,99 @@
+"""Which Host and Origin headers an HTTP server accepts (the DNS-rebinding policy), from the
+addresses it is bound to: :func:`transport_policy`, and the address helpers ``serve`` checks its
+``--host`` with."""
+
+from __future__ import annotations
+
+import functools
+import ipaddress
+import socket
+
+from mcp.server.transport_security import TransportSecuritySettings
+
+__all__ = ["LOOPBACK_NAMES", "bound_addresses", "is_loopback", "is_wildcard", "transport_policy"]
+
+
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
+_LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
+_LOOPBACK_ORIGINS = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
+
+
+def _host_name(host: str) -> str:
+    return host.strip().strip("[]").lower()
+
+
+def bound_addresses(host: str) -> tuple[ipaddress.IPv4Address | ipaddress.IPv6Address, ...]:
+    """The addresses a listening socket on ``host`` binds, as the OS reads it; ``()`` if it cannot.
+
+    Resolved as ``loop.create_server`` (uvicorn) and ``socket.bind`` do:
+    ``getaddrinfo(host, 0, type=SOCK_STREAM, flags=AI_PASSIVE)``, so IPv4 literals have
+    ``inet_aton`` semantics (``0.0`` and ``0x0`` are 0.0.0.0, ``127.1`` and ``2130706433`` are
+    127.0.0.1), an empty host is every interface and names are looked up. IPv4-mapped IPv6
+    addresses (``::ffff:0.0.0.0``) are given as the IPv4 address they bind.
+    """
+    return _resolved(_host_name(host))
+
+
+@functools.lru_cache(maxsize=64)
+def _resolved(name: str) -> tuple[ipaddress.IPv4Address | ipaddress.IPv6Address, ...]:
+    try:
+        infos = socket.getaddrinfo(name or None, 0, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (OSError, UnicodeError):
+        return ()
+    found: list[ipaddress.IPv4Address | ipaddress.IPv6Address] = []
+    for info in infos:
+        address = ipaddress.ip_address(str(info[4][0]).partition("%")[0])
+        if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+            address = address.ipv4_mapped
+        if address not in found:
+            found.append(address)
+    return tuple(found)
+
+
+def is_loopback(host: str) -> bool:
+    """Whether every address ``host`` binds (:func:`bound_addresses`) is loopback: ``127.0.0.1``,
+    ``localhost``, ``::1``, the rest of 127.0.0.0/8 however spelled (``127.1``, ``0x7f.1``)."""
+    addresses = bound_addresses(host)
+    return bool(addresses) and all(a.is_loopback for a in addresses)
+
+
+def is_wildcard(host: str) -> bool:
+    """Whether ``host`` binds every interface, however spelled (:func:`bound_addresses`): ``0.0.0.0``,
+    ``0``, ``0.0``, ``0x0``, ``::``, ``[::]``, ``0:0::0``, ``::ffff:0.0.0.0``, empty; ``*`` too."""
+    if _host_name(host) == "*":
+        return True
+    return any(a.is_unspecified for a in bound_addresses(host))
+
+
+def _bracketed(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+def transport_policy(
+    host: str, allow_hosts: list[str] | None = None, explicit: TransportSecuritySettings | None = None
+) -> TransportSecuritySettings:
+    """The one Host/Origin (DNS-rebinding) policy for serving on ``host``; never ``None``.
+
+    ``explicit`` settings win. A loopback host accepts the loopback names on any port. Any other
+    host accepts its own name (a specific address or hostname), the names in ``allow_hosts``
+    (``NAME`` or ``NAME:PORT``; a bare name on any port) and, for a wildcard bind (which also
+    listens on loopback), the loopback names; every other Host is refused with 421 and every other
+    Origin with 403.
+    """
+    if explicit is not None:
+        return explicit
+    if is_loopback(host) and not allow_hosts:
+        own = _bracketed(_host_name(host))  # a loopback spelling of its own (127.1) is its clients' Host
+        extra = [] if f"{own}:*" in _LOOPBACK_HOSTS else [f"{own}:*"]
+        return TransportSecuritySettings(
+            enable_dns_rebinding_protection=True,
+            allowed_hosts=_LOOPBACK_HOSTS + extra,
+            allowed_origins=_LOOPBACK_ORIGINS + [f"http://{h}" for h in extra],
+        )
+    names = [] if is_wildcard(host) else [_bracketed(_host_name(host))]
+    names += allow_hosts or []
+    hosts = [h for n in names for h in ((n,) if ":" in n.lstrip("[").split("]")[-1] else (n, f"{n}:*"))]
+    origins = [f"{scheme}://{h}" for h in hosts for scheme in ("http", "https")]
+    if is_wildcard(host) or is_loopback(host):
+        hosts, origins = hosts + _LOOPBACK_HOSTS, origins + _LOOPBACK_ORIGINS
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
