@@ -368,7 +368,7 @@ class Link:
             return await self._brokered(self.exchange, principal, what, call, where, self._own_session)
         if self.service is not None:
             return await self._brokered(self.service, self.service.principal, what, call, where, self._pooled)
-        self.served_by(**where)
+        self.served_by(None, **where)
         async with self._pooled(None, principal, what) as (c, _auth, lost):
             return await self._sent(c, what, call, lost)
 

@@ -18,12 +18,13 @@ import contextlib
 import contextvars
 import logging
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable, Hashable
+from collections.abc import AsyncIterator, Callable, Hashable
 from typing import Any
 
 import anyio
 import anyio.abc
 from mcp import Client
+from mcp.client.session import MessageHandlerFnT
 
 from mcp_providers.credentials import Credential
 from mcp_providers.errors import UpstreamError
@@ -32,7 +33,7 @@ from mcp_providers.plugins.upstream.oauth import BrokeredAuth
 __all__ = ["Session", "Sessions"]
 
 log = logging.getLogger(__name__)
-Opener = Callable[[BrokeredAuth, Callable[[Any], Awaitable[None]]], Client]
+Opener = Callable[[BrokeredAuth, MessageHandlerFnT], Client]
 """``open_client(auth, on_message) -> Client``: an unentered SDK client presenting ``auth``."""
 
 
