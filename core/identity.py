@@ -16,6 +16,7 @@ providers may both issue ``sub = "alice"`` for different people. Everything that
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -55,6 +56,13 @@ class Principal:
     :param groups: group or role names taken from the token's configured groups claim.
     :param claims: the token claims the operator selected (``[server.auth] claims``), read-only;
         never the token itself.
+    :param access_token: the caller's verified inbound access token, exactly as presented, kept
+        only so that a provider acting on the caller's behalf can hand it to an authorization
+        server as an RFC 8693 ``subject_token`` (never to an upstream: MCP forbids passing it
+        through). A secret: left out of ``repr``, equality, hashing, :attr:`share_key`,
+        :meth:`custody` and anything kept in a cluster's shared state. Set by the ``jwt`` and
+        ``introspection`` verifiers (and :func:`from_access_token` for an embedder's verifier);
+        ``None`` over stdio, for static tokens, for anonymous callers and for principals made by hand.
     """
 
     subject: str
@@ -63,6 +71,7 @@ class Principal:
     scopes: frozenset[str] = frozenset()
     groups: frozenset[str] = frozenset()
     claims: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}), hash=False)
+    access_token: str | None = field(default=None, repr=False, compare=False, hash=False)
     _share_key: tuple[str, str, str, tuple[str, ...], tuple[str, ...], str] = field(
         init=False, repr=False, compare=False, hash=False
     )
@@ -86,6 +95,15 @@ class Principal:
             json.dumps(dict(self.claims), sort_keys=True, default=str),
         )
         object.__setattr__(self, "_share_key", share)  # read on every read: made once
+
+    def bearing(self, access_token: str | None) -> Principal:
+        """This principal carrying ``access_token`` (see the class docstring): ``self`` when it
+        already does, else a copy (made without re-running the checks: cheap on a request's path)."""
+        if self.access_token == access_token:
+            return self
+        made = copy.copy(self)
+        object.__setattr__(made, "access_token", access_token)
+        return made
 
     @property
     def key(self) -> tuple[str, str]:
@@ -144,8 +162,9 @@ def from_access_token(token: Any) -> Principal:
 
     This project's verifiers store the finished principal in the token's claims under
     :data:`PRINCIPAL_CLAIM`. For any other ``TokenVerifier`` (an embedder's own) it is built from
-    the token's standard fields: ``subject`` (else ``client_id``), ``claims["iss"]``, ``client_id``
-    and ``scopes``; such a token without an ``iss`` claim gets issuer ``"verifier"``.
+    the token's standard fields: ``subject`` (else ``client_id``), ``claims["iss"]``, ``client_id``,
+    ``scopes`` and the token itself (:attr:`Principal.access_token`); such a token without an
+    ``iss`` claim gets issuer ``"verifier"``.
 
     :raises ValueError: the token names neither a subject nor a client id.
     """
@@ -161,6 +180,7 @@ def from_access_token(token: Any) -> Principal:
         issuer=str(issuer) if issuer else "verifier",
         client_id=getattr(token, "client_id", None) or None,
         scopes=frozenset(getattr(token, "scopes", None) or ()),
+        access_token=getattr(token, "token", None) or None,
     )
 
 

@@ -26,7 +26,9 @@ def test_upstream_settings_example_in_the_module_docstring_validates() -> None:
         ("everything", "stdio"),
         ("files", "stdio"),
         ("remote", "streamable-http"),
+        ("tickets", "streamable-http"),
     ]
+    assert servers[3].auth is not None and servers[3].auth.type == "on_behalf_of"
 
 
 @pytest.mark.parametrize(

@@ -10,8 +10,10 @@ Two moments use it:
 
 Every failure becomes an :class:`~mcp_providers.errors.UpstreamError` whose message names the
 upstream (``upstream 'files' (stdio): ...``); an answer over ``max_bytes`` is refused the same way.
-The caller's token is never sent: a streamable HTTP upstream gets only the static credential its
-settings name.
+The caller's token is never sent: a streamable HTTP upstream gets the static credential its settings
+name, or a credential from the broker (:mod:`~mcp_providers.plugins.upstream.oauth`): this server's
+client's (``client_credentials``, one pooled connection), or each caller's own by token exchange
+(``on_behalf_of``: one session per caller, :mod:`~mcp_providers.plugins.upstream.pool`).
 """
 
 from __future__ import annotations
@@ -33,9 +35,19 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from mcp_providers import credentials
+from mcp_providers.credentials import Credential, CredentialBroker, Upstream
 from mcp_providers.errors import NotFound, UpstreamError
 from mcp_providers.http import client as framework_client
-from mcp_providers.plugins.upstream.settings import ServerSettings, read_variable
+from mcp_providers.identity import LOCAL, Principal
+from mcp_providers.plugins.upstream.oauth import BrokeredAuth, ClientCredentials, TokenExchange
+from mcp_providers.plugins.upstream.pool import Sessions
+from mcp_providers.plugins.upstream.settings import (
+    BearerAuth,
+    OAuthAuth,
+    OnBehalfOfAuth,
+    ServerSettings,
+    read_variable,
+)
 
 __all__ = ["Link", "Listed", "list_at_start", "transport"]
 
@@ -47,6 +59,8 @@ IDLE_STREAM_SECONDS = 300.0
 """Longest an HTTP upstream's stream may stay quiet before it is opened again (then every watched
 URI is re-announced: nothing sent meanwhile is missed unannounced)."""
 CLIENT_INFO = types.Implementation(name="mcp-providers", version="upstream")
+_Over = tuple[Client, BrokeredAuth, Callable[[], None]]
+"""What a request is sent over: the connection, its auth, and what to call when it is lost."""
 Listed = dict[str, Any]
 """``{"info": Implementation | None, "protocol": str, "subscribe": bool, "resources": [...],
 "templates": [...], "tools": [...], "prompts": [...]}`` of ``mcp_types`` records."""
@@ -58,9 +72,9 @@ def who(server: ServerSettings) -> str:
 
 
 @contextlib.asynccontextmanager
-async def transport(server: ServerSettings) -> AsyncIterator[Any]:
+async def transport(server: ServerSettings, auth: httpx2.Auth | None = None) -> AsyncIterator[Any]:
     """The SDK transport for ``server``: a started stdio process, or a streamable HTTP client
-    carrying only the configured static credential.
+    carrying only the configured static credential, or ``auth``'s (a broker's credential).
 
     :raises ValueError: a named environment variable is unset (the message names it).
     """
@@ -72,23 +86,30 @@ async def transport(server: ServerSettings) -> AsyncIterator[Any]:
         return
     assert server.url is not None  # the settings validator holds exactly one of command and url
     headers = {}
-    if server.auth is not None:
+    if isinstance(server.auth, BearerAuth):
         headers["Authorization"] = f"Bearer {read_variable(server.auth.token_env, server=server.name, setting='auth')}"
     # requests are bounded by read_timeout in Link.request; the read timeout here bounds an idle
     # stream (a listen stream, the 2025 GET stream), which must outlive a quiet upstream
     timeout = httpx2.Timeout(server.read_timeout, read=max(server.read_timeout + 5, IDLE_STREAM_SECONDS))
     async with (
         # the framework's client: in a read's scope it passes read-only MCP POSTs to this endpoint only
-        framework_client(headers=headers, timeout=timeout, follow_redirects=False, mcp_endpoint=server.url) as http,
+        framework_client(
+            headers=headers, auth=auth, timeout=timeout, follow_redirects=False, mcp_endpoint=server.url
+        ) as http,
         streamable_http_client(server.url, http_client=http) as streams,
     ):
         yield streams
 
 
-def client(server: ServerSettings, *, on_message: MessageHandlerFnT | None = None) -> Client:
+def client(
+    server: ServerSettings,
+    *,
+    on_message: MessageHandlerFnT | None = None,
+    auth: httpx2.Auth | None = None,
+) -> Client:
     """An unentered SDK ``Client`` for ``server`` (no response cache: every read reaches it)."""
     return Client(
-        transport(server),
+        transport(server, auth),
         cache=None,
         client_info=CLIENT_INFO,
         message_handler=on_message,
@@ -123,8 +144,12 @@ async def list_all(c: Client) -> Listed:
 
 
 async def _list_one(server: ServerSettings) -> Listed:
+    auth = None
+    if isinstance(server.auth, OAuthAuth):  # listed as this server's client (the pooled identity)
+        service = ClientCredentials(server)
+        auth = BrokeredAuth(await service.obtain(service.principal))
     with anyio.fail_after(server.read_timeout):
-        async with client(server) as c:
+        async with client(server, auth=auth) as c:
             return await list_all(c)
 
 
@@ -168,6 +193,12 @@ class Link:
     A connection found lost (a request met a closed stream, or the upstream closed it) is opened
     again with back-off (:data:`BACKOFF`), in the same task that opened it; requests meanwhile get
     an :class:`UpstreamError` naming the upstream.
+
+    With OAuth settings the credentials come from the credential broker (the request's, else one
+    of the link's own): ``client_credentials`` upstreams serve every request over the pooled
+    connection as this server's client; ``on_behalf_of`` ones serve each caller's requests over
+    that caller's own session (:attr:`sessions`) with the caller's exchanged credential, and keep
+    the pooled connection, as the client, for subscriptions and ``list_changed``.
     """
 
     def __init__(self, server: ServerSettings) -> None:
@@ -187,21 +218,55 @@ class Link:
         """Given every notification the upstream sends (set before :meth:`serving`)."""
         self.watch: Callable[[Client], Awaitable[None]] | None = None
         """Run in a task of each connection while it lives (a 2026-07-28 listen stream)."""
+        oauth = isinstance(server.auth, OAuthAuth)
+        self.service = ClientCredentials(server) if oauth else None
+        """The pooled identity's :class:`~mcp_providers.credentials.Upstream` (OAuth settings only)."""
+        self.exchange = TokenExchange(server) if isinstance(server.auth, OnBehalfOfAuth) else None
+        """The callers' :class:`~mcp_providers.credentials.Upstream` (``on_behalf_of`` only)."""
+        self._rejected: set[Credential] = set()
+        """Credentials the upstream answered 401 to, not yet forgotten in the broker."""
+        self._pooled_auth = BrokeredAuth(on_rejected=self._rejected_one)
+        self._own_broker = CredentialBroker()
+        self.sessions: Sessions | None = None
+        """The callers' own sessions (``on_behalf_of`` only)."""
+        if isinstance(server.auth, OnBehalfOfAuth):
+            self.sessions = Sessions(
+                self.who,
+                lambda auth, on_message: client(server, on_message=on_message, auth=auth),
+                idle_seconds=server.auth.idle_seconds,
+                max_sessions=server.auth.max_sessions,
+                open_timeout=server.read_timeout,
+                on_rejected=self._rejected_one,
+            )
 
     @property
     def connected(self) -> Client | None:
         """The connection while it is up, else ``None``."""
         return self._client
 
-    def served_by(self, **where: str) -> None:
+    def served_by(self, credential: Credential | None = None, **where: str) -> None:
         """Record, for the current request's receipt and audit line (``upstream``), which
-        upstream served it: configured name, transport, serverInfo name and version, the grant
-        (``"static"``: a bearer from a named variable; ``"none"``) and ``where`` (the upstream's
-        own ``uri``, or ``tool``/``prompt`` name). Never the credential itself."""
+        upstream served it: configured name, the upstream identity (``subject`` and ``grant`` of
+        the broker's ``credential``: ``"token-exchange"``, ``"client-credentials"``; without one,
+        grant ``"static"``, a bearer from a named variable, or ``"none"``), transport, serverInfo
+        name and version, and ``where`` (the upstream's own ``uri``, or ``tool``/``prompt`` name).
+        Never the credential itself."""
         info = f"{self.info.name} {self.info.version}" if self.info is not None else "unknown"
-        grant = "static" if self.server.auth is not None else "none"
-        entry = {"name": self.server.name, "transport": self.server.transport, "serverInfo": info, "grant": grant}
-        credentials.record_upstream({**entry, **where})
+        if credential is not None:
+            who = {"name": self.server.name, "subject": credential.subject, "grant": credential.grant}
+        else:
+            who = {"name": self.server.name, "grant": "static" if self.server.auth is not None else "none"}
+        credentials.record_upstream({**who, "transport": self.server.transport, "serverInfo": info, **where})
+
+    def _rejected_one(self, credential: Credential) -> None:
+        if len(self._rejected) > 1000:  # never asked about again (the request gave up): forget them
+            self._rejected.clear()
+        self._rejected.add(credential)
+
+    def _broker(self) -> CredentialBroker:
+        """The current request's broker (cached and shared as the server configures it), else the link's own."""
+        scope = credentials.current_scope.get()
+        return scope.broker if scope is not None else self._own_broker
 
     @contextlib.asynccontextmanager
     async def serving(self) -> AsyncIterator[None]:
@@ -214,7 +279,11 @@ class Link:
             async with anyio.create_task_group() as tg:
                 await tg.start(self._keep)
                 try:
-                    yield
+                    if self.sessions is None:
+                        yield
+                    else:
+                        async with self.sessions.running():
+                            yield
                 finally:
                     tg.cancel_scope.cancel()
         except BaseExceptionGroup as group:  # the task group's wrapping hides the message that names us
@@ -243,7 +312,10 @@ class Link:
         """One connection's life: open (bounded by ``read_timeout``), serve until lost; whether it served."""
         self._lost = anyio.Event()
         with anyio.CancelScope(deadline=anyio.current_time() + self.server.read_timeout) as opening:
-            async with client(self.server, on_message=self._message) as c:
+            if self.service is not None:
+                self._pooled_auth.credential = await self._broker().credential(self.service, self.service.principal)
+            auth = self._pooled_auth if self.service is not None else None
+            async with client(self.server, on_message=self._message, auth=auth) as c:
                 opening.deadline = math.inf
                 for call in self.on_connect:
                     await call(c)
@@ -284,16 +356,74 @@ class Link:
         elif self.on_message is not None:
             await self.on_message(message)
 
-    async def request(self, what: str, call: Callable[[Client], Awaitable[T]]) -> T:
-        """``await call(client)``, bounded by ``read_timeout``, errors naming the upstream.
+    async def request(
+        self, what: str, call: Callable[[Client], Awaitable[T]], *, principal: Principal = LOCAL, **where: str
+    ) -> T:
+        """``await call(client)``, bounded by ``read_timeout``, errors naming the upstream, recorded
+        for the receipt (:meth:`served_by`, with ``where``). An ``on_behalf_of`` upstream is asked
+        over ``principal``'s own session, with ``principal``'s exchanged credential; a credential
+        the upstream answers 401 to is forgotten and the request sent once more with a new one.
 
         :param what: the request as messages show it, e.g. ``"resources/read demo://a"``.
         :raises UpstreamError: not connected, no answer in time, connection lost, an error answer.
         :raises NotFound: the upstream says the resource does not exist (-32602 with a ``uri``).
+        :raises CredentialRefused: the caller's credential was refused (no exchange, nothing sent).
         """
+        if self.exchange is not None:
+            return await self._brokered(self.exchange, principal, what, call, where, self._own_session)
+        if self.service is not None:
+            return await self._brokered(self.service, self.service.principal, what, call, where, self._pooled)
+        self.served_by(None, **where)
+        async with self._pooled(None, principal, what) as (c, _auth, lost):
+            return await self._sent(c, what, call, lost)
+
+    async def _brokered(
+        self,
+        upstream: Upstream,
+        principal: Principal,
+        what: str,
+        call: Callable[[Client], Awaitable[T]],
+        where: Mapping[str, str],
+        over: Callable[[Credential, Principal, str], contextlib.AbstractAsyncContextManager[_Over]],
+    ) -> T:
+        """Send over ``over(credential)`` with ``principal``'s credential from the broker; once
+        more with a new one when the upstream answered 401 to it (forgotten in the broker)."""
+        broker = self._broker()
+        for attempt in (1, 2):
+            credential = await broker.credential(upstream, principal)
+            self.served_by(credential, **where)
+            try:
+                async with over(credential, principal, what) as (c, _auth, lost):
+                    return await self._sent(c, what, call, lost)
+            except UpstreamError:
+                if credential not in self._rejected or attempt == 2:
+                    raise
+            self._rejected.discard(credential)
+            log.warning("%s answered 401 to a credential of %s; asking for a new one", self.who, upstream.name)
+            await broker.forget(upstream, principal, credential)
+        raise AssertionError("unreachable: the second attempt returns or raises")
+
+    @contextlib.asynccontextmanager
+    async def _pooled(self, credential: Credential | None, principal: Principal, what: str) -> AsyncIterator[_Over]:
+        """The pooled connection, presenting ``credential`` (when the broker gave one)."""
         c = self._client
         if c is None:
             raise UpstreamError(f"{self.who} is not connected; {what} was not sent")
+        if credential is not None:
+            self._pooled_auth.credential = credential
+        yield c, self._pooled_auth, self._lost.set
+
+    @contextlib.asynccontextmanager
+    async def _own_session(self, credential: Credential, principal: Principal, what: str) -> AsyncIterator[_Over]:
+        """``principal``'s own session (opened now if it has none), presenting ``credential``."""
+        assert self.exchange is not None and self.sessions is not None  # on_behalf_of only
+        key, sessions = credentials.cache_key(self.exchange, principal), self.sessions
+        async with sessions.session(key, credential) as session:
+            assert session.client is not None  # session() yields open sessions only
+            yield session.client, session.auth, lambda: sessions.drop(key, session)
+
+    async def _sent(self, c: Client, what: str, call: Callable[[Client], Awaitable[T]], lost: Callable[[], None]) -> T:
+        """``await call(c)`` with the errors of :meth:`request`; ``lost()`` when the connection is."""
         self.in_flight += 1
         try:
             with anyio.fail_after(self.server.read_timeout):
@@ -303,13 +433,13 @@ class Link:
         except MCPError as exc:
             data = exc.error.data
             if exc.code == types.CONNECTION_CLOSED:
-                self._lost.set()
+                lost()
                 raise UpstreamError(f"{self.who} connection lost during {what}") from None
             if exc.code == types.INVALID_PARAMS and isinstance(data, Mapping) and "uri" in data:
                 raise NotFound(f"{self.who}: {exc.message[:300]}", data={"uri": data["uri"]}) from None
             raise UpstreamError(f"{self.who} answered {what} with error {exc.code}: {exc.message[:300]}") from None
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream) as exc:
-            self._lost.set()
+            lost()
             raise UpstreamError(f"{self.who} connection lost during {what} ({type(exc).__name__})") from None
         except Exception as exc:  # a malformed answer (pydantic), a transport failure
             raise UpstreamError(f"{self.who} failed {what}: {_why(exc)}") from None

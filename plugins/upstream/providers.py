@@ -23,6 +23,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp.shared.subscriptions import ResourceUpdated
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from mcp_providers import policy
 from mcp_providers.errors import NotFound, ToolFailure, UpstreamError
 from mcp_providers.http import exempt
 from mcp_providers.models import ORIGIN_KEY, Prompt, Resource, ResourceTemplate, Tool
@@ -179,9 +180,10 @@ class UpstreamResources(ResourceProvider):
         else:
             upstream_uri = self.homes.upstream(request.uri)
         what = f"resources/read {upstream_uri}"
-        self.link.served_by(uri=upstream_uri)
         try:
-            result = await self.link.request(what, lambda c: c.read_resource(upstream_uri))
+            result = await self.link.request(
+                what, lambda c: c.read_resource(upstream_uri), principal=request.principal, uri=upstream_uri
+            )
         except NotFound as exc:
             exc.data = {"uri": request.requested_uri or request.uri}
             raise
@@ -214,9 +216,10 @@ class UpstreamTools(ToolProvider):
         name = self.listing.tool_names[call.tool.name]
         arguments = call.arguments.model_dump(mode="json")
         what = f"tools/call {name}"
-        self.link.served_by(tool=name)
         with _forwarded(call.tool, self.link, name):
-            result = await self.link.request(what, lambda c: c.call_tool(name, arguments))
+            result = await self.link.request(
+                what, lambda c: c.call_tool(name, arguments), principal=call.principal, tool=name
+            )
         if not isinstance(result, types.CallToolResult):
             raise UpstreamError(f"{self.link.who} answered {what} with {type(result).__name__}, not a tool result")
         _bounded(self.link, len(result.model_dump_json()), what)
@@ -265,8 +268,9 @@ class UpstreamPrompts(PromptProvider):
         """
         name = self.listing.prompt_names[prompt.name]
         what = f"prompts/get {name}"
-        self.link.served_by(prompt=name)
-        result = await self.link.request(what, lambda c: c.get_prompt(name, dict(arguments)))
+        result = await self.link.request(
+            what, lambda c: c.get_prompt(name, dict(arguments)), principal=policy.principal(), prompt=name
+        )
         _bounded(self.link, len(result.model_dump_json()), what)
         return [_message(self.link, m, what) for m in result.messages]
 

@@ -28,6 +28,17 @@ connection opens. Example (``tests/test_upstream_settings.py`` validates it)::
     auth = { type = "bearer", token_env = "REMOTE_MCP_TOKEN" }
     prefixes = ["remote://"]
 
+    [[plugins.upstream.servers]]
+    name = "tickets"
+    url = "https://tickets.example.com/mcp"
+    prefixes = ["tickets://"]
+    [plugins.upstream.servers.auth]
+    type = "on_behalf_of"                    # or "client_credentials": one identity for every caller
+    token_endpoint = "https://idp.example.com/oauth/token"
+    client_id_env = "TICKETS_CLIENT_ID"
+    client_secret_env = "TICKETS_CLIENT_SECRET"
+    scope = "tickets:read"                   # resource defaults to the url; audience is optional
+
 Each server is exactly one of stdio (``command``) and streamable HTTP (``url``), and owns its
 URIs in exactly one way: ``prefixes`` (its URIs served unchanged; anything it lists outside them
 is left out and reported by ``mcp-providers check``) or ``namespace`` (every ``scheme://rest`` URI
@@ -39,11 +50,19 @@ from __future__ import annotations
 import os
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, PrivateAttr, Tag, model_validator
 
 from mcp_providers.models import Effects
 
-__all__ = ["BearerAuth", "ServerSettings", "UpstreamSettings", "read_variable"]
+__all__ = [
+    "BearerAuth",
+    "ClientCredentialsAuth",
+    "OAuthAuth",
+    "OnBehalfOfAuth",
+    "ServerSettings",
+    "UpstreamSettings",
+    "read_variable",
+]
 
 NAME_PATTERN = r"^[a-z][a-z0-9-]{0,39}$"
 """Server names: a lower-case letter, then up to 39 lower-case letters, digits or ``-`` (they
@@ -81,6 +100,63 @@ class BearerAuth(BaseModel):
     token_env: EnvName = Field(description="Environment variable holding the token.")
 
 
+class OAuthAuth(BaseModel):
+    """What the two OAuth kinds share: this server's client at the upstream's authorization server.
+
+    The client authenticates at ``token_endpoint`` with its id and secret (``client_secret_basic``,
+    RFC 6749 §2.3.1, unless ``client_auth = "client_secret_post"``), read from the named variables
+    when the connection opens. Tokens are asked for ``resource`` (RFC 8707; default: the upstream's
+    ``url``) and, when set, ``audience``, so the upstream is their audience and no other server's.
+    """
+
+    model_config = _STRICT
+
+    token_endpoint: str = Field(pattern=r"^https?://", description="The authorization server's token endpoint URL.")
+    client_id_env: EnvName = Field(description="Environment variable holding this server's client id.")
+    client_secret_env: EnvName = Field(description="Environment variable holding its client secret.")
+    client_auth: Literal["client_secret_basic", "client_secret_post"] = "client_secret_basic"
+    scope: str | None = Field(default=None, min_length=1, description="scope asked for, space-separated.")
+    resource: str | None = Field(
+        default=None, pattern=r"^https?://", description="RFC 8707 resource asked for; default the upstream's url."
+    )
+    audience: str | None = Field(default=None, min_length=1, description="audience asked for, if the server needs one.")
+
+
+class ClientCredentialsAuth(OAuthAuth):
+    """OAuth client credentials (RFC 6749 §4.4): one identity, this server's client, for every
+    caller; its tokens come from the credential broker (cached, refreshed before they expire)."""
+
+    type: Literal["client_credentials"] = "client_credentials"
+
+
+class OnBehalfOfAuth(OAuthAuth):
+    """On behalf of each caller: the credential broker exchanges the caller's verified access token
+    at ``token_endpoint`` for a token of the same user for this upstream (RFC 8693 token exchange),
+    and each caller gets an upstream session of their own. The caller's token goes to the
+    authorization server only, never to the upstream. Listing at start, subscriptions and
+    ``list_changed`` use the pooled connection, as the client itself (client credentials), so the
+    client must be allowed both grants."""
+
+    type: Literal["on_behalf_of"] = "on_behalf_of"
+    idle_seconds: float = Field(
+        default=300.0, gt=0, le=86_400, description="A caller's upstream session is closed after this long unused."
+    )
+    max_sessions: int = Field(default=1000, ge=1, description="Most callers' upstream sessions open at once.")
+
+
+def _auth_type(value: Any) -> str:
+    """The ``type`` of an auth table; ``"bearer"`` when it names none (the first kind there was)."""
+    return str(value.get("type", "bearer") if isinstance(value, dict) else getattr(value, "type", "bearer"))
+
+
+Auth = Annotated[
+    Annotated[BearerAuth, Tag("bearer")]
+    | Annotated[ClientCredentialsAuth, Tag("client_credentials")]
+    | Annotated[OnBehalfOfAuth, Tag("on_behalf_of")],
+    Discriminator(_auth_type),
+]
+
+
 class ServerSettings(BaseModel):
     """One upstream MCP server; it becomes one provider (three: resources, tools, prompts)."""
 
@@ -95,7 +171,10 @@ class ServerSettings(BaseModel):
         description="stdio: the upstream's variable -> the name of OUR variable holding its value (no values here).",
     )
     url: str | None = Field(default=None, pattern=r"^https?://", description="streamable HTTP: the endpoint URL.")
-    auth: BearerAuth | None = Field(default=None, description="streamable HTTP: a static credential.")
+    auth: Auth | None = Field(
+        default=None,
+        description="streamable HTTP: a static bearer, OAuth client credentials, or on the caller's behalf.",
+    )
     prefixes: tuple[Annotated[str, Field(pattern=PREFIX_PATTERN)], ...] = Field(
         default=(), description="URI prefixes the upstream owns, served unchanged."
     )

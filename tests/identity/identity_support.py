@@ -227,11 +227,21 @@ def _wait_for_discovery(issuer: str, process: subprocess.Popen[str], log: Path) 
 
 @contextlib.contextmanager
 def identity_provider(
-    runtime: Path, folder: Path, *, default_account: str = "alice", accounts: Mapping[str, Mapping[str, Any]] = ACCOUNTS
+    runtime: Path,
+    folder: Path,
+    *,
+    default_account: str = "alice",
+    accounts: Mapping[str, Mapping[str, Any]] = ACCOUNTS,
+    clients: Sequence[Mapping[str, Any]] = (),
+    token_exchange: Mapping[str, Any] | None = None,
 ) -> Iterator[IdentityProvider]:
     """Start ``oidc_server.mjs`` on a free loopback port; stop it on exit.
 
     Each start has its own signing key and issuer, with the same accounts (so the same ``sub``s).
+
+    :param clients: registered besides the built-in ones (RFC 7591 shape).
+    :param token_exchange: turns on RFC 8693 token exchange (``{"refused": [subjects]}``; see
+        ``oidc_server.mjs``); off by default.
     """
     folder.mkdir(parents=True, exist_ok=True)
     config = folder / "oidc-config.json"
@@ -264,7 +274,9 @@ def identity_provider(
                         "response_types": [],
                         "redirect_uris": [],
                     },
+                    *clients,
                 ],
+                **({"token_exchange": dict(token_exchange)} if token_exchange is not None else {}),
             }
         )
     )

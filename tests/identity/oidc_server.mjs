@@ -13,6 +13,12 @@
 // A client with "access_token_format": "opaque" gets opaque access tokens instead, for RFC 7662
 // introspection (oidc-provider refuses to introspect its JWT access tokens).
 //
+// With "token_exchange": {"refused": ["carol"]} the token endpoint also takes RFC 8693 token
+// exchange (grant_type urn:ietf:params:oauth:grant-type:token-exchange) from clients registered for
+// it: the subject_token must be an access token this server signed (an RS256 JWT, checked with its
+// own key), and the answer is an access token of the same subject for the one `resource` asked for
+// (RFC 8707), as any resource indicator's token is. Subjects listed in "refused" get invalid_grant.
+//
 // It listens on 127.0.0.1 on a free port, then prints one line `ISSUER http://127.0.0.1:PORT` on
 // stdout; the issuer is known only once the port is. Every resource indicator is a resource server
 // whose access tokens are RS256 JWTs (RFC 9068) with `aud` = the indicator and the `groups` and
@@ -25,10 +31,11 @@
 // URIs. Client ID Metadata Documents (features.clientIdMetadataDocument) need https client ids,
 // so the SDK clients register dynamically (RFC 7591) here.
 
-import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { createPublicKey, generateKeyPairSync, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 
+import { jwtVerify } from 'jose';
 import Provider, { errors } from 'oidc-provider';
 
 const config = JSON.parse(readFileSync(process.argv[2], 'utf8'));
@@ -45,14 +52,26 @@ function isResourceUrl(value) {
   return url !== null && (url.protocol === 'http:' || url.protocol === 'https:') && !url.hash;
 }
 
+function resourceServerInfo(resourceIndicator, client) {
+  return {
+    scope: resourceScopes,
+    audience: resourceIndicator,
+    // A client registered with access_token_format "opaque" gets tokens only introspection can read.
+    accessTokenFormat: client?.access_token_format === 'opaque' ? 'opaque' : 'jwt',
+    accessTokenTTL: 600,
+    jwt: { sign: { alg: 'RS256' } },
+  };
+}
+
 const server = createServer();
 await new Promise((resolve) => { server.listen(0, '127.0.0.1', resolve); });
 const issuer = `http://127.0.0.1:${server.address().port}`;
 
+const key = signingKey();
 const provider = new Provider(issuer, {
   clients: config.clients ?? [],
   extraClientMetadata: { properties: ['access_token_format'] },
-  jwks: { keys: [signingKey()] },
+  jwks: { keys: [key] },
   cookies: { keys: [randomBytes(32).toString('hex')] },
   scopes: ['openid', 'offline_access', ...(config.scopes ?? ['mcp:read'])],
   claims: { openid: ['sub'], email: ['email'], groups: ['groups'] },
@@ -81,14 +100,7 @@ const provider = new Provider(issuer, {
       async useGrantedResource() { return true; },
       async getResourceServerInfo(ctx, resourceIndicator, client) {
         if (!isResourceUrl(resourceIndicator)) throw new errors.InvalidTarget();
-        return {
-          scope: resourceScopes,
-          audience: resourceIndicator,
-          // A client registered with access_token_format "opaque" gets tokens only introspection can read.
-          accessTokenFormat: client?.access_token_format === 'opaque' ? 'opaque' : 'jwt',
-          accessTokenTTL: 600,
-          jwt: { sign: { alg: 'RS256' } },
-        };
+        return resourceServerInfo(resourceIndicator, client);
       },
     },
   },
@@ -130,6 +142,44 @@ provider.use(async (ctx, next) => {
   }
   await next();
 });
+
+const TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
+const ACCESS_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:access_token';
+
+// RFC 8693 §2.1-2.2: the subject token is checked (signed by us, not expired), then a token of the
+// same account is issued for the requested resource. The client was authenticated by the endpoint.
+async function tokenExchange(ctx) {
+  const { client, params } = ctx.oidc;
+  if (params.subject_token_type !== ACCESS_TOKEN_TYPE) {
+    throw new errors.InvalidRequest(`subject_token_type must be ${ACCESS_TOKEN_TYPE}`);
+  }
+  if (!params.resource || Array.isArray(params.resource) || !isResourceUrl(params.resource)) {
+    throw new errors.InvalidTarget('one resource (the upstream\'s URL) is required');
+  }
+  let payload;
+  try {
+    ({ payload } = await jwtVerify(params.subject_token, createPublicKey({ key, format: 'jwk' }), { issuer, algorithms: ['RS256'] }));
+  } catch {
+    throw new errors.InvalidGrant('subject_token is not a valid access token of this issuer');
+  }
+  const accountId = payload.sub;
+  if (!Object.hasOwn(accounts, accountId ?? '') || (config.token_exchange.refused ?? []).includes(accountId)) {
+    throw new errors.InvalidGrant(`token exchange is not permitted for subject ${JSON.stringify(accountId)}`);
+  }
+  const token = new provider.AccessToken({ accountId, client, gty: 'token_exchange', scope: payload.scope });
+  token.resourceServer = new provider.ResourceServer(params.resource, resourceServerInfo(params.resource, client));
+  const value = await token.save();
+  ctx.body = {
+    access_token: value, issued_token_type: ACCESS_TOKEN_TYPE, token_type: 'Bearer',
+    expires_in: token.expiration, scope: token.scope,
+  };
+}
+
+if (config.token_exchange) {
+  provider.registerGrantType(TOKEN_EXCHANGE, tokenExchange, [
+    'subject_token', 'subject_token_type', 'resource', 'audience', 'requested_token_type', 'scope',
+  ]);
+}
 
 server.on('request', provider.callback());
 process.stdout.write(`ISSUER ${issuer}\n`);

@@ -92,6 +92,7 @@ def access_token(
         scopes=frozenset(scopes),
         groups=frozenset(groups),
         claims={name: claims[name] for name in config.claims if name in claims},
+        access_token=token,  # the subject_token of an RFC 8693 exchange on the caller's behalf
     )
     exp = claims.get("exp")
     leeway = config.leeway_seconds if config.mode == "jwt" else 0

@@ -33,6 +33,7 @@ from mcp_providers._serve.identity.jwt import audiences
 from mcp_providers._serve.identity.kinds import introspection_kind
 from mcp_providers.config import AuthConfig, mask
 from mcp_providers.errors import ConfigError
+from mcp_providers.identity import PRINCIPAL_CLAIM, Principal
 
 MAX_CACHED = 10_000
 """Most positive answers kept (the oldest go first)."""
@@ -112,10 +113,10 @@ class IntrospectionVerifier:
         digest = hashlib.sha256(token.encode()).digest()
         cached = self._cache.get(digest)
         if cached is not None and cached[0] > time.time():
-            return cached[1].model_copy(update={"token": token})
+            return _bearing(cached[1], token)
         self._cache.pop(digest, None)
         made = await self.guard.answer(digest, lambda: self._introspect(token, digest))
-        return made.model_copy(update={"token": token}) if made is not None else None
+        return _bearing(made, token) if made is not None else None
 
     async def _introspect(self, token: str, digest: bytes) -> AccessToken | None:
         """Ask about ``token`` now (behind :attr:`guard`), and remember a positive answer."""
@@ -176,9 +177,19 @@ class IntrospectionVerifier:
         return None
 
     def _remember(self, digest: bytes, until: float, made: AccessToken) -> None:
-        self._cache[digest] = (until, made.model_copy(update={"token": ""}))
+        self._cache[digest] = (until, _bearing(made, None))  # the cache keeps no token
         while len(self._cache) > MAX_CACHED:
             self._cache.popitem(last=False)
+
+
+def _bearing(made: AccessToken, token: str | None) -> AccessToken:
+    """``made`` for ``token`` (``None``: for no token, as cached): the SDK token and the principal
+    in its claims (:attr:`Principal.access_token`) both carry it."""
+    claims = dict(made.claims or {})
+    principal = claims.get(PRINCIPAL_CLAIM)
+    if isinstance(principal, Principal):
+        claims[PRINCIPAL_CLAIM] = principal.bearing(token)
+    return made.model_copy(update={"token": token or "", "claims": claims})
 
 
 def _number(value: Any) -> float | None:
