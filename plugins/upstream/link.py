@@ -247,7 +247,7 @@ class Link:
     def served_by(self, credential: Credential | None = None, **where: str) -> None:
         """Record, for the current request's receipt and audit line (``upstream``), which
         upstream served it: configured name, the upstream identity (``subject`` and ``grant`` of
-        the broker's ``credential``: ``"token-exchange"``, ``"client-credentials"``; without one,
+        the broker's ``credential``: ``"token_exchange"``, ``"client_credentials"``; without one,
         grant ``"static"``, a bearer from a named variable, or ``"none"``), transport, serverInfo
         name and version, and ``where`` (the upstream's own ``uri``, or ``tool``/``prompt`` name).
         Never the credential itself."""

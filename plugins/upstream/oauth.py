@@ -140,7 +140,7 @@ def _credential(token: OAuth2Token, subject: str, grant: str) -> Credential:
 class ClientCredentials(_Endpoint):
     """This server's client as the upstream's one user (RFC 6749 §4.4), whoever the caller is."""
 
-    grant_name = "client-credentials"
+    grant_name = "client_credentials"
     """``grant`` in receipts and audit lines."""
 
     def __init__(self, server: ServerSettings) -> None:
@@ -164,7 +164,7 @@ class ClientCredentials(_Endpoint):
 class TokenExchange(_Endpoint):
     """The caller's own upstream identity, by RFC 8693 token exchange (see the module docstring)."""
 
-    grant_name = "token-exchange"
+    grant_name = "token_exchange"
     """``grant`` in receipts and audit lines."""
 
     def __init__(self, server: ServerSettings) -> None:

@@ -155,17 +155,17 @@ async def test_two_users_reach_the_upstream_as_themselves_by_token_exchange(
             assert json.loads(read.contents[0].text) == {"sub": name, "client_id": GATEWAY}  # type: ignore[union-attr]
             assert read.meta is not None
             assert read.meta[RECEIPT_KEY]["upstream"] == {
-                "name": "who", "subject": name, "grant": "token-exchange", "transport": "streamable-http",
+                "name": "who", "subject": name, "grant": "token_exchange", "transport": "streamable-http",
                 "serverInfo": "whoami-upstream 1.0", "uri": "whoami://me",
             }  # fmt: skip
             pooled = await client.read_resource("svc://whoami/me")  # client_credentials: the gateway, whoever asks
             assert json.loads(pooled.contents[0].text) == {"sub": GATEWAY, "client_id": GATEWAY}  # type: ignore[union-attr]
             assert pooled.meta is not None
-            assert pooled.meta[RECEIPT_KEY]["upstream"]["grant"] == "client-credentials"
+            assert pooled.meta[RECEIPT_KEY]["upstream"]["grant"] == "client_credentials"
     audited = [json.loads(line) for line in server.audit.read_text().splitlines()]
     served = {(a["subject"], a["upstream"]["subject"], a["upstream"]["grant"]) for a in audited if "upstream" in a}
-    assert served == {("alice", "alice", "token-exchange"), ("bob", "bob", "token-exchange"),
-                      ("alice", GATEWAY, "client-credentials"), ("bob", GATEWAY, "client-credentials")}  # fmt: skip
+    assert served == {("alice", "alice", "token_exchange"), ("bob", "bob", "token_exchange"),
+                      ("alice", GATEWAY, "client_credentials"), ("bob", GATEWAY, "client_credentials")}  # fmt: skip
     seen = seen_by_upstream(upstream["log"])
     assert {sub for sub, _ in seen} == {GATEWAY, "alice", "bob"}  # the gateway itself listed it at start
     inbound = {hashlib.sha256(t.encode()).hexdigest() for t in tokens.values()}
