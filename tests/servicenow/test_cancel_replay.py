@@ -22,7 +22,9 @@ pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 async def test_the_answer_to_a_cancelled_request_is_never_replayed(
     redis_server: RedisServer, request_id: object
 ) -> None:
-    backend = RedisBackend(ClusterSettings(redis_url=redis_server.url, key_prefix=f"cancel{time.monotonic_ns()}"))
+    # timeout_seconds: a loaded machine may take over the default 1 s to answer; this test is not about outages
+    settings = ClusterSettings(redis_url=redis_server.url, key_prefix=f"c{time.monotonic_ns()}", timeout_seconds=10)
+    backend = RedisBackend(settings)
     async with backend.running():
         store = RedisEventStore(backend).for_session("s1")
         progress = types.JSONRPCNotification(jsonrpc="2.0", method="notifications/progress",

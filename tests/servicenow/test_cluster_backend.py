@@ -279,6 +279,11 @@ async def test_a_publish_is_not_delivered_locally_behind_redis_back(redis_server
     heard: list[ServerEvent] = []
     backend.bus.subscribe(heard.append)
     async with backend.running():
+        # running() stops waiting for the subscription after timeout_seconds (1 s) so a server starts without
+        # Redis; on a loaded machine the subscription can come later, and a publish before it reaches no one.
+        with anyio.fail_after(30):
+            while not backend.connected:
+                await anyio.sleep(0.02)
         await backend.call("plant", lambda r: r.publish(backend.channel, cluster.encode(ToolsListChanged())))
         with anyio.fail_after(5):
             while not heard:
