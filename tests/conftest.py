@@ -5,6 +5,7 @@ mcp_providers`` runs the tests start (:mod:`prefork`)."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -42,20 +43,20 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     return 3 * len(os.sched_getaffinity(0))
 
 
-SLOW_FIRST = (
-    "test_author_path.py", "test_inspector.py", "test_client_matrix.py", "test_hostile_input.py",
-    "test_plugin_template.py", "test_zoo.py", "test_reload_attacks_served.py", "test_input_rounds_ts.py",
-    "test_cluster.py", "test_skills_inspector.py", "test_reload_served.py", "test_stdio_dispatch.py",
-    "test_chaos.py", "test_audit_sinks.py", "test_upstream_http.py", "test_upstream_stdio.py",
-    "test_upstream_clients.py", "test_upstreams_composed.py",
-)  # fmt: skip
-"""The longest files of a run (each over 35 s in the fresh-clone run of 3 December 2026), started first:
-xdist hands files out in collection order, and one of these started last set the run's end."""
+FILE_SECONDS = TESTS / "file_seconds.json"
+"""Each test file's seconds in a whole run (worker time; written by :mod:`progress` under
+``MCP_PROVIDERS_FILE_SECONDS``): the longest files start first."""
+
+UNMEASURED_SECONDS = 60.0
+"""Where a file not yet measured (a new one) goes in the order: early, since it may be long."""
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    rank = {name: i for i, name in enumerate(SLOW_FIRST)}
-    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keep their order
+    """Longest files first: xdist hands files out in this order (``--no-loadscope-reorder``; its
+    default reorders by the number of tests, which started one-test files of 30 s last and set the
+    run's end), so the short ones fill the workers at the end."""
+    seconds = json.loads(FILE_SECONDS.read_text()) if FILE_SECONDS.exists() else {}
+    items.sort(key=lambda item: -seconds.get(item.nodeid.split("::", 1)[0], UNMEASURED_SECONDS))
 
 
 @pytest.fixture

@@ -10,10 +10,16 @@ collection) and, when the last one of a file has finished, prints::
 where the seconds are the sum of the file's setup, call and teardown times (worker time, not wall
 time). Tests print no letter of their own (no dots); the summary at the end names every failure
 and skip (``-ra``).
+
+With ``MCP_PROVIDERS_FILE_SECONDS=<path>`` set, the controller also writes every file's seconds
+there as JSON at the end of the run: how ``tests/file_seconds.json``, the order files start in
+(``conftest.pytest_collection_modifyitems``), is measured again.
 """
 
 from __future__ import annotations
 
+import json
+import os
 from collections import Counter
 from collections.abc import Generator
 from dataclasses import dataclass, field
@@ -70,6 +76,13 @@ class FileProgress:
             self._finished += 1
             if file.done == file.total:
                 self._print(report.nodeid.split("::", 1)[0], file)
+
+    def pytest_sessionfinish(self) -> None:
+        where = os.environ.get("MCP_PROVIDERS_FILE_SECONDS")
+        if where:
+            seconds = {name: round(f.seconds, 1) for name, f in sorted(self._files.items()) if f.done == f.total}
+            with open(where, "w", encoding="utf-8") as out:
+                json.dump(seconds, out, indent=0, sort_keys=True)
 
     def _print(self, name: str, file: _File) -> None:
         order = ("passed", "failed", "error", "skipped", "xfailed")
