@@ -9,6 +9,8 @@ already cached, which go on verifying tokens.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -24,7 +26,17 @@ MAX_KEYS = 100
 _KEY_TYPES = {"RSA", "EC", "OKP"}
 
 
-def parse_jwks(document: dict[str, Any]) -> dict[str, PyJWK]:
+@dataclass(frozen=True, slots=True)
+class SigningKey:
+    """One usable key of a JWKS: ``entry`` as published (RFC 7517 members such as ``kty``, ``crv``,
+    ``alg``), and ``jwk``, PyJWT's key made from it. The entry is kept here because PyJWT offers it
+    only as a private attribute."""
+
+    entry: Mapping[str, Any]
+    jwk: PyJWK
+
+
+def parse_jwks(document: dict[str, Any]) -> dict[str, SigningKey]:
     """The usable signing keys of a JWKS by ``kid``: public keys of an asymmetric type only.
 
     Keys without a ``kid``, of another ``use``, symmetric (``oct``) or with an HMAC or unknown
@@ -35,7 +47,7 @@ def parse_jwks(document: dict[str, Any]) -> dict[str, PyJWK]:
     entries = document.get("keys")
     if not isinstance(entries, list):
         raise FetchFailed("the JWKS has no 'keys' list")
-    keys: dict[str, PyJWK] = {}
+    keys: dict[str, SigningKey] = {}
     for entry in entries[:MAX_KEYS]:
         if not isinstance(entry, dict) or not isinstance(entry.get("kid"), str) or not entry["kid"]:
             continue
@@ -44,7 +56,7 @@ def parse_jwks(document: dict[str, Any]) -> dict[str, PyJWK]:
         if "alg" in entry and entry["alg"] not in ASYMMETRIC_ALGORITHMS:
             continue
         try:
-            keys[entry["kid"]] = PyJWK(entry)
+            keys[entry["kid"]] = SigningKey(dict(entry), PyJWK(entry))
         except PyJWTError:
             continue
     if not keys:
@@ -63,7 +75,7 @@ class KeySet:
         """Fetches attempted since start (start-up included)."""
         self.generation = 0
         """Bumped whenever a fetch changes the keys (tokens verified before are checked again)."""
-        self._keys: dict[str, PyJWK] = {}
+        self._keys: dict[str, SigningKey] = {}
         self._attempted = float("-inf")
         self._healthy = False
         self._inflight: anyio.Event | None = None
@@ -78,7 +90,7 @@ class KeySet:
         self._keys = parse_jwks(get_json_sync(self.url, self.timeout))
         self._healthy = True
 
-    async def key(self, kid: str) -> PyJWK | None:
+    async def key(self, kid: str) -> SigningKey | None:
         """The key named ``kid``, refetching the set if it is unknown and the interval allows.
 
         :returns: ``None`` when the identity provider's current set has no such key.
@@ -108,7 +120,7 @@ class KeySet:
         self.fetches += 1
         try:
             keys = parse_jwks(await get_json(self.url, self.timeout))
-            if {k: v._jwk_data for k, v in keys.items()} != {k: v._jwk_data for k, v in self._keys.items()}:
+            if {k: v.entry for k, v in keys.items()} != {k: v.entry for k, v in self._keys.items()}:
                 self.generation += 1
             self._keys, self._healthy = keys, True
         except FetchFailed as exc:

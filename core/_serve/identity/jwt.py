@@ -17,18 +17,16 @@ import binascii
 import json
 import time
 from collections import OrderedDict
-from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
 import jwt as pyjwt
-from jwt import PyJWK
 from mcp.server.auth.provider import AccessToken
 
 from mcp_providers._serve.identity.claims import access_token
 from mcp_providers._serve.identity.errors import refused
 from mcp_providers._serve.identity.fetch import FetchFailed, discover
-from mcp_providers._serve.identity.jwks import KeySet
+from mcp_providers._serve.identity.jwks import KeySet, SigningKey
 from mcp_providers._serve.identity.kinds import claims_kind, header_kind
 from mcp_providers.config import AuthConfig
 from mcp_providers.errors import ConfigError
@@ -73,10 +71,10 @@ def audiences(audience: str) -> list[str]:
     return [audience, audience.removesuffix("/") if parts.path else audience + "/"]
 
 
-def fits(key: PyJWK, alg: str) -> bool:
+def fits(key: SigningKey, alg: str) -> bool:
     """Whether ``key`` may verify an ``alg`` signature: same key type (and curve), and the key's
     own ``alg`` (if it names one) is ``alg``."""
-    data: Mapping[str, Any] = key._jwk_data
+    data = key.entry
     if data.get("alg") not in (None, alg):
         return False
     if data.get("kty") != _FAMILY.get(alg[:2]):
@@ -182,11 +180,11 @@ class JwtVerifier:
             return None
         return made
 
-    def _decode(self, token: str, key: PyJWK, alg: str, issuer: str, kid: str) -> dict[str, Any] | None:
+    def _decode(self, token: str, key: SigningKey, alg: str, issuer: str, kid: str) -> dict[str, Any] | None:
         try:
             claims: dict[str, Any] = pyjwt.decode(
                 token,
-                key.key,
+                key.jwk.key,
                 algorithms=[alg],
                 audience=self.audience,
                 issuer=issuer,
