@@ -7,8 +7,8 @@ way to do a few things the core needs; each is one :class:`Seam` below, with wha
 every seam an installed SDK no longer has, instead of a silent fallback that would, say, key
 watches by a per-request object and never release them.
 
-``.ci/run`` runs ``tests/test_private_seams.py`` against the newest SDK 2.x in a throwaway venv
-and prints any drift, without failing the run.
+``.ci/run`` runs ``tests/test_private_seams.py`` and the transport tests against the newest SDK
+2.x in a throwaway venv (``scripts/sdk_drift``) and prints any drift, without failing the run.
 """
 
 from __future__ import annotations
