@@ -88,7 +88,8 @@ class Credential:
         e.g. ``time.time() + answer["expires_in"]``.
     :param subject: who the upstream knows the holder as, e.g. ServiceNow user name ``"alice"``
         (recorded in receipts and audit lines).
-    :param grant: how it was obtained: ``"jwt_bearer"``, ``"token_exchange"``, ``"client_credentials"``, ``"service_account"``...
+    :param grant: how it was obtained: ``"jwt_bearer"``, ``"token_exchange"``, ``"client_credentials"``,
+        ``"service_account"``...
     :raises TypeError: a field of the wrong type (``expires_at`` must be a finite number).
     :raises ValueError: an empty ``token``, ``subject`` or ``grant``.
     """
