@@ -1,7 +1,10 @@
 """The ``mcp-providers`` command: ``serve``, ``plugins``, ``check``, ``new`` and ``demo``.
 
-Exit codes: 0 success; 1 a check failed, a plugin was rejected under ``--strict``, or the config is
-wrong; 2 usage errors (typer's). Human output goes to stdout for ``plugins``/``check``/``demo``;
+Exit codes: 0 success; 1 a check failed, a plugin was rejected or a configured source is unavailable
+under ``--strict``, or the config is wrong; 2 usage errors (typer's). A configured source that serves
+nothing (an upstream MCP server that cannot be started or listed, an OpenAPI document that cannot
+be read, a provider whose ``lifespan`` fails to start) fails ``check`` and ``serve --strict``;
+plain ``serve`` warns and serves the rest (:mod:`mcp_providers._cli.sources`). Human output goes to stdout for ``plugins``/``check``/``demo``;
 while ``serve`` speaks MCP over stdio, stdout belongs to the protocol and logs go to stderr.
 """
 
@@ -34,6 +37,7 @@ with _gc.paused():  # the MCP SDK and the serving core: long-lived objects almos
         _traces,
         _watched,
     )
+    from mcp_providers._cli.sources import source_problems
     from mcp_providers._cli.workers import FD_ENV
     from mcp_providers._host.advisories import advisories
     from mcp_providers._host.shape import contributes_nothing
@@ -65,7 +69,15 @@ ConfigOption = Annotated[
     Path | None,
     typer.Option("--config", "-c", help=f"TOML config file (default: ${CONFIG_ENV}, else none).", show_default=False),
 ]
-StrictOption = Annotated[bool, typer.Option("--strict", help="Fail if any plugin is rejected or any check fails.")]
+StrictOption = Annotated[
+    bool,
+    typer.Option(
+        "--strict", help="Fail if any plugin is rejected, any check fails or any configured source is unavailable."
+    ),
+]
+VerboseOption = Annotated[
+    bool, typer.Option("--verbose", "-v", help="Log with timestamps and the tracebacks of plugin and source failures.")
+]
 SetOption = Annotated[
     str | None,
     typer.Option("--set", help="Use the config's plugin set NAME (default: the config's set key).", show_default=False),
@@ -292,10 +304,12 @@ def _plugin_rows(composition: Composition, settings: bool) -> list[dict[str, Any
 
 
 @app.command()
-def check(config: ConfigOption = None, plugin_set: SetOption = None) -> None:
-    """Check every plugin and declaration; exit 1 with one line per problem."""
+def check(config: ConfigOption = None, plugin_set: SetOption = None, verbose: VerboseOption = False) -> None:
+    """Check every plugin, declaration and configured source; exit 1 with one line per problem."""
+    logs.for_report(verbose)
     composition = _compose(_load(config, plugin_set), strict=False)
     failures = composition.failures + anyio.run(static_read_problems, composition) + _auth_problems(composition)
+    failures += source_problems(composition)  # after the static reads: they started every provider
     if not composition.catalog.served_count:
         failures.append(
             "nothing is served: every plugin is off or rejected; check the selection (allow, set, "

@@ -51,7 +51,10 @@ def advisories(declared: Sequence[Declared]) -> list[Problem]:
     found: list[Problem] = _unserved_members(declared)
     for d in declared:
         for item in getattr(d.provider, "left_out", ()):  # duck-typed: no contract change for one plugin
-            found.append(Problem((d.plugin,), "left-out", item.value, f"{d.provider.name}: {item.message}", item.fix))
+            if not getattr(item, "unavailable", False):  # the whole source: unavailable_sources says it
+                found.append(
+                    Problem((d.plugin,), "left-out", item.value, f"{d.provider.name}: {item.message}", item.fix)
+                )
         for r in d.resources:
             if _valid(r.uri) and canonical(r.uri) != r.uri:
                 found.append(
@@ -90,6 +93,29 @@ def advisories(declared: Sequence[Declared]) -> list[Problem]:
                         )
                     )
     return found
+
+
+def unavailable_sources(declared: Sequence[Declared]) -> list[Problem]:
+    """A ``source-unavailable`` problem per source a provider reports as serving nothing: an item
+    of its ``left_out`` whose ``unavailable`` attribute is true (``value`` names the source as the
+    operator configured it, ``message`` says why, ``fix`` what to do). Two providers of one source
+    (its resources and its tools, say) may both report it: said once."""
+    found = [
+        Problem((d.plugin,), "source-unavailable", item.value, item.message, item.fix)
+        for d in declared
+        for item in getattr(d.provider, "left_out", ())
+        if getattr(item, "unavailable", False)
+    ]
+    return list(dict.fromkeys(found))
+
+
+def unavailable_providers(declared: Sequence[Declared]) -> set[str]:
+    """Names of the providers that report their source unavailable (see :func:`unavailable_sources`)."""
+    return {
+        d.provider.name
+        for d in declared
+        if any(getattr(item, "unavailable", False) for item in getattr(d.provider, "left_out", ()))
+    }
 
 
 MAX_MEMBER_PROBES = 200

@@ -391,7 +391,8 @@ class _Hosted:
             await self._started.wait()
         if not self._started.is_set():
             self._scope.cancel()
-            log.error("provider %r (plugin %r) did not start within %s s", self._provider, self._plugin, within)
+            log.error("provider %r (plugin %r) did not start within %s s", self._provider, self._plugin, within,
+                      extra={"mcp_providers_reported": True})  # fmt: skip
             self._failures[self._provider] = f"did not start within {within} s"
 
     async def stop(self) -> None:
@@ -421,7 +422,9 @@ class _Hosted:
             if cancels_this_task(exc):
                 raise
             when = "to stop" if self._stop.is_set() else "while serving" if self._serving else "to start"
-            log.error("provider %r (plugin %r) failed %s", self._provider, self._plugin, when, exc_info=exc)
+            reported = {"mcp_providers_reported": when != "to stop"}  # startup_failures keeps it (logs.REPORTED)
+            log.error("provider %r (plugin %r) failed %s", self._provider, self._plugin, when, exc_info=exc,
+                      extra=reported)  # fmt: skip
             if when != "to stop":
                 self._failures[self._provider] = f"{type(exc).__name__}: {exc}"
         finally:
