@@ -39,7 +39,7 @@ from mcp_providers._host.output_schemas import RESULT_KEY, UnservableSchema, out
 from mcp_providers._host.rules import _valid, _where
 from mcp_providers._host.uris import InvalidUri, canonical, canonical_template
 from mcp_providers.identity import Principal
-from mcp_providers.models import Resource, ResourceTemplate
+from mcp_providers.models import ORIGIN_KEY, Resource, ResourceTemplate, Tool
 
 CLIENT_TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 """Tool names every widely used client accepts (Claude Desktop, GitHub Copilot, the OpenAI API)."""
@@ -76,7 +76,7 @@ def advisories(declared: Sequence[Declared]) -> list[Problem]:
                         tool.name,
                         "valid MCP, but Claude Desktop, GitHub Copilot and the OpenAI API accept only tool names "
                         "matching ^[a-zA-Z0-9_-]{1,64}$ and refuse the whole tool list otherwise",
-                        f"rename it, e.g. {usable!r}",
+                        _rename_fix(tool, usable),
                     )
                 )
             with contextlib.suppress(UnservableSchema):
@@ -116,6 +116,16 @@ def unavailable_providers(declared: Sequence[Declared]) -> set[str]:
         for d in declared
         if any(getattr(item, "unavailable", False) for item in getattr(d.provider, "left_out", ()))
     }
+
+
+def _rename_fix(tool: Tool, usable: str) -> str:
+    """The fix of a tool name clients refuse: the operator's (hide it) and, for a plugin's own tool,
+    its author's (rename it). A tool made from a source the operator configured (its declaration
+    names it in ``meta[ORIGIN_KEY]``: an upstream's tool, an OpenAPI operation) has no author here."""
+    hide = f'hide it with a policy rule denying "list" and "call" on {tool.name!r}'
+    if isinstance(tool.meta, Mapping) and ORIGIN_KEY in tool.meta:
+        return f"{hide}; it keeps the name the source you configured gives it, which only that source can change"
+    return f"{hide}, or turn its plugin off (deny = [...]); its author can rename it, e.g. {usable!r}"
 
 
 MAX_MEMBER_PROBES = 200
