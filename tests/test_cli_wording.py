@@ -103,7 +103,7 @@ def _bad_name_fix(meta: dict[str, object] | None) -> str:
 
 def test_a_client_refused_tool_name_fix_is_the_operators_for_a_configured_source() -> None:
     sourced = _bad_name_fix({ORIGIN_KEY: {"server": "pets", "name": "get.pet"}})
-    assert sourced.startswith("hide it with a policy rule denying \"list\" and \"call\" on 'get.pet'")
+    assert sourced.startswith('hide it with a policy rule denying "list" and "call" on \'get.pet\'')
     assert "rename" not in sourced.replace("only that source can change", "")
     own = _bad_name_fix(None)
     assert "hide it with a policy rule" in own and "turn its plugin off" in own

@@ -128,7 +128,10 @@ async def test_a_reload_that_meets_the_shutdown_is_a_quiet_no_op(caplog: pytest.
     plugin = _Growing(events)
     composed = compose({"growing": plugin}, {"growing": {"more": False}})
     reloader = Reloader(
-        composed, lambda: Config(plugins={"growing": {"more": True}}), load_entrypoints=False, plugins={"growing": plugin}
+        composed,
+        lambda: Config(plugins={"growing": {"more": True}}),
+        load_entrypoints=False,
+        plugins={"growing": plugin},
     )
     shutdown = anyio.Event()
     attempts = []
@@ -167,7 +170,10 @@ async def test_a_reload_after_the_shutdown_swaps_nothing_in(caplog: pytest.LogCa
     plugin = _Growing(events)
     composed = compose({"growing": plugin}, {"growing": {"more": False}})
     reloader = Reloader(
-        composed, lambda: Config(plugins={"growing": {"more": True}}), load_entrypoints=False, plugins={"growing": plugin}
+        composed,
+        lambda: Config(plugins={"growing": {"more": True}}),
+        load_entrypoints=False,
+        plugins={"growing": plugin},
     )
     async with composed.running():
         pass

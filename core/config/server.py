@@ -250,7 +250,6 @@ class ServerSettings(BaseModel):
     """Addresses or networks (``127.0.0.1``, ``10.0.0.0/8``) whose ``X-Forwarded-For`` and
     ``X-Forwarded-Proto`` are believed (``serve --http``); from anyone else they are ignored."""
 
-
     @field_validator("name")
     @classmethod
     def _shown_as_written(cls, name: str) -> str:
