@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from mcp_providers import _gc
-from mcp_providers._cli import logs
+from mcp_providers._cli import logs, report
 from mcp_providers._cli.console import err, escape, out
 from mcp_providers._cli.logs import LogFormat, LogLevel
 from mcp_providers._cli.version import version_line
@@ -39,12 +39,8 @@ with _gc.paused():  # the MCP SDK and the serving core: long-lived objects almos
         _traces,
         _watched,
     )
-    from mcp_providers._cli.sources import source_problems
     from mcp_providers._cli.workers import FD_ENV
-    from mcp_providers._host.advisories import advisories
-    from mcp_providers._host.shape import contributes_nothing
     from mcp_providers._serve.composition import Composition, compose
-    from mcp_providers._serve.statics import aggregate_report, authorize_report, static_read_problems
     from mcp_providers._serve.transport.stdio import sdk_stdio
     from mcp_providers._serve.transport.stdio_fds import guarded_stdout
     from mcp_providers._serve.transport.stdio_loop import serve_stdio
@@ -258,8 +254,10 @@ def plugins(
     settings: Annotated[
         bool, typer.Option("--settings", help="Also show each loaded plugin's settings JSON schema.")
     ] = False,
+    verbose: VerboseOption = False,
 ) -> None:
     """List every plugin found: loaded, rejected (with the reason) or disabled, and which rule chose it."""
+    logs.for_report(verbose)
     with guarded_stdout() if as_json else contextlib.nullcontext(1) as machine_out:
         # with --json, stdout is machine-readable: plugins printing at import time go to stderr.
         composition = _compose(_load(config, plugin_set), strict=False)
@@ -310,46 +308,18 @@ def check(config: ConfigOption = None, plugin_set: SetOption = None, verbose: Ve
     """Check every plugin, declaration and configured source; exit 1 with one line per problem."""
     logs.for_report(verbose)
     composition = _compose(_load(config, plugin_set), strict=False)
-    failures = composition.failures + anyio.run(static_read_problems, composition) + _auth_problems(composition)
-    failures += source_problems(composition)  # after the static reads: they started every provider
-    if not composition.catalog.served_count:
-        failures.append(
-            "nothing is served: every plugin is off or rejected; check the selection (allow, set, "
-            "MCP_PROVIDERS_PLUGINS) and the lines above"
-        )
-    order, warnings = authorize_report(composition)
-    warnings += [f"warning: {w}" for w in advisories(composition.assembly.declared)]
-    warnings += [f"warning: {w}" for w in aggregate_report(composition)]
-    warnings += [f"warning: {r.name}: {d}" for r in composition.records for d in r.deprecations]
-    warnings += [f"warning: {w}" for w in contributes_nothing(composition.records)]
+    failures = report.failures(composition)
+    order, warnings = report.warnings(composition)
     if order is not None:
         err.print(order, markup=False, highlight=False)
     for line in [*warnings, *failures]:  # a warning names its fix but does not fail the check
         out.print(line, markup=False, highlight=False)
-    c = composition.catalog
-    summary = (
-        f"{sum(r.status == 'loaded' for r in composition.records)} plugins served, "
-        f"{len(c.resources)} resources, {len(c.templates)} templates, {len(c.tools)} tools, {len(c.prompts)} prompts"
-    ) + (f", {len(c.skills)} skills" if c.skills else "")
     if failures:
-        out.print(f"check failed: {len(failures)} problem(s); {summary}", markup=False, highlight=False)
+        out.print(
+            f"check failed: {len(failures)} problem(s); {report.summary(composition)}", markup=False, highlight=False
+        )
         raise typer.Exit(1)
-    out.print(f"check passed: {summary}", markup=False, highlight=False)
-
-
-def _auth_problems(composition: Composition) -> list[str]:
-    """``[server.auth]`` tried as ``serve --http 127.0.0.1`` would: token variables set, the issuer
-    discoverable, its keys loadable, introspection answering (one line per problem)."""
-    config = composition.config.server.auth
-    if config is None:
-        return []
-    from mcp_providers._serve.identity import resource_server
-
-    try:
-        resource_server(config, "http://127.0.0.1/mcp")
-    except ConfigError as exc:
-        return [str(exc)]
-    return []
+    out.print(f"check passed: {report.summary(composition)}", markup=False, highlight=False)
 
 
 @app.command()
@@ -391,8 +361,14 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of 
 
 
 @app.command()
-def inspect(config: ConfigOption = None, plugin_set: SetOption = None, as_json: JsonOption = False) -> None:
+def inspect(
+    config: ConfigOption = None,
+    plugin_set: SetOption = None,
+    as_json: JsonOption = False,
+    verbose: VerboseOption = False,
+) -> None:
     """List every resource, template, tool and prompt the config serves, with its plugin and provider."""
+    logs.for_report(verbose)
     from mcp_providers._cli.explore import inventory, print_inventory
 
     with guarded_stdout() if as_json else contextlib.nullcontext(1) as machine_out:
@@ -421,8 +397,10 @@ def read(
     config: ConfigOption = None,
     plugin_set: SetOption = None,
     as_json: JsonOption = False,
+    verbose: VerboseOption = False,
 ) -> None:
     """Read one resource through the whole pipeline (gate, scope, receipt) in this process; exit 1 on an error."""
+    logs.for_report(verbose)  # a provider that failed to start: the result's error says so
     from mcp_providers._cli.explore import print_result
     from mcp_providers._cli.explore import read as read_one
 
@@ -445,8 +423,10 @@ def call(
     config: ConfigOption = None,
     plugin_set: SetOption = None,
     as_json: JsonOption = False,
+    verbose: VerboseOption = False,
 ) -> None:
     """Call one tool through the whole pipeline in this process; exit 1 on an error or isError."""
+    logs.for_report(verbose)  # a provider that failed to start: the result's error says so
     from mcp_providers._cli.explore import call as call_one
     from mcp_providers._cli.explore import parse_arguments, print_result
 

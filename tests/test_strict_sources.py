@@ -91,7 +91,7 @@ def test_check_fails_naming_each_source_that_serves_nothing_and_its_fix(broken: 
     assert "fix: start the server, check its command" in unavailable["dead"]
     assert "lists no resource, template, tool or prompt" in unavailable["bare"]
     assert unavailable["gone"].startswith("openapi: source-unavailable: 'gone': serves nothing: service 'gone'")
-    assert "fix: fix the document's path or URL" in unavailable["gone"]
+    assert "fix: correct the document's path or URL" in unavailable["gone"]
     assert "every operation of its document is left out" in unavailable["excluded"]
     assert "fix: widen include_operations" in unavailable["excluded"]
     assert not _lines(result.stdout, "left-out")  # said once, as what it is: not a mere advisory
@@ -158,6 +158,10 @@ def test_check_prints_one_line_per_problem_and_tracebacks_only_when_verbose(tmp_
     verbose = check("--verbose")
     assert verbose.returncode == 1 and "Traceback" in verbose.stderr
     assert "provider 'openapi-nowhere' (plugin 'openapi') failed to start" in verbose.stderr
+    argv = [sys.executable, "-m", "mcp_providers", "read", "openapi://nowhere/items", "-c", config]
+    read = subprocess.run(argv, capture_output=True, text=True, timeout=120, env={**_env(), "COLUMNS": "400"})
+    assert read.returncode == 1 and "Traceback" not in read.stderr + read.stdout  # read and call: the same
+    assert "provider 'openapi-nowhere' failed to start" in read.stdout
 
 
 def _env() -> dict[str, str]:

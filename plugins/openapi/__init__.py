@@ -61,7 +61,7 @@ class Unavailable:
 def unavailable(service: Service, operations: Sequence[Operation]) -> list[Unavailable]:
     """``[why service serves nothing]``, or ``[]`` when it serves some operation."""
     if service.error is not None:
-        fix = "fix the document's path or URL (or its content), then reload or restart; the other services serve"
+        fix = "correct the document's path or URL (or its content), then reload or restart; the other services serve"
         return [Unavailable(service.name, f"serves nothing: {service.error}", fix)]
     if not operations:
         why = "every operation of its document is left out (the log names each and why)"
