@@ -306,7 +306,7 @@ def _plugin_rows(composition: Composition, settings: bool) -> list[dict[str, Any
 @app.command()
 def check(config: ConfigOption = None, plugin_set: SetOption = None, verbose: VerboseOption = False) -> None:
     """Check every plugin, declaration and configured source; exit 1 with one line per problem."""
-    logs.for_report(verbose)
+    logs.for_report(verbose, prints_failures=True)
     composition = _compose(_load(config, plugin_set), strict=False)
     failures = report.failures(composition)
     order, warnings = report.warnings(composition)
@@ -400,7 +400,7 @@ def read(
     verbose: VerboseOption = False,
 ) -> None:
     """Read one resource through the whole pipeline (gate, scope, receipt) in this process; exit 1 on an error."""
-    logs.for_report(verbose)  # a provider that failed to start: the result's error says so
+    logs.for_report(verbose)
     from mcp_providers._cli.explore import print_result
     from mcp_providers._cli.explore import read as read_one
 
@@ -426,7 +426,7 @@ def call(
     verbose: VerboseOption = False,
 ) -> None:
     """Call one tool through the whole pipeline in this process; exit 1 on an error or isError."""
-    logs.for_report(verbose)  # a provider that failed to start: the result's error says so
+    logs.for_report(verbose)
     from mcp_providers._cli.explore import call as call_one
     from mcp_providers._cli.explore import parse_arguments, print_result
 

@@ -162,6 +162,8 @@ def test_check_prints_one_line_per_problem_and_tracebacks_only_when_verbose(tmp_
     read = subprocess.run(argv, capture_output=True, text=True, timeout=120, env={**_env(), "COLUMNS": "400"})
     assert read.returncode == 1 and "Traceback" not in read.stderr + read.stdout  # read and call: the same
     assert "provider 'openapi-nowhere' failed to start" in read.stdout
+    assert "error: provider 'openapi-nowhere' (plugin 'openapi') failed to start (ServiceError: " in read.stderr
+    assert "set base_url" in read.stderr  # the why, which the read's error leaves to the log: one line
 
 
 def _env() -> dict[str, str]:

@@ -11,7 +11,7 @@ The loggers of reloads (``mcp_providers.reload``) keep ``info`` whatever the lev
 did is always said.
 
 ``check`` and the other commands that print a report (:func:`for_report`) log ``warning: ...``
-lines without tracebacks, and without the records of problems the report itself prints; their
+lines without tracebacks (``check`` also without the records of problems its report prints); their
 ``--verbose`` brings the timestamped lines and the tracebacks back.
 """
 
@@ -75,17 +75,18 @@ def _unreported(record: logging.LogRecord) -> bool:
     return not getattr(record, REPORTED, False)
 
 
-def for_report(verbose: bool) -> None:
-    """The log of a command printing a report (``check``): ``warning`` and above, one line each and
-    no record the report prints itself; with ``verbose``, :func:`configure`'s lines, tracebacks
-    included."""
+def for_report(verbose: bool, *, prints_failures: bool = False) -> None:
+    """The log of a command printing a report (``check``, ``read``...): ``warning`` and above, one
+    line each, and, when the report ``prints_failures`` of providers itself (``check``), without
+    those records; with ``verbose``, :func:`configure`'s lines, tracebacks included."""
     configure("warning", "text")
     if verbose:
         return
     for handler in logging.getLogger().handlers:
         if getattr(handler, "_mcp_providers", False):
             handler.setFormatter(ReportFormatter())
-            handler.addFilter(_unreported)
+            if prints_failures:
+                handler.addFilter(_unreported)
 
 
 def configure(level: str = "warning", fmt: str = "text") -> None:
