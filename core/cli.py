@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from mcp_providers import _gc
-from mcp_providers._cli import logs, report
+from mcp_providers._cli import logs
 from mcp_providers._cli.console import err, escape, out
 from mcp_providers._cli.logs import LogFormat, LogLevel
 from mcp_providers._cli.version import version_line
@@ -29,6 +29,7 @@ with _gc.paused():  # the MCP SDK and the serving core: long-lived objects almos
     import anyio
     import typer
 
+    from mcp_providers._cli import report
     from mcp_providers._cli.serving import (
         _hold_sighup,
         _is_wildcard,
