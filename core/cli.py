@@ -1,8 +1,13 @@
 """The ``mcp-providers`` command: ``serve``, ``plugins``, ``check``, ``new`` and ``demo``.
 
-Exit codes: 0 success; 1 a check failed, a plugin was rejected under ``--strict``, or the config is
-wrong; 2 usage errors (typer's). Human output goes to stdout for ``plugins``/``check``/``demo``;
-while ``serve`` speaks MCP over stdio, stdout belongs to the protocol and logs go to stderr.
+Exit codes: 0 success; 1 a check failed, a plugin was rejected or a configured source is unavailable
+under ``--strict``, or the config is wrong; 2 usage errors (typer's). A configured source that serves
+nothing (an upstream MCP server that cannot be started or listed, an OpenAPI document that cannot
+be read, a provider whose ``lifespan`` fails to start) fails ``check`` and ``serve --strict``;
+plain ``serve`` warns and serves the rest (:mod:`mcp_providers._cli.sources`).
+
+Human output goes to stdout for ``plugins``/``check``/``demo``; while ``serve`` speaks MCP over
+stdio, stdout belongs to the protocol and logs go to stderr.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ with _gc.paused():  # the MCP SDK and the serving core: long-lived objects almos
     import anyio
     import typer
 
+    from mcp_providers._cli import report
     from mcp_providers._cli.serving import (
         _hold_sighup,
         _is_wildcard,
@@ -35,10 +41,7 @@ with _gc.paused():  # the MCP SDK and the serving core: long-lived objects almos
         _watched,
     )
     from mcp_providers._cli.workers import FD_ENV
-    from mcp_providers._host.advisories import advisories
-    from mcp_providers._host.shape import contributes_nothing
     from mcp_providers._serve.composition import Composition, compose
-    from mcp_providers._serve.statics import aggregate_report, authorize_report, static_read_problems
     from mcp_providers._serve.transport.stdio import sdk_stdio
     from mcp_providers._serve.transport.stdio_fds import guarded_stdout
     from mcp_providers._serve.transport.stdio_loop import serve_stdio
@@ -65,7 +68,15 @@ ConfigOption = Annotated[
     Path | None,
     typer.Option("--config", "-c", help=f"TOML config file (default: ${CONFIG_ENV}, else none).", show_default=False),
 ]
-StrictOption = Annotated[bool, typer.Option("--strict", help="Fail if any plugin is rejected or any check fails.")]
+StrictOption = Annotated[
+    bool,
+    typer.Option(
+        "--strict", help="Fail if any plugin is rejected, any check fails or any configured source is unavailable."
+    ),
+]
+VerboseOption = Annotated[
+    bool, typer.Option("--verbose", "-v", help="Log with timestamps and the tracebacks of plugin and source failures.")
+]
 SetOption = Annotated[
     str | None,
     typer.Option("--set", help="Use the config's plugin set NAME (default: the config's set key).", show_default=False),
@@ -244,8 +255,10 @@ def plugins(
     settings: Annotated[
         bool, typer.Option("--settings", help="Also show each loaded plugin's settings JSON schema.")
     ] = False,
+    verbose: VerboseOption = False,
 ) -> None:
     """List every plugin found: loaded, rejected (with the reason) or disabled, and which rule chose it."""
+    logs.for_report(verbose)
     with guarded_stdout() if as_json else contextlib.nullcontext(1) as machine_out:
         # with --json, stdout is machine-readable: plugins printing at import time go to stderr.
         composition = _compose(_load(config, plugin_set), strict=False)
@@ -292,48 +305,22 @@ def _plugin_rows(composition: Composition, settings: bool) -> list[dict[str, Any
 
 
 @app.command()
-def check(config: ConfigOption = None, plugin_set: SetOption = None) -> None:
-    """Check every plugin and declaration; exit 1 with one line per problem."""
+def check(config: ConfigOption = None, plugin_set: SetOption = None, verbose: VerboseOption = False) -> None:
+    """Check every plugin, declaration and configured source; exit 1 with one line per problem."""
+    logs.for_report(verbose, prints_failures=True)
     composition = _compose(_load(config, plugin_set), strict=False)
-    failures = composition.failures + anyio.run(static_read_problems, composition) + _auth_problems(composition)
-    if not composition.catalog.served_count:
-        failures.append(
-            "nothing is served: every plugin is off or rejected; check the selection (allow, set, "
-            "MCP_PROVIDERS_PLUGINS) and the lines above"
-        )
-    order, warnings = authorize_report(composition)
-    warnings += [f"warning: {w}" for w in advisories(composition.assembly.declared)]
-    warnings += [f"warning: {w}" for w in aggregate_report(composition)]
-    warnings += [f"warning: {r.name}: {d}" for r in composition.records for d in r.deprecations]
-    warnings += [f"warning: {w}" for w in contributes_nothing(composition.records)]
+    failures = report.failures(composition)
+    order, warnings = report.warnings(composition)
     if order is not None:
         err.print(order, markup=False, highlight=False)
     for line in [*warnings, *failures]:  # a warning names its fix but does not fail the check
         out.print(line, markup=False, highlight=False)
-    c = composition.catalog
-    summary = (
-        f"{sum(r.status == 'loaded' for r in composition.records)} plugins served, "
-        f"{len(c.resources)} resources, {len(c.templates)} templates, {len(c.tools)} tools, {len(c.prompts)} prompts"
-    ) + (f", {len(c.skills)} skills" if c.skills else "")
     if failures:
-        out.print(f"check failed: {len(failures)} problem(s); {summary}", markup=False, highlight=False)
+        out.print(
+            f"check failed: {len(failures)} problem(s); {report.summary(composition)}", markup=False, highlight=False
+        )
         raise typer.Exit(1)
-    out.print(f"check passed: {summary}", markup=False, highlight=False)
-
-
-def _auth_problems(composition: Composition) -> list[str]:
-    """``[server.auth]`` tried as ``serve --http 127.0.0.1`` would: token variables set, the issuer
-    discoverable, its keys loadable, introspection answering (one line per problem)."""
-    config = composition.config.server.auth
-    if config is None:
-        return []
-    from mcp_providers._serve.identity import resource_server
-
-    try:
-        resource_server(config, "http://127.0.0.1/mcp")
-    except ConfigError as exc:
-        return [str(exc)]
-    return []
+    out.print(f"check passed: {report.summary(composition)}", markup=False, highlight=False)
 
 
 @app.command()
@@ -375,8 +362,14 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of 
 
 
 @app.command()
-def inspect(config: ConfigOption = None, plugin_set: SetOption = None, as_json: JsonOption = False) -> None:
+def inspect(
+    config: ConfigOption = None,
+    plugin_set: SetOption = None,
+    as_json: JsonOption = False,
+    verbose: VerboseOption = False,
+) -> None:
     """List every resource, template, tool and prompt the config serves, with its plugin and provider."""
+    logs.for_report(verbose)
     from mcp_providers._cli.explore import inventory, print_inventory
 
     with guarded_stdout() if as_json else contextlib.nullcontext(1) as machine_out:
@@ -405,8 +398,10 @@ def read(
     config: ConfigOption = None,
     plugin_set: SetOption = None,
     as_json: JsonOption = False,
+    verbose: VerboseOption = False,
 ) -> None:
     """Read one resource through the whole pipeline (gate, scope, receipt) in this process; exit 1 on an error."""
+    logs.for_report(verbose)
     from mcp_providers._cli.explore import print_result
     from mcp_providers._cli.explore import read as read_one
 
@@ -429,8 +424,10 @@ def call(
     config: ConfigOption = None,
     plugin_set: SetOption = None,
     as_json: JsonOption = False,
+    verbose: VerboseOption = False,
 ) -> None:
     """Call one tool through the whole pipeline in this process; exit 1 on an error or isError."""
+    logs.for_report(verbose)
     from mcp_providers._cli.explore import call as call_one
     from mcp_providers._cli.explore import parse_arguments, print_result
 

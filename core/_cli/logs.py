@@ -9,6 +9,10 @@ format from ``--log-format``, else ``[server] log_format``, else ``text``:
 
 The loggers of reloads (``mcp_providers.reload``) keep ``info`` whatever the level: what a reload
 did is always said.
+
+``check`` and the other commands that print a report (:func:`for_report`) log ``warning: ...``
+lines without tracebacks (``check`` also without the records of problems its report prints); their
+``--verbose`` brings the timestamped lines and the tracebacks back.
 """
 
 from __future__ import annotations
@@ -49,6 +53,40 @@ class JsonFormatter(logging.Formatter):
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)
         return json.dumps(entry, ensure_ascii=False)
+
+
+REPORTED = "mcp_providers_reported"
+"""Name of a log record's attribute (``extra={REPORTED: True}``) saying that what it logs is kept
+where a report prints it (a provider's failure to start is in ``startup_failures``)."""
+
+
+class ReportFormatter(logging.Formatter):
+    """``<level>: <message>`` and, with a traceback, only its last line (``(KeyError: 'x')``)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line = f"{record.levelname.lower()}: {record.getMessage()}"
+        if record.exc_info and record.exc_info[1] is not None:
+            exc = record.exc_info[1]
+            line += f" ({type(exc).__name__}: {str(exc)[:300]})"
+        return line
+
+
+def _unreported(record: logging.LogRecord) -> bool:
+    return not getattr(record, REPORTED, False)
+
+
+def for_report(verbose: bool, *, prints_failures: bool = False) -> None:
+    """The log of a command printing a report (``check``, ``read``...): ``warning`` and above, one
+    line each, and, when the report ``prints_failures`` of providers itself (``check``), without
+    those records; with ``verbose``, :func:`configure`'s lines, tracebacks included."""
+    configure("warning", "text")
+    if verbose:
+        return
+    for handler in logging.getLogger().handlers:
+        if getattr(handler, "_mcp_providers", False):
+            handler.setFormatter(ReportFormatter())
+            if prints_failures:
+                handler.addFilter(_unreported)
 
 
 def configure(level: str = "warning", fmt: str = "text") -> None:

@@ -15,6 +15,7 @@ import anyio
 import typer
 
 from mcp_providers._cli.console import err, escape
+from mcp_providers._cli.sources import source_problems, unavailable
 from mcp_providers._cli.workers import FD_ENV, WHY_CLUSTER, WHY_STATELESS, serve_workers
 from mcp_providers._serve.composition import Composition
 from mcp_providers._serve.statics import static_read_problems
@@ -99,10 +100,12 @@ def _start_workers(workers: int, address: tuple[str, int] | None, config: Config
 
 
 def _server_of(composition: Composition, strict: bool) -> Any:
-    """The composed server, or exit 1: under ``--strict`` when a static read fails, and always
-    (fail closed) when a plugin that could carry authorization is not in force."""
+    """The composed server, or exit 1: under ``--strict`` when a static read fails or a configured
+    source is unavailable, and always (fail closed) when a plugin that could carry authorization is
+    not in force. Without ``--strict`` an unavailable source is a warning: the rest is served."""
     if strict:  # --strict means every check passes, including the static reads `check` makes
         problems = anyio.run(static_read_problems, composition)
+        problems += source_problems(composition)  # after the static reads: they started every provider
         if problems:
             err.print("[red]refusing to start (--strict):[/red]", highlight=False)
             for line in problems:
@@ -110,6 +113,8 @@ def _server_of(composition: Composition, strict: bool) -> Any:
             raise typer.Exit(1)
     for line in composition.failures:
         err.print(f"[yellow]not served:[/yellow] {escape(line)}", highlight=False)
+    for line in unavailable(composition):  # its provider starts and retries where its plugin does
+        err.print(f"[yellow]unavailable:[/yellow] {escape(line)}", highlight=False)
     for r in composition.records:
         for line in r.deprecations:
             err.print(f"[yellow]deprecated:[/yellow] {escape(f'{r.name}: {line}')}", highlight=False)

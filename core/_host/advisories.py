@@ -39,7 +39,7 @@ from mcp_providers._host.output_schemas import RESULT_KEY, UnservableSchema, out
 from mcp_providers._host.rules import _valid, _where
 from mcp_providers._host.uris import InvalidUri, canonical, canonical_template
 from mcp_providers.identity import Principal
-from mcp_providers.models import Resource, ResourceTemplate
+from mcp_providers.models import ORIGIN_KEY, Resource, ResourceTemplate, Tool
 
 CLIENT_TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 """Tool names every widely used client accepts (Claude Desktop, GitHub Copilot, the OpenAI API)."""
@@ -51,7 +51,10 @@ def advisories(declared: Sequence[Declared]) -> list[Problem]:
     found: list[Problem] = _unserved_members(declared)
     for d in declared:
         for item in getattr(d.provider, "left_out", ()):  # duck-typed: no contract change for one plugin
-            found.append(Problem((d.plugin,), "left-out", item.value, f"{d.provider.name}: {item.message}", item.fix))
+            if not getattr(item, "unavailable", False):  # the whole source: unavailable_sources says it
+                found.append(
+                    Problem((d.plugin,), "left-out", item.value, f"{d.provider.name}: {item.message}", item.fix)
+                )
         for r in d.resources:
             if _valid(r.uri) and canonical(r.uri) != r.uri:
                 found.append(
@@ -73,7 +76,7 @@ def advisories(declared: Sequence[Declared]) -> list[Problem]:
                         tool.name,
                         "valid MCP, but Claude Desktop, GitHub Copilot and the OpenAI API accept only tool names "
                         "matching ^[a-zA-Z0-9_-]{1,64}$ and refuse the whole tool list otherwise",
-                        f"rename it, e.g. {usable!r}",
+                        _rename_fix(tool, usable),
                     )
                 )
             with contextlib.suppress(UnservableSchema):
@@ -90,6 +93,39 @@ def advisories(declared: Sequence[Declared]) -> list[Problem]:
                         )
                     )
     return found
+
+
+def unavailable_sources(declared: Sequence[Declared]) -> list[Problem]:
+    """A ``source-unavailable`` problem per source a provider reports as serving nothing: an item
+    of its ``left_out`` whose ``unavailable`` attribute is true (``value`` names the source as the
+    operator configured it, ``message`` says why, ``fix`` what to do). Two providers of one source
+    (its resources and its tools, say) may both report it: said once."""
+    found = [
+        Problem((d.plugin,), "source-unavailable", item.value, item.message, item.fix)
+        for d in declared
+        for item in getattr(d.provider, "left_out", ())
+        if getattr(item, "unavailable", False)
+    ]
+    return list(dict.fromkeys(found))
+
+
+def unavailable_providers(declared: Sequence[Declared]) -> set[str]:
+    """Names of the providers that report their source unavailable (see :func:`unavailable_sources`)."""
+    return {
+        d.provider.name
+        for d in declared
+        if any(getattr(item, "unavailable", False) for item in getattr(d.provider, "left_out", ()))
+    }
+
+
+def _rename_fix(tool: Tool, usable: str) -> str:
+    """The fix of a tool name clients refuse: the operator's (hide it) and, for a plugin's own tool,
+    its author's (rename it). A tool made from a source the operator configured (its declaration
+    names it in ``meta[ORIGIN_KEY]``: an upstream's tool, an OpenAPI operation) has no author here."""
+    hide = f'hide it with a policy rule denying "list" and "call" on {tool.name!r}'
+    if isinstance(tool.meta, Mapping) and ORIGIN_KEY in tool.meta:
+        return f"{hide}; it keeps the name the source you configured gives it, which only that source can change"
+    return f"{hide}, or turn its plugin off (deny = [...]); its author can rename it, e.g. {usable!r}"
 
 
 MAX_MEMBER_PROBES = 200

@@ -369,7 +369,11 @@ def _dupes(problems: list[Problem], rule: str, items: Iterable[tuple[str, Declar
 
 
 def _between(author_fix: str, a: str, b: str) -> str:
-    """The fix of a clash: the authors' and, between two plugins, the operator's (serve one of them)."""
+    """The fix of a clash: the authors' and the operator's: between two plugins, serve one of them;
+    within one, keep apart the two sources configured for it (two upstream servers, say)."""
     if a == b:
-        return author_fix
+        return (
+            f"{author_fix} (its author); when both come from sources configured for {a} (two servers or "
+            "services, say), give one of them a prefix or namespace of its own in its settings, or remove one"
+        )
     return f'{author_fix} (their authors); or serve only one of them: deny = ["{b}"] or deny = ["{a}"] in the config'

@@ -41,6 +41,7 @@ from mcp_providers import _gc
 from mcp_providers._host import compat
 from mcp_providers._host.assembly import Assembly, assemble
 from mcp_providers._serve.composition import Composition
+from mcp_providers._serve.runtime import SHUTTING_DOWN, NotServing
 from mcp_providers._serve.state.cluster import RedisBackend
 from mcp_providers.config import Config
 
@@ -130,15 +131,21 @@ class Reloader:
             _gc.thaw()  # what start-up froze may be replaced now: let the collector have it again
             try:
                 attempt = await self._attempt(trigger)
+            except NotServing as exc:  # the server shuts down: nothing to reload, nothing wrong
+                attempt = self._ended(trigger, "failed", "", [str(exc)])
+                log.info("reload (%s) not applied: the server is shutting down", trigger)
             except Exception as exc:  # a bug of ours, not the operator's: still keep serving
                 log.exception("reload failed unexpectedly")
                 attempt = self._ended(trigger, "failed", "", [f"reload failed: {type(exc).__name__}: {exc}"])
+            else:
+                _log(attempt)
             self.last = attempt
             self.outcomes[attempt.outcome] += 1
-            _log(attempt)
             return attempt
 
     async def _attempt(self, trigger: str) -> Attempt:
+        """What reloading did; :raises NotServing: the server stopped serving while it composed."""
+        serving = self.composition.runtime.serving
         try:
             config = await anyio.to_thread.run_sync(self._load)  # a slow disk must not stall requests
         except Exception as exc:  # ConfigError, or an OSError reading it
@@ -163,6 +170,8 @@ class Reloader:
         if digest == self.digest and _same_providers(old, new):
             return self._ended(trigger, "unchanged", digest, warnings=warnings)
         changed = changed_lists(old, new)
+        if serving and not self.composition.runtime.serving:  # it stopped while this composed
+            raise NotServing(SHUTTING_DOWN)
         await self.composition.runtime.swap(new)
         warnings += failed_to_start(old, new, self.composition.runtime.startup_failures)
         self.digest = digest

@@ -86,6 +86,14 @@ class Generation:
             await self._idle.wait()
 
 
+SHUTTING_DOWN = "the server is shutting down: the reload was not applied"
+"""What :class:`NotServing` says (a reload's one problem; logged at ``info``: nothing is wrong)."""
+
+
+class NotServing(RuntimeError):
+    """The runtime stopped serving (its server shuts down) while a swap was under way."""
+
+
 class Runtime:
     """Per-process state of the served assembly (see the module docstring).
 
@@ -197,22 +205,35 @@ class Runtime:
         The providers it adds are started first (their ``lifespan`` entered, each within
         :data:`START_SECONDS`), so no request reaches one that has not started; those it drops
         are stopped in the background once the old generation is idle. Provider objects both
-        serve keep running as they are.
+        serve keep running as they are. A runtime not serving swaps at once: its providers start
+        when it serves.
+
+        :raises NotServing: the runtime stopped serving while the providers were starting (the
+            server shuts down); nothing was swapped.
         """
         new = Generation(assembly, self._method_table(self, assembly), self.generation.number + 1)
-        if self._tasks is not None:
+        tasks = self._tasks  # while serving; each start below awaits, and the server may stop meanwhile
+        if tasks is not None:
+            added = []
             for d in assembly.declared:
+                if self._tasks is not tasks:
+                    break  # stopped: its task group is gone, and with it every lifespan started here
                 if id(d.provider) not in self._hosted:
-                    await self._host_provider(d.plugin, d.provider, self._tasks, START_SECONDS)
+                    added.append(id(d.provider))
+                    await self._host_provider(d.plugin, d.provider, tasks, START_SECONDS)
+            if self._tasks is not tasks:
+                for key in added:
+                    self._hosted.pop(key, None)
+                raise NotServing(SHUTTING_DOWN)
         old, self.generation = self.generation, new
         self.hub.catalog = assembly.catalog
         for call in self.swapped:
             call(new)
         for name in set(self.startup_failures) - {d.provider.name for d in assembly.declared}:
             del self.startup_failures[name]
-        if self._tasks is not None:
+        if tasks is not None:
             self._draining.append(old)
-            self._tasks.start_soon(self._retire, old)
+            tasks.start_soon(self._retire, old)
         return old
 
     def start_soon(self, work: Callable[[], Coroutine[Any, Any, Any]]) -> bool:
@@ -391,7 +412,8 @@ class _Hosted:
             await self._started.wait()
         if not self._started.is_set():
             self._scope.cancel()
-            log.error("provider %r (plugin %r) did not start within %s s", self._provider, self._plugin, within)
+            log.error("provider %r (plugin %r) did not start within %s s", self._provider, self._plugin, within,
+                      extra={"mcp_providers_reported": True})  # fmt: skip
             self._failures[self._provider] = f"did not start within {within} s"
 
     async def stop(self) -> None:
@@ -421,7 +443,9 @@ class _Hosted:
             if cancels_this_task(exc):
                 raise
             when = "to stop" if self._stop.is_set() else "while serving" if self._serving else "to start"
-            log.error("provider %r (plugin %r) failed %s", self._provider, self._plugin, when, exc_info=exc)
+            reported = {"mcp_providers_reported": when != "to stop"}  # startup_failures keeps it (logs.REPORTED)
+            log.error("provider %r (plugin %r) failed %s", self._provider, self._plugin, when, exc_info=exc,
+                      extra=reported)  # fmt: skip
             if when != "to stop":
                 self._failures[self._provider] = f"{type(exc).__name__}: {exc}"
         finally:

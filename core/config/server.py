@@ -165,8 +165,8 @@ class ServerSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    name: str = "mcp-providers"
-    """Server name reported to clients."""
+    name: str = Field(default="mcp-providers", min_length=1, max_length=200)
+    """Server name reported to clients (``serverInfo.name``): no space at either end, no control character."""
     log_level: Literal["debug", "info", "warning", "error"] | None = None
     """The server log's level on stderr (``serve``; ``--log-level`` wins; unset: ``warning``).
     Read at start-up."""
@@ -249,6 +249,17 @@ class ServerSettings(BaseModel):
     trusted_proxies: tuple[str, ...] = ()
     """Addresses or networks (``127.0.0.1``, ``10.0.0.0/8``) whose ``X-Forwarded-For`` and
     ``X-Forwarded-Proto`` are believed (``serve --http``); from anyone else they are ignored."""
+
+    @field_validator("name")
+    @classmethod
+    def _shown_as_written(cls, name: str) -> str:
+        """Clients show the name as it is sent: a space at an end or a control character would show too."""
+        if name != name.strip() or any(ord(c) < 32 or ord(c) == 127 for c in name):
+            raise ValueError(
+                f"[server] name {name!r} has a space at an end or a control character, which clients would show "
+                f"in serverInfo: write {' '.join(name.split())!r}"
+            )
+        return name
 
     @field_validator("icons")
     @classmethod

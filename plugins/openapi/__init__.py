@@ -15,13 +15,16 @@ two packages.
 
 A document that cannot be read or is invalid fails that service alone: it declares nothing, its
 providers' ``lifespan`` raises the reason (recorded as a start-up failure, named in ``/readyz`` and
-``/status``), the log says why, and every other service and plugin serves.
+``/status``), the log says why, and every other service and plugin serves. Such a service, and one
+whose every operation is left out, is reported ``unavailable`` in its providers' ``left_out``:
+``check`` fails on it and ``serve --strict`` refuses (``source-unavailable``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
@@ -35,11 +38,46 @@ if TYPE_CHECKING:
 
 __all__ = [
     "OpenAPISettings",
+    "Unavailable",
     "Unconfigured",
     "register_resource_providers",
     "register_tool_providers",
     "settings_model",
+    "unavailable",
 ]
+
+
+@dataclass(frozen=True, slots=True)
+class Unavailable:
+    """A service that serves nothing, as its providers report it in ``left_out`` (``check`` fails
+    on it, ``serve --strict`` refuses: rule ``source-unavailable``)."""
+
+    value: str
+    message: str
+    fix: str
+    unavailable: bool = True
+
+
+def unavailable(service: Service, operations: Sequence[Operation]) -> list[Unavailable]:
+    """``[why service serves nothing]``, or ``[]`` when it serves some operation."""
+    if service.error is not None:
+        fix = "correct the document's path or URL (or its content), then reload or restart; the other services serve"
+        return [Unavailable(service.name, f"serves nothing: {service.error}", fix)]
+    if not operations:
+        why = "every operation of its document is left out (the log names each and why)"
+        fix = "widen include_operations or include_tags, or narrow exclude_operations or exclude_tags"
+        return [Unavailable(service.name, f"service {service.name!r} serves nothing: {why}", fix)]
+    return []
+
+
+P = TypeVar("P")
+
+
+def _reporting(provider: P, service: Service, operations: Sequence[Operation]) -> P:
+    """``provider``, its ``left_out`` (duck-typed, read by ``check``) naming the service if it serves nothing."""
+    reported: Any = provider
+    reported.left_out = [*getattr(provider, "left_out", ()), *unavailable(service, operations)]
+    return provider
 
 
 @hookimpl
@@ -66,7 +104,7 @@ def register_resource_providers(settings: OpenAPISettings | None) -> Sequence[Re
         return []
     from mcp_providers.plugins.openapi.providers import OpenAPIResources  # as in _loaded: only when configured
 
-    return [OpenAPIResources(service, operations) for service, operations in loaded]
+    return [_reporting(OpenAPIResources(service, operations), service, operations) for service, operations in loaded]
 
 
 class Unconfigured(ToolProvider):
@@ -84,4 +122,4 @@ def register_tool_providers(settings: OpenAPISettings | None) -> Sequence[ToolPr
         return [Unconfigured()]
     from mcp_providers.plugins.openapi.providers import OpenAPITools  # as in _loaded: only when configured
 
-    return [OpenAPITools(service, operations) for service, operations in loaded]
+    return [_reporting(OpenAPITools(service, operations), service, operations) for service, operations in loaded]

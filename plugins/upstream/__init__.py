@@ -25,6 +25,7 @@ from mcp_providers.plugins.upstream.settings import UpstreamSettings
 from mcp_providers.providers import PromptProvider, ResourceProvider, ToolProvider
 
 __all__ = [
+    "Unavailable",
     "UpstreamSettings",
     "providers",
     "register_prompt_providers",
@@ -33,7 +34,18 @@ __all__ = [
     "settings_model",
 ]
 
-_START_FIX = "start the server, check its command, url and variables; serve reconnects while running"
+_START_FIX = (
+    "start the server, check its command, url and variables; serve without --strict serves the others "
+    "and reconnects to it while running"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Unavailable(LeftOut):
+    """The whole upstream serves nothing: ``check`` fails and ``serve --strict`` refuses
+    (``source-unavailable``, see :func:`mcp_providers._host.advisories.unavailable_sources`)."""
+
+    unavailable: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,12 +73,28 @@ def providers(settings: UpstreamSettings | None) -> Built:
         failure = listed if isinstance(listed, str) else None
         listing = Listing() if not isinstance(listed, dict) else declare(server, homes, listed, _freshness(listed))
         if failure is not None:
-            listing.left_out.append(LeftOut(server.name, f"nothing served: {failure}", _START_FIX))
+            listing.left_out.append(Unavailable(server.name, f"nothing served: {failure}", _START_FIX))
+        elif not (listing.resources or listing.templates or listing.tools or listing.prompts):
+            listing.left_out.append(Unavailable(server.name, *_nothing(server.name, listing)))
         resources.append(UpstreamResources(link, homes, listing, failure))
         tools.append(UpstreamTools(link, listing))
         prompts.append(UpstreamPrompts(link, listing))
     settings._built = Built(tuple(resources), tuple(tools), tuple(prompts))
     return settings._built  # type: ignore[no-any-return]
+
+
+def _nothing(name: str, listing: Listing) -> tuple[str, str]:
+    """Why an upstream that was listed serves nothing, and the operator's fix."""
+    if listing.left_out:
+        return (
+            f"nothing served: upstream {name!r} listed {len(listing.left_out)} component(s), each left out "
+            "(the left-out lines say why)",
+            "give it prefixes or a namespace its URIs fall under, or remove it from [plugins.upstream]",
+        )
+    return (
+        f"nothing served: upstream {name!r} lists no resource, template, tool or prompt",
+        "check that its command or url is the server you meant, or remove it from [plugins.upstream]",
+    )
 
 
 def _freshness(listed: dict[str, object]) -> Freshness:

@@ -253,11 +253,13 @@ def _problems(exc: ValidationError) -> str:
     errors = exc.errors(include_input=False, include_url=False)
     shown = []
     for err in errors[:MAX_PROBLEMS]:
-        where = ".".join(str(p) for p in err["loc"])[:100] or "(arguments)"
+        where = ".".join(str(p) for p in err["loc"])[:100]
         message = err["msg"].removeprefix("Value error, ")
         if len(message) > MAX_PROBLEM_CHARS:
             message = message[:MAX_PROBLEM_CHARS] + "..."
-        shown.append(f"{where}: {message}")
+        # A model-wide validator (an upstream's or an OpenAPI operation's JSON Schema, say) names
+        # its own locations: no "(arguments): " of ours before its "(arguments): ..." or "a/b: ...".
+        shown.append(f"{where}: {message}" if where else message)
     if len(errors) > MAX_PROBLEMS:
         shown.append(f"and {len(errors) - MAX_PROBLEMS} more problem(s)")
     return "; ".join(shown)

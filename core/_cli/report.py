@@ -1,0 +1,62 @@
+"""What ``check`` prints: its warnings (fixes named, the check still passes), its failures (one
+line per problem: exit 1), and the summary of what is served."""
+
+from __future__ import annotations
+
+import anyio
+
+from mcp_providers._cli.sources import source_problems
+from mcp_providers._host.advisories import advisories
+from mcp_providers._host.shape import contributes_nothing
+from mcp_providers._serve.composition import Composition
+from mcp_providers._serve.statics import aggregate_report, authorize_report, static_read_problems
+from mcp_providers.errors import ConfigError
+
+
+def failures(composition: Composition) -> list[str]:
+    """One line per problem: rejected plugins and failed rules, static reads, ``[server.auth]``,
+    unavailable sources (after the static reads, which start every provider), an empty catalog."""
+    found = composition.failures + anyio.run(static_read_problems, composition) + _auth_problems(composition)
+    found += source_problems(composition)
+    if not composition.catalog.served_count:
+        found.append(
+            "nothing is served: every plugin is off or rejected; check the selection (allow, set, "
+            "MCP_PROVIDERS_PLUGINS) and the lines above"
+        )
+    return found
+
+
+def warnings(composition: Composition) -> tuple[str | None, list[str]]:
+    """The order ``authorize`` implementations are asked in (``None``: none), and one ``warning: ...``
+    line per advisory, undercut aggregate, deprecation and plugin contributing nothing."""
+    order, found = authorize_report(composition)
+    found += [f"warning: {w}" for w in advisories(composition.assembly.declared)]
+    found += [f"warning: {w}" for w in aggregate_report(composition)]
+    found += [f"warning: {r.name}: {d}" for r in composition.records for d in r.deprecations]
+    found += [f"warning: {w}" for w in contributes_nothing(composition.records)]
+    return order, found
+
+
+def summary(composition: Composition) -> str:
+    """``3 plugins served, 34 resources, 2 templates, 2 tools, 5 prompts[, 5 skills]``."""
+    c = composition.catalog
+    served = sum(r.status == "loaded" for r in composition.records)
+    counts = (
+        f"{len(c.resources)} resources, {len(c.templates)} templates, {len(c.tools)} tools, {len(c.prompts)} prompts"
+    )
+    return f"{served} plugins served, {counts}" + (f", {len(c.skills)} skills" if c.skills else "")
+
+
+def _auth_problems(composition: Composition) -> list[str]:
+    """``[server.auth]`` tried as ``serve --http 127.0.0.1`` would: token variables set, the issuer
+    discoverable, its keys loadable, introspection answering (one line per problem)."""
+    config = composition.config.server.auth
+    if config is None:
+        return []
+    from mcp_providers._serve.identity import resource_server
+
+    try:
+        resource_server(config, "http://127.0.0.1/mcp")
+    except ConfigError as exc:
+        return [str(exc)]
+    return []
