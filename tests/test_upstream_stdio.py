@@ -118,7 +118,7 @@ def test_upstream_components_are_declared_with_origin_and_left_out_reported(comp
     } <= by_provider
     assert {t["name"]: t["effects"] for t in shown["tools"]}["fs_write_file"] == "destructive"
     left = {p.value: p.message for p in advisories(c.assembly.declared) if p.rule == "left-out"}
-    assert set(left) == {"demo://resource/dynamic/blob/{resourceId}", "gone"}
+    assert set(left) == {"demo://resource/dynamic/blob/{resourceId}"}  # "gone" serves nothing: source-unavailable
     assert "outside the owned prefixes" in left["demo://resource/dynamic/blob/{resourceId}"]
 
 
@@ -203,11 +203,11 @@ async def test_upstream_resource_updates_reach_2025_subscribers_and_2026_listene
 
 
 async def test_an_upstream_that_cannot_start_fails_alone(upstreams: Any) -> None:
-    from mcp_providers._host.advisories import advisories
+    from mcp_providers._host.advisories import unavailable_sources
 
     c, _shared = upstreams
-    left = {p.value: p.message for p in advisories(c.assembly.declared) if p.rule == "left-out"}
-    assert "could not be listed" in left["gone"]
+    unavailable = {p.value: p.message for p in unavailable_sources(c.assembly.declared)}
+    assert "could not be listed" in unavailable["gone"]
     assert "upstream 'gone' (stdio) could not be started" in c.startup_failures["upstream-gone"]
     assert set(c.startup_failures) == {"upstream-gone"}  # the others serve
 
