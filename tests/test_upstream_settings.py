@@ -43,7 +43,7 @@ def test_upstream_settings_example_in_the_module_docstring_validates() -> None:
             {"name": "a", "command": "x", "prefixes": ["a://"], "auth": {"token_env": "T"}},
             "auth is for url upstreams",
         ),
-        ({"name": "a", "command": "x", "prefixes": ["a://"], "env": {"KEY": "not a name"}}, "pattern"),
+        ({"name": "a", "command": "x", "prefixes": ["a://"], "env": {"KEY": "not a name"}}, "must be the NAME"),
     ],
 )
 def test_upstream_server_settings_reject_what_is_ambiguous(table: dict[str, object], message: str) -> None:

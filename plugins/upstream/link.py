@@ -87,7 +87,9 @@ async def transport(server: ServerSettings, auth: httpx2.Auth | None = None) -> 
     assert server.url is not None  # the settings validator holds exactly one of command and url
     headers = {}
     if isinstance(server.auth, BearerAuth):
-        headers["Authorization"] = f"Bearer {read_variable(server.auth.token_env, server=server.name, setting='auth')}"
+        headers["Authorization"] = (
+            f"Bearer {read_variable(server.auth.token_env, server=server.name, setting='auth.token_env')}"
+        )
     # requests are bounded by read_timeout in Link.request; the read timeout here bounds an idle
     # stream (a listen stream, the 2025 GET stream), which must outlive a quiet upstream
     timeout = httpx2.Timeout(server.read_timeout, read=max(server.read_timeout + 5, IDLE_STREAM_SECONDS))
