@@ -401,18 +401,19 @@ def test_effects_none_on_a_tool_the_upstream_says_writes_is_refused(hints: dict[
 
 def test_an_override_naming_no_listed_tool_is_reported_with_the_closest_name(listings: dict[str, Any]) -> None:
     listings["ev"] = {"tools": [_tool("search"), _tool("echo")]}
-    effects = {"serch": "none", "ev_echo": "none", "zzzz": "additive", "search": "additive"}
+    effects = {"serch": "none", "everything_echo": "none", "zzzz": "additive", "search": "additive"}
     c, left = _composed(
-        [{"name": "ev", "command": "x", "prefixes": ["ev://"], "tool_prefix": "ev_", "effects": effects}]
+        [{"name": "ev", "command": "x", "prefixes": ["ev://"], "tool_prefix": "everything_", "effects": effects}]
     )
     assert not c.failures
     assert left["effects.serch"] == "upstream-ev: upstream 'ev' lists no tool 'serch'; did you mean 'search'? " + (
         "(the override does nothing)"
     )
-    assert "lists no tool 'ev_echo'; did you mean 'echo'?" in left["effects.ev_echo"]
+    # a served name (with tool_prefix) for the upstream's: too far apart for difflib, named all the same
+    assert "lists no tool 'everything_echo'; did you mean 'echo'?" in left["effects.everything_echo"]
     assert left["effects.zzzz"].endswith("lists no tool 'zzzz' (the override does nothing)")
     assert "effects.search" not in left
-    assert {e.declaration.name: e.declaration.effects for e in c.catalog.tools}["ev_search"] == "additive"
+    assert {e.declaration.name: e.declaration.effects for e in c.catalog.tools}["everything_search"] == "additive"
 
 
 # 6. Paging that does not end is cut, and said.
