@@ -281,7 +281,9 @@ class ServerSettings(BaseModel):
     )
     read_timeout: float = Field(default=30.0, gt=0, le=600, description="Seconds one upstream request may take.")
     effects: dict[str, Effects] = Field(
-        default_factory=dict, description="Per upstream tool name: effects overriding its annotations."
+        default_factory=dict,
+        description="Per upstream tool name (as it lists it, without tool_prefix): effects overriding its "
+        "annotations; 'none' is refused for a tool the upstream says writes; a name it does not list is reported.",
     )
     max_bytes: int = Field(
         default=8 * 1024 * 1024, ge=1024, description="Largest answer accepted from the upstream, in bytes."
