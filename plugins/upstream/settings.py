@@ -361,7 +361,7 @@ class UpstreamSettings(BaseModel):
         twice = sorted({n for n in names if names.count(n) > 1})
         if twice:
             raise ValueError(f"upstream name(s) {', '.join(twice)} configured twice; give each server its own name")
-        made = {}
+        made: dict[str, str] = {}
         for server in self.servers:
             for provider in server.provider_names:
                 other = made.setdefault(provider, server.name)
