@@ -27,6 +27,7 @@ from mcp_providers._host import specificity, uris
 from mcp_providers._host.advisories import advisories
 from mcp_providers._host.declarations import Declared
 from mcp_providers.config import format_validation_error
+from mcp_providers.hookspecs import hookimpl
 from mcp_providers.models import Freshness, Resource, ResourceTemplate
 from mcp_providers.plugins.upstream import link, rules
 from mcp_providers.plugins.upstream.mapping import Homes, declare
@@ -471,3 +472,26 @@ def _repeating() -> Any:
         return SimpleNamespace(tools=[_tool("same")], next_cursor="again")
 
     return list_tools
+
+
+def test_a_template_with_a_malformed_escape_is_refused_by_check_not_a_crash() -> None:
+    """Found while restating the core's rules: a plugin's template whose literal part has a bad
+    ``%`` escape passed every rule, then the catalog's canonical parse raised out of composition
+    (every plugin lost). The core's own ``check`` now refuses it like a fixed URI's."""
+
+    class Bad(ResourceProvider):
+        name = "bad"
+        prefixes = ("x://",)
+
+        def templates(self) -> list[ResourceTemplate]:
+            return [ResourceTemplate(uri_template="x://a%zz/{id}", name="t")]
+
+    class Plugin:
+        @staticmethod
+        @hookimpl
+        def register_resource_providers() -> list[ResourceProvider]:
+            return [Bad()]
+
+    c = compose({"bad": Plugin()}, strict=False)
+    assert [(p.rule, p.value) for p in c.problems] == [("uri-invalid", "x://a%zz/{id}")]
+    assert c.records[0].status == "rejected"
