@@ -417,6 +417,23 @@ def test_an_override_naming_no_listed_tool_is_reported_with_the_closest_name(lis
     assert {e.declaration.name: e.declaration.effects for e in c.catalog.tools}["everything_search"] == "additive"
 
 
+def test_a_prefix_under_which_the_upstream_lists_nothing_is_reported(listings: dict[str, Any]) -> None:
+    listings["ev"] = {"resources": [_resource("demo://resource/static/a.md")], "tools": [_tool("t")]}
+    listings["tools-only"] = {"tools": [_tool("u")]}
+    c, left = _composed(
+        [
+            {"name": "ev", "command": "x", "prefixes": ["demo://resourse/", "demo://resource/static/"]},
+            {"name": "tools-only", "command": "x", "prefixes": ["t://"], "tool_prefix": "t_"},
+        ]
+    )
+    assert not c.failures
+    assert left["demo://resourse/"] == (
+        "upstream-ev: upstream 'ev' lists no resource or template under prefix 'demo://resourse/'; "
+        "did you mean 'demo://resource/'?"
+    )
+    assert "demo://resource/static/" not in left and "t://" not in left  # covers one; lists no URIs at all
+
+
 # 6. Paging that does not end is cut, and said.
 
 

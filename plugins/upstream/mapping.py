@@ -14,8 +14,9 @@ a malformed URI or template, a tool schema that is not an object schema or not J
 that is not a valid MCP name), when it repeats one listed before (the same URI in canonical form, a
 template of the same shape, the same served tool or prompt name: in this upstream, or in one
 configured before it, :func:`settle`), or when its record does not convert. Never the whole
-upstream, never the other upstreams. Also reported there: a list cut short (its pages did not end)
-and an ``effects`` override naming a tool the upstream does not list, or refused.
+upstream, never the other upstreams. Also reported there: a list cut short (its pages did not end),
+a prefix under which the upstream lists nothing, and an ``effects`` override naming a tool the
+upstream does not list, or refused.
 
 Tool effects come from the upstream's annotations, with MCP's defaults for absent hints
 (``readOnlyHint`` false, ``destructiveHint`` true, ``openWorldHint`` true): ``readOnlyHint`` ->
@@ -261,6 +262,8 @@ def declare(
         out.left_out.append(LeftOut(what, f"the rest of {what} is not served: {why}", "fix the upstream's paging"))
     _resources(server, homes, listed.get("resources", ()), freshness, out)
     _templates(server, homes, listed.get("templates", ()), out)
+    uris = [r.uri for r in listed.get("resources", ())] + [t.uri_template for t in listed.get("templates", ())]
+    _idle_prefixes(server, homes, uris, out)
     tools: Sequence[types.Tool] = listed.get("tools", ())
     for tool in tools:
         _tool(server, tool, out)
@@ -371,6 +374,26 @@ def _tool(server: ServerSettings, tool: types.Tool, out: Listing) -> None:
     out.keep("tool", tool.name, make, out.tools)
     if len(out.tools) > before:
         out.tool_names[served] = tool.name
+
+
+def _idle_prefixes(server: ServerSettings, homes: Homes, listed: Sequence[str], out: Listing) -> None:
+    """A configured prefix under which the upstream lists nothing (a typo, most likely, when it
+    lists URIs elsewhere) is reported, with the closest path prefix of what it does list."""
+    if not listed:
+        return  # it lists no resources at all: a prefix is required all the same, nothing to say
+    candidates = sorted({u[: i + 1] for u in map(rules.literal_start, listed) for i, c in enumerate(u) if c == "/"})
+    for prefix in homes.prefixes:
+        if any(_starts(uri, prefix) for uri in listed):
+            continue
+        close = difflib.get_close_matches(prefix, candidates, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        out.left_out.append(
+            LeftOut(
+                prefix,
+                f"upstream {server.name!r} lists no resource or template under prefix {prefix!r}{hint}",
+                "correct the prefix, or remove it",
+            )
+        )
 
 
 def _unknown_overrides(server: ServerSettings, listed: Sequence[str], out: Listing) -> None:
