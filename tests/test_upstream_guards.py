@@ -91,7 +91,8 @@ def test_an_oauth_token_endpoint_is_https_unless_loopback(kind: str) -> None:
     remote = {**AUTHS[kind], "token_endpoint": "http://idp.example.com/oauth/token"}
     said = _refused(_http("https://mcp.example.com/mcp", remote))
     assert "auth.token_endpoint 'http://idp.example.com/oauth/token' is plain http" in said
-    assert "the client secret would cross the network in cleartext; use https://" in said
+    sent = "the client secret and each caller's token" if kind == "on_behalf_of" else "the client secret"
+    assert f"{sent} would cross the network in cleartext; use https://" in said
     local = {**AUTHS[kind], "token_endpoint": "http://127.0.0.1:4000/token"}
     assert ServerSettings.model_validate(_http("https://mcp.example.com/mcp", local)).auth is not None
     with_user = {**AUTHS[kind], "token_endpoint": f"https://c:{SECRET}@idp.example.com/token"}

@@ -199,7 +199,8 @@ class OAuthAuth(BaseModel):
         their token, are sent there), checked on the whole table: the field's error would hide the
         URL that says what is wrong (a setting under ``auth`` is masked as a possible secret)."""
         if isinstance(data, dict) and isinstance(data.get("token_endpoint"), str):
-            checked_url(data["token_endpoint"], "auth.token_endpoint", sent="the client secret")
+            callers = " and each caller's token" if data.get("type") == "on_behalf_of" else ""
+            checked_url(data["token_endpoint"], "auth.token_endpoint", sent=f"the client secret{callers}")
         return _names_checked(data, ("client_id_env", "client_secret_env"), "auth.")
 
     @field_validator("resource")
