@@ -43,7 +43,7 @@ def test_upstream_settings_example_in_the_module_docstring_validates() -> None:
             {"name": "a", "command": "x", "prefixes": ["a://"], "auth": {"token_env": "T"}},
             "auth is for url upstreams",
         ),
-        ({"name": "a", "command": "x", "prefixes": ["a://"], "env": {"KEY": "not a name"}}, "pattern"),
+        ({"name": "a", "command": "x", "prefixes": ["a://"], "env": {"KEY": "not a name"}}, "must be the NAME"),
     ],
 )
 def test_upstream_server_settings_reject_what_is_ambiguous(table: dict[str, object], message: str) -> None:
@@ -90,8 +90,9 @@ def test_upstream_tool_effects_follow_annotations_unless_overridden() -> None:
 
     assert effects_of(tool(read_only_hint=True), {}) == "none"
     assert effects_of(tool(destructive_hint=True), {}) == "destructive"
-    assert effects_of(tool(), {}) == "additive"
-    assert effects_of(types.Tool(name="t", input_schema={"type": "object"}), {}) == "additive"
+    assert effects_of(tool(destructive_hint=False), {}) == "additive"
+    assert effects_of(tool(), {}) == "destructive"  # MCP's default for an absent destructiveHint
+    assert effects_of(types.Tool(name="t", input_schema={"type": "object"}), {}) == "destructive"
     assert effects_of(tool(read_only_hint=True), {"t": "destructive"}) == "destructive"
 
 

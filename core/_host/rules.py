@@ -10,7 +10,7 @@ Rules (the ``rule`` string of a Problem):
 ==================================  =================================================================
 ``uri-not-absolute``                a fixed URI lacks a scheme (``scheme:...``)
 ``uri-is-template``                 a fixed URI contains ``{...}``; declare a ResourceTemplate
-``uri-invalid``                     a fixed URI has a malformed percent-escape
+``uri-invalid``                     a fixed URI, or a template's literal part, has a malformed percent-escape
 ``template-invalid``                the SDK's strict RFC 6570 parser rejects the template (this
                                     includes adjacent variables such as ``{a}{b}``)
 ``template-without-variables``      a template with no variable; declare a fixed Resource
@@ -72,6 +72,11 @@ def _check_template(d: Declared, t: ResourceTemplate) -> Iterable[Problem]:
         parsed = UriTemplate.parse(t.uri_template)
     except InvalidUriTemplate as exc:
         yield Problem(p, "template-invalid", t.uri_template, str(exc), "write an RFC 6570 template, e.g. a://x/{id}")
+        return
+    try:
+        canonical_template(t.uri_template)  # the catalog compiles the canonical form
+    except InvalidUri as exc:
+        yield Problem(p, "uri-invalid", t.uri_template, f"a literal part {exc}", "write %XX with two hex digits")
         return
     if not parsed.variables:
         yield Problem(

@@ -19,7 +19,7 @@ from pydantic import BaseModel
 from mcp_providers.hookspecs import hookimpl
 from mcp_providers.models import Freshness
 from mcp_providers.plugins.upstream.link import Link, list_at_start
-from mcp_providers.plugins.upstream.mapping import Homes, LeftOut, Listing, declare
+from mcp_providers.plugins.upstream.mapping import Homes, LeftOut, Listing, declare, settle
 from mcp_providers.plugins.upstream.providers import UpstreamPrompts, UpstreamResources, UpstreamTools
 from mcp_providers.plugins.upstream.settings import UpstreamSettings
 from mcp_providers.providers import PromptProvider, ResourceProvider, ToolProvider
@@ -60,12 +60,13 @@ class Built:
 def providers(settings: UpstreamSettings | None) -> Built:
     """List every upstream once per settings object and make its three providers. An upstream
     that cannot be listed gets providers that declare nothing; its resource provider keeps why
-    (:attr:`UpstreamResources.failure`) and its lifespan tries to connect again."""
+    (:attr:`UpstreamResources.failure`) and its lifespan tries to connect again. What two
+    upstreams both list under one URI or name is served by the one configured first (:func:`settle`)."""
     settings = settings if settings is not None else UpstreamSettings()
     if settings._built is not None:
         return settings._built  # type: ignore[no-any-return]
     found = list_at_start(settings.servers)
-    resources, tools, prompts = [], [], []
+    resources, tools, prompts, listings = [], [], [], []
     for server in settings.servers:
         link = Link(server)
         homes = Homes(prefixes=server.prefixes, namespace=server.namespace)
@@ -74,11 +75,15 @@ def providers(settings: UpstreamSettings | None) -> Built:
         listing = Listing() if not isinstance(listed, dict) else declare(server, homes, listed, _freshness(listed))
         if failure is not None:
             listing.left_out.append(Unavailable(server.name, f"nothing served: {failure}", _START_FIX))
-        elif not (listing.resources or listing.templates or listing.tools or listing.prompts):
-            listing.left_out.append(Unavailable(server.name, *_nothing(server.name, listing)))
+        listings.append((server.name, listing))
         resources.append(UpstreamResources(link, homes, listing, failure))
         tools.append(UpstreamTools(link, listing))
         prompts.append(UpstreamPrompts(link, listing))
+    settle(listings)
+    for name, listing in listings:  # after settle, which may have left out all of a later upstream
+        empty = not (listing.resources or listing.templates or listing.tools or listing.prompts)
+        if empty and isinstance(found.get(name), dict):
+            listing.left_out.append(Unavailable(name, *_nothing(name, listing)))
     settings._built = Built(tuple(resources), tuple(tools), tuple(prompts))
     return settings._built  # type: ignore[no-any-return]
 

@@ -63,7 +63,8 @@ _Over = tuple[Client, BrokeredAuth, Callable[[], None]]
 """What a request is sent over: the connection, its auth, and what to call when it is lost."""
 Listed = dict[str, Any]
 """``{"info": Implementation | None, "protocol": str, "subscribe": bool, "resources": [...],
-"templates": [...], "tools": [...], "prompts": [...]}`` of ``mcp_types`` records."""
+"templates": [...], "tools": [...], "prompts": [...], "cut": [(list, why), ...]}`` of ``mcp_types``
+records; ``cut`` names each list that was cut short."""
 
 
 def who(server: ServerSettings) -> str:
@@ -87,7 +88,9 @@ async def transport(server: ServerSettings, auth: httpx2.Auth | None = None) -> 
     assert server.url is not None  # the settings validator holds exactly one of command and url
     headers = {}
     if isinstance(server.auth, BearerAuth):
-        headers["Authorization"] = f"Bearer {read_variable(server.auth.token_env, server=server.name, setting='auth')}"
+        headers["Authorization"] = (
+            f"Bearer {read_variable(server.auth.token_env, server=server.name, setting='auth.token_env')}"
+        )
     # requests are bounded by read_timeout in Link.request; the read timeout here bounds an idle
     # stream (a listen stream, the 2025 GET stream), which must outlive a quiet upstream
     timeout = httpx2.Timeout(server.read_timeout, read=max(server.read_timeout + 5, IDLE_STREAM_SECONDS))
@@ -116,30 +119,48 @@ def client(
     )
 
 
-async def _pages(fetch: Callable[[str | None], Awaitable[Any]], field: str, limit: int = 1000) -> list[Any]:
+MAX_PAGES = 1000
+"""Most pages read of one list; an upstream whose cursors never end is cut there, and told."""
+
+
+async def _pages(
+    fetch: Callable[[str | None], Awaitable[Any]], field: str, cut: list[tuple[str, str]], what: str
+) -> list[Any]:
+    """Every page of one list, following ``nextCursor``. Stops, noting ``(what, why)`` in ``cut``,
+    after :data:`MAX_PAGES` pages or at a cursor it was given before (it would loop forever)."""
     items: list[Any] = []
     cursor: str | None = None
-    for _ in range(limit):
+    seen: set[str] = set()
+    for _ in range(MAX_PAGES):
         page = await fetch(cursor)
         items += getattr(page, field)
         cursor = page.next_cursor
         if not cursor:
-            break
+            return items
+        if cursor in seen:
+            cut.append((what, f"the upstream sent a cursor it had sent before, after {len(seen) + 1} pages"))
+            return items
+        seen.add(cursor)
+    cut.append((what, f"its pages did not end within {MAX_PAGES}"))
     return items
 
 
 async def list_all(c: Client) -> Listed:
-    """Every component ``c``'s server lists, as its capabilities offer them."""
+    """Every component ``c``'s server lists, as its capabilities offer them; ``"cut"`` holds
+    ``(list, why)`` for each list that was cut short (see :func:`_pages`)."""
     caps = c.server_capabilities
-    out: Listed = {"info": c.server_info, "protocol": c.protocol_version, "subscribe": False}
+    cut: list[tuple[str, str]] = []
+    out: Listed = {"info": c.server_info, "protocol": c.protocol_version, "subscribe": False, "cut": cut}
     if caps.resources is not None:
         out["subscribe"] = bool(caps.resources.subscribe)
-        out["resources"] = await _pages(lambda cur: c.list_resources(cursor=cur), "resources")
-        out["templates"] = await _pages(lambda cur: c.list_resource_templates(cursor=cur), "resource_templates")
+        out["resources"] = await _pages(lambda cur: c.list_resources(cursor=cur), "resources", cut, "resources/list")
+        out["templates"] = await _pages(
+            lambda cur: c.list_resource_templates(cursor=cur), "resource_templates", cut, "resources/templates/list"
+        )
     if caps.tools is not None:
-        out["tools"] = await _pages(lambda cur: c.list_tools(cursor=cur), "tools")
+        out["tools"] = await _pages(lambda cur: c.list_tools(cursor=cur), "tools", cut, "tools/list")
     if caps.prompts is not None:
-        out["prompts"] = await _pages(lambda cur: c.list_prompts(cursor=cur), "prompts")
+        out["prompts"] = await _pages(lambda cur: c.list_prompts(cursor=cur), "prompts", cut, "prompts/list")
     return out
 
 
@@ -150,7 +171,10 @@ async def _list_one(server: ServerSettings) -> Listed:
         auth = BrokeredAuth(await service.obtain(service.principal))
     with anyio.fail_after(server.read_timeout):
         async with client(server, auth=auth) as c:
-            return await list_all(c)
+            listed = await list_all(c)
+    for what, why in listed["cut"]:
+        log.warning("%s: %s was cut short: %s; the rest is not served", who(server), what, why)
+    return listed
 
 
 def list_at_start(servers: Sequence[ServerSettings]) -> dict[str, Listed | str]:

@@ -7,20 +7,30 @@ hand-written plugin returns (:class:`~mcp_providers.models.Resource`,
 audit treat them like any other. Each carries its origin in ``meta`` under :data:`ORIGIN_KEY`
 (``{"server": "everything", "uri": "demo://resource/1"}``; ``"name"`` for tools and prompts).
 
-A component is left out, with the reason in :attr:`Listing.left_out` (``check`` prints each), when
-its URI lies outside the owned prefixes, its URI cannot be re-homed under the namespace, its name
-is not a valid MCP name, or its record does not convert.
+A component is left out, with the reason in :attr:`Listing.left_out` (``check`` prints each as a
+``left-out`` advisory), when its URI lies outside the owned prefixes or cannot be re-homed under
+the namespace, when a rule of ``check`` would refuse it (:mod:`~mcp_providers.plugins.upstream.rules`:
+a malformed URI or template, a tool schema that is not an object schema or not JSON Schema, a name
+that is not a valid MCP name), when it repeats one listed before (the same URI in canonical form, a
+template of the same shape, the same served tool or prompt name: in this upstream, or in one
+configured before it, :func:`settle`), or when its record does not convert. Never the whole
+upstream, never the other upstreams. Also reported there: a list cut short (its pages did not end),
+a prefix under which the upstream lists nothing, and an ``effects`` override naming a tool the
+upstream does not list, or refused.
 
-Tool effects come from the upstream's annotations unless the operator overrides them:
-``readOnlyHint`` -> ``none``, ``destructiveHint`` -> ``destructive``, anything else
-``additive`` (the upstream's word is all there is: it cannot be scoped in this process).
+Tool effects come from the upstream's annotations, with MCP's defaults for absent hints
+(``readOnlyHint`` false, ``destructiveHint`` true, ``openWorldHint`` true): ``readOnlyHint`` ->
+``none``, else ``destructiveHint: false`` -> ``additive``, else ``destructive`` (the upstream's word
+is all there is: it cannot be scoped in this process). The operator's ``effects`` override them,
+except that ``none`` is refused for a tool the upstream says is not read-only.
 """
 
 from __future__ import annotations
 
 import copy
+import difflib
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -39,12 +49,14 @@ from mcp_providers.models import (
     ResourceTemplate,
     Tool,
 )
+from mcp_providers.plugins.upstream import rules
 from mcp_providers.plugins.upstream.settings import ServerSettings
 
-__all__ = ["Homes", "LeftOut", "Listing", "declare", "effects_of"]
+__all__ = ["Homes", "LeftOut", "Listing", "declare", "effects_of", "override_problem", "settle"]
 
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://(.*)$", re.DOTALL)
+_LEAVE_OUT = "fix it upstream, or leave it out"
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,22 +110,51 @@ class Homes:
 
 
 def _starts(uri: str, prefix: str) -> bool:
-    """``uri`` lies under ``prefix``, the scheme compared case-insensitively (as the rules do)."""
-    scheme, sep, rest = prefix.partition("://")
-    u_scheme, u_sep, u_rest = uri.partition("://")
-    return bool(sep and u_sep) and u_scheme.lower() == scheme.lower() and u_rest.startswith(rest)
+    """``uri`` (or a template's literal start) lies under ``prefix``, compared in canonical form as
+    the core's ``outside-prefix`` rule does; spellings that do not canonicalise are compared as
+    written (the scheme case-insensitively), and :func:`rules.uri_problem` reports them."""
+    start = rules.literal_start(uri)
+    try:
+        return rules.canonical(start).startswith(rules.canonical(prefix))
+    except ValueError:
+        scheme, sep, rest = prefix.partition("://")
+        u_scheme, u_sep, u_rest = start.partition("://")
+        return bool(sep and u_sep) and u_scheme.lower() == scheme.lower() and u_rest.startswith(rest)
+
+
+def _hint(hints: types.ToolAnnotations | None, name: str, default: bool) -> bool:
+    """A tool hint as the upstream gave it, else MCP's default for it."""
+    value = getattr(hints, name, None) if hints is not None else None
+    return default if value is None else bool(value)
+
+
+def override_problem(tool: types.Tool, override: Mapping[str, Effects]) -> str | None:
+    """Why the operator's ``effects`` override of ``tool`` is refused, or ``None``: ``none`` for a
+    tool the upstream says is not read-only (``readOnlyHint: false``, or ``destructiveHint: true``
+    without ``readOnlyHint: true``). Absent hints say nothing, so ``none`` stays the operator's call."""
+    if override.get(tool.name) != "none":
+        return None
+    hints = tool.annotations
+    said_read_only = hints is not None and hints.read_only_hint
+    said_writes = hints is not None and (hints.read_only_hint is False or hints.destructive_hint is True)
+    if said_read_only or not said_writes:
+        return None
+    word = "destructive (destructiveHint: true)" if hints and hints.destructive_hint else "not read-only"
+    return (
+        f"effects of {tool.name!r} cannot be 'none': the upstream declares it {word}, and a read-only tool's "
+        f"call would be forwarded as a side-effect exemption; it is served as {effects_of(tool, {})!r}"
+    )
 
 
 def effects_of(tool: types.Tool, override: Mapping[str, Effects]) -> Effects:
-    """The effects of an upstream tool: the operator's override, else from its annotations."""
-    if tool.name in override:
+    """The effects of an upstream tool: the operator's override (unless :func:`override_problem`
+    refuses it), else from its annotations with MCP's defaults for absent hints."""
+    if tool.name in override and override_problem(tool, override) is None:
         return override[tool.name]
     hints = tool.annotations
-    if hints is not None and hints.read_only_hint:
+    if _hint(hints, "read_only_hint", False):
         return "none"
-    if hints is not None and hints.destructive_hint:
-        return "destructive"
-    return "additive"
+    return "destructive" if _hint(hints, "destructive_hint", True) else "additive"
 
 
 class UpstreamArguments(BaseModel):
@@ -164,15 +205,35 @@ class Listing:
     """Served tool name -> the upstream's."""
     prompt_names: dict[str, str] = field(default_factory=dict)
     """Served prompt name -> the upstream's."""
+    keys: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Per kind, the key the core compares (canonical URI, template shape, served name) -> the
+    upstream's own value it was first listed as (to say what a repeat repeats)."""
 
     def keep(self, kind: str, value: str, make: Callable[[], Any], into: list[Any]) -> None:
         """Append ``make()``; a record that does not convert is left out with the reason."""
         try:
             into.append(make())
-        except (ValueError, TypeError, jsonschema.SchemaError) as exc:
-            self.left_out.append(
-                LeftOut(value, f"{kind} does not convert: {str(exc)[:300]}", "fix it upstream, or leave it out")
-            )
+        # the upstream's records are untrusted input: whatever one of them raises (a schema too
+        # deep to check, an unknown $schema), it costs that component only, never the plugin
+        except Exception as exc:
+            self.left_out.append(LeftOut(value, f"{kind} does not convert: {str(exc)[:300]}", _LEAVE_OUT))
+
+    def first(self, kind: str, key: str, value: str) -> bool:
+        """Whether ``key`` is new for ``kind``; a repeat is left out, naming what it repeats."""
+        seen = self.keys.setdefault(kind, {})
+        if key not in seen:
+            seen[key] = value
+            return True
+        same = "" if seen[key] == value else f" as {seen[key]!r}"
+        message = f"{kind} {value!r} repeats one listed before{same}; only the first listed may be served"
+        self.left_out.append(LeftOut(value, message, "the upstream should list each once"))
+        return False
+
+    def refuse(self, kind: str, value: str, problem: str | None) -> bool:
+        """Whether ``problem`` (a rule's verdict) leaves ``value`` out; recorded when it does."""
+        if problem is not None:
+            self.left_out.append(LeftOut(value, f"{kind} {value!r} {problem}", _LEAVE_OUT))
+        return problem is not None
 
 
 def _annotations(a: types.Annotations | None) -> Annotations | None:
@@ -194,12 +255,19 @@ def declare(
     freshness: Freshness,
 ) -> Listing:
     """Convert what ``server`` listed (``{"resources": [...], "templates": [...], "tools": [...],
-    "prompts": [...]}`` of ``mcp_types`` records) into declarations; never raises for one bad record."""
+    "prompts": [...], "cut": [...]}`` of ``mcp_types`` records; ``cut``: ``(list, why)`` for each
+    list whose pages did not end) into declarations; never raises for one bad record."""
     out = Listing()
+    for what, why in listed.get("cut", ()):
+        out.left_out.append(LeftOut(what, f"the rest of {what} is not served: {why}", "fix the upstream's paging"))
     _resources(server, homes, listed.get("resources", ()), freshness, out)
     _templates(server, homes, listed.get("templates", ()), out)
-    for tool in listed.get("tools", ()):
+    uris = [r.uri for r in listed.get("resources", ())] + [t.uri_template for t in listed.get("templates", ())]
+    _idle_prefixes(server, homes, uris, out)
+    tools: Sequence[types.Tool] = listed.get("tools", ())
+    for tool in tools:
         _tool(server, tool, out)
+    _unknown_overrides(server, [t.name for t in tools], out)
     for prompt in listed.get("prompts", ()):
         _prompt(server, prompt, out)
     return out
@@ -214,6 +282,10 @@ def _resources(
             out.left_out.append(
                 LeftOut(r.uri, f"resource {r.name!r} {homes.why_not(r.uri)[0]}", homes.why_not(r.uri)[1])
             )
+            continue
+        if out.refuse("resource", r.uri, rules.uri_problem(served)):
+            continue
+        if not out.first("resource", rules.canonical(served), r.uri):
             continue
         out.keep(
             "resource",
@@ -240,6 +312,11 @@ def _templates(server: ServerSettings, homes: Homes, records: Sequence[types.Res
             why, fix = homes.why_not(t.uri_template)
             out.left_out.append(LeftOut(t.uri_template, f"template {t.name!r} {why}", fix))
             continue
+        if out.refuse("template", t.uri_template, rules.template_problem(served)):
+            continue
+        # one shape matches exactly the same URIs: the core's duplicate-template and template-unreachable
+        if not out.first("template", rules.shape(rules.canonical_template(served)), t.uri_template):
+            continue
         out.keep(
             "template",
             t.uri_template,
@@ -264,13 +341,20 @@ def _named(server: ServerSettings, kind: str, name: str, out: Listing) -> str | 
             LeftOut(name, f"{kind} name {served!r} is not a valid MCP name (1-128 of A-Z a-z 0-9 _ . -)", "rename it")
         )
         return None
-    return served
+    return served if out.first(kind, served, name) else None
 
 
 def _tool(server: ServerSettings, tool: types.Tool, out: Listing) -> None:
     served = _named(server, "tool", tool.name, out)
     if served is None:
         return
+    for schema, what in ((tool.input_schema, "inputSchema"), (tool.output_schema, "outputSchema")):
+        if out.refuse("tool", tool.name, rules.schema_problem(schema, what)):
+            return
+    refused = override_problem(tool, server.effects)
+    if refused is not None:
+        fix = "remove the override, or set the effects the upstream declares"
+        out.left_out.append(LeftOut(f"effects.{tool.name}", refused, fix))
 
     def make() -> Tool:
         hints = tool.annotations
@@ -281,8 +365,8 @@ def _tool(server: ServerSettings, tool: types.Tool, out: Listing) -> None:
             input_model=schema_model(f"{served}Input", tool.input_schema),
             output_model=schema_model(f"{served}Output", tool.output_schema) if tool.output_schema else None,
             effects=effects_of(tool, server.effects),
-            idempotent=bool(hints and hints.idempotent_hint),
-            open_world=bool(hints and hints.open_world_hint),
+            idempotent=_hint(hints, "idempotent_hint", False),
+            open_world=_hint(hints, "open_world_hint", True),
             meta=_origin(server, name=tool.name),
         )
 
@@ -290,6 +374,45 @@ def _tool(server: ServerSettings, tool: types.Tool, out: Listing) -> None:
     out.keep("tool", tool.name, make, out.tools)
     if len(out.tools) > before:
         out.tool_names[served] = tool.name
+
+
+def _idle_prefixes(server: ServerSettings, homes: Homes, listed: Sequence[str], out: Listing) -> None:
+    """A configured prefix under which the upstream lists nothing (a typo, most likely, when it
+    lists URIs elsewhere) is reported, with the closest path prefix of what it does list."""
+    if not listed:
+        return  # it lists no resources at all: a prefix is required all the same, nothing to say
+    candidates = sorted({u[: i + 1] for u in map(rules.literal_start, listed) for i, c in enumerate(u) if c == "/"})
+    for prefix in homes.prefixes:
+        if any(_starts(uri, prefix) for uri in listed):
+            continue
+        close = difflib.get_close_matches(prefix, candidates, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        out.left_out.append(
+            LeftOut(
+                prefix,
+                f"upstream {server.name!r} lists no resource or template under prefix {prefix!r}{hint}",
+                "correct the prefix, or remove it",
+            )
+        )
+
+
+def _unknown_overrides(server: ServerSettings, listed: Sequence[str], out: Listing) -> None:
+    """An ``effects`` key naming no listed tool (a typo, a served name with ``tool_prefix``, a tool
+    since removed) is reported, with the closest listed name."""
+    for name in sorted(set(server.effects) - set(listed)):
+        bare = name.removeprefix(server.tool_prefix or "")
+        if server.tool_prefix and bare in listed:
+            close = [bare]
+        else:
+            close = difflib.get_close_matches(name, sorted(set(listed)), n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        out.left_out.append(
+            LeftOut(
+                f"effects.{name}",
+                f"upstream {server.name!r} lists no tool {name!r}{hint} (the override does nothing)",
+                "name the tool as the upstream lists it (without tool_prefix), or remove the override",
+            )
+        )
 
 
 def _prompt(server: ServerSettings, prompt: types.Prompt, out: Listing) -> None:
@@ -314,3 +437,29 @@ def _prompt(server: ServerSettings, prompt: types.Prompt, out: Listing) -> None:
     out.keep("prompt", prompt.name, make, out.prompts)
     if len(out.prompts) > before:
         out.prompt_names[served] = prompt.name
+
+
+def settle(listings: Iterable[tuple[str, Listing]]) -> None:
+    """Leave out what an upstream serves under a URI, template or name that an upstream
+    configured before it already serves (``(name, listing)`` in configuration order): two
+    upstreams' tools without a ``tool_prefix`` may share a name, and the core would refuse the
+    whole plugin for it. The first one keeps it; the later one's is reported."""
+    owners: dict[tuple[str, str], str] = {}
+    for name, listing in listings:
+
+        def mine(kind: str, key: str, value: str, name: str = name, listing: Listing = listing) -> bool:
+            owner = owners.setdefault((kind, key), name)
+            if owner != name:
+                message = f"{kind} {key!r} is also served by upstream {owner!r}, configured before it"
+                fix = "give one of them a tool_prefix" if kind in ("tool", "prompt") else "give each its own prefix"
+                listing.left_out.append(LeftOut(value, message, fix))
+            return owner == name
+
+        listing.resources[:] = [r for r in listing.resources if mine("resource", rules.canonical(r.uri), r.uri)]
+        listing.templates[:] = [t for t in listing.templates if mine("template", t.uri_template, t.uri_template)]
+        listing.tools[:] = [t for t in listing.tools if mine("tool", t.name, listing.tool_names[t.name])]
+        listing.prompts[:] = [p for p in listing.prompts if mine("prompt", p.name, listing.prompt_names[p.name])]
+        for gone in set(listing.tool_names) - {t.name for t in listing.tools}:
+            del listing.tool_names[gone]
+        for gone in set(listing.prompt_names) - {p.name for p in listing.prompts}:
+            del listing.prompt_names[gone]

@@ -47,12 +47,16 @@ it lists is served as ``<namespace>://scheme/rest``; receipts and audit lines ke
 
 from __future__ import annotations
 
+import ipaddress
 import os
+import re
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, PrivateAttr, Tag, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, PrivateAttr, Tag, field_validator, model_validator
 
 from mcp_providers.models import Effects
+from mcp_providers.plugins.upstream import rules
 
 __all__ = [
     "BearerAuth",
@@ -71,21 +75,83 @@ ENV_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,127}$"
 PREFIX_PATTERN = r"^[A-Za-z][A-Za-z0-9+.-]*://"
 TOOL_PREFIX_PATTERN = r"^[A-Za-z0-9_.-]{1,32}$"
 
-EnvName = Annotated[str, Field(pattern=ENV_NAME_PATTERN)]
-_STRICT = ConfigDict(extra="forbid", frozen=True)
+_ENV_NAME = re.compile(ENV_NAME_PATTERN)
+_SHOWN_NAME = re.compile(r"^[A-Z][A-Z0-9]{0,15}(_[A-Z0-9]{1,16}){0,7}$")
+"""Variable names a message may repeat: UPPER_SNAKE_CASE in short words (``FILES_GITHUB_TOKEN``).
+Anything else that passes as a name may be a pasted secret (``ghp_...``, ``sk_live_...``,
+``AKIA...``), so a message names only the setting it came from."""
+EnvName = Annotated[str, Field(description="The name of one of our environment variables.")]
+_STRICT = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
+"""Inputs are never shown in errors: a misplaced setting may hold a secret."""
+_NOT_A_NAME = (
+    "must be the NAME of one of our environment variables (a letter or _, then letters, digits or _; at most "
+    "128), not a value: put the secret in a variable and name that variable here (the value is not shown)"
+)
+
+
+def variable_named(env_name: str, setting: str) -> str:
+    """How messages name the variable ``env_name`` from ``setting``: ``"environment variable
+    REMOTE_TOKEN (from auth.token_env)"``, or, when the name could be a pasted secret (not short
+    UPPER_SNAKE_CASE words), ``"the environment variable named in auth.token_env"``."""
+    if _SHOWN_NAME.fullmatch(env_name):
+        return f"environment variable {env_name} (from {setting})"
+    return f"the environment variable named in {setting}"
 
 
 def read_variable(env_name: str, *, server: str, setting: str) -> str:
     """The value of our environment variable ``env_name``.
 
-    :raises ValueError: unset or empty; the message names the variable and the setting it came
-        from, never a value.
+    :raises ValueError: unset or empty, or ``env_name`` is not a variable name; the message names
+        the setting it came from and, when it cannot be a secret (:func:`variable_named`), the
+        variable; never a value.
     """
+    if not _ENV_NAME.fullmatch(env_name):
+        raise ValueError(f"upstream {server!r}: {setting} {_NOT_A_NAME}")
     value = os.environ.get(env_name, "")
     if not value:
         raise ValueError(
-            f"upstream {server!r}: environment variable {env_name} (from {setting}) is not set; "
-            "export it before starting the server"
+            f"upstream {server!r}: {variable_named(env_name, setting)} is not set; export it before starting the server"
+        )
+    return value
+
+
+def _names_checked(data: Any, fields: tuple[str, ...], where: str) -> Any:
+    """``data`` (a table) when each of ``fields`` present is a variable name; run before field
+    validation, so the error is the table's and pydantic shows no value."""
+    if isinstance(data, dict):
+        for name in fields:
+            value = data.get(name)
+            if value is not None and not (isinstance(value, str) and _ENV_NAME.fullmatch(value)):
+                raise ValueError(f"{where}{name} {_NOT_A_NAME}")
+    return data
+
+
+def is_loopback_host(host: str) -> bool:
+    """Whether ``host`` is ``localhost`` or a loopback IP address (127.0.0.0/8, ``::1``)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def checked_url(value: str, what: str, *, sent: str | None) -> str:
+    """``value``, an ``http(s)://`` URL, if it carries no user info and, when a credential is
+    ``sent`` to it (e.g. ``"the bearer token"``), is ``https://`` or plain http to a loopback host.
+
+    :raises ValueError: what is wrong and what is right; the URL is shown without user info or query.
+    """
+    parts = urlsplit(value)
+    shown = f"{parts.scheme}://{parts.hostname or ''}{parts.path}"
+    if "@" in parts.netloc:
+        raise ValueError(
+            f"{what} {shown!r} must not carry user info; name credentials in auth (as environment variables)"
+        )
+    if sent is not None and parts.scheme == "http" and not is_loopback_host(parts.hostname or ""):
+        raise ValueError(
+            f"{what} {shown!r} is plain http to a host that is not loopback, so {sent} would cross the network "
+            "in cleartext; use https:// (plain http only to 127.0.0.0/8, ::1, localhost)"
         )
     return value
 
@@ -98,6 +164,11 @@ class BearerAuth(BaseModel):
 
     type: Literal["bearer"] = "bearer"
     token_env: EnvName = Field(description="Environment variable holding the token.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _names(cls, data: Any) -> Any:
+        return _names_checked(data, ("token_env",), "auth.")
 
 
 class OAuthAuth(BaseModel):
@@ -120,6 +191,22 @@ class OAuthAuth(BaseModel):
         default=None, pattern=r"^https?://", description="RFC 8707 resource asked for; default the upstream's url."
     )
     audience: str | None = Field(default=None, min_length=1, description="audience asked for, if the server needs one.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _names(cls, data: Any) -> Any:
+        """Variable names, and the token endpoint (the client secret, and on behalf of a caller
+        their token, are sent there), checked on the whole table: the field's error would hide the
+        URL that says what is wrong (a setting under ``auth`` is masked as a possible secret)."""
+        if isinstance(data, dict) and isinstance(data.get("token_endpoint"), str):
+            callers = " and each caller's token" if data.get("type") == "on_behalf_of" else ""
+            checked_url(data["token_endpoint"], "auth.token_endpoint", sent=f"the client secret{callers}")
+        return _names_checked(data, ("client_id_env", "client_secret_env"), "auth.")
+
+    @field_validator("resource")
+    @classmethod
+    def _resource(cls, value: str | None) -> str | None:
+        return value if value is None else checked_url(value, "auth.resource", sent=None)
 
 
 class ClientCredentialsAuth(OAuthAuth):
@@ -149,6 +236,13 @@ def _auth_type(value: Any) -> str:
     return str(value.get("type", "bearer") if isinstance(value, dict) else getattr(value, "type", "bearer"))
 
 
+def _sent(auth: Any) -> str | None:
+    """What credential an upstream with ``auth`` is sent (``None``: none)."""
+    if isinstance(auth, BearerAuth):
+        return "the bearer token"
+    return None if auth is None else "the OAuth access token"
+
+
 Auth = Annotated[
     Annotated[BearerAuth, Tag("bearer")]
     | Annotated[ClientCredentialsAuth, Tag("client_credentials")]
@@ -166,7 +260,7 @@ class ServerSettings(BaseModel):
     command: str | None = Field(default=None, min_length=1, description="stdio: the program to start.")
     args: tuple[str, ...] = Field(default=(), description="stdio: its arguments.")
     cwd: str | None = Field(default=None, description="stdio: its working folder.")
-    env: dict[Annotated[str, Field(pattern=ENV_NAME_PATTERN)], EnvName] = Field(
+    env: dict[str, EnvName] = Field(
         default_factory=dict,
         description="stdio: the upstream's variable -> the name of OUR variable holding its value (no values here).",
     )
@@ -188,11 +282,26 @@ class ServerSettings(BaseModel):
     )
     read_timeout: float = Field(default=30.0, gt=0, le=600, description="Seconds one upstream request may take.")
     effects: dict[str, Effects] = Field(
-        default_factory=dict, description="Per upstream tool name: effects overriding its annotations."
+        default_factory=dict,
+        description="Per upstream tool name (as it lists it, without tool_prefix): effects overriding its "
+        "annotations; 'none' is refused for a tool the upstream says writes; a name it does not list is reported.",
     )
     max_bytes: int = Field(
         default=8 * 1024 * 1024, ge=1024, description="Largest answer accepted from the upstream, in bytes."
     )
+
+    @field_validator("env", mode="before")
+    @classmethod
+    def _env_names(cls, value: Any) -> Any:
+        """Keys and values are variable names (the upstream's, ours); checked on the whole table,
+        so the error shows neither a value nor a key (either may be a pasted secret)."""
+        if isinstance(value, dict):
+            for i, (key, name) in enumerate(value.items(), 1):
+                if not (isinstance(key, str) and _ENV_NAME.fullmatch(key)):
+                    raise ValueError(f"env: key {i} must be the name of the upstream's variable (letters, digits, _)")
+                if not (isinstance(name, str) and _ENV_NAME.fullmatch(name)):
+                    raise ValueError(f"env: the value of key {i} ({key}) {_NOT_A_NAME}")
+        return value
 
     @model_validator(mode="after")
     def _one_of_each(self) -> ServerSettings:
@@ -209,7 +318,22 @@ class ServerSettings(BaseModel):
                 f"upstream {self.name!r}: give exactly one of prefixes (URIs served as they are, e.g. "
                 '["demo://resource/"]) and namespace (URIs re-homed under <namespace>://)'
             )
+        if self.url is not None:
+            sent = _sent(self.auth) or ("its query (it may hold a key)" if urlsplit(self.url).query else None)
+            checked_url(self.url, f"upstream {self.name!r}: url", sent=sent)
+        for prefix in self.prefixes:
+            try:
+                rules.canonical(prefix)
+            except ValueError as exc:
+                raise ValueError(
+                    f"upstream {self.name!r}: prefix {prefix!r} {exc}; write %XX with two hex digits"
+                ) from None
         return self
+
+    @property
+    def provider_names(self) -> tuple[str, str, str]:
+        """Its three providers' names: ``upstream-<name>``, ``...-tools``, ``...-prompts``."""
+        return (f"upstream-{self.name}", f"upstream-{self.name}-tools", f"upstream-{self.name}-prompts")
 
     @property
     def transport(self) -> Literal["stdio", "streamable-http"]:
@@ -238,12 +362,22 @@ class UpstreamSettings(BaseModel):
         twice = sorted({n for n in names if names.count(n) > 1})
         if twice:
             raise ValueError(f"upstream name(s) {', '.join(twice)} configured twice; give each server its own name")
-        owned = [(p.lower(), s.name) for s in self.servers for p in s.owned]
-        for i, (a, first) in enumerate(owned):
-            for b, second in owned[i + 1 :]:
+        made: dict[str, str] = {}
+        for server in self.servers:
+            for provider in server.provider_names:
+                other = made.setdefault(provider, server.name)
+                if other != server.name:
+                    raise ValueError(
+                        f"upstreams {other!r} and {server.name!r} would both make a provider named {provider!r}; "
+                        "rename one (a name ending in -tools or -prompts clashes with another's)"
+                    )
+        # compared as the core compares prefixes (canonical form), and case-insensitively besides
+        owned = [(rules.canonical(p).lower(), p, s.name) for s in self.servers for p in s.owned]
+        for i, (a, a_written, first) in enumerate(owned):
+            for b, b_written, second in owned[i + 1 :]:
                 if a.startswith(b) or b.startswith(a):
                     raise ValueError(
-                        f"upstreams {first!r} and {second!r} both claim {min(a, b, key=len)!r} (prefixes {a!r} and "
-                        f"{b!r} overlap); give each its own prefix or namespace"
+                        f"upstreams {first!r} and {second!r} both claim {min(a, b, key=len)!r} (prefixes "
+                        f"{a_written!r} and {b_written!r} overlap); give each its own prefix or namespace"
                     )
         return self
