@@ -513,3 +513,15 @@ def test_a_template_with_a_malformed_escape_is_refused_by_check_not_a_crash() ->
     c = compose({"bad": Plugin()}, strict=False)
     assert [(p.rule, p.value) for p in c.problems] == [("uri-invalid", "x://a%zz/{id}")]
     assert c.records[0].status == "rejected"
+
+
+@pytest.mark.parametrize(("version", "shown"), [("", "tiny"), ("1.2", "tiny 1.2")])
+def test_the_receipts_server_info_has_no_trailing_space(
+    version: str, shown: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    recorded: list[Mapping[str, str]] = []
+    monkeypatch.setattr(link.credentials, "record_upstream", recorded.append)
+    served = link.Link(ServerSettings.model_validate(_http("http://127.0.0.1:1/mcp")))
+    served.info = types.Implementation(name="tiny", version=version)
+    served.served_by(uri="remote://a")
+    assert recorded[0]["serverInfo"] == shown

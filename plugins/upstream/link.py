@@ -275,7 +275,7 @@ class Link:
         grant ``"static"``, a bearer from a named variable, or ``"none"``), transport, serverInfo
         name and version, and ``where`` (the upstream's own ``uri``, or ``tool``/``prompt`` name).
         Never the credential itself."""
-        info = f"{self.info.name} {self.info.version}" if self.info is not None else "unknown"
+        info = " ".join(filter(None, (self.info.name, self.info.version))) if self.info is not None else "unknown"
         if credential is not None:
             who = {"name": self.server.name, "subject": credential.subject, "grant": credential.grant}
         else:

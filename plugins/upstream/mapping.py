@@ -338,7 +338,11 @@ def _named(server: ServerSettings, kind: str, name: str, out: Listing) -> str | 
     served = f"{server.tool_prefix or ''}{name}"
     if not _NAME.match(served):
         out.left_out.append(
-            LeftOut(name, f"{kind} name {served!r} is not a valid MCP name (1-128 of A-Z a-z 0-9 _ . -)", "rename it")
+            LeftOut(
+                name,
+                f"{kind} name {served!r} is not a valid MCP name (1-128 of A-Z a-z 0-9 _ . -)",
+                "nothing to do unless you need it: the upstream's author can rename it",
+            )
         )
         return None
     return served if out.first(kind, served, name) else None
