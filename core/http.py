@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import ipaddress
 import os
 from collections.abc import Iterator
 from contextvars import ContextVar
@@ -51,11 +52,28 @@ __all__ = [
     "client",
     "exempt",
     "in_read_scope",
+    "is_loopback_host",
     "read_scope",
     "scratch_dir",
     "tls_context",
     "upstream_tracer",
 ]
+
+
+def is_loopback_host(host: str) -> bool:
+    """Whether a URL's host is ``localhost`` or a loopback IP address (127.0.0.0/8, ``::1``, with or
+    without brackets): where plain ``http://`` may carry a credential, since it never leaves the
+    machine. A name that merely starts with ``127.`` (``127.example.com``) is not.
+
+    :param host: the host part of a URL, e.g. ``urllib.parse.urlsplit(url).hostname``.
+    """
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
 
 upstream_tracer: ContextVar[Tracer | None] = ContextVar("mcp_providers_upstream_tracer", default=None)
 """Set by the core around a provider's invocation while traces are on: every request a

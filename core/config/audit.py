@@ -3,13 +3,13 @@ webhook, OTLP logs) and how."""
 
 from __future__ import annotations
 
-import ipaddress
 from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from mcp_providers.config.environment import _ENV_NAME
+from mcp_providers.http import is_loopback_host
 
 __all__ = [
     "SYSLOG_FACILITIES",
@@ -130,21 +130,11 @@ class WebhookSinkSettings(_Shipped):
             raise ValueError(
                 "the sink's URL carries credentials; put the token in an environment variable named by token_env"
             )
-        if url.scheme != "https" and not _loopback_host(url.host or ""):
+        if url.scheme != "https" and not is_loopback_host(url.host or ""):
             raise ValueError(
                 f"audit lines go over https:// only (http:// is allowed on loopback alone); use https://{url.host}/..."
             )
         return url
-
-
-def _loopback_host(host: str) -> bool:
-    """``localhost``, or an IP address in 127.0.0.0/8 or ``::1`` (a name such as ``127.example`` is not)."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 class OtlpLogsSinkSettings(WebhookSinkSettings):

@@ -40,6 +40,7 @@ import httpx2
 
 from mcp_providers import http as core_http
 from mcp_providers.credentials import Credential
+from mcp_providers.http import is_loopback_host
 from mcp_providers.plugins.servicenow.auth_settings import ApiKeyAuth, BasicAuth, JwtBearerAuth, read_secret
 from mcp_providers.plugins.servicenow.backoff import Backoff, LocalBackoff
 from mcp_providers.plugins.servicenow.errors import ServiceNowError, UnknownInstance
@@ -47,7 +48,7 @@ from mcp_providers.plugins.servicenow.instance import Caller, CredentialSource, 
 from mcp_providers.plugins.servicenow.jwt_bearer import JwtBearerUpstream
 from mcp_providers.plugins.servicenow.oauth import OAuthFlow
 from mcp_providers.plugins.servicenow.redact import Redactor
-from mcp_providers.plugins.servicenow.settings import InstanceSettings, is_loopback_host
+from mcp_providers.plugins.servicenow.settings import InstanceSettings
 
 __all__ = ["InstancePool", "feed_redactor"]
 

@@ -36,7 +36,6 @@ An instance whose callers each act as their own ServiceNow user has ``jwt_bearer
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import os
 from collections.abc import Sequence
@@ -45,6 +44,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
+from mcp_providers.http import is_loopback_host
 from mcp_providers.plugins.servicenow.auth_settings import (
     STRICT,
     ApiKeyAuth,
@@ -241,16 +241,6 @@ def secret_variables(instance: InstanceSettings) -> list[tuple[str, str]]:
         return found + ([("auth.client_id_env", auth.client_id_env)] if auth.client_id_env else [])
     found = [("auth.client_secret_env", auth.client_secret_env)]
     return found + ([("auth.password_env", auth.password_env)] if auth.password_env else [])
-
-
-def is_loopback_host(host: str) -> bool:
-    """Whether ``host`` is ``localhost`` or a loopback IP address."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 class ServiceNowSettings(BaseModel):

@@ -47,7 +47,6 @@ it lists is served as ``<namespace>://scheme/rest``; receipts and audit lines ke
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import re
 from typing import Annotated, Any, Literal
@@ -55,6 +54,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, PrivateAttr, Tag, field_validator, model_validator
 
+from mcp_providers.http import is_loopback_host
 from mcp_providers.models import Effects
 from mcp_providers.plugins.upstream import rules
 
@@ -124,16 +124,6 @@ def _names_checked(data: Any, fields: tuple[str, ...], where: str) -> Any:
             if value is not None and not (isinstance(value, str) and _ENV_NAME.fullmatch(value)):
                 raise ValueError(f"{where}{name} {_NOT_A_NAME}")
     return data
-
-
-def is_loopback_host(host: str) -> bool:
-    """Whether ``host`` is ``localhost`` or a loopback IP address (127.0.0.0/8, ``::1``)."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def checked_url(value: str, what: str, *, sent: str | None) -> str:
