@@ -140,6 +140,9 @@ class Service:
         self._open_error: str | None = None
         self._users = 0
         self._secrets: list[str] = []
+        self.left_out: list[Any] = []
+        """What the settings name that the document does not have, where it fails safe
+        (:func:`~mcp_providers.plugins.openapi.names.advisories`); ``check`` lists it."""
 
     @property
     def label(self) -> str:

@@ -90,6 +90,7 @@ class OpenAPIResources(ResourceProvider):
         self.name = f"openapi-{service.name}"
         self.prefixes = (service.settings.owned_prefix,)
         self.service = service
+        self.left_out = tuple(service.left_out)  # check's left-out advisories (include names that match nothing)
         self._resources: list[Resource] = []
         self._templates: list[ResourceTemplate] = []
         self._by_key: dict[str, Operation] = {}
