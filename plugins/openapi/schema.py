@@ -139,8 +139,10 @@ class _Arguments(BaseModel):
     def _valid(cls, data: Any) -> Any:
         errors = sorted(cls.validator_.iter_errors(data), key=lambda e: list(e.absolute_path))
         if errors:
+            # the core says "Invalid arguments for <tool>: (arguments): " before it: no second label at the root
             said = "; ".join(
-                f"{'/'.join(map(str, e.absolute_path)) or '(arguments)'}: {e.message[:200]}" for e in errors[:5]
+                f"{'/'.join(map(str, e.absolute_path))}: {e.message[:200]}" if e.absolute_path else e.message[:200]
+                for e in errors[:5]
             )
             raise ValueError(said)
         return data

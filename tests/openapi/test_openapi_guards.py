@@ -6,17 +6,24 @@ cost (linear: no test times it; see ``benchmarks/openapi_load.py``)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
+import httpx2
 import pytest
+from fastapi import FastAPI, Request, Response
+from mcp import MCPError
+from openapi_support import serving
 
 import mcp_providers.plugins.openapi as openapi_plugin
 from mcp_providers._host.advisories import advisories
 from mcp_providers.plugins.openapi import loading
+from mcp_providers.plugins.openapi.client import ServiceError
 from mcp_providers.plugins.openapi.document import DocumentError, load
 from mcp_providers.plugins.openapi.settings import OpenAPISettings
-from mcp_providers.testing import compose
+from mcp_providers.testing import compose, connect
 
 pytestmark = pytest.mark.anyio
 
@@ -182,3 +189,213 @@ def test_a_document_the_libraries_choke_on_is_named_by_kind_not_by_message(
     service, _ = _loaded(tmp_path)
     assert service.error == "service 'pets': its document could not be read (KeyError)"
     assert SECRET not in caplog.text
+
+
+# 3 and 4. An upstream whose document declares query parameters of every style, and redirects
+
+
+HITS: list[dict[str, Any]] = []
+"""What either upstream received: origin role, method, path and the raw query string."""
+
+
+def _q(name: str, schema: dict[str, Any], **more: Any) -> dict[str, Any]:
+    return {"name": name, "in": "query", "schema": schema, **more}
+
+
+STRINGS = {"type": "array", "items": {"type": "string"}}
+PAIRS = {"type": "object", "properties": {"x": {"type": "integer"}, "y": {"type": "string"}}}
+QUERIES: dict[str, list[dict[str, Any]]] = {
+    "form": [_q("tags", STRINGS), _q("q", {"type": "string"})],
+    "flat": [_q("tags", STRINGS, explode=False)],
+    "pipe": [_q("tags", STRINGS, style="pipeDelimited")],
+    "space": [_q("tags", STRINGS, style="spaceDelimited")],
+}
+TOOL_QUERIES: dict[str, list[dict[str, Any]]] = {
+    **QUERIES,
+    "deep": [_q("at", PAIRS, style="deepObject", explode=True)],
+    "members": [_q("at", PAIRS)],
+    "packed": [_q("at", PAIRS, explode=False)],
+}
+
+
+def _echo_document() -> dict[str, Any]:
+    ok = {"200": {"description": "ok", "content": {"application/json": {}}}}
+    paths: dict[str, Any] = {f"/q/{kind}": {"get": {"operationId": f"read_{kind}", "parameters": params,
+                             "responses": ok}} for kind, params in QUERIES.items()}  # fmt: skip
+    for kind, params in TOOL_QUERIES.items():
+        paths.setdefault(f"/q/{kind}", {})["post"] = {"operationId": f"call_{kind}", "parameters": params,
+                                                      "responses": ok}  # fmt: skip
+    paths["/in/{folder}"] = {
+        "get": {
+            "operationId": "inFolder",
+            "responses": ok,
+            "parameters": [
+                {"name": "folder", "in": "path", "required": True, "schema": {"type": "string"}},
+                _q("v", {"type": "string"}),
+            ],
+        }
+    }
+    for name in ("moved", "relative", "unchanged", "nowhere"):
+        paths[f"/{name}"] = {"get": {"operationId": name, "responses": ok},
+                             "post": {"operationId": f"{name}Post", "responses": ok}}  # fmt: skip
+    return {"openapi": "3.1.0", "info": {"title": "Echo", "version": "1"}, "paths": paths}  # fmt: skip
+
+
+def _upstream(role: str, elsewhere: str = "") -> FastAPI:
+    api = FastAPI(openapi_url=None)
+
+    @api.get("/openapi.json")
+    def document() -> dict[str, Any]:
+        return _echo_document()
+
+    @api.api_route("/{rest:path}", methods=["GET", "POST"])
+    def echo(rest: str, request: Request) -> Response:
+        HITS.append({"role": role, "method": request.method, "path": "/" + rest,
+                     "query": request.scope["query_string"].decode()})  # fmt: skip
+        moves = {"moved": (302, f"{elsewhere}/steal?token={SECRET}"), "relative": (307, "/q/form"),
+                 "unchanged": (304, None), "nowhere": (301, None)}  # fmt: skip
+        if rest in moves:
+            status, location = moves[rest]
+            return Response(status_code=status, headers={"location": location} if location else {})
+        return Response(json.dumps({"query": request.scope["query_string"].decode()}), media_type="application/json")
+
+    return api
+
+
+@pytest.fixture(scope="module")
+def echo() -> Iterator[tuple[Any, str]]:
+    with serving(_upstream("elsewhere")) as elsewhere, serving(_upstream("service", elsewhere)) as origin:
+        service = {"name": "echo", "document": f"{origin}/openapi.json", "base_url": origin}
+        yield compose({"openapi": openapi_plugin}, {"openapi": {"services": [service]}}), elsewhere
+
+
+@pytest.mark.parametrize(
+    ("uri", "said"),
+    [
+        ("openapi://echo/moved", "answered HTTP 302, a redirect to http://127.0.0.1:"),
+        ("openapi://echo/relative", "answered HTTP 307, a redirect within the service"),
+        ("openapi://echo/unchanged", "answered HTTP 304, a redirect with no Location"),
+        ("openapi://echo/nowhere", "answered HTTP 301, a redirect with no Location"),
+    ],
+)
+async def test_a_redirect_is_an_error_never_followed_nor_served_as_success(echo: Any, uri: str, said: str) -> None:
+    composed, elsewhere = echo
+    before = len(HITS)
+    async with connect(composed) as client:
+        with pytest.raises(MCPError) as failed:
+            await client.read_resource(uri)
+    message = failed.value.error.message
+    assert said in message and "redirects are not followed" in message, message
+    assert "steal" not in message and SECRET not in message  # the Location's origin only
+    assert [h["path"] for h in HITS[before:]] == ["/" + uri.rsplit("/", 1)[1]]  # not followed, not elsewhere
+    if uri.endswith("moved"):
+        assert elsewhere in message
+
+
+async def test_a_tool_whose_call_is_redirected_gets_an_error_result(echo: Any) -> None:
+    composed, elsewhere = echo
+    before = len(HITS)
+    async with connect(composed) as client:
+        moved = await client.call_tool("echo_movedPost", {})
+        relative = await client.call_tool("echo_relativePost", {})
+    assert moved.is_error and f"HTTP 302, a redirect to {elsewhere}" in moved.content[0].text
+    assert relative.is_error and "HTTP 307" in relative.content[0].text
+    assert [h["role"] for h in HITS[before:]] == ["service", "service"]
+
+
+@pytest.mark.parametrize(("status", "served"), [(101, False), (199, False), (200, True), (204, True), (299, True),
+                                                (300, False), (308, False), (399, False), (600, False)])  # fmt: skip
+async def test_only_a_2xx_answer_is_success(tmp_path: Path, status: int, served: bool) -> None:
+    service, operations = _loaded(tmp_path)
+    service._http = httpx2.AsyncClient(
+        base_url="http://127.0.0.1:9", transport=httpx2.MockTransport(lambda request: httpx2.Response(status))
+    )
+    if served:
+        assert (await service.send(operations[0], "/pets", query={})).status == status
+    else:
+        with pytest.raises(ServiceError, match=f"HTTP {status}"):
+            await service.send(operations[0], "/pets", query={})
+    await service._http.aclose()
+
+
+@pytest.mark.parametrize("value", ["%2e%2e", "..", "%2E%2E%2F..%2Fetc", "a/../b", "%252e%252e", "."])
+async def test_a_dot_dot_query_value_is_sent_as_a_value(echo: Any, value: str) -> None:
+    async with connect(echo[0]) as client:
+        read = await client.read_resource(f"openapi://echo/q/form?q={value}")
+    sent = json.loads(read.contents[0].text)["query"]
+    assert unquote(sent) == "q=" + unquote(value)
+
+
+@pytest.mark.parametrize("folder", ["..", "%2e%2e", "%2E%2e", ".", "a%2Fb", "%252e%252e"])
+async def test_a_path_value_of_a_template_with_query_variables_is_still_refused_dot_dot(echo: Any, folder: str) -> None:
+    before = len(HITS)
+    async with connect(echo[0]) as client:
+        with pytest.raises(MCPError) as refused:
+            await client.read_resource(f"openapi://echo/in/{folder}?v=..")
+    assert refused.value.error.code == -32602
+    assert "the template value folder=" in refused.value.error.message  # the router's refusal, before the plugin's
+    assert HITS[before:] == []
+
+
+@pytest.mark.parametrize(
+    ("query", "said"),
+    [
+        ("q=a&q=b", "query parameter 'q' is given 2 times; it takes one value"),
+        ("q=a&tag=b", "takes no query parameter 'tag'; did you mean \"tags\"?"),
+        ("q=a&zzz=1&yyy=2", "takes no query parameter 'zzz', 'yyy'"),
+    ],
+)
+async def test_a_read_with_an_unknown_or_repeated_query_name_is_refused(echo: Any, query: str, said: str) -> None:
+    before = len(HITS)
+    async with connect(echo[0]) as client:
+        with pytest.raises(MCPError) as refused:
+            await client.read_resource(f"openapi://echo/q/form?{query}")
+    assert refused.value.error.code == -32602 and said in refused.value.error.message, refused.value.error.message
+    assert HITS[before:] == []
+
+
+async def test_a_tool_call_with_an_unknown_argument_is_refused_by_its_input_schema(echo: Any) -> None:
+    before = len(HITS)
+    async with connect(echo[0]) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        refused = await client.call_tool("echo_call_form", {"tags": ["a"], "tagz": ["b"]})
+    assert tools["echo_call_form"].input_schema["additionalProperties"] is False
+    assert refused.is_error and "'tagz' was unexpected" in refused.content[0].text
+    assert HITS[before:] == []
+
+
+@pytest.mark.parametrize(
+    ("kind", "query", "sent"),
+    [
+        ("form", "tags=a%2Cb&tags=c&q=x", "tags=a%2Cb&tags=c&q=x"),  # form, explode: repeated keys
+        ("flat", "tags=a%2Cb,c", "tags=a%2Cb,c"),  # form, no explode: one key, comma-delimited
+        ("pipe", "tags=a|b", "tags=a|b"),
+        ("space", "tags=a%20b", "tags=a%20b"),
+    ],
+)
+async def test_an_array_query_value_is_read_and_sent_by_its_style(echo: Any, kind: str, query: str, sent: str) -> None:
+    async with connect(echo[0]) as client:
+        read = await client.read_resource(f"openapi://echo/q/{kind}?{query}")
+    assert json.loads(read.contents[0].text)["query"] == sent
+
+
+@pytest.mark.parametrize(
+    ("kind", "arguments", "sent"),
+    [
+        ("form", {"tags": ["a,b", "c"], "q": "x"}, "tags=a%2Cb&tags=c&q=x"),
+        ("flat", {"tags": ["a,b", "c"]}, "tags=a%2Cb,c"),
+        ("pipe", {"tags": ["a", "b"]}, "tags=a|b"),
+        ("space", {"tags": ["a", "b"]}, "tags=a%20b"),
+        ("deep", {"at": {"x": 1, "y": "z w"}}, "at[x]=1&at[y]=z%20w"),
+        ("members", {"at": {"x": 1, "y": "z"}}, "x=1&y=z"),
+        ("packed", {"at": {"x": 1, "y": "z"}}, "at=x,1,y,z"),
+    ],
+)
+async def test_a_tool_sends_array_and_object_query_values_by_their_style(
+    echo: Any, kind: str, arguments: dict[str, Any], sent: str
+) -> None:
+    async with connect(echo[0]) as client:
+        called = await client.call_tool(f"echo_call_{kind}", arguments)
+    assert not called.is_error, called.content[0].text
+    assert unquote(HITS[-1]["query"].replace("%5B", "[").replace("%5D", "]")) == unquote(sent)
+    assert HITS[-1]["query"].count("&") == sent.count("&")  # the delimiters as sent, items kept whole
