@@ -24,12 +24,12 @@ from urllib.parse import unquote, urljoin
 
 import httpx2
 import yaml
-from openapi_spec_validator import validate
 from openapi_spec_validator.validation.exceptions import OpenAPIValidationError
 from referencing.exceptions import Unresolvable
 
 from mcp_providers.plugins.openapi.messages import invalid, unparsable
 from mcp_providers.plugins.openapi.schema import Converter, UnsupportedSchema
+from mcp_providers.plugins.openapi.validation import validate
 
 __all__ = ["METHODS", "Document", "DocumentError", "Operation", "Parameter", "load"]
 
@@ -147,7 +147,7 @@ class _NoAliases(yaml.SafeLoader):
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.AliasEvent):
-            mark = self.peek_event().start_mark
+            mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
             raise yaml.composer.ComposerError(
                 None, None, "YAML aliases (*name) are refused; write the document without anchors", mark
             )
@@ -199,7 +199,7 @@ def load(source: str, *, timeout: float = 30.0) -> Document:
                 f"document {source!r} refers to {external!r}, outside itself; bundle the document into one file "
                 "(e.g. `redocly bundle`) so that the server reads nothing the operator did not name"
             )
-        validate(spec)
+        validate(spec, version)
         return _document(spec, url, version)
     except OpenAPIValidationError as exc:
         raise DocumentError(f"document {source!r} is not valid OpenAPI {version}: {invalid(exc)}") from None
@@ -260,7 +260,7 @@ def _operation(
     spec: dict[str, Any], path: str, method: str, value: dict[str, Any], shared: list[Any], converter: Converter
 ) -> Operation:
     operation_id = value.get("operationId") or f"{method}_{path}"
-    base = {
+    base: dict[str, Any] = {
         "operation_id": str(operation_id),
         "method": method.upper(),
         "path": path,

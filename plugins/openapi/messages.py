@@ -64,7 +64,8 @@ def _key(part: Any) -> str:
 
 def _expected(exc: ValidationError) -> str:
     """What the schema asked for, in the schema's words."""
-    rule, wanted, instance = exc.validator, exc.validator_value, exc.instance
+    rule, instance = exc.validator, exc.instance
+    wanted: Any = exc.validator_value
     if rule == "required" and isinstance(instance, dict) and isinstance(wanted, list):
         missing = [str(name) for name in wanted if name not in instance]
         return f"misses the required propert{'y' if len(missing) == 1 else 'ies'} {', '.join(missing)}"
