@@ -37,6 +37,7 @@ log = logging.getLogger(__name__)
 
 METHODS = ("get", "put", "post", "delete", "patch")
 """HTTP methods served (HEAD, OPTIONS and TRACE operations are left out)."""
+_UNSERVED = ("head", "options", "trace")
 MAX_DOCUMENT_BYTES = 16 * 1024 * 1024
 BODY = "body"
 """The tool argument that carries the request body."""
@@ -112,6 +113,9 @@ class Document:
     operations: tuple[Operation, ...] = field(default=())
     tags: tuple[str, ...] = ()
     """The names in the document's top-level ``tags`` list (operations may carry others)."""
+    unserved: tuple[str, ...] = ()
+    """operationIds of the HEAD, OPTIONS and TRACE operations, which are not served (settings may
+    still name them)."""
 
 
 def _read(source: str, timeout: float) -> tuple[bytes, str | None]:
@@ -219,16 +223,21 @@ def _document(spec: dict[str, Any], url: str | None, version: str) -> Document:
     if server_url is not None and ("{" in server_url or "://" not in server_url):
         server_url = None  # server variables, or relative to a file: the operator gives base_url
     converter = Converter(components, version)  # each component converted once, shared by every operation
-    operations = []
+    operations, unserved = [], []
     for path, item in spec.get("paths", {}).items():
         item = _deref(spec, item)
         shared = [_deref(spec, p) for p in item.get("parameters", ())]
         for method in METHODS:
             if method in item:
                 operations.append(_operation(spec, path, method, item[method], shared, converter))
+        for method in _UNSERVED:
+            if isinstance(item.get(method), dict):
+                unserved.append(str(item[method].get("operationId") or f"{method}_{path}"))
     info = spec["info"]
     tags = tuple(str(t["name"]) for t in spec.get("tags", ()) if isinstance(t, dict) and "name" in t)
-    return Document(str(info["title"]), str(info["version"]), version, server_url, tuple(operations), tags)
+    return Document(
+        str(info["title"]), str(info["version"]), version, server_url, tuple(operations), tags, tuple(unserved)
+    )
 
 
 _MAX_REF_HOPS = 32

@@ -10,9 +10,9 @@ nothing, and its providers fail to start saying which setting, which name and th
 there that matches nothing is an advisory (:func:`advisories`): ``check`` lists it and the service
 serves what the other names select.
 
-Known names: the operationIds of the operations the plugin reads (GET, PUT, POST, DELETE, PATCH;
-an operation without one is named ``<method>_<path>``, e.g. ``get_/pets``), and the tags those
-operations carry or the document's ``tags`` list declares.
+Known names: the operationIds of the document's operations (those of HEAD, OPTIONS and TRACE too,
+which are not served; an operation without one is named ``<method>_<path>``, e.g. ``get_/pets``),
+and the tags those operations carry or the document's ``tags`` list declares.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ def _unknown(setting: str, names: Iterable[str], known: frozenset[str], kind: st
 
 
 def _known(document: Document) -> tuple[frozenset[str], frozenset[str]]:
-    ids = frozenset(op.operation_id for op in document.operations)
+    ids = frozenset(op.operation_id for op in document.operations).union(document.unserved)
     tags = frozenset(document.tags).union(*(op.tags for op in document.operations))
     return ids, tags
 

@@ -19,7 +19,7 @@ from openapi_support import serving
 
 import mcp_providers.plugins.openapi as openapi_plugin
 from mcp_providers._host.advisories import advisories
-from mcp_providers.plugins.openapi import loading
+from mcp_providers.plugins.openapi import loading, schema, validation
 from mcp_providers.plugins.openapi.client import ServiceError
 from mcp_providers.plugins.openapi.document import DocumentError, load
 from mcp_providers.plugins.openapi.settings import OpenAPISettings
@@ -399,3 +399,59 @@ async def test_a_tool_sends_array_and_object_query_values_by_their_style(
     assert not called.is_error, called.content[0].text
     assert unquote(HITS[-1]["query"].replace("%5B", "[").replace("%5D", "]")) == unquote(sent)
     assert HITS[-1]["query"].count("&") == sent.count("&")  # the delimiters as sent, items kept whole
+
+
+# 5. A large document's cost grows with its size (figures: benchmarks/openapi_load.py, no timing here)
+
+
+def test_names_of_head_options_and_trace_operations_are_known(tmp_path: Path) -> None:
+    head = {"operationId": "headPets", "responses": {"200": {"description": "ok"}}}
+    path = tmp_path / "pets.json"
+    path.write_text(json.dumps({**DOCUMENT, "paths": {**DOCUMENT["paths"], "/pets": {**DOCUMENT["paths"]["/pets"],
+                                                                                       "head": head}}}))  # fmt: skip
+    table = OpenAPISettings.model_validate({"services": [{"name": "pets", "document": str(path),
+                                                          "exclude_operations": ["headPets"]}]})  # fmt: skip
+    [(service, _)] = loading.services(table)
+    assert service.error is None
+
+
+def test_the_validator_keeps_what_it_has_seen_in_sets_and_still_finds_duplicates(tmp_path: Path) -> None:
+    linear = validation._BY_VERSION["3.1"](DOCUMENT)
+    registry = linear.keyword_validators_registry
+    assert isinstance(registry["operation"].operation_ids_registry, validation._Seen)
+    assert isinstance(registry["schema"].visited_schema_ids, validation._Seen)
+    assert isinstance(registry["schema"].meta_checked_schema_ids, validation._Seen)
+    twice = {**DOCUMENT, "paths": {**DOCUMENT["paths"], "/again": {"get": _op("listPets", [])}}}
+    path = tmp_path / "twice.json"
+    path.write_text(json.dumps(twice))
+    with pytest.raises(DocumentError, match="Operation ID 'listPets' for 'get' in '/again' is not unique"):
+        load(str(path))
+
+
+def test_a_schema_shared_by_every_operation_is_converted_and_checked_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    checked: list[str] = []
+    real = schema.Converter._check
+
+    def counting(self: schema.Converter, value: Any, what: str) -> None:
+        checked.append(what)
+        real(self, value, what)
+
+    monkeypatch.setattr(schema.Converter, "_check", counting)
+    body = {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/Pet"}}}}
+    paths = {f"/p{i}": {"post": {**_op(f"add{i}", []), "requestBody": body}} for i in range(50)}
+    pet = {"type": "object", "properties": {"name": {"type": "string"}, "next": {"$ref": "#/components/schemas/Pet"}}}
+    path = tmp_path / "many.json"
+    path.write_text(json.dumps({**DOCUMENT, "paths": paths, "components": {"schemas": {"Pet": pet}}}))
+    document = load(str(path))
+    assert len(document.operations) == 50
+    assert checked.count("components.schemas.Pet") == 1  # not once per operation
+    assert all(op.body is not None and op.body["$defs"]["Pet"] is document.operations[0].body["$defs"]["Pet"]
+               for op in document.operations if op.body)  # fmt: skip
+
+
+def test_a_schema_that_is_not_json_schema_once_converted_is_refused_without_quoting_it() -> None:
+    with pytest.raises(schema.UnsupportedSchema) as refused:
+        schema.Converter({}, "3.1.0").json_schema({"type": "object", "properties": {"a": {"type": SECRET}}})
+    assert str(refused.value) == "the schema is not valid JSON Schema 2020-12 at properties/a/type (anyOf rule)"
