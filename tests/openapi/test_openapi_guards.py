@@ -455,3 +455,15 @@ def test_a_schema_that_is_not_json_schema_once_converted_is_refused_without_quot
     with pytest.raises(schema.UnsupportedSchema) as refused:
         schema.Converter({}, "3.1.0").json_schema({"type": "object", "properties": {"a": {"type": SECRET}}})
     assert str(refused.value) == "the schema is not valid JSON Schema 2020-12 at properties/a/type (anyOf rule)"
+
+
+def test_a_30_document_validation_remembers_valid_values_and_still_finds_the_one_invalid(tmp_path: Path) -> None:
+    meta = validation._BY_VERSION["3.0"]({"openapi": "3.0.3"}).schema_validator
+    assert meta.VALIDATORS["$ref"].__qualname__ == "_remembering.<locals>.ref"
+    shared = {"name": "id", "in": "query", "schema": {"type": "string"}}
+    paths = {f"/p{i}": {"get": {**_op(f"get{i}", []), "parameters": [dict(shared)]}} for i in range(30)}
+    paths["/p17"]["get"]["parameters"] = [{**shared, "in": "body"}]  # not a 3.0 location
+    path = tmp_path / "thirty.json"
+    path.write_text(json.dumps({**DOCUMENT, "openapi": "3.0.3", "paths": paths}))
+    with pytest.raises(DocumentError, match="at paths//p17/get/parameters/0"):
+        load(str(path))
