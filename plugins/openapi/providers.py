@@ -32,7 +32,7 @@ from mcp_providers.errors import InvalidParams, NotFound, TooLarge, ToolFailure,
 from mcp_providers.models import ORIGIN_KEY, Effects, Resource, ResourceTemplate, Tool
 from mcp_providers.plugins.openapi.client import Answer, Service
 from mcp_providers.plugins.openapi.document import BODY, Operation
-from mcp_providers.plugins.openapi.query import from_uri, is_object
+from mcp_providers.plugins.openapi.query import from_uri, is_object, simple
 from mcp_providers.plugins.openapi.schema import arguments_model
 from mcp_providers.providers import Content, ReadRequest, ResourceProvider, ToolCall, ToolProvider, ToolResult
 
@@ -241,7 +241,7 @@ class OpenAPITools(ToolProvider):
         op = self._by_name[call.tool.name]
         arguments = call.arguments.model_dump(mode="json")
         path_values = {
-            p.name: str(arguments[p.name]) for p in op.parameters if p.location == "path" and p.name in arguments
+            p.name: simple(arguments[p.name]) for p in op.parameters if p.location == "path" and p.name in arguments
         }
         query = {p.name: arguments[p.name] for p in op.parameters if p.location == "query" and p.name in arguments}
         try:

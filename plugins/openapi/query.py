@@ -32,7 +32,7 @@ from mcp_providers.config import suggestion
 from mcp_providers.errors import InvalidParams
 from mcp_providers.plugins.openapi.document import Operation, Parameter
 
-__all__ = ["encode", "from_uri", "is_array", "is_object"]
+__all__ = ["encode", "from_uri", "is_array", "is_object", "simple"]
 
 _DELIMITERS = {"form": ",", "spaceDelimited": "%20", "pipeDelimited": "|"}
 """The delimiter of an array without ``explode``, as it appears in the query string."""
@@ -59,6 +59,16 @@ def _text(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def simple(value: Any) -> str:
+    """A tool's path argument as the ``simple`` style writes it, before it is percent-encoded:
+    ``true`` (not Python's ``True``), ``a,b`` for an array, ``x,1,y,2`` for an object."""
+    if isinstance(value, list | tuple):
+        return ",".join(_text(item) for item in value)
+    if isinstance(value, dict):
+        return ",".join(f"{_text(k)},{_text(v)}" for k, v in value.items())
+    return _text(value)
 
 
 def _q(value: Any) -> str:

@@ -225,6 +225,16 @@ def _echo_document() -> dict[str, Any]:
     for kind, params in TOOL_QUERIES.items():
         paths.setdefault(f"/q/{kind}", {})["post"] = {"operationId": f"call_{kind}", "parameters": params,
                                                       "responses": ok}  # fmt: skip
+    paths["/flag/{on}/{ids}"] = {
+        "post": {
+            "operationId": "setFlag",
+            "responses": ok,
+            "parameters": [
+                {"name": "on", "in": "path", "required": True, "schema": {"type": "boolean"}},
+                {"name": "ids", "in": "path", "required": True, "schema": STRINGS},
+            ],
+        }
+    }
     paths["/in/{folder}"] = {
         "get": {
             "operationId": "inFolder",
@@ -467,3 +477,10 @@ def test_a_30_document_validation_remembers_valid_values_and_still_finds_the_one
     path.write_text(json.dumps({**DOCUMENT, "openapi": "3.0.3", "paths": paths}))
     with pytest.raises(DocumentError, match="at paths//p17/get/parameters/0"):
         load(str(path))
+
+
+async def test_a_tool_writes_path_values_in_the_simple_style(echo: Any) -> None:
+    async with connect(echo[0]) as client:
+        called = await client.call_tool("echo_setFlag", {"on": True, "ids": ["a", "b c"]})
+    assert not called.is_error, called.content[0].text
+    assert HITS[-1]["path"] == "/flag/true/a,b c"  # not Python's "True" nor "['a', 'b c']"
