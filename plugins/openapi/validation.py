@@ -76,7 +76,7 @@ def _remembering(meta: Any) -> Any:
             valid.add(key)
         yield from errors
 
-    remembering = jsonschema.validators.extend(meta.__class__, {"$ref": ref})
+    remembering = jsonschema.validators.extend(meta.__class__, {"$ref": ref})  # type: ignore[no-untyped-call]
     return remembering(meta.schema, format_checker=meta.format_checker)
 
 
