@@ -336,6 +336,11 @@ class ResourceTemplate(_ResourceBase):
     """Static completion values per variable name. A provider may also override
     :meth:`ResourceProvider.complete <mcp_providers.providers.ResourceProvider.complete>` for
     values it computes."""
+    opaque_query: bool = False
+    """The values of query variables (``{?a,b}``, ``{&c}``) are opaque: the provider passes them on
+    as query values and never makes a path of them, so the router refuses only a NUL in them, not
+    ``.``/``..`` segments or separators (``?q=..`` is a fair search term for an HTTP API). Path
+    variables are checked either way. Default ``False``: every variable is held to path rules."""
 
 
 class Tool(BaseModel):

@@ -278,6 +278,9 @@ class Catalog:
 
 _MULTI_SEGMENT = frozenset({"+", "#", "?", "&"})
 """Operators whose values may hold ``/`` (RFC 6570 sections 3.2.3-3.2.4, 3.2.8-3.2.9)."""
+_QUERY = frozenset({"?", "&"})
+"""Operators whose values are query values (RFC 6570 sections 3.2.8-3.2.9): see
+:attr:`~mcp_providers.models.ResourceTemplate.opaque_query`."""
 
 
 def _refuse_traversal(
@@ -288,12 +291,17 @@ def _refuse_traversal(
     :param visible: whether the caller may list the template (the message names it only then).
     :raises InvalidParams: a value holds a dot segment, a NUL, a leading separator, or (a
         single-segment variable) any separator; see :func:`~mcp_providers._host.uris.value_problem`.
+        A query variable of a template declaring ``opaque_query`` is refused only for a NUL.
     """
+    opaque = compiled.entry.declaration.opaque_query
     for var in compiled.template.variables:
         value = params.get(var.name)
         if value is None:
             continue
-        problem = value_problem(value, single_segment=var.operator not in _MULTI_SEGMENT)
+        if opaque and var.operator in _QUERY:  # never a path: a dot segment means nothing there
+            problem = "holds a NUL character" if "\x00" in value else None
+        else:
+            problem = value_problem(value, single_segment=var.operator not in _MULTI_SEGMENT)
         if problem is not None:
             template = compiled.entry.declaration.uri_template
             where = f" of {template}" if visible(template) else ""

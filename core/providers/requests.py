@@ -136,6 +136,8 @@ class ReadRequest(_ActsForCaller):
     :param params: template variables, percent-decoded exactly once (empty for a fixed URI). No
         value holds a ``.`` or ``..`` path segment, a NUL or a leading ``/``, and a ``{name}``
         value no ``/`` or ``\\``, in any spelling: the router refuses those with -32602.
+        A query variable (``{?q}``) of a template declaring ``opaque_query`` is held only to
+        holding no NUL.
     :param requested_uri: the URI exactly as the client sent it (for messages); ``None`` when no
         client sent one (a unit test, ``mcp-providers check``).
     :param principal: who is asking (:data:`~mcp_providers.identity.LOCAL` on stdio; the verified

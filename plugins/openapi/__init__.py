@@ -7,7 +7,8 @@ rules, gate, side-effect scope, budgets and receipts as any plugin (see
 
 Parser and validator: ``openapi-spec-validator`` (python-openapi, maintained, releases through
 2026) validates a document against the official OpenAPI 3.0 and 3.1 meta-schemas and is built on
-``jsonschema``; its companion ``jsonschema-path`` walks the validated document following ``$ref``s.
+``jsonschema`` (its bookkeeping made linear in :mod:`.validation`); the plugin then reads the
+validated document as plain dicts, following its internal ``$ref``s itself (:mod:`.document`).
 The alternatives: ``openapi-pydantic`` gives typed models but neither validates nor resolves
 references; ``prance`` resolves but validates 3.1 only through optional back-ends; ``openapi-core``
 validates requests and responses at run time, more than a provider needs, and is built on the same

@@ -39,6 +39,7 @@ from mcp_providers import http as core_http
 from mcp_providers.credentials import record_upstream
 from mcp_providers.errors import InvalidParams, NotFound, TooLarge, UpstreamError
 from mcp_providers.plugins.openapi.document import Document, Operation
+from mcp_providers.plugins.openapi.query import encode
 from mcp_providers.plugins.openapi.settings import (
     ApiKeyAuth,
     BasicAuth,
@@ -115,12 +116,18 @@ class _ApiKeyQuery(httpx2.Auth):
     def __init__(self, name: str, value: str) -> None:
         self._name, self._value = name, value
 
+    def _added(self, url: httpx2.URL) -> httpx2.URL:
+        # Appended to the query as sent: merging would re-encode it, and a delimiter of an
+        # unexploded array (id=a,b) would become part of one value (id=a%2Cb).
+        pair = f"{quote(self._name, safe='')}={quote(self._value, safe='')}".encode()
+        return url.copy_with(query=url.query + b"&" + pair if url.query else pair)
+
     def auth_flow(self, request: httpx2.Request) -> Generator[httpx2.Request, httpx2.Response, None]:
-        request.url = request.url.copy_merge_params({self._name: self._value})
+        request.url = self._added(request.url)
         yield request
 
     async def async_auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
-        request.url = request.url.copy_merge_params({self._name: self._value})
+        request.url = self._added(request.url)
         yield request
 
 
@@ -140,6 +147,9 @@ class Service:
         self._open_error: str | None = None
         self._users = 0
         self._secrets: list[str] = []
+        self.left_out: list[Any] = []
+        """What the settings name that the document does not have, where it fails safe
+        (:func:`~mcp_providers.plugins.openapi.names.advisories`); ``check`` lists it."""
 
     @property
     def label(self) -> str:
@@ -244,17 +254,21 @@ class Service:
     ) -> Answer:
         """Send ``operation`` to ``path`` (from :meth:`url`) with ``query`` and a JSON ``body``.
 
+        :param query: query parameter name -> JSON value, written as each parameter's style says
+            (:func:`~mcp_providers.plugins.openapi.query.encode`).
         :param gate_uri: the canonical URI the gate authorized (reads); the request is refused
             unless it names the same path (:func:`same_path`).
         :raises InvalidParams: the URI and the URL differ.
         :raises NotFound: the service answered 404.
         :raises TooLarge: the answer is over ``max_response_bytes``.
-        :raises ServiceError: any other HTTP error, a timeout, or an unreachable service.
+        :raises ServiceError: any other answer than 2xx (a redirect included: never followed), a
+            timeout, or an unreachable service.
         """
         http = self._http
         if http is None:
             raise ServiceError(self._open_error or f"service {self.name!r} is not open", service=self.name)
-        request = http.build_request(operation.method, path, params=_query(query), json=body)
+        encoded = encode(operation, query)
+        request = http.build_request(operation.method, f"{path}?{encoded}" if encoded else path, json=body)
         base_path = urlsplit(self.base_url).path.rstrip("/")
         if gate_uri is not None and not same_path(
             gate_uri, self.settings.owned_prefix, request.url.raw_path.decode().split("?")[0], base_path
@@ -303,9 +317,34 @@ class Service:
                 f"{what} could not reach {self.base_url} ({type(exc).__name__})", service=self.name
             ) from None
         media = response.headers.get("content-type", "").split(";")[0].strip().lower() or None
-        if response.status_code >= 400:
+        if 300 <= response.status_code < 400:
+            raise self._redirect(what, response.status_code, response.headers.get("location", ""))
+        if not 200 <= response.status_code < 300:  # 1xx as a final answer, 4xx, 5xx, anything else
             raise self._failure(what, response.status_code, bytes(body))
         return Answer(response.status_code, media, bytes(body))
+
+    def _redirect(self, what: str, status: int, location: str) -> ServiceError:
+        """A redirect is an error, never followed: the gate authorized this path, not where it leads,
+        and the service's credential must not travel to another origin. Only the target's origin is
+        named (its path or query may carry a token)."""
+        try:
+            parts = urlsplit(location)
+            port = f":{parts.port}" if parts.port else ""
+        except ValueError:
+            parts, port = urlsplit(""), ""
+            location = "?"
+        if parts.scheme and parts.hostname:
+            target = f"to {parts.scheme}://{parts.hostname}{port}"
+        elif location == "?":
+            target = "to a Location that is not a URL"
+        else:
+            target = "within the service" if location else "with no Location"
+        return ServiceError(
+            f"{what} answered HTTP {status}, a redirect {target}; redirects are not followed (the path "
+            "authorized is the path requested): set base_url to where the service now answers",
+            service=self.name,
+            status=status,
+        )
 
     def _too_large(self, what: str, budget: int, size: str) -> TooLarge:
         return TooLarge(
@@ -319,15 +358,3 @@ class Service:
         if status == 404:
             return NotFound(message, data={"service": self.name, "status": 404})  # type: ignore[return-value]
         return ServiceError(message, service=self.name, status=status)
-
-
-def _query(values: Mapping[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for name, value in values.items():
-        if isinstance(value, bool):
-            out[name] = "true" if value else "false"
-        elif isinstance(value, list | tuple):
-            out[name] = [str(v) for v in value]
-        else:
-            out[name] = str(value)
-    return out

@@ -1,35 +1,39 @@
 """An OpenAPI document loaded, validated and read into the operations a service offers.
 
 ``openapi-spec-validator`` validates the document against the OpenAPI 3.0 or 3.1 meta-schema (the
-version chosen by the document's ``openapi`` field); ``jsonschema-path`` walks it, following each
-``$ref`` to a Parameter, Request Body or Response object. Only references inside the document are
-followed: one to another file or URL is refused before anything is validated, since following it
-would have the server read files or fetch URLs the operator never named.
+version chosen by the document's ``openapi`` field; see :mod:`.validation`); the validated document
+is then read as plain dicts, each ``$ref`` to a Parameter, Request Body or Response object followed
+by :func:`_deref` (a JSON pointer lookup: the generic path walker cost about 1 ms an operation).
+Errors say where and what kind, never the document's text (:mod:`.messages`). Only references
+inside the document are followed: one to another file or URL is refused before anything is
+validated, since following it would have the server read files or fetch URLs the operator never
+named.
 
 Each operation becomes an :class:`Operation`; those this plugin cannot serve faithfully carry the
 reason in :attr:`Operation.unsupported` (``check`` and the server log list them, and they are left
 out): a header or cookie parameter that is required, a path parameter style other than ``simple``,
-a request body with no JSON or form media type, a parameter named like the body argument.
+a query parameter style OpenAPI does not define for queries, a parameter described by ``content``,
+a request body with no JSON media type, a parameter named like the body argument.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urljoin
+from urllib.parse import unquote, urljoin
 
 import httpx2
 import yaml
-from jsonschema_path import SchemaPath
-from openapi_spec_validator import validate
 from openapi_spec_validator.validation.exceptions import OpenAPIValidationError
 from referencing.exceptions import Unresolvable
 
-from mcp_providers.plugins.openapi.schema import UnsupportedSchema, json_schema
+from mcp_providers.plugins.openapi.messages import invalid, unparsable
+from mcp_providers.plugins.openapi.schema import Converter, UnsupportedSchema
+from mcp_providers.plugins.openapi.validation import validate
 
 __all__ = ["METHODS", "Document", "DocumentError", "Operation", "Parameter", "load"]
 
@@ -37,6 +41,7 @@ log = logging.getLogger(__name__)
 
 METHODS = ("get", "put", "post", "delete", "patch")
 """HTTP methods served (HEAD, OPTIONS and TRACE operations are left out)."""
+_UNSERVED = ("head", "options", "trace")
 MAX_DOCUMENT_BYTES = 16 * 1024 * 1024
 BODY = "body"
 """The tool argument that carries the request body."""
@@ -45,6 +50,11 @@ _JSON_TYPES = ("application/json",)
 
 class DocumentError(ValueError):
     """The document cannot be read, parsed or validated; the message names the service and the cause."""
+
+
+class _Unreadable(ValueError):
+    """What in a validated document cannot be followed (a dangling or looping ``$ref``); :func:`load`
+    makes it a :class:`DocumentError` naming the document."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +69,12 @@ class Parameter:
     required: bool
     schema: dict[str, Any]
     description: str | None = None
+    style: str = "simple"
+    """How a value is serialized: ``simple`` (path); ``form``, ``spaceDelimited``,
+    ``pipeDelimited`` or ``deepObject`` (query; OpenAPI's default ``form``)."""
+    explode: bool = False
+    """Whether an array's items (an object's members) go as separate ``name=value`` pairs
+    (OpenAPI's default: true for ``form``, false otherwise)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +115,11 @@ class Document:
     server_url: str | None
     """``servers[0].url`` resolved against the document's own URL (``None``: none usable)."""
     operations: tuple[Operation, ...] = field(default=())
+    tags: tuple[str, ...] = ()
+    """The names in the document's top-level ``tags`` list (operations may carry others)."""
+    unserved: tuple[str, ...] = ()
+    """operationIds of the HEAD, OPTIONS and TRACE operations, which are not served (settings may
+    still name them)."""
 
 
 def _read(source: str, timeout: float) -> tuple[bytes, str | None]:
@@ -134,7 +155,10 @@ class _NoAliases(yaml.SafeLoader):
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.AliasEvent):
-            raise yaml.YAMLError("YAML aliases (*name) are refused; write the document without anchors")
+            mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
+            raise yaml.composer.ComposerError(
+                None, None, "YAML aliases (*name) are refused; write the document without anchors", mark
+            )
         return super().compose_node(parent, index)
 
 
@@ -150,64 +174,106 @@ def _external_refs(node: Any) -> Iterator[str]:
             yield from _external_refs(item)
 
 
+def _parsed(data: bytes, source: str) -> dict[str, Any]:
+    """The document's JSON or YAML as a dict.
+
+    :raises DocumentError: not JSON or YAML (where and what kind of error, never the text there).
+    """
+    try:
+        spec = json.loads(data) if data.lstrip()[:1] in (b"{", b"[") else yaml.load(data, Loader=_NoAliases)
+    except (ValueError, yaml.YAMLError) as exc:
+        raise DocumentError(f"document {source!r} is neither JSON nor YAML: {unparsable(exc)}") from None
+    if not isinstance(spec, dict):
+        raise DocumentError(f"document {source!r} is not a JSON object")
+    return spec
+
+
 def load(source: str, *, timeout: float = 30.0) -> Document:
     """Read, parse and validate the document at ``source`` (a file path or an http(s) URL).
 
     :raises DocumentError: it cannot be read, is not JSON or YAML, is not OpenAPI 3.0 or 3.1, is
-        invalid (the validator's first message and where), or refers to another file or URL.
+        invalid (where, and which rule; never the document's text), or refers to another file or URL.
     """
     data, url = _read(source, timeout)
     try:
-        spec = json.loads(data) if data.lstrip()[:1] in (b"{", b"[") else yaml.load(data, Loader=_NoAliases)
-    except (ValueError, yaml.YAMLError) as exc:
-        raise DocumentError(f"document {source!r} is neither JSON nor YAML ({str(exc)[:200]})") from None
-    if not isinstance(spec, dict):
-        raise DocumentError(f"document {source!r} is not a JSON object")
-    version = str(spec.get("openapi", spec.get("swagger", "")))
-    if not version.startswith(("3.0", "3.1")):
-        raise DocumentError(f"document {source!r} is OpenAPI/Swagger {version or '(no version)'}; 3.0 or 3.1 is needed")
-    external = next(_external_refs(spec), None)
-    if external is not None:
-        raise DocumentError(
-            f"document {source!r} refers to {external!r}, outside itself; bundle the document into one file "
-            "(e.g. `redocly bundle`) so that the server reads nothing the operator did not name"
-        )
-    try:
-        validate(spec)
+        spec = _parsed(data, source)
+        version = str(spec.get("openapi", spec.get("swagger", "")))
+        if not version.startswith(("3.0", "3.1")):
+            shown = version[:20] or "(no version)"
+            raise DocumentError(f"document {source!r} is OpenAPI/Swagger {shown}; 3.0 or 3.1 is needed")
+        external = next(_external_refs(spec), None)
+        if external is not None:
+            raise DocumentError(
+                f"document {source!r} refers to {external!r}, outside itself; bundle the document into one file "
+                "(e.g. `redocly bundle`) so that the server reads nothing the operator did not name"
+            )
+        validate(spec, version)
         return _document(spec, url, version)
     except OpenAPIValidationError as exc:
-        where = "/".join(str(p) for p in exc.absolute_path) or "(root)"
-        raise DocumentError(f"document {source!r} is not valid OpenAPI {version}: at {where}: {exc.message}") from None
+        raise DocumentError(f"document {source!r} is not valid OpenAPI {version}: {invalid(exc)}") from None
     except Unresolvable as exc:
         raise DocumentError(f"document {source!r} refers to '#{exc.ref}', which it does not have") from None
+    except _Unreadable as exc:
+        raise DocumentError(f"document {source!r} {exc}") from None
     except RecursionError:
         raise DocumentError(f"document {source!r} nests too deeply to be read") from None
 
 
 def _document(spec: dict[str, Any], url: str | None, version: str) -> Document:
-    root = SchemaPath.from_dict(spec, handlers={})
     components = spec.get("components", {}).get("schemas", {})
     servers = spec.get("servers") or [{"url": "/"}]  # the specification's default when none is given
     server = servers[0].get("url") if isinstance(servers[0], dict) else None
     server_url = urljoin(url, server) if url and server is not None else server
     if server_url is not None and ("{" in server_url or "://" not in server_url):
         server_url = None  # server variables, or relative to a file: the operator gives base_url
-    operations = []
-    for path, item in (root / "paths").str_items():
-        shared = list(item / "parameters") if "parameters" in item else []
+    converter = Converter(components, version)  # each component converted once, shared by every operation
+    operations, unserved = [], []
+    for path, item in spec.get("paths", {}).items():
+        item = _deref(spec, item)
+        shared = [_deref(spec, p) for p in item.get("parameters", ())]
         for method in METHODS:
             if method in item:
-                operations.append(_operation(path, method, item / method, shared, components, version))
+                operations.append(_operation(spec, path, method, item[method], shared, converter))
+        for method in _UNSERVED:
+            if isinstance(item.get(method), dict):
+                unserved.append(str(item[method].get("operationId") or f"{method}_{path}"))
     info = spec["info"]
-    return Document(str(info["title"]), str(info["version"]), version, server_url, tuple(operations))
+    tags = tuple(str(t["name"]) for t in spec.get("tags", ()) if isinstance(t, dict) and "name" in t)
+    return Document(
+        str(info["title"]), str(info["version"]), version, server_url, tuple(operations), tags, tuple(unserved)
+    )
+
+
+_MAX_REF_HOPS = 32
+
+
+def _deref(spec: dict[str, Any], node: Any) -> Any:
+    """``node``, or what its ``$ref`` (``#/...``, a JSON pointer into ``spec``) names, followed until
+    a node without one.
+
+    :raises _Unreadable: a reference to something the document does not have, or a loop.
+    """
+    for _ in range(_MAX_REF_HOPS):
+        ref = node.get("$ref") if isinstance(node, dict) else None
+        if not isinstance(ref, str):
+            return node
+        node = spec
+        for part in unquote(ref.removeprefix("#")).split("/")[1:]:
+            key = part.replace("~1", "/").replace("~0", "~")
+            if isinstance(node, dict) and key in node:
+                node = node[key]
+            elif isinstance(node, list) and key.isdigit() and int(key) < len(node):
+                node = node[int(key)]
+            else:
+                raise _Unreadable(f"refers to {ref!r}, which it does not have")
+    raise _Unreadable(f"has references that lead to each other in a loop (at {ref!r})")
 
 
 def _operation(
-    path: str, method: str, node: SchemaPath, shared: list[SchemaPath], components: Mapping[str, Any], version: str
+    spec: dict[str, Any], path: str, method: str, value: dict[str, Any], shared: list[Any], converter: Converter
 ) -> Operation:
-    value = node.read_value()
     operation_id = value.get("operationId") or f"{method}_{path}"
-    base = {
+    base: dict[str, Any] = {
         "operation_id": str(operation_id),
         "method": method.upper(),
         "path": path,
@@ -216,9 +282,9 @@ def _operation(
         "description": value.get("description"),
     }
     try:
-        parameters, unsupported = _parameters(node, shared, components, version)
-        body, media, required = _body(node, components, version)
-        response = _response_media(node)
+        parameters, unsupported = _parameters(spec, value, shared, converter)
+        body, media, required = _body(spec, value, converter)
+        response = _response_media(spec, value)
     except UnsupportedSchema as exc:
         return Operation(**base, unsupported=str(exc))
     if unsupported is None and body is not None and any(p.name == BODY for p in parameters):
@@ -236,48 +302,54 @@ def _operation(
     )
 
 
+_QUERY_STYLES = ("form", "spaceDelimited", "pipeDelimited", "deepObject")
+
+
 def _parameters(
-    node: SchemaPath, shared: list[SchemaPath], components: Mapping[str, Any], version: str
+    spec: dict[str, Any], value: dict[str, Any], shared: list[Any], converter: Converter
 ) -> tuple[tuple[Parameter, ...], str | None]:
     found: dict[tuple[str, str], dict[str, Any]] = {}
-    own = list(node / "parameters") if "parameters" in node else []
-    for parameter in [*shared, *own]:  # an operation's own parameter replaces the path item's
-        value = parameter.read_value()
-        found[(value["name"], value["in"])] = value
+    for parameter in [*shared, *(_deref(spec, p) for p in value.get("parameters", ()))]:
+        found[(parameter["name"], parameter["in"])] = parameter  # an operation's own replaces the path item's
     out, unsupported = [], None
-    for (name, location), value in found.items():
+    for (name, location), node in found.items():
         if location in ("header", "cookie"):
-            if value.get("required"):
+            if node.get("required"):
                 unsupported = f"it requires the {location} parameter {name!r}, which tools do not take"
             continue
-        if location == "path" and value.get("style", "simple") != "simple":
-            unsupported = f"path parameter {name!r} has style {value['style']!r}; only 'simple' is served"
-        schema = json_schema(value.get("schema") or {"type": "string"}, components, version)
-        out.append(Parameter(name, location, bool(value.get("required")), schema, value.get("description")))
+        style = node.get("style", "simple" if location == "path" else "form")
+        if location == "path" and style != "simple":
+            unsupported = f"path parameter {name!r} has style {style!r}; only 'simple' is served"
+        elif location == "query" and style not in _QUERY_STYLES:
+            unsupported = f"query parameter {name!r} has style {style!r}; {', '.join(_QUERY_STYLES)} are served"
+        elif "schema" not in node and "content" in node:
+            unsupported = f"{location} parameter {name!r} is described by content, not schema; it is not served"
+        schema = converter.json_schema(node.get("schema") or {"type": "string"})
+        explode = bool(node.get("explode", style == "form"))
+        description = node.get("description")
+        out.append(Parameter(name, location, bool(node.get("required")), schema, description, style, explode))
     return tuple(out), unsupported
 
 
 def _body(
-    node: SchemaPath, components: Mapping[str, Any], version: str
+    spec: dict[str, Any], value: dict[str, Any], converter: Converter
 ) -> tuple[dict[str, Any] | None, str | None, bool]:
-    if "requestBody" not in node:
+    if "requestBody" not in value:
         return None, None, False
-    body = (node / "requestBody").read_value()
+    body = _deref(spec, value["requestBody"])
     content = body.get("content", {})
     media = next((m for m in content if m in _JSON_TYPES or m.endswith("+json")), None)
     if media is None:
         return None, None, False
-    schema = json_schema(content[media].get("schema") or {}, components, version)
+    schema = converter.json_schema(content[media].get("schema") or {})
     return schema, media, bool(body.get("required"))
 
 
-def _response_media(node: SchemaPath) -> str | None:
-    if "responses" not in node:
-        return None
-    responses = node / "responses"
-    for status in sorted(responses.str_keys()):
+def _response_media(spec: dict[str, Any], value: dict[str, Any]) -> str | None:
+    responses = value.get("responses") or {}
+    for status in sorted(str(s) for s in responses):
         if status.startswith("2") or status == "default":
-            content = (responses / status).read_value().get("content") or {}
+            content = _deref(spec, responses[status] if status in responses else responses[int(status)]).get("content")
             if content:
                 return str(next((m for m in content if m in _JSON_TYPES), next(iter(content))))
     return None

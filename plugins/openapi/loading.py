@@ -7,6 +7,7 @@ import logging
 
 from mcp_providers.plugins.openapi.client import Service
 from mcp_providers.plugins.openapi.document import DocumentError, Operation, load
+from mcp_providers.plugins.openapi.names import advisories, refusals
 from mcp_providers.plugins.openapi.providers import selected
 from mcp_providers.plugins.openapi.settings import OpenAPISettings, ServiceSettings
 
@@ -22,10 +23,23 @@ def _service(settings: ServiceSettings) -> Service:
         log.error("openapi: service %r serves nothing: %s", settings.name, exc)
         return Service(settings, None, f"service {settings.name!r}: {exc}")
     except Exception as exc:  # a document the libraries choke on fails its service, never the others
-        log.error("openapi: service %r serves nothing: its document could not be read", settings.name, exc_info=exc)
+        # Only the kind and the place: a library's message may quote the document (it may hold secrets).
+        where = exc.__traceback__
+        while where is not None and where.tb_next is not None:
+            where = where.tb_next
+        place = f" in {where.tb_frame.f_code.co_name}" if where is not None else ""
+        log.error("openapi: service %r serves nothing: its document could not be read (%s%s)",
+                  settings.name, type(exc).__name__, place)  # fmt: skip
         return Service(settings, None, f"service {settings.name!r}: its document could not be read "
-                       f"({type(exc).__name__}: {str(exc)[:200]})")  # fmt: skip
-    return Service(settings, document, None)
+                       f"({type(exc).__name__})")  # fmt: skip
+    refused = refusals(settings, document)
+    if refused:  # a name that matches nothing may be a typo that exposes what was meant hidden: fail closed
+        reason = f"service {settings.name!r} serves nothing: {'; '.join(refused)}"
+        log.error("openapi: %s", reason)
+        return Service(settings, None, reason)
+    service = Service(settings, document, None)
+    service.left_out = advisories(settings, document)
+    return service
 
 
 def services(settings: OpenAPISettings | None) -> list[tuple[Service, list[Operation]]]:
@@ -40,7 +54,7 @@ def services(settings: OpenAPISettings | None) -> list[tuple[Service, list[Opera
         for configured in settings.services:
             service = _service(configured)
             operations, left = selected(service)
-            for line in left:
+            for line in [*left, *(f"openapi: {item.message}" for item in service.left_out)]:
                 log.warning("%s", line)
             loaded.append((service, operations))
         settings._services = loaded

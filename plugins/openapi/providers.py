@@ -32,6 +32,7 @@ from mcp_providers.errors import InvalidParams, NotFound, TooLarge, ToolFailure,
 from mcp_providers.models import ORIGIN_KEY, Effects, Resource, ResourceTemplate, Tool
 from mcp_providers.plugins.openapi.client import Answer, Service
 from mcp_providers.plugins.openapi.document import BODY, Operation
+from mcp_providers.plugins.openapi.query import from_uri, is_object, simple
 from mcp_providers.plugins.openapi.schema import arguments_model
 from mcp_providers.providers import Content, ReadRequest, ResourceProvider, ToolCall, ToolProvider, ToolResult
 
@@ -62,13 +63,23 @@ def selected(service: Service) -> tuple[list[Operation], list[str]]:
         elif why is None and set(op.tags) & set(s.exclude_tags):
             why = "has one of exclude_tags"
         elif why is None and op.method == "GET":
-            bad = [p.name for p in op.parameters if not _VARNAME.match(p.name)]
-            why = f"parameter(s) {', '.join(bad)} cannot be URI template variables" if bad else None
+            why = _not_a_template(op)
         if why is None:
             out.append(op)
         else:
             left.append(f"openapi: service {s.name!r}: {op.operation_id} ({op.method} {op.path}) left out: {why}")
     return out, left
+
+
+def _not_a_template(op: Operation) -> str | None:
+    """Why the parameters of GET operation ``op`` cannot be the variables of its URI template."""
+    bad = [p.name for p in op.parameters if not _VARNAME.match(p.name)]
+    if bad:
+        return f"parameter(s) {', '.join(bad)} cannot be URI template variables"
+    objects = [p.name for p in op.parameters if p.location == "query" and is_object(p)]
+    if objects:  # a template variable holds one string, an object's members are name=value pairs
+        return f"query parameter(s) {', '.join(objects)} take an object, which a URI template variable cannot"
+    return None
 
 
 def _origin(service: Service, op: Operation) -> dict[str, Any]:
@@ -90,6 +101,7 @@ class OpenAPIResources(ResourceProvider):
         self.name = f"openapi-{service.name}"
         self.prefixes = (service.settings.owned_prefix,)
         self.service = service
+        self.left_out = tuple(service.left_out)  # check's left-out advisories (include names that match nothing)
         self._resources: list[Resource] = []
         self._templates: list[ResourceTemplate] = []
         self._by_key: dict[str, Operation] = {}
@@ -105,7 +117,9 @@ class OpenAPIResources(ResourceProvider):
                 "meta": _origin(service, op),
             }
             if op.parameters:
-                self._templates.append(ResourceTemplate(uri_template=key, completions=_enums(op), **fields))
+                self._templates.append(
+                    ResourceTemplate(uri_template=key, completions=_enums(op), opaque_query=True, **fields)
+                )
             else:
                 self._resources.append(Resource(uri=key, **fields))
             self._by_key[key] = op
@@ -121,7 +135,9 @@ class OpenAPIResources(ResourceProvider):
         key = declaration.uri if isinstance(declaration, Resource) else declaration.uri_template
         op = self._by_key[key]
         params = dict(request.params)
-        missing = [p.name for p in op.parameters if p.location == "query" and p.required and p.name not in params]
+        # The query as sent (the gate judged it too): the canonical URI keeps one value per variable.
+        query = from_uri(op, request.requested_uri or request.uri)
+        missing = [p.name for p in op.parameters if p.location == "query" and p.required and p.name not in query]
         if missing:
             example = "&".join(f"{name}=..." for name in missing)
             raise InvalidParams(
@@ -130,7 +146,6 @@ class OpenAPIResources(ResourceProvider):
                 data={"uri": request.uri[:200], "missing": missing},
             )
         path = self.service.url(op, params)
-        query = {p.name: params[p.name] for p in op.parameters if p.location == "query" and p.name in params}
         answer = await self.service.send(op, path, query=query, gate_uri=request.uri)
         return _content(answer)
 
@@ -214,7 +229,7 @@ class OpenAPITools(ToolProvider):
                     idempotent=idempotent,
                     open_world=True,
                     meta=_origin(service, op),
-                    input_model=arguments_model(f"{name}Arguments", input_schema(op)),
+                    input_model=arguments_model(f"{name}Arguments", input_schema(op), checked=True),
                 )
             )
             self._by_name[name] = op
@@ -226,7 +241,7 @@ class OpenAPITools(ToolProvider):
         op = self._by_name[call.tool.name]
         arguments = call.arguments.model_dump(mode="json")
         path_values = {
-            p.name: str(arguments[p.name]) for p in op.parameters if p.location == "path" and p.name in arguments
+            p.name: simple(arguments[p.name]) for p in op.parameters if p.location == "path" and p.name in arguments
         }
         query = {p.name: arguments[p.name] for p in op.parameters if p.location == "query" and p.name in arguments}
         try:

@@ -225,7 +225,6 @@ def test_a_document_the_libraries_choke_on_fails_its_service_alone(
     services = [{"name": "depot", "document": path}, {"name": "choke", "document": str(tmp_path / "choke.json"),
                                                        "base_url": "http://127.0.0.1:9"}]  # fmt: skip
     loaded = dict((s.name, s) for s, _ in loading.services(OpenAPISettings.model_validate({"services": services})))
-    assert loaded["choke"].error == (
-        "service 'choke': its document could not be read (RecursionError: maximum recursion depth exceeded)"
-    )
+    # the kind only: a library's message may quote the document
+    assert loaded["choke"].error == "service 'choke': its document could not be read (RecursionError)"
     assert loaded["depot"].error is None and loaded["depot"].document is not None

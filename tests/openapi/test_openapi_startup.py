@@ -69,7 +69,7 @@ def test_a_service_whose_document_fails_fails_alone_in_readyz_and_status(base: t
     failed = facts(base[1], None, None)["failed_providers"]  # what /status.json shows
     assert "service 'gone': document 'http://127.0.0.1:" in failed["openapi-gone"]
     assert "could not be fetched (ConnectError" in failed["openapi-gone"]
-    assert "is not valid OpenAPI 3.0.3: at info: 'version' is a required property" in failed["openapi-invalid"]
+    assert "is not valid OpenAPI 3.0.3: at info: misses the required property version" in failed["openapi-invalid"]
 
 
 async def test_the_service_gets_its_credential_never_the_callers_and_nothing_shows_it(base: tuple[str, Any]) -> None:

@@ -1,0 +1,110 @@
+"""``openapi-spec-validator``'s validators, with their bookkeeping made linear.
+
+The library (0.9) remembers what it has seen in lists and asks ``x in list`` once per item: the
+operationIds it met (:class:`~openapi_spec_validator.validation.keywords.OperationValidator`) and
+the schemas it visited and meta-checked (``SchemaValidator``). Each question costs as much as the
+list is long, so a document's validation grows with the square of its operations and schemas (a
+20,000-path document took about a minute to ``check``). The subclasses here keep the same lists,
+as the library reads them, with a set beside them for the question.
+
+The meta-schema pass of a 3.0 document also remembers, per document, which values it found valid
+against which definition (:func:`_remembering`): the same parameter or response object, repeated
+on thousands of paths, is checked once (about half the validation of a large document). Nothing
+else changes: the same meta-schema, the same checks, the same errors.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Hashable, Iterator, Mapping
+from typing import Any
+
+import jsonschema.validators
+from openapi_spec_validator.validation import OpenAPIV30SpecValidator, OpenAPIV31SpecValidator, keywords
+from openapi_spec_validator.validation.validators import SpecValidator
+
+__all__ = ["validate"]
+
+
+class _Seen(list[Any]):
+    """A list whose ``in`` is a set lookup (the library only appends to it and asks ``in``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._members: set[Hashable] = set()
+
+    def append(self, item: Any) -> None:
+        self._members.add(item)
+        super().append(item)
+
+    def __contains__(self, item: object) -> bool:
+        return item in self._members
+
+
+class _Operation(keywords.OperationValidator):
+    def __init__(self, registry: Any) -> None:
+        super().__init__(registry)
+        self.operation_ids_registry = _Seen()
+
+
+def _linear_schema(base: type[keywords.SchemaValidator]) -> type[keywords.SchemaValidator]:
+    class Linear(base):  # type: ignore[valid-type,misc]  # a class made per schema dialect
+        def __init__(self, registry: Any) -> None:
+            super().__init__(registry)
+            self.visited_schema_ids = _Seen()
+            self.meta_checked_schema_ids = _Seen()
+
+    Linear.__name__ = Linear.__qualname__ = f"Linear{base.__name__}"
+    return Linear
+
+
+def _remembering(meta: Any) -> Any:
+    """``meta`` (a jsonschema validator of a Draft 4 meta-schema) whose ``$ref`` remembers what it
+    found valid: a document repeats the same parameter, response or schema object thousands of
+    times, and each is checked once. Only successes are remembered (a failure is checked again, so
+    errors are the library's own); Draft 4 has no dynamic scope, so a value valid against a
+    definition under one resolution base is valid against it under that base anywhere."""
+    valid: set[bytes] = set()
+
+    def ref(validator: Any, ref: str, instance: Any, schema: Any) -> Iterator[Any]:
+        base = str(getattr(validator._resolver, "_base_uri", ""))
+        key = hashlib.blake2b(f"{base}\0{ref}\0{instance!r}".encode(), digest_size=16).digest()
+        if key in valid:
+            return
+        errors = list(validator._validate_reference(ref=ref, instance=instance))
+        if not errors:
+            valid.add(key)
+        yield from errors
+
+    remembering = jsonschema.validators.extend(meta.__class__, {"$ref": ref})  # type: ignore[no-untyped-call]
+    return remembering(meta.schema, format_checker=meta.format_checker)
+
+
+def _linear(base: type[SpecValidator], *, remember: bool) -> type[SpecValidator]:
+    validators: Mapping[str, type[keywords.KeywordValidator]] = base.keyword_validators
+    replaced = {"operation": _Operation, "schema": _linear_schema(validators["schema"])}  # type: ignore[arg-type]
+
+    def __init__(self: SpecValidator, schema: Any) -> None:
+        base.__init__(self, schema)
+        if remember:  # per validation: what is remembered lives as long as one document's check
+            self.schema_validator = _remembering(base.schema_validator)
+
+    namespace = {"keyword_validators": {**validators, **replaced}, "__init__": __init__}
+    return type(f"Linear{base.__name__}", (base,), namespace)
+
+
+# 3.1's meta-schema is Draft 2020-12, whose $dynamicRef makes a $ref's result depend on the path
+# taken: its $ref results are not remembered.
+_BY_VERSION = {
+    "3.0": _linear(OpenAPIV30SpecValidator, remember=True),
+    "3.1": _linear(OpenAPIV31SpecValidator, remember=False),
+}
+
+
+def validate(spec: dict[str, Any], version: str) -> None:
+    """Validate ``spec``, an OpenAPI ``version`` (``"3.0.x"`` or ``"3.1.x"``) document.
+
+    :raises openapi_spec_validator.validation.exceptions.OpenAPIValidationError: the first error.
+    :raises referencing.exceptions.Unresolvable: a ``$ref`` to what the document does not have.
+    """
+    _BY_VERSION[version[:3]](spec).validate()
