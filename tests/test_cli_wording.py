@@ -70,7 +70,7 @@ async def test_a_refused_call_names_each_location_once() -> None:
         openapi = _text(await client.call_tool("from_openapi", {}))
         upstream = _text(await client.call_tool("from_upstream", {}))
         typed = _text(await client.call_tool("typed", {"n": "x"}))
-    assert openapi == "Invalid arguments for from_openapi: (arguments): 'a' is a required property"
+    assert openapi == "Invalid arguments for from_openapi: 'a' is a required property"  # the root: no location
     assert upstream == "Invalid arguments for from_upstream: (root): 'a' is a required property"
     assert typed.startswith("Invalid arguments for typed: n: Input should be a valid integer")  # a field: named
 

@@ -38,6 +38,7 @@ import httpx2
 from mcp_providers import http as core_http
 from mcp_providers.credentials import record_upstream
 from mcp_providers.errors import InvalidParams, NotFound, TooLarge, UpstreamError
+from mcp_providers.http import is_loopback_host
 from mcp_providers.plugins.openapi.document import Document, Operation
 from mcp_providers.plugins.openapi.query import encode
 from mcp_providers.plugins.openapi.settings import (
@@ -46,7 +47,6 @@ from mcp_providers.plugins.openapi.settings import (
     BearerAuth,
     ServiceSettings,
     checked_http_url,
-    is_loopback_host,
 )
 
 __all__ = ["Answer", "Service", "ServiceError", "path_value", "same_path"]

@@ -18,7 +18,6 @@ service's HTTP client is opened. Example (``tests/openapi/test_openapi_settings.
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import os
 import re
@@ -27,6 +26,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
+from mcp_providers.http import is_loopback_host
 from mcp_providers.models import Effects
 
 __all__ = [
@@ -35,7 +35,6 @@ __all__ = [
     "BearerAuth",
     "OpenAPISettings",
     "ServiceSettings",
-    "is_loopback_host",
     "secret_variables",
 ]
 
@@ -80,16 +79,6 @@ class ApiKeyAuth(BaseModel):
 
 
 Auth = Annotated[BearerAuth | BasicAuth | ApiKeyAuth, Field(discriminator="type")]
-
-
-def is_loopback_host(host: str) -> bool:
-    """Whether ``host`` is ``localhost`` or a loopback IP address."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def checked_http_url(value: str, what: str, *, path: bool) -> str:
