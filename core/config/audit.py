@@ -9,7 +9,6 @@ from typing import Annotated, Literal
 from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from mcp_providers.config.environment import _ENV_NAME
-from mcp_providers.http import is_loopback_host
 
 __all__ = [
     "SYSLOG_FACILITIES",
@@ -126,6 +125,8 @@ class WebhookSinkSettings(_Shipped):
     @field_validator("url")
     @classmethod
     def _safe_url(cls, url: AnyHttpUrl) -> AnyHttpUrl:
+        from mcp_providers.http import is_loopback_host  # here: importing the config must not import httpx2
+
         if url.username or url.password:
             raise ValueError(
                 "the sink's URL carries credentials; put the token in an environment variable named by token_env"
