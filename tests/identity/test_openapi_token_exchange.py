@@ -275,8 +275,15 @@ async def test_a_token_the_service_rejects_is_exchanged_anew_once_and_the_reques
         before = len(service.hits)
         read = await client.read_resource("openapi://people/whoami")
         assert json.loads(read.contents[0].text)["sub"] == "bob"  # type: ignore[union-attr]
+        after = service.hits[before:]
+        assert [(sub is None, d in bobs) for _, sub, d in after] == [(True, True), (False, False)]  # 401, then anew
+        bobs = {d for sub, d in service.seen() if sub == "bob"}
+        service.revoked |= {d for d in bobs if d is not None}
+        before = len(service.hits)
+        called = await client.call_tool("people_addNote", {"body": {"text": "again"}})  # a POST body, sent twice
+        assert json.loads(called.content[0].text) == {"sub": "bob", "client_id": GATEWAY, "note": "again"}  # type: ignore[union-attr]
     after = service.hits[before:]
-    assert [(sub is None, d in bobs) for _, sub, d in after] == [(True, True), (False, False)]  # 401, then anew
+    assert [(sub is None, d in bobs) for _, sub, d in after] == [(True, True), (False, False)]
 
 
 async def test_a_service_answering_401_to_every_token_is_asked_twice_and_its_answer_is_masked(
