@@ -16,10 +16,15 @@ URI the gate saw, decoded once, with the URL about to be requested, decoded once
 difference.
 
 Every call records its custody (:func:`mcp_providers.credentials.record_upstream`): the service's
-configured name, its document's title and version, the operationId, the method and the URL
-requested, never a secret (an API key sent as a query parameter is added by the auth flow, after
-the URL is recorded). The caller's own token is never sent: the client carries only the service's
-configured credential.
+configured name, who the service knows the request as (``subject``) and how (``grant``), its
+document's title and version, the operationId, the method and the URL requested, never a secret
+(an API key sent as a query parameter is added by the auth flow, after the URL is recorded). The
+caller's own token is never sent: the client carries only the service's configured credential, or,
+with OAuth settings (``client_credentials``, ``on_behalf_of``), a credential from the credential
+broker for each request (:mod:`mcp_providers.plugins._oauth`): this server's client's, or one the
+caller's token was exchanged for. A caller ``on_behalf_of`` cannot exchange for (no verified token,
+or the authorization server refuses) is refused (-32003) before anything is sent; a credential the
+service answers 401 to is forgotten in the broker and the request sent once more with a new one.
 """
 
 from __future__ import annotations
@@ -36,9 +41,11 @@ from urllib.parse import quote, unquote, urlsplit
 import httpx2
 
 from mcp_providers import http as core_http
-from mcp_providers.credentials import record_upstream
+from mcp_providers.credentials import Credential, CredentialBroker, record_upstream
 from mcp_providers.errors import InvalidParams, NotFound, TooLarge, UpstreamError
 from mcp_providers.http import is_loopback_host
+from mcp_providers.identity import LOCAL, Principal
+from mcp_providers.plugins._oauth import ClientCredentials, OAuthAuth, OnBehalfOfAuth, TokenExchange, brokered
 from mcp_providers.plugins.openapi.document import Document, Operation
 from mcp_providers.plugins.openapi.query import encode
 from mcp_providers.plugins.openapi.settings import (
@@ -150,6 +157,24 @@ class Service:
         self.left_out: list[Any] = []
         """What the settings name that the document does not have, where it fails safe
         (:func:`~mcp_providers.plugins.openapi.names.advisories`); ``check`` lists it."""
+        self.oauth = self._oauth(settings.auth)
+        """Where each request's credential comes from, with OAuth settings (else ``None``)."""
+        self._own_broker = CredentialBroker()
+        """The broker of requests made outside a server's pipeline (a direct call)."""
+
+    def _oauth(self, auth: Any) -> ClientCredentials | TokenExchange | None:
+        if not isinstance(auth, OAuthAuth):
+            return None
+        endpoint = {
+            "owner": f"service {self.name!r}",
+            "who": f"service {self.name!r}",
+            "resource": self.base_url,
+            "timeout": self.settings.timeout_seconds,
+        }
+        if isinstance(auth, OnBehalfOfAuth):
+            return TokenExchange(auth, name=f"openapi:{self.name}", **endpoint)
+        principal = Principal(f"client:{self.name}", issuer=f"mcp-providers:openapi:{self.name}")
+        return ClientCredentials(auth, name=f"openapi-client:{self.name}", principal=principal, **endpoint)
 
     @property
     def label(self) -> str:
@@ -251,6 +276,7 @@ class Service:
         query: Mapping[str, Any],
         body: Any = None,
         gate_uri: str | None = None,
+        principal: Principal = LOCAL,
     ) -> Answer:
         """Send ``operation`` to ``path`` (from :meth:`url`) with ``query`` and a JSON ``body``.
 
@@ -258,7 +284,10 @@ class Service:
             (:func:`~mcp_providers.plugins.openapi.query.encode`).
         :param gate_uri: the canonical URI the gate authorized (reads); the request is refused
             unless it names the same path (:func:`same_path`).
+        :param principal: the caller: ``on_behalf_of`` services are reached as them.
         :raises InvalidParams: the URI and the URL differ.
+        :raises CredentialRefused: ``on_behalf_of`` and the caller has no verified token, or the
+            authorization server refused the exchange (nothing was sent to the service).
         :raises NotFound: the service answered 404.
         :raises TooLarge: the answer is over ``max_response_bytes``.
         :raises ServiceError: any other answer than 2xx (a redirect included: never followed), a
@@ -267,6 +296,26 @@ class Service:
         http = self._http
         if http is None:
             raise ServiceError(self._open_error or f"service {self.name!r} is not open", service=self.name)
+        request = self._request(http, operation, path, query, body, gate_uri)
+        what = f"service {self.name!r} ({self.label}): {operation.operation_id} ({operation.method} {operation.path})"
+        custody = {"service": self.label, "operationId": operation.operation_id, "method": operation.method,
+                   "url": str(request.url)}  # fmt: skip
+        if self.oauth is None:
+            subject, grant = self.grant
+            record_upstream({"name": f"openapi:{self.name}", "subject": subject, "grant": grant, **custody})
+            return await self._exchange(http, request, what)
+        return await self._brokered(http, request, what, custody, principal)
+
+    def _request(
+        self,
+        http: httpx2.AsyncClient,
+        operation: Operation,
+        path: str,
+        query: Mapping[str, Any],
+        body: Any,
+        gate_uri: str | None,
+    ) -> httpx2.Request:
+        """The request :meth:`send` sends; raises :class:`InvalidParams` as it says."""
         encoded = encode(operation, query)
         request = http.build_request(operation.method, f"{path}?{encoded}" if encoded else path, json=body)
         base_path = urlsplit(self.base_url).path.rstrip("/")
@@ -276,22 +325,39 @@ class Service:
             raise InvalidParams(
                 f"{gate_uri[:200]!r} does not name the path requested; refused", data={"uri": gate_uri[:200]}
             )
-        subject, grant = self.grant
-        record_upstream(
-            {
-                "name": f"openapi:{self.name}",
-                "subject": subject,
-                "grant": grant,
-                "service": self.label,
-                "operationId": operation.operation_id,
-                "method": operation.method,
-                "url": str(request.url),
-            }
-        )
-        what = f"service {self.name!r} ({self.label}): {operation.operation_id} ({operation.method} {operation.path})"
-        return await self._exchange(http, request, what)
+        return request
 
-    async def _exchange(self, http: httpx2.AsyncClient, request: httpx2.Request, what: str) -> Answer:
+    async def _brokered(
+        self,
+        http: httpx2.AsyncClient,
+        request: httpx2.Request,
+        what: str,
+        custody: Mapping[str, str],
+        principal: Principal,
+    ) -> Answer:
+        """``request`` with a credential from the broker (OAuth settings): the caller's exchanged
+        one (``on_behalf_of``) or this server's client's; once more with a new one after a 401."""
+        assert self.oauth is not None  # the caller checks it
+        upstream = self.oauth
+
+        async def sent(credential: Credential) -> Answer:
+            request.headers["Authorization"] = f"Bearer {credential.token}"
+            who = {"name": f"openapi:{self.name}", "subject": credential.subject, "grant": credential.grant}
+            record_upstream({**who, **custody})
+            return await self._exchange(http, request, what, hide=(credential.token,))
+
+        return await brokered(
+            upstream,
+            upstream.principal if isinstance(upstream, ClientCredentials) else principal,
+            sent,
+            rejected=lambda exc, _credential: isinstance(exc, ServiceError) and exc.status == 401,
+            own=self._own_broker,
+            who=f"service {self.name!r}",
+        )
+
+    async def _exchange(
+        self, http: httpx2.AsyncClient, request: httpx2.Request, what: str, hide: tuple[str, ...] = ()
+    ) -> Answer:
         budget = self.settings.max_response_bytes
         try:
             response = await http.send(request, stream=True)
@@ -320,7 +386,7 @@ class Service:
         if 300 <= response.status_code < 400:
             raise self._redirect(what, response.status_code, response.headers.get("location", ""))
         if not 200 <= response.status_code < 300:  # 1xx as a final answer, 4xx, 5xx, anything else
-            raise self._failure(what, response.status_code, bytes(body))
+            raise self._failure(what, response.status_code, bytes(body), hide)
         return Answer(response.status_code, media, bytes(body))
 
     def _redirect(self, what: str, status: int, location: str) -> ServiceError:
@@ -352,8 +418,12 @@ class Service:
             data={"service": self.name, "budget": budget},
         )
 
-    def _failure(self, what: str, status: int, body: bytes) -> UpstreamError:
-        said = self.redact(body[:300].decode("utf-8", "replace")).strip()
+    def _failure(self, what: str, status: int, body: bytes, hide: tuple[str, ...] = ()) -> UpstreamError:
+        # Masked before it is cut: a secret across the cut would leave its start in the message.
+        said = self.redact(body.decode("utf-8", "replace"))
+        for secret in hide:  # the request's own credential (OAuth): not one of the service's configured secrets
+            said = said.replace(secret, MASK)
+        said = said[:300].strip()
         message = f"{what} failed with HTTP {status}" + (f": {said}" if said else "")
         if status == 404:
             return NotFound(message, data={"service": self.name, "status": 404})  # type: ignore[return-value]

@@ -146,7 +146,7 @@ class OpenAPIResources(ResourceProvider):
                 data={"uri": request.uri[:200], "missing": missing},
             )
         path = self.service.url(op, params)
-        answer = await self.service.send(op, path, query=query, gate_uri=request.uri)
+        answer = await self.service.send(op, path, query=query, gate_uri=request.uri, principal=request.principal)
         return _content(answer)
 
     @contextlib.asynccontextmanager
@@ -246,7 +246,7 @@ class OpenAPITools(ToolProvider):
         query = {p.name: arguments[p.name] for p in op.parameters if p.location == "query" and p.name in arguments}
         try:
             path = self.service.url(op, path_values)
-            answer = await self.service.send(op, path, query=query, body=arguments.get(BODY))
+            answer = await self.service.send(op, path, query=query, body=arguments.get(BODY), principal=call.principal)
         except (InvalidParams, NotFound, TooLarge, UpstreamError) as exc:  # the model sees it and may correct
             raise ToolFailure(exc.message) from None
         return ToolResult(text=_tool_text(answer))

@@ -3,7 +3,10 @@ reach it.
 
 The operator's ``[plugins.openapi]`` table is validated against :class:`OpenAPISettings`. Secrets
 are never written in the config file: each is the *name* of an environment variable, read when the
-service's HTTP client is opened. Example (``tests/openapi/test_openapi_settings.py`` validates it)::
+service's HTTP client is opened, or, for OAuth (``client_credentials``: this server's client;
+``on_behalf_of``: each caller, by RFC 8693 token exchange), when a token is first asked for; the
+OAuth settings are the upstream plugin's (:class:`~mcp_providers.plugins._oauth.OAuthAuth`).
+Example (``tests/openapi/test_openapi_settings.py`` validates it)::
 
     [[plugins.openapi.services]]
     name = "petstore"
@@ -14,6 +17,16 @@ service's HTTP client is opened. Example (``tests/openapi/test_openapi_settings.
     exclude_operations = ["deletePet"]
     effects = { addPet = "destructive" }
     auth = { type = "bearer", token_env = "PETSTORE_TOKEN" }
+
+    [[plugins.openapi.services]]
+    name = "tickets"
+    document = "https://tickets.example.com/openapi.json"
+    [plugins.openapi.services.auth]
+    type = "on_behalf_of"                    # or "client_credentials": one identity for every caller
+    token_endpoint = "https://idp.example.com/oauth/token"
+    client_id_env = "TICKETS_CLIENT_ID"
+    client_secret_env = "TICKETS_CLIENT_SECRET"
+    scope = "tickets:read"                   # resource defaults to the base URL; audience is optional
 """
 
 from __future__ import annotations
@@ -28,11 +41,14 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator,
 
 from mcp_providers.http import is_loopback_host
 from mcp_providers.models import Effects
+from mcp_providers.plugins._oauth import ClientCredentialsAuth, OAuthAuth, OnBehalfOfAuth, variable_named
 
 __all__ = [
     "ApiKeyAuth",
     "BasicAuth",
     "BearerAuth",
+    "ClientCredentialsAuth",
+    "OnBehalfOfAuth",
     "OpenAPISettings",
     "ServiceSettings",
     "secret_variables",
@@ -78,7 +94,9 @@ class ApiKeyAuth(BaseModel):
     value_env: EnvName = Field(description="Environment variable holding the key.")
 
 
-Auth = Annotated[BearerAuth | BasicAuth | ApiKeyAuth, Field(discriminator="type")]
+Auth = Annotated[
+    BearerAuth | BasicAuth | ApiKeyAuth | ClientCredentialsAuth | OnBehalfOfAuth, Field(discriminator="type")
+]
 
 
 def checked_http_url(value: str, what: str, *, path: bool) -> str:
@@ -135,7 +153,11 @@ class ServiceSettings(BaseModel):
         description="operationId -> effects of its tool, replacing the method's (POST additive, PUT/PATCH/DELETE "
         "destructive); ``none`` is refused: a write method cannot run in the read-only scope.",
     )
-    auth: Auth | None = Field(default=None, description="How to authenticate: ``bearer``, ``basic`` or ``api_key``.")
+    auth: Auth | None = Field(
+        default=None,
+        description="How to authenticate: ``bearer``, ``basic``, ``api_key`` (one static credential), "
+        "``client_credentials`` (this server's OAuth client) or ``on_behalf_of`` (each caller, by token exchange).",
+    )
     timeout_seconds: float = Field(default=30.0, gt=0, le=600, description="Seconds to wait for each HTTP answer.")
     max_response_bytes: int = Field(
         default=8 * 1024 * 1024,
@@ -203,6 +225,8 @@ def secret_variables(service: ServiceSettings) -> list[tuple[str, str]]:
         return [("auth.password_env", auth.password_env)]
     if isinstance(auth, ApiKeyAuth):
         return [("auth.value_env", auth.value_env)]
+    if isinstance(auth, OAuthAuth):
+        return [("auth.client_id_env", auth.client_id_env), ("auth.client_secret_env", auth.client_secret_env)]
     return []
 
 
@@ -236,10 +260,9 @@ class OpenAPISettings(BaseModel):
             for setting, env in secret_variables(service):
                 if not os.environ.get(env):
                     log.warning(
-                        "openapi: service %r: environment variable %s (from %s) is not set; every request to "
-                        "this service will fail until it is exported",
+                        "openapi: service %r: %s is not set; every request to this service will fail until it "
+                        "is exported",
                         service.name,
-                        env,
-                        setting,
+                        variable_named(env, setting),  # a name that may be a pasted secret is not repeated
                     )
         return self

@@ -47,15 +47,17 @@ it lists is served as ``<namespace>://scheme/rest``; receipts and audit lines ke
 
 from __future__ import annotations
 
-import os
-import re
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, PrivateAttr, Tag, field_validator, model_validator
 
-from mcp_providers.http import is_loopback_host
 from mcp_providers.models import Effects
+from mcp_providers.plugins import _oauth
+from mcp_providers.plugins._oauth import ENV_NAME as _ENV_NAME
+from mcp_providers.plugins._oauth import NOT_A_NAME as _NOT_A_NAME
+from mcp_providers.plugins._oauth import ClientCredentialsAuth, EnvName, OAuthAuth, checked_url
+from mcp_providers.plugins._oauth import names_checked as _names_checked
 from mcp_providers.plugins.upstream import rules
 
 __all__ = [
@@ -75,75 +77,18 @@ ENV_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,127}$"
 PREFIX_PATTERN = r"^[A-Za-z][A-Za-z0-9+.-]*://"
 TOOL_PREFIX_PATTERN = r"^[A-Za-z0-9_.-]{1,32}$"
 
-_ENV_NAME = re.compile(ENV_NAME_PATTERN)
-_SHOWN_NAME = re.compile(r"^[A-Z][A-Z0-9]{0,15}(_[A-Z0-9]{1,16}){0,7}$")
-"""Variable names a message may repeat: UPPER_SNAKE_CASE in short words (``FILES_GITHUB_TOKEN``).
-Anything else that passes as a name may be a pasted secret (``ghp_...``, ``sk_live_...``,
-``AKIA...``), so a message names only the setting it came from."""
-EnvName = Annotated[str, Field(description="The name of one of our environment variables.")]
 _STRICT = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
 """Inputs are never shown in errors: a misplaced setting may hold a secret."""
-_NOT_A_NAME = (
-    "must be the NAME of one of our environment variables (a letter or _, then letters, digits or _; at most "
-    "128), not a value: put the secret in a variable and name that variable here (the value is not shown)"
-)
-
-
-def variable_named(env_name: str, setting: str) -> str:
-    """How messages name the variable ``env_name`` from ``setting``: ``"environment variable
-    REMOTE_TOKEN (from auth.token_env)"``, or, when the name could be a pasted secret (not short
-    UPPER_SNAKE_CASE words), ``"the environment variable named in auth.token_env"``."""
-    if _SHOWN_NAME.fullmatch(env_name):
-        return f"environment variable {env_name} (from {setting})"
-    return f"the environment variable named in {setting}"
 
 
 def read_variable(env_name: str, *, server: str, setting: str) -> str:
-    """The value of our environment variable ``env_name``.
+    """The value of our environment variable ``env_name``, named in ``setting`` of upstream ``server``.
 
     :raises ValueError: unset or empty, or ``env_name`` is not a variable name; the message names
-        the setting it came from and, when it cannot be a secret (:func:`variable_named`), the
-        variable; never a value.
+        the setting it came from and, when it cannot be a secret
+        (:func:`~mcp_providers.plugins._oauth.variable_named`), the variable; never a value.
     """
-    if not _ENV_NAME.fullmatch(env_name):
-        raise ValueError(f"upstream {server!r}: {setting} {_NOT_A_NAME}")
-    value = os.environ.get(env_name, "")
-    if not value:
-        raise ValueError(
-            f"upstream {server!r}: {variable_named(env_name, setting)} is not set; export it before starting the server"
-        )
-    return value
-
-
-def _names_checked(data: Any, fields: tuple[str, ...], where: str) -> Any:
-    """``data`` (a table) when each of ``fields`` present is a variable name; run before field
-    validation, so the error is the table's and pydantic shows no value."""
-    if isinstance(data, dict):
-        for name in fields:
-            value = data.get(name)
-            if value is not None and not (isinstance(value, str) and _ENV_NAME.fullmatch(value)):
-                raise ValueError(f"{where}{name} {_NOT_A_NAME}")
-    return data
-
-
-def checked_url(value: str, what: str, *, sent: str | None) -> str:
-    """``value``, an ``http(s)://`` URL, if it carries no user info and, when a credential is
-    ``sent`` to it (e.g. ``"the bearer token"``), is ``https://`` or plain http to a loopback host.
-
-    :raises ValueError: what is wrong and what is right; the URL is shown without user info or query.
-    """
-    parts = urlsplit(value)
-    shown = f"{parts.scheme}://{parts.hostname or ''}{parts.path}"
-    if "@" in parts.netloc:
-        raise ValueError(
-            f"{what} {shown!r} must not carry user info; name credentials in auth (as environment variables)"
-        )
-    if sent is not None and parts.scheme == "http" and not is_loopback_host(parts.hostname or ""):
-        raise ValueError(
-            f"{what} {shown!r} is plain http to a host that is not loopback, so {sent} would cross the network "
-            "in cleartext; use https:// (plain http only to 127.0.0.0/8, ::1, localhost)"
-        )
-    return value
+    return _oauth.read_variable(env_name, owner=f"upstream {server!r}", setting=setting)
 
 
 class BearerAuth(BaseModel):
@@ -161,60 +106,15 @@ class BearerAuth(BaseModel):
         return _names_checked(data, ("token_env",), "auth.")
 
 
-class OAuthAuth(BaseModel):
-    """What the two OAuth kinds share: this server's client at the upstream's authorization server.
-
-    The client authenticates at ``token_endpoint`` with its id and secret (``client_secret_basic``,
-    RFC 6749 §2.3.1, unless ``client_auth = "client_secret_post"``), read from the named variables
-    when the connection opens. Tokens are asked for ``resource`` (RFC 8707; default: the upstream's
-    ``url``) and, when set, ``audience``, so the upstream is their audience and no other server's.
-    """
-
-    model_config = _STRICT
-
-    token_endpoint: str = Field(pattern=r"^https?://", description="The authorization server's token endpoint URL.")
-    client_id_env: EnvName = Field(description="Environment variable holding this server's client id.")
-    client_secret_env: EnvName = Field(description="Environment variable holding its client secret.")
-    client_auth: Literal["client_secret_basic", "client_secret_post"] = "client_secret_basic"
-    scope: str | None = Field(default=None, min_length=1, description="scope asked for, space-separated.")
-    resource: str | None = Field(
-        default=None, pattern=r"^https?://", description="RFC 8707 resource asked for; default the upstream's url."
-    )
-    audience: str | None = Field(default=None, min_length=1, description="audience asked for, if the server needs one.")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _names(cls, data: Any) -> Any:
-        """Variable names, and the token endpoint (the client secret, and on behalf of a caller
-        their token, are sent there), checked on the whole table: the field's error would hide the
-        URL that says what is wrong (a setting under ``auth`` is masked as a possible secret)."""
-        if isinstance(data, dict) and isinstance(data.get("token_endpoint"), str):
-            callers = " and each caller's token" if data.get("type") == "on_behalf_of" else ""
-            checked_url(data["token_endpoint"], "auth.token_endpoint", sent=f"the client secret{callers}")
-        return _names_checked(data, ("client_id_env", "client_secret_env"), "auth.")
-
-    @field_validator("resource")
-    @classmethod
-    def _resource(cls, value: str | None) -> str | None:
-        return value if value is None else checked_url(value, "auth.resource", sent=None)
-
-
-class ClientCredentialsAuth(OAuthAuth):
-    """OAuth client credentials (RFC 6749 §4.4): one identity, this server's client, for every
-    caller; its tokens come from the credential broker (cached, refreshed before they expire)."""
-
-    type: Literal["client_credentials"] = "client_credentials"
-
-
-class OnBehalfOfAuth(OAuthAuth):
+class OnBehalfOfAuth(_oauth.OnBehalfOfAuth):
     """On behalf of each caller: the credential broker exchanges the caller's verified access token
     at ``token_endpoint`` for a token of the same user for this upstream (RFC 8693 token exchange),
     and each caller gets an upstream session of their own. The caller's token goes to the
     authorization server only, never to the upstream. Listing at start, subscriptions and
     ``list_changed`` use the pooled connection, as the client itself (client credentials), so the
-    client must be allowed both grants."""
+    client must be allowed both grants. The OAuth settings are
+    :class:`~mcp_providers.plugins._oauth.OAuthAuth`'s."""
 
-    type: Literal["on_behalf_of"] = "on_behalf_of"
     idle_seconds: float = Field(
         default=300.0, gt=0, le=86_400, description="A caller's upstream session is closed after this long unused."
     )
