@@ -42,11 +42,11 @@ from mcp.server import Server, ServerRequestContext
 from mcp.shared.uri_template import UriTemplate
 from pydantic import Field
 
-from mcp_providers._host.uris import InvalidUri, canonical
 from mcp_providers._serve.binding import routes
 from mcp_providers._serve.composition import Composition
 from mcp_providers._serve.steps.wire import icons_wire
 from mcp_providers.providers import ResourceProvider
+from mcp_providers.uris import InvalidUri, canonical
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer

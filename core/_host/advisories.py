@@ -37,9 +37,9 @@ from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
 from mcp_providers._host.declarations import Declared, Problem
 from mcp_providers._host.output_schemas import RESULT_KEY, UnservableSchema, output_schema
 from mcp_providers._host.rules import _valid, _where
-from mcp_providers._host.uris import InvalidUri, canonical, canonical_template
 from mcp_providers.identity import Principal
 from mcp_providers.models import ORIGIN_KEY, Resource, ResourceTemplate, Tool
+from mcp_providers.uris import InvalidUri, canonical, canonical_template
 
 CLIENT_TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 """Tool names every widely used client accepts (Claude Desktop, GitHub Copilot, the OpenAI API)."""

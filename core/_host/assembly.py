@@ -23,8 +23,8 @@ from mcp_providers._host.declarations import Declared, Problem, declare
 from mcp_providers._host.discovery import discover
 from mcp_providers._host.records import PluginRecord
 from mcp_providers._host.rules import TOOL_RULES, check
-from mcp_providers._host.uris import canonical
 from mcp_providers.config import Config
+from mcp_providers.uris import canonical
 
 
 @dataclass(frozen=True, slots=True)

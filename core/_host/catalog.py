@@ -36,13 +36,13 @@ from typing import Generic, TypeVar
 
 from mcp.shared.uri_template import UriTemplate
 
-from mcp_providers._host.declarations import Declared, literal_start
+from mcp_providers._host.declarations import Declared
 from mcp_providers._host.skills import Skill, directories
 from mcp_providers._host.specificity import specificity
-from mcp_providers._host.uris import InvalidUri, canonical, canonical_template, value_problem
 from mcp_providers.errors import InvalidParams, NotFound
 from mcp_providers.models import Extension, Prompt, Resource, ResourceTemplate, Tool
 from mcp_providers.providers import ExtensionProvider, PromptProvider, ResourceProvider, ToolProvider
+from mcp_providers.uris import InvalidUri, canonical, canonical_template, literal_start, value_problem
 
 T = TypeVar("T")
 P = TypeVar("P")
@@ -290,7 +290,7 @@ def _refuse_traversal(
 
     :param visible: whether the caller may list the template (the message names it only then).
     :raises InvalidParams: a value holds a dot segment, a NUL, a leading separator, or (a
-        single-segment variable) any separator; see :func:`~mcp_providers._host.uris.value_problem`.
+        single-segment variable) any separator; see :func:`~mcp_providers.uris.value_problem`.
         A query variable of a template declaring ``opaque_query`` is refused only for a NUL.
     """
     opaque = compiled.entry.declaration.opaque_query

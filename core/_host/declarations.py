@@ -53,12 +53,6 @@ class Declared:
         return [*self.resources, *self.templates]
 
 
-def literal_start(template: str) -> str:
-    """The literal text before the first expression: ``"a://x/{id}"`` -> ``"a://x/"``."""
-    i = template.find("{")
-    return template if i < 0 else template[:i]
-
-
 def declare(records: Iterable[PluginRecord]) -> tuple[list[Declared], list[Problem]]:
     """Ask every loaded provider for its declarations, once; a provider that raises is a Problem."""
     out: list[Declared] = []

@@ -1,6 +1,6 @@
 """Checks every declaration before anything is served.
 
-URIs, prefixes and templates are compared in canonical form (:mod:`mcp_providers._host.uris`).
+URIs, prefixes and templates are compared in canonical form (:mod:`mcp_providers.uris`).
 Each failure is a :class:`Problem` naming the plugin, the rule, the offending value and the fix;
 ``mcp-providers check`` prints one per line. A plugin named in any problem is not served (both
 sides of a collision: serving either would be a guess, so the operator decides).
@@ -51,14 +51,21 @@ from collections.abc import Iterable, Sequence
 
 from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
 
-from mcp_providers._host.declarations import Declared, Problem, literal_start
+from mcp_providers._host.declarations import Declared, Problem
 from mcp_providers._host.output_schemas import _servable
 from mcp_providers._host.specificity import unreachable
-from mcp_providers._host.uris import InvalidUri, canonical, canonical_template
 from mcp_providers.models import Prompt, Resource, ResourceTemplate, Tool
 from mcp_providers.providers import ResourceProvider
+from mcp_providers.uris import (
+    SCHEME,
+    InvalidUri,
+    canonical,
+    canonical_template,
+    literal_start,
+    template_problems,
+    uri_problems,
+)
 
-_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 _PREFIX = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 
@@ -68,48 +75,19 @@ TOOL_RULES = frozenset({"output-schema-unservable"})
 
 def _check_template(d: Declared, t: ResourceTemplate) -> Iterable[Problem]:
     p = (d.plugin,)
-    try:
-        parsed = UriTemplate.parse(t.uri_template)
-    except InvalidUriTemplate as exc:
-        yield Problem(p, "template-invalid", t.uri_template, str(exc), "write an RFC 6570 template, e.g. a://x/{id}")
+    problems = template_problems(t.uri_template)
+    for rule, what, fix in problems:
+        yield Problem(p, rule, t.uri_template, what, fix)
+    if any(rule in ("template-invalid", "uri-invalid") for rule, _, _ in problems):
         return
-    try:
-        canonical_template(t.uri_template)  # the catalog compiles the canonical form
-    except InvalidUri as exc:
-        yield Problem(p, "uri-invalid", t.uri_template, f"a literal part {exc}", "write %XX with two hex digits")
-        return
-    if not parsed.variables:
-        yield Problem(
-            p,
-            "template-without-variables",
-            t.uri_template,
-            "has no {variable}",
-            "declare it as a fixed Resource(uri=...)",
-        )
-    for var in parsed.variables:
-        if var.explode:
-            yield Problem(
-                p,
-                "template-explode-unsupported",
-                t.uri_template,
-                f"variable {var.name!r} explodes",
-                "use {+" + var.name + "} and split the value in read()",
-            )
-    for name in set(t.completions) - set(parsed.variable_names):
+    variables = UriTemplate.parse(t.uri_template).variable_names
+    for name in set(t.completions) - set(variables):
         yield Problem(
             p,
             "completion-unknown-variable",
             t.uri_template,
             f"completions for {name!r}",
-            f"name one of the template's variables: {', '.join(parsed.variable_names)}",
-        )
-    if not _SCHEME.match(literal_start(t.uri_template)):
-        yield Problem(
-            p,
-            "uri-not-absolute",
-            t.uri_template,
-            "does not start with a scheme",
-            "start with a literal scheme, e.g. myplugin://",
+            f"name one of the template's variables: {', '.join(variables)}",
         )
 
 
@@ -179,18 +157,8 @@ def _extension_problem(d: Declared, value: str, message: str, fix: str) -> Probl
 def _grammar(d: Declared) -> Iterable[Problem]:
     p = (d.plugin,)
     for r in d.resources:
-        if not _SCHEME.match(r.uri):
-            yield Problem(p, "uri-not-absolute", r.uri, "has no scheme", "use an absolute URI such as myplugin://path")
-        if UriTemplate.is_template(r.uri):
-            yield Problem(
-                p,
-                "uri-is-template",
-                r.uri,
-                "a fixed URI contains {...}",
-                "declare it as ResourceTemplate(uri_template=...)",
-            )
-        if not _valid(r.uri):
-            yield Problem(p, "uri-invalid", r.uri, "has a malformed percent-escape", "write %XX with two hex digits")
+        for rule, what, fix in uri_problems(r.uri):
+            yield Problem(p, rule, r.uri, what, fix)
     for t in d.templates:
         yield from _check_template(d, t)
     for decl in d.resource_declarations():
@@ -228,7 +196,7 @@ def _check_member(d: Declared, decl: Resource | ResourceTemplate, member: str) -
     except InvalidUriTemplate as exc:
         why = str(exc)
     else:
-        if _SCHEME.match(literal_start(member)):
+        if SCHEME.match(literal_start(member)):
             return
         why = "does not start with a scheme"
     yield Problem(

@@ -34,7 +34,6 @@ from typing import Any
 
 import anyio.to_thread
 
-from mcp_providers._host.uris import InvalidUri, canonical
 from mcp_providers.errors import NotFound, ProviderFailed
 from mcp_providers.models import Freshness, Icon, Resource
 from mcp_providers.providers import Content, ReadRequest, ResourceProvider
@@ -45,6 +44,7 @@ from mcp_providers.skills import (
     SkillSource,
     frontmatter_of,
 )
+from mcp_providers.uris import InvalidUri, canonical
 
 SKILL_FILE = "SKILL.md"
 _TEXT_TYPES = ("application/json", "application/yaml", "application/x-yaml", "application/toml")

@@ -21,12 +21,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from mcp_providers._host.declarations import Declared, Problem, literal_start
-from mcp_providers._host.uris import InvalidUri, canonical_template
+from mcp_providers._host.declarations import Declared, Problem
+from mcp_providers.uris import InvalidUri, canonical_template, literal_start, shape
 
 _EXPRESSION = re.compile(r"\{([^{}]*)\}")
 _OPERATORS = frozenset("+#./;?&")
-_QUERY = frozenset("?&")
 _MULTI_SEGMENT = frozenset("+#")
 
 
@@ -48,25 +47,6 @@ def specificity(template: str, index: int) -> tuple[int, int, int, int]:
     literal = len(_EXPRESSION.sub("", template))
     multi = sum(len(names) for op, names in _expressions(template) if op in _MULTI_SEGMENT)
     return (-len(literal_start(template)), -literal, multi, index)
-
-
-def shape(template: str) -> str:
-    """``template`` with variable names erased and query expressions dropped.
-
-    ``;`` expressions keep their names: they are written into the URI (``;x=1``).
-
-    >>> shape("res://x/{a}/y{?q}") == shape("res://x/{b}/y{?r,s}")
-    True
-    """
-
-    def erase(match: re.Match[str]) -> str:
-        op, names = _expressions(match.group(0))[0]
-        if op in _QUERY:
-            return ""
-        kept = names if op == ";" else ["*" if n.endswith("*") else "" for n in names]
-        return "{" + op + ",".join(kept) + "}"
-
-    return _EXPRESSION.sub(erase, template)
 
 
 def unreachable(declared: Iterable[Declared]) -> list[Problem]:

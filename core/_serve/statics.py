@@ -16,7 +16,6 @@ from collections.abc import Iterator
 
 from mcp_providers._host.advisories import undercut_aggregates
 from mcp_providers._host.catalog import Entry
-from mcp_providers._host.uris import canonical
 from mcp_providers._serve.composition import Composition
 from mcp_providers._serve.steps.asking import require_uri
 from mcp_providers._serve.steps.gate import Gate
@@ -26,6 +25,7 @@ from mcp_providers.identity import ANONYMOUS, LOCAL, Principal
 from mcp_providers.models import Resource
 from mcp_providers.policy import Action
 from mcp_providers.providers import Content, ReadRequest, ResourceProvider
+from mcp_providers.uris import canonical
 
 
 @contextlib.contextmanager

@@ -25,7 +25,6 @@ from pydantic import ConfigDict
 from mcp_providers._host.assembly import Assembly
 from mcp_providers._host.catalog import Catalog, Entry
 from mcp_providers._host.skills import Child, Skill
-from mcp_providers._host.uris import InvalidUri, canonical
 from mcp_providers._serve.steps import wire
 from mcp_providers._serve.steps.custody import STATIC_TTL_MS, receipt
 from mcp_providers._serve.steps.exchange import Actor, Exchange
@@ -34,6 +33,7 @@ from mcp_providers.errors import InvalidParams
 from mcp_providers.models import RECEIPT_KEY
 from mcp_providers.providers import ResourceProvider
 from mcp_providers.skills import DIRECTORY_MIME, SKILLS_EXTENSION
+from mcp_providers.uris import InvalidUri, canonical
 
 SKILL_METHODS = ("skills/list", "skills/get", "resources/directory/read")
 

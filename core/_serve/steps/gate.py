@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from mcp_providers._host.contain import cancels_this_task
-from mcp_providers._host.uris import InvalidUri, canonical, dot_segment_problem
 from mcp_providers.errors import Denied
 from mcp_providers.identity import Principal
 from mcp_providers.models import ResourceTemplate
 from mcp_providers.policy import Action, Decision
+from mcp_providers.uris import InvalidUri, canonical, dot_segment_problem
 
 if TYPE_CHECKING:
     from mcp_providers._host.assembly import AuthorizeImpl

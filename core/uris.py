@@ -1,4 +1,7 @@
-"""One canonical form of a URI, used for routing, prefix ownership, collisions, policy and receipts.
+"""One canonical form of a URI, used for routing, prefix ownership, collisions, policy and receipts;
+and the rules a resource's URI or a template must meet to be served (:func:`uri_problems`,
+:func:`template_problems`), which ``check`` applies to every declaration and a provider whose
+source is not its author's to fix (an upstream MCP server's listing) applies to each item first.
 
 Two spellings of the same resource must never be told apart by a rule, so every comparison the
 core makes is between canonical forms (RFC 3986 section 6.2.2, syntax-based normalisation, plus
@@ -33,7 +36,23 @@ from __future__ import annotations
 import re
 import string
 import unicodedata
+from typing import NamedTuple
 from urllib.parse import unquote
+
+from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
+
+__all__ = [
+    "InvalidUri",
+    "UriProblem",
+    "canonical",
+    "canonical_template",
+    "dot_segment_problem",
+    "literal_start",
+    "shape",
+    "template_problems",
+    "uri_problems",
+    "value_problem",
+]
 
 _UNRESERVED = frozenset(string.ascii_letters + string.digits + "-._~")
 _ESCAPES = re.compile(r"(?:%[0-9A-Fa-f]{2})+")
@@ -171,3 +190,95 @@ def dot_segment_problem(uri: str) -> str | None:
             if dots in segments:
                 return f"holds a {dots!r} path segment"
     return None
+
+
+SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+"""An absolute URI's start: a scheme and its colon (RFC 3986 section 3.1)."""
+_BODY = re.compile(r"\{([^{}]*)\}")
+_OPERATORS = frozenset("+#./;?&")
+_QUERY = frozenset("?&")
+
+
+class UriProblem(NamedTuple):
+    """Why a URI or template cannot be served: ``rule`` (as ``check`` names it, e.g.
+    ``"uri-not-absolute"``), ``what`` is wrong and the ``fix``."""
+
+    rule: str
+    what: str
+    fix: str
+
+
+def literal_start(template: str) -> str:
+    """The literal text before the first expression: ``"a://x/{id}"`` -> ``"a://x/"``."""
+    i = template.find("{")
+    return template if i < 0 else template[:i]
+
+
+def uri_problems(uri: str) -> list[UriProblem]:
+    """Why ``uri`` cannot be a fixed resource's URI (empty when it can): no scheme, a ``{...}`` in
+    it (a template), a malformed percent-escape."""
+    found = []
+    if not SCHEME.match(uri):
+        found.append(UriProblem("uri-not-absolute", "has no scheme", "use an absolute URI such as myplugin://path"))
+    if UriTemplate.is_template(uri):
+        found.append(
+            UriProblem(
+                "uri-is-template", "a fixed URI contains {...}", "declare it as ResourceTemplate(uri_template=...)"
+            )
+        )
+    try:
+        canonical(uri)
+    except InvalidUri as exc:
+        fix = "write %XX with two hex digits"
+        found.append(UriProblem("uri-invalid", f"has a malformed percent-escape: {exc}", fix))
+    return found
+
+
+def template_problems(uri_template: str) -> list[UriProblem]:
+    """Why ``uri_template`` cannot be served (empty when it can): the SDK's strict RFC 6570 parser
+    refuses it, a literal part has a malformed percent-escape, it has no variable, a variable
+    explodes, or it does not start with a scheme."""
+    try:
+        parsed = UriTemplate.parse(uri_template)
+    except InvalidUriTemplate as exc:
+        return [UriProblem("template-invalid", f"is not an RFC 6570 template: {exc}", "write one, e.g. a://x/{id}")]
+    try:
+        UriTemplate.parse(canonical_template(uri_template))  # the catalog compiles the canonical form
+    except InvalidUri as exc:
+        return [UriProblem("uri-invalid", f"a literal part {exc}", "write %XX with two hex digits")]
+    except InvalidUriTemplate as exc:
+        return [UriProblem("template-invalid", f"in canonical form: {exc}", "write %XX only where RFC 3986 allows")]
+    found = []
+    if not parsed.variables:
+        found.append(
+            UriProblem("template-without-variables", "has no {variable}", "declare it as a fixed Resource(uri=...)")
+        )
+    for var in parsed.variables:
+        if var.explode:
+            fix = "use {+" + var.name + "} and split the value in read()"
+            found.append(UriProblem("template-explode-unsupported", f"variable {var.name!r} explodes", fix))
+    if not SCHEME.match(literal_start(uri_template)):
+        fix = "start with a literal scheme, e.g. myplugin://"
+        found.append(UriProblem("uri-not-absolute", "does not start with a scheme", fix))
+    return found
+
+
+def shape(template: str) -> str:
+    """``template`` with variable names erased and query expressions dropped: two templates of one
+    shape match exactly the same URIs. ``;`` expressions keep their names: they are written into
+    the URI (``;x=1``).
+
+    >>> shape("res://x/{a}/y{?q}") == shape("res://x/{b}/y{?r,s}")
+    True
+    """
+
+    def erase(match: re.Match[str]) -> str:
+        body = match.group(1)
+        op = body[:1] if body[:1] in _OPERATORS else ""
+        if op in _QUERY:
+            return ""
+        names = body[len(op) :].split(",")
+        kept = names if op == ";" else ["*" if n.endswith("*") else "" for n in names]
+        return "{" + op + ",".join(kept) + "}"
+
+    return _BODY.sub(erase, template)
