@@ -1,0 +1,53 @@
+"""An SDK v2 server (``MCPServer``) whose tools ask its client: the 2026-07-28 upstream of
+tests/test_upstream_rounds.py, served over stdio (``python tests/rounds_upstream.py``).
+
+``confirm`` elicits a form (name, confirm) and echoes the answer; ``ask_model`` samples the
+client's model and echoes the reply; ``plain`` asks nothing. On 2026-07-28 the questions travel as
+an ``InputRequiredResult`` (the SDK's resolvers), before that as server-to-client requests.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import mcp_types as types
+from mcp.server.mcpserver import Context, Elicit, ElicitationResult, MCPServer, Resolve, Sample
+from pydantic import BaseModel
+
+server = MCPServer("rounds-upstream", version="1.0", log_level="WARNING")
+
+
+class Form(BaseModel):
+    name: str
+    confirm: bool
+
+
+def ask_form(note: str) -> Elicit[Form]:
+    return Elicit(f"Confirm {note}?", Form)
+
+
+def ask_the_model(note: str) -> Sample:
+    message = types.SamplingMessage(role="user", content=types.TextContent(type="text", text=f"Say hi to {note}"))
+    return Sample([message], max_tokens=33, system_prompt="Be brief.")
+
+
+@server.tool(description="Asks the user to confirm, then echoes the answer.")
+async def confirm(note: str, answer: Annotated[ElicitationResult[Form], Resolve(ask_form)]) -> str:
+    if answer.action == "accept":
+        return f"{note}: accepted by {answer.data.name} (confirm={answer.data.confirm})"
+    return f"{note}: {answer.action}"
+
+
+@server.tool(description="Asks the client's model, then echoes its reply.")
+async def ask_model(note: str, reply: Annotated[types.CreateMessageResult, Resolve(ask_the_model)]) -> str:
+    text = reply.content.text if isinstance(reply.content, types.TextContent) else "?"
+    return f"{note}: the model {reply.model} said {text!r}"
+
+
+@server.tool(description="Asks nothing.")
+def plain(note: str, ctx: Context) -> str:
+    return f"plain {note}"
+
+
+if __name__ == "__main__":
+    server.run("stdio")
