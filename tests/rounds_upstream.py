@@ -2,7 +2,8 @@
 tests/test_upstream_rounds.py, served over stdio (``python tests/rounds_upstream.py``).
 
 ``confirm`` elicits a form (name, confirm) and echoes the answer; ``ask_model`` samples the
-client's model and echoes the reply; ``plain`` asks nothing. On 2026-07-28 the questions travel as
+client's model and echoes the reply; ``plain`` asks nothing; reading ``rounds://asks/{what}``
+asks a form (2026-07-28 only). On 2026-07-28 the questions travel as
 an ``InputRequiredResult`` (the SDK's resolvers), before that as server-to-client requests.
 """
 
@@ -42,6 +43,15 @@ async def confirm(note: str, answer: Annotated[ElicitationResult[Form], Resolve(
 async def ask_model(note: str, reply: Annotated[types.CreateMessageResult, Resolve(ask_the_model)]) -> str:
     text = reply.content.text if isinstance(reply.content, types.TextContent) else "?"
     return f"{note}: the model {reply.model} said {text!r}"
+
+
+@server.resource("rounds://asks/{what}", mime_type="text/plain")
+def asks(what: str, ctx: Context) -> str | types.InputRequiredResult:
+    """A read that asks (a resource cannot be asked through mcp-providers: only a tool call can)."""
+    if ctx.input_responses:
+        return f"read {what}, answered"
+    form = types.ElicitRequestFormParams(message=f"Read {what}?", requested_schema={"type": "object", "properties": {}})
+    return types.InputRequiredResult(input_requests={"ask": types.ElicitRequest(params=form)})
 
 
 @server.tool(description="Asks nothing.")

@@ -87,7 +87,14 @@ def composition() -> Any:
                     "namespace": "ev",
                     **common,
                 },
-                {"name": "rounds", "command": sys.executable, "args": [ROUNDS], "tool_prefix": "up_", "namespace": "up", **common},
+                {
+                    "name": "rounds",
+                    "command": sys.executable,
+                    "args": [ROUNDS],
+                    "tool_prefix": "up_",
+                    "namespace": "up",
+                    **common,
+                },
                 {
                     "name": "slow",
                     "command": sys.executable,
@@ -153,17 +160,21 @@ async def test_an_upstream_that_never_asks_still_serves(upstreams: Any, mode: st
 
 
 @pytest.mark.parametrize(("mode", "_version"), MODES)
-async def test_a_2025_upstreams_elicitation_reaches_the_downstream_user(upstreams: Any, mode: str, _version: str) -> None:
+async def test_a_2025_upstreams_elicitation_reaches_the_downstream_user(
+    upstreams: Any, mode: str, _version: str
+) -> None:
     user = User(name="Ann Example")
     result = await _call(upstreams, mode, user, "ev_trigger-elicitation-request", {})
     assert user.asked and set(user.asked) == {EVERYTHING_ASKS}
     assert user.schemas[0]["required"] == ["name"] and "birthdate" in user.schemas[0]["properties"]
     assert not result.is_error
-    assert "- Name: Ann Example" in _text(result) and "\"confirm\": true" in _text(result)
+    assert "- Name: Ann Example" in _text(result) and '"confirm": true' in _text(result)
 
 
 @pytest.mark.parametrize(("mode", "_version"), MODES)
-async def test_a_2026_upstreams_elicitation_reaches_the_downstream_user(upstreams: Any, mode: str, _version: str) -> None:
+async def test_a_2026_upstreams_elicitation_reaches_the_downstream_user(
+    upstreams: Any, mode: str, _version: str
+) -> None:
     user = User(name="Bo")
     result = await _call(upstreams, mode, user, "up_confirm", {"note": "n1"})
     assert set(user.asked) == {"Confirm n1?"}
@@ -261,6 +272,33 @@ async def test_the_read_timeout_is_paused_while_the_user_answers(upstreams: Any)
         tg.start_soon(answer_late)
         result = await _call(upstreams, "legacy", user, "slow_confirm", {"note": "n5"})
     assert _said(result) == "n5: accepted by Patient (confirm=True)"
+
+
+async def test_a_url_mode_form_is_refused_to_the_upstream(upstreams: Any) -> None:
+    """``ToolCall.elicit`` asks forms only: the upstream is told so, the user never asked."""
+    user = User()
+    result = await _call(upstreams, "legacy", user, "ev_trigger-url-elicitation", {"url": "https://example.com/"})
+    assert user.asked == [] and result.is_error
+    assert "mcp-providers relays form elicitation only; upstream 'everything' (stdio) asked in 'url' mode" in _text(
+        result
+    )
+
+
+@pytest.mark.parametrize(("mode", "_version"), MODES)
+async def test_a_question_of_a_read_is_refused_not_given_to_a_caller(upstreams: Any, mode: str, _version: str) -> None:
+    """A read has no way back to its caller: the 2026-07-28 upstream's question during
+    ``resources/read`` is refused to it, and the read fails naming the upstream."""
+    user = User()
+    with serving_as(transportless()), anyio.fail_after(30):
+        async with _client(upstreams, mode, user) as client:
+            with pytest.raises(MCPError) as refused:
+                await client.read_resource("up://rounds/asks/a-note")
+    assert user.asked == []
+    assert refused.value.message == (
+        "upstream 'rounds' (stdio) answered resources/read rounds://asks/a-note with error -32600: mcp-providers "
+        "cannot relay elicitation/create from upstream 'rounds' (stdio): the request in flight is not a tool "
+        "call, which cannot ask; ask within one tool call"
+    )
 
 
 def _sampling(*contents: Any, **extra: Any) -> types.CreateMessageRequestParams:

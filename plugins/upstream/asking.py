@@ -183,7 +183,9 @@ class Relay:
             why = f"{len(sent)} requests are in flight on this session, and which one asked cannot be told"
         return _refused(f"mcp-providers cannot relay {what} from {self.who}: {why}; ask within one tool call")
 
-    async def elicitation(self, context: Any, params: types.ElicitRequestParams) -> types.ElicitResult | types.ErrorData:
+    async def elicitation(
+        self, context: Any, params: types.ElicitRequestParams
+    ) -> types.ElicitResult | types.ErrorData:
         """The ``elicitation_callback``: a form asked of the downstream user, its answer returned."""
         asker = self._asker(context.session, "elicitation/create")
         if isinstance(asker, types.ErrorData):
