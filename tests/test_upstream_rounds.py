@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,8 @@ import mcp_types as types
 import pytest
 from mcp import Client, MCPError
 from real_parts import upstream_servers
+from serve_support import free_port
+from test_upstream_http import _everything
 
 from mcp_providers.identity import serving_as, transportless
 from mcp_providers.plugins import upstream
@@ -299,6 +302,46 @@ async def test_a_question_of_a_read_is_refused_not_given_to_a_caller(upstreams: 
         "cannot relay elicitation/create from upstream 'rounds' (stdio): the request in flight is not a tool "
         "call, which cannot ask; ask within one tool call"
     )
+
+
+@pytest.fixture(scope="module")
+async def over_http(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Any]:
+    """server-everything over streamable HTTP (2025 era), composed alone and started."""
+    port = free_port()
+    with _everything(port, tmp_path_factory.mktemp("everything-http") / "everything.log"):
+        settings = {"servers": [{"name": "web", "url": f"http://127.0.0.1:{port}/mcp", "namespace": "web"}]}
+        composed = compose({"upstream": upstream}, {"upstream": settings})
+        async with composed.running():
+            yield composed
+
+
+async def test_two_calls_on_a_2025_http_session_each_reach_their_own_caller(over_http: Any) -> None:
+    """Over streamable HTTP a 2025-era upstream's question arrives on the asking call's own
+    response stream, in that call's context: two calls in flight on the one session are each
+    asked of their own caller, while both wait."""
+    users = {"first": User(name="First"), "second": User(name="Second")}
+    both_asked = anyio.Event()
+    for user in users.values():
+        user.release = both_asked
+    results: dict[str, types.CallToolResult] = {}
+    with serving_as(transportless()), anyio.fail_after(60):
+        async with (
+            _client(over_http, "legacy", users["first"]) as first,
+            _client(over_http, "legacy", users["second"]) as second,
+        ):
+
+            async def call(key: str, client: Client) -> None:
+                results[key] = await client.call_tool("trigger-elicitation-request", {})
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(call, "first", first)
+                tg.start_soon(call, "second", second)
+                await users["first"].asking.wait()
+                await users["second"].asking.wait()
+                both_asked.set()
+    assert [u.asked for u in users.values()] == [[EVERYTHING_ASKS], [EVERYTHING_ASKS]]
+    assert "- Name: First" in _text(results["first"]) and "Second" not in _text(results["first"])
+    assert "- Name: Second" in _text(results["second"]) and "First" not in _text(results["second"])
 
 
 def _sampling(*contents: Any, **extra: Any) -> types.CreateMessageRequestParams:
