@@ -22,6 +22,7 @@ from mcp import Client, MCPError
 from real_parts import upstream_servers
 from serve_support import free_port
 from test_upstream_http import _everything
+from waiting import await_until
 
 from mcp_providers.identity import serving_as, transportless
 from mcp_providers.plugins import upstream
@@ -52,6 +53,8 @@ class User:
         self.asking = anyio.Event()
         self.release: anyio.Event | None = None
         """When set to an event, each answer waits for it (a user taking their time)."""
+        self.withdrawn = False
+        """Whether a question was withdrawn (cancelled) while this user was answering it."""
 
     async def elicit(self, context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
         assert isinstance(params, types.ElicitRequestFormParams)
@@ -59,7 +62,11 @@ class User:
         self.schemas.append(params.requested_schema)
         self.asking.set()
         if self.release is not None:
-            await self.release.wait()
+            try:
+                await self.release.wait()
+            except anyio.get_cancelled_exc_class():
+                self.withdrawn = True
+                raise
         if self.action != "accept":
             return types.ElicitResult(action=self.action)  # type: ignore[arg-type]
         return types.ElicitResult(action="accept", content={"name": self.name, "confirm": True})
@@ -258,6 +265,28 @@ async def test_two_calls_in_flight_on_a_2025_session_are_refused_not_cross_wired
     assert results["second"].is_error
     assert "2 requests are in flight on this session, and which one asked cannot be told" in _text(results["second"])
     assert "- Name: First" in _text(results["first"])
+
+
+async def test_a_call_cancelled_while_its_user_is_asked_withdraws_the_question(upstreams: Any) -> None:
+    """The downstream client gives up on a call whose question its user is answering: the
+    question is withdrawn from the user, and the upstream session is not left thinking a call is
+    in flight (the next call's question is asked, not refused as one of two)."""
+    gone, next_user = User(), User(name="Next")
+    gone.release = anyio.Event()  # never set: this user does not answer
+    with serving_as(transportless()), anyio.fail_after(60):
+        async with _client(upstreams, "legacy", gone) as client:
+            with anyio.CancelScope() as giving_up:
+
+                async def give_up() -> None:
+                    await gone.asking.wait()
+                    giving_up.cancel()
+
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(give_up)
+                    await client.call_tool("ev_trigger-elicitation-request", {})
+            await await_until(lambda: gone.withdrawn, "the question is withdrawn")
+        result = await _call(upstreams, "legacy", next_user, "ev_trigger-elicitation-request", {})
+    assert "- Name: Next" in _text(result)
 
 
 async def test_the_read_timeout_is_paused_while_the_user_answers(upstreams: Any) -> None:
