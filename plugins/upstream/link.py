@@ -14,6 +14,8 @@ The caller's token is never sent: a streamable HTTP upstream gets the static cre
 name, or a credential from the broker (:mod:`~mcp_providers.plugins.upstream.oauth`): this server's
 client's (``client_credentials``, one pooled connection), or each caller's own by token exchange
 (``on_behalf_of``: one session per caller, :mod:`~mcp_providers.plugins.upstream.pool`).
+Every client announces elicitation and sampling; what an upstream asks goes to the tool call that
+asked (:class:`~mcp_providers.plugins.upstream.asking.Relay`).
 """
 
 from __future__ import annotations
