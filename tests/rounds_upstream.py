@@ -1,7 +1,8 @@
 """An SDK v2 server (``MCPServer``) whose tools ask its client: the 2026-07-28 upstream of
 tests/test_upstream_rounds.py, served over stdio (``python tests/rounds_upstream.py``).
 
-``confirm`` elicits a form (name, confirm) and echoes the answer; ``ask_model`` samples the
+``confirm`` elicits a form (name, confirm) and echoes the answer; ``confirm_twice`` two at once;
+``ask_model`` samples the
 client's model and echoes the reply; ``plain`` asks nothing; reading ``rounds://asks/{what}``
 asks a form (2026-07-28 only). On 2026-07-28 the questions travel as
 an ``InputRequiredResult`` (the SDK's resolvers), before that as server-to-client requests.
@@ -37,6 +38,20 @@ async def confirm(note: str, answer: Annotated[ElicitationResult[Form], Resolve(
     if answer.action == "accept":
         return f"{note}: accepted by {answer.data.name} (confirm={answer.data.confirm})"
     return f"{note}: {answer.action}"
+
+
+def ask_witness(note: str) -> Elicit[Form]:
+    return Elicit(f"Witness {note}?", Form)
+
+
+@server.tool(description="Asks two forms at once (one InputRequiredResult on 2026-07-28), then echoes both.")
+async def confirm_twice(
+    note: str,
+    answer: Annotated[ElicitationResult[Form], Resolve(ask_form)],
+    witness: Annotated[ElicitationResult[Form], Resolve(ask_witness)],
+) -> str:
+    names = [a.data.name if a.action == "accept" else a.action for a in (answer, witness)]
+    return f"{note}: confirmed by {names[0]}, witnessed by {names[1]}"
 
 
 @server.tool(description="Asks the client's model, then echoes its reply.")

@@ -373,6 +373,25 @@ async def test_two_calls_on_a_2025_http_session_each_reach_their_own_caller(over
     assert "- Name: Second" in _text(results["second"]) and "First" not in _text(results["second"])
 
 
+async def test_the_read_timeout_stays_paused_until_the_last_of_two_questions_is_answered(upstreams: Any) -> None:
+    """Two questions asked at once (one ``InputRequiredResult``); the first answered at once, the
+    second after 6.5 s, over the ``slow`` upstream's 5 s: the bound restarts after the last one."""
+    asked: list[str] = []
+
+    async def elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params.message)
+        if params.message.startswith("Witness"):
+            await anyio.sleep(6.5)
+        name = params.message.split()[0]
+        return types.ElicitResult(action="accept", content={"name": name, "confirm": True})
+
+    with serving_as(transportless()), anyio.fail_after(60):
+        async with Client(upstreams.server, mode="legacy", cache=None, elicitation_callback=elicit) as client:
+            result = await client.call_tool("slow_confirm_twice", {"note": "n6"})
+    assert sorted(asked) == ["Confirm n6?", "Witness n6?"]
+    assert _said(result) == "n6: confirmed by Confirm, witnessed by Witness"
+
+
 def _sampling(*contents: Any, **extra: Any) -> types.CreateMessageRequestParams:
     messages = [types.SamplingMessage(role="user", content=c) for c in contents]
     return types.CreateMessageRequestParams(messages=messages, max_tokens=10, **extra)

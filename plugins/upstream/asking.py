@@ -62,6 +62,8 @@ class Asker:
         self.bounds: list[anyio.CancelScope] = []
         self._scope: anyio.CancelScope | None = None
         self._asking: set[anyio.CancelScope] = set()
+        self._questions = 0
+        self._left: list[tuple[anyio.CancelScope, float]] = []
 
     async def ask(self, question: Callable[[ToolCall], Awaitable[T]]) -> T | types.ErrorData:
         """``await question(call)``, with the request bounds paused; an error answer for the
@@ -70,9 +72,7 @@ class Asker:
         Anything else it raises (the end of an input round) ends the call with it, in the call's task."""
         if self.ended:
             return _refused("the tool call that asked has ended; nobody is waiting for this answer")
-        paused = [(bound, bound.deadline - anyio.current_time()) for bound in self.bounds]
-        for bound, _left in paused:
-            bound.deadline = math.inf
+        self._pause()
         try:
             with anyio.CancelScope() as scope:
                 self._asking.add(scope)
@@ -89,8 +89,23 @@ class Asker:
                     self._asking.discard(scope)
             return _refused("the tool call that asked has ended; nobody is waiting for this answer")
         finally:
-            for bound, left in paused:
+            self._resume()
+
+    def _pause(self) -> None:
+        """Stop the request bounds' clocks while the first of the questions asked at once waits."""
+        self._questions += 1
+        if self._questions == 1:
+            self._left = [(bound, bound.deadline - anyio.current_time()) for bound in self.bounds]
+            for bound, _left in self._left:
+                bound.deadline = math.inf
+
+    def _resume(self) -> None:
+        """Start them again, with the time each had left, once the last question is answered."""
+        self._questions -= 1
+        if self._questions == 0:
+            for bound, left in self._left:
                 bound.deadline = anyio.current_time() + left
+            self._left = []
 
     def _end_with(self, exc: BaseException) -> None:
         if self.interrupt is None:
