@@ -13,20 +13,24 @@ import json
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import anyio
 import mcp_types as types
 import pytest
 from mcp import Client, MCPError
+from pydantic import BaseModel
 from real_parts import upstream_servers
 from serve_support import free_port
 from test_upstream_http import _everything
 from waiting import await_until
 
 from mcp_providers.identity import serving_as, transportless
+from mcp_providers.models import Tool
 from mcp_providers.plugins import upstream
-from mcp_providers.plugins.upstream.asking import conversation
+from mcp_providers.plugins.upstream.asking import Relay, conversation
+from mcp_providers.providers import ClientChannel, Elicited, ToolCall
 from mcp_providers.testing import compose
 
 pytestmark = pytest.mark.anyio
@@ -392,12 +396,50 @@ async def test_the_read_timeout_stays_paused_until_the_last_of_two_questions_is_
     assert _said(result) == "n6: confirmed by Confirm, witnessed by Witness"
 
 
+class _Recording(ClientChannel):
+    """A downstream channel that records what it is asked (and would accept it)."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    async def elicit(self, message: str, schema: Any) -> Elicited:
+        self.asked.append(message)
+        return Elicited(action="accept", content={})
+
+
+class _Nothing(BaseModel):
+    pass
+
+
+async def test_a_task_augmented_form_is_refused_to_the_upstream() -> None:
+    """No upstream here announces tasks, but one may ask with a task anyway: it is refused, the
+    downstream never asked (the relay cannot answer with a task)."""
+    relay, channel = Relay("upstream 'x' (stdio)"), _Recording()
+    tool = Tool(name="t", description="A tool.", input_model=_Nothing)
+    call = ToolCall(tool=tool, arguments=_Nothing(), channel=channel)
+    schema = {"type": "object", "properties": {}}
+    plain = types.ElicitRequestFormParams(message="plain?", requested_schema=schema)
+    tasked = types.ElicitRequestFormParams(message="tasked?", requested_schema=schema, task=types.TaskMetadata(ttl=9))
+    context = SimpleNamespace(session=object())
+
+    async def forwarded() -> list[Any]:
+        return [await relay.elicitation(context, plain), await relay.elicitation(context, tasked)]
+
+    answered, refused = await relay.forwarding(call, forwarded)
+    assert answered == types.ElicitResult(action="accept", content={})
+    assert refused == types.ErrorData(
+        code=types.INVALID_REQUEST,
+        message="mcp-providers does not relay task-augmented elicitation; ask without a task",
+    )
+    assert channel.asked == ["plain?"]
+
+
 def _sampling(*contents: Any, **extra: Any) -> types.CreateMessageRequestParams:
     messages = [types.SamplingMessage(role="user", content=c) for c in contents]
     return types.CreateMessageRequestParams(messages=messages, max_tokens=10, **extra)
 
 
-def test_only_text_sampling_without_tools_is_relayed() -> None:
+def test_only_text_sampling_without_tools_or_a_task_is_relayed() -> None:
     text = types.TextContent(type="text", text="hi")
     image = types.ImageContent(type="image", data="AAAA", mime_type="image/png")
     assert conversation(_sampling(text, [text, text])) == [("user", "hi"), ("user", "hi\nhi")]
@@ -405,3 +447,5 @@ def test_only_text_sampling_without_tools_is_relayed() -> None:
     assert conversation(_sampling([])) == "only text messages are relayed, and a user message holds nothing"
     tool = types.Tool(name="t", input_schema={"type": "object"})
     assert conversation(_sampling(text, tools=[tool])) == "sampling with tools is not relayed"
+    task = types.TaskMetadata(ttl=1000)
+    assert conversation(_sampling(text, task=task)) == "task-augmented sampling is not relayed"
