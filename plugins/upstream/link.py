@@ -14,6 +14,8 @@ The caller's token is never sent: a streamable HTTP upstream gets the static cre
 name, or a credential from the broker (:mod:`~mcp_providers.plugins.upstream.oauth`): this server's
 client's (``client_credentials``, one pooled connection), or each caller's own by token exchange
 (``on_behalf_of``: one session per caller, :mod:`~mcp_providers.plugins.upstream.pool`).
+Every client announces elicitation and sampling; what an upstream asks goes to the tool call that
+asked (:class:`~mcp_providers.plugins.upstream.asking.Relay`).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from mcp_providers.credentials import Credential, CredentialBroker, Upstream
 from mcp_providers.errors import NotFound, UpstreamError
 from mcp_providers.http import client as framework_client
 from mcp_providers.identity import LOCAL, Principal
+from mcp_providers.plugins.upstream.asking import Relay
 from mcp_providers.plugins.upstream.oauth import BrokeredAuth, ClientCredentials, TokenExchange
 from mcp_providers.plugins.upstream.pool import Sessions
 from mcp_providers.plugins.upstream.settings import (
@@ -109,13 +112,17 @@ def client(
     *,
     on_message: MessageHandlerFnT | None = None,
     auth: httpx2.Auth | None = None,
+    relay: Relay | None = None,
 ) -> Client:
-    """An unentered SDK ``Client`` for ``server`` (no response cache: every read reaches it)."""
+    """An unentered SDK ``Client`` for ``server`` (no response cache: every read reaches it),
+    announcing elicitation and sampling: ``relay`` hands the upstream's questions to the tool call
+    that asked (without one, e.g. while listing, every question is refused: no call is in flight)."""
     return Client(
         transport(server, auth),
         cache=None,
         client_info=CLIENT_INFO,
         message_handler=on_message,
+        **(relay or Relay(who(server))).callbacks(),
     )
 
 
@@ -251,12 +258,14 @@ class Link:
         """Credentials the upstream answered 401 to, not yet forgotten in the broker."""
         self._pooled_auth = BrokeredAuth(on_rejected=self._rejected_one)
         self._own_broker = CredentialBroker()
+        self.relay = Relay(self.who)
+        """Relays the upstream's questions to the tool call that asked (every session of it)."""
         self.sessions: Sessions | None = None
         """The callers' own sessions (``on_behalf_of`` only)."""
         if isinstance(server.auth, OnBehalfOfAuth):
             self.sessions = Sessions(
                 self.who,
-                lambda auth, on_message: client(server, on_message=on_message, auth=auth),
+                lambda auth, on_message: client(server, on_message=on_message, auth=auth, relay=self.relay),
                 idle_seconds=server.auth.idle_seconds,
                 max_sessions=server.auth.max_sessions,
                 open_timeout=server.read_timeout,
@@ -339,7 +348,7 @@ class Link:
             if self.service is not None:
                 self._pooled_auth.credential = await self._broker().credential(self.service, self.service.principal)
             auth = self._pooled_auth if self.service is not None else None
-            async with client(self.server, on_message=self._message, auth=auth) as c:
+            async with client(self.server, on_message=self._message, auth=auth, relay=self.relay) as c:
                 opening.deadline = math.inf
                 for call in self.on_connect:
                     await call(c)
@@ -450,7 +459,7 @@ class Link:
         """``await call(c)`` with the errors of :meth:`request`; ``lost()`` when the connection is."""
         self.in_flight += 1
         try:
-            with anyio.fail_after(self.server.read_timeout):
+            with anyio.fail_after(self.server.read_timeout) as bound, self.relay.sending(c.session, bound):
                 return await call(c)
         except TimeoutError:
             raise UpstreamError(f"{self.who} did not answer {what} within {self.server.read_timeout} s") from None

@@ -208,7 +208,9 @@ class UpstreamTools(ToolProvider):
         return self.listing.tools
 
     async def call(self, call: ToolCall) -> ToolResult:
-        """Forward as ``tools/call`` of the upstream's own name.
+        """Forward as ``tools/call`` of the upstream's own name; what the upstream asks meanwhile
+        (elicitation, sampling) is asked of the downstream client through ``call``
+        (:mod:`~mcp_providers.plugins.upstream.asking`).
 
         :raises ToolFailure: the upstream answered ``isError`` (its text goes to the model).
         :raises UpstreamError: the upstream failed or answered too much (named).
@@ -217,8 +219,11 @@ class UpstreamTools(ToolProvider):
         arguments = call.arguments.model_dump(mode="json")
         what = f"tools/call {name}"
         with _forwarded(call.tool, self.link, name):
-            result = await self.link.request(
-                what, lambda c: c.call_tool(name, arguments), principal=call.principal, tool=name
+            result = await self.link.relay.forwarding(
+                call,
+                lambda: self.link.request(
+                    what, lambda c: c.call_tool(name, arguments), principal=call.principal, tool=name
+                ),
             )
         if not isinstance(result, types.CallToolResult):
             raise UpstreamError(f"{self.link.who} answered {what} with {type(result).__name__}, not a tool result")

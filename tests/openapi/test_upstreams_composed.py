@@ -23,6 +23,7 @@ from typing import Any
 
 import anyio
 import jsonschema
+import mcp_types as types
 import pytest
 from cli_support import run_cli
 from mcp import Client, MCPError, StdioServerParameters
@@ -116,8 +117,15 @@ def composed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, d
 
 
 async def _own_listing(argv: list[str]) -> dict[str, set[str]]:
-    """What an MCP server lists itself, asked directly: ``{kind: {uri, template or name}}``."""
-    async with Client(StdioServerParameters(command=argv[0], args=argv[1:]), cache=None) as client:
+    """What an MCP server lists itself, asked directly: ``{kind: {uri, template or name}}``, by a
+    client announcing elicitation and sampling as mcp-providers' upstream client does (server-everything
+    lists its tools that ask only to such a client)."""
+
+    async def refuse(context: Any, params: Any) -> types.ErrorData:
+        return types.ErrorData(code=types.INVALID_REQUEST, message="only listing here")
+
+    params = StdioServerParameters(command=argv[0], args=argv[1:])
+    async with Client(params, cache=None, elicitation_callback=refuse, sampling_callback=refuse) as client:
         caps = client.server_capabilities
         own: dict[str, set[str]] = {"resources": set(), "templates": set(), "tools": set(), "prompts": set()}
         if caps.resources is not None:
