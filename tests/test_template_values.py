@@ -19,9 +19,9 @@ from mcp import MCPError
 from pipeline_support import secrets_plugin
 
 from mcp_providers import Content, ReadRequest, ResourceProvider, ResourceTemplate, hookimpl
-from mcp_providers.uris import value_problem
 from mcp_providers.plugins import policy
 from mcp_providers.testing import compose, connect
+from mcp_providers.uris import value_problem
 
 pytestmark = pytest.mark.anyio
 
