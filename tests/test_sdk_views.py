@@ -112,3 +112,20 @@ async def test_an_exit_stack_knows_an_async_context_was_entered() -> None:
     await stack.enter_async_context(contextlib.AsyncExitStack())
     assert _pushed(stack) is True
     await stack.aclose()
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_a_read_gets_its_deadline_on_either_event_loop(backend: str) -> None:
+    import anyio
+
+    from mcp_providers._serve.steps.invoker import Invoker, Work
+    from mcp_providers.errors import ReadTimeout
+
+    async def slow() -> None:
+        await anyio.sleep(5)
+
+    async def main() -> None:
+        with anyio.fail_after(4), pytest.raises(ReadTimeout):
+            await Invoker({}, 0.05, False, {}).run(Work("p", "q", "reading x://y", "x://y", scoped=False), slow)
+
+    anyio.run(main, backend=backend)  # asyncio.get_running_loop() raises under trio: a bare cancel scope
