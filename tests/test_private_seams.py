@@ -80,7 +80,7 @@ def _mark_elsewhere(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _breakers() -> dict[str, Callable[[pytest.MonkeyPatch], None]]:
-    import _posixsubprocess  # type: ignore[import-not-found]
+    import _posixsubprocess
 
     import mcp.server._otel as otel
     import mcp.server._streamable_http_modern as modern

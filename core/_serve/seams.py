@@ -164,7 +164,7 @@ def _has_pydantic_plugin_cache() -> bool:
 
 def _has_fork_exec() -> bool:
     """The call that starts a process without an audit event (``_sideeffects/files.py`` guards it)."""
-    import _posixsubprocess  # type: ignore[import-not-found]
+    import _posixsubprocess
 
     return callable(getattr(_posixsubprocess, "fork_exec", None))
 
@@ -205,7 +205,7 @@ def _has_h11_protocol() -> bool:
         isinstance(protocol.conn, h11.Connection)
         and protocol.loop is loop
         and protocol.client is None
-        and protocol.transport is None
+        and hasattr(protocol, "transport")
         and callable(getattr(protocol, "on_response_complete", None))
         and all(m in vars(H11Protocol) for m in _H11_OVERRIDDEN)  # its own, not asyncio.Protocol's
     )
