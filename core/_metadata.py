@@ -11,6 +11,8 @@ when the metadata is broken (:func:`repaired_pydantic_plugins`).
 
 from __future__ import annotations
 
+import importlib
+import importlib.metadata
 import logging
 import re
 from collections.abc import Iterable, Iterator
@@ -37,7 +39,7 @@ def usable(distributions: Iterable[Any], group: str) -> Iterator[Any]:
     """The entry points of ``group`` from each distribution whose metadata reads, the first of
     each name only (as ``importlib.metadata`` does); each broken one is warned about once.
 
-    :param distributions: ``importlib.metadata.distributions()`` (or the backport's).
+    :param distributions: ``importlib.metadata.distributions()``.
     :param group: an entry-point group, e.g. ``mcp_providers`` or ``pydantic``.
     """
     seen: set[str] = set()
@@ -57,6 +59,20 @@ def usable(distributions: Iterable[Any], group: str) -> Iterator[Any]:
         yield from found
 
 
+def forget_installed() -> None:
+    """Make the next read of installed distributions see every one installed, upgraded or removed
+    since the last read, however soon after it (a reload).
+
+    ``importlib.metadata`` keeps each ``sys.path`` folder's listing under the folder's mtime, which
+    two changes within one clock tick share. Python 3.13's ``importlib.invalidate_caches()`` drops
+    that listing too; 3.11's and 3.12's do not, so it is dropped here as well (their
+    ``MetadataPathFinder.invalidate_caches`` is an instance method, 3.13's a classmethod: called on
+    an instance, it works on each).
+    """
+    importlib.invalidate_caches()  # new files on sys.path: the path finders look again
+    importlib.metadata.MetadataPathFinder().invalidate_caches()
+
+
 def repaired_pydantic_plugins() -> bool:
     """After a model class failed to build: when package metadata is broken, hand pydantic the
     plugins of the readable distributions and say so; otherwise change nothing.
@@ -71,7 +87,6 @@ def repaired_pydantic_plugins() -> bool:
     :returns: ``True`` when the metadata was broken and the plugins are loaded (import again);
         ``False`` when the metadata reads, so the failure was something else (raise it).
     """
-    import importlib.metadata
     import os
 
     try:

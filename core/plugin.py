@@ -50,7 +50,6 @@ import contextlib
 import functools
 import importlib.resources
 import inspect
-import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from importlib.resources.abc import Traversable
 from typing import Any, Generic, TypeVar
@@ -250,8 +249,11 @@ class Plugin:
             this plugin, so it may not overlap another provider's prefix.
         """
         if package is None:
-            caller = sys._getframe(1).f_globals
-            package = caller.get("__package__") or caller["__name__"]
+            frame = inspect.currentframe()  # this call's; its f_back is the calling module's
+            caller = frame.f_back if frame is not None else None
+            if caller is None:  # an interpreter without frames
+                raise ValueError(f"skill({folder!r}): the calling module is unknown here; pass package='your_package'")
+            package = caller.f_globals.get("__package__") or caller.f_globals["__name__"]
         node = importlib.resources.files(package)
         for part in folder.strip("/").split("/"):
             node = node / part

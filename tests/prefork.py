@@ -79,7 +79,6 @@ PRELOAD = (
     "uvicorn",
     "httpx2",
     "pluggy",
-    "importlib_metadata",
 )
 # Interpreter settings a child takes from its own environment (the rest must match the server's).
 PER_CHILD = ("PYTHONPATH", "PYTHONPYCACHEPREFIX", "PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED")
@@ -501,6 +500,7 @@ def _stdio() -> None:
 def become(request: dict[str, object]) -> None:
     """In the forked child: take the request's environment, directory, path and arguments."""
     import importlib
+    import importlib.metadata
 
     import pydantic.plugin._loader
 
@@ -527,6 +527,7 @@ def become(request: dict[str, object]) -> None:
     # from the server's path): read them again from this path when asked, as a fresh process would.
     pydantic.plugin._loader._plugins = None
     importlib.invalidate_caches()
+    importlib.metadata.MetadataPathFinder().invalidate_caches()  # folder listings: 3.11's call above keeps them
 
 
 def _without_these_frames(kind: type[BaseException], value: BaseException, tb: object) -> None:

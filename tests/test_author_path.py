@@ -14,6 +14,7 @@ temporary folder, without ``.venv``, ``site/`` or caches.
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import re
@@ -24,7 +25,6 @@ import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import importlib_metadata
 import pytest
 from clone_support import fresh_clone
 from mcp import Client, StdioServerParameters
@@ -153,7 +153,7 @@ async def test_the_documented_author_path_works_verbatim(walked: tuple[Walk, Pat
     assert rows["weather"]["status"] == "loaded" and rows["weather"]["distribution"] == "mcp-providers-weather"
     assert await read_through_client(lines[-1], walk) == (["todo", "welcome"], "Hello from weather.")
     # The walk happened in its own projects: nothing was installed into this test run's venv.
-    assert "weather" not in {ep.name for ep in importlib_metadata.entry_points(group="mcp_providers")}
+    assert "weather" not in {ep.name for ep in importlib.metadata.entry_points(group="mcp_providers")}
 
 
 @pytest.mark.slow
@@ -247,7 +247,7 @@ def test_the_hint_installs_the_core_the_way_it_was_installed(
 ) -> None:
     from mcp_providers._cli import scaffold
 
-    monkeypatch.setattr(scaffold.importlib_metadata, "distribution", lambda name: _Distribution(direct_url))
+    monkeypatch.setattr(scaffold.importlib.metadata, "distribution", lambda name: _Distribution(direct_url))
     assert scaffold.core_install_command() == expected
     steps = scaffold.next_steps(Path("../mcp-providers-x"))
     assert steps[0] == "cd ../mcp-providers-x"

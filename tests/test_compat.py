@@ -24,7 +24,6 @@ import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
-import importlib_metadata
 import pytest
 from cli_support import SERVED, no_serving, run_cli
 from mcp import MCPError
@@ -139,14 +138,14 @@ def test_plugins_shows_it_rejected_serve_refuses_until_it_is_denied(
 
 
 def test_pre_releases_of_the_core_compare_by_pep_440(on_path: dict[str, Path]) -> None:
-    eras = importlib_metadata.distribution("mcp-providers-eras")  # requires mcp-providers>=0.1
+    eras = importlib.metadata.distribution("mcp-providers-eras")  # requires mcp-providers>=0.1
     assert core_requirement_problem(eras, Version("0.2.0.dev1")) is None  # a pre-release past 0.1 fits
     assert core_requirement_problem(eras, Version("0.1.0rc1")) == (
         "mcp-providers-eras 0.1.0 requires mcp-providers>=0.1; this core is 0.1.0rc1 "
         "(install a release of mcp-providers-eras made for mcp-providers 0.1.0rc1, or a core it supports)"
     )
     # A core whose own metadata is missing (a bare source tree) checks nothing rather than guess.
-    ancient = importlib_metadata.distribution("mcp-providers-ancient")
+    ancient = importlib.metadata.distribution("mcp-providers-ancient")
     assert core_requirement_problem(ancient, None) is None
     assert core_requirement_problem(ancient, Version(CORE)) == ANCIENT.removeprefix("made for another core: ")
 

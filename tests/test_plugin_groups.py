@@ -177,10 +177,10 @@ def test_a_provider_plugin_defining_authorize_is_refused_and_stops_serve(
 
 
 def test_the_built_in_policy_is_declared_in_the_policy_group() -> None:
-    import importlib_metadata
+    import importlib.metadata
 
-    assert {ep.name for ep in importlib_metadata.entry_points(group=POLICY_GROUP)} >= {"policy"}
-    assert "policy" not in {ep.name for ep in importlib_metadata.entry_points(group=PROJECT)}
+    assert {ep.name for ep in importlib.metadata.entry_points(group=POLICY_GROUP)} >= {"policy"}
+    assert "policy" not in {ep.name for ep in importlib.metadata.entry_points(group=PROJECT)}
 
 
 # -- item 20: one object under two entry-point names -------------------------------------------------

@@ -150,6 +150,21 @@ async def _aiohttp(url: str, _d: Path) -> None:
         await r.read()
 
 
+async def _aiohttp_request(url: str, _d: Path) -> None:
+    import aiohttp
+
+    async with aiohttp.ClientSession() as s, s.request("DELETE", f"{url}/aiohttp-request") as r:
+        await r.read()
+
+
+async def _aiohttp_patch(url: str, _d: Path) -> None:
+    import aiohttp
+
+    async with aiohttp.ClientSession() as s:
+        response = await s.patch(f"{url}/aiohttp-patch", json={"x": 1})  # awaited, not entered
+        await response.read()
+
+
 async def _plain_httpx(url: str, _d: Path) -> None:
     import httpx
 
@@ -245,7 +260,11 @@ HTTP_ATTEMPTS: dict[str, Attempt] = {
     "spawned-task": _spawned_task,
     "to-thread": _to_thread,
     **({"requests": _requests} if HAS_REQUESTS else {}),
-    **({"aiohttp": _aiohttp} if HAS_AIOHTTP else {}),
+    **(
+        {"aiohttp": _aiohttp, "aiohttp-request": _aiohttp_request, "aiohttp-patch": _aiohttp_patch}
+        if HAS_AIOHTTP
+        else {}
+    ),
     **({"httpx": _plain_httpx} if HAS_HTTPX else {}),
 }
 FILE_ATTEMPTS: dict[str, Attempt] = {
@@ -740,3 +759,27 @@ def test_httpcore2_that_cannot_be_guarded_cannot_be_imported_after_install() -> 
     done = subprocess.run([sys.executable, "-c", BROKEN_HTTPCORE2_PATCH], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "import refused: cannot patch"
+
+
+@pytest.mark.skipif(not HAS_AIOHTTP, reason="aiohttp is not installed")
+async def test_aiohttp_is_refused_at_its_public_request_methods_before_a_request_is_made() -> None:
+    import aiohttp
+
+    from mcp_providers import SideEffectRefused
+    from mcp_providers._sideeffects import side_effect_scope
+
+    url = "http://127.0.0.1:9/aiohttp"
+    async with aiohttp.ClientSession() as session:
+        calls: dict[str, Callable[[], Any]] = {
+            "post": lambda: session.post(url, data=b"x"),
+            "put": lambda: session.put(url, data=b"x"),
+            "patch": lambda: session.patch(url, json={"x": 1}),
+            "delete": lambda: session.delete(url),
+            "request": lambda: session.request("DELETE", url),
+            "get-with-body": lambda: session.get(url, data=b"x"),
+        }
+        with side_effect_scope(provider="p", plugin="q", target="x://y"):
+            for name, call in calls.items():
+                with pytest.raises(SideEffectRefused, match=r"127\.0\.0\.1:9/aiohttp"):
+                    call()  # at the call itself: no request object, nothing sent
+                    pytest.fail(f"{name} was not refused")

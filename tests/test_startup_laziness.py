@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import functools
+import importlib.metadata
 import json
 import os
 import subprocess
@@ -17,7 +18,6 @@ import sys
 import types
 from pathlib import Path
 
-import importlib_metadata
 import pluggy
 import pytest
 from packaging.version import Version
@@ -59,11 +59,11 @@ def test_the_serve_path_imports_nothing_only_other_commands_need(tmp_path: Path)
     assert found["loaded"] == []
 
 
-def _dist(where: Path, name: str, metadata: str) -> importlib_metadata.Distribution:
+def _dist(where: Path, name: str, metadata: str) -> importlib.metadata.Distribution:
     info = where / f"{name}-1.0.dist-info"
     info.mkdir()
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n{metadata}")
-    return importlib_metadata.Distribution.at(info)
+    return importlib.metadata.Distribution.at(info)
 
 
 def test_a_distribution_not_naming_the_core_is_not_parsed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -92,7 +92,7 @@ def test_every_spelling_of_a_requirement_on_the_core_is_still_checked(tmp_path: 
 def test_a_requirement_on_the_core_found_this_way_rejects_the_plugin(tmp_path: Path) -> None:
     dist = _dist(tmp_path, "pinned_plugin", "Requires-Dist: MCP_Providers<0.0.1\n")
     problem = plugin_core_problem(dist)
-    core = importlib_metadata.version("mcp-providers")
+    core = importlib.metadata.version("mcp-providers")
     assert Version(core) >= Version("0.0.1")
     assert problem is not None and problem.startswith(
         f"pinned_plugin 1.0 requires mcp-providers<0.0.1; this core is {core}"
@@ -115,7 +115,7 @@ def test_an_egg_info_is_read_from_its_pkg_info(tmp_path: Path, pkg_info: str, re
     info.mkdir()
     (info / "PKG-INFO").write_text(f"Metadata-Version: 2.1\nName: egg_plugin\nVersion: 1.0\n{pkg_info}")
     (info / "requires.txt").write_text(requires_txt)
-    dist = importlib_metadata.Distribution.at(info)
+    dist = importlib.metadata.Distribution.at(info)
     assert may_require_core(dist) is may
     assert (plugin_core_problem(dist) is not None) is may
 

@@ -7,14 +7,13 @@ copier is an optional dependency (the ``new`` extra; a clone's dev group has it)
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import re
 import shlex
 from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import unquote, urlparse
-
-import importlib_metadata
 
 from mcp_providers import hookspecs
 from mcp_providers.errors import MCPProvidersError
@@ -52,7 +51,7 @@ def render_plugin_package(name: str, dest: Path | None = None, data: Mapping[str
             "underscores, starting with a letter, e.g. 'weather' or 'team_notes'"
         )
     groups = (hookspecs.PROJECT, hookspecs.POLICY_GROUP)
-    taken = {ep.name for group in groups for ep in importlib_metadata.entry_points(group=group)}
+    taken = {ep.name for group in groups for ep in importlib.metadata.entry_points(group=group)}
     if name in taken:
         # Two distributions declaring one entry-point name are both rejected at discovery.
         raise ScaffoldError(
@@ -94,8 +93,8 @@ def core_install_command() -> str | None:
     ``dependencies`` already name it, so ``uv run`` resolves it there.
     """
     try:
-        raw = importlib_metadata.distribution("mcp-providers").read_text("direct_url.json")
-    except importlib_metadata.PackageNotFoundError:
+        raw = importlib.metadata.distribution("mcp-providers").read_text("direct_url.json")
+    except importlib.metadata.PackageNotFoundError:
         return None
     try:
         origin = json.loads(raw) if raw else {}

@@ -9,7 +9,7 @@ import logging
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import anyio
 import typer
@@ -121,12 +121,16 @@ def _server_of(composition: Composition, strict: bool) -> Any:
     try:
         return composition.server
     except CompositionError as exc:
-        for line in exc.problems:
-            err.print(line if line.endswith(":") else f"  {line}", highlight=False, markup=False)
-        raise typer.Exit(1) from None
+        _refuse(exc)
     except ConfigError as exc:  # found while binding, e.g. a requestState key too short
         err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
         raise typer.Exit(1) from None
+
+
+def _refuse(exc: CompositionError) -> NoReturn:
+    for line in exc.problems:
+        err.print(line if line.endswith(":") else f"  {line}", highlight=False, markup=False)
+    raise typer.Exit(1) from None
 
 
 def _serve_http(
@@ -181,9 +185,14 @@ def _serve_http(
 
 def _run_http(served: Any, composition: Composition, host: str, port: int) -> None:
     """uvicorn on ``host:port`` (or a ``--workers`` worker's inherited socket), saying so once it listens."""
+    from mcp_providers._serve.seams import check_seams
     from mcp_providers._serve.transport.limits import Limits, run_uvicorn
     from mcp_providers._serve.transport.shutdown import stream_ender
 
+    try:
+        check_seams("http")  # uvicorn's, which the connection limits subclass
+    except CompositionError as exc:
+        _refuse(exc)
     worker_fd = os.environ.get(FD_ENV)  # a --workers worker serves the socket it inherited
     settings = composition.config.server
     limits = Limits(max_connections_per_client=settings.max_connections_per_client)

@@ -20,11 +20,10 @@ not record, so it is not applied.
 from __future__ import annotations
 
 import functools
+import importlib.metadata
 import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
-
-import importlib_metadata
 
 from mcp_providers import hookspecs
 
@@ -48,8 +47,8 @@ def core_version() -> Version | None:
     from packaging.version import InvalidVersion, Version
 
     try:
-        return Version(importlib_metadata.version(CORE))
-    except (importlib_metadata.PackageNotFoundError, InvalidVersion):
+        return Version(importlib.metadata.version(CORE))
+    except (importlib.metadata.PackageNotFoundError, InvalidVersion):
         return None
 
 
@@ -58,7 +57,7 @@ def _applies(requirement: Requirement) -> bool:
     return requirement.marker is None or requirement.marker.evaluate({"extra": ""})
 
 
-def may_require_core(dist: importlib_metadata.IDistribution) -> bool:
+def may_require_core(dist: importlib.metadata.Distribution) -> bool:
     """Whether ``dist``'s metadata could hold a ``Requires-Dist`` on the core: ``False`` only when
     no ``Requires-Dist`` header of its ``METADATA`` (``PKG-INFO`` in an ``.egg-info``, where
     ``importlib.metadata`` reads it) starts with the core's name and no ``requires.txt`` spells it
@@ -73,7 +72,7 @@ def may_require_core(dist: importlib_metadata.IDistribution) -> bool:
     return egg_requires is not None and re.search(_CORE_SPELLED, egg_requires, re.IGNORECASE) is not None
 
 
-def plugin_core_problem(dist: importlib_metadata.IDistribution) -> str | None:
+def plugin_core_problem(dist: importlib.metadata.Distribution) -> str | None:
     """:func:`core_requirement_problem` against the running core (:func:`core_version`), answered
     once per distribution folder (the built-in plugins are six entry points of one distribution);
     a distribution whose metadata never names the core (:func:`may_require_core`) fits any core,
@@ -96,13 +95,13 @@ def forget() -> None:
     _answers.clear()
 
 
-def _core_problem(dist: importlib_metadata.IDistribution) -> str | None:
+def _core_problem(dist: importlib.metadata.Distribution) -> str | None:
     if not may_require_core(dist):
         return None
     return core_requirement_problem(dist, core_version())
 
 
-def core_requirement_problem(dist: importlib_metadata.IDistribution, core: Version | None) -> str | None:
+def core_requirement_problem(dist: importlib.metadata.Distribution, core: Version | None) -> str | None:
     """Why ``dist`` does not fit the core at version ``core``, or ``None`` when it does.
 
     :param dist: the plugin's installed distribution (its ``Requires-Dist`` lines are read).
@@ -113,7 +112,7 @@ def core_requirement_problem(dist: importlib_metadata.IDistribution, core: Versi
     return None if core is None else _problem(dist, core)
 
 
-def _problem(dist: importlib_metadata.IDistribution, core: Version) -> str | None:
+def _problem(dist: importlib.metadata.Distribution, core: Version) -> str | None:
     from packaging.requirements import InvalidRequirement, Requirement
     from packaging.utils import canonicalize_name
 
@@ -142,15 +141,15 @@ def _version_in(version: str, requirement: Requirement) -> bool:
         return False
 
 
-def plugin_distributions() -> dict[str, importlib_metadata.Distribution]:
+def plugin_distributions() -> dict[str, importlib.metadata.Distribution]:
     """Installed distributions declaring an entry point in the ``mcp_providers`` or
     ``mcp_providers.policy`` group, by canonical
     name (the first found on ``sys.path`` for each, as ``importlib.metadata`` picks)."""
     from packaging.utils import canonicalize_name
 
-    found: dict[str, importlib_metadata.Distribution] = {}
+    found: dict[str, importlib.metadata.Distribution] = {}
     for ep in (
-        e for group in (hookspecs.PROJECT, hookspecs.POLICY_GROUP) for e in importlib_metadata.entry_points(group=group)
+        e for group in (hookspecs.PROJECT, hookspecs.POLICY_GROUP) for e in importlib.metadata.entry_points(group=group)
     ):
         dist = ep.dist
         if dist is not None:
@@ -158,7 +157,7 @@ def plugin_distributions() -> dict[str, importlib_metadata.Distribution]:
     return found
 
 
-def unmet_requirements(required: Iterable[str], installed: dict[str, importlib_metadata.Distribution]) -> list[str]:
+def unmet_requirements(required: Iterable[str], installed: dict[str, importlib.metadata.Distribution]) -> list[str]:
     """One line per ``required_plugins`` entry not met by the ``installed`` plugin distributions.
 
     :param required: PEP 508 strings (validated by the config), e.g. ``"mcp-providers-weather>=0.3"``.

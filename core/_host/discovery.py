@@ -44,10 +44,10 @@ or asked for providers goes to stderr, so it cannot corrupt a stdio MCP stream.
 
 from __future__ import annotations
 
+import importlib.metadata
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import importlib_metadata
 import pluggy
 
 from mcp_providers import hookspecs
@@ -163,7 +163,7 @@ def _found(
     """One record per plugin name, and how to load each (duplicated entry points are rejected)."""
     records: dict[str, PluginRecord] = {}
     loaders: dict[str, Callable[[], object]] = {}
-    by_name: dict[str, list[importlib_metadata.EntryPoint]] = {}
+    by_name: dict[str, list[importlib.metadata.EntryPoint]] = {}
     for ep in entry_points() if load_entrypoints else ():
         by_name.setdefault(ep.name, []).append(ep)
     for name, eps in by_name.items():

@@ -21,9 +21,8 @@ its declarations is in the policy group, or any provider-group one it can import
 
 from __future__ import annotations
 
+import importlib.metadata
 from collections.abc import Callable
-
-import importlib_metadata
 
 from mcp_providers import hookspecs
 from mcp_providers._host.hookscan import AuthorizeScan
@@ -35,15 +34,15 @@ DECLARED_POLICY = f"it is declared in the {hookspecs.POLICY_GROUP} entry-point g
 """The evidence a policy-group plugin could carry authorization: its declaration, whatever it imports."""
 
 
-def entry_points() -> list[importlib_metadata.EntryPoint]:
-    """Every entry point of both groups, sorted by name (``importlib_metadata`` yields each
+def entry_points() -> list[importlib.metadata.EntryPoint]:
+    """Every entry point of both groups, sorted by name (``importlib.metadata`` yields each
     distribution once even when it is on ``sys.path`` twice); broken metadata is skipped, warned."""
-    found: list[importlib_metadata.EntryPoint] = []
+    found: list[importlib.metadata.EntryPoint] = []
     for group in GROUPS:
         try:
-            found += importlib_metadata.entry_points(group=group)
+            found += importlib.metadata.entry_points(group=group)
         except Exception:  # broken metadata somewhere on sys.path: read the others one at a time
-            found += usable(importlib_metadata.distributions(), group)
+            found += usable(importlib.metadata.distributions(), group)
     return sorted(found, key=lambda ep: (ep.name, ep.group))
 
 

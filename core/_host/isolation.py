@@ -5,10 +5,9 @@ loaded only when made for this core."""
 from __future__ import annotations
 
 import contextlib
+import importlib.metadata
 import sys
 from collections.abc import Callable, Iterator
-
-import importlib_metadata
 
 from mcp_providers._host.compat import plugin_core_problem
 
@@ -36,7 +35,7 @@ class MadeForAnotherCore(Exception):
     names both); raised instead of importing it."""
 
 
-def _guarded(ep: importlib_metadata.EntryPoint) -> Callable[[], object]:
+def _guarded(ep: importlib.metadata.EntryPoint) -> Callable[[], object]:
     """How to load ``ep``: the one place an entry point is imported, after its distribution's
     requirement on the core is checked (:func:`~mcp_providers._host.compat.plugin_core_problem`).
 

@@ -3,11 +3,11 @@ was loaded, rejected or disabled, and why."""
 
 from __future__ import annotations
 
+import importlib.metadata
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
 
-import importlib_metadata
 import pluggy
 from pydantic import BaseModel
 
@@ -35,7 +35,7 @@ class PluginRecord:
     """Entry-point name: the key of its ``[plugins.<name>]`` settings table."""
     value: str
     """What the entry point points at, e.g. ``mcp_providers.plugins.documcp.ssg_catalog``."""
-    dist: importlib_metadata.IDistribution | None = field(default=None, repr=False)
+    dist: importlib.metadata.Distribution | None = field(default=None, repr=False)
     """The installed distribution declaring the entry point (``None`` for plugins passed directly)."""
     group: str | None = None
     """The entry-point group it is declared in (``mcp_providers`` or ``mcp_providers.policy``);

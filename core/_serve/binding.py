@@ -13,6 +13,8 @@ and ``server/discover`` answers to what the current generation serves, ``listCha
 from __future__ import annotations
 
 import contextlib
+import typing
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -285,6 +287,7 @@ def build_server(
         get_tool_input_schema=input_schemas(runtime),
         **handlers,
     )
+    _REGISTERED[server] = {r.method for r in served} | {"logging/setLevel"}
     _register_extensions(server, runtime, pipeline)
     for r in served:  # methods the SDK has no constructor argument for: the tasks extension's
         if r.method not in _ON:
@@ -332,6 +335,28 @@ def _register_extensions(server: Server[object], runtime: Runtime, pipeline: Pip
     for route in _extension_routes(runtime, pipeline):
         if server.get_request_handler(route.method) is None:
             server.add_request_handler(route.method, route.params, route.handler)
+            _REGISTERED.setdefault(server, set()).add(route.method)
+
+
+_REGISTERED: weakref.WeakKeyDictionary[Server[Any], set[str]] = weakref.WeakKeyDictionary()
+"""The methods :func:`build_server` registered on each server it built (extensions added by reloads too)."""
+
+
+def _spec_methods() -> frozenset[str]:
+    """Every client request method of the MCP versions the SDK speaks (``mcp_types.ClientRequest``)."""
+    return frozenset(
+        method
+        for request in typing.get_args(types.ClientRequest)
+        for method in typing.get_args(request.model_fields["method"].annotation)
+    )
+
+
+def served_methods(server: Server[Any]) -> list[str]:
+    """Every request method ``server`` has a handler for now, sorted, ``initialize`` aside (the SDK's
+    runner answers it): the spec's methods the SDK or :func:`build_server` registered, and this
+    package's own (tasks, skills, extensions). The SDK keeps no public list of them."""
+    candidates = (_spec_methods() | _REGISTERED.get(server, set())) - {"initialize"}
+    return sorted(m for m in candidates if server.get_request_handler(m) is not None)
 
 
 async def set_level(ctx: Ctx, params: types.SetLevelRequestParams) -> types.EmptyResult:

@@ -22,7 +22,6 @@ import collections
 import contextlib
 import functools
 import hashlib
-import importlib
 import logging
 import os
 import threading
@@ -35,11 +34,11 @@ import anyio
 import anyio.from_thread
 import anyio.lowlevel
 import anyio.to_thread
-import importlib_metadata
 
 from mcp_providers import _gc
 from mcp_providers._host import compat
 from mcp_providers._host.assembly import Assembly, assemble
+from mcp_providers._metadata import forget_installed
 from mcp_providers._serve.composition import Composition
 from mcp_providers._serve.runtime import SHUTTING_DOWN, NotServing
 from mcp_providers._serve.state.cluster import RedisBackend
@@ -257,8 +256,7 @@ def _assemble(
     config: Config, previous: Assembly, *, load_entrypoints: bool, plugins: Mapping[str, object] | None
 ) -> Assembly:
     """A new assembly for ``config``, seeing distributions installed or removed since ``previous``."""
-    importlib.invalidate_caches()  # new files on sys.path: the path finders look again
-    importlib_metadata.MetadataPathFinder.invalidate_caches()
+    forget_installed()
     compat.forget()
     return assemble(config, load_entrypoints=load_entrypoints, plugins=plugins, previous=previous)
 

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -121,6 +122,25 @@ def _http_client_putheader(conn: Any, header: str | bytes, *values: Any) -> None
 def _aiohttp_check(_session: Any, method: str, url: Any, *args: Any, **kwargs: Any) -> None:
     has_body = kwargs.get("data") is not None or kwargs.get("json") is not None
     check_http(method, str(url), has_body=has_body)
+
+
+_AIOHTTP_VERBS = {"get": "GET", "options": "OPTIONS", "head": "HEAD", "post": "POST", "put": "PUT", "patch": "PATCH",
+                  "delete": "DELETE"}  # fmt: skip
+"""``aiohttp.ClientSession`` methods named after their HTTP method (each takes the URL first)."""
+
+
+def _patch_aiohttp(module: Any) -> None:
+    """``aiohttp.ClientSession``'s public request methods: ``request(method, url)`` and one per HTTP
+    method. Each returns the request's context manager without sending, so refusing at the call
+    refuses before anything is sent; a WebSocket opens through ``request`` (a ``GET``)."""
+    session = module.ClientSession
+    _guard(session, "request", _aiohttp_check, is_async=False)
+    for name, verb in _AIOHTTP_VERBS.items():
+        _guard(session, name, functools.partial(_aiohttp_verb_check, verb), is_async=False)
+
+
+def _aiohttp_verb_check(verb: str, session: Any, url: Any, *args: Any, **kwargs: Any) -> None:
+    _aiohttp_check(session, verb, url, *args, **kwargs)
 
 
 def _patch_http_client() -> None:

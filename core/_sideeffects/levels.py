@@ -30,7 +30,7 @@ from contextvars import Token
 from typing import Any
 
 from mcp_providers._sideeffects import lowlevel
-from mcp_providers._sideeffects.clients import _aiohttp_check, _guard, _patch_http_client, _patch_httpcore
+from mcp_providers._sideeffects.clients import _patch_aiohttp, _patch_http_client, _patch_httpcore
 from mcp_providers._sideeffects.files import (
     _audit,
     _guarded_os_open,
@@ -44,7 +44,7 @@ from mcp_providers._sideeffects.wire import _patch_wire
 
 _OPTIONAL: dict[str, Callable[[Any], None]] = {
     "httpcore": _patch_httpcore,
-    "aiohttp": lambda module: _guard(module.ClientSession, "_request", _aiohttp_check, is_async=True),
+    "aiohttp": _patch_aiohttp,
 }
 
 _hooked = False  # the audit hook is in place

@@ -24,7 +24,6 @@ import asyncio
 import inspect
 import logging
 import types
-from asyncio import _get_running_loop as _running_loop
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Hashable
 from dataclasses import dataclass
 from types import CoroutineType
@@ -138,8 +137,11 @@ class Invoker:
         seconds = self._timeout if work.timeout is None else work.timeout
         pending = call()
         try:
-            loop = _running_loop()
-            if loop is None:  # not asyncio (trio): a bare anyio cancel scope
+            try:
+                loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+            except RuntimeError:  # not asyncio (trio)
+                loop = None
+            if loop is None:  # a bare anyio cancel scope
                 with anyio.CancelScope(deadline=anyio.current_time() + seconds):
                     return await pending
             elif type(pending) is not CoroutineType:

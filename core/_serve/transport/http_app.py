@@ -41,6 +41,8 @@ applies to them.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import logging
 from dataclasses import dataclass, field
@@ -65,7 +67,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_providers._serve.identity import ResourceServer
-from mcp_providers._serve.seams import exit_callbacks_pending, lifespan_state, modern_request_handler
+from mcp_providers._serve.seams import lifespan_state, modern_request_handler
 from mcp_providers._serve.steps.ratelimit import RETRY_AFTER_SCOPE_KEY
 from mcp_providers._serve.transport.auth import BearerGate, metadata_endpoints
 from mcp_providers._serve.transport.http_cancel import (
@@ -87,6 +89,8 @@ from mcp_providers._serve.transport.http_inbound import (
     _task_name_mismatch,
     _unsupported_version,
 )
+from mcp_providers._serve.transport.manager import holds
+from mcp_providers._serve.transport.manager import watch as watch_manager
 from mcp_providers._serve.transport.nesting import MAX_NESTING, request_id_of, too_deep
 from mcp_providers._serve.transport.ops import rebinding_refusal
 from mcp_providers._serve.transport.posted import (
@@ -104,6 +108,44 @@ from mcp_providers.config import LimitsSettings
 log = logging.getLogger("mcp_providers.http")
 
 _JSON = [(b"content-type", b"application/json")]
+
+
+class _Watched(contextlib.AsyncExitStack):
+    """An exit stack that knows whether anything was pushed on it (``used``), through any of its
+    public methods: a one-exchange connection with nothing to unwind skips the shielded unwind."""
+
+    used = False
+
+    def push(self, *args: Any, **kwargs: Any) -> Any:
+        self.used = True
+        return super().push(*args, **kwargs)
+
+    def enter_context(self, *args: Any, **kwargs: Any) -> Any:
+        self.used = True
+        return super().enter_context(*args, **kwargs)
+
+    def callback(self, *args: Any, **kwargs: Any) -> Any:
+        self.used = True
+        return super().callback(*args, **kwargs)
+
+    async def enter_async_context(self, *args: Any, **kwargs: Any) -> Any:
+        self.used = True
+        return await super().enter_async_context(*args, **kwargs)
+
+    def push_async_exit(self, *args: Any, **kwargs: Any) -> Any:
+        self.used = True
+        return super().push_async_exit(*args, **kwargs)
+
+    def push_async_callback(self, *args: Any, **kwargs: Any) -> Any:
+        self.used = True
+        return super().push_async_callback(*args, **kwargs)
+
+
+def _pushed(stack: contextlib.AsyncExitStack) -> bool:
+    """Whether ``stack`` may hold callbacks: a :class:`_Watched` one says; any other (replaced by a
+    handler) is assumed to."""
+    return not isinstance(stack, _Watched) or stack.used
+
 
 BATCH_VERSION = "2025-03-26"
 """The only protocol revision with JSON-RPC batches."""
@@ -312,11 +354,9 @@ class HttpApp:
             message = types.jsonrpc_message_adapter.validate_python(posted.value, by_name=False)
         except ValueError:
             return 400, error_body(types.INVALID_REQUEST, "Invalid request: not a JSON-RPC message")
-        runner = ServerRunner(
-            self.server,
-            Connection.from_envelope(version or DEFAULT_NEGOTIATED_VERSION, None, None),
-            _lifespan_state(self.server),
-        )
+        connection = Connection.from_envelope(version or DEFAULT_NEGOTIATED_VERSION, None, None)
+        connection.exit_stack = _Watched()
+        runner = ServerRunner(self.server, connection, _lifespan_state(self.server))
         metadata = ServerMessageMetadata(request_context=request)
         transport = TransportContext(kind="streamable-http", can_send_request=False)
         try:
@@ -329,8 +369,8 @@ class HttpApp:
             exchange = _Exchange(transport, message.id, metadata, _progress_token(message.params))
             return 200, await _respond(runner, exchange, message)
         finally:
-            if exit_callbacks_pending(runner.connection.exit_stack):  # empty (usual): no shielded scope
-                await aclose_shielded(runner.connection)
+            if _pushed(connection.exit_stack):  # nothing pushed (usual): no shielded scope
+                await aclose_shielded(connection)
 
     async def _batch(self, scope: Scope, send: Send, items: list[Any], version: str | None) -> None:
         """A JSON-RPC batch (parsed): each element answered in turn for 2025-03-26, one -32600 otherwise."""
@@ -428,6 +468,7 @@ def http_app(
     scope_sessions = None if stateless else getattr(event_store, "scope", None)
     if scope_sessions is not None:  # one view of the store per session (_serve.events)
         scope_sessions(manager)
+    watch_manager(manager)  # its run and its sessions, for /healthz, the session quota and shutdown
     if stateless_middleware not in server.middleware:
         # Outside the others: the pipeline's, innermost, answers resources/read itself.
         server.middleware.insert(0, stateless_middleware)
@@ -442,6 +483,5 @@ def http_app(
         max_body=manager.max_request_body_size,
         auth=auth,
         metadata=metadata_endpoints(auth, path) if auth is not None else {},
-        # Private seam: the SDK's manager offers no view of the sessions it holds.
-        sessions=None if stateless else SessionQuota(manager._server_instances.__contains__, limits),
+        sessions=None if stateless else SessionQuota(functools.partial(holds, manager), limits),
     )

@@ -50,6 +50,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
+from mcp_providers._serve.binding import served_methods
+from mcp_providers._serve.transport.manager import run_ended, session_manager_of
+
 REQUEST_CANCELLED = -32800
 """What the 2025-era HTTP wire answers a cancelled request with (``mcp.server.streamable_http``)."""
 
@@ -277,15 +280,13 @@ def transport_stopped(server: Any) -> str | None:
     """Why the SDK's streamable HTTP session manager can no longer serve requests, or ``None``.
 
     The manager runs every request in a task group it opens in ``run()`` and drops when ``run()``
-    ends; after that every MCP request is a 500 (``mcp.server.streamable_http_manager``). Private
-    seams: the SDK offers no liveness probe, and a rename fails this route loudly, not quietly ok.
+    ends; after that every MCP request is a 500 (``mcp.server.streamable_http_manager``). The SDK
+    offers no liveness probe: the manager's ``run()`` is watched (:mod:`.manager`).
     """
-    manager = server._session_manager
-    if manager is None or not manager._has_started:
-        return None  # not served over HTTP (yet)
-    if manager._task_group is None:
+    manager = session_manager_of(server)
+    if manager is not None and run_ended(manager):
         return "the streamable HTTP session manager has stopped; MCP requests cannot be served"
-    return None
+    return None  # serving, or not served over HTTP (yet)
 
 
 def ops_routes(
@@ -304,7 +305,7 @@ def ops_routes(
         return method == "initialize" or server.get_request_handler(method) is not None
 
     metrics = Metrics(runtime, served, reloader, recent)
-    metrics.start_at_zero(["initialize", *sorted(m for m in server._request_handlers if served(m))])
+    metrics.start_at_zero(["initialize", *served_methods(server)])
     server.middleware.insert(0, metrics.middleware)
 
     async def healthz(request: Request) -> Response:

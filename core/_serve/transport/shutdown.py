@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 import uvicorn
 
+from mcp_providers._serve.transport.manager import live_transports, session_manager_of
+
 if TYPE_CHECKING:
     from mcp_providers._serve.composition import Composition
 
@@ -65,8 +67,8 @@ def stream_ender(composition: Composition) -> Callable[[], None]:
     def end() -> None:
         listens = composition.runtime.hub.end_streams()
         sessions = 0
-        manager = composition.server._session_manager  # the SDK's; checked by ops.transport_stopped too
-        for transport in list(getattr(manager, "_server_instances", {}).values()):
+        manager = session_manager_of(composition.server)
+        for transport in live_transports(manager) if manager is not None else []:
             transport.close_standalone_sse_stream()  # a no-op for a session without a GET stream
             sessions += 1
         log.warning(
