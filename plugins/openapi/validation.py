@@ -11,10 +11,16 @@ The meta-schema pass of a 3.0 document also remembers, per document, which value
 against which definition (:func:`_remembering`): the same parameter or response object, repeated
 on thousands of paths, is checked once (about half the validation of a large document). Nothing
 else changes: the same meta-schema, the same checks, the same errors.
+
+These lean on names the libraries do not document (the three lists above; jsonschema's
+``_resolver._base_uri`` and ``_validate_reference``). ``openapi-spec-validator`` is pinned to the
+minor they were read from (0.9) and :func:`linear_available` checks them once: where one is gone,
+:func:`validate` uses the library's own validators, slower on a large document but the same checks.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Hashable, Iterator, Mapping
 from typing import Any
@@ -101,10 +107,37 @@ _BY_VERSION = {
 }
 
 
+_STOCK = {"3.0": OpenAPIV30SpecValidator, "3.1": OpenAPIV31SpecValidator}
+
+
+@functools.cache
+def linear_available() -> bool:
+    """Whether the installed libraries still have the undocumented names the linear validators use."""
+    try:
+        registry = OpenAPIV30SpecValidator({"openapi": "3.0.3", "info": {}, "paths": {}}).keyword_validators
+        operation, schema = _Operation(None), _linear_schema(keywords.SchemaValidator)(None)
+        plain_operation, plain_schema = keywords.OperationValidator(None), keywords.SchemaValidator(None)
+        meta = jsonschema.validators.Draft4Validator({})
+    except Exception:
+        return False
+    return (
+        {"operation", "schema"} <= set(registry)
+        and isinstance(getattr(plain_operation, "operation_ids_registry", None), list)
+        and isinstance(getattr(plain_schema, "visited_schema_ids", None), list)
+        and isinstance(getattr(plain_schema, "meta_checked_schema_ids", None), list)
+        and isinstance(operation.operation_ids_registry, _Seen)
+        and isinstance(schema.visited_schema_ids, _Seen)
+        and hasattr(getattr(meta, "_resolver", None), "_base_uri")
+        and callable(getattr(meta, "_validate_reference", None))
+    )
+
+
 def validate(spec: dict[str, Any], version: str) -> None:
-    """Validate ``spec``, an OpenAPI ``version`` (``"3.0.x"`` or ``"3.1.x"``) document.
+    """Validate ``spec``, an OpenAPI ``version`` (``"3.0.x"`` or ``"3.1.x"``) document: with the
+    linear validators when :func:`linear_available`, else with the library's own.
 
     :raises openapi_spec_validator.validation.exceptions.OpenAPIValidationError: the first error.
     :raises referencing.exceptions.Unresolvable: a ``$ref`` to what the document does not have.
     """
-    _BY_VERSION[version[:3]](spec).validate()
+    chosen = _BY_VERSION if linear_available() else _STOCK
+    chosen[version[:3]](spec).validate()

@@ -484,3 +484,18 @@ async def test_a_tool_writes_path_values_in_the_simple_style(echo: Any) -> None:
         called = await client.call_tool("echo_setFlag", {"on": True, "ids": ["a", "b c"]})
     assert not called.is_error, called.content[0].text
     assert HITS[-1]["path"] == "/flag/true/a,b c"  # not Python's "True" nor "['a', 'b c']"
+
+
+def test_the_linear_validators_undocumented_names_are_there_in_the_pinned_libraries() -> None:
+    assert validation.linear_available()  # a library update that drops one makes validate() fall back
+
+
+def test_without_those_names_the_librarys_own_validators_check_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
+    from openapi_spec_validator.validation.exceptions import OpenAPIValidationError
+
+    monkeypatch.setattr(validation, "linear_available", lambda: False)
+    monkeypatch.setattr(validation, "_BY_VERSION", {})  # were they asked, this would raise KeyError
+    validation.validate(json.loads(json.dumps(DOCUMENT)), DOCUMENT["openapi"])
+    broken = {**DOCUMENT, "paths": {"/x": {"get": {"operationId": "x", "responses": "none"}}}}  # not an object
+    with pytest.raises(OpenAPIValidationError):
+        validation.validate(broken, DOCUMENT["openapi"])
