@@ -77,8 +77,8 @@ def providers(settings: UpstreamSettings | None) -> Built:
             listing.left_out.append(Unavailable(server.name, f"nothing served: {failure}", _START_FIX))
         listings.append((server.name, listing))
         resources.append(UpstreamResources(link, homes, listing, failure))
-        tools.append(UpstreamTools(link, listing))
-        prompts.append(UpstreamPrompts(link, listing))
+        tools.append(UpstreamTools(link, listing, homes))
+        prompts.append(UpstreamPrompts(link, listing, homes))
     settle(listings)
     for name, listing in listings:  # after settle, which may have left out all of a later upstream
         empty = not (listing.resources or listing.templates or listing.tools or listing.prompts)

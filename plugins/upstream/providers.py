@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import logging
 import warnings
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
@@ -32,6 +33,7 @@ from mcp_providers.plugins.upstream.mapping import Homes, LeftOut, Listing
 from mcp_providers.providers import (
     Audio,
     Content,
+    Embed,
     Image,
     Media,
     Message,
@@ -49,6 +51,8 @@ from mcp_providers.providers import (
 
 __all__ = ["UpstreamPrompts", "UpstreamResources", "UpstreamTools"]
 
+log = logging.getLogger(__name__)
+
 
 def _blob(link: Link, data: str) -> bytes:
     try:
@@ -63,6 +67,33 @@ def _bounded(link: Link, size: int, what: str) -> None:
             f"{link.who} answered {what} with {size} bytes, over its max_bytes of {link.server.max_bytes}; "
             "raise max_bytes in its settings if this is expected"
         )
+
+
+def _served(homes: Homes, link: Link, uri: str, what: str) -> str | None:
+    """The URI this server serves for the upstream's ``uri`` in a result, else ``None`` (logged): an
+    embed or link is then dropped, never passed on under the upstream's own URI, which could be
+    another plugin's or one the operator left out."""
+    served = homes.served(str(uri))
+    if served is None:
+        log.warning("%s: %s named %s, which this server does not serve; dropped", link.who, what, str(uri)[:200])
+    return served
+
+
+def _referenced(homes: Homes, link: Link, block: object, what: str) -> Embed | ResourceLink | None:
+    """An upstream's embedded resource or resource link as the core's :class:`Embed` or link to the
+    served URI: the core then checks that it is served and that the caller may read it (a denied
+    one fails the request, as any plugin's would), or ``None`` when this server does not serve it."""
+    if isinstance(block, types.ResourceLink):
+        uri = _served(homes, link, block.uri, what)
+        return None if uri is None else ResourceLink(uri=uri, name=block.name, mime_type=block.mime_type)
+    if isinstance(block, types.EmbeddedResource):
+        uri = _served(homes, link, block.resource.uri, what)
+        if uri is None:
+            return None
+        if isinstance(block.resource, types.TextResourceContents):
+            return Embed(uri=uri, text=block.resource.text, mime_type=block.resource.mime_type)
+        return Embed(uri=uri, blob=_blob(link, block.resource.blob), mime_type=block.resource.mime_type)
+    return None
 
 
 _LIST_CHANGED = (
@@ -200,9 +231,9 @@ class UpstreamResources(ResourceProvider):
 class UpstreamTools(ToolProvider):
     """The upstream's tools, named with the configured ``tool_prefix``."""
 
-    def __init__(self, link: Link, listing: Listing) -> None:
+    def __init__(self, link: Link, listing: Listing, homes: Homes) -> None:
         self.name = f"upstream-{link.server.name}-tools"
-        self.link, self.listing = link, listing
+        self.link, self.listing, self.homes = link, listing, homes
 
     def tools(self) -> Sequence[Tool]:
         return self.listing.tools
@@ -237,14 +268,17 @@ class UpstreamTools(ToolProvider):
             output = model.model_validate(result.structured_content)
         media: list[Media] = [] if output is not None else [Text(t) for t in texts]
         links: list[ResourceLink] = []
+        embedded: list[Embed] = []
         for block in result.content:
             if isinstance(block, types.ImageContent):
                 media.append(Image(_blob(self.link, block.data), block.mime_type))
             elif isinstance(block, types.AudioContent):
                 media.append(Audio(_blob(self.link, block.data), block.mime_type))
-            elif isinstance(block, types.ResourceLink):
-                links.append(ResourceLink(uri=block.uri, name=block.name, mime_type=block.mime_type))
-        return ToolResult(output=output, content=tuple(media), links=tuple(links))
+            elif isinstance(ref := _referenced(self.homes, self.link, block, what), Embed):
+                embedded.append(ref)
+            elif ref is not None:
+                links.append(ref)
+        return ToolResult(output=output, content=tuple(media), links=tuple(links), embedded=tuple(embedded))
 
 
 def _forwarded(tool: Tool, link: Link, name: str) -> contextlib.AbstractContextManager[None]:
@@ -259,9 +293,9 @@ def _forwarded(tool: Tool, link: Link, name: str) -> contextlib.AbstractContextM
 class UpstreamPrompts(PromptProvider):
     """The upstream's prompts, named with the configured ``tool_prefix``."""
 
-    def __init__(self, link: Link, listing: Listing) -> None:
+    def __init__(self, link: Link, listing: Listing, homes: Homes) -> None:
         self.name = f"upstream-{link.server.name}-prompts"
-        self.link, self.listing = link, listing
+        self.link, self.listing, self.homes = link, listing, homes
 
     def prompts(self) -> Sequence[Prompt]:
         return self.listing.prompts
@@ -277,17 +311,21 @@ class UpstreamPrompts(PromptProvider):
             what, lambda c: c.get_prompt(name, dict(arguments)), principal=policy.principal(), prompt=name
         )
         _bounded(self.link, len(result.model_dump_json()), what)
-        return [_message(self.link, m, what) for m in result.messages]
+        messages = (self._message(m, what) for m in result.messages)
+        return [m for m in messages if m is not None]
 
-
-def _message(link: Link, m: types.PromptMessage, what: str) -> Message:
-    block: Any = m.content
-    if isinstance(block, types.TextContent):
-        return Message(m.role, block.text)
-    if isinstance(block, types.ImageContent):
-        return Message(m.role, content=Image(_blob(link, block.data), block.mime_type))
-    if isinstance(block, types.AudioContent):
-        return Message(m.role, content=Audio(_blob(link, block.data), block.mime_type))
-    if isinstance(block, types.EmbeddedResource) and isinstance(block.resource, types.TextResourceContents):
-        return Message(m.role, block.resource.text)
-    raise UpstreamError(f"{link.who} answered {what} with a {type(block).__name__} message, which is not served")
+    def _message(self, m: types.PromptMessage, what: str) -> Message | None:
+        """One message; an embedded resource or link goes to the core as such (served URI, checked
+        against the caller's rights there), or is dropped when this server does not serve it."""
+        block: Any = m.content
+        if isinstance(block, types.TextContent):
+            return Message(m.role, block.text)
+        if isinstance(block, types.ImageContent):
+            return Message(m.role, content=Image(_blob(self.link, block.data), block.mime_type))
+        if isinstance(block, types.AudioContent):
+            return Message(m.role, content=Audio(_blob(self.link, block.data), block.mime_type))
+        if isinstance(block, types.EmbeddedResource | types.ResourceLink):
+            ref = _referenced(self.homes, self.link, block, what)
+            return None if ref is None else Message(m.role, content=ref)
+        kind = type(block).__name__
+        raise UpstreamError(f"{self.link.who} answered {what} with a {kind} message, which is not served")
