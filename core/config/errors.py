@@ -37,6 +37,11 @@ def mask(text: str) -> str:
     return _QUERY_VALUE.sub(r"\1***", _USERINFO.sub("***@", text))
 
 
+_ECHOED = frozenset({"literal_error", "enum"})
+"""Errors whose value is echoed: a word typed where one of a few choices belongs."""
+_SHAPES = {str: "a string", list: "a list", tuple: "a list", bytes: "bytes"}
+
+
 def _shown(loc: tuple[int | str, ...], value: object, kind: str) -> str:
     """`` (got <value>)`` for an error line, with secrets and user info never echoed."""
     if isinstance(value, dict):
@@ -45,6 +50,9 @@ def _shown(loc: tuple[int | str, ...], value: object, kind: str) -> str:
         return " (value hidden: an unknown key may be a mistyped secret)"
     if any(_SECRET_NAME.search(str(part)) for part in loc):
         return " (value hidden: it may be a secret)"
+    if not (isinstance(value, bool | int | float) or value is None or kind in _ECHOED):
+        # a value of the wrong shape may be a secret pasted where its variable's name or a table belongs
+        return f" (got {_SHAPES.get(type(value), 'a ' + type(value).__name__)})"
     text = mask(repr(value))
     if len(text) > 120:
         text = text[:117] + "..."
