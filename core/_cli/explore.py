@@ -228,11 +228,11 @@ async def call(composition: Composition, tool: str, arguments: Mapping[str, Any]
 
 
 def parse_arguments(pairs: list[str], as_json: str | None, schema: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """``--arg k=v`` pairs and ``--json '{...}'`` as one arguments object. A value for a property the
+    """``--arg k=v`` pairs and ``--args-json '{...}'`` as one arguments object. A value for a property the
     tool's input ``schema`` types as a string stays text; any other value that reads as JSON (a
     number, ``true``, a list) is taken as JSON, anything else as text.
 
-    :raises ValueError: a pair without ``=``, or ``--json`` that is not a JSON object.
+    :raises ValueError: a pair without ``=``, or ``--args-json`` that is not a JSON object.
     """
     arguments: dict[str, Any] = {}
     if as_json is not None:
@@ -240,10 +240,10 @@ def parse_arguments(pairs: list[str], as_json: str | None, schema: Mapping[str, 
             loaded = json.loads(as_json)
         except json.JSONDecodeError as exc:
             raise ValueError(
-                f"--json is not JSON ({exc.msg} at column {exc.colno}); give an object like '{{\"a\": 1}}'"
+                f"--args-json is not JSON ({exc.msg} at column {exc.colno}); give an object like '{{\"a\": 1}}'"
             ) from None
         if not isinstance(loaded, dict):
-            raise ValueError(f"--json must be a JSON object like '{{\"a\": 1}}', not {type(loaded).__name__}")
+            raise ValueError(f"--args-json must be a JSON object like '{{\"a\": 1}}', not {type(loaded).__name__}")
         arguments.update(loaded)
     for pair in pairs:
         key, sep, text = pair.partition("=")
