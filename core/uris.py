@@ -195,6 +195,7 @@ def dot_segment_problem(uri: str) -> str | None:
 SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 """An absolute URI's start: a scheme and its colon (RFC 3986 section 3.1)."""
 _BODY = re.compile(r"\{([^{}]*)\}")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _OPERATORS = frozenset("+#./;?&")
 _QUERY = frozenset("?&")
 
@@ -231,7 +232,14 @@ def uri_problems(uri: str) -> list[UriProblem]:
     except InvalidUri as exc:
         fix = "write %XX with two hex digits"
         found.append(UriProblem("uri-invalid", f"has a malformed percent-escape: {exc}", fix))
+    if (control := _CONTROL.search(uri)) is not None:
+        found.append(_control_problem(control))
     return found
+
+
+def _control_problem(control: re.Match[str]) -> UriProblem:
+    what = f"has a control character (U+{ord(control.group(0)):04X}) at position {control.start()}"
+    return UriProblem("uri-invalid", what, "percent-encode it (RFC 3986 allows no control characters), or leave it out")
 
 
 def template_problems(uri_template: str) -> list[UriProblem]:
@@ -249,6 +257,8 @@ def template_problems(uri_template: str) -> list[UriProblem]:
     except InvalidUriTemplate as exc:
         return [UriProblem("template-invalid", f"in canonical form: {exc}", "write %XX only where RFC 3986 allows")]
     found = []
+    if (control := _CONTROL.search(uri_template)) is not None:
+        found.append(_control_problem(control))
     if not parsed.variables:
         found.append(
             UriProblem("template-without-variables", "has no {variable}", "declare it as a fixed Resource(uri=...)")

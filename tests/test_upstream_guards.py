@@ -198,6 +198,8 @@ BAD_KINDS: dict[str, tuple[dict[str, list[Any]], str, str]] = {
     "{x} in a fixed URI": ({"resources": [_resource("a://x/{id}")]}, "a://x/{id}", "contains {...}"),
     "malformed escape": ({"resources": [_resource("a://x/%zz")]}, "a://x/%zz", "not followed by two hex"),
     "escape not UTF-8": ({"resources": [_resource("a://x/%C3")]}, "a://x/%C3", "not UTF-8"),
+    "control character": ({"resources": [_resource("a://x/sec\x00ret")]}, "a://x/sec\x00ret", "control character"),
+    "control in template": ({"templates": [_template("a://x/\x1b/{id}")]}, "a://x/\x1b/{id}", "control character"),
     "unclosed template": ({"templates": [_template("a://x/{id")]}, "a://x/{id", "not an RFC 6570"),
     "adjacent variables": ({"templates": [_template("a://x/{a}{b}")]}, "a://x/{a}{b}", "not an RFC 6570"),
     "template without variable": ({"templates": [_template("a://x/fixed")]}, "a://x/fixed", "has no {variable}"),
