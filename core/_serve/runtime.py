@@ -39,7 +39,7 @@ from mcp_providers._serve.steps.gate import Authorizer, Gate
 from mcp_providers._serve.steps.invoker import Invoker
 from mcp_providers._serve.steps.ratelimit import RateLimiter
 from mcp_providers._sideeffects import install, install_scoped
-from mcp_providers.errors import InvalidParams, NotFound
+from mcp_providers.errors import InvalidParams, NotFound, UpstreamError
 from mcp_providers.identity import Principal
 from mcp_providers.models import Freshness
 from mcp_providers.providers import ResourceProvider
@@ -444,8 +444,13 @@ class _Hosted:
                 raise
             when = "to stop" if self._stop.is_set() else "while serving" if self._serving else "to start"
             reported = {"mcp_providers_reported": when != "to stop"}  # startup_failures keeps it (logs.REPORTED)
-            log.error("provider %r (plugin %r) failed %s", self._provider, self._plugin, when, exc_info=exc,
-                      extra=reported)  # fmt: skip
+            if isinstance(exc, UpstreamError):  # its source is down or refused: what it says is the whole story
+                log.error("provider %r (plugin %r) failed %s: %s", self._provider, self._plugin, when, exc,
+                          extra=reported)  # fmt: skip
+                log.debug("provider %r failed %s", self._provider, when, exc_info=exc)
+            else:
+                log.error("provider %r (plugin %r) failed %s", self._provider, self._plugin, when, exc_info=exc,
+                          extra=reported)  # fmt: skip
             if when != "to stop":
                 self._failures[self._provider] = f"{type(exc).__name__}: {exc}"
         finally:
