@@ -52,6 +52,8 @@ _EFFECTS: dict[str, tuple[Effects, bool]] = {
 def selected(service: Service) -> tuple[list[Operation], list[str]]:
     """The operations ``service`` serves, and one line per operation left out saying why."""
     s, out, left = service.settings, [], []
+    if service.error is not None:  # a service that cannot be reached declares nothing, so lists never advertise it
+        return out, left
     for op in service.document.operations if service.document else ():
         why = op.unsupported
         if why is None and s.include_operations and op.operation_id not in s.include_operations:

@@ -206,6 +206,7 @@ def test_a_plain_http_server_url_in_the_document_is_refused_unless_on_loopback(t
         "the document's server URL 'http://api.example.com/v1': plain http is only allowed on loopback" in service.error
     )
     assert service.error.endswith("; set base_url")
+    assert selected(service) == ([], [])  # it declares nothing: no list advertises what fails at every read
     chosen = Service(ServiceSettings(name="depot", document="x", base_url="https://api.example.com/v1"), remote, None)
     assert chosen.error is None and chosen.base_url == "https://api.example.com/v1"
 
