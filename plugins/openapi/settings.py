@@ -105,7 +105,8 @@ def checked_http_url(value: str, what: str, *, path: bool) -> str:
     :raises ValueError: what is wrong and what would be right; the URL is never echoed with user info.
     """
     parts = urlsplit(value)
-    shown = f"{parts.scheme}://{parts.hostname or ''}{parts.path}" if parts.scheme else "(not a URL)"
+    host = parts.netloc.rpartition("@")[2]  # host and port as written, never the user info
+    shown = f"{parts.scheme}://{host}{parts.path}" if parts.scheme else "(not a URL)"
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValueError(f"{what} {shown!r} must be an https:// URL (http:// only on loopback)")
     if "@" in parts.netloc:

@@ -198,6 +198,16 @@ async def test_an_unset_secret_fails_each_request_naming_the_variable_before_any
             await service.send(operation, "/boxes/a", query={})
 
 
+def test_a_refused_url_is_shown_with_its_port_and_never_its_user_info() -> None:
+    from mcp_providers.plugins.openapi.settings import checked_http_url
+
+    with pytest.raises(ValueError, match=r"'http://api\.example\.com:9/openapi\.json': plain http"):
+        checked_http_url("http://api.example.com:9/openapi.json", "document", path=True)
+    with pytest.raises(ValueError, match=r"'https://h:8/x' must not carry user info") as caught:
+        checked_http_url("https://u:pw@h:8/x", "document", path=True)
+    assert "pw" not in str(caught.value)
+
+
 def test_a_plain_http_server_url_in_the_document_is_refused_unless_on_loopback(tmp_path: Path) -> None:
     remote = load(write(tmp_path, {**DOCUMENT, "servers": [{"url": "http://api.example.com/v1"}]}))
     service = Service(ServiceSettings(name="depot", document="x"), remote, None)
