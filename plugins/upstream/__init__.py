@@ -76,7 +76,7 @@ def providers(settings: UpstreamSettings | None) -> Built:
         if failure is not None:
             listing.left_out.append(Unavailable(server.name, f"nothing served: {failure}", _START_FIX))
         listings.append((server.name, listing))
-        resources.append(UpstreamResources(link, homes, listing, failure))
+        resources.append(UpstreamResources(link, homes, listing, failure, listed if isinstance(listed, dict) else None))
         tools.append(UpstreamTools(link, listing))
         prompts.append(UpstreamPrompts(link, listing))
     settle(listings)
