@@ -222,8 +222,18 @@ def served_view(listed: Listed | None) -> dict[str, Any] | None:
         return None
     view: dict[str, Any] = {"subscribe": bool(listed.get("subscribe"))}
     for key in SERVED_KEYS[1:]:
-        view[key] = sorted(item.model_dump_json(by_alias=True, exclude_none=True) for item in listed.get(key, ()))
+        view[key] = sorted(_as_json(item) for item in listed.get(key, ()))
     return view
+
+
+def _as_json(item: Any) -> str:
+    """``item`` as JSON; one that cannot be (a schema nested too deep: left out when declared) by
+    its kind and name alone, so comparing never raises."""
+    try:
+        return str(item.model_dump_json(by_alias=True, exclude_none=True))
+    except Exception:
+        name = getattr(item, "uri", None) or getattr(item, "uri_template", None) or getattr(item, "name", "")
+        return f"unserializable {type(item).__name__} {name}"
 
 
 def _why(exc: BaseException) -> str:
