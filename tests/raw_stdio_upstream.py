@@ -1,12 +1,13 @@
 """A raw JSON-RPC stdio MCP server (no SDK) that misbehaves on purpose, for the upstream liveness
 tests: ``python raw_stdio_upstream.py DIR [--lc] [--banner]``.
 
-It serves ``raw://a/one`` and ``raw://a/fail`` (answered with error -32000, the generic server
-error) and the tool ``hello``; ``grow`` adds the tool ``extra`` (lasting: the file ``DIR/grown``)
-and says so with ``notifications/tools/list_changed``. Each ``initialize`` appends a line to
-``DIR/connects``. It exits at once (status 3) while ``DIR/down`` exists. ``--lc``: it sends the
-three ``list_changed`` notifications right after ``notifications/initialized``, on every
-connection. ``--banner``: a non-JSON line on stdout before each ``resources/read`` answer.
+It serves ``raw://a/one``, ``raw://a/fail`` (answered with error -32000, the generic server
+error) and ``raw://a/bye`` (the process exits instead of answering), and the tool ``hello``;
+``grow`` adds the tool ``extra`` (lasting: the file ``DIR/grown``) and says so with
+``notifications/tools/list_changed``. Each ``initialize`` appends a line to ``DIR/connects``.
+It exits at once (status 3) while ``DIR/down`` exists. ``--lc``: it sends the three
+``list_changed`` notifications right after ``notifications/initialized``, on every connection.
+``--banner``: a non-JSON line on stdout before each ``resources/read`` answer.
 """
 
 from __future__ import annotations
@@ -38,7 +39,9 @@ def answer(here: Path, flags: list[str], method: str, params: dict[str, object])
         return {"protocolVersion": params["protocolVersion"], "capabilities": caps,
                 "serverInfo": {"name": "raw", "version": "1"}}  # fmt: skip
     if method == "resources/list":
-        return {"resources": [{"uri": f"raw://a/{n}", "name": n, "mimeType": "text/plain"} for n in ("one", "fail")]}
+        return {
+            "resources": [{"uri": f"raw://a/{n}", "name": n, "mimeType": "text/plain"} for n in ("one", "fail", "bye")]
+        }
     if method == "resources/templates/list":
         return {"resourceTemplates": []}
     if method == "prompts/list":
@@ -49,6 +52,8 @@ def answer(here: Path, flags: list[str], method: str, params: dict[str, object])
         return {}
     if method == "resources/read":
         uri = str(params["uri"])
+        if uri.endswith("bye"):
+            sys.exit(0)
         if uri.endswith("fail"):
             return {"error": {"code": -32000, "message": "Internal error in the tool backend"}}
         if "--banner" in flags:

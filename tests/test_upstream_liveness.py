@@ -141,3 +141,16 @@ async def test_an_error_answer_coded_32000_is_an_upstream_error_and_the_connecti
             assert (await client.read_resource("raw://a/one")).contents[0].text == "content of raw://a/one"
         assert _provider(composed).link.restarts == 0
         assert _connects(tmp_path) == 2
+
+
+async def test_an_upstream_that_really_closes_is_lost_and_opened_again(tmp_path: Path) -> None:
+    composed, _reloader = _composed(tmp_path)
+    async with composed.running(), connect(composed) as client:
+        with pytest.raises(MCPError) as lost:
+            await client.read_resource("raw://a/bye")  # the process exits: -32000 from the SDK, and no ping answers
+        assert lost.value.code == UPSTREAM_ERROR
+        assert "upstream 'raw' (stdio) connection lost during resources/read raw://a/bye" in lost.value.message
+        link = _provider(composed).link
+        await _until(lambda: link.restarts >= 1 and link.connected is not None, "the connection opened again")
+        assert (await client.read_resource("raw://a/one")).contents[0].text == "content of raw://a/one"
+        assert _connects(tmp_path) == 3

@@ -24,7 +24,8 @@ import contextlib
 import logging
 import math
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+import warnings
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import Any, TypeVar
 
 import anyio
@@ -35,6 +36,7 @@ from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.session import MessageHandlerFnT
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPDeprecationWarning
 
 from mcp_providers import credentials
 from mcp_providers.credentials import Credential, CredentialBroker, Upstream
@@ -276,7 +278,7 @@ class Link:
         """Given every notification the upstream sends (set before :meth:`serving`)."""
         self.watch: Callable[[Client], Awaitable[None]] | None = None
         """Run in a task of each connection while it lives (a 2026-07-28 listen stream)."""
-        self.alongside: list[Callable[[Client], Awaitable[None]]] = []
+        self.alongside: list[Callable[[Client], Coroutine[Any, Any, None]]] = []
         """Each run once in a task of each connection while it lives (it must not raise)."""
         self.patient = False
         """Whether :meth:`serving` starts although the first connection cannot be opened (it
@@ -531,9 +533,11 @@ class Link:
     async def _closed(self, c: Client) -> bool:
         """Whether ``c``'s connection is closed. The SDK reports a closed connection with -32000,
         which many servers also answer any failure with: only a ping that meets a closed
-        connection tells. A ping that times out or fails otherwise says nothing closed."""
+        connection tells (any answer, an error too, says it is open; a 2026-07-28 upstream may
+        answer -32601). A ping that times out or fails otherwise says nothing closed."""
         try:
-            with anyio.fail_after(min(self.server.read_timeout, PING_SECONDS)):
+            with anyio.fail_after(min(self.server.read_timeout, PING_SECONDS)), warnings.catch_warnings():
+                warnings.simplefilter("ignore", MCPDeprecationWarning)  # 2026-07-28 removed ping: still sent
                 await c.send_ping()
         except MCPError as exc:
             return exc.code == types.CONNECTION_CLOSED
