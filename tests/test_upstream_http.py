@@ -62,9 +62,13 @@ def _probe() -> MCPServer:
     def status() -> str:
         return "fine"
 
-    @probe.tool(description="Announce a change of the status and of the tool list.")
+    def later() -> str:
+        return "added later"
+
+    @probe.tool(description="Announce a change of the status and of the tool list (a tool is added).")
     async def announce(ctx: Context) -> str:
         await ctx.notify_resource_updated("probe://status")
+        probe.add_tool(later, description="Added by announce.")  # a list_changed that changes nothing reloads nothing
         await ctx.notify_tools_changed()
         return "announced"
 

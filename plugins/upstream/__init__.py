@@ -60,7 +60,8 @@ class Built:
 def providers(settings: UpstreamSettings | None) -> Built:
     """List every upstream once per settings object and make its three providers. An upstream
     that cannot be listed gets providers that declare nothing; its resource provider keeps why
-    (:attr:`UpstreamResources.failure`) and its lifespan tries to connect again. What two
+    (:attr:`UpstreamResources.failure`) and its lifespan keeps trying to connect; once it does,
+    it asks for a reload, which lists it and serves what it lists. What two
     upstreams both list under one URI or name is served by the one configured first (:func:`settle`)."""
     settings = settings if settings is not None else UpstreamSettings()
     if settings._built is not None:
@@ -76,7 +77,7 @@ def providers(settings: UpstreamSettings | None) -> Built:
         if failure is not None:
             listing.left_out.append(Unavailable(server.name, f"nothing served: {failure}", _START_FIX))
         listings.append((server.name, listing))
-        resources.append(UpstreamResources(link, homes, listing, failure))
+        resources.append(UpstreamResources(link, homes, listing, failure, listed if isinstance(listed, dict) else None))
         tools.append(UpstreamTools(link, listing, homes))
         prompts.append(UpstreamPrompts(link, listing, homes))
     settle(listings)

@@ -24,7 +24,8 @@ import contextlib
 import logging
 import math
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+import warnings
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import Any, TypeVar
 
 import anyio
@@ -35,6 +36,7 @@ from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.session import MessageHandlerFnT
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPDeprecationWarning
 
 from mcp_providers import credentials
 from mcp_providers.credentials import Credential, CredentialBroker, Upstream
@@ -43,7 +45,7 @@ from mcp_providers.http import client as framework_client
 from mcp_providers.identity import LOCAL, Principal
 from mcp_providers.plugins.upstream.asking import Relay
 from mcp_providers.plugins.upstream.oauth import BrokeredAuth, ClientCredentials, TokenExchange
-from mcp_providers.plugins.upstream.pool import Sessions
+from mcp_providers.plugins.upstream.pool import QUIET_PARSE_FAILURES, Sessions, unparsed
 from mcp_providers.plugins.upstream.settings import (
     BearerAuth,
     OAuthAuth,
@@ -52,12 +54,14 @@ from mcp_providers.plugins.upstream.settings import (
     read_variable,
 )
 
-__all__ = ["Link", "Listed", "list_at_start", "transport"]
+__all__ = ["Link", "Listed", "list_all", "list_at_start", "served_view", "transport"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 BACKOFF = (0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
 """Seconds between attempts to open a lost connection again; the last one repeats."""
+PING_SECONDS = 5.0
+"""Longest wait for the ping that tells an error answer coded -32000 from a closed connection."""
 IDLE_STREAM_SECONDS = 300.0
 """Longest an HTTP upstream's stream may stay quiet before it is opened again (then every watched
 URI is re-announced: nothing sent meanwhile is missed unannounced)."""
@@ -209,6 +213,31 @@ def list_at_start(servers: Sequence[ServerSettings]) -> dict[str, Listed | str]:
     return found
 
 
+SERVED_KEYS = ("subscribe", "resources", "templates", "tools", "prompts")
+"""What of a :data:`Listed` decides what is served (``info`` and ``protocol`` do not)."""
+
+
+def served_view(listed: Listed | None) -> dict[str, Any] | None:
+    """What of ``listed`` decides what is served, comparable with ``==`` (each list as a sorted
+    list of its items' JSON, so order alone is no change); ``None`` for no listing at all."""
+    if listed is None:
+        return None
+    view: dict[str, Any] = {"subscribe": bool(listed.get("subscribe"))}
+    for key in SERVED_KEYS[1:]:
+        view[key] = sorted(_as_json(item) for item in listed.get(key, ()))
+    return view
+
+
+def _as_json(item: Any) -> str:
+    """``item`` as JSON; one that cannot be (a schema nested too deep: left out when declared) by
+    its kind and name alone, so comparing never raises."""
+    try:
+        return str(item.model_dump_json(by_alias=True, exclude_none=True))
+    except Exception:
+        name = getattr(item, "uri", None) or getattr(item, "uri_template", None) or getattr(item, "name", "")
+        return f"unserializable {type(item).__name__} {name}"
+
+
 def _why(exc: BaseException) -> str:
     if isinstance(exc, BaseExceptionGroup):
         return "; ".join(_why(e) for e in exc.exceptions)
@@ -249,6 +278,14 @@ class Link:
         """Given every notification the upstream sends (set before :meth:`serving`)."""
         self.watch: Callable[[Client], Awaitable[None]] | None = None
         """Run in a task of each connection while it lives (a 2026-07-28 listen stream)."""
+        self.alongside: list[Callable[[Client], Coroutine[Any, Any, None]]] = []
+        """Each run once in a task of each connection while it lives (it must not raise)."""
+        self.patient = False
+        """Whether :meth:`serving` starts although the first connection cannot be opened (it
+        then keeps trying with back-off): set for an upstream that could not be listed at
+        composition, whose provider would otherwise never see it come back."""
+        self._unparsed: set[str] = set()
+        """Kinds of unparsable messages already warned about (each is warned about once)."""
         oauth = isinstance(server.auth, OAuthAuth)
         self.service = ClientCredentials(server) if oauth else None
         """The pooled identity's :class:`~mcp_providers.credentials.Upstream` (OAuth settings only)."""
@@ -308,6 +345,8 @@ class Link:
         :raises UpstreamError: the first connection cannot be opened (the provider then fails to
             start, alone).
         """
+        for name in ("mcp.client.stdio", "mcp.client.streamable_http"):  # we say it once, naming the upstream
+            logging.getLogger(name).addFilter(QUIET_PARSE_FAILURES)
         try:
             async with anyio.create_task_group() as tg:
                 await tg.start(self._keep)
@@ -334,11 +373,15 @@ class Link:
                     delays = iter(BACKOFF)  # it served: the next loss starts the back-off again
             except Exception as exc:
                 if not self._started:
-                    raise UpstreamError(f"{self.who} could not be started: {_why(exc)}") from None
+                    if not self.patient:
+                        raise UpstreamError(f"{self.who} could not be started: {_why(exc)}") from None
+                    self._started = True  # serves nothing yet; keeps trying below
+                    task_status.started()
                 log.warning("%s: connection failed: %s", self.who, _why(exc))
             self.restarts += 1
             delay = next(delays, BACKOFF[-1])
-            log.warning("%s: connection lost; opening it again in %s s", self.who, delay)
+            said = "connection lost" if self.info is not None else "not connected yet"
+            log.warning("%s: %s; opening it again in %s s", self.who, said, delay)
             await anyio.sleep(delay)
 
     async def _connected(self, task_status: anyio.abc.TaskStatus[None]) -> bool:
@@ -360,6 +403,8 @@ class Link:
                     async with anyio.create_task_group() as watching:
                         if self.watch is not None:
                             watching.start_soon(self._watching, self.watch, c)
+                        for run in self.alongside:
+                            watching.start_soon(run, c)
                         await self._lost.wait()
                         watching.cancel_scope.cancel()
                 finally:
@@ -383,7 +428,13 @@ class Link:
             await anyio.sleep(next(delays, BACKOFF[-1]))
 
     async def _message(self, message: Any) -> None:
-        if isinstance(message, Exception):
+        if unparsed(message):  # one bad line (a warning printed to stdout): the connection is fine
+            kind = type(message).__name__
+            level = logging.DEBUG if kind in self._unparsed else logging.WARNING
+            self._unparsed.add(kind)
+            log.log(level, "%s sent a message that could not be parsed (%s); ignored, the connection is kept",
+                    self.who, _why(message)[:200])  # fmt: skip
+        elif isinstance(message, Exception):
             log.warning("%s: transport error: %s", self.who, _why(message))
             self._lost.set()
         elif self.on_message is not None:
@@ -465,7 +516,7 @@ class Link:
             raise UpstreamError(f"{self.who} did not answer {what} within {self.server.read_timeout} s") from None
         except MCPError as exc:
             data = exc.error.data
-            if exc.code == types.CONNECTION_CLOSED:
+            if exc.code == types.CONNECTION_CLOSED and await self._closed(c):
                 lost()
                 raise UpstreamError(f"{self.who} connection lost during {what}") from None
             if exc.code == types.INVALID_PARAMS and isinstance(data, Mapping) and "uri" in data:
@@ -478,3 +529,20 @@ class Link:
             raise UpstreamError(f"{self.who} failed {what}: {_why(exc)}") from None
         finally:
             self.in_flight -= 1
+
+    async def _closed(self, c: Client) -> bool:
+        """Whether ``c``'s connection is closed. The SDK reports a closed connection with -32000,
+        which many servers also answer any failure with: only a ping that meets a closed
+        connection tells (any answer, an error too, says it is open; a 2026-07-28 upstream may
+        answer -32601). A ping that times out or fails otherwise says nothing closed."""
+        try:
+            with anyio.fail_after(min(self.server.read_timeout, PING_SECONDS)), warnings.catch_warnings():
+                warnings.simplefilter("ignore", MCPDeprecationWarning)  # 2026-07-28 removed ping: still sent
+                await c.send_ping()
+        except MCPError as exc:
+            return exc.code == types.CONNECTION_CLOSED
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
+            return True
+        except Exception:
+            return False
+        return False

@@ -30,11 +30,31 @@ from mcp_providers.credentials import Credential
 from mcp_providers.errors import UpstreamError
 from mcp_providers.plugins.upstream.oauth import BrokeredAuth
 
-__all__ = ["Session", "Sessions"]
+__all__ = ["QUIET_PARSE_FAILURES", "Session", "Sessions", "unparsed"]
 
 log = logging.getLogger(__name__)
 Opener = Callable[[BrokeredAuth, MessageHandlerFnT], Client]
 """``open_client(auth, on_message) -> Client``: an unentered SDK client presenting ``auth``."""
+
+
+def unparsed(message: object) -> bool:
+    """Whether a transport's ``message`` is a line or event that failed to parse (the SDK hands
+    the parse error itself, a ``ValueError``: pydantic's ``ValidationError``, a JSON decode error),
+    as opposed to a transport that failed: one bad message is no lost connection."""
+    return isinstance(message, ValueError)
+
+
+class _QuietParseFailures(logging.Filter):
+    """Drops the SDK's own record of a message it could not parse (an ERROR with a traceback):
+    the link warns once per kind instead, naming the upstream (:func:`unparsed`)."""
+
+    SAID = ("Failed to parse JSONRPC message", "Error parsing SSE message")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (isinstance(record.msg, str) and record.msg.startswith(self.SAID))
+
+
+QUIET_PARSE_FAILURES = _QuietParseFailures()
 
 
 class Session:
@@ -170,9 +190,11 @@ class Sessions:
                 del self._sessions[key]
 
     async def _message(self, key: Hashable, session: Session, message: Any) -> None:
-        """A transport failure ends the session; the upstream's notifications reach the pooled
-        connection too, which relays them: nothing else to do here."""
-        if isinstance(message, Exception):
+        """A transport failure ends the session (a message that failed to parse does not); the
+        upstream's notifications reach the pooled connection too, which relays them."""
+        if unparsed(message):
+            log.debug("%s: a caller's session got a message that could not be parsed: %s", self.who, _why(message))
+        elif isinstance(message, Exception):
             log.warning("%s: a caller's session lost its connection: %s", self.who, _why(message))
             self.drop(key, session)
 

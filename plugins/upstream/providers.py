@@ -28,7 +28,7 @@ from mcp_providers import policy
 from mcp_providers.errors import NotFound, ToolFailure, UpstreamError
 from mcp_providers.http import exempt
 from mcp_providers.models import ORIGIN_KEY, Prompt, Resource, ResourceTemplate, Tool
-from mcp_providers.plugins.upstream.link import Link
+from mcp_providers.plugins.upstream.link import Link, Listed, list_all, served_view
 from mcp_providers.plugins.upstream.mapping import Homes, LeftOut, Listing
 from mcp_providers.providers import (
     Audio,
@@ -52,6 +52,8 @@ from mcp_providers.providers import (
 __all__ = ["UpstreamPrompts", "UpstreamResources", "UpstreamTools"]
 
 log = logging.getLogger(__name__)
+SETTLE_SECONDS = 0.5
+"""How long after a ``list_changed`` the upstream is listed again: a burst of them is one listing."""
 
 
 def _blob(link: Link, data: str) -> bytes:
@@ -109,7 +111,9 @@ class UpstreamResources(ResourceProvider):
     :ivar left_out: what the upstream listed but is not served, and why (``check`` prints each).
     """
 
-    def __init__(self, link: Link, homes: Homes, listing: Listing, failure: str | None) -> None:
+    def __init__(
+        self, link: Link, homes: Homes, listing: Listing, failure: str | None, listed: Listed | None = None
+    ) -> None:
         self.name = f"upstream-{link.server.name}"
         self.prefixes = link.server.owned
         self.link, self.homes, self.listing = link, homes, listing
@@ -120,6 +124,13 @@ class UpstreamResources(ResourceProvider):
         self.left_out: list[LeftOut] = listing.left_out
         self.failure = failure
         """Why listing at composition failed (``None``: it did not); the lifespan still tries."""
+        self.built_from = served_view(listed) if failure is None else None
+        """What of the composition's listing decides what is served (:func:`served_view`;
+        ``None`` when it could not be listed): a ``list_changed`` reloads only when it differs."""
+        self.relistings = 0
+        """How many times the upstream was listed again after saying its lists changed."""
+        self._asked: anyio.Event | None = None
+        self._why: list[str] = []
 
     def resources(self) -> Sequence[Resource]:
         return self.listing.resources
@@ -132,10 +143,17 @@ class UpstreamResources(ResourceProvider):
         """Hold the upstream connection and watch it on each connection (restarts too), once per
         URI in this process: a 2025-era upstream by ``resources/subscribe`` to every watchable
         resource, a 2026-07-28 one by a ``subscriptions/listen`` stream. Its updates enter the
-        hub (2025 subscribers and 2026 listeners alike); its ``list_changed`` asks for a reload."""
+        hub (2025 subscribers and 2026 listeners alike). Its ``list_changed`` (a burst is one) has
+        it listed again over the live connection, and a reload is asked for only when what would
+        be served changed (:meth:`_relisting`); so is a connection opened again after a loss, and
+        the first one of an upstream that could not be listed at composition (then it is asked
+        for at once: its lists differ from none)."""
         self.link.on_message = self._notified
-        self.link.on_connect.append(self._subscribe)
+        self.link.on_connect += [self._subscribe, self._reconnected]
         self.link.watch = self._listen
+        self.link.alongside.append(self._relisting)
+        self.link.patient = self.failure is not None
+        self._asked = anyio.Event()
         async with self.link.serving():
             yield
 
@@ -190,8 +208,45 @@ class UpstreamResources(ResourceProvider):
             await self._updated(message.params.uri)
 
     async def _changed(self, what: str) -> None:
-        if self.publisher is not None:
-            await self.publisher.declarations_changed(f"{self.link.who} sent {what}")
+        self._ask(f"{self.link.who} sent {what}")
+
+    def _ask(self, why: str) -> None:
+        """Have :meth:`_relisting` list the upstream again (soon, once for a burst)."""
+        if why not in self._why:
+            self._why.append(why)
+        if self._asked is not None:
+            self._asked.set()
+
+    async def _reconnected(self, c: Any) -> None:
+        if self.built_from is None:
+            self._ask(f"{self.link.who} connected (it could not be listed at composition)")
+        elif self.link.restarts:
+            self._ask(f"{self.link.who} connected again")
+
+    async def _relisting(self, c: Any) -> None:
+        """For as long as connection ``c`` lives: when asked (:meth:`_ask`), wait for the burst to
+        settle, list the upstream over ``c`` and ask for a reload when what would be served
+        differs from what the providers were built from; then stop (the reload replaces them).
+        A listing that fails changes nothing (logged); the next ``list_changed`` tries again."""
+        while self._asked is not None:
+            await self._asked.wait()
+            await anyio.sleep(SETTLE_SECONDS)
+            self._asked = anyio.Event()
+            why, self._why = "; ".join(self._why), []
+            self.relistings += 1
+            try:
+                with anyio.fail_after(self.link.server.read_timeout):
+                    now = served_view(await list_all(c))
+            except Exception as exc:
+                log.warning("%s could not be listed again (%s): %s; what it serves is kept", self.link.who, why,
+                            f"{type(exc).__name__}: {str(exc)[:200]}")  # fmt: skip
+                continue
+            if now == self.built_from:
+                log.info("%s lists what it listed before (%s); no reload", self.link.who, why)
+                continue
+            if self.publisher is not None:
+                await self.publisher.declarations_changed(why)
+            return
 
     async def _updated(self, uri: str) -> None:
         served = self.homes.served(uri)

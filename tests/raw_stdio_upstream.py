@@ -1,0 +1,95 @@
+"""A raw JSON-RPC stdio MCP server (no SDK) that misbehaves on purpose, for the upstream liveness
+tests: ``python raw_stdio_upstream.py DIR [--lc] [--banner]``.
+
+It serves ``raw://a/one``, ``raw://a/fail`` (answered with error -32000, the generic server
+error) and ``raw://a/bye`` (the process exits instead of answering), and the tool ``hello``;
+``grow`` adds the tool ``extra`` (lasting: the file ``DIR/grown``) and says so with
+``notifications/tools/list_changed``. Each ``initialize`` appends a line to ``DIR/connects``.
+It exits at once (status 3) while ``DIR/down`` exists. ``--lc``: it sends the three
+``list_changed`` notifications right after ``notifications/initialized``, on every connection.
+``--banner``: a non-JSON line on stdout before each ``resources/read`` answer.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+
+def send(obj: dict[str, object]) -> None:
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+
+def tools(here: Path) -> list[dict[str, object]]:
+    found: list[dict[str, object]] = [{"name": "hello", "inputSchema": {"type": "object"}}]
+    found.append({"name": "grow", "inputSchema": {"type": "object"}})
+    if (here / "grown").exists():
+        found.append({"name": "extra", "inputSchema": {"type": "object"}})
+    return found
+
+
+def answer(here: Path, flags: list[str], method: str, params: dict[str, object]) -> dict[str, object]:
+    """The ``result`` (or ``{"error": ...}``) for one request."""
+    if method == "initialize":
+        with (here / "connects").open("a") as log:
+            log.write("initialize\n")
+        caps = {"resources": {"listChanged": True}, "tools": {"listChanged": True}, "prompts": {"listChanged": True}}
+        return {"protocolVersion": params["protocolVersion"], "capabilities": caps,
+                "serverInfo": {"name": "raw", "version": "1"}}  # fmt: skip
+    if method == "resources/list":
+        return {
+            "resources": [{"uri": f"raw://a/{n}", "name": n, "mimeType": "text/plain"} for n in ("one", "fail", "bye")]
+        }
+    if method == "resources/templates/list":
+        return {"resourceTemplates": []}
+    if method == "prompts/list":
+        return {"prompts": []}
+    if method == "tools/list":
+        return {"tools": tools(here)}
+    if method == "ping":
+        return {}
+    if method == "resources/read":
+        uri = str(params["uri"])
+        if uri.endswith("bye"):
+            sys.exit(0)
+        if uri.endswith("fail"):
+            return {"error": {"code": -32000, "message": "Internal error in the tool backend"}}
+        if "--banner" in flags:
+            sys.stdout.write("DeprecationWarning: this is printed to stdout, not JSON\n")
+        return {"contents": [{"uri": uri, "mimeType": "text/plain", "text": f"content of {uri}"}]}
+    if method == "tools/call":
+        if params.get("name") == "grow":
+            (here / "grown").touch()
+            send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+        return {"content": [{"type": "text", "text": f"called {params.get('name')}"}]}
+    return {"error": {"code": -32601, "message": f"no {method}"}}
+
+
+def main() -> None:
+    here, flags = Path(sys.argv[1]), sys.argv[2:]
+    if (here / "down").exists():
+        sys.exit(3)
+    for line in sys.stdin:
+        try:
+            message = json.loads(line)
+        except ValueError:
+            continue
+        method, ident = message.get("method"), message.get("id")
+        if ident is None:
+            if method == "notifications/initialized" and "--lc" in flags:
+                for kind in ("tools", "resources", "prompts"):
+                    send({"jsonrpc": "2.0", "method": f"notifications/{kind}/list_changed"})
+            continue
+        if method is None:
+            continue  # an answer to a question of ours: none is asked
+        result = answer(here, flags, method, message.get("params") or {})
+        if "error" in result:
+            send({"jsonrpc": "2.0", "id": ident, "error": result["error"]})
+        else:
+            send({"jsonrpc": "2.0", "id": ident, "result": result})
+
+
+if __name__ == "__main__":
+    main()
