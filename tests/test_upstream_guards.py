@@ -27,7 +27,7 @@ from mcp_providers._host.advisories import advisories
 from mcp_providers.config import format_validation_error
 from mcp_providers.hookspecs import hookimpl
 from mcp_providers.models import Freshness, Resource, ResourceTemplate
-from mcp_providers.plugins.upstream import link, rules
+from mcp_providers.plugins.upstream import link, listing, rules
 from mcp_providers.plugins.upstream.mapping import Homes, declare
 from mcp_providers.plugins.upstream.settings import ServerSettings, UpstreamSettings, read_variable
 from mcp_providers.providers import ResourceProvider
@@ -151,7 +151,7 @@ def test_starting_an_upstream_with_an_unset_pasted_secret_never_shows_it(monkeyp
         {"name": "files", "command": "x", "prefixes": ["f://"], "env": {"GITHUB_TOKEN": NAMELIKE_SECRET}}
     )
     http = ServerSettings.model_validate(_http("https://h/mcp", {"token_env": NAMELIKE_SECRET}))
-    found = link.list_at_start([stdio, http])  # the variables are read before anything is started or sent
+    found = listing.list_at_start([stdio, http])  # the variables are read before anything is started or sent
     assert "the environment variable named in env.GITHUB_TOKEN is not set" in str(found["files"])
     assert "the environment variable named in auth.token_env is not set" in str(found["remote"])
     assert NAMELIKE_SECRET not in f"{found}"
@@ -425,15 +425,15 @@ def _paged(cursors: Iterator[str | None], field: str = "tools") -> Any:
 @pytest.mark.anyio
 async def test_paging_stops_at_a_repeated_cursor_and_at_the_page_limit(monkeypatch: pytest.MonkeyPatch) -> None:
     cut: list[tuple[str, str]] = []
-    items = await link._pages(_paged(iter(["a", "b", "a", "c"])), "tools", cut, "tools/list")
+    items = await listing._pages(_paged(iter(["a", "b", "a", "c"])), "tools", cut, "tools/list")
     assert len(items) == 3 and cut == [("tools/list", "the upstream sent a cursor it had sent before, after 3 pages")]
-    monkeypatch.setattr(link, "MAX_PAGES", 5)
+    monkeypatch.setattr(listing, "MAX_PAGES", 5)
     cut.clear()
     endless = (f"c{i}" for i in range(10**6))
-    items = await link._pages(_paged(endless), "tools", cut, "tools/list")
+    items = await listing._pages(_paged(endless), "tools", cut, "tools/list")
     assert len(items) == 5 and cut == [("tools/list", "its pages did not end within 5")]
     cut.clear()
-    assert len(await link._pages(_paged(iter(["a", None])), "tools", cut, "tools/list")) == 2 and not cut
+    assert len(await listing._pages(_paged(iter(["a", None])), "tools", cut, "tools/list")) == 2 and not cut
 
 
 @pytest.mark.anyio
@@ -449,17 +449,17 @@ async def test_a_cut_list_is_logged_and_reported_as_left_out(
     async def opened(*args: Any, **kwargs: Any) -> AsyncIterator[Any]:
         yield stub
 
-    monkeypatch.setattr(link, "client", opened)
+    monkeypatch.setattr(listing, "client", opened)
     server = ServerSettings.model_validate({"name": "loop", "command": "x", "prefixes": ["l://"]})
-    with caplog.at_level(logging.WARNING, logger=link.__name__):
-        listed = await link._list_one(server)
+    with caplog.at_level(logging.WARNING, logger=listing.__name__):
+        listed = await listing._list_one(server)
     assert "upstream 'loop' (stdio): tools/list was cut short: the upstream sent a cursor it had sent before" in (
         caplog.text
     )
-    listing = declare(server, Homes(prefixes=server.prefixes), listed, Freshness.live(subscribable=False))
-    [cut] = [x for x in listing.left_out if x.value == "tools/list"]
+    declared = declare(server, Homes(prefixes=server.prefixes), listed, Freshness.live(subscribable=False))
+    [cut] = [x for x in declared.left_out if x.value == "tools/list"]
     assert cut.message.startswith("the rest of tools/list is not served: the upstream sent a cursor it had sent")
-    assert [t.name for t in listing.tools] == ["same"]  # listed on both pages: served once
+    assert [t.name for t in declared.tools] == ["same"]  # listed on both pages: served once
 
 
 def _repeating() -> Any:

@@ -39,7 +39,7 @@ def mask(text: str) -> str:
 
 _ECHOED = frozenset({"literal_error", "enum"})
 """Errors whose value is echoed: a word typed where one of a few choices belongs."""
-_SHAPES = {str: "a string", list: "a list", tuple: "a list", bytes: "bytes"}
+_SHAPES: dict[type, str] = {str: "a string", list: "a list", tuple: "a list", bytes: "bytes"}
 
 
 def _shown(loc: tuple[int | str, ...], value: object, kind: str) -> str:

@@ -51,7 +51,9 @@ _EFFECTS: dict[str, tuple[Effects, bool]] = {
 
 def selected(service: Service) -> tuple[list[Operation], list[str]]:
     """The operations ``service`` serves, and one line per operation left out saying why."""
-    s, out, left = service.settings, [], []
+    s = service.settings
+    out: list[Operation] = []
+    left: list[str] = []
     if service.error is not None:  # a service that cannot be reached declares nothing, so lists never advertise it
         return out, left
     for op in service.document.operations if service.document else ():

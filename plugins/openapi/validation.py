@@ -115,8 +115,9 @@ def linear_available() -> bool:
     """Whether the installed libraries still have the undocumented names the linear validators use."""
     try:
         registry = OpenAPIV30SpecValidator({"openapi": "3.0.3", "info": {}, "paths": {}}).keyword_validators
-        operation, schema = _Operation(None), _linear_schema(keywords.SchemaValidator)(None)
-        plain_operation, plain_schema = keywords.OperationValidator(None), keywords.SchemaValidator(None)
+        nothing: Any = None  # the validators keep their registry and never touch it while being made
+        operation, schema = _Operation(nothing), _linear_schema(keywords.SchemaValidator)(nothing)
+        plain_operation, plain_schema = keywords.OperationValidator(nothing), keywords.SchemaValidator(nothing)
         meta = jsonschema.validators.Draft4Validator({})
     except Exception:
         return False

@@ -18,7 +18,8 @@ from pydantic import BaseModel
 
 from mcp_providers.hookspecs import hookimpl
 from mcp_providers.models import Freshness
-from mcp_providers.plugins.upstream.link import Link, list_at_start
+from mcp_providers.plugins.upstream.link import Link
+from mcp_providers.plugins.upstream.listing import list_at_start
 from mcp_providers.plugins.upstream.mapping import Homes, LeftOut, Listing, declare, settle
 from mcp_providers.plugins.upstream.providers import UpstreamPrompts, UpstreamResources, UpstreamTools
 from mcp_providers.plugins.upstream.settings import UpstreamSettings

@@ -23,38 +23,31 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-import threading
 import warnings
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
 from typing import Any, TypeVar
 
 import anyio
 import anyio.abc
-import httpx2
 import mcp_types as types
-from mcp import Client, MCPError, StdioServerParameters
-from mcp.client.session import MessageHandlerFnT
-from mcp.client.stdio import stdio_client
-from mcp.client.streamable_http import streamable_http_client
+from mcp import Client, MCPError
 from mcp.shared.exceptions import MCPDeprecationWarning
 
 from mcp_providers import credentials
 from mcp_providers.credentials import Credential, CredentialBroker, Upstream
 from mcp_providers.errors import NotFound, UpstreamError
-from mcp_providers.http import client as framework_client
 from mcp_providers.identity import LOCAL, Principal
 from mcp_providers.plugins.upstream.asking import Relay
+from mcp_providers.plugins.upstream.connect import client, reason, who
 from mcp_providers.plugins.upstream.oauth import BrokeredAuth, ClientCredentials, TokenExchange
 from mcp_providers.plugins.upstream.pool import QUIET_PARSE_FAILURES, Sessions, unparsed
 from mcp_providers.plugins.upstream.settings import (
-    BearerAuth,
     OAuthAuth,
     OnBehalfOfAuth,
     ServerSettings,
-    read_variable,
 )
 
-__all__ = ["Link", "Listed", "list_all", "list_at_start", "served_view", "transport"]
+__all__ = ["Link"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -62,188 +55,8 @@ BACKOFF = (0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
 """Seconds between attempts to open a lost connection again; the last one repeats."""
 PING_SECONDS = 5.0
 """Longest wait for the ping that tells an error answer coded -32000 from a closed connection."""
-IDLE_STREAM_SECONDS = 300.0
-"""Longest an HTTP upstream's stream may stay quiet before it is opened again (then every watched
-URI is re-announced: nothing sent meanwhile is missed unannounced)."""
-CLIENT_INFO = types.Implementation(name="mcp-providers", version="upstream")
 _Over = tuple[Client, BrokeredAuth, Callable[[], None]]
 """What a request is sent over: the connection, its auth, and what to call when it is lost."""
-Listed = dict[str, Any]
-"""``{"info": Implementation | None, "protocol": str, "subscribe": bool, "resources": [...],
-"templates": [...], "tools": [...], "prompts": [...], "cut": [(list, why), ...]}`` of ``mcp_types``
-records; ``cut`` names each list that was cut short."""
-
-
-def who(server: ServerSettings) -> str:
-    """How messages name an upstream: ``upstream 'files' (stdio)``."""
-    return f"upstream {server.name!r} ({server.transport})"
-
-
-@contextlib.asynccontextmanager
-async def transport(server: ServerSettings, auth: httpx2.Auth | None = None) -> AsyncIterator[Any]:
-    """The SDK transport for ``server``: a started stdio process, or a streamable HTTP client
-    carrying only the configured static credential, or ``auth``'s (a broker's credential).
-
-    :raises ValueError: a named environment variable is unset (the message names it).
-    """
-    if server.command is not None:
-        env = {k: read_variable(v, server=server.name, setting=f"env.{k}") for k, v in server.env.items()}
-        params = StdioServerParameters(command=server.command, args=list(server.args), cwd=server.cwd, env=env)
-        async with stdio_client(params) as streams:
-            yield streams
-        return
-    assert server.url is not None  # the settings validator holds exactly one of command and url
-    headers = {}
-    if isinstance(server.auth, BearerAuth):
-        headers["Authorization"] = (
-            f"Bearer {read_variable(server.auth.token_env, server=server.name, setting='auth.token_env')}"
-        )
-    # requests are bounded by read_timeout in Link.request; the read timeout here bounds an idle
-    # stream (a listen stream, the 2025 GET stream), which must outlive a quiet upstream
-    timeout = httpx2.Timeout(server.read_timeout, read=max(server.read_timeout + 5, IDLE_STREAM_SECONDS))
-    async with (
-        # the framework's client: in a read's scope it passes read-only MCP POSTs to this endpoint only
-        framework_client(
-            headers=headers, auth=auth, timeout=timeout, follow_redirects=False, mcp_endpoint=server.url
-        ) as http,
-        streamable_http_client(server.url, http_client=http) as streams,
-    ):
-        yield streams
-
-
-def client(
-    server: ServerSettings,
-    *,
-    on_message: MessageHandlerFnT | None = None,
-    auth: httpx2.Auth | None = None,
-    relay: Relay | None = None,
-) -> Client:
-    """An unentered SDK ``Client`` for ``server`` (no response cache: every read reaches it),
-    announcing elicitation and sampling: ``relay`` hands the upstream's questions to the tool call
-    that asked (without one, e.g. while listing, every question is refused: no call is in flight)."""
-    return Client(
-        transport(server, auth),
-        cache=None,
-        client_info=CLIENT_INFO,
-        message_handler=on_message,
-        **(relay or Relay(who(server))).callbacks(),
-    )
-
-
-MAX_PAGES = 1000
-"""Most pages read of one list; an upstream whose cursors never end is cut there, and told."""
-
-
-async def _pages(
-    fetch: Callable[[str | None], Awaitable[Any]], field: str, cut: list[tuple[str, str]], what: str
-) -> list[Any]:
-    """Every page of one list, following ``nextCursor``. Stops, noting ``(what, why)`` in ``cut``,
-    after :data:`MAX_PAGES` pages or at a cursor it was given before (it would loop forever)."""
-    items: list[Any] = []
-    cursor: str | None = None
-    seen: set[str] = set()
-    for _ in range(MAX_PAGES):
-        page = await fetch(cursor)
-        items += getattr(page, field)
-        cursor = page.next_cursor
-        if not cursor:
-            return items
-        if cursor in seen:
-            cut.append((what, f"the upstream sent a cursor it had sent before, after {len(seen) + 1} pages"))
-            return items
-        seen.add(cursor)
-    cut.append((what, f"its pages did not end within {MAX_PAGES}"))
-    return items
-
-
-async def list_all(c: Client) -> Listed:
-    """Every component ``c``'s server lists, as its capabilities offer them; ``"cut"`` holds
-    ``(list, why)`` for each list that was cut short (see :func:`_pages`)."""
-    caps = c.server_capabilities
-    cut: list[tuple[str, str]] = []
-    out: Listed = {"info": c.server_info, "protocol": c.protocol_version, "subscribe": False, "cut": cut}
-    if caps.resources is not None:
-        out["subscribe"] = bool(caps.resources.subscribe)
-        out["resources"] = await _pages(lambda cur: c.list_resources(cursor=cur), "resources", cut, "resources/list")
-        out["templates"] = await _pages(
-            lambda cur: c.list_resource_templates(cursor=cur), "resource_templates", cut, "resources/templates/list"
-        )
-    if caps.tools is not None:
-        out["tools"] = await _pages(lambda cur: c.list_tools(cursor=cur), "tools", cut, "tools/list")
-    if caps.prompts is not None:
-        out["prompts"] = await _pages(lambda cur: c.list_prompts(cursor=cur), "prompts", cut, "prompts/list")
-    return out
-
-
-async def _list_one(server: ServerSettings) -> Listed:
-    auth = None
-    if isinstance(server.auth, OAuthAuth):  # listed as this server's client (the pooled identity)
-        service = ClientCredentials(server)
-        auth = BrokeredAuth(await service.obtain(service.principal))
-    with anyio.fail_after(server.read_timeout):
-        async with client(server, auth=auth) as c:
-            listed = await list_all(c)
-    for what, why in listed["cut"]:
-        log.warning("%s: %s was cut short: %s; the rest is not served", who(server), what, why)
-    return listed
-
-
-def list_at_start(servers: Sequence[ServerSettings]) -> dict[str, Listed | str]:
-    """Connect to every server at once, list it and close; per name, the listing or why it failed
-    (a failure never raises: that server alone serves nothing). Runs in a worker thread with an
-    event loop of its own, so it works whether or not the caller's thread runs a loop."""
-    found: dict[str, Listed | str] = {}
-
-    async def one(server: ServerSettings) -> None:
-        try:
-            found[server.name] = await _list_one(server)
-        except TimeoutError:
-            found[server.name] = f"{who(server)} did not list its components within {server.read_timeout} s"
-        except Exception as exc:
-            found[server.name] = f"{who(server)} could not be listed: {_why(exc)}"
-
-    async def every() -> None:
-        async with anyio.create_task_group() as tg:
-            for server in servers:
-                tg.start_soon(one, server)
-
-    worker = threading.Thread(target=anyio.run, args=(every,), name="mcp-providers-upstream-list")
-    worker.start()
-    worker.join()
-    return found
-
-
-SERVED_KEYS = ("subscribe", "resources", "templates", "tools", "prompts")
-"""What of a :data:`Listed` decides what is served (``info`` and ``protocol`` do not)."""
-
-
-def served_view(listed: Listed | None) -> dict[str, Any] | None:
-    """What of ``listed`` decides what is served, comparable with ``==`` (each list as a sorted
-    list of its items' JSON, so order alone is no change); ``None`` for no listing at all."""
-    if listed is None:
-        return None
-    view: dict[str, Any] = {"subscribe": bool(listed.get("subscribe"))}
-    for key in SERVED_KEYS[1:]:
-        view[key] = sorted(_as_json(item) for item in listed.get(key, ()))
-    return view
-
-
-def _as_json(item: Any) -> str:
-    """``item`` as JSON; one that cannot be (a schema nested too deep: left out when declared) by
-    its kind and name alone, so comparing never raises."""
-    try:
-        return str(item.model_dump_json(by_alias=True, exclude_none=True))
-    except Exception:
-        name = getattr(item, "uri", None) or getattr(item, "uri_template", None) or getattr(item, "name", "")
-        return f"unserializable {type(item).__name__} {name}"
-
-
-def _why(exc: BaseException) -> str:
-    if isinstance(exc, BaseExceptionGroup):
-        return "; ".join(_why(e) for e in exc.exceptions)
-    if isinstance(exc, MCPError):
-        return f"error {exc.code}: {exc.message[:300]}"
-    return f"{type(exc).__name__}: {str(exc)[:300]}"
 
 
 class Link:
@@ -374,10 +187,10 @@ class Link:
             except Exception as exc:
                 if not self._started:
                     if not self.patient:
-                        raise UpstreamError(f"{self.who} could not be started: {_why(exc)}") from None
+                        raise UpstreamError(f"{self.who} could not be started: {reason(exc)}") from None
                     self._started = True  # serves nothing yet; keeps trying below
                     task_status.started()
-                log.warning("%s: connection failed: %s", self.who, _why(exc))
+                log.warning("%s: connection failed: %s", self.who, reason(exc))
             self.restarts += 1
             delay = next(delays, BACKOFF[-1])
             said = "connection lost" if self.info is not None else "not connected yet"
@@ -424,7 +237,7 @@ class Link:
                 await watch(c)
                 delays = iter(BACKOFF)
             except Exception as exc:
-                log.warning("%s: watching it stopped: %s; watching again", self.who, _why(exc))
+                log.warning("%s: watching it stopped: %s; watching again", self.who, reason(exc))
             await anyio.sleep(next(delays, BACKOFF[-1]))
 
     async def _message(self, message: Any) -> None:
@@ -433,9 +246,9 @@ class Link:
             level = logging.DEBUG if kind in self._unparsed else logging.WARNING
             self._unparsed.add(kind)
             log.log(level, "%s sent a message that could not be parsed (%s); ignored, the connection is kept",
-                    self.who, _why(message)[:200])  # fmt: skip
+                    self.who, reason(message)[:200])  # fmt: skip
         elif isinstance(message, Exception):
-            log.warning("%s: transport error: %s", self.who, _why(message))
+            log.warning("%s: transport error: %s", self.who, reason(message))
             self._lost.set()
         elif self.on_message is not None:
             await self.on_message(message)
@@ -526,7 +339,7 @@ class Link:
             lost()
             raise UpstreamError(f"{self.who} connection lost during {what} ({type(exc).__name__})") from None
         except Exception as exc:  # a malformed answer (pydantic), a transport failure
-            raise UpstreamError(f"{self.who} failed {what}: {_why(exc)}") from None
+            raise UpstreamError(f"{self.who} failed {what}: {reason(exc)}") from None
         finally:
             self.in_flight -= 1
 

@@ -28,7 +28,8 @@ from mcp_providers import policy
 from mcp_providers.errors import NotFound, ToolFailure, UpstreamError
 from mcp_providers.http import exempt
 from mcp_providers.models import ORIGIN_KEY, Prompt, Resource, ResourceTemplate, Tool
-from mcp_providers.plugins.upstream.link import Link, Listed, list_all, served_view
+from mcp_providers.plugins.upstream.link import Link
+from mcp_providers.plugins.upstream.listing import Listed, list_all, served_view
 from mcp_providers.plugins.upstream.mapping import Homes, LeftOut, Listing
 from mcp_providers.providers import (
     Audio,

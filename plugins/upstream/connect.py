@@ -1,0 +1,92 @@
+"""Opening a connection to one upstream MCP server with the SDK's own ``Client``: the transport
+(a started stdio process, or a streamable HTTP client carrying only the configured static credential
+or a broker's), how messages name the upstream, and how a failure reads in them."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx2
+import mcp_types as types
+from mcp import Client, MCPError, StdioServerParameters
+from mcp.client.session import MessageHandlerFnT
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+from mcp_providers.http import client as framework_client
+from mcp_providers.plugins.upstream.asking import Relay
+from mcp_providers.plugins.upstream.settings import BearerAuth, ServerSettings, read_variable
+
+__all__ = ["CLIENT_INFO", "IDLE_STREAM_SECONDS", "client", "reason", "transport", "who"]
+
+IDLE_STREAM_SECONDS = 300.0
+"""Longest an HTTP upstream's stream may stay quiet before it is opened again (then every watched
+URI is re-announced: nothing sent meanwhile is missed unannounced)."""
+CLIENT_INFO = types.Implementation(name="mcp-providers", version="upstream")
+
+
+def who(server: ServerSettings) -> str:
+    """How messages name an upstream: ``upstream 'files' (stdio)``."""
+    return f"upstream {server.name!r} ({server.transport})"
+
+
+@contextlib.asynccontextmanager
+async def transport(server: ServerSettings, auth: httpx2.Auth | None = None) -> AsyncIterator[Any]:
+    """The SDK transport for ``server``: a started stdio process, or a streamable HTTP client
+    carrying only the configured static credential, or ``auth``'s (a broker's credential).
+
+    :raises ValueError: a named environment variable is unset (the message names it).
+    """
+    if server.command is not None:
+        env = {k: read_variable(v, server=server.name, setting=f"env.{k}") for k, v in server.env.items()}
+        params = StdioServerParameters(command=server.command, args=list(server.args), cwd=server.cwd, env=env)
+        async with stdio_client(params) as streams:
+            yield streams
+        return
+    assert server.url is not None  # the settings validator holds exactly one of command and url
+    headers = {}
+    if isinstance(server.auth, BearerAuth):
+        headers["Authorization"] = (
+            f"Bearer {read_variable(server.auth.token_env, server=server.name, setting='auth.token_env')}"
+        )
+    # requests are bounded by read_timeout in Link.request; the read timeout here bounds an idle
+    # stream (a listen stream, the 2025 GET stream), which must outlive a quiet upstream
+    timeout = httpx2.Timeout(server.read_timeout, read=max(server.read_timeout + 5, IDLE_STREAM_SECONDS))
+    async with (
+        # the framework's client: in a read's scope it passes read-only MCP POSTs to this endpoint only
+        framework_client(
+            headers=headers, auth=auth, timeout=timeout, follow_redirects=False, mcp_endpoint=server.url
+        ) as http,
+        streamable_http_client(server.url, http_client=http) as streams,
+    ):
+        yield streams
+
+
+def client(
+    server: ServerSettings,
+    *,
+    on_message: MessageHandlerFnT | None = None,
+    auth: httpx2.Auth | None = None,
+    relay: Relay | None = None,
+) -> Client:
+    """An unentered SDK ``Client`` for ``server`` (no response cache: every read reaches it),
+    announcing elicitation and sampling: ``relay`` hands the upstream's questions to the tool call
+    that asked (without one, e.g. while listing, every question is refused: no call is in flight)."""
+    return Client(
+        transport(server, auth),
+        cache=None,
+        client_info=CLIENT_INFO,
+        message_handler=on_message,
+        **(relay or Relay(who(server))).callbacks(),
+    )
+
+
+def reason(exc: BaseException) -> str:
+    """How a failure reads in messages: an exception group's each, an MCP error's code and message."""
+    if isinstance(exc, BaseExceptionGroup):
+        return "; ".join(reason(e) for e in exc.exceptions)
+    if isinstance(exc, MCPError):
+        return f"error {exc.code}: {exc.message[:300]}"
+    return f"{type(exc).__name__}: {str(exc)[:300]}"
