@@ -225,6 +225,23 @@ def _wait_for_discovery(issuer: str, process: subprocess.Popen[str], log: Path) 
     unavailable(f"oidc_server.mjs at {issuer} served no discovery document within {START_SECONDS}s")
 
 
+EXCHANGE_GRANT = "urn:ietf:params:oauth:grant-type:token-exchange"
+"""RFC 8693's grant type."""
+
+
+@contextlib.contextmanager
+def exchange_provider(runtime: Path, folder: Path, client_id: str, secret: str) -> Iterator[IdentityProvider]:
+    """The authorization server with token exchange on, a gateway client ``client_id`` allowed
+    client credentials and token exchange, and carol, whose exchange it refuses."""
+    gateway = {"client_id": client_id, "client_secret": secret, "response_types": [], "redirect_uris": [],
+               "grant_types": ["client_credentials", EXCHANGE_GRANT]}  # fmt: skip
+    accounts = {**ACCOUNTS, "carol": {"groups": ["staff"]}}
+    with identity_provider(
+        runtime, folder, accounts=accounts, clients=[gateway], token_exchange={"refused": ["carol"]}
+    ) as running:
+        yield running
+
+
 @contextlib.contextmanager
 def identity_provider(
     runtime: Path,

@@ -28,12 +28,11 @@ import pytest
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
 from identity_support import (
-    ACCOUNTS,
     IdentityProvider,
     McpServer,
     authorization_code_token,
+    exchange_provider,
     free_port,
-    identity_provider,
     jwt_server_config,
     mcp_server,
 )
@@ -50,7 +49,6 @@ from mcp_providers.testing import compose, connect
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 
 GATEWAY, GATEWAY_SECRET = "openapi-gateway", "gateway-Secr3t-for-openapi-8e2a"
-EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
 ENV = {"OA_GATEWAY_ID": GATEWAY, "OA_GATEWAY_SECRET": GATEWAY_SECRET}
 SERVICES = """
 [[plugins.openapi.services]]
@@ -164,13 +162,8 @@ def anyio_backend() -> str:
 
 @pytest.fixture(scope="module")
 def exchange_idp(oidc_runtime: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[IdentityProvider]:
-    gateway = {"client_id": GATEWAY, "client_secret": GATEWAY_SECRET, "response_types": [], "redirect_uris": [],
-               "grant_types": ["client_credentials", EXCHANGE]}  # fmt: skip
-    accounts = {**ACCOUNTS, "carol": {"groups": ["staff"]}}
     folder = tmp_path_factory.mktemp("openapi-exchange-idp")
-    with identity_provider(
-        oidc_runtime, folder, accounts=accounts, clients=[gateway], token_exchange={"refused": ["carol"]}
-    ) as running:
+    with exchange_provider(oidc_runtime, folder, GATEWAY, GATEWAY_SECRET) as running:
         yield running
 
 

@@ -24,13 +24,12 @@ from typing import Any
 import httpx2
 import pytest
 from identity_support import (
-    ACCOUNTS,
     HERE,
     IdentityProvider,
     McpServer,
     authorization_code_token,
+    exchange_provider,
     free_port,
-    identity_provider,
     jwt_server_config,
     mcp_server,
 )
@@ -49,7 +48,6 @@ from mcp_providers.testing import compose, connect
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 
 GATEWAY, GATEWAY_SECRET = "mcp-gateway", "gateway-Secr3t-for-exchange-5d1c"
-EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
 UPSTREAM = """
 [[plugins.upstream.servers]]
 name = "who"
@@ -86,13 +84,8 @@ def anyio_backend() -> str:
 
 @pytest.fixture(scope="module")
 def exchange_idp(oidc_runtime: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[IdentityProvider]:
-    gateway = {"client_id": GATEWAY, "client_secret": GATEWAY_SECRET, "response_types": [], "redirect_uris": [],
-               "grant_types": ["client_credentials", EXCHANGE]}  # fmt: skip
-    accounts = {**ACCOUNTS, "carol": {"groups": ["staff"]}}
     folder = tmp_path_factory.mktemp("exchange-idp")
-    with identity_provider(
-        oidc_runtime, folder, accounts=accounts, clients=[gateway], token_exchange={"refused": ["carol"]}
-    ) as running:
+    with exchange_provider(oidc_runtime, folder, GATEWAY, GATEWAY_SECRET) as running:
         yield running
 
 
