@@ -411,7 +411,7 @@ CASES += (
     Case(
         "health: /healthz fails once the session manager has stopped",
         "core/_serve/transport/ops.py",
-        "    if manager._task_group is None:",
+        "    if manager is not None and run_ended(manager):",
         "    if False:",
         (BASE + "test_healthz_says_failing_once_the_session_manager_has_stopped",),
     ),
