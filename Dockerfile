@@ -5,7 +5,7 @@ COPY --from=ghcr.io/astral-sh/uv:0.9 /uv /usr/local/bin/uv
 ENV UV_LINK_MODE=copy UV_COMPILE_BYTECODE=1 UV_PYTHON_DOWNLOADS=never
 
 WORKDIR /app
-# Every dependency at the version uv.lock pins, checked against its hashes (--require-hashes): the
+# Every dependency at the version deploy/requirements.txt pins, checked against its hashes (--require-hashes): the
 # runtime's with the telemetry extra (OTEL_EXPORTER_OTLP_ENDPOINT turns traces on, docs/operations.md;
 # it must not make the pod exit for a missing package), exported by
 #   uv export --frozen --no-dev --extra telemetry --no-emit-project --format requirements-txt -o deploy/requirements.txt
