@@ -37,6 +37,7 @@ from mcp_providers import credentials
 from mcp_providers.credentials import Credential, CredentialBroker, Upstream
 from mcp_providers.errors import NotFound, UpstreamError
 from mcp_providers.identity import LOCAL, Principal
+from mcp_providers.plugins import _oauth
 from mcp_providers.plugins.upstream.asking import Relay
 from mcp_providers.plugins.upstream.connect import client, reason, who
 from mcp_providers.plugins.upstream.oauth import BrokeredAuth, ClientCredentials, TokenExchange
@@ -284,21 +285,20 @@ class Link:
         over: Callable[[Credential, Principal, str], contextlib.AbstractAsyncContextManager[_Over]],
     ) -> T:
         """Send over ``over(credential)`` with ``principal``'s credential from the broker; once
-        more with a new one when the upstream answered 401 to it (forgotten in the broker)."""
-        broker = self._broker()
-        for attempt in (1, 2):
-            credential = await broker.credential(upstream, principal)
+        more with a new one when the upstream answered 401 to it (:func:`_oauth.brokered`)."""
+
+        async def send(credential: Credential) -> T:
             self.served_by(credential, **where)
-            try:
-                async with over(credential, principal, what) as (c, _auth, lost):
-                    return await self._sent(c, what, call, lost)
-            except UpstreamError:
-                if credential not in self._rejected or attempt == 2:
-                    raise
-            self._rejected.discard(credential)
-            log.warning("%s answered 401 to a credential of %s; asking for a new one", self.who, upstream.name)
-            await broker.forget(upstream, principal, credential)
-        raise AssertionError("unreachable: the second attempt returns or raises")
+            async with over(credential, principal, what) as (c, _auth, lost):
+                return await self._sent(c, what, call, lost)
+
+        def rejected(exc: Exception, credential: Credential) -> bool:
+            if isinstance(exc, UpstreamError) and credential in self._rejected:
+                self._rejected.discard(credential)  # the 401 this request met: forgotten with the credential
+                return True
+            return False
+
+        return await _oauth.brokered(upstream, principal, send, rejected=rejected, own=self._own_broker, who=self.who)
 
     @contextlib.asynccontextmanager
     async def _pooled(self, credential: Credential | None, principal: Principal, what: str) -> AsyncIterator[_Over]:
