@@ -134,7 +134,8 @@ def checked_url(value: str, what: str, *, sent: str | None) -> str:
     :raises ValueError: what is wrong and what is right; the URL is shown without user info or query.
     """
     parts = urlsplit(value)
-    shown = f"{parts.scheme}://{parts.hostname or ''}{parts.path}"
+    host = parts.netloc.rpartition("@")[2]  # host and port as written, never the user info
+    shown = f"{parts.scheme}://{host}{parts.path}"
     if "@" in parts.netloc:
         raise ValueError(
             f"{what} {shown!r} must not carry user info; name credentials in auth (as environment variables)"

@@ -64,6 +64,7 @@ def _refused(table: Mapping[str, Any], model: Any = ServerSettings) -> str:
 def test_an_upstream_with_auth_is_refused_over_plain_http_to_a_remote_host(kind: str, url: str) -> None:
     said = _refused(_http(url, AUTHS[kind]))
     assert "plain http to a host that is not loopback" in said and "use https://" in said
+    assert repr(url) in said  # shown as written, its port too
 
 
 @pytest.mark.parametrize("kind", sorted(AUTHS))
