@@ -348,7 +348,7 @@ class RedisBackend:
                     await self.bus.local.publish(event)  # LocalBus: a listener's bug stays its own
         finally:
             with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
-                await pubsub.aclose()  # type: ignore[no-untyped-call]
+                await pubsub.aclose()  # type: ignore[no-untyped-call,unused-ignore]  # typed from redis 8.2
 
     async def still_there(self) -> None:
         """Whether Redis still answers: a ``PING`` within ``timeout_seconds``, and when that answer is
