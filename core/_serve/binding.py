@@ -166,13 +166,6 @@ _PARAMS: dict[str, type[Any]] = {
 }
 
 
-WIRE_FORM_RESULTS = frozenset({"resources/read"})
-"""Methods whose stages return the result dict in the negotiated version's wire form
-(:meth:`ReadResource.evidence <mcp_providers._serve.methods.resources.ReadResource.evidence>` and
-:func:`~mcp_providers._serve.steps.wire.shape`): answered by the pipeline's middleware without the SDK
-validating the result a second time (:meth:`Pipeline.answer_directly`)."""
-
-
 LISTEN = "subscriptions/listen"
 
 
@@ -302,7 +295,7 @@ def build_server(
     server.middleware.append(pipeline.middleware)
     pipeline.handshake = handshake(runtime)
     runtime.swapped.append(lambda _: _register_extensions(server, runtime, pipeline))  # a reload may add some
-    pipeline.answer_directly(server, {r.method: r.handler for r in served if r.method in WIRE_FORM_RESULTS})
+    pipeline.serve(server)  # its handlers are the one way into the pipeline
     # The pipeline makes the request's span (steps/tracing.py: parented from _meta and HTTP headers,
     # no error messages); the SDK's would be a second one, and it builds spans even with no tracer.
     tracing = tracing_middleware()

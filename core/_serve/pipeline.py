@@ -20,15 +20,11 @@ session's protocol version, map any error to the wire in one place
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from mcp.server import Server
-from mcp_types import SERVER_INFO_META_KEY
-from mcp_types import methods as spec_methods
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_providers._serve.state.tasks import running_task
 from mcp_providers._serve.steps import tracing, wire
@@ -94,25 +90,14 @@ class Pipeline:
         self.tracer = tracer
         """Makes the request and stage spans (:mod:`~mcp_providers._serve.steps.tracing`); none: traces off."""
         self._server: Server[Any] | None = None
-        self._direct: dict[str, Handler] = {}
         self.handshake: Callable[[Ctx, dict[str, Any]], dict[str, Any]] = _unchanged
         """Shapes each ``initialize`` and ``server/discover`` result (wire form) further: the
         capabilities of what is served now (:func:`~mcp_providers._serve.binding.handshake`)."""
 
-    def answer_directly(self, server: Server[Any], handlers: Mapping[str, Handler]) -> None:
-        """Answer the methods of ``handlers`` (method name -> this pipeline's handler for it) from
-        :meth:`middleware` itself, without the SDK's second validation of their results.
-
-        Only for methods whose stages build the exact wire form of the negotiated version from
-        checked parts (the ``resources/read`` result): the SDK would validate and re-dump the same
-        dict, receipt included, on every request. The request side stays the SDK's (its own
-        functions validate the params). The SDK answers instead whenever it would refuse the
-        request, when another handler was registered for the method since, or when a middleware
-        sits inside this one (it must see the request). ``tests/test_direct_answers.py`` checks
-        both paths answer alike in every protocol version.
-        """
+    def serve(self, server: Server[Any]) -> None:
+        """Be the request handler of ``server``'s methods (``binding.build_server``): its span names
+        (:meth:`_traced`) tell the methods it serves from unknown ones."""
         self._server = server
-        self._direct = dict(handlers)
 
     async def run(self, method: Method[Any, Any, R], ctx: Ctx, params: Any, authorizer: Authorizer) -> R:
         """Answer one request: ``method``'s stages in order, policy asked through ``authorizer``
@@ -151,13 +136,11 @@ class Pipeline:
     async def middleware(self, ctx: Ctx, call_next: Callable[[Ctx], Awaitable[Any]]) -> Any:
         """The one SDK server middleware: :meth:`audit_middleware` inside
         :func:`~mcp_providers._serve.steps.wire.initialize_middleware` (``initialize`` results shaped for
-        their protocol version), in one layer per request rather than two; methods named to
-        :meth:`answer_directly` are answered here (:meth:`_answer`); with traces on, inside the
-        request's span (:func:`~mcp_providers._serve.steps.tracing.request_span`)."""
+        their protocol version), in one layer per request rather than two; with traces on, inside the
+        request's span (:func:`~mcp_providers._serve.steps.tracing.request_span`). It answers nothing
+        itself: every method reaches the pipeline through its SDK handler (:meth:`run`)."""
         if self.tracer is not None and _in_request_span.get() is not ctx:
             return await self._traced(self.tracer, ctx, call_next)
-        if ctx.method in self._direct:
-            call_next = functools.partial(self._answer, call_next=call_next)
         if ctx.request_id is None or not self.audit.enabled:  # nothing for the audit layer to do
             result = await call_next(ctx)
         else:
@@ -180,37 +163,6 @@ class Pipeline:
             if ctx.method == "tools/call" and isinstance(result, dict) and result.get("isError") is True:
                 tracing.tool_failed(span)
             return result
-
-    async def _answer(self, ctx: Ctx, call_next: Callable[[Ctx], Awaitable[Any]]) -> Any:
-        """What the SDK's innermost step does for a request (``mcp.server.runner``), less the
-        second validation of the result: the same request checks through the SDK's own functions,
-        the registered handler, and the ``serverInfo`` stamp of 2026-era results (spec #3002).
-
-        A request the SDK would refuse (params invalid for the version, or a connection not yet
-        initialized) goes on to ``call_next``, so the SDK answers it with its own error; so does
-        one whose handler is no longer this pipeline's, or that a later middleware must see.
-        """
-        server, version, params = self._server, ctx.protocol_version, ctx.params
-        entry = server.get_request_handler(ctx.method) if server is not None else None
-        if (
-            server is None
-            or entry is None
-            or entry.handler is not self._direct[ctx.method]
-            or server.middleware[-1] != self.middleware
-            or ctx.session.client_params is None
-        ):
-            return await call_next(ctx)
-        try:
-            spec_methods.validate_client_request(ctx.method, version, params)
-            typed = entry.params_type.model_validate({} if params is None else params, by_name=False)
-        except Exception:  # its answer, not ours: the SDK raises the same again, with its error
-            return await call_next(ctx)
-        result = await entry.handler(ctx, typed)
-        if isinstance(result, dict) and version in MODERN_PROTOCOL_VERSIONS:
-            meta = result.get("_meta") or {}
-            if meta.get(SERVER_INFO_META_KEY) is None:
-                result["_meta"] = {**meta, SERVER_INFO_META_KEY: server.server_info_stamp}
-        return result
 
     async def audit_middleware(self, ctx: Ctx, call_next: Callable[[Ctx], Awaitable[Any]]) -> Any:
         """SDK server middleware: one audit line for a request that never reaches a method's stages

@@ -214,6 +214,8 @@ class HttpApp:
     """The SDK's Starlette app: lifespan, other routes, and every request the fast path leaves."""
     sdk_endpoint: ASGIApp
     """The SDK's endpoint at the MCP path (the session manager's ASGI app, without auth)."""
+    manager: Any
+    """The server's session manager (kept: ``Server.session_manager`` is a property of the SDK's)."""
     path: str
     stateless: bool
     json_response: bool
@@ -294,7 +296,7 @@ class HttpApp:
             return
         if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
             if self.json_response and not session:  # the SDK's own single-exchange entry, minus its wrapping
-                state = _lifespan_state(self.server)
+                state = lifespan_state(self.manager)
                 handle = modern_request_handler()
                 await handle(self.server, self.security, True, state, scope, replay, send)
             else:
@@ -356,7 +358,7 @@ class HttpApp:
             return 400, error_body(types.INVALID_REQUEST, "Invalid request: not a JSON-RPC message")
         connection = Connection.from_envelope(version or DEFAULT_NEGOTIATED_VERSION, None, None)
         connection.exit_stack = _Watched()
-        runner = ServerRunner(self.server, connection, _lifespan_state(self.server))
+        runner = ServerRunner(self.server, connection, lifespan_state(self.manager))
         metadata = ServerMessageMetadata(request_context=request)
         transport = TransportContext(kind="streamable-http", can_send_request=False)
         try:
@@ -430,10 +432,6 @@ async def _respond(runner: ServerRunner[Any], exchange: _Exchange, message: type
     return reply.model_dump_json(by_alias=True, exclude_unset=True).encode()  # type: ignore[no-any-return]
 
 
-def _lifespan_state(server: Server[Any]) -> Any:
-    return lifespan_state(server.session_manager)
-
-
 def http_app(
     server: Server[Any],
     *,
@@ -476,6 +474,7 @@ def http_app(
         server=server,
         sdk_app=sdk,
         sdk_endpoint=manager.handle_request,
+        manager=manager,
         path=path,
         stateless=stateless,
         json_response=json_response,

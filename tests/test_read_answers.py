@@ -1,15 +1,13 @@
-"""``resources/read`` answered by the pipeline's middleware (``Pipeline.answer_directly``): the same
-answers (equal as JSON) as through the SDK's innermost step, which validates every result again.
+"""``resources/read`` answered through the one entrance: the SDK's runner calls the pipeline's
+handler and validates and shapes its result for the session's protocol version, as it does for every
+method (no middleware answers a read itself).
 
 Every protocol version (the four handshake-era ones and 2026-07-28), through the SDK's own
 ``Server.run`` on raw JSON-RPC messages: text, templated and percent-encoded URIs, binary content,
 content over its budget, and every way a read is refused (not found, denied, a provider failing or
 returning content of the wrong types, params the SDK refuses, a stale demand, a read before
-``initialize``); and where the SDK must answer instead (a middleware an embedder added inside the
-pipeline's, a handler registered in place of the pipeline's). Each request goes to a server
-answering directly and to the same server with the direct path turned off; the answers must be
-equal (but for the receipt's ``retrievedAt`` clock), and only the second may have called the SDK's
-result validation.
+``initialize``); a middleware an embedder added after the pipeline's sees every read, and a handler
+registered in place of the pipeline's answers instead of it.
 """
 
 from __future__ import annotations
@@ -93,15 +91,12 @@ READS: list[dict[str, Any]] = [
 ]
 
 
-def _composition(direct: bool) -> Any:
+def _composition() -> Any:
     plugins = {
         "wire": SimpleNamespace(register_resource_providers=hookimpl(lambda settings: [Guides(), Files()])),
         "deny": DenySecret(),
     }
-    composition = compose(plugins, server=ServerSettings(max_read_bytes=4096))
-    if not direct:
-        composition.pipeline.answer_directly(composition.server, {})
-    return composition
+    return compose(plugins, server=ServerSettings(max_read_bytes=4096))
 
 
 def _params(read: dict[str, Any], version: str | None) -> dict[str, Any]:
@@ -117,7 +112,7 @@ def _without_clock(answer: dict[str, Any]) -> dict[str, Any]:
     return answer
 
 
-async def _answers(direct: bool, version: str | None, monkeypatch: pytest.MonkeyPatch) -> tuple[list[Any], int]:
+async def _answers(version: str | None, monkeypatch: pytest.MonkeyPatch) -> tuple[list[Any], int]:
     """The answers to :data:`READS`, and how often the SDK validated a ``resources/read`` result."""
     validated = 0
     validate = mcp_types.methods.serialize_server_result
@@ -129,7 +124,7 @@ async def _answers(direct: bool, version: str | None, monkeypatch: pytest.Monkey
 
     monkeypatch.setattr(mcp_types.methods, "serialize_server_result", counting)
     answers = []
-    async with raw_session(_composition(direct), version) as (session, _):
+    async with raw_session(_composition(), version) as (session, _):
         for read in READS:
             answers.append(_without_clock(await session.request("resources/read", _params(read, version))))
     monkeypatch.setattr(mcp_types.methods, "serialize_server_result", validate)
@@ -137,23 +132,20 @@ async def _answers(direct: bool, version: str | None, monkeypatch: pytest.Monkey
 
 
 @pytest.mark.parametrize("version", VERSIONS)
-async def test_direct_answers_are_the_sdk_answers(version: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    direct, validated_direct = await _answers(True, version, monkeypatch)
-    through_sdk, validated_sdk = await _answers(False, version, monkeypatch)
-    for read, ours, theirs in zip(READS, direct, through_sdk, strict=True):
-        assert ours == theirs, f"{version} {read}"
-    results = [a for a in direct if "result" in a]
-    errors = {a["error"]["code"] for a in direct if "error" in a}
-    assert len(results) == 7 and errors == {-32003, -32004, -32007, -32602, -32603}, direct  # every kind was tried
-    assert "mime_type= must be a str" not in str(direct)  # the provider's TypeError stays in the log
+async def test_every_read_passes_the_sdks_result_checks(version: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    answers, validated = await _answers(version, monkeypatch)
+    results = [a for a in answers if "result" in a]
+    errors = {a["error"]["code"] for a in answers if "error" in a}
+    assert len(results) == 7 and errors == {-32003, -32004, -32007, -32602, -32603}, answers  # every kind was tried
+    assert "mime_type= must be a str" not in str(answers)  # the provider's TypeError stays in the log
     assert results[4]["result"]["_meta"][RECEIPT_KEY]["truncation"]["servedBytes"] == 64  # bin://cut
-    assert validated_direct == 0  # answered directly: the SDK never validated a read's result
-    assert validated_sdk == len(results)  # the comparison path did, once per result
+    assert results[0]["result"]["contents"][0]["uri"] == "docs://index"
+    assert validated == len(results)  # one entrance: the SDK validated every read's result, once
 
 
 @pytest.mark.parametrize("version", ["2024-11-05", "2025-11-25", MODERN])
 async def test_each_version_gets_only_its_own_result_fields(version: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    (answer, *_), _ = await _answers(True, version, monkeypatch)
+    (answer, *_), _ = await _answers(version, monkeypatch)
     result = answer["result"]
     modern_keys = {"ttlMs", "cacheScope", "resultType"}
     if version == MODERN:
@@ -164,13 +156,10 @@ async def test_each_version_gets_only_its_own_result_fields(version: str, monkey
         assert set(result["_meta"]) == {RECEIPT_KEY}
 
 
-async def test_a_read_before_initialize_is_refused_as_the_sdk_refuses_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    answers = []
-    for direct in (True, False):
-        async with raw_session(_composition(direct), None) as (session, _):
-            answers.append(await session.request("resources/read", {"uri": "docs://index"}))
-    assert answers[0] == answers[1]
-    assert answers[0]["error"]["code"] == -32602, answers[0]
+async def test_a_read_before_initialize_is_refused_as_the_sdk_refuses_it() -> None:
+    async with raw_session(_composition(), None) as (session, _):
+        answer = await session.request("resources/read", {"uri": "docs://index"})
+    assert answer["error"]["code"] == -32602, answer
 
 
 async def test_a_middleware_added_after_the_pipelines_still_sees_every_read(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -183,7 +172,7 @@ async def test_a_middleware_added_after_the_pipelines_still_sees_every_read(monk
         return await call_next(ctx)
 
     for version in VERSIONS:
-        composition = _composition(True)
+        composition = _composition()
         composition.server.middleware.append(rate_limit)
         seen.clear()
         async with raw_session(composition, version) as (session, _):
@@ -200,15 +189,12 @@ async def test_a_handler_registered_in_place_of_the_pipelines_is_answered_by_the
         contents = [types.TextResourceContents(uri=params.uri, text="replaced", mime_type="text/plain")]
         return types.ReadResourceResult(contents=contents, ttl_ms=0, cache_scope="private")
 
-    answers = []
-    for direct in (True, False):
-        composition = _composition(direct)
-        composition.server.add_request_handler("resources/read", types.ReadResourceRequestParams, read)
-        async with raw_session(composition, version) as (session, _):
-            answers.append(await session.request("resources/read", _params({"uri": "docs://index"}, version)))
-    assert answers[0] == answers[1]
-    assert answers[0]["result"]["contents"][0]["text"] == "replaced"
-    assert ("ttlMs" in answers[0]["result"]) == (version == MODERN)  # shaped for the version by the SDK
+    composition = _composition()
+    composition.server.add_request_handler("resources/read", types.ReadResourceRequestParams, read)
+    async with raw_session(composition, version) as (session, _):
+        answer = await session.request("resources/read", _params({"uri": "docs://index"}, version))
+    assert answer["result"]["contents"][0]["text"] == "replaced"
+    assert ("ttlMs" in answer["result"]) == (version == MODERN)  # shaped for the version by the SDK
 
 
 @pytest.mark.parametrize(
