@@ -13,8 +13,8 @@ Three ways in, from the most faithful to the least:
   authorization with the caller's subject, budgets, error codes) is kept.
 - :func:`add_to_mcpserver`: copy the declarations into an ``MCPServer`` through its public API
   (``add_resource``, ``resource()``, ``add_tool``, ``add_prompt``). Each request is answered by the
-  composition through an in-process MCP client, so its pipeline still applies, but some things
-  cannot cross MCPServer's API; its docstring lists them.
+  composition's pipeline directly, as the MCPServer request's caller, but some things cannot cross
+  MCPServer's API; its docstring lists them.
 
 Build the composition with :func:`mcp_providers.compose` (a library object; nothing is served
 until you mount or attach it).
@@ -34,15 +34,16 @@ import contextlib
 import inspect
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar, cast
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
 
 import mcp_types as types
-from mcp import Client, MCPError
+from mcp import MCPError
 from mcp.server import Server, ServerRequestContext
 from mcp.shared.uri_template import UriTemplate
 from pydantic import Field
 
-from mcp_providers._serve.binding import routes
+from mcp_providers._serve.binding import dispatcher, routes
 from mcp_providers._serve.composition import Composition
 from mcp_providers._serve.steps.wire import icons_wire
 from mcp_providers.providers import ResourceProvider
@@ -64,7 +65,6 @@ log = logging.getLogger("mcp_providers.embedding")
 
 Ctx = ServerRequestContext[Any, Any]
 Handler = Callable[[Ctx, Any], Awaitable[Any]]
-T = TypeVar("T")
 
 # Which result field holds the items of each list method.
 _LISTS = {
@@ -288,57 +288,106 @@ def _chain_routed(method: str, theirs: Handler, mine: Handler, owns: Callable[[s
 def add_to_mcpserver(mcp: MCPServer, composition: Composition) -> None:
     """Add the composition's resources, templates, tools and prompts to an ``MCPServer``.
 
-    Each is registered through MCPServer's public API and answered by the composition through an
-    in-process MCP client, so routing, authorization, budgets and tool output validation still
-    happen in the composition. Enter ``composition.running()`` in the MCPServer's ``lifespan`` to
-    keep providers open between requests (otherwise each request starts and stops them).
+    Each is registered through MCPServer's public API; each read, call and prompt is answered by
+    the composition's pipeline directly (no client, no second session), with the MCPServer
+    request's own context: its caller (the verified token's principal when MCPServer serves HTTP
+    with a ``token_verifier``; ``anonymous`` over HTTP without auth; ``local`` in memory and on
+    stdio, unless :func:`mcp_providers.identity.serving_as` chooses another), its session and
+    negotiated protocol version. So routing, authorization of that caller, budgets and tool output
+    validation happen in the composition, and its audit line names the caller. Enter
+    ``composition.running()`` in the MCPServer's ``lifespan`` to keep providers open between
+    requests (otherwise each request starts and stops them). One server middleware is appended
+    to ``mcp.middleware``: it hands each request's context to these functions.
 
     What cannot cross MCPServer's API (use :func:`attach` on a low-level ``Server`` for these):
 
     - pagination and ``size``: MCPServer lists everything in one page and its resources have no size;
+      its lists are not filtered by the composition's policy either (a read, call or prompt is);
     - completions: MCPServer has one completion handler per server, which is yours to keep;
-    - the caller's identity: the composition sees principal ``local`` (no HTTP request crosses;
-      :func:`mcp_providers.identity.serving_as` chooses another);
     - exact tool input schemas: MCPServer derives them from a function signature, rebuilt here from
       the input model's fields (names, types, defaults and descriptions survive; model-level
       validators and ``$defs`` titles may not);
     - tool ``resource_link`` content when the tool also has an output model (MCPServer returns only
       the model), per-read cache hints and ``_meta`` receipts on reads (read errors keep their
-      codes, messages and data: they cross as protocol errors);
-    - a tool's questions (``ToolCall.elicit``/``sample``), in either era: the in-process client
-      declares neither capability, so the tool gets the ``ToolFailure`` saying so.
+      codes, messages and data: they cross as protocol errors; so do a denied call's and prompt's).
+
+    A tool's questions (``ToolCall.elicit``, ``sample``) reach the MCPServer's client in either era
+    (on 2026-07-28 as an input round, which MCPServer passes through), as from the composition's
+    own server.
 
     :raises ValueError: MCPServer refuses a declaration (e.g. a duplicate name it already has).
+    :raises RuntimeError: (from a registered function) it was called outside a request MCPServer
+        received (``mcp.call_tool(...)`` in process): there is no caller to answer as.
     """
-    through = _through(composition.server)
-    _add_resources(mcp, composition, through)
-    _add_tools(mcp, composition, through)
-    _add_prompts(mcp, composition, through)
+    if _remember_request not in mcp.middleware:
+        mcp.middleware.append(_remember_request)
+    ask = _asker(composition)
+    _add_resources(mcp, composition, ask)
+    _add_tools(mcp, composition, ask)
+    _add_prompts(mcp, composition, ask)
 
 
-def _through(server: Server[Any]) -> Callable[[Callable[[Client], Awaitable[Any]]], Awaitable[Any]]:
-    """Run one client operation against ``server`` in process; its MCPError is raised as itself."""
+_request: ContextVar[Ctx | None] = ContextVar("mcp_providers_mcpserver_request", default=None)
+"""The MCPServer request being answered (set by :func:`_remember_request`)."""
 
-    async def through(op: Callable[[Client], Awaitable[T]]) -> T:
-        failure: MCPError
-        async with Client(server, cache=None) as client:
-            try:
-                return await op(client)
-            except MCPError as exc:
-                failure = exc
-        # Raised outside the client's task group, so it arrives as itself, not in an ExceptionGroup.
-        raise failure
-
-    return through
+Ask = Callable[[str, Any], Awaitable[Any]]
+"""``ask(method, params) -> result``: one request of the composition's, as the current MCPServer request."""
 
 
-def _add_resources(mcp: MCPServer, composition: Composition, through: Any) -> None:
+async def _remember_request(ctx: Ctx, call_next: Callable[[Ctx], Awaitable[Any]]) -> Any:
+    """MCPServer middleware: the request's context, for the functions :func:`add_to_mcpserver` registered."""
+    token = _request.set(ctx)
+    try:
+        return await call_next(ctx)
+    finally:
+        _request.reset(token)
+
+
+def _asker(composition: Composition) -> Ask:
+    """Answers ``resources/read``, ``tools/call`` and ``prompts/get`` through the composition's
+    pipeline (its handler table, :func:`~mcp_providers._serve.binding.dispatcher`), with the
+    current MCPServer request's context; its ``MCPError`` (codes, messages, data) raised as itself.
+
+    The request's own params are sent when it is that method (its ``arguments`` as the client
+    sent them, a 2026-07-28 retry's ``inputResponses`` and ``requestState``, its ``_meta``); else
+    ``params``. The result is the method's result model, or an ``InputRequiredResult`` (a tool
+    asks the client a question on a 2026-07-28 connection)."""
+    handlers = {m: dispatcher(composition.runtime, composition.pipeline, m) for m in _ASKED}
+
+    async def ask(method: str, params: Any) -> Any:
+        ctx = _request.get()
+        if ctx is None:
+            raise RuntimeError(
+                f"{method} of the composition was asked outside a request MCPServer received; "
+                "add_to_mcpserver answers its clients' requests (call the tool through a client)"
+            )
+        if ctx.method == method and isinstance(ctx.params, dict):
+            params = type(params).model_validate(ctx.params, by_name=False)
+        async with composition.running():  # nested: a count when the MCPServer's lifespan holds it
+            result = await handlers[method](ctx, params)
+        if isinstance(result, dict):  # a read is answered in wire form
+            done = result.get("resultType") == "input_required"
+            return (types.InputRequiredResult if done else _ASKED[method]).model_validate(result, by_name=False)
+        return result
+
+    return ask
+
+
+_ASKED: dict[str, type[Any]] = {
+    "resources/read": types.ReadResourceResult,
+    "tools/call": types.CallToolResult,
+    "prompts/get": types.GetPromptResult,
+}
+"""The methods :func:`add_to_mcpserver` answers through the pipeline, and their result models."""
+
+
+def _add_resources(mcp: MCPServer, composition: Composition, ask: Ask) -> None:
     from mcp.server.mcpserver.resources import Resource as MCPResource
 
     async def read(uri: str) -> str | bytes:
         # An MCPError passes through MCPServer unchanged, so the composition's code (-32602 not
         # found, -32003 denied, -32004 too large ...), message and data reach the client.
-        result = await through(lambda c: c.read_resource(uri))
+        result = await ask("resources/read", types.ReadResourceRequestParams(uri=uri))
         item = result.contents[0]
         if isinstance(item, types.TextResourceContents):
             return str(item.text)
@@ -373,14 +422,14 @@ def _add_resources(mcp: MCPServer, composition: Composition, through: Any) -> No
         )(_template_function(td.name, template, read))
 
 
-def _add_tools(mcp: MCPServer, composition: Composition, through: Any) -> None:
+def _add_tools(mcp: MCPServer, composition: Composition, ask: Ask) -> None:
     from mcp.server.mcpserver.exceptions import ToolError
 
     for tool_entry in composition.catalog.tools:
         tool = tool_entry.declaration
         hints = tool.annotations()
         mcp.add_tool(
-            _tool_function(tool.name, tool.input_model, tool.output_model, through, ToolError),
+            _tool_function(tool.name, tool.input_model, tool.output_model, ask, ToolError),
             name=tool.name,
             title=tool.title,
             description=tool.description,
@@ -395,12 +444,12 @@ def _add_tools(mcp: MCPServer, composition: Composition, through: Any) -> None:
         )
 
 
-def _add_prompts(mcp: MCPServer, composition: Composition, through: Any) -> None:
+def _add_prompts(mcp: MCPServer, composition: Composition, ask: Ask) -> None:
     from mcp.server.mcpserver.prompts import Prompt as MCPPrompt
 
     for p_entry in composition.catalog.prompts:
         prompt = p_entry.declaration
-        fn = _prompt_function(prompt.name, [(a.name, a.required) for a in prompt.arguments], through)
+        fn = _prompt_function(prompt.name, [(a.name, a.required) for a in prompt.arguments], ask)
         mcp.add_prompt(
             MCPPrompt.from_function(
                 fn, name=prompt.name, title=prompt.title, description=prompt.description, icons=icons_wire(prompt.icons)
@@ -408,16 +457,12 @@ def _add_prompts(mcp: MCPServer, composition: Composition, through: Any) -> None
         )
 
 
-def _prompt_function(
-    name: str,
-    arguments: list[tuple[str, bool]],
-    through: Callable[[Callable[[Client], Awaitable[types.GetPromptResult]]], Awaitable[types.GetPromptResult]],
-) -> Callable[..., Awaitable[list[Any]]]:
+def _prompt_function(name: str, arguments: list[tuple[str, bool]], ask: Ask) -> Callable[..., Awaitable[list[Any]]]:
     from mcp.server.mcpserver.prompts.base import AssistantMessage, UserMessage
 
     async def fn(**kwargs: str | None) -> list[Any]:
         given = {k: v for k, v in kwargs.items() if v is not None}
-        result = await through(lambda c: c.get_prompt(name, given))
+        result = await ask("prompts/get", types.GetPromptRequestParams(name=name, arguments=given))
         return [
             (UserMessage if m.role == "user" else AssistantMessage)(
                 m.content.text if isinstance(m.content, types.TextContent) else str(m.content)
@@ -459,12 +504,14 @@ def _tool_function(
     name: str,
     input_model: type[Any],
     output_model: type[Any] | None,
-    through: Callable[[Callable[[Client], Awaitable[types.CallToolResult]]], Awaitable[types.CallToolResult]],
+    ask: Ask,
     tool_error: type[Exception],
 ) -> Callable[..., Awaitable[Any]]:
     async def fn(**arguments: Any) -> Any:
         payload = input_model(**arguments).model_dump(mode="json", by_alias=True, exclude_unset=True)
-        result = await through(lambda c: c.call_tool(name, payload))
+        result = await ask("tools/call", types.CallToolRequestParams(name=name, arguments=payload))
+        if isinstance(result, types.InputRequiredResult):
+            return result  # MCPServer passes it through (the return annotation admits it)
         if result.is_error:
             text = " ".join(b.text for b in result.content if isinstance(b, types.TextContent))
             raise tool_error(text)
@@ -484,7 +531,10 @@ def _tool_function(
             inspect.Parameter(field_name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=default)
         )
         annotations[field_name] = annotation
-    annotations["return"] = output_model if output_model is not None else list[types.ContentBlock]
+    # InputRequiredResult in the annotation: MCPServer passes a 2026-07-28 input round through, and
+    # derives the output schema from the other arm alone
+    returned = output_model if output_model is not None else list[types.ContentBlock]
+    annotations["return"] = returned | types.InputRequiredResult
     fn.__signature__ = inspect.Signature(parameters, return_annotation=annotations["return"])  # type: ignore[attr-defined]
     fn.__annotations__ = annotations
     fn.__name__ = name.replace("-", "_").replace(".", "_")
