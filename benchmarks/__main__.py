@@ -29,7 +29,7 @@ from urllib.parse import urlencode
 
 import anyio
 
-from benchmarks import authoring, cluster, fixtures, identity, reload, report, sideeffects, traces
+from benchmarks import authoring, cluster, embedding, fixtures, identity, reload, report, sideeffects, traces
 from benchmarks.report import Row, skipped_because_missing
 from benchmarks.timing import ainterleaved, interleaved, interleaved_samples, median, per_read_ms
 
@@ -902,6 +902,7 @@ SECTIONS = (
     "traces",
     "reload",
     "authoring",
+    "embedding",
 )
 
 
@@ -960,6 +961,7 @@ def run_sections(only: set[str], rounds: int) -> None:
         "traces": lambda: traces.run(rounds, emit),  # read overhead with OpenTelemetry traces off and on
         "reload": lambda: reload.run(rounds, emit),  # reads while reloads run beside them, and one reload
         "authoring": lambda: authoring.run(rounds, emit),  # a decorated function's read against a class provider's
+        "embedding": lambda: embedding.run(rounds, emit),  # a read through add_to_mcpserver against a plain MCPServer's
     }
     for name in SECTIONS:
         if name in only:

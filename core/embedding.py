@@ -13,8 +13,8 @@ Three ways in, from the most faithful to the least:
   authorization with the caller's subject, budgets, error codes) is kept.
 - :func:`add_to_mcpserver`: copy the declarations into an ``MCPServer`` through its public API
   (``add_resource``, ``resource()``, ``add_tool``, ``add_prompt``). Each request is answered by the
-  composition through an in-process MCP client, so its pipeline still applies, but some things
-  cannot cross MCPServer's API; its docstring lists them.
+  composition's pipeline directly, as the MCPServer request's caller, but some things cannot cross
+  MCPServer's API; its docstring lists them.
 
 Build the composition with :func:`mcp_providers.compose` (a library object; nothing is served
 until you mount or attach it).
@@ -29,27 +29,22 @@ installs, for the rest of the process. ``docs/embedding.md`` lists exactly what 
 
 from __future__ import annotations
 
-import base64
 import contextlib
-import inspect
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Literal
 
 import mcp_types as types
-from mcp import Client, MCPError
+from mcp import MCPError
 from mcp.server import Server, ServerRequestContext
-from mcp.shared.uri_template import UriTemplate
-from pydantic import Field
 
+from mcp_providers._mcpserver import add_to_mcpserver
 from mcp_providers._serve.binding import routes
 from mcp_providers._serve.composition import Composition
-from mcp_providers._serve.steps.wire import icons_wire
 from mcp_providers.providers import ResourceProvider
 from mcp_providers.uris import InvalidUri, canonical
 
 if TYPE_CHECKING:
-    from mcp.server.mcpserver import MCPServer
     from mcp.server.transport_security import TransportSecuritySettings
     from starlette.applications import Starlette
 
@@ -64,7 +59,6 @@ log = logging.getLogger("mcp_providers.embedding")
 
 Ctx = ServerRequestContext[Any, Any]
 Handler = Callable[[Ctx, Any], Awaitable[Any]]
-T = TypeVar("T")
 
 # Which result field holds the items of each list method.
 _LISTS = {
@@ -280,212 +274,3 @@ def _chain_routed(method: str, theirs: Handler, mine: Handler, owns: Callable[[s
         return await (mine if owns(method, params) else theirs)(ctx, params)
 
     return handler
-
-
-# -- MCPServer --------------------------------------------------------------------------------------
-
-
-def add_to_mcpserver(mcp: MCPServer, composition: Composition) -> None:
-    """Add the composition's resources, templates, tools and prompts to an ``MCPServer``.
-
-    Each is registered through MCPServer's public API and answered by the composition through an
-    in-process MCP client, so routing, authorization, budgets and tool output validation still
-    happen in the composition. Enter ``composition.running()`` in the MCPServer's ``lifespan`` to
-    keep providers open between requests (otherwise each request starts and stops them).
-
-    What cannot cross MCPServer's API (use :func:`attach` on a low-level ``Server`` for these):
-
-    - pagination and ``size``: MCPServer lists everything in one page and its resources have no size;
-    - completions: MCPServer has one completion handler per server, which is yours to keep;
-    - the caller's identity: the composition sees principal ``local`` (no HTTP request crosses;
-      :func:`mcp_providers.identity.serving_as` chooses another);
-    - exact tool input schemas: MCPServer derives them from a function signature, rebuilt here from
-      the input model's fields (names, types, defaults and descriptions survive; model-level
-      validators and ``$defs`` titles may not);
-    - tool ``resource_link`` content when the tool also has an output model (MCPServer returns only
-      the model), per-read cache hints and ``_meta`` receipts on reads (read errors keep their
-      codes, messages and data: they cross as protocol errors);
-    - a tool's questions (``ToolCall.elicit``/``sample``), in either era: the in-process client
-      declares neither capability, so the tool gets the ``ToolFailure`` saying so.
-
-    :raises ValueError: MCPServer refuses a declaration (e.g. a duplicate name it already has).
-    """
-    through = _through(composition.server)
-    _add_resources(mcp, composition, through)
-    _add_tools(mcp, composition, through)
-    _add_prompts(mcp, composition, through)
-
-
-def _through(server: Server[Any]) -> Callable[[Callable[[Client], Awaitable[Any]]], Awaitable[Any]]:
-    """Run one client operation against ``server`` in process; its MCPError is raised as itself."""
-
-    async def through(op: Callable[[Client], Awaitable[T]]) -> T:
-        failure: MCPError
-        async with Client(server, cache=None) as client:
-            try:
-                return await op(client)
-            except MCPError as exc:
-                failure = exc
-        # Raised outside the client's task group, so it arrives as itself, not in an ExceptionGroup.
-        raise failure
-
-    return through
-
-
-def _add_resources(mcp: MCPServer, composition: Composition, through: Any) -> None:
-    from mcp.server.mcpserver.resources import Resource as MCPResource
-
-    async def read(uri: str) -> str | bytes:
-        # An MCPError passes through MCPServer unchanged, so the composition's code (-32602 not
-        # found, -32003 denied, -32004 too large ...), message and data reach the client.
-        result = await through(lambda c: c.read_resource(uri))
-        item = result.contents[0]
-        if isinstance(item, types.TextResourceContents):
-            return str(item.text)
-        return base64.b64decode(item.blob)
-
-    class _Bridged(MCPResource):
-        async def read(self) -> str | bytes:
-            return await read(str(self.uri))
-
-    for entry in composition.catalog.resources:
-        d = entry.declaration
-        mcp.add_resource(
-            _Bridged(
-                uri=d.uri,
-                name=d.name,
-                title=d.title,
-                description=d.description,
-                mime_type=d.mime_type or "text/plain",
-                icons=icons_wire(d.icons),
-            )
-        )
-    for t_entry in composition.catalog.templates:
-        td = t_entry.declaration
-        template = UriTemplate.parse(td.uri_template)
-        mcp.resource(
-            td.uri_template,
-            name=td.name,
-            title=td.title,
-            description=td.description,
-            mime_type=td.mime_type,
-            icons=icons_wire(td.icons),
-        )(_template_function(td.name, template, read))
-
-
-def _add_tools(mcp: MCPServer, composition: Composition, through: Any) -> None:
-    from mcp.server.mcpserver.exceptions import ToolError
-
-    for tool_entry in composition.catalog.tools:
-        tool = tool_entry.declaration
-        hints = tool.annotations()
-        mcp.add_tool(
-            _tool_function(tool.name, tool.input_model, tool.output_model, through, ToolError),
-            name=tool.name,
-            title=tool.title,
-            description=tool.description,
-            icons=icons_wire(tool.icons),
-            annotations=types.ToolAnnotations(
-                title=tool.title,
-                read_only_hint=hints["readOnlyHint"],
-                destructive_hint=hints["destructiveHint"],
-                idempotent_hint=hints["idempotentHint"],
-                open_world_hint=hints["openWorldHint"],
-            ),
-        )
-
-
-def _add_prompts(mcp: MCPServer, composition: Composition, through: Any) -> None:
-    from mcp.server.mcpserver.prompts import Prompt as MCPPrompt
-
-    for p_entry in composition.catalog.prompts:
-        prompt = p_entry.declaration
-        fn = _prompt_function(prompt.name, [(a.name, a.required) for a in prompt.arguments], through)
-        mcp.add_prompt(
-            MCPPrompt.from_function(
-                fn, name=prompt.name, title=prompt.title, description=prompt.description, icons=icons_wire(prompt.icons)
-            )
-        )
-
-
-def _prompt_function(
-    name: str,
-    arguments: list[tuple[str, bool]],
-    through: Callable[[Callable[[Client], Awaitable[types.GetPromptResult]]], Awaitable[types.GetPromptResult]],
-) -> Callable[..., Awaitable[list[Any]]]:
-    from mcp.server.mcpserver.prompts.base import AssistantMessage, UserMessage
-
-    async def fn(**kwargs: str | None) -> list[Any]:
-        given = {k: v for k, v in kwargs.items() if v is not None}
-        result = await through(lambda c: c.get_prompt(name, given))
-        return [
-            (UserMessage if m.role == "user" else AssistantMessage)(
-                m.content.text if isinstance(m.content, types.TextContent) else str(m.content)
-            )
-            for m in result.messages
-        ]
-
-    keyword = inspect.Parameter.KEYWORD_ONLY
-    fn.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-        [
-            inspect.Parameter(n, keyword, annotation=str)
-            if required
-            else inspect.Parameter(n, keyword, annotation=str | None, default=None)
-            for n, required in arguments
-        ]
-    )
-    fn.__annotations__ = {n: (str if required else str | None) for n, required in arguments}
-    fn.__name__ = name.replace("-", "_").replace(".", "_")
-    return fn
-
-
-def _template_function(
-    name: str, template: UriTemplate, read: Callable[[str], Awaitable[str | bytes]]
-) -> Callable[..., Awaitable[str | bytes]]:
-    # MCPServer requires the function's parameters to equal the template's variables.
-    async def fn(**values: str) -> str | bytes:
-        return await read(template.expand(values))
-
-    names = template.variable_names
-    fn.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-        [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, annotation=str) for n in names]
-    )
-    fn.__annotations__ = {n: str for n in names}
-    fn.__name__ = name.replace("-", "_")
-    return fn
-
-
-def _tool_function(
-    name: str,
-    input_model: type[Any],
-    output_model: type[Any] | None,
-    through: Callable[[Callable[[Client], Awaitable[types.CallToolResult]]], Awaitable[types.CallToolResult]],
-    tool_error: type[Exception],
-) -> Callable[..., Awaitable[Any]]:
-    async def fn(**arguments: Any) -> Any:
-        payload = input_model(**arguments).model_dump(mode="json", by_alias=True, exclude_unset=True)
-        result = await through(lambda c: c.call_tool(name, payload))
-        if result.is_error:
-            text = " ".join(b.text for b in result.content if isinstance(b, types.TextContent))
-            raise tool_error(text)
-        if output_model is not None:
-            return output_model.model_validate(result.structured_content)
-        return list(result.content)
-
-    parameters = []
-    annotations: dict[str, Any] = {}
-    for field_name, info in input_model.model_fields.items():
-        # Annotated keeps the field's description and constraints in the derived schema; the
-        # default travels in the signature (a FieldInfo carrying default_factory could not).
-        described = Field(description=info.description, title=info.title, examples=info.examples)
-        annotation = cast(Any, Annotated)[(info.annotation, *info.metadata, described)]
-        default = inspect.Parameter.empty if info.is_required() else info.get_default(call_default_factory=True)
-        parameters.append(
-            inspect.Parameter(field_name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=default)
-        )
-        annotations[field_name] = annotation
-    annotations["return"] = output_model if output_model is not None else list[types.ContentBlock]
-    fn.__signature__ = inspect.Signature(parameters, return_annotation=annotations["return"])  # type: ignore[attr-defined]
-    fn.__annotations__ = annotations
-    fn.__name__ = name.replace("-", "_").replace(".", "_")
-    return fn

@@ -18,6 +18,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_providers.http import client as framework_client
 from mcp_providers.plugins.upstream.asking import Relay
 from mcp_providers.plugins.upstream.settings import BearerAuth, ServerSettings, read_variable
+from mcp_providers.plugins.upstream.sieve import Sieve, sieved
 
 __all__ = ["CLIENT_INFO", "IDLE_STREAM_SECONDS", "client", "reason", "transport", "who"]
 
@@ -35,7 +36,8 @@ def who(server: ServerSettings) -> str:
 @contextlib.asynccontextmanager
 async def transport(server: ServerSettings, auth: httpx2.Auth | None = None) -> AsyncIterator[Any]:
     """The SDK transport for ``server``: a started stdio process, or a streamable HTTP client
-    carrying only the configured static credential, or ``auth``'s (a broker's credential).
+    carrying only the configured static credential, or ``auth``'s (a broker's credential); its list
+    pages reach the SDK item by item (:mod:`~mcp_providers.plugins.upstream.sieve`).
 
     :raises ValueError: a named environment variable is unset (the message names it).
     """
@@ -43,7 +45,7 @@ async def transport(server: ServerSettings, auth: httpx2.Auth | None = None) -> 
         env = {k: read_variable(v, server=server.name, setting=f"env.{k}") for k, v in server.env.items()}
         params = StdioServerParameters(command=server.command, args=list(server.args), cwd=server.cwd, env=env)
         async with stdio_client(params) as streams:
-            yield streams
+            yield sieved(streams, Sieve())
         return
     assert server.url is not None  # the settings validator holds exactly one of command and url
     headers = {}
@@ -61,7 +63,7 @@ async def transport(server: ServerSettings, auth: httpx2.Auth | None = None) -> 
         ) as http,
         streamable_http_client(server.url, http_client=http) as streams,
     ):
-        yield streams
+        yield sieved(streams, Sieve())
 
 
 def client(

@@ -10,19 +10,21 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import anyio
-from mcp import Client
+from mcp import Client, MCPError
 
 from mcp_providers.plugins.upstream.connect import client, reason, who
 from mcp_providers.plugins.upstream.oauth import BrokeredAuth, ClientCredentials
 from mcp_providers.plugins.upstream.settings import OAuthAuth, ServerSettings
+from mcp_providers.plugins.upstream.sieve import LEFT_OUT_KEY
 
 __all__ = ["MAX_PAGES", "SERVED_KEYS", "Listed", "list_all", "list_at_start", "served_view"]
 
 log = logging.getLogger(__name__)
 Listed = dict[str, Any]
 """``{"info": Implementation | None, "protocol": str, "subscribe": bool, "resources": [...],
-"templates": [...], "tools": [...], "prompts": [...], "cut": [(list, why), ...]}`` of ``mcp_types``
-records; ``cut`` names each list that was cut short."""
+"templates": [...], "tools": [...], "prompts": [...], "cut": [(list, why), ...], "dropped":
+[(value, message), ...]}`` of ``mcp_types`` records; ``cut`` names each list that was cut short,
+``dropped`` each item that did not parse on its own (:mod:`~mcp_providers.plugins.upstream.sieve`)."""
 
 
 MAX_PAGES = 1000
@@ -30,16 +32,30 @@ MAX_PAGES = 1000
 
 
 async def _pages(
-    fetch: Callable[[str | None], Awaitable[Any]], field: str, cut: list[tuple[str, str]], what: str
+    fetch: Callable[[str | None], Awaitable[Any]],
+    field: str,
+    cut: list[tuple[str, str]],
+    what: str,
+    dropped: list[tuple[str, str]] | None = None,
 ) -> list[Any]:
     """Every page of one list, following ``nextCursor``. Stops, noting ``(what, why)`` in ``cut``,
-    after :data:`MAX_PAGES` pages or at a cursor it was given before (it would loop forever)."""
+    after :data:`MAX_PAGES` pages, at a cursor it was given before (it would loop forever), or after
+    a page whose ``nextCursor`` the sieve removed. What the sieve took out of a page goes to
+    ``dropped`` as ``(value, message)`` (:func:`_noted`).
+
+    :raises MCPError: a page was answered with an error, or was not a page; its message starts
+        with ``what`` and the page's number.
+    """
     items: list[Any] = []
     cursor: str | None = None
     seen: set[str] = set()
-    for _ in range(MAX_PAGES):
-        page = await fetch(cursor)
+    for number in range(1, MAX_PAGES + 1):
+        try:
+            page = await fetch(cursor)
+        except MCPError as exc:
+            raise MCPError(exc.code, f"{what} page {number}: {exc.message}", exc.data) from None
         items += getattr(page, field)
+        _noted(page, what, number, cut, dropped if dropped is not None else [])
         cursor = page.next_cursor
         if not cursor:
             return items
@@ -51,22 +67,53 @@ async def _pages(
     return items
 
 
+def _noted(page: Any, what: str, number: int, cut: list[tuple[str, str]], dropped: list[tuple[str, str]]) -> None:
+    """What the sieve took out of page ``number`` of ``what`` (its ``_meta[LEFT_OUT_KEY]``): an item
+    as ``(its name, or "tools/list tools[3]"; the message)`` in ``dropped``, a ``nextCursor`` that
+    was no string in ``cut``."""
+    meta = getattr(page, "meta", None)
+    notes = meta.get(LEFT_OUT_KEY) if isinstance(meta, dict) else None
+    for note in notes if isinstance(notes, list) else ():
+        field, why, name = note.get("field"), note.get("why"), note.get("name")
+        if field == "nextCursor":
+            cut.append((what, f"page {number}'s nextCursor {why}"))
+        elif "index" in note:
+            where = f"{field}[{note['index']}]"
+            said = f"{where} {name!r}" if name else where
+            dropped.append((name or f"{what} {where}", f"{what} page {number}, {said} {why}; the rest is served"))
+        else:
+            dropped.append((what, f"{what} page {number}: {field} {why}"))
+
+
 async def list_all(c: Client) -> Listed:
     """Every component ``c``'s server lists, as its capabilities offer them; ``"cut"`` holds
-    ``(list, why)`` for each list that was cut short (see :func:`_pages`)."""
+    ``(list, why)`` for each list that was cut short, ``"dropped"`` ``(value, message)`` for each
+    item the sieve took out (see :func:`_pages`).
+
+    :raises MCPError: a page was answered with an error or was not a page (named in the message).
+    """
     caps = c.server_capabilities
     cut: list[tuple[str, str]] = []
-    out: Listed = {"info": c.server_info, "protocol": c.protocol_version, "subscribe": False, "cut": cut}
+    dropped: list[tuple[str, str]] = []
+    out: Listed = {
+        "info": c.server_info, "protocol": c.protocol_version, "subscribe": False, "cut": cut, "dropped": dropped
+    }  # fmt: skip
     if caps.resources is not None:
         out["subscribe"] = bool(caps.resources.subscribe)
-        out["resources"] = await _pages(lambda cur: c.list_resources(cursor=cur), "resources", cut, "resources/list")
+        out["resources"] = await _pages(
+            lambda cur: c.list_resources(cursor=cur), "resources", cut, "resources/list", dropped
+        )
         out["templates"] = await _pages(
-            lambda cur: c.list_resource_templates(cursor=cur), "resource_templates", cut, "resources/templates/list"
+            lambda cur: c.list_resource_templates(cursor=cur),
+            "resource_templates",
+            cut,
+            "resources/templates/list",
+            dropped,
         )
     if caps.tools is not None:
-        out["tools"] = await _pages(lambda cur: c.list_tools(cursor=cur), "tools", cut, "tools/list")
+        out["tools"] = await _pages(lambda cur: c.list_tools(cursor=cur), "tools", cut, "tools/list", dropped)
     if caps.prompts is not None:
-        out["prompts"] = await _pages(lambda cur: c.list_prompts(cursor=cur), "prompts", cut, "prompts/list")
+        out["prompts"] = await _pages(lambda cur: c.list_prompts(cursor=cur), "prompts", cut, "prompts/list", dropped)
     return out
 
 
@@ -80,6 +127,8 @@ async def _list_one(server: ServerSettings) -> Listed:
             listed = await list_all(c)
     for what, why in listed["cut"]:
         log.warning("%s: %s was cut short: %s; the rest is not served", who(server), what, why)
+    for _value, message in listed["dropped"]:
+        log.warning("%s: %s", who(server), message)
     return listed
 
 

@@ -13,8 +13,10 @@ the namespace, when a rule of ``check`` would refuse it (:mod:`~mcp_providers.pl
 a malformed URI or template, a tool schema that is not an object schema or not JSON Schema, a name
 that is not a valid MCP name), when it repeats one listed before (the same URI in canonical form, a
 template of the same shape, the same served tool or prompt name: in this upstream, or in one
-configured before it, :func:`settle`), or when its record does not convert. Never the whole
-upstream, never the other upstreams. Also reported there: a list cut short (its pages did not end),
+configured before it, :func:`settle`), when its record does not convert, or when it did not parse
+on its own (the listing's ``dropped``: :mod:`~mcp_providers.plugins.upstream.sieve` took it out of
+its page, naming the list, page, index and what was wrong). Never the whole upstream, never the
+other upstreams. Also reported there: a list cut short (its pages did not end),
 a prefix under which the upstream lists nothing, and an ``effects`` override naming a tool the
 upstream does not list, or refused.
 
@@ -255,11 +257,14 @@ def declare(
     freshness: Freshness,
 ) -> Listing:
     """Convert what ``server`` listed (``{"resources": [...], "templates": [...], "tools": [...],
-    "prompts": [...], "cut": [...]}`` of ``mcp_types`` records; ``cut``: ``(list, why)`` for each
-    list whose pages did not end) into declarations; never raises for one bad record."""
+    "prompts": [...], "cut": [...], "dropped": [...]}`` of ``mcp_types`` records; ``cut``: ``(list,
+    why)`` for each list whose pages did not end; ``dropped``: ``(value, message)`` for each item
+    that did not parse) into declarations; never raises for one bad record."""
     out = Listing()
     for what, why in listed.get("cut", ()):
         out.left_out.append(LeftOut(what, f"the rest of {what} is not served: {why}", "fix the upstream's paging"))
+    for value, message in listed.get("dropped", ()):
+        out.left_out.append(LeftOut(value, message, "fix it upstream; nothing to do unless you need it"))
     _resources(server, homes, listed.get("resources", ()), freshness, out)
     _templates(server, homes, listed.get("templates", ()), out)
     uris = [r.uri for r in listed.get("resources", ())] + [t.uri_template for t in listed.get("templates", ())]
