@@ -15,14 +15,16 @@ from mcp import Client
 from mcp_providers.plugins.upstream.connect import client, reason, who
 from mcp_providers.plugins.upstream.oauth import BrokeredAuth, ClientCredentials
 from mcp_providers.plugins.upstream.settings import OAuthAuth, ServerSettings
+from mcp_providers.plugins.upstream.tasks import offered
 
 __all__ = ["MAX_PAGES", "SERVED_KEYS", "Listed", "list_all", "list_at_start", "served_view"]
 
 log = logging.getLogger(__name__)
 Listed = dict[str, Any]
-"""``{"info": Implementation | None, "protocol": str, "subscribe": bool, "resources": [...],
-"templates": [...], "tools": [...], "prompts": [...], "cut": [(list, why), ...]}`` of ``mcp_types``
-records; ``cut`` names each list that was cut short."""
+"""``{"info": Implementation | None, "protocol": str, "subscribe": bool, "tasks": "extension" |
+"core" | None, "resources": [...], "templates": [...], "tools": [...], "prompts": [...], "cut":
+[(list, why), ...]}`` of ``mcp_types`` records; ``tasks`` is how the upstream offers tasks
+(:func:`~mcp_providers.plugins.upstream.tasks.offered`); ``cut`` names each list that was cut short."""
 
 
 MAX_PAGES = 1000
@@ -57,6 +59,7 @@ async def list_all(c: Client) -> Listed:
     caps = c.server_capabilities
     cut: list[tuple[str, str]] = []
     out: Listed = {"info": c.server_info, "protocol": c.protocol_version, "subscribe": False, "cut": cut}
+    out["tasks"] = offered(c)
     if caps.resources is not None:
         out["subscribe"] = bool(caps.resources.subscribe)
         out["resources"] = await _pages(lambda cur: c.list_resources(cursor=cur), "resources", cut, "resources/list")
@@ -108,7 +111,7 @@ def list_at_start(servers: Sequence[ServerSettings]) -> dict[str, Listed | str]:
     return found
 
 
-SERVED_KEYS = ("subscribe", "resources", "templates", "tools", "prompts")
+SERVED_KEYS = ("subscribe", "tasks", "resources", "templates", "tools", "prompts")
 """What of a :data:`Listed` decides what is served (``info`` and ``protocol`` do not)."""
 
 
@@ -117,8 +120,8 @@ def served_view(listed: Listed | None) -> dict[str, Any] | None:
     list of its items' JSON, so order alone is no change); ``None`` for no listing at all."""
     if listed is None:
         return None
-    view: dict[str, Any] = {"subscribe": bool(listed.get("subscribe"))}
-    for key in SERVED_KEYS[1:]:
+    view: dict[str, Any] = {"subscribe": bool(listed.get("subscribe")), "tasks": listed.get("tasks")}
+    for key in SERVED_KEYS[2:]:
         view[key] = sorted(_as_json(item) for item in listed.get(key, ()))
     return view
 

@@ -1,0 +1,219 @@
+"""An upstream's tasks relayed (issue 40, "Rounds and tasks: ... Upstream tasks are relayed"), with
+real upstream processes over stdio and a downstream SDK client speaking 2026-07-28 with the tasks
+extension (``tasks_support.TasksClient``):
+
+- ``ext``: an SDK v2 server with the ``io.modelcontextprotocol/tasks`` extension
+  (tests/tasks_upstream.py): every tool is declared ``task_support="optional"``, a task it starts
+  is followed (status messages, result, failure, cancel);
+- ``core``: a raw 2025-11-25 server with core tasks (tests/tasks_raw_upstream.py): ``optional``
+  tools are declared so and called plainly, ``required`` ones are left out (the SDK's client takes
+  no 2025-11-25 ``CreateTaskResult``), and ``nocap`` (the same without the capability) offers none.
+
+One composition per module; each upstream process records its calls and cancellations in a file.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+from mcp import Client, MCPError
+from tasks_support import Created, TasksClient, start, tasks_cancel, tasks_get, until
+
+from mcp_providers import Decision, hookimpl
+from mcp_providers.config import ServerSettings as Server
+from mcp_providers.config import TasksSettings
+from mcp_providers.models import Freshness
+from mcp_providers.plugins import upstream
+from mcp_providers.plugins.upstream.mapping import Homes, declare
+from mcp_providers.plugins.upstream.settings import ServerSettings
+from mcp_providers.testing import compose
+
+pytestmark = pytest.mark.anyio
+
+HERE = Path(__file__).parent
+EXT = str(HERE / "tasks_upstream.py")
+RAW = str(HERE / "tasks_raw_upstream.py")
+
+
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    return "asyncio"  # module scope, for the module-scoped runtime below
+
+
+class Deny:
+    """Denies ``call`` of the tools named in :attr:`tools` (a policy in force for the module)."""
+
+    tools: set[str] = set()
+
+    @hookimpl
+    def authorize(self, action: str, target: str) -> Decision | None:
+        return Decision(False, "not for you") if action == "call" and target in self.tools else None
+
+
+DENY = Deny()
+
+
+@pytest.fixture(scope="module")
+def events(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("upstream-tasks")
+
+
+def _log(events: Path, name: str) -> list[str]:
+    path = events / name
+    return path.read_text().splitlines() if path.exists() else []
+
+
+@pytest.fixture(scope="module")
+def composition(events: Path) -> Any:
+    def server(name: str, script: str, *flags: str) -> dict[str, Any]:
+        return {"name": name, "command": sys.executable, "args": [script, str(events / name), *flags],
+                "tool_prefix": f"{name}_", "namespace": name, "read_timeout": 10}  # fmt: skip
+
+    settings = {
+        "upstream": {
+            "servers": [server("ext", EXT), server("core", RAW), server("nocap", RAW, "--no-capability")],
+        }
+    }
+    tasks = TasksSettings(poll_interval_ms=100)
+    return compose({"upstream": upstream, "deny": DENY}, settings, server=Server(tasks=tasks))
+
+
+@pytest.fixture(scope="module")
+async def served(composition: Any) -> AsyncIterator[Any]:
+    async with composition.running():
+        yield composition
+
+
+def _client(composition: Any) -> Client:
+    return Client(composition.server, cache=None, extensions=[TasksClient()])
+
+
+def _text(result: types.CallToolResult | dict[str, Any]) -> str:
+    if isinstance(result, dict):
+        return "\n".join(b["text"] for b in result["content"] if b.get("type") == "text")
+    return "\n".join(b.text for b in result.content if isinstance(b, types.TextContent))
+
+
+async def test_task_support_is_declared_as_each_upstream_offers_it(served: Any) -> None:
+    tools = {e.declaration.name: e.declaration.task_support for e in served.assembly.catalog.tools}
+    assert {k: v for k, v in tools.items() if k.startswith("ext_")} == dict.fromkeys(
+        ("ext_count", "ext_hold", "ext_explode", "ext_plain"), "optional"
+    )  # 2026-07-28: the upstream decides per call, so each may be a task
+    assert {k: v for k, v in tools.items() if k.startswith("core_")} == {
+        "core_count": "optional",
+        "core_plain": "forbidden",
+    }
+    assert {k: v for k, v in tools.items() if k.startswith("nocap_")} == {
+        "nocap_count": "forbidden",  # its listing says optional, but the server offers no tasks
+        "nocap_hold": "forbidden",
+        "nocap_explode": "forbidden",
+        "nocap_plain": "forbidden",
+    }
+
+
+def test_a_2025_tool_that_runs_only_as_a_task_is_left_out_saying_why() -> None:
+    s = ServerSettings.model_validate({"name": "u", "command": "x", "tool_prefix": "u_", "namespace": "u"})
+    listed = {"tasks": "core", "tools": [_listed("must", "required"), _listed("may", "optional"), _listed("no", None)]}
+    listing = declare(s, Homes(), listed, Freshness.live(subscribable=False))
+    assert {t.name: t.task_support for t in listing.tools} == {"u_may": "optional", "u_no": "forbidden"}
+    [why] = listing.left_out
+    assert why.value == "must" and "runs only as a 2025-11-25 task" in why.message
+    assert "2026-07-28" in why.fix
+    # without the server's tasks capability the listing's word is not taken: nothing may be a task
+    listed["tasks"] = None
+    listing = declare(s, Homes(), listed, Freshness.live(subscribable=False))
+    assert {t.name: t.task_support for t in listing.tools} == dict.fromkeys(("u_must", "u_may", "u_no"), "forbidden")
+
+
+def _listed(name: str, support: str | None) -> types.Tool:
+    execution = types.ToolExecution(task_support=support) if support else None  # type: ignore[arg-type]
+    return types.Tool(name=name, input_schema={"type": "object"}, execution=execution)
+
+
+async def test_an_upstream_task_is_followed_to_its_result_and_its_status_relayed(served: Any, events: Path) -> None:
+    async with _client(served) as c:
+        handle = await start(c.session, "ext_count", {"n": 3, "pause": 0.3})
+        assert isinstance(handle, Created) and handle.status == "working"
+        with anyio.fail_after(10):
+            while "step" not in str((await tasks_get(c.session, handle.task_id)).get("statusMessage")):
+                await anyio.sleep(0.05)
+        seen = await tasks_get(c.session, handle.task_id)
+        assert seen["status"] == "working" and seen["statusMessage"].startswith("step ")
+        done = await until(c.session, handle.task_id, {"completed", "failed", "cancelled"})
+    assert done["status"] == "completed", done.get("error")
+    assert _text(done["result"]) == "counted to 3"  # the upstream's result, not a stand-in
+    receipt = done["result"]["_meta"]["io.mcp-providers/receipt"]
+    assert receipt["tool"] == "ext_count"  # the evidence step ran on the relayed result
+    assert "call count task" in _log(events, "ext")  # the upstream ran it as a task
+
+
+async def test_a_client_that_hides_tasks_gets_the_upstream_result(served: Any) -> None:
+    async with _client(served) as c:
+        result = await c.call_tool("ext_count", {"n": 2, "pause": 0.05})
+    assert _text(result) == "counted to 2" and not result.is_error
+
+
+async def test_a_plain_downstream_call_follows_the_upstream_task_itself(served: Any) -> None:
+    # a client without the extension calls plainly; the upstream still answers with a task,
+    # which this server follows within the call
+    async with Client(served.server, cache=None) as c:
+        result = await c.call_tool("ext_hold", {"seconds": 0.3})
+        assert _text(result) == "held"
+
+
+async def test_cancelling_the_downstream_task_cancels_the_upstream_one(served: Any, events: Path) -> None:
+    before = _log(events, "ext").count("call hold task")
+    async with _client(served) as c:
+        handle = await start(c.session, "ext_hold", {"seconds": 60})
+        assert isinstance(handle, Created)
+        with anyio.fail_after(10):  # the upstream has started its task (and answered with it)
+            while _log(events, "ext").count("call hold task") == before:
+                await anyio.sleep(0.05)
+        await anyio.sleep(0.3)
+        await tasks_cancel(c.session, handle.task_id)
+        ended = await until(c.session, handle.task_id, {"cancelled", "completed", "failed"})
+        assert ended["status"] == "cancelled"
+        with anyio.fail_after(10):  # the upstream observes the cancel (it records it)
+            while not any(line.startswith("hold ") and line.endswith(" cancelled") for line in _log(events, "ext")):
+                await anyio.sleep(0.05)
+
+
+async def test_an_upstream_task_that_fails_fails_the_downstream_task_naming_the_upstream(served: Any) -> None:
+    async with _client(served) as c:
+        handle = await start(c.session, "ext_explode", {})
+        assert isinstance(handle, Created)
+        ended = await until(c.session, handle.task_id, {"cancelled", "completed", "failed"})
+    assert ended["status"] == "failed"
+    message = ended["error"]["message"]
+    assert "upstream 'ext' (stdio)" in message and "the backend exploded" in message
+    assert ended["error"]["code"] == -32006  # UpstreamError
+
+
+async def test_a_denied_tool_refuses_the_task_augmented_call(served: Any, events: Path) -> None:
+    before = _log(events, "ext").count("call count task")
+    Deny.tools = {"ext_count"}
+    try:
+        async with _client(served) as c:
+            with pytest.raises(MCPError) as denied:
+                await start(c.session, "ext_count", {"n": 1})
+    finally:
+        Deny.tools = set()
+    assert denied.value.code == -32003
+    assert _log(events, "ext").count("call count task") == before  # nothing reached the upstream
+
+
+async def test_a_2025_optional_tool_runs_as_a_downstream_task_over_a_plain_upstream_call(
+    served: Any, events: Path
+) -> None:
+    async with _client(served) as c:
+        handle = await start(c.session, "core_count", {"n": 2})
+        assert isinstance(handle, Created)
+        done = await until(c.session, handle.task_id, {"completed", "failed", "cancelled"})
+    assert done["status"] == "completed" and _text(done["result"]) == "count answered at once"
+    assert "call count plain" in _log(events, "core")
