@@ -6,13 +6,15 @@ Task creation is the server's decision (the 2026-07-28 extension has no per-tool
 
 - ``count`` (a task when the call declares the extension, else a plain call): status messages
   ``step i of n``, ``pause`` seconds apart, then ``counted to n``;
-- ``hold`` (a task only: -32021 without the extension): waits until ``tasks/cancel``, which it
-  records by appending ``hold <taskId> cancelled`` to the file ``EVENTS``;
+- ``hold`` (a task only: -32021 without the extension): waits ``seconds`` (60), or until
+  ``tasks/cancel``; a cancelled run appends ``<name> <taskId> cancelled`` to the file ``EVENTS``;
 - ``explode`` (a task only): fails with the JSON-RPC error -32000 ``the backend exploded``;
+- ``ask`` (a task only): goes ``input_required`` (an elicitation in ``inputRequests``) and waits;
 - ``plain``: never a task.
 
 Every tool call appends ``call <name> task|plain`` to ``EVENTS``. ``tasks/get`` answers the
-``DetailedTask`` (``pollIntervalMs`` 50); ``tasks/cancel`` cancels the run.
+``DetailedTask`` (``pollIntervalMs`` 50; ``ttlMs`` 60000, or a tool's ``ttl_ms`` argument);
+``tasks/cancel`` cancels the run.
 """
 
 from __future__ import annotations
@@ -32,7 +34,6 @@ from pydantic import Field
 
 TASKS = "io.modelcontextprotocol/tasks"
 EVENTS = Path(sys.argv[1]) if len(sys.argv) > 1 else None
-TASK_ONLY = {"hold", "explode"}
 
 
 def note(line: str) -> None:
@@ -46,8 +47,9 @@ def now() -> str:
 
 
 class Running:
-    def __init__(self, task_id: str) -> None:
-        self.task_id = task_id
+    def __init__(self, task_id: str, ttl_ms: int) -> None:
+        self.task_id, self.ttl_ms = task_id, ttl_ms
+        self.asked: dict[str, Any] = {}
         self.status = "working"
         self.message: str | None = None
         self.created = self.updated = now()
@@ -60,13 +62,15 @@ class Running:
 
     def wire(self) -> dict[str, Any]:
         out: dict[str, Any] = {"taskId": self.task_id, "status": self.status, "createdAt": self.created,
-                               "lastUpdatedAt": self.updated, "ttlMs": 60_000, "pollIntervalMs": 50}  # fmt: skip
+                               "lastUpdatedAt": self.updated, "ttlMs": self.ttl_ms, "pollIntervalMs": 50}  # fmt: skip
         if self.message is not None:
             out["statusMessage"] = self.message
         if self.status == "completed":
             out["result"] = self.result
         elif self.status == "failed":
             out["error"] = self.error
+        elif self.status == "input_required":
+            out["inputRequests"] = self.asked
         return out
 
 
@@ -86,6 +90,11 @@ async def body(task: Running, name: str, arguments: dict[str, Any]) -> None:
                 await asyncio.sleep(pause)
             task.result = text_result(f"counted to {n}")
             task.set("completed")
+        elif name == "ask":
+            form = {"message": "Go ahead?", "requestedSchema": {"type": "object", "properties": {}}}
+            task.asked = {"q1": {"method": "elicitation/create", "params": {"mode": "form", **form}}}
+            task.set("input_required", "waiting for an answer")
+            await asyncio.sleep(60)
         elif name == "hold":
             await asyncio.sleep(float(arguments.get("seconds", 60)))
             task.result = text_result("held")
@@ -139,7 +148,7 @@ class Tasks(Extension):
                 {"requiredCapabilities": {"extensions": {TASKS: {}}}},
             )  # fmt: skip
         note(f"call {params.name} task")
-        task = Running(uuid.uuid4().hex)
+        task = Running(uuid.uuid4().hex, int((params.arguments or {}).get("ttl_ms", 60_000)))
         TASKS_RUNNING[task.task_id] = task
         task.job = asyncio.get_running_loop().create_task(body(task, params.name, dict(params.arguments or {})))
         return {"resultType": "task", **task.wire()}
@@ -154,7 +163,12 @@ def count(n: int = 3, pause: float = 0.1) -> str:
 
 
 @server.tool(description="Waits until cancelled; runs only as a task.", structured_output=False)
-def hold(seconds: float = 60.0) -> str:
+def hold(seconds: float = 60.0, ttl_ms: int = 60_000) -> str:
+    return "not reached"
+
+
+@server.tool(description="Asks for input within its task; runs only as a task.", structured_output=False)
+def ask() -> str:
     return "not reached"
 
 

@@ -17,7 +17,8 @@ from __future__ import annotations
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, ClassVar
 
 import anyio
 import mcp_types as types
@@ -28,8 +29,10 @@ from tasks_support import Created, TasksClient, start, tasks_cancel, tasks_get, 
 from mcp_providers import Decision, hookimpl
 from mcp_providers.config import ServerSettings as Server
 from mcp_providers.config import TasksSettings
+from mcp_providers.errors import UpstreamError
 from mcp_providers.models import Freshness
 from mcp_providers.plugins import upstream
+from mcp_providers.plugins.upstream import tasks
 from mcp_providers.plugins.upstream.mapping import Homes, declare
 from mcp_providers.plugins.upstream.settings import ServerSettings
 from mcp_providers.testing import compose
@@ -49,7 +52,7 @@ def anyio_backend() -> str:
 class Deny:
     """Denies ``call`` of the tools named in :attr:`tools` (a policy in force for the module)."""
 
-    tools: set[str] = set()
+    tools: ClassVar[set[str]] = set()
 
     @hookimpl
     def authorize(self, action: str, target: str) -> Decision | None:
@@ -103,7 +106,7 @@ def _text(result: types.CallToolResult | dict[str, Any]) -> str:
 async def test_task_support_is_declared_as_each_upstream_offers_it(served: Any) -> None:
     tools = {e.declaration.name: e.declaration.task_support for e in served.assembly.catalog.tools}
     assert {k: v for k, v in tools.items() if k.startswith("ext_")} == dict.fromkeys(
-        ("ext_count", "ext_hold", "ext_explode", "ext_plain"), "optional"
+        ("ext_count", "ext_hold", "ext_explode", "ext_ask", "ext_plain"), "optional"
     )  # 2026-07-28: the upstream decides per call, so each may be a task
     assert {k: v for k, v in tools.items() if k.startswith("core_")} == {
         "core_count": "optional",
@@ -217,3 +220,95 @@ async def test_a_2025_optional_tool_runs_as_a_downstream_task_over_a_plain_upstr
         done = await until(c.session, handle.task_id, {"completed", "failed", "cancelled"})
     assert done["status"] == "completed" and _text(done["result"]) == "count answered at once"
     assert "call count plain" in _log(events, "core")
+
+
+def _cancelled(events: Path, name: str) -> int:
+    return sum(1 for line in _log(events, "ext") if line.startswith(f"{name} ") and line.endswith(" cancelled"))
+
+
+async def _until_cancelled_upstream(events: Path, name: str, before: int) -> None:
+    with anyio.fail_after(10):
+        while _cancelled(events, name) == before:
+            await anyio.sleep(0.05)
+
+
+async def test_an_upstream_task_past_its_ttl_fails_the_call_and_is_cancelled_upstream(
+    served: Any, events: Path
+) -> None:
+    before = _cancelled(events, "hold")
+    async with _client(served) as c:
+        handle = await start(c.session, "ext_hold", {"seconds": 60, "ttl_ms": 400})
+        assert isinstance(handle, Created)
+        ended = await until(c.session, handle.task_id, {"cancelled", "completed", "failed"})
+    assert ended["status"] == "failed"
+    assert ended["error"]["message"].endswith(
+        "upstream 'ext' (stdio): the task of hold did not end within its ttlMs (0.4 s)"
+    )
+    await _until_cancelled_upstream(events, "hold", before)
+
+
+async def test_an_upstream_task_asking_for_input_fails_naming_the_upstream_and_is_cancelled(
+    served: Any, events: Path
+) -> None:
+    before = _cancelled(events, "ask")
+    async with _client(served) as c:
+        handle = await start(c.session, "ext_ask", {})
+        assert isinstance(handle, Created)
+        ended = await until(c.session, handle.task_id, {"cancelled", "completed", "failed"})
+    assert ended["status"] == "failed"
+    assert (
+        "upstream 'ext' (stdio): the task of ask asks for input, which mcp-providers does not relay"
+        in (ended["error"]["message"])
+    )
+    await _until_cancelled_upstream(events, "ask", before)
+
+
+LINK = SimpleNamespace(who="upstream 'u' (stdio)")
+
+
+def _task(**fields: Any) -> dict[str, Any]:
+    return {"taskId": "t1", "status": "working", "ttlMs": 1000, "pollIntervalMs": 200, **fields}
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [{"status": "done"}, {"status": None}, {"taskId": "another"}, {"ttlMs": -1}, {"pollIntervalMs": "soon"}],
+)
+def test_an_answer_that_is_not_the_task_is_the_upstreams_failure(fields: dict[str, Any]) -> None:
+    with pytest.raises(UpstreamError) as failed:
+        tasks._seen(LINK, "tasks/get of x", _task(**fields), "t1")  # type: ignore[arg-type]
+    assert str(failed.value).startswith("upstream 'u' (stdio) answered tasks/get of x with")
+
+
+@pytest.mark.parametrize(("poll_ms", "seconds"), [(200, 0.2), (0, 0.05), (10**12, 30.0), (None, 1.0)])
+def test_the_poll_interval_is_the_upstreams_within_bounds(poll_ms: int | None, seconds: float) -> None:
+    seen = tasks._seen(LINK, "tasks/get of x", _task(pollIntervalMs=poll_ms), "t1")  # type: ignore[arg-type]
+    assert seen.poll == seconds and seen.ttl == 1.0
+
+
+@pytest.mark.parametrize(
+    ("fields", "said"),
+    [
+        ({"status": "cancelled", "statusMessage": "operator"}, "the task of x was cancelled upstream: operator"),
+        (
+            {"status": "failed", "error": {"code": -32000, "message": "boom"}},
+            "the task of x failed (error -32000: boom)",
+        ),
+        ({"status": "failed", "statusMessage": "disk full"}, "the task of x failed (disk full)"),
+        ({"status": "failed"}, "the task of x failed (no reason given)"),
+        ({"status": "completed"}, "the task of x completed without a tool result"),
+        ({"status": "completed", "result": {"content": "text"}}, "the task of x completed without a tool result"),
+    ],
+)
+def test_an_ended_task_that_did_not_complete_is_an_error_naming_the_upstream(fields: dict[str, Any], said: str) -> None:
+    seen = tasks._seen(LINK, "tasks/get of x", _task(**fields), "t1")  # type: ignore[arg-type]
+    with pytest.raises(UpstreamError) as failed:
+        tasks._ended(LINK, "x", seen)  # type: ignore[arg-type]
+    assert str(failed.value) == f"upstream 'u' (stdio): {said}"
+
+
+def test_a_completed_task_is_its_tool_result() -> None:
+    result = {"resultType": "complete", "content": [{"type": "text", "text": "ok"}], "isError": True}
+    seen = tasks._seen(LINK, "tasks/get of x", _task(status="completed", result=result), "t1")  # type: ignore[arg-type]
+    ended = tasks._ended(LINK, "x", seen)  # type: ignore[arg-type]
+    assert ended.is_error and _text(ended) == "ok"
