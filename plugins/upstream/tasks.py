@@ -33,7 +33,7 @@ import anyio
 import mcp_types as types
 from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-from pydantic import TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from mcp_providers.errors import UpstreamError
 from mcp_providers.providers import ToolCall
@@ -68,7 +68,6 @@ POLL_SECONDS = (0.05, 30.0)
 (1 s when it suggests none)."""
 _STATUSES = frozenset({"working", "input_required", "completed", "failed", "cancelled"})
 _ENDED = frozenset({"completed", "failed", "cancelled"})
-_ANY = TypeAdapter(dict[str, Any])
 
 
 def offered(c: Client) -> Offered:
@@ -95,7 +94,7 @@ def task_support_of(tool: types.Tool, offers: Offered) -> TaskSupport:
 class Created(types.Result):
     """A 2026-07-28 ``CreateTaskResult`` (``resultType: "task"``) as the SDK parses a claimed result."""
 
-    result_type: Literal["task"] = "task"  # type: ignore[assignment]
+    result_type: Literal["task"] = "task"
     task_id: str
     status: str
     status_message: str | None = None
@@ -167,9 +166,15 @@ def _seen(link: Link, what: str, body: Mapping[str, Any], task_id: str) -> Seen:
     )
 
 
+class _Answer(BaseModel):
+    """Any JSON object, kept as it came (camelCase keys)."""
+
+    model_config = ConfigDict(extra="allow")
+
+
 async def _send(c: Client, method: str, task_id: str) -> dict[str, Any]:
-    result: dict[str, Any] = await c.session.send_request(TaskRequest(method=method, params={"taskId": task_id}), _ANY)
-    return result
+    answer = await c.session.send_request(TaskRequest(method=method, params={"taskId": task_id}), _Answer)
+    return dict(answer.model_extra or {})
 
 
 async def follow(link: Link, call: ToolCall, name: str, created: Created) -> types.CallToolResult:
@@ -217,8 +222,9 @@ def _ended(link: Link, name: str, seen: Seen) -> types.CallToolResult:
         raise UpstreamError(f"{link.who}: the task of {name} was cancelled upstream{because}")
     if seen.status == "failed":
         error = seen.body.get("error")
-        said = error.get("message") if isinstance(error, Mapping) else None
-        detail = f"error {error.get('code')}: {str(said)[:300]}" if isinstance(said, str) else because.lstrip(": ")
+        error = error if isinstance(error, Mapping) else {}
+        said = error.get("message")
+        detail = f"error {error.get('code')}: {said[:300]}" if isinstance(said, str) else because.lstrip(": ")
         raise UpstreamError(f"{link.who}: the task of {name} failed ({detail or 'no reason given'})")
     try:
         return types.CallToolResult.model_validate(seen.body.get("result"), by_name=False)
