@@ -33,6 +33,7 @@ from mcp_providers.errors import UpstreamError
 from mcp_providers.models import Freshness
 from mcp_providers.plugins import upstream
 from mcp_providers.plugins.upstream import tasks
+from mcp_providers.plugins.upstream.listing import served_view
 from mcp_providers.plugins.upstream.mapping import Homes, declare
 from mcp_providers.plugins.upstream.settings import ServerSettings
 from mcp_providers.testing import compose
@@ -312,3 +313,10 @@ def test_a_completed_task_is_its_tool_result() -> None:
     seen = tasks._seen(LINK, "tasks/get of x", _task(status="completed", result=result), "t1")  # type: ignore[arg-type]
     ended = tasks._ended(LINK, "x", seen)  # type: ignore[arg-type]
     assert ended.is_error and _text(ended) == "ok"
+
+
+def test_how_an_upstream_offers_tasks_is_part_of_what_decides_what_is_served() -> None:
+    # a relisting that finds the offer changed (an upstream gaining the extension) asks for a reload
+    listed = {"tools": [_listed("may", "optional")], "tasks": None}
+    assert served_view(listed) != served_view({**listed, "tasks": "extension"})
+    assert served_view(listed) == served_view(dict(listed))
