@@ -1,6 +1,7 @@
 """An SDK v2 server (``MCPServer``) serving the tasks extension (``io.modelcontextprotocol/tasks``,
 SEP-2663) with the SDK's own ``Extension`` seam: the 2026-07-28 task-capable upstream of
-tests/test_upstream_tasks.py, over stdio (``python tests/tasks_upstream.py EVENTS``).
+tests/test_upstream_tasks.py, over stdio (``python tests/tasks_upstream.py EVENTS``) or streamable
+HTTP on loopback (``... EVENTS --http PORT``, at ``/mcp``).
 
 Task creation is the server's decision (the 2026-07-28 extension has no per-tool declaration):
 
@@ -183,4 +184,7 @@ def plain(note: str = "") -> str:
 
 
 if __name__ == "__main__":
-    server.run("stdio")
+    if "--http" in sys.argv:
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[sys.argv.index("--http") + 1]))
+    else:
+        server.run("stdio")

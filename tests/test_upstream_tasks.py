@@ -14,6 +14,8 @@ One composition per module; each upstream process records its calls and cancella
 
 from __future__ import annotations
 
+import socket
+import subprocess
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -24,7 +26,9 @@ import anyio
 import mcp_types as types
 import pytest
 from mcp import Client, MCPError
+from serve_support import free_port
 from tasks_support import Created, TasksClient, start, tasks_cancel, tasks_get, until
+from waiting import wait_until
 
 from mcp_providers import Decision, hookimpl
 from mcp_providers.config import ServerSettings as Server
@@ -320,3 +324,38 @@ def test_how_an_upstream_offers_tasks_is_part_of_what_decides_what_is_served() -
     listed = {"tools": [_listed("may", "optional")], "tasks": None}
     assert served_view(listed) != served_view({**listed, "tasks": "extension"})
     assert served_view(listed) == served_view(dict(listed))
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+async def test_an_upstream_task_over_streamable_http_is_followed_and_cancelled(tmp_path: Path) -> None:
+    # the same over streamable HTTP: each tasks/get and tasks/cancel is a POST of its own
+    port, events = free_port(), tmp_path / "events"
+    with (tmp_path / "server.log").open("ab") as log:
+        proc = subprocess.Popen([sys.executable, EXT, str(events), "--http", str(port)], stdout=log, stderr=log)
+    try:
+        wait_until(lambda: _listening(port), "the tasks upstream listens", alive=proc)
+        settings = {"upstream": {"servers": [
+            {"name": "web", "url": f"http://127.0.0.1:{port}/mcp", "tool_prefix": "web_", "namespace": "web"},
+        ]}}  # fmt: skip
+        composed = compose({"upstream": upstream}, settings, server=Server(tasks=TasksSettings(poll_interval_ms=100)))
+        async with composed.running(), _client(composed) as c:
+            assert _text(await c.call_tool("web_count", {"n": 2, "pause": 0.05})) == "counted to 2"
+            handle = await start(c.session, "web_hold", {"seconds": 60})
+            assert isinstance(handle, Created)
+            with anyio.fail_after(10):
+                while "call hold task" not in (events.read_text() if events.exists() else ""):
+                    await anyio.sleep(0.05)
+            await anyio.sleep(0.3)
+            await tasks_cancel(c.session, handle.task_id)
+            ended = await until(c.session, handle.task_id, {"cancelled", "completed", "failed"})
+            assert ended["status"] == "cancelled"
+            with anyio.fail_after(10):
+                while " cancelled" not in events.read_text():
+                    await anyio.sleep(0.05)
+    finally:
+        proc.terminate()
+        proc.wait(10)
