@@ -167,10 +167,12 @@ async def test_a_client_that_hides_tasks_gets_the_upstream_result(served: Any) -
     assert _text(result) == "counted to 2" and not result.is_error
 
 
-async def test_a_plain_downstream_call_follows_the_upstream_task_itself(served: Any) -> None:
-    # a client without the extension calls plainly; the upstream still answers with a task,
-    # which this server follows within the call
-    async with Client(served.server, cache=None) as c:
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_a_plain_downstream_call_follows_the_upstream_task_itself(served: Any, mode: str) -> None:
+    # a client without the extension (2026-07-28), or of 2025-11-25, calls plainly; the upstream
+    # still answers with a task (this server declares the extension to it), followed within the call
+    async with Client(served.server, cache=None, mode=mode) as c:  # type: ignore[arg-type]
+        assert c.protocol_version == ("2026-07-28" if mode == "auto" else "2025-11-25")
         result = await c.call_tool("ext_hold", {"seconds": 0.3})
         assert _text(result) == "held"
 
