@@ -1,20 +1,13 @@
 """A raw JSON-RPC stdio MCP server (no SDK: the SDK leaves 2025-11-25's tasks out of its server)
-serving 2025-11-25's core tasks (SEP-1686): the 2025-era task-capable upstream of
+offering 2025-11-25's core tasks (SEP-1686): the 2025-era task-capable upstream of
 tests/test_upstream_tasks.py (``python tests/tasks_raw_upstream.py EVENTS [--no-capability]``).
 
 It says ``capabilities.tasks.requests.tools.call`` (not with ``--no-capability``) and lists
-``execution.taskSupport``:
-
-- ``count`` (``optional``): ``n`` steps of ``pause`` seconds (status ``step i of n``), then
-  ``counted to n``; a plain call answers at once;
-- ``hold`` (``required``): works until ``tasks/cancel``, recorded as ``hold <taskId> cancelled``
-  in the file ``EVENTS``;
-- ``explode`` (``required``): fails after 0.1 s; ``tasks/result`` answers error -32000;
-- ``plain`` (no ``execution``).
-
-A task-augmented ``tools/call`` without ``task`` of a required tool is answered -32601 as the
-spec says. Every ``tools/call`` appends ``call <name> task|plain`` to ``EVENTS``; the state of
-each task is computed from the clock when asked (the loop answers one line at a time).
+``execution.taskSupport``: ``count`` ``optional``, ``hold`` and ``explode`` ``required``, ``plain``
+none. A plain ``tools/call`` of ``count`` or ``plain`` answers at once (``<name> answered at
+once``); of a required one, -32601 as the spec says. A task-augmented one (``params.task``)
+answers a ``CreateTaskResult`` (which the SDK's 2025-11-25 client cannot take: the test shows
+it). Every ``tools/call`` appends ``call <name> task|plain`` to the file ``EVENTS``.
 """
 
 from __future__ import annotations
@@ -29,7 +22,6 @@ from typing import Any
 
 EVENTS = Path(sys.argv[1])
 FLAGS = sys.argv[2:]
-TASKS: dict[str, dict[str, Any]] = {}
 
 
 def send(obj: dict[str, object]) -> None:
@@ -56,36 +48,21 @@ def tools() -> list[dict[str, Any]]:
     ]
 
 
-def state(task: dict[str, Any]) -> dict[str, Any]:
-    """The task now: its fields as ``tasks/get`` answers them."""
-    elapsed = time.time() - task["created"]
-    if task["status"] == "working" and task["name"] == "count":
-        n, pause = task["n"], task["pause"]
-        step = min(n, int(elapsed / pause) + 1) if pause > 0 else n
-        task["message"] = f"step {step} of {n}"
-        if elapsed >= n * pause:
-            task["status"], task["message"] = "completed", None
-    elif task["status"] == "working" and task["name"] == "explode" and elapsed >= 0.1:
-        task["status"], task["message"] = "failed", "the backend exploded"
-    out = {"taskId": task["id"], "status": task["status"], "createdAt": iso(task["created"]),
-           "lastUpdatedAt": iso(time.time()), "ttl": 60_000, "pollInterval": 50}  # fmt: skip
-    if task.get("message"):
-        out["statusMessage"] = task["message"]
-    return out
+def created(name: str) -> dict[str, Any]:
+    now = iso(time.time())
+    task = {"taskId": uuid.uuid4().hex, "status": "working", "createdAt": now, "lastUpdatedAt": now}
+    return {**task, "ttl": 60_000, "pollInterval": 50, "statusMessage": f"{name} started"}
 
 
 def call(params: dict[str, Any]) -> dict[str, Any]:
-    name, arguments = params.get("name"), params.get("arguments") or {}
+    name = params.get("name")
     if "task" not in params:
         note(f"call {name} plain")
         if name in ("hold", "explode"):
             return {"error": {"code": -32601, "message": f"{name} must be called as a task"}}
         return {"content": [{"type": "text", "text": f"{name} answered at once"}]}
     note(f"call {name} task ttl={params['task'].get('ttl')}")
-    task = {"id": uuid.uuid4().hex, "name": name, "status": "working", "created": time.time(),
-            "n": int(arguments.get("n", 3)), "pause": float(arguments.get("pause", 0.1))}  # fmt: skip
-    TASKS[task["id"]] = task
-    return {"task": state(task)}
+    return {"task": created(str(name))}
 
 
 def answer(method: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -104,26 +81,6 @@ def answer(method: str, params: dict[str, Any]) -> dict[str, Any]:
         return {}
     if method == "tools/call":
         return call(params)
-    if method in ("tasks/get", "tasks/result", "tasks/cancel"):
-        task = TASKS.get(str(params.get("taskId")))
-        if task is None:
-            return {"error": {"code": -32602, "message": "Failed to retrieve task: Task not found"}}
-        now = state(task)
-        if method == "tasks/get":
-            return now
-        if method == "tasks/cancel":
-            if now["status"] in ("completed", "failed", "cancelled"):
-                return {"error": {"code": -32602, "message": f"Cannot cancel a {now['status']} task"}}
-            task["status"], task["message"] = "cancelled", "cancelled by tasks/cancel"
-            note(f"{task['name']} {task['id']} cancelled")
-            return state(task)
-        if now["status"] == "failed":
-            return {"error": {"code": -32000, "message": "the backend exploded"}}
-        if now["status"] != "completed":
-            return {"error": {"code": -32603, "message": "this test upstream answers tasks/result once ended only"}}
-        text = f"counted to {task['n']}"
-        related = {"io.modelcontextprotocol/related-task": {"taskId": task["id"]}}
-        return {"content": [{"type": "text", "text": text}], "_meta": related}
     return {"error": {"code": -32601, "message": f"no {method}"}}
 
 

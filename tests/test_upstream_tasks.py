@@ -25,7 +25,9 @@ from typing import Any, ClassVar
 import anyio
 import mcp_types as types
 import pytest
-from mcp import Client, MCPError
+from mcp import Client, MCPError, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from pydantic import ValidationError
 from serve_support import free_port
 from tasks_support import Created, TasksClient, start, tasks_cancel, tasks_get, until
 from waiting import wait_until
@@ -361,3 +363,21 @@ async def test_an_upstream_task_over_streamable_http_is_followed_and_cancelled(t
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+async def test_the_sdk_client_takes_no_2025_create_task_result_which_is_why_required_tools_are_left_out(
+    tmp_path: Path,
+) -> None:
+    # the reason a 2025-11-25 "required" tool is left out: a task-augmented tools/call sent through
+    # the SDK client's public send_request reaches the upstream, and its CreateTaskResult is refused
+    # as a CallToolResult of that era. When the SDK takes it, this fails: relay those tools then.
+    events = tmp_path / "events"
+    params = StdioServerParameters(command=sys.executable, args=[RAW, str(events)])
+    async with Client(stdio_client(params), cache=None) as c:
+        assert c.protocol_version == "2025-11-25"
+        request = types.CallToolRequest(
+            params=types.CallToolRequestParams(name="hold", arguments={}, task=types.TaskMetadata(ttl=1000))
+        )
+        with pytest.raises(ValidationError, match="CallToolResult"):
+            await c.session.send_request(request, types.CallToolResult)
+    assert events.read_text().splitlines() == ["call hold task ttl=1000"]

@@ -48,6 +48,7 @@ __all__ = [
     "TASKS_EXTENSION",
     "Created",
     "Handed",
+    "Offered",
     "TaskSupport",
     "TasksExtension",
     "follow",
