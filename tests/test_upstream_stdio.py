@@ -118,8 +118,12 @@ def test_upstream_components_are_declared_with_origin_and_left_out_reported(comp
     } <= by_provider
     assert {t["name"]: t["effects"] for t in shown["tools"]}["fs_write_file"] == "destructive"
     left = {p.value: p.message for p in advisories(c.assembly.declared) if p.rule == "left-out"}
-    assert set(left) == {"demo://resource/dynamic/blob/{resourceId}"}  # "gone" serves nothing: source-unavailable
+    # "gone" serves nothing: source-unavailable
+    assert set(left) == {"demo://resource/dynamic/blob/{resourceId}", "simulate-research-query"}
     assert "outside the owned prefixes" in left["demo://resource/dynamic/blob/{resourceId}"]
+    # server-everything's task tool (2025-11-25 taskSupport "required": a plain call only fails)
+    assert "runs only as a 2025-11-25 task" in left["simulate-research-query"]
+    assert "ev_simulate-research-query" not in tools
 
 
 async def test_upstream_reads_calls_and_prompts_through_the_pipeline_in_both_eras(upstreams: Any) -> None:

@@ -19,6 +19,7 @@ from mcp_providers.http import client as framework_client
 from mcp_providers.plugins.upstream.asking import Relay
 from mcp_providers.plugins.upstream.settings import BearerAuth, ServerSettings, read_variable
 from mcp_providers.plugins.upstream.sieve import Sieve, sieved
+from mcp_providers.plugins.upstream.tasks import TasksExtension
 
 __all__ = ["CLIENT_INFO", "IDLE_STREAM_SECONDS", "client", "reason", "transport", "who"]
 
@@ -75,12 +76,15 @@ def client(
 ) -> Client:
     """An unentered SDK ``Client`` for ``server`` (no response cache: every read reaches it),
     announcing elicitation and sampling: ``relay`` hands the upstream's questions to the tool call
-    that asked (without one, e.g. while listing, every question is refused: no call is in flight)."""
+    that asked (without one, e.g. while listing, every question is refused: no call is in flight);
+    and declaring the tasks extension (a task it answers with is followed:
+    :mod:`~mcp_providers.plugins.upstream.tasks`)."""
     return Client(
         transport(server, auth),
         cache=None,
         client_info=CLIENT_INFO,
         message_handler=on_message,
+        extensions=[TasksExtension()],
         **(relay or Relay(who(server))).callbacks(),
     )
 

@@ -47,6 +47,7 @@ from mcp_providers.plugins.upstream.settings import (
     OnBehalfOfAuth,
     ServerSettings,
 )
+from mcp_providers.plugins.upstream.tasks import Handed
 
 __all__ = ["Link"]
 
@@ -338,6 +339,8 @@ class Link:
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream) as exc:
             lost()
             raise UpstreamError(f"{self.who} connection lost during {what} ({type(exc).__name__})") from None
+        except Handed:  # a task handle: the caller follows it (tasks.follow)
+            raise
         except Exception as exc:  # a malformed answer (pydantic), a transport failure
             raise UpstreamError(f"{self.who} failed {what}: {reason(exc)}") from None
         finally:

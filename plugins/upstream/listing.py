@@ -16,15 +16,18 @@ from mcp_providers.plugins.upstream.connect import client, reason, who
 from mcp_providers.plugins.upstream.oauth import BrokeredAuth, ClientCredentials
 from mcp_providers.plugins.upstream.settings import OAuthAuth, ServerSettings
 from mcp_providers.plugins.upstream.sieve import LEFT_OUT_KEY
+from mcp_providers.plugins.upstream.tasks import offered
 
 __all__ = ["MAX_PAGES", "SERVED_KEYS", "Listed", "list_all", "list_at_start", "served_view"]
 
 log = logging.getLogger(__name__)
 Listed = dict[str, Any]
-"""``{"info": Implementation | None, "protocol": str, "subscribe": bool, "resources": [...],
-"templates": [...], "tools": [...], "prompts": [...], "cut": [(list, why), ...], "dropped":
-[(value, message), ...]}`` of ``mcp_types`` records; ``cut`` names each list that was cut short,
-``dropped`` each item that did not parse on its own (:mod:`~mcp_providers.plugins.upstream.sieve`)."""
+"""``{"info": Implementation | None, "protocol": str, "subscribe": bool, "tasks": "extension" |
+"core" | None, "resources": [...], "templates": [...], "tools": [...], "prompts": [...], "cut":
+[(list, why), ...], "dropped": [(value, message), ...]}`` of ``mcp_types`` records; ``tasks`` is how
+the upstream offers tasks (:func:`~mcp_providers.plugins.upstream.tasks.offered`); ``cut`` names each
+list that was cut short, ``dropped`` each item that did not parse on its own
+(:mod:`~mcp_providers.plugins.upstream.sieve`)."""
 
 
 MAX_PAGES = 1000
@@ -98,6 +101,7 @@ async def list_all(c: Client) -> Listed:
     out: Listed = {
         "info": c.server_info, "protocol": c.protocol_version, "subscribe": False, "cut": cut, "dropped": dropped
     }  # fmt: skip
+    out["tasks"] = offered(c)
     if caps.resources is not None:
         out["subscribe"] = bool(caps.resources.subscribe)
         out["resources"] = await _pages(
@@ -157,7 +161,7 @@ def list_at_start(servers: Sequence[ServerSettings]) -> dict[str, Listed | str]:
     return found
 
 
-SERVED_KEYS = ("subscribe", "resources", "templates", "tools", "prompts")
+SERVED_KEYS = ("subscribe", "tasks", "resources", "templates", "tools", "prompts")
 """What of a :data:`Listed` decides what is served (``info`` and ``protocol`` do not)."""
 
 
@@ -166,8 +170,8 @@ def served_view(listed: Listed | None) -> dict[str, Any] | None:
     list of its items' JSON, so order alone is no change); ``None`` for no listing at all."""
     if listed is None:
         return None
-    view: dict[str, Any] = {"subscribe": bool(listed.get("subscribe"))}
-    for key in SERVED_KEYS[1:]:
+    view: dict[str, Any] = {"subscribe": bool(listed.get("subscribe")), "tasks": listed.get("tasks")}
+    for key in SERVED_KEYS[2:]:
         view[key] = sorted(_as_json(item) for item in listed.get(key, ()))
     return view
 

@@ -24,7 +24,10 @@ Tool effects come from the upstream's annotations, with MCP's defaults for absen
 (``readOnlyHint`` false, ``destructiveHint`` true, ``openWorldHint`` true): ``readOnlyHint`` ->
 ``none``, else ``destructiveHint: false`` -> ``additive``, else ``destructive`` (the upstream's word
 is all there is: it cannot be scoped in this process). The operator's ``effects`` override them,
-except that ``none`` is refused for a tool the upstream says is not read-only.
+except that ``none`` is refused for a tool the upstream says is not read-only. A tool's
+``task_support`` comes from how the upstream offers tasks
+(:func:`~mcp_providers.plugins.upstream.tasks.task_support_of`); a 2025-11-25 tool whose listing
+says ``taskSupport: "required"`` is left out (it cannot be called through the SDK's client).
 """
 
 from __future__ import annotations
@@ -53,12 +56,18 @@ from mcp_providers.models import (
 )
 from mcp_providers.plugins.upstream import rules
 from mcp_providers.plugins.upstream.settings import ServerSettings
+from mcp_providers.plugins.upstream.tasks import Offered, task_support_of
 
 __all__ = ["Homes", "LeftOut", "Listing", "declare", "effects_of", "override_problem", "settle"]
 
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://(.*)$", re.DOTALL)
 _LEAVE_OUT = "fix it upstream, or leave it out"
+_CORE_TASKS = (
+    'runs only as a 2025-11-25 task (execution.taskSupport "required"), and a task-augmented tools/call '
+    "cannot be sent through the MCP SDK's client, which takes no CreateTaskResult in that era"
+)
+_CORE_TASKS_FIX = "serve the upstream over 2026-07-28 with the io.modelcontextprotocol/tasks extension, or leave it out"
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,8 +279,9 @@ def declare(
     uris = [r.uri for r in listed.get("resources", ())] + [t.uri_template for t in listed.get("templates", ())]
     _idle_prefixes(server, homes, uris, out)
     tools: Sequence[types.Tool] = listed.get("tools", ())
+    offers: Any = listed.get("tasks")
     for tool in tools:
-        _tool(server, tool, out)
+        _tool(server, tool, offers, out)
     _unknown_overrides(server, [t.name for t in tools], out)
     for prompt in listed.get("prompts", ()):
         _prompt(server, prompt, out)
@@ -353,7 +363,11 @@ def _named(server: ServerSettings, kind: str, name: str, out: Listing) -> str | 
     return served if out.first(kind, served, name) else None
 
 
-def _tool(server: ServerSettings, tool: types.Tool, out: Listing) -> None:
+def _tool(server: ServerSettings, tool: types.Tool, offers: Offered, out: Listing) -> None:
+    task_support = task_support_of(tool, offers)
+    if task_support == "required":
+        out.left_out.append(LeftOut(tool.name, f"tool {tool.name!r} {_CORE_TASKS}", _CORE_TASKS_FIX))
+        return
     served = _named(server, "tool", tool.name, out)
     if served is None:
         return
@@ -377,6 +391,7 @@ def _tool(server: ServerSettings, tool: types.Tool, out: Listing) -> None:
             idempotent=_hint(hints, "idempotent_hint", False),
             open_world=_hint(hints, "open_world_hint", True),
             meta=_origin(server, name=tool.name),
+            task_support=task_support,
         )
 
     before = len(out.tools)

@@ -31,6 +31,7 @@ from mcp_providers.models import ORIGIN_KEY, Prompt, Resource, ResourceTemplate,
 from mcp_providers.plugins.upstream.link import Link
 from mcp_providers.plugins.upstream.listing import Listed, list_all, served_view
 from mcp_providers.plugins.upstream.mapping import Homes, LeftOut, Listing
+from mcp_providers.plugins.upstream.tasks import Handed, follow
 from mcp_providers.providers import (
     Audio,
     Content,
@@ -297,21 +298,26 @@ class UpstreamTools(ToolProvider):
     async def call(self, call: ToolCall) -> ToolResult:
         """Forward as ``tools/call`` of the upstream's own name; what the upstream asks meanwhile
         (elicitation, sampling) is asked of the downstream client through ``call``
-        (:mod:`~mcp_providers.plugins.upstream.asking`).
+        (:mod:`~mcp_providers.plugins.upstream.asking`); a task it answers with is followed until
+        it ends (:func:`~mcp_providers.plugins.upstream.tasks.follow`).
 
         :raises ToolFailure: the upstream answered ``isError`` (its text goes to the model).
-        :raises UpstreamError: the upstream failed or answered too much (named).
+        :raises UpstreamError: the upstream failed or answered too much, or its task failed (named).
         """
         name = self.listing.tool_names[call.tool.name]
         arguments = call.arguments.model_dump(mode="json")
         what = f"tools/call {name}"
-        with _forwarded(call.tool, self.link, name):
-            result = await self.link.relay.forwarding(
-                call,
-                lambda: self.link.request(
+
+        async def forward() -> types.CallToolResult:
+            try:
+                return await self.link.request(
                     what, lambda c: c.call_tool(name, arguments), principal=call.principal, tool=name
-                ),
-            )
+                )
+            except Handed as handed:
+                return await follow(self.link, call, name, handed.created)
+
+        with _forwarded(call.tool, self.link, name):
+            result = await self.link.relay.forwarding(call, forward)
         if not isinstance(result, types.CallToolResult):
             raise UpstreamError(f"{self.link.who} answered {what} with {type(result).__name__}, not a tool result")
         _bounded(self.link, len(result.model_dump_json()), what)
