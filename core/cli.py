@@ -13,6 +13,7 @@ stdio, stdout belongs to the protocol and logs go to stderr.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 from collections.abc import Callable
@@ -42,9 +43,8 @@ with _gc.paused():  # the MCP SDK and the serving core: long-lived objects almos
     )
     from mcp_providers._cli.workers import FD_ENV
     from mcp_providers._serve.composition import Composition, compose
-    from mcp_providers._serve.transport.stdio import sdk_stdio
     from mcp_providers._serve.transport.stdio_fds import guarded_stdout
-    from mcp_providers._serve.transport.stdio_loop import serve_stdio
+    from mcp_providers._serve.transport.stdio_loop import serve_sdk_stdio, serve_stdio
     from mcp_providers.config import CONFIG_ENV, Config, load_config
     from mcp_providers.errors import CompositionError, ConfigError
 
@@ -127,8 +127,8 @@ def _compose(config: Config, strict: bool) -> Composition:
 
 
 STDIO_ENV = "MCP_PROVIDERS_STDIO"
-"""Set to ``sdk`` to serve stdio with the SDK's transport instead of
-:mod:`mcp_providers._serve.transport.stdio_loop`."""
+"""Set to ``sdk`` to serve stdio with the SDK's transport (the fallback of
+:func:`~mcp_providers._serve.transport.stdio_loop.serve_stdio`) even where pipes apply."""
 
 
 def _parse_hostport(value: str) -> tuple[str, int]:
@@ -235,16 +235,9 @@ def _started(
 
 def _serve_stdio(server: Any, wire_out: int) -> None:
     """Serve ``server`` over stdin and ``wire_out`` (the original stdout, moved aside)."""
-    sdk = os.environ.get(STDIO_ENV) == "sdk"  # the SDK's thread-based transport, for comparison
-
-    async def run_stdio() -> None:
-        if not sdk:
-            await serve_stdio(server, stdout_fd=wire_out)
-            return
-        async with sdk_stdio(wire_out) as (read, write):
-            await server.run(read, write, server.create_initialization_options())
-
-    anyio.run(run_stdio)
+    # The SDK's thread-based transport, for comparison (serve_stdio's own fallback where pipes do not apply).
+    serving = serve_sdk_stdio if os.environ.get(STDIO_ENV) == "sdk" else serve_stdio
+    anyio.run(functools.partial(serving, server, stdout_fd=wire_out))
 
 
 @app.command()

@@ -69,7 +69,7 @@ def _claimed_std_fds(stdout_fd: int | None = None) -> Iterator[tuple[int, int]]:
     global _claimed
     with _claim_lock:
         if _claimed:
-            raise RuntimeError("stdio is already being served by mcp_providers.stdio.stdio_server in this process")
+            raise RuntimeError("stdio is already being served in this process (serve_stdio); serve it once")
         _claimed = True
     try:
         with contextlib.suppress(ValueError, OSError):
