@@ -27,7 +27,7 @@ import anyio.abc
 from mcp_providers._host.assembly import Assembly
 from mcp_providers._host.contain import cancels_this_task, contain_tasks, plugin_code
 from mcp_providers._serve.methods.subscriptions import SubscriptionHub
-from mcp_providers._serve.methods.tasks import Tasks
+from mcp_providers._serve.methods.tasks import Body, Tasks
 from mcp_providers._serve.state.cluster import RedisBackend, Shared, shared_for
 from mcp_providers._serve.state.credentials import broker_for
 from mcp_providers._serve.state.sealing import sealing_for
@@ -98,9 +98,10 @@ class Runtime:
     """Per-process state of the served assembly (see the module docstring).
 
     :param methods: what a generation of ``assembly`` serves (the binding's method table).
+    :param task_body: runs a task's ``tools/call`` (:data:`~mcp_providers._serve.methods.tasks.Body`).
     """
 
-    def __init__(self, assembly: Assembly, methods: MethodTable) -> None:
+    def __init__(self, assembly: Assembly, methods: MethodTable, task_body: Body) -> None:
         settings = assembly.config.server
         self.startup_failures: dict[str, str] = {}
         """Provider name -> why its ``lifespan`` failed to start; its requests get an upstream error."""
@@ -147,6 +148,7 @@ class Runtime:
             store_for(self.shared, settings.tasks, sealing=self.sealing),
             settings.tasks,
             cluster.lease_seconds if cluster else None,
+            task_body,
         )
         """Tool calls running as tasks (:mod:`.methods.tasks`): in memory, or in Redis with ``[cluster]``."""
         self.swapped: list[Callable[[Generation], None]] = []
