@@ -107,9 +107,6 @@ class Runtime:
         """Provider name -> why its ``lifespan`` failed to start; its requests get an upstream error."""
         self.audit = AuditLog(settings.audit_sinks(), settings.audit.drop_log_seconds if settings.audit else 30.0)
         """The audit sinks (``[server] audit_log``, ``[server.audit]``); shipped ones drain in the background."""
-        self.invoker = Invoker(
-            self.startup_failures, settings.read_timeout, settings.coalesce_reads, dict(settings.side_effects)
-        )
         self.process_guards = settings.embedded_side_effects == "enforce"
         """Starting installs every process-wide guard and the task factory (``serve``, an opted-in
         embedder, :mod:`mcp_providers.testing`), else the audit hook only (see ``_sideeffects.levels``)."""
@@ -119,9 +116,16 @@ class Runtime:
         """Seals per-user values kept in Redis (:mod:`.state.sealing`); ``None`` without ``[cluster]`` or its key."""
         if isinstance(self.shared, RedisBackend):
             self.shared.sealing = self.sealing
-        if isinstance(self.shared, RedisBackend) and self.invoker._coalescer is not None:
-            # the coalescer is the invoker's seam for sharing reads: across replicas, through Redis
-            self.invoker._coalescer = SharedReads(self.shared, self._freshness_of, self.sealing)
+        shared_reads = None  # the coalescer is the invoker's seam for sharing reads: across replicas, through Redis
+        if isinstance(self.shared, RedisBackend) and settings.coalesce_reads:
+            shared_reads = SharedReads(self.shared, self._freshness_of, self.sealing)
+        self.invoker = Invoker(
+            self.startup_failures,
+            settings.read_timeout,
+            settings.coalesce_reads,
+            dict(settings.side_effects),
+            shared_reads,
+        )
         self.credentials = broker_for(settings.credentials, assembly.config.cluster, self.shared)
         """The broker of upstream credentials providers obtain for callers (:mod:`mcp_providers.credentials`):
         in the process, or in Redis, encrypted, with ``[cluster]`` (:mod:`.state.credentials`)."""

@@ -279,6 +279,11 @@ class Tasks:
                     raise
             await anyio.sleep(self.tick)
 
+    async def note(self, task_id: str, message: str) -> None:
+        """Set ``task_id``'s ``statusMessage`` to ``message``: a note, not the work, so a store that
+        cannot take it (Redis unreachable) is logged and skipped, never raised."""
+        await self._safely(self.store.change(task_id, Change(message=message)))
+
     async def _safely(self, changing: Awaitable[TaskRecord | None]) -> TaskRecord | None:
         try:
             return await changing
@@ -340,8 +345,7 @@ class TaskChannel(InputChannel):
         """Set the task's ``statusMessage``: ``message``, with ``progress``/``total`` after it."""
         counted = f"{progress:g}/{total:g}" if total is not None else f"{progress:g}"
         text = f"{message} ({counted})" if message else f"progress {counted}"
-        # a note, not the work: one Redis could not take is skipped (logged), the tool goes on
-        await self._tasks._safely(self._tasks.store.change(self._task_id, Change(message=text)))
+        await self._tasks.note(self._task_id, text)
 
     async def log(self, level: Any, data: Any, logger: str | None = None) -> None:
         """Nothing: notifications are not sent for tasks (SEP-2663)."""

@@ -65,8 +65,8 @@ from mcp_types.version import LATEST_MODERN_VERSION, MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from mcp_providers._serve.transport.stdio_dispatch import StdioDispatcher
-from mcp_providers._serve.transport.stdio_fds import _claimed_std_fds, _pipes_apply
-from mcp_providers._serve.transport.stdio_framing import DEFAULT_MAX_LINE_BYTES, Framer, _Session
+from mcp_providers._serve.transport.stdio_fds import claimed_std_fds, pipes_apply
+from mcp_providers._serve.transport.stdio_framing import DEFAULT_MAX_LINE_BYTES, Framer, Session
 
 log = logging.getLogger("mcp_providers.stdio")
 
@@ -252,8 +252,8 @@ async def _serve_modern(server: Server[Any], dispatcher: StdioDispatcher, state:
 async def _pipes(stdout_fd: int | None, max_line_bytes: int) -> AsyncIterator[StdioDispatcher]:
     """The process's stdin and stdout registered on the event loop, feeding one dispatcher."""
     loop = asyncio.get_running_loop()
-    with _claimed_std_fds(stdout_fd) as (wire_in, wire_out):
-        session = _Session()
+    with claimed_std_fds(stdout_fd) as (wire_in, wire_out):
+        session = Session()
         protocol = _LineProtocol(Framer(session, max_line_bytes), max_line_bytes)
         write_transport, write_protocol = await loop.connect_write_pipe(
             _WriteFlow, os.fdopen(wire_out, "wb", buffering=0)
@@ -291,7 +291,7 @@ async def serve_stdio(
     Where asyncio pipes do not apply (Windows, trio, stdin or stdout a regular file), serves
     through :func:`serve_sdk_stdio` instead (the SDK's framing; ``max_line_bytes`` does not apply).
     """
-    if not _pipes_apply(1 if stdout_fd is None else stdout_fd):
+    if not pipes_apply(1 if stdout_fd is None else stdout_fd):
         await serve_sdk_stdio(server, stdout_fd=stdout_fd)
         return
     async with _pipes(stdout_fd, max_line_bytes) as dispatcher, server.lifespan(server) as state:
@@ -323,7 +323,7 @@ async def _sdk_streams(stdout_fd: int | None) -> AsyncIterator[Any]:
         async with sdk_stdio_server() as streams:
             yield streams
         return
-    with _claimed_std_fds(stdout_fd) as (wire_in, wire_out):
+    with claimed_std_fds(stdout_fd) as (wire_in, wire_out):
         stdin = anyio.wrap_file(io.TextIOWrapper(os.fdopen(wire_in, "rb"), encoding="utf-8", errors="replace"))
         stdout = anyio.wrap_file(io.TextIOWrapper(os.fdopen(wire_out, "wb"), encoding="utf-8"))
         try:
