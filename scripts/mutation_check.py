@@ -961,6 +961,21 @@ CASES += (  # live composition (issue 26) and extensions (issue 27)
         "if True:",
         (TASKS + "test_the_body_is_not_counted_twice_by_the_rate_limit",),
     ),
+    Case(
+        "tasks: a task's body is not made a task again",
+        "core/_serve/methods/tasks.py",
+        'if tool.task_support == "forbidden" or exchange.task is not None:',
+        'if tool.task_support == "forbidden":',
+        (TASKS + "test_a_task_handle_comes_at_once_and_polling_reaches_the_result_with_its_receipt",),
+    ),
+    Case(
+        "stdio: the SDK fallback serves with fd 1 pointed at stderr",
+        "core/_serve/transport/stdio_loop.py",
+        "    with claimed_std_fds(stdout_fd) as (wire_in, wire_out):\n        stdin = anyio.wrap_file(",
+        "    with contextlib.nullcontext((os.dup(0), os.dup(1 if stdout_fd is None else stdout_fd))) as (\n"
+        "        wire_in,\n        wire_out,\n    ):\n        stdin = anyio.wrap_file(",
+        ("tests/test_stdio_transport.py::test_stray_prints_go_to_stderr_and_stdout_is_restored[file]",),
+    ),
     # round 4 item 24: the four mutants the round 4 run found surviving
     Case(
         "tasks: a task's owner is keyed by issuer and subject",
