@@ -958,7 +958,7 @@ CASES += (  # live composition (issue 26) and extensions (issue 27)
         "tasks: the body's rate is not counted twice",
         "core/_serve/pipeline.py",
         "if task is None:  # a task's body",
-        "if True:",
+        "if True:  # a task's body",
         (TASKS + "test_the_body_is_not_counted_twice_by_the_rate_limit",),
     ),
     Case(
