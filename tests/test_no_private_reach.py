@@ -73,17 +73,24 @@ def _on_self(node: ast.expr) -> bool:
     return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "super"
 
 
+def _named_by_string(call: ast.Call) -> str | None:
+    """The private name ``getattr(x, "_name")`` (or ``setattr``, ``hasattr``, ``delattr``) reaches, if any."""
+    if not (isinstance(call.func, ast.Name) and call.func.id in ("getattr", "setattr", "hasattr", "delattr")):
+        return None
+    if len(call.args) < 2 or _on_self(call.args[0]) or not isinstance(call.args[1], ast.Constant):
+        return None
+    name = call.args[1].value
+    return name if isinstance(name, str) and _private(name) else None
+
+
 def reaches(path: Path, source: str) -> Iterator[tuple[int, str, str]]:
     """``(line, name, how)`` for each private name ``source`` (the module at ``path``) reaches."""
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Attribute) and _private(node.attr) and node.attr not in NAMEDTUPLE_API:
             if not _on_self(node.value):
                 yield node.lineno, node.attr, ast.unparse(node)
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and len(node.args) >= 2:
-            name = node.args[1]
-            if node.func.id in ("getattr", "setattr", "hasattr", "delattr") and isinstance(name, ast.Constant):
-                if isinstance(name.value, str) and _private(name.value) and not _on_self(node.args[0]):
-                    yield node.lineno, name.value, ast.unparse(node)
+        elif isinstance(node, ast.Call) and (name := _named_by_string(node)) is not None:
+            yield node.lineno, name, ast.unparse(node)
         elif isinstance(node, ast.ImportFrom):
             module = _imported_from(path, node)
             if module.split(".")[0] != "mcp_providers":
