@@ -971,9 +971,8 @@ CASES += (  # live composition (issue 26) and extensions (issue 27)
     Case(
         "stdio: the SDK fallback serves with fd 1 pointed at stderr",
         "core/_serve/transport/stdio_loop.py",
-        "    with claimed_std_fds(stdout_fd) as (wire_in, wire_out):\n        stdin = anyio.wrap_file(",
-        "    with contextlib.nullcontext((os.dup(0), os.dup(1 if stdout_fd is None else stdout_fd))) as (\n"
-        "        wire_in,\n        wire_out,\n    ):\n        stdin = anyio.wrap_file(",
+        "    with claimed_std_fds(stdout_fd) as fds:\n        yield fds\n",
+        "    yield os.dup(0), os.dup(1 if stdout_fd is None else stdout_fd)\n",
         ("tests/test_stdio_transport.py::test_stray_prints_go_to_stderr_and_stdout_is_restored[file]",),
     ),
     # round 4 item 24: the four mutants the round 4 run found surviving

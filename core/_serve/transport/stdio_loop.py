@@ -27,9 +27,9 @@ stdio transport (:func:`serve_sdk_stdio`, also chosen with ``MCP_PROVIDERS_STDIO
 while serving (:mod:`~mcp_providers._serve.transport.stdio_fds`). On that path the SDK's behaviour
 applies, not :class:`~mcp_providers._serve.transport.stdio_framing.Framer`'s:
 
-- a line that is not a JSON-RPC message is handed to the SDK session as an exception, which
-  logs it and answers nothing (here: a -32700/-32600 error line, with the request's id when it
-  has a usable one); a blank line is such a line too;
+- a line that is not a JSON-RPC message (a blank one too) is handed to the SDK session as an
+  exception and never answered (here: a -32700/-32600 error line, with the request's id when it
+  has a usable one; a blank line is skipped);
 - there is no line limit: a line is buffered whole however long it is (here: one over
   ``max_line_bytes`` is discarded while read and answered -32600);
 - JSON-RPC batches are not split (here: a 2025-03-26 session's batch is answered as one array);
@@ -48,7 +48,7 @@ import io
 import logging
 import os
 import sys
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import Any, Final
 
 import anyio
@@ -316,14 +316,26 @@ async def serve_sdk_stdio(server: Server[Any], *, stdout_fd: int | None = None) 
         await server.run(read, write, server.create_initialization_options())
 
 
+@contextlib.contextmanager
+def _wire_fds(stdout_fd: int | None) -> Iterator[tuple[int, int]]:
+    """``(stdin, stdout)`` descriptors of the wire: claimed (:func:`claimed_std_fds`), or on Windows,
+    where fd 1 was moved aside by the caller already, duplicates of fd 0 and ``stdout_fd``."""
+    if sys.platform == "win32":
+        assert stdout_fd is not None  # the SDK serves the other case itself
+        yield os.dup(0), os.dup(stdout_fd)
+        return
+    with claimed_std_fds(stdout_fd) as fds:
+        yield fds
+
+
 @contextlib.asynccontextmanager
 async def _sdk_streams(stdout_fd: int | None) -> AsyncIterator[Any]:
     """The SDK's stdio streams over the wire, with fd 0 and fd 1 claimed as :func:`serve_stdio` claims them."""
-    if sys.platform == "win32":  # no F_DUPFD_CLOEXEC: the SDK claims the descriptors its own way
+    if sys.platform == "win32" and stdout_fd is None:  # no F_DUPFD_CLOEXEC: the SDK claims fd 0 and 1 its own way
         async with sdk_stdio_server() as streams:
             yield streams
         return
-    with claimed_std_fds(stdout_fd) as (wire_in, wire_out):
+    with _wire_fds(stdout_fd) as (wire_in, wire_out):
         stdin = anyio.wrap_file(io.TextIOWrapper(os.fdopen(wire_in, "rb"), encoding="utf-8", errors="replace"))
         stdout = anyio.wrap_file(io.TextIOWrapper(os.fdopen(wire_out, "wb"), encoding="utf-8"))
         try:
