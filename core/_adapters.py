@@ -21,12 +21,12 @@ from mcp_providers.providers import (
 )
 
 
-def _doc(function: Callable[..., Any]) -> str | None:
+def doc_of(function: Callable[..., Any]) -> str | None:
     doc = inspect.getdoc(function)
     return doc.strip() if doc else None
 
 
-class _Reader:
+class Reader:
     """One resource function, ready to serve reads."""
 
     __slots__ = ("bind", "call", "mime", "where")
@@ -61,7 +61,7 @@ def _as_given(values: Mapping[str, Any], request: Any, principal: Any) -> Mappin
     return values
 
 
-def _direct(sig: fx.Signature, uri_template: str, convert: Mapping[str, Any]) -> bool:
+def takes_values_as_given(sig: fx.Signature, uri_template: str, convert: Mapping[str, Any]) -> bool:
     """Whether a template's values can go to the function as they are: only text parameters, one per
     path variable, no query variables (they may be absent), no Context or settings."""
     if sig.context or sig.settings or any(convert.values()):
@@ -73,7 +73,7 @@ def _direct(sig: fx.Signature, uri_template: str, convert: Mapping[str, Any]) ->
     return names == sorted(parsed.variable_names) == sorted(sig.required())
 
 
-class _Completer:
+class Completer:
     __slots__ = ("bind", "call", "variable", "where")
 
     def __init__(self, sig: fx.Signature, variable: str, settings: Any) -> None:
@@ -108,7 +108,7 @@ def _variables(uri_template: str) -> set[str] | None:
     return None if parsed is None else set(parsed.variable_names)
 
 
-def _template_parameters(sig: fx.Signature, uri_template: str) -> None:
+def template_parameters(sig: fx.Signature, uri_template: str) -> None:
     """:raises DeclarationError: a variable without a parameter, or a required parameter without a variable."""
     variables = _variables(uri_template)
     if variables is None:
@@ -129,17 +129,17 @@ def _template_parameters(sig: fx.Signature, uri_template: str) -> None:
         )
 
 
-def _resource_fields(function: Callable[..., Any], sig: fx.Signature, fields: Mapping[str, Any]) -> dict[str, Any]:
+def resource_fields(function: Callable[..., Any], sig: fx.Signature, fields: Mapping[str, Any]) -> dict[str, Any]:
     out = dict(fields)
     out.setdefault("name", function.__name__)
-    if "description" not in out and _doc(function):
-        out["description"] = _doc(function)
+    if "description" not in out and doc_of(function):
+        out["description"] = doc_of(function)
     if "mime_type" not in out:
         out["mime_type"] = fx.mime_for(sig.returns)
     return out
 
 
-class _Tool:
+class ToolCaller:
     __slots__ = ("bind", "call", "model", "where", "wrapped")
 
     def __init__(self, sig: fx.Signature, settings: Any, model: type[BaseModel] | None, wrapped: bool) -> None:
@@ -152,7 +152,7 @@ class _Tool:
         return fx.to_tool_result(result, self.model, self.wrapped, self.where)
 
 
-class _Prompt:
+class PromptRenderer:
     __slots__ = ("bind", "call", "where")
 
     def __init__(self, sig: fx.Signature, settings: Any) -> None:

@@ -13,6 +13,7 @@ stdio, stdout belongs to the protocol and logs go to stderr.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 from collections.abc import Callable
@@ -31,20 +32,19 @@ with _gc.paused():  # the MCP SDK and the serving core: long-lived objects almos
 
     from mcp_providers._cli import report
     from mcp_providers._cli.serving import (
-        _hold_sighup,
-        _is_wildcard,
-        _reloads,
-        _serve_http,
-        _server_of,
-        _start_workers,
-        _traces,
-        _watched,
+        reloads,
+        serve_http,
+        server_of,
+        start_workers,
+        traces,
+        watched_file,
     )
     from mcp_providers._cli.workers import FD_ENV
     from mcp_providers._serve.composition import Composition, compose
-    from mcp_providers._serve.transport.stdio import sdk_stdio
+    from mcp_providers._serve.reload import hold_sighup
+    from mcp_providers._serve.transport.http_policy import is_wildcard
     from mcp_providers._serve.transport.stdio_fds import guarded_stdout
-    from mcp_providers._serve.transport.stdio_loop import serve_stdio
+    from mcp_providers._serve.transport.stdio_loop import serve_sdk_stdio, serve_stdio
     from mcp_providers.config import CONFIG_ENV, Config, load_config
     from mcp_providers.errors import CompositionError, ConfigError
 
@@ -127,8 +127,8 @@ def _compose(config: Config, strict: bool) -> Composition:
 
 
 STDIO_ENV = "MCP_PROVIDERS_STDIO"
-"""Set to ``sdk`` to serve stdio with the SDK's transport instead of
-:mod:`mcp_providers._serve.transport.stdio_loop`."""
+"""Set to ``sdk`` to serve stdio with the SDK's transport (the fallback of
+:func:`~mcp_providers._serve.transport.stdio_loop.serve_stdio`) even where pipes apply."""
 
 
 def _parse_hostport(value: str) -> tuple[str, int]:
@@ -183,33 +183,33 @@ def serve(
     log_format: _LogFormatOption = None,
 ) -> None:
     """Serve the composed MCP server over stdio (default) or streamable HTTP; SIGHUP reloads it."""
-    _hold_sighup()  # first: composing takes seconds, and an unheld SIGHUP would end the process
+    hold_sighup()  # first: composing takes seconds, and an unheld SIGHUP would end the process
     logs.configure(log_level or "warning", log_format or "text")  # the config, once read, may say more
     address = _parse_hostport(http) if http is not None else None
     if address is None and (stateless or json_response or allow_host):
         raise typer.BadParameter("--stateless, --json-response and --allow-host go with --http HOST:PORT")
-    if address is not None and _is_wildcard(address[0]) and not allow_host:
+    if address is not None and is_wildcard(address[0]) and not allow_host:
         raise typer.BadParameter(
             f"binding {address[0]} accepts connections on every interface, but the server only answers Host "
             "headers it knows: name them with --allow-host (e.g. --allow-host myhost.example:8000), or bind "
             "127.0.0.1",
             param_hint="--http",
         )
-    watched = _watched(config) if watch else None
+    watched = watched_file(config) if watch else None
     if address is None:
         # fd 1 is the wire: move it aside before any plugin is imported (a plugin, or a child
         # process it starts, may write to fd 1 at import time).
-        with guarded_stdout() as wire_out, _traces():
+        with guarded_stdout() as wire_out, traces():
             loaded = _logged(_load(config, plugin_set), log_level, log_format)
             _, server, _ = _started(loaded, config, plugin_set, strict, watched)
             _serve_stdio(server, wire_out)
         return
     loaded = _logged(_load(config, plugin_set), log_level, log_format)
     if workers > 1 and not os.environ.get(FD_ENV):
-        _start_workers(workers, address, loaded, stateless)
-    with _traces():
+        start_workers(workers, address, loaded, stateless)
+    with traces():
         composition, server, reloader = _started(loaded, config, plugin_set, strict, watched)
-        _serve_http(composition, server, address, stateless, json_response, allow_host, reloader)
+        serve_http(composition, server, address, stateless, json_response, allow_host, reloader)
 
 
 def _logged(loaded: Config, level: str | None, fmt: str | None) -> Config:
@@ -227,24 +227,17 @@ def _started(
     they hold is then frozen, never traversed again (:mod:`mcp_providers._gc`)."""
     with _gc.paused():
         composition = _compose(loaded, strict)
-        server = _server_of(composition, strict)
-        reloader = _reloads(composition, config, plugin_set, watched)
+        server = server_of(composition, strict)
+        reloader = reloads(composition, config, plugin_set, watched)
     _gc.settle()
     return composition, server, reloader
 
 
 def _serve_stdio(server: Any, wire_out: int) -> None:
     """Serve ``server`` over stdin and ``wire_out`` (the original stdout, moved aside)."""
-    sdk = os.environ.get(STDIO_ENV) == "sdk"  # the SDK's thread-based transport, for comparison
-
-    async def run_stdio() -> None:
-        if not sdk:
-            await serve_stdio(server, stdout_fd=wire_out)
-            return
-        async with sdk_stdio(wire_out) as (read, write):
-            await server.run(read, write, server.create_initialization_options())
-
-    anyio.run(run_stdio)
+    # The SDK's thread-based transport, for comparison (serve_stdio's own fallback where pipes do not apply).
+    serving = serve_sdk_stdio if os.environ.get(STDIO_ENV) == "sdk" else serve_stdio
+    anyio.run(functools.partial(serving, server, stdout_fd=wire_out))
 
 
 @app.command()

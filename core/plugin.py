@@ -59,14 +59,14 @@ from pydantic import BaseModel
 from mcp_providers import _decorated as fx
 from mcp_providers import policy
 from mcp_providers._adapters import (
-    _Completer,
-    _direct,
-    _doc,
-    _Prompt,
-    _Reader,
-    _resource_fields,
-    _template_parameters,
-    _Tool,
+    Completer,
+    PromptRenderer,
+    Reader,
+    ToolCaller,
+    doc_of,
+    resource_fields,
+    takes_values_as_given,
+    template_parameters,
 )
 from mcp_providers.credentials import Upstream
 from mcp_providers.errors import Denied, InvalidParams, NotFound, TooLarge, ToolFailure, UpstreamError
@@ -127,15 +127,22 @@ __all__ = [
 Context = fx.Context
 F = TypeVar("F", bound=Callable[..., Any])
 
+Recorded = dict[str, tuple[Callable[..., Any], dict[str, Any]]]
+"""Name, URI or URI template -> the decorated function and the decorator's fields."""
+Completions = dict[tuple[str, str, str], Callable[..., Any]]
+"""``(kind, name or URI template, variable)`` -> the function completing that variable."""
+Completers = Callable[[str, str], Iterator[tuple[str, "Completer"]]]
+"""``(kind, name or URI template)`` -> ``(variable, completer)`` pairs, bound to the plugin's settings."""
+
 
 class Declared(Generic[F]):
     """What a decorator returns: the function, still callable as written (for tests), plus
     :meth:`complete` on templates and prompts."""
 
-    def __init__(self, function: F, plugin: Plugin, kind: str, key: str) -> None:
+    def __init__(self, function: F, completions: Completions, kind: str, key: str) -> None:
         functools.update_wrapper(self, function)
         self.function = function
-        self._plugin, self._kind, self._key = plugin, kind, key
+        self._completions, self._kind, self._key = completions, kind, key
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.function(*args, **kwargs)
@@ -155,7 +162,7 @@ class Declared(Generic[F]):
             raise ValueError(f"{fx.describe(self.function)} is a {self._kind}; only templates and prompts complete")
 
         def register(function: Callable[..., Any]) -> Callable[..., Any]:
-            self._plugin._completions[(self._kind, self._key, variable)] = function
+            self._completions[(self._kind, self._key, variable)] = function
             return function
 
         return register
@@ -185,11 +192,11 @@ class Plugin:
         self.prefixes = tuple(prefixes)
         self.settings = settings
         self._demo = demo
-        self._resources: dict[str, tuple[Callable[..., Any], dict[str, Any]]] = {}
-        self._templates: dict[str, tuple[Callable[..., Any], dict[str, Any]]] = {}
-        self._tools: dict[str, tuple[Callable[..., Any], dict[str, Any]]] = {}
-        self._prompts: dict[str, tuple[Callable[..., Any], dict[str, Any]]] = {}
-        self._completions: dict[tuple[str, str, str], Callable[..., Any]] = {}
+        self._resources: Recorded = {}
+        self._templates: Recorded = {}
+        self._tools: Recorded = {}
+        self._prompts: Recorded = {}
+        self._completions: Completions = {}
         self._skill_folders: dict[str, list[Traversable]] = {}
         self._skill_providers: list[Callable[..., SkillProvider]] = []
 
@@ -283,7 +290,7 @@ class Plugin:
             if name in into:
                 raise ValueError(f"{kind} {name!r} is declared twice in plugin {self.name!r}")
             into[name] = (function, fields)
-            return Declared(function, self, kind, name)
+            return Declared(function, self._completions, kind, name)
 
         return decorate
 
@@ -297,15 +304,17 @@ class Plugin:
     def register_resource_providers(self, settings: Any) -> list[ResourceProvider]:
         if not (self._resources or self._templates):
             return []
-        return [_Resources(self, settings)]
+        completers = functools.partial(self._completer, settings=settings)
+        return [_Resources(self, self._resources, self._templates, completers, settings)]
 
     @hookimpl
     def register_tool_providers(self, settings: Any) -> list[ToolProvider]:
-        return [_Tools(self, settings)] if self._tools else []
+        return [_Tools(self, self._tools, settings)] if self._tools else []
 
     @hookimpl
     def register_prompt_providers(self, settings: Any) -> list[PromptProvider]:
-        return [_Prompts(self, settings)] if self._prompts else []
+        completers = functools.partial(self._completer, settings=settings)
+        return [_Prompts(self, self._prompts, completers, settings)] if self._prompts else []
 
     @hookimpl
     def register_skill_providers(self, settings: Any) -> list[SkillProvider]:
@@ -321,40 +330,42 @@ class Plugin:
     def demo_settings(self) -> contextlib.AbstractContextManager[dict[str, Any]] | None:
         return self._demo() if self._demo is not None else None
 
-    def _completer(self, kind: str, key: str, settings: Any) -> Iterator[tuple[str, _Completer]]:
+    def _completer(self, kind: str, key: str, settings: Any) -> Iterator[tuple[str, Completer]]:
         for (k, owner, variable), function in self._completions.items():
             if k == kind and owner == key:
-                yield variable, _Completer(fx.signature(function, self.settings), variable, settings)
+                yield variable, Completer(fx.signature(function, self.settings), variable, settings)
 
 
 class _Resources(ResourceProvider):
-    """The plugin's resources and templates as one resource provider."""
+    """The plugin's resources and templates (as it recorded them) as one resource provider."""
 
-    def __init__(self, plugin: Plugin, settings: Any) -> None:
+    def __init__(
+        self, plugin: Plugin, resources: Recorded, templates: Recorded, completers: Completers, settings: Any
+    ) -> None:
         self.name, self.prefixes = plugin.name, plugin.prefixes
         self._declared: list[Resource] = []
         self._templates: list[ResourceTemplate] = []
-        self._readers: dict[str, _Reader] = {}
-        self._completers: dict[tuple[str, str], _Completer] = {}
-        for uri, (function, fields) in plugin._resources.items():
+        self._readers: dict[str, Reader] = {}
+        self._completers: dict[tuple[str, str], Completer] = {}
+        for uri, (function, fields) in resources.items():
             sig = fx.signature(function, plugin.settings)
             if sig.required():
                 raise fx.DeclarationError(
                     f"{sig.where}: a fixed resource ({uri!r}) has no variables, yet the function requires "
                     f"{', '.join(sorted(sig.required()))}; declare it with @{plugin.name}.template and a variable each"
                 )
-            self._declared.append(Resource(uri=uri, **_resource_fields(function, sig, fields)))
-            self._readers[uri] = _Reader(sig, settings, {}, fields.get("mime_type"))
-        for uri_template, (function, fields) in plugin._templates.items():
+            self._declared.append(Resource(uri=uri, **resource_fields(function, sig, fields)))
+            self._readers[uri] = Reader(sig, settings, {}, fields.get("mime_type"))
+        for uri_template, (function, fields) in templates.items():
             sig = fx.signature(function, plugin.settings)
-            _template_parameters(sig, uri_template)
+            template_parameters(sig, uri_template)
             convert = {p.name: fx.converter(sig, p.name) for p in sig.values}
             self._templates.append(
-                ResourceTemplate(uri_template=uri_template, **_resource_fields(function, sig, fields))
+                ResourceTemplate(uri_template=uri_template, **resource_fields(function, sig, fields))
             )
-            direct = _direct(sig, uri_template, convert)
-            self._readers[uri_template] = _Reader(sig, settings, convert, fields.get("mime_type"), direct=direct)
-            for variable, completer in plugin._completer("template", uri_template, settings):
+            direct = takes_values_as_given(sig, uri_template, convert)
+            self._readers[uri_template] = Reader(sig, settings, convert, fields.get("mime_type"), direct=direct)
+            for variable, completer in completers("template", uri_template):
                 self._completers[(uri_template, variable)] = completer
 
     def resources(self) -> Sequence[Resource]:
@@ -376,15 +387,15 @@ class _Resources(ResourceProvider):
 
 
 class _Tools(ToolProvider):
-    """The plugin's tools as one tool provider."""
+    """The plugin's tools (as it recorded them) as one tool provider."""
 
-    def __init__(self, plugin: Plugin, settings: Any) -> None:
+    def __init__(self, plugin: Plugin, tools: Recorded, settings: Any) -> None:
         self.name = f"{plugin.name}-tools"  # provider names are unique across kinds
         self._declared: list[Tool] = []
-        self._calls: dict[str, _Tool] = {}
-        for name, (function, fields) in plugin._tools.items():
+        self._calls: dict[str, ToolCaller] = {}
+        for name, (function, fields) in tools.items():
             sig = fx.signature(function, plugin.settings)
-            description = fields.get("description") or _doc(function)
+            description = fields.get("description") or doc_of(function)
             if not description:
                 raise fx.DeclarationError(
                     f"{sig.where}: tool {name!r} has no description; give the function a docstring saying what it "
@@ -404,7 +415,7 @@ class _Tools(ToolProvider):
                     **rest,
                 )
             )
-            self._calls[name] = _Tool(sig, settings, model, wrapped)
+            self._calls[name] = ToolCaller(sig, settings, model, wrapped)
 
     def tools(self) -> Sequence[Tool]:
         return self._declared
@@ -414,23 +425,23 @@ class _Tools(ToolProvider):
 
 
 class _Prompts(PromptProvider):
-    """The plugin's prompts as one prompt provider."""
+    """The plugin's prompts (as it recorded them) as one prompt provider."""
 
-    def __init__(self, plugin: Plugin, settings: Any) -> None:
+    def __init__(self, plugin: Plugin, prompts: Recorded, completers: Completers, settings: Any) -> None:
         self.name = f"{plugin.name}-prompts"
         self._declared: list[Prompt] = []
-        self._renders: dict[str, _Prompt] = {}
-        self._completers: dict[tuple[str, str], _Completer] = {}
-        for name, (function, fields) in plugin._prompts.items():
+        self._renders: dict[str, PromptRenderer] = {}
+        self._completers: dict[tuple[str, str], Completer] = {}
+        for name, (function, fields) in prompts.items():
             sig = fx.signature(function, plugin.settings)
             arguments = tuple(
                 PromptArgument(name=p.name, required=p.default is inspect.Parameter.empty) for p in sig.values
             )
-            description = fields.get("description") or _doc(function) or name
+            description = fields.get("description") or doc_of(function) or name
             rest = {k: v for k, v in fields.items() if k != "description"}
             self._declared.append(Prompt(name=name, description=description, arguments=arguments, **rest))
-            self._renders[name] = _Prompt(sig, settings)
-            for variable, completer in plugin._completer("prompt", name, settings):
+            self._renders[name] = PromptRenderer(sig, settings)
+            for variable, completer in completers("prompt", name):
                 self._completers[(name, variable)] = completer
 
     def prompts(self) -> Sequence[Prompt]:

@@ -90,7 +90,7 @@ CASES: tuple[Case, ...] = (
     Case(
         "file: os.open is wrapped at install",
         "core/_sideeffects/levels.py",
-        "            os.open = _guarded_os_open",
+        "            os.open = guarded_os_open",
         "            pass",
         (DIR_FD,),
     ),
@@ -126,7 +126,7 @@ CASES: tuple[Case, ...] = (
     Case(
         "http: sockets and TLS objects are guarded at install",
         "core/_sideeffects/levels.py",
-        "        _patch_wire()\n",
+        "        patch_wire()\n",
         "",
         (WIRE,),
     ),
@@ -147,7 +147,7 @@ CASES: tuple[Case, ...] = (
     Case(
         "http: what http.client let through is not recorded twice",
         "core/_sideeffects/clients.py",
-        "            scope._passed = [*(scope._passed or ()), (method.upper(), _path_of(full))]",
+        "            scope.let_through(method.upper(), path_of(full))",
         "            pass",
         WARN_ONCE,
     ),
@@ -281,7 +281,7 @@ CASES += (
     Case(
         "transport: an unserved MCP-Protocol-Version is refused naming the header",
         HTTP_APP,
-        "            await _send_json(send, 400, _unsupported_version(version, request_id_of(body)))"
+        "            await send_json(send, 400, unsupported_version(version, request_id_of(body)))"
         "\n            return",
         "            pass",
         (EDGES + "test_an_unserved_version_header_names_the_header_and_the_versions_served[1999-01-01]",),
@@ -296,7 +296,7 @@ CASES += (
     Case(
         "transport: a request its client cancelled is not answered on a session",
         HTTP_APP,
-        "send if self.stateless else _unanswered_when_cancelled(send)",
+        "send if self.stateless else unanswered_when_cancelled(send)",
         "send",
         (CANCEL + "test_a_cancelled_request_is_not_answered_on_a_session[5-2025-11-25-sse]",
          CANCEL + "test_a_cancelled_request_is_not_answered_on_a_session[5-2025-11-25-json]"),
@@ -402,9 +402,9 @@ CASES += (
     Case(
         "raise: a registration hook's BaseException rejects only its plugin",
         "core/_host/hookcalls.py",
-        "        except BaseException as exc:\n            _reraise_interrupt(exc)\n"
+        "        except BaseException as exc:\n            reraise_interrupt(exc)\n"
         '            record.reject(f"hook {hook} raised',
-        "        except Exception as exc:\n            _reraise_interrupt(exc)\n"
+        "        except Exception as exc:\n            reraise_interrupt(exc)\n"
         '            record.reject(f"hook {hook} raised',
         (BASE + "test_a_base_exception_from_a_hook_or_a_declaration_rejects_only_its_plugin[custom]",),
     ),
@@ -648,8 +648,8 @@ CASES += (
     Case(
         "HTTP: a stateless batch holding a cancel is refused",
         "core/_serve/transport/http_app.py",
-        "        if self.stateless and (refused := _stateless_cancel_in_batch(items)) is not None:",
-        "        if False and (refused := _stateless_cancel_in_batch(items)) is not None:",
+        "        if self.stateless and (refused := stateless_cancel_in_batch(items)) is not None:",
+        "        if False and (refused := stateless_cancel_in_batch(items)) is not None:",
         ("tests/test_http_cancel.py::test_stateless_http_refuses_a_batch_holding_a_cancel",),
     ),
     Case(
@@ -845,14 +845,14 @@ CASES += (  # live composition (issue 26) and extensions (issue 27)
     Case(
         "reload: a request keeps its generation running until it ends",
         "core/_serve/binding.py",
-        "        with generation.serving():\n",
-        "        with contextlib.nullcontext():\n",
+        "    with generation.serving():\n",
+        "    with contextlib.nullcontext():\n",
         (RELOAD + "test_a_read_in_flight_finishes_on_the_old_provider_whose_lifespan_then_ends",),
     ),
     Case(
         "reload: a SIGHUP is held from the start of serve",
         "core/cli.py",
-        "    _hold_sighup()  # first: composing takes seconds",
+        "    hold_sighup()  # first: composing takes seconds",
         "    pass  # first: composing takes seconds",
         ("tests/test_reload_served.py::test_a_sighup_during_start_up_is_held_not_fatal",),
     ),
@@ -957,9 +957,23 @@ CASES += (  # live composition (issue 26) and extensions (issue 27)
     Case(
         "tasks: the body's rate is not counted twice",
         "core/_serve/pipeline.py",
-        "if running_task.get() is None:",
-        "if True:",
+        "if task is None:  # a task's body",
+        "if True:  # a task's body",
         (TASKS + "test_the_body_is_not_counted_twice_by_the_rate_limit",),
+    ),
+    Case(
+        "tasks: a task's body is not made a task again",
+        "core/_serve/methods/tasks.py",
+        'if tool.task_support == "forbidden" or exchange.task is not None:',
+        'if tool.task_support == "forbidden":',
+        (TASKS + "test_a_task_handle_comes_at_once_and_polling_reaches_the_result_with_its_receipt",),
+    ),
+    Case(
+        "stdio: the SDK fallback serves with fd 1 pointed at stderr",
+        "core/_serve/transport/stdio_loop.py",
+        "    with claimed_std_fds(stdout_fd) as fds:\n        yield fds\n",
+        "    yield os.dup(0), os.dup(1 if stdout_fd is None else stdout_fd)\n",
+        ("tests/test_stdio_transport.py::test_stray_prints_go_to_stderr_and_stdout_is_restored[file]",),
     ),
     # round 4 item 24: the four mutants the round 4 run found surviving
     Case(

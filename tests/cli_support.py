@@ -103,5 +103,5 @@ def no_serving(monkeypatch: pytest.MonkeyPatch) -> None:
         sys.stderr.write("serve went on to serve: it did not refuse\n")
         raise SystemExit(SERVED)
 
-    for name in ("_serve_http", "_serve_stdio", "_start_workers"):
+    for name in ("serve_http", "_serve_stdio", "start_workers"):
         monkeypatch.setattr(f"mcp_providers.cli.{name}", refuse)

@@ -733,9 +733,9 @@ def test_a_failed_httpcore2_patch_fails_install_and_an_optional_one_is_logged(
         raise RuntimeError("cannot patch")
 
     with pytest.raises(RuntimeError, match="cannot patch"):
-        imports._patch_on_import("httpcore2", broken, optional=False)  # imported here: patched now
+        imports.patch_on_import("httpcore2", broken, optional=False)  # imported here: patched now
     with caplog.at_level(logging.WARNING, logger=_sideeffects.log.name):
-        imports._patch_on_import("httpcore2", broken)
+        imports.patch_on_import("httpcore2", broken)
     assert "could not guard httpcore2 against side effects in reads" in caplog.text
 
 
@@ -744,7 +744,7 @@ from mcp_providers import _sideeffects
 from mcp_providers._sideeffects import levels
 def broken(module):
     raise RuntimeError("cannot patch")
-levels._patch_httpcore = broken
+levels.patch_httpcore = broken
 _sideeffects.install()
 try:
     import httpcore2

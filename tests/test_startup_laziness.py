@@ -41,8 +41,8 @@ SERVE_PATH = """
 import json, sys
 import mcp_providers.cli as cli
 composition = cli._compose(cli._load(None), strict=False)
-cli._server_of(composition, strict=False)
-cli._reloads(composition, None, None, None)  # serve always makes a reloader (SIGHUP)
+cli.server_of(composition, strict=False)
+cli.reloads(composition, None, None, None)  # serve always makes a reloader (SIGHUP)
 print(json.dumps({"served": [r.name for r in composition.records if r.status == "loaded"],
                   "loaded": sorted(m for m in %r if m in sys.modules)}))
 """

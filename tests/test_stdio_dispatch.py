@@ -269,10 +269,10 @@ async def _dispatcher(on_request: Any) -> AsyncIterator[tuple[Any, _Pipe]]:
     import anyio
 
     from mcp_providers._serve.transport.stdio_dispatch import StdioDispatcher
-    from mcp_providers._serve.transport.stdio_framing import _Session
+    from mcp_providers._serve.transport.stdio_framing import Session
 
     pipe = _Pipe()
-    dispatcher = StdioDispatcher(pipe, _Session(), lambda: None)  # type: ignore[arg-type]
+    dispatcher = StdioDispatcher(pipe, Session(), lambda: None)  # type: ignore[arg-type]
 
     async def on_notify(context: Any, method: str, params: Any) -> None:
         return None

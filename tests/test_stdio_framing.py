@@ -21,8 +21,8 @@ MIB = 1024 * 1024
 def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RawStdio]:
     """One session per transport that every test in this module abuses in turn.
 
-    ``sdk`` sets ``MCP_PROVIDERS_STDIO=sdk``, which selects the SDK's own stdio transport where
-    the CLI offers that choice (otherwise both runs use the default transport).
+    ``sdk`` sets ``MCP_PROVIDERS_STDIO=sdk``, which selects the SDK's own stdio transport (the
+    fallback of ``serve_stdio`` where pipes do not apply) on these pipes.
     """
     tmp_path = tmp_path_factory.mktemp("stdio-framing")
     env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_PROVIDERS_")}

@@ -1,4 +1,5 @@
-"""`mcp_providers.stdio`: the asyncio-pipe stdio transport `serve` uses, in both protocol eras."""
+"""``serve_stdio``: the asyncio-pipe stdio transport ``serve`` uses, in both protocol eras, and its
+fallback to the SDK's transport (``serve_sdk_stdio``) where pipes do not apply."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
+from pathlib import Path
 
 import mcp_types as types
 import pytest
@@ -77,7 +80,7 @@ PRINTING_SERVER = textwrap.dedent(
     """
     import sys, anyio, mcp_types as types
     from mcp.server import Server
-    from mcp_providers._serve.transport.stdio import stdio_server
+    from mcp_providers._serve.transport.stdio_loop import serve_stdio
 
     async def read(ctx, params):
         print("stray output from a provider")
@@ -90,47 +93,60 @@ PRINTING_SERVER = textwrap.dedent(
     server = Server("printer", on_read_resource=read, on_list_resources=listing)
     server.middleware = []
 
-    async def main():
-        async with stdio_server() as (r, w):
-            await server.run(r, w, server.create_initialization_options())
-
     print("before serving")
-    anyio.run(main)
+    anyio.run(serve_stdio, server)
     print("after serving")
     """
 )
 
 
-def test_stray_prints_go_to_stderr_and_stdout_is_restored() -> None:
+def _lines_of(path: Path, count: int) -> list[str]:
+    """The first ``count`` lines written to ``path``, waited for (up to 30 s)."""
+    deadline = time.monotonic() + 30
+    while len(lines := path.read_text().splitlines(keepends=True)) < count and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return lines[:count]
+
+
+@pytest.mark.parametrize("stdout_kind", ["pipe", "file"])
+def test_stray_prints_go_to_stderr_and_stdout_is_restored(stdout_kind: str, tmp_path: Path) -> None:
+    # "file": stdout a regular file, which asyncio pipes cannot take; the SDK fallback keeps the guard.
     lines = [json.dumps(INIT) + "\n", json.dumps(INITIALIZED) + "\n", json.dumps(_read(2, "x://y")) + "\n"]
-    proc = subprocess.Popen(
-        [sys.executable, "-c", PRINTING_SERVER],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    out_path = tmp_path / "stdout.txt"
+    with out_path.open("w") as out_file:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", PRINTING_SERVER],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE if stdout_kind == "pipe" else out_file,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    assert proc.stdin is not None and proc.stderr is not None
     proc.stdin.write("".join(lines))
     proc.stdin.flush()
-    assert proc.stdout.readline() == "before serving\n"
-    wire = [json.loads(proc.stdout.readline()) for _ in range(2)]
+    # Every answer is written before end of input is sent.
+    head = [proc.stdout.readline() for _ in range(3)] if proc.stdout is not None else _lines_of(out_path, 3)
     proc.stdin.close()
-    rest = proc.stdout.read()
+    rest = proc.stdout.read() if proc.stdout is not None else None
     err = proc.stderr.read()
     proc.wait(timeout=30)
-    proc.stdout.close()
+    if proc.stdout is not None:
+        proc.stdout.close()
+    else:
+        rest = out_path.read_text().removeprefix("".join(head))
     proc.stderr.close()
+    assert head[0] == "before serving\n"
+    wire = [json.loads(line) for line in head[1:]]
     assert [m["id"] for m in wire] == [1, 2]
     assert wire[1]["result"]["contents"][0]["text"] == "ok"
     assert "stray output from a provider" in err
     assert rest == "after serving\n"
 
 
-def test_regular_file_stdin_falls_back_to_the_sdk_transport(tmp_path: object) -> None:
-    from pathlib import Path
-
-    requests = Path(str(tmp_path)) / "requests.jsonl"
+def test_regular_file_stdin_falls_back_to_the_sdk_transport(tmp_path: Path) -> None:
+    # A real subprocess with stdin from a file: asyncio cannot register it, the SDK's stdio serves.
+    # Only the handshake is asked: the SDK ends requests still running at end of input unanswered.
+    requests = tmp_path / "requests.jsonl"
     requests.write_text(json.dumps(INIT) + "\n")
     with requests.open() as stdin:
         done = subprocess.run(
@@ -142,6 +158,7 @@ def test_regular_file_stdin_falls_back_to_the_sdk_transport(tmp_path: object) ->
             check=False,
         )
     assert json.loads(done.stdout.splitlines()[0])["result"]["protocolVersion"] == "2025-11-25"
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
 
 
 def test_serve_with_stdin_from_the_null_device_exits_at_end_of_input() -> None:

@@ -21,9 +21,11 @@ import json
 import logging
 import sys
 import time
+import weakref
 from typing import Any, Literal
 
 LEVELS = ("debug", "info", "warning", "error")
+_OURS: weakref.WeakSet[logging.Handler] = weakref.WeakSet()  # the handlers configure() added
 LogLevel = Literal["debug", "info", "warning", "error"]
 LogFormat = Literal["text", "json"]
 
@@ -83,7 +85,7 @@ def for_report(verbose: bool, *, prints_failures: bool = False) -> None:
     if verbose:
         return
     for handler in logging.getLogger().handlers:
-        if getattr(handler, "_mcp_providers", False):
+        if handler in _OURS:
             handler.setFormatter(ReportFormatter())
             if prints_failures:
                 handler.addFilter(_unreported)
@@ -102,8 +104,8 @@ def configure(level: str = "warning", fmt: str = "text") -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
     root = logging.getLogger()
-    for old in [h for h in root.handlers if getattr(h, "_mcp_providers", False)]:
+    for old in [h for h in root.handlers if h in _OURS]:
         root.removeHandler(old)
-    handler._mcp_providers = True  # type: ignore[attr-defined]
+    _OURS.add(handler)
     root.addHandler(handler)
     root.setLevel(level.upper())

@@ -19,14 +19,9 @@ from mcp_providers._cli.sources import source_problems, unavailable
 from mcp_providers._cli.workers import FD_ENV, WHY_CLUSTER, WHY_STATELESS, serve_workers
 from mcp_providers._serve.composition import Composition
 from mcp_providers._serve.statics import static_read_problems
+from mcp_providers._serve.transport.http_policy import is_wildcard
 from mcp_providers.config import CONFIG_ENV, Config, load_config
 from mcp_providers.errors import CompositionError, ConfigError
-
-
-def _is_wildcard(host: str) -> bool:
-    from mcp_providers._serve.transport.http_policy import is_wildcard
-
-    return is_wildcard(host)
 
 
 def _bracketed(host: str) -> str:
@@ -34,13 +29,7 @@ def _bracketed(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
 
-def _hold_sighup() -> None:
-    from mcp_providers._serve.reload import hold_sighup
-
-    hold_sighup()
-
-
-def _watched(config: Path | None) -> str:
+def watched_file(config: Path | None) -> str:
     """The config file ``--watch`` watches: ``-c``, else ``$MCP_PROVIDERS_CONFIG``."""
     path = config if config is not None else os.environ.get(CONFIG_ENV)
     if not path:
@@ -48,7 +37,7 @@ def _watched(config: Path | None) -> str:
     return str(path)
 
 
-def _reloads(composition: Composition, config: Path | None, plugin_set: str | None, watched: str | None) -> Any:
+def reloads(composition: Composition, config: Path | None, plugin_set: str | None, watched: str | None) -> Any:
     """The composition's :class:`~mcp_providers._serve.reload.Reloader`, reloading on SIGHUP (and
     on changes of ``watched``) while it serves; the config is read as at start-up."""
     from mcp_providers._serve import reload
@@ -65,7 +54,7 @@ def _reloads(composition: Composition, config: Path | None, plugin_set: str | No
 
 
 @contextlib.contextmanager
-def _traces() -> Iterator[None]:
+def traces() -> Iterator[None]:
     """OpenTelemetry traces when the ``OTEL_*`` variables ask for them (docs/operations.md,
     "Traces"), set up before the server is built and flushed when serving ends; exit 1 when they
     ask but the ``telemetry`` extra is missing."""
@@ -83,7 +72,7 @@ def _traces() -> Iterator[None]:
             tracing.shutdown()
 
 
-def _start_workers(workers: int, address: tuple[str, int] | None, config: Config, stateless: bool) -> None:
+def start_workers(workers: int, address: tuple[str, int] | None, config: Config, stateless: bool) -> None:
     """Run ``workers`` copies of this command on one socket (``_cli/workers.py``), then exit."""
     if address is None:
         raise typer.BadParameter("--workers goes with --http HOST:PORT", param_hint="--workers")
@@ -99,7 +88,7 @@ def _start_workers(workers: int, address: tuple[str, int] | None, config: Config
     raise typer.Exit(serve_workers(workers, *address))
 
 
-def _server_of(composition: Composition, strict: bool) -> Any:
+def server_of(composition: Composition, strict: bool) -> Any:
     """The composed server, or exit 1: under ``--strict`` when a static read fails or a configured
     source is unavailable, and always (fail closed) when a plugin that could carry authorization is
     not in force. Without ``--strict`` an unavailable source is a warning: the rest is served."""
@@ -133,7 +122,7 @@ def _refuse(exc: CompositionError) -> NoReturn:
     raise typer.Exit(1) from None
 
 
-def _serve_http(
+def serve_http(
     composition: Composition,
     server: Any,
     address: tuple[str, int],
@@ -150,7 +139,7 @@ def _serve_http(
     host, port = address
     if not is_loopback(host):
         err.print(f"[yellow]warning:[/yellow] serving on {host}, not loopback; anyone who can reach it can connect")
-    own_url = None if _is_wildcard(host) else f"http://{_bracketed(host)}:{port}/mcp"
+    own_url = None if is_wildcard(host) else f"http://{_bracketed(host)}:{port}/mcp"
     try:
         auth = http_auth(composition.config.server.auth, own_url)
     except ConfigError as exc:

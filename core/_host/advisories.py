@@ -36,7 +36,7 @@ from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
 
 from mcp_providers._host.declarations import Declared, Problem
 from mcp_providers._host.output_schemas import RESULT_KEY, UnservableSchema, output_schema
-from mcp_providers._host.rules import _valid, _where
+from mcp_providers._host.rules import valid_uri, where_of
 from mcp_providers.identity import Principal
 from mcp_providers.models import ORIGIN_KEY, Resource, ResourceTemplate, Tool
 from mcp_providers.uris import InvalidUri, canonical, canonical_template
@@ -56,7 +56,7 @@ def advisories(declared: Sequence[Declared]) -> list[Problem]:
                     Problem((d.plugin,), "left-out", item.value, f"{d.provider.name}: {item.message}", item.fix)
                 )
         for r in d.resources:
-            if _valid(r.uri) and canonical(r.uri) != r.uri:
+            if valid_uri(r.uri) and canonical(r.uri) != r.uri:
                 found.append(
                     Problem(
                         (d.plugin,),
@@ -137,7 +137,7 @@ PROBE_VALUE = "probe"
 def _unserved_members(declared: Sequence[Declared]) -> list[Problem]:
     """A ``member-unserved`` problem per ``Members`` URI that no declaration serves: not a declared
     template, and (expanded with :data:`PROBE_VALUE`) neither a fixed URI nor a URI of a template."""
-    fixed = {canonical(r.uri) for d in declared for r in d.resources if _valid(r.uri)}
+    fixed = {canonical(r.uri) for d in declared for r in d.resources if valid_uri(r.uri)}
     templates: dict[str, UriTemplate] = {}
     for d in declared:
         for t in d.templates:
@@ -152,7 +152,7 @@ def _unserved_members(declared: Sequence[Declared]) -> list[Problem]:
                         Problem(
                             (d.plugin,),
                             "member-unserved",
-                            _where(decl),
+                            where_of(decl),
                             f"member {member!r} is served by nothing here, so a rule on it guards nothing",
                             "name the URI or template the members are served at (see resources/templates/list)",
                         )
@@ -205,7 +205,7 @@ def undercut_aggregates(
                         Problem(
                             (d.plugin,),
                             "aggregate-undercuts-deny",
-                            _where(decl),
+                            where_of(decl),
                             f"it gathers {found[1]}, whose read the policy refuses to {found[0].subject!r} "
                             f"({found[2]}), and does not filter its members, so reading it serves what the rule "
                             "refuses",
@@ -226,7 +226,7 @@ def _undercut(
     """The first ``(caller, member URI, why, aggregate URI)`` where the member is denied and the
     aggregate allowed, else ``None``."""
     try:
-        own = UriTemplate.parse(_where(decl))
+        own = UriTemplate.parse(where_of(decl))
         other = UriTemplate.parse(member)
     except InvalidUriTemplate:
         return None

@@ -52,11 +52,11 @@ import pluggy
 
 from mcp_providers import hookspecs
 from mcp_providers._host.groups import DECLARED_POLICY, entry_points, group_problem, is_policy, looked_evidence
-from mcp_providers._host.hookcalls import _collect, _configure, _register, plugin_manager
+from mcp_providers._host.hookcalls import collect_providers, configure_plugin, plugin_manager, register_plugin
 from mcp_providers._host.hookscan import AuthorizeScan, scan_authorize, scan_problem
-from mcp_providers._host.isolation import MadeForAnotherCore, _guarded, _one_line, _stdout_to_stderr
+from mcp_providers._host.isolation import MadeForAnotherCore, guarded_load, one_line, stdout_to_stderr
 from mcp_providers._host.records import PluginRecord
-from mcp_providers._host.selection import _check_selection_names, _selected
+from mcp_providers._host.selection import check_selection_names, selection_of
 from mcp_providers._host.shape import as_plugin, several_plugins, unmarked_hooks
 from mcp_providers.config import Config
 from mcp_providers.errors import ConfigError
@@ -110,7 +110,7 @@ def _look(name: str, load: Callable[[], object], group: str | None) -> str | Non
 
     def look() -> str | None:
         try:
-            with _stdout_to_stderr():
+            with stdout_to_stderr():
                 plugin = load()
         except BaseException as exc:
             if isinstance(exc, KeyboardInterrupt):
@@ -141,13 +141,13 @@ def discover(
     """
     pm = plugin_manager()
     records, loaders = _found(load_entrypoints, plugins)
-    _check_selection_names(config, set(records))
+    check_selection_names(config, set(records))
     for name in sorted(records):
         record = records[name]
         record.configured = name in config.plugins
         if record.status == "rejected":
             continue
-        selected, record.selection = _selected(name, config)
+        selected, record.selection = selection_of(name, config)
         if not selected:
             record.status, record.reason = "disabled", record.selection.removeprefix("off: ")
             if record.configured:
@@ -175,9 +175,9 @@ def _found(
                 f"{e.dist.name if e.dist else '?'} ({e.value}{f', group {e.group}' if mixed else ''})" for e in eps
             )
             record.reject(f"entry point name {name!r} is declared by {owners}; uninstall one or rename it")
-            record.authorize_evidence = next(filter(None, (_look(name, _guarded(e), e.group) for e in eps)), None)
+            record.authorize_evidence = next(filter(None, (_look(name, guarded_load(e), e.group) for e in eps)), None)
             continue
-        loaders[name] = _guarded(eps[0])
+        loaders[name] = guarded_load(eps[0])
     for name, plugin in (plugins or {}).items():
         if name in records:
             raise ConfigError(f"plugin {name!r} is both installed and passed directly; use another name")
@@ -195,13 +195,13 @@ def _load(
 ) -> None:
     """Import, register, configure and collect one selected plugin; any failure rejects it alone."""
     try:
-        with _stdout_to_stderr():
+        with stdout_to_stderr():
             plugin = load()
     except BaseException as exc:
         if isinstance(exc, KeyboardInterrupt):
             raise
         made_for = isinstance(exc, MadeForAnotherCore)
-        record.reject(f"made for another core: {exc}" if made_for else f"import failed: {_one_line(exc)}")
+        record.reject(f"made for another core: {exc}" if made_for else f"import failed: {one_line(exc)}")
         # By construction: a policy-group plugin stops serve, a provider-group one is left out.
         fix = "install a release made for this core" if made_for else "fix the import"
         declared = f"{DECLARED_POLICY} ({fix}, or leave it out with deny = [{record.name!r}])"
@@ -220,7 +220,7 @@ def _load(
     if problem is not None:
         record.reject(problem)
         return
-    _register(pm, record, plugin)
+    register_plugin(pm, record, plugin)
     if record.is_rejected():
         return
     if record.group == hookspecs.PROJECT and "authorize" in record.hooks:  # pluggy saw what the scan did not
@@ -232,8 +232,8 @@ def _load(
         pm.unregister(plugin)
         record.reject(unmarked)
         return
-    _configure(pm, record, config)
+    configure_plugin(pm, record, config)
     if not record.is_rejected() and not _kept(record, previous):
-        _collect(pm, record)
+        collect_providers(pm, record)
     if record.is_rejected() and pm.is_registered(plugin):
         pm.unregister(plugin)  # its authorize hook must not run either

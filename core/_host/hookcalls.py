@@ -14,8 +14,8 @@ from pydantic import BaseModel, ValidationError
 
 from mcp_providers import hookspecs
 from mcp_providers._host.hookscan import PluginManager
-from mcp_providers._host.isolation import _one_line, _reraise_interrupt, _stdout_to_stderr
-from mcp_providers._host.records import _PROVIDER_HOOKS, PluginRecord
+from mcp_providers._host.isolation import one_line, reraise_interrupt, stdout_to_stderr
+from mcp_providers._host.records import PROVIDER_HOOKS, PluginRecord
 from mcp_providers._host.shape import HOOKS, did_you_mean, provider_problem
 from mcp_providers._host.skills import SkillFiles
 from mcp_providers.config import Config, format_validation_error, settings_context
@@ -46,25 +46,25 @@ def call_hook(record: PluginRecord, hook: str, **kwargs: Any) -> tuple[bool, Any
     caller = getattr(record.manager.hook, hook) if record.manager is not None else None
     if caller is None or not caller.get_hookimpls():
         return False, None
-    with _stdout_to_stderr():
+    with stdout_to_stderr():
         results = caller(**kwargs)
     return True, (results[0] if results else None)
 
 
-def _register(pm: pluggy.PluginManager, record: PluginRecord, plugin: object) -> None:
+def register_plugin(pm: pluggy.PluginManager, record: PluginRecord, plugin: object) -> None:
     """Register ``plugin`` with a manager of its own (where its hooks are called, alone) and with
     the composition's (which lists every plugin); a mismatch with the hookspecs rejects it."""
     own = plugin_manager()
     try:
         _register_recording(own, record, plugin)
     except pluggy.PluginValidationError as exc:
-        record.reject(f"hook signature does not match the hookspec: {_one_line(exc)}")
+        record.reject(f"hook signature does not match the hookspec: {one_line(exc)}")
         return
     except Warning as exc:  # the caller's filters made a deprecation an error
-        record.reject(f"uses a deprecated part of the hook contract and warnings are errors here: {_one_line(exc)}")
+        record.reject(f"uses a deprecated part of the hook contract and warnings are errors here: {one_line(exc)}")
         return
     except Exception as exc:  # ValueError (a name taken), or plugin code run by dir()
-        record.reject(f"pluggy could not register it: {_one_line(exc)}")
+        record.reject(f"pluggy could not register it: {one_line(exc)}")
         return
     unknown = [hc.name for hc in own.get_hookcallers(plugin) or [] if hc.spec is None]
     if unknown:
@@ -103,12 +103,12 @@ def _register_recording(own: pluggy.PluginManager, record: PluginRecord, plugin:
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 
 
-def _configure(pm: pluggy.PluginManager, record: PluginRecord, config: Config) -> None:
+def configure_plugin(pm: pluggy.PluginManager, record: PluginRecord, config: Config) -> None:
     try:
         found, model = call_hook(record, "settings_model")
     except BaseException as exc:  # SystemExit too: one plugin's exit must not end the process
-        _reraise_interrupt(exc)
-        record.reject(f"hook settings_model raised {_one_line(exc)}")
+        reraise_interrupt(exc)
+        record.reject(f"hook settings_model raised {one_line(exc)}")
         return
     table = config.plugins.get(record.name)
     if not found or model is None:
@@ -125,13 +125,13 @@ def _configure(pm: pluggy.PluginManager, record: PluginRecord, config: Config) -
         record.reject(f"invalid settings: {format_validation_error(exc, f'plugins.{record.name}', model)}")
 
 
-def _collect(pm: pluggy.PluginManager, record: PluginRecord) -> None:
-    for hook, kind in _PROVIDER_HOOKS:
+def collect_providers(pm: pluggy.PluginManager, record: PluginRecord) -> None:
+    for hook, kind in PROVIDER_HOOKS:
         try:
             found, result = call_hook(record, hook, settings=record.settings)
         except BaseException as exc:
-            _reraise_interrupt(exc)
-            record.reject(f"hook {hook} raised {_one_line(exc)}")
+            reraise_interrupt(exc)
+            record.reject(f"hook {hook} raised {one_line(exc)}")
             return
         if not found:
             continue

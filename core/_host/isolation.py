@@ -13,18 +13,18 @@ from mcp_providers._host.compat import plugin_core_problem
 
 
 @contextlib.contextmanager
-def _stdout_to_stderr() -> Iterator[None]:
+def stdout_to_stderr() -> Iterator[None]:
     # A plugin's print() must never reach a stdio MCP stream.
     with contextlib.redirect_stdout(sys.stderr):
         yield
 
 
-def _one_line(exc: BaseException) -> str:
+def one_line(exc: BaseException) -> str:
     text = " ".join(str(exc).split())
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-def _reraise_interrupt(exc: BaseException) -> None:
+def reraise_interrupt(exc: BaseException) -> None:
     """The operator's Ctrl-C stops start-up; anything else a plugin raises is that plugin's failure."""
     if isinstance(exc, KeyboardInterrupt):
         raise exc
@@ -35,7 +35,7 @@ class MadeForAnotherCore(Exception):
     names both); raised instead of importing it."""
 
 
-def _guarded(ep: importlib.metadata.EntryPoint) -> Callable[[], object]:
+def guarded_load(ep: importlib.metadata.EntryPoint) -> Callable[[], object]:
     """How to load ``ep``: the one place an entry point is imported, after its distribution's
     requirement on the core is checked (:func:`~mcp_providers._host.compat.plugin_core_problem`).
 

@@ -61,7 +61,7 @@ def _json_schema(model: type[BaseModel]) -> dict[str, Any]:
         raise UnservableSchema(f"{type(exc).__name__}: {str(exc)[:300]}") from None
 
 
-def _servable(d: Declared, tool: Tool) -> Problem | None:
+def servable(d: Declared, tool: Tool) -> Problem | None:
     """A problem for a tool whose input or output model has no JSON Schema, else None."""
     try:
         _json_schema(tool.input_model)

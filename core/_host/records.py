@@ -16,7 +16,7 @@ from mcp_providers.skills import SkillProvider
 
 Status = Literal["loaded", "rejected", "disabled"]
 
-_PROVIDER_HOOKS: tuple[tuple[str, type], ...] = (
+PROVIDER_HOOKS: tuple[tuple[str, type], ...] = (
     ("register_resource_providers", ResourceProvider),
     ("register_tool_providers", ToolProvider),
     ("register_extension_providers", ExtensionProvider),

@@ -52,7 +52,7 @@ from collections.abc import Iterable, Sequence
 from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
 
 from mcp_providers._host.declarations import Declared, Problem
-from mcp_providers._host.output_schemas import _servable
+from mcp_providers._host.output_schemas import servable
 from mcp_providers._host.specificity import unreachable
 from mcp_providers.models import Prompt, Resource, ResourceTemplate, Tool
 from mcp_providers.providers import ResourceProvider
@@ -102,13 +102,15 @@ def check(declared: Sequence[Declared]) -> list[Problem]:
         problems += _grammar(d)
         problems += _ownership(d)
         problems += _check_extensions(d)
-        unservable = {t.name: p for t in d.tools if (p := _servable(d, t)) is not None}
+        unservable = {t.name: p for t in d.tools if (p := servable(d, t)) is not None}
         if unservable:  # left out alone: the plugin's other tools are still served
             problems += unservable.values()
             d.tools = [t for t in d.tools if t.name not in unservable]
     problems += _overlaps(declared)
     _dupes(problems, "duplicate-provider", ((d.provider.name, d) for d in declared))
-    _dupes(problems, "duplicate-uri", ((canonical(r.uri), d) for d in declared for r in d.resources if _valid(r.uri)))
+    _dupes(
+        problems, "duplicate-uri", ((canonical(r.uri), d) for d in declared for r in d.resources if valid_uri(r.uri))
+    )
     _dupes(problems, "duplicate-template", ((t.uri_template, d) for d in declared for t in d.templates))
     _dupes(problems, "duplicate-tool", ((t.name, d) for d in declared for t in d.tools))
     _dupes(problems, "duplicate-prompt", ((p.name, d) for d in declared for p in d.prompts))
@@ -119,7 +121,7 @@ def check(declared: Sequence[Declared]) -> list[Problem]:
     return problems
 
 
-def _valid(uri: str) -> bool:
+def valid_uri(uri: str) -> bool:
     try:
         canonical(uri)
     except InvalidUri:
@@ -168,7 +170,7 @@ def _grammar(d: Declared) -> Iterable[Problem]:
             yield Problem(
                 p,
                 "resource-declares-side-effect",
-                _where(decl),
+                where_of(decl),
                 f"declares side_effects={decl.side_effects!r}; resources are read-only",
                 "move the operation to a tool with that effect",
             )
@@ -180,7 +182,7 @@ def _grammar(d: Declared) -> Iterable[Problem]:
 def _check_icons(d: Declared) -> Iterable[Problem]:
     """``icon-invalid`` for each fault of each icon (:meth:`Icon.problems`), named by the declaration."""
     named: list[tuple[str, Resource | ResourceTemplate | Tool | Prompt]] = [
-        *((_where(decl), decl) for decl in d.resource_declarations()),
+        *((where_of(decl), decl) for decl in d.resource_declarations()),
         *((f"tool {t.name}", t) for t in d.tools),
         *((f"prompt {p.name}", p) for p in d.prompts),
     ]
@@ -202,7 +204,7 @@ def _check_member(d: Declared, decl: Resource | ResourceTemplate, member: str) -
     yield Problem(
         (d.plugin,),
         "member-invalid",
-        _where(decl),
+        where_of(decl),
         f"member {member!r} {why}",
         "name each member by its absolute URI or URI template, e.g. myplugin://things/{id}",
     )
@@ -237,17 +239,17 @@ def _ownership(d: Declared) -> Iterable[Problem]:
         yield Problem(p, "no-owned-prefix", provider.name, "declares no URI prefix", "set prefixes = ('myplugin://',)")
     owned = []
     for prefix in provider.prefixes:
-        if not _PREFIX.match(prefix) or not _valid(prefix):
+        if not _PREFIX.match(prefix) or not valid_uri(prefix):
             yield Problem(p, "prefix-invalid", prefix, "is not scheme://...", "use a prefix such as myplugin://area/")
         else:
             owned.append(canonical(prefix))
     for decl in d.resource_declarations():
         start = decl.uri if isinstance(decl, Resource) else literal_start(decl.uri_template)
-        if owned and _valid(start) and not canonical(start).startswith(tuple(owned)):
+        if owned and valid_uri(start) and not canonical(start).startswith(tuple(owned)):
             yield Problem(
                 p,
                 "outside-prefix",
-                _where(decl),
+                where_of(decl),
                 f"lies outside provider {provider.name!r}'s prefixes {', '.join(provider.prefixes)}",
                 "declare the URI under an owned prefix or own its prefix",
             )
@@ -263,7 +265,7 @@ def _overlaps(declared: Sequence[Declared]) -> list[Problem]:
             for i, d in enumerate(declared)
             if isinstance(d.provider, ResourceProvider)
             for px in d.provider.prefixes
-            if _PREFIX.match(px) and _valid(px)
+            if _PREFIX.match(px) and valid_uri(px)
         ),
         key=lambda item: item[0],
     )
@@ -301,7 +303,7 @@ def _shadowing(declared: Sequence[Declared]) -> list[Problem]:
     problems = []
     for d in declared:
         for r in d.resources:
-            if not _valid(r.uri):
+            if not valid_uri(r.uri):
                 continue
             uri = canonical(r.uri)
             for n in lengths:
@@ -319,7 +321,7 @@ def _shadowing(declared: Sequence[Declared]) -> list[Problem]:
     return problems
 
 
-def _where(decl: Resource | ResourceTemplate) -> str:
+def where_of(decl: Resource | ResourceTemplate) -> str:
     return decl.uri if isinstance(decl, Resource) else decl.uri_template
 
 

@@ -9,7 +9,7 @@ from mcp_providers.config import DISABLE_ENV, PLUGINS_ENV, Config, suggestion
 from mcp_providers.errors import ConfigError
 
 
-def _selected(name: str, config: Config) -> tuple[bool, str]:
+def selection_of(name: str, config: Config) -> tuple[bool, str]:
     """Whether ``name`` is selected, and the rule that decided (see the module docstring)."""
     if name in config.env_disable:
         return False, f"off: listed in ${DISABLE_ENV}"
@@ -34,7 +34,7 @@ def _selected(name: str, config: Config) -> tuple[bool, str]:
     return True, "on: every installed plugin (no set, allow list or override)"
 
 
-def _check_selection_names(config: Config, installed: set[str]) -> None:
+def check_selection_names(config: Config, installed: set[str]) -> None:
     """Every name the selection uses must exist: a typo must not silently serve something else."""
     if config.set is not None and config.set not in config.sets:
         known = ", ".join(sorted(config.sets)) or "none defined; add a [sets.<name>] table"

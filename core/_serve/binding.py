@@ -39,6 +39,7 @@ from mcp_providers._serve.methods.watch_methods import Listen, Subscribe, Unsubs
 from mcp_providers._serve.pipeline import Pipeline
 from mcp_providers._serve.runtime import Runtime
 from mcp_providers._serve.seams import check_seams, tracing_middleware
+from mcp_providers._serve.state.tasks import RunningTask
 from mcp_providers._serve.steps import wire
 from mcp_providers._serve.steps.custody import LIST_CACHE_HINT
 from mcp_providers._serve.steps.exchange import Ctx, Method
@@ -174,16 +175,30 @@ def dispatcher(runtime: Runtime, pipeline: Pipeline, name: str) -> Callable[[Ctx
     current when the request starts (``-32601`` when that one does not serve ``name``)."""
 
     async def handle(ctx: Ctx, params: Any) -> Any:
-        generation = runtime.generation
-        method = generation.methods.get(name)
-        if method is None:
-            raise MCPError(types.METHOD_NOT_FOUND, "Method not found", data=name)
-        if name == LISTEN:  # open for as long as the client listens; it keeps no generation running
-            return await pipeline.run(method, ctx, params, generation.authorizer)
-        with generation.serving():
-            return await pipeline.run(method, ctx, params, generation.authorizer)
+        return await _dispatch(runtime, pipeline, name, ctx, params)
 
     return handle
+
+
+async def run_task_call(
+    runtime: Runtime, pipeline: Pipeline, task: RunningTask, params: types.CallToolRequestParams
+) -> Any:
+    """A task's ``tools/call`` through ``pipeline`` once more, as :func:`dispatcher`'s handler runs
+    it, marked as ``task``'s body (the task :data:`~mcp_providers._serve.methods.tasks.Body`)."""
+    return await _dispatch(runtime, pipeline, "tools/call", task.ctx, params, task)
+
+
+async def _dispatch(
+    runtime: Runtime, pipeline: Pipeline, name: str, ctx: Ctx, params: Any, task: RunningTask | None = None
+) -> Any:
+    generation = runtime.generation
+    method = generation.methods.get(name)
+    if method is None:
+        raise MCPError(types.METHOD_NOT_FOUND, "Method not found", data=name)
+    if name == LISTEN:  # open for as long as the client listens; it keeps no generation running
+        return await pipeline.run(method, ctx, params, generation.authorizer)
+    with generation.serving():
+        return await pipeline.run(method, ctx, params, generation.authorizer, task)
 
 
 def routes(runtime: Runtime, pipeline: Pipeline, *, every: bool = False) -> list[RouteEntry]:
@@ -285,7 +300,6 @@ def build_server(
     for r in served:  # methods the SDK has no constructor argument for: the tasks extension's
         if r.method not in _ON:
             server.add_request_handler(r.method, r.params, r.handler)
-    runtime.tasks.body = dispatcher(runtime, pipeline, "tools/call")  # a task's call: the pipeline once more
     # logging/setLevel is registered directly: the constructor's on_set_logging_level warns that
     # logging is deprecated at 2026-07-28, but 2025-11-25 clients still set levels for the log
     # messages tools send (ToolCall.log); the SDK keeps the method off the 2026 wire itself.

@@ -17,7 +17,9 @@ import contextlib
 import functools
 from collections.abc import Mapping
 from importlib.metadata import PackageNotFoundError, version
+from typing import Any
 
+import mcp_types as types
 import pluggy
 from mcp.server import Server
 
@@ -25,9 +27,10 @@ from mcp_providers._host.assembly import Assembly, assemble
 from mcp_providers._host.catalog import Catalog
 from mcp_providers._host.declarations import Declared, Problem
 from mcp_providers._host.records import PluginRecord
-from mcp_providers._serve.binding import build_server, method_table
+from mcp_providers._serve.binding import build_server, method_table, run_task_call
 from mcp_providers._serve.pipeline import Pipeline
 from mcp_providers._serve.runtime import Runtime
+from mcp_providers._serve.state.tasks import RunningTask
 from mcp_providers._serve.steps import tracing
 from mcp_providers.config import Config
 from mcp_providers.errors import CompositionError
@@ -40,7 +43,12 @@ class Composition:
     """
 
     def __init__(self, assembly: Assembly) -> None:
-        self.runtime = Runtime(assembly, method_table)
+        self.runtime = Runtime(assembly, method_table, self._task_call)
+
+    async def _task_call(self, task: RunningTask, params: types.CallToolRequestParams) -> Any:
+        """A task's body: its ``tools/call`` through this composition's pipeline once more (read
+        when a task runs: the runtime and the pipeline exist by then)."""
+        return await run_task_call(self.runtime, self.pipeline, task, params)
 
     # -- what is served (read-only views of the current assembly; a reload replaces it) --------
 

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from mcp.server import Server
 
-from mcp_providers._serve.state.tasks import running_task
+from mcp_providers._serve.state.tasks import RunningTask
 from mcp_providers._serve.steps import tracing, wire
 from mcp_providers._serve.steps.audit import AuditLog
 from mcp_providers._serve.steps.custody import upstream_fields
@@ -99,17 +99,24 @@ class Pipeline:
         (:meth:`_traced`) tell the methods it serves from unknown ones."""
         self._server = server
 
-    async def run(self, method: Method[Any, Any, R], ctx: Ctx, params: Any, authorizer: Authorizer) -> R:
+    async def run(
+        self,
+        method: Method[Any, Any, R],
+        ctx: Ctx,
+        params: Any,
+        authorizer: Authorizer,
+        task: RunningTask | None = None,
+    ) -> R:
         """Answer one request: ``method``'s stages in order, policy asked through ``authorizer``
-        (both of the generation the request started on)."""
+        (both of the generation the request started on); ``task``: the request is that task's body."""
         mark = _through_pipeline.get()
         if mark is not None:
             mark[0] = True  # this request's audit line is written here, not by the middleware
-        exchange = Exchange(method.name, method.actor, Gate(authorizer, principal_of(ctx)), ctx)
+        exchange = Exchange(method.name, method.actor, Gate(authorizer, principal_of(ctx)), ctx, task=task)
         token = current_gate.set(exchange.gate)
         scope = current_scope.set(CredentialScope(self.credentials, exchange.upstreams))
         try:
-            if running_task.get() is None:  # a task's body was counted as the call that started it
+            if task is None:  # a task's body was counted as the call that started it
                 await self.limiter.admit(ctx, exchange.principal, method.name)  # per subject, before the gate
             target = method.route(exchange, params)
             with tracing.stage(self.tracer, "gate"):  # each stage in its span with traces on; else no-ops

@@ -27,7 +27,7 @@ import anyio.abc
 from mcp_providers._host.assembly import Assembly
 from mcp_providers._host.contain import cancels_this_task, contain_tasks, plugin_code
 from mcp_providers._serve.methods.subscriptions import SubscriptionHub
-from mcp_providers._serve.methods.tasks import Tasks
+from mcp_providers._serve.methods.tasks import Body, Tasks
 from mcp_providers._serve.state.cluster import RedisBackend, Shared, shared_for
 from mcp_providers._serve.state.credentials import broker_for
 from mcp_providers._serve.state.sealing import sealing_for
@@ -98,17 +98,15 @@ class Runtime:
     """Per-process state of the served assembly (see the module docstring).
 
     :param methods: what a generation of ``assembly`` serves (the binding's method table).
+    :param task_body: runs a task's ``tools/call`` (:data:`~mcp_providers._serve.methods.tasks.Body`).
     """
 
-    def __init__(self, assembly: Assembly, methods: MethodTable) -> None:
+    def __init__(self, assembly: Assembly, methods: MethodTable, task_body: Body) -> None:
         settings = assembly.config.server
         self.startup_failures: dict[str, str] = {}
         """Provider name -> why its ``lifespan`` failed to start; its requests get an upstream error."""
         self.audit = AuditLog(settings.audit_sinks(), settings.audit.drop_log_seconds if settings.audit else 30.0)
         """The audit sinks (``[server] audit_log``, ``[server.audit]``); shipped ones drain in the background."""
-        self.invoker = Invoker(
-            self.startup_failures, settings.read_timeout, settings.coalesce_reads, dict(settings.side_effects)
-        )
         self.process_guards = settings.embedded_side_effects == "enforce"
         """Starting installs every process-wide guard and the task factory (``serve``, an opted-in
         embedder, :mod:`mcp_providers.testing`), else the audit hook only (see ``_sideeffects.levels``)."""
@@ -118,9 +116,16 @@ class Runtime:
         """Seals per-user values kept in Redis (:mod:`.state.sealing`); ``None`` without ``[cluster]`` or its key."""
         if isinstance(self.shared, RedisBackend):
             self.shared.sealing = self.sealing
-        if isinstance(self.shared, RedisBackend) and self.invoker._coalescer is not None:
-            # the coalescer is the invoker's seam for sharing reads: across replicas, through Redis
-            self.invoker._coalescer = SharedReads(self.shared, self._freshness_of, self.sealing)
+        shared_reads = None  # the coalescer is the invoker's seam for sharing reads: across replicas, through Redis
+        if isinstance(self.shared, RedisBackend) and settings.coalesce_reads:
+            shared_reads = SharedReads(self.shared, self._freshness_of, self.sealing)
+        self.invoker = Invoker(
+            self.startup_failures,
+            settings.read_timeout,
+            settings.coalesce_reads,
+            dict(settings.side_effects),
+            shared_reads,
+        )
         self.credentials = broker_for(settings.credentials, assembly.config.cluster, self.shared)
         """The broker of upstream credentials providers obtain for callers (:mod:`mcp_providers.credentials`):
         in the process, or in Redis, encrypted, with ``[cluster]`` (:mod:`.state.credentials`)."""
@@ -147,6 +152,7 @@ class Runtime:
             store_for(self.shared, settings.tasks, sealing=self.sealing),
             settings.tasks,
             cluster.lease_seconds if cluster else None,
+            task_body,
         )
         """Tool calls running as tasks (:mod:`.methods.tasks`): in memory, or in Redis with ``[cluster]``."""
         self.swapped: list[Callable[[Generation], None]] = []

@@ -8,8 +8,8 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from mcp_providers._sideeffects.judge import _judged_above, _path_of, check_http
-from mcp_providers._sideeffects.scope import SAFE_METHODS, _current
+from mcp_providers._sideeffects.judge import check_http, judged_above, path_of
+from mcp_providers._sideeffects.scope import SAFE_METHODS, scope_var
 
 
 def _core_request_has_body(headers: Any) -> bool:
@@ -44,27 +44,27 @@ def _guard(cls: type, name: str, check: Callable[..., None], *, is_async: bool) 
     if is_async:
 
         async def guarded_async(self: Any, *args: Any, **kwargs: Any) -> Any:
-            if _current.get() is None or _judged_above.get():
+            if scope_var.get() is None or judged_above.get():
                 return await original(self, *args, **kwargs)
             check(self, *args, **kwargs)
-            token = _judged_above.set(True)
+            token = judged_above.set(True)
             try:
                 return await original(self, *args, **kwargs)
             finally:
-                _judged_above.reset(token)
+                judged_above.reset(token)
 
         wrapper: Any = guarded_async
     else:
 
         def guarded_sync(self: Any, *args: Any, **kwargs: Any) -> Any:
-            if _current.get() is None or _judged_above.get():
+            if scope_var.get() is None or judged_above.get():
                 return original(self, *args, **kwargs)
             check(self, *args, **kwargs)
-            token = _judged_above.set(True)
+            token = judged_above.set(True)
             try:
                 return original(self, *args, **kwargs)
             finally:
-                _judged_above.reset(token)
+                judged_above.reset(token)
 
         wrapper = guarded_sync
     wrapper.__name__, wrapper.__qualname__, wrapper.__doc__ = original.__name__, original.__qualname__, original.__doc__
@@ -73,7 +73,7 @@ def _guard(cls: type, name: str, check: Callable[..., None], *, is_async: bool) 
     setattr(cls, name, wrapper)
 
 
-def _patch_httpcore(module: Any) -> None:
+def patch_httpcore(module: Any) -> None:
     """The pool (good messages: the URL asked for) and every connection class below it (a bare
     ``HTTPConnection``/``HTTP11Connection``/``HTTP2Connection`` or proxy connection)."""
     _guard(module.ConnectionPool, "handle_request", lambda _s, request: _core_check(request), is_async=False)
@@ -95,9 +95,9 @@ def _optional_attr(module: Any, name: str) -> Any:
 
 def _http_client_judge(conn: Any, method: str, full: str, *, has_body: bool) -> None:
     if check_http(method, full, has_body=has_body):  # let through: the socket below must not judge it again
-        scope = _current.get()
+        scope = scope_var.get()
         if scope is not None:
-            scope._passed = [*(scope._passed or ()), (method.upper(), _path_of(full))]
+            scope.let_through(method.upper(), path_of(full))
 
 
 def _http_client_putrequest(conn: Any, method: str, url: str, *args: Any, **kwargs: Any) -> None:
@@ -129,7 +129,7 @@ _AIOHTTP_VERBS = {"get": "GET", "options": "OPTIONS", "head": "HEAD", "post": "P
 """``aiohttp.ClientSession`` methods named after their HTTP method (each takes the URL first)."""
 
 
-def _patch_aiohttp(module: Any) -> None:
+def patch_aiohttp(module: Any) -> None:
     """``aiohttp.ClientSession``'s public request methods: ``request(method, url)`` and one per HTTP
     method. Each returns the request's context manager without sending, so refusing at the call
     refuses before anything is sent; a WebSocket opens through ``request`` (a ``GET``)."""
@@ -143,7 +143,7 @@ def _aiohttp_verb_check(verb: str, session: Any, url: Any, *args: Any, **kwargs:
     _aiohttp_check(session, verb, url, *args, **kwargs)
 
 
-def _patch_http_client() -> None:
+def patch_http_client() -> None:
     import http.client
 
     # Not through _guard: putrequest only buffers, and what the connection then sends must still
@@ -157,7 +157,7 @@ def _patch_http_client() -> None:
 
 def _checked_first(original: Callable[..., Any], check: Callable[..., None]) -> Callable[..., Any]:
     def guarded(self: Any, *args: Any, **kwargs: Any) -> Any:
-        if _current.get() is not None:
+        if scope_var.get() is not None:
             check(self, *args, **kwargs)
         return original(self, *args, **kwargs)
 

@@ -1,6 +1,6 @@
-"""Files and processes, judged through a PEP 578 audit hook (:func:`_audit`) that asks the scope's
+"""Files and processes, judged through a PEP 578 audit hook (:func:`audit_hook`) that asks the scope's
 context variable, so it judges provider code only; plus the process-wide helpers the audit events
-cannot do without: :func:`_guarded_os_open` (the "open" event carries no ``dir_fd``), the
+cannot do without: :func:`guarded_os_open` (the "open" event carries no ``dir_fd``), the
 ``logging.FileHandler`` record of expected log files, and the calls that raise no audit event
 (``os.mkfifo``, ``os.mknod``, ``_posixsubprocess.fork_exec``)."""
 
@@ -11,13 +11,16 @@ import logging
 import os
 import sys
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Any
 
-from mcp_providers._sideeffects.scope import Scope, _current
+from mcp_providers._sideeffects.scope import Scope, scope_var
 
 # -- the audit hook (files and processes) -------------------------------------------------------
 
+_WRAPPED: weakref.WeakSet[Callable[..., Any]] = weakref.WeakSet()
+"""The wrappers this module installed, so installing twice wraps nothing twice."""
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
 _PROCESS_EVENTS = frozenset(
     {
@@ -64,11 +67,11 @@ _os_open_call = threading.local()  # .pending = (path object, dir_fd) while the 
 _log_files: dict[str, str] = {}  # resolved path -> mode, of logging.FileHandlers made outside any scope
 
 
-def _audit(event: str, args: tuple[Any, ...]) -> None:
+def audit_hook(event: str, args: tuple[Any, ...]) -> None:
     # Runs for every audited event in the process: one set lookup when it is not ours.
     if event not in _JUDGED:
         return
-    scope = _current.get()
+    scope = scope_var.get()
     if scope is None:
         return
     if event in _PROCESS_EVENTS:
@@ -99,7 +102,7 @@ def _judge_file(scope: Scope, event: str, args: tuple[Any, ...]) -> None:
         paths.append(_resolve(raw, dir_fd))
     if not paths:
         return
-    if event != "os.chdir" and all(scope._under_scratch(p) for p in paths):
+    if event != "os.chdir" and all(scope.under_scratch(p) for p in paths):
         return
     if _expected_write(event, args, paths):
         return
@@ -128,7 +131,7 @@ def _resolve(raw: Any, dir_fd: Any) -> str:
 
 def _resolve_os_open(raw: Any) -> str:
     """Where an ``os.open`` event's path lands: the "open" audit event carries no ``dir_fd``, so a
-    relative path is only resolvable when the guarded ``os.open`` (:func:`_guarded_os_open`) said
+    relative path is only resolvable when the guarded ``os.open`` (:func:`guarded_os_open`) said
     which directory it is relative to; through an unguarded reference it lands somewhere unknown."""
     pending = getattr(_os_open_call, "pending", None)
     if pending is not None and pending[0] is raw:
@@ -148,8 +151,8 @@ def _resolve_os_open(raw: Any) -> str:
 _real_os_open = getattr(os.open, "__wrapped__", os.open)  # the builtin, even when this module is reloaded
 
 
-def _guarded_os_open(path: Any, flags: int, mode: int = 0o777, *, dir_fd: int | None = None) -> int:
-    scope = _current.get()
+def guarded_os_open(path: Any, flags: int, mode: int = 0o777, *, dir_fd: int | None = None) -> int:
+    scope = scope_var.get()
     if scope is None:
         return _real_os_open(path, flags, mode, dir_fd=dir_fd)
     _os_open_call.pending = (path, dir_fd)
@@ -220,19 +223,19 @@ def record_log_files() -> None:
                 _register_log_file(handler)
 
 
-def _patch_logging() -> None:
+def patch_logging() -> None:
     """Record every ``logging.FileHandler`` made outside a scope, attached to a logger or not
     (process-wide: ``logging.FileHandler.__init__`` is wrapped)."""
     original = logging.FileHandler.__init__
-    if getattr(original, "_mcp_providers_guarded", False):
+    if original in _WRAPPED:
         return
 
     def __init__(self: logging.FileHandler, *args: Any, **kwargs: Any) -> None:
         original(self, *args, **kwargs)  # opens the file now unless delay=True: judged as any open
-        if _current.get() is None:
+        if scope_var.get() is None:
             _register_log_file(self)
 
-    __init__._mcp_providers_guarded = True  # type: ignore[attr-defined]
+    _WRAPPED.add(__init__)
     logging.FileHandler.__init__ = __init__  # type: ignore[method-assign]
     record_log_files()
 
@@ -245,23 +248,23 @@ def _short(args: tuple[Any, ...]) -> str:
 def _unaudited(module: Any, name: str, category: str, describe: Callable[[tuple[Any, ...]], str]) -> None:
     """Wrap ``module.name`` (a call that raises no audit event) so a scope judges it first."""
     original = getattr(module, name, None)
-    if original is None or getattr(original, "_mcp_providers_guarded", False):
+    if original is None or original in _WRAPPED:
         return
 
     def guarded(*args: Any, **kwargs: Any) -> Any:
-        scope = _current.get()
+        scope = scope_var.get()
         if scope is not None:
             attempted = describe(args)
-            if category == "file" and args and scope._under_scratch(_resolve(args[0], kwargs.get("dir_fd"))):
+            if category == "file" and args and scope.under_scratch(_resolve(args[0], kwargs.get("dir_fd"))):
                 return original(*args, **kwargs)
             scope.attempt(attempted, category, event=f"{module.__name__}.{name}")
         return original(*args, **kwargs)
 
-    guarded._mcp_providers_guarded = True  # type: ignore[attr-defined]
+    _WRAPPED.add(guarded)
     setattr(module, name, guarded)
 
 
-def _patch_unaudited() -> None:
+def patch_unaudited() -> None:
     """Calls that create files or start processes without a PEP 578 event of their own."""
     import _posixsubprocess
 

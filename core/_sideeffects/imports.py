@@ -7,10 +7,10 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from mcp_providers._sideeffects.scope import _current, log
+from mcp_providers._sideeffects.scope import log, scope_var
 
 
-def _patch_on_import(name: str, patch: Callable[[Any], None], *, optional: bool = True) -> None:
+def patch_on_import(name: str, patch: Callable[[Any], None], *, optional: bool = True) -> None:
     """Run ``patch`` on module ``name`` now if it is imported, else the moment it first is.
 
     Importing the HTTP libraries only to patch them cost a start-up a tenth of a second (httpcore2
@@ -48,7 +48,7 @@ class _PatchingFinder:
 
     def __init__(self) -> None:
         self.patches: dict[str, tuple[Callable[[Any], None], bool]] = {}
-        """Module name -> its patch and whether the patch is optional (see :func:`_patch_on_import`)."""
+        """Module name -> its patch and whether the patch is optional (see :func:`patch_on_import`)."""
 
     def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
         patch = self.patches.get(name)
@@ -80,12 +80,12 @@ class _PatchingLoader:
         module.__loader__ = module.__spec__.loader = self._inner  # as if never wrapped
         # Outside any scope, as when install() imported it: the library's own import-time work
         # (trio, under httpcore2, runs ldconfig) is not the read's, whichever read imports it first.
-        token = _current.set(None)
+        token = scope_var.set(None)
         try:
             self._inner.exec_module(module)
             _apply(self._name, self._patch, module, self._optional)
         finally:
-            _current.reset(token)
+            scope_var.reset(token)
 
     def __getattr__(self, attribute: str) -> Any:
         return getattr(self._inner, attribute)

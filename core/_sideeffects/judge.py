@@ -9,26 +9,26 @@ import json
 from collections.abc import Iterator
 from contextvars import ContextVar
 
-from mcp_providers._sideeffects.scope import _DOING, SAFE_METHODS, _current, _exempt, log
+from mcp_providers._sideeffects.scope import DOING, SAFE_METHODS, exempt_reason, log, scope_var
 from mcp_providers.errors import SideEffectRefused
 
 # Set while a guard that judged a whole request runs the real call: what it sends below (the
 # connection under a pool, the socket under a connection) was judged already and is not again.
-_judged_above: ContextVar[bool] = ContextVar("mcp_providers_side_effect_judged_above", default=False)
+judged_above: ContextVar[bool] = ContextVar("mcp_providers_side_effect_judged_above", default=False)
 
 
 @contextlib.contextmanager
 def judged_here() -> Iterator[None]:
     """Within the block, the process-wide guards below a client (pools, connections, sockets)
     judge nothing: the caller judges each request itself (:func:`mcp_providers.http.client`)."""
-    token = _judged_above.set(True)
+    token = judged_above.set(True)
     try:
         yield
     finally:
-        _judged_above.reset(token)
+        judged_above.reset(token)
 
 
-class _RefusedOnTheWire(SideEffectRefused, ConnectionError):
+class RefusedOnTheWire(SideEffectRefused, ConnectionError):
     """The socket guard's refusal. Also a ``ConnectionError``, so a library that takes a failed send
     for a lost connection (asyncio's transports) closes it quietly; the read fails with the refusal
     all the same (the invoker raises :attr:`Scope.refused` whatever the provider then raised)."""
@@ -44,11 +44,11 @@ def check_http(method: str, url: str, *, has_body: bool) -> bool:
         :func:`exempt` or in ``mode="warn"``, and recorded; ``False`` when nothing needed judging.
     :raises SideEffectRefused: a non-safe method, or a body on a safe one, in enforce mode.
     """
-    return _judge_http(method, url, has_body, SideEffectRefused)
+    return judge_http(method, url, has_body, SideEffectRefused)
 
 
-def _judge_http(method: str, url: str, has_body: bool, error: type[SideEffectRefused]) -> bool:
-    scope = _current.get()
+def judge_http(method: str, url: str, has_body: bool, error: type[SideEffectRefused]) -> bool:
+    scope = scope_var.get()
     if scope is None:
         return False
     verb = method.upper()
@@ -56,13 +56,13 @@ def _judge_http(method: str, url: str, has_body: bool, error: type[SideEffectRef
         return False
     shown = url.split("?", 1)[0]
     host = shown.split("://", 1)[-1].split("/", 1)[0]
-    reason = _exempt.get()
+    reason = exempt_reason.get()
     if reason is not None:
         scope.exemptions.append({"reason": reason, "method": verb, "host": host})
         log.info(
             "provider %r %s %s: %s to %s exempted: %s",
             scope.provider,
-            _DOING[scope.kind],
+            DOING[scope.kind],
             scope.target,
             verb,
             host,
@@ -70,7 +70,7 @@ def _judge_http(method: str, url: str, has_body: bool, error: type[SideEffectRef
         )
         return True
     attempted = f"a {verb} with a body to {shown}" if verb in SAFE_METHODS else f"a {verb} to {shown}"
-    if error is _RefusedOnTheWire:  # below every client: say so, it is where the client's guard was missed
+    if error is RefusedOnTheWire:  # below every client: say so, it is where the client's guard was missed
         scope.attempt(attempted, "http", error=error, method=verb, host=host, layer="wire")
     else:
         scope.attempt(attempted, "http", error=error, method=verb, host=host)
@@ -111,6 +111,6 @@ def read_safe_mcp(body: bytes) -> bool:
     )
 
 
-def _path_of(url: str) -> str:
+def path_of(url: str) -> str:
     rest = url.split("://", 1)[1] if "://" in url else url
     return "/" + rest.split("/", 1)[1] if "/" in rest else "/"

@@ -30,21 +30,21 @@ from contextvars import Token
 from typing import Any
 
 from mcp_providers._sideeffects import lowlevel
-from mcp_providers._sideeffects.clients import _patch_aiohttp, _patch_http_client, _patch_httpcore
+from mcp_providers._sideeffects.clients import patch_aiohttp, patch_http_client, patch_httpcore
 from mcp_providers._sideeffects.files import (
-    _audit,
-    _guarded_os_open,
-    _patch_logging,
-    _patch_unaudited,
+    audit_hook,
+    guarded_os_open,
+    patch_logging,
+    patch_unaudited,
     record_log_files,
 )
-from mcp_providers._sideeffects.imports import _patch_on_import
-from mcp_providers._sideeffects.scope import Kind, Mode, Scope, _current, _scope_lock, exit_scope
-from mcp_providers._sideeffects.wire import _patch_wire
+from mcp_providers._sideeffects.imports import patch_on_import
+from mcp_providers._sideeffects.scope import Kind, Mode, Scope, exit_scope, scope_lock, scope_var
+from mcp_providers._sideeffects.wire import patch_wire
 
 _OPTIONAL: dict[str, Callable[[Any], None]] = {
-    "httpcore": _patch_httpcore,
-    "aiohttp": _patch_aiohttp,
+    "httpcore": patch_httpcore,
+    "aiohttp": patch_aiohttp,
 }
 
 _hooked = False  # the audit hook is in place
@@ -65,7 +65,7 @@ def install_scoped() -> None:
         if _hooked:
             return
         tempfile.gettempdir()  # its first call writes a probe file: never let that happen in a scope
-        sys.addaudithook(_audit)
+        sys.addaudithook(audit_hook)
         _hooked = True
 
 
@@ -73,7 +73,7 @@ def install() -> None:
     """Install every process-wide guard, once per process: the audit hook and all the patches.
 
     The HTTP libraries (``httpcore2``, and ``httpcore`` and ``aiohttp`` where installed) are patched
-    now if imported, else the moment they first are (:func:`_patch_on_import`), so an import inside
+    now if imported, else the moment they first are (:func:`patch_on_import`), so an import inside
     a read finds them guarded. ``serve`` calls it at start-up (through the runtime), and so does an
     embedding that opted in; :func:`side_effect_scope` calls it on first use.
     """
@@ -82,18 +82,18 @@ def install() -> None:
     with _install_lock:
         if _installed:
             return
-        _patch_on_import("httpcore2", _patch_httpcore, optional=False)  # the SDK's own client: must be guarded
-        _patch_http_client()
-        _patch_wire()
-        _patch_unaudited()
-        _patch_logging()
-        lowlevel.serialize_tree_changes(_scope_lock)
+        patch_on_import("httpcore2", patch_httpcore, optional=False)  # the SDK's own client: must be guarded
+        patch_http_client()
+        patch_wire()
+        patch_unaudited()
+        patch_logging()
+        lowlevel.serialize_tree_changes(scope_lock)
         if not getattr(os.open, "__mcp_providers_guarded__", False):
-            _guarded_os_open.__wrapped__ = os.open  # type: ignore[attr-defined]
-            _guarded_os_open.__mcp_providers_guarded__ = True  # type: ignore[attr-defined]
-            os.open = _guarded_os_open
+            guarded_os_open.__wrapped__ = os.open  # type: ignore[attr-defined]
+            guarded_os_open.__mcp_providers_guarded__ = True  # type: ignore[attr-defined]
+            os.open = guarded_os_open
         for name, patch in _OPTIONAL.items():
-            _patch_on_import(name, patch)
+            patch_on_import(name, patch)
         _installed = True
 
 
@@ -109,7 +109,7 @@ def enter_scope(provider: str, plugin: str, target: str, kind: Kind, mode: Mode)
     if not _hooked:
         install_scoped()
     scope = Scope(provider, plugin, target, kind, mode)
-    return scope, _current.set(scope)
+    return scope, scope_var.set(scope)
 
 
 @contextlib.contextmanager

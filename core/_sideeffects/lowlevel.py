@@ -129,7 +129,7 @@ def serialize_tree_changes(lock_of: Callable[[], Any]) -> None:
         return _writes(kwargs.get("mode", mode))
 
     opened = serialized(io.open, opens_to_write)
-    io.open = builtins.open = opened  # os.open takes the lock itself (files._guarded_os_open)
+    io.open = builtins.open = opened  # os.open takes the lock itself (files.guarded_os_open)
     for name in _TREE_CALLS:
         original = getattr(os, name, None)
         if original is not None:

@@ -2,7 +2,7 @@
 and what it may do (its scratch directory, :func:`exempt` requests).
 
 A :class:`Scope` lives in a :class:`contextvars.ContextVar` (see the package docstring for what
-inherits it). Every guard asks :data:`_current` and judges nothing outside a scope.
+inherits it). Every guard asks :data:`scope_var` and judges nothing outside a scope.
 """
 
 from __future__ import annotations
@@ -29,10 +29,10 @@ Mode = Literal["enforce", "warn"]
 Kind = Literal["read", "completion", "prompt", "tool"]
 
 _scratch_lock = threading.Lock()  # scratch directories are rare: one lock for all scopes
-_current: ContextVar[Scope | None] = ContextVar("mcp_providers_side_effect_scope", default=None)
-_exempt: ContextVar[str | None] = ContextVar("mcp_providers_side_effect_exempt", default=None)
+scope_var: ContextVar[Scope | None] = ContextVar("mcp_providers_side_effect_scope", default=None)
+exempt_reason: ContextVar[str | None] = ContextVar("mcp_providers_side_effect_exempt", default=None)
 
-_DOING = {"read": "reading", "completion": "completing", "prompt": "rendering prompt", "tool": "running tool"}
+DOING = {"read": "reading", "completion": "completing", "prompt": "rendering prompt", "tool": "running tool"}
 _TARGET_KEY = {"read": "uri", "completion": "ref", "prompt": "prompt", "tool": "tool"}
 _ADVICE = {
     "tool": 'the tool is declared effects="none"; declare "additive" or "destructive" if it changes anything',
@@ -88,11 +88,11 @@ class Scope:
         """
         with _scratch_lock:
             if self._scratch is None:
-                token = _current.set(None)  # making it is the core's write, not the provider's
+                token = scope_var.set(None)  # making it is the core's write, not the provider's
                 try:
                     self._scratch = os.path.realpath(tempfile.mkdtemp(prefix="mcp-providers-scratch-"))
                 finally:
-                    _current.reset(token)
+                    scope_var.reset(token)
             return self._scratch
 
     def receipt_fields(self) -> dict[str, list[dict[str, Any]]]:
@@ -104,13 +104,27 @@ class Scope:
             out["violations"] = list(self.violations)
         return out
 
-    def _close(self) -> None:
+    def close(self) -> None:
+        """Delete the scratch directory, if one was made (the scope has ended)."""
         if self._scratch is not None:
             shutil.rmtree(self._scratch, ignore_errors=True)
 
-    def _under_scratch(self, path: str) -> bool:
+    def under_scratch(self, path: str) -> bool:
+        """Whether ``path`` (absolute, resolved) is the scratch directory or inside it."""
         s = self._scratch
         return s is not None and (path == s or path.startswith(s + os.sep))
+
+    def let_through(self, verb: str, path: str) -> None:
+        """Remember that ``http.client`` judged and let ``verb path`` through, so the socket-level
+        guard does not judge that request a second time (:meth:`passed`)."""
+        self._passed = [*(self._passed or ()), (verb, path)]
+
+    def passed(self, verb: str, path: str) -> bool:
+        """Whether ``verb path`` was let through by :meth:`let_through`; a yes is used up."""
+        if self._passed and (verb, path) in self._passed:
+            self._passed.remove((verb, path))
+            return True
+        return False
 
     def attempt(
         self, attempted: str, category: str, *, error: type[SideEffectRefused] = SideEffectRefused, **extra: Any
@@ -124,7 +138,7 @@ class Scope:
         """
         refused = self.mode == "enforce"
         self.violations.append({"attempted": attempted, "category": category, "refused": refused, **extra})
-        where = f"provider {self.provider!r} (plugin {self.plugin!r}) is {_DOING[self.kind]} {self.target}"
+        where = f"provider {self.provider!r} (plugin {self.plugin!r}) is {DOING[self.kind]} {self.target}"
         if not refused:
             log.warning("%s: %s allowed (warn mode) while %s", RULE, attempted, where)
             return
@@ -145,19 +159,18 @@ class Scope:
 
 def exit_scope(scope: Scope, token: Token[Scope | None]) -> None:
     """Leave the scope :func:`~.levels.enter_scope` entered (and delete its scratch directory, if made)."""
-    _current.reset(token)
-    if scope._scratch is not None:
-        scope._close()
+    scope_var.reset(token)
+    scope.close()
 
 
-def _scope_lock() -> threading.RLock | None:
-    scope = _current.get()
+def scope_lock() -> threading.RLock | None:
+    scope = scope_var.get()
     return scope.lock if scope is not None else None
 
 
 def current_scope() -> Scope | None:
     """The scope the calling context is in, or ``None``."""
-    return _current.get()
+    return scope_var.get()
 
 
 def scratch_dir() -> str:
@@ -165,7 +178,7 @@ def scratch_dir() -> str:
 
     :raises RuntimeError: outside a scope (nothing limits writes there, so use any directory).
     """
-    scope = _current.get()
+    scope = scope_var.get()
     if scope is None:
         raise RuntimeError("scratch_dir() is only available inside a read, completion, prompt or effects='none' tool")
     return scope.scratch_dir()
@@ -179,8 +192,8 @@ def exempt(reason: str) -> Iterator[None]:
     logged at INFO and recorded in the scope's ``exemptions`` (``{"reason", "method", "host"}``).
     Files and processes stay refused. Outside a scope it changes nothing.
     """
-    token = _exempt.set(reason)
+    token = exempt_reason.set(reason)
     try:
         yield
     finally:
-        _exempt.reset(token)
+        exempt_reason.reset(token)

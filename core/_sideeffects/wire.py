@@ -11,8 +11,8 @@ from collections.abc import Callable
 from typing import Any
 
 from mcp_providers._sideeffects import lowlevel
-from mcp_providers._sideeffects.judge import _judge_http, _judged_above, _path_of, _RefusedOnTheWire
-from mcp_providers._sideeffects.scope import SAFE_METHODS, Scope, _current
+from mcp_providers._sideeffects.judge import RefusedOnTheWire, judge_http, judged_above, path_of
+from mcp_providers._sideeffects.scope import SAFE_METHODS, Scope, scope_var
 
 _WIRE_SAFE = SAFE_METHODS | {"CONNECT"}  # CONNECT opens a proxy tunnel; what goes through it is judged
 _WS = rb"[ \t\x0b\x0c\r\x1c-\x1f\x85\xa0]"
@@ -87,16 +87,14 @@ def _judge_line(scope: Scope, line: bytes, head: Any, sender: Any, scheme: str) 
 
 
 def _judge_wire(scope: Scope, verb: str, target: str, sender: Any, scheme: str, *, has_body: bool) -> bool:
-    key = (verb, _path_of(target) if "://" in target else target)
-    if scope._passed and key in scope._passed:  # http.client judged and let this very request through above
-        scope._passed.remove(key)
-        return True
+    if scope.passed(verb, path_of(target) if "://" in target else target):
+        return True  # http.client judged and let this very request through above
     url = target if "://" in target else f"{scheme}://{_peer(sender)}{target}"
     if verb == "PRI":  # HTTP/2's preface: its binary frames are judged only in httpcore2's connection
         attempted = f"an HTTP/2 connection written by hand to {url.removesuffix('*')}"
-        scope.attempt(attempted, "http", error=_RefusedOnTheWire, method=verb, layer="wire")
+        scope.attempt(attempted, "http", error=RefusedOnTheWire, method=verb, layer="wire")
         return True
-    return _judge_http(verb, url, has_body, _RefusedOnTheWire)
+    return judge_http(verb, url, has_body, RefusedOnTheWire)
 
 
 def _peer(sender: Any) -> str:
@@ -120,18 +118,18 @@ def _wire_guard(cls: type, name: str, data_of: Callable[[tuple[Any, ...]], bytes
         return
 
     def guarded(self: Any, *args: Any, **kwargs: Any) -> Any:
-        scope = _current.get()
-        if scope is None or _judged_above.get():
+        scope = scope_var.get()
+        if scope is None or judged_above.get():
             return original(self, *args, **kwargs)
         wire = _wires.get(self)
         if wire is None or wire.scope is not scope:
             wire = _wires[self] = _Wire(scope)
         _scan(wire, data_of(args), self, scheme)
-        token = _judged_above.set(True)  # an SSLSocket's send may call the plain socket's
+        token = judged_above.set(True)  # an SSLSocket's send may call the plain socket's
         try:
             return original(self, *args, **kwargs)
         finally:
-            _judged_above.reset(token)
+            judged_above.reset(token)
 
     guarded.__name__, guarded.__qualname__, guarded.__doc__ = original.__name__, original.__qualname__, original.__doc__
     guarded.__wrapped__ = original  # type: ignore[attr-defined]
@@ -170,8 +168,8 @@ _descriptors: dict[int, _Descriptor] = {}
 
 def _descriptor_judge() -> Callable[[int, bytes], None] | None:
     """The judge of bytes written to a socket descriptor in this scope, ``None`` outside one."""
-    scope = _current.get()
-    if scope is None or _judged_above.get():
+    scope = scope_var.get()
+    if scope is None or judged_above.get():
         return None
 
     def judge(fd: int, data: bytes) -> None:
@@ -186,7 +184,7 @@ def _descriptor_judge() -> Callable[[int, bytes], None] | None:
     return judge
 
 
-def _patch_wire() -> None:
+def patch_wire() -> None:
     """Plain sockets (``send``, ``sendall``, ``sendto``, ``sendmsg``: asyncio's transports and
     ``loop.sock_sendall`` use them) and TLS plaintext (``ssl.SSLSocket`` and ``ssl.SSLObject``,
     the memory-BIO object asyncio's and anyio's TLS streams write through)."""

@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 
 from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from mcp_providers.config.environment import _ENV_NAME
+from mcp_providers.config.environment import ENV_NAME
 
 __all__ = [
     "SYSLOG_FACILITIES",
@@ -113,7 +113,7 @@ class WebhookSinkSettings(_Shipped):
     """The sink's name in the drop metric and the log (unique among the sinks)."""
     url: AnyHttpUrl
     """Where batches are POSTed: ``https://``, or ``http://`` on loopback; no credentials in it."""
-    token_env: str | None = Field(default=None, pattern=_ENV_NAME)
+    token_env: str | None = Field(default=None, pattern=ENV_NAME)
     """Environment variable holding a bearer token sent as ``Authorization: Bearer ...``."""
     batch_size: int = Field(default=100, ge=1, le=10_000)
     """Most lines in one batch; a full batch is sent at once."""

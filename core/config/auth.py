@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from mcp_providers.config.environment import _ENV_NAME
+from mcp_providers.config.environment import ENV_NAME
 from mcp_providers.identity import STATIC_ISSUER
 
 __all__ = ["ASYMMETRIC_ALGORITHMS", "AuthConfig", "AuthMode", "TokenConfig"]
@@ -19,7 +19,7 @@ class TokenConfig(BaseModel):
 
     subject: str = Field(min_length=1)
     """Who presents this token (the ``subject`` the authorize hook sees)."""
-    token_env: str = Field(pattern=_ENV_NAME)
+    token_env: str = Field(pattern=ENV_NAME)
     """Name of the environment variable holding the token."""
     scopes: tuple[str, ...] = ()
     """OAuth scopes this token carries (checked against ``required_scopes``)."""
@@ -99,9 +99,9 @@ class AuthConfig(BaseModel):
     naming another kind), is refused from every issuer."""
     introspection_endpoint: AnyHttpUrl | None = None
     """``introspection``: the RFC 7662 endpoint; default the discovered ``introspection_endpoint``."""
-    client_id_env: str | None = Field(default=None, pattern=_ENV_NAME)
+    client_id_env: str | None = Field(default=None, pattern=ENV_NAME)
     """``introspection``: environment variable holding this server's client id."""
-    client_secret_env: str | None = Field(default=None, pattern=_ENV_NAME)
+    client_secret_env: str | None = Field(default=None, pattern=ENV_NAME)
     """``introspection``: environment variable holding this server's client secret."""
     introspection_cache_seconds: float = Field(default=300.0, ge=0, le=86_400)
     """``introspection``: how long a positive answer is reused (never past the token's ``exp``)."""

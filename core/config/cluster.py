@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from mcp_providers.config.environment import _ENV_NAME
+from mcp_providers.config.environment import ENV_NAME
 from mcp_providers.errors import ConfigError
 
 __all__ = ["KEY_PREFIX_REQUIRED", "ClusterSettings"]
@@ -34,10 +34,10 @@ class ClusterSettings(BaseModel):
     redis_url: str | None = Field(default=None, pattern=r"^rediss?://")
     """``redis://[user:password@]host:port/db`` (``rediss://`` for TLS). A password in it makes the
     file a secret: give it with ``password_env`` instead, or the whole URL with ``redis_url_env``."""
-    redis_url_env: str | None = Field(default=None, pattern=_ENV_NAME)
+    redis_url_env: str | None = Field(default=None, pattern=ENV_NAME)
     """Environment variable holding the URL instead of ``redis_url`` (one of the two; set from a
     Secret under Kubernetes: the chart's ``redis.existingSecret`` and ``redis.urlKey``)."""
-    password_env: str | None = Field(default=None, pattern=_ENV_NAME)
+    password_env: str | None = Field(default=None, pattern=ENV_NAME)
     """Environment variable holding Redis's password (``AUTH``), which then takes the place of any
     password in the URL; the chart's ``redis.existingSecret`` and ``redis.passwordKey``."""
     key_prefix: str = Field(pattern=r"^[A-Za-z0-9_.:-]{1,64}$")

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from mcp_providers.config.audit import AuditSettings, FileSinkSettings, SyslogSinkSettings, WebhookSinkSettings
 from mcp_providers.config.auth import AuthConfig
-from mcp_providers.config.environment import _ENV_NAME
+from mcp_providers.config.environment import ENV_NAME
 from mcp_providers.models import Icon
 
 __all__ = [
@@ -91,7 +91,7 @@ class CredentialsSettings(BaseModel):
 
     margin_seconds: float = Field(default=60.0, ge=0, le=86_400)
     """A cached credential is handed out until this many seconds before it expires."""
-    key_env: str = Field(default=CREDENTIALS_KEY_ENV, pattern=_ENV_NAME)
+    key_env: str = Field(default=CREDENTIALS_KEY_ENV, pattern=ENV_NAME)
     """Environment variable holding the deployment key under ``[cluster]``: 32 random bytes in
     base64, the same on every replica (``docs/security.md`` says how to make one)."""
     lock_seconds: float = Field(default=30.0, gt=0, le=600)
@@ -106,7 +106,7 @@ class AdminSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    token_env: str | None = Field(default=None, pattern=_ENV_NAME)
+    token_env: str | None = Field(default=None, pattern=ENV_NAME)
     """Environment variable holding a bearer token that may reload (at least 32 characters)."""
     subjects: tuple[str, ...] = ()
     """Subjects of principals that may reload, with a bearer token ``[server.auth]`` accepts (its

@@ -73,10 +73,14 @@ async def _keep_and_find(redis: RedisServer) -> tuple[bool, bool, bool]:
     return task is not None and task.result == record.result, bool(replayed), snapshot == "snapshot"
 
 
+async def _never_run(task: object, params: object) -> None:
+    raise AssertionError("no task is started here")
+
+
 async def _answered_as_lost_or_found(store: RedisTasks, task_id: str, *, found: bool) -> None:
     """``tasks/get``'s lookup (:meth:`Tasks.find`): the lost task says so; ids never stored (made up
     now, or of another form) stay "not found", whether or not Redis restarted."""
-    tasks = Tasks(store, TasksSettings(), lease=store.lease)
+    tasks = Tasks(store, TasksSettings(), lease=store.lease, body=_never_run)
     if found:
         assert (await tasks.find(LOCAL, task_id)).task_id == task_id
     else:

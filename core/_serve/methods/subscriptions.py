@@ -147,26 +147,7 @@ class _SubjectView:
                 return
             listener(event)
 
-        for uri in self._uris:
-            hub._watching.setdefault(uri, set()).add(filtered)
-        hub.listening += len(self._uris)
-        hub._local.add(listener)  # list changes are this replica's own (each reloads its config)
-        done = False
-
-        def release() -> None:
-            nonlocal done
-            if not done:
-                done = True
-                hub.listening -= len(self._uris)
-                hub._local.discard(listener)
-                for uri in self._uris:
-                    watchers = hub._watching.get(uri)
-                    if watchers is not None:
-                        watchers.discard(filtered)
-                        if not watchers:
-                            del hub._watching[uri]
-
-        return release
+        return hub.watch(self._uris, filtered, listener)
 
 
 class SubscriptionHub:
@@ -205,6 +186,32 @@ class SubscriptionHub:
 
     def publisher(self, provider: ResourceProvider) -> Publisher:
         return Publisher(self, provider)
+
+    def watch(
+        self, uris: frozenset[str], watcher: Callable[[ServerEvent], None], listener: Callable[[ServerEvent], None]
+    ) -> Callable[[], None]:
+        """Hand ``watcher`` the updates of ``uris`` and ``listener`` this replica's list changes, for
+        one listen stream; returns the release (idempotent) that stops both."""
+        for uri in uris:
+            self._watching.setdefault(uri, set()).add(watcher)
+        self.listening += len(uris)
+        self._local.add(listener)  # list changes are this replica's own (each reloads its config)
+        done = False
+
+        def release() -> None:
+            nonlocal done
+            if not done:
+                done = True
+                self.listening -= len(uris)
+                self._local.discard(listener)
+                for uri in uris:
+                    watchers = self._watching.get(uri)
+                    if watchers is not None:
+                        watchers.discard(watcher)
+                        if not watchers:
+                            del self._watching[uri]
+
+        return release
 
     def watch_count(self) -> int:
         """Watches held now: 2025-era (session, URI) pairs plus URIs of open listen streams."""

@@ -3,7 +3,7 @@
 A ``tools/call`` of a tool declared ``task_support = "optional"`` or ``"required"``, from a client
 that declared the extension on that request, is answered at once with a ``CreateTaskResult``
 (``resultType: "task"``) once the task is stored; the call itself then runs in the background
-through the pipeline once more (:attr:`Tasks.body`: gate, invoker, evidence, wire and audit, its
+through the pipeline once more (the ``body`` :class:`Tasks` is made with: gate, invoker, evidence, wire and audit, its
 rate already counted), and its result, or its JSON-RPC error, is kept in the task
 (:mod:`~mcp_providers._serve.state.tasks`). The client polls ``tasks/get``, answers input requests
 with ``tasks/update`` and cancels with ``tasks/cancel``; each goes through the pipeline as well.
@@ -44,7 +44,6 @@ from mcp_providers._serve.state.tasks import (
     TaskRecord,
     TaskStore,
     new_task_id,
-    running_task,
 )
 from mcp_providers._serve.steps.exchange import Actor, Ctx, Exchange
 from mcp_providers._serve.steps.request_state import Answer, digest
@@ -64,8 +63,9 @@ TASK_METHODS = ("tasks/get", "tasks/update", "tasks/cancel")
 NOT_FOUND = "Failed to retrieve task: Task not found"
 """What an unknown, expired or someone else's task id gets alike (SEP-2663's example message)."""
 
-Body = Callable[[Ctx, types.CallToolRequestParams], Awaitable[Any]]
-"""Runs a ``tools/call`` through the pipeline as the body of a task (set by the binding)."""
+Body = Callable[[RunningTask, types.CallToolRequestParams], Awaitable[Any]]
+"""Runs a task's ``tools/call`` through the pipeline once more, as that task's body (its result, or
+the ``MCPError`` it was refused with); the runtime's owner gives it when :class:`Tasks` is made."""
 
 
 def declared_capabilities(ctx: Ctx) -> Mapping[str, Any]:
@@ -127,13 +127,14 @@ class Tasks:
 
     :param store: where records live (:func:`~mcp_providers._serve.state.tasks.store_for`).
     :param lease: seconds a running task's lease lasts (``[cluster] lease_seconds``; ``None`` in one process).
+    :param body: runs each task's call (:data:`Body`).
     """
 
-    def __init__(self, store: TaskStore, settings: TasksSettings, lease: float | None) -> None:
+    def __init__(self, store: TaskStore, settings: TasksSettings, lease: float | None, body: Body) -> None:
         self.store = store
         self.settings = settings
         self.lease = lease
-        self.body: Body | None = None
+        self._call = body
         self._scopes: dict[str, anyio.CancelScope] = {}
         self._owners: dict[str, int] = {}
         self._group: anyio.abc.TaskGroup | None = None
@@ -155,14 +156,14 @@ class Tasks:
             finally:
                 self._group = None
 
-    def wanted(self, ctx: Ctx, tool: Tool) -> bool:
-        """Whether this call of ``tool`` runs as a task.
+    def wanted(self, exchange: Exchange, tool: Tool) -> bool:
+        """Whether this call of ``tool`` runs as a task (never when it is a task's body already).
 
         :raises MissingCapability: the tool requires a task and the client did not declare the extension.
         """
-        if tool.task_support == "forbidden" or running_task.get() is not None:
+        if tool.task_support == "forbidden" or exchange.task is not None:
             return False
-        if declares_tasks(ctx):
+        if declares_tasks(exchange.ctx):
             return True
         if tool.task_support == "required":
             raise MissingCapability(
@@ -178,7 +179,7 @@ class Tasks:
         :raises RateLimited: the caller has ``max_running_per_subject`` tasks running here.
         :raises MCPError: tasks are not running (before start-up, or shutting down).
         """
-        if self._group is None or self.body is None:
+        if self._group is None:
             raise MCPError(types.INTERNAL_ERROR, "tasks are not running on this server (is it shutting down?)")
         owner = owner_of(exchange.principal)
         cap = self.settings.max_running_per_subject
@@ -219,28 +220,23 @@ class Tasks:
         stopped = ending = Change(
             status="failed", message=STOPPED, error={"code": types.INTERNAL_ERROR, "message": STOPPED}
         )
-        token = running_task.set(RunningTask(record.task_id, record.tool, ctx))
         try:
             with scope:
-                ending = await self._body(record.task_id, ctx, params, scope)
+                ending = await self._body(RunningTask(record.task_id, record.tool, ctx), params, scope)
             if scope.cancelled_caught:
                 ending = Change(status="cancelled", message="cancelled by the client (tasks/cancel)")
         finally:
-            running_task.reset(token)
             del self._scopes[record.task_id]
             self._release(record.owner)
             with anyio.CancelScope(shield=True):  # stopping, tried once: a reader fails it past its lease
                 await self._end(record.task_id, ending, retry=ending is not stopped)
 
-    async def _body(
-        self, task_id: str, ctx: Ctx, params: types.CallToolRequestParams, scope: anyio.CancelScope
-    ) -> Change:
-        assert self.body is not None
+    async def _body(self, task: RunningTask, params: types.CallToolRequestParams, scope: anyio.CancelScope) -> Change:
         async with anyio.create_task_group() as keeping:
             if self.lease is not None:  # in one process tasks/cancel cancels the scope itself
-                keeping.start_soon(self._keep, task_id, scope)
+                keeping.start_soon(self._keep, task.task_id, scope)
             try:
-                result = await self.body(ctx, params)
+                result = await self._call(task, params)
                 ending = Change(status="completed", result=_dumped(result))
             except MCPError as exc:
                 error = exc.error.model_dump(mode="json", exclude_none=True)
@@ -282,6 +278,11 @@ class Tasks:
                 if time.monotonic() + self.tick > deadline:
                     raise
             await anyio.sleep(self.tick)
+
+    async def note(self, task_id: str, message: str) -> None:
+        """Set ``task_id``'s ``statusMessage`` to ``message``: a note, not the work, so a store that
+        cannot take it (Redis unreachable) is logged and skipped, never raised."""
+        await self._safely(self.store.change(task_id, Change(message=message)))
 
     async def _safely(self, changing: Awaitable[TaskRecord | None]) -> TaskRecord | None:
         try:
@@ -344,8 +345,7 @@ class TaskChannel(InputChannel):
         """Set the task's ``statusMessage``: ``message``, with ``progress``/``total`` after it."""
         counted = f"{progress:g}/{total:g}" if total is not None else f"{progress:g}"
         text = f"{message} ({counted})" if message else f"progress {counted}"
-        # a note, not the work: one Redis could not take is skipped (logged), the tool goes on
-        await self._tasks._safely(self._tasks.store.change(self._task_id, Change(message=text)))
+        await self._tasks.note(self._task_id, text)
 
     async def log(self, level: Any, data: Any, logger: str | None = None) -> None:
         """Nothing: notifications are not sent for tasks (SEP-2663)."""

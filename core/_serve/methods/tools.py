@@ -31,7 +31,7 @@ from mcp_providers._host.output_schemas import RESULT_KEY, output_schema
 from mcp_providers._serve.methods.channel import SessionChannel
 from mcp_providers._serve.methods.rounds import PENDING, RoundsChannel, checked_answers, until_input, wire_request
 from mcp_providers._serve.methods.tasks import TaskChannel, Tasks, created_wire, shown
-from mcp_providers._serve.state.tasks import TaskRecord, running_task
+from mcp_providers._serve.state.tasks import TaskRecord
 from mcp_providers._serve.steps import wire
 from mcp_providers._serve.steps.asking import provider_asks
 from mcp_providers._serve.steps.custody import arguments_hmac, audit_key
@@ -113,13 +113,13 @@ class CallTool:
             return Refused(f"Invalid arguments for {tool.name}: {_problems(exc)}"), ""
         plain = arguments.model_dump(mode="json")
         arguments_digest = arguments_hmac(self._audit_key, _canonical_json(plain))
-        if self._tasks is not None and self._tasks.wanted(exchange.ctx, tool):
+        if self._tasks is not None and self._tasks.wanted(exchange, tool):
             record = await self._tasks.start(exchange, tool.name, params)
             exchange.reason = f"started as {shown(record.task_id)}"
             return Started(record), arguments_digest
         channel = self._channel(exchange, tool.name, plain, params)
         call = ToolCall(tool=tool, arguments=arguments, principal=exchange.principal, channel=channel)
-        task = running_task.get()
+        task = exchange.task
         work = Work(
             entry.plugin,
             entry.provider.name,
@@ -154,7 +154,7 @@ class CallTool:
 
         :raises InvalidParams: the ``requestState`` is refused, or a response has the wrong shape.
         """
-        task = running_task.get()
+        task = exchange.task
         if task is not None and self._tasks is not None:
             return TaskChannel(task.ctx, task.task_id, self._tasks)
         if exchange.version not in MODERN_PROTOCOL_VERSIONS:

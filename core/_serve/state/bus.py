@@ -36,7 +36,7 @@ def encode(event: ServerEvent) -> str:
     return json.dumps({"kind": kind})
 
 
-def _reload_from(text: str | bytes) -> str | None:
+def reload_from(text: str | bytes) -> str | None:
     """The replica that announced a reload in ``text`` (``{"kind": "reload", "from": ...}``), else ``None``."""
     if b'"reload"' not in (text if isinstance(text, bytes) else text.encode()):
         return None  # the common case, an update: not parsed twice

@@ -47,7 +47,7 @@ from mcp.server.subscriptions import (
     ServerEvent,
 )
 
-from mcp_providers._serve.state.bus import LocalBus, _reload_from, decode, encode
+from mcp_providers._serve.state.bus import LocalBus, decode, encode, reload_from
 from mcp_providers._serve.state.outage import BusOutages
 from mcp_providers._serve.state.replica import replica_name
 from mcp_providers.config import ClusterSettings
@@ -338,7 +338,7 @@ class RedisBackend:
                         await self.still_there()
                     continue
                 idle = 0.0
-                sender = _reload_from(message["data"])
+                sender = reload_from(message["data"])
                 if sender is not None:
                     if sender != self.replica and self.on_reload is not None:
                         self.on_reload()

@@ -21,7 +21,6 @@ says so, and ``tasks/get`` answers :class:`TaskLost` rather than "not found".
 
 from __future__ import annotations
 
-import contextvars
 import json
 import logging
 import secrets
@@ -160,17 +159,14 @@ def lapsed(record: TaskRecord, now: float, lease: float) -> Change | None:
 
 @dataclass(frozen=True, slots=True)
 class RunningTask:
-    """A task whose body runs in this context (:data:`running_task`)."""
+    """A task whose body is running: handed by :class:`~mcp_providers._serve.methods.tasks.Tasks` to
+    its body and carried by the body's request (``Exchange.task``), whose rate was counted when the
+    task started, which is not made a task again, and whose tool asks through the task."""
 
     task_id: str
     tool: str
     ctx: Any
     """The context of the request that started it (its declared client capabilities)."""
-
-
-running_task: contextvars.ContextVar[RunningTask | None] = contextvars.ContextVar("mcp_providers_task", default=None)
-"""The task whose body this context runs (``None`` outside one): a call there is not a task again,
-and its rate was counted when it started."""
 
 
 def new_task_id(now: float) -> str:

@@ -13,6 +13,7 @@ from typing import Any, Generic, Literal, Protocol, TypeVar
 
 from mcp.server import ServerRequestContext
 
+from mcp_providers._serve.state.tasks import RunningTask
 from mcp_providers._serve.steps.gate import Gate
 from mcp_providers.identity import ANONYMOUS, Principal, from_access_token, transportless
 
@@ -58,6 +59,9 @@ class Exchange:
     upstreams: list[dict[str, str]] = field(default_factory=list)
     """The upstream identities the provider's credentials were for, ``{"name", "subject", "grant"}``
     each (never a token), in order of first use; receipts and the audit line carry them."""
+    task: RunningTask | None = None
+    """The task whose body this request is (``None``: a client's own request): not rate-counted
+    again, not made a task again, its tool asks through the task (:mod:`.methods.tasks`)."""
 
     @property
     def principal(self) -> Principal:

@@ -65,15 +65,25 @@ class Work:
 
 
 class Invoker:
-    """Runs provider code (see the module docstring)."""
+    """Runs provider code (see the module docstring).
+
+    :param coalesce: whether identical reads in flight share one call.
+    :param coalescer: what shares them when ``coalesce`` (default: one in this process; with
+        ``[cluster]`` the runtime gives :class:`~mcp_providers._serve.state.shared_reads.SharedReads`).
+    """
 
     def __init__(
-        self, startup_failures: dict[str, str], read_timeout: float, coalesce: bool, modes: dict[str, Mode]
+        self,
+        startup_failures: dict[str, str],
+        read_timeout: float,
+        coalesce: bool,
+        modes: dict[str, Mode],
+        coalescer: Coalescer[Any] | None = None,
     ) -> None:
         self._startup_failures = startup_failures
         self._modes = modes
         self._timeout = read_timeout
-        self._coalescer: Coalescer[Any] | None = Coalescer() if coalesce else None
+        self._coalescer: Coalescer[Any] | None = (coalescer or Coalescer()) if coalesce else None
         self.health = UpstreamHealth()
         """How each provider's calls ended (``/status``: upstream health)."""
 

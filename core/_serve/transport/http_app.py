@@ -32,7 +32,7 @@ the RFC 9728 metadata it names is served beside the MCP path, without authentica
 
 A request refused by ``[server.limits]`` (``steps/ratelimit.py``) is answered with its JSON-RPC
 error as always, plus a ``Retry-After`` header, on either path: the limiter marks the request's
-ASGI scope and :func:`~mcp_providers._serve.transport.http_inbound._retry_after` adds the header
+ASGI scope and :func:`~mcp_providers._serve.transport.http_inbound.retry_after` adds the header
 when the response starts. An SSE response has started before any handler runs, so there the
 JSON-RPC error's ``data.retryAfter`` alone says it.
 The ops routes (``/healthz``, ``/readyz``, ``/metrics``) never reach the pipeline, so no limit
@@ -71,23 +71,23 @@ from mcp_providers._serve.seams import lifespan_state, modern_request_handler
 from mcp_providers._serve.steps.ratelimit import RETRY_AFTER_SCOPE_KEY
 from mcp_providers._serve.transport.auth import BearerGate, metadata_endpoints
 from mcp_providers._serve.transport.http_cancel import (
-    _STATELESS_CANCEL,
-    _answers_a_cancel,
-    _stateless_cancel_in_batch,
-    _unanswered_when_cancelled,
+    STATELESS_CANCEL,
+    answers_a_cancel,
+    stateless_cancel_in_batch,
+    unanswered_when_cancelled,
 )
 from mcp_providers._serve.transport.http_inbound import (
-    _Capture,
-    _headers,
-    _post_refusal,
-    _progress_token,
-    _read_body,
-    _replay,
-    _retry_after,
-    _route_path,
-    _send_json,
-    _task_name_mismatch,
-    _unsupported_version,
+    Capture,
+    headers_of,
+    post_refusal,
+    progress_token_of,
+    read_body,
+    replaying,
+    retry_after,
+    route_path,
+    send_json,
+    task_name_mismatch,
+    unsupported_version,
 )
 from mcp_providers._serve.transport.manager import holds
 from mcp_providers._serve.transport.manager import watch as watch_manager
@@ -234,14 +234,14 @@ class HttpApp:
         self._endpoint = BearerGate(self._serve, self.auth, self.path) if self.auth is not None else self._serve
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        beside = scope["type"] == "http" and _route_path(scope) != self.path
+        beside = scope["type"] == "http" and route_path(scope) != self.path
         if beside and (refused := await rebinding_refusal(self.security, Request(scope))) is not None:
             await refused(scope, receive, send)  # every route has the MCP path's Host/Origin policy
             return
-        if scope["type"] == "http" and (published := self.metadata.get(_route_path(scope))) is not None:
+        if scope["type"] == "http" and (published := self.metadata.get(route_path(scope))) is not None:
             await published(scope, receive, send)
             return
-        if scope["type"] != "http" or _route_path(scope) != self.path:
+        if scope["type"] != "http" or route_path(scope) != self.path:
             await self.sdk_app(scope, receive, send)
             return
         if self.stateless:
@@ -256,12 +256,12 @@ class HttpApp:
         await self._endpoint(scope, receive, send)
 
     async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
-        send = _retry_after(scope, send)
-        headers = _headers(scope)
+        send = retry_after(scope, send)
+        headers = headers_of(scope)
         version = headers.get(b"mcp-protocol-version", b"").decode("latin-1") or None
         if scope["method"] != "POST":
             if version is not None and version not in SUPPORTED_VERSIONS:
-                await _send_json(send, 400, _unsupported_version(version, None))
+                await send_json(send, 400, unsupported_version(version, None))
                 return
             await self.sdk_endpoint(self._without_replay(scope), receive, send)
             return
@@ -269,30 +269,30 @@ class HttpApp:
         if length is not None and length.isdigit() and int(length) > self.max_body:
             await Response("Request body too large", status_code=413)(scope, receive, send)
             return
-        body = await _read_body(receive, self.max_body)
+        body = await read_body(receive, self.max_body)
         if body is None:
             await Response("Request body too large", status_code=413, headers={"Connection": "close"})(
                 scope, receive, send
             )
             return
         if version is not None and version not in SUPPORTED_VERSIONS:
-            await _send_json(send, 400, _unsupported_version(version, request_id_of(body)))
+            await send_json(send, 400, unsupported_version(version, request_id_of(body)))
             return
         if body.count(b"{") + body.count(b"[") > MAX_NESTING and (deep := too_deep(body)) is not None:
-            await _send_json(send, 400, json.dumps(deep).encode())  # as stdio answers it
+            await send_json(send, 400, json.dumps(deep).encode())  # as stdio answers it
             return
         posted = parse(body)  # once: every guard below judges the parsed values (transport.posted)
         if (refused := parse_error(posted)) is not None:
-            wrong = _post_refusal(headers)  # a wrong Content-Type or Accept is answered first, as the SDK does
+            wrong = post_refusal(headers)  # a wrong Content-Type or Accept is answered first, as the SDK does
             if wrong is not None:
-                await wrong(scope, _replay(body, None), send)
+                await wrong(scope, replaying(body, None), send)
             else:
-                await _send_json(send, 400, refused)
+                await send_json(send, 400, refused)
             return
-        replay = _replay(body, receive)
+        replay = replaying(body, receive)
         session = b"mcp-session-id" in headers
-        if version in MODERN_PROTOCOL_VERSIONS and (refused := _task_name_mismatch(posted, headers)) is not None:
-            await _send_json(send, 400, refused)
+        if version in MODERN_PROTOCOL_VERSIONS and (refused := task_name_mismatch(posted, headers)) is not None:
+            await send_json(send, 400, refused)
             return
         if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
             if self.json_response and not session:  # the SDK's own single-exchange entry, minus its wrapping
@@ -304,13 +304,13 @@ class HttpApp:
         elif posted.batch is not None:
             await self._batch(scope, send, posted.batch, version)
         elif self.stateless and is_cancel_notification(posted.value):
-            await _send_json(send, 400, error_body(types.INVALID_REQUEST, _STATELESS_CANCEL))
+            await send_json(send, 400, error_body(types.INVALID_REQUEST, STATELESS_CANCEL))
         elif self.stateless and self.json_response and not session:
             await self._legacy(scope, send, posted, version)
         elif (refused := invalid_id(posted)) is not None:
-            await _send_json(send, 400, refused)
+            await send_json(send, 400, refused)
         else:
-            await self._to_sdk(scope, replay, send if self.stateless else _unanswered_when_cancelled(send))
+            await self._to_sdk(scope, replay, send if self.stateless else unanswered_when_cancelled(send))
 
     async def _to_sdk(self, scope: Scope, receive: Receive, send: Send) -> None:
         """The SDK's endpoint; a 2025-era POST that would open a session (no ``Mcp-Session-Id``)
@@ -321,7 +321,7 @@ class HttpApp:
             return
         if (refused := quota.refusal(scope)) is not None:
             body, wait = refused
-            await _send_json(send, 429, body, [(b"retry-after", str(wait).encode())])
+            await send_json(send, 429, body, [(b"retry-after", str(wait).encode())])
             return
         with quota.opening(scope, send) as counted:
             await self.sdk_endpoint(scope, receive, counted)
@@ -339,16 +339,16 @@ class HttpApp:
     async def _legacy(self, scope: Scope, send: Send, posted: Posted, version: str | None) -> None:
         """A 2025-era POST in stateless JSON mode, answered exactly as the SDK transport would."""
         request = Request(scope)
-        refused = _post_refusal(_headers(scope))  # Host and Origin were checked in __call__
+        refused = post_refusal(headers_of(scope))  # Host and Origin were checked in __call__
         if refused is not None:
-            await refused(scope, _replay(posted.raw, None), send)
+            await refused(scope, replaying(posted.raw, None), send)
             return
         status, answer = await self._answer(request, posted, version)
         if answer is None:
             await send({"type": "http.response.start", "status": status, "headers": _JSON})
             await send({"type": "http.response.body", "body": b""})
             return
-        await _send_json(send, status, answer)
+        await send_json(send, status, answer)
 
     async def _answer(self, request: Request, posted: Posted, version: str | None) -> tuple[int, bytes | None]:
         """``(status, body)`` for one parsed 2025-era message; ``None`` body for a notification (202)."""
@@ -368,7 +368,7 @@ class HttpApp:
                 if isinstance(message, types.JSONRPCNotification):
                     await runner.on_notify(_Exchange(transport, None, metadata), message.method, message.params)
                 return 202, None
-            exchange = _Exchange(transport, message.id, metadata, _progress_token(message.params))
+            exchange = _Exchange(transport, message.id, metadata, progress_token_of(message.params))
             return 200, await _respond(runner, exchange, message)
         finally:
             if _pushed(connection.exit_stack):  # nothing pushed (usual): no shielded scope
@@ -378,10 +378,10 @@ class HttpApp:
         """A JSON-RPC batch (parsed): each element answered in turn for 2025-03-26, one -32600 otherwise."""
         if (version or DEFAULT_NEGOTIATED_VERSION) != BATCH_VERSION or not items:
             message = f"Invalid request: JSON-RPC batches are only accepted at protocol version {BATCH_VERSION}"
-            await _send_json(send, 400, error_body(types.INVALID_REQUEST, message))
+            await send_json(send, 400, error_body(types.INVALID_REQUEST, message))
             return
-        if self.stateless and (refused := _stateless_cancel_in_batch(items)) is not None:
-            await _send_json(send, 400, refused)
+        if self.stateless and (refused := stateless_cancel_in_batch(items)) is not None:
+            await send_json(send, 400, refused)
             return
         answers: list[Any] = []
         extra: list[tuple[bytes, bytes]] = []
@@ -397,7 +397,7 @@ class HttpApp:
             await send({"type": "http.response.body", "body": b""})
             return
         keep = [(k, v) for k, v in extra if k.lower() == b"mcp-session-id"]
-        await _send_json(send, 200, json.dumps(answers).encode(), keep)
+        await send_json(send, 200, json.dumps(answers).encode(), keep)
 
     async def _one_of_batch(
         self, scope: Scope, posted: Posted, version: str | None
@@ -408,12 +408,12 @@ class HttpApp:
             return status, ([] if answer is None else [json.loads(answer)]), []
         if (refused := invalid_id(posted)) is not None:
             return 400, [json.loads(refused)], []
-        captured = _Capture()
+        captured = Capture()
         sub = {**scope, "headers": [(k, v) for k, v in scope["headers"] if k != b"content-length"]}
-        await self._to_sdk(sub, _replay(posted.raw, None), captured)
+        await self._to_sdk(sub, replaying(posted.raw, None), captured)
         if RETRY_AFTER_SCOPE_KEY in sub:  # refused by the rate limiter: the batch's response says so
             scope[RETRY_AFTER_SCOPE_KEY] = sub[RETRY_AFTER_SCOPE_KEY]
-        return captured.status, [m for m in captured.messages() if not _answers_a_cancel(m)], captured.headers
+        return captured.status, [m for m in captured.messages() if not answers_a_cancel(m)], captured.headers
 
 
 async def _respond(runner: ServerRunner[Any], exchange: _Exchange, message: types.JSONRPCRequest) -> bytes:

@@ -20,12 +20,12 @@ REQUEST_CANCELLED = -32800
 (``mcp.server.streamable_http.REQUEST_CANCELLED``); only for those."""
 
 
-def _answers_a_cancel(message: Any) -> bool:
+def answers_a_cancel(message: Any) -> bool:
     error = message.get("error") if isinstance(message, dict) else None
     return isinstance(error, dict) and error.get("code") == REQUEST_CANCELLED and "id" in message
 
 
-def _unanswered_when_cancelled(send: Send) -> Send:
+def unanswered_when_cancelled(send: Send) -> Send:
     """``send``, leaving out the answer the SDK writes for a request its client cancelled.
 
     JSON-RPC and MCP (2025-11-25, "Cancellation"): the receiver of a cancellation SHOULD NOT
@@ -65,7 +65,7 @@ def _is_cancel_answer(body: bytes) -> bool:
     if b"-32800" not in body:
         return False
     try:
-        return _answers_a_cancel(json.loads(body))
+        return answers_a_cancel(json.loads(body))
     except (ValueError, RecursionError):
         return False
 
@@ -81,16 +81,16 @@ def _without_cancel_events(chunk: bytes) -> bytes:
     return b"".join(kept)
 
 
-_STATELESS_CANCEL = (
+STATELESS_CANCEL = (
     "notifications/cancelled cannot be honoured on stateless HTTP: the request it names ran in "
     "another exchange, with no session to find it in; serve with sessions to cancel requests"
 )
 
 
-def _stateless_cancel_in_batch(items: list[Any]) -> bytes | None:
+def stateless_cancel_in_batch(items: list[Any]) -> bytes | None:
     """The 400 for a stateless batch holding a cancel: refused whole, before any element runs,
     since answering the rest would accept and ignore the cancel again."""
     for index, item in enumerate(items):
         if is_cancel_notification(item):
-            return error_body(types.INVALID_REQUEST, f"{_STATELESS_CANCEL} (batch element {index})")
+            return error_body(types.INVALID_REQUEST, f"{STATELESS_CANCEL} (batch element {index})")
     return None

@@ -26,11 +26,11 @@ from mcp_providers._serve.transport.posted import (
 _JSON = [(b"content-type", b"application/json")]
 
 
-def _headers(scope: Scope) -> dict[bytes, bytes]:
+def headers_of(scope: Scope) -> dict[bytes, bytes]:
     return dict(scope["headers"])
 
 
-async def _read_body(receive: Receive, limit: int) -> bytes | None:
+async def read_body(receive: Receive, limit: int) -> bytes | None:
     """The request body, or ``None`` as soon as more than ``limit`` bytes have arrived (a chunked
     body has no Content-Length to refuse it by: it is capped while it is read, never held whole)."""
     chunks, size = [], 0
@@ -48,13 +48,13 @@ async def _read_body(receive: Receive, limit: int) -> bytes | None:
     return b"".join(chunks)
 
 
-async def _send_json(send: Send, status: int, body: bytes, extra: list[tuple[bytes, bytes]] | None = None) -> None:
+async def send_json(send: Send, status: int, body: bytes, extra: list[tuple[bytes, bytes]] | None = None) -> None:
     headers = [*_JSON, (b"content-length", str(len(body)).encode()), *(extra or [])]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
 
-def _retry_after(scope: Scope, send: Send) -> Send:
+def retry_after(scope: Scope, send: Send) -> Send:
     """``send``, adding ``Retry-After`` to the response's start once the rate limiter has refused
     the request (it put the seconds in the scope under ``RETRY_AFTER_SCOPE_KEY``)."""
 
@@ -67,7 +67,7 @@ def _retry_after(scope: Scope, send: Send) -> Send:
     return sending
 
 
-def _task_name_mismatch(posted: Posted, headers: Mapping[bytes, bytes]) -> bytes | None:
+def task_name_mismatch(posted: Posted, headers: Mapping[bytes, bytes]) -> bytes | None:
     """The 400 body (-32020) for a ``tasks/*`` request whose ``Mcp-Name`` is not its ``params.taskId``
     (absent included), else ``None``.
 
@@ -93,7 +93,7 @@ def _task_name_mismatch(posted: Posted, headers: Mapping[bytes, bytes]) -> bytes
     return error_body(types.HEADER_MISMATCH, message, data.get("id"))
 
 
-def _unsupported_version(version: str, request_id: Any) -> bytes:
+def unsupported_version(version: str, request_id: Any) -> bytes:
     """The 400 body for an ``MCP-Protocol-Version`` header naming a revision not served: -32022
     with the 2026-07-28 error data (``supported``, ``requested``), which SDK clients retry from.
 
@@ -112,12 +112,12 @@ def _unsupported_version(version: str, request_id: Any) -> bytes:
     return json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}).encode()
 
 
-def _progress_token(params: Mapping[str, Any] | None) -> Any:
+def progress_token_of(params: Mapping[str, Any] | None) -> Any:
     meta = (params or {}).get("_meta")
     return meta.get("progressToken") if isinstance(meta, Mapping) else None
 
 
-def _post_refusal(headers: dict[bytes, bytes]) -> Response | None:
+def post_refusal(headers: dict[bytes, bytes]) -> Response | None:
     """What the SDK transport answers a POST with the wrong Content-Type or Accept, else ``None``."""
     content_type = headers.get(b"content-type", b"").decode("latin-1")
     if not content_type.lower().startswith("application/json"):
@@ -138,7 +138,7 @@ def _post_refusal(headers: dict[bytes, bytes]) -> Response | None:
     return None
 
 
-def _replay(body: bytes, receive: Receive | None) -> Receive:
+def replaying(body: bytes, receive: Receive | None) -> Receive:
     """A ``receive`` that yields ``body`` once, then the real ``receive`` (a disconnect), if any."""
     sent = False
 
@@ -154,7 +154,7 @@ def _replay(body: bytes, receive: Receive | None) -> Receive:
     return replay
 
 
-class _Capture:
+class Capture:
     """An ASGI ``send`` keeping one response: status, headers, body."""
 
     def __init__(self) -> None:
@@ -186,7 +186,7 @@ class _Capture:
         return data if isinstance(data, list) else [data]
 
 
-def _route_path(scope: Scope) -> str:
+def route_path(scope: Scope) -> str:
     path: str = scope["path"]
     root = scope.get("root_path", "")
     return path[len(root) :] if root and path.startswith(root) else path

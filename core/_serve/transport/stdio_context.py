@@ -34,7 +34,7 @@ class _Dispatcher(Outbound, Protocol):
     transport: TransportContext
 
 
-class _Context:
+class RequestContext:
     """The ``DispatchContext`` of one inbound message: its id, progress token and way back."""
 
     __slots__ = (
@@ -113,7 +113,7 @@ class _Context:
 
 
 @dataclass(slots=True)
-class _Pending:
+class PendingRequest:
     """A server-to-client request waiting for the client's answer."""
 
     answer: asyncio.Future[dict[str, Any] | types.ErrorData]
@@ -121,7 +121,7 @@ class _Pending:
 
 
 @dataclass(slots=True)
-class _Handlers:
+class Handlers:
     on_request: OnRequest
     on_notify: OnNotify
     intercept: OnNotifyIntercept | None

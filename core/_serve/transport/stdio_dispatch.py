@@ -47,8 +47,8 @@ from mcp.shared.jsonrpc_dispatcher import (
 )
 from mcp.shared.transport_context import TransportContext
 
-from mcp_providers._serve.transport.stdio_context import _Context, _Handlers, _Pending
-from mcp_providers._serve.transport.stdio_framing import _line, _Session
+from mcp_providers._serve.transport.stdio_context import Handlers, PendingRequest, RequestContext
+from mcp_providers._serve.transport.stdio_framing import Session, json_line
 
 log = logging.getLogger("mcp_providers.stdio")
 
@@ -73,23 +73,23 @@ class StdioDispatcher:
     for the first request, which decides the era before :meth:`run` is called.
     """
 
-    def __init__(self, writer: asyncio.StreamWriter, session: _Session, resume: Callable[[], None]) -> None:
+    def __init__(self, writer: asyncio.StreamWriter, session: Session, resume: Callable[[], None]) -> None:
         self._writer = writer
         self._session = session
         self._resume = resume
         self.transport = TransportContext(kind="stdio", can_send_request=True)
         self.parked = False
-        self._handlers: _Handlers | None = None
+        self._handlers: Handlers | None = None
         self._early: list[types.JSONRPCMessage] = []
         loop = asyncio.get_running_loop()
         self._opening: asyncio.Future[types.JSONRPCRequest | None] = loop.create_future()
         self._ended: asyncio.Future[None] = loop.create_future()
-        self._in_flight: dict[types.RequestId, tuple[asyncio.Task[None], _Context]] = {}
-        self._requests: dict[asyncio.Task[None], _Context] = {}
+        self._in_flight: dict[types.RequestId, tuple[asyncio.Task[None], RequestContext]] = {}
+        self._requests: dict[asyncio.Task[None], RequestContext] = {}
         """Every request's task, even one whose id a later request reused, until it is settled."""
         self._tasks: set[asyncio.Task[None]] = set()
         self._loop = loop
-        self._pending: dict[types.RequestId, _Pending] = {}
+        self._pending: dict[types.RequestId, PendingRequest] = {}
         self._next_id = 0
         self._closed = False
 
@@ -137,8 +137,8 @@ class StdioDispatcher:
         if not self._ended.done():
             self._ended.set_result(None)
 
-    def _request(self, request: types.JSONRPCRequest, handlers: _Handlers) -> None:
-        context = _Context(self, request.id, progress_token_from_params(request.params))
+    def _request(self, request: types.JSONRPCRequest, handlers: Handlers) -> None:
+        context = RequestContext(self, request.id, progress_token_from_params(request.params))
         context.inline = request.method == "initialize"
         if context.inline:
             self.parked = True  # the next message waits for the negotiated connection
@@ -152,7 +152,7 @@ class StdioDispatcher:
         if context.inline:
             task.add_done_callback(lambda _: self._settle(context))
 
-    def _notification(self, message: types.JSONRPCNotification, handlers: _Handlers) -> None:
+    def _notification(self, message: types.JSONRPCNotification, handlers: Handlers) -> None:
         params = message.params
         if message.method == "notifications/cancelled":
             self._peer_cancel(params)
@@ -160,7 +160,7 @@ class StdioDispatcher:
             self._progress(params)
         if run_notify_intercept(handlers.intercept, message.method, params):
             return
-        self._spawn(self._notify_handler(handlers.on_notify, _Context(self, None), message.method, params))
+        self._spawn(self._notify_handler(handlers.on_notify, RequestContext(self, None), message.method, params))
 
     def _peer_cancel(self, params: Mapping[str, Any] | None) -> None:
         request_id = cancelled_request_id_from_params(params)
@@ -208,7 +208,7 @@ class StdioDispatcher:
 
     # -- handling ------------------------------------------------------------------------------
 
-    async def _handle(self, request: types.JSONRPCRequest, context: _Context, on_request: OnRequest) -> None:
+    async def _handle(self, request: types.JSONRPCRequest, context: RequestContext, on_request: OnRequest) -> None:
         """Run one request and write its answer (none when the client cancelled it)."""
         try:
             result = await on_request(context, request.method, request.params)
@@ -227,7 +227,7 @@ class StdioDispatcher:
             if not context.inline:
                 self._settle(context)
 
-    def _settle(self, context: _Context) -> None:
+    def _settle(self, context: RequestContext) -> None:
         """A request is over, whether or not its body ever ran (called once; later calls do nothing)."""
         if context.settled:
             return
@@ -259,7 +259,7 @@ class StdioDispatcher:
 
     @staticmethod
     async def _notify_handler(
-        on_notify: OnNotify, context: _Context, method: str, params: Mapping[str, Any] | None
+        on_notify: OnNotify, context: RequestContext, method: str, params: Mapping[str, Any] | None
     ) -> None:
         await _contained(on_notify(context, method, params), f"notification handler for {method!r}")
 
@@ -273,13 +273,13 @@ class StdioDispatcher:
         """
         answer = "result" in payload or "error" in payload
         try:
-            line = _line(payload)
+            line = json_line(payload)
         except (TypeError, ValueError) as exc:  # pydantic_core's serialization error is a ValueError
             if not answer:
                 raise anyio.BrokenResourceError from exc  # a notification: dropped, as for a closed pipe
             log.exception("the answer to %r cannot be written as JSON", payload.get("id"))
             payload = _error_answer(payload["id"], _UNWRITABLE)
-            line = _line(payload)
+            line = json_line(payload)
         if answer and self._session.expects(payload["id"]):
             batched = self._session.collect(payload)
             if batched is None:
@@ -343,7 +343,7 @@ class StdioDispatcher:
             out_params["_meta"] = {**(out_params.get("_meta") or {}), "progressToken": request_id}
         if out_params:
             message["params"] = out_params
-        pending = _Pending(asyncio.get_running_loop().create_future(), on_progress)
+        pending = PendingRequest(asyncio.get_running_loop().create_future(), on_progress)
         self._pending[key] = pending
         try:
             outcome = await self._exchange(message, pending, opts)
@@ -354,7 +354,7 @@ class StdioDispatcher:
         return outcome
 
     async def _exchange(
-        self, message: dict[str, Any], pending: _Pending, opts: CallOptions
+        self, message: dict[str, Any], pending: PendingRequest, opts: CallOptions
     ) -> dict[str, Any] | types.ErrorData:
         request_id, method = message["id"], message["method"]
         try:
@@ -399,7 +399,7 @@ class StdioDispatcher:
         task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
     ) -> None:
         """Dispatch until stdin ends; then cancel what is still running (answered -32000)."""
-        handlers = _Handlers(on_request, on_notify, on_notify_intercept)
+        handlers = Handlers(on_request, on_notify, on_notify_intercept)
         self._handlers = handlers
         task_status.started()
         try:

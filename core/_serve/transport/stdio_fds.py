@@ -38,7 +38,7 @@ def guarded_stdout() -> Iterator[int]:
         os.close(saved)
 
 
-def _pipes_apply(stdout_fd: int) -> bool:
+def pipes_apply(stdout_fd: int) -> bool:
     if sys.platform == "win32":
         return False
     try:
@@ -57,7 +57,7 @@ def _pipes_apply(stdout_fd: int) -> bool:
 
 
 @contextlib.contextmanager
-def _claimed_std_fds(stdout_fd: int | None = None) -> Iterator[tuple[int, int]]:
+def claimed_std_fds(stdout_fd: int | None = None) -> Iterator[tuple[int, int]]:
     """Move the wire to private descriptors; point fd 0 at the null device and fd 1 at stderr.
 
     Yields the private ``(stdin, stdout)`` descriptors (close-on-exec, so children never inherit
@@ -69,7 +69,7 @@ def _claimed_std_fds(stdout_fd: int | None = None) -> Iterator[tuple[int, int]]:
     global _claimed
     with _claim_lock:
         if _claimed:
-            raise RuntimeError("stdio is already being served by mcp_providers.stdio.stdio_server in this process")
+            raise RuntimeError("stdio is already being served in this process (serve_stdio); serve it once")
         _claimed = True
     try:
         with contextlib.suppress(ValueError, OSError):

@@ -1,6 +1,6 @@
 """stdio framing: each line read from the client turned into JSON-RPC messages (:class:`Framer`: a
 2025-03-26 batch split, a bad line answered with its error), and a batch's answers collected back
-into one line (:class:`_Session`)."""
+into one line (:class:`Session`)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ _BOM: Final = b"\xef\xbb\xbf"
 RequestId = int | str
 
 
-class _Session:
+class Session:
     """What the transport learns from the exchange: the negotiated protocol version and the open batches.
 
     ``version`` is read from the answer to ``initialize`` as it is written; a batch holds the ids of
@@ -54,7 +54,7 @@ class _Session:
                 self.version = str(answer["result"].get("protocolVersion") or "") or None
             self.init_id = None
         found, line = self._into_batch(request_id, answer)
-        return line if found else _line(answer)
+        return line if found else json_line(answer)
 
     def settle(self, request_id: Any) -> bytes | None:
         """A request that will never be answered (the client cancelled it): the line of its batch
@@ -75,11 +75,11 @@ class _Session:
                 if ids:
                     return True, None
                 self.batches.remove(batch)
-                return True, _line(answers) if answers else None  # nothing at all to answer: nothing written
+                return True, json_line(answers) if answers else None  # nothing at all to answer: nothing written
         return False, None
 
 
-def _line(payload: Any) -> bytes:
+def json_line(payload: Any) -> bytes:
     # What the dispatcher writes a single answer with (a non-finite float as null, as the SDK's models do).
     return pydantic_core.to_json(payload, inf_nan_mode="null") + b"\n"
 
@@ -116,7 +116,7 @@ class Framer:
 
     __slots__ = ("_limit", "_session")
 
-    def __init__(self, session: _Session, limit: int) -> None:
+    def __init__(self, session: Session, limit: int) -> None:
         self._session = session
         self._limit = limit
 
@@ -124,7 +124,7 @@ class Framer:
         """``(messages, refusals)``: the messages to dispatch and the error lines to write now."""
         if line is None:
             message = f"Invalid request: a line over {self._limit} bytes was discarded; send smaller messages"
-            return [], [_line(_error(types.INVALID_REQUEST, message))]
+            return [], [json_line(_error(types.INVALID_REQUEST, message))]
         if line[:1] == b"{" and line.count(b"{") + line.count(b"[") <= MAX_NESTING:
             # The common case: one flat message, parsed once. The parser refuses what is not UTF-8
             # and no line this flat can nest too deep, so nothing _unreadable looks for can pass.
@@ -138,16 +138,16 @@ class Framer:
         if line.isspace():
             return [], []
         if (problem := _unreadable(line)) is not None:
-            return [], [_line(problem)]
+            return [], [json_line(problem)]
         try:
             data = json.loads(line)
         except (ValueError, RecursionError) as exc:
-            return [], [_line(_error(types.PARSE_ERROR, f"Parse error: the line is not JSON ({exc!s:.200})"))]
+            return [], [json_line(_error(types.PARSE_ERROR, f"Parse error: the line is not JSON ({exc!s:.200})"))]
         if isinstance(data, list):
             return self._batch(data)
         one = self._message(data, line)
         if isinstance(one, dict):
-            return [], [_line(one)]
+            return [], [json_line(one)]
         return [one], []
 
     def _message(self, data: Any, raw: bytes) -> types.JSONRPCMessage | dict[str, Any]:
@@ -173,13 +173,13 @@ class Framer:
 
     def _batch(self, items: list[Any]) -> tuple[list[types.JSONRPCMessage], list[bytes]]:
         if not items:
-            return [], [_line(_error(types.INVALID_REQUEST, "Invalid request: an empty batch"))]
+            return [], [json_line(_error(types.INVALID_REQUEST, "Invalid request: an empty batch"))]
         if self._session.version != BATCH_VERSION:
             message = (
                 f"Invalid request: JSON-RPC batches are allowed only in protocol {BATCH_VERSION} sessions "
                 f"(this session: {self._session.version or 'not initialized'}); send one message per line"
             )
-            return [], [_line(_error(types.INVALID_REQUEST, message))]
+            return [], [json_line(_error(types.INVALID_REQUEST, message))]
         messages: list[types.JSONRPCMessage] = []
         errors: list[dict[str, Any]] = []
         for item in items:
@@ -189,7 +189,7 @@ class Framer:
         if ids:
             self._session.batches.append((ids, errors))
             return messages, []
-        return messages, [_line(errors)] if errors else []
+        return messages, [json_line(errors)] if errors else []
 
 
 def _request_id(data: Any) -> int | str | None:

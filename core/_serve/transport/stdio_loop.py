@@ -3,9 +3,9 @@
 The SDK serves a stream pair (``Server.run``) through three hand-offs per message: a relay task
 that replays the opening request into the chosen protocol era, a memory stream into its
 ``JSONRPCDispatcher``, and a task group spawning the handler. Here the read pipe's protocol frames
-each line as it arrives (:class:`~mcp_providers._serve.transport.stdio_framing.Framer`, the same rules as the
-stream transport) and :class:`StdioDispatcher` hands a request to its handler task at once; the
-handler writes its answer to the pipe itself. What runs per request is the SDK's own kernel
+each line as it arrives (:class:`~mcp_providers._serve.transport.stdio_framing.Framer`) and
+:class:`StdioDispatcher` hands a request to its handler task at once; the handler writes its answer
+to the pipe itself. What runs per request is the SDK's own kernel
 (:class:`mcp.server.runner.ServerRunner` for 2025-era connections, :func:`mcp.server.runner.serve_one`
 per request for 2026-07-28 ones), so handlers, middleware and result shaping are the ones every
 other transport reaches.
@@ -19,6 +19,24 @@ The era is chosen as the SDK chooses it: by the first request, whose ``_meta`` c
 ``initialize`` handshake) a 2025-era one. A later message of the other era is refused.
 Not carried over: the SDK's OpenTelemetry span around server-to-client requests (the framework
 serves without the tracing middleware by default).
+
+Where asyncio pipes do not apply (Windows, an event loop other than asyncio, stdin or stdout a
+regular file or a device that cannot be polled), :func:`serve_stdio` serves through the SDK's own
+stdio transport (:func:`serve_sdk_stdio`, also chosen with ``MCP_PROVIDERS_STDIO=sdk``) and
+``Server.run``, with the same stdout guard: fd 1 points at stderr and fd 0 at the null device
+while serving (:mod:`~mcp_providers._serve.transport.stdio_fds`). On that path the SDK's behaviour
+applies, not :class:`~mcp_providers._serve.transport.stdio_framing.Framer`'s:
+
+- a line that is not a JSON-RPC message (a blank one too) is handed to the SDK session as an
+  exception and never answered (here: a -32700/-32600 error line, with the request's id when it
+  has a usable one; a blank line is skipped);
+- there is no line limit: a line is buffered whole however long it is (here: one over
+  ``max_line_bytes`` is discarded while read and answered -32600);
+- JSON-RPC batches are not split (here: a 2025-03-26 session's batch is answered as one array);
+- requests still running at end of input are ended unanswered (here: answered -32000,
+  "Connection closed");
+- each line read and each message written is a hop to a worker thread, and reading is not
+  paused while answers wait unread.
 """
 
 from __future__ import annotations
@@ -26,9 +44,11 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import io
 import logging
 import os
-from collections.abc import AsyncIterator, Callable, Mapping
+import sys
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import Any, Final
 
 import anyio
@@ -37,16 +57,16 @@ import mcp_types as types
 from mcp.server import Server
 from mcp.server.connection import Connection, NotifyOnlyOutbound
 from mcp.server.runner import ServerRunner, aclose_shielded, modern_error_data, serve_one
+from mcp.server.stdio import stdio_server as sdk_stdio_server
 from mcp.shared.exceptions import MCPError
 from mcp.shared.inbound import InboundLadderRejection, classify_inbound_request
 from mcp.shared.transport_context import TransportContext
 from mcp_types.version import LATEST_MODERN_VERSION, MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
-from mcp_providers._serve.transport.stdio import stdio_server
 from mcp_providers._serve.transport.stdio_dispatch import StdioDispatcher
-from mcp_providers._serve.transport.stdio_fds import _claimed_std_fds, _pipes_apply
-from mcp_providers._serve.transport.stdio_framing import DEFAULT_MAX_LINE_BYTES, Framer, _Session
+from mcp_providers._serve.transport.stdio_fds import claimed_std_fds, pipes_apply
+from mcp_providers._serve.transport.stdio_framing import DEFAULT_MAX_LINE_BYTES, Framer, Session
 
 log = logging.getLogger("mcp_providers.stdio")
 
@@ -232,8 +252,8 @@ async def _serve_modern(server: Server[Any], dispatcher: StdioDispatcher, state:
 async def _pipes(stdout_fd: int | None, max_line_bytes: int) -> AsyncIterator[StdioDispatcher]:
     """The process's stdin and stdout registered on the event loop, feeding one dispatcher."""
     loop = asyncio.get_running_loop()
-    with _claimed_std_fds(stdout_fd) as (wire_in, wire_out):
-        session = _Session()
+    with claimed_std_fds(stdout_fd) as (wire_in, wire_out):
+        session = Session()
         protocol = _LineProtocol(Framer(session, max_line_bytes), max_line_bytes)
         write_transport, write_protocol = await loop.connect_write_pipe(
             _WriteFlow, os.fdopen(wire_out, "wb", buffering=0)
@@ -269,11 +289,10 @@ async def serve_stdio(
     :raises RuntimeError: stdio is already being served in this process.
 
     Where asyncio pipes do not apply (Windows, trio, stdin or stdout a regular file), serves
-    through :func:`~mcp_providers._serve.transport.stdio.stdio_server` and ``Server.run`` instead.
+    through :func:`serve_sdk_stdio` instead (the SDK's framing; ``max_line_bytes`` does not apply).
     """
-    if not _pipes_apply(1 if stdout_fd is None else stdout_fd):
-        async with stdio_server(stdout_fd=stdout_fd, max_line_bytes=max_line_bytes) as (read, write):
-            await server.run(read, write, server.create_initialization_options())
+    if not pipes_apply(1 if stdout_fd is None else stdout_fd):
+        await serve_sdk_stdio(server, stdout_fd=stdout_fd)
         return
     async with _pipes(stdout_fd, max_line_bytes) as dispatcher, server.lifespan(server) as state:
         opening = await dispatcher.opening()
@@ -283,3 +302,46 @@ async def serve_stdio(
             await _serve_modern(server, dispatcher, state)
         else:
             await _serve_legacy(server, dispatcher, state)
+
+
+async def serve_sdk_stdio(server: Server[Any], *, stdout_fd: int | None = None) -> None:
+    """Serve ``server`` through the SDK's stdio transport and ``Server.run`` until stdin ends.
+
+    :param stdout_fd: as for :func:`serve_stdio`; without it fd 1 is the wire.
+    :raises RuntimeError: stdio is already being served in this process.
+
+    The fallback of :func:`serve_stdio` (see the module docstring for how its framing differs).
+    """
+    async with _sdk_streams(stdout_fd) as (read, write):
+        await server.run(read, write, server.create_initialization_options())
+
+
+@contextlib.contextmanager
+def _wire_fds(stdout_fd: int | None) -> Iterator[tuple[int, int]]:
+    """``(stdin, stdout)`` descriptors of the wire: claimed (:func:`claimed_std_fds`), or on Windows,
+    where fd 1 was moved aside by the caller already, duplicates of fd 0 and ``stdout_fd``."""
+    if sys.platform == "win32":
+        assert stdout_fd is not None  # the SDK serves the other case itself
+        yield os.dup(0), os.dup(stdout_fd)
+        return
+    with claimed_std_fds(stdout_fd) as fds:
+        yield fds
+
+
+@contextlib.asynccontextmanager
+async def _sdk_streams(stdout_fd: int | None) -> AsyncIterator[Any]:
+    """The SDK's stdio streams over the wire, with fd 0 and fd 1 claimed as :func:`serve_stdio` claims them."""
+    if sys.platform == "win32" and stdout_fd is None:  # no F_DUPFD_CLOEXEC: the SDK claims fd 0 and 1 its own way
+        async with sdk_stdio_server() as streams:
+            yield streams
+        return
+    with _wire_fds(stdout_fd) as (wire_in, wire_out):
+        stdin = anyio.wrap_file(io.TextIOWrapper(os.fdopen(wire_in, "rb"), encoding="utf-8", errors="replace"))
+        stdout = anyio.wrap_file(io.TextIOWrapper(os.fdopen(wire_out, "wb"), encoding="utf-8"))
+        try:
+            async with sdk_stdio_server(stdin, stdout) as streams:
+                yield streams
+        finally:
+            with anyio.CancelScope(shield=True):
+                await stdout.aclose()  # flushes what the SDK wrote last
+                await stdin.aclose()
