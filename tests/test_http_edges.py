@@ -185,6 +185,6 @@ async def test_round4_item3_an_unexpected_exception_on_the_fast_path_is_answered
             raise RuntimeError("could not connect to postgresql://inventory:s3cret@db/inventory")
 
     request = types.JSONRPCRequest(jsonrpc="2.0", id=4, method="ping")
-    answer = json.loads(await _respond(Raising(), None, request))  # type: ignore[arg-type]
+    answer = (await _respond(Raising(), None, request)).model_dump(mode="json")  # type: ignore[arg-type]
     assert answer["id"] == 4 and answer["error"]["code"] == types.INTERNAL_ERROR
     assert "s3cret" not in json.dumps(answer) and "server log" in answer["error"]["message"]

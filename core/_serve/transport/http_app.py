@@ -17,7 +17,9 @@
 - a 2026-07-28 ``tasks/get``, ``tasks/update`` or ``tasks/cancel`` whose ``Mcp-Name`` is not its
   ``params.taskId`` (400 with -32020, as the SDK answers a ``tools/call`` naming another tool);
 - JSON-RPC batches: answered as a batch, element by element, for 2025-03-26 (the only revision
-  that has them); one ``-32600`` with ``id: null`` otherwise;
+  that has them), each element's answer taken from its handler chain
+  (:mod:`~mcp_providers._serve.transport.http_outcome`), never parsed back out of the SDK's SSE or
+  JSON output; one ``-32600`` with ``id: null`` otherwise;
 - the **fast path**: a POST without ``Mcp-Session-Id`` that needs no stream is parsed and
   dispatched straight into the SDK's per-request kernel (:class:`mcp.server.runner.ServerRunner`,
   the same handlers, middleware and result shaping the SDK transport reaches) and answered with
@@ -30,11 +32,19 @@ app unchanged. Bearer authentication, when configured, applies to both paths
 (:class:`~mcp_providers._serve.transport.auth.BearerGate`, which keeps the SDK's auth context), and
 the RFC 9728 metadata it names is served beside the MCP path, without authentication.
 
-A request refused by ``[server.limits]`` (``steps/ratelimit.py``) is answered with its JSON-RPC
-error as always, plus a ``Retry-After`` header, on either path: the limiter marks the request's
-ASGI scope and :func:`~mcp_providers._serve.transport.http_inbound._retry_after` adds the header
-when the response starts. An SSE response has started before any handler runs, so there the
-JSON-RPC error's ``data.retryAfter`` alone says it.
+A request refused by ``[server.limits]`` (``steps/ratelimit.py``) or the session quota is
+answered with its JSON-RPC error as always, plus a ``Retry-After`` header, on every path: the
+seconds travel on the error (-32009, ``data.retryAfter``), the exchange's
+:class:`~mcp_providers._serve.transport.http_outcome.Outcome` records it, and
+:func:`~mcp_providers._serve.transport.http_outcome.with_retry_after` adds the header when the
+response starts. An SSE response has started before any handler runs, so there the JSON-RPC
+error's ``data.retryAfter`` alone says it.
+
+The body is parsed once on our side (``transport.posted``; the fast path hands the parsed value
+to the SDK's kernel). Where the SDK's own HTTP entry answers, it is given the bytes and parses them
+again, since it has no public entry taking a parsed message: the 2026-07-28 single exchange
+(``json.loads``) and the 2025-era transports, session or stateless (``pydantic_core.from_json``),
+once per batch element there. ``tests/test_http_parses.py`` counts them.
 The ops routes (``/healthz``, ``/readyz``, ``/metrics``) never reach the pipeline, so no limit
 applies to them.
 """
@@ -50,8 +60,7 @@ from typing import Any
 
 import anyio
 import mcp_types as types
-from mcp import MCPError
-from mcp.server import Server, ServerRequestContext
+from mcp.server import Server
 from mcp.server.connection import Connection
 from mcp.server.runner import ServerRunner, aclose_shielded
 from mcp.server.streamable_http import EventStore
@@ -68,39 +77,47 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_providers._serve.identity import ResourceServer
 from mcp_providers._serve.seams import lifespan_state, modern_request_handler
-from mcp_providers._serve.steps.ratelimit import RETRY_AFTER_SCOPE_KEY
 from mcp_providers._serve.transport.auth import BearerGate, metadata_endpoints
 from mcp_providers._serve.transport.http_cancel import (
     _STATELESS_CANCEL,
-    _answers_a_cancel,
     _stateless_cancel_in_batch,
     _unanswered_when_cancelled,
 )
 from mcp_providers._serve.transport.http_inbound import (
-    _Capture,
     _headers,
+    _Held,
     _post_refusal,
     _progress_token,
     _read_body,
     _replay,
-    _retry_after,
     _route_path,
     _send_json,
     _task_name_mismatch,
     _unsupported_version,
+)
+from mcp_providers._serve.transport.http_outcome import (
+    Outcome,
+    Reply,
+    current_outcome,
+    exchange_middleware,
+    serving,
+    with_retry_after,
 )
 from mcp_providers._serve.transport.manager import holds
 from mcp_providers._serve.transport.manager import watch as watch_manager
 from mcp_providers._serve.transport.nesting import MAX_NESTING, request_id_of, too_deep
 from mcp_providers._serve.transport.ops import rebinding_refusal
 from mcp_providers._serve.transport.posted import (
+    INVALID_ID,
+    NOT_A_MESSAGE,
     Posted,
     error_body,
+    has_invalid_id,
     invalid_id,
     is_cancel_notification,
-    of_value,
     parse,
     parse_error,
+    request_id,
 )
 from mcp_providers._serve.transport.sessions import SessionQuota
 from mcp_providers.config import LimitsSettings
@@ -149,31 +166,8 @@ def _pushed(stack: contextlib.AsyncExitStack) -> bool:
 
 BATCH_VERSION = "2025-03-26"
 """The only protocol revision with JSON-RPC batches."""
-STATELESS_SCOPE_KEY = "mcp_providers.stateless"
-"""Set in the ASGI scope of every request a stateless app serves (read by :func:`stateless_middleware`)."""
-
-
 SUPPORTED_VERSIONS = (*HANDSHAKE_PROTOCOL_VERSIONS, *MODERN_PROTOCOL_VERSIONS)
 """Every ``MCP-Protocol-Version`` header value served; any other is answered 400 naming them."""
-
-
-async def stateless_middleware(ctx: ServerRequestContext[Any, Any], call_next: Any) -> Any:
-    """Server middleware: on a stateless HTTP request, no 2025 ``resources/subscribe`` (its updates
-    need the session's ``GET`` stream, which stateless mode has not) and no capability claiming it;
-    nor ``listChanged`` in ``initialize`` (a 2025-era stateless client has no stream to hear it on)."""
-    request = ctx.request
-    if request is None or not getattr(request, "scope", {}).get(STATELESS_SCOPE_KEY):
-        return await call_next(ctx)
-    if ctx.method in ("resources/subscribe", "resources/unsubscribe"):
-        raise MCPError(types.METHOD_NOT_FOUND, "Method not found: stateless HTTP cannot deliver resource updates")
-    result = await call_next(ctx)
-    if ctx.method == "initialize" and isinstance(result, dict):
-        capabilities = result.get("capabilities", {})
-        for kind in ("resources", "tools", "prompts"):
-            if isinstance(declared := capabilities.get(kind), dict):
-                declared.pop("subscribe", None)
-                declared.pop("listChanged", None)
-    return result
 
 
 @dataclass(slots=True)
@@ -242,8 +236,6 @@ class HttpApp:
         if scope["type"] != "http" or _route_path(scope) != self.path:
             await self.sdk_app(scope, receive, send)
             return
-        if self.stateless:
-            scope[STATELESS_SCOPE_KEY] = True
         refused = await self._guard.validate_request(Request(scope), is_post=False)
         if refused is not None:
             await refused(scope, receive, send)
@@ -254,7 +246,11 @@ class HttpApp:
         await self._endpoint(scope, receive, send)
 
     async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
-        send = _retry_after(scope, send)
+        outcome = Outcome(stateless=self.stateless)  # what the handler chain makes of it (transport.http_outcome)
+        with serving(outcome):
+            await self._exchange(scope, receive, with_retry_after(outcome, send), outcome)
+
+    async def _exchange(self, scope: Scope, receive: Receive, send: Send, outcome: Outcome) -> None:
         headers = _headers(scope)
         version = headers.get(b"mcp-protocol-version", b"").decode("latin-1") or None
         if scope["method"] != "POST":
@@ -287,12 +283,16 @@ class HttpApp:
             else:
                 await _send_json(send, 400, refused)
             return
-        replay = _replay(body, receive)
+        outcome.request_id = request_id(posted.value)
+        await self._posted(scope, _replay(body, receive), send, posted, version)
+
+    async def _posted(self, scope: Scope, replay: Receive, send: Send, posted: Posted, version: str | None) -> None:
+        """A POST whose body is JSON (``posted``), to the path that answers it."""
+        headers = _headers(scope)
         session = b"mcp-session-id" in headers
         if version in MODERN_PROTOCOL_VERSIONS and (refused := _task_name_mismatch(posted, headers)) is not None:
             await _send_json(send, 400, refused)
-            return
-        if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
+        elif version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
             if self.json_response and not session:  # the SDK's own single-exchange entry, minus its wrapping
                 state = _lifespan_state(self.server)
                 handle = modern_request_handler()
@@ -312,14 +312,18 @@ class HttpApp:
 
     async def _to_sdk(self, scope: Scope, receive: Receive, send: Send) -> None:
         """The SDK's endpoint; a 2025-era POST that would open a session (no ``Mcp-Session-Id``)
-        first passes its caller's session quota (429 and ``Retry-After`` when it does not)."""
+        first passes its caller's session quota (429 and ``Retry-After`` when it does not: the
+        refusal is the exchange's :class:`Outcome` error)."""
         quota = self.sessions
         if quota is None or any(k == b"mcp-session-id" for k, _ in scope["headers"]):
             await self.sdk_endpoint(scope, receive, send)
             return
         if (refused := quota.refusal(scope)) is not None:
-            body, wait = refused
-            await _send_json(send, 429, body, [(b"retry-after", str(wait).encode())])
+            outcome = current_outcome()
+            if outcome is not None:
+                outcome.error = refused
+            reply = types.JSONRPCError(jsonrpc="2.0", id=None, error=refused)
+            await _send_json(send, 429, _dumped(reply))
             return
         with quota.opening(scope, send) as counted:
             await self.sdk_endpoint(scope, receive, counted)
@@ -336,24 +340,23 @@ class HttpApp:
 
     async def _legacy(self, scope: Scope, send: Send, posted: Posted, version: str | None) -> None:
         """A 2025-era POST in stateless JSON mode, answered exactly as the SDK transport would."""
-        request = Request(scope)
         refused = _post_refusal(_headers(scope))  # Host and Origin were checked in __call__
         if refused is not None:
             await refused(scope, _replay(posted.raw, None), send)
             return
-        status, answer = await self._answer(request, posted, version)
+        status, answer = await self._answer(Request(scope), posted.value, version)
         if answer is None:
             await send({"type": "http.response.start", "status": status, "headers": _JSON})
             await send({"type": "http.response.body", "body": b""})
             return
-        await _send_json(send, status, answer)
+        await _send_json(send, status, _dumped(answer))
 
-    async def _answer(self, request: Request, posted: Posted, version: str | None) -> tuple[int, bytes | None]:
-        """``(status, body)`` for one parsed 2025-era message; ``None`` body for a notification (202)."""
+    async def _answer(self, request: Request, value: Any, version: str | None) -> tuple[int, Reply | None]:
+        """``(status, answer)`` for one parsed 2025-era message; ``None`` answer for a notification (202)."""
         try:
-            message = types.jsonrpc_message_adapter.validate_python(posted.value, by_name=False)
+            message = types.jsonrpc_message_adapter.validate_python(value, by_name=False)  # the parsed value
         except ValueError:
-            return 400, error_body(types.INVALID_REQUEST, "Invalid request: not a JSON-RPC message")
+            return 400, _refusal(types.INVALID_REQUEST, NOT_A_MESSAGE)
         connection = Connection.from_envelope(version or DEFAULT_NEGOTIATED_VERSION, None, None)
         connection.exit_stack = _Watched()
         runner = ServerRunner(self.server, connection, _lifespan_state(self.server))
@@ -361,8 +364,8 @@ class HttpApp:
         transport = TransportContext(kind="streamable-http", can_send_request=False)
         try:
             if not isinstance(message, types.JSONRPCRequest):
-                if isinstance(message, types.JSONRPCNotification) and (refused := invalid_id(posted)) is not None:
-                    return 400, refused
+                if isinstance(message, types.JSONRPCNotification) and has_invalid_id(value):
+                    return 400, _refusal(types.INVALID_REQUEST, INVALID_ID)
                 if isinstance(message, types.JSONRPCNotification):
                     await runner.on_notify(_Exchange(transport, None, metadata), message.method, message.params)
                 return 202, None
@@ -373,7 +376,12 @@ class HttpApp:
                 await aclose_shielded(connection)
 
     async def _batch(self, scope: Scope, send: Send, items: list[Any], version: str | None) -> None:
-        """A JSON-RPC batch (parsed): each element answered in turn for 2025-03-26, one -32600 otherwise."""
+        """A JSON-RPC batch (parsed): each element answered in turn for 2025-03-26, one -32600 otherwise.
+
+        Each element's answer is the message its handler chain made (:class:`Outcome`), never read
+        back from the bytes the SDK's transport wrote. An element the transport refuses before any
+        handler runs (an unknown session, say) refuses the batch with that response, unchanged.
+        """
         if (version or DEFAULT_NEGOTIATED_VERSION) != BATCH_VERSION or not items:
             message = f"Invalid request: JSON-RPC batches are only accepted at protocol version {BATCH_VERSION}"
             await _send_json(send, 400, error_body(types.INVALID_REQUEST, message))
@@ -381,40 +389,47 @@ class HttpApp:
         if self.stateless and (refused := _stateless_cancel_in_batch(items)) is not None:
             await _send_json(send, 400, refused)
             return
-        answers: list[Any] = []
-        extra: list[tuple[bytes, bytes]] = []
+        answers: list[Reply] = []
+        kept: list[tuple[bytes, bytes]] = []  # the last Mcp-Session-Id an element was handed
+        waits: list[int] = []
         for item in items:
-            status, got, extra = await self._one_of_batch(scope, of_value(item), version)
-            if status >= 400 and not got:
-                await send({"type": "http.response.start", "status": status, "headers": extra})
-                await send({"type": "http.response.body", "body": b""})
+            outcome, held = await self._one_of_batch(scope, item, version)
+            if held is not None and held.status >= 400 and not outcome.answered:
+                await held.replay(send)
                 return
-            answers += got
+            if (answer := outcome.answer()) is not None:
+                answers.append(answer)
+            if held is not None and (handed := held.session_header()):
+                kept = handed
+            waits += [outcome.retry_after] if outcome.retry_after is not None else []
+        kept += [(b"retry-after", str(max(waits)).encode())] if waits else []
         if not answers:
-            await send({"type": "http.response.start", "status": 202, "headers": extra})
+            await send({"type": "http.response.start", "status": 202, "headers": kept})
             await send({"type": "http.response.body", "body": b""})
             return
-        keep = [(k, v) for k, v in extra if k.lower() == b"mcp-session-id"]
-        await _send_json(send, 200, json.dumps(answers).encode(), keep)
+        await _send_json(send, 200, b"[" + b",".join(_dumped(a) for a in answers) + b"]", kept)
 
-    async def _one_of_batch(
-        self, scope: Scope, posted: Posted, version: str | None
-    ) -> tuple[int, list[Any], list[tuple[bytes, bytes]]]:
-        """One batch element through the same serving path as a single POST; its JSON-RPC answers."""
-        if self.stateless and self.json_response:
-            status, answer = await self._answer(Request(scope), posted, version)
-            return status, ([] if answer is None else [json.loads(answer)]), []
-        if (refused := invalid_id(posted)) is not None:
-            return 400, [json.loads(refused)], []
-        captured = _Capture()
-        sub = {**scope, "headers": [(k, v) for k, v in scope["headers"] if k != b"content-length"]}
-        await self._to_sdk(sub, _replay(posted.raw, None), captured)
-        if RETRY_AFTER_SCOPE_KEY in sub:  # refused by the rate limiter: the batch's response says so
-            scope[RETRY_AFTER_SCOPE_KEY] = sub[RETRY_AFTER_SCOPE_KEY]
-        return captured.status, [m for m in captured.messages() if not _answers_a_cancel(m)], captured.headers
+    async def _one_of_batch(self, scope: Scope, item: Any, version: str | None) -> tuple[Outcome, _Held | None]:
+        """One batch element through the same serving path as a single POST: its :class:`Outcome`, and
+        the SDK transport's response (status and headers; the body only when it refused the element)."""
+        outcome = Outcome(stateless=self.stateless, request_id=request_id(item))
+        fast = self.stateless and self.json_response
+        if has_invalid_id(item) or (not fast and not _is_message(item)):  # refused as a single POST would be
+            why = INVALID_ID if has_invalid_id(item) else NOT_A_MESSAGE
+            outcome.request_id, outcome.error = None, types.ErrorData(code=types.INVALID_REQUEST, message=why)
+            return outcome, None
+        with serving(outcome):
+            if fast:
+                _, answer = await self._answer(Request(scope), item, version)
+                outcome.result, outcome.error = _parts(answer)  # the chain's record, or this path's catch-all
+                return outcome, None
+            held = _Held()
+            sub = {**scope, "headers": [(k, v) for k, v in scope["headers"] if k != b"content-length"]}
+            await self._to_sdk(sub, _replay(json.dumps(item).encode(), None), held)
+        return outcome, held
 
 
-async def _respond(runner: ServerRunner[Any], exchange: _Exchange, message: types.JSONRPCRequest) -> bytes:
+async def _respond(runner: ServerRunner[Any], exchange: _Exchange, message: types.JSONRPCRequest) -> Reply:
     """Run one request through the SDK kernel; the JSON-RPC response (errors mapped as the SDK maps them,
     an unexpected exception as -32603 without its text)."""
     try:
@@ -424,10 +439,34 @@ async def _respond(runner: ServerRunner[Any], exchange: _Exchange, message: type
         if error is None:  # as the SDK's 2026-07-28 entry: handler internals never reach the wire
             log.exception("handler for %r raised", message.method)
             error = types.ErrorData(code=types.INTERNAL_ERROR, message="internal error; the server log has the details")
-        reply: Any = types.JSONRPCError(jsonrpc="2.0", id=message.id, error=error)
-    else:
-        reply = types.JSONRPCResponse(jsonrpc="2.0", id=message.id, result=result)
-    return reply.model_dump_json(by_alias=True, exclude_unset=True).encode()  # type: ignore[no-any-return]
+        return types.JSONRPCError(jsonrpc="2.0", id=message.id, error=error)
+    return types.JSONRPCResponse(jsonrpc="2.0", id=message.id, result=result)
+
+
+def _dumped(reply: Reply) -> bytes:
+    """One JSON-RPC answer as the SDK's transport writes it."""
+    return reply.model_dump_json(by_alias=True, exclude_unset=True).encode()
+
+
+def _refusal(code: int, message: str) -> types.JSONRPCError:
+    """A JSON-RPC error answering a message whose id could not be read (``id: null``)."""
+    return types.JSONRPCError(jsonrpc="2.0", id=None, error=types.ErrorData(code=code, message=message))
+
+
+def _parts(answer: Reply | None) -> tuple[dict[str, Any] | None, types.ErrorData | None]:
+    """``(result, error)`` of an answer (both ``None`` for a notification's)."""
+    if isinstance(answer, types.JSONRPCError):
+        return None, answer.error
+    return (answer.result, None) if answer is not None else (None, None)
+
+
+def _is_message(value: Any) -> bool:
+    """Whether a parsed value is one JSON-RPC message (validated as a value: it is not parsed again)."""
+    try:
+        types.jsonrpc_message_adapter.validate_python(value, by_name=False)
+    except ValueError:
+        return False
+    return True
 
 
 def _lifespan_state(server: Server[Any]) -> Any:
@@ -469,9 +508,9 @@ def http_app(
     if scope_sessions is not None:  # one view of the store per session (_serve.events)
         scope_sessions(manager)
     watch_manager(manager)  # its run and its sessions, for /healthz, the session quota and shutdown
-    if stateless_middleware not in server.middleware:
+    if exchange_middleware not in server.middleware:
         # Outside the others: the pipeline's, innermost, answers resources/read itself.
-        server.middleware.insert(0, stateless_middleware)
+        server.middleware.insert(0, exchange_middleware)
     return HttpApp(
         server=server,
         sdk_app=sdk,
