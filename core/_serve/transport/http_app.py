@@ -125,6 +125,7 @@ from mcp_providers.config import LimitsSettings
 log = logging.getLogger("mcp_providers.http")
 
 _JSON = [(b"content-type", b"application/json")]
+_EMPTY = (b"content-length", b"0")
 
 
 class _Watched(contextlib.AsyncExitStack):
@@ -404,7 +405,7 @@ class HttpApp:
             waits += [outcome.retry_after] if outcome.retry_after is not None else []
         kept += [(b"retry-after", str(max(waits)).encode())] if waits else []
         if not answers:
-            await send({"type": "http.response.start", "status": 202, "headers": kept})
+            await send({"type": "http.response.start", "status": 202, "headers": [*kept, _EMPTY]})
             await send({"type": "http.response.body", "body": b""})
             return
         await _send_json(send, 200, b"[" + b",".join(_dumped(a) for a in answers) + b"]", kept)
