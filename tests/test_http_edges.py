@@ -178,7 +178,7 @@ async def test_round4_item3_an_unexpected_exception_on_the_fast_path_is_answered
     -32603 as the SDK's 2026-07-28 entry does, and the log keeps the details."""
     import mcp_types as types
 
-    from mcp_providers._serve.transport.http_app import _respond
+    from mcp_providers._serve.transport.fast_path import _respond
 
     class Raising:
         async def on_request(self, *args: object) -> object:

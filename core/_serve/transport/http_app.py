@@ -38,35 +38,30 @@ seconds travel on the error (-32009, ``data.retryAfter``), the exchange's
 :class:`~mcp_providers._serve.transport.http_outcome.Outcome` records it, and
 :func:`~mcp_providers._serve.transport.http_outcome.with_retry_after` adds the header when the
 response starts. An SSE response has started before any handler runs, so there the JSON-RPC
-error's ``data.retryAfter`` alone says it.
+error's ``data.retryAfter`` alone says it. The ops routes (``/healthz``, ``/readyz``,
+``/metrics``) never reach the pipeline, so no limit applies to them.
 
 The body is parsed once on our side (``transport.posted``; the fast path hands the parsed value
-to the SDK's kernel). Where the SDK's own HTTP entry answers, it is given the bytes and parses them
-again, since it has no public entry taking a parsed message: the 2026-07-28 single exchange
-(``json.loads``) and the 2025-era transports, session or stateless (``pydantic_core.from_json``),
-once per batch element there. ``tests/test_http_parses.py`` counts them.
-The ops routes (``/healthz``, ``/readyz``, ``/metrics``) never reach the pipeline, so no limit
-applies to them.
+to the SDK's kernel, ``transport.fast_path``). Where the SDK's own HTTP entry answers, it is given
+the bytes and parses them again, since it has no public entry taking a parsed message: the
+2026-07-28 single exchange (``json.loads``) and the 2025-era transports, session or stateless
+(``pydantic_core.from_json``), once per batch element there. ``tests/test_http_parses.py`` counts
+them.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
-import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-import anyio
 import mcp_types as types
 from mcp.server import Server
 from mcp.server.connection import Connection
 from mcp.server.runner import ServerRunner, aclose_shielded
 from mcp.server.streamable_http import EventStore
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
-from mcp.shared.exceptions import NoBackChannelError
-from mcp.shared.jsonrpc_dispatcher import handler_exception_to_error_data
 from mcp.shared.message import ServerMessageMetadata
 from mcp.shared.transport_context import TransportContext
 from mcp_types import DEFAULT_NEGOTIATED_VERSION
@@ -78,6 +73,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from mcp_providers._serve.identity import ResourceServer
 from mcp_providers._serve.seams import lifespan_state, modern_request_handler
 from mcp_providers._serve.transport.auth import BearerGate, metadata_endpoints
+from mcp_providers._serve.transport.fast_path import _Exchange, _pushed, _respond, _Watched
 from mcp_providers._serve.transport.http_cancel import (
     _STATELESS_CANCEL,
     _stateless_cancel_in_batch,
@@ -99,7 +95,10 @@ from mcp_providers._serve.transport.http_outcome import (
     Outcome,
     Reply,
     current_outcome,
+    dumped,
     exchange_middleware,
+    parts,
+    refusal,
     serving,
     with_retry_after,
 )
@@ -115,6 +114,7 @@ from mcp_providers._serve.transport.posted import (
     has_invalid_id,
     invalid_id,
     is_cancel_notification,
+    is_message,
     parse,
     parse_error,
     request_id,
@@ -122,82 +122,14 @@ from mcp_providers._serve.transport.posted import (
 from mcp_providers._serve.transport.sessions import SessionQuota
 from mcp_providers.config import LimitsSettings
 
-log = logging.getLogger("mcp_providers.http")
-
 _JSON = [(b"content-type", b"application/json")]
 _EMPTY = (b"content-length", b"0")
-
-
-class _Watched(contextlib.AsyncExitStack):
-    """An exit stack that knows whether anything was pushed on it (``used``), through any of its
-    public methods: a one-exchange connection with nothing to unwind skips the shielded unwind."""
-
-    used = False
-
-    def push(self, *args: Any, **kwargs: Any) -> Any:
-        self.used = True
-        return super().push(*args, **kwargs)
-
-    def enter_context(self, *args: Any, **kwargs: Any) -> Any:
-        self.used = True
-        return super().enter_context(*args, **kwargs)
-
-    def callback(self, *args: Any, **kwargs: Any) -> Any:
-        self.used = True
-        return super().callback(*args, **kwargs)
-
-    async def enter_async_context(self, *args: Any, **kwargs: Any) -> Any:
-        self.used = True
-        return await super().enter_async_context(*args, **kwargs)
-
-    def push_async_exit(self, *args: Any, **kwargs: Any) -> Any:
-        self.used = True
-        return super().push_async_exit(*args, **kwargs)
-
-    def push_async_callback(self, *args: Any, **kwargs: Any) -> Any:
-        self.used = True
-        return super().push_async_callback(*args, **kwargs)
-
-
-def _pushed(stack: contextlib.AsyncExitStack) -> bool:
-    """Whether ``stack`` may hold callbacks: a :class:`_Watched` one says; any other (replaced by a
-    handler) is assumed to."""
-    return not isinstance(stack, _Watched) or stack.used
 
 
 BATCH_VERSION = "2025-03-26"
 """The only protocol revision with JSON-RPC batches."""
 SUPPORTED_VERSIONS = (*HANDSHAKE_PROTOCOL_VERSIONS, *MODERN_PROTOCOL_VERSIONS)
 """Every ``MCP-Protocol-Version`` header value served; any other is answered 400 naming them."""
-
-
-@dataclass(slots=True)
-class _Exchange:
-    """The dispatch context of one fast-path request (``mcp.shared.dispatcher.DispatchContext``)."""
-
-    transport: TransportContext
-    request_id: Any
-    message_metadata: ServerMessageMetadata
-    progress_token: Any = None
-    can_send_request: bool = False
-    _cancel: anyio.Event | None = None
-
-    @property
-    def cancel_requested(self) -> anyio.Event:
-        """Never set (a JSON response has no cancellation channel); made on first use, as most
-        requests never look."""
-        if self._cancel is None:
-            self._cancel = anyio.Event()
-        return self._cancel
-
-    async def send_raw_request(self, method: str, params: Any, opts: Any = None) -> dict[str, Any]:
-        raise NoBackChannelError(method)
-
-    async def notify(self, method: str, params: Any, opts: Any = None) -> None:
-        return None  # JSON-response mode: nothing but the response has a wire
-
-    async def progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
-        return None
 
 
 @dataclass
@@ -324,7 +256,7 @@ class HttpApp:
             if outcome is not None:
                 outcome.error = refused
             reply = types.JSONRPCError(jsonrpc="2.0", id=None, error=refused)
-            await _send_json(send, 429, _dumped(reply))
+            await _send_json(send, 429, dumped(reply))
             return
         with quota.opening(scope, send) as counted:
             await self.sdk_endpoint(scope, receive, counted)
@@ -350,14 +282,14 @@ class HttpApp:
             await send({"type": "http.response.start", "status": status, "headers": _JSON})
             await send({"type": "http.response.body", "body": b""})
             return
-        await _send_json(send, status, _dumped(answer))
+        await _send_json(send, status, dumped(answer))
 
     async def _answer(self, request: Request, value: Any, version: str | None) -> tuple[int, Reply | None]:
         """``(status, answer)`` for one parsed 2025-era message; ``None`` answer for a notification (202)."""
         try:
             message = types.jsonrpc_message_adapter.validate_python(value, by_name=False)  # the parsed value
         except ValueError:
-            return 400, _refusal(types.INVALID_REQUEST, NOT_A_MESSAGE)
+            return 400, refusal(types.INVALID_REQUEST, NOT_A_MESSAGE)
         connection = Connection.from_envelope(version or DEFAULT_NEGOTIATED_VERSION, None, None)
         connection.exit_stack = _Watched()
         runner = ServerRunner(self.server, connection, _lifespan_state(self.server))
@@ -366,7 +298,7 @@ class HttpApp:
         try:
             if not isinstance(message, types.JSONRPCRequest):
                 if isinstance(message, types.JSONRPCNotification) and has_invalid_id(value):
-                    return 400, _refusal(types.INVALID_REQUEST, INVALID_ID)
+                    return 400, refusal(types.INVALID_REQUEST, INVALID_ID)
                 if isinstance(message, types.JSONRPCNotification):
                     await runner.on_notify(_Exchange(transport, None, metadata), message.method, message.params)
                 return 202, None
@@ -408,66 +340,26 @@ class HttpApp:
             await send({"type": "http.response.start", "status": 202, "headers": [*kept, _EMPTY]})
             await send({"type": "http.response.body", "body": b""})
             return
-        await _send_json(send, 200, b"[" + b",".join(_dumped(a) for a in answers) + b"]", kept)
+        await _send_json(send, 200, b"[" + b",".join(dumped(a) for a in answers) + b"]", kept)
 
     async def _one_of_batch(self, scope: Scope, item: Any, version: str | None) -> tuple[Outcome, _Held | None]:
         """One batch element through the same serving path as a single POST: its :class:`Outcome`, and
         the SDK transport's response (status and headers; the body only when it refused the element)."""
         outcome = Outcome(stateless=self.stateless, request_id=request_id(item))
         fast = self.stateless and self.json_response
-        if has_invalid_id(item) or (not fast and not _is_message(item)):  # refused as a single POST would be
+        if has_invalid_id(item) or (not fast and not is_message(item)):  # refused as a single POST would be
             why = INVALID_ID if has_invalid_id(item) else NOT_A_MESSAGE
             outcome.request_id, outcome.error = None, types.ErrorData(code=types.INVALID_REQUEST, message=why)
             return outcome, None
         with serving(outcome):
             if fast:
                 _, answer = await self._answer(Request(scope), item, version)
-                outcome.result, outcome.error = _parts(answer)  # the chain's record, or this path's catch-all
+                outcome.result, outcome.error = parts(answer)  # the chain's record, or this path's catch-all
                 return outcome, None
             held = _Held()
             sub = {**scope, "headers": [(k, v) for k, v in scope["headers"] if k != b"content-length"]}
             await self._to_sdk(sub, _replay(json.dumps(item).encode(), None), held)
         return outcome, held
-
-
-async def _respond(runner: ServerRunner[Any], exchange: _Exchange, message: types.JSONRPCRequest) -> Reply:
-    """Run one request through the SDK kernel; the JSON-RPC response (errors mapped as the SDK maps them,
-    an unexpected exception as -32603 without its text)."""
-    try:
-        result = await runner.on_request(exchange, message.method, message.params)
-    except Exception as exc:
-        error = handler_exception_to_error_data(exc)
-        if error is None:  # as the SDK's 2026-07-28 entry: handler internals never reach the wire
-            log.exception("handler for %r raised", message.method)
-            error = types.ErrorData(code=types.INTERNAL_ERROR, message="internal error; the server log has the details")
-        return types.JSONRPCError(jsonrpc="2.0", id=message.id, error=error)
-    return types.JSONRPCResponse(jsonrpc="2.0", id=message.id, result=result)
-
-
-def _dumped(reply: Reply) -> bytes:
-    """One JSON-RPC answer as the SDK's transport writes it."""
-    return reply.model_dump_json(by_alias=True, exclude_unset=True).encode()
-
-
-def _refusal(code: int, message: str) -> types.JSONRPCError:
-    """A JSON-RPC error answering a message whose id could not be read (``id: null``)."""
-    return types.JSONRPCError(jsonrpc="2.0", id=None, error=types.ErrorData(code=code, message=message))
-
-
-def _parts(answer: Reply | None) -> tuple[dict[str, Any] | None, types.ErrorData | None]:
-    """``(result, error)`` of an answer (both ``None`` for a notification's)."""
-    if isinstance(answer, types.JSONRPCError):
-        return None, answer.error
-    return (answer.result, None) if answer is not None else (None, None)
-
-
-def _is_message(value: Any) -> bool:
-    """Whether a parsed value is one JSON-RPC message (validated as a value: it is not parsed again)."""
-    try:
-        types.jsonrpc_message_adapter.validate_python(value, by_name=False)
-    except ValueError:
-        return False
-    return True
 
 
 def _lifespan_state(server: Server[Any]) -> Any:

@@ -92,6 +92,23 @@ def retry_after_of(error: types.ErrorData | None) -> int | None:
     return max(1, math.ceil(seconds))
 
 
+def dumped(reply: Reply) -> bytes:
+    """One JSON-RPC answer as the SDK's transport writes it."""
+    return reply.model_dump_json(by_alias=True, exclude_unset=True).encode()
+
+
+def refusal(code: int, message: str) -> types.JSONRPCError:
+    """A JSON-RPC error answering a message whose id could not be read (``id: null``)."""
+    return types.JSONRPCError(jsonrpc="2.0", id=None, error=types.ErrorData(code=code, message=message))
+
+
+def parts(answer: Reply | None) -> tuple[dict[str, Any] | None, types.ErrorData | None]:
+    """``(result, error)`` of an answer (both ``None`` for a notification's)."""
+    if isinstance(answer, types.JSONRPCError):
+        return None, answer.error
+    return (answer.result, None) if answer is not None else (None, None)
+
+
 _current: contextvars.ContextVar[Outcome | None] = contextvars.ContextVar("mcp_providers.http_outcome", default=None)
 
 

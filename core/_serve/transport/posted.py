@@ -112,3 +112,12 @@ def request_id(value: Any) -> str | int | None:
 def is_cancel_notification(message: Any) -> bool:
     """Whether ``message`` (a parsed JSON value) is a ``notifications/cancelled`` notification."""
     return isinstance(message, dict) and message.get("method") == "notifications/cancelled" and "id" not in message
+
+
+def is_message(value: Any) -> bool:
+    """Whether a parsed value is one JSON-RPC message (validated as a value: it is not parsed again)."""
+    try:
+        types.jsonrpc_message_adapter.validate_python(value, by_name=False)
+    except ValueError:
+        return False
+    return True
