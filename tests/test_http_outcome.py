@@ -170,6 +170,25 @@ async def test_only_the_exchange_s_own_request_is_recorded_and_only_once() -> No
 
 
 @pytest.mark.anyio
+async def test_a_request_under_the_same_id_nested_in_the_handler_is_not_recorded() -> None:
+    """A handler that calls this server again in its own context (an in-process loopback) makes
+    a request the middleware sees too, under its own ids: it is not the exchange's answer."""
+    outcome = Outcome(request_id=1)
+
+    async def nested(inner: Any) -> dict[str, Any]:
+        raise MCPError(types.INVALID_PARAMS, "the nested call failed")
+
+    async def handler(ctx: Any) -> dict[str, Any]:
+        with pytest.raises(MCPError):  # the nested call, also id 1, ends first; the handler copes
+            await exchange_middleware(_ctx(1, "tools/list"), nested)
+        return {"outer": ctx.request_id}
+
+    with serving(outcome):
+        await exchange_middleware(_ctx(1), handler)
+    assert outcome.answer() == types.JSONRPCResponse(jsonrpc="2.0", id=1, result={"outer": 1}), outcome
+
+
+@pytest.mark.anyio
 async def test_a_request_cancelled_while_its_handler_returns_records_no_answer() -> None:
     """The SDK never answers a request its client cancelled; a batch must not answer it either."""
     outcome = Outcome(request_id=5)

@@ -60,6 +60,8 @@ class Outcome:
     request_id: Any = None
     result: dict[str, Any] | None = None
     error: types.ErrorData | None = None
+    claimed: bool = False
+    """Whether a request under ``request_id`` reached the middleware (only that one is recorded)."""
 
     @property
     def answered(self) -> bool:
@@ -147,7 +149,10 @@ async def exchange_middleware(ctx: ServerRequestContext[Any, Any], call_next: An
     outcome = _current.get()
     if outcome is None:
         return await call_next(ctx)
-    recorded = ctx.request_id is not None and ctx.request_id == outcome.request_id and not outcome.answered
+    # The first request under the exchange's id is its own: one nested in its handler (a call to
+    # this server in the same context) or a second one under the same id is not.
+    recorded = ctx.request_id is not None and ctx.request_id == outcome.request_id and not outcome.claimed
+    outcome.claimed = outcome.claimed or recorded
     try:
         result = await _stateless(ctx, call_next) if outcome.stateless else await call_next(ctx)
     except Exception as exc:
