@@ -102,8 +102,10 @@ def served(
     stateless: bool = False,
     json_response: bool = False,
     event_store: Any = None,
+    limits: Any = None,
 ) -> Iterator[int]:
-    """``composed`` served as ``serve --http 127.0.0.1:PORT`` serves it; yields the port."""
+    """``composed`` served as ``serve --http 127.0.0.1:PORT`` serves it (``limits``: the
+    ``[server.limits]`` its session quota reads); yields the port."""
     import uvicorn
 
     composed = composed or composition()
@@ -114,6 +116,7 @@ def served(
         security=transport_policy("127.0.0.1"),
         routes=ops_routes(composed),
         event_store=event_store,
+        limits=limits,
     )
     port = free_port()
     server = uvicorn.Server(uvicorn_config(app, "127.0.0.1", port))

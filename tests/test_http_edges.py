@@ -178,13 +178,13 @@ async def test_round4_item3_an_unexpected_exception_on_the_fast_path_is_answered
     -32603 as the SDK's 2026-07-28 entry does, and the log keeps the details."""
     import mcp_types as types
 
-    from mcp_providers._serve.transport.http_app import _respond
+    from mcp_providers._serve.transport.fast_path import respond
 
     class Raising:
         async def on_request(self, *args: object) -> object:
             raise RuntimeError("could not connect to postgresql://inventory:s3cret@db/inventory")
 
     request = types.JSONRPCRequest(jsonrpc="2.0", id=4, method="ping")
-    answer = json.loads(await _respond(Raising(), None, request))  # type: ignore[arg-type]
+    answer = (await respond(Raising(), None, request)).model_dump(mode="json")  # type: ignore[arg-type]
     assert answer["id"] == 4 and answer["error"]["code"] == types.INTERNAL_ERROR
     assert "s3cret" not in json.dumps(answer) and "server log" in answer["error"]["message"]

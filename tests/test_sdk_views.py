@@ -13,7 +13,7 @@ import pytest
 
 from mcp_providers._serve.binding import served_methods
 from mcp_providers._serve.transport import manager as watched
-from mcp_providers._serve.transport.http_app import _pushed, _Watched
+from mcp_providers._serve.transport.fast_path import Watched, pushed
 from mcp_providers.testing import compose
 
 
@@ -99,18 +99,18 @@ def test_served_methods_are_the_methods_the_sdk_holds_handlers_for() -> None:
     ids=["callback", "push", "enter_context", "push_async_exit", "push_async_callback"],
 )
 def test_an_exit_stack_knows_it_was_pushed_on(push: Any) -> None:
-    stack = _Watched()
-    assert _pushed(stack) is False  # the usual exchange: nothing to unwind
+    stack = Watched()
+    assert pushed(stack) is False  # the usual exchange: nothing to unwind
     push(stack)
-    assert _pushed(stack) is True
-    assert _pushed(contextlib.AsyncExitStack()) is True  # a stack a handler put there: unwound
+    assert pushed(stack) is True
+    assert pushed(contextlib.AsyncExitStack()) is True  # a stack a handler put there: unwound
 
 
 @pytest.mark.anyio
 async def test_an_exit_stack_knows_an_async_context_was_entered() -> None:
-    stack = _Watched()
+    stack = Watched()
     await stack.enter_async_context(contextlib.AsyncExitStack())
-    assert _pushed(stack) is True
+    assert pushed(stack) is True
     await stack.aclose()
 
 

@@ -117,7 +117,7 @@ class Pipeline:
         scope = current_scope.set(CredentialScope(self.credentials, exchange.upstreams))
         try:
             if task is None:  # a task's body was counted as the call that started it
-                await self.limiter.admit(ctx, exchange.principal, method.name)  # per subject, before the gate
+                await self.limiter.admit(exchange.principal, method.name)  # per subject, before the gate
             target = method.route(exchange, params)
             with tracing.stage(self.tracer, "gate"):  # each stage in its span with traces on; else no-ops
                 method.authorize(exchange, target)

@@ -2,7 +2,7 @@
 
 ::
 
-    Pipeline.run -> RateLimiter.admit(ctx, principal, method) -> route -> authorize -> ...
+    Pipeline.run -> RateLimiter.admit(principal, method) -> route -> authorize -> ...
 
 Each request counts against one budget, over a moving window of ``window_seconds`` (the ``limits``
 library's moving-window strategy, its ``limits.aio`` storages):
@@ -20,9 +20,9 @@ Counts live in the process, or with ``[cluster]`` in Redis under
 ``(issuer, subject)``, not the subject itself (no personal data in Redis, and an issuer URL's
 ``/`` cannot make two callers' keys meet).
 
-A refusal is :class:`~mcp_providers.errors.RateLimited` (-32009, ``data.retryAfter`` in seconds);
-over HTTP the request's ASGI scope gets :data:`RETRY_AFTER_SCOPE_KEY` so the HTTP app adds a
-``Retry-After`` header to the response it sends (``transport/http_app.py``).
+A refusal is :class:`~mcp_providers.errors.RateLimited` (-32009, ``data.retryAfter`` in seconds):
+the seconds travel on the error, and over HTTP the transport sends them as ``Retry-After`` with
+the answer it writes (``transport/http_outcome.py``); this step knows no transport.
 
 Redis unreachable: **fail open to the local count**. Each replica then counts its own requests in
 memory with the same limits until Redis answers again (so a caller can get at most one budget per
@@ -45,7 +45,6 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from mcp_providers._serve.steps.exchange import Ctx
 from mcp_providers.config import ClusterSettings, LimitsSettings
 from mcp_providers.errors import RateLimited
 from mcp_providers.identity import Principal
@@ -55,10 +54,6 @@ if TYPE_CHECKING:  # limits (with every storage it ships) is imported only when 
     from limits.aio.strategies import MovingWindowRateLimiter
 
 log = logging.getLogger("mcp_providers.limits")
-
-RETRY_AFTER_SCOPE_KEY = "mcp_providers.retry_after"
-"""Set in an HTTP request's ASGI scope to the seconds of a refusal's ``retryAfter``; the HTTP app
-sends it as the ``Retry-After`` header."""
 
 _CLASSES = {
     "resources/read": "reads",
@@ -163,21 +158,15 @@ class RateLimiter:
         """Whether any limit is configured."""
         return self.settings is not None
 
-    async def admit(self, ctx: Ctx, principal: Principal, method: str) -> None:
-        """Count the request of ``ctx`` (made by ``principal``) for ``method`` against its caller's budget.
+    async def admit(self, principal: Principal, method: str) -> None:
+        """Count one ``method`` request of ``principal`` against its caller's budget.
 
-        :raises RateLimited: the budget is used up; over HTTP the request's scope also gets
-            :data:`RETRY_AFTER_SCOPE_KEY` (the ``Retry-After`` header).
+        :raises RateLimited: the budget is used up (``data["retryAfter"]``: the seconds to wait,
+            which the HTTP transport also sends as ``Retry-After``).
         """
         if self.settings is None:
             return
-        try:
-            await self.check(principal, method)
-        except RateLimited as refused:
-            scope = getattr(ctx.request, "scope", None)
-            if isinstance(scope, dict):
-                scope[RETRY_AFTER_SCOPE_KEY] = refused.retry_after
-            raise
+        await self.check(principal, method)
 
     async def check(self, principal: Principal, method: str) -> None:
         """Count one ``method`` request of ``principal``.

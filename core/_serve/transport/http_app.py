@@ -17,7 +17,9 @@
 - a 2026-07-28 ``tasks/get``, ``tasks/update`` or ``tasks/cancel`` whose ``Mcp-Name`` is not its
   ``params.taskId`` (400 with -32020, as the SDK answers a ``tools/call`` naming another tool);
 - JSON-RPC batches: answered as a batch, element by element, for 2025-03-26 (the only revision
-  that has them); one ``-32600`` with ``id: null`` otherwise;
+  that has them), each element's answer taken from its handler chain
+  (:mod:`~mcp_providers._serve.transport.http_outcome`), never parsed back out of the SDK's SSE or
+  JSON output; one ``-32600`` with ``id: null`` otherwise;
 - the **fast path**: a POST without ``Mcp-Session-Id`` that needs no stream is parsed and
   dispatched straight into the SDK's per-request kernel (:class:`mcp.server.runner.ServerRunner`,
   the same handlers, middleware and result shaping the SDK transport reaches) and answered with
@@ -30,34 +32,36 @@ app unchanged. Bearer authentication, when configured, applies to both paths
 (:class:`~mcp_providers._serve.transport.auth.BearerGate`, which keeps the SDK's auth context), and
 the RFC 9728 metadata it names is served beside the MCP path, without authentication.
 
-A request refused by ``[server.limits]`` (``steps/ratelimit.py``) is answered with its JSON-RPC
-error as always, plus a ``Retry-After`` header, on either path: the limiter marks the request's
-ASGI scope and :func:`~mcp_providers._serve.transport.http_inbound.retry_after` adds the header
-when the response starts. An SSE response has started before any handler runs, so there the
-JSON-RPC error's ``data.retryAfter`` alone says it.
-The ops routes (``/healthz``, ``/readyz``, ``/metrics``) never reach the pipeline, so no limit
-applies to them.
+A request refused by ``[server.limits]`` (``steps/ratelimit.py``) or the session quota is
+answered with its JSON-RPC error as always, plus a ``Retry-After`` header, on every path: the
+seconds travel on the error (-32009, ``data.retryAfter``), the exchange's
+:class:`~mcp_providers._serve.transport.http_outcome.Outcome` records it, and
+:func:`~mcp_providers._serve.transport.http_outcome.with_retry_after` adds the header when the
+response starts. An SSE response has started before any handler runs, so there the JSON-RPC
+error's ``data.retryAfter`` alone says it. The ops routes (``/healthz``, ``/readyz``,
+``/metrics``) never reach the pipeline, so no limit applies to them.
+
+The body is parsed once on our side (``transport.posted``; the fast path hands the parsed value
+to the SDK's kernel, ``transport.fast_path``). Where the SDK's own HTTP entry answers, it is given
+the bytes and parses them again, since it has no public entry taking a parsed message: the
+2026-07-28 single exchange (``json.loads``) and the 2025-era transports, session or stateless
+(``pydantic_core.from_json``), once per batch element there. ``tests/test_http_parses.py`` counts
+them.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
-import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-import anyio
 import mcp_types as types
-from mcp import MCPError
-from mcp.server import Server, ServerRequestContext
+from mcp.server import Server
 from mcp.server.connection import Connection
 from mcp.server.runner import ServerRunner, aclose_shielded
 from mcp.server.streamable_http import EventStore
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
-from mcp.shared.exceptions import NoBackChannelError
-from mcp.shared.jsonrpc_dispatcher import handler_exception_to_error_data
 from mcp.shared.message import ServerMessageMetadata
 from mcp.shared.transport_context import TransportContext
 from mcp_types import DEFAULT_NEGOTIATED_VERSION
@@ -68,141 +72,64 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_providers._serve.identity import ResourceServer
 from mcp_providers._serve.seams import lifespan_state, modern_request_handler
-from mcp_providers._serve.steps.ratelimit import RETRY_AFTER_SCOPE_KEY
 from mcp_providers._serve.transport.auth import BearerGate, metadata_endpoints
+from mcp_providers._serve.transport.fast_path import OneExchange, Watched, pushed, respond
 from mcp_providers._serve.transport.http_cancel import (
     STATELESS_CANCEL,
-    answers_a_cancel,
     stateless_cancel_in_batch,
     unanswered_when_cancelled,
 )
 from mcp_providers._serve.transport.http_inbound import (
-    Capture,
+    Held,
     headers_of,
     post_refusal,
     progress_token_of,
     read_body,
     replaying,
-    retry_after,
     route_path,
     send_json,
     task_name_mismatch,
     unsupported_version,
+)
+from mcp_providers._serve.transport.http_outcome import (
+    Outcome,
+    Reply,
+    current_outcome,
+    dumped,
+    exchange_middleware,
+    parts,
+    refusal,
+    serving,
+    with_retry_after,
 )
 from mcp_providers._serve.transport.manager import holds
 from mcp_providers._serve.transport.manager import watch as watch_manager
 from mcp_providers._serve.transport.nesting import MAX_NESTING, request_id_of, too_deep
 from mcp_providers._serve.transport.ops import rebinding_refusal
 from mcp_providers._serve.transport.posted import (
+    INVALID_ID,
+    NOT_A_MESSAGE,
     Posted,
     error_body,
+    has_invalid_id,
     invalid_id,
     is_cancel_notification,
-    of_value,
+    is_message,
     parse,
     parse_error,
+    request_id,
 )
 from mcp_providers._serve.transport.sessions import SessionQuota
 from mcp_providers.config import LimitsSettings
 
-log = logging.getLogger("mcp_providers.http")
-
 _JSON = [(b"content-type", b"application/json")]
-
-
-class _Watched(contextlib.AsyncExitStack):
-    """An exit stack that knows whether anything was pushed on it (``used``), through any of its
-    public methods: a one-exchange connection with nothing to unwind skips the shielded unwind."""
-
-    used = False
-
-    def push(self, *args: Any, **kwargs: Any) -> Any:
-        self.used = True
-        return super().push(*args, **kwargs)
-
-    def enter_context(self, *args: Any, **kwargs: Any) -> Any:
-        self.used = True
-        return super().enter_context(*args, **kwargs)
-
-    def callback(self, *args: Any, **kwargs: Any) -> Any:
-        self.used = True
-        return super().callback(*args, **kwargs)
-
-    async def enter_async_context(self, *args: Any, **kwargs: Any) -> Any:
-        self.used = True
-        return await super().enter_async_context(*args, **kwargs)
-
-    def push_async_exit(self, *args: Any, **kwargs: Any) -> Any:
-        self.used = True
-        return super().push_async_exit(*args, **kwargs)
-
-    def push_async_callback(self, *args: Any, **kwargs: Any) -> Any:
-        self.used = True
-        return super().push_async_callback(*args, **kwargs)
-
-
-def _pushed(stack: contextlib.AsyncExitStack) -> bool:
-    """Whether ``stack`` may hold callbacks: a :class:`_Watched` one says; any other (replaced by a
-    handler) is assumed to."""
-    return not isinstance(stack, _Watched) or stack.used
+_EMPTY = (b"content-length", b"0")
 
 
 BATCH_VERSION = "2025-03-26"
 """The only protocol revision with JSON-RPC batches."""
-STATELESS_SCOPE_KEY = "mcp_providers.stateless"
-"""Set in the ASGI scope of every request a stateless app serves (read by :func:`stateless_middleware`)."""
-
-
 SUPPORTED_VERSIONS = (*HANDSHAKE_PROTOCOL_VERSIONS, *MODERN_PROTOCOL_VERSIONS)
 """Every ``MCP-Protocol-Version`` header value served; any other is answered 400 naming them."""
-
-
-async def stateless_middleware(ctx: ServerRequestContext[Any, Any], call_next: Any) -> Any:
-    """Server middleware: on a stateless HTTP request, no 2025 ``resources/subscribe`` (its updates
-    need the session's ``GET`` stream, which stateless mode has not) and no capability claiming it;
-    nor ``listChanged`` in ``initialize`` (a 2025-era stateless client has no stream to hear it on)."""
-    request = ctx.request
-    if request is None or not getattr(request, "scope", {}).get(STATELESS_SCOPE_KEY):
-        return await call_next(ctx)
-    if ctx.method in ("resources/subscribe", "resources/unsubscribe"):
-        raise MCPError(types.METHOD_NOT_FOUND, "Method not found: stateless HTTP cannot deliver resource updates")
-    result = await call_next(ctx)
-    if ctx.method == "initialize" and isinstance(result, dict):
-        capabilities = result.get("capabilities", {})
-        for kind in ("resources", "tools", "prompts"):
-            if isinstance(declared := capabilities.get(kind), dict):
-                declared.pop("subscribe", None)
-                declared.pop("listChanged", None)
-    return result
-
-
-@dataclass(slots=True)
-class _Exchange:
-    """The dispatch context of one fast-path request (``mcp.shared.dispatcher.DispatchContext``)."""
-
-    transport: TransportContext
-    request_id: Any
-    message_metadata: ServerMessageMetadata
-    progress_token: Any = None
-    can_send_request: bool = False
-    _cancel: anyio.Event | None = None
-
-    @property
-    def cancel_requested(self) -> anyio.Event:
-        """Never set (a JSON response has no cancellation channel); made on first use, as most
-        requests never look."""
-        if self._cancel is None:
-            self._cancel = anyio.Event()
-        return self._cancel
-
-    async def send_raw_request(self, method: str, params: Any, opts: Any = None) -> dict[str, Any]:
-        raise NoBackChannelError(method)
-
-    async def notify(self, method: str, params: Any, opts: Any = None) -> None:
-        return None  # JSON-response mode: nothing but the response has a wire
-
-    async def progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
-        return None
 
 
 @dataclass
@@ -244,8 +171,6 @@ class HttpApp:
         if scope["type"] != "http" or route_path(scope) != self.path:
             await self.sdk_app(scope, receive, send)
             return
-        if self.stateless:
-            scope[STATELESS_SCOPE_KEY] = True
         refused = await self._guard.validate_request(Request(scope), is_post=False)
         if refused is not None:
             await refused(scope, receive, send)
@@ -256,7 +181,11 @@ class HttpApp:
         await self._endpoint(scope, receive, send)
 
     async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
-        send = retry_after(scope, send)
+        outcome = Outcome(stateless=self.stateless)  # what the handler chain makes of it (transport.http_outcome)
+        with serving(outcome):
+            await self._exchange(scope, receive, with_retry_after(outcome, send), outcome)
+
+    async def _exchange(self, scope: Scope, receive: Receive, send: Send, outcome: Outcome) -> None:
         headers = headers_of(scope)
         version = headers.get(b"mcp-protocol-version", b"").decode("latin-1") or None
         if scope["method"] != "POST":
@@ -289,12 +218,16 @@ class HttpApp:
             else:
                 await send_json(send, 400, refused)
             return
-        replay = replaying(body, receive)
+        outcome.request_id = request_id(posted.value)
+        await self._posted(scope, replaying(body, receive), send, posted, version)
+
+    async def _posted(self, scope: Scope, replay: Receive, send: Send, posted: Posted, version: str | None) -> None:
+        """A POST whose body is JSON (``posted``), to the path that answers it."""
+        headers = headers_of(scope)
         session = b"mcp-session-id" in headers
         if version in MODERN_PROTOCOL_VERSIONS and (refused := task_name_mismatch(posted, headers)) is not None:
             await send_json(send, 400, refused)
-            return
-        if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
+        elif version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
             if self.json_response and not session:  # the SDK's own single-exchange entry, minus its wrapping
                 state = lifespan_state(self.manager)
                 handle = modern_request_handler()
@@ -314,14 +247,18 @@ class HttpApp:
 
     async def _to_sdk(self, scope: Scope, receive: Receive, send: Send) -> None:
         """The SDK's endpoint; a 2025-era POST that would open a session (no ``Mcp-Session-Id``)
-        first passes its caller's session quota (429 and ``Retry-After`` when it does not)."""
+        first passes its caller's session quota (429 and ``Retry-After`` when it does not: the
+        refusal is the exchange's :class:`Outcome` error)."""
         quota = self.sessions
         if quota is None or any(k == b"mcp-session-id" for k, _ in scope["headers"]):
             await self.sdk_endpoint(scope, receive, send)
             return
         if (refused := quota.refusal(scope)) is not None:
-            body, wait = refused
-            await send_json(send, 429, body, [(b"retry-after", str(wait).encode())])
+            outcome = current_outcome()
+            if outcome is not None:
+                outcome.error = refused
+            reply = types.JSONRPCError(jsonrpc="2.0", id=None, error=refused)
+            await send_json(send, 429, dumped(reply))
             return
         with quota.opening(scope, send) as counted:
             await self.sdk_endpoint(scope, receive, counted)
@@ -330,7 +267,7 @@ class HttpApp:
         """``scope`` without ``Last-Event-ID`` when no event store can replay (the SDK fails with
         500 on it): resuming is optional (streamable HTTP, "Resumability and Redelivery"), so the
         client gets a fresh stream, as it would without the header."""
-        if self.server.session_manager.event_store is not None:
+        if self.manager.event_store is not None:
             return scope
         if not any(k == b"last-event-id" for k, _ in scope["headers"]):
             return scope
@@ -338,44 +275,48 @@ class HttpApp:
 
     async def _legacy(self, scope: Scope, send: Send, posted: Posted, version: str | None) -> None:
         """A 2025-era POST in stateless JSON mode, answered exactly as the SDK transport would."""
-        request = Request(scope)
         refused = post_refusal(headers_of(scope))  # Host and Origin were checked in __call__
         if refused is not None:
             await refused(scope, replaying(posted.raw, None), send)
             return
-        status, answer = await self._answer(request, posted, version)
+        status, answer = await self._answer(Request(scope), posted.value, version)
         if answer is None:
             await send({"type": "http.response.start", "status": status, "headers": _JSON})
             await send({"type": "http.response.body", "body": b""})
             return
-        await send_json(send, status, answer)
+        await send_json(send, status, dumped(answer))
 
-    async def _answer(self, request: Request, posted: Posted, version: str | None) -> tuple[int, bytes | None]:
-        """``(status, body)`` for one parsed 2025-era message; ``None`` body for a notification (202)."""
+    async def _answer(self, request: Request, value: Any, version: str | None) -> tuple[int, Reply | None]:
+        """``(status, answer)`` for one parsed 2025-era message; ``None`` answer for a notification (202)."""
         try:
-            message = types.jsonrpc_message_adapter.validate_python(posted.value, by_name=False)
+            message = types.jsonrpc_message_adapter.validate_python(value, by_name=False)  # the parsed value
         except ValueError:
-            return 400, error_body(types.INVALID_REQUEST, "Invalid request: not a JSON-RPC message")
+            return 400, refusal(types.INVALID_REQUEST, NOT_A_MESSAGE)
         connection = Connection.from_envelope(version or DEFAULT_NEGOTIATED_VERSION, None, None)
-        connection.exit_stack = _Watched()
+        connection.exit_stack = Watched()
         runner = ServerRunner(self.server, connection, lifespan_state(self.manager))
         metadata = ServerMessageMetadata(request_context=request)
         transport = TransportContext(kind="streamable-http", can_send_request=False)
         try:
             if not isinstance(message, types.JSONRPCRequest):
-                if isinstance(message, types.JSONRPCNotification) and (refused := invalid_id(posted)) is not None:
-                    return 400, refused
+                if isinstance(message, types.JSONRPCNotification) and has_invalid_id(value):
+                    return 400, refusal(types.INVALID_REQUEST, INVALID_ID)
                 if isinstance(message, types.JSONRPCNotification):
-                    await runner.on_notify(_Exchange(transport, None, metadata), message.method, message.params)
+                    await runner.on_notify(OneExchange(transport, None, metadata), message.method, message.params)
                 return 202, None
-            exchange = _Exchange(transport, message.id, metadata, progress_token_of(message.params))
-            return 200, await _respond(runner, exchange, message)
+            exchange = OneExchange(transport, message.id, metadata, progress_token_of(message.params))
+            return 200, await respond(runner, exchange, message)
         finally:
-            if _pushed(connection.exit_stack):  # nothing pushed (usual): no shielded scope
+            if pushed(connection.exit_stack):  # nothing pushed (usual): no shielded scope
                 await aclose_shielded(connection)
 
     async def _batch(self, scope: Scope, send: Send, items: list[Any], version: str | None) -> None:
-        """A JSON-RPC batch (parsed): each element answered in turn for 2025-03-26, one -32600 otherwise."""
+        """A JSON-RPC batch (parsed): each element answered in turn for 2025-03-26, one -32600 otherwise.
+
+        Each element's answer is the message its handler chain made (:class:`Outcome`), never read
+        back from the bytes the SDK's transport wrote. An element the transport refuses before any
+        handler runs (an unknown session, say) refuses the batch with that response, unchanged.
+        """
         if (version or DEFAULT_NEGOTIATED_VERSION) != BATCH_VERSION or not items:
             message = f"Invalid request: JSON-RPC batches are only accepted at protocol version {BATCH_VERSION}"
             await send_json(send, 400, error_body(types.INVALID_REQUEST, message))
@@ -383,53 +324,44 @@ class HttpApp:
         if self.stateless and (refused := stateless_cancel_in_batch(items)) is not None:
             await send_json(send, 400, refused)
             return
-        answers: list[Any] = []
-        extra: list[tuple[bytes, bytes]] = []
+        answers: list[Reply] = []
+        kept: list[tuple[bytes, bytes]] = []  # the last Mcp-Session-Id an element was handed
+        waits: list[int] = []
         for item in items:
-            status, got, extra = await self._one_of_batch(scope, of_value(item), version)
-            if status >= 400 and not got:
-                await send({"type": "http.response.start", "status": status, "headers": extra})
-                await send({"type": "http.response.body", "body": b""})
+            outcome, held = await self._one_of_batch(scope, item, version)
+            if held is not None and held.status >= 400 and not outcome.answered:
+                await held.replay(send)
                 return
-            answers += got
+            if (answer := outcome.answer()) is not None:
+                answers.append(answer)
+            if held is not None and (handed := held.session_header()):
+                kept = handed
+            waits += [outcome.retry_after] if outcome.retry_after is not None else []
+        kept += [(b"retry-after", str(max(waits)).encode())] if waits else []
         if not answers:
-            await send({"type": "http.response.start", "status": 202, "headers": extra})
+            await send({"type": "http.response.start", "status": 202, "headers": [*kept, _EMPTY]})
             await send({"type": "http.response.body", "body": b""})
             return
-        keep = [(k, v) for k, v in extra if k.lower() == b"mcp-session-id"]
-        await send_json(send, 200, json.dumps(answers).encode(), keep)
+        await send_json(send, 200, b"[" + b",".join(dumped(a) for a in answers) + b"]", kept)
 
-    async def _one_of_batch(
-        self, scope: Scope, posted: Posted, version: str | None
-    ) -> tuple[int, list[Any], list[tuple[bytes, bytes]]]:
-        """One batch element through the same serving path as a single POST; its JSON-RPC answers."""
-        if self.stateless and self.json_response:
-            status, answer = await self._answer(Request(scope), posted, version)
-            return status, ([] if answer is None else [json.loads(answer)]), []
-        if (refused := invalid_id(posted)) is not None:
-            return 400, [json.loads(refused)], []
-        captured = Capture()
-        sub = {**scope, "headers": [(k, v) for k, v in scope["headers"] if k != b"content-length"]}
-        await self._to_sdk(sub, replaying(posted.raw, None), captured)
-        if RETRY_AFTER_SCOPE_KEY in sub:  # refused by the rate limiter: the batch's response says so
-            scope[RETRY_AFTER_SCOPE_KEY] = sub[RETRY_AFTER_SCOPE_KEY]
-        return captured.status, [m for m in captured.messages() if not answers_a_cancel(m)], captured.headers
-
-
-async def _respond(runner: ServerRunner[Any], exchange: _Exchange, message: types.JSONRPCRequest) -> bytes:
-    """Run one request through the SDK kernel; the JSON-RPC response (errors mapped as the SDK maps them,
-    an unexpected exception as -32603 without its text)."""
-    try:
-        result = await runner.on_request(exchange, message.method, message.params)
-    except Exception as exc:
-        error = handler_exception_to_error_data(exc)
-        if error is None:  # as the SDK's 2026-07-28 entry: handler internals never reach the wire
-            log.exception("handler for %r raised", message.method)
-            error = types.ErrorData(code=types.INTERNAL_ERROR, message="internal error; the server log has the details")
-        reply: Any = types.JSONRPCError(jsonrpc="2.0", id=message.id, error=error)
-    else:
-        reply = types.JSONRPCResponse(jsonrpc="2.0", id=message.id, result=result)
-    return reply.model_dump_json(by_alias=True, exclude_unset=True).encode()  # type: ignore[no-any-return]
+    async def _one_of_batch(self, scope: Scope, item: Any, version: str | None) -> tuple[Outcome, Held | None]:
+        """One batch element through the same serving path as a single POST: its :class:`Outcome`, and
+        the SDK transport's response (status and headers; the body only when it refused the element)."""
+        outcome = Outcome(stateless=self.stateless, request_id=request_id(item))
+        fast = self.stateless and self.json_response
+        if has_invalid_id(item) or (not fast and not is_message(item)):  # refused as a single POST would be
+            why = INVALID_ID if has_invalid_id(item) else NOT_A_MESSAGE
+            outcome.request_id, outcome.error = None, types.ErrorData(code=types.INVALID_REQUEST, message=why)
+            return outcome, None
+        with serving(outcome):
+            if fast:
+                _, answer = await self._answer(Request(scope), item, version)
+                outcome.result, outcome.error = parts(answer)  # the chain's record, or this path's catch-all
+                return outcome, None
+            held = Held()
+            sub = {**scope, "headers": [(k, v) for k, v in scope["headers"] if k != b"content-length"]}
+            await self._to_sdk(sub, replaying(json.dumps(item).encode(), None), held)
+        return outcome, held
 
 
 def http_app(
@@ -467,9 +399,9 @@ def http_app(
     if scope_sessions is not None:  # one view of the store per session (_serve.events)
         scope_sessions(manager)
     watch_manager(manager)  # its run and its sessions, for /healthz, the session quota and shutdown
-    if stateless_middleware not in server.middleware:
+    if exchange_middleware not in server.middleware:
         # Outside the others: the pipeline's, innermost, answers resources/read itself.
-        server.middleware.insert(0, stateless_middleware)
+        server.middleware.insert(0, exchange_middleware)
     return HttpApp(
         server=server,
         sdk_app=sdk,

@@ -1,7 +1,7 @@
 """The small steps of the HTTP fast path around one POST: reading the body under its cap, the
 refusals made before the SDK sees it (a task's ``Mcp-Name``, an unserved protocol version, a POST
-without the right ``Accept`` or ``Content-Type``), JSON answers with ``Retry-After``, replaying a
-body already read to the SDK's app, and capturing the answer it gives."""
+without the right ``Accept`` or ``Content-Type``), JSON answers, replaying a body already read to
+the SDK's app, and holding the status and headers of its response to a batch element."""
 
 from __future__ import annotations
 
@@ -14,10 +14,9 @@ import mcp_types as types
 from mcp.shared.inbound import decode_header_value
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from starlette.responses import Response
-from starlette.types import Message, Receive, Scope, Send
+from starlette.types import Receive, Scope, Send
 
 from mcp_providers._serve.methods.tasks import TASK_METHODS
-from mcp_providers._serve.steps.ratelimit import RETRY_AFTER_SCOPE_KEY
 from mcp_providers._serve.transport.posted import (
     Posted,
     error_body,
@@ -52,19 +51,6 @@ async def send_json(send: Send, status: int, body: bytes, extra: list[tuple[byte
     headers = [*_JSON, (b"content-length", str(len(body)).encode()), *(extra or [])]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
-
-
-def retry_after(scope: Scope, send: Send) -> Send:
-    """``send``, adding ``Retry-After`` to the response's start once the rate limiter has refused
-    the request (it put the seconds in the scope under ``RETRY_AFTER_SCOPE_KEY``)."""
-
-    async def sending(message: Message) -> None:
-        if message["type"] == "http.response.start" and (seconds := scope.get(RETRY_AFTER_SCOPE_KEY)):
-            headers = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"retry-after"]
-            message = {**message, "headers": [*headers, (b"retry-after", str(seconds).encode())]}
-        await send(message)
-
-    return sending
 
 
 def task_name_mismatch(posted: Posted, headers: Mapping[bytes, bytes]) -> bytes | None:
@@ -154,36 +140,31 @@ def replaying(body: bytes, receive: Receive | None) -> Receive:
     return replay
 
 
-class Capture:
-    """An ASGI ``send`` keeping one response: status, headers, body."""
+class Held:
+    """An ASGI ``send`` keeping the SDK transport's response to one batch element: its status and
+    headers, and its body only when it refused the element (status 400 or over), to be sent on
+    unchanged; an answer's body is never kept nor read (the answer is the element's ``Outcome``)."""
 
     def __init__(self) -> None:
         self.status = 500
         self.headers: list[tuple[bytes, bytes]] = []
-        self.body = b""
+        self._body: list[bytes] = []
 
     async def __call__(self, message: Mapping[str, Any]) -> None:
         if message["type"] == "http.response.start":
             self.status = message["status"]
             self.headers = list(message.get("headers", []))
-        elif message["type"] == "http.response.body":
-            self.body += message.get("body", b"")
+        elif message["type"] == "http.response.body" and self.status >= 400:
+            self._body.append(message.get("body", b""))
 
-    def messages(self) -> list[Any]:
-        """The JSON-RPC answers in the body (a JSON body, or the ``data:`` lines of an SSE body)."""
-        if not self.body.strip():
-            return []
-        content_type = dict((k.lower(), v) for k, v in self.headers).get(b"content-type", b"")
-        if content_type.startswith(b"text/event-stream"):
-            found = []
-            for line in self.body.decode().splitlines():
-                if line.startswith("data:") and line[5:].strip():
-                    data = json.loads(line[5:])
-                    if isinstance(data, dict) and "id" in data and ("result" in data or "error" in data):
-                        found.append(data)
-            return found
-        data = json.loads(self.body)
-        return data if isinstance(data, list) else [data]
+    def session_header(self) -> list[tuple[bytes, bytes]]:
+        """The ``Mcp-Session-Id`` header the response handed out, if any (as a header list)."""
+        return [(k, v) for k, v in self.headers if k.lower() == b"mcp-session-id"]
+
+    async def replay(self, send: Send) -> None:
+        """Send the kept refusal on, as the SDK wrote it."""
+        await send({"type": "http.response.start", "status": self.status, "headers": self.headers})
+        await send({"type": "http.response.body", "body": b"".join(self._body)})
 
 
 def route_path(scope: Scope) -> str:

@@ -66,11 +66,6 @@ def parse(raw: bytes) -> Posted:
         return Posted(raw, error=str(exc)[:200] or type(exc).__name__)
 
 
-def of_value(value: Any) -> Posted:
-    """A :class:`Posted` for an already parsed ``value`` (one batch element), with its bytes."""
-    return Posted(json.dumps(value).encode(), value)
-
-
 def error_body(code: int, message: str, request_id: Any = None) -> bytes:
     """A JSON-RPC error response as bytes."""
     return json.dumps({"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}).encode()
@@ -83,21 +78,46 @@ def parse_error(posted: Posted) -> bytes | None:
     return error_body(types.PARSE_ERROR, f"Parse error: the request body is not JSON ({posted.error})")
 
 
-def invalid_id(posted: Posted) -> bytes | None:
-    """-32600 (``id: null``) for a request whose id is not a string or an integer, else ``None``.
+INVALID_ID = "Invalid request: a request id must be a string or an integer"
+NOT_A_MESSAGE = "Invalid request: not a JSON-RPC message"
+
+
+def _is_id(value: Any) -> bool:
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def has_invalid_id(value: Any) -> bool:
+    """Whether ``value`` (parsed) is a request whose id is not a string or an integer.
 
     The message model reads such an id as a notification's extra field; answered 202, the client
     would wait for ever.
     """
-    message = posted.message
-    if message is None or "method" not in message or "id" not in message:
-        return None
-    request_id = message["id"]
-    if isinstance(request_id, str) or (isinstance(request_id, int) and not isinstance(request_id, bool)):
-        return None
-    return error_body(types.INVALID_REQUEST, "Invalid request: a request id must be a string or an integer")
+    return isinstance(value, dict) and "method" in value and "id" in value and not _is_id(value["id"])
+
+
+def invalid_id(posted: Posted) -> bytes | None:
+    """-32600 (``id: null``) for a request whose id is not a string or an integer (:func:`has_invalid_id`),
+    else ``None``."""
+    return error_body(types.INVALID_REQUEST, INVALID_ID) if has_invalid_id(posted.value) else None
+
+
+def request_id(value: Any) -> str | int | None:
+    """The id of ``value`` (parsed) when it is a request with a string or integer id, else ``None``."""
+    if isinstance(value, dict) and "method" in value and _is_id(value.get("id")):
+        found: str | int = value["id"]
+        return found
+    return None
 
 
 def is_cancel_notification(message: Any) -> bool:
     """Whether ``message`` (a parsed JSON value) is a ``notifications/cancelled`` notification."""
     return isinstance(message, dict) and message.get("method") == "notifications/cancelled" and "id" not in message
+
+
+def is_message(value: Any) -> bool:
+    """Whether a parsed value is one JSON-RPC message (validated as a value: it is not parsed again)."""
+    try:
+        types.jsonrpc_message_adapter.validate_python(value, by_name=False)
+    except ValueError:
+        return False
+    return True

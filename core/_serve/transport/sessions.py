@@ -22,12 +22,11 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import json
 import math
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
 
+import mcp_types as types
 from starlette.types import Message, Scope, Send
 
 from mcp_providers.config import LimitsSettings
@@ -76,8 +75,9 @@ class SessionQuota:
         """Opening requests admitted and not yet answered, per caller: they count as sessions, so
         concurrent ``initialize`` requests cannot all pass one check before any is recorded."""
 
-    def refusal(self, scope: Scope) -> tuple[bytes, int] | None:
-        """``(body, retry-after seconds)`` refusing a request that would open a session, else ``None``."""
+    def refusal(self, scope: Scope) -> types.ErrorData | None:
+        """The -32009 error (``data.retryAfter`` in seconds) refusing a request that would open a
+        session, else ``None``."""
         key = caller_key(scope)
         if key is None and self._settings is None:
             return None
@@ -153,6 +153,5 @@ class SessionQuota:
         return sessions
 
 
-def _refused(message: str, retry_after: int) -> tuple[bytes, int]:
-    error: dict[str, Any] = {"code": RATE_LIMITED, "message": message, "data": {"retryAfter": retry_after}}
-    return json.dumps({"jsonrpc": "2.0", "id": None, "error": error}).encode(), retry_after
+def _refused(message: str, retry_after: int) -> types.ErrorData:
+    return types.ErrorData(code=RATE_LIMITED, message=message, data={"retryAfter": retry_after})

@@ -1,0 +1,103 @@
+"""The fast path's call into the SDK's per-request kernel (:class:`mcp.server.runner.ServerRunner`):
+the dispatch context of one exchange that has no stream (:class:`OneExchange`), the exit stack that
+says whether anything was pushed on it (:class:`Watched`), and one request answered as a message
+(:func:`respond`). ``transport/http_app.py`` drives them."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server.runner import ServerRunner
+from mcp.shared.exceptions import NoBackChannelError
+from mcp.shared.jsonrpc_dispatcher import handler_exception_to_error_data
+from mcp.shared.message import ServerMessageMetadata
+from mcp.shared.transport_context import TransportContext
+
+from mcp_providers._serve.transport.http_outcome import Reply
+
+log = logging.getLogger("mcp_providers.http")
+
+
+class Watched(contextlib.AsyncExitStack):
+    """An exit stack that knows whether anything was pushed on it (``used``), through any of its
+    public methods: a one-exchange connection with nothing to unwind skips the shielded unwind."""
+
+    used = False
+
+    def push(self, *args: Any, **kwargs: Any) -> Any:
+        self.used = True
+        return super().push(*args, **kwargs)
+
+    def enter_context(self, *args: Any, **kwargs: Any) -> Any:
+        self.used = True
+        return super().enter_context(*args, **kwargs)
+
+    def callback(self, *args: Any, **kwargs: Any) -> Any:
+        self.used = True
+        return super().callback(*args, **kwargs)
+
+    async def enter_async_context(self, *args: Any, **kwargs: Any) -> Any:
+        self.used = True
+        return await super().enter_async_context(*args, **kwargs)
+
+    def push_async_exit(self, *args: Any, **kwargs: Any) -> Any:
+        self.used = True
+        return super().push_async_exit(*args, **kwargs)
+
+    def push_async_callback(self, *args: Any, **kwargs: Any) -> Any:
+        self.used = True
+        return super().push_async_callback(*args, **kwargs)
+
+
+def pushed(stack: contextlib.AsyncExitStack) -> bool:
+    """Whether ``stack`` may hold callbacks: a :class:`Watched` one says; any other (replaced by a
+    handler) is assumed to."""
+    return not isinstance(stack, Watched) or stack.used
+
+
+@dataclass(slots=True)
+class OneExchange:
+    """The dispatch context of one fast-path request (``mcp.shared.dispatcher.DispatchContext``)."""
+
+    transport: TransportContext
+    request_id: Any
+    message_metadata: ServerMessageMetadata
+    progress_token: Any = None
+    can_send_request: bool = False
+    _cancel: anyio.Event | None = None
+
+    @property
+    def cancel_requested(self) -> anyio.Event:
+        """Never set (a JSON response has no cancellation channel); made on first use, as most
+        requests never look."""
+        if self._cancel is None:
+            self._cancel = anyio.Event()
+        return self._cancel
+
+    async def send_raw_request(self, method: str, params: Any, opts: Any = None) -> dict[str, Any]:
+        raise NoBackChannelError(method)
+
+    async def notify(self, method: str, params: Any, opts: Any = None) -> None:
+        return None  # JSON-response mode: nothing but the response has a wire
+
+    async def progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
+        return None
+
+
+async def respond(runner: ServerRunner[Any], exchange: OneExchange, message: types.JSONRPCRequest) -> Reply:
+    """Run one request through the SDK kernel; the JSON-RPC response (errors mapped as the SDK maps them,
+    an unexpected exception as -32603 without its text)."""
+    try:
+        result = await runner.on_request(exchange, message.method, message.params)
+    except Exception as exc:
+        error = handler_exception_to_error_data(exc)
+        if error is None:  # as the SDK's 2026-07-28 entry: handler internals never reach the wire
+            log.exception("handler for %r raised", message.method)
+            error = types.ErrorData(code=types.INTERNAL_ERROR, message="internal error; the server log has the details")
+        return types.JSONRPCError(jsonrpc="2.0", id=message.id, error=error)
+    return types.JSONRPCResponse(jsonrpc="2.0", id=message.id, result=result)

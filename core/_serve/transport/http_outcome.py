@@ -1,0 +1,200 @@
+"""What the handler chain made of one HTTP exchange, handed to the HTTP app as a value.
+
+The HTTP app (:mod:`~mcp_providers._serve.transport.http_app`) opens an :class:`Outcome` for each
+request it serves at the MCP path (:func:`serving`); :func:`exchange_middleware`, the outermost
+SDK server middleware, reads it and fills it in:
+
+- ``stateless``: the app serves without sessions, so no 2025 ``resources/subscribe`` and no
+  ``subscribe``/``listChanged`` claimed in ``initialize`` (the middleware applies it; no step reads
+  a flag from the ASGI scope);
+- ``answer``: the JSON-RPC answer the chain made for the request with ``request_id``, as a message
+  (:meth:`Outcome.answer`): a 2025-03-26 batch element is answered from it, never from the bytes
+  the SDK's transport wrote (no SSE re-parsed); a request the client cancelled gets none;
+- :attr:`Outcome.retry_after`: the seconds of a refusal's ``data.retryAfter`` (-32009, ``[server.limits]``
+  or the session quota), which :func:`with_retry_after` sends as the ``Retry-After`` header.
+
+The record travels by a context variable, the way the SDK carries its own auth context from the
+ASGI request to the handler: the SDK's dispatcher runs each handler in the context of the task
+that wrote the request into the session (``mcp.shared.jsonrpc_dispatcher``: "ASGI middleware (auth,
+OTel) sets contextvars on the task that wrote the message"), which is the HTTP request's task, on
+every HTTP path (fast path, 2026-07-28 single exchange, stateless and session transports).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import logging
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp import MCPError
+from mcp.server import ServerRequestContext
+from mcp.shared.jsonrpc_dispatcher import handler_exception_to_error_data
+from pydantic import BaseModel
+from starlette.types import Message, Send
+
+from mcp_providers.errors import RATE_LIMITED
+
+log = logging.getLogger("mcp_providers.http")
+
+Reply = types.JSONRPCResponse | types.JSONRPCError
+"""One JSON-RPC answer, as the SDK's models."""
+
+
+@dataclass(slots=True)
+class Outcome:
+    """The record of one HTTP exchange (see the module docstring).
+
+    :ivar stateless: the app serves without sessions.
+    :ivar request_id: the id of the request whose answer is recorded (``None``: none is).
+    :ivar result: its result (the wire dict), once answered.
+    :ivar error: its error, once refused; or the transport's own refusal (the session quota).
+    """
+
+    stateless: bool = False
+    request_id: Any = None
+    result: dict[str, Any] | None = None
+    error: types.ErrorData | None = None
+    claimed: bool = False
+    """Whether a request under ``request_id`` reached the middleware (only that one is recorded)."""
+
+    @property
+    def answered(self) -> bool:
+        """Whether a result or an error was recorded."""
+        return self.result is not None or self.error is not None
+
+    def answer(self) -> Reply | None:
+        """The JSON-RPC answer for ``request_id``, or ``None`` when none was made (a notification,
+        a request its client cancelled)."""
+        if self.error is not None:
+            return types.JSONRPCError(jsonrpc="2.0", id=self.request_id, error=self.error)
+        if self.result is not None:
+            return types.JSONRPCResponse(jsonrpc="2.0", id=self.request_id, result=self.result)
+        return None
+
+    @property
+    def retry_after(self) -> int | None:
+        """Whole seconds (>= 1) of the recorded error's ``data.retryAfter`` when it is a -32009
+        refusal, else ``None``."""
+        return retry_after_of(self.error)
+
+
+def retry_after_of(error: types.ErrorData | None) -> int | None:
+    """``data.retryAfter`` of a -32009 (``RATE_LIMITED``) error, at least 1; ``None`` for any other."""
+    if error is None or error.code != RATE_LIMITED or not isinstance(error.data, dict):
+        return None
+    seconds = error.data.get("retryAfter")
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float):
+        return None
+    return max(1, math.ceil(seconds))
+
+
+def dumped(reply: Reply) -> bytes:
+    """One JSON-RPC answer as the SDK's transport writes it."""
+    return reply.model_dump_json(by_alias=True, exclude_unset=True).encode()
+
+
+def refusal(code: int, message: str) -> types.JSONRPCError:
+    """A JSON-RPC error answering a message whose id could not be read (``id: null``)."""
+    return types.JSONRPCError(jsonrpc="2.0", id=None, error=types.ErrorData(code=code, message=message))
+
+
+def parts(answer: Reply | None) -> tuple[dict[str, Any] | None, types.ErrorData | None]:
+    """``(result, error)`` of an answer (both ``None`` for a notification's)."""
+    if isinstance(answer, types.JSONRPCError):
+        return None, answer.error
+    return (answer.result, None) if answer is not None else (None, None)
+
+
+_current: contextvars.ContextVar[Outcome | None] = contextvars.ContextVar("mcp_providers.http_outcome", default=None)
+
+
+@contextlib.contextmanager
+def serving(outcome: Outcome) -> Iterator[Outcome]:
+    """Make ``outcome`` the record of the exchange served inside the block (and of every handler
+    the SDK runs for it)."""
+    token = _current.set(outcome)
+    try:
+        yield outcome
+    finally:
+        _current.reset(token)
+
+
+def with_retry_after(outcome: Outcome, send: Send) -> Send:
+    """``send``, adding ``Retry-After`` to the response's start when ``outcome`` holds a -32009
+    refusal by then (a JSON answer starts after its handler ended; an SSE stream before, so there
+    ``data.retryAfter`` alone says it)."""
+
+    async def sending(message: Message) -> None:
+        if message["type"] == "http.response.start" and (seconds := outcome.retry_after) is not None:
+            headers = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"retry-after"]
+            message = {**message, "headers": [*headers, (b"retry-after", str(seconds).encode())]}
+        await send(message)
+
+    return sending
+
+
+async def exchange_middleware(ctx: ServerRequestContext[Any, Any], call_next: Any) -> Any:
+    """Server middleware (outermost): for a request served inside :func:`serving`, the stateless
+    rules, then its answer recorded on the :class:`Outcome`; any other request passes unchanged.
+
+    :raises MCPError: -32601 for ``resources/subscribe``/``unsubscribe`` on stateless HTTP (its
+        updates need the session's ``GET`` stream, which stateless mode has not).
+    """
+    outcome = _current.get()
+    if outcome is None:
+        return await call_next(ctx)
+    # The first request under the exchange's id is its own: one nested in its handler (a call to
+    # this server in the same context) or a second one under the same id is not.
+    recorded = ctx.request_id is not None and ctx.request_id == outcome.request_id and not outcome.claimed
+    outcome.claimed = outcome.claimed or recorded
+    try:
+        result = await _stateless(ctx, call_next) if outcome.stateless else await call_next(ctx)
+    except Exception as exc:
+        if recorded:
+            outcome.error = _error_data(exc)
+        raise
+    if recorded and anyio.current_effective_deadline() != -math.inf:  # cancelled: the SDK answers nothing
+        outcome.result = _wire(result)
+    return result
+
+
+async def _stateless(ctx: ServerRequestContext[Any, Any], call_next: Any) -> Any:
+    if ctx.method in ("resources/subscribe", "resources/unsubscribe"):
+        raise MCPError(types.METHOD_NOT_FOUND, "Method not found: stateless HTTP cannot deliver resource updates")
+    result = await call_next(ctx)
+    if ctx.method == "initialize" and isinstance(result, dict):  # no stream to hear list changes on either
+        capabilities = result.get("capabilities", {})
+        for kind in ("resources", "tools", "prompts"):
+            if isinstance(declared := capabilities.get(kind), dict):
+                declared.pop("subscribe", None)
+                declared.pop("listChanged", None)
+    return result
+
+
+def _error_data(exc: Exception) -> types.ErrorData:
+    """The wire error of a raised exception, mapped as the SDK maps it; an unexpected one is -32603
+    without its text (as the SDK's 2026-07-28 entry and the fast path answer it)."""
+    error = handler_exception_to_error_data(exc)
+    if error is None:
+        return types.ErrorData(code=types.INTERNAL_ERROR, message="internal error; the server log has the details")
+    return error
+
+
+def _wire(result: Any) -> dict[str, Any]:
+    """A middleware result as the SDK's runner puts it on the wire (``None`` is ``{}``, a model dumped)."""
+    if result is None:
+        return {}
+    if isinstance(result, BaseModel):
+        return result.model_dump(by_alias=True, mode="json", exclude_none=True)
+    return dict(result)
+
+
+def current_outcome() -> Outcome | None:
+    """The :class:`Outcome` of the exchange being served here, if any."""
+    return _current.get()
