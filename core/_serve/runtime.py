@@ -39,6 +39,7 @@ from mcp_providers._serve.steps.gate import Authorizer, Gate
 from mcp_providers._serve.steps.invoker import Invoker
 from mcp_providers._serve.steps.ratelimit import RateLimiter
 from mcp_providers._sideeffects import install, install_scoped
+from mcp_providers.config import ServerSettings
 from mcp_providers.errors import InvalidParams, NotFound, UpstreamError
 from mcp_providers.identity import Principal
 from mcp_providers.models import Freshness
@@ -116,16 +117,7 @@ class Runtime:
         """Seals per-user values kept in Redis (:mod:`.state.sealing`); ``None`` without ``[cluster]`` or its key."""
         if isinstance(self.shared, RedisBackend):
             self.shared.sealing = self.sealing
-        shared_reads = None  # the coalescer is the invoker's seam for sharing reads: across replicas, through Redis
-        if isinstance(self.shared, RedisBackend) and settings.coalesce_reads:
-            shared_reads = SharedReads(self.shared, self._freshness_of, self.sealing)
-        self.invoker = Invoker(
-            self.startup_failures,
-            settings.read_timeout,
-            settings.coalesce_reads,
-            dict(settings.side_effects),
-            shared_reads,
-        )
+        self.invoker = self._invoker(settings)
         self.credentials = broker_for(settings.credentials, assembly.config.cluster, self.shared)
         """The broker of upstream credentials providers obtain for callers (:mod:`mcp_providers.credentials`):
         in the process, or in Redis, encrypted, with ``[cluster]`` (:mod:`.state.credentials`)."""
@@ -166,6 +158,19 @@ class Runtime:
         self._draining: list[Generation] = []  # replaced, with requests still running on them
         self._tasks: anyio.abc.TaskGroup | None = None
         self._host = _Host(self._start)
+
+    def _invoker(self, settings: ServerSettings) -> Invoker:
+        """The invoker; its coalescer, the seam for sharing reads, goes through Redis across replicas."""
+        shared_reads = None
+        if isinstance(self.shared, RedisBackend) and settings.coalesce_reads:
+            shared_reads = SharedReads(self.shared, self._freshness_of, self.sealing)
+        return Invoker(
+            self.startup_failures,
+            settings.read_timeout,
+            settings.coalesce_reads,
+            dict(settings.side_effects),
+            shared_reads,
+        )
 
     @property
     def assembly(self) -> Assembly:
