@@ -32,7 +32,7 @@ from mcp_providers._serve.transport.http_policy import transport_policy
 from mcp_providers.testing import compose
 
 MODERN = "2026-07-28"
-LIMIT = {"2025-11-25": 8, MODERN: 9}
+LIMIT = {"2025-11-25": 7, MODERN: 8}
 """The most crossings each read may take (issue 43 asks 4: see ``docs/architecture.md`` for the
 crossings left and what the SDK would need to lose them)."""
 

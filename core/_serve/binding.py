@@ -310,6 +310,7 @@ def build_server(
     pipeline.handshake = handshake(runtime)
     runtime.swapped.append(lambda _: _register_extensions(server, runtime, pipeline))  # a reload may add some
     pipeline.serve(server)  # its handlers are the one way into the pipeline
+    _PIPELINES[server] = pipeline
     # The pipeline makes the request's span (steps/tracing.py: parented from _meta and HTTP headers,
     # no error messages); the SDK's would be a second one, and it builds spans even with no tracer.
     tracing = tracing_middleware()
@@ -343,6 +344,21 @@ def _register_extensions(server: Server[object], runtime: Runtime, pipeline: Pip
         if server.get_request_handler(route.method) is None:
             server.add_request_handler(route.method, route.params, route.handler)
             _REGISTERED.setdefault(server, set()).add(route.method)
+
+
+_PIPELINES: weakref.WeakKeyDictionary[Server[Any], Pipeline] = weakref.WeakKeyDictionary()
+"""The pipeline whose handlers and middleware each server :func:`build_server` built holds."""
+
+
+def around_pipeline(server: Server[Any], middleware: Any) -> bool:
+    """Run ``middleware`` (a transport's SDK server middleware) around the pipeline's own layer of
+    ``server``, in one SDK middleware (:meth:`Pipeline.around`); ``False`` when :func:`build_server`
+    did not build ``server`` (the caller adds the middleware itself)."""
+    pipeline = _PIPELINES.get(server)
+    if pipeline is None:
+        return False
+    pipeline.around(middleware)
+    return True
 
 
 _REGISTERED: weakref.WeakKeyDictionary[Server[Any], set[str]] = weakref.WeakKeyDictionary()

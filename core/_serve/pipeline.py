@@ -20,6 +20,7 @@ session's protocol version, map any error to the wire in one place
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -42,6 +43,8 @@ if TYPE_CHECKING:
 
 Handler = Callable[[Ctx, Any], Awaitable[Any]]
 """An SDK request handler, ``(ctx, params) -> result``."""
+Middleware = Callable[[Ctx, Callable[[Ctx], Awaitable[Any]]], Awaitable[Any]]
+"""An SDK server middleware, ``(ctx, call_next) -> result``."""
 
 R = TypeVar("R")
 
@@ -90,6 +93,7 @@ class Pipeline:
         self.tracer = tracer
         """Makes the request and stage spans (:mod:`~mcp_providers._serve.steps.tracing`); none: traces off."""
         self._server: Server[Any] | None = None
+        self._outer: Middleware | None = None
         self.handshake: Callable[[Ctx, dict[str, Any]], dict[str, Any]] = _unchanged
         """Shapes each ``initialize`` and ``server/discover`` result (wire form) further: the
         capabilities of what is served now (:func:`~mcp_providers._serve.binding.handshake`)."""
@@ -140,8 +144,20 @@ class Pipeline:
                 tracing.describe(exchange)
             self._write(exchange)
 
+    def around(self, outer: Middleware) -> None:
+        """Run ``outer`` (a transport's server middleware, ``(ctx, call_next) -> result``) around
+        this pipeline's own layer, in the same SDK middleware: a request passes one middleware, not
+        two (the HTTP app records each exchange's outcome this way). Setting it again replaces it."""
+        self._outer = outer
+
     async def middleware(self, ctx: Ctx, call_next: Callable[[Ctx], Awaitable[Any]]) -> Any:
-        """The one SDK server middleware: :meth:`audit_middleware` inside
+        """The one SDK server middleware: :meth:`around`'s, if any, around :meth:`_layer`."""
+        if self._outer is not None:
+            return await self._outer(ctx, functools.partial(self._layer, call_next=call_next))
+        return await self._layer(ctx, call_next)
+
+    async def _layer(self, ctx: Ctx, call_next: Callable[[Ctx], Awaitable[Any]]) -> Any:
+        """This pipeline's own layer: :meth:`audit_middleware` inside
         :func:`~mcp_providers._serve.steps.wire.initialize_middleware` (``initialize`` results shaped for
         their protocol version), in one layer per request rather than two; with traces on, inside the
         request's span (:func:`~mcp_providers._serve.steps.tracing.request_span`). It answers nothing
@@ -157,14 +173,14 @@ class Pipeline:
         return result
 
     async def _traced(self, tracer: Tracer, ctx: Ctx, call_next: Callable[[Ctx], Awaitable[Any]]) -> Any:
-        """:meth:`middleware` inside the request's span (the only place request spans are made)."""
+        """:meth:`_layer` inside the request's span (the only place request spans are made)."""
         server = self._server
         served = None if server is None else (lambda m: m in _SDK_OWN or server.get_request_handler(m) is not None
                                                or server.get_notification_handler(m) is not None)  # fmt: skip
         with tracing.request_span(tracer, ctx, served) as span:
             token = _in_request_span.set(ctx)
             try:
-                result = await self.middleware(ctx, call_next)
+                result = await self._layer(ctx, call_next)
             finally:
                 _in_request_span.reset(token)
             if ctx.method == "tools/call" and isinstance(result, dict) and result.get("isError") is True:

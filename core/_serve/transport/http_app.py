@@ -70,6 +70,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from mcp_providers._serve.binding import around_pipeline
 from mcp_providers._serve.identity import ResourceServer
 from mcp_providers._serve.seams import lifespan_state, modern_request_handler
 from mcp_providers._serve.transport.auth import BearerGate, metadata_endpoints
@@ -399,9 +400,8 @@ def http_app(
     if scope_sessions is not None:  # one view of the store per session (_serve.events)
         scope_sessions(manager)
     watch_manager(manager)  # its run and its sessions, for /healthz, the session quota and shutdown
-    if exchange_middleware not in server.middleware:
-        # Outside the others: the pipeline's, innermost, answers resources/read itself.
-        server.middleware.insert(0, exchange_middleware)
+    if not around_pipeline(server, exchange_middleware) and exchange_middleware not in server.middleware:
+        server.middleware.insert(0, exchange_middleware)  # a server of someone else's: outside its middleware
     return HttpApp(
         server=server,
         sdk_app=sdk,
