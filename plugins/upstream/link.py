@@ -25,7 +25,7 @@ import logging
 import math
 import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import anyio.abc
@@ -49,6 +49,9 @@ from mcp_providers.plugins.upstream.settings import (
 )
 from mcp_providers.plugins.upstream.tasks import Handed
 
+if TYPE_CHECKING:
+    import tenacity
+
 __all__ = ["Link"]
 
 log = logging.getLogger(__name__)
@@ -59,6 +62,17 @@ PING_SECONDS = 5.0
 """Longest wait for the ping that tells an error answer coded -32000 from a closed connection."""
 _Over = tuple[Client, BrokeredAuth, Callable[[], None]]
 """What a request is sent over: the connection, its auth, and what to call when it is lost."""
+
+
+def _retrying(before_sleep: Callable[[tenacity.RetryCallState], None]) -> tenacity.AsyncRetrying:
+    """Attempts until one ends without an error, waiting :data:`BACKOFF` between them (its last
+    value once it is spent); ``before_sleep`` is told of each failure (tenacity, as every retry in
+    the project)."""
+    import tenacity  # with an upstream configured only: serve's start-up does not pay for it
+
+    waits = tenacity.wait_chain(*(tenacity.wait_fixed(seconds) for seconds in BACKOFF))
+    return tenacity.AsyncRetrying(retry=tenacity.retry_if_exception_type(Exception), wait=waits,
+                                  before_sleep=before_sleep, sleep=anyio.sleep)  # fmt: skip
 
 
 class Link:
@@ -180,24 +194,28 @@ class Link:
             raise
 
     async def _keep(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        delays = iter(BACKOFF)
+        """Open the connection and keep it: a connection that fails is opened again after the
+        back-off (:data:`BACKOFF`, tenacity), which starts again once a connection has served."""
         self._started = False
         while True:
-            try:
-                if await self._connected(task_status):
-                    delays = iter(BACKOFF)  # it served: the next loss starts the back-off again
-            except Exception as exc:
-                if not self._started:
-                    if not self.patient:
-                        raise UpstreamError(f"{self.who} could not be started: {reason(exc)}") from None
-                    self._started = True  # serves nothing yet; keeps trying below
-                    task_status.started()
-                log.warning("%s: connection failed: %s", self.who, reason(exc))
+            await _retrying(self._failed)(self._connected, task_status)  # it served, and was lost
             self.restarts += 1
-            delay = next(delays, BACKOFF[-1])
-            said = "connection lost" if self.info is not None else "not connected yet"
-            log.warning("%s: %s; opening it again in %s s", self.who, said, delay)
-            await anyio.sleep(delay)
+            log.warning("%s: connection lost; opening it again in %s s", self.who, BACKOFF[0])
+            await anyio.sleep(BACKOFF[0])
+
+    def _failed(self, state: tenacity.RetryCallState) -> None:
+        """Before the wait after a failed opening: an upstream that must answer at start fails here."""
+        exc = state.outcome.exception() if state.outcome is not None else None
+        task_status = state.args[0] if state.args else anyio.TASK_STATUS_IGNORED
+        if not self._started:
+            if not self.patient:
+                raise UpstreamError(f"{self.who} could not be started: {reason(exc)}") from None
+            self._started = True  # serves nothing yet; keeps trying below
+            task_status.started()
+        log.warning("%s: connection failed: %s", self.who, reason(exc))
+        self.restarts += 1
+        said = "connection lost" if self.info is not None else "not connected yet"
+        log.warning("%s: %s; opening it again in %s s", self.who, said, round(state.upcoming_sleep, 3))
 
     async def _connected(self, task_status: anyio.abc.TaskStatus[None]) -> bool:
         """One connection's life: open (bounded by ``read_timeout``), serve until lost; whether it served."""
@@ -230,17 +248,17 @@ class Link:
 
     async def _watching(self, watch: Callable[[Client], Awaitable[None]], c: Client) -> None:
         """Run ``watch`` for as long as this connection lives: a stream that fails or ends is
-        opened again after a back-off (:data:`BACKOFF`; a failure is logged), so the upstream's
-        updates are not dropped for the rest of the connection. Ends when the connection does
-        (its task group is cancelled)."""
-        delays = iter(BACKOFF)
+        opened again after a back-off (:data:`BACKOFF`, tenacity; a failure is logged), so the
+        upstream's updates are not dropped for the rest of the connection. Ends when the connection
+        does (its task group is cancelled)."""
+
+        def stopped(state: tenacity.RetryCallState) -> None:
+            exc = state.outcome.exception() if state.outcome is not None else None
+            log.warning("%s: watching it stopped: %s; watching again", self.who, reason(exc))
+
         while True:
-            try:
-                await watch(c)
-                delays = iter(BACKOFF)
-            except Exception as exc:
-                log.warning("%s: watching it stopped: %s; watching again", self.who, reason(exc))
-            await anyio.sleep(next(delays, BACKOFF[-1]))
+            await _retrying(stopped)(watch, c)  # the stream ended without an error: open it again
+            await anyio.sleep(BACKOFF[0])
 
     async def _message(self, message: Any) -> None:
         if unparsed(message):  # one bad line (a warning printed to stdout): the connection is fine

@@ -301,17 +301,21 @@ class RedisBackend:
                 await self.call("release a lease", lambda r: lease.release())
 
     async def _listen(self) -> None:
+        """Relay the channel for as long as the server runs: after a loss, again every 0.5 s
+        (tenacity, as every retry in the project)."""
+        import tenacity  # with [cluster] only: serve's start-up does not pay for it
         from redis.exceptions import RedisError
 
-        while True:
-            try:
-                await self._relay_channel()
-            except (RedisError, OSError, TimeoutError) as exc:  # Redis went away: say so once, then keep trying
+        def lost(state: tenacity.RetryCallState) -> None:
+            exc = state.outcome.exception() if state.outcome is not None else None
+            if isinstance(exc, RedisError | OSError | TimeoutError):  # Redis went away: said once per outage
                 self.outages.lost(exc)
-            except Exception:  # not Redis: a bug, shown in full; the relay starts again
-                log.exception("the cluster relay on %s failed; restarting it", self.channel)
+            else:  # not Redis: a bug, shown in full; the relay starts again
+                log.error("the cluster relay on %s failed; restarting it", self.channel, exc_info=exc)
             self.connected = False
-            await anyio.sleep(0.5)
+
+        await tenacity.AsyncRetrying(retry=tenacity.retry_if_exception_type(Exception), wait=tenacity.wait_fixed(0.5),
+                                     before_sleep=lost, sleep=anyio.sleep)(self._relay_channel)  # fmt: skip
 
     async def _relay_channel(self) -> None:
         from redis.exceptions import TimeoutError as RedisTimeoutError
