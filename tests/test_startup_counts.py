@@ -53,3 +53,17 @@ def test_both_groups_are_read_in_one_pass_over_the_distributions(
     found = {ep.name for ep in entry_points()}
     assert {f"counted_{i:02d}" for i in range(5)} <= found
     assert {info: reads[(info, "entry_points.txt")] for info in infos} == dict.fromkeys(infos, 1)
+
+
+def test_no_configured_upstream_starts_no_listing_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The upstream plugin lists its servers in a thread with an event loop of its own; with none
+    configured (every ``serve`` without ``[plugins.upstream]``) it starts neither."""
+    from mcp_providers.plugins.upstream import listing, providers
+    from mcp_providers.plugins.upstream.settings import UpstreamSettings
+
+    started: list[object] = []
+    monkeypatch.setattr(listing.threading, "Thread", lambda *a, **k: started.append(k) or pytest.fail("a thread"))
+    assert listing.list_at_start([]) == {}
+    built = providers(UpstreamSettings())
+    assert (built.resources, built.tools, built.prompts) == ((), (), ())
+    assert started == []
