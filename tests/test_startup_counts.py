@@ -67,3 +67,45 @@ def test_no_configured_upstream_starts_no_listing_thread(monkeypatch: pytest.Mon
     built = providers(UpstreamSettings())
     assert (built.resources, built.tools, built.prompts) == ((), (), ())
     assert started == []
+
+
+def test_a_plugins_own_manager_reads_the_hookspecs_module_once_per_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every plugin gets a plugin manager of its own with the hookspecs added; what each name of
+    :mod:`mcp_providers.hookspecs` is (a hookspec or not) is worked out for the first only."""
+    from mcp_providers import hookspecs
+    from mcp_providers._host import hookscan
+    from mcp_providers._host.hookcalls import plugin_manager
+
+    first = plugin_manager()
+    looked: list[str] = []
+    unmarked = hookscan._unmarked
+    monkeypatch.setattr(hookscan, "_unmarked", lambda ns, name, marker: looked.append(name) or unmarked(ns, name, marker))
+    second = plugin_manager()
+    assert looked == []
+    specs = {name for name in dir(hookspecs) if getattr(getattr(hookspecs, name), "mcp_providers_spec", None)}
+    assert len(specs) >= 6
+    for pm in (first, second):
+        assert {name for name in specs if getattr(pm.hook, name).spec is not None} == specs
+
+
+def test_scanning_a_plugin_for_authorize_makes_no_plugin_manager(monkeypatch: pytest.MonkeyPatch) -> None:
+    """:func:`scan_authorize` runs once per plugin; the manager it asks is made once per process."""
+    import types
+
+    import pluggy
+
+    from mcp_providers._host.hookscan import scan_authorize
+
+    made: list[object] = []
+    init = pluggy.PluginManager.__init__
+
+    def counting(self: pluggy.PluginManager, project_name: str) -> None:
+        made.append(self)
+        init(self, project_name)
+
+    monkeypatch.setattr(pluggy.PluginManager, "__init__", counting)
+    module = types.ModuleType("scanned_plugin")
+    module.authorize = pluggy.HookimplMarker("mcp_providers")(lambda subject, action, target, settings: None)
+    assert scan_authorize(module).registered == ("authorize",)
+    assert scan_authorize(types.ModuleType("plain_plugin")).registered == ()
+    assert made == []
