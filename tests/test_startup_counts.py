@@ -79,7 +79,12 @@ def test_a_plugins_own_manager_reads_the_hookspecs_module_once_per_process(monke
     first = plugin_manager()
     looked: list[str] = []
     unmarked = hookscan._unmarked
-    monkeypatch.setattr(hookscan, "_unmarked", lambda ns, name, marker: looked.append(name) or unmarked(ns, name, marker))
+
+    def counting(namespace: object, name: str, marker: str) -> bool:
+        looked.append(name)
+        return unmarked(namespace, name, marker)
+
+    monkeypatch.setattr(hookscan, "_unmarked", counting)
     second = plugin_manager()
     assert looked == []
     specs = {name for name in dir(hookspecs) if getattr(getattr(hookspecs, name), "mcp_providers_spec", None)}
