@@ -114,3 +114,75 @@ def test_scanning_a_plugin_for_authorize_makes_no_plugin_manager(monkeypatch: py
     assert scan_authorize(module).registered == ("authorize",)
     assert scan_authorize(types.ModuleType("plain_plugin")).registered == ()
     assert made == []
+
+
+START_UP_COLLECTIONS = """
+import gc, json, sys, time
+passes = []
+def count(phase, info):
+    if phase == "start":
+        walked = sum(len(gc.get_objects(g)) for g in range(info["generation"] + 1))  # a pass walks the younger too
+        passes.append({"generation": info["generation"], "tracked": walked})
+gc.callbacks.append(count)
+import mcp_providers  # a library import: the collector runs as the host has it (not counted below)
+del passes[:]
+import mcp_providers.cli as cli
+after_import = list(passes)
+cli._started(cli._load(None), None, None, False, None)
+print(json.dumps({"import": after_import, "start": passes[len(after_import):], "enabled": gc.isenabled(),
+                  "frozen": gc.get_freeze_count()}))
+"""
+
+
+def test_serve_start_up_walks_none_of_the_heap_it_made_with_the_collector_paused(tmp_path: Path) -> None:
+    """The CLI's import and ``serve``'s composition run with the cyclic collector paused
+    (``mcp_providers._gc``); re-enabling it must not hand the next young pass everything made
+    meanwhile (some 200,000 objects: the SDK's, the core's, the plugins'), nor leave them for the
+    older passes to walk before ``serve`` freezes them. Every pass the start-up runs walks a few
+    thousand objects at most."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_PROVIDERS_")}
+    done = subprocess.run([sys.executable, "-c", START_UP_COLLECTIONS], capture_output=True, text=True, env=env,
+                          cwd=tmp_path, timeout=120, check=True)  # fmt: skip
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["enabled"] is True and seen["frozen"] > 100_000
+    walked = [p["tracked"] for p in seen["import"] + seen["start"]]
+    assert max(walked, default=0) < 5_000, (seen["import"], seen["start"])
+
+
+PROMOTED = """
+import gc, json
+from mcp_providers import _gc
+kept = [[i] for i in range(5_000)]
+if %r:
+    gc.freeze()  # the host's own frozen objects (a pre-forking server's, say)
+host_frozen = gc.get_freeze_count()
+with _gc.paused(promote=True):
+    made = [[i] for i in range(50_000)]
+print(json.dumps({"host_frozen": host_frozen, "frozen": gc.get_freeze_count(), "young": len(gc.get_objects(0)),
+                  "middle": len(gc.get_objects(1)), "enabled": gc.isenabled()}))
+"""
+
+
+@pytest.mark.parametrize("host_froze", [False, True])
+def test_a_promoting_pause_leaves_the_young_generation_empty_and_a_hosts_frozen_objects_frozen(
+    host_froze: bool,
+) -> None:
+    import json
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", PROMOTED % host_froze], capture_output=True, text=True,
+                          timeout=60, check=True)  # fmt: skip
+    seen = json.loads(done.stdout)
+    assert seen["enabled"] is True
+    if host_froze:  # nothing of the host's is handed back to the collector; the pause ends as a plain one
+        assert seen["host_frozen"] > 5_000 and seen["frozen"] == seen["host_frozen"]
+        assert seen["young"] + seen["middle"] > 50_000
+    else:
+        assert seen["frozen"] == 0
+        assert seen["young"] + seen["middle"] < 1_000
