@@ -186,3 +186,31 @@ def test_a_promoting_pause_leaves_the_young_generation_empty_and_a_hosts_frozen_
     else:
         assert seen["frozen"] == 0
         assert seen["young"] + seen["middle"] < 1_000
+
+
+def test_the_request_state_codec_is_made_at_the_first_state_not_at_start_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Deriving the ``requestState`` key (HKDF, the process's first use of OpenSSL) waits for the
+    first tool call that asks for input; a key too short is still refused at start-up."""
+    from mcp.server import request_state as sdk_request_state
+
+    from mcp_providers._serve.steps import request_state
+    from mcp_providers.errors import ConfigError
+    from mcp_providers.identity import Principal
+
+    made: list[object] = []
+    codec = sdk_request_state.AESGCMRequestStateCodec
+
+    def counting(keys: list[bytes]) -> object:
+        made.append(keys)
+        return codec(keys)
+
+    monkeypatch.setattr(request_state, "AESGCMRequestStateCodec", counting)
+    states = request_state.RequestStates(b"k" * 32, 300)
+    assert made == []
+    token = states.seal(Principal("alice"), "t", "args", {}, {})
+    assert made == [[b"k" * 32]]
+    assert states._codec.unseal(token)
+    assert len(made) == 1  # made once, then kept
+    monkeypatch.setenv("SHORT_STATE_KEY", "too-short")
+    with pytest.raises(ConfigError, match="SHORT_STATE_KEY"):
+        request_state.state_key("SHORT_STATE_KEY")
