@@ -26,7 +26,7 @@ from mcp_providers._cli.console import err, escape, out
 from mcp_providers._cli.logs import LogFormat, LogLevel
 from mcp_providers._cli.version import version_line
 
-with _gc.paused():  # the MCP SDK and the serving core: long-lived objects almost only (see mcp_providers._gc)
+with _gc.paused(promote=True):  # the MCP SDK and the serving core: long-lived objects almost only (mcp_providers._gc)
     import anyio
     import typer
 
@@ -229,7 +229,7 @@ def _started(
         composition = _compose(loaded, strict)
         server = server_of(composition, strict)
         reloader = reloads(composition, config, plugin_set, watched)
-    _gc.settle()
+        _gc.settle()  # before the collector runs again: its next pass would walk all of it first
     return composition, server, reloader
 
 

@@ -32,13 +32,10 @@ import os
 import re
 import time
 from collections.abc import Awaitable, Callable
-from typing import Annotated, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
 import httpx2
-from authlib.oauth2 import ClientAuth
-from authlib.oauth2.rfc6749 import OAuth2Token
-from authlib.oauth2.rfc6749.parameters import prepare_token_request
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from mcp_providers import credentials
@@ -47,6 +44,9 @@ from mcp_providers.credentials import Credential, CredentialBroker, CredentialRe
 from mcp_providers.errors import UpstreamError
 from mcp_providers.http import is_loopback_host
 from mcp_providers.identity import Principal
+
+if TYPE_CHECKING:  # authlib (some 40 modules) is imported at the first token request, not at start-up
+    from authlib.oauth2.rfc6749 import OAuth2Token
 
 __all__ = [
     "ACCESS_TOKEN_TYPE",
@@ -245,6 +245,9 @@ class TokenEndpoint:
             client_id, secret = self.variable("client_id_env"), self.variable("client_secret_env")
         except ValueError as exc:
             raise UpstreamError(str(exc)) from None
+        from authlib.oauth2 import ClientAuth
+        from authlib.oauth2.rfc6749.parameters import prepare_token_request
+
         body = prepare_token_request(grant_type, **form, **self._target())
         url = self.auth.token_endpoint
         _, headers, body = ClientAuth(client_id, secret, self.auth.client_auth).prepare(
@@ -283,6 +286,8 @@ class TokenEndpoint:
                 f"{self.who}: the authorization server answered {what} with a {kind or 'untyped'} token of type "
                 f"{issued}; the upstream needs a Bearer access token ({ACCESS_TOKEN_TYPE})"
             )
+        from authlib.oauth2.rfc6749 import OAuth2Token
+
         return OAuth2Token.from_dict(payload)
 
 

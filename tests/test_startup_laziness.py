@@ -35,6 +35,8 @@ NOT_ON_SERVE_PATH = (
     "copier",  # only `new`
     "mcp_providers._cli.schemas",  # only `plugins --settings`
     "mcp_providers._cli.demo",
+    "jsonschema",  # only with an upstream tool listed ([plugins.upstream] servers) or an OpenAPI document
+    "authlib",  # only at a token request (an OAuth auth configured for an upstream or an OpenAPI service)
 )
 
 SERVE_PATH = """

@@ -36,12 +36,19 @@ DECLARED_POLICY = f"it is declared in the {hookspecs.POLICY_GROUP} entry-point g
 
 def entry_points() -> list[importlib.metadata.EntryPoint]:
     """Every entry point of both groups, sorted by name (``importlib.metadata`` yields each
-    distribution once even when it is on ``sys.path`` twice); broken metadata is skipped, warned."""
+    distribution once even when it is on ``sys.path`` twice); broken metadata is skipped, warned.
+
+    Both groups come from one pass over the installed distributions: each ``entry_points(group=)``
+    call reads and parses every installed ``entry_points.txt`` again (two passes were a tenth of
+    discovery with 100 plugin distributions installed)."""
     found: list[importlib.metadata.EntryPoint] = []
-    for group in GROUPS:
-        try:
-            found += importlib.metadata.entry_points(group=group)
-        except Exception:  # broken metadata somewhere on sys.path: read the others one at a time
+    try:
+        every = importlib.metadata.entry_points()  # 3.11: SelectableGroups; 3.12+: EntryPoints
+        for group in GROUPS:
+            found += every.select(group=group)
+    except Exception:  # broken metadata somewhere on sys.path: read the others one at a time
+        found = []
+        for group in GROUPS:
             found += usable(importlib.metadata.distributions(), group)
     return sorted(found, key=lambda ep: (ep.name, ep.group))
 

@@ -66,7 +66,8 @@ def register_plugin(pm: pluggy.PluginManager, record: PluginRecord, plugin: obje
     except Exception as exc:  # ValueError (a name taken), or plugin code run by dir()
         record.reject(f"pluggy could not register it: {one_line(exc)}")
         return
-    unknown = [hc.name for hc in own.get_hookcallers(plugin) or [] if hc.spec is None]
+    callers = own.get_hookcallers(plugin) or []
+    unknown = [hc.name for hc in callers if hc.spec is None]
     if unknown:
         record.reject(f"implements unknown hook(s) {did_you_mean(sorted(unknown))}; the hooks are: {', '.join(HOOKS)}")
         return
@@ -81,7 +82,7 @@ def register_plugin(pm: pluggy.PluginManager, record: PluginRecord, plugin: obje
         warnings.simplefilter("ignore", MCPProvidersDeprecationWarning)  # issued once already, above
         pm.register(plugin, name=record.name)
     record.plugin, record.manager = plugin, own
-    record.hooks = sorted(hc.name for hc in own.get_hookcallers(plugin) or [])
+    record.hooks = sorted(hc.name for hc in callers)
     if "authorize" in record.hooks and record.authorize_evidence is None:  # what pluggy did, whatever the scan saw
         record.authorize_evidence = "pluggy registered an authorize hookimpl from it"
 

@@ -69,20 +69,30 @@ class PluginManager(pluggy.PluginManager):
         return super().parse_hookimpl_opts(plugin, name)
 
     def parse_hookspec_opts(self, module_or_class: Any, name: str) -> pluggy.HookspecOpts | None:
-        if _unmarked(module_or_class, name, f"{self.project_name}_spec"):
-            return None
         if module_or_class is not hookspecs:
-            return super().parse_hookspec_opts(module_or_class, name)
-        # Every plugin gets a manager of its own with these specs added: pluggy's answer for the
-        # project's own (never rewritten) hookspecs module is asked once per process, not per plugin.
-        if name not in _SPEC_OPTS:
-            _SPEC_OPTS[name] = super().parse_hookspec_opts(module_or_class, name)
-        opts = _SPEC_OPTS[name]
+            return self._spec_opts(module_or_class, name)
+        # Every plugin gets a manager of its own with these specs added: the answer for each name
+        # of the project's own (never rewritten) hookspecs module, a hook or not, is worked out
+        # once per process, not once per plugin.
+        key = (self.project_name, name)
+        if key not in _SPEC_OPTS:
+            _SPEC_OPTS[key] = self._spec_opts(module_or_class, name)
+        opts = _SPEC_OPTS[key]
         return None if opts is None else cast(pluggy.HookspecOpts, dict(opts))
 
+    def _spec_opts(self, module_or_class: Any, name: str) -> pluggy.HookspecOpts | None:
+        if _unmarked(module_or_class, name, f"{self.project_name}_spec"):
+            return None
+        return super().parse_hookspec_opts(module_or_class, name)
 
-_SPEC_OPTS: dict[str, pluggy.HookspecOpts | None] = {}
-"""pluggy's ``parse_hookspec_opts`` answers for :mod:`mcp_providers.hookspecs`, by attribute name."""
+
+_SPEC_OPTS: dict[tuple[str, str], pluggy.HookspecOpts | None] = {}
+"""pluggy's ``parse_hookspec_opts`` answers for :mod:`mcp_providers.hookspecs`, by (project, attribute name)."""
+
+
+_SCANNER = PluginManager(hookspecs.PROJECT)
+"""The manager :func:`scan_authorize` asks (``parse_hookimpl_opts`` reads the plugin and the
+project name only; nothing is ever registered on it), one per process rather than one per plugin."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +147,7 @@ def _dynamic_opts(plugin: object, attr: str) -> object:
 def scan_authorize(plugin: object) -> AuthorizeScan:
     """Every ``authorize`` implementation pluggy would register from ``plugin``, and every one it
     would silently miss (see the module docstring). Never raises for what the plugin does."""
-    pm = PluginManager(hookspecs.PROJECT)
+    pm = _SCANNER
     try:
         names = list(dir(plugin))
     except Exception as exc:

@@ -141,6 +141,8 @@ def list_at_start(servers: Sequence[ServerSettings]) -> dict[str, Listed | str]:
     (a failure never raises: that server alone serves nothing). Runs in a worker thread with an
     event loop of its own, so it works whether or not the caller's thread runs a loop."""
     found: dict[str, Listed | str] = {}
+    if not servers:  # none configured (the embedded default): no thread, no event loop
+        return found
 
     async def one(server: ServerSettings) -> None:
         try:

@@ -39,7 +39,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-import jsonschema
 import mcp_types as types
 from pydantic import BaseModel, ConfigDict, model_validator
 
@@ -196,6 +195,8 @@ def schema_model(name: str, schema: Mapping[str, Any]) -> type[UpstreamArguments
 
     :raises jsonschema.SchemaError: ``schema`` is not a valid JSON Schema.
     """
+    import jsonschema.validators  # only with an upstream tool listed (about 10 modules serve need not import)
+
     plain = dict(schema)
     checker = jsonschema.validators.validator_for(plain)
     checker.check_schema(plain)

@@ -135,8 +135,17 @@ class RequestStates:
     """
 
     def __init__(self, key: bytes, ttl: float) -> None:
-        self._codec = AESGCMRequestStateCodec([key])
+        self._key = key
+        self._sealer: AESGCMRequestStateCodec | None = None
         self.ttl = ttl
+
+    @property
+    def _codec(self) -> AESGCMRequestStateCodec:
+        # Made at the first state sealed or opened, not at start-up: deriving its key is the
+        # process's first use of OpenSSL (about 1 ms), and most servers never ask for input.
+        if self._sealer is None:
+            self._sealer = AESGCMRequestStateCodec([self._key])
+        return self._sealer
 
     def seal(
         self,
