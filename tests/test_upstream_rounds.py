@@ -304,9 +304,11 @@ async def test_the_read_timeout_is_paused_while_the_user_answers(upstreams: Any)
         assert user.release is not None
         user.release.set()
 
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(answer_late)
-        result = await _call(upstreams, "legacy", user, "slow_confirm", {"note": "n5"})
+    with anyio.fail_after(60):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(answer_late)
+            result = await _call(upstreams, "legacy", user, "slow_confirm", {"note": "n5"})
+            tg.cancel_scope.cancel()  # a call that ended without asking leaves nobody waiting: its result says why
     assert _said(result) == "n5: accepted by Patient (confirm=True)"
 
 
