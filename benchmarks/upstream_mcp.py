@@ -8,7 +8,11 @@ over stdio and, in a second measurement, over streamable HTTP. Two instances are
 reached directly by an SDK ``Client`` (the baseline), one composed in as an upstream provider and
 read through the composed server's in-memory ``Client``
 (2026-07-28): gate, side-effect scope, budgets, receipt, audit, then ``resources/read`` upstream.
-Reads are interleaved round by round, and every single read is timed, for the median and p99.
+A third case is the floor of any relay: a plain SDK ``MCPServer`` (tracing off, as ours) whose
+resource reads the same upstream through a kept-open SDK ``Client`` and returns its text, read by
+the same kind of in-memory client (no gate, receipts, budgets or scope), so the composed read
+against it is this server's own share. Reads are interleaved round by round, and every single read
+is timed, for the median and p99.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from mcp_providers.testing import compose
 
 SECTION = "upstream read"
 DIRECT, COMPOSED = "SDK client to the upstream (baseline)", "through the upstream provider"
+FLOOR = "through a plain SDK MCPServer relaying it (the floor)"
 URI = "bench://doc/readme"
 SERVER = """
 import sys
@@ -90,11 +95,29 @@ async def measure(rounds: int, transport: str) -> dict[str, list[float]]:
         composition = compose({"upstream": upstream}, {"upstream": settings})
         async with contextlib.AsyncExitStack() as stack:
             await stack.enter_async_context(composition.running())
+            relay = await stack.enter_async_context(Client(target, cache=None))
             clients = {
                 DIRECT: await stack.enter_async_context(Client(target, cache=None)),
                 COMPOSED: await stack.enter_async_context(Client(composition.server, cache=None)),
+                FLOOR: await stack.enter_async_context(Client(_relaying(relay), cache=None)),
             }
             return await _samples(clients, rounds)
+
+
+def _relaying(upstream: Any) -> Any:
+    """A plain SDK ``MCPServer`` (tracing off) serving :data:`URI` by reading it from ``upstream``."""
+    from mcp.server.mcpserver import MCPServer
+
+    server = MCPServer("bench-relay", log_level="WARNING")
+    lowlevel = server._lowlevel_server  # without the SDK's tracing middleware, as the composed server runs
+    lowlevel.middleware = [m for m in lowlevel.middleware if type(m).__name__ != "OpenTelemetryMiddleware"]
+
+    @server.resource(URI, mime_type="text/plain")
+    async def relayed() -> str:
+        result = await upstream.read_resource(URI)
+        return str(result.contents[0].text)
+
+    return server
 
 
 async def _samples(clients: dict[str, Any], rounds: int) -> dict[str, list[float]]:
@@ -121,6 +144,9 @@ def run(rounds: int, emit: Emit) -> None:
         ratio = composed / base
         verdict = f"target <= 1.3x: {'met' if ratio <= 1.3 else 'MISSED'}; p99 {_p99(samples[COMPOSED]):.3f} ms"
         emit(section, COMPOSED, composed, "ms", f"{ratio:.3f}x", verdict)
+        floor = median(samples[FLOOR])
+        emit(section, FLOOR, floor, "ms", f"{floor / base:.3f}x",
+             f"the provider {composed / floor:.3f}x this; p99 {_p99(samples[FLOOR]):.3f} ms")  # fmt: skip
 
 
 if __name__ == "__main__":

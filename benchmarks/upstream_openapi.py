@@ -12,7 +12,11 @@ one JSON record and its OpenAPI 3.1 document. In the benchmark process, rounds a
   provider sends the same GET with its own kept-open client;
 - ``hand-written``: the same read of ``raw://items/{id}`` from a minimal hand-written provider
   that sends the same GET with the core's client: what any provider of an HTTP upstream costs
-  through the server, so the OpenAPI plugin's own share is ``through`` against it.
+  through the server, so the OpenAPI plugin's own share is ``through`` against it;
+- ``sdk floor``: the same GET from a resource template of a plain SDK ``MCPServer`` (no gate,
+  receipts, budgets or scope; its tracing middleware off, as ours), read by the same kind of
+  in-memory client: what one MCP exchange costs before anything of ours, so ``through`` against it
+  is this server's own share.
 
 Each round times ``N`` requests one after the other; the ratio is of the medians over rounds of the
 per-request mean, and p99 is over every request of every round.
@@ -122,6 +126,23 @@ def _hand_written(origin: str) -> Any:
     return Plugin()
 
 
+def _sdk_floor(origin: str) -> Any:
+    """A plain SDK ``MCPServer`` whose template ``floor://items/{i}`` sends the same GET."""
+    import httpx2
+    from mcp.server.mcpserver import MCPServer
+
+    server = MCPServer("bench-floor", log_level="WARNING")
+    lowlevel = server._lowlevel_server  # without the SDK's tracing middleware, as the composed server runs
+    lowlevel.middleware = [m for m in lowlevel.middleware if type(m).__name__ != "OpenTelemetryMiddleware"]
+    http = httpx2.AsyncClient(base_url=origin)
+
+    @server.resource("floor://items/{i}", mime_type="application/json")
+    async def item(i: str) -> str:
+        return (await http.get(f"/items/{i}")).text
+
+    return server, http
+
+
 def _p99(samples: list[float]) -> float:
     ordered = sorted(samples)
     return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
@@ -135,8 +156,16 @@ async def _measure(origin: str, rounds: int) -> dict[str, list[list[float]]]:
 
     settings = {"openapi": {"services": [{"name": "bench", "document": f"{origin}/openapi.json"}]}}
     composed = compose({"openapi": plugin, "raw": _hand_written(origin)}, settings)
-    samples: dict[str, list[list[float]]] = {"direct": [], "through": [], "hand-written": []}
-    async with httpx2.AsyncClient(base_url=origin) as http, connect(composed) as client:
+    from mcp import Client
+
+    samples: dict[str, list[list[float]]] = {"direct": [], "through": [], "hand-written": [], "sdk floor": []}
+    floor_server, floor_http = _sdk_floor(origin)
+    async with (
+        httpx2.AsyncClient(base_url=origin) as http,
+        connect(composed) as client,
+        floor_http,
+        Client(floor_server, cache=None) as floor,
+    ):
 
         async def direct() -> list[float]:
             out = []
@@ -146,22 +175,22 @@ async def _measure(origin: str, rounds: int) -> dict[str, list[list[float]]]:
                 out.append((time.perf_counter() - t0) * 1000)
             return out
 
-        def reads(prefix: str) -> Any:
+        def reads(prefix: str, reader: Any = client) -> Any:
             async def case() -> list[float]:
                 out = []
                 for i in range(N):
                     t0 = time.perf_counter()
-                    await client.read_resource(f"{prefix}/items/{i}")
+                    await reader.read_resource(f"{prefix}/items/{i}")
                     out.append((time.perf_counter() - t0) * 1000)
                 return out
 
             return case
 
-        through, hand_written = reads("openapi://bench"), reads("raw:/")
-        for warm in (direct, through, hand_written):  # connections, caches, first-call imports
+        through, hand_written, sdk_floor = reads("openapi://bench"), reads("raw:/"), reads("floor:/", floor)
+        for warm in (direct, through, hand_written, sdk_floor):  # connections, caches, first-call imports
             await warm()
         for r in range(rounds):
-            cases = [("direct", direct), ("through", through), ("hand-written", hand_written)]
+            cases = [("direct", direct), ("through", through), ("hand-written", hand_written), ("sdk floor", sdk_floor)]
             for name, case in cases if r % 2 == 0 else reversed(cases):
                 samples[name].append(await case())
     return samples
@@ -181,8 +210,13 @@ def run(rounds: int, emit: Emit) -> None:
     own = means["through"] / means["hand-written"]
     emit(section, "same GET by a hand-written provider", means["hand-written"], "ms/request",
          f"openapi {own:.2f}x this", vs="same GET as a read through the server")  # fmt: skip
-    for name, label in (("direct", "p99 directly"), ("through", "p99 through the server"),
-                        ("hand-written", "p99 hand-written provider")):  # fmt: skip
+    floor = means["through"] / means["sdk floor"]
+    emit(section, "same GET from a plain SDK MCPServer (the floor)", means["sdk floor"], "ms/request",
+         f"{means['sdk floor'] / means['direct']:.2f}x direct", f"the server {floor:.2f}x this",
+         vs="GET directly with httpx2")  # fmt: skip
+    labels = {"direct": "p99 directly", "through": "p99 through the server",
+              "hand-written": "p99 hand-written provider", "sdk floor": "p99 plain SDK MCPServer"}  # fmt: skip
+    for name, label in labels.items():
         emit(section, label, _p99([s for r in samples[name] for s in r]), "ms")
 
 
