@@ -418,8 +418,8 @@ CASES += (
     Case(
         "metadata: discovery reads distributions one at a time when one is broken",
         "core/_host/groups.py",
-        "        except Exception:  # broken metadata somewhere on sys.path",
-        "        except ZeroDivisionError:  # broken metadata somewhere on sys.path",
+        "    except Exception:  # broken metadata somewhere on sys.path",
+        "    except ZeroDivisionError:  # broken metadata somewhere on sys.path",
         ("tests/test_broken_metadata.py::test_broken_metadata_is_skipped_with_one_warning_naming_its_path",),
     ),
     Case(
