@@ -75,6 +75,12 @@ def _retrying(before_sleep: Callable[[tenacity.RetryCallState], None]) -> tenaci
                                   before_sleep=before_sleep, sleep=anyio.sleep)  # fmt: skip
 
 
+def _failure(state: tenacity.RetryCallState) -> BaseException:
+    """The exception the attempt before a back-off failed with (tenacity retries on failures only)."""
+    exc = state.outcome.exception() if state.outcome is not None else None
+    return exc if exc is not None else RuntimeError("the attempt failed")
+
+
 class Link:
     """The serving connection to one upstream: kept open by :meth:`serving` (the resource
     provider's lifespan), used by every request through :meth:`request`.
@@ -205,7 +211,7 @@ class Link:
 
     def _failed(self, state: tenacity.RetryCallState) -> None:
         """Before the wait after a failed opening: an upstream that must answer at start fails here."""
-        exc = state.outcome.exception() if state.outcome is not None else None
+        exc = _failure(state)
         task_status = state.args[0] if state.args else anyio.TASK_STATUS_IGNORED
         if not self._started:
             if not self.patient:
@@ -253,7 +259,7 @@ class Link:
         does (its task group is cancelled)."""
 
         def stopped(state: tenacity.RetryCallState) -> None:
-            exc = state.outcome.exception() if state.outcome is not None else None
+            exc = _failure(state)
             log.warning("%s: watching it stopped: %s; watching again", self.who, reason(exc))
 
         while True:
