@@ -30,8 +30,10 @@ from typing import Any
 
 from mcp_providers.errors import InvalidParams, NotFound, TooLarge, ToolFailure, UpstreamError
 from mcp_providers.models import ORIGIN_KEY, Effects, Resource, ResourceTemplate, Tool
+from mcp_providers.plugins._schemas import UnsafeSchema
 from mcp_providers.plugins.openapi.client import Answer, Service
 from mcp_providers.plugins.openapi.document import BODY, Operation
+from mcp_providers.plugins.openapi.names import LeftOut
 from mcp_providers.plugins.openapi.query import from_uri, is_object, simple
 from mcp_providers.plugins.openapi.schema import arguments_model
 from mcp_providers.providers import Content, ReadRequest, ResourceProvider, ToolCall, ToolProvider, ToolResult
@@ -217,6 +219,8 @@ class OpenAPITools(ToolProvider):
         self.service = service
         self._tools: list[Tool] = []
         self._by_name: dict[str, Operation] = {}
+        self.left_out: list[LeftOut] = []
+        """Operations whose schema is not checked here (``check`` lists them)."""
         overrides = service.settings.effects
         for op in operations:
             if op.method == "GET":
@@ -224,6 +228,13 @@ class OpenAPITools(ToolProvider):
             name = (service.settings.tools_prefix + re.sub(r"[^A-Za-z0-9_.-]", "_", op.operation_id))[:128]
             effects, idempotent = _EFFECTS[op.method]
             effects = overrides.get(op.operation_id, effects)
+            try:
+                arguments = arguments_model(f"{name}Arguments", input_schema(op), checked=True)
+            except UnsafeSchema as exc:  # this operation only: the others serve
+                why = f"service {service.settings.name!r}: operation {op.operation_id!r} is left out: its schema {exc}"
+                log.warning("%s", why)
+                self.left_out.append(LeftOut(op.operation_id, why, "fix the schema in the document"))
+                continue
             self._tools.append(
                 Tool(
                     name=name,
@@ -233,7 +244,7 @@ class OpenAPITools(ToolProvider):
                     idempotent=idempotent,
                     open_world=True,
                     meta=_origin(service, op),
-                    input_model=arguments_model(f"{name}Arguments", input_schema(op), checked=True),
+                    input_model=arguments,
                 )
             )
             self._by_name[name] = op

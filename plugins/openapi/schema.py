@@ -24,6 +24,8 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 from pydantic import BaseModel, ConfigDict, model_validator
 
+from mcp_providers.plugins import _schemas
+
 __all__ = ["Converter", "UnsupportedSchema", "arguments_model", "json_schema"]
 
 _COMPONENT = "#/components/schemas/"
@@ -132,12 +134,12 @@ class _Arguments(BaseModel):
 
     model_config = ConfigDict(extra="allow", frozen=True)
     schema_: ClassVar[dict[str, Any]] = {"type": "object"}
-    validator_: ClassVar[Draft202012Validator] = Draft202012Validator({"type": "object"})
+    validator_: ClassVar[Any] = Draft202012Validator({"type": "object"})
 
     @model_validator(mode="before")
     @classmethod
     def _valid(cls, data: Any) -> Any:
-        errors = sorted(cls.validator_.iter_errors(data), key=lambda e: list(e.absolute_path))
+        errors = _schemas.errors(cls.validator_, data)
         if errors:
             # the core says "Invalid arguments for <tool>: (arguments): " before it: no second label at the root
             said = "; ".join(
@@ -160,8 +162,9 @@ def arguments_model(name: str, schema: dict[str, Any], *, checked: bool = False)
     :param checked: ``schema`` is built of parts a :class:`Converter` checked (the meta-schema
         check, about 2 ms a schema, is then not repeated per tool).
     :raises jsonschema.exceptions.SchemaError: ``schema`` is not a valid JSON Schema.
+    :raises UnsafeSchema: it refers outside itself, loops, or has a pattern not run in linear time
+        (:mod:`mcp_providers.plugins._schemas`).
     """
-    if not checked:
-        Draft202012Validator.check_schema(schema)
-    namespace = {"schema_": schema, "validator_": Draft202012Validator(schema), "__module__": __name__}
+    made = _schemas.validator(schema, draft=Draft202012Validator, checked=checked)  # nothing fetched, linear patterns
+    namespace = {"schema_": schema, "validator_": made, "__module__": __name__}
     return type(name, (_Arguments,), namespace)

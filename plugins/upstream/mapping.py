@@ -53,6 +53,7 @@ from mcp_providers.models import (
     ResourceTemplate,
     Tool,
 )
+from mcp_providers.plugins import _schemas
 from mcp_providers.plugins.upstream import rules
 from mcp_providers.plugins.upstream.settings import ServerSettings
 from mcp_providers.plugins.upstream.tasks import Offered, task_support_of
@@ -178,7 +179,7 @@ class UpstreamArguments(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _against_schema(cls, data: Any) -> Any:
-        errors = sorted(cls.validator.iter_errors(data), key=lambda e: list(e.absolute_path)) if cls.validator else []
+        errors = _schemas.errors(cls.validator, data) if cls.validator else []
         if errors:
             first = errors[0]
             where = "/".join(str(p) for p in first.absolute_path) or "(root)"
@@ -194,13 +195,11 @@ def schema_model(name: str, schema: Mapping[str, Any]) -> type[UpstreamArguments
     """A model class whose JSON Schema is ``schema`` and which validates against it.
 
     :raises jsonschema.SchemaError: ``schema`` is not a valid JSON Schema.
+    :raises UnsafeSchema: it refers outside itself, loops, or has a pattern not run in linear time
+        (:mod:`mcp_providers.plugins._schemas`).
     """
-    import jsonschema.validators  # only with an upstream tool listed (about 10 modules serve need not import)
-
     plain = dict(schema)
-    checker = jsonschema.validators.validator_for(plain)
-    checker.check_schema(plain)
-    namespace = {"upstream_schema": plain, "validator": checker(plain)}
+    namespace = {"upstream_schema": plain, "validator": _schemas.validator(plain)}  # nothing fetched, linear patterns
     return type(name, (UpstreamArguments,), namespace)
 
 
