@@ -287,6 +287,13 @@ CASES += (
         (EDGES + "test_an_unserved_version_header_names_the_header_and_the_versions_served[1999-01-01]",),
     ),
     Case(
+        "transport: a POST without a session that is no initialize opens none and costs no quota",
+        HTTP_APP,
+        "        if not _opens_a_session(value):",
+        "        if False:",
+        ("tests/test_http_sessions.py::test_a_post_without_a_session_that_is_no_initialize_opens_none_and_costs_no_quota",),
+    ),
+    Case(
         "transport: Last-Event-ID is dropped when no event store can replay",
         HTTP_APP,
         "        if self.manager.event_store is not None:\n            return scope",

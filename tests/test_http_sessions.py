@@ -24,11 +24,12 @@ pytestmark = pytest.mark.slow
 
 ALICE, BOB, CAROL = ("alice-session-token-" + "a" * 20, "bob-session-token-" + "b" * 20,
                      "carol-session-token-" + "c" * 20)  # fmt: skip
+DAVE = "dave-session-token-" + "d" * 20
 CONFIG = """
 allow = ["ssg_catalog"]
 [server.auth]
 tokens = [{subject = "alice", token_env = "SESS_ALICE"}, {subject = "bob", token_env = "SESS_BOB"},
-          {subject = "carol", token_env = "SESS_CAROL"}]
+          {subject = "carol", token_env = "SESS_CAROL"}, {subject = "dave", token_env = "SESS_DAVE"}]
 [server.limits]
 sessions = 3
 sessions_opened = 6
@@ -57,7 +58,7 @@ def port(tmp_path_factory: pytest.TempPathFactory) -> Any:
     folder = tmp_path_factory.mktemp("sessions")
     (folder / "c.toml").write_text(CONFIG)
     env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_PROVIDERS_")}
-    env.update(SESS_ALICE=ALICE, SESS_BOB=BOB, SESS_CAROL=CAROL)
+    env.update(SESS_ALICE=ALICE, SESS_BOB=BOB, SESS_CAROL=CAROL, SESS_DAVE=DAVE)
     with serve_process(env, folder / "serve.log", "-c", str(folder / "c.toml")) as (base, _proc):
         yield int(base.rsplit(":", 1)[1])
 
@@ -101,6 +102,20 @@ def test_round4_item4_initialize_is_rate_limited_per_subject(port: int) -> None:
             refusals.append(body["error"]["message"])
     assert statuses == [200] * 6 + [429] * 2, statuses
     assert all("sessions_opened" in m for m in refusals), refusals
+
+
+def test_a_post_without_a_session_that_is_no_initialize_opens_none_and_costs_no_quota(port: int) -> None:
+    """Found by a tester: each such POST (a ping, say) had the SDK open a session only to refuse
+    the request 400 with that session's id, and spent the caller's ``sessions_opened``: 22 pings
+    later, its ``initialize`` got 429. Now it is refused before the SDK, as the SDK refuses it."""
+    for message in ({"jsonrpc": "2.0", "id": 5, "method": "ping"}, {"jsonrpc": "2.0", "method": "notifications/x"}):
+        for _ in range(8):  # more than sessions_opened = 6
+            status, headers, body = _post(port, DAVE, message, **{"mcp-protocol-version": "2025-03-26"})
+            assert status == 400 and "mcp-session-id" not in headers, (status, headers)
+            assert body == {"jsonrpc": "2.0", "id": None,
+                            "error": {"code": -32600, "message": "Bad Request: Missing session ID"}}  # fmt: skip
+    status, headers, _ = _open(port, DAVE)
+    assert status == 200 and headers["mcp-session-id"]
 
 
 def _scope(subject: str | None, issuer: str = "https://idp.example") -> dict[str, Any]:

@@ -244,15 +244,20 @@ class HttpApp:
         elif (refused := invalid_id(posted)) is not None:
             await send_json(send, 400, refused)
         else:
-            await self._to_sdk(scope, replay, send if self.stateless else unanswered_when_cancelled(send))
+            await self._to_sdk(scope, replay, send if self.stateless else unanswered_when_cancelled(send), posted.value)
 
-    async def _to_sdk(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """The SDK's endpoint; a 2025-era POST that would open a session (no ``Mcp-Session-Id``)
-        first passes its caller's session quota (429 and ``Retry-After`` when it does not: the
-        refusal is the exchange's :class:`Outcome` error)."""
+    async def _to_sdk(self, scope: Scope, receive: Receive, send: Send, value: Any) -> None:
+        """The SDK's endpoint for the parsed message ``value``; a 2025-era POST without
+        ``Mcp-Session-Id`` is answered 400 unless it is an ``initialize`` request (as the SDK
+        answers it, but without opening a session first), and an ``initialize`` first passes its
+        caller's session quota (429 and ``Retry-After`` when it does not: the refusal is the
+        exchange's :class:`Outcome` error)."""
         quota = self.sessions
         if quota is None or any(k == b"mcp-session-id" for k, _ in scope["headers"]):
             await self.sdk_endpoint(scope, receive, send)
+            return
+        if not _opens_a_session(value):  # the SDK would open a session only to refuse it (and keep it)
+            await send_json(send, 400, _MISSING_SESSION)
             return
         if (refused := quota.refusal(scope)) is not None:
             outcome = current_outcome()
@@ -361,8 +366,18 @@ class HttpApp:
                 return outcome, None
             held = Held()
             sub = {**scope, "headers": [(k, v) for k, v in scope["headers"] if k != b"content-length"]}
-            await self._to_sdk(sub, replaying(json.dumps(item).encode(), None), held)
+            await self._to_sdk(sub, replaying(json.dumps(item).encode(), None), held, item)
         return outcome, held
+
+
+_MISSING_SESSION = error_body(types.INVALID_REQUEST, "Bad Request: Missing session ID")
+"""What the SDK's transport answers a 2025-era POST without a session that is no ``initialize``."""
+
+
+def _opens_a_session(value: Any) -> bool:
+    """Whether ``value`` (a parsed JSON-RPC message) is an ``initialize`` request, the only
+    message a 2025-era POST without ``Mcp-Session-Id`` may carry."""
+    return isinstance(value, dict) and value.get("method") == "initialize" and "id" in value
 
 
 def http_app(
