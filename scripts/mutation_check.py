@@ -287,6 +287,27 @@ CASES += (
         (EDGES + "test_an_unserved_version_header_names_the_header_and_the_versions_served[1999-01-01]",),
     ),
     Case(
+        "schemas: an untrusted pattern is matched in linear time, never by Python's re",
+        "plugins/_schemas.py",
+        '    keywords = {"pattern": _pattern, "patternProperties": _pattern_properties}',
+        '    keywords = {"patternProperties": _pattern_properties}',
+        ("tests/test_untrusted_schemas.py::test_a_catastrophic_pattern_is_matched_without_python_re",),
+    ),
+    Case(
+        "schemas: a $ref outside the schema is refused, nothing fetched",
+        "plugins/_schemas.py",
+        '            if isinstance(ref, str) and not ref.startswith("#"):',
+        "            if False:",
+        ("tests/test_untrusted_schemas.py::test_a_reference_outside_the_schema_is_refused_and_nothing_is_fetched",),
+    ),
+    Case(
+        "schemas: a schema that loops is refused when made",
+        "plugins/_schemas.py",
+        "    except RecursionError:\n        raise UnsafeSchema(",
+        "    except ZeroDivisionError:\n        raise UnsafeSchema(",
+        ("tests/test_untrusted_schemas.py::test_a_schema_that_refers_to_itself_without_end_is_refused_when_made",),
+    ),
+    Case(
         "transport: a POST without a session that is no initialize opens none and costs no quota",
         HTTP_APP,
         "        if not _opens_a_session(value):",
