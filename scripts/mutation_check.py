@@ -287,6 +287,13 @@ CASES += (
         (EDGES + "test_an_unserved_version_header_names_the_header_and_the_versions_served[1999-01-01]",),
     ),
     Case(
+        "tasks: at shutdown the task bodies stop before the providers do",
+        "core/_serve/runtime.py",
+        "        stack.push_async_callback(self.tasks.stop)",
+        "        pass",
+        ("tests/test_upstream_tasks.py::test_shutting_down_cancels_a_relayed_task_upstream_before_the_connection_closes",),
+    ),
+    Case(
         "schemas: an untrusted pattern is matched in linear time, never by Python's re",
         "plugins/_schemas.py",
         '    keywords = {"pattern": _pattern, "patternProperties": _pattern_properties}',

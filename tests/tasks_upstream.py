@@ -132,6 +132,7 @@ class Tasks(Extension):
         return {"resultType": "complete", **self._find(params).wire()}
 
     async def cancel(self, ctx: Any, params: TaskParams) -> dict[str, Any]:
+        note(f"tasks/cancel {params.task_id}")  # asked, as distinct from a run ended by this process exiting
         task = self._find(params)
         if task.job is not None and not task.job.done():
             task.job.cancel()

@@ -196,6 +196,24 @@ async def test_cancelling_the_downstream_task_cancels_the_upstream_one(served: A
                 await anyio.sleep(0.05)
 
 
+async def test_shutting_down_cancels_a_relayed_task_upstream_before_the_connection_closes(tmp_path: Path) -> None:
+    """Found by a tester: at shutdown the providers (the upstream's connection) stopped before the
+    task bodies were cancelled, so the relayed ``tasks/cancel`` met a closed connection and the
+    upstream task ran on to its ttl. Now the bodies are cancelled first (``Tasks.stop``)."""
+    ext = {"name": "ext", "command": sys.executable, "args": [EXT, str(tmp_path / "ext")], "tool_prefix": "ext_",
+           "namespace": "ext", "read_timeout": 10}  # fmt: skip
+    own = compose({"upstream": upstream}, {"upstream": {"servers": [ext]}}, server=Server(tasks=TasksSettings()))
+    async with own.running(), _client(own) as c:
+        handle = await start(c.session, "ext_hold", {"seconds": 60})
+        assert isinstance(handle, Created)
+        with anyio.fail_after(10):  # the upstream has started its task
+            while not _log(tmp_path, "ext").count("call hold task"):
+                await anyio.sleep(0.05)
+        await anyio.sleep(0.3)
+    asked = [line for line in _log(tmp_path, "ext") if line.startswith("tasks/cancel ")]
+    assert len(asked) == 1, _log(tmp_path, "ext")  # sent while the connection was still open
+
+
 async def test_an_upstream_task_that_fails_fails_the_downstream_task_naming_the_upstream(served: Any) -> None:
     async with _client(served) as c:
         handle = await start(c.session, "ext_explode", {})

@@ -298,6 +298,7 @@ class Runtime:
         for d in self.assembly.declared:
             await self._host_provider(d.plugin, d.provider, tasks)
         tasks.start_soon(self.tasks.host)
+        stack.push_async_callback(self.tasks.stop)  # before the providers stop: a body's clean-up still has them
         for run in self.background:
             tasks.start_soon(run)
         self._tasks = tasks

@@ -59,6 +59,8 @@ T = TypeVar("T")
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 NEEDS_TASKS: dict[str, Any] = {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}}
 TASK_METHODS = ("tasks/get", "tasks/update", "tasks/cancel")
+STOP_SECONDS = 2.0
+"""Longest wait at shutdown for the task bodies to end once cancelled (inside the 10 s SIGTERM budget)."""
 """The extension's request methods; over HTTP each repeats its ``params.taskId`` as ``Mcp-Name``."""
 NOT_FOUND = "Failed to retrieve task: Task not found"
 """What an unknown, expired or someone else's task id gets alike (SEP-2663's example message)."""
@@ -138,6 +140,7 @@ class Tasks:
         self._scopes: dict[str, anyio.CancelScope] = {}
         self._owners: dict[str, int] = {}
         self._group: anyio.abc.TaskGroup | None = None
+        self._ended: anyio.Event | None = None
         self.tick = 0.1 if lease is None else min(lease / 3, 1.0)
         """Seconds between a running task's lease renewals (its looks for a cancel through another
         replica), and between a waiting question's looks for its answer."""
@@ -149,12 +152,27 @@ class Tasks:
 
     async def host(self) -> None:
         """Run the task bodies (a runtime background task); ending it stops them."""
-        async with anyio.create_task_group() as group:
-            self._group = group
-            try:
-                await anyio.sleep_forever()
-            finally:
-                self._group = None
+        self._ended = anyio.Event()
+        try:
+            async with anyio.create_task_group() as group:
+                self._group = group
+                try:
+                    await anyio.sleep_forever()
+                finally:
+                    self._group = None
+        finally:
+            self._ended.set()
+
+    async def stop(self, within: float = STOP_SECONDS) -> None:
+        """Cancel the running task bodies and wait, at most ``within`` seconds, for them to end:
+        at shutdown, before the providers' lifespans end, so a body's own clean-up (a relayed
+        task's ``tasks/cancel`` upstream) still has its provider."""
+        group, ended = self._group, self._ended
+        if group is None or ended is None:
+            return
+        group.cancel_scope.cancel()
+        with anyio.move_on_after(within, shield=True):
+            await ended.wait()
 
     def wanted(self, exchange: Exchange, tool: Tool) -> bool:
         """Whether this call of ``tool`` runs as a task (never when it is a task's body already).
