@@ -200,7 +200,7 @@ def test_batch_is_answered_as_a_batch_at_2025_03_26(stateless: bool) -> None:
 
 def test_batch_is_refused_with_one_small_error_after_2025_03_26() -> None:
     with _served() as port:
-        for version in ("2025-06-18", "2025-11-25"):
+        for version in ("2025-06-18", "2025-11-25", "2026-07-28"):  # 2026: ours too, not the SDK's -32602 dump
             status, _, body = _request(
                 port, "POST", json.dumps(BATCH).encode(), {**JSON_HEADERS, "mcp-protocol-version": version}
             )
@@ -208,6 +208,9 @@ def test_batch_is_refused_with_one_small_error_after_2025_03_26() -> None:
             assert status == 400 and len(body) < 300, body
             assert answer["id"] is None and answer["error"]["code"] == -32600
             assert "resources/list" not in body.decode()  # nothing of the request is echoed
+            assert "only accepted at protocol version 2025-03-26" in answer["error"]["message"]
+        status, _, body = _request(port, "POST", b"[]", {**JSON_HEADERS, "mcp-protocol-version": "2025-03-26"})
+        assert status == 400 and "an empty JSON-RPC batch" in json.loads(body)["error"]["message"], body
 
 
 BAD_IDS = {"object": {"a": 1}, "fraction": 1.5, "boolean": True, "null": None}

@@ -226,7 +226,9 @@ class HttpApp:
         """A POST whose body is JSON (``posted``), to the path that answers it."""
         headers = headers_of(scope)
         session = b"mcp-session-id" in headers
-        if version in MODERN_PROTOCOL_VERSIONS and (refused := task_name_mismatch(posted, headers)) is not None:
+        if posted.batch is not None:  # any version: ours is the one answer (-32600 but at 2025-03-26)
+            await self._batch(scope, send, posted.batch, version)
+        elif version in MODERN_PROTOCOL_VERSIONS and (refused := task_name_mismatch(posted, headers)) is not None:
             await send_json(send, 400, refused)
         elif version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
             if self.json_response and not session:  # the SDK's own single-exchange entry, minus its wrapping
@@ -235,8 +237,6 @@ class HttpApp:
                 await handle(self.server, self.security, True, state, scope, replay, send)
             else:
                 await self.sdk_endpoint(scope, replay, send)
-        elif posted.batch is not None:
-            await self._batch(scope, send, posted.batch, version)
         elif self.stateless and is_cancel_notification(posted.value):
             await send_json(send, 400, error_body(types.INVALID_REQUEST, STATELESS_CANCEL))
         elif self.stateless and self.json_response and not session:
@@ -325,6 +325,8 @@ class HttpApp:
         """
         if (version or DEFAULT_NEGOTIATED_VERSION) != BATCH_VERSION or not items:
             message = f"Invalid request: JSON-RPC batches are only accepted at protocol version {BATCH_VERSION}"
+            if not items:
+                message = "Invalid request: an empty JSON-RPC batch (a batch holds at least one message)"
             await send_json(send, 400, error_body(types.INVALID_REQUEST, message))
             return
         if self.stateless and (refused := stateless_cancel_in_batch(items)) is not None:
