@@ -237,6 +237,21 @@ BAD_KINDS: dict[str, tuple[dict[str, list[Any]], str, str]] = {
         "t",
         "does not convert",
     ),
+    "tool schema fetching a remote $ref": (
+        {"tools": [types.Tool(name="t", input_schema=OBJECT | {"properties": {"x": {"$ref": "http://h/x.json"}}})]},
+        "t",
+        "tool 't' does not convert: $ref 'http://h/x.json' refers to a schema outside this one",
+    ),
+    "tool schema with a pattern not run in linear time": (
+        {"tools": [types.Tool(name="t", input_schema=OBJECT | {"properties": {"x": {"pattern": "(?=a)b"}}})]},
+        "t",
+        "pattern '(?=a)b' cannot be checked in linear time",
+    ),
+    "tool schema that loops": (
+        {"tools": [types.Tool(name="t", input_schema=OBJECT | {"$ref": "#"})]},
+        "t",
+        "refers to itself without end",
+    ),
     "tool name the core refuses": ({"tools": [types.Tool(name="a b", input_schema=OBJECT)]}, "a b", "not a valid"),
     "duplicate prompt": ({"prompts": [types.Prompt(name="p"), types.Prompt(name="p")]}, "p", "repeats"),
 }

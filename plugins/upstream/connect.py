@@ -14,6 +14,7 @@ from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.session import MessageHandlerFnT
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from pydantic import ValidationError
 
 from mcp_providers.http import client as framework_client
 from mcp_providers.plugins.upstream.asking import Relay
@@ -95,4 +96,8 @@ def reason(exc: BaseException) -> str:
         return "; ".join(reason(e) for e in exc.exceptions)
     if isinstance(exc, MCPError):
         return f"error {exc.code}: {exc.message[:300]}"
-    return f"{type(exc).__name__}: {str(exc)[:300]}"
+    if isinstance(exc, ValidationError):  # what was wrong where, without the values or pydantic's links
+        said = "; ".join(f"{'.'.join(map(str, e['loc'])) or '(answer)'}: {e['msg']}" for e in exc.errors()[:3])
+        return f"a malformed answer: {said}"[:300]
+    first = str(exc).splitlines()[0] if str(exc) else ""
+    return f"{type(exc).__name__}: {first[:300]}"

@@ -227,7 +227,8 @@ class Listing:
         # the upstream's records are untrusted input: whatever one of them raises (a schema too
         # deep to check, an unknown $schema), it costs that component only, never the plugin
         except Exception as exc:
-            self.left_out.append(LeftOut(value, f"{kind} does not convert: {str(exc)[:300]}", _LEAVE_OUT))
+            said = str(exc).splitlines()[0] if str(exc) else type(exc).__name__  # not a meta-schema dump
+            self.left_out.append(LeftOut(value, f"{kind} {value!r} does not convert: {said[:300]}", _LEAVE_OUT))
 
     def first(self, kind: str, key: str, value: str) -> bool:
         """Whether ``key`` is new for ``kind``; a repeat is left out, naming what it repeats."""
