@@ -100,7 +100,7 @@ def _asker(composition: Composition) -> Ask:
         if ctx is None:
             raise RuntimeError(
                 f"{method} of the composition was asked outside a request MCPServer received; "
-                "add_to_mcpserver answers its clients' requests (call the tool through a client)"
+                "add_to_mcpserver answers its clients' requests (send it through an MCP client of that server)"
             )
         if ctx.method == method and isinstance(ctx.params, dict):
             params = type(params).model_validate(ctx.params, by_name=False)

@@ -112,9 +112,10 @@ def test_retry_after_comes_from_the_refusal_on_single_posts_and_batches(stateles
 
 
 @pytest.mark.slow
-def test_the_session_quota_refusal_in_a_batch_is_an_element_answer_with_retry_after() -> None:
-    """``sessions = 1`` for anonymous callers: of two initializes in one batch, the second is
-    refused (-32009 under its own id) and the batch says ``Retry-After``."""
+def test_initialize_in_a_batch_is_refused_whole_and_opens_no_session() -> None:
+    """2025-03-26, lifecycle: the initialize request must not be part of a JSON-RPC batch. The batch
+    is refused (-32600) before the SDK, so no session opens and the caller's quota (``sessions =
+    1``) is untouched: a single initialize afterwards is served."""
     limits = LimitsSettings(window_seconds=60, sessions=1)
     composed = compose({"notes": NotesPlugin()}, server=ServerSettings(limits=limits))
 
@@ -123,10 +124,13 @@ def test_the_session_quota_refusal_in_a_batch_is_an_element_answer_with_retry_af
         return {"jsonrpc": "2.0", "id": request_id, "method": "initialize", "params": params}
 
     with served(composed, json_response=True, limits=limits) as port:
-        status, headers, answers = _batch(port, [init(1), init(2)], None)
-        assert status == 200 and [a["id"] for a in answers] == [1, 2], answers
-        assert "result" in answers[0] and answers[1]["error"]["code"] == RATE_LIMITED, answers
-        assert headers["mcp-session-id"] and headers["retry-after"] == str(answers[1]["error"]["data"]["retryAfter"])
+        for batch in ([init(1), init(2)], [init(3)], [{**READ, "id": 4}, init(5)]):
+            status, headers, answer = _batch(port, batch, None)
+            assert status == 400 and "mcp-session-id" not in headers, (status, answer)
+            error = answer["error"]
+            assert error["code"] == -32600 and "must not be part of a JSON-RPC batch" in error["message"], error
+        status, headers, _ = post(port, init(6), "2025-03-26")
+        assert status == 200 and headers["mcp-session-id"]
 
 
 @pytest.mark.slow

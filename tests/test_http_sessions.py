@@ -80,12 +80,12 @@ def test_round4_item4_one_subject_holds_at_most_its_sessions_and_others_still_op
                                           "mcp-protocol-version": "2025-11-25"})  # fmt: skip
     assert ended[0] == 200, ended
     assert _open(port, ALICE)[0] == 200
-    # a batch of initializes (2025-03-26) is held to the same count, element by element
+    # initialize never travels in a batch (2025-03-26, lifecycle), so no batch opens sessions
     batch = [_init("2025-03-26", i) for i in range(1, 4)]
-    status, _, answers = _post(port, BOB, batch, **{"mcp-protocol-version": "2025-03-26"})
-    assert status == 200 and isinstance(answers, list), answers
-    refused = [a for a in answers if "error" in a]
-    assert len(answers) - len(refused) == 2 and refused[0]["error"]["code"] == RATE_LIMITED, answers
+    status, headers, answer = _post(port, BOB, batch, **{"mcp-protocol-version": "2025-03-26"})
+    assert status == 400 and "mcp-session-id" not in headers, (status, answer)
+    assert answer["error"]["code"] == -32600 and "must not be part of a JSON-RPC batch" in answer["error"]["message"]
+    assert _open(port, BOB)[0] == 200  # nothing of bob's quota was spent by it (his second of three)
 
 
 def test_round4_item4_initialize_is_rate_limited_per_subject(port: int) -> None:

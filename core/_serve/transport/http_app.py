@@ -332,6 +332,10 @@ class HttpApp:
         if self.stateless and (refused := stateless_cancel_in_batch(items)) is not None:
             await send_json(send, 400, refused)
             return
+        if any(_opens_a_session(item) for item in items):  # 2025-03-26, lifecycle: never in a batch
+            message = "Invalid request: initialize must not be part of a JSON-RPC batch; send it alone"
+            await send_json(send, 400, error_body(types.INVALID_REQUEST, message))
+            return
         answers: list[Reply] = []
         kept: list[tuple[bytes, bytes]] = []  # the last Mcp-Session-Id an element was handed
         waits: list[int] = []
