@@ -221,11 +221,28 @@ class Sieve:
         return None, False
 
 
-class _Read:
-    """The transport's read stream, each item through :meth:`Sieve.received`."""
+class _Wrapped:
+    """A transport stream with the sieve beside it: closing and entering go to the stream itself."""
 
-    def __init__(self, inner: Any, sieve: Sieve) -> None:  # the SDK's ReadStream (a private module's)
+    def __init__(self, inner: Any, sieve: Sieve) -> None:  # the SDK's Read/WriteStream (a private module's)
         self._inner, self._sieve = inner, sieve
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> Self:
+        await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
+        closed: bool | None = await self._inner.__aexit__(exc_type, exc, tb)
+        return closed
+
+
+class _Read(_Wrapped):
+    """The transport's read stream, each item through :meth:`Sieve.received`."""
 
     @property
     def last_context(self) -> Any:
@@ -241,42 +258,13 @@ class _Read:
     async def __anext__(self) -> SessionMessage | Exception:
         return self._sieve.received(await self._inner.__anext__())
 
-    async def aclose(self) -> None:
-        await self._inner.aclose()
 
-    async def __aenter__(self) -> Self:
-        await self._inner.__aenter__()
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> bool | None:
-        closed: bool | None = await self._inner.__aexit__(exc_type, exc, tb)
-        return closed
-
-
-class _Write:
+class _Write(_Wrapped):
     """The transport's write stream, each item noted by :meth:`Sieve.sent` first."""
-
-    def __init__(self, inner: Any, sieve: Sieve) -> None:  # the SDK's WriteStream
-        self._inner, self._sieve = inner, sieve
 
     async def send(self, item: SessionMessage, /) -> None:
         self._sieve.sent(item)
         await self._inner.send(item)
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    async def __aenter__(self) -> Self:
-        await self._inner.__aenter__()
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> bool | None:
-        closed: bool | None = await self._inner.__aexit__(exc_type, exc, tb)
-        return closed
 
 
 def sieved(streams: tuple[Any, Any], sieve: Sieve) -> tuple[Any, Any]:
