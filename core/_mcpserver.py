@@ -18,7 +18,7 @@ from pydantic import Field
 
 from mcp_providers._serve.binding import dispatcher
 from mcp_providers._serve.composition import Composition
-from mcp_providers._serve.steps.wire import icons_wire
+from mcp_providers._serve.steps.wire import icons_wire, tool_annotations
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
@@ -168,20 +168,13 @@ def _add_tools(mcp: MCPServer, composition: Composition, ask: Ask) -> None:
 
     for tool_entry in composition.catalog.tools:
         tool = tool_entry.declaration
-        hints = tool.annotations()
         mcp.add_tool(
             _tool_function(tool.name, tool.input_model, tool.output_model, ask, ToolError),
             name=tool.name,
             title=tool.title,
             description=tool.description,
             icons=icons_wire(tool.icons),
-            annotations=types.ToolAnnotations(
-                title=tool.title,
-                read_only_hint=hints["readOnlyHint"],
-                destructive_hint=hints["destructiveHint"],
-                idempotent_hint=hints["idempotentHint"],
-                open_world_hint=hints["openWorldHint"],
-            ),
+            annotations=tool_annotations(tool),
         )
 
 

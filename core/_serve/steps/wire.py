@@ -260,10 +260,21 @@ def _schema(model: type[BaseModel]) -> dict[str, Any]:
     return model.model_json_schema(by_alias=True)
 
 
+def tool_annotations(t: Tool) -> types.ToolAnnotations:
+    """``t``'s hints on the wire (derived from its ``effects``: :meth:`Tool.annotations`), titled."""
+    hints = t.annotations()
+    return types.ToolAnnotations(
+        title=t.title,
+        read_only_hint=hints["readOnlyHint"],
+        destructive_hint=hints["destructiveHint"],
+        idempotent_hint=hints["idempotentHint"],
+        open_world_hint=hints["openWorldHint"],
+    )
+
+
 def tool_wire(t: Tool) -> types.Tool:
     """The tools/list item of ``t``; its ``outputSchema`` always has an object root (see
     :func:`~mcp_providers._host.output_schemas.output_schema`), and the description says when it is wrapped."""
-    hints = t.annotations()
     served = output_schema(t.output_model) if t.output_model else None
     description = t.description
     if served is not None and served.wrapped:
@@ -278,13 +289,7 @@ def tool_wire(t: Tool) -> types.Tool:
         description=description,
         input_schema=_schema(t.input_model),
         output_schema=served.schema if served is not None else None,
-        annotations=types.ToolAnnotations(
-            title=t.title,
-            read_only_hint=hints["readOnlyHint"],
-            destructive_hint=hints["destructiveHint"],
-            idempotent_hint=hints["idempotentHint"],
-            open_world_hint=hints["openWorldHint"],
-        ),
+        annotations=tool_annotations(t),
         icons=icons_wire(t.icons),
         _meta=t.meta,
     )
