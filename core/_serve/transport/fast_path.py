@@ -6,7 +6,6 @@ says whether anything was pushed on it (:class:`Watched`), and one request answe
 from __future__ import annotations
 
 import contextlib
-import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,13 +13,10 @@ import anyio
 import mcp_types as types
 from mcp.server.runner import ServerRunner
 from mcp.shared.exceptions import NoBackChannelError
-from mcp.shared.jsonrpc_dispatcher import handler_exception_to_error_data
 from mcp.shared.message import ServerMessageMetadata
 from mcp.shared.transport_context import TransportContext
 
-from mcp_providers._serve.transport.http_outcome import Reply
-
-log = logging.getLogger("mcp_providers.http")
+from mcp_providers._serve.transport.http_outcome import Reply, error_data
 
 
 class Watched(contextlib.AsyncExitStack):
@@ -94,10 +90,6 @@ async def respond(runner: ServerRunner[Any], exchange: OneExchange, message: typ
     an unexpected exception as -32603 without its text)."""
     try:
         result = await runner.on_request(exchange, message.method, message.params)
-    except Exception as exc:
-        error = handler_exception_to_error_data(exc)
-        if error is None:  # as the SDK's 2026-07-28 entry: handler internals never reach the wire
-            log.exception("handler for %r raised", message.method)
-            error = types.ErrorData(code=types.INTERNAL_ERROR, message="internal error; the server log has the details")
-        return types.JSONRPCError(jsonrpc="2.0", id=message.id, error=error)
+    except Exception as exc:  # handler internals never reach the wire
+        return types.JSONRPCError(jsonrpc="2.0", id=message.id, error=error_data(exc, logged_as=message.method))
     return types.JSONRPCResponse(jsonrpc="2.0", id=message.id, result=result)

@@ -157,7 +157,7 @@ async def exchange_middleware(ctx: ServerRequestContext[Any, Any], call_next: An
         result = await _stateless(ctx, call_next) if outcome.stateless else await call_next(ctx)
     except Exception as exc:
         if recorded:
-            outcome.error = _error_data(exc)
+            outcome.error = error_data(exc)
         raise
     if recorded and anyio.current_effective_deadline() != -math.inf:  # cancelled: the SDK answers nothing
         outcome.result = _wire(result)
@@ -177,11 +177,14 @@ async def _stateless(ctx: ServerRequestContext[Any, Any], call_next: Any) -> Any
     return result
 
 
-def _error_data(exc: Exception) -> types.ErrorData:
+def error_data(exc: Exception, *, logged_as: str | None = None) -> types.ErrorData:
     """The wire error of a raised exception, mapped as the SDK maps it; an unexpected one is -32603
-    without its text (as the SDK's 2026-07-28 entry and the fast path answer it)."""
+    without its text (as the SDK's 2026-07-28 entry answers it), and logged with its traceback
+    when ``logged_as`` names the method (where nothing else will log it)."""
     error = handler_exception_to_error_data(exc)
     if error is None:
+        if logged_as is not None:
+            log.error("handler for %r raised", logged_as, exc_info=exc)
         return types.ErrorData(code=types.INTERNAL_ERROR, message="internal error; the server log has the details")
     return error
 
