@@ -16,13 +16,10 @@ import json
 import sys
 from typing import Any
 
+from raw_jsonrpc_lines import serve
+
 CAPS = {"resources": {}, "tools": {}, "prompts": {}}
 MODERN = {"resultType": "complete", "ttlMs": 0, "cacheScope": "public"}
-
-
-def send(obj: dict[str, object]) -> None:
-    sys.stdout.write(json.dumps(obj) + "\n")
-    sys.stdout.flush()
 
 
 def answer(spec: dict[str, Any], method: str, params: dict[str, Any]) -> Any:
@@ -59,19 +56,7 @@ def answer(spec: dict[str, Any], method: str, params: dict[str, Any]) -> Any:
 def main() -> None:
     with open(sys.argv[1]) as f:
         spec = json.load(f)
-    for line in sys.stdin:
-        try:
-            message = json.loads(line)
-        except ValueError:
-            continue
-        method, ident = message.get("method"), message.get("id")
-        if ident is None or method is None:
-            continue  # a notification, or an answer to a question of ours: none is asked
-        result = answer(spec, method, message.get("params") or {})
-        if isinstance(result, dict) and set(result) == {"error"}:
-            send({"jsonrpc": "2.0", "id": ident, "error": result["error"]})
-        else:
-            send({"jsonrpc": "2.0", "id": ident, "result": result})
+    serve(lambda method, params: answer(spec, method, params))
 
 
 if __name__ == "__main__":

@@ -12,14 +12,10 @@ It exits at once (status 3) while ``DIR/down`` exists. ``--lc``: it sends the th
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
-
-def send(obj: dict[str, object]) -> None:
-    sys.stdout.write(json.dumps(obj) + "\n")
-    sys.stdout.flush()
+from raw_jsonrpc_lines import send, serve
 
 
 def tools(here: Path) -> list[dict[str, object]]:
@@ -71,24 +67,13 @@ def main() -> None:
     here, flags = Path(sys.argv[1]), sys.argv[2:]
     if (here / "down").exists():
         sys.exit(3)
-    for line in sys.stdin:
-        try:
-            message = json.loads(line)
-        except ValueError:
-            continue
-        method, ident = message.get("method"), message.get("id")
-        if ident is None:
-            if method == "notifications/initialized" and "--lc" in flags:
-                for kind in ("tools", "resources", "prompts"):
-                    send({"jsonrpc": "2.0", "method": f"notifications/{kind}/list_changed"})
-            continue
-        if method is None:
-            continue  # an answer to a question of ours: none is asked
-        result = answer(here, flags, method, message.get("params") or {})
-        if "error" in result:
-            send({"jsonrpc": "2.0", "id": ident, "error": result["error"]})
-        else:
-            send({"jsonrpc": "2.0", "id": ident, "result": result})
+
+    def notified(method: str) -> None:
+        if method == "notifications/initialized" and "--lc" in flags:
+            for kind in ("tools", "resources", "prompts"):
+                send({"jsonrpc": "2.0", "method": f"notifications/{kind}/list_changed"})
+
+    serve(lambda method, params: answer(here, flags, method, params), notified)
 
 
 if __name__ == "__main__":

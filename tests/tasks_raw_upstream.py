@@ -12,7 +12,6 @@ it). Every ``tools/call`` appends ``call <name> task|plain`` to the file ``EVENT
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 import uuid
@@ -20,13 +19,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from raw_jsonrpc_lines import serve
+
 EVENTS = Path(sys.argv[1])
 FLAGS = sys.argv[2:]
-
-
-def send(obj: dict[str, object]) -> None:
-    sys.stdout.write(json.dumps(obj) + "\n")
-    sys.stdout.flush()
 
 
 def note(line: str) -> None:
@@ -85,19 +81,7 @@ def answer(method: str, params: dict[str, Any]) -> dict[str, Any]:
 
 
 def main() -> None:
-    for line in sys.stdin:
-        try:
-            message = json.loads(line)
-        except ValueError:
-            continue
-        method, ident = message.get("method"), message.get("id")
-        if ident is None or method is None:
-            continue
-        result = answer(method, message.get("params") or {})
-        if "error" in result:
-            send({"jsonrpc": "2.0", "id": ident, "error": result["error"]})
-        else:
-            send({"jsonrpc": "2.0", "id": ident, "result": result})
+    serve(answer)
 
 
 if __name__ == "__main__":
