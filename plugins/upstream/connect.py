@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from mcp_providers.http import client as framework_client
 from mcp_providers.plugins.upstream.asking import Relay
 from mcp_providers.plugins.upstream.settings import BearerAuth, ServerSettings, read_variable
-from mcp_providers.plugins.upstream.sieve import Sieve, sieved
+from mcp_providers.plugins.upstream.sieve import Sieve, said, sieved
 from mcp_providers.plugins.upstream.tasks import TasksExtension
 
 __all__ = ["CLIENT_INFO", "IDLE_STREAM_SECONDS", "client", "reason", "transport", "who"]
@@ -97,7 +97,6 @@ def reason(exc: BaseException) -> str:
     if isinstance(exc, MCPError):
         return f"error {exc.code}: {exc.message[:300]}"
     if isinstance(exc, ValidationError):  # what was wrong where, without the values or pydantic's links
-        said = "; ".join(f"{'.'.join(map(str, e['loc'])) or '(answer)'}: {e['msg']}" for e in exc.errors()[:3])
-        return f"a malformed answer: {said}"[:300]
+        return f"a malformed answer: {said(exc, '(answer)')}"[:300]
     first = str(exc).splitlines()[0] if str(exc) else ""
     return f"{type(exc).__name__}: {first[:300]}"

@@ -48,7 +48,7 @@ from mcp_types import methods as wire
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, ValidationError
 
-__all__ = ["LEFT_OUT_KEY", "LIST_FIELDS", "MAX_ITEM_BYTES", "Sieve", "sieved"]
+__all__ = ["LEFT_OUT_KEY", "LIST_FIELDS", "MAX_ITEM_BYTES", "Sieve", "said", "sieved"]
 
 LIST_FIELDS: Final[Mapping[str, str]] = {
     "resources/list": "resources",
@@ -76,9 +76,10 @@ def _kind(value: object) -> str:
     return f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
 
 
-def _said(exc: ValidationError) -> str:
-    """A validation error as ``inputSchema: Field required; ...`` (no input values repeated)."""
-    parts = [f"{'.'.join(map(str, e['loc'])) or '(item)'}: {e['msg']}" for e in exc.errors(include_input=False)]
+def said(exc: ValidationError, whole: str = "(item)") -> str:
+    """A validation error as ``inputSchema: Field required; ...`` (no input values repeated, no
+    links), at most 300 characters; ``whole`` names the value itself when the error is at its root."""
+    parts = [f"{'.'.join(map(str, e['loc'])) or whole}: {e['msg']}" for e in exc.errors(include_input=False)]
     more = f" (and {len(parts) - 3} more)" if len(parts) > 3 else ""
     return ("; ".join(parts[:3]) + more)[:300]
 
@@ -211,7 +212,7 @@ class Sieve:
             try:
                 model.model_validate(raw, by_name=False)
             except ValidationError as exc:
-                return f"does not parse: {_said(exc)}", False
+                return f"does not parse: {said(exc)}", False
             except Exception as exc:  # a validator of the SDK's that raised otherwise: that item's fault
                 return f"does not parse: {type(exc).__name__}: {str(exc)[:200]}", False
         if method == "tools/list" and version in MODERN_PROTOCOL_VERSIONS:
