@@ -167,6 +167,20 @@ CASES: tuple[Case, ...] = (
         ("tests/test_embedded_guards.py::test_mounted_by_default_nothing_of_the_host_is_patched",),
     ),
     Case(
+        "deadline: the rest of a coroutine that waited runs under the deadline",
+        "core/_serve/steps/deadline.py",
+        "        async with asyncio.timeout_at(deadline):\n            value = await _resume(pending, first)",
+        "        if True:\n            value = await _resume(pending, first)",
+        ("tests/test_deadline.py::test_the_deadline_passing_while_it_waits_raises_timeout_and_closes_it",),
+    ),
+    Case(
+        "deadline: a request body that never finishes is cut at the body deadline",
+        "core/_serve/transport/limits.py",
+        'message = await within(receive(), state["deadline"])',
+        "message = await receive()",
+        ("tests/test_http_transport.py::test_a_body_never_finished_gets_408_and_idle_connections_are_closed",),
+    ),
+    Case(
         "http: a refusal a library swallowed still fails the read",
         "core/_serve/steps/invoker.py",
         "                raise scope.refused from None",

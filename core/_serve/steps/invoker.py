@@ -20,19 +20,14 @@ Errors a provider raises on purpose (:class:`~mcp_providers.errors.RequestError`
 
 from __future__ import annotations
 
-import asyncio
-import inspect
 import logging
-import types
-from collections.abc import Awaitable, Callable, Coroutine, Generator, Hashable
+from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass
-from types import CoroutineType
 from typing import Any, TypeVar
-
-import anyio
 
 from mcp_providers._host.contain import contain_async
 from mcp_providers._serve.state.coalesce import Coalescer
+from mcp_providers._serve.steps.deadline import deadline_after, within
 from mcp_providers._serve.steps.health import UpstreamHealth, failure_of
 from mcp_providers._sideeffects import Kind, Mode, Scope, enter_scope, exit_scope
 from mcp_providers.errors import ProviderFailed, ReadTimeout, RequestError, ToolFailure, UpstreamError
@@ -145,62 +140,13 @@ class Invoker:
 
     async def _deadline(self, work: Work, call: Callable[[], Awaitable[T]]) -> T:
         seconds = self._timeout if work.timeout is None else work.timeout
-        pending = call()
+        deadline = deadline_after(seconds)  # counted from here, before the call starts
         try:
-            try:
-                loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-            except RuntimeError:  # not asyncio (trio)
-                loop = None
-            if loop is None:  # a bare anyio cancel scope
-                with anyio.CancelScope(deadline=anyio.current_time() + seconds):
-                    return await pending
-            elif type(pending) is not CoroutineType:
-                async with asyncio.timeout(seconds):
-                    return await pending
-            else:
-                # The deadline is counted from here. A read that finishes without suspending (content
-                # in memory, a cache hit) cannot be cancelled anyway, so it runs its first step
-                # before any timer is armed and, if it is done, returns without one; otherwise the
-                # rest runs under asyncio.timeout_at (one timer handle, about a third of the cost of
-                # an anyio CancelScope with a deadline), cancelled at its first await past the deadline.
-                deadline = loop.time() + seconds
-                try:
-                    first = pending.send(None)
-                except StopIteration as done:
-                    value: T = done.value
-                    return value
-                async with asyncio.timeout_at(deadline):
-                    value = await _resume(pending, first)
-                    return value
+            return await within(call(), deadline)
         except TimeoutError:
             pass  # the deadline, or a provider's own timeout: both read as the deadline
-        finally:
-            if type(pending) is CoroutineType or inspect.iscoroutine(pending):
-                pending.close()  # never awaited when the scope was already cancelled
         limit = "server.read_timeout" if work.timeout is None else "a task's time, [server.tasks] ttl_seconds"
         raise ReadTimeout(
             f"provider {work.provider!r} did not finish {work.what} within {seconds:g} s "
             f"({limit}); try again later or ask the operator to raise the deadline"
         )
-
-
-@types.coroutine
-def _resume(coroutine: Coroutine[Any, Any, Any], suspended: Any) -> Generator[Any, Any, Any]:
-    """Await the rest of ``coroutine``, already stepped once (it yielded ``suspended``): what
-    ``await`` would do had it been awaited from the start (values, sends and throws pass through)."""
-    value = suspended
-    while True:
-        try:
-            sent = yield value
-        except GeneratorExit:
-            raise  # the caller closes the coroutine
-        except BaseException as exc:  # thrown in by the task (e.g. cancellation): pass it on
-            try:
-                value = coroutine.throw(exc)
-            except StopIteration as done:
-                return done.value
-        else:
-            try:
-                value = coroutine.send(sent)
-            except StopIteration as done:
-                return done.value

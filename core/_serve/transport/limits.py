@@ -21,11 +21,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import anyio
 import h11
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from mcp_providers._serve.steps.deadline import deadline_after, within
 from mcp_providers._serve.transport.shutdown import GRACE_SECONDS, GracefulServer
 
 HEADER_TIMEOUT = 10.0
@@ -120,14 +120,16 @@ class BodyDeadline:
             if state["done"]:
                 return await receive()
             if state["deadline"] is None:
-                state["deadline"] = anyio.current_time() + self.seconds
-            with anyio.move_on_after(max(0.0, state["deadline"] - anyio.current_time())):
-                message = await receive()
-                if message["type"] != "http.request" or not message.get("more_body", False):
-                    state["done"] = True
-                return message
-            state["late"] = True
-            return {"type": "http.disconnect"}
+                state["deadline"] = deadline_after(self.seconds)
+            try:
+                # A body the server has buffered already arrives without a timer (``within``).
+                message = await within(receive(), state["deadline"])
+            except TimeoutError:
+                state["late"] = True
+                return {"type": "http.disconnect"}
+            if message["type"] != "http.request" or not message.get("more_body", False):
+                state["done"] = True
+            return message
 
         async def watched_send(message: Message) -> None:
             if state["late"]:
