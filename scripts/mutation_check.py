@@ -331,9 +331,19 @@ CASES += (
     Case(
         "transport: a POST without a session that is no initialize opens none and costs no quota",
         HTTP_APP,
-        "        if not _opens_a_session(value):",
+        "        if not batches.opens_a_session(value):",
         "        if False:",
         ("tests/test_http_sessions.py::test_a_post_without_a_session_that_is_no_initialize_opens_none_and_costs_no_quota",),
+    ),
+    Case(
+        "batches: a batch holding initialize is refused whole, over stdio and HTTP alike",
+        "core/_serve/transport/batches.py",
+        "    if any(opens_a_session(item) for item in items):",
+        "    if False:",
+        (
+            "tests/test_stdio_hostile_lines.py::test_a_batch_holding_initialize_is_refused_whole_as_over_http",
+            "tests/test_http_outcome.py::test_initialize_in_a_batch_is_refused_whole_and_opens_no_session",
+        ),
     ),
     Case(
         "transport: Last-Event-ID is dropped when no event store can replay",

@@ -154,3 +154,31 @@ def test_a_line_at_the_limit_still_serves(tmp_path: Path) -> None:
         raw.initialize()
         answer = raw.request("ping", {"_meta": {"pad": "p" * 3_000_000}})
         assert answer["result"] == {}
+
+
+@pytest.mark.parametrize(
+    "batch",
+    [
+        [{"jsonrpc": "2.0", "id": 7101, "method": "initialize", "params": {}}],
+        [
+            {"jsonrpc": "2.0", "id": 7102, "method": "ping"},
+            {"jsonrpc": "2.0", "id": 7103, "method": "initialize", "params": {}},
+        ],
+    ],
+    ids=["alone", "beside-a-ping"],
+)
+def test_a_batch_holding_initialize_is_refused_whole_as_over_http(
+    peer_2025_03: RawStdio, batch: list[dict[str, object]]
+) -> None:
+    """2025-03-26, lifecycle: initialize must not be part of a batch. The same rule and words as the
+    HTTP transport (``transport.batches``): one -32600 for the whole line, no element answered."""
+    error = error_for(peer_2025_03, json.dumps(batch).encode())
+    assert error["code"] == -32600
+    assert "initialize must not be part of a JSON-RPC batch" in str(error["message"])
+    pings(peer_2025_03)  # nothing of the batch was answered: the next line is the ping's
+
+
+def test_an_empty_batch_says_so_in_the_words_http_uses(peer_2025_03: RawStdio) -> None:
+    error = error_for(peer_2025_03, b"[]")
+    assert error["code"] == -32600 and "an empty JSON-RPC batch" in str(error["message"])
+    pings(peer_2025_03)

@@ -73,6 +73,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from mcp_providers._serve.binding import around_pipeline
 from mcp_providers._serve.identity import ResourceServer
 from mcp_providers._serve.seams import lifespan_state, modern_request_handler
+from mcp_providers._serve.transport import batches
 from mcp_providers._serve.transport.auth import BearerGate, metadata_endpoints
 from mcp_providers._serve.transport.fast_path import OneExchange, Watched, pushed, respond
 from mcp_providers._serve.transport.http_cancel import (
@@ -127,8 +128,6 @@ _JSON = [(b"content-type", b"application/json")]
 _EMPTY = (b"content-length", b"0")
 
 
-BATCH_VERSION = "2025-03-26"
-"""The only protocol revision with JSON-RPC batches."""
 SUPPORTED_VERSIONS = (*HANDSHAKE_PROTOCOL_VERSIONS, *MODERN_PROTOCOL_VERSIONS)
 """Every ``MCP-Protocol-Version`` header value served; any other is answered 400 naming them."""
 
@@ -256,7 +255,7 @@ class HttpApp:
         if quota is None or any(k == b"mcp-session-id" for k, _ in scope["headers"]):
             await self.sdk_endpoint(scope, receive, send)
             return
-        if not _opens_a_session(value):  # the SDK would open a session only to refuse it (and keep it)
+        if not batches.opens_a_session(value):  # the SDK would open a session only to refuse it (and keep it)
             await send_json(send, 400, _MISSING_SESSION)
             return
         if (refused := quota.refusal(scope)) is not None:
@@ -323,18 +322,11 @@ class HttpApp:
         back from the bytes the SDK's transport wrote. An element the transport refuses before any
         handler runs (an unknown session, say) refuses the batch with that response, unchanged.
         """
-        if (version or DEFAULT_NEGOTIATED_VERSION) != BATCH_VERSION or not items:
-            message = f"Invalid request: JSON-RPC batches are only accepted at protocol version {BATCH_VERSION}"
-            if not items:
-                message = "Invalid request: an empty JSON-RPC batch (a batch holds at least one message)"
+        if (message := batches.refusal(items, version or DEFAULT_NEGOTIATED_VERSION)) is not None:
             await send_json(send, 400, error_body(types.INVALID_REQUEST, message))
             return
         if self.stateless and (refused := stateless_cancel_in_batch(items)) is not None:
             await send_json(send, 400, refused)
-            return
-        if any(_opens_a_session(item) for item in items):  # 2025-03-26, lifecycle: never in a batch
-            message = "Invalid request: initialize must not be part of a JSON-RPC batch; send it alone"
-            await send_json(send, 400, error_body(types.INVALID_REQUEST, message))
             return
         answers: list[Reply] = []
         kept: list[tuple[bytes, bytes]] = []  # the last Mcp-Session-Id an element was handed
@@ -378,12 +370,6 @@ class HttpApp:
 
 _MISSING_SESSION = error_body(types.INVALID_REQUEST, "Bad Request: Missing session ID")
 """What the SDK's transport answers a 2025-era POST without a session that is no ``initialize``."""
-
-
-def _opens_a_session(value: Any) -> bool:
-    """Whether ``value`` (a parsed JSON-RPC message) is an ``initialize`` request, the only
-    message a 2025-era POST without ``Mcp-Session-Id`` may carry."""
-    return isinstance(value, dict) and value.get("method") == "initialize" and "id" in value
 
 
 def http_app(

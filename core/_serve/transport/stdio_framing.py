@@ -10,14 +10,12 @@ from typing import Any, Final
 import mcp_types as types
 import pydantic_core
 
+from mcp_providers._serve.transport import batches
 from mcp_providers._serve.transport.nesting import MAX_NESTING, too_deep
 
 DEFAULT_MAX_LINE_BYTES: Final = 4 * 1024 * 1024
 """The longest JSON-RPC line accepted, in bytes (4 MiB); a longer line is discarded and answered
 with -32600 (``id: null``), without ever being buffered whole."""
-
-BATCH_VERSION: Final = "2025-03-26"
-"""The only protocol version with JSON-RPC batches (added in 2025-03-26, removed in 2025-06-18)."""
 
 _BOM: Final = b"\xef\xbb\xbf"
 
@@ -172,14 +170,8 @@ class Framer:
         return message
 
     def _batch(self, items: list[Any]) -> tuple[list[types.JSONRPCMessage], list[bytes]]:
-        if not items:
-            return [], [json_line(_error(types.INVALID_REQUEST, "Invalid request: an empty batch"))]
-        if self._session.version != BATCH_VERSION:
-            message = (
-                f"Invalid request: JSON-RPC batches are allowed only in protocol {BATCH_VERSION} sessions "
-                f"(this session: {self._session.version or 'not initialized'}); send one message per line"
-            )
-            return [], [json_line(_error(types.INVALID_REQUEST, message))]
+        if (refused := batches.refusal(items, self._session.version)) is not None:
+            return [], [json_line(_error(types.INVALID_REQUEST, refused))]
         messages: list[types.JSONRPCMessage] = []
         errors: list[dict[str, Any]] = []
         for item in items:
