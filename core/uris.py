@@ -151,7 +151,9 @@ def value_problem(value: str, *, single_segment: bool) -> str | None:
     """What makes a decoded template value unsafe to hand a provider, or ``None``.
 
     Refused, in every spelling (see :func:`_spellings`): a ``.`` or ``..`` segment (split on ``/``
-    and ``\\``), a NUL, a leading separator (an absolute path), and, when ``single_segment``
+    and ``\\``), a NUL, a leading separator (an absolute path), a separator that only a further
+    decoding or NFKC folding makes (``%2F`` left in the decoded value: the gate judged one segment
+    where a provider or upstream that decodes again reads two), and, when ``single_segment``
     (``{name}``: one path segment by RFC 6570 section 3.2.2), any separator at all.
 
     >>> value_problem("public/../private/key", single_segment=False)
@@ -162,12 +164,15 @@ def value_problem(value: str, *, single_segment: bool) -> str | None:
     :param value: the value as the template match decoded it (one layer of escapes removed).
     :returns: a phrase completing "the template value ... ", or ``None`` when it is safe.
     """
+    separators = len(_SEPARATORS.findall(value))
     for form in _spellings(value):
         if "\x00" in form:
             return "holds a NUL character"
         segments = _SEPARATORS.split(form)
         if single_segment and len(segments) > 1:
             return "holds a path separator ('/' or '\\')"
+        if len(segments) - 1 != separators:  # e.g. %2F left after one decoding: the gate saw one segment
+            return "holds a separator spelled another way (an escape left after decoding, or a look-alike)"
         for dots in ("..", "."):
             if dots in segments:
                 return f"holds a {dots!r} path segment"

@@ -7,6 +7,9 @@ Now a template value holding a ``.`` or ``..`` segment, in any spelling (literal
 case, double-encoded ``%252E``, backslash separators, full-width dots), is refused with -32602
 before the gate or the provider sees it; a single-segment variable (``{name}``) also refuses a
 decoded ``/`` or ``\\``, and a ``{+path}`` value may not start with a separator (an absolute path).
+A value holding a separator only a further decoding or NFKC folding makes (``private%252Fkey``) is
+refused too: an upstream MCP server that decodes its URI once more served ``private/key`` past a
+deny on ``private/*`` (tester, round 8).
 """
 
 from __future__ import annotations
@@ -79,6 +82,14 @@ REFUSED = [
     "trav://names/..",
     "trav://names/%2E",
     "trav://names/a%252Fb",
+    # a separator the gate never saw: left encoded after the one decoding (double encoding), or a
+    # full-width look-alike; a provider or upstream that decodes once more reads private/key
+    "trav://files/private%252Fkey",
+    "trav://files/%2570rivate%252Fkey",
+    "trav://files/private%25%32%46key",
+    "trav://files/private%25252Fkey",
+    "trav://files/private%255Ckey",
+    "trav://files/private%EF%BC%8Fkey",
     # a query value
     "trav://search?q=../private",
     # a NUL cuts a path short in C file APIs
@@ -122,6 +133,9 @@ def test_the_value_check_names_what_is_wrong() -> None:
     assert value_problem("public/../x", single_segment=False) == "holds a '..' path segment"
     assert value_problem("a/b", single_segment=True) == "holds a path separator ('/' or '\\')"
     assert value_problem("/etc/passwd", single_segment=False) == "starts with a path separator (an absolute path)"
+    assert value_problem("private%2Fkey", single_segment=False) == (
+        "holds a separator spelled another way (an escape left after decoding, or a look-alike)"
+    )
     assert value_problem("public/key", single_segment=False) is None
 
 
