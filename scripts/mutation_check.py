@@ -181,6 +181,30 @@ CASES: tuple[Case, ...] = (
         ("tests/test_http_transport.py::test_a_body_never_finished_gets_408_and_idle_connections_are_closed",),
     ),
     Case(
+        "uris: a separator only a further decoding makes is refused in a template value",
+        "core/uris.py",
+        "        if len(segments) - 1 != separators:",
+        "        if False:",
+        (
+            "tests/test_template_values.py::test_a_template_value_holding_a_traversal_is_refused_before_gate_and_provider",
+            "tests/test_upstream_encoded_separators.py::test_a_separator_left_encoded_never_reaches_a_denied_upstream_path",
+        ),
+    ),
+    Case(
+        "masking: a secret held for an upstream is masked in what it says",
+        "plugins/_masking.py",
+        "                text = text.replace(value, MASK)",
+        "                pass",
+        ("tests/test_upstream_masking.py::test_errors_and_tool_texts_from_an_upstream_carry_no_held_secret",),
+    ),
+    Case(
+        "masking: an upstream tool's text is masked before it reaches the model",
+        "plugins/upstream/providers.py",
+        "texts = [self.link.secrets.masked(b.text) for b in",
+        "texts = [b.text for b in",
+        ("tests/test_upstream_masking.py::test_errors_and_tool_texts_from_an_upstream_carry_no_held_secret",),
+    ),
+    Case(
         "http: a refusal a library swallowed still fails the read",
         "core/_serve/steps/invoker.py",
         "                raise scope.refused from None",

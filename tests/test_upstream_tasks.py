@@ -290,7 +290,7 @@ async def test_an_upstream_task_asking_for_input_fails_naming_the_upstream_and_i
     await _until_cancelled_upstream(events, "ask", before)
 
 
-LINK = SimpleNamespace(who="upstream 'u' (stdio)")
+LINK = SimpleNamespace(who="upstream 'u' (stdio)", said=lambda text, limit=300: text[:limit])
 
 
 def _task(**fields: Any) -> dict[str, Any]:

@@ -45,6 +45,7 @@ from mcp_providers.credentials import Credential, CredentialBroker, record_upstr
 from mcp_providers.errors import InvalidParams, NotFound, TooLarge, UpstreamError
 from mcp_providers.http import is_loopback_host
 from mcp_providers.identity import LOCAL, Principal
+from mcp_providers.plugins._masking import Secrets
 from mcp_providers.plugins._oauth import ClientCredentials, OAuthAuth, OnBehalfOfAuth, TokenExchange, brokered
 from mcp_providers.plugins.openapi.document import Document, Operation
 from mcp_providers.plugins.openapi.query import encode
@@ -153,7 +154,7 @@ class Service:
         self._http: httpx2.AsyncClient | None = None
         self._open_error: str | None = None
         self._users = 0
-        self._secrets: list[str] = []
+        self._secrets = Secrets()
         self.left_out: list[Any] = []
         """What the settings name that the document does not have, where it fails safe
         (:func:`~mcp_providers.plugins.openapi.names.advisories`); ``check`` lists it."""
@@ -214,7 +215,7 @@ class Service:
             elif isinstance(auth, BasicAuth):
                 password = self._secret(auth.password_env)
                 flow = httpx2.BasicAuth(auth.username, password)
-                self._secrets.append(base64.b64encode(f"{auth.username}:{password}".encode()).decode())
+                self._secrets.add(base64.b64encode(f"{auth.username}:{password}".encode()).decode())
             elif isinstance(auth, ApiKeyAuth) and auth.location == "header":
                 headers[auth.name] = self._secret(auth.value_env)
             elif isinstance(auth, ApiKeyAuth):
@@ -236,15 +237,12 @@ class Service:
         value = os.environ.get(env, "")
         if not value:
             raise ValueError(f"service {self.name!r}: environment variable {env} (from auth) is not set; export it")
-        if value not in self._secrets:
-            self._secrets.append(value)
+        self._secrets.add(value)
         return value
 
     def redact(self, text: str) -> str:
-        """``text`` with every secret of this service masked."""
-        for secret in self._secrets:
-            text = text.replace(secret, MASK)
-        return text
+        """``text`` with every secret of this service masked (:mod:`~mcp_providers.plugins._masking`)."""
+        return self._secrets.masked(text)
 
     @property
     def grant(self) -> tuple[str, str]:

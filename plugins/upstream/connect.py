@@ -5,7 +5,8 @@ or a broker's), how messages name the upstream, and how a failure reads in them.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+import os
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import httpx2
@@ -17,6 +18,7 @@ from mcp.client.streamable_http import streamable_http_client
 from pydantic import ValidationError
 
 from mcp_providers.http import client as framework_client
+from mcp_providers.plugins._masking import MIN_SECRET_CHARS, Secrets
 from mcp_providers.plugins.upstream.asking import Relay
 from mcp_providers.plugins.upstream.settings import BearerAuth, ServerSettings, read_variable
 from mcp_providers.plugins.upstream.sieve import Sieve, said, sieved
@@ -90,13 +92,26 @@ def client(
     )
 
 
-def reason(exc: BaseException) -> str:
-    """How a failure reads in messages: an exception group's each, an MCP error's code and message."""
+def reason(exc: BaseException, masked: Callable[[str], str] = str) -> str:
+    """How a failure reads in messages: an exception group's each, an MCP error's code and message;
+    ``masked`` (:meth:`Link.said`'s masking) applied to what the upstream said before it is cut."""
     if isinstance(exc, BaseExceptionGroup):
-        return "; ".join(reason(e) for e in exc.exceptions)
+        return "; ".join(reason(e, masked) for e in exc.exceptions)
     if isinstance(exc, MCPError):
-        return f"error {exc.code}: {exc.message[:300]}"
+        return f"error {exc.code}: {masked(exc.message)[:300]}"
     if isinstance(exc, ValidationError):  # what was wrong where, without the values or pydantic's links
         return f"a malformed answer: {said(exc, '(answer)')}"[:300]
     first = str(exc).splitlines()[0] if str(exc) else ""
-    return f"{type(exc).__name__}: {first[:300]}"
+    return f"{type(exc).__name__}: {masked(first)[:300]}"
+
+
+def held_secrets(server: ServerSettings) -> Secrets:
+    """The values of every variable ``server``'s settings name (its stdio ``env``, ``auth``'s
+    token or client secret), to be masked in what the upstream says; unset ones are skipped."""
+    secrets = Secrets()
+    for name in server.env.values():  # not all secrets: a short value (a flag, a port) is left
+        secrets.add(os.environ.get(name), minimum=MIN_SECRET_CHARS)
+    for field in ("token_env", "client_secret_env"):
+        if isinstance(name := getattr(server.auth, field, None), str):
+            secrets.add(os.environ.get(name))
+    return secrets

@@ -39,7 +39,7 @@ from mcp_providers.errors import NotFound, UpstreamError
 from mcp_providers.identity import LOCAL, Principal
 from mcp_providers.plugins import _oauth
 from mcp_providers.plugins.upstream.asking import Relay
-from mcp_providers.plugins.upstream.connect import client, reason, who
+from mcp_providers.plugins.upstream.connect import client, held_secrets, reason, who
 from mcp_providers.plugins.upstream.oauth import BrokeredAuth, ClientCredentials, TokenExchange
 from mcp_providers.plugins.upstream.pool import QUIET_PARSE_FAILURES, Sessions, unparsed
 from mcp_providers.plugins.upstream.settings import (
@@ -132,6 +132,8 @@ class Link:
         self._own_broker = CredentialBroker()
         self.relay = Relay(self.who)
         """Relays the upstream's questions to the tool call that asked (every session of it)."""
+        self.secrets = held_secrets(server)
+        """What this server holds for the upstream, masked in any text from it (:meth:`said`)."""
         self.sessions: Sessions | None = None
         """The callers' own sessions (``on_behalf_of`` only)."""
         if isinstance(server.auth, OnBehalfOfAuth):
@@ -142,12 +144,18 @@ class Link:
                 max_sessions=server.auth.max_sessions,
                 open_timeout=server.read_timeout,
                 on_rejected=self._rejected_one,
+                masked=self.secrets.masked,
             )
 
     @property
     def connected(self) -> Client | None:
         """The connection while it is up, else ``None``."""
         return self._client
+
+    def said(self, text: str, limit: int = 300) -> str:
+        """``text`` from the upstream as messages may quote it: every secret held for the
+        upstream masked (:mod:`~mcp_providers.plugins._masking`), then cut to ``limit`` characters."""
+        return self.secrets.masked(text)[:limit]
 
     def served_by(self, credential: Credential | None = None, **where: str) -> None:
         """Record, for the current request's receipt and audit line (``upstream``), which
@@ -158,6 +166,7 @@ class Link:
         Never the credential itself."""
         info = " ".join(filter(None, (self.info.name, self.info.version))) if self.info is not None else "unknown"
         if credential is not None:
+            self.secrets.add(credential.token)
             who = {"name": self.server.name, "subject": credential.subject, "grant": credential.grant}
         else:
             who = {"name": self.server.name, "grant": "static" if self.server.auth is not None else "none"}
@@ -215,10 +224,10 @@ class Link:
         task_status = state.args[0] if state.args else anyio.TASK_STATUS_IGNORED
         if not self._started:
             if not self.patient:
-                raise UpstreamError(f"{self.who} could not be started: {reason(exc)}") from None
+                raise UpstreamError(f"{self.who} could not be started: {reason(exc, self.secrets.masked)}") from None
             self._started = True  # serves nothing yet; keeps trying below
             task_status.started()
-        log.warning("%s: connection failed: %s", self.who, reason(exc))
+        log.warning("%s: connection failed: %s", self.who, reason(exc, self.secrets.masked))
         self.restarts += 1
         said = "connection lost" if self.info is not None else "not connected yet"
         log.warning("%s: %s; opening it again in %s s", self.who, said, round(state.upcoming_sleep, 3))
@@ -260,7 +269,7 @@ class Link:
 
         def stopped(state: tenacity.RetryCallState) -> None:
             exc = _failure(state)
-            log.warning("%s: watching it stopped: %s; watching again", self.who, reason(exc))
+            log.warning("%s: watching it stopped: %s; watching again", self.who, reason(exc, self.secrets.masked))
 
         while True:
             await _retrying(stopped)(watch, c)  # the stream ended without an error: open it again
@@ -272,9 +281,9 @@ class Link:
             level = logging.DEBUG if kind in self._unparsed else logging.WARNING
             self._unparsed.add(kind)
             log.log(level, "%s sent a message that could not be parsed (%s); ignored, the connection is kept",
-                    self.who, reason(message)[:200])  # fmt: skip
+                    self.who, reason(message, self.secrets.masked)[:200])  # fmt: skip
         elif isinstance(message, Exception):
-            log.warning("%s: transport error: %s", self.who, reason(message))
+            log.warning("%s: transport error: %s", self.who, reason(message, self.secrets.masked))
             self._lost.set()
         elif self.on_message is not None:
             await self.on_message(message)
@@ -358,15 +367,15 @@ class Link:
                 lost()
                 raise UpstreamError(f"{self.who} connection lost during {what}") from None
             if exc.code == types.INVALID_PARAMS and isinstance(data, Mapping) and "uri" in data:
-                raise NotFound(f"{self.who}: {exc.message[:300]}", data={"uri": data["uri"]}) from None
-            raise UpstreamError(f"{self.who} answered {what} with error {exc.code}: {exc.message[:300]}") from None
+                raise NotFound(f"{self.who}: {self.said(exc.message)}", data={"uri": data["uri"]}) from None
+            raise UpstreamError(f"{self.who} answered {what} with error {exc.code}: {self.said(exc.message)}") from None
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream) as exc:
             lost()
             raise UpstreamError(f"{self.who} connection lost during {what} ({type(exc).__name__})") from None
         except Handed:  # a task handle: the caller follows it (tasks.follow)
             raise
         except Exception as exc:  # a malformed answer (pydantic), a transport failure
-            raise UpstreamError(f"{self.who} failed {what}: {reason(exc)}") from None
+            raise UpstreamError(f"{self.who} failed {what}: {reason(exc, self.secrets.masked)}") from None
         finally:
             self.in_flight -= 1
 

@@ -12,7 +12,7 @@ from typing import Any
 import anyio
 from mcp import Client, MCPError
 
-from mcp_providers.plugins.upstream.connect import client, reason, who
+from mcp_providers.plugins.upstream.connect import client, held_secrets, reason, who
 from mcp_providers.plugins.upstream.oauth import BrokeredAuth, ClientCredentials
 from mcp_providers.plugins.upstream.settings import OAuthAuth, ServerSettings
 from mcp_providers.plugins.upstream.sieve import LEFT_OUT_KEY
@@ -150,7 +150,7 @@ def list_at_start(servers: Sequence[ServerSettings]) -> dict[str, Listed | str]:
         except TimeoutError:
             found[server.name] = f"{who(server)} did not list its components within {server.read_timeout} s"
         except Exception as exc:
-            found[server.name] = f"{who(server)} could not be listed: {reason(exc)}"
+            found[server.name] = f"{who(server)} could not be listed: {reason(exc, held_secrets(server).masked)}"
 
     async def every() -> None:
         async with anyio.create_task_group() as tg:

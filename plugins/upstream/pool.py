@@ -28,6 +28,7 @@ from mcp.client.session import MessageHandlerFnT
 
 from mcp_providers.credentials import Credential
 from mcp_providers.errors import UpstreamError
+from mcp_providers.plugins.upstream.connect import reason
 from mcp_providers.plugins.upstream.oauth import BrokeredAuth
 
 __all__ = ["QUIET_PARSE_FAILURES", "Session", "Sessions", "unparsed"]
@@ -95,8 +96,10 @@ class Sessions:
         max_sessions: int,
         open_timeout: float,
         on_rejected: Callable[[Credential], None] | None = None,
+        masked: Callable[[str], str] = str,
     ) -> None:
         self.on_rejected = on_rejected
+        self._masked = masked  # the link's secrets out of what the upstream says (connect.reason)
         self.who, self._open = who, open_client
         self.idle_seconds, self.max_sessions, self.open_timeout = idle_seconds, max_sessions, open_timeout
         self._sessions: dict[Hashable, Session] = {}
@@ -181,7 +184,7 @@ class Sessions:
             if opening.cancelled_caught:
                 session.error = f"no handshake within {self.open_timeout} s"
         except Exception as exc:
-            session.error = _why(exc)
+            session.error = reason(exc, self._masked)
             log.warning("%s: a caller's session failed: %s", self.who, session.error)
         finally:
             session.client = None
@@ -193,9 +196,10 @@ class Sessions:
         """A transport failure ends the session (a message that failed to parse does not); the
         upstream's notifications reach the pooled connection too, which relays them."""
         if unparsed(message):
-            log.debug("%s: a caller's session got a message that could not be parsed: %s", self.who, _why(message))
+            said = reason(message, self._masked)
+            log.debug("%s: a caller's session got a message that could not be parsed: %s", self.who, said)
         elif isinstance(message, Exception):
-            log.warning("%s: a caller's session lost its connection: %s", self.who, _why(message))
+            log.warning("%s: a caller's session lost its connection: %s", self.who, reason(message, self._masked))
             self.drop(key, session)
 
     async def _sweep(self) -> None:
@@ -205,9 +209,3 @@ class Sessions:
             for key, s in list(self._sessions.items()):
                 if s.in_use == 0 and now - s.last_used >= self.idle_seconds:
                     self.drop(key, s)
-
-
-def _why(exc: BaseException) -> str:
-    if isinstance(exc, BaseExceptionGroup):
-        return "; ".join(_why(e) for e in exc.exceptions)
-    return f"{type(exc).__name__}: {str(exc)[:300]}"

@@ -28,6 +28,7 @@ from mcp_providers import policy
 from mcp_providers.errors import NotFound, ToolFailure, UpstreamError
 from mcp_providers.http import exempt
 from mcp_providers.models import ORIGIN_KEY, Prompt, Resource, ResourceTemplate, Tool
+from mcp_providers.plugins.upstream.connect import reason
 from mcp_providers.plugins.upstream.link import Link
 from mcp_providers.plugins.upstream.listing import Listed, list_all, served_view
 from mcp_providers.plugins.upstream.mapping import Homes, LeftOut, Listing
@@ -241,7 +242,7 @@ class UpstreamResources(ResourceProvider):
                     now = served_view(await list_all(c))
             except Exception as exc:
                 log.warning("%s could not be listed again (%s): %s; what it serves is kept", self.link.who, why,
-                            f"{type(exc).__name__}: {str(exc)[:200]}")  # fmt: skip
+                            reason(exc, self.link.secrets.masked)[:200])  # fmt: skip
                 continue
             if now == self.built_from:
                 log.info("%s lists what it listed before (%s); no reload", self.link.who, why)
@@ -321,7 +322,7 @@ class UpstreamTools(ToolProvider):
         if not isinstance(result, types.CallToolResult):
             raise UpstreamError(f"{self.link.who} answered {what} with {type(result).__name__}, not a tool result")
         _bounded(self.link, len(result.model_dump_json()), what)
-        texts = [b.text for b in result.content if isinstance(b, types.TextContent)]
+        texts = [self.link.secrets.masked(b.text) for b in result.content if isinstance(b, types.TextContent)]
         if result.is_error:
             raise ToolFailure("\n".join(texts) or f"{self.link.who}: {name} failed")
         model = call.tool.output_model

@@ -160,7 +160,7 @@ def _seen(link: Link, what: str, body: Mapping[str, Any], task_id: str) -> Seen:
     return Seen(
         task_id=task_id,
         status=str(status),
-        message=message[:1000] if isinstance(message, str) else None,
+        message=link.said(message, 1000) if isinstance(message, str) else None,
         ttl=None if ttl is None else ttl / 1000,
         poll=wait,
         body=body,
@@ -225,7 +225,7 @@ def _ended(link: Link, name: str, seen: Seen) -> types.CallToolResult:
         error = seen.body.get("error")
         error = error if isinstance(error, Mapping) else {}
         said = error.get("message")
-        detail = f"error {error.get('code')}: {said[:300]}" if isinstance(said, str) else because.lstrip(": ")
+        detail = f"error {error.get('code')}: {link.said(said)}" if isinstance(said, str) else because.lstrip(": ")
         raise UpstreamError(f"{link.who}: the task of {name} failed ({detail or 'no reason given'})")
     try:
         return types.CallToolResult.model_validate(seen.body.get("result"), by_name=False)
@@ -246,6 +246,6 @@ async def _cancel(link: Link, call: ToolCall, name: str, task_id: str) -> None:
             )
             log.info("%s: cancelled the task of %s", link.who, name)
         except Exception as exc:
-            log.warning("%s: tasks/cancel of %s failed: %s", link.who, name, str(exc)[:300])
+            log.warning("%s: tasks/cancel of %s failed: %s", link.who, name, link.said(str(exc)))
     if bound.cancelled_caught:
         log.warning("%s did not answer tasks/cancel of %s within %s s", link.who, name, CANCEL_SECONDS)

@@ -1,0 +1,54 @@
+"""Masking the secrets a plugin holds for a remote service out of text that came from it.
+
+A remote service (an upstream MCP server, an OpenAPI service) may quote what it was sent: an
+error saying ``rejected credential Bearer abc...``, a tool result echoing its environment. Such
+text reaches the client, the model and the logs, so every secret this server holds for that
+service is replaced by :data:`MASK` first: the values of the variables its settings name
+(``auth.token_env``, ``env``, a client secret), and every credential the broker handed for it.
+Anything shaped like an ``Authorization`` value (``Bearer``/``Basic`` and a token) is masked too,
+whoever's it is.
+
+Example::
+
+    secrets = Secrets()
+    secrets.add(os.environ["REMOTE_TOKEN"])
+    secrets.masked("401: token hu-static-123456 rejected")   # "401: token [redacted] rejected"
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+MASK: Final = "[redacted]"
+MIN_SECRET_CHARS: Final = 6
+"""Shorter values of variables that need not be secrets (an upstream's ``env``: ``1``, ``true``,
+a port) are not masked: masking them would garble any text while hiding nothing worth hiding."""
+_AUTHORIZATION = re.compile(r"(?i)\b(bearer|basic)(\s+)(?=[A-Za-z._~+/=-]*[0-9._~+/=-])[A-Za-z0-9._~+/=-]{8,}")
+"""A scheme and a token (8 or more token characters, at least one not a letter: ``a basic
+approach`` is prose)."""
+
+
+class Secrets:
+    """The secret values held for one service (longest first, so a secret holding another is
+    masked whole)."""
+
+    __slots__ = ("_values",)
+
+    def __init__(self) -> None:
+        self._values: list[str] = []
+
+    def add(self, value: str | None, *, minimum: int = 1) -> None:
+        """Mask ``value`` from now on; ignored when shorter than ``minimum`` characters (a credential:
+        1; a value that may not be secret at all: :data:`MIN_SECRET_CHARS`)."""
+        if value and len(value) >= minimum and value not in self._values:
+            self._values.append(value)
+            self._values.sort(key=len, reverse=True)
+
+    def masked(self, text: str) -> str:
+        """``text`` with every held secret, and every ``Bearer``/``Basic`` token, replaced by
+        :data:`MASK`."""
+        for value in self._values:
+            if value in text:
+                text = text.replace(value, MASK)
+        return _AUTHORIZATION.sub(rf"\1\2{MASK}", text)

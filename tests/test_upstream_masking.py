@@ -1,0 +1,80 @@
+"""What an upstream says never carries a secret this server holds for it (tester, round 8).
+
+An upstream quoted its credential back: a read's error ``... token Bearer upstream-secret-...``
+and a tool's ``isError`` text reached the client verbatim. Every text from an upstream (errors,
+tool results, task status) now has the values of the variables its settings name (``env``,
+``auth.token_env``, a client secret) and the credentials handed for it masked, and any
+``Bearer``/``Basic`` token too (``plugins/_masking.py``).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from mcp import MCPError
+
+from mcp_providers.plugins import upstream
+from mcp_providers.plugins._masking import MASK, Secrets
+from mcp_providers.testing import compose, connect
+
+pytestmark = pytest.mark.anyio
+
+SECRET = "upstream-secret-7f3a9c1e5b"
+OTHER_BEARER = "eyJhbGciOiJub25lIn0.c29tZW9uZQ"
+
+UPSTREAM = f"""
+import os
+from mcp import MCPError
+from mcp.server.mcpserver import MCPServer
+from mcp_types import CallToolResult, TextContent
+server = MCPServer("talkative", log_level="WARNING")
+TOKEN = os.environ["UP_TOKEN"]
+
+@server.resource("talk://fails", mime_type="text/plain")
+def fails() -> str:
+    raise MCPError(-32000, f"backend refused token {{TOKEN}} (Bearer {OTHER_BEARER})")
+
+@server.tool()
+def echo_env(fail: bool = False) -> CallToolResult:
+    said = f"upstream rejected credential Bearer {{TOKEN}}" if fail else f"my token is {{TOKEN}}; basic {OTHER_BEARER}"
+    return CallToolResult(content=[TextContent(type="text", text=said)], is_error=fail)
+
+server.run("stdio")
+"""
+
+
+@pytest.fixture
+def composition(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> object:
+    script = tmp_path / "talkative_upstream.py"
+    script.write_text(UPSTREAM)
+    monkeypatch.setenv("TALKATIVE_TOKEN", SECRET)
+    server = {"name": "talk", "command": sys.executable, "args": [str(script)], "prefixes": ["talk://"],
+              "env": {"UP_TOKEN": "TALKATIVE_TOKEN"}}  # fmt: skip
+    return compose({"upstream": upstream}, {"upstream": {"servers": [server]}})
+
+
+async def test_errors_and_tool_texts_from_an_upstream_carry_no_held_secret(composition: object) -> None:
+    async with composition.running(), connect(composition) as client:  # type: ignore[attr-defined]
+        with pytest.raises(MCPError) as failed:
+            await client.read_resource("talk://fails")
+        said = failed.value.error.message
+        assert "backend refused token" in said and SECRET not in said and OTHER_BEARER not in said, said
+        assert MASK in said
+        error = await client.call_tool("echo_env", {"fail": True})
+        ok = await client.call_tool("echo_env", {"fail": False})
+    for result in (error, ok):
+        text = " ".join(getattr(block, "text", "") for block in result.content)
+        assert SECRET not in text and OTHER_BEARER not in text and MASK in text, text
+    assert error.is_error and not ok.is_error
+
+
+def test_a_held_secret_is_masked_whole_and_short_values_are_left() -> None:
+    secrets = Secrets()
+    secrets.add("abc", minimum=6)  # an env value too short to mean anything: masking it garbles text
+    secrets.add("token-123456")
+    secrets.add("token-123456-extended")  # one secret holding another: the longer masked whole
+    assert secrets.masked("abc token-123456-extended token-123456") == f"abc {MASK} {MASK}"
+    assert secrets.masked("Authorization: Bearer zz9zzzzz") == f"Authorization: Bearer {MASK}"
+    assert secrets.masked("a basic approach") == "a basic approach"  # a word, not a token
