@@ -60,14 +60,14 @@ def test_both_groups_are_read_in_one_pass_over_the_distributions(
 def test_no_configured_upstream_starts_no_listing_thread(monkeypatch: pytest.MonkeyPatch) -> None:
     """The upstream plugin lists its servers in a thread with an event loop of its own; with none
     configured (every ``serve`` without ``[plugins.upstream]``) it starts neither."""
-    from mcp_providers.plugins.upstream import listing, providers
+    from mcp_providers.plugins.upstream import built, listing
     from mcp_providers.plugins.upstream.settings import UpstreamSettings
 
     started: list[object] = []
     monkeypatch.setattr(listing.threading, "Thread", lambda *a, **k: started.append(k) or pytest.fail("a thread"))
     assert listing.list_at_start([]) == {}
-    built = providers(UpstreamSettings())
-    assert (built.resources, built.tools, built.prompts) == ((), (), ())
+    made = built.providers_of(UpstreamSettings())
+    assert (made.resources, made.tools, made.prompts) == ((), (), ())
     assert started == []
 
 

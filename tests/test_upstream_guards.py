@@ -27,7 +27,7 @@ from mcp_providers._host.advisories import advisories
 from mcp_providers.config import format_validation_error
 from mcp_providers.hookspecs import hookimpl
 from mcp_providers.models import Freshness, Resource, ResourceTemplate
-from mcp_providers.plugins.upstream import link, listing, rules
+from mcp_providers.plugins.upstream import built, link, listing, rules
 from mcp_providers.plugins.upstream.mapping import Homes, declare
 from mcp_providers.plugins.upstream.settings import ServerSettings, UpstreamSettings, read_variable
 from mcp_providers.providers import ResourceProvider
@@ -166,7 +166,7 @@ def listings(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     """``{server name: listing}`` handed to the plugin in place of listing live upstreams."""
     made: dict[str, Any] = {}
     monkeypatch.setattr(
-        upstream, "list_at_start", lambda servers: {s.name: made.get(s.name, "not listed") for s in servers}
+        built, "list_at_start", lambda servers: {s.name: made.get(s.name, "not listed") for s in servers}
     )
     return made
 

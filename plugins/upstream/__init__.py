@@ -4,110 +4,44 @@ prompts are served here under the same checks, gate, budgets, receipts and audit
 
 Hooks implemented: :func:`settings_model`, :func:`register_resource_providers`,
 :func:`register_tool_providers` and :func:`register_prompt_providers`. The three hooks share one
-listing per settings object (:func:`providers`): every upstream is connected once at composition,
-listed and closed; while serving, the resource provider's ``lifespan`` holds one connection that
+listing per settings object (:func:`~mcp_providers.plugins.upstream.built.providers_of`, imported
+only when a server is configured): every upstream is connected once at composition, listed and
+closed; while serving, the resource provider's ``lifespan`` holds one connection that
 its tool and prompt providers use too. ``docs/upstreams.md`` is the operator's page.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
 from mcp_providers.hookspecs import hookimpl
-from mcp_providers.models import Freshness
-from mcp_providers.plugins.upstream.link import Link
-from mcp_providers.plugins.upstream.listing import list_at_start
-from mcp_providers.plugins.upstream.mapping import Homes, LeftOut, Listing, declare, settle
-from mcp_providers.plugins.upstream.providers import UpstreamPrompts, UpstreamResources, UpstreamTools
 from mcp_providers.plugins.upstream.settings import UpstreamSettings
 from mcp_providers.providers import PromptProvider, ResourceProvider, ToolProvider
 
+if TYPE_CHECKING:
+    from mcp_providers.plugins.upstream.built import Built
+
 __all__ = [
-    "Unavailable",
     "UpstreamSettings",
-    "providers",
     "register_prompt_providers",
     "register_resource_providers",
     "register_tool_providers",
     "settings_model",
 ]
 
-_START_FIX = (
-    "start the server, check its command, url and variables; serve without --strict serves the others "
-    "and reconnects to it while running"
-)
 
+def _built(settings: UpstreamSettings | None) -> Built | None:
+    """The providers of every configured upstream, or ``None`` when none is configured (every
+    ``serve`` without ``[plugins.upstream]`` composes this plugin): nothing is then listed, and the
+    SDK's client, the link and the mapping are not imported."""
+    if settings is None or not settings.servers:
+        return None
+    from mcp_providers.plugins.upstream.built import providers_of  # only with a server configured
 
-@dataclass(frozen=True, slots=True)
-class Unavailable(LeftOut):
-    """The whole upstream serves nothing: ``check`` fails and ``serve --strict`` refuses
-    (``source-unavailable``, see :func:`mcp_providers._host.advisories.unavailable_sources`)."""
-
-    unavailable: bool = True
-
-
-@dataclass(frozen=True, slots=True)
-class Built:
-    """The providers of every configured upstream."""
-
-    resources: tuple[UpstreamResources, ...]
-    tools: tuple[UpstreamTools, ...]
-    prompts: tuple[UpstreamPrompts, ...]
-
-
-def providers(settings: UpstreamSettings | None) -> Built:
-    """List every upstream once per settings object and make its three providers. An upstream
-    that cannot be listed gets providers that declare nothing; its resource provider keeps why
-    (:attr:`UpstreamResources.failure`) and its lifespan keeps trying to connect; once it does,
-    it asks for a reload, which lists it and serves what it lists. What two
-    upstreams both list under one URI or name is served by the one configured first (:func:`settle`)."""
-    settings = settings if settings is not None else UpstreamSettings()
-    if settings._built is not None:
-        return settings._built  # type: ignore[no-any-return]
-    found = list_at_start(settings.servers)
-    resources, tools, prompts, listings = [], [], [], []
-    for server in settings.servers:
-        link = Link(server)
-        homes = Homes(prefixes=server.prefixes, namespace=server.namespace)
-        listed = found.get(server.name)
-        failure = listed if isinstance(listed, str) else None
-        listing = Listing() if not isinstance(listed, dict) else declare(server, homes, listed, _freshness(listed))
-        if failure is not None:
-            listing.left_out.append(Unavailable(server.name, f"nothing served: {failure}", _START_FIX))
-        listings.append((server.name, listing))
-        resources.append(UpstreamResources(link, homes, listing, failure, listed if isinstance(listed, dict) else None))
-        tools.append(UpstreamTools(link, listing, homes))
-        prompts.append(UpstreamPrompts(link, listing, homes))
-    settle(listings)
-    for name, listing in listings:  # after settle, which may have left out all of a later upstream
-        empty = not (listing.resources or listing.templates or listing.tools or listing.prompts)
-        if empty and isinstance(found.get(name), dict):
-            listing.left_out.append(Unavailable(name, *_nothing(name, listing)))
-    settings._built = Built(tuple(resources), tuple(tools), tuple(prompts))
-    return settings._built  # type: ignore[no-any-return]
-
-
-def _nothing(name: str, listing: Listing) -> tuple[str, str]:
-    """Why an upstream that was listed serves nothing, and the operator's fix."""
-    if listing.left_out:
-        return (
-            f"nothing served: upstream {name!r} listed {len(listing.left_out)} component(s), each left out "
-            "(the left-out lines say why)",
-            "give it prefixes or a namespace its URIs fall under, or remove it from [plugins.upstream]",
-        )
-    return (
-        f"nothing served: upstream {name!r} lists no resource, template, tool or prompt",
-        "check that its command or url is the server you meant, or remove it from [plugins.upstream]",
-    )
-
-
-def _freshness(listed: dict[str, object]) -> Freshness:
-    """Read from the upstream on every request; watchable when the upstream offers
-    ``resources/subscribe`` (fixed resources only: the mapping leaves templates unwatchable)."""
-    return Freshness.live(subscribable=bool(listed.get("subscribe")))
+    return providers_of(settings)
 
 
 @hookimpl
@@ -119,7 +53,8 @@ def settings_model() -> type[BaseModel]:
 @hookimpl
 def register_resource_providers(settings: UpstreamSettings | None) -> Sequence[ResourceProvider]:
     """One :class:`UpstreamResources` per configured server."""
-    return list(providers(settings).resources)
+    built = _built(settings)
+    return list(built.resources) if built else []
 
 
 class Unconfigured(ToolProvider):
@@ -133,11 +68,12 @@ class Unconfigured(ToolProvider):
 @hookimpl
 def register_tool_providers(settings: UpstreamSettings | None) -> Sequence[ToolProvider]:
     """One :class:`UpstreamTools` per configured server (:class:`Unconfigured` with none)."""
-    tools = list(providers(settings).tools)
-    return tools if tools else [Unconfigured()]
+    built = _built(settings)
+    return list(built.tools) if built and built.tools else [Unconfigured()]
 
 
 @hookimpl
 def register_prompt_providers(settings: UpstreamSettings | None) -> Sequence[PromptProvider]:
     """One :class:`UpstreamPrompts` per configured server."""
-    return list(providers(settings).prompts)
+    built = _built(settings)
+    return list(built.prompts) if built else []
