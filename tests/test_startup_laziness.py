@@ -48,8 +48,11 @@ import mcp_providers.cli as cli
 composition = cli._compose(cli._load(None), strict=False)
 cli.server_of(composition, strict=False)
 cli.reloads(composition, None, None, None)  # serve always makes a reloader (SIGHUP)
+from mcp_providers.plugins.servicenow import tools
+built = [n for n in tools.__all__ if getattr(tools, n).__dict__.get("__pydantic_complete__")]
 print(json.dumps({"served": [r.name for r in composition.records if r.status == "loaded"],
-                  "loaded": sorted(m for m in %r if m in sys.modules)}))
+                  "loaded": sorted(m for m in %r if m in sys.modules),
+                  "built": built}))
 """
 
 
@@ -62,6 +65,8 @@ def test_the_serve_path_imports_nothing_only_other_commands_need(tmp_path: Path)
     found = json.loads(done.stdout.strip().splitlines()[-1])
     assert "servicenow" in found["served"]  # the built-in plugins were really composed
     assert found["loaded"] == []
+    # With no instance configured no ServiceNow tool is declared: their models' schemas are not built.
+    assert found["built"] == []
 
 
 def _dist(where: Path, name: str, metadata: str) -> importlib.metadata.Distribution:

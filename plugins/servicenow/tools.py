@@ -86,7 +86,10 @@ __all__ = [
     "UpdateRecordIn",
 ]
 
-_IN = ConfigDict(extra="forbid")
+# Built at first use (declaring the tools builds them): with no instance configured no tool is
+# declared, and every serve of the built-ins without [plugins.servicenow] skips their schemas.
+_OUT = ConfigDict(defer_build=True)
+_IN = ConfigDict(extra="forbid", defer_build=True)
 _INSTANCE = Field(pattern=INSTANCE_NAME_PATTERN, description="Configured instance name, e.g. 'dev'.")
 _TABLE = Field(pattern=TABLE_PATTERN.pattern, description="Table name, e.g. 'incident'.")
 _SYS_ID_DOC = "sys_id: 32 lowercase hexadecimal characters."
@@ -129,6 +132,8 @@ class QueryTableIn(BaseModel):
 class QueryTableOut(BaseModel):
     """Result of ``servicenow_query_table``."""
 
+    model_config = _OUT
+
     instance: str
     table: str
     encoded_query: str = Field(description="The sysparm_query sent.")
@@ -162,6 +167,8 @@ class GetRecordIn(BaseModel):
 
 class RecordOut(BaseModel):
     """One record, as read or written."""
+
+    model_config = _OUT
 
     instance: str
     table: str
@@ -234,6 +241,8 @@ class AddCommentIn(_ByIdOrNumber):
 
 class CommentOut(BaseModel):
     """Result of ``servicenow_add_comment``."""
+
+    model_config = _OUT
 
     instance: str
     table: str
