@@ -37,6 +37,7 @@ NOT_ON_SERVE_PATH = (
     "mcp_providers._cli.demo",
     "jsonschema",  # only with an upstream tool listed ([plugins.upstream] servers) or an OpenAPI document
     "authlib",  # only at a token request (an OAuth auth configured for an upstream or an OpenAPI service)
+    "tomllib",  # only when a config file is read
     "mcp_providers.plugins.upstream.built",  # only with [plugins.upstream] servers: the link, listing, mapping
     "mcp_providers.plugins.upstream.link",
     "mcp_providers.plugins.upstream.mapping",

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import stat
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -170,6 +169,8 @@ def _load_file(path: str | Path | None, *, reloading: bool = False) -> Config:
             f"config file {file} is empty (caught mid-write?); "
             "to serve every installed plugin with its defaults, put a comment in it"
         )
+    import tomllib  # only when a file is read: a serve with no config needs no TOML parser
+
     try:
         # JSON (same shape) is accepted for configs written by programs, e.g. the demo.
         data = json.loads(text) if file.suffix == ".json" else tomllib.loads(text)
