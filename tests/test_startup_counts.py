@@ -216,3 +216,25 @@ def test_the_request_state_codec_is_made_at_the_first_state_not_at_start_up(monk
     monkeypatch.setenv("SHORT_STATE_KEY", "too-short")
     with pytest.raises(ConfigError, match="SHORT_STATE_KEY"):
         request_state.state_key("SHORT_STATE_KEY")
+
+
+def test_typer_reads_the_commands_annotations_as_objects_without_evaluating_text(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """typer rebuilds every command from its signature at each run; annotations kept as text
+    (``from __future__ import annotations``) had it evaluate some 220 strings before ``serve`` began."""
+    import builtins
+
+    import typer
+
+    import mcp_providers.cli as cli
+
+    callbacks = [c.callback for c in cli.app.registered_commands]
+    assert len(callbacks) >= 5 and all(callbacks)
+    texts = [(f.__name__, k) for f in callbacks for k, v in f.__annotations__.items() if isinstance(v, str)]  # type: ignore[union-attr]
+    assert texts == []
+    evaluated: list[object] = []
+    real_eval = builtins.eval
+    monkeypatch.setattr(builtins, "eval", lambda *a, **k: evaluated.append(a[0]) or real_eval(*a, **k))
+    typer.main.get_command(cli.app)
+    assert evaluated == []
