@@ -348,6 +348,22 @@ async def test_a_path_value_of_a_template_with_query_variables_is_still_refused_
 
 
 @pytest.mark.parametrize(
+    "folder", ["private.", "private%2e", "private%20", "%20private", "private...", "private%C2%A0", "private.%20"]
+)
+async def test_a_path_value_a_server_would_trim_to_another_name_is_refused_before_sending(
+    echo: Any, folder: str
+) -> None:
+    """Trailing dots and spaces: servers that strip them (Windows, IIS) read ``private`` (tester, round 8)."""
+    before = len(HITS)
+    async with connect(echo[0]) as client:
+        with pytest.raises(MCPError) as refused:
+            await client.read_resource(f"openapi://echo/in/{folder}?v=1")
+    assert refused.value.error.code == -32602
+    assert "end in '.'" in refused.value.error.message, refused.value.error.message
+    assert HITS[before:] == []
+
+
+@pytest.mark.parametrize(
     ("query", "said"),
     [
         ("q=a&q=b", "query parameter 'q' is given 2 times; it takes one value"),
