@@ -214,6 +214,13 @@ CASES: tuple[Case, ...] = (
         ),
     ),
     Case(
+        "upstream: a listing that keeps changing is listed again ever later",
+        "plugins/upstream/providers.py",
+        "                await anyio.sleep(wait)",
+        "                pass",
+        ("tests/test_upstream_liveness.py::test_an_upstream_whose_listing_keeps_changing_is_listed_again_ever_later",),
+    ),
+    Case(
         "http: a refusal a library swallowed still fails the read",
         "core/_serve/steps/invoker.py",
         "                raise scope.refused from None",

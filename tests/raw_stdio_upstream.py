@@ -1,5 +1,5 @@
 """A raw JSON-RPC stdio MCP server (no SDK) that misbehaves on purpose, for the upstream liveness
-tests: ``python raw_stdio_upstream.py DIR [--lc] [--banner]``.
+tests: ``python raw_stdio_upstream.py DIR [--lc] [--banner] [--flip]``.
 
 It serves ``raw://a/one``, ``raw://a/fail`` (answered with error -32000, the generic server
 error) and ``raw://a/bye`` (the process exits instead of answering), and the tool ``hello``;
@@ -7,7 +7,8 @@ error) and ``raw://a/bye`` (the process exits instead of answering), and the too
 ``notifications/tools/list_changed``. Each ``initialize`` appends a line to ``DIR/connects``.
 It exits at once (status 3) while ``DIR/down`` exists. ``--lc``: it sends the three
 ``list_changed`` notifications right after ``notifications/initialized``, on every connection.
-``--banner``: a non-JSON line on stdout before each ``resources/read`` answer.
+``--banner``: a non-JSON line on stdout before each ``resources/read`` answer. ``--flip``: each
+``tools/list`` says ``hello`` is read-only, then that it is not, and so on (counted in ``DIR/flips``).
 """
 
 from __future__ import annotations
@@ -18,8 +19,13 @@ from pathlib import Path
 from raw_jsonrpc_lines import send, serve
 
 
-def tools(here: Path) -> list[dict[str, object]]:
+def tools(here: Path, flags: list[str]) -> list[dict[str, object]]:
     found: list[dict[str, object]] = [{"name": "hello", "inputSchema": {"type": "object"}}]
+    if "--flip" in flags:
+        flips = here / "flips"
+        count = len(flips.read_text()) if flips.exists() else 0
+        flips.write_text("x" * (count + 1))
+        found[0]["annotations"] = {"readOnlyHint": count % 2 == 0}
     found.append({"name": "grow", "inputSchema": {"type": "object"}})
     if (here / "grown").exists():
         found.append({"name": "extra", "inputSchema": {"type": "object"}})
@@ -43,7 +49,7 @@ def answer(here: Path, flags: list[str], method: str, params: dict[str, object])
     if method == "prompts/list":
         return {"prompts": []}
     if method == "tools/list":
-        return {"tools": tools(here)}
+        return {"tools": tools(here, flags)}
     if method == "ping":
         return {}
     if method == "resources/read":

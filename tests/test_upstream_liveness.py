@@ -20,6 +20,7 @@ from mcp_providers._host.advisories import unavailable_sources
 from mcp_providers._serve.reload import Reloader
 from mcp_providers.errors import UPSTREAM_ERROR
 from mcp_providers.plugins import upstream
+from mcp_providers.plugins.upstream import providers as upstream_providers
 from mcp_providers.plugins.upstream.providers import UpstreamResources
 from mcp_providers.testing import compose, connect
 
@@ -154,3 +155,20 @@ async def test_an_upstream_that_really_closes_is_lost_and_opened_again(tmp_path:
         await _until(lambda: link.restarts >= 1 and link.connected is not None, "the connection opened again")
         assert (await client.read_resource("raw://a/one")).contents[0].text == "content of raw://a/one"
         assert _connects(tmp_path) == 3
+
+
+async def test_an_upstream_whose_listing_keeps_changing_is_listed_again_ever_later(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Tester, round 8: an upstream flipping its tool's annotations on every connection reloaded the
+    server every ~3 s, forever. Past ``free`` changes, each relisting first waits (here 60 s)."""
+    monkeypatch.setattr(upstream_providers, "FLAPPING", upstream_providers.Flapping(free=1, base=60))
+    composed, reloader = _composed(tmp_path, "--lc", "--flip")
+    first = composed.runtime.generation.number
+    caplog.set_level(logging.WARNING, "mcp_providers.plugins.upstream.providers")
+    async with composed.running():
+        await _until(lambda: reloader.outcomes.get("applied") == 1, "the first change reloads at once")
+        await _until(lambda: "listing it again in 60 s" in caplog.text, "the next change waits", 30)
+        await anyio.sleep(2)
+        assert reloader.outcomes == {"applied": 1}, reloader.last
+        assert composed.runtime.generation.number == first + 1

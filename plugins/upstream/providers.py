@@ -14,6 +14,7 @@ import base64
 import binascii
 import contextlib
 import logging
+import time
 import warnings
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
@@ -57,6 +58,42 @@ __all__ = ["UpstreamPrompts", "UpstreamResources", "UpstreamTools"]
 log = logging.getLogger(__name__)
 SETTLE_SECONDS = 0.5
 """How long after a ``list_changed`` the upstream is listed again: a burst of them is one listing."""
+
+
+class Flapping:
+    """When each upstream's listing last changed (a reload each time): one that changes again and
+    again (tools whose annotations flip on every connection) is listed again ever later, instead
+    of reloading the server every few seconds for as long as it lives.
+
+    Kept per process, since a reload replaces the providers that saw the changes. Within
+    ``window`` seconds, ``free`` changes reload at once; each further one first waits ``base``
+    seconds, doubled per change, at most ``longest``.
+    """
+
+    def __init__(self, *, free: int = 3, base: float = 5.0, longest: float = 300.0, window: float = 600.0) -> None:
+        self.free, self.base, self.longest, self.window = free, base, longest, window
+        self._changes: dict[str, list[float]] = {}
+
+    def _recent(self, key: str, now: float) -> list[float]:
+        recent = [t for t in self._changes.get(key, ()) if now - t < self.window]
+        if recent:
+            self._changes[key] = recent
+        else:
+            self._changes.pop(key, None)  # forgotten: the map holds only upstreams that changed lately
+        return recent
+
+    def wait(self, key: str) -> float:
+        """Seconds to wait before ``key`` is listed again (0 while it has changed ``free`` times or fewer)."""
+        over = len(self._recent(key, time.monotonic())) - self.free
+        return 0.0 if over < 0 else min(self.longest, self.base * 2**over)
+
+    def changed(self, key: str) -> None:
+        """Note that ``key``'s listing changed now (a reload follows)."""
+        now = time.monotonic()
+        self._changes[key] = [*self._recent(key, now), now]
+
+
+FLAPPING = Flapping()
 
 
 def _blob(link: Link, data: str) -> bytes:
@@ -231,9 +268,13 @@ class UpstreamResources(ResourceProvider):
         settle, list the upstream over ``c`` and ask for a reload when what would be served
         differs from what the providers were built from; then stop (the reload replaces them).
         A listing that fails changes nothing (logged); the next ``list_changed`` tries again."""
+        key = f"{self.link.server.name} {self.link.who}"
         while self._asked is not None:
             await self._asked.wait()
             await anyio.sleep(SETTLE_SECONDS)
+            if wait := FLAPPING.wait(key):
+                log.warning("%s keeps changing what it lists; listing it again in %g s", self.link.who, wait)
+                await anyio.sleep(wait)
             self._asked = anyio.Event()
             why, self._why = "; ".join(self._why), []
             self.relistings += 1
@@ -248,6 +289,7 @@ class UpstreamResources(ResourceProvider):
                 log.info("%s lists what it listed before (%s); no reload", self.link.who, why)
                 continue
             if self.publisher is not None:
+                FLAPPING.changed(key)
                 await self.publisher.declarations_changed(why)
             return
 
