@@ -221,6 +221,13 @@ CASES: tuple[Case, ...] = (
         ("tests/test_upstream_liveness.py::test_an_upstream_whose_listing_keeps_changing_is_listed_again_ever_later",),
     ),
     Case(
+        "upstream: an answer whose result is not an object fails its request at once",
+        "plugins/upstream/sieve.py",
+        "            if not isinstance(raw, dict) or not _answers_badly(raw):",
+        "            if True:",
+        ("tests/test_upstream_liveness.py::test_an_answer_whose_result_is_not_an_object_fails_the_call_at_once",),
+    ),
+    Case(
         "http: a refusal a library swallowed still fails the read",
         "core/_serve/steps/invoker.py",
         "                raise scope.refused from None",

@@ -3,7 +3,8 @@ tests: ``python raw_stdio_upstream.py DIR [--lc] [--banner] [--flip]``.
 
 It serves ``raw://a/one``, ``raw://a/fail`` (answered with error -32000, the generic server
 error) and ``raw://a/bye`` (the process exits instead of answering), and the tool ``hello``;
-``grow`` adds the tool ``extra`` (lasting: the file ``DIR/grown``) and says so with
+``numeric`` is answered with a result that is not an object (``12345``); ``grow`` adds the tool
+``extra`` (lasting: the file ``DIR/grown``) and says so with
 ``notifications/tools/list_changed``. Each ``initialize`` appends a line to ``DIR/connects``.
 It exits at once (status 3) while ``DIR/down`` exists. ``--lc``: it sends the three
 ``list_changed`` notifications right after ``notifications/initialized``, on every connection.
@@ -27,6 +28,7 @@ def tools(here: Path, flags: list[str]) -> list[dict[str, object]]:
         flips.write_text("x" * (count + 1))
         found[0]["annotations"] = {"readOnlyHint": count % 2 == 0}
     found.append({"name": "grow", "inputSchema": {"type": "object"}})
+    found.append({"name": "numeric", "inputSchema": {"type": "object"}})
     if (here / "grown").exists():
         found.append({"name": "extra", "inputSchema": {"type": "object"}})
     return found
@@ -62,6 +64,8 @@ def answer(here: Path, flags: list[str], method: str, params: dict[str, object])
             sys.stdout.write("DeprecationWarning: this is printed to stdout, not JSON\n")
         return {"contents": [{"uri": uri, "mimeType": "text/plain", "text": f"content of {uri}"}]}
     if method == "tools/call":
+        if params.get("name") == "numeric":  # an answer whose result is not an object
+            return 12345
         if params.get("name") == "grow":
             (here / "grown").touch()
             send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})

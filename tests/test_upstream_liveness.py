@@ -172,3 +172,15 @@ async def test_an_upstream_whose_listing_keeps_changing_is_listed_again_ever_lat
         await anyio.sleep(2)
         assert reloader.outcomes == {"applied": 1}, reloader.last
         assert composed.runtime.generation.number == first + 1
+
+
+async def test_an_answer_whose_result_is_not_an_object_fails_the_call_at_once(tmp_path: Path) -> None:
+    """Tester, round 8: a tools/call answered with ``"result": 12345`` waited out read_timeout and
+    was reported as not answered. Any answer the SDK cannot parse, to any request, fails it now."""
+    composed, _ = _composed(tmp_path)  # read_timeout 10 s
+    async with composed.running(), connect(composed) as client:
+        with anyio.fail_after(5), pytest.raises(MCPError) as failed:
+            await client.call_tool("r_numeric", {})
+        said = failed.value.error.message
+        assert "upstream 'raw'" in said and "tools/call answer is not a JSON-RPC answer: its result is" in said, said
+        assert not (await client.call_tool("r_hello", {})).is_error  # the connection serves on

@@ -122,10 +122,16 @@ class Sieve:
         self.version: str | None = None
         """The protocol version the upstream's ``initialize`` answer named (2025-era)."""
         self._asked: dict[int | str, tuple[str, str | None]] = {}
+        self._methods: dict[int | str, str] = {}
+        """Every request sent and not yet answered, by id (for messages): at most 1,024, oldest dropped."""
 
     def sent(self, item: SessionMessage) -> None:
         """Note a list request (with the version its ``_meta`` names, 2026-07-28) or ``initialize``."""
         message = item.message
+        if isinstance(message, JSONRPCRequest):
+            self._methods[message.id] = message.method
+            if len(self._methods) > 1024:  # answers that never came (a request given up): forgotten
+                del self._methods[next(iter(self._methods))]
         if isinstance(message, JSONRPCRequest) and (message.method in LIST_FIELDS or message.method == "initialize"):
             meta = (message.params or {}).get("_meta")
             stamped = meta.get(PROTOCOL_VERSION_META_KEY) if isinstance(meta, dict) else None
@@ -140,6 +146,8 @@ class Sieve:
         if not isinstance(item, SessionMessage):
             return item
         message = item.message
+        if isinstance(message, JSONRPCResponse | JSONRPCError) and message.id is not None:
+            self._methods.pop(message.id, None)
         if not isinstance(message, JSONRPCResponse | JSONRPCError) or message.id not in self._asked:
             return item
         method, stamped = self._asked.pop(message.id)
@@ -153,17 +161,22 @@ class Sieve:
         return SessionMessage(JSONRPCResponse(jsonrpc="2.0", id=message.id, result=page), metadata=item.metadata)
 
     def _unparsed(self, exc: ValidationError) -> SessionMessage | Exception:
-        """A stdio line or SSE event the SDK could not parse: when it answers a list request of
-        ours with a result that is not an object, that request gets a parse error naming it (else
-        it would wait for its timeout); anything else is handed on as it came."""
+        """A stdio line or SSE event the SDK could not parse: when it answers a request of ours (it
+        has a usable id and a ``result`` that is not an object, or an ``error`` that is not one),
+        that request gets a parse error naming what was wrong (else it would wait for its
+        timeout); anything else is handed on as it came."""
         for found in exc.errors():
             raw = found.get("input")
-            if not isinstance(raw, dict) or "result" not in raw or isinstance(raw["result"], dict):
+            if not isinstance(raw, dict) or not _answers_badly(raw):
                 continue
             ident = raw.get("id")
-            if isinstance(ident, int | str) and not isinstance(ident, bool) and ident in self._asked:
-                method, _ = self._asked.pop(ident)
-                said = f"the {method} answer is not a page: its result is {_kind(raw['result'])}, not an object"
+            if isinstance(ident, int | str) and not isinstance(ident, bool):
+                self._asked.pop(ident, None)
+                method = self._methods.pop(ident, "request")
+                part = "result" if "result" in raw else "error"
+                said = f"the {method} answer is not a JSON-RPC answer: its {part} is {_kind(raw[part])}, not an object"
+                if part == "result" and method in LIST_FIELDS:
+                    said = f"the {method} answer is not a page: its result is {_kind(raw['result'])}, not an object"
                 error = ErrorData(code=PARSE_ERROR, message=said)
                 return SessionMessage(JSONRPCError(jsonrpc="2.0", id=ident, error=error))
         return exc
@@ -266,6 +279,14 @@ class _Write(_Wrapped):
     async def send(self, item: SessionMessage, /) -> None:
         self._sieve.sent(item)
         await self._inner.send(item)
+
+
+def _answers_badly(raw: Mapping[str, Any]) -> bool:
+    """Whether ``raw`` (a message the SDK could not parse) is an answer whose result or error is
+    not an object: any other fault of an answer is left to the SDK."""
+    if "result" in raw:
+        return not isinstance(raw["result"], dict)
+    return "error" in raw and not isinstance(raw["error"], dict)
 
 
 def sieved(streams: tuple[Any, Any], sieve: Sieve) -> tuple[Any, Any]:
