@@ -367,18 +367,24 @@ def test_absent_hints_are_mcps_defaults_destructive_and_open_world() -> None:
         _tool("empty", idempotent_hint=True),
         _tool("reads", read_only_hint=True),
         _tool("adds", destructive_hint=False, open_world_hint=False),
+        _tool("both", read_only_hint=True, destructive_hint=True),
     )
     assert {n: (t.effects, t.open_world, t.idempotent) for n, t in tools.items()} == {
         "bare": ("destructive", True, False),
         "empty": ("destructive", True, True),
         "reads": ("none", True, False),
         "adds": ("additive", False, False),
+        "both": ("destructive", True, False),  # contradicting hints: the careful one (tester, round 8)
     }
 
 
 @pytest.mark.parametrize(
     ("hints", "word"),
-    [({"destructive_hint": True}, "destructive (destructiveHint: true)"), ({"read_only_hint": False}, "not read-only")],
+    [
+        ({"destructive_hint": True}, "destructive (destructiveHint: true)"),
+        ({"read_only_hint": False}, "not read-only"),
+        ({"read_only_hint": True, "destructive_hint": True}, "destructive (destructiveHint: true)"),
+    ],
 )
 def test_effects_none_on_a_tool_the_upstream_says_writes_is_refused(hints: dict[str, bool], word: str) -> None:
     tools, left = _declared_tools({"effects": {"wipe": "none", "bare": "none"}}, _tool("wipe", **hints), _tool("bare"))

@@ -23,7 +23,9 @@ upstream does not list, or refused.
 Tool effects come from the upstream's annotations, with MCP's defaults for absent hints
 (``readOnlyHint`` false, ``destructiveHint`` true, ``openWorldHint`` true): ``readOnlyHint`` ->
 ``none``, else ``destructiveHint: false`` -> ``additive``, else ``destructive`` (the upstream's word
-is all there is: it cannot be scoped in this process). The operator's ``effects`` override them,
+is all there is: it cannot be scoped in this process). A tool said both read-only and
+``destructiveHint: true`` is ``destructive``: of two contradicting words, the one that asks for care.
+The operator's ``effects`` override them,
 except that ``none`` is refused for a tool the upstream says is not read-only. A tool's
 ``task_support`` comes from how the upstream offers tasks
 (:func:`~mcp_providers.plugins.upstream.tasks.task_support_of`); a 2025-11-25 tool whose listing
@@ -146,8 +148,8 @@ def override_problem(tool: types.Tool, override: Mapping[str, Effects]) -> str |
     if override.get(tool.name) != "none":
         return None
     hints = tool.annotations
-    said_read_only = hints is not None and hints.read_only_hint
     said_writes = hints is not None and (hints.read_only_hint is False or hints.destructive_hint is True)
+    said_read_only = hints is not None and hints.read_only_hint and hints.destructive_hint is not True
     if said_read_only or not said_writes:
         return None
     word = "destructive (destructiveHint: true)" if hints and hints.destructive_hint else "not read-only"
@@ -163,8 +165,8 @@ def effects_of(tool: types.Tool, override: Mapping[str, Effects]) -> Effects:
     if tool.name in override and override_problem(tool, override) is None:
         return override[tool.name]
     hints = tool.annotations
-    if _hint(hints, "read_only_hint", False):
-        return "none"
+    if _hint(hints, "read_only_hint", False) and getattr(hints, "destructive_hint", None) is not True:
+        return "none"  # read-only, and not also said destructive (the contradiction is read the safe way)
     return "destructive" if _hint(hints, "destructive_hint", True) else "additive"
 
 
