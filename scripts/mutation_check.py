@@ -228,6 +228,13 @@ CASES: tuple[Case, ...] = (
         ("tests/test_upstream_liveness.py::test_an_answer_whose_result_is_not_an_object_fails_the_call_at_once",),
     ),
     Case(
+        "upstream: a template's completion is asked of the upstream",
+        "plugins/upstream/providers.py",
+        "        if not isinstance(own, str) or not _completes(self.link):",
+        "        if True:",
+        ("tests/test_upstream_completion.py::test_an_upstream_templates_and_prompts_complete_through_the_composition",),
+    ),
+    Case(
         "http: a refusal a library swallowed still fails the read",
         "core/_serve/steps/invoker.py",
         "                raise scope.refused from None",

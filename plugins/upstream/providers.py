@@ -36,6 +36,7 @@ from mcp_providers.plugins.upstream.mapping import Homes, LeftOut, Listing
 from mcp_providers.plugins.upstream.tasks import Handed, follow
 from mcp_providers.providers import (
     Audio,
+    CompletionRequest,
     Content,
     Embed,
     Image,
@@ -101,6 +102,25 @@ def _blob(link: Link, data: str) -> bytes:
         return base64.b64decode(data, validate=True)
     except (binascii.Error, ValueError):
         raise UpstreamError(f"{link.who} sent a blob that is not base64") from None
+
+
+def _completes(link: Link) -> bool:
+    """Whether the upstream, connected now, offers ``completion/complete``."""
+    c = link.connected
+    return c is not None and c.server_capabilities.completions is not None
+
+
+async def _completed(
+    link: Link, ref: types.ResourceTemplateReference | types.PromptReference, request: CompletionRequest, **where: str
+) -> list[str]:
+    """The upstream's values for ``request`` on ``ref`` (at most 100, as MCP allows)."""
+    what = f"completion/complete {request.argument}"
+    argument = {"name": request.argument, "value": request.value}
+    context = dict(request.context) or None
+    result = await link.request(
+        what, lambda c: c.complete(ref, argument, context), principal=request.principal, **where
+    )
+    return [v for v in result.completion.values[:100] if isinstance(v, str)]
 
 
 def _bounded(link: Link, size: int, what: str) -> None:
@@ -299,6 +319,19 @@ class UpstreamResources(ResourceProvider):
             with contextlib.suppress(ValueError):  # not a resource served here as live
                 await self.publisher.resource_updated(served)
 
+    async def complete(self, template: ResourceTemplate, request: CompletionRequest) -> Sequence[str]:
+        """Forward as ``completion/complete`` of the upstream's own template, when the upstream
+        offers completions (else the declared values, none); the core then keeps only the values
+        the caller may see, as for any provider.
+
+        :raises UpstreamError: the upstream failed (named).
+        """
+        own = ((template.meta or {}).get(ORIGIN_KEY) or {}).get("uri_template")
+        if not isinstance(own, str) or not _completes(self.link):
+            return await super().complete(template, request)
+        ref = types.ResourceTemplateReference(type="ref/resource", uri=own)
+        return await _completed(self.link, ref, request, uri=own)
+
     async def read(self, request: ReadRequest) -> Content:
         """Forward as ``resources/read`` of the upstream's own URI; the first content block is served.
 
@@ -404,6 +437,17 @@ class UpstreamPrompts(PromptProvider):
 
     def prompts(self) -> Sequence[Prompt]:
         return self.listing.prompts
+
+    async def complete(self, prompt: Prompt, request: CompletionRequest) -> Sequence[str]:
+        """Forward as ``completion/complete`` of the upstream's own prompt, when the upstream offers
+        completions (else the declared values, none).
+
+        :raises UpstreamError: the upstream failed (named).
+        """
+        if not _completes(self.link):
+            return await super().complete(prompt, request)
+        name = self.listing.prompt_names[prompt.name]
+        return await _completed(self.link, types.PromptReference(type="ref/prompt", name=name), request, prompt=name)
 
     async def render(self, prompt: Prompt, arguments: Mapping[str, str]) -> Sequence[Message]:
         """Forward as ``prompts/get`` of the upstream's own name; text, image and audio messages.
