@@ -44,13 +44,13 @@ Advisories, which ``check`` prints and still passes, are in :mod:`mcp_providers.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
 from collections.abc import Iterable, Sequence
 
 from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
 
+from mcp_providers._host.collisions import Collisions, between, collisions, valid_uri
 from mcp_providers._host.declarations import Declared, Problem
 from mcp_providers._host.output_schemas import servable
 from mcp_providers._host.specificity import unreachable
@@ -58,9 +58,7 @@ from mcp_providers.models import Prompt, Resource, ResourceTemplate, Tool
 from mcp_providers.providers import ResourceProvider
 from mcp_providers.uris import (
     SCHEME,
-    InvalidUri,
     canonical,
-    canonical_template,
     literal_start,
     template_problems,
     uri_problems,
@@ -91,8 +89,10 @@ def _check_template(d: Declared, t: ResourceTemplate) -> Iterable[Problem]:
         )
 
 
-def check(declared: Sequence[Declared]) -> list[Problem]:
-    """Run every rule over every declaration; return the problems (empty when all is well).
+def check(declared: Sequence[Declared]) -> tuple[list[Problem], list[Problem]]:
+    """Run every rule over every declaration; return the problems (empty when all is well) and the
+    ``left-out`` lines of listed declarations that collided (:mod:`~mcp_providers._host.collisions`:
+    each was taken out of its :class:`Declared`, its plugin is served).
 
     Cost grows with the number of declarations times the number of distinct prefix lengths, never
     with the square of the providers (prefixes are compared sorted, URIs against an index).
@@ -107,26 +107,10 @@ def check(declared: Sequence[Declared]) -> list[Problem]:
             problems += unservable.values()
             d.tools = [t for t in d.tools if t.name not in unservable]
     problems += _overlaps(declared)
-    _dupes(problems, "duplicate-provider", ((d.provider.name, d) for d in declared))
-    _dupes(
-        problems, "duplicate-uri", ((canonical(r.uri), d) for d in declared for r in d.resources if valid_uri(r.uri))
-    )
-    _dupes(problems, "duplicate-template", ((t.uri_template, d) for d in declared for t in d.templates))
-    _dupes(problems, "duplicate-tool", ((t.name, d) for d in declared for t in d.tools))
-    _dupes(problems, "duplicate-prompt", ((p.name, d) for d in declared for p in d.prompts))
-    _dupes(problems, "duplicate-extension", ((e.identifier, d) for d in declared for e in d.extensions))
-    _dupes(problems, "duplicate-method", ((m.name, d) for d in declared for e in d.extensions for m in e.methods))
-    problems += _shadowing(declared)
-    problems += unreachable(declared)
-    return problems
-
-
-def valid_uri(uri: str) -> bool:
-    try:
-        canonical(uri)
-    except InvalidUri:
-        return False
-    return True
+    found = Collisions()
+    collisions(declared, found)
+    unreachable(declared, found)
+    return problems + found.problems, found.lines()
 
 
 def _check_extensions(d: Declared) -> Iterable[Problem]:
@@ -284,71 +268,12 @@ def _overlaps(declared: Sequence[Declared]) -> list[Problem]:
                         "prefix-overlap",
                         f"{a} ~ {b}",
                         f"providers {da.provider.name!r} and {db.provider.name!r} both own it",
-                        _between("give each provider a prefix of its own", da.plugin, db.plugin),
+                        between("give each provider a prefix of its own", da.plugin, db.plugin),
                     )
                 )
         chain.append(item)
     return problems
 
 
-def _shadowing(declared: Sequence[Declared]) -> list[Problem]:
-    """Fixed URIs that another provider's template also matches (templates indexed by literal start)."""
-    by_start: dict[str, list[tuple[UriTemplate, Declared]]] = {}
-    for d in declared:
-        for t in d.templates:
-            with contextlib.suppress(InvalidUriTemplate, InvalidUri):
-                parsed = UriTemplate.parse(canonical_template(t.uri_template))
-                by_start.setdefault(literal_start(parsed.template), []).append((parsed, d))
-    lengths = sorted({len(s) for s in by_start})
-    problems = []
-    for d in declared:
-        for r in d.resources:
-            if not valid_uri(r.uri):
-                continue
-            uri = canonical(r.uri)
-            for n in lengths:
-                for tpl, owner in by_start.get(uri[:n], ()) if n <= len(uri) else ():
-                    if owner is not d and tpl.match(uri) is not None:
-                        problems.append(
-                            Problem(
-                                (d.plugin, owner.plugin),
-                                "uri-shadowed-by-template",
-                                r.uri,
-                                f"provider {owner.provider.name!r}'s template {tpl.template} also matches it",
-                                "move the URI or narrow the template",
-                            )
-                        )
-    return problems
-
-
 def where_of(decl: Resource | ResourceTemplate) -> str:
     return decl.uri if isinstance(decl, Resource) else decl.uri_template
-
-
-def _dupes(problems: list[Problem], rule: str, items: Iterable[tuple[str, Declared]]) -> None:
-    seen: dict[str, Declared] = {}
-    for key, d in items:
-        if key not in seen:
-            seen[key] = d
-            continue
-        first = seen[key]
-        problems.append(
-            Problem(
-                tuple(dict.fromkeys((first.plugin, d.plugin))),
-                rule,
-                key,
-                f"declared by provider {first.provider.name!r} and by {d.provider.name!r}",
-                _between("rename one; the server never picks a winner", first.plugin, d.plugin),
-            )
-        )
-
-
-def _between(author_fix: str, a: str, b: str) -> str:
-    """The fix of a clash: the authors' and the operator's: between two plugins, serve one of them;
-    within one, keep apart the two sources configured for it (two upstream servers, say)."""
-    if a == b:
-        return (
-            f"{author_fix} (its author); when both come from sources configured for {a} (two servers or "
-            "services, say), give one of them a prefix or namespace of its own in its settings, or remove one"
-        )
-    return f'{author_fix} (their authors); or serve only one of them: deny = ["{b}"] or deny = ["{a}"] in the config'
