@@ -207,3 +207,26 @@ def test_check_warns_about_a_left_out_collision_and_passes() -> None:
     _, said = warnings(composition)
     assert [w for w in said if "left-out: 'taken': duplicate-tool" in w]
     assert not failures(composition)
+
+
+def test_status_lists_each_left_out_collision_escaped() -> None:
+    from mcp_providers._serve.transport.status import facts, render
+
+    native = plugin(Tools("native-tools", [_tool("taken", False)]))
+    source = plugin(Tools("up-<b>-tools", [_tool("taken", True)]))
+    composition = compose({"native": native, "source": source}, strict=False)
+    body = facts(composition, None, None)
+    [line] = body["left_out"]
+    assert line.startswith("native + source: left-out: 'taken': duplicate-tool: provider 'up-<b>-tools'")
+    page = render(body)
+    assert "Left out" in page and "provider &#x27;up-&lt;b&gt;-tools&#x27;" in page and "<b>" not in page
+
+
+def test_serve_says_what_it_left_out(capsys: Any) -> None:
+    from mcp_providers._cli.serving import server_of
+
+    native = plugin(Tools("native-tools", [_tool("taken", False)]))
+    source = plugin(Tools("up-a-tools", [_tool("taken", True)]))
+    server_of(compose({"native": native, "source": source}, strict=False), strict=False)
+    said = " ".join(capsys.readouterr().err.split())
+    assert "left out: native + source: left-out: 'taken': duplicate-tool: provider 'up-a-tools'" in said
