@@ -166,7 +166,10 @@ def test_two_plugins_own_tools_still_refuse_both_plugins() -> None:
 
 def test_a_listing_repeating_a_uri_or_template_shape_loses_only_those() -> None:
     listed_uri = {ORIGIN_KEY: {"service": "s", "uri": "x://a/1"}}
-    resources = [Resource(uri="x://a/1", name="one", meta=listed_uri), Resource(uri="X://a/1", name="again", meta=listed_uri)]
+    resources = [
+        Resource(uri="x://a/1", name="one", meta=listed_uri),
+        Resource(uri="X://a/1", name="again", meta=listed_uri),
+    ]
     resources.append(Resource(uri="x://a/2", name="two", meta=listed_uri))
     templates = [
         ResourceTemplate(uri_template="x://a/t/{id}", name="t", meta=LISTED),
@@ -192,7 +195,10 @@ def test_a_listing_repeating_a_uri_or_template_shape_loses_only_those() -> None:
 
 
 def test_a_plugins_own_repeated_template_shape_still_refuses_it() -> None:
-    templates = [ResourceTemplate(uri_template="x://a/{id}", name="t"), ResourceTemplate(uri_template="x://a/{k}", name="k")]
+    templates = [
+        ResourceTemplate(uri_template="x://a/{id}", name="t"),
+        ResourceTemplate(uri_template="x://a/{k}", name="k"),
+    ]
     composition = compose({"p": plugin(Resources("p", "x://a/", (), templates))}, strict=False)
     assert _status(composition) == {"p": "rejected"}
     assert [p.rule for p in composition.problems] == ["template-unreachable"]
