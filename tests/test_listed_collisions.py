@@ -236,3 +236,32 @@ def test_serve_says_what_it_left_out(capsys: Any) -> None:
     server_of(compose({"native": native, "source": source}, strict=False), strict=False)
     said = " ".join(capsys.readouterr().err.split())
     assert "left out: native + source: left-out: 'taken': duplicate-tool: provider 'up-a-tools'" in said
+
+
+def test_a_listed_declaration_a_rule_refuses_is_left_out_alone_and_a_plugins_own_refuses_it() -> None:
+    from mcp_providers.models import Freshness
+
+    live = Freshness.live(subscribable=False)
+    resources = [
+        Resource(uri="y://outside", name="out", meta=LISTED),  # outside-prefix
+        Resource(uri="x://a/{x}", name="braces", meta=LISTED),  # uri-is-template
+        Resource(uri="x://a/w", name="writes", meta=LISTED, side_effects="destructive", freshness=live),
+        Resource(uri="x://a/fine", name="fine", meta=LISTED),
+    ]
+    templates = [ResourceTemplate(uri_template="x://a/{a}{b}", name="adjacent", meta=LISTED)]
+    composition = compose({"s": plugin(Resources("up-s", "x://a/", resources, templates))}, strict=False)
+    assert _status(composition) == {"s": "loaded"} and not composition.failures
+    assert [e.declaration.uri for e in composition.catalog.resources] == ["x://a/fine"]
+    assert not composition.catalog.templates
+    said = {p.value: p.message.split(":")[0] for p in composition.assembly.left_out}
+    assert said == {
+        "y://outside": "outside-prefix",
+        "x://a/{x}": "uri-is-template",
+        "x://a/w": "resource-declares-side-effect",
+        "x://a/{a}{b}": "template-invalid",
+    }
+    assert all("provider 'up-s' (plugin s) lists it" in p.message for p in composition.assembly.left_out)
+    own = [Resource(uri="y://outside", name="out"), Resource(uri="x://a/fine", name="fine")]
+    composition = compose({"s": plugin(Resources("s", "x://a/", own))}, strict=False)
+    assert _status(composition) == {"s": "rejected"}
+    assert [p.rule for p in composition.problems] == ["outside-prefix"]

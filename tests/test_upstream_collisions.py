@@ -82,7 +82,7 @@ class NativeResources(ResourceProvider):
         return Content(text="native x")
 
 
-class native:  # noqa: N801 - a plugin object, named as its entry point would be
+class native:  # a plugin object, named as its entry point would be
     @hookimpl
     def register_tool_providers(self) -> list[ToolProvider]:
         return [NativeTools()]

@@ -8,7 +8,9 @@ operation) is different: what it is called is not the operator's to write, and i
 serving (an upstream's ``list_changed``). So in a collision such a declaration yields: it alone is
 left out, its plugin and the other side are served, and a ``left-out`` line names both sides
 (``check`` warns, ``/status`` lists it, a reload's warnings name it). Two listed declarations that
-collide are both left out: neither listing outranks the other.
+collide are both left out: neither listing outranks the other. A listed declaration a rule refuses
+on its own (a malformed URI, one outside its provider's prefixes, ...) is left out alone the same
+way (:meth:`Collisions.leave_out`).
 
 >>> # upstream + workflows: left-out: 'recommend_ssg': duplicate-tool: provider 'upstream-a-tools'
 >>> # (plugin upstream) lists it, and provider 'documcp-tools' (plugin workflows) declares it; ...
@@ -74,6 +76,13 @@ class Collisions:
             if listed(mine.decl):
                 _drop(mine.d, mine.decl)
                 self.left_out.append(_left_out(rule, first, later, mine, other))
+
+    def leave_out(self, d: Declared, decl: Declaration, faults: Sequence[Problem]) -> None:
+        """Listed ``decl`` has ``faults`` a rule would refuse it for: it alone is left out."""
+        _drop(d, decl)
+        for f in faults:
+            message = f"{f.rule}: provider {d.provider.name!r} (plugin {d.plugin}) lists it: {f.message}"
+            self.left_out.append(Problem((d.plugin,), "left-out", f.value, message, f.fix))
 
     def lines(self) -> list[Problem]:
         """:attr:`left_out`, each said once (a name listed three times meets the first twice)."""

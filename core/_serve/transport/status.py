@@ -3,13 +3,14 @@
 For the person on call: the plugins with their distribution, version, state (``loaded``,
 ``rejected``, ``disabled``) and reason; what each declared (resources, resource templates, tools,
 prompts, skills); what was left out because a listed component (an upstream's, an OpenAPI
-operation's) collided, one line each naming both sides; the config digest, the generation and the last reload attempt; the cluster backend
-(configured, connected), this replica's name (``MCP_PROVIDERS_REPLICA``, else ``HOSTNAME``: the pod's
-name) and the poll leases it holds; upstream health (each provider's calls and failures, when it last
-answered, since when it fails: :mod:`..steps.health`); requests, errors and latency per method over
-the last :data:`WINDOW_MINUTES` minutes, every minute shown; the last denials (operation, action,
-target, subject, issuer, reason, time; from the audit layer, kept with or without sinks, at most
-a few per caller so that no one caller's refusals push the others' off: ``steps.audit.RecentDenials``).
+operation's) collided, one line each naming both sides; the config digest, the generation and the
+last reload attempt; the cluster backend (configured, connected), this replica's name
+(``MCP_PROVIDERS_REPLICA``, else ``HOSTNAME``: the pod's name) and the poll leases it holds;
+upstream health (each provider's calls and failures, when it last answered, since when it fails:
+:mod:`..steps.health`); requests, errors and latency per method over the last
+:data:`WINDOW_MINUTES` minutes, every minute shown; the last denials (operation, action, target,
+subject, issuer, reason, time; from the audit layer, kept with or without sinks, at most a few per
+caller so that no one caller's refusals push the others' off: ``steps.audit.RecentDenials``).
 
 Both routes sit beside ``/readyz`` and behind ``[server.admin]``, as ``POST /admin/reload``:
 without that table they answer 404 saying how to turn them on; without a bearer token 401; with a
