@@ -106,7 +106,8 @@ def check(declared: Sequence[Declared]) -> tuple[list[Problem], list[Problem]]:
     for d in declared:
         problems += _provider_faults(d)
         owned = _owned(d.provider)
-        for decl in [*d.resources, *d.templates, *d.tools, *d.prompts]:
+        every: list[Resource | ResourceTemplate | Tool | Prompt] = [*d.resources, *d.templates, *d.tools, *d.prompts]
+        for decl in every:
             faults = list(_faults(d, decl, owned))
             if faults and listed(decl):  # its source's listing, not the plugin, is at fault: it alone goes
                 found.leave_out(d, decl, faults)
