@@ -10,10 +10,12 @@ left out, its plugin and the other side are served, and a ``left-out`` line name
 (``check`` warns, ``/status`` lists it, a reload's warnings name it). Two listed declarations that
 collide are both left out: neither listing outranks the other. A listed declaration a rule refuses
 on its own (a malformed URI, one outside its provider's prefixes, ...) is left out alone the same
-way (:meth:`Collisions.leave_out`).
+way (:meth:`Collisions.leave_out`). A line reads::
 
->>> # upstream + workflows: left-out: 'recommend_ssg': duplicate-tool: provider 'upstream-a-tools'
->>> # (plugin upstream) lists it, and provider 'documcp-tools' (plugin workflows) declares it; ...
+    upstream + workflows: left-out: 'recommend_ssg': duplicate-tool: provider 'upstream-a-tools'
+    (plugin upstream) lists it, and provider 'documcp-tools' (plugin workflows) declares it; a
+    source's listing never displaces a plugin's own declaration: only the listed one is left out;
+    fix: give that source a name prefix or namespace of its own in [plugins.upstream] ...
 """
 
 from __future__ import annotations
