@@ -60,7 +60,17 @@ ORIGIN_KEY = "io.mcp-providers/origin"
 """``meta`` key of a declaration made from something outside this server (an OpenAPI operation, an
 upstream MCP server's component): a JSON object naming where it came from, e.g. ``{"service":
 "petstore", "operationId": "getPetById", "method": "GET", "path": "/pet/{petId}"}``. ``inspect``
-shows it; it is sent in list results' ``_meta`` as any ``meta`` is."""
+shows it; it is sent in list results' ``_meta`` as any ``meta`` is.
+
+A declaration carrying it is *listed*: its name, URI or template comes from a source the operator
+configures but does not write, and may change while serving. In a collision (the same tool or prompt
+name, fixed URI or template, a template of the same shape, a URI another provider's template
+matches) a listed declaration yields: it alone is left out and reported as a ``left-out`` line
+naming both sides, while the other side and both plugins are served (two listed ones are both left
+out). Two declarations that are not listed still refuse both plugins
+(:mod:`mcp_providers._host.collisions`). Likewise a listed declaration that a rule of ``check``
+refuses on its own (a malformed URI or template, a URI outside its provider's prefixes, a resource
+declaring side effects, an icon, a schema that cannot be served) is left out alone, never its plugin."""
 
 MAX_AGE_KEY = "io.mcp-providers/maxAge"
 """Request ``_meta`` key: the oldest content, in seconds, the caller accepts (``0`` = current)."""

@@ -305,7 +305,7 @@ def test_the_page_escapes_every_value() -> None:
               "catalog": catalog}  # fmt: skip
     body: dict[str, Any] = {
         "server": {"name": bad, "version": "1"}, "time": "t", "serving": True, "config_digest": bad,
-        "generation": 1, "last_reload": None, "failed_providers": {bad: bad}, "plugins": [plugin],
+        "generation": 1, "last_reload": None, "failed_providers": {bad: bad}, "plugins": [plugin], "left_out": [bad],
         "cluster": {"backend": bad, "configured": True, "connected": False, "replica": bad, "cluster_id": bad,
                     "leases": [bad]},
         "upstreams": [{"provider": bad, "plugin": bad, "state": bad, "calls": 1, "failures": dict.fromkeys(FAILURES, 0),
@@ -317,9 +317,9 @@ def test_the_page_escapes_every_value() -> None:
     }  # fmt: skip
     page = render(body)
     # title and h1 4 (name and replica), digest 1, plugin 5 cells and its row class 1, failed provider 2,
-    # cluster 4, upstream 8 (provider, plugin, state and its row class, last ok, last failure's time and
-    # kind, failing since), method 1, denial 7
-    assert "<img" not in page and page.count("&lt;img src=x onerror=alert(1)&gt;") == 33
+    # left out 1, cluster 4, upstream 8 (provider, plugin, state and its row class, last ok, last failure's
+    # time and kind, failing since), method 1, denial 7
+    assert "<img" not in page and page.count("&lt;img src=x onerror=alert(1)&gt;") == 34
 
 
 def _deny(audit: AuditLog, subject: str, issuer: str | None, target: str, operation: str = "resources/read") -> None:

@@ -28,9 +28,11 @@ def failures(composition: Composition) -> list[str]:
 
 def warnings(composition: Composition) -> tuple[str | None, list[str]]:
     """The order ``authorize`` implementations are asked in (``None``: none), and one ``warning: ...``
-    line per advisory, undercut aggregate, deprecation and plugin contributing nothing."""
+    line per advisory, listed declaration left out for a collision, undercut aggregate, deprecation
+    and plugin contributing nothing."""
     order, found = authorize_report(composition)
     found += [f"warning: {w}" for w in advisories(composition.assembly.declared)]
+    found += [f"warning: {w}" for w in composition.assembly.left_out]  # listed declarations that collided
     found += [f"warning: {w}" for w in aggregate_report(composition)]
     found += [f"warning: {r.name}: {d}" for r in composition.records for d in r.deprecations]
     found += [f"warning: {w}" for w in contributes_nothing(composition.records)]

@@ -102,6 +102,8 @@ def server_of(composition: Composition, strict: bool) -> Any:
             raise typer.Exit(1)
     for line in composition.failures:
         err.print(f"[yellow]not served:[/yellow] {escape(line)}", highlight=False)
+    for left in composition.assembly.left_out:  # a listed declaration that collided: only it is not served
+        err.print(f"[yellow]left out:[/yellow] {escape(str(left))}", highlight=False)
     for line in unavailable(composition):  # its provider starts and retries where its plugin does
         err.print(f"[yellow]unavailable:[/yellow] {escape(line)}", highlight=False)
     for r in composition.records:

@@ -34,9 +34,10 @@ from collections.abc import Callable, Mapping, Sequence
 
 from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
 
+from mcp_providers._host.collisions import valid_uri
 from mcp_providers._host.declarations import Declared, Problem
 from mcp_providers._host.output_schemas import RESULT_KEY, UnservableSchema, output_schema
-from mcp_providers._host.rules import valid_uri, where_of
+from mcp_providers._host.rules import where_of
 from mcp_providers.identity import Principal
 from mcp_providers.models import ORIGIN_KEY, Resource, ResourceTemplate, Tool
 from mcp_providers.uris import InvalidUri, canonical, canonical_template

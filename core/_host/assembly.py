@@ -55,6 +55,10 @@ class Assembly:
     unmet_requirements: tuple[str, ...] = ()
     """One line per top-level ``required_plugins`` entry the installed distributions do not meet;
     serving refuses while there is one."""
+    left_out: tuple[Problem, ...] = ()
+    """Listed declarations (made from a source's listing) left out alone because they collided,
+    one ``left-out`` line each naming both sides (:mod:`~mcp_providers._host.collisions`); their
+    plugins are served. Not failures: ``check`` warns, ``/status`` lists them, a reload names them."""
 
     @cached_property
     def unavailable(self) -> dict[str, str]:
@@ -192,7 +196,8 @@ def assemble(
     before = {r.name: r for r in previous.records} if previous is not None else None
     pm, records = discover(config, load_entrypoints=load_entrypoints, plugins=plugins, previous=before)
     declared, problems = declare(records)
-    problems += check(declared)
+    checked, left_out = check(declared)
+    problems += checked
     bad = {name for p in problems if p.rule not in TOOL_RULES for name in p.plugins}  # TOOL_RULES: that tool alone
     for record in records:
         if record.name in bad and record.status == "loaded":
@@ -202,4 +207,6 @@ def assemble(
     served = tuple(d for d in declared if d.plugin not in bad)
     frozen = tuple(records)
     authorize = _authorize_impls(pm, frozen)
-    return Assembly(config, pm, frozen, served, tuple(problems), Catalog(served), authorize, tuple(unmet))
+    return Assembly(
+        config, pm, frozen, served, tuple(problems), Catalog(served), authorize, tuple(unmet), tuple(left_out)
+    )

@@ -3,7 +3,10 @@
 URIs, prefixes and templates are compared in canonical form (:mod:`mcp_providers.uris`).
 Each failure is a :class:`Problem` naming the plugin, the rule, the offending value and the fix;
 ``mcp-providers check`` prints one per line. A plugin named in any problem is not served (both
-sides of a collision: serving either would be a guess, so the operator decides).
+sides of a collision: serving either would be a guess, so the operator decides), except that a
+*listed* declaration (``meta[ORIGIN_KEY]``: made from an upstream's or an OpenAPI document's
+listing) that collides, or that a rule refuses on its own, is left out alone and reported as a
+``left-out`` line, its plugin and the other side served (:mod:`mcp_providers._host.collisions`).
 
 Rules (the ``rule`` string of a Problem):
 
@@ -44,13 +47,13 @@ Advisories, which ``check`` prints and still passes, are in :mod:`mcp_providers.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
 from collections.abc import Iterable, Sequence
 
 from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
 
+from mcp_providers._host.collisions import Collisions, between, collisions, listed, valid_uri
 from mcp_providers._host.declarations import Declared, Problem
 from mcp_providers._host.output_schemas import servable
 from mcp_providers._host.specificity import unreachable
@@ -58,9 +61,7 @@ from mcp_providers.models import Prompt, Resource, ResourceTemplate, Tool
 from mcp_providers.providers import ResourceProvider
 from mcp_providers.uris import (
     SCHEME,
-    InvalidUri,
     canonical,
-    canonical_template,
     literal_start,
     template_problems,
     uri_problems,
@@ -91,42 +92,63 @@ def _check_template(d: Declared, t: ResourceTemplate) -> Iterable[Problem]:
         )
 
 
-def check(declared: Sequence[Declared]) -> list[Problem]:
-    """Run every rule over every declaration; return the problems (empty when all is well).
+def check(declared: Sequence[Declared]) -> tuple[list[Problem], list[Problem]]:
+    """Run every rule over every declaration; return the problems (empty when all is well) and the
+    ``left-out`` lines of the listed declarations a rule would refuse or that collided
+    (:mod:`~mcp_providers._host.collisions`: each was taken out of its :class:`Declared` alone, its
+    plugin is served).
 
     Cost grows with the number of declarations times the number of distinct prefix lengths, never
     with the square of the providers (prefixes are compared sorted, URIs against an index).
     """
     problems: list[Problem] = []
+    found = Collisions()
     for d in declared:
-        problems += _grammar(d)
-        problems += _ownership(d)
-        problems += _check_extensions(d)
-        unservable = {t.name: p for t in d.tools if (p := servable(d, t)) is not None}
-        if unservable:  # left out alone: the plugin's other tools are still served
-            problems += unservable.values()
-            d.tools = [t for t in d.tools if t.name not in unservable]
+        problems += _provider_faults(d)
+        owned = _owned(d.provider)
+        every: list[Resource | ResourceTemplate | Tool | Prompt] = [*d.resources, *d.templates, *d.tools, *d.prompts]
+        for decl in every:
+            faults = list(_faults(d, decl, owned))
+            if faults and listed(decl):  # its source's listing, not the plugin, is at fault: it alone goes
+                found.leave_out(d, decl, faults)
+                continue
+            problems += faults
+            if isinstance(decl, Tool) and any(f.rule in TOOL_RULES for f in faults):
+                d.tools = [t for t in d.tools if t is not decl]  # left out alone: the plugin's other tools serve
     problems += _overlaps(declared)
-    _dupes(problems, "duplicate-provider", ((d.provider.name, d) for d in declared))
-    _dupes(
-        problems, "duplicate-uri", ((canonical(r.uri), d) for d in declared for r in d.resources if valid_uri(r.uri))
-    )
-    _dupes(problems, "duplicate-template", ((t.uri_template, d) for d in declared for t in d.templates))
-    _dupes(problems, "duplicate-tool", ((t.name, d) for d in declared for t in d.tools))
-    _dupes(problems, "duplicate-prompt", ((p.name, d) for d in declared for p in d.prompts))
-    _dupes(problems, "duplicate-extension", ((e.identifier, d) for d in declared for e in d.extensions))
-    _dupes(problems, "duplicate-method", ((m.name, d) for d in declared for e in d.extensions for m in e.methods))
-    problems += _shadowing(declared)
-    problems += unreachable(declared)
-    return problems
+    collisions(declared, found)
+    unreachable(declared, found)
+    return problems + found.problems, found.lines()
 
 
-def valid_uri(uri: str) -> bool:
-    try:
-        canonical(uri)
-    except InvalidUri:
-        return False
-    return True
+def _faults(d: Declared, decl: Resource | ResourceTemplate | Tool | Prompt, owned: list[str]) -> Iterable[Problem]:
+    """What the rules refuse in one declaration (grammar, ownership, side effects, icons, schemas)."""
+    if isinstance(decl, Tool):
+        yield from _check_icons(d, f"tool {decl.name}", decl)
+        if (unservable := servable(d, decl)) is not None:
+            yield unservable
+        return
+    if isinstance(decl, Prompt):
+        yield from _check_prompt(d, decl)
+        yield from _check_icons(d, f"prompt {decl.name}", decl)
+        return
+    if isinstance(decl, Resource):
+        for rule, what, fix in uri_problems(decl.uri):
+            yield Problem((d.plugin,), rule, decl.uri, what, fix)
+    else:
+        yield from _check_template(d, decl)
+    for member in decl.members.uris if decl.members is not None else ():
+        yield from _check_member(d, decl, member)
+    if decl.side_effects != "none":
+        yield Problem(
+            (d.plugin,),
+            "resource-declares-side-effect",
+            where_of(decl),
+            f"declares side_effects={decl.side_effects!r}; resources are read-only",
+            "move the operation to a tool with that effect",
+        )
+    yield from _outside(d, decl, owned)
+    yield from _check_icons(d, where_of(decl), decl)
 
 
 def _check_extensions(d: Declared) -> Iterable[Problem]:
@@ -156,40 +178,11 @@ def _extension_problem(d: Declared, value: str, message: str, fix: str) -> Probl
     )
 
 
-def _grammar(d: Declared) -> Iterable[Problem]:
-    p = (d.plugin,)
-    for r in d.resources:
-        for rule, what, fix in uri_problems(r.uri):
-            yield Problem(p, rule, r.uri, what, fix)
-    for t in d.templates:
-        yield from _check_template(d, t)
-    for decl in d.resource_declarations():
-        for member in decl.members.uris if decl.members is not None else ():
-            yield from _check_member(d, decl, member)
-        if decl.side_effects != "none":
-            yield Problem(
-                p,
-                "resource-declares-side-effect",
-                where_of(decl),
-                f"declares side_effects={decl.side_effects!r}; resources are read-only",
-                "move the operation to a tool with that effect",
-            )
-    for prompt in d.prompts:
-        yield from _check_prompt(d, prompt)
-    yield from _check_icons(d)
-
-
-def _check_icons(d: Declared) -> Iterable[Problem]:
+def _check_icons(d: Declared, where: str, decl: Resource | ResourceTemplate | Tool | Prompt) -> Iterable[Problem]:
     """``icon-invalid`` for each fault of each icon (:meth:`Icon.problems`), named by the declaration."""
-    named: list[tuple[str, Resource | ResourceTemplate | Tool | Prompt]] = [
-        *((where_of(decl), decl) for decl in d.resource_declarations()),
-        *((f"tool {t.name}", t) for t in d.tools),
-        *((f"prompt {p.name}", p) for p in d.prompts),
-    ]
-    for where, decl in named:
-        for i, icon in enumerate(decl.icons):
-            for what, fix in icon.problems():
-                yield Problem((d.plugin,), "icon-invalid", where, f"icon {i}: {what}", fix)
+    for i, icon in enumerate(decl.icons):
+        for what, fix in icon.problems():
+            yield Problem((d.plugin,), "icon-invalid", where, f"icon {i}: {what}", fix)
 
 
 def _check_member(d: Declared, decl: Resource | ResourceTemplate, member: str) -> Iterable[Problem]:
@@ -230,29 +223,36 @@ def _check_prompt(d: Declared, prompt: Prompt) -> Iterable[Problem]:
             )
 
 
-def _ownership(d: Declared) -> Iterable[Problem]:
+def _provider_faults(d: Declared) -> Iterable[Problem]:
+    """What the rules refuse in a provider as a whole: its prefixes, its extensions."""
+    yield from _check_extensions(d)
     provider = d.provider
     if not isinstance(provider, ResourceProvider):
         return
     p = (d.plugin,)
     if not provider.prefixes and (d.resources or d.templates):
         yield Problem(p, "no-owned-prefix", provider.name, "declares no URI prefix", "set prefixes = ('myplugin://',)")
-    owned = []
     for prefix in provider.prefixes:
         if not _PREFIX.match(prefix) or not valid_uri(prefix):
             yield Problem(p, "prefix-invalid", prefix, "is not scheme://...", "use a prefix such as myplugin://area/")
-        else:
-            owned.append(canonical(prefix))
-    for decl in d.resource_declarations():
-        start = decl.uri if isinstance(decl, Resource) else literal_start(decl.uri_template)
-        if owned and valid_uri(start) and not canonical(start).startswith(tuple(owned)):
-            yield Problem(
-                p,
-                "outside-prefix",
-                where_of(decl),
-                f"lies outside provider {provider.name!r}'s prefixes {', '.join(provider.prefixes)}",
-                "declare the URI under an owned prefix or own its prefix",
-            )
+
+
+def _owned(provider: object) -> list[str]:
+    """A resource provider's valid prefixes in canonical form (the invalid ones are its faults)."""
+    prefixes = provider.prefixes if isinstance(provider, ResourceProvider) else ()
+    return [canonical(px) for px in prefixes if _PREFIX.match(px) and valid_uri(px)]
+
+
+def _outside(d: Declared, decl: Resource | ResourceTemplate, owned: list[str]) -> Iterable[Problem]:
+    start = decl.uri if isinstance(decl, Resource) else literal_start(decl.uri_template)
+    if owned and valid_uri(start) and not canonical(start).startswith(tuple(owned)):
+        yield Problem(
+            (d.plugin,),
+            "outside-prefix",
+            where_of(decl),
+            f"lies outside provider {d.provider.name!r}'s prefixes {', '.join(getattr(d.provider, 'prefixes', ()))}",
+            "declare the URI under an owned prefix or own its prefix",
+        )
 
 
 def _overlaps(declared: Sequence[Declared]) -> list[Problem]:
@@ -284,71 +284,12 @@ def _overlaps(declared: Sequence[Declared]) -> list[Problem]:
                         "prefix-overlap",
                         f"{a} ~ {b}",
                         f"providers {da.provider.name!r} and {db.provider.name!r} both own it",
-                        _between("give each provider a prefix of its own", da.plugin, db.plugin),
+                        between("give each provider a prefix of its own", da.plugin, db.plugin),
                     )
                 )
         chain.append(item)
     return problems
 
 
-def _shadowing(declared: Sequence[Declared]) -> list[Problem]:
-    """Fixed URIs that another provider's template also matches (templates indexed by literal start)."""
-    by_start: dict[str, list[tuple[UriTemplate, Declared]]] = {}
-    for d in declared:
-        for t in d.templates:
-            with contextlib.suppress(InvalidUriTemplate, InvalidUri):
-                parsed = UriTemplate.parse(canonical_template(t.uri_template))
-                by_start.setdefault(literal_start(parsed.template), []).append((parsed, d))
-    lengths = sorted({len(s) for s in by_start})
-    problems = []
-    for d in declared:
-        for r in d.resources:
-            if not valid_uri(r.uri):
-                continue
-            uri = canonical(r.uri)
-            for n in lengths:
-                for tpl, owner in by_start.get(uri[:n], ()) if n <= len(uri) else ():
-                    if owner is not d and tpl.match(uri) is not None:
-                        problems.append(
-                            Problem(
-                                (d.plugin, owner.plugin),
-                                "uri-shadowed-by-template",
-                                r.uri,
-                                f"provider {owner.provider.name!r}'s template {tpl.template} also matches it",
-                                "move the URI or narrow the template",
-                            )
-                        )
-    return problems
-
-
 def where_of(decl: Resource | ResourceTemplate) -> str:
     return decl.uri if isinstance(decl, Resource) else decl.uri_template
-
-
-def _dupes(problems: list[Problem], rule: str, items: Iterable[tuple[str, Declared]]) -> None:
-    seen: dict[str, Declared] = {}
-    for key, d in items:
-        if key not in seen:
-            seen[key] = d
-            continue
-        first = seen[key]
-        problems.append(
-            Problem(
-                tuple(dict.fromkeys((first.plugin, d.plugin))),
-                rule,
-                key,
-                f"declared by provider {first.provider.name!r} and by {d.provider.name!r}",
-                _between("rename one; the server never picks a winner", first.plugin, d.plugin),
-            )
-        )
-
-
-def _between(author_fix: str, a: str, b: str) -> str:
-    """The fix of a clash: the authors' and the operator's: between two plugins, serve one of them;
-    within one, keep apart the two sources configured for it (two upstream servers, say)."""
-    if a == b:
-        return (
-            f"{author_fix} (its author); when both come from sources configured for {a} (two servers or "
-            "services, say), give one of them a prefix or namespace of its own in its settings, or remove one"
-        )
-    return f'{author_fix} (their authors); or serve only one of them: deny = ["{b}"] or deny = ["{a}"] in the config'

@@ -13,7 +13,8 @@ whether it is declared before or after ``res://{kind}/{id}``. Templates are trie
 Two templates of one :func:`shape` (the same literals and expressions, variable names aside, and
 query expressions aside since a query is matched leniently) match exactly the same URIs, so no
 order reaches the second: :func:`unreachable` reports them and ``check`` fails
-(``template-unreachable``).
+(``template-unreachable``), unless one is listed (made from a source's listing): that one is then
+left out alone (:mod:`~mcp_providers._host.collisions`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from mcp_providers._host.declarations import Declared, Problem
+from mcp_providers._host.collisions import Collisions, Side
+from mcp_providers._host.declarations import Declared
 from mcp_providers.uris import InvalidUri, canonical_template, literal_start, shape
 
 _EXPRESSION = re.compile(r"\{([^{}]*)\}")
@@ -49,26 +51,23 @@ def specificity(template: str, index: int) -> tuple[int, int, int, int]:
     return (-len(literal_start(template)), -literal, multi, index)
 
 
-def unreachable(declared: Iterable[Declared]) -> list[Problem]:
-    """Templates of one provider that another of its templates of the same shape always answers."""
-    problems = []
+def unreachable(declared: Iterable[Declared], found: Collisions) -> None:
+    """Templates of one provider that another of its templates of the same shape always answers
+    (a listed one is left out alone, :mod:`~mcp_providers._host.collisions`)."""
     for d in declared:
-        seen: dict[str, str] = {}
-        for t in d.templates:
+        seen: dict[str, Side] = {}
+        for t in list(d.templates):
             try:
                 key = shape(canonical_template(t.uri_template))
             except InvalidUri:
                 continue  # the grammar rules report it
-            first = seen.setdefault(key, t.uri_template)
-            if first != t.uri_template:  # the same string is duplicate-template's to report
-                problems.append(
-                    Problem(
-                        (d.plugin,),
-                        "template-unreachable",
-                        t.uri_template,
-                        f"provider {d.provider.name!r} also declares {first}, which matches exactly the same URIs, "
-                        "so one of the two can never answer",
-                        "drop one, or add a literal that tells them apart (e.g. res://users/{id})",
-                    )
+            first = seen.setdefault(key, Side(d, t, t.uri_template))
+            if first.value != t.uri_template:  # the same string is duplicate-template's to report
+                found.clash(
+                    "template-unreachable",
+                    Side(d, t, t.uri_template),
+                    first,
+                    f"provider {d.provider.name!r} also declares {first.value}, which matches exactly the same URIs, "
+                    "so one of the two can never answer",
+                    "drop one, or add a literal that tells them apart (e.g. res://users/{id})",
                 )
-    return problems

@@ -82,6 +82,8 @@ class Attempt:
     problems: tuple[str, ...] = ()
     """Why it failed: one line each, saying what to fix."""
     warnings: tuple[str, ...] = ()
+    """What it serves with a caveat: stale plugin code, providers that failed to start, and each
+    listed declaration left out because it collided (``left-out``, naming both sides)."""
     changed: tuple[str, ...] = ()
     """The lists clients were told about (``resources``, ``tools``, ``prompts``)."""
 
@@ -165,7 +167,7 @@ class Reloader:
         problems = new_failures(old, new)
         if problems:
             return self._ended(trigger, "failed", digest, problems)
-        warnings = stale_code(self._imported, old, new)
+        warnings = stale_code(self._imported, old, new) + [str(p) for p in new.left_out]
         if digest == self.digest and _same_providers(old, new):
             return self._ended(trigger, "unchanged", digest, warnings=warnings)
         changed = changed_lists(old, new)

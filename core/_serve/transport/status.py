@@ -2,13 +2,15 @@
 
 For the person on call: the plugins with their distribution, version, state (``loaded``,
 ``rejected``, ``disabled``) and reason; what each declared (resources, resource templates, tools,
-prompts, skills); the config digest, the generation and the last reload attempt; the cluster backend
-(configured, connected), this replica's name (``MCP_PROVIDERS_REPLICA``, else ``HOSTNAME``: the pod's
-name) and the poll leases it holds; upstream health (each provider's calls and failures, when it last
-answered, since when it fails: :mod:`..steps.health`); requests, errors and latency per method over
-the last :data:`WINDOW_MINUTES` minutes, every minute shown; the last denials (operation, action,
-target, subject, issuer, reason, time; from the audit layer, kept with or without sinks, at most
-a few per caller so that no one caller's refusals push the others' off: ``steps.audit.RecentDenials``).
+prompts, skills); what was left out because a listed component (an upstream's, an OpenAPI
+operation's) collided, one line each naming both sides; the config digest, the generation and the
+last reload attempt; the cluster backend (configured, connected), this replica's name
+(``MCP_PROVIDERS_REPLICA``, else ``HOSTNAME``: the pod's name) and the poll leases it holds;
+upstream health (each provider's calls and failures, when it last answered, since when it fails:
+:mod:`..steps.health`); requests, errors and latency per method over the last
+:data:`WINDOW_MINUTES` minutes, every minute shown; the last denials (operation, action, target,
+subject, issuer, reason, time; from the audit layer, kept with or without sinks, at most a few per
+caller so that no one caller's refusals push the others' off: ``steps.audit.RecentDenials``).
 
 Both routes sit beside ``/readyz`` and behind ``[server.admin]``, as ``POST /admin/reload``:
 without that table they answer 404 saying how to turn them on; without a bearer token 401; with a
@@ -159,6 +161,7 @@ def facts(composition: Composition, reloader: Reloader | None, recent: RecentReq
         "generation": runtime.generation.number,
         "last_reload": last.as_dict() if last is not None else None,
         "plugins": plugins(composition),
+        "left_out": [str(p) for p in composition.assembly.left_out],
         "failed_providers": dict(sorted(runtime.startup_failures.items())),
         "cluster": cluster(composition),
         "requests": recent.snapshot() if recent is not None else None,
@@ -285,6 +288,7 @@ def render(body: dict[str, Any]) -> str:
         f"{'serving' if body['serving'] else 'not serving yet'}</p>",
         _config_section(body),
         _plugins_section(body["plugins"], body["failed_providers"]),
+        _left_out_section(body["left_out"]),
         _cluster_section(body["cluster"]),
         _upstreams_section(body["upstreams"]),
         _requests_section(body["requests"]),
@@ -323,6 +327,14 @@ def _plugins_section(records: list[dict[str, Any]], failed: dict[str, str]) -> s
             ["provider", "reason"], ([_e(k), _e(v)] for k, v in failed.items())
         )
     return out
+
+
+def _left_out_section(lines: list[str]) -> str:
+    """Listed declarations left out because they collided (their plugins serve the rest)."""
+    if not lines:
+        return ""
+    items = "".join(f"<li>{_e(line)}</li>" for line in lines)
+    return f"<h2>Left out (collisions of listed components)</h2><ul>{items}</ul>"
 
 
 def _cluster_section(c: dict[str, Any]) -> str:
