@@ -112,6 +112,6 @@ def held_secrets(server: ServerSettings) -> Secrets:
     for name in server.env.values():  # not all secrets: a short value (a flag, a port) is left
         secrets.add(os.environ.get(name), minimum=MIN_SECRET_CHARS)
     for field in ("token_env", "client_secret_env"):
-        if isinstance(name := getattr(server.auth, field, None), str):
-            secrets.add(os.environ.get(name))
+        if isinstance(named := getattr(server.auth, field, None), str):
+            secrets.add(os.environ.get(named))
     return secrets
