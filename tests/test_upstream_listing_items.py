@@ -12,10 +12,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 from cli_support import run_cli
 
-from mcp_providers._cli.explore import inventory
+from mcp_providers._cli.explore import INSPECT_SCHEMA, inventory
 from mcp_providers._host.advisories import advisories, unavailable_sources
 from mcp_providers.plugins import upstream
 from mcp_providers.plugins.upstream import listing, sieve
@@ -238,4 +239,26 @@ def test_check_and_inspect_print_the_left_out_item(tmp_path: Path) -> None:
     assert "no_schema" in shown and "tools/list page 1, tools[0] 'no_schema' does not parse" in shown
     inspected = run_cli("inspect", "-c", str(config))
     assert inspected.returncode == 0, inspected.stderr
-    assert "good" in inspected.stdout and "no_schema" not in inspected.stdout, inspected.stdout
+    tables, _, notes = inspected.stdout.partition("not served:")
+    assert "good" in tables and "no_schema" not in tables, inspected.stdout  # listed nowhere as served
+    assert "no_schema" in " ".join(notes.split()) and "does not parse" in notes, inspected.stdout  # said why
+
+
+def test_inspect_says_why_an_upstream_serves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tester, round 8: with a variable unset, ``inspect`` printed empty tables and exit 0, silent."""
+    monkeypatch.delenv("INSPECT_UNSET_VARIABLE", raising=False)
+    config = tmp_path / "config.toml"
+    config.write_text(
+        'allow = ["upstream"]\n[[plugins.upstream.servers]]\nname = "needs"\n'
+        f'command = {json.dumps(sys.executable)}\nargs = ["-c", "pass"]\nprefixes = ["n://"]\n'
+        'env = { TOKEN = "INSPECT_UNSET_VARIABLE" }\n'
+    )
+    shown = run_cli("inspect", "-c", str(config))
+    assert shown.returncode == 0, shown.stderr
+    said = " ".join(shown.stdout.split())
+    assert "not served: upstream: source-unavailable: 'needs'" in said and "is not set" in said, shown.stdout
+    server = {"name": "needs", "command": sys.executable, "args": ["-c", "pass"], "prefixes": ["n://"],
+              "env": {"TOKEN": "INSPECT_UNSET_VARIABLE"}}  # fmt: skip
+    document = inventory(compose({"upstream": upstream}, {"upstream": {"servers": [server]}}))  # inspect --json
+    jsonschema.validate(document, INSPECT_SCHEMA)
+    assert any("INSPECT_UNSET_VARIABLE" in line and "is not set" in line for line in document["not_served"])

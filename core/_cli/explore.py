@@ -19,6 +19,8 @@ from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
+from mcp_providers._cli.sources import unavailable
+from mcp_providers._host.advisories import advisories
 from mcp_providers._serve.composition import Composition
 from mcp_providers.models import ORIGIN_KEY, Tool
 
@@ -28,6 +30,11 @@ INSPECT_SCHEMA: dict[str, Any] = {
     "required": ["plugins", "resources", "templates", "tools", "prompts", "skills"],
     "additionalProperties": False,
     "properties": {
+        "not_served": {
+            "description": "What the config names that is not served, one line each with why (as check says it)",
+            "type": "array",
+            "items": {"type": "string"},
+        },
         "plugins": {
             "type": "array",
             "items": {
@@ -117,6 +124,11 @@ def inventory(composition: Composition) -> dict[str, Any]:
     """Everything the composition serves, as ``inspect --json`` prints it (see :data:`INSPECT_SCHEMA`)."""
     catalog = composition.catalog
     return {
+        "not_served": [
+            *unavailable(composition),
+            *(str(p) for p in advisories(composition.declared) if p.rule == "left-out"),
+            *(str(p) for p in composition.assembly.left_out),
+        ],
         "plugins": [{"name": r.name, "status": r.status, "reason": r.reason} for r in composition.records],
         "resources": [
             _item(e.plugin, e.provider.name, "uri", e.declaration.uri, e.declaration) for e in catalog.resources
@@ -282,6 +294,8 @@ def print_inventory(console: Console, document: dict[str, Any]) -> None:
     for plugin in document["plugins"]:
         if plugin["status"] == "rejected":
             console.print(f"rejected: {plugin['name']}: {plugin['reason']}", markup=False, highlight=False)
+    for line in document.get("not_served", ()):
+        console.print(f"not served: {line}", markup=False, highlight=False)
 
 
 def print_result(console: Console, what: str, result: dict[str, Any]) -> int:
