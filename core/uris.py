@@ -153,7 +153,8 @@ def value_problem(value: str, *, single_segment: bool) -> str | None:
     Refused, in every spelling (see :func:`_spellings`): a ``.`` or ``..`` segment (split on ``/``
     and ``\\``), a NUL, a leading separator (an absolute path), a separator that only a further
     decoding or NFKC folding makes (``%2F`` left in the decoded value: the gate judged one segment
-    where a provider or upstream that decodes again reads two), and, when ``single_segment``
+    where a provider or upstream that decodes again reads two), a backslash (a separator to some
+    servers, a character to the gate), and, when ``single_segment``
     (``{name}``: one path segment by RFC 6570 section 3.2.2), any separator at all.
 
     >>> value_problem("public/../private/key", single_segment=False)
@@ -171,6 +172,8 @@ def value_problem(value: str, *, single_segment: bool) -> str | None:
         segments = _SEPARATORS.split(form)
         if single_segment and len(segments) > 1:
             return "holds a path separator ('/' or '\\')"
+        if "\\" in form:  # the gate reads it as a character; Windows and IIS, as a separator
+            return "holds a backslash, which some servers read as a path separator; name the path with '/'"
         if len(segments) - 1 != separators:  # e.g. %2F left after one decoding: the gate saw one segment
             return "holds a separator spelled another way (an escape left after decoding, or a look-alike)"
         for dots in ("..", "."):

@@ -235,6 +235,13 @@ CASES: tuple[Case, ...] = (
         ("tests/test_upstream_completion.py::test_an_upstream_templates_and_prompts_complete_through_the_composition",),
     ),
     Case(
+        "uris: a backslash in a template value is refused (a separator to some servers)",
+        "core/uris.py",
+        '        if "\\\\" in form:',
+        "        if False:",
+        ("tests/test_template_values.py::test_a_template_value_holding_a_traversal_is_refused_before_gate_and_provider",),
+    ),
+    Case(
         "http: a refusal a library swallowed still fails the read",
         "core/_serve/steps/invoker.py",
         "                raise scope.refused from None",

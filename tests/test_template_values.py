@@ -90,6 +90,9 @@ REFUSED = [
     "trav://files/private%25252Fkey",
     "trav://files/private%255Ckey",
     "trav://files/private%EF%BC%8Fkey",
+    # a backslash: a character to the gate, a separator to Windows and IIS
+    "trav://files/private%5Ckey",
+    "trav://files/private%255Ckey",
     # a query value
     "trav://search?q=../private",
     # a NUL cuts a path short in C file APIs
