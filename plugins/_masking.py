@@ -31,19 +31,30 @@ approach`` is prose)."""
 
 class Secrets:
     """The secret values held for one service (longest first, so a secret holding another is
-    masked whole)."""
+    masked whole). Values added with ``handed`` (credentials a broker handed, one per caller and
+    expiry) are kept up to :attr:`HANDED_KEPT`, oldest dropped; configured ones are always kept."""
 
-    __slots__ = ("_values",)
+    HANDED_KEPT = 256
+
+    __slots__ = ("_handed", "_held", "_values")
 
     def __init__(self) -> None:
+        self._held: list[str] = []
+        self._handed: dict[str, None] = {}  # insertion-ordered: the oldest is dropped first
         self._values: list[str] = []
 
-    def add(self, value: str | None, *, minimum: int = 1) -> None:
+    def add(self, value: str | None, *, minimum: int = 1, handed: bool = False) -> None:
         """Mask ``value`` from now on; ignored when shorter than ``minimum`` characters (a credential:
         1; a value that may not be secret at all: :data:`MIN_SECRET_CHARS`)."""
-        if value and len(value) >= minimum and value not in self._values:
-            self._values.append(value)
-            self._values.sort(key=len, reverse=True)
+        if not value or len(value) < minimum or value in self._held or value in self._handed:
+            return
+        if handed:
+            self._handed[value] = None
+            if len(self._handed) > self.HANDED_KEPT:
+                del self._handed[next(iter(self._handed))]
+        else:
+            self._held.append(value)
+        self._values = sorted([*self._held, *self._handed], key=len, reverse=True)
 
     def masked(self, text: str) -> str:
         """``text`` with every held secret, and every ``Bearer``/``Basic`` token, replaced by

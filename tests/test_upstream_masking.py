@@ -78,3 +78,13 @@ def test_a_held_secret_is_masked_whole_and_short_values_are_left() -> None:
     assert secrets.masked("abc token-123456-extended token-123456") == f"abc {MASK} {MASK}"
     assert secrets.masked("Authorization: Bearer zz9zzzzz") == f"Authorization: Bearer {MASK}"
     assert secrets.masked("a basic approach") == "a basic approach"  # a word, not a token
+
+
+def test_handed_credentials_are_kept_up_to_a_bound_and_configured_ones_always() -> None:
+    secrets = Secrets()
+    secrets.add("configured-secret")
+    for n in range(Secrets.HANDED_KEPT + 10):
+        secrets.add(f"handed-token-{n:04d}", handed=True)
+    assert secrets.masked("configured-secret") == MASK
+    assert secrets.masked("handed-token-0000") == "handed-token-0000"  # the oldest, dropped
+    assert secrets.masked(f"handed-token-{Secrets.HANDED_KEPT + 9:04d}") == MASK

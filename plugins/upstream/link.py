@@ -166,7 +166,7 @@ class Link:
         Never the credential itself."""
         info = " ".join(filter(None, (self.info.name, self.info.version))) if self.info is not None else "unknown"
         if credential is not None:
-            self.secrets.add(credential.token)
+            self.secrets.add(credential.token, handed=True)
             who = {"name": self.server.name, "subject": credential.subject, "grant": credential.grant}
         else:
             who = {"name": self.server.name, "grant": "static" if self.server.auth is not None else "none"}
