@@ -17,8 +17,10 @@ Example::
 
 from __future__ import annotations
 
+import json
 import re
-from typing import Final
+from typing import Any, Final
+from urllib.parse import quote
 
 MASK: Final = "[redacted]"
 MIN_SECRET_CHARS: Final = 6
@@ -54,7 +56,25 @@ class Secrets:
                 del self._handed[next(iter(self._handed))]
         else:
             self._held.append(value)
-        self._values = sorted([*self._held, *self._handed], key=len, reverse=True)
+        spellings = {v for held in (*self._held, *self._handed) for v in (held, quote(held, safe=""))}
+        self._values = sorted(spellings, key=len, reverse=True)  # as written, and URL-encoded
+
+    def __bool__(self) -> bool:
+        return bool(self._values)
+
+    def found_in(self, text: str) -> bool:
+        """Whether ``text`` holds a held secret (as written, URL-encoded or JSON-escaped)."""
+        return any(v in text or json.dumps(v, ensure_ascii=False)[1:-1] in text for v in self._values)
+
+    def masked_data(self, data: Any) -> Any:
+        """``data`` (parsed JSON) with :meth:`masked` applied to every string in it, keys included."""
+        if isinstance(data, str):
+            return self.masked(data)
+        if isinstance(data, list):
+            return [self.masked_data(item) for item in data]
+        if isinstance(data, dict):
+            return {self.masked(k): self.masked_data(v) for k, v in data.items()}
+        return data
 
     def masked(self, text: str) -> str:
         """``text`` with every held secret, and every ``Bearer``/``Basic`` token, replaced by

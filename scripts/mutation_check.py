@@ -198,13 +198,6 @@ CASES: tuple[Case, ...] = (
         ("tests/test_upstream_masking.py::test_errors_and_tool_texts_from_an_upstream_carry_no_held_secret",),
     ),
     Case(
-        "masking: an upstream tool's text is masked before it reaches the model",
-        "plugins/upstream/providers.py",
-        "texts = [self.link.secrets.masked(b.text) for b in",
-        "texts = [b.text for b in",
-        ("tests/test_upstream_masking.py::test_errors_and_tool_texts_from_an_upstream_carry_no_held_secret",),
-    ),
-    Case(
         "openapi: a path value ending in a dot (which servers drop) is refused before sending",
         "plugins/openapi/client.py",
         '        or value.rstrip(". ") != value.rstrip()',
@@ -239,7 +232,25 @@ CASES: tuple[Case, ...] = (
         "core/uris.py",
         '        if "\\\\" in form:',
         "        if False:",
-        ("tests/test_template_values.py::test_a_template_value_holding_a_traversal_is_refused_before_gate_and_provider",),
+        (
+            "tests/test_template_values.py::test_a_template_value_holding_a_traversal_is_refused_before_gate_and_provider",
+        ),
+    ),
+    Case(
+        "masking: every message an upstream sends has the secrets held for it masked",
+        "plugins/upstream/sieve.py",
+        "        if self.secrets:\n            item = self.masked(item)",
+        "        if False:\n            item = self.masked(item)",
+        (
+            "tests/test_upstream_masking.py::test_nothing_an_upstream_lists_serves_or_says_of_itself_carries_a_held_secret",
+        ),
+    ),
+    Case(
+        "masking: a credential an OpenAPI service echoes in a success is masked",
+        "plugins/openapi/client.py",
+        "        return self._masked(answer) if self._secrets else answer",
+        "        return answer",
+        ("tests/openapi/test_openapi_startup.py::test_a_credential_the_service_echoes_in_a_success_is_masked_too",),
     ),
     Case(
         "http: a refusal a library swallowed still fails the read",

@@ -9,6 +9,7 @@ tool results, task status) now has the values of the variables its settings name
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -29,8 +30,16 @@ import os
 from mcp import MCPError
 from mcp.server.mcpserver import MCPServer
 from mcp_types import CallToolResult, TextContent
-server = MCPServer("talkative", log_level="WARNING")
 TOKEN = os.environ["UP_TOKEN"]
+server = MCPServer("talkative " + TOKEN, version=TOKEN, log_level="WARNING")
+
+@server.resource("talk://echo", mime_type="text/plain", description="says " + TOKEN)
+def echo() -> str:
+    return "the token is " + TOKEN
+
+@server.prompt(description="prompt " + TOKEN)
+def greet() -> str:
+    return "hello " + TOKEN
 
 @server.resource("talk://fails", mime_type="text/plain")
 def fails() -> str:
@@ -78,6 +87,11 @@ def test_a_held_secret_is_masked_whole_and_short_values_are_left() -> None:
     assert secrets.masked("abc token-123456-extended token-123456") == f"abc {MASK} {MASK}"
     assert secrets.masked("Authorization: Bearer zz9zzzzz") == f"Authorization: Bearer {MASK}"
     assert secrets.masked("a basic approach") == "a basic approach"  # a word, not a token
+    secrets.add("hu+tok/9f8e7d")
+    assert secrets.masked("sent hu%2Btok%2F9f8e7d back") == f"sent {MASK} back"  # URL-encoded
+    secrets.add('q"uo\\te-1234')
+    assert secrets.found_in(json.dumps({"said": 'x q"uo\\te-1234 y'}))  # JSON-escaped: found, masked once parsed
+    assert secrets.masked_data({"said": ['x q"uo\\te-1234 y']}) == {"said": [f"x {MASK} y"]}
 
 
 def test_handed_credentials_are_kept_up_to_a_bound_and_configured_ones_always() -> None:
@@ -88,3 +102,19 @@ def test_handed_credentials_are_kept_up_to_a_bound_and_configured_ones_always() 
     assert secrets.masked("configured-secret") == MASK
     assert secrets.masked("handed-token-0000") == "handed-token-0000"  # the oldest, dropped
     assert secrets.masked(f"handed-token-{Secrets.HANDED_KEPT + 9:04d}") == MASK
+
+
+async def test_nothing_an_upstream_lists_serves_or_says_of_itself_carries_a_held_secret(composition: object) -> None:
+    """Tester, round 8 (second pass): listings, content, prompt messages and the upstream's own
+    serverInfo (in every receipt and audit line) carried the secret; every message the upstream
+    sends now has it masked (``Sieve.masked``)."""
+    async with composition.running(), connect(composition) as client:  # type: ignore[attr-defined]
+        said = [
+            (await client.list_resources()).model_dump_json(),
+            (await client.list_prompts()).model_dump_json(),
+            (await client.read_resource("talk://echo")).model_dump_json(),
+            (await client.get_prompt("greet")).model_dump_json(),
+        ]
+    for text in said:
+        assert SECRET not in text and MASK in text, text
+    assert "serverInfo" in said[2] and "talkative [redacted]" in said[2], said[2]  # the receipt names it masked

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import json
 import os
 import re
 from collections.abc import AsyncGenerator, AsyncIterator, Generator, Mapping
@@ -394,7 +395,25 @@ class Service:
             raise self._redirect(what, response.status_code, response.headers.get("location", ""))
         if not 200 <= response.status_code < 300:  # 1xx as a final answer, 4xx, 5xx, anything else
             raise self._failure(what, response.status_code, bytes(body), hide)
-        return Answer(response.status_code, media, bytes(body))
+        answer = Answer(response.status_code, media, bytes(body))
+        return self._masked(answer) if self._secrets else answer
+
+    def _masked(self, answer: Answer) -> Answer:
+        """``answer`` with every secret of this service masked in its text (a service may echo
+        the credential it was sent); a body that is not text, or holds none, is left as it came."""
+        if not answer.textual:
+            return answer
+        try:
+            text = answer.body.decode("utf-8")
+        except UnicodeDecodeError:
+            return answer
+        if not self._secrets.found_in(text):
+            return answer
+        try:
+            masked = json.dumps(self._secrets.masked_data(json.loads(text)), ensure_ascii=False)
+        except ValueError:  # not JSON: masked as text
+            masked = self._secrets.masked(text)
+        return Answer(answer.status, answer.media, masked.encode())
 
     def _redirect(self, what: str, status: int, location: str) -> ServiceError:
         """A redirect is an error, never followed: the gate authorized this path, not where it leads,

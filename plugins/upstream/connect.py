@@ -38,18 +38,22 @@ def who(server: ServerSettings) -> str:
 
 
 @contextlib.asynccontextmanager
-async def transport(server: ServerSettings, auth: httpx2.Auth | None = None) -> AsyncIterator[Any]:
+async def transport(
+    server: ServerSettings, auth: httpx2.Auth | None = None, secrets: Secrets | None = None
+) -> AsyncIterator[Any]:
     """The SDK transport for ``server``: a started stdio process, or a streamable HTTP client
     carrying only the configured static credential, or ``auth``'s (a broker's credential); its list
-    pages reach the SDK item by item (:mod:`~mcp_providers.plugins.upstream.sieve`).
+    pages reach the SDK item by item, with ``secrets`` (default: :func:`held_secrets`) masked in
+    every message (:mod:`~mcp_providers.plugins.upstream.sieve`).
 
     :raises ValueError: a named environment variable is unset (the message names it).
     """
+    sieve = Sieve(secrets=held_secrets(server) if secrets is None else secrets)
     if server.command is not None:
         env = {k: read_variable(v, server=server.name, setting=f"env.{k}") for k, v in server.env.items()}
         params = StdioServerParameters(command=server.command, args=list(server.args), cwd=server.cwd, env=env)
         async with stdio_client(params) as streams:
-            yield sieved(streams, Sieve())
+            yield sieved(streams, sieve)
         return
     assert server.url is not None  # the settings validator holds exactly one of command and url
     headers = {}
@@ -67,7 +71,7 @@ async def transport(server: ServerSettings, auth: httpx2.Auth | None = None) -> 
         ) as http,
         streamable_http_client(server.url, http_client=http) as streams,
     ):
-        yield sieved(streams, Sieve())
+        yield sieved(streams, sieve)
 
 
 def client(
@@ -76,14 +80,15 @@ def client(
     on_message: MessageHandlerFnT | None = None,
     auth: httpx2.Auth | None = None,
     relay: Relay | None = None,
+    secrets: Secrets | None = None,
 ) -> Client:
     """An unentered SDK ``Client`` for ``server`` (no response cache: every read reaches it),
     announcing elicitation and sampling: ``relay`` hands the upstream's questions to the tool call
     that asked (without one, e.g. while listing, every question is refused: no call is in flight);
     and declaring the tasks extension (a task it answers with is followed:
-    :mod:`~mcp_providers.plugins.upstream.tasks`)."""
+    :mod:`~mcp_providers.plugins.upstream.tasks`); ``secrets`` are masked in all it receives."""
     return Client(
-        transport(server, auth),
+        transport(server, auth, secrets),
         cache=None,
         client_info=CLIENT_INFO,
         message_handler=on_message,

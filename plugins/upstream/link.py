@@ -139,7 +139,9 @@ class Link:
         if isinstance(server.auth, OnBehalfOfAuth):
             self.sessions = Sessions(
                 self.who,
-                lambda auth, on_message: client(server, on_message=on_message, auth=auth, relay=self.relay),
+                lambda auth, on_message: client(
+                    server, on_message=on_message, auth=auth, relay=self.relay, secrets=self.secrets
+                ),
                 idle_seconds=server.auth.idle_seconds,
                 max_sessions=server.auth.max_sessions,
                 open_timeout=server.read_timeout,
@@ -239,7 +241,9 @@ class Link:
             if self.service is not None:
                 self._pooled_auth.credential = await self._broker().credential(self.service, self.service.principal)
             auth = self._pooled_auth if self.service is not None else None
-            async with client(self.server, on_message=self._message, auth=auth, relay=self.relay) as c:
+            async with client(
+                self.server, on_message=self._message, auth=auth, relay=self.relay, secrets=self.secrets
+            ) as c:
                 opening.deadline = math.inf
                 for call in self.on_connect:
                     await call(c)

@@ -397,7 +397,7 @@ class UpstreamTools(ToolProvider):
         if not isinstance(result, types.CallToolResult):
             raise UpstreamError(f"{self.link.who} answered {what} with {type(result).__name__}, not a tool result")
         _bounded(self.link, len(result.model_dump_json()), what)
-        texts = [self.link.secrets.masked(b.text) for b in result.content if isinstance(b, types.TextContent)]
+        texts = [b.text for b in result.content if isinstance(b, types.TextContent)]  # masked already (Sieve)
         if result.is_error:
             raise ToolFailure("\n".join(texts) or f"{self.link.who}: {name} failed")
         model = call.tool.output_model

@@ -48,6 +48,8 @@ from mcp_types import methods as wire
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, ValidationError
 
+from mcp_providers.plugins._masking import Secrets
+
 __all__ = ["LEFT_OUT_KEY", "LIST_FIELDS", "MAX_ITEM_BYTES", "Sieve", "said", "sieved"]
 
 LIST_FIELDS: Final[Mapping[str, str]] = {
@@ -117,8 +119,10 @@ class Sieve:
     :param limit: the largest item taken, in bytes of its JSON (default :data:`MAX_ITEM_BYTES`).
     """
 
-    def __init__(self, limit: int | None = None) -> None:
+    def __init__(self, limit: int | None = None, secrets: Secrets | None = None) -> None:
         self.limit = MAX_ITEM_BYTES if limit is None else limit
+        self.secrets = Secrets() if secrets is None else secrets
+        """Masked in every message received (:meth:`masked`): what this server holds for the upstream."""
         self.version: str | None = None
         """The protocol version the upstream's ``initialize`` answer named (2025-era)."""
         self._asked: dict[int | str, tuple[str, str | None]] = {}
@@ -145,6 +149,8 @@ class Sieve:
             return self._unparsed(item)
         if not isinstance(item, SessionMessage):
             return item
+        if self.secrets:
+            item = self.masked(item)
         message = item.message
         if isinstance(message, JSONRPCResponse | JSONRPCError) and message.id is not None:
             self._methods.pop(message.id, None)
@@ -159,6 +165,17 @@ class Sieve:
             return item
         page = self.page(method, stamped or self.version or _FALLBACK_VERSION, message.result)
         return SessionMessage(JSONRPCResponse(jsonrpc="2.0", id=message.id, result=page), metadata=item.metadata)
+
+    def masked(self, item: SessionMessage) -> SessionMessage:
+        """``item`` with every secret held for the upstream masked in each of its strings: a
+        remote server may quote what it was sent (an ``env`` value in a listing's description, in
+        content, in its serverInfo), and nothing it says may carry one on (to a client, a receipt,
+        the audit log, ``check``). One JSON dump per message while secrets are held; none else."""
+        text = item.message.model_dump_json(by_alias=True, exclude_unset=True)
+        if not self.secrets.found_in(text):
+            return item
+        data = self.secrets.masked_data(json.loads(text))
+        return SessionMessage(type(item.message).model_validate(data, by_name=False), metadata=item.metadata)
 
     def _unparsed(self, exc: ValidationError) -> SessionMessage | Exception:
         """A stdio line or SSE event the SDK could not parse: when it answers a request of ours (it

@@ -96,7 +96,11 @@ def app() -> FastAPI:
         return Response('{"detail": "database down"}', status_code=503, media_type="application/json")
 
     @api.get("/echo", operation_id="echoRefusal", tags=["faults"])
-    def echo(request: Request) -> Response:
+    def echo(request: Request, ok: bool = False) -> Response:
+        """Quotes the credential it was sent: refusing it (403), or with ``ok`` in a success."""
+        if ok:
+            said = json.dumps({"detail": [f"you sent {request.headers.get('authorization')}"]})
+            return Response(said, status_code=200, media_type="application/json")
         said = json.dumps({"detail": f"refused credential {request.headers.get('authorization')}"})
         return Response(said, status_code=403, media_type="application/json")
 

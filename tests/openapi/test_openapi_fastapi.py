@@ -46,11 +46,12 @@ async def test_operations_become_resources_templates_and_tools_the_checks_accept
         resources = {r.uri: r for r in (await client.list_resources()).resources}
         templates = {t.uri_template: t for t in (await client.list_resource_templates()).resource_templates}
         tools = {t.name: t for t in (await client.list_tools()).tools}
-    assert set(resources) == {f"openapi://shop/{p}" for p in ("items", "slow", "big", "broken", "echo")}
+    assert set(resources) == {f"openapi://shop/{p}" for p in ("items", "slow", "big", "broken")}
     assert set(templates) == {
         "openapi://shop/items/{item_id}",
         "openapi://shop/search{?q,limit}",
         "openapi://shop/files/{folder}/{name}",
+        "openapi://shop/echo{?ok}",
     }
     assert resources["openapi://shop/items"].mime_type == "application/json"
     assert resources["openapi://shop/big"].mime_type == "text/plain"

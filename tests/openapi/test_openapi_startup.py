@@ -92,6 +92,16 @@ async def test_the_service_gets_its_credential_never_the_callers_and_nothing_sho
     assert "openapi://gone/anything" in down.value.error.message
 
 
+async def test_a_credential_the_service_echoes_in_a_success_is_masked_too(base: tuple[str, Any]) -> None:
+    """Tester, round 8 (second pass): only error texts were masked; a 200 body quoting the
+    credential reached the client verbatim."""
+    async with Client(streamable_http_client(f"{base[0]}/mcp"), cache=None) as client:
+        read = await client.read_resource("openapi://shop/echo?ok=true")
+    text = read.contents[0].text  # type: ignore[union-attr]
+    assert SEEN[-1]["headers"]["authorization"] == f"Bearer {SERVICE_TOKEN}"
+    assert SERVICE_TOKEN not in text and json.loads(text) == {"detail": ["you sent Bearer [redacted]"]}, text
+
+
 async def test_an_api_key_in_the_query_reaches_the_service_but_never_the_recorded_url(base: tuple[str, Any]) -> None:
     async with Client(streamable_http_client(f"{base[0]}/mcp"), cache=None) as client:
         found = await client.read_resource("openapi://keyed/search?q=ham")
