@@ -17,6 +17,10 @@ def send(obj: dict[str, object]) -> None:
     sys.stdout.flush()
 
 
+NOTHING = object()
+"""What ``answer`` returns to have the request answered with neither a result nor an error."""
+
+
 def serve(answer: Callable[[str, dict[str, Any]], Any], notified: Callable[[str], None] | None = None) -> None:
     """Answer each request on stdin with ``answer(method, params)`` until stdin ends: a result, or
     ``{"error": {...}}`` for an error answer. Lines that are not JSON are skipped; ``notified(method)``
@@ -34,7 +38,9 @@ def serve(answer: Callable[[str, dict[str, Any]], Any], notified: Callable[[str]
         if method is None:
             continue
         result = answer(method, message.get("params") or {})
-        if isinstance(result, dict) and set(result) == {"error"}:
+        if result is NOTHING:
+            send({"jsonrpc": "2.0", "id": ident})
+        elif isinstance(result, dict) and set(result) == {"error"}:
             send({"jsonrpc": "2.0", "id": ident, "error": result["error"]})
         else:
             send({"jsonrpc": "2.0", "id": ident, "result": result})

@@ -3,7 +3,8 @@ tests: ``python raw_stdio_upstream.py DIR [--lc] [--banner] [--flip]``.
 
 It serves ``raw://a/one``, ``raw://a/fail`` (answered with error -32000, the generic server
 error) and ``raw://a/bye`` (the process exits instead of answering), and the tool ``hello``;
-``numeric`` is answered with a result that is not an object (``12345``); ``grow`` adds the tool
+``numeric`` is answered with a result that is not an object (``12345``), ``empty`` with neither a
+result nor an error; ``grow`` adds the tool
 ``extra`` (lasting: the file ``DIR/grown``) and says so with
 ``notifications/tools/list_changed``. Each ``initialize`` appends a line to ``DIR/connects``.
 It exits at once (status 3) while ``DIR/down`` exists. ``--lc``: it sends the three
@@ -17,7 +18,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from raw_jsonrpc_lines import send, serve
+from raw_jsonrpc_lines import NOTHING, send, serve
 
 
 def tools(here: Path, flags: list[str]) -> list[dict[str, object]]:
@@ -29,6 +30,7 @@ def tools(here: Path, flags: list[str]) -> list[dict[str, object]]:
         found[0]["annotations"] = {"readOnlyHint": count % 2 == 0}
     found.append({"name": "grow", "inputSchema": {"type": "object"}})
     found.append({"name": "numeric", "inputSchema": {"type": "object"}})
+    found.append({"name": "empty", "inputSchema": {"type": "object"}})
     if (here / "grown").exists():
         found.append({"name": "extra", "inputSchema": {"type": "object"}})
     return found
@@ -66,6 +68,8 @@ def answer(here: Path, flags: list[str], method: str, params: dict[str, object])
     if method == "tools/call":
         if params.get("name") == "numeric":  # an answer whose result is not an object
             return 12345
+        if params.get("name") == "empty":  # an answer with neither a result nor an error
+            return NOTHING
         if params.get("name") == "grow":
             (here / "grown").touch()
             send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})

@@ -183,4 +183,8 @@ async def test_an_answer_whose_result_is_not_an_object_fails_the_call_at_once(tm
             await client.call_tool("r_numeric", {})
         said = failed.value.error.message
         assert "upstream 'raw'" in said and "tools/call answer is not a JSON-RPC answer: its result is" in said, said
+        with anyio.fail_after(5), pytest.raises(MCPError) as failed:
+            await client.call_tool("r_empty", {})
+        said = failed.value.error.message
+        assert "tools/call answer is not a JSON-RPC answer: it has neither a result nor an error" in said, said
         assert not (await client.call_tool("r_hello", {})).is_error  # the connection serves on

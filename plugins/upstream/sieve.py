@@ -190,8 +190,12 @@ class Sieve:
             if isinstance(ident, int | str) and not isinstance(ident, bool):
                 self._asked.pop(ident, None)
                 method = self._methods.pop(ident, "request")
-                part = "result" if "result" in raw else "error"
-                said = f"the {method} answer is not a JSON-RPC answer: its {part} is {_kind(raw[part])}, not an object"
+                part = "result" if "result" in raw else "error" if "error" in raw else None
+                said = f"the {method} answer is not a JSON-RPC answer: it has neither a result nor an error"
+                if part is not None:
+                    said = (
+                        f"the {method} answer is not a JSON-RPC answer: its {part} is {_kind(raw[part])}, not an object"
+                    )
                 if part == "result" and method in LIST_FIELDS:
                     said = f"the {method} answer is not a page: its result is {_kind(raw['result'])}, not an object"
                 error = ErrorData(code=PARSE_ERROR, message=said)
@@ -300,10 +304,12 @@ class _Write(_Wrapped):
 
 def _answers_badly(raw: Mapping[str, Any]) -> bool:
     """Whether ``raw`` (a message the SDK could not parse) is an answer whose result or error is
-    not an object: any other fault of an answer is left to the SDK."""
+    not an object, or that has neither: any other fault of an answer is left to the SDK."""
     if "result" in raw:
         return not isinstance(raw["result"], dict)
-    return "error" in raw and not isinstance(raw["error"], dict)
+    if "error" in raw:
+        return not isinstance(raw["error"], dict)
+    return "method" not in raw and "id" in raw  # neither: an answer with nothing in it
 
 
 def sieved(streams: tuple[Any, Any], sieve: Sieve) -> tuple[Any, Any]:
