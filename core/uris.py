@@ -130,21 +130,39 @@ _MAX_DECODES = 8
 """How many layers of percent-encoding a value is looked through (``%25252E`` is three)."""
 
 
-def _spellings(value: str) -> list[str]:
-    """``value``, each further percent-decoding of it until nothing changes, and their NFKC forms.
+_MAX_SPELLINGS = 64
+"""The most spellings of one value looked through (each step can add three: decoded, folded, mapped)."""
+_LOOK_ALIKES = str.maketrans({"\u2215": "/", "\u2044": "/", "\u29f8": "/", "\u2216": "\\", "\u29f5": "\\"})
+"""Separators NFKC leaves alone that Windows' best-fit mapping reads as ``/`` or ``\\``."""
+_TRIMMED = ". \u3002\uff0e"
+"""What Windows and IIS drop from the end of a path segment (with whitespace): ``private.`` is ``private``."""
 
-    A provider that decodes once more, or folds full-width dots (U+FF0E) to ``.``, must not find a
-    dot segment or separator the router did not see.
+
+def _spellings(value: str) -> list[str]:
+    """``value``, and every form a provider or server that decodes again, folds full-width
+    characters (NFKC, U+FF0E to ``.``) or maps look-alike slashes could read it as, in any order
+    (U+FF05 then ``2F`` folds to ``%2F``, which decodes to ``/``), up to :data:`_MAX_DECODES` steps.
+
+    A provider must not find a dot segment or separator the router did not see.
     """
     if "%" not in value and value.isascii():  # the common case: no other spelling to look through
         return [value]
-    forms = [value]
-    while len(forms) <= _MAX_DECODES:
-        decoded = unquote(forms[-1], errors="surrogateescape")
-        if decoded == forms[-1]:
+    forms, frontier = [value], [value]
+    for _ in range(_MAX_DECODES):
+        found = []
+        for form in frontier:
+            for other in (
+                unquote(form, errors="surrogateescape"),
+                unicodedata.normalize("NFKC", form),
+                form.translate(_LOOK_ALIKES),
+            ):
+                if other not in forms and len(forms) < _MAX_SPELLINGS:
+                    forms.append(other)
+                    found.append(other)
+        if not found:
             break
-        forms.append(decoded)
-    return forms + [unicodedata.normalize("NFKC", f) for f in forms]
+        frontier = found
+    return forms
 
 
 def value_problem(value: str, *, single_segment: bool) -> str | None:
@@ -181,6 +199,20 @@ def value_problem(value: str, *, single_segment: bool) -> str | None:
                 return f"holds a {dots!r} path segment"
         if len(segments) > 1 and segments[0] == "":
             return "starts with a path separator (an absolute path)"
+        if problem := _segment_problem(form, segments):
+            return problem
+    return None
+
+
+def _segment_problem(form: str, segments: list[str]) -> str | None:
+    """What in ``segments`` (of one spelling) a server could read as another name, or ``None``."""
+    for segment in segments:
+        if segment and (segment != segment.rstrip(_TRIMMED) or segment.strip() != segment):
+            return "holds a path segment ending in '.' or a space, or starting with one (Windows and IIS drop them)"
+        if "::$" in segment:
+            return "holds an NTFS stream name ('::$'), which Windows reads as the file or folder before it"
+    if any(unicodedata.category(c) == "Cf" for c in form):
+        return "holds an invisible format character (such as U+200B), which some servers drop"
     return None
 
 

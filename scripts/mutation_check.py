@@ -253,6 +253,25 @@ CASES: tuple[Case, ...] = (
         ("tests/openapi/test_openapi_startup.py::test_a_credential_the_service_echoes_in_a_success_is_masked_too",),
     ),
     Case(
+        "uris: a segment a server trims or reads as a stream is refused in a template value",
+        "core/uris.py",
+        "        if problem := _segment_problem(form, segments):",
+        "        if problem := None:",
+        (
+            "tests/test_template_values.py::test_a_template_value_holding_a_traversal_is_refused_before_gate_and_provider",
+        ),
+    ),
+    Case(
+        "openapi: a tool's path value is judged by the router's rule too",
+        "plugins/openapi/client.py",
+        "    if (problem := value_problem(value, single_segment=True)) is not None:",
+        "    if (problem := None) is not None:",
+        (
+            "tests/openapi/test_openapi_guards.py::"
+            "test_a_tools_path_value_a_server_would_read_as_another_name_is_refused_before_sending",
+        ),
+    ),
+    Case(
         "http: a refusal a library swallowed still fails the read",
         "core/_serve/steps/invoker.py",
         "                raise scope.refused from None",

@@ -57,6 +57,7 @@ from mcp_providers.plugins.openapi.settings import (
     ServiceSettings,
     checked_http_url,
 )
+from mcp_providers.uris import value_problem
 
 __all__ = ["Answer", "Service", "ServiceError", "path_value", "same_path"]
 
@@ -115,6 +116,10 @@ def path_value(name: str, value: str) -> str:
             "nor hold '/', '\\', a control character or a percent-escape (double encoding), nor end in '.' "
             "or start or end with a space (servers that drop them would read another name); give the plain value",
             data={"parameter": name},
+        )
+    if (problem := value_problem(value, single_segment=True)) is not None:  # what the router refuses too
+        raise InvalidParams(
+            f"path parameter {name!r} = {value[:80]!r} is refused: it {problem}", data={"parameter": name}
         )
     return quote(value, safe="")
 

@@ -348,7 +348,20 @@ async def test_a_path_value_of_a_template_with_query_variables_is_still_refused_
 
 
 @pytest.mark.parametrize(
-    "folder", ["private.", "private%2e", "private%20", "%20private", "private...", "private%C2%A0", "private.%20"]
+    "folder",
+    [
+        "private.",
+        "private%2e",
+        "private%20",
+        "%20private",
+        "private...",
+        "private%C2%A0",
+        "private.%20",
+        "private::$DATA",
+        "private%E2%80%8B",
+        "private%EF%BC%8E",
+        "private%E3%80%82",
+    ],  # second pass
 )
 async def test_a_path_value_a_server_would_trim_to_another_name_is_refused_before_sending(
     echo: Any, folder: str
@@ -359,7 +372,7 @@ async def test_a_path_value_a_server_would_trim_to_another_name_is_refused_befor
         with pytest.raises(MCPError) as refused:
             await client.read_resource(f"openapi://echo/in/{folder}?v=1")
     assert refused.value.error.code == -32602
-    assert "end in '.'" in refused.value.error.message, refused.value.error.message
+    assert "the template value folder=" in refused.value.error.message or "end in '.'" in refused.value.error.message
     assert HITS[before:] == []
 
 
@@ -515,3 +528,15 @@ def test_without_those_names_the_librarys_own_validators_check_the_same(monkeypa
     broken = {**DOCUMENT, "paths": {"/x": {"get": {"operationId": "x", "responses": "none"}}}}  # not an object
     with pytest.raises(OpenAPIValidationError):
         validation.validate(broken, DOCUMENT["openapi"])
+
+
+@pytest.mark.parametrize("ids", [["private::$DATA"], ["private\u200b"], ["private\u3002"], ["a%252Fb"]])
+async def test_a_tools_path_value_a_server_would_read_as_another_name_is_refused_before_sending(
+    echo: Any, ids: list[str]
+) -> None:
+    """Tools have no router in front of their path values: the plugin asks the router's rule itself."""
+    before = len(HITS)
+    async with connect(echo[0]) as client:
+        called = await client.call_tool("echo_setFlag", {"on": True, "ids": ids})
+    assert called.is_error and "is refused" in called.content[0].text, called.content[0].text  # type: ignore[union-attr]
+    assert HITS[before:] == []
