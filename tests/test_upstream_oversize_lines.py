@@ -6,6 +6,7 @@ size (no read_timeout waited out), and the connection keeps serving. Against a r
 
 from __future__ import annotations
 
+import io
 import logging
 import sys
 from pathlib import Path
@@ -191,3 +192,8 @@ async def test_an_oversize_line_that_is_no_json_is_dropped_and_the_request_answe
             result = await client.call_tool("b_noise", {"mib": 9})
         assert result.content[0].text == "after the noise"  # type: ignore[union-attr]
     assert any("that is no JSON object; dropped" in r.getMessage() for r in caplog.records)
+
+
+def test_a_stand_in_for_stderr_hands_the_process_the_real_one() -> None:
+    assert stdio._descriptor(io.StringIO()) is sys.__stderr__  # a capture has no descriptor
+    assert stdio._descriptor(sys.__stderr__) is sys.__stderr__

@@ -255,7 +255,7 @@ async def stdio_transport(
     limit: int,
     who: str,
     pending: Callable[[], Mapping[int | str, str]] = dict,
-    errlog: TextIO = sys.stderr,
+    errlog: TextIO | None = None,
 ) -> AsyncIterator[tuple[Any, Any]]:
     """The started process ``command args`` as ``(read, write)`` streams of ``SessionMessage``;
     a line longer than ``limit`` bytes fails the request it answers (module docstring).
@@ -264,10 +264,15 @@ async def stdio_transport(
     :param who: the upstream as messages name it.
     :param pending: the ids of requests sent and not answered (with their methods), read when an
         oversize line does not say its id.
+    :param errlog: where the process's stderr goes (default: ours).
     :raises OSError: the process could not be started.
     """
     process = await anyio.open_process(
-        [command, *args], env=get_default_environment() | dict(env), stderr=errlog, cwd=cwd, start_new_session=True
+        [command, *args],
+        env=get_default_environment() | dict(env),
+        stderr=_descriptor(errlog),
+        cwd=cwd,
+        start_new_session=True,
     )
     # no await until the task group is entered: a cancellation there would leak the process
     to_session, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
@@ -319,6 +324,18 @@ async def stdio_transport(
                     await stream.aclose()
                 await anyio.lowlevel.checkpoint()
             tg.cancel_scope.cancel()
+
+
+def _descriptor(errlog: TextIO | None) -> TextIO | None:
+    """``errlog`` (else our ``sys.stderr`` now) when it is a file, else the process's real stderr:
+    a stand-in for stderr (a test's capture, a notebook's) has no descriptor to hand a process."""
+    for candidate in (errlog or sys.stderr, sys.__stderr__):
+        try:
+            if candidate is not None and candidate.fileno() >= 0:
+                return candidate
+        except (OSError, ValueError, AttributeError):  # io.UnsupportedOperation is an OSError
+            continue
+    return None
 
 
 async def _read(process: Process, lines: Lines, oversize: _Oversize, to_session: Any) -> None:
