@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -197,3 +198,41 @@ async def test_an_oversize_line_that_is_no_json_is_dropped_and_the_request_answe
 def test_a_stand_in_for_stderr_hands_the_process_the_real_one() -> None:
     assert stdio._descriptor(io.StringIO()) is sys.__stderr__  # a capture has no descriptor
     assert stdio._descriptor(sys.__stderr__) is sys.__stderr__
+
+
+def _gone(pid: int) -> bool:
+    """Whether ``pid`` is dead (a zombie not yet reaped by whoever inherited it counts)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    status = Path(f"/proc/{pid}/status")
+    return status.exists() and "\nState:\tZ" in status.read_text()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a POSIX process group")
+async def test_a_process_that_outlives_its_stdin_is_stopped_with_its_children(tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    code = (
+        "import os, subprocess, sys, time\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'])\n"
+        f"open({str(pids)!r}, 'w').write(f'{{os.getpid()}} {{child.pid}}')\n"
+        "time.sleep(120)\n"  # never reads stdin: only the escalation stops it
+    )
+    transport = stdio.stdio_transport(sys.executable, ["-c", code], env={}, cwd=None, limit=LIMIT, who="t")
+    with anyio.fail_after(20):
+        async with transport:
+            while not pids.exists() or " " not in pids.read_text():
+                await anyio.sleep(0.05)
+        started = [int(p) for p in pids.read_text().split()]
+        while not all(_gone(p) for p in started):  # the child is killed with its group, not left behind
+            await anyio.sleep(0.05)
+
+
+async def test_a_process_that_exits_ends_the_read_stream() -> None:
+    transport = stdio.stdio_transport(sys.executable, ["-c", "print('bye')"], env={}, cwd=None, limit=LIMIT, who="t")
+    with anyio.fail_after(20):
+        async with transport as (read, _write):
+            assert isinstance(await read.receive(), ValueError)  # "bye" is no JSON-RPC: handed on as the SDK does
+            with pytest.raises(anyio.EndOfStream):
+                await read.receive()

@@ -278,11 +278,9 @@ async def stdio_transport(
     to_session, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_stream, from_session = anyio.create_memory_object_stream[SessionMessage](0)
     lines, oversize = Lines(limit), _Oversize(who, limit, pending)
-    state = {"shutting_down": False}
-    writer_done = anyio.Event()
+    shutting_down, writer_done = False, anyio.Event()
 
     async def reader() -> None:
-        assert process.stdout is not None
         try:
             async with to_session:
                 try:
@@ -292,28 +290,16 @@ async def stdio_transport(
         except anyio.ClosedResourceError:
             pass  # our own shutdown closed stdout under the read
         except (anyio.BrokenResourceError, ConnectionError):
-            if not state["shutting_down"]:
+            if not shutting_down:
                 log.exception("%s: reading its stdout failed mid-session", who)
-
-    async def writer() -> None:
-        assert process.stdin is not None
-        try:
-            async with from_session:
-                async for item in from_session:
-                    data = item.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
-                    await process.stdin.send(data.encode())
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-            await to_session.aclose()  # the session sees the connection end, not a request hanging
-        finally:
-            writer_done.set()
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(reader)
-        tg.start_soon(writer)
+        tg.start_soon(_write, process, from_session, to_session, writer_done)
         try:
             yield read_stream, write_stream
         finally:
-            state["shutting_down"] = True
+            shutting_down = True
             with anyio.CancelScope(shield=True):  # every wait inside is bounded
                 read_stream.close()  # the reader drains: a process stuck writing can then read
                 write_stream.close()
@@ -322,8 +308,23 @@ async def stdio_transport(
                 await _stop(process)
                 for stream in (read_stream, write_stream, to_session, from_session):
                     await stream.aclose()
-                await anyio.lowlevel.checkpoint()
+                await anyio.lowlevel.checkpoint()  # the unblocked tasks leave by their except paths
             tg.cancel_scope.cancel()
+
+
+async def _write(process: Process, from_session: Any, to_session: Any, done: anyio.Event) -> None:
+    """Each message from the session as one UTF-8 line on stdin; a broken stdin ends the session's
+    read stream (the process may live on: no request may hang on it)."""
+    assert process.stdin is not None
+    try:
+        async with from_session:
+            async for item in from_session:
+                data = item.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
+                await process.stdin.send(data.encode())
+    except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+        await to_session.aclose()
+    finally:
+        done.set()
 
 
 def _descriptor(errlog: TextIO | None) -> TextIO | None:
