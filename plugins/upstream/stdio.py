@@ -40,7 +40,20 @@ from anyio.abc import Process
 from mcp.client.stdio import get_default_environment
 from mcp.shared.message import SessionMessage
 
-__all__ = ["ESCAPE_FACTOR", "KEPT_BYTES", "LINE_LIMIT_KEY", "LINE_SLACK", "Lines", "line_limit", "stdio_transport"]
+__all__ = [
+    "CHUNK_BYTES",
+    "ESCAPE_FACTOR",
+    "KEPT_BYTES",
+    "LINE_LIMIT_KEY",
+    "LINE_SLACK",
+    "Ended",
+    "Lines",
+    "Over",
+    "first_members",
+    "last_id",
+    "line_limit",
+    "stdio_transport",
+]
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +70,7 @@ KEPT_BYTES: Final = 4096
 LINE_LIMIT_KEY: Final = "io.mcp-providers/line-limit"
 """Where an error this transport made carries the line limit (bytes) that the answer went over."""
 CHUNK_BYTES: Final = 65536
+"""Most bytes read from stdout at once (so a line's buffer holds at most ``limit`` plus this)."""
 TERMINATION_SECONDS: Final = 2.0  # the SDK's: for the process to exit after stdin closes
 KILL_SECONDS: Final = 2.0  # the SDK's: after SIGTERM before SIGKILL, and for the loop to see the death
 FLUSH_SECONDS: Final = 0.5  # the SDK's: for the writer to flush what it accepted before stdin closes
@@ -104,6 +118,7 @@ class Lines:
         self._tail = b""
 
     def feed(self, chunk: bytes) -> Iterator[bytearray | Over | Ended]:
+        """What ``chunk`` completes or starts, in order (a yielded line is the caller's to keep)."""
         view, start = memoryview(chunk), 0
         while True:
             end = chunk.find(b"\n", start)
