@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -22,6 +23,7 @@ from mcp_providers.plugins._masking import MIN_SECRET_CHARS, Secrets
 from mcp_providers.plugins.upstream.asking import Relay
 from mcp_providers.plugins.upstream.settings import BearerAuth, ServerSettings, read_variable
 from mcp_providers.plugins.upstream.sieve import Sieve, said, sieved
+from mcp_providers.plugins.upstream.stdio import line_limit, stdio_transport
 from mcp_providers.plugins.upstream.tasks import TasksExtension
 
 __all__ = ["CLIENT_INFO", "IDLE_STREAM_SECONDS", "client", "reason", "transport", "who"]
@@ -41,7 +43,8 @@ def who(server: ServerSettings) -> str:
 async def transport(
     server: ServerSettings, auth: httpx2.Auth | None = None, secrets: Secrets | None = None
 ) -> AsyncIterator[Any]:
-    """The SDK transport for ``server``: a started stdio process, or a streamable HTTP client
+    """The transport for ``server``: a started stdio process (lines bounded by its ``max_bytes``:
+    :mod:`~mcp_providers.plugins.upstream.stdio`), or a streamable HTTP client
     carrying only the configured static credential, or ``auth``'s (a broker's credential); its list
     pages reach the SDK item by item, with ``secrets`` (default: :func:`held_secrets`) masked in
     every message (:mod:`~mcp_providers.plugins.upstream.sieve`).
@@ -51,8 +54,20 @@ async def transport(
     sieve = Sieve(secrets=held_secrets(server) if secrets is None else secrets)
     if server.command is not None:
         env = {k: read_variable(v, server=server.name, setting=f"env.{k}") for k, v in server.env.items()}
-        params = StdioServerParameters(command=server.command, args=list(server.args), cwd=server.cwd, env=env)
-        async with stdio_client(params) as streams:
+        if sys.platform == "win32":  # ours signals a POSIX process group; the SDK's has Windows' job objects
+            params = StdioServerParameters(command=server.command, args=list(server.args), cwd=server.cwd, env=env)
+            async with stdio_client(params) as streams:
+                yield sieved(streams, sieve)
+            return
+        async with stdio_transport(
+            server.command,
+            list(server.args),
+            env=env,
+            cwd=server.cwd,
+            limit=line_limit(server.max_bytes),
+            who=who(server),
+            pending=sieve.pending,
+        ) as streams:
             yield sieved(streams, sieve)
         return
     assert server.url is not None  # the settings validator holds exactly one of command and url

@@ -47,6 +47,7 @@ from mcp_providers.plugins.upstream.settings import (
     OnBehalfOfAuth,
     ServerSettings,
 )
+from mcp_providers.plugins.upstream.stdio import LINE_LIMIT_KEY, line_limit
 from mcp_providers.plugins.upstream.tasks import Handed
 
 if TYPE_CHECKING:
@@ -372,6 +373,13 @@ class Link:
                 raise UpstreamError(f"{self.who} connection lost during {what}") from None
             if exc.code == types.INVALID_PARAMS and isinstance(data, Mapping) and "uri" in data:
                 raise NotFound(f"{self.who}: {self.said(exc.message)}", data={"uri": data["uri"]}) from None
+            limit = line_limit(self.server.max_bytes)
+            if isinstance(data, Mapping) and data.get(LINE_LIMIT_KEY) == limit:  # the stdio transport's refusal
+                raise UpstreamError(
+                    f"{self.who} answered {what} with more than {limit} bytes, over the line limit its max_bytes "
+                    f"of {self.server.max_bytes} sets; the answer was discarded; raise max_bytes in its settings "
+                    "if this is expected"
+                ) from None
             raise UpstreamError(f"{self.who} answered {what} with error {exc.code}: {self.said(exc.message)}") from None
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream) as exc:
             lost()

@@ -177,7 +177,10 @@ class ServerSettings(BaseModel):
         "annotations; 'none' is refused for a tool the upstream says writes; a name it does not list is reported.",
     )
     max_bytes: int = Field(
-        default=8 * 1024 * 1024, ge=1024, description="Largest answer accepted from the upstream, in bytes."
+        default=8 * 1024 * 1024,
+        ge=1024,
+        description="Largest answer accepted from the upstream, in bytes; over stdio a line over 6x this + 8 MiB "
+        "is discarded while read.",
     )
 
     @field_validator("env", mode="before")

@@ -141,7 +141,13 @@ class Sieve:
             stamped = meta.get(PROTOCOL_VERSION_META_KEY) if isinstance(meta, dict) else None
             self._asked[message.id] = (message.method, stamped if isinstance(stamped, str) else None)
         elif isinstance(message, JSONRPCNotification) and message.method == "notifications/cancelled":
-            self._asked.pop((message.params or {}).get("requestId"), None)  # type: ignore[arg-type]
+            cancelled = (message.params or {}).get("requestId")
+            self._asked.pop(cancelled, None)  # type: ignore[arg-type]
+            self._methods.pop(cancelled, None)  # type: ignore[arg-type]
+
+    def pending(self) -> Mapping[int | str, str]:
+        """The requests sent and not answered nor cancelled, id -> method (a copy)."""
+        return dict(self._methods)
 
     def received(self, item: SessionMessage | Exception) -> SessionMessage | Exception:
         """``item``, or its page with the items that do not validate taken out (noted in ``_meta``)."""

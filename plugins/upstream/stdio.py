@@ -1,0 +1,446 @@
+"""The stdio transport to an upstream: the SDK's ``stdio_client`` behaviour, with each line bounded.
+
+The SDK's client reads stdout as text and joins each chunk to what came before it, with no limit on
+a line, so an upstream answering 200 MiB on one line was held whole (and every chunk copied it
+again) before ``max_bytes`` could be checked. Here stdout is read as bytes into one ``bytearray``
+per line, and a line longer than ``limit`` bytes is discarded while it is read: only its first and
+last :data:`KEPT_BYTES` are kept, to learn which request it answered, and that request fails at
+once with an error naming the limit (:data:`LINE_LIMIT_KEY` in its data; :mod:`.link` words it).
+
+Which request: the id among the line's first members (``{"jsonrpc":"2.0","id":7,"result":...``,
+as the Python SDK writes); else, for an answer (``{"result":...``, as the TypeScript SDK writes,
+its id last), the one request pending when it is the only one; else the id among the line's last
+members once the line ends; else every pending request fails (``pending``: the sieve's record of
+requests sent and not answered). An oversize message of the upstream's own (a request or
+notification: ``method`` comes first) and an oversize line that is no JSON object are dropped,
+logged.
+
+The rest is the SDK's: environment from ``get_default_environment()`` plus the configured one,
+``cwd``, the process's stderr to ours, UTF-8, its own process group, and the shutdown sequence
+(close stdin, wait, SIGTERM the group, wait, SIGKILL, drain stdout), shielded and bounded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import re
+import signal
+import sys
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Final, TextIO
+
+import anyio
+import anyio.lowlevel
+import mcp_types as types
+from anyio.abc import Process
+from mcp.client.stdio import get_default_environment
+from mcp.shared.message import SessionMessage
+
+__all__ = [
+    "CHUNK_BYTES",
+    "ESCAPE_FACTOR",
+    "KEPT_BYTES",
+    "LINE_LIMIT_KEY",
+    "LINE_SLACK",
+    "Ended",
+    "Lines",
+    "Over",
+    "first_members",
+    "last_id",
+    "line_limit",
+    "stdio_transport",
+]
+
+log = logging.getLogger(__name__)
+
+ESCAPE_FACTOR: Final = 6
+"""How many bytes of JSON one byte of an answer may take: a control character is written as
+``\\u00XX`` (6 bytes for 1), the most any string escape costs per byte (a 4-byte emoji as two
+``\\uXXXX`` escapes costs 3 per byte; base64 with ``\\/`` escaped, under 3). So no answer that
+``max_bytes`` accepts is cut here; the line limit bounds memory, ``max_bytes`` stays the exact check."""
+LINE_SLACK: Final = 8 * 1024 * 1024
+"""Bytes allowed on a line beyond ``ESCAPE_FACTOR * max_bytes``: the JSON-RPC envelope, ``_meta``,
+and list pages, which ``max_bytes`` does not bound (the sieve takes items up to 1 MiB each)."""
+KEPT_BYTES: Final = 4096
+"""Bytes kept of an oversize line's start and of its end, to find the request it answers."""
+LINE_LIMIT_KEY: Final = "io.mcp-providers/line-limit"
+"""Where an error this transport made carries the line limit (bytes) that the answer went over."""
+CHUNK_BYTES: Final = 65536
+"""Most bytes read from stdout at once (so a line's buffer holds at most ``limit`` plus this)."""
+TERMINATION_SECONDS: Final = 2.0  # the SDK's: for the process to exit after stdin closes
+KILL_SECONDS: Final = 2.0  # the SDK's: after SIGTERM before SIGKILL, and for the loop to see the death
+FLUSH_SECONDS: Final = 0.5  # the SDK's: for the writer to flush what it accepted before stdin closes
+_POLL_SECONDS: Final = 0.01
+# the id among an object's last members: `,"id":7}` or `,"id":7,"jsonrpc":"2.0"}` at the very end
+# (a nested object's last id would be followed by two closing braces)
+_SCALAR = rb'(?:-?\d{1,30}|"[^"\\]{0,200}"|true|false|null)'
+_TAIL_ID = re.compile(
+    rb'[{,]\s*"id"\s*:\s*(-?\d{1,30}|"[^"\\]{0,200}")(?:\s*,\s*"\w{1,40}"\s*:\s*' + _SCALAR + rb")*\s*\}\s*$"
+)
+
+
+def line_limit(max_bytes: int) -> int:
+    """The longest line (bytes) taken from an upstream whose ``max_bytes`` is ``max_bytes``."""
+    return ESCAPE_FACTOR * max_bytes + LINE_SLACK
+
+
+@dataclass(frozen=True)
+class Over:
+    """A line went over the limit (it is being discarded): its first bytes."""
+
+    head: bytes
+
+
+@dataclass(frozen=True)
+class Ended:
+    """The oversize line ended: its last bytes."""
+
+    tail: bytes
+
+
+class Lines:
+    """Bytes from a pipe cut into lines in linear time; a line over ``limit`` bytes is not held.
+
+    :meth:`feed` yields each whole line (a ``bytearray`` without its ``\\n``), or :class:`Over`
+    when the current line passes ``limit`` (then :class:`Ended` when it ends).
+    :attr:`largest` is the most bytes one line's buffer ever held (at most ``limit`` plus a chunk).
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.largest = 0
+        self._buffer = bytearray()
+        self._over = False
+        self._tail = b""
+
+    def feed(self, chunk: bytes) -> Iterator[bytearray | Over | Ended]:
+        """What ``chunk`` completes or starts, in order (a yielded line is the caller's to keep)."""
+        view, start = memoryview(chunk), 0
+        while True:
+            end = chunk.find(b"\n", start)
+            piece = view[start : len(chunk) if end < 0 else end]
+            if self._over:
+                self._tail = (self._tail + bytes(piece[-KEPT_BYTES:]))[-KEPT_BYTES:]
+            else:
+                self._buffer += piece
+                self.largest = max(self.largest, len(self._buffer))
+                if len(self._buffer) > self.limit:
+                    head, self._tail = bytes(self._buffer[:KEPT_BYTES]), bytes(self._buffer[-KEPT_BYTES:])
+                    self._over, self._buffer = True, bytearray()
+                    yield Over(head)
+            if end < 0:
+                return
+            if self._over:
+                self._over = False
+                yield Ended(self._tail)
+            else:
+                line, self._buffer = self._buffer, bytearray()
+                yield line
+            start = end + 1
+
+
+def _skip_nested(text: str, i: int) -> int | None:
+    """Where the object or array starting at ``text[i]`` ends (``None``: not within ``text``)."""
+    depth, in_string, escaped = 0, False, False
+    for j in range(i, len(text)):
+        ch = text[j]
+        if in_string:
+            escaped, in_string = (False, True) if escaped else (ch == "\\", ch != '"')
+        elif ch == '"':
+            in_string = True
+        elif ch in "{[":
+            depth += 1
+        elif ch in "}]":
+            depth -= 1
+            if depth == 0:
+                return j + 1
+    return None
+
+
+def first_members(head: bytes) -> dict[str, Any] | None:
+    """The members of the JSON object ``head`` begins, as far as ``head`` shows them whole (an
+    object or array value as ``...``); ``None`` when ``head`` begins no object."""
+    text, decoder, found = head.decode("utf-8", "replace"), json.JSONDecoder(), dict[str, Any]()
+    i = len(text) - len(text.lstrip())
+    if not text.startswith("{", i):
+        return None
+    i += 1
+    try:
+        while True:
+            i = len(text) - len(text[i:].lstrip(" \t\r\n,"))
+            if text.startswith("}", i):
+                return found
+            key, i = decoder.raw_decode(text, i)
+            if not isinstance(key, str):
+                return found
+            i = len(text) - len(text[i:].lstrip(" \t\r\n:"))
+            value: Any = ...
+            after = _skip_nested(text, i) if text.startswith(("{", "["), i) else _scalar_end(decoder, text, i)
+            if after is None or after >= len(text):  # the value is cut by the head's end: its key is known
+                found.setdefault(key, ...)
+                return found
+            if not text.startswith(("{", "["), i):
+                value = decoder.raw_decode(text, i)[0]
+            found[key], i = value, after
+    except ValueError:  # a key cut by the head's end, or no JSON
+        return found
+
+
+def _scalar_end(decoder: json.JSONDecoder, text: str, i: int) -> int | None:
+    try:
+        return decoder.raw_decode(text, i)[1]
+    except ValueError:
+        return None
+
+
+def _request_id(value: object) -> int | str | None:
+    return value if isinstance(value, int | str) and not isinstance(value, bool) else None
+
+
+def last_id(tail: bytes) -> int | str | None:
+    """The id among the last members of the object ``tail`` ends, if it is one of them."""
+    found = _TAIL_ID.search(tail)
+    if found is None:
+        return None
+    with contextlib.suppress(ValueError):
+        return _request_id(json.loads(found.group(1)))
+    return None
+
+
+class _Oversize:
+    """What an oversize line means: which pending requests fail, learned from its head, else its tail."""
+
+    def __init__(self, who: str, limit: int, pending: Callable[[], Mapping[int | str, str]]) -> None:
+        self.who, self.limit, self.pending = who, limit, pending
+        self._settled = True  # whether the current oversize line needs nothing more
+
+    def error(self, ident: int | str, why: str = "") -> SessionMessage:
+        message = f"answered with more than {self.limit} bytes on one line{why}; the line was discarded"
+        error = types.ErrorData(code=types.INTERNAL_ERROR, message=message, data={LINE_LIMIT_KEY: self.limit})
+        return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=ident, error=error))
+
+    def over(self, head: bytes) -> list[SessionMessage]:
+        members, self._settled = first_members(head), True
+        if members is None:
+            log.warning("%s wrote a line over %d bytes that is no JSON object; dropped", self.who, self.limit)
+            return []
+        if "method" in members:
+            method = members["method"] if isinstance(members["method"], str) else "?"
+            log.warning("%s sent a message (%s) over %d bytes; dropped", self.who, method[:100], self.limit)
+            return []
+        answer, ident = "result" in members or "error" in members, _request_id(members.get("id"))
+        if answer and ident is not None:
+            return [self.error(ident)]
+        pending = list(self.pending())
+        if answer and ident is None and len(pending) == 1:
+            return [self.error(pending[0])]
+        self._settled = False
+        return []
+
+    def ended(self, tail: bytes) -> list[SessionMessage]:
+        if self._settled:
+            return []
+        self._settled, pending = True, self.pending()
+        ident = last_id(tail)
+        if ident is not None:
+            return [self.error(ident)] if ident in pending else []
+        why = " that named no request; it may have answered this one"
+        return [self.error(i, why) for i in list(pending)]
+
+
+def _parsed(line: bytearray) -> SessionMessage | Exception:
+    """One line as the SDK parses it; what does not parse is handed on as a value, as the SDK does."""
+    try:
+        return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
+    except ValueError as exc:
+        return exc
+
+
+@contextlib.asynccontextmanager
+async def stdio_transport(
+    command: str,
+    args: list[str],
+    *,
+    env: Mapping[str, str],
+    cwd: str | None,
+    limit: int,
+    who: str,
+    pending: Callable[[], Mapping[int | str, str]] = dict,
+    errlog: TextIO | None = None,
+) -> AsyncIterator[tuple[Any, Any]]:
+    """The started process ``command args`` as ``(read, write)`` streams of ``SessionMessage``;
+    a line longer than ``limit`` bytes fails the request it answers (module docstring).
+
+    :param env: set over ``get_default_environment()``.
+    :param who: the upstream as messages name it.
+    :param pending: the ids of requests sent and not answered (with their methods), read when an
+        oversize line does not say its id.
+    :param errlog: where the process's stderr goes (default: ours).
+    :raises OSError: the process could not be started.
+    """
+    process = await anyio.open_process(
+        [command, *args],
+        env=get_default_environment() | dict(env),
+        stderr=_descriptor(errlog),
+        cwd=cwd,
+        start_new_session=True,
+    )
+    # no await until the task group is entered: a cancellation there would leak the process
+    to_session, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    write_stream, from_session = anyio.create_memory_object_stream[SessionMessage](0)
+    lines, oversize = Lines(limit), _Oversize(who, limit, pending)
+    shutting_down, writer_done = False, anyio.Event()
+
+    async def reader() -> None:
+        try:
+            async with to_session:
+                try:
+                    await _read(process, lines, oversize, to_session)
+                finally:
+                    await _drain(process)
+        except anyio.ClosedResourceError:
+            pass  # our own shutdown closed stdout under the read
+        except (anyio.BrokenResourceError, ConnectionError):
+            if not shutting_down:
+                log.exception("%s: reading its stdout failed mid-session", who)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(reader)
+        tg.start_soon(_write, process, from_session, to_session, writer_done)
+        try:
+            yield read_stream, write_stream
+        finally:
+            shutting_down = True
+            with anyio.CancelScope(shield=True):  # every wait inside is bounded
+                read_stream.close()  # the reader drains: a process stuck writing can then read
+                write_stream.close()
+                with anyio.move_on_after(FLUSH_SECONDS):
+                    await writer_done.wait()
+                await _stop(process)
+                for stream in (read_stream, write_stream, to_session, from_session):
+                    await stream.aclose()
+                await anyio.lowlevel.checkpoint()  # the unblocked tasks leave by their except paths
+            tg.cancel_scope.cancel()
+
+
+async def _write(process: Process, from_session: Any, to_session: Any, done: anyio.Event) -> None:
+    """Each message from the session as one UTF-8 line on stdin; a broken stdin ends the session's
+    read stream (the process may live on: no request may hang on it)."""
+    assert process.stdin is not None
+    try:
+        async with from_session:
+            async for item in from_session:
+                data = item.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
+                await process.stdin.send(data.encode())
+    except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+        await to_session.aclose()
+    finally:
+        done.set()
+
+
+def _descriptor(errlog: TextIO | None) -> TextIO | None:
+    """``errlog`` (else our ``sys.stderr`` now) when it is a file, else the process's real stderr:
+    a stand-in for stderr (a test's capture, a notebook's) has no descriptor to hand a process."""
+    for candidate in (errlog or sys.stderr, sys.__stderr__):
+        try:
+            if candidate is not None and candidate.fileno() >= 0:
+                return candidate
+        except (OSError, ValueError, AttributeError):  # io.UnsupportedOperation is an OSError
+            continue
+    return None
+
+
+async def _read(process: Process, lines: Lines, oversize: _Oversize, to_session: Any) -> None:
+    """Hand each line on (one at a time: nothing is read ahead while a delivery waits)."""
+    assert process.stdout is not None
+    while True:
+        try:
+            chunk = await process.stdout.receive(CHUNK_BYTES)
+        except anyio.EndOfStream:
+            return
+        for event in lines.feed(chunk):
+            if isinstance(event, Over):
+                items: list[SessionMessage | Exception] = [*oversize.over(event.head)]
+            elif isinstance(event, Ended):
+                items = [*oversize.ended(event.tail)]
+            else:
+                items = [_parsed(event)]
+            for item in items:
+                try:
+                    await to_session.send(item)
+                except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                    return  # the session is gone; only the drain remains
+
+
+async def _drain(process: Process) -> None:
+    """Read and discard what stdout still holds, so a process flushing output can exit."""
+    assert process.stdout is not None
+    with (
+        anyio.CancelScope(shield=True),
+        contextlib.suppress(
+            anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, ConnectionError, OSError
+        ),
+    ):
+        while True:
+            await process.stdout.receive(CHUNK_BYTES)
+
+
+async def _exited(process: Process, seconds: float) -> bool:
+    """Whether the process exited within ``seconds`` (polled: ``wait()`` would also wait for the
+    pipes' end, which a child that inherited them holds)."""
+    with anyio.move_on_after(seconds):
+        while process.returncode is None:
+            await anyio.sleep(_POLL_SECONDS)
+    return process.returncode is not None
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # unsignalable members or unreaped zombies: not proof the group is gone
+    return True
+
+
+async def _terminate_group(process: Process) -> None:
+    """SIGTERM the process's group (it leads its own session), SIGKILL what is left after
+    :data:`KILL_SECONDS`."""
+    pgid = process.pid
+    try:
+        os.killpg(pgid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    except PermissionError:
+        log.warning("no permission to signal some of process group %d; waiting for it anyway", pgid)
+    with anyio.move_on_after(KILL_SECONDS):
+        while _group_alive(pgid):
+            _ = process.returncode  # reaps the leader where reading it does (trio)
+            await anyio.sleep(_POLL_SECONDS)
+        return
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+async def _stop(process: Process) -> None:
+    """Close stdin, wait, SIGTERM then SIGKILL the group, close stdout (the spec's sequence)."""
+    assert process.stdin is not None and process.stdout is not None
+    with contextlib.suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+        await process.stdin.aclose()
+    if not await _exited(process, TERMINATION_SECONDS):
+        await _terminate_group(process)
+        if not await _exited(process, KILL_SECONDS):
+            log.warning("upstream process %d is still alive after SIGKILL; abandoned", process.pid)
+    with contextlib.suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+        await process.stdout.aclose()
+    # asyncio's subprocess transport stays open (warning at GC) while a survivor holds a pipe;
+    # nothing public reaches it (as in the SDK): no-op where the attributes are absent
+    close = getattr(getattr(getattr(process, "_process", None), "_transport", None), "close", None)
+    if callable(close):
+        with contextlib.suppress(PermissionError):
+            close()
