@@ -198,15 +198,6 @@ CASES: tuple[Case, ...] = (
         ("tests/test_upstream_masking.py::test_errors_and_tool_texts_from_an_upstream_carry_no_held_secret",),
     ),
     Case(
-        "openapi: a path value ending in a dot (which servers drop) is refused before sending",
-        "plugins/openapi/client.py",
-        '        or value.rstrip(". ") != value.rstrip()',
-        "        or False",
-        (
-            "tests/openapi/test_openapi_guards.py::test_a_path_value_a_server_would_trim_to_another_name_is_refused_before_sending",
-        ),
-    ),
-    Case(
         "upstream: a listing that keeps changing is listed again ever later",
         "plugins/upstream/providers.py",
         "                await anyio.sleep(wait)",

@@ -102,19 +102,10 @@ def path_value(name: str, value: str) -> str:
         (empty, ``.``, ``..``, a ``/`` or ``\\``, a control character, or a percent-escape left after
         the router's decoding, i.e. a double encoding); the message says what is allowed.
     """
-    if (
-        value in ("", ".", "..")
-        or "/" in value
-        or "\\" in value
-        or _CONTROL.search(value)
-        or _ESCAPE.search(value)
-        or value.rstrip(". ") != value.rstrip()  # a trailing dot: Windows and IIS drop it (private. is private)
-        or value.strip() != value  # spaces around it, which servers trim as well
-    ):
+    if value in ("", ".", "..") or "/" in value or "\\" in value or _CONTROL.search(value) or _ESCAPE.search(value):
         raise InvalidParams(
             f"path parameter {name!r} = {value[:80]!r} is refused: a path value may not be empty, '.' or '..', "
-            "nor hold '/', '\\', a control character or a percent-escape (double encoding), nor end in '.' "
-            "or start or end with a space (servers that drop them would read another name); give the plain value",
+            "nor hold '/', '\\', a control character or a percent-escape (double encoding); give the plain value",
             data={"parameter": name},
         )
     if (problem := value_problem(value, single_segment=True)) is not None:  # what the router refuses too
