@@ -263,6 +263,13 @@ CASES: tuple[Case, ...] = (
         ),
     ),
     Case(
+        "masking: a stdio upstream's stderr is relayed masked",
+        "plugins/upstream/connect.py",
+        "            masked=sieve.secrets.masked if sieve.secrets else None,",
+        "            masked=None,",
+        ("tests/test_upstream_masking.py::test_the_upstreams_stderr_reaches_ours_masked",),
+    ),
+    Case(
         "http: a refusal a library swallowed still fails the read",
         "core/_serve/steps/invoker.py",
         "                raise scope.refused from None",

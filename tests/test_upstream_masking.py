@@ -30,7 +30,9 @@ import os
 from mcp import MCPError
 from mcp.server.mcpserver import MCPServer
 from mcp_types import CallToolResult, TextContent
+import sys
 TOKEN = os.environ["UP_TOKEN"]
+print("talkative starting with " + TOKEN, file=sys.stderr, flush=True)
 server = MCPServer("talkative " + TOKEN, version=TOKEN, log_level="WARNING")
 
 @server.resource("talk://echo", mime_type="text/plain", description="says " + TOKEN)
@@ -118,3 +120,13 @@ async def test_nothing_an_upstream_lists_serves_or_says_of_itself_carries_a_held
     for text in said:
         assert SECRET not in text and MASK in text, text
     assert "serverInfo" in said[2] and "talkative [redacted]" in said[2], said[2]  # the receipt names it masked
+
+
+async def test_the_upstreams_stderr_reaches_ours_masked(
+    composition: object, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Tester, round 8 (second pass): a stdio upstream's stderr passed through unmasked."""
+    async with composition.running(), connect(composition) as client:  # type: ignore[attr-defined]
+        await client.read_resource("talk://echo")
+    err = capsys.readouterr().err
+    assert "talkative starting with [redacted]" in err and SECRET not in err, err

@@ -67,6 +67,7 @@ async def transport(
             limit=line_limit(server.max_bytes),
             who=who(server),
             pending=sieve.pending,
+            masked=sieve.secrets.masked if sieve.secrets else None,  # its stderr may quote its env too
         ) as streams:
             yield sieved(streams, sieve)
         return

@@ -28,6 +28,7 @@ import logging
 import os
 import re
 import signal
+import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -271,6 +272,7 @@ async def stdio_transport(
     who: str,
     pending: Callable[[], Mapping[int | str, str]] = dict,
     errlog: TextIO | None = None,
+    masked: Callable[[str], str] | None = None,
 ) -> AsyncIterator[tuple[Any, Any]]:
     """The started process ``command args`` as ``(read, write)`` streams of ``SessionMessage``;
     a line longer than ``limit`` bytes fails the request it answers (module docstring).
@@ -280,12 +282,14 @@ async def stdio_transport(
     :param pending: the ids of requests sent and not answered (with their methods), read when an
         oversize line does not say its id.
     :param errlog: where the process's stderr goes (default: ours).
+    :param masked: applied to each line of the process's stderr on its way to ``errlog`` (the
+        secrets held for the upstream); ``None``: its stderr is handed the process as it is.
     :raises OSError: the process could not be started.
     """
     process = await anyio.open_process(
         [command, *args],
         env=get_default_environment() | dict(env),
-        stderr=_descriptor(errlog),
+        stderr=_descriptor(errlog) if masked is None else subprocess.PIPE,
         cwd=cwd,
         start_new_session=True,
     )
@@ -311,6 +315,8 @@ async def stdio_transport(
     async with anyio.create_task_group() as tg:
         tg.start_soon(reader)
         tg.start_soon(_write, process, from_session, to_session, writer_done)
+        if masked is not None:
+            tg.start_soon(_relay_stderr, process, masked, errlog or sys.stderr)
         try:
             yield read_stream, write_stream
         finally:
@@ -340,6 +346,31 @@ async def _write(process: Process, from_session: Any, to_session: Any, done: any
         await to_session.aclose()
     finally:
         done.set()
+
+
+STDERR_LINE_BYTES = 64 * 1024
+"""The longest stderr line relayed; the rest of a longer one is dropped (it is a log, not an answer)."""
+
+
+async def _relay_stderr(process: Process, masked: Callable[[str], str], out: TextIO) -> None:
+    """The process's stderr to ``out``, line by line, each through ``masked``."""
+    assert process.stderr is not None
+    buffer = bytearray()
+    with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError):
+        async for chunk in process.stderr:
+            buffer += chunk
+            *whole, rest = buffer.split(b"\n")
+            buffer = bytearray(rest[:STDERR_LINE_BYTES])
+            for line in whole:
+                _said(out, masked(line[:STDERR_LINE_BYTES].decode("utf-8", "replace")))
+    if buffer:
+        _said(out, masked(buffer.decode("utf-8", "replace")))
+
+
+def _said(out: TextIO, line: str) -> None:
+    with contextlib.suppress(Exception):  # a closed or broken stderr must not end the connection
+        out.write(line.rstrip("\r") + "\n")
+        out.flush()
 
 
 def _descriptor(errlog: TextIO | None) -> TextIO | None:
