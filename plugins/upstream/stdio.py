@@ -16,7 +16,8 @@ notification: ``method`` comes first) and an oversize line that is no JSON objec
 logged.
 
 The rest is the SDK's: environment from ``get_default_environment()`` plus the configured one,
-``cwd``, the process's stderr to ours, UTF-8, its own process group, and the shutdown sequence
+``cwd``, the process's stderr to ours (relayed line by line with the secrets held for the upstream
+masked, while any is held: :func:`_relay_stderr`), UTF-8, its own process group, and the shutdown sequence
 (close stdin, wait, SIGTERM the group, wait, SIGKILL, drain stdout), shielded and bounded.
 """
 
