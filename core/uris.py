@@ -211,9 +211,20 @@ def _segment_problem(form: str, segments: list[str]) -> str | None:
             return "holds a path segment ending in '.' or a space, or starting with one (Windows and IIS drop them)"
         if "::$" in segment:
             return "holds an NTFS stream name ('::$'), which Windows reads as the file or folder before it"
-    if any(unicodedata.category(c) == "Cf" for c in form):
-        return "holds an invisible format character (such as U+200B), which some servers drop"
+        if _SHORT_NAME.search(segment):
+            return "holds a '~' and a digit, which Windows reads as an 8.3 short name (CONFID~1 is confidential)"
+    if any(unicodedata.category(c) == "Cf" or c in _IGNORABLE for c in form):
+        return "holds an invisible character (such as U+200B or U+034F), which some servers drop"
     return None
+
+
+_SHORT_NAME = re.compile(r"~\d")
+_IGNORABLE = frozenset(
+    "\u034f\u115f\u1160\u17b4\u17b5\u180b\u180c\u180d\u180e\u180f\u3164\uffa0"
+    + "".join(chr(c) for c in range(0xFE00, 0xFE10))
+)
+"""Default-ignorable characters that are not of category Cf (Unicode's DerivedCoreProperties):
+mappings such as NFKC_Casefold drop them, so ``private`` and ``private`` + U+034F can be one name."""
 
 
 def dot_segment_problem(uri: str) -> str | None:

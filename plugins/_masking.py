@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import re
 from typing import Any, Final
-from urllib.parse import quote
+from urllib.parse import quote, quote_plus
 
 MASK: Final = "[redacted]"
 MIN_SECRET_CHARS: Final = 6
@@ -29,6 +29,14 @@ a port) are not masked: masking them would garble any text while hiding nothing 
 _AUTHORIZATION = re.compile(r"(?i)\b(bearer|basic)(\s+)(?=[A-Za-z._~+/=-]*[0-9._~+/=-])[A-Za-z0-9._~+/=-]{8,}")
 """A scheme and a token (8 or more token characters, at least one not a letter: ``a basic
 approach`` is prose)."""
+
+
+def _spellings(value: str) -> set[str]:
+    """``value`` as written and URL-encoded every common way: every reserved character, or ``/``
+    kept (``quote``'s default), or form-encoded (``+`` for a space), each in upper- and lower-case hex."""
+    encoded = {quote(value, safe=""), quote(value), quote_plus(value), quote_plus(value, safe="/")}
+    lower = {re.sub(r"%[0-9A-F]{2}", lambda m: m[0].lower(), e) for e in encoded}
+    return {value, *encoded, *lower}
 
 
 class Secrets:
@@ -56,8 +64,8 @@ class Secrets:
                 del self._handed[next(iter(self._handed))]
         else:
             self._held.append(value)
-        spellings = {v for held in (*self._held, *self._handed) for v in (held, quote(held, safe=""))}
-        self._values = sorted(spellings, key=len, reverse=True)  # as written, and URL-encoded
+        spellings = {v for held in (*self._held, *self._handed) for v in _spellings(held)}
+        self._values = sorted(spellings, key=len, reverse=True)
 
     def __bool__(self) -> bool:
         return bool(self._values)

@@ -270,6 +270,42 @@ CASES: tuple[Case, ...] = (
         ("tests/test_upstream_masking.py::test_the_upstreams_stderr_reaches_ours_masked",),
     ),
     Case(
+        "uris: an 8.3 short name in a template value is refused",
+        "core/uris.py",
+        "        if _SHORT_NAME.search(segment):",
+        "        if False:",
+        (
+            "tests/test_template_values.py::test_a_template_value_holding_a_traversal_is_refused_before_gate_and_provider",
+        ),
+    ),
+    Case(
+        "uris: a default-ignorable character in a template value is refused",
+        "core/uris.py",
+        'unicodedata.category(c) == "Cf" or c in _IGNORABLE for c in form',
+        'unicodedata.category(c) == "Cf" for c in form',
+        (
+            "tests/test_template_values.py::test_a_template_value_holding_a_traversal_is_refused_before_gate_and_provider",
+        ),
+    ),
+    Case(
+        "upstream stdio: a process that exits ends its session though a child holds the pipe",
+        "plugins/upstream/stdio.py",
+        "        tg.start_soon(_exit_ends_session, process, to_session)",
+        "        pass",
+        (
+            "tests/test_upstream_oversize_lines.py::test_a_process_that_exits_while_its_child_holds_stdout_still_ends_the_read_stream",
+        ),
+    ),
+    Case(
+        "upstream stdio: the children of an exited process are stopped with its group",
+        "plugins/upstream/stdio.py",
+        "    if not await _exited(process, TERMINATION_SECONDS) or _group_alive(process.pid):",
+        "    if not await _exited(process, TERMINATION_SECONDS):",
+        (
+            "tests/test_upstream_oversize_lines.py::test_a_process_that_exits_while_its_child_holds_stdout_still_ends_the_read_stream",
+        ),
+    ),
+    Case(
         "http: a refusal a library swallowed still fails the read",
         "core/_serve/steps/invoker.py",
         "                raise scope.refused from None",

@@ -102,6 +102,11 @@ REFUSED = [
     "trav://files/private::$DATA/key",
     "trav://files/private%E2%80%8B/key",
     "trav://files/public/...",
+    # an 8.3 short name and invisible characters that are not format characters (third pass)
+    "trav://files/PRIVAT~1/key",
+    "trav://files/private%CD%8F/key",
+    "trav://files/private%EF%B8%8F/key",
+    "trav://files/private%E3%85%A4/key",
     # a fold then a decoding (U+FF05 2F is %2F), and slash look-alikes NFKC leaves alone
     "trav://files/private%EF%BC%852Fkey",
     "trav://files/private%E2%88%95key",

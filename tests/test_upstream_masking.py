@@ -91,6 +91,8 @@ def test_a_held_secret_is_masked_whole_and_short_values_are_left() -> None:
     assert secrets.masked("a basic approach") == "a basic approach"  # a word, not a token
     secrets.add("hu+tok/9f8e7d")
     assert secrets.masked("sent hu%2Btok%2F9f8e7d back") == f"sent {MASK} back"  # URL-encoded
+    for spelled in ("hu%2Btok/9f8e7d", "hu%2btok%2f9f8e7d", "hu%2Btok%2F9f8e7d"):  # / kept, lower-case hex (third pass)
+        assert secrets.masked(f"sent {spelled} back") == f"sent {MASK} back", spelled
     secrets.add('q"uo\\te-1234')
     assert secrets.found_in(json.dumps({"said": 'x q"uo\\te-1234 y'}))  # JSON-escaped: found, masked once parsed
     assert secrets.masked_data({"said": ['x q"uo\\te-1234 y']}) == {"said": [f"x {MASK} y"]}

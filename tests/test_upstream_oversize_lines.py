@@ -236,3 +236,24 @@ async def test_a_process_that_exits_ends_the_read_stream() -> None:
             assert isinstance(await read.receive(), ValueError)  # "bye" is no JSON-RPC: handed on as the SDK does
             with pytest.raises(anyio.EndOfStream):
                 await read.receive()
+
+
+async def test_a_process_that_exits_while_its_child_holds_stdout_still_ends_the_read_stream() -> None:
+    """Tester, third pass: an upstream that exited leaving a child with its pipes open kept every
+    request waiting for its timeout, and was never reopened."""
+    marker = "time.sleep(61.25)"
+    child = f"import subprocess, sys; subprocess.Popen([sys.executable, '-c', 'import time; {marker}'])"
+    transport = stdio.stdio_transport(sys.executable, ["-c", child], env={}, cwd=None, limit=LIMIT, who="t")
+    with anyio.fail_after(20):
+        async with transport as (read, _write):
+            with pytest.raises(anyio.EndOfStream):
+                await read.receive()  # within the grace after the exit, not the child's 61 s
+    alive = [p for p in Path("/proc").glob("[0-9]*") if marker.encode() in _cmdline(p)]
+    assert alive == [], "the child outlived its upstream: its group was not stopped"
+
+
+def _cmdline(proc: Path) -> bytes:
+    try:
+        return (proc / "cmdline").read_bytes()
+    except OSError:
+        return b""

@@ -26,7 +26,7 @@ from mcp.shared.subscriptions import ResourceUpdated
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_providers import policy
-from mcp_providers.errors import NotFound, ToolFailure, UpstreamError
+from mcp_providers.errors import NotFound, RequestError, ToolFailure, UpstreamError
 from mcp_providers.http import exempt
 from mcp_providers.models import ORIGIN_KEY, Prompt, Resource, ResourceTemplate, Tool
 from mcp_providers.plugins.upstream.connect import reason
@@ -316,8 +316,10 @@ class UpstreamResources(ResourceProvider):
     async def _updated(self, uri: str) -> None:
         served = self.homes.served(uri)
         if served is not None and self.publisher is not None:
-            with contextlib.suppress(ValueError):  # not a resource served here as live
+            try:
                 await self.publisher.resource_updated(served)
+            except (ValueError, RequestError) as exc:  # not served here (as live): said once per notice, briefly
+                log.debug("%s sent resources/updated for %s, not served here: %s", self.link.who, served[:200], exc)
 
     async def complete(self, template: ResourceTemplate, request: CompletionRequest) -> Sequence[str]:
         """Forward as ``completion/complete`` of the upstream's own template, when the upstream

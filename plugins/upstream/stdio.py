@@ -318,6 +318,7 @@ async def stdio_transport(
         tg.start_soon(_write, process, from_session, to_session, writer_done)
         if masked is not None:
             tg.start_soon(_relay_stderr, process, masked, errlog or sys.stderr)
+        tg.start_soon(_exit_ends_session, process, to_session)
         try:
             yield read_stream, write_stream
         finally:
@@ -408,6 +409,19 @@ async def _read(process: Process, lines: Lines, oversize: _Oversize, to_session:
                     return  # the session is gone; only the drain remains
 
 
+EXITED_GRACE_SECONDS: Final = 1.0
+"""How long the session outlives its process while something else (a child it started) keeps the
+pipe open: the answers the process wrote before it exited are read meanwhile."""
+
+
+async def _exit_ends_session(process: Process, to_session: Any) -> None:
+    """End the session's read stream once the process has exited (after the grace): a child holding
+    stdout open must not keep every request waiting for its timeout, nor the link from reopening."""
+    await process.wait()
+    await anyio.sleep(EXITED_GRACE_SECONDS)
+    await to_session.aclose()
+
+
 async def _drain(process: Process) -> None:
     """Read and discard what stdout still holds, so a process flushing output can exit."""
     assert process.stdout is not None
@@ -464,7 +478,7 @@ async def _stop(process: Process) -> None:
     assert process.stdin is not None and process.stdout is not None
     with contextlib.suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
         await process.stdin.aclose()
-    if not await _exited(process, TERMINATION_SECONDS):
+    if not await _exited(process, TERMINATION_SECONDS) or _group_alive(process.pid):  # its children too
         await _terminate_group(process)
         if not await _exited(process, KILL_SECONDS):
             log.warning("upstream process %d is still alive after SIGKILL; abandoned", process.pid)
