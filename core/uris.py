@@ -48,6 +48,7 @@ __all__ = [
     "canonical_template",
     "dot_segment_problem",
     "literal_start",
+    "path_problem",
     "shape",
     "template_problems",
     "uri_problems",
@@ -241,6 +242,19 @@ def dot_segment_problem(uri: str) -> str | None:
             if dots in segments:
                 return f"holds a {dots!r} path segment"
     return None
+
+
+def path_problem(uri: str) -> str | None:
+    """What in the path of ``uri`` (after ``scheme:``, up to ``?`` or ``#``, as written) a server
+    could read as another path, or ``None``: all that :func:`value_problem` refuses in a
+    ``{+path}`` value (a dot segment, a backslash, a separator only a decoding makes, a segment a
+    server trims, an NTFS stream, an 8.3 short name, an invisible character, a NUL).
+
+    >>> path_problem("https://example.test/private./key")
+    "holds a path segment ending in '.' or a space, or starting with one (Windows and IIS drop them)"
+    """
+    hier = uri.partition(":")[2].split("?", 1)[0].split("#", 1)[0].lstrip("/")
+    return value_problem(hier, single_segment=False) if hier else None
 
 
 SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")

@@ -306,6 +306,13 @@ CASES: tuple[Case, ...] = (
         ),
     ),
     Case(
+        "gate: a URI provider code asks about is denied when a server could read it as another path",
+        "core/_serve/steps/gate.py",
+        '        if ":" in target and (problem := path_problem(target)) is not None:',
+        '        if ":" in target and (problem := None) is not None:',
+        ("tests/test_template_values.py::test_a_tool_asking_about_a_uri_a_server_reads_as_another_path_is_denied",),
+    ),
+    Case(
         "http: a refusal a library swallowed still fails the read",
         "core/_serve/steps/invoker.py",
         "                raise scope.refused from None",

@@ -176,7 +176,9 @@ async def test_a_tool_asking_about_a_uri_with_dot_segments_is_denied(asked: str)
     async with connect(compose({"x": tools, "policy": policy}, {"policy": {"rules": rules}})) as client:
         with pytest.raises(MCPError) as caught:
             await client.call_tool("show", {})
-    assert caught.value.error.code == -32003 and "'..' path segment" in caught.value.error.message, caught.value.error
+    said = caught.value.error.message
+    assert caught.value.error.code == -32003, caught.value.error
+    assert "'..' path segment" in said or "separator spelled another way" in said, said  # refused either way
 
 
 async def test_a_tool_asking_about_a_plain_uri_is_still_allowed() -> None:
@@ -198,3 +200,25 @@ async def test_the_refusal_names_the_template_only_to_a_caller_who_may_list_it()
                 await client.read_resource("trav://files/public/../private/key")
         assert caught.value.error.code == -32602
         assert ("trav://files/{+path}" in caught.value.error.message) is named, caught.value.error.message
+
+
+@pytest.mark.parametrize(
+    "asked",
+    [
+        "https://upstream.test/private./x",  # third pass: checked for dot segments only, then allowed
+        "https://upstream.test/private%20/x",
+        "https://upstream.test/private::$DATA/x",
+        "https://upstream.test/private%E2%80%8B/x",
+        "https://upstream.test/private%5Cx",
+        "https://upstream.test/private%252Fx",
+        "https://upstream.test/PRIVAT~1/x",
+    ],
+)
+async def test_a_tool_asking_about_a_uri_a_server_reads_as_another_path_is_denied(asked: str) -> None:
+    rules = [{"effect": "deny", "actions": ["read"], "targets": ["https://upstream.test/private/*"]}]
+    tools = secrets_plugin(embed="x://a/index", require=asked)
+    async with connect(compose({"x": tools, "policy": policy}, {"policy": {"rules": rules}})) as client:
+        with pytest.raises(MCPError) as caught:
+            await client.call_tool("show", {})
+    said = caught.value.error.message
+    assert caught.value.error.code == -32003 and "ask about the path as its owner names it" in said, said

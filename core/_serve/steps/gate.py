@@ -23,7 +23,7 @@ from mcp_providers.errors import Denied
 from mcp_providers.identity import Principal
 from mcp_providers.models import ResourceTemplate
 from mcp_providers.policy import Action, Decision
-from mcp_providers.uris import InvalidUri, canonical, dot_segment_problem
+from mcp_providers.uris import InvalidUri, canonical, path_problem
 
 if TYPE_CHECKING:
     from mcp_providers._host.assembly import AuthorizeImpl
@@ -127,14 +127,15 @@ class Gate:
     def decide(self, action: Action, target: str) -> Decision:
         """The combined decision about ``target`` in canonical form and, when it differs, as given.
 
-        A URI whose path holds a ``.`` or ``..`` segment (any spelling) is denied without asking:
-        no glob can tell where it leads (round 4 item 17).
+        A URI whose path a server could read as another path (a ``.`` or ``..`` segment in any
+        spelling, a trailing dot, an NTFS stream, ...: :func:`~mcp_providers.uris.path_problem`) is
+        denied without asking: no glob can tell where it leads (round 4 item 17, round 8).
         """
         if not self.authorizer.active:
             return _ALLOW
-        if ":" in target and (problem := dot_segment_problem(target)) is not None:
-            # A rule on a/private/* cannot see a/public/../private/x: refuse what no rule can judge.
-            return Decision(False, f"the URI {problem}; ask about the path without '.' or '..' segments")
+        if ":" in target and (problem := path_problem(target)) is not None:
+            # A rule on a/private/* cannot see a/public/../private/x, nor a/private./x: refuse what no rule can judge.
+            return Decision(False, f"the URI {problem}; ask about the path as its owner names it")
         canon = _canonical(target)
         decision = self.authorizer(self.principal, action, canon)
         if decision.allow is True and canon != target:
