@@ -26,7 +26,7 @@ A ``%`` not followed by two hex digits, or escapes that do not decode as UTF-8, 
 invalid (:class:`InvalidUri`): the request gets -32602 rather than reaching a provider.
 
 Dot segments (``.`` and ``..``, RFC 3986 section 3.3) are not removed: a template value or a URI
-path holding one is refused (:func:`value_problem`, :func:`dot_segment_problem`), so the gate and
+path holding one is refused (:func:`value_problem`, :func:`path_problem`), so the gate and
 the provider never judge two different values (``public/../private/key`` is not
 ``private/key`` to a glob, but is to a file system).
 """
@@ -46,7 +46,6 @@ __all__ = [
     "UriProblem",
     "canonical",
     "canonical_template",
-    "dot_segment_problem",
     "literal_start",
     "path_problem",
     "shape",
@@ -226,22 +225,6 @@ _IGNORABLE = frozenset(
 )
 """Default-ignorable characters that are not of category Cf (Unicode's DerivedCoreProperties):
 mappings such as NFKC_Casefold drop them, so ``private`` and ``private`` + U+034F can be one name."""
-
-
-def dot_segment_problem(uri: str) -> str | None:
-    """Whether the path of ``uri`` (everything after ``scheme:`` up to ``?`` or ``#``) holds a
-    ``.`` or ``..`` segment in any spelling :func:`value_problem` looks through, or ``None``.
-
-    >>> dot_segment_problem("https://example.test/a/%2e%2E/b")
-    "holds a '..' path segment"
-    """
-    hier = uri.partition(":")[2].split("?", 1)[0].split("#", 1)[0].lstrip("/")
-    for form in _spellings(hier):
-        segments = _SEPARATORS.split(form)
-        for dots in ("..", "."):
-            if dots in segments:
-                return f"holds a {dots!r} path segment"
-    return None
 
 
 def path_problem(uri: str) -> str | None:
