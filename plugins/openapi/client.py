@@ -98,17 +98,20 @@ class Answer:
 def path_value(name: str, value: str) -> str:
     """``value`` of path parameter ``name``, percent-encoded whole, as it goes into the URL path.
 
-    :raises InvalidParams: a value that could mean another path than the one the gate authorized
-        (empty, ``.``, ``..``, a ``/`` or ``\\``, a control character, or a percent-escape left after
-        the router's decoding, i.e. a double encoding); the message says what is allowed.
+    :raises InvalidParams: a value that could mean another path than the one the gate authorized:
+        empty, a control character, a percent-escape left after the router's decoding (a double
+        encoding), or what the router refuses in a one-segment template value
+        (:func:`~mcp_providers.uris.value_problem`: ``.``, ``..``, ``/``, ``\\``, a trailing dot, an
+        NTFS stream, ...); the message says what is wrong.
     """
-    if value in ("", ".", "..") or "/" in value or "\\" in value or _CONTROL.search(value) or _ESCAPE.search(value):
+    if not value or _CONTROL.search(value) or _ESCAPE.search(value):
         raise InvalidParams(
-            f"path parameter {name!r} = {value[:80]!r} is refused: a path value may not be empty, '.' or '..', "
-            "nor hold '/', '\\', a control character or a percent-escape (double encoding); give the plain value",
+            f"path parameter {name!r} = {value[:80]!r} is refused: a path value may not be empty, nor hold a "
+            "control character or a percent-escape (double encoding); give the plain value",
             data={"parameter": name},
         )
-    if (problem := value_problem(value, single_segment=True)) is not None:  # what the router refuses too
+    # '.', '..', '/', '\\' and the rest: the router's rule for a one-segment template value
+    if (problem := value_problem(value, single_segment=True)) is not None:
         raise InvalidParams(
             f"path parameter {name!r} = {value[:80]!r} is refused: it {problem}", data={"parameter": name}
         )
