@@ -46,12 +46,15 @@ class Secrets:
 
     HANDED_KEPT = 256
 
-    __slots__ = ("_handed", "_held", "_values")
+    __slots__ = ("_found", "_handed", "_held", "_spelled")
 
     def __init__(self) -> None:
         self._held: list[str] = []
         self._handed: dict[str, None] = {}  # insertion-ordered: the oldest is dropped first
-        self._values: list[str] = []
+        self._spelled: re.Pattern[str] | None = None
+        """Every spelling of every secret, longest first: one pass over a text masks them all."""
+        self._found: re.Pattern[str] | None = None
+        """The same and their JSON-escaped forms: one pass over a dumped message finds any."""
 
     def add(self, value: str | None, *, minimum: int = 1, handed: bool = False) -> None:
         """Mask ``value`` from now on; ignored when shorter than ``minimum`` characters (a credential:
@@ -65,14 +68,16 @@ class Secrets:
         else:
             self._held.append(value)
         spellings = {v for held in (*self._held, *self._handed) for v in _spellings(held)}
-        self._values = sorted(spellings, key=len, reverse=True)
+        escaped = {json.dumps(v, ensure_ascii=False)[1:-1] for v in spellings}
+        self._spelled = _alternation(spellings)
+        self._found = _alternation(spellings | escaped)
 
     def __bool__(self) -> bool:
-        return bool(self._values)
+        return self._spelled is not None
 
     def found_in(self, text: str) -> bool:
         """Whether ``text`` holds a held secret (as written, URL-encoded or JSON-escaped)."""
-        return any(v in text or json.dumps(v, ensure_ascii=False)[1:-1] in text for v in self._values)
+        return self._found is not None and self._found.search(text) is not None
 
     def masked_data(self, data: Any) -> Any:
         """``data`` (parsed JSON) with :meth:`masked` applied to every string in it, keys included."""
@@ -87,7 +92,11 @@ class Secrets:
     def masked(self, text: str) -> str:
         """``text`` with every held secret, and every ``Bearer``/``Basic`` token, replaced by
         :data:`MASK`."""
-        for value in self._values:
-            if value in text:
-                text = text.replace(value, MASK)
+        if self._spelled is not None:
+            text = self._spelled.sub(MASK, text)
         return _AUTHORIZATION.sub(rf"\1\2{MASK}", text)
+
+
+def _alternation(values: set[str]) -> re.Pattern[str]:
+    """One pattern matching any of ``values`` (literals), the longest first where they overlap."""
+    return re.compile("|".join(re.escape(v) for v in sorted(values, key=len, reverse=True)))

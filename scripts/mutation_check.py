@@ -193,8 +193,8 @@ CASES: tuple[Case, ...] = (
     Case(
         "masking: a secret held for an upstream is masked in what it says",
         "plugins/_masking.py",
-        "                text = text.replace(value, MASK)",
-        "                pass",
+        "            text = self._spelled.sub(MASK, text)",
+        "            pass",
         ("tests/test_upstream_masking.py::test_errors_and_tool_texts_from_an_upstream_carry_no_held_secret",),
     ),
     Case(
