@@ -19,6 +19,10 @@
     targets = ["servicenow://prod/*"]
     reason = "production records need the itil group"
 
+A deny rule's targets also match what a lenient service reads a target as: folded for case and
+Unicode compatibility (unless ``match_case = true``), with ``;`` path parameters, empty segments and
+escapes read away (see :class:`Readings`). An allow rule's targets match only as given.
+
 A rule matches a caller (:class:`~mcp_providers.identity.Principal`) when every condition it sets
 holds: ``subjects`` and ``issuers`` (patterns), ``groups`` (any of them), ``scopes`` (all of them)
 and ``claims`` (each named claim equals, or for a list claim contains, one of the values). Rules
@@ -35,7 +39,10 @@ says on purpose that any issuer will do); otherwise the settings are refused, an
 from __future__ import annotations
 
 from fnmatch import fnmatchcase
+from functools import lru_cache
 from typing import Literal
+from unicodedata import normalize
+from urllib.parse import unquote
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
 
@@ -85,6 +92,20 @@ class Rule(BaseModel):
         "must equal one of them, or for a list claim contain one. Unset: any.",
     )
     reason: str = Field(default="", description="Shown to the client in a denial.")
+    match_case: bool = Field(
+        default=False,
+        description="A deny rule only: match targets exactly as the patterns spell them. By default a deny "
+        "also matches targets that differ in case or by Unicode compatibility (a service may compare names "
+        "case-insensitively). Allow rules always match exactly.",
+    )
+
+    def matches_target(self, target: str, readings: Readings) -> bool:
+        """Whether a target pattern matches ``target``; a deny tries each of its ``readings``."""
+        if self.effect == "allow":
+            return any(fnmatchcase(target, p) for p in self.targets)
+        if self.match_case:
+            return any(fnmatchcase(r, p) for r in readings.plain for p in self.targets)
+        return any(fnmatchcase(r, _folded(p)) for r in readings.folded for p in self.targets)
 
     def vouched_conditions(self) -> list[str]:
         """The caller conditions this rule sets whose values an issuer vouches for."""
@@ -102,6 +123,54 @@ class Rule(BaseModel):
         if self.scopes is not None and not set(self.scopes) <= principal.scopes:
             return False
         return all(_claim_matches(principal.claims.get(name), values) for name, values in self.claims.items())
+
+
+class Readings:
+    """The names a service may read ``target`` as, for deny rules (computed once per decision).
+
+    ``plain``: ``target`` as given, and its *path reading*: after ``://``, escapes decoded once,
+    ``\\`` read as ``/``, each segment's ``;`` parameters and trailing dots and spaces dropped (servlet
+    containers, Windows and IIS do), and empty segments removed (file systems do).
+    ``folded``: both, case-folded and NFKC-normalised (as Unicode caseless matching does, for
+    services that compare case-insensitively: IIS, Windows and macOS file systems).
+    """
+
+    __slots__ = ("_folded", "_plain", "target")
+
+    def __init__(self, target: str) -> None:
+        self.target = target
+        self._plain: tuple[str, ...] | None = None
+        self._folded: tuple[str, ...] | None = None
+
+    @property
+    def plain(self) -> tuple[str, ...]:
+        if self._plain is None:
+            self._plain = (self.target, _path_reading(self.target))
+        return self._plain
+
+    @property
+    def folded(self) -> tuple[str, ...]:
+        if self._folded is None:
+            self._folded = tuple({_folded(r): None for r in self.plain})
+        return self._folded
+
+
+def _path_reading(target: str) -> str:
+    scheme, sep, rest = target.partition("://")
+    if not sep:
+        return target
+    kept = []
+    for segment in unquote(rest).replace("\\", "/").split("/"):
+        name = segment.split(";", 1)[0].rstrip(". ")
+        if name:
+            kept.append(name)
+    trailing = "/" if rest.endswith("/") and kept else ""
+    return f"{scheme}://{'/'.join(kept)}{trailing}"
+
+
+@lru_cache(maxsize=4096)
+def _folded(text: str) -> str:
+    return normalize("NFKC", normalize("NFKC", text).casefold())
 
 
 def _claim_matches(claim: object, values: tuple[str, ...]) -> bool:
@@ -139,8 +208,9 @@ class PolicySettings(BaseModel):
 
 def decide(settings: PolicySettings, principal: Principal, action: Action, target: str) -> Decision | None:
     """The first matching rule's decision, else the default (``None`` for a plain allow)."""
+    readings = Readings(target)
     for number, rule in enumerate(settings.rules, start=1):
-        if action in rule.actions and any(fnmatchcase(target, p) for p in rule.targets) and rule.matches(principal):
+        if action in rule.actions and rule.matches_target(target, readings) and rule.matches(principal):
             why = f"policy rule {number} ({rule.effect})" + (f": {rule.reason}" if rule.reason else "")
             return Decision(rule.effect == "allow", why)
     if settings.default == "deny":

@@ -42,6 +42,7 @@ WARN_ONCE = (
     "tests/test_side_effects.py::test_warn_mode_serves_the_read_and_records_the_violation",
 )
 GUARDS = "tests/test_budget_and_static_guards.py::"
+READINGS = "tests/test_policy_readings.py::"
 
 CASES: tuple[Case, ...] = (
     # the read scope's file channel
@@ -318,6 +319,41 @@ CASES: tuple[Case, ...] = (
         "                raise scope.refused from None",
         "                pass",
         (WIRE,),
+    ),
+    Case(
+        "policy readings: a deny folds case and Unicode compatibility",
+        "plugins/policy.py",
+        "        return any(fnmatchcase(r, _folded(p)) for r in readings.folded for p in self.targets)",
+        "        return any(fnmatchcase(r, p) for r in readings.plain for p in self.targets)",
+        (READINGS + "test_a_deny_matches_every_reading_of_its_target",),
+    ),
+    Case(
+        "policy readings: path parameters are read away",
+        "plugins/policy.py",
+        'name = segment.split(";", 1)[0].rstrip(". ")',
+        'name = segment.rstrip(". ")',
+        (READINGS + "test_a_lenient_upstream_never_serves_a_denied_path",),
+    ),
+    Case(
+        "policy readings: empty segments are read away",
+        "plugins/policy.py",
+        "        if name:\n            kept.append(name)",
+        "        kept.append(name)",
+        (READINGS + "test_an_empty_segment_or_a_parameter_before_the_denied_one_is_read_away",),
+    ),
+    Case(
+        "policy readings: escapes are decoded in the path reading",
+        "plugins/policy.py",
+        "for segment in unquote(rest).replace(",
+        "for segment in (rest).replace(",
+        (READINGS + "test_a_deny_matches_every_reading_of_its_target",),
+    ),
+    Case(
+        "policy readings: an allow matches only as given",
+        "plugins/policy.py",
+        '        if self.effect == "allow":\n            return any(fnmatchcase(target, p) for p in self.targets)',
+        "        if False:\n            pass",
+        (READINGS + "test_no_reading_widens_an_allow",),
     ),
 )
 

@@ -435,7 +435,9 @@ def test_gate_require_refuses_and_records() -> None:
 
 
 async def test_a_rule_on_the_uri_as_sent_holds_beside_the_canonical_form() -> None:
-    deny_as_sent = {"rules": [{"effect": "deny", "actions": ["read"], "targets": ["X://a/index"], "reason": "raw"}]}
+    # match_case keeps the deny to the spelling sent (a deny folds case by default: test_policy_readings.py)
+    rule = {"effect": "deny", "actions": ["read"], "targets": ["X://a/index"], "reason": "raw", "match_case": True}
+    deny_as_sent = {"rules": [rule]}
     composition = compose({"x": secrets_plugin(embed="x://a/1"), "policy": policy_plugin}, {"policy": deny_as_sent})
     async with connect(composition) as client:
         assert (await client.read_resource("x://a/index")).contents[0].text == "the index"
