@@ -128,9 +128,10 @@ class Rule(BaseModel):
 class Readings:
     """The names a service may read ``target`` as, for deny rules (computed once per decision).
 
-    ``plain``: ``target`` as given, and its *path reading*: after ``://``, escapes decoded once,
+    ``plain``: ``target`` as given, and its *path reading*: after ``://``, the query and fragment
+    dropped, escapes decoded once,
     ``\\`` read as ``/``, each segment's ``;`` parameters and trailing dots and spaces dropped (servlet
-    containers, Windows and IIS do), and empty segments removed (file systems do).
+    containers, Windows and IIS do), and empty segments removed, a trailing one too (file systems do).
     ``folded``: both, case-folded and NFKC-normalised (as Unicode caseless matching does, for
     services that compare case-insensitively: IIS, Windows and macOS file systems).
     """
@@ -159,13 +160,13 @@ def _path_reading(target: str) -> str:
     scheme, sep, rest = target.partition("://")
     if not sep:
         return target
+    rest = rest.split("#", 1)[0].split("?", 1)[0]
     kept = []
     for segment in unquote(rest).replace("\\", "/").split("/"):
         name = segment.split(";", 1)[0].rstrip(". ")
         if name:
             kept.append(name)
-    trailing = "/" if rest.endswith("/") and kept else ""
-    return f"{scheme}://{'/'.join(kept)}{trailing}"
+    return f"{scheme}://{'/'.join(kept)}"
 
 
 @lru_cache(maxsize=4096)

@@ -62,6 +62,11 @@ def test_an_empty_segment_or_a_parameter_before_the_denied_one_is_read_away(targ
     assert _denied(_deny("up://a/private/*"), target), target
 
 
+@pytest.mark.parametrize("target", ["up://private/k?x=1", "up://private/k#f", "up://private/k;v=1", "up://private/k/"])
+def test_a_deny_on_one_resource_holds_with_a_query_fragment_or_parameter_added(target: str) -> None:
+    assert _denied(_deny("up://private/k"), target), target
+
+
 def test_the_pattern_is_folded_too() -> None:
     assert _denied(_deny("up://Private/*"), "up://private/k")
     assert _denied(_deny("up://stra\u00dfe/*"), "up://STRASSE/k")  # casefold: sharp s is ss
