@@ -129,9 +129,9 @@ class Readings:
     """The names a service may read ``target`` as, for deny rules (computed once per decision).
 
     ``plain``: ``target`` as given, and its *path reading*: after ``://``, the query and fragment
-    dropped, escapes decoded once,
-    ``\\`` read as ``/``, each segment's ``;`` parameters and trailing dots and spaces dropped (servlet
-    containers, Windows and IIS do), and empty segments removed, a trailing one too (file systems do).
+    dropped, escapes decoded once, ``\\`` read as ``/``, each segment's ``;`` parameters and trailing
+    dots and spaces dropped (servlet containers, Windows and IIS do), and empty segments removed, a
+    trailing one too (file systems do).
     ``folded``: both, case-folded and NFKC-normalised (as Unicode caseless matching does, for
     services that compare case-insensitively: IIS, Windows and macOS file systems).
     """
