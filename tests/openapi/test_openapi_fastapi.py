@@ -113,6 +113,12 @@ async def test_reads_and_calls_reach_the_service_and_receipts_name_it(composed: 
         "openapi://shop/files/%252e%252e/private",
         "openapi://shop/files/public/..%252Fprivate%252Fx",
         "openapi://shop/files/%2570rivate/x",
+        # the names a lenient service reads as private (the policy plugin's deny readings)
+        "openapi://shop/files/PRIVATE/x",
+        "openapi://shop/files/Private/x",
+        "openapi://shop/files/private;v=1/x",
+        "openapi://shop/files/private%3Bv=1/x",
+        "openapi://shop/files/\uff50rivate/x",
     ],
 )
 async def test_a_deny_on_private_holds_for_every_spelling(composed: Any, uri: str) -> None:
