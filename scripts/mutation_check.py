@@ -194,9 +194,30 @@ CASES: tuple[Case, ...] = (
     Case(
         "masking: a secret held for an upstream is masked in what it says",
         "plugins/_masking.py",
-        "            text = self._spelled.sub(MASK, text)",
+        "            text = literals.sub(text)",
         "            pass",
         ("tests/test_upstream_masking.py::test_errors_and_tool_texts_from_an_upstream_carry_no_held_secret",),
+    ),
+    Case(
+        "masking: a secret base64-encoded at any alignment is found",
+        "plugins/_masking.py",
+        "    for shift in range(3):",
+        "    for shift in range(1):",
+        ("tests/test_upstream_masking.py::test_a_secret_base64_encoded_inside_a_longer_blob_is_masked",),
+    ),
+    Case(
+        "masking: a secret hex-encoded or re-cased is found",
+        "plugins/_masking.py",
+        "    return cased | _url_spellings(value) | _base64_spellings(raw) | {hexed, hexed.upper()}",
+        "    return {value} | _url_spellings(value) | _base64_spellings(raw)",
+        ("tests/test_upstream_masking.py::test_a_secret_alone_base64_or_hex_encoded_or_recased_is_masked_whole",),
+    ),
+    Case(
+        "masking: a Bearer token is masked after the cheap test",
+        "plugins/_masking.py",
+        '        if "bearer" not in folded and "basic" not in folded:',
+        '        if "bearer" not in folded:',
+        ("tests/test_upstream_masking.py::test_a_held_secret_is_masked_whole_and_short_values_are_left",),
     ),
     Case(
         "upstream: a listing that keeps changing is listed again ever later",

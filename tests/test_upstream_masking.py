@@ -9,9 +9,11 @@ tool results, task status) now has the values of the variables its settings name
 
 from __future__ import annotations
 
+import base64
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mcp import MCPError
@@ -89,6 +91,7 @@ def test_a_held_secret_is_masked_whole_and_short_values_are_left() -> None:
     assert secrets.masked("abc token-123456-extended token-123456") == f"abc {MASK} {MASK}"
     assert secrets.masked("Authorization: Bearer zz9zzzzz") == f"Authorization: Bearer {MASK}"
     assert secrets.masked("a basic approach") == "a basic approach"  # a word, not a token
+    assert secrets.masked("header: BASIC dXNlcjpwYXNzd29yZA==") == f"header: BASIC {MASK}"
     secrets.add("hu+tok/9f8e7d")
     assert secrets.masked("sent hu%2Btok%2F9f8e7d back") == f"sent {MASK} back"  # URL-encoded
     for spelled in ("hu%2Btok/9f8e7d", "hu%2btok%2f9f8e7d", "hu%2Btok%2F9f8e7d"):  # / kept, lower-case hex (third pass)
@@ -132,3 +135,68 @@ async def test_the_upstreams_stderr_reaches_ours_masked(
         await client.read_resource("talk://echo")
     err = capsys.readouterr().err
     assert "talkative starting with [redacted]" in err and SECRET not in err, err
+
+
+ENCODED_SECRET = "tok_9Zq-Lm3+xV/Wp7~Rt5Ky"
+
+
+@pytest.mark.parametrize("shift", [0, 1, 2])
+@pytest.mark.parametrize("encode", [base64.b64encode, base64.urlsafe_b64encode])
+def test_a_secret_base64_encoded_inside_a_longer_blob_is_masked(shift: int, encode: Any) -> None:
+    """Tester, round 8 (left then): a secret base64-encoded was not masked. Inside a longer blob
+    its encoding depends on where it starts (three alignments); each is found."""
+    secrets = Secrets()
+    secrets.add(ENCODED_SECRET)
+    blob = encode(b"x" * shift + b"Authorization header was " + ENCODED_SECRET.encode() + b" and more text").decode()
+    masked = secrets.masked(blob)
+    assert MASK in masked, (shift, blob)
+    for cut in range(len(ENCODED_SECRET) - 3):  # no 4 bytes of the secret decode from what is left
+        piece = ENCODED_SECRET[cut : cut + 4].encode()
+        for part in masked.split(MASK):
+            padded = part + "=" * (-len(part) % 4)
+            for start in range(4):
+                chunk = padded[start:]
+                chunk = chunk[: len(chunk) - len(chunk) % 4]
+                try:
+                    decoded = base64.b64decode(chunk, altchars=b"-_" if encode is base64.urlsafe_b64encode else None)
+                except ValueError:
+                    continue
+                assert piece not in decoded, (shift, cut, part)
+
+
+def test_a_secret_alone_base64_or_hex_encoded_or_recased_is_masked_whole() -> None:
+    secrets = Secrets()
+    secrets.add(ENCODED_SECRET)
+    raw = ENCODED_SECRET.encode()
+    spelled = [
+        base64.b64encode(raw).decode(),
+        base64.b64encode(raw).decode().rstrip("="),
+        base64.urlsafe_b64encode(raw).decode(),
+        raw.hex(),
+        raw.hex().upper(),
+        ENCODED_SECRET.upper(),
+        ENCODED_SECRET.lower(),
+    ]
+    for text in spelled:
+        assert secrets.masked(f"said <{text}> back") == f"said <{MASK}> back", text
+        assert secrets.found_in(json.dumps({"said": text})), text
+
+
+def test_masking_keeps_the_text_around_a_secret_of_any_script() -> None:
+    secrets = Secrets()
+    secrets.add("clé-secrète-😀-9876")
+    assert secrets.masked("avant clé-secrète-😀-9876 après ☃") == f"avant {MASK} après ☃"
+    assert secrets.masked("nothing here ☃") == "nothing here ☃"
+
+
+def test_each_of_many_handed_credentials_is_masked() -> None:
+    """With 256 credentials handed (one per caller of an on-behalf-of upstream) every message is
+    searched for each of them (``benchmarks/masking.py`` times it: one automaton's pass)."""
+    secrets = Secrets()
+    for n in range(Secrets.HANDED_KEPT):
+        secrets.add(f"handed-{n:04d}-{'k' * 30}", handed=True)
+    for n in (0, 7, Secrets.HANDED_KEPT - 1):
+        text = "lorem ipsum " * 170 + f"handed-{n:04d}-{'k' * 30}"
+        assert secrets.masked(text).endswith(f"ipsum {MASK}")
+        assert secrets.found_in(text)
+    assert not secrets.found_in("lorem ipsum " * 170)
