@@ -376,6 +376,13 @@ CASES: tuple[Case, ...] = (
         "        if False:\n            pass",
         (READINGS + "test_no_reading_widens_an_allow",),
     ),
+    Case(
+        "upstream: a process that exits while idle is noticed by its read stream's end",
+        "plugins/upstream/link.py",
+        "                on_end=lost.set,",
+        "                on_end=None,",
+        ("tests/test_upstream_liveness.py::test_an_upstream_that_exits_while_idle_is_opened_again_without_a_request",),
+    ),
 )
 
 NEST = "tests/test_nesting_limit.py::"

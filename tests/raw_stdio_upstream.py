@@ -6,7 +6,8 @@ error) and ``raw://a/bye`` (the process exits instead of answering), and the too
 ``numeric`` is answered with a result that is not an object (``12345``), ``empty`` with neither a
 result nor an error; ``grow`` adds the tool
 ``extra`` (lasting: the file ``DIR/grown``) and says so with
-``notifications/tools/list_changed``. Each ``initialize`` appends a line to ``DIR/connects``.
+``notifications/tools/list_changed``; ``bye_later`` answers, then exits 0.3 s later, while idle.
+Each ``initialize`` appends a line to ``DIR/connects``.
 It exits at once (status 3) while ``DIR/down`` exists. ``--lc``: it sends the three
 ``list_changed`` notifications right after ``notifications/initialized``, on every connection.
 ``--banner``: a non-JSON line on stdout before each ``resources/read`` answer. ``--flip``: each
@@ -15,7 +16,9 @@ It exits at once (status 3) while ``DIR/down`` exists. ``--lc``: it sends the th
 
 from __future__ import annotations
 
+import os
 import sys
+import threading
 from pathlib import Path
 
 from raw_jsonrpc_lines import NOTHING, send, serve
@@ -31,6 +34,7 @@ def tools(here: Path, flags: list[str]) -> list[dict[str, object]]:
     found.append({"name": "grow", "inputSchema": {"type": "object"}})
     found.append({"name": "numeric", "inputSchema": {"type": "object"}})
     found.append({"name": "empty", "inputSchema": {"type": "object"}})
+    found.append({"name": "bye_later", "inputSchema": {"type": "object"}})
     if (here / "grown").exists():
         found.append({"name": "extra", "inputSchema": {"type": "object"}})
     return found
@@ -70,6 +74,8 @@ def answer(here: Path, flags: list[str], method: str, params: dict[str, object])
             return 12345
         if params.get("name") == "empty":  # an answer with neither a result nor an error
             return NOTHING
+        if params.get("name") == "bye_later":  # answers, then exits while idle
+            threading.Timer(0.3, os._exit, (0,)).start()
         if params.get("name") == "grow":
             (here / "grown").touch()
             send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})

@@ -157,6 +157,21 @@ async def test_an_upstream_that_really_closes_is_lost_and_opened_again(tmp_path:
         assert _connects(tmp_path) == 3
 
 
+async def test_an_upstream_that_exits_while_idle_is_opened_again_without_a_request(tmp_path: Path) -> None:
+    """Tester, round 9: a stdio upstream that exited with no request in flight was noticed only by
+    the next request (which failed), so its subscriptions got no updates meanwhile. The end of its
+    output now ends the connection, which is opened again after the back-off."""
+    composed, _reloader = _composed(tmp_path)
+    async with composed.running(), connect(composed) as client:
+        before = _connects(tmp_path)  # the listing at compose time, and the running connection
+        said = await client.call_tool("r_bye_later", {})
+        assert said.content[0].text == "called bye_later"  # type: ignore[union-attr]
+        link = _provider(composed).link
+        await _until(lambda: _connects(tmp_path) == before + 1 and link.connected is not None, "opened again, unasked")
+        assert link.restarts == 1
+        assert (await client.read_resource("raw://a/one")).contents[0].text == "content of raw://a/one"
+
+
 async def test_an_upstream_whose_listing_keeps_changing_is_listed_again_ever_later(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:

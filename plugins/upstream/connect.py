@@ -41,17 +41,21 @@ def who(server: ServerSettings) -> str:
 
 @contextlib.asynccontextmanager
 async def transport(
-    server: ServerSettings, auth: httpx2.Auth | None = None, secrets: Secrets | None = None
+    server: ServerSettings,
+    auth: httpx2.Auth | None = None,
+    secrets: Secrets | None = None,
+    on_end: Callable[[], None] | None = None,
 ) -> AsyncIterator[Any]:
     """The transport for ``server``: a started stdio process (lines bounded by its ``max_bytes``:
     :mod:`~mcp_providers.plugins.upstream.stdio`), or a streamable HTTP client
     carrying only the configured static credential, or ``auth``'s (a broker's credential); its list
     pages reach the SDK item by item, with ``secrets`` (default: :func:`held_secrets`) masked in
-    every message (:mod:`~mcp_providers.plugins.upstream.sieve`).
+    every message (:mod:`~mcp_providers.plugins.upstream.sieve`); ``on_end()`` when its read stream
+    ends (the process exited, the connection closed).
 
     :raises ValueError: a named environment variable is unset (the message names it).
     """
-    sieve = Sieve(secrets=held_secrets(server) if secrets is None else secrets)
+    sieve = Sieve(secrets=held_secrets(server) if secrets is None else secrets, on_end=on_end)
     if server.command is not None:
         env = {k: read_variable(v, server=server.name, setting=f"env.{k}") for k, v in server.env.items()}
         if sys.platform == "win32":  # ours signals a POSIX process group; the SDK's has Windows' job objects
@@ -97,14 +101,16 @@ def client(
     auth: httpx2.Auth | None = None,
     relay: Relay | None = None,
     secrets: Secrets | None = None,
+    on_end: Callable[[], None] | None = None,
 ) -> Client:
     """An unentered SDK ``Client`` for ``server`` (no response cache: every read reaches it),
     announcing elicitation and sampling: ``relay`` hands the upstream's questions to the tool call
     that asked (without one, e.g. while listing, every question is refused: no call is in flight);
     and declaring the tasks extension (a task it answers with is followed:
-    :mod:`~mcp_providers.plugins.upstream.tasks`); ``secrets`` are masked in all it receives."""
+    :mod:`~mcp_providers.plugins.upstream.tasks`); ``secrets`` are masked in all it receives;
+    ``on_end()`` when the transport ends."""
     return Client(
-        transport(server, auth, secrets),
+        transport(server, auth, secrets, on_end),
         cache=None,
         client_info=CLIENT_INFO,
         message_handler=on_message,

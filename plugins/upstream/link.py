@@ -242,8 +242,14 @@ class Link:
             if self.service is not None:
                 self._pooled_auth.credential = await self._broker().credential(self.service, self.service.principal)
             auth = self._pooled_auth if self.service is not None else None
+            lost = self._lost
             async with client(
-                self.server, on_message=self._message, auth=auth, relay=self.relay, secrets=self.secrets
+                self.server,
+                on_message=self._message,
+                auth=auth,
+                relay=self.relay,
+                secrets=self.secrets,
+                on_end=lost.set,  # a process that exits while idle: opened again now, not at the next request
             ) as c:
                 opening.deadline = math.inf
                 for call in self.on_connect:

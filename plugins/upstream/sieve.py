@@ -28,11 +28,12 @@ from __future__ import annotations
 
 import json
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import cache
 from types import TracebackType
 from typing import Any, Final, Self
 
+import anyio
 from mcp.shared.inbound import find_invalid_x_mcp_header
 from mcp.shared.message import SessionMessage
 from mcp_types import (
@@ -119,8 +120,13 @@ class Sieve:
     :param limit: the largest item taken, in bytes of its JSON (default :data:`MAX_ITEM_BYTES`).
     """
 
-    def __init__(self, limit: int | None = None, secrets: Secrets | None = None) -> None:
+    def __init__(
+        self, limit: int | None = None, secrets: Secrets | None = None, on_end: Callable[[], None] | None = None
+    ) -> None:
         self.limit = MAX_ITEM_BYTES if limit is None else limit
+        self.on_end = on_end
+        """Called when the transport's read stream ends or breaks: the upstream is gone (a stdio
+        process that exited while idle is noticed then, not by the next request)."""
         self.secrets = Secrets() if secrets is None else secrets
         """Masked in every message received (:meth:`masked`): what this server holds for the upstream."""
         self.version: str | None = None
@@ -282,6 +288,10 @@ class _Wrapped:
         return closed
 
 
+_ENDED = (anyio.EndOfStream, StopAsyncIteration, anyio.ClosedResourceError, anyio.BrokenResourceError)
+"""What a read stream raises once its transport is gone."""
+
+
 class _Read(_Wrapped):
     """The transport's read stream, each item through :meth:`Sieve.received`."""
 
@@ -291,13 +301,25 @@ class _Read(_Wrapped):
         return getattr(self._inner, "last_context", None)
 
     async def receive(self) -> SessionMessage | Exception:
-        return self._sieve.received(await self._inner.receive())
+        try:
+            return self._sieve.received(await self._inner.receive())
+        except _ENDED:
+            self._ended()
+            raise
 
     def __aiter__(self) -> Self:
         return self
 
     async def __anext__(self) -> SessionMessage | Exception:
-        return self._sieve.received(await self._inner.__anext__())
+        try:
+            return self._sieve.received(await self._inner.__anext__())
+        except _ENDED:
+            self._ended()
+            raise
+
+    def _ended(self) -> None:
+        if self._sieve.on_end is not None:
+            self._sieve.on_end()
 
 
 class _Write(_Wrapped):
