@@ -383,6 +383,15 @@ CASES: tuple[Case, ...] = (
         "                on_end=None,",
         ("tests/test_upstream_liveness.py::test_an_upstream_that_exits_while_idle_is_opened_again_without_a_request",),
     ),
+    Case(
+        "upstream: a connection lost soon after opening waits the next step of the back-off",
+        "plugins/upstream/link.py",
+        "            brief = brief + 1 if anyio.current_time() - self._opened_at < STABLE_SECONDS else 0",
+        "            brief = 0",
+        (
+            "tests/test_upstream_liveness.py::test_an_upstream_that_dies_after_each_handshake_is_opened_again_ever_later",
+        ),
+    ),
 )
 
 NEST = "tests/test_nesting_limit.py::"

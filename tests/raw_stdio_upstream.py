@@ -8,7 +8,8 @@ result nor an error; ``grow`` adds the tool
 ``extra`` (lasting: the file ``DIR/grown``) and says so with
 ``notifications/tools/list_changed``; ``bye_later`` answers, then exits 0.3 s later, while idle.
 Each ``initialize`` appends a line to ``DIR/connects``.
-It exits at once (status 3) while ``DIR/down`` exists. ``--lc``: it sends the three
+It exits at once (status 3) while ``DIR/down`` exists, and 1 s after its handshake while
+``DIR/brief`` exists. ``--lc``: it sends the three
 ``list_changed`` notifications right after ``notifications/initialized``, on every connection.
 ``--banner``: a non-JSON line on stdout before each ``resources/read`` answer. ``--flip``: each
 ``tools/list`` says ``hello`` is read-only, then that it is not, and so on (counted in ``DIR/flips``).
@@ -45,6 +46,8 @@ def answer(here: Path, flags: list[str], method: str, params: dict[str, object])
     if method == "initialize":
         with (here / "connects").open("a") as log:
             log.write("initialize\n")
+        if (here / "brief").exists():  # dies soon after its handshake (after the link's own requests)
+            threading.Timer(1.0, os._exit, (1,)).start()
         caps = {"resources": {"listChanged": True}, "tools": {"listChanged": True}, "prompts": {"listChanged": True}}
         return {"protocolVersion": params["protocolVersion"], "capabilities": caps,
                 "serverInfo": {"name": "raw", "version": "1"}}  # fmt: skip

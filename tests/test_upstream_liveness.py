@@ -172,6 +172,29 @@ async def test_an_upstream_that_exits_while_idle_is_opened_again_without_a_reque
         assert (await client.read_resource("raw://a/one")).contents[0].text == "content of raw://a/one"
 
 
+async def test_an_upstream_that_dies_after_each_handshake_is_opened_again_ever_later(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Tester, round 9: an upstream that died 0.1 s after each handshake was started again every
+    0.2 s (42 processes in 16 s). A connection lost soon after it opened now waits the next step of
+    the back-off before the next one."""
+    composed, _reloader = _composed(tmp_path)
+    async with composed.running(), connect(composed) as client:
+        (tmp_path / "brief").touch()
+        with caplog.at_level(logging.WARNING, logger="mcp_providers.plugins.upstream.link"):
+            await client.call_tool("r_bye_later", {})
+
+            def waits() -> list[float]:
+                said = [
+                    r.getMessage() for r in caplog.records if "connection lost; opening it again in" in r.getMessage()
+                ]
+                return [float(m.rsplit(" in ", 1)[1].split()[0]) for m in said]
+
+            await _until(lambda: len(waits()) >= 4, "four connections lost", seconds=30)
+        # the first connection too lived less than STABLE_SECONDS: the steps start at the second
+        assert waits()[:4] == [0.5, 1.0, 2.0, 5.0], waits()
+
+
 async def test_an_upstream_whose_listing_keeps_changing_is_listed_again_ever_later(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:

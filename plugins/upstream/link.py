@@ -59,6 +59,10 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 BACKOFF = (0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
 """Seconds between attempts to open a lost connection again; the last one repeats."""
+STABLE_SECONDS = 30.0
+"""A connection lost sooner than this after it opened makes the next wait the next step of
+:data:`BACKOFF` (an upstream that dies right after its handshake is not restarted 5 times a
+second); one that lived longer starts the steps again."""
 PING_SECONDS = 5.0
 """Longest wait for the ping that tells an error answer coded -32000 from a closed connection."""
 _Over = tuple[Client, BrokeredAuth, Callable[[], None]]
@@ -108,6 +112,7 @@ class Link:
         self._client: Client | None = None
         self._lost = anyio.Event()
         self._started = False
+        self._opened_at = 0.0  # anyio's clock when the current connection finished its handshake
         self.on_connect: list[Callable[[Client], Awaitable[None]]] = []
         """Called with each new connection, the first and every restart (subscriptions restored)."""
         self.on_message: Callable[[Any], Awaitable[None]] | None = None
@@ -215,11 +220,14 @@ class Link:
         """Open the connection and keep it: a connection that fails is opened again after the
         back-off (:data:`BACKOFF`, tenacity), which starts again once a connection has served."""
         self._started = False
+        brief = 0  # connections in a row lost within STABLE_SECONDS of opening: each waits longer
         while True:
             await _retrying(self._failed)(self._connected, task_status)  # it served, and was lost
             self.restarts += 1
-            log.warning("%s: connection lost; opening it again in %s s", self.who, BACKOFF[0])
-            await anyio.sleep(BACKOFF[0])
+            brief = brief + 1 if anyio.current_time() - self._opened_at < STABLE_SECONDS else 0
+            wait = BACKOFF[min(brief, len(BACKOFF) - 1)]
+            log.warning("%s: connection lost; opening it again in %s s", self.who, wait)
+            await anyio.sleep(wait)
 
     def _failed(self, state: tenacity.RetryCallState) -> None:
         """Before the wait after a failed opening: an upstream that must answer at start fails here."""
@@ -252,6 +260,7 @@ class Link:
                 on_end=lost.set,  # a process that exits while idle: opened again now, not at the next request
             ) as c:
                 opening.deadline = math.inf
+                self._opened_at = anyio.current_time()
                 for call in self.on_connect:
                     await call(c)
                 self._client, self.info = c, c.server_info
