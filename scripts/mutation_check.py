@@ -288,6 +288,52 @@ CASES: tuple[Case, ...] = (
         ),
     ),
     Case(
+        "masking: a library's log record has every held secret masked",
+        "plugins/_masking.py",
+        "        record.msg, record.args = self.masked(said), None",
+        "        pass",
+        (
+            "tests/test_upstream_library_logs.py::test_a_secret_an_upstream_echoes_is_masked_in_the_sdks_and_httpcores_debug_logs",
+            "tests/openapi/test_openapi_library_logs.py::test_a_key_in_the_query_or_a_credential_echoed_in_a_header_is_masked_in_library_logs",
+        ),
+    ),
+    Case(
+        "masking: a library's logged traceback has every held secret masked",
+        "plugins/_masking.py",
+        "            record.exc_text = self.masked(",
+        "            record.exc_text = (",
+        (
+            "tests/test_upstream_library_logs.py::test_a_secret_an_upstream_echoes_is_masked_in_the_sdks_and_httpcores_debug_logs",
+        ),
+    ),
+    Case(
+        "masking: the library log mask is removed when the composition closes",
+        "plugins/_masking.py",
+        "            found.removeFilter(self)",
+        "            pass",
+        (
+            "tests/test_upstream_library_logs.py::test_a_secret_an_upstream_echoes_is_masked_in_the_sdks_and_httpcores_debug_logs",
+        ),
+    ),
+    Case(
+        "masking: an OpenAPI service's secrets are masked in library logs while it runs",
+        "plugins/openapi/client.py",
+        "            with library_logs_masked(self._secrets.masked):",
+        "            with contextlib.nullcontext():",
+        (
+            "tests/openapi/test_openapi_library_logs.py::test_a_key_in_the_query_or_a_credential_echoed_in_a_header_is_masked_in_library_logs",
+        ),
+    ),
+    Case(
+        "masking: an upstream's secrets are masked in library logs while its link serves",
+        "plugins/upstream/link.py",
+        "            with library_logs_masked(self.secrets.masked):",
+        "            with contextlib.nullcontext():",
+        (
+            "tests/test_upstream_library_logs.py::test_a_secret_an_upstream_echoes_is_masked_in_the_sdks_and_httpcores_debug_logs",
+        ),
+    ),
+    Case(
         "upstream stdio: a line that is no JSON-RPC message fails the request it answered at once",
         "plugins/upstream/stdio.py",
         "            return self._malformed(line, exc)",
