@@ -19,15 +19,25 @@ Example::
     secrets = Secrets()
     secrets.add(os.environ["REMOTE_TOKEN"])
     secrets.masked("401: token hu-static-123456 rejected")   # "401: token [redacted] rejected"
+
+The libraries a plugin sends with log too, before any of this sees what they log: httpx2 each
+request's URL at INFO (an API key sent in the query with it), httpcore2 each answer's headers at
+DEBUG (a credential a service echoes, a ``Set-Cookie``), the SDK's client each message's body at
+DEBUG (what an upstream echoed, before the sieve masks it). While a plugin holds secrets for a
+service it enters :func:`library_logs_masked`, which masks every secret held, by every plugin
+inside it, in each record of :data:`LIBRARY_LOGGERS` (message and traceback); it changes nothing
+else of a record, and is removed when the last plugin leaves.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import json
+import logging
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Final
 from urllib.parse import quote, quote_plus
 
@@ -162,3 +172,70 @@ class Secrets:
         if "bearer" not in folded and "basic" not in folded:
             return text
         return _AUTHORIZATION.sub(rf"\1\2{MASK}", text)
+
+
+LIBRARY_LOGGERS: Final = ("httpx", "httpx2", "httpcore", "httpcore2", "mcp.client", "mcp.shared", "mcp.os")
+"""The loggers (each with every logger below it) of libraries that log URLs, headers or message
+bodies of what a plugin sends and receives."""
+
+
+class _LibraryLogMask(logging.Filter):
+    """Masks, in a record of a library's logger, every secret the plugins inside
+    :func:`library_logs_masked` hold (its message and its traceback; nothing else changes)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.maskers: list[Callable[[str], str]] = []
+        self.loggers: list[logging.Logger] = []
+
+    def masked(self, text: str) -> str:
+        for masker in list(self.maskers):
+            text = masker(text)
+        return text
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            said = record.getMessage()
+        except Exception:  # a record whose arguments do not fit its message: its message alone
+            said = str(record.msg)
+        record.msg, record.args = self.masked(said), None
+        if record.exc_info and record.exc_info[1] is not None:
+            record.exc_text = self.masked(record.exc_text or logging.Formatter().formatException(record.exc_info))
+            record.exc_info = None  # a formatter would render it again, unmasked: exc_text is kept
+        if record.stack_info:
+            record.stack_info = self.masked(record.stack_info)
+        return True
+
+    def attach(self) -> None:
+        """Onto each library logger (a logger's filter does not see its children's records: each one)."""
+        names = set(LIBRARY_LOGGERS) | {
+            n for n in list(logging.Logger.manager.loggerDict) if n.startswith(tuple(f"{p}." for p in LIBRARY_LOGGERS))
+        }
+        for name in sorted(names):
+            found = logging.getLogger(name)
+            if found not in self.loggers:
+                found.addFilter(self)
+                self.loggers.append(found)
+
+    def detach(self) -> None:
+        for found in self.loggers:
+            found.removeFilter(self)
+        self.loggers.clear()
+
+
+_LIBRARY_LOGS = _LibraryLogMask()
+
+
+@contextlib.contextmanager
+def library_logs_masked(masked: Callable[[str], str]) -> Iterator[None]:
+    """While inside, each record of :data:`LIBRARY_LOGGERS` passes ``masked`` (with what every other
+    plugin inside passes: ``Secrets.masked``) before any handler sees it. Nests and overlaps; the
+    filter is removed when the last one leaves. Loggers created meanwhile are taken at each entry."""
+    _LIBRARY_LOGS.maskers.append(masked)
+    _LIBRARY_LOGS.attach()
+    try:
+        yield
+    finally:
+        _LIBRARY_LOGS.maskers.remove(masked)
+        if not _LIBRARY_LOGS.maskers:
+            _LIBRARY_LOGS.detach()

@@ -231,7 +231,7 @@ CASES: tuple[Case, ...] = (
         "plugins/upstream/sieve.py",
         "            if not isinstance(raw, dict) or not _answers_badly(raw):",
         "            if True:",
-        ("tests/test_upstream_liveness.py::test_an_answer_whose_result_is_not_an_object_fails_the_call_at_once",),
+        ("tests/test_upstream_malformed_lines.py::test_an_answer_the_sdk_cannot_parse_is_failed_by_the_sieve_too",),
     ),
     Case(
         "upstream: a template's completion is asked of the upstream",
@@ -307,6 +307,97 @@ CASES: tuple[Case, ...] = (
         'unicodedata.category(c) == "Cf" for c in form',
         (
             "tests/test_template_values.py::test_a_template_value_holding_a_traversal_is_refused_before_gate_and_provider",
+        ),
+    ),
+    Case(
+        "masking: a library's log record has every held secret masked",
+        "plugins/_masking.py",
+        "        record.msg, record.args = self.masked(said), None",
+        "        pass",
+        (
+            "tests/test_upstream_library_logs.py::test_a_secret_an_upstream_echoes_is_masked_in_the_sdks_and_httpcores_debug_logs",
+            "tests/openapi/test_openapi_library_logs.py::test_a_key_in_the_query_or_a_credential_echoed_in_a_header_is_masked_in_library_logs",
+        ),
+    ),
+    Case(
+        "masking: a library's logged traceback has every held secret masked",
+        "plugins/_masking.py",
+        "            record.exc_text = self.masked(",
+        "            record.exc_text = (",
+        (
+            "tests/test_upstream_library_logs.py::test_a_secret_an_upstream_echoes_is_masked_in_the_sdks_and_httpcores_debug_logs",
+        ),
+    ),
+    Case(
+        "masking: the library log mask is removed when the composition closes",
+        "plugins/_masking.py",
+        "            found.removeFilter(self)",
+        "            pass",
+        (
+            "tests/test_upstream_library_logs.py::test_a_secret_an_upstream_echoes_is_masked_in_the_sdks_and_httpcores_debug_logs",
+        ),
+    ),
+    Case(
+        "masking: an OpenAPI service's secrets are masked in library logs while it runs",
+        "plugins/openapi/client.py",
+        "            with library_logs_masked(self._secrets.masked):",
+        "            with contextlib.nullcontext():",
+        (
+            "tests/openapi/test_openapi_library_logs.py::test_a_key_in_the_query_or_a_credential_echoed_in_a_header_is_masked_in_library_logs",
+        ),
+    ),
+    Case(
+        "masking: an upstream's secrets are masked in library logs while its link serves",
+        "plugins/upstream/link.py",
+        "            with library_logs_masked(self.secrets.masked):",
+        "            with contextlib.nullcontext():",
+        (
+            "tests/test_upstream_library_logs.py::test_a_secret_an_upstream_echoes_is_masked_in_the_sdks_and_httpcores_debug_logs",
+        ),
+    ),
+    Case(
+        "upstream stdio: a line that is no JSON-RPC message fails the request it answered at once",
+        "plugins/upstream/stdio.py",
+        "            return self._malformed(line, exc)",
+        "            return [exc]",
+        (
+            "tests/test_upstream_malformed_lines.py::test_a_malformed_answer_fails_its_call_at_once_and_the_connection_serves_on[bad_nul]",
+            "tests/test_upstream_liveness.py::test_an_answer_whose_result_is_not_an_object_fails_the_call_at_once",
+        ),
+    ),
+    Case(
+        "upstream stdio: an answer naming an id no request had fails the pending one at once",
+        "plugins/upstream/stdio.py",
+        "        if isinstance(message, types.JSONRPCResponse | types.JSONRPCError) and self._unasked(message.id):",
+        "        if False:",
+        (
+            "tests/test_upstream_malformed_lines.py::test_a_malformed_answer_fails_its_call_at_once_and_the_connection_serves_on[bad_unknown_id]",
+        ),
+    ),
+    Case(
+        "upstream stdio: an undeliverable line naming a pending id fails only that request",
+        "plugins/upstream/answered.py",
+        "        if ident is not None and same(ident) in pending:\n"
+        "            return [self.failed(pending[same(ident)], fault)]\n"
+        "        if ident is not None and same(ident) in self.sent:\n            log",
+        "        if False:\n            pass\n"
+        "        if ident is not None and same(ident) in self.sent:\n            log",
+        ("tests/test_upstream_malformed_lines.py::test_a_malformed_answer_naming_its_id_fails_only_its_own_call",),
+    ),
+    Case(
+        "upstream stdio: a malformed message of the upstream's own is dropped, failing nothing",
+        "plugins/upstream/answered.py",
+        '        if "method" in members:',
+        "        if False:",
+        ("tests/test_upstream_malformed_lines.py::test_a_malformed_notification_is_logged_masked_and_dropped",),
+    ),
+    Case(
+        "upstream stdio: a late answer (its id sent, no longer pending) fails no other request",
+        "plugins/upstream/stdio.py",
+        "                note(item)",
+        "                pass",
+        (
+            "tests/test_upstream_malformed_lines.py::test_a_late_malformed_answer_to_a_request_no_longer_pending_fails_no_other",
         ),
     ),
     Case(

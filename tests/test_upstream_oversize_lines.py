@@ -19,8 +19,9 @@ from mcp import MCPError
 
 from mcp_providers.plugins import upstream
 from mcp_providers.plugins.upstream import stdio
+from mcp_providers.plugins.upstream.answered import first_members, last_id
 from mcp_providers.plugins.upstream.providers import UpstreamResources
-from mcp_providers.plugins.upstream.stdio import CHUNK_BYTES, Ended, Lines, Over, first_members, last_id, line_limit
+from mcp_providers.plugins.upstream.stdio import CHUNK_BYTES, Ended, Lines, Over, line_limit
 from mcp_providers.testing import compose, connect
 
 pytestmark = pytest.mark.anyio

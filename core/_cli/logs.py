@@ -35,13 +35,21 @@ def _timestamp(record: logging.LogRecord) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z"
 
 
+def _traceback(formatter: logging.Formatter, record: logging.LogRecord) -> str:
+    """The record's traceback: the text a filter left (a masked one, its ``exc_info`` dropped), else
+    its exception formatted; ``""`` without one."""
+    if record.exc_text:
+        return record.exc_text
+    return formatter.formatException(record.exc_info) if record.exc_info else ""
+
+
 class TextFormatter(logging.Formatter):
     """``<UTC time> <LEVEL> <logger>: <message>`` (and the traceback, when there is one)."""
 
     def format(self, record: logging.LogRecord) -> str:
         line = f"{_timestamp(record)} {record.levelname} {record.name}: {record.getMessage()}"
-        if record.exc_info:
-            line += "\n" + self.formatException(record.exc_info)
+        if traceback := _traceback(self, record):
+            line += "\n" + traceback
         return line
 
 
@@ -52,8 +60,8 @@ class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         entry: dict[str, Any] = {"time": _timestamp(record), "level": record.levelname, "logger": record.name,
                                  "message": record.getMessage()}  # fmt: skip
-        if record.exc_info:
-            entry["exception"] = self.formatException(record.exc_info)
+        if traceback := _traceback(self, record):
+            entry["exception"] = traceback
         return json.dumps(entry, ensure_ascii=False)
 
 

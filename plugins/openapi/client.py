@@ -46,7 +46,7 @@ from mcp_providers.credentials import Credential, CredentialBroker, record_upstr
 from mcp_providers.errors import InvalidParams, NotFound, TooLarge, UpstreamError
 from mcp_providers.http import is_loopback_host
 from mcp_providers.identity import LOCAL, Principal
-from mcp_providers.plugins._masking import Secrets
+from mcp_providers.plugins._masking import Secrets, library_logs_masked
 from mcp_providers.plugins._oauth import ClientCredentials, OAuthAuth, OnBehalfOfAuth, TokenExchange, brokered
 from mcp_providers.plugins.openapi.document import Document, Operation
 from mcp_providers.plugins.openapi.query import encode
@@ -207,7 +207,8 @@ class Service:
             self._http = self._client()
         self._users += 1
         try:
-            yield self
+            with library_logs_masked(self._secrets.masked):  # httpx2 logs the URL (a key in its query)
+                yield self
         finally:
             self._users -= 1
             if self._users == 0 and self._http is not None:

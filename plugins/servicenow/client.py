@@ -41,6 +41,7 @@ import httpx2
 from mcp_providers import http as core_http
 from mcp_providers.credentials import Credential
 from mcp_providers.http import is_loopback_host
+from mcp_providers.plugins._masking import library_logs_masked
 from mcp_providers.plugins.servicenow.auth_settings import ApiKeyAuth, BasicAuth, JwtBearerAuth, read_secret
 from mcp_providers.plugins.servicenow.backoff import Backoff, LocalBackoff
 from mcp_providers.plugins.servicenow.errors import ServiceNowError, UnknownInstance
@@ -205,7 +206,8 @@ class InstancePool:
                              for name, s in self._settings.items()}  # fmt: skip
         self._users += 1
         try:
-            yield self
+            with library_logs_masked(self.redactor.text):  # httpx2 logs URLs, httpcore2 headers
+                yield self
         finally:
             self._users -= 1
             if self._users == 0:

@@ -38,6 +38,7 @@ from mcp_providers.credentials import Credential, CredentialBroker, Upstream
 from mcp_providers.errors import NotFound, UpstreamError
 from mcp_providers.identity import LOCAL, Principal
 from mcp_providers.plugins import _oauth
+from mcp_providers.plugins._masking import library_logs_masked
 from mcp_providers.plugins.upstream.asking import Relay
 from mcp_providers.plugins.upstream.connect import client, held_secrets, reason, who
 from mcp_providers.plugins.upstream.oauth import BrokeredAuth, ClientCredentials, TokenExchange
@@ -200,16 +201,17 @@ class Link:
         for name in ("mcp.client.stdio", "mcp.client.streamable_http"):  # we say it once, naming the upstream
             logging.getLogger(name).addFilter(QUIET_PARSE_FAILURES)
         try:
-            async with anyio.create_task_group() as tg:
-                await tg.start(self._keep)
-                try:
-                    if self.sessions is None:
-                        yield
-                    else:
-                        async with self.sessions.running():
+            with library_logs_masked(self.secrets.masked):  # the SDK's client logs bodies, httpx2 URLs
+                async with anyio.create_task_group() as tg:
+                    await tg.start(self._keep)
+                    try:
+                        if self.sessions is None:
                             yield
-                finally:
-                    tg.cancel_scope.cancel()
+                        else:
+                            async with self.sessions.running():
+                                yield
+                    finally:
+                        tg.cancel_scope.cancel()
         except BaseExceptionGroup as group:  # the task group's wrapping hides the message that names us
             failed = [e for e in group.exceptions if isinstance(e, UpstreamError)]
             if failed:

@@ -12,6 +12,7 @@ from typing import Any
 import anyio
 from mcp import Client, MCPError
 
+from mcp_providers.plugins._masking import library_logs_masked
 from mcp_providers.plugins.upstream.connect import client, held_secrets, reason, who
 from mcp_providers.plugins.upstream.oauth import BrokeredAuth, ClientCredentials
 from mcp_providers.plugins.upstream.settings import OAuthAuth, ServerSettings
@@ -126,8 +127,9 @@ async def _list_one(server: ServerSettings) -> Listed:
     if isinstance(server.auth, OAuthAuth):  # listed as this server's client (the pooled identity)
         service = ClientCredentials(server)
         auth = BrokeredAuth(await service.obtain(service.principal))
-    with anyio.fail_after(server.read_timeout):
-        async with client(server, auth=auth) as c:
+    secrets = held_secrets(server)
+    with anyio.fail_after(server.read_timeout), library_logs_masked(secrets.masked):
+        async with client(server, auth=auth, secrets=secrets) as c:
             listed = await list_all(c)
     for what, why in listed["cut"]:
         log.warning("%s: %s was cut short: %s; the rest is not served", who(server), what, why)

@@ -50,6 +50,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, ValidationError
 
 from mcp_providers.plugins._masking import Secrets
+from mcp_providers.plugins.upstream.answered import answer_problem, kind, said
 
 __all__ = ["LEFT_OUT_KEY", "LIST_FIELDS", "MAX_ITEM_BYTES", "Sieve", "said", "sieved"]
 
@@ -67,24 +68,6 @@ MAX_ITEM_BYTES: Final = 1024 * 1024
 answers to reads and calls: a server may keep those small and still list a long tool schema."""
 _FALLBACK_VERSION = "2025-11-25"  # the SDK's own before a handshake says otherwise
 _NAMED_BY = {"resources/list": "uri", "resources/templates/list": "uriTemplate"}
-
-
-def _kind(value: object) -> str:
-    """How a JSON value reads in messages: ``a list``, ``null``, ``an int``."""
-    if value is None:
-        return "null"
-    name = {"str": "string", "dict": "object", "bool": "boolean", "float": "number"}.get(
-        type(value).__name__, type(value).__name__
-    )
-    return f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
-
-
-def said(exc: ValidationError, whole: str = "(item)") -> str:
-    """A validation error as ``inputSchema: Field required; ...`` (no input values repeated, no
-    links), at most 300 characters; ``whole`` names the value itself when the error is at its root."""
-    parts = [f"{'.'.join(map(str, e['loc'])) or whole}: {e['msg']}" for e in exc.errors(include_input=False)]
-    more = f" (and {len(parts) - 3} more)" if len(parts) > 3 else ""
-    return ("; ".join(parts[:3]) + more)[:300]
 
 
 def _name(method: str, raw: object) -> str | None:
@@ -202,15 +185,8 @@ class Sieve:
             if isinstance(ident, int | str) and not isinstance(ident, bool):
                 self._asked.pop(ident, None)
                 method = self._methods.pop(ident, "request")
-                part = "result" if "result" in raw else "error" if "error" in raw else None
-                said = f"the {method} answer is not a JSON-RPC answer: it has neither a result nor an error"
-                if part is not None:
-                    said = (
-                        f"the {method} answer is not a JSON-RPC answer: its {part} is {_kind(raw[part])}, not an object"
-                    )
-                if part == "result" and method in LIST_FIELDS:
-                    said = f"the {method} answer is not a page: its result is {_kind(raw['result'])}, not an object"
-                error = ErrorData(code=PARSE_ERROR, message=said)
+                problem = answer_problem(raw, paged=method in LIST_FIELDS)
+                error = ErrorData(code=PARSE_ERROR, message=f"the {method} answer {problem}")
                 return SessionMessage(JSONRPCError(jsonrpc="2.0", id=ident, error=error))
         return exc
 
@@ -220,7 +196,7 @@ class Sieve:
         page, notes = dict(result), list[dict[str, Any]]()
         items = page.get(field)
         if not isinstance(items, list):
-            notes.append({"field": field, "why": f"is {_kind(items)}, not a list; no item of this page is served"})
+            notes.append({"field": field, "why": f"is {kind(items)}, not a list; no item of this page is served"})
             page[field] = []
         else:
             page[field] = []
@@ -235,7 +211,7 @@ class Sieve:
                     page[field].append(raw)
         cursor = page.get("nextCursor")
         if cursor is not None and not isinstance(cursor, str):
-            notes.append({"field": "nextCursor", "why": f"is {_kind(cursor)}, not a string"})
+            notes.append({"field": "nextCursor", "why": f"is {kind(cursor)}, not a string"})
             del page["nextCursor"]
         meta = page.get("_meta")
         if isinstance(meta, dict) and LEFT_OUT_KEY in meta:  # only the sieve speaks under its key
@@ -247,7 +223,7 @@ class Sieve:
     def _problem(self, method: str, version: str, raw: object) -> tuple[str | None, bool]:
         """Why ``raw`` is taken out (``None``: it is not), and whether it stays for the SDK to drop."""
         if not isinstance(raw, dict):
-            return f"is {_kind(raw)}, not an object", False
+            return f"is {kind(raw)}, not an object", False
         try:
             size = len(json.dumps(raw, separators=(",", ":"), ensure_ascii=False).encode())
         except (ValueError, TypeError, RecursionError):

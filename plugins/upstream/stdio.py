@@ -7,13 +7,13 @@ per line, and a line longer than ``limit`` bytes is discarded while it is read: 
 last :data:`KEPT_BYTES` are kept, to learn which request it answered, and that request fails at
 once with an error naming the limit (:data:`LINE_LIMIT_KEY` in its data; :mod:`.link` words it).
 
-Which request: the id among the line's first members (``{"jsonrpc":"2.0","id":7,"result":...``,
-as the Python SDK writes); else, for an answer (``{"result":...``, as the TypeScript SDK writes,
-its id last), the one request pending when it is the only one; else the id among the line's last
-members once the line ends; else every pending request fails (``pending``: the sieve's record of
-requests sent and not answered). An oversize message of the upstream's own (a request or
-notification: ``method`` comes first) and an oversize line that is no JSON object are dropped,
-logged.
+Which request: by the rule of :mod:`.answered` (the id among the line's first members, else the
+only request pending, else the id among its last members, else every request pending). The same
+rule fails at once the request a whole line answered that is no JSON-RPC message (not UTF-8, not
+JSON, not an object, not JSON-RPC, nested too deep, a number out of range ...) or that answers an
+id no request of ours had (:class:`_Bad`): with a parse error (-32700) saying what was wrong, never
+the line. A message of the upstream's own that cannot be delivered is dropped, logged; a line that
+is neither JSON nor begins an object (a banner) is handed on as the SDK hands it.
 
 The rest is the SDK's: environment from ``get_default_environment()`` plus the configured one,
 ``cwd``, the process's stderr to ours (relayed line by line with the secrets held for the upstream
@@ -24,10 +24,8 @@ masked, while any is held: :func:`_relay_stderr`), UTF-8, its own process group,
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -38,9 +36,23 @@ from typing import Any, Final, TextIO
 import anyio
 import anyio.lowlevel
 import mcp_types as types
+import pydantic_core
 from anyio.abc import Process
 from mcp.client.stdio import get_default_environment
 from mcp.shared.message import SessionMessage
+from pydantic import ValidationError
+
+from mcp_providers.plugins.upstream.answered import (
+    Fault,
+    Undelivered,
+    answer_problem,
+    first_members,
+    kind,
+    last_id,
+    same,
+)
+from mcp_providers.plugins.upstream.answered import said as said_of
+from mcp_providers.plugins.upstream.sieve import LIST_FIELDS
 
 __all__ = [
     "CHUNK_BYTES",
@@ -51,8 +63,6 @@ __all__ = [
     "Ended",
     "Lines",
     "Over",
-    "first_members",
-    "last_id",
     "line_limit",
     "stdio_transport",
 ]
@@ -77,12 +87,6 @@ TERMINATION_SECONDS: Final = 2.0  # the SDK's: for the process to exit after std
 KILL_SECONDS: Final = 2.0  # the SDK's: after SIGTERM before SIGKILL, and for the loop to see the death
 FLUSH_SECONDS: Final = 0.5  # the SDK's: for the writer to flush what it accepted before stdin closes
 _POLL_SECONDS: Final = 0.01
-# the id among an object's last members: `,"id":7}` or `,"id":7,"jsonrpc":"2.0"}` at the very end
-# (a nested object's last id would be followed by two closing braces)
-_SCALAR = rb'(?:-?\d{1,30}|"[^"\\]{0,200}"|true|false|null)'
-_TAIL_ID = re.compile(
-    rb'[{,]\s*"id"\s*:\s*(-?\d{1,30}|"[^"\\]{0,200}")(?:\s*,\s*"\w{1,40}"\s*:\s*' + _SCALAR + rb")*\s*\}\s*$"
-)
 
 
 def line_limit(max_bytes: int) -> int:
@@ -145,121 +149,105 @@ class Lines:
             start = end + 1
 
 
-def _skip_nested(text: str, i: int) -> int | None:
-    """Where the object or array starting at ``text[i]`` ends (``None``: not within ``text``)."""
-    depth, in_string, escaped = 0, False, False
-    for j in range(i, len(text)):
-        ch = text[j]
-        if in_string:
-            escaped, in_string = (False, True) if escaped else (ch == "\\", ch != '"')
-        elif ch == '"':
-            in_string = True
-        elif ch in "{[":
-            depth += 1
-        elif ch in "}]":
-            depth -= 1
-            if depth == 0:
-                return j + 1
-    return None
+class _Bad:
+    """The lines that cannot be delivered (over the limit, or not a JSON-RPC message, or answering an
+    id no request of ours had) and the requests they fail (:mod:`.answered`); what the session sent."""
 
+    SENT_KEPT = 4096
+    """Ids of requests sent remembered (answered ones too): an answer naming one came late."""
 
-def first_members(head: bytes) -> dict[str, Any] | None:
-    """The members of the JSON object ``head`` begins, as far as ``head`` shows them whole (an
-    object or array value as ``...``); ``None`` when ``head`` begins no object."""
-    text, decoder, found = head.decode("utf-8", "replace"), json.JSONDecoder(), dict[str, Any]()
-    i = len(text) - len(text.lstrip())
-    if not text.startswith("{", i):
-        return None
-    i += 1
-    try:
-        while True:
-            i = len(text) - len(text[i:].lstrip(" \t\r\n,"))
-            if text.startswith("}", i):
-                return found
-            key, i = decoder.raw_decode(text, i)
-            if not isinstance(key, str):
-                return found
-            i = len(text) - len(text[i:].lstrip(" \t\r\n:"))
-            value: Any = ...
-            after = _skip_nested(text, i) if text.startswith(("{", "["), i) else _scalar_end(decoder, text, i)
-            if after is None or after >= len(text):  # the value is cut by the head's end: its key is known
-                found.setdefault(key, ...)
-                return found
-            if not text.startswith(("{", "["), i):
-                value = decoder.raw_decode(text, i)[0]
-            found[key], i = value, after
-    except ValueError:  # a key cut by the head's end, or no JSON
-        return found
-
-
-def _scalar_end(decoder: json.JSONDecoder, text: str, i: int) -> int | None:
-    try:
-        return decoder.raw_decode(text, i)[1]
-    except ValueError:
-        return None
-
-
-def _request_id(value: object) -> int | str | None:
-    return value if isinstance(value, int | str) and not isinstance(value, bool) else None
-
-
-def last_id(tail: bytes) -> int | str | None:
-    """The id among the last members of the object ``tail`` ends, if it is one of them."""
-    found = _TAIL_ID.search(tail)
-    if found is None:
-        return None
-    with contextlib.suppress(ValueError):
-        return _request_id(json.loads(found.group(1)))
-    return None
-
-
-class _Oversize:
-    """What an oversize line means: which pending requests fail, learned from its head, else its tail."""
-
-    def __init__(self, who: str, limit: int, pending: Callable[[], Mapping[int | str, str]]) -> None:
-        self.who, self.limit, self.pending = who, limit, pending
+    def __init__(
+        self, who: str, limit: int, pending: Callable[[], Mapping[int | str, str]], masked: Callable[[str], str]
+    ) -> None:
+        self.who, self.limit, self.sent = who, limit, dict[int | str, None]()
+        self.rule = Undelivered(who, pending, self.sent, masked)
         self._settled = True  # whether the current oversize line needs nothing more
 
-    def error(self, ident: int | str, why: str = "") -> SessionMessage:
+    def note(self, item: SessionMessage) -> None:
+        """Remember the id of a request sent."""
+        if isinstance(item.message, types.JSONRPCRequest):
+            self.sent[item.message.id] = None
+            if len(self.sent) > self.SENT_KEPT:
+                del self.sent[next(iter(self.sent))]
+
+    def _oversize(self, method: str, named: bool) -> types.ErrorData:
+        why = "" if named else " that named no request; it may have answered this one"
         message = f"answered with more than {self.limit} bytes on one line{why}; the line was discarded"
-        error = types.ErrorData(code=types.INTERNAL_ERROR, message=message, data={LINE_LIMIT_KEY: self.limit})
-        return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=ident, error=error))
+        return types.ErrorData(code=types.INTERNAL_ERROR, message=message, data={LINE_LIMIT_KEY: self.limit})
 
     def over(self, head: bytes) -> list[SessionMessage]:
         members, self._settled = first_members(head), True
         if members is None:
             log.warning("%s wrote a line over %d bytes that is no JSON object; dropped", self.who, self.limit)
             return []
-        if "method" in members:
-            method = members["method"] if isinstance(members["method"], str) else "?"
-            log.warning("%s sent a message (%s) over %d bytes; dropped", self.who, method[:100], self.limit)
-            return []
-        answer, ident = "result" in members or "error" in members, _request_id(members.get("id"))
-        if answer and ident is not None:
-            return [self.error(ident)]
-        pending = list(self.pending())
-        if answer and ident is None and len(pending) == 1:
-            return [self.error(pending[0])]
-        self._settled = False
-        return []
+        failed = self.rule.first(members, self._oversize, f"over {self.limit} bytes")
+        self._settled = failed is not None
+        return failed or []
 
     def ended(self, tail: bytes) -> list[SessionMessage]:
         if self._settled:
             return []
-        self._settled, pending = True, self.pending()
-        ident = last_id(tail)
-        if ident is not None:
-            return [self.error(ident)] if ident in pending else []
-        why = " that named no request; it may have answered this one"
-        return [self.error(i, why) for i in list(pending)]
+        self._settled = True
+        return self.rule.last(last_id(tail), self._oversize)
+
+    def line(self, line: bytearray) -> list[SessionMessage | Exception]:
+        """One whole line as the session gets it: the message, or the errors of the requests it fails,
+        or (a line that answers nothing: a banner) the parse error, as the SDK hands it on."""
+        try:
+            message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+        except ValidationError as exc:
+            return self._malformed(line, exc)
+        if isinstance(message, types.JSONRPCResponse | types.JSONRPCError) and self._unasked(message.id):
+            failed = self.rule.anonymous(_fault(lambda _method: "answers an id no request of ours had"))
+            if not failed:
+                log.warning("%s sent an answer naming an id no request of ours had; dropped", self.who)
+            return [*failed]
+        return [SessionMessage(message)]
+
+    def _unasked(self, ident: int | str | None) -> bool:
+        """Whether an answer's id is none of a request sent (the SDK sends integers; ``"7"`` is ``7``)."""
+        return ident is None or (same(ident) not in self.sent and same(ident) not in self.rule.pending())
+
+    def _malformed(self, line: bytearray, exc: ValidationError) -> list[SessionMessage | Exception]:
+        first = exc.errors(include_url=False, include_input=False)[0]
+        start = bytes(line[:KEPT_BYTES]).lstrip()[:1]
+        if first["type"] == "json_invalid":
+            said = first["msg"].removeprefix("Invalid JSON: ")
+            fault = _fault(lambda _method: f"is not JSON ({said})")
+            if start == b"{":
+                found = self.rule.first(
+                    first_members(bytes(line[:KEPT_BYTES])) or {}, fault, f"that is not JSON ({said})"
+                )
+                return [*(found if found is not None else self.rule.last(last_id(bytes(line[-KEPT_BYTES:])), fault))]
+            return [*self.rule.anonymous(fault)] if start == b"[" else [exc]  # text: a banner answers nothing
+        try:
+            value = pydantic_core.from_json(line)  # it parsed once: the same parser takes it again
+        except ValueError:
+            return [*self.rule.anonymous(_fault(lambda _method: f"is not a JSON-RPC message: {said_of(exc)}"))]
+        if not isinstance(value, dict):
+            return [
+                *self.rule.anonymous(_fault(lambda _method: f"is {kind(value)}, not a JSON-RPC message (an object)"))
+            ]
+
+        def what(method: str) -> str:
+            found = None if "method" in value else answer_problem(value, paged=method in LIST_FIELDS)
+            return found or f"is not a JSON-RPC message: {said_of(exc, '(message)')}"
+
+        fault = _fault(what)
+        found = self.rule.first(value, fault, f"that {what('message')}")
+        return [*(found if found is not None else self.rule.anonymous(fault))]
 
 
-def _parsed(line: bytearray) -> SessionMessage | Exception:
-    """One line as the SDK parses it; what does not parse is handed on as a value, as the SDK does."""
-    try:
-        return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
-    except ValueError as exc:
-        return exc
+def _fault(what: Callable[[str], str]) -> Fault:
+    """The parse error (-32700) a request gets for a line that ``what(method)`` (``is not JSON (...)``)."""
+
+    def fault(method: str, named: bool) -> types.ErrorData:
+        said = f"the {method} answer {what(method)}"
+        if not named:
+            said = f"a line naming none of our requests {what(method)}; it may have answered this {method}"
+        return types.ErrorData(code=types.PARSE_ERROR, message=said)
+
+    return fault
 
 
 @contextlib.asynccontextmanager
@@ -297,14 +285,14 @@ async def stdio_transport(
     # no await until the task group is entered: a cancellation there would leak the process
     to_session, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_stream, from_session = anyio.create_memory_object_stream[SessionMessage](0)
-    lines, oversize = Lines(limit), _Oversize(who, limit, pending)
+    lines, bad = Lines(limit), _Bad(who, limit, pending, masked or str)
     shutting_down, writer_done = False, anyio.Event()
 
     async def reader() -> None:
         try:
             async with to_session:
                 try:
-                    await _read(process, lines, oversize, to_session)
+                    await _read(process, lines, bad, to_session)
                 finally:
                     await _drain(process)
         except anyio.ClosedResourceError:
@@ -315,7 +303,7 @@ async def stdio_transport(
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(reader)
-        tg.start_soon(_write, process, from_session, to_session, writer_done)
+        tg.start_soon(_write, process, from_session, to_session, writer_done, bad.note)
         if masked is not None:
             tg.start_soon(_relay_stderr, process, masked, errlog or sys.stderr)
         tg.start_soon(_exit_ends_session, process, to_session)
@@ -335,13 +323,16 @@ async def stdio_transport(
             tg.cancel_scope.cancel()
 
 
-async def _write(process: Process, from_session: Any, to_session: Any, done: anyio.Event) -> None:
+async def _write(
+    process: Process, from_session: Any, to_session: Any, done: anyio.Event, note: Callable[[SessionMessage], None]
+) -> None:
     """Each message from the session as one UTF-8 line on stdin; a broken stdin ends the session's
     read stream (the process may live on: no request may hang on it)."""
     assert process.stdin is not None
     try:
         async with from_session:
             async for item in from_session:
+                note(item)
                 data = item.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
                 await process.stdin.send(data.encode())
     except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
@@ -387,7 +378,7 @@ def _descriptor(errlog: TextIO | None) -> TextIO | None:
     return None
 
 
-async def _read(process: Process, lines: Lines, oversize: _Oversize, to_session: Any) -> None:
+async def _read(process: Process, lines: Lines, bad: _Bad, to_session: Any) -> None:
     """Hand each line on (one at a time: nothing is read ahead while a delivery waits)."""
     assert process.stdout is not None
     while True:
@@ -397,11 +388,11 @@ async def _read(process: Process, lines: Lines, oversize: _Oversize, to_session:
             return
         for event in lines.feed(chunk):
             if isinstance(event, Over):
-                items: list[SessionMessage | Exception] = [*oversize.over(event.head)]
+                items: list[SessionMessage | Exception] = [*bad.over(event.head)]
             elif isinstance(event, Ended):
-                items = [*oversize.ended(event.tail)]
+                items = [*bad.ended(event.tail)]
             else:
-                items = [_parsed(event)]
+                items = bad.line(event)
             for item in items:
                 try:
                     await to_session.send(item)
