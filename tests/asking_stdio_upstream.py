@@ -5,8 +5,10 @@ Tool ``ask`` (arguments: ``message``, ``kind`` ``"elicit"`` or ``"sample"``, ``a
 ``count`` questions, ``parallel``, ``answer_first``): waits ``after`` s, answers at once when
 ``answer_first`` (and asks later anyway), then asks ``count`` questions (one after another, or all
 at once when ``parallel``); each answer it got (a ``result`` or an ``error``) is appended to
-``LOG`` as a JSON line ``{"message": ..., "answer": ...}``. Tool ``sleep`` (``seconds``) answers
-after sleeping. Requests run in threads, so calls overlap.
+``LOG`` as a JSON line ``{"message": ..., "answer": ...}``; with ``until_held`` it asks only once a
+``sleep`` call with ``hold`` has arrived (another caller's call in flight). Tool ``sleep``
+(``seconds``) answers after sleeping; with ``hold``, once the held question was answered instead.
+Requests run in threads, so calls overlap.
 """
 
 from __future__ import annotations
@@ -21,6 +23,10 @@ LOCK = threading.Lock()
 ANSWERS: dict[str, dict[str, Any]] = {}
 ARRIVED = threading.Condition(LOCK)
 COUNTER = [0]
+HELD = threading.Event()
+"""A ``sleep`` call with ``hold`` is in flight."""
+ASKED = threading.Event()
+"""The question of an ``ask`` with ``until_held`` got its answer."""
 SCHEMA = {"type": "object", "properties": {"a": {"type": "string"}}}
 TOOLS = [
     {"name": "ask", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": True}},
@@ -56,10 +62,14 @@ def answered(ident: str, log: str, message: str) -> dict[str, Any]:
 
 def ask(log: str, ident: Any, arguments: dict[str, Any]) -> None:
     time.sleep(float(arguments.get("after", 0)))
+    if arguments.get("until_held") and not arguments.get("answer_first"):
+        HELD.wait(30)
     done = {"content": [{"type": "text", "text": "answered first"}]}
     if arguments.get("answer_first"):
         send({"jsonrpc": "2.0", "id": ident, "result": done})
         time.sleep(float(arguments.get("then", 0.5)))
+        if arguments.get("until_held"):
+            HELD.wait(30)
     asked = [question(arguments.get("kind", "elicit"), arguments["message"]) for _ in range(arguments.get("count", 1))]
     got: list[dict[str, Any]] = []
     if arguments.get("parallel"):
@@ -70,6 +80,7 @@ def ask(log: str, ident: Any, arguments: dict[str, Any]) -> None:
         for q in asked:
             send(q)
             got.append(answered(q["id"], log, arguments["message"]))
+    ASKED.set()
     if not arguments.get("answer_first"):
         accepted = sum(1 for g in got if "result" in g)
         send({"jsonrpc": "2.0", "id": ident, "result": {"content": [{"type": "text", "text": f"answers {accepted}"}]}})
@@ -77,7 +88,11 @@ def ask(log: str, ident: Any, arguments: dict[str, Any]) -> None:
 
 def call(log: str, ident: Any, params: dict[str, Any]) -> None:
     arguments = params.get("arguments") or {}
-    if params.get("name") == "sleep":
+    if params.get("name") == "sleep" and arguments.get("hold"):
+        HELD.set()
+        ASKED.wait(30)
+        send({"jsonrpc": "2.0", "id": ident, "result": {"content": [{"type": "text", "text": "held"}]}})
+    elif params.get("name") == "sleep":
         time.sleep(float(arguments.get("seconds", 1)))
         send({"jsonrpc": "2.0", "id": ident, "result": {"content": [{"type": "text", "text": "slept"}]}})
     else:

@@ -16,15 +16,20 @@ import json
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import anyio
 import mcp_types as types
 import pytest
 from mcp import Client, MCPError
+from pydantic import BaseModel
 
 from mcp_providers.identity import Principal, serving_as
+from mcp_providers.models import Tool
 from mcp_providers.plugins import upstream
+from mcp_providers.plugins.upstream.asking import Relay
+from mcp_providers.providers import ClientChannel, Elicited, ToolCall
 from mcp_providers.testing import compose
 
 pytestmark = pytest.mark.anyio
@@ -94,7 +99,13 @@ class Upstream:
 
 async def _upstream(tmp_path: Path, **settings: Any) -> AsyncIterator[Upstream]:
     log = tmp_path / "answers.jsonl"
-    server = {"name": "asking", "command": sys.executable, "args": [ASKING, str(log)], "tool_prefix": "a_", "namespace": "ask"}
+    server = {
+        "name": "asking",
+        "command": sys.executable,
+        "args": [ASKING, str(log)],
+        "tool_prefix": "a_",
+        "namespace": "ask",
+    }
     composition = compose({"upstream": upstream}, {"upstream": {"servers": [{**server, **settings}]}})
     async with composition.running():
         yield Upstream(composition, log)
@@ -113,20 +124,15 @@ def _text(result: Any) -> str:
     return "\n".join(b.text for b in result.content if isinstance(b, types.TextContent))
 
 
-async def _alice_then_bob(up: Upstream, mode: str, alice: dict[str, Any], bob_after: float) -> tuple[User, User, Any]:
-    """Alice calls ``ask`` with ``alice``; Bob calls ``sleep`` 3 s, ``bob_after`` s later."""
-    alice_user, bob_user, results = User("alice"), User("bob"), {}
-
-    async def bob() -> None:
-        await anyio.sleep(bob_after)
-        results["bob"] = await up.call(BOB, bob_user, mode, "a_sleep", {"seconds": 3})
-
+async def _alice_then_bob(up: Upstream, mode: str, alice: dict[str, Any]) -> tuple[User, User, Any]:
+    """Alice calls ``ask`` with ``alice``; once her call has ended, Bob calls ``sleep`` with
+    ``hold``: the upstream asks Alice's question while Bob's call is in flight (and only then)."""
+    alice_user, bob_user = User("alice"), User("bob")
     with anyio.fail_after(30):
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(bob)
-            await up.call(ALICE, alice_user, mode, "a_ask", alice)
+        await up.call(ALICE, alice_user, mode, "a_ask", {**alice, "until_held": True})
+        bob = await up.call(BOB, bob_user, mode, "a_sleep", {"hold": True})
         await _answered(up)
-    return alice_user, bob_user, results["bob"]
+    return alice_user, bob_user, bob
 
 
 async def _answered(up: Upstream, count: int = 1) -> None:
@@ -140,12 +146,12 @@ async def _answered(up: Upstream, count: int = 1) -> None:
 async def test_a_question_after_its_call_timed_out_is_refused_not_given_to_another_caller(
     quick: Upstream, mode: str, kind: str
 ) -> None:
-    """Alice's call gives up after 1 s; the upstream asks at 1.5 s, when only Bob's call is in
+    """Alice's call gives up after 1 s; the upstream asks later, when only Bob's call is in
     flight: Bob is neither asked nor shown it, the upstream gets an error saying why."""
-    arguments = {"message": ALICE_ONLY, "kind": kind, "after": 1.5}
-    alice_user, bob_user, bob = await _alice_then_bob(quick, mode, arguments, bob_after=1.2)
+    arguments = {"message": ALICE_ONLY, "kind": kind}
+    alice_user, bob_user, bob = await _alice_then_bob(quick, mode, arguments)
     assert bob_user.shown == [] and alice_user.shown == []
-    assert _text(bob) == "slept"
+    assert _text(bob) == "held"
     [got] = quick.answers()
     assert got["answer"]["error"]["code"] == types.INVALID_REQUEST
     said = got["answer"]["error"]["message"]
@@ -157,11 +163,11 @@ async def test_a_question_after_its_call_timed_out_is_refused_not_given_to_anoth
 async def test_a_question_after_its_call_was_answered_is_refused_not_given_to_another_caller(
     quick: Upstream, mode: str
 ) -> None:
-    """The upstream answers Alice's call, then asks 1 s later, while Bob's call is in flight."""
-    arguments = {"message": ALICE_ONLY, "answer_first": True, "then": 1.0}
-    alice_user, bob_user, bob = await _alice_then_bob(quick, mode, arguments, bob_after=0.3)
+    """The upstream answers Alice's call, then asks once Bob's call is in flight."""
+    arguments = {"message": ALICE_ONLY, "answer_first": True, "then": 0}
+    alice_user, bob_user, bob = await _alice_then_bob(quick, mode, arguments)
     assert bob_user.shown == [] and alice_user.shown == []
-    assert _text(bob) == "slept"
+    assert _text(bob) == "held"
     [got] = quick.answers()
     assert "which caller asked cannot be told" in got["answer"]["error"]["message"]
 
@@ -204,7 +210,9 @@ async def test_a_call_asks_at_most_max_questions_per_call(bounded: Upstream) -> 
 async def test_a_call_has_at_most_max_open_questions_per_call_open_at_once(bounded: Upstream) -> None:
     user = User("alice", pause=0.5)
     with anyio.fail_after(30):
-        result = await bounded.call(ALICE, user, "legacy", "a_ask", {"message": "at once?", "count": 3, "parallel": True})
+        result = await bounded.call(
+            ALICE, user, "legacy", "a_ask", {"message": "at once?", "count": 3, "parallel": True}
+        )
     assert _text(result) == "answers 2"
     assert user.most_open == 2 and len(user.shown) == 2
     [refused] = [a["answer"]["error"] for a in bounded.answers() if "error" in a["answer"]]
@@ -224,3 +232,45 @@ async def test_the_default_bounds_refuse_a_flood_of_questions(tmp_path: Path) ->
             slow = User("alice", pause=0.3)
             at_once = await up.call(ALICE, slow, "legacy", "a_ask", {"message": "p", "count": 30, "parallel": True})
             assert _text(at_once) == "answers 4" and slow.most_open == 4
+
+
+class _Channel(ClientChannel):
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    async def elicit(self, message: str, schema: Any) -> Elicited:
+        self.asked.append(message)
+        return Elicited(action="accept", content={})
+
+
+class _Nothing(BaseModel):
+    pass
+
+
+class _Session:
+    """Stands for an upstream ``ClientSession``."""
+
+
+async def test_a_calls_context_ties_only_questions_of_a_session_it_has_a_request_on() -> None:
+    """Alice's call has a request in flight on session A; a question arriving on session B in her
+    context (a task started from it) is not hers to answer: refused, nobody asked."""
+    relay, channel = Relay("upstream 'x' (stdio)"), _Channel()
+    tool = Tool(name="t", description="A tool.", input_model=_Nothing)
+    call = ToolCall(tool=tool, arguments=_Nothing(), channel=channel, principal=ALICE)
+    mine, other = _Session(), _Session()
+    params = types.ElicitRequestFormParams(message="whose?", requested_schema={"type": "object", "properties": {}})
+
+    async def forwarded() -> list[Any]:
+        with anyio.CancelScope() as bound, relay.sending(mine, bound):
+            return [
+                await relay.elicitation(SimpleNamespace(session=other), params),
+                await relay.elicitation(SimpleNamespace(session=mine), params),
+            ]
+
+    refused, answered = await relay.forwarding(call, forwarded)
+    assert refused == types.ErrorData(
+        code=types.INVALID_REQUEST,
+        message="mcp-providers cannot relay elicitation/create from upstream 'x' (stdio): no request of this "
+        "server is in flight; ask within one tool call",
+    )
+    assert answered == types.ElicitResult(action="accept", content={}) and channel.asked == ["whose?"]
