@@ -1333,14 +1333,14 @@ CASES += (  # an upstream's questions (issue 40): only to a provable caller, bou
     Case(
         "upstream questions: at most max_questions_per_call per call",
         "plugins/upstream/asking.py",
-        "        if self._asked >= self._bounds.per_call:",
+        "        if self._asked >= self._limits.per_call:",
         "        if False:",
         (QUESTIONS + "test_a_call_asks_at_most_max_questions_per_call",),
     ),
     Case(
         "upstream questions: at most max_open_questions_per_call open at once",
         "plugins/upstream/asking.py",
-        "        if self._questions >= self._bounds.open:",
+        "        if self._questions >= self._limits.open:",
         "        if False:",
         (QUESTIONS + "test_a_call_has_at_most_max_open_questions_per_call_open_at_once",),
     ),

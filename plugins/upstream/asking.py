@@ -73,11 +73,12 @@ class Bounds:
 
 class Asker:
     """One forwarded ``tools/call`` that its upstream may ask: its ``call``, the ``read_timeout``
-    bounds of its requests (paused while asking), and what ended it from another task."""
+    bounds of its requests (paused while asking), what ended it from another task, and how many
+    questions it may ask (``limits``; ``who`` names the upstream in a refusal)."""
 
-    def __init__(self, call: ToolCall, who: str = "the upstream", bounds: Bounds = Bounds()) -> None:
+    def __init__(self, call: ToolCall, who: str = "the upstream", limits: Bounds = Bounds()) -> None:
         self.call = call
-        self._who, self._bounds = who, bounds
+        self._who, self._limits = who, limits
         self._asked = 0
         self.ended = False
         self.interrupt: BaseException | None = None
@@ -90,7 +91,8 @@ class Asker:
 
     async def ask(self, question: Callable[[ToolCall], Awaitable[T]]) -> T | types.ErrorData:
         """``await question(call)``, with the request bounds paused; an error answer for the
-        upstream when the call has ended (or ends meanwhile), or the question fails (its
+        upstream when the call has ended (or ends meanwhile), has asked all its ``limits`` let it
+        (in all, or at once), or the question fails (its
         :class:`~mcp_providers.errors.ToolFailure` message: no capability, a refusal ...).
         Anything else it raises (the end of an input round) ends the call with it, in the call's task."""
         if self.ended:
@@ -120,14 +122,14 @@ class Asker:
 
     def _over_bounds(self) -> types.ErrorData | None:
         """The refusal of one question more than :class:`Bounds` lets this call ask, else ``None``."""
-        if self._asked >= self._bounds.per_call:
+        if self._asked >= self._limits.per_call:
             return _refused(
-                f"{self._who} asked more than {self._bounds.per_call} questions in one tool call; mcp-providers "
+                f"{self._who} asked more than {self._limits.per_call} questions in one tool call; mcp-providers "
                 "refuses the rest (max_questions_per_call in its settings)"
             )
-        if self._questions >= self._bounds.open:
+        if self._questions >= self._limits.open:
             return _refused(
-                f"{self._who} has {self._bounds.open} questions of this tool call open already; mcp-providers "
+                f"{self._who} has {self._limits.open} questions of this tool call open already; mcp-providers "
                 "refuses more until one is answered (max_open_questions_per_call in its settings)"
             )
         return None
