@@ -1418,6 +1418,41 @@ CASES += (  # authoring (issue 39): the mistakes check names
     ),
 )
 
+QUESTIONS = "tests/test_upstream_questions.py::"
+CASES += (  # an upstream's questions (issue 40): only to a provable caller, bounded per call
+    Case(
+        "upstream questions: a session another caller used ties no untied question to a caller",
+        "plugins/upstream/asking.py",
+        "    if len(sent.callers) > 1:",
+        "    if False:",
+        (
+            QUESTIONS + "test_a_question_after_its_call_timed_out_is_refused_not_given_to_another_caller",
+            QUESTIONS + "test_a_question_after_its_call_was_answered_is_refused_not_given_to_another_caller",
+        ),
+    ),
+    Case(
+        "upstream questions: a call's context ties only a session it has a request on",
+        "plugins/upstream/asking.py",
+        "        if asker is not None and sent is not None and any(s.asker is asker for s in sent.live):",
+        "        if asker is not None:",
+        (QUESTIONS + "test_a_calls_context_ties_only_questions_of_a_session_it_has_a_request_on",),
+    ),
+    Case(
+        "upstream questions: at most max_questions_per_call per call",
+        "plugins/upstream/asking.py",
+        "        if self._asked >= self._limits.per_call:",
+        "        if False:",
+        (QUESTIONS + "test_a_call_asks_at_most_max_questions_per_call",),
+    ),
+    Case(
+        "upstream questions: at most max_open_questions_per_call open at once",
+        "plugins/upstream/asking.py",
+        "        if self._questions >= self._limits.open:",
+        "        if False:",
+        (QUESTIONS + "test_a_call_has_at_most_max_open_questions_per_call_open_at_once",),
+    ),
+)
+
 
 def run_case(case: Case) -> tuple[bool | None, str]:
     """``(True, ...)`` killed, ``(False, ...)`` survived, ``(None, why)`` could not be applied."""

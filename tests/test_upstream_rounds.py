@@ -413,6 +413,10 @@ class _Nothing(BaseModel):
     pass
 
 
+class _UpstreamSession:
+    """Stands for the upstream's ``ClientSession`` (the relay keeps a weak reference to it)."""
+
+
 async def test_a_task_augmented_form_is_refused_to_the_upstream() -> None:
     """No upstream here announces tasks, but one may ask with a task anyway: it is refused, the
     downstream never asked (the relay cannot answer with a task)."""
@@ -422,10 +426,11 @@ async def test_a_task_augmented_form_is_refused_to_the_upstream() -> None:
     schema = {"type": "object", "properties": {}}
     plain = types.ElicitRequestFormParams(message="plain?", requested_schema=schema)
     tasked = types.ElicitRequestFormParams(message="tasked?", requested_schema=schema, task=types.TaskMetadata(ttl=9))
-    context = SimpleNamespace(session=object())
+    context = SimpleNamespace(session=_UpstreamSession())
 
     async def forwarded() -> list[Any]:
-        return [await relay.elicitation(context, plain), await relay.elicitation(context, tasked)]
+        with anyio.CancelScope() as bound, relay.sending(context.session, bound):  # the forwarded request
+            return [await relay.elicitation(context, plain), await relay.elicitation(context, tasked)]
 
     answered, refused = await relay.forwarding(call, forwarded)
     assert answered == types.ElicitResult(action="accept", content={})

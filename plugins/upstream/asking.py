@@ -2,17 +2,25 @@
 downstream client, through the :class:`~mcp_providers.providers.ToolCall` that caused them.
 
 The upstream client's callbacks (:meth:`Relay.elicitation`, :meth:`Relay.sampling`) find the tool
-call that asked:
+call that asked, relaying a question only to a caller it provably belongs to:
 
 1. the context variable :data:`ASKING`, set around the forwarded ``tools/call``
-   (:meth:`Relay.forwarding`): a 2026-07-28 upstream's ``InputRequiredResult`` is resolved in the
-   calling task, and a 2025-era HTTP upstream's request arriving on the call's own response stream
-   carries the call's context too;
-2. else, when exactly one request is in flight on that upstream session and it is a tool call,
-   that call (a 2025-era stdio upstream's request arrives in the session's receive task, with no
-   standard way to say which request it belongs to);
-3. else the upstream gets an error answer saying which call asked cannot be told: a question is
-   never handed to a guessed caller.
+   (:meth:`Relay.forwarding`), when that call has a request in flight on the session that asked:
+   a 2026-07-28 upstream's ``InputRequiredResult`` is resolved in the calling task, and a
+   2025-era HTTP upstream's request arriving on the call's own response stream carries the
+   call's context too;
+2. else (a 2025-era stdio upstream's request arrives in the session's receive task and names no
+   request), the one request in flight on that session, when it is a tool call and every request
+   sent on the session since it was opened came from the same caller: an upstream may still ask
+   for a request that ended (answered, timed out, cancelled: it may ignore a cancel), so another
+   caller's request, even long finished, leaves the question without a provable caller until
+   the session is opened again;
+3. else the upstream gets an error answer (``-32600``) saying why which call asked cannot be
+   told, and no client is asked or shown anything: a question is never handed to a guessed caller.
+
+One tool call asks at most :attr:`Bounds.per_call` questions, at most :attr:`Bounds.open` at
+once (the upstream's ``max_questions_per_call``, ``max_open_questions_per_call``); the rest are
+refused to the upstream, naming the setting.
 
 The question then goes through ``call.elicit``/``call.sample``, so the core asks the downstream
 client in its era: a server-to-client request (2025), or an input round (2026-07-28): the round
@@ -30,16 +38,19 @@ from __future__ import annotations
 
 import contextlib
 import math
+import weakref
 from collections.abc import Awaitable, Callable, Iterator
 from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import anyio
 import mcp_types as types
 
+from mcp_providers.identity import Principal
 from mcp_providers.providers import Elicited, Sampled, ToolCall
 
-__all__ = ["ASKING", "Asker", "Relay"]
+__all__ = ["ASKING", "Asker", "Bounds", "Relay"]
 
 T = TypeVar("T")
 ASKING: ContextVar[Asker | None] = ContextVar("mcp_providers_upstream_asker", default=None)
@@ -50,12 +61,25 @@ def _refused(message: str) -> types.ErrorData:
     return types.ErrorData(code=types.INVALID_REQUEST, message=message)
 
 
+@dataclass(frozen=True, slots=True)
+class Bounds:
+    """How many questions one forwarded tool call may ask: ``per_call`` in all (0: none), ``open``
+    waiting for their answers at once (at least 1). Settings: ``max_questions_per_call``,
+    ``max_open_questions_per_call``."""
+
+    per_call: int = 20
+    open: int = 4
+
+
 class Asker:
     """One forwarded ``tools/call`` that its upstream may ask: its ``call``, the ``read_timeout``
-    bounds of its requests (paused while asking), and what ended it from another task."""
+    bounds of its requests (paused while asking), what ended it from another task, and how many
+    questions it may ask (``limits``; ``who`` names the upstream in a refusal)."""
 
-    def __init__(self, call: ToolCall) -> None:
+    def __init__(self, call: ToolCall, who: str = "the upstream", limits: Bounds = Bounds()) -> None:
         self.call = call
+        self._who, self._limits = who, limits
+        self._asked = 0
         self.ended = False
         self.interrupt: BaseException | None = None
         """What a question raised in another task (a 2026-07-28 round's end): the call raises it."""
@@ -67,11 +91,16 @@ class Asker:
 
     async def ask(self, question: Callable[[ToolCall], Awaitable[T]]) -> T | types.ErrorData:
         """``await question(call)``, with the request bounds paused; an error answer for the
-        upstream when the call has ended (or ends meanwhile), or the question fails (its
+        upstream when the call has ended (or ends meanwhile), has asked all its ``limits`` let it
+        (in all, or at once), or the question fails (its
         :class:`~mcp_providers.errors.ToolFailure` message: no capability, a refusal ...).
         Anything else it raises (the end of an input round) ends the call with it, in the call's task."""
         if self.ended:
             return _refused("the tool call that asked has ended; nobody is waiting for this answer")
+        over = self._over_bounds()
+        if over is not None:
+            return over
+        self._asked += 1
         self._pause()
         try:
             with anyio.CancelScope() as scope:
@@ -90,6 +119,20 @@ class Asker:
             return _refused("the tool call that asked has ended; nobody is waiting for this answer")
         finally:
             self._resume()
+
+    def _over_bounds(self) -> types.ErrorData | None:
+        """The refusal of one question more than :class:`Bounds` lets this call ask, else ``None``."""
+        if self._asked >= self._limits.per_call:
+            return _refused(
+                f"{self._who} asked more than {self._limits.per_call} questions in one tool call; mcp-providers "
+                "refuses the rest (max_questions_per_call in its settings)"
+            )
+        if self._questions >= self._limits.open:
+            return _refused(
+                f"{self._who} has {self._limits.open} questions of this tool call open already; mcp-providers "
+                "refuses more until one is answered (max_open_questions_per_call in its settings)"
+            )
+        return None
 
     def _pause(self) -> None:
         """Stop the request bounds' clocks while the first of the questions asked at once waits."""
@@ -139,16 +182,51 @@ class _Sending:
         self.asker = asker
 
 
+class _Sent:
+    """What one upstream session was sent since it was opened: the requests in flight, and who
+    sent any request (at most two kept: only "one caller or more" matters)."""
+
+    __slots__ = ("callers", "live")
+
+    def __init__(self) -> None:
+        self.live: list[_Sending] = []
+        self.callers: set[tuple[str | None, str]] = set()
+
+
+def _untied(sent: _Sent | None) -> str | None:
+    """Why a question that names no request cannot be given to ``sent``'s one tool call in flight
+    (see the module's rule 2), else ``None``."""
+    live = [] if sent is None else sent.live
+    tail = "ask within one tool call"
+    if not live:
+        return f"no request of this server is in flight; {tail}"
+    askers = {id(s.asker) for s in live}
+    if len(askers) > 1:
+        return f"{len(live)} requests are in flight on this session, and which one asked cannot be told; {tail}"
+    if live[0].asker is None:
+        return f"the request in flight is not a tool call, which cannot ask; {tail}"
+    assert sent is not None
+    if len(sent.callers) > 1:
+        return (
+            "its questions name no request, and requests of more than one caller were sent on this session "
+            "since it was opened (one that ended may still be asking), so which caller asked cannot be told; "
+            "its questions are refused until the session is opened again (an upstream over streamable HTTP, "
+            "or a 2026-07-28 one, ties each question to its call)"
+        )
+    return None
+
+
 class Relay:
     """The elicitation and sampling callbacks of one upstream's clients (every session of it).
 
     :param who: how messages name the upstream (``upstream 'files' (stdio)``).
+    :param bounds: how many questions each forwarded tool call may ask.
     """
 
-    def __init__(self, who: str) -> None:
-        self.who = who
-        self._in_flight: dict[int, list[_Sending]] = {}
-        """Per upstream session (``id`` of its ``ClientSession``): the requests sent and not answered."""
+    def __init__(self, who: str, bounds: Bounds = Bounds()) -> None:
+        self.who, self.bounds = who, bounds
+        self._sessions: weakref.WeakKeyDictionary[object, _Sent] = weakref.WeakKeyDictionary()
+        """Per upstream session (its ``ClientSession``, until it is gone): what it was sent."""
 
     def callbacks(self) -> dict[str, Any]:
         """The SDK ``Client``'s keyword arguments (which also announce both capabilities)."""
@@ -161,42 +239,41 @@ class Relay:
         :raises BaseException: what ``forward`` raises, or the end of an input round that a
             question asked in another task met.
         """
-        return await Asker(call).run(forward)
+        return await Asker(call, self.who, self.bounds).run(forward)
 
     @contextlib.contextmanager
-    def sending(self, session: object, bound: anyio.CancelScope) -> Iterator[None]:
-        """Count one request in flight on ``session`` (with the current task's tool call, if
-        any, whose questions pause ``bound``, the request's ``read_timeout``)."""
+    def sending(self, session: object, bound: anyio.CancelScope, caller: Principal | None = None) -> Iterator[None]:
+        """Count one request in flight on ``session`` (weakly referable: the SDK's ``ClientSession``),
+        sent for ``caller`` (the current task's tool call's principal, when there is one), with that
+        tool call, whose questions pause ``bound``, the request's ``read_timeout``. The caller
+        stays on the session's record once the request ends, answered or not."""
         asker = ASKING.get()
+        principal = asker.call.principal if asker is not None else caller
         entry = _Sending(asker)
-        sent = self._in_flight.setdefault(id(session), [])
-        sent.append(entry)
+        sent = self._sessions.setdefault(session, _Sent())
+        sent.live.append(entry)
+        if len(sent.callers) < 2:
+            sent.callers.add((principal.issuer, principal.subject) if principal is not None else (None, ""))
         if asker is not None:
             asker.bounds.append(bound)
         try:
             yield
         finally:
-            sent.remove(entry)
-            if not sent:
-                del self._in_flight[id(session)]
+            sent.live.remove(entry)
             if asker is not None:
                 asker.bounds.remove(bound)
 
     def _asker(self, session: object, what: str) -> Asker | types.ErrorData:
         """The tool call that asked ``what`` on ``session``, or why it cannot be told."""
+        sent = self._sessions.get(session)
         asker = ASKING.get()
-        if asker is not None:
-            return asker
-        sent = self._in_flight.get(id(session), [])
-        if len(sent) == 1 and sent[0].asker is not None:
-            return sent[0].asker
-        if not sent:
-            why = "no request of this server is in flight"
-        elif len(sent) == 1:
-            why = "the request in flight is not a tool call, which cannot ask"
-        else:
-            why = f"{len(sent)} requests are in flight on this session, and which one asked cannot be told"
-        return _refused(f"mcp-providers cannot relay {what} from {self.who}: {why}; ask within one tool call")
+        if asker is not None and sent is not None and any(s.asker is asker for s in sent.live):
+            return asker  # asked in the call's own task, or on its own response stream
+        why = _untied(sent)
+        if why is not None:
+            return _refused(f"mcp-providers cannot relay {what} from {self.who}: {why}")
+        assert sent is not None and sent.live[0].asker is not None
+        return sent.live[0].asker
 
     async def elicitation(
         self, context: Any, params: types.ElicitRequestParams

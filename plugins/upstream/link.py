@@ -39,7 +39,7 @@ from mcp_providers.errors import NotFound, UpstreamError
 from mcp_providers.identity import LOCAL, Principal
 from mcp_providers.plugins import _oauth
 from mcp_providers.plugins._masking import library_logs_masked
-from mcp_providers.plugins.upstream.asking import Relay
+from mcp_providers.plugins.upstream.asking import Bounds, Relay
 from mcp_providers.plugins.upstream.connect import client, held_secrets, reason, who
 from mcp_providers.plugins.upstream.oauth import BrokeredAuth, ClientCredentials, TokenExchange
 from mcp_providers.plugins.upstream.pool import QUIET_PARSE_FAILURES, Sessions, unparsed
@@ -137,7 +137,7 @@ class Link:
         """Credentials the upstream answered 401 to, not yet forgotten in the broker."""
         self._pooled_auth = BrokeredAuth(on_rejected=self._rejected_one)
         self._own_broker = CredentialBroker()
-        self.relay = Relay(self.who)
+        self.relay = Relay(self.who, Bounds(server.max_questions_per_call, server.max_open_questions_per_call))
         """Relays the upstream's questions to the tool call that asked (every session of it)."""
         self.secrets = held_secrets(server)
         """What this server holds for the upstream, masked in any text from it (:meth:`said`)."""
@@ -324,12 +324,13 @@ class Link:
         :raises CredentialRefused: the caller's credential was refused (no exchange, nothing sent).
         """
         if self.exchange is not None:
-            return await self._brokered(self.exchange, principal, what, call, where, self._own_session)
+            return await self._brokered(self.exchange, principal, what, call, where, self._own_session, principal)
         if self.service is not None:
-            return await self._brokered(self.service, self.service.principal, what, call, where, self._pooled)
+            service = self.service.principal
+            return await self._brokered(self.service, service, what, call, where, self._pooled, principal)
         self.served_by(None, **where)
         async with self._pooled(None, principal, what) as (c, _auth, lost):
-            return await self._sent(c, what, call, lost)
+            return await self._sent(c, what, call, lost, principal)
 
     async def _brokered(
         self,
@@ -339,14 +340,16 @@ class Link:
         call: Callable[[Client], Awaitable[T]],
         where: Mapping[str, str],
         over: Callable[[Credential, Principal, str], contextlib.AbstractAsyncContextManager[_Over]],
+        caller: Principal,
     ) -> T:
-        """Send over ``over(credential)`` with ``principal``'s credential from the broker; once
-        more with a new one when the upstream answered 401 to it (:func:`_oauth.brokered`)."""
+        """Send over ``over(credential)`` with ``principal``'s credential from the broker (for
+        ``caller``: the upstream's questions go to no other); once more with a new one when the
+        upstream answered 401 to it (:func:`_oauth.brokered`)."""
 
         async def send(credential: Credential) -> T:
             self.served_by(credential, **where)
             async with over(credential, principal, what) as (c, _auth, lost):
-                return await self._sent(c, what, call, lost)
+                return await self._sent(c, what, call, lost, caller)
 
         def rejected(exc: Exception, credential: Credential) -> bool:
             if isinstance(exc, UpstreamError) and credential in self._rejected:
@@ -375,11 +378,15 @@ class Link:
             assert session.client is not None  # session() yields open sessions only
             yield session.client, session.auth, lambda: sessions.drop(key, session)
 
-    async def _sent(self, c: Client, what: str, call: Callable[[Client], Awaitable[T]], lost: Callable[[], None]) -> T:
-        """``await call(c)`` with the errors of :meth:`request`; ``lost()`` when the connection is."""
+    async def _sent(
+        self, c: Client, what: str, call: Callable[[Client], Awaitable[T]], lost: Callable[[], None], caller: Principal
+    ) -> T:
+        """``await call(c)`` for ``caller`` with the errors of :meth:`request`; ``lost()`` when the
+        connection is."""
         self.in_flight += 1
         try:
-            with anyio.fail_after(self.server.read_timeout) as bound, self.relay.sending(c.session, bound):
+            bounded = anyio.fail_after(self.server.read_timeout)
+            with bounded as bound, self.relay.sending(c.session, bound, caller):
                 return await call(c)
         except TimeoutError:
             raise UpstreamError(f"{self.who} did not answer {what} within {self.server.read_timeout} s") from None

@@ -171,6 +171,19 @@ class ServerSettings(BaseModel):
         default=None, pattern=TOOL_PREFIX_PATTERN, description="Served tool and prompt names start with it."
     )
     read_timeout: float = Field(default=30.0, gt=0, le=600, description="Seconds one upstream request may take.")
+    max_questions_per_call: int = Field(
+        default=20,
+        ge=0,
+        le=10_000,
+        description="Questions (elicitation, sampling) one forwarded tool call may ask the downstream client; "
+        "the rest are refused to the upstream (0: none is relayed).",
+    )
+    max_open_questions_per_call: int = Field(
+        default=4,
+        ge=1,
+        le=100,
+        description="Questions of one forwarded tool call waiting for their answers at once; more are refused.",
+    )
     effects: dict[str, Effects] = Field(
         default_factory=dict,
         description="Per upstream tool name (as it lists it, without tool_prefix): effects overriding its "

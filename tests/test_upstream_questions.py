@@ -1,0 +1,276 @@
+"""Which caller an upstream's question goes to, and how many one call may ask (issue 40).
+
+A 2025-era stdio upstream's ``elicitation/create`` and ``sampling/createMessage`` name no request
+(tests/asking_stdio_upstream.py, a raw scripted one). A question is relayed only to a caller it
+provably belongs to: never to Bob while Alice's call (ended, answered or not) may be the one
+asking; the upstream gets an error answer and no client is asked or shown anything, in both
+downstream eras. And one tool call may ask at most ``max_questions_per_call`` questions, at most
+``max_open_questions_per_call`` at once; the rest are refused to the upstream.
+
+Each test composes its own upstream: a session remembers who used it until it is opened again.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+from mcp import Client, MCPError
+from pydantic import BaseModel
+
+from mcp_providers.identity import Principal, serving_as
+from mcp_providers.models import Tool
+from mcp_providers.plugins import upstream
+from mcp_providers.plugins.upstream.asking import Relay
+from mcp_providers.providers import ClientChannel, Elicited, ToolCall
+from mcp_providers.testing import compose
+
+pytestmark = pytest.mark.anyio
+
+ASKING = str(Path(__file__).with_name("asking_stdio_upstream.py"))
+MODES = ["legacy", "auto"]
+ALICE = Principal("alice", issuer="http://idp.example")
+BOB = Principal("bob", issuer="http://idp.example")
+ALICE_ONLY = "ALICE-ONLY: approve wiring alice's $1000?"
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+class User:
+    """A downstream client's callbacks: records what it is shown; answers after ``pause`` s."""
+
+    def __init__(self, name: str, pause: float = 0.0) -> None:
+        self.name, self.pause = name, pause
+        self.shown: list[str] = []
+        self.open = 0
+        self.most_open = 0
+
+    async def _answering(self, message: str) -> None:
+        self.shown.append(message)
+        self.open += 1
+        self.most_open = max(self.most_open, self.open)
+        try:
+            await anyio.sleep(self.pause)
+        finally:
+            self.open -= 1
+
+    async def elicit(self, context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        await self._answering(params.message)
+        return types.ElicitResult(action="accept", content={"a": f"answered-by-{self.name}"})
+
+    async def sample(self, context: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+        content = params.messages[0].content
+        await self._answering(content.text if isinstance(content, types.TextContent) else "?")
+        text = types.TextContent(type="text", text=f"said-by-{self.name}")
+        return types.CreateMessageResult(role="assistant", content=text, model="m", stop_reason="endTurn")
+
+
+class Upstream:
+    """One composition of the scripted upstream, and what the upstream got for its questions."""
+
+    def __init__(self, composition: Any, log: Path) -> None:
+        self.composition, self.log = composition, log
+
+    def answers(self) -> list[dict[str, Any]]:
+        if not self.log.exists():
+            return []
+        return [json.loads(line) for line in self.log.read_text().splitlines()]
+
+    async def call(self, who: Principal, user: User, mode: str, tool: str, arguments: dict[str, Any]) -> Any:
+        """``tools/call`` as ``who`` from a client answering as ``user``: its result or its error."""
+        with serving_as(who):
+            callbacks = {"elicitation_callback": user.elicit, "sampling_callback": user.sample}
+            async with Client(self.composition.server, mode=mode, cache=None, **callbacks) as client:
+                try:
+                    return await client.call_tool(tool, arguments)
+                except MCPError as exc:
+                    return exc
+
+
+async def _upstream(tmp_path: Path, **settings: Any) -> AsyncIterator[Upstream]:
+    log = tmp_path / "answers.jsonl"
+    server = {
+        "name": "asking",
+        "command": sys.executable,
+        "args": [ASKING, str(log)],
+        "tool_prefix": "a_",
+        "namespace": "ask",
+    }
+    composition = compose({"upstream": upstream}, {"upstream": {"servers": [{**server, **settings}]}})
+    async with composition.running():
+        yield Upstream(composition, log)
+
+
+@pytest.fixture
+async def quick(tmp_path: Path) -> AsyncIterator[Upstream]:
+    """The upstream with a 1 s ``read_timeout``."""
+    async for up in _upstream(tmp_path, read_timeout=1.0):
+        yield up
+
+
+def _text(result: Any) -> str:
+    if isinstance(result, MCPError):
+        return result.message
+    return "\n".join(b.text for b in result.content if isinstance(b, types.TextContent))
+
+
+async def _alice_then_bob(up: Upstream, mode: str, alice: dict[str, Any]) -> tuple[User, User, Any]:
+    """Alice calls ``ask`` with ``alice``; once her call has ended, Bob calls ``sleep`` with
+    ``hold``: the upstream asks Alice's question while Bob's call is in flight (and only then)."""
+    alice_user, bob_user = User("alice"), User("bob")
+    with anyio.fail_after(30):
+        await up.call(ALICE, alice_user, mode, "a_ask", {**alice, "until_held": True})
+        bob = await up.call(BOB, bob_user, mode, "a_sleep", {"hold": True})
+        await _answered(up)
+    return alice_user, bob_user, bob
+
+
+async def _answered(up: Upstream, count: int = 1) -> None:
+    with anyio.fail_after(10):
+        while len(up.answers()) < count:
+            await anyio.sleep(0.05)
+
+
+@pytest.mark.parametrize("kind", ["elicit", "sample"])
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_question_after_its_call_timed_out_is_refused_not_given_to_another_caller(
+    quick: Upstream, mode: str, kind: str
+) -> None:
+    """Alice's call gives up after 1 s; the upstream asks later, when only Bob's call is in
+    flight: Bob is neither asked nor shown it, the upstream gets an error saying why."""
+    arguments = {"message": ALICE_ONLY, "kind": kind}
+    alice_user, bob_user, bob = await _alice_then_bob(quick, mode, arguments)
+    assert bob_user.shown == [] and alice_user.shown == []
+    assert _text(bob) == "held"
+    [got] = quick.answers()
+    assert got["answer"]["error"]["code"] == types.INVALID_REQUEST
+    said = got["answer"]["error"]["message"]
+    assert said.startswith("mcp-providers cannot relay ") and "upstream 'asking' (stdio)" in said
+    assert "more than one caller" in said and "which caller asked cannot be told" in said
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_question_after_its_call_was_answered_is_refused_not_given_to_another_caller(
+    quick: Upstream, mode: str
+) -> None:
+    """The upstream answers Alice's call, then asks once Bob's call is in flight."""
+    arguments = {"message": ALICE_ONLY, "answer_first": True, "then": 0}
+    alice_user, bob_user, bob = await _alice_then_bob(quick, mode, arguments)
+    assert bob_user.shown == [] and alice_user.shown == []
+    assert _text(bob) == "held"
+    [got] = quick.answers()
+    assert "which caller asked cannot be told" in got["answer"]["error"]["message"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_one_callers_questions_still_reach_that_caller_call_after_call(quick: Upstream, mode: str) -> None:
+    """The session has served Alice alone (a call that timed out included): her questions are hers."""
+    user = User("alice")
+    with anyio.fail_after(30):
+        timed_out = await quick.call(ALICE, user, mode, "a_sleep", {"seconds": 1.5})
+        assert "did not answer tools/call sleep within 1.0 s" in _text(timed_out)
+        for note in ("first?", "second?"):
+            result = await quick.call(ALICE, user, mode, "a_ask", {"message": note})
+            assert _text(result) == "answers 1", _text(result)
+    assert user.shown == ["first?", "second?"]
+    results = [a["answer"]["result"] for a in quick.answers() if "result" in a["answer"]]
+    assert [r["content"]["a"] for r in results] == ["answered-by-alice"] * 2  # (auto: each round's first ask ends it)
+
+
+@pytest.fixture
+async def bounded(tmp_path: Path) -> AsyncIterator[Upstream]:
+    async for up in _upstream(tmp_path, read_timeout=20, max_questions_per_call=3, max_open_questions_per_call=2):
+        yield up
+
+
+async def test_a_call_asks_at_most_max_questions_per_call(bounded: Upstream) -> None:
+    user = User("alice")
+    with anyio.fail_after(30):
+        result = await bounded.call(ALICE, user, "legacy", "a_ask", {"message": "again?", "count": 5})
+    assert _text(result) == "answers 3"
+    assert user.shown == ["again?"] * 3
+    refused = [a["answer"]["error"] for a in bounded.answers() if "error" in a["answer"]]
+    assert len(refused) == 2 and refused[0]["code"] == types.INVALID_REQUEST
+    assert refused[0]["message"] == (
+        "upstream 'asking' (stdio) asked more than 3 questions in one tool call; mcp-providers refuses the "
+        "rest (max_questions_per_call in its settings)"
+    )
+
+
+async def test_a_call_has_at_most_max_open_questions_per_call_open_at_once(bounded: Upstream) -> None:
+    user = User("alice", pause=0.5)
+    with anyio.fail_after(30):
+        result = await bounded.call(
+            ALICE, user, "legacy", "a_ask", {"message": "at once?", "count": 3, "parallel": True}
+        )
+    assert _text(result) == "answers 2"
+    assert user.most_open == 2 and len(user.shown) == 2
+    [refused] = [a["answer"]["error"] for a in bounded.answers() if "error" in a["answer"]]
+    assert refused["message"] == (
+        "upstream 'asking' (stdio) has 2 questions of this tool call open already; mcp-providers refuses "
+        "more until one is answered (max_open_questions_per_call in its settings)"
+    )
+
+
+async def test_the_default_bounds_refuse_a_flood_of_questions(tmp_path: Path) -> None:
+    """Without settings: at most 20 per call (1000 asked), at most 4 open at once (30 asked at once)."""
+    async for up in _upstream(tmp_path, read_timeout=20):
+        user = User("alice")
+        with anyio.fail_after(60):
+            many = await up.call(ALICE, user, "legacy", "a_ask", {"message": "q", "count": 60})
+            assert _text(many) == "answers 20" and len(user.shown) == 20
+            slow = User("alice", pause=0.3)
+            at_once = await up.call(ALICE, slow, "legacy", "a_ask", {"message": "p", "count": 30, "parallel": True})
+            assert _text(at_once) == "answers 4" and slow.most_open == 4
+
+
+class _Channel(ClientChannel):
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    async def elicit(self, message: str, schema: Any) -> Elicited:
+        self.asked.append(message)
+        return Elicited(action="accept", content={})
+
+
+class _Nothing(BaseModel):
+    pass
+
+
+class _Session:
+    """Stands for an upstream ``ClientSession``."""
+
+
+async def test_a_calls_context_ties_only_questions_of_a_session_it_has_a_request_on() -> None:
+    """Alice's call has a request in flight on session A; a question arriving on session B in her
+    context (a task started from it) is not hers to answer: refused, nobody asked."""
+    relay, channel = Relay("upstream 'x' (stdio)"), _Channel()
+    tool = Tool(name="t", description="A tool.", input_model=_Nothing)
+    call = ToolCall(tool=tool, arguments=_Nothing(), channel=channel, principal=ALICE)
+    mine, other = _Session(), _Session()
+    params = types.ElicitRequestFormParams(message="whose?", requested_schema={"type": "object", "properties": {}})
+
+    async def forwarded() -> list[Any]:
+        with anyio.CancelScope() as bound, relay.sending(mine, bound):
+            return [
+                await relay.elicitation(SimpleNamespace(session=other), params),
+                await relay.elicitation(SimpleNamespace(session=mine), params),
+            ]
+
+    refused, answered = await relay.forwarding(call, forwarded)
+    assert refused == types.ErrorData(
+        code=types.INVALID_REQUEST,
+        message="mcp-providers cannot relay elicitation/create from upstream 'x' (stdio): no request of this "
+        "server is in flight; ask within one tool call",
+    )
+    assert answered == types.ElicitResult(action="accept", content={}) and channel.asked == ["whose?"]
