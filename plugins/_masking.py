@@ -41,7 +41,6 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Final
 from urllib.parse import quote, quote_plus
 
-from ahocorasick_rs import AhoCorasick, MatchKind
 
 MASK: Final = "[redacted]"
 MIN_SECRET_CHARS: Final = 6
@@ -91,6 +90,8 @@ class _Literals:
     __slots__ = ("_automaton",)
 
     def __init__(self, values: Iterable[str]) -> None:
+        from ahocorasick_rs import AhoCorasick, MatchKind  # once a secret is held: serve's start-up does not pay
+
         self._automaton = AhoCorasick(list(values), matchkind=MatchKind.LeftmostLongest)
 
     def search(self, text: str) -> bool:
