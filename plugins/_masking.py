@@ -41,7 +41,6 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Final
 from urllib.parse import quote, quote_plus
 
-
 MASK: Final = "[redacted]"
 MIN_SECRET_CHARS: Final = 6
 """Shorter values of variables that need not be secrets (an upstream's ``env``: ``1``, ``true``,
