@@ -53,7 +53,8 @@ _serial = itertools.count(1)
 def with_token_endpoint() -> Any:
     """The OpenAPI test app, plus ``POST /token`` (not in its document) issuing a fresh token for
     any grant, and ``GET /mirror`` (in it) that answers 200 with the bearer it was sent, as is,
-    base64-encoded and hex-encoded, as JSON or, with ``binary``, as raw bytes."""
+    base64-encoded and hex-encoded, and the client secret (it is the authorization server too), as
+    JSON, or, with ``binary``, the bearer in raw bytes."""
     api = app()
 
     @api.post("/token", include_in_schema=False)
@@ -67,7 +68,8 @@ def with_token_endpoint() -> Any:
     @api.get("/mirror", operation_id="mirror")
     def mirror(request: Request, binary: bool = False) -> Response:
         sent = request.headers.get("authorization", "").removeprefix("Bearer ")
-        forms = {"raw": sent, "b64": base64.b64encode(sent.encode()).decode(), "hex": sent.encode().hex()}
+        forms = {"raw": sent, "b64": base64.b64encode(sent.encode()).decode(), "hex": sent.encode().hex(),
+                 "client": CLIENT_SECRET}  # fmt: skip
         if binary:
             return Response(b"\x89\xff\x00" + sent.encode() + b"\xfe", media_type="application/octet-stream")
         return JSONResponse(forms)
@@ -190,7 +192,8 @@ async def test_no_credential_obtained_for_a_service_comes_back_through_it(origin
     assert sent == {f"Bearer {ISSUED[-1]}"}, "the service was not sent the credential obtained"
     token = ISSUED[-1]
     assert json.loads(echoed.contents[0].text) == {"detail": ["you sent Bearer [redacted]"]}  # type: ignore[union-attr]
-    assert json.loads(mirrored.contents[0].text) == {"raw": "[redacted]", "b64": "[redacted]", "hex": "[redacted]"}  # type: ignore[union-attr]
+    masked = dict.fromkeys(("raw", "b64", "hex", "client"), "[redacted]")
+    assert json.loads(mirrored.contents[0].text) == masked  # type: ignore[union-attr]
     got = base64.b64decode(binary.contents[0].blob)  # type: ignore[union-attr]
     assert got == b"\x89\xff\x00[redacted]\xfe", got
     assert token not in refused.value.error.message and "refused credential Bearer [redacted]" in (
