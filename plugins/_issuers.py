@@ -112,9 +112,9 @@ class IssuerScope(BaseModel):
         server's config; then any verified caller is, as an embedder vouches for its callers)."""
         return self._mapped
 
-    def refusal(self, issuer: str) -> str | None:
+    def refusal(self, issuer: str | None) -> str | None:
         """Why a caller vouched for by ``issuer`` is refused (a clause: ``"it serves callers of ...
-        only (auth.issuers), and this caller's issuer is ..."``), else ``None``."""
+        only (auth.issuers), and this caller's issuer is ..."``; ``None``: anonymous), else ``None``."""
         mapped = self._mapped
         if mapped and issuer not in mapped:
             # A user name means a user only within its issuer: another issuer's "alice" is not ours.
