@@ -5,8 +5,10 @@ What both need, in one place:
 
 - settings: :class:`ClientCredentialsAuth` and :class:`OnBehalfOfAuth` (``auth = {type =
   "client_credentials" | "on_behalf_of", token_endpoint, client_id_env, client_secret_env, scope,
-  resource, audience, client_auth}``), the token endpoint held to https (plain http to loopback
-  only) by :func:`checked_url`, variables named, never valued (:func:`read_variable`);
+  resource, audience, client_auth}``, and for ``on_behalf_of`` ``issuers, issuers_share_users``:
+  whose callers are exchanged for, :mod:`~mcp_providers.plugins._issuers`), the token endpoint held
+  to https (plain http to loopback only) by :func:`checked_url`, variables named, never valued
+  (:func:`read_variable`);
 - the grants, two :class:`~mcp_providers.credentials.Upstream` implementations:
   :class:`ClientCredentials`, this server's own client (RFC 6749 §4.4), one identity for every
   caller; :class:`TokenExchange`, per caller, RFC 8693 token exchange (§2.1): the caller's verified

@@ -23,8 +23,12 @@ caller's own token is never sent: the client carries only the service's configur
 with OAuth settings (``client_credentials``, ``on_behalf_of``), a credential from the credential
 broker for each request (:mod:`mcp_providers.plugins._oauth`): this server's client's, or one the
 caller's token was exchanged for. A caller ``on_behalf_of`` cannot exchange for (no verified token,
-or the authorization server refuses) is refused (-32003) before anything is sent; a credential the
-service answers 401 to is forgotten in the broker and the request sent once more with a new one.
+or the authorization server refuses, or of an issuer ``auth.issuers`` does not name) is refused
+(-32003) before anything is sent; a credential the service answers 401 to is forgotten in the broker
+and the request sent once more with a new one. Every answer, success or failure, text or binary, is
+masked (:mod:`~mcp_providers.plugins._masking`) for every secret held for the service: the values of
+the variables its ``auth`` names (the OAuth client secret too) and every credential the broker
+handed for it, so no credential this server sends to a service comes back to a caller through it.
 """
 
 from __future__ import annotations
