@@ -5,8 +5,10 @@ What both need, in one place:
 
 - settings: :class:`ClientCredentialsAuth` and :class:`OnBehalfOfAuth` (``auth = {type =
   "client_credentials" | "on_behalf_of", token_endpoint, client_id_env, client_secret_env, scope,
-  resource, audience, client_auth}``), the token endpoint held to https (plain http to loopback
-  only) by :func:`checked_url`, variables named, never valued (:func:`read_variable`);
+  resource, audience, client_auth}``, and for ``on_behalf_of`` ``issuers, issuers_share_users``:
+  whose callers are exchanged for, :mod:`~mcp_providers.plugins._issuers`), the token endpoint held
+  to https (plain http to loopback only) by :func:`checked_url`, variables named, never valued
+  (:func:`read_variable`);
 - the grants, two :class:`~mcp_providers.credentials.Upstream` implementations:
   :class:`ClientCredentials`, this server's own client (RFC 6749 §4.4), one identity for every
   caller; :class:`TokenExchange`, per caller, RFC 8693 token exchange (§2.1): the caller's verified
@@ -44,6 +46,7 @@ from mcp_providers.credentials import Credential, CredentialBroker, CredentialRe
 from mcp_providers.errors import UpstreamError
 from mcp_providers.http import is_loopback_host
 from mcp_providers.identity import Principal
+from mcp_providers.plugins._issuers import IssuerScope
 
 if TYPE_CHECKING:  # authlib (some 40 modules) is imported at the first token request, not at start-up
     from authlib.oauth2.rfc6749 import OAuth2Token
@@ -194,12 +197,27 @@ class ClientCredentialsAuth(OAuthAuth):
     type: Literal["client_credentials"] = "client_credentials"
 
 
-class OnBehalfOfAuth(OAuthAuth):
+class OnBehalfOfAuth(OAuthAuth, IssuerScope):
     """On behalf of each caller: the credential broker exchanges the caller's verified access token
     at ``token_endpoint`` for a token of the same user for this service (RFC 8693 token exchange).
-    The caller's token goes to the authorization server only, never to the service."""
+    The caller's token goes to the authorization server only, never to the service.
+
+    Only callers of the issuers in ``issuers`` are exchanged for (default: the one issuer
+    ``[server.auth]`` trusts; with several trusted it must be named; more than one needs
+    ``issuers_share_users = true``): another issuer's token would otherwise reach this
+    authorization server, and its ``alice`` be served as this issuer's (:mod:`~mcp_providers.plugins._issuers`).
+    """
 
     type: Literal["on_behalf_of"] = "on_behalf_of"
+
+    def issuer_stakes(self) -> tuple[str, str]:
+        """What is at stake across issuers, for :class:`~mcp_providers.plugins._issuers.IssuerScope`'s messages."""
+        return (
+            "each caller's own token is sent to auth.token_endpoint to be exchanged for a token of the same user: "
+            "another issuer's token would reach that authorization server (which could replay it here), and "
+            "another issuer's user could be served as this one's user of the same name",
+            "whose callers' tokens auth.token_endpoint exchanges",
+        )
 
 
 class TokenEndpoint:
@@ -335,9 +353,9 @@ class TokenExchange(TokenEndpoint):
     grant_name = "token_exchange"
     """``grant`` in receipts and audit lines."""
 
-    def __init__(self, auth: OAuthAuth, *, name: str, **endpoint: Any) -> None:
+    def __init__(self, auth: OnBehalfOfAuth, *, name: str, **endpoint: Any) -> None:
         super().__init__(auth, **endpoint)
-        self._name = name
+        self._name, self.on_behalf = name, auth
 
     @property
     def name(self) -> str:
@@ -348,7 +366,8 @@ class TokenExchange(TokenEndpoint):
         """A token of ``principal``'s user for this service; the receipt's subject is the caller's.
 
         :raises CredentialRefused: the caller brought no verified access token (stdio, a static
-            token, anonymous), or the authorization server refused the exchange.
+            token, anonymous), comes from an issuer ``auth.issuers`` does not name (nothing is
+            sent), or the authorization server refused the exchange.
         :raises UpstreamError: the token endpoint cannot be reached.
         """
         subject_token = principal.access_token
@@ -358,6 +377,9 @@ class TokenExchange(TokenEndpoint):
                 "verified access token to exchange (on_behalf_of needs callers over HTTP with [server.auth] "
                 'mode = "jwt" or "introspection")'
             )
+        # Before anything is sent: the caller's token must not reach another issuer's authorization server.
+        if (refusal := self.on_behalf.refusal(principal.issuer)) is not None:
+            raise CredentialRefused(f"{self.who} is reached on behalf of each caller; {refusal}")
         token = await self.grant(
             TOKEN_EXCHANGE_GRANT,
             f"a token exchange for caller {principal.subject!r}",

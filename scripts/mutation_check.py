@@ -266,6 +266,89 @@ CASES: tuple[Case, ...] = (
         ("tests/openapi/test_openapi_startup.py::test_a_credential_the_service_echoes_in_a_success_is_masked_too",),
     ),
     Case(
+        "on_behalf_of: a caller of an issuer auth.issuers does not name is refused before the exchange",
+        "plugins/_oauth.py",
+        "        if (refusal := self.on_behalf.refusal(principal.issuer)) is not None:",
+        "        if (refusal := None) is not None:",
+        (
+            "tests/test_upstream_on_behalf_issuers.py::test_a_caller_of_another_issuer_is_refused_before_the_token_endpoint_is_asked",
+            "tests/openapi/test_openapi_on_behalf_issuers.py::test_a_caller_of_another_issuer_is_refused_and_nothing_is_sent",
+        ),
+    ),
+    Case(
+        "issuers: a caller of an issuer not mapped is refused (on_behalf_of and jwt_bearer)",
+        "plugins/_issuers.py",
+        "        if mapped and issuer not in mapped:",
+        "        if False:",
+        (
+            "tests/test_upstream_on_behalf_issuers.py::test_a_caller_of_another_issuer_is_refused_before_the_token_endpoint_is_asked",
+            "tests/servicenow/test_servicenow_cross_issuer.py::test_a_caller_of_an_issuer_not_mapped_is_refused_and_nothing_is_sent",
+        ),
+    ),
+    Case(
+        "issuers: one trusted issuer is the default mapped one",
+        "plugins/_issuers.py",
+        "        self._mapped = self.issuers or (known if len(known) == 1 else ())",
+        "        self._mapped = self.issuers",
+        (
+            "tests/openapi/test_openapi_on_behalf_issuers.py::test_a_caller_of_another_issuer_is_refused_and_nothing_is_sent",
+        ),
+    ),
+    Case(
+        "issuers: several trusted and none named is refused",
+        "plugins/_issuers.py",
+        "        if not issuers and len(trusted) > 1:",
+        "        if False:",
+        (
+            "tests/openapi/test_openapi_on_behalf_issuers.py::test_settings_that_leave_whose_callers_ambiguous_are_refused",
+        ),
+    ),
+    Case(
+        "issuers: several named need issuers_share_users",
+        "plugins/_issuers.py",
+        "    if len(issuers) > 1 and not shared:",
+        "    if False:",
+        (
+            "tests/openapi/test_openapi_on_behalf_issuers.py::test_settings_that_leave_whose_callers_ambiguous_are_refused",
+        ),
+    ),
+    Case(
+        "issuers: a named issuer must be trusted",
+        "plugins/_issuers.py",
+        "        if stray:",
+        "        if False:",
+        (
+            "tests/openapi/test_openapi_on_behalf_issuers.py::test_settings_that_leave_whose_callers_ambiguous_are_refused",
+        ),
+    ),
+    Case(
+        "masking: a credential the broker hands for an OpenAPI service is masked in its answers",
+        "plugins/openapi/client.py",
+        "            self._secrets.add(handed.token, handed=True)",
+        "            pass",
+        (
+            "tests/openapi/test_openapi_on_behalf_issuers.py::test_no_credential_obtained_for_a_service_comes_back_through_it",
+        ),
+    ),
+    Case(
+        "masking: an OpenAPI service's OAuth client secret is masked in its answers",
+        "plugins/openapi/client.py",
+        "                self._secrets.add(os.environ.get(auth.client_secret_env))",
+        "                pass",
+        (
+            "tests/openapi/test_openapi_on_behalf_issuers.py::test_no_credential_obtained_for_a_service_comes_back_through_it",
+        ),
+    ),
+    Case(
+        "masking: an OpenAPI body that is not UTF-8 is searched byte for byte",
+        "plugins/openapi/client.py",
+        '            text, charset = answer.body.decode("latin-1"), "latin-1"  # each byte one character',
+        "            return answer",
+        (
+            "tests/openapi/test_openapi_on_behalf_issuers.py::test_no_credential_obtained_for_a_service_comes_back_through_it",
+        ),
+    ),
+    Case(
         "uris: a segment a server trims or reads as a stream is refused in a template value",
         "core/uris.py",
         "        if problem := _segment_problem(form, segments):",

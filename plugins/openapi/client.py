@@ -23,8 +23,12 @@ caller's own token is never sent: the client carries only the service's configur
 with OAuth settings (``client_credentials``, ``on_behalf_of``), a credential from the credential
 broker for each request (:mod:`mcp_providers.plugins._oauth`): this server's client's, or one the
 caller's token was exchanged for. A caller ``on_behalf_of`` cannot exchange for (no verified token,
-or the authorization server refuses) is refused (-32003) before anything is sent; a credential the
-service answers 401 to is forgotten in the broker and the request sent once more with a new one.
+or the authorization server refuses, or of an issuer ``auth.issuers`` does not name) is refused
+(-32003) before anything is sent; a credential the service answers 401 to is forgotten in the broker
+and the request sent once more with a new one. Every answer, success or failure, text or binary, is
+masked (:mod:`~mcp_providers.plugins._masking`) for every secret held for the service: the values of
+the variables its ``auth`` names (the OAuth client secret too) and every credential the broker
+handed for it, so no credential this server sends to a service comes back to a caller through it.
 """
 
 from __future__ import annotations
@@ -61,7 +65,6 @@ from mcp_providers.uris import value_problem
 
 __all__ = ["Answer", "Service", "ServiceError", "path_value", "same_path"]
 
-MASK = "[redacted]"
 _ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _TEXTUAL = re.compile(
@@ -230,6 +233,8 @@ class Service:
                 headers[auth.name] = self._secret(auth.value_env)
             elif isinstance(auth, ApiKeyAuth):
                 flow = _ApiKeyQuery(auth.name, self._secret(auth.value_env))
+            elif isinstance(auth, OAuthAuth):  # read at the first token request; masked should the service echo it
+                self._secrets.add(os.environ.get(auth.client_secret_env))
         except ValueError as exc:
             self._open_error = str(exc)
             return None
@@ -352,7 +357,7 @@ class Service:
             request.headers["Authorization"] = f"Bearer {credential.token}"
             who = {"name": f"openapi:{self.name}", "subject": credential.subject, "grant": credential.grant}
             record_upstream({**who, **custody})
-            return await self._exchange(http, request, what, hide=(credential.token,))
+            return await self._exchange(http, request, what, handed=credential)
 
         return await brokered(
             upstream,
@@ -364,8 +369,11 @@ class Service:
         )
 
     async def _exchange(
-        self, http: httpx2.AsyncClient, request: httpx2.Request, what: str, hide: tuple[str, ...] = ()
+        self, http: httpx2.AsyncClient, request: httpx2.Request, what: str, handed: Credential | None = None
     ) -> Answer:
+        """``request`` sent, its answer read within ``max_response_bytes``: an :class:`Answer`
+        (2xx) with every secret held for the service masked, ``handed`` (the broker's credential
+        it was sent with) among them, or the error the answer is (masked likewise)."""
         budget = self.settings.max_response_bytes
         try:
             response = await http.send(request, stream=True)
@@ -390,30 +398,32 @@ class Service:
             raise ServiceError(
                 f"{what} could not reach {self.base_url} ({type(exc).__name__})", service=self.name
             ) from None
+        if handed is not None:  # (again, if dropped meanwhile among many callers' credentials)
+            self._secrets.add(handed.token, handed=True)
         media = response.headers.get("content-type", "").split(";")[0].strip().lower() or None
         if 300 <= response.status_code < 400:
             raise self._redirect(what, response.status_code, response.headers.get("location", ""))
         if not 200 <= response.status_code < 300:  # 1xx as a final answer, 4xx, 5xx, anything else
-            raise self._failure(what, response.status_code, bytes(body), hide)
+            raise self._failure(what, response.status_code, bytes(body))
         answer = Answer(response.status_code, media, bytes(body))
         return self._masked(answer) if self._secrets else answer
 
     def _masked(self, answer: Answer) -> Answer:
-        """``answer`` with every secret of this service masked in its text (a service may echo
-        the credential it was sent); a body that is not text, or holds none, is left as it came."""
-        if not answer.textual:
-            return answer
+        """``answer`` with every secret of this service masked in its body (a service may echo the
+        credential it was sent); a body holding none is left as it came. A body that is not UTF-8
+        (binary, or another charset) is searched byte for byte (read as latin-1), so a secret in
+        it is masked too."""
         try:
-            text = answer.body.decode("utf-8")
+            text, charset = answer.body.decode("utf-8"), "utf-8"
         except UnicodeDecodeError:
-            return answer
+            text, charset = answer.body.decode("latin-1"), "latin-1"  # each byte one character
         if not self._secrets.found_in(text):
             return answer
-        try:
-            masked = json.dumps(self._secrets.masked_data(json.loads(text)), ensure_ascii=False)
-        except ValueError:  # not JSON: masked as text
-            masked = self._secrets.masked(text)
-        return Answer(answer.status, answer.media, masked.encode())
+        if answer.textual and charset == "utf-8":
+            with contextlib.suppress(ValueError):  # not JSON: masked as text below
+                data = self._secrets.masked_data(json.loads(text))
+                return Answer(answer.status, answer.media, json.dumps(data, ensure_ascii=False).encode())
+        return Answer(answer.status, answer.media, self._secrets.masked(text).encode(charset))
 
     def _redirect(self, what: str, status: int, location: str) -> ServiceError:
         """A redirect is an error, never followed: the gate authorized this path, not where it leads,
@@ -444,12 +454,9 @@ class Service:
             data={"service": self.name, "budget": budget},
         )
 
-    def _failure(self, what: str, status: int, body: bytes, hide: tuple[str, ...] = ()) -> UpstreamError:
+    def _failure(self, what: str, status: int, body: bytes) -> UpstreamError:
         # Masked before it is cut: a secret across the cut would leave its start in the message.
-        said = self.redact(body.decode("utf-8", "replace"))
-        for secret in hide:  # the request's own credential (OAuth): not one of the service's configured secrets
-            said = said.replace(secret, MASK)
-        said = said[:300].strip()
+        said = self.redact(body.decode("utf-8", "replace"))[:300].strip()
         message = f"{what} failed with HTTP {status}" + (f": {said}" if said else "")
         if status == 404:
             return NotFound(message, data={"service": self.name, "status": 404})  # type: ignore[return-value]

@@ -10,10 +10,9 @@ from __future__ import annotations
 import os
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from mcp_providers.identity import trusted_issuers
-from mcp_providers.plugins.servicenow.issuers import issuer_problem
+from mcp_providers.plugins._issuers import IssuerScope
 
 __all__ = [
     "CLAIM_NAME_PATTERN",
@@ -103,7 +102,7 @@ class ApiKeyAuth(BaseModel):
 CLAIM_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_.:-]{0,127}$"
 
 
-class JwtBearerAuth(BaseModel):
+class JwtBearerAuth(IssuerScope):
     """Per-user access: each caller reaches the instance as their own ServiceNow user.
 
     For every verified caller (the request's :class:`~mcp_providers.identity.Principal`) the
@@ -120,7 +119,9 @@ class JwtBearerAuth(BaseModel):
     ``issuers`` are mapped (default: the one issuer ``[server.auth]`` trusts); with several issuers
     trusted, ``issuers`` must be named, and naming more than one needs
     ``issuers_share_users = true``, the operator's word that those issuers' users live in one
-    directory. Otherwise the plugin's settings are refused. Example (validated by
+    directory. Otherwise the plugin's settings are refused (the rule of
+    :mod:`mcp_providers.plugins._issuers`, shared with ``on_behalf_of`` upstreams and OpenAPI
+    services). Example (validated by
     ``tests/servicenow/test_jwt_bearer_settings.py``)::
 
         [[plugins.servicenow.instances]]
@@ -174,21 +175,6 @@ class JwtBearerAuth(BaseModel):
             "``local`` is refused."
         ),
     )
-    issuers: tuple[str, ...] = Field(
-        default=(),
-        description=(
-            "The issuers (``[server.auth] issuer`` values, or ``static``) whose callers this instance maps "
-            "by ``user_claim``; a caller of any other issuer is refused. Default: the one issuer "
-            "``[server.auth]`` trusts; required when it trusts several."
-        ),
-    )
-    issuers_share_users: bool = Field(
-        default=False,
-        description=(
-            "Needed to name more than one issuer in ``issuers``: the operator's word that their users share "
-            "one directory, so the same ``user_claim`` value is the same person whichever issuer vouched."
-        ),
-    )
     key_id: str | None = Field(
         default=None,
         min_length=1,
@@ -213,8 +199,6 @@ class JwtBearerAuth(BaseModel):
             return {k: v if k in cls.model_fields else "[redacted]" for k, v in data.items()}
         return data
 
-    _mapped: tuple[str, ...] = PrivateAttr(default=())
-
     @model_validator(mode="after")
     def _one_client_id(self) -> JwtBearerAuth:
         if (self.client_id is None) == (self.client_id_env is None):
@@ -223,21 +207,13 @@ class JwtBearerAuth(BaseModel):
             )
         return self
 
-    @model_validator(mode="after")
-    def _issuers_map_one_user_space(self, info: ValidationInfo) -> JwtBearerAuth:
-        """Refuse settings that would let two issuers' callers be served as one ServiceNow user."""
-        problem = issuer_problem(self.issuers, self.issuers_share_users, trusted_issuers(info.context), self.user_claim)
-        if problem:
-            raise ValueError(problem)
-        trusted = trusted_issuers(info.context) or ()
-        self._mapped = self.issuers or (trusted if len(trusted) == 1 else ())
-        return self
-
-    @property
-    def mapped_issuers(self) -> tuple[str, ...]:
-        """The issuers whose callers are mapped to users (``()``: not known, e.g. settings built
-        without the server's config; then any verified caller is mapped, as an embedder vouches)."""
-        return self._mapped
+    def issuer_stakes(self) -> tuple[str, str]:
+        """What is at stake across issuers, for :class:`~mcp_providers.plugins._issuers.IssuerScope`'s messages."""
+        return (
+            f"a {self.user_claim!r} value names a user only within the issuer that vouched for it: one issuer's "
+            "user could be served as another's ServiceNow user",
+            "whose users this instance maps",
+        )
 
 
 Auth = Annotated[BasicAuth | OAuthAuth | ApiKeyAuth | JwtBearerAuth, Field(discriminator="type")]

@@ -139,12 +139,8 @@ class JwtBearerUpstream:
                                        f"auth.local_user, or call over HTTP with a bearer token",
                                        data={"instance": name})  # fmt: skip
             return self.auth.local_user
-        mapped = self.auth.mapped_issuers
-        if mapped and principal.issuer not in mapped:
-            # A claim value names a user only within its issuer: another issuer's "alice" is not ours.
-            raise NoVerifiedCaller(f"{lead}; it maps callers of {', '.join(map(repr, mapped))} only (auth.issuers), "
-                                   f"and this caller's issuer is {principal.issuer!r}",
-                                   data={"instance": name, "issuer": principal.issuer})  # fmt: skip
+        if (refusal := self.auth.refusal(principal.issuer)) is not None:
+            raise NoVerifiedCaller(f"{lead}; {refusal}", data={"instance": name, "issuer": principal.issuer})
         value = principal.subject if claim == "sub" else principal.claims.get(claim)
         if not isinstance(value, str) or not value:
             raise NoVerifiedCaller(f"{lead}; the caller's token carries no {claim!r} claim (auth.user_claim), so "

@@ -113,7 +113,8 @@ class OnBehalfOfAuth(_oauth.OnBehalfOfAuth):
     authorization server only, never to the upstream. Listing at start, subscriptions and
     ``list_changed`` use the pooled connection, as the client itself (client credentials), so the
     client must be allowed both grants. The OAuth settings are
-    :class:`~mcp_providers.plugins._oauth.OAuthAuth`'s."""
+    :class:`~mcp_providers.plugins._oauth.OAuthAuth`'s; ``issuers`` and ``issuers_share_users`` say
+    whose callers are exchanged for (:mod:`~mcp_providers.plugins._issuers`)."""
 
     idle_seconds: float = Field(
         default=300.0, gt=0, le=86_400, description="A caller's upstream session is closed after this long unused."

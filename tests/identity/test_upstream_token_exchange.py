@@ -17,7 +17,7 @@ import json
 import socket
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +37,10 @@ from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 from waiting import await_until, wait_until
 
+from mcp_providers.config import AuthConfig
+from mcp_providers.config import ServerSettings as Server
 from mcp_providers.credentials import CredentialRefused
+from mcp_providers.errors import DENIED
 from mcp_providers.identity import Principal
 from mcp_providers.models import RECEIPT_KEY
 from mcp_providers.plugins import upstream as upstream_plugin
@@ -223,6 +226,44 @@ async def test_each_caller_has_one_upstream_session_closed_when_idle(
                 assert json.loads(called.structured_content["result"])["sub"] == name
         assert (len(link.sessions), link.sessions.opened) == (2, 2)  # one each, kept between requests
         await await_until(lambda: len(link.sessions) == 0, "the idle sessions are closed")
+
+
+async def test_a_caller_of_another_trusted_issuer_is_refused_and_their_token_never_leaves(
+    exchange_idp: IdentityProvider,
+    upstream: dict[str, Any],
+    start_identity_provider: Callable[[str], IdentityProvider],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Tester 5, F1: with two issuers trusted, a caller of the other one (same ``sub``, alice) had
+    their token sent to this token endpoint and reached the upstream as this issuer's alice."""
+    monkeypatch.setenv("U3_GATEWAY_ID", GATEWAY)
+    monkeypatch.setenv("U3_GATEWAY_SECRET", GATEWAY_SECRET)
+    other = start_identity_provider("other")  # its own key and issuer, the same accounts
+    auth = AuthConfig(mode="jwt", issuer=(exchange_idp.issuer, other.issuer), resource_url="http://127.0.0.1:9/mcp")
+    settings = {"servers": [{
+        "name": "who", "url": upstream["url"], "prefixes": ["whoami://"], "read_timeout": 10,
+        "auth": {"type": "on_behalf_of", "token_endpoint": exchange_idp.token_endpoint, "scope": "mcp:read",
+                 "client_id_env": "U3_GATEWAY_ID", "client_secret_env": "U3_GATEWAY_SECRET",
+                 "issuers": [exchange_idp.issuer]}}]}  # fmt: skip
+    composed = compose({"upstream": upstream_plugin}, {"upstream": settings}, server=Server(auth=auth))
+    [link] = [d.provider.link for d in composed.assembly.declared if d.provider.name == "upstream-who-tools"]
+    theirs = await authorization_code_token(other, "http://127.0.0.1:9/mcp", "alice")
+    ours = await authorization_code_token(exchange_idp, "http://127.0.0.1:9/mcp", "alice")
+    async with composed.running():
+        async with connect(composed, principal=Principal("alice", issuer=other.issuer, access_token=theirs)) as client:
+            for ask in (lambda: client.call_tool("whoami", {}), lambda: client.read_resource("whoami://me")):
+                with pytest.raises(MCPError) as refused:
+                    await ask()
+                assert refused.value.error.code == DENIED
+                assert f"this caller's issuer is {other.issuer!r}" in refused.value.error.message
+                assert theirs not in refused.value.error.message
+        assert link.exchange.requests == 0, "the other issuer's token was sent to the token endpoint"
+        async with connect(composed, principal=Principal("alice", issuer=exchange_idp.issuer, access_token=ours)) as c:
+            called = await c.call_tool("whoami", {})
+            assert called.structured_content is not None
+            assert json.loads(called.structured_content["result"])["sub"] == "alice"
+        assert link.exchange.requests == 1
+    assert hashlib.sha256(theirs.encode()).hexdigest() not in {d for _, d in seen_by_upstream(upstream["log"])}
 
 
 async def test_a_caller_without_a_verified_token_is_refused_before_anything_is_sent() -> None:
