@@ -200,11 +200,14 @@ async def test_a_trickle_under_the_limit_is_bounded_by_read_timeout(url: str) ->
         assert await _hello(client) == "hello"
 
 
-@pytest.mark.parametrize(("tool", "text"), [("gzip_hello", "hello, gzipped"), ("deflate_hello", "hello, deflated")])
-async def test_an_encoded_answer_is_decoded(url: str, tool: str, text: str) -> None:
+@pytest.mark.parametrize("tool", ["gzip_hello", "deflate_hello"])
+async def test_an_encoded_answer_is_decoded(url: str, tool: str) -> None:
     composed = _composed(url)
     async with composed.running(), connect(composed) as client:
-        assert await _hello(client, f"b_{tool}") == text
+        assert (
+            await _hello(client, f"b_{tool}")
+            == {"gzip_hello": "hello, gzipped", "deflate_hello": "hello, deflated"}[tool]
+        )
 
 
 async def test_an_event_the_limit_allows_passes_past_the_sdk_default_of_1_mib(url: str) -> None:
