@@ -1315,6 +1315,16 @@ CASES += (  # an HTTP upstream's answers bounded while read (issue 40, round 9 b
         (HTTP_BOUND + "test_an_answer_over_the_limit_fails_at_once_and_the_session_serves_on[big_sse]",),
     ),
     Case(
+        "upstream http: a broken gzip body fails its request, not the session",
+        "plugins/upstream/bounded.py",
+        "            raise self.refuse(None) from None",
+        "            raise",
+        (
+            HTTP_BOUND
+            + "test_a_body_whose_encoding_is_broken_fails_its_request_at_once_and_the_session_serves_on[bad_gzip]",
+        ),
+    ),
+    Case(
         "openapi: a service's answer is bounded while read, in decoded bytes (a gzip body too)",
         "plugins/openapi/client.py",
         "                    if len(body) > budget:",

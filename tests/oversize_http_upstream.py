@@ -6,9 +6,10 @@ Tools (argument ``mib``: MiB of ``y`` in the answer's text, written in 1 MiB pie
 / ``drip_sse`` send the answer's start, then 64 KiB pieces without end (no line end either), up to
 ``mib``; ``trickle`` one byte every 0.2 s; ``bomb_json`` / ``bomb_sse`` the same answer as
 ``big_*`` gzip-encoded (compressed as it is sent); ``gzip_hello`` / ``deflate_hello`` a small
-encoded answer; ``shout_get`` puts an event of ``mib`` MiB on the standalone GET stream, then
-answers; ``ping_get`` puts a small ``notifications/message`` on it; ``hello`` answers ``hello``.
-:data:`STATE` counts the GET streams opened and the messages a GET stream delivered.
+encoded answer, ``bad_gzip`` / ``bad_gzip_sse`` a body that says gzip and is not; ``shout_get``
+puts an event of ``mib`` MiB on the standalone GET stream, then answers; ``ping_get`` puts a small
+``notifications/message`` on it; ``hello`` answers ``hello``. :data:`STATE` counts the GET
+streams opened and the messages a GET stream delivered.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Any
 
 MIB = 1024 * 1024
 TOOLS = ["big_json", "big_sse", "drip_json", "drip_sse", "trickle", "bomb_json", "bomb_sse", "gzip_hello",
-         "deflate_hello", "shout_get", "ping_get", "hello"]  # fmt: skip
+         "deflate_hello", "bad_gzip", "bad_gzip_sse", "shout_get", "ping_get", "hello"]  # fmt: skip
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 
@@ -122,6 +123,9 @@ async def _call(send: Send, ident: object, name: str, args: dict[str, Any]) -> N
     elif name == "deflate_hello":
         packed = zlib.compress(_text(ident, "hello, deflated"))
         await _respond(send, js, _one(packed), **{"content-encoding": "deflate"})
+    elif name in ("bad_gzip", "bad_gzip_sse"):
+        media = js if name == "bad_gzip" else sse
+        await _respond(send, media, _one(b"this is no gzip stream at all"), **{"content-encoding": "gzip"})
     elif name in ("shout_get", "ping_get"):
         STATE.events().put_nowait(("big" if name == "shout_get" else "small", mib))
         await _respond(send, js, _one(_text(ident, "queued")))

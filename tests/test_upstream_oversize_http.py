@@ -22,7 +22,7 @@ from waiting import await_until, wait_until
 
 from mcp_providers.plugins import upstream
 from mcp_providers.plugins.upstream import bounded
-from mcp_providers.plugins.upstream.bounded import PIECE_BYTES, BodyTooLarge, Counted, EventTooLarge
+from mcp_providers.plugins.upstream.bounded import PIECE_BYTES, BodyRefused, Counted, EventRefused
 from mcp_providers.plugins.upstream.providers import UpstreamResources
 from mcp_providers.plugins.upstream.stdio import line_limit
 from mcp_providers.testing import compose, connect
@@ -124,7 +124,7 @@ def _stream(*chunks: bytes, events: bool, limit: int = 10) -> Any:
             pass
 
     def refuse(limit: int) -> Any:
-        return (EventTooLarge if events else BodyTooLarge)(f"over {limit}", limit)
+        return (EventRefused if events else BodyRefused)(f"over {limit}", limit)
 
     return Counted(Raw(), limit=limit, events=events, wbits=None, refuse=refuse)  # type: ignore[arg-type]
 
@@ -146,13 +146,13 @@ async def test_each_event_is_counted_from_the_last_blank_line(chunks: tuple[byte
 
 @pytest.mark.parametrize("chunks", [(b"data: 12345\r\n", b"data: 67890\r\n"), (b"data: 12345\n", b"data: 6789\r\n")])
 async def test_a_single_line_end_does_not_end_an_event(chunks: tuple[bytes, ...]) -> None:
-    with pytest.raises(EventTooLarge, match="over 20"):
+    with pytest.raises(EventRefused, match="over 20"):
         await _drained(_stream(*chunks, events=True, limit=20))
 
 
 async def test_a_body_is_counted_in_total_and_the_crossing_piece_is_not_handed_on() -> None:
     stream, got = _stream(b"12345\n\n", b"67890", events=False, limit=10), []
-    with pytest.raises(BodyTooLarge):
+    with pytest.raises(BodyRefused):
         async for piece in stream:
             got.append(piece)
     assert got == [b"12345\n\n"] and stream.largest == 7
@@ -166,7 +166,7 @@ async def test_a_gzip_bomb_is_inflated_in_pieces_and_refused_at_the_limit() -> N
     assert len(bomb) < 100_000
     stream = _stream(bomb, events=False, limit=MIB)
     stream.inflater = bounded._Inflater(zlib.MAX_WBITS | 16)
-    with pytest.raises(BodyTooLarge):
+    with pytest.raises(BodyRefused):
         await _drained(stream)
     assert stream.largest <= MIB and stream.read <= MIB + PIECE_BYTES
 
@@ -208,6 +208,19 @@ async def test_an_encoded_answer_is_decoded(url: str, tool: str) -> None:
             await _hello(client, f"b_{tool}")
             == {"gzip_hello": "hello, gzipped", "deflate_hello": "hello, deflated"}[tool]
         )
+
+
+@pytest.mark.parametrize("tool", ["bad_gzip", "bad_gzip_sse"])
+async def test_a_body_whose_encoding_is_broken_fails_its_request_at_once_and_the_session_serves_on(
+    url: str, tool: str
+) -> None:
+    composed = _composed(url)
+    async with composed.running(), connect(composed) as client:
+        said = await _refusal(client.call_tool(f"b_{tool}", {}))
+        assert f"upstream 'big' (streamable-http) answered tools/call {tool} with error" in said
+        assert "upstream 'big' (streamable-http) answered with a broken gzip or deflate encoding" in said
+        assert await _hello(client) == "hello"
+        assert _link(composed).restarts == 0
 
 
 async def test_an_event_the_limit_allows_passes_past_the_sdk_default_of_1_mib(url: str) -> None:

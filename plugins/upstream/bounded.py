@@ -20,7 +20,9 @@ A body that never ends (bytes drip-fed without a line end) meets the same count,
 into an error for the request the response answered, at once, leaving the session serving (the
 standalone GET stream, which answers no request, is opened again by the SDK). Which request it was
 is noted (:attr:`Bounds.refused`, from the POST's JSON-RPC body) so the sieve can give it an error
-carrying :data:`~mcp_providers.plugins.upstream.stdio.LINE_LIMIT_KEY`, worded by the link.
+carrying :data:`~mcp_providers.plugins.upstream.stdio.LINE_LIMIT_KEY`, worded by the link. A body
+whose gzip or deflate encoding is broken is refused the same way (httpx2's own ``DecodingError``
+there ended the whole session), with the SDK's error naming the upstream.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ import mcp_types as types
 
 from mcp_providers.plugins.upstream.stdio import LINE_LIMIT_KEY
 
-__all__ = ["ACCEPT_ENCODING", "PIECE_BYTES", "AnswerTooLarge", "BodyTooLarge", "Bounds", "Counted", "EventTooLarge"]
+__all__ = ["ACCEPT_ENCODING", "PIECE_BYTES", "AnswerRefused", "BodyRefused", "Bounds", "Counted", "EventRefused"]
 
 log = logging.getLogger(__name__)
 
@@ -50,24 +52,26 @@ _BLANK_LINE = re.compile(rb"\n[\r\n]|\r\r")  # a line end right after a line end
 _DECODED = {"gzip": zlib.MAX_WBITS | 16, "x-gzip": zlib.MAX_WBITS | 16, "deflate": zlib.MAX_WBITS}
 
 
-class AnswerTooLarge(Exception):
-    """A response went over the limit while it was read; ``limit`` is in bytes."""
+class AnswerRefused(Exception):
+    """A response was refused while it was read: over ``limit`` bytes, or (``limit`` None) its
+    gzip or deflate encoding is broken."""
 
-    limit: int
+    limit: int | None
 
 
-class EventTooLarge(AnswerTooLarge, httpx2.SSEError):
-    """One server-sent event went over the limit (the SDK fails the request the stream answered)."""
+class EventRefused(AnswerRefused, httpx2.SSEError):
+    """An event stream refused (the SDK fails the request the stream answered)."""
 
-    def __init__(self, message: str, limit: int) -> None:
+    def __init__(self, message: str, limit: int | None) -> None:
         super().__init__(message)
         self.limit = limit
 
 
-class BodyTooLarge(AnswerTooLarge, httpx2.StreamError):
-    """A response body went over the limit (the SDK fails the request it answered)."""
+class BodyRefused(AnswerRefused, httpx2.StreamError):
+    """A response body refused (the SDK fails the request it answered; an exception of another
+    kind there, such as ``httpx2.DecodingError``, would end the whole session)."""
 
-    def __init__(self, message: str, limit: int) -> None:
+    def __init__(self, message: str, limit: int | None) -> None:
         super().__init__(message)
         self.limit = limit
 
@@ -101,8 +105,9 @@ class _Inflater:
 class Counted(httpx2.AsyncByteStream):
     """``raw`` decoded (``wbits``: a zlib window for :class:`_Inflater`, or None: as it came) and
     counted: per event when ``events``, else in total. ``refuse(limit)`` makes the error raised
-    when the count passes ``limit``. :attr:`largest` is the most bytes one count reached (at most
-    ``limit``: the piece that crosses it is never handed on), :attr:`read` all decoded bytes."""
+    when the count passes ``limit``, ``refuse(None)`` when the encoding is broken.
+    :attr:`largest` is the most bytes one count reached (at most ``limit``: the piece that crosses
+    it is never handed on), :attr:`read` all decoded bytes."""
 
     def __init__(
         self,
@@ -111,7 +116,7 @@ class Counted(httpx2.AsyncByteStream):
         limit: int,
         events: bool,
         wbits: int | None,
-        refuse: Callable[[int], AnswerTooLarge],
+        refuse: Callable[[int | None], AnswerRefused],
     ) -> None:
         self.raw, self.limit, self.events, self.refuse = raw, limit, events, refuse
         self.inflater = None if wbits is None else _Inflater(wbits)
@@ -120,9 +125,21 @@ class Counted(httpx2.AsyncByteStream):
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         async for chunk in self.raw:
-            for piece in [chunk] if self.inflater is None else self.inflater.feed(chunk):
+            for piece in self._decoded(chunk):
                 self.counted(piece)
                 yield piece
+        if self.inflater is not None and (rest := self.inflater.inflater.flush()):
+            self.counted(rest)  # at most what one step holds back: the pieces drained the input
+            yield rest
+
+    def _decoded(self, chunk: bytes) -> Iterator[bytes]:
+        if self.inflater is None:
+            yield chunk
+            return
+        try:
+            yield from self.inflater.feed(chunk)
+        except httpx2.DecodingError:
+            raise self.refuse(None) from None
 
     def counted(self, piece: bytes) -> None:
         """Add ``piece`` to the count; raise ``refuse(limit)`` when it passes the limit."""
@@ -170,7 +187,11 @@ class Bounds:
         response.stream = stream
         self.streams = [*self.streams[-7:], stream]
 
-    def _refused(self, request: httpx2.Request, events: bool, limit: int) -> AnswerTooLarge:
+    def _refused(self, request: httpx2.Request, events: bool, limit: int | None) -> AnswerRefused:
+        if limit is None:  # the SDK's error for it says what this says
+            message = f"{self.who} answered with a broken gzip or deflate encoding; the answer was discarded"
+            log.warning("%s", message)
+            return EventRefused(message, limit) if events else BodyRefused(message, limit)
         where = "in one server-sent event" if events else "in one body"
         message = f"{self.who} answered with more than {limit} bytes {where}; the answer was discarded{self.hint}"
         ident = _request_id(request)
@@ -180,7 +201,7 @@ class Bounds:
                 del self.refused[next(iter(self.refused))]
             data = {LINE_LIMIT_KEY: limit}
             self.refused[ident] = types.ErrorData(code=types.INTERNAL_ERROR, message=message, data=data)
-        return EventTooLarge(message, limit) if events else BodyTooLarge(message, limit)
+        return EventRefused(message, limit) if events else BodyRefused(message, limit)
 
 
 def _request_id(request: httpx2.Request) -> int | str | None:
