@@ -190,10 +190,7 @@ async def app(scope: dict[str, Any], receive: Callable[[], Awaitable[dict[str, A
         await send({"type": "lifespan.shutdown.complete"})
         return
     if scope["method"] == "GET":  # until the client goes away: a dead stream must not take an event
-        stream = asyncio.ensure_future(_respond(send, "text/event-stream", _get_stream()))
-        while (await receive())["type"] != "http.disconnect":
-            pass
-        stream.cancel()
+        await _until_gone(receive, _respond(send, "text/event-stream", _get_stream()))
         return
     if scope["method"] != "POST":
         await send({"type": "http.response.start", "status": 200, "headers": []})
@@ -205,4 +202,17 @@ async def app(scope: dict[str, Any], receive: Callable[[], Awaitable[dict[str, A
         body += event.get("body", b"")
         if not event.get("more_body"):
             break
-    await _post(send, json.loads(body))
+    await _until_gone(receive, _post(send, json.loads(body)))  # a refused answer is not made on
+
+
+async def _until_gone(receive: Callable[[], Awaitable[dict[str, Any]]], answer: Awaitable[None]) -> None:
+    """``answer``, stopped when the client goes away (uvicorn drops what is sent then, silently)."""
+
+    async def gone() -> None:
+        while (await receive())["type"] != "http.disconnect":
+            pass
+
+    tasks = {asyncio.ensure_future(answer), asyncio.ensure_future(gone())}
+    await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    for task in tasks:
+        task.cancel()

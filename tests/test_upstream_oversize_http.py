@@ -162,7 +162,7 @@ async def test_a_gzip_bomb_is_inflated_in_pieces_and_refused_at_the_limit() -> N
     import zlib
 
     packer = zlib.compressobj(9, zlib.DEFLATED, zlib.MAX_WBITS | 16)
-    bomb = packer.compress(b"y" * (64 * MIB)) + packer.flush()
+    bomb = packer.compress(b"y" * (16 * MIB)) + packer.flush()
     assert len(bomb) < 100_000
     stream = _stream(bomb, events=False, limit=MIB)
     stream.inflater = bounded._Inflater(zlib.MAX_WBITS | 16)
@@ -193,10 +193,10 @@ async def test_a_200_mib_answer_is_never_held(url: str, tool: str, counted: list
 
 
 async def test_a_trickle_under_the_limit_is_bounded_by_read_timeout(url: str) -> None:
-    composed = _composed(url, read_timeout=2)
+    composed = _composed(url, read_timeout=5)
     async with composed.running(), connect(composed) as client:
         said = await _refusal(client.call_tool("b_trickle", {}))
-        assert "upstream 'big' (streamable-http) did not answer tools/call trickle within 2" in said
+        assert "upstream 'big' (streamable-http) did not answer tools/call trickle within 5" in said
         assert await _hello(client) == "hello"
 
 
