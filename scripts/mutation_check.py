@@ -1269,8 +1269,8 @@ CASES += (  # an HTTP upstream's answers bounded while read (issue 40, round 9 b
     Case(
         "upstream http: an event stream is counted per event, not in total",
         "plugins/upstream/bounded.py",
-        "if self.events and (ends := list(_BLANK_LINE.finditer(self._last + piece))):",
-        "if False and (ends := list(_BLANK_LINE.finditer(self._last + piece))):",
+        "if self.events and (after := _after_blank_line(self._last + piece)) is not None:",
+        "if False and (after := _after_blank_line(self._last + piece)) is not None:",
         (HTTP_BOUND + "test_each_event_is_counted_from_the_last_blank_line",),
     ),
     Case(

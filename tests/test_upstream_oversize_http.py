@@ -144,6 +144,16 @@ async def test_each_event_is_counted_from_the_last_blank_line(chunks: tuple[byte
     assert stream.largest <= 14
 
 
+@pytest.mark.parametrize(
+    ("data", "after"),
+    [(b"ab\n\ncd", 2), (b"ab\r\n\r\ncd", 3), (b"ab\r\rcd", 2), (b"ab\n\rcd", 2), (b"\n\n", 0),
+     (b"\nx\n\nyy\nz", 4), (b"\r\r\n", 1), (b"ab\r\ncd", None), (b"abc", None), (b"\r\n", None),
+     (b"a\r\nb\r\nc", None)],
+)  # fmt: skip
+def test_the_last_blank_line_is_found_whatever_line_ends_are_used(data: bytes, after: int | None) -> None:
+    assert bounded._after_blank_line(data) == after  # bytes after it: the \n of a \r\n may count
+
+
 @pytest.mark.parametrize("chunks", [(b"data: 12345\r\n", b"data: 67890\r\n"), (b"data: 12345\n", b"data: 6789\r\n")])
 async def test_a_single_line_end_does_not_end_an_event(chunks: tuple[bytes, ...]) -> None:
     with pytest.raises(EventRefused, match="over 20"):
