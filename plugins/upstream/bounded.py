@@ -160,15 +160,14 @@ class Bounds:
     """The response hook bounding an upstream's answers (module docstring); ``who`` names it in
     errors, ``hint`` says what to change. :attr:`refused` maps the JSON-RPC id of each request
     whose answer went over to the error it gets (taken by the sieve: the SDK's own error for it names
-    neither); :attr:`streams` the last few
-    :class:`Counted` made (for tests: their ``largest``)."""
+    neither the upstream nor the limit)."""
 
     def __init__(self, limit: int, who: str, hint: str = "") -> None:
         self.limit, self.who, self.hint = limit, who, hint
         self.refused: dict[int | str, types.ErrorData] = {}
-        self.streams: list[Counted] = []
 
     async def __call__(self, response: httpx2.Response) -> None:
+        """Give ``response`` (nothing of its body read yet) a :class:`Counted` body stream."""
         media = response.headers.get("content-type", "").partition(";")[0].strip().lower()
         events = media == "text/event-stream"
         encoding = response.headers.get("content-encoding", "identity").strip().lower()
@@ -176,15 +175,13 @@ class Bounds:
         if encoding != "identity":  # decoded here and counted as decoded (one not asked for is left
             del response.headers["content-encoding"]  # as it came: it fails to parse): never by httpx2
             response.headers.pop("content-length", None)
-        stream = Counted(
+        response.stream = Counted(
             response.stream,  # type: ignore[arg-type]  # an async client's responses stream asynchronously
             limit=self.limit,
             events=events,
             wbits=wbits,
             refuse=lambda limit: self._refused(response.request, events, limit),
         )
-        response.stream = stream
-        self.streams = [*self.streams[-7:], stream]
 
     def _refused(self, request: httpx2.Request, events: bool, limit: int | None) -> AnswerRefused:
         if limit is None:  # the SDK's error for it says what this says
