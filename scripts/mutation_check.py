@@ -1536,6 +1536,88 @@ CASES += (  # an upstream's questions (issue 40): only to a provable caller, bou
     ),
 )
 
+HTTP_BOUND = "tests/test_upstream_oversize_http.py::"
+CASES += (  # an HTTP upstream's answers bounded while read (issue 40, round 9 brief H)
+    Case(
+        "upstream http: a body over the limit is refused before it is handed on",
+        "plugins/upstream/bounded.py",
+        "        if self.count > self.limit:",
+        "        if False:",
+        (
+            HTTP_BOUND + "test_a_200_mib_answer_is_never_held[big_json]",
+            HTTP_BOUND + "test_a_body_is_counted_in_total_and_the_crossing_piece_is_not_handed_on",
+        ),
+    ),
+    Case(
+        "upstream http: an event stream is counted per event, not in total",
+        "plugins/upstream/bounded.py",
+        "if self.events and (after := _after_blank_line(self._last + piece)) is not None:",
+        "if False and (after := _after_blank_line(self._last + piece)) is not None:",
+        (HTTP_BOUND + "test_each_event_is_counted_from_the_last_blank_line",),
+    ),
+    Case(
+        "upstream http: a gzip or deflate body is decoded here and counted decoded",
+        "plugins/upstream/bounded.py",
+        "        wbits = _DECODED.get(encoding)",
+        "        wbits = None",
+        (
+            HTTP_BOUND + "test_an_encoded_answer_is_decoded[gzip_hello]",
+            HTTP_BOUND + "test_a_200_mib_answer_is_never_held[bomb_json]",
+        ),
+    ),
+    Case(
+        "upstream http: a compressed body is inflated in bounded pieces",
+        "plugins/upstream/bounded.py",
+        "piece = self.inflater.decompress(data, PIECE_BYTES)",
+        "piece = self.inflater.decompress(data)",
+        (HTTP_BOUND + "test_a_gzip_bomb_is_inflated_in_pieces_and_refused_at_the_limit",),
+    ),
+    Case(
+        "upstream http: every response of the upstream's client is bounded",
+        "plugins/upstream/connect.py",
+        '            event_hooks={"response": [bounds]},',
+        "            event_hooks={},",
+        (
+            HTTP_BOUND + "test_a_200_mib_answer_is_never_held[big_json]",
+            HTTP_BOUND + "test_a_200_mib_answer_is_never_held[bomb_sse]",
+        ),
+    ),
+    Case(
+        "upstream http: the SDK's event limit is the one max_bytes sets, not its 1 MiB default",
+        "plugins/upstream/connect.py",
+        "max_sse_event_size=limit",
+        "max_sse_event_size=1024 * 1024",
+        (HTTP_BOUND + "test_an_event_the_limit_allows_passes_past_the_sdk_default_of_1_mib",),
+    ),
+    Case(
+        "upstream http: the refused request gets the limit error naming the upstream",
+        "plugins/upstream/sieve.py",
+        "if isinstance(message, JSONRPCError) and message.id is not None and message.id in self.refused:",
+        "if False:",
+        (HTTP_BOUND + "test_an_answer_over_the_limit_fails_at_once_and_the_session_serves_on[big_sse]",),
+    ),
+    Case(
+        "upstream http: a broken gzip body fails its request, not the session",
+        "plugins/upstream/bounded.py",
+        "            raise self.refuse(None) from None",
+        "            raise",
+        (
+            HTTP_BOUND
+            + "test_a_body_whose_encoding_is_broken_fails_its_request_at_once_and_the_session_serves_on[bad_gzip]",
+        ),
+    ),
+    Case(
+        "openapi: a service's answer is bounded while read, in decoded bytes (a gzip body too)",
+        "plugins/openapi/client.py",
+        "                    if len(body) > budget:",
+        "                    if False:",
+        (
+            "tests/openapi/test_openapi_fastapi.py::"
+            "test_upstream_errors_hangs_and_oversize_answers_are_errors_naming_the_service",
+        ),
+    ),
+)
+
 
 def run_case(case: Case) -> tuple[bool | None, str]:
     """``(True, ...)`` killed, ``(False, ...)`` survived, ``(None, why)`` could not be applied."""

@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from mcp_providers.http import client as framework_client
 from mcp_providers.plugins._masking import MIN_SECRET_CHARS, Secrets
 from mcp_providers.plugins.upstream.asking import Relay
+from mcp_providers.plugins.upstream.bounded import ACCEPT_ENCODING, Bounds
 from mcp_providers.plugins.upstream.settings import BearerAuth, ServerSettings, read_variable
 from mcp_providers.plugins.upstream.sieve import Sieve, said, sieved
 from mcp_providers.plugins.upstream.stdio import line_limit, stdio_transport
@@ -47,7 +48,8 @@ async def transport(
     on_end: Callable[[], None] | None = None,
 ) -> AsyncIterator[Any]:
     """The transport for ``server``: a started stdio process (lines bounded by its ``max_bytes``:
-    :mod:`~mcp_providers.plugins.upstream.stdio`), or a streamable HTTP client
+    :mod:`~mcp_providers.plugins.upstream.stdio`), or a streamable HTTP client (each body and each
+    server-sent event bounded the same way while read: :mod:`~mcp_providers.plugins.upstream.bounded`)
     carrying only the configured static credential, or ``auth``'s (a broker's credential); its list
     pages reach the SDK item by item, with ``secrets`` (default: :func:`held_secrets`) masked in
     every message (:mod:`~mcp_providers.plugins.upstream.sieve`); ``on_end()`` when its read stream
@@ -75,8 +77,16 @@ async def transport(
         ) as streams:
             yield sieved(streams, sieve)
         return
+    async with _http_streams(server, auth, sieve) as streams:
+        yield sieved(streams, sieve)
+
+
+@contextlib.asynccontextmanager
+async def _http_streams(server: ServerSettings, auth: httpx2.Auth | None, sieve: Sieve) -> AsyncIterator[Any]:
+    """The SDK's streamable HTTP client for ``server``, each body and event bounded (:class:`Bounds`;
+    the requests whose answers it refuses are handed to ``sieve``)."""
     assert server.url is not None  # the settings validator holds exactly one of command and url
-    headers = {}
+    headers = {"Accept-Encoding": ACCEPT_ENCODING}
     if isinstance(server.auth, BearerAuth):
         headers["Authorization"] = (
             f"Bearer {read_variable(server.auth.token_env, server=server.name, setting='auth.token_env')}"
@@ -84,14 +94,23 @@ async def transport(
     # requests are bounded by read_timeout in Link.request; the read timeout here bounds an idle
     # stream (a listen stream, the 2025 GET stream), which must outlive a quiet upstream
     timeout = httpx2.Timeout(server.read_timeout, read=max(server.read_timeout + 5, IDLE_STREAM_SECONDS))
+    limit = line_limit(server.max_bytes)  # the stdio line's limit, for one body or one event
+    hint = f"; raise max_bytes (now {server.max_bytes}) in its settings if this is expected"
+    bounds = Bounds(limit, who(server), hint)
+    sieve.refused = bounds.refused
     async with (
         # the framework's client: in a read's scope it passes read-only MCP POSTs to this endpoint only
         framework_client(
-            headers=headers, auth=auth, timeout=timeout, follow_redirects=False, mcp_endpoint=server.url
+            headers=headers,
+            auth=auth,
+            timeout=timeout,
+            follow_redirects=False,
+            mcp_endpoint=server.url,
+            event_hooks={"response": [bounds]},
         ) as http,
-        streamable_http_client(server.url, http_client=http) as streams,
+        streamable_http_client(server.url, http_client=http, max_sse_event_size=limit) as streams,
     ):
-        yield sieved(streams, sieve)
+        yield streams
 
 
 def client(

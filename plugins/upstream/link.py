@@ -398,9 +398,10 @@ class Link:
             if exc.code == types.INVALID_PARAMS and isinstance(data, Mapping) and "uri" in data:
                 raise NotFound(f"{self.who}: {self.said(exc.message)}", data={"uri": data["uri"]}) from None
             limit = line_limit(self.server.max_bytes)
-            if isinstance(data, Mapping) and data.get(LINE_LIMIT_KEY) == limit:  # the stdio transport's refusal
+            if isinstance(data, Mapping) and data.get(LINE_LIMIT_KEY) == limit:  # the transport's refusal
+                over = "the line limit" if self.server.command is not None else "the limit on one body or event"
                 raise UpstreamError(
-                    f"{self.who} answered {what} with more than {limit} bytes, over the line limit its max_bytes "
+                    f"{self.who} answered {what} with more than {limit} bytes, over {over} its max_bytes "
                     f"of {self.server.max_bytes} sets; the answer was discarded; raise max_bytes in its settings "
                     "if this is expected"
                 ) from None

@@ -193,8 +193,8 @@ class ServerSettings(BaseModel):
     max_bytes: int = Field(
         default=8 * 1024 * 1024,
         ge=1024,
-        description="Largest answer accepted from the upstream, in bytes; over stdio a line over 6x this + 8 MiB "
-        "is discarded while read.",
+        description="Largest answer accepted from the upstream, in bytes; a stdio line, an HTTP body or one "
+        "server-sent event over 6x this + 8 MiB is discarded while read.",
     )
 
     @field_validator("env", mode="before")

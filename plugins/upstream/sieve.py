@@ -117,6 +117,9 @@ class Sieve:
         self._asked: dict[int | str, tuple[str, str | None]] = {}
         self._methods: dict[int | str, str] = {}
         """Every request sent and not yet answered, by id (for messages): at most 1,024, oldest dropped."""
+        self.refused: dict[int | str, ErrorData] = {}
+        """The error each request gets instead of the transport's own, by id, taken when it comes (an
+        HTTP upstream's answer over the limit: :class:`~mcp_providers.plugins.upstream.bounded.Bounds`)."""
 
     def sent(self, item: SessionMessage) -> None:
         """Note a list request (with the version its ``_meta`` names, 2026-07-28) or ``initialize``."""
@@ -149,6 +152,9 @@ class Sieve:
         message = item.message
         if isinstance(message, JSONRPCResponse | JSONRPCError) and message.id is not None:
             self._methods.pop(message.id, None)
+        if isinstance(message, JSONRPCError) and message.id is not None and message.id in self.refused:
+            error = self.refused.pop(message.id)
+            item = SessionMessage(JSONRPCError(jsonrpc="2.0", id=message.id, error=error), metadata=item.metadata)
         if not isinstance(message, JSONRPCResponse | JSONRPCError) or message.id not in self._asked:
             return item
         method, stamped = self._asked.pop(message.id)
