@@ -129,9 +129,9 @@ class Readings:
     """The names a service may read ``target`` as, for deny rules (computed once per decision).
 
     ``plain``: ``target`` as given, and its *path reading*: after ``://``, the query and fragment
-    dropped, escapes decoded once, ``\\`` read as ``/``, each segment's ``;`` parameters and trailing
-    dots and spaces dropped (servlet containers, Windows and IIS do), and empty segments removed, a
-    trailing one too (file systems do).
+    dropped, escapes decoded (again while any is left, up to 4 times), ``\\`` read as ``/``, each
+    segment's ``;`` parameters and trailing dots and spaces dropped (servlet containers, Windows and
+    IIS do), and empty segments removed, a trailing one too (file systems do).
     ``folded``: both, case-folded and NFKC-normalised (as Unicode caseless matching does, for
     services that compare case-insensitively: IIS, Windows and macOS file systems).
     """
@@ -161,12 +161,20 @@ def _path_reading(target: str) -> str:
     if not sep:
         return target
     rest = rest.split("#", 1)[0].split("?", 1)[0]
+    for _ in range(_DECODINGS):  # a service may decode more than once: %2550 is P to a second decoding
+        if (decoded := unquote(rest)) == rest:
+            break
+        rest = decoded
     kept = []
-    for segment in unquote(rest).replace("\\", "/").split("/"):
+    for segment in rest.replace("\\", "/").split("/"):
         name = segment.split(";", 1)[0].rstrip(". ")
         if name:
             kept.append(name)
     return f"{scheme}://{'/'.join(kept)}"
+
+
+_DECODINGS = 4
+"""Escapes are decoded this many times at most in a path reading (each decoding a service may make)."""
 
 
 @lru_cache(maxsize=4096)

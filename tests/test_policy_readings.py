@@ -50,6 +50,8 @@ def _denied(settings: PolicySettings, target: str, action: str = "read") -> bool
         "up://private//k",
         "up:///private/k",
         "up://private%2Fk",
+        "up://%2550rivate/k",  # P to a second decoding
+        "up://%25252570rivate/k",
         "UP://PRIVATE/K",
     ],
 )
