@@ -94,10 +94,15 @@ def _origin(service: Service, op: Operation) -> dict[str, Any]:
 
 def uri_of(service: Service, op: Operation) -> str:
     """The URI or URI template of GET operation ``op``."""
-    prefix = service.settings.owned_prefix
-    path = op.path.lstrip("/") if prefix.endswith("/") else op.path
     query = [p.name for p in op.parameters if p.location == "query"]
-    return prefix + path + (f"{{?{','.join(query)}}}" if query else "")
+    return path_uri(service, op.path) + (f"{{?{','.join(query)}}}" if query else "")
+
+
+def path_uri(service: Service, path: str) -> str:
+    """``path`` (an operation's, or one with its values put in) as a URI under the service's prefix:
+    ``/docs/a/b`` -> ``openapi://svc/docs/a/b``, what a read of that path would ask the gate."""
+    prefix = service.settings.owned_prefix
+    return prefix + (path.lstrip("/") if prefix.endswith("/") else path)
 
 
 class OpenAPIResources(ResourceProvider):
@@ -261,7 +266,16 @@ class OpenAPITools(ToolProvider):
         query = {p.name: arguments[p.name] for p in op.parameters if p.location == "query" and p.name in arguments}
         try:
             path = self.service.url(op, path_values)
-            answer = await self.service.send(op, path, query=query, body=arguments.get(BODY), principal=call.principal)
+        except InvalidParams as exc:
+            raise ToolFailure(exc.message) from None
+        # The gate judged the tool by name; a rule on the path (openapi://svc/docs/private/*) must
+        # hold for the path's tools as for its reads: asked before anything is sent (Denied: -32003).
+        uri = path_uri(self.service, path)
+        call.require("call", uri)
+        try:
+            answer = await self.service.send(
+                op, path, query=query, body=arguments.get(BODY), gate_uri=uri, principal=call.principal
+            )
         except (InvalidParams, NotFound, TooLarge, UpstreamError) as exc:  # the model sees it and may correct
             raise ToolFailure(exc.message) from None
         return ToolResult(text=_tool_text(answer))
