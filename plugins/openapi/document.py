@@ -180,11 +180,14 @@ def _parsed(data: bytes, source: str) -> dict[str, Any]:
     return spec
 
 
-def load(source: str, *, timeout: float = 30.0) -> Document:
+def load(source: str, *, timeout: float = 30.0, max_operations: int | None = None) -> Document:
     """Read, parse and validate the document at ``source`` (a file path or an http(s) URL).
 
+    :param max_operations: most operations (a path item without any counts as one) the document
+        may have, counted before it is validated; ``None``: no limit.
     :raises DocumentError: it cannot be read, is not JSON or YAML, is not OpenAPI 3.0 or 3.1, is
-        invalid (where, and which rule; never the document's text), or refers to another file or URL.
+        invalid (where, and which rule; never the document's text), refers to another file or URL,
+        or has more than ``max_operations`` operations.
     """
     data, url = _read(source, timeout)
     try:
@@ -193,6 +196,12 @@ def load(source: str, *, timeout: float = 30.0) -> Document:
         if not version.startswith(("3.0", "3.1")):
             shown = version[:20] or "(no version)"
             raise DocumentError(f"document {source!r} is OpenAPI/Swagger {shown}; 3.0 or 3.1 is needed")
+        if max_operations is not None and (count := _operation_count(spec)) > max_operations:
+            raise DocumentError(
+                f"document {source!r} has {count} operations, over max_operations = {max_operations}: validating "
+                "it would cost about 1.5 to 3.5 CPU ms an operation at every check, start and reload; raise "
+                "max_operations, or serve a document narrowed to the operations you need"
+            )
         refs = set(refs_in(spec))
         external = min((ref for ref in refs if not ref.startswith("#")), default=None)
         if external is not None:
@@ -212,6 +221,15 @@ def load(source: str, *, timeout: float = 30.0) -> Document:
         raise DocumentError(f"document {source!r} {exc}") from None
     except RecursionError:
         raise DocumentError(f"document {source!r} nests too deeply to be read") from None
+
+
+def _operation_count(spec: dict[str, Any]) -> int:
+    """Operations in ``spec`` (a path item with none, e.g. a ``$ref``, counts as one), unvalidated."""
+    paths = spec.get("paths")
+    if not isinstance(paths, dict):
+        return 0
+    methods = (*METHODS, *_UNSERVED)
+    return sum(max(1, sum(m in item for m in methods)) if isinstance(item, dict) else 1 for item in paths.values())
 
 
 def _document(
@@ -326,14 +344,17 @@ def _operation(
 _VARIABLE = re.compile(r"\{[^{}]*\}")
 _PCHAR = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=:@/]")
 _HEX = "0123456789ABCDEFabcdef"
+_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def path_problem(path: str) -> str | None:
     """Why the literal of ``path`` (what is outside its ``{variables}``) cannot be sent as it is
     read, or ``None``: a character that would end the path (``#``, ``?``), be trimmed, rewritten
     or encoded on the way (whitespace, a control character, ``\\``, anything else outside RFC 3986's
-    path characters), a ``%`` that is no escape, or a ``.``/``..`` segment the URL would resolve
-    away. The URI the gate sees would then name another path than the one requested."""
+    path characters), a ``%`` that is no escape, a ``.``/``..`` segment the URL would resolve away,
+    or an escape a decoding service would read as one of those, as a separator or as another
+    escape (``%2e%2e``, ``%2F``, ``%0A``, ``%2541``). The URI the gate sees would then name another path than the one requested."""
     literal = _VARIABLE.sub("v", path)
     for at, char in enumerate(literal):
         if char == "%":
@@ -352,8 +373,15 @@ def path_problem(path: str) -> str | None:
         else:
             why = f"{char!r}, which a URL path does not hold as written"
         return f"its path holds {why}; percent-encode it in the document (UTF-8) if the service means it"
-    if any(segment in (".", "..") for segment in literal.split("/")):
-        return "its path holds a '.' or '..' segment, which the URL would resolve away to another path"
+    decoded = unquote(literal)  # what a service that decodes the path reads
+    if any(segment in (".", "..") for segment in decoded.split("/")):
+        return "its path holds a '.' or '..' segment (or its escape), which resolves away to another path"
+    if decoded.count("/") != literal.count("/") or "\\" in decoded:
+        return "its path holds an escaped '/' or '\\' (%2F, %5C), which a service may read as a separator"
+    if _CONTROL.search(decoded):
+        return "its path holds an escaped control character"
+    if _ESCAPE.search(decoded):
+        return "its path holds a double encoding ('%25' then two hex digits), which a service may decode twice"
     return None
 
 

@@ -26,6 +26,9 @@ from collections.abc import Hashable, Iterator, Mapping
 from typing import Any
 
 import jsonschema.validators
+import referencing
+import referencing.jsonschema
+from jsonschema_specifications import REGISTRY as SPECIFICATIONS
 from openapi_spec_validator.validation import OpenAPIV30SpecValidator, OpenAPIV31SpecValidator, keywords
 from openapi_spec_validator.validation.validators import SpecValidator
 
@@ -86,6 +89,21 @@ def _remembering(meta: Any) -> Any:
     return remembering(meta.schema, format_checker=meta.format_checker)
 
 
+@functools.cache
+def _crawled(version: str) -> Any:
+    """The meta-schema validator of OpenAPI ``version`` (``"3.1"``) over a registry crawled once.
+
+    jsonschema resolves each ``$dynamicRef`` (3.1's ``#meta``, twice an operation) through an
+    anchor lookup; in a registry not yet crawled that lookup crawls every known meta-schema (about
+    750 subresources) and keeps the crawled registry for that one lookup only: 14 ms a lookup, about
+    three quarters of a 3.1 document's validation. Crawled here once, each lookup finds the anchor.
+    The same meta-schema and the same checks."""
+    meta = _STOCK[version].schema_validator
+    resource = referencing.Resource.from_contents(meta.schema, default_specification=referencing.jsonschema.DRAFT202012)
+    registry = SPECIFICATIONS.with_resource(resource.id() or "", resource).crawl()
+    return meta.__class__(meta.schema, registry=registry, format_checker=meta.format_checker)
+
+
 def _linear(base: type[SpecValidator], *, remember: bool) -> type[SpecValidator]:
     validators: Mapping[str, type[keywords.KeywordValidator]] = base.keyword_validators
     replaced = {"operation": _Operation, "schema": _linear_schema(validators["schema"])}  # type: ignore[arg-type]
@@ -94,20 +112,21 @@ def _linear(base: type[SpecValidator], *, remember: bool) -> type[SpecValidator]
         base.__init__(self, schema)
         if remember:  # per validation: what is remembered lives as long as one document's check
             self.schema_validator = _remembering(base.schema_validator)
+        else:
+            self.schema_validator = _crawled("3.1")
 
     namespace = {"keyword_validators": {**validators, **replaced}, "__init__": __init__}
     return type(f"Linear{base.__name__}", (base,), namespace)
 
 
+_STOCK = {"3.0": OpenAPIV30SpecValidator, "3.1": OpenAPIV31SpecValidator}
+
 # 3.1's meta-schema is Draft 2020-12, whose $dynamicRef makes a $ref's result depend on the path
-# taken: its $ref results are not remembered.
+# taken: its $ref results are not remembered (its registry is crawled once instead: _crawled).
 _BY_VERSION = {
     "3.0": _linear(OpenAPIV30SpecValidator, remember=True),
     "3.1": _linear(OpenAPIV31SpecValidator, remember=False),
 }
-
-
-_STOCK = {"3.0": OpenAPIV30SpecValidator, "3.1": OpenAPIV31SpecValidator}
 
 
 @functools.cache
