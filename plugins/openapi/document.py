@@ -232,9 +232,7 @@ def _operation_count(spec: dict[str, Any]) -> int:
     return sum(max(1, sum(m in item for m in methods)) if isinstance(item, dict) else 1 for item in paths.values())
 
 
-def _document(
-    spec: dict[str, Any], url: str | None, version: str, looped: Mapping[tuple[str, str], str]
-) -> Document:
+def _document(spec: dict[str, Any], url: str | None, version: str, looped: Mapping[tuple[str, str], str]) -> Document:
     """The :class:`Document` of validated ``spec``; ``looped``: ``(path, method)`` -> the looping
     reference each such operation reaches (:func:`~.loops.pruned`), left out saying so."""
     components = spec.get("components", {}).get("schemas", {})
@@ -354,7 +352,8 @@ def path_problem(path: str) -> str | None:
     or encoded on the way (whitespace, a control character, ``\\``, anything else outside RFC 3986's
     path characters), a ``%`` that is no escape, a ``.``/``..`` segment the URL would resolve away,
     or an escape a decoding service would read as one of those, as a separator or as another
-    escape (``%2e%2e``, ``%2F``, ``%0A``, ``%2541``). The URI the gate sees would then name another path than the one requested."""
+    escape (``%2e%2e``, ``%2F``, ``%0A``, ``%2541``). The URI the gate sees would then name another
+    path than the one requested."""
     literal = _VARIABLE.sub("v", path)
     for at, char in enumerate(literal):
         if char == "%":

@@ -133,7 +133,9 @@ def _unambiguous(
         elif isinstance(value, dict) and p.style == "deepObject":
             bad = next((k for k in map(_text, value) if k == "" or "[" in k or "]" in k), None)
             if bad is not None:
-                problem = f"member name {bad!r} is refused: a deepObject member name may not be empty nor hold '[' or ']'"
+                problem = (
+                    f"member name {bad!r} is refused: a deepObject member name may not be empty nor hold '[' or ']'"
+                )
         elif isinstance(value, list | tuple) and not p.explode and p.style in _SPLIT_AT:
             delimiter = _SPLIT_AT[p.style]
             bad = next((item for item in map(_text, value) if delimiter in item), None)

@@ -111,8 +111,10 @@ def _upstream() -> FastAPI:
 
 
 RULES = [
-    {"effect": "deny", "targets": ["openapi://echo/docs/private/*", "openapi://echo/notes/secret",
-                                   "openapi://echo/files/private"]},  # fmt: skip
+    {
+        "effect": "deny",
+        "targets": ["openapi://echo/docs/private/*", "openapi://echo/notes/secret", "openapi://echo/files/private"],
+    },
     {"effect": "deny", "actions": ["read", "expand"], "targets": ["openapi://echo/docs/readonly/*"]},
 ]
 
@@ -229,6 +231,7 @@ STYLES = Operation(
             ("formx", "query", False, STRINGS, None, "form", True),
             ("fobj", "query", False, MEMBERS, None, "form", True),
             ("fobj2", "query", False, MEMBERS, None, "form", True),
+            ("deep", "query", False, MEMBERS, None, "deepObject", True),
         ]
     ),
 )
@@ -243,17 +246,20 @@ STYLES = Operation(
         ({"fobj": {"": "1"}}, "an empty name"),
         ({"space": ["a b", "c"]}, "holds its delimiter ' '"),
         ({"pipe": ["a|b", "c"]}, "holds its delimiter '|'"),
+        ({"deep": {"a][b": "x"}}, "may not be empty nor hold '[' or ']'"),
+        ({"fobj": {"api_key": "mine"}}, "the name the service's API key is sent under"),
     ],
 )
 def test_a_query_value_that_would_read_as_another_is_refused(values: dict[str, Any], said: str) -> None:
     with pytest.raises(InvalidParams) as refused:
-        encode(STYLES, values)
+        encode(STYLES, values, reserved=("api_key",))
     assert said in refused.value.message, refused.value.message
 
 
 def test_query_values_that_name_only_themselves_are_sent() -> None:
     assert encode(STYLES, {"fobj": {"x": "1"}, "fobj2": {"y": "2"}, "formx": ["a", "a"]}) == "x=1&y=2&formx=a&formx=a"
     assert encode(STYLES, {"space": ["a", "b"], "pipe": ["c,d", "e"]}) == "space=a%20b&pipe=c%2Cd|e"
+    assert encode(STYLES, {"deep": {"k": "v w"}}, reserved=("api_key",)) == "deep[k]=v%20w"
 
 
 @pytest.mark.parametrize(
@@ -287,8 +293,10 @@ def _cyclic(used: bool) -> dict[str, Any]:
     return {
         "openapi": "3.1.0",
         "info": {"title": "Cycle", "version": "1"},
-        "paths": {"/plain": {"get": get, **({"post": post, "put": put} if used else {})},
-                  **({"/shared": shared} if used else {})},  # fmt: skip
+        "paths": {
+            "/plain": {"get": get, **({"post": post, "put": put} if used else {})},
+            **({"/shared": shared} if used else {}),
+        },
         "components": {
             "schemas": {"A": {"$ref": "#/components/schemas/B"}, "B": {"$ref": "#/components/schemas/A"}},
             "parameters": {"P": {"$ref": "#/components/parameters/Q"}, "Q": {"$ref": "#/components/parameters/P"}},
@@ -323,16 +331,23 @@ def test_a_document_over_max_operations_is_refused_before_it_is_validated(
     path.write_text(json.dumps(_many(12)))
     validated: list[int] = []
     monkeypatch.setattr("mcp_providers.plugins.openapi.document.validate", lambda spec, _v: validated.append(1))
-    table = OpenAPISettings.model_validate({"services": [{"name": "many", "document": str(path), "max_operations": 11}]})
+    table = OpenAPISettings.model_validate(
+        {"services": [{"name": "many", "document": str(path), "max_operations": 11}]}
+    )
     [(service, operations)] = loading.services(table)
     assert operations == [] and validated == []
     assert "has 12 operations, over max_operations = 11" in str(service.error) and "raise max_operations" in str(
         service.error
     )
-    table = OpenAPISettings.model_validate({"services": [{"name": "many", "document": str(path), "max_operations": 12}]})
+    table = OpenAPISettings.model_validate(
+        {"services": [{"name": "many", "document": str(path), "max_operations": 12}]}
+    )
     [(service, operations)] = loading.services(table)
     assert len(operations) == 12 and validated == [1]
-    assert OpenAPISettings.model_validate({"services": [{"name": "m", "document": "x"}]}).services[0].max_operations == 10_000
+    assert (
+        OpenAPISettings.model_validate({"services": [{"name": "m", "document": "x"}]}).services[0].max_operations
+        == 10_000
+    )
 
 
 def test_a_31_document_is_validated_over_a_registry_crawled_once(monkeypatch: pytest.MonkeyPatch) -> None:
