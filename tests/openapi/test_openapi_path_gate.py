@@ -162,6 +162,8 @@ async def test_a_denied_path_is_not_read_through_a_fragment_or_query_in_a_templa
 def test_the_uri_authorized_and_the_url_requested_differ_by_a_fragment_or_a_query() -> None:
     assert same_path("openapi://svc/files/private", "openapi://svc/", "/v1/files/private", "/v1")
     assert not same_path("openapi://svc/files/private#/x", "openapi://svc/", "/v1/files/private", "/v1")
+    assert not same_path("openapi://svc/files/a%3Fv=1", "openapi://svc/", "/v1/files/a?v=1", "/v1")  # decoded alike
+    assert not same_path("openapi://svc/files/a%23x", "openapi://svc/", "/v1/files/a#x", "/v1")
     assert not same_path("openapi://svc/files/private%23/x", "openapi://svc/", "/v1/files/private", "/v1")
     assert not same_path("openapi://svc/files/private", "openapi://svc/", "/v1/files/private?v=1", "/v1")
     assert not same_path("openapi://svc/files/private", "openapi://svc/", "/v1/files/private#x", "/v1")
@@ -320,7 +322,9 @@ def test_a_used_looping_reference_leaves_out_only_its_operation(tmp_path: Path) 
 
 
 def _many(count: int) -> dict[str, Any]:
-    paths = {f"/p{i}": {"get": {"operationId": f"op{i}", "responses": OK}} for i in range(count)}
+    get = {"parameters": _path("id"), "responses": {"200": {"description": "ok", "content": {"application/json":
+           {"schema": {"type": "object"}}}}}}  # fmt: skip
+    paths = {f"/p{i}/{{id}}": {"get": {"operationId": f"op{i}", **get}} for i in range(count)}
     return {"openapi": "3.1.0", "info": {"title": "Many", "version": "1"}, "paths": paths}
 
 
