@@ -13,7 +13,9 @@ holds ``/``, ``\\`` or a control character, or still holds a percent-escape afte
 decoding (a double encoding such as ``%252F``) is refused (-32602) before anything is sent, so the
 upstream's one decoding yields exactly the segment the gate saw. :func:`same_path` then compares the
 URI the gate saw, decoded once, with the URL about to be requested, decoded once, and refuses any
-difference.
+difference (a fragment, or a query the path itself started, included); a path literal that could
+make them differ leaves its operation out at load
+(:func:`~mcp_providers.plugins.openapi.document.path_problem`).
 
 Every call records its custody (:func:`mcp_providers.credentials.record_upstream`): the service's
 configured name, who the service knows the request as (``subject``) and how (``grant``), its

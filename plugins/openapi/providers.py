@@ -14,7 +14,9 @@ version, and the operation: ``operationId``, ``method``, ``path``; ``inspect`` s
   (the service's errors come back as a result with ``isError``, naming the service),
   its input schema the path and query parameters plus ``body`` (the JSON request body); effects
   from the method (POST additive; PUT, PATCH and DELETE destructive and idempotent), each
-  overridable per operationId in the settings.
+  overridable per operationId in the settings. Before sending, a tool asks the gate for ``call``
+  on the URI its path and path values name (``PUT /docs/{s}/{n}`` -> ``openapi://svc/docs/a/b``),
+  so a rule on a path holds for its tools as for its reads.
 
 The MIME type of a resource is its first 2xx response's media type (JSON preferred).
 """
@@ -258,6 +260,11 @@ class OpenAPITools(ToolProvider):
         return self._tools
 
     async def call(self, call: ToolCall) -> ToolResult:
+        """Send the tool's operation with ``call.arguments``; the service's answer as text.
+
+        :raises Denied: the policy refuses ``call`` on the path's URI (-32003; nothing is sent).
+        :raises ToolFailure: a refused value, or the service's error (a result with ``isError``).
+        """
         op = self._by_name[call.tool.name]
         arguments = call.arguments.model_dump(mode="json")
         path_values = {

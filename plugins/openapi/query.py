@@ -11,7 +11,10 @@ Serialization (OpenAPI 3, "Style Values"; ``form`` with ``explode=true`` is the 
     deepObject      true     (objects only)     id[x]=1&id[y]=2
 
 Each name and value is percent-encoded whole; only the delimiters are left as they are, so a
-comma inside an item stays one item. A ``null`` value sends nothing.
+comma inside an item stays one item. A ``null`` value sends nothing. A value the service would read
+as something else is refused (:func:`_unambiguous`): an exploded object's member named like another
+parameter (it would set it), a ``deepObject`` member name with brackets, a ``spaceDelimited`` or
+``pipeDelimited`` item holding its delimiter.
 
 A read names its query values in the URI (``openapi://shop/search?q=saw&limit=1``). A name the
 operation does not take is refused, naming the ones it does; so is a name given twice, unless the

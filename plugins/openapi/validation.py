@@ -9,8 +9,9 @@ as the library reads them, with a set beside them for the question.
 
 The meta-schema pass of a 3.0 document also remembers, per document, which values it found valid
 against which definition (:func:`_remembering`): the same parameter or response object, repeated
-on thousands of paths, is checked once (about half the validation of a large document). Nothing
-else changes: the same meta-schema, the same checks, the same errors.
+on thousands of paths, is checked once (about half the validation of a large document). A 3.1
+document's meta-schema validator resolves over a registry crawled once (:func:`_crawled`), not once
+per ``$dynamicRef``. Nothing else changes: the same meta-schema, the same checks, the same errors.
 
 These lean on names the libraries do not document (the three lists above; jsonschema's
 ``_resolver._base_uri`` and ``_validate_reference``). ``openapi-spec-validator`` is pinned to the
