@@ -242,7 +242,8 @@ def _document(spec: dict[str, Any], url: str | None, version: str, looped: Mappi
     if server_url is not None and ("{" in server_url or "://" not in server_url):
         server_url = None  # server variables, or relative to a file: the operator gives base_url
     converter = Converter(components, version)  # each component converted once, shared by every operation
-    operations, unserved = [], []
+    operations: list[Operation] = []
+    unserved: list[str] = []
     gone: dict[str, dict[str, str]] = {}
     for (at, method), ref in looped.items():
         gone.setdefault(at, {})[method] = ref

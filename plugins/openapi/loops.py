@@ -82,7 +82,7 @@ class Loops:
 
 def looping(spec: dict[str, Any], refs: set[str]) -> Loops | None:
     """The loops among ``refs`` (every ``$ref`` of ``spec``), or ``None`` when there is none."""
-    keys = {key: ref for ref in refs if (key := _key(ref)) is not None}
+    keys = {walked: ref for ref in refs if (walked := _key(ref)) is not None}
     loops: dict[Key, str] = {}
     for start in keys:
         chain: list[Key] = []
@@ -98,17 +98,17 @@ def looping(spec: dict[str, Any], refs: set[str]) -> Loops | None:
     if not loops:
         return None
     users: dict[Key, set[Key]] = {}
-    for key in keys:  # who refers to whom: the reverse graph, walked once from the loops
-        for ref in refs_in(_at(spec, key)):
+    for holder in keys:  # who refers to whom: the reverse graph, walked once from the loops
+        for ref in refs_in(_at(spec, holder)):
             if (inner := _key(ref)) is not None:
-                users.setdefault(inner, set()).add(key)
+                users.setdefault(inner, set()).add(holder)
     tainted = dict(loops)
     queue = deque(loops)
     while queue:
-        key = queue.popleft()
-        for user in users.get(key, ()):
+        reached = queue.popleft()
+        for user in users.get(reached, ()):
             if user not in tainted:
-                tainted[user] = tainted[key]
+                tainted[user] = tainted[reached]
                 queue.append(user)
     return Loops(loops, tainted)
 

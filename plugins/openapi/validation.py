@@ -29,7 +29,7 @@ from typing import Any
 import jsonschema.validators
 import referencing
 import referencing.jsonschema
-from jsonschema_specifications import REGISTRY as SPECIFICATIONS
+from jsonschema_specifications import REGISTRY as SPECIFICATIONS  # type: ignore[import-untyped]
 from openapi_spec_validator.validation import OpenAPIV30SpecValidator, OpenAPIV31SpecValidator, keywords
 from openapi_spec_validator.validation.validators import SpecValidator
 
@@ -99,7 +99,7 @@ def _crawled(version: str) -> Any:
     750 subresources) and keeps the crawled registry for that one lookup only: 14 ms a lookup, about
     three quarters of a 3.1 document's validation. Crawled here once, each lookup finds the anchor.
     The same meta-schema and the same checks."""
-    meta = _STOCK[version].schema_validator
+    meta: Any = _STOCK[version].schema_validator
     resource = referencing.Resource.from_contents(meta.schema, default_specification=referencing.jsonschema.DRAFT202012)
     registry = SPECIFICATIONS.with_resource(resource.id() or "", resource).crawl()
     return meta.__class__(meta.schema, registry=registry, format_checker=meta.format_checker)
