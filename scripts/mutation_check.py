@@ -976,6 +976,124 @@ CASES += (
 )
 
 
+PATH_GATE = "tests/openapi/test_openapi_path_gate.py::"
+LITERAL = PATH_GATE + "test_a_path_literal_that_changes_where_the_url_ends_leaves_that_operation_out"
+OPENAPI_DOC = "plugins/openapi/document.py"
+OPENAPI_QUERY = "plugins/openapi/query.py"
+QUERY_REFUSED = PATH_GATE + "test_a_query_value_that_would_read_as_another_is_refused"
+
+CASES += (
+    # the OpenAPI plugin: path literals, the gate on a tool's path, query values, loops, size (round 9)
+    Case(
+        "openapi: a path literal outside RFC 3986's path characters ('#', '?', whitespace) is left out",
+        OPENAPI_DOC,
+        "        if _PCHAR.fullmatch(char):\n            continue",
+        "        if True:\n            continue",
+        (LITERAL, PATH_GATE + "test_a_denied_path_is_not_read_through_a_fragment_or_query_in_a_template"),
+    ),
+    Case(
+        "openapi: a '%' in a path literal that is no escape is left out",
+        OPENAPI_DOC,
+        "            if len(literal) < at + 3 or literal[at + 1] not in _HEX or literal[at + 2] not in _HEX:",
+        "            if False:",
+        (LITERAL,),
+    ),
+    Case(
+        "openapi: a dot segment (or its escape) in a path literal is left out",
+        OPENAPI_DOC,
+        '    if any(segment in (".", "..") for segment in decoded.split("/")):',
+        "    if False:",
+        (LITERAL,),
+    ),
+    Case(
+        "openapi: an escaped separator in a path literal is left out",
+        OPENAPI_DOC,
+        '    if decoded.count("/") != literal.count("/") or "\\\\" in decoded:',
+        "    if False:",
+        (LITERAL,),
+    ),
+    Case(
+        "openapi: an escaped control character in a path literal is left out",
+        OPENAPI_DOC,
+        "    if _CONTROL.search(decoded):",
+        "    if False:",
+        (LITERAL,),
+    ),
+    Case(
+        "openapi: a double encoding in a path literal is left out",
+        OPENAPI_DOC,
+        "    if _ESCAPE.search(decoded):",
+        "    if False:",
+        (LITERAL,),
+    ),
+    Case(
+        "openapi: a fragment in the URI authorized is a difference from the URL requested",
+        "plugins/openapi/client.py",
+        '    if "#" in seen or "#" in url_path or "?" in url_path:\n        return False',
+        "    if False:\n        return False",
+        (PATH_GATE + "test_the_uri_authorized_and_the_url_requested_differ_by_a_fragment_or_a_query",),
+    ),
+    Case(
+        "openapi: a query the path itself started is a difference from the query sent",
+        "plugins/openapi/client.py",
+        "        if unquote(sent_query) != unquote(encoded) or (",
+        "        if False or (",
+        (PATH_GATE + "test_a_path_holding_a_query_is_refused_when_the_request_is_built",),
+    ),
+    Case(
+        "openapi: a tool asks the gate 'call' on its path's URI before sending",
+        "plugins/openapi/providers.py",
+        '        call.require("call", uri)',
+        "        pass",
+        (PATH_GATE + "test_a_path_deny_covers_the_tools_of_that_path_and_nothing_is_sent",),
+    ),
+    Case(
+        "openapi: an exploded object's member may not name a parameter, repeat, or be empty",
+        OPENAPI_QUERY,
+        '                if key == "" or key in taken or key in members:',
+        "                if False:",
+        (QUERY_REFUSED, PATH_GATE + "test_a_tool_call_whose_query_would_read_as_another_is_refused_before_sending"),
+    ),
+    Case(
+        "openapi: a deepObject member name may not hold '[' or ']'",
+        OPENAPI_QUERY,
+        '            bad = next((k for k in map(_text, value) if k == "" or "[" in k or "]" in k), None)',
+        "            bad = None",
+        (QUERY_REFUSED,),
+    ),
+    Case(
+        "openapi: a delimited array's item may not hold its delimiter",
+        OPENAPI_QUERY,
+        "            bad = next((item for item in map(_text, value) if delimiter in item), None)",
+        "            bad = None",
+        (QUERY_REFUSED,),
+    ),
+    Case(
+        "openapi: only what an operation uses is judged (an unused loop is pruned before validation)",
+        OPENAPI_DOC,
+        "        validated, looped = pruned(spec, loops) if loops is not None else (spec, {})",
+        "        validated, looped = spec, {}",
+        (
+            PATH_GATE + "test_an_unused_looping_reference_leaves_the_service_serving",
+            PATH_GATE + "test_a_used_looping_reference_leaves_out_only_its_operation",
+        ),
+    ),
+    Case(
+        "openapi: a document over max_operations is refused before it is validated",
+        OPENAPI_DOC,
+        "        if max_operations is not None and (count := _operation_count(spec)) > max_operations:",
+        "        if False:",
+        (PATH_GATE + "test_a_document_over_max_operations_is_refused_before_it_is_validated",),
+    ),
+    Case(
+        "openapi: a 3.1 document is validated over a registry crawled once",
+        "plugins/openapi/validation.py",
+        '        else:\n            self.schema_validator = _crawled("3.1")',
+        "",
+        (PATH_GATE + "test_a_31_document_is_validated_over_a_registry_crawled_once",),
+    ),
+)
+
 CLUSTER = "core/_serve/state/cluster.py"
 BACKEND = "tests/servicenow/test_cluster_backend.py::"
 BUS = BACKEND + "test_an_event_published_on_one_replica_reaches_the_other_through_redis"

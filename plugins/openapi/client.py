@@ -13,7 +13,9 @@ holds ``/``, ``\\`` or a control character, or still holds a percent-escape afte
 decoding (a double encoding such as ``%252F``) is refused (-32602) before anything is sent, so the
 upstream's one decoding yields exactly the segment the gate saw. :func:`same_path` then compares the
 URI the gate saw, decoded once, with the URL about to be requested, decoded once, and refuses any
-difference.
+difference (a fragment, or a query the path itself started, included); a path literal that could
+make them differ leaves its operation out at load
+(:func:`~mcp_providers.plugins.openapi.document.path_problem`).
 
 Every call records its custody (:func:`mcp_providers.credentials.record_upstream`): the service's
 configured name, who the service knows the request as (``subject``) and how (``grant``), its
@@ -123,10 +125,17 @@ def path_value(name: str, value: str) -> str:
 
 def same_path(gate_uri: str, prefix: str, url_path: str, base_path: str) -> bool:
     """Whether the URI the gate saw and the URL path to be requested name the same path, each
-    decoded once: ``openapi://svc/pet/1`` (prefix ``openapi://svc/``) and ``/v3/pet/1`` (base ``/v3``)."""
+    decoded once: ``openapi://svc/pet/1`` (prefix ``openapi://svc/``) and ``/v3/pet/1`` (base ``/v3``).
+
+    A fragment on either side is a difference (no request carries one, so the gate would have
+    judged a name the service never sees), and so is a ``?`` in ``url_path`` (the path without its
+    query: one there came from the path itself)."""
     if not gate_uri.startswith(prefix) or not url_path.startswith(base_path):
         return False
-    seen = "/" + gate_uri[len(prefix) :].split("?", 1)[0].split("#", 1)[0].lstrip("/")
+    seen = gate_uri[len(prefix) :]
+    if "#" in seen or "#" in url_path or "?" in url_path:
+        return False
+    seen = "/" + seen.split("?", 1)[0].lstrip("/")
     return unquote(seen) == unquote(url_path[len(base_path) :] or "/")
 
 
@@ -329,16 +338,21 @@ class Service:
         gate_uri: str | None,
     ) -> httpx2.Request:
         """The request :meth:`send` sends; raises :class:`InvalidParams` as it says."""
-        encoded = encode(operation, query)
+        encoded = encode(operation, query, reserved=self._query_key())
         request = http.build_request(operation.method, f"{path}?{encoded}" if encoded else path, json=body)
         base_path = urlsplit(self.base_url).path.rstrip("/")
-        if gate_uri is not None and not same_path(
-            gate_uri, self.settings.owned_prefix, request.url.raw_path.decode().split("?")[0], base_path
+        url_path, _, sent_query = request.url.raw_path.decode().partition("?")
+        asked = gate_uri if gate_uri is not None else path
+        if unquote(sent_query) != unquote(encoded) or (  # a query the path itself started, not ours
+            gate_uri is not None and not same_path(gate_uri, self.settings.owned_prefix, url_path, base_path)
         ):
-            raise InvalidParams(
-                f"{gate_uri[:200]!r} does not name the path requested; refused", data={"uri": gate_uri[:200]}
-            )
+            raise InvalidParams(f"{asked[:200]!r} does not name the path requested; refused", data={"uri": asked[:200]})
         return request
+
+    def _query_key(self) -> tuple[str, ...]:
+        """The query name the API key is sent under (``api_key`` in the query), which no value may set."""
+        auth = self.settings.auth
+        return (auth.name,) if isinstance(auth, ApiKeyAuth) and auth.location == "query" else ()
 
     async def _brokered(
         self,

@@ -13,14 +13,17 @@ Each operation becomes an :class:`Operation`; those this plugin cannot serve fai
 reason in :attr:`Operation.unsupported` (``check`` and the server log list them, and they are left
 out): a header or cookie parameter that is required, a path parameter style other than ``simple``,
 a query parameter style OpenAPI does not define for queries, a parameter described by ``content``,
-a request body with no JSON media type, a parameter named like the body argument.
+a request body with no JSON media type, a parameter named like the body argument, a path whose
+literal would end the URL early or name another path (``#``, ``?``, whitespace, ...: :func:`path_problem`).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
+import re
+import unicodedata
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +34,7 @@ import yaml
 from openapi_spec_validator.validation.exceptions import OpenAPIValidationError
 from referencing.exceptions import Unresolvable
 
+from mcp_providers.plugins.openapi.loops import looping, pruned, refs_in
 from mcp_providers.plugins.openapi.messages import invalid, unparsable
 from mcp_providers.plugins.openapi.schema import Converter, UnsupportedSchema
 from mcp_providers.plugins.openapi.validation import validate
@@ -162,18 +166,6 @@ class _NoAliases(yaml.SafeLoader):
         return super().compose_node(parent, index)
 
 
-def _external_refs(node: Any) -> Iterator[str]:
-    if isinstance(node, dict):
-        ref = node.get("$ref")
-        if isinstance(ref, str) and not ref.startswith("#"):
-            yield ref
-        for value in node.values():
-            yield from _external_refs(value)
-    elif isinstance(node, list):
-        for item in node:
-            yield from _external_refs(item)
-
-
 def _parsed(data: bytes, source: str) -> dict[str, Any]:
     """The document's JSON or YAML as a dict.
 
@@ -188,11 +180,14 @@ def _parsed(data: bytes, source: str) -> dict[str, Any]:
     return spec
 
 
-def load(source: str, *, timeout: float = 30.0) -> Document:
+def load(source: str, *, timeout: float = 30.0, max_operations: int | None = None) -> Document:
     """Read, parse and validate the document at ``source`` (a file path or an http(s) URL).
 
+    :param max_operations: most operations (a path item without any counts as one) the document
+        may have, counted before it is validated; ``None``: no limit.
     :raises DocumentError: it cannot be read, is not JSON or YAML, is not OpenAPI 3.0 or 3.1, is
-        invalid (where, and which rule; never the document's text), or refers to another file or URL.
+        invalid (where, and which rule; never the document's text), refers to another file or URL,
+        or has more than ``max_operations`` operations.
     """
     data, url = _read(source, timeout)
     try:
@@ -201,14 +196,23 @@ def load(source: str, *, timeout: float = 30.0) -> Document:
         if not version.startswith(("3.0", "3.1")):
             shown = version[:20] or "(no version)"
             raise DocumentError(f"document {source!r} is OpenAPI/Swagger {shown}; 3.0 or 3.1 is needed")
-        external = next(_external_refs(spec), None)
+        if max_operations is not None and (count := _operation_count(spec)) > max_operations:
+            raise DocumentError(
+                f"document {source!r} has {count} operations, over max_operations = {max_operations}: validating "
+                "it would cost about 1.5 to 3.5 CPU ms an operation at every check, start and reload; raise "
+                "max_operations, or serve a document narrowed to the operations you need"
+            )
+        refs = set(refs_in(spec))
+        external = min((ref for ref in refs if not ref.startswith("#")), default=None)
         if external is not None:
             raise DocumentError(
                 f"document {source!r} refers to {external!r}, outside itself; bundle the document into one file "
                 "(e.g. `redocly bundle`) so that the server reads nothing the operator did not name"
             )
-        validate(spec, version)
-        return _document(spec, url, version)
+        loops = looping(spec, refs)  # only what an operation uses is judged: a loop nobody uses is no error
+        validated, looped = pruned(spec, loops) if loops is not None else (spec, {})
+        validate(validated, version)
+        return _document(spec, url, version, looped)
     except OpenAPIValidationError as exc:
         raise DocumentError(f"document {source!r} is not valid OpenAPI {version}: {invalid(exc)}") from None
     except Unresolvable as exc:
@@ -219,7 +223,18 @@ def load(source: str, *, timeout: float = 30.0) -> Document:
         raise DocumentError(f"document {source!r} nests too deeply to be read") from None
 
 
-def _document(spec: dict[str, Any], url: str | None, version: str) -> Document:
+def _operation_count(spec: dict[str, Any]) -> int:
+    """Operations in ``spec`` (a path item with none, e.g. a ``$ref``, counts as one), unvalidated."""
+    paths = spec.get("paths")
+    if not isinstance(paths, dict):
+        return 0
+    methods = (*METHODS, *_UNSERVED)
+    return sum(max(1, sum(m in item for m in methods)) if isinstance(item, dict) else 1 for item in paths.values())
+
+
+def _document(spec: dict[str, Any], url: str | None, version: str, looped: Mapping[tuple[str, str], str]) -> Document:
+    """The :class:`Document` of validated ``spec``; ``looped``: ``(path, method)`` -> the looping
+    reference each such operation reaches (:func:`~.loops.pruned`), left out saying so."""
     components = spec.get("components", {}).get("schemas", {})
     servers = spec.get("servers") or [{"url": "/"}]  # the specification's default when none is given
     server = servers[0].get("url") if isinstance(servers[0], dict) else None
@@ -227,12 +242,22 @@ def _document(spec: dict[str, Any], url: str | None, version: str) -> Document:
     if server_url is not None and ("{" in server_url or "://" not in server_url):
         server_url = None  # server variables, or relative to a file: the operator gives base_url
     converter = Converter(components, version)  # each component converted once, shared by every operation
-    operations, unserved = [], []
+    operations: list[Operation] = []
+    unserved: list[str] = []
+    gone: dict[str, dict[str, str]] = {}
+    for (at, method), ref in looped.items():
+        gone.setdefault(at, {})[method] = ref
     for path, item in spec.get("paths", {}).items():
+        lost = gone.get(path, {})
+        if lost and all(m in lost for m in METHODS if m in item):  # maybe its shared parameters loop
+            operations.extend(_looped(path, m, item[m], lost[m]) for m in METHODS if m in item)
+            continue
         item = _deref(spec, item)
         shared = [_deref(spec, p) for p in item.get("parameters", ())]
         for method in METHODS:
-            if method in item:
+            if method in lost:
+                operations.append(_looped(path, method, item[method], lost[method]))
+            elif method in item:
                 operations.append(_operation(spec, path, method, item[method], shared, converter))
         for method in _UNSERVED:
             if isinstance(item.get(method), dict):
@@ -269,18 +294,31 @@ def _deref(spec: dict[str, Any], node: Any) -> Any:
     raise _Unreadable(f"has references that lead to each other in a loop (at {ref!r})")
 
 
-def _operation(
-    spec: dict[str, Any], path: str, method: str, value: dict[str, Any], shared: list[Any], converter: Converter
-) -> Operation:
-    operation_id = value.get("operationId") or f"{method}_{path}"
-    base: dict[str, Any] = {
-        "operation_id": str(operation_id),
+def _base(path: str, method: str, value: Any) -> dict[str, Any]:
+    """What every :class:`Operation` of ``value`` (``paths[path][method]``) has, served or not."""
+    value = value if isinstance(value, dict) else {}
+    return {
+        "operation_id": str(value.get("operationId") or f"{method}_{path}"),
         "method": method.upper(),
         "path": path,
         "tags": tuple(str(t) for t in value.get("tags", ())),
         "summary": value.get("summary"),
         "description": value.get("description"),
     }
+
+
+def _looped(path: str, method: str, value: Any, ref: str) -> Operation:
+    why = f"it uses references that lead to each other in a loop (at {ref[:120]!r}); they name no schema"
+    return Operation(**_base(path, method, value), unsupported=why)
+
+
+def _operation(
+    spec: dict[str, Any], path: str, method: str, value: dict[str, Any], shared: list[Any], converter: Converter
+) -> Operation:
+    base = _base(path, method, value)
+    problem = path_problem(path)
+    if problem is not None:
+        return Operation(**base, unsupported=problem)
     try:
         parameters, unsupported = _parameters(spec, value, shared, converter)
         body, media, required = _body(spec, value, converter)
@@ -300,6 +338,51 @@ def _operation(
         response_media=response,
         unsupported=unsupported,
     )
+
+
+_VARIABLE = re.compile(r"\{[^{}]*\}")
+_PCHAR = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=:@/]")
+_HEX = "0123456789ABCDEFabcdef"
+_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def path_problem(path: str) -> str | None:
+    """Why the literal of ``path`` (what is outside its ``{variables}``) cannot be sent as it is
+    read, or ``None``: a character that would end the path (``#``, ``?``), be trimmed, rewritten
+    or encoded on the way (whitespace, a control character, ``\\``, anything else outside RFC 3986's
+    path characters), a ``%`` that is no escape, a ``.``/``..`` segment the URL would resolve away,
+    or an escape a decoding service would read as one of those, as a separator or as another
+    escape (``%2e%2e``, ``%2F``, ``%0A``, ``%2541``). The URI the gate sees would then name another
+    path than the one requested."""
+    literal = _VARIABLE.sub("v", path)
+    for at, char in enumerate(literal):
+        if char == "%":
+            if len(literal) < at + 3 or literal[at + 1] not in _HEX or literal[at + 2] not in _HEX:
+                return "its path holds '%' not followed by two hex digits; write '%25' for a percent sign"
+            continue
+        if _PCHAR.fullmatch(char):
+            continue
+        code = f"U+{ord(char):04X}"
+        if unicodedata.category(char) in ("Cc", "Cf"):
+            why = f"a control character ({code})"
+        elif char.isspace():
+            why = f"whitespace ({code}), which a client or server may trim or split at"
+        elif char in "#?":
+            why = f"{char!r}, which would end the path there: the service would be sent another path"
+        else:
+            why = f"{char!r}, which a URL path does not hold as written"
+        return f"its path holds {why}; percent-encode it in the document (UTF-8) if the service means it"
+    decoded = unquote(literal)  # what a service that decodes the path reads
+    if any(segment in (".", "..") for segment in decoded.split("/")):
+        return "its path holds a '.' or '..' segment (or its escape), which resolves away to another path"
+    if decoded.count("/") != literal.count("/") or "\\" in decoded:
+        return "its path holds an escaped '/' or '\\' (%2F, %5C), which a service may read as a separator"
+    if _CONTROL.search(decoded):
+        return "its path holds an escaped control character"
+    if _ESCAPE.search(decoded):
+        return "its path holds a double encoding ('%25' then two hex digits), which a service may decode twice"
+    return None
 
 
 _QUERY_STYLES = ("form", "spaceDelimited", "pipeDelimited", "deepObject")

@@ -18,7 +18,7 @@ log = logging.getLogger("mcp_providers.plugins.openapi")
 
 def _service(settings: ServiceSettings) -> Service:
     try:
-        document = load(settings.document, timeout=settings.timeout_seconds)
+        document = load(settings.document, timeout=settings.timeout_seconds, max_operations=settings.max_operations)
     except DocumentError as exc:
         log.error("openapi: service %r serves nothing: %s", settings.name, exc)
         return Service(settings, None, f"service {settings.name!r}: {exc}")

@@ -14,7 +14,9 @@ version, and the operation: ``operationId``, ``method``, ``path``; ``inspect`` s
   (the service's errors come back as a result with ``isError``, naming the service),
   its input schema the path and query parameters plus ``body`` (the JSON request body); effects
   from the method (POST additive; PUT, PATCH and DELETE destructive and idempotent), each
-  overridable per operationId in the settings.
+  overridable per operationId in the settings. Before sending, a tool asks the gate for ``call``
+  on the URI its path and path values name (``PUT /docs/{s}/{n}`` -> ``openapi://svc/docs/a/b``),
+  so a rule on a path holds for its tools as for its reads.
 
 The MIME type of a resource is its first 2xx response's media type (JSON preferred).
 """
@@ -94,10 +96,15 @@ def _origin(service: Service, op: Operation) -> dict[str, Any]:
 
 def uri_of(service: Service, op: Operation) -> str:
     """The URI or URI template of GET operation ``op``."""
-    prefix = service.settings.owned_prefix
-    path = op.path.lstrip("/") if prefix.endswith("/") else op.path
     query = [p.name for p in op.parameters if p.location == "query"]
-    return prefix + path + (f"{{?{','.join(query)}}}" if query else "")
+    return path_uri(service, op.path) + (f"{{?{','.join(query)}}}" if query else "")
+
+
+def path_uri(service: Service, path: str) -> str:
+    """``path`` (an operation's, or one with its values put in) as a URI under the service's prefix:
+    ``/docs/a/b`` -> ``openapi://svc/docs/a/b``, what a read of that path would ask the gate."""
+    prefix = service.settings.owned_prefix
+    return prefix + (path.lstrip("/") if prefix.endswith("/") else path)
 
 
 class OpenAPIResources(ResourceProvider):
@@ -253,6 +260,11 @@ class OpenAPITools(ToolProvider):
         return self._tools
 
     async def call(self, call: ToolCall) -> ToolResult:
+        """Send the tool's operation with ``call.arguments``; the service's answer as text.
+
+        :raises Denied: the policy refuses ``call`` on the path's URI (-32003; nothing is sent).
+        :raises ToolFailure: a refused value, or the service's error (a result with ``isError``).
+        """
         op = self._by_name[call.tool.name]
         arguments = call.arguments.model_dump(mode="json")
         path_values = {
@@ -261,7 +273,16 @@ class OpenAPITools(ToolProvider):
         query = {p.name: arguments[p.name] for p in op.parameters if p.location == "query" and p.name in arguments}
         try:
             path = self.service.url(op, path_values)
-            answer = await self.service.send(op, path, query=query, body=arguments.get(BODY), principal=call.principal)
+        except InvalidParams as exc:
+            raise ToolFailure(exc.message) from None
+        # The gate judged the tool by name; a rule on the path (openapi://svc/docs/private/*) must
+        # hold for the path's tools as for its reads: asked before anything is sent (Denied: -32003).
+        uri = path_uri(self.service, path)
+        call.require("call", uri)
+        try:
+            answer = await self.service.send(
+                op, path, query=query, body=arguments.get(BODY), gate_uri=uri, principal=call.principal
+            )
         except (InvalidParams, NotFound, TooLarge, UpstreamError) as exc:  # the model sees it and may correct
             raise ToolFailure(exc.message) from None
         return ToolResult(text=_tool_text(answer))

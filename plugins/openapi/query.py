@@ -11,7 +11,10 @@ Serialization (OpenAPI 3, "Style Values"; ``form`` with ``explode=true`` is the 
     deepObject      true     (objects only)     id[x]=1&id[y]=2
 
 Each name and value is percent-encoded whole; only the delimiters are left as they are, so a
-comma inside an item stays one item. A ``null`` value sends nothing.
+comma inside an item stays one item. A ``null`` value sends nothing. A value the service would read
+as something else is refused (:func:`_unambiguous`): an exploded object's member named like another
+parameter (it would set it), a ``deepObject`` member name with brackets, a ``spaceDelimited`` or
+``pipeDelimited`` item holding its delimiter.
 
 A read names its query values in the URI (``openapi://shop/search?q=saw&limit=1``). A name the
 operation does not take is refused, naming the ones it does; so is a name given twice, unless the
@@ -93,11 +96,73 @@ def _pairs(p: Parameter, value: Any) -> list[str]:
     return [f"{name}={_q(value)}"]
 
 
-def encode(operation: Operation, values: Mapping[str, Any]) -> str:
+def encode(operation: Operation, values: Mapping[str, Any], *, reserved: tuple[str, ...] = ()) -> str:
     """The query string (no ``?``) of ``values`` (query parameter name -> JSON value), e.g.
-    ``"tags=a%2Cb&tags=c"`` for ``{"tags": ["a,b", "c"]}`` of a ``form`` array with ``explode``."""
+    ``"tags=a%2Cb&tags=c"`` for ``{"tags": ["a,b", "c"]}`` of a ``form`` array with ``explode``.
+
+    :param reserved: query names the server adds itself (an API key's), which no value may set.
+    :raises InvalidParams: a value the service would read as another (:func:`_unambiguous`).
+    """
     by_name = {p.name: p for p in operation.parameters if p.location == "query"}
+    _unambiguous(operation, by_name, values, reserved)
     return "&".join(part for name, value in values.items() for part in _pairs(by_name[name], value))
+
+
+_SPLIT_AT = {"spaceDelimited": " ", "pipeDelimited": "|"}
+"""The delimiter of a delimited array as the service splits at it once the query is decoded."""
+
+
+def _unambiguous(
+    operation: Operation, by_name: Mapping[str, Parameter], values: Mapping[str, Any], reserved: tuple[str, ...]
+) -> None:
+    """Refuse what would read as something else once sent: a member of an exploded ``form`` object
+    (sent as its own ``name=value``) named like a parameter of the operation, like a name the server
+    adds (``reserved``), like a member of another such object, or empty; a ``deepObject`` member
+    name with ``[`` or ``]`` (another nesting) or empty; an item of a ``spaceDelimited`` or
+    ``pipeDelimited`` array holding its delimiter (two items to the service).
+
+    :raises InvalidParams: which parameter, which member or item, and what to do instead.
+    """
+    taken = {p.name for p in operation.parameters} | set(reserved)
+    members: dict[str, str] = {}
+    for name, value in values.items():
+        p, problem = by_name[name], None
+        if isinstance(value, dict) and p.style == "form" and p.explode:
+            for key in map(_text, value):
+                if key == "" or key in taken or key in members:
+                    problem = _member_problem(key, name, members.get(key), key in reserved, key in taken)
+                    break
+                members[key] = name
+        elif isinstance(value, dict) and p.style == "deepObject":
+            bad = next((k for k in map(_text, value) if k == "" or "[" in k or "]" in k), None)
+            if bad is not None:
+                problem = (
+                    f"member name {bad!r} is refused: a deepObject member name may not be empty nor hold '[' or ']'"
+                )
+        elif isinstance(value, list | tuple) and not p.explode and p.style in _SPLIT_AT:
+            delimiter = _SPLIT_AT[p.style]
+            bad = next((item for item in map(_text, value) if delimiter in item), None)
+            if bad is not None:
+                problem = (f"item {bad[:80]!r} holds its delimiter {delimiter!r}, so the service would read it as "
+                           "more than one item; give each item without it")  # fmt: skip
+        if problem is not None:
+            raise InvalidParams(
+                f"{operation.operation_id}: query parameter {name!r}: {problem}", data={"parameter": name}
+            )
+
+
+def _member_problem(key: str, name: str, first: str | None, reserved: bool, taken: bool) -> str:
+    """Why member ``key`` of exploded object ``name`` is refused (see :func:`_unambiguous`)."""
+    sent = "its members are sent as name=value pairs of their own"
+    if key == "":
+        return f"a member has an empty name; {sent}, and a pair needs a name"
+    if first is not None:
+        return f"{sent}, and query parameter {first!r} sends {key!r} too: it would be sent {key!r} a second time"
+    if reserved:
+        return f"member {key!r} is the name the service's API key is sent under; {sent}"
+    if taken and key == name:
+        return f"member {key!r} is the parameter's own name; {sent}, so it would read as the parameter's value"
+    return f"member {key!r}, the name of another parameter of the operation, would set that parameter; {sent}"
 
 
 def _raw_query(uri: str) -> list[tuple[str, str]]:
