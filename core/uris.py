@@ -194,9 +194,12 @@ def value_problem(value: str, *, single_segment: bool) -> str | None:
             return "holds a backslash, which some servers read as a path separator; name the path with '/'"
         if len(segments) - 1 != separators:  # e.g. %2F left after one decoding: the gate saw one segment
             return "holds a separator spelled another way (an escape left after decoding, or a look-alike)"
+        bare = [segment.split(";", 1)[0] for segment in segments]  # servlet containers drop ';x'
         for dots in ("..", "."):
             if dots in segments:
                 return f"holds a {dots!r} path segment"
+            if dots in bare:
+                return f"holds a {dots!r} path segment with a ';' parameter, which servlet containers drop"
         if len(segments) > 1 and segments[0] == "":
             return "starts with a path separator (an absolute path)"
         if problem := _segment_problem(form, segments):
@@ -209,8 +212,8 @@ def _segment_problem(form: str, segments: list[str]) -> str | None:
     for segment in segments:
         if segment and (segment != segment.rstrip(_TRIMMED) or segment.strip() != segment):
             return "holds a path segment ending in '.' or a space, or starting with one (Windows and IIS drop them)"
-        if "::$" in segment:
-            return "holds an NTFS stream name ('::$'), which Windows reads as the file or folder before it"
+        if ":$" in segment:  # private::$DATA, private:$i30:$INDEX_ALLOCATION
+            return "holds an NTFS stream name (':$'), which Windows reads as the file or folder before it"
         if _SHORT_NAME.search(segment):
             return "holds a '~' and a digit, which Windows reads as an 8.3 short name (CONFID~1 is confidential)"
     if any(unicodedata.category(c) == "Cf" or c in _IGNORABLE for c in form):

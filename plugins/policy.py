@@ -41,7 +41,7 @@ from __future__ import annotations
 from fnmatch import fnmatchcase
 from functools import lru_cache
 from typing import Literal
-from unicodedata import normalize
+from unicodedata import combining, normalize
 from urllib.parse import unquote
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
@@ -132,8 +132,9 @@ class Readings:
     dropped, escapes decoded (again while any is left, up to 4 times), ``\\`` read as ``/``, each
     segment's ``;`` parameters and trailing dots and spaces dropped (servlet containers, Windows and
     IIS do), and empty segments removed, a trailing one too (file systems do).
-    ``folded``: both, case-folded and NFKC-normalised (as Unicode caseless matching does, for
-    services that compare case-insensitively: IIS, Windows and macOS file systems).
+    ``folded``: both, case-folded, compatibility forms decomposed and combining marks dropped
+    (:func:`_folded`; for services that compare case-insensitively: IIS, Windows and macOS file
+    systems, Java's and .NET's case-insensitive compares).
     """
 
     __slots__ = ("_folded", "_plain", "target")
@@ -179,7 +180,11 @@ _DECODINGS = 4
 
 @lru_cache(maxsize=4096)
 def _folded(text: str) -> str:
-    return normalize("NFKC", normalize("NFKC", text).casefold())
+    """``text`` as a lenient compare sees it: compatibility forms decomposed, combining marks
+    dropped, upper- then case-folded (so the dotless i and the dotted capital I are i, as Java's and
+    .NET's case-insensitive compares have them)."""
+    bare = "".join(c for c in normalize("NFKD", text) if not combining(c))
+    return bare.upper().casefold()
 
 
 def _claim_matches(claim: object, values: tuple[str, ...]) -> bool:

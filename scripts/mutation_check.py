@@ -566,6 +566,31 @@ CASES: tuple[Case, ...] = (
             "tests/test_upstream_liveness.py::test_an_upstream_that_dies_after_each_handshake_is_opened_again_ever_later",
         ),
     ),
+    Case(
+        "uris: a dot segment with a ';' parameter is a dot segment",
+        "core/uris.py",
+        "            if dots in bare:",
+        "            if False:",
+        (
+            "tests/test_template_values.py::test_a_template_value_holding_a_traversal_is_refused_before_gate_and_provider",
+        ),
+    ),
+    Case(
+        "uris: an NTFS stream of any type (':$') is refused in a template value",
+        "core/uris.py",
+        '        if ":$" in segment:',
+        '        if "::$" in segment:',
+        (
+            "tests/test_template_values.py::test_a_template_value_holding_a_traversal_is_refused_before_gate_and_provider",
+        ),
+    ),
+    Case(
+        "policy readings: the fold drops combining marks and upper-cases first",
+        "plugins/policy.py",
+        "    return bare.upper().casefold()",
+        "    return bare.casefold()",
+        (READINGS + "test_a_deny_matches_every_reading_of_its_target",),
+    ),
 )
 
 NEST = "tests/test_nesting_limit.py::"

@@ -43,6 +43,9 @@ def _denied(settings: PolicySettings, target: str, action: str = "read") -> bool
         "up://Private/k",
         "up://pRiVaTe/deeper/k",
         "up://\uff50rivate/k",  # full-width p: NFKC folds it
+        "up://pr\u0131vate/k",  # dotless i: Java's and .NET's case-insensitive compare read it as i
+        "up://PR\u0130VATE/k",  # capital I with a dot above
+        "up://pri\u0301vate/k",  # a combining mark macOS and some folds drop
         "up://private;x/k",
         "up://private;jsessionid=1/k",
         "up://private%3Bx/k",

@@ -104,6 +104,13 @@ REFUSED = [
     "trav://files/public/...",
     # an 8.3 short name and invisible characters that are not format characters (third pass)
     "trav://files/PRIVAT~1/key",
+    # a dot segment with a ';' parameter (Tomcat, Jetty and Spring read '..;' as '..'), and an
+    # NTFS directory stream (IIS reads private:$i30:$INDEX_ALLOCATION as private; fifth pass)
+    "trav://files/public/..;/private/key",
+    "trav://files/public/..;x/private/key",
+    "trav://files/public/%2e%2e;/private/key",
+    "trav://files/public/.;/private/key",
+    "trav://files/private:$i30:$INDEX_ALLOCATION/key",
     "trav://files/private%CD%8F/key",
     "trav://files/private%EF%B8%8F/key",
     "trav://files/private%E3%85%A4/key",
@@ -212,6 +219,8 @@ async def test_the_refusal_names_the_template_only_to_a_caller_who_may_list_it()
         "https://upstream.test/private%5Cx",
         "https://upstream.test/private%252Fx",
         "https://upstream.test/PRIVAT~1/x",
+        "https://upstream.test/public/..;/private/x",
+        "https://upstream.test/private:$i30:$INDEX_ALLOCATION/x",
     ],
 )
 async def test_a_tool_asking_about_a_uri_a_server_reads_as_another_path_is_denied(asked: str) -> None:
