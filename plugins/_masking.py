@@ -312,7 +312,7 @@ def body_text(body: bytes, content_type: str | None) -> tuple[str, str]:
     for codec in (*tried, "utf-8"):
         with contextlib.suppress(UnicodeDecodeError):
             return body.decode(codec), codec
-    return body.decode("latin-1"), "latin-1"
+    return body.decode("latin-1"), "latin-1"  # each byte one character
 
 
 LIBRARY_LOGGERS: Final = ("httpx", "httpx2", "httpcore", "httpcore2", "mcp.client", "mcp.shared", "mcp.os")

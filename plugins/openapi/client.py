@@ -433,7 +433,9 @@ class Service:
         (:func:`~mcp_providers.plugins._masking.body_text`), and encoded back the same way."""
         text, charset = body_text(answer.body, answer.content_type)
         if not self._secrets.found_in(text):
-            if charset in ("utf-8", "latin-1") or not self._secrets.found_in(latin := answer.body.decode("latin-1")):
+            if charset in ("utf-8", "latin-1"):
+                return answer
+            if not self._secrets.found_in(latin := answer.body.decode("latin-1")):
                 return answer
             text, charset = latin, "latin-1"  # binary that only looked like UTF-16: byte for byte
         if answer.textual and charset == "utf-8":

@@ -38,10 +38,11 @@ CLIENT_ID = "gateway-client"
 CLIENT_SECRET = "Kx9!p~Qz/w+Tq=Lm"
 API_KEY = "Pa55!word/2026+xyz-0123"
 OK = {"200": {"description": "ok"}}
+OPERATIONS = ("plain", "utf16", "utf16le", "utf16json")
 DOCUMENT = {
     "openapi": "3.1.0",
     "info": {"title": "Echoes", "version": "1"},
-    "paths": {f"/{name}": {"get": {"operationId": name, "responses": OK}} for name in ("plain", "utf16", "utf16json")},
+    "paths": {f"/{op}": {"get": {"operationId": op, "responses": OK}} for op in OPERATIONS},
 }
 
 
@@ -79,6 +80,11 @@ def _app() -> FastAPI:
     def utf16(request: Request) -> Response:
         said = f"error: bad key {request.headers.get('x-api-key')}"
         return Response(said.encode("utf-16"), media_type="text/plain; charset=utf-16")
+
+    @api.get("/utf16le")
+    def utf16le(request: Request) -> Response:  # no byte-order mark: only the declared charset tells
+        said = f"error: bad key {request.headers.get('x-api-key')}"
+        return Response(said.encode("utf-16-le"), media_type="text/plain; charset=utf-16le")
 
     @api.get("/utf16json")
     def utf16json(request: Request) -> Response:
@@ -155,7 +161,10 @@ def test_a_token_type_quoting_the_secret_is_masked_too(monkeypatch: pytest.Monke
     assert CLIENT_SECRET.lower() not in str(refused.value).lower() and MASK in str(refused.value)
 
 
-@pytest.mark.parametrize("path", ["utf16", "utf16json"])
+CODECS = {"utf16": "utf-16", "utf16le": "utf-16-le", "utf16json": "utf-16"}
+
+
+@pytest.mark.parametrize("path", sorted(CODECS))
 async def test_an_answer_in_a_declared_charset_is_searched_decoded_and_masked(
     origin: str, path: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -164,7 +173,8 @@ async def test_an_answer_in_a_declared_charset_is_searched_decoded_and_masked(
     composed = _composed(origin, {"type": "api_key", "value_env": "ECHO_KEY", "name": "X-API-Key"})
     async with composed.running(), connect(composed) as client:
         read = (await client.read_resource(f"openapi://echo/{path}")).contents[0]
-    text = read.text if hasattr(read, "text") else base64.b64decode(read.blob).decode("utf-16")
+    raw = read.text.encode() if hasattr(read, "text") else base64.b64decode(read.blob)
+    text = raw.decode(CODECS[path])
     assert API_KEY not in text and MASK in text, text
 
 
