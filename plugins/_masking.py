@@ -246,7 +246,7 @@ class Secrets:
 
     def _in_views(self, literals: _Literals, text: str) -> bool:
         """Whether a view of ``text`` (:func:`_decoded_views`) holds a spelling of a held secret."""
-        long = self._long
+        long = literals if self._long is None else self._long  # made with literals: never None here
         return any((long if compacted else literals).search(view) for view, compacted in _decoded_views(text))
 
     def __bool__(self) -> bool:
