@@ -47,6 +47,7 @@ from mcp_providers.errors import UpstreamError
 from mcp_providers.http import is_loopback_host
 from mcp_providers.identity import Principal
 from mcp_providers.plugins._issuers import IssuerScope
+from mcp_providers.plugins._masking import Secrets
 
 if TYPE_CHECKING:  # authlib (some 40 modules) is imported at the first token request, not at start-up
     from authlib.oauth2.rfc6749 import OAuth2Token
@@ -282,6 +283,16 @@ class TokenEndpoint:
             ) from None
         return self._granted(response, what, (secret, *hide))
 
+    def _unsaid(self, text: str, hide: tuple[str, ...]) -> str:
+        """``text`` (the endpoint's words) with each of ``hide`` masked in every spelling an
+        authorization server may echo it in: form- or JavaScript-encoded, in the ``Basic``
+        credential's base64, JSON-escaped, re-cased (:class:`~mcp_providers.plugins._masking.Secrets`;
+        a text holding one in a spelling that cannot be cut out is masked whole)."""
+        secrets = Secrets(f"the token endpoint of {self.who}")
+        for secret in hide:
+            secrets.add(secret)
+        return secrets.masked(text)
+
     def _granted(self, response: httpx2.Response, what: str, hide: tuple[str, ...]) -> OAuth2Token:
         try:
             payload: Any = response.json()
@@ -291,9 +302,7 @@ class TokenEndpoint:
         access = payload.get("access_token")
         if response.status_code != 200 or not isinstance(access, str) or not access:
             reason = " ".join(str(payload[k]) for k in ("error", "error_description") if payload.get(k))
-            for secret in hide:
-                reason = reason.replace(secret, "***")
-            said = f": {reason[:_REASON_CHARS]}" if reason else ""
+            said = f": {self._unsaid(reason, hide)[:_REASON_CHARS]}" if reason else ""
             raise CredentialRefused(
                 f"{self.who}: the authorization server refused {what} (HTTP {response.status_code}{said})"
             )
@@ -301,8 +310,9 @@ class TokenEndpoint:
         issued = payload.get("issued_token_type", ACCESS_TOKEN_TYPE)
         if kind != "bearer" or issued != ACCESS_TOKEN_TYPE:
             raise CredentialRefused(
-                f"{self.who}: the authorization server answered {what} with a {kind or 'untyped'} token of type "
-                f"{issued}; the upstream needs a Bearer access token ({ACCESS_TOKEN_TYPE})"
+                f"{self.who}: the authorization server answered {what} with a "
+                f"{self._unsaid(kind, hide) or 'untyped'} token of type {self._unsaid(str(issued), hide)}; "
+                f"the upstream needs a Bearer access token ({ACCESS_TOKEN_TYPE})"
             )
         from authlib.oauth2.rfc6749 import OAuth2Token
 

@@ -213,6 +213,84 @@ CASES: tuple[Case, ...] = (
         ("tests/test_upstream_masking.py::test_a_secret_alone_base64_or_hex_encoded_or_recased_is_masked_whole",),
     ),
     Case(
+        "masking: a text whose decoded view holds a secret is masked whole",
+        "plugins/_masking.py",
+        "            if self._in_views(literals, text):",
+        "            if False:",
+        (
+            "tests/test_upstream_masking.py::test_a_secret_spelled_in_a_way_no_spelling_names_is_found_in_a_view_and_the_text_masked_whole",
+            "tests/test_upstream_masking.py::test_a_secret_found_as_written_and_in_a_view_of_the_rest_masks_the_whole_text",
+        ),
+    ),
+    Case(
+        "masking: found_in (the sieve's test) searches the decoded views",
+        "plugins/_masking.py",
+        "        return literals is not None and (literals.search(text) or self._in_views(literals, text))",
+        "        return literals is not None and literals.search(text)",
+        (
+            "tests/test_upstream_masking.py::test_a_secret_spelled_in_a_way_no_spelling_names_is_found_in_a_view_and_the_text_masked_whole",
+            "tests/test_upstream_masking.py::test_an_upstream_spelling_its_secret_its_own_way_says_only_the_mask",
+        ),
+    ),
+    Case(
+        "masking: a URL-decoded view is searched",
+        "plugins/_masking.py",
+        '    ("URL-decoded", lambda text: "%" in text, unquote),',
+        '    ("URL-decoded", lambda text: False, unquote),',
+        (
+            "tests/test_upstream_masking.py::test_a_secret_spelled_in_a_way_no_spelling_names_is_found_in_a_view_and_the_text_masked_whole",
+        ),
+    ),
+    Case(
+        "masking: the compacted view is searched for long spellings only",
+        "plugins/_masking.py",
+        "            self._long = _Literals({v for v in every if len(v) >= MIN_ENCODED_CHARS} or {MASK})",
+        "            self._long = _Literals(every)",
+        ("tests/test_upstream_masking.py::test_a_text_whose_views_hold_no_secret_is_left_as_it_came",),
+    ),
+    Case(
+        "masking: a secret UTF-16 encoded then base64- or hex-encoded is found",
+        "plugins/_masking.py",
+        "    return cased | _url_spellings(value) | _base64_spellings(raw) | {hexed, hexed.upper()} | wide_spelled",
+        "    return cased | _url_spellings(value) | _base64_spellings(raw) | {hexed, hexed.upper()}",
+        ("tests/test_upstream_masking.py::test_a_secret_utf16_encoded_then_base64_or_hex_encoded_is_masked",),
+    ),
+    Case(
+        "oauth: a token endpoint's refusal is masked in every spelling of what was sent",
+        "plugins/_oauth.py",
+        '            said = f": {self._unsaid(reason, hide)[:_REASON_CHARS]}" if reason else ""',
+        '            said = f": {reason[:_REASON_CHARS]}" if reason else ""',
+        (
+            "tests/openapi/test_openapi_encoded_secrets.py::test_a_refusal_quoting_a_secret_sent_in_any_spelling_is_masked",
+            "tests/openapi/test_openapi_encoded_secrets.py::test_a_token_endpoint_echoing_the_client_secret_encoded_never_shows_it",
+        ),
+    ),
+    Case(
+        "servicenow: a token endpoint's refusal is masked in every spelling of what was sent",
+        "plugins/servicenow/token_endpoint.py",
+        "        raise TokenRefused(response.status_code, secrets.masked(reason))",
+        "        raise TokenRefused(response.status_code, reason)",
+        ("tests/servicenow/test_token_endpoint_masking.py::test_a_refusal_echoing_the_form_shows_none_of_its_secrets",),
+    ),
+    Case(
+        "openapi: an answer is searched in its declared charset",
+        "plugins/openapi/client.py",
+        "        text, charset = body_text(answer.body, answer.content_type)",
+        '        text, charset = body_text(answer.body, "")',
+        (
+            "tests/openapi/test_openapi_encoded_secrets.py::test_an_answer_in_a_declared_charset_is_searched_decoded_and_masked",
+        ),
+    ),
+    Case(
+        "openapi: binary that only looks like UTF-16 is searched byte for byte too",
+        "plugins/openapi/client.py",
+        '            if not self._secrets.found_in(latin := answer.body.decode("latin-1")):',
+        "            if True:",
+        (
+            "tests/openapi/test_openapi_encoded_secrets.py::test_binary_that_only_looks_like_utf16_is_still_searched_byte_for_byte",
+        ),
+    ),
+    Case(
         "masking: a Bearer token is masked after the cheap test",
         "plugins/_masking.py",
         '        if "bearer" not in folded and "basic" not in folded:',
@@ -341,9 +419,9 @@ CASES: tuple[Case, ...] = (
     ),
     Case(
         "masking: an OpenAPI body that is not UTF-8 is searched byte for byte",
-        "plugins/openapi/client.py",
-        '            text, charset = answer.body.decode("latin-1"), "latin-1"  # each byte one character',
-        "            return answer",
+        "plugins/_masking.py",
+        '    return body.decode("latin-1"), "latin-1"  # each byte one character',
+        '    return "", "latin-1"',
         (
             "tests/openapi/test_openapi_on_behalf_issuers.py::test_no_credential_obtained_for_a_service_comes_back_through_it",
         ),

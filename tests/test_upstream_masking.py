@@ -10,10 +10,12 @@ tool results, task status) now has the values of the variables its settings name
 from __future__ import annotations
 
 import base64
+import html
 import json
 import sys
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 from mcp import MCPError
@@ -53,6 +55,16 @@ def fails() -> str:
 def echo_env(fail: bool = False) -> CallToolResult:
     said = f"upstream rejected credential Bearer {{TOKEN}}" if fail else f"my token is {{TOKEN}}; basic {OTHER_BEARER}"
     return CallToolResult(content=[TextContent(type="text", text=said)], is_error=fail)
+
+@server.tool()
+def echo_spelled(how: str) -> str:
+    import base64, html
+    spelled = {{"capitalised": TOKEN.capitalize(),
+               "entities": "".join(f"&#x{{ord(c):X}};" for c in TOKEN),
+               "hex": ":".join(f"{{b:02x}}" for b in TOKEN.encode()),
+               "fullwidth": "".join(chr(ord(c) + 0xFEE0) for c in TOKEN),
+               "mime": base64.encodebytes(b"x" * 50 + TOKEN.encode()).decode()}}
+    return "upstream says " + spelled[how]
 
 server.run("stdio")
 """
@@ -200,3 +212,108 @@ def test_each_of_many_handed_credentials_is_masked() -> None:
         assert secrets.masked(text).endswith(f"ipsum {MASK}")
         assert secrets.found_in(text)
     assert not secrets.found_in("lorem ipsum " * 170)
+
+
+VIEWED = "Pa55!word/2026+xyz-0123~Qz(42)*"
+"""A password with characters every encoder spells its own way (tester, round 10)."""
+
+
+def _js_component(value: str) -> str:  # JavaScript encodeURIComponent: ! ~ * ( ) ' kept
+    return "".join(c if c.isalnum() or c in "-_.!~*'()" else "".join(f"%{b:02X}" for b in c.encode()) for c in value)
+
+
+def _java_url(value: str) -> str:  # java.net.URLEncoder: ~ encoded, * kept
+    return "".join(c if c.isalnum() or c in ".-*_" else "".join(f"%{b:02X}" for b in c.encode()) for c in value)
+
+
+def _mime(value: str, shift: int) -> str:  # MIME base64: 76-character lines
+    return base64.encodebytes(b"y" * (40 + shift) + b"password=" + value.encode() + b"; " + b"z" * 70).decode()
+
+
+SPELLED_IN_VIEWS: dict[str, Any] = {
+    "PHP json_encode (\\/)": lambda v: json.dumps(v)[1:-1].replace("/", "\\/"),
+    ".NET System.Text.Json (\\u002B)": lambda v: json.dumps(v)[1:-1].replace("+", "\\u002B").replace("'", "\\u0027"),
+    "every character \\u-escaped": lambda v: "".join(f"\\u{ord(c):04x}" for c in v),
+    "JavaScript encodeURIComponent in a URL": lambda v: f"https://app.example/cb?pw={_js_component(v)}&next=%2F",
+    "Java URLEncoder (~ as %7E)": _java_url,
+    "URL-encoded twice": lambda v: quote(quote(v, safe=""), safe=""),
+    "URL-encoded three times": lambda v: quote(quote(quote(v, safe=""), safe=""), safe=""),
+    "HTML hex entities": lambda v: "".join(c if c.isalnum() else f"&#x{ord(c):X};" for c in v),
+    "HTML decimal and named entities": lambda v: html.escape(v).replace("!", "&excl;").replace("/", "&#47;"),
+    "hex with ':' separators": lambda v: ":".join(f"{b:02x}" for b in v.encode()),
+    "hex with spaces, upper-case": lambda v: " ".join(f"{b:02X}" for b in v.encode()),
+    "first letter re-cased": lambda v: v[0].lower() + v[1:],
+    "case swapped": str.swapcase,
+    "fullwidth": lambda v: "".join(chr(ord(c) + 0xFEE0) if 0x21 <= ord(c) <= 0x7E else c for c in v),
+    "MIME base64, shift 0": lambda v: _mime(v, 0),
+    "MIME base64, shift 1": lambda v: _mime(v, 1),
+    "MIME base64, shift 2": lambda v: _mime(v, 2),
+    "MIME base64 in a JSON string": lambda v: json.dumps(_mime(v, 1)),
+    "URL-encoded PHP JSON": lambda v: quote(json.dumps({"pw": v}).replace("/", "\\/"), safe=""),
+    "quoted-printable": lambda v: v.replace("=", "=3D").replace("!", "=21"),
+}
+
+
+@pytest.mark.parametrize("how", sorted(SPELLED_IN_VIEWS))
+def test_a_secret_spelled_in_a_way_no_spelling_names_is_found_in_a_view_and_the_text_masked_whole(
+    how: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Tester, round 10 (H4): a secret was found only in the spellings masking enumerates; a PHP,
+    .NET or JavaScript service, a MIME mailer, an HTML page spelled it otherwise. The text's
+    decoded views are searched too, and a text whose view holds a secret is masked whole."""
+    secrets = Secrets("upstream 'php'")
+    secrets.add(VIEWED)
+    text = f"upstream said: {SPELLED_IN_VIEWS[how](VIEWED)} (end)"
+    assert secrets.found_in(text), how
+    assert secrets.found_in(json.dumps({"said": text})), how  # what the sieve searches: the dumped message
+    with caplog.at_level("WARNING", logger="mcp_providers.plugins._masking"):
+        assert secrets.masked(text) == MASK, how
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert warned and all("upstream 'php'" in w and VIEWED not in w for w in warned), warned
+    assert secrets.masked_data({"said": [text]}) == {"said": [MASK]}
+
+
+def test_a_text_whose_views_hold_no_secret_is_left_as_it_came() -> None:
+    """Views only decide: nothing of a text without a secret changes, however encoded it is."""
+    secrets = Secrets()
+    secrets.add(VIEWED)
+    for text in ("100% sure &amp; \\u0041 \\/ %2F =3D \uff26\uff55ll 4b:78:39 Pa55!word x=AB",
+                 "Pa55 !word/2026+xyz-0123~Qz(4",  # a secret's start, not the secret
+                 "eHl6 eXo=\nYWJj", "MASK me: " + MASK):  # fmt: skip
+        assert not secrets.found_in(text), text
+        assert secrets.masked(text) == text, text
+    short = Secrets()
+    short.add("abc123")  # words the compacted view joins do not spell a short secret
+    assert short.masked("ab c123 and abc:123") == "ab c123 and abc:123"
+
+
+def test_a_secret_found_as_written_and_in_a_view_of_the_rest_masks_the_whole_text() -> None:
+    secrets = Secrets()
+    secrets.add(VIEWED)
+    assert secrets.masked(f"a {VIEWED} b") == f"a {MASK} b"  # as written: cut out, the rest kept
+    assert secrets.masked(f"a {VIEWED} b {_js_component(VIEWED)}") == MASK
+
+
+def test_a_secret_utf16_encoded_then_base64_or_hex_encoded_is_masked() -> None:
+    """Tester, round 10: what a Windows or Java service encodes is UTF-16 first."""
+    secrets = Secrets()
+    secrets.add(VIEWED)
+    for wide in (VIEWED.encode("utf-16-le"), VIEWED.encode("utf-16-be")):
+        for text in (base64.b64encode(wide).decode(), wide.hex(), wide.hex().upper()):
+            assert secrets.found_in(f"said {text} back"), text
+            assert secrets.masked(f"said {text} back") == f"said {MASK} back", text
+
+
+async def test_an_upstream_spelling_its_secret_its_own_way_says_only_the_mask(
+    composition: object, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Tester, round 10 (H4), end to end: the sieve's ``found_in`` on the dumped message searches the
+    views too, and the text whose view holds the secret reaches the client as the mask alone."""
+    async with composition.running(), connect(composition) as client:  # type: ignore[attr-defined]
+        for how in ("capitalised", "entities", "hex", "fullwidth", "mime"):
+            result = await client.call_tool("echo_spelled", {"how": how})
+            said = result.model_dump_json()
+            assert "upstream says" not in said and MASK in said, (how, said)  # the text masked whole
+            assert result.structured_content == {"result": MASK}, how
+    warned = [r.getMessage() for r in caplog.records if r.name == "mcp_providers.plugins._masking"]
+    assert warned and all(w.startswith("upstream 'talk' sent a text holding a secret") for w in warned), warned

@@ -41,7 +41,7 @@ import json
 import os
 import re
 from collections.abc import AsyncGenerator, AsyncIterator, Generator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
@@ -52,7 +52,7 @@ from mcp_providers.credentials import Credential, CredentialBroker, record_upstr
 from mcp_providers.errors import InvalidParams, NotFound, TooLarge, UpstreamError
 from mcp_providers.http import is_loopback_host
 from mcp_providers.identity import LOCAL, Principal
-from mcp_providers.plugins._masking import Secrets, library_logs_masked
+from mcp_providers.plugins._masking import Secrets, body_text, library_logs_masked
 from mcp_providers.plugins._oauth import ClientCredentials, OAuthAuth, OnBehalfOfAuth, TokenExchange, brokered
 from mcp_providers.plugins.openapi.document import Document, Operation
 from mcp_providers.plugins.openapi.query import encode
@@ -93,6 +93,8 @@ class Answer:
     status: int
     media: str | None
     body: bytes
+    content_type: str | None = None
+    """The ``Content-Type`` as sent (its charset decodes the body for masking)."""
 
     @property
     def textual(self) -> bool:
@@ -175,7 +177,7 @@ class Service:
         self._http: httpx2.AsyncClient | None = None
         self._open_error: str | None = None
         self._users = 0
-        self._secrets = Secrets()
+        self._secrets = Secrets(f"service {self.name!r}")
         self.left_out: list[Any] = []
         """What the settings name that the document does not have, where it fails safe
         (:func:`~mcp_providers.plugins.openapi.names.advisories`); ``check`` lists it."""
@@ -417,27 +419,30 @@ class Service:
         media = response.headers.get("content-type", "").split(";")[0].strip().lower() or None
         if 300 <= response.status_code < 400:
             raise self._redirect(what, response.status_code, response.headers.get("location", ""))
+        sent_type = response.headers.get("content-type")
         if not 200 <= response.status_code < 300:  # 1xx as a final answer, 4xx, 5xx, anything else
-            raise self._failure(what, response.status_code, bytes(body))
-        answer = Answer(response.status_code, media, bytes(body))
+            raise self._failure(what, response.status_code, bytes(body), sent_type)
+        answer = Answer(response.status_code, media, bytes(body), sent_type)
         return self._masked(answer) if self._secrets else answer
 
     def _masked(self, answer: Answer) -> Answer:
         """``answer`` with every secret of this service masked in its body (a service may echo the
-        credential it was sent); a body holding none is left as it came. A body that is not UTF-8
-        (binary, or another charset) is searched byte for byte (read as latin-1), so a secret in
-        it is masked too."""
-        try:
-            text, charset = answer.body.decode("utf-8"), "utf-8"
-        except UnicodeDecodeError:
-            text, charset = answer.body.decode("latin-1"), "latin-1"  # each byte one character
+        credential it was sent); a body holding none is left as it came. A body is read in the
+        charset its ``Content-Type`` declares or its byte-order mark names (``utf-16``...), else
+        UTF-8, else byte for byte (latin-1: binary), so a secret in it is masked too
+        (:func:`~mcp_providers.plugins._masking.body_text`), and encoded back the same way."""
+        text, charset = body_text(answer.body, answer.content_type)
         if not self._secrets.found_in(text):
-            return answer
+            if charset in ("utf-8", "latin-1"):
+                return answer
+            if not self._secrets.found_in(latin := answer.body.decode("latin-1")):
+                return answer
+            text, charset = latin, "latin-1"  # binary that only looked like UTF-16: byte for byte
         if answer.textual and charset == "utf-8":
             with contextlib.suppress(ValueError):  # not JSON: masked as text below
                 data = self._secrets.masked_data(json.loads(text))
-                return Answer(answer.status, answer.media, json.dumps(data, ensure_ascii=False).encode())
-        return Answer(answer.status, answer.media, self._secrets.masked(text).encode(charset))
+                return replace(answer, body=json.dumps(data, ensure_ascii=False).encode())
+        return replace(answer, body=self._secrets.masked(text).encode(charset, "replace"))
 
     def _redirect(self, what: str, status: int, location: str) -> ServiceError:
         """A redirect is an error, never followed: the gate authorized this path, not where it leads,
@@ -468,9 +473,9 @@ class Service:
             data={"service": self.name, "budget": budget},
         )
 
-    def _failure(self, what: str, status: int, body: bytes) -> UpstreamError:
+    def _failure(self, what: str, status: int, body: bytes, content_type: str | None) -> UpstreamError:
         # Masked before it is cut: a secret across the cut would leave its start in the message.
-        said = self.redact(body.decode("utf-8", "replace"))[:300].strip()
+        said = self.redact(body_text(body, content_type)[0])[:300].strip()
         message = f"{what} failed with HTTP {status}" + (f": {said}" if said else "")
         if status == 404:
             return NotFound(message, data={"service": self.name, "status": 404})  # type: ignore[return-value]

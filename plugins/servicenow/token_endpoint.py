@@ -29,9 +29,12 @@ from authlib.oauth2.rfc6749 import OAuth2Token
 from authlib.oauth2.rfc6749.parameters import prepare_token_request
 
 from mcp_providers import http as core_http
+from mcp_providers.plugins._masking import Secrets
 
 __all__ = ["TokenEndpoint", "TokenEndpointUnreachable", "TokenRefused"]
 
+_SECRET_FIELDS = ("password", "refresh_token", "assertion")
+"""Form fields whose values are secrets sent (masked in a refusal, like the client secret)."""
 _HEADERS = {"Accept": "application/json", "Content-Type": "application/x-www-form-urlencoded;charset=UTF-8"}
 
 
@@ -39,8 +42,8 @@ class TokenRefused(Exception):
     """The endpoint did not grant a token.
 
     :ivar status: the HTTP status answered.
-    :ivar reason: its ``error`` and ``error_description`` (the instance's words: redact them before
-        showing), or ``""``.
+    :ivar reason: its ``error`` and ``error_description`` (the instance's words, with what was sent
+        masked: redact them before showing too), or ``""``.
     """
 
     def __init__(self, status: int, reason: str) -> None:
@@ -66,6 +69,7 @@ class TokenEndpoint:
         self._http = http
         self._instance = instance
         self._client = ClientAuth(client_id, client_secret, "client_secret_post")
+        self._secret = client_secret
         self._scope = scope
         self.requests = 0
         """Token requests sent so far (for diagnostics and tests)."""
@@ -94,10 +98,14 @@ class TokenEndpoint:
             raise TokenEndpointUnreachable("timed out") from exc
         except httpx2.HTTPError as exc:
             raise TokenEndpointUnreachable(f"failed: {type(exc).__name__}") from exc
-        return _granted(response)
+        sent = (self._secret, *(form[k] for k in _SECRET_FIELDS if form.get(k)))
+        return _granted(response, Secrets(f"the token endpoint of instance {self._instance!r}"), sent)
 
 
-def _granted(response: httpx2.Response) -> OAuth2Token:
+def _granted(response: httpx2.Response, secrets: Secrets, sent: tuple[str, ...]) -> OAuth2Token:
+    """The token ``response`` grants; raises :class:`TokenRefused` with the endpoint's words, each
+    of ``sent`` masked in them in every spelling an endpoint may echo it in (form-encoded, JSON-escaped,
+    re-cased, base64...: :class:`~mcp_providers.plugins._masking.Secrets`)."""
     try:
         payload: Any = response.json()
     except ValueError:
@@ -107,5 +115,7 @@ def _granted(response: httpx2.Response) -> OAuth2Token:
     access = payload.get("access_token")
     if response.status_code != 200 or not isinstance(access, str) or not access:
         reason = " ".join(str(payload[k]) for k in ("error", "error_description") if payload.get(k))
-        raise TokenRefused(response.status_code, reason)
+        for value in sent:
+            secrets.add(value)
+        raise TokenRefused(response.status_code, secrets.masked(reason))
     return OAuth2Token.from_dict(payload)

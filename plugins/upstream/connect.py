@@ -154,7 +154,7 @@ def reason(exc: BaseException, masked: Callable[[str], str] = str) -> str:
 def held_secrets(server: ServerSettings) -> Secrets:
     """The values of every variable ``server``'s settings name (its stdio ``env``, ``auth``'s
     token or client secret), to be masked in what the upstream says; unset ones are skipped."""
-    secrets = Secrets()
+    secrets = Secrets(f"upstream {server.name!r}")
     for name in server.env.values():  # not all secrets: a short value (a flag, a port) is left
         secrets.add(os.environ.get(name), minimum=MIN_SECRET_CHARS)
     for field in ("token_env", "client_secret_env"):
