@@ -25,7 +25,7 @@ import pytest
 from mcp import Client, MCPError
 from pydantic import BaseModel
 
-from mcp_providers.identity import Principal, serving_as
+from mcp_providers.identity import ANONYMOUS, Principal, serving_as
 from mcp_providers.models import Tool
 from mcp_providers.plugins import upstream
 from mcp_providers.plugins.upstream.asking import Relay
@@ -124,13 +124,16 @@ def _text(result: Any) -> str:
     return "\n".join(b.text for b in result.content if isinstance(b, types.TextContent))
 
 
-async def _alice_then_bob(up: Upstream, mode: str, alice: dict[str, Any]) -> tuple[User, User, Any]:
+async def _alice_then_bob(
+    up: Upstream, mode: str, alice: dict[str, Any], who: tuple[Principal, Principal] = (ALICE, BOB)
+) -> tuple[User, User, Any]:
     """Alice calls ``ask`` with ``alice``; once her call has ended, Bob calls ``sleep`` with
-    ``hold``: the upstream asks Alice's question while Bob's call is in flight (and only then)."""
+    ``hold``: the upstream asks Alice's question while Bob's call is in flight (and only then).
+    ``who``: their principals (each client has a connection of its own)."""
     alice_user, bob_user = User("alice"), User("bob")
     with anyio.fail_after(30):
-        await up.call(ALICE, alice_user, mode, "a_ask", {**alice, "until_held": True})
-        bob = await up.call(BOB, bob_user, mode, "a_sleep", {"hold": True})
+        await up.call(who[0], alice_user, mode, "a_ask", {**alice, "until_held": True})
+        bob = await up.call(who[1], bob_user, mode, "a_sleep", {"hold": True})
         await _answered(up)
     return alice_user, bob_user, bob
 
@@ -170,6 +173,32 @@ async def test_a_question_after_its_call_was_answered_is_refused_not_given_to_an
     assert _text(bob) == "held"
     [got] = quick.answers()
     assert "which caller asked cannot be told" in got["answer"]["error"]["message"]
+
+
+@pytest.mark.parametrize("kind", ["elicit", "sample"])
+@pytest.mark.parametrize("mode", MODES)
+async def test_two_anonymous_clients_are_not_one_caller(quick: Upstream, mode: str, kind: str) -> None:
+    """Over HTTP without ``[server.auth]`` every client is the one principal ``anonymous``, which
+    vouches for nobody: Alice's late question is not shown to Bob, another anonymous client."""
+    arguments = {"message": ALICE_ONLY, "kind": kind}
+    alice_user, bob_user, bob = await _alice_then_bob(quick, mode, arguments, (ANONYMOUS, ANONYMOUS))
+    assert bob_user.shown == [] and alice_user.shown == []
+    assert _text(bob) == "held"
+    [got] = quick.answers()
+    assert got["answer"]["error"]["code"] == types.INVALID_REQUEST
+    assert "which caller asked cannot be told" in got["answer"]["error"]["message"]
+
+
+@pytest.mark.parametrize("who", [ANONYMOUS, Principal("carol", issuer="")], ids=["anonymous", "no-issuer"])
+async def test_an_anonymous_clients_questions_reach_it_over_its_own_connection(quick: Upstream, who: Principal) -> None:
+    """One anonymous client, one connection, two calls: its own questions still reach it."""
+    user = User("anon")
+    callbacks = {"elicitation_callback": user.elicit, "sampling_callback": user.sample}
+    with anyio.fail_after(30), serving_as(who):
+        async with Client(quick.composition.server, mode="legacy", cache=None, **callbacks) as client:
+            for note in ("first?", "second?"):
+                assert _text(await client.call_tool("a_ask", {"message": note})) == "answers 1"
+    assert user.shown == ["first?", "second?"]
 
 
 @pytest.mark.parametrize("mode", MODES)
