@@ -189,6 +189,15 @@ async def test_two_anonymous_clients_are_not_one_caller(quick: Upstream, mode: s
     assert "which caller asked cannot be told" in got["answer"]["error"]["message"]
 
 
+async def test_two_clients_of_a_principal_without_an_issuer_are_not_one_caller(quick: Upstream) -> None:
+    """An empty issuer vouches for nobody either."""
+    nobody = Principal("carol", issuer="")
+    alice_user, bob_user, _bob = await _alice_then_bob(quick, "legacy", {"message": ALICE_ONLY}, (nobody, nobody))
+    assert bob_user.shown == [] and alice_user.shown == []
+    [got] = quick.answers()
+    assert "which caller asked cannot be told" in got["answer"]["error"]["message"]
+
+
 @pytest.mark.parametrize("who", [ANONYMOUS, Principal("carol", issuer="")], ids=["anonymous", "no-issuer"])
 async def test_an_anonymous_clients_questions_reach_it_over_its_own_connection(quick: Upstream, who: Principal) -> None:
     """One anonymous client, one connection, two calls: its own questions still reach it."""
