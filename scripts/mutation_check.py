@@ -1676,13 +1676,6 @@ CASES += (  # an upstream's questions (issue 40): only to a provable caller, bou
         "    return _Connection(object())",
         (QUESTIONS + "test_an_anonymous_clients_questions_reach_it_over_its_own_connection[anonymous]",),
     ),
-    Case(
-        "upstream questions: a downstream connection is one key only to itself",
-        "plugins/upstream/asking.py",
-        "        return isinstance(other, _Connection) and other.of is self.of",
-        "        return isinstance(other, _Connection)",
-        (QUESTIONS + "test_two_anonymous_clients_are_not_one_caller[legacy-elicit]",),
-    ),
 )
 
 STRAY = "tests/test_upstream_malformed_lines.py::test_a_stray_line_that_cannot_be_json_rpc_fails_no_call"

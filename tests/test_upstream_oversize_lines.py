@@ -200,14 +200,16 @@ async def test_an_oversize_line_that_is_no_json_is_dropped_and_the_request_answe
     ("prefix", "suffix"),
     [
         ("{'debug': '", "'}"),
-        ("{'sent': '{\"jsonrpc\": \"2.0\", \"id\": 1, \"text\": \"", "\"}'}"),  # a dict quoting a message
+        ('{\'sent\': \'{"jsonrpc": "2.0", "id": 1, "text": "', "\"}'}"),  # a dict quoting a message
         ('{"debug": "', '"}'),
         ('{"log": {"n": 1}, "text": "', '"}'),
         ("[1, ", "]"),
     ],
     ids=["dict-repr", "dict-repr-quoting-a-message", "json-object", "nested", "array"],
 )
-async def test_an_oversize_stray_line_fails_no_request(prefix: str, suffix: str, caplog: pytest.LogCaptureFixture) -> None:
+async def test_an_oversize_stray_line_fails_no_request(
+    prefix: str, suffix: str, caplog: pytest.LogCaptureFixture
+) -> None:
     """A debug print over the limit that cannot be JSON-RPC (not `{"` first, or no "jsonrpc"/"id"
     member name in its kept ends) while two requests are pending: it is dropped, both are answered."""
     caplog.set_level(logging.WARNING)

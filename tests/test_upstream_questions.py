@@ -200,7 +200,7 @@ async def test_two_clients_of_a_principal_without_an_issuer_are_not_one_caller(q
 
 @pytest.mark.parametrize("who", [ANONYMOUS, Principal("carol", issuer="")], ids=["anonymous", "no-issuer"])
 async def test_an_anonymous_clients_questions_reach_it_over_its_own_connection(quick: Upstream, who: Principal) -> None:
-    """One anonymous client, one connection, two calls: its own questions still reach it."""
+    """One anonymous client, one 2025-era connection, two calls: its own questions still reach it."""
     user = User("anon")
     callbacks = {"elicitation_callback": user.elicit, "sampling_callback": user.sample}
     with anyio.fail_after(30), serving_as(who):
@@ -208,6 +208,22 @@ async def test_an_anonymous_clients_questions_reach_it_over_its_own_connection(q
             for note in ("first?", "second?"):
                 assert _text(await client.call_tool("a_ask", {"message": note})) == "answers 1"
     assert user.shown == ["first?", "second?"]
+
+
+async def test_an_anonymous_2026_clients_untied_questions_are_refused(quick: Upstream) -> None:
+    """A 2026-07-28 request is a connection of its own, and nothing else ties an anonymous
+    client's requests together: its untied questions are refused once the session served another
+    request, never guessed. Here its first call's round is asked (the session's only caller), but
+    the retry is another request, so the question asked again is refused."""
+    user = User("anon")
+    callbacks = {"elicitation_callback": user.elicit, "sampling_callback": user.sample}
+    with anyio.fail_after(30), serving_as(ANONYMOUS):
+        async with Client(quick.composition.server, mode="auto", cache=None, **callbacks) as client:
+            said = [_text(await client.call_tool("a_ask", {"message": note})) for note in ("first?", "second?")]
+    assert said == ["answers 0", "answers 0"] and user.shown == ["first?"]
+    refused = [a["answer"]["error"]["message"] for a in quick.answers() if "error" in a["answer"]]
+    assert refused[0] == "the question is asked of the downstream client in a new round; this call ends"
+    assert len(refused) == 3 and all("which caller asked cannot be told" in r for r in refused[1:]), refused
 
 
 @pytest.mark.parametrize("mode", MODES)
