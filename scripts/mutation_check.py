@@ -1676,6 +1676,20 @@ CASES += (  # an upstream's questions (issue 40): only to a provable caller, bou
         "    return _Connection(object())",
         (QUESTIONS + "test_an_anonymous_clients_questions_reach_it_over_its_own_connection[anonymous]",),
     ),
+    Case(
+        "upstream questions: a new connection given an ended one's id is another caller",
+        "plugins/upstream/asking.py",
+        "        return isinstance(other, _Connection) and mine is not None and mine is other._of()",
+        "        return isinstance(other, _Connection)",
+        (QUESTIONS + "test_an_anonymous_callers_key_is_its_live_connection_only",),
+    ),
+    Case(
+        "upstream questions: an anonymous caller's key keeps no ended connection alive",
+        "plugins/upstream/asking.py",
+        "            self._of: Callable[[], object | None] = weakref.ref(of)",
+        "            self._of = lambda: of",
+        (QUESTIONS + "test_an_anonymous_callers_key_is_its_live_connection_only",),
+    ),
 )
 
 STRAY = "tests/test_upstream_malformed_lines.py::test_a_stray_line_that_cannot_be_json_rpc_fails_no_call"

@@ -12,8 +12,10 @@ Each test composes its own upstream: a session remembers who used it until it is
 
 from __future__ import annotations
 
+import gc
 import json
 import sys
+import weakref
 from collections.abc import AsyncIterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -28,7 +30,7 @@ from pydantic import BaseModel
 from mcp_providers.identity import ANONYMOUS, Principal, serving_as
 from mcp_providers.models import Tool
 from mcp_providers.plugins import upstream
-from mcp_providers.plugins.upstream.asking import Relay
+from mcp_providers.plugins.upstream.asking import Asker, Relay, caller_key
 from mcp_providers.providers import ClientChannel, Elicited, ToolCall
 from mcp_providers.testing import compose
 
@@ -328,3 +330,45 @@ async def test_a_calls_context_ties_only_questions_of_a_session_it_has_a_request
         "server is in flight; ask within one tool call",
     )
     assert answered == types.ElicitResult(action="accept", content={}) and channel.asked == ["whose?"]
+
+
+class _Connected(ClientChannel):
+    """A channel over one downstream connection (a stand-in object)."""
+
+    def __init__(self, connection: object) -> None:
+        self._connection = connection
+
+    @property
+    def connection(self) -> object | None:
+        return self._connection
+
+
+class _Conn:
+    """Stands for a downstream SDK ``Connection``."""
+
+
+def _anonymous_call(connection: object) -> Asker:
+    tool = Tool(name="t", description="A tool.", input_model=_Nothing)
+    return Asker(ToolCall(tool=tool, arguments=_Nothing(), channel=_Connected(connection), principal=ANONYMOUS))
+
+
+def test_an_anonymous_callers_key_is_its_live_connection_only() -> None:
+    """One live connection: one key; another: another; no call or no connection: a key of its own.
+    A connection that ended is no one's: a new one given its id (CPython reuses freed memory) is
+    another caller, and the key holds no ended connection alive."""
+    first, other = _Conn(), _Conn()
+    key = caller_key(ANONYMOUS, _anonymous_call(first))
+    assert key == caller_key(ANONYMOUS, _anonymous_call(first))
+    assert key != caller_key(ANONYMOUS, _anonymous_call(other))
+    assert caller_key(ANONYMOUS, None) != caller_key(ANONYMOUS, None)
+    assert caller_key(None, None) != caller_key(None, None)
+    assert caller_key(ALICE, None) == caller_key(ALICE, _anonymous_call(first)) == ALICE.key
+    ended, freed = weakref.ref(first), id(first)
+    del first
+    gc.collect()
+    assert ended() is None  # the key did not keep it
+    assert caller_key(ANONYMOUS, _anonymous_call(_Conn())) != key  # whatever id the new one got
+    held = [_Conn() for _ in range(10_000)]  # one of them very likely has the ended one's id
+    if not any(id(c) == freed for c in held):
+        pytest.skip("no new connection was given the ended one's id")
+    assert all(caller_key(ANONYMOUS, _anonymous_call(c)) != key for c in held)

@@ -185,19 +185,25 @@ class _Sending:
 
 
 class _Connection:
-    """A downstream connection as a caller's key: equal only to itself (an SDK ``Connection`` may
-    compare by value), held while the key is (so its ``id`` is not reused meanwhile)."""
+    """A downstream connection as a caller's key, equal only to a key of the same live connection
+    (by identity). Held weakly when it can be: an ended connection keeps nothing alive, and a new
+    one given its ``id`` is another caller."""
 
-    __slots__ = ("of",)
+    __slots__ = ("_hash", "_of")
 
     def __init__(self, of: object) -> None:
-        self.of = of
+        self._hash = id(of)
+        try:
+            self._of: Callable[[], object | None] = weakref.ref(of)
+        except TypeError:  # not weakly referable (a bare object(): a key equal to no other)
+            self._of = lambda: of
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Connection) and other.of is self.of
+        mine = self._of()
+        return isinstance(other, _Connection) and mine is not None and mine is other._of()
 
     def __hash__(self) -> int:
-        return id(self.of)
+        return self._hash
 
 
 def caller_key(principal: Principal | None, asker: Asker | None) -> Hashable:
