@@ -1658,6 +1658,7 @@ CASES += (  # an upstream's questions (issue 40): only to a provable caller, bou
         "    if principal is not None and principal.issuer:",
         "    if principal is not None:",
         (
+            QUESTIONS + "test_two_anonymous_http_clients_are_not_one_caller[legacy]",
             QUESTIONS + "test_two_anonymous_clients_are_not_one_caller[legacy-elicit]",
             QUESTIONS + "test_two_clients_of_a_principal_without_an_issuer_are_not_one_caller",
         ),

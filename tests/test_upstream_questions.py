@@ -4,7 +4,8 @@ A 2025-era stdio upstream's ``elicitation/create`` and ``sampling/createMessage`
 (tests/asking_stdio_upstream.py, a raw scripted one). A question is relayed only to a caller it
 provably belongs to: never to Bob while Alice's call (ended, answered or not) may be the one
 asking; the upstream gets an error answer and no client is asked or shown anything, in both
-downstream eras. And one tool call may ask at most ``max_questions_per_call`` questions, at most
+downstream eras; two anonymous clients (HTTP without ``[server.auth]``: one principal) are two
+callers, each one only over its own connection. And one tool call may ask at most ``max_questions_per_call`` questions, at most
 ``max_open_questions_per_call`` at once; the rest are refused to the upstream.
 
 Each test composes its own upstream: a session remembers who used it until it is opened again.
@@ -22,9 +23,11 @@ from types import SimpleNamespace
 from typing import Any
 
 import anyio
+import httpx2
 import mcp_types as types
 import pytest
 from mcp import Client, MCPError
+from mcp.client.streamable_http import streamable_http_client
 from pydantic import BaseModel
 
 from mcp_providers.identity import ANONYMOUS, Principal, serving_as
@@ -33,6 +36,7 @@ from mcp_providers.plugins import upstream
 from mcp_providers.plugins.upstream.asking import Asker, Relay, caller_key
 from mcp_providers.providers import ClientChannel, Elicited, ToolCall
 from mcp_providers.testing import compose
+from serve_support import served
 
 pytestmark = pytest.mark.anyio
 
@@ -372,3 +376,36 @@ def test_an_anonymous_callers_key_is_its_live_connection_only() -> None:
     if not any(id(c) == freed for c in held):
         pytest.skip("no new connection was given the ended one's id")
     assert all(caller_key(ANONYMOUS, _anonymous_call(c)) != key for c in held)
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_two_anonymous_http_clients_are_not_one_caller(tmp_path: Path, mode: str) -> None:
+    """As the tester's t8.py: ``serve --http`` without ``[server.auth]``, two real streamable HTTP
+    clients (both the principal ``anonymous``); Alice's call ends at 1 s, the upstream asks for it
+    while Bob's call is in flight: neither is shown it, the upstream gets the refusal."""
+    log = tmp_path / "answers.jsonl"
+    server = {"name": "asking", "command": sys.executable, "args": [ASKING, str(log)], "tool_prefix": "a_",
+              "namespace": "ask", "read_timeout": 1.0}  # fmt: skip
+    up = Upstream(compose({"upstream": upstream}, {"upstream": {"servers": [server]}}), log)
+    alice_user, bob_user = User("alice"), User("bob")
+
+    async def call(user: User, tool: str, arguments: dict[str, Any]) -> str:
+        callbacks = {"elicitation_callback": user.elicit, "sampling_callback": user.sample}
+        async with (
+            httpx2.AsyncClient(timeout=30) as http,
+            Client(streamable_http_client(url, http_client=http), mode=mode, cache=None, **callbacks) as client,
+        ):
+            try:
+                return _text(await client.call_tool(tool, arguments))
+            except MCPError as exc:
+                return exc.message
+
+    with served(up.composition) as port, anyio.fail_after(30):
+        url = f"http://127.0.0.1:{port}/mcp"
+        alice = await call(alice_user, "a_ask", {"message": ALICE_ONLY, "until_held": True})
+        assert "did not answer tools/call ask within 1.0 s" in alice, alice
+        assert await call(bob_user, "a_sleep", {"hold": True}) == "held"
+        await _answered(up)
+    assert bob_user.shown == [] and alice_user.shown == []
+    [got] = up.answers()
+    assert "which caller asked cannot be told" in got["answer"]["error"]["message"]
