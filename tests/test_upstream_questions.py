@@ -5,8 +5,9 @@ A 2025-era stdio upstream's ``elicitation/create`` and ``sampling/createMessage`
 provably belongs to: never to Bob while Alice's call (ended, answered or not) may be the one
 asking; the upstream gets an error answer and no client is asked or shown anything, in both
 downstream eras; two anonymous clients (HTTP without ``[server.auth]``: one principal) are two
-callers, each one only over its own connection. And one tool call may ask at most ``max_questions_per_call`` questions, at most
-``max_open_questions_per_call`` at once; the rest are refused to the upstream.
+callers, each one only over its own connection. And one tool call may ask at most
+``max_questions_per_call`` questions, at most ``max_open_questions_per_call`` at once; the rest are
+refused to the upstream.
 
 Each test composes its own upstream: a session remembers who used it until it is opened again.
 """
@@ -29,6 +30,7 @@ import pytest
 from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 from pydantic import BaseModel
+from serve_support import served
 
 from mcp_providers.identity import ANONYMOUS, Principal, serving_as
 from mcp_providers.models import Tool
@@ -36,7 +38,6 @@ from mcp_providers.plugins import upstream
 from mcp_providers.plugins.upstream.asking import Asker, Relay, caller_key
 from mcp_providers.providers import ClientChannel, Elicited, ToolCall
 from mcp_providers.testing import compose
-from serve_support import served
 
 pytestmark = pytest.mark.anyio
 
