@@ -1755,6 +1755,78 @@ CASES += (  # an upstream's questions (issue 40): only to a provable caller, bou
         "        if False:",
         (QUESTIONS + "test_a_call_has_at_most_max_open_questions_per_call_open_at_once",),
     ),
+    Case(
+        "upstream questions: a caller nobody vouches for (anonymous HTTP) is no other client's caller",
+        "plugins/upstream/asking.py",
+        "    if principal is not None and principal.issuer:",
+        "    if principal is not None:",
+        (
+            QUESTIONS + "test_two_anonymous_http_clients_are_not_one_caller[legacy]",
+            QUESTIONS + "test_two_anonymous_clients_are_not_one_caller[legacy-elicit]",
+            QUESTIONS + "test_two_clients_of_a_principal_without_an_issuer_are_not_one_caller",
+        ),
+    ),
+    Case(
+        "upstream questions: an empty issuer vouches for nobody",
+        "plugins/upstream/asking.py",
+        "    if principal is not None and principal.issuer:",
+        "    if principal is not None and principal.issuer is not None:",
+        (QUESTIONS + "test_two_clients_of_a_principal_without_an_issuer_are_not_one_caller",),
+    ),
+    Case(
+        "upstream questions: an anonymous caller is one caller over its own connection",
+        "plugins/upstream/asking.py",
+        "    return _Connection(connection if connection is not None else object())",
+        "    return _Connection(object())",
+        (QUESTIONS + "test_an_anonymous_clients_questions_reach_it_over_its_own_connection[anonymous]",),
+    ),
+    Case(
+        "upstream questions: a new connection given an ended one's id is another caller",
+        "plugins/upstream/asking.py",
+        "        return isinstance(other, _Connection) and mine is not None and mine is other._of()",
+        "        return isinstance(other, _Connection)",
+        (QUESTIONS + "test_an_anonymous_callers_key_is_its_live_connection_only",),
+    ),
+    Case(
+        "upstream questions: an anonymous caller's key keeps no ended connection alive",
+        "plugins/upstream/asking.py",
+        "            self._of: Callable[[], object | None] = weakref.ref(of)",
+        "            self._of = lambda: of",
+        (QUESTIONS + "test_an_anonymous_callers_key_is_its_live_connection_only",),
+    ),
+)
+
+STRAY = "tests/test_upstream_malformed_lines.py::test_a_stray_line_that_cannot_be_json_rpc_fails_no_call"
+OVER_STRAY = "tests/test_upstream_oversize_lines.py::test_an_oversize_stray_line_fails_no_request"
+CASES += (  # stray stdout lines (round 10 brief Q2): what cannot be JSON-RPC fails no request
+    Case(
+        "upstream stdio: a whole line that cannot be JSON-RPC fails nothing",
+        "plugins/upstream/stdio.py",
+        "        if stray(line):",
+        "        if False:",
+        (STRAY + "[dict-repr]", STRAY + "[json-object]", STRAY + "[json-string]"),
+    ),
+    Case(
+        "upstream stdio: a line naming no jsonrpc or id member is stray",
+        "plugins/upstream/answered.py",
+        "    return not opens_message(parts[0]) or not any(_NAMES.search(part) for part in parts)",
+        "    return not opens_message(parts[0])",
+        (STRAY + "[json-object]", OVER_STRAY + "[json-object]"),
+    ),
+    Case(
+        "upstream stdio: a line not beginning as a JSON-RPC message is stray",
+        "plugins/upstream/answered.py",
+        "    return _OPENS.match(head) is not None",
+        "    return True",
+        (STRAY + "[dict-repr-quoting-a-message]", OVER_STRAY + "[dict-repr-quoting-a-message]"),
+    ),
+    Case(
+        "upstream stdio: an oversize line that cannot be JSON-RPC fails nothing",
+        "plugins/upstream/stdio.py",
+        "        if stray(self._head, tail):",
+        "        if False:",
+        (OVER_STRAY + "[dict-repr]", OVER_STRAY + "[json-object]"),
+    ),
 )
 
 HTTP_BOUND = "tests/test_upstream_oversize_http.py::"

@@ -4,7 +4,8 @@
 Each tool in :data:`LINES` answers its call with that one line (``ID`` replaced by the request's
 id, ``SECRET`` by the value of the variable ``ECHOED``, as an upstream quoting its environment
 would), then nothing: the request is answered by that line or not at all. ``notify_bad`` first
-sends a notification that does not parse, then a good answer; ``slow`` answers after ``seconds``;
+sends a notification that does not parse, then a good answer; ``stray`` prints its ``line`` (a
+stray debug print), then a good answer; ``slow`` answers after ``seconds``;
 ``hello`` answers ``hello``.
 """
 
@@ -34,6 +35,7 @@ LINES: dict[str, bytes] = {
     "bad_big_int": b'{"jsonrpc": "2.0", "id": ID, "result": {"content": [], "n": ' + b"9" * 1_000_000 + b"}}",
     "bad_big_float": b'{"jsonrpc": "2.0", "id": ID, "result": {"content": [], "structuredContent": {"n": 1e999999}}}',
     "bad_id_last": b'{"result": {"content": [{"type": "text", "text": "SECRET\x00"}]}, "jsonrpc": "2.0", "id": ID}',
+    "bad_no_id": b'{"jsonrpc": "2.0", "result": {"content": [{"type": "text", "text": "SECRET\x00"}]}}',
 }
 
 
@@ -59,6 +61,9 @@ def call(ident: object, name: str, args: dict[str, Any]) -> None:
         secret = os.environ.get("ECHOED", "")
         write(b'{"jsonrpc": "2.0", "method": "notifications/message", "params": {"data": "' + secret.encode() + b"\x00")
         text(ident, "after the notification")
+    elif name == "stray":
+        write(str(args["line"]).replace("SECRET", os.environ.get("ECHOED", "")).encode())
+        text(ident, "after the stray line")
     elif name == "slow":
         later = threading.Timer(float(args.get("seconds", 1)), text, (ident, "slow"))
         later.daemon = True
@@ -67,7 +72,7 @@ def call(ident: object, name: str, args: dict[str, Any]) -> None:
         text(ident, "hello")
 
 
-TOOLS = [*LINES, "notify_bad", "slow", "hello"]
+TOOLS = [*LINES, "notify_bad", "stray", "slow", "hello"]
 
 
 def answer(ident: object, method: str, params: dict[str, Any]) -> None:

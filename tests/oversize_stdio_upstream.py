@@ -65,6 +65,9 @@ def call(ident: object, name: str, args: dict[str, Any]) -> None:
     elif name == "noise":
         write("DeprecationWarning: ", mib, "")
         text(ident, "after the noise")
+    elif name == "big_stray":  # a debug print over the limit: `prefix`, `mib` MiB, `suffix`
+        write(str(args["prefix"]), mib, str(args["suffix"]))
+        text(ident, "after the stray line")
     elif name == "slow_small":
         later = threading.Timer(float(args.get("seconds", 1)), text, (ident, "small"))
         later.daemon = True  # stdin's end ends the process, answered or not
@@ -76,7 +79,7 @@ def call(ident: object, name: str, args: dict[str, Any]) -> None:
         text(ident, "hello")
 
 
-TOOLS = ["big", "big_last", "big_anon", "noise", "slow_small", "shout", "hello"]
+TOOLS = ["big", "big_last", "big_anon", "big_stray", "noise", "slow_small", "shout", "hello"]
 
 
 def answer(ident: object, method: str, params: dict[str, Any]) -> None:

@@ -2,7 +2,9 @@
 answered at once (issue 40: "Malformed or oversize answers become errors naming the upstream"),
 by the oversize lines' rule (the id among its first members, else the only pending request, else
 the id among its last members, else every pending request), with an error saying what was wrong
-and never the line itself (it may hold a secret); the connection keeps serving. Against a raw
+and never the line itself (it may hold a secret); the connection keeps serving. A line that cannot
+be JSON-RPC (not ``{"`` first, or no ``"jsonrpc"``/``"id"`` member name: a stray debug print) fails
+nothing: it is warned of, as a banner is. Against a raw
 stdio upstream (``malformed_stdio_upstream.py``), real processes, read_timeout far beyond
 :data:`QUICK`."""
 
@@ -79,7 +81,6 @@ KINDS = {
     "bad_nul": "control character",
     "bad_truncated": "EOF while parsing",
     "bad_array": "is a list, not a JSON-RPC message",
-    "bad_scalar": "is a string, not a JSON-RPC message",
     "bad_no_jsonrpc": 'it has no jsonrpc member "2.0"',
     "bad_version": 'its jsonrpc member is not "2.0"',
     "bad_id_type": "its id is a boolean, not a string or an integer",
@@ -89,6 +90,7 @@ KINDS = {
     "bad_nested": "recursion limit exceeded",
     "bad_big_int": "number out of range",
     "bad_id_last": "control character",
+    "bad_no_id": "control character",
 }
 
 
@@ -124,10 +126,51 @@ async def test_an_anonymous_malformed_answer_fails_every_pending_call_at_once() 
         async with anyio.create_task_group() as tg:
             tg.start_soon(slow)
             await anyio.sleep(0.5)  # two calls pending: a line naming no request cannot say whose it is
-            failed.append(await _refusal(client.call_tool("m_bad_scalar", {})))
+            failed.append(await _refusal(client.call_tool("m_bad_no_id", {})))
         assert len(failed) == 2
-        assert all("is a string, not a JSON-RPC message" in f for f in failed), failed
+        assert all("naming none of our requests is not JSON" in f for f in failed), failed
         assert await _hello(client) == "hello"
+
+
+# lines that cannot be JSON-RPC: not `{"` (or a batch's `[{"`) first, or no "jsonrpc"/"id" member name
+STRAY = {
+    "dict-repr": "{'debug': 'SECRET', 'n': 1}",  # a Python dict printed (the tester's case)
+    "dict-repr-quoting-a-message": """{'sent': '{"jsonrpc": "2.0", "id": 1, "result": "SECRET"}'}""",
+    "json-object": '{"debug": "SECRET", "n": 1}',  # a JSON object that is no JSON-RPC message
+    "cut-json-object": '{"debug": "SECRET',
+    "json-string": '"SECRET"',  # was bad_scalar, which failed its call: no JSON-RPC message can be a string
+    "json-array": "[1, 2]",
+    "json-number": "42",
+    "json-null": "null",
+    "list-repr": "[{'id': 1}]",
+    "spaced-dict-repr": "{ 'jsonrpc': '2.0', 'id': 1 }",
+    "text": "Traceback (most recent call last): SECRET",
+}
+
+
+@pytest.mark.parametrize("name", list(STRAY))
+async def test_a_stray_line_that_cannot_be_json_rpc_fails_no_call(name: str, caplog: pytest.LogCaptureFixture) -> None:
+    """A debug print on stdout while two calls are in flight: both are answered, the line is warned of."""
+    caplog.set_level(logging.DEBUG)
+    composed = _composed()
+    async with composed.running(), connect(composed) as client:
+        done: list[str] = []
+
+        async def slow() -> None:
+            with anyio.fail_after(QUICK):
+                done.append(str((await client.call_tool("m_slow", {"seconds": 1.5})).content[0].text))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(slow)
+            await anyio.sleep(0.5)
+            with anyio.fail_after(QUICK):
+                result = await client.call_tool("m_stray", {"line": STRAY[name]})
+            assert not result.is_error and result.content[0].text == "after the stray line", result
+        assert done == ["slow"]
+        assert _link(composed).restarts == 0
+    assert any("upstream 'bad' (stdio)" in r.getMessage() and "could not be parsed" in r.getMessage()
+               for r in caplog.records if r.levelno >= logging.WARNING), caplog.text  # fmt: skip
+    assert SECRET not in caplog.text
 
 
 async def test_a_malformed_answer_naming_its_id_fails_only_its_own_call() -> None:

@@ -196,6 +196,41 @@ async def test_an_oversize_line_that_is_no_json_is_dropped_and_the_request_answe
     assert any("that is no JSON object; dropped" in r.getMessage() for r in caplog.records)
 
 
+@pytest.mark.parametrize(
+    ("prefix", "suffix"),
+    [
+        ("{'debug': '", "'}"),
+        ('{\'sent\': \'{"jsonrpc": "2.0", "id": 1, "text": "', "\"}'}"),  # a dict quoting a message
+        ('{"debug": "', '"}'),
+        ('{"log": {"n": 1}, "text": "', '"}'),
+        ("[1, ", "]"),
+    ],
+    ids=["dict-repr", "dict-repr-quoting-a-message", "json-object", "nested", "array"],
+)
+async def test_an_oversize_stray_line_fails_no_request(
+    prefix: str, suffix: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A debug print over the limit that cannot be JSON-RPC (not `{"` first, or no "jsonrpc"/"id"
+    member name in its kept ends) while two requests are pending: it is dropped, both are answered."""
+    caplog.set_level(logging.WARNING)
+    composed = _composed()
+    async with composed.running(), connect(composed) as client:
+        small: list[str] = []
+
+        async def slow() -> None:
+            with anyio.fail_after(QUICK):
+                small.append((await client.call_tool("b_slow_small", {"seconds": 2})).content[0].text)  # type: ignore[union-attr]
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(slow)
+            await anyio.sleep(0.3)
+            with anyio.fail_after(QUICK):
+                result = await client.call_tool("b_big_stray", {"mib": 9, "prefix": prefix, "suffix": suffix})
+            assert result.content[0].text == "after the stray line"  # type: ignore[union-attr]
+        assert small == ["small"]
+    assert any("bytes that is no JSON" in r.getMessage() and "dropped" in r.getMessage() for r in caplog.records)
+
+
 def test_a_stand_in_for_stderr_hands_the_process_the_real_one() -> None:
     assert stdio._descriptor(io.StringIO()) is sys.__stderr__  # a capture has no descriptor
     assert stdio._descriptor(sys.__stderr__) is sys.__stderr__

@@ -4,31 +4,38 @@ A 2025-era stdio upstream's ``elicitation/create`` and ``sampling/createMessage`
 (tests/asking_stdio_upstream.py, a raw scripted one). A question is relayed only to a caller it
 provably belongs to: never to Bob while Alice's call (ended, answered or not) may be the one
 asking; the upstream gets an error answer and no client is asked or shown anything, in both
-downstream eras. And one tool call may ask at most ``max_questions_per_call`` questions, at most
-``max_open_questions_per_call`` at once; the rest are refused to the upstream.
+downstream eras; two anonymous clients (HTTP without ``[server.auth]``: one principal) are two
+callers, each one only over its own connection. And one tool call may ask at most
+``max_questions_per_call`` questions, at most ``max_open_questions_per_call`` at once; the rest are
+refused to the upstream.
 
 Each test composes its own upstream: a session remembers who used it until it is opened again.
 """
 
 from __future__ import annotations
 
+import gc
 import json
 import sys
+import weakref
 from collections.abc import AsyncIterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import anyio
+import httpx2
 import mcp_types as types
 import pytest
 from mcp import Client, MCPError
+from mcp.client.streamable_http import streamable_http_client
 from pydantic import BaseModel
+from serve_support import served
 
-from mcp_providers.identity import Principal, serving_as
+from mcp_providers.identity import ANONYMOUS, Principal, serving_as
 from mcp_providers.models import Tool
 from mcp_providers.plugins import upstream
-from mcp_providers.plugins.upstream.asking import Relay
+from mcp_providers.plugins.upstream.asking import Asker, Relay, caller_key
 from mcp_providers.providers import ClientChannel, Elicited, ToolCall
 from mcp_providers.testing import compose
 
@@ -124,13 +131,16 @@ def _text(result: Any) -> str:
     return "\n".join(b.text for b in result.content if isinstance(b, types.TextContent))
 
 
-async def _alice_then_bob(up: Upstream, mode: str, alice: dict[str, Any]) -> tuple[User, User, Any]:
+async def _alice_then_bob(
+    up: Upstream, mode: str, alice: dict[str, Any], who: tuple[Principal, Principal] = (ALICE, BOB)
+) -> tuple[User, User, Any]:
     """Alice calls ``ask`` with ``alice``; once her call has ended, Bob calls ``sleep`` with
-    ``hold``: the upstream asks Alice's question while Bob's call is in flight (and only then)."""
+    ``hold``: the upstream asks Alice's question while Bob's call is in flight (and only then).
+    ``who``: their principals (each client has a connection of its own)."""
     alice_user, bob_user = User("alice"), User("bob")
     with anyio.fail_after(30):
-        await up.call(ALICE, alice_user, mode, "a_ask", {**alice, "until_held": True})
-        bob = await up.call(BOB, bob_user, mode, "a_sleep", {"hold": True})
+        await up.call(who[0], alice_user, mode, "a_ask", {**alice, "until_held": True})
+        bob = await up.call(who[1], bob_user, mode, "a_sleep", {"hold": True})
         await _answered(up)
     return alice_user, bob_user, bob
 
@@ -170,6 +180,57 @@ async def test_a_question_after_its_call_was_answered_is_refused_not_given_to_an
     assert _text(bob) == "held"
     [got] = quick.answers()
     assert "which caller asked cannot be told" in got["answer"]["error"]["message"]
+
+
+@pytest.mark.parametrize("kind", ["elicit", "sample"])
+@pytest.mark.parametrize("mode", MODES)
+async def test_two_anonymous_clients_are_not_one_caller(quick: Upstream, mode: str, kind: str) -> None:
+    """Over HTTP without ``[server.auth]`` every client is the one principal ``anonymous``, which
+    vouches for nobody: Alice's late question is not shown to Bob, another anonymous client."""
+    arguments = {"message": ALICE_ONLY, "kind": kind}
+    alice_user, bob_user, bob = await _alice_then_bob(quick, mode, arguments, (ANONYMOUS, ANONYMOUS))
+    assert bob_user.shown == [] and alice_user.shown == []
+    assert _text(bob) == "held"
+    [got] = quick.answers()
+    assert got["answer"]["error"]["code"] == types.INVALID_REQUEST
+    assert "which caller asked cannot be told" in got["answer"]["error"]["message"]
+
+
+async def test_two_clients_of_a_principal_without_an_issuer_are_not_one_caller(quick: Upstream) -> None:
+    """An empty issuer vouches for nobody either."""
+    nobody = Principal("carol", issuer="")
+    alice_user, bob_user, _bob = await _alice_then_bob(quick, "legacy", {"message": ALICE_ONLY}, (nobody, nobody))
+    assert bob_user.shown == [] and alice_user.shown == []
+    [got] = quick.answers()
+    assert "which caller asked cannot be told" in got["answer"]["error"]["message"]
+
+
+@pytest.mark.parametrize("who", [ANONYMOUS, Principal("carol", issuer="")], ids=["anonymous", "no-issuer"])
+async def test_an_anonymous_clients_questions_reach_it_over_its_own_connection(quick: Upstream, who: Principal) -> None:
+    """One anonymous client, one 2025-era connection, two calls: its own questions still reach it."""
+    user = User("anon")
+    callbacks = {"elicitation_callback": user.elicit, "sampling_callback": user.sample}
+    with anyio.fail_after(30), serving_as(who):
+        async with Client(quick.composition.server, mode="legacy", cache=None, **callbacks) as client:
+            for note in ("first?", "second?"):
+                assert _text(await client.call_tool("a_ask", {"message": note})) == "answers 1"
+    assert user.shown == ["first?", "second?"]
+
+
+async def test_an_anonymous_2026_clients_untied_questions_are_refused(quick: Upstream) -> None:
+    """A 2026-07-28 request is a connection of its own, and nothing else ties an anonymous
+    client's requests together: its untied questions are refused once the session served another
+    request, never guessed. Here its first call's round is asked (the session's only caller), but
+    the retry is another request, so the question asked again is refused."""
+    user = User("anon")
+    callbacks = {"elicitation_callback": user.elicit, "sampling_callback": user.sample}
+    with anyio.fail_after(30), serving_as(ANONYMOUS):
+        async with Client(quick.composition.server, mode="auto", cache=None, **callbacks) as client:
+            said = [_text(await client.call_tool("a_ask", {"message": note})) for note in ("first?", "second?")]
+    assert said == ["answers 0", "answers 0"] and user.shown == ["first?"]
+    refused = [a["answer"]["error"]["message"] for a in quick.answers() if "error" in a["answer"]]
+    assert refused[0] == "the question is asked of the downstream client in a new round; this call ends"
+    assert len(refused) == 3 and all("which caller asked cannot be told" in r for r in refused[1:]), refused
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -274,3 +335,78 @@ async def test_a_calls_context_ties_only_questions_of_a_session_it_has_a_request
         "server is in flight; ask within one tool call",
     )
     assert answered == types.ElicitResult(action="accept", content={}) and channel.asked == ["whose?"]
+
+
+class _Connected(ClientChannel):
+    """A channel over one downstream connection (a stand-in object)."""
+
+    def __init__(self, connection: object) -> None:
+        self._connection = connection
+
+    @property
+    def connection(self) -> object | None:
+        return self._connection
+
+
+class _Conn:
+    """Stands for a downstream SDK ``Connection``."""
+
+
+def _anonymous_call(connection: object) -> Asker:
+    tool = Tool(name="t", description="A tool.", input_model=_Nothing)
+    return Asker(ToolCall(tool=tool, arguments=_Nothing(), channel=_Connected(connection), principal=ANONYMOUS))
+
+
+def test_an_anonymous_callers_key_is_its_live_connection_only() -> None:
+    """One live connection: one key; another: another; no call or no connection: a key of its own.
+    A connection that ended is no one's: a new one given its id (CPython reuses freed memory) is
+    another caller, and the key holds no ended connection alive."""
+    first, other = _Conn(), _Conn()
+    key = caller_key(ANONYMOUS, _anonymous_call(first))
+    assert key == caller_key(ANONYMOUS, _anonymous_call(first))
+    assert key != caller_key(ANONYMOUS, _anonymous_call(other))
+    assert caller_key(ANONYMOUS, None) != caller_key(ANONYMOUS, None)
+    assert caller_key(None, None) != caller_key(None, None)
+    assert caller_key(ALICE, None) == caller_key(ALICE, _anonymous_call(first)) == ALICE.key
+    ended, freed = weakref.ref(first), id(first)
+    del first
+    gc.collect()
+    assert ended() is None  # the key did not keep it
+    assert caller_key(ANONYMOUS, _anonymous_call(_Conn())) != key  # whatever id the new one got
+    held = [_Conn() for _ in range(10_000)]  # one of them very likely has the ended one's id
+    if not any(id(c) == freed for c in held):
+        pytest.skip("no new connection was given the ended one's id")
+    assert all(caller_key(ANONYMOUS, _anonymous_call(c)) != key for c in held)
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_two_anonymous_http_clients_are_not_one_caller(tmp_path: Path, mode: str) -> None:
+    """As the tester's t8.py: ``serve --http`` without ``[server.auth]``, two real streamable HTTP
+    clients (both the principal ``anonymous``); Alice's call ends at 1 s, the upstream asks for it
+    while Bob's call is in flight: neither is shown it, the upstream gets the refusal."""
+    log = tmp_path / "answers.jsonl"
+    server = {"name": "asking", "command": sys.executable, "args": [ASKING, str(log)], "tool_prefix": "a_",
+              "namespace": "ask", "read_timeout": 1.0}  # fmt: skip
+    up = Upstream(compose({"upstream": upstream}, {"upstream": {"servers": [server]}}), log)
+    alice_user, bob_user = User("alice"), User("bob")
+
+    async def call(user: User, tool: str, arguments: dict[str, Any]) -> str:
+        callbacks = {"elicitation_callback": user.elicit, "sampling_callback": user.sample}
+        async with (
+            httpx2.AsyncClient(timeout=30) as http,
+            Client(streamable_http_client(url, http_client=http), mode=mode, cache=None, **callbacks) as client,
+        ):
+            try:
+                return _text(await client.call_tool(tool, arguments))
+            except MCPError as exc:
+                return exc.message
+
+    with served(up.composition) as port, anyio.fail_after(30):
+        url = f"http://127.0.0.1:{port}/mcp"
+        alice = await call(alice_user, "a_ask", {"message": ALICE_ONLY, "until_held": True})
+        assert "did not answer tools/call ask within 1.0 s" in alice, alice
+        assert await call(bob_user, "a_sleep", {"hold": True}) == "held"
+        await _answered(up)
+    assert bob_user.shown == [] and alice_user.shown == []
+    [got] = up.answers()
+    assert "which caller asked cannot be told" in got["answer"]["error"]["message"]

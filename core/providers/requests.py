@@ -68,6 +68,13 @@ class ClientChannel:
     test, an embedding application calling a provider directly) carries.
     """
 
+    @property
+    def connection(self) -> object | None:
+        """The downstream connection the call came over: one object for every call of one client
+        connection (a 2025-era HTTP session, a stdio process), another for another's; ``None``
+        when the call has no client behind it (always, here). Compared by identity only."""
+        return None
+
     async def progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
         """Report progress of this call (``progress`` should never decrease). No-op here."""
 

@@ -3,21 +3,22 @@
 A line from an upstream's stdout is not delivered when it is over the line limit (:mod:`.stdio`
 discards it as it is read, keeping only its first and last bytes), when it does not parse as a
 JSON-RPC message (not UTF-8, not JSON, a raw control character or a lone surrogate in a string,
-nested too deep, a number out of range, not an object, an object that is not JSON-RPC), or when it
+nested too deep, a number out of range, a batch, an object that is not JSON-RPC), or when it
 is an answer naming an id no request of ours had. Each would leave the request it answered waiting
 for ``read_timeout``; :class:`Undelivered` fails that request at once instead, by one rule:
 
 1. the line's first members (:func:`first_members`): a message of the upstream's own (``method``
    among them) is dropped, logged; an answer naming the id of a request pending fails that
    request; one naming an id sent earlier and no longer pending (answered, given up) is dropped;
-2. else an answer (``result`` or ``error`` first, as the TypeScript SDK writes), or a JSON value that
-   is no object, fails the only request pending, when one is;
+2. else an answer (``result`` or ``error`` first, as the TypeScript SDK writes), or a batch (an
+   array beginning ``[{"``), fails the only request pending, when one is;
 3. else the id among the line's last members (:func:`last_id`), when that request is pending;
 4. else every request pending fails ("it may have answered this one").
 
-A line that is neither JSON nor begins an object (a banner printed to stdout) answers nothing: it is
-handed on as the SDK hands it (the link warns once). Errors say what was wrong, never the line:
-it may hold a secret the upstream echoed.
+A line that cannot be JSON-RPC (:func:`stray`: it does not begin ``{"``, or names no ``jsonrpc``
+or ``id`` member; a banner, a debug ``print`` of a dict, a bare JSON value) answers nothing, JSON or
+not: it is handed on as the SDK hands it (the link warns once) and fails no request. Errors say
+what was wrong, never the line: it may hold a secret the upstream echoed.
 """
 
 from __future__ import annotations
@@ -33,7 +34,19 @@ import mcp_types as types
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
-__all__ = ["Fault", "Undelivered", "answer_problem", "first_members", "kind", "last_id", "request_id", "said", "same"]
+__all__ = [
+    "Fault",
+    "Undelivered",
+    "answer_problem",
+    "first_members",
+    "kind",
+    "last_id",
+    "opens_message",
+    "request_id",
+    "said",
+    "same",
+    "stray",
+]
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +60,23 @@ _SCALAR = rb'(?:-?\d{1,30}|"[^"\\]{0,200}"|true|false|null)'
 _TAIL_ID = re.compile(
     rb'[{,]\s*"id"\s*:\s*(-?\d{1,30}|"[^"\\]{0,200}")(?:\s*,\s*"\w{1,40}"\s*:\s*' + _SCALAR + rb")*\s*\}\s*$"
 )
+
+
+# what a JSON-RPC message (or a batch of them) begins with, and the member names one has
+_OPENS = re.compile(rb'\s*(?:\[\s*)?\{\s*"')
+_NAMES = re.compile(rb'"(?:jsonrpc|id)"\s*:')
+
+
+def opens_message(head: bytes | bytearray) -> bool:
+    """Whether ``head`` begins as a JSON-RPC message can: ``{"`` (``[{"``: a batch), after whitespace."""
+    return _OPENS.match(head) is not None
+
+
+def stray(*parts: bytes | bytearray) -> bool:
+    """Whether a line (whole, or its kept head and tail as ``parts``) cannot be JSON-RPC: it does
+    not begin ``{"`` (:func:`opens_message`), or no ``"jsonrpc"``/``"id"`` member name is in it.
+    Such a line (a debug ``print`` of a dict, a bare JSON value) is stray output: it answers nothing."""
+    return not opens_message(parts[0]) or not any(_NAMES.search(part) for part in parts)
 
 
 def kind(value: object) -> str:

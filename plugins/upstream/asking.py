@@ -11,7 +11,9 @@ call that asked, relaying a question only to a caller it provably belongs to:
    call's context too;
 2. else (a 2025-era stdio upstream's request arrives in the session's receive task and names no
    request), the one request in flight on that session, when it is a tool call and every request
-   sent on the session since it was opened came from the same caller: an upstream may still ask
+   sent on the session since it was opened came from the same caller (:func:`caller_key`: a
+   caller nobody vouched for, such as every anonymous HTTP client, is one only over its own
+   downstream connection): an upstream may still ask
    for a request that ended (answered, timed out, cancelled: it may ignore a cancel), so another
    caller's request, even long finished, leaves the question without a provable caller until
    the session is opened again;
@@ -39,7 +41,7 @@ from __future__ import annotations
 import contextlib
 import math
 import weakref
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Hashable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -50,7 +52,7 @@ import mcp_types as types
 from mcp_providers.identity import Principal
 from mcp_providers.providers import Elicited, Sampled, ToolCall
 
-__all__ = ["ASKING", "Asker", "Bounds", "Relay"]
+__all__ = ["ASKING", "Asker", "Bounds", "Relay", "caller_key"]
 
 T = TypeVar("T")
 ASKING: ContextVar[Asker | None] = ContextVar("mcp_providers_upstream_asker", default=None)
@@ -182,15 +184,48 @@ class _Sending:
         self.asker = asker
 
 
+class _Connection:
+    """A downstream connection as a caller's key, equal only to a key of the same live connection
+    (by identity). Held weakly when it can be: an ended connection keeps nothing alive, and a new
+    one given its ``id`` is another caller."""
+
+    __slots__ = ("_hash", "_of")
+
+    def __init__(self, of: object) -> None:
+        self._hash = id(of)
+        try:
+            self._of: Callable[[], object | None] = weakref.ref(of)
+        except TypeError:  # not weakly referable (a bare object(): a key equal to no other)
+            self._of = lambda: of
+
+    def __eq__(self, other: object) -> bool:
+        mine = self._of()
+        return isinstance(other, _Connection) and mine is not None and mine is other._of()
+
+    def __hash__(self) -> int:
+        return self._hash
+
+
+def caller_key(principal: Principal | None, asker: Asker | None) -> Hashable:
+    """Who sent a request, as :class:`_Sent` counts callers: a principal an issuer vouched for is
+    its ``(issuer, subject)``; one nobody vouched for (anonymous HTTP: every client is the one
+    principal ``anonymous``; an empty issuer; none at all) is the same caller only over its own
+    downstream connection (a tool call's ``channel.connection``), else no other request's."""
+    if principal is not None and principal.issuer:
+        return principal.key
+    connection = asker.call.channel.connection if asker is not None else None
+    return _Connection(connection if connection is not None else object())
+
+
 class _Sent:
     """What one upstream session was sent since it was opened: the requests in flight, and who
-    sent any request (at most two kept: only "one caller or more" matters)."""
+    sent any request (:func:`caller_key`; at most two kept: only "one caller or more" matters)."""
 
     __slots__ = ("callers", "live")
 
     def __init__(self) -> None:
         self.live: list[_Sending] = []
-        self.callers: set[tuple[str | None, str]] = set()
+        self.callers: set[Hashable] = set()
 
 
 def _untied(sent: _Sent | None) -> str | None:
@@ -253,7 +288,7 @@ class Relay:
         sent = self._sessions.setdefault(session, _Sent())
         sent.live.append(entry)
         if len(sent.callers) < 2:
-            sent.callers.add((principal.issuer, principal.subject) if principal is not None else (None, ""))
+            sent.callers.add(caller_key(principal, asker))
         if asker is not None:
             asker.bounds.append(bound)
         try:

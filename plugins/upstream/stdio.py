@@ -13,7 +13,8 @@ rule fails at once the request a whole line answered that is no JSON-RPC message
 JSON, not an object, not JSON-RPC, nested too deep, a number out of range ...) or that answers an
 id no request of ours had (:class:`_Bad`): with a parse error (-32700) saying what was wrong, never
 the line. A message of the upstream's own that cannot be delivered is dropped, logged; a line that
-is neither JSON nor begins an object (a banner) is handed on as the SDK hands it.
+cannot be JSON-RPC (:func:`~.answered.stray`: a banner, a debug print of a dict, a bare JSON value)
+is handed on as the SDK hands it and fails nothing; an oversize one is dropped, logged.
 
 The rest is the SDK's: environment from ``get_default_environment()`` plus the configured one,
 ``cwd``, the process's stderr to ours (relayed line by line with the secrets held for the upstream
@@ -50,6 +51,7 @@ from mcp_providers.plugins.upstream.answered import (
     kind,
     last_id,
     same,
+    stray,
 )
 from mcp_providers.plugins.upstream.answered import said as said_of
 from mcp_providers.plugins.upstream.sieve import LIST_FIELDS
@@ -162,6 +164,7 @@ class _Bad:
         self.who, self.limit, self.sent = who, limit, dict[int | str, None]()
         self.rule = Undelivered(who, pending, self.sent, masked)
         self._settled = True  # whether the current oversize line needs nothing more
+        self._head = b""  # the current oversize line's first bytes
 
     def note(self, item: SessionMessage) -> None:
         """Remember the id of a request sent."""
@@ -176,7 +179,7 @@ class _Bad:
         return types.ErrorData(code=types.INTERNAL_ERROR, message=message, data={LINE_LIMIT_KEY: self.limit})
 
     def over(self, head: bytes) -> list[SessionMessage]:
-        members, self._settled = first_members(head), True
+        members, self._settled, self._head = first_members(head), True, head
         if members is None:
             log.warning("%s wrote a line over %d bytes that is no JSON object; dropped", self.who, self.limit)
             return []
@@ -188,6 +191,9 @@ class _Bad:
         if self._settled:
             return []
         self._settled = True
+        if stray(self._head, tail):  # no "jsonrpc" or "id" member name in what was kept: stray output
+            log.warning("%s wrote a line over %d bytes that is no JSON-RPC message; dropped", self.who, self.limit)
+            return []
         return self.rule.last(last_id(tail), self._oversize)
 
     def line(self, line: bytearray) -> list[SessionMessage | Exception]:
@@ -209,17 +215,18 @@ class _Bad:
         return ident is None or (same(ident) not in self.sent and same(ident) not in self.rule.pending())
 
     def _malformed(self, line: bytearray, exc: ValidationError) -> list[SessionMessage | Exception]:
+        if stray(line):  # a banner, a debug print of a dict, a bare JSON value: answers nothing
+            return [exc]
         first = exc.errors(include_url=False, include_input=False)[0]
-        start = bytes(line[:KEPT_BYTES]).lstrip()[:1]
         if first["type"] == "json_invalid":
             said = first["msg"].removeprefix("Invalid JSON: ")
             fault = _fault(lambda _method: f"is not JSON ({said})")
-            if start == b"{":
+            if bytes(line[:KEPT_BYTES]).lstrip().startswith(b"{"):
                 found = self.rule.first(
                     first_members(bytes(line[:KEPT_BYTES])) or {}, fault, f"that is not JSON ({said})"
                 )
                 return [*(found if found is not None else self.rule.last(last_id(bytes(line[-KEPT_BYTES:])), fault))]
-            return [*self.rule.anonymous(fault)] if start == b"[" else [exc]  # text: a banner answers nothing
+            return [*self.rule.anonymous(fault)]  # a batch's `[{"`
         try:
             value = pydantic_core.from_json(line)  # it parsed once: the same parser takes it again
         except ValueError:

@@ -52,6 +52,12 @@ class SessionChannel(ClientChannel):
     def __init__(self, ctx: ServerRequestContext[Any, Any]) -> None:
         self._ctx = ctx
 
+    @property
+    def connection(self) -> object | None:
+        """The SDK ``Connection`` of the call's session (a stateless request is one of its own)."""
+        # the seam (seams.connection_of) is checked at start; None here makes each call a caller of its own
+        return getattr(self._ctx.session, "_connection", None)
+
     async def progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
         """Send ``notifications/progress`` if the client asked for progress on this call."""
         await self._ctx.session.report_progress(progress, total, message)
