@@ -55,8 +55,10 @@ class SessionChannel(ClientChannel):
     @property
     def connection(self) -> object | None:
         """The SDK ``Connection`` of the call's session (a stateless request is one of its own)."""
-        # the seam (seams.connection_of) is checked at start; None here makes each call a caller of its own
-        return getattr(self._ctx.session, "_connection", None)
+        try:
+            return connection_of(self._ctx.session)  # the seam, checked at start
+        except AttributeError:  # a session without one: each call is a caller of its own
+            return None
 
     async def progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
         """Send ``notifications/progress`` if the client asked for progress on this call."""
