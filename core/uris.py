@@ -210,7 +210,8 @@ def value_problem(value: str, *, single_segment: bool) -> str | None:
 def _segment_problem(form: str, segments: list[str]) -> str | None:
     """What in ``segments`` (of one spelling) a server could read as another name, or ``None``."""
     for segment in segments:
-        if segment and (segment != segment.rstrip(_TRIMMED) or segment.strip() != segment):
+        bare = segment.split(";", 1)[0]  # as a servlet container reads it
+        if any(s and (s != s.rstrip(_TRIMMED) or s.strip() != s) for s in {segment, bare}):
             return "holds a path segment ending in '.' or a space, or starting with one (Windows and IIS drop them)"
         if ":$" in segment:  # private::$DATA, private:$i30:$INDEX_ALLOCATION
             return "holds an NTFS stream name (':$'), which Windows reads as the file or folder before it"

@@ -669,6 +669,15 @@ CASES: tuple[Case, ...] = (
         "    return bare.casefold()",
         (READINGS + "test_a_deny_matches_every_reading_of_its_target",),
     ),
+    Case(
+        "uris: a trailing dot or space before a ';' parameter is refused",
+        "core/uris.py",
+        "for s in {segment, bare}):",
+        "for s in {segment}):",
+        (
+            "tests/test_template_values.py::test_a_template_value_holding_a_traversal_is_refused_before_gate_and_provider",
+        ),
+    ),
 )
 
 NEST = "tests/test_nesting_limit.py::"
