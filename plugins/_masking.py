@@ -102,9 +102,13 @@ def _spellings(value: str) -> set[str]:
     return cased | _url_spellings(value) | _base64_spellings(raw) | {hexed, hexed.upper()} | wide_spelled
 
 
-_JSON_ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|x[0-9a-fA-F]{2}|[\"\\/bfnrt'])")
+_JSON_ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|x[0-9a-fA-F]{2}|[bfnrt]|[^0-9A-Za-z\s])")
 _ESCAPED = {'"': '"', "\\": "\\", "/": "/", "'": "'", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
-_SEPARATOR_BYTES: Final = b" \t\n\r\x0b\x0c:"
+_SEPARATOR_BYTES: Final = b" \t\n\r\x0b\x0c:-,;[]{}()"
+_HEX_PREFIX = re.compile(r"\\?[0\\]x(?=[0-9A-Fa-f]{2})")
+_MARKUP = re.compile(r"<[^<>]{0,40}>")
+_BYTE_LIST = re.compile(r"\d{1,3}(?:\s*[,;]\s*\d{1,3}){7,}")  # no \b first: re scans a class fast
+"""Eight or more numbers up to 255 in a list (Java's ``Arrays.toString`` of a byte array)."""
 _SOFT_BREAK = re.compile(r"=\r?\n")
 _QP_ESCAPE = re.compile(r"=([0-9A-F]{2})")
 ROUNDS: Final = 3
@@ -113,11 +117,14 @@ ROUNDS: Final = 3
 
 def _json_unescaped(text: str) -> str:
     """``text`` with JSON/JavaScript string escapes (``\\uXXXX`` with surrogate pairs, ``\\xXX``,
-    ``\\/``, ``\\n``...) read; a lone surrogate reads as U+FFFD."""
+    ``\\/``, ``\\n``...) and any backslash-escaped punctuation (Markdown's ``\\_``, a regular
+    expression's ``\\+``) read; a lone surrogate reads as U+FFFD."""
 
     def one(found: re.Match[str]) -> str:
         code = found[1]
-        return chr(int(code[1:], 16)) if code[0] in "ux" and len(code) > 1 else _ESCAPED[code]
+        if code[0] in "ux" and len(code) > 1:
+            return chr(int(code[1:], 16))
+        return _ESCAPED.get(code, code)  # any other escaped punctuation is itself (Markdown: \_, \-)
 
     read = _JSON_ESCAPE.sub(one, text)
     return read.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace") if "\\u" in text else read
@@ -156,9 +163,36 @@ def _decoded(text: str) -> Iterator[str]:
 
 
 def _compacted(text: str) -> str:
-    """``text`` without ASCII whitespace and ``:`` (bytes' translate: 50 times a regular expression's speed)."""
+    """``text`` without ASCII whitespace, separators and brackets (``:-,;[]{}()``) and ``0x``/``\\x``
+    before a hex pair: separated hex (.NET's ``67-68-70``, a C array ``{0x67, 0x68}``) reads as one
+    run (bytes' translate: 50 times a regular expression's speed)."""
+    if "0x" in text or "\\x" in text:
+        text = _HEX_PREFIX.sub("", text)
     raw = text.encode("utf-8", "surrogatepass")
     return raw.translate(None, _SEPARATOR_BYTES).decode("utf-8", "surrogatepass")
+
+
+def _unsplit(text: str) -> str:
+    """``text`` without what splits a word for a reader but not for a copy: markup tags (``<wbr>``,
+    ``<b>``) and invisible format characters (a soft hyphen, a zero-width space)."""
+    if "<" in text:
+        text = _MARKUP.sub("", text)
+    if text.isascii():
+        return text
+    return "".join(c for c in text if unicodedata.category(c) != "Cf")
+
+
+def _byte_lists(text: str) -> str:
+    """The lists of eight or more numbers up to 255 in ``text``, each read as bytes (latin-1), one
+    per line; ``""`` when there are none."""
+    if sum(map(text.count, "0123456789")) < 8:  # str.count is C: far cheaper than the regex's scan
+        return ""
+    lists = []
+    for found in _BYTE_LIST.finditer(text):
+        numbers = [int(n) for n in re.findall(r"\d+", found[0])]
+        if max(numbers) < 256:
+            lists.append(bytes(numbers).decode("latin-1"))
+    return "\n".join(lists)
 
 
 def _decoded_views(text: str) -> Iterator[tuple[str, bool]]:
@@ -168,12 +202,17 @@ def _decoded_views(text: str) -> Iterator[tuple[str, bool]]:
     last = text
     for last in _decoded(text):
         yield last, False
-    lowered = last.lower()
-    if lowered != last:
+    unsplit = _unsplit(last)
+    if unsplit != last:
+        yield unsplit, False
+    lowered = unsplit.lower()
+    if lowered != unsplit:
         yield lowered, False
-    compact = _compacted(last)
-    if compact != last:
+    compact = _compacted(unsplit)
+    if compact != unsplit:
         yield compact, True
+    if listed := _byte_lists(last):
+        yield listed, False
 
 
 class _Literals:
@@ -258,13 +297,16 @@ class Secrets:
         return literals is not None and (literals.search(text) or self._in_views(literals, text))
 
     def masked_data(self, data: Any) -> Any:
-        """``data`` (parsed JSON) with :meth:`masked` applied to every string in it, keys included."""
+        """``data`` (parsed JSON) with :meth:`masked` applied to every string in it, keys included;
+        a number that spells a held secret becomes the string :data:`MASK`."""
         if isinstance(data, str):
             return self.masked(data)
         if isinstance(data, list):
             return [self.masked_data(item) for item in data]
         if isinstance(data, dict):
             return {self.masked(k): self.masked_data(v) for k, v in data.items()}
+        if isinstance(data, int | float) and not isinstance(data, bool) and self.found_in(str(data)):
+            return MASK  # a secret of digits sent back as a JSON number: the number is the secret
         return data
 
     def masked(self, text: str) -> str:

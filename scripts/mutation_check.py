@@ -678,6 +678,34 @@ CASES: tuple[Case, ...] = (
             "tests/test_template_values.py::test_a_template_value_holding_a_traversal_is_refused_before_gate_and_provider",
         ),
     ),
+    Case(
+        "masking: any backslash-escaped punctuation is read in the unescaped view",
+        "plugins/_masking.py",
+        "        return _ESCAPED.get(code, code)",
+        "        return _ESCAPED.get(code, '\\\\' + code)",
+        ("tests/test_upstream_masking.py::test_a_secret_escaped_or_split_by_markup_separators_or_bytes_is_masked",),
+    ),
+    Case(
+        "masking: markup and invisible format characters are read away in a view",
+        "plugins/_masking.py",
+        "    unsplit = _unsplit(last)",
+        "    unsplit = last",
+        ("tests/test_upstream_masking.py::test_a_secret_escaped_or_split_by_markup_separators_or_bytes_is_masked",),
+    ),
+    Case(
+        "masking: a list of byte values is read as bytes in a view",
+        "plugins/_masking.py",
+        "    if listed := _byte_lists(last):",
+        "    if listed := '':",
+        ("tests/test_upstream_masking.py::test_a_secret_escaped_or_split_by_markup_separators_or_bytes_is_masked",),
+    ),
+    Case(
+        "masking: a number that spells a held secret is masked",
+        "plugins/_masking.py",
+        "        if isinstance(data, int | float) and not isinstance(data, bool) and self.found_in(str(data)):",
+        "        if False:",
+        ("tests/test_upstream_masking.py::test_a_secret_sent_back_as_a_json_number_is_masked",),
+    ),
 )
 
 NEST = "tests/test_nesting_limit.py::"

@@ -317,3 +317,36 @@ async def test_an_upstream_spelling_its_secret_its_own_way_says_only_the_mask(
             assert result.structured_content == {"result": MASK}, how
     warned = [r.getMessage() for r in caplog.records if r.name == "mcp_providers.plugins._masking"]
     assert warned and all(w.startswith("upstream 'talk' sent a text holding a secret") for w in warned), warned
+
+
+GH_TOKEN = "ghp_Ab12Cd34Ef56Gh78Ij90"
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "| GITHUB\\_TOKEN | ghp\\_Ab12Cd34Ef56Gh78Ij90 |",  # CommonMark / MarkdownV2 escaping (sixth pass)
+        "ghp\\_Ab12Cd34Ef56Gh78Ij90\\.",
+        "-".join(f"{b:02X}" for b in GH_TOKEN.encode()),  # .NET BitConverter.ToString
+        "[" + ", ".join(str(b) for b in GH_TOKEN.encode()) + "]",  # Java Arrays.toString(bytes)
+        "{" + ", ".join(f"0x{b:02x}" for b in GH_TOKEN.encode()) + "}",  # a C array
+        "ghp_Ab12Cd<wbr>34Ef56Gh78Ij90",  # markup splitting it
+        "ghp_Ab12\u00adCd34\u00adEf56\u00adGh78\u00adIj90",  # soft hyphens
+        "ghp_Ab12\u200bCd34Ef56Gh78Ij90",  # a zero-width space
+        "ghp_<b>Ab12Cd34</b>Ef56Gh78Ij90",
+    ],
+)
+def test_a_secret_escaped_or_split_by_markup_separators_or_bytes_is_masked(said: str) -> None:
+    secrets = Secrets()
+    secrets.add(GH_TOKEN)
+    assert secrets.found_in(said), said
+    assert GH_TOKEN not in secrets.masked(said) and secrets.masked(said) == MASK, said
+
+
+def test_a_secret_sent_back_as_a_json_number_is_masked() -> None:
+    """Sixth pass: a held PIN came back as ``{"pin": 4815162342}``: found, but numbers were passed
+    through unmasked."""
+    secrets = Secrets()
+    secrets.add("4815162342")
+    data = {"error": "bad pin", "pin": 4815162342, "ratio": 0.5, "ok": True, "nothing": None}
+    assert secrets.masked_data(data) == {"error": "bad pin", "pin": MASK, "ratio": 0.5, "ok": True, "nothing": None}

@@ -56,7 +56,8 @@ class SessionChannel(ClientChannel):
     def connection(self) -> object | None:
         """The SDK ``Connection`` of the call's session (a stateless request is one of its own)."""
         try:
-            return connection_of(self._ctx.session)  # the seam, checked at start
+            found: object = connection_of(self._ctx.session)  # the seam, checked at start
+            return found
         except AttributeError:  # a session without one: each call is a caller of its own
             return None
 
