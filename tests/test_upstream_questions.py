@@ -120,8 +120,9 @@ async def _upstream(tmp_path: Path, **settings: Any) -> AsyncIterator[Upstream]:
 
 @pytest.fixture
 async def quick(tmp_path: Path) -> AsyncIterator[Upstream]:
-    """The upstream with a 1 s ``read_timeout``."""
-    async for up in _upstream(tmp_path, read_timeout=1.0):
+    """The upstream with a 2.5 s ``read_timeout`` (short, so a call gives up; long enough for the
+    round trips of a held call under a full run's load, which 1 s was not)."""
+    async for up in _upstream(tmp_path, read_timeout=2.5):
         yield up
 
 
@@ -156,7 +157,7 @@ async def _answered(up: Upstream, count: int = 1) -> None:
 async def test_a_question_after_its_call_timed_out_is_refused_not_given_to_another_caller(
     quick: Upstream, mode: str, kind: str
 ) -> None:
-    """Alice's call gives up after 1 s; the upstream asks later, when only Bob's call is in
+    """Alice's call gives up after 2.5 s; the upstream asks later, when only Bob's call is in
     flight: Bob is neither asked nor shown it, the upstream gets an error saying why."""
     arguments = {"message": ALICE_ONLY, "kind": kind}
     alice_user, bob_user, bob = await _alice_then_bob(quick, mode, arguments)
@@ -238,8 +239,8 @@ async def test_one_callers_questions_still_reach_that_caller_call_after_call(qui
     """The session has served Alice alone (a call that timed out included): her questions are hers."""
     user = User("alice")
     with anyio.fail_after(30):
-        timed_out = await quick.call(ALICE, user, mode, "a_sleep", {"seconds": 1.5})
-        assert "did not answer tools/call sleep within 1.0 s" in _text(timed_out)
+        timed_out = await quick.call(ALICE, user, mode, "a_sleep", {"seconds": 3.0})
+        assert "did not answer tools/call sleep within 2.5 s" in _text(timed_out)
         for note in ("first?", "second?"):
             result = await quick.call(ALICE, user, mode, "a_ask", {"message": note})
             assert _text(result) == "answers 1", _text(result)
@@ -382,11 +383,11 @@ def test_an_anonymous_callers_key_is_its_live_connection_only() -> None:
 @pytest.mark.parametrize("mode", MODES)
 async def test_two_anonymous_http_clients_are_not_one_caller(tmp_path: Path, mode: str) -> None:
     """As the tester's t8.py: ``serve --http`` without ``[server.auth]``, two real streamable HTTP
-    clients (both the principal ``anonymous``); Alice's call ends at 1 s, the upstream asks for it
+    clients (both the principal ``anonymous``); Alice's call ends at 2.5 s, the upstream asks for it
     while Bob's call is in flight: neither is shown it, the upstream gets the refusal."""
     log = tmp_path / "answers.jsonl"
     server = {"name": "asking", "command": sys.executable, "args": [ASKING, str(log)], "tool_prefix": "a_",
-              "namespace": "ask", "read_timeout": 1.0}  # fmt: skip
+              "namespace": "ask", "read_timeout": 2.5}  # fmt: skip
     up = Upstream(compose({"upstream": upstream}, {"upstream": {"servers": [server]}}), log)
     alice_user, bob_user = User("alice"), User("bob")
 
@@ -404,7 +405,7 @@ async def test_two_anonymous_http_clients_are_not_one_caller(tmp_path: Path, mod
     with served(up.composition) as port, anyio.fail_after(30):
         url = f"http://127.0.0.1:{port}/mcp"
         alice = await call(alice_user, "a_ask", {"message": ALICE_ONLY, "until_held": True})
-        assert "did not answer tools/call ask within 1.0 s" in alice, alice
+        assert "did not answer tools/call ask within 2.5 s" in alice, alice
         assert await call(bob_user, "a_sleep", {"hold": True}) == "held"
         await _answered(up)
     assert bob_user.shown == [] and alice_user.shown == []
