@@ -50,6 +50,7 @@ from mcp_providers.plugins.upstream.answered import (
     first_members,
     kind,
     last_id,
+    recognised,
     same,
     stray,
 )
@@ -165,6 +166,8 @@ class _Bad:
         self.rule = Undelivered(who, pending, self.sent, masked)
         self._settled = True  # whether the current oversize line needs nothing more
         self._head = b""  # the current oversize line's first bytes
+        self._members: dict[str, Any] = {}  # their first members
+        self._tried = True  # whether the rule's first steps were taken on them
 
     def note(self, item: SessionMessage) -> None:
         """Remember the id of a request sent."""
@@ -183,6 +186,10 @@ class _Bad:
         if members is None:
             log.warning("%s wrote a line over %d bytes that is no JSON object; dropped", self.who, self.limit)
             return []
+        self._members, self._tried = members, recognised(members, self.rule.pending())
+        if not self._tried:  # no "jsonrpc" first, no pending id beside a result: its tail may say
+            self._settled = False
+            return []
         failed = self.rule.first(members, self._oversize, f"over {self.limit} bytes")
         self._settled = failed is not None
         return failed or []
@@ -191,10 +198,12 @@ class _Bad:
         if self._settled:
             return []
         self._settled = True
-        if stray(self._head, tail):  # no "jsonrpc" or "id" member name in what was kept: stray output
+        # no "jsonrpc" or "id" member name in what was kept, or none at the top level: stray output
+        if stray(self._head, tail) or not recognised(self._members, self.rule.pending(), tail):
             log.warning("%s wrote a line over %d bytes that is no JSON-RPC message; dropped", self.who, self.limit)
             return []
-        return self.rule.last(last_id(tail), self._oversize)
+        found = None if self._tried else self.rule.first(self._members, self._oversize, f"over {self.limit} bytes")
+        return found if found is not None else self.rule.last(last_id(tail), self._oversize)
 
     def line(self, line: bytearray) -> list[SessionMessage | Exception]:
         """One whole line as the session gets it: the message, or the errors of the requests it fails,
@@ -222,15 +231,19 @@ class _Bad:
             said = first["msg"].removeprefix("Invalid JSON: ")
             fault = _fault(lambda _method: f"is not JSON ({said})")
             if bytes(line[:KEPT_BYTES]).lstrip().startswith(b"{"):
-                found = self.rule.first(
-                    first_members(bytes(line[:KEPT_BYTES])) or {}, fault, f"that is not JSON ({said})"
-                )
+                members = first_members(bytes(line[:KEPT_BYTES])) or {}
+                if not recognised(members, self.rule.pending(), bytes(line[-KEPT_BYTES:])):
+                    return [exc]  # a log line cut or holding a raw control character: stray output
+                found = self.rule.first(members, fault, f"that is not JSON ({said})")
                 return [*(found if found is not None else self.rule.last(last_id(bytes(line[-KEPT_BYTES:])), fault))]
             return [*self.rule.anonymous(fault)]  # a batch's `[{"`
         try:
             value = pydantic_core.from_json(line)  # it parsed once: the same parser takes it again
         except ValueError:
             return [*self.rule.anonymous(_fault(lambda _method: f"is not a JSON-RPC message: {said_of(exc)}"))]
+        if not any(recognised(v, self.rule.pending()) for v in (value if isinstance(value, list) else [value])
+                   if isinstance(v, dict)):  # fmt: skip
+            return [exc]  # a JSON log line (a nested "id" or "jsonrpc" counts for nothing): stray output
         if not isinstance(value, dict):
             return [
                 *self.rule.anonymous(_fault(lambda _method: f"is {kind(value)}, not a JSON-RPC message (an object)"))
