@@ -3,8 +3,10 @@ answered at once (issue 40: "Malformed or oversize answers become errors naming 
 by the oversize lines' rule (the id among its first members, else the only pending request, else
 the id among its last members, else every pending request), with an error saying what was wrong
 and never the line itself (it may hold a secret); the connection keeps serving. A line that cannot
-be JSON-RPC (not ``{"`` first, or no ``"jsonrpc"``/``"id"`` member name: a stray debug print) fails
-nothing: it is warned of, as a banner is. Against a raw
+be JSON-RPC (not ``{"`` first, or no ``"jsonrpc"``/``"id"`` member name: a stray debug print), or
+is not recognisably a message (no top-level ``jsonrpc``, and no pending call's id as its top-level
+``id`` beside a ``result`` or ``error``: a JSON log line), fails nothing: it is warned of, as a
+banner is. Against a raw
 stdio upstream (``malformed_stdio_upstream.py``), real processes, read_timeout far beyond
 :data:`QUICK`."""
 
@@ -159,6 +161,9 @@ STRAY = {
     # the same that do not parse (a raw control character, cut): still no top-level jsonrpc, no result
     "winston-control-char": '{"level":"info","message":"SECRET \x00","id":"job-42"}',
     "names-the-call-control-char": '{"event": "SECRET \x01", "id": <ID>, "level": "debug"}',
+    "cut-array-of-objects": '[{"debug": "SECRET"',  # no "jsonrpc"/"id" member name at all
+    "cut-array-of-log-lines": '[{"level": "info", "id": <ID>, "msg": "SECRET',
+    "text-quoting-a-message": 'INFO sent {"jsonrpc": "2.0", "id": <ID>, "result": {}}',  # not `{"` first
     "cut-quoting-the-request": '{"level":"debug","data":{"jsonrpc":"2.0","id":<ID>,"method":"tools/call","x":"SECRET',
 }
 

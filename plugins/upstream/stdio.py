@@ -14,7 +14,9 @@ JSON, not an object, not JSON-RPC, nested too deep, a number out of range ...) o
 id no request of ours had (:class:`_Bad`): with a parse error (-32700) saying what was wrong, never
 the line. A message of the upstream's own that cannot be delivered is dropped, logged; a line that
 cannot be JSON-RPC (:func:`~.answered.stray`: a banner, a debug print of a dict, a bare JSON value)
-is handed on as the SDK hands it and fails nothing; an oversize one is dropped, logged.
+or is not recognisably a message (:func:`~.answered.recognised`: a JSON log line with an ``id`` of
+its own, one quoting a request) is handed on as the SDK hands it and fails nothing; an oversize one
+is dropped, logged.
 
 The rest is the SDK's: environment from ``get_default_environment()`` plus the configured one,
 ``cwd``, the process's stderr to ours (relayed line by line with the secrets held for the upstream
@@ -230,12 +232,13 @@ class _Bad:
         if first["type"] == "json_invalid":
             said = first["msg"].removeprefix("Invalid JSON: ")
             fault = _fault(lambda _method: f"is not JSON ({said})")
-            if bytes(line[:KEPT_BYTES]).lstrip().startswith(b"{"):
-                members = first_members(bytes(line[:KEPT_BYTES])) or {}
-                if not recognised(members, self.rule.pending(), bytes(line[-KEPT_BYTES:])):
-                    return [exc]  # a log line cut or holding a raw control character: stray output
+            head, tail = bytes(line[:KEPT_BYTES]).lstrip(), bytes(line[-KEPT_BYTES:])
+            members = first_members(head.removeprefix(b"[")) or {}  # a batch's `[{"`: its first object's
+            if not recognised(members, self.rule.pending(), tail):
+                return [exc]  # a log line cut or holding a raw control character: stray output
+            if head.startswith(b"{"):
                 found = self.rule.first(members, fault, f"that is not JSON ({said})")
-                return [*(found if found is not None else self.rule.last(last_id(bytes(line[-KEPT_BYTES:])), fault))]
+                return [*(found if found is not None else self.rule.last(last_id(tail), fault))]
             return [*self.rule.anonymous(fault)]  # a batch's `[{"`
         try:
             value = pydantic_core.from_json(line)  # it parsed once: the same parser takes it again
