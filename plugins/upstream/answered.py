@@ -47,6 +47,7 @@ __all__ = [
     "last_id",
     "opens_message",
     "recognised",
+    "recognised_value",
     "request_id",
     "said",
     "same",
@@ -104,6 +105,13 @@ def recognised(members: Mapping[str, Any], pending: Iterable[int | str], tail: b
         return False
     waiting = {same(i) for i in pending}
     return any(i is not None and same(i) in waiting for i in (request_id(members.get("id")), last_id(tail)))
+
+
+def recognised_value(value: object, pending: Iterable[int | str]) -> bool:
+    """Whether a parsed JSON value is (an object) or holds (a batch, a list) a message
+    :func:`recognised` as one; a scalar never is."""
+    found = value if isinstance(value, list) else [value]
+    return any(recognised(item, pending) for item in found if isinstance(item, dict))
 
 
 def kind(value: object) -> str:

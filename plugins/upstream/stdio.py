@@ -13,10 +13,8 @@ rule fails at once the request a whole line answered that is no JSON-RPC message
 JSON, not an object, not JSON-RPC, nested too deep, a number out of range ...) or that answers an
 id no request of ours had (:class:`_Bad`): with a parse error (-32700) saying what was wrong, never
 the line. A message of the upstream's own that cannot be delivered is dropped, logged; a line that
-cannot be JSON-RPC (:func:`~.answered.stray`: a banner, a debug print of a dict, a bare JSON value)
-or is not recognisably a message (:func:`~.answered.recognised`: a JSON log line with an ``id`` of
-its own, one quoting a request) is handed on as the SDK hands it and fails nothing; an oversize one
-is dropped, logged.
+is no message (:func:`~.answered.stray`, :func:`~.answered.recognised`: a banner, a JSON log line)
+is handed on as the SDK hands it and fails nothing; an oversize one is dropped, logged.
 
 The rest is the SDK's: environment from ``get_default_environment()`` plus the configured one,
 ``cwd``, the process's stderr to ours (relayed line by line with the secrets held for the upstream
@@ -53,6 +51,7 @@ from mcp_providers.plugins.upstream.answered import (
     kind,
     last_id,
     recognised,
+    recognised_value,
     same,
     stray,
 )
@@ -168,8 +167,8 @@ class _Bad:
         self.rule = Undelivered(who, pending, self.sent, masked)
         self._settled = True  # whether the current oversize line needs nothing more
         self._head = b""  # the current oversize line's first bytes
-        self._members: dict[str, Any] = {}  # their first members
-        self._tried = True  # whether the rule's first steps were taken on them
+        # its first members; whether they were a message's (else its tail may say whether it is one)
+        self._members, self._tried = dict[str, Any](), True
 
     def note(self, item: SessionMessage) -> None:
         """Remember the id of a request sent."""
@@ -189,10 +188,7 @@ class _Bad:
             log.warning("%s wrote a line over %d bytes that is no JSON object; dropped", self.who, self.limit)
             return []
         self._members, self._tried = members, recognised(members, self.rule.pending())
-        if not self._tried:  # no "jsonrpc" first, no pending id beside a result: its tail may say
-            self._settled = False
-            return []
-        failed = self.rule.first(members, self._oversize, f"over {self.limit} bytes")
+        failed = self.rule.first(members, self._oversize, f"over {self.limit} bytes") if self._tried else None
         self._settled = failed is not None
         return failed or []
 
@@ -200,7 +196,6 @@ class _Bad:
         if self._settled:
             return []
         self._settled = True
-        # no "jsonrpc" or "id" member name in what was kept, or none at the top level: stray output
         if stray(self._head, tail) or not recognised(self._members, self.rule.pending(), tail):
             log.warning("%s wrote a line over %d bytes that is no JSON-RPC message; dropped", self.who, self.limit)
             return []
@@ -244,8 +239,7 @@ class _Bad:
             value = pydantic_core.from_json(line)  # it parsed once: the same parser takes it again
         except ValueError:
             return [*self.rule.anonymous(_fault(lambda _method: f"is not a JSON-RPC message: {said_of(exc)}"))]
-        if not any(recognised(v, self.rule.pending()) for v in (value if isinstance(value, list) else [value])
-                   if isinstance(v, dict)):  # fmt: skip
+        if not recognised_value(value, self.rule.pending()):
             return [exc]  # a JSON log line (a nested "id" or "jsonrpc" counts for nothing): stray output
         if not isinstance(value, dict):
             return [
