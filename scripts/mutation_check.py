@@ -1836,33 +1836,69 @@ CASES += (  # an upstream's questions (issue 40): only to a provable caller, bou
 STRAY = "tests/test_upstream_malformed_lines.py::test_a_stray_line_that_cannot_be_json_rpc_fails_no_call"
 OVER_STRAY = "tests/test_upstream_oversize_lines.py::test_an_oversize_stray_line_fails_no_request"
 CASES += (  # stray stdout lines (round 10 brief Q2): what cannot be JSON-RPC fails no request
-    Case(
-        "upstream stdio: a whole line that cannot be JSON-RPC fails nothing",
-        "plugins/upstream/stdio.py",
-        "        if stray(line):",
-        "        if False:",
-        (STRAY + "[dict-repr]", STRAY + "[json-object]", STRAY + "[json-string]"),
-    ),
-    Case(
-        "upstream stdio: a line naming no jsonrpc or id member is stray",
-        "plugins/upstream/answered.py",
-        "    return not opens_message(parts[0]) or not any(_NAMES.search(part) for part in parts)",
-        "    return not opens_message(parts[0])",
-        (STRAY + "[json-object]", OVER_STRAY + "[json-object]"),
-    ),
-    Case(
-        "upstream stdio: a line not beginning as a JSON-RPC message is stray",
-        "plugins/upstream/answered.py",
-        "    return _OPENS.match(head) is not None",
-        "    return True",
-        (STRAY + "[dict-repr-quoting-a-message]", OVER_STRAY + "[dict-repr-quoting-a-message]"),
-    ),
+    # (round 11 S3: `stray(line)` on a whole line is now a cheap first filter only; `recognised`
+    # decides the same lines too, so breaking either alone changes nothing: rows below break that one)
     Case(
         "upstream stdio: an oversize line that cannot be JSON-RPC fails nothing",
         "plugins/upstream/stdio.py",
-        "        if stray(self._head, tail):",
+        "        if stray(self._head, tail) or not recognised(self._members, self.rule.pending(), tail):",
         "        if False:",
-        (OVER_STRAY + "[dict-repr]", OVER_STRAY + "[json-object]"),
+        (OVER_STRAY + "[dict-repr]", OVER_STRAY + "[json-object]", OVER_STRAY + "[winston]"),
+    ),
+)
+
+OVER = "tests/test_upstream_oversize_lines.py::"
+MALFORMED_FILE = "tests/test_upstream_malformed_lines.py::"
+SIEVE_LOG = MALFORMED_FILE + "test_a_json_log_line_the_sdk_cannot_parse_is_handed_on_by_the_sieve"
+CASES += (  # JSON log lines on stdout (round 11 helper S3, tester 7 t16): only a recognisable message answers
+    Case(
+        "upstream: a line with an id but no result or error is no answer",
+        "plugins/upstream/answered.py",
+        '    if "result" not in members and "error" not in members:\n        return False',
+        "    if False:\n        return False",
+        (STRAY + "[names-the-call]", SIEVE_LOG + "[log-naming-the-id]"),
+    ),
+    Case(
+        "upstream: a line without jsonrpc answers only a pending id",
+        "plugins/upstream/answered.py",
+        "    return any(i is not None and same(i) in waiting for i in",
+        "    return True or any(i is not None and same(i) in waiting for i in",
+        (STRAY + "[result-naming-no-pending-id]", SIEVE_LOG + "[unasked-id]"),
+    ),
+    Case(
+        "upstream: a jsonrpc member among an oversize line's last members makes it a message",
+        "plugins/upstream/answered.py",
+        '    if "jsonrpc" in members or _TAIL_JSONRPC.search(tail):',
+        '    if "jsonrpc" in members:',
+        (OVER + "test_an_answer_naming_no_id_fails_every_pending_request_at_once",),
+    ),
+    Case(
+        "upstream stdio: a JSON log line that parses fails nothing",
+        "plugins/upstream/stdio.py",
+        "        if not recognised_value(value, self.rule.pending()):",
+        "        if False:",
+        (STRAY + "[winston]", STRAY + "[structlog]", STRAY + "[bunyan]", STRAY + "[quotes-the-request]"),
+    ),
+    Case(
+        "upstream stdio: a JSON log line that does not parse fails nothing",
+        "plugins/upstream/stdio.py",
+        "            if not recognised(members, self.rule.pending(), tail):",
+        "            if False:",
+        (STRAY + "[winston-control-char]", STRAY + "[names-the-call-control-char]", STRAY + "[cut-array-of-log-lines]"),
+    ),
+    Case(
+        "upstream stdio: an oversize JSON log line fails nothing",
+        "plugins/upstream/stdio.py",
+        "        if stray(self._head, tail) or not recognised(self._members, self.rule.pending(), tail):",
+        "        if stray(self._head, tail):",
+        (OVER_STRAY + "[winston]", OVER_STRAY + "[structlog]"),
+    ),
+    Case(
+        "upstream sieve: a JSON log line the SDK cannot parse fails no request",
+        "plugins/upstream/sieve.py",
+        " or not recognised(raw, self._methods):",
+        ":",
+        (SIEVE_LOG + "[log-naming-the-id]", SIEVE_LOG + "[unasked-id]"),
     ),
 )
 

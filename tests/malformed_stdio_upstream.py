@@ -5,7 +5,7 @@ Each tool in :data:`LINES` answers its call with that one line (``ID`` replaced 
 id, ``SECRET`` by the value of the variable ``ECHOED``, as an upstream quoting its environment
 would), then nothing: the request is answered by that line or not at all. ``notify_bad`` first
 sends a notification that does not parse, then a good answer; ``stray`` prints its ``line`` (a
-stray debug print), then a good answer; ``slow`` answers after ``seconds``;
+stray debug print; ``<ID>`` replaced by the call's own id), then a good answer; ``slow`` answers after ``seconds``;
 ``hello`` answers ``hello``.
 """
 
@@ -62,7 +62,8 @@ def call(ident: object, name: str, args: dict[str, Any]) -> None:
         write(b'{"jsonrpc": "2.0", "method": "notifications/message", "params": {"data": "' + secret.encode() + b"\x00")
         text(ident, "after the notification")
     elif name == "stray":
-        write(str(args["line"]).replace("SECRET", os.environ.get("ECHOED", "")).encode())
+        line = str(args["line"]).replace("SECRET", os.environ.get("ECHOED", "")).replace("<ID>", json.dumps(ident))
+        write(line.encode())
         text(ident, "after the stray line")
     elif name == "slow":
         later = threading.Timer(float(args.get("seconds", 1)), text, (ident, "slow"))

@@ -3,8 +3,10 @@ answered at once (issue 40: "Malformed or oversize answers become errors naming 
 by the oversize lines' rule (the id among its first members, else the only pending request, else
 the id among its last members, else every pending request), with an error saying what was wrong
 and never the line itself (it may hold a secret); the connection keeps serving. A line that cannot
-be JSON-RPC (not ``{"`` first, or no ``"jsonrpc"``/``"id"`` member name: a stray debug print) fails
-nothing: it is warned of, as a banner is. Against a raw
+be JSON-RPC (not ``{"`` first, or no ``"jsonrpc"``/``"id"`` member name: a stray debug print), or
+is not recognisably a message (no top-level ``jsonrpc``, and no pending call's id as its top-level
+``id`` beside a ``result`` or ``error``: a JSON log line), fails nothing: it is warned of, as a
+banner is. Against a raw
 stdio upstream (``malformed_stdio_upstream.py``), real processes, read_timeout far beyond
 :data:`QUICK`."""
 
@@ -132,7 +134,8 @@ async def test_an_anonymous_malformed_answer_fails_every_pending_call_at_once() 
         assert await _hello(client) == "hello"
 
 
-# lines that cannot be JSON-RPC: not `{"` (or a batch's `[{"`) first, or no "jsonrpc"/"id" member name
+# lines that cannot be JSON-RPC: not `{"` (or a batch's `[{"`) first, or no "jsonrpc"/"id" member name,
+# or neither a top-level "jsonrpc" nor a pending call's id as its "id" beside a "result" or "error"
 STRAY = {
     "dict-repr": "{'debug': 'SECRET', 'n': 1}",  # a Python dict printed (the tester's case)
     "dict-repr-quoting-a-message": """{'sent': '{"jsonrpc": "2.0", "id": 1, "result": "SECRET"}'}""",
@@ -145,6 +148,23 @@ STRAY = {
     "list-repr": "[{'id': 1}]",
     "spaced-dict-repr": "{ 'jsonrpc': '2.0', 'id': 1 }",
     "text": "Traceback (most recent call last): SECRET",
+    # JSON log lines (tester 7, t16): a top-level "id" that is no JSON-RPC id, or names the pending
+    # call without a result or error, or a nested one (a request quoted): stray output, no answer
+    "winston": '{"level":"info","message":"job finished","id":"job-42"}',
+    "structlog": '{"event": "cache refreshed", "id": 99, "level": "info"}',
+    "names-the-call": '{"event": "handling tools/call", "id": <ID>, "level": "debug"}',
+    "quotes-the-request": '{"level":"debug","msg":"recv","data":{"jsonrpc":"2.0","id":<ID>,"method":"tools/call"}}',
+    "bunyan": '{"name":"srv","hostname":"h","pid":1,"level":30,"msg":"ok","time":"2026-12-06T00:00:00Z","v":0,'
+    '"id":"a1"}',
+    "result-naming-no-pending-id": '{"id": "job-42", "result": "SECRET", "level": "info"}',
+    "method-without-jsonrpc": '{"method": "log", "id": <ID>, "msg": "SECRET"}',
+    # the same that do not parse (a raw control character, cut): still no top-level jsonrpc, no result
+    "winston-control-char": '{"level":"info","message":"SECRET \x00","id":"job-42"}',
+    "names-the-call-control-char": '{"event": "SECRET \x01", "id": <ID>, "level": "debug"}',
+    "cut-array-of-objects": '[{"debug": "SECRET"',  # no "jsonrpc"/"id" member name at all
+    "cut-array-of-log-lines": '[{"level": "info", "id": <ID>, "msg": "SECRET',
+    "text-quoting-a-message": 'INFO sent {"jsonrpc": "2.0", "id": <ID>, "result": {}}',  # not `{"` first
+    "cut-quoting-the-request": '{"level":"debug","data":{"jsonrpc":"2.0","id":<ID>,"method":"tools/call","x":"SECRET',
 }
 
 
@@ -248,3 +268,28 @@ def test_an_answer_the_sdk_cannot_parse_is_failed_by_the_sieve_too() -> None:
         item.message.error.message
         == "the tools/call answer is not a JSON-RPC answer: its result is an int, not an object"
     )
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b'{"level": "info", "message": "job finished", "id": 4}',  # names the pending id, no result
+        b'{"level": "debug", "data": {"jsonrpc": "2.0", "id": 4, "result": 1}}',  # quotes an answer
+        b'{"id": 5, "result": 12345}',  # a result without jsonrpc naming no request pending
+    ],
+    ids=["log-naming-the-id", "nested-answer", "unasked-id"],
+)
+def test_a_json_log_line_the_sdk_cannot_parse_is_handed_on_by_the_sieve(line: bytes) -> None:
+    """Streamable HTTP hands parse errors on too: only a recognisable answer fails a request."""
+    sieve = Sieve()
+    sieve.sent(SessionMessage(types.JSONRPCRequest(jsonrpc="2.0", id=4, method="tools/call")))
+    try:
+        types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+    except ValidationError as exc:
+        item = sieve.received(exc)
+    assert isinstance(item, ValidationError), item
+    try:  # a pending id beside a result that is no object still fails its request, with no jsonrpc
+        types.jsonrpc_message_adapter.validate_json(b'{"id": 4, "result": 12345}', by_name=False)
+    except ValidationError as exc:
+        failed = sieve.received(exc)
+    assert isinstance(failed, SessionMessage) and isinstance(failed.message, types.JSONRPCError), failed

@@ -204,8 +204,20 @@ async def test_an_oversize_line_that_is_no_json_is_dropped_and_the_request_answe
         ('{"debug": "', '"}'),
         ('{"log": {"n": 1}, "text": "', '"}'),
         ("[1, ", "]"),
+        ('{"level": "info", "message": "', '", "id": "job-42"}'),  # a JSON log line: its id is no request's
+        ('{"level": "debug", "data": {"jsonrpc": "2.0", "id": 1, "x": "', '"}}'),  # quoting a request
+        ('{"event": "', '", "id": 1, "level": "debug"}'),  # an id among its last members, no result
     ],
-    ids=["dict-repr", "dict-repr-quoting-a-message", "json-object", "nested", "array"],
+    ids=[
+        "dict-repr",
+        "dict-repr-quoting-a-message",
+        "json-object",
+        "nested",
+        "array",
+        "winston",
+        "quoting-a-request",
+        "structlog",
+    ],
 )
 async def test_an_oversize_stray_line_fails_no_request(
     prefix: str, suffix: str, caplog: pytest.LogCaptureFixture

@@ -17,7 +17,11 @@ for ``read_timeout``; :class:`Undelivered` fails that request at once instead, b
 
 A line that cannot be JSON-RPC (:func:`stray`: it does not begin ``{"``, or names no ``jsonrpc``
 or ``id`` member; a banner, a debug ``print`` of a dict, a bare JSON value) answers nothing, JSON or
-not: it is handed on as the SDK hands it (the link warns once) and fails no request. Errors say
+not: it is handed on as the SDK hands it (the link warns once) and fails no request. So does a line
+that is not recognisably a message (:func:`recognised`: a JSON log line, ``{"level": "info",
+"id": "job-42"}``, or one quoting a request in a nested member): only a top-level ``jsonrpc``
+member, or a top-level ``id`` naming a pending request beside a ``result`` or ``error``, makes a
+line one. Errors say
 what was wrong, never the line: it may hold a secret the upstream echoed.
 """
 
@@ -27,7 +31,7 @@ import contextlib
 import json
 import logging
 import re
-from collections.abc import Callable, Container, Mapping
+from collections.abc import Callable, Container, Iterable, Mapping
 from typing import Any
 
 import mcp_types as types
@@ -42,6 +46,8 @@ __all__ = [
     "kind",
     "last_id",
     "opens_message",
+    "recognised",
+    "recognised_value",
     "request_id",
     "said",
     "same",
@@ -77,6 +83,35 @@ def stray(*parts: bytes | bytearray) -> bool:
     not begin ``{"`` (:func:`opens_message`), or no ``"jsonrpc"``/``"id"`` member name is in it.
     Such a line (a debug ``print`` of a dict, a bare JSON value) is stray output: it answers nothing."""
     return not opens_message(parts[0]) or not any(_NAMES.search(part) for part in parts)
+
+
+# a "jsonrpc" member among an object's last members (as the TypeScript SDK writes it: after result)
+_TAIL_JSONRPC = re.compile(
+    rb'[{,]\s*"jsonrpc"\s*:\s*"[^"\\]{0,20}"(?:\s*,\s*"\w{1,40}"\s*:\s*' + _SCALAR + rb")*\s*\}\s*$"
+)
+
+
+def recognised(members: Mapping[str, Any], pending: Iterable[int | str], tail: bytes = b"") -> bool:
+    """Whether a JSON object is recognisably a JSON-RPC message: a ``jsonrpc`` member at its top
+    level, or (none) an ``id`` naming one of ``pending`` beside a ``result`` or ``error``.
+
+    ``members``: its top-level members (all when it parsed; its first ones, :func:`first_members`,
+    when it did not); ``tail``: a line that did not parse, its last bytes (its last members may
+    name ``jsonrpc`` or the ``id``). A nested ``id`` or ``jsonrpc`` (a log line quoting a request)
+    counts for nothing: such a line is stray output."""
+    if "jsonrpc" in members or _TAIL_JSONRPC.search(tail):
+        return True
+    if "result" not in members and "error" not in members:
+        return False
+    waiting = {same(i) for i in pending}
+    return any(i is not None and same(i) in waiting for i in (request_id(members.get("id")), last_id(tail)))
+
+
+def recognised_value(value: object, pending: Iterable[int | str]) -> bool:
+    """Whether a parsed JSON value is (an object) or holds (a batch, a list) a message
+    :func:`recognised` as one; a scalar never is."""
+    found = value if isinstance(value, list) else [value]
+    return any(recognised(item, pending) for item in found if isinstance(item, dict))
 
 
 def kind(value: object) -> str:

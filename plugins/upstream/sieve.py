@@ -50,7 +50,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, ValidationError
 
 from mcp_providers.plugins._masking import Secrets
-from mcp_providers.plugins.upstream.answered import answer_problem, kind, said
+from mcp_providers.plugins.upstream.answered import answer_problem, kind, recognised, said
 
 __all__ = ["LEFT_OUT_KEY", "LIST_FIELDS", "MAX_ITEM_BYTES", "Sieve", "said", "sieved"]
 
@@ -185,8 +185,8 @@ class Sieve:
         timeout); anything else is handed on as it came."""
         for found in exc.errors():
             raw = found.get("input")
-            if not isinstance(raw, dict) or not _answers_badly(raw):
-                continue
+            if not isinstance(raw, dict) or not _answers_badly(raw) or not recognised(raw, self._methods):
+                continue  # a JSON log line ({"level": ..., "id": 99}) is no answer: handed on as it came
             ident = raw.get("id")
             if isinstance(ident, int | str) and not isinstance(ident, bool):
                 self._asked.pop(ident, None)

@@ -13,7 +13,7 @@ rule fails at once the request a whole line answered that is no JSON-RPC message
 JSON, not an object, not JSON-RPC, nested too deep, a number out of range ...) or that answers an
 id no request of ours had (:class:`_Bad`): with a parse error (-32700) saying what was wrong, never
 the line. A message of the upstream's own that cannot be delivered is dropped, logged; a line that
-cannot be JSON-RPC (:func:`~.answered.stray`: a banner, a debug print of a dict, a bare JSON value)
+is no message (:func:`~.answered.stray`, :func:`~.answered.recognised`: a banner, a JSON log line)
 is handed on as the SDK hands it and fails nothing; an oversize one is dropped, logged.
 
 The rest is the SDK's: environment from ``get_default_environment()`` plus the configured one,
@@ -50,6 +50,8 @@ from mcp_providers.plugins.upstream.answered import (
     first_members,
     kind,
     last_id,
+    recognised,
+    recognised_value,
     same,
     stray,
 )
@@ -165,6 +167,8 @@ class _Bad:
         self.rule = Undelivered(who, pending, self.sent, masked)
         self._settled = True  # whether the current oversize line needs nothing more
         self._head = b""  # the current oversize line's first bytes
+        # its first members; whether they were a message's (else its tail may say whether it is one)
+        self._members, self._tried = dict[str, Any](), True
 
     def note(self, item: SessionMessage) -> None:
         """Remember the id of a request sent."""
@@ -183,7 +187,8 @@ class _Bad:
         if members is None:
             log.warning("%s wrote a line over %d bytes that is no JSON object; dropped", self.who, self.limit)
             return []
-        failed = self.rule.first(members, self._oversize, f"over {self.limit} bytes")
+        self._members, self._tried = members, recognised(members, self.rule.pending())
+        failed = self.rule.first(members, self._oversize, f"over {self.limit} bytes") if self._tried else None
         self._settled = failed is not None
         return failed or []
 
@@ -191,10 +196,11 @@ class _Bad:
         if self._settled:
             return []
         self._settled = True
-        if stray(self._head, tail):  # no "jsonrpc" or "id" member name in what was kept: stray output
+        if stray(self._head, tail) or not recognised(self._members, self.rule.pending(), tail):
             log.warning("%s wrote a line over %d bytes that is no JSON-RPC message; dropped", self.who, self.limit)
             return []
-        return self.rule.last(last_id(tail), self._oversize)
+        found = None if self._tried else self.rule.first(self._members, self._oversize, f"over {self.limit} bytes")
+        return found if found is not None else self.rule.last(last_id(tail), self._oversize)
 
     def line(self, line: bytearray) -> list[SessionMessage | Exception]:
         """One whole line as the session gets it: the message, or the errors of the requests it fails,
@@ -221,16 +227,20 @@ class _Bad:
         if first["type"] == "json_invalid":
             said = first["msg"].removeprefix("Invalid JSON: ")
             fault = _fault(lambda _method: f"is not JSON ({said})")
-            if bytes(line[:KEPT_BYTES]).lstrip().startswith(b"{"):
-                found = self.rule.first(
-                    first_members(bytes(line[:KEPT_BYTES])) or {}, fault, f"that is not JSON ({said})"
-                )
-                return [*(found if found is not None else self.rule.last(last_id(bytes(line[-KEPT_BYTES:])), fault))]
+            head, tail = bytes(line[:KEPT_BYTES]).lstrip(), bytes(line[-KEPT_BYTES:])
+            members = first_members(head.removeprefix(b"[")) or {}  # a batch's `[{"`: its first object's
+            if not recognised(members, self.rule.pending(), tail):
+                return [exc]  # a log line cut or holding a raw control character: stray output
+            if head.startswith(b"{"):
+                found = self.rule.first(members, fault, f"that is not JSON ({said})")
+                return [*(found if found is not None else self.rule.last(last_id(tail), fault))]
             return [*self.rule.anonymous(fault)]  # a batch's `[{"`
         try:
             value = pydantic_core.from_json(line)  # it parsed once: the same parser takes it again
         except ValueError:
             return [*self.rule.anonymous(_fault(lambda _method: f"is not a JSON-RPC message: {said_of(exc)}"))]
+        if not recognised_value(value, self.rule.pending()):
+            return [exc]  # a JSON log line (a nested "id" or "jsonrpc" counts for nothing): stray output
         if not isinstance(value, dict):
             return [
                 *self.rule.anonymous(_fault(lambda _method: f"is {kind(value)}, not a JSON-RPC message (an object)"))
