@@ -307,7 +307,7 @@ CASES: tuple[Case, ...] = (
     Case(
         "upstream: an answer whose result is not an object fails its request at once",
         "plugins/upstream/sieve.py",
-        "            if not isinstance(raw, dict) or not _answers_badly(raw):",
+        "            if not isinstance(raw, dict) or not _answers_badly(raw) or not recognised(raw, self._methods):",
         "            if True:",
         ("tests/test_upstream_malformed_lines.py::test_an_answer_the_sdk_cannot_parse_is_failed_by_the_sieve_too",),
     ),
