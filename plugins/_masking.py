@@ -261,6 +261,15 @@ class Secrets:
         self._long: _Literals | None = None
         """Those of :data:`MIN_ENCODED_CHARS` or more, for the compacted view."""
 
+    @classmethod
+    def of(cls, who: str, values: Iterable[str | None]) -> Secrets:
+        """Secrets held for ``who``: each of ``values`` (credentials sent: of any length; ``None``
+        and ``""`` skipped). For one text from a service, e.g. a token endpoint's refusal."""
+        secrets = cls(who)
+        for value in values:
+            secrets.add(value)
+        return secrets
+
     def add(self, value: str | None, *, minimum: int = 1, handed: bool = False) -> None:
         """Mask ``value`` from now on; ignored when shorter than ``minimum`` characters (a credential:
         1; a value that may not be secret at all: :data:`MIN_SECRET_CHARS`)."""

@@ -283,17 +283,12 @@ class TokenEndpoint:
             ) from None
         return self._granted(response, what, (secret, *hide))
 
-    def _unsaid(self, text: str, hide: tuple[str, ...]) -> str:
-        """``text`` (the endpoint's words) with each of ``hide`` masked in every spelling an
-        authorization server may echo it in: form- or JavaScript-encoded, in the ``Basic``
-        credential's base64, JSON-escaped, re-cased (:class:`~mcp_providers.plugins._masking.Secrets`;
-        a text holding one in a spelling that cannot be cut out is masked whole)."""
-        secrets = Secrets(f"the token endpoint of {self.who}")
-        for secret in hide:
-            secrets.add(secret)
-        return secrets.masked(text)
-
     def _granted(self, response: httpx2.Response, what: str, hide: tuple[str, ...]) -> OAuth2Token:
+        """The token ``response`` grants; raises :class:`CredentialRefused` with the endpoint's words,
+        each of ``hide`` masked in them in every spelling an authorization server may echo it in
+        (form- or JavaScript-encoded, in the ``Basic`` credential's base64, JSON-escaped, re-cased:
+        :class:`~mcp_providers.plugins._masking.Secrets`; a text holding one in a spelling that
+        cannot be cut out is masked whole)."""
         try:
             payload: Any = response.json()
         except ValueError:
@@ -302,21 +297,25 @@ class TokenEndpoint:
         access = payload.get("access_token")
         if response.status_code != 200 or not isinstance(access, str) or not access:
             reason = " ".join(str(payload[k]) for k in ("error", "error_description") if payload.get(k))
-            said = f": {self._unsaid(reason, hide)[:_REASON_CHARS]}" if reason else ""
+            said = f": {self._hidden(hide).masked(reason)[:_REASON_CHARS]}" if reason else ""
             raise CredentialRefused(
                 f"{self.who}: the authorization server refused {what} (HTTP {response.status_code}{said})"
             )
         kind = str(payload.get("token_type", "")).lower()
         issued = payload.get("issued_token_type", ACCESS_TOKEN_TYPE)
         if kind != "bearer" or issued != ACCESS_TOKEN_TYPE:
+            unsaid = self._hidden(hide).masked  # one set of spellings for both words
             raise CredentialRefused(
                 f"{self.who}: the authorization server answered {what} with a "
-                f"{self._unsaid(kind, hide) or 'untyped'} token of type {self._unsaid(str(issued), hide)}; "
+                f"{unsaid(kind) or 'untyped'} token of type {unsaid(str(issued))}; "
                 f"the upstream needs a Bearer access token ({ACCESS_TOKEN_TYPE})"
             )
         from authlib.oauth2.rfc6749 import OAuth2Token
 
         return OAuth2Token.from_dict(payload)
+
+    def _hidden(self, hide: tuple[str, ...]) -> Secrets:
+        return Secrets.of(f"the token endpoint of {self.who}", hide)
 
 
 def _credential(token: OAuth2Token, subject: str, grant: str) -> Credential:

@@ -258,7 +258,7 @@ CASES: tuple[Case, ...] = (
     Case(
         "oauth: a token endpoint's refusal is masked in every spelling of what was sent",
         "plugins/_oauth.py",
-        '            said = f": {self._unsaid(reason, hide)[:_REASON_CHARS]}" if reason else ""',
+        '            said = f": {self._hidden(hide).masked(reason)[:_REASON_CHARS]}" if reason else ""',
         '            said = f": {reason[:_REASON_CHARS]}" if reason else ""',
         (
             "tests/openapi/test_openapi_encoded_secrets.py::test_a_refusal_quoting_a_secret_sent_in_any_spelling_is_masked",
@@ -268,7 +268,7 @@ CASES: tuple[Case, ...] = (
     Case(
         "servicenow: a token endpoint's refusal is masked in every spelling of what was sent",
         "plugins/servicenow/token_endpoint.py",
-        "        raise TokenRefused(response.status_code, secrets.masked(reason))",
+        "        raise TokenRefused(response.status_code, Secrets.of(who, sent).masked(reason))",
         "        raise TokenRefused(response.status_code, reason)",
         ("tests/servicenow/test_token_endpoint_masking.py::test_a_refusal_echoing_the_form_shows_none_of_its_secrets",),
     ),

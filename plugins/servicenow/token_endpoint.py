@@ -99,10 +99,10 @@ class TokenEndpoint:
         except httpx2.HTTPError as exc:
             raise TokenEndpointUnreachable(f"failed: {type(exc).__name__}") from exc
         sent = (self._secret, *(form[k] for k in _SECRET_FIELDS if form.get(k)))
-        return _granted(response, Secrets(f"the token endpoint of instance {self._instance!r}"), sent)
+        return _granted(response, f"the token endpoint of instance {self._instance!r}", sent)
 
 
-def _granted(response: httpx2.Response, secrets: Secrets, sent: tuple[str, ...]) -> OAuth2Token:
+def _granted(response: httpx2.Response, who: str, sent: tuple[str, ...]) -> OAuth2Token:
     """The token ``response`` grants; raises :class:`TokenRefused` with the endpoint's words, each
     of ``sent`` masked in them in every spelling an endpoint may echo it in (form-encoded, JSON-escaped,
     re-cased, base64...: :class:`~mcp_providers.plugins._masking.Secrets`)."""
@@ -115,7 +115,5 @@ def _granted(response: httpx2.Response, secrets: Secrets, sent: tuple[str, ...])
     access = payload.get("access_token")
     if response.status_code != 200 or not isinstance(access, str) or not access:
         reason = " ".join(str(payload[k]) for k in ("error", "error_description") if payload.get(k))
-        for value in sent:
-            secrets.add(value)
-        raise TokenRefused(response.status_code, secrets.masked(reason))
+        raise TokenRefused(response.status_code, Secrets.of(who, sent).masked(reason))
     return OAuth2Token.from_dict(payload)
