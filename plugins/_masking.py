@@ -15,16 +15,14 @@ Aho-Corasick automaton (``ahocorasick-rs``), so a message costs about the same w
 as with hundreds (``benchmarks/masking.py``).
 
 Services spell things in more ways than any list of spellings names (PHP's ``\\/``, .NET's
-``\\u002B``, a JavaScript-encoded URL keeping ``!``, MIME base64 wrapped at 76 characters, HTML
-entities, ``4b:78:39`` hex, a capitalised first letter, fullwidth letters...). So once the text
-as written is masked, the same spellings are searched for in *views* of it
-(:func:`_decoded_views`): JSON-string-unescaped, URL-decoded (up to three times), HTML-unescaped
-and NFKC-folded, in turn until nothing changes; that lower-cased; and that with whitespace and
-``:`` taken out (wrapped base64, separated hex; searched for the spellings of 8 characters or
-more only, so words joined by it do not spell a short secret). A secret a view holds cannot be cut
-out of the text as written: the whole text is replaced by :data:`MASK` (fail closed) and a warning
-names the service, never the secret. Views are computed only while a secret is held, and only the
-decodings the text has a sign of (a ``\\``, ``%``, ``&``, a character not ASCII).
+``\\u002B``, Markdown's ``\\_``, a JavaScript-encoded URL keeping ``!``, MIME base64 wrapped at 76
+characters, HTML entities, separated hex, byte lists, a soft hyphen inside it, a capitalised first
+letter...). So once the text as written is masked, the same spellings are searched for in *views*
+of it (:func:`_decoded_views` lists them: decodings applied in turn, then markup and invisible
+characters read away, lower-cased, compacted, byte lists read as bytes). A secret a view holds
+cannot be cut out of the text as written: the whole text is replaced by :data:`MASK` (fail closed)
+and a warning names the service, never the secret. Views are computed only while a secret is held,
+and each decoding only when the text has a sign of it.
 
 Example::
 
@@ -196,9 +194,12 @@ def _byte_lists(text: str) -> str:
 
 
 def _decoded_views(text: str) -> Iterator[tuple[str, bool]]:
-    """The views of ``text`` searched after it is masked (see the module docstring), each with
-    whether it is the compacted one (searched for long spellings only); a view the same as the
-    one before it is left out."""
+    """The views of ``text`` searched after it is masked, each with whether it is the compacted one
+    (searched for spellings of :data:`MIN_ENCODED_CHARS` or more only, so words it joins do not
+    spell a short secret): each text :func:`_decoded` makes; the last of them without markup and
+    invisible characters (:func:`_unsplit`); that lower-cased; that compacted (:func:`_compacted`);
+    and the byte lists in the last decoded text read as bytes (:func:`_byte_lists`). A view the same
+    as the one before it is left out."""
     last = text
     for last in _decoded(text):
         yield last, False
