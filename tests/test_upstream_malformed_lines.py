@@ -20,13 +20,12 @@ from typing import Any
 import anyio
 import mcp_types as types
 import pytest
-from mcp import MCPError
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
+from upstream_support import link_of, refusal
 
 from mcp_providers.plugins import upstream
 from mcp_providers.plugins.upstream import stdio
-from mcp_providers.plugins.upstream.providers import UpstreamResources
 from mcp_providers.plugins.upstream.sieve import Sieve
 from mcp_providers.plugins.upstream.stdio import line_limit
 from mcp_providers.testing import compose, connect
@@ -55,20 +54,8 @@ def _composed() -> Any:
     return compose({"upstream": upstream}, {"upstream": {"servers": [server]}})
 
 
-def _link(composed: Any) -> Any:
-    [found] = [d.provider for d in composed.assembly.declared if isinstance(d.provider, UpstreamResources)]
-    return found.link
-
-
 async def _refusal(call: Any) -> str:
-    """The error message ``await call`` ends with, within :data:`QUICK` seconds."""
-    with anyio.fail_after(QUICK):
-        try:
-            result = await call
-        except MCPError as exc:
-            return exc.message
-    assert result.is_error, result
-    return "\n".join(getattr(b, "text", "") for b in result.content)
+    return await refusal(call, QUICK)
 
 
 async def _hello(client: Any) -> str:
@@ -105,7 +92,7 @@ async def test_a_malformed_answer_fails_its_call_at_once_and_the_connection_serv
         assert KINDS[tool] in said, said
         assert SECRET not in said and "\x00" not in said
         assert await _hello(client) == "hello"
-        assert _link(composed).restarts == 0
+        assert link_of(composed).restarts == 0
 
 
 async def test_a_number_too_large_for_a_float_is_no_malformed_answer() -> None:
@@ -187,7 +174,7 @@ async def test_a_stray_line_that_cannot_be_json_rpc_fails_no_call(name: str, cap
                 result = await client.call_tool("m_stray", {"line": STRAY[name]})
             assert not result.is_error and result.content[0].text == "after the stray line", result
         assert done == ["slow"]
-        assert _link(composed).restarts == 0
+        assert link_of(composed).restarts == 0
     assert any("upstream 'bad' (stdio)" in r.getMessage() and "could not be parsed" in r.getMessage()
                for r in caplog.records if r.levelno >= logging.WARNING), caplog.text  # fmt: skip
     assert SECRET not in caplog.text

@@ -15,15 +15,14 @@ from typing import Any
 import anyio
 import pytest
 import uvicorn
-from mcp import MCPError
 from oversize_http_upstream import STATE, app
 from serve_support import free_port
+from upstream_support import link_of, refusal
 from waiting import await_until, wait_until
 
 from mcp_providers.plugins import upstream
 from mcp_providers.plugins.upstream import bounded
 from mcp_providers.plugins.upstream.bounded import PIECE_BYTES, BodyRefused, Counted, EventRefused
-from mcp_providers.plugins.upstream.providers import UpstreamResources
 from mcp_providers.plugins.upstream.stdio import line_limit
 from mcp_providers.testing import compose, connect
 
@@ -75,21 +74,8 @@ def _composed(url: str, *, max_bytes: int = MAX_BYTES, read_timeout: float = 300
     return compose({"upstream": upstream}, {"upstream": {"servers": servers}})
 
 
-def _link(composed: Any, name: str = "big") -> Any:
-    found = [d.provider for d in composed.assembly.declared if isinstance(d.provider, UpstreamResources)]
-    [one] = [p for p in found if p.link.server.name == name]
-    return one.link
-
-
 async def _refusal(call: Any) -> str:
-    """The error message ``await call`` ends with, within :data:`QUICK` seconds."""
-    with anyio.fail_after(QUICK):
-        try:
-            result = await call
-        except MCPError as exc:
-            return exc.message
-    assert result.is_error, result
-    return "\n".join(getattr(b, "text", "") for b in result.content)
+    return await refusal(call, QUICK)
 
 
 def _said(tool: str) -> str:
@@ -189,7 +175,7 @@ async def test_an_answer_over_the_limit_fails_at_once_and_the_session_serves_on(
         assert _said(tool) in said and "raise max_bytes" in said
         assert await _hello(client) == "hello"
         assert await _hello(client, "c_hello") == "hello"
-        assert _link(composed).restarts == 0 and _link(composed, "calm").restarts == 0
+        assert link_of(composed, "big").restarts == 0 and link_of(composed, "calm").restarts == 0
 
 
 @pytest.mark.parametrize("tool", ["big_json", "big_sse", "drip_json", "drip_sse", "bomb_json", "bomb_sse"])
@@ -230,7 +216,7 @@ async def test_a_body_whose_encoding_is_broken_fails_its_request_at_once_and_the
         assert f"upstream 'big' (streamable-http) answered tools/call {tool} with error" in said
         assert "upstream 'big' (streamable-http) answered with a broken gzip or deflate encoding" in said
         assert await _hello(client) == "hello"
-        assert _link(composed).restarts == 0
+        assert link_of(composed, "big").restarts == 0
 
 
 async def test_an_event_the_limit_allows_passes_past_the_sdk_default_of_1_mib(url: str) -> None:
@@ -257,5 +243,5 @@ async def test_an_oversize_event_on_the_get_stream_is_dropped_and_the_stream_ope
         assert await _hello(client, "b_ping_get") == "queued"
         await await_until(lambda: len(STATE.get_sent) > sent, "a small event reaches the new GET stream")
         assert await _hello(client) == "hello" and await _hello(client, "c_hello") == "hello"
-        assert _link(composed).restarts == 0
+        assert link_of(composed, "big").restarts == 0
     _held_within_the_limit(counted)

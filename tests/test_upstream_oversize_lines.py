@@ -16,11 +16,11 @@ from typing import Any
 import anyio
 import pytest
 from mcp import MCPError
+from upstream_support import link_of, refusal
 
 from mcp_providers.plugins import upstream
 from mcp_providers.plugins.upstream import stdio
 from mcp_providers.plugins.upstream.answered import first_members, last_id
-from mcp_providers.plugins.upstream.providers import UpstreamResources
 from mcp_providers.plugins.upstream.stdio import CHUNK_BYTES, Ended, Lines, Over, line_limit
 from mcp_providers.testing import compose, connect
 
@@ -44,20 +44,8 @@ def _composed(**env: str) -> Any:
     return compose({"upstream": upstream}, {"upstream": {"servers": [server]}})
 
 
-def _link(composed: Any) -> Any:
-    [found] = [d.provider for d in composed.assembly.declared if isinstance(d.provider, UpstreamResources)]
-    return found.link
-
-
 async def _refusal(call: Any) -> str:
-    """The error message ``await call`` ends with, within :data:`QUICK` seconds."""
-    with anyio.fail_after(QUICK):
-        try:
-            result = await call
-        except MCPError as exc:
-            return exc.message
-    assert result.is_error, result
-    return "\n".join(getattr(b, "text", "") for b in result.content)
+    return await refusal(call, QUICK)
 
 
 def _said(what: str) -> str:
@@ -106,7 +94,7 @@ async def test_a_tool_answer_over_the_line_limit_fails_at_once_and_the_connectio
         assert _said("tools/call big") in said
         assert "raise max_bytes" in said
         assert (await client.call_tool("b_hello", {})).content[0].text == "hello"  # type: ignore[union-attr]
-        assert _link(composed).restarts == 0
+        assert link_of(composed).restarts == 0
 
 
 async def test_a_read_answer_over_the_line_limit_fails_at_once_and_the_connection_serves_on() -> None:
