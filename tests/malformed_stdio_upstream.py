@@ -17,6 +17,8 @@ import sys
 import threading
 from typing import Any
 
+from raw_jsonrpc_lines import requests
+
 LOCK = threading.Lock()
 TEXT = b'{"content": [{"type": "text", "text": "SECRET"}]}'
 LINES: dict[str, bytes] = {
@@ -99,15 +101,5 @@ def answer(ident: object, method: str, params: dict[str, Any]) -> None:
     send({"jsonrpc": "2.0", "id": ident, "result": result})
 
 
-def main() -> None:
-    for line in sys.stdin:
-        try:
-            message = json.loads(line)
-        except ValueError:
-            continue
-        if message.get("id") is not None and message.get("method") is not None:
-            answer(message["id"], message["method"], message.get("params") or {})
-
-
 if __name__ == "__main__":
-    main()
+    requests(answer)

@@ -18,6 +18,8 @@ import sys
 import threading
 from typing import Any
 
+from raw_jsonrpc_lines import requests
+
 MIB = 1024 * 1024
 LOCK = threading.Lock()
 
@@ -115,15 +117,5 @@ def answer(ident: object, method: str, params: dict[str, Any]) -> None:
     send({"jsonrpc": "2.0", "id": ident, "result": result})
 
 
-def main() -> None:
-    for line in sys.stdin:
-        try:
-            message = json.loads(line)
-        except ValueError:
-            continue
-        if message.get("id") is not None and message.get("method") is not None:
-            answer(message["id"], message["method"], message.get("params") or {})
-
-
 if __name__ == "__main__":
-    main()
+    requests(answer)
