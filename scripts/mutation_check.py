@@ -1985,6 +1985,20 @@ CASES += (  # an HTTP upstream's answers bounded while read (issue 40, round 9 b
 )
 
 
+SCOPE = "tests/test_cache_scope.py::"
+CASES += (  # skills results take the reads' cache rule (round 12 tester nine: skills/get was public naming Alice)
+    Case(
+        "cache: skills results are public only when shareable",
+        "core/_serve/methods/skills.py",
+        'return {"ttlMs": STATIC_TTL_MS, "cacheScope": "public" if public else "private"}',
+        'return {"ttlMs": STATIC_TTL_MS, "cacheScope": "public" if not exchange.gate.authorizer.active else "private"}',
+        (
+            SCOPE + "test_a_skill_result_is_private_when_the_caller_is_known_or_auth_is_on",
+            SCOPE + "test_a_skill_result_is_public_for_an_unknown_caller_without_a_policy",
+        ),
+    ),
+)
+
 def run_case(case: Case) -> tuple[bool | None, str]:
     """``(True, ...)`` killed, ``(False, ...)`` survived, ``(None, why)`` could not be applied."""
     path = ROOT / case.file

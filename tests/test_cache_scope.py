@@ -15,12 +15,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import mcp_types as types
 import pytest
 from mcp import Client, MCPError
 from mcp.client import CacheConfig, InMemoryResponseCacheStore
+from pydantic import TypeAdapter
 
 from mcp_providers import Decision, hookimpl
 from mcp_providers._serve.steps.custody import LIST_CACHE_HINT, cache_hint, cache_hint_parts, shareable
+from mcp_providers.config import ServerSettings
 from mcp_providers.identity import LOCAL, Principal, serving_as
 from mcp_providers.models import Freshness
 from mcp_providers.plugins import policy
@@ -148,3 +151,58 @@ async def test_every_list_is_private_and_stale_at_once(principal: Principal) -> 
         ]
     for result in results:
         assert (result.ttl_ms, result.cache_scope) == (0, "private")
+
+
+# -- skills (SEP-2640): the same rule as reads -----------------------------------------------------
+
+SKILL_URI = "skill://notes/daily-review/SKILL.md"
+SKILL_METHODS = [
+    ("skills/get", {"uri": SKILL_URI}),
+    ("skills/list", {}),
+    ("resources/directory/read", {"uri": "skill://notes/daily-review"}),
+]
+
+
+async def _skill_results(principal: Principal, server: ServerSettings | None = None) -> dict[str, dict[str, Any]]:
+    from skills_fixture import notes
+
+    composition = compose({"notes": notes}, server=server)
+    out: dict[str, dict[str, Any]] = {}
+    async with connect(composition, principal=principal) as client:
+        for method, params in SKILL_METHODS:
+            request = types.Request[dict[str, Any], str](method=method, params=params)
+            out[method] = await client.session.send_request(request, TypeAdapter(dict[str, Any]))  # type: ignore[arg-type]
+    return out
+
+
+AUTH_ON = ServerSettings(
+    auth={
+        "mode": "jwt",
+        "issuer": "https://idp.example.test/",
+        "audience": "mcp",
+        "jwks_url": "https://idp.example.test/jwks",
+    }
+)
+
+
+@pytest.mark.parametrize(
+    ("principal", "server"),
+    [
+        pytest.param(ALICE, None, id="authenticated-caller-no-policy"),
+        pytest.param(ANONYMOUS, AUTH_ON, id="server-auth-on"),
+    ],
+)
+async def test_a_skill_result_is_private_when_the_caller_is_known_or_auth_is_on(
+    principal: Principal, server: ServerSettings | None
+) -> None:
+    """``skills/get`` carries a receipt naming its caller, as a read does: never ``public`` then
+    (a tester saw Alice's receipt marked public with ``[server.auth]`` on and no policy)."""
+    results = await _skill_results(principal, server)
+    assert results["skills/get"]["_meta"]  # the receipt, naming whoever asked
+    assert {method: result["cacheScope"] for method, result in results.items()} == dict.fromkeys(results, "private")
+
+
+@pytest.mark.parametrize("principal", [ANONYMOUS, LOCAL], ids=["anonymous-http", "stdio-local"])
+async def test_a_skill_result_is_public_for_an_unknown_caller_without_a_policy(principal: Principal) -> None:
+    results = await _skill_results(principal)
+    assert {method: result["cacheScope"] for method, result in results.items()} == dict.fromkeys(results, "public")

@@ -8,7 +8,7 @@ skill with one hidden file is hidden whole); ``skills/get`` requires ``read`` on
 (``-32003`` naming the first refused); a directory lists only the files the caller may ``read``
 and the folders holding at least one, and a directory with none is answered as no directory at
 all (``-32602``), as a skill hidden from the list is. Results carry ``ttlMs``/``cacheScope``
-(``private`` while a policy filters) and ``skills/get`` a receipt over the entry it returns.
+(``public`` only by the reads' rule, ``custody.shareable``) and ``skills/get`` a receipt over the entry it returns.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from mcp_providers._host.assembly import Assembly
 from mcp_providers._host.catalog import Catalog, Entry
 from mcp_providers._host.skills import Child, Skill
 from mcp_providers._serve.steps import wire
-from mcp_providers._serve.steps.custody import STATIC_TTL_MS, receipt
+from mcp_providers._serve.steps.custody import STATIC_TTL_MS, receipt, shareable
 from mcp_providers._serve.steps.exchange import Actor, Exchange
 from mcp_providers._serve.steps.gate import Gate
 from mcp_providers.errors import InvalidParams
@@ -75,8 +75,11 @@ def _visible(gate: Gate, skill: Skill) -> bool:
     return gate.allowed("list", skill.uri) and all(gate.allowed("read", f.uri) for f in skill.files)
 
 
-def _cache(gate: Gate) -> dict[str, Any]:
-    return {"ttlMs": STATIC_TTL_MS, "cacheScope": "private" if gate.authorizer.active else "public"}
+def _cache(exchange: Exchange, authenticated: bool) -> dict[str, Any]:
+    """``ttlMs``/``cacheScope`` by the reads' rule (:func:`shareable`): ``public`` only when no
+    caller could be answered differently, or be named by the receipt."""
+    public = shareable(exchange.principal, policy=exchange.gate.authorizer.active, authenticated=authenticated)
+    return {"ttlMs": STATIC_TTL_MS, "cacheScope": "public" if public else "private"}
 
 
 class ListSkills:
@@ -85,8 +88,8 @@ class ListSkills:
     name = "skills/list"
     actor: Actor = "application"
 
-    def __init__(self, catalog: Catalog, page_size: int) -> None:
-        self._catalog, self._page_size = catalog, page_size
+    def __init__(self, catalog: Catalog, page_size: int, authenticated: bool) -> None:
+        self._catalog, self._page_size, self._authenticated = catalog, page_size, authenticated
 
     def route(self, exchange: Exchange, params: types.PaginatedRequestParams | None) -> str | None:
         exchange.target = "*"
@@ -102,7 +105,7 @@ class ListSkills:
 
     def evidence(self, exchange: Exchange, cursor: str | None, page: Any) -> dict[str, Any]:
         exchange.count = len(page.items)
-        out: dict[str, Any] = {"skills": [s.entry() for s in page.items], **_cache(exchange.gate)}
+        out: dict[str, Any] = {"skills": [s.entry() for s in page.items], **_cache(exchange, self._authenticated)}
         if page.next_cursor is not None:
             out["nextCursor"] = page.next_cursor
         return {**out, "resultType": "complete"}
@@ -119,6 +122,7 @@ class GetSkill:
 
     def __init__(self, assembly: Assembly) -> None:
         self._assembly, self._catalog = assembly, assembly.catalog
+        self._authenticated = assembly.config.server.auth is not None
 
     def route(self, exchange: Exchange, params: UriParams) -> SkillTarget:
         exchange.target = params.uri
@@ -155,7 +159,7 @@ class GetSkill:
         )
         return {
             "skill": entry,
-            **_cache(exchange.gate),
+            **_cache(exchange, self._authenticated),
             "_meta": {RECEIPT_KEY: exchange.receipt},
             "resultType": "complete",
         }
@@ -167,8 +171,8 @@ class ReadDirectory:
     name = "resources/directory/read"
     actor: Actor = "application"
 
-    def __init__(self, catalog: Catalog, page_size: int) -> None:
-        self._catalog, self._page_size = catalog, page_size
+    def __init__(self, catalog: Catalog, page_size: int, authenticated: bool) -> None:
+        self._catalog, self._page_size, self._authenticated = catalog, page_size, authenticated
         self._below: dict[str, tuple[str, ...]] = {}
         for skill in (e.declaration for e in catalog.skills):
             for directory in catalog.directories:
@@ -199,7 +203,10 @@ class ReadDirectory:
     def evidence(self, exchange: Exchange, target: tuple[str, str | None], page: Any) -> dict[str, Any]:
         exchange.count = len(page.items)
         # ttlMs/cacheScope as resources/list carries them (clients such as the Inspector expect both)
-        out: dict[str, Any] = {"resources": [_child_wire(c) for c in page.items], **_cache(exchange.gate)}
+        out: dict[str, Any] = {
+            "resources": [_child_wire(c) for c in page.items],
+            **_cache(exchange, self._authenticated),
+        }
         if page.next_cursor is not None:
             out["nextCursor"] = page.next_cursor
         return {**out, "resultType": "complete"}
@@ -233,5 +240,5 @@ def skill_methods(assembly: Assembly) -> Sequence[Any]:
     catalog = assembly.catalog
     if not catalog.skills:
         return []
-    size = assembly.config.server.page_size
-    return [ListSkills(catalog, size), GetSkill(assembly), ReadDirectory(catalog, size)]
+    size, authenticated = assembly.config.server.page_size, assembly.config.server.auth is not None
+    return [ListSkills(catalog, size, authenticated), GetSkill(assembly), ReadDirectory(catalog, size, authenticated)]
