@@ -1986,6 +1986,18 @@ CASES += (  # an HTTP upstream's answers bounded while read (issue 40, round 9 b
 
 
 SCOPE = "tests/test_cache_scope.py::"
+CASES += (  # a Unix socket bound to a path is a new file (round 12 tester nine: created in both modes)
+    Case(
+        "file: a Unix socket's path is judged",
+        "core/_sideeffects/files.py",
+        "    if event == \"socket.bind\" and not _binds_a_path(args):\n        return",
+        "    if event == \"socket.bind\":\n        return",
+        (
+            "tests/test_side_effects.py::test_the_error_says_what_was_attempted",
+            "tests/test_embedded_guards.py::test_mounted_by_default_what_needs_no_patch_is_still_refused",
+        ),
+    ),
+)
 CASES += (  # skills results take the reads' cache rule (round 12 tester nine: skills/get was public naming Alice)
     Case(
         "cache: skills results are public only when shareable",

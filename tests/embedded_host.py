@@ -86,7 +86,7 @@ from mcp_providers import Content, ReadRequest, ResourceProvider, ResourceTempla
 from mcp_providers import http as core_http  # noqa: E402
 from mcp_providers.embedding import mount  # noqa: E402
 
-ATTEMPTS = ("file", "process", "framework-client-post", "urllib-post", "raw-socket-post")
+ATTEMPTS = ("file", "unix-socket-bind", "process", "framework-client-post", "urllib-post", "raw-socket-post")
 reached: list[str] = []
 scratch = tempfile.mkdtemp(prefix="embedded-host-")
 
@@ -113,6 +113,9 @@ async def attempt(name: str, tag: str) -> None:
     if name == "file":
         with open(os.path.join(scratch, f"{tag}.txt"), "w") as out:
             out.write("x")
+    elif name == "unix-socket-bind":  # makes a file: the socket's
+        with socket.socket(socket.AF_UNIX) as unix:
+            unix.bind(os.path.join(scratch, f"{tag}.sock"))
     elif name == "process":
         subprocess.run(["true"], check=True)
     elif name == "framework-client-post":

@@ -60,6 +60,7 @@ def test_mounted_by_default_nothing_of_the_host_is_patched(host: dict[str, Any])
 def test_mounted_by_default_what_needs_no_patch_is_still_refused(host: dict[str, Any]) -> None:
     answers = host["scoped"]["answers"]
     assert answers["file"] == REFUSED  # the audit hook, scoped to provider code
+    assert answers["unix-socket-bind"] == REFUSED  # its socket.bind event
     assert answers["process"] == REFUSED
     assert answers["framework-client-post"] == REFUSED  # mcp_providers.http.client's own judge
     assert host["scoped"]["files"] == []
@@ -73,7 +74,7 @@ def test_opted_in_every_guard_is_installed_and_every_attempt_refused(host: dict[
     assert enforce["changed"] == EVERY_PATCH
     assert enforce["task factory"] is True
     assert enforce["answers"] == dict.fromkeys(
-        ["file", "process", "framework-client-post", "urllib-post", "raw-socket-post"], REFUSED
+        ["file", "unix-socket-bind", "process", "framework-client-post", "urllib-post", "raw-socket-post"], REFUSED
     )
     assert host["enforce reached"] == []  # refused before anything was sent
     assert enforce["files"] == []

@@ -313,6 +313,24 @@ async def test_bytecode_caches_and_configured_log_files_may_still_be_written(tmp
     assert sorted(p.name for p in tmp_path.glob("app.log*")) == ["app.log", "app.log.1", "app.log.2"]
 
 
+async def test_sockets_that_make_no_file_may_still_be_bound() -> None:
+    """A read may bind what makes no file: a Unix socket's abstract name (Linux ``socket(7)``), an
+    autobound one, and a loopback TCP port; only a Unix socket at a path is a new file (refused:
+    ``test_side_effects.py``)."""
+
+    def bind(_c: SimpleNamespace) -> str:
+        names = []
+        for family, address in ((socket.AF_UNIX, f"\0mcp-providers-test-{os.getpid()}"), (socket.AF_UNIX, ""),
+                                (socket.AF_INET, ("127.0.0.1", 0))):  # fmt: skip
+            with socket.socket(family) as bound:
+                bound.bind(address)
+                names.append(family.name)
+        return " ".join(names)
+
+    outcome = await refusals({"bind": bind}, SimpleNamespace())
+    assert outcome == {"bind": "served: AF_UNIX AF_UNIX AF_INET"}
+
+
 # Item 9: judge where the OS will open, not where the path would land from the working directory.
 
 

@@ -12,6 +12,7 @@ import json
 import logging
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import threading
@@ -232,6 +233,11 @@ async def _hardlink(_u: str, d: Path) -> None:
     link.write_text("changed through a hard link")
 
 
+async def _unix_socket_bind(_u: str, d: Path) -> None:
+    with socket.socket(socket.AF_UNIX) as unix:
+        unix.bind(str(d / "bound.sock"))  # makes a file: the socket's
+
+
 async def _mkfifo(_u: str, d: Path) -> None:
     os.mkfifo(d / "fifo")  # no audit event of its own
 
@@ -279,6 +285,7 @@ FILE_ATTEMPTS: dict[str, Attempt] = {
     "rmtree": _rmtree,
     "hardlink-into-scratch": _hardlink,
     "mkfifo": _mkfifo,
+    "unix-socket-bind": _unix_socket_bind,
 }
 PROCESS_ATTEMPTS: dict[str, Attempt] = {
     "subprocess": _subprocess,
@@ -411,6 +418,7 @@ async def test_every_side_effect_in_a_read_is_refused_and_the_server_keeps_servi
         ("write", "opening "),
         ("rename", "os.rename of "),
         ("rmtree", "shutil.rmtree of "),
+        ("unix-socket-bind", "binding a Unix socket at "),
         ("posix-spawn", "starting a process (os.posix_spawn /bin/true"),
     ],
 )

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import logging
 import os
+import socket
 import sys
 import threading
 import weakref
@@ -61,6 +62,7 @@ _FILE_EVENTS: dict[str, tuple[tuple[int, int], ...]] = {
     "shutil.chown": ((0, -1),),
     "shutil.make_archive": ((0, -1),),
     "shutil.unpack_archive": ((1, -1),),
+    "socket.bind": ((1, -1),),  # a Unix socket's path is a new file (only that bind: _binds_a_path)
 }
 _JUDGED = frozenset(_FILE_EVENTS) | _PROCESS_EVENTS
 _os_open_call = threading.local()  # .pending = (path object, dir_fd) while the guarded os.open runs
@@ -80,7 +82,21 @@ def audit_hook(event: str, args: tuple[Any, ...]) -> None:
         return
     if event == "open" and not _opens_for_writing(args):
         return  # read-only open: the common case
+    if event == "socket.bind" and not _binds_a_path(args):
+        return  # an address, or a Linux abstract name: no file
     _judge_file(scope, event, args)
+
+
+def _binds_a_path(args: tuple[Any, ...]) -> bool:
+    """Whether a ``socket.bind`` event makes a file: a Unix socket bound to a path (``socket(7)``:
+    a name starting with a NUL byte is abstract, and an empty one autobinds to one)."""
+    sock, address = args[0], args[1] if len(args) > 1 else None
+    if getattr(sock, "family", None) != getattr(socket, "AF_UNIX", object()):
+        return False
+    if isinstance(address, (str, bytes, os.PathLike)):
+        name = os.fspath(address)
+        return bool(name) and name[:1] not in ("\0", b"\0")
+    return False
 
 
 def _opens_for_writing(args: tuple[Any, ...]) -> bool:
@@ -111,6 +127,8 @@ def _judge_file(scope: Scope, event: str, args: tuple[Any, ...]) -> None:
         attempted = f"opening {shown} for writing (mode {args[1] or 'os.open'!s}, flags {args[2]:#o})"
     elif event == "os.chdir":
         attempted = f"changing the working directory to {shown} (process-wide)"
+    elif event == "socket.bind":
+        attempted = f"binding a Unix socket at {shown} (a new file)"
     else:
         attempted = f"{event} of {shown}"
     scope.attempt(attempted, "file", event=event, paths=paths)
