@@ -19,10 +19,12 @@ The same two calls exist on :class:`~mcp_providers.providers.ToolCall` and
 
 The :class:`CredentialBroker` behind them:
 
-- caches one credential per ``(principal.issuer, principal.subject, upstream.name)`` and the
-  principal's selected claims (an upstream may choose its user by one) until
-  ``expires_at - margin_seconds`` (``[server.credentials] margin_seconds``, 60 s by default); two
-  principals with one subject but different issuers never share one;
+- caches one credential per ``upstream.name`` and
+  :attr:`Principal.share_key <mcp_providers.identity.Principal.share_key>` (issuer, subject,
+  client id, scopes, groups, selected claims: whatever may change what the upstream grants) until
+  ``expires_at - margin_seconds`` (``[server.credentials] margin_seconds``, 60 s by default): a
+  token exchanged from a caller's broad-scoped token, or from a token issued to another OAuth
+  client, is never handed to the same subject's narrower or other client's token;
 - ``forget(upstream, principal, stale)`` drops the credential only while ``stale`` is the one
   cached, so requests refused together with one revoked token cause one refresh;
 - single-flights: concurrent calls for one key cause exactly one ``upstream.obtain``; when it
@@ -47,7 +49,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 import anyio
 
@@ -145,23 +147,30 @@ class CredentialRefused(Denied):
     """
 
 
-CacheKey = tuple[str, str, str, str]
-"""``(issuer, subject, upstream name, selected claims as JSON)``: what one cached credential is
-kept under (issuer ``""`` for anonymous callers). The claims are there because an upstream may
-choose its user by one (ServiceNow's ``user_claim``, an email): a subject whose claim changed gets
-a credential of the new user, not the cached one of the old."""
+class CacheKey(NamedTuple):
+    """What one cached credential is kept under: ``(upstream name, principal's share key)``.
+
+    ``principal`` is :attr:`Principal.share_key <mcp_providers.identity.Principal.share_key>`
+    whole, ``(issuer, subject, client id, sorted scopes, sorted groups, selected claims as JSON)``
+    (issuer and client id ``""`` when unknown), never a subset: an authorization server may grant
+    by any of them (RFC 8693 down-scoping to the subject token's scope, a grant per OAuth client,
+    ServiceNow's ``user_claim``), so two tokens of one subject that differ in any of them never
+    share a credential. Plain strings and tuples: hashable, and JSON-ready for a shared store.
+    """
+
+    upstream: str
+    principal: tuple[str, str, str, tuple[str, ...], tuple[str, ...], str]
 
 
 def cache_key(upstream: Upstream, principal: Principal) -> CacheKey:
-    """The key of ``principal``'s credential for ``upstream``.
+    """The key of ``principal``'s credential for ``upstream`` (see :class:`CacheKey`).
 
     :raises TypeError: ``upstream.name`` is not a non-empty string.
     """
     name = upstream.name
     if not isinstance(name, str) or not name:
         raise TypeError(f"{type(upstream).__name__}.name must be a non-empty string, e.g. 'servicenow:prod'")
-    issuer, subject = principal.key
-    return (issuer, subject, name, principal.share_key[5])
+    return CacheKey(name, principal.share_key)
 
 
 class CredentialStore(Protocol):
@@ -315,7 +324,7 @@ class CredentialBroker:
             credential = await upstream.obtain(principal)
             if not isinstance(credential, Credential):
                 raise TypeError(
-                    f"upstream {key[2]!r}: obtain() returned {type(credential).__name__}; "
+                    f"upstream {key.upstream!r}: obtain() returned {type(credential).__name__}; "
                     "expected mcp_providers.credentials.Credential"
                 )
             left = credential.expires_at - self._clock()
@@ -324,7 +333,7 @@ class CredentialBroker:
             else:
                 log.warning(
                     "upstream %r granted a credential with %.0f s left, within the %g s margin: used once, not kept",
-                    key[2], left, self.margin_seconds,
+                    key.upstream, left, self.margin_seconds,
                 )  # fmt: skip
             return credential
 

@@ -9,9 +9,11 @@ prompts and completion, and custody receipts and audit lines record its issuer, 
 id (never a token, nor a digest of one that could be replayed).
 
 A subject is unique only within its issuer (OpenID Connect Core §2, RFC 9068 §2.2): two identity
-providers may both issue ``sub = "alice"`` for different people. Everything that keys on a caller
-(private cache entries, coalesced reads, rate-limit buckets, upstream credentials) uses
-:attr:`Principal.key`, the pair ``(issuer, subject)``.
+providers may both issue ``sub = "alice"`` for different people. What counts or owns per person
+(rate-limit buckets, stream and session quotas) keys on :attr:`Principal.key`, the pair
+``(issuer, subject)``; what holds something granted to the caller's token (coalesced and cached
+reads, upstream credentials and the upstream sessions opened with them) keys on
+:attr:`Principal.share_key`, everything a policy or an authorization server may look at.
 """
 
 from __future__ import annotations

@@ -58,13 +58,34 @@ log = logging.getLogger(__name__)
 
 MASK: Final = "[redacted]"
 MIN_SECRET_CHARS: Final = 6
-"""Shorter values of variables that need not be secrets (an upstream's ``env``: ``1``, ``true``,
-a port) are not masked: masking them would garble any text while hiding nothing worth hiding."""
+"""The shortest held secret that is masked, in characters: the one rule for every source. A shorter
+value cannot be cut out of a text usefully (masking ``j`` garbles every word holding a ``j`` and
+hides nothing), so a *configured* secret shorter than this (the value of a variable a setting names
+as a token, client secret, password or API key) is refused when the settings are validated
+(:func:`checked_secret`); a value of an upstream's ``env``, which need not be a secret (``1``,
+``true``, a port), and an *obtained* one (a credential a broker handed, a token sent to a token
+endpoint) that short are not masked (:meth:`Secrets.add`)."""
 MIN_ENCODED_CHARS: Final = 8
 """A run of base64 text shorter than this is not searched for: too short to tell from any other."""
 _AUTHORIZATION = re.compile(r"(?i)\b(bearer|basic)(\s+)(?=[A-Za-z._~+/=-]*[0-9._~+/=-])[A-Za-z0-9._~+/=-]{8,}")
 """A scheme and a token (8 or more token characters, at least one not a letter: ``a basic
 approach`` is prose)."""
+
+
+def checked_secret(value: str | None, where: str) -> None:
+    """Refuse a configured secret too short to be masked (:data:`MIN_SECRET_CHARS`); unset is fine.
+
+    :param value: the variable's value (``None`` or ``""`` when unset: not refused here).
+    :param where: the variable as the message names it, ``"upstream 'who': environment variable
+        WHO_SECRET (from auth.client_secret_env)"`` (never its value).
+    :raises ValueError: ``value`` is shorter than :data:`MIN_SECRET_CHARS` characters.
+    """
+    if value and len(value) < MIN_SECRET_CHARS:
+        raise ValueError(
+            f"{where} is shorter than {MIN_SECRET_CHARS} characters; a secret that short cannot be masked out "
+            f"of what the service says (it would garble every text and hide nothing); set a real secret of "
+            f"{MIN_SECRET_CHARS} characters or more"
+        )
 
 
 def _url_spellings(value: str) -> set[str]:
@@ -264,17 +285,19 @@ class Secrets:
 
     @classmethod
     def of(cls, who: str, values: Iterable[str | None]) -> Secrets:
-        """Secrets held for ``who``: each of ``values`` (credentials sent: of any length; ``None``
-        and ``""`` skipped). For one text from a service, e.g. a token endpoint's refusal."""
+        """Secrets held for ``who``: each of ``values`` (credentials sent; ``None``, ``""`` and
+        values shorter than :data:`MIN_SECRET_CHARS` skipped, as :meth:`add` says). For one text
+        from a service, e.g. a token endpoint's refusal."""
         secrets = cls(who)
         for value in values:
             secrets.add(value)
         return secrets
 
-    def add(self, value: str | None, *, minimum: int = 1, handed: bool = False) -> None:
-        """Mask ``value`` from now on; ignored when shorter than ``minimum`` characters (a credential:
-        1; a value that may not be secret at all: :data:`MIN_SECRET_CHARS`)."""
-        if not value or len(value) < minimum or value in self._held or value in self._handed:
+    def add(self, value: str | None, *, handed: bool = False) -> None:
+        """Mask ``value`` from now on. ``None``, and a value shorter than :data:`MIN_SECRET_CHARS`
+        (an obtained token that short, an ``env`` value such as ``1``), are not masked: a configured
+        secret that short was refused with the settings (:func:`checked_secret`)."""
+        if not value or len(value) < MIN_SECRET_CHARS or value in self._held or value in self._handed:
             return
         spellings = _spellings(value)
         spellings |= {json.dumps(v, ensure_ascii=False)[1:-1] for v in spellings}

@@ -42,6 +42,8 @@ WARN_ONCE = (
     "tests/test_side_effects.py::test_warn_mode_serves_the_read_and_records_the_violation",
 )
 GUARDS = "tests/test_budget_and_static_guards.py::"
+KEYS = "tests/test_credential_keys.py::"
+SHORT = "tests/test_short_secrets.py::"
 READINGS = "tests/test_policy_readings.py::"
 
 CASES: tuple[Case, ...] = (
@@ -1419,8 +1421,8 @@ CASES += (
     Case(
         "credentials: the cache key holds the selected claims",
         "core/credentials.py",
-        "    return (issuer, subject, name, principal.share_key[5])",
-        '    return (issuer, subject, name, "")',
+        "    return CacheKey(name, principal.share_key)",
+        '    return CacheKey(name, principal.share_key[:5] + ("",))',
         (
             "tests/test_credentials.py::test_a_changed_selected_claim_is_another_credential",
             "tests/servicenow/test_on_behalf_of_trial.py::test_a_subject_whose_user_claim_changed_acts_as_the_new_user",
@@ -1917,8 +1919,8 @@ CASES += (  # an HTTP upstream's answers bounded while read (issue 40, round 9 b
     Case(
         "upstream http: an event stream is counted per event, not in total",
         "plugins/upstream/bounded.py",
-        "if self.events and (after := _after_blank_line(self._last + piece)) is not None:",
-        "if False and (after := _after_blank_line(self._last + piece)) is not None:",
+        "            after = _after_blank_line(self._last + piece)",
+        "            after = None",
         (HTTP_BOUND + "test_each_event_is_counted_from_the_last_blank_line",),
     ),
     Case(
@@ -1971,6 +1973,124 @@ CASES += (  # an HTTP upstream's answers bounded while read (issue 40, round 9 b
             HTTP_BOUND
             + "test_a_body_whose_encoding_is_broken_fails_its_request_at_once_and_the_session_serves_on[bad_gzip]",
         ),
+    ),
+    # r12 K: upstream credential keys, held secrets too short to mask, event-by-event SSE count
+    Case(
+        "credentials: the cache key holds the caller's whole share key (scopes, client id, groups)",
+        "core/credentials.py",
+        "    return CacheKey(name, principal.share_key)",
+        "    share = principal.share_key\n    return CacheKey(name, (share[0], share[1], '', (), (), share[5]))",
+        (
+            KEYS + "test_a_narrower_scoped_token_gets_its_own_exchange_not_the_broad_ones_credential",
+            KEYS + "test_a_token_issued_to_another_client_gets_its_own_exchange",
+        ),
+    ),
+    Case(
+        "credentials: the pooled on_behalf_of session is kept under the broker's cache key",
+        "plugins/upstream/link.py",
+        "key, sessions = credentials.cache_key(self.exchange, principal), self.sessions",
+        "key, sessions = principal.key, self.sessions",
+        (
+            "tests/identity/test_upstream_token_exchange.py::"
+            "test_tokens_of_one_subject_with_other_scopes_or_client_get_their_own_exchange_and_session",
+        ),
+    ),
+    Case(
+        "credentials: a Redis entry is named by the shape-tagged canonical JSON of its key",
+        "core/_serve/state/credentials.py",
+        'json.dumps([KEY_SHAPE, key.upstream, key.principal], separators=(",", ":"), ensure_ascii=True)',
+        "json.dumps(list(key))",
+        (KEYS + "test_redis_entry_names_differ_for_every_part_and_never_collide_across_shapes",),
+    ),
+    Case(
+        "credentials: a key of another shape is refused, not serialized",
+        "core/_serve/state/credentials.py",
+        "    if not isinstance(key, CacheKey):",
+        "    if False:",
+        (KEYS + "test_a_key_of_another_shape_is_refused_not_serialized",),
+    ),
+    Case(
+        "masking: a configured secret shorter than the minimum is refused",
+        "plugins/_masking.py",
+        "    if value and len(value) < MIN_SECRET_CHARS:\n        raise ValueError(",
+        "    if False:\n        raise ValueError(",
+        (SHORT + "test_a_configured_secret_shorter_than_the_minimum_is_refused_naming_the_setting_and_the_minimum",),
+    ),
+    Case(
+        "masking: an upstream's token and client secret are checked with its settings",
+        "plugins/upstream/settings.py",
+        "                checked_secret(os.environ.get(name), where)",
+        "                pass",
+        (SHORT + "test_a_configured_secret_shorter_than_the_minimum_is_refused_naming_the_setting_and_the_minimum",),
+    ),
+    Case(
+        "masking: an OpenAPI service's secrets are checked with its settings, not its client id",
+        "plugins/openapi/settings.py",
+        'if setting != "auth.client_id_env":',
+        "if False:",
+        (SHORT + "test_a_configured_secret_shorter_than_the_minimum_is_refused_naming_the_setting_and_the_minimum",),
+    ),
+    Case(
+        "masking: an OpenAPI service's client id is no secret (any length)",
+        "plugins/openapi/settings.py",
+        'if setting != "auth.client_id_env":',
+        "if True:",
+        (SHORT + "test_a_configured_secret_of_the_minimum_length_or_unset_is_accepted",),
+    ),
+    Case(
+        "masking: a ServiceNow instance's secrets are checked with its settings",
+        "plugins/servicenow/settings.py",
+        "                    checked_secret(os.environ.get(env), where)",
+        "                    pass",
+        (SHORT + "test_a_configured_secret_shorter_than_the_minimum_is_refused_naming_the_setting_and_the_minimum",),
+    ),
+    Case(
+        "masking: an env value or an obtained secret shorter than the minimum is not masked",
+        "plugins/_masking.py",
+        "if not value or len(value) < MIN_SECRET_CHARS or value in self._held",
+        "if not value or value in self._held",
+        (
+            SHORT + "test_an_obtained_secret_shorter_than_the_minimum_is_not_masked",
+            SHORT + "test_a_short_stdio_env_value_is_not_masked_a_long_one_is",
+        ),
+    ),
+    Case(
+        "masking: ServiceNow's redactor follows the same minimum",
+        "plugins/servicenow/redact.py",
+        "_MIN_SECRET = MIN_SECRET_CHARS",
+        "_MIN_SECRET = 4",
+        (SHORT + "test_a_token_servicenow_issued_shorter_than_the_minimum_is_not_masked",),
+    ),
+    Case(
+        "upstream http: a piece that may end an event over the limit is counted event by event",
+        "plugins/upstream/bounded.py",
+        "        elif self.count + len(piece) <= self.limit:",
+        "        elif True:",
+        (
+            HTTP_BOUND + "test_an_event_over_the_limit_is_refused_in_every_shape",
+            HTTP_BOUND + "test_an_oversize_event_ending_in_a_chunk_with_more_is_refused_in_our_words[LF-tail]",
+        ),
+    ),
+    Case(
+        "upstream http: an event is allowed up to the limit, not one byte more",
+        "plugins/upstream/bounded.py",
+        "start + self.limit - used + 1)",
+        "start + self.limit - used + 2)",
+        (HTTP_BOUND + "test_an_event_over_the_limit_is_refused_in_every_shape",),
+    ),
+    Case(
+        "upstream http: an event at the limit passes",
+        "plugins/upstream/bounded.py",
+        "start + self.limit - used + 1)",
+        "start + self.limit - used)",
+        (HTTP_BOUND + "test_an_event_at_the_limit_passes_in_every_shape",),
+    ),
+    Case(
+        "upstream http: each event a piece holds starts its own count",
+        "plugins/upstream/bounded.py",
+        "            start, used = end.end(), 0",
+        "            start = end.end()",
+        (HTTP_BOUND + "test_an_event_at_the_limit_passes_in_every_shape",),
     ),
     Case(
         "openapi: a service's answer is bounded while read, in decoded bytes (a gzip body too)",

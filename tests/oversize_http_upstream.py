@@ -10,6 +10,13 @@ encoded answer, ``bad_gzip`` / ``bad_gzip_sse`` a body that says gzip and is not
 puts an event of ``mib`` MiB on the standalone GET stream, then answers; ``ping_get`` puts a small
 ``notifications/message`` on it; ``hello`` answers ``hello``. :data:`STATE` counts the GET
 streams opened and the messages a GET stream delivered.
+
+``packed_sse`` (arguments ``size``, ``ends``, ``layout``) answers with an event stream whose
+lines end with ``ends`` (``"\n"``, ``"\r\n"`` or ``"\r"``): a ``notifications/message`` event
+holding ``size`` bytes of ``y``, whose last bytes and blank line are sent in one piece with what
+follows, then the answer ``after``. ``layout``: ``"tail"`` (its tail, blank line and the answer in
+one piece), ``"split"`` (its blank line split between two pieces), ``"many"`` (small events before
+it in the piece that starts it, and after it in the piece that ends it).
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ from typing import Any
 
 MIB = 1024 * 1024
 TOOLS = ["big_json", "big_sse", "drip_json", "drip_sse", "trickle", "bomb_json", "bomb_sse", "gzip_hello",
-         "deflate_hello", "bad_gzip", "bad_gzip_sse", "shout_get", "ping_get", "hello"]  # fmt: skip
+         "deflate_hello", "bad_gzip", "bad_gzip_sse", "shout_get", "ping_get", "hello", "packed_sse"]  # fmt: skip
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 
@@ -102,6 +109,29 @@ def _text(ident: object, words: str) -> bytes:
     return _small(ident, {"content": [{"type": "text", "text": words}]})
 
 
+def _event(ends: str, data: str) -> str:
+    return f"event: message{ends}data: {data}{ends}{ends}"
+
+
+def _note(ends: str, words: str) -> str:
+    note = {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": words}}
+    return _event(ends, json.dumps(note))
+
+
+async def _packed(ident: object, size: int, ends: str, layout: str) -> AsyncIterator[bytes]:
+    """The ``packed_sse`` answer (module docstring), in the pieces its layout says."""
+    smalls = "".join(_note(ends, f"small {i}") for i in range(20)) if layout == "many" else ""
+    big = _note(ends, "y" * size)
+    cut = big.index("y" * size) + size - 1000  # the last 1000 bytes of y start the piece ending it
+    answer = _event(ends, _text(ident, "after").decode())
+    yield (smalls + big[:cut]).encode()  # the start: written at once, read in socket-sized chunks
+    if layout == "split":  # the blank line's last line end held back a moment
+        yield big[cut:-1].encode()
+        await asyncio.sleep(0.05)
+        cut = len(big) - 1
+    yield (big[cut:] + smalls + answer).encode()
+
+
 async def _call(send: Send, ident: object, name: str, args: dict[str, Any]) -> None:
     mib = float(args.get("mib", 9))
     js, sse = "application/json", "text/event-stream"
@@ -126,6 +156,8 @@ async def _call(send: Send, ident: object, name: str, args: dict[str, Any]) -> N
     elif name in ("bad_gzip", "bad_gzip_sse"):
         media = js if name == "bad_gzip" else sse
         await _respond(send, media, _one(b"this is no gzip stream at all"), **{"content-encoding": "gzip"})
+    elif name == "packed_sse":
+        await _respond(send, sse, _packed(ident, int(args["size"]), str(args["ends"]), str(args["layout"])))
     elif name in ("shout_get", "ping_get"):
         STATE.events().put_nowait(("big" if name == "shout_get" else "small", mib))
         await _respond(send, js, _one(_text(ident, "queued")))

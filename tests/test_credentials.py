@@ -1,6 +1,6 @@
 """Issue 23: the credential broker (``mcp_providers.credentials``) on its own, in one process.
 
-Cache per (issuer, subject, upstream) until ``expires_at - margin``; single-flight of concurrent
+Cache per (upstream, the principal's whole share key) until ``expires_at - margin``; single-flight of concurrent
 calls (errors shared, never cached); ``forget``; a credential's token never in its repr or errors;
 the request objects reach the broker.
 """
@@ -100,7 +100,8 @@ async def test_one_subject_at_two_issuers_or_two_upstreams_never_share() -> None
     d = await broker.credential(one, BOB)
     assert len({a.token, b.token, c.token, d.token}) == 4
     assert one.calls == [ALICE, ALICE_ELSEWHERE, BOB] and other.calls == [ALICE]
-    assert cache_key(one, ALICE)[:3] == ("https://idp-a.example.com", "alice", "svc:one")
+    key = cache_key(one, ALICE)
+    assert (key.upstream, key.principal[:2]) == ("svc:one", ("https://idp-a.example.com", "alice"))
 
 
 async def test_a_credential_shorter_than_the_margin_is_used_once_and_not_kept() -> None:

@@ -97,7 +97,7 @@ async def test_errors_and_tool_texts_from_an_upstream_carry_no_held_secret(compo
 
 def test_a_held_secret_is_masked_whole_and_short_values_are_left() -> None:
     secrets = Secrets()
-    secrets.add("abc", minimum=6)  # an env value too short to mean anything: masking it garbles text
+    secrets.add("abc")  # shorter than MIN_SECRET_CHARS: masking it would garble text and hide nothing
     secrets.add("token-123456")
     secrets.add("token-123456-extended")  # one secret holding another: the longer masked whole
     assert secrets.masked("abc token-123456-extended token-123456") == f"abc {MASK} {MASK}"

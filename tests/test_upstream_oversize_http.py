@@ -15,7 +15,7 @@ from typing import Any
 import anyio
 import pytest
 import uvicorn
-from oversize_http_upstream import STATE, app
+from oversize_http_upstream import STATE, _note, app
 from serve_support import free_port
 from upstream_support import link_of, refusal
 from waiting import await_until, wait_until
@@ -140,6 +140,42 @@ def test_the_last_blank_line_is_found_whatever_line_ends_are_used(data: bytes, a
     assert bounded._after_blank_line(data) == after  # bytes after it: the \n of a \r\n may count
 
 
+ENDS = {"LF": b"\n", "CRLF": b"\r\n", "CR": b"\r"}
+
+
+def _shaped(shape: str, end: bytes, size: int) -> tuple[bytes, ...]:
+    """A stream of small events and one whose ``data: ...`` line and its line end are ``size``
+    bytes, in chunks as ``shape`` says (tester r12, finding 3: each must be counted)."""
+    small, big = b"data: 1" + end + end, b"data: " + b"x" * (size - 6 - len(end)) + end + end
+    assert len(big) == size + len(end)
+    if shape == "one chunk":  # the whole event, its blank line and the next event in one chunk
+        return (big + small,)
+    if shape == "ends a chunk":  # its start counted earlier; its end, blank line and more in one chunk
+        return (small + big[:5], big[5:] + small)
+    if shape == "split blank line":  # its blank line split between two chunks
+        return (big[:-1], big[-1:] + small)
+    return (small * 3 + big + small * 3,)  # many per chunk
+
+
+SHAPES = ["one chunk", "ends a chunk", "split blank line", "many per chunk"]
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("ends", ENDS)
+async def test_an_event_over_the_limit_is_refused_in_every_shape(shape: str, ends: str) -> None:
+    with pytest.raises(EventRefused, match="over 30"):
+        await _drained(_stream(*_shaped(shape, ENDS[ends], 31), events=True, limit=30))
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("ends", ENDS)
+async def test_an_event_at_the_limit_passes_in_every_shape(shape: str, ends: str) -> None:
+    chunks = _shaped(shape, ENDS[ends], 29)  # a \r\n's \n may count to the next event: 30 at most
+    stream = _stream(*chunks, events=True, limit=30)
+    assert await _drained(stream) == b"".join(chunks)
+    assert stream.largest <= 30
+
+
 @pytest.mark.parametrize("chunks", [(b"data: 12345\r\n", b"data: 67890\r\n"), (b"data: 12345\n", b"data: 6789\r\n")])
 async def test_a_single_line_end_does_not_end_an_event(chunks: tuple[bytes, ...]) -> None:
     with pytest.raises(EventRefused, match="over 20"):
@@ -245,3 +281,36 @@ async def test_an_oversize_event_on_the_get_stream_is_dropped_and_the_stream_ope
         assert await _hello(client) == "hello" and await _hello(client, "c_hello") == "hello"
         assert link_of(composed, "big").restarts == 0
     _held_within_the_limit(counted)
+
+
+LAYOUTS = ["tail", "split", "many"]
+
+
+def _packed(ends: str, over: int) -> dict[str, Any]:
+    """``packed_sse``'s arguments for an event of ``LIMIT + over`` bytes (its blank line aside)."""
+    end = ENDS[ends].decode()
+    return {"size": LIMIT + over - len(_note(end, "")) + len(end), "ends": end}
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("ends", ENDS)
+async def test_an_oversize_event_ending_in_a_chunk_with_more_is_refused_in_our_words(
+    url: str, layout: str, ends: str, counted: list[Counted]
+) -> None:
+    """Tester r12, finding 3: the bytes before a chunk's last blank line were not counted into the
+    event they end, so an event over the limit passed our count (the SDK refused it, in its words)."""
+    composed = _composed(url)
+    async with composed.running(), connect(composed) as client:
+        said = await _refusal(client.call_tool("b_packed_sse", {**_packed(ends, 64), "layout": layout}))
+        assert _said("packed_sse") in said
+        assert await _hello(client) == "hello"
+    _held_within_the_limit(counted)
+
+
+@pytest.mark.parametrize(("layout", "ends"), [("tail", "LF"), ("split", "CRLF"), ("many", "CR")])
+async def test_an_event_under_the_limit_ending_in_a_chunk_with_more_passes(url: str, layout: str, ends: str) -> None:
+    composed = _composed(url)
+    async with composed.running(), connect(composed) as client:
+        with anyio.fail_after(QUICK):
+            result = await client.call_tool("b_packed_sse", {**_packed(ends, -64), "layout": layout})
+        assert not result.is_error and result.content[0].text == "after", result  # type: ignore[union-attr]

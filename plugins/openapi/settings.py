@@ -41,6 +41,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator,
 
 from mcp_providers.http import is_loopback_host
 from mcp_providers.models import Effects
+from mcp_providers.plugins._masking import checked_secret
 from mcp_providers.plugins._oauth import ClientCredentialsAuth, OAuthAuth, OnBehalfOfAuth, variable_named
 
 __all__ = [
@@ -264,9 +265,12 @@ class OpenAPISettings(BaseModel):
     @model_validator(mode="after")
     def _warn_unset_secrets(self) -> OpenAPISettings:
         """Log a warning for each secret variable that is unset: the service still loads, and every
-        request to it fails saying so."""
+        request to it fails saying so. One set but too short to be masked is refused
+        (:func:`~mcp_providers.plugins._masking.checked_secret`; a client id is no secret)."""
         for service in self.services:
             for setting, env in secret_variables(service):
+                if setting != "auth.client_id_env":
+                    checked_secret(os.environ.get(env), f"service {service.name!r}: {variable_named(env, setting)}")
                 if not os.environ.get(env):
                     log.warning(
                         "openapi: service %r: %s is not set; every request to this service will fail until it "

@@ -17,11 +17,15 @@ from collections import OrderedDict
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from mcp_providers.plugins._masking import MIN_SECRET_CHARS
+
 __all__ = ["MASK", "Redactor", "redact_url"]
 
 MASK = "[redacted]"
-_MIN_SECRET = 4
-"""Shorter values are not redacted: masking every "a" would destroy messages and hide nothing."""
+_MIN_SECRET = MIN_SECRET_CHARS
+"""Shorter values are not redacted: masking every "a" would destroy messages and hide nothing (the
+one rule of :data:`~mcp_providers.plugins._masking.MIN_SECRET_CHARS`: a configured secret that
+short is refused with the settings, an issued token that short is not masked)."""
 _CREDENTIAL_PARAM = re.compile(r"pass|secret|token|key|auth|sig|credential|code|session", re.IGNORECASE)
 _PATTERNS = (
     # Authorization: <scheme> <credential>, x-sn-apikey: <key>, cookies (as upstreams echo headers)

@@ -45,6 +45,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from mcp_providers.http import is_loopback_host
+from mcp_providers.plugins._masking import checked_secret
 from mcp_providers.plugins.servicenow.auth_settings import (
     STRICT,
     ApiKeyAuth,
@@ -271,9 +272,14 @@ class ServiceNowSettings(BaseModel):
     @model_validator(mode="after")
     def _warn_unset_secrets(self) -> ServiceNowSettings:
         """Log a warning (``check``, ``plugins`` and ``serve`` all show it) for each secret variable
-        that is unset: the plugin still loads, and every request to that instance fails saying so."""
+        that is unset: the plugin still loads, and every request to that instance fails saying so.
+        One set but too short to be masked is refused
+        (:func:`~mcp_providers.plugins._masking.checked_secret`; a client id is no secret)."""
         for instance in self.instances:
             for setting, env in secret_variables(instance):
+                if setting != "auth.client_id_env":
+                    where = f"servicenow: instance {instance.name!r}: environment variable {env} (from {setting})"
+                    checked_secret(os.environ.get(env), where)
                 if not os.environ.get(env):
                     log.warning(
                         "servicenow: instance %r: environment variable %s (from %s) is not set; every "

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import zlib
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Final
@@ -141,16 +142,31 @@ class Counted(httpx2.AsyncByteStream):
             raise self.refuse(None) from None
 
     def counted(self, piece: bytes) -> None:
-        """Add ``piece`` to the count; raise ``refuse(limit)`` when it passes the limit."""
+        """Add ``piece`` to the count; raise ``refuse(limit)`` when it passes the limit: for events,
+        when any event it ends, holds or starts does (one in one piece, one across pieces, many in one)."""
         self.read += len(piece)
-        if self.events and (after := _after_blank_line(self._last + piece)) is not None:
-            self.count = after
-        else:
+        if not self.events:
             self.count += len(piece)
+        elif self.count + len(piece) <= self.limit:  # no event in it can pass: only the last one's count
+            after = _after_blank_line(self._last + piece)
+            self.count = self.count + len(piece) if after is None else after
+        else:
+            self.count = self._events_counted(self._last + piece, len(self._last))
         self._last = piece[-1:]
         if self.count > self.limit:
             raise self.refuse(self.limit)
         self.largest = max(self.largest, self.count)
+
+    def _events_counted(self, data: bytes, start: int) -> int:
+        """The count after ``data[start:]`` (``data[:start]``: the byte before it), each event in
+        it checked: its bytes up to its blank line (the current count first) are at most ``limit``.
+        Returns ``limit + 1`` for one that is not."""
+        used = self.count
+        while (end := _BLANK_LINE.search(data, start, start + self.limit - used + 1)) is not None:
+            self.largest = max(self.largest, used + end.start() - start)
+            start, used = end.end(), 0  # the next event starts after the blank line's last line end
+        used += len(data) - start
+        return used if used <= self.limit else self.limit + 1
 
     async def aclose(self) -> None:
         await self.raw.aclose()
@@ -198,6 +214,12 @@ class Bounds:
             data = {LINE_LIMIT_KEY: limit}
             self.refused[ident] = types.ErrorData(code=types.INTERNAL_ERROR, message=message, data=data)
         return EventRefused(message, limit) if events else BodyRefused(message, limit)
+
+
+_BLANK_LINE = re.compile(rb"(?<=\n)[\n\r]|(?<=\r)\r")
+"""The line end that ends a blank line (so an event), as :func:`_after_blank_line` finds it: a line
+end right after a line end (``\n\n``, ``\n\r``, ``\r\r``; the ``\n`` of a ``\r\n`` after it
+counts to the next event). The byte before ``pos`` is seen, so one straddling two pieces is found."""
 
 
 def _after_blank_line(data: bytes) -> int | None:

@@ -19,7 +19,7 @@ from mcp.client.streamable_http import streamable_http_client
 from pydantic import ValidationError
 
 from mcp_providers.http import client as framework_client
-from mcp_providers.plugins._masking import MIN_SECRET_CHARS, Secrets
+from mcp_providers.plugins._masking import Secrets
 from mcp_providers.plugins.upstream.asking import Relay
 from mcp_providers.plugins.upstream.bounded import ACCEPT_ENCODING, Bounds
 from mcp_providers.plugins.upstream.settings import BearerAuth, ServerSettings, read_variable
@@ -156,7 +156,7 @@ def held_secrets(server: ServerSettings) -> Secrets:
     token or client secret), to be masked in what the upstream says; unset ones are skipped."""
     secrets = Secrets(f"upstream {server.name!r}")
     for name in server.env.values():  # not all secrets: a short value (a flag, a port) is left
-        secrets.add(os.environ.get(name), minimum=MIN_SECRET_CHARS)
+        secrets.add(os.environ.get(name))
     for field in ("token_env", "client_secret_env"):
         if isinstance(named := getattr(server.auth, field, None), str):
             secrets.add(os.environ.get(named))

@@ -1,8 +1,9 @@
 """The upstream sessions of an ``on_behalf_of`` upstream: one MCP session per caller.
 
 A caller's requests go over a session of their own, opened with their exchanged credential on
-their first request and kept under the broker's cache key for that caller (so two callers never
-share one, and a subject whose selected claims changed gets a new one). A session unused for
+their first request and kept under the broker's cache key for that caller's token
+(:class:`~mcp_providers.credentials.CacheKey`: two callers never share one, nor two tokens of one
+subject with other scopes, OAuth client, groups or selected claims). A session unused for
 ``idle_seconds`` is closed; at most ``max_sessions`` are open, the least recently used idle one
 closed to make room. A session whose connection fails is dropped; the caller's next request
 opens another.

@@ -47,6 +47,7 @@ it lists is served as ``<namespace>://scheme/rest``; receipts and audit lines ke
 
 from __future__ import annotations
 
+import os
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
@@ -54,6 +55,7 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, PrivateAttr, T
 
 from mcp_providers.models import Effects
 from mcp_providers.plugins import _oauth
+from mcp_providers.plugins._masking import checked_secret
 from mcp_providers.plugins._oauth import ENV_NAME as _ENV_NAME
 from mcp_providers.plugins._oauth import NOT_A_NAME as _NOT_A_NAME
 from mcp_providers.plugins._oauth import ClientCredentialsAuth, EnvName, OAuthAuth, checked_url
@@ -235,6 +237,17 @@ class ServerSettings(BaseModel):
                 raise ValueError(
                     f"upstream {self.name!r}: prefix {prefix!r} {exc}; write %XX with two hex digits"
                 ) from None
+        return self
+
+    @model_validator(mode="after")
+    def _secrets_maskable(self) -> ServerSettings:
+        """A set secret variable (``auth.token_env``, ``auth.client_secret_env``) too short to be
+        masked is refused (:func:`~mcp_providers.plugins._masking.checked_secret`); unset ones are
+        reported when first read. ``env`` values need not be secrets: short ones are not masked."""
+        for setting in ("token_env", "client_secret_env"):
+            if isinstance(name := getattr(self.auth, setting, None), str):
+                where = f"upstream {self.name!r}: {_oauth.variable_named(name, f'auth.{setting}')}"
+                checked_secret(os.environ.get(name), where)
         return self
 
     @property

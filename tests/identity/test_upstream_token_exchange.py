@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
+import jwt
 import pytest
 from identity_support import (
     HERE,
@@ -226,6 +227,41 @@ async def test_each_caller_has_one_upstream_session_closed_when_idle(
                 assert json.loads(called.structured_content["result"])["sub"] == name
         assert (len(link.sessions), link.sessions.opened) == (2, 2)  # one each, kept between requests
         await await_until(lambda: len(link.sessions) == 0, "the idle sessions are closed")
+
+
+async def test_tokens_of_one_subject_with_other_scopes_or_client_get_their_own_exchange_and_session(
+    exchange_idp: IdentityProvider, upstream: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Tester r12, finding 1: the pool kept alice's session (and the broker her exchanged token)
+    under issuer, subject and claims only, so a later token of hers with narrower scopes or of
+    another OAuth client was served over the session, and with the token, of the first."""
+    monkeypatch.setenv("U3_GATEWAY_ID", GATEWAY)
+    monkeypatch.setenv("U3_GATEWAY_SECRET", GATEWAY_SECRET)
+    settings = {"servers": [{
+        "name": "who", "url": upstream["url"], "prefixes": ["whoami://"], "read_timeout": 10,
+        "auth": {"type": "on_behalf_of", "token_endpoint": exchange_idp.token_endpoint, "scope": "mcp:read",
+                 "client_id_env": "U3_GATEWAY_ID", "client_secret_env": "U3_GATEWAY_SECRET"}}]}  # fmt: skip
+    composed = compose({"upstream": upstream_plugin}, {"upstream": settings})
+    [link] = [d.provider.link for d in composed.assembly.declared if d.provider.name == "upstream-who-tools"]
+    tokens = [await authorization_code_token(exchange_idp, "http://127.0.0.1:9/mcp", "alice") for _ in range(2)]
+    clients = [jwt.decode(t, options={"verify_signature": False})["client_id"] for t in tokens]
+    assert clients[0] != clients[1]  # each login registered its own OAuth client
+    broad = Principal("alice", issuer=exchange_idp.issuer, client_id=clients[0], scopes={"mcp:read", "mcp:write"},
+                      access_token=tokens[0])  # fmt: skip
+    narrow = Principal("alice", issuer=exchange_idp.issuer, client_id=clients[0], scopes={"mcp:read"},
+                       access_token=tokens[0])  # fmt: skip
+    other = Principal("alice", issuer=exchange_idp.issuer, client_id=clients[1], scopes={"mcp:read"},
+                      access_token=tokens[1])  # fmt: skip
+    before = {digest for sub, digest in seen_by_upstream(upstream["log"]) if sub == "alice"}
+    async with composed.running():
+        for principal in (broad, narrow, other, broad, narrow, other):
+            async with connect(composed, principal=principal) as client:
+                called = await client.call_tool("whoami", {})
+                assert called.structured_content is not None
+                assert json.loads(called.structured_content["result"])["sub"] == "alice"
+        assert (len(link.sessions), link.sessions.opened, link.exchange.requests) == (3, 3, 3)
+    fresh = {digest for sub, digest in seen_by_upstream(upstream["log"]) if sub == "alice"} - before
+    assert len(fresh) == 3  # the upstream saw one exchanged token per token of alice's, each on its own session
 
 
 async def test_a_caller_of_another_trusted_issuer_is_refused_and_their_token_never_leaves(

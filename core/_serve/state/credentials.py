@@ -9,8 +9,12 @@ Nothing readable is kept in Redis. With the deployment key ``K`` (32 random byte
 environment variable ``[server.credentials] key_env``) two keys are derived with HKDF-SHA256
 (RFC 5869): one names entries, one encrypts them.
 
-- an entry is ``{key_prefix}:credential:<HMAC-SHA256(name key, JSON [issuer, subject, upstream])>``,
-  so neither the caller nor the upstream shows in the key (nor can be found by hashing guesses);
+- an entry is ``{key_prefix}:credential:<HMAC-SHA256(name key, K)>``, where ``K`` is the
+  :class:`~mcp_providers.credentials.CacheKey` as compact JSON tagged with its shape,
+  ``["credential-key/2", upstream, [issuer, subject, client id, [scopes], [groups], claims]]``: one
+  text per key on every replica, and keys of different shapes (an older release's, another part
+  list) never name one entry; neither the caller nor the upstream shows in the key (nor can be
+  found by hashing guesses);
 - its value is a 12-byte random nonce followed by the AES-256-GCM encryption of the JSON
   ``{"token", "expires_at", "subject", "grant"}``, with the entry's own Redis key as associated
   data, so a value copied under another caller's key does not decrypt;
@@ -78,6 +82,23 @@ def deployment_key(env_name: str, environ: Mapping[str, str] | None = None) -> b
     return key
 
 
+KEY_SHAPE = "credential-key/2"
+"""The tag that opens every serialized :class:`~mcp_providers.credentials.CacheKey` (bumped
+when its parts change, so an entry kept under an older shape is never read as a newer one's)."""
+
+
+def key_text(key: CacheKey) -> str:
+    """``key`` as the one text every replica names its entry by: compact JSON (ASCII only) of
+    :data:`KEY_SHAPE`, the upstream and the principal's parts, nested as in the key, so no two
+    keys (of this or any other shape) give one text (``["a b"]`` is not ``["a", "b"]``).
+
+    :raises TypeError: ``key`` is not a :class:`~mcp_providers.credentials.CacheKey`.
+    """
+    if not isinstance(key, CacheKey):
+        raise TypeError(f"a credential cache key is a CacheKey (credentials.cache_key), not {type(key).__name__}")
+    return json.dumps([KEY_SHAPE, key.upstream, key.principal], separators=(",", ":"), ensure_ascii=True)
+
+
 def _derive(key: bytes, purpose: bytes) -> bytes:
     from cryptography.hazmat.primitives import hashes  # only with [cluster] (credentials in Redis)
     from cryptography.hazmat.primitives.kdf.hkdf import HKDF
@@ -96,7 +117,7 @@ class Sealer:
 
     def name(self, key: CacheKey) -> str:
         """The hex HMAC-SHA256 naming ``key``'s entry (no issuer, subject or upstream readable in it)."""
-        return hmac.new(self._names, json.dumps(list(key)).encode(), hashlib.sha256).hexdigest()
+        return hmac.new(self._names, key_text(key).encode(), hashlib.sha256).hexdigest()
 
     def seal(self, credential: Credential, where: str) -> bytes:
         """Nonce and ciphertext of ``credential``, bound to the Redis key ``where``."""
