@@ -1599,7 +1599,7 @@ CASES += (  # live composition (issue 26) and extensions (issue 27)
     Case(
         "tasks: another principal's task is not found",
         "core/_serve/methods/tasks.py",
-        "if record is None or not secrets.compare_digest(record.owner, owner_of(principal)):",
+        "if record is None or not secrets.compare_digest(record.reader, reader_of(principal)):",
         "if record is None:",
         (TASKS + "test_a_task_belongs_to_the_principal_that_started_it",),
     ),
@@ -2116,6 +2116,15 @@ CASES += (  # a Unix socket bound to a path is a new file (round 12 tester nine:
             "tests/test_side_effects.py::test_the_error_says_what_was_attempted",
             "tests/test_embedded_guards.py::test_mounted_by_default_what_needs_no_patch_is_still_refused",
         ),
+    ),
+)
+CASES += (  # a task is bound to the authorization context that made it (round 12 helper K's note)
+    Case(
+        "tasks: a task is found only by its creator's whole authorization context",
+        "core/_serve/methods/tasks.py",
+        "secrets.compare_digest(record.reader, reader_of(principal)):",
+        "secrets.compare_digest(record.owner, owner_of(principal)):",
+        ("tests/test_tasks.py::test_a_task_belongs_to_the_principal_that_started_it",),
     ),
 )
 CASES += (  # skills results take the reads' cache rule (round 12 tester nine: skills/get was public naming Alice)

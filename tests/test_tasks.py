@@ -167,8 +167,20 @@ async def test_an_answer_of_the_wrong_shape_reaches_the_tool_as_a_failure_not_as
 
 @pytest.mark.parametrize(
     "other",
-    [BOB, Principal("alice", issuer="https://other-idp.example/"), Principal("alice", issuer="static")],
-    ids=["another subject", "alice of another issuer (round 4 item 1)", "alice of the static tokens"],
+    [
+        BOB,
+        Principal("alice", issuer="https://other-idp.example/"),
+        Principal("alice", issuer="static"),
+        Principal("alice", issuer="https://idp.example/", client_id="another-app"),
+        Principal("alice", issuer="https://idp.example/", scopes=frozenset({"read"})),
+    ],
+    ids=[
+        "another subject",
+        "alice of another issuer (round 4 item 1)",
+        "alice of the static tokens",
+        "alice through another client",  # a task is bound to the authorization context that made it
+        "alice with other scopes",
+    ],
 )
 async def test_a_task_belongs_to_the_principal_that_started_it(other: Principal) -> None:
     composed = compose({"tasks": TasksPlugin()})

@@ -17,7 +17,7 @@ import pytest
 import yaml
 from cluster_support import RedisServer
 
-from mcp_providers._serve.methods.tasks import Tasks, owner_of
+from mcp_providers._serve.methods.tasks import Tasks, owner_of, reader_of
 from mcp_providers._serve.state.cluster import RedisBackend
 from mcp_providers._serve.state.events import UNSTORED, RedisEventStore
 from mcp_providers._serve.state.sealing import Sealing
@@ -49,8 +49,9 @@ async def _keep_and_find(redis: RedisServer) -> tuple[bool, bool, bool]:
     settings = ClusterSettings(redis_url=redis.url, key_prefix=f"t{uuid.uuid4().hex[:8]}")
     made = time.time()
     task_id = new_task_id(made)
-    record = TaskRecord(task_id=task_id, tool="echo", owner=owner_of(LOCAL), status="completed", created=made,
-                        updated=made, ttl=3600, poll_ms=1000, result={"content": []})  # fmt: skip
+    record = TaskRecord(task_id=task_id, tool="echo", owner=owner_of(LOCAL), reader=reader_of(LOCAL),
+                        status="completed", created=made, updated=made, ttl=3600, poll_ms=1000,
+                        result={"content": []})  # fmt: skip
     async with (backend := RedisBackend(settings)).running():
         await RedisTasks(backend, sealing=SEALING).create(record)
         event = types.JSONRPCNotification(jsonrpc="2.0", method="notifications/resources/updated",

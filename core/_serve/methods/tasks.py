@@ -20,6 +20,7 @@ without persistence) is answered ``-32010`` ``task-lost``, saying so, rather tha
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import secrets
 import time
@@ -87,9 +88,18 @@ def declares_tasks(ctx: Ctx) -> bool:
 
 
 def owner_of(principal: Principal) -> str:
-    """The owner key of ``principal``'s tasks: SHA-256 of issuer and subject (no identity in Redis)."""
+    """The owner key of ``principal``'s tasks, what their caps count per person: SHA-256 of issuer
+    and subject (no identity in Redis)."""
     issuer, subject = principal.key
     return hashlib.sha256(f"{issuer}\0{subject}".encode()).hexdigest()
+
+
+def reader_of(principal: Principal) -> str:
+    """Who may see, answer and cancel a task: SHA-256 of ``principal.share_key`` (issuer, subject,
+    client id, scopes, groups, selected claims): the authorization context that made it, so the
+    same person's token for another client or with other scopes is not it (MCP tasks bind a task
+    to its creator's authorization context)."""
+    return hashlib.sha256(json.dumps(principal.share_key).encode()).hexdigest()
 
 
 def shown(task_id: str) -> str:
@@ -211,6 +221,7 @@ class Tasks:
         record = TaskRecord(
             task_id=new_task_id(now),
             owner=owner,
+            reader=reader_of(exchange.principal),
             tool=tool,
             status="working",
             created=now,
@@ -318,7 +329,7 @@ class Tasks:
         record = await self.store.get(task_id) if len(task_id) <= 200 else None
         if record is None and len(task_id) <= 200 and await self.store.lost(task_id):
             raise TaskLost(LOST, data={"rule": "task-lost"})
-        if record is None or not secrets.compare_digest(record.owner, owner_of(principal)):
+        if record is None or not secrets.compare_digest(record.reader, reader_of(principal)):
             raise InvalidParams(NOT_FOUND, data={"rule": "task-not-found"})
         return record
 

@@ -52,7 +52,7 @@ class TaskRecord:
 
     task_id: str
     owner: str
-    """Digest of the principal's ``(issuer, subject)`` that started it: nobody else sees it."""
+    """Digest of the principal's ``(issuer, subject)`` that started it: what per-person caps count."""
     tool: str
     status: Status
     created: float
@@ -72,6 +72,9 @@ class TaskRecord:
     cancel: bool = False
     lease_until: float | None = None
     """Until when the running replica holds it (``None``: not leased, in one process)."""
+    reader: str = ""
+    """Digest of the whole authorization context that started it (``methods.tasks.reader_of``):
+    nobody else sees it. ``""`` (a record of an older replica): nobody does."""
 
     @property
     def ended(self) -> bool:
