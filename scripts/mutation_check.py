@@ -2127,6 +2127,15 @@ CASES += (  # a task is bound to the authorization context that made it (round 1
         ("tests/test_tasks.py::test_a_task_belongs_to_the_principal_that_started_it",),
     ),
 )
+CASES += (  # public only for nobody in particular (round 12 tester ten: Principal("alice") was public)
+    Case(
+        "cache: only ANONYMOUS and LOCAL exactly are nobody in particular",
+        "core/_serve/steps/custody.py",
+        "    return principal in (ANONYMOUS, LOCAL)",
+        "    return principal.anonymous or principal.issuer == \"local\"",
+        ("tests/test_cache_scope.py::test_a_static_read_is_private_when_callers_are_known_or_a_policy_is_in_force",),
+    ),
+)
 CASES += (  # skills results take the reads' cache rule (round 12 tester nine: skills/get was public naming Alice)
     Case(
         "cache: skills results are public only when shareable",

@@ -109,6 +109,11 @@ async def test_a_shared_sdk_cache_still_shares_what_no_caller_can_see_differentl
         pytest.param({**DOCUMCP, "gate": _GroupsOnly()}, None, ANONYMOUS, id="third-party-authorize-hook"),
         pytest.param(DOCUMCP, None, ALICE, id="authenticated-caller-no-policy"),
         pytest.param(DOCUMCP, None, Principal("svc", issuer="static"), id="static-token-caller"),
+        # named by an embedder (serving_as) with no issuer, or as another account of issuer "local":
+        # their receipts name them, so they are no unknown caller (tester ten)
+        pytest.param(DOCUMCP, None, Principal("alice"), id="named-without-issuer"),
+        pytest.param(DOCUMCP, None, Principal("anonymous", client_id="an-app"), id="anonymous-with-a-client"),
+        pytest.param(DOCUMCP, None, Principal("carol", issuer="local"), id="another-local-account"),
     ],
 )
 async def test_a_static_read_is_private_when_callers_are_known_or_a_policy_is_in_force(
@@ -190,6 +195,8 @@ AUTH_ON = ServerSettings(
     [
         pytest.param(ALICE, None, id="authenticated-caller-no-policy"),
         pytest.param(ANONYMOUS, AUTH_ON, id="server-auth-on"),
+        pytest.param(Principal("alice", client_id="alice-app"), None, id="named-without-issuer"),
+        pytest.param(Principal("carol", issuer="local"), None, id="another-local-account"),
     ],
 )
 async def test_a_skill_result_is_private_when_the_caller_is_known_or_auth_is_on(

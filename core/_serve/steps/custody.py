@@ -58,7 +58,7 @@ from typing import Any, Literal
 
 from mcp.server import CacheHint
 
-from mcp_providers.identity import LOCAL_ISSUER, Principal
+from mcp_providers.identity import ANONYMOUS, LOCAL, Principal
 from mcp_providers.models import Effects, Freshness
 
 STATIC_TTL_MS = 3_600_000
@@ -158,14 +158,16 @@ def shareable(principal: Principal, *, policy: bool, authenticated: bool) -> boo
     """Whether a result may be marked ``cacheScope: "public"``: served alike to every caller.
 
     Only when no ``authorize`` hook is in force (``policy``; the built-in policy plugin counts even
-    without rules), ``[server.auth]`` is off (``authenticated``) and nobody vouched for the caller
-    (anonymous HTTP, or stdio's one local account). Otherwise a shared cache (SEP-2549
-    ``share_public``) could serve one caller's answer, and its receipt naming that caller, to
-    another the policy would refuse (round 4 item 2).
+    without rules), ``[server.auth]`` is off (``authenticated``) and the caller is nobody in
+    particular: exactly :data:`~mcp_providers.identity.ANONYMOUS` (HTTP without authentication) or
+    :data:`~mcp_providers.identity.LOCAL` (stdio's one account), with no client, scope, group or
+    claim. Otherwise a shared cache (SEP-2549 ``share_public``) could serve one caller's answer,
+    and its receipt naming that caller, to another the policy would refuse (round 4 item 2), or
+    to another caller an embedder named (``serving_as``) without an issuer.
     """
     if policy or authenticated:
         return False
-    return principal.anonymous or principal.issuer == LOCAL_ISSUER
+    return principal in (ANONYMOUS, LOCAL)
 
 
 def cache_hint(freshness: Freshness, *, shareable: bool) -> CacheHint:
