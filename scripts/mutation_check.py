@@ -2136,6 +2136,15 @@ CASES += (  # public only for nobody in particular (round 12 tester ten: Princip
         ("tests/test_cache_scope.py::test_a_static_read_is_private_when_callers_are_known_or_a_policy_is_in_force",),
     ),
 )
+CASES += (  # a requestState is bound to the whole grant it was issued to (round 12 tester ten)
+    Case(
+        "input rounds: a state opens only for the grant it was sealed for",
+        "core/_serve/steps/request_state.py",
+        'if claims["sub"] != digest(principal.share_key):',
+        "if False:",
+        ("tests/test_input_rounds.py::test_a_state_is_bound_to_the_whole_grant_it_was_issued_to",),
+    ),
+)
 CASES += (  # skills results take the reads' cache rule (round 12 tester nine: skills/get was public naming Alice)
     Case(
         "cache: skills results are public only when shareable",

@@ -400,6 +400,40 @@ async def test_an_answer_to_another_question_is_not_taken(monkeypatch: pytest.Mo
     assert list(again.input_requests) == ["input-1"]
 
 
+@pytest.mark.parametrize(
+    "other",
+    [
+        Principal("alice", issuer="https://idp.example/", client_id="other-app", scopes=frozenset({"admin"})),
+        Principal("alice", issuer="https://idp.example/", client_id="trusted-app", scopes=frozenset({"read"})),
+        Principal(
+            "alice",
+            issuer="https://idp.example/",
+            client_id="trusted-app",
+            scopes=frozenset({"admin"}),
+            groups=frozenset({"auditors"}),
+        ),
+    ],
+    ids=["another client", "other scopes", "other groups"],
+)
+async def test_a_state_is_bound_to_the_whole_grant_it_was_issued_to(
+    monkeypatch: pytest.MonkeyPatch, other: Principal
+) -> None:
+    """The same person's token for another client, or with other scopes or groups, does not carry
+    the state's answers on: the state is bound to the authorization context it was issued to, as a
+    task is (tester ten saw an "accept" sealed for one grant opened by a narrower one)."""
+    monkeypatch.delenv("MCP_PROVIDERS_REQUEST_STATE_KEY", raising=False)
+    issued_to = Principal("alice", issuer="https://idp.example/", client_id="trusted-app", scopes=frozenset({"admin"}))
+    states = request_state.RequestStates(request_state.state_key(None), 300)  # this process's key
+    asked = {"input-1": ("elicitation/create", "d")}
+    answered = {"input-1": request_state.Answer("elicitation/create", "d", {"action": "accept"})}
+    args = request_state.digest({"note": "n7"})
+    with pytest.raises(InvalidParams) as refused:
+        states.open(states.seal(issued_to, "confirm", args, asked, answered), other, "confirm", args, {})
+    assert refused.value.data["rule"] == "request-state-other-subject"
+    opened = states.open(states.seal(issued_to, "confirm", args, asked, answered), issued_to, "confirm", args, {})
+    assert list(opened) == ["input-1"]
+
+
 def test_a_state_with_the_right_seal_but_claims_of_another_layout_is_refused() -> None:
     from mcp.server.request_state import AESGCMRequestStateCodec
 

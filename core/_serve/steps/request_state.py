@@ -11,14 +11,15 @@ AES-256-GCM under a key derived with HKDF-SHA256, so the client can neither read
 the claims are this module's: ::
 
     {"v": 1, "iat": <unix s>, "exp": <unix s>, "jti": <random id>,
-     "sub": <sha256 of the caller's Principal.key>, "tool": <name>, "args": <sha256 of the arguments>,
+     "sub": <sha256 of the caller's Principal.share_key>, "tool": <name>, "args": <sha256 of the arguments>,
      "asked": {<input key>: {"method": <input request method>, "ask": <sha256 of the request>}},
      "answers": {<input key>: {"method": ..., "ask": ..., "response": <the client's wire response>}}}
 
 :meth:`RequestStates.open` refuses (:class:`~mcp_providers.errors.InvalidParams`, -32602, with
 ``data.rule`` ``request-state-<reason>``; nothing of the state or a key in the message) a state
 that is malformed, altered or sealed under another key (``forged``), past its ``exp``
-(``expired``), minted for another caller (``other-subject``) or another tool or arguments
+(``expired``), minted for another caller or another grant of the same one (another client, other
+scopes, groups or selected claims: ``other-subject``) or another tool or arguments
 (``other-request``), or already used once (``replayed``: a bounded in-process set of used ids,
 shared by every composition of the process so a reload does not forget it). Replicas refuse each
 other's states unless they share the key (``[server] request_state_key_env``); the used-id set is
@@ -167,7 +168,7 @@ class RequestStates:
             "iat": now,
             "exp": now + self.ttl,
             "jti": secrets.token_urlsafe(16),
-            "sub": digest(list(principal.key)),
+            "sub": digest(principal.share_key),
             "tool": tool,
             "args": args,
             "asked": {k: {"method": method, "ask": ask} for k, (method, ask) in asked.items()},
@@ -190,7 +191,7 @@ class RequestStates:
         now = clock()
         if not now < claims["exp"]:
             raise _refuse("expired", f"it has expired (a state is valid for {self.ttl:g} s); {_START_OVER}")
-        if claims["sub"] != digest(list(principal.key)):
+        if claims["sub"] != digest(principal.share_key):  # the whole grant: client, scopes, groups, claims
             raise _refuse("other-subject", f"it was issued to another caller; {_START_OVER}")
         if claims["tool"] != tool or claims["args"] != args:
             raise _refuse(
