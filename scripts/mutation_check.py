@@ -62,14 +62,14 @@ CASES: tuple[Case, ...] = (
     ),
     Case(
         "file: log files only in the handler's own mode",
-        "core/_sideeffects/files.py",
+        "core/_sideeffects/logfiles.py",
         "return args[1] is not None and _log_files.get(paths[0]) == args[1]",
         "return _log_files.get(paths[0]) == args[1]",
         (DIR_FD,),
     ),
     Case(
         "file: log rotation is allowed",
-        "core/_sideeffects/files.py",
+        "core/_sideeffects/logfiles.py",
         "    if path in _log_files:\n        return True\n    return any(",
         "    return False\n    return any(",
         (ALLOWED,),
@@ -705,6 +705,36 @@ CASES: tuple[Case, ...] = (
         "        if isinstance(data, int | float) and not isinstance(data, bool) and self.found_in(str(data)):",
         "        if False:",
         ("tests/test_upstream_masking.py::test_a_secret_sent_back_as_a_json_number_is_masked",),
+    ),
+)
+
+HOST_LOGS = "tests/test_embedded_host_logging.py::"
+HOSTS_KEPT = HOST_LOGS + "test_the_hosts_handlers_keep_every_record_and_rotate_fully"
+PROVIDERS_REFUSED = HOST_LOGS + "test_a_handler_the_provider_makes_in_a_read_writes_nothing"
+LOGFILES = "core/_sideeffects/logfiles.py"
+
+CASES += (
+    # the host's log files while an embedded composition serves (round 12, helper L)
+    Case(
+        "log files (scoped): the host's handlers attached while no call ran are recorded when one starts",
+        LOGFILES,
+        "        if _running == 0 and not _patched:\n            _look(hosts=True)\n        _running += 1",
+        "        _running += 1",
+        (HOSTS_KEPT + "[scoped]",),
+    ),
+    Case(
+        "log files (scoped): a handler first seen when the calls end is never the host's",
+        LOGFILES,
+        "            if hosts:\n                _register_log_file(handler)",
+        "            _register_log_file(handler)",
+        (PROVIDERS_REFUSED + "[scoped]",),
+    ),
+    Case(
+        "log files (enforce): a handler made in a scope is not recorded",
+        LOGFILES,
+        "            if scope_var.get() is None:\n                _register_log_file(self)",
+        "            _register_log_file(self)",
+        (PROVIDERS_REFUSED + "[enforce]",),
     ),
 )
 
