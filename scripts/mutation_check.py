@@ -738,6 +738,43 @@ CASES += (
     ),
 )
 
+LATE_MASK = "tests/test_library_log_mask_late.py::"
+
+CASES += (
+    # the library log mask on loggers made after it (round 12, helper L)
+    Case(
+        "masking: a library logger made after the mask has its records masked (the record factory)",
+        "plugins/_masking.py",
+        "            self._chain(current)",
+        "            pass",
+        (
+            LATE_MASK + "test_a_library_logger_made_after_the_mask_has_its_records_masked",
+            "tests/test_upstream_library_logs.py::test_a_secret_an_upstream_echoes_is_masked_in_the_sdks_and_httpcores_debug_logs",
+        ),
+    ),
+    Case(
+        "masking: the record factory is only for a library's records",
+        "plugins/_masking.py",
+        "            if self.maskers and _from_library(record.name):",
+        "            if self.maskers:",
+        (LATE_MASK + "test_other_loggers_and_every_logger_after_the_last_plugin_leaves_are_untouched",),
+    ),
+    Case(
+        "masking: the record factory is restored when the last plugin leaves",
+        "plugins/_masking.py",
+        "            logging.setLogRecordFactory(self.below)",
+        "            pass",
+        (LATE_MASK + "test_other_loggers_and_every_logger_after_the_last_plugin_leaves_are_untouched",),
+    ),
+    Case(
+        "masking: a factory the host chained on top of ours is not torn out",
+        "plugins/_masking.py",
+        " and current is self.factory:",
+        ":",
+        (LATE_MASK + "test_a_factory_the_host_chains_on_top_is_kept_and_ours_goes_inert",),
+    ),
+)
+
 NEST = "tests/test_nesting_limit.py::"
 NEST_EVERYWHERE = NEST + "test_every_transport_takes_arguments_126_deep_and_refuses_127_with_the_id[list]"
 NEST_UNIT = NEST + "test_the_limit_is_the_whole_message_and_one_more_level_is_refused"
