@@ -725,8 +725,8 @@ CASES += (
     Case(
         "log files (scoped): a handler first seen when the calls end is never the host's",
         LOGFILES,
-        "            if hosts:\n                _register_log_file(handler)",
-        "            _register_log_file(handler)",
+        "        if hosts:\n            _register_log_file(handler)",
+        "        _register_log_file(handler)",
         (PROVIDERS_REFUSED + "[scoped]",),
     ),
     Case(

@@ -83,9 +83,11 @@ judges; nothing else runs for the host's code unless the process-wide level is i
 patches add one ContextVar read per request, per socket send and per ``os.open``
 outside a scope (a Python call around the C one). In a scope, bytes sent below a guarded client
 are scanned line by line (a few microseconds per send); the project's clients skip the scan. Entering and
-leaving a scope is one ContextVar set/reset and a small object; the scratch directory is made
-only when asked for. ``benchmarks/sideeffects.py`` measures it against a read without it, and a
-host socket's send with and without an embedded composition.
+leaving a scope is one ContextVar set/reset and a small object (embedded by default, plus a walk
+of the loggers when the process goes from no guarded call running to one and back:
+:mod:`.logfiles`); the scratch directory is made only when asked for.
+``benchmarks/sideeffects.py`` measures it against a read without it, and a host socket's send
+with and without an embedded composition.
 
 Modules: :mod:`.scope` (the scope), :mod:`.judge` (one HTTP request), :mod:`.files` (the audit
 hook: files, processes), :mod:`.clients` (HTTP library patches), :mod:`.wire` (socket and TLS
