@@ -9,7 +9,8 @@ Files, under DIR: ``rot.log`` (RotatingFileHandler, maxBytes 200, 2 backups, on 
 logger), ``timed.log`` (TimedRotatingFileHandler, rolled over at each read by the host), ``late.log``
 (FileHandler, delay=True, on ``providerlib`` itself), ``watched.log`` (WatchedFileHandler, made in a
 route; the host moves the file aside between reads, so the handler reopens it inside a read), and
-``victim-*.log``, which the provider's own handlers aim at.
+``early.log`` (RotatingFileHandler, maxBytes 300, 1 backup, on ``providerlib``, made before the
+composition), and ``victim-*.log``, which the provider's own handlers aim at.
 """
 
 from __future__ import annotations
@@ -119,6 +120,8 @@ def move() -> str:
     return "ok"
 
 
+handlers["early"] = logging.handlers.RotatingFileHandler(os.path.join(DIR, "early.log"), maxBytes=300, backupCount=1)
+library.addHandler(handlers["early"])  # made before the composition, delay=False
 composition = mcp_providers.compose(plugins={"logs": Plugin()}, load_entrypoints=False)
 if MODE == "enforce":
     mount(app, composition, "/mcp", side_effects="enforce")

@@ -58,6 +58,10 @@ def test_the_hosts_handlers_keep_every_record_and_rotate_fully(run: dict[str, An
     rotated = lines(folder / "rot.log.2") + lines(folder / "rot.log.1") + lines(folder / "rot.log")
     kept = [line for line in rotated if " record " in line]
     assert kept == expected[-len(kept) :] and len(kept) >= 6
+    # made before the composition, on the library's logger: the same
+    assert {"early.log", "early.log.1"} <= set(run["files"]) and "early.log.2" not in run["files"]
+    early = [line for line in lines(folder / "early.log.1") + lines(folder / "early.log") if " record " in line]
+    assert early == expected[-len(early) :] and len(early) >= 6
     # rolled over inside two reads (the second in the same second: the old file removed first)
     timed = [name for name in run["files"] if name.startswith("timed.log.")]
     assert 1 <= len(timed) <= 2
