@@ -64,14 +64,14 @@ CASES: tuple[Case, ...] = (
     ),
     Case(
         "file: log files only in the handler's own mode",
-        "core/_sideeffects/files.py",
+        "core/_sideeffects/logfiles.py",
         "return args[1] is not None and _log_files.get(paths[0]) == args[1]",
         "return _log_files.get(paths[0]) == args[1]",
         (DIR_FD,),
     ),
     Case(
         "file: log rotation is allowed",
-        "core/_sideeffects/files.py",
+        "core/_sideeffects/logfiles.py",
         "    if path in _log_files:\n        return True\n    return any(",
         "    return False\n    return any(",
         (ALLOWED,),
@@ -707,6 +707,73 @@ CASES: tuple[Case, ...] = (
         "        if isinstance(data, int | float) and not isinstance(data, bool) and self.found_in(str(data)):",
         "        if False:",
         ("tests/test_upstream_masking.py::test_a_secret_sent_back_as_a_json_number_is_masked",),
+    ),
+)
+
+HOST_LOGS = "tests/test_embedded_host_logging.py::"
+HOSTS_KEPT = HOST_LOGS + "test_the_hosts_handlers_keep_every_record_and_rotate_fully"
+PROVIDERS_REFUSED = HOST_LOGS + "test_a_handler_the_provider_makes_in_a_read_writes_nothing"
+LOGFILES = "core/_sideeffects/logfiles.py"
+
+CASES += (
+    # the host's log files while an embedded composition serves (round 12, helper L)
+    Case(
+        "log files (scoped): the host's handlers attached while no call ran are recorded when one starts",
+        LOGFILES,
+        "        if _running == 0 and not _patched:\n            _look(hosts=True)\n        _running += 1",
+        "        _running += 1",
+        (HOSTS_KEPT + "[scoped]",),
+    ),
+    Case(
+        "log files (scoped): a handler first seen when the calls end is never the host's",
+        LOGFILES,
+        "        if hosts:\n            _register_log_file(handler)",
+        "        _register_log_file(handler)",
+        (PROVIDERS_REFUSED + "[scoped]",),
+    ),
+    Case(
+        "log files (enforce): a handler made in a scope is not recorded",
+        LOGFILES,
+        "            if scope_var.get() is None:\n                _register_log_file(self)",
+        "            _register_log_file(self)",
+        (PROVIDERS_REFUSED + "[enforce]",),
+    ),
+)
+
+LATE_MASK = "tests/test_library_log_mask_late.py::"
+
+CASES += (
+    # the library log mask on loggers made after it (round 12, helper L)
+    Case(
+        "masking: a library logger made after the mask has its records masked (the record factory)",
+        "plugins/_masking.py",
+        "            self._chain(current)",
+        "            pass",
+        (
+            LATE_MASK + "test_a_library_logger_made_after_the_mask_has_its_records_masked",
+            "tests/test_upstream_library_logs.py::test_a_secret_an_upstream_echoes_is_masked_in_the_sdks_and_httpcores_debug_logs",
+        ),
+    ),
+    Case(
+        "masking: the record factory is only for a library's records",
+        "plugins/_masking.py",
+        "            if self.maskers and _from_library(record.name):",
+        "            if self.maskers:",
+        (LATE_MASK + "test_other_loggers_and_every_logger_after_the_last_plugin_leaves_are_untouched",),
+    ),
+    Case(
+        "masking: the record factory is restored when the last plugin leaves",
+        "plugins/_masking.py",
+        "            logging.setLogRecordFactory(self.below)",
+        "            pass",
+        (LATE_MASK + "test_other_loggers_and_every_logger_after_the_last_plugin_leaves_are_untouched",),
+    ),
+    Case(
+        "masking: a factory the host chained on top of ours is not torn out",
+        "plugins/_masking.py",
+        " and current is self.factory:",
+        ":",
+        (LATE_MASK + "test_a_factory_the_host_chains_on_top_is_kept_and_ours_goes_inert",),
     ),
 )
 

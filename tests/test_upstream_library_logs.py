@@ -94,6 +94,9 @@ async def test_a_secret_an_upstream_echoes_is_masked_in_the_sdks_and_httpcores_d
         assert f"you are {MASK}" in result.content[0].text  # type: ignore[union-attr]
         assert _library_filters()
         logging.getLogger("mcp.client.streamable_http").debug("SSE message: %s", {"text": f"you are {TOKEN}"})
+        late = "mcp.shared.made_after_the_mask"  # a module the SDK imports lazily, its logger made now
+        assert late not in logging.Logger.manager.loggerDict
+        logging.getLogger(late).warning("lazily imported: %s", TOKEN)
         try:
             raise ValueError(f"refused {TOKEN}")
         except ValueError:
@@ -108,5 +111,6 @@ async def test_a_secret_an_upstream_echoes_is_masked_in_the_sdks_and_httpcores_d
     [failed] = [r for r in caplog.records if r.getMessage() == "request failed"]
     shown = TextFormatter().format(failed)  # the server's own log line, traceback and all
     assert f"ValueError: refused {MASK}" in shown and TOKEN not in shown, shown
+    assert [r.getMessage() for r in caplog.records if r.name == late] == [f"lazily imported: {MASK}"]
     assert TOKEN not in caplog.text
     assert not _library_filters()  # removed when the composition closed

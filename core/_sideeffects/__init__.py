@@ -51,10 +51,10 @@ What is refused in the scope (``SideEffectRefused``, -32008, rule ``side-effect-
   (:func:`scratch_dir`); the import system's bytecode caches, that is PEP 3147/488 ``.pyc`` paths
   (and the temporary ``<cache>.<id>`` file they are written through) of a source file that
   exists, and ``__pycache__`` folders beside ``.py`` files (or under ``sys.pycache_prefix``); and
-  the file of a ``logging.FileHandler`` made outside any scope (process-wide; embedded, one
-  attached to a logger when the composition started), opened in the handler's own mode, with its
-  rotations (``app.log.1``: renamed and removed by rotating handlers). A handler made in the scope
-  is judged like any open.
+  the file of a ``logging.FileHandler`` made outside any scope (process-wide, seen when made;
+  embedded, nothing patched, one attached to a logger while no guarded call ran: :mod:`.logfiles`
+  gives the rule), opened in the handler's own mode, with its rotations (``app.log.1``: renamed
+  and removed by rotating handlers). A handler made in the scope is judged like any open.
 * Processes: ``subprocess``, ``os.system``, ``os.exec*``, ``os.spawn*``, ``os.posix_spawn*``,
   ``os.fork``/``forkpty``, ``pty.spawn`` (both levels); ``os.mkfifo``/``os.mknod`` and a bare
   ``_posixsubprocess.fork_exec``, which raise no audit event, process-wide only.
@@ -83,14 +83,16 @@ judges; nothing else runs for the host's code unless the process-wide level is i
 patches add one ContextVar read per request, per socket send and per ``os.open``
 outside a scope (a Python call around the C one). In a scope, bytes sent below a guarded client
 are scanned line by line (a few microseconds per send); the project's clients skip the scan. Entering and
-leaving a scope is one ContextVar set/reset and a small object; the scratch directory is made
-only when asked for. ``benchmarks/sideeffects.py`` measures it against a read without it, and a
-host socket's send with and without an embedded composition.
+leaving a scope is one ContextVar set/reset and a small object (embedded by default, plus a walk
+of the loggers when the process goes from no guarded call running to one and back:
+:mod:`.logfiles`); the scratch directory is made only when asked for.
+``benchmarks/sideeffects.py`` measures it against a read without it, and a host socket's send
+with and without an embedded composition.
 
 Modules: :mod:`.scope` (the scope), :mod:`.judge` (one HTTP request), :mod:`.files` (the audit
 hook: files, processes), :mod:`.clients` (HTTP library patches), :mod:`.wire` (socket and TLS
 bytes), :mod:`.lowlevel` (descriptor sends, path races), :mod:`.imports` (patch on first import),
-:mod:`.levels` (which of them are in place).
+:mod:`.logfiles` (the host's log files), :mod:`.levels` (which of them are in place).
 """
 
 # What the core uses, re-exported (the package is private: no __all__).
@@ -100,6 +102,7 @@ from mcp_providers._sideeffects.judge import check_http as check_http
 from mcp_providers._sideeffects.judge import judged_here as judged_here
 from mcp_providers._sideeffects.judge import read_safe_mcp as read_safe_mcp
 from mcp_providers._sideeffects.levels import enter_scope as enter_scope
+from mcp_providers._sideeffects.levels import exit_scope as exit_scope
 from mcp_providers._sideeffects.levels import install as install
 from mcp_providers._sideeffects.levels import install_scoped as install_scoped
 from mcp_providers._sideeffects.levels import process_wide as process_wide
@@ -111,7 +114,6 @@ from mcp_providers._sideeffects.scope import Mode as Mode
 from mcp_providers._sideeffects.scope import Scope as Scope
 from mcp_providers._sideeffects.scope import current_scope as current_scope
 from mcp_providers._sideeffects.scope import exempt as exempt
-from mcp_providers._sideeffects.scope import exit_scope as exit_scope
 from mcp_providers._sideeffects.scope import log as log
 from mcp_providers._sideeffects.scope import scratch_dir as scratch_dir
 from mcp_providers.errors import SideEffectRefused as SideEffectRefused

@@ -1,13 +1,12 @@
 """Files and processes, judged through a PEP 578 audit hook (:func:`audit_hook`) that asks the scope's
 context variable, so it judges provider code only; plus the process-wide helpers the audit events
-cannot do without: :func:`guarded_os_open` (the "open" event carries no ``dir_fd``), the
-``logging.FileHandler`` record of expected log files, and the calls that raise no audit event
-(``os.mkfifo``, ``os.mknod``, ``_posixsubprocess.fork_exec``)."""
+cannot do without: :func:`guarded_os_open` (the "open" event carries no ``dir_fd``) and the calls
+that raise no audit event (``os.mkfifo``, ``os.mknod``, ``_posixsubprocess.fork_exec``). Which
+log files a read may write is :mod:`.logfiles`'s."""
 
 from __future__ import annotations
 
 import importlib.util
-import logging
 import os
 import socket
 import sys
@@ -16,6 +15,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
+from mcp_providers._sideeffects.logfiles import expected_log_write
 from mcp_providers._sideeffects.scope import Scope, scope_var
 
 # -- the audit hook (files and processes) -------------------------------------------------------
@@ -66,7 +66,6 @@ _FILE_EVENTS: dict[str, tuple[tuple[int, int], ...]] = {
 }
 _JUDGED = frozenset(_FILE_EVENTS) | _PROCESS_EVENTS
 _os_open_call = threading.local()  # .pending = (path object, dir_fd) while the guarded os.open runs
-_log_files: dict[str, str] = {}  # resolved path -> mode, of logging.FileHandlers made outside any scope
 
 
 def audit_hook(event: str, args: tuple[Any, ...]) -> None:
@@ -185,14 +184,12 @@ def guarded_os_open(path: Any, flags: int, mode: int = 0o777, *, dir_fd: int | N
 
 def _expected_write(event: str, args: tuple[Any, ...], paths: list[str]) -> bool:
     """The writes a read may make because of *what* is written, never who asks: the import
-    system's bytecode cache (PEP 3147) and the log files configured outside any scope."""
+    system's bytecode cache (PEP 3147) and the files of the host's log handlers (:mod:`.logfiles`)."""
     if all(_is_bytecode_cache(p) for p in paths):
         return True
     if event == "os.mkdir" and all(_is_cache_dir(p) for p in paths):
         return True
-    if event == "open":  # a log handler's own file, in the mode it was made with (os.open has none)
-        return args[1] is not None and _log_files.get(paths[0]) == args[1]
-    return event in ("os.rename", "os.remove") and all(_in_log_family(p) for p in paths)  # rotation
+    return expected_log_write(event, args, paths)  # a host log handler's file, its rotations
 
 
 def _is_bytecode_cache(path: str) -> bool:
@@ -217,45 +214,6 @@ def _is_cache_dir(path: str) -> bool:
         return name == "__pycache__" and any(n.endswith(".py") for n in os.listdir(parent))
     except OSError:
         return False
-
-
-def _in_log_family(path: str) -> bool:
-    """A configured log file or one of its rotations (``app.log.1``, ``app.log.2026-12-01``)."""
-    if path in _log_files:
-        return True
-    return any(path.startswith(base + ".") and os.sep not in path[len(base) :] for base in _log_files)
-
-
-def _register_log_file(handler: logging.FileHandler) -> None:
-    _log_files[os.path.realpath(handler.baseFilename)] = handler.mode
-
-
-def record_log_files() -> None:
-    """Record the file of every ``logging.FileHandler`` attached to a logger now: in its mode, an
-    expected write (a handler made with ``delay=True`` opens its file on the first record). No
-    patch: what the scoped install does, at each composition's start."""
-    loggers = [logging.getLogger(), *logging.Logger.manager.loggerDict.values()]
-    for logger in loggers:
-        for handler in getattr(logger, "handlers", ()):
-            if isinstance(handler, logging.FileHandler):
-                _register_log_file(handler)
-
-
-def patch_logging() -> None:
-    """Record every ``logging.FileHandler`` made outside a scope, attached to a logger or not
-    (process-wide: ``logging.FileHandler.__init__`` is wrapped)."""
-    original = logging.FileHandler.__init__
-    if original in _WRAPPED:
-        return
-
-    def __init__(self: logging.FileHandler, *args: Any, **kwargs: Any) -> None:
-        original(self, *args, **kwargs)  # opens the file now unless delay=True: judged as any open
-        if scope_var.get() is None:
-            _register_log_file(self)
-
-    _WRAPPED.add(__init__)
-    logging.FileHandler.__init__ = __init__  # type: ignore[method-assign]
-    record_log_files()
 
 
 def _short(args: tuple[Any, ...]) -> str:

@@ -4,7 +4,8 @@ Two levels, each installed at most once per process (idempotent, thread-safe):
 
 - **Scoped** (:func:`install_scoped`): the PEP 578 audit hook, which judges files and processes
   for code running in a scope (the context variable) and returns after one set lookup for any other
-  event; and the files of the ``logging.FileHandler``\\ s attached now, recorded as expected writes.
+  event; and the files of the host's ``logging.FileHandler``\\ s, recorded as expected writes by
+  looking at the loggers when guarded calls start and stop (:mod:`.logfiles`).
   It patches nothing: no module, class or loop changes. An embedded composition (``mount()``,
   ``attach()``, ``compose()`` run by a host) gets this by default; HTTP is then judged by the
   client the framework hands providers (:func:`mcp_providers.http.client`).
@@ -30,16 +31,12 @@ from contextvars import Token
 from typing import Any
 
 from mcp_providers._sideeffects import lowlevel
+from mcp_providers._sideeffects import scope as _scope
 from mcp_providers._sideeffects.clients import patch_aiohttp, patch_http_client, patch_httpcore
-from mcp_providers._sideeffects.files import (
-    audit_hook,
-    guarded_os_open,
-    patch_logging,
-    patch_unaudited,
-    record_log_files,
-)
+from mcp_providers._sideeffects.files import audit_hook, guarded_os_open, patch_unaudited
 from mcp_providers._sideeffects.imports import patch_on_import
-from mcp_providers._sideeffects.scope import Kind, Mode, Scope, exit_scope, scope_lock, scope_var
+from mcp_providers._sideeffects.logfiles import call_began, call_ended, patch_logging, record_log_files
+from mcp_providers._sideeffects.scope import Kind, Mode, Scope, scope_lock, scope_var
 from mcp_providers._sideeffects.wire import patch_wire
 
 _OPTIONAL: dict[str, Callable[[Any], None]] = {
@@ -56,8 +53,9 @@ def install_scoped() -> None:
     """Install the audit hook once and record the log files configured now; patch nothing.
 
     A host's own code pays one set lookup per audited event (``open``, ``socket.connect`` ...) and
-    nothing per socket send. Called at each composition's start, so log handlers the host attached
-    since are recorded too (a ``delay=True`` handler attached later is judged as any open).
+    nothing per socket send. Called at each composition's start: the host's log handlers attached
+    since are recorded (and so are those attached later, when the next guarded call starts, see
+    :mod:`.logfiles`).
     """
     global _hooked
     with _install_lock:
@@ -104,12 +102,21 @@ def process_wide() -> bool:
 
 def enter_scope(provider: str, plugin: str, target: str, kind: Kind, mode: Mode) -> tuple[Scope, Token[Scope | None]]:
     """Enter a side-effect scope without a context manager (the server's per-read path); pair
-    every call with :func:`~.scope.exit_scope` in a ``finally``. Installs the scoped level if
+    every call with :func:`exit_scope` in a ``finally``. Installs the scoped level if
     nothing is installed yet (a composition's start normally has); never the process-wide one."""
     if not _hooked:
         install_scoped()
     scope = Scope(provider, plugin, target, kind, mode)
+    call_began()  # before the provider's code runs: the host's log handlers made since are recorded
     return scope, scope_var.set(scope)
+
+
+def exit_scope(scope: Scope, token: Token[Scope | None]) -> None:
+    """Leave the scope :func:`enter_scope` entered (and delete its scratch directory, if made)."""
+    try:
+        _scope.exit_scope(scope, token)
+    finally:
+        call_ended()
 
 
 @contextlib.contextmanager
