@@ -2212,6 +2212,15 @@ CASES += (  # a requestState is bound to the whole grant it was issued to (round
         ("tests/test_input_rounds.py::test_a_state_is_bound_to_the_whole_grant_it_was_issued_to",),
     ),
 )
+CASES += (  # an untied upstream question's caller is a whole grant (round 12 tester ten)
+    Case(
+        "questions: the caller that asked is its whole grant",
+        "plugins/upstream/asking.py",
+        "        return principal.share_key\n",
+        "        return principal.key\n",
+        ("tests/test_upstream_questions.py::test_the_same_person_through_another_grant_is_not_the_caller_that_asked",),
+    ),
+)
 CASES += (  # skills results take the reads' cache rule (round 12 tester nine: skills/get was public naming Alice)
     Case(
         "cache: skills results are public only when shareable",

@@ -183,6 +183,18 @@ async def test_a_question_after_its_call_was_answered_is_refused_not_given_to_an
     assert "which caller asked cannot be told" in got["answer"]["error"]["message"]
 
 
+async def test_the_same_person_through_another_grant_is_not_the_caller_that_asked(quick: Upstream) -> None:
+    """Alice's late question is not shown to Alice's other client (another client id and scope):
+    what a question may reveal, or an answer decide, is the grant's that made the call (tester ten)."""
+    other = Principal("alice", issuer=ALICE.issuer, client_id="other-app", scopes=frozenset({"read"}))
+    arguments = {"message": ALICE_ONLY, "kind": "elicit"}
+    alice_user, other_user, held = await _alice_then_bob(quick, "legacy", arguments, who=(ALICE, other))
+    assert other_user.shown == [] and alice_user.shown == []
+    assert _text(held) == "held"
+    [got] = quick.answers()
+    assert "which caller asked cannot be told" in got["answer"]["error"]["message"]
+
+
 @pytest.mark.parametrize("kind", ["elicit", "sample"])
 @pytest.mark.parametrize("mode", MODES)
 async def test_two_anonymous_clients_are_not_one_caller(quick: Upstream, mode: str, kind: str) -> None:
@@ -368,7 +380,7 @@ def test_an_anonymous_callers_key_is_its_live_connection_only() -> None:
     assert key != caller_key(ANONYMOUS, _anonymous_call(other))
     assert caller_key(ANONYMOUS, None) != caller_key(ANONYMOUS, None)
     assert caller_key(None, None) != caller_key(None, None)
-    assert caller_key(ALICE, None) == caller_key(ALICE, _anonymous_call(first)) == ALICE.key
+    assert caller_key(ALICE, None) == caller_key(ALICE, _anonymous_call(first)) == ALICE.share_key
     ended, freed = weakref.ref(first), id(first)
     del first
     gc.collect()

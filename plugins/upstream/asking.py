@@ -208,11 +208,13 @@ class _Connection:
 
 def caller_key(principal: Principal | None, asker: Asker | None) -> Hashable:
     """Who sent a request, as :class:`_Sent` counts callers: a principal an issuer vouched for is
-    its ``(issuer, subject)``; one nobody vouched for (anonymous HTTP: every client is the one
-    principal ``anonymous``; an empty issuer; none at all) is the same caller only over its own
-    downstream connection (a tool call's ``channel.connection``), else no other request's."""
+    its whole grant (``share_key``: issuer, subject, client id, scopes, groups, selected claims: the
+    same person's other client or narrower token is another caller); one nobody vouched for
+    (anonymous HTTP: every client is the one principal ``anonymous``; an empty issuer; none at all)
+    is the same caller only over its own downstream connection (a tool call's
+    ``channel.connection``), else no other request's."""
     if principal is not None and principal.issuer:
-        return principal.key
+        return principal.share_key
     connection = asker.call.channel.connection if asker is not None else None
     return _Connection(connection if connection is not None else object())
 
