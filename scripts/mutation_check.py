@@ -1746,7 +1746,7 @@ CASES += (  # live composition (issue 26) and extensions (issue 27)
         "core/_serve/methods/tasks.py",
         'return hashlib.sha256(f"{issuer}\\0{subject}".encode()).hexdigest()',
         "return hashlib.sha256(subject.encode()).hexdigest()",
-        (TASKS + "test_the_same_subject_from_another_issuer_does_not_own_the_task",),
+        (TASKS + "test_the_cap_counts_per_person_not_per_grant_nor_across_issuers",),
     ),
     Case(
         "check: a static resource reads the same twice",

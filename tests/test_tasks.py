@@ -273,6 +273,29 @@ async def test_the_per_caller_cap_refuses_the_next_task_until_one_ends() -> None
         await tasks_cancel(c.session, second.task_id)
 
 
+async def test_the_cap_counts_per_person_not_per_grant_nor_across_issuers() -> None:
+    """``max_running_per_subject`` counts a person (issuer and subject): Alice's other client is
+    still Alice, and refused; the same name at another issuer is someone else, and served."""
+    server = _server(tasks=TasksSettings(max_running_per_subject=1))
+    other_client = Principal("alice", issuer=ALICE.issuer, client_id="other-app")
+    namesake = Principal("alice", issuer="https://other-idp.example/")
+    with serving_as(ALICE):
+        async with Client(server, cache=None, extensions=[_ext()]) as alice:
+            first = await start(alice.session, "hold", {"seconds": 60})
+            assert isinstance(first, Created)
+            with serving_as(other_client):
+                async with Client(server, cache=None, extensions=[_ext()]) as again:
+                    with pytest.raises(MCPError) as refused:
+                        await start(again.session, "hold", {"seconds": 60})
+                    assert refused.value.code == -32009
+            with serving_as(namesake):
+                async with Client(server, cache=None, extensions=[_ext()]) as other:
+                    theirs = await start(other.session, "hold", {"seconds": 60})
+                    assert isinstance(theirs, Created)
+                    await tasks_cancel(other.session, theirs.task_id)
+            await tasks_cancel(alice.session, first.task_id)
+
+
 async def test_a_task_runs_past_read_timeout_which_still_bounds_a_plain_call() -> None:
     server = _server(read_timeout=0.3)
     async with client(server) as c:
