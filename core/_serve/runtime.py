@@ -213,8 +213,8 @@ class Runtime:
     async def swap(self, assembly: Assembly) -> Generation:
         """Serve ``assembly`` from the next request on; returns the generation it replaced.
 
-        The providers it adds are started first (their ``lifespan`` entered, each within
-        :data:`START_SECONDS`), so no request reaches one that has not started; those it drops
+        The providers it adds are started first, side by side (their ``lifespan`` entered, each
+        within :data:`START_SECONDS`), so no request reaches one that has not started; those it drops
         are stopped in the background once the old generation is idle. Provider objects both
         serve keep running as they are. A runtime not serving swaps at once: its providers start
         when it serves.
