@@ -2177,8 +2177,8 @@ CASES += (  # a Unix socket bound to a path is a new file (round 12 tester nine:
     Case(
         "file: a Unix socket's path is judged",
         "core/_sideeffects/files.py",
-        "    if event == \"socket.bind\" and not _binds_a_path(args):\n        return",
-        "    if event == \"socket.bind\":\n        return",
+        '    if event == "socket.bind" and not _binds_a_path(args):\n        return',
+        '    if event == "socket.bind":\n        return',
         (
             "tests/test_side_effects.py::test_the_error_says_what_was_attempted",
             "tests/test_embedded_guards.py::test_mounted_by_default_what_needs_no_patch_is_still_refused",
@@ -2199,7 +2199,7 @@ CASES += (  # public only for nobody in particular (round 12 tester ten: Princip
         "cache: only ANONYMOUS and LOCAL exactly are nobody in particular",
         "core/_serve/steps/custody.py",
         "    return principal in (ANONYMOUS, LOCAL)",
-        "    return principal.anonymous or principal.issuer == \"local\"",
+        '    return principal.anonymous or principal.issuer == "local"',
         ("tests/test_cache_scope.py::test_a_static_read_is_private_when_callers_are_known_or_a_policy_is_in_force",),
     ),
 )
@@ -2233,6 +2233,42 @@ CASES += (  # skills results take the reads' cache rule (round 12 tester nine: s
         ),
     ),
 )
+SIDE = "tests/test_runtime_side_by_side.py::"
+HUNG = "tests/test_upstream_side_by_side.py::"
+CASES += (  # start and stop side by side (round 12 brief U): N hung sources cost about one bound, not N
+    Case(
+        "runtime: every provider's lifespan is launched before any is waited for (at start and at a reload)",
+        "core/_serve/runtime.py",
+        "            hosted.launch(tasks)  # now, while ``tasks`` is known to be open\n",
+        "            hosted.launch(tasks)\n            await hosted.started(within)\n",
+        (
+            SIDE + "test_providers_start_and_stop_side_by_side_each_failure_its_own",
+            SIDE + "test_a_reload_starts_the_providers_it_adds_side_by_side",
+            HUNG + "test_upstreams_listed_at_composition_that_hang_at_start_each_fail_alone_side_by_side",
+        ),
+    ),
+    Case(
+        "runtime: the providers' lifespans are stopped side by side",
+        "core/_serve/runtime.py",
+        "                stopping.start_soon(one.stop)",
+        "                await one.stop()",
+        (
+            SIDE + "test_providers_start_and_stop_side_by_side_each_failure_its_own",
+            HUNG + "test_hung_upstreams_start_and_stop_in_about_one_timeout",
+        ),
+    ),
+    Case(
+        "openapi: documents by URL are fetched side by side",
+        "plugins/openapi/document.py",
+        "        thread.start()\n",
+        "        thread.start()\n        thread.join()\n",
+        (
+            "tests/openapi/test_openapi_side_by_side.py::"
+            "test_silent_document_urls_are_waited_for_side_by_side_each_failing_alone",
+        ),
+    ),
+)
+
 
 def run_case(case: Case) -> tuple[bool | None, str]:
     """``(True, ...)`` killed, ``(False, ...)`` survived, ``(None, why)`` could not be applied."""

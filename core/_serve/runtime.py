@@ -213,8 +213,8 @@ class Runtime:
     async def swap(self, assembly: Assembly) -> Generation:
         """Serve ``assembly`` from the next request on; returns the generation it replaced.
 
-        The providers it adds are started first (their ``lifespan`` entered, each within
-        :data:`START_SECONDS`), so no request reaches one that has not started; those it drops
+        The providers it adds are started first, side by side (their ``lifespan`` entered, each
+        within :data:`START_SECONDS`), so no request reaches one that has not started; those it drops
         are stopped in the background once the old generation is idle. Provider objects both
         serve keep running as they are. A runtime not serving swaps at once: its providers start
         when it serves.
@@ -225,14 +225,10 @@ class Runtime:
         new = Generation(assembly, self._method_table(self, assembly), self.generation.number + 1)
         tasks = self._tasks  # while serving; each start below awaits, and the server may stop meanwhile
         if tasks is not None:
-            added = []
-            for d in assembly.declared:
-                if self._tasks is not tasks:
-                    break  # stopped: its task group is gone, and with it every lifespan started here
-                if id(d.provider) not in self._hosted:
-                    added.append(id(d.provider))
-                    await self._host_provider(d.plugin, d.provider, tasks, START_SECONDS)
-            if self._tasks is not tasks:
+            adding = [d for d in assembly.declared if id(d.provider) not in self._hosted]
+            added = [id(d.provider) for d in adding]
+            await self._host_providers([(d.plugin, d.provider) for d in adding], tasks, START_SECONDS)
+            if self._tasks is not tasks:  # stopped: its task group is gone, and with it every lifespan started here
                 for key in added:
                     self._hosted.pop(key, None)
                 raise NotServing(SHUTTING_DOWN)
@@ -260,20 +256,32 @@ class Runtime:
         await old.idle()
         self._draining.remove(old)
         in_use = {id(d.provider) for g in (self.generation, *self._draining) for d in g.assembly.declared}
+        leaving = []
         for d in old.assembly.declared:
             hosted = self._hosted.get(id(d.provider))
             if hosted is not None and id(d.provider) not in in_use:
                 del self._hosted[id(d.provider)]
-                await hosted.stop()
+                leaving.append(hosted)
+        await _stopped(leaving)
 
-    async def _host_provider(
-        self, plugin: str, provider: Any, tasks: anyio.abc.TaskGroup, within: float | None = None
+    async def _host_providers(
+        self, providers: list[tuple[str, Any]], tasks: anyio.abc.TaskGroup, within: float | None = None
     ) -> None:
-        if isinstance(provider, ResourceProvider):
-            provider.publisher = self.hub.publisher(provider)
-        hosted = _Hosted(provider.lifespan, provider.name, plugin, self.startup_failures)
-        self._hosted[id(provider)] = hosted
-        await hosted.start(tasks, within)
+        """Start the lifespans of ``(plugin, provider)`` pairs side by side, each in a task of its
+        own in ``tasks``; return once every one is serving or has failed (or ``within`` seconds, each).
+        Side by side, N sources that take T seconds to answer (or never do, each bounded by its own
+        timeout) hold the start up for about T, not N * T."""
+        hosting = []
+        for plugin, provider in providers:
+            if isinstance(provider, ResourceProvider):
+                provider.publisher = self.hub.publisher(provider)
+            hosted = _Hosted(provider.lifespan, provider.name, plugin, self.startup_failures)
+            self._hosted[id(provider)] = hosted
+            hosted.launch(tasks)  # now, while ``tasks`` is known to be open
+            hosting.append(hosted)
+        async with anyio.create_task_group() as starting:
+            for hosted in hosting:
+                starting.start_soon(hosted.started, within)
 
     async def _start(self) -> contextlib.AsyncExitStack:
         stack = contextlib.AsyncExitStack()
@@ -295,8 +303,7 @@ class Runtime:
             stack.push_async_callback(self.audit.flush)  # runs before the cancel: queued lines go out
         self.startup_failures.clear()
         stack.push_async_callback(self._stop_hosted)
-        for d in self.assembly.declared:
-            await self._host_provider(d.plugin, d.provider, tasks)
+        await self._host_providers([(d.plugin, d.provider) for d in self.assembly.declared], tasks)
         tasks.start_soon(self.tasks.host)
         stack.push_async_callback(self.tasks.stop)  # before the providers stop: a body's clean-up still has them
         for run in self.background:
@@ -306,10 +313,19 @@ class Runtime:
         return stack
 
     async def _stop_hosted(self) -> None:
-        """Stop every running lifespan, the last started first (as an exit stack would)."""
+        """Stop every running lifespan, side by side (see :func:`_stopped`)."""
         hosted, self._hosted = list(self._hosted.values()), {}
-        for one in reversed(hosted):
-            await one.stop()
+        await _stopped(hosted)
+
+
+async def _stopped(hosted: list[_Hosted]) -> None:
+    """Stop ``hosted`` side by side, shielded: each is bounded by :data:`STOP_SECONDS`, so all of
+    them take about the slowest one's time, never their sum (N upstream processes that each take
+    their grace to leave). No lifespan waits for another's end: each ends in a task of its own."""
+    with anyio.CancelScope(shield=True):  # each stop is bounded; the caller is often cancelled
+        async with anyio.create_task_group() as stopping:
+            for one in reversed(hosted):
+                stopping.start_soon(one.stop)
 
 
 class _Host:
@@ -416,10 +432,13 @@ class _Hosted:
         self._serving = False
         self._scope = anyio.CancelScope()
 
-    async def start(self, tasks: anyio.abc.TaskGroup, within: float | None = None) -> None:
-        """Start the lifespan in ``tasks``; returns once it is serving or has failed, or after
-        ``within`` seconds (then it is cancelled and recorded as failed to start)."""
+    def launch(self, tasks: anyio.abc.TaskGroup) -> None:
+        """Start the lifespan in a task of ``tasks`` (:meth:`started` waits for it)."""
         tasks.start_soon(self._run)
+
+    async def started(self, within: float | None = None) -> None:
+        """Return once the lifespan :meth:`launch` started is serving or has failed, or after
+        ``within`` seconds (then it is cancelled and recorded as failed to start)."""
         with anyio.move_on_after(math.inf if within is None else within):
             await self._started.wait()
         if not self._started.is_set():

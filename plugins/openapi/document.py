@@ -22,8 +22,9 @@ from __future__ import annotations
 import json
 import logging
 import re
+import threading
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,7 +40,7 @@ from mcp_providers.plugins.openapi.messages import invalid, unparsable
 from mcp_providers.plugins.openapi.schema import Converter, UnsupportedSchema
 from mcp_providers.plugins.openapi.validation import validate
 
-__all__ = ["METHODS", "Document", "DocumentError", "Operation", "Parameter", "load"]
+__all__ = ["METHODS", "Document", "DocumentError", "Operation", "Parameter", "Read", "load", "read_all"]
 
 log = logging.getLogger(__name__)
 
@@ -180,16 +181,52 @@ def _parsed(data: bytes, source: str) -> dict[str, Any]:
     return spec
 
 
-def load(source: str, *, timeout: float = 30.0, max_operations: int | None = None) -> Document:
+Read = tuple[bytes, str | None] | Exception
+"""A document's bytes and URL (``None`` for a file), or what reading it raised (:func:`read_all`)."""
+
+
+def read_all(sources: Sequence[tuple[str, float]]) -> list[Read]:
+    """What each ``(source, timeout)`` reads as (:data:`Read`), in order. Documents by URL are
+    fetched side by side, each in a thread of its own: N that never answer cost one ``timeout``
+    (each bounded by its own), not N; files are read in this thread."""
+    found: list[Read] = [RuntimeError("not read")] * len(sources)
+
+    def one(index: int, source: str, timeout: float) -> None:
+        try:
+            found[index] = _read(source, timeout)
+        except Exception as exc:  # kept for load(), which raises it where it would have read
+            found[index] = exc
+
+    fetching = [
+        threading.Thread(target=one, args=(i, source, timeout), name="mcp-providers-openapi-fetch", daemon=True)
+        for i, (source, timeout) in enumerate(sources)
+        if "://" in source
+    ]
+    for thread in fetching:
+        thread.start()
+    for i, (source, timeout) in enumerate(sources):
+        if "://" not in source:
+            one(i, source, timeout)
+    for thread in fetching:
+        thread.join()
+    return found
+
+
+def load(
+    source: str, *, timeout: float = 30.0, max_operations: int | None = None, read: Read | None = None
+) -> Document:
     """Read, parse and validate the document at ``source`` (a file path or an http(s) URL).
 
+    :param read: what :func:`read_all` read from ``source`` (``None``: read it now).
     :param max_operations: most operations (a path item without any counts as one) the document
         may have, counted before it is validated; ``None``: no limit.
     :raises DocumentError: it cannot be read, is not JSON or YAML, is not OpenAPI 3.0 or 3.1, is
         invalid (where, and which rule; never the document's text), refers to another file or URL,
         or has more than ``max_operations`` operations.
     """
-    data, url = _read(source, timeout)
+    if isinstance(read, Exception):
+        raise read
+    data, url = _read(source, timeout) if read is None else read
     try:
         spec = _parsed(data, source)
         version = str(spec.get("openapi", spec.get("swagger", "")))

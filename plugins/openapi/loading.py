@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 
 from mcp_providers.plugins.openapi.client import Service
-from mcp_providers.plugins.openapi.document import DocumentError, Operation, load
+from mcp_providers.plugins.openapi.document import DocumentError, Operation, Read, load, read_all
 from mcp_providers.plugins.openapi.names import advisories, refusals
 from mcp_providers.plugins.openapi.providers import selected
 from mcp_providers.plugins.openapi.settings import OpenAPISettings, ServiceSettings
@@ -16,9 +16,10 @@ __all__ = ["services"]
 log = logging.getLogger("mcp_providers.plugins.openapi")
 
 
-def _service(settings: ServiceSettings) -> Service:
+def _service(settings: ServiceSettings, read: Read) -> Service:
     try:
-        document = load(settings.document, timeout=settings.timeout_seconds, max_operations=settings.max_operations)
+        document = load(settings.document, timeout=settings.timeout_seconds, max_operations=settings.max_operations,
+                        read=read)  # fmt: skip
     except DocumentError as exc:
         log.error("openapi: service %r serves nothing: %s", settings.name, exc)
         return Service(settings, None, f"service {settings.name!r}: {exc}")
@@ -51,8 +52,9 @@ def services(settings: OpenAPISettings | None) -> list[tuple[Service, list[Opera
         return []
     if settings._services is None:
         loaded = []
-        for configured in settings.services:
-            service = _service(configured)
+        reads = read_all([(c.document, c.timeout_seconds) for c in settings.services])  # side by side
+        for configured, read in zip(settings.services, reads, strict=True):
+            service = _service(configured, read)
             operations, left = selected(service)
             for line in [*left, *(f"openapi: {item.message}" for item in service.left_out)]:
                 log.warning("%s", line)

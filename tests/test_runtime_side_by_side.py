@@ -1,0 +1,118 @@
+"""The runtime starts and stops its providers' lifespans side by side (round 12, brief U): one
+after another, N providers whose sources each take T seconds to answer (or never do, each bounded)
+held the server's start up for N * T, and its stop for N stop bounds. At start, at a reload that
+adds providers, and at stop; a lifespan that fails still fails its own provider alone.
+
+The bounds are about concurrency, not speed: each lifespan takes :data:`SLOW` seconds, one after
+another they take ``len(NAMES) * SLOW``; the margins are generous."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+from pydantic import BaseModel
+
+from mcp_providers import Content, ReadRequest, Resource, ResourceProvider, hookimpl
+from mcp_providers._serve.composition import compose
+from mcp_providers._serve.reload import Reloader
+from mcp_providers.config import Config
+from mcp_providers.testing import connect
+
+pytestmark = pytest.mark.anyio
+
+SLOW = 1.0
+NAMES = ("one", "two", "three", "four")
+BOUND = SLOW * 2.2  # one after another: len(NAMES) * SLOW = 4 s
+stopped: list[str] = []
+
+
+class SlowSettings(BaseModel):
+    failing: str = ""  # the provider whose lifespan raises once it has taken its time
+
+
+class Slow(ResourceProvider):
+    """Takes :data:`SLOW` seconds to start (then raises, when it is the failing one) and to stop."""
+
+    def __init__(self, name: str, fails: bool) -> None:
+        self.name, self.prefixes, self.fails = name, (f"{name}://",), fails
+
+    def resources(self) -> Sequence[Resource]:
+        return [Resource(uri=f"{self.name}://x", name="x", mime_type="text/plain")]
+
+    async def read(self, request: ReadRequest) -> Content:
+        return Content(text=self.name)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self) -> AsyncIterator[None]:
+        await anyio.sleep(SLOW)  # a source that answers late
+        if self.fails:
+            raise RuntimeError(f"{self.name}'s source refused")
+        try:
+            yield
+        finally:
+            with anyio.CancelScope(shield=True):
+                await anyio.sleep(SLOW)  # a process given its grace to leave
+            stopped.append(self.name)
+
+
+class SlowPlugin:
+    @hookimpl
+    def settings_model(self) -> type[BaseModel]:
+        return SlowSettings
+
+    @hookimpl
+    def register_resource_providers(self, settings: SlowSettings) -> list[ResourceProvider]:
+        return [Slow(name, name == settings.failing) for name in NAMES]
+
+
+def _text(result: types.ReadResourceResult) -> str:
+    content = result.contents[0]
+    assert isinstance(content, types.TextResourceContents)
+    return content.text
+
+
+async def _served(composition: Any, client: Any, failing: str) -> None:
+    """Every provider but ``failing`` serves; ``failing`` alone is recorded as failed to start."""
+    assert set(composition.runtime.startup_failures) == {failing}
+    assert "refused" in composition.runtime.startup_failures[failing]
+    for name in NAMES:
+        if name != failing:
+            assert _text(await client.read_resource(f"{name}://x")) == name
+
+
+async def test_providers_start_and_stop_side_by_side_each_failure_its_own() -> None:
+    stopped.clear()
+    composition = compose(Config(plugins={"slow": {"failing": "two"}}), load_entrypoints=False,
+                          plugins={"slow": SlowPlugin()})  # fmt: skip
+    began = time.monotonic()
+    async with composition.running():
+        started = time.monotonic() - began
+        async with connect(composition) as client:
+            await _served(composition, client, "two")
+        leaving = time.monotonic()
+    stopping = time.monotonic() - leaving
+    assert started < BOUND, f"start took {started:.1f} s: the lifespans were entered one after another"
+    assert stopping < BOUND, f"stop took {stopping:.1f} s: the lifespans were left one after another"
+    assert sorted(stopped) == sorted(n for n in NAMES if n != "two")
+
+
+async def test_a_reload_starts_the_providers_it_adds_side_by_side() -> None:
+    stopped.clear()
+    plugins = {"slow": SlowPlugin()}
+    config = Config(deny=("slow",))
+    composition = compose(config, load_entrypoints=False, plugins=plugins)
+    reloader = Reloader(composition, lambda: config, load_entrypoints=False, plugins=plugins)
+    async with connect(composition) as client:
+        config = Config(plugins={"slow": {"failing": "three"}})
+        began = time.monotonic()
+        attempt = await reloader.reload()
+        took = time.monotonic() - began
+        assert attempt.outcome == "applied", attempt.as_dict()
+        assert took < BOUND, f"the reload took {took:.1f} s: the lifespans were entered one after another"
+        await _served(composition, client, "three")
