@@ -14,6 +14,7 @@ of a held secret now follows :data:`~mcp_providers.plugins._masking.MIN_SECRET_C
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 import pytest
@@ -101,6 +102,8 @@ def test_an_obtained_secret_shorter_than_the_minimum_is_not_masked(handed: bool)
     secrets.add(SHORT, handed=handed)
     secrets.add(LONG, handed=handed)
     assert secrets.masked(TEXT) == f"jjjjjsonrpc {MASK} error"
+    encoded = f"{SHORT.encode().hex()} {base64.b64encode(SHORT.encode()).decode()}"  # long enough spellings of it
+    assert secrets.masked(encoded) == encoded
     assert Secrets.of("the token endpoint of 'who'", [SHORT, None, LONG]).masked(TEXT) == f"jjjjjsonrpc {MASK} error"
 
 
