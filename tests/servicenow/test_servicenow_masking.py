@@ -65,8 +65,8 @@ def _spellings(secret: str) -> dict[str, str]:
 
 @pytest.fixture
 def dev_with(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> Iterator[Emulator]:
-    """The ``dev`` emulator whose Basic password (in the environment the plugin reads) is the
-    test's ``password`` parameter."""
+    """The ``dev`` emulator whose Basic password (in the environment the plugin reads) is the value
+    the test passes (``indirect`` parametrization)."""
     password = request.param
     monkeypatch.setenv("SN_TEST_DEV_PASSWORD", password)
     with Emulator("dev", users={DEV_USER: password}) as emulator:
