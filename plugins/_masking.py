@@ -8,11 +8,12 @@ service is replaced by :data:`MASK` first: the values of the variables its setti
 Anything shaped like an ``Authorization`` value (``Bearer``/``Basic`` and a token) is masked too,
 whoever's it is.
 
-A secret is found as written, upper- or lower-cased, URL-encoded (every common way),
+A secret is found as written, upper- or lower-cased, URL-encoded (every common way) or -decoded,
 JSON-escaped, hex-encoded, and base64-encoded (standard or URL-safe alphabet), alone or inside a
-longer encoded text. Every spelling of every held secret is searched for in one pass of an
-Aho-Corasick automaton (``ahocorasick-rs``), so a message costs about the same with one secret held
-as with hundreds (``benchmarks/masking.py``).
+longer encoded text; a spelling shorter than :data:`MIN_SECRET_CHARS` is not searched for.
+Every spelling of every held secret is searched for in one pass of an Aho-Corasick automaton
+(``ahocorasick-rs``), so a message costs about the same with one secret held as with hundreds
+(``benchmarks/masking.py``).
 
 Services spell things in more ways than any list of spellings names (PHP's ``\\/``, .NET's
 ``\\u002B``, Markdown's ``\\_``, a JavaScript-encoded URL keeping ``!``, MIME base64 wrapped at 76
@@ -115,9 +116,10 @@ def _base64_spellings(raw: bytes) -> set[str]:
 
 
 def _spellings(value: str) -> set[str]:
-    """Every spelling of ``value`` searched for (see the module docstring)."""
+    """Every spelling of ``value`` searched for (see the module docstring), and ``value``
+    URL-decoded (a secret written percent-encoded, as in a URL's user info, is sent decoded)."""
     raw = value.encode()
-    cased = {value, value.upper(), value.lower()}
+    cased = {value, value.upper(), value.lower(), unquote(value)}
     hexed = binascii.hexlify(raw).decode()
     wide = {value.encode("utf-16-le"), value.encode("utf-16-be")}  # what Windows and Java services encode
     wide_spelled = {s for w in wide for s in (*_base64_spellings(w), w.hex(), w.hex().upper())}
@@ -299,11 +301,17 @@ class Secrets:
     def add(self, value: str | None, *, handed: bool = False) -> None:
         """Mask ``value`` from now on. ``None``, and a value shorter than :data:`MIN_SECRET_CHARS`
         (an obtained token that short, an ``env`` value such as ``1``), are not masked: a configured
-        secret that short was refused with the settings (:func:`checked_secret`)."""
-        if not value or len(value) < MIN_SECRET_CHARS or value in self._held or value in self._handed:
+        secret that short was refused with the settings (:func:`checked_secret`). Nor is a spelling
+        of it that short (``%65%20`` URL-decoded is ``e ``: masking it would garble every text); the
+        value as written is. A handed value added again is the last one dropped."""
+        if not value or len(value) < MIN_SECRET_CHARS or value in self._held:
+            return
+        if value in self._handed:
+            self._handed[value] = self._handed.pop(value)  # in use again: the last to be dropped
             return
         spellings = _spellings(value)
         spellings |= {json.dumps(v, ensure_ascii=False)[1:-1] for v in spellings}
+        spellings = {s for s in spellings if len(s) >= MIN_SECRET_CHARS}
         if handed:
             self._handed[value] = frozenset(spellings)
             if len(self._handed) > self.HANDED_KEPT:

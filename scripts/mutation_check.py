@@ -44,6 +44,7 @@ WARN_ONCE = (
 GUARDS = "tests/test_budget_and_static_guards.py::"
 KEYS = "tests/test_credential_keys.py::"
 SHORT = "tests/test_short_secrets.py::"
+SN_MASK = "tests/servicenow/test_servicenow_masking.py::"
 READINGS = "tests/test_policy_readings.py::"
 
 CASES: tuple[Case, ...] = (
@@ -2122,11 +2123,52 @@ CASES += (  # an HTTP upstream's answers bounded while read (issue 40, round 9 b
         ),
     ),
     Case(
-        "masking: ServiceNow's redactor follows the same minimum",
+        "masking: ServiceNow masks by the shared Secrets (every spelling, the same minimum)",
         "plugins/servicenow/redact.py",
-        "_MIN_SECRET = MIN_SECRET_CHARS",
-        "_MIN_SECRET = 4",
-        (SHORT + "test_a_token_servicenow_issued_shorter_than_the_minimum_is_not_masked",),
+        "            value = self._secrets.masked(value)",
+        "            pass",
+        (
+            SHORT + "test_a_token_servicenow_issued_shorter_than_the_minimum_is_not_masked",
+            SN_MASK + "test_a_configured_password_echoed_in_any_spelling_reaches_no_one",
+        ),
+    ),
+    Case(
+        "masking: a spelling shorter than the minimum is not searched for",
+        "plugins/_masking.py",
+        "        spellings = {s for s in spellings if len(s) >= MIN_SECRET_CHARS}",
+        "        pass",
+        (
+            SHORT + "test_a_spelling_shorter_than_the_minimum_is_not_searched_for_the_value_still_is",
+            SN_MASK + "test_a_password_whose_decoded_form_is_short_masks_only_itself",
+        ),
+    ),
+    Case(
+        "masking: a secret's URL-decoded spelling is searched for",
+        "plugins/_masking.py",
+        "    cased = {value, value.upper(), value.lower(), unquote(value)}",
+        "    cased = {value, value.upper(), value.lower()}",
+        (
+            SHORT + "test_a_decoded_spelling_long_enough_is_searched_for",
+            SN_MASK + "test_a_password_whose_decoded_form_is_long_enough_is_masked_in_both",
+        ),
+    ),
+    Case(
+        "masking: a handed secret in use again is the last one dropped",
+        "plugins/_masking.py",
+        "            self._handed[value] = self._handed.pop(value)  # in use again: the last to be dropped",
+        "            pass",
+        (SHORT + "test_a_handed_secret_in_use_again_is_the_last_one_dropped",),
+    ),
+    Case(
+        "servicenow: an instance's words are masked before they are cut",
+        "plugins/servicenow/errors.py",
+        "    text = masked(text)",
+        "    pass",
+        (
+            SN_MASK + "test_a_secret_straddling_the_cut_is_masked_before_the_cut",
+            SN_MASK + "test_an_oauth_refusal_is_masked_before_the_cut",
+            SN_MASK + "test_a_jwt_bearer_refusal_is_masked_before_the_cut",
+        ),
     ),
     Case(
         "upstream http: a piece that may end an event over the limit is counted event by event",

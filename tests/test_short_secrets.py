@@ -14,6 +14,7 @@ of a held secret now follows :data:`~mcp_providers.plugins._masking.MIN_SECRET_C
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 import pytest
@@ -101,6 +102,8 @@ def test_an_obtained_secret_shorter_than_the_minimum_is_not_masked(handed: bool)
     secrets.add(SHORT, handed=handed)
     secrets.add(LONG, handed=handed)
     assert secrets.masked(TEXT) == f"jjjjjsonrpc {MASK} error"
+    encoded = f"{SHORT.encode().hex()} {base64.b64encode(SHORT.encode()).decode()}"  # long enough spellings of it
+    assert secrets.masked(encoded) == encoded
     assert Secrets.of("the token endpoint of 'who'", [SHORT, None, LONG]).masked(TEXT) == f"jjjjjsonrpc {MASK} error"
 
 
@@ -110,3 +113,36 @@ def test_a_token_servicenow_issued_shorter_than_the_minimum_is_not_masked() -> N
     redactor.add_issued(LONG)
     redactor.add(SHORT[:4])
     assert redactor.text(TEXT) == f"jjjjjsonrpc {MASK} error"
+
+
+DECODED_SHORT = ["%65%20", "%20%74%68", "%C3%A9%65", "%41%42%43", "a%2Fb%2F"]
+"""Secrets of the minimum length whose URL-decoded spelling is shorter (``e ``, `` th``, ``ée``, ``ABC``,
+``a/b/``): the tester's, and more of the kind."""
+WORDS = "the record was updated here; see the reference field ABC a/b/ ée"
+
+
+@pytest.mark.parametrize("value", DECODED_SHORT)
+def test_a_spelling_shorter_than_the_minimum_is_not_searched_for_the_value_still_is(value: str) -> None:
+    for secrets in (Secrets.of("who", [value]), Secrets.of("who", ["long-enough-secret", value])):
+        assert secrets.masked(WORDS) == WORDS
+        assert secrets.masked(f"sent {value} back") == f"sent {MASK} back"
+    redactor = Redactor()
+    redactor.add_basic("admin", value)
+    assert redactor.text(WORDS) == WORDS and redactor.text(f"sent {value}") == f"sent {MASK}"
+
+
+def test_a_decoded_spelling_long_enough_is_searched_for() -> None:
+    secrets = Secrets.of("who", ["abc%20defgh12"])
+    assert secrets.masked("sent abc defgh12 and abc%20defgh12") == f"sent {MASK} and {MASK}"
+
+
+def test_a_handed_secret_in_use_again_is_the_last_one_dropped() -> None:
+    secrets = Secrets("upstream 'who'")
+    first = "token-of-the-first-caller"
+    secrets.add(first, handed=True)
+    for n in range(Secrets.HANDED_KEPT - 1):
+        secrets.add(f"token-number-{n:06d}", handed=True)
+    secrets.add(first, handed=True)  # the first caller's next request: in use again
+    secrets.add("token-one-more-0000", handed=True)  # the oldest now is token-number-000000
+    assert secrets.masked(f"echo {first}") == f"echo {MASK}"
+    assert secrets.masked("echo token-number-000000") == "echo token-number-000000"

@@ -26,7 +26,8 @@ Behaviour shared by every call:
   (404) whose message names the instance, the operation, the status and ServiceNow's
   ``error.message``/``error.detail``; timeouts and unreachable hosts say so. No message, log
   line or result ever carries a password, secret, token or ``Authorization`` header: every
-  upstream text passes the pool's :class:`~.redact.Redactor` first.
+  upstream text passes the pool's :class:`~.redact.Redactor` first (the shared masking rule,
+  :class:`~mcp_providers.plugins._masking.Secrets`), before any part of it is cut.
 """
 
 from __future__ import annotations

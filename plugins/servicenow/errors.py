@@ -3,6 +3,8 @@ for, and an instance's failure (:class:`ServiceNowError`, an ``UpstreamError``, 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from mcp_providers.credentials import CredentialRefused
 from mcp_providers.errors import UpstreamError
 
@@ -39,6 +41,9 @@ class ServiceNowError(UpstreamError):
         self.sn_detail = sn_detail
 
 
-def clip(text: str) -> str:
-    """``text`` cut to 500 characters (an ellipsis marks the cut), for quoting an instance's answer."""
+def clip(text: str, masked: Callable[[str], str]) -> str:
+    """``text`` (an instance's words) masked by ``masked`` (the pool's ``Redactor.text``), *then*
+    cut to 500 characters (an ellipsis marks the cut): a secret the cut would split is whole when
+    masked, so no head of it is left readable."""
+    text = masked(text)
     return text if len(text) <= _MAX_TEXT else text[:_MAX_TEXT] + "…"

@@ -378,8 +378,9 @@ class InstanceClient:
             body = json_loads(answer.body)
             error = body.get("error") if isinstance(body, dict) else None
             if isinstance(error, dict):
-                sn_message = clip(str(error["message"])) if error.get("message") else None
-                sn_detail = clip(str(error["detail"])) if error.get("detail") else None
+                masked = self.redactor.text
+                sn_message = clip(str(error["message"]), masked) if error.get("message") else None
+                sn_detail = clip(str(error["detail"]), masked) if error.get("detail") else None
         said = f": {sn_message}" + (f" ({sn_detail})" if sn_detail else "") if sn_message else ""
         hint = {
             401: f"; the instance rejected the credentials configured for {self.name!r} ({self._auth_hint()})",

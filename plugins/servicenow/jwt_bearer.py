@@ -197,11 +197,12 @@ class JwtBearerUpstream:
     def _refusal(self, status: int, reason: str, user: str) -> str:
         auth = self.auth
         client = f"auth.client_id_env {auth.client_id_env}" if auth.client_id_env else f"client {self._client_id!r}"
+        said = f": {clip(reason, self._redactor.text)}" if reason else ""  # masked, then cut
         return self._redactor.text(
             f"instance {self.settings.name!r} refused a token for ServiceNow user {user!r} (JWT bearer grant, "
-            f"HTTP {status}{': ' + clip(reason) if reason else ''}); check that an active sys_user has that "
-            f"value in the user field of the OAuth JWT API endpoint, that its JWT verifier map holds the "
-            f"certificate of the key in {auth.private_key_env}, and {client} with the secret in "
+            f"HTTP {status}{said}); check that an active sys_user has that value in the user field of the OAuth "
+            f"JWT API endpoint, that its JWT verifier map holds the certificate of the key in {auth.private_key_env}, "
+            f"and {client} with the secret in "
             f"{auth.client_secret_env}"
         )
 

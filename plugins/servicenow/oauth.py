@@ -112,11 +112,11 @@ class OAuthFlow(httpx2.Auth):
             self._took(await self._sent(endpoint.grant(path, grant, **form), grant))
         except TokenRefused as exc:
             env = self._auth.client_secret_env + (f" / {self._auth.password_env}" if self._auth.password_env else "")
+            said = f": {clip(exc.reason, self._redactor.text)}" if exc.reason else ""  # masked, then cut
             raise ServiceNowError(
                 self._redactor.text(
                     f"instance {self._instance!r}: OAuth token request ({grant} grant) to {path} was refused with "
-                    f"HTTP {exc.status}{': ' + clip(exc.reason) if exc.reason else ''}; check auth.client_id and "
-                    f"the secret(s) in {env}"
+                    f"HTTP {exc.status}{said}; check auth.client_id and the secret(s) in {env}"
                 ),
                 instance=self._instance,
                 status=exc.status,

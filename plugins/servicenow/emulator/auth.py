@@ -56,7 +56,7 @@ def identify(emulator: Emulator, store: Store, request: Request) -> Caller:
         except (binascii.Error, UnicodeDecodeError):
             return Caller("basic:malformed", False)
         expected = emulator.users.get(user)
-        ok = expected is not None and secrets.compare_digest(expected, password)
+        ok = expected is not None and secrets.compare_digest(expected.encode(), password.encode())
         return Caller(f"basic:{user}", ok)
     if scheme.lower() == "bearer":
         with store.lock:
@@ -114,7 +114,7 @@ class TokenEndpoint:
         if grant == GRANT_TYPE:
             return self._jwt_grant(request, form, client_id, client_secret)
         expected = self.emulator.oauth_clients.get(client_id)
-        if expected is None or not secrets.compare_digest(expected, client_secret):
+        if expected is None or not secrets.compare_digest(expected.encode(), client_secret.encode()):
             self._log(request, principal, False, 401, safe_query)
             return _denied()
         user, refused = self._grant_user(request, form, client_id, grant)
@@ -130,7 +130,7 @@ class TokenEndpoint:
         if grant == "password":
             user = form.get("username", "")
             known = self.emulator.users.get(user)
-            if known is None or not secrets.compare_digest(known, form.get("password", "")):
+            if known is None or not secrets.compare_digest(known.encode(), form.get("password", "").encode()):
                 self._log(request, f"oauth:{client_id}/{user}", False, 401, query)
                 return None, _denied()
             return user, None

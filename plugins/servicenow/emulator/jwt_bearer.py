@@ -71,7 +71,9 @@ class JwtBearerClient:
 
     def secret_matches(self, client_id: str, client_secret: str) -> bool:
         """Whether the token request's client id and secret are this endpoint's."""
-        return client_id == self.client_id and secrets.compare_digest(self.client_secret, client_secret)
+        return client_id == self.client_id and secrets.compare_digest(
+            self.client_secret.encode(), client_secret.encode()
+        )
 
 
 def check_assertion(assertion: str, client: JwtBearerClient, token_url: str, seen_jti: set[str]) -> dict[str, Any]:
