@@ -475,7 +475,7 @@ CASES: tuple[Case, ...] = (
     ),
     Case(
         "masking: a library's log record has every held secret masked",
-        "plugins/_masking.py",
+        "plugins/_library_logs.py",
         "        record.msg, record.args = self.masked(said), None",
         "        pass",
         (
@@ -485,7 +485,7 @@ CASES: tuple[Case, ...] = (
     ),
     Case(
         "masking: a library's logged traceback has every held secret masked",
-        "plugins/_masking.py",
+        "plugins/_library_logs.py",
         "            record.exc_text = self.masked(",
         "            record.exc_text = (",
         (
@@ -494,7 +494,7 @@ CASES: tuple[Case, ...] = (
     ),
     Case(
         "masking: the library log mask is removed when the composition closes",
-        "plugins/_masking.py",
+        "plugins/_library_logs.py",
         "            found.removeFilter(self)",
         "            pass",
         (
@@ -747,7 +747,7 @@ CASES += (
     # the library log mask on loggers made after it (round 12, helper L)
     Case(
         "masking: a library logger made after the mask has its records masked (the record factory)",
-        "plugins/_masking.py",
+        "plugins/_library_logs.py",
         "            self._chain(current)",
         "            pass",
         (
@@ -757,21 +757,21 @@ CASES += (
     ),
     Case(
         "masking: the record factory is only for a library's records",
-        "plugins/_masking.py",
+        "plugins/_library_logs.py",
         "            if self.maskers and _from_library(record.name):",
         "            if self.maskers:",
         (LATE_MASK + "test_other_loggers_and_every_logger_after_the_last_plugin_leaves_are_untouched",),
     ),
     Case(
         "masking: the record factory is restored when the last plugin leaves",
-        "plugins/_masking.py",
+        "plugins/_library_logs.py",
         "            logging.setLogRecordFactory(self.below)",
         "            pass",
         (LATE_MASK + "test_other_loggers_and_every_logger_after_the_last_plugin_leaves_are_untouched",),
     ),
     Case(
         "masking: a factory the host chained on top of ours is not torn out",
-        "plugins/_masking.py",
+        "plugins/_library_logs.py",
         " and current is self.factory:",
         ":",
         (LATE_MASK + "test_a_factory_the_host_chains_on_top_is_kept_and_ours_goes_inert",),

@@ -13,7 +13,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from mcp_providers.plugins._masking import LIBRARY_LOGGERS, MASK, Secrets, library_logs_masked
+from mcp_providers.plugins._library_logs import LIBRARY_LOGGERS, library_logs_masked
+from mcp_providers.plugins._masking import MASK, Secrets
 
 KEY = "Zq8-secret-KEY-77"
 BEARER = "Bearer abc.def.ghi"

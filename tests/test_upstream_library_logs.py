@@ -20,7 +20,8 @@ from waiting import wait_until
 
 from mcp_providers._cli.logs import TextFormatter
 from mcp_providers.plugins import upstream
-from mcp_providers.plugins._masking import LIBRARY_LOGGERS, MASK
+from mcp_providers.plugins._library_logs import LIBRARY_LOGGERS
+from mcp_providers.plugins._masking import MASK
 from mcp_providers.testing import compose, connect
 
 pytestmark = pytest.mark.anyio

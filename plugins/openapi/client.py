@@ -52,7 +52,8 @@ from mcp_providers.credentials import Credential, CredentialBroker, record_upstr
 from mcp_providers.errors import InvalidParams, NotFound, TooLarge, UpstreamError
 from mcp_providers.http import is_loopback_host
 from mcp_providers.identity import LOCAL, Principal
-from mcp_providers.plugins._masking import Secrets, body_text, library_logs_masked
+from mcp_providers.plugins._library_logs import library_logs_masked
+from mcp_providers.plugins._masking import Secrets, body_text
 from mcp_providers.plugins._oauth import ClientCredentials, OAuthAuth, OnBehalfOfAuth, TokenExchange, brokered
 from mcp_providers.plugins.openapi.document import Document, Operation
 from mcp_providers.plugins.openapi.query import encode

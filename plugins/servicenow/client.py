@@ -42,7 +42,7 @@ import httpx2
 from mcp_providers import http as core_http
 from mcp_providers.credentials import Credential
 from mcp_providers.http import is_loopback_host
-from mcp_providers.plugins._masking import library_logs_masked
+from mcp_providers.plugins._library_logs import library_logs_masked
 from mcp_providers.plugins.servicenow.auth_settings import ApiKeyAuth, BasicAuth, JwtBearerAuth, read_secret
 from mcp_providers.plugins.servicenow.backoff import Backoff, LocalBackoff
 from mcp_providers.plugins.servicenow.errors import ServiceNowError, UnknownInstance

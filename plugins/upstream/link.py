@@ -38,7 +38,7 @@ from mcp_providers.credentials import Credential, CredentialBroker, Upstream
 from mcp_providers.errors import NotFound, UpstreamError
 from mcp_providers.identity import LOCAL, Principal
 from mcp_providers.plugins import _oauth
-from mcp_providers.plugins._masking import library_logs_masked
+from mcp_providers.plugins._library_logs import library_logs_masked
 from mcp_providers.plugins.upstream.asking import Bounds, Relay
 from mcp_providers.plugins.upstream.connect import client, held_secrets, reason, who
 from mcp_providers.plugins.upstream.oauth import BrokeredAuth, ClientCredentials, TokenExchange

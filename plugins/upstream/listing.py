@@ -12,7 +12,7 @@ from typing import Any
 import anyio
 from mcp import Client, MCPError
 
-from mcp_providers.plugins._masking import library_logs_masked
+from mcp_providers.plugins._library_logs import library_logs_masked
 from mcp_providers.plugins.upstream.connect import client, held_secrets, reason, who
 from mcp_providers.plugins.upstream.oauth import BrokeredAuth, ClientCredentials
 from mcp_providers.plugins.upstream.settings import OAuthAuth, ServerSettings
