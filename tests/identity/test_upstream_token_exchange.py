@@ -212,7 +212,7 @@ async def test_each_caller_has_one_upstream_session_closed_when_idle(
         "name": "who", "url": upstream["url"], "prefixes": ["whoami://"], "read_timeout": 10,
         "auth": {"type": "on_behalf_of", "token_endpoint": exchange_idp.token_endpoint,
                  "client_id_env": "U3_GATEWAY_ID", "client_secret_env": "U3_GATEWAY_SECRET", "scope": "mcp:read",
-                 "idle_seconds": 0.5}}]}  # fmt: skip
+                 "idle_seconds": 4}}]}  # fmt: skip  # long enough for the four calls on a loaded machine
     composed = compose({"upstream": upstream_plugin}, {"upstream": settings})
     [link] = [d.provider.link for d in composed.assembly.declared if d.provider.name == "upstream-who-tools"]
     callers = {}
