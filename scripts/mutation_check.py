@@ -2275,6 +2275,26 @@ CASES += (  # skills results take the reads' cache rule (round 12 tester nine: s
         ),
     ),
 )
+CASES += (  # a reload cancelled while its providers start leaves none running (round 12 tester eleven)
+    Case(
+        "runtime: a cancelled reload stops the providers it was starting",
+        "core/_serve/runtime.py",
+        "await _stopped([h for key in added if (h := self._hosted.pop(key, None)) is not None], abandon=True)",
+        "pass",
+        (
+            "tests/test_runtime_side_by_side.py::test_a_reload_cancelled_while_its_providers_start_leaves_none_of_them_running",
+        ),
+    ),
+    Case(
+        "runtime: an abandoned lifespan still on its way in is cancelled",
+        "core/_serve/runtime.py",
+        "        if abandon and not self._started.is_set():\n            self._scope.cancel()\n",
+        "",
+        (
+            "tests/test_runtime_side_by_side.py::test_a_reload_cancelled_while_its_providers_start_leaves_none_of_them_running",
+        ),
+    ),
+)
 SIDE = "tests/test_runtime_side_by_side.py::"
 HUNG = "tests/test_upstream_side_by_side.py::"
 CASES += (  # start and stop side by side (round 12 brief U): N hung sources cost about one bound, not N
@@ -2292,8 +2312,8 @@ CASES += (  # start and stop side by side (round 12 brief U): N hung sources cos
     Case(
         "runtime: the providers' lifespans are stopped side by side",
         "core/_serve/runtime.py",
-        "                stopping.start_soon(one.stop)",
-        "                await one.stop()",
+        "                stopping.start_soon(one.stop, abandon)",
+        "                await one.stop(abandon)",
         (
             SIDE + "test_providers_start_and_stop_side_by_side_each_failure_its_own",
             HUNG + "test_hung_upstreams_start_and_stop_in_about_one_timeout",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections import Counter
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -116,3 +117,70 @@ async def test_a_reload_starts_the_providers_it_adds_side_by_side() -> None:
         assert attempt.outcome == "applied", attempt.as_dict()
         assert took < BOUND, f"the reload took {took:.1f} s: the lifespans were entered one after another"
         await _served(composition, client, "three")
+
+
+live: Counter[str] = Counter()
+"""The lifespans running, by provider name (a reload makes new provider objects of the same names)."""
+
+
+class Held(ResourceProvider):
+    """Named ``never-*``: its lifespan never comes up; else it comes up at once. Counted in :data:`live`."""
+
+    def __init__(self, name: str) -> None:
+        self.name, self.prefixes = name, (f"{name}://",)
+
+    def resources(self) -> Sequence[Resource]:
+        return [Resource(uri=f"{self.name}://x", name="x", mime_type="text/plain")]
+
+    async def read(self, request: ReadRequest) -> Content:
+        return Content(text=self.name)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self) -> AsyncIterator[None]:
+        live[self.name] += 1
+        try:
+            if self.name.startswith("never"):
+                await anyio.sleep_forever()
+            yield
+        finally:
+            live[self.name] -= 1
+
+
+class HeldSettings(BaseModel):
+    names: list[str] = []
+
+
+class HeldPlugin:
+    @hookimpl
+    def settings_model(self) -> type[BaseModel]:
+        return HeldSettings
+
+    @hookimpl
+    def register_resource_providers(self, settings: HeldSettings) -> list[ResourceProvider]:
+        return [Held(n) for n in settings.names]
+
+
+async def test_a_reload_cancelled_while_its_providers_start_leaves_none_of_them_running() -> None:
+    """Tester eleven: a reload cancelled (its caller gone) while the providers it adds start left
+    every one hosted and running, the one that never came up included, though nothing served them;
+    the next reload said "unchanged" and the stop waited out the never-started one."""
+    plugins = {"held": HeldPlugin()}
+    config = Config(plugins={"held": {"names": ["first"]}})
+    composition = compose(config, load_entrypoints=False, plugins=plugins)
+    reloader = Reloader(composition, lambda: config, load_entrypoints=False, plugins=plugins)
+    async with composition.running():
+        assert +live == {"first": 1}
+        config = Config(plugins={"held": {"names": ["first", "never-a", "second"]}})
+        with anyio.move_on_after(1.0) as waited:
+            await reloader.reload()
+        assert waited.cancelled_caught
+        with anyio.fail_after(5):
+            while +live != {"first": 1}:  # the old "first" serves on; the added ones are gone
+                await anyio.sleep(0.05)
+        config = Config(plugins={"held": {"names": ["first", "second"]}})
+        attempt = await reloader.reload("again")  # "second" is added again, not taken as running
+        assert attempt.outcome == "applied", attempt
+        with anyio.fail_after(5):
+            while +live != {"first": 1, "second": 1}:  # the old generation's "first" retires once idle
+                await anyio.sleep(0.05)
+    assert +live == {}

@@ -227,7 +227,11 @@ class Runtime:
         if tasks is not None:
             adding = [d for d in assembly.declared if id(d.provider) not in self._hosted]
             added = [id(d.provider) for d in adding]
-            await self._host_providers([(d.plugin, d.provider) for d in adding], tasks, START_SECONDS)
+            try:
+                await self._host_providers([(d.plugin, d.provider) for d in adding], tasks, START_SECONDS)
+            except BaseException:  # cancelled (the reload's caller left): nothing will serve them
+                await _stopped([h for key in added if (h := self._hosted.pop(key, None)) is not None], abandon=True)
+                raise
             if self._tasks is not tasks:  # stopped: its task group is gone, and with it every lifespan started here
                 for key in added:
                     self._hosted.pop(key, None)
@@ -318,14 +322,15 @@ class Runtime:
         await _stopped(hosted)
 
 
-async def _stopped(hosted: list[_Hosted]) -> None:
+async def _stopped(hosted: list[_Hosted], *, abandon: bool = False) -> None:
     """Stop ``hosted`` side by side, shielded: each is bounded by :data:`STOP_SECONDS`, so all of
     them take about the slowest one's time, never their sum (N upstream processes that each take
-    their grace to leave). No lifespan waits for another's end: each ends in a task of its own."""
+    their grace to leave). No lifespan waits for another's end: each ends in a task of its own.
+    ``abandon``: a lifespan still on its way in is cancelled first (nothing waits for it to start)."""
     with anyio.CancelScope(shield=True):  # each stop is bounded; the caller is often cancelled
         async with anyio.create_task_group() as stopping:
             for one in reversed(hosted):
-                stopping.start_soon(one.stop)
+                stopping.start_soon(one.stop, abandon)
 
 
 class _Host:
@@ -447,11 +452,13 @@ class _Hosted:
                       extra={"mcp_providers_reported": True})  # fmt: skip
             self._failures[self._provider] = f"did not start within {within} s"
 
-    async def stop(self) -> None:
-        """Ask the lifespan to end and wait for it, shielded: the runtime is often stopped because
-        its caller was cancelled, and each stop waiting unshielded would end in a CancelledError of
-        its own, one chained to the next. A lifespan that takes longer than :data:`STOP_SECONDS`
-        is left to the task group's cancellation."""
+    async def stop(self, abandon: bool = False) -> None:
+        """Ask the lifespan to end (``abandon``: cancel it if still on its way in) and wait for it,
+        shielded: the runtime is often stopped because its caller was cancelled, and each stop
+        waiting unshielded would end in a CancelledError of its own, one chained to the next. A
+        lifespan that takes longer than :data:`STOP_SECONDS` is left to the task group's cancellation."""
+        if abandon and not self._started.is_set():
+            self._scope.cancel()
         self._stop.set()
         with anyio.move_on_after(STOP_SECONDS, shield=True) as waited:
             await self._done.wait()
