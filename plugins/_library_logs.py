@@ -7,8 +7,8 @@ message's body at DEBUG (what an upstream echoed, before the sieve masks it). Wh
 secrets for a service it enters :func:`library_logs_masked`, which masks every secret held, by
 every plugin inside it, in each record of :data:`LIBRARY_LOGGERS` and every logger below them, made
 before or after (message and traceback; a record factory chained to the process's, see
-:class:`_LibraryLogMask` for why); it changes nothing else of a record, and is removed when the last
-plugin leaves.
+:class:`_LibraryLogMask` for why); a record, or a part of it, holding no secret is left as it was
+made; it is removed when the last plugin leaves.
 """
 
 from __future__ import annotations
@@ -62,18 +62,22 @@ class _LibraryLogMask(logging.Filter):
         return text
 
     def filter(self, record: logging.LogRecord) -> bool:
+        """Mask ``record`` where it holds a secret; a part holding none is left as it was made (its
+        template and arguments, its exception object: a host's handler may read them)."""
         if record in self.done:
             return True
         try:
             said = record.getMessage()
         except Exception:  # a record whose arguments do not fit its message: its message alone
             said = str(record.msg)
-        record.msg, record.args = self.masked(said), None
+        if (masked := self.masked(said)) != said:
+            record.msg, record.args = masked, None
         if record.exc_info and record.exc_info[1] is not None:
-            record.exc_text = self.masked(record.exc_text or logging.Formatter().formatException(record.exc_info))
-            record.exc_info = None  # a formatter would render it again, unmasked: exc_text is kept
-        if record.stack_info:
-            record.stack_info = self.masked(record.stack_info)
+            shown = record.exc_text or logging.Formatter().formatException(record.exc_info)
+            if (masked := self.masked(shown)) != shown:
+                record.exc_text, record.exc_info = masked, None  # a formatter would render it again, unmasked
+        if record.stack_info and (masked := self.masked(record.stack_info)) != record.stack_info:
+            record.stack_info = masked
         self.done.add(record)
         return True
 

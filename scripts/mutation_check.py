@@ -476,8 +476,8 @@ CASES: tuple[Case, ...] = (
     Case(
         "masking: a library's log record has every held secret masked",
         "plugins/_library_logs.py",
-        "        record.msg, record.args = self.masked(said), None",
-        "        pass",
+        "            record.msg, record.args = masked, None",
+        "            pass",
         (
             "tests/test_upstream_library_logs.py::test_a_secret_an_upstream_echoes_is_masked_in_the_sdks_and_httpcores_debug_logs",
             "tests/openapi/test_openapi_library_logs.py::test_a_key_in_the_query_or_a_credential_echoed_in_a_header_is_masked_in_library_logs",
@@ -486,11 +486,18 @@ CASES: tuple[Case, ...] = (
     Case(
         "masking: a library's logged traceback has every held secret masked",
         "plugins/_library_logs.py",
-        "            record.exc_text = self.masked(",
-        "            record.exc_text = (",
+        "                record.exc_text, record.exc_info = masked, None",
+        "                record.exc_text, record.exc_info = shown, None",
         (
             "tests/test_upstream_library_logs.py::test_a_secret_an_upstream_echoes_is_masked_in_the_sdks_and_httpcores_debug_logs",
         ),
+    ),
+    Case(
+        "masking: a library record holding no secret is left as it was made",
+        "plugins/_library_logs.py",
+        "        if (masked := self.masked(said)) != said:",
+        "        if (masked := self.masked(said)) is not None:",
+        ("tests/test_library_log_mask_late.py::test_a_library_record_holding_no_secret_is_left_as_it_was_made",),
     ),
     Case(
         "masking: the library log mask is removed when the composition closes",

@@ -97,6 +97,35 @@ def test_a_factory_the_host_chains_on_top_is_kept_and_ours_goes_inert(seen: io.S
     assert tagged
 
 
+class Kept(logging.Handler):
+    """A host's handler that reads a record's template, arguments and exception (as Sentry's does)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+def test_a_library_record_holding_no_secret_is_left_as_it_was_made() -> None:
+    """Tester eleven: every library record was rewritten (``args`` and ``exc_info`` dropped) while a
+    mask was in force, secret or not, so a host's handler lost the template and the exception."""
+    kept, logger = Kept(), late("httpx2")
+    logger.addHandler(kept)
+    logger.setLevel(logging.DEBUG)
+    with library_logs_masked(Secrets.of("a service", [KEY]).masked):
+        try:
+            raise ValueError("no secret here")
+        except ValueError:
+            logger.exception("request %s failed", "GET /x")
+        logger.info("request url http://h/x?api_key=%s", KEY)
+    plain, secret = kept.records
+    assert (plain.msg, plain.args) == ("request %s failed", ("GET /x",))
+    assert plain.exc_info is not None and isinstance(plain.exc_info[1], ValueError)
+    assert KEY not in secret.getMessage() and MASK in secret.getMessage()  # one holding a secret: masked
+
+
 def test_the_cost_on_an_unrelated_record_is_small() -> None:
     """Not a timing assertion: prints what the factory adds to making a host's record."""
     make = logging.getLogRecordFactory()
