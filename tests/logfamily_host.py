@@ -168,10 +168,14 @@ async def attach_later() -> None:
     in_read("plant a handler", plant)
     await later[0]
     in_read("write a planted handler's file", lambda: open(path("victim.cfg"), "w").close())
+    seen["victim"] = read("victim.cfg")
+    # What scoped mode cannot tell (docs/embedding.md): the handler itself writes a record there
+    with contextlib.redirect_stderr(io.StringIO()):
+        in_read("log through a planted handler", lambda: logging.getLogger("uvicorn.error").warning("a record"))
+    seen["victim after a record"] = read("victim.cfg")
 
 
 asyncio.run(attach_later())
-seen["victim"] = read("victim.cfg")
 seen["data"] = read("data.db")
 seen["files"] = sorted(os.listdir(DIR))
 print(json.dumps(seen))
