@@ -41,6 +41,12 @@ WARN_ONCE = (
     READ + "test_a_raw_request_let_through_in_warn_mode_is_recorded_once",
     "tests/test_side_effects.py::test_warn_mode_serves_the_read_and_records_the_violation",
 )
+LOGS = "tests/test_logfile_family.py::"
+LOG_REFUSED = LOGS + "test_a_read_may_not_touch_a_host_logs_files_itself"
+LOG_ALLOWED = LOGS + "test_the_hosts_rotating_handlers_rotate_inside_a_read"
+LOG_FAMILY = LOGS + "test_a_rotating_handlers_family_is_what_its_rollover_names"
+LOG_TIMED = LOGS + "test_a_timed_handlers_family_matches_its_own_ext_match"
+LOG_WALK = LOGS + "test_the_walk_follows_targets_and_listeners"
 GUARDS = "tests/test_budget_and_static_guards.py::"
 KEYS = "tests/test_credential_keys.py::"
 SHORT = "tests/test_short_secrets.py::"
@@ -64,18 +70,81 @@ CASES: tuple[Case, ...] = (
         (TRUST,),
     ),
     Case(
-        "file: log files only in the handler's own mode",
+        "file: a host log is opened only in its handler's own mode",
         "core/_sideeffects/logfiles.py",
-        "return args[1] is not None and _log_files.get(paths[0]) == args[1]",
-        "return _log_files.get(paths[0]) == args[1]",
-        (DIR_FD,),
+        "return bool(args[1] == handler.mode)",
+        "return True",
+        (LOG_REFUSED,),
+    ),
+    Case(
+        "file: a host log is written only while its handler's stream is closed",
+        "core/_sideeffects/logfiles.py",
+        'if getattr(handler, "stream", None) is not None or handler.lock is None:',
+        "if handler.lock is None:",
+        (LOG_REFUSED,),
+    ),
+    Case(
+        "file: a host log is written only by the thread holding its handler's lock",
+        "core/_sideeffects/logfiles.py",
+        "        threading.Condition(handler.lock).notify()\n",
+        "        pass\n",
+        (LOG_REFUSED,),
+    ),
+    Case(
+        "file: a rollover renames nothing onto the log",
+        "core/_sideeffects/logfiles.py",
+        "and _rotation(handler, stem, dest)",
+        "and True",
+        (LOG_REFUSED,),
+    ),
+    Case(
+        "file: only a custom rotator removes the log",
+        "core/_sideeffects/logfiles.py",
+        "(paths[0] == path and rotator)",
+        "(paths[0] == path)",
+        (LOG_REFUSED,),
+    ),
+    Case(
+        "file: only a custom rotator write-opens a rotation",
+        "core/_sideeffects/logfiles.py",
+        "return rotator and _rotation(handler, stem, paths[0])",
+        "return _rotation(handler, stem, paths[0])",
+        (LOG_REFUSED,),
+    ),
+    Case(
+        "file: a rotation's number is one the rollover makes",
+        "core/_sideeffects/logfiles.py",
+        'suffix[0] != "0" and int(suffix) <= handler.backupCount',
+        "True",
+        (LOG_FAMILY,),
+    ),
+    Case(
+        "file: a compression extension only with a namer",
+        "core/_sideeffects/logfiles.py",
+        'if getattr(handler, "namer", None) is not None:',
+        "if True:",
+        (LOG_FAMILY,),
+    ),
+    Case(
+        "file: a timed rotation matches its handler's extMatch",
+        "core/_sideeffects/logfiles.py",
+        "pattern.fullmatch(suffix) is not None",
+        "True",
+        (LOG_TIMED,),
     ),
     Case(
         "file: log rotation is allowed",
         "core/_sideeffects/logfiles.py",
-        "    if path in _log_files:\n        return True\n    return any(",
-        "    return False\n    return any(",
-        (ALLOWED,),
+        '    if not path.startswith(stem + "."):\n        return False',
+        "    if True:\n        return False",
+        (ALLOWED, LOG_ALLOWED),
+    ),
+    Case(
+        "file: the scoped walk follows a handler's target",
+        "core/_sideeffects/logfiles.py",
+        "if isinstance(target, logging.Handler):",
+        "if False:",
+        (LOG_ALLOWED, LOG_WALK),
     ),
     Case(
         "file: os.open's dir_fd is applied",

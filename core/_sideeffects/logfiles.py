@@ -2,10 +2,24 @@
 
 A record a provider logs (``httpx2`` logs every request it sends) is emitted by the *host's*
 handlers inside the provider's scope, so their writes (the open of a ``delay=True`` file, a
-rotating handler's renames and removals, a ``WatchedFileHandler``'s reopen) are judged there. They
-are allowed for *what* is written: the file of a handler the host made outside every guarded call
-(:data:`_log_files`), in the handler's own mode, and its rotations (``app.log.1``,
-``app.log.2026-12-01``). A handler made inside a guarded call is judged like any other open.
+rotating handler's renames and removals, a ``WatchedFileHandler``'s reopen) are judged there. Only
+what such a handler does *itself* is allowed, judged on the refusal path: the handler must be the
+host's (made outside every guarded call, :data:`_log_files`), hold its lock in this thread (as
+``Handler.handle`` does around ``emit``) with its stream closed (as a ``delay=True`` handler's
+first record, ``doRollover`` and ``reopenIfNeeded`` leave it before they open), and the write
+must be one of:
+
+- the open of its file in its own mode;
+- a rollover's renames within its rotation family, never onto the file: a RotatingFileHandler's
+  ``app.log.N`` (1 <= N <= ``backupCount``), a TimedRotatingFileHandler's ``app.log.<suffix>``
+  matching its own ``extMatch``; with a ``namer`` set, optionally plus ``.gz``, ``.bz2``, ``.xz``,
+  ``.zst`` or ``.zip``; removals of a family member; the file itself only renamed into its family;
+- with a custom ``rotator`` (the logging cookbook's compressing one), the write-open of a family
+  member and the removal of the file it copied.
+
+A plain ``FileHandler`` or ``WatchedFileHandler`` has no family: ``app.sqlite`` beside a log ``app``
+is nobody's rotation. A read's own code writing a host log's file (not through the handler) is
+refused, even in the handler's mode.
 
 How a handler is known to be the host's:
 
@@ -15,18 +29,26 @@ How a handler is known to be the host's:
 - **Scoped** (embedded by default; nothing of the host is patched): the framework counts the
   guarded calls running in the process (:func:`call_began`, :func:`call_ended`) and looks at the
   file handlers attached to loggers (``logging.root`` and every logger of
-  ``logging.Logger.manager.loggerDict``, public attributes only) when that count leaves zero and
-  when it returns to it, and at each composition's start (:func:`record_log_files`). A handler
-  first seen when the count leaves zero (or at a start while it is zero) was made while no
-  guarded call ran: it is the host's, whenever it was made (before or after the start, on any
-  logger, ``delay=True`` or not). A handler first seen when the count returns to zero was made
-  while one ran, and nothing public tells by whom: it is never counted as the host's. So a
-  handler the host makes *while* a read runs has its writes inside later reads refused (outside
-  them it works as usual); make handlers at start-up or in a lifespan, or opt into enforce.
-  Not covered either way: a handler made by a task a read started that outlives it (the scope
-  follows the task, the count does not), and one attached to no logger in scoped mode.
+  ``logging.Logger.manager.loggerDict``, and behind their handlers a ``MemoryHandler``'s
+  ``target`` and a ``QueueHandler``'s ``listener.handlers``; public attributes only) when that
+  count leaves zero and when it returns to it, and at each composition's start
+  (:func:`record_log_files`). A handler first seen when the count leaves zero (or at a start
+  while it is zero) was made while no guarded call ran: it is the host's, whenever it was made
+  (before or after the start, on any logger, ``delay=True`` or not). A handler first seen when
+  the count returns to zero was made while one ran, and nothing public tells by whom: it is never
+  counted as the host's. So a handler the host makes *while* a read runs has its writes inside
+  later reads refused (outside them it works as usual); make handlers at start-up or in a
+  lifespan, or opt into enforce. Not covered either way: a handler attached to no logger in
+  scoped mode.
 
-Cost: nothing on an allowed write (the record is a dict lookup on the refusal path only); in
+What scoped mode cannot tell: a handler made inside a read or a tool and attached to a logger by
+a task after that call ended (the scope follows the task, the count does not) is first seen at
+the next idle->busy walk and counted as the host's. Its file is then written only by the handler
+itself (records logged to it, in its mode: truncated first for mode ``"w"``), never by a read's
+own ``open``. Plugin code is trusted: this catches mistakes, not malice. Enforce mode tells, by
+wrapping ``FileHandler.__init__``.
+
+Cost: nothing on an allowed write (the handlers are looked at on the refusal path only); in
 scoped mode one walk of the loggers each time the process goes from idle to busy and back (about
 10 microseconds per hundred loggers, so some 20 for a read alone; under load calls overlap and
 the walks are rare). Process-wide, no walk.
@@ -34,8 +56,11 @@ the walks are rare). Process-wide, no walk.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import logging.handlers
 import os
+import re
 import threading
 import weakref
 from collections.abc import Callable, Iterator
@@ -43,39 +68,108 @@ from typing import Any
 
 from mcp_providers._sideeffects.scope import scope_var
 
-_log_files: dict[str, str] = {}  # resolved path -> mode, of logging.FileHandlers made outside any scope
-_seen: weakref.WeakSet[logging.FileHandler] = weakref.WeakSet()  # handlers already judged host's or not
+_log_files: weakref.WeakKeyDictionary[logging.FileHandler, tuple[str, str]] = weakref.WeakKeyDictionary()
+"""The host's handlers (made outside any scope) -> (their file resolved, the stem their rotations
+are named from: the file's name in its resolved folder)."""
+_seen: weakref.WeakSet[logging.Handler] = weakref.WeakSet()  # handlers already judged host's or not
 _running = 0  # guarded calls running in the process now
 _lock = threading.Lock()  # the count and the walks (a walk and a count change are one step)
 _patched: list[Callable[..., Any]] = []  # the wrapped FileHandler.__init__, once patch_logging ran
+_COMPRESSED = (".gz", ".bz2", ".xz", ".zst", ".zip")  # what a documented ``namer`` adds to a rotation
+_MAX_DEPTH = 4  # handlers behind handlers (a MemoryHandler's target, a QueueHandler's listener)
 
 
 def expected_log_write(event: str, args: tuple[Any, ...], paths: list[str]) -> bool:
-    """Whether an audited write is a host log handler's: its file opened in its own mode (an
-    ``os.open`` has none, so never), or a rename/removal within its rotation family."""
+    """Whether an audited write (``event`` "open", "os.rename" or "os.remove"; ``paths`` resolved)
+    is one a host handler makes itself, under its lock with its stream closed: the open of its
+    file in its own mode (an ``os.open`` has none, so never), or a step of its rollover. Runs on
+    the refusal path only."""
+    if event not in ("open", "os.rename", "os.remove") or (event == "open" and args[1] is None):
+        return False
+    for handler, (path, stem) in list(_log_files.items()):
+        if _writes_its_own(handler, path, stem, event, args, paths) and _handler_at_work(handler):
+            return True
+    return False
+
+
+def _writes_its_own(
+    handler: logging.FileHandler, path: str, stem: str, event: str, args: tuple[Any, ...], paths: list[str]
+) -> bool:
+    """Whether the write is one ``handler`` itself makes (``logging/handlers.py``): ``_open`` of
+    its file in its mode; a rollover's renames within its family (``base`` -> ``base.1`` ...,
+    never onto ``base``) and removals of an old rotation; with a custom ``rotator`` (the cookbook's
+    compressing one), the write-open of the rotation and the removal of ``base`` it copied."""
+    rotator = getattr(handler, "rotator", None) is not None
     if event == "open":
-        return args[1] is not None and _log_files.get(paths[0]) == args[1]
-    return event in ("os.rename", "os.remove") and all(_in_log_family(p) for p in paths)
+        if paths[0] == path:
+            return bool(args[1] == handler.mode)
+        return rotator and _rotation(handler, stem, paths[0])
+    if event == "os.remove":
+        return _rotation(handler, stem, paths[0]) or (paths[0] == path and rotator)
+    source, dest = paths
+    return (source == path or _rotation(handler, stem, source)) and _rotation(handler, stem, dest)
 
 
-def _in_log_family(path: str) -> bool:
-    """A configured log file or one of its rotations (``app.log.1``, ``app.log.2026-12-01``)."""
-    if path in _log_files:
-        return True
-    return any(path.startswith(base + ".") and os.sep not in path[len(base) :] for base in _log_files)
+def _handler_at_work(handler: logging.FileHandler) -> bool:
+    """Whether the handler itself is (re)opening or rolling over now: its stream closed (``emit``
+    of a ``delay=True`` handler, ``doRollover``, ``reopenIfNeeded`` set it to None first) and its
+    lock held by this thread (``Handler.handle`` holds it around ``emit``). ``Condition.notify``
+    raises RuntimeError on a lock the calling thread has not acquired (documented)."""
+    if getattr(handler, "stream", None) is not None or handler.lock is None:
+        return False
+    try:
+        threading.Condition(handler.lock).notify()
+    except RuntimeError:
+        return False
+    return True
+
+
+def _rotation(handler: logging.FileHandler, stem: str, path: str) -> bool:
+    """Whether ``path`` is a name ``handler``'s rollover gives an old file: ``stem.N`` (1 <= N <=
+    ``backupCount``) for a RotatingFileHandler, ``stem.<suffix>`` matching its own ``extMatch``
+    for a TimedRotatingFileHandler; with a ``namer`` set, optionally plus one of :data:`_COMPRESSED`.
+    Any other handler rotates nothing."""
+    if not path.startswith(stem + "."):
+        return False
+    suffix = path[len(stem) + 1 :]
+    if getattr(handler, "namer", None) is not None:
+        ext = next((e for e in _COMPRESSED if suffix.endswith(e)), "")
+        suffix = suffix[: len(suffix) - len(ext)]
+    if isinstance(handler, logging.handlers.TimedRotatingFileHandler):
+        pattern = getattr(handler, "extMatch", None)
+        return isinstance(pattern, re.Pattern) and os.sep not in suffix and pattern.fullmatch(suffix) is not None
+    if isinstance(handler, logging.handlers.RotatingFileHandler):
+        return suffix.isascii() and suffix.isdigit() and suffix[0] != "0" and int(suffix) <= handler.backupCount
+    return False
 
 
 def _register_log_file(handler: logging.FileHandler) -> None:
-    _log_files[os.path.realpath(handler.baseFilename)] = handler.mode
+    folder, name = os.path.split(os.path.abspath(handler.baseFilename))
+    with contextlib.suppress(TypeError):  # a subclass made unhashable (``__eq__`` without ``__hash__``)
+        _log_files[handler] = (os.path.realpath(handler.baseFilename), os.path.join(os.path.realpath(folder), name))
 
 
 def _attached_file_handlers() -> Iterator[logging.FileHandler]:
     for logger in (logging.root, *list(logging.Logger.manager.loggerDict.values())):
         handlers = getattr(logger, "handlers", None)  # a PlaceHolder has none; most loggers an empty list
         if handlers:
-            for handler in list(handlers):
-                if isinstance(handler, logging.FileHandler):
-                    yield handler
+            yield from _file_handlers(handlers, 0)
+
+
+def _file_handlers(handlers: Any, depth: int) -> Iterator[logging.FileHandler]:
+    """The file handlers among ``handlers`` and those behind them: a ``MemoryHandler``'s ``target``,
+    a ``QueueHandler``'s ``listener.handlers`` (public attributes, where they exist)."""
+    for handler in list(handlers):
+        if isinstance(handler, logging.FileHandler):
+            yield handler
+        if depth >= _MAX_DEPTH:
+            continue
+        target = getattr(handler, "target", None)
+        if isinstance(target, logging.Handler):
+            yield from _file_handlers((target,), depth + 1)
+        behind = getattr(getattr(handler, "listener", None), "handlers", None)
+        if isinstance(behind, (list, tuple)):
+            yield from _file_handlers(behind, depth + 1)
 
 
 def _look(*, hosts: bool) -> None:
