@@ -10,7 +10,9 @@ whoever's it is.
 
 A secret is found as written, upper- or lower-cased, URL-encoded (every common way) or -decoded,
 JSON-escaped, hex-encoded, and base64-encoded (standard or URL-safe alphabet), alone or inside a
-longer encoded text; a spelling shorter than :data:`MIN_SECRET_CHARS` is not searched for.
+longer encoded text; a non-ASCII one also as its bytes through a single-byte charset (its UTF-8
+bytes read as Latin-1 or cp1252, ``é`` as ``Ã©``; its Latin-1 or cp1252 bytes hex-, base64- or
+URL-encoded). A spelling shorter than :data:`MIN_SECRET_CHARS` is not searched for.
 Every spelling of every held secret is searched for in one pass of an Aho-Corasick automaton
 (``ahocorasick-rs``), so a message costs about the same with one secret held as with hundreds
 (``benchmarks/masking.py``).
@@ -20,7 +22,8 @@ Services spell things in more ways than any list of spellings names (PHP's ``\\/
 characters, HTML entities, separated hex, byte lists, a soft hyphen inside it, a capitalised first
 letter...). So once the text as written is masked, the same spellings are searched for in *views*
 of it (:func:`_decoded_views` lists them: decodings applied in turn, then markup and invisible
-characters read away, lower-cased, compacted, byte lists read as bytes). A secret a view holds
+characters read away, lower-cased, compacted, byte lists read as bytes; a byte escape ``\\xNN``,
+``=NN`` or a ``%NN`` that is not UTF-8 reads as the Latin-1 character). A secret a view holds
 cannot be cut out of the text as written: the whole text is replaced by :data:`MASK` (fail closed)
 and a warning names the service, never the secret. Views are computed only while a secret is held,
 and each decoding only when the text has a sign of it.
@@ -108,10 +111,17 @@ def _base64_spellings(raw: bytes) -> set[str]:
     return {r for r in runs | urlsafe if len(r) >= MIN_ENCODED_CHARS}
 
 
+def _as_latin1(error: UnicodeError) -> tuple[str, int]:
+    """Codec error handler: the bytes a codec cannot decode, each read as its Latin-1 character
+    (what browsers and Windows make of a byte cp1252 leaves undefined; ``%E9`` URL-decoded reads
+    ``é``). An encoding error is raised as it came."""
+    if not isinstance(error, UnicodeDecodeError):
+        raise error
+    return error.object[error.start : error.end].decode("latin-1"), error.end
+
+
 _LATIN1_FALLBACK: Final = "mcp_providers.masking.latin-1"
-"""A codec error handler: a byte the codec cannot decode reads as its Latin-1 character (what
-browsers and Windows make of a byte cp1252 leaves undefined; ``%E9`` URL-decoded reads ``é``)."""
-codecs.register_error(_LATIN1_FALLBACK, lambda e: (e.object[e.start : e.end].decode("latin-1"), e.end))  # type: ignore[attr-defined]
+codecs.register_error(_LATIN1_FALLBACK, _as_latin1)
 _READ_AS: Final = (("latin-1", "strict"), ("cp1252", "replace"), ("cp1252", _LATIN1_FALLBACK))
 """How a service may read bytes as text in a single-byte charset (cp1252's undefined bytes as
 U+FFFD, as Java does, or as their Latin-1 characters)."""
