@@ -10,7 +10,9 @@ whoever's it is.
 
 A secret is found as written, upper- or lower-cased, URL-encoded (every common way) or -decoded,
 JSON-escaped, hex-encoded, and base64-encoded (standard or URL-safe alphabet), alone or inside a
-longer encoded text; a spelling shorter than :data:`MIN_SECRET_CHARS` is not searched for.
+longer encoded text; a non-ASCII one also as its bytes through a single-byte charset (its UTF-8
+bytes read as Latin-1 or cp1252, ``é`` as ``Ã©``; its Latin-1 or cp1252 bytes hex-, base64- or
+URL-encoded). A spelling shorter than :data:`MIN_SECRET_CHARS` is not searched for.
 Every spelling of every held secret is searched for in one pass of an Aho-Corasick automaton
 (``ahocorasick-rs``), so a message costs about the same with one secret held as with hundreds
 (``benchmarks/masking.py``).
@@ -20,7 +22,8 @@ Services spell things in more ways than any list of spellings names (PHP's ``\\/
 characters, HTML entities, separated hex, byte lists, a soft hyphen inside it, a capitalised first
 letter...). So once the text as written is masked, the same spellings are searched for in *views*
 of it (:func:`_decoded_views` lists them: decodings applied in turn, then markup and invisible
-characters read away, lower-cased, compacted, byte lists read as bytes). A secret a view holds
+characters read away, lower-cased, compacted, byte lists read as bytes; a byte escape ``\\xNN``,
+``=NN`` or a ``%NN`` that is not UTF-8 reads as the Latin-1 character). A secret a view holds
 cannot be cut out of the text as written: the whole text is replaced by :data:`MASK` (fail closed)
 and a warning names the service, never the secret. Views are computed only while a secret is held,
 and each decoding only when the text has a sign of it.
@@ -84,9 +87,10 @@ def checked_secret(value: str | None, where: str) -> None:
         )
 
 
-def _url_spellings(value: str) -> set[str]:
+def _url_spellings(value: str | bytes) -> set[str]:
     """``value`` URL-encoded every common way: every reserved character, or ``/`` kept (``quote``'s
-    default), or form-encoded (``+`` for a space), each in upper- and lower-case hex."""
+    default), or form-encoded (``+`` for a space), each in upper- and lower-case hex (a text as its
+    UTF-8 bytes, ``bytes`` as they are)."""
     encoded = {quote(value, safe=""), quote(value), quote_plus(value), quote_plus(value, safe="/")}
     lower = {re.sub(r"%[0-9A-F]{2}", lambda m: m[0].lower(), e) for e in encoded}
     return encoded | lower
@@ -107,15 +111,52 @@ def _base64_spellings(raw: bytes) -> set[str]:
     return {r for r in runs | urlsafe if len(r) >= MIN_ENCODED_CHARS}
 
 
+def _as_latin1(error: UnicodeError) -> tuple[str, int]:
+    """Codec error handler: the bytes a codec cannot decode, each read as its Latin-1 character
+    (what browsers and Windows make of a byte cp1252 leaves undefined; ``%E9`` URL-decoded reads
+    ``é``). An encoding error is raised as it came."""
+    if not isinstance(error, UnicodeDecodeError):
+        raise error
+    return error.object[error.start : error.end].decode("latin-1"), error.end
+
+
+_LATIN1_FALLBACK: Final = "mcp_providers.masking.latin-1"
+codecs.register_error(_LATIN1_FALLBACK, _as_latin1)
+_READ_AS: Final = (("latin-1", "strict"), ("cp1252", "replace"), ("cp1252", _LATIN1_FALLBACK))
+"""How a service may read bytes as text in a single-byte charset (cp1252's undefined bytes as
+U+FFFD, as Java does, or as their Latin-1 characters)."""
+
+
+def _charset_spellings(value: str) -> set[str]:
+    """A non-ASCII ``value``'s spellings through a single-byte charset: its bytes in UTF-8, and in
+    Latin-1 and cp1252 where it encodes there, each read as Latin-1 or cp1252 (:data:`_READ_AS`;
+    ``é`` sent as UTF-8 and shown by a service reading Latin-1 is ``Ã©``), as read, upper- and
+    lower-cased; and its Latin-1 and cp1252 bytes hex-, base64- and URL-encoded as its UTF-8 bytes
+    are. ``set()`` for an ASCII value: its bytes are the same in all three."""
+    if value.isascii():
+        return set()
+    forms = {value.encode()}
+    for codec in ("latin-1", "cp1252"):
+        with contextlib.suppress(UnicodeEncodeError):
+            forms.add(value.encode(codec))
+    read = {form.decode(codec, errors) for form in forms for codec, errors in _READ_AS} - {value}
+    spelled = {s for text in read for s in (text, text.upper(), text.lower())}
+    for form in forms - {value.encode()}:
+        spelled |= _url_spellings(form) | _base64_spellings(form) | {form.hex(), form.hex().upper()}
+    return spelled
+
+
 def _spellings(value: str) -> set[str]:
-    """Every spelling of ``value`` searched for (see the module docstring), and ``value``
-    URL-decoded (a secret written percent-encoded, as in a URL's user info, is sent decoded)."""
+    """Every spelling of ``value`` searched for (see the module docstring), ``value`` URL-decoded
+    (a secret written percent-encoded, as in a URL's user info, is sent decoded), and its
+    spellings through a single-byte charset (:func:`_charset_spellings`)."""
     raw = value.encode()
     cased = {value, value.upper(), value.lower(), unquote(value)}
     hexed = binascii.hexlify(raw).decode()
     wide = {value.encode("utf-16-le"), value.encode("utf-16-be")}  # what Windows and Java services encode
     wide_spelled = {s for w in wide for s in (*_base64_spellings(w), w.hex(), w.hex().upper())}
-    return cased | _url_spellings(value) | _base64_spellings(raw) | {hexed, hexed.upper()} | wide_spelled
+    spelled = cased | _url_spellings(value) | _base64_spellings(raw) | {hexed, hexed.upper()} | wide_spelled
+    return spelled | _charset_spellings(value)
 
 
 _JSON_ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|x[0-9a-fA-F]{2}|[bfnrt]|[^0-9A-Za-z\s])")
@@ -155,7 +196,7 @@ def _quoted_printable(text: str) -> str:
 _DECODINGS: Final[tuple[tuple[str, Callable[[str], bool], Callable[[str], str]], ...]] = (
     ("JSON-unescaped", lambda text: "\\" in text, _json_unescaped),
     ("HTML-unescaped", lambda text: "&" in text, html.unescape),
-    ("URL-decoded", lambda text: "%" in text, unquote),
+    ("URL-decoded", lambda text: "%" in text, lambda text: unquote(text, errors=_LATIN1_FALLBACK)),
     ("quoted-printable", lambda text: "=" in text, _quoted_printable),
     ("NFKC-folded", lambda text: not text.isascii(), lambda text: unicodedata.normalize("NFKC", text)),
 )

@@ -51,6 +51,7 @@ GUARDS = "tests/test_budget_and_static_guards.py::"
 KEYS = "tests/test_credential_keys.py::"
 SHORT = "tests/test_short_secrets.py::"
 SN_MASK = "tests/servicenow/test_servicenow_masking.py::"
+CHARSETS = "tests/test_masking_charsets.py::"
 READINGS = "tests/test_policy_readings.py::"
 
 CASES: tuple[Case, ...] = (
@@ -280,8 +281,8 @@ CASES: tuple[Case, ...] = (
     Case(
         "masking: a secret hex-encoded or re-cased is found",
         "plugins/_masking.py",
-        "    return cased | _url_spellings(value) | _base64_spellings(raw) | {hexed, hexed.upper()}",
-        "    return {value} | _url_spellings(value) | _base64_spellings(raw)",
+        "    spelled = cased | _url_spellings(value) | _base64_spellings(raw) | {hexed, hexed.upper()}",
+        "    spelled = {value} | _url_spellings(value) | _base64_spellings(raw)",
         ("tests/test_upstream_masking.py::test_a_secret_alone_base64_or_hex_encoded_or_recased_is_masked_whole",),
     ),
     Case(
@@ -307,8 +308,8 @@ CASES: tuple[Case, ...] = (
     Case(
         "masking: a URL-decoded view is searched",
         "plugins/_masking.py",
-        '    ("URL-decoded", lambda text: "%" in text, unquote),',
-        '    ("URL-decoded", lambda text: False, unquote),',
+        '    ("URL-decoded", lambda text: "%" in text,',
+        '    ("URL-decoded", lambda text: False,',
         (
             "tests/test_upstream_masking.py::test_a_secret_spelled_in_a_way_no_spelling_names_is_found_in_a_view_and_the_text_masked_whole",
         ),
@@ -323,9 +324,75 @@ CASES: tuple[Case, ...] = (
     Case(
         "masking: a secret UTF-16 encoded then base64- or hex-encoded is found",
         "plugins/_masking.py",
-        "    return cased | _url_spellings(value) | _base64_spellings(raw) | {hexed, hexed.upper()} | wide_spelled",
-        "    return cased | _url_spellings(value) | _base64_spellings(raw) | {hexed, hexed.upper()}",
+        "    spelled = cased | _url_spellings(value) | _base64_spellings(raw) | {hexed, hexed.upper()} | wide_spelled",
+        "    spelled = cased | _url_spellings(value) | _base64_spellings(raw) | {hexed, hexed.upper()}",
         ("tests/test_upstream_masking.py::test_a_secret_utf16_encoded_then_base64_or_hex_encoded_is_masked",),
+    ),
+    Case(
+        "masking: a non-ASCII secret is searched for as its bytes through a single-byte charset",
+        "plugins/_masking.py",
+        "    return spelled | _charset_spellings(value)",
+        "    return spelled",
+        (
+            CHARSETS + "test_a_non_ascii_secret_shown_as_its_bytes_in_another_charset_is_masked",
+            CHARSETS + "test_a_library_log_line_with_a_non_ascii_secret_in_a_bytes_repr_is_masked",
+            SN_MASK + "test_a_configured_password_echoed_in_any_spelling_reaches_no_one",
+        ),
+    ),
+    Case(
+        "masking: its UTF-8 bytes read as Latin-1 or cp1252 are searched for",
+        "plugins/_masking.py",
+        "    read = {form.decode(codec, errors) for form in forms for codec, errors in _READ_AS} - {value}",
+        "    read = set()",
+        (
+            CHARSETS + "test_a_non_ascii_secret_shown_as_its_bytes_in_another_charset_is_masked",
+            CHARSETS + "test_a_library_log_line_with_a_non_ascii_secret_in_a_bytes_repr_is_masked",
+        ),
+    ),
+    Case(
+        "masking: bytes read as cp1252 the Java way (undefined as U+FFFD)",
+        "plugins/_masking.py",
+        '_READ_AS: Final = (("latin-1", "strict"), ("cp1252", "replace"),',
+        '_READ_AS: Final = (("latin-1", "strict"),',
+        (CHARSETS + "test_a_non_ascii_secret_shown_as_its_bytes_in_another_charset_is_masked",),
+    ),
+    Case(
+        "masking: bytes read as cp1252 the browsers' way (undefined as Latin-1)",
+        "plugins/_masking.py",
+        ', ("cp1252", _LATIN1_FALLBACK))',
+        ")",
+        (CHARSETS + "test_a_non_ascii_secret_shown_as_its_bytes_in_another_charset_is_masked",),
+    ),
+    Case(
+        "masking: what a single-byte charset reads is searched for re-cased too",
+        "plugins/_masking.py",
+        "    spelled = {s for text in read for s in (text, text.upper(), text.lower())}",
+        "    spelled = set(read)",
+        (CHARSETS + "test_a_non_ascii_secret_shown_as_its_bytes_in_another_charset_is_masked",),
+    ),
+    Case(
+        "masking: a secret's Latin-1 and cp1252 bytes hex-, base64- and URL-encoded are searched for",
+        "plugins/_masking.py",
+        "        spelled |= _url_spellings(form) | _base64_spellings(form) | {form.hex(), form.hex().upper()}",
+        "        pass",
+        (
+            CHARSETS + "test_a_non_ascii_secret_shown_as_its_bytes_in_another_charset_is_masked",
+            SN_MASK + "test_a_configured_password_echoed_in_any_spelling_reaches_no_one",
+        ),
+    ),
+    Case(
+        "masking: a secret's cp1252 bytes are spelled too",
+        "plugins/_masking.py",
+        '    for codec in ("latin-1", "cp1252"):',
+        '    for codec in ("latin-1",):',
+        (CHARSETS + "test_a_non_ascii_secret_shown_as_its_bytes_in_another_charset_is_masked",),
+    ),
+    Case(
+        "masking: the URL-decoded view reads %NN that is not UTF-8 as Latin-1",
+        "plugins/_masking.py",
+        "lambda text: unquote(text, errors=_LATIN1_FALLBACK)),",
+        "unquote),",
+        (CHARSETS + "test_a_non_ascii_secret_shown_as_its_bytes_in_another_charset_is_masked",),
     ),
     Case(
         "oauth: a token endpoint's refusal is masked in every spelling of what was sent",

@@ -16,6 +16,7 @@ import base64
 import html
 import json
 import logging
+import quopri
 from collections.abc import Iterator
 from urllib.parse import quote, quote_plus
 
@@ -60,6 +61,15 @@ def _spellings(secret: str) -> dict[str, str]:
         "base64 url-safe": base64.urlsafe_b64encode(raw).decode().rstrip("="),
         "hex": raw.hex(),
         "basic credential": base64.b64encode(f"{DEV_USER}:{secret}".encode()).decode(),
+        # round 11: its UTF-8 bytes shown another way, or its Latin-1 bytes encoded
+        "utf-8 read as latin-1": raw.decode("latin-1"),
+        "utf-8 read as cp1252": raw.decode("cp1252", "replace"),
+        "python bytes repr": repr(raw),
+        "quoted-printable": quopri.encodestring(raw).decode(),
+        "latin-1 base64": base64.b64encode(secret.encode("latin-1")).decode(),
+        "latin-1 hex": secret.encode("latin-1").hex(),
+        "latin-1 url": quote(secret.encode("latin-1"), safe=""),
+        "latin-1 basic credential": base64.b64encode(f"{DEV_USER}:{secret}".encode("latin-1")).decode(),
     }
 
 
