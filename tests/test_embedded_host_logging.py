@@ -6,16 +6,12 @@ when a provider's record reaches them inside its scope; a handler the provider m
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hosts_support import run_host
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 REFUSED = -32008  # SideEffectRefused
 LOGGING_ERROR = "--- Logging error ---"
 
@@ -23,17 +19,8 @@ LOGGING_ERROR = "--- Logging error ---"
 @pytest.fixture(scope="module", params=["scoped", "enforce"])
 def run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     folder = tmp_path_factory.mktemp(f"host-logs-{request.param}")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MCP_PROVIDERS_", "PYDANTIC_"))}
-    done = subprocess.run(
-        [sys.executable, os.path.join(HERE, "logging_host.py"), request.param, str(folder)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-    )
-    assert done.returncode == 0, done.stderr
-    seen: dict[str, Any] = json.loads(done.stdout)
-    seen["dir"], seen["stderr"] = folder, done.stderr
+    seen = run_host("logging_host.py", request.param, folder)
+    seen["dir"] = folder
     return seen
 
 

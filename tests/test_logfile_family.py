@@ -6,37 +6,22 @@ writes to those files, or to files merely named like them, is refused. Run in a 
 
 from __future__ import annotations
 
-import json
 import logging
 import logging.handlers
-import os
 import queue
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hosts_support import run_host
 
 from mcp_providers._sideeffects import logfiles
-
-HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 @pytest.fixture(scope="module", params=["scoped", "enforce"])
 def run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    folder = tmp_path_factory.mktemp(f"logfamily-{request.param}")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MCP_PROVIDERS_", "PYDANTIC_"))}
-    done = subprocess.run(
-        [sys.executable, os.path.join(HERE, "logfamily_host.py"), request.param, str(folder)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-    )
-    assert done.returncode == 0, done.stderr
-    seen: dict[str, Any] = json.loads(done.stdout)
-    seen["stderr"], seen["mode"] = done.stderr, request.param
+    seen = run_host("logfamily_host.py", request.param, tmp_path_factory.mktemp(f"logfamily-{request.param}"))
+    seen["mode"] = request.param
     return seen
 
 

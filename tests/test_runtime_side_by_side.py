@@ -37,17 +37,25 @@ class SlowSettings(BaseModel):
     failing: str = ""  # the provider whose lifespan raises once it has taken its time
 
 
-class Slow(ResourceProvider):
-    """Takes :data:`SLOW` seconds to start (then raises, when it is the failing one) and to stop."""
+class Named(ResourceProvider):
+    """Serves ``<name>://x``, whose text is its name."""
 
-    def __init__(self, name: str, fails: bool) -> None:
-        self.name, self.prefixes, self.fails = name, (f"{name}://",), fails
+    def __init__(self, name: str) -> None:
+        self.name, self.prefixes = name, (f"{name}://",)
 
     def resources(self) -> Sequence[Resource]:
         return [Resource(uri=f"{self.name}://x", name="x", mime_type="text/plain")]
 
     async def read(self, request: ReadRequest) -> Content:
         return Content(text=self.name)
+
+
+class Slow(Named):
+    """Takes :data:`SLOW` seconds to start (then raises, when it is the failing one) and to stop."""
+
+    def __init__(self, name: str, fails: bool) -> None:
+        super().__init__(name)
+        self.fails = fails
 
     @contextlib.asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:
@@ -123,17 +131,8 @@ live: Counter[str] = Counter()
 """The lifespans running, by provider name (a reload makes new provider objects of the same names)."""
 
 
-class Held(ResourceProvider):
+class Held(Named):
     """Named ``never-*``: its lifespan never comes up; else it comes up at once. Counted in :data:`live`."""
-
-    def __init__(self, name: str) -> None:
-        self.name, self.prefixes = name, (f"{name}://",)
-
-    def resources(self) -> Sequence[Resource]:
-        return [Resource(uri=f"{self.name}://x", name="x", mime_type="text/plain")]
-
-    async def read(self, request: ReadRequest) -> Content:
-        return Content(text=self.name)
 
     @contextlib.asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:

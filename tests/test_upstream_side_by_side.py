@@ -8,15 +8,14 @@ where one after another would take N*T; the margins are generous."""
 
 from __future__ import annotations
 
-import socket
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
 import pytest
+from hosts_support import silent_server
 
 from mcp_providers.plugins import upstream
 from mcp_providers.plugins.upstream.link import BACKOFF
@@ -44,21 +43,8 @@ def anyio_backend() -> str:
 @pytest.fixture
 def silent_url() -> Iterator[str]:
     """An HTTP upstream on loopback that accepts connections and never answers."""
-    listener = socket.create_server(("127.0.0.1", 0))
-    held: list[socket.socket] = []
-
-    def accept() -> None:
-        while True:
-            try:
-                held.append(listener.accept()[0])
-            except OSError:  # closed: the test is over
-                return
-
-    threading.Thread(target=accept, daemon=True).start()
-    yield f"http://127.0.0.1:{listener.getsockname()[1]}/mcp"
-    listener.close()
-    for conn in held:
-        conn.close()
+    with silent_server("/mcp") as url:
+        yield url
 
 
 # Answers once (its listing at composition), then never: each later start finds its flag and hangs.

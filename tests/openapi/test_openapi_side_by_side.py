@@ -7,7 +7,6 @@ The bound is about concurrency, not speed: one after another, the silent ones ta
 from __future__ import annotations
 
 import json
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -16,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hosts_support import silent_server
 
 from mcp_providers.plugins.openapi import loading
 from mcp_providers.plugins.openapi.settings import OpenAPISettings
@@ -32,21 +32,8 @@ DOCUMENT = {
 @pytest.fixture
 def silent_url() -> Iterator[str]:
     """A document URL on loopback whose server accepts connections and never answers."""
-    listener = socket.create_server(("127.0.0.1", 0))
-    held: list[socket.socket] = []
-
-    def accept() -> None:
-        while True:
-            try:
-                held.append(listener.accept()[0])
-            except OSError:  # closed: the test is over
-                return
-
-    threading.Thread(target=accept, daemon=True).start()
-    yield f"http://127.0.0.1:{listener.getsockname()[1]}/openapi.json"
-    listener.close()
-    for conn in held:
-        conn.close()
+    with silent_server("/openapi.json") as url:
+        yield url
 
 
 @pytest.fixture
