@@ -1173,14 +1173,14 @@ CASES += (
     ),
     Case(
         "raise: a lifespan that fails to start or while serving is recorded",
-        "core/_serve/runtime.py",
+        "core/_serve/lifespans.py",
         '                self._failures[self._provider] = f"{type(exc).__name__}: {exc}"',
         "                pass",
         (BASE + "test_a_lifespan_that_raises_a_base_exception_on_start_fails_only_its_provider[custom]",),
     ),
     Case(
         "raise: a lifespan's BaseException (start, poller, stop) ends only its own task",
-        "core/_serve/runtime.py",
+        "core/_serve/lifespans.py",
         "        except BaseException as exc:\n            if cancels_this_task(exc):\n"
         "                raise\n            when",
         "        except ZeroDivisionError as exc:\n            if cancels_this_task(exc):\n"
@@ -1577,7 +1577,7 @@ CASES += (
     ),
     Case(
         "contain: tasks a lifespan starts belong to its provider",
-        "core/_serve/runtime.py",
+        "core/_serve/lifespans.py",
         "            with plugin_code(self._provider):",
         "            with contextlib.nullcontext():",
         ("tests/test_base_exceptions.py::test_a_poller_that_fails_while_serving_ends_only_its_provider",),
@@ -2418,11 +2418,23 @@ CASES += (  # skills results take the reads' cache rule (round 12 tester nine: s
         ),
     ),
 )
+CASES += (  # a cancelled reload leaves no failure on a provider still serving (round 12 tester twelve)
+    Case(
+        "runtime: a cancelled reload puts the failures of its providers' names back",
+        "core/_serve/runtime.py",
+        "                restore(self.startup_failures, before)",
+        "                pass",
+        (
+            "tests/test_runtime_side_by_side.py::"
+            "test_a_cancelled_reload_leaves_no_failure_of_its_own_on_the_providers_still_serving",
+        ),
+    ),
+)
 CASES += (  # a reload cancelled while its providers start leaves none running (round 12 tester eleven)
     Case(
         "runtime: a cancelled reload stops the providers it was starting",
         "core/_serve/runtime.py",
-        "await _stopped([h for key in added if (h := self._hosted.pop(key, None)) is not None], abandon=True)",
+        "await stopped([h for key in added if (h := self._hosted.pop(key, None)) is not None], abandon=True)",
         "pass",
         (
             "tests/test_runtime_side_by_side.py::test_a_reload_cancelled_while_its_providers_start_leaves_none_of_them_running",
@@ -2430,7 +2442,7 @@ CASES += (  # a reload cancelled while its providers start leaves none running (
     ),
     Case(
         "runtime: an abandoned lifespan still on its way in is cancelled",
-        "core/_serve/runtime.py",
+        "core/_serve/lifespans.py",
         "        if abandon and not self._started.is_set():\n            self._scope.cancel()\n",
         "",
         (
@@ -2454,7 +2466,7 @@ CASES += (  # start and stop side by side (round 12 brief U): N hung sources cos
     ),
     Case(
         "runtime: the providers' lifespans are stopped side by side",
-        "core/_serve/runtime.py",
+        "core/_serve/lifespans.py",
         "                stopping.start_soon(one.stop, abandon)",
         "                await one.stop(abandon)",
         (

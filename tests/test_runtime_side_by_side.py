@@ -132,7 +132,12 @@ live: Counter[str] = Counter()
 
 
 class Held(Named):
-    """Named ``never-*``: its lifespan never comes up; else it comes up at once. Counted in :data:`live`."""
+    """Named ``never-*``: its lifespan never comes up; ``failing``: it fails to; else it comes up at
+    once. Counted in :data:`live`."""
+
+    def __init__(self, name: str, failing: bool = False) -> None:
+        super().__init__(name)
+        self.failing = failing
 
     @contextlib.asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:
@@ -140,6 +145,8 @@ class Held(Named):
         try:
             if self.name.startswith("never"):
                 await anyio.sleep_forever()
+            if self.failing:
+                raise RuntimeError(f"{self.name} cannot reach its backend")
             yield
         finally:
             live[self.name] -= 1
@@ -147,6 +154,7 @@ class Held(Named):
 
 class HeldSettings(BaseModel):
     names: list[str] = []
+    failing: list[str] = []
 
 
 class HeldPlugin:
@@ -156,7 +164,7 @@ class HeldPlugin:
 
     @hookimpl
     def register_resource_providers(self, settings: HeldSettings) -> list[ResourceProvider]:
-        return [Held(n) for n in settings.names]
+        return [Held(n, n in settings.failing) for n in settings.names]
 
 
 async def test_a_reload_cancelled_while_its_providers_start_leaves_none_of_them_running() -> None:
@@ -183,3 +191,21 @@ async def test_a_reload_cancelled_while_its_providers_start_leaves_none_of_them_
             while +live != {"first": 1, "second": 1}:  # the old generation's "first" retires once idle
                 await anyio.sleep(0.05)
     assert +live == {}
+
+
+async def test_a_cancelled_reload_leaves_no_failure_of_its_own_on_the_providers_still_serving() -> None:
+    """Tester twelve: the reload's new ``first`` (same name) failed to start, the reload was
+    cancelled, and its failure stayed recorded under the name: the old ``first``, still the one
+    served, then refused every read as "failed to start" until a restart."""
+    plugins = {"held": HeldPlugin()}
+    config = Config(plugins={"held": {"names": ["first"]}})
+    composition = compose(config, load_entrypoints=False, plugins=plugins)
+    reloader = Reloader(composition, lambda: config, load_entrypoints=False, plugins=plugins)
+    async with composition.running(), connect(composition) as client:
+        config = Config(plugins={"held": {"names": ["first", "never-a"], "failing": ["first"]}})
+        with anyio.move_on_after(1.0) as waited:
+            await reloader.reload()
+        assert waited.cancelled_caught
+        assert dict(composition.runtime.startup_failures) == {}
+        read = await client.read_resource("first://x")
+        assert read.contents[0].text == "first"  # type: ignore[union-attr]

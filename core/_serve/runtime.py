@@ -17,7 +17,6 @@ import asyncio
 import contextlib
 import contextvars
 import logging
-import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator, Mapping
 from typing import Any
 
@@ -25,7 +24,8 @@ import anyio
 import anyio.abc
 
 from mcp_providers._host.assembly import Assembly
-from mcp_providers._host.contain import cancels_this_task, contain_tasks, plugin_code
+from mcp_providers._host.contain import contain_tasks
+from mcp_providers._serve.lifespans import Hosted, restore, stopped
 from mcp_providers._serve.methods.subscriptions import SubscriptionHub
 from mcp_providers._serve.methods.tasks import Body, Tasks
 from mcp_providers._serve.state.cluster import RedisBackend, Shared, shared_for
@@ -40,7 +40,7 @@ from mcp_providers._serve.steps.invoker import Invoker
 from mcp_providers._serve.steps.ratelimit import RateLimiter
 from mcp_providers._sideeffects import install, install_scoped
 from mcp_providers.config import ServerSettings
-from mcp_providers.errors import InvalidParams, NotFound, UpstreamError
+from mcp_providers.errors import InvalidParams, NotFound
 from mcp_providers.identity import Principal
 from mcp_providers.models import Freshness
 from mcp_providers.providers import ResourceProvider
@@ -154,7 +154,7 @@ class Runtime:
         self._method_table = methods
         self.generation = Generation(assembly, methods(self, assembly), 1)
         """What is served now; replaced in one step by :meth:`swap`."""
-        self._hosted: dict[int, _Hosted] = {}  # id(provider) -> its running lifespan
+        self._hosted: dict[int, Hosted] = {}  # id(provider) -> its running lifespan
         self._draining: list[Generation] = []  # replaced, with requests still running on them
         self._tasks: anyio.abc.TaskGroup | None = None
         self._host = _Host(self._start)
@@ -227,10 +227,12 @@ class Runtime:
         if tasks is not None:
             adding = [d for d in assembly.declared if id(d.provider) not in self._hosted]
             added = [id(d.provider) for d in adding]
+            before = {d.provider.name: self.startup_failures.get(d.provider.name) for d in adding}
             try:
                 await self._host_providers([(d.plugin, d.provider) for d in adding], tasks, START_SECONDS)
             except BaseException:  # cancelled (the reload's caller left): nothing will serve them
-                await _stopped([h for key in added if (h := self._hosted.pop(key, None)) is not None], abandon=True)
+                await stopped([h for key in added if (h := self._hosted.pop(key, None)) is not None], abandon=True)
+                restore(self.startup_failures, before)  # by name: a serving provider may share one
                 raise
             if self._tasks is not tasks:  # stopped: its task group is gone, and with it every lifespan started here
                 for key in added:
@@ -266,7 +268,7 @@ class Runtime:
             if hosted is not None and id(d.provider) not in in_use:
                 del self._hosted[id(d.provider)]
                 leaving.append(hosted)
-        await _stopped(leaving)
+        await stopped(leaving)
 
     async def _host_providers(
         self, providers: list[tuple[str, Any]], tasks: anyio.abc.TaskGroup, within: float | None = None
@@ -279,7 +281,7 @@ class Runtime:
         for plugin, provider in providers:
             if isinstance(provider, ResourceProvider):
                 provider.publisher = self.hub.publisher(provider)
-            hosted = _Hosted(provider.lifespan, provider.name, plugin, self.startup_failures)
+            hosted = Hosted(provider.lifespan, provider.name, plugin, self.startup_failures)
             self._hosted[id(provider)] = hosted
             hosted.launch(tasks)  # now, while ``tasks`` is known to be open
             hosting.append(hosted)
@@ -317,20 +319,9 @@ class Runtime:
         return stack
 
     async def _stop_hosted(self) -> None:
-        """Stop every running lifespan, side by side (see :func:`_stopped`)."""
+        """Stop every running lifespan, side by side (see :func:`~mcp_providers._serve.lifespans.stopped`)."""
         hosted, self._hosted = list(self._hosted.values()), {}
-        await _stopped(hosted)
-
-
-async def _stopped(hosted: list[_Hosted], *, abandon: bool = False) -> None:
-    """Stop ``hosted`` side by side, shielded: each is bounded by :data:`STOP_SECONDS`, so all of
-    them take about the slowest one's time, never their sum (N upstream processes that each take
-    their grace to leave). No lifespan waits for another's end: each ends in a task of its own.
-    ``abandon``: a lifespan still on its way in is cancelled first (nothing waits for it to start)."""
-    with anyio.CancelScope(shield=True):  # each stop is bounded; the caller is often cancelled
-        async with anyio.create_task_group() as stopping:
-            for one in reversed(hosted):
-                stopping.start_soon(one.stop, abandon)
+        await stopped(hosted)
 
 
 class _Host:
@@ -412,85 +403,7 @@ class _Host:
             task.result()  # what failed while the parts closed reaches the last caller, as before
 
 
-STOP_SECONDS = 10.0
-"""How long a provider's ``lifespan`` may take to end once asked, in seconds."""
-
 START_SECONDS = 60.0
 """How long the ``lifespan`` of a provider a reload adds may take to start, in seconds; one that
 takes longer is cancelled and recorded as failed to start, so it cannot hold up the reload (and
 every later one) for ever."""
-
-
-class _Hosted:
-    """One provider's ``lifespan``, run in a task of its own until :meth:`stop`.
-
-    Whatever fails in it, on the way in, while serving (a poller task it started, say) or on the way
-    out, ``SystemExit`` included, ends that provider alone: it is logged and recorded in
-    ``failures`` (its requests then get an upstream error, ``/readyz`` names it), and the server
-    and the other providers go on. Entered in the caller's task instead, a poller's failure in the
-    provider's own task group would cancel the task serving every request.
-    """
-
-    def __init__(self, lifespan: Callable[[], Any], provider: str, plugin: str, failures: dict[str, str]) -> None:
-        self._lifespan, self._provider, self._plugin, self._failures = lifespan, provider, plugin, failures
-        self._started, self._stop, self._done = anyio.Event(), anyio.Event(), anyio.Event()
-        self._serving = False
-        self._scope = anyio.CancelScope()
-
-    def launch(self, tasks: anyio.abc.TaskGroup) -> None:
-        """Start the lifespan in a task of ``tasks`` (:meth:`started` waits for it)."""
-        tasks.start_soon(self._run)
-
-    async def started(self, within: float | None = None) -> None:
-        """Return once the lifespan :meth:`launch` started is serving or has failed, or after
-        ``within`` seconds (then it is cancelled and recorded as failed to start)."""
-        with anyio.move_on_after(math.inf if within is None else within):
-            await self._started.wait()
-        if not self._started.is_set():
-            self._scope.cancel()
-            log.error("provider %r (plugin %r) did not start within %s s", self._provider, self._plugin, within,
-                      extra={"mcp_providers_reported": True})  # fmt: skip
-            self._failures[self._provider] = f"did not start within {within} s"
-
-    async def stop(self, abandon: bool = False) -> None:
-        """Ask the lifespan to end (``abandon``: cancel it if still on its way in) and wait for it,
-        shielded: the runtime is often stopped because its caller was cancelled, and each stop
-        waiting unshielded would end in a CancelledError of its own, one chained to the next. A
-        lifespan that takes longer than :data:`STOP_SECONDS` is left to the task group's cancellation."""
-        if abandon and not self._started.is_set():
-            self._scope.cancel()
-        self._stop.set()
-        with anyio.move_on_after(STOP_SECONDS, shield=True) as waited:
-            await self._done.wait()
-        if waited.cancelled_caught:
-            log.error("provider %r (plugin %r) did not stop within %s s", self._provider, self._plugin, STOP_SECONDS)
-
-    async def _run(self) -> None:
-        with self._scope:
-            await self._serve()
-
-    async def _serve(self) -> None:
-        try:
-            with plugin_code(self._provider):  # its pollers' SystemExit stays its own failure
-                async with self._lifespan():
-                    self._serving = True
-                    self._failures.pop(self._provider, None)  # an earlier one of that name failed
-                    self._started.set()
-                    await self._stop.wait()
-        except BaseException as exc:
-            if cancels_this_task(exc):
-                raise
-            when = "to stop" if self._stop.is_set() else "while serving" if self._serving else "to start"
-            reported = {"mcp_providers_reported": when != "to stop"}  # startup_failures keeps it (logs.REPORTED)
-            if isinstance(exc, UpstreamError):  # its source is down or refused: what it says is the whole story
-                log.error("provider %r (plugin %r) failed %s: %s", self._provider, self._plugin, when, exc,
-                          extra=reported)  # fmt: skip
-                log.debug("provider %r failed %s", self._provider, when, exc_info=exc)
-            else:
-                log.error("provider %r (plugin %r) failed %s", self._provider, self._plugin, when, exc_info=exc,
-                          extra=reported)  # fmt: skip
-            if when != "to stop":
-                self._failures[self._provider] = f"{type(exc).__name__}: {exc}"
-        finally:
-            self._started.set()
-            self._done.set()
