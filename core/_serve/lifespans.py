@@ -19,8 +19,6 @@ import anyio.abc
 from mcp_providers._host.contain import cancels_this_task, plugin_code
 from mcp_providers.errors import UpstreamError
 
-__all__ = ["STOP_SECONDS", "Hosted", "restore", "stopped"]
-
 log = logging.getLogger("mcp_providers.composition")
 
 STOP_SECONDS = 10.0
