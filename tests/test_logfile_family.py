@@ -83,7 +83,7 @@ def test_rotations_a_namer_names_and_a_symlinked_log_rotate_inside_a_read(run: d
     timed = sorted(n for n in files if n.startswith("t2.") and n.endswith(".log") and n != "t2.log")
     assert timed == ["t2.2026-12-06_20-00-02.log"]  # backupCount 1: the rollovers removed the older ones
     assert {"r4.log", "r4.log.1", "r4.log.2", "r4.log.3"} <= files
-    assert run["symlinked records"] >= 3  # the newest ones, in r4.log and its backups (some rotated out)
+    assert run["symlinked records"] == 4  # one per file: each record of ~60 bytes rolls the 60-byte log over
 
 
 def test_a_handler_planted_by_a_task_is_told_apart_only_when_enforced(run: dict[str, Any]) -> None:
@@ -141,6 +141,8 @@ NAMERS: dict[str | None, Any] = {
     ("name", "namer", "expected"),
     [
         ("t.log.2026-12-01", None, True),
+        ("t.log.2026-12-01.sqlite", None, False),  # Python 3.11's extMatch allows an extension
+        ("t.log.2026-13-01", None, False),  # extMatch's digits, no date strftime makes
         ("t.log.2026-12-01.gz", "gz", True),
         ("t.log.2026-12-01", "gz", False),  # the namer's rollover never names it
         ("t.log.2026-12", "gz", False),
@@ -159,6 +161,21 @@ def test_a_timed_handlers_family_is_what_its_namer_makes_of_its_ext_match(
     handler = logging.handlers.TimedRotatingFileHandler(tmp_path / "t.log", when="D", delay=True)
     handler.namer = NAMERS[namer]
     assert logfiles._rotation(handler, str(tmp_path / name)) is expected
+
+
+def test_a_timed_handlers_own_ext_match_narrows_its_family(tmp_path: Path) -> None:
+    handler = logging.handlers.TimedRotatingFileHandler(tmp_path / "t.log", when="D", delay=True)
+    handler.extMatch = re.compile(r"2025-\d{2}-\d{2}")  # a host's own, narrower than its suffix format
+    assert logfiles._rotation(handler, str(tmp_path / "t.log.2025-12-01"))
+    assert not logfiles._rotation(handler, str(tmp_path / "t.log.2026-12-01"))
+
+
+def test_a_rollover_renames_nothing_onto_the_log_whatever_its_namer_makes(tmp_path: Path) -> None:
+    handler = rotating(tmp_path, "app.log", maxBytes=10, backupCount=2)
+    handler.namer = lambda name: name.removesuffix(".1")  # app.log.1 named onto the log itself
+    base, second = str(tmp_path / "app.log"), str(tmp_path / "app.log.2")
+    assert logfiles._writes_its_own(handler, "os.rename", (), [base, second])
+    assert not logfiles._writes_its_own(handler, "os.rename", (), [second, base])
 
 
 def test_a_namer_that_raises_names_nothing(tmp_path: Path) -> None:

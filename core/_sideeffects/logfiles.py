@@ -66,6 +66,7 @@ import logging.handlers
 import os
 import re
 import threading
+import time
 import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -78,6 +79,7 @@ _seen: weakref.WeakSet[logging.Handler] = weakref.WeakSet()  # handlers already 
 _running = 0  # guarded calls running in the process now
 _lock = threading.Lock()  # the count and the walks (a walk and a count change are one step)
 _patched: list[Callable[..., Any]] = []  # the wrapped FileHandler.__init__, once patch_logging ran
+time.strptime("2026", "%Y")  # imports ``_strptime`` now, not first inside an audit hook
 _MAX_DEPTH = 4  # handlers behind handlers (a MemoryHandler's target, a QueueHandler's listener)
 
 
@@ -141,10 +143,22 @@ def _rotation(handler: logging.FileHandler, path: str) -> bool:
             return False
         name = os.path.basename(path)
         found = {name[i:j] for i in range(len(name)) for j in range(i + 1, len(name) + 1)}
-        return any(_names(handler, f"{base}.{s}", path) for s in found if pattern.fullmatch(s) and os.sep not in s)
+        return any(_names(handler, f"{base}.{s}", path) for s in found if _time_suffix(handler, pattern, s))
     if isinstance(handler, logging.handlers.RotatingFileHandler):
         return any(_names(handler, f"{base}.{n}", path) for n in range(1, handler.backupCount + 1))
     return False
+
+
+def _time_suffix(handler: logging.handlers.TimedRotatingFileHandler, pattern: re.Pattern[str], suffix: str) -> bool:
+    """Whether ``suffix`` is one the timed handler's rollover makes: it matches its ``extMatch``
+    and is what ``time.strftime`` makes with its ``suffix`` format (Python 3.11's ``extMatch``
+    also matches ``2026-12-01.sqlite``; its digits match a month 13)."""
+    if os.sep in suffix or pattern.fullmatch(suffix) is None:
+        return False
+    try:
+        return time.strftime(handler.suffix, time.strptime(suffix, handler.suffix)) == suffix
+    except (ValueError, TypeError):
+        return False
 
 
 def _names(handler: logging.handlers.BaseRotatingHandler, default: str, path: str) -> bool:
