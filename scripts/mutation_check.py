@@ -160,14 +160,14 @@ CASES: tuple[Case, ...] = (
     Case(
         "file: log rotation is allowed",
         "core/_sideeffects/logfiles.py",
-        "return any(_names(handler, f\"{base}.{n}\", path) for n in range(1, handler.backupCount + 1))",
+        'return any(_names(handler, f"{base}.{n}", path) for n in range(1, handler.backupCount + 1))',
         "return False",
         (ALLOWED, LOG_ALLOWED),
     ),
     Case(
         "file: a timed rotation is allowed",
         "core/_sideeffects/logfiles.py",
-        "return any(_names(handler, f\"{base}.{s}\", path) for s in found if _time_suffix(handler, pattern, s))",
+        'return any(_names(handler, f"{base}.{s}", path) for s in found if _time_suffix(handler, pattern, s))',
         "return False",
         (LOG_NAMED,),
     ),

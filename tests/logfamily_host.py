@@ -146,6 +146,7 @@ mem_logger.info("startup")
 host_logs("behind a MemoryHandler", mem_logger, 8)
 seen["behind records"] = sum(read(name).count("record") for name in os.listdir(DIR) if name.startswith("behind.log"))
 
+
 # Namers that move the rotation's number or date (the forms the stdlib's own rollover handles)
 def dotted(stem: str) -> Callable[[str], str]:
     return lambda name: name.replace(f"{stem}.log.", f"{stem}.") + ".log"  # r3.log.1 -> r3.1.log

@@ -13,11 +13,11 @@ must be one of:
 - a rollover's renames within its rotation family, never onto the file: the names the handler's
   own ``rotation_filename`` (its ``namer``) makes of a RotatingFileHandler's ``app.log.N``
   (1 <= N <= ``backupCount``), of a TimedRotatingFileHandler's ``app.log.<suffix>`` with the
-  suffix matching its own ``extMatch`` (so ``app.1.log`` or ``app.<date>.log`` for a namer moving
-  it, ``app.log.1.gz`` for one compressing); removals of a family member; the file itself only
-  renamed into its family. The handler's file is judged as it is at the write (its path and where
-  it resolves now: a symlinked log's first rollover moves the link, the handler then opens a new
-  regular file);
+  suffix matching its own ``extMatch`` and made by ``strftime`` with its ``suffix`` format (so
+  ``app.1.log`` or ``app.<date>.log`` for a namer moving it, ``app.log.1.gz`` for one
+  compressing); removals of a family member; the file itself only renamed into its family. The
+  handler's file is judged as it is at the write (its path and where it resolves now: a
+  symlinked log's first rollover moves the link, the handler then opens a new regular file);
 - with a custom ``rotator`` (the logging cookbook's compressing one), the write-open of a family
   member and the removal of the file it copied.
 
@@ -55,7 +55,8 @@ wrapping ``FileHandler.__init__``.
 Cost: nothing on an allowed write (the handlers are looked at on the refusal path only); in
 scoped mode one walk of the loggers each time the process goes from idle to busy and back (about
 10 microseconds per hundred loggers, so some 20 for a read alone; under load calls overlap and
-the walks are rare). Process-wide, no walk.
+the walks are rare). Process-wide, no walk. On the refusal path, a timed handler's candidate
+suffixes are the substrings of the written name (some 4 ms for a 250-character name).
 """
 
 from __future__ import annotations
