@@ -45,7 +45,10 @@ LOGS = "tests/test_logfile_family.py::"
 LOG_REFUSED = LOGS + "test_a_read_may_not_touch_a_host_logs_files_itself"
 LOG_ALLOWED = LOGS + "test_the_hosts_rotating_handlers_rotate_inside_a_read"
 LOG_FAMILY = LOGS + "test_a_rotating_handlers_family_is_what_its_rollover_names"
-LOG_TIMED = LOGS + "test_a_timed_handlers_family_matches_its_own_ext_match"
+LOG_TIMED = LOGS + "test_a_timed_handlers_family_is_what_its_namer_makes_of_its_ext_match"
+LOG_EXT_MATCH = LOGS + "test_a_timed_handlers_own_ext_match_narrows_its_family"
+LOG_ONTO = LOGS + "test_a_rollover_renames_nothing_onto_the_log_whatever_its_namer_makes"
+LOG_NAMED = LOGS + "test_rotations_a_namer_names_and_a_symlinked_log_rotate_inside_a_read"
 LOG_WALK = LOGS + "test_the_walk_follows_targets_and_listeners"
 GUARDS = "tests/test_budget_and_static_guards.py::"
 KEYS = "tests/test_credential_keys.py::"
@@ -94,51 +97,79 @@ CASES: tuple[Case, ...] = (
     Case(
         "file: a rollover renames nothing onto the log",
         "core/_sideeffects/logfiles.py",
-        "and _rotation(handler, stem, dest)",
-        "and True",
+        "and dest not in own and _rotation(handler, dest)",
+        "and dest not in own",
         (LOG_REFUSED,),
+    ),
+    Case(
+        "file: a rollover renames nothing onto the log, whatever its namer makes",
+        "core/_sideeffects/logfiles.py",
+        "and dest not in own and _rotation(handler, dest)",
+        "and _rotation(handler, dest)",
+        (LOG_ONTO,),
     ),
     Case(
         "file: only a custom rotator removes the log",
         "core/_sideeffects/logfiles.py",
-        "(paths[0] == path and rotator)",
-        "(paths[0] == path)",
+        "(paths[0] in own and rotator)",
+        "(paths[0] in own)",
         (LOG_REFUSED,),
     ),
     Case(
         "file: only a custom rotator write-opens a rotation",
         "core/_sideeffects/logfiles.py",
-        "return rotator and _rotation(handler, stem, paths[0])",
-        "return _rotation(handler, stem, paths[0])",
+        "return rotator and _rotation(handler, paths[0])",
+        "return _rotation(handler, paths[0])",
         (LOG_REFUSED,),
     ),
     Case(
         "file: a rotation's number is one the rollover makes",
         "core/_sideeffects/logfiles.py",
-        'suffix[0] != "0" and int(suffix) <= handler.backupCount',
-        "True",
+        "for n in range(1, handler.backupCount + 1)",
+        "for n in range(0, handler.backupCount + 2)",
         (LOG_FAMILY,),
     ),
     Case(
-        "file: a compression extension only with a namer",
+        "file: a rotation's name is what the handler's namer makes of it",
         "core/_sideeffects/logfiles.py",
-        'if getattr(handler, "namer", None) is not None:',
-        "if True:",
-        (LOG_FAMILY,),
+        "named = handler.rotation_filename(default)",
+        "named = default",
+        (LOG_FAMILY, LOG_TIMED, LOG_NAMED, LOG_REFUSED),
+    ),
+    Case(
+        "file: a symlinked log is judged where it resolves at the write",
+        "core/_sideeffects/logfiles.py",
+        "own = {os.path.abspath(base), os.path.realpath(base)}",
+        "own = {os.path.abspath(base)}",
+        (LOG_NAMED,),
+    ),
+    Case(
+        "file: a timed rotation's suffix is one strftime makes with its format",
+        "core/_sideeffects/logfiles.py",
+        "return time.strftime(handler.suffix, time.strptime(suffix, handler.suffix)) == suffix",
+        "return True",
+        (LOG_TIMED,),
     ),
     Case(
         "file: a timed rotation matches its handler's extMatch",
         "core/_sideeffects/logfiles.py",
-        "pattern.fullmatch(suffix) is not None",
-        "True",
-        (LOG_TIMED,),
+        "if os.sep in suffix or pattern.fullmatch(suffix) is None:",
+        "if os.sep in suffix:",
+        (LOG_EXT_MATCH,),
     ),
     Case(
         "file: log rotation is allowed",
         "core/_sideeffects/logfiles.py",
-        '    if not path.startswith(stem + "."):\n        return False',
-        "    if True:\n        return False",
+        'return any(_names(handler, f"{base}.{n}", path) for n in range(1, handler.backupCount + 1))',
+        "return False",
         (ALLOWED, LOG_ALLOWED),
+    ),
+    Case(
+        "file: a timed rotation is allowed",
+        "core/_sideeffects/logfiles.py",
+        'return any(_names(handler, f"{base}.{s}", path) for s in found if _time_suffix(handler, pattern, s))',
+        "return False",
+        (LOG_NAMED,),
     ),
     Case(
         "file: the scoped walk follows a handler's target",

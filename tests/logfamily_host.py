@@ -111,7 +111,8 @@ def mid_rollover(handler: logging.handlers.RotatingFileHandler) -> Iterator[None
     """As ``doRollover`` leaves a handler (its lock held by this thread, its stream closed), so
     only the write itself decides; the stream is reopened after, outside the read."""
     with handler.lock:
-        handler.stream.close()
+        if handler.stream is not None:  # None when a refused rollover left it closed
+            handler.stream.close()
         handler.stream = None  # type: ignore[assignment]
         try:
             yield
@@ -144,6 +145,54 @@ mem_logger = host_logger("host.memory", logging.handlers.MemoryHandler(capacity=
 mem_logger.info("startup")
 host_logs("behind a MemoryHandler", mem_logger, 8)
 seen["behind records"] = sum(read(name).count("record") for name in os.listdir(DIR) if name.startswith("behind.log"))
+
+
+# Namers that move the rotation's number or date (the forms the stdlib's own rollover handles)
+def dotted(stem: str) -> Callable[[str], str]:
+    return lambda name: name.replace(f"{stem}.log.", f"{stem}.") + ".log"  # r3.log.1 -> r3.1.log
+
+
+r3 = logging.handlers.RotatingFileHandler(path("r3.log"), maxBytes=60, backupCount=2)
+r3.namer = dotted("r3")
+host_logs("rotating with a namer", host_logger("host.r3", r3), 5)
+with mid_rollover(r3):
+    make("r3.log.1", "r3.3.log", "r3.1.sqlite")
+    in_read("rename the log to a name the namer never makes", lambda: os.rename(path("r3.log"), path("r3.log.1")))
+    in_read("rename the log beyond the namer's backups", lambda: os.rename(path("r3.log"), path("r3.3.log")))
+    in_read("remove a default name the namer never makes", lambda: os.remove(path("r3.log.1")))
+    in_read("remove a sibling of the namer's rotations", lambda: os.remove(path("r3.1.sqlite")))
+
+t2 = logging.handlers.TimedRotatingFileHandler(path("t2.log"), when="S", backupCount=1)
+t2.namer = dotted("t2")
+t2_logger = host_logger("host.t2", t2)
+make("t2.2026-12-06_20-00-01.log", "t2.2026-12-06_20-00-02.log")
+
+
+def timed_rollovers() -> None:
+    for n in range(3):
+        t2.rolloverAt = 10 + n  # due now; named for the second before it (1970-01-01...)
+        t2_logger.info("timed record %d", n)
+
+
+err = io.StringIO()
+with contextlib.redirect_stderr(err):
+    in_read("timed with a namer", timed_rollovers)
+seen["timed with a namer errors"] = err.getvalue().count("--- Logging error ---")
+with mid_rollover(t2):  # type: ignore[arg-type]
+    make("t2.log.2026-12-06_20-00-03", "t2.2026-12-06_20-00-04.sqlite")
+    in_read("remove a timed default name the namer never makes", lambda: os.remove(path("t2.log.2026-12-06_20-00-03")))
+    in_read("remove a timed sibling", lambda: os.remove(path("t2.2026-12-06_20-00-04.sqlite")))
+
+# A log file that is a symlink: the first rollover moves the link, the handler then opens a new file
+os.mkdir(path("real"))
+make("real/current.log")
+os.symlink(path("real/current.log"), path("r4.log"))
+r4 = logging.handlers.RotatingFileHandler(path("r4.log"), maxBytes=60, backupCount=3)
+r4_logger = host_logger("host.r4", r4)
+host_logs("symlinked log", r4_logger, 6)
+seen["symlinked records"] = sum(read(n).count("record") for n in os.listdir(DIR) if n.startswith("r4.log"))
+with mid_rollover(r4):  # its file is now r4.log, a regular file; current.log is a rotation's target
+    in_read("open the log's former target mid-rollover", lambda: open(path("real/current.log"), "a").close())
 
 # A host handler's file (mode "w", delay=True, never written yet) opened by the read's own code
 make("data.db")

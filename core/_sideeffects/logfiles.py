@@ -10,10 +10,14 @@ first record, ``doRollover`` and ``reopenIfNeeded`` leave it before they open), 
 must be one of:
 
 - the open of its file in its own mode;
-- a rollover's renames within its rotation family, never onto the file: a RotatingFileHandler's
-  ``app.log.N`` (1 <= N <= ``backupCount``), a TimedRotatingFileHandler's ``app.log.<suffix>``
-  matching its own ``extMatch``; with a ``namer`` set, optionally plus ``.gz``, ``.bz2``, ``.xz``,
-  ``.zst`` or ``.zip``; removals of a family member; the file itself only renamed into its family;
+- a rollover's renames within its rotation family, never onto the file: the names the handler's
+  own ``rotation_filename`` (its ``namer``) makes of a RotatingFileHandler's ``app.log.N``
+  (1 <= N <= ``backupCount``), of a TimedRotatingFileHandler's ``app.log.<suffix>`` with the
+  suffix matching its own ``extMatch`` and made by ``strftime`` with its ``suffix`` format (so
+  ``app.1.log`` or ``app.<date>.log`` for a namer moving it, ``app.log.1.gz`` for one
+  compressing); removals of a family member; the file itself only renamed into its family. The
+  handler's file is judged as it is at the write (its path and where it resolves now: a
+  symlinked log's first rollover moves the link, the handler then opens a new regular file);
 - with a custom ``rotator`` (the logging cookbook's compressing one), the write-open of a family
   member and the removal of the file it copied.
 
@@ -51,7 +55,8 @@ wrapping ``FileHandler.__init__``.
 Cost: nothing on an allowed write (the handlers are looked at on the refusal path only); in
 scoped mode one walk of the loggers each time the process goes from idle to busy and back (about
 10 microseconds per hundred loggers, so some 20 for a read alone; under load calls overlap and
-the walks are rare). Process-wide, no walk.
+the walks are rare). Process-wide, no walk. On the refusal path, a timed handler's candidate
+suffixes are the substrings of the written name (some 4 ms for a 250-character name).
 """
 
 from __future__ import annotations
@@ -62,20 +67,20 @@ import logging.handlers
 import os
 import re
 import threading
+import time
 import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from mcp_providers._sideeffects.scope import scope_var
 
-_log_files: weakref.WeakKeyDictionary[logging.FileHandler, tuple[str, str]] = weakref.WeakKeyDictionary()
-"""The host's handlers (made outside any scope) -> (their file resolved, the stem their rotations
-are named from: the file's name in its resolved folder)."""
+_log_files: weakref.WeakSet[logging.FileHandler] = weakref.WeakSet()
+"""The host's handlers (made outside any scope); their files are resolved at each judged write."""
 _seen: weakref.WeakSet[logging.Handler] = weakref.WeakSet()  # handlers already judged host's or not
 _running = 0  # guarded calls running in the process now
 _lock = threading.Lock()  # the count and the walks (a walk and a count change are one step)
 _patched: list[Callable[..., Any]] = []  # the wrapped FileHandler.__init__, once patch_logging ran
-_COMPRESSED = (".gz", ".bz2", ".xz", ".zst", ".zip")  # what a documented ``namer`` adds to a rotation
+time.strptime("2026", "%Y")  # imports ``_strptime`` now, not first inside an audit hook
 _MAX_DEPTH = 4  # handlers behind handlers (a MemoryHandler's target, a QueueHandler's listener)
 
 
@@ -86,28 +91,29 @@ def expected_log_write(event: str, args: tuple[Any, ...], paths: list[str]) -> b
     the refusal path only."""
     if event not in ("open", "os.rename", "os.remove") or (event == "open" and args[1] is None):
         return False
-    for handler, (path, stem) in list(_log_files.items()):
-        if _writes_its_own(handler, path, stem, event, args, paths) and _handler_at_work(handler):
+    for handler in list(_log_files):
+        if _handler_at_work(handler) and _writes_its_own(handler, event, args, paths):
             return True
     return False
 
 
-def _writes_its_own(
-    handler: logging.FileHandler, path: str, stem: str, event: str, args: tuple[Any, ...], paths: list[str]
-) -> bool:
+def _writes_its_own(handler: logging.FileHandler, event: str, args: tuple[Any, ...], paths: list[str]) -> bool:
     """Whether the write is one ``handler`` itself makes (``logging/handlers.py``): ``_open`` of
     its file in its mode; a rollover's renames within its family (``base`` -> ``base.1`` ...,
     never onto ``base``) and removals of an old rotation; with a custom ``rotator`` (the cookbook's
-    compressing one), the write-open of the rotation and the removal of ``base`` it copied."""
+    compressing one), the write-open of the rotation and the removal of ``base`` it copied. The
+    file is where ``baseFilename`` is now (a symlink followed at this write, not at registration)."""
+    base = handler.baseFilename
+    own = {os.path.abspath(base), os.path.realpath(base)}
     rotator = getattr(handler, "rotator", None) is not None
     if event == "open":
-        if paths[0] == path:
+        if paths[0] in own:
             return bool(args[1] == handler.mode)
-        return rotator and _rotation(handler, stem, paths[0])
+        return rotator and _rotation(handler, paths[0])
     if event == "os.remove":
-        return _rotation(handler, stem, paths[0]) or (paths[0] == path and rotator)
+        return _rotation(handler, paths[0]) or (paths[0] in own and rotator)
     source, dest = paths
-    return (source == path or _rotation(handler, stem, source)) and _rotation(handler, stem, dest)
+    return (source in own or _rotation(handler, source)) and dest not in own and _rotation(handler, dest)
 
 
 def _handler_at_work(handler: logging.FileHandler) -> bool:
@@ -124,29 +130,51 @@ def _handler_at_work(handler: logging.FileHandler) -> bool:
     return True
 
 
-def _rotation(handler: logging.FileHandler, stem: str, path: str) -> bool:
-    """Whether ``path`` is a name ``handler``'s rollover gives an old file: ``stem.N`` (1 <= N <=
-    ``backupCount``) for a RotatingFileHandler, ``stem.<suffix>`` matching its own ``extMatch``
-    for a TimedRotatingFileHandler; with a ``namer`` set, optionally plus one of :data:`_COMPRESSED`.
-    Any other handler rotates nothing."""
-    if not path.startswith(stem + "."):
-        return False
-    suffix = path[len(stem) + 1 :]
-    if getattr(handler, "namer", None) is not None:
-        ext = next((e for e in _COMPRESSED if suffix.endswith(e)), "")
-        suffix = suffix[: len(suffix) - len(ext)]
+def _rotation(handler: logging.FileHandler, path: str) -> bool:
+    """Whether ``path`` (resolved) is a name ``handler``'s rollover gives an old file: its
+    ``rotation_filename`` (the ``namer`` applied) of ``base.N`` (1 <= N <= ``backupCount``) for a
+    RotatingFileHandler, of ``base.<suffix>`` with the suffix matching its own ``extMatch`` for a
+    TimedRotatingFileHandler. A namer cannot be inverted, so the suffixes tried are the parts of
+    ``path``'s name that match ``extMatch``, each kept only when the namer makes ``path`` of it.
+    Any other handler rotates nothing; a namer that raises names nothing."""
+    base = handler.baseFilename
     if isinstance(handler, logging.handlers.TimedRotatingFileHandler):
         pattern = getattr(handler, "extMatch", None)
-        return isinstance(pattern, re.Pattern) and os.sep not in suffix and pattern.fullmatch(suffix) is not None
+        if not isinstance(pattern, re.Pattern):
+            return False
+        name = os.path.basename(path)
+        found = {name[i:j] for i in range(len(name)) for j in range(i + 1, len(name) + 1)}
+        return any(_names(handler, f"{base}.{s}", path) for s in found if _time_suffix(handler, pattern, s))
     if isinstance(handler, logging.handlers.RotatingFileHandler):
-        return suffix.isascii() and suffix.isdigit() and suffix[0] != "0" and int(suffix) <= handler.backupCount
+        return any(_names(handler, f"{base}.{n}", path) for n in range(1, handler.backupCount + 1))
     return False
 
 
+def _time_suffix(handler: logging.handlers.TimedRotatingFileHandler, pattern: re.Pattern[str], suffix: str) -> bool:
+    """Whether ``suffix`` is one the timed handler's rollover makes: it matches its ``extMatch``
+    and is what ``time.strftime`` makes with its ``suffix`` format (Python 3.11's ``extMatch``
+    also matches ``2026-12-01.sqlite``; its digits match a month 13)."""
+    if os.sep in suffix or pattern.fullmatch(suffix) is None:
+        return False
+    try:
+        return time.strftime(handler.suffix, time.strptime(suffix, handler.suffix)) == suffix
+    except (ValueError, TypeError):
+        return False
+
+
+def _names(handler: logging.handlers.BaseRotatingHandler, default: str, path: str) -> bool:
+    """Whether the handler's ``rotation_filename(default)`` resolves to ``path`` (resolved as the
+    audited paths are: :func:`os.path.realpath`)."""
+    try:
+        named = handler.rotation_filename(default)
+        return isinstance(named, str) and os.path.realpath(named) == path
+    except Exception:  # a namer's own failure: it names nothing, and the write is refused
+        return False
+
+
 def _register_log_file(handler: logging.FileHandler) -> None:
-    folder, name = os.path.split(os.path.abspath(handler.baseFilename))
     with contextlib.suppress(TypeError):  # a subclass made unhashable (``__eq__`` without ``__hash__``)
-        _log_files[handler] = (os.path.realpath(handler.baseFilename), os.path.join(os.path.realpath(folder), name))
+        _log_files.add(handler)
 
 
 def _attached_file_handlers() -> Iterator[logging.FileHandler]:
