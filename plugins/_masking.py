@@ -260,16 +260,16 @@ def _byte_lists(text: str) -> str:
     return "\n".join(lists)
 
 
-def _decoded_views(text: str, undo: bool = False) -> Iterator[tuple[str, bool]]:
+def _decoded_views(text: str, undo: _single_byte.Signs | None = None) -> Iterator[tuple[str, bool]]:
     """The views of ``text`` searched after it is masked, each with whether it is the compacted one
     (searched for spellings of :data:`MIN_ENCODED_CHARS` or more only, so words it joins do not
     spell a short secret): each text :func:`_decoded` makes; the last of them without markup and
     invisible characters (:func:`_unsplit`); that lower-cased; that compacted (:func:`_compacted`);
-    the byte lists in the last decoded text read as bytes (:func:`_byte_lists`); and, when ``undo``
-    (a non-ASCII secret is held), the last decoded text not NFKC-folded (NFKC folds mojibake's own
-    characters: ``µ``, a no-break space) read back through each single-byte charset holding its
-    non-ASCII characters (:func:`~mcp_providers.plugins._single_byte.undone`: mojibake
-    read as UTF-8 again). A view the same as the one before it is left out."""
+    the byte lists in the last decoded text read as bytes (:func:`_byte_lists`); and, with ``undo``
+    (the signs of the non-ASCII secrets held), the last decoded text not NFKC-folded (NFKC folds
+    mojibake's own characters: ``µ``, a no-break space) read back through each single-byte charset
+    whose reading of a held secret's first bytes it holds
+    (:func:`~mcp_providers.plugins._single_byte.undone`: mojibake read as UTF-8 again). A view the same as the one before it is left out."""
     last = unfolded = text
     for name, last in _decoded(text):
         yield last, False
@@ -287,7 +287,7 @@ def _decoded_views(text: str, undo: bool = False) -> Iterator[tuple[str, bool]]:
     if listed := _byte_lists(last):
         yield listed, False
     if undo:
-        for view in _single_byte.undone(unfolded):
+        for view in undo.undone(unfolded):
             yield view, False
 
 
@@ -336,8 +336,9 @@ class Secrets:
         """Every spelling of every secret, JSON-escaped too: made when next needed after a change."""
         self._long: _Literals | None = None
         """Those of :data:`MIN_ENCODED_CHARS` or more, for the compacted view."""
-        self._undo = False
-        """Whether a non-ASCII secret is held: only then are texts read back through single-byte charsets."""
+        self._undo: _single_byte.Signs | None = None
+        """The signs of the non-ASCII secrets held (:class:`~mcp_providers.plugins._single_byte.Signs`):
+        only while one is held are texts read back through single-byte charsets."""
 
     @classmethod
     def of(cls, who: str, values: Iterable[str | None]) -> Secrets:
@@ -376,7 +377,8 @@ class Secrets:
             every = {v for held in (self._held, self._handed) for s in held.values() for v in s}
             self._literals = _Literals(every)
             self._long = _Literals({v for v in every if len(v) >= MIN_ENCODED_CHARS} or {MASK})
-            self._undo = any(not v.isascii() for held in (self._held, self._handed) for v in held)
+            held = [v for values in (self._held, self._handed) for v in values if not v.isascii()]
+            self._undo = _single_byte.Signs(f(v) for v in held for f in (str, str.upper, str.lower))
         return self._literals
 
     def _in_views(self, literals: _Literals, text: str) -> bool:

@@ -4,7 +4,7 @@ A service that reads the UTF-8 bytes of ``пароль`` in cp1251 shows ``Рї�
 Latin-1, cp866 or mac_roman something else again. Rather than spell every held secret through every
 charset, :func:`undone` turns a text's characters back into the bytes a charset gave them and reads
 those bytes as UTF-8 (``РїР°СЂРѕР»СЊ`` through cp1251 reads ``пароль`` again), one view per charset
-holding any of the text's non-ASCII characters.
+whose reading of a held secret's characters' first two bytes the text holds (:class:`Signs`).
 
 The charsets (:func:`charsets`) are every codec of the standard library's ``encodings`` package
 built on a 256-entry decoding table (``iso8859_*``, ``cp125x``, ``cp4xx``/``cp8xx``, ``koi8_*``,
@@ -23,7 +23,7 @@ import functools
 import importlib
 import pkgutil
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
 
 _ASCII = bytes(range(128))
@@ -67,22 +67,46 @@ def charsets() -> tuple[Charset, ...]:
     return tuple(found.values())
 
 
-def undone(*texts: str) -> Iterator[str]:
-    """Each of ``texts`` read back through each single-byte charset holding any of its non-ASCII
-    characters: its characters encoded in that charset (a character it has not as ``?``), the bytes
-    read as UTF-8 (an invalid sequence as U+FFFD). Nothing for an ASCII text; each view once."""
-    seen = set(texts)
-    for text in dict.fromkeys(texts):
-        if text.isascii():
-            continue
-        present = {c for c in set(text) if c >= "\x80"}
+class Signs:
+    """What each charset reads the first two UTF-8 bytes of each held non-ASCII character as (``п``,
+    D0 BF, through cp1251: ``Рї``; through KOI8-R: ``п©``): a text holding none of a charset's pairs
+    holds no reading of a held secret in it, so that charset is not tried. All charsets' pairs are
+    found in one pass (an Aho-Corasick automaton). False when no value is non-ASCII."""
+
+    __slots__ = ("_automaton", "_charsets")
+
+    def __init__(self, values: Iterable[str] = ()) -> None:
+        """:param values: the secrets held, as they may be revealed (as written, upper-, lower-cased)."""
+        heads = {c.encode("utf-8", "surrogatepass")[:2] for value in values for c in value if c >= "\x80"}
+        pairs: dict[str, list[Charset]] = {}
+        for charset in charsets() if heads else ():
+            for head in heads:
+                pairs.setdefault(charset.table[head[0]] + charset.table[head[1]], []).append(charset)
+        self._charsets = list(pairs.values())
+        self._automaton: Any = None
+        if pairs:
+            from ahocorasick_rs import AhoCorasick, MatchKind  # as _masking's: loaded once a secret is held
+
+            self._automaton = AhoCorasick(list(pairs), matchkind=MatchKind.Standard)
+
+    def __bool__(self) -> bool:
+        return self._automaton is not None
+
+    def undone(self, text: str) -> Iterator[str]:
+        """``text`` read back through each charset whose pairs it holds: its characters encoded in
+        that charset (a character the charset has not as ``?``), the bytes read as UTF-8 (an invalid
+        sequence as U+FFFD), in :func:`charsets`' order. Nothing for an ASCII text; each view once."""
+        if self._automaton is None or text.isascii():
+            return
+        hits = {id(c): c for found, _, _ in self._automaton.find_matches_as_indexes(text, overlapping=True)
+                for c in self._charsets[found]}  # fmt: skip
+        seen = {text}
         for charset in charsets():
-            if charset.high.isdisjoint(present):
-                continue  # not one of the text's characters is in it: nothing to undo
-            view = codecs.charmap_encode(text, "replace", charset.encoding)[0].decode("utf-8", "replace")
-            if view not in seen:
-                seen.add(view)
-                yield view
+            if id(charset) in hits:
+                view = codecs.charmap_encode(text, "replace", charset.encoding)[0].decode("utf-8", "replace")
+                if view not in seen:
+                    seen.add(view)
+                    yield view
 
 
 def read_as(raw: bytes, charset: Charset) -> str:

@@ -96,19 +96,22 @@ def test_every_family_of_single_byte_charset_is_read_back_and_ebcdic_and_multiby
     assert not names & {"cp037", "cp500", "cp932", "utf-8", "cp1140"}
 
 
-def test_only_the_charsets_holding_a_texts_characters_are_tried() -> None:
-    assert list(_single_byte.undone("plain ascii text")) == []
-    views = list(_single_byte.undone("Ð¿"))  # Latin-1 letters: in some tables, not in Cyrillic or Greek ones
-    assert "п" in views and len(views) < len(_single_byte.charsets()) // 2
+def test_only_the_charsets_reading_a_held_secrets_bytes_as_the_text_does_are_tried() -> None:
+    signs = _single_byte.Signs(["пароль-секрет-42"])
+    assert list(signs.undone("plain ascii text")) == []
+    assert list(signs.undone("пароль неверный, секрет не тот")) == []  # no pair a charset reads п, а... as
+    views = list(signs.undone("Ð¿Ð°"))  # Latin-1's reading of п and а: Latin-1 and tables like it
+    assert "па" in views and len(views) < len(_single_byte.charsets()) // 4
+    assert not _single_byte.Signs(["ascii-secret-42"])
 
 
 def test_with_only_ascii_secrets_held_no_text_is_read_back(monkeypatch: pytest.MonkeyPatch) -> None:
     """The views cost only while a non-ASCII secret is held."""
 
-    def refused(*texts: str) -> Iterator[str]:
+    def refused(self: object, text: str) -> Iterator[str]:
         raise AssertionError("read back with no non-ASCII secret held")
 
-    monkeypatch.setattr(_single_byte, "undone", refused)
+    monkeypatch.setattr(_single_byte.Signs, "undone", refused)
     secrets = Secrets.of("t", ["ascii-secret-42"])
     assert secrets.masked("пароль Ð¿ РїР°") == "пароль Ð¿ РїР°"
     secrets.add("пароль-секрет-42")
