@@ -150,7 +150,8 @@ def _charset_spellings(value: str) -> set[str]:
     for form in forms - {raw}:
         spelled |= _url_spellings(form) | _base64_spellings(form) | {form.hex(), form.hex().upper()}
         # What the views read a byte escape (\\xNN, =NN, %NN) as, and Windows' reading of the bytes.
-        spelled |= {form.decode("latin-1"), form.decode("cp1252", "replace"), form.decode("cp1252", _LATIN1_FALLBACK)}
+        spelled |= {form.decode("latin-1"), form.decode("cp1252", "replace")}
+        spelled.add(form.decode("cp1252", _LATIN1_FALLBACK))
     return spelled - {value}
 
 
@@ -215,8 +216,9 @@ break."""
 
 def _decoded(text: str) -> Iterator[tuple[str, str]]:
     """``text`` decoded by each of :data:`_DECODINGS` in turn, again until nothing changes (at most
-    :data:`ROUNDS` times): each text a decoding changed, with the decoding's name (a later one may undo what an earlier one
-    revealed: ``%3D4D`` URL-decoded reads ``=4D``, a quoted-printable ``M``), the last one last."""
+    :data:`ROUNDS` times): each text a decoding changed, with the decoding's name (a later one may
+    undo what an earlier one revealed: ``%3D4D`` URL-decoded reads ``=4D``, a quoted-printable
+    ``M``), the last one last."""
     for _ in range(ROUNDS):
         before = text
         for name, signed, decode in _DECODINGS:
@@ -269,7 +271,8 @@ def _decoded_views(text: str, undo: _single_byte.Signs | None = None) -> Iterato
     (the signs of the non-ASCII secrets held), the last decoded text not NFKC-folded (NFKC folds
     mojibake's own characters: ``µ``, a no-break space) read back through each single-byte charset
     whose reading of a held secret's first bytes it holds
-    (:func:`~mcp_providers.plugins._single_byte.undone`: mojibake read as UTF-8 again). A view the same as the one before it is left out."""
+    (:meth:`~mcp_providers.plugins._single_byte.Signs.undone`: mojibake read as UTF-8 again). A
+    view the same as the one before it is left out."""
     last = unfolded = text
     for name, last in _decoded(text):
         yield last, False
@@ -384,7 +387,8 @@ class Secrets:
     def _in_views(self, literals: _Literals, text: str) -> bool:
         """Whether a view of ``text`` (:func:`_decoded_views`) holds a spelling of a held secret."""
         long = literals if self._long is None else self._long  # made with literals: never None here
-        return any((long if compacted else literals).search(view) for view, compacted in _decoded_views(text, self._undo))
+        views = _decoded_views(text, self._undo)
+        return any((long if compacted else literals).search(view) for view, compacted in views)
 
     def __bool__(self) -> bool:
         return bool(self._held or self._handed)
