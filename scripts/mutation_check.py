@@ -350,6 +350,7 @@ CASES: tuple[Case, ...] = (
             SB + "test_a_non_ascii_secret_through_any_single_byte_charset_is_masked",
             SB + "test_an_upstream_showing_its_secret_through_any_single_byte_charset_says_only_the_mask",
             OA_SB + "test_a_body_showing_the_password_through_any_single_byte_charset_is_masked",
+            SN_MASK + "test_a_password_shown_through_any_single_byte_charset_reaches_no_one",
         ),
     ),
     Case(
