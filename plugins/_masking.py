@@ -10,9 +10,11 @@ whoever's it is.
 
 A secret is found as written, upper- or lower-cased, URL-encoded (every common way) or -decoded,
 JSON-escaped, hex-encoded, and base64-encoded (standard or URL-safe alphabet), alone or inside a
-longer encoded text; a non-ASCII one also as its bytes through a single-byte charset (its UTF-8
-bytes read as Latin-1 or cp1252, ``é`` as ``Ã©``; its Latin-1 or cp1252 bytes hex-, base64- or
-URL-encoded). A spelling shorter than :data:`MIN_SECRET_CHARS` is not searched for.
+longer encoded text; a non-ASCII one also as its bytes through any single-byte charset Python has
+(its UTF-8 bytes read in one, ``é`` as ``Ã©``, ``п`` through cp1251 as ``Рї``: a view reads a text
+back through each charset, :mod:`~mcp_providers.plugins._single_byte`; re-cased or with an
+undefined byte as U+FFFD, and its own bytes in each charset hex-, base64- or URL-encoded, as
+spellings). A spelling shorter than :data:`MIN_SECRET_CHARS` is not searched for.
 Every spelling of every held secret is searched for in one pass of an Aho-Corasick automaton
 (``ahocorasick-rs``), so a message costs about the same with one secret held as with hundreds
 (``benchmarks/masking.py``).
