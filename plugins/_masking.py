@@ -10,9 +10,11 @@ whoever's it is.
 
 A secret is found as written, upper- or lower-cased, URL-encoded (every common way) or -decoded,
 JSON-escaped, hex-encoded, and base64-encoded (standard or URL-safe alphabet), alone or inside a
-longer encoded text; a non-ASCII one also as its bytes through a single-byte charset (its UTF-8
-bytes read as Latin-1 or cp1252, ``é`` as ``Ã©``; its Latin-1 or cp1252 bytes hex-, base64- or
-URL-encoded). A spelling shorter than :data:`MIN_SECRET_CHARS` is not searched for.
+longer encoded text; a non-ASCII one also as its bytes through any single-byte charset Python has
+(its UTF-8 bytes read in one, ``é`` as ``Ã©``, ``п`` through cp1251 as ``Рї``: a view reads a text
+back through each charset, :mod:`~mcp_providers.plugins._single_byte`; re-cased or with an
+undefined byte as U+FFFD, and its own bytes in each charset hex-, base64- or URL-encoded, as
+spellings). A spelling shorter than :data:`MIN_SECRET_CHARS` is not searched for.
 Every spelling of every held secret is searched for in one pass of an Aho-Corasick automaton
 (``ahocorasick-rs``), so a message costs about the same with one secret held as with hundreds
 (``benchmarks/masking.py``).
@@ -52,6 +54,8 @@ import unicodedata
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Final
 from urllib.parse import quote, quote_plus, unquote
+
+from mcp_providers.plugins import _single_byte
 
 log = logging.getLogger(__name__)
 
@@ -122,28 +126,35 @@ def _as_latin1(error: UnicodeError) -> tuple[str, int]:
 
 _LATIN1_FALLBACK: Final = "mcp_providers.masking.latin-1"
 codecs.register_error(_LATIN1_FALLBACK, _as_latin1)
-_READ_AS: Final = (("latin-1", "strict"), ("cp1252", "replace"), ("cp1252", _LATIN1_FALLBACK))
-"""How a service may read bytes as text in a single-byte charset (cp1252's undefined bytes as
-U+FFFD, as Java does, or as their Latin-1 characters)."""
 
 
 def _charset_spellings(value: str) -> set[str]:
-    """A non-ASCII ``value``'s spellings through a single-byte charset: its bytes in UTF-8, and in
-    Latin-1 and cp1252 where it encodes there, each read as Latin-1 or cp1252 (:data:`_READ_AS`;
-    ``é`` sent as UTF-8 and shown by a service reading Latin-1 is ``Ã©``), as read, upper- and
-    lower-cased; and its Latin-1 and cp1252 bytes hex-, base64- and URL-encoded as its UTF-8 bytes
-    are. ``set()`` for an ASCII value: its bytes are the same in all three."""
+    """A non-ASCII ``value``'s spellings through the single-byte charsets
+    (:func:`~mcp_providers.plugins._single_byte.charsets`) that a view cannot undo: its UTF-8 bytes
+    read in each, upper- and lower-cased, and read with an undefined byte as U+FFFD (as Java does);
+    and its own bytes in each charset it encodes in, hex-, base64- and URL-encoded as its UTF-8 bytes
+    are (once per distinct byte string). What a charset reads unchanged is undone by a view
+    (:func:`~mcp_providers.plugins._single_byte.undone`). ``set()`` for an ASCII value: its bytes are
+    the same in all of them."""
     if value.isascii():
         return set()
-    forms = {value.encode()}
-    for codec in ("latin-1", "cp1252"):
+    raw = value.encode()
+    spelled: set[str] = set()
+    forms: set[bytes] = set()
+    for charset in _single_byte.charsets():
+        read = _single_byte.read_as(raw, charset)
+        spelled |= {read.upper(), read.lower()} - {read}
+        if charset.undefined and any(b in charset.undefined for b in raw):
+            java = raw.decode(charset.name, "replace")
+            spelled |= {java, java.upper(), java.lower()}
         with contextlib.suppress(UnicodeEncodeError):
-            forms.add(value.encode(codec))
-    read = {form.decode(codec, errors) for form in forms for codec, errors in _READ_AS} - {value}
-    spelled = {s for text in read for s in (text, text.upper(), text.lower())}
-    for form in forms - {value.encode()}:
+            forms.add(value.encode(charset.name))
+    for form in forms - {raw}:
         spelled |= _url_spellings(form) | _base64_spellings(form) | {form.hex(), form.hex().upper()}
-    return spelled
+        # What the views read a byte escape (\\xNN, =NN, %NN) as, and Windows' reading of the bytes.
+        spelled |= {form.decode("latin-1"), form.decode("cp1252", "replace")}
+        spelled.add(form.decode("cp1252", _LATIN1_FALLBACK))
+    return spelled - {value}
 
 
 def _spellings(value: str) -> set[str]:
@@ -205,16 +216,17 @@ space: the form-encoded spellings of a secret are searched for anyway, and a bas
 break."""
 
 
-def _decoded(text: str) -> Iterator[str]:
+def _decoded(text: str) -> Iterator[tuple[str, str]]:
     """``text`` decoded by each of :data:`_DECODINGS` in turn, again until nothing changes (at most
-    :data:`ROUNDS` times): each text a decoding changed (a later one may undo what an earlier one
-    revealed: ``%3D4D`` URL-decoded reads ``=4D``, a quoted-printable ``M``), the last one last."""
+    :data:`ROUNDS` times): each text a decoding changed, with the decoding's name (a later one may
+    undo what an earlier one revealed: ``%3D4D`` URL-decoded reads ``=4D``, a quoted-printable
+    ``M``), the last one last."""
     for _ in range(ROUNDS):
         before = text
-        for _name, signed, decode in _DECODINGS:
+        for name, signed, decode in _DECODINGS:
             if signed(text) and (decoded := decode(text)) != text:
                 text = decoded
-                yield text
+                yield name, text
         if text == before:
             return
 
@@ -252,16 +264,22 @@ def _byte_lists(text: str) -> str:
     return "\n".join(lists)
 
 
-def _decoded_views(text: str) -> Iterator[tuple[str, bool]]:
+def _decoded_views(text: str, undo: _single_byte.Signs | None = None) -> Iterator[tuple[str, bool]]:
     """The views of ``text`` searched after it is masked, each with whether it is the compacted one
     (searched for spellings of :data:`MIN_ENCODED_CHARS` or more only, so words it joins do not
     spell a short secret): each text :func:`_decoded` makes; the last of them without markup and
     invisible characters (:func:`_unsplit`); that lower-cased; that compacted (:func:`_compacted`);
-    and the byte lists in the last decoded text read as bytes (:func:`_byte_lists`). A view the same
-    as the one before it is left out."""
-    last = text
-    for last in _decoded(text):
+    the byte lists in the last decoded text read as bytes (:func:`_byte_lists`); and, with ``undo``
+    (the signs of the non-ASCII secrets held), the last decoded text not NFKC-folded (NFKC folds
+    mojibake's own characters: ``µ``, a no-break space) read back through each single-byte charset
+    whose reading of a held secret's first bytes it holds
+    (:meth:`~mcp_providers.plugins._single_byte.Signs.undone`: mojibake read as UTF-8 again). A
+    view the same as the one before it is left out."""
+    last = unfolded = text
+    for name, last in _decoded(text):
         yield last, False
+        if name != "NFKC-folded":
+            unfolded = last
     unsplit = _unsplit(last)
     if unsplit != last:
         yield unsplit, False
@@ -273,6 +291,9 @@ def _decoded_views(text: str) -> Iterator[tuple[str, bool]]:
         yield compact, True
     if listed := _byte_lists(last):
         yield listed, False
+    if undo:
+        for view in undo.undone(unfolded):
+            yield view, False
 
 
 class _Literals:
@@ -308,7 +329,7 @@ class Secrets:
 
     HANDED_KEPT = 256
 
-    __slots__ = ("_handed", "_held", "_literals", "_long", "who")
+    __slots__ = ("_handed", "_held", "_literals", "_long", "_undo", "who")
 
     def __init__(self, who: str = "a remote service") -> None:
         """:param who: the service the secrets are held for, as the warning of a text masked whole
@@ -320,6 +341,9 @@ class Secrets:
         """Every spelling of every secret, JSON-escaped too: made when next needed after a change."""
         self._long: _Literals | None = None
         """Those of :data:`MIN_ENCODED_CHARS` or more, for the compacted view."""
+        self._undo: _single_byte.Signs | None = None
+        """The signs of the non-ASCII secrets held (:class:`~mcp_providers.plugins._single_byte.Signs`):
+        only while one is held are texts read back through single-byte charsets."""
 
     @classmethod
     def of(cls, who: str, values: Iterable[str | None]) -> Secrets:
@@ -358,12 +382,15 @@ class Secrets:
             every = {v for held in (self._held, self._handed) for s in held.values() for v in s}
             self._literals = _Literals(every)
             self._long = _Literals({v for v in every if len(v) >= MIN_ENCODED_CHARS} or {MASK})
+            held = [v for values in (self._held, self._handed) for v in values if not v.isascii()]
+            self._undo = _single_byte.Signs(f(v) for v in held for f in (str, str.upper, str.lower))
         return self._literals
 
     def _in_views(self, literals: _Literals, text: str) -> bool:
         """Whether a view of ``text`` (:func:`_decoded_views`) holds a spelling of a held secret."""
         long = literals if self._long is None else self._long  # made with literals: never None here
-        return any((long if compacted else literals).search(view) for view, compacted in _decoded_views(text))
+        views = _decoded_views(text, self._undo)
+        return any((long if compacted else literals).search(view) for view, compacted in views)
 
     def __bool__(self) -> bool:
         return bool(self._held or self._handed)

@@ -432,18 +432,24 @@ class Service:
         charset its ``Content-Type`` declares or its byte-order mark names (``utf-16``...), else
         UTF-8, else byte for byte (latin-1: binary), so a secret in it is masked too
         (:func:`~mcp_providers.plugins._masking.body_text`), and encoded back the same way."""
-        text, charset = body_text(answer.body, answer.content_type)
+        text, charset = self._read(answer.body, answer.content_type)
         if not self._secrets.found_in(text):
-            if charset in ("utf-8", "latin-1"):
-                return answer
-            if not self._secrets.found_in(latin := answer.body.decode("latin-1")):
-                return answer
-            text, charset = latin, "latin-1"  # binary that only looked like UTF-16: byte for byte
+            return answer
         if answer.textual and charset == "utf-8":
             with contextlib.suppress(ValueError):  # not JSON: masked as text below
                 data = self._secrets.masked_data(json.loads(text))
                 return replace(answer, body=json.dumps(data, ensure_ascii=False).encode())
         return replace(answer, body=self._secrets.masked(text).encode(charset, "replace"))
+
+    def _read(self, body: bytes, content_type: str | None) -> tuple[str, str]:
+        """``(text, codec)``: ``body`` read as :func:`~mcp_providers.plugins._masking.body_text` reads
+        it, or byte for byte (latin-1) when only that holds a secret (binary that only looked like
+        UTF-16); an answer and an error body alike, so both are searched in the same text."""
+        text, charset = body_text(body, content_type)
+        if charset in ("utf-8", "latin-1") or not self._secrets or self._secrets.found_in(text):
+            return text, charset
+        latin = body.decode("latin-1")
+        return (latin, "latin-1") if self._secrets.found_in(latin) else (text, charset)
 
     def _redirect(self, what: str, status: int, location: str) -> ServiceError:
         """A redirect is an error, never followed: the gate authorized this path, not where it leads,
@@ -476,7 +482,7 @@ class Service:
 
     def _failure(self, what: str, status: int, body: bytes, content_type: str | None) -> UpstreamError:
         # Masked before it is cut: a secret across the cut would leave its start in the message.
-        said = self.redact(body_text(body, content_type)[0])[:300].strip()
+        said = self.redact(self._read(body, content_type)[0])[:300].strip()
         message = f"{what} failed with HTTP {status}" + (f": {said}" if said else "")
         if status == 404:
             return NotFound(message, data={"service": self.name, "status": 404})  # type: ignore[return-value]

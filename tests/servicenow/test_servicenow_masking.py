@@ -192,3 +192,20 @@ async def test_a_jwt_bearer_refusal_is_masked_before_the_cut(monkeypatch: pytest
     message = refused.value.message
     assert "refused a token for ServiceNow user 'alice@example.test'" in message and "HTTP 401" in message, message
     assert held[:6] not in message, message
+
+
+CYRILLIC = "пароль-секрет-42"
+SINGLE_BYTE = ["cp1251", "koi8-r", "cp866", "iso-8859-5", "iso-8859-2", "cp1250", "cp437", "mac_roman", "koi8-u"]
+
+
+@pytest.mark.parametrize("dev_with", [CYRILLIC], indirect=True)
+@pytest.mark.parametrize("charset", SINGLE_BYTE)
+async def test_a_password_shown_through_any_single_byte_charset_reaches_no_one(
+    dev_with: Emulator, caplog: pytest.LogCaptureFixture, charset: str
+) -> None:
+    """Round 12: its UTF-8 bytes read in cp1251, KOI8-R... (an instance's mojibake) were shown."""
+    shown = CYRILLIC.encode().decode(charset, "replace")
+    dev_with.fail_next(2, status=500, message=f"Login failed for {shown}", detail=f"user {DEV_USER}: {shown}")
+    seen, data = await _said(dev_with, caplog)
+    assert shown not in seen and CYRILLIC not in seen, (charset, seen)
+    assert QUERY_FAILED in seen and MASK in str(data["message"]), seen
