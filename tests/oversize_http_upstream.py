@@ -34,15 +34,29 @@ Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 
 class State:
+    """What the upstream was asked to send on its GET streams. Each open stream has its own queue
+    and every event goes to each (a stream of an earlier test's client, not yet seen gone, must
+    not take the event from the live one); events queued while none is open wait for the next."""
+
     def __init__(self) -> None:
         self.get_opens = 0
         self.get_sent: list[str] = []
-        self.queue: asyncio.Queue[tuple[str, float]] | None = None
+        self.streams: set[asyncio.Queue[tuple[str, float]]] = set()
+        self.waiting: list[tuple[str, float]] = []
 
-    def events(self) -> asyncio.Queue[tuple[str, float]]:
-        if self.queue is None:
-            self.queue = asyncio.Queue()
-        return self.queue
+    def send(self, event: tuple[str, float]) -> None:
+        for queue in self.streams:
+            queue.put_nowait(event)
+        if not self.streams:
+            self.waiting.append(event)
+
+    def opened(self) -> asyncio.Queue[tuple[str, float]]:
+        queue: asyncio.Queue[tuple[str, float]] = asyncio.Queue()
+        for event in self.waiting:
+            queue.put_nowait(event)
+        self.waiting.clear()
+        self.streams.add(queue)
+        return queue
 
 
 STATE = State()
@@ -159,7 +173,7 @@ async def _call(send: Send, ident: object, name: str, args: dict[str, Any]) -> N
     elif name == "packed_sse":
         await _respond(send, sse, _packed(ident, int(args["size"]), str(args["ends"]), str(args["layout"])))
     elif name in ("shout_get", "ping_get"):
-        STATE.events().put_nowait(("big" if name == "shout_get" else "small", mib))
+        STATE.send(("big" if name == "shout_get" else "small", mib))
         await _respond(send, js, _one(_text(ident, "queued")))
     else:
         await _respond(send, js, _one(_text(ident, "hello")))
@@ -199,9 +213,18 @@ async def _post(send: Send, message: dict[str, Any]) -> None:
 
 async def _get_stream() -> AsyncIterator[bytes]:
     STATE.get_opens += 1
-    yield b": open\n\n"
+    queue = STATE.opened()
+    try:
+        yield b": open\n\n"
+        async for chunk in _events(queue):
+            yield chunk
+    finally:
+        STATE.streams.discard(queue)
+
+
+async def _events(queue: asyncio.Queue[tuple[str, float]]) -> AsyncIterator[bytes]:
     while True:
-        kind, mib = await STATE.events().get()
+        kind, mib = await queue.get()
         if kind == "big":
             note = '{"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "'
             yield b"event: message\ndata: " + note.encode()
