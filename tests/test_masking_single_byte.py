@@ -55,19 +55,23 @@ def _shown(value: str, charset: str) -> Iterator[tuple[str, str]]:
     yield "own bytes, Python bytes repr", repr(own)
 
 
-CASES = [(v, c, how, text) for v in HELD for c in NAMED + MORE for how, text in _shown(v, c) if text != v]
-
-
-@pytest.mark.parametrize(("value", "charset", "how", "shown"), CASES, ids=[f"{c[0]}-{c[1]}-{c[2]}" for c in CASES])
-def test_a_non_ascii_secret_through_any_single_byte_charset_is_masked(
-    value: str, charset: str, how: str, shown: str
-) -> None:
+@pytest.mark.parametrize("value", HELD)
+def test_a_non_ascii_secret_through_any_single_byte_charset_is_masked(value: str) -> None:
+    """Every charset and every way of showing, for one secret held once (a case each would build
+    the secret's spellings some 150 times); every miss is listed."""
     secrets = Secrets()
     secrets.add(value)
-    text = f"login failed for {shown} (end)"
-    assert secrets.found_in(text), (how, shown)
-    masked = secrets.masked(text)
-    assert shown not in masked and value not in masked and MASK in masked, (how, masked)
+    missed, tried = [], 0
+    for charset in NAMED + MORE:
+        for how, shown in _shown(value, charset):
+            if shown == value:
+                continue
+            tried += 1
+            text = f"login failed for {shown} (end)"
+            masked = secrets.masked(text)
+            if not secrets.found_in(text) or shown in masked or value in masked or MASK not in masked:
+                missed.append(f"{charset}, {how}: {masked}")
+    assert tried > 100 and missed == []
 
 
 @pytest.mark.parametrize(
