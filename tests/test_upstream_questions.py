@@ -29,14 +29,13 @@ import mcp_types as types
 import pytest
 from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
-from pydantic import BaseModel
 from serve_support import served
+from upstream_support import RecordingChannel, UpstreamSession, tool_call
 
 from mcp_providers.identity import ANONYMOUS, Principal, serving_as
-from mcp_providers.models import Tool
 from mcp_providers.plugins import upstream
 from mcp_providers.plugins.upstream.asking import Asker, Relay, caller_key
-from mcp_providers.providers import ClientChannel, Elicited, ToolCall
+from mcp_providers.providers import ClientChannel
 from mcp_providers.testing import compose
 
 pytestmark = pytest.mark.anyio
@@ -308,30 +307,12 @@ async def test_the_default_bounds_refuse_a_flood_of_questions(tmp_path: Path) ->
             assert _text(at_once) == "answers 4" and slow.most_open == 4
 
 
-class _Channel(ClientChannel):
-    def __init__(self) -> None:
-        self.asked: list[str] = []
-
-    async def elicit(self, message: str, schema: Any) -> Elicited:
-        self.asked.append(message)
-        return Elicited(action="accept", content={})
-
-
-class _Nothing(BaseModel):
-    pass
-
-
-class _Session:
-    """Stands for an upstream ``ClientSession``."""
-
-
 async def test_a_calls_context_ties_only_questions_of_a_session_it_has_a_request_on() -> None:
     """Alice's call has a request in flight on session A; a question arriving on session B in her
     context (a task started from it) is not hers to answer: refused, nobody asked."""
-    relay, channel = Relay("upstream 'x' (stdio)"), _Channel()
-    tool = Tool(name="t", description="A tool.", input_model=_Nothing)
-    call = ToolCall(tool=tool, arguments=_Nothing(), channel=channel, principal=ALICE)
-    mine, other = _Session(), _Session()
+    relay, channel = Relay("upstream 'x' (stdio)"), RecordingChannel()
+    call = tool_call(channel, ALICE)
+    mine, other = UpstreamSession(), UpstreamSession()
     params = types.ElicitRequestFormParams(message="whose?", requested_schema={"type": "object", "properties": {}})
 
     async def forwarded() -> list[Any]:
@@ -366,8 +347,7 @@ class _Conn:
 
 
 def _anonymous_call(connection: object) -> Asker:
-    tool = Tool(name="t", description="A tool.", input_model=_Nothing)
-    return Asker(ToolCall(tool=tool, arguments=_Nothing(), channel=_Connected(connection), principal=ANONYMOUS))
+    return Asker(tool_call(_Connected(connection), ANONYMOUS))
 
 
 def test_an_anonymous_callers_key_is_its_live_connection_only() -> None:

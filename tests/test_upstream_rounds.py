@@ -20,17 +20,15 @@ import anyio
 import mcp_types as types
 import pytest
 from mcp import Client, MCPError
-from pydantic import BaseModel
 from real_parts import upstream_servers
 from serve_support import free_port
 from test_upstream_http import _everything
+from upstream_support import RecordingChannel, UpstreamSession, tool_call
 from waiting import await_until
 
 from mcp_providers.identity import serving_as, transportless
-from mcp_providers.models import Tool
 from mcp_providers.plugins import upstream
 from mcp_providers.plugins.upstream.asking import Relay, conversation
-from mcp_providers.providers import ClientChannel, Elicited, ToolCall
 from mcp_providers.testing import compose
 
 pytestmark = pytest.mark.anyio
@@ -398,35 +396,15 @@ async def test_the_read_timeout_stays_paused_until_the_last_of_two_questions_is_
     assert _said(result) == "n6: confirmed by Confirm, witnessed by Witness"
 
 
-class _Recording(ClientChannel):
-    """A downstream channel that records what it is asked (and would accept it)."""
-
-    def __init__(self) -> None:
-        self.asked: list[str] = []
-
-    async def elicit(self, message: str, schema: Any) -> Elicited:
-        self.asked.append(message)
-        return Elicited(action="accept", content={})
-
-
-class _Nothing(BaseModel):
-    pass
-
-
-class _UpstreamSession:
-    """Stands for the upstream's ``ClientSession`` (the relay keeps a weak reference to it)."""
-
-
 async def test_a_task_augmented_form_is_refused_to_the_upstream() -> None:
     """No upstream here announces tasks, but one may ask with a task anyway: it is refused, the
     downstream never asked (the relay cannot answer with a task)."""
-    relay, channel = Relay("upstream 'x' (stdio)"), _Recording()
-    tool = Tool(name="t", description="A tool.", input_model=_Nothing)
-    call = ToolCall(tool=tool, arguments=_Nothing(), channel=channel)
+    relay, channel = Relay("upstream 'x' (stdio)"), RecordingChannel()
+    call = tool_call(channel)
     schema = {"type": "object", "properties": {}}
     plain = types.ElicitRequestFormParams(message="plain?", requested_schema=schema)
     tasked = types.ElicitRequestFormParams(message="tasked?", requested_schema=schema, task=types.TaskMetadata(ttl=9))
-    context = SimpleNamespace(session=_UpstreamSession())
+    context = SimpleNamespace(session=UpstreamSession())
 
     async def forwarded() -> list[Any]:
         with anyio.CancelScope() as bound, relay.sending(context.session, bound):  # the forwarded request

@@ -1,5 +1,6 @@
-"""What the upstream tests that break an upstream on purpose share: its link, and the error a call
-ends with in good time."""
+"""What the upstream tests share: an upstream's link, the error a call ends with in good time, and
+the stand-ins the relay's unit tests hand it (a recording channel, a call with no arguments, an
+upstream session)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,12 @@ from typing import Any
 
 import anyio
 from mcp import MCPError
+from pydantic import BaseModel
 
+from mcp_providers.identity import LOCAL, Principal
+from mcp_providers.models import Tool
 from mcp_providers.plugins.upstream.providers import UpstreamResources
+from mcp_providers.providers import ClientChannel, Elicited, ToolCall
 
 
 def link_of(composed: Any, name: str | None = None) -> Any:
@@ -29,3 +34,28 @@ async def refusal(call: Any, seconds: float) -> str:
             return exc.message
     assert result.is_error, result
     return "\n".join(getattr(b, "text", "") for b in result.content)
+
+
+class RecordingChannel(ClientChannel):
+    """A downstream channel that records what it is asked (and would accept it)."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    async def elicit(self, message: str, schema: Any) -> Elicited:
+        self.asked.append(message)
+        return Elicited(action="accept", content={})
+
+
+class _NoArguments(BaseModel):
+    pass
+
+
+def tool_call(channel: ClientChannel, principal: Principal = LOCAL) -> ToolCall:
+    """A call of a tool that takes no arguments, by ``principal``, over ``channel``."""
+    tool = Tool(name="t", description="A tool.", input_model=_NoArguments)
+    return ToolCall(tool=tool, arguments=_NoArguments(), channel=channel, principal=principal)
+
+
+class UpstreamSession:
+    """Stands for an upstream's ``ClientSession`` (the relay keeps a weak reference to it)."""
