@@ -12,16 +12,15 @@ given, so no reading ever widens what a rule allows.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 from mcp import MCPError
+from upstream_support import behind_a_private_deny
 
 from mcp_providers.identity import Principal
-from mcp_providers.plugins import policy, upstream
 from mcp_providers.plugins.policy import PolicySettings, decide
-from mcp_providers.testing import compose, connect
+from mcp_providers.testing import connect
 
 LOCAL = Principal(subject="local", issuer="local")
 
@@ -141,15 +140,7 @@ server.run("stdio")
 @pytest.mark.anyio
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_a_lenient_upstream_never_serves_a_denied_path(tmp_path: Path, mode: str) -> None:
-    script, log = tmp_path / "lenient_upstream.py", tmp_path / "asked.log"
-    script.write_text(LENIENT_UPSTREAM)
-    log.touch()
-    server = {"name": "lenient", "command": sys.executable, "args": [str(script), str(log)], "prefixes": ["lenient://"]}
-    settings = {
-        "upstream": {"servers": [server]},
-        "policy": {"rules": [{"effect": "deny", "targets": ["lenient://private/*"], "reason": "private"}]},
-    }
-    composition = compose({"upstream": upstream, "policy": policy}, settings)
+    composition, log = behind_a_private_deny(tmp_path, "lenient", LENIENT_UPSTREAM, "lenient://")
     spellings = [
         "lenient://PRIVATE/secret",
         "lenient://Private/secret",

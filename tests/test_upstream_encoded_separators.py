@@ -10,14 +10,13 @@ and the upstream is never asked (it records every path it serves).
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 from mcp import MCPError
+from upstream_support import behind_a_private_deny
 
-from mcp_providers.plugins import policy, upstream
-from mcp_providers.testing import compose, connect
+from mcp_providers.testing import connect
 
 pytestmark = pytest.mark.anyio
 
@@ -47,15 +46,7 @@ SPELLINGS = [
 
 @pytest.fixture
 def served(tmp_path: Path) -> tuple[object, Path]:
-    script, log = tmp_path / "files_upstream.py", tmp_path / "asked.log"
-    script.write_text(UPSTREAM)
-    log.touch()
-    server = {"name": "files", "command": sys.executable, "args": [str(script), str(log)], "prefixes": ["sdk://"]}
-    settings = {
-        "upstream": {"servers": [server]},
-        "policy": {"rules": [{"effect": "deny", "targets": ["sdk://private/*"], "reason": "private"}]},
-    }
-    return compose({"upstream": upstream, "policy": policy}, settings), log
+    return behind_a_private_deny(tmp_path, "files", UPSTREAM, "sdk://")
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])

@@ -4,6 +4,8 @@ upstream session)."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -12,8 +14,25 @@ from pydantic import BaseModel
 
 from mcp_providers.identity import LOCAL, Principal
 from mcp_providers.models import Tool
+from mcp_providers.plugins import policy, upstream
 from mcp_providers.plugins.upstream.providers import UpstreamResources
 from mcp_providers.providers import ClientChannel, Elicited, ToolCall
+from mcp_providers.testing import compose
+
+
+def behind_a_private_deny(folder: Path, name: str, source: str, prefix: str) -> tuple[Any, Path]:
+    """A composition of the stdio upstream ``name`` running ``source`` (a script given the path of
+    the log it writes what it was asked to), owning ``prefix`` (``"sdk://"``), with a deny on
+    ``<prefix>private/*``; and that log."""
+    script, log = folder / f"{name}_upstream.py", folder / "asked.log"
+    script.write_text(source)
+    log.touch()
+    server = {"name": name, "command": sys.executable, "args": [str(script), str(log)], "prefixes": [prefix]}
+    settings = {
+        "upstream": {"servers": [server]},
+        "policy": {"rules": [{"effect": "deny", "targets": [f"{prefix}private/*"], "reason": "private"}]},
+    }
+    return compose({"upstream": upstream, "policy": policy}, settings), log
 
 
 def link_of(composed: Any, name: str | None = None) -> Any:
