@@ -120,6 +120,32 @@ def mcpserver(n: int = 1, *, otel: bool = True) -> Any:
     return server
 
 
+def sdk_floor() -> Any:
+    """The SDK's floor for a read: a low-level ``Server`` whose ``resources/read`` handler returns one
+    result made in advance (the same contents the others serve), the SDK's OTel middleware off.
+
+    What any server whose handlers run inside the SDK's runner pays before its handler does any work:
+    the runner's checks of the request for its version, the context, and the result's validation and
+    dump. Read against it, a composed read's remainder is the pipeline's own cost, and ``MCPServer``'s
+    is what its resource manager adds.
+    """
+    from mcp import types
+    from mcp.server._otel import OpenTelemetryMiddleware
+    from mcp.server.lowlevel.server import Server
+
+    results = {
+        u: types.ReadResourceResult(contents=[types.TextResourceContents(uri=u, mime_type=MIME, text=body(u))])
+        for u in (fixed_uri(0, j) for j in range(FIXED))
+    }
+
+    async def read(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        return results[str(params.uri)]
+
+    server: Any = Server("bench-sdk-floor", on_read_resource=read)
+    server.middleware = [m for m in server.middleware if not isinstance(m, OpenTelemetryMiddleware)]
+    return server
+
+
 def fastmcp_mounted(n: int) -> Any:
     """FastMCP 4: a parent server mounting ``n`` child servers, one per generated provider."""
     from fastmcp import FastMCP

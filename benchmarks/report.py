@@ -275,12 +275,17 @@ the same run: "SDK default (OTel middleware on)" and "OTel middleware off", and 
 judged on the like-for-like pair (both off) and the user-default pair is printed beside it.
 
 - *read, in-memory*: one `resources/read` through the SDK's in-memory `Client` (2026-07-28 `auto`
-  and 2025-11-25 `legacy` eras), 50 reads per sample over many rounds (the machine drifts).
+  and 2025-11-25 `legacy` eras), 50 reads per sample over many rounds (the machine drifts). Its
+  floor is the SDK's low-level `Server` whose handler returns a result made in advance: each
+  server's time over it is its own handler's cost (for `MCPServer`, its resource manager; for the
+  composed server, the whole pipeline).
 - *read, stdio (SDK client)* and *server-side read, raw stdio*: the same over a subprocess's pipes,
   through the SDK client and through a raw client writing JSON lines (floor: a process echoing lines).
 - *HTTP*: reads/s over stateless streamable HTTP (JSON responses) on loopback under `serve --http`'s
   uvicorn settings; load from `wrk` (one thread, N connections) and from N `httpx2` clients in the
   benchmark process (client-bound near the floor); the floor is a raw ASGI app with a fixed body.
+  A second floor is the composed server's transport and the SDK's runner around a handler that
+  does no work: the most any handler inside the SDK's runner can reach behind this transport.
 - *scale*: 1 to 1,000 generated providers; compose + bind is warmed once, then the median of
   several builds per size.
 - *plugins installed*: 1, 10 and 100 generated plugin distributions (`.dist-info` on `PYTHONPATH`,

@@ -8,7 +8,9 @@ streamable HTTP with JSON responses on 127.0.0.1:PORT, every KIND under the same
 answering every request with one fixed JSON-RPC result. ``--jwt ISSUER`` puts ``composed`` behind
 ``[server.auth] mode = "jwt"`` (``benchmarks.identity``). ``--otel`` puts the SDK's
 ``OpenTelemetryMiddleware`` back into ``composed``; ``--no-otel`` takes it out of ``mcpserver``
-(the anchors' fair pairs).
+(the anchors' fair pairs). ``sdkfloor`` (``--http`` only) is ``composed``'s transport and the SDK's
+runner around :func:`benchmarks.fixtures.sdk_floor`'s handler, which does no work: the rate any
+handler inside the SDK's runner behind this transport can at most reach.
 """
 
 from __future__ import annotations
@@ -65,6 +67,14 @@ def http(kind: str, port: int, jwt_issuer: str | None = None, *, otel: bool = Fa
             security=transport_policy("127.0.0.1"),
             auth=http_auth(auth, f"http://127.0.0.1:{port}/mcp"),
         )
+    elif kind == "sdkfloor":  # this transport and the SDK's runner around a handler that does no work
+        app = http_app(
+            fixtures.sdk_floor(),
+            stateless=True,
+            json_response=True,
+            security=transport_policy("127.0.0.1"),
+            auth=http_auth(None, f"http://127.0.0.1:{port}/mcp"),
+        )
     else:
         app = fixtures.mcpserver(1, otel=not no_otel).streamable_http_app(stateless_http=True, json_response=True)
     uvicorn.Server(uvicorn_config(app, "127.0.0.1", port)).run()
@@ -72,7 +82,7 @@ def http(kind: str, port: int, jwt_issuer: str | None = None, *, otel: bool = Fa
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("kind", choices=["composed", "mcpserver", "echo"])
+    parser.add_argument("kind", choices=["composed", "mcpserver", "echo", "sdkfloor"])
     parser.add_argument("--transport", choices=["ours", "sdk"], default="ours")
     parser.add_argument("--otel", action="store_true", help="keep the SDK's tracing middleware (composed)")
     parser.add_argument("--no-otel", action="store_true", help="remove the SDK's tracing middleware (mcpserver)")

@@ -217,8 +217,8 @@ def test_the_wrk_rows_judge_the_composed_rate_against_the_floor_too(
 ) -> None:
     rows: list[Row] = []
     monkeypatch.setattr(bench, "ROWS", rows)
-    rates = {bench.HTTP_FLOOR: 2000.0, bench.SDK_ON: 400.0, bench.SDK_OFF: 450.0, bench.OURS_ON: 1000.0,
-             bench.OURS_OFF: ours}  # fmt: skip
+    rates = {bench.HTTP_FLOOR: 2000.0, bench.RUNNER_FLOOR: 1500.0, bench.SDK_ON: 400.0, bench.SDK_OFF: 450.0,
+             bench.OURS_ON: 1000.0, bench.OURS_OFF: ours}  # fmt: skip
     bench._report_http("HTTP, wrk, 10 concurrent clients", rates)
     cells = {c[1]: c for c in table_rows(page_of(rows))}
     floor_row = cells[f"{bench.OURS_OFF}, against the floor"]
@@ -281,8 +281,25 @@ def test_the_wrk_rows_judge_issue_43s_two_and_a_half_times_mcpserver(
 ) -> None:
     rows: list[Row] = []
     monkeypatch.setattr(bench, "ROWS", rows)
-    rates = {bench.HTTP_FLOOR: 5000.0, bench.SDK_ON: 400.0, bench.SDK_OFF: 450.0, bench.OURS_ON: 1000.0,
-             bench.OURS_OFF: ours}  # fmt: skip
+    rates = {bench.HTTP_FLOOR: 5000.0, bench.RUNNER_FLOOR: 1500.0, bench.SDK_ON: 400.0, bench.SDK_OFF: 450.0,
+             bench.OURS_ON: 1000.0, bench.OURS_OFF: ours}  # fmt: skip
     bench._report_http("HTTP, wrk, 50 concurrent clients", rates)
     cells = {c[1]: c for c in table_rows(page_of(rows))}
     assert cells[bench.OURS_OFF][6].strip("*") == verdict
+
+
+def test_the_floors_show_what_the_sdks_runner_leaves_a_handler(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The runner's floor is read against the raw ASGI floor and MCPServer, and the composed rate against it;
+    the in-memory floor splits each server's time over it into its own handler's cost."""
+    rows: list[Row] = []
+    monkeypatch.setattr(bench, "ROWS", rows)
+    rates = {bench.HTTP_FLOOR: 5000.0, bench.RUNNER_FLOOR: 2500.0, bench.SDK_ON: 400.0, bench.SDK_OFF: 1000.0,
+             bench.OURS_ON: 1000.0, bench.OURS_OFF: 2000.0}  # fmt: skip
+    bench._report_http("HTTP, wrk, 10 concurrent clients", rates)
+    cells = {c[1]: c for c in table_rows(page_of(rows))}
+    assert cells[bench.RUNNER_FLOOR][7].startswith("0.50x floor, 2.50x MCPServer (off)")
+    assert "0.40x floor, 0.80x the runner's floor" in cells[bench.OURS_OFF][7]
+    rows.clear()
+    bench.report_floor("read, in-memory auto", {bench.SDK_FLOOR: 0.100, bench.SDK_OFF: 0.125, bench.OURS_OFF: 0.160})
+    (note,) = [r.ratio for r in rows]
+    assert note == "0.80x MCPServer (off); over it: MCPServer's handler 25 us, the composed pipeline 60 us"
