@@ -2572,6 +2572,20 @@ CASES += (  # start and stop side by side (round 12 brief U): N hung sources cos
         ),
     ),
     Case(
+        "wire: a model shaped for an older version is a copy, never the shared one changed",
+        "core/_serve/steps/wire.py",
+        "    return value.model_copy(update=update) if update else value\n",
+        "    for name, new in update.items():\n        setattr(value, name, new)\n    return value\n",
+        ("tests/test_wire_versions.py::test_shaping_for_one_session_never_changes_what_another_gets",),
+    ),
+    Case(
+        "wire: a list shaped for an older version is a new list",
+        "core/_serve/steps/wire.py",
+        "        return items if any(a is not b for a, b in zip(value, items, strict=True)) else value\n",
+        "        value[:] = items\n        return value\n",
+        ("tests/test_wire_versions.py::test_shape_leaves_what_it_was_given_as_it_was",),
+    ),
+    Case(
         "openapi: documents by URL are fetched side by side",
         "plugins/openapi/document.py",
         "        thread.start()\n",

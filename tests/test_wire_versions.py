@@ -117,3 +117,65 @@ async def test_the_newest_legacy_version_gets_everything() -> None:
         assert result["structuredContent"] == {"shown": "all"}
         tools = {t["name"]: t for t in (await session.request("tools/list"))["result"]["tools"]}
         assert tools["everything"]["title"] == "Every block" and "outputSchema" in tools["everything"]
+
+
+async def _answers(session: Any, tools: list[str]) -> dict[str, Any]:
+    """Every answer a session gets from the wire plugin, the receipts' clocks and digests left out."""
+    out: dict[str, Any] = {}
+    for method in ("tools/list", "resources/list", "resources/templates/list"):
+        out[method] = (await session.request(method))["result"]
+    out["read"] = (await session.request("resources/read", {"uri": "docs://index"}))["result"]
+    for name in tools:
+        out[name] = (await session.request("tools/call", {"name": name, "arguments": {}}))["result"]
+    for answer in out.values():
+        receipt = answer.get("_meta", {}).get("io.mcp-providers/receipt")
+        if isinstance(receipt, dict):
+            answer["_meta"]["io.mcp-providers/receipt"] = {"transforms": receipt.get("transforms")}
+    return out
+
+
+@pytest.mark.parametrize("older", VERSIONS[:-1])
+async def test_shaping_for_one_session_never_changes_what_another_gets(older: str) -> None:
+    """Tester fourteen (HIGH): an older session's lists were shaped in place, on list items every
+    session shares, so every later caller got 2024-11-05 lists until a restart. Each session's
+    answers are the same before and after another session of any version was served."""
+    composition = compose({"wire": plugin(Shapes(), Guides())})
+    tools = ["tree", "items", "everything", "echo"]
+    async with raw_session(composition, "2025-11-25") as (session, _):
+        before = await _answers(session, tools)
+    async with raw_session(composition, older) as (session, _):
+        first = await _answers(session, tools)
+        assert await _answers(session, tools) == first  # its own answers do not drift either
+    async with raw_session(composition, "2025-11-25") as (session, _):
+        assert await _answers(session, tools) == before
+    assert {t["name"]: t.get("title") for t in before["tools/list"]["tools"]}["tree"] == "A tree"
+
+
+@pytest.mark.parametrize("older", VERSIONS[:-1])
+def test_shape_leaves_what_it_was_given_as_it_was(older: str) -> None:
+    """``wire.shape`` returns copies where it changes something: the result it was given, its lists
+    and their items (which may be shared by every session) are as they were."""
+    import mcp_types as types
+
+    from mcp_providers._serve.steps import wire
+    from mcp_providers.models import RECEIPT_KEY
+
+    link = types.ResourceLink(type="resource_link", name="index", uri="docs://index")
+    audio = types.AudioContent(type="audio", data="AAAA", mime_type="audio/wav")
+    icon = types.Icon(src="https://example.com/t.png")
+    tool = types.Tool(
+        name="t", title="T", input_schema={"type": "object"}, annotations=types.ToolAnnotations(), icons=[icon]
+    )
+    listed = types.ListToolsResult(tools=[tool])
+    called = types.CallToolResult(
+        content=[link, audio], structured_content={"a": 1}, _meta={RECEIPT_KEY: {"transforms": []}}
+    )
+    changed = []
+    for result in (listed, called):
+        before = result.model_dump(by_alias=True)
+        parts = [list(v) if isinstance(v, list) else v for v in vars(result).values()]
+        shaped = wire.shape(result, older)
+        assert result.model_dump(by_alias=True) == before
+        assert [list(v) if isinstance(v, list) else v for v in vars(result).values()] == parts
+        changed.append(shaped.model_dump(by_alias=True) != before)
+    assert changed[0]  # the tool's icons at least were shaped away for the older version

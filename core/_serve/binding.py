@@ -230,6 +230,9 @@ def handshake(runtime: Runtime) -> Callable[[Ctx, dict[str, Any]], dict[str, Any
         capabilities = result.get("capabilities")
         if not isinstance(capabilities, dict):
             return result
+        # A copy, one level into each capability: what it was given is never changed in place.
+        capabilities = {k: dict(v) if isinstance(v, dict) else v for k, v in capabilities.items()}
+        result = {**result, "capabilities": capabilities}
         generation = runtime.generation
         served = generation.methods
         for key, method in (*_LIST_CAPABILITIES, ("completions", "completion/complete")):

@@ -15,7 +15,7 @@ import base64
 import json
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import mcp_types as types
 from mcp import MCPError
@@ -129,58 +129,64 @@ def _capped_data(data: Any) -> Any:
 
 
 def shape(result: R, version: str) -> R:
-    """``result`` as a session at protocol ``version`` can parse it (modified in place and returned).
+    """``result`` as a session at protocol ``version`` can parse it: a new object wherever something
+    changes, ``result`` itself (and every part of it) left as it was.
 
     A block a version does not know becomes a text block saying what it was (``resource_link``
     before 2025-06-18 names its URI; ``audio`` before 2025-03-26 names its MIME type and size);
     fields a version does not define are dropped (see ``docs/protocol-versions.md``), the
     2026-era :data:`MODERN_RESULT_KEYS` of a result already in wire form (a ``dict``) too. An
     empty ``version`` (not negotiated) or 2025-11-25 and later are otherwise left as they are.
+    Nothing is changed in place: list items and results may be shared by every session (the
+    catalog's items are made once, a coalesced read's content serves several callers).
     """
-    if isinstance(result, dict) and version and version not in MODERN_PROTOCOL_VERSIONS:
-        for key in MODERN_RESULT_KEYS:
-            result.pop(key, None)
+    modern_keys = isinstance(result, dict) and any(key in result for key in MODERN_RESULT_KEYS)
+    if modern_keys and version and version not in MODERN_PROTOCOL_VERSIONS:
+        result = cast(R, {k: v for k, v in cast(dict[str, Any], result).items() if k not in MODERN_RESULT_KEYS})
     if not version or version >= ICONS_SINCE:
         return result
     rewritten: list[str] = []
-    _strip(result, version, rewritten)
-    receipt = (getattr(result, "meta", None) or {}).get(RECEIPT_KEY)
+    shaped: Any = _older_fields(result, version, rewritten)
+    receipt = (getattr(shaped, "meta", None) or {}).get(RECEIPT_KEY)
     if rewritten and isinstance(receipt, dict):  # the receipt digests the blocks as built; say what changed
-        receipt.setdefault("transforms", []).append(f"protocol {version}: {', '.join(rewritten)} block(s) sent as text")
-    return result
+        note = f"protocol {version}: {', '.join(rewritten)} block(s) sent as text"
+        receipt = {**receipt, "transforms": [*receipt.get("transforms", ()), note]}
+        shaped = shaped.model_copy(update={"meta": {**shaped.meta, RECEIPT_KEY: receipt}})
+    return cast(R, shaped)
 
 
-def _strip(value: Any, version: str, rewritten: list[str]) -> None:
-    """Drop the fields ``version`` lacks and rewrite the blocks it lacks, everywhere in ``value``."""
+def _older_fields(value: Any, version: str, rewritten: list[str]) -> Any:
+    """``value`` without the fields ``version`` lacks and with the blocks it lacks rewritten,
+    everywhere in it: ``value`` itself when nothing changes, else a copy (never changed in place)."""
     if isinstance(value, list):
-        older = [_older(item, version) for item in value]
-        rewritten += [getattr(a, "type", "?") for a, b in zip(value, older, strict=True) if a is not b]
-        value[:] = older
-        for item in value:
-            _strip(item, version, rewritten)
-        return
+        items = [_older_fields(_older(item, version, rewritten), version, rewritten) for item in value]
+        return items if any(a is not b for a, b in zip(value, items, strict=True)) else value
     if not isinstance(value, BaseModel):
-        return
+        return value
+    update: dict[str, Any] = {}
     for name, since in _SINCE.get(type(value), ()):
         if version < since and getattr(value, name, None) is not None:
-            setattr(value, name, None)
+            update[name] = None
     for name in type(value).model_fields:
         child = getattr(value, name)
-        if isinstance(child, BaseModel | list):
-            if isinstance(child, BaseModel):
-                replaced = _older(child, version)
-                if replaced is not child:
-                    rewritten.append(getattr(child, "type", "?"))
-                    setattr(value, name, replaced)
-                    child = replaced
-            _strip(child, version, rewritten)
+        if name in update or not isinstance(child, BaseModel | list):
+            continue
+        if isinstance(child, BaseModel):
+            child = _older(child, version, rewritten)
+        shaped = _older_fields(child, version, rewritten)
+        if shaped is not getattr(value, name):
+            update[name] = shaped
+    return value.model_copy(update=update) if update else value
 
 
-def _older(block: Any, version: str) -> Any:
-    """``block``, or a text block standing in for it when ``version`` does not know its type."""
+def _older(block: Any, version: str, rewritten: list[str]) -> Any:
+    """``block``, or a text block standing in for it when ``version`` does not know its type (its
+    type then added to ``rewritten``)."""
     if isinstance(block, types.ResourceLink) and version < RESOURCE_LINK_SINCE:
+        rewritten.append(block.type)
         return types.TextContent(type="text", text=f"Resource {block.name}: {block.uri}")
     if isinstance(block, types.AudioContent) and version < AUDIO_SINCE:
+        rewritten.append(block.type)
         size = len(block.data) * 3 // 4
         return types.TextContent(
             type="text",
@@ -190,15 +196,17 @@ def _older(block: Any, version: str) -> Any:
 
 
 def shape_initialize(result: dict[str, Any]) -> dict[str, Any]:
-    """The serialized ``initialize`` result without what its ``protocolVersion`` does not define."""
+    """The serialized ``initialize`` result without what its ``protocolVersion`` does not define
+    (a copy where something is dropped; ``result`` is never changed)."""
     version = str(result.get("protocolVersion") or "")
     if not version or version >= ICONS_SINCE:
         return result
+    shaped = dict(result)
     for where, key, since in _INITIALIZE_SINCE:
-        part = result.get(where)
-        if version < since and isinstance(part, dict):
-            part.pop(key, None)
-    return result
+        part = shaped.get(where)
+        if version < since and isinstance(part, dict) and key in part:
+            shaped[where] = {k: v for k, v in part.items() if k != key}
+    return shaped
 
 
 async def initialize_middleware(ctx: Any, call_next: Callable[[Any], Awaitable[Any]]) -> Any:
