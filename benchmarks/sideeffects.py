@@ -87,7 +87,8 @@ async def _serve_commands(kind: str) -> None:
     composition = fixtures.composed(1)
     composition.runtime.process_guards = kind == SCOPED  # as serve does; EMBEDDED keeps mount()'s default
     uri = fixtures.fixed_uri(0, 3)
-    route = composition.catalog.route(uri)
+    route = composition.catalog.find(uri)
+    assert route is not None, uri
     provider, request = route.provider, ReadRequest(uri=uri, resource=route.declaration)
     with contextlib.nullcontext() if kind == SCOPED else _scope_removed():
         async with Client(composition.server, mode="auto", cache=None) as client:  # type: ignore[arg-type]

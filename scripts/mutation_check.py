@@ -2586,6 +2586,40 @@ CASES += (  # start and stop side by side (round 12 brief U): N hung sources cos
         ("tests/test_wire_versions.py::test_shape_leaves_what_it_was_given_as_it_was",),
     ),
     Case(
+        "watch: resources/subscribe's not-found hint names only what the caller may list",
+        "core/_serve/methods/watch_methods.py",
+        "return self._hub.watchable(params.uri, exchange.gate.listable), params.uri",
+        "return self._hub.watchable(params.uri, None), params.uri",
+        (
+            "tests/test_watch_hints.py::test_a_watch_of_an_unknown_uri_names_only_what_the_caller_may_list[legacy-subscribe_resource]",
+        ),
+    ),
+    Case(
+        "watch: resources/unsubscribe's not-found hint names only what the caller may list",
+        "core/_serve/methods/watch_methods.py",
+        "self._hub.check_uri(params.uri), exchange.gate.listable), params.uri",
+        "self._hub.check_uri(params.uri), None), params.uri",
+        (
+            "tests/test_watch_hints.py::test_a_watch_of_an_unknown_uri_names_only_what_the_caller_may_list[legacy-unsubscribe_resource]",
+        ),
+    ),
+    Case(
+        "watch: subscriptions/listen's not-found hint names only what the caller may list",
+        "core/_serve/methods/watch_methods.py",
+        "[(self._hub.watchable(uri, exchange.gate.listable), uri) for uri in uris]",
+        "[(self._hub.watchable(uri, None), uri) for uri in uris]",
+        ("tests/test_watch_hints.py::test_a_watch_of_an_unknown_uri_names_only_what_the_caller_may_list[auto-listen]",),
+    ),
+    Case(
+        "prompts: a prompt's arguments are judged after the gate",
+        "core/_serve/methods/prompts.py",
+        '        exchange.gate.require("prompt", entry.declaration.name)\n'
+        "        _check_arguments(entry.declaration, arguments)\n",
+        "        _check_arguments(entry.declaration, arguments)\n"
+        '        exchange.gate.require("prompt", entry.declaration.name)\n',
+        ("tests/test_watch_hints.py::test_a_denied_prompts_arguments_are_named_to_no_one",),
+    ),
+    Case(
         "openapi: documents by URL are fetched side by side",
         "plugins/openapi/document.py",
         "        thread.start()\n",

@@ -16,6 +16,11 @@ from mcp_providers._host.catalog import MAX_CURSOR_CHARS
 from mcp_providers.errors import InvalidParams
 from mcp_providers.testing import compose, connect
 
+
+def EVERY(_target: str) -> bool:  # a caller who may list everything
+    return True
+
+
 pytestmark = pytest.mark.anyio
 
 
@@ -126,17 +131,17 @@ async def test_routing_prefers_fixed_then_the_owners_templates_in_order() -> Non
     composition = compose({"a": plugin(a), "b": plugin(Many("b", "b://x/", 2))})
     catalog = composition.catalog
     declared = {r.uri: r.name for r in a.resources()}
-    assert catalog.route("a://item/0001").declaration.name == declared["a://item/0001"]
-    assert catalog.route("a://item/0001").params == {}
-    detail = catalog.route("a://item/42/detail")
+    assert catalog.route("a://item/0001", EVERY).declaration.name == declared["a://item/0001"]
+    assert catalog.route("a://item/0001", EVERY).params == {}
+    detail = catalog.route("a://item/42/detail", EVERY)
     assert detail.declaration.name == "detail" and detail.params == {"id": "42"}
-    rest = catalog.route("b://x/some/where")
+    rest = catalog.route("b://x/some/where", EVERY)
     assert rest.provider.name == "b" and rest.params == {"rest": "some/where"}
     # percent-decoded exactly once
-    assert catalog.route("a://item/%2541/detail").params == {"id": "%41"}
+    assert catalog.route("a://item/%2541/detail", EVERY).params == {"id": "%41"}
     # ... but a value that holds a separator once decoded again is refused (round 4 item 17)
     with pytest.raises(InvalidParams, match="path separator"):
-        catalog.route("a://item/%252F/detail")
+        catalog.route("a://item/%252F/detail", EVERY)
 
 
 async def test_unknown_uri_names_the_closest_owned_prefix() -> None:
@@ -152,7 +157,7 @@ async def test_unknown_uri_names_the_closest_owned_prefix() -> None:
 async def test_schemes_are_case_insensitive_and_foreign_schemes_get_the_served_ones() -> None:
     composition = compose({"b": plugin(Many("b", "b://x/", 2)), "c": plugin(Many("c", "c://y/", 2))})
     catalog = composition.catalog
-    assert catalog.route("B://x/item/0001").provider.name == "b"  # RFC 3986: schemes ignore case
+    assert catalog.route("B://x/item/0001", EVERY).provider.name == "b"  # RFC 3986: schemes ignore case
     async with connect(composition) as client:
         with pytest.raises(MCPError) as err:
             await client.read_resource("file:///etc/passwd")
@@ -184,13 +189,13 @@ async def test_fixed_uri_routes_the_same_in_any_spelling_and_each_read_gets_its_
     keeper = Keeper()
     composition = compose({"keeper": plugin(keeper)})
     catalog = composition.catalog
-    assert catalog.route("K://one") == catalog.route("k://one")
-    assert catalog.route("k://%6Fne").canonical == "k://one"
+    assert catalog.route("K://one", EVERY) == catalog.route("k://one", EVERY)
+    assert catalog.route("k://%6Fne", EVERY).canonical == "k://one"
     async with connect(composition) as client:
         for _ in range(2):
             await client.read_resource("k://one")
     assert [type(p) for p in keeper.seen] == [dict, dict] and keeper.seen[0] is not keeper.seen[1]
-    assert catalog.route("k://one").params == {}  # what one read did to its dict stays there
+    assert catalog.route("k://one", EVERY).params == {}  # what one read did to its dict stays there
 
 
 async def test_provider_failure_names_the_fixed_uri_as_sent() -> None:

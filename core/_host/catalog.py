@@ -14,7 +14,7 @@ Immutable once built. Precedence and cost of routing a URI:
 
 Example::
 
-    >>> route = catalog.route("documcp://ssgs/hugo")
+    >>> route = catalog.route("documcp://ssgs/hugo", gate.listable)
     >>> route.declaration.uri_template, dict(route.params)
     ('documcp://ssgs/{ssg}', {'ssg': 'hugo'})
 
@@ -142,11 +142,21 @@ class Catalog:
 
     # -- lookup ------------------------------------------------------------------------------
 
-    def route(self, uri: str, visible: Callable[[str], bool] | None = None) -> Route:
-        """Find who serves ``uri``.
+    def find(self, uri: str) -> Route | None:
+        """Who serves ``uri``, or ``None`` when nothing does or it is malformed (never raises): for
+        the server's own lookups, whose not-found message would reach no caller."""
+        try:
+            return self.route(uri, _everything)
+        except (NotFound, InvalidParams):
+            return None
 
-        :param visible: which URIs and templates the caller may list (``None``: all). A not-found
-            message hints only at what passes it, so it never reveals what the caller may not see.
+    def route(self, uri: str, visible: Callable[[str], bool] | None) -> Route:
+        """Find who serves ``uri`` for a caller.
+
+        :param visible: which URIs and templates the caller may list (the gate's ``listable``;
+            ``None``: no policy, everything). A not-found message hints only at what passes it, so
+            it never reveals what the caller may not see; there is no default, so no caller-facing
+            lookup can forget it (:meth:`find` is the lookup of the server's own).
 
         :raises NotFound: nothing serves it; the message names the closest owned prefix or the
             owner's templates, and ``data`` is ``{"uri": uri}``.

@@ -40,7 +40,6 @@ from mcp_providers._serve.steps.invoker import Invoker
 from mcp_providers._serve.steps.ratelimit import RateLimiter
 from mcp_providers._sideeffects import install, install_scoped
 from mcp_providers.config import ServerSettings
-from mcp_providers.errors import InvalidParams, NotFound
 from mcp_providers.identity import Principal
 from mcp_providers.models import Freshness
 from mcp_providers.providers import ResourceProvider
@@ -188,19 +187,16 @@ class Runtime:
         return self._host.up
 
     def _freshness_of(self, uri: str) -> Freshness | None:
-        try:
-            return self.assembly.catalog.route(uri).declaration.freshness
-        except Exception:  # not served: the read itself reports it
-            return None
+        route = self.assembly.catalog.find(uri)
+        return None if route is None else route.declaration.freshness  # not served: the read says so
 
     def _may_watch(self, principal: Principal, uri: str) -> bool:
         """Whether ``principal`` may still be told of ``uri`` (a canonical URI): the questions the
         watch and a read ask (``expand`` on its template, then ``subscribe`` and ``read``), against
         the catalog and policy served now; a URI no longer served is no."""
         gate = Gate(self.authorizer, principal)
-        try:
-            route = self.assembly.catalog.route(uri)
-        except (NotFound, InvalidParams):
+        route = self.assembly.catalog.find(uri)
+        if route is None:
             return False
         return gate.allows_route("subscribe", route, uri) and gate.allows_route("read", route, uri)
 

@@ -50,23 +50,14 @@ class GetPrompt:
         entry = self._assembly.catalog.prompt(params.name)
         if entry is None:
             raise InvalidParams(f"Unknown prompt {params.name[:200]!r}; see prompts/list")
-        arguments = dict(params.arguments or {})
-        declared = entry.declaration.arguments
-        missing = [a.name for a in declared if a.required and not arguments.get(a.name)]
-        if missing:
-            raise InvalidParams(f"Prompt {params.name} needs argument(s): {', '.join(missing)}")
-        known = {a.name for a in declared}
-        unknown = sorted(set(arguments) - known)
-        if unknown:
-            raise InvalidParams(
-                f"Prompt {params.name} has no argument(s) {', '.join(unknown)[:300]}; "
-                f"it takes: {', '.join(sorted(known))}"
-            )
-        return entry, arguments
+        return entry, dict(params.arguments or {})
 
     def authorize(self, exchange: Exchange, target: Target) -> None:
+        """``prompt`` on the name first: the arguments are judged only for a caller who may get the
+        prompt, so no one else hears which arguments it takes."""
         entry, arguments = target
         exchange.gate.require("prompt", entry.declaration.name)
+        _check_arguments(entry.declaration, arguments)
         for arg in entry.declaration.arguments:
             value = arguments.get(arg.name)
             if arg.resource is not None and value:
@@ -98,6 +89,20 @@ class GetPrompt:
         exchange.receipt = result_receipt(exchange, origins, entry, covered_, blocks.transforms, extra=extra)
         return types.GetPromptResult(
             description=entry.declaration.description, messages=messages, _meta={RECEIPT_KEY: exchange.receipt}
+        )
+
+
+def _check_arguments(prompt: Prompt, arguments: Mapping[str, str]) -> None:
+    """:raises InvalidParams: a required argument is missing, or one the prompt does not take is given."""
+    declared = prompt.arguments
+    missing = [a.name for a in declared if a.required and not arguments.get(a.name)]
+    if missing:
+        raise InvalidParams(f"Prompt {prompt.name} needs argument(s): {', '.join(missing)}")
+    known = {a.name for a in declared}
+    unknown = sorted(set(arguments) - known)
+    if unknown:
+        raise InvalidParams(
+            f"Prompt {prompt.name} has no argument(s) {', '.join(unknown)[:300]}; it takes: {', '.join(sorted(known))}"
         )
 
 

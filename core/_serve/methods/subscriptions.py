@@ -88,8 +88,8 @@ class Publisher:
 
         :raises ValueError: ``uri`` is not a watchable resource this provider serves.
         """
-        route = self._hub.catalog.route(uri)
-        if route.provider is not self._provider or not route.declaration.freshness.watchable:
+        route = self._hub.catalog.find(uri)
+        if route is None or route.provider is not self._provider or not route.declaration.freshness.watchable:
             raise ValueError(f"{uri} is not a watchable live resource of provider {self._provider.name!r}")
         await self._hub.publish(route.canonical)  # watches are kept under the canonical URI
 
@@ -229,13 +229,14 @@ class SubscriptionHub:
             )
         return uri
 
-    def watchable(self, uri: str) -> Route:
-        """Where ``uri`` goes, if it is a watchable resource of this composition.
+    def watchable(self, uri: str, visible: Callable[[str], bool] | None) -> Route:
+        """Where ``uri`` goes, if it is a watchable resource of this composition; ``visible``: what
+        the caller may list (a not-found message names nothing else, :meth:`Catalog.route`).
 
         :raises NotFound: nothing serves ``uri``.
         :raises InvalidParams: too long, not declared live and subscribable, or refused by the provider.
         """
-        route = self.catalog.route(self.check_uri(uri))
+        route = self.catalog.route(self.check_uri(uri), visible)
         freshness = route.declaration.freshness
         if not freshness.watchable:
             why = "does not declare it live" if freshness.kind != "live" else "publishes no changes to it"
@@ -426,10 +427,8 @@ class SubscriptionHub:
                     await connection.send_resource_updated(uri)
 
     def _serves(self, uri: str) -> bool:
-        try:
-            return self.catalog.route(uri).declaration.freshness.watchable
-        except Exception:  # not served any more
-            return False
+        route = self.catalog.find(uri)
+        return route is not None and route.declaration.freshness.watchable  # not served any more: no
 
     def check_listen(self, uris: list[str]) -> None:
         """:raises InvalidParams: more URIs than ``max_subscriptions_per_session``."""

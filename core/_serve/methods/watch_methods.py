@@ -26,7 +26,7 @@ class Subscribe:
 
     def route(self, exchange: Exchange, params: types.SubscribeRequestParams) -> tuple[Route, str]:
         exchange.target = params.uri[:256]  # the audit line never carries an oversized URI
-        return self._hub.watchable(params.uri), params.uri
+        return self._hub.watchable(params.uri, exchange.gate.listable), params.uri
 
     def authorize(self, exchange: Exchange, target: tuple[Route, str]) -> None:
         exchange.gate.require_route("subscribe", *target)
@@ -51,7 +51,7 @@ class Unsubscribe:
 
     def route(self, exchange: Exchange, params: types.UnsubscribeRequestParams) -> tuple[Route, str]:
         exchange.target = params.uri[:256]
-        return self._hub.catalog.route(self._hub.check_uri(params.uri)), params.uri
+        return self._hub.catalog.route(self._hub.check_uri(params.uri), exchange.gate.listable), params.uri
 
     def authorize(self, exchange: Exchange, target: tuple[Route, str]) -> None:
         exchange.gate.require_route("subscribe", *target)
@@ -85,7 +85,7 @@ class Listen:
         uris = list(params.notifications.resource_subscriptions or ())
         exchange.target = ",".join(uris)[:1024]
         self._hub.check_listen(uris)
-        return params, [(self._hub.watchable(uri), uri) for uri in uris]
+        return params, [(self._hub.watchable(uri, exchange.gate.listable), uri) for uri in uris]
 
     def authorize(self, exchange: Exchange, target: Any) -> None:
         for route, uri in target[1]:

@@ -21,7 +21,6 @@ from dataclasses import dataclass
 
 from mcp_providers._host.catalog import Catalog, Route
 from mcp_providers._serve.steps.gate import Gate
-from mcp_providers.errors import InvalidParams, NotFound
 from mcp_providers.identity import Principal
 from mcp_providers.policy import Action, current_gate
 
@@ -31,10 +30,7 @@ _URI_ACTIONS: frozenset[Action] = frozenset({"read", "subscribe", "call"})
 
 def served(catalog: Catalog, uri: str) -> Route | None:
     """The route of ``uri`` if this composition serves it, else ``None`` (never raises)."""
-    try:
-        return catalog.route(uri)
-    except (NotFound, InvalidParams):
-        return None
+    return catalog.find(uri)
 
 
 def require_uri(gate: Gate, catalog: Catalog, action: Action, uri: str, *, asked_by: str | None = None) -> None:

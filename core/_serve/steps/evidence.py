@@ -31,7 +31,7 @@ from mcp_providers._serve.steps.custody import digest, receipt
 from mcp_providers._serve.steps.exchange import Exchange
 from mcp_providers._serve.steps.gate import Gate
 from mcp_providers._serve.steps.surrogates import note, replaced, replaced_json
-from mcp_providers.errors import InvalidParams, NotFound, TooLarge
+from mcp_providers.errors import TooLarge
 from mcp_providers.models import Effects, Resource, ResourceTemplate
 from mcp_providers.providers import Content, Embed, Link
 
@@ -92,9 +92,8 @@ class Blocks:
         )
 
     def embed(self, embed: Embed) -> Block | None:
-        try:
-            route = self.catalog.route(embed.uri)
-        except (NotFound, InvalidParams):
+        route = self.catalog.find(embed.uri)
+        if route is None:
             log.warning("%s embedded %s, which this server does not serve; dropped", self.who, embed.uri[:200])
             self.transforms.append(f"dropped embedded resource {embed.uri}: not served by this server")
             return None
@@ -122,9 +121,8 @@ class Blocks:
 
     def _readable(self, uri: str, kind: str) -> bool:
         """A link target must be served and readable by the caller; otherwise it is dropped."""
-        try:
-            route = self.catalog.route(uri)
-        except (NotFound, InvalidParams):
+        route = self.catalog.find(uri)
+        if route is None:
             log.warning("%s pointed at %s, which this server does not serve; dropped", self.who, uri[:200])
             self.transforms.append(f"dropped {kind} {uri}: not served by this server")
             return False

@@ -1,0 +1,106 @@
+"""A not-found message of the watch methods names only what the caller may list (tester fourteen,
+MEDIUM): ``resources/subscribe``, ``resources/unsubscribe`` and ``subscriptions/listen`` looked the
+URI up for everyone, so an unknown URI under a live provider's prefix answered with the resources
+it serves, one the caller may not list among them. Every caller-facing lookup now takes what the
+caller may list (``Catalog.route`` has no default for it), as ``resources/read`` did.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+from custody_fixture import MutablePolicy
+from mcp import Client, MCPError
+
+from mcp_providers import Content, Freshness, ReadRequest, Resource, ResourceProvider, hookimpl
+from mcp_providers.testing import compose
+
+pytestmark = [pytest.mark.anyio, pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")]
+
+SHOWN, HIDDEN, UNKNOWN = "hint://tick", "hint://secret", "hint://zz"
+
+
+class Ticks(ResourceProvider):
+    name = "ticks"
+    prefixes = ("hint://",)
+
+    def resources(self) -> Sequence[Resource]:
+        live = Freshness.live()
+        return [Resource(uri=u, name=u[7:], mime_type="text/plain", freshness=live) for u in (SHOWN, HIDDEN)]
+
+    async def read(self, request: ReadRequest) -> Content:
+        return Content(text="now")
+
+
+class Plugin:
+    @hookimpl
+    def register_resource_providers(self, settings: Any) -> Sequence[ResourceProvider]:
+        return [Ticks()]
+
+
+async def _message(client: Any, method: str) -> str:
+    with pytest.raises(MCPError) as missing:
+        if method == "listen":
+            async with client.listen(resource_subscriptions=[UNKNOWN]):
+                pass
+        else:
+            await getattr(client, method)(UNKNOWN)
+    return missing.value.message
+
+
+@pytest.mark.parametrize(
+    ("mode", "method"),
+    [
+        ("legacy", "subscribe_resource"),
+        ("legacy", "unsubscribe_resource"),
+        ("legacy", "read_resource"),
+        ("auto", "listen"),
+        ("auto", "read_resource"),
+    ],
+)
+async def test_a_watch_of_an_unknown_uri_names_only_what_the_caller_may_list(mode: str, method: str) -> None:
+    policy = MutablePolicy()
+    policy.denied.add(("list", HIDDEN))
+    composition = compose({"ticks": Plugin(), "policy": policy})
+    async with Client(composition.server, mode=mode, cache=None) as client:  # type: ignore[arg-type]
+        message = await _message(client, method)
+    assert HIDDEN not in message, message
+    assert SHOWN in message, message  # the hint itself still helps: what the caller may list is named
+
+
+class Briefs:
+    @hookimpl
+    def register_prompt_providers(self, settings: Any) -> Sequence[Any]:
+        from mcp_providers import Message, Prompt, PromptArgument, PromptProvider
+
+        class Provider(PromptProvider):
+            name = "briefs"
+
+            def prompts(self) -> Sequence[Prompt]:
+                codename = PromptArgument(name="codename", required=True)
+                return [Prompt(name="plan", description="A plan.", arguments=[codename])]
+
+            async def render(self, prompt: Prompt, arguments: Any) -> Sequence[Message]:
+                return [Message("user", content="the plan")]
+
+        return [Provider()]
+
+
+@pytest.mark.parametrize("arguments", [{}, {"nope": "x"}], ids=["missing", "unknown"])
+async def test_a_denied_prompts_arguments_are_named_to_no_one(arguments: dict[str, str]) -> None:
+    """A prompt's arguments were checked before the gate: a caller denied the prompt learned its
+    argument names from "needs argument(s): codename" or "it takes: codename". Now it is denied
+    first, and only a caller who may get it hears what it takes."""
+    policy = MutablePolicy()
+    policy.denied.add(("prompt", "plan"))
+    composition = compose({"briefs": Briefs(), "policy": policy})
+    async with Client(composition.server, mode="auto", cache=None) as client:  # type: ignore[arg-type]
+        with pytest.raises(MCPError) as denied:
+            await client.get_prompt("plan", arguments)
+        assert denied.value.code == -32003 and "codename" not in denied.value.message
+        policy.denied.clear()
+        with pytest.raises(MCPError) as invalid:
+            await client.get_prompt("plan", arguments)
+        assert invalid.value.code == -32602 and "codename" in invalid.value.message
