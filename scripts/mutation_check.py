@@ -2620,6 +2620,16 @@ CASES += (  # start and stop side by side (round 12 brief U): N hung sources cos
         ("tests/test_watch_hints.py::test_a_denied_prompts_arguments_are_named_to_no_one",),
     ),
     Case(
+        "http: a header that may be sent once is refused when sent twice",
+        "core/_serve/transport/http_inbound.py",
+        "            if name in seen:\n",
+        "            if False:\n",
+        (
+            "tests/test_http_repeated_headers.py::"
+            "test_a_header_sent_twice_that_may_be_sent_once_is_refused_naming_it[mcp-protocol-version]",
+        ),
+    ),
+    Case(
         "openapi: documents by URL are fetched side by side",
         "plugins/openapi/document.py",
         "        thread.start()\n",

@@ -29,6 +29,39 @@ def headers_of(scope: Scope) -> dict[bytes, bytes]:
     return dict(scope["headers"])
 
 
+SINGLE_HEADERS = frozenset(
+    {
+        b"host",
+        b"authorization",
+        b"content-type",
+        b"content-length",
+        b"origin",
+        b"mcp-protocol-version",
+        b"mcp-session-id",
+        b"last-event-id",
+        b"mcp-method",
+        b"mcp-name",
+    }
+)
+"""Headers a request may carry once (RFC 9110 section 5.3: a field that is not a list; RFC 9112
+section 3.2 for ``Host``). Layers that read a header differently (the first line, the last, both
+joined) would otherwise judge one request as different ones."""
+
+
+def repeated_header(scope: Scope) -> bytes | None:
+    """The 400 body for a request carrying one of :data:`SINGLE_HEADERS` more than once, else ``None``."""
+    seen: set[bytes] = set()
+    for name, _ in scope["headers"]:
+        if name in SINGLE_HEADERS:
+            if name in seen:
+                shown = name.decode("latin-1")
+                return error_body(
+                    types.INVALID_REQUEST, f"Bad Request: the {shown} header was sent more than once; send it once"
+                )
+            seen.add(name)
+    return None
+
+
 async def read_body(receive: Receive, limit: int) -> bytes | None:
     """The request body, or ``None`` as soon as more than ``limit`` bytes have arrived (a chunked
     body has no Content-Length to refuse it by: it is capped while it is read, never held whole)."""
