@@ -2630,6 +2630,13 @@ CASES += (  # start and stop side by side (round 12 brief U): N hung sources cos
         ),
     ),
     Case(
+        "admin: a verified caller refused is named in the denial",
+        "core/_serve/transport/admin.py",
+        '        _audit(audit, principal, operation, path, "denied", "token not named by [server.admin]")',
+        '        _audit(audit, None, operation, path, "denied", "token not named by [server.admin]")',
+        ("tests/test_status_page.py::test_status_needs_a_token_the_admin_table_names",),
+    ),
+    Case(
         "openapi: documents by URL are fetched side by side",
         "plugins/openapi/document.py",
         "        thread.start()\n",

@@ -169,6 +169,8 @@ def test_status_needs_a_token_the_admin_table_names(served: str, path: str) -> N
     assert code == 403
     refused = [d for d in _status(served)["recent_denials"] if d["operation"] == "admin/status" and d["target"] == path]
     assert {d["reason"] for d in refused} == {"no bearer token", "token not named by [server.admin]"}
+    # tester fourteen: a verified caller refused is named as itself, never "anonymous"
+    assert sorted(d["subject"] for d in refused) == ["alice", "anonymous", "anonymous"]
 
 
 async def test_status_shows_no_secret_and_escapes_what_plugins_say(served: str) -> None:

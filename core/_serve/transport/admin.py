@@ -77,22 +77,27 @@ class AdminGate:
 
     async def who(self, token: str) -> Principal | None:
         """The principal ``token`` stands for if it may reload, else ``None``."""
+        principal, admitted = await self.identify(token)
+        return principal if admitted else None
+
+    async def identify(self, token: str) -> tuple[Principal | None, bool]:
+        """``(who token stands for, whether it may reload)``: the principal of the admin token or of a
+        token ``[server.auth]`` verifies (``None`` when neither), so a refusal names its caller."""
         if self._token is not None and hmac.compare_digest(token.encode(), self._token):
-            return Principal("admin-token", issuer="mcp-providers")
-        if not self._subjects or self._auth is None:
-            return None
+            return Principal("admin-token", issuer="mcp-providers"), True
+        if self._auth is None:
+            return None, False
         try:
             access = await self._auth.verifier.verify_token(token)
         except Exception:  # unreachable issuer and the like: refused like an unknown token
-            return None
+            return None, False
         if access is None or (access.expires_at is not None and access.expires_at < int(time.time())):
-            return None
-        if any(scope not in access.scopes for scope in self._auth.required_scopes):
-            return None  # [server.auth] required_scopes bind every use of its tokens, an admin's too
+            return None, False
         principal = from_access_token(access)
-        if principal.subject not in self._subjects:
-            return None
-        return principal if not self._issuers or principal.issuer in self._issuers else None
+        if any(scope not in access.scopes for scope in self._auth.required_scopes):
+            return principal, False  # [server.auth] required_scopes bind every use of its tokens, an admin's too
+        admitted = principal.subject in self._subjects and (not self._issuers or principal.issuer in self._issuers)
+        return principal, admitted
 
 
 def admin_gate(settings: AdminSettings | None, auth: ResourceServer | None) -> AdminGate | None:
@@ -114,9 +119,9 @@ async def admit(gate: AdminGate, request: Request, audit: Any, operation: str, w
         return JSONResponse({"error": "send Authorization: Bearer <admin token>"}, 401,
                             headers={"WWW-Authenticate": "Bearer"})  # fmt: skip
     with asking_from(request.client.host if request.client else None):  # its budget of unknown tokens
-        principal = await gate.who(token.strip())
-    if principal is None:
-        _audit(audit, None, operation, path, "denied", "token not named by [server.admin]")
+        principal, admitted = await gate.identify(token.strip())
+    if principal is None or not admitted:
+        _audit(audit, principal, operation, path, "denied", "token not named by [server.admin]")
         return JSONResponse({"error": f"this token may not {what}: [server.admin] names it nowhere"}, 403)
     return principal
 
