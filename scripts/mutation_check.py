@@ -2637,6 +2637,13 @@ CASES += (  # start and stop side by side (round 12 brief U): N hung sources cos
         ("tests/test_status_page.py::test_status_needs_a_token_the_admin_table_names",),
     ),
     Case(
+        "reload: a changed policy counts every served list as changed",
+        "core/_serve/reload.py",
+        "        if of(old) != of(new) or (policy_changed and (of(old) or of(new))):\n",
+        "        if of(old) != of(new):\n",
+        ("tests/test_reload.py::test_a_policy_changed_by_reload_tells_clients_their_lists_may_have_changed",),
+    ),
+    Case(
         "openapi: documents by URL are fetched side by side",
         "plugins/openapi/document.py",
         "        thread.start()\n",

@@ -290,6 +290,22 @@ async def test_a_policy_changed_by_reload_applies_at_once_and_never_lapses() -> 
     assert served_denied == 0 and refused > 20, (served_denied, refused)
 
 
+async def test_a_policy_changed_by_reload_tells_clients_their_lists_may_have_changed() -> None:
+    """Tester fourteen: a reload changing only the policy said ``changed: []`` and sent no
+    list_changed, though what each caller may list had changed. A changed policy (its rules, or
+    which plugins answer ``authorize``) now counts every served list as changed."""
+    setup = Setup(Config(plugins={"gatekeeper": {"deny": [SECRET, EXTRA_URI]}}))
+    async with connect(setup.composition) as client, client.listen(resources_list_changed=True) as stream:
+        attempt = await setup.reload(Config(plugins={"gatekeeper": {"deny": [SECRET]}}))
+        assert attempt.outcome == "applied" and "resources" in attempt.changed, attempt
+        with anyio.fail_after(5):
+            async for event in stream:
+                assert type(event).__name__ == "ResourcesListChanged"
+                break
+        same = await setup.reload(Config(plugins={"gatekeeper": {"deny": [SECRET]}}))
+        assert same.outcome == "unchanged" and same.changed == ()
+
+
 # -- fifty reloads leak nothing ------------------------------------------------------------------------
 
 
