@@ -2644,6 +2644,25 @@ CASES += (  # start and stop side by side (round 12 brief U): N hung sources cos
         ("tests/test_reload.py::test_a_policy_changed_by_reload_tells_clients_their_lists_may_have_changed",),
     ),
     Case(
+        "discovery: a plugin's import is bounded in time",
+        "core/_host/isolation.py",
+        "    if not ended.wait(IMPORT_SECONDS):",
+        "    if not ended.wait(IMPORT_SECONDS) and False:",
+        (
+            "tests/test_plugin_groups.py::test_a_provider_plugin_whose_import_never_ends_is_left_out_by_name_within_the_bound",
+        ),
+    ),
+    Case(
+        "discovery: a BaseException a plugin raises at import is its own failure",
+        "core/_host/isolation.py",
+        "        if isinstance(exc, Exception):\n            raise exc\n",
+        "        raise exc\n",
+        (
+            "tests/test_plugin_groups.py::test_a_provider_plugin_whose_import_fails_is_left_out_and_the_others_serve"
+            "[KeyboardInterrupt at import-selected]",
+        ),
+    ),
+    Case(
         "openapi: documents by URL are fetched side by side",
         "plugins/openapi/document.py",
         "        thread.start()\n",

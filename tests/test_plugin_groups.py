@@ -94,6 +94,8 @@ BROKEN_PROVIDERS = {
     "import error": "import grp_missing_dependency  # noqa\n" + PROVIDER,
     "SystemExit at import": PROVIDER + "raise SystemExit(3)\n",
     "syntax error": PROVIDER + "def (:\n",
+    # tester thirteen: a KeyboardInterrupt a plugin raised itself ended check and serve (exit 130)
+    "KeyboardInterrupt at import": PROVIDER + "raise KeyboardInterrupt\n",
 }
 
 
@@ -110,6 +112,23 @@ def test_a_provider_plugin_whose_import_fails_is_left_out_and_the_others_serve(
     assert composition.server is not None  # type: ignore[attr-defined]
     assert _record(composition, "grp_fine").status == "loaded"  # type: ignore[attr-defined]
     assert _record(composition, "grp_broken").status == ("rejected" if selected else "disabled")  # type: ignore[attr-defined]
+
+
+def test_a_provider_plugin_whose_import_never_ends_is_left_out_by_name_within_the_bound(
+    site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Tester thirteen: a plugin sleeping at import hung check and serve with no message. Its import
+    is bounded (``isolation.IMPORT_SECONDS``): past it the plugin is left out, named, the others serve."""
+    from mcp_providers._host import isolation
+
+    monkeypatch.setattr(isolation, "IMPORT_SECONDS", 1.0)
+    _install(site, "grp_hung", "import threading\nthreading.Event().wait()\n" + PROVIDER)
+    _install(site, "grp_fine", PROVIDER)
+    composition = _compose(tmp_path, 'allow = ["grp_hung", "grp_fine", "policy"]\n[plugins.policy]\n')
+    assert composition.server is not None  # type: ignore[attr-defined]
+    assert _record(composition, "grp_fine").status == "loaded"  # type: ignore[attr-defined]
+    hung = _record(composition, "grp_hung")
+    assert hung.status == "rejected" and "did not finish within 1 s" in (hung.reason or ""), hung  # type: ignore[attr-defined]
 
 
 def test_a_provider_plugin_made_for_another_core_is_left_out(site: Path, tmp_path: Path) -> None:
