@@ -178,12 +178,18 @@ def signature(function: Callable[..., Any], settings_model: type[BaseModel] | No
     values, context, settings = [], None, None
     for parameter in inspect.signature(function).parameters.values():
         if parameter.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
-            raise DeclarationError(f"{where}: *{parameter.name} cannot be declared; name each parameter")
+            stars = "*" if parameter.kind is inspect.Parameter.VAR_POSITIONAL else "**"
+            raise DeclarationError(f"{where}: {stars}{parameter.name} cannot be declared; name each parameter")
         hint = _bare(hints.get(parameter.name, str))
         if isinstance(hint, type) and issubclass(hint, Context):
             context = parameter.name
         elif settings_model is not None and (hint is settings_model or parameter.name == "settings"):
             settings = parameter.name
+        elif parameter.name == "settings":  # else a value the caller (the model) would supply
+            raise DeclarationError(
+                f"{where}: a parameter named settings receives the plugin's settings, and this plugin has no "
+                "settings model; give the Plugin one (Plugin(..., settings=Model)) or rename the parameter"
+            )
         else:
             values.append(parameter)
     return Signature(

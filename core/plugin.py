@@ -54,6 +54,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from importlib.resources.abc import Traversable
 from typing import Any, Generic, TypeVar
 
+from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
 from pydantic import BaseModel
 
 from mcp_providers import _decorated as fx
@@ -365,7 +366,10 @@ class _Resources(ResourceProvider):
             )
             direct = takes_values_as_given(sig, uri_template, convert)
             self._readers[uri_template] = Reader(sig, settings, convert, fields.get("mime_type"), direct=direct)
-            for variable, completer in completers("template", uri_template):
+            names = _variables(uri_template)
+            for variable, completer in _known(
+                completers("template", uri_template), names, f"template {uri_template!r}"
+            ):
                 self._completers[(uri_template, variable)] = completer
 
     def resources(self) -> Sequence[Resource]:
@@ -441,7 +445,8 @@ class _Prompts(PromptProvider):
             rest = {k: v for k, v in fields.items() if k != "description"}
             self._declared.append(Prompt(name=name, description=description, arguments=arguments, **rest))
             self._renders[name] = PromptRenderer(sig, settings)
-            for variable, completer in completers("prompt", name):
+            names = [a.name for a in arguments]
+            for variable, completer in _known(completers("prompt", name), names, f"prompt {name!r}"):
                 self._completers[(name, variable)] = completer
 
     def prompts(self) -> Sequence[Prompt]:
@@ -457,3 +462,28 @@ class _Prompts(PromptProvider):
         if completer is None:
             return await super().complete(prompt, request)
         return await completer(request)
+
+
+def _variables(uri_template: str) -> Sequence[str] | None:
+    """The template's variable names; ``None`` when it is invalid (``check`` says so, by its rule)."""
+    try:
+        return UriTemplate.parse(uri_template).variable_names
+    except InvalidUriTemplate:
+        return None
+
+
+def _known(
+    found: Iterator[tuple[str, Completer]], names: Sequence[str] | None, what: str
+) -> Iterator[tuple[str, Completer]]:
+    """``found`` completers, each of a variable or argument ``what`` has.
+
+    :raises DeclarationError: one completes a name ``what`` does not have (it would never be asked).
+    """
+    for variable, completer in found:
+        if names is not None and variable not in names:
+            raise fx.DeclarationError(
+                f"{completer.where}: .complete({variable!r}) on {what}, which has no {variable!r}; "
+                f"complete one of its {'variables' if what.startswith('template') else 'arguments'}: "
+                f"{', '.join(names) or '(none)'}"
+            )
+        yield variable, completer

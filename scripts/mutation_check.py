@@ -2663,6 +2663,26 @@ CASES += (  # start and stop side by side (round 12 brief U): N hung sources cos
         ),
     ),
     Case(
+        "plugin: a completion of a name the template or prompt lacks is refused",
+        "core/plugin.py",
+        "        if names is not None and variable not in names:\n",
+        "        if False:\n",
+        (
+            "tests/authoring/test_author_mistakes.py::"
+            "test_a_completion_of_a_name_the_template_or_prompt_lacks_names_what_it_has",
+        ),
+    ),
+    Case(
+        "plugin: a settings parameter without a settings model is refused",
+        "core/_decorated.py",
+        '        elif parameter.name == "settings":  # else a value the caller (the model) would supply\n',
+        "        elif False:\n",
+        (
+            "tests/authoring/test_author_mistakes.py::"
+            "test_a_settings_parameter_without_a_settings_model_is_refused_naming_the_fix",
+        ),
+    ),
+    Case(
         "openapi: documents by URL are fetched side by side",
         "plugins/openapi/document.py",
         "        thread.start()\n",

@@ -268,6 +268,55 @@ def test_a_required_parameter_without_a_variable_names_both() -> None:
     assert any("parameter(s) page receive nothing" in f and "m://{book}" in f for f in failures), failures
 
 
+def test_a_completion_of_a_name_the_template_or_prompt_lacks_names_what_it_has() -> None:
+    """Tester thirteen: ``@tpl.complete("zz")`` on a template without ``{zz}`` passed ``check`` and
+    completed nothing (the same mistake through ``completions=`` was caught)."""
+    plugin = Plugin("completes", prefixes=["c://"])
+
+    @plugin.template("c://{book}")
+    def book(book: str) -> str:
+        return book
+
+    @book.complete("zz")
+    def zz(zz: str) -> list[str]:
+        return []
+
+    @plugin.prompt()
+    def summary(topic: str) -> str:
+        """A summary."""
+        return topic
+
+    @summary.complete("subject")
+    def subject(subject: str) -> list[str]:
+        return []
+
+    failures = _failures({"completes": plugin})
+    assert any(".complete('zz') on template 'c://{book}', which has no 'zz'" in f and ": book" in f for f in failures)
+    plugin._completions.pop(("template", "c://{book}", "zz"))
+    failures = _failures({"completes": plugin})
+    assert any(".complete('subject') on prompt 'summary'" in f and "arguments: topic" in f for f in failures), failures
+
+
+def test_a_settings_parameter_without_a_settings_model_is_refused_naming_the_fix() -> None:
+    """Tester thirteen: in a plugin with no settings model a parameter named ``settings`` became a
+    required argument the model had to supply; the docs say it receives the settings."""
+    plugin = Plugin("unset")
+
+    @plugin.tool()
+    def lookup(query: str, settings: dict[str, str]) -> str:
+        """Looks a query up."""
+        return query
+
+    failures = _failures({"unset": plugin})
+    assert any("this plugin has no settings model" in f and "Plugin(..., settings=Model)" in f for f in failures)
+
+
+def test_a_variadic_parameter_is_named_with_its_own_stars() -> None:
+    plugin = Plugin("stars")
+    plugin.tool()(lambda query, **kw: query)
+    assert any("**kw cannot be declared" in f for f in _failures({"stars": plugin}))
+
+
 def test_a_tool_without_a_docstring_is_refused_naming_the_fix() -> None:
     plugin = Plugin("undocumented")
     plugin.tool()(lambda query: query)
