@@ -58,6 +58,7 @@ CHARSETS = "tests/test_masking_charsets.py::"
 SB = "tests/test_masking_single_byte.py::"
 OA_SB = "tests/openapi/test_openapi_single_byte_bodies.py::"
 READINGS = "tests/test_policy_readings.py::"
+THREADS = "tests/test_provider_threads.py::"
 
 CASES: tuple[Case, ...] = (
     # the read scope's file channel
@@ -2652,6 +2653,35 @@ CASES += (  # start and stop side by side (round 12 brief U): N hung sources cos
             "tests/openapi/test_openapi_side_by_side.py::"
             "test_silent_document_urls_are_waited_for_side_by_side_each_failing_alone",
         ),
+    ),
+    # provider threads: bounded, each counted until its function returns (tester thirteen)
+    Case(
+        "threads: a free slot is needed to start a provider thread",
+        "core/_threads.py",
+        "            if len(self._held) < self.bound and not self._waiters:\n",
+        "            if True:\n",
+        (THREADS + "test_threads_past_their_deadline_hold_their_slots_and_the_next_plain_call_is_told_why",),
+    ),
+    Case(
+        "threads: an abandoned thread keeps its slot until its function returns",
+        "core/_threads.py",
+        '            if state == "queued":\n                self._release(slot)\n',
+        '            if state in ("queued", "running"):\n                self._release(slot)\n',
+        (THREADS + "test_threads_past_their_deadline_hold_their_slots_and_the_next_plain_call_is_told_why",),
+    ),
+    Case(
+        "threads: a waiter is handed a slot only under the bound",
+        "core/_threads.py",
+        "            while self._waiters and len(self._held) < self.bound:\n",
+        "            while self._waiters:\n",
+        (THREADS + "test_threads_past_their_deadline_hold_their_slots_and_the_next_plain_call_is_told_why",),
+    ),
+    Case(
+        "threads: a call that waited for a thread all along is told so",
+        "core/_serve/steps/invoker.py",
+        "        if seat.starved is not None:",
+        "        if False:",
+        (THREADS + "test_threads_past_their_deadline_hold_their_slots_and_the_next_plain_call_is_told_why",),
     ),
 )
 

@@ -267,11 +267,11 @@ async def test_a_thread_that_cannot_start_is_a_clear_error_and_frees_its_slot(mo
     assert threads.busy == 0
 
 
-async def test_a_functions_own_runtime_error_is_its_own(gate: Gate) -> None:
+async def test_a_functions_own_runtime_error_is_its_own() -> None:
     def fails() -> None:
         raise RuntimeError("mine")
 
     threads = ProviderThreads(1)
-    with seated(threads, "p"), pytest.raises(RuntimeError, match="^mine$"):
+    with seated(threads, "p"), pytest.raises(RuntimeError, match=r"^mine$"):
         await run_sync(fails, "function p.fails")
     assert threads.busy == 0
