@@ -2677,6 +2677,21 @@ CASES += (  # start and stop side by side (round 12 brief U): N hung sources cos
         (THREADS + "test_threads_past_their_deadline_hold_their_slots_and_the_next_plain_call_is_told_why",),
     ),
     Case(
+        "threads: a skill file read takes its thread from the bound",
+        "core/_host/skills.py",
+        'data = await _threads.run_sync(read, f"skill provider {self.skill_provider.name!r} reading {file.uri}")',
+        'data = await __import__("anyio.to_thread").to_thread.run_sync(read, abandon_on_cancel=True)',
+        (THREADS + "test_a_skill_file_read_in_a_thread_counts_against_the_same_bound",),
+    ),
+    Case(
+        "threads: a decorated plain function takes its thread from the bound",
+        "core/_decorated.py",
+        "return await _threads.run_sync(partial(function, **kwargs), where)",
+        "return await __import__('anyio.to_thread').to_thread.run_sync("
+        "partial(function, **kwargs), abandon_on_cancel=True)",
+        (THREADS + "test_threads_past_their_deadline_hold_their_slots_and_the_next_plain_call_is_told_why",),
+    ),
+    Case(
         "threads: a call that waited for a thread all along is told so",
         "core/_serve/steps/invoker.py",
         "        if seat.starved is not None:",

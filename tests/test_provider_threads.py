@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,7 @@ from mcp_providers._serve.reload import Reloader
 from mcp_providers._threads import ProviderThreads, run_sync, seated
 from mcp_providers.config import Config, LimitsSettings, ServerSettings, load_config
 from mcp_providers.errors import ConfigError, ReadTimeout
-from mcp_providers.plugin import Plugin
+from mcp_providers.plugin import Plugin, SkillProvider, SkillSource
 from mcp_providers.testing import connect
 
 pytestmark = pytest.mark.anyio
@@ -185,6 +185,52 @@ def test_a_bad_provider_threads_bound_is_refused_naming_it(tmp_path: Path, value
 def test_the_pool_itself_refuses_a_bound_below_one() -> None:
     with pytest.raises(ValueError, match=r"bound 0 is less than 1; allow at least one \(\[server.limits\]"):
         ProviderThreads(0)
+
+
+SKILL_MD = b"---\nname: slowbook\ndescription: A runbook read from a slow disk. Use to test threads.\n---\n\n# Slow\n"
+
+
+class SlowSkills(SkillProvider):
+    """A skill whose file reads block on ``gate`` once the server serves (composing reads it twice)."""
+
+    name = "slow-skills"
+    prefixes = ("skill://slow/",)
+
+    def __init__(self, gate: Gate) -> None:
+        self.gate = gate
+        self.serving = False
+
+    def skills(self) -> Sequence[SkillSource]:
+        return [SkillSource("skill://slow/slowbook", ("SKILL.md",))]
+
+    def read(self, skill: SkillSource, path: str) -> bytes:
+        if self.serving:
+            self.gate.sleepy(path)
+        return SKILL_MD
+
+
+async def test_a_skill_file_read_in_a_thread_counts_against_the_same_bound(gate: Gate) -> None:
+    plugins = _plugins(gate)
+    slow = plugins["slow"]
+    assert isinstance(slow, Plugin)
+    skills = SlowSkills(gate)
+    slow.skill_provider(lambda: skills)
+    composition = compose(_config(1), load_entrypoints=False, plugins=plugins)
+    skills.serving = True
+    async with connect(composition) as client:
+        with pytest.raises(MCPError) as late:
+            await client.read_resource("skill://slow/slowbook/SKILL.md")
+        assert late.value.error.code == -32005 and "did not finish" in late.value.error.message
+        with pytest.raises(MCPError) as busy:
+            await client.read_resource("slow://quick")
+        assert busy.value.error.code == -32005
+        assert "all 1 provider threads are busy (1 still running past their deadline: 1 in plugin 'slow', " in (
+            busy.value.error.message
+        )
+        assert "skill provider 'slow-skills' reading skill://slow/slowbook/SKILL.md" in busy.value.error.message
+        gate.release.set()
+        await _until(lambda: composition.runtime.invoker.threads.busy == 0)
+        assert (await client.read_resource("slow://quick")).contents[0].text == "quick"  # type: ignore[union-attr]
 
 
 # -- the pool on its own, on both event loops -----------------------------------------------------
