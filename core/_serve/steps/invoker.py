@@ -102,7 +102,8 @@ class Invoker:
         for the receipt.
 
         :raises UpstreamError: the provider failed to start.
-        :raises ReadTimeout: the deadline passed.
+        :raises ReadTimeout: the deadline passed (while the call waited for a free provider thread,
+            the message says so and names who holds them; ``data.limit`` is ``provider_threads``).
         :raises ProviderFailed: the provider raised something other than a RequestError/ToolFailure.
         """
         if work.provider in self._startup_failures:
