@@ -7,7 +7,8 @@ which the plugin's settings, how a value is converted, and how the return value 
 :class:`~mcp_providers.providers.Content`, :class:`~mcp_providers.providers.ToolResult` or list of
 :class:`~mcp_providers.providers.Message`. A plain (non-``async``) function runs in a worker thread,
 which inherits the request's context variables, so the side-effect scope, the gate and the
-receipts hold for it as for a coroutine.
+receipts hold for it as for a coroutine; it counts against the server's bound on provider threads
+until it returns, even after its request was answered (:mod:`mcp_providers._threads`).
 """
 
 from __future__ import annotations
@@ -19,11 +20,10 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-import anyio.to_thread
 import pydantic_core
 from pydantic import BaseModel, TypeAdapter, ValidationError, create_model
 
-from mcp_providers import credentials, policy
+from mcp_providers import _threads, credentials, policy
 from mcp_providers.credentials import Credential, Upstream
 from mcp_providers.errors import InvalidParams
 from mcp_providers.identity import Principal
@@ -230,13 +230,14 @@ Call = Callable[[Mapping[str, Any]], Awaitable[Any]]
 def caller(sig: Signature) -> Call:
     """``await call(kwargs)``: the function itself when it is a coroutine function; a plain
     function runs in a worker thread (context variables go with it; at the deadline the request
-    is answered and the thread is abandoned)."""
-    function = sig.function
+    is answered and the thread is abandoned, but counts against ``[server.limits]
+    provider_threads`` until the function returns: see :mod:`mcp_providers._threads`)."""
+    function, where = sig.function, sig.where
     if sig.is_async:
         return lambda kwargs: function(**kwargs)
 
     async def in_thread(kwargs: Mapping[str, Any]) -> Any:
-        return await anyio.to_thread.run_sync(partial(function, **kwargs), abandon_on_cancel=True)
+        return await _threads.run_sync(partial(function, **kwargs), where)
 
     return in_thread
 

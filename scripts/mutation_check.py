@@ -58,6 +58,7 @@ CHARSETS = "tests/test_masking_charsets.py::"
 SB = "tests/test_masking_single_byte.py::"
 OA_SB = "tests/openapi/test_openapi_single_byte_bodies.py::"
 READINGS = "tests/test_policy_readings.py::"
+THREADS = "tests/test_provider_threads.py::"
 
 CASES: tuple[Case, ...] = (
     # the read scope's file channel
@@ -2691,6 +2692,50 @@ CASES += (  # start and stop side by side (round 12 brief U): N hung sources cos
             "tests/openapi/test_openapi_side_by_side.py::"
             "test_silent_document_urls_are_waited_for_side_by_side_each_failing_alone",
         ),
+    ),
+    # provider threads: bounded, each counted until its function returns (tester thirteen)
+    Case(
+        "threads: a free slot is needed to start a provider thread",
+        "core/_threads.py",
+        "            if len(self._held) < self.bound and not self._waiters:\n",
+        "            if True:\n",
+        (THREADS + "test_threads_past_their_deadline_hold_their_slots_and_the_next_plain_call_is_told_why",),
+    ),
+    Case(
+        "threads: an abandoned thread keeps its slot until its function returns",
+        "core/_threads.py",
+        '            if state == "queued":\n                self._release(slot)\n',
+        '            if state in ("queued", "running"):\n                self._release(slot)\n',
+        (THREADS + "test_threads_past_their_deadline_hold_their_slots_and_the_next_plain_call_is_told_why",),
+    ),
+    Case(
+        "threads: a waiter is handed a slot only under the bound",
+        "core/_threads.py",
+        "            while self._waiters and len(self._held) < self.bound:\n",
+        "            while self._waiters:\n",
+        (THREADS + "test_threads_past_their_deadline_hold_their_slots_and_the_next_plain_call_is_told_why",),
+    ),
+    Case(
+        "threads: a skill file read takes its thread from the bound",
+        "core/_host/skills.py",
+        'data = await _threads.run_sync(read, f"skill provider {self.skill_provider.name!r} reading {file.uri}")',
+        'data = await __import__("anyio.to_thread").to_thread.run_sync(read, abandon_on_cancel=True)',
+        (THREADS + "test_a_skill_file_read_in_a_thread_counts_against_the_same_bound",),
+    ),
+    Case(
+        "threads: a decorated plain function takes its thread from the bound",
+        "core/_decorated.py",
+        "return await _threads.run_sync(partial(function, **kwargs), where)",
+        "return await __import__('anyio.to_thread').to_thread.run_sync("
+        "partial(function, **kwargs), abandon_on_cancel=True)",
+        (THREADS + "test_threads_past_their_deadline_hold_their_slots_and_the_next_plain_call_is_told_why",),
+    ),
+    Case(
+        "threads: a call that waited for a thread all along is told so",
+        "core/_serve/steps/invoker.py",
+        "        if seat.starved is not None:",
+        "        if False:",
+        (THREADS + "test_threads_past_their_deadline_hold_their_slots_and_the_next_plain_call_is_told_why",),
     ),
 )
 

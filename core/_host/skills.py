@@ -32,8 +32,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-import anyio.to_thread
-
+from mcp_providers import _threads
 from mcp_providers.errors import NotFound, ProviderFailed
 from mcp_providers.models import Freshness, Icon, Resource
 from mcp_providers.providers import Content, ReadRequest, ResourceProvider
@@ -192,7 +191,7 @@ class SkillFiles(ResourceProvider):
             raise NotFound(f"No skill file at {request.uri}", data={"uri": request.uri})
         source, file = found
         read = partial(self.skill_provider.read, source, file.path)
-        data = await anyio.to_thread.run_sync(read, abandon_on_cancel=True)
+        data = await _threads.run_sync(read, f"skill provider {self.skill_provider.name!r} reading {file.uri}")
         if not isinstance(data, bytes) or _digest(data) != file.digest:
             raise ProviderFailed(
                 f"skill file {file.uri} no longer has the bytes its skill's entry publishes "

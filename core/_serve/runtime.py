@@ -39,7 +39,7 @@ from mcp_providers._serve.steps.gate import Authorizer, Gate
 from mcp_providers._serve.steps.invoker import Invoker
 from mcp_providers._serve.steps.ratelimit import RateLimiter
 from mcp_providers._sideeffects import install, install_scoped
-from mcp_providers.config import ServerSettings
+from mcp_providers.config import LimitsSettings, ServerSettings
 from mcp_providers.identity import Principal
 from mcp_providers.models import Freshness
 from mcp_providers.providers import ResourceProvider
@@ -169,6 +169,7 @@ class Runtime:
             settings.coalesce_reads,
             dict(settings.side_effects),
             shared_reads,
+            (settings.limits or LimitsSettings()).provider_threads,
         )
 
     @property

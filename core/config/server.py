@@ -32,7 +32,8 @@ class LimitsSettings(BaseModel):
     one ``anonymous`` budget, for all methods together. Counted in memory, or in Redis under the
     cluster ``key_prefix`` with ``[cluster]``, so replicas share one count. A refused request gets
     JSON-RPC error -32009 with ``data.retryAfter`` (seconds), and over HTTP a ``Retry-After`` header.
-    Without the table nothing is limited.
+    Without the table nothing is rate-limited (``sessions``, ``listen_streams`` and
+    ``provider_threads`` hold at their defaults even so).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -60,6 +61,12 @@ class LimitsSettings(BaseModel):
     sessions_opened: int = Field(default=30, ge=1, le=10_000_000, strict=True)
     """2025-era HTTP sessions one subject may open (``initialize``) per window; anonymous callers
     share one such count."""
+    provider_threads: int = Field(default=40, ge=1, le=10_000, strict=True)
+    """Threads running plugins' plain (non-``async``) functions at once, for every caller together
+    (1 to 10000; 40, anyio's default, also without the table). A thread counts until its function
+    returns, even after its request was answered at the deadline; a request finding them all busy
+    waits within its own deadline, then gets -32005 naming the plugin and function that hold them
+    (:mod:`mcp_providers._threads`). The server's own threads (reload) are not counted."""
 
     @model_validator(mode="after")
     def _anonymous_is_stricter(self) -> LimitsSettings:

@@ -3,7 +3,8 @@
 For every ``read``, ``complete``, ``render`` and ``call`` it:
 
 1. refuses at once when the provider failed to start (its ``lifespan`` raised);
-2. runs the call under the read deadline (``server.read_timeout``);
+2. runs the call under the read deadline (``server.read_timeout``), its plain functions' threads
+   counted against ``[server.limits] provider_threads`` (:mod:`mcp_providers._threads`);
 3. runs reads, completions, prompt renders and tools declared ``effects="none"`` inside the
    side-effect scope (:mod:`mcp_providers._sideeffects`), in the mode the operator chose for
    the plugin (``server.side_effects``);
@@ -30,6 +31,7 @@ from mcp_providers._serve.state.coalesce import Coalescer
 from mcp_providers._serve.steps.deadline import deadline_after, within
 from mcp_providers._serve.steps.health import UpstreamHealth, failure_of
 from mcp_providers._sideeffects import Kind, Mode, Scope, enter_scope, exit_scope
+from mcp_providers._threads import DEFAULT_BOUND, ProviderThreads, seated
 from mcp_providers.errors import ProviderFailed, ReadTimeout, RequestError, ToolFailure, UpstreamError
 
 log = logging.getLogger("mcp_providers.server")
@@ -65,6 +67,7 @@ class Invoker:
     :param coalesce: whether identical reads in flight share one call.
     :param coalescer: what shares them when ``coalesce`` (default: one in this process; with
         ``[cluster]`` the runtime gives :class:`~mcp_providers._serve.state.shared_reads.SharedReads`).
+    :param provider_threads: the most threads running provider code at once (``[server.limits]``).
     """
 
     def __init__(
@@ -74,11 +77,14 @@ class Invoker:
         coalesce: bool,
         modes: dict[str, Mode],
         coalescer: Coalescer[Any] | None = None,
+        provider_threads: int = DEFAULT_BOUND,
     ) -> None:
         self._startup_failures = startup_failures
         self._modes = modes
         self._timeout = read_timeout
         self._coalescer: Coalescer[Any] | None = (coalescer or Coalescer()) if coalesce else None
+        self.threads = ProviderThreads(provider_threads)
+        """The threads provider code runs in, each counted until its function returns."""
         self.health = UpstreamHealth()
         """How each provider's calls ended (``/status``: upstream health)."""
 
@@ -96,7 +102,8 @@ class Invoker:
         for the receipt.
 
         :raises UpstreamError: the provider failed to start.
-        :raises ReadTimeout: the deadline passed.
+        :raises ReadTimeout: the deadline passed (while the call waited for a free provider thread,
+            the message says so and names who holds them; ``data.limit`` is ``provider_threads``).
         :raises ProviderFailed: the provider raised something other than a RequestError/ToolFailure.
         """
         if work.provider in self._startup_failures:
@@ -141,10 +148,13 @@ class Invoker:
     async def _deadline(self, work: Work, call: Callable[[], Awaitable[T]]) -> T:
         seconds = self._timeout if work.timeout is None else work.timeout
         deadline = deadline_after(seconds)  # counted from here, before the call starts
-        try:
-            return await within(call(), deadline)
-        except TimeoutError:
-            pass  # the deadline, or a provider's own timeout: both read as the deadline
+        with seated(self.threads, work.plugin) as seat:
+            try:
+                return await within(call(), deadline)
+            except TimeoutError:
+                pass  # the deadline, or a provider's own timeout: both read as the deadline
+        if seat.starved is not None:  # it waited for a thread all along: say so, not "did not finish"
+            raise ReadTimeout(seat.starved, data={**seat.data, "target": work.target})
         limit = "server.read_timeout" if work.timeout is None else "a task's time, [server.tasks] ttl_seconds"
         raise ReadTimeout(
             f"provider {work.provider!r} did not finish {work.what} within {seconds:g} s "
