@@ -56,8 +56,9 @@ class Assembly:
     """One line per top-level ``required_plugins`` entry the installed distributions do not meet;
     serving refuses while there is one."""
     left_out: tuple[Problem, ...] = ()
-    """Listed declarations (made from a source's listing) left out alone because they collided,
-    one ``left-out`` line each naming both sides (:mod:`~mcp_providers._host.collisions`); their
+    """Listed declarations (made from a source's listing) left out alone because they collided, and
+    configured sources left out whole because their prefix overlapped another provider's, one
+    ``left-out`` line each naming both sides (:mod:`~mcp_providers._host.collisions`); their
     plugins are served. Not failures: ``check`` warns, ``/status`` lists them, a reload names them."""
 
     @cached_property

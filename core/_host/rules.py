@@ -6,7 +6,9 @@ Each failure is a :class:`Problem` naming the plugin, the rule, the offending va
 sides of a collision: serving either would be a guess, so the operator decides), except that a
 *listed* declaration (``meta[ORIGIN_KEY]``: made from an upstream's or an OpenAPI document's
 listing) that collides, or that a rule refuses on its own, is left out alone and reported as a
-``left-out`` line, its plugin and the other side served (:mod:`mcp_providers._host.collisions`).
+``left-out`` line, its plugin and the other side served (:mod:`mcp_providers._host.collisions`);
+and a provider made for one configured source (its ``source``: an upstream server, an OpenAPI
+service) whose prefix overlaps another provider's is left out with that whole source the same way.
 
 Rules (the ``rule`` string of a Problem):
 
@@ -21,7 +23,8 @@ Rules (the ``rule`` string of a Problem):
 ``completion-unknown-variable``     completions for a variable the template does not have
 ``no-owned-prefix``                 a resource provider declares no URI prefix
 ``prefix-invalid``                  a prefix is not ``scheme://...``
-``prefix-overlap``                  two providers' prefixes overlap (one starts with the other)
+``prefix-overlap``                  two providers' prefixes overlap (one starts with the other); a
+                                    configured source's side is left out alone instead
 ``outside-prefix``                  a URI or template's literal start lies outside the owner's prefixes
 ``duplicate-uri``                   the same fixed URI declared twice
 ``duplicate-template``              the same URI template declared twice
