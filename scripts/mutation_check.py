@@ -2740,6 +2740,59 @@ CASES += (  # start and stop side by side (round 12 brief U): N hung sources cos
 )
 
 
+SRC = "tests/test_source_prefix_overlap.py::"
+OA_PX = "tests/openapi/test_openapi_prefix_overlap.py::"
+CASES += (  # a configured source's prefix overlap costs only that source (round 13 tester thirteen)
+    Case(
+        "collisions: a configured source's prefix overlap leaves out that source, not both plugins",
+        "core/_host/rules.py",
+        "                if prefix_clash(found, da, a, db, b):\n",
+        "                if False:\n",
+        (
+            SRC + "test_an_upstreams_prefix_over_a_plugins_leaves_out_that_upstream_alone",
+            SRC + "test_a_reload_that_brings_the_overlap_leaves_out_only_that_upstream",
+            OA_PX + "test_a_services_prefix_over_a_plugins_leaves_out_that_service_alone",
+        ),
+    ),
+    Case(
+        "collisions: a left-out source's providers are not served",
+        "core/_host/rules.py",
+        "    declared = found.kept(declared)\n",
+        "\n",
+        (SRC + "test_an_upstreams_prefix_over_a_plugins_leaves_out_that_upstream_alone",),
+    ),
+    Case(
+        "collisions: two overlapping sources are both left out",
+        "core/_host/collisions.py",
+        "    for d, source, px, other, opx in mine:\n",
+        "    for d, source, px, other, opx in mine[:1]:\n",
+        (SRC + "test_two_configured_sources_that_overlap_are_both_left_out_and_their_plugins_served",),
+    ),
+    Case(
+        "upstream: a server's providers say which configured source they were made for",
+        "plugins/upstream/providers.py",
+        "        self.source = link.server.setting  # its prefix overlapping another's leaves out this server alone\n",
+        "\n",
+        (SRC + "test_an_upstreams_prefix_over_a_plugins_leaves_out_that_upstream_alone",),
+    ),
+    Case(
+        "openapi: a service's providers say which configured source they were made for",
+        "plugins/openapi/providers.py",
+        "        self.source = service.settings.setting"
+        "  # its prefix overlapping another's leaves out this service alone\n",
+        "\n",
+        (OA_PX + "test_a_services_prefix_over_a_plugins_leaves_out_that_service_alone",),
+    ),
+    Case(
+        "collisions: two items of one source named alike get the fix that parts them",
+        "core/_host/collisions.py",
+        "    if listed(other.decl) and (mine.d is other.d or (source is not None and source_of(other.d) == source)):\n",
+        "    if False:\n",
+        (OA_PX + "test_two_operations_of_one_service_named_alike_are_told_what_parts_them",),
+    ),
+)
+
+
 def run_case(case: Case) -> tuple[bool | None, str]:
     """``(True, ...)`` killed, ``(False, ...)`` survived, ``(None, why)`` could not be applied."""
     path = ROOT / case.file

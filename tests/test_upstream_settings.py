@@ -125,17 +125,20 @@ def test_upstream_components_that_do_not_convert_are_left_out_with_the_reason() 
     assert {x.value for x in listing.left_out} == {"other://a", "bad name!", "broken"}
 
 
-def test_an_upstream_on_another_plugins_prefix_is_a_collision_refused_on_both_sides(tmp_path: Path) -> None:
+def test_an_upstream_on_another_plugins_prefix_is_left_out_alone(tmp_path: Path) -> None:
     from mcp_providers.plugins import upstream
     from mcp_providers.plugins.documcp import ssg_catalog
 
     absent = str(tmp_path / "absent")  # nothing is listed: the owned prefix alone collides
     settings = {"upstream": {"servers": [{"name": "docs", "command": absent, "prefixes": ["documcp://ssgs/"]}]}}
     composition = compose({"upstream": upstream, "ssg_catalog": ssg_catalog}, settings, strict=False)
-    [overlap] = [line for line in composition.failures if "prefix-overlap" in line]
-    assert overlap.startswith("ssg_catalog + upstream: prefix-overlap")
-    assert "'ssg-catalog' and 'upstream-docs' both own it" in overlap
-    assert {r.name: r.status for r in composition.records} == {"ssg_catalog": "rejected", "upstream": "rejected"}
+    assert not [line for line in composition.failures if "prefix-overlap" in line]
+    [overlap] = [str(p) for p in composition.assembly.left_out]
+    assert overlap.startswith("ssg_catalog + upstream: left-out: 'documcp://ssgs/': prefix-overlap:")
+    said = "servers \"docs\" prefixes: 'documcp://ssgs/' overlaps 'documcp://ssgs/' of provider 'ssg-catalog'"
+    assert said in overlap
+    assert {r.name: r.status for r in composition.records} == {"ssg_catalog": "loaded", "upstream": "loaded"}
+    assert "ssg-catalog" in {d.provider.name for d in composition.assembly.declared}  # the other side serves
 
 
 @pytest.mark.anyio

@@ -56,8 +56,9 @@ class Assembly:
     """One line per top-level ``required_plugins`` entry the installed distributions do not meet;
     serving refuses while there is one."""
     left_out: tuple[Problem, ...] = ()
-    """Listed declarations (made from a source's listing) left out alone because they collided,
-    one ``left-out`` line each naming both sides (:mod:`~mcp_providers._host.collisions`); their
+    """Listed declarations (made from a source's listing) left out alone because they collided, and
+    configured sources left out whole because their prefix overlapped another provider's, one
+    ``left-out`` line each naming both sides (:mod:`~mcp_providers._host.collisions`); their
     plugins are served. Not failures: ``check`` warns, ``/status`` lists them, a reload names them."""
 
     @cached_property
@@ -196,7 +197,7 @@ def assemble(
     before = {r.name: r for r in previous.records} if previous is not None else None
     pm, records = discover(config, load_entrypoints=load_entrypoints, plugins=plugins, previous=before)
     declared, problems = declare(records)
-    checked, left_out = check(declared)
+    checked, left_out, declared = check(declared)
     problems += checked
     bad = {name for p in problems if p.rule not in TOOL_RULES for name in p.plugins}  # TOOL_RULES: that tool alone
     for record in records:

@@ -16,6 +16,15 @@ way (:meth:`Collisions.leave_out`). A line reads::
     (plugin upstream) lists it, and provider 'documcp-tools' (plugin workflows) declares it; a
     source's listing never displaces a plugin's own declaration: only the listed one is left out;
     fix: give that source a name prefix or namespace of its own in [plugins.upstream] ...
+
+The same holds for the *prefix* of a provider made for one configured source (its ``source`` is a
+:class:`~mcp_providers.providers.SourceSetting`: an upstream MCP server's providers, an OpenAPI
+service's): the operator chose it, so when it overlaps another provider's prefix, that source alone
+is left out (every provider of its plugin with that ``source``), its plugin's other sources and the
+other side are served, and the line names both sides and the setting to change
+(:func:`prefix_clash`). Two sources that overlap are both left out. Two listed declarations of one
+source that collide are named by their origins, and the fix is what the source's
+:attr:`~mcp_providers.providers.SourceSetting.rename` says (a prefix cannot part them).
 """
 
 from __future__ import annotations
@@ -28,6 +37,7 @@ from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
 
 from mcp_providers._host.declarations import Declared, Problem
 from mcp_providers.models import ORIGIN_KEY, Prompt, Resource, ResourceTemplate, Tool
+from mcp_providers.providers import SourceSetting
 from mcp_providers.uris import InvalidUri, canonical, canonical_template, literal_start
 
 Declaration = Resource | ResourceTemplate | Tool | Prompt
@@ -37,6 +47,12 @@ def listed(decl: object) -> bool:
     """Whether ``decl`` was made from a source's listing (its ``meta`` holds ``ORIGIN_KEY``)."""
     meta = getattr(decl, "meta", None)
     return isinstance(meta, Mapping) and ORIGIN_KEY in meta
+
+
+def source_of(d: Declared) -> SourceSetting | None:
+    """The configured source ``d``'s provider was made for, or ``None`` (a plugin's own provider)."""
+    source = getattr(d.provider, "source", None)
+    return source if isinstance(source, SourceSetting) else None
 
 
 def valid_uri(uri: str) -> bool:
@@ -65,6 +81,12 @@ class Collisions:
 
     problems: list[Problem] = field(default_factory=list)
     left_out: list[Problem] = field(default_factory=list)
+    sources: set[tuple[str, SourceSetting]] = field(default_factory=set)
+    """``(plugin, source)`` of each configured source left out whole (:func:`prefix_clash`)."""
+
+    def kept(self, declared: Iterable[Declared]) -> list[Declared]:
+        """``declared`` without the providers of the sources left out whole."""
+        return [d for d in declared if (d.plugin, source_of(d)) not in self.sources]
 
     def clash(self, rule: str, first: Side, later: Side, message: str, fix: str) -> None:
         """``first`` and ``later`` collide under ``rule``; when neither side is listed, a problem
@@ -100,12 +122,45 @@ def _left_out(rule: str, first: Side, later: Side, mine: Side, other: Side) -> P
         verdict = "both come from listings, and the server never picks a winner: neither is served"
     else:
         verdict = "a source's listing never displaces a plugin's own declaration: only the listed one is left out"
-    fix = (
-        f"give that source a name prefix or namespace of its own in [plugins.{mine.d.plugin}] (the listing's "
-        "names only its source can change), or remove it there"
-    )
+    source = source_of(mine.d)
+    if listed(other.decl) and (mine.d is other.d or (source is not None and source_of(other.d) == source)):
+        said += f" ({_origins(mine, other)})" if _origins(mine, other) else ""
+        fix = _alike_fix(mine.d.plugin, source)
+    else:
+        fix = (
+            f"give that source a name prefix or namespace of its own in [plugins.{mine.d.plugin}] (the listing's "
+            "names only its source can change), or remove it there"
+        )
     plugins = tuple(dict.fromkeys((first.d.plugin, later.d.plugin)))
     return Problem(plugins, "left-out", mine.value, f"{said}; {verdict}", fix)
+
+
+def _alike_fix(plugin: str, source: SourceSetting | None) -> str:
+    """The fix when one source names two of its items alike: no prefix or namespace parts them."""
+    where = f"[plugins.{plugin}] {source.entry}" if source is not None else f"[plugins.{plugin}]"
+    if source is not None and source.rename:
+        return f"{source.rename} ({where}); a prefix or namespace cannot tell them apart"
+    return (
+        "only that source can rename one of them (a prefix or namespace cannot tell them apart); "
+        f"or remove it from {where}"
+    )
+
+
+def _origins(mine: Side, other: Side) -> str:
+    """Where each side came from, by the origin entries in which they differ (``meta[ORIGIN_KEY]``),
+    e.g. ``from operationId='post_/a/b', path='/a/b'; and from operationId='post_/a_b', path='/a_b'``."""
+    a, b = (_origin(s.decl) for s in (mine, other))
+    keys = [k for k in dict.fromkeys([*a, *b]) if a.get(k) != b.get(k)]
+    if not keys:
+        return ""
+    said = [", ".join(f"{k}={str(o.get(k))[:80]!r}" for k in keys if k in o) for o in (a, b)]
+    return f"from {said[0]}; and from {said[1]}"
+
+
+def _origin(decl: object) -> Mapping[str, object]:
+    origin = getattr(decl, "meta", None) or {}
+    found = origin.get(ORIGIN_KEY) if isinstance(origin, Mapping) else None
+    return found if isinstance(found, Mapping) else {}
 
 
 def _who(side: Side) -> str:
@@ -186,12 +241,48 @@ def shadowing(declared: Sequence[Declared], found: Collisions) -> None:
                         )
 
 
+def prefix_clash(found: Collisions, first: Declared, a: str, later: Declared, b: str) -> bool:
+    """Prefix ``a`` of ``first`` and ``b`` of ``later`` overlap. When either provider was made for a
+    configured source (:func:`source_of`), each such source is left out whole with a ``left-out``
+    line naming both sides and the setting to change, and ``True`` is returned; otherwise nothing
+    is recorded and ``False`` is returned (both plugins are refused, the caller's problem)."""
+    sides = ((first, a, later, b), (later, b, first, a))
+    mine = [(d, source, px, other, opx) for d, px, other, opx in sides if (source := source_of(d)) is not None]
+    for d, source, px, other, opx in mine:
+        found.sources.add((d.plugin, source))
+        where = f"[plugins.{d.plugin}] {source.entry} {source.prefix_setting}"
+        them = _owner(other, opx)
+        if len(mine) == 2:
+            verdict = "both are configured sources, and the server never picks a winner: neither is served"
+        else:
+            verdict = "a configured source's prefix never displaces another provider's: only that source is left out"
+        message = f"prefix-overlap: {where}: {px!r} overlaps {them}; {verdict}"
+        fix = (
+            f"give it a prefix of its own in {where} (neither a start of {opx!r} nor under it), "
+            f"or remove {source.entry} from [plugins.{d.plugin}]"
+        )
+        plugins = tuple(dict.fromkeys((first.plugin, later.plugin)))
+        found.left_out.append(Problem(plugins, "left-out", px, message, fix))
+    return bool(mine)
+
+
+def _owner(d: Declared, prefix: str) -> str:
+    source = source_of(d)
+    if source is not None:
+        return f"{prefix!r} of [plugins.{d.plugin}] {source.entry} {source.prefix_setting}"
+    return f"{prefix!r} of provider {d.provider.name!r} (plugin {d.plugin})"
+
+
 def between(author_fix: str, a: str, b: str) -> str:
-    """The fix of a clash: the authors' and the operator's: between two plugins, serve one of them;
-    within one, keep apart the two sources configured for it (two upstream servers, say)."""
+    """The fix of a clash between two plugins' own declarations, for whoever can act: the operator
+    serves one of them (``deny`` the other); their authors change their declarations. Within one
+    plugin, its author's fix, and the operator's when the two come from sources configured for it."""
     if a == b:
         return (
             f"{author_fix} (its author); when both come from sources configured for {a} (two servers or "
             "services, say), give one of them a prefix or namespace of its own in its settings, or remove one"
         )
-    return f'{author_fix} (their authors); or serve only one of them: deny = ["{b}"] or deny = ["{a}"] in the config'
+    return (
+        f'serve only one of them: deny = ["{b}"] or deny = ["{a}"] in the config (the operator); or '
+        f"{author_fix} (their authors)"
+    )

@@ -6,7 +6,9 @@ Each failure is a :class:`Problem` naming the plugin, the rule, the offending va
 sides of a collision: serving either would be a guess, so the operator decides), except that a
 *listed* declaration (``meta[ORIGIN_KEY]``: made from an upstream's or an OpenAPI document's
 listing) that collides, or that a rule refuses on its own, is left out alone and reported as a
-``left-out`` line, its plugin and the other side served (:mod:`mcp_providers._host.collisions`).
+``left-out`` line, its plugin and the other side served (:mod:`mcp_providers._host.collisions`);
+and a provider made for one configured source (its ``source``: an upstream server, an OpenAPI
+service) whose prefix overlaps another provider's is left out with that whole source the same way.
 
 Rules (the ``rule`` string of a Problem):
 
@@ -21,7 +23,8 @@ Rules (the ``rule`` string of a Problem):
 ``completion-unknown-variable``     completions for a variable the template does not have
 ``no-owned-prefix``                 a resource provider declares no URI prefix
 ``prefix-invalid``                  a prefix is not ``scheme://...``
-``prefix-overlap``                  two providers' prefixes overlap (one starts with the other)
+``prefix-overlap``                  two providers' prefixes overlap (one starts with the other); a
+                                    configured source's side is left out alone instead
 ``outside-prefix``                  a URI or template's literal start lies outside the owner's prefixes
 ``duplicate-uri``                   the same fixed URI declared twice
 ``duplicate-template``              the same URI template declared twice
@@ -53,7 +56,7 @@ from collections.abc import Iterable, Sequence
 
 from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
 
-from mcp_providers._host.collisions import Collisions, between, collisions, listed, valid_uri
+from mcp_providers._host.collisions import Collisions, between, collisions, listed, prefix_clash, valid_uri
 from mcp_providers._host.declarations import Declared, Problem
 from mcp_providers._host.output_schemas import servable
 from mcp_providers._host.specificity import unreachable
@@ -92,17 +95,19 @@ def _check_template(d: Declared, t: ResourceTemplate) -> Iterable[Problem]:
         )
 
 
-def check(declared: Sequence[Declared]) -> tuple[list[Problem], list[Problem]]:
-    """Run every rule over every declaration; return the problems (empty when all is well) and the
+def check(declared: Sequence[Declared]) -> tuple[list[Problem], list[Problem], list[Declared]]:
+    """Run every rule over every declaration; return the problems (empty when all is well), the
     ``left-out`` lines of the listed declarations a rule would refuse or that collided
     (:mod:`~mcp_providers._host.collisions`: each was taken out of its :class:`Declared` alone, its
-    plugin is served).
+    plugin is served) and of the configured sources whose prefix overlapped another provider's, and
+    ``declared`` without those sources' providers (what the other rules saw).
 
     Cost grows with the number of declarations times the number of distinct prefix lengths, never
     with the square of the providers (prefixes are compared sorted, URIs against an index).
     """
-    problems: list[Problem] = []
     found = Collisions()
+    problems = _overlaps(declared, found)  # first: a source left out whole is not checked further
+    declared = found.kept(declared)
     for d in declared:
         problems += _provider_faults(d)
         owned = _owned(d.provider)
@@ -115,10 +120,9 @@ def check(declared: Sequence[Declared]) -> tuple[list[Problem], list[Problem]]:
             problems += faults
             if isinstance(decl, Tool) and any(f.rule in TOOL_RULES for f in faults):
                 d.tools = [t for t in d.tools if t is not decl]  # left out alone: the plugin's other tools serve
-    problems += _overlaps(declared)
     collisions(declared, found)
     unreachable(declared, found)
-    return problems + found.problems, found.lines()
+    return problems + found.problems, found.lines(), declared
 
 
 def _faults(d: Declared, decl: Resource | ResourceTemplate | Tool | Prompt, owned: list[str]) -> Iterable[Problem]:
@@ -255,10 +259,12 @@ def _outside(d: Declared, decl: Resource | ResourceTemplate, owned: list[str]) -
         )
 
 
-def _overlaps(declared: Sequence[Declared]) -> list[Problem]:
+def _overlaps(declared: Sequence[Declared], found: Collisions) -> list[Problem]:
     """Providers whose prefixes overlap: sorted, a prefix is compared with the chain above it.
 
-    Each pair is reported in declaration order (the plugin listed first comes first)."""
+    Each pair is reported in declaration order (the plugin listed first comes first). A pair where
+    a side was made for a configured source leaves out that source alone (:func:`prefix_clash`);
+    any other pair is a problem refusing both plugins."""
     owned = sorted(
         (
             (canonical(px), px, i)
@@ -278,6 +284,8 @@ def _overlaps(declared: Sequence[Declared]) -> list[Problem]:
             if outer[2] != item[2]:
                 (_, a, i), (_, b, j) = sorted((outer, item), key=lambda x: x[2])
                 da, db = declared[i], declared[j]
+                if prefix_clash(found, da, a, db, b):
+                    continue
                 problems.append(
                     Problem(
                         (da.plugin, db.plugin),

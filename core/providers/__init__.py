@@ -21,7 +21,14 @@ What providers return is in :mod:`.content`, what they are called with in :mod:`
 base classes in :mod:`.bases`; all are imported from here.
 """
 
-from mcp_providers.providers.bases import ExtensionProvider, PromptProvider, Publisher, ResourceProvider, ToolProvider
+from mcp_providers.providers.bases import (
+    ExtensionProvider,
+    PromptProvider,
+    Publisher,
+    ResourceProvider,
+    SourceSetting,
+    ToolProvider,
+)
 from mcp_providers.providers.content import Audio, Content, Embed, Image, Link, Media, Message, Text, ToolResult
 from mcp_providers.providers.requests import (
     LOG_LEVELS,
@@ -55,6 +62,7 @@ __all__ = [
     "ReadRequest",
     "ResourceProvider",
     "Sampled",
+    "SourceSetting",
     "Text",
     "ToolCall",
     "ToolProvider",

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from mcp_providers.models import Extension, Prompt, Resource, ResourceTemplate, Tool
 from mcp_providers.providers.content import Content, Message, ToolResult
 from mcp_providers.providers.requests import CompletionRequest, ExtensionRequest, ReadRequest, ToolCall
 
-__all__ = ["ExtensionProvider", "PromptProvider", "Publisher", "ResourceProvider", "ToolProvider"]
+__all__ = ["ExtensionProvider", "PromptProvider", "Publisher", "ResourceProvider", "SourceSetting", "ToolProvider"]
 
 
 def _prefix_filter(values: Sequence[str], typed: str) -> list[str]:
@@ -59,6 +60,28 @@ class Publisher(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class SourceSetting:
+    """Where the one configured source a provider was made for is set, in its plugin's settings: an
+    upstream MCP server, an OpenAPI service. A plugin that makes providers per configured entry sets
+    :attr:`ResourceProvider.source` (and the same on the entry's tool and prompt providers).
+
+    The operator, not the plugin's author, chose that source's prefix, so when it overlaps another
+    provider's the core leaves out that source alone (every provider of the plugin with an equal
+    ``source``), serves the plugin's other sources and the other side, and says which setting to
+    change (:mod:`mcp_providers._host.collisions`). Example, for ``[[plugins.upstream.servers]]``
+    named ``bad``: ``SourceSetting('servers "bad"', "prefixes")``.
+    """
+
+    entry: str
+    """The entry in ``[plugins.<plugin>]``, as an operator finds it, e.g. ``servers "bad"``."""
+    prefix_setting: str
+    """The entry's setting that gives the provider its prefixes, e.g. ``prefixes``, ``namespace``."""
+    rename: str = ""
+    """What tells apart two items its source names alike (no prefix can), e.g. ``give one of them an
+    operationId of its own in the document``; empty: only the source itself can rename one."""
+
+
 class ResourceProvider:
     """Serves read-only data under the URI prefixes it owns.
 
@@ -77,6 +100,8 @@ class ResourceProvider:
     stale: bool = False
     """Set by :meth:`Publisher.declarations_changed`: the next reload asks this provider's plugin
     for new providers even though its settings are unchanged."""
+    source: SourceSetting | None = None
+    """The configured source this provider was made for, if one (:class:`SourceSetting`)."""
 
     def resources(self) -> Sequence[Resource]:
         """Fixed resources, listed by ``resources/list``. Called once, at composition."""
@@ -118,6 +143,8 @@ class ExtensionProvider:
 
     name: str = ""
     """Unique provider name."""
+    source: SourceSetting | None = None
+    """The configured source this provider was made for, if one (:class:`SourceSetting`)."""
 
     def extensions(self) -> Sequence[Extension]:
         """Declared extensions. Called once per composition."""
@@ -142,6 +169,8 @@ class ToolProvider:
 
     name: str = ""
     """Unique provider name."""
+    source: SourceSetting | None = None
+    """The configured source this provider was made for, if one (:class:`SourceSetting`)."""
 
     def tools(self) -> Sequence[Tool]:
         """Declared tools. Called once, at composition."""
@@ -165,6 +194,8 @@ class PromptProvider:
     """Serves user-controlled prompt templates."""
 
     name: str = ""
+    source: SourceSetting | None = None
+    """The configured source this provider was made for, if one (:class:`SourceSetting`)."""
 
     def prompts(self) -> Sequence[Prompt]:
         """Declared prompts. Called once, at composition."""

@@ -113,6 +113,7 @@ class OpenAPIResources(ResourceProvider):
     def __init__(self, service: Service, operations: Sequence[Operation]) -> None:
         self.name = f"openapi-{service.name}"
         self.prefixes = (service.settings.owned_prefix,)
+        self.source = service.settings.setting  # its prefix overlapping another's leaves out this service alone
         self.service = service
         self.left_out = tuple(service.left_out)  # check's left-out advisories (include names that match nothing)
         self._resources: list[Resource] = []
@@ -223,6 +224,7 @@ class OpenAPITools(ToolProvider):
 
     def __init__(self, service: Service, operations: Sequence[Operation]) -> None:
         self.name = f"openapi-{service.name}-tools"
+        self.source = service.settings.setting
         self.service = service
         self._tools: list[Tool] = []
         self._by_name: dict[str, Operation] = {}

@@ -43,6 +43,7 @@ from mcp_providers.http import is_loopback_host
 from mcp_providers.models import Effects
 from mcp_providers.plugins._masking import checked_secret
 from mcp_providers.plugins._oauth import ClientCredentialsAuth, OAuthAuth, OnBehalfOfAuth, variable_named
+from mcp_providers.providers import SourceSetting
 
 __all__ = [
     "ApiKeyAuth",
@@ -224,6 +225,18 @@ class ServiceSettings(BaseModel):
     def tools_prefix(self) -> str:
         """What is put before each tool name."""
         return f"{self.name.replace('-', '_')}_" if self.tool_prefix is None else self.tool_prefix
+
+    @property
+    def setting(self) -> SourceSetting:
+        """Where this service is configured, for the core's lines on its providers: ``services
+        "<name>"``, its ``prefix``, and how two of its operations named alike are told apart (its
+        settings have no per-operation name: the document's operationId and path are the names)."""
+        rename = (
+            "tell them apart in the document (a tool is named <tool_prefix><operationId>, a resource by its "
+            "path; an operation without an operationId is named <method>_<path>, e.g. post_/a/b), or leave "
+            'one out with exclude_operations = ["<its operationId>"]'
+        )
+        return SourceSetting(f'services "{self.name}"', "prefix", rename)
 
 
 def secret_variables(service: ServiceSettings) -> list[tuple[str, str]]:

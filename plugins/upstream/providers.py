@@ -176,6 +176,7 @@ class UpstreamResources(ResourceProvider):
     ) -> None:
         self.name = f"upstream-{link.server.name}"
         self.prefixes = link.server.owned
+        self.source = link.server.setting  # its prefix overlapping another's leaves out this server alone
         self.link, self.homes, self.listing = link, homes, listing
         self.watching = False
         self._watched_before = False  # a stream opened again re-announces every watched URI
@@ -368,6 +369,7 @@ class UpstreamTools(ToolProvider):
 
     def __init__(self, link: Link, listing: Listing, homes: Homes) -> None:
         self.name = f"upstream-{link.server.name}-tools"
+        self.source = link.server.setting
         self.link, self.listing, self.homes = link, listing, homes
 
     def tools(self) -> Sequence[Tool]:
@@ -435,6 +437,7 @@ class UpstreamPrompts(PromptProvider):
 
     def __init__(self, link: Link, listing: Listing, homes: Homes) -> None:
         self.name = f"upstream-{link.server.name}-prompts"
+        self.source = link.server.setting
         self.link, self.listing, self.homes = link, listing, homes
 
     def prompts(self) -> Sequence[Prompt]:

@@ -61,6 +61,7 @@ from mcp_providers.plugins._oauth import NOT_A_NAME as _NOT_A_NAME
 from mcp_providers.plugins._oauth import ClientCredentialsAuth, EnvName, OAuthAuth, checked_url
 from mcp_providers.plugins._oauth import names_checked as _names_checked
 from mcp_providers.plugins.upstream import rules
+from mcp_providers.providers import SourceSetting
 
 __all__ = [
     "BearerAuth",
@@ -264,6 +265,12 @@ class ServerSettings(BaseModel):
     def owned(self) -> tuple[str, ...]:
         """The prefixes its provider owns: :attr:`prefixes`, or ``<namespace>://``."""
         return self.prefixes if self.namespace is None else (f"{self.namespace}://",)
+
+    @property
+    def setting(self) -> SourceSetting:
+        """Where this server is configured, for the core's lines on its providers (``servers "<name>"``
+        and the setting giving its prefix: ``prefixes`` or ``namespace``)."""
+        return SourceSetting(f'servers "{self.name}"', "prefixes" if self.namespace is None else "namespace")
 
 
 class UpstreamSettings(BaseModel):

@@ -142,7 +142,7 @@ def test_a_30_document_maps_with_its_schemas_made_json_schema(tmp_path: Path) ->
     }
 
 
-def test_collisions_with_another_service_or_plugin_are_refused(tmp_path: Path) -> None:
+def test_a_service_on_another_service_or_plugins_prefix_is_left_out_alone(tmp_path: Path) -> None:
     path = write(tmp_path, DOCUMENT)
     services = [
         {"name": "depot", "document": path},
@@ -151,13 +151,14 @@ def test_collisions_with_another_service_or_plugin_are_refused(tmp_path: Path) -
     ]
     composed = compose({"openapi": openapi_plugin, "servicenow": servicenow_plugin},
                        {"openapi": {"services": services}}, strict=False)  # fmt: skip
-    problems = "\n".join(composed.failures)
-    assert (
-        "prefix-overlap: 'openapi://depot/ ~ openapi://depot/': providers 'openapi-depot' and 'openapi-copy'"
-        in problems
-    )
-    assert "prefix-overlap: 'servicenow:// ~ servicenow://': providers 'openapi-thief' and 'servicenow'" in problems
-    assert not composed.catalog.served_count  # both sides of a collision are refused, never one picked
+    assert not composed.failures, composed.failures
+    said = "\n".join(str(p) for p in composed.assembly.left_out)
+    # two services on one prefix: neither outranks the other, both are left out (never one picked)
+    assert "services \"depot\" prefix: 'openapi://depot/' overlaps 'openapi://depot/' of [plugins.openapi]" in said
+    assert "services \"copy\" prefix: 'openapi://depot/' overlaps 'openapi://depot/' of [plugins.openapi]" in said
+    assert "services \"thief\" prefix: 'servicenow://' overlaps 'servicenow://' of provider 'servicenow'" in said
+    assert {r.name: r.status for r in composed.records} == {"openapi": "loaded", "servicenow": "loaded"}
+    assert {d.plugin for d in composed.assembly.declared} == {"servicenow"}  # the plugin whose prefix was taken
 
 
 @pytest.mark.parametrize("value", ["", ".", "..", "a/b", "a\\b", "%2F", "%70rivate", "a\x00"])

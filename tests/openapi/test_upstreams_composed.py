@@ -203,7 +203,9 @@ def test_check_passes_and_inspect_lists_every_upstream_component_with_its_origin
     assert built_in and not any(i.get("origin") for i in built_in)  # written here: no origin elsewhere
 
 
-def test_check_refuses_two_upstreams_on_one_prefix_naming_both(composed: Any, tmp_path: Path) -> None:
+def test_check_refuses_two_upstreams_on_one_prefix_and_leaves_out_an_upstream_on_a_services(
+    composed: Any, tmp_path: Path
+) -> None:
     config, upstreams, origin = composed
     twice = tmp_path / "twice.toml"
     again = _table("again", upstreams["everything"], 'prefixes = ["demo://resource/static/"]')
@@ -211,13 +213,16 @@ def test_check_refuses_two_upstreams_on_one_prefix_naming_both(composed: Any, tm
     refused = run_cli("check", "-c", str(twice), env=ENV)
     assert refused.returncode == 1, refused.stdout + refused.stderr
     assert "upstreams 'everything' and 'again' both claim 'demo://resource/'" in refused.stdout + refused.stderr
-    # an MCP server on the OpenAPI service's prefix (it never starts: the prefix alone collides)
+    # an MCP server on the OpenAPI service's prefix (it never starts: the prefix alone collides):
+    # two configured sources, neither outranks the other, so both are left out and the rest serves
     across = tmp_path / "across.toml"
     shadow = _table("shadow", [str(tmp_path / "absent")], 'prefixes = ["openapi://petstore/"]')
     across.write_text(_petstore(origin) + shadow, encoding="utf-8")
-    refused = run_cli("check", "-c", str(across), env=ENV)
-    assert refused.returncode == 1, refused.stdout + refused.stderr
-    assert "'openapi-petstore' and 'upstream-shadow' both own it" in refused.stdout
+    checked = run_cli("check", "-c", str(across), env=ENV)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    said = checked.stdout + checked.stderr
+    assert "prefix-overlap: [plugins.openapi] services \"petstore\" prefix: 'openapi://petstore/' overlaps" in said
+    assert "prefix-overlap: [plugins.upstream] servers \"shadow\" prefixes: 'openapi://petstore/' overlaps" in said
 
 
 @pytest.mark.anyio
