@@ -41,6 +41,7 @@ NOT_ON_SERVE_PATH = (
     "mcp_providers.plugins.upstream.built",  # only with [plugins.upstream] servers: the link, listing, mapping
     "mcp_providers.plugins.upstream.link",
     "mcp_providers.plugins.upstream.mapping",
+    "yaml",  # only for a SKILL.md frontmatter not of the simple form (the built-in skills are), or OpenAPI YAML
 )
 
 SERVE_PATH = """
