@@ -90,7 +90,7 @@ def _quoted(text: str) -> str:
 
 
 def _skill_md(content: WorkflowContent, workflow: Workflow, templates: dict[str, tuple[str, str]]) -> str:
-    frontmatter = {
+    frontmatter: dict[str, str | Mapping[str, str]] = {
         "name": workflow.id,
         "description": f"{workflow.description} Use for: {workflow.use_case}"[:1024],
         "metadata": {
