@@ -20,8 +20,6 @@ Source: the extension's text, ``specification/stable/skills.mdx`` in
 modelcontextprotocol/ext-skills; the frontmatter rules, https://agentskills.io/specification.
 """
 
-from __future__ import annotations
-
 import json
 import re
 from collections.abc import Mapping, Sequence

@@ -9,8 +9,6 @@ method's ``effects`` is ``"none"``) and the result must be a JSON object. The ex
 themselves are advertised under ``capabilities.extensions`` (:func:`advertised`).
 """
 
-from __future__ import annotations
-
 import json
 from collections.abc import Mapping
 from typing import Any

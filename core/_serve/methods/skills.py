@@ -11,8 +11,6 @@ all (``-32602``), as a skill hidden from the list is. Results carry ``ttlMs``/``
 (``public`` only by the reads' rule, ``custody.shareable``) and ``skills/get`` a receipt over the entry it returns.
 """
 
-from __future__ import annotations
-
 import json
 from collections.abc import Sequence
 from typing import Any

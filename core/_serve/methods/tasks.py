@@ -17,8 +17,6 @@ the replica running it has stopped renewing its lease; one Redis lost with its d
 without persistence) is answered ``-32010`` ``task-lost``, saying so, rather than "not found".
 """
 
-from __future__ import annotations
-
 import hashlib
 import json
 import logging
