@@ -29,7 +29,7 @@ class ExtensionParams(types.RequestParams):
     """What the SDK validates an extension request's params against: ``_meta`` and anything
     else, kept for the method's own model (:meth:`ExtensionCall.route`)."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)  # built at the first extension request
 
 
 Target = tuple[Entry[Extension, ExtensionProvider], ExtensionMethod, Any]

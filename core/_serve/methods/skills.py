@@ -39,7 +39,7 @@ SKILL_METHODS = ("skills/list", "skills/get", "resources/directory/read")
 class UriParams(types.RequestParams):
     """``{"uri": ..., "cursor"?: ...}`` (``skills/get``, ``resources/directory/read``)."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)  # built at the first such request
     uri: str
     cursor: str | None = None
 

@@ -145,7 +145,7 @@ class SharedReads(Coalescer[Any]):
 class _Entry(BaseModel):
     """A cached read as :func:`_content_to` writes it: every key, each of its own type."""
 
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(extra="forbid", strict=True, defer_build=True)  # [cluster] only
     text: str | None
     blob: str | None
     mime_type: str | None
