@@ -18,8 +18,6 @@ Where each invariant is enforced:
 - tool annotations are never declared, only derived from :attr:`Tool.effects` (:meth:`Tool.annotations`).
 """
 
-from __future__ import annotations
-
 import base64
 import binascii
 import re
@@ -144,7 +142,7 @@ class Icon(BaseModel):
     """The background the icon is drawn for; ``None``: any."""
 
     @classmethod
-    def from_svg(cls, svg: str, *, theme: Literal["light", "dark"] | None = None) -> Icon:
+    def from_svg(cls, svg: str, *, theme: Literal["light", "dark"] | None = None) -> "Icon":
         """A scalable icon carried inline: ``svg`` (the document's text) as a base64 ``data:`` URI,
         MIME type ``image/svg+xml``, sizes ``("any",)``. Checked like any icon (:meth:`problems`)."""
         data = base64.b64encode(svg.encode()).decode()
@@ -252,18 +250,18 @@ class Freshness(BaseModel):
         return self.kind == "live" and self.subscribable is not False
 
     @classmethod
-    def static(cls) -> Freshness:
+    def static(cls) -> "Freshness":
         """Content fixed for the distribution's version."""
         return cls(kind="static")
 
     @classmethod
-    def live(cls, *, subscribable: bool = True) -> Freshness:
+    def live(cls, *, subscribable: bool = True) -> "Freshness":
         """Content read from the source on every request; with ``subscribable`` (the default) the
         provider publishes its changes through ``provider.publisher``."""
         return cls(kind="live", subscribable=None if subscribable else False)
 
     @classmethod
-    def max_age(cls, seconds: float) -> Freshness:
+    def max_age(cls, seconds: float) -> "Freshness":
         """Content at most ``seconds`` old."""
         return cls(kind="max_age", max_age_seconds=seconds)
 

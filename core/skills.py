@@ -20,15 +20,13 @@ Source: the extension's text, ``specification/stable/skills.mdx`` in
 modelcontextprotocol/ext-skills; the frontmatter rules, https://agentskills.io/specification.
 """
 
-from __future__ import annotations
-
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib.resources.abc import Traversable
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from mcp_providers.models import Icon
@@ -96,10 +94,16 @@ def frontmatter_of(data: bytes) -> dict[str, Any]:
     end = next((i for i, line in enumerate(lines[1:], 1) if line.rstrip("\r\n") == "---"), None)
     if end is None:
         raise ValueError("SKILL.md's frontmatter has no closing '---' line")
-    try:
-        loaded = yaml.safe_load("".join(lines[1:end]))
-    except yaml.YAMLError as exc:
-        raise ValueError(f"SKILL.md's frontmatter is not YAML: {exc}") from None
+    loaded = _simple_frontmatter(lines[1:end])
+    if loaded is None:
+        # Anything the simple reader leaves is read by PyYAML, imported only then: a serve of
+        # the built-in skills (written in that form) never imports it (about 15 ms of start-up).
+        import yaml
+
+        try:
+            loaded = yaml.safe_load("".join(lines[1:end]))
+        except yaml.YAMLError as exc:
+            raise ValueError(f"SKILL.md's frontmatter is not YAML: {exc}") from None
     if not isinstance(loaded, dict) or not all(isinstance(k, str) for k in loaded):
         raise ValueError("SKILL.md's frontmatter must be a mapping with text keys, e.g. 'name: my-skill'")
     try:
@@ -114,6 +118,51 @@ def frontmatter_of(data: bytes) -> dict[str, Any]:
         problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'frontmatter'}: {e['msg']}" for e in exc.errors())
         raise ValueError(f"SKILL.md's frontmatter breaks the Agent Skills format: {problems}") from None
     return fields
+
+
+_PRINTABLE = "[^\\x00-\\x1f\\x7f-\\x9f\\u2028\\u2029\\ud800-\\udfff\\ufeff\\ufffe\\uffff"
+_WORD = "[A-Za-z][A-Za-z0-9_-]*"
+_QUOTED = f"'(?:{_PRINTABLE}']|'')*'"
+_PLAIN = f"[A-Za-z](?:{_PRINTABLE} :]|:(?=[^ \\n])| (?=[^ #\\n]))*"
+_SIMPLE_LINE = re.compile(f"(  )?({_WORD}):(?: ({_QUOTED}|{_PLAIN}))?\n")
+"""One line of the frontmatter :func:`_simple_frontmatter` reads: an optional two-space indent, a
+plain key, and a single-quoted or plain value of printable characters that YAML reads as the same
+text (no tab, no line break of YAML 1.1's, no ``: `` or `` #`` in a plain value, none at its end),
+or no value (a mapping follows)."""
+_RESOLVED_WORDS = frozenset({"yes", "no", "true", "false", "on", "off", "null"})
+"""Plain words PyYAML reads as something other than text (YAML 1.1 booleans, null), in any case;
+every other plain scalar starting with a letter is text to its resolvers."""
+
+
+def _simple_frontmatter(lines: Sequence[str]) -> dict[str, Any] | None:
+    """The frontmatter lines read without PyYAML when they are all of the simplest form, else
+    ``None`` (then PyYAML reads them). The form: ``key: 'single-quoted'`` or ``key: plain text``
+    lines, and ``key:`` followed by such lines indented two spaces (a mapping one level deep).
+    What it returns is what ``yaml.safe_load`` returns for the same text (``test_skills_frontmatter``).
+    """
+    fields: dict[str, Any] = {}
+    nested: dict[str, str] | None = None  # the mapping indented lines go to, after a `key:` line
+    for line in lines:
+        match = _SIMPLE_LINE.fullmatch(line)
+        if match is None:
+            return None
+        indent, key, value = match.groups()
+        if key.lower() in _RESOLVED_WORDS or (value or "").lower() in _RESOLVED_WORDS:
+            return None
+        if indent is None and nested == {}:  # a `key:` with nothing under it: null to YAML
+            return None
+        if value is None and indent is None:
+            nested = fields[key] = {}
+            continue
+        if value is None or (indent is not None and nested is None):
+            return None  # a mapping two levels deep, or an indented line under a value
+        text = value[1:-1].replace("''", "'") if value.startswith("'") else value
+        if indent is None:
+            nested = None
+            fields[key] = text
+        else:
+            nested[key] = text  # type: ignore[index]
+    return fields if fields and nested != {} else None
 
 
 @dataclass(frozen=True, slots=True)

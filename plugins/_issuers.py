@@ -17,8 +17,6 @@ Example (the ``auth`` table of an upstream, OpenAPI service or ServiceNow instan
     issuers = ["https://login.corp.example.com"]
 """
 
-from __future__ import annotations
-
 from typing import Self
 
 from pydantic import BaseModel, Field, PrivateAttr, ValidationInfo, model_validator

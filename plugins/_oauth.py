@@ -27,8 +27,6 @@ from inside a read's side-effect scope). The caller's token goes to the token en
 Neither it, the client secret nor an issued token is ever in a log line, an error or a receipt.
 """
 
-from __future__ import annotations
-
 import logging
 import os
 import re
@@ -252,7 +250,7 @@ class TokenEndpoint:
         """The value of the variable named in ``auth.<setting>``; raises what :func:`read_variable` does."""
         return read_variable(getattr(self.auth, setting), owner=self.owner, setting=f"auth.{setting}")
 
-    async def grant(self, grant_type: str, what: str, hide: tuple[str, ...] = (), **form: str) -> OAuth2Token:
+    async def grant(self, grant_type: str, what: str, hide: tuple[str, ...] = (), **form: str) -> "OAuth2Token":
         """The token the endpoint grants for ``form``.
 
         :param what: the grant as messages name it, e.g. ``"a token exchange for 'alice'"``.
@@ -283,7 +281,7 @@ class TokenEndpoint:
             ) from None
         return self._granted(response, what, (secret, *hide))
 
-    def _granted(self, response: httpx2.Response, what: str, hide: tuple[str, ...]) -> OAuth2Token:
+    def _granted(self, response: httpx2.Response, what: str, hide: tuple[str, ...]) -> "OAuth2Token":
         """The token ``response`` grants; raises :class:`CredentialRefused` with the endpoint's words,
         each of ``hide`` masked in them in every spelling an authorization server may echo it in
         (form- or JavaScript-encoded, in the ``Basic`` credential's base64, JSON-escaped, re-cased:
@@ -318,7 +316,7 @@ class TokenEndpoint:
         return Secrets.of(f"the token endpoint of {self.who}", hide)
 
 
-def _credential(token: OAuth2Token, subject: str, grant: str) -> Credential:
+def _credential(token: "OAuth2Token", subject: str, grant: str) -> Credential:
     expires = token.get("expires_at")
     expires_at = float(expires) if isinstance(expires, int | float) else time.time() + DEFAULT_LIFETIME
     return Credential(token=str(token["access_token"]), expires_at=expires_at, subject=subject, grant=grant)

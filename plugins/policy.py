@@ -36,8 +36,6 @@ says on purpose that any issuer will do); otherwise the settings are refused, an
 ``serve`` (an authorization plugin not in force stops it).
 """
 
-from __future__ import annotations
-
 from fnmatch import fnmatchcase
 from functools import lru_cache
 from typing import Literal
@@ -99,7 +97,7 @@ class Rule(BaseModel):
         "case-insensitively). Allow rules always match exactly.",
     )
 
-    def matches_target(self, target: str, readings: Readings) -> bool:
+    def matches_target(self, target: str, readings: "Readings") -> bool:
         """Whether a target pattern matches ``target``; a deny tries each of its ``readings``."""
         if self.effect == "allow":
             return any(fnmatchcase(target, p) for p in self.targets)
@@ -202,7 +200,7 @@ class PolicySettings(BaseModel):
     rules: tuple[Rule, ...] = Field(default=(), description="Tried in order; the first match decides.")
 
     @model_validator(mode="after")
-    def _issuer_of_every_grant(self, info: ValidationInfo) -> PolicySettings:
+    def _issuer_of_every_grant(self, info: ValidationInfo) -> "PolicySettings":
         """Refuse an allow rule that would grant one issuer's subject, group, scope or claim to
         another issuer's caller of the same name (only known with the server's config)."""
         trusted = trusted_issuers(info.context) or ()

@@ -209,3 +209,66 @@ async def test_a_cancelled_reload_leaves_no_failure_of_its_own_on_the_providers_
         assert dict(composition.runtime.startup_failures) == {}
         read = await client.read_resource("first://x")
         assert read.contents[0].text == "first"  # type: ignore[union-attr]
+
+
+class _Plain(Named):
+    """A provider whose ``lifespan`` is the base class's own: it opens nothing."""
+
+
+class _Opening(Named):
+    @contextlib.asynccontextmanager
+    async def lifespan(self) -> AsyncIterator[None]:
+        live[self.name] += 1
+        try:
+            yield
+        finally:
+            live[self.name] -= 1
+
+
+class _Refusing(Named):
+    @contextlib.asynccontextmanager
+    async def lifespan(self) -> AsyncIterator[None]:
+        raise RuntimeError(f"{self.name}'s source refused")
+        yield
+
+
+class _MixedSettings(BaseModel):
+    refusing: bool = False  # "plain" is a provider whose lifespan fails
+
+
+class _MixedPlugin:
+    @hookimpl
+    def settings_model(self) -> type[BaseModel]:
+        return _MixedSettings
+
+    @hookimpl
+    def register_resource_providers(self, settings: _MixedSettings) -> list[ResourceProvider]:
+        return [(_Refusing if settings.refusing else _Plain)("plain"), _Opening("opening")]
+
+
+async def test_a_provider_whose_lifespan_opens_nothing_is_served_without_a_task_of_its_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two tasks per provider were a tenth of ``serve``'s first answer with 100 plugins installed:
+    a provider with the base class's ``lifespan`` is hosted as :data:`~mcp_providers._serve.lifespans.IDLE`,
+    and serves at once, clearing a failure recorded under its name as a lifespan entered would."""
+    from mcp_providers._serve import lifespans
+
+    launched: list[str] = []
+    launch = lifespans.Hosted.launch
+    monkeypatch.setattr(
+        lifespans.Hosted, "launch", lambda self, tasks: launched.append(self._provider) or launch(self, tasks)
+    )
+    plugins = {"mixed": _MixedPlugin()}
+    config = Config(plugins={"mixed": {"refusing": True}})
+    composition = compose(config, load_entrypoints=False, plugins=plugins)
+    reloader = Reloader(composition, lambda: config, load_entrypoints=False, plugins=plugins)
+    async with composition.running():
+        assert set(composition.runtime.startup_failures) == {"plain"}
+        config = Config(plugins={"mixed": {"refusing": False}})  # a plain "plain" replaces the failed one
+        assert (await reloader.reload()).outcome == "applied"
+        async with connect(composition) as client:
+            assert [_text(await client.read_resource(f"{n}://x")) for n in ("plain", "opening")] == ["plain", "opening"]
+        assert composition.runtime.startup_failures == {}
+        assert launched == ["plain", "opening", "opening"]  # each "opening", the refusing "plain"; never the plain one
+    assert live["opening"] == 0  # the opening one's lifespan was left at the stop; the plain one had none

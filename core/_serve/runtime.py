@@ -25,7 +25,7 @@ import anyio.abc
 
 from mcp_providers._host.assembly import Assembly
 from mcp_providers._host.contain import contain_tasks
-from mcp_providers._serve.lifespans import Hosted, restore, stopped
+from mcp_providers._serve.lifespans import IDLE, Hosted, opens_nothing, restore, stopped
 from mcp_providers._serve.methods.subscriptions import SubscriptionHub
 from mcp_providers._serve.methods.tasks import Body, Tasks
 from mcp_providers._serve.state.cluster import RedisBackend, Shared, shared_for
@@ -278,6 +278,10 @@ class Runtime:
         for plugin, provider in providers:
             if isinstance(provider, ResourceProvider):
                 provider.publisher = self.hub.publisher(provider)
+            if opens_nothing(provider):  # serving at once, as its lifespan would be, clearing an earlier failure
+                self._hosted[id(provider)] = IDLE
+                self.startup_failures.pop(provider.name, None)
+                continue
             hosted = Hosted(provider.lifespan, provider.name, plugin, self.startup_failures)
             self._hosted[id(provider)] = hosted
             hosted.launch(tasks)  # now, while ``tasks`` is known to be open

@@ -1,8 +1,6 @@
 """``[server.audit_sinks]`` and ``[server.audit]``: where audit records are shipped (file, syslog,
 webhook, OTLP logs) and how."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -94,7 +92,7 @@ class SyslogSinkSettings(_Shipped):
     """RFC 5424 APP-NAME: 1 to 48 printable ASCII characters, no spaces."""
 
     @model_validator(mode="after")
-    def _socket_for_unix(self) -> SyslogSinkSettings:
+    def _socket_for_unix(self) -> "SyslogSinkSettings":
         if self.transport == "unix" and self.socket is None:
             raise ValueError('transport "unix" needs socket, the path of the syslog socket, e.g. socket = "/dev/log"')
         return self
@@ -187,7 +185,7 @@ class AuditSettings(BaseModel):
     """A sink that drops lines logs a warning at most once per this many seconds, with the count."""
 
     @model_validator(mode="after")
-    def _names_unique(self) -> AuditSettings:
+    def _names_unique(self) -> "AuditSettings":
         names = [sink.name for sink in self.sinks]
         if twice := sorted({n for n in names if names.count(n) > 1}):
             raise ValueError(f'two sinks are named {twice[0]!r}; give each its own name, e.g. name = "{twice[0]}2"')

@@ -1,7 +1,5 @@
 """``[server.auth]``: who may call, by static bearer tokens, JWTs or token introspection."""
 
-from __future__ import annotations
-
 from typing import Any, Literal
 
 from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -167,7 +165,7 @@ class AuthConfig(BaseModel):
         return tokens
 
     @model_validator(mode="after")
-    def _fits_mode(self) -> AuthConfig:
+    def _fits_mode(self) -> "AuthConfig":
         problem = _mode_problem(self)
         if problem:
             raise ValueError(problem)

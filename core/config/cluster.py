@@ -1,7 +1,5 @@
 """``[cluster]``: the Redis backend replicas share."""
 
-from __future__ import annotations
-
 import os
 import re
 from collections.abc import Mapping

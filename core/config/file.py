@@ -1,7 +1,5 @@
 """The whole config file (:class:`Config`) and reading it (:func:`load_config`)."""
 
-from __future__ import annotations
-
 import json
 import os
 import stat

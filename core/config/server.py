@@ -1,8 +1,6 @@
 """The ``[server]`` table and the tables it nests besides auth and audit: limits, credentials, admin
 and tasks."""
 
-from __future__ import annotations
-
 import ipaddress
 from pathlib import Path
 from typing import Annotated, Literal
@@ -69,7 +67,7 @@ class LimitsSettings(BaseModel):
     (:mod:`mcp_providers._threads`). The server's own threads (reload) are not counted."""
 
     @model_validator(mode="after")
-    def _anonymous_is_stricter(self) -> LimitsSettings:
+    def _anonymous_is_stricter(self) -> "LimitsSettings":
         smallest = min(("reads", self.reads), ("calls", self.calls), ("lists", self.lists), key=lambda p: p[1])
         if self.anonymous > smallest[1]:
             raise ValueError(
@@ -123,7 +121,7 @@ class AdminSettings(BaseModel):
     when it trusts more than one, since a subject is unique only within its issuer."""
 
     @model_validator(mode="after")
-    def _someone(self) -> AdminSettings:
+    def _someone(self) -> "AdminSettings":
         if self.token_env is None and not self.subjects:
             raise ValueError(
                 "[server.admin] names no one who may reload: set token_env (a variable holding a token) "
@@ -157,7 +155,7 @@ class TasksSettings(BaseModel):
     ended tasks of anyone are dropped first. At least ``max_ended_bytes_per_subject``."""
 
     @model_validator(mode="after")
-    def _per_subject_within_total(self) -> TasksSettings:
+    def _per_subject_within_total(self) -> "TasksSettings":
         if self.max_ended_bytes_per_subject > self.max_ended_bytes:
             raise ValueError(
                 f"[server.tasks] max_ended_bytes_per_subject ({self.max_ended_bytes_per_subject}) is more than "

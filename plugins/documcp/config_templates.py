@@ -18,8 +18,6 @@ Unlike DocuMCP, which routed every ``documcp://templates/...`` URI by its last p
 the declared URIs exist: anything else is answered -32602 by the core's router.
 """
 
-from __future__ import annotations
-
 import re
 from collections.abc import Mapping, Sequence
 from functools import cache

@@ -13,8 +13,6 @@ Sources:
   documentation, linked in :attr:`SSG.docs_url`.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Any, Final, Literal, get_args
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema

@@ -8,8 +8,6 @@ for each step whether this server provides its tool, computed from :data:`TOOLS`
 together means that claim holds whenever the workflows are served.
 """
 
-from __future__ import annotations
-
 import re
 from collections.abc import Callable, Sequence
 from typing import Final, Literal

@@ -18,10 +18,9 @@ drift from the workflow it describes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Final
-
-import yaml
 
 from mcp_providers.plugins.documcp.config_templates import _EXTENSIONS, diataxis_text, template_text
 from mcp_providers.plugins.documcp.icons import ICONS
@@ -58,8 +57,40 @@ def skill_files(content: WorkflowContent, workflow: Workflow, workflow_json: str
     return files
 
 
+_KEY: Final = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
+_TEXT: Final = re.compile("[^\\x00-\\x1f\\x7f-\\x9f\\u2028\\u2029\\ud800-\\udfff\\ufeff\\ufffe\\uffff]*")
+_RESOLVED: Final = frozenset({"yes", "no", "true", "false", "on", "off", "null"})
+
+
+def _frontmatter_text(fields: Mapping[str, str | Mapping[str, str]]) -> str:
+    """``fields`` (texts, and mappings of texts one level deep) as YAML block lines, each text
+    single-quoted: the form :func:`mcp_providers.skills.frontmatter_of` reads without PyYAML.
+    A key or text outside that form (a line break or control character, say) is written by PyYAML.
+    """
+    lines: list[str] = []
+    keys: list[str] = []
+    texts: list[str] = []
+    for key, value in fields.items():
+        pairs = [(key, value)] if isinstance(value, str) else [(f"  {k}", v) for k, v in value.items()]
+        if not isinstance(value, str):
+            lines.append(f"{key}:\n" if value else "\0")  # an empty mapping would read as null
+        lines += [f"{k}: {_quoted(v)}\n" for k, v in pairs]
+        keys += [key, *(k.strip() for k, _ in pairs)]
+        texts += [v for _, v in pairs]
+    simple = all(_KEY.fullmatch(k) and k.lower() not in _RESOLVED for k in keys)
+    if simple and all(_TEXT.fullmatch(t) for t in texts) and "\0" not in lines:
+        return "".join(lines)
+    import yaml  # only for a text the simple form cannot hold: never for the shipped workflows
+
+    return yaml.safe_dump(dict(fields), sort_keys=False, allow_unicode=True, width=1000)
+
+
+def _quoted(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
 def _skill_md(content: WorkflowContent, workflow: Workflow, templates: dict[str, tuple[str, str]]) -> str:
-    frontmatter = {
+    frontmatter: dict[str, str | Mapping[str, str]] = {
         "name": workflow.id,
         "description": f"{workflow.description} Use for: {workflow.use_case}"[:1024],
         "metadata": {
@@ -68,7 +99,7 @@ def _skill_md(content: WorkflowContent, workflow: Workflow, templates: dict[str,
             "resource": f"documcp://workflows/{workflow.id}",
         },
     }
-    head = yaml.safe_dump(frontmatter, sort_keys=False, allow_unicode=True, width=1000)
+    head = _frontmatter_text(frontmatter)
     lines = [f"---\n{head}---", "", f"# {workflow.name}", "", workflow.description, ""]
     lines += [f"Use it for: {workflow.use_case}", ""]
     lines += [f"Complexity: {workflow.complexity}. Estimated time: {workflow.estimated_time}.", ""]

@@ -33,8 +33,6 @@ against the tool's input model when the content loads.
 The content is authored in ``workflows.json`` (package data) and validated by the models here.
 """
 
-from __future__ import annotations
-
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -101,7 +99,7 @@ class Step(BaseModel):
     """Other tools that can stand in for :attr:`tool`."""
 
     @model_validator(mode="after")
-    def _check(self) -> Step:
+    def _check(self) -> "Step":
         for name in (*self.required_inputs, *self.preset_arguments):
             if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", name):
                 raise ValueError(f"step {self.tool}: {name!r} is not an argument name (letters, digits, _)")
@@ -150,7 +148,7 @@ class Workflow(BaseModel):
     steps: tuple[Step, ...] = Field(min_length=1)
 
     @model_validator(mode="after")
-    def _check(self) -> Workflow:
+    def _check(self) -> "Workflow":
         low, high = self.minutes()
         if low > high:
             raise ValueError(f"workflow {self.id}: estimatedTime {self.estimated_time!r} runs backwards")
@@ -209,7 +207,7 @@ class WorkflowContent(BaseModel):
         return data
 
     @model_validator(mode="after")
-    def _check(self) -> WorkflowContent:
+    def _check(self) -> "WorkflowContent":
         for key, workflow in self.workflows.items():
             if key != workflow.id:
                 raise ValueError(f"workflow keyed {key!r} says its id is {workflow.id!r}")

@@ -29,8 +29,6 @@ Example (``tests/openapi/test_openapi_settings.py`` validates it)::
     scope = "tickets:read"                   # resource defaults to the base URL; audience is optional
 """
 
-from __future__ import annotations
-
 import logging
 import os
 import re
@@ -276,7 +274,7 @@ class OpenAPISettings(BaseModel):
         return value
 
     @model_validator(mode="after")
-    def _warn_unset_secrets(self) -> OpenAPISettings:
+    def _warn_unset_secrets(self) -> "OpenAPISettings":
         """Log a warning for each secret variable that is unset: the service still loads, and every
         request to it fails saying so. One set but too short to be masked is refused
         (:func:`~mcp_providers.plugins._masking.checked_secret`; a client id is no secret)."""

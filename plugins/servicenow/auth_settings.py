@@ -5,8 +5,6 @@ for every caller), or ``jwt_bearer`` (each caller as their own ServiceNow user).
 *names* of environment variables, read by :func:`read_secret` when the instance is opened.
 """
 
-from __future__ import annotations
-
 import os
 from typing import Annotated, Any, Literal
 
@@ -84,7 +82,7 @@ class OAuthAuth(BaseModel):
     token_path: str = Field(default="/oauth_token.do", pattern=r"^/[A-Za-z0-9_./-]*$")
 
     @model_validator(mode="after")
-    def _password_grant_has_user(self) -> OAuthAuth:
+    def _password_grant_has_user(self) -> "OAuthAuth":
         if self.grant_type == "password" and (self.username is None or self.password_env is None):
             raise ValueError("grant_type 'password' needs username and password_env")
         return self
@@ -200,7 +198,7 @@ class JwtBearerAuth(IssuerScope):
         return data
 
     @model_validator(mode="after")
-    def _one_client_id(self) -> JwtBearerAuth:
+    def _one_client_id(self) -> "JwtBearerAuth":
         if (self.client_id is None) == (self.client_id_env is None):
             raise ValueError(
                 "jwt_bearer needs exactly one of client_id (the id) and client_id_env (a variable holding it)"

@@ -16,8 +16,6 @@ Every refusal raises :class:`QueryError` (a ``ValueError``) whose message says w
 what is accepted; resources turn it into ``InvalidParams`` (-32602), tools into a tool failure.
 """
 
-from __future__ import annotations
-
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -165,7 +163,7 @@ class Filter(BaseModel):
         return check_field(value)
 
     @model_validator(mode="after")
-    def _value_shape(self) -> Filter:
+    def _value_shape(self) -> "Filter":
         if self.operator in _NO_VALUE:
             if self.value not in (None, "", []):
                 raise QueryError(f"operator {self.operator} takes no value; omit value")

@@ -34,8 +34,6 @@ An instance whose callers each act as their own ServiceNow user has ``jwt_bearer
 (:class:`JwtBearerAuth` shows an example).
 """
 
-from __future__ import annotations
-
 import logging
 import os
 from collections.abc import Sequence
@@ -257,7 +255,7 @@ class ServiceNowSettings(BaseModel):
         ),
     )
 
-    _pool: InstancePool | None = PrivateAttr(default=None)
+    _pool: "InstancePool | None" = PrivateAttr(default=None)
 
     @field_validator("instances")
     @classmethod
@@ -270,7 +268,7 @@ class ServiceNowSettings(BaseModel):
         return value
 
     @model_validator(mode="after")
-    def _warn_unset_secrets(self) -> ServiceNowSettings:
+    def _warn_unset_secrets(self) -> "ServiceNowSettings":
         """Log a warning (``check``, ``plugins`` and ``serve`` all show it) for each secret variable
         that is unset: the plugin still loads, and every request to that instance fails saying so.
         One set but too short to be masked is refused
@@ -296,7 +294,7 @@ class ServiceNowSettings(BaseModel):
         """Configured instance names, in config order."""
         return [i.name for i in self.instances]
 
-    def pool(self) -> InstancePool:
+    def pool(self) -> "InstancePool":
         """The :class:`InstancePool` shared by this plugin's providers (one HTTP client per instance).
 
         Both providers registered for this settings object get the same pool, so an instance

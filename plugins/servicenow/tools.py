@@ -42,8 +42,6 @@ failed and what to do: unknown instance, malformed value, no such record, Servic
 JSON, answers over ``max_response_bytes``. A policy refusal stays a JSON-RPC error (-32003).
 """
 
-from __future__ import annotations
-
 import contextlib
 from collections.abc import AsyncIterator, Sequence
 from typing import Any, Literal
@@ -223,7 +221,7 @@ class _ByIdOrNumber(BaseModel):
     number: str | None = Field(default=None, pattern=NUMBER_PATTERN.pattern, description=_NUMBER_DOC)
 
     @model_validator(mode="after")
-    def _one_key(self) -> _ByIdOrNumber:
+    def _one_key(self) -> "_ByIdOrNumber":
         if (self.sys_id is None) == (self.number is None):
             raise ValueError("give exactly one of sys_id and number")
         return self

@@ -45,8 +45,6 @@ is left out and reported by ``mcp-providers check``) or ``namespace`` (every ``s
 it lists is served as ``<namespace>://scheme/rest``; receipts and audit lines keep its own URI).
 """
 
-from __future__ import annotations
-
 import os
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
@@ -214,7 +212,7 @@ class ServerSettings(BaseModel):
         return value
 
     @model_validator(mode="after")
-    def _one_of_each(self) -> ServerSettings:
+    def _one_of_each(self) -> "ServerSettings":
         if (self.command is None) == (self.url is None):
             raise ValueError(f"upstream {self.name!r}: give exactly one of command (stdio) and url (streamable HTTP)")
         if self.url is not None and (self.args or self.cwd or self.env):
@@ -241,7 +239,7 @@ class ServerSettings(BaseModel):
         return self
 
     @model_validator(mode="after")
-    def _secrets_maskable(self) -> ServerSettings:
+    def _secrets_maskable(self) -> "ServerSettings":
         """A set secret variable (``auth.token_env``, ``auth.client_secret_env``) too short to be
         masked is refused (:func:`~mcp_providers.plugins._masking.checked_secret`); unset ones are
         reported when first read. ``env`` values need not be secrets: short ones are not masked."""
@@ -284,7 +282,7 @@ class UpstreamSettings(BaseModel):
     """The providers made for this settings object (listed once for the three hooks)."""
 
     @model_validator(mode="after")
-    def _distinct(self) -> UpstreamSettings:
+    def _distinct(self) -> "UpstreamSettings":
         names = [s.name for s in self.servers]
         twice = sorted({n for n in names if names.count(n) > 1})
         if twice:

@@ -9,8 +9,6 @@ method's ``effects`` is ``"none"``) and the result must be a JSON object. The ex
 themselves are advertised under ``capabilities.extensions`` (:func:`advertised`).
 """
 
-from __future__ import annotations
-
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -31,7 +29,7 @@ class ExtensionParams(types.RequestParams):
     """What the SDK validates an extension request's params against: ``_meta`` and anything
     else, kept for the method's own model (:meth:`ExtensionCall.route`)."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)  # built at the first extension request
 
 
 Target = tuple[Entry[Extension, ExtensionProvider], ExtensionMethod, Any]

@@ -11,8 +11,6 @@ all (``-32602``), as a skill hidden from the list is. Results carry ``ttlMs``/``
 (``public`` only by the reads' rule, ``custody.shareable``) and ``skills/get`` a receipt over the entry it returns.
 """
 
-from __future__ import annotations
-
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -41,7 +39,7 @@ SKILL_METHODS = ("skills/list", "skills/get", "resources/directory/read")
 class UriParams(types.RequestParams):
     """``{"uri": ..., "cursor"?: ...}`` (``skills/get``, ``resources/directory/read``)."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)  # built at the first such request
     uri: str
     cursor: str | None = None
 

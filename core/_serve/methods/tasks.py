@@ -17,8 +17,6 @@ the replica running it has stopped renewing its lease; one Redis lost with its d
 without persistence) is answered ``-32010`` ``task-lost``, saying so, rather than "not found".
 """
 
-from __future__ import annotations
-
 import hashlib
 import json
 import logging
@@ -33,7 +31,7 @@ import anyio.abc
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from mcp_providers._serve.methods.rounds import InputChannel, checked_answers, wire_request
 from mcp_providers._serve.state.cluster import ClusterUnavailable
@@ -412,6 +410,7 @@ class TaskChannel(InputChannel):
 class TaskParams(types.RequestParams):
     """``tasks/get`` and ``tasks/cancel`` params."""
 
+    model_config = ConfigDict(defer_build=True)  # built at the first tasks/* request, not at start-up
     task_id: str = Field(alias="taskId", min_length=1)
 
 

@@ -2,8 +2,6 @@
 keeping ``max_age`` reads in Redis (sealed with the deployment key) and sharing one upstream read
 among the replicas asking at once."""
 
-from __future__ import annotations
-
 import base64
 import contextlib
 import hashlib
@@ -111,7 +109,7 @@ class SharedReads(Coalescer[Any]):
             await self._backend.call("drop a malformed entry", lambda r: r.delete(entry))
         return content
 
-    async def _lead(self, entry: str, lock: Lock, seconds: float, read: Callable[[], Awaitable[Any]]) -> Any:
+    async def _lead(self, entry: str, lock: "Lock", seconds: float, read: Callable[[], Awaitable[Any]]) -> Any:
         try:
             content = await read()
             if isinstance(content, Content) and not _used_credentials():
@@ -124,14 +122,14 @@ class SharedReads(Coalescer[Any]):
         finally:
             await self._unlock(lock)
 
-    async def _unlock(self, lock: Lock) -> None:
+    async def _unlock(self, lock: "Lock") -> None:
         """Release ``lock`` if it is still this read's (never another replica's, should it have expired)."""
         from redis.exceptions import LockError
 
         with anyio.CancelScope(shield=True), contextlib.suppress(ClusterUnavailable, LockError):
             await self._backend.call("unlock a read", lambda r: lock.release())
 
-    async def _wait(self, entry: str, lock: Lock) -> Content | None:
+    async def _wait(self, entry: str, lock: "Lock") -> Content | None:
         """The entry another replica is reading, once it is there; ``None`` if that read ended without one."""
         while True:
             await anyio.sleep(0.02)
@@ -147,7 +145,7 @@ class SharedReads(Coalescer[Any]):
 class _Entry(BaseModel):
     """A cached read as :func:`_content_to` writes it: every key, each of its own type."""
 
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(extra="forbid", strict=True, defer_build=True)  # [cluster] only
     text: str | None
     blob: str | None
     mime_type: str | None
