@@ -2684,6 +2684,13 @@ CASES += (  # start and stop side by side (round 12 brief U): N hung sources cos
         ),
     ),
     Case(
+        "discovery: an import that needs the main thread is done again there",
+        "core/_host/isolation.py",
+        "        if _needs_main_thread(exc) and threading.current_thread() is threading.main_thread():",
+        "        if False:",
+        ("tests/test_plugin_groups.py::test_a_plugin_whose_import_needs_the_main_thread_is_imported_there",),
+    ),
+    Case(
         "openapi: documents by URL are fetched side by side",
         "plugins/openapi/document.py",
         "        thread.start()\n",

@@ -131,6 +131,25 @@ def test_a_provider_plugin_whose_import_never_ends_is_left_out_by_name_within_th
     assert hung.status == "rejected" and "did not finish within 1 s" in (hung.reason or ""), hung  # type: ignore[attr-defined]
 
 
+MAIN_THREAD_ONLY = {
+    "a signal handler": "import signal\nsignal.signal(signal.SIGUSR2, signal.SIG_IGN)\n",
+    "the thread's event loop": (
+        "import asyncio, warnings\nwith warnings.catch_warnings():\n"
+        "    warnings.simplefilter('ignore', DeprecationWarning)\n    asyncio.get_event_loop()\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("start", MAIN_THREAD_ONLY.values(), ids=MAIN_THREAD_ONLY.keys())
+def test_a_plugin_whose_import_needs_the_main_thread_is_imported_there(site: Path, tmp_path: Path, start: str) -> None:
+    """Tester fifteen: with imports in a thread of their own, a plugin installing a signal handler or
+    asking for the thread's event loop at import was rejected ("signal only works in main thread").
+    Such an import is done again on the main thread, as before imports were bounded."""
+    _install(site, "grp_main", start + PROVIDER)
+    composition = _compose(tmp_path, 'allow = ["grp_main", "policy"]\n[plugins.policy]\n')
+    assert _record(composition, "grp_main").status == "loaded", _record(composition, "grp_main")  # type: ignore[attr-defined]
+
+
 def test_a_provider_plugin_made_for_another_core_is_left_out(site: Path, tmp_path: Path) -> None:
     _install(site, "grp_old", PROVIDER)
     meta = site / "grp_old_dist-0.1.dist-info" / "METADATA"

@@ -2,7 +2,8 @@
 a stdio MCP stream), its failure told in one line, an interrupt re-raised, and its entry point
 loaded only when made for this core, in a thread of its own and within :data:`IMPORT_SECONDS`
 (an import that never ends, or raises ``KeyboardInterrupt`` itself, is that plugin's failure; the
-operator's Ctrl-C still stops start-up: it reaches the main thread, which only waits)."""
+operator's Ctrl-C still stops start-up: it reaches the main thread, which only waits). An import
+that needs the main thread (a signal handler, the thread's event loop) is done again there."""
 
 from __future__ import annotations
 
@@ -125,7 +126,25 @@ def _bounded(load: Callable[[], object], name: str) -> object:
         )
     if failed:
         exc = failed[0]
+        if _needs_main_thread(exc) and threading.current_thread() is threading.main_thread():
+            return load()  # as imports ran before they were bounded: on this thread, unbounded
         if isinstance(exc, Exception):
             raise exc
         raise ImportFailed(f"its import raised {one_line(exc)}") from exc
     return done[0]
+
+
+_MAIN_THREAD_ONLY = frozenset({"signal", "asyncio.events"})
+"""Modules whose calls refuse a thread other than the main one: ``signal.signal`` ("signal only
+works in main thread") and ``asyncio.get_event_loop`` (no current event loop in the thread)."""
+
+
+def _needs_main_thread(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised by one of :data:`_MAIN_THREAD_ONLY`'s calls, which would have
+    worked on the main thread."""
+    if not isinstance(exc, ValueError | RuntimeError) or exc.__traceback__ is None:
+        return False
+    tb = exc.__traceback__
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb.tb_frame.f_globals.get("__name__") in _MAIN_THREAD_ONLY
