@@ -2589,8 +2589,8 @@ CASES += (  # start and stop side by side (round 12 brief U): N hung sources cos
     Case(
         "watch: resources/subscribe's not-found hint names only what the caller may list",
         "core/_serve/methods/watch_methods.py",
-        "return self._hub.watchable(params.uri, exchange.gate.listable), params.uri",
-        "return self._hub.watchable(params.uri, None), params.uri",
+        "return self._hub.locate(params.uri, exchange.gate.listable), params.uri",
+        "return self._hub.locate(params.uri, None), params.uri",
         (
             "tests/test_watch_hints.py::test_a_watch_of_an_unknown_uri_names_only_what_the_caller_may_list[legacy-subscribe_resource]",
         ),
@@ -2607,8 +2607,8 @@ CASES += (  # start and stop side by side (round 12 brief U): N hung sources cos
     Case(
         "watch: subscriptions/listen's not-found hint names only what the caller may list",
         "core/_serve/methods/watch_methods.py",
-        "[(self._hub.watchable(uri, exchange.gate.listable), uri) for uri in uris]",
-        "[(self._hub.watchable(uri, None), uri) for uri in uris]",
+        "[(self._hub.locate(uri, exchange.gate.listable), uri) for uri in uris]",
+        "[(self._hub.locate(uri, None), uri) for uri in uris]",
         ("tests/test_watch_hints.py::test_a_watch_of_an_unknown_uri_names_only_what_the_caller_may_list[auto-listen]",),
     ),
     Case(
@@ -2689,6 +2689,23 @@ CASES += (  # start and stop side by side (round 12 brief U): N hung sources cos
         "        if _needs_main_thread(exc) and threading.current_thread() is threading.main_thread():",
         "        if False:",
         ("tests/test_plugin_groups.py::test_a_plugin_whose_import_needs_the_main_thread_is_imported_there",),
+    ),
+    Case(
+        "completion: a template's variables are judged after the gate",
+        "core/_serve/methods/completion.py",
+        '        exchange.gate.require("complete", target.ref)\n        argument = target.request.argument\n',
+        "        argument = target.request.argument\n",
+        ("tests/test_watch_hints.py::test_a_completion_of_a_denied_template_names_none_of_its_variables",),
+    ),
+    Case(
+        "watch: whether a resource may be watched is judged after the gate",
+        "core/_serve/methods/watch_methods.py",
+        '        exchange.gate.require_route("subscribe", *target)\n'
+        '        exchange.gate.require_route("read", *target)',
+        '        self._hub.require_watchable(*target)\n        exchange.gate.require_route("read", *target)',
+        (
+            "tests/test_watch_hints.py::test_a_denied_resource_is_denied_before_anything_is_said_of_how_it_is_kept[legacy-subscribe_resource]",
+        ),
     ),
     Case(
         "openapi: documents by URL are fetched side by side",

@@ -104,3 +104,67 @@ async def test_a_denied_prompts_arguments_are_named_to_no_one(arguments: dict[st
         with pytest.raises(MCPError) as invalid:
             await client.get_prompt("plan", arguments)
         assert invalid.value.code == -32602 and "codename" in invalid.value.message
+
+
+STILL = "hint://still"
+
+
+class Mixed(Ticks):
+    def resources(self) -> Sequence[Resource]:
+        return [*super().resources(), Resource(uri=STILL, name="still", mime_type="text/plain")]
+
+    def templates(self) -> Sequence[Any]:
+        from mcp_providers import ResourceTemplate
+
+        return [ResourceTemplate(uri_template="hint://books/{name}", name="book", mime_type="text/plain")]
+
+
+class MixedPlugin:
+    @hookimpl
+    def register_resource_providers(self, settings: Any) -> Sequence[ResourceProvider]:
+        return [Mixed()]
+
+
+@pytest.mark.parametrize(("mode", "method"), [("legacy", "subscribe_resource"), ("auto", "listen")])
+async def test_a_denied_resource_is_denied_before_anything_is_said_of_how_it_is_kept(mode: str, method: str) -> None:
+    """Tester fifteen: a watch of a denied resource that is not live answered "cannot be watched:
+    provider 'ticks' does not declare it live", naming its provider and how it is kept. The gate
+    now decides first; a caller who may read it still hears why it cannot be watched."""
+    policy = MutablePolicy()
+    policy.denied.add(("read", STILL))
+    composition = compose({"ticks": MixedPlugin(), "policy": policy})
+    async with Client(composition.server, mode=mode, cache=None) as client:  # type: ignore[arg-type]
+        with pytest.raises(MCPError) as denied:
+            if method == "listen":
+                async with client.listen(resource_subscriptions=[STILL]):
+                    pass
+            else:
+                await client.subscribe_resource(STILL)
+        assert denied.value.code == -32003 and "live" not in denied.value.message, denied.value.message
+        policy.denied.clear()
+        with pytest.raises(MCPError) as still:
+            if method == "listen":
+                async with client.listen(resource_subscriptions=[STILL]):
+                    pass
+            else:
+                await client.subscribe_resource(STILL)
+        assert still.value.code == -32602 and "cannot be watched" in still.value.message
+
+
+async def test_a_completion_of_a_denied_template_names_none_of_its_variables() -> None:
+    """Tester fifteen: completion/complete named a denied template's variables ("has no variable
+    'zzz'; it has: name") before the gate; now the gate decides first."""
+    import mcp_types as types
+
+    policy = MutablePolicy()
+    policy.denied.add(("complete", "hint://books/{name}"))
+    composition = compose({"ticks": MixedPlugin(), "policy": policy})
+    ref = types.ResourceTemplateReference(type="ref/resource", uri="hint://books/{name}")
+    async with Client(composition.server, mode="auto", cache=None) as client:  # type: ignore[arg-type]
+        with pytest.raises(MCPError) as denied:
+            await client.complete(ref, {"name": "zzz", "value": ""})
+        assert denied.value.code == -32003 and "it has" not in denied.value.message
+        policy.denied.clear()
+        with pytest.raises(MCPError) as unknown:
+            await client.complete(ref, {"name": "zzz", "value": ""})
+        assert unknown.value.code == -32602 and "it has: name" in unknown.value.message

@@ -44,6 +44,8 @@ class Completing:
     """The URI of the chosen scope (template expanded with the chosen values), or ``None``."""
     names: Callable[[str], str | None]
     """Value -> the URI it would name (``None`` when it names none)."""
+    variables: frozenset[str] | None = None
+    """A template's variables (those it declares completions for too); ``None`` for a prompt."""
 
 
 class Complete:
@@ -73,17 +75,11 @@ class Complete:
                 f"No resource template {uri_template[:200]!r}; see resources/templates/list", data={"uri": uri_template}
             )
         template = UriTemplate.parse(uri_template)
-        variables = entry.declaration.completions.keys() | set(template.variable_names)
-        if request.argument not in variables:
-            raise InvalidParams(
-                f"Template {uri_template} has no variable {request.argument[:100]!r}; "
-                f"it has: {', '.join(sorted(variables))}"
-            )
+        variables = frozenset(entry.declaration.completions.keys() | set(template.variable_names))
         chosen = {k: v for k, v in request.context.items() if k in template.variable_names and k != request.argument}
         scope = template.expand(chosen) if chosen else None
-        return Completing(
-            uri_template, entry, request, scope, lambda v: template.expand({**chosen, request.argument: v})
-        )
+        names = lambda v: template.expand({**chosen, request.argument: v})  # noqa: E731
+        return Completing(uri_template, entry, request, scope, names, variables)
 
     def _prompt(self, name: str, request: CompletionRequest) -> Completing:
         entry = self._catalog.prompt(name)
@@ -95,7 +91,15 @@ class Complete:
         )
 
     def authorize(self, exchange: Exchange, target: Completing) -> None:
+        """``complete`` on the template or prompt first: only a caller who may complete it hears
+        which variables it has."""
         exchange.gate.require("complete", target.ref)
+        argument = target.request.argument
+        if target.variables is not None and argument not in target.variables:
+            raise InvalidParams(
+                f"Template {target.ref} has no variable {argument[:100]!r}; "
+                f"it has: {', '.join(sorted(target.variables))}"
+            )
         if target.scope is not None:
             require_uri(exchange.gate, self._catalog, "read", target.scope)
 

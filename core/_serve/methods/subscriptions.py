@@ -229,14 +229,19 @@ class SubscriptionHub:
             )
         return uri
 
-    def watchable(self, uri: str, visible: Callable[[str], bool] | None) -> Route:
-        """Where ``uri`` goes, if it is a watchable resource of this composition; ``visible``: what
-        the caller may list (a not-found message names nothing else, :meth:`Catalog.route`).
+    def locate(self, uri: str, visible: Callable[[str], bool] | None) -> Route:
+        """Where ``uri`` goes; ``visible``: what the caller may list (a not-found message names
+        nothing else, :meth:`Catalog.route`). Whether it may be watched is asked after the gate
+        (:meth:`require_watchable`), so a caller denied it learns nothing of how it is kept.
 
         :raises NotFound: nothing serves ``uri``.
-        :raises InvalidParams: too long, not declared live and subscribable, or refused by the provider.
+        :raises InvalidParams: too long or malformed.
         """
-        route = self.catalog.route(self.check_uri(uri), visible)
+        return self.catalog.route(self.check_uri(uri), visible)
+
+    def require_watchable(self, route: Route, uri: str) -> None:
+        """:raises InvalidParams: ``uri`` (routed to ``route``) is not declared live and
+        subscribable, or its provider refuses the watch."""
         freshness = route.declaration.freshness
         if not freshness.watchable:
             why = "does not declare it live" if freshness.kind != "live" else "publishes no changes to it"
@@ -247,7 +252,6 @@ class SubscriptionHub:
         route.provider.check_watch(route.declaration, route.params or {})  # its own dict, not the shared NO_PARAMS
         # with the cluster bus down a watch still starts: it hears this replica's updates, and every
         # watched URI is re-announced when the bus is back (.state.outage)
-        return route
 
     async def publish(self, uri: str) -> None:
         await self.bus.publish(ResourceUpdated(uri=uri))

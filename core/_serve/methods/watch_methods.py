@@ -26,11 +26,12 @@ class Subscribe:
 
     def route(self, exchange: Exchange, params: types.SubscribeRequestParams) -> tuple[Route, str]:
         exchange.target = params.uri[:256]  # the audit line never carries an oversized URI
-        return self._hub.watchable(params.uri, exchange.gate.listable), params.uri
+        return self._hub.locate(params.uri, exchange.gate.listable), params.uri
 
     def authorize(self, exchange: Exchange, target: tuple[Route, str]) -> None:
         exchange.gate.require_route("subscribe", *target)
         exchange.gate.require_route("read", *target)  # watch only what the caller may read
+        self._hub.require_watchable(*target)  # after the gate: a denied caller learns nothing of it
 
     async def invoke(self, exchange: Exchange, target: tuple[Route, str]) -> None:
         self._hub.subscribe(exchange.ctx.session, exchange.principal, target[0].canonical)
@@ -85,12 +86,14 @@ class Listen:
         uris = list(params.notifications.resource_subscriptions or ())
         exchange.target = ",".join(uris)[:1024]
         self._hub.check_listen(uris)
-        return params, [(self._hub.watchable(uri, exchange.gate.listable), uri) for uri in uris]
+        return params, [(self._hub.locate(uri, exchange.gate.listable), uri) for uri in uris]
 
     def authorize(self, exchange: Exchange, target: Any) -> None:
         for route, uri in target[1]:
             exchange.gate.require_route("subscribe", route, uri)
             exchange.gate.require_route("read", route, uri)
+        for route, uri in target[1]:  # after the gate: a denied caller learns nothing of how it is kept
+            self._hub.require_watchable(route, uri)
 
     async def invoke(self, exchange: Exchange, target: Any) -> types.SubscriptionsListenResult:
         return await self._hub.listen(exchange.ctx, target[0], exchange.principal)
