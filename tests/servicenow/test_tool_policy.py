@@ -74,8 +74,9 @@ async def test_a_rule_on_prod_holds_however_the_uri_is_spelled(
         with pytest.raises(MCPError) as watch:
             async with client.listen(resource_subscriptions=[uri]):
                 pass
-        # info is live but announces no change: watching it is refused before any policy is asked
-        assert watch.value.code == (-32602 if uri.endswith("/info") else -32003)
+        # the policy is asked first: a caller denied info learns nothing of how it is kept (it is live
+        # but announces no change, which a caller who may read it is told)
+        assert watch.value.code == -32003
         assert (await client.read_resource("servicenow://dev/incidents")).contents
     assert prod_emulator.table_requests() == []
 
