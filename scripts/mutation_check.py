@@ -2708,6 +2708,13 @@ CASES += (  # start and stop side by side (round 12 brief U): N hung sources cos
         ),
     ),
     Case(
+        "wire: a progress message reaches only sessions whose version defines it",
+        "core/_serve/methods/channel.py",
+        "        if version and version < PROGRESS_MESSAGE_SINCE:\n            message = None\n",
+        "",
+        ("tests/test_wire_versions.py::test_progress_notifications_fit_the_negotiated_version[2024-11-05]",),
+    ),
+    Case(
         "openapi: documents by URL are fetched side by side",
         "plugins/openapi/document.py",
         "        thread.start()\n",

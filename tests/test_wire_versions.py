@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from wire_support import Guides, Shapes, plugin, raw_session
 
+from mcp_providers.plugin import Context, Plugin
 from mcp_providers.testing import compose
 
 pytestmark = pytest.mark.anyio
@@ -179,3 +180,23 @@ def test_shape_leaves_what_it_was_given_as_it_was(older: str) -> None:
         assert [list(v) if isinstance(v, list) else v for v in vars(result).values()] == parts
         changed.append(shaped.model_dump(by_alias=True) != before)
     assert changed[0]  # the tool's icons at least were shaped away for the older version
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+async def test_progress_notifications_fit_the_negotiated_version(version: str) -> None:
+    """Tester fifteen: a 2024-11-05 session got ``notifications/progress`` with ``message``, which
+    that version does not define (it came with 2025-03-26)."""
+    plugin = Plugin("steps")
+
+    @plugin.tool()
+    async def step(ctx: Context) -> str:
+        """Reports progress once."""
+        await ctx.progress(1, 2, "half way")
+        return "done"
+
+    async with raw_session(compose({"steps": plugin}), version) as (session, _):
+        params = {"name": "step", "arguments": {}, "_meta": {"progressToken": "p1"}}
+        assert (await session.request("tools/call", params))["result"]["content"][0]["text"] == "done"
+    (note,) = [n for n in session.notifications if n["method"] == "notifications/progress"]
+    assert note["params"]["progress"] == 1 and note["params"]["total"] == 2
+    assert ("message" in note["params"]) is (version >= "2025-03-26"), note

@@ -134,6 +134,8 @@ class RawSession:
 
     def __init__(self, send: Any, receive: Any) -> None:
         self._send, self._receive, self._next = send, receive, 0
+        self.notifications: list[dict[str, Any]] = []
+        """Every notification received while waiting for an answer, in order."""
 
     async def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         import mcp_types as types
@@ -149,6 +151,8 @@ class RawSession:
             answer = item.message.model_dump(by_alias=True, exclude_unset=True, mode="json")
             if answer.get("id") == self._next:
                 return answer
+            if "id" not in answer:
+                self.notifications.append(answer)
 
     async def notify(self, method: str) -> None:
         import mcp_types as types

@@ -25,6 +25,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning, NoBackChannelError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_providers._serve.seams import connection_of
+from mcp_providers._serve.steps.wire import PROGRESS_MESSAGE_SINCE
 from mcp_providers.errors import ToolFailure
 from mcp_providers.providers import LOG_LEVELS, ClientChannel, Elicited, LogLevel, Sampled
 
@@ -62,7 +63,11 @@ class SessionChannel(ClientChannel):
             return None
 
     async def progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
-        """Send ``notifications/progress`` if the client asked for progress on this call."""
+        """Send ``notifications/progress`` if the client asked for progress on this call (its
+        ``message`` only to a session whose version defines it: 2025-03-26 and later)."""
+        version = str(getattr(self._ctx, "protocol_version", "") or "")
+        if version and version < PROGRESS_MESSAGE_SINCE:
+            message = None
         await self._ctx.session.report_progress(progress, total, message)
 
     async def log(self, level: LogLevel, data: Any, logger: str | None = None) -> None:

@@ -35,6 +35,8 @@ R = TypeVar("R")
 
 AUDIO_SINCE = "2025-03-26"
 """The first protocol version with audio content, tool annotations and the completions capability."""
+PROGRESS_MESSAGE_SINCE = AUDIO_SINCE
+"""The first protocol version whose ``notifications/progress`` carries a ``message``."""
 RESOURCE_LINK_SINCE = "2025-06-18"
 """The first protocol version with ``resource_link`` blocks, ``structuredContent``/``outputSchema``,
 ``title`` fields, ``_meta`` on list items and content, and ``annotations.lastModified``."""
