@@ -2623,7 +2623,7 @@ CASES += (  # start and stop side by side (round 12 brief U): N hung sources cos
     Case(
         "http: a header that may be sent once is refused when sent twice",
         "core/_serve/transport/http_inbound.py",
-        "            if name in seen:\n",
+        "            if name in SINGLE_HEADERS:\n",
         "            if False:\n",
         (
             "tests/test_http_repeated_headers.py::"
@@ -2713,6 +2713,20 @@ CASES += (  # start and stop side by side (round 12 brief U): N hung sources cos
         "        if version and version < PROGRESS_MESSAGE_SINCE:\n            message = None\n",
         "",
         ("tests/test_wire_versions.py::test_progress_notifications_fit_the_negotiated_version[2024-11-05]",),
+    ),
+    Case(
+        "http: a list header's lines are read as one by every layer",
+        "core/_serve/transport/http_inbound.py",
+        'return ({**scope, "headers": _joined(scope["headers"])} if repeated else scope), None',
+        "return scope, None",
+        ("tests/test_http_repeated_headers.py::test_a_list_header_sent_as_two_lines_is_read_as_one_by_every_layer",),
+    ),
+    Case(
+        "http: an empty protocol version header is refused",
+        "core/_serve/transport/http_inbound.py",
+        'if name == b"mcp-protocol-version" and not value.strip():',
+        "if False:",
+        ("tests/test_http_repeated_headers.py::test_an_empty_protocol_version_header_is_refused_naming_it",),
     ),
     Case(
         "openapi: documents by URL are fetched side by side",

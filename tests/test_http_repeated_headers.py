@@ -73,10 +73,24 @@ def test_two_host_lines_are_refused_before_any_layer_reads_them() -> None:
         assert status == 400
 
 
-def test_a_list_header_sent_as_two_lines_is_not_refused_as_repeated() -> None:
-    """``Accept`` is a list: two lines mean what one comma-joined line means (RFC 9110 section 5.3)."""
+def test_a_list_header_sent_as_two_lines_is_read_as_one_by_every_layer() -> None:
+    """``Accept`` is a list: two lines mean what one comma-joined line means (RFC 9110 section 5.3).
+    Tester fifteen: our check read the last line and the SDK's the first, so ``text/html`` first
+    was refused by one and served by the other. Both orders are now served alike."""
+    with served(json_response=True, stateless=True) as port:
+        host = ("host", f"127.0.0.1:{port}")
+        base = [host, ("content-type", "application/json"), ("mcp-protocol-version", "2025-11-25")]
+        accepts = [("accept", "text/html"), ("accept", "application/json, text/event-stream")]
+        answers = [_raw(port, "/mcp", [*base, *order], PING) for order in (accepts, accepts[::-1])]
+        assert [status for status, _ in answers] == [200, 200], answers
+        broken = [_raw(port, "/mcp", [*base, *order], b"{") for order in (accepts, accepts[::-1])]
+        assert [status for status, _ in broken] == [400, 400] and all(b"-32700" in body for _, body in broken)
+
+
+def test_an_empty_protocol_version_header_is_refused_naming_it() -> None:
+    """Tester fifteen: an empty MCP-Protocol-Version was read as no header by our transport and as a
+    version by the SDK's."""
     with served(json_response=True) as port:
-        lines = [("host", f"127.0.0.1:{port}"), ("content-type", "application/json"),
-                 ("accept", "application/json"), ("accept", "text/event-stream")]  # fmt: skip
-        status, body = _raw(port, "/mcp", [*lines, ("mcp-protocol-version", "2026-07-28")], PING)
-        assert status != 400 or b"once" not in body, body
+        lines = [("host", f"127.0.0.1:{port}"), *JSON_HEADERS.items(), ("mcp-protocol-version", "")]
+        status, body = _raw(port, "/mcp", lines, PING)
+        assert status == 400 and b"MCP-Protocol-Version header is empty" in body, (status, body)

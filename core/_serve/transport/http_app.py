@@ -84,10 +84,10 @@ from mcp_providers._serve.transport.http_cancel import (
 from mcp_providers._serve.transport.http_inbound import (
     Held,
     headers_of,
+    inbound_headers,
     post_refusal,
     progress_token_of,
     read_body,
-    repeated_header,
     replaying,
     route_path,
     send_json,
@@ -162,9 +162,11 @@ class HttpApp:
         self._endpoint = BearerGate(self._serve, self.auth, self.path) if self.auth is not None else self._serve
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and (repeated := repeated_header(scope)) is not None:
-            await send_json(send, 400, repeated)  # before any layer reads one of its copies
-            return
+        if scope["type"] == "http":
+            scope, refused_headers = inbound_headers(scope)  # before any layer reads one of their copies
+            if refused_headers is not None:
+                await send_json(send, 400, refused_headers)
+                return
         beside = scope["type"] == "http" and route_path(scope) != self.path
         if beside and (refused := await rebinding_refusal(self.security, Request(scope))) is not None:
             await refused(scope, receive, send)  # every route has the MCP path's Host/Origin policy

@@ -48,18 +48,38 @@ section 3.2 for ``Host``). Layers that read a header differently (the first line
 joined) would otherwise judge one request as different ones."""
 
 
-def repeated_header(scope: Scope) -> bytes | None:
-    """The 400 body for a request carrying one of :data:`SINGLE_HEADERS` more than once, else ``None``."""
+def inbound_headers(scope: Scope) -> tuple[Scope, bytes | None]:
+    """``(scope, refusal)``: the request's headers as every layer will read them, or the 400 body
+    refusing them.
+
+    Refused: one of :data:`SINGLE_HEADERS` sent more than once, or an empty
+    ``MCP-Protocol-Version`` (one layer would read it as absent, another as a version). Any other
+    header sent more than once is a list (RFC 9110 section 5.3): its lines become one, joined with
+    ", " (``Cookie``: "; "), so no layer reads only its first or last line. ``scope`` is returned
+    as it was when nothing repeats.
+    """
     seen: set[bytes] = set()
-    for name, _ in scope["headers"]:
-        if name in SINGLE_HEADERS:
-            if name in seen:
+    repeated = False
+    for name, value in scope["headers"]:
+        if name in seen:
+            if name in SINGLE_HEADERS:
                 shown = name.decode("latin-1")
-                return error_body(
+                return scope, error_body(
                     types.INVALID_REQUEST, f"Bad Request: the {shown} header was sent more than once; send it once"
                 )
-            seen.add(name)
-    return None
+            repeated = True
+        seen.add(name)
+        if name == b"mcp-protocol-version" and not value.strip():
+            message = "Bad Request: the MCP-Protocol-Version header is empty; send a protocol version or no header"
+            return scope, error_body(types.INVALID_REQUEST, message)
+    return ({**scope, "headers": _joined(scope["headers"])} if repeated else scope), None
+
+
+def _joined(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    lines: dict[bytes, list[bytes]] = {}
+    for name, value in headers:
+        lines.setdefault(name, []).append(value)
+    return [(name, (b"; " if name == b"cookie" else b", ").join(values)) for name, values in lines.items()]
 
 
 async def read_body(receive: Receive, limit: int) -> bytes | None:
