@@ -43,6 +43,10 @@ class MadeForAnotherCore(Exception):
 IMPORT_SECONDS = 60.0
 """How long one plugin's import may take before it is left out (seconds)."""
 
+_finished: set[str] = set()
+"""Modules of entry points whose import finished here: loading one again runs no plugin code (one
+still being imported by a thread left behind is not among them, so nothing waits on its lock)."""
+
 
 class ImportFailed(Exception):
     """A plugin's import did not end within :data:`IMPORT_SECONDS`, or raised a ``BaseException``
@@ -63,7 +67,11 @@ def guarded_load(ep: importlib.metadata.EntryPoint) -> Callable[[], object]:
         problem = plugin_core_problem(ep.dist) if ep.dist is not None else None
         if problem is not None:
             raise MadeForAnotherCore(problem)
-        return _bounded(ep.load, ep.name)
+        if ep.module in _finished:  # imported before (a reload, another name): nothing runs again
+            return ep.load()
+        loaded = _bounded(ep.load, ep.name)
+        _finished.add(ep.module)
+        return loaded
 
     return load
 
