@@ -160,12 +160,19 @@ def serve_process(env: dict[str, str], log: Path, *args: str) -> Iterator[tuple[
 
 
 def request(
-    port: int, method: str, body: bytes = b"", headers: dict[str, str] | None = None, path: str = "/mcp",
-    timeout: float = 10,
+    port: int, method: str, body: bytes = b"", headers: dict[str, str] | list[tuple[str, str]] | None = None,
+    path: str = "/mcp", timeout: float = 10,
 ) -> tuple[int, dict[str, str], bytes]:  # fmt: skip
-    """One HTTP/1.1 request on a fresh socket, read to the end; (status, headers, body)."""
-    hdrs = {"host": f"127.0.0.1:{port}", "content-length": str(len(body)), "connection": "close", **(headers or {})}
-    raw = f"{method} {path} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in hdrs.items() if v) + "\r\n"
+    """One HTTP/1.1 request on a fresh socket, read to the end; (status, headers, body). ``headers``
+    as a list of pairs is sent line by line as given (a name may repeat, an empty value is sent)."""
+    if isinstance(headers, list):
+        given = {k for k, _ in headers}
+        defaults = {"host": f"127.0.0.1:{port}", "content-length": str(len(body)), "connection": "close"}
+        lines = [*((k, v) for k, v in defaults.items() if k not in given), *headers]
+    else:
+        hdrs = {"host": f"127.0.0.1:{port}", "content-length": str(len(body)), "connection": "close", **(headers or {})}
+        lines = [(k, v) for k, v in hdrs.items() if v]
+    raw = f"{method} {path} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in lines) + "\r\n"
     with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
         s.sendall(raw.encode() + body)
         data = b""

@@ -9,10 +9,9 @@ header is refused with a 400 naming it, on the MCP path and beside it, served as
 from __future__ import annotations
 
 import json
-import socket
 
 import pytest
-from serve_support import JSON_HEADERS, initialize, served
+from serve_support import JSON_HEADERS, initialize, request, served
 
 pytestmark = pytest.mark.slow
 
@@ -20,15 +19,8 @@ PING = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode()
 
 
 def _raw(port: int, path: str, lines: list[tuple[str, str]], body: bytes = b"") -> tuple[int, bytes]:
-    head = f"POST {path} HTTP/1.1\r\n" if body else f"GET {path} HTTP/1.1\r\n"
-    head += "".join(f"{k}: {v}\r\n" for k, v in lines) + f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
-        s.sendall(head.encode() + body)
-        data = b""
-        while chunk := s.recv(65536):
-            data += chunk
-    status_line, _, rest = data.partition(b"\r\n")
-    return int(status_line.split()[1]), rest.partition(b"\r\n\r\n")[2]
+    status, _, answer = request(port, "POST" if body else "GET", body, lines, path=path)
+    return status, answer
 
 
 SINGLE = {

@@ -40,14 +40,15 @@ class Plugin:
         return [Ticks()]
 
 
-async def _message(client: Any, method: str) -> str:
-    with pytest.raises(MCPError) as missing:
+async def _refused(client: Any, method: str, uri: str) -> MCPError:
+    """The error ``method`` (a client method's name, or ``listen``) answers for ``uri``."""
+    with pytest.raises(MCPError) as refused:
         if method == "listen":
-            async with client.listen(resource_subscriptions=[UNKNOWN]):
+            async with client.listen(resource_subscriptions=[uri]):
                 pass
         else:
-            await getattr(client, method)(UNKNOWN)
-    return missing.value.message
+            await getattr(client, method)(uri)
+    return refused.value
 
 
 @pytest.mark.parametrize(
@@ -65,7 +66,7 @@ async def test_a_watch_of_an_unknown_uri_names_only_what_the_caller_may_list(mod
     policy.denied.add(("list", HIDDEN))
     composition = compose({"ticks": Plugin(), "policy": policy})
     async with Client(composition.server, mode=mode, cache=None) as client:  # type: ignore[arg-type]
-        message = await _message(client, method)
+        message = (await _refused(client, method, UNKNOWN)).message
     assert HIDDEN not in message, message
     assert SHOWN in message, message  # the hint itself still helps: what the caller may list is named
 
@@ -134,21 +135,11 @@ async def test_a_denied_resource_is_denied_before_anything_is_said_of_how_it_is_
     policy.denied.add(("read", STILL))
     composition = compose({"ticks": MixedPlugin(), "policy": policy})
     async with Client(composition.server, mode=mode, cache=None) as client:  # type: ignore[arg-type]
-        with pytest.raises(MCPError) as denied:
-            if method == "listen":
-                async with client.listen(resource_subscriptions=[STILL]):
-                    pass
-            else:
-                await client.subscribe_resource(STILL)
-        assert denied.value.code == -32003 and "live" not in denied.value.message, denied.value.message
+        denied = await _refused(client, method, STILL)
+        assert denied.code == -32003 and "live" not in denied.message, denied.message
         policy.denied.clear()
-        with pytest.raises(MCPError) as still:
-            if method == "listen":
-                async with client.listen(resource_subscriptions=[STILL]):
-                    pass
-            else:
-                await client.subscribe_resource(STILL)
-        assert still.value.code == -32602 and "cannot be watched" in still.value.message
+        still = await _refused(client, method, STILL)
+        assert still.code == -32602 and "cannot be watched" in still.message
 
 
 async def test_a_completion_of_a_denied_template_names_none_of_its_variables() -> None:
