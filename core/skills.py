@@ -129,6 +129,8 @@ _SIMPLE_LINE = re.compile(f"(  )?({_WORD}):(?: ({_QUOTED}|{_PLAIN}))?\n")
 plain key, and a single-quoted or plain value of printable characters that YAML reads as the same
 text (no tab, no line break of YAML 1.1's, no ``: `` or `` #`` in a plain value, none at its end),
 or no value (a mapping follows)."""
+_MAX_SIMPLE_KEY = 1024
+"""PyYAML refuses an implicit key longer than this (characters); such a line is left to it."""
 _RESOLVED_WORDS = frozenset({"yes", "no", "true", "false", "on", "off", "null"})
 """Plain words PyYAML reads as something other than text (YAML 1.1 booleans, null), in any case;
 every other plain scalar starting with a letter is text to its resolvers."""
@@ -147,7 +149,7 @@ def _simple_frontmatter(lines: Sequence[str]) -> dict[str, Any] | None:
         if match is None:
             return None
         indent, key, value = match.groups()
-        if key.lower() in _RESOLVED_WORDS or (value or "").lower() in _RESOLVED_WORDS:
+        if len(key) > _MAX_SIMPLE_KEY or key.lower() in _RESOLVED_WORDS or (value or "").lower() in _RESOLVED_WORDS:
             return None
         if indent is None and nested == {}:  # a `key:` with nothing under it: null to YAML
             return None

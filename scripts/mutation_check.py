@@ -2684,11 +2684,21 @@ CASES += (  # start and stop side by side (round 12 brief U): N hung sources cos
         ),
     ),
     Case(
-        "discovery: an import that needs the main thread is done again there",
+        "discovery: an import that needs the main thread is told where to do it",
         "core/_host/isolation.py",
-        "        if _needs_main_thread(exc) and threading.current_thread() is threading.main_thread():",
+        "        if isinstance(exc, ValueError | RuntimeError) and any(w in str(exc) for w in _MAIN_THREAD_WORDS):",
         "        if False:",
-        ("tests/test_plugin_groups.py::test_a_plugin_whose_import_needs_the_main_thread_is_imported_there",),
+        (
+            "tests/test_plugin_groups.py::test_a_plugin_whose_import_needs_the_main_thread_is_left_out_saying_where_to_do_it"
+            "[a signal handler]",
+        ),
+    ),
+    Case(
+        "discovery: only a plain attribute of a module imported here skips the bounded import",
+        "core/_host/isolation.py",
+        '    if module is None or not attr or "." in attr or attr not in vars(module):',
+        "    if module is None:",
+        ("tests/test_plugin_groups.py::test_a_second_entry_point_of_an_imported_module_runs_no_unbounded_plugin_code",),
     ),
     Case(
         "completion: a template's variables are judged after the gate",
@@ -2727,6 +2737,13 @@ CASES += (  # start and stop side by side (round 12 brief U): N hung sources cos
         'if name == b"mcp-protocol-version" and not value.strip():',
         "if False:",
         ("tests/test_http_repeated_headers.py::test_an_empty_protocol_version_header_is_refused_naming_it",),
+    ),
+    Case(
+        "skills: a frontmatter key longer than PyYAML takes is left to it",
+        "core/skills.py",
+        "        if len(key) > _MAX_SIMPLE_KEY or key.lower() in _RESOLVED_WORDS",
+        "        if key.lower() in _RESOLVED_WORDS",
+        ("tests/test_skills_frontmatter.py::test_the_simple_reader_leaves_what_yaml_reads_otherwise_to_pyyaml",),
     ),
     Case(
         "openapi: documents by URL are fetched side by side",

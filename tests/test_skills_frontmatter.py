@@ -68,6 +68,8 @@ def test_the_simple_reader_leaves_what_yaml_reads_otherwise_to_pyyaml() -> None:
         "a: b \n",  # a trailing space
         "a: 'x\ty'\n",  # a tab
         "a: x\u2028y\n",  # a YAML 1.1 line break inside
+        "k" * 1025 + ": v\n",  # a key longer than PyYAML takes (tester sixteen)
+        "metadata:\n  " + "k" * 1100 + ": v\n",
         "",
     ]:
         assert _simple_frontmatter(text.splitlines(keepends=True)) is None, text

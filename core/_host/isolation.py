@@ -2,8 +2,9 @@
 a stdio MCP stream), its failure told in one line, an interrupt re-raised, and its entry point
 loaded only when made for this core, in a thread of its own and within :data:`IMPORT_SECONDS`
 (an import that never ends, or raises ``KeyboardInterrupt`` itself, is that plugin's failure; the
-operator's Ctrl-C still stops start-up: it reaches the main thread, which only waits). An import
-that needs the main thread (a signal handler, the thread's event loop) is done again there."""
+operator's Ctrl-C still stops start-up: it reaches the main thread, which only waits). So a
+plugin's import may not install a signal handler or ask for the thread's event loop: it is told
+so, and does that in a hook or its lifespan instead."""
 
 from __future__ import annotations
 
@@ -67,13 +68,25 @@ def guarded_load(ep: importlib.metadata.EntryPoint) -> Callable[[], object]:
         problem = plugin_core_problem(ep.dist) if ep.dist is not None else None
         if problem is not None:
             raise MadeForAnotherCore(problem)
-        if ep.module in _finished:  # imported before (a reload, another name): nothing runs again
-            return ep.load()
+        held = _already_there(ep)
+        if held is not None:  # a reload, another name for a module imported here: no plugin code runs
+            return held[0]
         loaded = _bounded(ep.load, ep.name)
         _finished.add(ep.module)
         return loaded
 
     return load
+
+
+def _already_there(ep: importlib.metadata.EntryPoint) -> tuple[object] | None:
+    """``(object,)`` when ``ep`` names a plain attribute of a module whose import finished here (a
+    dict lookup, no plugin code: a module ``__getattr__`` or a nested attribute goes the bounded
+    way), else ``None``."""
+    module = sys.modules.get(ep.module) if ep.module in _finished else None
+    attr = ep.attr
+    if module is None or not attr or "." in attr or attr not in vars(module):
+        return None
+    return (vars(module)[attr],)
 
 
 class _Importer:
@@ -99,6 +112,9 @@ class _Importer:
             job()
 
 
+_MAIN_THREAD_WORDS = ("main thread", "event loop")
+"""What the stdlib says when a call works only on the main thread (``signal.signal``,
+``signal.set_wakeup_fd``, ``asyncio.get_event_loop``, ``loop.add_signal_handler``)."""
 _IDLE_SECONDS = 2.0
 _importing = threading.Lock()
 _importer: _Importer | None = None
@@ -134,25 +150,13 @@ def _bounded(load: Callable[[], object], name: str) -> object:
         )
     if failed:
         exc = failed[0]
-        if _needs_main_thread(exc) and threading.current_thread() is threading.main_thread():
-            return load()  # as imports ran before they were bounded: on this thread, unbounded
+        if isinstance(exc, ValueError | RuntimeError) and any(w in str(exc) for w in _MAIN_THREAD_WORDS):
+            raise ImportFailed(
+                f"its import needs the main thread ({one_line(exc)}): plugins are imported in a thread of "
+                "their own; install signal handlers or get an event loop in a hook or the provider's "
+                "lifespan, not at import"
+            ) from exc
         if isinstance(exc, Exception):
             raise exc
         raise ImportFailed(f"its import raised {one_line(exc)}") from exc
     return done[0]
-
-
-_MAIN_THREAD_ONLY = frozenset({"signal", "asyncio.events"})
-"""Modules whose calls refuse a thread other than the main one: ``signal.signal`` ("signal only
-works in main thread") and ``asyncio.get_event_loop`` (no current event loop in the thread)."""
-
-
-def _needs_main_thread(exc: BaseException) -> bool:
-    """Whether ``exc`` was raised by one of :data:`_MAIN_THREAD_ONLY`'s calls, which would have
-    worked on the main thread."""
-    if not isinstance(exc, ValueError | RuntimeError) or exc.__traceback__ is None:
-        return False
-    tb = exc.__traceback__
-    while tb.tb_next is not None:
-        tb = tb.tb_next
-    return tb.tb_frame.f_globals.get("__name__") in _MAIN_THREAD_ONLY
