@@ -50,8 +50,8 @@ still being imported by a thread left behind is not among them, so nothing waits
 
 
 class ImportFailed(Exception):
-    """A plugin's import did not end within :data:`IMPORT_SECONDS`, or raised a ``BaseException``
-    that is not an ``Exception`` (the message says which)."""
+    """A plugin's import did not end within :data:`IMPORT_SECONDS`, raised a ``BaseException``
+    that is not an ``Exception``, or needed the main thread (the message says which)."""
 
 
 def guarded_load(ep: importlib.metadata.EntryPoint) -> Callable[[], object]:
@@ -90,9 +90,9 @@ def _already_there(ep: importlib.metadata.EntryPoint) -> tuple[object] | None:
 
 
 class _Importer:
-    """One daemon thread importing plugins one after another (a thread each would cost start-up
-    about 50 us per plugin); it ends after :data:`_IDLE_SECONDS` with nothing to import. One whose
-    import never ended is left behind and a new one takes the next import."""
+    """One daemon thread importing plugins one after another (not a thread per plugin); it ends
+    after :data:`_IDLE_SECONDS` with nothing to import. One whose import never ended is left
+    behind and a new one takes the next import."""
 
     def __init__(self) -> None:
         self.jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
