@@ -321,3 +321,27 @@ async def test_a_functions_own_runtime_error_is_its_own() -> None:
     with seated(threads, "p"), pytest.raises(RuntimeError, match=r"^mine$"):
         await run_sync(fails, "function p.fails")
     assert threads.busy == 0
+
+
+async def test_metrics_show_busy_and_past_deadline_provider_threads(gate: Gate) -> None:
+    """``/metrics`` tells an operator the bound is saturated, and by threads past their deadline."""
+    from starlette.requests import Request
+
+    from mcp_providers._serve.transport.ops import ops_routes
+
+    composition: Composition = compose(_config(2), load_entrypoints=False, plugins=_plugins(gate))
+    page = next(r for r in ops_routes(composition) if getattr(r, "path", "") == "/metrics")
+
+    async def scrape() -> dict[str, float]:
+        answer = await page.endpoint(Request({"type": "http", "method": "GET", "path": "/metrics", "headers": []}))
+        lines = bytes(answer.body).decode().splitlines()
+        pairs = (line.rsplit(" ", 1) for line in lines if line.startswith("mcp_providers_provider_threads{"))
+        return {key.split('"')[1]: float(value) for key, value in pairs}
+
+    assert await scrape() == {"busy": 0, "past_deadline": 0, "limit": 2}
+    async with connect(composition) as client:
+        await _saturate(client, gate, 2)
+        assert await scrape() == {"busy": 2, "past_deadline": 2, "limit": 2}
+        gate.release.set()
+        await _until(lambda: composition.runtime.invoker.threads.busy == 0)
+        assert await scrape() == {"busy": 0, "past_deadline": 0, "limit": 2}

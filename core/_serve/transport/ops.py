@@ -16,6 +16,8 @@ they carry no content) and puts a request-counting middleware on the composition
   ``mcp_providers_read_seconds`` (histogram of ``resources/read``), ``mcp_providers_subscriptions``
   (watches held by this replica), ``mcp_providers_poll_leases`` (live sources this replica polls),
   ``mcp_providers_cluster_connected``, ``mcp_providers_degraded``, ``mcp_providers_cluster_outages_total``,
+  ``mcp_providers_provider_threads{state}`` (``busy``, ``past_deadline``, ``limit``: the threads
+  running plugins' plain functions, :mod:`mcp_providers._threads`),
   ``mcp_providers_cluster_recoveries_total``, ``mcp_providers_cluster_reannounced_total`` (with
   ``[cluster]``: see :mod:`..state.outage`) and ``mcp_providers_audit_dropped_total{sink}`` (audit
   lines a shipped sink dropped); with a reloader, ``mcp_providers_reload_total{outcome}``,
@@ -224,6 +226,17 @@ class _Gauges:
                                 value=runtime.generation.number)  # fmt: skip
         yield GaugeMetricFamily("mcp_providers_tasks_running", "Tool calls running as tasks on this replica",
                                 value=runtime.tasks.running)  # fmt: skip
+        threads = runtime.invoker.threads
+        held = GaugeMetricFamily("mcp_providers_provider_threads", "Threads running plugins' plain functions: "
+                                 "busy, past_deadline (still running after their request was answered), and "
+                                 "limit ([server.limits] provider_threads)", labels=["state"])  # fmt: skip
+        for state, value in (
+            ("busy", threads.busy),
+            ("past_deadline", threads.past_deadline),
+            ("limit", threads.bound),
+        ):
+            held.add_metric([state], value)
+        yield held
         yield CounterMetricFamily("mcp_providers_tasks_evicted", "Ended tasks this replica dropped to stay within "
                                   "[server.tasks] max_ended_bytes_per_subject / max_ended_bytes",
                                   value=getattr(runtime.tasks.store, "evicted", 0))  # fmt: skip
