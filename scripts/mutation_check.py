@@ -2587,21 +2587,15 @@ CASES += (  # start and stop side by side (round 12 brief U): N hung sources cos
         ("tests/test_wire_versions.py::test_shape_leaves_what_it_was_given_as_it_was",),
     ),
     Case(
-        "watch: resources/subscribe's not-found hint names only what the caller may list",
+        "watch: resources/subscribe's and unsubscribe's not-found hints name only what the caller may list",
         "core/_serve/methods/watch_methods.py",
-        "return self._hub.locate(params.uri, exchange.gate.listable), params.uri",
-        "return self._hub.locate(params.uri, None), params.uri",
+        "return hub.locate(uri, exchange.gate.listable), uri",
+        "return hub.locate(uri, None), uri",
         (
-            "tests/test_watch_hints.py::test_a_watch_of_an_unknown_uri_names_only_what_the_caller_may_list[legacy-subscribe_resource]",
-        ),
-    ),
-    Case(
-        "watch: resources/unsubscribe's not-found hint names only what the caller may list",
-        "core/_serve/methods/watch_methods.py",
-        "self._hub.check_uri(params.uri), exchange.gate.listable), params.uri",
-        "self._hub.check_uri(params.uri), None), params.uri",
-        (
-            "tests/test_watch_hints.py::test_a_watch_of_an_unknown_uri_names_only_what_the_caller_may_list[legacy-unsubscribe_resource]",
+            "tests/test_watch_hints.py::test_a_watch_of_an_unknown_uri_names_only_what_the_caller_may_list"
+            "[legacy-subscribe_resource]",
+            "tests/test_watch_hints.py::test_a_watch_of_an_unknown_uri_names_only_what_the_caller_may_list"
+            "[legacy-unsubscribe_resource]",
         ),
     ),
     Case(
@@ -2719,9 +2713,9 @@ CASES += (  # start and stop side by side (round 12 brief U): N hung sources cos
     ),
     Case(
         "wire: a progress message reaches only sessions whose version defines it",
-        "core/_serve/methods/channel.py",
-        "        if version and version < PROGRESS_MESSAGE_SINCE:\n            message = None\n",
-        "",
+        "core/_serve/steps/wire.py",
+        "    return None if version and version < PROGRESS_MESSAGE_SINCE else message\n",
+        "    return message\n",
         ("tests/test_wire_versions.py::test_progress_notifications_fit_the_negotiated_version[2024-11-05]",),
     ),
     Case(

@@ -25,7 +25,8 @@ from mcp.shared.exceptions import MCPDeprecationWarning, NoBackChannelError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_providers._serve.seams import connection_of
-from mcp_providers._serve.steps.wire import PROGRESS_MESSAGE_SINCE
+from mcp_providers._serve.steps.exchange import version_of
+from mcp_providers._serve.steps.wire import progress_message
 from mcp_providers.errors import ToolFailure
 from mcp_providers.providers import LOG_LEVELS, ClientChannel, Elicited, LogLevel, Sampled
 
@@ -65,10 +66,8 @@ class SessionChannel(ClientChannel):
     async def progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
         """Send ``notifications/progress`` if the client asked for progress on this call (its
         ``message`` only to a session whose version defines it: 2025-03-26 and later)."""
-        version = str(getattr(self._ctx, "protocol_version", "") or "")
-        if version and version < PROGRESS_MESSAGE_SINCE:
-            message = None
-        await self._ctx.session.report_progress(progress, total, message)
+        shown = progress_message(message, version_of(self._ctx))
+        await self._ctx.session.report_progress(progress, total, shown)
 
     async def log(self, level: LogLevel, data: Any, logger: str | None = None) -> None:
         """Send ``notifications/message`` if ``level`` is at or above the connection's chosen level.
@@ -90,7 +89,7 @@ class SessionChannel(ClientChannel):
         # The channel first in the 2025 era: a stateless request is a session of its own that never
         # saw the client's initialize, so its capabilities read as undeclared (round 4 item 23).
         # (2026-07-28 asks through input rounds, which need no channel: the capability decides.)
-        legacy = str(getattr(self._ctx, "protocol_version", "") or "") not in MODERN_PROTOCOL_VERSIONS
+        legacy = version_of(self._ctx) not in MODERN_PROTOCOL_VERSIONS
         if legacy and not getattr(self._ctx.session, "can_send_request", True):
             raise ToolFailure(_NO_BACK_CHANNEL.format(what=what))
         if not self._ctx.session.check_client_capability(capability):

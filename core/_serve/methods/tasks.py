@@ -44,7 +44,7 @@ from mcp_providers._serve.state.tasks import (
     TaskStore,
     new_task_id,
 )
-from mcp_providers._serve.steps.exchange import Actor, Ctx, Exchange
+from mcp_providers._serve.steps.exchange import Actor, Ctx, Exchange, version_of
 from mcp_providers._serve.steps.request_state import Answer, digest
 from mcp_providers.config import TasksSettings
 from mcp_providers.errors import InvalidParams, MissingCapability, RateLimited, ToolFailure
@@ -79,7 +79,7 @@ def declared_capabilities(ctx: Ctx) -> Mapping[str, Any]:
 def declares_tasks(ctx: Ctx) -> bool:
     """Whether the request declared the tasks extension in its per-request client capabilities
     (2026-07-28 ``_meta``; earlier eras have no such declaration)."""
-    if str(getattr(ctx, "protocol_version", "") or "") not in MODERN_PROTOCOL_VERSIONS:
+    if version_of(ctx) not in MODERN_PROTOCOL_VERSIONS:
         return False
     extensions = declared_capabilities(ctx).get("extensions")
     return isinstance(extensions, Mapping) and TASKS_EXTENSION in extensions

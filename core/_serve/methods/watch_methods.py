@@ -15,6 +15,12 @@ from mcp_providers._serve.steps.exchange import Actor, Exchange
 from mcp_providers.errors import MissingCapability
 
 
+def _located(hub: SubscriptionHub, exchange: Exchange, uri: str) -> tuple[Route, str]:
+    """Where the watched ``uri`` goes, for this caller (a not-found hint names only what it may list)."""
+    exchange.target = uri[:256]  # the audit line never carries an oversized URI
+    return hub.locate(uri, exchange.gate.listable), uri
+
+
 class Subscribe:
     """``resources/subscribe`` (2025-era sessions): watch one live resource."""
 
@@ -25,8 +31,7 @@ class Subscribe:
         self._hub = hub
 
     def route(self, exchange: Exchange, params: types.SubscribeRequestParams) -> tuple[Route, str]:
-        exchange.target = params.uri[:256]  # the audit line never carries an oversized URI
-        return self._hub.locate(params.uri, exchange.gate.listable), params.uri
+        return _located(self._hub, exchange, params.uri)
 
     def authorize(self, exchange: Exchange, target: tuple[Route, str]) -> None:
         exchange.gate.require_route("subscribe", *target)
@@ -51,8 +56,7 @@ class Unsubscribe:
         self._hub = hub
 
     def route(self, exchange: Exchange, params: types.UnsubscribeRequestParams) -> tuple[Route, str]:
-        exchange.target = params.uri[:256]
-        return self._hub.catalog.route(self._hub.check_uri(params.uri), exchange.gate.listable), params.uri
+        return _located(self._hub, exchange, params.uri)
 
     def authorize(self, exchange: Exchange, target: tuple[Route, str]) -> None:
         exchange.gate.require_route("subscribe", *target)

@@ -76,7 +76,12 @@ class Exchange:
     @property
     def version(self) -> str:
         """The protocol version the session negotiated."""
-        return str(getattr(self.ctx, "protocol_version", "") or "")
+        return version_of(self.ctx)
+
+
+def version_of(ctx: Any) -> str:
+    """The protocol version ``ctx``'s session negotiated (``""`` when none was)."""
+    return str(getattr(ctx, "protocol_version", "") or "")
 
 
 class Method(Protocol, Generic[P, T, R]):

@@ -197,6 +197,12 @@ def _older(block: Any, version: str, rewritten: list[str]) -> Any:
     return block
 
 
+def progress_message(message: str | None, version: str) -> str | None:
+    """A ``notifications/progress`` message as a session at ``version`` may get it (none before
+    :data:`PROGRESS_MESSAGE_SINCE`)."""
+    return None if version and version < PROGRESS_MESSAGE_SINCE else message
+
+
 def shape_initialize(result: dict[str, Any]) -> dict[str, Any]:
     """The serialized ``initialize`` result without what its ``protocolVersion`` does not define
     (a copy where something is dropped; ``result`` is never changed)."""
