@@ -103,14 +103,15 @@ def _parsed(uri_template: str) -> Any:
         return None
 
 
-def _variables(uri_template: str) -> set[str] | None:
+def template_variables(uri_template: str) -> set[str] | None:
+    """The template's variable names; ``None`` when it is invalid (``check`` says so, by its rule)."""
     parsed = _parsed(uri_template)
     return None if parsed is None else set(parsed.variable_names)
 
 
 def template_parameters(sig: fx.Signature, uri_template: str) -> None:
     """:raises DeclarationError: a variable without a parameter, or a required parameter without a variable."""
-    variables = _variables(uri_template)
+    variables = template_variables(uri_template)
     if variables is None:
         return
     names = {p.name for p in sig.values}

@@ -50,11 +50,10 @@ import contextlib
 import functools
 import importlib.resources
 import inspect
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from importlib.resources.abc import Traversable
 from typing import Any, Generic, TypeVar
 
-from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
 from pydantic import BaseModel
 
 from mcp_providers import _decorated as fx
@@ -68,6 +67,7 @@ from mcp_providers._adapters import (
     resource_fields,
     takes_values_as_given,
     template_parameters,
+    template_variables,
 )
 from mcp_providers.credentials import Upstream
 from mcp_providers.errors import Denied, InvalidParams, NotFound, TooLarge, ToolFailure, UpstreamError
@@ -366,7 +366,7 @@ class _Resources(ResourceProvider):
             )
             direct = takes_values_as_given(sig, uri_template, convert)
             self._readers[uri_template] = Reader(sig, settings, convert, fields.get("mime_type"), direct=direct)
-            names = _variables(uri_template)
+            names = template_variables(uri_template)
             for variable, completer in _known(
                 completers("template", uri_template), names, f"template {uri_template!r}"
             ):
@@ -464,16 +464,8 @@ class _Prompts(PromptProvider):
         return await completer(request)
 
 
-def _variables(uri_template: str) -> Sequence[str] | None:
-    """The template's variable names; ``None`` when it is invalid (``check`` says so, by its rule)."""
-    try:
-        return UriTemplate.parse(uri_template).variable_names
-    except InvalidUriTemplate:
-        return None
-
-
 def _known(
-    found: Iterator[tuple[str, Completer]], names: Sequence[str] | None, what: str
+    found: Iterator[tuple[str, Completer]], names: Collection[str] | None, what: str
 ) -> Iterator[tuple[str, Completer]]:
     """``found`` completers, each of a variable or argument ``what`` has.
 
@@ -484,6 +476,6 @@ def _known(
             raise fx.DeclarationError(
                 f"{completer.where}: .complete({variable!r}) on {what}, which has no {variable!r}; "
                 f"complete one of its {'variables' if what.startswith('template') else 'arguments'}: "
-                f"{', '.join(names) or '(none)'}"
+                f"{', '.join(sorted(names)) or '(none)'}"
             )
         yield variable, completer
