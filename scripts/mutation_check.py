@@ -2634,8 +2634,8 @@ CASES += (  # start and stop side by side (round 12 brief U): N hung sources cos
     Case(
         "reload: a changed policy counts every served list as changed",
         "core/_serve/reload.py",
-        "        if of(old) != of(new) or (policy_changed and (of(old) or of(new))):\n",
-        "        if of(old) != of(new):\n",
+        "        if before != after or (policy_changed and (before or after)):\n",
+        "        if before != after:\n",
         ("tests/test_reload.py::test_a_policy_changed_by_reload_tells_clients_their_lists_may_have_changed",),
     ),
     Case(

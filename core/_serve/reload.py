@@ -345,14 +345,14 @@ def _same_providers(old: Assembly, new: Assembly) -> bool:
 
 
 def changed_lists(old: Assembly, new: Assembly) -> frozenset[str]:
-    """Which lists a client would see change: ``resources`` (resources and resource templates),
-    ``tools``, ``prompts``. When the policy changed (which plugins answer ``authorize``, or their
-    settings), every list either serves may have changed for some caller: each list is filtered
-    by what its caller may list."""
+    """Which lists a client would see change: ``resources`` (and templates), ``tools``, ``prompts``.
+    A changed policy (which plugins answer ``authorize``, or their settings) changes every list
+    either serves for some caller: each list is filtered by what its caller may list."""
     changed = set()
     policy_changed = _policy(old) != _policy(new)
     for kind, of in (("resources", _resource_list), ("tools", _tool_list), ("prompts", _prompt_list)):
-        if of(old) != of(new) or (policy_changed and (of(old) or of(new))):
+        before, after = of(old), of(new)
+        if before != after or (policy_changed and (before or after)):
             changed.add(kind)
     return frozenset(changed)
 
