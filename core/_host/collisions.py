@@ -124,7 +124,8 @@ def _left_out(rule: str, first: Side, later: Side, mine: Side, other: Side) -> P
         verdict = "a source's listing never displaces a plugin's own declaration: only the listed one is left out"
     source = source_of(mine.d)
     if listed(other.decl) and (mine.d is other.d or (source is not None and source_of(other.d) == source)):
-        said += f" ({_origins(mine, other)})" if _origins(mine, other) else ""
+        origins = _origins(mine, other)
+        said += f" ({origins})" if origins else ""
         fix = _alike_fix(mine.d.plugin, source)
     else:
         fix = (
@@ -250,7 +251,7 @@ def prefix_clash(found: Collisions, first: Declared, a: str, later: Declared, b:
     mine = [(d, source, px, other, opx) for d, px, other, opx in sides if (source := source_of(d)) is not None]
     for d, source, px, other, opx in mine:
         found.sources.add((d.plugin, source))
-        where = f"[plugins.{d.plugin}] {source.entry} {source.prefix_setting}"
+        where = _prefix_setting(d.plugin, source)
         them = _owner(other, opx)
         if len(mine) == 2:
             verdict = "both are configured sources, and the server never picks a winner: neither is served"
@@ -266,10 +267,15 @@ def prefix_clash(found: Collisions, first: Declared, a: str, later: Declared, b:
     return bool(mine)
 
 
+def _prefix_setting(plugin: str, source: SourceSetting) -> str:
+    """Where an operator sets that source's prefix, e.g. ``[plugins.upstream] servers "bad" prefixes``."""
+    return f"[plugins.{plugin}] {source.entry} {source.prefix_setting}"
+
+
 def _owner(d: Declared, prefix: str) -> str:
     source = source_of(d)
     if source is not None:
-        return f"{prefix!r} of [plugins.{d.plugin}] {source.entry} {source.prefix_setting}"
+        return f"{prefix!r} of {_prefix_setting(d.plugin, source)}"
     return f"{prefix!r} of provider {d.provider.name!r} (plugin {d.plugin})"
 
 
