@@ -2798,6 +2798,7 @@ CASES += (  # start and stop side by side (round 12 brief U): N hung sources cos
 
 SRC = "tests/test_source_prefix_overlap.py::"
 OA_PX = "tests/openapi/test_openapi_prefix_overlap.py::"
+UG = "tests/test_upstream_guards.py::"
 CASES += (  # a configured source's prefix overlap costs only that source (round 13 tester thirteen)
     Case(
         "collisions: a configured source's prefix overlap leaves out that source, not both plugins",
@@ -2838,6 +2839,30 @@ CASES += (  # a configured source's prefix overlap costs only that source (round
         "  # its prefix overlapping another's leaves out this service alone\n",
         "\n",
         (OA_PX + "test_a_services_prefix_over_a_plugins_leaves_out_that_service_alone",),
+    ),
+    Case(
+        "collisions: a source making a provider of another's name is left out alone, not both plugins",
+        "core/_host/collisions.py",
+        "        for one, source, other in mine:\n",
+        "        for one, source, other in []:\n",
+        (
+            SRC + "test_a_source_whose_provider_has_a_plugins_provider_name_is_left_out_alone",
+            UG + "test_two_upstreams_sharing_a_provider_name_or_a_prefix_are_left_out_and_the_others_served",
+        ),
+    ),
+    Case(
+        "collisions: a source left out for its prefix is not judged again for its provider name",
+        "core/_host/rules.py",
+        "    duplicate_providers(found.kept(declared), found)  # then one making a provider of another's name\n",
+        "    duplicate_providers(declared, found)\n",
+        (SRC + "test_a_source_whose_provider_has_a_plugins_provider_name_is_left_out_alone",),
+    ),
+    Case(
+        "collisions: two plugins' own providers of one name are still both refused",
+        "core/_host/collisions.py",
+        "        if not mine:\n",
+        "        if False:\n",
+        (SRC + "test_a_source_whose_provider_has_a_plugins_provider_name_is_left_out_alone",),
     ),
     Case(
         "collisions: two items of one source named alike get the fix that parts them",

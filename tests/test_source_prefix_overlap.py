@@ -156,3 +156,27 @@ def test_two_plugins_own_prefixes_that_overlap_are_both_refused_the_operator_tol
     assert problem.rule == "prefix-overlap"
     assert problem.fix.startswith('serve only one of them: deny = ["b"] or deny = ["a"] in the config (the operator)')
     assert problem.fix.endswith("or give each provider a prefix of its own (their authors)")
+
+
+def test_a_source_whose_provider_has_a_plugins_provider_name_is_left_out_alone() -> None:
+    """The same kind for provider names: a configured source never displaces a plugin's own
+    provider, and the two plugins' own providers of one name still refuse both."""
+    mine = Owned("native-resources", "mine://", SourceSetting('servers "mine"', "prefixes"))
+    kept = Owned("a-kept", "kept://", SourceSetting('servers "kept"', "prefixes"))
+    composed = compose(
+        {"native": Plugin(Owned("native-resources", "native://")), "a": Plugin(mine, kept)}, strict=False
+    )
+    assert not composed.failures, composed.failures
+    assert {r.name: r.status for r in composed.records} == {"a": "loaded", "native": "loaded"}
+    assert {d.provider.prefixes for d in composed.assembly.declared} == {("native://",), ("kept://",)}
+    [line] = composed.assembly.left_out
+    assert line.message == (
+        "duplicate-provider: [plugins.a] servers \"mine\" makes a provider named 'native-resources', as plugin "
+        "native does; a configured source never displaces another provider: only that source is left out"
+    )
+    over = Owned("native-resources", "native://deep/", SourceSetting('servers "over"', "prefixes"))
+    once = compose({"native": Plugin(Owned("native-resources", "native://")), "a": Plugin(over)}, strict=False)
+    assert [p.message.split(":")[0] for p in once.assembly.left_out] == ["prefix-overlap"]  # told once, first rule
+    twice = compose({"x": Plugin(Owned("same", "x://")), "y": Plugin(Owned("same", "y://"))}, strict=False)
+    assert {r.name: r.status for r in twice.records} == {"x": "rejected", "y": "rejected"}
+    assert [p.rule for p in twice.assembly.problems] == ["duplicate-provider"]

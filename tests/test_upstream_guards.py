@@ -309,14 +309,42 @@ def test_what_two_upstreams_both_serve_is_kept_by_the_first_configured(listings:
     assert second.listing.tool_names == {"fetch": "fetch"}  # a call of 'search' never reaches the second
 
 
-def test_settings_refuse_two_upstreams_whose_providers_share_a_name_or_prefixes_one_canonical_form() -> None:
-    one = {"name": "a", "command": "x", "prefixes": ["a://"]}
-    said = _refused({"servers": [one, {"name": "a-tools", "command": "x", "prefixes": ["b://"]}]}, UpstreamSettings)
-    assert "'a' and 'a-tools' would both make a provider named 'upstream-a-tools'" in said
-    spelled = {"name": "b", "command": "x", "prefixes": ["x://%61/"]}
-    said = _refused({"servers": [{**one, "prefixes": ["x://a/"]}, spelled]}, UpstreamSettings)
-    assert "upstreams 'a' and 'b' both claim" in said and "'x://%61/'" in said
-    assert "not followed by two hex digits" in _refused({**one, "prefixes": ["a://%zz/"]})
+def test_two_upstreams_sharing_a_provider_name_or_a_prefix_are_left_out_and_the_others_served(
+    listings: dict[str, Any],
+) -> None:
+    for name in ("a", "a-tools", "b", "c", "p", "q", "ok"):
+        listings[name] = {"tools": [types.Tool(name=f"{name.replace('-', '_')}_t", input_schema=OBJECT)]}
+    c, left = _composed(
+        [
+            {"name": "a", "command": "x", "prefixes": ["a://"]},
+            {"name": "a-tools", "command": "x", "prefixes": ["t://"]},  # makes upstream-a-tools, as 'a' does
+            {"name": "b", "command": "x", "prefixes": ["x://a/"]},
+            {"name": "c", "command": "x", "prefixes": ["x://%61/"]},  # 'x://a/' in canonical form
+            {"name": "p", "command": "x", "prefixes": ["ns://"]},
+            {"name": "q", "command": "x", "namespace": "ns"},
+            {"name": "ok", "command": "x", "prefixes": ["ok://"]},
+        ]
+    )
+    assert not c.failures, c.failures  # the plugin is served: only the six servers at fault are left out
+    assert {e.declaration.name for e in c.catalog.tools} == {"ok_t"}
+    left = {p.value: p.message for p in c.assembly.left_out}
+    said = {p.message for p in c.assembly.left_out if p.value == "upstream-a-tools"}
+    assert said == {
+        f"duplicate-provider: [plugins.upstream] servers \"{one}\" makes a provider named 'upstream-a-tools', as "
+        f'[plugins.upstream] servers "{other}" does; both are configured sources, and the server never picks a '
+        "winner: neither is served"
+        for one, other in (("a", "a-tools"), ("a-tools", "a"))
+    }
+    fixes = {p.fix for p in c.assembly.left_out if p.value == "upstream-a-tools"}
+    assert fixes == {
+        f'give servers "{n}" another name in [plugins.upstream], or remove it there' for n in ("a", "a-tools")
+    }
+    assert "prefix-overlap: [plugins.upstream] servers \"c\" prefixes: 'x://%61/' overlaps" in left["x://%61/"]
+    assert (
+        "servers \"q\" namespace: 'ns://' overlaps 'ns://' of [plugins.upstream] servers \"p\" prefixes"
+        in left["ns://"]
+    )
+    assert "not followed by two hex digits" in _refused({"name": "a", "command": "x", "prefixes": ["a://%zz/"]})
 
 
 _URI_TEXT = st.text(alphabet="aA:/%2Fce7zZ{}+*?&;.,#=~é -", max_size=14)

@@ -201,10 +201,42 @@ def dupes(found: Collisions, rule: str, items: Iterable[Side]) -> None:
         )
 
 
+def duplicate_providers(declared: Sequence[Declared], found: Collisions) -> None:
+    """Two providers of one name. When either was made for a configured source (:func:`source_of`),
+    each such source is left out whole, with a ``left-out`` line naming both sides and the entry to
+    rename (the operator named it: ``a`` and ``a-tools`` both make ``upstream-a-tools``); otherwise
+    both plugins are refused (``duplicate-provider``)."""
+    seen: dict[str, Declared] = {}
+    for d in declared:
+        first = seen.setdefault(d.provider.name, d)
+        if first is d:
+            continue
+        mine = [(one, source, other) for one, other in ((first, d), (d, first)) if (source := source_of(one))]
+        for one, source, other in mine:
+            found.sources.add((one.plugin, source))
+            verdict = (
+                "both are configured sources, and the server never picks a winner: neither is served"
+                if len(mine) == 2
+                else "a configured source never displaces another provider: only that source is left out"
+            )
+            said = f"{_maker(one)} makes a provider named {d.provider.name!r}, as {_maker(other)} does"
+            message = f"duplicate-provider: {said}; {verdict}"
+            fix = f"give {source.entry} another name in [plugins.{one.plugin}], or remove it there"
+            found.left_out.append(Problem(tuple(dict.fromkeys((first.plugin, d.plugin))), "left-out", d.provider.name,
+                                          message, fix))  # fmt: skip
+        if not mine:
+            dupes(found, "duplicate-provider", (Side(first, None, first.provider.name), Side(d, None, d.provider.name)))
+
+
+def _maker(d: Declared) -> str:
+    source = source_of(d)
+    return f"[plugins.{d.plugin}] {source.entry}" if source is not None else f"plugin {d.plugin}"
+
+
 def collisions(declared: Sequence[Declared], found: Collisions) -> None:
-    """The duplicate rules (URIs in canonical form, templates, tools, prompts, providers, extensions
-    and their methods) and shadowing, in that order: what one rule left out the next does not see."""
-    dupes(found, "duplicate-provider", (Side(d, None, d.provider.name) for d in declared))
+    """The duplicate rules (URIs in canonical form, templates, tools, prompts, extensions and their
+    methods) and shadowing, in that order: what one rule left out the next does not see (providers
+    of one name were judged before, :func:`duplicate_providers`)."""
     uris = (Side(d, r, canonical(r.uri)) for d in declared for r in d.resources if valid_uri(r.uri))
     dupes(found, "duplicate-uri", uris)
     dupes(found, "duplicate-template", (Side(d, t, t.uri_template) for d in declared for t in d.templates))

@@ -8,7 +8,8 @@ sides of a collision: serving either would be a guess, so the operator decides),
 listing) that collides, or that a rule refuses on its own, is left out alone and reported as a
 ``left-out`` line, its plugin and the other side served (:mod:`mcp_providers._host.collisions`);
 and a provider made for one configured source (its ``source``: an upstream server, an OpenAPI
-service) whose prefix overlaps another provider's is left out with that whole source the same way.
+service) whose prefix or provider name is another provider's is left out with that whole source the
+same way.
 
 Rules (the ``rule`` string of a Problem):
 
@@ -33,7 +34,8 @@ Rules (the ``rule`` string of a Problem):
                                     shape, names aside); otherwise the most specific one answers
 ``duplicate-tool``                  the same tool name declared twice
 ``duplicate-prompt``                the same prompt name declared twice
-``duplicate-provider``              two providers with the same name
+``duplicate-provider``              two providers with the same name; a configured source's side
+                                    is left out alone instead
 ``resource-declares-side-effect``   a resource declares ``side_effects`` other than ``"none"``
 ``prompt-argument-resource``        a prompt argument's ``resource`` is not a template of that argument
 ``member-invalid``                  a ``Members`` URI is neither an absolute URI nor an RFC 6570 template
@@ -56,7 +58,15 @@ from collections.abc import Iterable, Sequence
 
 from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
 
-from mcp_providers._host.collisions import Collisions, between, collisions, listed, prefix_clash, valid_uri
+from mcp_providers._host.collisions import (
+    Collisions,
+    between,
+    collisions,
+    duplicate_providers,
+    listed,
+    prefix_clash,
+    valid_uri,
+)
 from mcp_providers._host.declarations import Declared, Problem
 from mcp_providers._host.output_schemas import servable
 from mcp_providers._host.specificity import unreachable
@@ -107,6 +117,7 @@ def check(declared: Sequence[Declared]) -> tuple[list[Problem], list[Problem], l
     """
     found = Collisions()
     problems = _overlaps(declared, found)  # first: a source left out whole is not checked further
+    duplicate_providers(found.kept(declared), found)  # then one making a provider of another's name
     declared = found.kept(declared)
     for d in declared:
         problems += _provider_faults(d)

@@ -272,8 +272,10 @@ class ServerSettings(BaseModel):
 
 
 class UpstreamSettings(BaseModel):
-    """The ``[plugins.upstream]`` table: a list of servers, each with a unique name. Two servers
-    owning overlapping prefixes are refused here (``check`` refuses overlaps with other plugins)."""
+    """The ``[plugins.upstream]`` table: a list of servers, each with a unique name. Servers whose
+    prefixes overlap, or whose providers share a name (``a`` and ``a-tools``), are the core's to judge
+    like any configured source's (:class:`~mcp_providers.providers.SourceSetting`): each such server
+    is left out, and the others are served."""
 
     model_config = _STRICT
 
@@ -287,22 +289,4 @@ class UpstreamSettings(BaseModel):
         twice = sorted({n for n in names if names.count(n) > 1})
         if twice:
             raise ValueError(f"upstream name(s) {', '.join(twice)} configured twice; give each server its own name")
-        made: dict[str, str] = {}
-        for server in self.servers:
-            for provider in server.provider_names:
-                other = made.setdefault(provider, server.name)
-                if other != server.name:
-                    raise ValueError(
-                        f"upstreams {other!r} and {server.name!r} would both make a provider named {provider!r}; "
-                        "rename one (a name ending in -tools or -prompts clashes with another's)"
-                    )
-        # compared as the core compares prefixes (canonical form), and case-insensitively besides
-        owned = [(rules.canonical(p).lower(), p, s.name) for s in self.servers for p in s.owned]
-        for i, (a, a_written, first) in enumerate(owned):
-            for b, b_written, second in owned[i + 1 :]:
-                if a.startswith(b) or b.startswith(a):
-                    raise ValueError(
-                        f"upstreams {first!r} and {second!r} both claim {min(a, b, key=len)!r} (prefixes "
-                        f"{a_written!r} and {b_written!r} overlap); give each its own prefix or namespace"
-                    )
         return self
