@@ -60,6 +60,8 @@ OA_SB = "tests/openapi/test_openapi_single_byte_bodies.py::"
 READINGS = "tests/test_policy_readings.py::"
 THREADS = "tests/test_provider_threads.py::"
 
+PCB = "tests/test_plugin_code_bounded.py::"
+
 CASES: tuple[Case, ...] = (
     # the read scope's file channel
     Case(
@@ -1290,11 +1292,9 @@ CASES += (
     ),
     Case(
         "raise: a registration hook's BaseException rejects only its plugin",
-        "core/_host/hookcalls.py",
-        "        except BaseException as exc:\n            reraise_interrupt(exc)\n"
-        '            record.reject(f"hook {hook} raised',
-        "        except Exception as exc:\n            reraise_interrupt(exc)\n"
-        '            record.reject(f"hook {hook} raised',
+        "core/_host/isolation.py",
+        '    failure = PluginCodeFailed(f"{what} raised {one_line(exc)}")\n',
+        "    raise exc\n",
         (BASE + "test_a_base_exception_from_a_hook_or_a_declaration_rejects_only_its_plugin[custom]",),
     ),
     Case(
@@ -2641,20 +2641,28 @@ CASES += (  # start and stop side by side (round 12 brief U): N hung sources cos
     Case(
         "discovery: a plugin's import is bounded in time",
         "core/_host/isolation.py",
-        "    if not ended.wait(IMPORT_SECONDS):",
-        "    if not ended.wait(IMPORT_SECONDS) and False:",
+        "    if not ended.wait(PLUGIN_SECONDS):",
+        "    if not ended.wait(PLUGIN_SECONDS) and False:",
         (
             "tests/test_plugin_groups.py::test_a_provider_plugin_whose_import_never_ends_is_left_out_by_name_within_the_bound",
+            PCB + "test_a_hook_that_hangs_interrupts_exits_or_needs_the_main_thread_leaves_out_its_plugin_alone"
+            "[never returns-register_resource_providers]",
+            PCB + "test_a_declaration_that_hangs_interrupts_exits_or_needs_the_main_thread_is_its_plugins_problem"
+            "[never returns]",
         ),
     ),
     Case(
         "discovery: a BaseException a plugin raises at import is its own failure",
         "core/_host/isolation.py",
-        "        if isinstance(exc, Exception):\n            raise exc\n",
-        "        raise exc\n",
+        "    if isinstance(exc, Exception):\n        return exc\n",
+        "    return exc\n",
         (
             "tests/test_plugin_groups.py::test_a_provider_plugin_whose_import_fails_is_left_out_and_the_others_serve"
             "[KeyboardInterrupt at import-selected]",
+            PCB + "test_a_hook_that_hangs_interrupts_exits_or_needs_the_main_thread_leaves_out_its_plugin_alone"
+            "[KeyboardInterrupt-settings_model]",
+            PCB + "test_a_declaration_that_hangs_interrupts_exits_or_needs_the_main_thread_is_its_plugins_problem"
+            "[SystemExit]",
         ),
     ),
     Case(
@@ -2680,11 +2688,13 @@ CASES += (  # start and stop side by side (round 12 brief U): N hung sources cos
     Case(
         "discovery: an import that needs the main thread is told where to do it",
         "core/_host/isolation.py",
-        "        if isinstance(exc, ValueError | RuntimeError) and any(w in str(exc) for w in _MAIN_THREAD_WORDS):",
-        "        if False:",
+        "    if isinstance(exc, ValueError | RuntimeError) and any(w in str(exc) for w in _MAIN_THREAD_WORDS):",
+        "    if False:",
         (
             "tests/test_plugin_groups.py::test_a_plugin_whose_import_needs_the_main_thread_is_left_out_saying_where_to_do_it"
             "[a signal handler]",
+            PCB + "test_a_hook_that_hangs_interrupts_exits_or_needs_the_main_thread_leaves_out_its_plugin_alone"
+            "[needs the main thread-register_resource_providers]",
         ),
     ),
     Case(

@@ -118,10 +118,10 @@ def test_a_provider_plugin_whose_import_never_ends_is_left_out_by_name_within_th
     site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Tester thirteen: a plugin sleeping at import hung check and serve with no message. Its import
-    is bounded (``isolation.IMPORT_SECONDS``): past it the plugin is left out, named, the others serve."""
+    is bounded (``isolation.PLUGIN_SECONDS``): past it the plugin is left out, named, the others serve."""
     from mcp_providers._host import isolation
 
-    monkeypatch.setattr(isolation, "IMPORT_SECONDS", 1.0)
+    monkeypatch.setattr(isolation, "PLUGIN_SECONDS", 1.0)
     _install(site, "grp_hung", "import threading\nthreading.Event().wait()\n" + PROVIDER)
     _install(site, "grp_fine", PROVIDER)
     composition = _compose(tmp_path, 'allow = ["grp_hung", "grp_fine", "policy"]\n[plugins.policy]\n')
@@ -150,8 +150,8 @@ def test_a_plugin_whose_import_needs_the_main_thread_is_left_out_saying_where_to
     site: Path, tmp_path: Path, start: str
 ) -> None:
     """Plugins are imported in a thread of their own, bounded (tester thirteen). One that installs a
-    signal handler or asks for the thread's event loop at import is left out, told to do that in a
-    hook or its lifespan (tester fifteen found it refused with the stdlib's words alone; tester
+    signal handler or asks for the thread's event loop at import is left out, told to do that in
+    its provider's lifespan (tester fifteen found it refused with the stdlib's words alone; tester
     sixteen found a retry on the main thread unbounded and uncontained), and the others serve."""
     _install(site, "grp_main", PROVIDER + start)
     _install(site, "grp_fine", PROVIDER)
@@ -161,7 +161,7 @@ def test_a_plugin_whose_import_needs_the_main_thread_is_left_out_saying_where_to
     reason = record.reason or ""  # type: ignore[attr-defined]
     assert record.status == "rejected", record  # type: ignore[attr-defined]
     if "KeyboardInterrupt" not in start:
-        assert "needs the main thread" in reason and "in a hook or the provider's lifespan" in reason, reason
+        assert "needs the main thread" in reason and "in the provider's lifespan" in reason, reason
 
 
 def test_a_second_entry_point_of_an_imported_module_runs_no_unbounded_plugin_code(
@@ -171,7 +171,7 @@ def test_a_second_entry_point_of_an_imported_module_runs_no_unbounded_plugin_cod
     loaded directly, so a module ``__getattr__`` behind it ran unbounded and could end the process."""
     from mcp_providers._host import isolation
 
-    monkeypatch.setattr(isolation, "IMPORT_SECONDS", 1.0)
+    monkeypatch.setattr(isolation, "PLUGIN_SECONDS", 1.0)
     source = PROVIDER + (
         "def __getattr__(name):\n"
         "    if name == 'hang':\n        import threading; threading.Event().wait()\n"

@@ -1,22 +1,26 @@
 """Declarations: ask every loaded provider once for what it serves, and the shape of a failed check.
 
 A provider's ``resources()``, ``templates()``, ``tools()`` and ``prompts()`` are called exactly
-once, here, at composition time; one that raises or returns the wrong type is a
-:class:`Problem` (rule ``declaration-failed``) and only its plugin is left out.
+once, here, at composition time, in the plugin thread; one that raises, returns the wrong type or
+does not return in time is a :class:`Problem` (rule ``declaration-failed``) and only its plugin
+is left out.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
+from mcp_providers._host.isolation import PluginCodeFailed, in_plugin_thread
 from mcp_providers._host.records import PluginRecord
 from mcp_providers._host.skills import Skill, SkillFiles
 from mcp_providers.models import Extension, Prompt, Resource, ResourceTemplate, Tool
 from mcp_providers.providers import ExtensionProvider, PromptProvider, ResourceProvider, ToolProvider
 
 D = TypeVar("D")
+Provider = ResourceProvider | ToolProvider | PromptProvider | ExtensionProvider
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +44,7 @@ class Declared:
     """Everything one provider declared, read once."""
 
     plugin: str
-    provider: ResourceProvider | ToolProvider | PromptProvider | ExtensionProvider
+    provider: Provider
     resources: Sequence[Resource] = ()
     templates: Sequence[ResourceTemplate] = ()
     tools: Sequence[Tool] = ()
@@ -54,43 +58,60 @@ class Declared:
 
 
 def declare(records: Iterable[PluginRecord]) -> tuple[list[Declared], list[Problem]]:
-    """Ask every loaded provider for its declarations, once; a provider that raises is a Problem."""
+    """Ask every loaded provider for its declarations, once, in the plugin thread (its code may hang
+    or exit: :func:`~mcp_providers._host.isolation.in_plugin_thread`); a provider that raises, or
+    does not return in time, is a Problem."""
     out: list[Declared] = []
     problems: list[Problem] = []
     for record in records:
         if record.status != "loaded":
             continue
         for provider in record.providers():
-            d = Declared(record.name, provider)
             try:
-                if isinstance(provider, SkillFiles):
-                    d.resources, d.skills, refused = provider.declare()
-                    problems += [Problem((record.name,), p.rule, p.value, p.message, p.fix) for p in refused]
-                elif isinstance(provider, ResourceProvider):
-                    d.resources = _typed(provider.resources(), Resource)
-                    d.templates = _typed(provider.templates(), ResourceTemplate)
-                elif isinstance(provider, ToolProvider):
-                    d.tools = _typed(provider.tools(), Tool)
-                elif isinstance(provider, ExtensionProvider):
-                    d.extensions = _typed(provider.extensions(), Extension)
-                else:
-                    d.prompts = _typed(provider.prompts(), Prompt)
-            except BaseException as exc:  # SystemExit too: one provider's exit must not end start-up
-                if isinstance(exc, KeyboardInterrupt):
-                    raise
+                d, refused = in_plugin_thread(
+                    functools.partial(_declared, record.name, provider),
+                    record.name,
+                    f"declaring provider {provider.name!r}",
+                )
+            except Exception as exc:  # its SystemExit and KeyboardInterrupt come as PluginCodeFailed
+                said = (
+                    str(exc)
+                    if isinstance(exc, PluginCodeFailed)
+                    else f"declaring provider {provider.name!r} raised {type(exc).__name__}: {exc}"
+                )
                 problems.append(
                     Problem(
                         (record.name,),
                         "declaration-failed",
                         provider.name,
-                        f"declaring provider {provider.name!r} raised {type(exc).__name__}: {exc}",
+                        said,
                         "return declaration models from resources()/templates()/tools()/prompts()/extensions(), "
                         "SkillSource from skills()",
                     )
                 )
                 continue
+            problems += refused
             out.append(d)
     return out, problems
+
+
+def _declared(plugin: str, provider: Provider) -> tuple[Declared, list[Problem]]:
+    """What ``provider`` declares (plugin code: run in the plugin thread), and the skills it refused."""
+    d = Declared(plugin, provider)
+    refused: list[Problem] = []
+    if isinstance(provider, SkillFiles):
+        d.resources, d.skills, faults = provider.declare()
+        refused = [Problem((plugin,), p.rule, p.value, p.message, p.fix) for p in faults]
+    elif isinstance(provider, ResourceProvider):
+        d.resources = _typed(provider.resources(), Resource)
+        d.templates = _typed(provider.templates(), ResourceTemplate)
+    elif isinstance(provider, ToolProvider):
+        d.tools = _typed(provider.tools(), Tool)
+    elif isinstance(provider, ExtensionProvider):
+        d.extensions = _typed(provider.extensions(), Extension)
+    else:
+        d.prompts = _typed(provider.prompts(), Prompt)
+    return d, refused
 
 
 def _typed(items: Iterable[object], kind: type[D]) -> list[D]:

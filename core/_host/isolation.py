@@ -1,10 +1,11 @@
 """A plugin's own code, run so that what goes wrong stays its own: its output sent to stderr (never
-a stdio MCP stream), its failure told in one line, an interrupt re-raised, and its entry point
-loaded only when made for this core, in a thread of its own and within :data:`IMPORT_SECONDS`
-(an import that never ends, or raises ``KeyboardInterrupt`` itself, is that plugin's failure; the
-operator's Ctrl-C still stops start-up: it reaches the main thread, which only waits). So a
-plugin's import may not install a signal handler or ask for the thread's event loop: it is told
-so, and does that in a hook or its lifespan instead."""
+a stdio MCP stream), its failure told in one line, and its entry point loaded only when made for
+this core. Its code at composition (its import, each hook call, its providers' declarations) runs
+in a thread of its own, each call waited for at most :data:`PLUGIN_SECONDS`: one that never ends,
+or raises ``KeyboardInterrupt`` or ``SystemExit`` itself, is that plugin's failure, and the
+operator's Ctrl-C still stops start-up (it reaches the main thread, which only waits). So a
+plugin may not install a signal handler or ask for the thread's event loop there: it is told so,
+and does that in its provider's lifespan instead."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import queue
 import sys
 import threading
 from collections.abc import Callable, Iterator
+from typing import TypeVar
 
 from mcp_providers._host.compat import plugin_core_problem
 
@@ -30,37 +32,35 @@ def one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-def reraise_interrupt(exc: BaseException) -> None:
-    """The operator's Ctrl-C stops start-up; anything else a plugin raises is that plugin's failure."""
-    if isinstance(exc, KeyboardInterrupt):
-        raise exc
-
-
 class MadeForAnotherCore(Exception):
     """A plugin's distribution requires a core version other than the running one (the message
     names both); raised instead of importing it."""
 
 
-IMPORT_SECONDS = 60.0
-"""How long one plugin's import may take before it is left out (seconds)."""
+PLUGIN_SECONDS = 60.0
+"""How long one plugin's import, one of its hook calls or its providers' declarations may take
+before the plugin is left out (seconds)."""
+
+T = TypeVar("T")
 
 _finished: set[str] = set()
 """Modules of entry points whose import finished here: loading one again runs no plugin code (one
 still being imported by a thread left behind is not among them, so nothing waits on its lock)."""
 
 
-class ImportFailed(Exception):
-    """A plugin's import did not end within :data:`IMPORT_SECONDS`, raised a ``BaseException``
-    that is not an ``Exception``, or needed the main thread (the message says which)."""
+class PluginCodeFailed(Exception):
+    """A plugin's code (its import, a hook, its declarations) did not end within
+    :data:`PLUGIN_SECONDS`, raised a ``BaseException`` that is not an ``Exception``, or needed
+    the main thread (the message says which, and what to do)."""
 
 
 def guarded_load(ep: importlib.metadata.EntryPoint) -> Callable[[], object]:
     """How to load ``ep``: the one place an entry point is imported, after its distribution's
     requirement on the core is checked (:func:`~mcp_providers._host.compat.plugin_core_problem`),
-    in a daemon thread waited for at most :data:`IMPORT_SECONDS`.
+    in the plugin thread (:func:`in_plugin_thread`).
 
     :raises MadeForAnotherCore: the core is outside that requirement; nothing was imported.
-    :raises ImportFailed: the import did not end in time (its thread is left behind), or raised
+    :raises PluginCodeFailed: the import did not end in time (its thread is left behind), or raised
         ``KeyboardInterrupt``, ``SystemExit`` or another ``BaseException`` of its own.
     """
 
@@ -71,7 +71,7 @@ def guarded_load(ep: importlib.metadata.EntryPoint) -> Callable[[], object]:
         held = _already_there(ep)
         if held is not None:  # a reload, another name for a module imported here: no plugin code runs
             return held[0]
-        loaded = _bounded(ep.load, ep.name)
+        loaded = in_plugin_thread(ep.load, ep.name, "its import")
         _finished.add(ep.module)
         return loaded
 
@@ -90,14 +90,17 @@ def _already_there(ep: importlib.metadata.EntryPoint) -> tuple[object] | None:
 
 
 class _Importer:
-    """One daemon thread importing plugins one after another (not a thread per plugin); it ends
-    after :data:`_IDLE_SECONDS` with nothing to import. One whose import never ended is left
-    behind and a new one takes the next import."""
+    """One daemon thread running plugin code one call after another (not a thread per call); it
+    ends after :data:`_IDLE_SECONDS` with nothing to run. One whose call never ended is left
+    behind and a new one takes the next call."""
 
     def __init__(self) -> None:
         self.jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
         self.closed = False
-        threading.Thread(target=self._run, name="mcp-providers plugin import", daemon=True).start()
+        self.busy = False
+        """Running a job: a call made meanwhile (another composition's, a reload's while a hung
+        hook holds this thread) gets a new thread rather than a place behind it."""
+        threading.Thread(target=self._run, name="mcp-providers plugin code", daemon=True).start()
 
     def _run(self) -> None:
         while True:
@@ -109,7 +112,8 @@ class _Importer:
                         self.closed = True
                         return
                 continue
-            job()
+            self.busy = True
+            job()  # it clears busy itself, before its caller wakes (so its next call finds this thread free)
 
 
 _MAIN_THREAD_WORDS = ("main thread", "event loop")
@@ -120,43 +124,58 @@ _importing = threading.Lock()
 _importer: _Importer | None = None
 
 
-def _bounded(load: Callable[[], object], name: str) -> object:
+def in_plugin_thread(call: Callable[[], T], name: str, what: str) -> T:
+    """``call()``, a plugin's own code, run in the plugin thread and waited for at most
+    :data:`PLUGIN_SECONDS`; ``name`` is the plugin's, ``what`` the call's as a message says it
+    (``"its import"``, ``"hook settings_model"``, ``"declaring provider 'x'"``).
+
+    :raises PluginCodeFailed: ``call`` did not end in time (its thread is left behind, and the next
+        call gets a new one), raised a ``BaseException`` that is not an ``Exception`` (it is the
+        plugin's, never re-raised), or needed the main thread.
+    :raises Exception: what ``call`` raised.
+    """
     global _importer
-    done: list[object] = []
+    done: list[T] = []
     failed: list[BaseException] = []
     ended = threading.Event()
 
     def job() -> None:
         try:
-            done.append(load())
+            done.append(call())
         except BaseException as exc:  # told in the caller's thread below
             failed.append(exc)
         finally:
+            importer.busy = False
             ended.set()
 
     with _importing:
-        if _importer is None or _importer.closed:
+        if _importer is None or _importer.closed or _importer.busy:
             _importer = _Importer()
-        _importer.jobs.put(job)
         importer = _importer
-    if not ended.wait(IMPORT_SECONDS):  # a Ctrl-C interrupts this wait: it is the operator's, and propagates
+        importer.jobs.put(job)
+    if not ended.wait(PLUGIN_SECONDS):  # a Ctrl-C interrupts this wait: it is the operator's, and propagates
         with _importing:
             if _importer is importer:
-                _importer = None  # its thread is stuck in this import: the next one gets a new thread
-        raise ImportFailed(
-            f"its import did not finish within {IMPORT_SECONDS:g} s (a module-level statement that never "
-            "returns?); it is left out and its import left running. Fix the import, or leave it out with "
-            f"deny = [{name!r}]"
+                _importer = None  # its thread is stuck in this call: the next one gets a new thread
+        raise PluginCodeFailed(
+            f"{what} did not finish within {PLUGIN_SECONDS:g} s (a statement that never returns?); it is left "
+            f"out, and {what} left running. Fix it, or leave the plugin out with deny = [{name!r}]"
         )
     if failed:
-        exc = failed[0]
-        if isinstance(exc, ValueError | RuntimeError) and any(w in str(exc) for w in _MAIN_THREAD_WORDS):
-            raise ImportFailed(
-                f"its import needs the main thread ({one_line(exc)}): plugins are imported in a thread of "
-                "their own; install signal handlers or get an event loop in a hook or the provider's "
-                "lifespan, not at import"
-            ) from exc
-        if isinstance(exc, Exception):
-            raise exc
-        raise ImportFailed(f"its import raised {one_line(exc)}") from exc
+        raise _failure(failed[0], what)
     return done[0]
+
+
+def _failure(exc: BaseException, what: str) -> BaseException:
+    if isinstance(exc, ValueError | RuntimeError) and any(w in str(exc) for w in _MAIN_THREAD_WORDS):
+        failure = PluginCodeFailed(
+            f"{what} needs the main thread ({one_line(exc)}): a plugin's imports, hooks and declarations run in "
+            "a thread of their own; install signal handlers or get an event loop in the provider's lifespan"
+        )
+        failure.__cause__ = exc
+        return failure
+    if isinstance(exc, Exception):
+        return exc
+    failure = PluginCodeFailed(f"{what} raised {one_line(exc)}")
+    failure.__cause__ = exc
+    return failure
