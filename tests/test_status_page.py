@@ -140,6 +140,7 @@ async def test_status_json_tells_plugins_catalog_reload_cluster_requests_and_den
     latency = reads["latency_ms"]
     assert 0 < latency["mean"] <= latency["max"] and 0 < latency["p95"] <= latency["max"]
     assert len(status["requests"]["minutes"]) == status["requests"]["window_minutes"]  # quiet minutes too
+    assert status["provider_threads"] == {"busy": 0, "past_deadline": 0, "limit": 40}  # every read has returned
     notes = next(u for u in status["upstreams"] if u["plugin"] == "notes")
     assert notes["state"] == "answering" and notes["calls"] >= 1 and notes["last_ok"].endswith("Z")
     denial = next(d for d in status["recent_denials"] if d["operation"] == "resources/read")
@@ -312,6 +313,7 @@ def test_the_page_escapes_every_value() -> None:
                     "leases": [bad]},
         "upstreams": [{"provider": bad, "plugin": bad, "state": bad, "calls": 1, "failures": dict.fromkeys(FAILURES, 0),
                        "last_ok": bad, "last_failure": bad, "last_failure_kind": bad, "failing_since": bad}],
+        "provider_threads": dict.fromkeys(("busy", "past_deadline", "limit"), bad),
         "requests": {"window_minutes": 1, "totals": {bad: {**one, "latency_ms": None}},
                      "minutes": [{"start": "1970-01-01T00:00:00Z", "methods": {bad: one}}]},
         "recent_denials": [dict.fromkeys(("time", "operation", "action", "target", "subject", "issuer",
@@ -320,8 +322,8 @@ def test_the_page_escapes_every_value() -> None:
     page = render(body)
     # title and h1 4 (name and replica), digest 1, plugin 5 cells and its row class 1, failed provider 2,
     # left out 1, cluster 4, upstream 8 (provider, plugin, state and its row class, last ok, last failure's
-    # time and kind, failing since), method 1, denial 7
-    assert "<img" not in page and page.count("&lt;img src=x onerror=alert(1)&gt;") == 34
+    # time and kind, failing since), provider threads 3, method 1, denial 7
+    assert "<img" not in page and page.count("&lt;img src=x onerror=alert(1)&gt;") == 37
 
 
 def _deny(audit: AuditLog, subject: str, issuer: str | None, target: str, operation: str = "resources/read") -> None:

@@ -7,7 +7,8 @@ operation's) collided, one line each naming both sides; the config digest, the g
 last reload attempt; the cluster backend (configured, connected), this replica's name
 (``MCP_PROVIDERS_REPLICA``, else ``HOSTNAME``: the pod's name) and the poll leases it holds;
 upstream health (each provider's calls and failures, when it last answered, since when it fails:
-:mod:`..steps.health`); requests, errors and latency per method over the last
+:mod:`..steps.health`); the threads running plugins' plain functions (busy, past their deadline, the
+limit); requests, errors and latency per method over the last
 :data:`WINDOW_MINUTES` minutes, every minute shown; the last denials (operation, action, target,
 subject, issuer, reason, time; from the audit layer, kept with or without sinks, at most a few per
 caller so that no one caller's refusals push the others' off: ``steps.audit.RecentDenials``).
@@ -166,8 +167,17 @@ def facts(composition: Composition, reloader: Reloader | None, recent: RecentReq
         "cluster": cluster(composition),
         "requests": recent.snapshot() if recent is not None else None,
         "upstreams": runtime.invoker.health.snapshot(),
+        "provider_threads": provider_threads(composition),
         "recent_denials": list(runtime.audit.recent_denials)[::-1],  # newest first
     }
+
+
+def provider_threads(composition: Composition) -> dict[str, int]:
+    """The threads running plugins' plain functions now: ``busy`` (holding a slot), ``past_deadline``
+    (still running after their request was answered) and ``limit`` (``[server.limits]
+    provider_threads``), as ``/metrics`` gives them (``mcp_providers_provider_threads``)."""
+    threads = composition.runtime.invoker.threads
+    return {"busy": threads.busy, "past_deadline": threads.past_deadline, "limit": threads.bound}
 
 
 def plugins(composition: Composition) -> list[dict[str, Any]]:
@@ -291,6 +301,7 @@ def render(body: dict[str, Any]) -> str:
         _left_out_section(body["left_out"]),
         _cluster_section(body["cluster"]),
         _upstreams_section(body["upstreams"]),
+        _threads_section(body["provider_threads"]),
         _requests_section(body["requests"]),
         _denials_section(body["recent_denials"]),
     ]
@@ -343,6 +354,12 @@ def _cluster_section(c: dict[str, Any]) -> str:
             ("connected", connected), ("replica", _e(c["replica"])), ("cluster id", _e(c["cluster_id"])),
             ("leases held", "<br>".join(_e(s) for s in c["leases"]) or "none")]  # fmt: skip
     return "<h2>Cluster</h2>" + _pairs(rows)
+
+
+def _threads_section(threads: dict[str, int]) -> str:
+    rows = [("busy", _e(threads["busy"])), ("past their deadline", _e(threads["past_deadline"])),
+            ("limit ([server.limits] provider_threads)", _e(threads["limit"]))]  # fmt: skip
+    return "<h2>Provider threads (plugins' plain functions running now)</h2>" + _pairs(rows)
 
 
 def _upstreams_section(upstreams: list[dict[str, Any]]) -> str:
