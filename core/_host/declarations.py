@@ -13,6 +13,7 @@ from typing import TypeVar
 
 from mcp_providers._host.records import PluginRecord
 from mcp_providers._host.skills import Skill, SkillFiles
+from mcp_providers._invalid import described
 from mcp_providers.models import Extension, Prompt, Resource, ResourceTemplate, Tool
 from mcp_providers.providers import ExtensionProvider, PromptProvider, ResourceProvider, ToolProvider
 
@@ -83,7 +84,7 @@ def declare(records: Iterable[PluginRecord]) -> tuple[list[Declared], list[Probl
                         (record.name,),
                         "declaration-failed",
                         provider.name,
-                        f"declaring provider {provider.name!r} raised {type(exc).__name__}: {exc}",
+                        described(exc) or f"declaring provider {provider.name!r} raised {type(exc).__name__}: {exc}",
                         "return declaration models from resources()/templates()/tools()/prompts()/extensions(), "
                         "SkillSource from skills()",
                     )

@@ -18,6 +18,7 @@ from mcp_providers._host.isolation import one_line, reraise_interrupt, stdout_to
 from mcp_providers._host.records import PROVIDER_HOOKS, PluginRecord
 from mcp_providers._host.shape import HOOKS, did_you_mean, provider_problem
 from mcp_providers._host.skills import SkillFiles
+from mcp_providers._invalid import described
 from mcp_providers.config import Config, format_validation_error, settings_context
 from mcp_providers.config.errors import ignored_key_line
 from mcp_providers.config.ignored import ignored_keys
@@ -139,7 +140,7 @@ def collect_providers(pm: pluggy.PluginManager, record: PluginRecord) -> None:
             found, result = call_hook(record, hook, settings=record.settings)
         except BaseException as exc:
             reraise_interrupt(exc)
-            record.reject(f"hook {hook} raised {one_line(exc)}")
+            record.reject(f"hook {hook}: {said}" if (said := described(exc)) else f"hook {hook} raised {one_line(exc)}")
             return
         if not found:
             continue

@@ -230,6 +230,8 @@ class Listing:
         # deep to check, an unknown $schema), it costs that component only, never the plugin
         except Exception as exc:
             said = str(exc).splitlines()[0] if str(exc) else type(exc).__name__  # not a meta-schema dump
+            # a declaration model's error carries what was wrong in words as a note (pydantic's first line does not)
+            said = next((n for n in getattr(exc, "__notes__", ()) if n.startswith("invalid declaration: ")), said)
             self.left_out.append(LeftOut(value, f"{kind} {value!r} does not convert: {said[:300]}", _LEAVE_OUT))
 
     def first(self, kind: str, key: str, value: str) -> bool:
