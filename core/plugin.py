@@ -442,6 +442,7 @@ class _Prompts(PromptProvider):
         self._completers: dict[tuple[str, str], Completer] = {}
         for name, (function, fields) in prompts.items():
             sig = fx.signature(function, plugin.settings)
+            fx.text_values(sig, "prompt", name)
             description = fields.get("description") or doc_of(function) or name
             rest = {k: v for k, v in fields.items() if k != "description"}
             with _declaring(sig.where):
