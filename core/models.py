@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from mcp_providers._invalid import explain
 
 __all__ = [
+    "EFFECTS_CLAIM_KEY",
     "ICON_MIME_TYPES",
     "MAX_AGE_KEY",
     "ORIGIN_KEY",
@@ -73,6 +74,13 @@ out). Two declarations that are not listed still refuse both plugins
 (:mod:`mcp_providers._host.collisions`). Likewise a listed declaration that a rule of ``check``
 refuses on its own (a malformed URI or template, a URI outside its provider's prefixes, a resource
 declaring side effects, an icon, a schema that cannot be served) is left out alone, never its plugin."""
+
+EFFECTS_CLAIM_KEY = "effectsClaim"
+"""Key inside a tool's ``meta[ORIGIN_KEY]``: what its source *claims* about its effects, when
+:attr:`Tool.effects` is below ``destructive`` on that word alone and nothing in this process checks
+it, e.g. ``"upstream 'docs' claims read-only (readOnlyHint: true)"`` or ``"method POST, taken as
+additive (...)"``. ``inspect`` shows such a tool's effects as ``unknown (<claim>; served as <effects>)``.
+Absent: the effects are the author's or the operator's word, or ``destructive`` (the worst case)."""
 
 MAX_AGE_KEY = "io.mcp-providers/maxAge"
 """Request ``_meta`` key: the oldest content, in seconds, the caller accepts (``0`` = current)."""
