@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from prefork import python
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from mcp_providers import hookimpl
 from mcp_providers.plugin import Plugin
@@ -191,3 +191,17 @@ def test_check_and_strict_serve_refuse_a_mistyped_key(tmp_path: Path) -> None:
     assert "plugins.typo.instanse: unknown key" in checked.stdout and 'did you mean "instance"?' in checked.stdout
     strict = cli("serve", "--strict")
     assert strict.returncode == 1 and "plugins.typo.instanse: unknown key" in strict.stderr, strict.stderr
+
+
+def test_a_field_whose_validator_reshapes_its_table_is_not_second_guessed() -> None:
+    class Reshaped(BaseModel):
+        timing: Timing = Timing()
+
+        @field_validator("timing", mode="before")
+        @classmethod
+        def _short(cls, value: Any) -> Any:
+            return {"timeout": value["t"]} if isinstance(value, dict) and "t" in value else value
+
+    assert _reason(_plugin(Reshaped), {"timing": {"t": 2}}) is None
+    reason = _reason(_plugin(Reshaped), {"timng": {"t": 2}})
+    assert reason is not None and "plugins.notes.timng: unknown key" in reason
