@@ -79,7 +79,8 @@ def test_an_openapi_method_is_shown_as_a_claim_unless_the_operator_set_the_effec
     jsonschema.validate(document, INSPECT_SCHEMA)
     tools = {t["name"]: t for t in document["tools"]}
     assert tools["petstore_addPet"]["effects"] == "additive"
-    assert tools["petstore_addPet"]["effectsClaim"] == "method POST, taken as additive (what the service does is not checked)"
+    claim = "method POST, taken as additive (what the service does is not checked)"
+    assert tools["petstore_addPet"]["effectsClaim"] == claim
     shown = _shown(document)
     assert shown["petstore_addPet"].startswith("unknown (method POST, taken as additive"), shown
     assert shown["petstore_deletePet"] == "destructive" and shown["petstore_createUser"] == "additive", shown

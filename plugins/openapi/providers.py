@@ -15,9 +15,10 @@ version, and the operation: ``operationId``, ``method``, ``path``; ``inspect`` s
   its input schema the path and query parameters plus ``body`` (the JSON request body); effects
   from the method (POST additive; PUT, PATCH and DELETE destructive and idempotent), each
   overridable per operationId in the settings (POST's ``additive`` is the method's word, not a
-  fact checked here: its origin carries it as a claim, which ``inspect`` shows as unknown). Before sending, a tool asks the gate for ``call``
-  on the URI its path and path values name (``PUT /docs/{s}/{n}`` -> ``openapi://svc/docs/a/b``),
-  so a rule on a path holds for its tools as for its reads.
+  fact checked here: its origin carries it as a claim, which ``inspect`` shows as unknown).
+  Before sending, a tool asks the gate for ``call`` on the URI its path and path values name
+  (``PUT /docs/{s}/{n}`` -> ``openapi://svc/docs/a/b``), so a rule on a path holds for its tools
+  as for its reads.
 
 The MIME type of a resource is its first 2xx response's media type (JSON preferred).
 """
