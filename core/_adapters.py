@@ -110,7 +110,8 @@ def template_variables(uri_template: str) -> set[str] | None:
 
 
 def template_parameters(sig: fx.Signature, uri_template: str) -> None:
-    """:raises DeclarationError: a variable without a parameter, or a required parameter without a variable."""
+    """:raises DeclarationError: a variable without a parameter, a required parameter without a
+    variable, or a parameter annotated with a type no text converts to."""
     variables = template_variables(uri_template)
     if variables is None:
         return
@@ -128,6 +129,7 @@ def template_parameters(sig: fx.Signature, uri_template: str) -> None:
             f"variable of that name; add {{{extra[0]}}} to the template, give the parameter a default, or annotate "
             "it Context"
         )
+    fx.text_values(sig, "template", uri_template, only=variables)
 
 
 def resource_fields(function: Callable[..., Any], sig: fx.Signature, fields: Mapping[str, Any]) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import inspect
 import typing
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -202,6 +202,55 @@ def signature(function: Callable[..., Any], settings_model: type[BaseModel] | No
         hints.get("return", inspect.Signature.empty),
         inspect.iscoroutinefunction(function),
     )
+
+
+_TEXT_TYPES = frozenset({"string", "integer", "number", "boolean"})
+"""JSON Schema types a text value converts to (pydantic's lax mode: ``"3"`` -> 3, ``"true"`` -> True)."""
+_WHY_TEXT = {
+    "prompt": ("argument", "MCP prompt arguments are strings (the spec's PromptArgument)"),
+    "template": ("variable", "URI template variables are strings"),
+}
+
+
+def text_values(sig: Signature, kind: str, owner: str, only: Collection[str] | None = None) -> None:
+    """Check that each value parameter of a prompt or template (``kind``; with ``only``, those
+    named there: a template's variables) takes text.
+
+    :raises DeclarationError: one is annotated with a type no text converts to (``list``, ``dict``,
+        a model), so every render or read would fail; the message names it and what to write.
+    """
+    what, why = _WHY_TEXT[kind]
+    for parameter in sig.values:
+        hint = sig.hints.get(parameter.name)
+        if hint is None or (only is not None and parameter.name not in only) or _takes_text(hint):
+            continue
+        shown = getattr(hint, "__name__", None) if isinstance(hint, type) else None
+        raise DeclarationError(
+            f"{sig.where}: {kind} {owner!r}: {what} {parameter.name!r} is annotated {shown or hint}, which no text "
+            f"converts to, so it could never be given: {why}; annotate it str, or a type text converts to (int, "
+            "float, bool, a Literal or an Enum), and parse a list or table from the text in the function"
+        )
+
+
+def _takes_text(hint: Any) -> bool:
+    try:
+        schema = TypeAdapter(hint).json_schema()
+    except Exception:  # no JSON Schema (an arbitrary class): not judged here; a failed conversion names it
+        return True
+    return _schema_takes_text(schema, schema.get("$defs", {}), 0)
+
+
+def _schema_takes_text(schema: Mapping[str, Any], defs: Mapping[str, Any], depth: int) -> bool:
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and depth < 32:
+        return _schema_takes_text(defs.get(ref.rsplit("/", 1)[-1], {}), defs, depth + 1)
+    branches = schema.get("anyOf") or schema.get("oneOf")
+    if branches:
+        return any(_schema_takes_text(b, defs, depth + 1) for b in branches)
+    kind = schema.get("type")
+    if kind is None or "enum" in schema or "const" in schema:  # Any, or a choice of words
+        return True
+    return any(k in _TEXT_TYPES for k in (kind if isinstance(kind, list) else [kind]))
 
 
 def converter(sig: Signature, name: str) -> Callable[[str], Any] | None:

@@ -13,7 +13,9 @@ Shapes, by example::
 
 Where each invariant is enforced:
 
-- field shapes (priority in 0..1, sizes >= 0, names' characters): by pydantic, when the model is built;
+- field shapes (priority in 0..1, sizes >= 0, names' characters): by pydantic, when the model is built
+  (the ``ValidationError`` carries a note in words, naming the declaration, the field, the value and
+  what would be right: :mod:`mcp_providers._invalid`; ``check`` and ``plugins`` show that note);
 - URI grammar, owned prefixes, collisions, side effects on resources: by the rules (``mcp-providers check``);
 - tool annotations are never declared, only derived from :attr:`Tool.effects` (:meth:`Tool.annotations`).
 """
@@ -25,9 +27,12 @@ from datetime import datetime
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from mcp_providers._invalid import explain
 
 __all__ = [
+    "EFFECTS_CLAIM_KEY",
     "ICON_MIME_TYPES",
     "MAX_AGE_KEY",
     "ORIGIN_KEY",
@@ -70,13 +75,32 @@ out). Two declarations that are not listed still refuse both plugins
 refuses on its own (a malformed URI or template, a URI outside its provider's prefixes, a resource
 declaring side effects, an icon, a schema that cannot be served) is left out alone, never its plugin."""
 
+EFFECTS_CLAIM_KEY = "effectsClaim"
+"""Key inside a tool's ``meta[ORIGIN_KEY]``: what its source *claims* about its effects, when
+:attr:`Tool.effects` is below ``destructive`` on that word alone and nothing in this process checks
+it, e.g. ``"upstream 'docs' claims read-only (readOnlyHint: true)"`` or ``"method POST, taken as
+additive (...)"``. ``inspect`` shows such a tool's effects as ``unknown (<claim>; served as <effects>)``.
+Absent: the effects are the author's or the operator's word, or ``destructive`` (the worst case)."""
+
 MAX_AGE_KEY = "io.mcp-providers/maxAge"
 """Request ``_meta`` key: the oldest content, in seconds, the caller accepts (``0`` = current)."""
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
 
 
-class Annotations(BaseModel):
+class _Declared(BaseModel):
+    """A declaration model whose validation error carries a note in words: which declaration,
+    which field, what would be right (:func:`mcp_providers._invalid.explain`); ``check`` shows it."""
+
+    def __init__(self, /, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            exc.add_note(explain(exc, type(self), data))
+            raise
+
+
+class Annotations(_Declared):
     """Client hints carried to the wire unchanged (MCP ``Annotations``).
 
     Source: MCP specification 2025-11-25, ``schema.ts`` ``Annotations``.
@@ -115,7 +139,7 @@ _MAGIC: dict[str, tuple[bytes, ...]] = {
 """Leading bytes of each binary image type (WebP is checked apart: ``RIFF....WEBP``)."""
 
 
-class Icon(BaseModel):
+class Icon(_Declared):
     """An image a client may show next to a declaration or the server (MCP ``Icon``, 2025-11-25+)::
 
         Icon(src="data:image/svg+xml;base64,PHN2Zy...", mime_type="image/svg+xml", sizes=("any",))
@@ -218,7 +242,7 @@ def _payload_problems(payload: bytes, media: str) -> list[tuple[str, str]]:
     return []
 
 
-class Freshness(BaseModel):
+class Freshness(_Declared):
     """How current a resource's content is, as the provider declares it.
 
     - ``static``: the bytes never change while the distribution's version stays the same
@@ -266,7 +290,7 @@ class Freshness(BaseModel):
         return cls(kind="max_age", max_age_seconds=seconds)
 
 
-class Members(BaseModel):
+class Members(_Declared):
     """The resources whose data a resource gathers: a catalog, a listing, an alias, a summary.
 
     A listing that copies its members' data undercuts any rule on a member unless it leaves out
@@ -296,7 +320,7 @@ class Members(BaseModel):
     :func:`mcp_providers.policy.allowed`), or refuses when its only member is denied (an alias)."""
 
 
-class _ResourceBase(BaseModel):
+class _ResourceBase(_Declared):
     model_config = _FROZEN
 
     name: str = Field(min_length=1, max_length=128)
@@ -351,7 +375,7 @@ class ResourceTemplate(_ResourceBase):
     variables are checked either way. Default ``False``: every variable is held to path rules."""
 
 
-class Tool(BaseModel):
+class Tool(_Declared):
     """A tool the model may call. Annotations are derived from the declared effects."""
 
     model_config = _FROZEN
@@ -392,7 +416,7 @@ class Tool(BaseModel):
         }
 
 
-class ExtensionMethod(BaseModel):
+class ExtensionMethod(_Declared):
     """One request method an extension serves, e.g. ``io.example/search``.
 
     Called through the same pipeline as a tool: the gate asks ``call`` on the method name, the
@@ -410,7 +434,7 @@ class ExtensionMethod(BaseModel):
     effects: Effects = "none"
 
 
-class Extension(BaseModel):
+class Extension(_Declared):
     """An extension a plugin offers (SEP-2133): advertised under ``capabilities.extensions`` and
     served by its :class:`ExtensionMethod`s."""
 
@@ -424,7 +448,7 @@ class Extension(BaseModel):
     methods: tuple[ExtensionMethod, ...] = ()
 
 
-class PromptArgument(BaseModel):
+class PromptArgument(_Declared):
     """One argument of a prompt template."""
 
     model_config = _FROZEN
@@ -441,7 +465,7 @@ class PromptArgument(BaseModel):
     resource the caller may not read (action ``read``, asked about the expanded URI)."""
 
 
-class Prompt(BaseModel):
+class Prompt(_Declared):
     """A user-controlled prompt template (``prompts/list``, ``prompts/get``)."""
 
     model_config = _FROZEN

@@ -54,7 +54,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from importlib.resources.abc import Traversable
 from typing import Any, Generic, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from mcp_providers import _decorated as fx
 from mcp_providers import policy
@@ -69,6 +69,7 @@ from mcp_providers._adapters import (
     template_parameters,
     template_variables,
 )
+from mcp_providers._invalid import described
 from mcp_providers.credentials import Upstream
 from mcp_providers.errors import Denied, InvalidParams, NotFound, TooLarge, ToolFailure, UpstreamError
 from mcp_providers.hookspecs import hookimpl
@@ -355,15 +356,17 @@ class _Resources(ResourceProvider):
                     f"{sig.where}: a fixed resource ({uri!r}) has no variables, yet the function requires "
                     f"{', '.join(sorted(sig.required()))}; declare it with @{plugin.name}.template and a variable each"
                 )
-            self._declared.append(Resource(uri=uri, **resource_fields(function, sig, fields)))
+            with _declaring(sig.where):
+                self._declared.append(Resource(uri=uri, **resource_fields(function, sig, fields)))
             self._readers[uri] = Reader(sig, settings, {}, fields.get("mime_type"))
         for uri_template, (function, fields) in templates.items():
             sig = fx.signature(function, plugin.settings)
             template_parameters(sig, uri_template)
             convert = {p.name: fx.converter(sig, p.name) for p in sig.values}
-            self._templates.append(
-                ResourceTemplate(uri_template=uri_template, **resource_fields(function, sig, fields))
-            )
+            with _declaring(sig.where):
+                self._templates.append(
+                    ResourceTemplate(uri_template=uri_template, **resource_fields(function, sig, fields))
+                )
             direct = takes_values_as_given(sig, uri_template, convert)
             self._readers[uri_template] = Reader(sig, settings, convert, fields.get("mime_type"), direct=direct)
             names = template_variables(uri_template)
@@ -410,15 +413,16 @@ class _Tools(ToolProvider):
             else:
                 model, wrapped = fx.output_model(sig, name)
             rest = {k: v for k, v in fields.items() if k not in ("description", "output_model")}
-            self._declared.append(
-                Tool(
-                    name=name,
-                    description=description,
-                    input_model=fx.input_model(sig, name),
-                    output_model=model,
-                    **rest,
+            with _declaring(sig.where):
+                self._declared.append(
+                    Tool(
+                        name=name,
+                        description=description,
+                        input_model=fx.input_model(sig, name),
+                        output_model=model,
+                        **rest,
+                    )
                 )
-            )
             self._calls[name] = ToolCaller(sig, settings, model, wrapped)
 
     def tools(self) -> Sequence[Tool]:
@@ -438,12 +442,14 @@ class _Prompts(PromptProvider):
         self._completers: dict[tuple[str, str], Completer] = {}
         for name, (function, fields) in prompts.items():
             sig = fx.signature(function, plugin.settings)
-            arguments = tuple(
-                PromptArgument(name=p.name, required=p.default is inspect.Parameter.empty) for p in sig.values
-            )
+            fx.text_values(sig, "prompt", name)
             description = fields.get("description") or doc_of(function) or name
             rest = {k: v for k, v in fields.items() if k != "description"}
-            self._declared.append(Prompt(name=name, description=description, arguments=arguments, **rest))
+            with _declaring(sig.where):
+                arguments = tuple(
+                    PromptArgument(name=p.name, required=p.default is inspect.Parameter.empty) for p in sig.values
+                )
+                self._declared.append(Prompt(name=name, description=description, arguments=arguments, **rest))
             self._renders[name] = PromptRenderer(sig, settings)
             names = [a.name for a in arguments]
             for variable, completer in _known(completers("prompt", name), names, f"prompt {name!r}"):
@@ -462,6 +468,16 @@ class _Prompts(PromptProvider):
         if completer is None:
             return await super().complete(prompt, request)
         return await completer(request)
+
+
+@contextlib.contextmanager
+def _declaring(where: str) -> Iterator[None]:
+    """:raises DeclarationError: a declaration built inside is invalid; the message names the
+    function ``where`` and says what was wrong and what would be right (never pydantic's text)."""
+    try:
+        yield
+    except ValidationError as exc:
+        raise fx.DeclarationError(f"{where}: {described(exc) or exc}") from None
 
 
 def _known(

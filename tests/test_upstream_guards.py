@@ -254,6 +254,11 @@ BAD_KINDS: dict[str, tuple[dict[str, list[Any]], str, str]] = {
     ),
     "tool name the core refuses": ({"tools": [types.Tool(name="a b", input_schema=OBJECT)]}, "a b", "not a valid"),
     "duplicate prompt": ({"prompts": [types.Prompt(name="p"), types.Prompt(name="p")]}, "p", "repeats"),
+    "prompt argument without a name": (  # the core's words, not pydantic's first line
+        {"prompts": [types.Prompt(name="q", arguments=[types.PromptArgument(name="")])]},
+        "q",
+        "prompt 'q' does not convert: invalid declaration: a prompt argument: name must not be empty",
+    ),
 }
 
 

@@ -22,7 +22,7 @@ from rich.table import Table
 from mcp_providers._cli.sources import unavailable
 from mcp_providers._host.advisories import advisories
 from mcp_providers._serve.composition import Composition
-from mcp_providers.models import ORIGIN_KEY, Tool
+from mcp_providers.models import EFFECTS_CLAIM_KEY, ORIGIN_KEY, Tool
 
 INSPECT_SCHEMA: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -107,6 +107,7 @@ INSPECT_SCHEMA: dict[str, Any] = {
                     "provider": {"type": "string"},
                     "name": {"type": "string"},
                     "effects": {"enum": ["none", "additive", "destructive"]},
+                    "effectsClaim": {"type": ["string", "null"]},
                     "idempotent": {"type": "boolean"},
                     "inputSchema": {"type": "object"},
                     "outputSchema": {"type": ["object", "null"]},
@@ -182,8 +183,21 @@ def _origin(meta: dict[str, Any] | None) -> dict[str, Any]:
     return {"origin": dict(found)} if isinstance(found, dict) else {}
 
 
+def _claim(meta: dict[str, Any] | None) -> str | None:
+    """What a tool's source claims about its effects (``origin[EFFECTS_CLAIM_KEY]``), or ``None``."""
+    claim = _origin(meta).get("origin", {}).get(EFFECTS_CLAIM_KEY)
+    return claim if isinstance(claim, str) else None
+
+
 def _shown_origin(origin: dict[str, Any] | None) -> str | None:
-    return ", ".join(f"{k} {v}" for k, v in origin.items()) if origin else None
+    shown = {k: v for k, v in (origin or {}).items() if k != EFFECTS_CLAIM_KEY}  # the effects cell says it
+    return ", ".join(f"{k} {v}" for k, v in shown.items()) if shown else None
+
+
+def _shown_effects(item: dict[str, Any]) -> str | None:
+    """A tool's effects cell: a claim nothing here checks is shown as a claim, never as a fact."""
+    claim = item.get("effectsClaim")
+    return f"unknown ({claim}; served as {item['effects']})" if claim else item.get("effects")
 
 
 def _tool(plugin: str, provider: str, tool: Tool) -> dict[str, Any]:
@@ -192,6 +206,7 @@ def _tool(plugin: str, provider: str, tool: Tool) -> dict[str, Any]:
         "provider": provider,
         "name": tool.name,
         "effects": tool.effects,
+        "effectsClaim": _claim(tool.meta),
         "idempotent": tool.idempotent,
         "description": tool.description,
         "inputSchema": tool.input_model.model_json_schema(),
@@ -289,6 +304,8 @@ def print_inventory(console: Console, document: dict[str, Any]) -> None:
             table.add_column(column, overflow="fold")
         for item in document[section]:
             row = {**item, "origin": _shown_origin(item.get("origin"))}
+            if section == "tools":
+                row["effects"] = _shown_effects(item)
             table.add_row(*(escape(str(row.get(c) or "-")) for c in shown))
         console.print(table)
     for plugin in document["plugins"]:

@@ -16,6 +16,7 @@ from typing import TypeVar
 from mcp_providers._host.isolation import PluginCodeFailed, in_plugin_thread
 from mcp_providers._host.records import PluginRecord
 from mcp_providers._host.skills import Skill, SkillFiles
+from mcp_providers._invalid import described
 from mcp_providers.models import Extension, Prompt, Resource, ResourceTemplate, Tool
 from mcp_providers.providers import ExtensionProvider, PromptProvider, ResourceProvider, ToolProvider
 
@@ -77,7 +78,7 @@ def declare(records: Iterable[PluginRecord]) -> tuple[list[Declared], list[Probl
                 said = (
                     str(exc)
                     if isinstance(exc, PluginCodeFailed)
-                    else f"declaring provider {provider.name!r} raised {type(exc).__name__}: {exc}"
+                    else described(exc) or f"declaring provider {provider.name!r} raised {type(exc).__name__}: {exc}"
                 )
                 problems.append(
                     Problem(

@@ -18,7 +18,10 @@ from mcp_providers._host.isolation import PluginCodeFailed, in_plugin_thread, on
 from mcp_providers._host.records import PROVIDER_HOOKS, PluginRecord
 from mcp_providers._host.shape import HOOKS, did_you_mean, provider_problem
 from mcp_providers._host.skills import SkillFiles
+from mcp_providers._invalid import described
 from mcp_providers.config import Config, format_validation_error, settings_context
+from mcp_providers.config.errors import ignored_key_line
+from mcp_providers.config.ignored import ignored_keys
 from mcp_providers.errors import MCPProvidersDeprecationWarning
 from mcp_providers.providers import ExtensionProvider, ResourceProvider, ToolProvider
 from mcp_providers.skills import SkillProvider
@@ -56,7 +59,10 @@ def call_hook(record: PluginRecord, hook: str, **kwargs: Any) -> tuple[bool, Any
 
 def _told(exc: Exception, hook: str) -> str:
     """Why a hook call failed, in one line (:class:`PluginCodeFailed` says it whole)."""
-    return str(exc) if isinstance(exc, PluginCodeFailed) else f"hook {hook} raised {one_line(exc)}"
+    if isinstance(exc, PluginCodeFailed):
+        return str(exc)
+    said = described(exc)  # a declaration model refused, in words
+    return f"hook {hook}: {said}" if said else f"hook {hook} raised {one_line(exc)}"
 
 
 def register_plugin(pm: pluggy.PluginManager, record: PluginRecord, plugin: object) -> None:
@@ -127,10 +133,15 @@ def configure_plugin(pm: pluggy.PluginManager, record: PluginRecord, config: Con
         record.reject(f"hook settings_model returned {model!r}; expected a pydantic BaseModel subclass or None")
         return
     record.settings_model = model
+    where = f"plugins.{record.name}"
     try:
         record.settings = model.model_validate(table or {}, context=settings_context(config))
     except ValidationError as exc:
-        record.reject(f"invalid settings: {format_validation_error(exc, f'plugins.{record.name}', model)}")
+        record.reject(f"invalid settings: {format_validation_error(exc, where, model, accepted=True)}")
+        return
+    dropped = ignored_keys(record.settings, table or {})
+    if dropped:  # a model left at pydantic's default extra dropped them: the operator's setting would never apply
+        record.reject(f"invalid settings: {'; '.join(ignored_key_line(where, loc, keys) for loc, keys in dropped)}")
 
 
 def collect_providers(pm: pluggy.PluginManager, record: PluginRecord) -> None:

@@ -11,7 +11,7 @@ from typing import Annotated, Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
-__all__ = ["format_validation_error", "known_keys", "mask", "suggestion"]
+__all__ = ["format_validation_error", "ignored_key_line", "known_keys", "mask", "suggestion"]
 
 
 _SECRET_NAME = re.compile(
@@ -121,9 +121,12 @@ def known_keys(model: type[BaseModel], loc: Sequence[int | str]) -> tuple[str, .
     return tuple(n for name, f in annotation.model_fields.items() for n in (name, f.alias) if n)
 
 
-def format_validation_error(error: ValidationError, where: str, model: type[BaseModel] | None = None) -> str:
+def format_validation_error(
+    error: ValidationError, where: str, model: type[BaseModel] | None = None, *, accepted: bool = False
+) -> str:
     """One line per field: ``<where>.<field path>: <message> (got <value>)``; a key ``model`` does
-    not know ends with ``; did you mean "<key>"?`` when one of the table's keys is close.
+    not know ends with ``; did you mean "<key>"?`` when one of the table's keys is close, and with
+    ``accepted`` also with ``; keys accepted here: <every key of that table>``.
 
     Never shown, because these lines reach logs: values under secret-looking names (password,
     pwd, secret, token, API key, auth ... anywhere in the path), values of keys the model does not
@@ -142,9 +145,25 @@ def format_validation_error(error: ValidationError, where: str, model: type[Base
             message = _without(message, value)  # a validator that quoted the hidden value
         hint = ""
         if item["type"] == "extra_forbidden" and model is not None and item["loc"]:
-            hint = suggestion(str(item["loc"][-1]), known_keys(model, item["loc"][:-1]))
+            keys = known_keys(model, item["loc"][:-1])
+            hint = suggestion(str(item["loc"][-1]), keys) + (_accepted(keys) if accepted and keys else "")
         lines.append(f"{where}.{path}: {message}{shown}{hint}" if path else f"{where}: {message}")
     return "; ".join(lines)
+
+
+def ignored_key_line(where: str, loc: Sequence[int | str], accepted: Sequence[str]) -> str:
+    """The line for a key that a settings model left at pydantic's default ``extra`` would drop
+    (:func:`~mcp_providers.config.ignored.ignored_keys`), worded like an unknown key's error."""
+    path = ".".join(str(p) for p in loc)
+    return (
+        f"{where}.{path}: unknown key, which the settings model would ignore, so the setting would never apply "
+        f"(value hidden: an unknown key may be a mistyped secret){suggestion(str(loc[-1]), accepted)}"
+        f"{_accepted(accepted)}"
+    )
+
+
+def _accepted(keys: Iterable[str]) -> str:
+    return f"; keys accepted here: {', '.join(sorted(set(keys))) or '(none)'}"
 
 
 def _without(message: str, value: str) -> str:

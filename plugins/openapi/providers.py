@@ -14,9 +14,11 @@ version, and the operation: ``operationId``, ``method``, ``path``; ``inspect`` s
   (the service's errors come back as a result with ``isError``, naming the service),
   its input schema the path and query parameters plus ``body`` (the JSON request body); effects
   from the method (POST additive; PUT, PATCH and DELETE destructive and idempotent), each
-  overridable per operationId in the settings. Before sending, a tool asks the gate for ``call``
-  on the URI its path and path values name (``PUT /docs/{s}/{n}`` -> ``openapi://svc/docs/a/b``),
-  so a rule on a path holds for its tools as for its reads.
+  overridable per operationId in the settings (POST's ``additive`` is the method's word, not a
+  fact checked here: its origin carries it as a claim, which ``inspect`` shows as unknown).
+  Before sending, a tool asks the gate for ``call`` on the URI its path and path values name
+  (``PUT /docs/{s}/{n}`` -> ``openapi://svc/docs/a/b``), so a rule on a path holds for its tools
+  as for its reads.
 
 The MIME type of a resource is its first 2xx response's media type (JSON preferred).
 """
@@ -31,7 +33,7 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from mcp_providers.errors import InvalidParams, NotFound, TooLarge, ToolFailure, UpstreamError
-from mcp_providers.models import ORIGIN_KEY, Effects, Resource, ResourceTemplate, Tool
+from mcp_providers.models import EFFECTS_CLAIM_KEY, ORIGIN_KEY, Effects, Resource, ResourceTemplate, Tool
 from mcp_providers.plugins._schemas import UnsafeSchema
 from mcp_providers.plugins.openapi.client import Answer, Service
 from mcp_providers.plugins.openapi.document import BODY, Operation
@@ -90,8 +92,8 @@ def _not_a_template(op: Operation) -> str | None:
     return None
 
 
-def _origin(service: Service, op: Operation) -> dict[str, Any]:
-    return {ORIGIN_KEY: {"service": service.name, "document": service.label, **op.origin}}
+def _origin(service: Service, op: Operation, **more: str) -> dict[str, Any]:
+    return {ORIGIN_KEY: {"service": service.name, "document": service.label, **op.origin, **more}}
 
 
 def uri_of(service: Service, op: Operation) -> str:
@@ -237,6 +239,8 @@ class OpenAPITools(ToolProvider):
             name = (service.settings.tools_prefix + re.sub(r"[^A-Za-z0-9_.-]", "_", op.operation_id))[:128]
             effects, idempotent = _EFFECTS[op.method]
             effects = overrides.get(op.operation_id, effects)
+            claimed = op.operation_id not in overrides and effects != "destructive"  # the method's word only
+            claim = f"method {op.method}, taken as {effects} (what the service does is not checked)"
             try:
                 arguments = arguments_model(f"{name}Arguments", input_schema(op), checked=True)
             except UnsafeSchema as exc:  # this operation only: the others serve
@@ -252,7 +256,7 @@ class OpenAPITools(ToolProvider):
                     effects=effects,
                     idempotent=idempotent,
                     open_world=True,
-                    meta=_origin(service, op),
+                    meta=_origin(service, op, **({EFFECTS_CLAIM_KEY: claim} if claimed else {})),
                     input_model=arguments,
                 )
             )

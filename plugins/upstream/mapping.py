@@ -26,7 +26,9 @@ Tool effects come from the upstream's annotations, with MCP's defaults for absen
 is all there is: it cannot be scoped in this process). A tool said both read-only and
 ``destructiveHint: true`` is ``destructive``: of two contradicting words, the one that asks for care.
 The operator's ``effects`` override them,
-except that ``none`` is refused for a tool the upstream says is not read-only. A tool's
+except that ``none`` is refused for a tool the upstream says is not read-only. Effects below
+``destructive`` that come from the hints alone are a claim: the origin says so
+(:data:`~mcp_providers.models.EFFECTS_CLAIM_KEY`) and ``inspect`` shows them as unknown. A tool's
 ``task_support`` comes from how the upstream offers tasks
 (:func:`~mcp_providers.plugins.upstream.tasks.task_support_of`); a 2025-11-25 tool whose listing
 says ``taskSupport: "required"`` is left out (it cannot be called through the SDK's client).
@@ -47,7 +49,6 @@ from pydantic import BaseModel, ConfigDict, model_validator
 from mcp_providers.models import (
     ORIGIN_KEY,
     Annotations,
-    Effects,
     Freshness,
     Prompt,
     PromptArgument,
@@ -57,6 +58,7 @@ from mcp_providers.models import (
 )
 from mcp_providers.plugins import _schemas
 from mcp_providers.plugins.upstream import rules
+from mcp_providers.plugins.upstream.effects import claim_of, effects_of, hint, override_problem
 from mcp_providers.plugins.upstream.settings import ServerSettings
 from mcp_providers.plugins.upstream.tasks import Offered, task_support_of
 
@@ -135,41 +137,6 @@ def _starts(uri: str, prefix: str) -> bool:
         return bool(sep and u_sep) and u_scheme.lower() == scheme.lower() and u_rest.startswith(rest)
 
 
-def _hint(hints: types.ToolAnnotations | None, name: str, default: bool) -> bool:
-    """A tool hint as the upstream gave it, else MCP's default for it."""
-    value = getattr(hints, name, None) if hints is not None else None
-    return default if value is None else bool(value)
-
-
-def override_problem(tool: types.Tool, override: Mapping[str, Effects]) -> str | None:
-    """Why the operator's ``effects`` override of ``tool`` is refused, or ``None``: ``none`` for a
-    tool the upstream says is not read-only (``readOnlyHint: false``, or ``destructiveHint: true``
-    without ``readOnlyHint: true``). Absent hints say nothing, so ``none`` stays the operator's call."""
-    if override.get(tool.name) != "none":
-        return None
-    hints = tool.annotations
-    said_writes = hints is not None and (hints.read_only_hint is False or hints.destructive_hint is True)
-    said_read_only = hints is not None and hints.read_only_hint and hints.destructive_hint is not True
-    if said_read_only or not said_writes:
-        return None
-    word = "destructive (destructiveHint: true)" if hints and hints.destructive_hint else "not read-only"
-    return (
-        f"effects of {tool.name!r} cannot be 'none': the upstream declares it {word}, and a read-only tool's "
-        f"call would be forwarded as a side-effect exemption; it is served as {effects_of(tool, {})!r}"
-    )
-
-
-def effects_of(tool: types.Tool, override: Mapping[str, Effects]) -> Effects:
-    """The effects of an upstream tool: the operator's override (unless :func:`override_problem`
-    refuses it), else from its annotations with MCP's defaults for absent hints."""
-    if tool.name in override and override_problem(tool, override) is None:
-        return override[tool.name]
-    hints = tool.annotations
-    if _hint(hints, "read_only_hint", False) and getattr(hints, "destructive_hint", None) is not True:
-        return "none"  # read-only, and not also said destructive (the contradiction is read the safe way)
-    return "destructive" if _hint(hints, "destructive_hint", True) else "additive"
-
-
 class UpstreamArguments(BaseModel):
     """Base of an upstream tool's input (and output) model: the upstream's JSON Schema is its
     schema, and values are checked against it with ``jsonschema`` (any draft the schema names)."""
@@ -230,6 +197,8 @@ class Listing:
         # deep to check, an unknown $schema), it costs that component only, never the plugin
         except Exception as exc:
             said = str(exc).splitlines()[0] if str(exc) else type(exc).__name__  # not a meta-schema dump
+            # a declaration model's error carries what was wrong in words as a note (pydantic's first line does not)
+            said = next((n for n in getattr(exc, "__notes__", ()) if n.startswith("invalid declaration: ")), said)
             self.left_out.append(LeftOut(value, f"{kind} {value!r} does not convert: {said[:300]}", _LEAVE_OUT))
 
     def first(self, kind: str, key: str, value: str) -> bool:
@@ -382,6 +351,8 @@ def _tool(server: ServerSettings, tool: types.Tool, offers: Offered, out: Listin
         fix = "remove the override, or set the effects the upstream declares"
         out.left_out.append(LeftOut(f"effects.{tool.name}", refused, fix))
 
+    claimed = claim_of(tool, server.effects, server.name)
+
     def make() -> Tool:
         hints = tool.annotations
         return Tool(
@@ -391,9 +362,9 @@ def _tool(server: ServerSettings, tool: types.Tool, offers: Offered, out: Listin
             input_model=schema_model(f"{served}Input", tool.input_schema),
             output_model=schema_model(f"{served}Output", tool.output_schema) if tool.output_schema else None,
             effects=effects_of(tool, server.effects),
-            idempotent=_hint(hints, "idempotent_hint", False),
-            open_world=_hint(hints, "open_world_hint", True),
-            meta=_origin(server, name=tool.name),
+            idempotent=hint(hints, "idempotent_hint", False),
+            open_world=hint(hints, "open_world_hint", True),
+            meta=_origin(server, name=tool.name, **claimed),
             task_support=task_support,
         )
 
