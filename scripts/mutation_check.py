@@ -2875,6 +2875,25 @@ CASES += (  # a configured source's prefix overlap costs only that source (round
         (SRC + "test_a_source_whose_provider_has_a_plugins_provider_name_is_left_out_alone",),
     ),
     Case(
+        "settings: a key a settings model would ignore is refused",
+        "core/_host/hookcalls.py",
+        "    if dropped:  # a model left at pydantic's default extra dropped them: the operator's setting would never apply\n",
+        "    if False:\n",
+        (
+            "tests/test_settings_unknown_keys.py::test_a_mistyped_key_is_refused_naming_key_plugin_accepted_keys_and_a_close_match",
+            "tests/test_settings_unknown_keys.py::test_a_hand_written_settings_model_hookimpl_is_checked_the_same",
+        ),
+    ),
+    Case(
+        "prompts: an argument no text converts to is refused at composition",
+        "core/_decorated.py",
+        "        if hint is None or (only is not None and parameter.name not in only) or _takes_text(hint):\n",
+        "        if True:\n",
+        (
+            "tests/authoring/test_prompt_argument_types.py::test_a_template_variable_no_text_converts_to_is_refused_naming_it",
+        ),
+    ),
+    Case(
         "collisions: two items of one source named alike get the fix that parts them",
         "core/_host/collisions.py",
         "    if listed(other.decl) and (mine.d is other.d or (source is not None and source_of(other.d) == source)):\n",
