@@ -2877,7 +2877,8 @@ CASES += (  # a configured source's prefix overlap costs only that source (round
     Case(
         "settings: a key a settings model would ignore is refused",
         "core/_host/hookcalls.py",
-        "    if dropped:  # a model left at pydantic's default extra dropped them: the operator's setting would never apply\n",
+        "    if dropped:  # a model left at pydantic's default extra dropped them:"
+        " the operator's setting would never apply\n",
         "    if False:\n",
         (
             "tests/test_settings_unknown_keys.py::test_a_mistyped_key_is_refused_naming_key_plugin_accepted_keys_and_a_close_match",
