@@ -272,3 +272,33 @@ async def test_a_provider_whose_lifespan_opens_nothing_is_served_without_a_task_
         assert composition.runtime.startup_failures == {}
         assert launched == ["plain", "opening", "opening"]  # each "opening", the refusing "plain"; never the plain one
     assert live["opening"] == 0  # the opening one's lifespan was left at the stop; the plain one had none
+
+
+class Hung(Named):
+    """A source that never answers and has no timeout of its own."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self) -> AsyncIterator[None]:
+        await anyio.Event().wait()
+        yield
+
+
+class HungPlugin:
+    @hookimpl
+    def register_resource_providers(self) -> list[ResourceProvider]:
+        return [Hung("hung"), Named("fine")]
+
+
+async def test_a_lifespan_that_never_starts_is_bounded_at_start_up_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tester seventeen: at start-up (not only at a reload) one lifespan that never returned held the
+    server's start for ever: ``serve`` never answered, ``mount()``'s host app never started. It is
+    cancelled after ``runtime.START_SECONDS`` and recorded as failed to start; the rest is served."""
+    from mcp_providers._serve import runtime
+
+    monkeypatch.setattr(runtime, "START_SECONDS", 0.5)
+    composition = compose(Config(), load_entrypoints=False, plugins={"hung": HungPlugin()})
+    with anyio.fail_after(10):
+        async with connect(composition) as client:
+            fine = await client.read_resource("fine://x")
+            assert isinstance(fine.contents[0], types.TextResourceContents) and fine.contents[0].text == "fine"
+            assert composition.runtime.startup_failures == {"hung": "did not start within 0.5 s"}

@@ -310,7 +310,7 @@ class Runtime:
             stack.push_async_callback(self.audit.flush)  # runs before the cancel: queued lines go out
         self.startup_failures.clear()
         stack.push_async_callback(self._stop_hosted)
-        await self._host_providers([(d.plugin, d.provider) for d in self.assembly.declared], tasks)
+        await self._host_providers([(d.plugin, d.provider) for d in self.assembly.declared], tasks, START_SECONDS)
         tasks.start_soon(self.tasks.host)
         stack.push_async_callback(self.tasks.stop)  # before the providers stop: a body's clean-up still has them
         for run in self.background:
@@ -405,6 +405,6 @@ class _Host:
 
 
 START_SECONDS = 60.0
-"""How long the ``lifespan`` of a provider a reload adds may take to start, in seconds; one that
-takes longer is cancelled and recorded as failed to start, so it cannot hold up the reload (and
-every later one) for ever."""
+"""How long the ``lifespan`` of a provider may take to start, at start-up or when a reload adds it,
+in seconds; one that takes longer is cancelled and recorded as failed to start, so it cannot hold
+up the server's start, the reload (and every later one) for ever."""
