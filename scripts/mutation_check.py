@@ -2895,6 +2895,14 @@ CASES += (  # a configured source's prefix overlap costs only that source (round
         ),
     ),
     Case(
+        "runtime: a provider's lifespan at start-up is bounded in time",
+        "core/_serve/runtime.py",
+        "        await self._host_providers([(d.plugin, d.provider) for d in self.assembly.declared], tasks,"
+        " START_SECONDS)\n",
+        "        await self._host_providers([(d.plugin, d.provider) for d in self.assembly.declared], tasks)\n",
+        ("tests/test_runtime_side_by_side.py::test_a_lifespan_that_never_starts_is_bounded_at_start_up_too",),
+    ),
+    Case(
         "collisions: two items of one source named alike get the fix that parts them",
         "core/_host/collisions.py",
         "    if listed(other.decl) and (mine.d is other.d or (source is not None and source_of(other.d) == source)):\n",
