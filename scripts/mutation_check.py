@@ -2903,6 +2903,15 @@ CASES += (  # a configured source's prefix overlap costs only that source (round
         ("tests/test_runtime_side_by_side.py::test_a_lifespan_that_never_starts_is_bounded_at_start_up_too",),
     ),
     Case(
+        "side effects: only the null device itself is opened for writing in a read",
+        "core/_sideeffects/files.py",
+        "        return path == _NULL and stat.S_ISCHR(os.stat(path).st_mode)\n",
+        "        return path.endswith(_NULL)\n",
+        (
+            "tests/test_side_effects_devnull.py::test_a_read_may_open_the_null_device_for_writing_but_not_a_file_named_like_it",
+        ),
+    ),
+    Case(
         "collisions: two items of one source named alike get the fix that parts them",
         "core/_host/collisions.py",
         "    if listed(other.decl) and (mine.d is other.d or (source is not None and source_of(other.d) == source)):\n",

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import socket
+import stat
 import sys
 import threading
 import weakref
@@ -183,13 +184,27 @@ def guarded_os_open(path: Any, flags: int, mode: int = 0o777, *, dir_fd: int | N
 
 
 def _expected_write(event: str, args: tuple[Any, ...], paths: list[str]) -> bool:
-    """The writes a read may make because of *what* is written, never who asks: the import
-    system's bytecode cache (PEP 3147) and the files of the host's log handlers (:mod:`.logfiles`)."""
+    """The writes a read may make because of *what* is written, never who asks: the null device
+    (opened only: what is written there is discarded), the import system's bytecode cache (PEP 3147)
+    and the files of the host's log handlers (:mod:`.logfiles`)."""
+    if event == "open" and all(_is_null_device(p) for p in paths):
+        return True
     if all(_is_bytecode_cache(p) for p in paths):
         return True
     if event == "os.mkdir" and all(_is_cache_dir(p) for p in paths):
         return True
     return expected_log_write(event, args, paths)  # a host log handler's file, its rotations
+
+
+_NULL = os.path.realpath(os.devnull)
+
+
+def _is_null_device(path: str) -> bool:
+    """Whether ``path`` (resolved) is the null device itself: a character device, not a file named so."""
+    try:
+        return path == _NULL and stat.S_ISCHR(os.stat(path).st_mode)
+    except OSError:
+        return False
 
 
 def _is_bytecode_cache(path: str) -> bool:
