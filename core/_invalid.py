@@ -16,8 +16,6 @@ from typing import Annotated, Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
-__all__ = ["NOTE", "described", "explain"]
-
 NOTE = "invalid declaration: "
 """How the note :func:`explain` writes begins (so :func:`described` finds it among others)."""
 
