@@ -62,3 +62,19 @@ def test_round4_item10_an_address_literal_host_is_no_rebinding_and_probes_send_o
 )  # fmt: skip
 def test_round4_item10_address_literals(host: str, literal: bool) -> None:
     assert _address_literal(host) is literal
+
+
+def test_a_refused_host_or_origin_says_which_and_how_to_allow_it() -> None:
+    """Tester seventeen: a Host the policy does not name got the SDK's bare "Invalid Host header",
+    with nothing pointing to where the names are set (a test client's ``testserver``, a name behind
+    a proxy). The refusal names the header's value and both places to add a name."""
+    with served() as port:
+        for path in ("/mcp", "/healthz"):
+            status, _, raw = request(port, "GET", headers={"host": "proxy.example"}, path=path)
+            body = raw.decode()
+            assert status == 421 and "'proxy.example'" in body, body
+            assert "--allow-host proxy.example" in body and "transport_security" in body, body
+            origin = {"host": f"127.0.0.1:{port}", "origin": "http://page.example"}
+            status, _, raw = request(port, "GET", headers=origin, path=path)
+            body = raw.decode()
+            assert status == 403 and "'http://page.example'" in body and "allowed_origins" in body, body

@@ -105,6 +105,7 @@ from mcp_providers._serve.transport.http_outcome import (
     serving,
     with_retry_after,
 )
+from mcp_providers._serve.transport.http_policy import explained
 from mcp_providers._serve.transport.manager import holds
 from mcp_providers._serve.transport.manager import watch as watch_manager
 from mcp_providers._serve.transport.nesting import MAX_NESTING, request_id_of, too_deep
@@ -177,9 +178,10 @@ class HttpApp:
         if scope["type"] != "http" or route_path(scope) != self.path:
             await self.sdk_app(scope, receive, send)
             return
-        refused = await self._guard.validate_request(Request(scope), is_post=False)
+        request = Request(scope)
+        refused = await self._guard.validate_request(request, is_post=False)
         if refused is not None:
-            await refused(scope, receive, send)
+            await explained(refused, request)(scope, receive, send)
             return
         if self.stateless and scope["method"] in ("GET", "DELETE"):
             await Response(status_code=405, headers={"Allow": "POST"})(scope, receive, send)

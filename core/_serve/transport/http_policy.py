@@ -1,6 +1,6 @@
 """Which Host and Origin headers an HTTP server accepts (the DNS-rebinding policy), from the
-addresses it is bound to: :func:`transport_policy`, and the address helpers ``serve`` checks its
-``--host`` with."""
+addresses it is bound to: :func:`transport_policy`, the address helpers ``serve`` checks its
+``--host`` with, and what a refusal says (:func:`explained`)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ import ipaddress
 import socket
 
 from mcp.server.transport_security import TransportSecuritySettings
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
 _LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
@@ -94,3 +96,26 @@ def transport_policy(
     if is_wildcard(host) or is_loopback(host):
         hosts, origins = hosts + _LOOPBACK_HOSTS, origins + _LOOPBACK_ORIGINS
     return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
+
+
+def explained(refused: Response, request: Request) -> Response:
+    """The SDK's refusal of a Host (421) or an Origin (403) its policy does not name, saying which
+    value and where a name is added: ``serve --allow-host``, or embedded, ``transport_security``
+    (the SDK's words alone pointed nowhere); any other refusal as it is."""
+    if refused.status_code == 421:
+        host = request.headers.get("host", "")[:100]
+        return PlainTextResponse(
+            f"Invalid Host header {host!r}: not a name this server answers to (DNS-rebinding protection); "
+            f"name it with serve --allow-host {host or 'NAME'} (NAME or NAME:PORT), or, embedded, in the "
+            "allowed_hosts of mount(..., transport_security=...)",
+            421,
+        )
+    if refused.status_code == 403:
+        origin = request.headers.get("origin", "")[:100]
+        return PlainTextResponse(
+            f"Invalid Origin header {origin!r}: a page of another origin may not call this server "
+            "(DNS-rebinding protection); serve accepts the origins of its own names and of --allow-host, "
+            "embedded the allowed_origins of mount(..., transport_security=...)",
+            403,
+        )
+    return refused

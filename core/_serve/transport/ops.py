@@ -53,6 +53,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from mcp_providers._serve.binding import served_methods
+from mcp_providers._serve.transport.http_policy import explained
 from mcp_providers._serve.transport.manager import run_ended, session_manager_of
 
 REQUEST_CANCELLED = -32800
@@ -387,7 +388,8 @@ async def rebinding_refusal(security: TransportSecuritySettings, request: Reques
     host = request.headers.get("host", "")
     if host and host not in security.allowed_hosts and _address_literal(host):
         security = security.model_copy(update={"allowed_hosts": [*security.allowed_hosts, host]})
-    return await TransportSecurityMiddleware(security).validate_request(request, is_post=False)
+    refused = await TransportSecurityMiddleware(security).validate_request(request, is_post=False)
+    return None if refused is None else explained(refused, request)
 
 
 _SESSION_HEADER = b"mcp-session-id"
