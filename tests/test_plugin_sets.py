@@ -216,3 +216,16 @@ async def test_serve_with_a_set_serves_only_that_set(config_file: Path) -> None:
         assert uris and all(u.startswith(served) for u in uris)
         tools = [t.name for t in (await client.list_tools()).tools]
         assert not any(name.startswith("servicenow") for name in tools)
+
+
+def test_a_plugin_both_allowed_and_denied_is_named_when_nothing_is_served(tmp_path: Path) -> None:
+    """Tester seventeen: ``allow = ["workflows", "policy"]`` with ``deny = ["workflows"]`` said only
+    "nothing is served"; the line now names the plugin the selection asked for and why it is off."""
+    config = tmp_path / "both.toml"
+    config.write_text('allow = ["workflows", "policy"]\ndeny = ["workflows"]\n', encoding="utf-8")
+    checked = run_cli("check", "-c", str(config))
+    said = checked.stdout + checked.stderr
+    assert checked.returncode == 1, said
+    assert "nothing is served" in said
+    assert "workflows off: in the config's deny list (and in the config's allow list: deny wins)" in said
+    assert "ssg_catalog off" not in said  # the plugins nothing asked for are not listed

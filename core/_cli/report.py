@@ -19,11 +19,20 @@ def failures(composition: Composition) -> list[str]:
     found = composition.failures + anyio.run(static_read_problems, composition) + _auth_problems(composition)
     found += source_problems(composition)
     if not composition.catalog.served_count:
+        named = _selected_names(composition)
+        off = [f"{r.name} {r.selection}" for r in composition.records if r.status == "disabled" and r.name in named]
         found.append(
             "nothing is served: every plugin is off or rejected; check the selection (allow, set, "
-            "MCP_PROVIDERS_PLUGINS) and the lines above"
+            "MCP_PROVIDERS_PLUGINS) and the lines above" + (f"; {'; '.join(off)}" if off else "")
         )
     return found
+
+
+def _selected_names(composition: Composition) -> set[str]:
+    """The plugins the selection names to be on (allow, the chosen set, ``$MCP_PROVIDERS_PLUGINS``)."""
+    config = composition.config
+    chosen = config.sets[config.set].plugins if config.set is not None and config.set in config.sets else ()
+    return {*(config.allow or ()), *chosen, *(config.env_plugins or ())}
 
 
 def warnings(composition: Composition) -> tuple[str | None, list[str]]:

@@ -14,7 +14,9 @@ def selection_of(name: str, config: Config) -> tuple[bool, str]:
     if name in config.env_disable:
         return False, f"off: listed in ${DISABLE_ENV}"
     if name in config.deny:
-        return False, "off: in the config's deny list"
+        naming = (("the config's allow list", config.allow or ()), (f"${PLUGINS_ENV}", config.env_plugins or ()))
+        also = [where for where, names in naming if name in names]
+        return False, "off: in the config's deny list" + (f" (and in {' and '.join(also)}: deny wins)" if also else "")
     if config.env_plugins is not None:
         if name in config.env_plugins:
             return True, f"on: listed in ${PLUGINS_ENV}"
