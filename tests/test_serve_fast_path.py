@@ -1,0 +1,135 @@
+"""A bare ``mcp-providers serve`` (what an MCP client launches) runs without typer (issue 43):
+:mod:`mcp_providers.__main__` hands exactly that argv to :mod:`mcp_providers._cli.stdio`. These
+tests hold it to the typer command it stands for: the same lines and exit status for each kind of
+refusal and for Ctrl-C, and every other argv still goes through typer."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+FAST = [sys.executable, "-m", "mcp_providers", "serve"]
+"""The command as a client runs it: the fast path."""
+TYPER = [
+    sys.executable,
+    "-c",
+    "import sys; sys.argv = ['mcp-providers', 'serve']; from mcp_providers.cli import main; main()",
+]
+"""The same argv run by the typer app, as before the fast path."""
+
+WHAT_WAS_IMPORTED = """
+import json, sys
+import mcp_providers._cli.stdio as stdio
+
+def serving(server, wire_out):  # where serve would start answering: say what start-up imported
+    found = sorted(m for m in ("typer", "mcp_providers.cli", "mcp_providers._cli.report") if m in sys.modules)
+    print(json.dumps({"imported": found, "server": type(server).__name__}), file=sys.stderr)
+
+stdio.serve_over = serving
+sys.argv = %r
+from mcp_providers.__main__ import main
+main()
+"""
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_PROVIDERS_")}
+    return {**env, **extra}
+
+
+def _imported(argv: list[str], tmp_path: Path) -> dict[str, object]:
+    done = subprocess.run(
+        [sys.executable, "-c", WHAT_WAS_IMPORTED % (argv,)],
+        capture_output=True, text=True, env=_env(), cwd=tmp_path, timeout=120, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    seen: dict[str, object] = json.loads(done.stderr.strip().splitlines()[-1])
+    return seen
+
+
+def test_a_bare_serve_starts_without_typer_or_the_cli_module(tmp_path: Path) -> None:
+    seen = _imported(["mcp-providers", "serve"], tmp_path)
+    assert seen["imported"] == []
+    assert seen["server"] != "NoneType"
+
+
+def test_serve_with_any_option_still_goes_through_typer(tmp_path: Path) -> None:
+    seen = _imported(["mcp-providers", "serve", "--strict"], tmp_path)
+    assert "typer" in seen["imported"] and "mcp_providers.cli" in seen["imported"]
+
+
+def test_a_shell_asking_for_completions_is_answered_by_typer(tmp_path: Path) -> None:
+    done = subprocess.run(
+        FAST, capture_output=True, text=True, env=_env(_MCP_PROVIDERS_COMPLETE="bash_source"),
+        cwd=tmp_path, timeout=120, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert "Traceback" not in done.stderr
+    assert not done.stdout.startswith('{"jsonrpc"')
+
+
+CONFIGS = {  # kind: (config text or None for a missing file, exit status)
+    "missing file": (None, 1),
+    "not TOML": ("[server\n", 1),
+    "unknown key": ("[server]\nno_such_setting = 1\n", 1),
+    "unknown plugin": ("[plugins.no_such_plugin]\nx = 1\n", 1),
+    "policy not in force (fail closed)": ('[plugins.policy]\nrules = "not a list"\n', 1),
+    "plugin rejected, the others served": ('[plugins.servicenow]\ninstances = "not a table"\n', 0),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(CONFIGS))
+def test_a_config_ends_both_paths_alike(kind: str, tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    text, status = CONFIGS[kind]
+    if text is not None:
+        path.write_text(text)
+    ends = []
+    for argv in (FAST, TYPER):
+        done = subprocess.run(
+            argv, capture_output=True, text=True, env=_env(MCP_PROVIDERS_CONFIG=str(path)), cwd=tmp_path,
+            timeout=120, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        ends.append((done.returncode, done.stdout, done.stderr))
+    assert ends[0] == ends[1]
+    code, stdout, stderr = ends[0]
+    assert code == status and stdout == "" and "Traceback" not in stderr and stderr.strip(), stderr
+
+
+def test_end_of_input_ends_both_paths_with_status_0(tmp_path: Path) -> None:
+    codes = [
+        subprocess.run(argv, capture_output=True, env=_env(), cwd=tmp_path, timeout=120, stdin=subprocess.DEVNULL)
+        for argv in (FAST, TYPER)
+    ]
+    assert [(c.returncode, c.stdout) for c in codes] == [(0, b""), (0, b"")], [c.stderr[-500:] for c in codes]
+
+
+def _interrupted(argv: list[str], tmp_path: Path) -> tuple[int, bytes]:
+    client = {"name": "t", "version": "1"}
+    params = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": client}
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=_env(), cwd=tmp_path)  # fmt: skip
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(json.dumps(init).encode() + b"\n")
+        proc.stdin.flush()
+        assert b'"result"' in proc.stdout.readline()  # serving
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return proc.returncode, stderr
+
+
+def test_ctrl_c_ends_both_paths_alike(tmp_path: Path) -> None:
+    fast, typer = _interrupted(FAST, tmp_path), _interrupted(TYPER, tmp_path)
+    assert fast == typer
+    assert fast[0] == 130
