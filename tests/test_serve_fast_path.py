@@ -1,7 +1,8 @@
-"""A bare ``mcp-providers serve`` (what an MCP client launches) runs without typer (issue 43):
-:mod:`mcp_providers.__main__` hands exactly that argv to :mod:`mcp_providers._cli.stdio`. These
-tests hold it to the typer command it stands for: the same lines and exit status for each kind of
-refusal and for Ctrl-C, and every other argv still goes through typer."""
+"""``mcp-providers serve``, alone or with its config file only (what an MCP client launches), runs
+without typer (issue 43): :mod:`mcp_providers.__main__` hands that argv to
+:mod:`mcp_providers._cli.stdio`. These tests hold it to the typer command it stands for: the same
+lines and exit status for each kind of refusal, each spelling of the config file and Ctrl-C, and
+every other argv still goes through typer."""
 
 from __future__ import annotations
 
@@ -16,12 +17,9 @@ import pytest
 
 FAST = [sys.executable, "-m", "mcp_providers", "serve"]
 """The command as a client runs it: the fast path."""
-TYPER = [
-    sys.executable,
-    "-c",
-    "import sys; sys.argv = ['mcp-providers', 'serve']; from mcp_providers.cli import main; main()",
-]
-"""The same argv run by the typer app, as before the fast path."""
+TYPER_MAIN = "import sys; from mcp_providers.cli import main; sys.argv[0] = 'mcp-providers'; main()"
+TYPER = [sys.executable, "-c", TYPER_MAIN, "serve"]
+"""The same argv run by the typer app, as before the fast path (more arguments may follow)."""
 
 WHAT_WAS_IMPORTED = """
 import json, sys
@@ -59,18 +57,34 @@ def test_a_bare_serve_starts_without_typer_or_the_cli_module(tmp_path: Path) -> 
     assert seen["server"] != "NoneType"
 
 
-def test_serve_with_any_option_still_goes_through_typer(tmp_path: Path) -> None:
-    seen = _imported(["mcp-providers", "serve", "--strict"], tmp_path)
-    assert "typer" in seen["imported"] and "mcp_providers.cli" in seen["imported"]
+@pytest.mark.parametrize("args", [["-c", "c.toml"], ["--config", "c.toml"], ["--config=c.toml"]])
+def test_serve_with_its_config_file_only_starts_without_typer(args: list[str], tmp_path: Path) -> None:
+    (tmp_path / "c.toml").write_text("[server]\n")
+    seen = _imported(["mcp-providers", "serve", *args], tmp_path)
+    assert seen["imported"] == []
 
 
-def test_a_shell_asking_for_completions_is_answered_by_typer(tmp_path: Path) -> None:
+TYPER_AT_EXIT = """
+import atexit, json, sys
+atexit.register(lambda: print(json.dumps({"typer": "typer" in sys.modules}), file=sys.stderr))
+sys.argv = %r
+from mcp_providers.__main__ import main
+main()
+"""
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["--strict"], ["-c", "c.toml", "--strict"], ["--config="], ["-c", "--strict"], ["-cc.toml"], ["-c"], ["--help"]],
+)
+def test_serve_with_any_other_argument_goes_through_typer(args: list[str], tmp_path: Path) -> None:
+    (tmp_path / "c.toml").write_text("[server]\n")
+    argv = ["mcp-providers", "serve", *args]
     done = subprocess.run(
-        FAST, capture_output=True, text=True, env=_env(_MCP_PROVIDERS_COMPLETE="bash_source"),
-        cwd=tmp_path, timeout=120, stdin=subprocess.DEVNULL,
+        [sys.executable, "-c", TYPER_AT_EXIT % (argv,)],
+        capture_output=True, text=True, env=_env(), cwd=tmp_path, timeout=120, stdin=subprocess.DEVNULL,
     )  # fmt: skip
-    assert "Traceback" not in done.stderr
-    assert not done.stdout.startswith('{"jsonrpc"')
+    assert json.loads(done.stderr.strip().splitlines()[-1]) == {"typer": True}, done.stderr
 
 
 CONFIGS = {  # kind: (config text or None for a missing file, exit status)
@@ -99,6 +113,21 @@ def test_a_config_ends_both_paths_alike(kind: str, tmp_path: Path) -> None:
     assert ends[0] == ends[1]
     code, stdout, stderr = ends[0]
     assert code == status and stdout == "" and "Traceback" not in stderr and stderr.strip(), stderr
+
+
+@pytest.mark.parametrize("args", [["-c", "./c.toml"], ["--config", "c.toml"], ["--config=sub/../c.toml"]])
+@pytest.mark.parametrize("text", ["[server]\nno_such_setting = 1\n", "[server]\n"])
+def test_each_spelling_of_the_config_file_ends_both_paths_alike(args: list[str], text: str, tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "c.toml").write_text(text)
+    ends = []
+    for argv in ([*FAST, *args], [*TYPER, *args]):
+        done = subprocess.run(argv, capture_output=True, text=True, env=_env(), cwd=tmp_path, timeout=120,
+                              stdin=subprocess.DEVNULL)  # fmt: skip
+        ends.append((done.returncode, done.stdout, done.stderr))
+    assert ends[0] == ends[1]
+    assert ends[0][0] == (1 if "no_such_setting" in text else 0), ends[0][2]
+    assert "Traceback" not in ends[0][2]
 
 
 def test_end_of_input_ends_both_paths_with_status_0(tmp_path: Path) -> None:

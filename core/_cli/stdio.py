@@ -1,11 +1,12 @@
-"""``serve`` over stdio with no options, the command a client launches, run without typer.
+"""``serve`` over stdio, and the command a client launches run without typer.
 
-``python -m mcp_providers serve`` (exactly that argv) comes here from :mod:`mcp_providers.__main__`
-instead of building the typer app: importing typer and dispatching through it was about 17 ms of
-CPU before the first answer (issue 43). Everything else, ``serve --help`` and every option
-included, goes through :mod:`mcp_providers.cli`, which runs the same functions below. So the two
-paths print the same lines and end with the same exit codes: 0 when serving ends, 1 for a refusal
-(bad config, a composition that refuses to serve), 130 for Ctrl-C, 1 for a broken pipe.
+``mcp-providers serve``, alone or with its config file only (``-c FILE``, ``--config FILE``,
+``--config=FILE``), comes here from :mod:`mcp_providers.__main__` instead of building the typer
+app: importing typer and dispatching through it was about 17 ms of CPU before the first answer
+(issue 43). Everything else, ``serve --help`` and every other option included, goes through
+:mod:`mcp_providers.cli`, which runs the same functions below. So the two paths print the same
+lines and end with the same exit codes: 0 when serving ends, 1 for a refusal (bad config, a
+composition that refuses to serve), 130 for Ctrl-C, 1 for a broken pipe.
 """
 
 from __future__ import annotations
@@ -118,14 +119,15 @@ def run(
         serving(server, wire_out)
 
 
-def main() -> None:
-    """``mcp-providers serve`` with no options, ended as typer ends a command (see the module
-    docstring): Ctrl-C exits 130, end of input while reading a prompt says ``Aborted!`` and exits
-    1, a broken pipe exits 1 quietly; any other exception is raised with its traceback."""
+def main(config: str | None = None) -> None:
+    """``mcp-providers serve [-c config]`` (``config`` as given on the command line: a path, as typer
+    converts it), ended as typer ends a command (see the module docstring): Ctrl-C exits 130, end
+    of input while reading a prompt says ``Aborted!`` and exits 1, a broken pipe exits 1 quietly;
+    any other exception is raised with its traceback."""
     try:
         hold_sighup()  # first: composing takes seconds, and an unheld SIGHUP would end the process
         logs.configure("warning", "text")  # the config, once read, may say more
-        run(None, None, False, None, None, None, serve_over)
+        run(Path(config) if config is not None else None, None, False, None, None, None, serve_over)
     except KeyboardInterrupt:
         sys.exit(130)
     except EOFError:
