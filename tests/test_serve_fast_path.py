@@ -162,3 +162,27 @@ def test_ctrl_c_ends_both_paths_alike(tmp_path: Path) -> None:
     fast, typer = _interrupted(FAST, tmp_path), _interrupted(TYPER, tmp_path)
     assert fast == typer
     assert fast[0] == 130
+
+
+def _answer_unread(argv: list[str], tmp_path: Path) -> tuple[int, bytes]:
+    """``serve`` whose reader is gone before the answer: it writes to a broken pipe."""
+    client = {"name": "t", "version": "1"}
+    params = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": client}
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=_env(), cwd=tmp_path)  # fmt: skip
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdout.close()
+    try:
+        _, stderr = proc.communicate(json.dumps(init).encode() + b"\n", timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return proc.returncode, stderr
+
+
+def test_a_reader_gone_ends_both_paths_alike(tmp_path: Path) -> None:
+    fast, typer = _answer_unread(FAST, tmp_path), _answer_unread(TYPER, tmp_path)
+    assert fast == typer
+    assert fast[0] == 0 and b"Traceback" not in fast[1], fast[1]  # the loop ends quietly: nobody is left to answer

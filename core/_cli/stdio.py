@@ -5,8 +5,9 @@
 app: importing typer and dispatching through it was about 17 ms of CPU before the first answer
 (issue 43). Everything else, ``serve --help`` and every other option included, goes through
 :mod:`mcp_providers.cli`, which runs the same functions below. So the two paths print the same
-lines and end with the same exit codes: 0 when serving ends, 1 for a refusal (bad config, a
-composition that refuses to serve), 130 for Ctrl-C, 1 for a broken pipe.
+lines and end with the same exit codes: 0 when serving ends (a client gone included), 1 for a
+refusal (bad config, a composition that refuses to serve), 130 for Ctrl-C, and 1 for a broken
+pipe that escapes serving, as typer ends one.
 """
 
 from __future__ import annotations
