@@ -13,7 +13,6 @@ stdio, stdout belongs to the protocol and logs go to stderr.
 # No ``from __future__ import annotations`` here: typer reads every command's signature at each
 # run, and string annotations made it evaluate some 220 of them (about 5 ms of every start).
 import contextlib
-import functools
 import json
 import os
 from collections.abc import Callable
@@ -31,22 +30,20 @@ with _gc.paused(promote=True):  # the MCP SDK and the serving core: long-lived o
     import typer
 
     from mcp_providers._cli import report
-    from mcp_providers._cli.serving import (
-        reloads,
-        serve_http,
-        server_of,
-        start_workers,
-        traces,
-        watched_file,
-    )
-    from mcp_providers._cli.workers import FD_ENV
-    from mcp_providers._serve.composition import Composition, compose
+    from mcp_providers._cli.serving import bracketed, serve_http, traces
+    from mcp_providers._cli.stdio import compose_checked as _compose
+    from mcp_providers._cli.stdio import load as _load
+    from mcp_providers._cli.stdio import logged as _logged
+    from mcp_providers._cli.stdio import run
+    from mcp_providers._cli.stdio import serve_over as _serve_stdio
+    from mcp_providers._cli.stdio import started as _started
+    from mcp_providers._cli.workers import FD_ENV, WHY_CLUSTER, WHY_STATELESS, serve_workers
+    from mcp_providers._serve.composition import Composition
     from mcp_providers._serve.reload import hold_sighup
     from mcp_providers._serve.transport.http_policy import is_wildcard
     from mcp_providers._serve.transport.stdio_fds import guarded_stdout
-    from mcp_providers._serve.transport.stdio_loop import serve_sdk_stdio, serve_stdio
-    from mcp_providers.config import CONFIG_ENV, Config, load_config
-    from mcp_providers.errors import CompositionError, ConfigError
+    from mcp_providers.config import CONFIG_ENV, Config
+    from mcp_providers.errors import CompositionError
 
 app = typer.Typer(
     name="mcp-providers",
@@ -99,36 +96,6 @@ def _options(
     ] = False,
 ) -> None:
     """Compose one MCP server out of installed provider plugins."""
-
-
-def _load(config_path: Path | None, plugin_set: str | None = None) -> Config:
-    try:
-        return load_config(config_path, plugin_set=plugin_set)
-    except ConfigError as exc:
-        err.print(f"[red]error:[/red] {escape(str(exc))}", markup=True, highlight=False)
-        raise typer.Exit(1) from None
-
-
-def _compose(config: Config, strict: bool) -> Composition:
-    """The composition, with every process-wide side-effect guard installed when it starts: the
-    CLI owns its process (an embedder chooses, see :mod:`mcp_providers.embedding`)."""
-    try:
-        composition = compose(config, strict=strict)
-        composition.runtime.process_guards = True
-        return composition
-    except ConfigError as exc:
-        err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
-        raise typer.Exit(1) from None
-    except CompositionError as exc:
-        err.print("[red]refusing to start (--strict):[/red]", highlight=False)
-        for line in exc.problems:
-            err.print(f"  {line}", highlight=False, markup=False)
-        raise typer.Exit(1) from None
-
-
-STDIO_ENV = "MCP_PROVIDERS_STDIO"
-"""Set to ``sdk`` to serve stdio with the SDK's transport (the fallback of
-:func:`~mcp_providers._serve.transport.stdio_loop.serve_stdio`) even where pipes apply."""
 
 
 def _parse_hostport(value: str) -> tuple[str, int]:
@@ -197,12 +164,7 @@ def serve(
         )
     watched = watched_file(config) if watch else None
     if address is None:
-        # fd 1 is the wire: move it aside before any plugin is imported (a plugin, or a child
-        # process it starts, may write to fd 1 at import time).
-        with guarded_stdout() as wire_out, traces():
-            loaded = _logged(_load(config, plugin_set), log_level, log_format)
-            _, server, _ = _started(loaded, config, plugin_set, strict, watched)
-            _serve_stdio(server, wire_out)
+        run(config, plugin_set, strict, watched, log_level, log_format, serving=_serve_stdio)
         return
     loaded = _logged(_load(config, plugin_set), log_level, log_format)
     if workers > 1 and not os.environ.get(FD_ENV):
@@ -212,32 +174,26 @@ def serve(
         serve_http(composition, server, address, stateless, json_response, allow_host, reloader)
 
 
-def _logged(loaded: Config, level: str | None, fmt: str | None) -> Config:
-    """``loaded``, once the log follows its ``[server] log_level``/``log_format`` where the command
-    line named none (:mod:`mcp_providers._cli.logs`)."""
-    server = loaded.server
-    logs.configure(level or server.log_level or "warning", fmt or server.log_format or "text")
-    return loaded
+def watched_file(config: Path | None) -> str:
+    """The config file ``--watch`` watches: ``-c``, else ``$MCP_PROVIDERS_CONFIG``."""
+    path = config if config is not None else os.environ.get(CONFIG_ENV)
+    if not path:
+        raise typer.BadParameter("--watch needs a config file: pass -c FILE or set $MCP_PROVIDERS_CONFIG")
+    return str(path)
 
 
-def _started(
-    loaded: Config, config: Path | None, plugin_set: str | None, strict: bool, watched: str | None
-) -> tuple[Composition, Any, Any]:
-    """The composition, its server and its reloader, made with the cyclic collector paused; what
-    they hold is then frozen, never traversed again (:mod:`mcp_providers._gc`)."""
-    with _gc.paused():
-        composition = _compose(loaded, strict)
-        server = server_of(composition, strict)
-        reloader = reloads(composition, config, plugin_set, watched)
-        _gc.settle()  # before the collector runs again: its next pass would walk all of it first
-    return composition, server, reloader
-
-
-def _serve_stdio(server: Any, wire_out: int) -> None:
-    """Serve ``server`` over stdin and ``wire_out`` (the original stdout, moved aside)."""
-    # The SDK's thread-based transport, for comparison (serve_stdio's own fallback where pipes do not apply).
-    serving = serve_sdk_stdio if os.environ.get(STDIO_ENV) == "sdk" else serve_stdio
-    anyio.run(functools.partial(serving, server, stdout_fd=wire_out))
+def start_workers(workers: int, address: tuple[str, int] | None, config: Config, stateless: bool) -> None:
+    """Run ``workers`` copies of this command on one socket (``_cli/workers.py``), then exit."""
+    if address is None:
+        raise typer.BadParameter("--workers goes with --http HOST:PORT", param_hint="--workers")
+    if not stateless:
+        raise typer.BadParameter(f"--workers {workers} needs --stateless: {WHY_STATELESS}", param_hint="--workers")
+    if config.cluster is None:
+        raise typer.BadParameter(
+            f"--workers {workers} needs a [cluster] section: {WHY_CLUSTER}", param_hint="--workers"
+        )
+    err.print(f"serving MCP on http://{bracketed(address[0])}:{address[1]}/mcp with {workers} workers", highlight=False)
+    raise typer.Exit(serve_workers(workers, *address))
 
 
 @app.command()

@@ -22,7 +22,7 @@ def test_a_command_that_crashes_exits_1_with_the_traceback_on_stderr(monkeypatch
     def crash(*args: object, **kwargs: object) -> None:
         raise RuntimeError("crashed-7f3a")
 
-    monkeypatch.setattr("mcp_providers.cli.load_config", crash)
+    monkeypatch.setattr("mcp_providers._cli.stdio.load_config", crash)
     result = run_cli("check")
     assert result.returncode == 1
     assert "Traceback (most recent call last)" in result.stderr and "RuntimeError: crashed-7f3a" in result.stderr
@@ -35,7 +35,7 @@ def test_log_records_and_warnings_reach_stderr_as_in_a_fresh_process(monkeypatch
         warnings.warn("warned-9d0e", DeprecationWarning, stacklevel=1)
         return load_config(None)
 
-    monkeypatch.setattr("mcp_providers.cli.load_config", noisy)
+    monkeypatch.setattr("mcp_providers._cli.stdio.load_config", noisy)
     result = run_cli("check")
     assert result.returncode == 0, result.stderr
     assert "logged-51c2\n" in result.stderr and "not-shown-at-info" not in result.stderr

@@ -27,6 +27,9 @@ from mcp_providers._host.compat import may_require_core, plugin_core_problem
 from mcp_providers._host.hookscan import PluginManager
 
 NOT_ON_SERVE_PATH = (
+    "typer",  # a bare `serve` runs without the typer app (mcp_providers._cli.stdio); any other argv builds it
+    "mcp_providers.cli",
+    "mcp_providers._cli.report",  # check, plugins, inspect
     "rich",  # printed only when something is printed (a clean stdio serve prints nothing)
     "jwt",  # the ServiceNow JWT bearer grant, and [server.auth] over HTTP
     "limits",  # only with [server.limits]
@@ -46,10 +49,10 @@ NOT_ON_SERVE_PATH = (
 
 SERVE_PATH = """
 import json, sys
-import mcp_providers.cli as cli
-composition = cli._compose(cli._load(None), strict=False)
-cli.server_of(composition, strict=False)
-cli.reloads(composition, None, None, None)  # serve always makes a reloader (SIGHUP)
+import mcp_providers._cli.stdio as stdio  # what a bare `serve` runs (mcp_providers.__main__)
+composition = stdio.compose_checked(stdio.load(None), strict=False)
+stdio.server_of(composition, strict=False)
+stdio.reloads(composition, None, None, None)  # serve always makes a reloader (SIGHUP)
 from mcp_providers.plugins.servicenow import tools
 built = [n for n in tools.__all__ if getattr(tools, n).__dict__.get("__pydantic_complete__")]
 from mcp_providers._serve.methods import extensions, skills, tasks
@@ -272,10 +275,10 @@ def test_serve_composes_with_the_collector_paused_then_freezes_the_start_up_heap
 
     from cli_support import run_cli
 
-    import mcp_providers.cli
+    import mcp_providers._cli.stdio
 
     seen: dict[str, object] = {}
-    compose = mcp_providers.cli._compose
+    compose = mcp_providers._cli.stdio.compose_checked
 
     def composing(*args: object, **kwargs: object) -> object:
         seen["enabled while composing"] = gc.isenabled()
@@ -285,7 +288,7 @@ def test_serve_composes_with_the_collector_paused_then_freezes_the_start_up_heap
         seen["enabled while serving"] = gc.isenabled()
         seen["frozen"] = gc.get_freeze_count()
 
-    monkeypatch.setattr("mcp_providers.cli._compose", composing)
+    monkeypatch.setattr("mcp_providers._cli.stdio.compose_checked", composing)
     monkeypatch.setattr("mcp_providers.cli._serve_stdio", serving)
     done = run_cli("serve", env={"MCP_PROVIDERS_CONFIG": None})  # which unfreezes this process after
     assert done.returncode == 0, done.stderr

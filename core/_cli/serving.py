@@ -12,29 +12,27 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import anyio
-import typer
 
 from mcp_providers._cli.console import err, escape
 from mcp_providers._cli.sources import source_problems, unavailable
-from mcp_providers._cli.workers import FD_ENV, WHY_CLUSTER, WHY_STATELESS, serve_workers
+from mcp_providers._cli.workers import FD_ENV
 from mcp_providers._serve.composition import Composition
 from mcp_providers._serve.statics import static_read_problems
 from mcp_providers._serve.transport.http_policy import is_wildcard
-from mcp_providers.config import CONFIG_ENV, Config, load_config
+from mcp_providers.config import CONFIG_ENV, load_config
 from mcp_providers.errors import CompositionError, ConfigError
 
 
-def _bracketed(host: str) -> str:
+def refuse() -> NoReturn:
+    """End the command with exit status 1, its reason already printed (``SystemExit``: typer lets
+    it through unchanged, so ``serve`` run by typer and by :func:`mcp_providers._cli.stdio.main`
+    without it end alike)."""
+    raise SystemExit(1)
+
+
+def bracketed(host: str) -> str:
     """``::1`` -> ``[::1]`` (IPv6 literals need brackets in URLs and Host headers)."""
     return f"[{host}]" if ":" in host else host
-
-
-def watched_file(config: Path | None) -> str:
-    """The config file ``--watch`` watches: ``-c``, else ``$MCP_PROVIDERS_CONFIG``."""
-    path = config if config is not None else os.environ.get(CONFIG_ENV)
-    if not path:
-        raise typer.BadParameter("--watch needs a config file: pass -c FILE or set $MCP_PROVIDERS_CONFIG")
-    return str(path)
 
 
 def reloads(composition: Composition, config: Path | None, plugin_set: str | None, watched: str | None) -> Any:
@@ -64,28 +62,12 @@ def traces() -> Iterator[None]:
         on = tracing.configure_from_env()
     except RuntimeError as exc:
         err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
-        raise typer.Exit(1) from None
+        refuse()
     try:
         yield
     finally:
         if on:
             tracing.shutdown()
-
-
-def start_workers(workers: int, address: tuple[str, int] | None, config: Config, stateless: bool) -> None:
-    """Run ``workers`` copies of this command on one socket (``_cli/workers.py``), then exit."""
-    if address is None:
-        raise typer.BadParameter("--workers goes with --http HOST:PORT", param_hint="--workers")
-    if not stateless:
-        raise typer.BadParameter(f"--workers {workers} needs --stateless: {WHY_STATELESS}", param_hint="--workers")
-    if config.cluster is None:
-        raise typer.BadParameter(
-            f"--workers {workers} needs a [cluster] section: {WHY_CLUSTER}", param_hint="--workers"
-        )
-    err.print(
-        f"serving MCP on http://{_bracketed(address[0])}:{address[1]}/mcp with {workers} workers", highlight=False
-    )
-    raise typer.Exit(serve_workers(workers, *address))
 
 
 def server_of(composition: Composition, strict: bool) -> Any:
@@ -99,7 +81,7 @@ def server_of(composition: Composition, strict: bool) -> Any:
             err.print("[red]refusing to start (--strict):[/red]", highlight=False)
             for line in problems:
                 err.print(f"  {line}", highlight=False, markup=False)
-            raise typer.Exit(1)
+            refuse()
     for line in composition.failures:
         err.print(f"[yellow]not served:[/yellow] {escape(line)}", highlight=False)
     for left in composition.assembly.left_out:  # a listed declaration that collided: only it is not served
@@ -115,13 +97,13 @@ def server_of(composition: Composition, strict: bool) -> Any:
         _refuse(exc)
     except ConfigError as exc:  # found while binding, e.g. a requestState key too short
         err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
-        raise typer.Exit(1) from None
+        refuse()
 
 
 def _refuse(exc: CompositionError) -> NoReturn:
     for line in exc.problems:
         err.print(line if line.endswith(":") else f"  {line}", highlight=False, markup=False)
-    raise typer.Exit(1) from None
+    refuse()
 
 
 def serve_http(
@@ -141,12 +123,12 @@ def serve_http(
     host, port = address
     if not is_loopback(host):
         err.print(f"[yellow]warning:[/yellow] serving on {host}, not loopback; anyone who can reach it can connect")
-    own_url = None if is_wildcard(host) else f"http://{_bracketed(host)}:{port}/mcp"
+    own_url = None if is_wildcard(host) else f"http://{bracketed(host)}:{port}/mcp"
     try:
         auth = http_auth(composition.config.server.auth, own_url)
     except ConfigError as exc:
         err.print(f"[red]error:[/red] {exc}", highlight=False)
-        raise typer.Exit(1) from None
+        refuse()
     from mcp_providers._serve.transport.ops import (  # /healthz, /readyz, /metrics; docs/deploy.md
         ops_routes,
         pin_sessions,
@@ -158,7 +140,7 @@ def serve_http(
         gate = admin_gate(composition.config.server.admin, auth)
     except ConfigError as exc:
         err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
-        raise typer.Exit(1) from None
+        refuse()
     admin = admin_routes(reloader, composition.config.server.admin, auth, gate) if reloader is not None else []
     admin += status_routes(composition, reloader, gate, recent)
     asgi = http_app(
@@ -190,7 +172,7 @@ def _run_http(served: Any, composition: Composition, host: str, port: int) -> No
     fd = int(worker_fd) if worker_fd else None
 
     def listening(bound_host: str, bound_port: int) -> None:  # said once the socket listens, not before
-        err.print(f"serving MCP on http://{_bracketed(bound_host)}:{bound_port}/mcp", highlight=False)
+        err.print(f"serving MCP on http://{bracketed(bound_host)}:{bound_port}/mcp", highlight=False)
 
     if fd is not None:
         listening(host, port)
@@ -199,7 +181,7 @@ def _run_http(served: Any, composition: Composition, host: str, port: int) -> No
                     ending=stream_ender(composition))  # fmt: skip
     except OSError as exc:
         err.print(f"[red]error:[/red] cannot listen on {escape(f'{host}:{port}')}: {escape(exc.strerror or str(exc))}")
-        raise typer.Exit(1) from None
+        refuse()
 
 
 def _event_store(composition: Composition) -> Any:
