@@ -32,6 +32,7 @@ import anyio
 
 from mcp_providers.plugins.servicenow.backoff import Backoff
 from mcp_providers.plugins.servicenow.client import InstancePool
+from mcp_providers.plugins.servicenow.errors import ServiceNowError
 from mcp_providers.plugins.servicenow.query import NUMBER_PATTERN, SYS_ID_PATTERN, Filter, Order, build_query
 from mcp_providers.plugins.servicenow.schema import raw
 
@@ -155,7 +156,9 @@ class Poller:
                 watched.table, query=query, fields=("sys_id", "number", "sys_updated_on")
             )
         except Exception as exc:  # the next poll tries again; reads report their own errors
-            log.warning("instance %s: polling %s failed: %s", self._instance, watched.table, type(exc).__name__)
+            # A ServiceNowError's message is what a read of that table would answer (masked); any other is unknown text.
+            said = f"{exc}" if isinstance(exc, ServiceNowError) else type(exc).__name__
+            log.warning("instance %s: polling %s failed: %s", self._instance, watched.table, said)
             return None
         records = {raw(r.get("sys_id")): (raw(r.get("number")), raw(r.get("sys_updated_on"))) for r in page.records}
         return page.total, records
