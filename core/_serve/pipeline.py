@@ -120,7 +120,7 @@ class Pipeline:
         token = current_gate.set(exchange.gate)
         scope = current_scope.set(CredentialScope(self.credentials, exchange.upstreams))
         try:
-            if task is None:  # a task's body was counted as the call that started it
+            if task is None and self.limiter.enabled:  # a task's body was counted as the call that started it
                 await self.limiter.admit(exchange.principal, method.name)  # per subject, before the gate
             target = method.route(exchange, params)
             with tracing.stage(self.tracer, "gate"):  # each stage in its span with traces on; else no-ops
@@ -150,11 +150,12 @@ class Pipeline:
         two (the HTTP app records each exchange's outcome this way). Setting it again replaces it."""
         self._outer = outer
 
-    async def middleware(self, ctx: Ctx, call_next: Callable[[Ctx], Awaitable[Any]]) -> Any:
-        """The one SDK server middleware: :meth:`around`'s, if any, around :meth:`_layer`."""
+    def middleware(self, ctx: Ctx, call_next: Callable[[Ctx], Awaitable[Any]]) -> Awaitable[Any]:
+        """The one SDK server middleware: :meth:`around`'s, if any, around :meth:`_layer`. Not a
+        coroutine of its own: it hands back the layer's awaitable (one coroutine fewer per request)."""
         if self._outer is not None:
-            return await self._outer(ctx, functools.partial(self._layer, call_next=call_next))
-        return await self._layer(ctx, call_next)
+            return self._outer(ctx, functools.partial(self._layer, call_next=call_next))
+        return self._layer(ctx, call_next)
 
     async def _layer(self, ctx: Ctx, call_next: Callable[[Ctx], Awaitable[Any]]) -> Any:
         """This pipeline's own layer: :meth:`audit_middleware` inside
