@@ -75,6 +75,24 @@ def _requested(params: Any) -> str:
     return ""
 
 
+def _served_by(exchange: Exchange) -> None:
+    """Between ``invoke`` and ``evidence``: the upstream identities that served go into the custody
+    fields, before the receipt is made (it says which upstream identity served)."""
+    if exchange.upstreams:
+        exchange.custody.update(upstream_fields(exchange.upstreams))
+
+
+async def _traced_stages(tracer: Tracer, method: Method[Any, Any, R], exchange: Exchange, target: Any) -> R:
+    """:meth:`Pipeline.run`'s stages with traces on, as it runs them without: each in its span."""
+    with tracing.stage(tracer, "gate"):
+        method.authorize(exchange, target)
+    with tracing.stage(tracer, "invoke"), tracing.upstream_calls(tracer):
+        produced = await method.invoke(exchange, target)
+    _served_by(exchange)
+    with tracing.stage(tracer, "evidence"):
+        return method.evidence(exchange, target, produced)
+
+
 class Pipeline:
     """Runs every method's stages in one order, with one error mapping and one audit line."""
 
@@ -123,14 +141,13 @@ class Pipeline:
             if task is None and self.limiter.enabled:  # a task's body was counted as the call that started it
                 await self.limiter.admit(exchange.principal, method.name)  # per subject, before the gate
             target = method.route(exchange, params)
-            with tracing.stage(self.tracer, "gate"):  # each stage in its span with traces on; else no-ops
+            if self.tracer is None:  # traces off: the stages without their (no-op) span managers
                 method.authorize(exchange, target)
-            with tracing.stage(self.tracer, "invoke"), tracing.upstream_calls(self.tracer):
                 produced = await method.invoke(exchange, target)
-            if exchange.upstreams:  # before the receipt is made: it says which upstream identity served
-                exchange.custody.update(upstream_fields(exchange.upstreams))
-            with tracing.stage(self.tracer, "evidence"):
+                _served_by(exchange)
                 result = method.evidence(exchange, target, produced)
+            else:
+                result = await _traced_stages(self.tracer, method, exchange, target)
             return wire.shape(result, exchange.version)
         except BaseException as exc:
             if not exchange.target:  # refused before routing (rate limited, say): name what was asked
