@@ -1809,14 +1809,14 @@ CASES += (
     Case(
         "traces: the gate runs in its span",
         "core/_serve/pipeline.py",
-        'with tracing.stage(self.tracer, "gate"):',
+        'with tracing.stage(tracer, "gate"):',
         'with tracing.stage(None, "gate"):',
         ("tests/servicenow/test_traces.py",),
     ),
     Case(
         "traces: upstream HTTP calls are traced during the invocation",
         "core/_serve/pipeline.py",
-        "tracing.upstream_calls(self.tracer)",
+        "tracing.upstream_calls(tracer)",
         "tracing.upstream_calls(None)",
         ("tests/servicenow/test_traces.py",),
     ),
@@ -1964,9 +1964,16 @@ CASES += (  # live composition (issue 26) and extensions (issue 27)
     Case(
         "tasks: the body's rate is not counted twice",
         "core/_serve/pipeline.py",
-        "if task is None:  # a task's body",
-        "if True:  # a task's body",
+        "if task is None and self.limiter.enabled:  # a task's body",
+        "if self.limiter.enabled:  # a task's body",
         (TASKS + "test_the_body_is_not_counted_twice_by_the_rate_limit",),
+    ),
+    Case(
+        "limits: the pipeline counts each request against its caller's budget (skipped only with no limits)",
+        "core/_serve/pipeline.py",
+        "if task is None and self.limiter.enabled:",
+        "if task is None and not self.limiter.enabled:",
+        ("tests/test_rate_limits.py::test_the_pipeline_refuses_over_budget_and_audits_it_while_other_classes_are_served",),
     ),
     Case(
         "tasks: a task's body is not made a task again",
