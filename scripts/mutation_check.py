@@ -1973,7 +1973,9 @@ CASES += (  # live composition (issue 26) and extensions (issue 27)
         "core/_serve/pipeline.py",
         "if task is None and self.limiter.enabled:",
         "if task is None and not self.limiter.enabled:",
-        ("tests/test_rate_limits.py::test_the_pipeline_refuses_over_budget_and_audits_it_while_other_classes_are_served",),
+        (
+            "tests/test_rate_limits.py::test_the_pipeline_refuses_over_budget_and_audits_it_while_other_classes_are_served",
+        ),
     ),
     Case(
         "tasks: a task's body is not made a task again",
