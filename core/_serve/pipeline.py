@@ -144,7 +144,8 @@ class Pipeline:
             if self.tracer is None:  # traces off: the stages without their (no-op) span managers
                 method.authorize(exchange, target)
                 produced = await method.invoke(exchange, target)
-                _served_by(exchange)
+                if exchange.upstreams:
+                    _served_by(exchange)
                 result = method.evidence(exchange, target, produced)
             else:
                 result = await _traced_stages(self.tracer, method, exchange, target)
