@@ -21,7 +21,7 @@ session's protocol version, map any error to the wire in one place
 from __future__ import annotations
 
 import functools
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
 Handler = Callable[[Ctx, Any], Awaitable[Any]]
 """An SDK request handler, ``(ctx, params) -> result``."""
-Middleware = Callable[[Ctx, Callable[[Ctx], Awaitable[Any]]], Awaitable[Any]]
+Middleware = Callable[[Ctx, Callable[[Ctx], Awaitable[Any]]], Coroutine[Any, Any, Any]]
 """An SDK server middleware, ``(ctx, call_next) -> result``."""
 
 R = TypeVar("R")
@@ -168,7 +168,7 @@ class Pipeline:
         two (the HTTP app records each exchange's outcome this way). Setting it again replaces it."""
         self._outer = outer
 
-    def middleware(self, ctx: Ctx, call_next: Callable[[Ctx], Awaitable[Any]]) -> Awaitable[Any]:
+    def middleware(self, ctx: Ctx, call_next: Callable[[Ctx], Awaitable[Any]]) -> Coroutine[Any, Any, Any]:
         """The one SDK server middleware: :meth:`around`'s, if any, around :meth:`_layer`. Not a
         coroutine of its own: it hands back the layer's awaitable (one coroutine fewer per request)."""
         if self._outer is not None:
