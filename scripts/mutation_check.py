@@ -1969,6 +1969,22 @@ CASES += (  # live composition (issue 26) and extensions (issue 27)
         (TASKS + "test_the_body_is_not_counted_twice_by_the_rate_limit",),
     ),
     Case(
+        "coalesce: the leader's request names the upstream identity its shared read used",
+        "core/_serve/state/coalesce.py",
+        "_record(mine.upstreams)  # this request's own scope gets them too",
+        "pass",
+        (
+            "tests/test_credentials_served.py::test_every_kind_of_request_carries_the_upstream_identity_and_never_the_token",
+        ),
+    ),
+    Case(
+        "coalesce: a request answered by another's read names that read's upstream identity",
+        "core/_serve/state/coalesce.py",
+        "_record(flight.upstreams)  # the shared read's upstream identity served this request too",
+        "pass",
+        ("tests/test_credentials_served.py::test_reads_sharing_one_provider_read_all_name_its_upstream_identity",),
+    ),
+    Case(
         "limits: the pipeline counts each request against its caller's budget (skipped only with no limits)",
         "core/_serve/pipeline.py",
         "if task is None and self.limiter.enabled:",
