@@ -2818,6 +2818,13 @@ CASES += (  # start and stop side by side (round 12 brief U): N hung sources cos
         "        if False:",
         (THREADS + "test_threads_past_their_deadline_hold_their_slots_and_the_next_plain_call_is_told_why",),
     ),
+    Case(
+        "threads: a seat ends where the invoker leaves it",
+        "core/_threads.py",
+        "    _seat.reset(token)",
+        "    pass",
+        (THREADS + "test_take_seat_counts_against_its_threads_until_leave_seat",),
+    ),
 )
 
 
