@@ -967,6 +967,13 @@ CASES += (
         (HOSTS_KEPT + "[scoped]",),
     ),
     Case(
+        "log files (scoped): the count is skipped only once logging is patched process-wide",
+        LOGFILES,
+        "    if _patched:  # process-wide: the count is never read again",
+        "    if True:  # process-wide: the count is never read again",
+        (HOSTS_KEPT + "[scoped]",),
+    ),
+    Case(
         "log files (scoped): a handler first seen when the calls end is never the host's",
         LOGFILES,
         "        if hosts:\n            _register_log_file(handler)",
