@@ -221,12 +221,23 @@ _DEFAULT = ProviderThreads()
 @contextlib.contextmanager
 def seated(threads: ProviderThreads, plugin: str) -> Iterator[Seat]:
     """Within the block, :func:`run_sync` takes its slots from ``threads`` for ``plugin``."""
-    seat = Seat(threads, plugin)
-    token = _seat.set(seat)
+    seat, token = take_seat(threads, plugin)
     try:
         yield seat
     finally:
-        _seat.reset(token)
+        leave_seat(token)
+
+
+def take_seat(threads: ProviderThreads, plugin: str) -> tuple[Seat, contextvars.Token[Seat | None]]:
+    """:func:`seated` without a context manager (the invoker's per-call path): from here until
+    :func:`leave_seat` (pair them in a ``finally``), :func:`run_sync` takes slots from ``threads``."""
+    seat = Seat(threads, plugin)
+    return seat, _seat.set(seat)
+
+
+def leave_seat(token: contextvars.Token[Seat | None]) -> None:
+    """End what :func:`take_seat` began (``token``: the second item it returned)."""
+    _seat.reset(token)
 
 
 async def run_sync(function: Callable[[], T], what: str) -> T:

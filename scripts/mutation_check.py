@@ -969,6 +969,13 @@ CASES += (
         (HOSTS_KEPT + "[scoped]",),
     ),
     Case(
+        "log files (scoped): the count is skipped only once logging is patched process-wide",
+        LOGFILES,
+        "    if _patched:  # process-wide: the count is never read again",
+        "    if True:  # process-wide: the count is never read again",
+        (HOSTS_KEPT + "[scoped]",),
+    ),
+    Case(
         "log files (scoped): a handler first seen when the calls end is never the host's",
         LOGFILES,
         "        if hosts:\n            _register_log_file(handler)",
@@ -1809,14 +1816,14 @@ CASES += (
     Case(
         "traces: the gate runs in its span",
         "core/_serve/pipeline.py",
-        'with tracing.stage(self.tracer, "gate"):',
+        'with tracing.stage(tracer, "gate"):',
         'with tracing.stage(None, "gate"):',
         ("tests/servicenow/test_traces.py",),
     ),
     Case(
         "traces: upstream HTTP calls are traced during the invocation",
         "core/_serve/pipeline.py",
-        "tracing.upstream_calls(self.tracer)",
+        "tracing.upstream_calls(tracer)",
         "tracing.upstream_calls(None)",
         ("tests/servicenow/test_traces.py",),
     ),
@@ -1964,9 +1971,34 @@ CASES += (  # live composition (issue 26) and extensions (issue 27)
     Case(
         "tasks: the body's rate is not counted twice",
         "core/_serve/pipeline.py",
-        "if task is None:  # a task's body",
-        "if True:  # a task's body",
+        "if task is None and self.limiter.enabled:  # a task's body",
+        "if self.limiter.enabled:  # a task's body",
         (TASKS + "test_the_body_is_not_counted_twice_by_the_rate_limit",),
+    ),
+    Case(
+        "coalesce: the leader's request names the upstream identity its shared read used",
+        "core/_serve/state/coalesce.py",
+        "_record(mine.upstreams)  # this request's own scope gets them too",
+        "pass",
+        (
+            "tests/test_credentials_served.py::test_every_kind_of_request_carries_the_upstream_identity_and_never_the_token",
+        ),
+    ),
+    Case(
+        "coalesce: a request answered by another's read names that read's upstream identity",
+        "core/_serve/state/coalesce.py",
+        "_record(flight.upstreams)  # the shared read's upstream identity served this request too",
+        "pass",
+        ("tests/test_credentials_served.py::test_reads_sharing_one_provider_read_all_name_its_upstream_identity",),
+    ),
+    Case(
+        "limits: the pipeline counts each request against its caller's budget (skipped only with no limits)",
+        "core/_serve/pipeline.py",
+        "if task is None and self.limiter.enabled:",
+        "if task is None and not self.limiter.enabled:",
+        (
+            "tests/test_rate_limits.py::test_the_pipeline_refuses_over_budget_and_audits_it_while_other_classes_are_served",
+        ),
     ),
     Case(
         "tasks: a task's body is not made a task again",
@@ -2802,6 +2834,13 @@ CASES += (  # start and stop side by side (round 12 brief U): N hung sources cos
         "        if seat.starved is not None:",
         "        if False:",
         (THREADS + "test_threads_past_their_deadline_hold_their_slots_and_the_next_plain_call_is_told_why",),
+    ),
+    Case(
+        "threads: a seat ends where the invoker leaves it",
+        "core/_threads.py",
+        "    _seat.reset(token)",
+        "    pass",
+        (THREADS + "test_take_seat_counts_against_its_threads_until_leave_seat",),
     ),
 )
 

@@ -345,3 +345,18 @@ async def test_metrics_show_busy_and_past_deadline_provider_threads(gate: Gate) 
         gate.release.set()
         await _until(lambda: composition.runtime.invoker.threads.busy == 0)
         assert await scrape() == {"busy": 0, "past_deadline": 0, "limit": 2}
+
+
+async def test_take_seat_counts_against_its_threads_until_leave_seat() -> None:
+    # The invoker's per-call form of seated(): between the two calls run_sync takes slots from
+    # the given threads for the plugin; after leave_seat, from the default pool again.
+    threads = ProviderThreads(2)
+    seen: list[int] = []
+    seat, token = _threads.take_seat(threads, "p")
+    try:
+        assert seat.threads is threads and seat.plugin == "p"
+        await run_sync(lambda: seen.append(threads.busy), "function p.count")
+    finally:
+        _threads.leave_seat(token)
+    await run_sync(lambda: seen.append(threads.busy), "function p.outside")
+    assert seen == [1, 0]

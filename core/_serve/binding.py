@@ -13,6 +13,7 @@ and ``server/discover`` answers to what the current generation serves, ``listCha
 from __future__ import annotations
 
 import contextlib
+import functools
 import typing
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -174,10 +175,7 @@ def dispatcher(runtime: Runtime, pipeline: Pipeline, name: str) -> Callable[[Ctx
     """The SDK request handler for method ``name``: through ``pipeline``, wholly on the generation
     current when the request starts (``-32601`` when that one does not serve ``name``)."""
 
-    async def handle(ctx: Ctx, params: Any) -> Any:
-        return await _dispatch(runtime, pipeline, name, ctx, params)
-
-    return handle
+    return functools.partial(_dispatch, runtime, pipeline, name)  # no coroutine of its own around _dispatch
 
 
 async def run_task_call(

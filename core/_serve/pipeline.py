@@ -21,7 +21,7 @@ session's protocol version, map any error to the wire in one place
 from __future__ import annotations
 
 import functools
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
 Handler = Callable[[Ctx, Any], Awaitable[Any]]
 """An SDK request handler, ``(ctx, params) -> result``."""
-Middleware = Callable[[Ctx, Callable[[Ctx], Awaitable[Any]]], Awaitable[Any]]
+Middleware = Callable[[Ctx, Callable[[Ctx], Awaitable[Any]]], Coroutine[Any, Any, Any]]
 """An SDK server middleware, ``(ctx, call_next) -> result``."""
 
 R = TypeVar("R")
@@ -73,6 +73,24 @@ def _requested(params: Any) -> str:
         if value:
             return str(value)
     return ""
+
+
+def _served_by(exchange: Exchange) -> None:
+    """Between ``invoke`` and ``evidence``: the upstream identities that served go into the custody
+    fields, before the receipt is made (it says which upstream identity served)."""
+    if exchange.upstreams:
+        exchange.custody.update(upstream_fields(exchange.upstreams))
+
+
+async def _traced_stages(tracer: Tracer, method: Method[Any, Any, R], exchange: Exchange, target: Any) -> R:
+    """:meth:`Pipeline.run`'s stages with traces on, as it runs them without: each in its span."""
+    with tracing.stage(tracer, "gate"):
+        method.authorize(exchange, target)
+    with tracing.stage(tracer, "invoke"), tracing.upstream_calls(tracer):
+        produced = await method.invoke(exchange, target)
+    _served_by(exchange)
+    with tracing.stage(tracer, "evidence"):
+        return method.evidence(exchange, target, produced)
 
 
 class Pipeline:
@@ -120,17 +138,17 @@ class Pipeline:
         token = current_gate.set(exchange.gate)
         scope = current_scope.set(CredentialScope(self.credentials, exchange.upstreams))
         try:
-            if task is None:  # a task's body was counted as the call that started it
+            if task is None and self.limiter.enabled:  # a task's body was counted as the call that started it
                 await self.limiter.admit(exchange.principal, method.name)  # per subject, before the gate
             target = method.route(exchange, params)
-            with tracing.stage(self.tracer, "gate"):  # each stage in its span with traces on; else no-ops
+            if self.tracer is None:  # traces off: the stages without their (no-op) span managers
                 method.authorize(exchange, target)
-            with tracing.stage(self.tracer, "invoke"), tracing.upstream_calls(self.tracer):
                 produced = await method.invoke(exchange, target)
-            if exchange.upstreams:  # before the receipt is made: it says which upstream identity served
-                exchange.custody.update(upstream_fields(exchange.upstreams))
-            with tracing.stage(self.tracer, "evidence"):
+                if exchange.upstreams:
+                    _served_by(exchange)
                 result = method.evidence(exchange, target, produced)
+            else:
+                result = await _traced_stages(self.tracer, method, exchange, target)
             return wire.shape(result, exchange.version)
         except BaseException as exc:
             if not exchange.target:  # refused before routing (rate limited, say): name what was asked
@@ -150,11 +168,12 @@ class Pipeline:
         two (the HTTP app records each exchange's outcome this way). Setting it again replaces it."""
         self._outer = outer
 
-    async def middleware(self, ctx: Ctx, call_next: Callable[[Ctx], Awaitable[Any]]) -> Any:
-        """The one SDK server middleware: :meth:`around`'s, if any, around :meth:`_layer`."""
+    def middleware(self, ctx: Ctx, call_next: Callable[[Ctx], Awaitable[Any]]) -> Coroutine[Any, Any, Any]:
+        """The one SDK server middleware: :meth:`around`'s, if any, around :meth:`_layer`. Not a
+        coroutine of its own: it hands back the layer's awaitable (one coroutine fewer per request)."""
         if self._outer is not None:
-            return await self._outer(ctx, functools.partial(self._layer, call_next=call_next))
-        return await self._layer(ctx, call_next)
+            return self._outer(ctx, functools.partial(self._layer, call_next=call_next))
+        return self._layer(ctx, call_next)
 
     async def _layer(self, ctx: Ctx, call_next: Callable[[Ctx], Awaitable[Any]]) -> Any:
         """This pipeline's own layer: :meth:`audit_middleware` inside

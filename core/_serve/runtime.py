@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 import contextvars
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
 from typing import Any
 
 import anyio
@@ -68,16 +68,18 @@ class Generation:
         self.inflight = 0
         self._idle: anyio.Event | None = None
 
-    @contextlib.contextmanager
-    def serving(self) -> Iterator[None]:
-        """Count one request running on this generation while inside."""
+    def serving(self) -> Generation:
+        """``with generation.serving():`` counts one request running on this generation while
+        inside (the generation is its own context manager: no generator per request)."""
+        return self
+
+    def __enter__(self) -> None:
         self.inflight += 1
-        try:
-            yield
-        finally:
-            self.inflight -= 1
-            if not self.inflight and self._idle is not None:
-                self._idle.set()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.inflight -= 1
+        if not self.inflight and self._idle is not None:
+            self._idle.set()
 
     async def idle(self) -> None:
         """Return once no request is running on this generation."""

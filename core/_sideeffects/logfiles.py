@@ -226,6 +226,8 @@ def call_began() -> None:
     """A guarded call is about to enter its scope: when none was running, the handlers attached
     since the last look were made by the host."""
     global _running
+    if _patched:  # process-wide: the count is never read again (it only ever gets patched once)
+        return
     with _lock:
         if _running == 0 and not _patched:
             _look(hosts=True)
@@ -236,6 +238,8 @@ def call_ended() -> None:
     """A guarded call has left its scope: when none is running any more, the handlers attached
     since the last look were made while calls ran, so they are not the host's."""
     global _running
+    if _patched:  # as in call_began; a call begun before the patch leaves the unread count as it is
+        return
     with _lock:
         _running -= 1
         if _running == 0 and not _patched:

@@ -73,8 +73,12 @@ class Coalescer(Generic[T]):
             # The leader was cancelled: try again, perhaps as the new leader.
         mine: _Flight[T] = _Flight()  # unsubscripted: a subscripted call costs a typing hop
         self._flights[key] = mine
+        # The read notes in `mine` the upstream credentials it used (for the waiters' receipts),
+        # here rather than in a coroutine of its own around read().
+        outer = current_scope.get()
+        token = None if outer is None else current_scope.set(CredentialScope(outer.broker, mine.upstreams))
         try:
-            mine.result = await _recorded(read, mine)
+            mine.result = await read()
             mine.succeeded = True
             return mine.result
         except anyio.get_cancelled_exc_class():
@@ -83,22 +87,12 @@ class Coalescer(Generic[T]):
             mine.error = exc
             raise
         finally:
+            if token is not None:
+                current_scope.reset(token)
+                _record(mine.upstreams)  # this request's own scope gets them too
             del self._flights[key]
             if mine.done is not None:
                 mine.done.set()
-
-
-async def _recorded(read: Callable[[], Awaitable[T]], flight: _Flight[T]) -> T:
-    """``read()``, noting in ``flight`` the upstream credentials it used (for the waiters' receipts)."""
-    outer = current_scope.get()
-    if outer is None:
-        return await read()
-    token = current_scope.set(CredentialScope(outer.broker, flight.upstreams))
-    try:
-        return await read()
-    finally:
-        current_scope.reset(token)
-        _record(flight.upstreams)
 
 
 def _record(upstreams: list[dict[str, str]]) -> None:

@@ -31,7 +31,7 @@ from mcp_providers._serve.state.coalesce import Coalescer
 from mcp_providers._serve.steps.deadline import deadline_after, within
 from mcp_providers._serve.steps.health import UpstreamHealth, failure_of
 from mcp_providers._sideeffects import Kind, Mode, Scope, enter_scope, exit_scope
-from mcp_providers._threads import DEFAULT_BOUND, ProviderThreads, seated
+from mcp_providers._threads import DEFAULT_BOUND, ProviderThreads, leave_seat, take_seat
 from mcp_providers.errors import ProviderFailed, ReadTimeout, RequestError, ToolFailure, UpstreamError
 
 log = logging.getLogger("mcp_providers.server")
@@ -148,11 +148,13 @@ class Invoker:
     async def _deadline(self, work: Work, call: Callable[[], Awaitable[T]]) -> T:
         seconds = self._timeout if work.timeout is None else work.timeout
         deadline = deadline_after(seconds)  # counted from here, before the call starts
-        with seated(self.threads, work.plugin) as seat:
-            try:
-                return await within(call(), deadline)
-            except TimeoutError:
-                pass  # the deadline, or a provider's own timeout: both read as the deadline
+        seat, token = take_seat(self.threads, work.plugin)  # not a generator context manager per call
+        try:
+            return await within(call(), deadline)
+        except TimeoutError:
+            pass  # the deadline, or a provider's own timeout: both read as the deadline
+        finally:
+            leave_seat(token)
         if seat.starved is not None:  # it waited for a thread all along: say so, not "did not finish"
             raise ReadTimeout(seat.starved, data={**seat.data, "target": work.target})
         limit = "server.read_timeout" if work.timeout is None else "a task's time, [server.tasks] ttl_seconds"

@@ -42,7 +42,7 @@ RESOURCE_LINK_SINCE = "2025-06-18"
 ``title`` fields, ``_meta`` on list items and content, and ``annotations.lastModified``."""
 ICONS_SINCE = "2025-11-25"
 """The first protocol version with ``icons``, ``Tool.execution`` and the tasks capability."""
-MODERN_RESULT_KEYS = ("ttlMs", "cacheScope", "resultType")
+MODERN_RESULT_KEYS = frozenset({"ttlMs", "cacheScope", "resultType"})
 """Result fields of the 2026-07-28 versions (cache hints, ``resultType``), absent from handshake-era ones."""
 
 _SINCE: dict[type[BaseModel], tuple[tuple[str, str], ...]] = {
@@ -142,8 +142,9 @@ def shape(result: R, version: str) -> R:
     Nothing is changed in place: list items and results may be shared by every session (the
     catalog's items are made once, a coalesced read's content serves several callers).
     """
-    modern_keys = isinstance(result, dict) and any(key in result for key in MODERN_RESULT_KEYS)
-    if modern_keys and version and version not in MODERN_PROTOCOL_VERSIONS:
+    if not version or version in MODERN_PROTOCOL_VERSIONS:
+        return result  # 2026-era or not negotiated: nothing to drop or rewrite (both are after ICONS_SINCE)
+    if isinstance(result, dict) and not MODERN_RESULT_KEYS.isdisjoint(result):
         result = cast(R, {k: v for k, v in cast(dict[str, Any], result).items() if k not in MODERN_RESULT_KEYS})
     if not version or version >= ICONS_SINCE:
         return result
