@@ -70,6 +70,19 @@ def add_to_mcpserver(mcp: MCPServer, composition: Composition) -> None:
     :raises RuntimeError: (from a registered function) it was called outside a request MCPServer
         received (``mcp.call_tool(...)`` in process): there is no caller to answer as.
     """
+    _check_types(mcp, composition)
+    ours = _names(composition)
+    _refuse_clashes(mcp, composition, ours)
+    if _remember_request not in mcp.middleware:
+        mcp.middleware.append(_remember_request)
+    ask = _asker(composition)
+    _add_resources(mcp, composition, ask)
+    _add_tools(mcp, composition, ask)
+    _add_prompts(mcp, composition, ask)
+    _ADDED.setdefault(mcp, {}).update(dict.fromkeys(ours, composition))
+
+
+def _check_types(mcp: object, composition: object) -> None:
     from mcp.server.mcpserver import MCPServer
 
     if not isinstance(mcp, MCPServer):
@@ -81,15 +94,6 @@ def add_to_mcpserver(mcp: MCPServer, composition: Composition) -> None:
         raise TypeError(
             f"add_to_mcpserver() needs a Composition (from mcp_providers.compose()), not {type(composition).__name__}"
         )
-    ours = _names(composition)
-    _refuse_clashes(mcp, composition, ours)
-    if _remember_request not in mcp.middleware:
-        mcp.middleware.append(_remember_request)
-    ask = _asker(composition)
-    _add_resources(mcp, composition, ask)
-    _add_tools(mcp, composition, ask)
-    _add_prompts(mcp, composition, ask)
-    _ADDED.setdefault(mcp, {}).update(dict.fromkeys(ours, composition))
 
 
 Name = tuple[str, str]

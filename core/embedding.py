@@ -123,27 +123,32 @@ def mount(
     :param side_effects: ``"scoped"`` (patch nothing of this process) or ``"enforce"`` (every guard
         ``serve`` installs); ``None``: ``[server] embedded_side_effects`` (see the module docstring).
     :param identify: without ``[server.auth]``, ``identify(request) -> Principal | None`` (sync or
-        async) says who a request your app authenticated is (``request.user``, a session ...);
-        ``None`` serves it as anonymous. Without ``identify``, only an SDK ``AccessToken`` in
-        ``request.user.access_token`` is read; a host user without one is anonymous (a warning is
-        logged once), and one whose ``access_token`` is anything else is refused with 403.
-    :raises TypeError: ``app`` is not a Starlette app, ``composition`` not a Composition, ``path``
-        not a string.
+        async) says who a request your app authenticated is; ``None`` is anonymous. Without it only
+        an SDK ``AccessToken`` in ``request.user.access_token`` is read; a host user without one is
+        anonymous (warned once), one whose ``access_token`` is anything else is refused (403).
+    :raises TypeError: ``app`` is not a Starlette app, ``composition`` not a Composition, ``path`` no str.
     :raises ValueError: ``path`` does not start with ``/``, holds ``?``, ``#``, ``%``, ``{``, ``}``,
-        an empty (``//``) or dot segment, or is a path the app already routes; ``side_effects`` is
-        neither value; ``identify`` is given together with ``[server.auth]``.
+        an empty (``//``) or dot segment, or the app routes it already; ``side_effects`` is neither
+        value; ``identify`` is given together with ``[server.auth]``.
     :raises ConfigError: ``[server.auth]`` names a token variable that is unset, or (``jwt``,
         ``introspection``) has no ``resource_url`` or cannot reach its issuer.
 
     ``[server.auth]`` applies as for ``serve --http`` (401 without an accepted token; RFC 9728
     metadata at ``/.well-known/oauth-protected-resource`` and that path followed by ``path``).
     """
-    from starlette.applications import Starlette
     from starlette.routing import Route
 
-    from mcp_providers._serve.transport.auth import http_auth
-    from mcp_providers._serve.transport.http_app import http_app
-    from mcp_providers._serve.transport.http_policy import transport_policy
+    _check_mount(app, composition, path, identify)
+    _guards(composition, side_effects)
+    endpoint = _endpoint(composition, path, stateless, json_response, host, transport_security, identify)
+    paths = _free_paths(app, (path, *endpoint.metadata_paths))
+    # Routes, not a Mount (no /mcp -> /mcp/ redirect); the RFC 9728 metadata paths answer beside it.
+    app.router.routes += [Route(p, endpoint=endpoint) for p in paths]
+    _run_with_app(app, composition, endpoint)
+
+
+def _check_mount(app: object, composition: Composition, path: object, identify: Identify | None) -> None:
+    from starlette.applications import Starlette
 
     if not isinstance(app, Starlette):
         raise TypeError(
@@ -157,7 +162,22 @@ def mount(
             "mount() takes identify= or [server.auth], not both: with [server.auth] the bearer token alone says "
             "who the caller is; drop one"
         )
-    _guards(composition, side_effects)
+
+
+def _endpoint(
+    composition: Composition,
+    path: str,
+    stateless: bool,
+    json_response: bool,
+    host: str,
+    transport_security: TransportSecuritySettings | None,
+    identify: Identify | None,
+) -> MountedEndpoint:
+    """The mounted endpoint; it builds its first HTTP app now (``[server.auth]`` errors raise here)."""
+    from mcp_providers._serve.transport.auth import http_auth
+    from mcp_providers._serve.transport.http_app import http_app
+    from mcp_providers._serve.transport.http_policy import transport_policy
+
     server = composition.server
     security = transport_policy(host, explicit=transport_security)
     auth = http_auth(composition.config.server.auth)
@@ -169,11 +189,7 @@ def mount(
             limits=limits,
         )  # fmt: skip
 
-    endpoint = MountedEndpoint(make, path, identify, authenticated=auth is not None)
-    paths = _free_paths(app, (path, *endpoint.metadata_paths))
-    # Routes, not a Mount (no /mcp -> /mcp/ redirect); the RFC 9728 metadata paths answer beside it.
-    app.router.routes += [Route(p, endpoint=endpoint) for p in paths]
-    _run_with_app(app, composition, endpoint)
+    return MountedEndpoint(make, path, identify, authenticated=auth is not None)
 
 
 def _need_composition(caller: str, composition: object) -> None:
