@@ -426,3 +426,11 @@ def test_the_rfc9728_paths_must_be_free_but_two_mounts_share_the_root(monkeypatc
             described = client.get("/.well-known/oauth-protected-resource" + path).json()
             assert described["resource"].endswith(path) and described["authorization_servers"]
             assert _initialize(client, path).status_code == 401  # the bearer gate, each run
+
+
+def test_the_session_quota_counts_an_unreadable_identity_as_anonymous_not_a_500() -> None:
+    from mcp_providers._serve.transport.sessions import caller_key
+
+    assert caller_key({"type": "http", "user": SessionUser("alice", SECRET)}) is None
+    token = AccessToken(token=SECRET, client_id="app", subject="alice", scopes=[], claims={"iss": "https://idp/"})
+    assert caller_key({"type": "http", "user": AuthenticatedUser(token)}) == ("https://idp/", "alice")
