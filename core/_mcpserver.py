@@ -5,9 +5,12 @@ own context (its caller, session and protocol version)."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import concurrent.futures
 import inspect
-from collections.abc import Awaitable, Callable
+import weakref
+from collections.abc import Awaitable, Callable, Coroutine
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Annotated, Any, cast
 
@@ -56,16 +59,89 @@ def add_to_mcpserver(mcp: MCPServer, composition: Composition) -> None:
     (on 2026-07-28 as an input round, which MCPServer passes through), as from the composition's
     own server.
 
-    :raises ValueError: MCPServer refuses a declaration (e.g. a duplicate name it already has).
+    Names are never shadowed: MCPServer would keep a tool, prompt, resource or template it already
+    has and drop the composition's silently, so any such clash is refused before anything is added
+    (:func:`attach` cannot see its server's names before a list, and calls the composition's).
+
+    :raises TypeError: ``mcp`` is not an ``MCPServer``, or ``composition`` not a Composition.
+    :raises ValueError: the MCPServer already has a name or URI the composition declares (each clash
+        named, with whose it is: the MCPServer's own or another composition's), this composition was
+        already added, or MCPServer refuses a declaration.
     :raises RuntimeError: (from a registered function) it was called outside a request MCPServer
         received (``mcp.call_tool(...)`` in process): there is no caller to answer as.
     """
+    _check_types(mcp, composition)
+    ours = _names(composition)
+    _refuse_clashes(mcp, composition, ours)
     if _remember_request not in mcp.middleware:
         mcp.middleware.append(_remember_request)
     ask = _asker(composition)
     _add_resources(mcp, composition, ask)
     _add_tools(mcp, composition, ask)
     _add_prompts(mcp, composition, ask)
+    _ADDED.setdefault(mcp, {}).update(dict.fromkeys(ours, composition))
+
+
+def _check_types(mcp: object, composition: object) -> None:
+    from mcp.server.mcpserver import MCPServer
+
+    if not isinstance(mcp, MCPServer):
+        raise TypeError(
+            f"add_to_mcpserver() needs an MCPServer (mcp.server.mcpserver.MCPServer), not {type(mcp).__name__}; "
+            "for an SDK low-level Server use attach(), for a Starlette or FastAPI app mount()"
+        )
+    if not isinstance(composition, Composition):
+        raise TypeError(
+            f"add_to_mcpserver() needs a Composition (from mcp_providers.compose()), not {type(composition).__name__}"
+        )
+
+
+Name = tuple[str, str]
+"""``(kind, name or URI)``: ``("tool", "mix")``, ``("resource", "emb://all")``, ``("resource template", ...)``."""
+
+_ADDED: weakref.WeakKeyDictionary[Any, dict[Name, Composition]] = weakref.WeakKeyDictionary()
+"""What :func:`add_to_mcpserver` added to each MCPServer, and from which composition."""
+
+
+def _names(composition: Composition) -> dict[Name, str]:
+    """Each name the composition adds, and the plugin that declares it."""
+    catalog = composition.catalog
+    found: dict[Name, str] = {("resource", e.declaration.uri): e.plugin for e in catalog.resources}
+    found |= {("resource template", e.declaration.uri_template): e.plugin for e in catalog.templates}
+    found |= {("tool", e.declaration.name): e.plugin for e in catalog.tools}
+    return found | {("prompt", e.declaration.name): e.plugin for e in catalog.prompts}
+
+
+def _refuse_clashes(mcp: MCPServer, composition: Composition, ours: dict[Name, str]) -> None:
+    added = _ADDED.get(mcp, {})
+    if composition in added.values():
+        raise ValueError("this composition was already added to this MCPServer; add_to_mcpserver() it once")
+    theirs = {("tool", t.name) for t in _now(mcp.list_tools)}
+    theirs |= {("resource", str(r.uri)) for r in _now(mcp.list_resources)}
+    theirs |= {("resource template", t.uri_template) for t in _now(mcp.list_resource_templates)}
+    theirs |= {("prompt", p.name) for p in _now(mcp.list_prompts)}
+    clashes = [
+        f"{kind} {name!r} (plugin {ours[(kind, name)]!r}) is already "
+        + ("another composition's, added earlier" if (kind, name) in added else "the MCPServer's own")
+        for kind, name in sorted(theirs & ours.keys())
+    ]
+    if clashes:
+        raise ValueError(
+            "add_to_mcpserver() refuses names the MCPServer already has (it would keep its own and drop the "
+            "composition's silently): " + "; ".join(clashes) + ". Rename one side, or leave that plugin out"
+        )
+
+
+def _now(listing: Callable[[], Coroutine[Any, Any, list[Any]]]) -> list[Any]:
+    """The value of one of MCPServer's ``list_*`` coroutines, which read its tables and never suspend."""
+    coroutine = listing()
+    try:
+        coroutine.send(None)
+    except StopIteration as done:
+        return cast(list[Any], done.value)
+    coroutine.close()  # a later SDK that suspends here: run it on a loop of its own
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, listing()).result()
 
 
 _request: ContextVar[Ctx | None] = ContextVar("mcp_providers_mcpserver_request", default=None)

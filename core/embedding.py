@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -39,8 +40,11 @@ from mcp import MCPError
 from mcp.server import Server, ServerRequestContext
 
 from mcp_providers._mcpserver import add_to_mcpserver
-from mcp_providers._serve.binding import routes
+from mcp_providers._serve.binding import built_by_pipeline, routes
 from mcp_providers._serve.composition import Composition
+from mcp_providers._serve.transport.auth import WELL_KNOWN
+from mcp_providers._serve.transport.http_app import HttpApp
+from mcp_providers._serve.transport.mounted import Identify, MountedEndpoint
 from mcp_providers.providers import ResourceProvider
 from mcp_providers.uris import InvalidUri, canonical
 
@@ -96,15 +100,19 @@ def mount(
     host: str = "127.0.0.1",
     transport_security: TransportSecuritySettings | None = None,
     side_effects: SideEffects | None = None,
+    identify: Identify | None = None,
 ) -> None:
     """Serve ``composition`` over streamable HTTP at ``path`` of an existing Starlette/FastAPI app.
 
-    The app's lifespan is wrapped: on startup the providers' lifespans and the SDK session manager
-    are entered (then the app's own lifespan); on shutdown they are left in reverse. Mount one
-    composition once (the SDK session manager runs once).
+    The app's lifespan is wrapped: on startup the providers' lifespans and an SDK session manager
+    are entered (then the app's own lifespan); on shutdown they are left in reverse. Each run of
+    the lifespan gets a fresh session manager, so an app may start and stop many times in one
+    process (one at a time). Call it on the outermost app: Starlette does not run the lifespan of
+    an app mounted inside another, and a request then gets a 500 saying so.
 
     :param app: a ``starlette.applications.Starlette`` or ``fastapi.FastAPI`` instance.
-    :param path: where clients connect, e.g. ``"/mcp"`` (must start with ``/``).
+    :param path: where clients connect, e.g. ``"/mcp"``: a plain path (see ``:raises``) that the
+        app does not route yet (the app's own route would answer first).
     :param stateless: streamable HTTP without sessions (for replicas behind a load balancer).
     :param json_response: answer POSTs with JSON instead of SSE.
     :param host: the address the app is served on. Every host gets DNS-rebinding protection
@@ -114,7 +122,14 @@ def mount(
     :param transport_security: the SDK's allowed hosts/origins, replacing that policy.
     :param side_effects: ``"scoped"`` (patch nothing of this process) or ``"enforce"`` (every guard
         ``serve`` installs); ``None``: ``[server] embedded_side_effects`` (see the module docstring).
-    :raises ValueError: ``path`` does not start with ``/``, or ``side_effects`` is neither value.
+    :param identify: without ``[server.auth]``, ``identify(request) -> Principal | None`` (sync or
+        async) says who a request your app authenticated is; ``None`` is anonymous. Without it only
+        an SDK ``AccessToken`` in ``request.user.access_token`` is read; a host user without one is
+        anonymous (warned once), one whose ``access_token`` is anything else is refused (403).
+    :raises TypeError: ``app`` is not a Starlette app, ``composition`` not a Composition, ``path`` no str.
+    :raises ValueError: ``path`` does not start with ``/``, holds ``?``, ``#``, ``%``, ``{``, ``}``,
+        an empty (``//``) or dot segment, or the app routes it already; ``side_effects`` is neither
+        value; ``identify`` is given together with ``[server.auth]``.
     :raises ConfigError: ``[server.auth]`` names a token variable that is unset, or (``jwt``,
         ``introspection``) has no ``resource_url`` or cannot reach its issuer.
 
@@ -123,35 +138,126 @@ def mount(
     """
     from starlette.routing import Route
 
+    _check_mount(app, composition, path, identify)
+    _guards(composition, side_effects)
+    endpoint = _endpoint(composition, path, stateless, json_response, host, transport_security, identify)
+    paths = _free_paths(app, (path, *endpoint.metadata_paths))
+    # Routes, not a Mount (no /mcp -> /mcp/ redirect); the RFC 9728 metadata paths answer beside it.
+    app.router.routes += [Route(p, endpoint=endpoint) for p in paths]
+    _run_with_app(app, composition, endpoint)
+
+
+def _check_mount(app: object, composition: Composition, path: object, identify: Identify | None) -> None:
+    from starlette.applications import Starlette
+
+    if not isinstance(app, Starlette):
+        raise TypeError(
+            f"mount() needs a Starlette or FastAPI app, not {type(app).__name__}; "
+            "for an SDK low-level Server use attach(), for an MCPServer add_to_mcpserver()"
+        )
+    _need_composition("mount", composition)
+    _check_path(path)
+    if identify is not None and composition.config.server.auth is not None:
+        raise ValueError(
+            "mount() takes identify= or [server.auth], not both: with [server.auth] the bearer token alone says "
+            "who the caller is; drop one"
+        )
+
+
+def _endpoint(
+    composition: Composition,
+    path: str,
+    stateless: bool,
+    json_response: bool,
+    host: str,
+    transport_security: TransportSecuritySettings | None,
+    identify: Identify | None,
+) -> MountedEndpoint:
+    """The mounted endpoint; it builds its first HTTP app now (``[server.auth]`` errors raise here)."""
     from mcp_providers._serve.transport.auth import http_auth
     from mcp_providers._serve.transport.http_app import http_app
     from mcp_providers._serve.transport.http_policy import transport_policy
 
-    if not path.startswith("/"):
-        raise ValueError(f"mount path must start with '/', e.g. '/mcp'; got {path!r}")
-    _guards(composition, side_effects)
     server = composition.server
-    inner = http_app(
-        server,
-        path=path,
-        stateless=stateless,
-        json_response=json_response,
-        security=transport_policy(host, explicit=transport_security),
-        auth=http_auth(composition.config.server.auth),
-        limits=composition.config.server.limits,
-    )
-    # Routes, not a Mount (no /mcp -> /mcp/ redirect); the RFC 9728 metadata paths answer beside it.
-    app.router.routes += [Route(p, endpoint=inner) for p in (path, *inner.metadata)]
-    _run_with_app(app, composition, server.session_manager)
+    security = transport_policy(host, explicit=transport_security)
+    auth = http_auth(composition.config.server.auth)
+    limits = composition.config.server.limits
+
+    def make() -> HttpApp:  # one per run of the app's lifespan: the SDK's session manager runs once
+        return http_app(
+            server, path=path, stateless=stateless, json_response=json_response, security=security, auth=auth,
+            limits=limits,
+        )  # fmt: skip
+
+    return MountedEndpoint(make, path, identify, authenticated=auth is not None)
 
 
-def _run_with_app(app: Starlette, composition: Composition, manager: Any) -> None:
-    """Wrap ``app``'s lifespan: the providers' lifespans and the SDK session manager run inside it."""
+def _need_composition(caller: str, composition: object) -> None:
+    if not isinstance(composition, Composition):
+        raise TypeError(
+            f"{caller}() needs a Composition (from mcp_providers.compose()), not {type(composition).__name__}"
+        )
+
+
+def _check_path(path: object) -> None:
+    """Refuse a mount path no request can reach (a route matches the decoded path, without query)."""
+    if not isinstance(path, str):
+        raise TypeError(f"mount path must be a str such as '/mcp', not {type(path).__name__}")
+    segments = path.split("/")[1:]
+    why = (
+        "must start with '/'" if not path.startswith("/")
+        else "may not hold '?' or '#': a query or fragment is never part of the path a request is routed by"
+        if "?" in path or "#" in path
+        else "may not hold '{' or '}': Starlette would read a path parameter" if "{" in path or "}" in path
+        else "may not hold '%': requests are routed by their decoded path; give it decoded" if "%" in path
+        else "may not have an empty segment ('//')" if "" in segments[:-1]
+        else "may not have a '.' or '..' segment: clients remove those before sending" if {".", ".."} & set(segments)
+        else None
+    )  # fmt: skip
+    if why is not None:
+        raise ValueError(f"mount path {why}, e.g. '/mcp'; got {path!r}")
+
+
+def _free_paths(app: Starlette, paths: tuple[str, ...]) -> list[str]:
+    """``paths`` to route, refusing any one of ``app``'s routes already matches (that route is
+    first, so it would answer); the bare RFC 9728 path another mount() routes is shared, not refused."""
+    from starlette.routing import Match
+
+    free = []
+    for path in paths:
+        route = next((r for r in app.router.routes if _matches(r, path) is not Match.NONE), None)
+        if route is None:
+            free.append(path)
+        elif path != WELL_KNOWN or not isinstance(getattr(route, "endpoint", None), MountedEndpoint):
+            raise ValueError(
+                f"the app already routes {path!r} ({type(route).__name__} {getattr(route, 'path', '')!r}), "
+                "which would answer before the composition; mount at another path, or call mount() "
+                "before adding that route"
+            )
+    return free
+
+
+def _matches(route: Any, path: str) -> Any:
+    from starlette.routing import Match
+
+    for method in ("POST", "GET", "DELETE"):
+        probe: dict[str, Any] = {"type": "http", "path": path, "root_path": "", "method": method, "headers": []}
+        try:
+            match, _ = route.matches(probe)
+        except Exception:  # a custom route that needs more of a scope: it cannot be asked
+            return Match.NONE
+        if match is not Match.NONE:
+            return match
+    return Match.NONE
+
+
+def _run_with_app(app: Starlette, composition: Composition, endpoint: MountedEndpoint) -> None:
+    """Wrap ``app``'s lifespan: the providers' lifespans and the endpoint's run happen inside it."""
     previous = app.router.lifespan_context
 
     @contextlib.asynccontextmanager
     async def lifespan(a: Any) -> AsyncIterator[Any]:
-        async with composition.running(), manager.run(), previous(a) as state:
+        async with endpoint.running(), composition.running(), previous(a) as state:
             yield state
 
     app.router.lifespan_context = lifespan
@@ -170,12 +276,21 @@ def attach(server: Server[Any], composition: Composition, *, side_effects: SideE
     the composition's is called (and a warning is logged when a list shows both).
 
     :param side_effects: as for :func:`mount`.
+    :raises TypeError: ``server`` is not an SDK low-level ``Server``, or ``composition`` not a Composition.
     :raises ValueError: both serve a method that cannot be merged (e.g. ``subscriptions/listen``),
-        ``server`` is ``composition.server`` itself, or ``side_effects`` is neither value.
+        ``server`` is ``composition.server`` itself or another composition's, a composition is
+        already attached to it (this one or another), or ``side_effects`` is neither value.
     """
+    if not isinstance(server, Server):
+        raise TypeError(
+            f"attach() needs an SDK low-level Server (mcp.server.Server), not {type(server).__name__}; "
+            "for a Starlette or FastAPI app use mount(), for an MCPServer add_to_mcpserver()"
+        )
+    _need_composition("attach", composition)
     ours = composition.server
     if server is ours:
         raise ValueError("attach() takes your own Server; composition.server already serves the composition")
+    _refuse_second(server, composition)
     _guards(composition, side_effects)
     owns = _owner(composition)
     plans: list[tuple[str, type[Any], Handler]] = []
@@ -204,6 +319,27 @@ def attach(server: Server[Any], composition: Composition, *, side_effects: SideE
             yield state
 
     server.lifespan = lifespan
+    _ATTACHED[server] = composition
+
+
+_ATTACHED: weakref.WeakKeyDictionary[Server[Any], Composition] = weakref.WeakKeyDictionary()
+"""The composition :func:`attach` added to each server."""
+
+
+def _refuse_second(server: Server[Any], composition: Composition) -> None:
+    """Refuse a server that already serves a composition: its handlers are that composition's, not
+    the embedder's, and two pipelines cannot share the methods neither can merge (``tasks/*``, ...)."""
+    fix = (
+        "one Server serves one composition: compose both plugin sets into one composition "
+        "(one config, or compose(plugins=...)), or serve the second on its own (its composition.server, or mount())"
+    )
+    attached = _ATTACHED.get(server)
+    if attached is composition:
+        raise ValueError("this composition is already attached to this server; attach() it once")
+    if attached is not None:
+        raise ValueError(f"another composition is attached to this server already; {fix}")
+    if built_by_pipeline(server):
+        raise ValueError(f"that Server is another composition's own server (its composition.server); {fix}")
 
 
 def _owner(composition: Composition) -> Callable[[str, Any], bool]:

@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from mcp.server.auth.provider import AccessToken
+
 __all__ = [
     "ANONYMOUS",
     "LOCAL",
@@ -34,9 +36,11 @@ __all__ = [
     "PRINCIPAL_CLAIM",
     "STATIC_ISSUER",
     "Principal",
+    "UnreadableIdentity",
     "from_access_token",
     "serving_as",
     "transportless",
+    "user_principal",
 ]
 
 LOCAL_ISSUER = "local"
@@ -184,6 +188,42 @@ def from_access_token(token: Any) -> Principal:
         scopes=frozenset(getattr(token, "scopes", None) or ()),
         access_token=getattr(token, "token", None) or None,
     )
+
+
+class UnreadableIdentity(ValueError):
+    """An HTTP request's authenticated user (``scope["user"]``) carries an identity this server
+    cannot read; the request is refused (HTTP 403, or JSON-RPC -32003), never served as someone."""
+
+
+def user_principal(user: Any) -> Principal | None:
+    """The principal of an HTTP request's authenticated user (``scope["user"]``, set by the bearer
+    gate, the SDK's auth middleware, or a host app's own ``AuthenticationMiddleware``).
+
+    Only the SDK's convention is read: a ``user.access_token`` that is an SDK ``AccessToken``
+    (``mcp.server.auth.provider.AccessToken``), through :func:`from_access_token`. A user without
+    an ``access_token`` (none, ``SimpleUser``, ``UnauthenticatedUser``) gives ``None``: the caller is
+    anonymous. Anything else cannot be told verified, so it is refused rather than guessed at.
+
+    :raises UnreadableIdentity: ``access_token`` is another type (a string, a dict, a look-alike
+        object), or an ``AccessToken`` naming neither a subject nor a client id. The message names
+        types only, never the token.
+    """
+    access = getattr(user, "access_token", None)
+    if access is None:
+        return None
+    fix = "map your users with mount(..., identify=...) or configure [server.auth]"
+    if not isinstance(access, AccessToken):
+        raise UnreadableIdentity(
+            f"the request's authenticated user ({type(user).__name__}) has an access_token that is a "
+            f"{type(access).__name__}, not the SDK's AccessToken, so who it is cannot be read; {fix}"
+        )
+    try:
+        return from_access_token(access)
+    except ValueError:
+        raise UnreadableIdentity(
+            f"the request's authenticated user ({type(user).__name__}) has an access_token naming "
+            f"neither a subject nor a client id; {fix}"
+        ) from None
 
 
 _serving_as: ContextVar[Principal | None] = ContextVar("mcp_providers_serving_as", default=None)

@@ -14,6 +14,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from mcp.server.auth.provider import AccessToken
 from serve_support import JSON_HEADERS, request, serve_process
 
 from mcp_providers._serve.transport.sessions import SWEEP_AT, SessionQuota
@@ -121,7 +122,7 @@ def test_a_post_without_a_session_that_is_no_initialize_opens_none_and_costs_no_
 def _scope(subject: str | None, issuer: str = "https://idp.example") -> dict[str, Any]:
     if subject is None:
         return {"type": "http"}
-    access = SimpleNamespace(subject=subject, claims={"iss": issuer}, client_id=None, scopes=[])
+    access = AccessToken(token="t", subject=subject, claims={"iss": issuer}, client_id="", scopes=[])
     return {"type": "http", "user": SimpleNamespace(access_token=access)}
 
 

@@ -362,6 +362,11 @@ def around_pipeline(server: Server[Any], middleware: Any) -> bool:
     return True
 
 
+def built_by_pipeline(server: Server[Any]) -> bool:
+    """Whether :func:`build_server` built ``server`` (a composition's own server)."""
+    return server in _PIPELINES
+
+
 _REGISTERED: weakref.WeakKeyDictionary[Server[Any], set[str]] = weakref.WeakKeyDictionary()
 """The methods :func:`build_server` registered on each server it built (extensions added by reloads too)."""
 

@@ -11,11 +11,21 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
+from mcp import MCPError
 from mcp.server import ServerRequestContext
+from mcp.server.auth.provider import AccessToken
 
 from mcp_providers._serve.state.tasks import RunningTask
 from mcp_providers._serve.steps.gate import Gate
-from mcp_providers.identity import ANONYMOUS, Principal, from_access_token, transportless
+from mcp_providers.errors import DENIED
+from mcp_providers.identity import (
+    ANONYMOUS,
+    Principal,
+    UnreadableIdentity,
+    from_access_token,
+    transportless,
+    user_principal,
+)
 
 Ctx = ServerRequestContext[Any, Any]
 
@@ -28,7 +38,10 @@ R = TypeVar("R", covariant=True)
 def principal_of(ctx: Ctx) -> Principal:
     """Who is asking: the verified bearer token's principal over HTTP (:data:`ANONYMOUS` without
     ``[server.auth]``), :data:`LOCAL` when no HTTP request crosses (stdio, in memory) unless an
-    embedder chose another (:func:`~mcp_providers.identity.serving_as`)."""
+    embedder chose another (:func:`~mcp_providers.identity.serving_as`).
+
+    :raises MCPError: -32003 when the request's user carries an identity that cannot be read
+        (:func:`~mcp_providers.identity.user_principal`)."""
     request = ctx.request
     if request is None:
         return transportless()
@@ -36,7 +49,12 @@ def principal_of(ctx: Ctx) -> Principal:
     token = getattr(user, "access_token", None)
     if token is None:
         return ANONYMOUS
-    return from_access_token(token)
+    if type(token) is AccessToken:  # the usual case, without the checks' cost
+        return from_access_token(token)
+    try:
+        return user_principal(user) or ANONYMOUS
+    except UnreadableIdentity as exc:  # refused, never served as someone (nor a 500)
+        raise MCPError(DENIED, str(exc)) from None
 
 
 @dataclass(slots=True)

@@ -31,7 +31,7 @@ from starlette.types import Message, Scope, Send
 
 from mcp_providers.config import LimitsSettings
 from mcp_providers.errors import RATE_LIMITED
-from mcp_providers.identity import Principal, from_access_token
+from mcp_providers.identity import UnreadableIdentity, user_principal
 
 _DEFAULTS = LimitsSettings()
 SWEEP_AT = 1024
@@ -41,13 +41,12 @@ Key = tuple[str, str]
 
 def caller_key(scope: Scope) -> Key | None:
     """The ``Principal.key`` of the request's verified caller (set by the bearer gate), ``None``
-    for an anonymous one."""
-    user = scope.get("user")
-    access = getattr(user, "access_token", None)
-    if access is None:
+    for an anonymous one or one whose identity cannot be read."""
+    try:
+        principal = user_principal(scope.get("user"))
+    except UnreadableIdentity:  # refused by the pipeline (and before it by mount()): counted as anonymous
         return None
-    principal: Principal = from_access_token(access)
-    return principal.key
+    return None if principal is None else principal.key
 
 
 class SessionQuota:
