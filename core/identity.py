@@ -27,8 +27,6 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from mcp.server.auth.provider import AccessToken
-
 __all__ = [
     "ANONYMOUS",
     "LOCAL",
@@ -212,6 +210,8 @@ def user_principal(user: Any) -> Principal | None:
     if access is None:
         return None
     fix = "map your users with mount(..., identify=...) or configure [server.auth]"
+    from mcp.server.auth.provider import AccessToken  # here: importing this module must not import the SDK
+
     if not isinstance(access, AccessToken):
         raise UnreadableIdentity(
             f"the request's authenticated user ({type(user).__name__}) has an access_token that is a "

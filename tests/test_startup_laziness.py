@@ -296,3 +296,18 @@ def test_serve_composes_with_the_collector_paused_then_freezes_the_start_up_heap
     assert seen["enabled while composing"] is False
     assert seen["enabled while serving"] is True
     assert isinstance(seen["frozen"], int) and seen["frozen"] > 10_000
+
+
+SDK_FREE = ("mcp_providers", "mcp_providers.identity", "mcp_providers.plugin", "mcp_providers.models",
+            "mcp_providers.providers", "mcp_providers.policy", "mcp_providers.hookspecs", "mcp_providers.config",
+            "mcp_providers.credentials", "mcp_providers.http", "mcp_providers.skills")  # fmt: skip
+
+
+@pytest.mark.parametrize("module", SDK_FREE)
+def test_a_plugins_imports_of_the_public_api_leave_the_sdk_unimported(module: str) -> None:
+    """What a plugin imports at import time (its decorators, models, providers, the policy and
+    identity types) imports no part of the MCP SDK: ``check`` and every plugin's import stay cheap.
+    This session's identity refusal had put the SDK's ``AccessToken`` at the top of ``identity``."""
+    code = f"import sys, {module}; print(sorted(m for m in sys.modules if m == 'mcp' or m.startswith('mcp.')))"
+    found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert found.stdout.strip() == "[]", found.stdout
