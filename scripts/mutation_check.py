@@ -2952,6 +2952,13 @@ CASES += (  # a configured source's prefix overlap costs only that source (round
         ),
     ),
     Case(
+        "embedding: a rebound Host is refused before the host's identity is read",
+        "core/_serve/transport/mounted.py",
+        '        if scope["type"] == "http" and (rebound := await live.rebinding_refusal(scope)) is not None:\n',
+        "        if False:\n",
+        ("tests/test_embedding_lifecycle.py::test_a_rebound_host_is_refused_before_the_hosts_identity_is_read",),
+    ),
+    Case(
         "collisions: two items of one source named alike get the fix that parts them",
         "core/_host/collisions.py",
         "    if listed(other.decl) and (mine.d is other.d or (source is not None and source_of(other.d) == source)):\n",

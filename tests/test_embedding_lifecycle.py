@@ -434,3 +434,20 @@ def test_the_session_quota_counts_an_unreadable_identity_as_anonymous_not_a_500(
     assert caller_key({"type": "http", "user": SessionUser("alice", SECRET)}) is None
     token = AccessToken(token=SECRET, client_id="app", subject="alice", scopes=[], claims={"iss": "https://idp/"})
     assert caller_key({"type": "http", "user": AuthenticatedUser(token)}) == ("https://idp/", "alice")
+
+
+def test_a_rebound_host_is_refused_before_the_hosts_identity_is_read() -> None:
+    """The Host/Origin (DNS-rebinding) check comes first: a request a rebound page sends never
+    reaches the embedder's ``identify`` (nor the unreadable-identity refusal, which said 403)."""
+    asked: list[str] = []
+
+    def identify(request: Request) -> Principal | None:
+        asked.append(request.headers.get("host", ""))
+        return None
+
+    with TestClient(_hosted(SimpleUser("alice"), identify=identify), base_url="http://rebound.example") as client:
+        answer = _initialize(client)
+    assert answer.status_code == 421 and "rebound.example" in answer.text, answer.text
+    assert asked == []
+    with TestClient(_hosted(SessionUser("alice", SECRET)), base_url="http://rebound.example") as client:
+        assert _initialize(client).status_code == 421

@@ -178,15 +178,22 @@ class HttpApp:
         if scope["type"] != "http" or route_path(scope) != self.path:
             await self.sdk_app(scope, receive, send)
             return
-        request = Request(scope)
-        refused = await self._guard.validate_request(request, is_post=False)
+        refused = await self.rebinding_refusal(scope)
         if refused is not None:
-            await explained(refused, request)(scope, receive, send)
+            await refused(scope, receive, send)
             return
         if self.stateless and scope["method"] in ("GET", "DELETE"):
             await Response(status_code=405, headers={"Allow": "POST"})(scope, receive, send)
             return
         await self._endpoint(scope, receive, send)
+
+    async def rebinding_refusal(self, scope: Scope) -> Response | None:
+        """The 421 (Host) or 403 (Origin) refusing an HTTP request to the MCP path under this app's
+        DNS-rebinding policy (:func:`~.http_policy.explained`), else ``None``; the first check of
+        such a request, before anything reads who is asking (``transport.mounted``)."""
+        request = Request(scope)
+        refused = await self._guard.validate_request(request, is_post=False)
+        return None if refused is None else explained(refused, request)
 
     async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
         outcome = Outcome(stateless=self.stateless)  # what the handler chain makes of it (transport.http_outcome)

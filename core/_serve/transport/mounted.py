@@ -90,6 +90,9 @@ class MountedEndpoint:
         if live is None:
             await self._not_running(scope, send)
             return
+        if scope["type"] == "http" and (rebound := await live.rebinding_refusal(scope)) is not None:
+            await rebound(scope, receive, send)  # first: a rebound page's request reaches no identify=
+            return
         if scope["type"] == "http" and not self._authenticated:
             refused = await self._identified(scope)
             if refused is not None:
