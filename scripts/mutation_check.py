@@ -2893,8 +2893,8 @@ CASES += (  # a configured source's prefix overlap costs only that source (round
     Case(
         "collisions: a source making a provider of another's name is left out alone, not both plugins",
         "core/_host/collisions.py",
-        "        for one, source, other in mine:\n",
-        "        for one, source, other in []:\n",
+        "        for one, source in sources:\n",
+        "        for one, source in []:\n",
         (
             SRC + "test_a_source_whose_provider_has_a_plugins_provider_name_is_left_out_alone",
             UG + "test_two_upstreams_sharing_a_provider_name_or_a_prefix_are_left_out_and_the_others_served",
@@ -2910,9 +2910,12 @@ CASES += (  # a configured source's prefix overlap costs only that source (round
     Case(
         "collisions: two plugins' own providers of one name are still both refused",
         "core/_host/collisions.py",
-        "        if not mine:\n",
-        "        if False:\n",
-        (SRC + "test_a_source_whose_provider_has_a_plugins_provider_name_is_left_out_alone",),
+        '        dupes(found, "duplicate-provider", own)\n',
+        "\n",
+        (
+            SRC + "test_a_source_whose_provider_has_a_plugins_provider_name_is_left_out_alone",
+            SRC + "test_two_plugins_providers_of_one_name_are_refused_whatever_source_shares_it[a]",
+        ),
     ),
     Case(
         "settings: a key a settings model would ignore is refused",

@@ -180,3 +180,20 @@ def test_a_source_whose_provider_has_a_plugins_provider_name_is_left_out_alone()
     twice = compose({"x": Plugin(Owned("same", "x://")), "y": Plugin(Owned("same", "y://"))}, strict=False)
     assert {r.name: r.status for r in twice.records} == {"x": "rejected", "y": "rejected"}
     assert [p.rule for p in twice.assembly.problems] == ["duplicate-provider"]
+
+
+@pytest.mark.parametrize("source_plugin", ["a", "z"])
+def test_two_plugins_providers_of_one_name_are_refused_whatever_source_shares_it(source_plugin: str) -> None:
+    """Tester eighteen: with a source's provider of the name compared first, two plugins' own
+    providers of that name were compared with it alone, never with each other, and both served."""
+    plugins = {
+        source_plugin: Plugin(Owned("same", "s://", SourceSetting('servers "s"', "prefixes"))),
+        "x": Plugin(Owned("same", "x://")),
+        "y": Plugin(Owned("same", "y://")),
+    }
+    composed = compose(plugins, strict=False)
+    statuses = {r.name: r.status for r in composed.records}
+    assert (statuses["x"], statuses["y"], statuses[source_plugin]) == ("rejected", "rejected", "loaded")
+    assert [p.rule for p in composed.assembly.problems] == ["duplicate-provider"]
+    assert [p.value for p in composed.assembly.left_out] == ["same"]  # the source, left out once
+    assert not composed.assembly.declared

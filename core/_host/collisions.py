@@ -203,29 +203,31 @@ def dupes(found: Collisions, rule: str, items: Iterable[Side]) -> None:
 
 def duplicate_providers(declared: Sequence[Declared], found: Collisions) -> None:
     """Two providers of one name. When either was made for a configured source (:func:`source_of`),
-    each such source is left out whole, with a ``left-out`` line naming both sides and the entry to
-    rename (the operator named it: ``a`` and ``a-tools`` both make ``upstream-a-tools``); otherwise
-    both plugins are refused (``duplicate-provider``)."""
-    seen: dict[str, Declared] = {}
+    each such source is left out whole, with a ``left-out`` line naming another side and the entry
+    to rename (the operator named it: ``a`` and ``a-tools`` both make ``upstream-a-tools``); the
+    plugins' own providers of that name are still judged among themselves: two of them refuse both
+    plugins (``duplicate-provider``), whatever sources share the name."""
+    by_name: dict[str, list[Declared]] = {}
     for d in declared:
-        first = seen.setdefault(d.provider.name, d)
-        if first is d:
+        by_name.setdefault(d.provider.name, []).append(d)
+    for name, sides in by_name.items():
+        if len(sides) < 2:
             continue
-        mine = [(one, source, other) for one, other in ((first, d), (d, first)) if (source := source_of(one))]
-        for one, source, other in mine:
+        sources = [(d, source) for d in sides if (source := source_of(d)) is not None]
+        for one, source in sources:
             found.sources.add((one.plugin, source))
+            other = next(d for d in sides if d is not one)
             verdict = (
-                "both are configured sources, and the server never picks a winner: neither is served"
-                if len(mine) == 2
-                else "a configured source never displaces another provider: only that source is left out"
+                "a configured source never displaces another provider: only that source is left out"
+                if source_of(other) is None
+                else "both are configured sources, and the server never picks a winner: neither is served"
             )
-            said = f"{_maker(one)} makes a provider named {d.provider.name!r}, as {_maker(other)} does"
-            message = f"duplicate-provider: {said}; {verdict}"
+            said = f"{_maker(one)} makes a provider named {name!r}, as {_maker(other)} does"
             fix = f"give {source.entry} another name in [plugins.{one.plugin}], or remove it there"
-            found.left_out.append(Problem(tuple(dict.fromkeys((first.plugin, d.plugin))), "left-out", d.provider.name,
-                                          message, fix))  # fmt: skip
-        if not mine:
-            dupes(found, "duplicate-provider", (Side(first, None, first.provider.name), Side(d, None, d.provider.name)))
+            plugins = tuple(dict.fromkeys((one.plugin, other.plugin)))
+            found.left_out.append(Problem(plugins, "left-out", name, f"duplicate-provider: {said}; {verdict}", fix))
+        own = [Side(d, None, name) for d in sides if source_of(d) is None]
+        dupes(found, "duplicate-provider", own)
 
 
 def _maker(d: Declared) -> str:
