@@ -1300,9 +1300,11 @@ CASES += (
     ),
     Case(
         "raise: a registration hook's BaseException rejects only its plugin",
-        "core/_host/isolation.py",
-        '    failure = PluginCodeFailed(f"{what} raised {one_line(exc)}")\n',
-        "    raise exc\n",
+        "core/_host/hookcalls.py",
+        "        except BaseException as exc:\n            reraise_interrupt(exc)\n"
+        "            record.reject(_told(exc, hook))\n",
+        "        except Exception as exc:\n            reraise_interrupt(exc)\n"
+        "            record.reject(_told(exc, hook))\n",
         (BASE + "test_a_base_exception_from_a_hook_or_a_declaration_rejects_only_its_plugin[custom]",),
     ),
     Case(
@@ -2678,10 +2680,6 @@ CASES += (  # start and stop side by side (round 12 brief U): N hung sources cos
         "    if not ended.wait(PLUGIN_SECONDS) and False:",
         (
             "tests/test_plugin_groups.py::test_a_provider_plugin_whose_import_never_ends_is_left_out_by_name_within_the_bound",
-            PCB + "test_a_hook_that_hangs_interrupts_exits_or_needs_the_main_thread_leaves_out_its_plugin_alone"
-            "[never returns-register_resource_providers]",
-            PCB + "test_a_declaration_that_hangs_interrupts_exits_or_needs_the_main_thread_is_its_plugins_problem"
-            "[never returns]",
         ),
     ),
     Case(
@@ -2692,10 +2690,6 @@ CASES += (  # start and stop side by side (round 12 brief U): N hung sources cos
         (
             "tests/test_plugin_groups.py::test_a_provider_plugin_whose_import_fails_is_left_out_and_the_others_serve"
             "[KeyboardInterrupt at import-selected]",
-            PCB + "test_a_hook_that_hangs_interrupts_exits_or_needs_the_main_thread_leaves_out_its_plugin_alone"
-            "[KeyboardInterrupt-settings_model]",
-            PCB + "test_a_declaration_that_hangs_interrupts_exits_or_needs_the_main_thread_is_its_plugins_problem"
-            "[SystemExit]",
         ),
     ),
     Case(
@@ -2726,8 +2720,6 @@ CASES += (  # start and stop side by side (round 12 brief U): N hung sources cos
         (
             "tests/test_plugin_groups.py::test_a_plugin_whose_import_needs_the_main_thread_is_left_out_saying_where_to_do_it"
             "[a signal handler]",
-            PCB + "test_a_hook_that_hangs_interrupts_exits_or_needs_the_main_thread_leaves_out_its_plugin_alone"
-            "[needs the main thread-register_resource_providers]",
         ),
     ),
     Case(
@@ -2960,6 +2952,20 @@ CASES += (  # a configured source's prefix overlap costs only that source (round
         '        if scope["type"] == "http" and (rebound := await live.rebinding_refusal(scope)) is not None:\n',
         "        if False:\n",
         ("tests/test_embedding_lifecycle.py::test_a_rebound_host_is_refused_before_the_hosts_identity_is_read",),
+    ),
+    Case(
+        "isolation: a hook or declaration running past the bound is named in the log",
+        "core/_host/isolation.py",
+        "                if key not in told and now - started >= PLUGIN_SECONDS:\n",
+        "                if False:\n",
+        (PCB + "test_a_hook_or_declaration_that_runs_long_is_named_once_then_served[hook]",),
+    ),
+    Case(
+        "isolation: an import made while another hangs gets a thread of its own",
+        "core/_host/isolation.py",
+        "        if _importer is None or _importer.closed or _importer.busy:\n",
+        "        if _importer is None or _importer.closed:\n",
+        (PCB + "test_a_call_made_while_another_hangs_gets_a_thread_of_its_own",),
     ),
     Case(
         "collisions: two items of one source named alike get the fix that parts them",

@@ -30,7 +30,6 @@ from rich.table import Table
 
 from mcp_providers._host.discovery import discover
 from mcp_providers._host.hookcalls import call_hook
-from mcp_providers._host.isolation import PluginCodeFailed
 from mcp_providers._host.records import PluginRecord
 from mcp_providers.config import Config, load_config
 
@@ -178,10 +177,9 @@ def prepare_backends(stack: contextlib.ExitStack, records: list[PluginRecord], c
             if isinstance(exc, KeyboardInterrupt):
                 raise
             log.warning("demo backend of plugin %r failed", record.name, exc_info=exc)  # the text: log only
-            why = type(exc.__cause__ or exc).__name__ if isinstance(exc, PluginCodeFailed) else type(exc).__name__
-            why = "did not finish in time" if why == PluginCodeFailed.__name__ else why  # the only one without a cause
             console.print(
-                f"demo: plugin {record.name} could not prepare its demo backend ({why}); it runs on its defaults",
+                f"demo: plugin {record.name} could not prepare its demo backend ({type(exc).__name__}); "
+                "it runs on its defaults",
                 highlight=False,
                 markup=False,
             )

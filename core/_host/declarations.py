@@ -1,19 +1,17 @@
 """Declarations: ask every loaded provider once for what it serves, and the shape of a failed check.
 
 A provider's ``resources()``, ``templates()``, ``tools()`` and ``prompts()`` are called exactly
-once, here, at composition time, in the plugin thread; one that raises, returns the wrong type or
-does not return in time is a :class:`Problem` (rule ``declaration-failed``) and only its plugin
-is left out.
+once, here, at composition time; one that raises or returns the wrong type is a :class:`Problem`
+(rule ``declaration-failed``) and only its plugin is left out.
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from mcp_providers._host.isolation import PluginCodeFailed, in_plugin_thread
+from mcp_providers._host.isolation import reraise_interrupt, watched
 from mcp_providers._host.records import PluginRecord
 from mcp_providers._host.skills import Skill, SkillFiles
 from mcp_providers._invalid import described
@@ -59,9 +57,9 @@ class Declared:
 
 
 def declare(records: Iterable[PluginRecord]) -> tuple[list[Declared], list[Problem]]:
-    """Ask every loaded provider for its declarations, once, in the plugin thread (its code may hang
-    or exit: :func:`~mcp_providers._host.isolation.in_plugin_thread`); a provider that raises, or
-    does not return in time, is a Problem."""
+    """Ask every loaded provider for its declarations, once, in the caller's thread (what it makes
+    may be bound to it; :func:`~mcp_providers._host.isolation.watched` names one that runs long); a
+    provider that raises is a Problem."""
     out: list[Declared] = []
     problems: list[Problem] = []
     for record in records:
@@ -69,23 +67,17 @@ def declare(records: Iterable[PluginRecord]) -> tuple[list[Declared], list[Probl
             continue
         for provider in record.providers():
             try:
-                d, refused = in_plugin_thread(
-                    functools.partial(_declared, record.name, provider),
-                    record.name,
-                    f"declaring provider {provider.name!r}",
-                )
-            except Exception as exc:  # its SystemExit and KeyboardInterrupt come as PluginCodeFailed
-                said = (
-                    str(exc)
-                    if isinstance(exc, PluginCodeFailed)
-                    else described(exc) or f"declaring provider {provider.name!r} raised {type(exc).__name__}: {exc}"
-                )
+                with watched(record.name, f"declaring provider {provider.name!r}"):
+                    d, refused = _declared(record.name, provider)
+            except BaseException as exc:  # SystemExit too: one provider's exit must not end start-up
+                reraise_interrupt(exc)
+                said = isinstance(exc, Exception) and described(exc)
                 problems.append(
                     Problem(
                         (record.name,),
                         "declaration-failed",
                         provider.name,
-                        said,
+                        said or f"declaring provider {provider.name!r} raised {type(exc).__name__}: {exc}",
                         "return declaration models from resources()/templates()/tools()/prompts()/extensions(), "
                         "SkillSource from skills()",
                     )
@@ -97,7 +89,7 @@ def declare(records: Iterable[PluginRecord]) -> tuple[list[Declared], list[Probl
 
 
 def _declared(plugin: str, provider: Provider) -> tuple[Declared, list[Problem]]:
-    """What ``provider`` declares (plugin code: run in the plugin thread), and the skills it refused."""
+    """What ``provider`` declares (plugin code), and the skills it refused."""
     d = Declared(plugin, provider)
     refused: list[Problem] = []
     if isinstance(provider, SkillFiles):

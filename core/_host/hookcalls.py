@@ -14,7 +14,7 @@ from pydantic import BaseModel, ValidationError
 
 from mcp_providers import hookspecs
 from mcp_providers._host.hookscan import PluginManager
-from mcp_providers._host.isolation import PluginCodeFailed, in_plugin_thread, one_line, stdout_to_stderr
+from mcp_providers._host.isolation import one_line, reraise_interrupt, stdout_to_stderr, watched
 from mcp_providers._host.records import PROVIDER_HOOKS, PluginRecord
 from mcp_providers._host.shape import HOOKS, did_you_mean, provider_problem
 from mcp_providers._host.skills import SkillFiles
@@ -42,26 +42,22 @@ def plugin_manager() -> pluggy.PluginManager:
 
 def call_hook(record: PluginRecord, hook: str, **kwargs: Any) -> tuple[bool, Any]:
     """Call only this plugin's implementation of ``hook``, through pluggy's hook caller of the
-    plugin's own manager, in the plugin thread (isolation: one plugin's error, hang or exit is its own).
+    plugin's own manager (isolation: one plugin's error is its own), in the caller's thread, where
+    what it makes is used (:func:`~mcp_providers._host.isolation.watched` names it if it runs long).
 
     :returns: ``(implemented, result)``; ``result`` is ``None`` when the implementation returned it.
-    :raises PluginCodeFailed: the call did not end in time, needed the main thread, or raised a
-        ``BaseException`` that is not an ``Exception``.
-    :raises Exception: what the implementation raised.
     """
     caller = getattr(record.manager.hook, hook) if record.manager is not None else None
     if caller is None or not caller.get_hookimpls():
         return False, None
-    with stdout_to_stderr():
-        results = in_plugin_thread(lambda: caller(**kwargs), record.name, f"hook {hook}")
+    with stdout_to_stderr(), watched(record.name, f"hook {hook}"):
+        results = caller(**kwargs)
     return True, (results[0] if results else None)
 
 
-def _told(exc: Exception, hook: str) -> str:
-    """Why a hook call failed, in one line (:class:`PluginCodeFailed` says it whole)."""
-    if isinstance(exc, PluginCodeFailed):
-        return str(exc)
-    said = described(exc)  # a declaration model refused, in words
+def _told(exc: BaseException, hook: str) -> str:
+    """Why a hook call failed, in one line (a declaration model refused, in words)."""
+    said = described(exc) if isinstance(exc, Exception) else None
     return f"hook {hook}: {said}" if said else f"hook {hook} raised {one_line(exc)}"
 
 
@@ -121,7 +117,8 @@ def _register_recording(own: pluggy.PluginManager, record: PluginRecord, plugin:
 def configure_plugin(pm: pluggy.PluginManager, record: PluginRecord, config: Config) -> None:
     try:
         found, model = call_hook(record, "settings_model")
-    except Exception as exc:  # its SystemExit and KeyboardInterrupt come as PluginCodeFailed
+    except BaseException as exc:  # SystemExit too: one plugin's exit must not end the process
+        reraise_interrupt(exc)
         record.reject(_told(exc, "settings_model"))
         return
     table = config.plugins.get(record.name)
@@ -148,7 +145,8 @@ def collect_providers(pm: pluggy.PluginManager, record: PluginRecord) -> None:
     for hook, kind in PROVIDER_HOOKS:
         try:
             found, result = call_hook(record, hook, settings=record.settings)
-        except Exception as exc:
+        except BaseException as exc:
+            reraise_interrupt(exc)
             record.reject(_told(exc, hook))
             return
         if not found:

@@ -1,19 +1,25 @@
 """A plugin's own code, run so that what goes wrong stays its own: its output sent to stderr (never
 a stdio MCP stream), its failure told in one line, and its entry point loaded only when made for
-this core. Its code at composition (its import, each hook call, its providers' declarations) runs
-in a thread of its own, each call waited for at most :data:`PLUGIN_SECONDS`: one that never ends,
-or raises ``KeyboardInterrupt`` or ``SystemExit`` itself, is that plugin's failure, and the
-operator's Ctrl-C still stops start-up (it reaches the main thread, which only waits). So a
-plugin may not install a signal handler or ask for the thread's event loop there: it is told so,
-and does that in its provider's lifespan instead."""
+this core. Its import runs in a thread of its own, waited for at most :data:`PLUGIN_SECONDS`:
+one that never ends, or raises ``KeyboardInterrupt`` or ``SystemExit`` itself, is that plugin's
+failure, and the operator's Ctrl-C still stops start-up (it reaches the main thread, which only
+waits). So a plugin's import may not install a signal handler or ask for the thread's event loop:
+it is told so, and does that in a hook or its provider's lifespan instead.
+
+Its hooks and its providers' declarations run in the caller's thread (what they make may be bound
+to that thread: an ``sqlite3`` connection, a ``threading.local``, the thread's event loop), so
+they cannot be cut short; :func:`watched` says, once, which one has run past
+:data:`PLUGIN_SECONDS`, so a start-up that waits on one is never silent."""
 
 from __future__ import annotations
 
 import contextlib
 import importlib.metadata
+import logging
 import queue
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import TypeVar
 
@@ -32,16 +38,24 @@ def one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
+def reraise_interrupt(exc: BaseException) -> None:
+    """A ``KeyboardInterrupt`` in the caller's thread may be the operator's Ctrl-C: it stops
+    start-up; anything else a plugin raises there is that plugin's failure."""
+    if isinstance(exc, KeyboardInterrupt):
+        raise exc
+
+
 class MadeForAnotherCore(Exception):
     """A plugin's distribution requires a core version other than the running one (the message
     names both); raised instead of importing it."""
 
 
 PLUGIN_SECONDS = 60.0
-"""How long one plugin's import, one of its hook calls or its providers' declarations may take
-before the plugin is left out (seconds)."""
+"""How long one plugin's import may take before the plugin is left out, and one of its hook calls
+or declarations before the log names it as what composition waits for (seconds)."""
 
 T = TypeVar("T")
+log = logging.getLogger("mcp_providers.plugins")
 
 _finished: set[str] = set()
 """Modules of entry points whose import finished here: loading one again runs no plugin code (one
@@ -179,3 +193,70 @@ def _failure(exc: BaseException, what: str) -> BaseException:
     failure = PluginCodeFailed(f"{what} raised {one_line(exc)}")
     failure.__cause__ = exc
     return failure
+
+
+@contextlib.contextmanager
+def watched(name: str, what: str) -> Iterator[None]:
+    """Run the block (plugin ``name``'s ``what``, e.g. ``"hook settings_model"``, in the caller's
+    thread) under :class:`_Watcher`'s eye: past :data:`PLUGIN_SECONDS` the log names it, once."""
+    watcher = _watcher()
+    key = watcher.begin(name, what)
+    try:
+        yield
+    finally:
+        watcher.end(key)
+
+
+class _Watcher:
+    """One daemon thread that looks, every :data:`_WATCH_SECONDS` while a call is watched, for a
+    call past :data:`PLUGIN_SECONDS` and logs it once; it sleeps while none is watched."""
+
+    def __init__(self) -> None:
+        self.calls: dict[object, tuple[str, str, float]] = {}
+        self.lock = threading.Lock()
+        self.some = threading.Event()
+        threading.Thread(target=self._run, name="mcp-providers plugin watch", daemon=True).start()
+
+    def begin(self, name: str, what: str) -> object:
+        key = object()
+        with self.lock:
+            self.calls[key] = (name, what, time.monotonic())
+            if len(self.calls) == 1:
+                self.some.set()
+        return key
+
+    def end(self, key: object) -> None:
+        with self.lock:
+            self.calls.pop(key, None)
+            if not self.calls:
+                self.some.clear()
+
+    def _run(self) -> None:
+        told: set[object] = set()
+        while True:
+            self.some.wait()
+            time.sleep(_WATCH_SECONDS)
+            with self.lock:
+                now, calls = time.monotonic(), list(self.calls.items())
+            for key, (name, what, started) in calls:
+                if key not in told and now - started >= PLUGIN_SECONDS:
+                    told.add(key)
+                    log.error(
+                        "plugin %s: %s has not returned after %g s; composition waits for it (it runs in the "
+                        "caller's thread and cannot be cut short): fix it, or leave the plugin out with deny = [%r]",
+                        name, what, PLUGIN_SECONDS, name,
+                    )  # fmt: skip
+            told &= {key for key, _ in calls}
+
+
+_WATCH_SECONDS = 1.0
+_watching: _Watcher | None = None
+
+
+def _watcher() -> _Watcher:
+    global _watching
+    if _watching is None:
+        with _importing:
+            if _watching is None:
+                _watching = _Watcher()
+    return _watching
