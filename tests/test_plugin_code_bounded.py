@@ -168,3 +168,13 @@ def test_a_call_made_while_another_hangs_gets_a_thread_of_its_own() -> None:
     started = time.monotonic()
     assert isolation.in_plugin_thread(lambda: "ran", "p", "its import") == "ran"
     assert time.monotonic() - started < 0.25  # not after the hung call's bound
+
+
+def test_the_watch_thread_ends_once_composition_is_done(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An embedding host keeps no thread of ours once its composition is made."""
+    monkeypatch.setattr(isolation, "_IDLE_SECONDS", 0.1)
+    compose({"made": Made()})
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and any(t.name.startswith("mcp-providers plugin") for t in threading.enumerate()):
+        time.sleep(0.05)
+    assert not [t.name for t in threading.enumerate() if t.name.startswith("mcp-providers plugin")]

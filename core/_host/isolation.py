@@ -199,8 +199,10 @@ def _failure(exc: BaseException, what: str) -> BaseException:
 def watched(name: str, what: str) -> Iterator[None]:
     """Run the block (plugin ``name``'s ``what``, e.g. ``"hook settings_model"``, in the caller's
     thread) under :class:`_Watcher`'s eye: past :data:`PLUGIN_SECONDS` the log names it, once."""
-    watcher = _watcher()
-    key = watcher.begin(name, what)
+    key = None
+    while key is None:  # a watcher that has just ended takes no call: the next one made does
+        watcher = _watcher()
+        key = watcher.begin(name, what)
     try:
         yield
     finally:
@@ -209,17 +211,22 @@ def watched(name: str, what: str) -> Iterator[None]:
 
 class _Watcher:
     """One daemon thread that looks, every :data:`_WATCH_SECONDS` while a call is watched, for a
-    call past :data:`PLUGIN_SECONDS` and logs it once; it sleeps while none is watched."""
+    call past :data:`PLUGIN_SECONDS` and logs it once; it ends after :data:`_IDLE_SECONDS` with
+    none watched (an embedding host keeps no thread of ours once composition is done)."""
 
     def __init__(self) -> None:
         self.calls: dict[object, tuple[str, str, float]] = {}
         self.lock = threading.Lock()
         self.some = threading.Event()
+        self.closed = False
         threading.Thread(target=self._run, name="mcp-providers plugin watch", daemon=True).start()
 
-    def begin(self, name: str, what: str) -> object:
+    def begin(self, name: str, what: str) -> object | None:
+        """A key for :meth:`end`, or ``None`` when this watcher has ended."""
         key = object()
         with self.lock:
+            if self.closed:
+                return None
             self.calls[key] = (name, what, time.monotonic())
             if len(self.calls) == 1:
                 self.some.set()
@@ -234,7 +241,12 @@ class _Watcher:
     def _run(self) -> None:
         told: set[object] = set()
         while True:
-            self.some.wait()
+            if not self.some.wait(_IDLE_SECONDS):
+                with self.lock:
+                    if not self.calls:
+                        self.closed = True
+                        return
+                continue
             time.sleep(_WATCH_SECONDS)
             with self.lock:
                 now, calls = time.monotonic(), list(self.calls.items())
@@ -255,8 +267,7 @@ _watching: _Watcher | None = None
 
 def _watcher() -> _Watcher:
     global _watching
-    if _watching is None:
-        with _importing:
-            if _watching is None:
-                _watching = _Watcher()
-    return _watching
+    with _importing:
+        if _watching is None or _watching.closed:
+            _watching = _Watcher()
+        return _watching
