@@ -2968,6 +2968,13 @@ CASES += (  # a configured source's prefix overlap costs only that source (round
         (PCB + "test_a_call_made_while_another_hangs_gets_a_thread_of_its_own",),
     ),
     Case(
+        "settings: a field name pydantic ignores beside its alias is not an accepted key",
+        "core/config/ignored.py",
+        "    return [*(aliases if by_alias else []), *([name] if by_name else [])]\n",
+        "    return [*(aliases if by_alias else []), name]\n",
+        ("tests/test_settings_unknown_keys.py::test_a_field_name_pydantic_ignores_beside_its_alias_is_refused",),
+    ),
+    Case(
         "collisions: two items of one source named alike get the fix that parts them",
         "core/_host/collisions.py",
         "    if listed(other.decl) and (mine.d is other.d or (source is not None and source_of(other.d) == source)):\n",

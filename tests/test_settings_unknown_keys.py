@@ -8,11 +8,11 @@ import os
 import subprocess
 import types
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
 from prefork import python
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AliasChoices, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 from mcp_providers import hookimpl
 from mcp_providers.plugin import Plugin
@@ -205,3 +205,46 @@ def test_a_field_whose_validator_reshapes_its_table_is_not_second_guessed() -> N
     assert _reason(_plugin(Reshaped), {"timing": {"t": 2}}) is None
     reason = _reason(_plugin(Reshaped), {"timng": {"t": 2}})
     assert reason is not None and "plugins.notes.timng: unknown key" in reason
+
+
+def _short_form(value: Any) -> Any:
+    """``{host = "h"}`` as shorthand for ``{url = "http://h"}``."""
+    if isinstance(value, dict) and "host" in value:
+        value = {**{k: v for k, v in value.items() if k != "host"}, "url": f"http://{value['host']}"}
+    return value
+
+
+class Endpoint(BaseModel):
+    url: str = ""
+    timeout: float = 5.0
+
+
+class AnnotatedShortForm(BaseModel):
+    endpoint: Annotated[Endpoint, BeforeValidator(_short_form)] = Endpoint()
+    mirrors: tuple[Annotated[Endpoint, BeforeValidator(_short_form)], ...] = ()
+
+
+def test_a_validator_attached_with_annotated_is_not_second_guessed() -> None:
+    """Tester eighteen: a valid short form read by an ``Annotated[..., BeforeValidator(...)]`` (on
+    the field, or inside its type) was refused as an unknown key."""
+    table = {"endpoint": {"host": "example.org"}, "mirrors": [{"host": "m.example.org"}]}
+    assert _reason(_plugin(AnnotatedShortForm), table) is None
+
+
+class Aliased(BaseModel):
+    api_key: str = Field("", alias="apiKey")
+    region: str = Field("eu", validation_alias="aws_region")
+
+
+class AliasedByName(Aliased):
+    model_config = ConfigDict(validate_by_name=True)
+
+
+def test_a_field_name_pydantic_ignores_beside_its_alias_is_refused() -> None:
+    """Tester eighteen: with an alias and no validation by name, pydantic ignores the field's own
+    name, so ``api_key = "..."`` was dropped silently (here a secret) while counted as accepted."""
+    said = _reason(_plugin(Aliased), {"api_key": "s3cret", "region": "us"}) or ""
+    assert "plugins.notes.api_key: unknown key" in said and "plugins.notes.region: unknown key" in said
+    assert "s3cret" not in said and "keys accepted here: apiKey, aws_region" in said
+    assert _reason(_plugin(Aliased), {"apiKey": "k", "aws_region": "us"}) is None
+    assert _reason(_plugin(AliasedByName), {"api_key": "k", "region": "us"}) is None

@@ -9,9 +9,9 @@ leaves the default is held to its fields, as if it forbade unknown keys.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Annotated, Any, get_args, get_origin
 
-from pydantic import AliasChoices, AliasPath, BaseModel, RootModel
+from pydantic import AliasChoices, AliasPath, BaseModel, BeforeValidator, PlainValidator, RootModel, WrapValidator
 from pydantic.fields import FieldInfo
 
 __all__ = ["ignored_keys"]
@@ -57,7 +57,11 @@ def _model(value: BaseModel, given: Mapping[str, Any], loc: Loc) -> Iterator[tup
         if d.info.mode in ("before", "wrap", "plain")
         for name in d.info.fields
     }
-    field_of = {key: name for name, field in cls.model_fields.items() for key in _keys(name, field)}
+    reshaped |= {name for name, field in cls.model_fields.items() if _reshapes(field)}
+    config = cls.model_config
+    by_name = bool(config.get("validate_by_name") or config.get("populate_by_name"))
+    by_alias = config.get("validate_by_alias", True) is not False
+    field_of = {key: name for name, f in cls.model_fields.items() for key in _keys(name, f, by_name, by_alias)}
     if "extra" not in cls.model_config:  # pydantic's default: unknown keys dropped without a word
         accepted = tuple(dict.fromkeys(field_of))
         for key in given:
@@ -69,16 +73,35 @@ def _model(value: BaseModel, given: Mapping[str, Any], loc: Loc) -> Iterator[tup
             yield from _walk(getattr(value, name), item, (*loc, key))
 
 
-def _keys(name: str, field: FieldInfo) -> list[str]:
-    """The keys a table may give ``field`` under: its name, its alias, its validation aliases."""
-    keys = [name]
-    if field.alias:
-        keys.append(field.alias)
-    aliases = field.validation_alias
-    choices = aliases.choices if isinstance(aliases, AliasChoices) else [aliases]
-    for choice in choices:
+def _keys(name: str, field: FieldInfo, by_name: bool, by_alias: bool) -> list[str]:
+    """The keys pydantic reads ``field`` under: its validation aliases (else its alias) unless the
+    model validates by name alone, and its name when it has no alias or the model validates by name
+    too (``validate_by_name``/``populate_by_name``): a key pydantic ignores is not accepted here."""
+    aliases: list[str] = []
+    given = field.validation_alias if field.validation_alias is not None else field.alias
+    for choice in given.choices if isinstance(given, AliasChoices) else [given]:
         if isinstance(choice, str):
-            keys.append(choice)
+            aliases.append(choice)
         elif isinstance(choice, AliasPath) and choice.path and isinstance(choice.path[0], str):
-            keys.append(choice.path[0])
-    return keys
+            aliases.append(choice.path[0])
+    if given is None:
+        return [name]
+    return [*(aliases if by_alias else []), *([name] if by_name else [])]
+
+
+_RESHAPING = (BeforeValidator, WrapValidator, PlainValidator)
+
+
+def _reshapes(field: FieldInfo) -> bool:
+    """Whether a validator attached with ``Annotated`` (on the field or inside its type, e.g.
+    ``tuple[Annotated[Model, BeforeValidator(f)], ...]``) may read the field's value before its
+    model does: what the table gave is then not what the model's fields read."""
+    return any(isinstance(m, _RESHAPING) for m in field.metadata) or _annotated_reshaping(field.annotation, 0)
+
+
+def _annotated_reshaping(tp: object, depth: int) -> bool:
+    if depth > 8:
+        return False
+    if get_origin(tp) is Annotated and any(isinstance(m, _RESHAPING) for m in tp.__metadata__):  # type: ignore[attr-defined]
+        return True
+    return any(_annotated_reshaping(arg, depth + 1) for arg in get_args(tp))
