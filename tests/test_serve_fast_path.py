@@ -186,3 +186,19 @@ def test_a_reader_gone_ends_both_paths_alike(tmp_path: Path) -> None:
     fast, typer = _answer_unread(FAST, tmp_path), _answer_unread(TYPER, tmp_path)
     assert fast == typer
     assert fast[0] == 0 and b"Traceback" not in fast[1], fast[1]  # the loop ends quietly: nobody is left to answer
+
+
+def test_a_closed_stdin_ends_both_paths_with_a_message_not_a_traceback(tmp_path: Path) -> None:
+    """Tester eighteen: with descriptor 0 closed, both paths ended with the event loop's
+    ``OSError: [Errno 22]`` traceback (moving fd 1 aside had taken descriptor 0)."""
+    ends = []
+    for argv in (FAST, TYPER):
+        done = subprocess.run(
+            argv, capture_output=True, text=True, env=_env(), cwd=tmp_path, timeout=120,
+            preexec_fn=lambda: os.close(0),  # the child's own descriptor, before exec
+        )  # fmt: skip
+        ends.append((done.returncode, done.stdout, done.stderr))
+    assert ends[0] == ends[1]
+    code, stdout, stderr = ends[0]
+    assert code == 1 and stdout == "" and "Traceback" not in stderr, stderr
+    assert "stdin is closed" in stderr and "--http HOST:PORT" in stderr

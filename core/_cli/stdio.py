@@ -112,12 +112,27 @@ def run(
 ) -> None:
     """``serve``'s stdio branch, once SIGHUP is held and the options are checked; ``serving`` is
     :func:`serve_over` (the CLI passes its own name for it, which tests replace)."""
+    if not _open(0):  # before fd 1 is moved aside: its copy would take descriptor 0 and be read as the client
+        err.print(
+            "[red]error:[/red] stdin is closed: serve over stdio reads its client's messages from stdin; start it "
+            "from an MCP client (which gives it a pipe), or serve HTTP with --http HOST:PORT",
+            highlight=False,
+        )
+        refuse()
     # fd 1 is the wire: move it aside before any plugin is imported (a plugin, or a child process
     # it starts, may write to fd 1 at import time).
     with guarded_stdout() as wire_out, traces():
         loaded = logged(load(config, plugin_set), log_level, log_format)
         _, server, _ = started(loaded, config, plugin_set, strict, watched)
         serving(server, wire_out)
+
+
+def _open(fd: int) -> bool:
+    try:
+        os.fstat(fd)
+    except OSError:
+        return False
+    return True
 
 
 def main(config: str | None = None) -> None:
