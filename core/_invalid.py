@@ -8,7 +8,6 @@ each field that failed with its value cut short, and the allowed values or the r
 
 from __future__ import annotations
 
-import difflib
 import re
 import types
 from collections.abc import Mapping, Sequence
@@ -59,6 +58,8 @@ def _line(model: type[BaseModel], item: Any) -> str:
     kind, ctx, value = item["type"], item.get("ctx") or {}, item.get("input")
     if kind == "extra_forbidden":
         fields = _fields(model, loc[:-1])
+        import difflib  # only for a refused declaration: serve's start-up does without it (issue 43)
+
         close = difflib.get_close_matches(str(loc[-1]), fields, n=1)
         hint = f'; did you mean "{close[0]}"?' if close else ""
         return f"{field} is not a field{hint} (fields: {', '.join(fields) or '(none)'})"

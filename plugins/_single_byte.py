@@ -21,7 +21,6 @@ import codecs
 import encodings
 import functools
 import importlib
-import pkgutil
 import re
 from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
@@ -60,6 +59,8 @@ def _charset(name: str) -> Charset | None:
 def charsets() -> tuple[Charset, ...]:
     """Every single-byte charset Python has (see the module docstring), each table once; built on
     first use (about 60 codecs; some milliseconds, once per process)."""
+    import pkgutil  # here, not at the top: the masking plugins import this module at start-up
+
     found: dict[str, Charset] = {}
     for module in sorted(m.name for m in pkgutil.iter_modules(encodings.__path__)):
         if _FAMILIES.fullmatch(module) and (charset := _charset(module)) is not None:

@@ -45,6 +45,12 @@ NOT_ON_SERVE_PATH = (
     "mcp_providers.plugins.upstream.link",
     "mcp_providers.plugins.upstream.mapping",
     "yaml",  # only for a SKILL.md frontmatter not of the simple form (the built-in skills are), or OpenAPI YAML
+    # issue 43, second pass: each first used where it is needed, after the first stdio answer or never
+    "difflib",  # only to suggest a close name for a misspelt key, hook or field
+    "pkgutil",  # only when the masking first lists the single-byte codecs (a held non-ASCII secret)
+    "mcp_providers._serve.statics",  # only `serve --strict` and `check`
+    "mcp_providers._serve.transport.http_policy",  # only serving over HTTP
+    "mcp_providers._cli.workers",  # only `serve --workers` and its workers
 )
 
 SERVE_PATH = """
@@ -85,6 +91,30 @@ def test_the_serve_path_imports_nothing_only_other_commands_need(tmp_path: Path)
     # pydantic compiles and evaluates each string annotation of a model's fields (some 460 on this
     # path, ~8 ms): modules defining models keep their annotations as objects, forward references quoted.
     assert found["stringly"] == [], "drop `from __future__ import annotations` from these model modules"
+
+
+STDIO_SERVE = """
+import json, os, sys
+import mcp_providers._serve.transport.stdio_loop as loop
+def serving(server, stdout_fd):  # where `serve` would answer its first request: what is imported by then
+    os.write(stdout_fd, json.dumps(sorted(m for m in %r if m in sys.modules)).encode() + b"\\n")
+    raise SystemExit(0)
+loop.serve_stdio = loop.serve_sdk_stdio = serving
+sys.argv = ["mcp-providers", "serve"]
+from mcp_providers.__main__ import main
+main()
+"""
+
+
+def test_stdio_serve_reaches_its_first_answer_without_what_only_other_paths_need(tmp_path: Path) -> None:
+    """The whole of a bare ``serve``: ``__main__``, the stdio branch and its transport, up to the
+    moment it would read the client's first request (issue 43)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_PROVIDERS_")}
+    done = subprocess.run(
+        [sys.executable, "-c", STDIO_SERVE % (NOT_ON_SERVE_PATH,)],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120, check=True,
+    )  # fmt: skip
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == []
 
 
 def _dist(where: Path, name: str, metadata: str) -> importlib.metadata.Distribution:

@@ -15,10 +15,7 @@ import anyio
 
 from mcp_providers._cli.console import err, escape
 from mcp_providers._cli.sources import source_problems, unavailable
-from mcp_providers._cli.workers import FD_ENV
 from mcp_providers._serve.composition import Composition
-from mcp_providers._serve.statics import static_read_problems
-from mcp_providers._serve.transport.http_policy import is_wildcard
 from mcp_providers.config import CONFIG_ENV, load_config
 from mcp_providers.errors import CompositionError, ConfigError
 
@@ -75,6 +72,8 @@ def server_of(composition: Composition, strict: bool) -> Any:
     source is unavailable, and always (fail closed) when a plugin that could carry authorization is
     not in force. Without ``--strict`` an unavailable source is a warning: the rest is served."""
     if strict:  # --strict means every check passes, including the static reads `check` makes
+        from mcp_providers._serve.statics import static_read_problems  # --strict only: not on stdio's start-up
+
         problems = anyio.run(static_read_problems, composition)
         problems += source_problems(composition)  # after the static reads: they started every provider
         if problems:
@@ -118,7 +117,7 @@ def serve_http(
     from mcp_providers._serve.transport.admin import admin_gate, admin_routes
     from mcp_providers._serve.transport.auth import http_auth
     from mcp_providers._serve.transport.http_app import http_app
-    from mcp_providers._serve.transport.http_policy import is_loopback, transport_policy
+    from mcp_providers._serve.transport.http_policy import is_loopback, is_wildcard, transport_policy
 
     host, port = address
     if not is_loopback(host):
@@ -158,6 +157,7 @@ def serve_http(
 
 def _run_http(served: Any, composition: Composition, host: str, port: int) -> None:
     """uvicorn on ``host:port`` (or a ``--workers`` worker's inherited socket), saying so once it listens."""
+    from mcp_providers._cli.workers import FD_ENV
     from mcp_providers._serve.seams import check_seams
     from mcp_providers._serve.transport.limits import Limits, run_uvicorn
     from mcp_providers._serve.transport.shutdown import stream_ender

@@ -13,7 +13,6 @@ Each check answers with one line that names what is wrong and the fix, or ``None
 
 from __future__ import annotations
 
-import difflib
 import inspect
 import types
 from collections.abc import Iterable
@@ -34,6 +33,8 @@ _BASES = (ResourceProvider, ToolProvider, PromptProvider, ExtensionProvider)
 
 def closest_hook(name: str) -> str | None:
     """The hook name ``name`` most likely means, or ``None`` when none is close."""
+    import difflib  # only for a misspelt hook name: serve's start-up does without it (issue 43)
+
     found = difflib.get_close_matches(name, HOOKS, n=1, cutoff=0.75)
     return found[0] if found else None
 

@@ -3,7 +3,6 @@ suggested."""
 
 from __future__ import annotations
 
-import difflib
 import re
 import types
 from collections.abc import Iterable, Mapping, Sequence
@@ -63,6 +62,8 @@ def suggestion(name: str, candidates: Iterable[str], *, naming: bool = False) ->
     """``'; did you mean "<closest>"?'`` for the candidate closest to a misspelt ``name``
     (:func:`difflib.get_close_matches`, its default cutoff 0.6), or ``""`` when none is close.
     With ``naming`` (one of several misspelt names): ``'; did you mean "<closest>" for "<name>"?'``."""
+    import difflib  # only for a misspelt key: serve's start-up does without it (issue 43)
+
     close = difflib.get_close_matches(name, sorted(set(candidates)), n=1)
     if not close:
         return ""
