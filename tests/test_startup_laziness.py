@@ -51,6 +51,7 @@ NOT_ON_SERVE_PATH = (
     "mcp_providers._serve.statics",  # only `serve --strict` and `check`
     "mcp_providers._serve.transport.http_policy",  # only serving over HTTP
     "mcp_providers._cli.workers",  # only `serve --workers` and its workers
+    "mcp_providers._serve.steps.sinks",  # only with a syslog, webhook or OTLP sink under [server.audit]
 )
 
 SERVE_PATH = """

@@ -44,11 +44,12 @@ import anyio
 import anyio.abc
 
 from mcp_providers._serve.steps.custody import now_utc
-from mcp_providers._serve.steps.sinks import OtlpLogsSink, Outbox, SyslogSink, WebhookSink
 from mcp_providers.config import FileSinkSettings, OtlpLogsSinkSettings, SyslogSinkSettings, WebhookSinkSettings
 
 if TYPE_CHECKING:
     import tenacity
+
+    from mcp_providers._serve.steps.sinks import SyslogSink, WebhookSink
 
 log = logging.getLogger("mcp_providers.audit")
 
@@ -82,7 +83,10 @@ class AuditLog:
         self._files = [_File(s.path) for s in sinks if isinstance(s, FileSinkSettings)]
         self.shipped: list[SyslogSink | WebhookSink] = []
         """The syslog and webhook sinks, each with its :class:`~.sinks.Outbox`."""
-        for s in sinks:
+        shipped = [s for s in sinks if isinstance(s, SyslogSinkSettings | WebhookSinkSettings)]
+        if shipped:  # the sinks' module only with one configured: not on a start-up without (issue 43)
+            from mcp_providers._serve.steps.sinks import OtlpLogsSink, Outbox, SyslogSink, WebhookSink
+        for s in shipped:
             if isinstance(s, SyslogSinkSettings):
                 self.shipped.append(SyslogSink(s, Outbox(s.name, s.queue_size, drop_log_seconds)))
             elif isinstance(s, OtlpLogsSinkSettings):  # before its base class, WebhookSinkSettings
