@@ -52,6 +52,9 @@ NOT_ON_SERVE_PATH = (
     "mcp_providers._serve.transport.http_policy",  # only serving over HTTP
     "mcp_providers._cli.workers",  # only `serve --workers` and its workers
     "mcp_providers._serve.steps.sinks",  # only with a syslog, webhook or OTLP sink under [server.audit]
+    "mcp_providers._serve.state.sealing",  # only with [cluster]
+    "mcp_providers._serve.state.shared_reads",  # only with [cluster] (and coalesce_reads)
+    "mcp_providers._serve.state.outage",  # only with [cluster]
 )
 
 SERVE_PATH = """
@@ -60,6 +63,7 @@ import mcp_providers._cli.stdio as stdio  # what a bare `serve` runs (mcp_provid
 composition = stdio.compose_checked(stdio.load(None), strict=False)
 stdio.server_of(composition, strict=False)
 stdio.reloads(composition, None, None, None)  # serve always makes a reloader (SIGHUP)
+loaded = sorted(m for m in %r if m in sys.modules)  # before the imports below, which import some of them
 from mcp_providers.plugins.servicenow import tools
 built = [n for n in tools.__all__ if getattr(tools, n).__dict__.get("__pydantic_complete__")]
 from mcp_providers._serve.methods import extensions, skills, tasks
@@ -72,7 +76,7 @@ stringly = sorted(name for name, m in list(sys.modules.items())
                   and any(isinstance(v, type) and issubclass(v, pydantic.BaseModel) and v.__module__ == name
                           for v in vars(m).values()))
 print(json.dumps({"served": [r.name for r in composition.records if r.status == "loaded"],
-                  "loaded": sorted(m for m in %r if m in sys.modules),
+                  "loaded": loaded,
                   "built": built, "stringly": stringly}))
 """
 

@@ -18,7 +18,7 @@ import contextlib
 import contextvars
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
@@ -30,8 +30,6 @@ from mcp_providers._serve.methods.subscriptions import SubscriptionHub
 from mcp_providers._serve.methods.tasks import Body, Tasks
 from mcp_providers._serve.state.cluster import RedisBackend, Shared, shared_for
 from mcp_providers._serve.state.credentials import broker_for
-from mcp_providers._serve.state.sealing import sealing_for
-from mcp_providers._serve.state.shared_reads import SharedReads
 from mcp_providers._serve.state.tasks import store_for
 from mcp_providers._serve.steps.audit import AuditLog
 from mcp_providers._serve.steps.exchange import Method
@@ -43,6 +41,9 @@ from mcp_providers.config import LimitsSettings, ServerSettings
 from mcp_providers.identity import Principal
 from mcp_providers.models import Freshness
 from mcp_providers.providers import ResourceProvider
+
+if TYPE_CHECKING:
+    from mcp_providers._serve.state.sealing import Sealing
 
 log = logging.getLogger("mcp_providers.composition")
 
@@ -114,10 +115,12 @@ class Runtime:
         embedder, :mod:`mcp_providers.testing`), else the audit hook only (see ``_sideeffects.levels``)."""
         self.shared: Shared = shared_for(assembly.config.cluster)
         """The shared parts: in process, or in Redis with ``[cluster]`` (see :mod:`.cluster`)."""
-        self.sealing = sealing_for(settings.credentials) if isinstance(self.shared, RedisBackend) else None
+        self.sealing: Sealing | None = None
         """Seals per-user values kept in Redis (:mod:`.state.sealing`); ``None`` without ``[cluster]`` or its key."""
         if isinstance(self.shared, RedisBackend):
-            self.shared.sealing = self.sealing
+            from mcp_providers._serve.state.sealing import sealing_for  # [cluster] only: not on every start-up
+
+            self.sealing = self.shared.sealing = sealing_for(settings.credentials)
         self.invoker = self._invoker(settings)
         self.credentials = broker_for(settings.credentials, assembly.config.cluster, self.shared)
         """The broker of upstream credentials providers obtain for callers (:mod:`mcp_providers.credentials`):
@@ -164,6 +167,8 @@ class Runtime:
         """The invoker; its coalescer, the seam for sharing reads, goes through Redis across replicas."""
         shared_reads = None
         if isinstance(self.shared, RedisBackend) and settings.coalesce_reads:
+            from mcp_providers._serve.state.shared_reads import SharedReads  # [cluster] only
+
             shared_reads = SharedReads(self.shared, self._freshness_of, self.sealing)
         return Invoker(
             self.startup_failures,

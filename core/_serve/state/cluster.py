@@ -48,7 +48,6 @@ from mcp.server.subscriptions import (
 )
 
 from mcp_providers._serve.state.bus import LocalBus, decode, encode, reload_from
-from mcp_providers._serve.state.outage import BusOutages
 from mcp_providers._serve.state.replica import replica_name
 from mcp_providers.config import ClusterSettings
 from mcp_providers.errors import BACKEND_UNAVAILABLE, UpstreamError
@@ -61,6 +60,8 @@ T = TypeVar("T")
 
 if TYPE_CHECKING:
     from redis.asyncio.lock import Lock
+
+    from mcp_providers._serve.state.outage import BusOutages
 
 
 class ClusterUnavailable(UpstreamError):
@@ -156,7 +157,9 @@ class RedisBackend:
         """Seals per-user values (:mod:`.sealing`), set by the runtime when the deployment key is there."""
         self.on_reload: Callable[[], None] | None = None
         """Called when another replica announces a reload on the channel (:meth:`announce_reload`)."""
-        self.outages = BusOutages(self._where())
+        from mcp_providers._serve.state.outage import BusOutages  # [cluster] only: not on every start-up
+
+        self.outages: BusOutages = BusOutages(self._where())
         """This replica's outages of the channel (:mod:`.outage`)."""
         self.on_recovered: Callable[[], int] | None = None
         """Called once the channel is back after an outage: re-announces every watched URI to this

@@ -28,7 +28,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR
@@ -36,9 +36,11 @@ from mcp_types import INTERNAL_ERROR
 from mcp_providers._serve.state.cluster import RedisBackend
 from mcp_providers._serve.state.credentials import MAKE_A_KEY
 from mcp_providers._serve.state.ended import DROPPED, REMEMBERED, EndedBudget
-from mcp_providers._serve.state.sealing import Sealing
 from mcp_providers.config import CREDENTIALS_KEY_ENV, TasksSettings
 from mcp_providers.errors import BACKEND_UNAVAILABLE, RequestError
+
+if TYPE_CHECKING:
+    from mcp_providers._serve.state.sealing import Sealing
 
 log = logging.getLogger("mcp_providers.tasks")
 
