@@ -63,9 +63,8 @@ still being imported by a thread left behind is not among them, so nothing waits
 
 
 class PluginCodeFailed(Exception):
-    """A plugin's code (its import, a hook, its declarations) did not end within
-    :data:`PLUGIN_SECONDS`, raised a ``BaseException`` that is not an ``Exception``, or needed
-    the main thread (the message says which, and what to do)."""
+    """A plugin's import did not end within :data:`PLUGIN_SECONDS`, raised a ``BaseException``
+    that is not an ``Exception``, or needed the main thread (the message says which, and what to do)."""
 
 
 def guarded_load(ep: importlib.metadata.EntryPoint) -> Callable[[], object]:
@@ -113,7 +112,7 @@ class _Importer:
         self.closed = False
         self.busy = False
         """Running a job: a call made meanwhile (another composition's, a reload's while a hung
-        hook holds this thread) gets a new thread rather than a place behind it."""
+        import holds this thread) gets a new thread rather than a place behind it."""
         threading.Thread(target=self._run, name="mcp-providers plugin code", daemon=True).start()
 
     def _run(self) -> None:
@@ -141,7 +140,7 @@ _importer: _Importer | None = None
 def in_plugin_thread(call: Callable[[], T], name: str, what: str) -> T:
     """``call()``, a plugin's own code, run in the plugin thread and waited for at most
     :data:`PLUGIN_SECONDS`; ``name`` is the plugin's, ``what`` the call's as a message says it
-    (``"its import"``, ``"hook settings_model"``, ``"declaring provider 'x'"``).
+    (``"its import"``).
 
     :raises PluginCodeFailed: ``call`` did not end in time (its thread is left behind, and the next
         call gets a new one), raised a ``BaseException`` that is not an ``Exception`` (it is the
@@ -183,8 +182,8 @@ def in_plugin_thread(call: Callable[[], T], name: str, what: str) -> T:
 def _failure(exc: BaseException, what: str) -> BaseException:
     if isinstance(exc, ValueError | RuntimeError) and any(w in str(exc) for w in _MAIN_THREAD_WORDS):
         failure = PluginCodeFailed(
-            f"{what} needs the main thread ({one_line(exc)}): a plugin's imports, hooks and declarations run in "
-            "a thread of their own; install signal handlers or get an event loop in the provider's lifespan"
+            f"{what} needs the main thread ({one_line(exc)}): a plugin is imported in a thread of its own; "
+            "install signal handlers or get an event loop in a hook or in the provider's lifespan"
         )
         failure.__cause__ = exc
         return failure
