@@ -2975,6 +2975,16 @@ CASES += (  # a configured source's prefix overlap costs only that source (round
         ("tests/test_settings_unknown_keys.py::test_a_field_name_pydantic_ignores_beside_its_alias_is_refused",),
     ),
     Case(
+        "shutdown: a stop does not wait out the start of a provider still starting",
+        "core/_serve/transport/shutdown.py",
+        "        composition.runtime.stop_starting()  # a provider still starting does not hold the stop up\n",
+        "        pass\n",
+        (
+            "tests/test_reload_attacks_served.py::"
+            "test_sigterm_during_a_providers_slow_start_ends_the_server_without_waiting_out_its_bound",
+        ),
+    ),
+    Case(
         "collisions: two items of one source named alike get the fix that parts them",
         "core/_host/collisions.py",
         "    if listed(other.decl) and (mine.d is other.d or (source is not None and source_of(other.d) == source)):\n",

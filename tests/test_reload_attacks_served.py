@@ -352,3 +352,61 @@ def test_watch_goes_on_after_the_config_folder_is_removed_and_made_again(env: di
         folder.mkdir()
         config.write_text(ON)
         wait_until(lambda: _generation(base) >= 2, "the remade folder's config was reloaded", every=0.1)
+
+
+HUNG_LIFESPAN_MODULE = """
+import contextlib, os, pathlib
+
+import anyio
+
+from mcp_providers import Content, Resource, ResourceProvider, hookimpl
+
+
+class Hung(ResourceProvider):
+    name = "hung-start"
+    prefixes = ("hungstart://",)
+
+    def resources(self):
+        return [Resource(uri="hungstart://x", name="x", mime_type="text/plain")]
+
+    async def read(self, request):
+        return Content(text="x")
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self):
+        (pathlib.Path(os.environ["HUNG_START_DIR"]) / "starting").write_text("")
+        await anyio.Event().wait()  # a connect with no timeout of its own
+        yield
+
+
+@hookimpl
+def register_resource_providers():
+    return [Hung()]
+"""
+
+
+def test_sigterm_during_a_providers_slow_start_ends_the_server_without_waiting_out_its_bound(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    """A lifespan still starting held the stop up until the start's bound (60 s): "stopping" was
+    logged at once, the exit came 57 s later. The stop now stops waiting for starts."""
+    root = Path(env["PYTHONPATH"].split(os.pathsep)[0])
+    (root / "hung_start_plugin.py").write_text(HUNG_LIFESPAN_MODULE)
+    install(root, "hungstart", {"hungstart": "hung_start_plugin"})
+    log = tmp_path / "serve.log"
+    with log.open("wb") as stderr:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "mcp_providers", "serve", "--http", f"127.0.0.1:{free_port()}"],
+            env={**env, "HUNG_START_DIR": str(tmp_path)}, stdin=subprocess.DEVNULL, stderr=stderr,
+        )  # fmt: skip
+    try:
+        wait_until((tmp_path / "starting").exists, "the provider's lifespan is starting", alive=proc, log=log)
+        time.sleep(0.5)
+        proc.terminate()
+        proc.wait(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+            pytest.fail(f"SIGTERM did not end the server in 20 s:\n{log.read_text()}")
+    assert "did not start within" not in log.read_text()

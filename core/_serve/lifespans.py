@@ -90,6 +90,12 @@ class Hosted:
                       extra={"mcp_providers_reported": True})  # fmt: skip
             self._failures[self._provider] = f"did not start within {within} s"
 
+    def abandon(self, why: str) -> None:
+        """Cancel the lifespan if it is still on its way in, recording ``why`` as its failure."""
+        if not self._started.is_set():
+            self._scope.cancel()
+            self._failures[self._provider] = why
+
     async def stop(self, abandon: bool = False) -> None:
         """Ask the lifespan to end (``abandon``: cancel it if still on its way in) and wait for it,
         shielded: the runtime is often stopped because its caller was cancelled, and each stop
@@ -144,6 +150,9 @@ class _Idle(Hosted):
         return None
 
     async def started(self, within: float | None = None) -> None:
+        return None
+
+    def abandon(self, why: str) -> None:
         return None
 
     async def stop(self, abandon: bool = False) -> None:

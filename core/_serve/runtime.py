@@ -161,6 +161,7 @@ class Runtime:
         self._hosted: dict[int, Hosted] = {}  # id(provider) -> its running lifespan
         self._draining: list[Generation] = []  # replaced, with requests still running on them
         self._tasks: anyio.abc.TaskGroup | None = None
+        self._starting: anyio.CancelScope | None = None  # while lifespans are awaited (stop_starting)
         self._host = _Host(self._start)
 
     def _invoker(self, settings: ServerSettings) -> Invoker:
@@ -293,9 +294,19 @@ class Runtime:
             self._hosted[id(provider)] = hosted
             hosted.launch(tasks)  # now, while ``tasks`` is known to be open
             hosting.append(hosted)
-        async with anyio.create_task_group() as starting:
-            for hosted in hosting:
-                starting.start_soon(hosted.started, within)
+        with anyio.CancelScope() as self._starting:  # stop_starting() cancels the waits: the server stops
+            async with anyio.create_task_group() as starting:
+                for hosted in hosting:
+                    starting.start_soon(hosted.started, within)
+        self._starting = None
+        for hosted in hosting:  # those the stop left on their way in are not waited for
+            hosted.abandon("did not start: the server was stopping")
+
+    def stop_starting(self) -> None:
+        """The server is stopping (``SIGTERM``): stop waiting for the lifespans on their way in,
+        each then recorded as not started, so the stop does not wait out :data:`START_SECONDS`."""
+        if self._starting is not None:
+            self._starting.cancel()
 
     async def _start(self) -> contextlib.AsyncExitStack:
         stack = contextlib.AsyncExitStack()

@@ -65,6 +65,7 @@ def stream_ender(composition: Composition) -> Callable[[], None]:
     """What :class:`GracefulServer` calls on ``SIGTERM`` for ``composition`` (see the module docstring)."""
 
     def end() -> None:
+        composition.runtime.stop_starting()  # a provider still starting does not hold the stop up
         listens = composition.runtime.hub.end_streams()
         sessions = 0
         manager = session_manager_of(composition.server)
