@@ -85,10 +85,9 @@ class Hosted:
         with anyio.move_on_after(math.inf if within is None else within):
             await self._started.wait()
         if not self._started.is_set():
-            self._scope.cancel()
             log.error("provider %r (plugin %r) did not start within %s s", self._provider, self._plugin, within,
                       extra={"mcp_providers_reported": True})  # fmt: skip
-            self._failures[self._provider] = f"did not start within {within} s"
+            self.abandon(f"did not start within {within} s")
 
     def abandon(self, why: str) -> None:
         """Cancel the lifespan if it is still on its way in, recording ``why`` as its failure."""

@@ -294,13 +294,15 @@ class Runtime:
             self._hosted[id(provider)] = hosted
             hosted.launch(tasks)  # now, while ``tasks`` is known to be open
             hosting.append(hosted)
-        with anyio.CancelScope() as self._starting:  # stop_starting() cancels the waits: the server stops
+        with anyio.CancelScope() as waiting:  # stop_starting() cancels the waits: the server stops
+            self._starting = waiting
             async with anyio.create_task_group() as starting:
                 for hosted in hosting:
                     starting.start_soon(hosted.started, within)
         self._starting = None
-        for hosted in hosting:  # those the stop left on their way in are not waited for
-            hosted.abandon("did not start: the server was stopping")
+        if waiting.cancel_called:  # those the stop left on their way in are not waited for
+            for hosted in hosting:
+                hosted.abandon("did not start: the server was stopping")
 
     def stop_starting(self) -> None:
         """The server is stopping (``SIGTERM``): stop waiting for the lifespans on their way in,
