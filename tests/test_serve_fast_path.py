@@ -147,15 +147,20 @@ def test_end_of_input_ends_both_paths_with_status_0(tmp_path: Path) -> None:
     assert [(c.returncode, c.stdout) for c in codes] == [(0, b""), (0, b"")], [c.stderr[-500:] for c in codes]
 
 
+INIT_LINE = (
+    json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}).encode()
+    + b"\n"
+)  # fmt: skip
+"""One ``initialize`` request line, as a client's first write."""
+
+
 def _interrupted(argv: list[str], tmp_path: Path) -> tuple[int, bytes]:
-    client = {"name": "t", "version": "1"}
-    params = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": client}
-    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             env=_env(), cwd=tmp_path)  # fmt: skip
     try:
         assert proc.stdin is not None and proc.stdout is not None
-        proc.stdin.write(json.dumps(init).encode() + b"\n")
+        proc.stdin.write(INIT_LINE)
         proc.stdin.flush()
         assert b'"result"' in proc.stdout.readline()  # serving
         proc.send_signal(signal.SIGINT)
@@ -175,15 +180,12 @@ def test_ctrl_c_ends_both_paths_alike(tmp_path: Path) -> None:
 
 def _answer_unread(argv: list[str], tmp_path: Path) -> tuple[int, bytes]:
     """``serve`` whose reader is gone before the answer: it writes to a broken pipe."""
-    client = {"name": "t", "version": "1"}
-    params = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": client}
-    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             env=_env(), cwd=tmp_path)  # fmt: skip
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdout.close()
     try:
-        _, stderr = proc.communicate(json.dumps(init).encode() + b"\n", timeout=120)
+        _, stderr = proc.communicate(INIT_LINE, timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()
