@@ -3,7 +3,7 @@
 This module is the public API: everything a plugin author or an embedding application needs is
 re-exported here, and adding a name is a reviewed decision. The contract modules keep their own
 import paths too (``mcp_providers.hookspecs``, ``models``, ``providers``, ``errors``, ``policy``, ``identity``,
-``credentials``, ``http``, ``config``, ``skills``, ``testing``, ``embedding``); everything under
+``credentials``, ``http``, ``config``, ``skills``, ``checks``, ``testing``, ``embedding``); everything under
 ``mcp_providers._host`` and ``mcp_providers._serve`` is private and may change without notice.
 
 :func:`compose` and :class:`Composition` are imported on first use, so a plugin importing

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
     from pydantic import BaseModel
 
+    from mcp_providers.checks import Advisory, Served
     from mcp_providers.identity import Principal
     from mcp_providers.policy import Action, Decision
     from mcp_providers.providers import ExtensionProvider, PromptProvider, ResourceProvider, ToolProvider
@@ -48,6 +49,7 @@ __all__ = [
     "PROJECT",
     "HookChange",
     "authorize",
+    "check_composition",
     "demo_settings",
     "hookimpl",
     "hookspec",
@@ -166,6 +168,13 @@ CHANGELOG: tuple[HookChange, ...] = (
         "added",
         "``register_skill_providers(settings)``: skills (the ``io.modelcontextprotocol/skills`` extension, "
         "SEP-2640). Plugins without it load unchanged.",
+    ),
+    HookChange(
+        "0.2.0",
+        "check_composition",
+        "added",
+        "``check_composition(settings, served)``: a plugin warns ``check`` about settings naming targets nothing "
+        "serves (the built-in policy's rules). Plugins without it load unchanged.",
     ),
 )
 """Every change to a hook since the first hookspecs, oldest first. The 0.1.0 entries all came
@@ -322,6 +331,27 @@ def demo_settings() -> AbstractContextManager[dict[str, Any]] | None:
     :returns: a context manager yielding a settings table, or ``None`` when the defaults serve.
 
     Use in provider plugins: bind only to loopback and clean up on exit.
+    """
+
+
+@hookspec(warn_on_impl_args=_deprecated("check_composition"))
+def check_composition(settings: Any, served: Served) -> Sequence[Advisory] | None:
+    """Return what ``mcp-providers check`` should warn about this plugin's settings, given what the
+    composition serves: a policy rule or a filter naming a target that nothing serves, say, which
+    would otherwise pass silently (a deny rule with a typo denies nothing).
+
+    Called by ``check`` only (never by ``serve``), once per served plugin implementing it, after
+    every provider's declarations are checked. ``check`` prints each advisory as a warning and
+    still passes; an implementation that raises or returns anything but advisories is reported as
+    one warning naming it.
+
+    :param settings: the instance of this plugin's :func:`settings_model`, or ``None``.
+    :param served: the composition's targets (:class:`~mcp_providers.checks.Served`: fixed URIs,
+        URI templates, tool, prompt and extension method names, owned URI prefixes).
+    :returns: a list of :class:`~mcp_providers.checks.Advisory`; empty or ``None`` when all is well.
+
+    Use in provider plugins: import :mod:`mcp_providers.checks` inside the implementation, so
+    serving never loads it.
     """
 
 

@@ -38,7 +38,7 @@ says on purpose that any issuer will do); otherwise the settings are refused, an
 
 from fnmatch import fnmatchcase
 from functools import lru_cache
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 from unicodedata import combining, normalize
 from urllib.parse import unquote
 
@@ -47,6 +47,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validat
 from mcp_providers.hookspecs import hookimpl
 from mcp_providers.identity import Principal, trusted_issuers
 from mcp_providers.policy import Action, Decision
+
+if TYPE_CHECKING:
+    from mcp_providers.checks import Advisory, Served
 
 ACTIONS: tuple[Action, ...] = ("list", "read", "expand", "complete", "subscribe", "call", "prompt")
 
@@ -240,3 +243,104 @@ def authorize(action: Action, target: str, settings: PolicySettings | None, prin
     if settings is None or (not settings.rules and settings.default == "allow"):
         return None
     return decide(settings, principal, action, target)
+
+
+@hookimpl
+def check_composition(settings: PolicySettings | None, served: "Served") -> list["Advisory"]:
+    """A rule target matching nothing served, for any of the rule's actions: a deny with a typo
+    denies nothing, and nothing else would say so."""
+    from mcp_providers.checks import Advisory
+
+    found: list[Advisory] = []
+    for number, rule in enumerate(settings.rules if settings is not None else (), start=1):
+        for pattern in rule.targets:
+            if not _reaches(rule, pattern, served):
+                found.append(_unmatched(number, rule, pattern, served))
+    return found
+
+
+def _reaches(rule: Rule, pattern: str, served: "Served") -> bool:
+    """Whether ``pattern`` may match a target of one of ``rule``'s actions: a name or URI served
+    as is, or a URI one of the URI templates (or, for ``list``, an owned prefix) may serve."""
+    actions = set(rule.actions)
+    names = [*served.tools, *served.methods] if "call" in actions else []
+    names += served.prompts if actions & {"prompt", "complete", "list"} else ()
+    names += served.templates if actions & {"expand", "complete", "list"} else ()
+    uris: list[str] = [*served.resources] if actions & {"read", "subscribe", "list"} else []
+    globs = [_template_glob(t) for t in served.templates] if actions & {"read", "subscribe", "list"} else []
+    globs += [f"{p}*" for p in served.prefixes] if "list" in actions else []
+    if "list" in actions:
+        names += served.tools + served.methods
+    fold = _folded if rule.effect == "deny" and not rule.match_case else str
+    readings = {fold(pattern), fold(_path_reading(pattern))}
+    return any(
+        any(fnmatchcase(fold(t), r) for t in (*names, *uris)) or any(_overlap(r, fold(g)) for g in globs)
+        for r in readings
+    )
+
+
+def _unmatched(number: int, rule: Rule, pattern: str, served: "Served") -> "Advisory":
+    from difflib import get_close_matches
+
+    from mcp_providers.checks import Advisory
+
+    known = [*served.resources, *served.templates, *served.tools, *served.prompts, *served.methods]
+    known += [f"{p}*" for p in served.prefixes]
+    close = get_close_matches(pattern, known, n=1, cutoff=0.6)
+    effect = "it denies nothing" if rule.effect == "deny" else "it allows nothing"
+    return Advisory(
+        "policy-target-matches-nothing",
+        pattern,
+        f"rule {number} ({rule.effect}) names a target that nothing served matches for "
+        f"{', '.join(rule.actions)}, so {effect}",
+        (f"did you mean {close[0]!r}? " if close else "")
+        + "correct the pattern (run 'mcp-providers inspect' for the URIs and names served) or remove it",
+    )
+
+
+def _template_glob(template: str) -> str:
+    """A URI template as a pattern every URI it may expand to matches: each ``{...}`` is ``*``."""
+    out, depth = [], 0
+    for char in template:
+        if char == "{":
+            depth += 1
+            if depth == 1:
+                out.append("*")
+        elif char == "}" and depth:
+            depth -= 1
+        elif not depth:
+            out.append("?" if char == "[" else char)
+    return "".join(out)
+
+
+def _glob_tokens(pattern: str) -> tuple[str, ...]:
+    """fnmatch tokens: ``*``, ``?`` (a ``[...]`` class is read as ``?``: any one character), or
+    ``=`` and one literal character."""
+    tokens, i = [], 0
+    while i < len(pattern):
+        char = pattern[i]
+        end = pattern.find("]", i + 2) if char == "[" else -1
+        if end != -1:
+            tokens.append("?")
+            i = end + 1
+            continue
+        tokens.append(char if char in "*?" else f"={char}")
+        i += 1
+    return tuple(tokens)
+
+
+def _overlap(a: str, b: str) -> bool:
+    """Whether two fnmatch patterns match at least one string in common (``[...]`` read loosely,
+    so a doubtful pair overlaps: this finds targets that certainly match nothing)."""
+    return _meet(_glob_tokens(a), _glob_tokens(b))
+
+
+@lru_cache(maxsize=1024)
+def _meet(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
+    if not a or not b:
+        return all(t == "*" for t in a + b)
+    if a[0] == "*":
+        return _meet(a[1:], b) or _meet(a, b[1:])
+    if b[0] == "*":
+        return _meet(a, b[1:]) or _meet(a[1:], b)
+    return (a[0] == b[0] or "?" in (a[0], b[0])) and _meet(a[1:], b[1:])

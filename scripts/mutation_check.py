@@ -62,6 +62,7 @@ LIFE = "tests/test_embedding_lifecycle.py::"
 THREADS = "tests/test_provider_threads.py::"
 
 PCB = "tests/test_plugin_code_bounded.py::"
+CC = "tests/test_check_composition.py::"
 
 CASES: tuple[Case, ...] = (
     # the read scope's file channel
@@ -952,6 +953,41 @@ CASES: tuple[Case, ...] = (
         "        if isinstance(data, int | float) and not isinstance(data, bool) and self.found_in(str(data)):",
         "        if False:",
         ("tests/test_upstream_masking.py::test_a_secret_sent_back_as_a_json_number_is_masked",),
+    ),
+    Case(
+        "policy check: a target nothing served matches is named",
+        "plugins/policy.py",
+        "            if not _reaches(rule, pattern, served):",
+        "            if False:",
+        (CC + "test_a_deny_whose_scheme_is_mistyped_is_named_with_what_was_meant",),
+    ),
+    Case(
+        "policy check: a URI pattern may reach what a template serves",
+        "plugins/policy.py",
+        "        any(fnmatchcase(fold(t), r) for t in (*names, *uris)) or any(_overlap(r, fold(g)) for g in globs)",
+        "        any(fnmatchcase(fold(t), r) for t in (*names, *uris))",
+        (CC + "test_a_target_something_served_may_match_is_quiet",),
+    ),
+    Case(
+        "policy check: two literal characters that differ do not meet",
+        "plugins/policy.py",
+        '    return (a[0] == b[0] or "?" in (a[0], b[0])) and _meet(a[1:], b[1:])',
+        "    return _meet(a[1:], b[1:])",
+        (CC + "test_two_patterns_meet_when_one_string_matches_both",),
+    ),
+    Case(
+        "plugin checks: an answer that is not advisories is a failure of its own",
+        "core/_host/plugin_checks.py",
+        "    if answer is not None and (items is None or not all(isinstance(a, Advisory) for a in items)):",
+        "    if False:",
+        (CC + "test_a_broken_hook_is_one_warning_and_the_others_are_still_heard",),
+    ),
+    Case(
+        "plugin checks: Ctrl-C in a plugin's check stops check",
+        "core/_host/plugin_checks.py",
+        "        reraise_interrupt(exc)\n        return [_failed(",
+        "        return [_failed(",
+        (CC + "test_ctrl_c_in_the_hook_still_stops_check",),
     ),
 )
 

@@ -49,6 +49,8 @@ NOT_ON_SERVE_PATH = (
     "difflib",  # only to suggest a close name for a misspelt key, hook or field
     "pkgutil",  # only when the masking first lists the single-byte codecs (a held non-ASCII secret)
     "mcp_providers._serve.statics",  # only `serve --strict` and `check`
+    "mcp_providers.checks",  # only `check` (the check_composition hook)
+    "mcp_providers._host.plugin_checks",
     "mcp_providers._serve.transport.http_policy",  # only serving over HTTP
     "mcp_providers._cli.workers",  # only `serve --workers` and its workers
     "mcp_providers._serve.steps.sinks",  # only with a syslog, webhook or OTLP sink under [server.audit]
@@ -335,7 +337,8 @@ def test_serve_composes_with_the_collector_paused_then_freezes_the_start_up_heap
 
 SDK_FREE = ("mcp_providers", "mcp_providers.identity", "mcp_providers.plugin", "mcp_providers.models",
             "mcp_providers.providers", "mcp_providers.policy", "mcp_providers.hookspecs", "mcp_providers.config",
-            "mcp_providers.credentials", "mcp_providers.http", "mcp_providers.skills")  # fmt: skip
+            "mcp_providers.credentials", "mcp_providers.http", "mcp_providers.skills",
+            "mcp_providers.checks")  # fmt: skip
 
 
 @pytest.mark.parametrize("module", SDK_FREE)

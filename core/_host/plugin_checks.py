@@ -1,0 +1,68 @@
+"""What plugins warn ``check`` about their own settings: the ``check_composition`` hook, asked
+with what the composition serves (:func:`plugin_advisories`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from mcp_providers._host.catalog import Catalog
+from mcp_providers._host.declarations import Problem
+from mcp_providers._host.hookcalls import call_hook
+from mcp_providers._host.isolation import one_line, reraise_interrupt
+from mcp_providers._host.records import PluginRecord
+from mcp_providers.checks import Advisory, Served
+from mcp_providers.uris import canonical
+
+HOOK = "check_composition"
+
+
+def served(catalog: Catalog) -> Served:
+    """The catalog's targets, as the ``authorize`` hook names them."""
+    providers = [e.provider for e in catalog.resources] + [e.provider for e in catalog.templates]
+    prefixes = {canonical(p) for provider in providers for p in provider.prefixes}
+    return Served(
+        resources=tuple(canonical(e.declaration.uri) for e in catalog.resources),
+        templates=tuple(e.declaration.uri_template for e in catalog.templates),
+        tools=tuple(e.declaration.name for e in catalog.tools),
+        prompts=tuple(e.declaration.name for e in catalog.prompts),
+        methods=tuple(catalog.extension_methods),
+        prefixes=tuple(sorted(prefixes)),
+    )
+
+
+def plugin_advisories(records: Sequence[PluginRecord], catalog: Catalog) -> list[Problem]:
+    """Ask every served plugin implementing ``check_composition`` (each alone, on its own manager).
+
+    :returns: one problem per advisory, and one ``check-composition-failed`` per implementation that
+        raised or returned anything but a sequence of :class:`~mcp_providers.checks.Advisory`.
+    """
+    asking = [r for r in records if r.status == "loaded" and HOOK in r.hooks]
+    if not asking:
+        return []
+    targets = served(catalog)
+    found: list[Problem] = []
+    for record in asking:
+        found += _asked(record, targets)
+    return found
+
+
+def _asked(record: PluginRecord, targets: Served) -> list[Problem]:
+    try:
+        _, answer = call_hook(record, HOOK, settings=record.settings, served=targets)
+    except BaseException as exc:  # a plugin's failure is its own; Ctrl-C still stops check
+        reraise_interrupt(exc)
+        return [_failed(record, f"raised {one_line(exc)}")]
+    items = list(answer) if isinstance(answer, list | tuple) else None
+    if answer is not None and (items is None or not all(isinstance(a, Advisory) for a in items)):
+        return [_failed(record, f"returned {type(answer).__name__}, not a list of Advisory")]
+    return [Problem((record.name,), a.code, a.value, a.message, a.fix) for a in items or ()]
+
+
+def _failed(record: PluginRecord, what: str) -> Problem:
+    return Problem(
+        (record.name,),
+        "check-composition-failed",
+        HOOK,
+        f"its hook {what}; what it would have warned about is unknown",
+        "return a list of mcp_providers.checks.Advisory (or None) and catch what the check itself may raise",
+    )

@@ -1,0 +1,70 @@
+"""What a plugin tells ``mcp-providers check`` about its own settings (the
+:func:`~mcp_providers.hookspecs.check_composition` hook): the targets the composition serves, and
+the advisories a plugin answers with.
+
+A plugin whose settings name targets (a policy's rules, a filter's allow-list) is the only one that
+can tell a name nothing serves, which would otherwise pass ``check`` silently::
+
+    from mcp_providers import hookimpl
+
+    @hookimpl
+    def check_composition(settings, served):
+        from mcp_providers.checks import Advisory  # check only: keep serving's imports lean
+
+        return [
+            Advisory("filter-names-nothing", name, f"no tool {name!r} is served", "use one of: ...")
+            for name in settings.tools if name not in served.tools
+        ]
+
+This module is imported by ``check`` only, never on ``serve``'s path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["Advisory", "Served"]
+
+
+@dataclass(frozen=True, slots=True)
+class Served:
+    """What the composition serves, as the ``authorize`` hook names its targets.
+
+    Every field is a tuple of strings in the order the catalog lists them.
+    """
+
+    resources: tuple[str, ...]
+    """Fixed resource URIs, canonical (lower-case scheme, one percent-encoding)."""
+    templates: tuple[str, ...]
+    """URI templates as declared (RFC 6570), the targets of ``expand`` and ``complete``."""
+    tools: tuple[str, ...]
+    """Tool names, the targets of ``call``."""
+    prompts: tuple[str, ...]
+    """Prompt names, the targets of ``prompt`` and ``complete``."""
+    methods: tuple[str, ...] = ()
+    """Extension method names, also the targets of ``call``."""
+    prefixes: tuple[str, ...] = ()
+    """The URI prefixes the resource providers own, canonical: every URI read is under one."""
+
+
+@dataclass(frozen=True, slots=True)
+class Advisory:
+    """One thing ``check`` warns about (it still passes), printed as
+    ``warning: <plugin>: <code>: <value>: <message>; fix: <fix>``.
+
+    :param code: a short kebab-case name of the kind, e.g. ``"policy-target-matches-nothing"``.
+    :param value: the setting's value it is about (a pattern, a name), as the operator wrote it.
+    :param message: what is wrong, in a sentence.
+    :param fix: what would be right.
+    :raises TypeError: a field that is not a string.
+    """
+
+    code: str
+    value: str
+    message: str
+    fix: str
+
+    def __post_init__(self) -> None:
+        for name in ("code", "value", "message", "fix"):
+            if not isinstance(getattr(self, name), str):
+                raise TypeError(f"Advisory.{name} must be a string, not {type(getattr(self, name)).__name__}")
