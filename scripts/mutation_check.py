@@ -983,6 +983,15 @@ CASES: tuple[Case, ...] = (
         (CC + "test_a_broken_hook_is_one_warning_and_the_others_are_still_heard",),
     ),
     Case(
+        "servicenow settings: a refused url's input is hidden in the errors' text",
+        "plugins/servicenow/settings.py",
+        "    model_config = ConfigDict(**STRICT, hide_input_in_errors=True)",
+        "    model_config = ConfigDict(**STRICT)",
+        (
+            "tests/servicenow/test_settings.py::test_a_refused_url_is_reported_with_the_other_fields_and_its_secret_masked",
+        ),
+    ),
+    Case(
         "plugin checks: Ctrl-C in a plugin's check stops check",
         "core/_host/plugin_checks.py",
         "        reraise_interrupt(exc)\n        return [_failed(",

@@ -37,7 +37,7 @@ An instance whose callers each act as their own ServiceNow user has ``jwt_bearer
 import logging
 import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
@@ -114,7 +114,7 @@ class ResourceFields(BaseModel):
 class InstanceSettings(BaseModel):
     """One ServiceNow instance: where it is, how to authenticate, and limits."""
 
-    model_config = STRICT
+    model_config = ConfigDict(**STRICT, hide_input_in_errors=True)  # a refused url may carry a secret
 
     name: str = Field(
         pattern=INSTANCE_NAME_PATTERN,
@@ -194,15 +194,13 @@ class InstanceSettings(BaseModel):
         """Whether each caller reaches the instance as their own user (``jwt_bearer`` auth)."""
         return isinstance(self.auth, JwtBearerAuth)
 
-    @model_validator(mode="before")
+    @field_validator("url")
     @classmethod
-    def _check_url(cls, data: Any) -> Any:
-        """Validate ``url`` here, not in a field validator: a field error would be printed with the
-        input value, and a refused URL may carry a token (``?token=...``) or user info. Messages
-        show the URL with those parts masked."""
-        if isinstance(data, dict) and isinstance(data.get("url"), str):
-            data = {**data, "url": _checked_url(data["url"])}
-        return data
+    def _check_url(cls, value: str) -> str:
+        """The URL's own error beside the other fields' (a ``before`` model validator hid them);
+        the message shows it with user info and query values masked, and the model hides inputs
+        in its errors' text, since a refused URL may carry a token or a password."""
+        return _checked_url(value)
 
 
 def _checked_url(value: str) -> str:

@@ -87,3 +87,20 @@ def test_the_documented_toml_example_validates():
     assert [(i.name, i.auth.type) for i in settings.instances] == [("dev", "basic"), ("prod", "oauth"),
                                                                     ("lab", "api_key")]  # fmt: skip
     assert settings.instances[1].fields.incidents == ("number", "short_description", "state", "priority")
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["https://admin:s3cr3t-pw@dev.service-now.com", "https://dev.service-now.com?token=s3cr3t-pw", "ftp://s3cr3t-pw@x"],
+)
+def test_a_refused_url_is_reported_with_the_other_fields_and_its_secret_masked(url):
+    """A wrong URL no longer hides the instance's other mistakes (the operator fixed one, ran
+    again and met the next); what the URL carries is masked in pydantic's text and in check's."""
+    from mcp_providers.config import format_validation_error
+
+    with pytest.raises(ValidationError) as caught:
+        InstanceSettings.model_validate(instance(url=url, page_size=0, timeout_seconds=-1))
+    assert sorted(e["loc"][0] for e in caught.value.errors()) == ["page_size", "timeout_seconds", "url"]
+    shown = format_validation_error(caught.value, "plugins.servicenow.instances.0", InstanceSettings)
+    for text in (str(caught.value), shown):
+        assert "s3cr3t-pw" not in text and "url" in text and "page_size" in text
