@@ -35,7 +35,7 @@ import re
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 
 from mcp_providers.http import is_loopback_host
 from mcp_providers.models import Effects
@@ -179,17 +179,19 @@ class ServiceSettings(BaseModel):
     @classmethod
     def _mask_unknown(cls, data: Any) -> Any:
         """A secret pasted in by mistake (``token = "..."``) is refused as an unknown setting, its value
-        masked (a validation error would echo it); URLs are checked without echoing user info."""
+        masked (a validation error would echo it)."""
         if not isinstance(data, dict):
             return data
-        data = {k: v if k in cls.model_fields else "[redacted]" for k, v in data.items()}
-        # URLs are checked here, not in field validators: a field error prints the input, which may
-        # carry user info; these messages show the URL without it.
-        if isinstance(data.get("base_url"), str):
-            data["base_url"] = checked_http_url(data["base_url"], "base_url", path=True)
-        if isinstance(data.get("document"), str) and "://" in data["document"]:
-            data["document"] = checked_http_url(data["document"], "document", path=True)
-        return data
+        return {k: v if k in cls.model_fields else "[redacted]" for k, v in data.items()}
+
+    @field_validator("base_url", "document")
+    @classmethod
+    def _url(cls, value: str | None, info: ValidationInfo) -> str | None:
+        """Beside the other fields' errors (a ``before`` check hid them); the model hides inputs in
+        its errors' text, and the message shows the URL without its user info."""
+        if value is None or (info.field_name == "document" and "://" not in value):
+            return value  # a document may be a file path
+        return checked_http_url(value, str(info.field_name), path=True)
 
     @field_validator("prefix")
     @classmethod

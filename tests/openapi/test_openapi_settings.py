@@ -240,3 +240,18 @@ def test_a_document_the_libraries_choke_on_fails_its_service_alone(
     # the kind only: a library's message may quote the document
     assert loaded["choke"].error == "service 'choke': its document could not be read (RecursionError)"
     assert loaded["depot"].error is None and loaded["depot"].document is not None
+
+
+@pytest.mark.parametrize("url_key", ["base_url", "document"])
+def test_a_refused_url_is_reported_with_the_services_other_mistakes(url_key: str) -> None:
+    """A wrong URL used to be checked before the other fields (a ``before`` validator) and hid
+    their errors: the operator fixed one, ran again and met the next."""
+    from mcp_providers.config import format_validation_error
+
+    table = {"name": "Depot", "document": "d.json", url_key: "https://user:s3cret-value@example.com/x?y=1"}
+    with pytest.raises(ValidationError) as refused:
+        ServiceSettings.model_validate(table)
+    assert sorted(e["loc"][0] for e in refused.value.errors()) == sorted(["name", url_key])
+    shown = format_validation_error(refused.value, "plugins.openapi.services.0", ServiceSettings)
+    for text in (str(refused.value), shown):
+        assert "s3cret-value" not in text and "must not carry user info" in text and "should match pattern" in text
