@@ -86,15 +86,22 @@ def _marked(namespace: object, name: str, marker: str) -> object:
 
 class PluginManager(pluggy.PluginManager):
     """pluggy's manager, answering for plain module attributes without pluggy's static lookup
-    (:func:`_unmarked`, :func:`_marked`); what is registered, and every error, is pluggy's own."""
+    (:func:`_unmarked`, :func:`_marked`); what is registered, and every error, is pluggy's own.
+
+    Whatever could be an ``authorize`` implementation (the name ``authorize``, or a marker whose
+    hook name is ``authorize``) is always pluggy's own answer (:meth:`pluggy.PluginManager.parse_hookimpl_opts`):
+    the fail-closed scan (:func:`scan_authorize`) and the registrations ask this method, so a
+    shortcut that went wrong could otherwise hide a policy. Only policy plugins pay for it.
+    """
 
     def parse_hookimpl_opts(self, plugin: object, name: str) -> pluggy.HookimplOpts | None:
-        marker = f"{self.project_name}_impl"
-        if _unmarked(plugin, name, marker):
-            return None
-        found = _marked(plugin, name, marker)
-        if found is not _ABSENT:
-            return cast(pluggy.HookimplOpts | None, found)
+        if name != AUTHORIZE:
+            marker = f"{self.project_name}_impl"
+            if _unmarked(plugin, name, marker):  # no marker at all: not a hook of any name
+                return None
+            found = _marked(plugin, name, marker)
+            if found is not _ABSENT and _hook_name(found, name) != AUTHORIZE:
+                return cast(pluggy.HookimplOpts | None, found)
         return super().parse_hookimpl_opts(plugin, name)
 
     def parse_hookspec_opts(self, module_or_class: Any, name: str) -> pluggy.HookspecOpts | None:
