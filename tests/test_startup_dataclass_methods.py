@@ -27,8 +27,26 @@ INTERNAL: dict[str, tuple[str, ...]] = {
     "mcp_providers._serve.methods.tools": ("Refused", "Started", "Asking"),
     "mcp_providers._serve.methods.completion": ("Completing",),
     "mcp_providers._serve.methods.resources": ("_Shared",),
+    "mcp_providers._host.catalog": ("Page", "_Compiled"),
+    "mcp_providers._host.skills": ("SkillProblem",),
+    "mcp_providers._host.output_schemas": ("OutputSchema",),
+    "mcp_providers._host.hookscan": ("AuthorizeScan",),
+    "mcp_providers._serve.binding": ("RouteEntry",),
+    "mcp_providers._serve.state.tasks": ("RunningTask",),
 }
-STILL_FROZEN = {"Denial", "Work", "RoutingAsker", "Refused", "Started", "Asking", "Completing", "_Shared"}
+STILL_FROZEN = {
+    "Denial",
+    "Work",
+    "RoutingAsker",
+    "Refused",
+    "Started",
+    "Asking",
+    "Completing",
+    "_Shared",
+    "Page",
+    "_Compiled",
+}
+STILL_FROZEN |= {"SkillProblem", "OutputSchema", "AuthorizeScan", "RouteEntry", "RunningTask"}
 
 # public modules: every dataclass they define keeps eq and repr, and frozen ones stay frozen and hashable
 PUBLIC = (

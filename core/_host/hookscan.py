@@ -165,7 +165,8 @@ _SCANNER = PluginManager(hookspecs.PROJECT)
 project name only; nothing is ever registered on it), one per process rather than one per plugin."""
 
 
-@dataclass(frozen=True, slots=True)
+# eq=False, repr=False: never compared or shown; each generated method costs start-up (issue 43)
+@dataclass(frozen=True, eq=False, repr=False, slots=True)
 class AuthorizeScan:
     """What one plugin object holds for the ``authorize`` hook.
 
