@@ -35,6 +35,8 @@ _MODULE_DESCRIPTORS = frozenset(
     if hasattr(type(value), "__set__") or hasattr(type(value), "__delete__")
 )
 """Names the module type answers itself, ahead of a module's ``__dict__`` (inspect.getattr_static's order)."""
+_BINDABLE = (staticmethod, classmethod, types.MethodType)
+"""A tuple, not a ``|`` union: the union was built again on every call (about 100 per plugin)."""
 _MODULE_TYPE_NAMES = frozenset(name for cls in types.ModuleType.__mro__ for name in vars(cls))
 """Every name the module type (or ``object``) holds: a name outside it and a module's ``__dict__`` is nowhere."""
 
@@ -54,9 +56,9 @@ def _unmarked(namespace: object, name: str, marker: str) -> bool:
     if type(namespace) is not types.ModuleType or name in _MODULE_DESCRIPTORS:
         return False
     value = namespace.__dict__.get(name, _ABSENT)
-    if value is _ABSENT or isinstance(value, staticmethod | classmethod | types.MethodType):
+    if value is _ABSENT or isinstance(value, _BINDABLE):
         return False
-    if not inspect.isfunction(value):
+    if not isinstance(value, types.FunctionType):  # inspect.isfunction, without the call
         return True  # pluggy considers functions, staticmethods, classmethods and bound methods only
     return getattr(value, marker, None) is None and getattr(value, "__func__", None) is None
 
