@@ -33,6 +33,9 @@ INTERNAL: dict[str, tuple[str, ...]] = {
     "mcp_providers._host.hookscan": ("AuthorizeScan",),
     "mcp_providers._serve.binding": ("RouteEntry",),
     "mcp_providers._serve.state.tasks": ("RunningTask",),
+    "mcp_providers._host.declarations": ("Declared",),
+    "mcp_providers._host.collisions": ("Side", "Collisions"),
+    "mcp_providers._decorated": ("Signature",),
 }
 STILL_FROZEN = {
     "Denial",
@@ -46,7 +49,7 @@ STILL_FROZEN = {
     "Page",
     "_Compiled",
 }
-STILL_FROZEN |= {"SkillProblem", "OutputSchema", "AuthorizeScan", "RouteEntry", "RunningTask"}
+STILL_FROZEN |= {"SkillProblem", "OutputSchema", "AuthorizeScan", "RouteEntry", "RunningTask", "Side", "Signature"}
 
 # public modules: every dataclass they define keeps eq and repr, and frozen ones stay frozen and hashable
 PUBLIC = (
