@@ -132,7 +132,8 @@ class DeclarationError(ValueError):
 # -- reading a signature ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+# eq=False, repr=False: never compared or shown; each generated method costs start-up (issue 43)
+@dataclass(frozen=True, eq=False, repr=False, slots=True)
 class Signature:
     """One function's parameters, sorted by what they receive."""
 

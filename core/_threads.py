@@ -49,7 +49,8 @@ SETTING: Final = "[server.limits] provider_threads"
 State = Literal["queued", "running", "done", "dropped"]
 
 
-@dataclass(eq=False, slots=True)
+# repr=False: never shown; each generated method costs start-up (issue 43)
+@dataclass(eq=False, repr=False, slots=True)
 class _Slot:
     """One thread's place in the bound, held from before the thread starts until its function returns."""
 
@@ -60,7 +61,8 @@ class _Slot:
     """Its request was answered (deadline, cancel) while the function still ran."""
 
 
-@dataclass(eq=False, slots=True)
+# repr=False: never shown; each generated method costs start-up (issue 43)
+@dataclass(eq=False, repr=False, slots=True)
 class _Waiter:
     plugin: str
     what: str
@@ -69,7 +71,8 @@ class _Waiter:
     """Handed over by :meth:`ProviderThreads._release` (before ``wake``)."""
 
 
-@dataclass(slots=True)
+# eq=False, repr=False: never compared or shown; each generated method costs start-up (issue 43)
+@dataclass(eq=False, repr=False, slots=True)
 class Seat:
     """The provider call a thread would serve (set by the invoker around each call)."""
 

@@ -210,6 +210,12 @@ class _Instance:
         return None
 
 
+def _with_marker(function: object, opts: object) -> object:
+    copy = types.FunctionType(function.__code__, {}, "marked")  # type: ignore[attr-defined]
+    setattr(copy, f"{hookspecs.PROJECT}_impl", opts)
+    return copy
+
+
 def _zoo() -> types.ModuleType:
     """A plugin module holding every kind of attribute pluggy tells apart."""
     module = types.ModuleType("zoo_plugin")
@@ -242,6 +248,8 @@ def _zoo() -> types.ModuleType:
         __version__="1.0",
         __getattr__=helper,  # PEP 562: a plain dunder function
         __marked__=register_prompt_providers,  # a marked function under a dunder name
+        __repr__=register_prompt_providers,  # a marked function under a name the module type holds
+        not_a_dict=_with_marker(helper, "not options"),  # a marker pluggy reads as no options
     )
     return module
 
@@ -249,7 +257,7 @@ def _zoo() -> types.ModuleType:
 def test_the_shortcut_answers_as_pluggy_does_for_every_attribute() -> None:
     zoo = _zoo()
     ours, theirs = PluginManager(hookspecs.PROJECT), pluggy.PluginManager(hookspecs.PROJECT)
-    names = [*dir(zoo), "missing"]
+    names = [*dir(zoo), "missing", "authorize", "__repr__", "__class__", "__init__", "__dir__"]
     assert {n: ours.parse_hookimpl_opts(zoo, n) for n in names} == {
         n: theirs.parse_hookimpl_opts(zoo, n) for n in names
     }
@@ -260,6 +268,7 @@ def test_the_shortcut_answers_as_pluggy_does_for_every_attribute() -> None:
     }
     ours.add_hookspecs(hookspecs)
     theirs.add_hookspecs(hookspecs)
+    del zoo.__repr__  # pluggy itself cannot register a hook of that name (its hook relay holds one)
     ours.register(zoo)
     theirs.register(zoo)
     assert sorted(h.name for h in ours.get_hookcallers(zoo) or []) == sorted(

@@ -76,13 +76,15 @@ class Route:
     ``servicenow://prod/*``."""
 
 
-@dataclass(frozen=True, slots=True)
+# eq=False, repr=False: never compared or shown; each generated method costs start-up (issue 43)
+@dataclass(frozen=True, eq=False, repr=False, slots=True)
 class Page(Generic[T]):
     items: Sequence[T]
     next_cursor: str | None
 
 
-@dataclass(frozen=True, slots=True)
+# eq=False, repr=False: never compared or shown; each generated method costs start-up (issue 43)
+@dataclass(frozen=True, eq=False, repr=False, slots=True)
 class _Compiled:
     entry: Entry[ResourceTemplate, ResourceProvider]
     template: UriTemplate

@@ -63,7 +63,8 @@ def valid_uri(uri: str) -> bool:
     return True
 
 
-@dataclass(frozen=True, slots=True)
+# eq=False, repr=False: never compared or shown; each generated method costs start-up (issue 43)
+@dataclass(frozen=True, eq=False, repr=False, slots=True)
 class Side:
     """One side of a collision: the provider's declarations and the declaration (``None``: the
     provider itself, an extension or a method, which no listing makes)."""
@@ -74,7 +75,8 @@ class Side:
     """What collides on this side (a name, a canonical URI, a template)."""
 
 
-@dataclass
+# eq=False, repr=False: never compared or shown; each generated method costs start-up (issue 43)
+@dataclass(eq=False, repr=False)
 class Collisions:
     """What the collision rules found: :attr:`problems` refuse both plugins; :attr:`left_out`
     says which listed declarations were taken out of their :class:`Declared` (their plugins serve)."""

@@ -38,7 +38,8 @@ class Problem:
         return f"{' + '.join(self.plugins)}: {self.rule}: {self.value!r}: {self.message}; fix: {self.fix}"
 
 
-@dataclass
+# eq=False, repr=False: never compared or shown; each generated method costs start-up (issue 43)
+@dataclass(eq=False, repr=False)
 class Declared:
     """Everything one provider declared, read once."""
 

@@ -13,7 +13,7 @@ import pluggy
 from pydantic import BaseModel, ValidationError
 
 from mcp_providers import hookspecs
-from mcp_providers._host.hookscan import PluginManager
+from mcp_providers._host.hookscan import PluginManager, add_implemented_specs
 from mcp_providers._host.isolation import one_line, reraise_interrupt, stdout_to_stderr, watched
 from mcp_providers._host.records import PROVIDER_HOOKS, PluginRecord
 from mcp_providers._host.shape import HOOKS, did_you_mean, provider_problem
@@ -30,10 +30,13 @@ TRACE_ENV = "MCP_PROVIDERS_TRACE_PLUGINS"
 """Set to ``1`` to print every hook call (arguments, implementations, results) to stderr."""
 
 
-def plugin_manager() -> pluggy.PluginManager:
-    """A plugin manager with the hookspecs added, tracing to stderr when ``$MCP_PROVIDERS_TRACE_PLUGINS`` is set."""
+def plugin_manager(specs: bool = True) -> pluggy.PluginManager:
+    """A plugin manager with the hookspecs added (none with ``specs=False``: a plugin's own manager,
+    given the specs of the hooks it implements once it is registered, :func:`register_plugin`),
+    tracing to stderr when ``$MCP_PROVIDERS_TRACE_PLUGINS`` is set."""
     pm = PluginManager(hookspecs.PROJECT)
-    pm.add_hookspecs(hookspecs)
+    if specs:
+        pm.add_hookspecs(hookspecs)
     if os.environ.get(TRACE_ENV, "") not in ("", "0"):
         pm.trace.root.setwriter(sys.stderr.write)
         pm.enable_tracing()
@@ -47,7 +50,8 @@ def call_hook(record: PluginRecord, hook: str, **kwargs: Any) -> tuple[bool, Any
 
     :returns: ``(implemented, result)``; ``result`` is ``None`` when the implementation returned it.
     """
-    caller = getattr(record.manager.hook, hook) if record.manager is not None else None
+    # A plugin's own manager has a hook caller for the hooks it implements only (register_plugin).
+    caller = getattr(record.manager.hook, hook, None) if record.manager is not None else None
     if caller is None or not caller.get_hookimpls():
         return False, None
     with stdout_to_stderr(), watched(record.name, f"hook {hook}"):
@@ -64,7 +68,7 @@ def _told(exc: BaseException, hook: str) -> str:
 def register_plugin(pm: pluggy.PluginManager, record: PluginRecord, plugin: object) -> None:
     """Register ``plugin`` with a manager of its own (where its hooks are called, alone) and with
     the composition's (which lists every plugin); a mismatch with the hookspecs rejects it."""
-    own = plugin_manager()
+    own = plugin_manager(specs=False)
     try:
         _register_recording(own, record, plugin)
     except pluggy.PluginValidationError as exc:
@@ -98,15 +102,18 @@ def register_plugin(pm: pluggy.PluginManager, record: PluginRecord, plugin: obje
 
 
 def _register_recording(own: pluggy.PluginManager, record: PluginRecord, plugin: object) -> None:
-    """``own.register(plugin)``, keeping each deprecation warning pluggy gives (``warn_on_impl_args``)
-    in ``record.deprecations`` and then issuing every warning again under the caller's filters.
+    """``own.register(plugin)`` and the hookspecs of the hooks it implements, keeping each
+    deprecation warning pluggy gives (``warn_on_impl_args``) in ``record.deprecations`` and then
+    issuing every warning again under the caller's filters.
 
+    :raises pluggy.PluginValidationError: an implementation does not match its hookspec.
     :raises Warning: the caller's filters turn a warning into an error (``-W error``); the plugin
         is then rejected like any other registration failure.
     """
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")  # a deprecation must not fail registration half-way
         own.register(plugin, name=record.name)
+        add_implemented_specs(own, plugin)
     for w in caught:
         if issubclass(w.category, MCPProvidersDeprecationWarning):
             record.deprecations.append(f"{w.message} ({w.filename}:{w.lineno})")

@@ -35,6 +35,10 @@ _MODULE_DESCRIPTORS = frozenset(
     if hasattr(type(value), "__set__") or hasattr(type(value), "__delete__")
 )
 """Names the module type answers itself, ahead of a module's ``__dict__`` (inspect.getattr_static's order)."""
+_BINDABLE = (staticmethod, classmethod, types.MethodType)
+"""A tuple, not a ``|`` union: the union was built again on every call (about 100 per plugin)."""
+_MODULE_TYPE_NAMES = frozenset(name for cls in types.ModuleType.__mro__ for name in vars(cls))
+"""Every name the module type (or ``object``) holds: a name outside it and a module's ``__dict__`` is nowhere."""
 
 
 def _unmarked(namespace: object, name: str, marker: str) -> bool:
@@ -52,24 +56,58 @@ def _unmarked(namespace: object, name: str, marker: str) -> bool:
     if type(namespace) is not types.ModuleType or name in _MODULE_DESCRIPTORS:
         return False
     value = namespace.__dict__.get(name, _ABSENT)
-    if value is _ABSENT or isinstance(value, staticmethod | classmethod | types.MethodType):
+    if value is _ABSENT or isinstance(value, _BINDABLE):
         return False
-    if not inspect.isfunction(value):
+    if not isinstance(value, types.FunctionType):  # inspect.isfunction, without the call
         return True  # pluggy considers functions, staticmethods, classmethods and bound methods only
     return getattr(value, marker, None) is None and getattr(value, "__func__", None) is None
 
 
+def _marked(namespace: object, name: str, marker: str) -> object:
+    """pluggy's answer for a plain module's function carrying ``marker`` (the marker's own options
+    dict, as pluggy hands it out), or for a name the module does not hold at all (``None``); for
+    anything else ``_ABSENT``: ask pluggy.
+
+    The same reasoning as :func:`_unmarked`: on a plain module :func:`inspect.getattr_static`
+    finds the ``__dict__`` entry, or, for a name the module type does not hold either, nothing.
+    Each plugin's hookimpls are looked up three times (the authorize scan and two registrations)
+    and ``authorize`` once more, each about 15 us through pluggy (issue 43).
+    """
+    if type(namespace) is not types.ModuleType or name in _MODULE_TYPE_NAMES:
+        return _ABSENT
+    value = namespace.__dict__.get(name, _ABSENT)
+    if value is _ABSENT:
+        return None
+    if not inspect.isfunction(value):
+        return _ABSENT
+    opts = getattr(value, marker, None)
+    if opts is None:
+        return _ABSENT
+    return opts if isinstance(opts, dict) else None
+
+
 class PluginManager(pluggy.PluginManager):
-    """pluggy's manager, answering "not a hook" for plain module attributes without pluggy's static
-    lookup (:func:`_unmarked`); what is registered, and every error, is pluggy's own."""
+    """pluggy's manager, answering for plain module attributes without pluggy's static lookup
+    (:func:`_unmarked`, :func:`_marked`); what is registered, and every error, is pluggy's own.
+
+    Whatever could be an ``authorize`` implementation (the name ``authorize``, or a marker whose
+    hook name is ``authorize``) is always pluggy's own answer (:meth:`pluggy.PluginManager.parse_hookimpl_opts`):
+    the fail-closed scan (:func:`scan_authorize`) and the registrations ask this method, so a
+    shortcut that went wrong could otherwise hide a policy. Only policy plugins pay for it.
+    """
 
     def parse_hookimpl_opts(self, plugin: object, name: str) -> pluggy.HookimplOpts | None:
-        if _unmarked(plugin, name, f"{self.project_name}_impl"):
-            return None
+        if name != AUTHORIZE:
+            marker = f"{self.project_name}_impl"
+            if _unmarked(plugin, name, marker):  # no marker at all: not a hook of any name
+                return None
+            found = _marked(plugin, name, marker)
+            if found is not _ABSENT and _hook_name(found, name) != AUTHORIZE:
+                return cast(pluggy.HookimplOpts | None, found)
         return super().parse_hookimpl_opts(plugin, name)
 
     def parse_hookspec_opts(self, module_or_class: Any, name: str) -> pluggy.HookspecOpts | None:
-        if module_or_class is not hookspecs:
+        if module_or_class is not hookspecs and _SPEC_SPACES.get(name) is not module_or_class:
             return self._spec_opts(module_or_class, name)
         # Every plugin gets a manager of its own with these specs added: the answer for each name
         # of the project's own (never rewritten) hookspecs module, a hook or not, is worked out
@@ -89,13 +127,48 @@ class PluginManager(pluggy.PluginManager):
 _SPEC_OPTS: dict[tuple[str, str], pluggy.HookspecOpts | None] = {}
 """pluggy's ``parse_hookspec_opts`` answers for :mod:`mcp_providers.hookspecs`, by (project, attribute name)."""
 
+_SPEC_SPACES: dict[str, types.ModuleType] = {}
+"""One namespace per hook, holding that hook's spec function of :mod:`mcp_providers.hookspecs` alone."""
+
+
+def spec_space(hook: str) -> types.ModuleType | None:
+    """A namespace holding only ``hookspecs.<hook>`` (the same function object, so pluggy reads
+    the same spec from it), for :meth:`pluggy.PluginManager.add_hookspecs`; ``None`` when
+    ``hook`` names no hookspec. Made once per process per hook."""
+    space = _SPEC_SPACES.get(hook)
+    if space is None:
+        spec = getattr(hookspecs, hook, None)
+        if not inspect.isfunction(spec) or getattr(spec, f"{hookspecs.PROJECT}_spec", None) is None:
+            return None
+        space = types.ModuleType(hookspecs.__name__)
+        setattr(space, hook, spec)
+        _SPEC_SPACES[hook] = space
+    return space
+
+
+def add_implemented_specs(pm: pluggy.PluginManager, plugin: object) -> None:
+    """Add to ``pm`` the hookspec of each hook ``plugin`` registered an implementation of there,
+    and only those: pluggy then checks each implementation against its spec (and gives its
+    deprecation warnings) as ``register`` does when the spec is there first.
+
+    A plugin's own manager needs no other spec (its other hooks are never called through it), and
+    adding all of them made ten hook callers per plugin (about 0.05 ms each plugin, issue 43). A
+    hook with no spec stays without one: the caller rejects it as an unknown hook.
+
+    :raises pluggy.PluginValidationError: an implementation does not match its hookspec.
+    """
+    for caller in pm.get_hookcallers(plugin) or []:
+        if caller.spec is None and (space := spec_space(caller.name)) is not None:
+            pm.add_hookspecs(space)
+
 
 _SCANNER = PluginManager(hookspecs.PROJECT)
 """The manager :func:`scan_authorize` asks (``parse_hookimpl_opts`` reads the plugin and the
 project name only; nothing is ever registered on it), one per process rather than one per plugin."""
 
 
-@dataclass(frozen=True, slots=True)
+# eq=False, repr=False: never compared or shown; each generated method costs start-up (issue 43)
+@dataclass(frozen=True, eq=False, repr=False, slots=True)
 class AuthorizeScan:
     """What one plugin object holds for the ``authorize`` hook.
 

@@ -150,7 +150,8 @@ def in_plugin_thread(call: Callable[[], T], name: str, what: str) -> T:
     global _importer
     done: list[T] = []
     failed: list[BaseException] = []
-    ended = threading.Event()
+    ended = threading.Lock()  # released by the job; a bare lock, not an Event (its Condition costs more per import)
+    ended.acquire()
 
     def job() -> None:
         try:
@@ -159,14 +160,14 @@ def in_plugin_thread(call: Callable[[], T], name: str, what: str) -> T:
             failed.append(exc)
         finally:
             importer.busy = False
-            ended.set()
+            ended.release()
 
     with _importing:
         if _importer is None or _importer.closed or _importer.busy:
             _importer = _Importer()
         importer = _importer
         importer.jobs.put(job)
-    if not ended.wait(PLUGIN_SECONDS):  # a Ctrl-C interrupts this wait: it is the operator's, and propagates
+    if not ended.acquire(timeout=PLUGIN_SECONDS):  # a Ctrl-C interrupts this wait: it is the operator's, and propagates
         with _importing:
             if _importer is importer:
                 _importer = None  # its thread is stuck in this call: the next one gets a new thread

@@ -21,7 +21,8 @@ class UnservableSchema(ValueError):
     """A model pydantic cannot describe as JSON Schema (the message says why)."""
 
 
-@dataclass(frozen=True, slots=True)
+# eq=False, repr=False: never compared or shown; each generated method costs start-up (issue 43)
+@dataclass(frozen=True, eq=False, repr=False, slots=True)
 class OutputSchema:
     """A tool's ``outputSchema`` as served: always an object root.
 

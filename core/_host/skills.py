@@ -88,7 +88,8 @@ class Skill:
         }
 
 
-@dataclass(frozen=True, slots=True)
+# eq=False, repr=False: never compared or shown; each generated method costs start-up (issue 43)
+@dataclass(frozen=True, eq=False, repr=False, slots=True)
 class SkillProblem:
     """A skill that cannot be served (the declaration step makes a ``Problem`` of it)."""
 

@@ -48,7 +48,8 @@ from mcp_providers._serve.steps.invoker import Invoker
 from mcp_providers.models import Icon
 
 
-@dataclass(frozen=True, slots=True)
+# eq=False, repr=False: never compared or shown; each generated method costs start-up (issue 43)
+@dataclass(frozen=True, eq=False, repr=False, slots=True)
 class RouteEntry:
     """One row of the handler table."""
 

@@ -32,7 +32,8 @@ MAX_VALUES = 100
 """The most values one completion returns (MCP's limit)."""
 
 
-@dataclass(frozen=True, slots=True)
+# eq=False, repr=False: never compared or shown; each generated method costs start-up (issue 43)
+@dataclass(frozen=True, eq=False, repr=False, slots=True)
 class Completing:
     """The routed completion: what is completed, for whom, and how to run it."""
 

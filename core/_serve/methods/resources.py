@@ -94,7 +94,8 @@ class ListMethod(Generic[I]):
         return self._result(list(page.items), page.next_cursor)
 
 
-@dataclass(frozen=True, slots=True)
+# eq=False, repr=False: never compared or shown; each generated method costs start-up (issue 43)
+@dataclass(frozen=True, eq=False, repr=False, slots=True)
 class _Shared:
     """What every read of one declaration shares, worked out on its first read."""
 

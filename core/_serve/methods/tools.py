@@ -45,21 +45,24 @@ from mcp_providers.models import RECEIPT_KEY, Tool
 from mcp_providers.providers import ToolCall, ToolProvider, ToolResult
 
 
-@dataclass(frozen=True, slots=True)
+# eq=False, repr=False: never compared or shown; each generated method costs start-up (issue 43)
+@dataclass(frozen=True, eq=False, repr=False, slots=True)
 class Refused:
     """A tool call answered with an ``isError`` result instead of running (or after failing)."""
 
     text: str
 
 
-@dataclass(frozen=True, slots=True)
+# eq=False, repr=False: never compared or shown; each generated method costs start-up (issue 43)
+@dataclass(frozen=True, eq=False, repr=False, slots=True)
 class Started:
     """A call answered with a task handle (its body runs in the background: :mod:`.tasks`)."""
 
     record: TaskRecord
 
 
-@dataclass(frozen=True, slots=True)
+# eq=False, repr=False: never compared or shown; each generated method costs start-up (issue 43)
+@dataclass(frozen=True, eq=False, repr=False, slots=True)
 class Asking:
     """A 2026-07-28 round that stopped at questions: answered with an ``InputRequiredResult``."""
 

@@ -162,7 +162,8 @@ def lapsed(record: TaskRecord, now: float, lease: float) -> Change | None:
     return Change(status="failed", message=message, error={"code": -32603, "message": message})
 
 
-@dataclass(frozen=True, slots=True)
+# eq=False, repr=False: never compared or shown; each generated method costs start-up (issue 43)
+@dataclass(frozen=True, eq=False, repr=False, slots=True)
 class RunningTask:
     """A task whose body is running: handed by :class:`~mcp_providers._serve.methods.tasks.Tasks` to
     its body and carried by the body's request (``Exchange.task``), whose rate was counted when the

@@ -53,7 +53,8 @@ def uri_allowed(gate: Gate, catalog: Catalog, action: Action, uri: str) -> bool:
     return gate.allowed(action, uri) if route is None else gate.allows_route(action, route, uri)
 
 
-@dataclass(frozen=True, slots=True)
+# eq=False, repr=False: never compared or shown; each generated method costs start-up (issue 43)
+@dataclass(frozen=True, eq=False, repr=False, slots=True)
 class RoutingAsker:
     """The :class:`~mcp_providers.policy.Asker` provider code talks to: the request's gate, with
     URIs of read, subscribe and call asked as :func:`require_uri` asks them."""

@@ -71,7 +71,8 @@ def within_budget(
     return cut, record
 
 
-@dataclass
+# eq=False, repr=False: never compared or shown; each generated method costs start-up (issue 43)
+@dataclass(eq=False, repr=False)
 class Blocks:
     """Builds the content blocks of one tool or prompt result under the evidence rules."""
 

@@ -57,7 +57,8 @@ def principal_of(ctx: Ctx) -> Principal:
         raise MCPError(DENIED, str(exc)) from None
 
 
-@dataclass(slots=True)
+# eq=False, repr=False: never compared or shown; each generated method costs start-up (issue 43)
+@dataclass(eq=False, repr=False, slots=True)
 class Exchange:
     """One request on its way through the pipeline: who, what, and how it ended."""
 

@@ -102,7 +102,8 @@ def _canonical(target: str) -> str:
         return target
 
 
-@dataclass(frozen=True, slots=True)
+# eq=False, repr=False: never compared or shown; each generated method costs start-up (issue 43)
+@dataclass(frozen=True, eq=False, repr=False, slots=True)
 class Denial:
     """What the gate refused: recorded on the request's audit line."""
 
@@ -111,7 +112,8 @@ class Denial:
     reason: str
 
 
-@dataclass(slots=True)
+# eq=False, repr=False: never compared or shown; each generated method costs start-up (issue 43)
+@dataclass(eq=False, repr=False, slots=True)
 class Gate:
     """The authorization of one request (see the module docstring)."""
 

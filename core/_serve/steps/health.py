@@ -35,7 +35,8 @@ def failure_of(exc: BaseException) -> str | None:
     return None
 
 
-@dataclass(slots=True)
+# eq=False, repr=False: never compared or shown; each generated method costs start-up (issue 43)
+@dataclass(eq=False, repr=False, slots=True)
 class _Provider:
     plugin: str
     calls: int = 0

@@ -39,7 +39,8 @@ log = logging.getLogger("mcp_providers.server")
 T = TypeVar("T")
 
 
-@dataclass(frozen=True, slots=True)
+# eq=False, repr=False: never compared or shown; each generated method costs start-up (issue 43)
+@dataclass(frozen=True, eq=False, repr=False, slots=True)
 class Work:
     """One piece of provider code to run.
 

@@ -112,7 +112,8 @@ class RequestContext:
         await self.notify("notifications/progress", params)
 
 
-@dataclass(slots=True)
+# eq=False, repr=False: never compared or shown; each generated method costs start-up (issue 43)
+@dataclass(eq=False, repr=False, slots=True)
 class PendingRequest:
     """A server-to-client request waiting for the client's answer."""
 
@@ -120,7 +121,8 @@ class PendingRequest:
     on_progress: ProgressFnT | None
 
 
-@dataclass(slots=True)
+# eq=False, repr=False: never compared or shown; each generated method costs start-up (issue 43)
+@dataclass(eq=False, repr=False, slots=True)
 class Handlers:
     on_request: OnRequest
     on_notify: OnNotify
