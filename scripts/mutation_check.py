@@ -2721,8 +2721,8 @@ CASES += (  # start and stop side by side (round 12 brief U): N hung sources cos
     Case(
         "discovery: a plugin's import is bounded in time",
         "core/_host/isolation.py",
-        "    if not ended.wait(PLUGIN_SECONDS):",
-        "    if not ended.wait(PLUGIN_SECONDS) and False:",
+        "    if not ended.acquire(timeout=PLUGIN_SECONDS):",
+        "    if not ended.acquire(timeout=PLUGIN_SECONDS) and False:",
         (
             "tests/test_plugin_groups.py::test_a_provider_plugin_whose_import_never_ends_is_left_out_by_name_within_the_bound",
         ),
