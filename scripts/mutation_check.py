@@ -992,6 +992,31 @@ CASES: tuple[Case, ...] = (
         ),
     ),
     Case(
+        "identity: only the SDK's AuthenticatedUser is read (the one its sessions are bound to)",
+        "core/identity.py",
+        "    if not isinstance(user, AuthenticatedUser):  # served as the token's caller, its session open to all",
+        "    if False:",
+        (
+            "tests/test_host_user_sessions.py::test_behind_the_hosts_own_http_a_user_the_sdk_cannot_bind_a_session_to_is_refused",
+        ),
+    ),
+    Case(
+        "identity: the pipeline's fast path reads the SDK's AuthenticatedUser only",
+        "core/_serve/steps/exchange.py",
+        "    if type(token) is AccessToken and type(user) is AuthenticatedUser:",
+        "    if type(token) is AccessToken:",
+        (
+            "tests/test_host_user_sessions.py::test_behind_the_hosts_own_http_a_user_the_sdk_cannot_bind_a_session_to_is_refused",
+        ),
+    ),
+    Case(
+        "mount: a host user carrying an AccessToken becomes the SDK's AuthenticatedUser",
+        "core/_serve/transport/mounted.py",
+        '            scope["user"] = user = AuthenticatedUser(access)',
+        "            pass",
+        ("tests/test_host_user_sessions.py::test_a_mounted_session_serves_only_the_caller_that_opened_it",),
+    ),
+    Case(
         "plugin checks: Ctrl-C in a plugin's check stops check",
         "core/_host/plugin_checks.py",
         "        reraise_interrupt(exc)\n        return [_failed(",

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import json
 import os
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from serve_support import JSON_HEADERS, request, serve_process
 
@@ -123,7 +123,7 @@ def _scope(subject: str | None, issuer: str = "https://idp.example") -> dict[str
     if subject is None:
         return {"type": "http"}
     access = AccessToken(token="t", subject=subject, claims={"iss": issuer}, client_id="", scopes=[])
-    return {"type": "http", "user": SimpleNamespace(access_token=access)}
+    return {"type": "http", "user": AuthenticatedUser(access)}  # as the bearer gate and mount() leave it
 
 
 async def _noop(message: Any) -> None:

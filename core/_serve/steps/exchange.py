@@ -13,6 +13,7 @@ from typing import Any, Generic, Literal, Protocol, TypeVar
 
 from mcp import MCPError
 from mcp.server import ServerRequestContext
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 
 from mcp_providers._serve.state.tasks import RunningTask
@@ -49,7 +50,7 @@ def principal_of(ctx: Ctx) -> Principal:
     token = getattr(user, "access_token", None)
     if token is None:
         return ANONYMOUS
-    if type(token) is AccessToken:  # the usual case, without the checks' cost
+    if type(token) is AccessToken and type(user) is AuthenticatedUser:  # the usual case, without the checks' cost
         return from_access_token(token)
     try:
         return user_principal(user) or ANONYMOUS

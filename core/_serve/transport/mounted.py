@@ -9,7 +9,8 @@
   Starlette never runs; a server started without lifespan events) is answered 500 with what is
   wrong and the fix, logged once, instead of the SDK's "Task group is not initialized".
 - **The host's identity.** Without ``[server.auth]``, a host's own authentication reaches the
-  gate only as :func:`~mcp_providers.identity.user_principal` reads it (an SDK ``AccessToken``),
+  gate only as :func:`~mcp_providers.identity.user_principal` reads it (an SDK ``AccessToken``,
+  its user made the SDK's ``AuthenticatedUser`` first: the SDK binds a session to that class only),
   or as the embedder's ``identify(request)`` maps it; one that cannot be read is refused (403).
 """
 
@@ -141,6 +142,10 @@ class MountedEndpoint:
                 return f"identify= returned {type(found).__name__}, not a Principal or None; the request is refused"
             return None
         user = scope.get("user")
+        access = getattr(user, "access_token", None)
+        if isinstance(access, AccessToken) and not isinstance(user, AuthenticatedUser):
+            # the SDK binds a session to its AuthenticatedUser only: the caller served is the one bound
+            scope["user"] = user = AuthenticatedUser(access)
         try:
             principal = user_principal(user)
         except UnreadableIdentity as exc:
