@@ -1017,6 +1017,27 @@ CASES: tuple[Case, ...] = (
         ("tests/test_host_user_sessions.py::test_a_mounted_session_serves_only_the_caller_that_opened_it",),
     ),
     Case(
+        "stop: serve's process ends when its runtime cannot stop",
+        "core/_serve/lifespans.py",
+        "        _exit_process(1)",
+        "        pass",
+        ("tests/test_stop_bounded.py::test_a_process_serve_owns_ends_when_a_provider_cannot_be_stopped",),
+    ),
+    Case(
+        "stop: an embedder's process is never ended by the library",
+        "core/_serve/lifespans.py",
+        "    if seconds is None:\n        yield\n        return",
+        "    if seconds is None:\n        seconds = 0.3",
+        ("tests/test_stop_bounded.py::test_an_embedders_process_is_never_ended_by_the_library",),
+    ),
+    Case(
+        "stop: a stop that ended in time ends the watch",
+        "core/_serve/lifespans.py",
+        "    finally:\n        done.set()",
+        "    finally:\n        pass",
+        ("tests/test_stop_bounded.py::test_a_stop_that_ends_in_time_leaves_the_process_alone",),
+    ),
+    Case(
         "plugin checks: Ctrl-C in a plugin's check stops check",
         "core/_host/plugin_checks.py",
         "        reraise_interrupt(exc)\n        return [_failed(",

@@ -8,9 +8,12 @@ so N sources that each take a timeout to answer cost about one.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
-from collections.abc import Callable, Mapping
+import os
+import threading
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import anyio
@@ -24,6 +27,44 @@ log = logging.getLogger("mcp_providers.composition")
 
 STOP_SECONDS = 10.0
 """How long a provider's ``lifespan`` may take to end once asked, in seconds."""
+
+EXIT_SECONDS = STOP_SECONDS + 5.0
+"""How long ``serve``'s runtime may take to stop (providers, audit sinks, the cluster backend)
+before the process it owns ends regardless, in seconds (:func:`exit_if_stuck`)."""
+
+_exit_process: Callable[[int], Any] = os._exit
+
+
+@contextlib.contextmanager
+def exit_if_stuck(seconds: float | None) -> Iterator[None]:
+    """End the process with status 1, saying so, if the block has not ended ``seconds`` after it
+    began: a lifespan stuck in a call that cannot be cancelled (a blocking connect in a worker
+    thread, a shielded wait) held ``serve``'s task group, and so its process, for ever.
+
+    Only for a process ``serve`` owns; ``seconds`` ``None`` (an embedder's process): no bound.
+    """
+    if seconds is None:
+        yield
+        return
+    done = threading.Event()
+
+    def watch() -> None:
+        if done.wait(seconds):
+            return
+        log.critical(
+            "the server did not stop within %g s of being asked: a provider's lifespan or other code is in a call "
+            "that cannot be cancelled (the lines above name providers that did not stop); exiting now", seconds,
+        )  # fmt: skip
+        for handler in logging.getLogger().handlers:
+            with contextlib.suppress(Exception):
+                handler.flush()
+        _exit_process(1)
+
+    threading.Thread(target=watch, name="mcp-providers-exit-watch", daemon=True).start()
+    try:
+        yield
+    finally:
+        done.set()
 
 
 def restore(failures: dict[str, str], before: Mapping[str, str | None]) -> None:

@@ -25,7 +25,7 @@ import anyio.abc
 
 from mcp_providers._host.assembly import Assembly
 from mcp_providers._host.contain import contain_tasks
-from mcp_providers._serve.lifespans import IDLE, Hosted, opens_nothing, restore, stopped
+from mcp_providers._serve.lifespans import IDLE, Hosted, exit_if_stuck, opens_nothing, restore, stopped
 from mcp_providers._serve.methods.subscriptions import SubscriptionHub
 from mcp_providers._serve.methods.tasks import Body, Tasks
 from mcp_providers._serve.state.cluster import RedisBackend, Shared, shared_for
@@ -162,7 +162,10 @@ class Runtime:
         self._draining: list[Generation] = []  # replaced, with requests still running on them
         self._tasks: anyio.abc.TaskGroup | None = None
         self._starting: anyio.CancelScope | None = None  # while lifespans are awaited (stop_starting)
-        self._host = _Host(self._start)
+        self.stop_within: float | None = None
+        """Set by ``serve``, which owns its process: it ends this many seconds after the runtime began
+        to stop if the stop has not ended (:func:`~.lifespans.exit_if_stuck`); ``None``: no bound."""
+        self._host = _Host(self._start, lambda: self.stop_within)
 
     def _invoker(self, settings: ServerSettings) -> Invoker:
         """The invoker; its coalescer, the seam for sharing reads, goes through Redis across replicas."""
@@ -356,8 +359,11 @@ class _Host:
     caller's task hosts them (one caller at a time).
     """
 
-    def __init__(self, start: Callable[[], Awaitable[contextlib.AsyncExitStack]]) -> None:
+    def __init__(
+        self, start: Callable[[], Awaitable[contextlib.AsyncExitStack]], stop_within: Callable[[], float | None]
+    ) -> None:
         self._start = start
+        self._stop_within = stop_within
         self._users = 0
         self._lock = anyio.Lock()
         self._stop: asyncio.Event | None = None
@@ -413,6 +419,10 @@ class _Host:
             await stack.aclose()
 
     async def _close(self) -> None:
+        with exit_if_stuck(self._stop_within()):
+            await self._closed()
+
+    async def _closed(self) -> None:
         self.up = False
         if self._stack is not None:
             stack, self._stack = self._stack, None
