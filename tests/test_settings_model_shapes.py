@@ -7,9 +7,12 @@ and a typo the model would drop is refused."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import sys
+from collections import OrderedDict, defaultdict, deque
+from collections.abc import Mapping, Sequence
 from enum import Enum
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NamedTuple
 
 import pytest
 from pydantic import (
@@ -20,6 +23,7 @@ from pydantic import (
     Discriminator,
     Field,
     PlainValidator,
+    RootModel,
     Tag,
     WrapValidator,
     field_validator,
@@ -58,8 +62,11 @@ class Auth(BaseModel):
 # -- field validators that reshape a nested table: the table is valid --
 
 
+NOBODY = Auth(user="")
+
+
 class StarLower(BaseModel):
-    auth: Auth
+    auth: Auth = NOBODY
 
     @field_validator("*", mode="before")
     @classmethod
@@ -68,7 +75,7 @@ class StarLower(BaseModel):
 
 
 class NamedWrap(BaseModel):
-    auth: Auth
+    auth: Auth = NOBODY
 
     @field_validator("auth", mode="wrap")
     @classmethod
@@ -77,7 +84,7 @@ class NamedWrap(BaseModel):
 
 
 class NamedPlain(BaseModel):
-    auth: Auth
+    auth: Auth = NOBODY
 
     @field_validator("auth", mode="plain")
     @classmethod
@@ -88,7 +95,7 @@ class NamedPlain(BaseModel):
 @pytest.mark.parametrize("model", [StarLower, NamedWrap, NamedPlain], ids=["star-before", "wrap", "plain"])
 def test_a_field_validator_that_renames_nested_keys_is_not_second_guessed(model: type[BaseModel]) -> None:
     assert _reason(model, {"auth": {"User": "x", "Password": "y"}}) is None
-    _refused(model, {"auht": {"user": "x"}}, "auht")  # the model's own keys are still its fields
+    _refused(model, {"auht": {"user": "x"}}, "auht")  # its own keys are still its fields
 
 
 # -- a validator inside a named type alias: on a field, in a list, in a dict --
@@ -111,13 +118,13 @@ ALIASES = {
 
 def _alias_models(alias: Any) -> list[tuple[type[BaseModel], dict[str, Any], str]]:
     class OnField(BaseModel):
-        auth: alias
+        auth: alias = NOBODY
 
     class InList(BaseModel):
-        auths: list[alias]
+        auths: list[alias] = []
 
     class InDict(BaseModel):
-        auths: dict[str, alias]
+        auths: dict[str, alias] = {}
 
     valid = {"User": "x", "Password": "y"}
     return [
@@ -278,6 +285,46 @@ class ByTuple(BaseModel):
 )
 def test_a_typo_in_a_dict_or_tuple_of_models_is_refused(model: type[BaseModel], table: dict[str, Any], where: str) -> None:
     _refused(model, table, where)
+
+
+class FrozenShard(Shard):
+    model_config = ConfigDict(frozen=True)
+
+
+class Pair(NamedTuple):
+    name: str
+    shard: Shard
+
+
+class Containers(BaseModel):
+    seq: Sequence[Shard] = ()
+    mapping: Mapping[int, Shard] = {}
+    queue: deque[Shard] = deque()
+    ordered: OrderedDict[str, Shard] = OrderedDict()
+    groups: defaultdict[str, list[Shard]] = defaultdict(list)
+    unique: frozenset[FrozenShard] = frozenset()
+    pair: Pair | None = None
+    root: RootModel[dict[str, Shard]] = RootModel[dict[str, Shard]]({})
+
+
+CONTAINED = {
+    "seq": ([{"host": "a"}], "seq.0"),
+    "mapping": ({"1": {"host": "a"}}, "mapping.1"),
+    "queue": ([{"host": "a"}], "queue.0"),
+    "ordered": ({"x": {"host": "a"}}, "ordered.x"),
+    "groups": ({"g": [{"host": "a"}]}, "groups.g.0"),
+    "unique": ([{"host": "a"}], "unique.0"),
+    "pair": ({"name": "n", "shard": {"host": "a"}}, "pair.shard"),
+    "root": ({"r": {"host": "a"}}, "root.r"),
+}
+
+
+@pytest.mark.parametrize("field", sorted(CONTAINED))
+def test_a_typo_in_a_model_inside_an_abstract_or_special_container_is_refused(field: str) -> None:
+    value, where = CONTAINED[field]
+    assert _reason(Containers, {field: value}) is None
+    typo = json.loads(json.dumps(value).replace('"host": "a"', '"host": "a", "wieght": 2'))
+    _refused(Containers, {field: typo}, f"{where}.wieght")
 
 
 def test_dicts_and_tuples_of_models_still_load() -> None:
