@@ -17,6 +17,8 @@ from typing import Annotated, Any, Literal, NamedTuple
 import pytest
 from pydantic import (
     AfterValidator,
+    AliasChoices,
+    AliasPath,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -27,10 +29,12 @@ from pydantic import (
     Tag,
     WrapValidator,
     field_validator,
+    with_config,
 )
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 from typing_extensions import TypeAliasType, TypedDict
 
+from mcp_providers.config.ignored import ignored_keys
 from mcp_providers.plugin import Plugin
 from mcp_providers.testing import compose
 
@@ -144,7 +148,9 @@ def test_a_validator_inside_a_type_alias_is_not_second_guessed(kind: str) -> Non
 @pytest.mark.skipif(sys.version_info < (3, 12), reason="the type statement needs Python 3.12")
 def test_a_validator_inside_a_type_statement_alias_is_not_second_guessed() -> None:
     space: dict[str, Any] = {"Annotated": Annotated, "Auth": Auth, "BeforeValidator": BeforeValidator, "_lower": _lower}
-    exec("type AuthIn = Annotated[Auth, BeforeValidator(_lower)]", space)  # noqa: S102 - syntax newer than 3.11
+    exec(
+        "type AuthIn = Annotated[Auth, BeforeValidator(_lower)]", space
+    )  # the type statement is newer syntax than 3.11 parses
     for model, table, _ in _alias_models(space["AuthIn"]):
         assert _reason(model, table) is None, (model.__name__, table)
 
@@ -256,7 +262,7 @@ class Shard(BaseModel):
     weight: int = 1
 
 
-class Env(str, Enum):
+class Env(str, Enum):  # noqa: UP042 - a str-valued enum as written before StrEnum
     prod = "prod"
     dev = "dev"
 
@@ -283,7 +289,9 @@ class ByTuple(BaseModel):
         (ByTuple, {"edge": [1, {"host": "a", "wieght": 5}]}, "edge.1.wieght"),
     ],
 )
-def test_a_typo_in_a_dict_or_tuple_of_models_is_refused(model: type[BaseModel], table: dict[str, Any], where: str) -> None:
+def test_a_typo_in_a_dict_or_tuple_of_models_is_refused(
+    model: type[BaseModel], table: dict[str, Any], where: str
+) -> None:
     _refused(model, table, where)
 
 
@@ -400,3 +408,67 @@ class OwnValidate(BaseModel):
 
 def test_a_model_with_its_own_model_validate_is_not_second_guessed() -> None:
     assert _reason(OwnValidate, {"AUTH": {"user": "x"}}) is None
+
+
+# -- what pydantic reads, not what the model names --
+
+
+@dataclasses.dataclass
+class Derived:
+    host: str
+    port: int = dataclasses.field(default=80, init=False)
+
+
+class WithDerived(BaseModel):
+    target: Derived
+
+
+def test_a_dataclass_field_outside_init_is_not_an_accepted_key() -> None:
+    """pydantic drops a key naming a dataclass field with ``init=False``: the port never applies."""
+    assert _reason(WithDerived, {"target": {"host": "h"}}) is None
+    reason = _refused(WithDerived, {"target": {"host": "h", "port": 81}}, "target.port")
+    assert "keys accepted here: host" in reason, reason
+
+
+@pydantic_dataclass(config=ConfigDict(extra="allow"))
+class OpenTarget:
+    host: str
+
+
+@with_config(ConfigDict(extra="ignore"))
+class OpenDict(TypedDict, total=False):
+    host: str
+
+
+class WithOwnConfig(BaseModel):
+    target: OpenTarget
+    typed: OpenDict = {}
+
+
+def test_a_nested_dataclass_or_typeddict_that_sets_extra_itself_takes_its_word() -> None:
+    assert _reason(WithOwnConfig, {"target": {"host": "h", "prot": 1}, "typed": {"hots": "h"}}) is None
+    _refused(WithOwnConfig, {"target": {"host": "h"}, "typd": {}}, "typd")
+
+
+class Pathed(BaseModel):
+    primary: Shard | None = Field(None, validation_alias=AliasPath("servers", 0))
+    backup: Shard | None = Field(None, validation_alias=AliasChoices("backup", AliasPath("servers", 1)))
+
+
+def test_a_field_read_through_an_alias_path_is_judged_where_the_path_leads() -> None:
+    assert _reason(Pathed, {"servers": [{"host": "a"}]}) is None
+    _refused(Pathed, {"servers": [{"host": "a", "wieght": 1}]}, "servers.0.wieght")
+    assert _reason(Pathed, {"servers": [{"host": "a"}, {"host": "b"}]}) is None
+    _refused(Pathed, {"servers": [{"host": "a"}, {"host": "b", "wieght": 1}]}, "servers.1.wieght")
+    _refused(Pathed, {"backup": {"host": "b", "wieght": 1}}, "backup.wieght")
+
+
+def test_a_schema_the_walk_does_not_know_refuses_nothing() -> None:
+    class Odd(BaseModel):
+        shard: Shard | None = None
+
+    broken = {"type": "model", "schema": {"type": "model-fields", "fieldz": {}}}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Odd, "__pydantic_core_schema__", broken)
+        assert ignored_keys(Odd, {"shard": {"host": "a"}, "odd": 1}) == []
+    assert ignored_keys(Odd, {"odd": 1}) == [(("odd",), ("shard",))]

@@ -61,12 +61,15 @@ def ignored_keys(model: type[BaseModel], given: Mapping[str, Any]) -> list[Findi
     :returns: ``(path to the key, the keys accepted there)`` pairs; empty where pydantic's reading
         of the table could be reshaped by code the walk cannot follow.
     """
-    if getattr(model.model_validate, "__func__", None) is not BaseModel.model_validate.__func__:
+    if any("model_validate" in vars(cls) for cls in model.__mro__[: model.__mro__.index(BaseModel)]):
         return []  # its own model_validate may reshape the table before the schema sees it
-    schema = model.__pydantic_core_schema__
+    schema: object = model.__pydantic_core_schema__
     if not isinstance(schema, Mapping):
         return []
-    return list(_Walk().node(schema, given, (), {}, 0))
+    try:
+        return list(_Walk().node(schema, given, (), {}, 0))
+    except (LookupError, TypeError, AttributeError, ValueError, RecursionError):
+        return []  # a schema shaped unlike any this walk knows: pydantic's reading stands
 
 
 class _Walk:
@@ -130,13 +133,16 @@ class _Walk:
         named = fields.items() if isinstance(fields, Mapping) else [(f["name"], f) for f in fields]
         by_name = bool(config.get("validate_by_name"))
         by_alias = config.get("validate_by_alias", True) is not False
-        read = [(_paths(name, field.get("validation_alias"), by_name, by_alias), field) for name, field in named]
+        # A dataclass field outside __init__ reads nothing from the table: its key is dropped too.
+        read = [
+            (_paths(name, field.get("validation_alias"), by_name, by_alias), field)
+            for name, field in named
+            if field.get("init") is not False
+        ]
         if "extra_fields_behavior" not in config and schema.get("extra_behavior") in (None, "ignore"):
             accepted = tuple(dict.fromkeys(p[0] for paths, _ in read for p in paths if isinstance(p[0], str)))
             yield from (((*loc, key), accepted) for key in given if key not in accepted)
         for paths, field in read:
-            if field.get("init") is False:
-                continue  # a dataclass field outside __init__ reads nothing from the table
             for path in paths:
                 found, item = _resolve(given, path)
                 if found:  # pydantic reads the first of a field's keys present
@@ -205,17 +211,19 @@ def _paths(name: str, alias: object, by_name: bool, by_alias: bool) -> list[Loc]
     name when it has no alias or validates by name too. A key pydantic ignores is not among them."""
     if alias is None:
         return [(name,)]
-    aliases = [(alias,)] if isinstance(alias, str) else [tuple(path) for path in alias if path]
+    aliases: list[Loc] = [(alias,)] if isinstance(alias, str) else []
+    if isinstance(alias, list) and alias:  # an AliasPath (keys and indexes), or AliasChoices (a list of them)
+        aliases = [tuple(p) for p in alias if p] if isinstance(alias[0], list) else [tuple(alias)]
     return [*(aliases if by_alias else []), *([(name,)] if by_name else [])]
 
 
 def _resolve(given: object, path: Loc) -> tuple[bool, object]:
     """``given`` followed down ``path`` (keys of tables, indexes of arrays), and whether it was there."""
     for step in path:
-        if isinstance(step, str) and isinstance(given, Mapping) and step in given:
-            given = given[step]
-        elif isinstance(step, int) and isinstance(given, list | tuple) and -len(given) <= step < len(given):
-            given = given[step]
+        in_table = isinstance(step, str) and isinstance(given, Mapping) and step in given
+        in_array = isinstance(step, int) and isinstance(given, list | tuple) and -len(given) <= step < len(given)
+        if in_table or in_array:
+            given = given[step]  # type: ignore[index]
         else:
             return False, None
     return True, given
@@ -225,8 +233,10 @@ def _item_schema(schema: Schema, i: int, n: int) -> Schema | None:
     """The schema item ``i`` of ``n`` is validated with: a tuple's by position (its variadic item
     covering the middle), any other array's one ``items_schema``."""
     if schema["type"] != "tuple":
-        return schema.get("items_schema")
-    items, variadic = schema.get("items_schema") or [], schema.get("variadic_item_index")
+        one: Schema | None = schema.get("items_schema")
+        return one
+    items: list[Schema] = schema.get("items_schema") or []
+    variadic = schema.get("variadic_item_index")
     if variadic is None:
         return items[i] if i < len(items) else None
     trailing = len(items) - variadic - 1
