@@ -354,6 +354,19 @@ def test_a_key_one_union_member_reads_is_not_refused_and_one_none_reads_is() -> 
     _refused(Either, {"server": {"url": "u"}, "endpoint": {"host": "h", "wieght": 2}}, "endpoint.wieght")
 
 
+class OneOrMany(BaseModel):
+    shards: Shard | list[Shard] | None = None
+    limit: int | dict[str, int] = 0
+
+
+def test_a_union_member_that_cannot_take_the_tables_shape_is_not_counted() -> None:
+    """``Model | list[Model]``: a table is never the list, an array never the model."""
+    assert _reason(OneOrMany, {"shards": {"host": "a"}, "limit": {"eu": 1}}) is None
+    assert _reason(OneOrMany, {"shards": [{"host": "a"}]}) is None
+    _refused(OneOrMany, {"shards": {"host": "a", "wieght": 1}}, "shards.wieght")
+    _refused(OneOrMany, {"shards": [{"host": "a", "wieght": 1}]}, "shards.0.wieght")
+
+
 class Tagged(BaseModel):
     server: Annotated[
         Annotated[Remote, Tag("remote")] | Annotated[Local, Tag("local")],

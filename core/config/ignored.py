@@ -39,12 +39,16 @@ _THROUGH = {
 }
 _ITEMS = {"list", "deque", "set", "frozenset", "generator"}
 _DICTS = {"dict", "frozendict", "ordered-dict", "counter"}
+_TABLES = {"model-fields", "dataclass", "dataclass-args", "typed-dict"}
 _SAME = {"is-instance", "is-subclass"}  # a chain's step that hands its input on as it came
-# Leaf kinds that cannot take a table or an array: a union member of one of these was not chosen.
+# Leaf kinds that take neither a table nor an array, and kinds that take one but not the other:
+# a union member of one of these was not the one pydantic chose for such input.
 _SCALARS = {
     "none", "bool", "int", "float", "decimal", "complex", "str", "bytes", "date", "time", "datetime",
     "timedelta", "literal", "enum", "url", "multi-host-url", "uuid",
 }  # fmt: skip
+_NOT_A_TABLE = _SCALARS | {"list", "tuple", "set", "frozenset", "deque"}
+_NOT_AN_ARRAY = _SCALARS | _DICTS | {"typed-dict", "dataclass"}
 # pydantic's own wrap validators for abstract containers (Sequence, defaultdict) that give the
 # items to the schema they wrap as they came; any other wrap validator may reshape them.
 _pydantic_validators = importlib.import_module("pydantic._internal._validators")
@@ -103,7 +107,7 @@ class _Walk:
             yield from self.node(schema["lax_schema"], given, loc, config, deeper)
         elif kind == "model" and not schema.get("custom_init"):  # an __init__ of its own may rename keys
             yield from self.node(schema["schema"], given, loc, schema.get("config") or {}, deeper)
-        elif kind in ("dataclass", "typed-dict") or kind == "model-fields" or kind == "dataclass-args":
+        elif kind in _TABLES:
             yield from self.table(schema, given, loc, config, deeper)
         elif kind in _ITEMS or kind == "tuple":
             yield from self.items(schema, given, loc, config, deeper)
@@ -172,14 +176,30 @@ class _Walk:
     def each_of(self, choices: list[Schema], given: object, loc: Loc, config: Schema, depth: int) -> Iterator[Finding]:
         """A union: which member pydantic chose is not known here, so a key is refused only when
         every member that could take ``given`` would drop it; the keys any of them reads are listed."""
-        if isinstance(given, Mapping | list | tuple):
-            choices = [c for c in choices if c.get("type") not in _SCALARS]
+        choices = [c for c in choices if self.may_take(c, given)]
         found = [{where: keys for where, keys in self.node(c, given, loc, config, depth)} for c in choices]
         if not found:
             return
         for where in found[0]:
             if all(where in each for each in found[1:]):
                 yield where, tuple(dict.fromkeys(k for each in found for k in each[where]))
+
+    def may_take(self, schema: Schema, given: object) -> bool:
+        """Whether ``schema`` (seen through wrappers that keep its input) could validate ``given``:
+        no table is an array, a string or a number, and no array a model or a table type."""
+        for _ in range(_DEPTH):
+            kind = schema.get("type")
+            if kind == "definition-ref" and schema["schema_ref"] in self.refs:
+                schema = self.refs[schema["schema_ref"]]
+            elif kind in ("default", "nullable", "function-after"):
+                schema = schema["schema"]
+            else:
+                break
+        if isinstance(given, Mapping):
+            return kind not in _NOT_A_TABLE
+        if isinstance(given, list | tuple):
+            return kind not in _NOT_AN_ARRAY and not (kind == "model" and not schema.get("root_model"))
+        return True
 
     def tagged(self, schema: Schema, given: object, loc: Loc, config: Schema, depth: int) -> Iterator[Finding]:
         """A discriminated union: the member its tag names when the tag is a key of the table, else
