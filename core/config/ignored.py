@@ -49,11 +49,21 @@ _SCALARS = {
 }  # fmt: skip
 _NOT_A_TABLE = _SCALARS | {"list", "tuple", "set", "frozenset", "deque"}
 _NOT_AN_ARRAY = _SCALARS | _DICTS | {"typed-dict", "dataclass"}
-# pydantic's own wrap validators for abstract containers (Sequence, defaultdict) that give the
-# items to the schema they wrap as they came; any other wrap validator may reshape them.
-_pydantic_validators = importlib.import_module("pydantic._internal._validators")
-_HANDING_ON = {getattr(_pydantic_validators, n, None) for n in ("sequence_validator", "defaultdict_validator")} - {None}
 _DEPTH = 200  # wrappers that consume no input (a ref to a ref ...) cannot loop the walk forever
+
+
+def _handing_on() -> set[object]:
+    """pydantic's own wrap validators for abstract containers (``Sequence``, ``defaultdict``) that
+    give the items to the schema they wrap as they came; any other wrap validator may reshape them.
+    A pydantic without this private module has none here: such containers then refuse nothing."""
+    try:
+        own = importlib.import_module("pydantic._internal._validators")
+    except ImportError:
+        return set()
+    return {getattr(own, name, None) for name in ("sequence_validator", "defaultdict_validator")} - {None}
+
+
+_HANDING_ON = _handing_on()
 
 
 def ignored_keys(model: type[BaseModel], given: Mapping[str, Any]) -> list[Finding]:
