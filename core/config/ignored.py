@@ -8,9 +8,9 @@ leaves the default is held to its fields, as if it forbade unknown keys.
 The table is judged against the core schema pydantic validated it with, not against how the model
 was written: the walk follows the table down the schema (models, dataclasses, TypedDicts, lists,
 tuples, dicts, unions, named aliases), and wherever it meets something that may reshape the table
-before a model reads it (a ``before``/``wrap``/``plain`` validator, an ``__init__`` or ``model_validate`` of the model's
-own, a schema kind it does not know) it refuses nothing below: a valid plugin refused is worse than
-a typo missed.
+before a model reads it (a ``before``/``wrap``/``plain`` validator, an ``__init__`` or
+``model_validate`` of the model's own, a schema kind it does not know) it refuses nothing below:
+a valid plugin refused is worse than a typo missed.
 """
 
 from __future__ import annotations
