@@ -60,6 +60,7 @@ OA_SB = "tests/openapi/test_openapi_single_byte_bodies.py::"
 READINGS = "tests/test_policy_readings.py::"
 LIFE = "tests/test_embedding_lifecycle.py::"
 THREADS = "tests/test_provider_threads.py::"
+SHAPES = "tests/test_settings_model_shapes.py::"
 
 PCB = "tests/test_plugin_code_bounded.py::"
 CC = "tests/test_check_composition.py::"
@@ -3061,9 +3062,109 @@ CASES += (  # a configured source's prefix overlap costs only that source (round
     Case(
         "settings: a field name pydantic ignores beside its alias is not an accepted key",
         "core/config/ignored.py",
-        "    return [*(aliases if by_alias else []), *([name] if by_name else [])]\n",
-        "    return [*(aliases if by_alias else []), name]\n",
+        "    return [*(aliases if by_alias else []), *([(name,)] if by_name else [])]\n",
+        "    return [*(aliases if by_alias else []), (name,)]\n",
         ("tests/test_settings_unknown_keys.py::test_a_field_name_pydantic_ignores_beside_its_alias_is_refused",),
+    ),
+    Case(
+        "settings: a model, dataclass or TypedDict that sets extra (or inherits it) is taken at its word",
+        "core/config/ignored.py",
+        '        if "extra_fields_behavior" not in config and schema.get("extra_behavior") in (None, "ignore"):\n',
+        "        if True:\n",
+        (
+            "tests/test_settings_unknown_keys.py::test_a_model_that_sets_extra_itself_is_respected",
+            SHAPES + "test_a_nested_dataclass_or_typeddict_that_sets_extra_itself_takes_its_word",
+            SHAPES + "test_a_nested_dataclass_or_typeddict_under_a_model_that_sets_extra_takes_its_word",
+        ),
+    ),
+    Case(
+        "settings: the walk stops at a before validator (it may rename the keys below)",
+        "core/config/ignored.py",
+        '    "function-after": "schema",\n',
+        '    "function-after": "schema",\n    "function-before": "schema",\n',
+        (
+            SHAPES + "test_a_field_validator_that_renames_nested_keys_is_not_second_guessed",
+            SHAPES + "test_a_validator_inside_a_type_alias_is_not_second_guessed",
+        ),
+    ),
+    Case(
+        "settings: the walk follows only pydantic's own wrap validators that hand items on",
+        "core/config/ignored.py",
+        "    return any(called is known for known in _HANDING_ON)\n",
+        "    return True\n",
+        (
+            SHAPES + "test_a_field_validator_that_renames_nested_keys_is_not_second_guessed",
+            SHAPES + "test_a_validator_inside_a_type_alias_is_not_second_guessed",
+        ),
+    ),
+    Case(
+        "settings: a Sequence's or defaultdict's items are judged through pydantic's own wrap validator",
+        "core/config/ignored.py",
+        '        elif kind == "function-wrap" and _hands_on(schema["function"]):\n',
+        "        elif False:\n",
+        (SHAPES + "test_a_typo_in_a_model_inside_an_abstract_or_special_container_is_refused",),
+    ),
+    Case(
+        "settings: a chain's instance check hands the table on to the step that reads it",
+        "core/config/ignored.py",
+        '            steps = [step for step in schema["steps"] if step.get("type") not in _SAME]\n',
+        '            steps = list(schema["steps"])\n',
+        (SHAPES + "test_a_typo_in_a_model_inside_an_abstract_or_special_container_is_refused",),
+    ),
+    Case(
+        "settings: a model with an __init__ of its own is not second-guessed",
+        "core/config/ignored.py",
+        '        elif kind == "model" and not schema.get("custom_init"):  # an __init__ of its own may rename keys\n',
+        '        elif kind == "model":\n',
+        (SHAPES + "test_a_model_with_its_own_init_is_not_second_guessed",),
+    ),
+    Case(
+        "settings: a model with a model_validate of its own is not second-guessed",
+        "core/config/ignored.py",
+        '    if any("model_validate" in vars(cls) for cls in model.__mro__[: model.__mro__.index(BaseModel)]):\n',
+        "    if False:\n",
+        (SHAPES + "test_a_model_with_its_own_model_validate_is_not_second_guessed",),
+    ),
+    Case(
+        "settings: a schema the walk cannot read refuses nothing",
+        "core/config/ignored.py",
+        "        return []  # a schema shaped unlike any this walk knows: pydantic's reading stands\n",
+        "        raise\n",
+        (SHAPES + "test_a_schema_the_walk_does_not_know_refuses_nothing",),
+    ),
+    Case(
+        "settings: in a union a key is refused only when every member that could take the table drops it",
+        "core/config/ignored.py",
+        "            if all(where in each for each in found[1:]):\n",
+        "            if True:\n",
+        (
+            SHAPES + "test_a_key_one_union_member_reads_is_not_refused_and_one_none_reads_is",
+            SHAPES + "test_an_after_validator_that_reorders_a_list_of_a_union_is_judged_on_the_input",
+        ),
+    ),
+    Case(
+        "settings: a union member that cannot take the table's shape is not counted",
+        "core/config/ignored.py",
+        "        choices = [c for c in choices if self.may_take(c, given)]\n",
+        "        choices = list(choices)\n",
+        (
+            SHAPES + "test_a_union_member_that_cannot_take_the_tables_shape_is_not_counted",
+            SHAPES + "test_a_key_one_union_member_reads_is_not_refused_and_one_none_reads_is",
+        ),
+    ),
+    Case(
+        "settings: a discriminated union judges the member its tag chose",
+        "core/config/ignored.py",
+        "            if isinstance(chosen, Mapping):\n",
+        "            if False:\n",
+        (SHAPES + "test_a_discriminated_union_judges_the_member_its_tag_chose",),
+    ),
+    Case(
+        "settings: a dataclass field outside __init__ is not an accepted key",
+        "core/config/ignored.py",
+        '            if field.get("init") is not False\n',
+        "            if True\n",
+        (SHAPES + "test_a_dataclass_field_outside_init_is_not_an_accepted_key",),
     ),
     Case(
         "shutdown: a stop does not wait out the start of a provider still starting",

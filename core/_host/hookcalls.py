@@ -143,7 +143,7 @@ def configure_plugin(pm: pluggy.PluginManager, record: PluginRecord, config: Con
     except ValidationError as exc:
         record.reject(f"invalid settings: {format_validation_error(exc, where, model, accepted=True)}")
         return
-    dropped = ignored_keys(record.settings, table or {})
+    dropped = ignored_keys(model, table or {})
     if dropped:  # a model left at pydantic's default extra dropped them: the operator's setting would never apply
         record.reject(f"invalid settings: {'; '.join(ignored_key_line(where, loc, keys) for loc, keys in dropped)}")
 
