@@ -3088,30 +3088,6 @@ CASES += (  # a configured source's prefix overlap costs only that source (round
         ),
     ),
     Case(
-        "settings: the walk follows only pydantic's own wrap validators that hand items on",
-        "core/config/ignored.py",
-        "    return any(called is known for known in _HANDING_ON)\n",
-        "    return True\n",
-        (
-            SHAPES + "test_a_field_validator_that_renames_nested_keys_is_not_second_guessed",
-            SHAPES + "test_a_validator_inside_a_type_alias_is_not_second_guessed",
-        ),
-    ),
-    Case(
-        "settings: a Sequence's or defaultdict's items are judged through pydantic's own wrap validator",
-        "core/config/ignored.py",
-        '        elif kind == "function-wrap" and _hands_on(schema["function"]):\n',
-        "        elif False:\n",
-        (SHAPES + "test_a_typo_in_a_model_inside_an_abstract_or_special_container_is_refused",),
-    ),
-    Case(
-        "settings: a chain's instance check hands the table on to the step that reads it",
-        "core/config/ignored.py",
-        '            steps = [step for step in schema["steps"] if step.get("type") not in _SAME]\n',
-        '            steps = list(schema["steps"])\n',
-        (SHAPES + "test_a_typo_in_a_model_inside_an_abstract_or_special_container_is_refused",),
-    ),
-    Case(
         "settings: a model with an __init__ of its own is not second-guessed",
         "core/config/ignored.py",
         '        elif kind == "model" and not schema.get("custom_init"):  # an __init__ of its own may rename keys\n',

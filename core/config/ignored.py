@@ -15,8 +15,6 @@ a valid plugin refused is worse than a typo missed.
 
 from __future__ import annotations
 
-import functools
-import importlib
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -40,7 +38,6 @@ _THROUGH = {
 _ITEMS = {"list", "deque", "set", "frozenset", "generator"}
 _DICTS = {"dict", "frozendict", "ordered-dict", "counter"}
 _TABLES = {"model-fields", "dataclass", "dataclass-args", "typed-dict"}
-_SAME = {"is-instance", "is-subclass"}  # a chain's step that hands its input on as it came
 # Leaf kinds that take neither a table nor an array, and kinds that take one but not the other:
 # a union member of one of these was not the one pydantic chose for such input.
 _SCALARS = {
@@ -50,20 +47,6 @@ _SCALARS = {
 _NOT_A_TABLE = _SCALARS | {"list", "tuple", "set", "frozenset", "deque"}
 _NOT_AN_ARRAY = _SCALARS | _DICTS | {"typed-dict", "dataclass"}
 _DEPTH = 200  # wrappers that consume no input (a ref to a ref ...) cannot loop the walk forever
-
-
-def _handing_on() -> set[object]:
-    """pydantic's own wrap validators for abstract containers (``Sequence``, ``defaultdict``) that
-    give the items to the schema they wrap as they came; any other wrap validator may reshape them.
-    A pydantic without this private module has none here: such containers then refuse nothing."""
-    try:
-        own = importlib.import_module("pydantic._internal._validators")
-    except ImportError:
-        return set()
-    return {getattr(own, name, None) for name in ("sequence_validator", "defaultdict_validator")} - {None}
-
-
-_HANDING_ON = _handing_on()
 
 
 def ignored_keys(model: type[BaseModel], given: Mapping[str, Any]) -> list[Finding]:
@@ -107,12 +90,8 @@ class _Walk:
                 yield from self.node(target, given, loc, config, deeper)
         elif kind in _THROUGH:
             yield from self.node(schema[_THROUGH[kind]], given, loc, config, deeper)
-        elif kind == "chain":  # the first step that is not a mere instance check reads the input
-            steps = [step for step in schema["steps"] if step.get("type") not in _SAME]
-            if steps:
-                yield from self.node(steps[0], given, loc, config, deeper)
-        elif kind == "function-wrap" and _hands_on(schema["function"]):
-            yield from self.node(schema["schema"], given, loc, config, deeper)
+        elif kind == "chain":  # its first step reads the input
+            yield from self.node(schema["steps"][0], given, loc, config, deeper)
         elif kind == "lax-or-strict":  # the two read a table's keys alike; strict only coerces less
             yield from self.node(schema["lax_schema"], given, loc, config, deeper)
         elif kind == "model" and not schema.get("custom_init"):  # an __init__ of its own may rename keys
@@ -225,14 +204,6 @@ class _Walk:
                 yield from self.node(chosen, given, loc, config, depth)
                 return
         yield from self.each_of([c for c in choices.values() if isinstance(c, Mapping)], given, loc, config, depth)
-
-
-def _hands_on(function: Mapping[str, Any]) -> bool:
-    """Whether a wrap validator's function is one of pydantic's own that pass items on unread."""
-    called = function.get("function")
-    if isinstance(called, functools.partial):
-        called = called.func
-    return any(called is known for known in _HANDING_ON)
 
 
 def _paths(name: str, alias: object, by_name: bool, by_alias: bool) -> list[Loc]:
