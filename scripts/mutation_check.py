@@ -3226,6 +3226,13 @@ CASES += (  # the in-memory read's cost, second pass (issue 43, round 15 helper 
         ),
     ),
     Case(
+        "content: the checks are skipped only for text with a str MIME type or none",
+        "core/providers/content.py",
+        "if type(text) is str and (mime_type is None or type(mime_type) is str) and self.as_of is None:",
+        "if type(text) is str:",
+        ("tests/test_read_answers.py::test_content_of_the_wrong_types_is_refused_where_the_provider_makes_it",),
+    ),
+    Case(
         "read: what a provider returns is checked to be Content (the check skipped only for Content itself)",
         "core/_serve/methods/resources.py",
         "content = produced if type(produced) is Content else _checked(route, uri, produced)",
