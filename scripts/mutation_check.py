@@ -1337,17 +1337,24 @@ CASES += (
     Case(
         "raise: the invoker contains a provider's BaseException",
         "core/_serve/steps/invoker.py",
-        "        call = contain_async(call, work.provider)",
-        "        pass",
-        (IN_MEMORY + "[read-custom]", IN_MEMORY + "[tool call-custom]"),
+        "pending = self._coalescer.run(share, functools.partial(contained, call, work.provider))",
+        "pending = self._coalescer.run(share, call)",
+        (IN_MEMORY + "[read-custom]",),
+    ),
+    Case(
+        "raise: the invoker contains a provider's BaseException (no shared read: tools, prompts)",
+        "core/_serve/steps/invoker.py",
+        "pending = contained(call, work.provider)",
+        "pending = call()",
+        (IN_MEMORY + "[tool call-custom]",),
     ),
     Case(
         "raise: a BaseException in provider code becomes Escaped",
         CONTAIN,
-        "            if not escapes(exc):\n"
-        "                raise  # this request's cancellation, or close() of this coroutine\n"
-        "            raise Escaped(exc) from exc",
-        "            raise",
+        "        if not escapes(exc):\n"
+        "            raise  # this request's cancellation, or close() of this coroutine\n"
+        "        raise Escaped(exc) from exc",
+        "        raise",
         (IN_MEMORY + "[prompt-custom]", IN_MEMORY + "[completion-custom]"),
     ),
     Case(
@@ -1771,8 +1778,8 @@ CASES += (
     Case(
         "contain: tasks a read starts belong to its provider",
         "core/_serve/steps/invoker.py",
-        "call = contain_async(call, work.provider)",
-        "call = contain_async(call)",
+        "functools.partial(contained, call, work.provider)",
+        "functools.partial(contained, call)",
         ("tests/test_base_exceptions.py::test_a_task_a_read_started_that_exits_is_contained",),
     ),
     Case(
@@ -1954,8 +1961,8 @@ CASES += (  # live composition (issue 26) and extensions (issue 27)
     Case(
         "reload: a request keeps its generation running until it ends",
         "core/_serve/binding.py",
-        "    with generation.serving():\n",
-        "    with contextlib.nullcontext():\n",
+        "    with generation:  # counts the request on its generation",
+        "    with contextlib.nullcontext():  # counts the request on its generation",
         (RELOAD + "test_a_read_in_flight_finishes_on_the_old_provider_whose_lifespan_then_ends",),
     ),
     Case(
@@ -2066,8 +2073,8 @@ CASES += (  # live composition (issue 26) and extensions (issue 27)
     Case(
         "tasks: the body's rate is not counted twice",
         "core/_serve/pipeline.py",
-        "if task is None and self.limiter.enabled:  # a task's body",
-        "if self.limiter.enabled:  # a task's body",
+        "if task is None and self._limited:  # a task's body",
+        "if self._limited:  # a task's body",
         (TASKS + "test_the_body_is_not_counted_twice_by_the_rate_limit",),
     ),
     Case(
@@ -2089,8 +2096,8 @@ CASES += (  # live composition (issue 26) and extensions (issue 27)
     Case(
         "limits: the pipeline counts each request against its caller's budget (skipped only with no limits)",
         "core/_serve/pipeline.py",
-        "if task is None and self.limiter.enabled:",
-        "if task is None and not self.limiter.enabled:",
+        "if task is None and self._limited:",
+        "if task is None and not self._limited:",
         (
             "tests/test_rate_limits.py::test_the_pipeline_refuses_over_budget_and_audits_it_while_other_classes_are_served",
         ),
@@ -3359,6 +3366,48 @@ CASES += (  # a configured source's prefix overlap costs only that source (round
         "    if not isinstance(mcp, MCPServer):\n",
         "    if False:\n",
         (LIFE + "test_wrong_types_are_named_with_what_is_needed",),
+    ),
+)
+
+CASES += (  # the in-memory read's cost, second pass (issue 43, round 15 helper R): guards on the cut path
+    Case(
+        "log files (scoped): a guarded call starts the count unless everything is patched",
+        "core/_sideeffects/levels.py",
+        "    if not _installed:  # process-wide, the count is never read",
+        "    if False:  # process-wide, the count is never read",
+        (HOSTS_KEPT + "[scoped]",),
+    ),
+    Case(
+        "log files (scoped): a guarded call ends the count unless everything is patched",
+        "core/_sideeffects/levels.py",
+        "        if not _installed:  # as in enter_scope",
+        "        if False:  # as in enter_scope",
+        (HOSTS_KEPT + "[scoped]",),
+    ),
+    Case(
+        "coalesce: a leader's read that used upstream credentials names them (skipped only when it used none)",
+        "core/_serve/state/coalesce.py",
+        "                if mine.upstreams:\n",
+        "                if False:\n",
+        (
+            "tests/test_credentials_served.py::test_every_kind_of_request_carries_the_upstream_identity_and_never_the_token",
+        ),
+    ),
+    Case(
+        "content: the checks are skipped only for text with a str MIME type or none",
+        "core/providers/content.py",
+        "if type(text) is str and (mime_type is None or type(mime_type) is str) and self.as_of is None:",
+        "if type(text) is str:",
+        ("tests/test_read_answers.py::test_content_of_the_wrong_types_is_refused_where_the_provider_makes_it",),
+    ),
+    Case(
+        "read: what a provider returns is checked to be Content (the check skipped only for Content itself)",
+        "core/_serve/methods/resources.py",
+        "content = produced if type(produced) is Content else _checked(route, uri, produced)",
+        "content = produced",
+        (
+            "tests/authoring/test_author_mistakes.py::test_returning_str_or_dict_from_a_class_read_is_refused_naming_the_provider",
+        ),
     ),
 )
 

@@ -18,6 +18,7 @@ anything else sees them. Callbacks plugin code schedules with ``loop.call_soon``
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import sys
 from collections.abc import Awaitable, Callable, Coroutine, Iterator
@@ -70,25 +71,28 @@ def escapes(exc: BaseException) -> bool:
 def contain_async(call: Callable[[], Awaitable[T]], owner: str | None = None) -> Callable[[], Awaitable[T]]:
     """``call`` whose awaitable turns a ``BaseException`` into :class:`Escaped` inside the same
     coroutine, before any task boundary sees it (asyncio re-raises ``SystemExit`` and
-    ``KeyboardInterrupt`` out of the event loop). This task's cancellation passes, and so does the
-    ``GeneratorExit`` of closing the coroutine (it arrives with no deeper frame). With ``owner`` (a
-    provider's name), the tasks ``call`` starts are contained as that provider's."""
+    ``KeyboardInterrupt`` out of the event loop): :func:`contained` bound to ``call`` and ``owner``."""
+    return functools.partial(contained, call, owner)
 
-    async def contained() -> T:
-        token = _owner.set(owner) if owner is not None else None
-        try:
-            return await call()
-        except Exception:
-            raise
-        except BaseException as exc:
-            if not escapes(exc):
-                raise  # this request's cancellation, or close() of this coroutine
-            raise Escaped(exc) from exc
-        finally:
-            if token is not None:
-                _owner.reset(token)
 
-    return contained
+async def contained(call: Callable[[], Awaitable[T]], owner: str | None = None) -> T:
+    """The value of ``call()``, a ``BaseException`` it raises turned into :class:`Escaped` in this
+    coroutine (:func:`contain_async`; the invoker calls it directly, one frame per read). This
+    task's cancellation passes, and so does the ``GeneratorExit`` of closing the coroutine (it
+    arrives with no deeper frame). With ``owner`` (a provider's name), the tasks ``call`` starts are
+    contained as that provider's."""
+    token = _owner.set(owner) if owner is not None else None
+    try:
+        return await call()
+    except Exception:
+        raise
+    except BaseException as exc:
+        if not escapes(exc):
+            raise  # this request's cancellation, or close() of this coroutine
+        raise Escaped(exc) from exc
+    finally:
+        if token is not None:
+            _owner.reset(token)
 
 
 @contextmanager
@@ -104,7 +108,7 @@ def plugin_code(owner: str) -> Iterator[None]:
 
 async def _owned(coro: Coroutine[Any, Any, T], owner: str) -> T:
     try:
-        return await contain_async(lambda: coro)()
+        return await contained(lambda: coro)
     except Escaped as exc:
         name = type(exc.original).__name__
         log.error("a task provider %r started raised %s; contained, the server goes on", owner, name, exc_info=exc)

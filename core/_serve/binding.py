@@ -196,7 +196,7 @@ async def _dispatch(
         raise MCPError(types.METHOD_NOT_FOUND, "Method not found", data=name)
     if name == LISTEN:  # open for as long as the client listens; it keeps no generation running
         return await pipeline.run(method, ctx, params, generation.authorizer)
-    with generation.serving():
+    with generation:  # counts the request on its generation (Generation.serving), one call fewer
         return await pipeline.run(method, ctx, params, generation.authorizer, task)
 
 

@@ -31,7 +31,7 @@ from mcp_providers._serve.state.tasks import RunningTask
 from mcp_providers._serve.steps import tracing, wire
 from mcp_providers._serve.steps.audit import AuditLog
 from mcp_providers._serve.steps.custody import upstream_fields
-from mcp_providers._serve.steps.exchange import Ctx, Exchange, Method, principal_of
+from mcp_providers._serve.steps.exchange import Ctx, Exchange, Method, principal_of, version_of
 from mcp_providers._serve.steps.gate import Authorizer, Gate
 from mcp_providers._serve.steps.ratelimit import RateLimiter
 from mcp_providers.credentials import CredentialBroker, CredentialScope, current_scope
@@ -106,6 +106,7 @@ class Pipeline:
         self.audit = audit
         self.limiter = limiter or RateLimiter(None)
         """``[server.limits]`` (:mod:`~mcp_providers._serve.steps.ratelimit`); none: nothing limited."""
+        self._limited = self.limiter.enabled  # its settings are fixed when it is made: decided once
         self.credentials = credentials or CredentialBroker()
         """The runtime's broker of upstream credentials, reached by ``request.credential(upstream)``."""
         self.tracer = tracer
@@ -134,11 +135,12 @@ class Pipeline:
         mark = _through_pipeline.get()
         if mark is not None:
             mark[0] = True  # this request's audit line is written here, not by the middleware
-        exchange = Exchange(method.name, method.actor, Gate(authorizer, principal_of(ctx)), ctx, task=task)
+        principal = principal_of(ctx)
+        exchange = Exchange(method.name, method.actor, Gate(authorizer, principal), ctx, principal, task=task)
         token = current_gate.set(exchange.gate)
         scope = current_scope.set(CredentialScope(self.credentials, exchange.upstreams))
         try:
-            if task is None and self.limiter.enabled:  # a task's body was counted as the call that started it
+            if task is None and self._limited:  # a task's body was counted as the call that started it
                 await self.limiter.admit(exchange.principal, method.name)  # per subject, before the gate
             target = method.route(exchange, params)
             if self.tracer is None:  # traces off: the stages without their (no-op) span managers
@@ -149,7 +151,7 @@ class Pipeline:
                 result = method.evidence(exchange, target, produced)
             else:
                 result = await _traced_stages(self.tracer, method, exchange, target)
-            return wire.shape(result, exchange.version)
+            return wire.shape(result, version_of(ctx))
         except BaseException as exc:
             if not exchange.target:  # refused before routing (rate limited, say): name what was asked
                 exchange.target = _requested(params)

@@ -71,7 +71,8 @@ class Generation:
 
     def serving(self) -> Generation:
         """``with generation.serving():`` counts one request running on this generation while
-        inside (the generation is its own context manager: no generator per request)."""
+        inside. The generation is its own context manager (no generator per request): the
+        per-request path writes ``with generation:``, one call fewer."""
         return self
 
     def __enter__(self) -> None:

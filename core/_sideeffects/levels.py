@@ -31,7 +31,6 @@ from contextvars import Token
 from typing import Any
 
 from mcp_providers._sideeffects import lowlevel
-from mcp_providers._sideeffects import scope as _scope
 from mcp_providers._sideeffects.clients import patch_aiohttp, patch_http_client, patch_httpcore
 from mcp_providers._sideeffects.files import audit_hook, guarded_os_open, patch_unaudited
 from mcp_providers._sideeffects.imports import patch_on_import
@@ -107,16 +106,19 @@ def enter_scope(provider: str, plugin: str, target: str, kind: Kind, mode: Mode)
     if not _hooked:
         install_scoped()
     scope = Scope(provider, plugin, target, kind, mode)
-    call_began()  # before the provider's code runs: the host's log handlers made since are recorded
+    if not _installed:  # process-wide, the count is never read (logfiles.call_began): not called
+        call_began()  # before the provider's code runs: the host's log handlers made since are recorded
     return scope, scope_var.set(scope)
 
 
 def exit_scope(scope: Scope, token: Token[Scope | None]) -> None:
     """Leave the scope :func:`enter_scope` entered (and delete its scratch directory, if made)."""
     try:
-        _scope.exit_scope(scope, token)
+        scope_var.reset(token)
+        scope.close()
     finally:
-        call_ended()
+        if not _installed:  # as in enter_scope (a call begun before install leaves the unread count)
+            call_ended()
 
 
 @contextlib.contextmanager

@@ -89,8 +89,11 @@ class Content:
     def __post_init__(self) -> None:
         """:raises ValueError: neither or both of ``text`` and ``blob``.
         :raises TypeError: a field of the wrong type (each goes on the wire as it is)."""
-        if (self.text is None) == (self.blob is None):
+        text, mime_type = self.text, self.mime_type
+        if (text is None) == (self.blob is None):
             raise ValueError("Content takes exactly one of text= and blob=")
+        if type(text) is str and (mime_type is None or type(mime_type) is str) and self.as_of is None:
+            return  # the usual content, every field of its exact type: the loop below would pass it
         for name, value, kinds, expected in (
             ("text", self.text, str, "a str"),
             ("blob", self.blob, bytes | bytearray, "bytes"),

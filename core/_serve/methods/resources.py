@@ -140,7 +140,10 @@ class ReadResource:
         self._authenticated = self._settings.auth is not None
         self._invoker = invoker
         self._shared_by_id: dict[int, _Shared] = {}
-        """Per declaration (by identity): what every read of it shares; see :meth:`_shared`."""
+        """Per declaration (by identity): what every read of it shares; see :meth:`_shared`. Keyed by
+        ``object.__hash__``, the identity as ``id()`` gives it (one-to-one for live objects), because
+        ``id()`` raises a PEP 578 audit event and each costs a Python call of every audit hook in the
+        process, the side-effect scope's included (two per read)."""
 
     def route(self, exchange: Exchange, params: types.ReadResourceRequestParams) -> _Target:
         exchange.target = params.uri
@@ -155,7 +158,11 @@ class ReadResource:
                 "Its other plugins serve as usual; the operator's `mcp-providers plugins` says why.",
                 data={"uri": params.uri},
             ) from None
-        return route, params.uri, _max_age(params), self._shared(route)
+        declaration = route.declaration
+        shared = self._shared_by_id.get(object.__hash__(declaration))
+        if shared is None or shared.declaration is not declaration:
+            shared = self._shared(route)
+        return route, params.uri, _max_age(params) if params.meta else None, shared
 
     def authorize(self, exchange: Exchange, target: _Target) -> None:
         route, uri, _, _ = target
@@ -179,7 +186,7 @@ class ReadResource:
         if work is None or work.target != uri:  # messages name the URI as sent
             work = Work(route.plugin, route.provider.name, f"reading {uri}", uri)
         key = (shared.sharer, uri, exchange.principal.share_key) if self._settings.coalesce_reads else None
-        read = lambda: route.provider.read(request)  # noqa: E731
+        read = functools.partial(route.provider.read, request)  # no frame of its own, as a lambda would be
         if not exchange.gate.authorizer.active:
             return await self._invoker.run(work, read, share=key, custody=exchange.custody)
         with provider_asks(exchange.gate, self._catalog):  # a listing asks about its members as reads do
@@ -187,7 +194,7 @@ class ReadResource:
 
     def evidence(self, exchange: Exchange, target: _Target, produced: object) -> dict[str, Any]:
         route, uri, demanded, shared = target
-        content = _checked(route, uri, produced)
+        content = produced if type(produced) is Content else _checked(route, uri, produced)
         declaration = route.declaration
         if demanded is not None:
             refuse_if_stale(uri, declaration.freshness, demanded, content.as_of, after_read=True)
@@ -230,7 +237,7 @@ class ReadResource:
 
     def _shared(self, route: Route) -> _Shared:
         declaration = route.declaration
-        shared = self._shared_by_id.get(id(declaration))
+        shared = self._shared_by_id.get(object.__hash__(declaration))
         if shared is None or shared.declaration is not declaration:
             distribution, version = self._assembly.origins.get(route.plugin, (None, None))
             template = declaration.uri_template if isinstance(declaration, ResourceTemplate) else None
@@ -245,7 +252,7 @@ class ReadResource:
                 cache_scope = "private"  # what it lists depends on who asks: no shared cache may keep it
             sharer = f"{route.provider.name}@{_settings_digest(self._assembly, route.plugin)}"
             shared = _Shared(declaration, parts, ttl_ms, cache_scope, work, sharer)
-            self._shared_by_id[id(declaration)] = shared
+            self._shared_by_id[object.__hash__(declaration)] = shared
         return shared
 
     def _receipt(
@@ -294,7 +301,7 @@ def content_digest(content: Content, data: bytes) -> str:
     source: object = content.text if content.text is not None else content.blob
     if len(data) > _DIGEST_CACHED_UP_TO:
         return digest(data)
-    key = id(source)
+    key = object.__hash__(source)  # the identity, as id() is, without id()'s audit event (_shared_by_id)
     hit = _DIGESTS.get(key)
     if hit is not None and hit[0] is source:
         return hit[1]

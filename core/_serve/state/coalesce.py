@@ -89,7 +89,8 @@ class Coalescer(Generic[T]):
         finally:
             if token is not None:
                 current_scope.reset(token)
-                _record(mine.upstreams)  # this request's own scope gets them too
+                if mine.upstreams:
+                    _record(mine.upstreams)  # this request's own scope gets them too
             del self._flights[key]
             if mine.done is not None:
                 mine.done.set()

@@ -68,6 +68,9 @@ class Exchange:
     actor: Actor
     gate: Gate
     ctx: Ctx
+    principal: Principal
+    """Who is asking: the gate's principal (one per request), kept here as a field, not a property:
+    a read asks for it four times."""
     target: str = ""
     """What the request is about (URI, tool, prompt, template; ``*`` for lists)."""
     decision: str = "allowed"
@@ -82,11 +85,6 @@ class Exchange:
     task: RunningTask | None = None
     """The task whose body this request is (``None``: a client's own request): not rate-counted
     again, not made a task again, its tool asks through the task (:mod:`.methods.tasks`)."""
-
-    @property
-    def principal(self) -> Principal:
-        """Who is asking (the gate's principal: one per request)."""
-        return self.gate.principal
 
     @property
     def subject(self) -> str:

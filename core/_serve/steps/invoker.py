@@ -21,17 +21,18 @@ Errors a provider raises on purpose (:class:`~mcp_providers.errors.RequestError`
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from mcp_providers._host.contain import contain_async
+from mcp_providers._host.contain import contained
 from mcp_providers._serve.state.coalesce import Coalescer
 from mcp_providers._serve.steps.deadline import deadline_after, within
 from mcp_providers._serve.steps.health import UpstreamHealth, failure_of
 from mcp_providers._sideeffects import Kind, Mode, Scope, enter_scope, exit_scope
-from mcp_providers._threads import DEFAULT_BOUND, ProviderThreads, leave_seat, take_seat
+from mcp_providers._threads import DEFAULT_BOUND, ProviderThreads, Seat, leave_seat, take_seat
 from mcp_providers.errors import ProviderFailed, ReadTimeout, RequestError, ToolFailure, UpstreamError
 
 log = logging.getLogger("mcp_providers.server")
@@ -113,18 +114,28 @@ class Invoker:
                 f"provider {work.provider!r} failed to start, so it cannot serve {work.what}; "
                 "the server log has the details"
             )
+        seconds = self._timeout if work.timeout is None else work.timeout
+        deadline = deadline_after(seconds)  # counted from here, before the call starts
         scope: Scope | None = None
-        call = contain_async(call, work.provider)  # a provider's SystemExit must not reach the event loop
+        # The guards are entered here, in this one frame, and left in its `finally` (not through
+        # context managers or a frame per guard): the side-effect scope, the thread seat, the
+        # deadline (within), the containment (contained: inside the coalescer, so a contained
+        # BaseException is the outcome identical reads share).
+        seat, seat_token = take_seat(self.threads, work.plugin)
         try:
-            if work.scoped:  # entered and left here, not through two generator context managers
+            if work.scoped:
                 scope, token = enter_scope(
                     work.provider, work.plugin, work.target, work.kind, self._modes.get(work.plugin, "enforce")
                 )
             if share is not None and self._coalescer is not None:
-                coalescer = self._coalescer
-                result: T = await self._deadline(work, lambda: coalescer.run(share, call))
+                pending = self._coalescer.run(share, functools.partial(contained, call, work.provider))
             else:
-                result = await self._deadline(work, call)
+                pending = contained(call, work.provider)  # a provider's SystemExit must not reach the event loop
+            result: T = await within(pending, deadline)
+        except TimeoutError:  # the deadline, or a provider's own timeout: both read as the deadline
+            timeout = self._timed_out(work, seat, seconds)
+            self.health.ended(work.plugin, work.provider, failure_of(timeout))
+            raise timeout from None
         except (RequestError, ToolFailure) as exc:
             self.health.ended(work.plugin, work.provider, failure_of(exc))
             raise
@@ -139,6 +150,7 @@ class Invoker:
                 data={"target": work.target},
             ) from None
         finally:
+            leave_seat(seat_token)
             if scope is not None:
                 exit_scope(scope, token)
                 if custody is not None and (scope.exemptions or scope.violations):
@@ -146,20 +158,12 @@ class Invoker:
         self.health.ended(work.plugin, work.provider, None)
         return result
 
-    async def _deadline(self, work: Work, call: Callable[[], Awaitable[T]]) -> T:
-        seconds = self._timeout if work.timeout is None else work.timeout
-        deadline = deadline_after(seconds)  # counted from here, before the call starts
-        seat, token = take_seat(self.threads, work.plugin)  # not a generator context manager per call
-        try:
-            return await within(call(), deadline)
-        except TimeoutError:
-            pass  # the deadline, or a provider's own timeout: both read as the deadline
-        finally:
-            leave_seat(token)
+    def _timed_out(self, work: Work, seat: Seat, seconds: float) -> ReadTimeout:
+        """The error for a call whose deadline passed (``seconds`` after it began)."""
         if seat.starved is not None:  # it waited for a thread all along: say so, not "did not finish"
-            raise ReadTimeout(seat.starved, data={**seat.data, "target": work.target})
+            return ReadTimeout(seat.starved, data={**seat.data, "target": work.target})
         limit = "server.read_timeout" if work.timeout is None else "a task's time, [server.tasks] ttl_seconds"
-        raise ReadTimeout(
+        return ReadTimeout(
             f"provider {work.provider!r} did not finish {work.what} within {seconds:g} s "
             f"({limit}); try again later or ask the operator to raise the deadline"
         )
