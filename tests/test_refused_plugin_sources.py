@@ -121,3 +121,14 @@ def test_a_source_left_in_is_then_judged_like_any_other() -> None:
     lines = [str(p) for p in composed.assembly.left_out]
     assert len(lines) == 2 and all("both are configured sources" in line for line in lines), lines
     assert not any("plugin x" in line for line in lines), lines
+
+
+def test_two_plugins_own_tool_behind_a_listed_one_are_still_both_refused() -> None:
+    """The listed tool came first and is left out; it never stands in for the two own tools behind
+    it, which are judged against each other (never both served under one name)."""
+    plugins = {"src": Mixed(Tools("src-tools", listed=True)), "x": Mixed(Tools("x-tools")), "y": Mixed(Tools("y-tools"))}
+    composed = compose(plugins, strict=False)
+    assert {r.name: r.status for r in composed.records} == {"src": "loaded", "x": "rejected", "y": "rejected"}
+    [problem] = composed.assembly.problems
+    assert (problem.rule, problem.plugins, problem.value) == ("duplicate-tool", ("x", "y"), "same_tool")
+    assert {e.provider.name for e in composed.catalog.tools} == {"src-tools"}

@@ -197,7 +197,8 @@ def assemble(
     before = {r.name: r for r in previous.records} if previous is not None else None
     pm, records = discover(config, load_entrypoints=load_entrypoints, plugins=plugins, previous=before)
     declared, problems = declare(records)
-    checked, left_out, declared = check(declared)
+    failed = {name for p in problems if p.rule not in TOOL_RULES for name in p.plugins}  # refused already
+    checked, left_out, declared = check(declared, failed)
     problems += checked
     bad = {name for p in problems if p.rule not in TOOL_RULES for name in p.plugins}  # TOOL_RULES: that tool alone
     for record in records:

@@ -1,0 +1,108 @@
+"""Two configured entries of one name cost only themselves (tester nineteen, finding 5): two
+``[[plugins.openapi.services]]``, two ``[[plugins.upstream.servers]]`` or two
+``[[plugins.servicenow.instances]]`` named alike are both left out, with one ``left-out`` line
+naming the entries and what to rename; the plugin's other entries and every other plugin serve.
+Before, the plugin's settings were refused, and with them every entry.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import mcp_providers.plugins.openapi as openapi_plugin
+from mcp_providers._cli.report import warnings
+from mcp_providers._serve.transport.status import facts
+from mcp_providers.plugins import servicenow, upstream
+from mcp_providers.plugins.openapi.settings import OpenAPISettings
+from mcp_providers.plugins.servicenow.settings import ServiceNowSettings
+from mcp_providers.plugins.upstream.settings import UpstreamSettings
+from mcp_providers.testing import compose
+
+TINY = str(Path(__file__).with_name("tiny_stdio_upstream.py"))
+SPEC = {
+    "openapi": "3.0.3",
+    "info": {"title": "p", "version": "1"},
+    "servers": [{"url": "http://127.0.0.1:9/v1"}],
+    "paths": {"/pets": {"get": {"operationId": "listPets", "responses": {"200": {"description": "ok"}}}}},
+}
+SN = {"url": "https://dev12345.service-now.com", "auth": {"type": "basic", "username": "u", "password_env": "SN_PW"}}
+
+
+def _one_line(composed: Any, plugin: str, name: str, table: str, entries: str) -> str:
+    """The one ``left-out`` line, checked as ``check`` prints it and ``/status`` lists it."""
+    assert {r.name: r.status for r in composed.records} == {plugin: "loaded"}
+    assert not composed.failures, composed.failures
+    [line] = composed.assembly.left_out
+    said = str(line)
+    assert (line.plugins, line.rule, line.value) == ((plugin,), "left-out", name)
+    assert f"duplicate-name: [plugins.{plugin}] {table} entries {entries} are all named {name!r}" in said
+    assert "neither is served" in said or "none is served" in said
+    assert f"fix: give each its own name in [plugins.{plugin}] {table} (entries {entries}), or remove" in said
+    assert f"warning: {said}" in warnings(composed)[1]
+    assert said in facts(composed, None, None)["left_out"]
+    return said
+
+
+def test_two_openapi_services_of_one_name_leave_out_only_those(tmp_path: Path) -> None:
+    document = tmp_path / "spec.json"
+    document.write_text(json.dumps(SPEC))
+    services = [
+        {"name": "pets", "document": str(document)},
+        {"name": "good", "document": str(document)},
+        {"name": "pets", "document": str(document), "prefix": "pets2://"},
+    ]
+    composed = compose({"openapi": openapi_plugin}, {"openapi": {"services": services}}, strict=False)
+    _one_line(composed, "openapi", "pets", "services", "1 and 3")
+    served = {d.provider.name for d in composed.assembly.declared}
+    assert served == {"openapi-good", "openapi-good-tools"}
+    assert {e.declaration.uri for e in composed.catalog.resources} == {"openapi://good/pets"}
+
+
+def test_two_upstream_servers_of_one_name_leave_out_only_those() -> None:
+    def server(name: str, say: str) -> dict[str, Any]:
+        return {"name": name, "command": sys.executable, "args": [TINY, say], "prefixes": [f"{say}://"]}
+
+    servers = [server("a", "one"), server("a", "two"), server("good", "good"), server("a", "three")]
+    composed = compose({"upstream": upstream}, {"upstream": {"servers": servers}}, strict=False)
+    _one_line(composed, "upstream", "a", "servers", "1, 2 and 4")
+    served = {d.provider.name for d in composed.assembly.declared}
+    assert served == {"upstream-good", "upstream-good-tools", "upstream-good-prompts"}
+
+
+def test_two_servicenow_instances_of_one_name_leave_out_only_those() -> None:
+    instances = [{"name": "dev", **SN}, {"name": "prod", **SN}, {"name": "dev", **SN}]
+    composed = compose({"servicenow": servicenow}, {"servicenow": {"instances": instances}}, strict=False)
+    _one_line(composed, "servicenow", "dev", "instances", "1 and 3")
+    [record] = composed.records
+    assert record.settings.names == ["prod"]
+
+
+@pytest.mark.parametrize(
+    ("model", "plugin", "table", "entry"),
+    [
+        (OpenAPISettings, "openapi", "services", {"document": "spec.json"}),
+        (UpstreamSettings, "upstream", "servers", {"command": "x", "prefixes": ["x://"]}),
+        (ServiceNowSettings, "servicenow", "instances", SN),
+    ],
+    ids=["openapi", "upstream", "servicenow"],
+)
+def test_settings_keep_each_name_once_and_say_which_entries_went(
+    model: Any, plugin: str, table: str, entry: dict[str, Any]
+) -> None:
+    names = ["a", "b", "a", "c", "b", "a"]
+    settings = model.model_validate({table: [{**entry, "name": n} for n in names]})
+    assert [e.name for e in getattr(settings, table)] == ["c"]
+    said = [(item.value, item.message) for item in settings.left_out]
+    assert said == [
+        ("a", f"duplicate-name: [plugins.{plugin}] {table} entries 1, 3 and 6 are all named 'a'; the server never picks a "
+         "winner: none is served"),
+        ("b", f"duplicate-name: [plugins.{plugin}] {table} entries 2 and 5 are all named 'b'; the server never picks a "
+         "winner: neither is served"),
+    ]  # fmt: skip
+    distinct = model.model_validate({table: [{**entry, "name": n} for n in ("a", "b")]})
+    assert [e.name for e in getattr(distinct, table)] == ["a", "b"] and not distinct.left_out
