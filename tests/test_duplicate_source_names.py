@@ -40,7 +40,8 @@ def _one_line(composed: Any, plugin: str, name: str, table: str, entries: str) -
     [line] = composed.assembly.left_out
     said = str(line)
     assert (line.plugins, line.rule, line.value) == ((plugin,), "left-out", name)
-    assert f"duplicate-name: [plugins.{plugin}] {table} entries {entries} are all named {name!r}" in said
+    both = "both" if " and " in entries and "," not in entries else "all"
+    assert f"duplicate-name: [plugins.{plugin}] {table} entries {entries} are {both} named {name!r}" in said
     assert "neither is served" in said or "none is served" in said
     assert f"fix: give each its own name in [plugins.{plugin}] {table} (entries {entries}), or remove" in said
     assert f"warning: {said}" in warnings(composed)[1]
@@ -98,11 +99,10 @@ def test_settings_keep_each_name_once_and_say_which_entries_went(
     settings = model.model_validate({table: [{**entry, "name": n} for n in names]})
     assert [e.name for e in getattr(settings, table)] == ["c"]
     said = [(item.value, item.message) for item in settings.left_out]
+    lead, never = f"duplicate-name: [plugins.{plugin}] {table} entries", "the server never picks a winner"
     assert said == [
-        ("a", f"duplicate-name: [plugins.{plugin}] {table} entries 1, 3 and 6 are all named 'a'; the server never picks a "
-         "winner: none is served"),
-        ("b", f"duplicate-name: [plugins.{plugin}] {table} entries 2 and 5 are all named 'b'; the server never picks a "
-         "winner: neither is served"),
-    ]  # fmt: skip
+        ("a", f"{lead} 1, 3 and 6 are all named 'a'; {never}: none is served"),
+        ("b", f"{lead} 2 and 5 are both named 'b'; {never}: neither is served"),
+    ]
     distinct = model.model_validate({table: [{**entry, "name": n} for n in ("a", "b")]})
     assert [e.name for e in getattr(distinct, table)] == ["a", "b"] and not distinct.left_out

@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 from pydantic import BaseModel
-
 from test_source_prefix_overlap import Owned
 
 from mcp_providers import SourceSetting, Tool, ToolProvider, ToolResult, hookimpl
@@ -126,7 +125,8 @@ def test_a_source_left_in_is_then_judged_like_any_other() -> None:
 def test_two_plugins_own_tool_behind_a_listed_one_are_still_both_refused() -> None:
     """The listed tool came first and is left out; it never stands in for the two own tools behind
     it, which are judged against each other (never both served under one name)."""
-    plugins = {"src": Mixed(Tools("src-tools", listed=True)), "x": Mixed(Tools("x-tools")), "y": Mixed(Tools("y-tools"))}
+    listed = Mixed(Tools("src-tools", listed=True))
+    plugins = {"src": listed, "x": Mixed(Tools("x-tools")), "y": Mixed(Tools("y-tools"))}
     composed = compose(plugins, strict=False)
     assert {r.name: r.status for r in composed.records} == {"src": "loaded", "x": "rejected", "y": "rejected"}
     [problem] = composed.assembly.problems

@@ -25,6 +25,11 @@ other side are served, and the line names both sides and the setting to change
 (:func:`prefix_clash`). Two sources that overlap are both left out. Two listed declarations of one
 source that collide are named by their origins, and the fix is what the source's
 :attr:`~mcp_providers.providers.SourceSetting.rename` says (a prefix cannot part them).
+
+Sources and listed declarations are judged against what is served: a plugin refused on its own
+(two plugins' own declarations collide, a provider failed to declare, its settings were refused)
+serves nothing, so what made way for it is judged again without it
+(:func:`mcp_providers._host.rules.check`), and the order in which it was refused never matters.
 """
 
 from __future__ import annotations
