@@ -10,11 +10,14 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
 import mcp_providers.plugins.openapi as openapi_plugin
+from mcp_providers import Tool, ToolProvider, ToolResult, hookimpl
 from mcp_providers._cli.report import warnings
 from mcp_providers._serve.transport.status import facts
 from mcp_providers.plugins import servicenow, upstream
@@ -106,3 +109,43 @@ def test_settings_keep_each_name_once_and_say_which_entries_went(
     ]
     distinct = model.model_validate({table: [{**entry, "name": n} for n in ("a", "b")]})
     assert [e.name for e in getattr(distinct, table)] == ["a", "b"] and not distinct.left_out
+
+
+class _Said(BaseModel):
+    """Settings whose ``left_out`` holds one well-formed item and one that is not."""
+
+    left_out: list[Any] = [SimpleNamespace(value="v", message="m", fix="f"), SimpleNamespace(value=1, message="m")]
+
+
+class _Clashing:
+    """A plugin with :class:`_Said` settings and the tool ``t`` (which ``clash`` declares too)."""
+
+    def __init__(self, tool: str) -> None:
+        self.tool = tool
+
+    @hookimpl
+    def settings_model(self) -> type[BaseModel]:
+        return _Said
+
+    @hookimpl
+    def register_tool_providers(self) -> list[ToolProvider]:
+        return [_OneTool(self.tool)]
+
+
+class _OneTool(ToolProvider):
+    def __init__(self, tool: str) -> None:
+        self.name, self.tool = f"{tool}-tools", tool
+
+    def tools(self) -> list[Tool]:
+        return [Tool(name=self.tool, description="d", input_model=BaseModel)]
+
+    async def call(self, call: Any) -> ToolResult:
+        return ToolResult(text="x")
+
+
+def test_settings_left_out_items_are_said_only_when_well_formed_and_their_plugin_served() -> None:
+    served = compose({"p": _Clashing("t")}, {"p": {}}, strict=False)
+    assert [str(p) for p in served.assembly.left_out] == ["p: left-out: 'v': m; fix: f"]
+    refused = compose({"p": _Clashing("t"), "q": _Clashing("t")}, {"p": {}, "q": {}}, strict=False)
+    assert {r.name: r.status for r in refused.records} == {"p": "rejected", "q": "rejected"}
+    assert not refused.assembly.left_out  # a refused plugin's settings leave nothing out: it serves nothing
