@@ -76,6 +76,7 @@ def test_a_source_costs_nothing_beside_a_plugin_the_checks_refuse(kind: str) -> 
     composed = compose(plugins, strict=False)
     assert {r.name: r.status for r in composed.records} == {"src": "loaded", "x": "rejected", "y": "rejected"}
     assert _served(composed) == {SOURCES[kind].name}
+    assert {e.declaration.uri for e in composed.catalog.resources} == {f"{SOURCES[kind].prefixes[0]}x"}
     assert not composed.assembly.left_out, [str(p) for p in composed.assembly.left_out]
     assert [p.rule for p in composed.assembly.problems] == ["duplicate-tool"]  # why x and y are refused
 
