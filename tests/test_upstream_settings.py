@@ -51,12 +51,14 @@ def test_upstream_server_settings_reject_what_is_ambiguous(table: dict[str, obje
         ServerSettings.model_validate(table)
 
 
-def test_upstream_settings_refuse_one_name_twice_and_leave_overlaps_to_the_core() -> None:
+def test_upstream_settings_leave_out_one_name_twice_and_leave_overlaps_to_the_core() -> None:
     """Overlapping prefixes are judged by the core, where they cost only the two servers
-    (``test_upstream_guards.py::test_two_upstreams_sharing_a_provider_name_or_a_prefix_...``)."""
+    (``test_upstream_guards.py::test_two_upstreams_sharing_a_provider_name_or_a_prefix_...``); two
+    servers of one name are left out by the settings, the others kept
+    (``test_duplicate_source_names.py``)."""
     one = {"name": "a", "command": "x", "prefixes": ["demo://"]}
-    with pytest.raises(ValidationError, match="configured twice"):
-        UpstreamSettings.model_validate({"servers": [one, {**one, "prefixes": ["other://"]}]})
+    twice = UpstreamSettings.model_validate({"servers": [one, {**one, "prefixes": ["other://"]}]})
+    assert twice.servers == () and [item.value for item in twice.left_out] == ["a"]
     both = UpstreamSettings.model_validate({"servers": [one, {**one, "name": "b", "prefixes": ["demo://x/"]}]})
     assert [s.owned for s in both.servers] == [("demo://",), ("demo://x/",)]
 

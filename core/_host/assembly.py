@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -56,8 +56,9 @@ class Assembly:
     """One line per top-level ``required_plugins`` entry the installed distributions do not meet;
     serving refuses while there is one."""
     left_out: tuple[Problem, ...] = ()
-    """Listed declarations (made from a source's listing) left out alone because they collided, and
-    configured sources left out whole because their prefix overlapped another provider's, one
+    """Listed declarations (made from a source's listing) left out alone because they collided,
+    configured sources left out whole because their prefix or provider name is another served
+    provider's, and entries a plugin's settings left out (two of one name), one
     ``left-out`` line each naming both sides (:mod:`~mcp_providers._host.collisions`); their
     plugins are served. Not failures: ``check`` warns, ``/status`` lists them, a reload names them."""
 
@@ -181,6 +182,21 @@ def _authorize_impls(pm: pluggy.PluginManager, records: tuple[PluginRecord, ...]
     )
 
 
+def _settings_left_out(records: Sequence[PluginRecord]) -> list[Problem]:
+    """A ``left-out`` line per entry a served plugin's settings left out (two entries of one name,
+    say), as its settings object reports it in its ``left_out`` attribute: duck-typed like a
+    provider's, items with ``value``, ``message`` and ``fix`` (anything else there is ignored)."""
+    lines = []
+    for record in records:
+        if record.status != "loaded":
+            continue
+        for item in getattr(record.settings, "left_out", None) or ():
+            value, message, fix = (getattr(item, key, None) for key in ("value", "message", "fix"))
+            if isinstance(value, str) and isinstance(message, str) and isinstance(fix, str):
+                lines.append(Problem((record.name,), "left-out", value, message, fix))
+    return lines
+
+
 def assemble(
     config: Config,
     *,
@@ -197,7 +213,8 @@ def assemble(
     before = {r.name: r for r in previous.records} if previous is not None else None
     pm, records = discover(config, load_entrypoints=load_entrypoints, plugins=plugins, previous=before)
     declared, problems = declare(records)
-    checked, left_out, declared = check(declared)
+    failed = {name for p in problems if p.rule not in TOOL_RULES for name in p.plugins}  # refused already
+    checked, left_out, declared = check(declared, failed)
     problems += checked
     bad = {name for p in problems if p.rule not in TOOL_RULES for name in p.plugins}  # TOOL_RULES: that tool alone
     for record in records:
@@ -206,6 +223,7 @@ def assemble(
             if record.plugin is not None and pm.is_registered(record.plugin):
                 pm.unregister(record.plugin)
     served = tuple(d for d in declared if d.plugin not in bad)
+    left_out = [*_settings_left_out(records), *left_out]
     frozen = tuple(records)
     authorize = _authorize_impls(pm, frozen)
     return Assembly(

@@ -25,6 +25,11 @@ other side are served, and the line names both sides and the setting to change
 (:func:`prefix_clash`). Two sources that overlap are both left out. Two listed declarations of one
 source that collide are named by their origins, and the fix is what the source's
 :attr:`~mcp_providers.providers.SourceSetting.rename` says (a prefix cannot part them).
+
+Sources and listed declarations are judged against what is served: a plugin refused on its own
+(two plugins' own declarations collide, a provider failed to declare, its settings were refused)
+serves nothing, so what made way for it is judged again without it
+(:func:`mcp_providers._host.rules.check`), and the order in which it was refused never matters.
 """
 
 from __future__ import annotations
@@ -188,19 +193,29 @@ def _drop(d: Declared, decl: object) -> None:
 
 
 def dupes(found: Collisions, rule: str, items: Iterable[Side]) -> None:
-    """Every later side whose :attr:`Side.value` an earlier one has collides with the earliest."""
-    seen: dict[str, Side] = {}
+    """Sides of one :attr:`Side.value` collide with the earliest side a plugin declared itself (the
+    earliest listed one when none is): a listed side left out never stands in for the others, so two
+    plugins' own declarations behind a listed one are still judged (both plugins refused). Each
+    pair is passed to :meth:`Collisions.clash` in the order the sides came."""
+    groups: dict[str, list[Side]] = {}
     for side in items:
-        first = seen.setdefault(side.value, side)
-        if first is side:
+        groups.setdefault(side.value, []).append(side)
+    for sides in groups.values():
+        if len(sides) < 2:
             continue
-        found.clash(
-            rule,
-            first,
-            side,
-            f"declared by provider {first.d.provider.name!r} and by {side.d.provider.name!r}",
-            between("rename one; the server never picks a winner", first.d.plugin, side.d.plugin),
-        )
+        anchor = next((s for s in sides if not listed(s.decl)), sides[0])
+        at = sides.index(anchor)
+        for i, side in enumerate(sides):
+            if side is anchor:
+                continue
+            first, later = (anchor, side) if at < i else (side, anchor)
+            found.clash(
+                rule,
+                first,
+                later,
+                f"declared by provider {first.d.provider.name!r} and by {later.d.provider.name!r}",
+                between("rename one; the server never picks a winner", first.d.plugin, later.d.plugin),
+            )
 
 
 def duplicate_providers(declared: Sequence[Declared], found: Collisions) -> None:

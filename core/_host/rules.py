@@ -52,6 +52,7 @@ Advisories, which ``check`` prints and still passes, are in :mod:`mcp_providers.
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from collections.abc import Iterable, Sequence
@@ -105,16 +106,41 @@ def _check_template(d: Declared, t: ResourceTemplate) -> Iterable[Problem]:
         )
 
 
-def check(declared: Sequence[Declared]) -> tuple[list[Problem], list[Problem], list[Declared]]:
+def check(
+    declared: Sequence[Declared], refused: Iterable[str] = ()
+) -> tuple[list[Problem], list[Problem], list[Declared]]:
     """Run every rule over every declaration; return the problems (empty when all is well), the
     ``left-out`` lines of the listed declarations a rule would refuse or that collided
     (:mod:`~mcp_providers._host.collisions`: each was taken out of its :class:`Declared` alone, its
-    plugin is served) and of the configured sources whose prefix overlapped another provider's, and
-    ``declared`` without those sources' providers (what the other rules saw).
+    plugin is served) and of the configured sources whose prefix or provider name another
+    provider has, and ``declared`` without those sources' providers (what the other rules saw).
+
+    Sources and listed declarations are judged against what is served: a plugin a problem refuses
+    serves nothing, so once one is found the rules run again without its providers, until no new
+    plugin is refused (a source under a refused plugin's prefix is then served, as when that plugin
+    was refused earlier, for its settings). The problems of every round are returned.
+
+    :param refused: plugins refused before the checks (a provider failed to declare): their
+        providers are not judged, nor judged against.
 
     Cost grows with the number of declarations times the number of distinct prefix lengths, never
-    with the square of the providers (prefixes are compared sorted, URIs against an index).
+    with the square of the providers (prefixes are compared sorted, URIs against an index); a round
+    more per round of newly refused plugins that had left something out.
     """
+    out = set(refused)
+    problems: list[Problem] = []
+    while True:
+        # copies: a round takes left-out declarations out of its Declared, which a later round must still see
+        found, left_out, kept = _round([copy.copy(d) for d in declared if d.plugin not in out])
+        problems += [p for p in found if p not in problems]
+        newly = {name for p in found if p.rule not in TOOL_RULES for name in p.plugins} - out
+        if not newly or not left_out:  # nothing refused that a source or a listing made way for
+            return problems, left_out, [d for d in kept if d.plugin not in newly]
+        out |= newly
+
+
+def _round(declared: Sequence[Declared]) -> tuple[list[Problem], list[Problem], list[Declared]]:
+    """One round of :func:`check` over ``declared`` (changed in place: left-out declarations go)."""
     found = Collisions()
     problems = _overlaps(declared, found)  # first: a source left out whole is not checked further
     duplicate_providers(found.kept(declared), found)  # then one making a provider of another's name

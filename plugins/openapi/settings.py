@@ -39,6 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, 
 
 from mcp_providers.http import is_loopback_host
 from mcp_providers.models import Effects
+from mcp_providers.plugins._duplicates import LeftOutEntry, distinct
 from mcp_providers.plugins._masking import checked_secret
 from mcp_providers.plugins._oauth import ClientCredentialsAuth, OAuthAuth, OnBehalfOfAuth, variable_named
 from mcp_providers.providers import SourceSetting
@@ -254,7 +255,8 @@ def secret_variables(service: ServiceSettings) -> list[tuple[str, str]]:
 
 
 class OpenAPISettings(BaseModel):
-    """The plugin's settings: the configured services (names and prefixes unique)."""
+    """The plugin's settings: the configured services (services sharing a name are left out,
+    :attr:`left_out`; overlapping prefixes are the core's to judge)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -266,14 +268,20 @@ class OpenAPISettings(BaseModel):
     """The loaded services (:class:`~mcp_providers.plugins.openapi.client.Service`), made once per
     settings object, so the resource and the tool provider of a service share one client."""
 
-    @field_validator("services")
-    @classmethod
-    def _unique(cls, value: tuple[ServiceSettings, ...]) -> tuple[ServiceSettings, ...]:
-        names = [s.name for s in value]
-        for name in names:
-            if names.count(name) > 1:
-                raise ValueError(f"service name {name!r} appears more than once; names must be unique")
-        return value
+    _left_out: tuple[LeftOutEntry, ...] = PrivateAttr(default=())
+
+    @model_validator(mode="after")
+    def _distinct(self) -> "OpenAPISettings":
+        """Services sharing a name are left out, the others kept (before the secrets are checked:
+        a left-out service's are never read)."""
+        self.services, self._left_out = distinct(self.services, "[plugins.openapi] services")
+        return self
+
+    @property
+    def left_out(self) -> tuple[LeftOutEntry, ...]:
+        """One item per name several services share, all of them left out (the core's ``left-out``
+        lines read it: ``value``, ``message``, ``fix``)."""
+        return self._left_out
 
     @model_validator(mode="after")
     def _warn_unset_secrets(self) -> "OpenAPISettings":

@@ -43,6 +43,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from mcp_providers.http import is_loopback_host
+from mcp_providers.plugins._duplicates import LeftOutEntry, distinct
 from mcp_providers.plugins._masking import checked_secret
 from mcp_providers.plugins.servicenow.auth_settings import (
     STRICT,
@@ -241,7 +242,8 @@ def secret_variables(instance: InstanceSettings) -> list[tuple[str, str]]:
 
 
 class ServiceNowSettings(BaseModel):
-    """The plugin's settings: the configured instances (names unique)."""
+    """The plugin's settings: the configured instances (instances sharing a name are left out,
+    :attr:`left_out`)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -255,15 +257,20 @@ class ServiceNowSettings(BaseModel):
 
     _pool: "InstancePool | None" = PrivateAttr(default=None)
 
-    @field_validator("instances")
-    @classmethod
-    def _unique_names(cls, value: tuple[InstanceSettings, ...]) -> tuple[InstanceSettings, ...]:
-        seen: set[str] = set()
-        for instance in value:
-            if instance.name in seen:
-                raise ValueError(f"instance name {instance.name!r} appears more than once; names must be unique")
-            seen.add(instance.name)
-        return value
+    _left_out: tuple[LeftOutEntry, ...] = PrivateAttr(default=())
+
+    @model_validator(mode="after")
+    def _distinct(self) -> "ServiceNowSettings":
+        """Instances sharing a name are left out, the others kept: a URI or tool argument names an
+        instance, and which of two it meant would be a guess (before the secrets are checked)."""
+        self.instances, self._left_out = distinct(self.instances, "[plugins.servicenow] instances")
+        return self
+
+    @property
+    def left_out(self) -> tuple[LeftOutEntry, ...]:
+        """One item per name several instances share, all of them left out (the core's ``left-out``
+        lines read it: ``value``, ``message``, ``fix``)."""
+        return self._left_out
 
     @model_validator(mode="after")
     def _warn_unset_secrets(self) -> "ServiceNowSettings":

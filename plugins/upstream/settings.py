@@ -53,6 +53,7 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, PrivateAttr, T
 
 from mcp_providers.models import Effects
 from mcp_providers.plugins import _oauth
+from mcp_providers.plugins._duplicates import LeftOutEntry, distinct
 from mcp_providers.plugins._masking import checked_secret
 from mcp_providers.plugins._oauth import ENV_NAME as _ENV_NAME
 from mcp_providers.plugins._oauth import NOT_A_NAME as _NOT_A_NAME
@@ -272,10 +273,11 @@ class ServerSettings(BaseModel):
 
 
 class UpstreamSettings(BaseModel):
-    """The ``[plugins.upstream]`` table: a list of servers, each with a unique name. Servers whose
-    prefixes overlap, or whose providers share a name (``a`` and ``a-tools``), are the core's to judge
-    like any configured source's (:class:`~mcp_providers.providers.SourceSetting`): each such server
-    is left out, and the others are served."""
+    """The ``[plugins.upstream]`` table: a list of servers. Servers sharing a name are left out
+    (:attr:`left_out`), the others kept. Servers whose prefixes overlap, or whose providers share a
+    name (``a`` and ``a-tools``), are the core's to judge like any configured source's
+    (:class:`~mcp_providers.providers.SourceSetting`): each such server is left out, and the others
+    are served."""
 
     model_config = _STRICT
 
@@ -283,10 +285,17 @@ class UpstreamSettings(BaseModel):
     _built: Any = PrivateAttr(default=None)
     """The providers made for this settings object (listed once for the three hooks)."""
 
+    _left_out: tuple[LeftOutEntry, ...] = PrivateAttr(default=())
+
     @model_validator(mode="after")
     def _distinct(self) -> "UpstreamSettings":
-        names = [s.name for s in self.servers]
-        twice = sorted({n for n in names if names.count(n) > 1})
-        if twice:
-            raise ValueError(f"upstream name(s) {', '.join(twice)} configured twice; give each server its own name")
+        """Servers sharing a name are left out (never started), the others kept."""
+        kept, self._left_out = distinct(self.servers, "[plugins.upstream] servers")
+        object.__setattr__(self, "servers", kept)  # frozen: set once, here, while it is validated
         return self
+
+    @property
+    def left_out(self) -> tuple[LeftOutEntry, ...]:
+        """One item per name several servers share, all of them left out (the core's ``left-out``
+        lines read it: ``value``, ``message``, ``fix``)."""
+        return self._left_out

@@ -47,9 +47,11 @@ def test_instance_names_follow_the_pattern(name):
         InstanceSettings.model_validate(instance(name=name))
 
 
-def test_duplicate_instance_names_are_refused():
-    with pytest.raises(ValidationError, match="'dev' appears more than once"):
-        ServiceNowSettings.model_validate({"instances": [instance(), instance()]})
+def test_duplicate_instance_names_are_left_out_the_others_kept():
+    settings = ServiceNowSettings.model_validate({"instances": [instance(), instance(name="prod"), instance()]})
+    assert settings.names == ["prod"]
+    [item] = settings.left_out
+    assert item.value == "dev" and "instances entries 1 and 3 are both named 'dev'" in item.message
 
 
 def test_auth_shapes_and_secret_env_names():
