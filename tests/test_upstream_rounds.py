@@ -10,7 +10,6 @@ One composition per module; each test's clients start the upstream processes onc
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -18,6 +17,7 @@ from typing import Any
 
 import anyio
 import mcp_types as types
+import prefork
 import pytest
 from mcp import Client, MCPError
 from real_parts import upstream_servers
@@ -101,16 +101,14 @@ def composition() -> Any:
                 },
                 {
                     "name": "rounds",
-                    "command": sys.executable,
-                    "args": [ROUNDS],
+                    **prefork.upstream_script(ROUNDS),
                     "tool_prefix": "up_",
                     "namespace": "up",
                     **common,
                 },
                 {
                     "name": "slow",
-                    "command": sys.executable,
-                    "args": [ROUNDS],
+                    **prefork.upstream_script(ROUNDS),
                     "tool_prefix": "slow_",
                     "namespace": "slow",
                     "read_timeout": 5,
