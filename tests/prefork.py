@@ -98,6 +98,13 @@ def start_up_settings() -> dict[str, str]:
     return _settings(dict(os.environ))
 
 
+def env_options() -> list[str]:
+    """:func:`start_up_settings` as ``-e NAME=VALUE`` options: the MCP Inspector's, for the stdio
+    server it starts. The Inspector is given a ``HOME`` of its own (it writes state there), which
+    its server would inherit, and a different ``HOME`` makes each start a fresh interpreter."""
+    return [option for name, value in start_up_settings().items() for option in ("-e", f"{name}={value}")]
+
+
 def upstream_script(script: str, *args: str) -> dict[str, object]:
     """``command``, ``args`` and ``env`` of an upstream stdio server (``[[plugins.upstream.servers]]``)
     that runs ``python SCRIPT ARGS...`` through the fork server. The upstream is started with the
