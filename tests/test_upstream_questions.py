@@ -19,7 +19,7 @@ import gc
 import json
 import sys
 import weakref
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -31,7 +31,7 @@ import pytest
 from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 from serve_support import served
-from upstream_support import RecordingChannel, UpstreamSession, link_of, tool_call
+from upstream_support import RecordingChannel, UpstreamSession, read_timeout_meanwhile, tool_call
 
 from mcp_providers.identity import ANONYMOUS, Principal, serving_as
 from mcp_providers.plugins import upstream
@@ -121,17 +121,9 @@ async def _upstream(tmp_path: Path, **settings: Any) -> AsyncIterator[Upstream]:
         yield Upstream(composition, log)
 
 
-@contextlib.contextmanager
-def gives_up_after(composition: Any, seconds: float = GIVE_UP) -> Iterator[None]:
-    """The upstream's ``read_timeout`` is ``seconds`` for what is sent meanwhile (the link reads its
-    settings at each request), then what the composition was configured with again."""
-    link = link_of(composition)
-    configured = link.server
-    link.server = configured.model_copy(update={"read_timeout": seconds})
-    try:
-        yield
-    finally:
-        link.server = configured
+def gives_up_after(composition: Any) -> contextlib.AbstractContextManager[None]:
+    """A ``read_timeout`` of :data:`GIVE_UP` for what is sent meanwhile (the composition keeps its own)."""
+    return read_timeout_meanwhile(composition, GIVE_UP)
 
 
 @pytest.fixture
