@@ -5,7 +5,9 @@ Each tool in :data:`LINES` answers its call with that one line (``ID`` replaced 
 id, ``SECRET`` by the value of the variable ``ECHOED``, as an upstream quoting its environment
 would), then nothing: the request is answered by that line or not at all. ``notify_bad`` first
 sends a notification that does not parse, then a good answer; ``stray`` prints its ``line`` (a
-stray debug print; ``<ID>`` replaced by the call's own id), then a good answer; ``slow`` answers after ``seconds``;
+stray debug print; ``<ID>`` replaced by the call's own id), then a good answer; ``slow`` answers after ``seconds``,
+or with ``until_hello`` just before the next ``hello`` call's answer; a ``stray`` and a ``slow`` both called with
+``paired`` are answered once both have arrived, in either order (no timer waited out for a call to stay pending);
 ``hello`` answers ``hello``.
 """
 
@@ -20,6 +22,7 @@ from typing import Any
 from raw_jsonrpc_lines import requests
 
 LOCK = threading.Lock()
+HELD: dict[str, tuple[object, dict[str, Any]]] = {}  # a paired call waiting for its partner: name -> (id, arguments)
 TEXT = b'{"content": [{"type": "text", "text": "SECRET"}]}'
 LINES: dict[str, bytes] = {
     "bad_utf8": b'{"jsonrpc": "2.0", "id": ID, "result": {"content": [{"type": "text", "text": "SECRET \xff\xfe"}]}}',
@@ -55,6 +58,20 @@ def text(ident: object, words: str) -> None:
     send({"jsonrpc": "2.0", "id": ident, "result": {"content": [{"type": "text", "text": words}]}})
 
 
+def stray(ident: object, args: dict[str, Any]) -> None:
+    line = str(args["line"]).replace("SECRET", os.environ.get("ECHOED", "")).replace("<ID>", json.dumps(ident))
+    write(line.encode())
+    text(ident, "after the stray line")
+
+
+def answer_pair() -> None:
+    """A paired ``stray`` and ``slow`` are answered once both have arrived, in either order: the stray
+    line, the stray call's answer, then the slow one's, so both calls are pending when the line is read."""
+    if "stray" in HELD and "slow" in HELD:
+        stray(*HELD.pop("stray"))
+        text(HELD.pop("slow")[0], "slow")
+
+
 def call(ident: object, name: str, args: dict[str, Any]) -> None:
     if name in LINES:
         secret = os.environ.get("ECHOED", "").encode()
@@ -63,15 +80,23 @@ def call(ident: object, name: str, args: dict[str, Any]) -> None:
         secret = os.environ.get("ECHOED", "")
         write(b'{"jsonrpc": "2.0", "method": "notifications/message", "params": {"data": "' + secret.encode() + b"\x00")
         text(ident, "after the notification")
+    elif name == "stray" and args.get("paired"):
+        HELD["stray"] = (ident, args)
+        answer_pair()
     elif name == "stray":
-        line = str(args["line"]).replace("SECRET", os.environ.get("ECHOED", "")).replace("<ID>", json.dumps(ident))
-        write(line.encode())
-        text(ident, "after the stray line")
+        stray(ident, args)
+    elif name == "slow" and args.get("paired"):
+        HELD["slow"] = (ident, args)
+        answer_pair()
+    elif name == "slow" and args.get("until_hello"):
+        HELD["until_hello"] = (ident, args)
     elif name == "slow":
         later = threading.Timer(float(args.get("seconds", 1)), text, (ident, "slow"))
         later.daemon = True
         later.start()
     else:
+        if "until_hello" in HELD:
+            text(HELD.pop("until_hello")[0], "slow")
         text(ident, "hello")
 
 

@@ -4,7 +4,8 @@ limit tests (``test_upstream_oversize_lines.py``): ``python oversize_stdio_upstr
 Tools: ``big`` (argument ``mib``) answers with a text of that many MiB, its id first, as the Python
 SDK writes; ``big_last`` the same with the id last, as the TypeScript SDK writes (``result``
 first); ``big_anon`` with no id at all; ``noise`` writes a line of ``mib`` MiB that is no
-JSON, then answers; ``slow_small`` answers a small text after ``seconds``; ``shout`` first sends a
+JSON, then answers; ``slow_small`` answers a small text after ``seconds``, or with ``until`` (a tool's
+name) just after the next call of that tool is answered (no timer waited out); ``shout`` first sends a
 notification of ``mib`` MiB, then a small answer; ``hello`` answers ``hello``. ``big://a/huge``
 reads as a text of ``BIG_MIB`` MiB (default 9), ``big://a/one`` as ``one``. Long texts are written
 in 1 MiB pieces, never held whole.
@@ -22,6 +23,8 @@ from raw_jsonrpc_lines import requests
 
 MIB = 1024 * 1024
 LOCK = threading.Lock()
+HELD: dict[str, list[object]] = {}
+"""The ids of ``slow_small`` calls with ``until``, by the tool whose next answer releases them."""
 
 
 def write(prefix: str, mib: float, suffix: str) -> None:
@@ -49,6 +52,15 @@ def text(ident: object, words: str) -> None:
 
 
 def call(ident: object, name: str, args: dict[str, Any]) -> None:
+    if name == "slow_small" and "until" in args:
+        HELD.setdefault(str(args["until"]), []).append(ident)
+        return
+    answered(ident, name, args)
+    for held in HELD.pop(name, []):
+        text(held, "small")
+
+
+def answered(ident: object, name: str, args: dict[str, Any]) -> None:
     mib = float(args.get("mib", 9))
     if name == "big":
         write(

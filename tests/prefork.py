@@ -98,6 +98,25 @@ def start_up_settings() -> dict[str, str]:
     return _settings(dict(os.environ))
 
 
+def env_options() -> list[str]:
+    """:func:`start_up_settings` as ``-e NAME=VALUE`` options: the MCP Inspector's, for the stdio
+    server it starts. The Inspector is given a ``HOME`` of its own (it writes state there), which
+    its server would inherit, and a different ``HOME`` makes each start a fresh interpreter."""
+    return [option for name, value in start_up_settings().items() for option in ("-e", f"{name}={value}")]
+
+
+def upstream_script(script: str, *args: str) -> dict[str, object]:
+    """``command``, ``args`` and ``env`` of an upstream stdio server (``[[plugins.upstream.servers]]``)
+    that runs ``python SCRIPT ARGS...`` through the fork server. The upstream is started with the
+    SDK's default environment, which lacks the locale: ``env`` passes on, by name, each start-up
+    setting it lacks (:func:`start_up_settings`), else each start would be a fresh interpreter."""
+    from mcp.client.stdio import get_default_environment
+
+    default = get_default_environment()
+    lacking = {name: name for name, value in start_up_settings().items() if default.get(name) != value}
+    return {"command": sys.executable, "args": [*python()[1:], script, *args], "env": lacking}
+
+
 def _settings(env: dict[str, str]) -> dict[str, str]:
     """What of ``env`` the interpreter or a preloaded package reads at start-up, and a child
     cannot apply after the fork."""

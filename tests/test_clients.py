@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import mcp_types as types
 import pytest
 from mcp import Client, MCPError, StdioServerParameters
-from prefork import python
+from prefork import python, start_up_settings
 
 from mcp_providers.plugins.documcp import ssg_catalog
 from mcp_providers.testing import compose, connect
@@ -63,7 +63,9 @@ async def test_in_memory_client_reads_the_catalog(mode: str) -> None:
 
 
 async def test_stdio_subprocess_serves_the_installed_plugins() -> None:
-    params = StdioServerParameters(command=sys.executable, args=[*python()[1:], "-m", "mcp_providers", "serve"])
+    params = StdioServerParameters(
+        command=sys.executable, args=[*python()[1:], "-m", "mcp_providers", "serve"], env=start_up_settings()
+    )
     async with Client(params, cache=None) as client:
         await _tour(client)
 

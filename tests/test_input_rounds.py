@@ -21,7 +21,7 @@ import pytest
 from input_support import RUNS, AskerPlugin
 from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
-from prefork import python
+from prefork import python, start_up_settings
 from serve_support import served
 from starlette.applications import Starlette
 from test_identity_http import free_port, uvicorn_serving
@@ -195,7 +195,7 @@ async def test_the_configured_ttl_is_the_one_enforced(monkeypatch: pytest.Monkey
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_a_confirmation_works_over_stdio_in_both_eras(mode: str) -> None:
     user = User()
-    params = StdioServerParameters(command=sys.executable, args=[*python()[1:], str(SUPPORT)])
+    params = StdioServerParameters(command=sys.executable, args=[*python()[1:], str(SUPPORT)], env=start_up_settings())
     async with Client(params, mode=mode, cache=None, **user.callbacks()) as client:  # type: ignore[arg-type]
         assert client.protocol_version == ("2026-07-28" if mode == "auto" else "2025-11-25")
         await _confirm_tour(client, user)

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from prefork import python
+from prefork import env_options, python
 from real_parts import inspector_cli
 
 SERVE = [*python(), "-m", "mcp_providers", "serve"]
@@ -76,7 +76,7 @@ def http_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def target(request: pytest.FixtureRequest) -> list[str]:
     """What the Inspector connects to: a stdio command, or the running HTTP server's URL."""
     if request.param == "stdio":
-        return SERVE
+        return [*env_options(), *SERVE]  # the server's own HOME and locale: forked, not started afresh
     return [request.getfixturevalue("http_url")]
 
 

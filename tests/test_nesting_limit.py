@@ -17,7 +17,7 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client, MCPError, StdioServerParameters
-from prefork import python
+from prefork import python, start_up_settings
 from serve_support import initialize, post, served
 
 from mcp_providers._serve.transport.nesting import MAX_NESTING, request_id_of, too_deep
@@ -127,7 +127,9 @@ async def test_far_too_deep_is_refused_with_the_id_on_stdio_and_http_alike() -> 
 @pytest.mark.parametrize("transport", ["stdio", "http"])
 async def test_the_sdk_clients_call_resolves_when_its_arguments_are_too_deep(transport: str) -> None:
     if transport == "stdio":
-        target: Any = StdioServerParameters(command=sys.executable, args=[*python()[1:], str(SERVER)])
+        target: Any = StdioServerParameters(
+            command=sys.executable, args=[*python()[1:], str(SERVER)], env=start_up_settings()
+        )
         context: Any = None
     else:
         context = served(json_response=False)

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import sys
 import threading
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import anyio
+import prefork
 import pytest
 from mcp import MCPError
 from pydantic import BaseModel
@@ -44,12 +44,13 @@ async def _until(condition: Any, seconds: float = 10.0) -> None:
 
 
 def _servers(flag: Path, *extra: str) -> dict[str, Any]:
-    """``alive`` (always up) and ``flaky`` (down while ``flag`` exists; ``extra`` changes its args)."""
+    """``alive`` (always up) and ``flaky`` (down while ``flag`` exists; ``extra`` changes its args),
+    through the fork server."""
     return {
         "servers": [
-            {"name": "alive", "command": sys.executable, "args": [TINY, "alive"], "prefixes": ["alive://"],
+            {"name": "alive", **prefork.upstream_script(TINY, "alive"), "prefixes": ["alive://"],
              "tool_prefix": "a_"},
-            {"name": "flaky", "command": sys.executable, "args": [TINY, "flaky", str(flag), *extra],
+            {"name": "flaky", **prefork.upstream_script(TINY, "flaky", str(flag), *extra),
              "prefixes": ["flaky://"], "tool_prefix": "f_"},
         ]
     }  # fmt: skip

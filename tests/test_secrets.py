@@ -63,13 +63,13 @@ def setup(tmp_path: Path, zoo_site: Path) -> Iterator[dict[str, object]]:
 deny = ["documcp_prompts"]
 [server]
 audit_log = "{audit}"
-read_timeout = 3
+read_timeout = 2
 [server.auth]
 tokens = [{{subject = "alice", token_env = "SECRET_ALICE_TOKEN"}}]
 [[plugins.servicenow.instances]]
 name = "dev"
 url = "{dev.base_url}"
-timeout_seconds = 1
+timeout_seconds = 0.5
 max_retries = 1
 auth = {{ type = "basic", username = "{DEV_USER}", password_env = "SECRET_DEV_PASSWORD" }}
 [[plugins.servicenow.instances]]
@@ -136,7 +136,7 @@ async def _walk_error_paths(url: str, dev: Emulator, prod: Emulator, lab: Emulat
             await attempt(client.read_resource(uri))  # successes carry receipts
         faults = [{"status": 401}, {"status": 403}, {"status": 404}, {"status": 500}, {"times": 2, "status": 429},
                   {"status": None, "malformed": True}, {"status": None, "truncated": True},
-                  {"status": None, "delay_seconds": 2}]  # fmt: skip
+                  {"status": None, "delay_seconds": 1}]  # fmt: skip
         for emu, name in ((dev, "dev"), (prod, "prod"), (lab, "lab")):
             for fault in faults:
                 emu.fail_next(**fault)  # type: ignore[arg-type]
@@ -167,6 +167,21 @@ async def _walk_error_paths(url: str, dev: Emulator, prod: Emulator, lab: Emulat
         await attempt(client.call_tool("servicenow_create_incident", {"instance": "dev", "short_description": "x"}))
         await attempt(client.call_tool("servicenow_create_incident", {"instance": "prod", "short_description": "y"}))
     return seen
+
+
+def _at_once(commands: list[list[str]], env: dict[str, str]) -> list[subprocess.CompletedProcess[str]]:
+    """Each command run with ``env`` and an empty stdin, all at once (``check`` waits out the hanging
+    read meanwhile); what each printed and its exit status."""
+    started = [subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True) for argv in commands]  # fmt: skip
+    done = []
+    for process in started:
+        try:
+            stdout, stderr = process.communicate(timeout=120)
+        finally:
+            process.kill()
+        done.append(subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr))
+    return done
 
 
 async def test_no_configured_secret_appears_in_any_output(setup: dict[str, object]) -> None:
@@ -200,17 +215,8 @@ async def test_no_configured_secret_appears_in_any_output(setup: dict[str, objec
             server.terminate()
             server.wait(timeout=30)
 
-    cli = [
-        subprocess.run(
-            [*python(), "-m", "mcp_providers", *verb],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            input="",
-        )
-        for verb in (["check"], ["plugins", "--json", "--settings"], ["serve", "--strict"])
-    ]
+    cli = _at_once([[*python(), "-m", "mcp_providers", *verb] for verb in (["check"], ["plugins", "--json",
+                   "--settings"], ["serve", "--strict"])], env)  # fmt: skip
     haystacks = {
         "answers": "\n".join(answers),
         "serve stdout": stdout.read_text(errors="replace"),

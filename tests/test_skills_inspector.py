@@ -16,12 +16,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from prefork import python
+from prefork import env_options, python
 from real_parts import inspector_cli
 
 from mcp_providers.plugins.documcp.workflows import WORKFLOW_IDS
 
 SERVER = [*python(), str(Path(__file__).with_name("skills_server.py"))]
+SERVER_ENV = env_options()
+"""The servers' own ``HOME`` and locale (the Inspector's ``HOME`` is the test's folder): forked, not started afresh."""
 DAILY = "skill://notes/daily-review/SKILL.md"
 RUNBOOK = "skill://notes-ops/runbook/SKILL.md"
 
@@ -40,7 +42,7 @@ def _run(
     """Exit code, the JSON lines on stdout, and the error object on stderr (if any)."""
     done = subprocess.run(
         # the server's start is waited for, not timed (the Inspector's 15 s default is outrun on a loaded machine)
-        [*inspector, *target, "--protocol-era", "modern", "-q", "--format", "json", *WAIT, *args],
+        [*inspector, *SERVER_ENV, *target, "--protocol-era", "modern", "-q", "--format", "json", *WAIT, *args],
         capture_output=True,
         text=True,
         timeout=120,

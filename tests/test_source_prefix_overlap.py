@@ -9,11 +9,11 @@ whoever can act.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import prefork
 import pytest
 from mcp import MCPError
 
@@ -60,8 +60,8 @@ class Plugin:
 
 
 def _server(name: str, **owns: Any) -> dict[str, Any]:
-    """A tiny stdio upstream serving ``<name>://note`` and ``<name[0]>_echo``."""
-    return {"name": name, "command": sys.executable, "args": [TINY, name], "tool_prefix": f"{name[0]}_", **owns}
+    """A tiny stdio upstream (through the fork server) serving ``<name>://note`` and ``<name[0]>_echo``."""
+    return {"name": name, **prefork.upstream_script(TINY, name), "tool_prefix": f"{name[0]}_", **owns}
 
 
 def _upstreams(*servers: dict[str, Any]) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from typing import Any
 import mcp_types as types
 import pytest
 from mcp import Client, StdioServerParameters
-from prefork import python
+from prefork import python, start_up_settings
 from reliability_support import INIT, INITIALIZED, WAIT_SECONDS
 
 SERVER = Path(__file__).with_name("stdio_dispatch_server.py")
@@ -128,7 +128,7 @@ def test_a_message_of_the_other_era_is_refused(peer: Peer) -> None:
 
 
 def _params() -> StdioServerParameters:
-    return StdioServerParameters(command=sys.executable, args=[*python()[1:], str(SERVER)])
+    return StdioServerParameters(command=sys.executable, args=[*python()[1:], str(SERVER)], env=start_up_settings())
 
 
 @pytest.mark.anyio

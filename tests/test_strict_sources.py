@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
+from typing import Any
 
+import prefork
 import pytest
 from cli_support import SERVED, no_serving, run_cli
 from serve_support import free_port
@@ -19,11 +20,16 @@ TINY = str(Path(__file__).with_name("tiny_stdio_upstream.py"))
 ENV = {"COLUMNS": "400", "MCP_PROVIDERS_PLUGINS": None}
 
 
-def _upstream(name: str, *args: str, command: str = sys.executable) -> str:
-    argv = [TINY, name, *args] if command == sys.executable else list(args)
+def _upstream(name: str, *args: str, command: str | None = None) -> str:
+    """A server running the tiny upstream (through the fork server), or ``command`` with ``args``."""
+    server: dict[str, Any] = {"command": command, "args": list(args), "env": {}}
+    if command is None:
+        server = prefork.upstream_script(TINY, name, *args)
+    env = ", ".join(f"{key} = {json.dumps(value)}" for key, value in server["env"].items())
     return (
-        f'[[plugins.upstream.servers]]\nname = "{name}"\ncommand = {json.dumps(command)}\n'
-        f'args = {json.dumps(argv)}\nprefixes = ["{name}://"]\ntool_prefix = "{name}_"\n\n'
+        f'[[plugins.upstream.servers]]\nname = "{name}"\ncommand = {json.dumps(server["command"])}\n'
+        f"args = {json.dumps(server['args'])}\nenv = {{ {env} }}\n"
+        f'prefixes = ["{name}://"]\ntool_prefix = "{name}_"\n\n'
     )
 
 
@@ -147,7 +153,7 @@ def test_check_prints_one_line_per_problem_and_tracebacks_only_when_verbose(tmp_
     )
 
     def check(*extra: str) -> subprocess.CompletedProcess[str]:
-        argv = [sys.executable, "-m", "mcp_providers", "check", "-c", config, *extra]
+        argv = [*prefork.python(), "-m", "mcp_providers", "check", "-c", config, *extra]
         return subprocess.run(argv, capture_output=True, text=True, timeout=120, env={**_env(), "COLUMNS": "400"})
 
     quiet = check()
@@ -158,7 +164,7 @@ def test_check_prints_one_line_per_problem_and_tracebacks_only_when_verbose(tmp_
     verbose = check("--verbose")  # the log's own lines too; a source that is down needs no traceback
     assert verbose.returncode == 1
     assert "provider 'openapi-nowhere' (plugin 'openapi') failed to start: " in verbose.stderr
-    argv = [sys.executable, "-m", "mcp_providers", "read", "openapi://nowhere/items", "-c", config]
+    argv = [*prefork.python(), "-m", "mcp_providers", "read", "openapi://nowhere/items", "-c", config]
     read = subprocess.run(argv, capture_output=True, text=True, timeout=120, env={**_env(), "COLUMNS": "400"})
     assert read.returncode == 1 and "Traceback" not in read.stderr + read.stdout  # read and call: the same
     assert "provider 'openapi-nowhere' failed to start" in read.stdout

@@ -26,6 +26,7 @@ from mcp.server.context import CallNext, HandlerResult
 from mcp.server.mcpserver import Context, MCPServer
 from real_parts import upstream_servers
 from serve_support import free_port
+from upstream_support import read_timeout_meanwhile
 from waiting import await_until, wait_until
 
 import mcp_providers.http
@@ -170,11 +171,11 @@ async def test_http_upstreams_of_both_eras_serve_with_only_their_static_credenti
 async def test_an_upstream_that_hangs_is_bounded_by_its_read_timeout(composed: Any) -> None:
     composed, _reloader = composed
     async with connect(composed) as client:
-        with pytest.raises(MCPError) as hung:
-            await client.call_tool("stall", {})
+        with pytest.raises(MCPError) as hung, read_timeout_meanwhile(composed, 1.0, "probe"):
+            await client.call_tool("stall", {})  # it never answers: the whole bound is waited out
         assert hung.value.code == UPSTREAM_ERROR
         assert hung.value.message.startswith(
-            "upstream 'probe' (streamable-http) did not answer tools/call stall within 8"
+            "upstream 'probe' (streamable-http) did not answer tools/call stall within 1.0 s"
         )
         assert (await client.call_tool("add", {"a": 1, "b": 1})).structured_content == {"result": 2}
 

@@ -165,13 +165,13 @@ async def test_a_stray_line_that_cannot_be_json_rpc_fails_no_call(name: str, cap
 
         async def slow() -> None:
             with anyio.fail_after(QUICK):
-                done.append(str((await client.call_tool("m_slow", {"seconds": 1.5})).content[0].text))
+                done.append(str((await client.call_tool("m_slow", {"paired": True})).content[0].text))
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(slow)
-            await anyio.sleep(0.5)
+            # paired: the upstream answers neither call until it has both, then the stray line first
             with anyio.fail_after(QUICK):
-                result = await client.call_tool("m_stray", {"line": STRAY[name]})
+                result = await client.call_tool("m_stray", {"line": STRAY[name], "paired": True})
             assert not result.is_error and result.content[0].text == "after the stray line", result
         assert done == ["slow"]
         assert link_of(composed).restarts == 0
@@ -187,7 +187,7 @@ async def test_a_malformed_answer_naming_its_id_fails_only_its_own_call() -> Non
 
         async def slow() -> None:
             with anyio.fail_after(QUICK):
-                done.append(str((await client.call_tool("m_slow", {"seconds": 2})).content[0].text))
+                done.append(str((await client.call_tool("m_slow", {"until_hello": True})).content[0].text))
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(slow)
@@ -195,6 +195,7 @@ async def test_a_malformed_answer_naming_its_id_fails_only_its_own_call() -> Non
             for tool in ("bad_nul", "bad_id_last"):  # its id first, and last
                 assert "control character" in await _refusal(client.call_tool(f"m_{tool}", {}))
             assert not done
+            assert await _hello(client) == "hello"  # the upstream answers the held slow call first
         assert done == ["slow"]
 
 

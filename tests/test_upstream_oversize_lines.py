@@ -133,7 +133,7 @@ async def test_an_answer_naming_its_id_last_fails_only_its_own_request() -> None
         small: list[str] = []
 
         async def slow() -> None:
-            result = await client.call_tool("b_slow_small", {"seconds": 2})
+            result = await client.call_tool("b_slow_small", {"until": "hello"})
             small.append(result.content[0].text)  # type: ignore[union-attr]
 
         async with anyio.create_task_group() as tg:
@@ -142,7 +142,8 @@ async def test_an_answer_naming_its_id_last_fails_only_its_own_request() -> None
             said = await _refusal(client.call_tool("b_big_last", {"mib": 9}))
             assert _said("tools/call big_last") in said
             assert not small  # it was not failed for the other's line
-        assert small == ["small"]
+            assert (await client.call_tool("b_hello", {})).content[0].text == "hello"  # type: ignore[union-attr]
+        assert small == ["small"]  # answered just after hello
 
 
 async def test_an_oversize_notification_is_dropped_and_the_request_answered(caplog: pytest.LogCaptureFixture) -> None:
@@ -219,7 +220,7 @@ async def test_an_oversize_stray_line_fails_no_request(
 
         async def slow() -> None:
             with anyio.fail_after(QUICK):
-                small.append((await client.call_tool("b_slow_small", {"seconds": 2})).content[0].text)  # type: ignore[union-attr]
+                small.append((await client.call_tool("b_slow_small", {"until": "big_stray"})).content[0].text)  # type: ignore[union-attr]
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(slow)

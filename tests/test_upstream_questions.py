@@ -14,6 +14,7 @@ Each test composes its own upstream: a session remembers who used it until it is
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import sys
@@ -30,7 +31,7 @@ import pytest
 from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 from serve_support import served
-from upstream_support import RecordingChannel, UpstreamSession, tool_call
+from upstream_support import RecordingChannel, UpstreamSession, read_timeout_meanwhile, tool_call
 
 from mcp_providers.identity import ANONYMOUS, Principal, serving_as
 from mcp_providers.plugins import upstream
@@ -45,6 +46,9 @@ MODES = ["legacy", "auto"]
 ALICE = Principal("alice", issuer="http://idp.example")
 BOB = Principal("bob", issuer="http://idp.example")
 ALICE_ONLY = "ALICE-ONLY: approve wiring alice's $1000?"
+GIVE_UP = 0.5
+"""The ``read_timeout`` of a call that must time out (:func:`gives_up_after`): its upstream never
+answers in time, so the bound is waited out whole; every other call keeps the composition's."""
 
 
 @pytest.fixture
@@ -117,10 +121,15 @@ async def _upstream(tmp_path: Path, **settings: Any) -> AsyncIterator[Upstream]:
         yield Upstream(composition, log)
 
 
+def gives_up_after(composition: Any) -> contextlib.AbstractContextManager[None]:
+    """A ``read_timeout`` of :data:`GIVE_UP` for what is sent meanwhile (the composition keeps its own)."""
+    return read_timeout_meanwhile(composition, GIVE_UP)
+
+
 @pytest.fixture
 async def quick(tmp_path: Path) -> AsyncIterator[Upstream]:
-    """The upstream with a 2.5 s ``read_timeout`` (short, so a call gives up; long enough for the
-    round trips of a held call under a full run's load, which 1 s was not)."""
+    """The upstream with a 2.5 s ``read_timeout``: long enough for the round trips of a held call
+    under a full run's load, which 1 s was not (a call meant to give up: :func:`gives_up_after`)."""
     async for up in _upstream(tmp_path, read_timeout=2.5):
         yield up
 
@@ -136,10 +145,15 @@ async def _alice_then_bob(
 ) -> tuple[User, User, Any]:
     """Alice calls ``ask`` with ``alice``; once her call has ended, Bob calls ``sleep`` with
     ``hold``: the upstream asks Alice's question while Bob's call is in flight (and only then).
-    ``who``: their principals (each client has a connection of its own)."""
+    ``who``: their principals (each client has a connection of its own). Alice's call, unless
+    answered first, times out after :data:`GIVE_UP` s."""
     alice_user, bob_user = User("alice"), User("bob")
+    times_out = contextlib.nullcontext() if alice.get("answer_first") else gives_up_after(up.composition)
     with anyio.fail_after(30):
-        await up.call(who[0], alice_user, mode, "a_ask", {**alice, "until_held": True})
+        with times_out:
+            ended = await up.call(who[0], alice_user, mode, "a_ask", {**alice, "until_held": True})
+        if not alice.get("answer_first"):
+            assert f"did not answer tools/call ask within {GIVE_UP} s" in _text(ended), _text(ended)
         bob = await up.call(who[1], bob_user, mode, "a_sleep", {"hold": True})
         await _answered(up)
     return alice_user, bob_user, bob
@@ -156,7 +170,7 @@ async def _answered(up: Upstream, count: int = 1) -> None:
 async def test_a_question_after_its_call_timed_out_is_refused_not_given_to_another_caller(
     quick: Upstream, mode: str, kind: str
 ) -> None:
-    """Alice's call gives up after 2.5 s; the upstream asks later, when only Bob's call is in
+    """Alice's call gives up (after :data:`GIVE_UP` s); the upstream asks later, when only Bob's call is in
     flight: Bob is neither asked nor shown it, the upstream gets an error saying why."""
     arguments = {"message": ALICE_ONLY, "kind": kind}
     alice_user, bob_user, bob = await _alice_then_bob(quick, mode, arguments)
@@ -250,8 +264,9 @@ async def test_one_callers_questions_still_reach_that_caller_call_after_call(qui
     """The session has served Alice alone (a call that timed out included): her questions are hers."""
     user = User("alice")
     with anyio.fail_after(30):
-        timed_out = await quick.call(ALICE, user, mode, "a_sleep", {"seconds": 3.0})
-        assert "did not answer tools/call sleep within 2.5 s" in _text(timed_out)
+        with gives_up_after(quick.composition):  # answered 0.5 s late, during the calls below
+            timed_out = await quick.call(ALICE, user, mode, "a_sleep", {"seconds": GIVE_UP + 0.5})
+        assert f"did not answer tools/call sleep within {GIVE_UP} s" in _text(timed_out)
         for note in ("first?", "second?"):
             result = await quick.call(ALICE, user, mode, "a_ask", {"message": note})
             assert _text(result) == "answers 1", _text(result)
@@ -378,7 +393,7 @@ def test_an_anonymous_callers_key_is_its_live_connection_only() -> None:
 @pytest.mark.parametrize("mode", MODES)
 async def test_two_anonymous_http_clients_are_not_one_caller(tmp_path: Path, mode: str) -> None:
     """As the tester's t8.py: ``serve --http`` without ``[server.auth]``, two real streamable HTTP
-    clients (both the principal ``anonymous``); Alice's call ends at 2.5 s, the upstream asks for it
+    clients (both the principal ``anonymous``); Alice's call ends at :data:`GIVE_UP` s, the upstream asks for it
     while Bob's call is in flight: neither is shown it, the upstream gets the refusal."""
     log = tmp_path / "answers.jsonl"
     server = {"name": "asking", "command": sys.executable, "args": [ASKING, str(log)], "tool_prefix": "a_",
@@ -399,8 +414,9 @@ async def test_two_anonymous_http_clients_are_not_one_caller(tmp_path: Path, mod
 
     with served(up.composition) as port, anyio.fail_after(30):
         url = f"http://127.0.0.1:{port}/mcp"
-        alice = await call(alice_user, "a_ask", {"message": ALICE_ONLY, "until_held": True})
-        assert "did not answer tools/call ask within 2.5 s" in alice, alice
+        with gives_up_after(up.composition):
+            alice = await call(alice_user, "a_ask", {"message": ALICE_ONLY, "until_held": True})
+        assert f"did not answer tools/call ask within {GIVE_UP} s" in alice, alice
         assert await call(bob_user, "a_sleep", {"hold": True}) == "held"
         await _answered(up)
     assert bob_user.shown == [] and alice_user.shown == []

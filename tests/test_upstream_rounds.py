@@ -10,7 +10,6 @@ One composition per module; each test's clients start the upstream processes onc
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -18,6 +17,7 @@ from typing import Any
 
 import anyio
 import mcp_types as types
+import prefork
 import pytest
 from mcp import Client, MCPError
 from real_parts import upstream_servers
@@ -84,6 +84,13 @@ class User:
         return {"elicitation_callback": self.elicit, "sampling_callback": self.sample}
 
 
+SLOW_TIMEOUT = 2.5
+"""The ``slow`` upstream's read_timeout: what is left of it once a question is answered bounds the
+rest of the call (the questions' tests found 1 s too short under a full run's load, 2.5 s enough)."""
+LATE = SLOW_TIMEOUT + 0.5
+"""Seconds a user of the ``slow`` upstream takes to answer: past its whole read_timeout."""
+
+
 @pytest.fixture(scope="module")
 def composition() -> Any:
     servers = upstream_servers()
@@ -101,19 +108,17 @@ def composition() -> Any:
                 },
                 {
                     "name": "rounds",
-                    "command": sys.executable,
-                    "args": [ROUNDS],
+                    **prefork.upstream_script(ROUNDS),
                     "tool_prefix": "up_",
                     "namespace": "up",
                     **common,
                 },
                 {
                     "name": "slow",
-                    "command": sys.executable,
-                    "args": [ROUNDS],
+                    **prefork.upstream_script(ROUNDS),
                     "tool_prefix": "slow_",
                     "namespace": "slow",
-                    "read_timeout": 5,
+                    "read_timeout": SLOW_TIMEOUT,
                 },
             ]
         }
@@ -292,13 +297,13 @@ async def test_a_call_cancelled_while_its_user_is_asked_withdraws_the_question(u
 
 
 async def test_the_read_timeout_is_paused_while_the_user_answers(upstreams: Any) -> None:
-    """The ``slow`` upstream's read_timeout is 5 s; its user takes 6.5 s to answer."""
+    """The ``slow`` upstream's read_timeout is :data:`SLOW_TIMEOUT`; its user takes :data:`LATE` s to answer."""
     user = User(name="Patient")
     user.release = anyio.Event()
 
     async def answer_late() -> None:
         await user.asking.wait()
-        await anyio.sleep(6.5)
+        await anyio.sleep(LATE)
         assert user.release is not None
         user.release.set()
 
@@ -379,13 +384,14 @@ async def test_two_calls_on_a_2025_http_session_each_reach_their_own_caller(over
 
 async def test_the_read_timeout_stays_paused_until_the_last_of_two_questions_is_answered(upstreams: Any) -> None:
     """Two questions asked at once (one ``InputRequiredResult``); the first answered at once, the
-    second after 6.5 s, over the ``slow`` upstream's 5 s: the bound restarts after the last one."""
+    second after :data:`LATE` s, over the ``slow`` upstream's :data:`SLOW_TIMEOUT`: the bound restarts after the
+    last one."""
     asked: list[str] = []
 
     async def elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
         asked.append(params.message)
         if params.message.startswith("Witness"):
-            await anyio.sleep(6.5)
+            await anyio.sleep(LATE)
         name = params.message.split()[0]
         return types.ElicitResult(action="accept", content={"name": name, "confirm": True})
 

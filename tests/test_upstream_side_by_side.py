@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
+import prefork
 import pytest
 from hosts_support import silent_server
 
@@ -59,7 +60,7 @@ ONCE = (
 
 def _servers(hung: int, silent_url: str | None) -> list[dict[str, object]]:
     # the good one's own timeout is not what is measured: generous, for a loaded machine's SDK imports
-    good = {"name": "good", "command": sys.executable, "args": [TINY, "good"], "prefixes": ["good://"],
+    good = {"name": "good", **prefork.upstream_script(TINY, "good"), "prefixes": ["good://"],
             "tool_prefix": "g_", "read_timeout": 30}  # fmt: skip
     servers: list[dict[str, object]] = [good]
     for n in range(hung):

@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 
 import anyio
 import mcp_types as types
+import prefork
 import pytest
 from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.stdio import stdio_client
@@ -82,7 +83,7 @@ def _log(events: Path, name: str) -> list[str]:
 @pytest.fixture(scope="module")
 def composition(events: Path) -> Any:
     def server(name: str, script: str, *flags: str) -> dict[str, Any]:
-        return {"name": name, "command": sys.executable, "args": [script, str(events / name), *flags],
+        return {"name": name, **prefork.upstream_script(script, str(events / name), *flags),
                 "tool_prefix": f"{name}_", "namespace": name, "read_timeout": 10}  # fmt: skip
 
     settings = {
@@ -200,7 +201,7 @@ async def test_shutting_down_cancels_a_relayed_task_upstream_before_the_connecti
     """Found by a tester: at shutdown the providers (the upstream's connection) stopped before the
     task bodies were cancelled, so the relayed ``tasks/cancel`` met a closed connection and the
     upstream task ran on to its ttl. Now the bodies are cancelled first (``Tasks.stop``)."""
-    ext = {"name": "ext", "command": sys.executable, "args": [EXT, str(tmp_path / "ext")], "tool_prefix": "ext_",
+    ext = {"name": "ext", **prefork.upstream_script(EXT, str(tmp_path / "ext")), "tool_prefix": "ext_",
            "namespace": "ext", "read_timeout": 10}  # fmt: skip
     own = compose({"upstream": upstream}, {"upstream": {"servers": [ext]}}, server=Server(tasks=TasksSettings()))
     async with own.running(), _client(own) as c:

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import anyio
@@ -83,14 +85,15 @@ FAULTS: dict[str, tuple[tuple[str, ...], str]] = {
 
 @pytest.fixture(scope="session")
 def zoo_sites(test_plugins_site: Path, tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
-    """Every zoo distribution installed; zoo_twice installed twice, into two folders."""
-    sites = [test_plugins_site]
-    for source, copies in (("zoo_plugins", 1), ("zoo_clash", 1), ("zoo_twice", 2)):
-        for _ in range(copies):
-            target = tmp_path_factory.mktemp(f"site-{source}")
-            install_target(DISTRIBUTIONS / source, target)
-            sites.append(target)
-    return sites
+    """Every zoo distribution installed (at once: each install builds a wheel); zoo_twice installed
+    twice, into two folders (the second a copy of the first: the files a second install writes)."""
+    sources = ("zoo_plugins", "zoo_clash", "zoo_twice")
+    targets = [tmp_path_factory.mktemp(f"site-{source}") for source in sources]
+    with ThreadPoolExecutor() as pool:
+        list(pool.map(install_target, [DISTRIBUTIONS / source for source in sources], targets))
+    again = tmp_path_factory.mktemp("site-zoo_twice")
+    shutil.copytree(targets[-1], again, dirs_exist_ok=True)
+    return [test_plugins_site, *targets, again]
 
 
 @pytest.fixture

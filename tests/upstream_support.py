@@ -4,7 +4,9 @@ upstream session)."""
 
 from __future__ import annotations
 
+import contextlib
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +43,20 @@ def link_of(composed: Any, name: str | None = None) -> Any:
     found = [d.provider for d in composed.assembly.declared if isinstance(d.provider, UpstreamResources)]
     [one] = [p for p in found if name is None or p.link.server.name == name]
     return one.link
+
+
+@contextlib.contextmanager
+def read_timeout_meanwhile(composed: Any, seconds: float, name: str | None = None) -> Iterator[None]:
+    """The upstream's ``read_timeout`` is ``seconds`` for what is sent meanwhile (its link reads the
+    settings at each request), then the configured one again: a call meant to time out waits out a
+    short bound, while the composition keeps the long one a loaded machine needs for the others."""
+    link = link_of(composed, name)
+    configured = link.server
+    link.server = configured.model_copy(update={"read_timeout": seconds})
+    try:
+        yield
+    finally:
+        link.server = configured
 
 
 async def refusal(call: Any, seconds: float) -> str:

@@ -18,7 +18,7 @@ import yaml
 from cli_support import run_cli
 from documcp_support import DOCUMCP_PLUGINS, node_check, read_text
 from mcp import Client, MCPError, StdioServerParameters
-from prefork import python
+from prefork import python, start_up_settings
 
 from mcp_providers.plugins.documcp.registry import SSG_IDS
 from mcp_providers.plugins.documcp.workflows import ALIASES, WORKFLOW_IDS
@@ -162,7 +162,9 @@ async def test_catalog_templates_completions_and_tool_enums_list_the_same_ids(cl
 
 async def test_stdio_client_against_mcp_providers_serve() -> None:
     """The installed entry points, served by the real CLI over stdio."""
-    params = StdioServerParameters(command=sys.executable, args=[*python()[1:], "-m", "mcp_providers", "serve"])
+    params = StdioServerParameters(
+        command=sys.executable, args=[*python()[1:], "-m", "mcp_providers", "serve"], env=start_up_settings()
+    )
     async with Client(params, cache=None) as client:
         uris = await _every_listed_resource_reads(client)
         assert {f"documcp://templates/{i}-config" for i in SSG_IDS} <= set(uris)

@@ -193,7 +193,8 @@ async def test_one_back_off_per_instance_is_shared_by_concurrent_reads(dev_emula
 
 
 async def test_exhausted_rate_limit_says_how_long_to_wait(dev_emulator, secrets_env):
-    composition = compose_servicenow(dev_instance(dev_emulator, max_retries=0))
+    # the 429 holds the instance's back-off for min(Retry-After, cap): the tool call below waits it out
+    composition = compose_servicenow(dev_instance(dev_emulator, max_retries=0, max_retry_after_seconds=1))
     dev_emulator.rate_limit(30)
     async with connect(composition) as client:
         with pytest.raises(MCPError) as caught:
