@@ -197,36 +197,27 @@ def user_principal(user: Any) -> Principal | None:
     """The principal of an HTTP request's authenticated user (``scope["user"]``, set by the bearer
     gate, the SDK's auth middleware, or a host app's own ``AuthenticationMiddleware``).
 
-    Only the SDK's convention is read: the SDK's ``AuthenticatedUser`` whose ``access_token`` is an
-    SDK ``AccessToken`` (``mcp.server.auth.provider.AccessToken``), through :func:`from_access_token`. A user without
+    Only the SDK's convention is read: a ``user.access_token`` that is an SDK ``AccessToken``
+    (``mcp.server.auth.provider.AccessToken``), through :func:`from_access_token`. (The pipeline
+    also refuses, in a session, a user that is not the SDK's ``AuthenticatedUser``: the SDK binds
+    sessions to that class only.) A user without
     an ``access_token`` (none, ``SimpleUser``, ``UnauthenticatedUser``) gives ``None``: the caller is
     anonymous. Anything else cannot be told verified, so it is refused rather than guessed at.
 
     :raises UnreadableIdentity: ``access_token`` is another type (a string, a dict, a look-alike
-        object), or an ``AccessToken`` naming neither a subject nor a client id, or the user is not
-        the SDK's ``AuthenticatedUser`` (the SDK binds a session only to that: served as the
-        token's caller, the session would be open to anyone holding its id; ``mount()`` turns such
-        a user into one first). The message names types only, never the token.
+        object), or an ``AccessToken`` naming neither a subject nor a client id. The message names
+        types only, never the token.
     """
     access = getattr(user, "access_token", None)
     if access is None:
         return None
     fix = "map your users with mount(..., identify=...) or configure [server.auth]"
-    # here: importing this module must not import the SDK
-    from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
-    from mcp.server.auth.provider import AccessToken
+    from mcp.server.auth.provider import AccessToken  # here: importing this module must not import the SDK
 
     if not isinstance(access, AccessToken):
         raise UnreadableIdentity(
             f"the request's authenticated user ({type(user).__name__}) has an access_token that is a "
             f"{type(access).__name__}, not the SDK's AccessToken, so who it is cannot be read; {fix}"
-        )
-    if not isinstance(user, AuthenticatedUser):  # served as the token's caller, its session open to all
-        raise UnreadableIdentity(
-            f"the request's authenticated user is a {type(user).__name__}, not the SDK's AuthenticatedUser, so the "
-            "SDK's session manager cannot bind its session to it (another caller knowing the session id could use "
-            "it); have your authentication backend return AuthenticatedUser(access_token), or serve with "
-            "mount(), which does so"
         )
     try:
         return from_access_token(access)

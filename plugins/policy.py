@@ -260,23 +260,23 @@ def check_composition(settings: PolicySettings | None, served: "Served") -> list
 
 
 def _reaches(rule: Rule, pattern: str, served: "Served") -> bool:
-    """Whether ``pattern`` may match a target of one of ``rule``'s actions: a name or URI served
-    as is, or a URI one of the URI templates (or, for ``list``, an owned prefix) may serve."""
+    """Whether ``pattern`` may match a target of one of ``rule``'s actions. A URI pattern is judged
+    against the owned prefixes whatever the action: provider code asks about any URI under its own
+    (``policy.require("call", uri)``, ``ToolCall.require``), so only a pattern no served prefix can
+    meet (a mistyped scheme or path start) matches nothing for certain. A name is judged against
+    the tools and extension methods (``call``), prompts (``prompt``, ``complete``) and URI
+    templates (``expand``, ``complete``), each served as is."""
     actions = set(rule.actions)
-    names = [*served.tools, *served.methods] if "call" in actions else []
-    names += served.prompts if actions & {"prompt", "complete", "list"} else ()
-    names += served.templates if actions & {"expand", "complete", "list"} else ()
-    uris: list[str] = [*served.resources] if actions & {"read", "subscribe", "list"} else []
-    globs = [_template_glob(t) for t in served.templates] if actions & {"read", "subscribe", "list"} else []
-    globs += [f"{p}*" for p in served.prefixes] if "list" in actions else []
-    if "list" in actions:
-        names += served.tools + served.methods
     fold = _folded if rule.effect == "deny" and not rule.match_case else str
     readings = {fold(pattern), fold(_path_reading(pattern))}
-    return any(
-        any(fnmatchcase(fold(t), r) for t in (*names, *uris)) or any(_overlap(r, fold(g)) for g in globs)
-        for r in readings
-    )
+    globs = [fold(f"{p}*") for p in served.prefixes]
+    if any("://" in r for r in readings) and any(_overlap(r, g) for r in readings for g in globs):
+        return True
+    names = [*served.tools, *served.methods] if actions & {"call", "list"} else []
+    names += served.prompts if actions & {"prompt", "complete", "list"} else ()
+    names += served.templates if actions & {"expand", "complete", "list"} else ()
+    names += served.resources if actions & {"read", "subscribe", "list"} else ()
+    return any(fnmatchcase(fold(name), r) for name in names for r in readings)
 
 
 def _unmatched(number: int, rule: Rule, pattern: str, served: "Served") -> "Advisory":
@@ -296,21 +296,6 @@ def _unmatched(number: int, rule: Rule, pattern: str, served: "Served") -> "Advi
         (f"did you mean {close[0]!r}? " if close else "")
         + "correct the pattern (run 'mcp-providers inspect' for the URIs and names served) or remove it",
     )
-
-
-def _template_glob(template: str) -> str:
-    """A URI template as a pattern every URI it may expand to matches: each ``{...}`` is ``*``."""
-    out, depth = [], 0
-    for char in template:
-        if char == "{":
-            depth += 1
-            if depth == 1:
-                out.append("*")
-        elif char == "}" and depth:
-            depth -= 1
-        elif not depth:
-            out.append("?" if char == "[" else char)
-    return "".join(out)
 
 
 def _glob_tokens(pattern: str) -> tuple[str, ...]:

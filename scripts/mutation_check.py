@@ -963,10 +963,10 @@ CASES: tuple[Case, ...] = (
         (CC + "test_a_deny_whose_scheme_is_mistyped_is_named_with_what_was_meant",),
     ),
     Case(
-        "policy check: a URI pattern may reach what a template serves",
+        "policy check: a URI pattern may reach whatever a served prefix holds, for any action",
         "plugins/policy.py",
-        "        any(fnmatchcase(fold(t), r) for t in (*names, *uris)) or any(_overlap(r, fold(g)) for g in globs)",
-        "        any(fnmatchcase(fold(t), r) for t in (*names, *uris))",
+        '    if any("://" in r for r in readings) and any(_overlap(r, g) for r in readings for g in globs):',
+        "    if False:",
         (CC + "test_a_target_something_served_may_match_is_quiet",),
     ),
     Case(
@@ -993,9 +993,9 @@ CASES: tuple[Case, ...] = (
         ),
     ),
     Case(
-        "identity: only the SDK's AuthenticatedUser is read (the one its sessions are bound to)",
-        "core/identity.py",
-        "    if not isinstance(user, AuthenticatedUser):  # served as the token's caller, its session open to all",
+        "identity: in a session, only the SDK's AuthenticatedUser is served (the one its sessions are bound to)",
+        "core/_serve/steps/exchange.py",
+        "    if not isinstance(user, AuthenticatedUser) and _in_session(request):",
         "    if False:",
         (
             "tests/test_host_user_sessions.py::test_behind_the_hosts_own_http_a_user_the_sdk_cannot_bind_a_session_to_is_refused",
@@ -1023,6 +1023,13 @@ CASES: tuple[Case, ...] = (
         "        _exit_process(1)",
         "        pass",
         ("tests/test_stop_bounded.py::test_a_process_serve_owns_ends_when_a_provider_cannot_be_stopped",),
+    ),
+    Case(
+        "stop: check's and an embedder's runtime get no bound",
+        "core/_serve/runtime.py",
+        "        if not self.owns_process:\n            return None",
+        "        pass",
+        ("tests/test_stop_bounded.py::test_the_bound_is_the_sum_of_the_stops_own_bounds_and_a_margin",),
     ),
     Case(
         "stop: an embedder's process is never ended by the library",

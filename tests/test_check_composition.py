@@ -52,7 +52,7 @@ def test_a_deny_whose_scheme_is_mistyped_is_named_with_what_was_meant() -> None:
         (_rule("deny", "recommend_ssg", actions=["read"]), "a tool name under read"),
         (_rule("deny", "recomend_ssg", actions=["call"]), "a tool name mistyped"),
         (_rule("deny", "DOCUMCP://SSGS/HUGO", match_case=True), "match_case: served targets are lower case"),
-        (_rule("deny", "documcp://ssgs/{ssg}x", actions=["expand"]), "a template spelled otherwise"),
+        (_rule("deny", "documcp://ssgz/*", actions=["call"]), "a URI under no served prefix, for any action"),
     ],
     ids=lambda v: v if isinstance(v, str) else "",
 )
@@ -73,6 +73,10 @@ def test_a_target_matching_nothing_for_the_rules_actions_is_named(rule: dict[str
         _rule("deny", "recommend_*", actions=["call", "read"]),  # a name matched for one action is enough
         _rule("allow", "*"),
         _rule("deny", "documcp://ssgs/[hj]ugo", actions=["read"]),
+        # provider code asks about URIs under its own prefix with any action (policy.require("call", uri)):
+        # the openapi plugin's tools ask call on their path URIs, the servicenow tools read on table URIs
+        _rule("deny", "documcp://ssgs/hugo", actions=["call"]),
+        _rule("allow", "documcp://workflows/*", actions=["call", "prompt"]),
     ],
 )
 def test_a_target_something_served_may_match_is_quiet(rule: dict[str, Any]) -> None:

@@ -9,7 +9,8 @@ request was served in it, could end it, open its listen stream, and answer its e
 - ``mount()`` makes such a user the SDK's ``AuthenticatedUser`` of the same token, so the session
   is bound to the caller the gate serves: another caller gets 404, as with ``identify=``.
 - Where the host's own HTTP serves (``attach()``, ``add_to_mcpserver()`` behind the SDK's app), the
-  composition cannot bind the session: such a user is refused (-32003, naming the fix).
+  composition cannot bind the session: such a user is refused in a session (-32003, naming the
+  fix), and served where there is none (stateless).
 """
 
 from __future__ import annotations
@@ -138,10 +139,10 @@ def test_an_answer_to_the_callers_elicitation_from_another_user_is_refused() -> 
         assert client.post("/mcp", headers=_headers("bob", session), json=answer).status_code == 404
 
 
-def _attached(sdk_user: bool) -> Starlette:
+def _attached(sdk_user: bool, stateless: bool = False) -> Starlette:
     server = Server("host")
     attach(server, compose(plugins={"who": _Plugin()}, load_entrypoints=False))
-    inner = server.streamable_http_app()
+    inner = server.streamable_http_app(stateless_http=stateless)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Any) -> Any:
@@ -168,3 +169,11 @@ def test_behind_the_hosts_own_http_the_sdks_user_is_served_and_bound() -> None:
         session = _open(client, "alice")
         assert "caller=alice" in _whoami(client, "alice", session)[1]
         assert _whoami(client, "bob", session)[0] == 404
+
+
+def test_behind_the_hosts_own_stateless_http_a_host_user_class_is_served() -> None:
+    """No session, nothing to bind: the host's user class is read as its token's caller, as before."""
+    with TestClient(_attached(sdk_user=False, stateless=True), base_url="http://127.0.0.1:8000") as client:
+        call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "whoami", "arguments": {}}}
+        answer = client.post("/mcp", headers={**_headers("alice"), "mcp-protocol-version": VERSION}, json=call)
+        assert answer.status_code == 200 and "caller=alice" in answer.text, answer.text

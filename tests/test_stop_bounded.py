@@ -45,7 +45,7 @@ class Stuck(ResourceProvider):
         await anyio.to_thread.run_sync(self.release.wait)  # not cancellable, as a blocking connect
 
 
-def _composition(release: threading.Event, bound: float | None) -> object:
+def _composition(release: threading.Event, owned: bool) -> object:
     provider = Stuck(release)
 
     class Plugin:
@@ -54,7 +54,7 @@ def _composition(release: threading.Event, bound: float | None) -> object:
             return [provider]
 
     composition = compose({"stuck": Plugin()})
-    composition.runtime.stop_within = bound
+    composition.runtime.owns_process = owned
     return composition
 
 
@@ -70,7 +70,10 @@ async def test_a_process_serve_owns_ends_when_a_provider_cannot_be_stopped(
 
     monkeypatch.setattr(lifespans, "STOP_SECONDS", 0.2)
     monkeypatch.setattr(lifespans, "_exit_process", exit_process)
-    composition = _composition(release, bound=0.6)
+    monkeypatch.setattr("mcp_providers._serve.runtime.STOP_SECONDS", 0.2)
+    monkeypatch.setattr("mcp_providers._serve.runtime.TASKS_STOP_SECONDS", 0.1)
+    monkeypatch.setattr("mcp_providers._serve.runtime.EXIT_MARGIN", 0.3)
+    composition = _composition(release, owned=True)
     fallback = threading.Timer(5.0, release.set)  # a broken bound fails the test rather than hang it
     fallback.start()
     with caplog.at_level(logging.ERROR, "mcp_providers"):
@@ -82,12 +85,24 @@ async def test_a_process_serve_owns_ends_when_a_provider_cannot_be_stopped(
     assert len(said) == 1 and "did not stop within 0.6 s" in said[0] and "exiting now" in said[0]
 
 
+async def test_the_bound_is_the_sum_of_the_stops_own_bounds_and_a_margin() -> None:
+    """Each step of the stop has its bound (task bodies, lifespans, audit sinks, the cluster): a
+    stop that ends within them is never taken for a stuck one; ``check`` and embedders get none."""
+    from mcp_providers._serve.methods.tasks import STOP_SECONDS as TASKS
+
+    composition = _composition(threading.Event(), owned=True)
+    runtime = composition.runtime  # type: ignore[attr-defined]
+    assert runtime.stop_bound() == TASKS + lifespans.STOP_SECONDS + lifespans.EXIT_MARGIN
+    runtime.owns_process = False
+    assert runtime.stop_bound() is None
+
+
 async def test_an_embedders_process_is_never_ended_by_the_library(monkeypatch: pytest.MonkeyPatch) -> None:
     release = threading.Event()
     exits: list[int] = []
     monkeypatch.setattr(lifespans, "STOP_SECONDS", 0.2)
     monkeypatch.setattr(lifespans, "_exit_process", exits.append)
-    composition = _composition(release, bound=None)
+    composition = _composition(release, owned=False)
     threading.Timer(1.5, release.set).start()  # the stuck call ends by itself, late
     async with composition.running():  # type: ignore[attr-defined]
         pass
@@ -99,7 +114,10 @@ async def test_a_stop_that_ends_in_time_leaves_the_process_alone(monkeypatch: py
     release.set()
     exits: list[int] = []
     monkeypatch.setattr(lifespans, "_exit_process", exits.append)
-    composition = _composition(release, bound=0.3)
+    monkeypatch.setattr("mcp_providers._serve.runtime.STOP_SECONDS", 0.1)
+    monkeypatch.setattr("mcp_providers._serve.runtime.TASKS_STOP_SECONDS", 0.1)
+    monkeypatch.setattr("mcp_providers._serve.runtime.EXIT_MARGIN", 0.1)
+    composition = _composition(release, owned=True)
     async with composition.running():  # type: ignore[attr-defined]
         pass
     await anyio.sleep(0.5)  # past the bound: the watch ended with the stop

@@ -29,7 +29,6 @@ with _gc.paused(promote=True):  # the MCP SDK and the serving core: long-lived o
 
     from mcp_providers._cli.serving import reloads, server_of, traces
     from mcp_providers._serve.composition import Composition, compose
-    from mcp_providers._serve.lifespans import EXIT_SECONDS
     from mcp_providers._serve.reload import hold_sighup
     from mcp_providers._serve.transport.stdio_fds import guarded_stdout
     from mcp_providers._serve.transport.stdio_loop import serve_sdk_stdio, serve_stdio
@@ -63,7 +62,6 @@ def compose_checked(config: Config, strict: bool) -> Composition:
     try:
         composition = compose(config, strict=strict)
         composition.runtime.process_guards = True
-        composition.runtime.stop_within = EXIT_SECONDS  # a provider that cannot be stopped never holds it
         return composition
     except ConfigError as exc:
         err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
@@ -90,6 +88,7 @@ def started(
     they hold is then frozen, never traversed again (:mod:`mcp_providers._gc`)."""
     with _gc.paused():
         composition = compose_checked(loaded, strict)
+        composition.runtime.owns_process = True  # serve's: a provider that cannot be stopped never holds it
         server = server_of(composition, strict)
         reloader = reloads(composition, config, plugin_set, watched)
         _gc.settle()  # before the collector runs again: its next pass would walk all of it first

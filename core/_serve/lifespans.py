@@ -28,9 +28,10 @@ log = logging.getLogger("mcp_providers.composition")
 STOP_SECONDS = 10.0
 """How long a provider's ``lifespan`` may take to end once asked, in seconds."""
 
-EXIT_SECONDS = STOP_SECONDS + 5.0
-"""How long ``serve``'s runtime may take to stop (providers, audit sinks, the cluster backend)
-before the process it owns ends regardless, in seconds (:func:`exit_if_stuck`)."""
+EXIT_MARGIN = 5.0
+"""Seconds ``serve``'s runtime may take to stop beyond the sum of its steps' own bounds (task
+bodies, providers' lifespans, audit sinks, the cluster backend) before the process it owns ends
+regardless (:func:`exit_if_stuck`, ``Runtime.stop_bound``)."""
 
 _exit_process: Callable[[int], Any] = os._exit
 
@@ -41,7 +42,7 @@ def exit_if_stuck(seconds: float | None) -> Iterator[None]:
     began: a lifespan stuck in a call that cannot be cancelled (a blocking connect in a worker
     thread, a shielded wait) held ``serve``'s task group, and so its process, for ever.
 
-    Only for a process ``serve`` owns; ``seconds`` ``None`` (an embedder's process): no bound.
+    Only for a process ``serve`` owns; ``seconds`` ``None`` (an embedder's process, ``check``): no bound.
     """
     if seconds is None:
         yield

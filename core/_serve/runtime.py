@@ -25,13 +25,23 @@ import anyio.abc
 
 from mcp_providers._host.assembly import Assembly
 from mcp_providers._host.contain import contain_tasks
-from mcp_providers._serve.lifespans import IDLE, Hosted, exit_if_stuck, opens_nothing, restore, stopped
+from mcp_providers._serve.lifespans import (
+    EXIT_MARGIN,
+    IDLE,
+    STOP_SECONDS,
+    Hosted,
+    exit_if_stuck,
+    opens_nothing,
+    restore,
+    stopped,
+)
 from mcp_providers._serve.methods.subscriptions import SubscriptionHub
+from mcp_providers._serve.methods.tasks import STOP_SECONDS as TASKS_STOP_SECONDS
 from mcp_providers._serve.methods.tasks import Body, Tasks
 from mcp_providers._serve.state.cluster import RedisBackend, Shared, shared_for
 from mcp_providers._serve.state.credentials import broker_for
 from mcp_providers._serve.state.tasks import store_for
-from mcp_providers._serve.steps.audit import AuditLog
+from mcp_providers._serve.steps.audit import FLUSH_SECONDS, AuditLog
 from mcp_providers._serve.steps.exchange import Method
 from mcp_providers._serve.steps.gate import Authorizer, Gate
 from mcp_providers._serve.steps.invoker import Invoker
@@ -163,10 +173,10 @@ class Runtime:
         self._draining: list[Generation] = []  # replaced, with requests still running on them
         self._tasks: anyio.abc.TaskGroup | None = None
         self._starting: anyio.CancelScope | None = None  # while lifespans are awaited (stop_starting)
-        self.stop_within: float | None = None
-        """Set by ``serve``, which owns its process: it ends this many seconds after the runtime began
-        to stop if the stop has not ended (:func:`~.lifespans.exit_if_stuck`); ``None``: no bound."""
-        self._host = _Host(self._start, lambda: self.stop_within)
+        self.owns_process = False
+        """Set by ``serve``, which owns its process: it ends if the runtime's stop outlasts every
+        bound its steps have (:meth:`stop_bound`, :func:`~.lifespans.exit_if_stuck`)."""
+        self._host = _Host(self._start, self.stop_bound)
 
     def _invoker(self, settings: ServerSettings) -> Invoker:
         """The invoker; its coalescer, the seam for sharing reads, goes through Redis across replicas."""
@@ -307,6 +317,17 @@ class Runtime:
         if waiting.cancel_called:  # those the stop left on their way in are not waited for
             for hosted in hosting:
                 hosted.abandon("did not start: the server was stopping")
+
+    def stop_bound(self) -> float | None:
+        """Seconds the stop may take before ``serve``'s process ends regardless: the sum of its
+        steps' bounds (task bodies, lifespans, audit sinks, the cluster backend) and a margin;
+        ``None`` unless the process is ``serve``'s (:attr:`owns_process`)."""
+        if not self.owns_process:
+            return None
+        bound = TASKS_STOP_SECONDS + STOP_SECONDS + EXIT_MARGIN + (FLUSH_SECONDS if self.audit.shipped else 0.0)
+        if isinstance(self.shared, RedisBackend):
+            bound += self.shared.settings.timeout_seconds
+        return bound
 
     def stop_starting(self) -> None:
         """The server is stopping (``SIGTERM``): stop waiting for the lifespans on their way in,

@@ -53,9 +53,24 @@ def principal_of(ctx: Ctx) -> Principal:
     if type(token) is AccessToken and type(user) is AuthenticatedUser:  # the usual case, without the checks' cost
         return from_access_token(token)
     try:
-        return user_principal(user) or ANONYMOUS
+        principal = user_principal(user) or ANONYMOUS
     except UnreadableIdentity as exc:  # refused, never served as someone (nor a 500)
         raise MCPError(DENIED, str(exc)) from None
+    if not isinstance(user, AuthenticatedUser) and _in_session(request):  # served as one, its session open to all
+        raise MCPError(
+            DENIED,
+            f"the request's authenticated user is a {type(user).__name__}, not the SDK's AuthenticatedUser, so the "
+            "SDK's session manager cannot bind its session to it (another caller knowing the session id could use "
+            "it); have your authentication backend return AuthenticatedUser(access_token), serve with mount() "
+            "(which does so), or serve stateless",
+        )
+    return principal
+
+
+def _in_session(request: Any) -> bool:
+    """Whether an HTTP request belongs to a session (it names one: ``Mcp-Session-Id``)."""
+    headers = getattr(request, "headers", None)
+    return headers is not None and headers.get("mcp-session-id") is not None
 
 
 # eq=False, repr=False: never compared or shown; each generated method costs start-up (issue 43)
