@@ -40,7 +40,7 @@ def test_no_internal_module_declares_a_public_surface() -> None:
 
 
 PUBLIC = (
-    "__init__.py", "cli.py", "config.py", "credentials.py", "embedding.py", "errors.py", "hookspecs.py",
+    "__init__.py", "checks.py", "cli.py", "config.py", "credentials.py", "embedding.py", "errors.py", "hookspecs.py",
     "http.py", "identity.py", "models.py", "plugin.py", "policy.py", "providers.py", "skills.py", "testing.py",
     "uris.py",
 )  # fmt: skip

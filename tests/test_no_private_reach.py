@@ -40,6 +40,9 @@ FOREIGN: dict[tuple[str, str], str] = {
     ("_serve/state/events.py", "_admit_session"): "the SDK session manager's admission, given one event store each",
     ("_serve/state/events.py", "_event_store"): "the SDK transport's event store, scoped to its session",
 }
+DOCUMENTED = frozenset({("_serve/lifespans.py", "_exit")})
+"""``(module, attribute)`` of names with an underscore that their package documents as public:
+``os._exit`` (https://docs.python.org/3/library/os.html#os._exit), ending serve's stuck process."""
 """``(module under core/, attribute)`` -> why another package's private name is reached there;
 each must be a seam in ``SEAMS`` (checked at start-up) and must still occur (no stale entries)."""
 
@@ -113,7 +116,7 @@ def _scan() -> dict[tuple[str, str], list[str]]:
 
 def test_no_module_of_the_core_reaches_another_ones_private_names() -> None:
     reached = _scan()
-    unexplained = [hit for key, hits in reached.items() if key not in FOREIGN for hit in hits]
+    unexplained = [hit for key, hits in reached.items() if key not in FOREIGN and key not in DOCUMENTED for hit in hits]
     assert unexplained == [], (
         "private names reached from outside their owner; give the owner a public method or property "
         "(or drop the underscore of a helper other modules use):\n" + "\n".join(unexplained)

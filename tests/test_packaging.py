@@ -49,6 +49,7 @@ def test_every_hookspec_has_a_docstring_saying_what_to_return() -> None:
         "register_skill_providers",
         "demo_settings",
         "authorize",
+        "check_composition",
     }
     for f in specs:
         doc = inspect.getdoc(f) or ""

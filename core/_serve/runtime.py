@@ -154,11 +154,10 @@ class Runtime:
         )
         if isinstance(backend, RedisBackend):
             backend.on_recovered = self.hub.reannounce  # the bus is back: nothing missed goes untold
-        cluster = assembly.config.cluster
         self.tasks = Tasks(
             store_for(self.shared, settings.tasks, sealing=self.sealing),
             settings.tasks,
-            cluster.lease_seconds if cluster else None,
+            assembly.config.cluster.lease_seconds if assembly.config.cluster else None,
             task_body,
         )
         """Tool calls running as tasks (:mod:`.methods.tasks`): in memory, or in Redis with ``[cluster]``."""
@@ -174,8 +173,7 @@ class Runtime:
         self._tasks: anyio.abc.TaskGroup | None = None
         self._starting: anyio.CancelScope | None = None  # while lifespans are awaited (stop_starting)
         self.owns_process = False
-        """Set by ``serve``, which owns its process: it ends if the runtime's stop outlasts every
-        bound its steps have (:meth:`stop_bound`, :func:`~.lifespans.exit_if_stuck`)."""
+        """Set by ``serve``: its process ends if the stop outlasts its steps' bounds (:meth:`stop_bound`)."""
         self._host = _Host(self._start, self.stop_bound)
 
     def _invoker(self, settings: ServerSettings) -> Invoker:

@@ -109,11 +109,7 @@ class Invoker:
         :raises ProviderFailed: the provider raised something other than a RequestError/ToolFailure.
         """
         if work.provider in self._startup_failures:
-            self.health.ended(work.plugin, work.provider, "not started")
-            raise UpstreamError(
-                f"provider {work.provider!r} failed to start, so it cannot serve {work.what}; "
-                "the server log has the details"
-            )
+            raise self._not_started(work)
         seconds = self._timeout if work.timeout is None else work.timeout
         deadline = deadline_after(seconds)  # counted from here, before the call starts
         scope: Scope | None = None
@@ -140,15 +136,7 @@ class Invoker:
             self.health.ended(work.plugin, work.provider, failure_of(exc))
             raise
         except Exception:
-            if scope is not None and scope.refused is not None:
-                raise scope.refused from None  # a library caught the refusal and failed its own way
-            self.health.ended(work.plugin, work.provider, "crashed")
-            log.exception("provider %r (plugin %r) failed %s", work.provider, work.plugin, work.what)
-            raise ProviderFailed(
-                f"provider {work.provider!r} (plugin {work.plugin!r}) failed {work.what}; "
-                "the server log has the details",
-                data={"target": work.target},
-            ) from None
+            raise self._crashed(work, scope) from None
         finally:
             leave_seat(seat_token)
             if scope is not None:
@@ -157,6 +145,24 @@ class Invoker:
                     custody.update(scope.receipt_fields())
         self.health.ended(work.plugin, work.provider, None)
         return result
+
+    def _not_started(self, work: Work) -> UpstreamError:
+        self.health.ended(work.plugin, work.provider, "not started")
+        return UpstreamError(
+            f"provider {work.provider!r} failed to start, so it cannot serve {work.what}; "
+            "the server log has the details"
+        )
+
+    def _crashed(self, work: Work, scope: Scope | None) -> Exception:
+        """What a call that raised something else than a request error ends in (called in the ``except``)."""
+        if scope is not None and scope.refused is not None:
+            return scope.refused  # a library caught the refusal and failed its own way
+        self.health.ended(work.plugin, work.provider, "crashed")
+        log.exception("provider %r (plugin %r) failed %s", work.provider, work.plugin, work.what)
+        return ProviderFailed(
+            f"provider {work.provider!r} (plugin {work.plugin!r}) failed {work.what}; the server log has the details",
+            data={"target": work.target},
+        )
 
     def _timed_out(self, work: Work, seat: Seat, seconds: float) -> ReadTimeout:
         """The error for a call whose deadline passed (``seconds`` after it began)."""
