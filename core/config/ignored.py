@@ -8,11 +8,15 @@ leaves the default is held to its fields, as if it forbade unknown keys.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator, Mapping
-from typing import Annotated, Any, get_args, get_origin
+from typing import TYPE_CHECKING, Annotated, Any, TypeGuard, get_args, get_origin
 
-from pydantic import AliasChoices, AliasPath, BaseModel, BeforeValidator, PlainValidator, RootModel, WrapValidator
+from pydantic import AliasChoices, AliasPath, BaseModel, BeforeValidator, PlainValidator, WrapValidator
 from pydantic.fields import FieldInfo
+
+if TYPE_CHECKING:
+    from pydantic import RootModel
 
 __all__ = ["ignored_keys"]
 
@@ -31,8 +35,15 @@ def ignored_keys(value: BaseModel, given: Mapping[str, Any]) -> list[tuple[Loc, 
     return list(_walk(value, given, ()))
 
 
+def _is_root_model(value: object) -> TypeGuard[RootModel[Any]]:
+    # A RootModel instance exists only once pydantic.root_model is imported: importing it here
+    # would build RootModel's own schema at every start (issue 43), for settings that rarely use one.
+    module = sys.modules.get("pydantic.root_model")
+    return module is not None and isinstance(value, module.RootModel)
+
+
 def _walk(value: object, given: object, loc: Loc) -> Iterator[tuple[Loc, tuple[str, ...]]]:
-    if isinstance(value, RootModel):
+    if _is_root_model(value):
         yield from _walk(value.root, given, loc)
     elif isinstance(value, BaseModel):
         if isinstance(given, Mapping):
