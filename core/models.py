@@ -106,7 +106,7 @@ class Annotations(_Declared):
     Source: MCP specification 2025-11-25, ``schema.ts`` ``Annotations``.
     """
 
-    model_config = _FROZEN
+    model_config = ConfigDict(**_FROZEN, defer_build=True)  # built at first use (issue 43)
 
     audience: tuple[Literal["user", "assistant"], ...] | None = None
     """Who the content is for: any of ``"user"`` and ``"assistant"``."""
@@ -424,7 +424,7 @@ class ExtensionMethod(_Declared):
     call is audited.
     """
 
-    model_config = _FROZEN
+    model_config = ConfigDict(**_FROZEN, defer_build=True)  # built at first use (issue 43)
 
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*(/[A-Za-z0-9_.-]+)+$", max_length=200)
     """A method name of the form ``<vendor prefix>/<name>``, never one the MCP spec defines."""
@@ -438,7 +438,7 @@ class Extension(_Declared):
     """An extension a plugin offers (SEP-2133): advertised under ``capabilities.extensions`` and
     served by its :class:`ExtensionMethod`s."""
 
-    model_config = _FROZEN
+    model_config = ConfigDict(**_FROZEN, defer_build=True)  # built at first use (issue 43)
 
     identifier: str
     """Reverse-DNS identifier, e.g. ``io.example/search`` (the SDK's

@@ -193,6 +193,8 @@ class ClientCredentialsAuth(OAuthAuth):
     """OAuth client credentials (RFC 6749 §4.4): one identity, this server's client, for every
     caller; its tokens come from the credential broker (cached, refreshed before they expire)."""
 
+    model_config = ConfigDict(defer_build=True)  # built at first use (issue 43)
+
     type: Literal["client_credentials"] = "client_credentials"
 
 
@@ -206,6 +208,8 @@ class OnBehalfOfAuth(OAuthAuth, IssuerScope):
     ``issuers_share_users = true``): another issuer's token would otherwise reach this
     authorization server, and its ``alice`` be served as this issuer's (:mod:`~mcp_providers.plugins._issuers`).
     """
+
+    model_config = ConfigDict(defer_build=True)  # built at first use (issue 43)
 
     type: Literal["on_behalf_of"] = "on_behalf_of"
 

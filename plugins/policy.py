@@ -57,7 +57,7 @@ ACTIONS: tuple[Action, ...] = ("list", "read", "expand", "complete", "subscribe"
 class Rule(BaseModel):
     """One allow or deny rule."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)  # built at first use (issue 43)
 
     effect: Literal["allow", "deny"] = Field(description="What a match decides.")
     subjects: tuple[str, ...] = Field(

@@ -248,3 +248,19 @@ def test_a_field_name_pydantic_ignores_beside_its_alias_is_refused() -> None:
     assert "s3cret" not in said and "keys accepted here: apiKey, aws_region" in said
     assert _reason(_plugin(Aliased), {"apiKey": "k", "aws_region": "us"}) is None
     assert _reason(_plugin(AliasedByName), {"api_key": "k", "region": "us"}) is None
+
+
+def test_a_mistyped_key_inside_a_root_model_field_is_refused() -> None:
+    """The walk looks through a RootModel (the core no longer imports pydantic's ``root_model`` for
+    it, issue 43): a RootModel value exists only once its module is imported."""
+    from pydantic import RootModel
+
+    class Mirrors(RootModel[list[Timing]]):
+        pass
+
+    class WithRoot(BaseModel):
+        mirrors: Mirrors = Mirrors([])
+
+    reason = _reason(_plugin(WithRoot), {"mirrors": [{"timeout": 1.0, "retriez": 3}]})
+    assert reason is not None, "the mistyped key under a RootModel was dropped silently"
+    assert "plugins.notes.mirrors.0.retriez: unknown key" in reason, reason

@@ -57,6 +57,8 @@ NOT_ON_SERVE_PATH = (
     "mcp_providers._serve.state.sealing",  # only with [cluster]
     "mcp_providers._serve.state.shared_reads",  # only with [cluster] (and coalesce_reads)
     "mcp_providers._serve.state.outage",  # only with [cluster]
+    # issue 43, fourth pass
+    "pydantic.root_model",  # only when a model uses RootModel (building RootModel itself is ~1 ms)
 )
 
 SERVE_PATH = """

@@ -53,7 +53,7 @@ class _Shipped(BaseModel):
 class FileSinkSettings(BaseModel):
     """A JSON-lines file, written as the request ends (what ``[server] audit_log`` is)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)  # built at first use (issue 43)
 
     type: Literal["file"]
     name: str = Field(default="file", pattern=r"^[A-Za-z0-9_.-]{1,64}$")
@@ -75,6 +75,8 @@ class SyslogSinkSettings(_Shipped):
     ``transport``: ``udp`` (one datagram each), ``tcp`` (octet-counting framing, RFC 6587 section
     3.4.1) or ``unix`` (datagrams to the socket ``socket``, e.g. ``/dev/log``).
     """
+
+    model_config = ConfigDict(defer_build=True)  # built at first use (issue 43)
 
     type: Literal["syslog"]
     name: str = Field(default="syslog", pattern=r"^[A-Za-z0-9_.-]{1,64}$")
@@ -105,6 +107,8 @@ class WebhookSinkSettings(_Shipped):
     ``X-Audit-Sequence`` (1, 2, ... per sink and process); a batch is resent only after an attempt
     that got no 2xx answer.
     """
+
+    model_config = ConfigDict(defer_build=True)  # built at first use (issue 43)
 
     type: Literal["webhook"]
     name: str = Field(default="webhook", pattern=r"^[A-Za-z0-9_.-]{1,64}$")
@@ -143,6 +147,8 @@ class OtlpLogsSinkSettings(WebhookSinkSettings):
     answers OTLP calls retryable (429, 502, 503, 504) and on network errors; any other non-2xx
     answer drops the batch (counted)."""
 
+    model_config = ConfigDict(defer_build=True)  # built at first use (issue 43)
+
     type: Literal["otlp"]  # type: ignore[assignment]
     name: str = Field(default="otlp", pattern=r"^[A-Za-z0-9_.-]{1,64}$")
     url: AnyHttpUrl
@@ -177,7 +183,7 @@ class AuditSettings(BaseModel):
     background: one that is slow or down never blocks or fails a request; what it drops is counted.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)  # built at first use (issue 43)
 
     sinks: list[AuditSink] = Field(min_length=1)
     """The sinks; every line goes to each."""

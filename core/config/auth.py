@@ -13,7 +13,7 @@ __all__ = ["ASYMMETRIC_ALGORITHMS", "AuthConfig", "AuthMode", "TokenConfig"]
 class TokenConfig(BaseModel):
     """One accepted bearer token, read from an environment variable (never written in the file)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)  # built at first use (issue 43)
 
     subject: str = Field(min_length=1)
     """Who presents this token (the ``subject`` the authorize hook sees)."""
@@ -53,7 +53,7 @@ class AuthConfig(BaseModel):
     ``docs/security.md`` ("Identity").
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)  # built at first use (issue 43)
 
     mode: AuthMode = "static"
     """How bearer tokens are checked."""

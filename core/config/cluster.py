@@ -27,7 +27,7 @@ class ClusterSettings(BaseModel):
     Without it everything stays in the process (one server, or ``--workers 1``).
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)  # built at first use (issue 43)
 
     redis_url: str | None = Field(default=None, pattern=r"^rediss?://")
     """``redis://[user:password@]host:port/db`` (``rediss://`` for TLS). A password in it makes the

@@ -22,7 +22,7 @@ __all__ = ["Config", "PluginSet", "load_config", "settings_context"]
 class PluginSet(BaseModel):
     """One ``[sets.<name>]`` table: a named selection of plugins."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)  # built at first use (issue 43)
 
     plugins: tuple[str, ...]
     """Entry-point names of the plugins in this set."""

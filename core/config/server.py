@@ -109,7 +109,7 @@ class AdminSettings(BaseModel):
     beside ``/readyz``, never on the MCP path; ``mcp-providers reload --url``). Without this table
     that route answers 404; ``SIGHUP`` reloads whatever is configured here."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)  # built at first use (issue 43)
 
     token_env: str | None = Field(default=None, pattern=ENV_NAME)
     """Environment variable holding a bearer token that may reload (at least 32 characters)."""

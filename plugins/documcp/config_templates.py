@@ -83,7 +83,7 @@ Section = Literal["tutorials", "how-to-guides", "reference", "explanation"]
 class DiataxisSection(BaseModel):
     """One Diataxis section of ``documcp://templates/diataxis-structure``."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)  # built at first use (issue 43)
 
     description: str = Field(min_length=1)
     orientation: Literal["learning", "goals", "information", "understanding"]

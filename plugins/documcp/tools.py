@@ -98,7 +98,7 @@ class RecommendIn(BaseModel):
 class Recommendation(BaseModel):
     """One ranked SSG with the evidence for and against it."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)  # built at first use (issue 43)
 
     rank: int = Field(ge=1)
     ssg: SSGId

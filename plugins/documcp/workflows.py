@@ -84,7 +84,7 @@ _MODEL = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 class Step(BaseModel):
     """One step of a workflow: a tool call and what it needs and yields."""
 
-    model_config = _MODEL
+    model_config = ConfigDict(**_MODEL, defer_build=True)  # built at first use (issue 43)
 
     tool: str = Field(pattern=_TOOL_NAME)
     """Name of the tool the step calls (this server's, or DocuMCP's)."""

@@ -71,7 +71,7 @@ _STRICT = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
 class BearerAuth(BaseModel):
     """``Authorization: Bearer <token>``, the token from a named variable (one service account)."""
 
-    model_config = _STRICT
+    model_config = ConfigDict(**_STRICT, defer_build=True)  # built at first use (issue 43)
     type: Literal["bearer"] = "bearer"
     token_env: EnvName = Field(description="Environment variable holding the token.")
 
@@ -79,7 +79,7 @@ class BearerAuth(BaseModel):
 class BasicAuth(BaseModel):
     """HTTP Basic authentication, the password from a named variable."""
 
-    model_config = _STRICT
+    model_config = ConfigDict(**_STRICT, defer_build=True)  # built at first use (issue 43)
     type: Literal["basic"] = "basic"
     username: str = Field(min_length=1)
     password_env: EnvName = Field(description="Environment variable holding the password.")
@@ -88,7 +88,7 @@ class BasicAuth(BaseModel):
 class ApiKeyAuth(BaseModel):
     """An API key in a header or a query parameter, from a named variable."""
 
-    model_config = _STRICT
+    model_config = ConfigDict(**_STRICT, defer_build=True)  # built at first use (issue 43)
     type: Literal["api_key"] = "api_key"
     name: str = Field(default="X-API-Key", pattern=r"^[A-Za-z0-9_.-]{1,128}$", description="Header or parameter name.")
     location: Literal["header", "query"] = Field(default="header", description="Where the key is sent.")
@@ -124,7 +124,7 @@ def checked_http_url(value: str, what: str, *, path: bool) -> str:
 class ServiceSettings(BaseModel):
     """One OpenAPI service: its document, where its operations are called, what of it is served."""
 
-    model_config = _STRICT
+    model_config = ConfigDict(**_STRICT, defer_build=True)  # built at first use (issue 43)
 
     name: str = Field(pattern=SERVICE_NAME_PATTERN, description="Names the service in URIs, providers and receipts.")
     document: str = Field(

@@ -54,7 +54,7 @@ def read_secret(env_name: str, *, instance: str, setting: str) -> str:
 class BasicAuth(BaseModel):
     """HTTP Basic authentication with a ServiceNow user."""
 
-    model_config = STRICT
+    model_config = ConfigDict(**STRICT, defer_build=True)  # built at first use (issue 43)
 
     type: Literal["basic"] = "basic"
     username: str = Field(min_length=1)
@@ -68,7 +68,7 @@ class OAuthAuth(BaseModel):
     when the instance answers 401.
     """
 
-    model_config = STRICT
+    model_config = ConfigDict(**STRICT, defer_build=True)  # built at first use (issue 43)
 
     type: Literal["oauth"] = "oauth"
     grant_type: Literal["client_credentials", "password"] = "client_credentials"
@@ -91,7 +91,7 @@ class OAuthAuth(BaseModel):
 class ApiKeyAuth(BaseModel):
     """A ServiceNow API key, sent in the ``x-sn-apikey`` header."""
 
-    model_config = STRICT
+    model_config = ConfigDict(**STRICT, defer_build=True)  # built at first use (issue 43)
 
     type: Literal["api_key"] = "api_key"
     api_key_env: EnvName = Field(description="Environment variable holding the API key.")
@@ -134,7 +134,7 @@ class JwtBearerAuth(IssuerScope):
         user_claim = "email"
     """
 
-    model_config = STRICT
+    model_config = ConfigDict(**STRICT, defer_build=True)  # built at first use (issue 43)
 
     type: Literal["jwt_bearer"] = "jwt_bearer"
     client_id: str | None = Field(

@@ -190,7 +190,7 @@ class Filter(BaseModel):
 class Order(BaseModel):
     """Sort by ``field``, ascending unless ``descending``."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)  # built at first use (issue 43)
 
     field: str = Field(description="Field name to sort by, e.g. 'sys_created_on'.")
     descending: bool = False

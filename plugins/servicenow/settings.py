@@ -115,7 +115,7 @@ class ResourceFields(BaseModel):
 class InstanceSettings(BaseModel):
     """One ServiceNow instance: where it is, how to authenticate, and limits."""
 
-    model_config = ConfigDict(**STRICT, hide_input_in_errors=True)  # a refused url may carry a secret
+    model_config = ConfigDict(**STRICT, hide_input_in_errors=True, defer_build=True)  # a refused url may carry a secret
 
     name: str = Field(
         pattern=INSTANCE_NAME_PATTERN,

@@ -97,7 +97,7 @@ class BearerAuth(BaseModel):
     """A static bearer token for a streamable HTTP upstream, sent as ``Authorization: Bearer``.
     The caller's own token is never sent upstream (MCP forbids passing it through)."""
 
-    model_config = _STRICT
+    model_config = ConfigDict(**_STRICT, defer_build=True)  # built at first use (issue 43)
 
     type: Literal["bearer"] = "bearer"
     token_env: EnvName = Field(description="Environment variable holding the token.")
@@ -117,6 +117,8 @@ class OnBehalfOfAuth(_oauth.OnBehalfOfAuth):
     client must be allowed both grants. The OAuth settings are
     :class:`~mcp_providers.plugins._oauth.OAuthAuth`'s; ``issuers`` and ``issuers_share_users`` say
     whose callers are exchanged for (:mod:`~mcp_providers.plugins._issuers`)."""
+
+    model_config = ConfigDict(defer_build=True)  # built at first use (issue 43)
 
     idle_seconds: float = Field(
         default=300.0, gt=0, le=86_400, description="A caller's upstream session is closed after this long unused."
@@ -147,7 +149,7 @@ Auth = Annotated[
 class ServerSettings(BaseModel):
     """One upstream MCP server; it becomes one provider (three: resources, tools, prompts)."""
 
-    model_config = _STRICT
+    model_config = ConfigDict(**_STRICT, defer_build=True)  # built at first use (issue 43)
 
     name: str = Field(pattern=NAME_PATTERN, description="Configured name: provider names, receipts, audit.")
     command: str | None = Field(default=None, min_length=1, description="stdio: the program to start.")
