@@ -317,7 +317,10 @@ def _glob_tokens(pattern: str) -> tuple[str, ...]:
 def _overlap(a: str, b: str) -> bool:
     """Whether two fnmatch patterns match at least one string in common (``[...]`` read loosely,
     so a doubtful pair overlaps: this finds targets that certainly match nothing)."""
-    return _meet(_glob_tokens(a), _glob_tokens(b))
+    try:
+        return _meet(_glob_tokens(a), _glob_tokens(b))
+    except RecursionError:  # patterns of hundreds of characters: doubtful, so they overlap
+        return True
 
 
 @lru_cache(maxsize=1024)
