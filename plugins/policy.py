@@ -256,7 +256,33 @@ def check_composition(settings: PolicySettings | None, served: "Served") -> list
         for pattern in rule.targets:
             if not _reaches(rule, pattern, served):
                 found.append(_unmatched(number, rule, pattern, served))
+            elif (canon := _canonical_missed(rule, pattern)) is not None:
+                found.append(
+                    Advisory(
+                        "policy-target-not-canonical",
+                        pattern,
+                        f"rule {number} ({rule.effect}) does not match {canon!r}, the canonical form of the URI it "
+                        "names: a URI is asked about in canonical form (and as the client spelled it only when that "
+                        f"differs), so the rule {rule.effect}s only a client spelling it this way",
+                        f"write it as {canon!r}",
+                    )
+                )
     return found
+
+
+def _canonical_missed(rule: Rule, pattern: str) -> str | None:
+    """The canonical form of the URI ``pattern`` names when ``rule`` does not match it (``%68ugo``
+    for ``hugo``: a client asking for ``hugo`` is never denied); ``None`` for a pattern with
+    wildcards, not a URI, or one that matches its own canonical form."""
+    from mcp_providers.uris import InvalidUri, canonical
+
+    if "://" not in pattern or any(c in pattern for c in "*?["):
+        return None
+    try:
+        canon = canonical(pattern)
+    except InvalidUri:
+        return None
+    return None if canon == pattern or rule.matches_target(canon, Readings(canon)) else canon
 
 
 def _reaches(rule: Rule, pattern: str, served: "Served") -> bool:

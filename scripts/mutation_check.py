@@ -970,6 +970,20 @@ CASES: tuple[Case, ...] = (
         (CC + "test_a_target_something_served_may_match_is_quiet",),
     ),
     Case(
+        "policy check: a URI rule that misses its own canonical form is named",
+        "plugins/policy.py",
+        "    return None if canon == pattern or rule.matches_target(canon, Readings(canon)) else canon",
+        "    return None",
+        (CC + "test_a_uri_spelled_otherwise_than_its_canonical_form_is_named",),
+    ),
+    Case(
+        "policy check: a rule that matches its own canonical form is not named",
+        "plugins/policy.py",
+        "    return None if canon == pattern or rule.matches_target(canon, Readings(canon)) else canon",
+        "    return None if canon == pattern else canon",
+        (CC + "test_a_rule_matching_its_own_canonical_form_is_quiet",),
+    ),
+    Case(
         "policy check: two literal characters that differ do not meet",
         "plugins/policy.py",
         '    return (a[0] == b[0] or "?" in (a[0], b[0])) and _meet(a[1:], b[1:])',

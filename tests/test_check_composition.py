@@ -35,7 +35,7 @@ def _rule(effect: str, *targets: str, **more: Any) -> dict[str, Any]:
 
 def _said(*rules: dict[str, Any], plugins: dict[str, Any] | None = None) -> list[str]:
     composition = compose({**DOCUMCP, "policy": policy, **(plugins or {})}, {"policy": {"rules": list(rules)}})
-    return [w for w in warnings(composition)[1] if "check-composition" in w or CODE in w]
+    return [w for w in warnings(composition)[1] if "check-composition" in w or "policy-target" in w]
 
 
 def test_a_deny_whose_scheme_is_mistyped_is_named_with_what_was_meant() -> None:
@@ -190,3 +190,33 @@ def test_check_on_the_command_line_warns_and_still_passes(tmp_path: Path) -> Non
 def test_patterns_too_long_to_compare_are_taken_to_meet() -> None:
     """Deeper than the interpreter's recursion: doubtful, so never a warning (nor a crash of check)."""
     assert policy._overlap("x://" + "a" * 3000 + "b", "x://" + "a" * 3000 + "c") is True
+
+
+@pytest.mark.parametrize(
+    ("rule", "canon"),
+    [
+        (_rule("deny", "documcp://ssgs/%68ugo", actions=["read"]), "documcp://ssgs/hugo"),
+        (_rule("allow", "documcp://ssgs/%68ugo", actions=["read"]), "documcp://ssgs/hugo"),
+        (
+            _rule("allow", "documcp://ssgs/h\u00fcgo", actions=["read"]),
+            "documcp://ssgs/h%C3%BCgo",
+        ),  # allows match as given
+    ],
+)
+def test_a_uri_spelled_otherwise_than_its_canonical_form_is_named(rule: dict[str, Any], canon: str) -> None:
+    """A client asking for the canonical spelling is never matched by such a rule (tester twenty)."""
+    (line,) = _said(rule)
+    assert f"policy-target-not-canonical: {rule['targets'][0]!r}: rule 1 ({rule['effect']})" in line
+    assert line.endswith(f"fix: write it as {canon!r}")
+
+
+@pytest.mark.parametrize(
+    "rule",
+    [
+        _rule("deny", "DOCUMCP://SSGS/HUGO"),  # a deny folds case: it matches the canonical form
+        _rule("deny", "documcp://ssgs/hu*"),  # wildcards: not judged
+        _rule("deny", "documcp://ssgs/hugo"),
+    ],
+)
+def test_a_rule_matching_its_own_canonical_form_is_quiet(rule: dict[str, Any]) -> None:
+    assert _said(rule) == []
