@@ -236,23 +236,23 @@ class ReadResource:
         }
 
     def _shared(self, route: Route) -> _Shared:
+        """What every read of ``route``'s declaration shares, made and kept (:meth:`route` looks it
+        up first: this runs on a declaration's first read)."""
         declaration = route.declaration
-        shared = self._shared_by_id.get(object.__hash__(declaration))
-        if shared is None or shared.declaration is not declaration:
-            distribution, version = self._assembly.origins.get(route.plugin, (None, None))
-            template = declaration.uri_template if isinstance(declaration, ResourceTemplate) else None
-            parts = read_receipt_parts(
-                route.provider.name, route.plugin, distribution, version, template, declaration.freshness
-            )
-            work = None
-            if template is None:
-                work = Work(route.plugin, route.provider.name, f"reading {route.canonical}", route.canonical)
-            ttl_ms, cache_scope = cache_hint_parts(declaration.freshness, shareable=True)
-            if declaration.members is not None and declaration.members.filtered:
-                cache_scope = "private"  # what it lists depends on who asks: no shared cache may keep it
-            sharer = f"{route.provider.name}@{_settings_digest(self._assembly, route.plugin)}"
-            shared = _Shared(declaration, parts, ttl_ms, cache_scope, work, sharer)
-            self._shared_by_id[object.__hash__(declaration)] = shared
+        distribution, version = self._assembly.origins.get(route.plugin, (None, None))
+        template = declaration.uri_template if isinstance(declaration, ResourceTemplate) else None
+        parts = read_receipt_parts(
+            route.provider.name, route.plugin, distribution, version, template, declaration.freshness
+        )
+        work = None
+        if template is None:
+            work = Work(route.plugin, route.provider.name, f"reading {route.canonical}", route.canonical)
+        ttl_ms, cache_scope = cache_hint_parts(declaration.freshness, shareable=True)
+        if declaration.members is not None and declaration.members.filtered:
+            cache_scope = "private"  # what it lists depends on who asks: no shared cache may keep it
+        sharer = f"{route.provider.name}@{_settings_digest(self._assembly, route.plugin)}"
+        shared = _Shared(declaration, parts, ttl_ms, cache_scope, work, sharer)
+        self._shared_by_id[object.__hash__(declaration)] = shared
         return shared
 
     def _receipt(
