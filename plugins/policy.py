@@ -247,26 +247,16 @@ def authorize(action: Action, target: str, settings: PolicySettings | None, prin
 
 @hookimpl
 def check_composition(settings: PolicySettings | None, served: "Served") -> list["Advisory"]:
-    """A rule target matching nothing served, for any of the rule's actions: a deny with a typo
-    denies nothing, and nothing else would say so."""
-    from mcp_providers.checks import Advisory
-
+    """A rule target matching nothing served, for any of the rule's actions (a deny with a typo
+    denies nothing, and nothing else would say so), or one naming a URI whose canonical form it
+    does not match."""
     found: list[Advisory] = []
     for number, rule in enumerate(settings.rules if settings is not None else (), start=1):
         for pattern in rule.targets:
             if not _reaches(rule, pattern, served):
                 found.append(_unmatched(number, rule, pattern, served))
             elif (canon := _canonical_missed(rule, pattern)) is not None:
-                found.append(
-                    Advisory(
-                        "policy-target-not-canonical",
-                        pattern,
-                        f"rule {number} ({rule.effect}) does not match {canon!r}, the canonical form of the URI it "
-                        "names: a URI is asked about in canonical form (and as the client spelled it only when that "
-                        f"differs), so the rule {rule.effect}s only a client spelling it this way",
-                        f"write it as {canon!r}",
-                    )
-                )
+                found.append(_not_canonical(number, rule, pattern, canon))
     return found
 
 
@@ -321,6 +311,19 @@ def _unmatched(number: int, rule: Rule, pattern: str, served: "Served") -> "Advi
         f"{', '.join(rule.actions)}, so {effect}",
         (f"did you mean {close[0]!r}? " if close else "")
         + "correct the pattern (run 'mcp-providers inspect' for the URIs and names served) or remove it",
+    )
+
+
+def _not_canonical(number: int, rule: Rule, pattern: str, canon: str) -> "Advisory":
+    from mcp_providers.checks import Advisory
+
+    return Advisory(
+        "policy-target-not-canonical",
+        pattern,
+        f"rule {number} ({rule.effect}) does not match {canon!r}, the canonical form of the URI it names: a URI "
+        "is asked about in canonical form (and as the client spelled it only when that differs), so the rule "
+        f"{rule.effect}s only a client spelling it this way",
+        f"write it as {canon!r}",
     )
 
 

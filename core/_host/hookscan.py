@@ -78,7 +78,7 @@ def _marked(namespace: object, name: str, marker: str) -> object:
     value = namespace.__dict__.get(name, _ABSENT)
     if value is _ABSENT:
         return None
-    if not inspect.isfunction(value):
+    if not isinstance(value, types.FunctionType):  # inspect.isfunction, as _unmarked reads it
         return _ABSENT
     opts = getattr(value, marker, None)
     if opts is None:
