@@ -336,6 +336,16 @@ class Runtime:
     async def _start(self) -> contextlib.AsyncExitStack:
         stack = contextlib.AsyncExitStack()
         await stack.__aenter__()
+        try:
+            await self._start_on(stack)
+        except BaseException as exc:  # cancelled on the way in (stdin ended): what was started is left
+            for hosted in self._hosted.values():  # those still on their way in are not waited for
+                hosted.abandon("did not start: the server was stopping")
+            await stack.__aexit__(type(exc), exc, exc.__traceback__)  # in this task: it holds a task group
+            raise
+        return stack
+
+    async def _start_on(self, stack: contextlib.AsyncExitStack) -> None:
         self.audit.open()
         stack.callback(self.audit.close)
         if self.process_guards:
@@ -360,7 +370,6 @@ class Runtime:
             tasks.start_soon(run)
         self._tasks = tasks
         stack.callback(setattr, self, "_tasks", None)
-        return stack
 
     async def _stop_hosted(self) -> None:
         """Stop every running lifespan, side by side (see :func:`~mcp_providers._serve.lifespans.stopped`)."""

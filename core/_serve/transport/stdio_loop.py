@@ -294,7 +294,8 @@ async def serve_stdio(
     if not pipes_apply(1 if stdout_fd is None else stdout_fd):
         await serve_sdk_stdio(server, stdout_fd=stdout_fd)
         return
-    async with _pipes(stdout_fd, max_line_bytes) as dispatcher, server.lifespan(server) as state:
+    async with _pipes(stdout_fd, max_line_bytes) as dispatcher, contextlib.AsyncExitStack() as stack:
+        state = await _started(server, dispatcher, stack)
         opening = await dispatcher.opening()
         if opening is None:
             return
@@ -302,6 +303,23 @@ async def serve_stdio(
             await _serve_modern(server, dispatcher, state)
         else:
             await _serve_legacy(server, dispatcher, state)
+
+
+async def _started(server: Server[Any], dispatcher: StdioDispatcher, stack: contextlib.AsyncExitStack) -> Any:
+    """``server``'s lifespan entered on ``stack``, and its state; ``None`` when stdin ends before
+    any request while it starts: a client that gave up (the spec's stdio shutdown begins by closing
+    stdin) is not kept waiting for providers still on their way in, which are left at once."""
+    async with anyio.create_task_group() as watching:
+
+        async def stop_if_no_opening() -> None:
+            if await dispatcher.opening() is None:
+                entering.cancel()
+
+        with anyio.CancelScope() as entering:
+            watching.start_soon(stop_if_no_opening)
+            state = await stack.enter_async_context(server.lifespan(server))
+        watching.cancel_scope.cancel()
+    return None if entering.cancelled_caught else state
 
 
 async def serve_sdk_stdio(server: Server[Any], *, stdout_fd: int | None = None) -> None:
