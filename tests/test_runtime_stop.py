@@ -114,3 +114,43 @@ async def test_two_sessions_in_two_tasks_share_one_start_whichever_ends_first(mo
         third[1].set()
         await _session(composition, mode, third[0], third[1])
     assert (started, stopped) == (["one", "one"], ["one", "one"])
+
+
+class _Starting(ResourceProvider):
+    """Its lifespan waits for ever on its way in; ``events`` records how far it got."""
+
+    name = "starting"
+    prefixes = ("starting://",)
+
+    def __init__(self, events: list[str]) -> None:
+        self.events = events
+
+    def resources(self) -> Sequence[Resource]:
+        return [Resource(uri="starting://x", name="x")]
+
+    async def read(self, request: ReadRequest) -> Content:
+        return Content(text="x")
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self) -> AsyncIterator[None]:
+        self.events.append("entered")
+        try:
+            await anyio.sleep_forever()
+            yield
+        finally:
+            self.events.append("left")
+
+
+async def test_a_caller_cancelled_while_providers_start_leaves_what_the_start_made() -> None:
+    """The first caller cancelled during the start (a stdio client that closed stdin, an HTTP
+    session's caller gone): the providers on their way in are left, not waited for (60 s), and the
+    start's task group and cluster connection are closed in the task that opened them."""
+    events: list[str] = []
+    provider = _Starting(events)
+    composition = compose({"starting": SimpleNamespace(register_resource_providers=hookimpl(lambda: [provider]))})
+    with anyio.fail_after(5):  # STOP_SECONDS (10 s) would pass it if the provider were waited for
+        with anyio.move_on_after(0.3):
+            async with composition.running():
+                pytest.fail("the provider never starts: running() must not be entered")
+        assert events == ["entered", "left"]
+        assert composition.runtime._tasks is None  # no task group of the start is left open
