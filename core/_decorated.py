@@ -254,22 +254,42 @@ def _schema_takes_text(schema: Mapping[str, Any], defs: Mapping[str, Any], depth
     return any(k in _TEXT_TYPES for k in (kind if isinstance(kind, list) else [kind]))
 
 
-def converter(sig: Signature, name: str) -> Callable[[str], Any] | None:
+def converter(sig: Signature, name: str, one_spelling: bool = False) -> Callable[[str], Any] | None:
     """How a text value (template variable, prompt argument) becomes the parameter's type, or
-    ``None`` when the parameter takes the text as it is."""
+    ``None`` when the parameter takes the text as it is.
+
+    ``one_spelling`` (template variables): a value is taken only in its canonical spelling, the
+    type's own JSON text (``1`` not ``01``, ``true`` not ``yes``, a lower-case dashed UUID, what a
+    validator of the type folds it to), else :class:`InvalidParams` names the spelling to use. The
+    gate judges the URI as sent, so two URIs reaching one value would let one read past a rule
+    naming the other. A type with no JSON form has no spelling to compare and is taken as sent.
+    """
     hint = sig.hints.get(name)
-    if hint is None or _bare(hint) is str:
+    if hint is None or hint is str:  # Annotated[str, ...] is validated: its validators may fold it
         return None
     adapter = TypeAdapter(hint)
 
     def convert(text: str) -> Any:
         try:
-            return adapter.validate_python(text)
+            value = adapter.validate_python(text)
         except ValidationError as exc:
             first = exc.errors()[0]["msg"] if exc.errors() else str(exc)
             raise InvalidParams(f"{name}={text[:80]!r} is not valid: {first}") from None
+        if one_spelling and (canonical := _spelling(adapter, value)) not in (None, text):
+            shown = repr(canonical[:80])
+            raise InvalidParams(f"{name}={text[:80]!r} is another spelling of {shown}: use {shown}")
+        return value
 
     return convert
+
+
+def _spelling(adapter: TypeAdapter[Any], value: Any) -> str | None:
+    """``value``'s canonical text: its JSON form, a string as it is; ``None`` if it has none."""
+    try:
+        dumped = adapter.dump_python(value, mode="json")
+    except (pydantic_core.PydanticSerializationError, ValueError, TypeError):
+        return None
+    return dumped if isinstance(dumped, str) else pydantic_core.to_json(dumped).decode()
 
 
 # -- calling ---------------------------------------------------------------------------------------

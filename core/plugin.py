@@ -362,7 +362,7 @@ class _Resources(ResourceProvider):
         for uri_template, (function, fields) in templates.items():
             sig = fx.signature(function, plugin.settings)
             template_parameters(sig, uri_template)
-            convert = {p.name: fx.converter(sig, p.name) for p in sig.values}
+            convert = {p.name: fx.converter(sig, p.name, one_spelling=True) for p in sig.values}
             with _declaring(sig.where):
                 self._templates.append(
                     ResourceTemplate(uri_template=uri_template, **resource_fields(function, sig, fields))

@@ -3431,6 +3431,29 @@ CASES += (  # the in-memory read's cost, second pass (issue 43, round 15 helper 
         ),
     ),
 )
+CASES += (  # a typed template value has one spelling (round 16, tester twenty-one F1)
+    Case(
+        "template: another spelling of a typed value is refused",
+        "core/_decorated.py",
+        "        if one_spelling and (canonical := _spelling(adapter, value)) not in (None, text):",
+        "        if False:",
+        ("tests/test_template_values_canonical.py::test_another_spelling_is_refused_naming_the_canonical_one",),
+    ),
+    Case(
+        "template: decorated templates take one spelling",
+        "core/plugin.py",
+        "fx.converter(sig, p.name, one_spelling=True)",
+        "fx.converter(sig, p.name, one_spelling=False)",
+        ("tests/test_template_values_canonical.py::test_another_spelling_is_refused_naming_the_canonical_one",),
+    ),
+    Case(
+        "template: an annotated str parameter is validated by its own type",
+        "core/_decorated.py",
+        "    if hint is None or hint is str:  # Annotated[str, ...] is validated: its validators may fold it",
+        "    if hint is None or _bare(hint) is str:",
+        ("tests/test_template_values_canonical.py::test_another_spelling_is_refused_naming_the_canonical_one",),
+    ),
+)
 
 
 def run_case(case: Case) -> tuple[bool | None, str]:
