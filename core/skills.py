@@ -23,7 +23,7 @@ modelcontextprotocol/ext-skills; the frontmatter rules, https://agentskills.io/s
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib.resources.abc import Traversable
 from typing import Any
 
@@ -175,10 +175,15 @@ class SkillSource:
         prefix and ending in the skill's ``name``, e.g. ``"skill://notes/howto"``.
     :param files: every file's path relative to ``root``, ``/``-separated, ``"SKILL.md"`` among
         them, e.g. ``("SKILL.md", "templates/daily.md")``. Fixed for the composition.
+    :param copies: path -> URI (or tuple of URIs: an original and its aliases) of the resources
+        whose bytes that file serves, e.g. ``{"templates/daily.md": "notes://templates/daily"}``.
+        A caller who may not ``read`` one of them may not read the file either, nor get or list
+        its skill, nor see the file in a directory: a copy never serves what a rule refuses.
     """
 
     root: str
     files: tuple[str, ...]
+    copies: Mapping[str, str | tuple[str, ...]] = field(default_factory=dict, hash=False)
 
 
 class SkillProvider:

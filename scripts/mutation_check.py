@@ -64,6 +64,7 @@ SHAPES = "tests/test_settings_model_shapes.py::"
 
 PCB = "tests/test_plugin_code_bounded.py::"
 CC = "tests/test_check_composition.py::"
+SKC = "tests/test_skill_copies.py::"
 
 CASES: tuple[Case, ...] = (
     # the read scope's file channel
@@ -3504,6 +3505,59 @@ def check_table(cases: list[Case]) -> list[str]:
     if done.returncode != 0:
         problems.append("some test ids of the table do not collect:\n" + (done.stdout + done.stderr)[-2000:])
     return problems
+
+
+CASES += (  # a skill file that copies a resource never serves what a rule on it refuses (round 16, tester 22 F7)
+    Case(
+        "skills: a copy's read asks read on what it copies",
+        "core/_host/skills.py",
+        '            policy.require("read", copied, asked_by=file.uri)',
+        "            pass",
+        (SKC + "test_a_copy_of_a_denied_resource_is_refused_and_its_skill_hidden",),
+    ),
+    Case(
+        "skills: skills/list judges a file on what it copies",
+        "core/_serve/methods/skills.py",
+        'all(gate.allowed("read", u) for f in skill.files for u in f.judged_on)',
+        'all(gate.allowed("read", f.uri) for f in skill.files)',
+        (SKC + "test_a_copy_of_a_denied_resource_is_refused_and_its_skill_hidden",),
+    ),
+    Case(
+        "skills: skills/get judges a file on what it copies",
+        "core/_serve/methods/skills.py",
+        "            for uri in file.judged_on:",
+        "            for uri in (file.uri,):",
+        (SKC + "test_a_copy_of_a_denied_resource_is_refused_and_its_skill_hidden",),
+    ),
+    Case(
+        "skills: a directory judges a file on what it copies",
+        "core/_serve/methods/skills.py",
+        'all(gate.allowed("read", u) for u in self._judged.get(uri, (uri,)))',
+        'gate.allowed("read", uri)',
+        (SKC + "test_a_copy_of_a_denied_resource_is_refused_and_its_skill_hidden",),
+    ),
+    Case(
+        "skills: a wrong copies mapping is a check problem",
+        "core/_host/skills.py",
+        "_files_problem(source) or _copies_problem(source)",
+        "_files_problem(source)",
+        (SKC + "test_a_wrong_copies_mapping_is_a_check_problem_naming_what_is_wrong",),
+    ),
+    Case(
+        "documcp: workflow skills name what their files copy",
+        "plugins/documcp/workflow_skills.py",
+        "SkillSource(root, tuple(files), self._copies[root])",
+        "SkillSource(root, tuple(files))",
+        (SKC + "test_a_copy_of_a_denied_resource_is_refused_and_its_skill_hidden",),
+    ),
+    Case(
+        "documcp: a workflow's copy names its short aliases too",
+        "plugins/documcp/workflow_skills.py",
+        '{"workflow.json": (f"documcp://workflows/{workflow.id}", *shorts)}',
+        '{"workflow.json": (f"documcp://workflows/{workflow.id}",)}',
+        (SKC + "test_a_copy_of_a_denied_resource_is_refused_and_its_skill_hidden",),
+    ),
+)
 
 
 def main() -> int:

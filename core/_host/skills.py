@@ -32,9 +32,9 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from mcp_providers import _threads
+from mcp_providers import _threads, policy
 from mcp_providers.errors import NotFound, ProviderFailed
-from mcp_providers.models import Freshness, Icon, Resource
+from mcp_providers.models import Freshness, Icon, Members, Resource
 from mcp_providers.providers import Content, ReadRequest, ResourceProvider
 from mcp_providers.skills import (
     MAX_BYTES,
@@ -61,6 +61,13 @@ class SkillFile:
     size: int
     """Bytes."""
     mime_type: str
+    copies: tuple[str, ...] = ()
+    """The resources whose bytes it serves (:attr:`SkillSource.copies`)."""
+
+    @property
+    def judged_on(self) -> tuple[str, ...]:
+        """The URIs a ``read`` of the file is asked about: its own, and those it copies."""
+        return (self.uri, *self.copies)
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,7 +138,7 @@ class SkillFiles(ResourceProvider):
         return resources, skills, problems
 
     def _checked(self, source: SkillSource) -> tuple[Skill, list[Resource]] | SkillProblem:
-        bad = _root_problem(source.root) or _files_problem(source)
+        bad = _root_problem(source.root) or _files_problem(source) or _copies_problem(source)
         if bad is not None:
             return bad
         contents: dict[str, bytes] = {}
@@ -157,7 +164,7 @@ class SkillFiles(ResourceProvider):
                 f"the root's last segment is not the skill's name {name!r}",
                 f"serve it at .../{name} or rename the skill",
             )
-        files = tuple(_file(source.root, p, contents[p]) for p in sorted(source.files))
+        files = tuple(_file(source.root, p, contents[p], _copied(source, p)) for p in sorted(source.files))
         skill = Skill(f"{source.root}/{SKILL_FILE}", source.root, frontmatter, files)
         icons = tuple(self.skill_provider.icons)
         return skill, [_resource(f, frontmatter, icons) for f in files]
@@ -191,6 +198,8 @@ class SkillFiles(ResourceProvider):
         if found is None:  # routed here, so declared: only a reload in between could cause it
             raise NotFound(f"No skill file at {request.uri}", data={"uri": request.uri})
         source, file = found
+        for copied in file.copies:  # a copy never serves what a rule on the original refuses
+            policy.require("read", copied, asked_by=file.uri)
         read = partial(self.skill_provider.read, source, file.path)
         data = await _threads.run_sync(read, f"skill provider {self.skill_provider.name!r} reading {file.uri}")
         if not isinstance(data, bytes) or _digest(data) != file.digest:
@@ -241,6 +250,38 @@ def _files_problem(source: SkillSource) -> SkillProblem | None:
     return None
 
 
+def _copied(source: SkillSource, path: str) -> tuple[str, ...]:
+    copied = source.copies.get(path, ())
+    return (copied,) if isinstance(copied, str) else tuple(copied)
+
+
+def _copies_problem(source: SkillSource) -> SkillProblem | None:
+    copies: object = source.copies
+    fix = "map paths of its files to the URIs of the resources they copy, e.g. {'t.md': 'notes://t'}"
+    if not isinstance(copies, Mapping):
+        return SkillProblem("skill-files", source.root, "copies is not a mapping of paths to URIs", fix)
+    for path in copies:
+        if path not in source.files:
+            why = f"copies names {path!r}, which is not one of its files"
+            return SkillProblem("skill-files", source.root, why, fix)
+        uris: object = copies[path]
+        listed = (uris,) if isinstance(uris, str) else uris
+        if not isinstance(listed, tuple) or not listed or not all(isinstance(u, str) for u in listed):
+            return SkillProblem("skill-files", f"{source.root}/{path}", "copies: not a URI or a tuple of URIs", fix)
+        for uri in listed:
+            if "://" not in uri or _canonical_or_none(uri) != uri:
+                why = f"copies: {uri!r} is not an absolute URI in canonical form"
+                return SkillProblem("skill-files", f"{source.root}/{path}", why, fix)
+    return None
+
+
+def _canonical_or_none(uri: str) -> str | None:
+    try:
+        return canonical(uri)
+    except InvalidUri:
+        return None
+
+
 def _path_problem(root: str, path: str) -> str | None:
     segments = path.split("/")
     if not path or path.startswith("/") or "" in segments:
@@ -289,8 +330,8 @@ def _is_text(mime: str) -> bool:
     return mime.startswith("text/") or mime in _TEXT_TYPES
 
 
-def _file(root: str, path: str, data: bytes) -> SkillFile:
-    return SkillFile(f"{root}/{path}", path, _digest(data), len(data), _mime(path))
+def _file(root: str, path: str, data: bytes, copies: tuple[str, ...]) -> SkillFile:
+    return SkillFile(f"{root}/{path}", path, _digest(data), len(data), _mime(path), copies)
 
 
 def _resource(file: SkillFile, frontmatter: dict[str, Any], icons: tuple[Icon, ...]) -> Resource:
@@ -306,6 +347,8 @@ def _resource(file: SkillFile, frontmatter: dict[str, Any], icons: tuple[Icon, .
         size=file.size,
         freshness=Freshness(kind="static"),
         icons=icons,
+        # an alias: check names a copy of nothing served; the cache of what a caller may not read stays private
+        members=Members(uris=file.copies, filtered=True) if file.copies else None,
     )
 
 

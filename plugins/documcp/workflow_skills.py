@@ -30,7 +30,7 @@ from mcp_providers.skills import SkillProvider, SkillSource
 if TYPE_CHECKING:  # the workflows module registers this provider: its types only, to keep imports one-way
     from mcp_providers.plugins.documcp.workflows import Workflow, WorkflowContent
 
-__all__ = ["PREFIX", "WorkflowSkills", "skill_files"]
+__all__ = ["PREFIX", "WorkflowSkills", "copies", "skill_files"]
 
 PREFIX: Final = "skill://documcp/workflows/"
 _DIATAXIS: Final = "templates/diataxis-structure.json"
@@ -43,18 +43,34 @@ def _config_files() -> dict[str, tuple[str, str]]:
     }
 
 
-def skill_files(content: WorkflowContent, workflow: Workflow, workflow_json: str) -> dict[str, bytes]:
-    """Path -> bytes of every file of ``workflow``'s skill (``workflow_json``: the text its
-    ``documcp://workflows/<id>`` resource serves)."""
+def _templates(workflow: Workflow) -> dict[str, tuple[str, str]]:
+    """``templates/...`` -> (its text, the resource URI serving it), for the tools its steps run."""
     tools = {step.tool for step in workflow.steps}
     templates: dict[str, tuple[str, str]] = {}
     if "generate_config" in tools:
         templates.update(_config_files())
     if "setup_structure" in tools:
         templates[_DIATAXIS] = (diataxis_text(), "documcp://templates/diataxis-structure")
+    return templates
+
+
+def skill_files(content: WorkflowContent, workflow: Workflow, workflow_json: str) -> dict[str, bytes]:
+    """Path -> bytes of every file of ``workflow``'s skill (``workflow_json``: the text its
+    ``documcp://workflows/<id>`` resource serves)."""
+    templates = _templates(workflow)
     files = {"SKILL.md": _skill_md(content, workflow, templates).encode(), "workflow.json": workflow_json.encode()}
     files.update((path, text.encode()) for path, (text, _) in sorted(templates.items()))
     return files
+
+
+def copies(workflow: Workflow, aliases: Mapping[str, str]) -> dict[str, str | tuple[str, ...]]:
+    """Path -> URIs of the resources whose bytes each copied file of ``workflow``'s skill serves
+    (``aliases``: short name -> workflow id, each also served at ``documcp://workflows/<short>``):
+    a rule refusing any of them refuses the copy too (:attr:`SkillSource.copies`)."""
+    shorts = tuple(f"documcp://workflows/{short}" for short, id_ in aliases.items() if id_ == workflow.id)
+    out: dict[str, str | tuple[str, ...]] = {"workflow.json": (f"documcp://workflows/{workflow.id}", *shorts)}
+    out.update((path, uri) for path, (_, uri) in _templates(workflow).items())
+    return out
 
 
 _KEY: Final = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
@@ -133,17 +149,21 @@ class WorkflowSkills(SkillProvider):
 
     :param content: the validated workflows.
     :param workflow_json: workflow id -> the text ``documcp://workflows/<id>`` serves.
+    :param aliases: short name -> workflow id, each also served at ``documcp://workflows/<short>``.
     """
 
     name = "workflow-skills"
     prefixes = (PREFIX,)
     icons = ICONS
 
-    def __init__(self, content: WorkflowContent, workflow_json: Callable[[str], str]) -> None:
+    def __init__(
+        self, content: WorkflowContent, workflow_json: Callable[[str], str], aliases: Mapping[str, str]
+    ) -> None:
         self._files = {PREFIX + i: skill_files(content, w, workflow_json(i)) for i, w in content.workflows.items()}
+        self._copies = {PREFIX + i: copies(w, aliases) for i, w in content.workflows.items()}
 
     def skills(self) -> Sequence[SkillSource]:
-        return [SkillSource(root, tuple(files)) for root, files in self._files.items()]
+        return [SkillSource(root, tuple(files), self._copies[root]) for root, files in self._files.items()]
 
     def read(self, skill: SkillSource, path: str) -> bytes:
         return self._files[skill.root][path]

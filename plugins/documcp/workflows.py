@@ -423,7 +423,7 @@ def register_resource_providers() -> list[ResourceProvider]:
 @hookimpl
 def register_skill_providers() -> list[SkillProvider]:
     """Each workflow as a skill (owns ``skill://documcp/workflows/``)."""
-    return [WorkflowSkills(content(), workflow_text)]
+    return [WorkflowSkills(content(), workflow_text, ALIASES)]
 
 
 @hookimpl

@@ -70,7 +70,7 @@ def _modern(exchange: Exchange) -> None:
 def _visible(gate: Gate, skill: Skill) -> bool:
     if not gate.authorizer.active:
         return True
-    return gate.allowed("list", skill.uri) and all(gate.allowed("read", f.uri) for f in skill.files)
+    return gate.allowed("list", skill.uri) and all(gate.allowed("read", u) for f in skill.files for u in f.judged_on)
 
 
 def _cache(exchange: Exchange, authenticated: bool) -> dict[str, Any]:
@@ -134,7 +134,8 @@ class GetSkill:
         skill = target.declaration
         exchange.gate.require("list", skill.uri)
         for file in skill.files:
-            exchange.gate.require("read", file.uri)
+            for uri in file.judged_on:
+                exchange.gate.require("read", uri)
 
     async def invoke(self, exchange: Exchange, target: SkillTarget) -> dict[str, Any]:
         return target.declaration.entry()
@@ -172,6 +173,7 @@ class ReadDirectory:
     def __init__(self, catalog: Catalog, page_size: int, authenticated: bool) -> None:
         self._catalog, self._page_size, self._authenticated = catalog, page_size, authenticated
         self._below: dict[str, tuple[str, ...]] = {}
+        self._judged = {f.uri: f.judged_on for e in catalog.skills for f in e.declaration.files}
         for skill in (e.declaration for e in catalog.skills):
             for directory in catalog.directories:
                 if directory == skill.root or directory.startswith(skill.root + "/"):
@@ -209,9 +211,9 @@ class ReadDirectory:
             out["nextCursor"] = page.next_cursor
         return {**out, "resultType": "complete"}
 
-    @staticmethod
-    def _readable(gate: Gate, uri: str) -> bool:
-        return not gate.authorizer.active or gate.allowed("read", uri)
+    def _readable(self, gate: Gate, uri: str) -> bool:
+        """Whether the caller may read the file at ``uri`` (and the resource it copies)."""
+        return not gate.authorizer.active or all(gate.allowed("read", u) for u in self._judged.get(uri, (uri,)))
 
     def _shown(self, gate: Gate, child: Child) -> bool:
         if child.file is not None:

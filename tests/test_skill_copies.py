@@ -1,0 +1,111 @@
+"""A skill file that copies a resource never serves what a rule on that resource refuses.
+
+The built-in workflows serve each workflow as a skill whose ``workflow.json`` and ``templates/...``
+are the same bytes as ``documcp://workflows/<id>`` (and its short alias) and
+``documcp://templates/<ssg>-config``. A deny on those resources was read past through the skill
+(tester twenty-two F7). :attr:`SkillSource.copies` names the resources a file copies; the file is
+then refused, its skill hidden from ``skills/list`` and refused by ``skills/get``, and the file left
+out of its directory, wherever the caller may not read one of them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import mcp_types as types
+import pytest
+from mcp import Client, MCPError
+from pydantic import TypeAdapter
+
+from mcp_providers import SkillProvider, SkillSource, hookimpl
+from mcp_providers.plugins import policy
+from mcp_providers.plugins.documcp import config_templates, workflows
+from mcp_providers.testing import check, compose, connect
+
+pytestmark = pytest.mark.anyio
+
+ROOT = "skill://documcp/workflows/full-documentation-setup"
+HUGO = f"{ROOT}/templates/hugo-config.toml"
+JSON = f"{ROOT}/workflow.json"
+DENIED = -32003
+
+
+def _composed(*targets: str) -> Any:
+    rules = [{"effect": "deny", "actions": ["read"], "targets": list(targets)}]
+    plugins = {"workflows": workflows, "config_templates": config_templates, "policy": policy}
+    return compose(plugins, {"policy": {"rules": rules}})
+
+
+async def _call(client: Client, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    request = types.Request[dict[str, Any], str](method=method, params=params)
+    return await client.session.send_request(request, TypeAdapter(dict[str, Any]))  # type: ignore[arg-type,no-any-return]
+
+
+@pytest.mark.parametrize(
+    ("denied", "copy"),
+    [
+        ("documcp://templates/hugo-config", HUGO),
+        ("documcp://workflows/full-documentation-setup", JSON),
+        ("documcp://workflows/full-setup", JSON),  # the short alias serves the same bytes
+    ],
+)
+async def test_a_copy_of_a_denied_resource_is_refused_and_its_skill_hidden(denied: str, copy: str) -> None:
+    async with connect(_composed(denied)) as client:
+        with pytest.raises(MCPError) as read:
+            await client.read_resource(denied)
+        assert read.value.code == DENIED
+        with pytest.raises(MCPError) as copied:
+            await client.read_resource(copy)
+        assert copied.value.code == DENIED and denied in copied.value.message
+        listed = [s["uri"] for s in (await _call(client, "skills/list", {}))["skills"]]
+        assert f"{ROOT}/SKILL.md" not in listed and listed  # the other workflows' skills stay
+        with pytest.raises(MCPError) as got:
+            await _call(client, "skills/get", {"uri": f"{ROOT}/SKILL.md"})
+        assert got.value.code == DENIED
+        folder = copy.rsplit("/", 1)[0]
+        shown = [r["uri"] for r in (await _call(client, "resources/directory/read", {"uri": folder}))["resources"]]
+        assert copy not in shown and shown
+        assert (await client.read_resource(f"{ROOT}/SKILL.md")).contents  # what copies nothing denied stays
+
+
+async def test_without_a_rule_every_copy_is_served_with_its_originals_bytes() -> None:
+    async with connect(_composed("documcp://nothing")) as client:
+        for original, copy in (("documcp://templates/hugo-config", HUGO), ("documcp://workflows/full-setup", JSON)):
+            mine = (await client.read_resource(copy)).contents[0]
+            theirs = (await client.read_resource(original)).contents[0]
+            assert mine.text == theirs.text  # type: ignore[union-attr]
+
+
+class _Copier(SkillProvider):
+    name = "copier"
+    prefixes = ("skill://copier/",)
+
+    def __init__(self, copies: Any) -> None:
+        self._copies = copies
+
+    def skills(self) -> list[SkillSource]:
+        return [SkillSource("skill://copier/one", ("SKILL.md", "a.md"), self._copies)]
+
+    def read(self, skill: SkillSource, path: str) -> bytes:
+        return b"---\nname: one\ndescription: One.\n---\n" if path == "SKILL.md" else b"a"
+
+
+@pytest.mark.parametrize(
+    ("copies", "said"),
+    [
+        ({"b.md": "notes://b"}, "copies names 'b.md', which is not one of its files"),
+        ({"a.md": "not a uri"}, "is not an absolute URI in canonical form"),
+        ({"a.md": "Notes://A/%7e"}, "is not an absolute URI in canonical form"),
+        ({"a.md": ()}, "not a URI or a tuple of URIs"),
+        ({"a.md": 3}, "not a URI or a tuple of URIs"),
+        (["a.md"], "copies is not a mapping of paths to URIs"),
+    ],
+)
+async def test_a_wrong_copies_mapping_is_a_check_problem_naming_what_is_wrong(copies: Any, said: str) -> None:
+    class plugin:
+        @hookimpl
+        def register_skill_providers(self) -> list[SkillProvider]:
+            return [_Copier(copies)]
+
+    lines = await check(compose({"copier": plugin()}, strict=False))
+    assert any("skill-files" in line and said in line for line in lines), lines
