@@ -3551,6 +3551,13 @@ CASES += (  # a skill file that copies a resource never serves what a rule on it
         (SKC + "test_a_copy_of_a_denied_resource_is_refused_and_its_skill_hidden",),
     ),
     Case(
+        "check: a deny on an alias that leaves its original readable is named",
+        "core/_serve/statics.py",
+        "undercut_aggregates(declared, denied, callers) + uncovered_originals(declared, denied, callers)",
+        "undercut_aggregates(declared, denied, callers)",
+        (SKC + "test_check_warns_when_a_rule_denies_an_alias_but_not_what_it_copies",),
+    ),
+    Case(
         "documcp: a workflow's copy names its short aliases too",
         "plugins/documcp/workflow_skills.py",
         '{"workflow.json": (f"documcp://workflows/{workflow.id}", *shorts)}',

@@ -18,6 +18,7 @@ from mcp import Client, MCPError
 from pydantic import TypeAdapter
 
 from mcp_providers import SkillProvider, SkillSource, hookimpl
+from mcp_providers._serve.statics import aggregate_report
 from mcp_providers.plugins import policy
 from mcp_providers.plugins.documcp import config_templates, workflows
 from mcp_providers.testing import check, compose, connect
@@ -109,3 +110,15 @@ async def test_a_wrong_copies_mapping_is_a_check_problem_naming_what_is_wrong(co
 
     lines = await check(compose({"copier": plugin()}, strict=False))
     assert any("skill-files" in line and said in line for line in lines), lines
+
+
+def test_check_warns_when_a_rule_denies_an_alias_but_not_what_it_copies() -> None:
+    """``documcp://workflows/full-setup`` serves the bytes of ``.../full-documentation-setup``: a
+    deny on the short URI alone leaves the workflow readable at the other (the same kind: two URIs,
+    one content), so ``check`` names it; denying the original too is quiet."""
+    warned = aggregate_report(_composed("documcp://workflows/full-setup"))
+    assert len(warned) == 1 and "copy-deny-leaves-original" in warned[0]
+    assert "documcp://workflows/full-documentation-setup" in warned[0] and "deny read on" in warned[0]
+    both = ("documcp://workflows/full-setup", "documcp://workflows/full-documentation-setup")
+    assert aggregate_report(_composed(*both)) == []
+    assert aggregate_report(_composed("skill://*")) == []  # hiding the skills is not hiding the workflows

@@ -22,6 +22,9 @@ Advisories (:func:`advisories`; ``check`` prints them and still passes):
                                     member of an aggregate (``Members``) that does not filter its
                                     members, while allowing the aggregate: reading it serves what
                                     the rule refuses
+``copy-deny-leaves-original``       (:func:`uncovered_originals`) the policy denies ``read`` on a
+                                    copy (a resource whose members are fixed URIs, an alias) while
+                                    allowing a resource it copies: the same content stays readable
 ==================================  =================================================================
 """
 
@@ -242,3 +245,38 @@ def _undercut(
             if why is not None and denied(caller, aggregate) is None:
                 return caller, member_uri, why, aggregate
     return None
+
+
+def uncovered_originals(
+    declared: Sequence[Declared], denied: ReadDenied, callers: Sequence[Principal]
+) -> list[Problem]:
+    """Copies denied while what they copy is not: a fixed resource whose :class:`Members
+    <mcp_providers.models.Members>` are all fixed URIs (an alias; not a skill file, which a rule
+    hides to hide its skill), on which the policy refuses ``read`` to a caller in ``callers`` who may read one of
+    those members, which serves the same content.
+
+    :returns: one ``copy-deny-leaves-original`` problem per copy and caller's first open member.
+    """
+    problems: list[Problem] = []
+    for d in declared:
+        if d.skills:  # skill files: denying one while its original is open is hiding the skill, by design
+            continue
+        for decl in d.resource_declarations():
+            members = decl.members.uris if decl.members is not None else ()
+            if not isinstance(decl, Resource) or not members or any("{" in m for m in members):
+                continue
+            found = next(((c, why, m) for c in callers if (why := denied(c, decl.uri)) for m in members
+                          if denied(c, m) is None), None)  # fmt: skip
+            if found is not None:
+                caller, why, member = found
+                problems.append(
+                    Problem(
+                        (d.plugin,),
+                        "copy-deny-leaves-original",
+                        decl.uri,
+                        f"the policy refuses its read to {caller.subject!r} ({why}), but it copies {member}, which "
+                        "that caller may still read: the same content",
+                        f"deny read on {member} too, or instead",
+                    )
+                )
+    return problems

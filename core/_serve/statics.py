@@ -14,7 +14,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 
-from mcp_providers._host.advisories import undercut_aggregates
+from mcp_providers._host.advisories import uncovered_originals, undercut_aggregates
 from mcp_providers._host.catalog import Entry
 from mcp_providers._serve.composition import Composition
 from mcp_providers._serve.steps.asking import require_uri
@@ -173,7 +173,8 @@ def aggregate_report(composition: Composition) -> list[str]:
             return gate.denials[-1].reason or "denied"
         return None
 
-    found = undercut_aggregates(composition.assembly.declared, denied, _probe_callers())
+    declared, callers = composition.assembly.declared, _probe_callers()
+    found = undercut_aggregates(declared, denied, callers) + uncovered_originals(declared, denied, callers)
     return [str(problem) for problem in found]
 
 
