@@ -7,8 +7,7 @@ until the bound ran out. Input that ends before any request now stops the start:
 their way in are cancelled and left, and the process exits at once.
 
 Where the pipe transport does not apply (stdout a regular file or a terminal), the SDK's stdio
-transport serves instead; it enters the lifespan inside ``Server.run`` before it reads, so there
-the bound still applies (docs/operations.md).
+transport serves instead; input that ends before any message stops it the same way.
 """
 
 from __future__ import annotations
