@@ -150,10 +150,11 @@ def test_every_setting_that_goes_into_an_exchange_changes_its_fingerprint(monkey
     base = _exchange().fingerprint
     assert _exchange().fingerprint == base  # stable: the same settings, another object (a reload)
     seen = {base} | {_exchange(**change).fingerprint for change in AUTH_CHANGES}
-    seen.add(_exchange(trusted=(CORP, PARTNER, "https://third.idp.example.test")).fingerprint)
+    unnamed = {"issuers": [], "issuers_share_users": False}  # the one issuer [server.auth] trusts is served
+    seen |= {_exchange(trusted=(issuer,), auth=unnamed).fingerprint for issuer in (CORP, PARTNER)}
     monkeypatch.setenv("F6_ID", "another-client")  # the client id the variable holds
     seen.add(_exchange().fingerprint)
-    assert len(seen) == len(AUTH_CHANGES) + 3
+    assert len(seen) == len(AUTH_CHANGES) + 4
 
 
 def test_the_client_credentials_identity_changes_with_its_settings(monkeypatch: pytest.MonkeyPatch) -> None:

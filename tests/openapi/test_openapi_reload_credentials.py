@@ -98,14 +98,15 @@ async def test_a_reload_narrowing_auth_issuers_refuses_a_cached_partner_caller_a
         await read(setup.composition, PARTNERS_ALICE)  # partner alice's exchanged credential is cached
         await setup.reload(people(origin, issuers=[CORP]))
         seen, asked = len(SEEN), len(ASKED)
-        for _ in range(2):  # the same caller again, and again with the credential still cached
-            with pytest.raises(MCPError) as refused:
-                await read(setup.composition, PARTNERS_ALICE)
-            assert refused.value.error.code == DENIED
-            assert refused.value.error.message.startswith(
-                "service 'people' is reached on behalf of each caller; it serves callers "
-                f"of {CORP!r} only (auth.issuers), and this caller's issuer is {PARTNER!r}"
-            )
+        async with connect(setup.composition, principal=PARTNERS_ALICE) as client:
+            for _ in range(2):  # the same caller again, and again with the credential still cached
+                with pytest.raises(MCPError) as refused:
+                    await client.read_resource(ITEMS)
+                assert refused.value.error.code == DENIED
+                assert refused.value.error.message.startswith(
+                    "service 'people' is reached on behalf of each caller; it serves callers "
+                    f"of {CORP!r} only (auth.issuers), and this caller's issuer is {PARTNER!r}"
+                )
         assert (len(SEEN), len(ASKED)) == (seen, asked), "a request was sent for a caller the settings refuse"
         served = await read(setup.composition, ALICE)  # the issuer still named is served
     assert json.loads(served.contents[0].text)[0]["name"] == "hammer"
