@@ -243,7 +243,7 @@ class TokenEndpoint:
         self.requests = 0
         """Token requests sent (for diagnostics and tests)."""
         client_id = os.environ.get(auth.client_id_env, "")  # read again at each grant; not a secret
-        mapped = auth.mapped_issuers if isinstance(auth, IssuerScope) else ()
+        mapped = auth.mapped_issuers if isinstance(auth, OnBehalfOfAuth) else ()
         self.fingerprint = credentials.fingerprint(
             self.grant_name, auth.model_dump(mode="json"), resource, self.resource, client_id, mapped
         )

@@ -245,4 +245,3 @@ def test_the_runtimes_broker_is_keyed_by_the_servers_identity_settings() -> None
 
     assert broker(CORP).identity == broker(CORP).identity != broker(CORP, PARTNER).identity
     assert compose({}).runtime.credentials.identity == identity_fingerprint(None)
-
