@@ -50,6 +50,7 @@ def caller(name: str, upn: str, issuer: str = CORP) -> Principal:
 
 
 ALICE = caller("alice", upn="bob@example.test")
+SVC_PASSWORD = "svc-Pa55w0rd-f6a1"
 CAROL = caller("carol", upn="bob@example.test")
 
 
@@ -59,7 +60,9 @@ def emulator(monkeypatch: pytest.MonkeyPatch) -> Iterator[Emulator]:
         monkeypatch.setenv(name, value)
     grant = {"client_id": OBO_CLIENT, "client_secret": OBO_SECRET, "public_key_pem": key_pair()[1],
              "user_field": "email"}  # fmt: skip
-    with Emulator("dev", jwt_bearer=grant, oauth_clients={PROD_CLIENT: PROD_SECRET}) as running:
+    monkeypatch.setenv("SN_TEST_F6_PASSWORD", SVC_PASSWORD)
+    clients = {PROD_CLIENT: PROD_SECRET}
+    with Emulator("dev", jwt_bearer=grant, oauth_clients=clients, users={"svc": SVC_PASSWORD}) as running:
         yield running
 
 
@@ -137,13 +140,20 @@ async def test_a_reload_changing_user_claim_serves_a_cached_caller_as_the_newly_
             assert seen == BOB_SEES, who.subject
 
 
-@pytest.mark.parametrize("kind", ["jwt_bearer", "oauth"])
+def service_account(grant: str, emulator: Emulator) -> Any:
+    """An OAuth service-account instance (the instance client's own token, not the broker's)."""
+    password = {"username": "svc", "password_env": "SN_TEST_F6_PASSWORD"} if grant == "password" else {}
+    made = prod_instance(emulator)
+    return lambda url: {**made, "url": url, "auth": {**made["auth"], "grant_type": grant, **password}}
+
+
+@pytest.mark.parametrize("kind", ["jwt_bearer", "client_credentials", "password"])
 async def test_a_reload_moving_the_url_never_sends_the_old_instances_token_to_the_new_host(
     emulator: Emulator, capture: tuple[str, list[tuple[str, str, str]]], kind: str
 ) -> None:
     url, seen = capture
     name = "corp" if kind == "jwt_bearer" else "prod"
-    instance = per_user if kind == "jwt_bearer" else (lambda at: prod_instance(emulator, url=at))
+    instance = per_user if kind == "jwt_bearer" else service_account(kind, emulator)
     setup = Reloading(instance(emulator.base_url))
     async with setup.composition.running():
         async with connect(setup.composition, principal=ALICE) as client:
