@@ -19,12 +19,17 @@ The same two calls exist on :class:`~mcp_providers.providers.ToolCall` and
 
 The :class:`CredentialBroker` behind them:
 
-- caches one credential per ``upstream.name`` and
+- caches one credential per ``upstream.name``,
   :attr:`Principal.share_key <mcp_providers.identity.Principal.share_key>` (issuer, subject,
-  client id, scopes, groups, selected claims: whatever may change what the upstream grants) until
+  client id, scopes, groups, selected claims: whatever may change what the upstream grants), the
+  upstream's ``fingerprint`` (its settings: auth table, URL, token endpoint, the issuers it maps)
+  and the broker's ``identity`` (the server's: trusted issuers, audience) until
   ``expires_at - margin_seconds`` (``[server.credentials] margin_seconds``, 60 s by default): a
   token exchanged from a caller's broad-scoped token, or from a token issued to another OAuth
-  client, is never handed to the same subject's narrower or other client's token;
+  client, is never handed to the same subject's narrower or other client's token, and one obtained
+  before a reload changed the upstream's settings is never handed out after it;
+- asks the upstream's ``admit(principal)`` before every hand-out, cached or not, so a caller the
+  current settings refuse (an issuer a reload took out of ``auth.issuers``) is refused at once;
 - ``forget(upstream, principal, stale)`` drops the credential only while ``stale`` is the one
   cached, so requests refused together with one revoked token cause one refresh;
 - single-flights: concurrent calls for one key cause exactly one ``upstream.obtain``; when it
@@ -43,18 +48,23 @@ in-memory broker, :data:`DEFAULT_BROKER`.
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import logging
 import math
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import anyio
 
 from mcp_providers.errors import Denied
 from mcp_providers.identity import Principal
+
+if TYPE_CHECKING:
+    from mcp_providers.config import AuthConfig
 
 __all__ = [
     "DEFAULT_BROKER",
@@ -70,7 +80,9 @@ __all__ = [
     "cache_key",
     "credential_for",
     "current_scope",
+    "fingerprint",
     "forget_for",
+    "identity_fingerprint",
     "record_upstream",
 ]
 
@@ -122,7 +134,19 @@ class Credential:
 
 
 class Upstream(Protocol):
-    """An upstream service a provider reaches as the calling user (implemented by the provider)."""
+    """An upstream service a provider reaches as the calling user (implemented by the provider).
+
+    Two members are optional, read by the broker when present:
+
+    - ``fingerprint: str``: what a credential is obtained under, :func:`fingerprint` of every
+      setting that goes into obtaining it (auth table, URL and token endpoint, client id, the
+      issuers it serves), e.g. ``fingerprint("jwt_bearer", url, auth.model_dump(mode="json"))``;
+      part of the cache key, so a credential is never handed out under other settings (after a
+      reload). Absent: ``""``, the name alone stands for the settings.
+    - ``admit(principal) -> None``: raises :class:`CredentialRefused` for a caller the current
+      settings do not serve (e.g. of an issuer ``auth.issuers`` does not name); called before
+      every hand-out, cached or not, and never sends anything.
+    """
 
     @property
     def name(self) -> str:
@@ -148,29 +172,56 @@ class CredentialRefused(Denied):
 
 
 class CacheKey(NamedTuple):
-    """What one cached credential is kept under: ``(upstream name, principal's share key)``.
+    """What one cached credential is kept under: ``(upstream name, principal's share key,
+    upstream's settings fingerprint, server's identity fingerprint)``.
 
     ``principal`` is :attr:`Principal.share_key <mcp_providers.identity.Principal.share_key>`
     whole, ``(issuer, subject, client id, sorted scopes, sorted groups, selected claims as JSON)``
     (issuer and client id ``""`` when unknown), never a subset: an authorization server may grant
     by any of them (RFC 8693 down-scoping to the subject token's scope, a grant per OAuth client,
     ServiceNow's ``user_claim``), so two tokens of one subject that differ in any of them never
-    share a credential. Plain strings and tuples: hashable, and JSON-ready for a shared store.
+    share a credential. ``settings`` is the upstream's ``fingerprint`` and ``identity`` the
+    broker's (:func:`identity_fingerprint`), ``""`` when there is none: a credential obtained
+    under other settings (before a reload changed them) is another key's. Plain strings and
+    tuples: hashable, and JSON-ready for a shared store.
     """
 
     upstream: str
     principal: tuple[str, str, str, tuple[str, ...], tuple[str, ...], str]
+    settings: str = ""
+    identity: str = ""
 
 
-def cache_key(upstream: Upstream, principal: Principal) -> CacheKey:
-    """The key of ``principal``'s credential for ``upstream`` (see :class:`CacheKey`).
+def fingerprint(*parts: Any) -> str:
+    """A SHA-256 hex digest of ``parts`` as canonical JSON (sorted keys; anything else as ``str``):
+    equal for equal settings in any process, another for any change. Secrets must not be parts."""
+    text = json.dumps(parts, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
 
-    :raises TypeError: ``upstream.name`` is not a non-empty string.
+
+def identity_fingerprint(auth: AuthConfig | None) -> str:
+    """The :func:`fingerprint` of what ``[server.auth]`` vouches for callers with: mode, trusted
+    issuers, audience and resource URL, subject and groups claims (``None``: no table)."""
+    if auth is None:
+        return fingerprint("server.auth", None)
+    return fingerprint("server.auth", auth.mode, auth.principal_issuers, auth.audience, auth.resource_url,
+                       auth.subject_claim, auth.groups_claim)  # fmt: skip
+
+
+def cache_key(upstream: Upstream, principal: Principal, identity: str = "") -> CacheKey:
+    """The key of ``principal``'s credential for ``upstream`` under the broker's ``identity``
+    (see :class:`CacheKey`).
+
+    :raises TypeError: ``upstream.name`` is not a non-empty string, or its ``fingerprint`` is
+        not a string.
     """
     name = upstream.name
     if not isinstance(name, str) or not name:
         raise TypeError(f"{type(upstream).__name__}.name must be a non-empty string, e.g. 'servicenow:prod'")
-    return CacheKey(name, principal.share_key)
+    settings = getattr(upstream, "fingerprint", "")
+    if not isinstance(settings, str):
+        raise TypeError(f"{type(upstream).__name__}.fingerprint must be a string (credentials.fingerprint(...))")
+    return CacheKey(name, principal.share_key, settings, identity)
 
 
 class CredentialStore(Protocol):
@@ -244,6 +295,8 @@ class CredentialBroker:
         request never starts with one about to expire); one obtained with less life left than that
         is used for the request that obtained it but not kept.
     :param clock: the :func:`time.time` clock (Unix seconds), replaceable in tests.
+    :param identity: :func:`identity_fingerprint` of the server's ``[server.auth]``, part of every
+        key: replicas or restarts vouching for callers otherwise share no credential in a store.
     :raises ValueError: ``margin_seconds`` is negative or not finite.
     """
 
@@ -253,6 +306,7 @@ class CredentialBroker:
         *,
         margin_seconds: float = DEFAULT_MARGIN_SECONDS,
         clock: Callable[[], float] = time.time,
+        identity: str = "",
     ) -> None:
         if not math.isfinite(margin_seconds) or margin_seconds < 0:
             raise ValueError(f"margin_seconds must be a finite number of seconds >= 0, not {margin_seconds!r}")
@@ -260,20 +314,27 @@ class CredentialBroker:
         self.margin_seconds = margin_seconds
         self._clock = clock
         self._flights: dict[CacheKey, _Flight] = {}
+        self.identity = identity
+        """The server's identity fingerprint, in every key this broker makes."""
         self.obtained = 0
         """How many times this broker called ``upstream.obtain`` (for tests and metrics)."""
 
     async def credential(self, upstream: Upstream, principal: Principal) -> Credential:
         """``principal``'s credential for ``upstream``: the cached one while it has more than
         ``margin_seconds`` left, else a new one from ``upstream.obtain(principal)``, shared by every
-        concurrent call for the same key.
+        concurrent call for the same key. First, every time, ``upstream.admit(principal)`` (when
+        the upstream has one): a caller its current settings refuse gets nothing, cached or not.
 
-        :raises CredentialRefused: the upstream refused (nothing is cached; the next call asks again).
+        :raises CredentialRefused: ``admit`` refused the caller, or the upstream refused (nothing
+            is cached; the next call asks again).
         :raises TypeError: ``upstream.name`` is not a non-empty string, or ``obtain`` returned
             something other than a :class:`Credential`.
         :raises Exception: whatever else ``obtain`` raised, to every concurrent caller alike.
         """
-        key = cache_key(upstream, principal)
+        key = cache_key(upstream, principal, self.identity)
+        admit = getattr(upstream, "admit", None)
+        if admit is not None:
+            admit(principal)  # the current settings judge the caller on every use, not only on obtaining
         while (flight := self._flights.get(key)) is not None:
             await flight.done.wait()
             if flight.credential is not None:
@@ -301,7 +362,7 @@ class CredentialBroker:
             new credential is not thrown away by the others, and one refresh serves them all.
         :raises TypeError: ``upstream.name`` is not a non-empty string.
         """
-        key = cache_key(upstream, principal)
+        key = cache_key(upstream, principal, self.identity)
         if stale is not None:
             cached = await self.store.get(key)
             if cached is None or cached.token != stale.token:

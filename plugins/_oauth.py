@@ -229,15 +229,26 @@ class TokenEndpoint:
     :param auth: the service's OAuth settings.
     :param owner: the service as variable messages name it, ``"upstream 'who'"``.
     :param who: the service as grant messages name it, ``"upstream 'who' (streamable-http)"``.
-    :param resource: the RFC 8707 resource asked for when ``auth.resource`` is not set (its URL).
+    :param resource: the service's URL, where its tokens are sent, and the RFC 8707 resource
+        asked for when ``auth.resource`` is not set.
     :param timeout: seconds the token request may take.
     """
+
+    grant_name = ""
+    """``grant`` in receipts and audit lines (set by each grant)."""
 
     def __init__(self, auth: OAuthAuth, *, owner: str, who: str, resource: str, timeout: float) -> None:
         self.auth, self.owner, self.who, self.timeout = auth, owner, who, timeout
         self.resource = auth.resource or resource
         self.requests = 0
         """Token requests sent (for diagnostics and tests)."""
+        client_id = os.environ.get(auth.client_id_env, "")  # read again at each grant; not a secret
+        mapped = auth.mapped_issuers if isinstance(auth, OnBehalfOfAuth) else ()
+        self.fingerprint = credentials.fingerprint(
+            self.grant_name, auth.model_dump(mode="json"), resource, self.resource, client_id, mapped
+        )
+        """Everything a token is obtained under (the broker's key): the auth table, the service's
+        URL, the resource, the client id, the issuers served; a reload changing any is another key."""
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.owner})"
@@ -336,7 +347,6 @@ class ClientCredentials(TokenEndpoint):
     """
 
     grant_name = "client_credentials"
-    """``grant`` in receipts and audit lines."""
 
     def __init__(self, auth: OAuthAuth, *, name: str, principal: Principal, **endpoint: Any) -> None:
         super().__init__(auth, **endpoint)
@@ -362,7 +372,6 @@ class TokenExchange(TokenEndpoint):
     """
 
     grant_name = "token_exchange"
-    """``grant`` in receipts and audit lines."""
 
     def __init__(self, auth: OnBehalfOfAuth, *, name: str, **endpoint: Any) -> None:
         super().__init__(auth, **endpoint)
@@ -372,6 +381,16 @@ class TokenExchange(TokenEndpoint):
     def name(self) -> str:
         """The broker's cache key part."""
         return self._name
+
+    def admit(self, principal: Principal) -> None:
+        """Refuse a caller of an issuer ``auth.issuers`` does not name: asked by the broker before
+        every hand-out (a reload may have taken the issuer out), and by :meth:`obtain`.
+
+        :raises CredentialRefused: naming the issuers served and the caller's; nothing is sent.
+        """
+        # Before anything is sent: the caller's token must not reach another issuer's authorization server.
+        if (refusal := self.on_behalf.refusal(principal.issuer)) is not None:
+            raise CredentialRefused(f"{self.who} is reached on behalf of each caller; {refusal}")
 
     async def obtain(self, principal: Principal) -> Credential:
         """A token of ``principal``'s user for this service; the receipt's subject is the caller's.
@@ -388,9 +407,7 @@ class TokenExchange(TokenEndpoint):
                 "verified access token to exchange (on_behalf_of needs callers over HTTP with [server.auth] "
                 'mode = "jwt" or "introspection")'
             )
-        # Before anything is sent: the caller's token must not reach another issuer's authorization server.
-        if (refusal := self.on_behalf.refusal(principal.issuer)) is not None:
-            raise CredentialRefused(f"{self.who} is reached on behalf of each caller; {refusal}")
+        self.admit(principal)
         token = await self.grant(
             TOKEN_EXCHANGE_GRANT,
             f"a token exchange for caller {principal.subject!r}",

@@ -1861,8 +1861,8 @@ CASES += (
     Case(
         "credentials: the cache key holds the selected claims",
         "core/credentials.py",
-        "    return CacheKey(name, principal.share_key)",
-        '    return CacheKey(name, principal.share_key[:5] + ("",))',
+        "    return CacheKey(name, principal.share_key, settings, identity)",
+        '    return CacheKey(name, principal.share_key[:5] + ("",), settings, identity)',
         (
             "tests/test_credentials.py::test_a_changed_selected_claim_is_another_credential",
             "tests/servicenow/test_on_behalf_of_trial.py::test_a_subject_whose_user_claim_changed_acts_as_the_new_user",
@@ -2443,8 +2443,9 @@ CASES += (  # an HTTP upstream's answers bounded while read (issue 40, round 9 b
     Case(
         "credentials: the cache key holds the caller's whole share key (scopes, client id, groups)",
         "core/credentials.py",
-        "    return CacheKey(name, principal.share_key)",
-        "    share = principal.share_key\n    return CacheKey(name, (share[0], share[1], '', (), (), share[5]))",
+        "    return CacheKey(name, principal.share_key, settings, identity)",
+        "    share = principal.share_key\n"
+        "    return CacheKey(name, (share[0], share[1], '', (), (), share[5]), settings, identity)",
         (
             KEYS + "test_a_narrower_scoped_token_gets_its_own_exchange_not_the_broad_ones_credential",
             KEYS + "test_a_token_issued_to_another_client_gets_its_own_exchange",
@@ -2463,7 +2464,7 @@ CASES += (  # an HTTP upstream's answers bounded while read (issue 40, round 9 b
     Case(
         "credentials: a Redis entry is named by the shape-tagged canonical JSON of its key",
         "core/_serve/state/credentials.py",
-        'json.dumps([KEY_SHAPE, key.upstream, key.principal], separators=(",", ":"), ensure_ascii=True)',
+        'json.dumps(parts, separators=(",", ":"), ensure_ascii=True)',
         "json.dumps(list(key))",
         (KEYS + "test_redis_entry_names_differ_for_every_part_and_never_collide_across_shapes",),
     ),
@@ -3453,6 +3454,98 @@ CASES += (  # a typed template value has one spelling (round 16, tester twenty-o
         "    if hint is None or hint is str:  # Annotated[str, ...] is validated: its validators may fold it",
         "    if hint is None or _bare(hint) is str:",
         ("tests/test_template_values_canonical.py::test_another_spelling_is_refused_naming_the_canonical_one",),
+    ),
+)
+
+
+F6 = "tests/test_credentials_settings.py::"
+F6_OA = "tests/openapi/test_openapi_reload_credentials.py::"
+F6_SN = "tests/servicenow/test_servicenow_reload_credentials.py::"
+F6_MOVED = "test_a_credential_obtained_before_a_reload_that_changed_its_settings_is_never_sent_after_it"
+CASES += (  # a credential is reused only under the settings it was obtained under (round 16, tester twenty-two F6)
+    Case(
+        "credentials F6: the broker judges the caller by the current settings on every use",
+        "core/credentials.py",
+        "            admit(principal)  # the current settings judge the caller on every use, not only on obtaining",
+        "            pass",
+        (
+            F6 + "test_the_caller_is_judged_on_every_use_not_only_when_obtaining",
+            F6 + "test_an_exchange_whose_issuers_were_narrowed_refuses_a_cached_caller_before_anything_is_sent",
+            F6 + "test_a_jwt_bearer_instance_judges_the_caller_on_every_use",
+        ),
+    ),
+    Case(
+        "credentials F6: the cache key holds the upstream's settings fingerprint",
+        "core/credentials.py",
+        "    return CacheKey(name, principal.share_key, settings, identity)",
+        '    return CacheKey(name, principal.share_key, "", identity)',
+        (
+            F6 + "test_a_credential_is_handed_only_under_the_settings_it_was_obtained_under",
+            F6_SN + "test_a_reload_changing_user_claim_serves_a_cached_caller_as_the_newly_mapped_user",
+            F6_OA + F6_MOVED + "[scope-client_credentials]",
+        ),
+    ),
+    Case(
+        "credentials F6: the cache key holds the server's identity fingerprint",
+        "core/credentials.py",
+        "    return CacheKey(name, principal.share_key, settings, identity)",
+        '    return CacheKey(name, principal.share_key, settings, "")',
+        (F6 + "test_brokers_of_other_server_identity_settings_share_no_credential",),
+    ),
+    Case(
+        "credentials F6: the runtime's broker is keyed by [server.auth]",
+        "core/_serve/runtime.py",
+        "identity=identity_fingerprint(settings.auth)",
+        'identity=""',
+        (F6 + "test_the_runtimes_broker_is_keyed_by_the_servers_identity_settings",),
+    ),
+    Case(
+        "credentials F6: a Redis entry is named by the settings and identity too",
+        "core/_serve/state/credentials.py",
+        "    parts = [KEY_SHAPE, key.upstream, key.principal, key.settings, key.identity]",
+        "    parts = [KEY_SHAPE, key.upstream, key.principal]",
+        (F6 + "test_the_key_and_its_redis_name_hold_the_settings_and_the_identity",),
+    ),
+    Case(
+        "credentials F6: an OAuth grant's fingerprint holds the URL its tokens are sent to",
+        "plugins/_oauth.py",
+        '            self.grant_name, auth.model_dump(mode="json"), resource, self.resource, client_id, mapped',
+        '            self.grant_name, auth.model_dump(mode="json"), self.resource, client_id, mapped',
+        (F6_OA + F6_MOVED + "[base_url, resource pinned-client_credentials]",),
+    ),
+    Case(
+        "credentials F6: an OAuth grant's fingerprint holds its auth table",
+        "plugins/_oauth.py",
+        '            self.grant_name, auth.model_dump(mode="json"), resource, self.resource, client_id, mapped',
+        "            self.grant_name, resource, self.resource, client_id, mapped",
+        (F6 + "test_every_setting_that_goes_into_an_exchange_changes_its_fingerprint",),
+    ),
+    Case(
+        "credentials F6: a token exchange refuses a caller of an issuer not served before the exchange",
+        "plugins/_oauth.py",
+        "        self.admit(principal)\n        token = await self.grant(",
+        "        token = await self.grant(",
+        (
+            "tests/test_upstream_on_behalf_issuers.py::"
+            "test_a_caller_of_another_issuer_is_refused_before_the_token_endpoint_is_asked",
+        ),
+    ),
+    Case(
+        "credentials F6: a jwt_bearer fingerprint holds the instance URL",
+        "plugins/servicenow/jwt_bearer.py",
+        '            "jwt_bearer", settings.url, self.auth.model_dump(mode="json"), self.auth.mapped_issuers,',
+        '            "jwt_bearer", self.auth.model_dump(mode="json"), self.auth.mapped_issuers,',
+        (
+            F6 + "test_every_setting_that_goes_into_a_jwt_bearer_grant_changes_its_fingerprint",
+            F6_SN + "test_a_reload_moving_the_url_never_sends_the_old_instances_token_to_the_new_host[jwt_bearer]",
+        ),
+    ),
+    Case(
+        "credentials F6: a jwt_bearer instance admits only callers it maps to a user",
+        "plugins/servicenow/jwt_bearer.py",
+        "        self.user_of(principal)\n",
+        "        pass\n",
+        (F6 + "test_a_jwt_bearer_instance_judges_the_caller_on_every_use",),
     ),
 )
 

@@ -48,6 +48,7 @@ from mcp_providers._serve.steps.invoker import Invoker
 from mcp_providers._serve.steps.ratelimit import RateLimiter
 from mcp_providers._sideeffects import install, install_scoped
 from mcp_providers.config import LimitsSettings, ServerSettings
+from mcp_providers.credentials import identity_fingerprint
 from mcp_providers.identity import Principal
 from mcp_providers.models import Freshness
 from mcp_providers.providers import ResourceProvider
@@ -133,7 +134,9 @@ class Runtime:
 
             self.sealing = self.shared.sealing = sealing_for(settings.credentials)
         self.invoker = self._invoker(settings)
-        self.credentials = broker_for(settings.credentials, assembly.config.cluster, self.shared)
+        self.credentials = broker_for(
+            settings.credentials, assembly.config.cluster, self.shared, identity=identity_fingerprint(settings.auth)
+        )
         """The broker of upstream credentials providers obtain for callers (:mod:`mcp_providers.credentials`):
         in the process, or in Redis, encrypted, with ``[cluster]`` (:mod:`.state.credentials`)."""
         backend = self.shared

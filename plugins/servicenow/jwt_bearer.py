@@ -10,13 +10,14 @@ the refusals.
 from __future__ import annotations
 
 import logging
+import os
 import secrets
 import time
 from typing import TYPE_CHECKING, Any
 
 import httpx2
 
-from mcp_providers.credentials import Credential, CredentialRefused
+from mcp_providers.credentials import Credential, CredentialRefused, fingerprint
 from mcp_providers.identity import LOCAL_ISSUER, Principal
 from mcp_providers.plugins.servicenow.auth_settings import JwtBearerAuth, read_secret
 from mcp_providers.plugins.servicenow.errors import NoVerifiedCaller, ServiceNowError, clip
@@ -87,6 +88,14 @@ class JwtBearerUpstream:
         self._key: RSAKey | None = None
         self.token_requests = 0
         """Grant requests sent so far (for diagnostics and tests)."""
+        env = settings.auth.client_id_env
+        self.fingerprint = fingerprint(
+            "jwt_bearer", settings.url, self.auth.model_dump(mode="json"), self.auth.mapped_issuers,
+            os.environ.get(env, "") if env else self._client_id,
+        )  # fmt: skip
+        """Everything a user token is obtained under (the broker's key): the instance URL, the auth
+        table (user claim, client, token path, issuers), the client id; a reload changing any of
+        them is another key, so no token is sent to a moved instance or kept for a re-mapped user."""
 
     @property
     def name(self) -> str:
@@ -147,6 +156,14 @@ class JwtBearerUpstream:
                                    f"there is no user to act as: list {claim!r} in [server.auth] claims and have the "
                                    f"identity provider issue it", data={"instance": name, "claim": claim})  # fmt: skip
         return value
+
+    def admit(self, principal: Principal) -> None:
+        """Refuse a caller the current settings map to no user (:meth:`user_of`): asked by the
+        broker before every hand-out of a cached token, as :meth:`obtain` does before a grant.
+
+        :raises NoVerifiedCaller: see :meth:`user_of` (nothing is sent).
+        """
+        self.user_of(principal)
 
     def assertion(self, user: str, *, now: float | None = None) -> str:
         """The signed RS256 assertion for ``user`` (compact JWS); valid ``assertion_seconds``.

@@ -11,10 +11,11 @@ environment variable ``[server.credentials] key_env``) two keys are derived with
 
 - an entry is ``{key_prefix}:credential:<HMAC-SHA256(name key, K)>``, where ``K`` is the
   :class:`~mcp_providers.credentials.CacheKey` as compact JSON tagged with its shape,
-  ``["credential-key/2", upstream, [issuer, subject, client id, [scopes], [groups], claims]]``: one
-  text per key on every replica, and keys of different shapes (an older release's, another part
-  list) never name one entry; neither the caller nor the upstream shows in the key (nor can be
-  found by hashing guesses);
+  ``["credential-key/3", upstream, [issuer, subject, client id, [scopes], [groups], claims],
+  settings, identity]`` (the upstream's settings fingerprint, the server's identity fingerprint):
+  one text per key on every replica, and keys of different shapes (an older release's, another
+  part list) never name one entry; neither the caller nor the upstream shows in the key (nor can
+  be found by hashing guesses);
 - its value is a 12-byte random nonce followed by the AES-256-GCM encryption of the JSON
   ``{"token", "expires_at", "subject", "grant"}``, with the entry's own Redis key as associated
   data, so a value copied under another caller's key does not decrypt;
@@ -82,21 +83,23 @@ def deployment_key(env_name: str, environ: Mapping[str, str] | None = None) -> b
     return key
 
 
-KEY_SHAPE = "credential-key/2"
+KEY_SHAPE = "credential-key/3"
 """The tag that opens every serialized :class:`~mcp_providers.credentials.CacheKey` (bumped
 when its parts change, so an entry kept under an older shape is never read as a newer one's)."""
 
 
 def key_text(key: CacheKey) -> str:
     """``key`` as the one text every replica names its entry by: compact JSON (ASCII only) of
-    :data:`KEY_SHAPE`, the upstream and the principal's parts, nested as in the key, so no two
+    :data:`KEY_SHAPE`, the upstream, the principal's parts, the settings and identity
+    fingerprints, nested as in the key, so no two
     keys (of this or any other shape) give one text (``["a b"]`` is not ``["a", "b"]``).
 
     :raises TypeError: ``key`` is not a :class:`~mcp_providers.credentials.CacheKey`.
     """
     if not isinstance(key, CacheKey):
         raise TypeError(f"a credential cache key is a CacheKey (credentials.cache_key), not {type(key).__name__}")
-    return json.dumps([KEY_SHAPE, key.upstream, key.principal], separators=(",", ":"), ensure_ascii=True)
+    parts = [KEY_SHAPE, key.upstream, key.principal, key.settings, key.identity]
+    return json.dumps(parts, separators=(",", ":"), ensure_ascii=True)
 
 
 def _derive(key: bytes, purpose: bytes) -> bytes:
@@ -237,15 +240,19 @@ def broker_for(
     cluster: ClusterSettings | None,
     shared: Shared,
     environ: Mapping[str, str] | None = None,
+    *,
+    identity: str = "",
 ) -> CredentialBroker:
-    """The runtime's broker: in memory, or in Redis with ``[cluster]`` (see the module docstring).
+    """The runtime's broker: in memory, or in Redis with ``[cluster]`` (see the module docstring),
+    keying every credential by ``identity`` too (:func:`~mcp_providers.credentials.identity_fingerprint`
+    of ``[server.auth]``).
 
     :raises ConfigError: under ``[cluster]`` the deployment key is malformed, or it is missing while
         ``[server.credentials]`` is configured (the message names the variable and a valid key's form).
     """
     chosen = settings or CredentialsSettings()
     if cluster is None or not isinstance(shared, RedisBackend):
-        return CredentialBroker(margin_seconds=chosen.margin_seconds)
+        return CredentialBroker(margin_seconds=chosen.margin_seconds, identity=identity)
     key = deployment_key(chosen.key_env, environ)
     if key is None and settings is not None:
         raise ConfigError(
@@ -257,4 +264,4 @@ def broker_for(
         store: MemoryStore | RedisCredentialStore = KeylessStore(chosen.key_env or CREDENTIALS_KEY_ENV)
     else:
         store = RedisCredentialStore(shared, key, chosen.lock_seconds)
-    return CredentialBroker(store, margin_seconds=chosen.margin_seconds)
+    return CredentialBroker(store, margin_seconds=chosen.margin_seconds, identity=identity)
