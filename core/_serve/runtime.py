@@ -47,7 +47,7 @@ from mcp_providers._serve.steps.gate import Authorizer, Gate
 from mcp_providers._serve.steps.invoker import Invoker
 from mcp_providers._serve.steps.ratelimit import RateLimiter
 from mcp_providers._sideeffects import install, install_scoped
-from mcp_providers.config import LimitsSettings, ServerSettings
+from mcp_providers.config import ClusterSettings, LimitsSettings, ServerSettings
 from mcp_providers.credentials import identity_fingerprint
 from mcp_providers.identity import Principal
 from mcp_providers.models import Freshness
@@ -140,12 +140,7 @@ class Runtime:
         """The broker of upstream credentials providers obtain for callers (:mod:`mcp_providers.credentials`):
         in the process, or in Redis, encrypted, with ``[cluster]`` (:mod:`.state.credentials`)."""
         backend = self.shared
-        self.limiter = RateLimiter(
-            settings.limits,
-            assembly.config.cluster,
-            (lambda: backend.connected) if isinstance(backend, RedisBackend) else None,
-            self.sealing.name if self.sealing is not None else None,
-        )
+        self.limiter = self._limiter(settings, assembly.config.cluster)
         """``[server.limits]``: counted here, or in the cluster's Redis (see :mod:`.steps.ratelimit`)."""
         self.hub = SubscriptionHub(
             assembly.catalog,
@@ -178,6 +173,11 @@ class Runtime:
         self.owns_process = False
         """Set by ``serve``: its process ends if the stop outlasts its steps' bounds (:meth:`stop_bound`)."""
         self._host = _Host(self._start, self.stop_bound)
+
+    def _limiter(self, settings: ServerSettings, cluster: ClusterSettings | None) -> RateLimiter:
+        backend = self.shared
+        connected = (lambda: backend.connected) if isinstance(backend, RedisBackend) else None
+        return RateLimiter(settings.limits, cluster, connected, self.sealing.name if self.sealing is not None else None)
 
     def _invoker(self, settings: ServerSettings) -> Invoker:
         """The invoker; its coalescer, the seam for sharing reads, goes through Redis across replicas."""
