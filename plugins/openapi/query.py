@@ -175,13 +175,14 @@ def _raw_query(uri: str) -> list[tuple[str, str]]:
 
 
 def from_uri(operation: Operation, uri: str) -> dict[str, Any]:
-    """The query values of a read of ``operation`` from the ``uri`` read (the one the gate saw):
-    name -> string, or list of strings for an array.
+    """The query values of a read of ``operation`` from the ``uri`` read (the one the gate saw),
+    each named in the URI by its template variable (:attr:`Parameter.variable`, ``api_version``
+    for ``api-version``): parameter name -> string, or list of strings for an array.
 
-    :raises InvalidParams: a name the operation does not take, or one given more than once where
-        the parameter is not an exploded array.
+    :raises InvalidParams: a name the operation's template does not take, or one given more than
+        once where the parameter is not an exploded array.
     """
-    by_name = {p.name: p for p in operation.parameters if p.location == "query"}
+    by_name = {p.variable: p for p in operation.parameters if p.location == "query"}
     found: dict[str, list[str]] = {}
     for name, raw in _raw_query(uri):
         found.setdefault(name, []).append(raw)
@@ -205,7 +206,7 @@ def from_uri(operation: Operation, uri: str) -> dict[str, Any]:
             )
         if is_array(p):
             items = raws if p.explode else raws[0].split(_DELIMITERS.get(p.style, ","))
-            out[name] = [unquote(item) for item in items]
+            out[p.name] = [unquote(item) for item in items]
         else:
-            out[name] = unquote(raws[0])
+            out[p.name] = unquote(raws[0])
     return out
