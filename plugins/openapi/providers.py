@@ -40,7 +40,7 @@ from mcp_providers.plugins.openapi.document import BODY, Operation
 from mcp_providers.plugins.openapi.names import LeftOut
 from mcp_providers.plugins.openapi.query import from_uri, is_object, simple
 from mcp_providers.plugins.openapi.schema import arguments_model
-from mcp_providers.plugins.openapi.values import Values
+from mcp_providers.plugins.openapi.values import Values, spelled
 from mcp_providers.providers import Content, ReadRequest, ResourceProvider, ToolCall, ToolProvider, ToolResult
 
 __all__ = ["OpenAPIResources", "OpenAPITools", "selected"]
@@ -309,6 +309,9 @@ class OpenAPITools(ToolProvider):
         }
         query = {p.name: arguments[p.name] for p in op.parameters if p.location == "query" and p.name in arguments}
         try:
+            for p in op.parameters:  # the path the gate judges: each value in its one spelling
+                if p.location == "path" and isinstance(arguments.get(p.name), str):
+                    spelled(op, p, arguments[p.name])
             path = self.service.url(op, path_values)
         except InvalidParams as exc:
             raise ToolFailure(exc.message) from None

@@ -31,8 +31,9 @@ from typing import Any, NoReturn
 from mcp_providers.errors import InvalidParams
 from mcp_providers.plugins import _schemas
 from mcp_providers.plugins.openapi.document import Operation, Parameter
+from mcp_providers.plugins.openapi.query import text
 
-__all__ = ["Values"]
+__all__ = ["Values", "spelled"]
 
 _NOT = object()
 """No JSON scalar: the text spells none."""
@@ -88,7 +89,8 @@ class Values:
                 self._refuse(p, shown, f"is not valid: {errors[0].message[:200]}")
 
     def _scalar(self, p: Parameter, checker: Any, text: str) -> Any:
-        """The JSON value ``text`` is, in the schema ``checker`` checks, in its one spelling."""
+        """The JSON value ``text`` is in the schema ``checker`` checks, refused in another spelling
+        than its one; a value the schema does not take is returned for :meth:`check` to refuse."""
         if checker.is_valid(text):
             canonical = _formatted(checker.schema, text, lambda why: self._refuse(p, text, why))
             if canonical != text:
@@ -102,15 +104,27 @@ class Values:
         for meant in _lax(text, checker.schema):
             if checker.is_valid(meant):
                 self._refuse(p, text, _another(meant if isinstance(meant, str) else _spelling(meant)))
-        errors = _schemas.errors(checker, text if value is _NOT else value)
-        said = errors[0].message[:200] if errors else "is not valid"
-        self._refuse(p, text, f"is not valid: {said}")
+        return text if value is _NOT else value  # not valid: check() names the schema's rule
 
     def _refuse(self, p: Parameter, text: str, why: str) -> NoReturn:
         raise InvalidParams(
             f"{self._op.operation_id}: {p.location} parameter {p.variable!r} = {text[:80]!r} {why}",
             data={"parameter": p.variable},
         )
+
+
+def spelled(operation: Operation, p: Parameter, value: str) -> None:
+    """Refuse string ``value`` of ``p`` (a tool's path argument, its schema checked already) in
+    another spelling than its ``format``'s one (``uuid``, ``date``, ``date-time``).
+
+    :raises InvalidParams: another spelling (the one to use named), or not of the format.
+    """
+
+    def refuse(why: str) -> NoReturn:
+        raise InvalidParams(f"{operation.operation_id}: path parameter {p.name!r} = {value[:80]!r} {why}")
+
+    if (canonical := _formatted(p.schema, value, refuse)) != value:
+        refuse(_another(canonical))
 
 
 def _another(canonical: str) -> str:
@@ -138,11 +152,7 @@ def _json_scalar(text: str) -> Any:
 
 def _spelling(value: Any) -> str:
     """The one text of JSON scalar ``value``: ``true``, ``null``, ``1`` (for 1.0 too), ``1.5``, ``1e+16``."""
-    if isinstance(value, bool) or value is None:
-        return json.dumps(value)
-    if isinstance(value, float) and value.is_integer() and abs(value) < 1e16:
-        return str(int(value))
-    return repr(value)
+    return text(value)
 
 
 def _lax(text: str, schema: Mapping[str, Any]) -> list[Any]:

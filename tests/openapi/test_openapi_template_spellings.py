@@ -61,13 +61,22 @@ def _document() -> dict[str, Any]:
         "/search": _get(
             "search",
             _query("limit", {"type": "integer", "maximum": 50}),
-            _query("tag", {"type": "array", "items": {"type": "integer"}}),
+            _query("tag", {"type": "array", "items": {"type": "integer"}, "maxItems": 3}),
             _query("q", {"type": "string"}),
         ),
         "/users/{user-id}": _get(
             "getUser", _path("user-id", {"type": "string"}), _query("api-version", {"type": "string"}, required=True)
         ),
+        "/notes/{n}/{id}": {
+            "delete": {
+                "operationId": "deleteNote",
+                "parameters": [_path("n", {"type": "integer"}), _path("id", {"type": "string", "format": "uuid"})],
+                "responses": OK,
+            }
+        },
+        "/guarded/{s}": _get("guarded", _path("s", {"type": "string", "pattern": "^(?!admin).*$"})),
         "/clash": _get("clash", _query("a-b", {"type": "string"}), _query("a_b", {"type": "string"})),
+        "/dash": _get("dash", _query("-", {"type": "string"})),
     }
     components = {"schemas": {"Kind": {"type": "integer", "enum": [1, 2, 3]}}}
     return {"openapi": "3.1.0", "info": {"title": "Spell", "version": "1"}, "paths": paths, "components": components}
@@ -80,7 +89,7 @@ def _upstream() -> FastAPI:
     def document() -> dict[str, Any]:
         return _document()
 
-    @api.api_route("/{rest:path}", methods=["GET"])
+    @api.api_route("/{rest:path}", methods=["GET", "DELETE"])
     def echo(rest: str, request: Request) -> Response:
         query = request.scope["query_string"].decode()
         HITS.append(request.scope["raw_path"].decode() + (f"?{query}" if query else ""))
@@ -89,13 +98,16 @@ def _upstream() -> FastAPI:
     return api
 
 
-RULES = [{"effect": "deny", "actions": ["read"], "targets": ["openapi://sp/loop/1", f"openapi://sp/things/{UUID}"]}]
+RULES = [
+    {"effect": "deny", "actions": ["read"], "targets": ["openapi://sp/loop/1", f"openapi://sp/things/{UUID}"]},
+    {"effect": "deny", "actions": ["call"], "targets": [f"openapi://sp/notes/1/{UUID}"]},
+]
 
 
 @pytest.fixture(scope="module")
 def spell() -> Iterator[Any]:
     with serving(_upstream()) as origin:
-        service = {"name": "sp", "document": f"{origin}/openapi.json", "base_url": f"{origin}/v1"}
+        service = {"name": "sp", "document": f"{origin}/openapi.json", "base_url": f"{origin}/v1", "tool_prefix": ""}
         settings = {"openapi": {"services": [service]}, "policy": {"rules": RULES}}
         yield compose({"openapi": openapi_plugin, "policy": policy}, settings)
 
@@ -170,6 +182,38 @@ async def test_a_deny_of_one_spelling_is_not_read_past_by_another(spell: Any) ->
         assert code == -32602 and f"use {UUID!r}" in message, message
 
 
+@pytest.mark.parametrize(
+    ("arguments", "said"),
+    [
+        ({"n": 1.0, "id": UUID}, None),  # a JSON number has one spelling in the path: 1
+        ({"n": 1, "id": UUID.replace("-", "")}, f"is another spelling of {UUID!r}: use {UUID!r}"),
+        ({"n": 1, "id": f"{{{UUID}}}"}, f"use {UUID!r}"),
+        ({"n": 1, "id": "nope"}, "is not a UUID"),
+    ],
+)
+async def test_a_tool_path_value_has_one_spelling_so_a_call_deny_holds(
+    spell: Any, arguments: dict[str, Any], said: str | None
+) -> None:
+    before = len(HITS)
+    async with connect(spell) as client:
+        if said is None:
+            with pytest.raises(MCPError) as refused:
+                await client.call_tool("deleteNote", arguments)
+            assert refused.value.error.code == -32003, refused.value.error.message
+        else:
+            called = await client.call_tool("deleteNote", arguments)
+            assert called.is_error and said in called.content[0].text, called.content[0].text
+    assert HITS[before:] == []
+
+
+async def test_a_tool_path_value_in_its_one_spelling_is_sent(spell: Any) -> None:
+    before = len(HITS)
+    async with connect(spell) as client:
+        called = await client.call_tool("deleteNote", {"n": 2.0, "id": OTHER})
+    assert not called.is_error, called.content
+    assert HITS[before:] == [f"/v1/notes/2/{OTHER}"]
+
+
 # 2. A value the parameter's schema refuses is not sent
 
 
@@ -184,9 +228,11 @@ async def test_a_deny_of_one_spelling_is_not_read_past_by_another(spell: Any) ->
         ("openapi://sp/things/not-a-uuid", "is not a UUID"),
         ("openapi://sp/day/2024-02-30", "is not a date"),
         ("openapi://sp/at/2024-01-05T10:00:00", "has no time zone offset"),
+        ("openapi://sp/at/yesterday", "is not a date-time"),
         ("openapi://sp/ids/1%2Cx", "is not of type 'integer'"),
         ("openapi://sp/search?limit=51", "greater than the maximum of 50"),
         ("openapi://sp/price/NaN", "is not of type 'number'"),
+        ("openapi://sp/search?tag=1&tag=2&tag=3&tag=4", "is too long"),
     ],
 )
 async def test_a_value_its_schema_refuses_is_not_sent(spell: Any, uri: str, said: str) -> None:
@@ -251,6 +297,18 @@ def test_two_parameters_that_would_share_a_variable_leave_their_operation_out(
     with caplog.at_level("WARNING", logger="mcp_providers.plugins.openapi"):
         [(_service, operations)] = loading.services(table)
     served = {op.operation_id for op in operations}
-    assert "getUser" in served and "clash" not in served
+    assert "getUser" in served and "clash" not in served and "dash" not in served
     logged = "\n".join(r.getMessage() for r in caplog.records)
     assert "parameters 'a-b' and 'a_b' would both be the template variable 'a_b'" in logged, logged
+    assert "parameter(s) '-' cannot be URI template variables (no letter or digit)" in logged, logged
+
+
+async def test_a_read_whose_parameter_schema_cannot_be_checked_is_left_out(spell: Any) -> None:
+    # As a tool's would be: a pattern not run in linear time (look-around) checks nothing safely.
+    async with connect(spell) as client:
+        templates = {t.uri_template for t in (await client.list_resource_templates()).resource_templates}
+    assert "openapi://sp/loop/{n}" in templates
+    assert not any("guarded" in t for t in templates), templates
+    [provider] = [d.provider for d in spell.assembly.declared if d.provider.name == "openapi-sp"]
+    [left] = [entry for entry in provider.left_out if entry.value == "guarded"]
+    assert "is left out: its schema" in left.message, left.message
