@@ -59,6 +59,10 @@ SB = "tests/test_masking_single_byte.py::"
 OA_SB = "tests/openapi/test_openapi_single_byte_bodies.py::"
 READINGS = "tests/test_policy_readings.py::"
 SPELL = "tests/openapi/test_openapi_template_spellings.py::"
+SN_SPELL = (
+    "tests/servicenow/test_servicenow_spellings.py::"
+    "test_another_spelling_of_a_servicenow_value_is_refused_naming_the_one_to_use"
+)
 LIFE = "tests/test_embedding_lifecycle.py::"
 THREADS = "tests/test_provider_threads.py::"
 SHAPES = "tests/test_settings_model_shapes.py::"
@@ -3557,6 +3561,30 @@ CASES += (  # a read's template value: checked by its schema, in one spelling (r
         '    by_name = {p.variable: p for p in operation.parameters if p.location == "query"}',
         '    by_name = {p.name: p for p in operation.parameters if p.location == "query"}',
         (SPELL + "test_a_read_naming_the_original_parameter_is_refused_naming_the_variable",),
+    ),
+)
+
+CASES += (  # a ServiceNow value in another case names the one spelling to use (round 16, tester twenty-one)
+    Case(
+        "servicenow: a record number in another case is refused naming the one to use",
+        "plugins/servicenow/query.py",
+        "        if NUMBER_PATTERN.fullmatch(value.upper()):",
+        "        if False:",
+        (SN_SPELL,),
+    ),
+    Case(
+        "servicenow: a sys_id in upper-case hex is refused naming the one to use",
+        "plugins/servicenow/query.py",
+        "        if SYS_ID_PATTERN.fullmatch(value.lower()):",
+        "        if False:",
+        (SN_SPELL,),
+    ),
+    Case(
+        "servicenow: an instance in another case is refused naming the configured one",
+        "plugins/servicenow/resources.py",
+        '            use = f"; use {same[0]!r} (names are compared as written)" if len(same) == 1 else ""',
+        '            use = ""',
+        (SN_SPELL,),
     ),
 )
 
