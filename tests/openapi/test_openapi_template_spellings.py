@@ -21,6 +21,8 @@ import mcp_providers.plugins.openapi as openapi_plugin
 from mcp_providers.models import ORIGIN_KEY
 from mcp_providers.plugins import policy
 from mcp_providers.plugins.openapi import loading
+from mcp_providers.plugins.openapi.document import Operation, Parameter
+from mcp_providers.plugins.openapi.providers import _enums
 from mcp_providers.plugins.openapi.settings import OpenAPISettings
 from mcp_providers.testing import compose, connect
 
@@ -312,3 +314,9 @@ async def test_a_read_whose_parameter_schema_cannot_be_checked_is_left_out(spell
     [provider] = [d.provider for d in spell.assembly.declared if d.provider.name == "openapi-sp"]
     [left] = [entry for entry in provider.left_out if entry.value == "guarded"]
     assert "is left out: its schema" in left.message, left.message
+
+
+def test_a_renamed_parameters_completions_are_offered_under_its_variable() -> None:
+    choice = Parameter("api-version", "query", True, {"type": "string", "enum": ["2024-01-01", "2025-01-01"]})
+    op = Operation("withApiVersion", "GET", "/q", parameters=(choice,))
+    assert _enums(op) == {"api_version": ("2024-01-01", "2025-01-01")}
