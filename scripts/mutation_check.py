@@ -58,6 +58,11 @@ CHARSETS = "tests/test_masking_charsets.py::"
 SB = "tests/test_masking_single_byte.py::"
 OA_SB = "tests/openapi/test_openapi_single_byte_bodies.py::"
 READINGS = "tests/test_policy_readings.py::"
+SPELL = "tests/openapi/test_openapi_template_spellings.py::"
+SN_SPELL = (
+    "tests/servicenow/test_servicenow_spellings.py::"
+    "test_another_spelling_of_a_servicenow_value_is_refused_naming_the_one_to_use"
+)
 LIFE = "tests/test_embedding_lifecycle.py::"
 THREADS = "tests/test_provider_threads.py::"
 SHAPES = "tests/test_settings_model_shapes.py::"
@@ -1639,14 +1644,14 @@ CASES += (
     Case(
         "openapi: a deepObject member name may not hold '[' or ']'",
         OPENAPI_QUERY,
-        '            bad = next((k for k in map(_text, value) if k == "" or "[" in k or "]" in k), None)',
+        '            bad = next((k for k in map(text, value) if k == "" or "[" in k or "]" in k), None)',
         "            bad = None",
         (QUERY_REFUSED,),
     ),
     Case(
         "openapi: a delimited array's item may not hold its delimiter",
         OPENAPI_QUERY,
-        "            bad = next((item for item in map(_text, value) if delimiter in item), None)",
+        "            bad = next((item for item in map(text, value) if delimiter in item), None)",
         "            bad = None",
         (QUERY_REFUSED,),
     ),
@@ -3454,6 +3459,134 @@ CASES += (  # a typed template value has one spelling (round 16, tester twenty-o
         "    if hint is None or hint is str:  # Annotated[str, ...] is validated: its validators may fold it",
         "    if hint is None or _bare(hint) is str:",
         ("tests/test_template_values_canonical.py::test_another_spelling_is_refused_naming_the_canonical_one",),
+    ),
+)
+
+CASES += (  # a read's template value: checked by its schema, in one spelling (round 16, tester twenty-one)
+    Case(
+        "openapi: a read's template values are checked at all",
+        "plugins/openapi/providers.py",
+        "        self._values[op.operation_id].check(params, query)  # as the schema says, in one spelling",
+        "        pass",
+        (
+            SPELL + "test_a_value_its_schema_refuses_is_not_sent",
+            SPELL + "test_a_deny_of_one_spelling_is_not_read_past_by_another",
+        ),
+    ),
+    Case(
+        "openapi: a read's value its schema does not take is refused",
+        "plugins/openapi/values.py",
+        "            if errors:",
+        "            if False:",
+        (SPELL + "test_a_value_its_schema_refuses_is_not_sent",),
+    ),
+    Case(
+        "openapi: another spelling of a formatted string (uuid, date, date-time) is refused",
+        "plugins/openapi/values.py",
+        "            if canonical != text:",
+        "            if False:",
+        (SPELL + "test_another_spelling_of_a_typed_value_is_refused_naming_the_one_to_use",),
+    ),
+    Case(
+        "openapi: another JSON spelling of a number (1.0, 1e0, -0) is refused",
+        "plugins/openapi/values.py",
+        "            if (canonical := _spelling(value)) != text:",
+        "            if False:",
+        (SPELL + "test_another_spelling_of_a_typed_value_is_refused_naming_the_one_to_use",),
+    ),
+    Case(
+        "openapi: a lax spelling (01, +1, yes, Sold) is refused naming the one to use",
+        "plugins/openapi/values.py",
+        "                self._refuse(p, text, _another(meant if isinstance(meant, str) else _spelling(meant)))",
+        "                pass",
+        (SPELL + "test_another_spelling_of_a_typed_value_is_refused_naming_the_one_to_use",),
+    ),
+    Case(
+        "openapi: a uuid-format value that is no UUID is refused",
+        "plugins/openapi/values.py",
+        '            return refuse("is not a UUID: give 32 hex digits in lower case, dashed 8-4-4-4-12")',
+        "            return text",
+        (SPELL + "test_a_value_its_schema_refuses_is_not_sent",),
+    ),
+    Case(
+        "openapi: a date-format value that is no date is refused",
+        "plugins/openapi/values.py",
+        '            return refuse("is not a date: give YYYY-MM-DD")',
+        "            return text",
+        (SPELL + "test_a_value_its_schema_refuses_is_not_sent",),
+    ),
+    Case(
+        "openapi: a date-time-format value that is no date-time is refused",
+        "plugins/openapi/values.py",
+        '        return refuse("is not a date-time: give YYYY-MM-DDTHH:MM:SSZ (RFC 3339, in UTC)")',
+        "        return text",
+        (SPELL + "test_a_value_its_schema_refuses_is_not_sent",),
+    ),
+    Case(
+        "openapi: a date-time without an offset is refused",
+        "plugins/openapi/values.py",
+        '        return refuse("has no time zone offset: give the instant in UTC, YYYY-MM-DDTHH:MM:SSZ")',
+        "        return text",
+        (SPELL + "test_a_value_its_schema_refuses_is_not_sent",),
+    ),
+    Case(
+        "openapi: a tool's formatted path value in another spelling is refused",
+        "plugins/openapi/providers.py",
+        "                    spelled(op, p, arguments[p.name])",
+        "                    pass",
+        (SPELL + "test_a_tool_path_value_has_one_spelling_so_a_call_deny_holds",),
+    ),
+    Case(
+        "openapi: a JSON number is sent in one spelling (1, not 1.0)",
+        "plugins/openapi/query.py",
+        "    if isinstance(value, float) and value.is_integer() and abs(value) < 1e16:",
+        "    if False:",
+        (SPELL + "test_a_tool_path_value_has_one_spelling_so_a_call_deny_holds",),
+    ),
+    Case(
+        "openapi: two parameters made one template variable leave their operation out",
+        "plugins/openapi/providers.py",
+        "        if p.variable in seen:",
+        "        if False:",
+        (SPELL + "test_two_parameters_that_would_share_a_variable_leave_their_operation_out",),
+    ),
+    Case(
+        "openapi: a parameter name with no letter or digit leaves its operation out",
+        "plugins/openapi/providers.py",
+        "    if bad:",
+        "    if False:",
+        (SPELL + "test_two_parameters_that_would_share_a_variable_leave_their_operation_out",),
+    ),
+    Case(
+        "openapi: a read's query is named by its template variables, not the parameters' names",
+        "plugins/openapi/query.py",
+        '    by_name = {p.variable: p for p in operation.parameters if p.location == "query"}',
+        '    by_name = {p.name: p for p in operation.parameters if p.location == "query"}',
+        (SPELL + "test_a_read_naming_the_original_parameter_is_refused_naming_the_variable",),
+    ),
+)
+
+CASES += (  # a ServiceNow value in another case names the one spelling to use (round 16, tester twenty-one)
+    Case(
+        "servicenow: a record number in another case is refused naming the one to use",
+        "plugins/servicenow/query.py",
+        "        if NUMBER_PATTERN.fullmatch(value.upper()):",
+        "        if False:",
+        (SN_SPELL,),
+    ),
+    Case(
+        "servicenow: a sys_id in upper-case hex is refused naming the one to use",
+        "plugins/servicenow/query.py",
+        "        if SYS_ID_PATTERN.fullmatch(value.lower()):",
+        "        if False:",
+        (SN_SPELL,),
+    ),
+    Case(
+        "servicenow: an instance in another case is refused naming the configured one",
+        "plugins/servicenow/resources.py",
+        '            use = f"; use {same[0]!r} (names are compared as written)" if len(same) == 1 else ""',
+        '            use = ""',
+        (SN_SPELL,),
     ),
 )
 

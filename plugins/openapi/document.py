@@ -51,6 +51,8 @@ MAX_DOCUMENT_BYTES = 16 * 1024 * 1024
 BODY = "body"
 """The tool argument that carries the request body."""
 _JSON_TYPES = ("application/json",)
+_VARNAME = re.compile(r"[A-Za-z0-9_]+(?:\.[A-Za-z0-9_]+)*")
+"""An RFC 6570 variable name (``varname``, without percent-escapes)."""
 
 
 class DocumentError(ValueError):
@@ -80,6 +82,15 @@ class Parameter:
     explode: bool = False
     """Whether an array's items (an object's members) go as separate ``name=value`` pairs
     (OpenAPI's default: true for ``form``, false otherwise)."""
+
+    @property
+    def variable(self) -> str:
+        """Its URI template variable: :attr:`name` where RFC 6570 allows it (``petId``, ``a.b``),
+        else each character outside ``A-Z a-z 0-9 _`` made ``_`` (``api-version`` ->
+        ``api_version``; ``""`` stays ``""``, no variable). Requests carry :attr:`name`."""
+        if _VARNAME.fullmatch(self.name):
+            return self.name
+        return re.sub(r"[^A-Za-z0-9_]", "_", self.name)
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,13 +40,13 @@ from mcp_providers.plugins.openapi.document import BODY, Operation
 from mcp_providers.plugins.openapi.names import LeftOut
 from mcp_providers.plugins.openapi.query import from_uri, is_object, simple
 from mcp_providers.plugins.openapi.schema import arguments_model
+from mcp_providers.plugins.openapi.values import Values, spelled
 from mcp_providers.providers import Content, ReadRequest, ResourceProvider, ToolCall, ToolProvider, ToolResult
 
 __all__ = ["OpenAPIResources", "OpenAPITools", "selected"]
 
 log = logging.getLogger(__name__)
 
-_VARNAME = re.compile(r"^[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)*$")
 _EFFECTS: dict[str, tuple[Effects, bool]] = {
     "POST": ("additive", False),
     "PUT": ("destructive", True),
@@ -82,10 +82,18 @@ def selected(service: Service) -> tuple[list[Operation], list[str]]:
 
 
 def _not_a_template(op: Operation) -> str | None:
-    """Why the parameters of GET operation ``op`` cannot be the variables of its URI template."""
-    bad = [p.name for p in op.parameters if not _VARNAME.match(p.name)]
+    """Why the parameters of GET operation ``op`` cannot be the variables of its URI template: a
+    name with no variable, two names made one variable (``a-b`` and ``a_b``: :attr:`~.Parameter.variable`),
+    or an object in the query."""
+    bad = [p.name for p in op.parameters if not p.variable or (p.variable != p.name and not p.variable.strip("_"))]
     if bad:
-        return f"parameter(s) {', '.join(bad)} cannot be URI template variables"
+        return f"parameter(s) {', '.join(map(repr, bad))} cannot be URI template variables (no letter or digit)"
+    seen: dict[str, str] = {}
+    for p in op.parameters:
+        if p.variable in seen:
+            return (f"parameters {seen[p.variable]!r} and {p.name!r} would both be the template variable "
+                    f"{p.variable!r}; rename one in the document")  # fmt: skip
+        seen[p.variable] = p.name
     objects = [p.name for p in op.parameters if p.location == "query" and is_object(p)]
     if objects:  # a template variable holds one string, an object's members are name=value pairs
         return f"query parameter(s) {', '.join(objects)} take an object, which a URI template variable cannot"
@@ -96,10 +104,21 @@ def _origin(service: Service, op: Operation, **more: str) -> dict[str, Any]:
     return {ORIGIN_KEY: {"service": service.name, "document": service.label, **op.origin, **more}}
 
 
+def _renamed(op: Operation) -> str | None:
+    """``"api_version as api-version"``: each template variable named unlike its parameter, or ``None``."""
+    renamed = [f"{p.variable} as {p.name}" for p in op.parameters if p.variable != p.name]
+    return ", ".join(renamed) or None
+
+
 def uri_of(service: Service, op: Operation) -> str:
-    """The URI or URI template of GET operation ``op``."""
-    query = [p.name for p in op.parameters if p.location == "query"]
-    return path_uri(service, op.path) + (f"{{?{','.join(query)}}}" if query else "")
+    """The URI or URI template of GET operation ``op``, each parameter as its template variable
+    (``GET /users/{user-id}?api-version`` -> ``.../users/{user_id}{?api_version}``)."""
+    path = op.path
+    for p in op.parameters:
+        if p.location == "path" and p.variable != p.name:
+            path = path.replace("{" + p.name + "}", "{" + p.variable + "}")
+    query = [p.variable for p in op.parameters if p.location == "query"]
+    return path_uri(service, path) + (f"{{?{','.join(query)}}}" if query else "")
 
 
 def path_uri(service: Service, path: str) -> str:
@@ -117,20 +136,29 @@ class OpenAPIResources(ResourceProvider):
         self.prefixes = (service.settings.owned_prefix,)
         self.source = service.settings.setting  # its prefix overlapping another's leaves out this service alone
         self.service = service
-        self.left_out = tuple(service.left_out)  # check's left-out advisories (include names that match nothing)
+        self.left_out: tuple[Any, ...] = tuple(service.left_out)  # check's left-out advisories
+        self._values: dict[str, Values] = {}
         self._resources: list[Resource] = []
         self._templates: list[ResourceTemplate] = []
         self._by_key: dict[str, Operation] = {}
         for op in operations:
             if op.method != "GET":
                 continue
+            try:
+                self._values[op.operation_id] = Values(op)
+            except UnsafeSchema as exc:  # this operation only, as a tool's: the others serve
+                why = f"service {service.settings.name!r}: operation {op.operation_id!r} is left out: its schema {exc}"
+                log.warning("%s", why)
+                self.left_out += (LeftOut(op.operation_id, why, "fix the schema in the document"),)
+                continue
             key = uri_of(service, op)
+            renamed = _renamed(op)
             fields: dict[str, Any] = {
                 "name": op.operation_id,
                 "title": op.summary,
                 "description": _description(service, op),
                 "mime_type": op.response_media,
-                "meta": _origin(service, op),
+                "meta": _origin(service, op, **({"variables": renamed} if renamed else {})),
             }
             if op.parameters:
                 self._templates.append(
@@ -150,10 +178,10 @@ class OpenAPIResources(ResourceProvider):
         declaration = request.resource
         key = declaration.uri if isinstance(declaration, Resource) else declaration.uri_template
         op = self._by_key[key]
-        params = dict(request.params)
+        params = {p.name: request.params[p.variable] for p in op.parameters if p.location == "path"}
         # The query as sent (the gate judged it too): the canonical URI keeps one value per variable.
         query = from_uri(op, request.requested_uri or request.uri)
-        missing = [p.name for p in op.parameters if p.location == "query" and p.required and p.name not in query]
+        missing = [p.variable for p in op.parameters if p.location == "query" and p.required and p.name not in query]
         if missing:
             example = "&".join(f"{name}=..." for name in missing)
             raise InvalidParams(
@@ -161,6 +189,7 @@ class OpenAPIResources(ResourceProvider):
                 f"{request.uri.split('?')[0]}?{example}",
                 data={"uri": request.uri[:200], "missing": missing},
             )
+        self._values[op.operation_id].check(params, query)  # as the schema says, in one spelling
         path = self.service.url(op, params)
         answer = await self.service.send(op, path, query=query, gate_uri=request.uri, principal=request.principal)
         return _content(answer)
@@ -177,7 +206,7 @@ def _enums(op: Operation) -> dict[str, tuple[str, ...]]:
     for p in op.parameters:
         schema = p.schema.get("items", p.schema) if p.schema.get("type") == "array" else p.schema
         if isinstance(schema.get("enum"), list):
-            out[p.name] = tuple(str(v) for v in schema["enum"])
+            out[p.variable] = tuple(str(v) for v in schema["enum"])
     return out
 
 
@@ -193,6 +222,8 @@ def _content(answer: Answer) -> Content:
 def _description(service: Service, op: Operation) -> str:
     said = (op.description or op.summary or "").strip()
     origin = f"{op.method} {op.path} ({op.operation_id}) of {service.label}, service {service.name!r}."
+    if op.method == "GET" and (renamed := _renamed(op)):
+        origin += f" Template variables named unlike their parameters (sent under their own names): {renamed}."
     return f"{said}\n\n{origin}" if said else origin
 
 
@@ -278,6 +309,9 @@ class OpenAPITools(ToolProvider):
         }
         query = {p.name: arguments[p.name] for p in op.parameters if p.location == "query" and p.name in arguments}
         try:
+            for p in op.parameters:  # the path the gate judges: each value in its one spelling
+                if p.location == "path" and isinstance(arguments.get(p.name), str):
+                    spelled(op, p, arguments[p.name])
             path = self.service.url(op, path_values)
         except InvalidParams as exc:
             raise ToolFailure(exc.message) from None

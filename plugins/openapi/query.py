@@ -35,7 +35,7 @@ from mcp_providers.config import suggestion
 from mcp_providers.errors import InvalidParams
 from mcp_providers.plugins.openapi.document import Operation, Parameter
 
-__all__ = ["encode", "from_uri", "is_array", "is_object", "simple"]
+__all__ = ["encode", "from_uri", "is_array", "is_object", "simple", "text"]
 
 _DELIMITERS = {"form": ",", "spaceDelimited": "%20", "pipeDelimited": "|"}
 """The delimiter of an array without ``explode``, as it appears in the query string."""
@@ -56,11 +56,16 @@ def is_object(parameter: Parameter) -> bool:
     return "object" in _kinds(parameter.schema) or parameter.style == "deepObject"
 
 
-def _text(value: Any) -> str:
+def text(value: Any) -> str:
+    """JSON ``value``'s one text as sent: a string as it is, ``true``, ``null``, a number in its
+    shortest form (``1`` for ``1.0`` too: a JSON number has one value, and a rule naming the path
+    ``/notes/1`` must hold for the path the value makes), anything else as compact JSON."""
     if isinstance(value, str):
         return value
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e16:
+        return str(int(value))
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
@@ -68,14 +73,14 @@ def simple(value: Any) -> str:
     """A tool's path argument as the ``simple`` style writes it, before it is percent-encoded:
     ``true`` (not Python's ``True``), ``a,b`` for an array, ``x,1,y,2`` for an object."""
     if isinstance(value, list | tuple):
-        return ",".join(_text(item) for item in value)
+        return ",".join(text(item) for item in value)
     if isinstance(value, dict):
-        return ",".join(f"{_text(k)},{_text(v)}" for k, v in value.items())
-    return _text(value)
+        return ",".join(f"{text(k)},{text(v)}" for k, v in value.items())
+    return text(value)
 
 
 def _q(value: Any) -> str:
-    return quote(_text(value), safe="")
+    return quote(text(value), safe="")
 
 
 def _pairs(p: Parameter, value: Any) -> list[str]:
@@ -128,20 +133,20 @@ def _unambiguous(
     for name, value in values.items():
         p, problem = by_name[name], None
         if isinstance(value, dict) and p.style == "form" and p.explode:
-            for key in map(_text, value):
+            for key in map(text, value):
                 if key == "" or key in taken or key in members:
                     problem = _member_problem(key, name, members.get(key), key in reserved, key in taken)
                     break
                 members[key] = name
         elif isinstance(value, dict) and p.style == "deepObject":
-            bad = next((k for k in map(_text, value) if k == "" or "[" in k or "]" in k), None)
+            bad = next((k for k in map(text, value) if k == "" or "[" in k or "]" in k), None)
             if bad is not None:
                 problem = (
                     f"member name {bad!r} is refused: a deepObject member name may not be empty nor hold '[' or ']'"
                 )
         elif isinstance(value, list | tuple) and not p.explode and p.style in _SPLIT_AT:
             delimiter = _SPLIT_AT[p.style]
-            bad = next((item for item in map(_text, value) if delimiter in item), None)
+            bad = next((item for item in map(text, value) if delimiter in item), None)
             if bad is not None:
                 problem = (f"item {bad[:80]!r} holds its delimiter {delimiter!r}, so the service would read it as "
                            "more than one item; give each item without it")  # fmt: skip
@@ -175,13 +180,14 @@ def _raw_query(uri: str) -> list[tuple[str, str]]:
 
 
 def from_uri(operation: Operation, uri: str) -> dict[str, Any]:
-    """The query values of a read of ``operation`` from the ``uri`` read (the one the gate saw):
-    name -> string, or list of strings for an array.
+    """The query values of a read of ``operation`` from the ``uri`` read (the one the gate saw),
+    each named in the URI by its template variable (:attr:`Parameter.variable`, ``api_version``
+    for ``api-version``): parameter name -> string, or list of strings for an array.
 
-    :raises InvalidParams: a name the operation does not take, or one given more than once where
-        the parameter is not an exploded array.
+    :raises InvalidParams: a name the operation's template does not take, or one given more than
+        once where the parameter is not an exploded array.
     """
-    by_name = {p.name: p for p in operation.parameters if p.location == "query"}
+    by_name = {p.variable: p for p in operation.parameters if p.location == "query"}
     found: dict[str, list[str]] = {}
     for name, raw in _raw_query(uri):
         found.setdefault(name, []).append(raw)
@@ -205,7 +211,7 @@ def from_uri(operation: Operation, uri: str) -> dict[str, Any]:
             )
         if is_array(p):
             items = raws if p.explode else raws[0].split(_DELIMITERS.get(p.style, ","))
-            out[name] = [unquote(item) for item in items]
+            out[p.name] = [unquote(item) for item in items]
         else:
-            out[name] = unquote(raws[0])
+            out[p.name] = unquote(raws[0])
     return out

@@ -94,9 +94,14 @@ def check_value(value: str, *, what: str = "value") -> str:
 def check_number(value: str) -> str:
     """Return ``value`` if it is a record number such as ``INC0010001``.
 
-    :raises QueryError: it is not 2-10 capital letters followed by 4-12 digits.
+    :raises QueryError: it is not 2-10 capital letters followed by 4-12 digits (another case names
+        the one to use: ``inc0010001`` -> ``INC0010001``).
     """
     if not NUMBER_PATTERN.fullmatch(value):
+        if NUMBER_PATTERN.fullmatch(value.upper()):  # a rule names the one spelling: another reads past it
+            use = value.upper()
+            raise QueryError(f"number {value!r} is another spelling of {use!r}: use {use!r} (expected 2-10 capital "
+                             "letters then 4-12 digits)")  # fmt: skip
         hint = _caret_hint(value)
         raise QueryError(
             f"number {value!r} is not a record number{hint}: expected 2-10 capital letters then "
@@ -108,9 +113,13 @@ def check_number(value: str) -> str:
 def check_sys_id(value: str) -> str:
     """Return ``value`` if it is a sys_id (32 lowercase hex digits).
 
-    :raises QueryError: otherwise.
+    :raises QueryError: otherwise (upper-case hex names the one spelling to use).
     """
     if not SYS_ID_PATTERN.fullmatch(value):
+        if SYS_ID_PATTERN.fullmatch(value.lower()):  # a rule names the one spelling: another reads past it
+            use = value.lower()
+            raise QueryError(f"sys_id {value!r} is another spelling of {use!r}: use {use!r} (expected 32 lowercase "
+                             "hexadecimal characters)")  # fmt: skip
         raise QueryError(
             f"sys_id {value!r} is not a sys_id{_caret_hint(value)}: expected 32 lowercase hexadecimal characters, "
             f"e.g. 9d385017c611228701d22104cc95c371"

@@ -342,8 +342,10 @@ class ServiceNowResources(ResourceProvider):
             readable = self._readable_instances()  # a refusal never names an instance the caller may not read
             configured = ", ".join(readable) or "none you may read"
             data = {"uri": request.uri, "instances": readable}
-            raise InvalidParams(f"{request.uri}: unknown instance {instance!r}; configured instances: {configured}",
-                                data=data)  # fmt: skip
+            same = [name for name in readable if name.lower() == instance.lower()]
+            use = f"; use {same[0]!r} (names are compared as written)" if len(same) == 1 else ""
+            message = f"{request.uri}: unknown instance {instance!r}{use}; configured instances: {configured}"
+            raise InvalidParams(message, data=data)
         return instance
 
     def _readable_instances(self) -> list[str]:
