@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +15,7 @@ import prefork
 import progress
 import pytest
 from bytecode_cache import use_one_bytecode_cache
-from real_parts import pytest_make_collect_report, pytest_runtest_makereport  # noqa: F401 (hooks found here)
+from real_parts import installed_distribution, pytest_make_collect_report, pytest_runtest_makereport  # noqa: F401 (hooks found here)
 
 TESTS = Path(__file__).parent
 TEST_DISTRIBUTION = TESTS / "distributions" / "test_plugins"
@@ -65,24 +63,9 @@ def anyio_backend() -> str:
 
 
 def install_target(source: Path, target: Path) -> None:
-    """Install a distribution (no dependencies) into ``target``, as pip/uv would into site-packages."""
-    uv = shutil.which("uv")
-    if uv:
-        cmd = [
-            uv,
-            "pip",
-            "install",
-            "--quiet",
-            "--no-deps",
-            "--python",
-            sys.executable,
-            "--target",
-            str(target),
-            str(source),
-        ]
-    else:
-        cmd = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(target), str(source)]
-    subprocess.run(cmd, check=True, capture_output=True, text=True)
+    """Install a distribution (no dependencies) into ``target``, as pip/uv would into site-packages
+    (a copy of the one install per machine of its current files: :func:`real_parts.installed_distribution`)."""
+    installed_distribution(source, target)
 
 
 @pytest.fixture(scope="session")
