@@ -39,6 +39,7 @@ def typer(folder: Path) -> list[str]:
     """:data:`TYPER_FRESH` through the fork server (``folder``: the run's working folder)."""
     return [*_script(folder, "typer_main.py", TYPER_MAIN), "serve"]
 
+
 WHAT_WAS_IMPORTED = """
 import json, sys
 import mcp_providers._cli.stdio as stdio
