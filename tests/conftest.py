@@ -1,14 +1,13 @@
 """Shared fixtures: the anyio backend and the installed test distribution of plugins; and the rule
 that under ``CI=true`` every skip fails (:mod:`real_parts`); one bytecode cache for every process of
 the run (:mod:`bytecode_cache`); and a fork server per test process for the ``python -m
-mcp_providers`` runs the tests start (:mod:`prefork`)."""
+mcp_providers`` runs the tests start (:mod:`prefork`); one default TLS context per test process
+(:mod:`tls_once`)."""
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +16,8 @@ import prefork
 import progress
 import pytest
 from bytecode_cache import use_one_bytecode_cache
-from real_parts import pytest_make_collect_report, pytest_runtest_makereport  # noqa: F401 (hooks found here)
+from real_parts import installed_distribution, pytest_make_collect_report, pytest_runtest_makereport  # noqa: F401 (hooks found here)
+from tls_once import use_one_tls_context
 
 TESTS = Path(__file__).parent
 TEST_DISTRIBUTION = TESTS / "distributions" / "test_plugins"
@@ -25,6 +25,7 @@ TEST_DISTRIBUTION = TESTS / "distributions" / "test_plugins"
 
 def pytest_configure(config: pytest.Config) -> None:
     use_one_bytecode_cache()  # before the xdist controller starts its workers (at session start)
+    use_one_tls_context()  # httpx2 clients made in this process read the CA bundle once
     progress.pytest_configure(config)
     if hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None):
         prefork.start()  # each process that runs tests has one (an xdist controller runs none)
@@ -65,24 +66,9 @@ def anyio_backend() -> str:
 
 
 def install_target(source: Path, target: Path) -> None:
-    """Install a distribution (no dependencies) into ``target``, as pip/uv would into site-packages."""
-    uv = shutil.which("uv")
-    if uv:
-        cmd = [
-            uv,
-            "pip",
-            "install",
-            "--quiet",
-            "--no-deps",
-            "--python",
-            sys.executable,
-            "--target",
-            str(target),
-            str(source),
-        ]
-    else:
-        cmd = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(target), str(source)]
-    subprocess.run(cmd, check=True, capture_output=True, text=True)
+    """Install a distribution (no dependencies) into ``target``, as pip/uv would into site-packages
+    (a copy of the one install per machine of its current files: :func:`real_parts.installed_distribution`)."""
+    installed_distribution(source, target)
 
 
 @pytest.fixture(scope="session")

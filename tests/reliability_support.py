@@ -8,15 +8,14 @@ from __future__ import annotations
 
 import json
 import queue
-import shutil
 import subprocess
-import sys
 import threading
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
 from prefork import python
+from real_parts import installed_distribution
 
 WAIT_SECONDS = 60
 """Upper bound on waiting for one answer (a bound on the test, not an assertion about speed)."""
@@ -33,13 +32,9 @@ INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
 
 
 def install_target(source: Path, target: Path) -> None:
-    """Install a distribution (no dependencies) into ``target``, as pip/uv would into site-packages."""
-    uv = shutil.which("uv")
-    if uv:
-        cmd = [uv, "pip", "install", "--quiet", "--no-deps", "--python", sys.executable, "--target", str(target)]
-    else:
-        cmd = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(target)]
-    subprocess.run([*cmd, str(source)], check=True, capture_output=True, text=True)
+    """Install a distribution (no dependencies) into ``target``, as pip/uv would into site-packages
+    (a copy of the one install per machine of its current files: :func:`real_parts.installed_distribution`)."""
+    installed_distribution(source, target)
 
 
 class RawStdio:

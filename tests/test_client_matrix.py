@@ -21,9 +21,9 @@ Over HTTP the clients use their streamable HTTP transport (Python 1.x ``streamab
 TypeScript ``StreamableHTTPClientTransport``, SDK v2 ``Client(URL)``) against the default
 ``serve --http`` (sessions, SSE responses).
 
-The venvs and npm folders are made once per test session; a client that cannot be installed (no
-network to PyPI or npm, no npm) is skipped with the reason, and fails the run under ``CI=true``
-(``real_parts``).
+The venvs and npm folders are made once per machine, in the tests' user cache; a client that
+cannot be installed (no network to PyPI or npm, no npm) is skipped with the reason, and fails the
+run under ``CI=true`` (``real_parts``).
 """
 
 from __future__ import annotations
@@ -195,15 +195,16 @@ def _run(command: list[str], what: str, **kwargs: Any) -> subprocess.CompletedPr
 
 
 @pytest.fixture(scope="session")
-def python_client(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """``make(spec) -> python``: a venv with the Python SDK ``spec`` installed, made once per spec."""
+def python_client() -> Any:
+    """``make(spec) -> python``: a venv with the Python SDK ``spec`` installed, made once per
+    machine (:func:`real_parts.installed_once`, as the npm clients are) for this interpreter; a
+    range (``>=1.20,<2``: the current release) is resolved again each day, as a fresh install would."""
     made: dict[str, Path] = {}
 
-    def make(spec: str) -> Path:
-        if spec in made:
-            return made[spec]
+    def install(spec: str, folder: Path) -> None:
         uv = require_tool("uv", "pip install uv; the client venv is made with it")
-        venv = tmp_path_factory.mktemp("client-venv")
+        venv = folder / "venv"
+        shutil.rmtree(venv, ignore_errors=True)
         created = _run([uv, "venv", "--quiet", "--python", sys.executable, str(venv)], "uv venv")
         assert created.returncode == 0, created.stderr
         python = venv / ("Scripts/python.exe" if sys.platform == "win32" else "bin/python")
@@ -212,8 +213,17 @@ def python_client(tmp_path_factory: pytest.TempPathFactory) -> Any:
         installed = _run([uv, "pip", "install", "--quiet", "--python", str(python), spec, *extra], f"installing {spec}")
         if installed.returncode != 0:
             missing(f"cannot install {spec} from PyPI (offline?): {installed.stderr.strip()[-300:]}")
-        made[spec] = python
-        return python
+
+    def make(spec: str) -> Path:
+        if spec in made:
+            return made[spec]
+        interpreter = f"{os.path.realpath(sys.executable)} {sys.version}"
+        exact = re.fullmatch(r"[\w-]+==[\w.]+", spec) is not None
+        key = f"{spec} for {interpreter}" + ("" if exact else f" (resolved on {datetime.date.today()})")
+        digest = hashlib.sha256(f"{spec} for {interpreter}".encode()).hexdigest()[:16]
+        folder = installed_once(f"pypi-client-{digest}", key, lambda folder: install(spec, folder))
+        made[spec] = folder / "venv" / ("Scripts/python.exe" if sys.platform == "win32" else "bin/python")
+        return made[spec]
 
     return make
 

@@ -8,12 +8,12 @@ Before, the plugin's settings were refused, and with them every entry.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from prefork import upstream_script
 from pydantic import BaseModel
 
 import mcp_providers.plugins.openapi as openapi_plugin
@@ -69,7 +69,7 @@ def test_two_openapi_services_of_one_name_leave_out_only_those(tmp_path: Path) -
 
 def test_two_upstream_servers_of_one_name_leave_out_only_those() -> None:
     def server(name: str, say: str) -> dict[str, Any]:
-        return {"name": name, "command": sys.executable, "args": [TINY, say], "prefixes": [f"{say}://"]}
+        return {"name": name, **upstream_script(TINY, say), "prefixes": [f"{say}://"]}  # forked: the SDK is loaded
 
     servers = [server("a", "one"), server("a", "two"), server("good", "good"), server("a", "three")]
     composed = compose({"upstream": upstream}, {"upstream": {"servers": servers}}, strict=False)

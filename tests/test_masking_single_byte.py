@@ -14,12 +14,12 @@ from __future__ import annotations
 import base64
 import codecs
 import json
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
 
 import pytest
+from prefork import upstream_script
 
 from mcp_providers.plugins import _single_byte, upstream
 from mcp_providers.plugins._masking import MASK, Secrets
@@ -145,8 +145,9 @@ async def test_an_upstream_showing_its_secret_through_any_single_byte_charset_sa
     script = tmp_path / "charset_upstream.py"
     script.write_text(UPSTREAM)
     monkeypatch.setenv("CHARSET_TOKEN", SECRET)
-    server = {"name": "talk", "command": sys.executable, "args": [str(script)], "namespace": "talk",
-              "env": {"UP_TOKEN": "CHARSET_TOKEN"}}  # fmt: skip
+    started = upstream_script(str(script))  # through the fork server: the SDK is imported already
+    server = {"name": "talk", **started, "namespace": "talk",
+              "env": {**started["env"], "UP_TOKEN": "CHARSET_TOKEN"}}  # fmt: skip
     composition = compose({"upstream": upstream}, {"upstream": {"servers": [server]}})
     async with composition.running(), connect(composition) as client:  # type: ignore[attr-defined]
         for charset in [*NAMED, *MORE, "utf-8"]:

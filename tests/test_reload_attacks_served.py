@@ -11,7 +11,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any
 import pytest
 from cli_support import run_cli, whole_env
 from mcp import Client, MCPError
+from prefork import python
 from reload_support import NOTES_URI, install, site
 from serve_support import free_port
 from test_reload_served import ADMIN, ON, TOKEN, _http
@@ -125,7 +125,7 @@ def test_a_sighup_while_the_server_is_still_composing_is_one_reload_once_serving
     port = free_port()
     with log.open("wb") as stderr:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "mcp_providers", "serve", "-c", str(config), "--http", f"127.0.0.1:{port}"],
+            [*python(), "-m", "mcp_providers", "serve", "-c", str(config), "--http", f"127.0.0.1:{port}"],
             env={**env, "RELOAD_TEST_SLOW_IMPORT": str(folder)}, stdin=subprocess.DEVNULL, stderr=stderr,
         )  # fmt: skip
     base = f"http://127.0.0.1:{port}"
@@ -309,7 +309,7 @@ def test_a_sighup_while_the_workers_start_ends_none_of_them(env: dict[str, str],
         port = free_port()
         with log.open("wb") as stderr:
             parent = subprocess.Popen(
-                [sys.executable, "-m", "mcp_providers", "serve", "-c", str(config), "--http", f"127.0.0.1:{port}",
+                [*python(), "-m", "mcp_providers", "serve", "-c", str(config), "--http", f"127.0.0.1:{port}",
                  "--workers", "2", "--stateless"],
                 env=env, stdin=subprocess.DEVNULL, stderr=stderr,
             )  # fmt: skip
@@ -396,7 +396,7 @@ def test_sigterm_during_a_providers_slow_start_ends_the_server_without_waiting_o
     log = tmp_path / "serve.log"
     with log.open("wb") as stderr:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "mcp_providers", "serve", "--http", f"127.0.0.1:{free_port()}"],
+            [*python(), "-m", "mcp_providers", "serve", "--http", f"127.0.0.1:{free_port()}"],
             env={**env, "HUNG_START_DIR": str(tmp_path)}, stdin=subprocess.DEVNULL, stderr=stderr,
         )  # fmt: skip
     try:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -20,6 +21,7 @@ import mcp_types as types
 import pytest
 from cli_support import run_cli, whole_env
 from mcp import Client, MCPError, StdioServerParameters
+from prefork import python
 from real_parts import redis_server
 from reload_support import EXTRA_URI, NOTES_URI, site
 from serve_support import free_port, serve_process
@@ -118,7 +120,8 @@ async def test_a_reload_over_stdio_tells_the_client_and_serves_the_new_plugin(
     config, pidfile = tmp_path / "mcp-providers.toml", tmp_path / "pid"
     config.write_text(OFF)
     watch = " --watch" if trigger == "--watch" else ""
-    script = f'echo $$ > "{pidfile}"; exec "{sys.executable}" -m mcp_providers serve -c "{config}"{watch}'
+    launch = shlex.join(python())  # through the fork server: SIGHUP to the launcher is forwarded to serve
+    script = f'echo $$ > "{pidfile}"; exec {launch} -m mcp_providers serve -c "{config}"{watch}'
     params = StdioServerParameters(command="sh", args=["-c", script], env=env)
     told = Told() if mode == "legacy" else None
     sighup = lambda: os.kill(int(pidfile.read_text()), signal.SIGHUP) if not watch else None  # noqa: E731

@@ -14,12 +14,31 @@ import sys
 from pathlib import Path
 
 import pytest
+from prefork import python
 
-FAST = [sys.executable, "-m", "mcp_providers", "serve"]
+# Each command runs through the fork server (prefork.python(): a real process with its own pipes,
+# exit status and forwarded signals, without the SDK's import each time), except where the
+# process's own descriptors are the subject (a closed stdin), which needs a fresh interpreter.
+FAST = [*python(), "-m", "mcp_providers", "serve"]
 """The command as a client runs it: the fast path."""
+FAST_FRESH = [sys.executable, "-m", "mcp_providers", "serve"]
 TYPER_MAIN = "import sys; from mcp_providers.cli import main; sys.argv[0] = 'mcp-providers'; main()"
-TYPER = [sys.executable, "-c", TYPER_MAIN, "serve"]
+TYPER_FRESH = [sys.executable, "-c", TYPER_MAIN, "serve"]
 """The same argv run by the typer app, as before the fast path (more arguments may follow)."""
+
+
+def _script(folder: Path, name: str, code: str) -> list[str]:
+    """``python SCRIPT`` for ``code`` (the fork server runs scripts and modules, not ``-c``); the
+    script's folder is the working folder, first on ``sys.path`` as ``-c`` puts it."""
+    path = folder / name
+    path.write_text(code)
+    return [*python(), str(path)]
+
+
+def typer(folder: Path) -> list[str]:
+    """:data:`TYPER_FRESH` through the fork server (``folder``: the run's working folder)."""
+    return [*_script(folder, "typer_main.py", TYPER_MAIN), "serve"]
+
 
 WHAT_WAS_IMPORTED = """
 import json, sys
@@ -43,7 +62,7 @@ def _env(**extra: str) -> dict[str, str]:
 
 def _imported(argv: list[str], tmp_path: Path) -> dict[str, object]:
     done = subprocess.run(
-        [sys.executable, "-c", WHAT_WAS_IMPORTED % (argv,)],
+        _script(tmp_path, "imported.py", WHAT_WAS_IMPORTED % (argv,)),
         capture_output=True, text=True, env=_env(), cwd=tmp_path, timeout=120, stdin=subprocess.DEVNULL,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -88,7 +107,7 @@ def test_serve_with_any_other_argument_is_left_to_typer(args: list[str]) -> None
 def test_an_argv_left_to_typer_runs_typer(tmp_path: Path) -> None:
     argv = ["mcp-providers", "serve", "--help"]
     done = subprocess.run(
-        [sys.executable, "-c", TYPER_AT_EXIT % (argv,)],
+        _script(tmp_path, "at_exit.py", TYPER_AT_EXIT % (argv,)),
         capture_output=True, text=True, env=_env(), cwd=tmp_path, timeout=120, stdin=subprocess.DEVNULL,
     )  # fmt: skip
     assert json.loads(done.stderr.strip().splitlines()[-1]) == {"typer": True}, done.stderr
@@ -111,7 +130,7 @@ def test_a_config_ends_both_paths_alike(kind: str, tmp_path: Path) -> None:
     if text is not None:
         path.write_text(text)
     ends = []
-    for argv in (FAST, TYPER):
+    for argv in (FAST, typer(tmp_path)):
         done = subprocess.run(
             argv, capture_output=True, text=True, env=_env(MCP_PROVIDERS_CONFIG=str(path)), cwd=tmp_path,
             timeout=120, stdin=subprocess.DEVNULL,
@@ -130,7 +149,7 @@ def test_each_spelling_of_the_config_file_ends_both_paths_alike(args: list[str],
     (tmp_path / "sub").mkdir()
     (tmp_path / "c.toml").write_text(text)
     ends = []
-    for argv in ([*FAST, *args], [*TYPER, *args]):
+    for argv in ([*FAST, *args], [*typer(tmp_path), *args]):
         done = subprocess.run(argv, capture_output=True, text=True, env=_env(), cwd=tmp_path, timeout=120,
                               stdin=subprocess.DEVNULL)  # fmt: skip
         ends.append((done.returncode, done.stdout, done.stderr))
@@ -142,7 +161,7 @@ def test_each_spelling_of_the_config_file_ends_both_paths_alike(args: list[str],
 def test_end_of_input_ends_both_paths_with_status_0(tmp_path: Path) -> None:
     codes = [
         subprocess.run(argv, capture_output=True, env=_env(), cwd=tmp_path, timeout=120, stdin=subprocess.DEVNULL)
-        for argv in (FAST, TYPER)
+        for argv in (FAST, typer(tmp_path))
     ]
     assert [(c.returncode, c.stdout) for c in codes] == [(0, b""), (0, b"")], [c.stderr[-500:] for c in codes]
 
@@ -173,8 +192,8 @@ def _interrupted(argv: list[str], tmp_path: Path) -> tuple[int, bytes]:
 
 
 def test_ctrl_c_ends_both_paths_alike(tmp_path: Path) -> None:
-    fast, typer = _interrupted(FAST, tmp_path), _interrupted(TYPER, tmp_path)
-    assert fast == typer
+    fast, by_typer = _interrupted(FAST, tmp_path), _interrupted(typer(tmp_path), tmp_path)
+    assert fast == by_typer
     assert fast[0] == 130
 
 
@@ -194,8 +213,8 @@ def _answer_unread(argv: list[str], tmp_path: Path) -> tuple[int, bytes]:
 
 
 def test_a_reader_gone_ends_both_paths_alike(tmp_path: Path) -> None:
-    fast, typer = _answer_unread(FAST, tmp_path), _answer_unread(TYPER, tmp_path)
-    assert fast == typer
+    fast, by_typer = _answer_unread(FAST, tmp_path), _answer_unread(typer(tmp_path), tmp_path)
+    assert fast == by_typer
     assert fast[0] == 0 and b"Traceback" not in fast[1], fast[1]  # the loop ends quietly: nobody is left to answer
 
 
@@ -203,7 +222,7 @@ def test_a_closed_stdin_ends_both_paths_with_a_message_not_a_traceback(tmp_path:
     """Tester eighteen: with descriptor 0 closed, both paths ended with the event loop's
     ``OSError: [Errno 22]`` traceback (moving fd 1 aside had taken descriptor 0)."""
     ends = []
-    for argv in (FAST, TYPER):
+    for argv in (FAST_FRESH, TYPER_FRESH):  # descriptor 0 closed: the fork server's launcher needs it
         done = subprocess.run(
             argv, capture_output=True, text=True, env=_env(), cwd=tmp_path, timeout=120,
             preexec_fn=lambda: os.close(0),  # the child's own descriptor, before exec

@@ -8,11 +8,11 @@ the core keeps only values the caller may see, as for a native provider: a deny 
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 from mcp_types import PromptReference, ResourceTemplateReference
+from prefork import upstream_script
 
 from mcp_providers.plugins import policy, upstream
 from mcp_providers.testing import compose, connect
@@ -48,8 +48,8 @@ server.run("stdio")
 def composition(tmp_path: Path) -> object:
     script = tmp_path / "completing_upstream.py"
     script.write_text(UPSTREAM)
-    server = {"name": "c", "command": sys.executable, "args": [str(script)], "prefixes": ["sdk://"],
-              "tool_prefix": "c_"}  # fmt: skip
+    server = {"name": "c", **upstream_script(str(script)), "prefixes": ["sdk://"],
+              "tool_prefix": "c_"}  # fmt: skip  # through the fork server: the SDK is imported already
     rules = [{"effect": "deny", "targets": ["sdk://private/*"]}]
     settings = {"upstream": {"servers": [server]}, "policy": {"rules": rules}}
     return compose({"upstream": upstream, "policy": policy}, settings)

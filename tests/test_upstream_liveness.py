@@ -20,6 +20,7 @@ from mcp_providers._host.advisories import unavailable_sources
 from mcp_providers._serve.reload import Reloader
 from mcp_providers.errors import UPSTREAM_ERROR
 from mcp_providers.plugins import upstream
+from mcp_providers.plugins.upstream import link
 from mcp_providers.plugins.upstream import providers as upstream_providers
 from mcp_providers.plugins.upstream.providers import UpstreamResources
 from mcp_providers.testing import compose, connect
@@ -173,11 +174,15 @@ async def test_an_upstream_that_exits_while_idle_is_opened_again_without_a_reque
 
 
 async def test_an_upstream_that_dies_after_each_handshake_is_opened_again_ever_later(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Tester, round 9: an upstream that died 0.1 s after each handshake was started again every
     0.2 s (42 processes in 16 s). A connection lost soon after it opened now waits the next step of
-    the back-off before the next one."""
+    the back-off before the next one. The steps are the shipped ones divided by ten here (the three
+    waits before the fourth loss took 3.5 s)."""
+    assert link.BACKOFF[1:5] == (0.5, 1.0, 2.0, 5.0)  # the shipped steps, ever longer
+    steps = tuple(seconds / 10 for seconds in link.BACKOFF)
+    monkeypatch.setattr(link, "BACKOFF", steps)
     composed, _reloader = _composed(tmp_path)
     async with composed.running(), connect(composed) as client:
         (tmp_path / "brief").touch()
@@ -192,7 +197,7 @@ async def test_an_upstream_that_dies_after_each_handshake_is_opened_again_ever_l
 
             await _until(lambda: len(waits()) >= 4, "four connections lost", seconds=30)
         # the first connection too lived less than STABLE_SECONDS: the steps start at the second
-        assert waits()[:4] == [0.5, 1.0, 2.0, 5.0], waits()
+        assert waits()[:4] == list(steps[1:5]), waits()
 
 
 async def test_an_upstream_whose_listing_keeps_changing_is_listed_again_ever_later(

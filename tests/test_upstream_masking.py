@@ -12,13 +12,13 @@ from __future__ import annotations
 import base64
 import html
 import json
-import sys
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 import pytest
 from mcp import MCPError
+from prefork import upstream_script
 
 from mcp_providers.plugins import upstream
 from mcp_providers.plugins._masking import MASK, Secrets
@@ -75,8 +75,9 @@ def composition(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> object:
     script = tmp_path / "talkative_upstream.py"
     script.write_text(UPSTREAM)
     monkeypatch.setenv("TALKATIVE_TOKEN", SECRET)
-    server = {"name": "talk", "command": sys.executable, "args": [str(script)], "prefixes": ["talk://"],
-              "env": {"UP_TOKEN": "TALKATIVE_TOKEN"}}  # fmt: skip
+    started = upstream_script(str(script))  # through the fork server: the SDK is imported already
+    server = {"name": "talk", **started, "prefixes": ["talk://"],
+              "env": {**started["env"], "UP_TOKEN": "TALKATIVE_TOKEN"}}  # fmt: skip
     return compose({"upstream": upstream}, {"upstream": {"servers": [server]}})
 
 

@@ -358,7 +358,7 @@ async def test_an_upstream_task_over_streamable_http_is_followed_and_cancelled(t
     # the same over streamable HTTP: each tasks/get and tasks/cancel is a POST of its own
     port, events = free_port(), tmp_path / "events"
     with (tmp_path / "server.log").open("ab") as log:
-        proc = subprocess.Popen([sys.executable, EXT, str(events), "--http", str(port)], stdout=log, stderr=log)
+        proc = subprocess.Popen([*prefork.python(), EXT, str(events), "--http", str(port)], stdout=log, stderr=log)
     try:
         wait_until(lambda: _listening(port), "the tasks upstream listens", alive=proc)
         settings = {"upstream": {"servers": [

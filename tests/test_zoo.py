@@ -28,7 +28,8 @@ from prefork import python
 from reliability_support import RawStdio, install_target
 
 DISTRIBUTIONS = Path(__file__).parent / "distributions"
-READ_TIMEOUT = 3
+READ_TIMEOUT = 1.5
+"""server.read_timeout for the zoo: what check, serve --strict and the hanging read wait out (s)."""
 
 # fault -> (plugins that carry it, text that `check` prints for it)
 FAULTS: dict[str, tuple[tuple[str, ...], str]] = {

@@ -39,6 +39,10 @@ __all__ = ["Answer", "Caller", "CredentialSource", "InstanceClient"]
 
 log = logging.getLogger(__name__)
 
+UNSAID_WAIT_SECONDS = 1.0
+"""The first wait after a 429 without ``Retry-After`` (seconds); each next one doubles, up to 8 times
+this. A module setting so that tests which meet such 429s can shorten what they wait out."""
+
 
 class _RateLimited(Exception):
     """A 429 whose wait is within the limit: the request is tried again after the back-off."""
@@ -259,7 +263,8 @@ class InstanceClient:
             sleep=anyio.sleep,
             reraise=True,
         )
-        unsaid = tenacity.wait_exponential(max=8)  # the wait when the 429 gives no Retry-After
+        first = UNSAID_WAIT_SECONDS  # the wait when the 429 gives no Retry-After: 1, 2, 4, 8, 8, ... s
+        unsaid = tenacity.wait_exponential(multiplier=first, max=8 * first)
         try:
             async for attempt in retrying:
                 with attempt:

@@ -22,7 +22,6 @@ import secrets
 import shutil
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -35,7 +34,7 @@ from mcp.client.auth import OAuthClientProvider
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 from prefork import python
 from pydantic import AnyUrl
-from real_parts import installed_once, user_cache
+from real_parts import installed_distribution, installed_once, user_cache
 
 HERE = Path(__file__).parent
 ROOT = HERE.parents[1]
@@ -559,13 +558,6 @@ async def authorization_code_token(
 
 
 def install_whoami(target: Path) -> Path:
-    """Install ``whoami_plugin`` (no dependencies) into ``target``, for a served subprocess's PYTHONPATH."""
-    uv = shutil.which("uv")
-    pip = [uv, "pip", "install", "--python", sys.executable] if uv else [sys.executable, "-m", "pip", "install"]
-    subprocess.run(
-        [*pip, "--quiet", "--no-deps", "--target", str(target), str(HERE / "whoami_plugin")],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return target
+    """Install ``whoami_plugin`` (no dependencies) into ``target``, for a served subprocess's PYTHONPATH
+    (a copy of the one install per machine of its current files: :func:`real_parts.installed_distribution`)."""
+    return installed_distribution(HERE / "whoami_plugin", target)

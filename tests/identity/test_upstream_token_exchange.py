@@ -16,7 +16,6 @@ import hashlib
 import json
 import socket
 import subprocess
-import sys
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -36,6 +35,7 @@ from identity_support import (
 )
 from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
+from prefork import python
 from waiting import await_until, wait_until
 
 from mcp_providers.config import AuthConfig
@@ -98,7 +98,7 @@ def upstream(exchange_idp: IdentityProvider, tmp_path_factory: pytest.TempPathFa
     port = free_port()
     folder = tmp_path_factory.mktemp("whoami-upstream")
     log, revoked = folder / "upstream.log", folder / "revoked"
-    command = [sys.executable, str(HERE / "upstream_whoami.py"), str(port), exchange_idp.issuer, str(revoked)]
+    command = [*python(), str(HERE / "upstream_whoami.py"), str(port), exchange_idp.issuer, str(revoked)]
     with log.open("w") as err:
         proc = subprocess.Popen(command, stdout=err, stderr=err)
 

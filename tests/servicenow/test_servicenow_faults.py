@@ -17,10 +17,19 @@ import pytest
 from mcp import Client, MCPError
 from servicenow_support import compose_servicenow, dev_instance, prod_instance
 
+from mcp_providers.plugins.servicenow import instance
 from mcp_providers.plugins.servicenow.emulator import Emulator
 from mcp_providers.testing import connect
 
 pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(autouse=True)
+def _short_unsaid_waits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 429 without Retry-After waits 0.1, 0.2, 0.4 s here, not the shipped 1, 2, 4 s: the retries
+    and their bound are what is tested, the waits only waited out."""
+    monkeypatch.setattr(instance, "UNSAID_WAIT_SECONDS", 0.1)
+
 
 DEV_READ = "servicenow://dev/incidents/INC0010002"
 
