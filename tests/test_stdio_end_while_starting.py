@@ -68,24 +68,3 @@ def test_a_request_sent_before_stdin_closes_still_waits_for_the_start(tmp_path: 
             assert marker.read_text() == "started"
         finally:
             process.kill()
-
-
-def test_stdout_a_file_the_sdk_transport_also_ends_at_once(tmp_path: Path) -> None:
-    """Where stdout is a file the SDK's stdio transport serves (the pipe transport does not apply);
-    it too stops a start that input ended before any request."""
-    marker = tmp_path / "marker"
-    with (
-        (tmp_path / "out").open("wb") as out,
-        subprocess.Popen(
-            [*python(), str(SERVER), str(marker)], stdin=subprocess.PIPE, stdout=out, stderr=subprocess.PIPE
-        ) as process,
-    ):
-        try:
-            _wait_for(marker, "started")
-            assert process.stdin is not None
-            process.stdin.close()
-            code = process.wait(EXIT_SECONDS)
-        finally:
-            process.kill()
-    assert code == 0
-    assert marker.read_text() == "stopped"

@@ -330,24 +330,8 @@ async def serve_sdk_stdio(server: Server[Any], *, stdout_fd: int | None = None) 
 
     The fallback of :func:`serve_stdio` (see the module docstring for how its framing differs).
     """
-    async with _sdk_streams(stdout_fd) as (read, write), write, anyio.create_task_group() as serving:
-        forward, forwarded = anyio.create_memory_object_stream[Any](0)  # write closed: the SDK's writer ends
-        serving.start_soon(_until_input_ends, read, forward, serving.cancel_scope)
-        await server.run(forwarded, write, server.create_initialization_options())
-        serving.cancel_scope.cancel()
-
-
-async def _until_input_ends(read: Any, forward: Any, serving: anyio.CancelScope) -> None:
-    """Pass what the client sends on to ``Server.run``; input that ends before any message stops
-    serving at once: a client that gave up is not kept waiting for providers still starting (the
-    lifespan is entered before the first message is read), as :func:`serve_stdio` does."""
-    received = False
-    async with forward:
-        async for message in read:
-            received = True
-            await forward.send(message)
-    if not received:
-        serving.cancel()
+    async with _sdk_streams(stdout_fd) as (read, write):
+        await server.run(read, write, server.create_initialization_options())
 
 
 @contextlib.contextmanager
