@@ -1,8 +1,9 @@
 """A composed server served by ``serve_stdio`` whose one provider never finishes starting (its
 ``lifespan`` waits for ever on its way in, as a source that never answers would).
 
-Run as ``python tests/stdio_starting_server.py MARKER``; used by ``tests/test_stdio_end_while_starting.py``.
-The provider writes ``started`` to MARKER when its lifespan begins and ``stopped`` when it is left.
+Run as ``python tests/stdio_starting_server.py MARKER [SECONDS]``; used by
+``tests/test_stdio_end_while_starting.py``. The provider writes ``started`` to MARKER when its
+lifespan begins and ``stopped`` when it is left; with SECONDS it starts after that long instead.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from mcp_providers._serve.transport.stdio_loop import serve_stdio
 from mcp_providers.testing import compose
 
 MARKER = Path(sys.argv[1])
+SECONDS = float(sys.argv[2]) if len(sys.argv) > 2 else None
 
 
 class NeverStarts(ResourceProvider):
@@ -36,7 +38,7 @@ class NeverStarts(ResourceProvider):
     async def lifespan(self) -> AsyncIterator[None]:
         MARKER.write_text("started")
         try:
-            await anyio.sleep_forever()
+            await (anyio.sleep(SECONDS) if SECONDS is not None else anyio.sleep_forever())
             yield
         finally:
             MARKER.write_text("stopped")

@@ -7,7 +7,9 @@ until the bound ran out. Input that ends before any request now stops the start:
 their way in are cancelled and left, and the process exits at once.
 
 Where the pipe transport does not apply (stdout a regular file or a terminal), the SDK's stdio
-transport serves instead; input that ends before any message stops it the same way.
+transport serves instead; it enters the lifespan inside ``Server.run`` before it reads, so there
+the start bound still applies (a forwarding stream in front of it lost a request sent just before
+the end of input: tester twenty-three F4). Either way a request sent before the end is answered.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
 from prefork import python
 from reliability_support import INIT
 
@@ -68,3 +71,30 @@ def test_a_request_sent_before_stdin_closes_still_waits_for_the_start(tmp_path: 
             assert marker.read_text() == "started"
         finally:
             process.kill()
+
+
+@pytest.mark.parametrize("stdout", ["pipe", "file"])
+def test_a_request_sent_just_before_stdin_closes_during_the_start_is_answered(tmp_path: Path, stdout: str) -> None:
+    """A provider that takes a second to start; ``ping`` then the end of input while it starts: the
+    answer comes once it has started (pipe: this project's transport; file: the SDK's)."""
+    marker, out = tmp_path / "marker", tmp_path / "out"
+    with (
+        out.open("wb") as file,
+        subprocess.Popen(
+            [*python(), str(SERVER), str(marker), "1.0"],
+            stdin=subprocess.PIPE,
+            stdout=file if stdout == "file" else subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        ) as process,
+    ):
+        try:
+            _wait_for(marker, "started")
+            assert process.stdin is not None
+            process.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 9, "method": "ping"}).encode() + b"\n")
+            process.stdin.close()
+            written = process.stdout.read() if process.stdout is not None else b""
+            process.wait(START_WAIT)
+        finally:
+            process.kill()
+    lines = (written or out.read_bytes()).splitlines()
+    assert [json.loads(line).get("id") for line in lines] == [9]
