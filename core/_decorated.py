@@ -13,10 +13,12 @@ until it returns, even after its request was answered (:mod:`mcp_providers._thre
 
 from __future__ import annotations
 
+import datetime
 import inspect
 import typing
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from functools import partial
 from typing import Any
 
@@ -284,12 +286,27 @@ def converter(sig: Signature, name: str, one_spelling: bool = False) -> Callable
 
 
 def _spelling(adapter: TypeAdapter[Any], value: Any) -> str | None:
-    """``value``'s canonical text: its JSON form, a string as it is; ``None`` if it has none."""
+    """``value``'s canonical text: the JSON form of the one value of those equal to it (a string as
+    it is), so equal values have one text; ``None`` if it has none."""
+    if isinstance(value, Decimal) and value.is_finite():  # 1, 1.0 and 1.00 are equal Decimals
+        return "0" if value.is_zero() else format(value.normalize(), "f")
     try:
-        dumped = adapter.dump_python(value, mode="json")
+        dumped = adapter.dump_python(_one_of_equals(value), mode="json")
     except (pydantic_core.PydanticSerializationError, ValueError, TypeError):
         return None
     return dumped if isinstance(dumped, str) else pydantic_core.to_json(dumped).decode()
+
+
+def _one_of_equals(value: Any) -> Any:
+    """One value for each class of equal ones: 0.0 for -0.0, an aware datetime or time at UTC
+    (``01:00+01:00`` and ``00:00Z`` are one instant)."""
+    if isinstance(value, float) and value == 0:
+        return 0.0
+    if isinstance(value, datetime.datetime) and value.utcoffset() is not None:
+        return value.astimezone(datetime.UTC)
+    if isinstance(value, datetime.time) and value.utcoffset() is not None:
+        return datetime.datetime.combine(datetime.date(2000, 1, 3), value).astimezone(datetime.UTC).timetz()
+    return value
 
 
 # -- calling ---------------------------------------------------------------------------------------

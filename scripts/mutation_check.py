@@ -3447,6 +3447,20 @@ CASES += (  # a typed template value has one spelling (round 16, tester twenty-o
         ("tests/test_template_values_canonical.py::test_another_spelling_is_refused_naming_the_canonical_one",),
     ),
     Case(
+        "template: equal Decimals have one text",
+        "core/_decorated.py",
+        '        return "0" if value.is_zero() else format(value.normalize(), "f")',
+        "        return str(value)",
+        ("tests/test_template_values_canonical.py::test_another_spelling_is_refused_naming_the_canonical_one",),
+    ),
+    Case(
+        "template: one instant has one text whatever its offset",
+        "core/_decorated.py",
+        "        return value.astimezone(datetime.UTC)",
+        "        return value",
+        ("tests/test_template_values_canonical.py::test_another_spelling_is_refused_naming_the_canonical_one",),
+    ),
+    Case(
         "template: decorated templates take one spelling",
         "core/plugin.py",
         "fx.converter(sig, p.name, one_spelling=True)",

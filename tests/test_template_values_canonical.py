@@ -11,7 +11,8 @@ refused -32602, naming the spelling to use; the canonical spelling is the one th
 from __future__ import annotations
 
 import uuid
-from datetime import date
+from datetime import date, datetime, time
+from decimal import Decimal
 from typing import Annotated
 
 import pytest
@@ -58,7 +59,41 @@ def title(title: Annotated[str, AfterValidator(str.lower)]) -> str:
     return f"title {title}"
 
 
-DENIED = ["acct://users/1", "acct://flags/true", f"acct://keys/{KEY}", "acct://days/2026-01-02", "acct://titles/dune"]
+@plugin.template("acct://amounts/{amount}")
+def amount(amount: Decimal) -> str:
+    """An amount."""
+    return f"amount {amount}"
+
+
+@plugin.template("acct://instants/{at}")
+def instant(at: datetime) -> str:
+    """An instant."""
+    return f"instant {at.isoformat()}"
+
+
+@plugin.template("acct://times/{at}")
+def clock(at: time) -> str:
+    """A time of day."""
+    return f"time {at.isoformat()}"
+
+
+@plugin.template("acct://levels/{level}")
+def level(level: float) -> str:
+    """A level."""
+    return f"level {level}"
+
+
+DENIED = [
+    "acct://users/1",
+    "acct://flags/true",
+    f"acct://keys/{KEY}",
+    "acct://days/2026-01-02",
+    "acct://titles/dune",
+    "acct://amounts/1",
+    "acct://instants/2026-01-01T00:00:00Z",
+    "acct://times/00:00:00Z",
+    "acct://levels/0.0",
+]
 
 
 def _composition() -> object:
@@ -80,6 +115,14 @@ OTHER_SPELLINGS = {
     f"acct://keys/%7B{KEY}%7D": str(KEY),
     "acct://titles/DUNE": "dune",
     "acct://titles/Dune": "dune",
+    # equal values, other texts (tester twenty-three F2)
+    "acct://amounts/1.0": "1",
+    "acct://amounts/1.00": "1",
+    "acct://amounts/1E+0": "1",
+    "acct://instants/2026-01-01T01:00:00+01:00": "2026-01-01T00:00:00Z",
+    "acct://instants/2025-12-31T23:00:00-01:00": "2026-01-01T00:00:00Z",
+    "acct://times/01:00:00+01:00": "00:00:00Z",
+    "acct://levels/-0.0": "0.0",
 }
 
 
@@ -116,6 +159,12 @@ async def test_the_canonical_spelling_meets_the_deny(uri: str) -> None:
         ("acct://keys/00000000-0000-0000-0000-000000000001", "no key"),
         ("acct://days/2026-01-03", "entries of 2026-01-03"),
         ("acct://titles/foundation", "title foundation"),
+        ("acct://amounts/2.5", "amount 2.5"),
+        ("acct://amounts/100", "amount 100"),
+        ("acct://amounts/-3", "amount -3"),
+        ("acct://instants/2026-01-01T01:00:00Z", "instant 2026-01-01T01:00:00+00:00"),
+        ("acct://times/08:30:00", "time 08:30:00"),
+        ("acct://levels/-1.5", "level -1.5"),
     ],
 )
 async def test_canonical_values_that_are_not_denied_are_served(uri: str, text: str) -> None:
