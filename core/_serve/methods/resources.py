@@ -38,7 +38,7 @@ from mcp_providers._serve.steps.surrogates import note, replaced
 from mcp_providers.errors import InvalidParams, NotFound, ProviderFailed, Stale
 from mcp_providers.identity import Principal
 from mcp_providers.models import MAX_AGE_KEY, RECEIPT_KEY, Freshness, ResourceTemplate
-from mcp_providers.providers import Content, ReadRequest
+from mcp_providers.providers import Content, ReadRequest, ResourceProvider
 
 I = TypeVar("I")  # noqa: E741 - an item of a list
 
@@ -118,19 +118,21 @@ class _Shared:
 
 
 class _Caller:
-    """What one caller's reads of one fixed URI (as declared) share: the provider's request, the
-    coalescing key, the receipt's blank with the caller and the URI filled, the cache scope. Made
+    """What one caller's reads of one fixed URI (as declared) share: the provider's request and its
+    read of it, the coalescing key, the receipt's blank with the caller and the URI filled, the cache scope. Made
     on the caller's first read; a fixed URI keeps the last caller's (:class:`_Fixed`)."""
 
-    __slots__ = ("blank", "key", "policy", "principal", "request", "scope")
+    __slots__ = ("blank", "key", "policy", "principal", "read", "request", "scope")
 
     def __init__(
-        self, principal: Principal, request: ReadRequest, key: Hashable | None, blank: dict[str, Any], scope: str,
-        policy: bool,
+        self, provider: ResourceProvider, principal: Principal, request: ReadRequest, key: Hashable | None,
+        blank: dict[str, Any], scope: str, policy: bool,
     ) -> None:  # fmt: skip
         self.principal, self.request, self.key, self.blank, self.scope, self.policy = (
             principal, request, key, blank, scope, policy,
         )  # fmt: skip
+        self.read = functools.partial(provider.read, request)
+        """The provider's read of :attr:`request` (no frame of its own, as a lambda would be)."""
 
 
 class _Fixed:
@@ -226,14 +228,14 @@ class ReadResource:
             caller = fixed.caller
             if caller is None or caller.principal is not principal or caller.request.params:
                 caller = fixed.caller = self._caller(route, uri, shared, principal, policy)
-            request, key, work = caller.request, caller.key, shared.work
+            read, key, work = caller.read, caller.key, shared.work
         else:
             request = self._request(route, uri, principal)
             key = (shared.sharer, uri, principal.share_key) if self._coalesce else None
             work = shared.work
             if work is None or work.target != uri:  # messages name the URI as sent
                 work = Work(route.plugin, route.provider.name, f"reading {uri}", uri)
-        read = functools.partial(route.provider.read, request)  # no frame of its own, as a lambda would be
+            read = functools.partial(route.provider.read, request)  # no frame of its own, as a lambda would be
         if not policy:
             return await self._invoker.run(work, read, share=key, custody=exchange.custody)
         with provider_asks(exchange.gate, self._catalog):  # a listing asks about its members as reads do
@@ -256,7 +258,7 @@ class ReadResource:
         if scope == "public" and not shareable(principal, policy=policy, authenticated=self._authenticated):
             scope = "private"  # who may read it, and whom the receipt names, depends on the caller
         blank = caller_receipt(shared.parts, principal, uri)
-        return _Caller(principal, self._request(route, uri, principal), key, blank, scope, policy)
+        return _Caller(route.provider, principal, self._request(route, uri, principal), key, blank, scope, policy)
 
     def evidence(self, exchange: Exchange, target: _Target, produced: object) -> dict[str, Any]:
         route, uri, demanded, shared, fixed = target
