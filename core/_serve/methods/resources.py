@@ -139,10 +139,10 @@ class _Fixed:
     """The read path of one fixed URI as declared (canonical form): its route and shared parts,
     bound on its first read, and the last caller's :class:`_Caller`."""
 
-    __slots__ = ("caller", "route", "shared")
+    __slots__ = ("caller", "route", "shared", "work")
 
-    def __init__(self, route: Route, shared: _Shared) -> None:
-        self.route, self.shared = route, shared
+    def __init__(self, route: Route, shared: _Shared, work: Work) -> None:
+        self.route, self.shared, self.work = route, shared, work
         self.caller: _Caller | None = None
 
 
@@ -199,7 +199,7 @@ class ReadResource:
         if shared is None or shared.declaration is not declaration:
             shared = self._shared(route)
         if shared.work is not None and route.canonical == uri:  # a fixed URI, sent as declared
-            fixed = self._fixed[uri] = _Fixed(route, shared)
+            fixed = self._fixed[uri] = _Fixed(route, shared, shared.work)
         return route, uri, _max_age(params) if params.meta else None, shared, fixed
 
     def _routed(self, exchange: Exchange, uri: str) -> Route:
@@ -228,13 +228,17 @@ class ReadResource:
             caller = fixed.caller
             if caller is None or caller.principal is not principal or caller.request.params:
                 caller = fixed.caller = self._caller(route, uri, shared, principal, policy)
-            read, key, work = caller.read, caller.key, shared.work
+            read, key, work = caller.read, caller.key, fixed.work
         else:
             request = self._request(route, uri, principal)
             key = (shared.sharer, uri, principal.share_key) if self._coalesce else None
-            work = shared.work
-            if work is None or work.target != uri:  # messages name the URI as sent
-                work = Work(route.plugin, route.provider.name, f"reading {uri}", uri)
+            kept = shared.work
+            # messages name the URI as sent
+            work = (
+                kept
+                if kept is not None and kept.target == uri
+                else Work(route.plugin, route.provider.name, f"reading {uri}", uri)
+            )
             read = functools.partial(route.provider.read, request)  # no frame of its own, as a lambda would be
         if not policy:
             return await self._invoker.run(work, read, share=key, custody=exchange.custody)
