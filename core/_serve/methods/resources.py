@@ -118,9 +118,11 @@ class _Shared:
 
 
 class _Caller:
-    """What one caller's reads of one fixed URI (as declared) share: the provider's request and its
-    read of it, the coalescing key, the receipt's blank with the caller and the URI filled, the cache scope. Made
-    on the caller's first read; a fixed URI keeps the last caller's (:class:`_Fixed`)."""
+    """What one caller's reads of one fixed URI (as declared) share: the provider's request and
+    its read of it, the coalescing key, the receipt's blank with the caller and the URI filled,
+    and the cache scope. Made on the caller's first read; a fixed URI keeps the last caller's
+    (:class:`_Fixed`). Reused only for the same principal object (and, in ``evidence``, the same
+    policy state), and never once a provider has filled the request's ``params``."""
 
     __slots__ = ("blank", "key", "policy", "principal", "read", "request", "scope")
 
