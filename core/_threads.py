@@ -28,7 +28,7 @@ import contextvars
 import math
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, Final, Literal, TypeVar
 
@@ -80,8 +80,9 @@ class Seat:
     plugin: str
     starved: str | None = None
     """Set when the call's deadline passed while it waited for a slot: the message to answer with."""
-    data: dict[str, Any] = field(default_factory=dict)
-    """The error's ``data`` with :attr:`starved`."""
+    data: dict[str, Any] | None = None
+    """The error's ``data`` with :attr:`starved`, set with it (a seat is taken per provider call:
+    a dict made for each would almost never be filled)."""
 
 
 _seat: contextvars.ContextVar[Seat | None] = contextvars.ContextVar("mcp_providers_thread_seat", default=None)

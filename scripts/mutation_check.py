@@ -3696,6 +3696,45 @@ CASES += (  # a credential is reused only under the settings it was obtained und
     ),
 )
 
+READ_PATH = "tests/test_read_path.py::"
+CASES += (  # the in-memory read's cost, third pass (issue 43, round 16 helper R2): a fixed URI's bound read path
+    Case(
+        "read path: a caller's kept request, key and receipt are never another caller's",
+        "core/_serve/methods/resources.py",
+        "if caller is None or caller.principal is not principal or caller.request.params:",
+        "if caller is None or caller.request.params:",
+        (READ_PATH + "test_callers_reading_a_fixed_uri_in_turn_each_get_their_own_request_receipt_and_cache_scope",),
+    ),
+    Case(
+        "read path: a request whose params a provider filled is never handed on",
+        "core/_serve/methods/resources.py",
+        "if caller is None or caller.principal is not principal or caller.request.params:",
+        "if caller is None or caller.principal is not principal:",
+        (READ_PATH + "test_a_provider_that_fills_its_params_never_hands_them_to_the_next_read",),
+    ),
+    Case(
+        "read path: the evidence uses the kept receipt and cache scope of its own caller only",
+        "core/_serve/methods/resources.py",
+        "            and caller.principal is exchange.principal\n",
+        "            and True\n",
+        (READ_PATH + "test_concurrent_reads_of_one_caller_share_one_provider_read_and_other_callers_do_not",),
+    ),
+    Case(
+        "read path: the kept cache scope is of one policy state",
+        "core/_serve/methods/resources.py",
+        "            and caller.policy is exchange.gate.authorizer.active\n",
+        "            and True\n",
+        (READ_PATH + "test_a_read_under_a_policy_is_never_given_what_was_kept_from_a_read_without_one",),
+    ),
+    Case(
+        "read path: only a fixed URI sent as declared is bound (messages name the URI as sent)",
+        "core/_serve/methods/resources.py",
+        "if shared.work is not None and route.canonical == uri:",
+        "if shared.work is not None:",
+        (READ_PATH + "test_a_failed_read_of_a_fixed_uri_names_it_as_sent_every_time",),
+    ),
+)
+
 
 def run_case(case: Case) -> tuple[bool | None, str]:
     """``(True, ...)`` killed, ``(False, ...)`` survived, ``(None, why)`` could not be applied."""

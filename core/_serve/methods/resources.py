@@ -12,7 +12,7 @@ import base64
 import dataclasses
 import functools
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
@@ -25,6 +25,7 @@ from mcp_providers._serve.steps.asking import provider_asks
 from mcp_providers._serve.steps.custody import (
     ReadReceiptParts,
     cache_hint_parts,
+    caller_receipt,
     digest,
     read_receipt,
     read_receipt_parts,
@@ -35,8 +36,9 @@ from mcp_providers._serve.steps.exchange import Actor, Exchange
 from mcp_providers._serve.steps.invoker import Invoker, Work
 from mcp_providers._serve.steps.surrogates import note, replaced
 from mcp_providers.errors import InvalidParams, NotFound, ProviderFailed, Stale
+from mcp_providers.identity import Principal
 from mcp_providers.models import MAX_AGE_KEY, RECEIPT_KEY, Freshness, ResourceTemplate
-from mcp_providers.providers import Content, ReadRequest
+from mcp_providers.providers import Content, ReadRequest, ResourceProvider
 
 I = TypeVar("I")  # noqa: E741 - an item of a list
 
@@ -115,8 +117,40 @@ class _Shared:
     settings), and replicas serving the same config still share."""
 
 
-_Target = tuple[Route, str, float | None, _Shared]
-"""A routed read: the route, the URI as sent, the caller's freshness demand, the shared parts."""
+class _Caller:
+    """What one caller's reads of one fixed URI (as declared) share: the provider's request and
+    its read of it, the coalescing key, the receipt's blank with the caller and the URI filled,
+    and the cache scope. Made on the caller's first read; a fixed URI keeps the last caller's
+    (:class:`_Fixed`). Reused only for the same principal object (and, in ``evidence``, the same
+    policy state), and never once a provider has filled the request's ``params``."""
+
+    __slots__ = ("blank", "key", "policy", "principal", "read", "request", "scope")
+
+    def __init__(
+        self, provider: ResourceProvider, principal: Principal, request: ReadRequest, key: Hashable | None,
+        blank: dict[str, Any], scope: str, policy: bool,
+    ) -> None:  # fmt: skip
+        self.principal, self.request, self.key, self.blank, self.scope, self.policy = (
+            principal, request, key, blank, scope, policy,
+        )  # fmt: skip
+        self.read = functools.partial(provider.read, request)
+        """The provider's read of :attr:`request` (no frame of its own, as a lambda would be)."""
+
+
+class _Fixed:
+    """The read path of one fixed URI as declared (canonical form): its route and shared parts,
+    bound on its first read, and the last caller's :class:`_Caller`."""
+
+    __slots__ = ("caller", "route", "shared", "work")
+
+    def __init__(self, route: Route, shared: _Shared, work: Work) -> None:
+        self.route, self.shared, self.work = route, shared, work
+        self.caller: _Caller | None = None
+
+
+_Target = tuple[Route, str, float | None, _Shared, _Fixed | None]
+"""A routed read: the route, the URI as sent, the caller's freshness demand, the shared parts, the
+fixed URI's read path (``None``: a template, or a URI sent in another spelling than declared)."""
 
 
 def _settings_digest(assembly: Assembly, plugin: str) -> str:
@@ -128,7 +162,14 @@ def _settings_digest(assembly: Assembly, plugin: str) -> str:
 
 
 class ReadResource:
-    """``resources/read``."""
+    """``resources/read``.
+
+    The read path is decided once per declaration, not per read: a fixed URI sent as declared is
+    bound to its route and shared parts on its first read (:class:`_Fixed`, one dict lookup
+    thereafter instead of the catalog's route and the shared parts' lookup), and what its reads by
+    one caller share is made once (:class:`_Caller`). Every read still takes every step: the gate,
+    the invoker (deadline, side-effect scope, containment, coalescing), the budget and receipt.
+    """
 
     name = "resources/read"
     actor: Actor = "application"
@@ -138,62 +179,95 @@ class ReadResource:
         self._catalog = assembly.catalog
         self._settings = assembly.config.server
         self._authenticated = self._settings.auth is not None
+        self._coalesce = self._settings.coalesce_reads  # settings are fixed per assembly: read once
         self._invoker = invoker
         self._shared_by_id: dict[int, _Shared] = {}
         """Per declaration (by identity): what every read of it shares; see :meth:`_shared`. Keyed by
         ``object.__hash__``, the identity as ``id()`` gives it (one-to-one for live objects), because
         ``id()`` raises a PEP 578 audit event and each costs a Python call of every audit hook in the
         process, the side-effect scope's included (two per read)."""
+        self._fixed: dict[str, _Fixed] = {}
+        """Fixed URIs as declared -> their read path, bound on first read (at most one per fixed
+        resource the catalog serves: only a URI the catalog routes to itself is kept)."""
 
     def route(self, exchange: Exchange, params: types.ReadResourceRequestParams) -> _Target:
-        exchange.target = params.uri
+        uri = exchange.target = params.uri
+        fixed = self._fixed.get(uri)
+        if fixed is not None:
+            return fixed.route, uri, _max_age(params) if params.meta else None, fixed.shared, fixed
+        route = self._routed(exchange, uri)
+        declaration = route.declaration
+        shared = self._shared_by_id.get(object.__hash__(declaration))
+        if shared is None or shared.declaration is not declaration:
+            shared = self._shared(route)
+        if shared.work is not None and route.canonical == uri:  # a fixed URI, sent as declared
+            fixed = self._fixed[uri] = _Fixed(route, shared, shared.work)
+        return route, uri, _max_age(params) if params.meta else None, shared, fixed
+
+    def _routed(self, exchange: Exchange, uri: str) -> Route:
         try:
-            route = self._catalog.route(params.uri, exchange.gate.listable)
+            return self._catalog.route(uri, exchange.gate.listable)
         except NotFound:
-            owner = self._assembly.unavailable_owner(params.uri)
+            owner = self._assembly.unavailable_owner(uri)
             if owner is None:
                 raise
             raise NotFound(
                 f"The plugin that serves this URI ({owner}) is unavailable on this server: it failed to load. "
                 "Its other plugins serve as usual; the operator's `mcp-providers plugins` says why.",
-                data={"uri": params.uri},
+                data={"uri": uri},
             ) from None
-        declaration = route.declaration
-        shared = self._shared_by_id.get(object.__hash__(declaration))
-        if shared is None or shared.declaration is not declaration:
-            shared = self._shared(route)
-        return route, params.uri, _max_age(params) if params.meta else None, shared
 
     def authorize(self, exchange: Exchange, target: _Target) -> None:
-        route, uri, _, _ = target
-        exchange.gate.require_route("read", route, uri)
+        exchange.gate.require_route("read", target[0], target[1])
 
     async def invoke(self, exchange: Exchange, target: _Target) -> object:
-        route, uri, demanded, shared = target
+        route, uri, demanded, shared, fixed = target
         if demanded is not None:
             refuse_if_stale(uri, route.declaration.freshness, demanded, None, after_read=False)
-        # The provider gets the URI the router matched (canonical) and, for messages, the one sent.
-        # A fixed URI's route shares a read-only NO_PARAMS: the provider gets a dict of its own.
-        canon = route.canonical
-        request = ReadRequest(
-            uri=canon,
-            resource=route.declaration,
-            params=route.params or {},
-            requested_uri=uri,
-            principal=exchange.principal,
-        )
-        work = shared.work
-        if work is None or work.target != uri:  # messages name the URI as sent
-            work = Work(route.plugin, route.provider.name, f"reading {uri}", uri)
-        key = (shared.sharer, uri, exchange.principal.share_key) if self._settings.coalesce_reads else None
-        read = functools.partial(route.provider.read, request)  # no frame of its own, as a lambda would be
-        if not exchange.gate.authorizer.active:
+        principal = exchange.principal
+        policy = exchange.gate.authorizer.active
+        if fixed is not None:
+            caller = fixed.caller
+            if caller is None or caller.principal is not principal or caller.request.params:
+                caller = fixed.caller = self._caller(route, uri, shared, principal, policy)
+            read, key, work = caller.read, caller.key, fixed.work
+        else:
+            request = self._request(route, uri, principal)
+            key = (shared.sharer, uri, principal.share_key) if self._coalesce else None
+            kept = shared.work
+            # messages name the URI as sent
+            work = (
+                kept
+                if kept is not None and kept.target == uri
+                else Work(route.plugin, route.provider.name, f"reading {uri}", uri)
+            )
+            read = functools.partial(route.provider.read, request)  # no frame of its own, as a lambda would be
+        if not policy:
             return await self._invoker.run(work, read, share=key, custody=exchange.custody)
         with provider_asks(exchange.gate, self._catalog):  # a listing asks about its members as reads do
             return await self._invoker.run(work, read, share=key, custody=exchange.custody)
 
+    @staticmethod
+    def _request(route: Route, uri: str, principal: Principal) -> ReadRequest:
+        # The provider gets the URI the router matched (canonical) and, for messages, the one sent.
+        # A fixed URI's route shares a read-only NO_PARAMS: the provider gets a dict of its own.
+        return ReadRequest(
+            uri=route.canonical, resource=route.declaration, params=route.params or {}, requested_uri=uri,
+            principal=principal,
+        )  # fmt: skip
+
+    def _caller(self, route: Route, uri: str, shared: _Shared, principal: Principal, policy: bool) -> _Caller:
+        """What ``principal``'s reads of the fixed URI ``uri`` share. Its request is handed to each
+        of them (frozen; its ``params`` an empty dict, made again if a provider filled it)."""
+        key = (shared.sharer, uri, principal.share_key) if self._coalesce else None
+        scope = shared.cache_scope
+        if scope == "public" and not shareable(principal, policy=policy, authenticated=self._authenticated):
+            scope = "private"  # who may read it, and whom the receipt names, depends on the caller
+        blank = caller_receipt(shared.parts, principal, uri)
+        return _Caller(route.provider, principal, self._request(route, uri, principal), key, blank, scope, policy)
+
     def evidence(self, exchange: Exchange, target: _Target, produced: object) -> dict[str, Any]:
-        route, uri, demanded, shared = target
+        route, uri, demanded, shared, fixed = target
         content = produced if type(produced) is Content else _checked(route, uri, produced)
         declaration = route.declaration
         if demanded is not None:
@@ -211,12 +285,20 @@ class ReadResource:
             content, truncation = within_budget(uri, declaration, content, budget)
             data = content.data
         mime = content.mime_type or declaration.mime_type
-        scope = shared.cache_scope
-        if scope == "public" and not shareable(
-            exchange.principal, policy=exchange.gate.authorizer.active, authenticated=self._authenticated
+        caller = None if fixed is None else fixed.caller
+        if (
+            caller is not None
+            and caller.principal is exchange.principal
+            and caller.policy is exchange.gate.authorizer.active
         ):
-            scope = "private"  # who may read it, and whom the receipt names, depends on the caller
-        exchange.receipt = self._receipt(exchange, route, uri, content, data, mime, truncation, shared.parts)
+            scope, filled = caller.scope, caller.blank
+        else:
+            scope, filled = shared.cache_scope, None
+            if scope == "public" and not shareable(
+                exchange.principal, policy=exchange.gate.authorizer.active, authenticated=self._authenticated
+            ):
+                scope = "private"  # who may read it, and whom the receipt names, depends on the caller
+        exchange.receipt = self._receipt(exchange, route, uri, content, data, mime, truncation, shared.parts, filled)
         if surrogates:
             exchange.receipt["transforms"] = [*(exchange.receipt.get("transforms") or ()), note(surrogates)]
         # The wire form directly (what ReadResourceResult would dump to): the SDK validates it once.
@@ -265,6 +347,7 @@ class ReadResource:
         mime: str | None,
         truncation: Any,
         parts: ReadReceiptParts,
+        filled: dict[str, Any] | None,
     ) -> dict[str, Any]:
         custody = exchange.custody
         if route.canonical != uri:
@@ -282,6 +365,7 @@ class ReadResource:
             truncation=truncation,
             extra=extra,
             as_of=content.as_of,
+            filled=filled,
         )
 
 

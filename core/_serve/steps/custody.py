@@ -234,6 +234,18 @@ def read_receipt_parts(
     return blank, template is not None, _freshness_json(freshness)
 
 
+def caller_receipt(parts: ReadReceiptParts, principal: Principal, uri: str) -> dict[str, Any]:
+    """The blank receipt of ``parts`` with the caller's keys (``subject``, ``issuer``,
+    ``clientId``) and ``uri`` filled: what every receipt of one caller's reads of one URI shares
+    (kept per fixed URI by the read path; pass it to :func:`read_receipt` as ``filled``)."""
+    out = parts[0].copy()  # assigning a key it has keeps the key's place
+    out["subject"] = principal.subject
+    out["issuer"] = principal.issuer
+    out["clientId"] = principal.client_id
+    out["uri"] = uri
+    return out
+
+
 def read_receipt(
     parts: ReadReceiptParts,
     *,
@@ -246,16 +258,14 @@ def read_receipt(
     truncation: Mapping[str, Any] | None,
     extra: Mapping[str, Any] | None,
     as_of: datetime | None,
+    filled: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """:func:`receipt` of a ``resources/read`` (actor ``application``, no side effects, no
     transforms), with the per-declaration ``parts`` from :func:`read_receipt_parts`: the same dict,
-    key for key and in the same order, for less work per read."""
-    blank, templated, freshness = parts
-    out = blank.copy()  # assigning a key it has keeps the key's place
-    out["subject"] = principal.subject
-    out["issuer"] = principal.issuer
-    out["clientId"] = principal.client_id
-    out["uri"] = uri
+    key for key and in the same order, for less work per read. ``filled``: what
+    :func:`caller_receipt` made of ``parts`` for this ``principal`` and ``uri``, if kept."""
+    _, templated, freshness = parts
+    out = caller_receipt(parts, principal, uri) if filled is None else filled.copy()
     if templated:
         out["params"] = dict(params)
     out["mimeType"] = mime_type

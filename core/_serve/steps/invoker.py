@@ -167,7 +167,7 @@ class Invoker:
     def _timed_out(self, work: Work, seat: Seat, seconds: float) -> ReadTimeout:
         """The error for a call whose deadline passed (``seconds`` after it began)."""
         if seat.starved is not None:  # it waited for a thread all along: say so, not "did not finish"
-            return ReadTimeout(seat.starved, data={**seat.data, "target": work.target})
+            return ReadTimeout(seat.starved, data={**(seat.data or {}), "target": work.target})
         limit = "server.read_timeout" if work.timeout is None else "a task's time, [server.tasks] ttl_seconds"
         return ReadTimeout(
             f"provider {work.provider!r} did not finish {work.what} within {seconds:g} s "
