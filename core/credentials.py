@@ -56,15 +56,12 @@ import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import anyio
 
 from mcp_providers.errors import Denied
 from mcp_providers.identity import Principal
-
-if TYPE_CHECKING:
-    from mcp_providers.config import AuthConfig
 
 __all__ = [
     "DEFAULT_BROKER",
@@ -82,7 +79,6 @@ __all__ = [
     "current_scope",
     "fingerprint",
     "forget_for",
-    "identity_fingerprint",
     "record_upstream",
 ]
 
@@ -181,8 +177,9 @@ class CacheKey(NamedTuple):
     by any of them (RFC 8693 down-scoping to the subject token's scope, a grant per OAuth client,
     ServiceNow's ``user_claim``), so two tokens of one subject that differ in any of them never
     share a credential. ``settings`` is the upstream's ``fingerprint`` and ``identity`` the
-    broker's (:func:`identity_fingerprint`), ``""`` when there is none: a credential obtained
-    under other settings (before a reload changed them) is another key's. Plain strings and
+    broker's (the server's ``[server.auth]`` as :func:`fingerprint` makes it), ``""`` when there
+    is none: a credential obtained under other settings (before a reload changed them) is another
+    key's. Plain strings and
     tuples: hashable, and JSON-ready for a shared store.
     """
 
@@ -197,15 +194,6 @@ def fingerprint(*parts: Any) -> str:
     equal for equal settings in any process, another for any change. Secrets must not be parts."""
     text = json.dumps(parts, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode()).hexdigest()
-
-
-def identity_fingerprint(auth: AuthConfig | None) -> str:
-    """The :func:`fingerprint` of what ``[server.auth]`` vouches for callers with: mode, trusted
-    issuers, audience and resource URL, subject and groups claims (``None``: no table)."""
-    if auth is None:
-        return fingerprint("server.auth", None)
-    return fingerprint("server.auth", auth.mode, auth.principal_issuers, auth.audience, auth.resource_url,
-                       auth.subject_claim, auth.groups_claim)  # fmt: skip
 
 
 def cache_key(upstream: Upstream, principal: Principal, identity: str = "") -> CacheKey:
@@ -295,7 +283,7 @@ class CredentialBroker:
         request never starts with one about to expire); one obtained with less life left than that
         is used for the request that obtained it but not kept.
     :param clock: the :func:`time.time` clock (Unix seconds), replaceable in tests.
-    :param identity: :func:`identity_fingerprint` of the server's ``[server.auth]``, part of every
+    :param identity: the :func:`fingerprint` of the server's ``[server.auth]``, part of every
         key: replicas or restarts vouching for callers otherwise share no credential in a store.
     :raises ValueError: ``margin_seconds`` is negative or not finite.
     """

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from mcp_providers._serve.state.credentials import Sealer, key_text
+from mcp_providers._serve.state.credentials import Sealer, identity_fingerprint, key_text
 from mcp_providers.config import AuthConfig, ServerSettings
 from mcp_providers.credentials import (
     CacheKey,
@@ -30,7 +30,6 @@ from mcp_providers.credentials import (
     CredentialRefused,
     MemoryStore,
     cache_key,
-    identity_fingerprint,
 )
 from mcp_providers.identity import TRUSTED_ISSUERS, Principal
 from mcp_providers.plugins.servicenow.errors import NoVerifiedCaller

@@ -39,7 +39,7 @@ from mcp_providers._serve.methods.subscriptions import SubscriptionHub
 from mcp_providers._serve.methods.tasks import STOP_SECONDS as TASKS_STOP_SECONDS
 from mcp_providers._serve.methods.tasks import Body, Tasks
 from mcp_providers._serve.state.cluster import RedisBackend, Shared, shared_for
-from mcp_providers._serve.state.credentials import broker_for
+from mcp_providers._serve.state.credentials import broker_for, identity_fingerprint
 from mcp_providers._serve.state.tasks import store_for
 from mcp_providers._serve.steps.audit import FLUSH_SECONDS, AuditLog
 from mcp_providers._serve.steps.exchange import Method
@@ -48,7 +48,6 @@ from mcp_providers._serve.steps.invoker import Invoker
 from mcp_providers._serve.steps.ratelimit import RateLimiter
 from mcp_providers._sideeffects import install, install_scoped
 from mcp_providers.config import ClusterSettings, LimitsSettings, ServerSettings
-from mcp_providers.credentials import identity_fingerprint
 from mcp_providers.identity import Principal
 from mcp_providers.models import Freshness
 from mcp_providers.providers import ResourceProvider

@@ -46,8 +46,8 @@ from typing import TYPE_CHECKING
 import anyio
 
 from mcp_providers._serve.state.cluster import ClusterUnavailable, RedisBackend, Shared
-from mcp_providers.config import CREDENTIALS_KEY_ENV, ClusterSettings, CredentialsSettings
-from mcp_providers.credentials import CacheKey, Credential, CredentialBroker, MemoryStore
+from mcp_providers.config import CREDENTIALS_KEY_ENV, AuthConfig, ClusterSettings, CredentialsSettings
+from mcp_providers.credentials import CacheKey, Credential, CredentialBroker, MemoryStore, fingerprint
 from mcp_providers.errors import ConfigError, UpstreamError
 
 if TYPE_CHECKING:
@@ -244,7 +244,7 @@ def broker_for(
     identity: str = "",
 ) -> CredentialBroker:
     """The runtime's broker: in memory, or in Redis with ``[cluster]`` (see the module docstring),
-    keying every credential by ``identity`` too (:func:`~mcp_providers.credentials.identity_fingerprint`
+    keying every credential by ``identity`` too (:func:`identity_fingerprint`
     of ``[server.auth]``).
 
     :raises ConfigError: under ``[cluster]`` the deployment key is malformed, or it is missing while
@@ -265,3 +265,13 @@ def broker_for(
     else:
         store = RedisCredentialStore(shared, key, chosen.lock_seconds)
     return CredentialBroker(store, margin_seconds=chosen.margin_seconds, identity=identity)
+
+
+def identity_fingerprint(auth: AuthConfig | None) -> str:
+    """The :func:`~mcp_providers.credentials.fingerprint` of what ``[server.auth]`` vouches for
+    callers with: mode, trusted issuers, audience and resource URL, subject and groups claims
+    (``None``: no table). Part of every key the server's broker makes."""
+    if auth is None:
+        return fingerprint("server.auth", None)
+    return fingerprint("server.auth", auth.mode, auth.principal_issuers, auth.audience, auth.resource_url,
+                       auth.subject_claim, auth.groups_claim)  # fmt: skip
