@@ -3,7 +3,14 @@
 - **Descriptor sends.** ``os.write``, ``os.writev`` and ``os.sendfile`` (which ``socket.sendfile``
   and asyncio's ``loop.sock_sendfile`` use) write to a socket without its ``send`` methods; on a
   socket's descriptor, inside a scope, the bytes are judged first as a send would be (for
-  ``sendfile``, read from the file with ``os.pread``, which moves no file offset).
+  ``sendfile``, read from the file with ``os.pread``, which moves no file offset). ``os.splice``
+  into a socket is refused: its bytes come from a pipe, which cannot be read without taking them
+  (Python has no ``tee``). Nothing else moves bytes into a socket: ``pwrite``/``pwritev`` fail on
+  one (``ESPIPE``), ``copy_file_range`` takes regular files only, and a file object opened on a
+  socket's descriptor is refused when opened (:mod:`.files`).
+- **Every name.** ``os`` re-exports the functions of its native module (``posix``; ``nt`` on
+  Windows), so each guard is put under both names (:func:`replace`): ``posix.mkfifo`` is
+  ``os.mkfifo``, guarded.
 - **Path races.** The file guard resolves a path (symlinks included) when the audit event fires,
   just before the system call; a thread of the same call that swaps a folder for a symlink in
   between would make the call write elsewhere. So, inside a scope, every write-open and every
@@ -16,10 +23,12 @@ This module imports nothing of the core: :mod:`.levels` and :mod:`.wire` hand it
 
 from __future__ import annotations
 
+import _io
 import builtins
 import io
 import os
 import stat
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -35,6 +44,17 @@ _TREE_CALLS = (
 )  # fmt: skip
 """``os`` functions that change the file tree: serialized with write-opens inside a scope."""
 _WRITE_MODE = frozenset("wax+")
+HOMES: tuple[Any, ...] = (os, sys.modules[os.name])
+"""Modules whose names reach the same functions: ``os`` and the native module it re-exports
+(``posix``; ``nt`` on Windows, absent elsewhere)."""
+
+
+def replace(name: str, original: Any, wrapper: Any, homes: tuple[Any, ...] = HOMES) -> None:
+    """Put ``wrapper`` under ``name`` in every module of ``homes`` that holds ``original`` there
+    (``os.write`` and ``posix.write`` are one function: both names get the one wrapper)."""
+    for module in homes:
+        if getattr(module, name, None) is original:
+            setattr(module, name, wrapper)
 
 
 def _is_socket(fd: Any) -> bool:
@@ -56,10 +76,11 @@ def _file_bytes(in_fd: int, offset: int | None, count: int) -> Iterator[bytes]:
         position, left = position + len(chunk), left - len(chunk)
 
 
-def guard_descriptor_sends(judge: Callable[[], Judge | None]) -> None:
-    """Wrap ``os.write``, ``os.writev`` and ``os.sendfile`` so that, inside a scope (``judge()``
-    is not ``None``), bytes bound for a socket descriptor are judged before they are written."""
-    write, writev, sendfile = os.write, os.writev, getattr(os, "sendfile", None)
+def guard_descriptor_sends(judge: Callable[[], Judge | None], refuse: Callable[[int, str], None]) -> None:
+    """Wrap ``os.write``, ``os.writev``, ``os.sendfile`` and ``os.splice`` (and their ``posix``
+    names) so that, inside a scope (``judge()`` is not ``None``), bytes bound for a socket
+    descriptor are judged before they are written; ``refuse(fd, what)`` refuses a splice into one."""
+    write, writev, sendfile, splice = os.write, os.writev, getattr(os, "sendfile", None), getattr(os, "splice", None)
     if getattr(write, "__mcp_providers_guarded__", False):
         return
 
@@ -84,10 +105,17 @@ def guard_descriptor_sends(judge: Callable[[], Judge | None]) -> None:
         assert sendfile is not None
         return int(sendfile(out_fd, in_fd, offset, count, *args, **kwargs))
 
+    def guarded_splice(src: int, dst: int, count: int, *args: Any, **kwargs: Any) -> int:
+        if judge() is not None and _is_socket(dst):
+            refuse(dst, f"os.splice of up to {count} bytes from a pipe into a socket (they cannot be read first)")
+        assert splice is not None
+        return int(splice(src, dst, count, *args, **kwargs))
+
     pairs: tuple[tuple[str, Any, Any], ...] = (
         ("write", write, guarded_write),
         ("writev", writev, guarded_writev),
         ("sendfile", sendfile, guarded_sendfile),
+        ("splice", splice, guarded_splice),
     )
     for name, original, guarded in pairs:
         if original is None:
@@ -95,7 +123,7 @@ def guard_descriptor_sends(judge: Callable[[], Judge | None]) -> None:
         guarded.__name__, guarded.__doc__ = original.__name__, original.__doc__
         guarded.__wrapped__ = original
         guarded.__mcp_providers_guarded__ = True
-        setattr(os, name, guarded)
+        replace(name, original, guarded)
 
 
 def _writes(mode: Any) -> bool:
@@ -128,9 +156,11 @@ def serialize_tree_changes(lock_of: Callable[[], Any]) -> None:
     def opens_to_write(file: Any = None, mode: Any = "r", *args: Any, **kwargs: Any) -> bool:
         return _writes(kwargs.get("mode", mode))
 
-    opened = serialized(io.open, opens_to_write)
-    io.open = builtins.open = opened  # os.open takes the lock itself (files.guarded_os_open)
+    original_open = io.open
+    # os.open takes the lock itself (files.guarded_os_open); io.FileIO, a class, has no name to
+    # wrap: a symlink leading out of the scratch folder is refused instead (files._judge_symlink)
+    replace("open", original_open, serialized(original_open, opens_to_write), (io, _io, builtins))
     for name in _TREE_CALLS:
         original = getattr(os, name, None)
         if original is not None:
-            setattr(os, name, serialized(original, None))
+            replace(name, original, serialized(original, None))
