@@ -3480,6 +3480,13 @@ CASES += (  # side-effect scope containment (round 16, tester twenty-two F1-F5)
         (CONTAIN + "test_a_request_line_the_connection_ends_unfinished_is_judged_when_sent",),
     ),
     Case(
+        "containment: what a short send left unsent is not read as sent (F2)",
+        "core/_sideeffects/wire.py",
+        "    if type(sent) is int and 0 <= sent < len(data):",
+        "    if False:",
+        (CONTAIN + "test_what_a_partial_send_left_unsent_is_not_read_as_sent",),
+    ),
+    Case(
         "containment: os.splice into a socket is refused (F3)",
         "core/_sideeffects/lowlevel.py",
         "        if judge() is not None and _is_socket(dst):",

@@ -17,6 +17,7 @@ import _io
 import asyncio
 import contextlib
 import contextvars
+import functools
 import io
 import os
 import posix
@@ -136,6 +137,42 @@ def test_a_request_line_the_connection_ends_unfinished_is_judged_when_sent() -> 
             sock.send(b"1\r\nHost: x\r\nConnection: close\r\n\r\n")
             _finish(sock)
     assert seen == ["GET /fine"]
+
+
+def _nearly_full() -> tuple[socket.socket, socket.socket, int]:
+    """A non-blocking Unix stream socket with room for part of the next send, and how much."""
+
+    def fill() -> tuple[socket.socket, socket.socket]:
+        a, b = socket.socketpair()
+        a.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+        a.setblocking(False)
+        with contextlib.suppress(BlockingIOError):
+            while True:
+                a.send(b"x" * 1024)
+        b.recv(1024)  # room for one more buffer
+        return a, b
+
+    a, b = fill()
+    with a, b:
+        room = a.send(b"y" * 100_000)  # the kernel takes the same part each time from the same state
+    a, b = fill()
+    return a, b, room
+
+
+@pytest.mark.parametrize("send", ["send", "os.write"])
+def test_what_a_partial_send_left_unsent_is_not_read_as_sent(send: str) -> None:
+    # The unsent "GET " is sent again or not at all; read as sent, the POST that follows instead
+    # would be read as the target of a GET.
+    a, b, room = _nearly_full()
+    with a, b, _scope():
+        data = b"A" * (room - 2) + b"\r\nGET "
+        write = a.send if send == "send" else functools.partial(os.write, a.fileno())
+        assert write(data) == room  # all but "GET "
+        with contextlib.suppress(BlockingIOError):  # the peer reads everything: room again
+            while b.recv(1 << 16, socket.MSG_DONTWAIT):
+                pass
+        with pytest.raises(SideEffectRefused, match="POST"):
+            write(b"POST /escaped HTTP/1.1\r\nHost: x\r\n\r\n")
 
 
 # -- F3: every call that moves bytes into a socket ------------------------------------------------

@@ -38,7 +38,8 @@ What is refused in the scope (``SideEffectRefused``, -32008, rule ``side-effect-
   (``HTTP/01.1``), or a ``Content-Length``/``Transfer-Encoding`` on a safe one, is refused when
   its line ends (a request line as soon as it reads as one: the end of a connection ends a line
   too), so a head split over several sends, or several socket objects and descriptors of one
-  kernel socket, or pipelined after a GET, never reaches the server whole. ``os.splice`` into a
+  kernel socket, or pipelined after a GET, never reaches the server whole (what a short send
+  left unsent is not read as sent). ``os.splice`` into a
   socket and a file object opened on a socket's descriptor are refused (their bytes cannot be read
   first). ``CONNECT`` (a proxy tunnel) passes; what goes
   through the tunnel is judged in turn. A hand-written HTTP/2 preface is refused (its binary

@@ -32,8 +32,10 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
-Judge = Callable[[int, bytes], None]
-"""Judges the bytes about to be written to a socket descriptor (raises to refuse); no scope: no call."""
+Judge = Callable[[int, bytes], Callable[[int], None]]
+"""Judges the bytes about to be written to a socket descriptor (raises to refuse); no scope: no
+call. Returns what to call with the count written, so bytes a short write left unsent are not
+taken as sent."""
 
 CHUNK = 1 << 20
 """Bytes of a file ``os.sendfile`` sends that are read and judged at a time."""
@@ -86,24 +88,37 @@ def guard_descriptor_sends(judge: Callable[[], Judge | None], refuse: Callable[[
 
     def guarded_write(fd: int, data: Any, /) -> int:
         judging = judge()
-        if judging is not None and _is_socket(fd):
-            judging(fd, bytes(data))
-        return write(fd, data)
+        if judging is None or not _is_socket(fd):
+            return write(fd, data)
+        settle = judging(fd, bytes(data))
+        written = write(fd, data)
+        settle(written)
+        return written
 
     def guarded_writev(fd: int, buffers: Any, /) -> int:
         judging = judge()
-        if judging is not None and _is_socket(fd):
-            buffers = [bytes(b) for b in buffers]
-            judging(fd, b"".join(buffers))
-        return writev(fd, buffers)
+        if judging is None or not _is_socket(fd):
+            return writev(fd, buffers)
+        buffers = [bytes(b) for b in buffers]
+        settle = judging(fd, b"".join(buffers))
+        written = writev(fd, buffers)
+        settle(written)
+        return written
 
     def guarded_sendfile(out_fd: int, in_fd: int, offset: int | None, count: int, *args: Any, **kwargs: Any) -> int:
-        judging = judge()
-        if judging is not None and _is_socket(out_fd):
-            for chunk in _file_bytes(in_fd, offset, count):
-                judging(out_fd, chunk)
         assert sendfile is not None
-        return int(sendfile(out_fd, in_fd, offset, count, *args, **kwargs))
+        judging = judge()
+        if judging is None or not _is_socket(out_fd):
+            return int(sendfile(out_fd, in_fd, offset, count, *args, **kwargs))
+        settles = [(len(chunk), judging(out_fd, chunk)) for chunk in _file_bytes(in_fd, offset, count)]
+        written = int(sendfile(out_fd, in_fd, offset, count, *args, **kwargs))
+        left = written
+        for size, settle in settles:  # the chunk a short write ended in: what of it was sent
+            if left < size:
+                settle(left)
+                break
+            left -= size
+        return written
 
     def guarded_splice(src: int, dst: int, count: int, *args: Any, **kwargs: Any) -> int:
         if judge() is not None and _is_socket(dst):

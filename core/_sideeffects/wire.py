@@ -60,7 +60,7 @@ def _view(scope: Scope, sender: Any, scheme: str) -> _Wire:
     return wire
 
 
-def _scan(wire: _Wire, data: bytes, sender: Any, scheme: str) -> None:
+def _scan(wire: _Wire, data: bytes, sender: Any, scheme: str, judge: Callable[..., bool] | None = None) -> None:
     """Judge every complete line ``data`` finishes; refusing raises before anything is sent.
 
     A request line is refused when its line ends (``\\n``), so a head split over several sends
@@ -81,22 +81,41 @@ def _scan(wire: _Wire, data: bytes, sender: Any, scheme: str) -> None:
         if early:
             early = False  # judged while unfinished (below): its end changes nothing
         else:
-            head, skip = _judge_line(wire.scope, buf[pos:end], head, sender, scheme)
+            head, skip = _judge_line(wire.scope, buf[pos:end], head, sender, scheme, judge or _judge_wire)
         pos = end + 1
     carry = buf[pos:]
     if len(carry) > _LONG_LINE:
         carry = carry[: _LONG_LINE // 2] + b"~" + carry[-64:]
     if head is None and not skip and not early and _request_line(carry) is not None:
-        head, skip = _judge_line(wire.scope, carry, None, sender, scheme)
+        head, skip = _judge_line(wire.scope, carry, None, sender, scheme, judge or _judge_wire)
         early = True
     wire.carry, wire.head, wire.skip, wire.early = carry, head, skip, early
+
+
+def _settle(wire: _Wire, before: tuple[Any, ...], data: bytes, sent: Any, sender: Any, scheme: str) -> None:
+    """After a send that took only ``sent`` bytes of ``data`` (a count a send returns), make the
+    view what was sent: the rest is sent again, or never, and must not be read as sent before
+    what follows (``"\\r\\nGET "`` cut after the line end, then ``"POST /x ..."``)."""
+    if type(sent) is int and 0 <= sent < len(data):
+        wire.carry, wire.head, wire.skip, wire.early = before
+        _scan(wire, data[:sent], sender, scheme, _already_judged)
+
+
+def _already_judged(*args: Any, **kwargs: Any) -> bool:
+    return True  # replaying what was judged and sent: an unsafe line there was let through
+
+
+def _state(wire: _Wire) -> tuple[Any, ...]:
+    return wire.carry, wire.head, wire.skip, wire.early
 
 
 def _request_line(line: bytes) -> re.Match[bytes] | None:
     return _REQUEST_LINE.fullmatch(line) if _VERSION_WORD.search(line) else None
 
 
-def _judge_line(scope: Scope, line: bytes, head: Any, sender: Any, scheme: str) -> tuple[Any, int]:
+def _judge_line(
+    scope: Scope, line: bytes, head: Any, sender: Any, scheme: str, judge: Callable[..., bool]
+) -> tuple[Any, int]:
     if head is not None:
         verb, target, judged, length = head
         if not line.strip(b"\r \t"):
@@ -107,7 +126,7 @@ def _judge_line(scope: Scope, line: bytes, head: Any, sender: Any, scheme: str) 
             if lowered == b"content-length" and value.strip() == b"0":
                 return head, 0
             if not judged:
-                judged = _judge_wire(scope, verb, target, sender, scheme, has_body=True)
+                judged = judge(scope, verb, target, sender, scheme, has_body=True)
             length = int(value) if lowered == b"content-length" and value.strip().isdigit() else 0
             return (verb, target, judged, length), 0
         return head, 0
@@ -115,7 +134,7 @@ def _judge_line(scope: Scope, line: bytes, head: Any, sender: Any, scheme: str) 
     if match is None:
         return None, 0  # not an HTTP/1.x request line: another protocol's bytes, or TLS
     verb, target = match.group(1).decode("ascii").upper(), match.group(2).decode("latin-1")
-    judged = verb not in _WIRE_SAFE and _judge_wire(scope, verb, target, sender, scheme, has_body=False)
+    judged = verb not in _WIRE_SAFE and judge(scope, verb, target, sender, scheme, has_body=False)
     return (verb, target, judged, 0), 0
 
 
@@ -154,12 +173,16 @@ def _wire_guard(cls: type, name: str, data_of: Callable[[tuple[Any, ...]], bytes
         scope = scope_var.get()
         if scope is None or judged_above.get():
             return original(self, *args, **kwargs)
-        _scan(_view(scope, self, scheme), data_of(args), self, scheme)
+        wire, data = _view(scope, self, scheme), data_of(args)
+        before = _state(wire)
+        _scan(wire, data, self, scheme)
         token = judged_above.set(True)  # an SSLSocket's send may call the plain socket's
         try:
-            return original(self, *args, **kwargs)
+            sent = original(self, *args, **kwargs)
         finally:
             judged_above.reset(token)
+        _settle(wire, before, data, sent, self, scheme)
+        return sent
 
     guarded.__name__, guarded.__qualname__, guarded.__doc__ = original.__name__, original.__qualname__, original.__doc__
     guarded.__wrapped__ = original  # type: ignore[attr-defined]
@@ -193,15 +216,18 @@ class _Descriptor:
             sock.detach()  # the descriptor stays its owner's
 
 
-def _descriptor_judge() -> Callable[[int, bytes], None] | None:
+def _descriptor_judge() -> lowlevel.Judge | None:
     """The judge of bytes written to a socket descriptor in this scope, ``None`` outside one."""
     scope = scope_var.get()
     if scope is None or judged_above.get():
         return None
 
-    def judge(fd: int, data: bytes) -> None:
+    def judge(fd: int, data: bytes) -> Callable[[int], None]:
         sender = _Descriptor(fd)
-        _scan(_view(scope, sender, "http"), data, sender, "http")
+        wire = _view(scope, sender, "http")
+        before = _state(wire)
+        _scan(wire, data, sender, "http")
+        return lambda sent: _settle(wire, before, data, sent, sender, "http")
 
     return judge
 
