@@ -203,7 +203,7 @@ CASES: tuple[Case, ...] = (
     Case(
         "file: os.open is wrapped at install",
         "core/_sideeffects/levels.py",
-        "            os.open = guarded_os_open",
+        '            lowlevel.replace("open", os.open, guarded_os_open)  # os.open and posix.open',
         "            pass",
         (DIR_FD,),
     ),
@@ -218,22 +218,22 @@ CASES: tuple[Case, ...] = (
     Case(
         "http: a request line with an unsafe method is judged on the wire",
         "core/_sideeffects/wire.py",
-        "judged = verb not in _WIRE_SAFE and _judge_wire(",
-        "judged = False and _judge_wire(",
+        "judged = verb not in _WIRE_SAFE and judge(",
+        "judged = False and judge(",
         (WIRE,),
     ),
     Case(
         "http: a body header on a safe method is judged on the wire",
         "core/_sideeffects/wire.py",
-        "            if not judged:\n                judged = _judge_wire(",
-        "            if False:\n                judged = _judge_wire(",
+        "            if not judged:\n                judged = judge(",
+        "            if False:\n                judged = judge(",
         (WIRE,),
     ),
     Case(
         "http: an unfinished line is carried to the next send",
         "core/_sideeffects/wire.py",
-        "wire.carry, wire.head, wire.skip = carry, head, skip",
-        'wire.carry, wire.head, wire.skip = b"", head, skip',
+        "wire.carry, wire.head, wire.skip, wire.early = carry, head, skip, early",
+        'wire.carry, wire.head, wire.skip, wire.early = b"", head, skip, early',
         (WIRE,),
     ),
     Case(
@@ -3485,6 +3485,20 @@ CASES += (  # side-effect scope containment (round 16, tester twenty-two F1-F5)
         "    if type(sent) is int and 0 <= sent < len(data):",
         "    if False:",
         (CONTAIN + "test_what_a_partial_send_left_unsent_is_not_read_as_sent",),
+    ),
+    Case(
+        "containment: what a failed send would have sent is not read as sent (F2)",
+        "core/_sideeffects/wire.py",
+        '            if name != "sendall":',
+        "            if False:",
+        (CONTAIN + "test_what_a_send_that_failed_would_have_sent_is_not_read_as_sent",),
+    ),
+    Case(
+        "containment: what a failed descriptor write would have sent is not read as sent (F2)",
+        "core/_sideeffects/lowlevel.py",
+        "        if settle is not None:\n            settle(0)",
+        "        if False:\n            settle(0)",
+        (CONTAIN + "test_what_a_send_that_failed_would_have_sent_is_not_read_as_sent",),
     ),
     Case(
         "containment: os.splice into a socket is refused (F3)",

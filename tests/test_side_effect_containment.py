@@ -175,6 +175,21 @@ def test_what_a_partial_send_left_unsent_is_not_read_as_sent(send: str) -> None:
             write(b"POST /escaped HTTP/1.1\r\nHost: x\r\n\r\n")
 
 
+@pytest.mark.parametrize("send", ["send", "os.write"])
+def test_what_a_send_that_failed_would_have_sent_is_not_read_as_sent(send: str) -> None:
+    a, b, _room = _nearly_full()
+    with a, b, _scope():
+        a.send(b"y" * 100_000)  # full now
+        write = a.send if send == "send" else functools.partial(os.write, a.fileno())
+        with pytest.raises(BlockingIOError):
+            write(b"\r\nGET ")  # nothing of it sent
+        with contextlib.suppress(BlockingIOError):
+            while b.recv(1 << 16, socket.MSG_DONTWAIT):
+                pass
+        with pytest.raises(SideEffectRefused, match="POST"):
+            write(b"POST /escaped HTTP/1.1\r\nHost: x\r\n\r\n")
+
+
 # -- F3: every call that moves bytes into a socket ------------------------------------------------
 
 

@@ -78,6 +78,16 @@ def _file_bytes(in_fd: int, offset: int | None, count: int) -> Iterator[bytes]:
         position, left = position + len(chunk), left - len(chunk)
 
 
+def _settled(settle: Callable[[int], None] | None, call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``call(*args)``; if it fails, nothing was written: ``settle(0)`` first."""
+    try:
+        return call(*args, **kwargs)
+    except OSError:
+        if settle is not None:
+            settle(0)
+        raise
+
+
 def guard_descriptor_sends(judge: Callable[[], Judge | None], refuse: Callable[[int, str], None]) -> None:
     """Wrap ``os.write``, ``os.writev``, ``os.sendfile`` and ``os.splice`` (and their ``posix``
     names) so that, inside a scope (``judge()`` is not ``None``), bytes bound for a socket
@@ -91,7 +101,7 @@ def guard_descriptor_sends(judge: Callable[[], Judge | None], refuse: Callable[[
         if judging is None or not _is_socket(fd):
             return write(fd, data)
         settle = judging(fd, bytes(data))
-        written = write(fd, data)
+        written = _settled(settle, write, fd, data)
         settle(written)
         return written
 
@@ -101,7 +111,7 @@ def guard_descriptor_sends(judge: Callable[[], Judge | None], refuse: Callable[[
             return writev(fd, buffers)
         buffers = [bytes(b) for b in buffers]
         settle = judging(fd, b"".join(buffers))
-        written = writev(fd, buffers)
+        written = _settled(settle, writev, fd, buffers)
         settle(written)
         return written
 
@@ -111,7 +121,8 @@ def guard_descriptor_sends(judge: Callable[[], Judge | None], refuse: Callable[[
         if judging is None or not _is_socket(out_fd):
             return int(sendfile(out_fd, in_fd, offset, count, *args, **kwargs))
         settles = [(len(chunk), judging(out_fd, chunk)) for chunk in _file_bytes(in_fd, offset, count)]
-        written = int(sendfile(out_fd, in_fd, offset, count, *args, **kwargs))
+        first = settles[0][1] if settles else None
+        written = int(_settled(first, sendfile, out_fd, in_fd, offset, count, *args, **kwargs))
         left = written
         for size, settle in settles:  # the chunk a short write ended in: what of it was sent
             if left < size:

@@ -93,9 +93,9 @@ def _scan(wire: _Wire, data: bytes, sender: Any, scheme: str, judge: Callable[..
 
 
 def _settle(wire: _Wire, before: tuple[Any, ...], data: bytes, sent: Any, sender: Any, scheme: str) -> None:
-    """After a send that took only ``sent`` bytes of ``data`` (a count a send returns), make the
-    view what was sent: the rest is sent again, or never, and must not be read as sent before
-    what follows (``"\\r\\nGET "`` cut after the line end, then ``"POST /x ..."``)."""
+    """After a send that took only ``sent`` bytes of ``data`` (a count a send returns; 0 when it
+    failed), make the view what was sent: the rest is sent again, or never, and must not be read
+    as sent before what follows (``"\\r\\nGET "`` cut after the line end, then ``"POST /x ..."``)."""
     if type(sent) is int and 0 <= sent < len(data):
         wire.carry, wire.head, wire.skip, wire.early = before
         _scan(wire, data[:sent], sender, scheme, _already_judged)
@@ -179,6 +179,10 @@ def _wire_guard(cls: type, name: str, data_of: Callable[[tuple[Any, ...]], bytes
         token = judged_above.set(True)  # an SSLSocket's send may call the plain socket's
         try:
             sent = original(self, *args, **kwargs)
+        except OSError:
+            if name != "sendall":  # the others send all they report or nothing (sendall: unknown)
+                _settle(wire, before, data, 0, self, scheme)
+            raise
         finally:
             judged_above.reset(token)
         _settle(wire, before, data, sent, self, scheme)
