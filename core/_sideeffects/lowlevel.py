@@ -101,7 +101,7 @@ def guard_descriptor_sends(judge: Callable[[], Judge | None], refuse: Callable[[
         if judging is None or not _is_socket(fd):
             return write(fd, data)
         settle = judging(fd, bytes(data))
-        written = _settled(settle, write, fd, data)
+        written = int(_settled(settle, write, fd, data))
         settle(written)
         return written
 
@@ -111,7 +111,7 @@ def guard_descriptor_sends(judge: Callable[[], Judge | None], refuse: Callable[[
             return writev(fd, buffers)
         buffers = [bytes(b) for b in buffers]
         settle = judging(fd, b"".join(buffers))
-        written = _settled(settle, writev, fd, buffers)
+        written = int(_settled(settle, writev, fd, buffers))
         settle(written)
         return written
 
