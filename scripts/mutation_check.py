@@ -209,7 +209,7 @@ CASES: tuple[Case, ...] = (
     Case(
         "file: os.open is wrapped at install",
         "core/_sideeffects/levels.py",
-        "            os.open = guarded_os_open",
+        '            lowlevel.replace("open", os.open, guarded_os_open)  # os.open and posix.open',
         "            pass",
         (DIR_FD,),
     ),
@@ -224,22 +224,22 @@ CASES: tuple[Case, ...] = (
     Case(
         "http: a request line with an unsafe method is judged on the wire",
         "core/_sideeffects/wire.py",
-        "judged = verb not in _WIRE_SAFE and _judge_wire(",
-        "judged = False and _judge_wire(",
+        "judged = verb not in _WIRE_SAFE and judge(",
+        "judged = False and judge(",
         (WIRE,),
     ),
     Case(
         "http: a body header on a safe method is judged on the wire",
         "core/_sideeffects/wire.py",
-        "            if not judged:\n                judged = _judge_wire(",
-        "            if False:\n                judged = _judge_wire(",
+        "            if not judged:\n                judged = judge(",
+        "            if False:\n                judged = judge(",
         (WIRE,),
     ),
     Case(
         "http: an unfinished line is carried to the next send",
         "core/_sideeffects/wire.py",
-        "wire.carry, wire.head, wire.skip = carry, head, skip",
-        'wire.carry, wire.head, wire.skip = b"", head, skip',
+        "wire.carry, wire.head, wire.skip, wire.early = carry, head, skip, early",
+        'wire.carry, wire.head, wire.skip, wire.early = b"", head, skip, early',
         (WIRE,),
     ),
     Case(
@@ -3732,6 +3732,108 @@ CASES += (  # the in-memory read's cost, third pass (issue 43, round 16 helper R
         "if shared.work is not None and route.canonical == uri:",
         "if shared.work is not None:",
         (READ_PATH + "test_a_failed_read_of_a_fixed_uri_names_it_as_sent_every_time",),
+    ),
+)
+
+
+CONTAIN = "tests/test_side_effect_containment.py::"
+CASES += (  # side-effect scope containment (round 16, tester twenty-two F1-F5)
+    Case(
+        "containment: a request line's version is any word starting HTTP/ (F1)",
+        "core/_sideeffects/wire.py",
+        '%sHTTP/.*" % (_WS, _WS, _WS)',
+        '%sHTTP/[0-9](?:\\.[0-9])?" % (_WS, _WS, _WS)',
+        (CONTAIN + "test_a_request_line_with_any_http_version_is_judged",),
+    ),
+    Case(
+        "containment: what was sent is kept per kernel socket, not per Python object (F2)",
+        "core/_sideeffects/wire.py",
+        "        key: Any = (scheme, status.st_dev, status.st_ino)",
+        "        key = sender",
+        (CONTAIN + "test_a_head_split_over_two_socket_objects_never_arrives_whole",),
+    ),
+    Case(
+        "containment: an unfinished line that reads as a request line is judged when sent",
+        "core/_sideeffects/wire.py",
+        "    if head is None and not skip and not early and _request_line(carry) is not None:",
+        "    if False:",
+        (CONTAIN + "test_a_request_line_the_connection_ends_unfinished_is_judged_when_sent",),
+    ),
+    Case(
+        "containment: what a short send left unsent is not read as sent (F2)",
+        "core/_sideeffects/wire.py",
+        "    if type(sent) is int and 0 <= sent < len(data):",
+        "    if False:",
+        (CONTAIN + "test_what_a_partial_send_left_unsent_is_not_read_as_sent",),
+    ),
+    Case(
+        "containment: what a failed send would have sent is not read as sent (F2)",
+        "core/_sideeffects/wire.py",
+        '            if name != "sendall":',
+        "            if False:",
+        (CONTAIN + "test_what_a_send_that_failed_would_have_sent_is_not_read_as_sent",),
+    ),
+    Case(
+        "containment: what a failed descriptor write would have sent is not read as sent (F2)",
+        "core/_sideeffects/lowlevel.py",
+        "        if settle is not None:\n            settle(0)",
+        "        if False:\n            settle(0)",
+        (CONTAIN + "test_what_a_send_that_failed_would_have_sent_is_not_read_as_sent",),
+    ),
+    Case(
+        "containment: os.splice into a socket is refused (F3)",
+        "core/_sideeffects/lowlevel.py",
+        "        if judge() is not None and _is_socket(dst):",
+        "        if False:",
+        (CONTAIN + "test_every_call_that_moves_bytes_into_a_socket_is_judged",),
+    ),
+    Case(
+        "containment: a file object opened on a socket's descriptor for writing is refused (F3)",
+        "core/_sideeffects/files.py",
+        "    if is_socket:\n",
+        "    if False:\n",
+        (CONTAIN + "test_every_call_that_moves_bytes_into_a_socket_is_judged",),
+    ),
+    Case(
+        "containment: every guard is put under the posix name too (F4)",
+        "core/_sideeffects/lowlevel.py",
+        "HOMES: tuple[Any, ...] = (os, sys.modules[os.name])",
+        "HOMES: tuple[Any, ...] = (os,)",
+        (
+            CONTAIN + "test_every_guarded_os_function_is_guarded_under_its_posix_name_too",
+            CONTAIN + "test_a_fifo_or_node_made_outside_the_scratch_folder_is_refused",
+        ),
+    ),
+    Case(
+        "containment: a symlink in the scratch folder may only lead further into it (F5)",
+        "core/_sideeffects/files.py",
+        '    if ".." in parts or (os.path.isabs(target) and not inside):',
+        "    if False:",
+        (
+            CONTAIN + "test_a_symlink_in_the_scratch_folder_may_only_lead_further_into_it",
+            CONTAIN + "test_a_symlink_swapped_in_through_any_name_never_lets_a_write_out",
+        ),
+    ),
+    Case(
+        "containment: a write path with .. in the scratch folder is refused (F5)",
+        "core/_sideeffects/files.py",
+        "    if inside and not climbing:",
+        "    if inside:",
+        (CONTAIN + "test_a_symlink_in_the_scratch_folder_may_only_lead_further_into_it",),
+    ),
+    Case(
+        "containment: changing the environment in a read is refused",
+        "core/_sideeffects/files.py",
+        '_ENVIRONMENT_EVENTS = frozenset({"os.putenv", "os.unsetenv"})',
+        "_ENVIRONMENT_EVENTS: frozenset[str] = frozenset()",
+        (CONTAIN + "test_changing_the_environment_in_a_read_is_refused",),
+    ),
+    Case(
+        "containment: changing the umask in a read is refused",
+        "core/_sideeffects/files.py",
+        '    _unaudited(os, "umask", "process",',
+        '    (lambda *a: None)(os, "umask", "process",',
+        (CONTAIN + "test_changing_the_umask_in_a_read_is_refused",),
     ),
 )
 

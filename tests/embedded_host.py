@@ -14,13 +14,16 @@ loopback HTTP server that records what reaches it (``reached``), or the disk.
 
 from __future__ import annotations
 
+import _io
 import asyncio
 import builtins
 import gc
 import http.client
+import io
 import json
 import logging
 import os
+import posix
 import socket
 import ssl
 import subprocess
@@ -46,6 +49,8 @@ WATCHED: dict[str, Callable[[], Any]] = {
     "logging.FileHandler.__init__": lambda: logging.FileHandler.__init__,
 }
 originals = {name: get() for name, get in WATCHED.items()}
+MODULES = {"os": os, "posix": posix, "io": io, "_io": _io, "builtins": builtins}  # (_io calls itself "io")
+functions = {(m, n): f for m, module in MODULES.items() for n, f in vars(module).items() if callable(f)}
 meta_path = list(sys.meta_path)
 gc_disabled_by: list[str] = []
 loader_called_by: list[str] = []
@@ -151,6 +156,11 @@ class Plugin:
         return [self.provider]
 
 
+def functions_changed() -> list[str]:
+    """``module.name`` of every function of :data:`MODULES` that is no longer the one it was."""
+    return sorted(f"{m}.{n}" for (m, n), f in functions.items() if vars(MODULES[m]).get(n) is not f)
+
+
 def changed() -> list[str]:
     names = [name for name, get in WATCHED.items() if get() is not originals[name]]
     added = [f"sys.meta_path: {type(f).__module__}.{type(f).__qualname__}" for f in sys.meta_path if f not in meta_path]
@@ -189,6 +199,7 @@ async def serve_and_read(tag: str, side_effects: str | None) -> dict[str, Any]:
     return {
         "answers": answers,
         "changed": changed(),
+        "functions changed": functions_changed(),
         "task factory": None if factory is None else bool(getattr(factory, "contains_plugin_tasks", False)),
         "files": sorted(os.listdir(scratch)),
     }

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import posix
 import subprocess
 import sys
 from typing import Any
@@ -54,6 +55,7 @@ def test_import_pauses_no_collector_and_leaves_pydantics_loader_alone(host: dict
 def test_mounted_by_default_nothing_of_the_host_is_patched(host: dict[str, Any]) -> None:
     scoped = host["scoped"]
     assert scoped["changed"] == []  # send methods, os.open, open, http.client, logging, sys.meta_path
+    assert scoped["functions changed"] == []  # nothing of os, posix, io, _io, builtins either
     assert scoped["task factory"] is None
 
 
@@ -72,6 +74,13 @@ def test_mounted_by_default_what_needs_no_patch_is_still_refused(host: dict[str,
 def test_opted_in_every_guard_is_installed_and_every_attempt_refused(host: dict[str, Any]) -> None:
     enforce = host["enforce"]
     assert enforce["changed"] == EVERY_PATCH
+    # Each guarded function under every name that reaches it: os re-exports posix's functions.
+    functions = set(enforce["functions changed"])
+    assert {"posix.write", "posix.splice", "posix.open", "posix.mkfifo", "posix.rename", "posix.umask"} <= functions
+    assert {"_io.open", "io.open", "builtins.open"} <= functions
+    assert sorted(f"posix.{n[3:]}" for n in functions if n.startswith("os.") and hasattr(posix, n[3:])) == sorted(
+        n for n in functions if n.startswith("posix.")
+    )
     assert enforce["task factory"] is True
     assert enforce["answers"] == dict.fromkeys(
         ["file", "unix-socket-bind", "process", "framework-client-post", "urllib-post", "raw-socket-post"], REFUSED

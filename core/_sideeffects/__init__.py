@@ -34,15 +34,23 @@ What is refused in the scope (``SideEffectRefused``, -32008, rule ``side-effect-
   bytes a ``socket.socket`` (``send``, ``sendall``, ``sendto``, ``sendmsg``: asyncio's
   transports, ``makefile()``, ``http.client``'s raw ``send()``) or TLS object (``ssl.SSLSocket``,
   ``ssl.SSLObject``, the memory-BIO object asyncio's and anyio's TLS write through) sends: a
-  request line with another method, any method's case, or a ``Content-Length``/``Transfer-Encoding``
-  on a safe one, is refused when its line ends, so a head split over several sends or pipelined
-  after a GET never reaches the server whole. ``CONNECT`` (a proxy tunnel) passes; what goes
+  request line with another method, any method's case, any version word starting ``HTTP/``
+  (``HTTP/01.1``), or a ``Content-Length``/``Transfer-Encoding`` on a safe one, is refused when
+  its line ends (a request line as soon as it reads as one: the end of a connection ends a line
+  too), so a head split over several sends, or several socket objects and descriptors of one
+  kernel socket, or pipelined after a GET, never reaches the server whole (what a short send
+  left unsent is not read as sent). ``os.splice`` into a
+  socket and a file object opened on a socket's descriptor are refused (their bytes cannot be read
+  first). ``CONNECT`` (a proxy tunnel) passes; what goes
   through the tunnel is judged in turn. A hand-written HTTP/2 preface is refused (its binary
   frames are not parsed; HTTP/2 is judged in ``httpcore2``'s connection). What a layer judged is
   not judged again below it, so a request let through (:func:`exempt`, warn mode) is recorded once.
 * Files, through a PEP 578 audit hook (both levels): opens with write, append, create or truncate flags,
   removal, rename/replace, mkdir/rmdir, chmod/chown/chflags, truncate, utime, links, extended
-  attributes, ``shutil`` copies/moves/rmtree/archives, and ``os.chdir`` (process-wide). A path is
+  attributes, ``shutil`` copies/moves/rmtree/archives, and ``os.chdir`` (process-wide). A symlink
+  made in the scratch directory may only lead further into it (no ``..``; absolute, under it) and
+  a write there by a path with ``..`` is refused, so the call's own threads cannot make a checked
+  path lead out between the check and the call, whatever opener or name they use. A path is
   judged where the OS will open it: symlinks and ``..`` resolved, a ``dir_fd`` applied (the
   "open" audit event carries none, so ``os.open`` is wrapped process-wide to tell it; a relative ``os.open``
   through a reference the wrapper does not cover, ``posix.open`` say, lands in an unknown
@@ -58,14 +66,21 @@ What is refused in the scope (``SideEffectRefused``, -32008, rule ``side-effect-
 * Processes: ``subprocess``, ``os.system``, ``os.exec*``, ``os.spawn*``, ``os.posix_spawn*``,
   ``os.fork``/``forkpty``, ``pty.spawn`` (both levels); ``os.mkfifo``/``os.mknod`` and a bare
   ``_posixsubprocess.fork_exec``, which raise no audit event, process-wide only.
+* The whole process, as ``os.chdir`` would: the environment (``os.putenv``/``os.unsetenv``, which
+  ``os.environ`` calls first; both levels) and ``os.umask`` (no audit event: process-wide only).
+
+Process-wide, each ``os`` function is wrapped under its ``posix`` name too (``os`` re-exports the
+native module; one function, one wrapper): ``posix.mkfifo`` is ``os.mkfifo``, guarded.
 
 A library that catches the refusal and fails its own way (asyncio's transports close the
 connection, ``urllib`` wraps it in ``URLError``) does not hide it: :attr:`Scope.refused` keeps it
 and the server answers with it.
 
 Not covered: C extensions that write or connect without raising audit events (sqlite3, most
-database drivers), bytes sent through ``_socket.socket`` or ``posix.write`` directly (``os.write``,
-``os.writev`` and ``os.sendfile`` on a socket are judged process-wide: :mod:`.lowlevel`), data
+database drivers), bytes sent through ``_socket.socket``'s own methods (``os.write``,
+``os.writev`` and ``os.sendfile`` on a socket, under either name, are judged process-wide:
+:mod:`.lowlevel`), a version-less request line (``POST /x``: servers that take one as HTTP/0.9
+take GET only), data
 asyncio buffers while a socket is full and sends later outside the call's context, writes through
 a file descriptor opened before the scope (logging to an open handler), a symlink swapped between
 the check and the open by code outside the scope, HTTP libraries other than those above, and work
@@ -82,7 +97,8 @@ lookup for every audited event in the process, plus one ContextVar read for the 
 judges; nothing else runs for the host's code unless the process-wide level is installed. Its
 patches add one ContextVar read per request, per socket send and per ``os.open``
 outside a scope (a Python call around the C one). In a scope, bytes sent below a guarded client
-are scanned line by line (a few microseconds per send); the project's clients skip the scan. Entering and
+are scanned line by line after one ``fstat`` names the connection (a few microseconds per send);
+the project's clients skip the scan. Entering and
 leaving a scope is one ContextVar set/reset and a small object (embedded by default, plus a walk
 of the loggers when the process goes from no guarded call running to one and back:
 :mod:`.logfiles`); the scratch directory is made only when asked for.

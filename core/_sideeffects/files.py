@@ -16,6 +16,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
+from mcp_providers._sideeffects import lowlevel
 from mcp_providers._sideeffects.logfiles import expected_log_write
 from mcp_providers._sideeffects.scope import Scope, scope_var
 
@@ -65,7 +66,8 @@ _FILE_EVENTS: dict[str, tuple[tuple[int, int], ...]] = {
     "shutil.unpack_archive": ((1, -1),),
     "socket.bind": ((1, -1),),  # a Unix socket's path is a new file (only that bind: _binds_a_path)
 }
-_JUDGED = frozenset(_FILE_EVENTS) | _PROCESS_EVENTS
+_ENVIRONMENT_EVENTS = frozenset({"os.putenv", "os.unsetenv"})  # os.environ[...] = ... and del call them first
+_JUDGED = frozenset(_FILE_EVENTS) | _PROCESS_EVENTS | _ENVIRONMENT_EVENTS
 _os_open_call = threading.local()  # .pending = (path object, dir_fd) while the guarded os.open runs
 
 
@@ -80,11 +82,20 @@ def audit_hook(event: str, args: tuple[Any, ...]) -> None:
         detail = _short(args[:2])
         scope.attempt(f"starting a process ({event}{' ' + detail if detail else ''})", "process", event=event)
         return
+    if event in _ENVIRONMENT_EVENTS:  # never the value: it may be a secret
+        name = os.fsdecode(args[0]) if isinstance(args[0], str | bytes) else repr(args[0])
+        scope.attempt(f"changing the environment ({event} {name}, process-wide)", "process", event=event)
+        return
     if event == "open" and not _opens_for_writing(args):
         return  # read-only open: the common case
     if event == "socket.bind" and not _binds_a_path(args):
         return  # an address, or a Linux abstract name: no file
+    if event == "open" and isinstance(args[0], int):
+        _judge_descriptor_open(scope, args)
+        return
     _judge_file(scope, event, args)
+    if event == "os.symlink":
+        _judge_symlink(scope, args)
 
 
 def _binds_a_path(args: tuple[Any, ...]) -> bool:
@@ -105,12 +116,57 @@ def _opens_for_writing(args: tuple[Any, ...]) -> bool:
     return bool(flags & _WRITE_FLAGS) or any(c in mode for c in "wax+")
 
 
+def _judge_descriptor_open(scope: Scope, args: tuple[Any, ...]) -> None:
+    """``open(fd, "wb")``, ``os.fdopen``, ``io.FileIO(fd)``: no new file, but a file object on a
+    socket's descriptor writes with ``write(2)`` itself, below every send the wire guard reads."""
+    try:
+        is_socket = stat.S_ISSOCK(os.fstat(args[0]).st_mode)
+    except OSError:
+        return  # not open: the open fails by itself
+    if is_socket:
+        attempted = f"opening a socket's descriptor {args[0]} as a file for writing (its bytes would not be judged)"
+        scope.attempt(attempted, "http", event="open")
+
+
+def _judge_symlink(scope: Scope, args: tuple[Any, ...]) -> None:
+    """A symlink in the scratch folder may only lead further into it: its target, as written,
+    has no ``..`` and, absolute, lies under the folder. So a path under it never climbs out while
+    the call's own threads swap folders for links, whichever names they call (and openers without
+    a name to serialize, ``io.FileIO``, open with no lock held)."""
+    try:
+        target = os.fsdecode(args[0])
+    except TypeError:
+        return  # not a path: the call fails by itself
+    parts = target.replace(os.altsep or os.sep, os.sep).split(os.sep)
+    inside = os.path.isabs(target) and scope.under_scratch(os.path.normpath(target))
+    if ".." in parts or (os.path.isabs(target) and not inside):
+        where = _resolve(args[1], args[2] if len(args) > 2 else None)
+        attempted = f"making a symlink at {where} to {target} (out of the scratch folder, or climbing with ..)"
+        scope.attempt(attempted, "file", event="os.symlink", paths=[where])
+
+
+def _climbs(raw: Any) -> bool:
+    """Whether a path as given has a ``..``: under the scratch folder a concurrent rename by the
+    call's own threads could make it climb out between the check and the call."""
+    try:
+        text = os.fsdecode(raw)
+    except TypeError:
+        return False
+    return ".." in text.replace(os.altsep or os.sep, os.sep).split(os.sep)
+
+
+def _in_scratch(scope: Scope, raw: Any, dir_fd: Any) -> bool:
+    """Whether ``raw`` (from ``dir_fd``) lands under the scratch folder and says so without ``..``."""
+    return not _climbs(raw) and scope.under_scratch(_resolve(raw, dir_fd))
+
+
 def _judge_file(scope: Scope, event: str, args: tuple[Any, ...]) -> None:
-    paths = []
+    paths, climbing = [], False
     for index, dir_fd_index in _FILE_EVENTS[event]:
         raw = args[index] if index < len(args) else None
-        if raw is None or (isinstance(raw, int) and event == "open"):
-            continue  # open(fd): a descriptor opened before, not a new file-system write
+        if raw is None:
+            continue
+        climbing = climbing or _climbs(raw)
         if event == "open" and args[1] is None:  # os.open: its event has no dir_fd, the guarded call does
             paths.append(_resolve_os_open(raw))
             continue
@@ -118,7 +174,8 @@ def _judge_file(scope: Scope, event: str, args: tuple[Any, ...]) -> None:
         paths.append(_resolve(raw, dir_fd))
     if not paths:
         return
-    if event != "os.chdir" and all(scope.under_scratch(p) for p in paths):
+    inside = event != "os.chdir" and all(scope.under_scratch(p) for p in paths)
+    if inside and not climbing:
         return
     if _expected_write(event, args, paths):
         return
@@ -131,6 +188,8 @@ def _judge_file(scope: Scope, event: str, args: tuple[Any, ...]) -> None:
         attempted = f"binding a Unix socket at {shown} (a new file)"
     else:
         attempted = f"{event} of {shown}"
+    if inside:
+        attempted += " by a path with '..' in the scratch folder (a rename could make it climb out: give it without)"
     scope.attempt(attempted, "file", event=event, paths=paths)
 
 
@@ -237,7 +296,8 @@ def _short(args: tuple[Any, ...]) -> str:
 
 
 def _unaudited(module: Any, name: str, category: str, describe: Callable[[tuple[Any, ...]], str]) -> None:
-    """Wrap ``module.name`` (a call that raises no audit event) so a scope judges it first."""
+    """Wrap ``module.name`` (a call that raises no audit event) so a scope judges it first; an
+    ``os`` function under its ``posix`` name too (:func:`.lowlevel.replace`)."""
     original = getattr(module, name, None)
     if original is None or original in _WRAPPED:
         return
@@ -245,20 +305,23 @@ def _unaudited(module: Any, name: str, category: str, describe: Callable[[tuple[
     def guarded(*args: Any, **kwargs: Any) -> Any:
         scope = scope_var.get()
         if scope is not None:
-            attempted = describe(args)
-            if category == "file" and args and scope.under_scratch(_resolve(args[0], kwargs.get("dir_fd"))):
+            if category == "file" and args and _in_scratch(scope, args[0], kwargs.get("dir_fd")):
                 return original(*args, **kwargs)
-            scope.attempt(attempted, category, event=f"{module.__name__}.{name}")
+            scope.attempt(describe(args), category, event=f"{module.__name__}.{name}")
         return original(*args, **kwargs)
 
+    guarded.__name__, guarded.__doc__ = original.__name__, original.__doc__
+    guarded.__wrapped__ = original  # type: ignore[attr-defined]
     _WRAPPED.add(guarded)
-    setattr(module, name, guarded)
+    lowlevel.replace(name, original, guarded, lowlevel.HOMES if module is os else (module,))
 
 
 def patch_unaudited() -> None:
-    """Calls that create files or start processes without a PEP 578 event of their own."""
+    """Calls that create files, start processes or change the whole process without a PEP 578
+    event of their own (``os.chdir`` has one; ``os.umask`` none)."""
     import _posixsubprocess
 
     _unaudited(os, "mkfifo", "file", lambda a: f"creating a FIFO at {_short(a[:1])}")
     _unaudited(os, "mknod", "file", lambda a: f"creating a device node at {_short(a[:1])}")
+    _unaudited(os, "umask", "process", lambda a: f"changing the umask to {_short(a[:1])} (process-wide)")
     _unaudited(_posixsubprocess, "fork_exec", "process", lambda a: f"starting a process ({_short(a[:1])})")

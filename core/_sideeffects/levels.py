@@ -88,7 +88,7 @@ def install() -> None:
         if not getattr(os.open, "__mcp_providers_guarded__", False):
             guarded_os_open.__wrapped__ = os.open  # type: ignore[attr-defined]
             guarded_os_open.__mcp_providers_guarded__ = True  # type: ignore[attr-defined]
-            os.open = guarded_os_open
+            lowlevel.replace("open", os.open, guarded_os_open)  # os.open and posix.open
         for name, patch in _OPTIONAL.items():
             patch_on_import(name, patch)
         _installed = True

@@ -3,7 +3,14 @@
 - **Descriptor sends.** ``os.write``, ``os.writev`` and ``os.sendfile`` (which ``socket.sendfile``
   and asyncio's ``loop.sock_sendfile`` use) write to a socket without its ``send`` methods; on a
   socket's descriptor, inside a scope, the bytes are judged first as a send would be (for
-  ``sendfile``, read from the file with ``os.pread``, which moves no file offset).
+  ``sendfile``, read from the file with ``os.pread``, which moves no file offset). ``os.splice``
+  into a socket is refused: its bytes come from a pipe, which cannot be read without taking them
+  (Python has no ``tee``). Nothing else moves bytes into a socket: ``pwrite``/``pwritev`` fail on
+  one (``ESPIPE``), ``copy_file_range`` takes regular files only, and a file object opened on a
+  socket's descriptor is refused when opened (:mod:`.files`).
+- **Every name.** ``os`` re-exports the functions of its native module (``posix``; ``nt`` on
+  Windows), so each guard is put under both names (:func:`replace`): ``posix.mkfifo`` is
+  ``os.mkfifo``, guarded.
 - **Path races.** The file guard resolves a path (symlinks included) when the audit event fires,
   just before the system call; a thread of the same call that swaps a folder for a symlink in
   between would make the call write elsewhere. So, inside a scope, every write-open and every
@@ -16,15 +23,19 @@ This module imports nothing of the core: :mod:`.levels` and :mod:`.wire` hand it
 
 from __future__ import annotations
 
+import _io
 import builtins
 import io
 import os
 import stat
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
-Judge = Callable[[int, bytes], None]
-"""Judges the bytes about to be written to a socket descriptor (raises to refuse); no scope: no call."""
+Judge = Callable[[int, bytes], Callable[[int], None]]
+"""Judges the bytes about to be written to a socket descriptor (raises to refuse); no scope: no
+call. Returns what to call with the count written, so bytes a short write left unsent are not
+taken as sent."""
 
 CHUNK = 1 << 20
 """Bytes of a file ``os.sendfile`` sends that are read and judged at a time."""
@@ -35,6 +46,17 @@ _TREE_CALLS = (
 )  # fmt: skip
 """``os`` functions that change the file tree: serialized with write-opens inside a scope."""
 _WRITE_MODE = frozenset("wax+")
+HOMES: tuple[Any, ...] = (os, sys.modules[os.name])
+"""Modules whose names reach the same functions: ``os`` and the native module it re-exports
+(``posix``; ``nt`` on Windows, absent elsewhere)."""
+
+
+def replace(name: str, original: Any, wrapper: Any, homes: tuple[Any, ...] = HOMES) -> None:
+    """Put ``wrapper`` under ``name`` in every module of ``homes`` that holds ``original`` there
+    (``os.write`` and ``posix.write`` are one function: both names get the one wrapper)."""
+    for module in homes:
+        if getattr(module, name, None) is original:
+            setattr(module, name, wrapper)
 
 
 def _is_socket(fd: Any) -> bool:
@@ -56,38 +78,70 @@ def _file_bytes(in_fd: int, offset: int | None, count: int) -> Iterator[bytes]:
         position, left = position + len(chunk), left - len(chunk)
 
 
-def guard_descriptor_sends(judge: Callable[[], Judge | None]) -> None:
-    """Wrap ``os.write``, ``os.writev`` and ``os.sendfile`` so that, inside a scope (``judge()``
-    is not ``None``), bytes bound for a socket descriptor are judged before they are written."""
-    write, writev, sendfile = os.write, os.writev, getattr(os, "sendfile", None)
+def _settled(settle: Callable[[int], None] | None, call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``call(*args)``; if it fails, nothing was written: ``settle(0)`` first."""
+    try:
+        return call(*args, **kwargs)
+    except OSError:
+        if settle is not None:
+            settle(0)
+        raise
+
+
+def guard_descriptor_sends(judge: Callable[[], Judge | None], refuse: Callable[[int, str], None]) -> None:
+    """Wrap ``os.write``, ``os.writev``, ``os.sendfile`` and ``os.splice`` (and their ``posix``
+    names) so that, inside a scope (``judge()`` is not ``None``), bytes bound for a socket
+    descriptor are judged before they are written; ``refuse(fd, what)`` refuses a splice into one."""
+    write, writev, sendfile, splice = os.write, os.writev, getattr(os, "sendfile", None), getattr(os, "splice", None)
     if getattr(write, "__mcp_providers_guarded__", False):
         return
 
     def guarded_write(fd: int, data: Any, /) -> int:
         judging = judge()
-        if judging is not None and _is_socket(fd):
-            judging(fd, bytes(data))
-        return write(fd, data)
+        if judging is None or not _is_socket(fd):
+            return write(fd, data)
+        settle = judging(fd, bytes(data))
+        written = int(_settled(settle, write, fd, data))
+        settle(written)
+        return written
 
     def guarded_writev(fd: int, buffers: Any, /) -> int:
         judging = judge()
-        if judging is not None and _is_socket(fd):
-            buffers = [bytes(b) for b in buffers]
-            judging(fd, b"".join(buffers))
-        return writev(fd, buffers)
+        if judging is None or not _is_socket(fd):
+            return writev(fd, buffers)
+        buffers = [bytes(b) for b in buffers]
+        settle = judging(fd, b"".join(buffers))
+        written = int(_settled(settle, writev, fd, buffers))
+        settle(written)
+        return written
 
     def guarded_sendfile(out_fd: int, in_fd: int, offset: int | None, count: int, *args: Any, **kwargs: Any) -> int:
-        judging = judge()
-        if judging is not None and _is_socket(out_fd):
-            for chunk in _file_bytes(in_fd, offset, count):
-                judging(out_fd, chunk)
         assert sendfile is not None
-        return int(sendfile(out_fd, in_fd, offset, count, *args, **kwargs))
+        judging = judge()
+        if judging is None or not _is_socket(out_fd):
+            return int(sendfile(out_fd, in_fd, offset, count, *args, **kwargs))
+        settles = [(len(chunk), judging(out_fd, chunk)) for chunk in _file_bytes(in_fd, offset, count)]
+        first = settles[0][1] if settles else None
+        written = int(_settled(first, sendfile, out_fd, in_fd, offset, count, *args, **kwargs))
+        left = written
+        for size, settle in settles:  # the chunk a short write ended in: what of it was sent
+            if left < size:
+                settle(left)
+                break
+            left -= size
+        return written
+
+    def guarded_splice(src: int, dst: int, count: int, *args: Any, **kwargs: Any) -> int:
+        if judge() is not None and _is_socket(dst):
+            refuse(dst, f"os.splice of up to {count} bytes from a pipe into a socket (they cannot be read first)")
+        assert splice is not None
+        return int(splice(src, dst, count, *args, **kwargs))
 
     pairs: tuple[tuple[str, Any, Any], ...] = (
         ("write", write, guarded_write),
         ("writev", writev, guarded_writev),
         ("sendfile", sendfile, guarded_sendfile),
+        ("splice", splice, guarded_splice),
     )
     for name, original, guarded in pairs:
         if original is None:
@@ -95,7 +149,7 @@ def guard_descriptor_sends(judge: Callable[[], Judge | None]) -> None:
         guarded.__name__, guarded.__doc__ = original.__name__, original.__doc__
         guarded.__wrapped__ = original
         guarded.__mcp_providers_guarded__ = True
-        setattr(os, name, guarded)
+        replace(name, original, guarded)
 
 
 def _writes(mode: Any) -> bool:
@@ -128,9 +182,11 @@ def serialize_tree_changes(lock_of: Callable[[], Any]) -> None:
     def opens_to_write(file: Any = None, mode: Any = "r", *args: Any, **kwargs: Any) -> bool:
         return _writes(kwargs.get("mode", mode))
 
-    opened = serialized(io.open, opens_to_write)
-    io.open = builtins.open = opened  # os.open takes the lock itself (files.guarded_os_open)
+    original_open = io.open
+    # os.open takes the lock itself (files.guarded_os_open); io.FileIO, a class, has no name to
+    # wrap: a symlink leading out of the scratch folder is refused instead (files._judge_symlink)
+    replace("open", original_open, serialized(original_open, opens_to_write), (io, _io, builtins))
     for name in _TREE_CALLS:
         original = getattr(os, name, None)
         if original is not None:
-            setattr(os, name, serialized(original, None))
+            replace(name, original, serialized(original, None))

@@ -5,8 +5,8 @@ Installed only process-wide (:mod:`.levels`): it wraps ``socket.socket``, ``ssl.
 
 from __future__ import annotations
 
+import os
 import re
-import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -18,34 +18,57 @@ _WIRE_SAFE = SAFE_METHODS | {"CONNECT"}  # CONNECT opens a proxy tunnel; what go
 _WS = rb"[ \t\x0b\x0c\r\x1c-\x1f\x85\xa0]"
 """Whitespace a lenient server splits a request line on: what Python's ``str.split()`` splits
 latin-1 on (``http.server`` takes ``" POST /x HTTP/1.1"`` or tab-separated words as a request)."""
-_REQUEST_LINE = re.compile(
-    rb"%s*([!#$%%&'*+.^_`|~0-9A-Za-z-]+)%s+(\S*).*%sHTTP/[0-9](?:\.[0-9])?%s*" % (_WS, _WS, _WS, _WS), re.S | re.I
-)
+_REQUEST_LINE = re.compile(rb"%s*([!#$%%&'*+.^_`|~0-9A-Za-z-]+)%s+(\S*).*%sHTTP/.*" % (_WS, _WS, _WS), re.S | re.I)
 """An HTTP/1.x request line in any spelling a server may take: whitespace around and between its
-words, a method or version in any case (RFC 9112 section 3 is stricter; lenient servers are not)."""
+words, a method in any case, and a version that is any word starting with ``HTTP/`` in any case.
+RFC 9112 section 3 is stricter; lenient servers are not: ``http.server`` takes leading zeros and
+up to ten digits a side (``HTTP/01.1``, RFC 2145), nginx any number of minor digits (``HTTP/1.001``),
+regular expressions without ``re.ASCII`` other scripts' digits, and an unanchored one junk after."""
+_VERSION_WORD = re.compile(rb"%sHTTP/" % _WS, re.I)  # linear: the full pattern only runs on lines with it
 _LONG_LINE = 8192  # longer unfinished lines keep their start and end (method, version), not the middle
 
 
 class _Wire:
-    """What one socket or TLS object has sent in one scope: the unfinished line, the request
-    head being sent (``(verb, target, judged, body length)``) and body bytes still to skip."""
+    """What one connection has sent in one scope: the unfinished line (``early`` when it was
+    already taken as a request line), the request head being sent (``(verb, target, judged,
+    body length)``) and body bytes still to skip."""
 
-    __slots__ = ("carry", "head", "scope", "skip")
+    __slots__ = ("carry", "early", "head", "scope", "skip")
 
     def __init__(self, scope: Scope) -> None:
-        self.scope, self.carry, self.head, self.skip = scope, b"", None, 0
+        self.scope, self.carry, self.head, self.skip, self.early = scope, b"", None, 0, False
 
 
-_wires: weakref.WeakKeyDictionary[Any, _Wire] = weakref.WeakKeyDictionary()
+def _view(scope: Scope, sender: Any, scheme: str) -> _Wire:
+    """What ``scope`` has seen sent on ``sender``'s connection, shared by every path to it.
+
+    Keyed by the kernel's socket (``os.fstat``'s device and inode: ``dup()``, ``socket.socket(fileno=)``
+    and any descriptor number of it share one), so a head split over two of its socket objects, or
+    a send and an ``os.write``, is read whole; TLS plaintext (``scheme`` ``https``) apart from the
+    bytes below it. An ``ssl.SSLObject`` (no descriptor) is its own key. Kept in the scope."""
+    try:
+        status = os.fstat(sender.fileno() if not isinstance(sender, _Descriptor) else sender.fd)
+        key: Any = (scheme, status.st_dev, status.st_ino)
+    except (AttributeError, OSError, ValueError):
+        key = sender  # an ssl.SSLObject, or a closed socket (whose send fails anyway)
+    views = scope.wires
+    if views is None:
+        views = scope.wires = {}
+    wire = views.get(key)
+    if wire is None:
+        wire = views[key] = _Wire(scope)
+    return wire
 
 
-def _scan(wire: _Wire, data: bytes, sender: Any, scheme: str) -> None:
+def _scan(wire: _Wire, data: bytes, sender: Any, scheme: str, judge: Callable[..., bool] | None = None) -> None:
     """Judge every complete line ``data`` finishes; refusing raises before anything is sent.
 
     A request line is refused when its line ends (``\\n``), so a head split over several sends
-    never reaches the server whole; a body header on a safe method is refused the same way."""
+    never reaches the server whole; a body header on a safe method is refused the same way. The
+    end of the connection ends a line too (``http.server`` takes a request line cut off by it),
+    so an unfinished line that already reads as a request line is judged as one when sent."""
     buf, pos = wire.carry + data, 0
-    head, skip = wire.head, wire.skip
+    head, skip, early = wire.head, wire.skip, wire.early
     while True:
         if skip:
             take = min(skip, len(buf) - pos)
@@ -55,15 +78,44 @@ def _scan(wire: _Wire, data: bytes, sender: Any, scheme: str) -> None:
         end = buf.find(b"\n", pos)
         if end < 0:
             break
-        head, skip = _judge_line(wire.scope, buf[pos:end], head, sender, scheme)
+        if early:
+            early = False  # judged while unfinished (below): its end changes nothing
+        else:
+            head, skip = _judge_line(wire.scope, buf[pos:end], head, sender, scheme, judge or _judge_wire)
         pos = end + 1
     carry = buf[pos:]
     if len(carry) > _LONG_LINE:
         carry = carry[: _LONG_LINE // 2] + b"~" + carry[-64:]
-    wire.carry, wire.head, wire.skip = carry, head, skip
+    if head is None and not skip and not early and _request_line(carry) is not None:
+        head, skip = _judge_line(wire.scope, carry, None, sender, scheme, judge or _judge_wire)
+        early = True
+    wire.carry, wire.head, wire.skip, wire.early = carry, head, skip, early
 
 
-def _judge_line(scope: Scope, line: bytes, head: Any, sender: Any, scheme: str) -> tuple[Any, int]:
+def _settle(wire: _Wire, before: tuple[Any, ...], data: bytes, sent: Any, sender: Any, scheme: str) -> None:
+    """After a send that took only ``sent`` bytes of ``data`` (a count a send returns; 0 when it
+    failed), make the view what was sent: the rest is sent again, or never, and must not be read
+    as sent before what follows (``"\\r\\nGET "`` cut after the line end, then ``"POST /x ..."``)."""
+    if type(sent) is int and 0 <= sent < len(data):
+        wire.carry, wire.head, wire.skip, wire.early = before
+        _scan(wire, data[:sent], sender, scheme, _already_judged)
+
+
+def _already_judged(*args: Any, **kwargs: Any) -> bool:
+    return True  # replaying what was judged and sent: an unsafe line there was let through
+
+
+def _state(wire: _Wire) -> tuple[Any, ...]:
+    return wire.carry, wire.head, wire.skip, wire.early
+
+
+def _request_line(line: bytes) -> re.Match[bytes] | None:
+    return _REQUEST_LINE.fullmatch(line) if _VERSION_WORD.search(line) else None
+
+
+def _judge_line(
+    scope: Scope, line: bytes, head: Any, sender: Any, scheme: str, judge: Callable[..., bool]
+) -> tuple[Any, int]:
     if head is not None:
         verb, target, judged, length = head
         if not line.strip(b"\r \t"):
@@ -74,15 +126,15 @@ def _judge_line(scope: Scope, line: bytes, head: Any, sender: Any, scheme: str) 
             if lowered == b"content-length" and value.strip() == b"0":
                 return head, 0
             if not judged:
-                judged = _judge_wire(scope, verb, target, sender, scheme, has_body=True)
+                judged = judge(scope, verb, target, sender, scheme, has_body=True)
             length = int(value) if lowered == b"content-length" and value.strip().isdigit() else 0
             return (verb, target, judged, length), 0
         return head, 0
-    match = _REQUEST_LINE.fullmatch(line)
+    match = _request_line(line)
     if match is None:
         return None, 0  # not an HTTP/1.x request line: another protocol's bytes, or TLS
     verb, target = match.group(1).decode("ascii").upper(), match.group(2).decode("latin-1")
-    judged = verb not in _WIRE_SAFE and _judge_wire(scope, verb, target, sender, scheme, has_body=False)
+    judged = verb not in _WIRE_SAFE and judge(scope, verb, target, sender, scheme, has_body=False)
     return (verb, target, judged, 0), 0
 
 
@@ -121,15 +173,20 @@ def _wire_guard(cls: type, name: str, data_of: Callable[[tuple[Any, ...]], bytes
         scope = scope_var.get()
         if scope is None or judged_above.get():
             return original(self, *args, **kwargs)
-        wire = _wires.get(self)
-        if wire is None or wire.scope is not scope:
-            wire = _wires[self] = _Wire(scope)
-        _scan(wire, data_of(args), self, scheme)
+        wire, data = _view(scope, self, scheme), data_of(args)
+        before = _state(wire)
+        _scan(wire, data, self, scheme)
         token = judged_above.set(True)  # an SSLSocket's send may call the plain socket's
         try:
-            return original(self, *args, **kwargs)
+            sent = original(self, *args, **kwargs)
+        except OSError:
+            if name != "sendall":  # the others send all they report or nothing (sendall: unknown)
+                _settle(wire, before, data, 0, self, scheme)
+            raise
         finally:
             judged_above.reset(token)
+        _settle(wire, before, data, sent, self, scheme)
+        return sent
 
     guarded.__name__, guarded.__qualname__, guarded.__doc__ = original.__name__, original.__qualname__, original.__doc__
     guarded.__wrapped__ = original  # type: ignore[attr-defined]
@@ -148,7 +205,7 @@ def _joined_buffers(args: tuple[Any, ...]) -> bytes:
 class _Descriptor:
     """A socket known only by its descriptor (``os.write``, ``os.sendfile``): its peer, for messages."""
 
-    __slots__ = ("__weakref__", "fd")
+    __slots__ = ("fd",)
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
@@ -163,25 +220,27 @@ class _Descriptor:
             sock.detach()  # the descriptor stays its owner's
 
 
-_descriptors: dict[int, _Descriptor] = {}
-
-
-def _descriptor_judge() -> Callable[[int, bytes], None] | None:
+def _descriptor_judge() -> lowlevel.Judge | None:
     """The judge of bytes written to a socket descriptor in this scope, ``None`` outside one."""
     scope = scope_var.get()
     if scope is None or judged_above.get():
         return None
 
-    def judge(fd: int, data: bytes) -> None:
-        sender = _descriptors.get(fd)
-        if sender is None:
-            sender = _descriptors[fd] = _Descriptor(fd)
-        wire = _wires.get(sender)
-        if wire is None or wire.scope is not scope:
-            wire = _wires[sender] = _Wire(scope)
+    def judge(fd: int, data: bytes) -> Callable[[int], None]:
+        sender = _Descriptor(fd)
+        wire = _view(scope, sender, "http")
+        before = _state(wire)
         _scan(wire, data, sender, "http")
+        return lambda sent: _settle(wire, before, data, sent, sender, "http")
 
     return judge
+
+
+def _refuse_descriptor(fd: int, what: str) -> None:
+    """Refuse (in enforce mode) a send into socket descriptor ``fd`` whose bytes cannot be judged."""
+    scope = scope_var.get()
+    if scope is not None:
+        scope.attempt(f"{what} connected to {_peer(_Descriptor(fd))}", "http", error=RefusedOnTheWire, layer="wire")
 
 
 def patch_wire() -> None:
@@ -197,4 +256,4 @@ def patch_wire() -> None:
     for name in ("send", "sendall", "write"):
         _wire_guard(ssl.SSLSocket, name, _first_bytes, "https")
     _wire_guard(ssl.SSLObject, "write", _first_bytes, "https")
-    lowlevel.guard_descriptor_sends(_descriptor_judge)
+    lowlevel.guard_descriptor_sends(_descriptor_judge, _refuse_descriptor)
