@@ -137,12 +137,12 @@ def guard_descriptor_sends(judge: Callable[[], Judge | None], refuse: Callable[[
         assert splice is not None
         return int(splice(src, dst, count, *args, **kwargs))
 
-    pairs: tuple[tuple[str, Any, Any], ...] = (
-        ("write", write, guarded_write),
-        ("writev", writev, guarded_writev),
-        ("sendfile", sendfile, guarded_sendfile),
-        ("splice", splice, guarded_splice),
-    )
+    _install((("write", write, guarded_write), ("writev", writev, guarded_writev),
+              ("sendfile", sendfile, guarded_sendfile), ("splice", splice, guarded_splice)))  # fmt: skip
+
+
+def _install(pairs: tuple[tuple[str, Any, Any], ...]) -> None:
+    """Put each ``(name, original, guarded)``'s guard under every name of the original (absent: skipped)."""
     for name, original, guarded in pairs:
         if original is None:
             continue
