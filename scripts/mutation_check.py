@@ -3474,6 +3474,13 @@ CASES += (
         ),
     ),
     Case(
+        "capture: a plugin's own manager that already holds a hook (and so maybe a spec) registers under the capture",
+        "core/_host/hookcalls.py",
+        "    plain = runs_no_code(plugin) and not vars(own.hook)\n",
+        "    plain = runs_no_code(plugin)\n",
+        ("tests/test_own_manager_specs.py::test_discovery_concludes_as_it_did_with_every_spec_added_first",),
+    ),
+    Case(
         "capture: the composition's registration ignores a deprecation the plugin's own already gave",
         "core/_host/hookcalls.py",
         "    if warns:\n        with warnings.catch_warnings():",

@@ -41,7 +41,8 @@ def test_undecodable_metadata_fails_as_read_text_fails(tmp_path: Path) -> None:
 def test_other_distributions_read_their_own_way(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     archive = tmp_path / "plugin.zip"
     with zipfile.ZipFile(archive, "w") as out:
-        out.writestr("plugin-1.0.dist-info/METADATA", "Name: plugin\nVersion: 1.0\nRequires-Dist: mcp-providers<0.0.1\n")
+        metadata = "Name: plugin\nVersion: 1.0\nRequires-Dist: mcp-providers<0.0.1\n"
+        out.writestr("plugin-1.0.dist-info/METADATA", metadata)
     zipped = importlib.metadata.PathDistribution(zipfile.Path(archive, "plugin-1.0.dist-info/"))  # type: ignore[arg-type]
     assert _read_text(zipped, "METADATA") == zipped.read_text("METADATA") is not None
     assert may_require_core(zipped) is True

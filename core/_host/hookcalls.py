@@ -119,9 +119,10 @@ def _register_recording(own: pluggy.PluginManager, record: PluginRecord, plugin:
     :raises Warning: the caller's filters turn a warning into an error (``-W error``); the plugin
         is then rejected like any other registration failure.
     """
-    plain = runs_no_code(plugin)
+    # A manager with no hook caller yet has no spec either (pluggy's check_pending reads hook's dict too).
+    plain = runs_no_code(plugin) and not vars(own.hook)
     if plain:
-        own.register(plugin, name=record.name)  # no spec is there yet: pluggy checks (and warns) nothing
+        own.register(plugin, name=record.name)  # with no spec there, pluggy checks (and warns) nothing
         if not any(spec_may_warn(caller.name) for caller in own.get_hookcallers(plugin) or []):
             add_implemented_specs(own, plugin)
             return False
