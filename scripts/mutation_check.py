@@ -3837,6 +3837,66 @@ CASES += (  # side-effect scope containment (round 16, tester twenty-two F1-F5)
     ),
 )
 
+RWC = "tests/test_register_warning_capture.py::"
+
+CASES += (
+    # issue 43, fifth pass: a registration is made without capturing warnings only where none can come
+    Case(
+        "capture: a module with a __dir__ of its own runs plugin code when registered",
+        SCAN,
+        '    return "__dir__" not in namespace and not any(',
+        "    return not any(",
+        (RWC + "test_plugin_code_that_warns_during_registration_is_still_recorded[module __dir__]",),
+    ),
+    Case(
+        "capture: a staticmethod, classmethod or bound method value may run plugin code when registered",
+        SCAN,
+        "namespace and not any(isinstance(value, _BINDABLE) for value in namespace.values())",
+        "namespace",
+        (
+            RWC + "test_plugin_code_that_warns_during_registration_is_still_recorded[staticmethod value]",
+            RWC + "test_plugin_code_that_warns_during_registration_is_still_recorded[bound method value]",
+        ),
+    ),
+    Case(
+        "capture: only the module type itself is taken to run no code",
+        SCAN,
+        "    if type(plugin) is not types.ModuleType:\n        return False\n    namespace = plugin.__dict__",
+        "    namespace = getattr(plugin, '__dict__', {})",
+        (
+            RWC + "test_plugin_code_that_warns_during_registration_is_still_recorded[instance with __dir__]",
+            RWC + "test_plugin_code_that_warns_during_registration_is_still_recorded[module subclass with __dir__]",
+        ),
+    ),
+    Case(
+        "capture: a hook whose spec warns (a deprecated argument or name) is registered under the capture",
+        SCAN,
+        '    return bool(opts.get("warn_on_impl") or opts.get("warn_on_impl_args"))',
+        "    return False",
+        (
+            RWC + "test_a_plain_module_implementing_a_hook_whose_spec_warns_is_captured",
+            "tests/test_compat.py::test_a_plugin_using_a_deprecated_argument_loads_with_the_named_warning",
+        ),
+    ),
+    Case(
+        "capture: a plugin's own manager that already holds a hook (and so maybe a spec) registers under the capture",
+        "core/_host/hookcalls.py",
+        "    plain = runs_no_code(plugin) and not vars(own.hook)\n",
+        "    plain = runs_no_code(plugin)\n",
+        ("tests/test_own_manager_specs.py::test_discovery_concludes_as_it_did_with_every_spec_added_first",),
+    ),
+    Case(
+        "capture: the composition's registration ignores a deprecation the plugin's own already gave",
+        "core/_host/hookcalls.py",
+        "    if warns:\n        with warnings.catch_warnings():",
+        "    if False:\n        with warnings.catch_warnings():",
+        (
+            RWC + "test_a_plain_module_implementing_a_hook_whose_spec_warns_is_captured",
+            "tests/test_compat.py::test_a_plugin_using_a_deprecated_argument_loads_with_the_named_warning",
+        ),
+    ),
+)
+
 
 def run_case(case: Case) -> tuple[bool | None, str]:
     """``(True, ...)`` killed, ``(False, ...)`` survived, ``(None, why)`` could not be applied."""

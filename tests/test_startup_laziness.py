@@ -59,6 +59,19 @@ NOT_ON_SERVE_PATH = (
     "mcp_providers._serve.state.outage",  # only with [cluster]
     # issue 43, fourth pass
     "pydantic.root_model",  # only when a model uses RootModel (building RootModel itself is ~1 ms)
+    # issue 43, fifth pass: ServiceNow with no instance serves servicenow://instances and ://tables only
+    "mcp_providers.plugins.servicenow.tool_calls",  # the tools' models and calls
+    "mcp_providers.plugins.servicenow.reads",  # an instance's resources and completions
+    "mcp_providers.plugins.servicenow.connect",  # an instance's HTTP client and its secrets
+    "mcp_providers.plugins.servicenow.instance",
+    "mcp_providers.plugins.servicenow.jwt_bearer",
+    "mcp_providers.plugins.servicenow.oauth",
+    "mcp_providers.plugins.servicenow.paging",
+    "mcp_providers.plugins.servicenow.live",  # polling, and the 429 back-off shared through [cluster]
+    "mcp_providers.plugins.servicenow.query",
+    "mcp_providers.plugins.servicenow.schema",
+    "mcp_providers.plugins.servicenow.seed",
+    "mcp_providers.plugins._library_logs",  # httpx2's logs masked while an instance's clients are open
 )
 
 SERVE_PATH = """
@@ -68,8 +81,10 @@ composition = stdio.compose_checked(stdio.load(None), strict=False)
 stdio.server_of(composition, strict=False)
 stdio.reloads(composition, None, None, None)  # serve always makes a reloader (SIGHUP)
 loaded = sorted(m for m in %r if m in sys.modules)  # before the imports below, which import some of them
-from mcp_providers.plugins.servicenow import tools
-built = [n for n in tools.__all__ if getattr(tools, n).__dict__.get("__pydantic_complete__")]
+from mcp_providers.plugins.servicenow import tool_calls
+models = [getattr(tool_calls, n) for n in tool_calls.__all__ if isinstance(getattr(tool_calls, n), type)]
+assert len(models) == 9, models
+built = [m.__name__ for m in models if m.__dict__.get("__pydantic_complete__")]
 from mcp_providers._serve.methods import extensions, skills, tasks
 from mcp_providers._serve.state import shared_reads
 requests = [extensions.ExtensionParams, skills.UriParams, tasks.TaskParams, tasks.UpdateParams, shared_reads._Entry]

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import functools
 import importlib.metadata
+import os
+import pathlib
 import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
@@ -63,13 +65,31 @@ def may_require_core(dist: importlib.metadata.Distribution) -> bool:
     ``importlib.metadata`` reads it) starts with the core's name and no ``requires.txt`` spells it
     (so no line of ``dist.requires`` can name it). Read as text, without parsing the metadata as a
     message (about 1 ms each, for every installed plugin distribution)."""
-    metadata = dist.read_text("METADATA") or dist.read_text("PKG-INFO")
+    metadata = _read_text(dist, "METADATA") or _read_text(dist, "PKG-INFO")
     if metadata is None:  # no metadata file at all: let dist.requires decide
         return True
     if _REQUIRES_CORE.search(metadata):
         return True
-    egg_requires = dist.read_text("requires.txt")  # what dist.requires reads when METADATA lists none
+    egg_requires = _read_text(dist, "requires.txt")  # what dist.requires reads when METADATA lists none
     return egg_requires is not None and re.search(_CORE_SPELLED, egg_requires, re.IGNORECASE) is not None
+
+
+_NOT_THERE = (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError)
+"""What ``PathDistribution.read_text`` takes for a file that is not there (its ``KeyError`` is a zip's)."""
+
+
+def _read_text(dist: importlib.metadata.Distribution, name: str) -> str | None:
+    """``dist.read_text(name)``: for a distribution in a folder on disk, the same ``open`` that
+    ``pathlib.Path.read_text`` makes, without making a path object (a third of the cost of a
+    missing ``requires.txt``, issue 43); any other distribution (a zip, a finder's own) reads its way."""
+    where = getattr(dist, "_path", None)
+    if type(dist) is not importlib.metadata.PathDistribution or not isinstance(where, pathlib.Path):
+        return dist.read_text(name)
+    try:
+        with open(os.path.join(where, name), encoding="utf-8") as file:
+            return file.read()
+    except _NOT_THERE:
+        return None
 
 
 def plugin_core_problem(dist: importlib.metadata.Distribution) -> str | None:

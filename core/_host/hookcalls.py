@@ -13,7 +13,7 @@ import pluggy
 from pydantic import BaseModel, ValidationError
 
 from mcp_providers import hookspecs
-from mcp_providers._host.hookscan import PluginManager, add_implemented_specs
+from mcp_providers._host.hookscan import PluginManager, add_implemented_specs, runs_no_code, spec_may_warn
 from mcp_providers._host.isolation import one_line, reraise_interrupt, stdout_to_stderr, watched
 from mcp_providers._host.records import PROVIDER_HOOKS, PluginRecord
 from mcp_providers._host.shape import HOOKS, did_you_mean, provider_problem
@@ -70,7 +70,7 @@ def register_plugin(pm: pluggy.PluginManager, record: PluginRecord, plugin: obje
     the composition's (which lists every plugin); a mismatch with the hookspecs rejects it."""
     own = plugin_manager(specs=False)
     try:
-        _register_recording(own, record, plugin)
+        warns = _register_recording(own, record, plugin)
     except pluggy.PluginValidationError as exc:
         record.reject(f"hook signature does not match the hookspec: {one_line(exc)}")
         return
@@ -92,8 +92,11 @@ def register_plugin(pm: pluggy.PluginManager, record: PluginRecord, plugin: obje
             f"as {taken!r}: remove one of the two names (or leave it out with deny = [{record.name!r}])"
         )
         return
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", MCPProvidersDeprecationWarning)  # issued once already, above
+    if warns:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", MCPProvidersDeprecationWarning)  # issued once already, above
+            pm.register(plugin, name=record.name)
+    else:  # it ran no plugin code and no spec it implements warns: nothing to ignore
         pm.register(plugin, name=record.name)
     record.plugin, record.manager = plugin, own
     record.hooks = sorted(hc.name for hc in callers)
@@ -101,24 +104,39 @@ def register_plugin(pm: pluggy.PluginManager, record: PluginRecord, plugin: obje
         record.authorize_evidence = "pluggy registered an authorize hookimpl from it"
 
 
-def _register_recording(own: pluggy.PluginManager, record: PluginRecord, plugin: object) -> None:
+def _register_recording(own: pluggy.PluginManager, record: PluginRecord, plugin: object) -> bool:
     """``own.register(plugin)`` and the hookspecs of the hooks it implements, keeping each
     deprecation warning pluggy gives (``warn_on_impl_args``) in ``record.deprecations`` and then
     issuing every warning again under the caller's filters.
 
+    Warnings are captured only where one can be given: plugin code may run (:func:`runs_no_code`),
+    or a hook it implements has a spec that warns (:func:`spec_may_warn`); capturing costs about
+    as much as the registration of a small plugin module (issue 43).
+
+    :returns: whether registering it could warn (the composition's registration then ignores the
+        deprecations given here, which would otherwise be given twice).
     :raises pluggy.PluginValidationError: an implementation does not match its hookspec.
     :raises Warning: the caller's filters turn a warning into an error (``-W error``); the plugin
         is then rejected like any other registration failure.
     """
+    # A manager with no hook caller yet has no spec either (pluggy's check_pending reads hook's dict too).
+    plain = runs_no_code(plugin) and not vars(own.hook)
+    if plain:
+        own.register(plugin, name=record.name)  # with no spec there, pluggy checks (and warns) nothing
+        if not any(spec_may_warn(caller.name) for caller in own.get_hookcallers(plugin) or []):
+            add_implemented_specs(own, plugin)
+            return False
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")  # a deprecation must not fail registration half-way
-        own.register(plugin, name=record.name)
+        if not plain:
+            own.register(plugin, name=record.name)
         add_implemented_specs(own, plugin)
     for w in caught:
         if issubclass(w.category, MCPProvidersDeprecationWarning):
             record.deprecations.append(f"{w.message} ({w.filename}:{w.lineno})")
     for w in caught:
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return True
 
 
 def configure_plugin(pm: pluggy.PluginManager, record: PluginRecord, config: Config) -> None:

@@ -162,6 +162,32 @@ def add_implemented_specs(pm: pluggy.PluginManager, plugin: object) -> None:
             pm.add_hookspecs(space)
 
 
+def runs_no_code(plugin: object) -> bool:
+    """Whether registering ``plugin`` with pluggy can run none of its code: a plain module (the
+    module type itself) with no ``__dir__`` of its own (``dir()`` would call it) and no
+    staticmethod, classmethod or bound method among its values (pluggy reads the marker through
+    those, which may reach any object's ``__getattr__``). Its functions' markers are plain
+    attribute reads, and :func:`inspect.getattr_static` runs no code.
+
+    A registration that runs no code and checks no implementation against a spec that warns
+    (:func:`spec_may_warn`) cannot warn, so it is made without capturing warnings (issue 43)."""
+    if type(plugin) is not types.ModuleType:
+        return False
+    namespace = plugin.__dict__
+    return "__dir__" not in namespace and not any(isinstance(value, _BINDABLE) for value in namespace.values())
+
+
+def spec_may_warn(hook: str) -> bool:
+    """Whether pluggy may warn when checking an implementation of ``hook`` against its hookspec:
+    the spec has a ``warn_on_impl``, or a ``warn_on_impl_args`` table that is not empty (read as
+    pluggy's ``_verify_hook`` reads them, at the time of asking). A hook with no spec: ``False``
+    (pluggy checks nothing against it)."""
+    opts = getattr(getattr(hookspecs, hook, None), f"{hookspecs.PROJECT}_spec", None)
+    if not isinstance(opts, dict):
+        return False
+    return bool(opts.get("warn_on_impl") or opts.get("warn_on_impl_args"))
+
+
 _SCANNER = PluginManager(hookspecs.PROJECT)
 """The manager :func:`scan_authorize` asks (``parse_hookimpl_opts`` reads the plugin and the
 project name only; nothing is ever registered on it), one per process rather than one per plugin."""

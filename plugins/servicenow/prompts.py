@@ -11,17 +11,19 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from mcp_providers import policy
 from mcp_providers.credentials import Credential, Upstream
 from mcp_providers.errors import InvalidParams
 from mcp_providers.identity import Principal
 from mcp_providers.models import Prompt, PromptArgument
-from mcp_providers.plugins.servicenow.client import InstancePool
 from mcp_providers.plugins.servicenow.icons import ICONS
-from mcp_providers.plugins.servicenow.query import QueryError, check_number
-from mcp_providers.plugins.servicenow.resources import MIME, NUMBER_PREFIX, incident_envelope, incident_numbers
+from mcp_providers.plugins.servicenow.resources import MIME, NUMBER_PREFIX
 from mcp_providers.providers import CompletionRequest, Embed, Message, PromptProvider
+
+if TYPE_CHECKING:  # the client, the query checks and the reads come with the first instance (issue 43)
+    from mcp_providers.plugins.servicenow.client import InstancePool
 
 __all__ = ["BRIEF", "ServiceNowPrompts"]
 
@@ -81,6 +83,9 @@ class ServiceNowPrompts(PromptProvider):
         if instance not in self._pool.names:
             raise InvalidParams(f"prompt {BRIEF}: unknown instance {instance[:64]!r}; configured instances: "
                                 f"{', '.join(self._pool.names)}")  # fmt: skip
+        from mcp_providers.plugins.servicenow.query import QueryError, check_number
+        from mcp_providers.plugins.servicenow.reads import incident_envelope
+
         try:
             number = check_number(arguments.get("number", ""))
         except QueryError as exc:
@@ -101,4 +106,6 @@ class ServiceNowPrompts(PromptProvider):
         prefix = request.value.upper()
         if instance not in self._pool.names or not NUMBER_PREFIX.fullmatch(prefix):
             return []
+        from mcp_providers.plugins.servicenow.reads import incident_numbers
+
         return await incident_numbers(self._pool.client_for(instance, request), prefix)

@@ -55,21 +55,20 @@ import logging
 import re
 from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from mcp_providers import policy
 from mcp_providers.errors import InvalidParams, NotFound
 from mcp_providers.models import Freshness, Members, Resource, ResourceTemplate
-from mcp_providers.plugins.servicenow import live
-from mcp_providers.plugins.servicenow.client import InstancePool
 from mcp_providers.plugins.servicenow.icons import ICONS
-from mcp_providers.plugins.servicenow.instance import InstanceClient
-from mcp_providers.plugins.servicenow.query import Filter, Order, QueryError, build_query, check_number, check_sys_id
-from mcp_providers.plugins.servicenow.schema import RECORD_SHAPE, raw
-from mcp_providers.plugins.servicenow.settings import InstanceSettings
 from mcp_providers.providers import CompletionRequest, Content, Publisher, ReadRequest, ResourceProvider
+
+if TYPE_CHECKING:  # with no instance configured none of these is imported (issue 43)
+    from mcp_providers.plugins.servicenow import live
+    from mcp_providers.plugins.servicenow.client import InstancePool
+    from mcp_providers.plugins.servicenow.settings import InstanceSettings
 
 __all__ = [
     "META_KEY",
@@ -77,8 +76,6 @@ __all__ = [
     "TABLES",
     "ServiceNowResources",
     "envelope",
-    "incident_envelope",
-    "incident_numbers",
 ]
 
 MIME = "application/json"
@@ -105,7 +102,7 @@ TABLES: tuple[dict[str, Any], ...] = (
 """Metadata of the tables served as resources (every table is reachable through the tools)."""
 
 INFO = "servicenow://{instance}/info"
-_MEMBERS = {
+MEMBERS = {
     "incidents": "servicenow://{instance}/incidents/{number}",
     "update-sets": "servicenow://{instance}/update-sets/{sys_id}",
 }
@@ -155,8 +152,10 @@ class ServiceNowResources(ResourceProvider):
 
     def __init__(self, pool: InstancePool) -> None:
         self._pool = pool
-        # the 429 back-off goes through the publisher too, so replicas share it ([cluster])
-        pool.backoff = live.SharedBackoff(pool.backoff, lambda: self.publisher)
+        if pool.names:  # the 429 back-off goes through the publisher too, so replicas share it ([cluster])
+            from mcp_providers.plugins.servicenow.live import SharedBackoff
+
+            pool.backoff = SharedBackoff(pool.backoff, lambda: self.publisher)
         self.pollers: dict[str, live.Poller] = {}
         """Instance name -> its poller, while the server runs."""
 
@@ -186,7 +185,7 @@ class ServiceNowResources(ResourceProvider):
 
         def template(path: str, name: str, title: str, description: str) -> ResourceTemplate:
             freshness = _UNANNOUNCED if path == "info" else _LIVE  # info changes only with the configuration
-            member = _MEMBERS.get(path)
+            member = MEMBERS.get(path)
             meta = unwatched if per_user and path != "info" else None
             return ResourceTemplate(uri_template=f"servicenow://{{instance}}/{path}", name=name, title=title,
                                     description=description, mime_type=MIME, icons=ICONS, freshness=freshness,
@@ -220,6 +219,10 @@ class ServiceNowResources(ResourceProvider):
         if "instance" in params and self._pool.settings(params["instance"]).per_user:
             raise InvalidParams(f"servicenow://{params['instance']}/...: {PER_USER_UNWATCHABLE}; read it again "
                                 f"instead", data={"instance": params["instance"], "subscribable": False})  # fmt: skip
+        if "number" not in params and "sys_id" not in params:
+            return
+        from mcp_providers.plugins.servicenow.query import QueryError, check_number, check_sys_id
+
         try:
             if "number" in params:
                 check_number(params["number"])
@@ -231,6 +234,11 @@ class ServiceNowResources(ResourceProvider):
     @contextlib.asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:
         """Open the instances' clients and poll each (the first snapshot is taken before serving)."""
+        if not self._pool.names:  # nothing to open, poll or write to
+            yield
+            return
+        from mcp_providers.plugins.servicenow import live
+
         async with self._pool.opened(), anyio.create_task_group() as pollers:
             live.register(self._pool, self._publish)
             started = []
@@ -270,26 +278,18 @@ class ServiceNowResources(ResourceProvider):
         instance = request.context.get("instance", "")
         if instance not in self._pool.names:
             return []
+        from mcp_providers.plugins.servicenow.reads import incident_numbers, update_set_ids
+
         if template.name == "servicenow-incident" and request.argument == "number":
             prefix = request.value.upper()
             if not NUMBER_PREFIX.fullmatch(prefix):
                 return []
-            table, key, filters = "incident", "number", [Filter(field="active", value="true")]
-            orders = [Order(field="number")]
-        elif template.name == "servicenow-update-set" and request.argument == "sys_id":
-            prefix = request.value
-            if not _SYS_ID_PREFIX.fullmatch(prefix):
+            return await incident_numbers(self._pool.client_for(instance, request), prefix)
+        if template.name == "servicenow-update-set" and request.argument == "sys_id":
+            if not _SYS_ID_PREFIX.fullmatch(request.value):
                 return []
-            table, key, filters = "sys_update_set", "sys_id", [Filter(field="state", value="in progress")]
-            orders = [Order(field="sys_updated_on", descending=True)]
-        else:
-            return await super().complete(template, request)
-        if prefix:
-            filters.append(Filter(field=key, operator="STARTSWITH", value=prefix))
-        page = await self._pool.client_for(instance, request).list_records(
-            table, query=build_query(filters, orders), fields=(key,), limit=20
-        )
-        return [raw(r.get(key)) for r in page.records if raw(r.get(key))]
+            return await update_set_ids(self._pool.client_for(instance, request), request.value)
+        return await super().complete(template, request)
 
     async def read(self, request: ReadRequest) -> Content:
         """Read one resource (the core runs it in the read-only scope: no write reaches an instance).
@@ -310,24 +310,29 @@ class ServiceNowResources(ResourceProvider):
                                          data=list(TABLES), record_count=len(TABLES), total=len(TABLES),
                                          has_more=False))  # fmt: skip
         instance = self._instance(request)
+        from mcp_providers.plugins.servicenow import reads
+        from mcp_providers.plugins.servicenow.query import QueryError, check_number, check_sys_id
+
         try:
             if name == "servicenow-instance-info":
                 return Content(text=self._info(instance))
             client = self._pool.client_for(instance, request)
             fields = client.settings.fields
             if name == "servicenow-incidents":
-                return Content(text=await self._active(client, "incident", fields.incidents, "incidents"))
+                return Content(text=await reads.active(client, "incident", fields.incidents, "incidents"))
             if name == "servicenow-problems":
-                return Content(text=await self._active(client, "problem", fields.problems, "problems"))
+                return Content(text=await reads.active(client, "problem", fields.problems, "problems"))
             if name == "servicenow-change-requests":
-                return Content(text=await self._active(client, "change_request", fields.change_requests,
+                return Content(text=await reads.active(client, "change_request", fields.change_requests,
                                                        "change requests"))  # fmt: skip
             if name == "servicenow-incident":
-                return Content(text=await self._incident(client, check_number(request.params.get("number", ""))))
+                number = check_number(request.params.get("number", ""))
+                return Content(text=await reads.incident_envelope(client, number))
             if name == "servicenow-update-sets":
-                return Content(text=await self._update_sets(client))
+                return Content(text=await reads.update_sets(client))
             if name == "servicenow-update-set":
-                return Content(text=await self._update_set(client, check_sys_id(request.params.get("sys_id", ""))))
+                sys_id = check_sys_id(request.params.get("sys_id", ""))
+                return Content(text=await reads.update_set(client, sys_id))
         except QueryError as exc:
             raise InvalidParams(f"{request.uri}: {exc}", data={"uri": request.uri}) from None
         except NotFound as exc:
@@ -375,116 +380,6 @@ class ServiceNowResources(ResourceProvider):
         }  # fmt: skip
         return envelope(instance=instance, description=f"ServiceNow instance {instance}", data=data,
                         record_count=1, total=1, has_more=False)  # fmt: skip
-
-    async def _active(self, client: InstanceClient, table: str, fields: Sequence[str], label: str) -> str:
-        query = build_query([Filter(field="active", value="true")],
-                            [Order(field="sys_created_on", descending=True), Order(field="sys_id")])  # fmt: skip
-        page = await client.list_records(table, query=query, fields=fields)
-        records, total = page.records, page.total
-        if table == "incident":  # each incident is also served on its own: list only those the caller may read
-            records, total = _readable(records, total, client.name, _MEMBERS["incidents"], "number")
-        return envelope(instance=client.name, description=f"Active {label} on {client.name}, newest first",
-                        data=records, record_count=len(records), total=total,
-                        has_more=page.has_more, table=table, query=query, offset=page.offset,
-                        limit=page.limit, next_offset=page.next_offset, hidden_records=page.hidden,
-                        record_shape=RECORD_SHAPE)  # fmt: skip
-
-    async def _incident(self, client: InstanceClient, number: str) -> str:
-        return await incident_envelope(client, number)
-
-    async def _update_sets(self, client: InstanceClient) -> str:
-        query = build_query([Filter(field="state", value="in progress")],
-                            [Order(field="sys_updated_on", descending=True), Order(field="sys_id")])  # fmt: skip
-        page = await client.list_records("sys_update_set", query=query, fields=client.settings.fields.update_sets)
-        records, total = _readable(page.records, page.total, client.name, _MEMBERS["update-sets"], "sys_id")
-        return envelope(instance=client.name, description=f"Update sets in progress on {client.name}",
-                        data=records, record_count=len(records), total=total,
-                        has_more=page.has_more, table="sys_update_set", query=query, offset=page.offset,
-                        limit=page.limit, next_offset=page.next_offset, hidden_records=page.hidden,
-                        record_shape=RECORD_SHAPE)  # fmt: skip
-
-    async def _update_set(self, client: InstanceClient, sys_id: str) -> str:
-        settings = client.settings
-        update_set = await client.get_record("sys_update_set", sys_id, fields=settings.fields.update_sets)
-        # sys_id breaks ties so pages stay disjoint while we walk them
-        query = build_query([Filter(field="update_set", value=sys_id)],
-                            [Order(field="sys_created_on"), Order(field="sys_id")])  # fmt: skip
-        budget = settings.update_set_record_budget
-        records: list[dict[str, Any]] = []
-        total: int | None = None
-        pages = hidden = 0
-        offset: int | None = 0
-        # walk by the offsets asked for (ACLs leave holes in a page), up to budget positions
-        while offset is not None and offset < budget:
-            limit = min(settings.update_set_page_size, budget - offset)
-            page = await client.list_records("sys_update_xml", query=query, fields=settings.fields.update_set_records,
-                                             limit=limit, offset=offset)  # fmt: skip
-            pages += 1
-            total = page.total if page.total is not None else total
-            records.extend(page.records)
-            hidden += page.hidden
-            offset = page.next_offset
-        reached = offset if offset is not None else None
-        if reached is None:
-            missing: int | None = 0
-        elif total is not None:
-            missing = max(0, total - reached)
-        else:
-            missing = None
-        if missing == 0:
-            shortfall = None
-        elif missing is None:
-            shortfall = (f"stopped after {budget} record positions (update_set_record_budget); the instance sent "
-                         f"no X-Total-Count, so how many more exist is unknown")  # fmt: skip
-        else:
-            shortfall = (f"{missing} of {total} sys_update_xml records were not fetched: the read stops at "
-                         f"update_set_record_budget = {budget} records")  # fmt: skip
-        groups: dict[str, list[dict[str, Any]]] = {}
-        for record in records:
-            groups.setdefault(raw(record.get("type")) or "(no type)", []).append(record)
-        components = [{"type": kind, "count": len(items), "records": items} for kind, items in sorted(groups.items())]
-        data = {"update_set": update_set, "total_records": total, "fetched_records": len(records),
-                "hidden_records": hidden, "missing_records": missing, "components": components}  # fmt: skip
-        return envelope(instance=client.name, description=f"Update set {sys_id} on {client.name} with its records",
-                        data=data, record_count=len(records), total=total, has_more=missing != 0,
-                        table="sys_update_xml", query=query, pages=pages, record_budget=budget,
-                        missing_records=missing, hidden_records=hidden, shortfall=shortfall,
-                        record_shape=RECORD_SHAPE)  # fmt: skip
-
-
-async def incident_envelope(client: InstanceClient, number: str) -> str:
-    """The body of ``servicenow://{instance}/incidents/{number}``, read through ``client``.
-
-    :raises NotFound: no such incident, or the instance's ACLs hide it from the client's user (the
-        two are told apart by nobody: the message is the same).
-    """
-    query = build_query([Filter(field="number", value=number)])
-    page = await client.list_records("incident", query=query, fields=client.settings.fields.incident, limit=1)
-    if not page.records:
-        raise NotFound(f"no incident {number} on instance {client.name!r}")
-    return envelope(instance=client.name, description=f"Incident {number} on {client.name}",
-                    data=page.records[0], record_count=1, total=1, has_more=False, table="incident",
-                    record_shape=RECORD_SHAPE)  # fmt: skip
-
-
-async def incident_numbers(client: InstanceClient, prefix: str) -> list[str]:
-    """Up to 20 active incident numbers starting with ``prefix`` (already checked), read through ``client``."""
-    filters = [Filter(field="active", value="true")]
-    if prefix:
-        filters.append(Filter(field="number", operator="STARTSWITH", value=prefix))
-    page = await client.list_records("incident", query=build_query(filters, [Order(field="number")]),
-                                     fields=("number",), limit=20)  # fmt: skip
-    return [raw(r.get("number")) for r in page.records if raw(r.get("number"))]
-
-
-def _readable(
-    records: list[dict[str, Any]], total: int | None, instance: str, member: str, key: str
-) -> tuple[list[dict[str, Any]], int | None]:
-    """The records whose own resource (``member`` with ``instance`` and the record's ``key``) the
-    caller may read, and ``total`` less those left out (``None`` stays ``None``)."""
-    uri = member.replace("{instance}", instance)
-    kept = [r for r in records if policy.allowed("read", uri.replace("{" + key + "}", raw(r.get(key)) or ""))]
-    return kept, None if total is None else total - (len(records) - len(kept))
 
 
 def _per_user(settings: InstanceSettings) -> dict[str, Any]:
