@@ -3447,6 +3447,26 @@ CASES += (  # a typed template value has one spelling (round 16, tester twenty-o
         ("tests/test_template_values_canonical.py::test_another_spelling_is_refused_naming_the_canonical_one",),
     ),
     Case(
+        "openapi: a format below anyOf/oneOf/allOf is judged",
+        "plugins/openapi/values.py",
+        '    for combined in ("anyOf", "oneOf", "allOf"):',
+        "    for combined in ():",
+        (
+            "tests/openapi/test_openapi_template_spellings.py::"
+            "test_another_spelling_of_a_typed_value_is_refused_naming_the_one_to_use",
+        ),
+    ),
+    Case(
+        "openapi: an integral number of any spelling is sent in digits",
+        "plugins/openapi/query.py",
+        "    if isinstance(value, float) and value.is_integer() and abs(value) < 2**63:",
+        "    if isinstance(value, float) and value.is_integer() and abs(value) < 1e16:",
+        (
+            "tests/openapi/test_openapi_template_spellings.py::"
+            "test_another_spelling_of_a_typed_value_is_refused_naming_the_one_to_use",
+        ),
+    ),
+    Case(
         "template: equal Decimals have one text",
         "core/_decorated.py",
         '        return "0" if value.is_zero() else format(value.normalize(), "f")',

@@ -58,13 +58,14 @@ def is_object(parameter: Parameter) -> bool:
 
 def text(value: Any) -> str:
     """JSON ``value``'s one text as sent: a string as it is, ``true``, ``null``, a number in its
-    shortest form (``1`` for ``1.0`` too: a JSON number has one value, and a rule naming the path
-    ``/notes/1`` must hold for the path the value makes), anything else as compact JSON."""
+    shortest form (``1`` for ``1.0`` too, and an integral one below 2**63 in digits: a JSON number
+    has one value, and a rule naming the path ``/notes/1`` must hold for the path the value makes),
+    anything else as compact JSON."""
     if isinstance(value, str):
         return value
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, float) and value.is_integer() and abs(value) < 1e16:
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**63:  # 1e16 is 10000000000000000
         return str(int(value))
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 

@@ -151,7 +151,8 @@ def _json_scalar(text: str) -> Any:
 
 
 def _spelling(value: Any) -> str:
-    """The one text of JSON scalar ``value``: ``true``, ``null``, ``1`` (for 1.0 too), ``1.5``, ``1e+16``."""
+    """The one text of JSON scalar ``value``: ``true``, ``null``, ``1`` (for 1.0 too), ``1.5``,
+    ``10000000000000000`` (for 1e16 too), ``1e-07``."""
     return text(value)
 
 
@@ -176,31 +177,72 @@ def _lax(text: str, schema: Mapping[str, Any]) -> list[Any]:
 
 def _formatted(schema: Mapping[str, Any], text: str, refuse: Callable[[str], NoReturn]) -> str:
     """``text``'s canonical spelling in the ``format`` of string ``schema`` (``uuid``, ``date``,
-    ``date-time``; ``$ref`` followed within ``$defs``), else ``text`` itself."""
-    found = _format(schema, schema.get("$defs", {}), 0)
-    if found == "uuid":
-        try:
-            return str(uuid.UUID(text))
-        except ValueError:
-            return refuse("is not a UUID: give 32 hex digits in lower case, dashed 8-4-4-4-12")
-    if found == "date":
-        try:
-            return datetime.date.fromisoformat(text).isoformat()
-        except ValueError:
-            return refuse("is not a date: give YYYY-MM-DD")
-    if found == "date-time":
-        return _instant(text, refuse)
+    ``date-time``; ``$ref`` followed within ``$defs``, and ``anyOf``/``oneOf``/``allOf`` looked
+    through: FastAPI's ``Optional[UUID]``, OpenAPI 3.0's ``allOf: [$ref]``), else ``text`` itself.
+    Of several formats, the first ``text`` is in; none, and no alternative without one: refused."""
+    formats = _formats(schema, schema.get("$defs", {}), 0)
+    known = [f for f in formats if f in _CANONICAL]
+    for found in known:
+        canonical = _CANONICAL[found](text)
+        if canonical is not None:
+            return canonical
+    if known and None not in formats:
+        if known[0] == "date-time":
+            _instant(text, refuse)  # says which: not a date-time, or no offset
+        return refuse(_NOT_IN[known[0]])
     return text
 
 
-def _format(schema: Mapping[str, Any], defs: Mapping[str, Any], depth: int) -> str | None:
+def _formats(schema: Mapping[str, Any], defs: Mapping[str, Any], depth: int) -> list[str | None]:
+    """The ``format`` of each alternative ``schema`` allows (``None``: one without a format), a
+    ``null`` alternative left out."""
     if isinstance(schema.get("format"), str):
-        return str(schema["format"])
+        return [str(schema["format"])]
     ref = schema.get("$ref")
     if isinstance(ref, str) and ref.startswith("#/$defs/") and depth < 8:
         target = defs.get(ref.removeprefix("#/$defs/"))
-        return _format(target, defs, depth + 1) if isinstance(target, Mapping) else None
-    return None
+        return _formats(target, defs, depth + 1) if isinstance(target, Mapping) else [None]
+    for combined in ("anyOf", "oneOf", "allOf"):
+        branches = schema.get(combined)
+        if isinstance(branches, list) and depth < 8:
+            found = [f for b in branches if isinstance(b, Mapping) and b.get("type") != "null"
+                     for f in _formats(b, defs, depth + 1)]  # fmt: skip
+            if combined == "allOf":  # every member applies: a format any of them names
+                found = [f for f in found if f is not None] or [None]
+            return found or [None]
+    return [None]
+
+
+def _uuid(text: str) -> str | None:
+    try:
+        return str(uuid.UUID(text))
+    except ValueError:
+        return None
+
+
+def _date(text: str) -> str | None:
+    try:
+        return datetime.date.fromisoformat(text).isoformat()
+    except ValueError:
+        return None
+
+
+def _date_time(text: str) -> str | None:
+    def not_one(_why: str) -> NoReturn:
+        raise ValueError(_why)
+
+    try:
+        return _instant(text, not_one)
+    except ValueError:
+        return None
+
+
+_CANONICAL: dict[str, Callable[[str], str | None]] = {"uuid": _uuid, "date": _date, "date-time": _date_time}
+"""A format's canonical spelling of a text, ``None`` when the text is not in it."""
+_NOT_IN = {
+    "uuid": "is not a UUID: give 32 hex digits in lower case, dashed 8-4-4-4-12",
+    "date": "is not a date: give YYYY-MM-DD",
+}
 
 
 def _instant(text: str, refuse: Callable[[str], NoReturn]) -> str:

@@ -79,8 +79,18 @@ def _document() -> dict[str, Any]:
         "/guarded/{s}": _get("guarded", _path("s", {"type": "string", "pattern": "^(?!admin).*$"})),
         "/clash": _get("clash", _query("a-b", {"type": "string"}), _query("a_b", {"type": "string"})),
         "/dash": _get("dash", _query("-", {"type": "string"})),
+        # a format below anyOf/allOf: FastAPI's Optional[UUID], OpenAPI 3.0's allOf: [$ref] (tester twenty-three F1)
+        "/any/{id}": _get("anyId", _path("id", {"anyOf": [{"type": "string", "format": "uuid"}, {"type": "null"}]})),
+        "/all/{id}": _get("allId", _path("id", {"allOf": [{"$ref": "#/components/schemas/Id"}]})),
+        "/either/{v}": _get(
+            "either",
+            _path("v", {"anyOf": [{"type": "string", "format": "uuid"}, {"type": "string", "format": "date"}]}),
+        ),
+        "/optat": _get("optat", _query("t", {"anyOf": [{"type": "string", "format": "date-time"}, {"type": "null"}]})),
     }
-    components = {"schemas": {"Kind": {"type": "integer", "enum": [1, 2, 3]}}}
+    components = {
+        "schemas": {"Kind": {"type": "integer", "enum": [1, 2, 3]}, "Id": {"type": "string", "format": "uuid"}}
+    }
     return {"openapi": "3.1.0", "info": {"title": "Spell", "version": "1"}, "paths": paths, "components": components}
 
 
@@ -161,6 +171,15 @@ async def _sent(app: Any, uri: str) -> str:
         ("openapi://sp/ids/1%2C02", "2"),
         ("openapi://sp/search?limit=010", "10"),
         ("openapi://sp/search?tag=1&tag=%2B2", "2"),
+        (f"openapi://sp/any/{OTHER.replace('-', '')}", OTHER),
+        (f"openapi://sp/any/%7B{OTHER}%7D", OTHER),
+        (f"openapi://sp/all/{OTHER.upper()}", OTHER),
+        (f"openapi://sp/either/{OTHER.replace('-', '')}", OTHER),
+        ("openapi://sp/either/20240105", "2024-01-05"),
+        ("openapi://sp/optat?t=2024-01-05T11:00:00%2B01:00", "2024-01-05T10:00:00Z"),
+        ("openapi://sp/optat?t=2024-01-05T10:00:00.000Z", "2024-01-05T10:00:00Z"),
+        ("openapi://sp/loop/1e%2B16", "10000000000000000"),  # one integer, two texts (tester twenty-three F6)
+        ("openapi://sp/loop/1e16", "10000000000000000"),
     ],
 )
 async def test_another_spelling_of_a_typed_value_is_refused_naming_the_one_to_use(
@@ -262,6 +281,11 @@ async def test_a_value_its_schema_refuses_is_not_sent(spell: Any, uri: str, said
         ("openapi://sp/name/01", "/v1/name/01"),
         ("openapi://sp/ids/1%2C2", "/v1/ids/1%2C2"),
         ("openapi://sp/search?limit=10&tag=1&tag=2&q=007", "/v1/search?limit=10&tag=1&tag=2&q=007"),
+        (f"openapi://sp/any/{OTHER}", f"/v1/any/{OTHER}"),
+        (f"openapi://sp/all/{OTHER}", f"/v1/all/{OTHER}"),
+        ("openapi://sp/either/2024-01-05", "/v1/either/2024-01-05"),
+        ("openapi://sp/optat?t=2024-01-05T10:00:00Z", "/v1/optat?t=2024-01-05T10%3A00%3A00Z"),
+        ("openapi://sp/loop/10000000000000000", "/v1/loop/10000000000000000"),
     ],
 )
 async def test_the_canonical_spelling_is_sent(spell: Any, uri: str, sent: str) -> None:
