@@ -3538,15 +3538,8 @@ CASES += (  # a read's template value: checked by its schema, in one spelling (r
     Case(
         "openapi: a uuid-format value that is no UUID is refused",
         "plugins/openapi/values.py",
-        '            return refuse("is not a UUID: give 32 hex digits in lower case, dashed 8-4-4-4-12")',
-        "            return text",
-        (SPELL + "test_a_value_its_schema_refuses_is_not_sent",),
-    ),
-    Case(
-        "openapi: a date-format value that is no date is refused",
-        "plugins/openapi/values.py",
-        '            return refuse("is not a date: give YYYY-MM-DD")',
-        "            return text",
+        "        return refuse(_NOT_IN[known[0]])",
+        "        return text",
         (SPELL + "test_a_value_its_schema_refuses_is_not_sent",),
     ),
     Case(
@@ -3573,7 +3566,7 @@ CASES += (  # a read's template value: checked by its schema, in one spelling (r
     Case(
         "openapi: a JSON number is sent in one spelling (1, not 1.0)",
         "plugins/openapi/query.py",
-        "    if isinstance(value, float) and value.is_integer() and abs(value) < 1e16:",
+        "    if isinstance(value, float) and value.is_integer() and abs(value) < 2**63:",
         "    if False:",
         (SPELL + "test_a_tool_path_value_has_one_spelling_so_a_call_deny_holds",),
     ),
