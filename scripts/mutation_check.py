@@ -4012,10 +4012,24 @@ CASES += (  # a skill file that copies a resource never serves what a rule on it
         (SKC + "test_check_warns_when_a_rule_denies_an_alias_but_not_what_it_copies",),
     ),
     Case(
+        "documcp: a workflow skill's SKILL.md is a copy of its workflow and the guidance",
+        "plugins/documcp/workflow_skills.py",
+        '{"workflow.json": originals, "SKILL.md": (*originals, GUIDANCE)}',
+        '{"workflow.json": originals}',
+        (SKC + "test_a_skill_md_is_refused_where_the_guidance_it_writes_out_is_denied",),
+    ),
+    Case(
+        "check: only an alias (one fixed member) is called a copy",
+        "core/_host/advisories.py",
+        'len(members) != 1 or "{" in members[0]',
+        'not members or "{" in members[0]',
+        (SKC + "test_an_index_of_several_denied_while_they_stay_readable_is_not_called_a_copy",),
+    ),
+    Case(
         "documcp: a workflow's copy names its short aliases too",
         "plugins/documcp/workflow_skills.py",
-        '{"workflow.json": (f"documcp://workflows/{workflow.id}", *shorts)}',
-        '{"workflow.json": (f"documcp://workflows/{workflow.id}",)}',
+        '    originals = (f"documcp://workflows/{workflow.id}", *shorts)',
+        '    originals = (f"documcp://workflows/{workflow.id}",)',
         (SKC + "test_a_copy_of_a_denied_resource_is_refused_and_its_skill_hidden",),
     ),
 )

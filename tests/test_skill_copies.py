@@ -66,7 +66,12 @@ async def test_a_copy_of_a_denied_resource_is_refused_and_its_skill_hidden(denie
         folder = copy.rsplit("/", 1)[0]
         shown = [r["uri"] for r in (await _call(client, "resources/directory/read", {"uri": folder}))["resources"]]
         assert copy not in shown and shown
-        assert (await client.read_resource(f"{ROOT}/SKILL.md")).contents  # what copies nothing denied stays
+        if denied.startswith("documcp://templates/"):  # SKILL.md names the template, does not copy it
+            assert (await client.read_resource(f"{ROOT}/SKILL.md")).contents
+        else:  # SKILL.md writes the workflow out as prose: a copy too (tester twenty-three F3)
+            with pytest.raises(MCPError) as prose:
+                await client.read_resource(f"{ROOT}/SKILL.md")
+            assert prose.value.code == DENIED
 
 
 async def test_without_a_rule_every_copy_is_served_with_its_originals_bytes() -> None:
@@ -122,3 +127,40 @@ def test_check_warns_when_a_rule_denies_an_alias_but_not_what_it_copies() -> Non
     both = ("documcp://workflows/full-setup", "documcp://workflows/full-documentation-setup")
     assert aggregate_report(_composed(*both)) == []
     assert aggregate_report(_composed("skill://*")) == []  # hiding the skills is not hiding the workflows
+
+
+async def test_a_skill_md_is_refused_where_the_guidance_it_writes_out_is_denied() -> None:
+    async with connect(_composed("documcp://workflows/guidance")) as client:
+        with pytest.raises(MCPError) as refused:
+            await client.read_resource(f"{ROOT}/SKILL.md")
+        assert refused.value.code == DENIED and "documcp://workflows/guidance" in refused.value.message
+        assert (await _call(client, "skills/list", {}))["skills"] == []  # every workflow's SKILL.md writes it out
+
+
+def test_an_index_of_several_denied_while_they_stay_readable_is_not_called_a_copy() -> None:
+    """Tester twenty-three F5: an index over several entries (Members of several fixed URIs) is not
+    an alias; denying it while its entries stay readable is an operator's choice, not warned."""
+    from mcp_providers import Content, ReadRequest, Resource, ResourceProvider, hookimpl
+    from mcp_providers.models import Members
+
+    class Notes(ResourceProvider):
+        name = "notes"
+        prefixes = ("notes://",)
+
+        def resources(self) -> list[Resource]:
+            index = Resource(
+                uri="notes://index", name="index", members=Members(uris=("notes://a", "notes://b"), filtered=True)
+            )
+            return [index, Resource(uri="notes://a", name="a"), Resource(uri="notes://b", name="b")]
+
+        async def read(self, request: ReadRequest) -> Content:
+            return Content(text=request.uri)
+
+    class plugin:
+        @hookimpl
+        def register_resource_providers(self) -> list[ResourceProvider]:
+            return [Notes()]
+
+    rules = [{"effect": "deny", "actions": ["read"], "targets": ["notes://index"]}]
+    composition = compose({"notes": plugin(), "policy": policy}, {"policy": {"rules": rules}})
+    assert aggregate_report(composition) == []

@@ -23,7 +23,7 @@ Advisories (:func:`advisories`; ``check`` prints them and still passes):
                                     members, while allowing the aggregate: reading it serves what
                                     the rule refuses
 ``copy-deny-leaves-original``       (:func:`uncovered_originals`) the policy denies ``read`` on a
-                                    copy (a resource whose members are fixed URIs, an alias) while
+                                    copy (a resource whose members are one fixed URI: an alias) while
                                     allowing a resource it copies: the same content stays readable
 ==================================  =================================================================
 """
@@ -251,11 +251,11 @@ def uncovered_originals(
     declared: Sequence[Declared], denied: ReadDenied, callers: Sequence[Principal]
 ) -> list[Problem]:
     """Copies denied while what they copy is not: a fixed resource whose :class:`Members
-    <mcp_providers.models.Members>` are all fixed URIs (an alias; not a skill file, which a rule
-    hides to hide its skill), on which the policy refuses ``read`` to a caller in ``callers`` who may read one of
-    those members, which serves the same content.
+    <mcp_providers.models.Members>` are one fixed URI (an alias; not an index of several, nor a
+    skill file, which a rule hides to hide its skill), on which the policy refuses ``read`` to a
+    caller in ``callers`` who may read that member, which serves the same content.
 
-    :returns: one ``copy-deny-leaves-original`` problem per copy and caller's first open member.
+    :returns: one ``copy-deny-leaves-original`` problem per alias.
     """
     problems: list[Problem] = []
     for d in declared:
@@ -263,7 +263,7 @@ def uncovered_originals(
             continue
         for decl in d.resource_declarations():
             members = decl.members.uris if decl.members is not None else ()
-            if not isinstance(decl, Resource) or not members or any("{" in m for m in members):
+            if not isinstance(decl, Resource) or len(members) != 1 or "{" in members[0]:  # an alias: one fixed URI
                 continue
             found = next(((c, why, m) for c in callers if (why := denied(c, decl.uri)) for m in members
                           if denied(c, m) is None), None)  # fmt: skip

@@ -33,6 +33,8 @@ if TYPE_CHECKING:  # the workflows module registers this provider: its types onl
 __all__ = ["PREFIX", "WorkflowSkills", "copies", "skill_files"]
 
 PREFIX: Final = "skill://documcp/workflows/"
+GUIDANCE: Final = "documcp://workflows/guidance"
+"""The execution guidance every workflow's ``SKILL.md`` writes out (its resource)."""
 _DIATAXIS: Final = "templates/diataxis-structure.json"
 
 
@@ -68,7 +70,9 @@ def copies(workflow: Workflow, aliases: Mapping[str, str]) -> dict[str, str | tu
     (``aliases``: short name -> workflow id, each also served at ``documcp://workflows/<short>``):
     a rule refusing any of them refuses the copy too (:attr:`SkillSource.copies`)."""
     shorts = tuple(f"documcp://workflows/{short}" for short, id_ in aliases.items() if id_ == workflow.id)
-    out: dict[str, str | tuple[str, ...]] = {"workflow.json": (f"documcp://workflows/{workflow.id}", *shorts)}
+    originals = (f"documcp://workflows/{workflow.id}", *shorts)
+    # SKILL.md is the workflow (its steps, inputs, presets) and the guidance, written out as prose
+    out: dict[str, str | tuple[str, ...]] = {"workflow.json": originals, "SKILL.md": (*originals, GUIDANCE)}
     out.update((path, uri) for path, (_, uri) in _templates(workflow).items())
     return out
 
