@@ -24,6 +24,7 @@ import pydantic_core
 from pydantic import BaseModel, TypeAdapter, ValidationError, create_model
 
 from mcp_providers import _threads, credentials, policy
+from mcp_providers._returns import may_be_non_finite, non_finite, unawaited
 from mcp_providers.credentials import Credential, Upstream
 from mcp_providers.errors import InvalidParams
 from mcp_providers.identity import Principal
@@ -147,6 +148,8 @@ class Signature:
     settings: str | None
     returns: Any
     is_async: bool
+    unannotated_context: tuple[str, ...] = ()
+    """Value parameters named like a Context (``ctx``, ``context``) but not annotated: ``check`` warns."""
 
     def required(self) -> set[str]:
         return {p.name for p in self.values if p.default is inspect.Parameter.empty}
@@ -165,10 +168,16 @@ def _bare(hint: Any) -> Any:
 def signature(function: Callable[..., Any], settings_model: type[BaseModel] | None) -> Signature:
     """Read ``function``'s parameters once.
 
-    :raises DeclarationError: an annotation cannot be resolved, or the function takes ``*args`` or
-        ``**kwargs``.
+    :raises DeclarationError: an annotation cannot be resolved, the function takes ``*args`` or
+        ``**kwargs``, is a generator function, or a parameter is annotated with another framework's
+        ``Context``.
     """
     where = describe(function)
+    if inspect.isgeneratorfunction(function) or inspect.isasyncgenfunction(function):
+        raise DeclarationError(
+            f"{where}: is a generator function (it yields), and a resource, tool, prompt or completion is answered "
+            "once; return the value (collect the items in a list, or join them in a str) instead of yielding"
+        )
     try:
         hints = typing.get_type_hints(function, include_extras=True)
     except Exception as exc:
@@ -184,6 +193,12 @@ def signature(function: Callable[..., Any], settings_model: type[BaseModel] | No
         hint = _bare(hints.get(parameter.name, str))
         if isinstance(hint, type) and issubclass(hint, Context):
             context = parameter.name
+        elif getattr(typing.get_origin(hint) or hint, "__name__", None) == "Context":
+            raise DeclarationError(
+                f"{where}: parameter {parameter.name!r} is annotated {getattr(hint, '__module__', '?')}.Context, "
+                "which the decorators do not pass (it would be asked of the caller); annotate it with ours: "
+                "from mcp_providers.plugin import Context"
+            )
         elif settings_model is not None and (hint is settings_model or parameter.name == "settings"):
             settings = parameter.name
         elif parameter.name == "settings":  # else a value the caller (the model) would supply
@@ -202,7 +217,12 @@ def signature(function: Callable[..., Any], settings_model: type[BaseModel] | No
         settings,
         hints.get("return", inspect.Signature.empty),
         inspect.iscoroutinefunction(function),
+        tuple(p.name for p in values if p.name.lower() in _CONTEXT_NAMES and p.name not in hints),
     )
+
+
+_CONTEXT_NAMES = frozenset({"ctx", "context"})
+"""Names a parameter meant to receive the :class:`Context` is given (``check`` warns when unannotated)."""
 
 
 _TEXT_TYPES = frozenset({"string", "integer", "number", "boolean"})
@@ -298,16 +318,27 @@ Call = Callable[[Mapping[str, Any]], Awaitable[Any]]
 
 
 def caller(sig: Signature) -> Call:
-    """``await call(kwargs)``: the function itself when it is a coroutine function; a plain
+    """``await call(kwargs)``: the function awaited when it is a coroutine function; a plain
     function runs in a worker thread (context variables go with it; at the deadline the request
     is answered and the thread is abandoned, but counts against ``[server.limits]
-    provider_threads`` until the function returns: see :mod:`mcp_providers._threads`)."""
+    provider_threads`` until the function returns: see :mod:`mcp_providers._threads`).
+
+    :raises TypeError: the function returned a coroutine or generator object (names the function).
+    """
     function, where = sig.function, sig.where
     if sig.is_async:
-        return lambda kwargs: function(**kwargs)
+
+        async def awaited(kwargs: Mapping[str, Any]) -> Any:
+            result = await function(**kwargs)
+            unawaited(result, where)  # `return helper()` for `return await helper()`
+            return result
+
+        return awaited
 
     async def in_thread(kwargs: Mapping[str, Any]) -> Any:
-        return await _threads.run_sync(partial(function, **kwargs), where)
+        result = await _threads.run_sync(partial(function, **kwargs), where)
+        unawaited(result, where)  # a plain function returning a coroutine: no static sign of it
+        return result
 
     return in_thread
 
@@ -374,12 +405,18 @@ def to_content(result: Any, where: str) -> Content:
     if isinstance(result, BaseModel):
         return Content(text=result.model_dump_json())
     try:
-        return Content(text=pydantic_core.to_json(result).decode())
+        text = pydantic_core.to_json(result).decode()
     except pydantic_core.PydanticSerializationError as exc:
         raise TypeError(
             f"{where} returned {type(result).__name__}, which is not JSON-serializable ({exc}); "
             "return str, bytes, a dict/list of JSON values, a pydantic model or Content"
         ) from None
+    if may_be_non_finite(text) and (at := non_finite(pydantic_core.to_jsonable_python(result))) is not None:
+        raise TypeError(  # pydantic writes NaN, which is not JSON: a client's parser refuses the text
+            f"{where} returned a non-finite number (NaN or Infinity) at {at}, which JSON cannot carry; "
+            "return a finite number, or None"
+        )
+    return Content(text=text)
 
 
 def output_model(sig: Signature, tool: str) -> tuple[type[BaseModel] | None, bool]:
