@@ -160,7 +160,7 @@ def describe(function: Callable[..., Any]) -> str:
     return f"function {module}.{getattr(function, '__qualname__', repr(function))}"
 
 
-def _bare(hint: Any) -> Any:
+def bare(hint: Any) -> Any:
     """``Annotated[X, ...]`` -> ``X``."""
     return typing.get_args(hint)[0] if typing.get_origin(hint) is typing.Annotated else hint
 
@@ -190,7 +190,7 @@ def signature(function: Callable[..., Any], settings_model: type[BaseModel] | No
         if parameter.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
             stars = "*" if parameter.kind is inspect.Parameter.VAR_POSITIONAL else "**"
             raise DeclarationError(f"{where}: {stars}{parameter.name} cannot be declared; name each parameter")
-        hint = _bare(hints.get(parameter.name, str))
+        hint = bare(hints.get(parameter.name, str))
         if isinstance(hint, type) and issubclass(hint, Context):
             context = parameter.name
         elif getattr(typing.get_origin(hint) or hint, "__name__", None) == "Context":
@@ -380,7 +380,7 @@ JSON = "application/json"
 
 def mime_for(returns: Any) -> str | None:
     """The MIME type a return annotation implies: ``str`` text, ``bytes`` binary, JSON otherwise."""
-    hint = _bare(returns)
+    hint = bare(returns)
     if hint is inspect.Signature.empty or hint is Content or hint is None:
         return None
     if hint is str:
@@ -426,11 +426,11 @@ def output_model(sig: Signature, tool: str) -> tuple[type[BaseModel] | None, boo
     ``str``, ``None``, ``ToolResult`` and no annotation give no output model.
     """
     hint = sig.returns
-    bare = _bare(hint)
-    if bare in (inspect.Signature.empty, None, type(None), str, ToolResult):
+    plain = bare(hint)
+    if plain in (inspect.Signature.empty, None, type(None), str, ToolResult):
         return None, False
-    if isinstance(bare, type) and issubclass(bare, BaseModel):
-        return bare, False
+    if isinstance(plain, type) and issubclass(plain, BaseModel):
+        return plain, False
     wrapped = create_model(f"{_camel(tool)}Output", result=(hint, ...))
     return wrapped, True
 
