@@ -5,7 +5,6 @@ made once, at composition, from the function's signature (:mod:`mcp_providers._d
 from __future__ import annotations
 
 import contextlib
-import difflib
 import inspect
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import Any
@@ -199,6 +198,8 @@ def template_parameters(sig: fx.Signature, uri_template: str) -> None:
 
 def _renames(missing: Sequence[str], unused: set[str]) -> str:
     """``"rename date to day, or add"`` for a variable spelled near an unused parameter; ``""`` if none is."""
+    import difflib  # only when a declaration is refused: serve's start-up does not load it (issue 43)
+
     for variable in missing:
         near = difflib.get_close_matches(variable.lower(), {n.lower(): n for n in unused}, n=1, cutoff=0.5)
         if near:

@@ -273,3 +273,46 @@ def test_another_frameworks_context_class_is_refused_naming_ours() -> None:
     assert any(
         "parameter 'ctx' is annotated" in f and "from mcp_providers.plugin import Context" in f for f in failures
     ), failures
+
+
+# a URI with a variable declared as a fixed resource; a variable spelled near a parameter
+
+
+def test_a_fixed_resource_whose_uri_has_a_variable_is_told_to_use_template() -> None:
+    plugin = Plugin("items", prefixes=["items://"])
+
+    @plugin.resource("items://all/{id}")
+    def item(id: str) -> str:
+        return id
+
+    failures = compose({"items": plugin}, strict=False).failures
+    assert any(
+        "'items://all/{id}' has a variable" in f and "declare it with @items.template('items://all/{id}')" in f
+        for f in failures
+    ), failures
+
+
+@pytest.mark.parametrize(
+    ("template", "parameter", "variable"),
+    [("fc://{city}/{day}", "date", "day"), ("fc://{city}/{userId}", "userid", "userId")],
+)
+def test_a_template_variable_spelled_near_a_parameter_is_told_the_rename(
+    template: str, parameter: str, variable: str
+) -> None:
+    plugin = Plugin("fc", prefixes=["fc://"])
+    namespace: dict[str, Any] = {}
+    exec(f"def f(city: str, {parameter}: str) -> str:\n    return city", namespace)
+    plugin.template(template)(namespace["f"])
+    failures = compose({"fc": plugin}, strict=False).failures
+    assert any(f"rename parameter {parameter} to {variable}" in f for f in failures), failures
+
+
+def test_a_template_variable_near_no_parameter_is_told_to_add_it() -> None:
+    plugin = Plugin("fc", prefixes=["fc://"])
+
+    @plugin.template("fc://{city}/{x}")
+    def f(city: str, reading_level: str = "") -> str:
+        return city
+
+    failures = compose({"fc": plugin}, strict=False).failures
+    assert any("no parameter of that name; add x: str" in f for f in failures), failures
