@@ -19,7 +19,7 @@ from pydantic import BaseModel
 
 from mcp_providers._cli.report import warnings as check_warnings
 from mcp_providers.plugin import Context, Plugin
-from mcp_providers.testing import compose, connect
+from mcp_providers.testing import assert_check_passes, check, compose, connect
 
 
 class _Opaque:
@@ -316,3 +316,25 @@ def test_a_template_variable_near_no_parameter_is_told_to_add_it() -> None:
 
     failures = compose({"fc": plugin}, strict=False).failures
     assert any("no parameter of that name; add x: str" in f for f in failures), failures
+
+
+# testing.check() and assert_check_passes() report what the CLI's check warns about
+
+
+def _not_canonical() -> Plugin:
+    plugin = Plugin("spelt", prefixes=["spelt://"])
+    plugin.resource("SPELT://x")(lambda: "x")
+    return plugin
+
+
+@pytest.mark.anyio
+async def test_testing_check_returns_the_warnings_the_cli_prints() -> None:
+    lines = await check(compose({"spelt": _not_canonical()}))
+    assert len(lines) == 1 and lines[0].startswith("warning: spelt: uri-not-canonical: 'SPELT://x'"), lines
+
+
+def test_assert_check_passes_passes_a_warning_unless_told_otherwise() -> None:
+    composition = compose({"spelt": _not_canonical()})
+    assert_check_passes(composition)
+    with pytest.raises(AssertionError, match=r"(?s)check failed:\nwarning: spelt: uri-not-canonical"):
+        assert_check_passes(composition, warnings_pass=False)
