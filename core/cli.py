@@ -30,6 +30,7 @@ with _gc.paused(promote=True):  # the MCP SDK and the serving core: long-lived o
     import typer
 
     from mcp_providers._cli import report
+    from mcp_providers._cli.near_groups import near_misses
     from mcp_providers._cli.serving import bracketed, serve_http, traces
     from mcp_providers._cli.stdio import compose_checked as _compose
     from mcp_providers._cli.stdio import load as _load
@@ -211,7 +212,7 @@ def plugins(
     with guarded_stdout() if as_json else contextlib.nullcontext(1) as machine_out:
         # with --json, stdout is machine-readable: plugins printing at import time go to stderr.
         composition = _compose(_load(config, plugin_set), strict=False)
-        missed = [str(p) for p in report.near_misses()]  # plugins declared in a misspelled group
+        missed = [str(p) for p in near_misses()]  # plugins declared in a misspelled group
         if as_json:
             rows = _plugin_rows(composition, settings)
             document = {"plugins": rows, "problems": [str(p) for p in composition.problems], "warnings": missed}
