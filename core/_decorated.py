@@ -14,6 +14,7 @@ until it returns, even after its request was answered (:mod:`mcp_providers._thre
 from __future__ import annotations
 
 import inspect
+import types
 import typing
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -190,7 +191,7 @@ def signature(function: Callable[..., Any], settings_model: type[BaseModel] | No
         if parameter.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
             stars = "*" if parameter.kind is inspect.Parameter.VAR_POSITIONAL else "**"
             raise DeclarationError(f"{where}: {stars}{parameter.name} cannot be declared; name each parameter")
-        hint = bare(hints.get(parameter.name, str))
+        hint = _unoptional(bare(hints.get(parameter.name, str)))
         if isinstance(hint, type) and issubclass(hint, Context):
             context = parameter.name
         elif getattr(typing.get_origin(hint) or hint, "__name__", None) == "Context":
@@ -219,6 +220,14 @@ def signature(function: Callable[..., Any], settings_model: type[BaseModel] | No
         inspect.iscoroutinefunction(function),
         tuple(p.name for p in values if p.name.lower() in _CONTEXT_NAMES and p.name not in hints),
     )
+
+
+def _unoptional(hint: Any) -> Any:
+    """``X | None`` -> ``X`` (``ctx: Context | None = None`` receives the Context too)."""
+    args = typing.get_args(hint)
+    if len(args) == 2 and type(None) in args and typing.get_origin(hint) in (typing.Union, types.UnionType):
+        return next(a for a in args if a is not type(None))
+    return hint
 
 
 _CONTEXT_NAMES = frozenset({"ctx", "context"})

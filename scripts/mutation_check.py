@@ -3525,6 +3525,13 @@ CASES += (  # author mistakes check passed silently (round 16, tester twenty-one
         (KINDS + "test_another_frameworks_context_class_is_refused_naming_ours",),
     ),
     Case(
+        "authoring: an optional Context receives the Context",
+        "core/_decorated.py",
+        "        hint = _unoptional(bare(hints.get(parameter.name, str)))",
+        "        hint = bare(hints.get(parameter.name, str))",
+        (KINDS + "test_an_optional_context_receives_the_context_not_a_model_argument",),
+    ),
+    Case(
         "authoring: an unannotated ctx is found",
         "core/_decorated.py",
         "        tuple(p.name for p in values if p.name.lower() in _CONTEXT_NAMES and p.name not in hints),",

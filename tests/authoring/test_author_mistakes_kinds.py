@@ -338,3 +338,18 @@ def test_assert_check_passes_passes_a_warning_unless_told_otherwise() -> None:
     assert_check_passes(composition)
     with pytest.raises(AssertionError, match=r"(?s)check failed:\nwarning: spelt: uri-not-canonical"):
         assert_check_passes(composition, warnings_pass=False)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("optional", ["Context | None", "typing.Optional[Context]"])
+async def test_an_optional_context_receives_the_context_not_a_model_argument(optional: str) -> None:
+    plugin = Plugin("ctxs", prefixes=["ctxs://"])
+    namespace: dict[str, Any] = {"Context": Context, "typing": typing}
+    exec(f"def t(x: str, ctx: {optional} = None) -> str:\n    'Who asks.'\n    return ctx.subject", namespace)
+    plugin.tool()(namespace["t"])
+    composition = compose({"ctxs": plugin})
+    schema = composition.catalog.tool("t").declaration.input_model.model_json_schema()  # type: ignore[union-attr]
+    assert list(schema["properties"]) == ["x"]
+    async with connect(composition) as client:
+        result = await client.call_tool("t", {"x": "a"})
+    assert result.content[0].text == "local", result  # type: ignore[union-attr]
