@@ -3602,6 +3602,13 @@ CASES += (  # author mistakes check passed silently (round 16, tester twenty-one
         (NEAR + "test_check_and_plugins_warn_and_the_other_plugins_serve",),
     ),
     Case(
+        "discovery: plugins --json lists a near-miss group",
+        "core/cli.py",
+        '"warnings": missed}',
+        '"warnings": []}',
+        (NEAR + "test_plugins_json_lists_a_near_miss_under_warnings",),
+    ),
+    Case(
         "discovery: plugins warns about a near-miss group",
         "core/cli.py",
         "    for line in missed:\n",

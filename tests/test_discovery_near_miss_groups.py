@@ -4,12 +4,15 @@ now warn, naming the group found and the right one. ``serve`` is unchanged (it n
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from cli_support import run_cli
+from prefork import python
 
 from mcp_providers._cli.near_groups import near_misses, right_group
 from mcp_providers.hookspecs import POLICY_GROUP, PROJECT
@@ -86,3 +89,14 @@ def test_check_and_plugins_warn_and_the_other_plugins_serve(site: Path) -> None:
     assert line.startswith("warning: t21ng_c 0.1: entry-point-group-near-miss: 'mcp-providers'"), line
     listed = run_cli("plugins")
     assert "t21ng_ok2" in listed.stdout and "warning: t21ng_c 0.1: entry-point-group-near-miss" in listed.stdout
+
+
+def test_plugins_json_lists_a_near_miss_under_warnings(site: Path) -> None:
+    _install(site, "t21ng_j", "mcp_provider")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_PROVIDERS_")}
+    env["PYTHONPATH"] = os.pathsep.join([str(site), *filter(None, [env.get("PYTHONPATH")])])
+    command = [*python(), "-m", "mcp_providers", "plugins", "--json"]
+    run = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120, input="")
+    assert run.returncode == 0, run.stderr[-600:]
+    warned = [w for w in json.loads(run.stdout)["warnings"] if w.startswith("t21ng_j 0.1:")]
+    assert len(warned) == 1 and "group 'mcp_provider'" in warned[0] and "'mcp_providers'" in warned[0], warned
