@@ -25,7 +25,7 @@ import pydantic_core
 from pydantic import BaseModel, TypeAdapter, ValidationError, create_model
 
 from mcp_providers import _threads, credentials, policy
-from mcp_providers._returns import may_be_non_finite, non_finite, unawaited
+from mcp_providers._returns import may_be_non_finite, non_finite, unawaited, yields
 from mcp_providers.credentials import Credential, Upstream
 from mcp_providers.errors import InvalidParams
 from mcp_providers.identity import Principal
@@ -174,7 +174,7 @@ def signature(function: Callable[..., Any], settings_model: type[BaseModel] | No
         ``Context``.
     """
     where = describe(function)
-    if inspect.isgeneratorfunction(function) or inspect.isasyncgenfunction(function):
+    if yields(function):
         raise DeclarationError(
             f"{where}: is a generator function (it yields), and a resource, tool, prompt or completion is answered "
             "once; return the value (collect the items in a list, or join them in a str) instead of yielding"
@@ -194,7 +194,7 @@ def signature(function: Callable[..., Any], settings_model: type[BaseModel] | No
         hint = _unoptional(bare(hints.get(parameter.name, str)))
         if isinstance(hint, type) and issubclass(hint, Context):
             context = parameter.name
-        elif getattr(typing.get_origin(hint) or hint, "__name__", None) == "Context":
+        elif getattr(hint if isinstance(hint, type) else typing.get_origin(hint), "__name__", None) == "Context":
             raise DeclarationError(
                 f"{where}: parameter {parameter.name!r} is annotated {getattr(hint, '__module__', '?')}.Context, "
                 "which the decorators do not pass (it would be asked of the caller); annotate it with ours: "
@@ -224,10 +224,9 @@ def signature(function: Callable[..., Any], settings_model: type[BaseModel] | No
 
 def _unoptional(hint: Any) -> Any:
     """``X | None`` -> ``X`` (``ctx: Context | None = None`` receives the Context too)."""
-    args = typing.get_args(hint)
-    if len(args) == 2 and type(None) in args and typing.get_origin(hint) in (typing.Union, types.UnionType):
-        return next(a for a in args if a is not type(None))
-    return hint
+    args = () if isinstance(hint, type) else typing.get_args(hint)  # a plain type: no typing look-ups
+    optional = len(args) == 2 and type(None) in args and typing.get_origin(hint) in (typing.Union, types.UnionType)
+    return next(a for a in args if a is not type(None)) if optional else hint
 
 
 _CONTEXT_NAMES = frozenset({"ctx", "context"})

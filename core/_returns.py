@@ -1,16 +1,27 @@
 """What a function hands back that no client can be given, found when it is called (no
 declaration shows it): a coroutine or generator object (a forgotten ``await``, a ``yield`` where
-a ``return`` was meant) and a number JSON cannot carry (NaN, Infinity). The declaration-time
-checks of the same mistakes are in :mod:`mcp_providers._decorated` and
-:mod:`mcp_providers._adapters`."""
+a ``return`` was meant) and a number JSON cannot carry (NaN, Infinity); and :func:`yields`, which
+:mod:`mcp_providers._decorated` asks when it reads a function, so a generator function is refused
+at declaration. The other declaration-time checks are there and in :mod:`mcp_providers._adapters`."""
 
 from __future__ import annotations
 
+import inspect
 import math
 import types
+from collections.abc import Callable
 from typing import Any
 
 _NOT_VALUES = (types.CoroutineType, types.GeneratorType, types.AsyncGeneratorType)
+
+
+def yields(function: Callable[..., Any]) -> bool:
+    """Whether ``function`` is a generator function, sync or async (its code's flags read directly:
+    this runs for every decorated function while ``serve`` starts)."""
+    code = getattr(function, "__code__", None)
+    if code is not None:
+        return bool(code.co_flags & (inspect.CO_GENERATOR | inspect.CO_ASYNC_GENERATOR))
+    return inspect.isgeneratorfunction(function) or inspect.isasyncgenfunction(function)  # a partial, say
 
 
 def unawaited(result: object, where: str) -> None:
