@@ -4,13 +4,15 @@ made once, at composition, from the function's signature (:mod:`mcp_providers._d
 
 from __future__ import annotations
 
+import contextlib
 import inspect
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from mcp_providers import _decorated as fx
+from mcp_providers._invalid import described
 from mcp_providers.errors import NotFound
 from mcp_providers.providers import (
     CompletionRequest,
@@ -109,6 +111,67 @@ def template_variables(uri_template: str) -> set[str] | None:
     return None if parsed is None else set(parsed.variable_names)
 
 
+def fixed_parameters(sig: fx.Signature, uri: str, plugin: str) -> None:
+    """:raises DeclarationError: the function of fixed resource ``uri`` requires a parameter: it
+    would never be given one (the message says to use a template when ``uri`` has a variable)."""
+    required = sorted(sig.required())
+    if not required:
+        return
+    if "{" in uri:
+        raise fx.DeclarationError(
+            f"{sig.where}: {uri!r} has a variable, and @{plugin}.resource declares a fixed URI (none); "
+            f"declare it with @{plugin}.template({uri!r}) instead"
+        )
+    raise fx.DeclarationError(
+        f"{sig.where}: a fixed resource ({uri!r}) has no variables, yet the function requires "
+        f"{', '.join(required)}; declare it with @{plugin}.template and a variable each"
+        + (", or annotate a context parameter Context" if set(required) & set(sig.unannotated_context) else "")
+    )
+
+
+Advice = tuple[str, str, str, str]
+"""``(code, value, message, fix)``: what ``check`` warns about one decorated function (it still
+serves). The decorator API's providers list theirs in an ``authoring_advice`` attribute."""
+
+_SAYS_NOTHING = (Any, object)
+
+
+def advice(sig: fx.Signature, declared: str) -> list[Advice]:
+    """What ``check`` warns about ``sig``'s function, declared as ``declared`` (a tool or prompt
+    name, a URI or template): a parameter named ``ctx`` or ``context``, unannotated, which the
+    caller is asked for."""
+    return [
+        (
+            "context-unannotated",
+            declared,
+            f"{sig.where}: parameter {name!r} is not annotated, so it is offered to the model as an argument (a "
+            "str) instead of receiving the request's Context",
+            f"annotate it {name}: Context (from mcp_providers.plugin import Context), or str if the caller is meant "
+            "to give it",
+        )
+        for name in sig.unannotated_context
+    ]
+
+
+def tool_advice(sig: fx.Signature, tool: str, typed_output: bool) -> list[Advice]:
+    """:func:`advice`, and for a tool whose return annotation is ``Any`` or ``object`` (unless
+    ``typed_output``: an ``output_model=`` was given): its outputSchema says nothing of the result,
+    and a value JSON cannot carry fails only when called."""
+    found = advice(sig, tool)
+    returns = fx.bare(sig.returns)
+    if not typed_output and any(returns is vague for vague in _SAYS_NOTHING):
+        found.append(
+            (
+                "output-schema-says-nothing",
+                tool,
+                f"{sig.where} is annotated -> {getattr(returns, '__name__', 'Any')}: its outputSchema says nothing "
+                "of the result, and a value JSON cannot carry fails only when the tool is called",
+                "annotate what it returns (a pydantic model, dict[str, int], list[str] ...), or -> str for text",
+            )
+        )
+    return found
+
+
 def template_parameters(sig: fx.Signature, uri_template: str) -> None:
     """:raises DeclarationError: a variable without a parameter, a required parameter without a
     variable, or a parameter annotated with a type no text converts to."""
@@ -120,7 +183,8 @@ def template_parameters(sig: fx.Signature, uri_template: str) -> None:
     if missing:
         raise fx.DeclarationError(
             f"{sig.where}: template {uri_template!r} has variable(s) {', '.join(missing)} but the function has no "
-            f"parameter of that name; add {', '.join(f'{m}: str' for m in missing)} to its parameters"
+            f"parameter of that name; {_renames(missing, names - variables) or 'add'} "
+            f"{', '.join(f'{m}: str' for m in missing)} to its parameters"
         )
     extra = sorted(sig.required() - variables)
     if extra:
@@ -130,6 +194,18 @@ def template_parameters(sig: fx.Signature, uri_template: str) -> None:
             "it Context"
         )
     fx.text_values(sig, "template", uri_template, only=variables)
+
+
+def _renames(missing: Sequence[str], unused: set[str]) -> str:
+    """``"rename date to day, or add"`` for a variable spelled near an unused parameter; ``""`` if none is."""
+    import difflib  # only when a declaration is refused: serve's start-up does not load it (issue 43)
+
+    for variable in missing:
+        near = difflib.get_close_matches(variable.lower(), {n.lower(): n for n in unused}, n=1, cutoff=0.5)
+        if near:
+            shown = next(n for n in unused if n.lower() == near[0])
+            return f"rename parameter {shown} to {variable} (or the variable to {shown}), or add"
+    return ""
 
 
 def resource_fields(function: Callable[..., Any], sig: fx.Signature, fields: Mapping[str, Any]) -> dict[str, Any]:
@@ -162,3 +238,30 @@ class PromptRenderer:
         self.bind = fx.binder(sig, settings, {p.name: fx.converter(sig, p.name) for p in sig.values})
         self.call = fx.caller(sig)
         self.where = sig.where
+
+
+@contextlib.contextmanager
+def declaring(where: str) -> Iterator[None]:
+    """:raises DeclarationError: a declaration built inside is invalid; the message names the
+    function ``where`` and says what was wrong and what would be right (never pydantic's text)."""
+    try:
+        yield
+    except ValidationError as exc:
+        raise fx.DeclarationError(f"{where}: {described(exc) or exc}") from None
+
+
+def known(
+    found: Iterator[tuple[str, Completer]], names: Collection[str] | None, what: str
+) -> Iterator[tuple[str, Completer]]:
+    """``found`` completers, each of a variable or argument ``what`` has.
+
+    :raises DeclarationError: one completes a name ``what`` does not have (it would never be asked).
+    """
+    for variable, completer in found:
+        if names is not None and variable not in names:
+            raise fx.DeclarationError(
+                f"{completer.where}: .complete({variable!r}) on {what}, which has no {variable!r}; "
+                f"complete one of its {'variables' if what.startswith('template') else 'arguments'}: "
+                f"{', '.join(sorted(names)) or '(none)'}"
+            )
+        yield variable, completer

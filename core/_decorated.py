@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import datetime
 import inspect
+import types
 import typing
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ import pydantic_core
 from pydantic import BaseModel, TypeAdapter, ValidationError, create_model
 
 from mcp_providers import _threads, credentials, policy
+from mcp_providers._returns import may_be_non_finite, non_finite, unawaited, yields
 from mcp_providers.credentials import Credential, Upstream
 from mcp_providers.errors import InvalidParams
 from mcp_providers.identity import Principal
@@ -149,6 +151,8 @@ class Signature:
     settings: str | None
     returns: Any
     is_async: bool
+    unannotated_context: tuple[str, ...] = ()
+    """Value parameters named like a Context (``ctx``, ``context``) but not annotated: ``check`` warns."""
 
     def required(self) -> set[str]:
         return {p.name for p in self.values if p.default is inspect.Parameter.empty}
@@ -159,7 +163,7 @@ def describe(function: Callable[..., Any]) -> str:
     return f"function {module}.{getattr(function, '__qualname__', repr(function))}"
 
 
-def _bare(hint: Any) -> Any:
+def bare(hint: Any) -> Any:
     """``Annotated[X, ...]`` -> ``X``."""
     return typing.get_args(hint)[0] if typing.get_origin(hint) is typing.Annotated else hint
 
@@ -167,10 +171,16 @@ def _bare(hint: Any) -> Any:
 def signature(function: Callable[..., Any], settings_model: type[BaseModel] | None) -> Signature:
     """Read ``function``'s parameters once.
 
-    :raises DeclarationError: an annotation cannot be resolved, or the function takes ``*args`` or
-        ``**kwargs``.
+    :raises DeclarationError: an annotation cannot be resolved, the function takes ``*args`` or
+        ``**kwargs``, is a generator function, or a parameter is annotated with another framework's
+        ``Context``.
     """
     where = describe(function)
+    if yields(function):
+        raise DeclarationError(
+            f"{where}: is a generator function (it yields), and a resource, tool, prompt or completion is answered "
+            "once; return the value (collect the items in a list, or join them in a str) instead of yielding"
+        )
     try:
         hints = typing.get_type_hints(function, include_extras=True)
     except Exception as exc:
@@ -183,9 +193,15 @@ def signature(function: Callable[..., Any], settings_model: type[BaseModel] | No
         if parameter.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
             stars = "*" if parameter.kind is inspect.Parameter.VAR_POSITIONAL else "**"
             raise DeclarationError(f"{where}: {stars}{parameter.name} cannot be declared; name each parameter")
-        hint = _bare(hints.get(parameter.name, str))
+        hint = _unoptional(bare(hints.get(parameter.name, str)))
         if isinstance(hint, type) and issubclass(hint, Context):
             context = parameter.name
+        elif getattr(hint if isinstance(hint, type) else typing.get_origin(hint), "__name__", None) == "Context":
+            raise DeclarationError(
+                f"{where}: parameter {parameter.name!r} is annotated {getattr(hint, '__module__', '?')}.Context, "
+                "which the decorators do not pass (it would be asked of the caller); annotate it with ours: "
+                "from mcp_providers.plugin import Context"
+            )
         elif settings_model is not None and (hint is settings_model or parameter.name == "settings"):
             settings = parameter.name
         elif parameter.name == "settings":  # else a value the caller (the model) would supply
@@ -204,7 +220,19 @@ def signature(function: Callable[..., Any], settings_model: type[BaseModel] | No
         settings,
         hints.get("return", inspect.Signature.empty),
         inspect.iscoroutinefunction(function),
+        tuple(p.name for p in values if p.name.lower() in _CONTEXT_NAMES and p.name not in hints),
     )
+
+
+def _unoptional(hint: Any) -> Any:
+    """``X | None`` -> ``X`` (``ctx: Context | None = None`` receives the Context too)."""
+    args = () if isinstance(hint, type) else typing.get_args(hint)  # a plain type: no typing look-ups
+    optional = len(args) == 2 and type(None) in args and typing.get_origin(hint) in (typing.Union, types.UnionType)
+    return next(a for a in args if a is not type(None)) if optional else hint
+
+
+_CONTEXT_NAMES = frozenset({"ctx", "context"})
+"""Names a parameter meant to receive the :class:`Context` is given (``check`` warns when unannotated)."""
 
 
 _TEXT_TYPES = frozenset({"string", "integer", "number", "boolean"})
@@ -315,16 +343,27 @@ Call = Callable[[Mapping[str, Any]], Awaitable[Any]]
 
 
 def caller(sig: Signature) -> Call:
-    """``await call(kwargs)``: the function itself when it is a coroutine function; a plain
+    """``await call(kwargs)``: the function awaited when it is a coroutine function; a plain
     function runs in a worker thread (context variables go with it; at the deadline the request
     is answered and the thread is abandoned, but counts against ``[server.limits]
-    provider_threads`` until the function returns: see :mod:`mcp_providers._threads`)."""
+    provider_threads`` until the function returns: see :mod:`mcp_providers._threads`).
+
+    :raises TypeError: the function returned a coroutine or generator object (names the function).
+    """
     function, where = sig.function, sig.where
     if sig.is_async:
-        return lambda kwargs: function(**kwargs)
+
+        async def awaited(kwargs: Mapping[str, Any]) -> Any:
+            result = await function(**kwargs)
+            unawaited(result, where)  # `return helper()` for `return await helper()`
+            return result
+
+        return awaited
 
     async def in_thread(kwargs: Mapping[str, Any]) -> Any:
-        return await _threads.run_sync(partial(function, **kwargs), where)
+        result = await _threads.run_sync(partial(function, **kwargs), where)
+        unawaited(result, where)  # a plain function returning a coroutine: no static sign of it
+        return result
 
     return in_thread
 
@@ -366,7 +405,7 @@ JSON = "application/json"
 
 def mime_for(returns: Any) -> str | None:
     """The MIME type a return annotation implies: ``str`` text, ``bytes`` binary, JSON otherwise."""
-    hint = _bare(returns)
+    hint = bare(returns)
     if hint is inspect.Signature.empty or hint is Content or hint is None:
         return None
     if hint is str:
@@ -391,12 +430,18 @@ def to_content(result: Any, where: str) -> Content:
     if isinstance(result, BaseModel):
         return Content(text=result.model_dump_json())
     try:
-        return Content(text=pydantic_core.to_json(result).decode())
+        text = pydantic_core.to_json(result).decode()
     except pydantic_core.PydanticSerializationError as exc:
         raise TypeError(
             f"{where} returned {type(result).__name__}, which is not JSON-serializable ({exc}); "
             "return str, bytes, a dict/list of JSON values, a pydantic model or Content"
         ) from None
+    if may_be_non_finite(text) and (at := non_finite(pydantic_core.to_jsonable_python(result))) is not None:
+        raise TypeError(  # pydantic writes NaN, which is not JSON: a client's parser refuses the text
+            f"{where} returned a non-finite number (NaN or Infinity) at {at}, which JSON cannot carry; "
+            "return a finite number, or None"
+        )
+    return Content(text=text)
 
 
 def output_model(sig: Signature, tool: str) -> tuple[type[BaseModel] | None, bool]:
@@ -406,11 +451,11 @@ def output_model(sig: Signature, tool: str) -> tuple[type[BaseModel] | None, boo
     ``str``, ``None``, ``ToolResult`` and no annotation give no output model.
     """
     hint = sig.returns
-    bare = _bare(hint)
-    if bare in (inspect.Signature.empty, None, type(None), str, ToolResult):
+    plain = bare(hint)
+    if plain in (inspect.Signature.empty, None, type(None), str, ToolResult):
         return None, False
-    if isinstance(bare, type) and issubclass(bare, BaseModel):
-        return bare, False
+    if isinstance(plain, type) and issubclass(plain, BaseModel):
+        return plain, False
     wrapped = create_model(f"{_camel(tool)}Output", result=(hint, ...))
     return wrapped, True
 

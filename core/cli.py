@@ -30,6 +30,7 @@ with _gc.paused(promote=True):  # the MCP SDK and the serving core: long-lived o
     import typer
 
     from mcp_providers._cli import report
+    from mcp_providers._cli.near_groups import near_misses
     from mcp_providers._cli.serving import bracketed, serve_http, traces
     from mcp_providers._cli.stdio import compose_checked as _compose
     from mcp_providers._cli.stdio import load as _load
@@ -211,9 +212,10 @@ def plugins(
     with guarded_stdout() if as_json else contextlib.nullcontext(1) as machine_out:
         # with --json, stdout is machine-readable: plugins printing at import time go to stderr.
         composition = _compose(_load(config, plugin_set), strict=False)
+        missed = [str(p) for p in near_misses()]  # plugins declared in a misspelled group
         if as_json:
             rows = _plugin_rows(composition, settings)
-            document = {"plugins": rows, "problems": [str(p) for p in composition.problems]}
+            document = {"plugins": rows, "problems": [str(p) for p in composition.problems], "warnings": missed}
             os.write(machine_out, json.dumps(document, indent=2).encode() + b"\n")
             return
     rows = _plugin_rows(composition, settings)
@@ -232,6 +234,8 @@ def plugins(
         color = {"loaded": "green", "rejected": "red", "disabled": "yellow"}[r["status"]]
         table.add_row(r["name"], dist, f"[{color}]{r['status']}[/{color}]", escape(r["selection"]), escape(detail))
     out.print(table)
+    for line in missed:
+        out.print(f"warning: {line}", markup=False, highlight=False)
     if settings:
         for r in rows:
             out.print(f"\nsettings of {r['name']} ([plugins.{r['name']}]):", markup=False, highlight=False)

@@ -50,26 +50,31 @@ import contextlib
 import functools
 import importlib.resources
 import inspect
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from importlib.resources.abc import Traversable
 from typing import Any, Generic, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from mcp_providers import _decorated as fx
 from mcp_providers import policy
 from mcp_providers._adapters import (
+    Advice,
     Completer,
     PromptRenderer,
     Reader,
     ToolCaller,
+    advice,
+    declaring,
     doc_of,
+    fixed_parameters,
+    known,
     resource_fields,
     takes_values_as_given,
     template_parameters,
     template_variables,
+    tool_advice,
 )
-from mcp_providers._invalid import described
 from mcp_providers.credentials import Upstream
 from mcp_providers.errors import Denied, InvalidParams, NotFound, TooLarge, ToolFailure, UpstreamError
 from mcp_providers.hookspecs import hookimpl
@@ -349,30 +354,27 @@ class _Resources(ResourceProvider):
         self._templates: list[ResourceTemplate] = []
         self._readers: dict[str, Reader] = {}
         self._completers: dict[tuple[str, str], Completer] = {}
+        self.authoring_advice: list[Advice] = []  # check's warnings (mcp_providers._host.advisories)
         for uri, (function, fields) in resources.items():
             sig = fx.signature(function, plugin.settings)
-            if sig.required():
-                raise fx.DeclarationError(
-                    f"{sig.where}: a fixed resource ({uri!r}) has no variables, yet the function requires "
-                    f"{', '.join(sorted(sig.required()))}; declare it with @{plugin.name}.template and a variable each"
-                )
-            with _declaring(sig.where):
+            fixed_parameters(sig, uri, plugin.name)
+            self.authoring_advice += advice(sig, uri)
+            with declaring(sig.where):
                 self._declared.append(Resource(uri=uri, **resource_fields(function, sig, fields)))
             self._readers[uri] = Reader(sig, settings, {}, fields.get("mime_type"))
         for uri_template, (function, fields) in templates.items():
             sig = fx.signature(function, plugin.settings)
             template_parameters(sig, uri_template)
+            self.authoring_advice += advice(sig, uri_template)
             convert = {p.name: fx.converter(sig, p.name, one_spelling=True) for p in sig.values}
-            with _declaring(sig.where):
+            with declaring(sig.where):
                 self._templates.append(
                     ResourceTemplate(uri_template=uri_template, **resource_fields(function, sig, fields))
                 )
             direct = takes_values_as_given(sig, uri_template, convert)
             self._readers[uri_template] = Reader(sig, settings, convert, fields.get("mime_type"), direct=direct)
             names = template_variables(uri_template)
-            for variable, completer in _known(
-                completers("template", uri_template), names, f"template {uri_template!r}"
-            ):
+            for variable, completer in known(completers("template", uri_template), names, f"template {uri_template!r}"):
                 self._completers[(uri_template, variable)] = completer
 
     def resources(self) -> Sequence[Resource]:
@@ -400,8 +402,10 @@ class _Tools(ToolProvider):
         self.name = f"{plugin.name}-tools"  # provider names are unique across kinds
         self._declared: list[Tool] = []
         self._calls: dict[str, ToolCaller] = {}
+        self.authoring_advice: list[Advice] = []  # check's warnings (mcp_providers._host.advisories)
         for name, (function, fields) in tools.items():
             sig = fx.signature(function, plugin.settings)
+            self.authoring_advice += tool_advice(sig, name, "output_model" in fields)
             description = fields.get("description") or doc_of(function)
             if not description:
                 raise fx.DeclarationError(
@@ -413,7 +417,7 @@ class _Tools(ToolProvider):
             else:
                 model, wrapped = fx.output_model(sig, name)
             rest = {k: v for k, v in fields.items() if k not in ("description", "output_model")}
-            with _declaring(sig.where):
+            with declaring(sig.where):
                 self._declared.append(
                     Tool(
                         name=name,
@@ -440,19 +444,21 @@ class _Prompts(PromptProvider):
         self._declared: list[Prompt] = []
         self._renders: dict[str, PromptRenderer] = {}
         self._completers: dict[tuple[str, str], Completer] = {}
+        self.authoring_advice: list[Advice] = []  # check's warnings (mcp_providers._host.advisories)
         for name, (function, fields) in prompts.items():
             sig = fx.signature(function, plugin.settings)
             fx.text_values(sig, "prompt", name)
+            self.authoring_advice += advice(sig, name)
             description = fields.get("description") or doc_of(function) or name
             rest = {k: v for k, v in fields.items() if k != "description"}
-            with _declaring(sig.where):
+            with declaring(sig.where):
                 arguments = tuple(
                     PromptArgument(name=p.name, required=p.default is inspect.Parameter.empty) for p in sig.values
                 )
                 self._declared.append(Prompt(name=name, description=description, arguments=arguments, **rest))
             self._renders[name] = PromptRenderer(sig, settings)
             names = [a.name for a in arguments]
-            for variable, completer in _known(completers("prompt", name), names, f"prompt {name!r}"):
+            for variable, completer in known(completers("prompt", name), names, f"prompt {name!r}"):
                 self._completers[(name, variable)] = completer
 
     def prompts(self) -> Sequence[Prompt]:
@@ -468,30 +474,3 @@ class _Prompts(PromptProvider):
         if completer is None:
             return await super().complete(prompt, request)
         return await completer(request)
-
-
-@contextlib.contextmanager
-def _declaring(where: str) -> Iterator[None]:
-    """:raises DeclarationError: a declaration built inside is invalid; the message names the
-    function ``where`` and says what was wrong and what would be right (never pydantic's text)."""
-    try:
-        yield
-    except ValidationError as exc:
-        raise fx.DeclarationError(f"{where}: {described(exc) or exc}") from None
-
-
-def _known(
-    found: Iterator[tuple[str, Completer]], names: Collection[str] | None, what: str
-) -> Iterator[tuple[str, Completer]]:
-    """``found`` completers, each of a variable or argument ``what`` has.
-
-    :raises DeclarationError: one completes a name ``what`` does not have (it would never be asked).
-    """
-    for variable, completer in found:
-        if names is not None and variable not in names:
-            raise fx.DeclarationError(
-                f"{completer.where}: .complete({variable!r}) on {what}, which has no {variable!r}; "
-                f"complete one of its {'variables' if what.startswith('template') else 'arguments'}: "
-                f"{', '.join(sorted(names)) or '(none)'}"
-            )
-        yield variable, completer

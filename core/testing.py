@@ -16,7 +16,8 @@
   :func:`compose_installed` composes installed plugins by entry-point name, as ``serve`` would.
 - :func:`connect` gives a connected :class:`mcp.Client` (both protocol eras, cache off).
 - :func:`assert_check_passes` fails with every problem ``mcp-providers check`` would print for the
-  declarations; :func:`check` also does the static-resource double read (async).
+  declarations (its warnings pass unless ``warnings_pass=False``); :func:`check` returns every
+  line, warnings included, and also does the static-resource double read (async).
 
 A composition made here installs, when it starts, every process-wide side-effect guard ``serve``
 installs (a test owns its process; see ``docs/embedding.md``).
@@ -34,6 +35,7 @@ from typing import Any, Literal
 
 from mcp import Client
 
+from mcp_providers._serve.check_report import check_warnings
 from mcp_providers._serve.composition import Composition
 from mcp_providers._serve.composition import compose as _compose
 from mcp_providers._serve.statics import static_read_problems
@@ -141,22 +143,28 @@ async def connect(
             yield client
 
 
-def assert_check_passes(composition: Composition) -> None:
+def assert_check_passes(composition: Composition, *, warnings_pass: bool = True) -> None:
     """Fail with every problem, one per line, unless the composition has none.
 
     Covers rejected plugins and every declaration check; :func:`check` adds the double read of
-    resources declared static.
+    resources declared static. What ``mcp-providers check`` warns about (``warning: ...`` lines,
+    e.g. ``uri-not-canonical``) passes, as it does there, unless ``warnings_pass=False``; a failure's
+    message lists the warnings too.
 
-    :raises AssertionError: ``mcp-providers check failed:`` followed by one line per problem.
+    :raises AssertionError: ``mcp-providers check failed:`` followed by one line per warning and problem.
     """
-    if composition.failures:
-        raise AssertionError("mcp-providers check failed:\n" + "\n".join(composition.failures))
+    warned = check_warnings(composition)[1]
+    if composition.failures or (warned and not warnings_pass):
+        raise AssertionError("mcp-providers check failed:\n" + "\n".join([*warned, *composition.failures]))
 
 
 async def check(composition: Composition) -> list[str]:
-    """Every problem ``mcp-providers check`` reports for ``composition``; empty when it passes.
+    """Every line ``mcp-providers check`` prints for ``composition`` but its summary: empty when it
+    passes without a warning.
 
-    :returns: one line per rejected plugin, failed declaration check, and static resource that
-        failed to read or read differently twice.
+    :returns: one ``warning: ...`` line per warning (the check still passes), then one line per
+        rejected plugin, failed declaration check, and static resource that failed to read or read
+        differently twice.
     """
-    return composition.failures + await static_read_problems(composition)
+    warned = check_warnings(composition)[1]
+    return [*warned, *composition.failures, *await static_read_problems(composition)]

@@ -2821,7 +2821,7 @@ CASES += (  # start and stop side by side (round 12 brief U): N hung sources cos
     ),
     Case(
         "plugin: a completion of a name the template or prompt lacks is refused",
-        "core/plugin.py",
+        "core/_adapters.py",
         "        if names is not None and variable not in names:\n",
         "        if False:\n",
         (
@@ -2943,9 +2943,8 @@ CASES += (  # start and stop side by side (round 12 brief U): N hung sources cos
     Case(
         "threads: a decorated plain function takes its thread from the bound",
         "core/_decorated.py",
-        "return await _threads.run_sync(partial(function, **kwargs), where)",
-        "return await __import__('anyio.to_thread').to_thread.run_sync("
-        "partial(function, **kwargs), abandon_on_cancel=True)",
+        "await _threads.run_sync(partial(function, **kwargs), where)",
+        "await __import__('anyio.to_thread').to_thread.run_sync(partial(function, **kwargs), abandon_on_cancel=True)",
         (THREADS + "test_threads_past_their_deadline_hold_their_slots_and_the_next_plain_call_is_told_why",),
     ),
     Case(
@@ -3491,7 +3490,7 @@ CASES += (  # a typed template value has one spelling (round 16, tester twenty-o
         "template: an annotated str parameter is validated by its own type",
         "core/_decorated.py",
         "    if hint is None or hint is str:  # Annotated[str, ...] is validated: its validators may fold it",
-        "    if hint is None or _bare(hint) is str:",
+        "    if hint is None or bare(hint) is str:",
         ("tests/test_template_values_canonical.py::test_another_spelling_is_refused_naming_the_canonical_one",),
     ),
 )
@@ -3907,6 +3906,169 @@ CASES += (
             RWC + "test_a_plain_module_implementing_a_hook_whose_spec_warns_is_captured",
             "tests/test_compat.py::test_a_plugin_using_a_deprecated_argument_loads_with_the_named_warning",
         ),
+    ),
+)
+
+
+KINDS = "tests/authoring/test_author_mistakes_kinds.py::"
+NEAR = "tests/test_discovery_near_miss_groups.py::"
+CASES += (  # author mistakes check passed silently (round 16, tester twenty-one F2, F4, F5)
+    Case(
+        "authoring: a tool output JSON cannot carry is refused naming tool and plugin",
+        "core/_serve/methods/tools.py",
+        "            raise _unserializable(entry, exc) from None",
+        "            raise",
+        (KINDS + "test_a_tool_output_json_cannot_carry_names_plugin_tool_and_what_to_return[object]",),
+    ),
+    Case(
+        "authoring: a tool's non-finite number is refused",
+        "core/_serve/methods/tools.py",
+        "        if may_be_non_finite(text) and (at := non_finite(structured)) is not None:",
+        "        if False:",
+        (KINDS + "test_a_non_finite_number_is_refused_not_sent_breaking_the_output_schema[nan]",),
+    ),
+    Case(
+        "authoring: a non-finite number is found at any depth",
+        "core/_returns.py",
+        "        if isinstance(item, float) and not math.isfinite(item):",
+        "        if isinstance(item, float) and not math.isfinite(item) and not path.endswith(']'):",
+        (KINDS + "test_a_non_finite_number_is_refused_not_sent_breaking_the_output_schema[list]",),
+    ),
+    Case(
+        "authoring: a read's non-finite number is refused",
+        "core/_decorated.py",
+        "    if may_be_non_finite(text) and (at := non_finite(pydantic_core.to_jsonable_python(result))) is not None:",
+        "    if False:",
+        (KINDS + "test_a_read_of_a_non_finite_number_is_refused_naming_the_function",),
+    ),
+    Case(
+        "authoring: a plain function's returned coroutine is refused",
+        "core/_decorated.py",
+        "        unawaited(result, where)  # a plain function returning a coroutine: no static sign of it",
+        "        pass",
+        (KINDS + "test_an_unawaited_coroutine_or_generator_returned_is_refused_naming_the_function[tool-sync]",),
+    ),
+    Case(
+        "authoring: an async function's returned coroutine is refused",
+        "core/_decorated.py",
+        "            unawaited(result, where)  # `return helper()` for `return await helper()`",
+        "            pass",
+        (KINDS + "test_an_unawaited_coroutine_or_generator_returned_is_refused_naming_the_function[tool-async]",),
+    ),
+    Case(
+        "authoring: a returned generator object is refused",
+        "core/_returns.py",
+        "_NOT_VALUES = (types.CoroutineType, types.GeneratorType, types.AsyncGeneratorType)",
+        "_NOT_VALUES = (types.CoroutineType,)",
+        (
+            KINDS
+            + "test_an_unawaited_coroutine_or_generator_returned_is_refused_naming_the_function[tool-generator-object]",
+        ),
+    ),
+    Case(
+        "authoring: a generator function is refused at declaration",
+        "core/_returns.py",
+        "        return bool(code.co_flags & (inspect.CO_GENERATOR | inspect.CO_ASYNC_GENERATOR))",
+        "        return bool(code.co_flags & inspect.CO_GENERATOR)",
+        (KINDS + "test_a_generator_is_refused_at_declaration[tool-async]",),
+    ),
+    Case(
+        "authoring: another framework's Context is refused",
+        "core/_decorated.py",
+        'else typing.get_origin(hint), "__name__", None) == "Context":',
+        'else typing.get_origin(hint), "__name__", None) == "No such class":',
+        (KINDS + "test_another_frameworks_context_class_is_refused_naming_ours",),
+    ),
+    Case(
+        "authoring: an optional Context receives the Context",
+        "core/_decorated.py",
+        "        hint = _unoptional(bare(hints.get(parameter.name, str)))",
+        "        hint = bare(hints.get(parameter.name, str))",
+        (KINDS + "test_an_optional_context_receives_the_context_not_a_model_argument",),
+    ),
+    Case(
+        "authoring: an unannotated ctx is found",
+        "core/_decorated.py",
+        "        tuple(p.name for p in values if p.name.lower() in _CONTEXT_NAMES and p.name not in hints),",
+        "        (),",
+        (KINDS + "test_an_unannotated_ctx_offered_to_the_model_is_a_check_warning[Ctx]",),
+    ),
+    Case(
+        "authoring: check warns about an unannotated ctx",
+        "core/_adapters.py",
+        "        for name in sig.unannotated_context\n",
+        "        for name in ()\n",
+        (KINDS + "test_an_unannotated_ctx_offered_to_the_model_is_a_check_warning[ctx]",),
+    ),
+    Case(
+        "authoring: check warns about a tool returning Any or object",
+        "core/_adapters.py",
+        "    if not typed_output and any(returns is vague for vague in _SAYS_NOTHING):",
+        "    if False:",
+        (KINDS + "test_a_tool_returning_any_or_object_is_a_check_warning[Any]",),
+    ),
+    Case(
+        "authoring: check prints the decorator API's advice",
+        "core/_host/advisories.py",
+        '        for code, value, message, fix in getattr(d.provider, "authoring_advice", ()):',
+        "        for code, value, message, fix in ():",
+        (KINDS + "test_a_tool_returning_any_or_object_is_a_check_warning[object]",),
+    ),
+    Case(
+        "authoring: a fixed resource whose URI has a variable is told to use template",
+        "core/_adapters.py",
+        '    if "{" in uri:',
+        "    if False:",
+        (KINDS + "test_a_fixed_resource_whose_uri_has_a_variable_is_told_to_use_template",),
+    ),
+    Case(
+        "authoring: a template variable near a parameter is told the rename",
+        "core/_adapters.py",
+        "        if near:\n",
+        "        if False:\n",
+        (KINDS + "test_a_template_variable_spelled_near_a_parameter_is_told_the_rename",),
+    ),
+    Case(
+        "testing: check() returns check's warnings",
+        "core/testing.py",
+        "    return [*warned, *composition.failures, *await static_read_problems(composition)]",
+        "    return [*composition.failures, *await static_read_problems(composition)]",
+        (KINDS + "test_testing_check_returns_the_warnings_the_cli_prints",),
+    ),
+    Case(
+        "testing: assert_check_passes fails on warnings when told",
+        "core/testing.py",
+        "    if composition.failures or (warned and not warnings_pass):",
+        "    if composition.failures:",
+        (KINDS + "test_assert_check_passes_passes_a_warning_unless_told_otherwise",),
+    ),
+    Case(
+        "discovery: a near-miss entry-point group is found",
+        "core/_cli/near_groups.py",
+        "        if ratio >= score:",
+        "        if ratio > 1:",
+        (NEAR + "test_a_near_miss_group_is_told_the_right_one",),
+    ),
+    Case(
+        "discovery: check warns about a near-miss group",
+        "core/_cli/report.py",
+        '    found += [f"warning: {w}" for w in near_misses()]  # plugins discovery cannot see',
+        "    found += []",
+        (NEAR + "test_check_and_plugins_warn_and_the_other_plugins_serve",),
+    ),
+    Case(
+        "discovery: plugins --json lists a near-miss group",
+        "core/cli.py",
+        '"warnings": missed}',
+        '"warnings": []}',
+        (NEAR + "test_plugins_json_lists_a_near_miss_under_warnings",),
+    ),
+    Case(
+        "discovery: plugins warns about a near-miss group",
+        "core/cli.py",
+        "    for line in missed:\n",
+        "    for line in ():\n",
+        (NEAR + "test_check_and_plugins_warn_and_the_other_plugins_serve",),
     ),
 )
 

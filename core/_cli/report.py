@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import anyio
 
+from mcp_providers._cli.near_groups import near_misses
 from mcp_providers._cli.sources import source_problems
-from mcp_providers._host.advisories import advisories
-from mcp_providers._host.plugin_checks import plugin_advisories
-from mcp_providers._host.shape import contributes_nothing
+from mcp_providers._serve.check_report import check_warnings
 from mcp_providers._serve.composition import Composition
-from mcp_providers._serve.statics import aggregate_report, authorize_report, static_read_problems
+from mcp_providers._serve.statics import static_read_problems
 from mcp_providers.errors import ConfigError
 
 
@@ -38,15 +37,10 @@ def _selected_names(composition: Composition) -> set[str]:
 
 def warnings(composition: Composition) -> tuple[str | None, list[str]]:
     """The order ``authorize`` implementations are asked in (``None``: none), and one ``warning: ...``
-    line per advisory, listed declaration left out for a collision, undercut aggregate, plugin's own
-    advisory (``check_composition``), deprecation and plugin contributing nothing."""
-    order, found = authorize_report(composition)
-    found += [f"warning: {w}" for w in advisories(composition.assembly.declared)]
-    found += [f"warning: {w}" for w in composition.assembly.left_out]  # listed declarations that collided
-    found += [f"warning: {w}" for w in aggregate_report(composition)]
-    found += [f"warning: {w}" for w in plugin_advisories(composition.records, composition.catalog)]
-    found += [f"warning: {r.name}: {d}" for r in composition.records for d in r.deprecations]
-    found += [f"warning: {w}" for w in contributes_nothing(composition.records)]
+    line per :func:`~mcp_providers._serve.check_report.check_warnings` line and per entry point in a
+    near miss of the plugin groups (:mod:`~mcp_providers._cli.near_groups`)."""
+    order, found = check_warnings(composition)
+    found += [f"warning: {w}" for w in near_misses()]  # plugins discovery cannot see
     return order, found
 
 

@@ -14,6 +14,11 @@ Advisories (:func:`advisories`; ``check`` prints them and still passes):
                                     ``read`` gets ``ReadRequest.uri`` canonical, so compare with that
 ``member-unserved``                 a ``Members`` URI or template that nothing in the composition serves
                                     (a typo would make a filter ask about the wrong URIs)
+``context-unannotated``             a decorated function's parameter named ``ctx`` or ``context``,
+                                    not annotated: the caller is asked for it as an argument
+``output-schema-says-nothing``      a decorated tool annotated ``-> Any`` or ``-> object``: its
+                                    outputSchema is empty, and a value JSON cannot carry fails
+                                    only when the tool is called
 ``left-out``                        what a provider's source offered but the provider leaves out, as
                                     it reports in its ``left_out`` attribute (items with ``value``,
                                     ``message`` and ``fix``): an upstream MCP server's components
@@ -54,6 +59,8 @@ def advisories(declared: Sequence[Declared]) -> list[Problem]:
     fixed URIs not declared in canonical form, members nothing serves, what providers left out."""
     found: list[Problem] = _unserved_members(declared)
     for d in declared:
+        for code, value, message, fix in getattr(d.provider, "authoring_advice", ()):  # decorated functions'
+            found.append(Problem((d.plugin,), code, value, message, fix))
         for item in getattr(d.provider, "left_out", ()):  # duck-typed: no contract change for one plugin
             if not getattr(item, "unavailable", False):  # the whole source: unavailable_sources says it
                 found.append(

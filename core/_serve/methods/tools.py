@@ -17,6 +17,7 @@ the call ends with an ``InputRequiredResult`` (no receipt: nothing was served; t
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any
@@ -24,10 +25,12 @@ from typing import Any
 import mcp_types as types
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, ValidationError
+from pydantic_core import PydanticSerializationError
 
 from mcp_providers._host.assembly import Assembly
 from mcp_providers._host.catalog import Entry
 from mcp_providers._host.output_schemas import RESULT_KEY, output_schema
+from mcp_providers._returns import may_be_non_finite, non_finite
 from mcp_providers._serve.methods.channel import SessionChannel
 from mcp_providers._serve.methods.rounds import PENDING, RoundsChannel, checked_answers, until_input, wire_request
 from mcp_providers._serve.methods.tasks import TaskChannel, Tasks, created_wire, shown
@@ -43,6 +46,8 @@ from mcp_providers._serve.steps.surrogates import replaced
 from mcp_providers.errors import InvalidParams, ProviderFailed, ToolFailure
 from mcp_providers.models import RECEIPT_KEY, Tool
 from mcp_providers.providers import ToolCall, ToolProvider, ToolResult
+
+log = logging.getLogger("mcp_providers.server")
 
 
 # eq=False, repr=False: never compared or shown; each generated method costs start-up (issue 43)
@@ -283,6 +288,18 @@ def _as_result(entry: Entry[Tool, ToolProvider], produced: object) -> ToolResult
     )
 
 
+def _unserializable(entry: Entry[Tool, ToolProvider], exc: Exception) -> ProviderFailed:
+    """The failure of a result whose output JSON cannot carry; the exception's text (it may quote
+    the value) goes to the server log only."""
+    where = f"tool {entry.declaration.name!r} (plugin {entry.plugin!r})"
+    log.error("%s returned output JSON cannot carry: %s: %s", where, type(exc).__name__, exc)
+    return ProviderFailed(
+        f"{where} returned output JSON cannot carry ({type(exc).__name__}; the server log has the details); "
+        "return JSON values (str, int, float, bool, None, lists and str-keyed dicts of them) or a pydantic model, "
+        "and annotate the function with that type"
+    )
+
+
 def _output(entry: Entry[Tool, ToolProvider], result: ToolResult, blocks: Blocks) -> Any:
     """Add the structured output (as JSON text too), the text and the media blocks; return the structure."""
     tool = entry.declaration
@@ -294,10 +311,19 @@ def _output(entry: Entry[Tool, ToolProvider], result: ToolResult, blocks: Blocks
                 f"tool {tool.name} returned {type(result.output).__name__}; its declared output model is "
                 f"{model.__name__ if model else 'none'}"
             )
-        structured = result.output.model_dump(mode="json", by_alias=True)
-        if output_schema(model).wrapped:  # served under "result", as its outputSchema says
-            structured = {RESULT_KEY: structured}
-        blocks.add(types.TextContent(type="text", text=json.dumps(structured, ensure_ascii=False)))
+        try:
+            structured = result.output.model_dump(mode="json", by_alias=True)
+            if output_schema(model).wrapped:  # served under "result", as its outputSchema says
+                structured = {RESULT_KEY: structured}
+            text = json.dumps(structured, ensure_ascii=False)
+        except (PydanticSerializationError, ValueError, TypeError) as exc:  # bytes not UTF-8: ValueError
+            raise _unserializable(entry, exc) from None
+        if may_be_non_finite(text) and (at := non_finite(structured)) is not None:
+            raise ProviderFailed(  # sent, it would be null, against the tool's own outputSchema
+                f"tool {tool.name!r} (plugin {entry.plugin!r}) returned a non-finite number (NaN or Infinity) at "
+                f"{at}, which JSON cannot carry; return a finite number, or None under an Optional annotation"
+            )
+        blocks.add(types.TextContent(type="text", text=text))
     elif model is not None:
         raise ProviderFailed(f"tool {tool.name} returned no output; it declares {model.__name__}")
     if result.text:
