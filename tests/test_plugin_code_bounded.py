@@ -180,8 +180,13 @@ def test_a_call_made_while_another_hangs_gets_a_thread_of_its_own() -> None:
 def test_the_watch_thread_ends_once_composition_is_done(monkeypatch: pytest.MonkeyPatch) -> None:
     """An embedding host keeps no thread of ours once its composition is made."""
     monkeypatch.setattr(isolation, "_IDLE_SECONDS", 0.1)
+    before = set(threading.enumerate())  # an earlier test's abandoned hung plugin thread is not this one's
+
+    def ours() -> list[str]:
+        return [t.name for t in threading.enumerate() if t.name.startswith("mcp-providers plugin") and t not in before]
+
     compose({"made": Made()})
     deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and any(t.name.startswith("mcp-providers plugin") for t in threading.enumerate()):
+    while time.monotonic() < deadline and ours():
         time.sleep(0.05)
-    assert not [t.name for t in threading.enumerate() if t.name.startswith("mcp-providers plugin")]
+    assert not ours()
