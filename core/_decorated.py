@@ -13,20 +13,18 @@ until it returns, even after its request was answered (:mod:`mcp_providers._thre
 
 from __future__ import annotations
 
-import datetime
 import inspect
 import types
 import typing
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
-from decimal import Decimal
 from functools import partial
 from typing import Any
 
 import pydantic_core
 from pydantic import BaseModel, TypeAdapter, ValidationError, create_model
 
-from mcp_providers import _threads, credentials, policy
+from mcp_providers import _spellings, _threads, credentials, policy
 from mcp_providers._returns import may_be_non_finite, non_finite, unawaited, yields
 from mcp_providers.credentials import Credential, Upstream
 from mcp_providers.errors import InvalidParams
@@ -285,56 +283,10 @@ def _schema_takes_text(schema: Mapping[str, Any], defs: Mapping[str, Any], depth
 
 
 def converter(sig: Signature, name: str, one_spelling: bool = False) -> Callable[[str], Any] | None:
-    """How a text value (template variable, prompt argument) becomes the parameter's type, or
-    ``None`` when the parameter takes the text as it is.
-
-    ``one_spelling`` (template variables): a value is taken only in its canonical spelling, the
-    type's own JSON text (``1`` not ``01``, ``true`` not ``yes``, a lower-case dashed UUID, what a
-    validator of the type folds it to), else :class:`InvalidParams` names the spelling to use. The
-    gate judges the URI as sent, so two URIs reaching one value would let one read past a rule
-    naming the other. A type with no JSON form has no spelling to compare and is taken as sent.
-    """
-    hint = sig.hints.get(name)
-    if hint is None or hint is str:  # Annotated[str, ...] is validated: its validators may fold it
-        return None
-    adapter = TypeAdapter(hint)
-
-    def convert(text: str) -> Any:
-        try:
-            value = adapter.validate_python(text)
-        except ValidationError as exc:
-            first = exc.errors()[0]["msg"] if exc.errors() else str(exc)
-            raise InvalidParams(f"{name}={text[:80]!r} is not valid: {first}") from None
-        if one_spelling and (canonical := _spelling(adapter, value)) not in (None, text):
-            shown = repr(canonical[:80])
-            raise InvalidParams(f"{name}={text[:80]!r} is another spelling of {shown}: use {shown}")
-        return value
-
-    return convert
-
-
-def _spelling(adapter: TypeAdapter[Any], value: Any) -> str | None:
-    """``value``'s canonical text: the JSON form of the one value of those equal to it (a string as
-    it is), so equal values have one text; ``None`` if it has none."""
-    if isinstance(value, Decimal) and value.is_finite():  # 1, 1.0 and 1.00 are equal Decimals
-        return "0" if value.is_zero() else format(value.normalize(), "f")
-    try:
-        dumped = adapter.dump_python(_one_of_equals(value), mode="json")
-    except (pydantic_core.PydanticSerializationError, ValueError, TypeError):
-        return None
-    return dumped if isinstance(dumped, str) else pydantic_core.to_json(dumped).decode()
-
-
-def _one_of_equals(value: Any) -> Any:
-    """One value for each class of equal ones: 0.0 for -0.0, an aware datetime or time at UTC
-    (``01:00+01:00`` and ``00:00Z`` are one instant)."""
-    if isinstance(value, float) and value == 0:
-        return 0.0
-    if isinstance(value, datetime.datetime) and value.utcoffset() is not None:
-        return value.astimezone(datetime.UTC)
-    if isinstance(value, datetime.time) and value.utcoffset() is not None:
-        return datetime.datetime.combine(datetime.date(2000, 1, 3), value).astimezone(datetime.UTC).timetz()
-    return value
+    """How a text value (template variable, prompt argument) becomes parameter ``name``'s type, or
+    ``None`` when it takes the text as it is; ``one_spelling`` for template variables (see
+    :func:`mcp_providers._spellings.converter`)."""
+    return _spellings.converter(sig.hints.get(name), name, one_spelling)
 
 
 # -- calling ---------------------------------------------------------------------------------------

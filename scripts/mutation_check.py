@@ -3440,7 +3440,7 @@ CASES += (  # the in-memory read's cost, second pass (issue 43, round 15 helper 
 CASES += (  # a typed template value has one spelling (round 16, tester twenty-one F1)
     Case(
         "template: another spelling of a typed value is refused",
-        "core/_decorated.py",
+        "core/_spellings.py",
         "        if one_spelling and (canonical := _spelling(adapter, value)) not in (None, text):",
         "        if False:",
         ("tests/test_template_values_canonical.py::test_another_spelling_is_refused_naming_the_canonical_one",),
@@ -3467,14 +3467,14 @@ CASES += (  # a typed template value has one spelling (round 16, tester twenty-o
     ),
     Case(
         "template: equal Decimals have one text",
-        "core/_decorated.py",
+        "core/_spellings.py",
         '        return "0" if value.is_zero() else format(value.normalize(), "f")',
         "        return str(value)",
         ("tests/test_template_values_canonical.py::test_another_spelling_is_refused_naming_the_canonical_one",),
     ),
     Case(
         "template: one instant has one text whatever its offset",
-        "core/_decorated.py",
+        "core/_spellings.py",
         "        return value.astimezone(datetime.UTC)",
         "        return value",
         ("tests/test_template_values_canonical.py::test_another_spelling_is_refused_naming_the_canonical_one",),
@@ -3488,7 +3488,7 @@ CASES += (  # a typed template value has one spelling (round 16, tester twenty-o
     ),
     Case(
         "template: an annotated str parameter is validated by its own type",
-        "core/_decorated.py",
+        "core/_spellings.py",
         "    if hint is None or hint is str:  # Annotated[str, ...] is validated: its validators may fold it",
         "    if hint is None or bare(hint) is str:",
         ("tests/test_template_values_canonical.py::test_another_spelling_is_refused_naming_the_canonical_one",),
