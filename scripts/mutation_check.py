@@ -1343,6 +1343,7 @@ OWN_CANCEL = BASE + "test_the_requests_own_cancellation_still_cancels_it"
 SPELLING = "tests/test_policy_by_construction.py::test_every_spelling_of_a_rejected_policy_stops_serve"
 CONSTRUCTION = "tests/test_policy_by_construction.py::"
 CONTAIN = "core/_host/contain.py"
+T24 = "tests/test_side_effect_tester24.py::"
 SCAN = "core/_host/hookscan.py"
 
 CASES += (
@@ -3781,9 +3782,12 @@ CASES += (  # side-effect scope containment (round 16, tester twenty-two F1-F5)
     Case(
         "containment: what a failed send would have sent is not read as sent (F2)",
         "core/_sideeffects/wire.py",
-        '            if name != "sendall":',
-        "            if False:",
-        (CONTAIN + "test_what_a_send_that_failed_would_have_sent_is_not_read_as_sent",),
+        "                _settle(scope, wire, before, data, 0, self, scheme)",
+        "                pass",
+        (
+            CONTAIN + "test_what_a_send_that_failed_would_have_sent_is_not_read_as_sent",
+            T24 + "test_a_send_that_failed_in_any_way_is_not_read_as_sent",
+        ),
     ),
     Case(
         "containment: what a failed descriptor write would have sent is not read as sent (F2)",
@@ -3791,6 +3795,41 @@ CASES += (  # side-effect scope containment (round 16, tester twenty-two F1-F5)
         "        if settle is not None:\n            settle(0)",
         "        if False:\n            settle(0)",
         (CONTAIN + "test_what_a_send_that_failed_would_have_sent_is_not_read_as_sent",),
+    ),
+    Case(
+        "containment: a descriptor send failing with any exception is not read as sent (t24 F1)",
+        "core/_sideeffects/lowlevel.py",
+        "        return call(*args, **kwargs)\n    except BaseException:",
+        "        return call(*args, **kwargs)\n    except OSError:",
+        (T24 + "test_a_send_that_failed_in_any_way_is_not_read_as_sent",),
+    ),
+    Case(
+        "containment: a sendall that failed with OSError marks its connection lost (t24 F1)",
+        "core/_sideeffects/wire.py",
+        '(name == "sendall" and isinstance(error, OSError))',
+        "False",
+        (T24 + "test_a_connection_whose_sendall_failed_part_way_sends_no_more_in_a_scope",),
+    ),
+    Case(
+        "containment: a send on a connection whose sendall failed part-way is refused (t24 F1)",
+        "core/_sideeffects/wire.py",
+        "    if wire.lost and judge is None:",
+        "    if False:",
+        (T24 + "test_a_connection_whose_sendall_failed_part_way_sends_no_more_in_a_scope",),
+    ),
+    Case(
+        "containment: what a connection was sent is kept beyond its scope (t24 F3)",
+        "core/_sideeffects/wire.py",
+        "        if wire.idle() and _views.get(key) is wire:",
+        "        if _views.get(key) is wire:",
+        (T24 + "test_a_request_line_split_over_two_scopes_never_arrives_whole",),
+    ),
+    Case(
+        "containment: an idle connection's view is dropped (t24 F3)",
+        "core/_sideeffects/wire.py",
+        "        return not (self.carry or self.head or self.skip or self.early or self.lost)",
+        "        return False",
+        (T24 + "test_views_of_finished_lines_are_not_kept",),
     ),
     Case(
         "containment: os.splice into a socket is refused (F3)",
