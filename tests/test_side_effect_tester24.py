@@ -86,8 +86,7 @@ def test_a_connection_whose_sendall_failed_part_way_sends_no_more_in_a_scope() -
 
 def test_views_of_finished_lines_are_not_kept() -> None:
     kept = _sideeffects.wire.kept_views()
-    with sink() as (address, _seen):
-        with socket.create_connection(address) as sock, _scope():
-            sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-            _finish(sock)
+    with sink() as (address, _seen), socket.create_connection(address) as sock, _scope():
+        sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        _finish(sock)
     assert _sideeffects.wire.kept_views() == kept
