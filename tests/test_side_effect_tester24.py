@@ -90,3 +90,49 @@ def test_views_of_finished_lines_are_not_kept() -> None:
         sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         _finish(sock)
     assert _sideeffects.wire.kept_views() == kept
+
+
+# -- F2: references saved before the guards were installed -----------------------------------------
+
+SAVED_BEFORE = r"""
+import functools, gc, os, socket, sys, types
+import multiprocessing.connection as mpc
+
+write = os.write
+def default(data, write=os.write): return write
+def kwdefault(*, write=os.write): return write
+def closure():
+    w = os.write
+    return lambda: w
+cell = closure()
+class Holder:
+    write = os.write
+kept = {os.write}
+gc.freeze()  # as serve's start-up leaves its heap
+
+from mcp_providers._sideeffects import SideEffectRefused, side_effect_scope
+with side_effect_scope(provider="p", plugin="p", target="t://x"):
+    pass  # installs every guard
+guard = os.write
+held = [write, default(b""), kwdefault(), cell(), Holder.write, mpc.Connection._write,
+        mpc.Connection._send.__defaults__[0]]
+print("unguarded", [i for i, h in enumerate(held) if h is not guard], guard in kept, gc.get_freeze_count() > 0)
+r, w = os.pipe()
+print("wrote", os.write(w, b"ok"), os.read(r, 2))  # a guard calls what it wraps, never itself
+a, b = socket.socketpair()
+try:
+    with side_effect_scope(provider="p", plugin="p", target="t://x"):
+        mpc.Connection(a.fileno(), readable=False)._send(b"DELETE /victim HTTP/1.1\r\nHost: x\r\n\r\n")
+    print("sent")
+except SideEffectRefused:
+    print("refused")
+"""
+
+
+def test_references_saved_before_install_are_guarded_too() -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", SAVED_BEFORE], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:3] == ["unguarded [] True True", "wrote 2 b'ok'", "refused"]
