@@ -3888,6 +3888,13 @@ CASES += (  # side-effect scope containment (round 16, tester twenty-two F1-F5)
         (T24 + "test_references_saved_before_install_are_guarded_too",),
     ),
     Case(
+        "containment: a path with .. that stays in the scratch folder is written under the lock (t24 F6)",
+        "core/_sideeffects/files.py",
+        "    return bool(owned is not None and owned())",
+        "    return False",
+        (T24 + "test_a_write_by_a_path_with_dotdot_that_stays_in_the_scratch_folder_is_made",),
+    ),
+    Case(
         "containment: an idle connection's view is dropped (t24 F3)",
         "core/_sideeffects/wire.py",
         "        return not (self.carry or self.head or self.skip or self.early or self.lost)",
@@ -3929,9 +3936,9 @@ CASES += (  # side-effect scope containment (round 16, tester twenty-two F1-F5)
         ),
     ),
     Case(
-        "containment: a write path with .. in the scratch folder is refused (F5)",
+        "containment: a write path with .. in the scratch folder is refused with no lock held (F5)",
         "core/_sideeffects/files.py",
-        "    if inside and not climbing:",
+        "    if inside and (not climbing or _holds(scope)):",
         "    if inside:",
         (CONTAIN + "test_a_symlink_in_the_scratch_folder_may_only_lead_further_into_it",),
     ),

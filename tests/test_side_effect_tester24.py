@@ -136,3 +136,18 @@ def test_references_saved_before_install_are_guarded_too() -> None:
     done = subprocess.run([sys.executable, "-c", SAVED_BEFORE], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split("\n")[:3] == ["unguarded [] True True", "wrote 2 b'ok'", "refused"]
+
+
+# -- F6: valid work in the scratch folder ----------------------------------------------------------
+
+
+def test_a_write_by_a_path_with_dotdot_that_stays_in_the_scratch_folder_is_made() -> None:
+    with _scope():
+        scratch = _sideeffects.scratch_dir()
+        os.mkdir(os.path.join(scratch, "x"))
+        with open(os.path.join(scratch, "x", "..", "y"), "w") as file:  # the lock is held: no rename between
+            file.write("1")
+        os.mkdir(os.path.join(scratch, "x", "..", "z"))
+        assert sorted(os.listdir(scratch)) == ["x", "y", "z"]
+        with pytest.raises(SideEffectRefused):
+            open(os.path.join(scratch, "x", "..", "..", "out"), "w").close()  # climbs out: still refused
