@@ -14,7 +14,8 @@ Two levels, each installed at most once per process (idempotent, thread-safe):
   file-tree calls (held under the scope's lock), ``os.mkfifo``/``mknod``,
   ``_posixsubprocess.fork_exec``, ``logging.FileHandler.__init__``, ``http.client``, the
   ``httpcore2``/``httpcore``/``aiohttp`` clients, and a ``sys.meta_path`` finder that patches those
-  when first imported. ``serve`` installs it (the CLI owns its process), and so does an embedder
+  when first imported; references to the replaced functions that modules saved before are
+  given the guards too (:mod:`.saved`). ``serve`` installs it (the CLI owns its process), and so does an embedder
   who opts in (``mount(..., side_effects="enforce")``, ``[server] embedded_side_effects``).
   Hooks and patches cannot be removed; nothing here ever undoes them.
 """
