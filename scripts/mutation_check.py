@@ -1343,6 +1343,7 @@ OWN_CANCEL = BASE + "test_the_requests_own_cancellation_still_cancels_it"
 SPELLING = "tests/test_policy_by_construction.py::test_every_spelling_of_a_rejected_policy_stops_serve"
 CONSTRUCTION = "tests/test_policy_by_construction.py::"
 CONTAIN = "core/_host/contain.py"
+T24 = "tests/test_side_effect_tester24.py::"
 SCAN = "core/_host/hookscan.py"
 
 CASES += (
@@ -3781,9 +3782,12 @@ CASES += (  # side-effect scope containment (round 16, tester twenty-two F1-F5)
     Case(
         "containment: what a failed send would have sent is not read as sent (F2)",
         "core/_sideeffects/wire.py",
-        '            if name != "sendall":',
-        "            if False:",
-        (CONTAIN + "test_what_a_send_that_failed_would_have_sent_is_not_read_as_sent",),
+        "                _settle(scope, wire, before, data, 0, self, scheme)",
+        "                pass",
+        (
+            CONTAIN + "test_what_a_send_that_failed_would_have_sent_is_not_read_as_sent",
+            T24 + "test_a_send_that_failed_in_any_way_is_not_read_as_sent",
+        ),
     ),
     Case(
         "containment: what a failed descriptor write would have sent is not read as sent (F2)",
@@ -3791,6 +3795,111 @@ CASES += (  # side-effect scope containment (round 16, tester twenty-two F1-F5)
         "        if settle is not None:\n            settle(0)",
         "        if False:\n            settle(0)",
         (CONTAIN + "test_what_a_send_that_failed_would_have_sent_is_not_read_as_sent",),
+    ),
+    Case(
+        "containment: a descriptor send failing with any exception is not read as sent (t24 F1)",
+        "core/_sideeffects/lowlevel.py",
+        "        return call(*args, **kwargs)\n    except BaseException:",
+        "        return call(*args, **kwargs)\n    except OSError:",
+        (T24 + "test_a_send_that_failed_in_any_way_is_not_read_as_sent",),
+    ),
+    Case(
+        "containment: a sendall that failed with OSError marks its connection lost (t24 F1)",
+        "core/_sideeffects/wire.py",
+        '(name == "sendall" and isinstance(error, OSError))',
+        "False",
+        (T24 + "test_a_connection_whose_sendall_failed_part_way_sends_no_more_in_a_scope",),
+    ),
+    Case(
+        "containment: a send on a connection whose sendall failed part-way is refused (t24 F1)",
+        "core/_sideeffects/wire.py",
+        "    if wire.lost and judge is None:",
+        "    if False:",
+        (T24 + "test_a_connection_whose_sendall_failed_part_way_sends_no_more_in_a_scope",),
+    ),
+    Case(
+        "containment: what a connection was sent is kept beyond its scope (t24 F3)",
+        "core/_sideeffects/wire.py",
+        "        if wire.idle() and _views.get(key) is wire:",
+        "        if _views.get(key) is wire:",
+        (T24 + "test_a_request_line_split_over_two_scopes_never_arrives_whole",),
+    ),
+    Case(
+        "containment: references saved before install are redirected at install (t24 F2)",
+        "core/_sideeffects/levels.py",
+        "        redirect_saved(_guarded_homes())\n",
+        "",
+        (T24 + "test_references_saved_before_install_are_guarded_too",),
+    ),
+    Case(
+        "containment: the frozen heap is walked for saved references (t24 F2)",
+        "core/_sideeffects/saved.py",
+        "is not walked by get_referrers\n        gc.unfreeze()",
+        "is not walked by get_referrers\n        pass",
+        (T24 + "test_references_saved_before_install_are_guarded_too",),
+    ),
+    Case(
+        "containment: a module global saving an original gets the guard (t24 F2)",
+        "core/_sideeffects/saved.py",
+        "                holder[name], changed = found[id(holder[name])][1], changed + 1",
+        "                changed += 1",
+        (T24 + "test_references_saved_before_install_are_guarded_too",),
+    ),
+    Case(
+        "containment: a closure cell saving an original gets the guard (t24 F2)",
+        "core/_sideeffects/saved.py",
+        "                holder.cell_contents, changed = pair[1], changed + 1",
+        "                changed += 1",
+        (T24 + "test_references_saved_before_install_are_guarded_too",),
+    ),
+    Case(
+        "containment: the guards' own cells keep what they call (t24 F2)",
+        "core/_sideeffects/saved.py",
+        "isinstance(holder, types.CellType) and id(holder) not in skip_cells",
+        "isinstance(holder, types.CellType)",
+        (T24 + "test_references_saved_before_install_are_guarded_too",),
+    ),
+    Case(
+        "containment: a set listing an original lists the guard too (t24 F2)",
+        "core/_sideeffects/saved.py",
+        "                holder.add(guard)",
+        "                pass",
+        (T24 + "test_references_saved_before_install_are_guarded_too",),
+    ),
+    Case(
+        "containment: a default argument saving an original gets the guard (t24 F2)",
+        "core/_sideeffects/saved.py",
+        "        owner.__defaults__ = tuple(_swap(v, found) for v in owner.__defaults__ or ())",
+        "        pass",
+        (T24 + "test_references_saved_before_install_are_guarded_too",),
+    ),
+    Case(
+        "containment: a keyword default saving an original gets the guard (t24 F2)",
+        "core/_sideeffects/saved.py",
+        "        owner.__kwdefaults__ = {k: _swap(v, found) for k, v in (owner.__kwdefaults__ or {}).items()}",
+        "        pass",
+        (T24 + "test_references_saved_before_install_are_guarded_too",),
+    ),
+    Case(
+        "containment: a class attribute saving an original gets the guard (t24 F2)",
+        "core/_sideeffects/saved.py",
+        "                setattr(owner, name, found[id(value)][1])",
+        "                pass",
+        (T24 + "test_references_saved_before_install_are_guarded_too",),
+    ),
+    Case(
+        "containment: a path with .. that stays in the scratch folder is written under the lock (t24 F6)",
+        "core/_sideeffects/files.py",
+        "    return bool(owned is not None and owned())",
+        "    return False",
+        (T24 + "test_a_write_by_a_path_with_dotdot_that_stays_in_the_scratch_folder_is_made",),
+    ),
+    Case(
+        "containment: an idle connection's view is dropped (t24 F3)",
+        "core/_sideeffects/wire.py",
+        "        return not (self.carry or self.head or self.skip or self.early or self.lost)",
+        "        return False",
+        (T24 + "test_views_of_finished_lines_are_not_kept",),
     ),
     Case(
         "containment: os.splice into a socket is refused (F3)",
@@ -3827,9 +3936,9 @@ CASES += (  # side-effect scope containment (round 16, tester twenty-two F1-F5)
         ),
     ),
     Case(
-        "containment: a write path with .. in the scratch folder is refused (F5)",
+        "containment: a write path with .. in the scratch folder is refused with no lock held (F5)",
         "core/_sideeffects/files.py",
-        "    if inside and not climbing:",
+        "    if inside and (not climbing or _holds(scope)):",
         "    if inside:",
         (CONTAIN + "test_a_symlink_in_the_scratch_folder_may_only_lead_further_into_it",),
     ),

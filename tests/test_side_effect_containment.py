@@ -410,8 +410,10 @@ def test_a_symlink_in_the_scratch_folder_may_only_lead_further_into_it(
         os.symlink("inner", os.path.join(scratch, "fine"))  # relative, downwards: allowed
         os.symlink(os.path.join(scratch, "inner"), os.path.join(scratch, "fine2"))  # absolute, inside
         os.symlink(scratch, os.path.join(scratch, "inner", "top"))  # the folder itself: no path climbs
+        climbing = os.path.join(scratch, "inner", "top", "inner", "..", "f")  # lands inside
         with pytest.raises(SideEffectRefused, match=r"'\.\.' in the scratch folder"):
-            open(os.path.join(scratch, "inner", "top", "inner", "..", "f"), "w").close()  # lands inside
+            io.FileIO(climbing, "w").close()  # no lock held from its check to its open: a rename could move it
+        open(climbing, "w").close()  # held: what the path resolves to when checked is what it opens
         assert os.path.realpath(os.path.join(scratch, "fine")) == os.path.join(scratch, "inner")
 
 

@@ -155,6 +155,14 @@ def _climbs(raw: Any) -> bool:
     return ".." in text.replace(os.altsep or os.sep, os.sep).split(os.sep)
 
 
+def _holds(scope: Scope) -> bool:
+    """Whether this thread holds the scope's lock (a guarded opener or tree call, process-wide):
+    then no thread of the call can rename or link a folder of the path before the system call,
+    so a ``..`` that resolves inside the scratch folder stays there."""
+    owned = getattr(scope.lock, "_is_owned", None)
+    return bool(owned is not None and owned())
+
+
 def _in_scratch(scope: Scope, raw: Any, dir_fd: Any) -> bool:
     """Whether ``raw`` (from ``dir_fd``) lands under the scratch folder and says so without ``..``."""
     return not _climbs(raw) and scope.under_scratch(_resolve(raw, dir_fd))
@@ -175,7 +183,7 @@ def _judge_file(scope: Scope, event: str, args: tuple[Any, ...]) -> None:
     if not paths:
         return
     inside = event != "os.chdir" and all(scope.under_scratch(p) for p in paths)
-    if inside and not climbing:
+    if inside and (not climbing or _holds(scope)):
         return
     if _expected_write(event, args, paths):
         return

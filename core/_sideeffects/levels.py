@@ -14,7 +14,8 @@ Two levels, each installed at most once per process (idempotent, thread-safe):
   file-tree calls (held under the scope's lock), ``os.mkfifo``/``mknod``,
   ``_posixsubprocess.fork_exec``, ``logging.FileHandler.__init__``, ``http.client``, the
   ``httpcore2``/``httpcore``/``aiohttp`` clients, and a ``sys.meta_path`` finder that patches those
-  when first imported. ``serve`` installs it (the CLI owns its process), and so does an embedder
+  when first imported; references to the replaced functions that modules saved before are
+  given the guards too (:mod:`.saved`). ``serve`` installs it (the CLI owns its process), and so does an embedder
   who opts in (``mount(..., side_effects="enforce")``, ``[server] embedded_side_effects``).
   Hooks and patches cannot be removed; nothing here ever undoes them.
 """
@@ -35,6 +36,7 @@ from mcp_providers._sideeffects.clients import patch_aiohttp, patch_http_client,
 from mcp_providers._sideeffects.files import audit_hook, guarded_os_open, patch_unaudited
 from mcp_providers._sideeffects.imports import patch_on_import
 from mcp_providers._sideeffects.logfiles import call_began, call_ended, patch_logging, record_log_files
+from mcp_providers._sideeffects.saved import redirect_saved
 from mcp_providers._sideeffects.scope import Kind, Mode, Scope, scope_lock, scope_var
 from mcp_providers._sideeffects.wire import patch_wire
 
@@ -91,7 +93,28 @@ def install() -> None:
             lowlevel.replace("open", os.open, guarded_os_open)  # os.open and posix.open
         for name, patch in _OPTIONAL.items():
             patch_on_import(name, patch)
+        redirect_saved(_guarded_homes())
         _installed = True
+
+
+def _guarded_homes() -> tuple[Any, ...]:
+    """The modules and classes whose functions :func:`install` replaced, for :func:`.saved.redirect_saved`."""
+    import _posixsubprocess
+    import builtins
+    import io
+    import socket
+    import ssl
+
+    return (
+        *lowlevel.HOMES,
+        io,
+        sys.modules["_io"],
+        builtins,
+        _posixsubprocess,
+        socket.socket,
+        ssl.SSLSocket,
+        ssl.SSLObject,
+    )
 
 
 def process_wide() -> bool:

@@ -79,10 +79,10 @@ def _file_bytes(in_fd: int, offset: int | None, count: int) -> Iterator[bytes]:
 
 
 def _settled(settle: Callable[[int], None] | None, call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """``call(*args)``; if it fails, nothing was written: ``settle(0)`` first."""
+    """``call(*args)``; if it fails (any exception), nothing was written: ``settle(0)`` first."""
     try:
         return call(*args, **kwargs)
-    except OSError:
+    except BaseException:
         if settle is not None:
             settle(0)
         raise

@@ -66,7 +66,6 @@ class Scope:
         "refused",
         "target",
         "violations",
-        "wires",
     )
 
     def __init__(self, provider: str, plugin: str, target: str, kind: Kind, mode: Mode) -> None:
@@ -78,7 +77,6 @@ class Scope:
         self._scratch: str | None = None
         self.refused: SideEffectRefused | None = None  # the last refusal, even if a library swallowed it
         self._passed: list[tuple[str, str]] | None = None  # (verb, path) http.client let through, made when needed
-        self.wires: dict[Any, Any] | None = None  # what was sent per connection (.wire), made when needed
         self.lock = threading.RLock()
         """Held by a write-open or a file-tree change of the call from its check to its end, so the
         call's own threads cannot swap a checked path for a symlink in between (:mod:`._sideeffects_lowlevel`)."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -29,44 +30,69 @@ _LONG_LINE = 8192  # longer unfinished lines keep their start and end (method, v
 
 
 class _Wire:
-    """What one connection has sent in one scope: the unfinished line (``early`` when it was
-    already taken as a request line), the request head being sent (``(verb, target, judged,
-    body length)``) and body bytes still to skip."""
+    """What one connection has been sent inside scopes: the unfinished line (``early`` when it
+    was already taken as a request line), the request head being sent (``(verb, target, judged,
+    body length)``), body bytes still to skip, and ``lost`` once a ``sendall`` failed part-way
+    (what it sent is unknown)."""
 
-    __slots__ = ("carry", "early", "head", "scope", "skip")
+    __slots__ = ("carry", "early", "head", "lost", "skip")
 
-    def __init__(self, scope: Scope) -> None:
-        self.scope, self.carry, self.head, self.skip, self.early = scope, b"", None, 0, False
+    def __init__(self) -> None:
+        self.carry, self.head, self.skip, self.early, self.lost = b"", None, 0, False, False
+
+    def idle(self) -> bool:
+        return not (self.carry or self.head or self.skip or self.early or self.lost)
 
 
-def _view(scope: Scope, sender: Any, scheme: str) -> _Wire:
-    """What ``scope`` has seen sent on ``sender``'s connection, shared by every path to it.
+_views: dict[Any, _Wire] = {}
+"""Views of connections with something unfinished, kept beyond any one scope (a head split over
+two reads on a kept-open connection is read whole); an idle view is dropped."""
+_views_lock = threading.Lock()
+
+
+def kept_views() -> int:
+    """How many connections' unfinished views are kept (for tests)."""
+    return len(_views)
+
+
+def _view(sender: Any, scheme: str) -> tuple[Any, _Wire]:
+    """The key of ``sender``'s connection and what it has been sent, shared by every path to it.
 
     Keyed by the kernel's socket (``os.fstat``'s device and inode: ``dup()``, ``socket.socket(fileno=)``
     and any descriptor number of it share one), so a head split over two of its socket objects, or
-    a send and an ``os.write``, is read whole; TLS plaintext (``scheme`` ``https``) apart from the
-    bytes below it. An ``ssl.SSLObject`` (no descriptor) is its own key. Kept in the scope."""
+    a send and an ``os.write``, or two scopes, is read whole; TLS plaintext (``scheme`` ``https``)
+    apart from the bytes below it. An ``ssl.SSLObject`` (no descriptor) is its own key."""
     try:
         status = os.fstat(sender.fileno() if not isinstance(sender, _Descriptor) else sender.fd)
         key: Any = (scheme, status.st_dev, status.st_ino)
     except (AttributeError, OSError, ValueError):
         key = sender  # an ssl.SSLObject, or a closed socket (whose send fails anyway)
-    views = scope.wires
-    if views is None:
-        views = scope.wires = {}
-    wire = views.get(key)
-    if wire is None:
-        wire = views[key] = _Wire(scope)
-    return wire
+    with _views_lock:
+        wire = _views.get(key)
+        if wire is None:
+            wire = _views[key] = _Wire()
+    return key, wire
 
 
-def _scan(wire: _Wire, data: bytes, sender: Any, scheme: str, judge: Callable[..., bool] | None = None) -> None:
+def _keep(key: Any, wire: _Wire) -> None:
+    """Drop ``wire``'s view once it is idle (a fresh one reads the same)."""
+    with _views_lock:
+        if wire.idle() and _views.get(key) is wire:
+            del _views[key]
+
+
+def _scan(
+    scope: Scope, wire: _Wire, data: bytes, sender: Any, scheme: str, judge: Callable[..., bool] | None = None
+) -> None:
     """Judge every complete line ``data`` finishes; refusing raises before anything is sent.
 
     A request line is refused when its line ends (``\\n``), so a head split over several sends
     never reaches the server whole; a body header on a safe method is refused the same way. The
     end of the connection ends a line too (``http.server`` takes a request line cut off by it),
     so an unfinished line that already reads as a request line is judged as one when sent."""
+    if wire.lost and judge is None:
+        scope.attempt(f"a send on {_peer(sender)} after a sendall there failed part-way", "http",
+                      error=RefusedOnTheWire, layer="wire")  # fmt: skip
     buf, pos = wire.carry + data, 0
     head, skip, early = wire.head, wire.skip, wire.early
     while True:
@@ -81,24 +107,26 @@ def _scan(wire: _Wire, data: bytes, sender: Any, scheme: str, judge: Callable[..
         if early:
             early = False  # judged while unfinished (below): its end changes nothing
         else:
-            head, skip = _judge_line(wire.scope, buf[pos:end], head, sender, scheme, judge or _judge_wire)
+            head, skip = _judge_line(scope, buf[pos:end], head, sender, scheme, judge or _judge_wire)
         pos = end + 1
     carry = buf[pos:]
     if len(carry) > _LONG_LINE:
         carry = carry[: _LONG_LINE // 2] + b"~" + carry[-64:]
     if head is None and not skip and not early and _request_line(carry) is not None:
-        head, skip = _judge_line(wire.scope, carry, None, sender, scheme, judge or _judge_wire)
+        head, skip = _judge_line(scope, carry, None, sender, scheme, judge or _judge_wire)
         early = True
     wire.carry, wire.head, wire.skip, wire.early = carry, head, skip, early
 
 
-def _settle(wire: _Wire, before: tuple[Any, ...], data: bytes, sent: Any, sender: Any, scheme: str) -> None:
+def _settle(
+    scope: Scope, wire: _Wire, before: tuple[Any, ...], data: bytes, sent: Any, sender: Any, scheme: str
+) -> None:
     """After a send that took only ``sent`` bytes of ``data`` (a count a send returns; 0 when it
     failed), make the view what was sent: the rest is sent again, or never, and must not be read
     as sent before what follows (``"\\r\\nGET "`` cut after the line end, then ``"POST /x ..."``)."""
     if type(sent) is int and 0 <= sent < len(data):
         wire.carry, wire.head, wire.skip, wire.early = before
-        _scan(wire, data[:sent], sender, scheme, _already_judged)
+        _scan(scope, wire, data[:sent], sender, scheme, _already_judged)
 
 
 def _already_judged(*args: Any, **kwargs: Any) -> bool:
@@ -173,19 +201,23 @@ def _wire_guard(cls: type, name: str, data_of: Callable[[tuple[Any, ...]], bytes
         scope = scope_var.get()
         if scope is None or judged_above.get():
             return original(self, *args, **kwargs)
-        wire, data = _view(scope, self, scheme), data_of(args)
+        data = data_of(args)
+        key, wire = _view(self, scheme)
         before = _state(wire)
-        _scan(wire, data, self, scheme)
-        token = judged_above.set(True)  # an SSLSocket's send may call the plain socket's
         try:
-            sent = original(self, *args, **kwargs)
-        except OSError:
-            if name != "sendall":  # the others send all they report or nothing (sendall: unknown)
-                _settle(wire, before, data, 0, self, scheme)
-            raise
+            _scan(scope, wire, data, self, scheme)
+            token = judged_above.set(True)  # an SSLSocket's send may call the plain socket's
+            try:
+                sent = original(self, *args, **kwargs)
+            except BaseException as error:  # bad arguments too: nothing was sent, or (sendall) unknown
+                _settle(scope, wire, before, data, 0, self, scheme)
+                wire.lost = wire.lost or (name == "sendall" and isinstance(error, OSError))
+                raise
+            finally:
+                judged_above.reset(token)
+            _settle(scope, wire, before, data, sent, self, scheme)
         finally:
-            judged_above.reset(token)
-        _settle(wire, before, data, sent, self, scheme)
+            _keep(key, wire)
         return sent
 
     guarded.__name__, guarded.__qualname__, guarded.__doc__ = original.__name__, original.__qualname__, original.__doc__
@@ -228,10 +260,18 @@ def _descriptor_judge() -> lowlevel.Judge | None:
 
     def judge(fd: int, data: bytes) -> Callable[[int], None]:
         sender = _Descriptor(fd)
-        wire = _view(scope, sender, "http")
+        key, wire = _view(sender, "http")
         before = _state(wire)
-        _scan(wire, data, sender, "http")
-        return lambda sent: _settle(wire, before, data, sent, sender, "http")
+        try:
+            _scan(scope, wire, data, sender, "http")
+        finally:
+            _keep(key, wire)
+
+        def settle(sent: int) -> None:
+            _settle(scope, wire, before, data, sent, sender, "http")
+            _keep(key, wire)
+
+        return settle
 
     return judge
 
