@@ -93,8 +93,21 @@ def install() -> None:
             lowlevel.replace("open", os.open, guarded_os_open)  # os.open and posix.open
         for name, patch in _OPTIONAL.items():
             patch_on_import(name, patch)
-        redirect_saved(_guarded_homes())
         _installed = True
+        _saved_pending[0] = True  # redirected at the first scope: not on serve's way to its first answer
+
+
+_saved_pending = [False]
+"""Whether references saved before :func:`install` still wait to be redirected (:func:`_redirect`):
+about 70 ms of heap walking on ``serve``'s start-up heap, done where it matters, before the first
+provider code runs in a scope, rather than before the first answer (issue 43)."""
+
+
+def _redirect() -> None:
+    with _install_lock:
+        if _saved_pending[0]:
+            redirect_saved(_guarded_homes())
+            _saved_pending[0] = False
 
 
 def _guarded_homes() -> tuple[Any, ...]:
@@ -128,6 +141,8 @@ def enter_scope(provider: str, plugin: str, target: str, kind: Kind, mode: Mode)
     nothing is installed yet (a composition's start normally has); never the process-wide one."""
     if not _hooked:
         install_scoped()
+    if _saved_pending[0]:
+        _redirect()
     scope = Scope(provider, plugin, target, kind, mode)
     if not _installed:  # process-wide, the count is never read (logfiles.call_began): not called
         call_began()  # before the provider's code runs: the host's log handlers made since are recorded
