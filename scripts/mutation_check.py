@@ -3897,7 +3897,7 @@ CASES += (  # side-effect scope containment (round 16, tester twenty-two F1-F5)
     Case(
         "containment: a path with .. that stays in the scratch folder is written under the lock (t24 F6)",
         "core/_sideeffects/files.py",
-        "    return bool(owned is not None and owned())",
+        "    return lowlevel.holds(scope.lock)",
         "    return False",
         (T24 + "test_a_write_by_a_path_with_dotdot_that_stays_in_the_scratch_folder_is_made",),
     ),

@@ -159,8 +159,7 @@ def _holds(scope: Scope) -> bool:
     """Whether this thread holds the scope's lock (a guarded opener or tree call, process-wide):
     then no thread of the call can rename or link a folder of the path before the system call,
     so a ``..`` that resolves inside the scratch folder stays there."""
-    owned = getattr(scope.lock, "_is_owned", None)
-    return bool(owned is not None and owned())
+    return lowlevel.holds(scope.lock)
 
 
 def _in_scratch(scope: Scope, raw: Any, dir_fd: Any) -> bool:
@@ -243,7 +242,7 @@ def guarded_os_open(path: Any, flags: int, mode: int = 0o777, *, dir_fd: int | N
     _os_open_call.pending = (path, dir_fd)
     try:
         if flags & _WRITE_FLAGS:  # checked and opened with no swap of the path between (see Scope.lock)
-            with scope.lock:
+            with lowlevel.holding(scope.lock):
                 return _real_os_open(path, flags, mode, dir_fd=dir_fd)
         return _real_os_open(path, flags, mode, dir_fd=dir_fd)
     finally:

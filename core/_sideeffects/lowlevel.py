@@ -25,10 +25,12 @@ from __future__ import annotations
 
 import _io
 import builtins
+import contextlib
 import io
 import os
 import stat
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -46,6 +48,27 @@ _TREE_CALLS = (
 )  # fmt: skip
 """``os`` functions that change the file tree: serialized with write-opens inside a scope."""
 _WRITE_MODE = frozenset("wax+")
+_holding = threading.local()
+"""The scope locks this thread holds through :func:`holding`, innermost last."""
+
+
+@contextlib.contextmanager
+def holding(lock: Any) -> Iterator[None]:
+    """Hold ``lock`` (a scope's ``RLock``) and remember that this thread does (:func:`holds`)."""
+    with lock:
+        held = _holding.__dict__.setdefault("locks", [])
+        held.append(lock)
+        try:
+            yield
+        finally:
+            held.pop()
+
+
+def holds(lock: Any) -> bool:
+    """Whether this thread holds ``lock`` through :func:`holding` (``RLock`` has no public owner)."""
+    return any(held is lock for held in _holding.__dict__.get("locks", ()))
+
+
 HOMES: tuple[Any, ...] = (os, sys.modules[os.name])
 """Modules whose names reach the same functions: ``os`` and the native module it re-exports
 (``posix``; ``nt`` on Windows, absent elsewhere)."""
@@ -168,7 +191,7 @@ def serialize_tree_changes(lock_of: Callable[[], Any]) -> None:
             lock = lock_of()
             if lock is None or (writes is not None and not writes(*args, **kwargs)):
                 return original(*args, **kwargs)
-            with lock:
+            with holding(lock):
                 return original(*args, **kwargs)
 
         call.__name__, call.__qualname__, call.__doc__ = original.__name__, original.__qualname__, original.__doc__
