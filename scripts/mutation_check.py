@@ -3929,6 +3929,7 @@ CASES += (  # side-effect scope containment (round 16, tester twenty-two F1-F5)
         "HOMES: tuple[Any, ...] = (os,)",
         (
             CONTAIN + "test_every_guarded_os_function_is_guarded_under_its_posix_name_too",
+            CONTAIN + "test_install_puts_each_guard_under_its_posix_name_at_once",
             CONTAIN + "test_a_fifo_or_node_made_outside_the_scratch_folder_is_refused",
         ),
     ),

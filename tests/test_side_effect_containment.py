@@ -303,6 +303,24 @@ def test_every_guarded_os_function_is_guarded_under_its_posix_name_too() -> None
     assert [n for n in guarded if getattr(posix, n) is not getattr(os, n)] == []
 
 
+_AT_INSTALL = """
+import os, posix
+from mcp_providers._sideeffects import levels
+levels.install()  # no scope entered yet: the saved-reference redirect has not run
+names = ("write", "mkfifo", "mknod", "rename", "mkdir", "symlink", "open", "splice")
+print([n for n in names if getattr(posix, n) is not getattr(os, n) or not hasattr(getattr(posix, n), "__wrapped__")])
+"""
+
+
+def test_install_puts_each_guard_under_its_posix_name_at_once() -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _AT_INSTALL], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
 @pytest.mark.parametrize(
     "make",
     [
