@@ -2458,6 +2458,13 @@ CASES += (  # an HTTP upstream's answers bounded while read (issue 40, round 9 b
         ),
     ),
     Case(
+        "credentials: the server's identity fingerprint holds where its trust comes from (JWKS, introspection)",
+        "core/_serve/state/credentials.py",
+        "auth.subject_claim, auth.groups_claim, auth.jwks_url, auth.algorithms,",
+        "auth.subject_claim, auth.groups_claim, auth.algorithms,",
+        ("tests/test_credentials_settings.py::test_the_identity_fingerprint_holds_where_the_servers_trust_comes_from",),
+    ),
+    Case(
         "credentials: the pooled on_behalf_of session is kept under the broker's cache key",
         "plugins/upstream/link.py",
         "key, sessions = credentials.cache_key(self.exchange, principal), self.sessions",

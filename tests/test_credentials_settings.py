@@ -237,6 +237,25 @@ def test_the_identity_fingerprint_holds_the_trusted_issuers_and_the_audience() -
     assert identity_fingerprint(jwt(CORP)) == identity_fingerprint(jwt(CORP))
 
 
+def test_the_identity_fingerprint_holds_where_the_servers_trust_comes_from() -> None:
+    """Moving the keys (``jwks_url``), the introspection endpoint or its client is vouching for
+    callers by other means: a credential cached under the old ones must not be reused."""
+
+    def auth(mode: Any, **more: Any) -> AuthConfig:
+        return AuthConfig(mode=mode, issuer=(CORP,), resource_url="https://mcp.example.test/mcp", **more)
+
+    client = {"client_id_env": "MCP_CLIENT_ID", "client_secret_env": "MCP_CLIENT_SECRET"}
+    prints = [identity_fingerprint(a) for a in (
+        auth("jwt"), auth("jwt", jwks_url="https://keys.example.test/a"),
+        auth("jwt", jwks_url="https://keys.example.test/b"), auth("jwt", algorithms=("ES256",)),
+        auth("jwt", at_jwt_issuers=(CORP,)), auth("introspection", **client),
+        auth("introspection", introspection_endpoint="https://idp.example.test/a", **client),
+        auth("introspection", introspection_endpoint="https://idp.example.test/b", **client),
+        auth("introspection", **{**client, "client_id_env": "OTHER_CLIENT_ID"}),
+    )]  # fmt: skip
+    assert len(set(prints)) == len(prints)
+
+
 def test_the_runtimes_broker_is_keyed_by_the_servers_identity_settings() -> None:
     def broker(*issuers: str) -> CredentialBroker:
         auth = AuthConfig(mode="jwt", issuer=issuers, resource_url="https://mcp.example.test/mcp")

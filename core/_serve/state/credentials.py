@@ -269,9 +269,13 @@ def broker_for(
 
 def identity_fingerprint(auth: AuthConfig | None) -> str:
     """The :func:`~mcp_providers.credentials.fingerprint` of what ``[server.auth]`` vouches for
-    callers with: mode, trusted issuers, audience and resource URL, subject and groups claims
+    callers with: mode, trusted issuers, audience and resource URL, subject and groups claims, and
+    where trust comes from (the JWKS URL, accepted algorithms and ``at+jwt`` issuers; the
+    introspection endpoint and the names of its client's variables, never their values)
     (``None``: no table). Part of every key the server's broker makes."""
     if auth is None:
         return fingerprint("server.auth", None)
     return fingerprint("server.auth", auth.mode, auth.principal_issuers, auth.audience, auth.resource_url,
-                       auth.subject_claim, auth.groups_claim)  # fmt: skip
+                       auth.subject_claim, auth.groups_claim, auth.jwks_url, auth.algorithms,
+                       auth.at_jwt_issuers, auth.introspection_endpoint, auth.client_id_env,
+                       auth.client_secret_env)  # fmt: skip
