@@ -350,6 +350,7 @@ class _Resources(ResourceProvider):
         self, plugin: Plugin, resources: Recorded, templates: Recorded, completers: Completers, settings: Any
     ) -> None:
         self.name, self.prefixes = plugin.name, plugin.prefixes
+        self.authored_as = plugin.name  # check warns when the entry point names it otherwise
         self._declared: list[Resource] = []
         self._templates: list[ResourceTemplate] = []
         self._readers: dict[str, Reader] = {}
@@ -400,6 +401,7 @@ class _Tools(ToolProvider):
 
     def __init__(self, plugin: Plugin, tools: Recorded, settings: Any) -> None:
         self.name = f"{plugin.name}-tools"  # provider names are unique across kinds
+        self.authored_as = plugin.name
         self._declared: list[Tool] = []
         self._calls: dict[str, ToolCaller] = {}
         self.authoring_advice: list[Advice] = []  # check's warnings (mcp_providers._host.advisories)
@@ -441,6 +443,7 @@ class _Prompts(PromptProvider):
 
     def __init__(self, plugin: Plugin, prompts: Recorded, completers: Completers, settings: Any) -> None:
         self.name = f"{plugin.name}-prompts"
+        self.authored_as = plugin.name
         self._declared: list[Prompt] = []
         self._renders: dict[str, PromptRenderer] = {}
         self._completers: dict[tuple[str, str], Completer] = {}

@@ -2458,6 +2458,16 @@ CASES += (  # an HTTP upstream's answers bounded while read (issue 40, round 9 b
         ),
     ),
     Case(
+        "authoring: a Plugin named otherwise than its entry point is a check warning",
+        "core/_host/advisories.py",
+        "if (authored := _authored_as(d)) is not None and _folded(authored) != _folded(d.plugin)",
+        "if (authored := _authored_as(d)) is not None and False",
+        (
+            "tests/authoring/test_author_mistakes_kinds.py::"
+            "test_a_plugin_named_otherwise_than_its_entry_point_is_a_check_warning",
+        ),
+    ),
+    Case(
         "credentials: the server's identity fingerprint holds where its trust comes from (JWKS, introspection)",
         "core/_serve/state/credentials.py",
         "auth.subject_claim, auth.groups_claim, auth.jwks_url, auth.algorithms,",

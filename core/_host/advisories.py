@@ -19,6 +19,9 @@ Advisories (:func:`advisories`; ``check`` prints them and still passes):
 ``output-schema-says-nothing``      a decorated tool annotated ``-> Any`` or ``-> object``: its
                                     outputSchema is empty, and a value JSON cannot carry fails
                                     only when the tool is called
+``plugin-name-differs``             a decorated ``Plugin("x")`` loaded under another entry-point
+                                    name: operators configure ``[plugins.<entry point>]`` while its
+                                    providers and skills carry ``x``
 ``left-out``                        what a provider's source offered but the provider leaves out, as
                                     it reports in its ``left_out`` attribute (items with ``value``,
                                     ``message`` and ``fix``): an upstream MCP server's components
@@ -57,7 +60,7 @@ CLIENT_TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 def advisories(declared: Sequence[Declared]) -> list[Problem]:
     """What ``check`` warns about without failing: wrapped output schemas, names clients refuse,
     fixed URIs not declared in canonical form, members nothing serves, what providers left out."""
-    found: list[Problem] = _unserved_members(declared)
+    found: list[Problem] = _unserved_members(declared) + _renamed_plugins(declared)
     for d in declared:
         for code, value, message, fix in getattr(d.provider, "authoring_advice", ()):  # decorated functions'
             found.append(Problem((d.plugin,), code, value, message, fix))
@@ -104,6 +107,37 @@ def advisories(declared: Sequence[Declared]) -> list[Problem]:
                         )
                     )
     return found
+
+
+def _renamed_plugins(declared: Sequence[Declared]) -> list[Problem]:
+    """A ``plugin-name-differs`` problem per decorated plugin whose ``Plugin`` name is not its
+    entry-point name, dashes and underscores aside (its providers say which in ``authored_as``)."""
+    renamed = {
+        (d.plugin, authored)
+        for d in declared
+        if (authored := _authored_as(d)) is not None and _folded(authored) != _folded(d.plugin)
+    }
+    return [
+        Problem(
+            (plugin,),
+            "plugin-name-differs",
+            authored,
+            f"Plugin({authored!r}) is loaded under the entry-point name {plugin!r}: operators configure it as "
+            f"[plugins.{plugin}] and name it {plugin!r} in allow/deny, while its providers and skills are "
+            f"named after {authored!r}",
+            f"name one of them after the other: Plugin({plugin!r}), or the entry point {authored!r}",
+        )
+        for plugin, authored in sorted(renamed)
+    ]
+
+
+def _folded(name: str) -> str:
+    return name.replace("-", "_")  # Plugin("ssg-catalog") under ssg_catalog: one name in two spellings
+
+
+def _authored_as(d: Declared) -> str | None:
+    authored = getattr(d.provider, "authored_as", None)  # duck-typed, as authoring_advice
+    return authored if isinstance(authored, str) else None
 
 
 def unavailable_sources(declared: Sequence[Declared]) -> list[Problem]:

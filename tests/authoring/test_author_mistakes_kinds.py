@@ -353,3 +353,27 @@ async def test_an_optional_context_receives_the_context_not_a_model_argument(opt
     async with connect(composition) as client:
         result = await client.call_tool("t", {"x": "a"})
     assert result.content[0].text == "local", result  # type: ignore[union-attr]
+
+
+def test_a_plugin_named_otherwise_than_its_entry_point_is_a_check_warning() -> None:
+    """Operators write ``[plugins.<entry-point name>]`` while the providers, the tool list's origin
+    and the skills' URIs carry the ``Plugin``'s own name: two names for one plugin."""
+    plugin = Plugin("weather", prefixes=["weather://"])
+
+    @plugin.resource("weather://index")
+    def index() -> str:
+        return "sunny"
+
+    @plugin.tool()
+    def forecast(city: str) -> str:
+        """Tomorrow's weather in a city."""
+        return city
+
+    found = [w for w in check_warnings(compose({"forecasts": plugin}))[1] if "plugin-name-differs" in w]
+    assert len(found) == 1, found  # once per plugin, not per provider
+    assert "Plugin('weather')" in found[0] and "'forecasts'" in found[0] and "[plugins.forecasts]" in found[0]
+    assert "Plugin('forecasts')" in found[0], found[0]  # the fix names the spelling to use
+    for same in ("weather", "weather_now"):  # dashes and underscores are one name's two spellings
+        named = Plugin(same.replace("_", "-"), prefixes=["weather://"])
+        named.resource("weather://index")(index)
+        assert not [w for w in check_warnings(compose({same: named}))[1] if "plugin-name-differs" in w]
