@@ -3767,6 +3767,8 @@ CASES += (  # the in-memory read's cost, third pass (issue 43, round 16 helper R
 
 
 CONTAIN = "tests/test_side_effect_containment.py::"
+PROC = "tests/test_side_effect_process.py::"
+
 CASES += (  # side-effect scope containment (round 16, tester twenty-two F1-F5)
     Case(
         "containment: a request line's version is any word starting HTTP/ (F1)",
@@ -3980,6 +3982,65 @@ CASES += (  # side-effect scope containment (round 16, tester twenty-two F1-F5)
         '    _unaudited(os, "umask", "process",',
         '    (lambda *a: None)(os, "umask", "process",',
         (CONTAIN + "test_changing_the_umask_in_a_read_is_refused",),
+    ),
+    # tester 26 F1-F3, F7: other processes and the process's own state
+    Case(
+        "containment: an audited signal, limit or ctypes lookup in a read is refused",
+        "core/_sideeffects/process.py",
+        '        scope.attempt(attempted, "process", event=event)',
+        "        pass",
+        (
+            "tests/test_side_effect_process.py::"
+            + "test_each_change_to_another_process_or_the_whole_process_is_refused_in_a_read[os.kill]",
+            "tests/test_side_effect_process.py::"
+            + "test_each_change_to_another_process_or_the_whole_process_is_refused_in_a_read[ctypes.dlopen]",
+        ),
+    ),
+    Case(
+        "containment: the audit hook hands process events to their judge",
+        "core/_sideeffects/files.py",
+        "        process.judge_event(scope, event, args)",
+        "        pass",
+        (
+            "tests/test_side_effect_process.py::"
+            + "test_each_change_to_another_process_or_the_whole_process_is_refused_in_a_read[resource.setrlimit]",
+        ),
+    ),
+    Case(
+        "containment: an unaudited change of the process's state in a read is refused",
+        "core/_sideeffects/process.py",
+        '                scope.attempt(attempted, "process", event=f"{module.__name__}.{name}")',
+        "                pass",
+        (
+            "tests/test_side_effect_process.py::"
+            + "test_each_change_to_another_process_or_the_whole_process_is_refused_in_a_read[os.setuid]",
+            "tests/test_side_effect_process.py::"
+            + "test_each_change_to_another_process_or_the_whole_process_is_refused_in_a_read[signal.signal]",
+        ),
+    ),
+    Case(
+        "containment: shared memory opened for writing or creating in a read is refused",
+        "core/_sideeffects/process.py",
+        "    if not flags & (os.O_CREAT | os.O_TRUNC | os.O_RDWR | os.O_WRONLY):",
+        "    if True:",
+        (
+            "tests/test_side_effect_process.py::"
+            + "test_each_change_to_another_process_or_the_whole_process_is_refused_in_a_read[_posixshmem.shm_open]",
+        ),
+    ),
+    Case(
+        "containment: a ctypes lookup of a library loaded before the read is refused",
+        "core/_sideeffects/process.py",
+        '    "ctypes.dlsym": _lookup,',
+        "",
+        (PROC + "test_a_native_function_looked_up_through_ctypes_is_refused_when_the_library_was_loaded_before",),
+    ),
+    Case(
+        "containment: signal 0 only asks, and passes",
+        "core/_sideeffects/process.py",
+        "            return None  # signal 0: only asks whether the target exists",
+        "            pass",
+        (PROC + "test_what_only_asks_passes_in_a_read",),
     ),
 )
 

@@ -15,8 +15,10 @@ loopback HTTP server that records what reaches it (``reached``), or the disk.
 from __future__ import annotations
 
 import _io
+import _posixshmem
 import asyncio
 import builtins
+import ctypes
 import gc
 import http.client
 import io
@@ -24,6 +26,7 @@ import json
 import logging
 import os
 import posix
+import signal
 import socket
 import ssl
 import subprocess
@@ -49,7 +52,10 @@ WATCHED: dict[str, Callable[[], Any]] = {
     "logging.FileHandler.__init__": lambda: logging.FileHandler.__init__,
 }
 originals = {name: get() for name, get in WATCHED.items()}
-MODULES = {"os": os, "posix": posix, "io": io, "_io": _io, "builtins": builtins}  # (_io calls itself "io")
+MODULES = {
+    **{"os": os, "posix": posix, "io": io, "_io": _io, "builtins": builtins},  # (_io calls itself "io")
+    **{"signal": signal, "sys": sys, "socket": socket, "_posixshmem": _posixshmem},
+}
 functions = {(m, n): f for m, module in MODULES.items() for n, f in vars(module).items() if callable(f)}
 meta_path = list(sys.meta_path)
 gc_disabled_by: list[str] = []
@@ -91,7 +97,17 @@ from mcp_providers import Content, ReadRequest, ResourceProvider, ResourceTempla
 from mcp_providers import http as core_http  # noqa: E402
 from mcp_providers.embedding import mount  # noqa: E402
 
-ATTEMPTS = ("file", "unix-socket-bind", "process", "framework-client-post", "urllib-post", "raw-socket-post")
+ATTEMPTS = (
+    "file",
+    "unix-socket-bind",
+    "process",
+    "signal",
+    "native-code",
+    "interpreter-limit",
+    "framework-client-post",
+    "urllib-post",
+    "raw-socket-post",
+)
 reached: list[str] = []
 scratch = tempfile.mkdtemp(prefix="embedded-host-")
 
@@ -123,6 +139,12 @@ async def attempt(name: str, tag: str) -> None:
             unix.bind(os.path.join(scratch, f"{tag}.sock"))
     elif name == "process":
         subprocess.run(["true"], check=True)
+    elif name == "signal":  # SIGWINCH: ignored by default, so harmless if it went through
+        signal.pthread_kill(threading.get_ident(), signal.SIGWINCH)
+    elif name == "native-code":
+        ctypes.CDLL(None).getpid()
+    elif name == "interpreter-limit":  # no audit event: only the process-wide patch sees it
+        sys.setswitchinterval(sys.getswitchinterval())
     elif name == "framework-client-post":
         async with core_http.client() as client:
             await client.post(UPSTREAM + path, content=b"x")

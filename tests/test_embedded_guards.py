@@ -64,10 +64,11 @@ def test_mounted_by_default_what_needs_no_patch_is_still_refused(host: dict[str,
     assert answers["file"] == REFUSED  # the audit hook, scoped to provider code
     assert answers["unix-socket-bind"] == REFUSED  # its socket.bind event
     assert answers["process"] == REFUSED
+    assert answers["signal"] == answers["native-code"] == REFUSED  # their audit events (os.kill, ctypes)
     assert answers["framework-client-post"] == REFUSED  # mcp_providers.http.client's own judge
     assert host["scoped"]["files"] == []
     # What only the process-wide patches see is the host's to opt into: served, and it arrived.
-    assert answers["urllib-post"] == answers["raw-socket-post"] == "served"
+    assert answers["urllib-post"] == answers["raw-socket-post"] == answers["interpreter-limit"] == "served"
     assert host["scoped reached"] == ["/scoped/raw-socket-post", "/scoped/urllib-post"]
 
 
@@ -77,13 +78,21 @@ def test_opted_in_every_guard_is_installed_and_every_attempt_refused(host: dict[
     # Each guarded function under every name that reaches it: os re-exports posix's functions.
     functions = set(enforce["functions changed"])
     assert {"posix.write", "posix.splice", "posix.open", "posix.mkfifo", "posix.rename", "posix.umask"} <= functions
+    assert {"posix.kill", "posix.setuid", "posix.nice", "signal.signal", "sys.setrecursionlimit"} - functions == {
+        "posix.kill"  # audited: judged by the hook, never wrapped
+    }
+    assert {"socket.setdefaulttimeout", "_posixshmem.shm_open", "_posixshmem.shm_unlink"} <= functions
     assert {"_io.open", "io.open", "builtins.open"} <= functions
     assert sorted(f"posix.{n[3:]}" for n in functions if n.startswith("os.") and hasattr(posix, n[3:])) == sorted(
         n for n in functions if n.startswith("posix.")
     )
     assert enforce["task factory"] is True
     assert enforce["answers"] == dict.fromkeys(
-        ["file", "unix-socket-bind", "process", "framework-client-post", "urllib-post", "raw-socket-post"], REFUSED
+        [
+            *("file", "unix-socket-bind", "process", "signal", "native-code", "interpreter-limit"),
+            *("framework-client-post", "urllib-post", "raw-socket-post"),
+        ],
+        REFUSED,
     )
     assert host["enforce reached"] == []  # refused before anything was sent
     assert enforce["files"] == []

@@ -68,6 +68,12 @@ What is refused in the scope (``SideEffectRefused``, -32008, rule ``side-effect-
   ``_posixsubprocess.fork_exec``, which raise no audit event, process-wide only.
 * The whole process, as ``os.chdir`` would: the environment (``os.putenv``/``os.unsetenv``, which
   ``os.environ`` calls first; both levels) and ``os.umask`` (no audit event: process-wide only).
+* Other processes and the process's own state (:mod:`.process` lists them): a signal sent
+  (``os.kill``, ``os.killpg``, ``signal.pthread_kill``), resource limits and the host name set,
+  native code reached through ``ctypes`` (a library loaded, a function looked up), at both
+  levels; the process's identity, priority, session and scheduling, its signal handlers and
+  timers, the interpreter's limits, and POSIX shared memory and semaphores under ``/dev/shm``,
+  which raise no audit event, process-wide only.
 
 Process-wide, each ``os`` function is wrapped under its ``posix`` name too (``os`` re-exports the
 native module; one function, one wrapper): ``posix.mkfifo`` is ``os.mkfifo``, guarded.
@@ -77,7 +83,9 @@ connection, ``urllib`` wraps it in ``URLError``) does not hide it: :attr:`Scope.
 and the server answers with it.
 
 Not covered: C extensions that write or connect without raising audit events (sqlite3, most
-database drivers), bytes sent through ``_socket.socket``'s own methods (``os.write``,
+database drivers), a ``ctypes`` function looked up before the read and called in it (Python 3.11
+raises no event for the call), ``locale.setlocale`` (``locale.getpreferredencoding()`` sets and
+restores it), bytes sent through ``_socket.socket``'s own methods (``os.write``,
 ``os.writev`` and ``os.sendfile`` on a socket, under either name, are judged process-wide:
 :mod:`.lowlevel`), a version-less request line (``POST /x``: servers that take one as HTTP/0.9
 take GET only), data
@@ -109,6 +117,7 @@ Modules: :mod:`.scope` (the scope), :mod:`.judge` (one HTTP request), :mod:`.fil
 hook: files, processes), :mod:`.clients` (HTTP library patches), :mod:`.wire` (socket and TLS
 bytes), :mod:`.lowlevel` (descriptor sends, path races), :mod:`.imports` (patch on first import),
 :mod:`.logfiles` (the host's log files), :mod:`.saved` (references saved before install),
+:mod:`.process` (other processes, the process's own state),
 :mod:`.levels` (which of them are in place).
 """
 

@@ -16,7 +16,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from mcp_providers._sideeffects import lowlevel
+from mcp_providers._sideeffects import lowlevel, process
 from mcp_providers._sideeffects.logfiles import expected_log_write
 from mcp_providers._sideeffects.scope import Scope, scope_var
 
@@ -67,7 +67,7 @@ _FILE_EVENTS: dict[str, tuple[tuple[int, int], ...]] = {
     "socket.bind": ((1, -1),),  # a Unix socket's path is a new file (only that bind: _binds_a_path)
 }
 _ENVIRONMENT_EVENTS = frozenset({"os.putenv", "os.unsetenv"})  # os.environ[...] = ... and del call them first
-_JUDGED = frozenset(_FILE_EVENTS) | _PROCESS_EVENTS | _ENVIRONMENT_EVENTS
+_JUDGED = frozenset(_FILE_EVENTS) | _PROCESS_EVENTS | _ENVIRONMENT_EVENTS | frozenset(process.EVENTS)
 _os_open_call = threading.local()  # .pending = (path object, dir_fd) while the guarded os.open runs
 
 
@@ -81,6 +81,9 @@ def audit_hook(event: str, args: tuple[Any, ...]) -> None:
     if event in _PROCESS_EVENTS:
         detail = _short(args[:2])
         scope.attempt(f"starting a process ({event}{' ' + detail if detail else ''})", "process", event=event)
+        return
+    if event in process.EVENTS:  # signals, limits, native code: other processes and the whole process
+        process.judge_event(scope, event, args)
         return
     if event in _ENVIRONMENT_EVENTS:  # never the value: it may be a secret
         name = os.fsdecode(args[0]) if isinstance(args[0], str | bytes) else repr(args[0])

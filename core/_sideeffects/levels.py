@@ -36,6 +36,7 @@ from mcp_providers._sideeffects.clients import patch_aiohttp, patch_http_client,
 from mcp_providers._sideeffects.files import audit_hook, guarded_os_open, patch_unaudited
 from mcp_providers._sideeffects.imports import patch_on_import
 from mcp_providers._sideeffects.logfiles import call_began, call_ended, patch_logging, record_log_files
+from mcp_providers._sideeffects.process import guarded_homes, patch_process_state
 from mcp_providers._sideeffects.saved import redirect_saved
 from mcp_providers._sideeffects.scope import Kind, Mode, Scope, scope_lock, scope_var
 from mcp_providers._sideeffects.wire import patch_wire
@@ -85,6 +86,7 @@ def install() -> None:
         patch_http_client()
         patch_wire()
         patch_unaudited()
+        patch_process_state()
         patch_logging()
         lowlevel.serialize_tree_changes(scope_lock)
         if not getattr(os.open, "__mcp_providers_guarded__", False):
@@ -127,6 +129,7 @@ def _guarded_homes() -> tuple[Any, ...]:
         socket.socket,
         ssl.SSLSocket,
         ssl.SSLObject,
+        *guarded_homes(),
     )
 
 
