@@ -3983,6 +3983,16 @@ CASES += (  # side-effect scope containment (round 16, tester twenty-two F1-F5)
         '    (lambda *a: None)(os, "umask", "process",',
         (CONTAIN + "test_changing_the_umask_in_a_read_is_refused",),
     ),
+    Case(
+        "skills: resources/list leaves out a skill file copying what the caller may not read",
+        "core/_serve/methods/resources.py",
+        'if gate.allowed("list", target) and all(gate.allowed("read", u) for u in copies.get(target, ()))',
+        'if gate.allowed("list", target)',
+        (
+            "tests/test_skill_copies.py::test_a_copy_of_a_denied_resource_is_refused_and_its_skill_hidden["
+            "documcp://templates/hugo-config-skill://documcp/workflows/full-documentation-setup/templates/hugo-config.toml]",
+        ),
+    ),
     # tester 26 F1-F3, F7: other processes and the process's own state
     Case(
         "containment: an audited signal, limit or ctypes lookup in a read is refused",

@@ -66,6 +66,8 @@ async def test_a_copy_of_a_denied_resource_is_refused_and_its_skill_hidden(denie
         folder = copy.rsplit("/", 1)[0]
         shown = [r["uri"] for r in (await _call(client, "resources/directory/read", {"uri": folder}))["resources"]]
         assert copy not in shown and shown
+        everything = [r.uri for r in (await client.list_resources()).resources]  # tester twenty-six F6
+        assert copy not in everything and any(u.startswith(ROOT) for u in everything), everything
         if denied.startswith("documcp://templates/"):  # SKILL.md names the template, does not copy it
             assert (await client.read_resource(f"{ROOT}/SKILL.md")).contents
         else:  # SKILL.md writes the workflow out as prose: a copy too (tester twenty-three F3)

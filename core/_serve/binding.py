@@ -67,6 +67,7 @@ def _lists(assembly: Assembly) -> list[Method[Any, Any, Any]]:
             lambda: [
                 (e.declaration.uri, _watch(wire.resource_wire(e.declaration), e.declaration)) for e in catalog.resources
             ],
+            lambda: {f.uri: f.copies for e in catalog.skills for f in e.declaration.files if f.copies},
         )
         templates = Listing(
             "templates",

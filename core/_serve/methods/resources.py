@@ -12,7 +12,7 @@ import base64
 import dataclasses
 import functools
 import hashlib
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
@@ -49,13 +49,24 @@ class Listing(Generic[I]):
     Built on first use (tool JSON Schemas are slow to make, and start-up should not pay for them).
     """
 
-    def __init__(self, kind: str, build: Callable[[], Sequence[tuple[str, I]]]) -> None:
+    def __init__(
+        self,
+        kind: str,
+        build: Callable[[], Sequence[tuple[str, I]]],
+        copies: Callable[[], Mapping[str, Sequence[str]]] = dict,
+    ) -> None:
         self.kind = kind
-        self._build = build
+        self._build, self._copies = build, copies
 
     @functools.cached_property
     def items(self) -> Sequence[tuple[str, I]]:
         return self._build()
+
+    @functools.cached_property
+    def copies(self) -> Mapping[str, Sequence[str]]:
+        """Target -> the URIs whose bytes it serves (a skill file's :attr:`SkillSource.copies`):
+        an item is listed only to a caller who may ``read`` each of them, as its read asks."""
+        return self._copies()
 
     @functools.cached_property
     def unfiltered(self) -> list[I]:
@@ -88,7 +99,12 @@ class ListMethod(Generic[I]):
         if not gate.authorizer.active:  # no policy: a page costs O(page), not O(total)
             items = self._listing.unfiltered
         else:
-            items = [item for target, item in self._listing.items if gate.allowed("list", target)]
+            copies = self._listing.copies
+            items = [
+                item
+                for target, item in self._listing.items
+                if gate.allowed("list", target) and all(gate.allowed("read", u) for u in copies.get(target, ()))
+            ]
         return self._catalog.page(self._listing.kind, items, cursor, self._page_size)
 
     def evidence(self, exchange: Exchange, cursor: str | None, page: Any) -> Any:
