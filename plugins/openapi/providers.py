@@ -40,7 +40,7 @@ from mcp_providers.plugins.openapi.document import BODY, Operation
 from mcp_providers.plugins.openapi.names import LeftOut
 from mcp_providers.plugins.openapi.query import from_uri, is_object, simple
 from mcp_providers.plugins.openapi.schema import arguments_model
-from mcp_providers.plugins.openapi.values import Values, spelled
+from mcp_providers.plugins.openapi.values import Values, enum_of, spelled
 from mcp_providers.providers import Content, ReadRequest, ResourceProvider, ToolCall, ToolProvider, ToolResult
 
 __all__ = ["OpenAPIResources", "OpenAPITools", "selected"]
@@ -205,8 +205,9 @@ def _enums(op: Operation) -> dict[str, tuple[str, ...]]:
     out = {}
     for p in op.parameters:
         schema = p.schema.get("items", p.schema) if p.schema.get("type") == "array" else p.schema
-        if isinstance(schema.get("enum"), list):
-            out[p.variable] = tuple(str(v) for v in schema["enum"])
+        choices = enum_of(schema, p.schema.get("$defs", {}))
+        if choices is not None:
+            out[p.variable] = tuple(str(v) for v in choices)
     return out
 
 

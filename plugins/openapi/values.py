@@ -213,6 +213,33 @@ def _formats(schema: Mapping[str, Any], defs: Mapping[str, Any], depth: int) -> 
     return [None]
 
 
+def enum_of(schema: Mapping[str, Any], defs: Mapping[str, Any], depth: int = 0) -> list[Any] | None:
+    """The closed list of values ``schema`` allows, or ``None`` when it allows others too:
+    its ``enum``, found as :func:`_formats` finds a ``format`` (``$ref`` within ``$defs``;
+    ``anyOf``/``oneOf``: every alternative but ``null`` has one, joined; ``allOf``: any member's)."""
+    if isinstance(schema.get("enum"), list):
+        return list(schema["enum"])
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/") and depth < 8:
+        target = defs.get(ref.removeprefix("#/$defs/"))
+        return enum_of(target, defs, depth + 1) if isinstance(target, Mapping) else None
+    for combined in ("anyOf", "oneOf", "allOf"):
+        branches = schema.get(combined)
+        if not isinstance(branches, list) or depth >= 8:
+            continue
+        found = [enum_of(b, defs, depth + 1) for b in branches if isinstance(b, Mapping) and b.get("type") != "null"]
+        if combined == "allOf":
+            return next((f for f in found if f is not None), None)
+        if found and all(f is not None for f in found):
+            joined: list[Any] = []
+            for value in (v for f in found for v in f or ()):
+                if value not in joined:  # values may be unhashable (an object enum)
+                    joined.append(value)
+            return joined
+        return None
+    return None
+
+
 def _uuid(text: str) -> str | None:
     try:
         return str(uuid.UUID(text))

@@ -344,3 +344,27 @@ def test_a_renamed_parameters_completions_are_offered_under_its_variable() -> No
     choice = Parameter("api-version", "query", True, {"type": "string", "enum": ["2024-01-01", "2025-01-01"]})
     op = Operation("withApiVersion", "GET", "/q", parameters=(choice,))
     assert _enums(op) == {"api_version": ("2024-01-01", "2025-01-01")}
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {
+            "$ref": "#/$defs/Kind",
+            "$defs": {"Kind": {"type": "string", "enum": ["public", "private"]}},
+        },  # FastAPI's Enum
+        {"allOf": [{"$ref": "#/$defs/Kind"}], "$defs": {"Kind": {"enum": ["public", "private"]}}},  # 3.0's allOf
+        {"anyOf": [{"$ref": "#/$defs/Kind"}, {"type": "null"}], "$defs": {"Kind": {"enum": ["public", "private"]}}},
+        {"type": "array", "items": {"$ref": "#/$defs/Kind"}, "$defs": {"Kind": {"enum": ["public", "private"]}}},
+    ],
+)
+def test_an_enum_behind_a_ref_or_a_combination_is_offered_to_completion(schema: dict[str, Any]) -> None:
+    # tester twenty-five f7: FastAPI writes every Enum parameter as a $ref
+    op = Operation("getDoc", "GET", "/docs/{kind}", parameters=(Parameter("kind", "path", True, schema),))
+    assert _enums(op) == {"kind": ("public", "private")}
+
+
+def test_an_alternative_without_an_enum_offers_no_values() -> None:
+    schema = {"anyOf": [{"enum": ["a", "b"]}, {"type": "string"}]}  # any string is valid: no closed list
+    op = Operation("getDoc", "GET", "/docs/{kind}", parameters=(Parameter("kind", "path", True, schema),))
+    assert _enums(op) == {}
