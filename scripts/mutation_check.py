@@ -3993,6 +3993,16 @@ CASES += (  # side-effect scope containment (round 16, tester twenty-two F1-F5)
             "documcp://templates/hugo-config-skill://documcp/workflows/full-documentation-setup/templates/hugo-config.toml]",
         ),
     ),
+    Case(
+        "batches: a batch over the bound is refused whole before any element runs",
+        "core/_serve/transport/batches.py",
+        "    if len(items) > MAX_BATCH_ITEMS:",
+        "    if False:",
+        (
+            "tests/test_http_transport.py::test_a_batch_of_more_than_the_bound_is_refused_whole_before_any_element_runs",
+            "tests/test_stdio_hostile_lines.py::test_a_batch_over_the_bound_is_refused_whole_in_the_words_http_uses",
+        ),
+    ),
     # tester 26 F1-F3, F7: other processes and the process's own state
     Case(
         "containment: an audited signal, limit or ctypes lookup in a read is refused",

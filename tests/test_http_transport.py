@@ -213,6 +213,22 @@ def test_batch_is_refused_with_one_small_error_after_2025_03_26() -> None:
         assert status == 400 and "an empty JSON-RPC batch" in json.loads(body)["error"]["message"], body
 
 
+def test_a_batch_of_more_than_the_bound_is_refused_whole_before_any_element_runs() -> None:
+    """One POST's work is bounded (tester twenty-six: 4,000 pings took 11 s of the server's time)."""
+    from mcp_providers._serve.transport.batches import MAX_BATCH_ITEMS
+
+    pings = [{"jsonrpc": "2.0", "id": i, "method": "ping"} for i in range(MAX_BATCH_ITEMS + 1)]
+    with _served() as port:
+        status, _, body = _request(
+            port, "POST", json.dumps(pings).encode(), {**JSON_HEADERS, "mcp-protocol-version": "2025-03-26"}
+        )
+        assert status == 400, body
+        message = json.loads(body)["error"]["message"]
+        assert f"at most {MAX_BATCH_ITEMS} messages" in message and f"{MAX_BATCH_ITEMS + 1}" in message, message
+        status, _, answer = _post(port, pings[:MAX_BATCH_ITEMS], "2025-03-26")
+        assert status == 200 and len(answer) == MAX_BATCH_ITEMS  # the bound itself is served
+
+
 BAD_IDS = {"object": {"a": 1}, "fraction": 1.5, "boolean": True, "null": None}
 
 

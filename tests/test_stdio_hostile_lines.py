@@ -181,4 +181,13 @@ def test_a_batch_holding_initialize_is_refused_whole_as_over_http(
 def test_an_empty_batch_says_so_in_the_words_http_uses(peer_2025_03: RawStdio) -> None:
     error = error_for(peer_2025_03, b"[]")
     assert error["code"] == -32600 and "an empty JSON-RPC batch" in str(error["message"])
+
+
+def test_a_batch_over_the_bound_is_refused_whole_in_the_words_http_uses(peer_2025_03: RawStdio) -> None:
+    from mcp_providers._serve.transport.batches import MAX_BATCH_ITEMS
+
+    batch = [{"jsonrpc": "2.0", "id": 9000 + i, "method": "ping"} for i in range(MAX_BATCH_ITEMS + 1)]
+    error = error_for(peer_2025_03, json.dumps(batch).encode())
+    assert error["code"] == -32600 and f"at most {MAX_BATCH_ITEMS} messages" in str(error["message"])
+    pings(peer_2025_03)  # nothing of the batch was answered: the next line is the ping's
     pings(peer_2025_03)

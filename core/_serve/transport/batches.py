@@ -3,8 +3,9 @@
 Batches exist only in protocol 2025-03-26 (added there, removed in 2025-06-18). Its lifecycle
 keeps ``initialize`` out of them: it must be the first message, sent alone. A batch is refused
 whole, with one -32600, when it is empty, arrives in a session of another version (or before
-any), or holds an ``initialize`` request. The HTTP and stdio transports both ask :func:`refusal`,
-so a batch is refused the same way, in the same words, whichever way it came.
+any), holds more than :data:`MAX_BATCH_ITEMS` messages, or holds an ``initialize`` request. The
+HTTP and stdio transports both ask :func:`refusal`, so a batch is refused the same way, in the
+same words, whichever way it came.
 
 Source: MCP 2025-03-26, Base Protocol "JSON-RPC batching" and Lifecycle "Initialization".
 """
@@ -15,6 +16,9 @@ from typing import Any, Final
 
 BATCH_VERSION: Final = "2025-03-26"
 """The only protocol version with JSON-RPC batches."""
+MAX_BATCH_ITEMS: Final = 100
+"""The most messages one batch may hold: the elements run one after another, so this bounds one
+request's work (the specification sets no number; clients of 2025-03-26 send a few at most)."""
 
 
 def refusal(items: list[Any], version: str | None) -> str | None:
@@ -26,6 +30,11 @@ def refusal(items: list[Any], version: str | None) -> str | None:
         return (
             f"Invalid request: JSON-RPC batches are only accepted at protocol version {BATCH_VERSION} "
             f"(this session: {version or 'not initialized'}); send one message at a time"
+        )
+    if len(items) > MAX_BATCH_ITEMS:
+        return (
+            f"Invalid request: a JSON-RPC batch holds at most {MAX_BATCH_ITEMS} messages here, this one "
+            f"{len(items)}; send the rest in further batches"
         )
     if any(opens_a_session(item) for item in items):
         return "Invalid request: initialize must not be part of a JSON-RPC batch; send it alone"
