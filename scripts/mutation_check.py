@@ -4056,6 +4056,68 @@ CASES += (  # side-effect scope containment (round 16, tester twenty-two F1-F5)
         (PROC + "test_a_native_function_looked_up_through_ctypes_is_refused_when_the_library_was_loaded_before",),
     ),
     Case(
+        "containment: closing a standard descriptor in a read is refused",
+        "core/_sideeffects/process.py",
+        "    if args and type(args[0]) is int and 0 <= args[0] <= 2:",
+        "    if False:",
+        (PROC + "test_a_read_cannot_end_the_process_or_take_its_standard_descriptors[os.close]",),
+    ),
+    Case(
+        "containment: a named semaphore kept past the read is refused",
+        "core/_sideeffects/process.py",
+        "    if name is None or unlink:",
+        "    if True:",
+        (
+            PROC
+            + "test_each_change_to_another_process_or_the_whole_process_is_refused_in_a_read[_multiprocessing.SemLock]",
+        ),
+    ),
+    Case(
+        "containment: the guarded SemLock judges its making",
+        "core/_sideeffects/process.py",
+        '                scope.attempt(attempted, "process", event="_multiprocessing.SemLock")',
+        "                pass",
+        (
+            PROC
+            + "test_each_change_to_another_process_or_the_whole_process_is_refused_in_a_read[_multiprocessing.SemLock]",
+        ),
+    ),
+    Case(
+        "containment: ctypes' raw memory writers are guarded once imported",
+        "core/_sideeffects/process.py",
+        '    for name in ("memmove", "memset"):',
+        "    for name in ():",
+        (PROC + "test_each_change_to_another_process_or_the_whole_process_is_refused_in_a_read[ctypes.memmove]",),
+    ),
+    Case(
+        "containment: cffi's dlopen is guarded once imported",
+        "core/_sideeffects/process.py",
+        '    _wrap(cffi.FFI, "dlopen",',
+        '    (lambda *a: None)(cffi.FFI, "dlopen",',
+        (PROC + "test_each_change_to_another_process_or_the_whole_process_is_refused_in_a_read[cffi.FFI.dlopen]",),
+    ),
+    Case(
+        "containment: ctypes raw memory by address is refused in a read",
+        "core/_sideeffects/process.py",
+        '    "ctypes.cdata": lambda a:',
+        '    "ctypes.cdata-off": lambda a:',
+        (PROC + "test_each_change_to_another_process_or_the_whole_process_is_refused_in_a_read[ctypes.cdata]",),
+    ),
+    Case(
+        "containment: a trace function installed in a read is refused",
+        "core/_sideeffects/process.py",
+        '    "sys.settrace": lambda a:',
+        '    "sys.settrace-off": lambda a:',
+        (PROC + "test_each_change_to_another_process_or_the_whole_process_is_refused_in_a_read[sys.settrace]",),
+    ),
+    Case(
+        "containment: the signal natives are guarded under _signal too",
+        "core/_sideeffects/process.py",
+        '    table += rows(_signal, _HANDLERS, (signal, _signal), "signal")',
+        '    table += rows(signal, _HANDLERS, (signal,), "signal")',
+        (PROC + "test_each_change_to_another_process_or_the_whole_process_is_refused_in_a_read[_signal.signal]",),
+    ),
+    Case(
         "containment: signal 0 only asks, and passes",
         "core/_sideeffects/process.py",
         "            return None  # signal 0: only asks whether the target exists",

@@ -103,7 +103,11 @@ def _split_fromfd(sock: socket.socket, head: bytes, i: int) -> None:
 
 def _split_posix_write(sock: socket.socket, head: bytes, i: int) -> None:
     sock.send(head[:i])
-    posix.write(os.dup2(sock.fileno(), 200), head[i:])  # another descriptor number, the same socket
+    other = os.dup(sock.fileno())  # another descriptor number, the same socket (os.dup2 is refused itself)
+    try:
+        posix.write(other, head[i:])
+    finally:
+        os.close(other)
 
 
 @pytest.mark.parametrize("split", [_split_dup, _split_os_write, _split_fileno, _split_fromfd, _split_posix_write])

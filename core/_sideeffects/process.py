@@ -1,33 +1,50 @@
-"""Other processes and the state of the whole process, judged in a scope (tester twenty-six F1-F3, F7).
+"""Other processes and the state of the whole process, judged in a scope (testers twenty-six F1-F3,
+F7 and twenty-seven F1-F6, F11, F12).
 
-A read that signals a process, lowers the process's limits or runs native code it cannot show
+A read that signals a process, ends this one, lowers its limits or runs native code it cannot show
 changes what every later request meets, as a file written would. Two levels, as for files:
 
 - Audited, so judged at both levels by :func:`judge_event` from the audit hook (:data:`EVENTS`):
   a signal sent (``os.kill``, ``os.killpg``, ``signal.pthread_kill``; signal 0 sends nothing, it
   asks whether the target exists, and passes), resource limits set (``resource.setrlimit``,
   ``resource.prlimit`` with new limits; without, it reads), the host name
-  (``socket.sethostname``), and native code through ``ctypes`` (``ctypes.dlopen``: a library's
-  initialisers run as it loads; ``ctypes.dlsym``: a function looked up to be called, whose
-  effects nothing here can see; Python 3.11 raises no event for the call itself, so a function
-  looked up before the read is not seen, as a C extension's own calls are not).
-- Unaudited, so wrapped process-wide only (:func:`patch_process_state`, :data:`UNAUDITED`): who the
-  process is and how it is scheduled (``os.setuid`` and its kin, ``os.setgroups``, ``os.nice``,
-  ``os.setpriority``, ``os.setsid``, ``os.setpgid``, ``os.setpgrp``, ``os.chroot``, the
-  ``os.sched_set*`` calls), its signal handlers and timers (``signal.signal``, ``signal.alarm``,
-  ``signal.setitimer``, ``signal.siginterrupt``, ``signal.set_wakeup_fd``) and a signal sent by
-  ``signal.pidfd_send_signal`` or ``signal.raise_signal``, the interpreter's limits
+  (``socket.sethostname``), a profile or trace function or an audit hook installed (each sees
+  every later request), and native code through ``ctypes``: a library loaded (``ctypes.dlopen``:
+  its initialisers run), a function looked up (``ctypes.dlsym``: Python 3.11 raises no event for
+  the call itself, so a function looked up before the read is not seen, as a C extension's own
+  calls are not), raw memory reached by address (``from_address``, ``PyObj_FromPtr``).
+- Unaudited, so wrapped process-wide only (:func:`patch_process_state`, :data:`UNAUDITED`), under
+  every module name that holds them (``os`` and ``posix``; ``signal`` and the ``_signal`` natives
+  its wrappers call, so ``importlib.reload(signal)`` finds them guarded; ``socket`` and
+  ``_socket``; ``threading`` and ``_thread``): who the process is and how it is scheduled
+  (``os.setuid`` and its kin, ``os.setgroups``, ``os.nice``, ``os.setpriority``, ``os.setsid``,
+  ``os.setpgid``, ``os.setpgrp``, ``os.chroot``, ``os.login_tty``, the ``os.sched_set*`` calls),
+  its end (``os.abort``, ``os._exit``, ``faulthandler``'s crash helpers and timers), its standard
+  descriptors (``os.close`` of 0, 1 or 2: the protocol channel under stdio; ``os.dup2`` and
+  ``os.closerange`` of any), its signal handlers, mask and timers (``signal.signal``,
+  ``signal.pthread_sigmask`` but the idiom that reads the mask, ``signal.alarm``,
+  ``signal.setitimer``, ``signal.siginterrupt``, ``signal.set_wakeup_fd``), a signal sent by
+  ``signal.pidfd_send_signal`` or ``signal.raise_signal``, the interpreter's settings
   (``sys.setrecursionlimit``, ``sys.setswitchinterval``, ``sys.set_int_max_str_digits``,
-  ``sys.setdlopenflags``, ``socket.setdefaulttimeout``), and POSIX shared memory and semaphores,
-  files under ``/dev/shm`` (``_posixshmem.shm_open`` with ``O_CREAT``, ``O_TRUNC`` or write access,
-  ``_posixshmem.shm_unlink``, ``_multiprocessing.sem_unlink``).
+  ``sys.setdlopenflags``, ``socket.setdefaulttimeout``, ``threading.stack_size`` with a size, the
+  ``gc`` switches and thresholds, ``faulthandler``'s handlers), the clocks (``time.clock_settime``),
+  POSIX shared memory and semaphores, files under ``/dev/shm`` (``_posixshmem.shm_open`` with
+  ``O_CREAT``, ``O_TRUNC`` or write access, ``_posixshmem.shm_unlink``, a
+  ``_multiprocessing.SemLock`` made with a name it keeps, ``_multiprocessing.sem_unlink``), and,
+  once imported, ``ctypes.memmove``/``memset`` and ``cffi``'s ``FFI.dlopen``.
 
-``locale.setlocale`` is left alone: ``locale.getpreferredencoding()`` sets and restores it, so
-refusing it would refuse reads that only ask for an encoding.
+Left alone: ``locale.setlocale`` (``locale.getpreferredencoding()`` sets and restores it, so
+refusing it would refuse reads that only ask for an encoding); ``os.close`` of another of the
+host's descriptors (nothing tells a descriptor the read opened from one it did not); a guard's
+``__wrapped__`` and references saved in lists, plain dicts and partials (:mod:`.saved`); native
+code reached without these (a C extension, a ``CFUNCTYPE`` made from a raw address). A refusal a
+library swallows (``sys.addaudithook`` drops the new hook and swallows any exception) changes
+nothing, and the read may still be answered: the receipt lists the refusal.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import signal
 import socket
@@ -36,6 +53,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mcp_providers._sideeffects import lowlevel
+from mcp_providers._sideeffects.imports import patch_on_import
 from mcp_providers._sideeffects.scope import Scope, scope_var
 
 Describe = Callable[[tuple[Any, ...]], "str | None"]
@@ -85,6 +103,11 @@ EVENTS: dict[str, Describe] = {
     "ctypes.dlsym": _lookup,
     "ctypes.dlsym/handle": _lookup,
     "ctypes.call_function": lambda a: "calling a native function through ctypes (its effects cannot be judged)",
+    "ctypes.cdata": lambda a: f"reaching raw memory at {a[0]!r} through ctypes (from_address: writable)",
+    "ctypes.PyObj_FromPtr": lambda a: f"taking a Python object from the raw address {a[0]!r} through ctypes",
+    "sys.setprofile": lambda a: "installing a profile function (it sees every later call of the thread)",
+    "sys.settrace": lambda a: "installing a trace function (it sees every later line of the thread)",
+    "sys.addaudithook": lambda a: "adding an audit hook (it sees every later audited event of the process)",
 }
 """Audit events of this module's kind, and what each attempts."""
 
@@ -113,31 +136,87 @@ def _args(args: tuple[Any, ...]) -> str:
 
 
 _IDENTITY = ("setuid", "setgid", "seteuid", "setegid", "setreuid", "setregid", "setresuid", "setresgid")
-_STANDING = ("setgroups", "initgroups", "nice", "setpriority", "setsid", "setpgid", "setpgrp", "chroot")
+_STANDING = ("setgroups", "initgroups", "nice", "setpriority", "setsid", "setpgid", "setpgrp", "chroot", "login_tty")
 _SCHEDULER = ("sched_setaffinity", "sched_setscheduler", "sched_setparam")
+_ENDING = ("abort", "_exit", "closerange", "dup2")  # the process ends, or descriptors it holds are replaced
 _HANDLERS = ("signal", "alarm", "setitimer", "siginterrupt", "set_wakeup_fd", "pidfd_send_signal", "raise_signal")
 _INTERPRETER = ("setrecursionlimit", "setswitchinterval", "set_int_max_str_digits", "setdlopenflags")
+_COLLECTOR = ("disable", "enable", "set_threshold", "freeze", "unfreeze", "set_debug")
+_FAULTS = ("enable", "disable", "register", "unregister", "dump_traceback_later", "cancel_dump_traceback_later")
+_CLOCKS = ("clock_settime", "clock_settime_ns")
+
+Row = tuple[Any, str, Describe, tuple[Any, ...]]
+"""``(module, name, describe, homes)``: the call, what it attempts, every module holding it."""
 
 
-def _unaudited_table() -> list[tuple[Any, str, Describe]]:
-    import _multiprocessing
-    import _posixshmem
+def _close(args: tuple[Any, ...]) -> str | None:
+    if args and type(args[0]) is int and 0 <= args[0] <= 2:
+        return f"closing the process's standard descriptor {args[0]} (the protocol channel under stdio)"
+    return None  # another descriptor: a read closes what it opened
 
-    table: list[tuple[Any, str, Describe]] = [(os, n, _said(f"os.{n}")) for n in (*_IDENTITY, *_STANDING, *_SCHEDULER)]
-    table += [(signal, n, _said(f"signal.{n}")) for n in _HANDLERS]
-    table += [(sys, n, _said(f"sys.{n}")) for n in _INTERPRETER]
-    table.append((socket, "setdefaulttimeout", _said("socket.setdefaulttimeout")))
-    table.append((_posixshmem, "shm_open", _shm_open))
-    table.append((_posixshmem, "shm_unlink", lambda a: f"removing POSIX shared memory {a[0]!r} (under /dev/shm)"))
-    table.append((_multiprocessing, "sem_unlink", lambda a: f"removing the named semaphore {a[0]!r} (under /dev/shm)"))
+
+def _queried(what: str, asks: Callable[[tuple[Any, ...]], bool]) -> Describe:
+    """Like :func:`_said`, but a call ``asks`` takes for a question (it changes nothing) passes."""
+    said = _said(what)
+    return lambda a: None if asks(a) else said(a)
+
+
+def _mask_query(args: tuple[Any, ...]) -> bool:  # pthread_sigmask(SIG_BLOCK, []): the idiom to read the mask
+    return len(args) > 1 and args[0] in (signal.SIG_BLOCK, signal.SIG_UNBLOCK) and not list(args[1])
+
+
+def _semaphore(args: tuple[Any, ...]) -> str | None:
+    name, unlink = (args[3], args[4]) if len(args) > 4 else (None, True)
+    if name is None or unlink:
+        return None  # unnamed, or removed at once: no file stays (multiprocessing.Lock() makes these)
+    return f"creating the named semaphore {name!r} (a file under /dev/shm that stays)"
+
+
+def _unaudited_table() -> list[Row]:
+    import _socket
+
+    _multiprocessing, _posixshmem, _signal = _natives()
+    import _thread
+    import faulthandler
+    import gc
+    import threading
+    import time
+
+    def rows(module: Any, names: tuple[str, ...], homes: tuple[Any, ...], said: str = "") -> list[Row]:
+        prefix = said or module.__name__
+        return [(module, n, _said(f"{prefix}.{n}"), homes) for n in names]
+
+    crashes = tuple(n for n in dir(faulthandler) if n.startswith("_") and not n.startswith("__"))  # _sigsegv...
+    table = rows(os, (*_IDENTITY, *_STANDING, *_SCHEDULER, *_ENDING), lowlevel.HOMES, "os")
+    table.append((os, "close", _close, lowlevel.HOMES))
+    table += rows(_signal, _HANDLERS, (signal, _signal), "signal")  # the natives signal.py's wrappers call
+    table.append((_signal, "pthread_sigmask", _queried("signal.pthread_sigmask", _mask_query), (signal, _signal)))
+    table += rows(sys, _INTERPRETER, (sys,))
+    table += rows(_socket, ("setdefaulttimeout",), (socket, _socket), "socket")
+    table.append((_thread, "stack_size", _queried("threading.stack_size", lambda a: not a), (_thread, threading)))
+    table += rows(gc, _COLLECTOR, (gc,))
+    table += rows(faulthandler, (*_FAULTS, *crashes), (faulthandler,))
+    table += rows(time, _CLOCKS, (time,))
+    table.append((_posixshmem, "shm_open", _shm_open, (_posixshmem,)))
+    table.append((_posixshmem, "shm_unlink", _said_file("removing POSIX shared memory"), (_posixshmem,)))
+    table.append((_multiprocessing, "sem_unlink", _said_file("removing the named semaphore"), (_multiprocessing,)))
     return table
+
+
+def _natives() -> tuple[Any, Any, Any]:
+    """``_multiprocessing``, ``_posixshmem`` and ``_signal``: C modules typeshed has no stubs for."""
+    return tuple(importlib.import_module(n) for n in ("_multiprocessing", "_posixshmem", "_signal"))  # type: ignore[return-value]
+
+
+def _said_file(what: str) -> Describe:
+    return lambda a: f"{what} {a[0]!r} (a file under /dev/shm)"
 
 
 UNAUDITED: list[tuple[Any, str]] = []
 """``(module, name)`` of each call :func:`patch_process_state` wrapped (what exists on this platform)."""
 
 
-def _wrap(module: Any, name: str, describe: Describe) -> None:
+def _wrap(module: Any, name: str, describe: Describe, homes: tuple[Any, ...]) -> None:
     original = getattr(module, name, None)
     if original is None or getattr(original, "__mcp_providers_guarded__", False):
         return
@@ -150,17 +229,52 @@ def _wrap(module: Any, name: str, describe: Describe) -> None:
                 scope.attempt(attempted, "process", event=f"{module.__name__}.{name}")
         return original(*args, **kwargs)
 
-    guarded.__name__, guarded.__doc__ = original.__name__, original.__doc__
+    guarded.__name__, guarded.__doc__ = getattr(original, "__name__", name), original.__doc__
     guarded.__wrapped__ = original  # type: ignore[attr-defined]
     guarded.__mcp_providers_guarded__ = True  # type: ignore[attr-defined]
-    lowlevel.replace(name, original, guarded, lowlevel.HOMES if module is os else (module,))
+    lowlevel.replace(name, original, guarded, homes)
     UNAUDITED.append((module, name))
 
 
 def patch_process_state() -> None:
-    """Wrap every call of :data:`UNAUDITED`'s kind (see the module docstring), once."""
-    for module, name, describe in _unaudited_table():
-        _wrap(module, name, describe)
+    """Wrap every call of :data:`UNAUDITED`'s kind (see the module docstring), once; ``ctypes``'
+    raw memory writers and ``cffi``'s loader when those are imported (now or later)."""
+    for module, name, describe, homes in _unaudited_table():
+        _wrap(module, name, describe, homes)
+    _guard_semaphores(_natives()[0])
+    patch_on_import("ctypes", _patch_ctypes)
+    patch_on_import("cffi", _patch_cffi)
+
+
+def _patch_ctypes(ctypes: Any) -> None:
+    for name in ("memmove", "memset"):  # foreign functions made at import: no audit event per call
+        _wrap(ctypes, name, _said(f"writing raw memory with ctypes.{name}"), (ctypes,))
+
+
+def _patch_cffi(cffi: Any) -> None:
+    """``FFI.dlopen`` (a library, or the process's own symbols with ``None``) raises no audit event."""
+    _wrap(cffi.FFI, "dlopen", lambda a: f"loading {_library(a[1] if len(a) > 1 else None)} through cffi", (cffi.FFI,))
+
+
+def _guard_semaphores(module: Any) -> None:
+    """``_multiprocessing.SemLock`` made with a name kept (``unlink=False``) leaves a file in
+    ``/dev/shm``: a subclass judges the making, everything else it inherits."""
+    original = module.SemLock
+    if getattr(original, "__mcp_providers_guarded__", False):
+        return
+
+    class SemLock(original):  # type: ignore[misc,valid-type]
+        __mcp_providers_guarded__ = True
+        __wrapped__ = original
+
+        def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+            scope = scope_var.get()
+            if scope is not None and (attempted := _semaphore(args)) is not None:
+                scope.attempt(attempted, "process", event="_multiprocessing.SemLock")
+            return super().__new__(cls, *args, **kwargs)
+
+    module.SemLock = SemLock
+    UNAUDITED.append((module, "SemLock"))
 
 
 def guarded_homes() -> tuple[Any, ...]:

@@ -51,7 +51,7 @@ def _guard_cells(found: dict[int, tuple[Any, Any]]) -> set[int]:
     for _original, guard in found.values():
         layer = guard
         while _is_guard(layer):
-            cells.update(id(cell) for cell in layer.__closure__ or ())
+            cells.update(id(cell) for cell in getattr(layer, "__closure__", None) or ())  # a class guard has none
             layer = layer.__wrapped__
     return cells
 
