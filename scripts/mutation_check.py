@@ -4318,6 +4318,48 @@ def check_table(cases: list[Case]) -> list[str]:
     return problems
 
 
+T25 = "tests/authoring/test_check_names_more_mistakes.py::"
+T25_REFUSED = T25 + "test_a_literal_no_valid_uri_reaches_is_refused_naming_the_fix"
+
+CASES += (  # a URI or template literal no valid URI reaches is refused at declaration (round 17, tester 25 f5)
+    Case(
+        "uris: a fixed URI no valid URI reaches is refused",
+        "core/uris.py",
+        "    elif (unreachable := _literal_problem(uri, template=False)) is not None:",
+        "    elif False:",
+        (T25_REFUSED + "[resource-t25://x/../y-'..']",),
+    ),
+    Case(
+        "uris: a template literal no valid URI reaches is refused",
+        "core/uris.py",
+        "    elif (unreachable := _literal_problem(uri_template, template=True)) is not None:",
+        "    elif False:",
+        (T25_REFUSED + "[template-t25://users/../{uid}-'..']",),
+    ),
+    Case(
+        "uris: a character a URI holds only escaped, or a fragment, is refused in a literal",
+        "core/uris.py",
+        '        if char in _NOT_IN_URI or char == "#":',
+        "        if False:",
+        (T25_REFUSED + "[template-t25://a#b/{uid}-%23]", T25_REFUSED + "[resource-t25://a<b>-%3C]"),
+    ),
+    Case(
+        "uris: a template's '?' followed by more path is refused",
+        "core/uris.py",
+        '    if template and "/" in literal.partition("?")[2]:',
+        "    if False:",
+        (T25_REFUSED + "[template-t25://a?b/{uid}-%3F]",),
+    ),
+    Case(
+        "uris: a dot segment in a literal, escaped or not, is refused",
+        "core/uris.py",
+        '    dots = next((s for s in path.split("/") if s in (".", "..")), None)',
+        "    dots = None",
+        (T25_REFUSED + "[template-t25://users/%2E%2E/{uid}-'..']", T25_REFUSED + "[resource-t25://x/../y-'..']"),
+    ),
+)
+
+
 CASES += (  # a skill file that copies a resource never serves what a rule on it refuses (round 16, tester 22 F7)
     Case(
         "skills: a copy's read asks read on what it copies",

@@ -54,7 +54,7 @@ def _decorated(kind: str, uri: str) -> Plugin:
 async def test_a_literal_no_valid_uri_reaches_is_refused_naming_the_fix(kind: str, uri: str, fix: str) -> None:
     composition = compose({"t": _decorated(kind, uri)}, strict=False)
     lines = [line for line in await check(composition) if "uri-invalid" in line]
-    assert len(lines) == 1 and uri in lines[0] and "fix:" in lines[0] and fix in lines[0], lines
+    assert len(lines) == 1 and repr(uri) in lines[0] and "fix:" in lines[0] and fix in lines[0], lines
     assert not composition.catalog.served_count  # refused: its plugin is not served
 
 
