@@ -6,6 +6,7 @@ by ``check`` (and by :mod:`mcp_providers.testing`, which reports what the CLI re
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import pytest
 
@@ -85,3 +86,47 @@ async def test_a_class_providers_template_is_refused_the_same_way() -> None:
     composition = compose({"users": _ClassPlugin()}, strict=False)
     lines = await check(composition)
     assert any("uri-invalid" in line and "t25://a b/{uid}" in line and "%20" in line for line in lines), lines
+
+
+# -- f3: unannotated parameters are named by check --------------------------------------------------
+
+
+def _unannotated() -> Plugin:
+    plugin = Plugin("f3", prefixes=["f3://"])
+    namespace: dict[str, Any] = {}
+    exec("def add(a, b, ctx) -> str:\n    'Adds two numbers.'\n    return repr(a + b)", namespace)
+    plugin.tool()(namespace["add"])
+    exec("def user(uid, page=1) -> str:\n    return f'user {uid}'", namespace)
+    plugin.template("f3://users/{uid}")(namespace["user"])
+    exec("def greet(name) -> str:\n    'Greets.'\n    return f'hello {name}'", namespace)
+    plugin.prompt()(namespace["greet"])
+    return plugin
+
+
+async def test_unannotated_parameters_are_a_check_warning_saying_what_they_receive() -> None:
+    lines = [line for line in await check(compose({"f3": _unannotated()})) if "parameter-unannotated" in line]
+    assert len(lines) == 3, lines
+    tool, template, prompt = (next(w for w in lines if f"'{key}'" in w) for key in ("add", "f3://users/{uid}", "greet"))
+    assert "'a', 'b'" in tool and "'ctx'" not in tool and "any JSON value" in tool and "fix: annotate" in tool
+    assert "'uid'" in template and "'page'" not in template and "a str" in template  # page receives nothing
+    assert "'name'" in prompt and "a str" in prompt
+
+
+async def test_an_unannotated_ctx_of_a_tool_is_not_said_to_be_a_str() -> None:
+    lines = [line for line in await check(compose({"f3": _unannotated()})) if "context-unannotated" in line]
+    assert len(lines) == 1 and "(a str)" not in lines[0] and "any JSON value" in lines[0], lines
+
+
+async def test_annotated_parameters_and_any_on_purpose_are_not_warned_about() -> None:
+    plugin = Plugin("f3", prefixes=["f3://"])
+
+    @plugin.tool()
+    def add(a: int, b: Any) -> str:
+        """Adds two numbers."""
+        return repr(a + b)
+
+    @plugin.template("f3://users/{uid}")
+    def user(uid: str) -> str:
+        return f"user {uid}"
+
+    assert await check(compose({"f3": plugin})) == []
