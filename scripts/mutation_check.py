@@ -4360,6 +4360,24 @@ CASES += (  # a URI or template literal no valid URI reaches is refused at decla
 )
 
 
+CASES += (  # unannotated parameters are named by check (round 17, tester 25 f3)
+    Case(
+        "authoring: check warns about unannotated parameters that receive a value",
+        "core/_adapters.py",
+        "    if unnamed := [name for name in bare if name not in sig.unannotated_context]:",
+        "    if unnamed := []:",
+        (T25 + "test_unannotated_parameters_are_a_check_warning_saying_what_they_receive",),
+    ),
+    Case(
+        "authoring: a tool's unannotated parameters are said to take any JSON value",
+        "core/_adapters.py",
+        "    found = advice(sig, tool, [p.name for p in sig.values], UNTYPED)",
+        "    found = advice(sig, tool, [p.name for p in sig.values])",
+        (T25 + "test_an_unannotated_ctx_of_a_tool_is_not_said_to_be_a_str",),
+    ),
+)
+
+
 CASES += (  # a skill file that copies a resource never serves what a rule on it refuses (round 16, tester 22 F7)
     Case(
         "skills: a copy's read asks read on what it copies",
