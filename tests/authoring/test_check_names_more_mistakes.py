@@ -5,14 +5,17 @@ by ``check`` (and by :mod:`mcp_providers.testing`, which reports what the CLI re
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import pytest
 
-from mcp_providers import Content, ReadRequest, ResourceProvider, ResourceTemplate, hookimpl
+from mcp_providers import Content, ReadRequest, Resource, ResourceProvider, ResourceTemplate, hookimpl
+from mcp_providers.errors import CompositionError
 from mcp_providers.plugin import Plugin
-from mcp_providers.testing import check, compose
+from mcp_providers.plugins import upstream
+from mcp_providers.testing import assert_check_passes, check, compose, compose_installed
 
 pytestmark = pytest.mark.anyio
 
@@ -130,3 +133,56 @@ async def test_annotated_parameters_and_any_on_purpose_are_not_warned_about() ->
         return f"user {uid}"
 
     assert await check(compose({"f3": plugin})) == []
+
+
+# -- f2: the testing helpers report what `mcp-providers check` reports ------------------------------
+
+MISSING = {
+    "upstream": {
+        "servers": [{"name": "missing", "command": "/nonexistent/bin", "prefixes": ["miss://"], "read_timeout": 2}]
+    }
+}
+
+
+def test_compose_strict_refuses_an_upstream_that_cannot_be_listed() -> None:
+    with pytest.raises(CompositionError, match="source-unavailable") as refused:
+        compose({"upstream": upstream}, MISSING)
+    assert "'missing'" in str(refused.value)
+    with pytest.raises(CompositionError, match="source-unavailable"):
+        compose_installed(["upstream"], MISSING)
+
+
+async def test_check_and_assert_check_passes_name_an_upstream_that_cannot_be_listed() -> None:
+    composition = compose({"upstream": upstream}, MISSING, strict=False)
+    lines = [line for line in await check(composition) if "source-unavailable" in line]
+    assert len(lines) == 1 and "'missing'" in lines[0] and "fix:" in lines[0], lines
+    with pytest.raises(AssertionError, match="source-unavailable"):
+        assert_check_passes(composition)  # check fails on it: no warning to let pass
+
+
+class _Starting(ResourceProvider):
+    name = "starting"
+    prefixes = ("start://",)
+
+    def resources(self) -> Sequence[Resource]:
+        return [Resource(uri="start://x", name="x")]
+
+    async def read(self, request: ReadRequest) -> Content:
+        return Content(text="x")
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self) -> AsyncIterator[None]:
+        raise ConnectionError("the database is down")
+        yield
+
+
+class _StartingPlugin:
+    @hookimpl
+    def register_resource_providers(self) -> list[ResourceProvider]:
+        return [_Starting()]
+
+
+async def test_check_names_a_provider_that_fails_to_start() -> None:
+    lines = await check(compose({"starting": _StartingPlugin()}))
+    failed = [line for line in lines if "provider-failed-to-start" in line]
+    assert len(failed) == 1 and "'starting'" in failed[0] and "the database is down" in failed[0], lines
