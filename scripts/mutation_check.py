@@ -4226,15 +4226,15 @@ CASES += (  # author mistakes check passed silently (round 16, tester twenty-one
     Case(
         "testing: check() returns check's warnings",
         "core/testing.py",
-        "    return [*warned, *composition.failures, *await static_read_problems(composition)]",
-        "    return [*composition.failures, *await static_read_problems(composition)]",
+        "    return [*warned, *composition.failures, *read, *source_problems(composition)]",
+        "    return [*composition.failures, *read, *source_problems(composition)]",
         (KINDS + "test_testing_check_returns_the_warnings_the_cli_prints",),
     ),
     Case(
         "testing: assert_check_passes fails on warnings when told",
         "core/testing.py",
-        "    if composition.failures or (warned and not warnings_pass):",
-        "    if composition.failures:",
+        "    if failed or (warned and not warnings_pass):",
+        "    if failed:",
         (KINDS + "test_assert_check_passes_passes_a_warning_unless_told_otherwise",),
     ),
     Case(
@@ -4374,6 +4374,27 @@ CASES += (  # unannotated parameters are named by check (round 17, tester 25 f3)
         "    found = advice(sig, tool, [p.name for p in sig.values], UNTYPED)",
         "    found = advice(sig, tool, [p.name for p in sig.values])",
         (T25 + "test_an_unannotated_ctx_of_a_tool_is_not_said_to_be_a_str",),
+    ),
+)
+
+
+CASES += (  # the testing helpers fail where `mcp-providers check` fails (round 17, tester 25 f2)
+    Case(
+        "testing: a strict compose and assert_check_passes fail on an unavailable source",
+        "core/testing.py",
+        "    return [*composition.failures, *unavailable(composition)]",
+        "    return [*composition.failures]",
+        (
+            T25 + "test_compose_strict_refuses_an_upstream_that_cannot_be_listed",
+            T25 + "test_check_and_assert_check_passes_name_an_upstream_that_cannot_be_listed",
+        ),
+    ),
+    Case(
+        "testing: check() names unavailable sources and providers that fail to start",
+        "core/testing.py",
+        "    return [*warned, *composition.failures, *read, *source_problems(composition)]",
+        "    return [*warned, *composition.failures, *read]",
+        (T25 + "test_check_names_a_provider_that_fails_to_start",),
     ),
 )
 
