@@ -10,12 +10,13 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import pytest
+from mcp import MCPError
 
 from mcp_providers import Content, ReadRequest, Resource, ResourceProvider, ResourceTemplate, hookimpl
 from mcp_providers.errors import CompositionError
 from mcp_providers.plugin import Plugin
-from mcp_providers.plugins import upstream
-from mcp_providers.testing import assert_check_passes, check, compose, compose_installed
+from mcp_providers.plugins import policy, upstream
+from mcp_providers.testing import assert_check_passes, check, compose, compose_installed, connect
 
 pytestmark = pytest.mark.anyio
 
@@ -186,3 +187,47 @@ async def test_check_names_a_provider_that_fails_to_start() -> None:
     lines = await check(compose({"starting": _StartingPlugin()}))
     failed = [line for line in lines if "provider-failed-to-start" in line]
     assert len(failed) == 1 and "'starting'" in failed[0] and "the database is down" in failed[0], lines
+
+
+# -- f6: a policy rule on a template's URIs written as the template is named ------------------------
+
+
+def _users() -> Plugin:
+    plugin = Plugin("t25", prefixes=["t25://"])
+
+    @plugin.template("t25://users/{uid}")
+    def user(uid: int) -> str:
+        return f"private record of user {uid}"
+
+    return plugin
+
+
+def _rule(effect: str, actions: list[str], target: str = "t25://users/{uid}", default: str = "allow") -> Any:
+    settings = {"policy": {"default": default, "rules": [{"effect": effect, "actions": actions, "targets": [target]}]}}
+    return compose({"t25": _users(), "policy": policy}, settings)
+
+
+@pytest.mark.parametrize(
+    ("effect", "actions", "default"),
+    [("deny", ["read"], "allow"), ("deny", ["read", "subscribe"], "allow"), ("allow", ["read", "expand"], "deny")],
+)
+async def test_a_rule_naming_a_template_for_reads_is_named_with_the_glob_to_write(
+    effect: str, actions: list[str], default: str
+) -> None:
+    found = await check(_rule(effect, actions, default=default))
+    lines = [line for line in found if "policy-target-is-template" in line]
+    assert len(lines) == 1 and "'t25://users/{uid}'" in lines[0] and "fix: " in lines[0], lines
+    assert "'t25://users/*'" in lines[0].split("fix: ")[1], lines
+
+
+async def test_a_deny_on_a_templates_expand_refuses_its_reads_and_is_not_named() -> None:
+    composition = _rule("deny", ["read", "expand"])
+    assert not [line for line in await check(composition) if "policy-target-is-template" in line]
+    async with connect(composition) as client:
+        with pytest.raises(MCPError):
+            await client.read_resource("t25://users/5")
+
+
+@pytest.mark.parametrize("target", ["t25://users/*", "t25://users/5"])
+async def test_a_rule_naming_the_uris_is_not_named(target: str) -> None:
+    assert not [line for line in await check(_rule("deny", ["read"], target)) if "policy-target-is-template" in line]
