@@ -4399,6 +4399,24 @@ CASES += (  # the testing helpers fail where `mcp-providers check` fails (round 
 )
 
 
+CASES += (  # a policy rule naming a URI template for reads is named by check (round 17, tester 25 f6)
+    Case(
+        "policy check: a target naming a template for read or subscribe is named",
+        "plugins/policy.py",
+        "            if (glob := _uris_of_template(rule, pattern)) is not None:",
+        "            if False:",
+        (T25 + "test_a_rule_naming_a_template_for_reads_is_named_with_the_glob_to_write[deny-actions0-allow]",),
+    ),
+    Case(
+        "policy check: only read and subscribe are asked about a template's URIs",
+        "plugins/policy.py",
+        '    if "://" not in pattern or not _EXPRESSION.search(pattern) or not _ON_URIS & set(rule.actions):',
+        '    if "://" not in pattern or not _EXPRESSION.search(pattern):',
+        (T25 + "test_a_rule_naming_a_template_for_what_is_asked_about_it_is_not_named[actions0]",),
+    ),
+)
+
+
 CASES += (  # a skill file that copies a resource never serves what a rule on it refuses (round 16, tester 22 F7)
     Case(
         "skills: a copy's read asks read on what it copies",

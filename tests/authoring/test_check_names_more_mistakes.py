@@ -231,3 +231,8 @@ async def test_a_deny_on_a_templates_expand_refuses_its_reads_and_is_not_named()
 @pytest.mark.parametrize("target", ["t25://users/*", "t25://users/5"])
 async def test_a_rule_naming_the_uris_is_not_named(target: str) -> None:
     assert not [line for line in await check(_rule("deny", ["read"], target)) if "policy-target-is-template" in line]
+
+
+@pytest.mark.parametrize("actions", [["list"], ["complete", "list"]])
+async def test_a_rule_naming_a_template_for_what_is_asked_about_it_is_not_named(actions: list[str]) -> None:
+    assert not [line for line in await check(_rule("deny", actions)) if "policy-target-is-template" in line]
