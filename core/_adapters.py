@@ -136,28 +136,48 @@ serves). The decorator API's providers list theirs in an ``authoring_advice`` at
 _SAYS_NOTHING = (Any, object)
 
 
-def advice(sig: fx.Signature, declared: str) -> list[Advice]:
+AS_TEXT = "the text as sent (a str)"
+"""What an unannotated template variable or prompt argument receives."""
+UNTYPED = "any JSON value (its inputSchema says nothing of it)"
+"""What an unannotated tool argument receives."""
+
+
+def advice(sig: fx.Signature, declared: str, receives: Collection[str] = (), offered: str = AS_TEXT) -> list[Advice]:
     """What ``check`` warns about ``sig``'s function, declared as ``declared`` (a tool or prompt
     name, a URI or template): a parameter named ``ctx`` or ``context``, unannotated, which the
-    caller is asked for."""
-    return [
+    caller is asked for; and the other unannotated parameters named in ``receives`` (those given a
+    value: a template's variables, a tool's or prompt's arguments), which get ``offered``."""
+    found: list[Advice] = [
         (
             "context-unannotated",
             declared,
-            f"{sig.where}: parameter {name!r} is not annotated, so it is offered to the model as an argument (a "
-            "str) instead of receiving the request's Context",
-            f"annotate it {name}: Context (from mcp_providers.plugin import Context), or str if the caller is meant "
-            "to give it",
+            f"{sig.where}: parameter {name!r} is not annotated, so it is offered to the model as an argument "
+            f"({offered}) instead of receiving the request's Context",
+            f"annotate it {name}: Context (from mcp_providers.plugin import Context), or its type if the caller is "
+            "meant to give it",
         )
         for name in sig.unannotated_context
     ]
+    bare = [p.name for p in sig.values if p.name in receives and p.name not in sig.hints]
+    if unnamed := [name for name in bare if name not in sig.unannotated_context]:
+        found.append(
+            (
+                "parameter-unannotated",
+                declared,
+                f"{sig.where}: parameter(s) {', '.join(map(repr, unnamed))} are not annotated, so each receives "
+                f"{offered}, converted to nothing",
+                f"annotate each with the type it takes ({unnamed[0]}: int, str, a Literal or a model), or Any to take "
+                "any value on purpose",
+            )
+        )
+    return found
 
 
 def tool_advice(sig: fx.Signature, tool: str, typed_output: bool) -> list[Advice]:
-    """:func:`advice`, and for a tool whose return annotation is ``Any`` or ``object`` (unless
-    ``typed_output``: an ``output_model=`` was given): its outputSchema says nothing of the result,
-    and a value JSON cannot carry fails only when called."""
-    found = advice(sig, tool)
+    """:func:`advice` (its arguments untyped), and for a tool whose return annotation is ``Any`` or
+    ``object`` (unless ``typed_output``: an ``output_model=`` was given): its outputSchema says
+    nothing of the result, and a value JSON cannot carry fails only when called."""
+    found = advice(sig, tool, [p.name for p in sig.values], UNTYPED)
     returns = fx.bare(sig.returns)
     if not typed_output and any(returns is vague for vague in _SAYS_NOTHING):
         found.append(

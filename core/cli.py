@@ -4,7 +4,7 @@ Exit codes: 0 success; 1 a check failed, a plugin was rejected or a configured s
 under ``--strict``, or the config is wrong; 2 usage errors (typer's). A configured source that serves
 nothing (an upstream MCP server that cannot be started or listed, an OpenAPI document that cannot
 be read, a provider whose ``lifespan`` fails to start) fails ``check`` and ``serve --strict``;
-plain ``serve`` warns and serves the rest (:mod:`mcp_providers._cli.sources`).
+plain ``serve`` warns and serves the rest (:mod:`mcp_providers._serve.sources`).
 
 Human output goes to stdout for ``plugins``/``check``/``demo``; while ``serve`` speaks MCP over
 stdio, stdout belongs to the protocol and logs go to stderr.

@@ -366,7 +366,7 @@ class _Resources(ResourceProvider):
         for uri_template, (function, fields) in templates.items():
             sig = fx.signature(function, plugin.settings)
             template_parameters(sig, uri_template)
-            self.authoring_advice += advice(sig, uri_template)
+            self.authoring_advice += advice(sig, uri_template, template_variables(uri_template) or ())
             convert = {p.name: fx.converter(sig, p.name, one_spelling=True) for p in sig.values}
             with declaring(sig.where):
                 self._templates.append(
@@ -451,7 +451,7 @@ class _Prompts(PromptProvider):
         for name, (function, fields) in prompts.items():
             sig = fx.signature(function, plugin.settings)
             fx.text_values(sig, "prompt", name)
-            self.authoring_advice += advice(sig, name)
+            self.authoring_advice += advice(sig, name, [p.name for p in sig.values])
             description = fields.get("description") or doc_of(function) or name
             rest = {k: v for k, v in fields.items() if k != "description"}
             with declaring(sig.where):

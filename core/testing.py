@@ -16,13 +16,15 @@
   :func:`compose_installed` composes installed plugins by entry-point name, as ``serve`` would.
 - :func:`connect` gives a connected :class:`mcp.Client` (both protocol eras, cache off).
 - :func:`assert_check_passes` fails with every problem ``mcp-providers check`` would print for the
-  declarations (its warnings pass unless ``warnings_pass=False``); :func:`check` returns every
-  line, warnings included, and also does the static-resource double read (async).
+  declarations and the configured sources reported unavailable (its warnings pass unless
+  ``warnings_pass=False``); :func:`check` returns every line, warnings included, and also does the
+  static-resource double read and starts the providers, naming those that fail to (async).
 
 A composition made here installs, when it starts, every process-wide side-effect guard ``serve``
 installs (a test owns its process; see ``docs/embedding.md``).
 
-Composition is strict by default here: a plugin that would be rejected raises
+Composition is strict by default here: a plugin that would be rejected, or a configured source
+that serves nothing (``source-unavailable``: an upstream that cannot be listed), raises
 :class:`~mcp_providers.errors.CompositionError` listing every problem, so a broken fixture fails
 loudly instead of silently serving nothing.
 """
@@ -38,6 +40,7 @@ from mcp import Client
 from mcp_providers._serve.check_report import check_warnings
 from mcp_providers._serve.composition import Composition
 from mcp_providers._serve.composition import compose as _compose
+from mcp_providers._serve.sources import source_problems, unavailable
 from mcp_providers._serve.statics import static_read_problems
 from mcp_providers.config import ClusterSettings, Config, ServerSettings
 from mcp_providers.errors import CompositionError
@@ -77,12 +80,22 @@ def compose(
         as replicas of one deployment.
     :returns: the :class:`~mcp_providers.Composition` (``.server`` is the SDK server).
     :raises ConfigError: ``settings`` names a plugin that is not passed (or installed).
-    :raises CompositionError: with ``strict``, when a plugin is rejected or a check fails.
+    :raises CompositionError: with ``strict``, when a plugin is rejected, a check fails or a
+        configured source is unavailable (as ``mcp-providers check`` fails).
     """
     config = Config(
         plugins={k: dict(v) for k, v in (settings or {}).items()}, server=server or ServerSettings(), cluster=cluster
     )
-    return _as_served(_compose(config, load_entrypoints=load_entrypoints, plugins=plugins, strict=strict))
+    composition = _as_served(_compose(config, load_entrypoints=load_entrypoints, plugins=plugins))
+    if strict and (failed := _failures(composition)):
+        raise CompositionError(failed)
+    return composition
+
+
+def _failures(composition: Composition) -> list[str]:
+    """What ``check`` fails on without starting a provider: rejected plugins, failed checks and
+    configured sources reported unavailable."""
+    return [*composition.failures, *unavailable(composition)]
 
 
 def _as_served(composition: Composition) -> Composition:
@@ -107,7 +120,8 @@ def compose_installed(
     :param names: entry-point names in the ``mcp_providers`` group.
     :param settings: ``{plugin name: settings table}``.
     :raises ConfigError: a name is not an installed entry point (the message lists the installed ones).
-    :raises CompositionError: with ``strict``, when a named plugin is rejected or a check fails.
+    :raises CompositionError: with ``strict``, when a named plugin is rejected, a check fails or
+        one of its sources is unavailable.
     """
     config = Config(
         allow=tuple(names),
@@ -117,7 +131,7 @@ def compose_installed(
     composition = _as_served(_compose(config, load_entrypoints=True, strict=False))
     if strict:
         # Other installed plugins are disabled by the allow list; only the named ones must be clean.
-        mine = [line for line in composition.failures if set(line.split(":", 1)[0].split(" + ")) & set(names)]
+        mine = [line for line in _failures(composition) if set(line.split(":", 1)[0].split(" + ")) & set(names)]
         if mine:
             raise CompositionError(mine)
     return composition
@@ -146,16 +160,17 @@ async def connect(
 def assert_check_passes(composition: Composition, *, warnings_pass: bool = True) -> None:
     """Fail with every problem, one per line, unless the composition has none.
 
-    Covers rejected plugins and every declaration check; :func:`check` adds the double read of
-    resources declared static. What ``mcp-providers check`` warns about (``warning: ...`` lines,
+    Covers rejected plugins, every declaration check and configured sources reported unavailable
+    (``source-unavailable``); :func:`check` adds the double read of resources declared static and
+    the providers that fail to start. What ``mcp-providers check`` warns about (``warning: ...`` lines,
     e.g. ``uri-not-canonical``) passes, as it does there, unless ``warnings_pass=False``; a failure's
     message lists the warnings too.
 
     :raises AssertionError: ``mcp-providers check failed:`` followed by one line per warning and problem.
     """
-    warned = check_warnings(composition)[1]
-    if composition.failures or (warned and not warnings_pass):
-        raise AssertionError("mcp-providers check failed:\n" + "\n".join([*warned, *composition.failures]))
+    warned, failed = check_warnings(composition)[1], _failures(composition)
+    if failed or (warned and not warnings_pass):
+        raise AssertionError("mcp-providers check failed:\n" + "\n".join([*warned, *failed]))
 
 
 async def check(composition: Composition) -> list[str]:
@@ -163,8 +178,10 @@ async def check(composition: Composition) -> list[str]:
     passes without a warning.
 
     :returns: one ``warning: ...`` line per warning (the check still passes), then one line per
-        rejected plugin, failed declaration check, and static resource that failed to read or read
-        differently twice.
+        rejected plugin, failed declaration check, static resource that failed to read or read
+        differently twice, configured source reported unavailable (``source-unavailable``) and
+        provider that failed to start (``provider-failed-to-start``; the static reads start them).
     """
     warned = check_warnings(composition)[1]
-    return [*warned, *composition.failures, *await static_read_problems(composition)]
+    read = await static_read_problems(composition)
+    return [*warned, *composition.failures, *read, *source_problems(composition)]

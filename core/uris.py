@@ -269,7 +269,8 @@ def literal_start(template: str) -> str:
 
 def uri_problems(uri: str) -> list[UriProblem]:
     """Why ``uri`` cannot be a fixed resource's URI (empty when it can): no scheme, a ``{...}`` in
-    it (a template), a malformed percent-escape."""
+    it (a template), a malformed percent-escape, a control character, or what no valid URI reaches
+    (whitespace, ``#``, a dot segment ...: :func:`_literal_problem`)."""
     found = []
     if not SCHEME.match(uri):
         found.append(UriProblem("uri-not-absolute", "has no scheme", "use an absolute URI such as myplugin://path"))
@@ -286,6 +287,8 @@ def uri_problems(uri: str) -> list[UriProblem]:
         found.append(UriProblem("uri-invalid", f"has a malformed percent-escape: {exc}", fix))
     if (control := _CONTROL.search(uri)) is not None:
         found.append(_control_problem(control))
+    elif (unreachable := _literal_problem(uri, template=False)) is not None:
+        found.append(unreachable)
     return found
 
 
@@ -294,10 +297,53 @@ def _control_problem(control: re.Match[str]) -> UriProblem:
     return UriProblem("uri-invalid", what, "percent-encode it (RFC 3986 allows no control characters), or leave it out")
 
 
+_NOT_IN_URI = frozenset(' "<>\\^`|')
+"""ASCII characters RFC 3986 allows nowhere in a URI (controls and braces aside, which have rules of
+their own): a client sends them escaped."""
+
+
+def _literal_problem(text: str, *, template: bool) -> UriProblem | None:
+    """Why no valid URI reaches the literal part of ``text`` (a fixed URI, or a template's text
+    outside its expressions), or ``None``: a character a URI does not hold as written (a client
+    sends the escape, which the canonical form keeps escaped), a ``#`` (a fragment, which clients
+    drop), a ``.`` or ``..`` path segment (which clients resolve away, RFC 3986 section 5.2.4), and in
+    a template a ``?`` followed by more path (what follows it is the query)."""
+    parts = _EXPRESSION.split(text) if template else [text]
+    literal = "".join("v" if i % 2 else part for i, part in enumerate(parts))
+    for char in literal:
+        if char in _NOT_IN_URI or char == "#":
+            what = "whitespace" if char == " " else repr(char)
+            why = "a fragment starts there, which clients drop" if char == "#" else "a URI holds it only escaped"
+            return UriProblem(
+                "uri-invalid",
+                f"has {what}{' in its literal part' if template else ''}: {why}, so no valid URI reaches it",
+                f"write it percent-encoded, %{ord(char):02X}, if the URI holds it; or leave it out",
+            )
+    if template and "/" in literal.partition("?")[2]:
+        return UriProblem(
+            "uri-invalid",
+            "has a '?' before more path: what follows it is the URI's query, not its path",
+            "write it percent-encoded, %3F, if the path holds it; write a query as {?name}",
+        )
+    try:
+        path = canonical(literal).partition(":")[2].split("?", 1)[0]
+    except InvalidUri:
+        return None  # reported as a malformed escape
+    dots = next((s for s in path.split("/") if s in (".", "..")), None)
+    if dots is None:
+        return None
+    return UriProblem(
+        "uri-invalid",
+        f"has a {dots!r} path segment, which clients resolve away before sending (RFC 3986 section 5.2.4)",
+        f"name the path without the {dots!r} segment",
+    )
+
+
 def template_problems(uri_template: str) -> list[UriProblem]:
     """Why ``uri_template`` cannot be served (empty when it can): the SDK's strict RFC 6570 parser
-    refuses it, a literal part has a malformed percent-escape, it has no variable, a variable
-    explodes, or it does not start with a scheme."""
+    refuses it, a literal part has a malformed percent-escape, a control character or what no
+    valid URI reaches (:func:`_literal_problem`), it has no variable, a variable explodes, or it
+    does not start with a scheme."""
     try:
         parsed = UriTemplate.parse(uri_template)
     except InvalidUriTemplate as exc:
@@ -311,6 +357,8 @@ def template_problems(uri_template: str) -> list[UriProblem]:
     found = []
     if (control := _CONTROL.search(uri_template)) is not None:
         found.append(_control_problem(control))
+    elif (unreachable := _literal_problem(uri_template, template=True)) is not None:
+        found.append(unreachable)
     if not parsed.variables:
         found.append(
             UriProblem("template-without-variables", "has no {variable}", "declare it as a fixed Resource(uri=...)")

@@ -36,6 +36,7 @@ says on purpose that any issuer will do); otherwise the settings are refused, an
 ``serve`` (an authorization plugin not in force stops it).
 """
 
+import re
 from fnmatch import fnmatchcase
 from functools import lru_cache
 from typing import TYPE_CHECKING, Literal
@@ -253,11 +254,45 @@ def check_composition(settings: PolicySettings | None, served: "Served") -> list
     found: list[Advisory] = []
     for number, rule in enumerate(settings.rules if settings is not None else (), start=1):
         for pattern in rule.targets:
+            if (glob := _uris_of_template(rule, pattern)) is not None:
+                found.append(_template_target(number, rule, pattern, glob))
             if not _reaches(rule, pattern, served):
                 found.append(_unmatched(number, rule, pattern, served))
             elif (canon := _canonical_missed(rule, pattern)) is not None:
                 found.append(_not_canonical(number, rule, pattern, canon))
     return found
+
+
+_EXPRESSION = re.compile(r"\{[^{}]*\}")
+_ON_URIS = frozenset({"read", "subscribe"})
+"""Actions asked about the URIs a client names, never about the template they match."""
+
+
+def _uris_of_template(rule: Rule, pattern: str) -> str | None:
+    """The glob matching the URIs of the URI template ``pattern`` (``t25://users/*`` for
+    ``t25://users/{uid}``) when ``rule`` names it for ``read`` or ``subscribe``, which are asked
+    about those URIs and never match a literal ``{uid}``; ``None`` otherwise, and for a deny that
+    also names ``expand``, which every read of the template's URIs is asked first."""
+    if "://" not in pattern or not _EXPRESSION.search(pattern) or not _ON_URIS & set(rule.actions):
+        return None
+    if rule.effect == "deny" and "expand" in rule.actions:
+        return None
+    return re.sub(r"\*+", "*", _EXPRESSION.sub("*", pattern))
+
+
+def _template_target(number: int, rule: Rule, pattern: str, glob: str) -> "Advisory":
+    from mcp_providers.checks import Advisory
+
+    acts = ", ".join(a for a in rule.actions if a in _ON_URIS)
+    also = "; or add expand to its actions: a read of the template's URIs asks expand on it first"
+    return Advisory(
+        "policy-target-is-template",
+        pattern,
+        f"rule {number} ({rule.effect}) names a URI template for {acts}, which is asked about the URIs a client "
+        f"names ({_EXPRESSION.sub('1', pattern)}), never about the template: for {acts} it "
+        f"{'denies' if rule.effect == 'deny' else 'allows'} nothing",
+        f"write the glob {glob!r} for its URIs" + (also if rule.effect == "deny" else ""),
+    )
 
 
 def _canonical_missed(rule: Rule, pattern: str) -> str | None:

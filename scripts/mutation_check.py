@@ -4308,15 +4308,15 @@ CASES += (  # author mistakes check passed silently (round 16, tester twenty-one
     Case(
         "testing: check() returns check's warnings",
         "core/testing.py",
-        "    return [*warned, *composition.failures, *await static_read_problems(composition)]",
-        "    return [*composition.failures, *await static_read_problems(composition)]",
+        "    return [*warned, *composition.failures, *read, *source_problems(composition)]",
+        "    return [*composition.failures, *read, *source_problems(composition)]",
         (KINDS + "test_testing_check_returns_the_warnings_the_cli_prints",),
     ),
     Case(
         "testing: assert_check_passes fails on warnings when told",
         "core/testing.py",
-        "    if composition.failures or (warned and not warnings_pass):",
-        "    if composition.failures:",
+        "    if failed or (warned and not warnings_pass):",
+        "    if failed:",
         (KINDS + "test_assert_check_passes_passes_a_warning_unless_told_otherwise",),
     ),
     Case(
@@ -4398,6 +4398,105 @@ def check_table(cases: list[Case]) -> list[str]:
     if done.returncode != 0:
         problems.append("some test ids of the table do not collect:\n" + (done.stdout + done.stderr)[-2000:])
     return problems
+
+
+T25 = "tests/authoring/test_check_names_more_mistakes.py::"
+T25_REFUSED = T25 + "test_a_literal_no_valid_uri_reaches_is_refused_naming_the_fix"
+
+CASES += (  # a URI or template literal no valid URI reaches is refused at declaration (round 17, tester 25 f5)
+    Case(
+        "uris: a fixed URI no valid URI reaches is refused",
+        "core/uris.py",
+        "    elif (unreachable := _literal_problem(uri, template=False)) is not None:",
+        "    elif False:",
+        (T25_REFUSED + "[resource-t25://x/../y-'..']",),
+    ),
+    Case(
+        "uris: a template literal no valid URI reaches is refused",
+        "core/uris.py",
+        "    elif (unreachable := _literal_problem(uri_template, template=True)) is not None:",
+        "    elif False:",
+        (T25_REFUSED + "[template-t25://users/../{uid}-'..']",),
+    ),
+    Case(
+        "uris: a character a URI holds only escaped, or a fragment, is refused in a literal",
+        "core/uris.py",
+        '        if char in _NOT_IN_URI or char == "#":',
+        "        if False:",
+        (T25_REFUSED + "[template-t25://a#b/{uid}-%23]", T25_REFUSED + "[resource-t25://a<b>-%3C]"),
+    ),
+    Case(
+        "uris: a template's '?' followed by more path is refused",
+        "core/uris.py",
+        '    if template and "/" in literal.partition("?")[2]:',
+        "    if False:",
+        (T25_REFUSED + "[template-t25://a?b/{uid}-%3F]",),
+    ),
+    Case(
+        "uris: a dot segment in a literal, escaped or not, is refused",
+        "core/uris.py",
+        '    dots = next((s for s in path.split("/") if s in (".", "..")), None)',
+        "    dots = None",
+        (T25_REFUSED + "[template-t25://users/%2E%2E/{uid}-'..']", T25_REFUSED + "[resource-t25://x/../y-'..']"),
+    ),
+)
+
+
+CASES += (  # unannotated parameters are named by check (round 17, tester 25 f3)
+    Case(
+        "authoring: check warns about unannotated parameters that receive a value",
+        "core/_adapters.py",
+        "    if unnamed := [name for name in bare if name not in sig.unannotated_context]:",
+        "    if unnamed := []:",
+        (T25 + "test_unannotated_parameters_are_a_check_warning_saying_what_they_receive",),
+    ),
+    Case(
+        "authoring: a tool's unannotated parameters are said to take any JSON value",
+        "core/_adapters.py",
+        "    found = advice(sig, tool, [p.name for p in sig.values], UNTYPED)",
+        "    found = advice(sig, tool, [p.name for p in sig.values])",
+        (T25 + "test_an_unannotated_ctx_of_a_tool_is_not_said_to_be_a_str",),
+    ),
+)
+
+
+CASES += (  # the testing helpers fail where `mcp-providers check` fails (round 17, tester 25 f2)
+    Case(
+        "testing: a strict compose and assert_check_passes fail on an unavailable source",
+        "core/testing.py",
+        "    return [*composition.failures, *unavailable(composition)]",
+        "    return [*composition.failures]",
+        (
+            T25 + "test_compose_strict_refuses_an_upstream_that_cannot_be_listed",
+            T25 + "test_check_and_assert_check_passes_name_an_upstream_that_cannot_be_listed",
+        ),
+    ),
+    Case(
+        "testing: check() names unavailable sources and providers that fail to start",
+        "core/testing.py",
+        "    return [*warned, *composition.failures, *read, *source_problems(composition)]",
+        "    return [*warned, *composition.failures, *read]",
+        (T25 + "test_check_names_a_provider_that_fails_to_start",),
+    ),
+)
+
+
+CASES += (  # a policy rule naming a URI template for reads is named by check (round 17, tester 25 f6)
+    Case(
+        "policy check: a target naming a template for read or subscribe is named",
+        "plugins/policy.py",
+        "            if (glob := _uris_of_template(rule, pattern)) is not None:",
+        "            if False:",
+        (T25 + "test_a_rule_naming_a_template_for_reads_is_named_with_the_glob_to_write[deny-actions0-allow]",),
+    ),
+    Case(
+        "policy check: only read and subscribe are asked about a template's URIs",
+        "plugins/policy.py",
+        '    if "://" not in pattern or not _EXPRESSION.search(pattern) or not _ON_URIS & set(rule.actions):',
+        '    if "://" not in pattern or not _EXPRESSION.search(pattern):',
+        (T25 + "test_a_rule_naming_a_template_for_what_is_asked_about_it_is_not_named[actions0]",),
+    ),
+)
 
 
 CASES += (  # a skill file that copies a resource never serves what a rule on it refuses (round 16, tester 22 F7)

@@ -57,7 +57,7 @@ def _composed(url: str, era: str, pages: dict[str, Any]) -> Any:
     SPEC.clear()
     SPEC.update({"era": era, "pages": json.loads(json.dumps(pages))})
     server = {"name": "paged", "url": url, "prefixes": ["p://"], "read_timeout": 10}
-    return compose({"upstream": upstream}, {"upstream": {"servers": [server]}})
+    return compose({"upstream": upstream}, {"upstream": {"servers": [server]}}, strict=False)  # some fail listing
 
 
 @pytest.mark.parametrize("era", ERAS)

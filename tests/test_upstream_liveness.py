@@ -45,7 +45,7 @@ async def _until(condition: Callable[[], object], what: str, seconds: float = 20
 def _composed(here: Path, *flags: str) -> tuple[Any, Reloader]:
     server = {"name": "raw", "command": sys.executable, "args": [RAW, str(here), *flags], "prefixes": ["raw://a/"],
               "tool_prefix": "r_", "read_timeout": 10}  # fmt: skip
-    composed = compose({"upstream": upstream}, {"upstream": {"servers": [server]}})
+    composed = compose({"upstream": upstream}, {"upstream": {"servers": [server]}}, strict=False)  # down at first
     reloader = Reloader(composed, lambda: composed.config, load_entrypoints=False, plugins={"upstream": upstream})
     return composed, reloader
 

@@ -19,9 +19,9 @@ from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
-from mcp_providers._cli.sources import unavailable
 from mcp_providers._host.advisories import advisories
 from mcp_providers._serve.composition import Composition
+from mcp_providers._serve.sources import unavailable
 from mcp_providers.models import EFFECTS_CLAIM_KEY, ORIGIN_KEY, Tool
 
 INSPECT_SCHEMA: dict[str, Any] = {

@@ -6,9 +6,9 @@ from __future__ import annotations
 import anyio
 
 from mcp_providers._cli.near_groups import near_misses
-from mcp_providers._cli.sources import source_problems
 from mcp_providers._serve.check_report import check_warnings
 from mcp_providers._serve.composition import Composition
+from mcp_providers._serve.sources import source_problems
 from mcp_providers._serve.statics import static_read_problems
 from mcp_providers.errors import ConfigError
 

@@ -14,8 +14,8 @@ from typing import Any, NoReturn
 import anyio
 
 from mcp_providers._cli.console import err, escape
-from mcp_providers._cli.sources import source_problems, unavailable
 from mcp_providers._serve.composition import Composition
+from mcp_providers._serve.sources import source_problems, unavailable
 from mcp_providers.config import CONFIG_ENV, load_config
 from mcp_providers.errors import CompositionError, ConfigError
 

@@ -15,7 +15,14 @@ Advisories (:func:`advisories`; ``check`` prints them and still passes):
 ``member-unserved``                 a ``Members`` URI or template that nothing in the composition serves
                                     (a typo would make a filter ask about the wrong URIs)
 ``context-unannotated``             a decorated function's parameter named ``ctx`` or ``context``,
-                                    not annotated: the caller is asked for it as an argument
+                                    not annotated: the caller is asked for it as an argument (a
+                                    str for a template or prompt; any JSON value for a tool)
+``parameter-unannotated``           a decorated tool's, template's or prompt's parameters that
+                                    receive a value but have no annotation: a tool's is offered
+                                    untyped (its inputSchema says nothing of it, and any JSON value
+                                    reaches the function: ``add("1", "2")`` is ``"12"``), a
+                                    template's or prompt's gets the text as sent; ``Any`` says so on
+                                    purpose
 ``output-schema-says-nothing``      a decorated tool annotated ``-> Any`` or ``-> object``: its
                                     outputSchema is empty, and a value JSON cannot carry fails
                                     only when the tool is called

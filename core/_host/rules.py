@@ -16,7 +16,11 @@ Rules (the ``rule`` string of a Problem):
 ==================================  =================================================================
 ``uri-not-absolute``                a fixed URI lacks a scheme (``scheme:...``)
 ``uri-is-template``                 a fixed URI contains ``{...}``; declare a ResourceTemplate
-``uri-invalid``                     a fixed URI, or a template's literal part, has a malformed percent-escape
+``uri-invalid``                     a fixed URI, or a template's literal part, has a malformed percent-escape,
+                                    a control character, or what no valid URI reaches as written:
+                                    whitespace or another character a URI holds only escaped
+                                    (``"<>\\^`|``), a ``#``, a ``.`` or ``..`` segment, or (a
+                                    template) a ``?`` followed by more path
 ``template-invalid``                the SDK's strict RFC 6570 parser rejects the template (this
                                     includes adjacent variables such as ``{a}{b}``)
 ``template-without-variables``      a template with no variable; declare a fixed Resource

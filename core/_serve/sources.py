@@ -9,7 +9,8 @@ instance's API) may find it unavailable in two ways, each one line here:
   ``startup_failures`` (rule ``provider-failed-to-start``), unless it already said so above.
 
 Plain ``serve`` warns and serves every other provider; a provider that failed to start answers
-its requests with an upstream error (``/readyz`` names it).
+its requests with an upstream error (``/readyz`` names it). The CLI and :mod:`mcp_providers.testing`
+both report from here, so a test's ``check`` fails where ``mcp-providers check`` does.
 """
 
 from __future__ import annotations
