@@ -14,12 +14,16 @@ patterns matches one of the read's parameters, in any order, whatever else the r
 
 from __future__ import annotations
 
+import json
+import sys
+from pathlib import Path
+
 import pytest
 from mcp import MCPError
 
 from mcp_providers.identity import Principal
 from mcp_providers.plugin import Plugin
-from mcp_providers.plugins import policy
+from mcp_providers.plugins import policy, upstream
 from mcp_providers.plugins.policy import PolicySettings, decide
 from mcp_providers.testing import compose, connect
 
@@ -149,3 +153,56 @@ async def test_no_spelling_of_a_denied_query_reaches_a_decorated_template(rule: 
             assert "permission-denied" in refused.value.error.message, uri
         spared = await client.read_resource("ty://q?n=2")
         assert spared.contents[0].text == "secret for n=2 b=False"  # type: ignore[union-attr]
+
+
+def test_a_glob_across_the_query_meets_its_decoded_reading() -> None:
+    assert _denied(_deny("sv://items*root*"), "sv://items?owner=%EF%BD%92oot")
+    assert _denied(_deny("sv://items*owner=root"), "sv://items?owner=%2572oot")
+
+
+# An upstream that compares owners as an accent- and width-insensitive collation does, and reads a
+# repeated or reordered query as any MCP server's template does. It logs every owner it serves.
+COLLATING_UPSTREAM = """
+import json, sys, unicodedata
+from mcp.server.mcpserver import MCPServer
+server = MCPServer("collating-upstream", log_level="WARNING")
+LOG = sys.argv[1]
+
+def fold(s):
+    return "".join(c for c in unicodedata.normalize("NFKD", s) if not unicodedata.combining(c)).casefold().strip()
+
+@server.resource("coll://items{?owner,admin}", mime_type="text/plain")
+def items(owner: str = "anyone", admin: str = "false") -> str:
+    with open(LOG, "a") as log:
+        log.write(json.dumps([owner, admin]) + "\\n")
+    return "SECRET" if fold(owner) == "root" or admin == "true" else "public " + owner
+
+server.run("stdio")
+"""
+
+
+@pytest.mark.anyio
+async def test_no_spelling_of_a_denied_query_reaches_an_upstream_template(tmp_path: Path) -> None:
+    script, log = tmp_path / "collating.py", tmp_path / "asked.log"
+    script.write_text(COLLATING_UPSTREAM)
+    log.touch()
+    server = {"name": "coll", "command": sys.executable, "args": [str(script), str(log)], "prefixes": ["coll://"]}
+    rules = [{"effect": "deny", "targets": ["coll://items?owner=root*", "coll://items?admin=true&owner=bob"]}]
+    composition = compose(
+        {"upstream": upstream, "policy": policy}, {"upstream": {"servers": [server]}, "policy": {"rules": rules}}
+    )
+    spellings = [
+        "coll://items?owner=%EF%BD%92oot",
+        "coll://items?owner=R%C3%B6ot",
+        "coll://items?owner=%2572oot",
+        "coll://items?owner=bob&admin=true",
+    ]
+    async with composition.running(), connect(composition) as client:
+        public = await client.read_resource("coll://items?owner=alice")
+        assert public.contents[0].text == "public alice"  # type: ignore[union-attr]
+        for uri in spellings:
+            with pytest.raises(MCPError) as denied:
+                await client.read_resource(uri)
+            assert "permission-denied" in denied.value.error.message, uri
+    asked = [json.loads(line) for line in log.read_text().splitlines()]
+    assert asked == [["alice", "false"]], asked
