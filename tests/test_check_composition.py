@@ -195,7 +195,6 @@ def test_patterns_too_long_to_compare_are_taken_to_meet() -> None:
 @pytest.mark.parametrize(
     ("rule", "canon"),
     [
-        (_rule("deny", "documcp://ssgs/%68ugo", actions=["read"]), "documcp://ssgs/hugo"),
         (_rule("allow", "documcp://ssgs/%68ugo", actions=["read"]), "documcp://ssgs/hugo"),
         (
             _rule("allow", "documcp://ssgs/h\u00fcgo", actions=["read"]),
@@ -214,6 +213,7 @@ def test_a_uri_spelled_otherwise_than_its_canonical_form_is_named(rule: dict[str
     "rule",
     [
         _rule("deny", "DOCUMCP://SSGS/HUGO"),  # a deny folds case: it matches the canonical form
+        _rule("deny", "documcp://ssgs/%68ugo", actions=["read"]),  # a deny reads its escapes (tester 25 f1)
         _rule("deny", "documcp://ssgs/hu*"),  # wildcards: not judged
         _rule("deny", "documcp://ssgs/hugo"),
     ],

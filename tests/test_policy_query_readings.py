@@ -58,6 +58,8 @@ def _denied(settings: PolicySettings, target: str) -> bool:
         "sv://items?OWNER=Root",
         "sv://items?owner=root%20",  # SQL compares pad trailing spaces
         "sv://items?owner=+root",  # '+' is a space in a form-encoded query, and services trim
+        "sv://items?owner=root%E2%80%A4",  # a one-dot leader: a '.' once folded, then trimmed
+        "sv://items?owner%20=root.",
         "sv://items?owner=ro%E2%80%8Bot",  # an invisible format character some compares ignore
         "sv://items?owner=ro%CD%8Fot",  # a default-ignorable character
         "sv://items?limit=5&owner=%EF%BD%92OOT",
