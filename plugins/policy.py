@@ -202,24 +202,49 @@ def check_composition(settings: PolicySettings | None, served: "Served") -> list
         for pattern in rule.targets:
             if not _reaches(rule, pattern, served):
                 found.append(_unmatched(number, rule, pattern, served))
-            elif (canon := _canonical_missed(rule, pattern)) is not None:
+            elif (canon := _canonical_missed(rule, pattern, served.templates)) is not None:
                 found.append(_not_canonical(number, rule, pattern, canon))
     return found
 
 
-def _canonical_missed(rule: Rule, pattern: str) -> str | None:
+def _canonical_missed(rule: Rule, pattern: str, templates: tuple[str, ...]) -> str | None:
     """The canonical form of the URI ``pattern`` names when ``rule`` does not match it (``%68ugo``
-    for ``hugo``: a client asking for ``hugo`` is never denied); ``None`` for a pattern with
+    for ``hugo``: a client asking for ``hugo`` is never denied; ``?b=true&n=1`` for a template
+    ``{?n,b}``, whose reads are asked about as ``?n=1&b=true``); ``None`` for a pattern with
     wildcards, not a URI, or one that matches its own canonical form."""
     from mcp_providers.uris import InvalidUri, canonical
 
-    if "://" not in pattern or any(c in pattern for c in "*?["):
-        return None
+    query = pattern.partition("://")[2].partition("?")[2]
+    if "://" not in pattern or any(c in pattern for c in "*[") or ("?" in pattern and "=" not in query):
+        return None  # a '?' with no 'name=' after it is a wildcard
     try:
         canon = canonical(pattern)
     except InvalidUri:
         return None
+    if "?" in canon:
+        canon = _in_template_order(canon, templates)
     return None if canon == pattern or rule.matches_target(canon, Readings(canon)) else canon
+
+
+def _in_template_order(uri: str, templates: tuple[str, ...]) -> str:
+    """``uri`` as the catalog routes it: expanded again from the values the first served template
+    matching it takes (its query in the template's order, unknown and repeated names dropped);
+    ``uri`` itself when no template matches it."""
+    from mcp.shared.uri_template import UriTemplate
+
+    from mcp_providers.uris import InvalidUri, canonical, canonical_template, template_problems
+
+    for template in templates:
+        if template_problems(template):
+            continue
+        try:
+            parsed = UriTemplate.parse(canonical_template(template))
+            values = parsed.match(uri)
+            if values is not None:
+                return canonical(parsed.expand(values))
+        except (InvalidUri, ValueError):
+            continue
+    return uri
 
 
 def _reaches(rule: Rule, pattern: str, served: "Served") -> bool:

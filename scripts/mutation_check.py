@@ -1068,6 +1068,13 @@ CASES: tuple[Case, ...] = (
         (CC + "test_a_rule_matching_its_own_canonical_form_is_quiet",),
     ),
     Case(
+        "policy check: a URI rule's query is judged in its template's order",
+        "plugins/policy.py",
+        "        canon = _in_template_order(canon, templates)",
+        "        pass",
+        (CC + "test_an_allow_whose_query_is_not_in_the_templates_order_is_named",),
+    ),
+    Case(
         "policy check: two literal characters that differ do not meet",
         "plugins/policy.py",
         '    return (a[0] == b[0] or "?" in (a[0], b[0])) and _meet(a[1:], b[1:])',

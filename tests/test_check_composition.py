@@ -243,3 +243,4 @@ def test_a_deny_whose_query_is_in_another_order_is_quiet() -> None:
     """A deny matches a query's parameters in any order (tester 25 f4)."""
     assert _said(_rule("deny", "ty://q?b=true&n=1", actions=["read"]), plugins={"ty": QUERIED}) == []
     assert _said(_rule("allow", "ty://q?n=1&b=true", actions=["read"]), plugins={"ty": QUERIED}) == []
+    assert _said(_rule("allow", "documcp://ssgs/hug?", actions=["read"])) == []  # a '?' wildcard
