@@ -46,6 +46,7 @@ __all__ = [
     "UriProblem",
     "canonical",
     "canonical_template",
+    "ignorable",
     "literal_start",
     "path_problem",
     "shape",
@@ -217,7 +218,7 @@ def _segment_problem(form: str, segments: list[str]) -> str | None:
             return "holds an NTFS stream name (':$'), which Windows reads as the file or folder before it"
         if _SHORT_NAME.search(segment):
             return "holds a '~' and a digit, which Windows reads as an 8.3 short name (CONFID~1 is confidential)"
-    if any(unicodedata.category(c) == "Cf" or c in _IGNORABLE for c in form):
+    if any(map(ignorable, form)):
         return "holds an invisible character (such as U+200B or U+034F), which some servers drop"
     return None
 
@@ -229,6 +230,16 @@ _IGNORABLE = frozenset(
 )
 """Default-ignorable characters that are not of category Cf (Unicode's DerivedCoreProperties):
 mappings such as NFKC_Casefold drop them, so ``private`` and ``private`` + U+034F can be one name."""
+
+
+def ignorable(char: str) -> bool:
+    """Whether a lenient compare may drop ``char`` (one character): an invisible format character
+    (category Cf, such as U+200B) or another default-ignorable one (U+034F, variation selectors).
+
+    >>> ignorable("\u200b"), ignorable("a")
+    (True, False)
+    """
+    return unicodedata.category(char) == "Cf" or char in _IGNORABLE
 
 
 def path_problem(uri: str) -> str | None:

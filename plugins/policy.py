@@ -21,7 +21,9 @@
 
 A deny rule's targets also match what a lenient service reads a target as: folded for case and
 Unicode compatibility (unless ``match_case = true``), with ``;`` path parameters, empty segments and
-escapes read away (see :class:`Readings`). An allow rule's targets match only as given.
+escapes read away, query values decoded and trimmed (see :class:`~mcp_providers.plugins._readings.Readings`);
+and a target with a query by its parameters, in any order, among others (``deny x://q?b=true``
+refuses ``x://q?n=0&b=true``). An allow rule's targets match only as given.
 
 A rule matches a caller (:class:`~mcp_providers.identity.Principal`) when every condition it sets
 holds: ``subjects`` and ``issuers`` (patterns), ``groups`` (any of them), ``scopes`` (all of them)
@@ -40,13 +42,12 @@ import re
 from fnmatch import fnmatchcase
 from functools import lru_cache
 from typing import TYPE_CHECKING, Literal
-from unicodedata import combining, normalize
-from urllib.parse import unquote
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
 
 from mcp_providers.hookspecs import hookimpl
 from mcp_providers.identity import Principal, trusted_issuers
+from mcp_providers.plugins._readings import Readings, folded, path_reading, pattern_readings, query_matches
 from mcp_providers.policy import Action, Decision
 
 if TYPE_CHECKING:
@@ -101,13 +102,21 @@ class Rule(BaseModel):
         "case-insensitively). Allow rules always match exactly.",
     )
 
-    def matches_target(self, target: str, readings: "Readings") -> bool:
-        """Whether a target pattern matches ``target``; a deny tries each of its ``readings``."""
+    def matches_target(self, target: str, readings: Readings) -> bool:
+        """Whether a target pattern matches ``target``; a deny tries each reading of each pattern
+        (:func:`_pattern_readings`) on each of the target's ``readings``, and a pattern with a query
+        on its parameters too (:meth:`Readings.query`)."""
         if self.effect == "allow":
             return any(fnmatchcase(target, p) for p in self.targets)
-        if self.match_case:
-            return any(fnmatchcase(r, p) for r in readings.plain for p in self.targets)
-        return any(fnmatchcase(r, _folded(p)) for r in readings.folded for p in self.targets)
+        fold = not self.match_case
+        names = readings.folded if fold else readings.plain
+        for pattern in self.targets:
+            for glob, query in pattern_readings(pattern, fold):
+                if any(fnmatchcase(r, glob) for r in names):
+                    return True
+                if query is not None and query_matches(query, readings.query(fold)):
+                    return True
+        return False
 
     def vouched_conditions(self) -> list[str]:
         """The caller conditions this rule sets whose values an issuer vouches for."""
@@ -125,68 +134,6 @@ class Rule(BaseModel):
         if self.scopes is not None and not set(self.scopes) <= principal.scopes:
             return False
         return all(_claim_matches(principal.claims.get(name), values) for name, values in self.claims.items())
-
-
-class Readings:
-    """The names a service may read ``target`` as, for deny rules (computed once per decision).
-
-    ``plain``: ``target`` as given, and its *path reading*: after ``://``, the query and fragment
-    dropped, escapes decoded (again while any is left, up to 4 times), ``\\`` read as ``/``, each
-    segment's ``;`` parameters and trailing dots and spaces dropped (servlet containers, Windows and
-    IIS do), and empty segments removed, a trailing one too (file systems do).
-    ``folded``: both, case-folded, compatibility forms decomposed and combining marks dropped
-    (:func:`_folded`; for services that compare case-insensitively: IIS, Windows and macOS file
-    systems, Java's and .NET's case-insensitive compares).
-    """
-
-    __slots__ = ("_folded", "_plain", "target")
-
-    def __init__(self, target: str) -> None:
-        self.target = target
-        self._plain: tuple[str, ...] | None = None
-        self._folded: tuple[str, ...] | None = None
-
-    @property
-    def plain(self) -> tuple[str, ...]:
-        if self._plain is None:
-            self._plain = (self.target, _path_reading(self.target))
-        return self._plain
-
-    @property
-    def folded(self) -> tuple[str, ...]:
-        if self._folded is None:
-            self._folded = tuple({_folded(r): None for r in self.plain})
-        return self._folded
-
-
-def _path_reading(target: str) -> str:
-    scheme, sep, rest = target.partition("://")
-    if not sep:
-        return target
-    rest = rest.split("#", 1)[0].split("?", 1)[0]
-    for _ in range(_DECODINGS):  # a service may decode more than once: %2550 is P to a second decoding
-        if (decoded := unquote(rest)) == rest:
-            break
-        rest = decoded
-    kept = []
-    for segment in rest.replace("\\", "/").split("/"):
-        name = segment.split(";", 1)[0].rstrip(". ")
-        if name:
-            kept.append(name)
-    return f"{scheme}://{'/'.join(kept)}"
-
-
-_DECODINGS = 4
-"""Escapes are decoded this many times at most in a path reading (each decoding a service may make)."""
-
-
-@lru_cache(maxsize=4096)
-def _folded(text: str) -> str:
-    """``text`` as a lenient compare sees it: compatibility forms decomposed, combining marks
-    dropped, upper- then case-folded (so the dotless i and the dotted capital I are i, as Java's and
-    .NET's case-insensitive compares have them)."""
-    bare = "".join(c for c in normalize("NFKD", text) if not combining(c))
-    return bare.upper().casefold()
 
 
 def _claim_matches(claim: object, values: tuple[str, ...]) -> bool:
@@ -258,7 +205,7 @@ def check_composition(settings: PolicySettings | None, served: "Served") -> list
                 found.append(_template_target(number, rule, pattern, glob))
             if not _reaches(rule, pattern, served):
                 found.append(_unmatched(number, rule, pattern, served))
-            elif (canon := _canonical_missed(rule, pattern)) is not None:
+            elif (canon := _canonical_missed(rule, pattern, served.templates)) is not None:
                 found.append(_not_canonical(number, rule, pattern, canon))
     return found
 
@@ -295,19 +242,44 @@ def _template_target(number: int, rule: Rule, pattern: str, glob: str) -> "Advis
     )
 
 
-def _canonical_missed(rule: Rule, pattern: str) -> str | None:
+def _canonical_missed(rule: Rule, pattern: str, templates: tuple[str, ...]) -> str | None:
     """The canonical form of the URI ``pattern`` names when ``rule`` does not match it (``%68ugo``
-    for ``hugo``: a client asking for ``hugo`` is never denied); ``None`` for a pattern with
+    for ``hugo``: a client asking for ``hugo`` is never denied; ``?b=true&n=1`` for a template
+    ``{?n,b}``, whose reads are asked about as ``?n=1&b=true``); ``None`` for a pattern with
     wildcards, not a URI, or one that matches its own canonical form."""
     from mcp_providers.uris import InvalidUri, canonical
 
-    if "://" not in pattern or any(c in pattern for c in "*?["):
-        return None
+    query = pattern.partition("://")[2].partition("?")[2]
+    if "://" not in pattern or any(c in pattern for c in "*[") or ("?" in pattern and "=" not in query):
+        return None  # a '?' with no 'name=' after it is a wildcard
     try:
         canon = canonical(pattern)
     except InvalidUri:
         return None
+    if "?" in canon:
+        canon = _in_template_order(canon, templates)
     return None if canon == pattern or rule.matches_target(canon, Readings(canon)) else canon
+
+
+def _in_template_order(uri: str, templates: tuple[str, ...]) -> str:
+    """``uri`` as the catalog routes it: expanded again from the values the first served template
+    matching it takes (its query in the template's order, unknown and repeated names dropped);
+    ``uri`` itself when no template matches it."""
+    from mcp.shared.uri_template import UriTemplate
+
+    from mcp_providers.uris import InvalidUri, canonical, canonical_template, template_problems
+
+    for template in templates:
+        if template_problems(template):
+            continue
+        try:
+            parsed = UriTemplate.parse(canonical_template(template))
+            values = parsed.match(uri)
+            if values is not None:
+                return canonical(parsed.expand(values))
+        except (InvalidUri, ValueError):
+            continue
+    return uri
 
 
 def _reaches(rule: Rule, pattern: str, served: "Served") -> bool:
@@ -318,8 +290,8 @@ def _reaches(rule: Rule, pattern: str, served: "Served") -> bool:
     the tools and extension methods (``call``), prompts (``prompt``, ``complete``) and URI
     templates (``expand``, ``complete``), each served as is."""
     actions = set(rule.actions)
-    fold = _folded if rule.effect == "deny" and not rule.match_case else str
-    readings = {fold(pattern), fold(_path_reading(pattern))}
+    fold = folded if rule.effect == "deny" and not rule.match_case else str
+    readings = {fold(pattern), fold(path_reading(pattern))}
     globs = [fold(f"{p}*") for p in served.prefixes]
     if any("://" in r for r in readings) and any(_overlap(r, g) for r in readings for g in globs):
         return True

@@ -58,6 +58,7 @@ CHARSETS = "tests/test_masking_charsets.py::"
 SB = "tests/test_masking_single_byte.py::"
 OA_SB = "tests/openapi/test_openapi_single_byte_bodies.py::"
 READINGS = "tests/test_policy_readings.py::"
+QR = "tests/test_policy_query_readings.py::"
 SPELL = "tests/openapi/test_openapi_template_spellings.py::"
 SN_SPELL = (
     "tests/servicenow/test_servicenow_spellings.py::"
@@ -712,8 +713,8 @@ CASES: tuple[Case, ...] = (
     Case(
         "uris: a default-ignorable character in a template value is refused",
         "core/uris.py",
-        'unicodedata.category(c) == "Cf" or c in _IGNORABLE for c in form',
-        'unicodedata.category(c) == "Cf" for c in form',
+        '    return unicodedata.category(char) == "Cf" or char in _IGNORABLE',
+        '    return unicodedata.category(char) == "Cf"',
         (
             "tests/test_template_values.py::test_a_template_value_holding_a_traversal_is_refused_before_gate_and_provider",
         ),
@@ -851,29 +852,29 @@ CASES: tuple[Case, ...] = (
     Case(
         "policy readings: a deny folds case and Unicode compatibility",
         "plugins/policy.py",
-        "        return any(fnmatchcase(r, _folded(p)) for r in readings.folded for p in self.targets)",
-        "        return any(fnmatchcase(r, p) for r in readings.plain for p in self.targets)",
+        "        fold = not self.match_case",
+        "        fold = False",
         (READINGS + "test_a_deny_matches_every_reading_of_its_target",),
     ),
     Case(
         "policy readings: path parameters are read away",
-        "plugins/policy.py",
+        "plugins/_readings.py",
         'name = segment.split(";", 1)[0].rstrip(". ")',
         'name = segment.rstrip(". ")',
         (READINGS + "test_a_lenient_upstream_never_serves_a_denied_path",),
     ),
     Case(
         "policy readings: empty segments are read away",
-        "plugins/policy.py",
+        "plugins/_readings.py",
         "        if name:\n            kept.append(name)",
         "        kept.append(name)",
         (READINGS + "test_an_empty_segment_or_a_parameter_before_the_denied_one_is_read_away",),
     ),
     Case(
         "policy readings: escapes are decoded in the path reading",
-        "plugins/policy.py",
-        "        if (decoded := unquote(rest)) == rest:",
-        "        if (decoded := rest) == rest:",
+        "plugins/_readings.py",
+        "        if (decoded := decode(text)) == text:",
+        "        if (decoded := text) == text:",
         (READINGS + "test_a_deny_matches_every_reading_of_its_target",),
     ),
     Case(
@@ -882,6 +883,83 @@ CASES: tuple[Case, ...] = (
         '        if self.effect == "allow":\n            return any(fnmatchcase(target, p) for p in self.targets)',
         "        if False:\n            pass",
         (READINGS + "test_no_reading_widens_an_allow",),
+    ),
+    Case(
+        "policy readings: a query is read decoded and folded as a whole string too",
+        "plugins/_readings.py",
+        '                readings = (self.target, path, f"{split[0]}?{read}", f"{path}?{read}")',
+        "                readings = (self.target, path)",
+        (QR + "test_a_glob_across_the_query_meets_its_decoded_reading",),
+    ),
+    Case(
+        "policy readings: each query parameter is read decoded and folded",
+        "plugins/_readings.py",
+        "items = [*map(f, _items(split[1])), *(f(r).rstrip(_TRIMMED) for r in self._read)]",
+        "items = [*map(f, _items(split[1]))]",
+        (QR + "test_a_deny_on_a_query_matches_its_parameters_in_any_order",),
+    ),
+    Case(
+        "policy readings: escapes are decoded again while any is left",
+        "plugins/_readings.py",
+        "    for _ in range(_DECODINGS):",
+        "    for _ in range(1):",
+        (QR + "test_a_deny_on_a_query_value_matches_its_decoded_and_folded_readings",),
+    ),
+    Case(
+        "policy readings: a '+' in a query is read as a space",
+        "plugins/_readings.py",
+        "_trimmed(_decoded(name, unquote_plus)) + eq + _trimmed(_decoded(value, unquote_plus))",
+        "_trimmed(_decoded(name)) + eq + _trimmed(_decoded(value))",
+        (QR + "test_a_deny_on_a_query_value_matches_its_decoded_and_folded_readings",),
+    ),
+    Case(
+        "policy readings: a query value is trimmed of surrounding spaces and trailing dots",
+        "plugins/_readings.py",
+        "    return text.strip().rstrip(_TRIMMED)",
+        "    return text",
+        (QR + "test_a_deny_on_a_query_value_matches_its_decoded_and_folded_readings",),
+    ),
+    Case(
+        "policy readings: the fold drops invisible characters",
+        "plugins/_readings.py",
+        "if not combining(c) and not ignorable(c))",
+        "if not combining(c))",
+        (QR + "test_a_deny_on_a_query_value_matches_its_decoded_and_folded_readings",),
+    ),
+    Case(
+        "policy readings: a query value is trimmed again once folded",
+        "plugins/_readings.py",
+        "*(f(r).rstrip(_TRIMMED) for r in self._read)]",
+        "*(f(r) for r in self._read)]",
+        (QR + "test_a_deny_on_a_query_value_matches_its_decoded_and_folded_readings",),
+    ),
+    Case(
+        "policy readings: a deny with a query matches its parameters in any order",
+        "plugins/policy.py",
+        "                if query is not None and query_matches(query, readings.query(fold)):",
+        "                if False:",
+        (QR + "test_a_deny_on_a_query_matches_its_parameters_in_any_order",),
+    ),
+    Case(
+        "policy readings: a query's parameters match only under the pattern's own path",
+        "plugins/_readings.py",
+        "    return any(fnmatchcase(b, base) for b in bases) and all(",
+        "    return all(",
+        (QR + "test_a_deny_on_a_query_still_spares_other_reads",),
+    ),
+    Case(
+        "policy readings: a deny's pattern is read as what its escapes spell",
+        "plugins/_readings.py",
+        "            forms.append((f(decoded), _query_glob(pattern, f, decode=True)))",
+        "            pass",
+        (QR + "test_the_rules_own_escapes_are_read_as_what_they_spell",),
+    ),
+    Case(
+        "policy readings: an escape in a deny's pattern never becomes a wildcard",
+        "plugins/_readings.py",
+        "        if _wildcards(decoded) <= _wildcards(pattern):",
+        "        if True:",
+        (QR + "test_the_rules_own_escapes_are_read_as_what_they_spell",),
     ),
     Case(
         "upstream: a process that exits while idle is noticed by its read stream's end",
@@ -919,7 +997,7 @@ CASES: tuple[Case, ...] = (
     ),
     Case(
         "policy readings: the fold drops combining marks and upper-cases first",
-        "plugins/policy.py",
+        "plugins/_readings.py",
         "    return bare.upper().casefold()",
         "    return bare.casefold()",
         (READINGS + "test_a_deny_matches_every_reading_of_its_target",),
@@ -988,6 +1066,13 @@ CASES: tuple[Case, ...] = (
         "    return None if canon == pattern or rule.matches_target(canon, Readings(canon)) else canon",
         "    return None if canon == pattern else canon",
         (CC + "test_a_rule_matching_its_own_canonical_form_is_quiet",),
+    ),
+    Case(
+        "policy check: a URI rule's query is judged in its template's order",
+        "plugins/policy.py",
+        "        canon = _in_template_order(canon, templates)",
+        "        pass",
+        (CC + "test_an_allow_whose_query_is_not_in_the_templates_order_is_named",),
     ),
     Case(
         "policy check: two literal characters that differ do not meet",

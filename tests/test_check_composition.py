@@ -16,6 +16,7 @@ from cli_support import run_cli
 from mcp_providers import Content, ReadRequest, Resource, ResourceProvider, hookimpl
 from mcp_providers._cli.report import warnings
 from mcp_providers.checks import Advisory, Served
+from mcp_providers.plugin import Plugin
 from mcp_providers.plugins import policy
 from mcp_providers.plugins.documcp import config_templates, prompts, ssg_catalog, workflows
 from mcp_providers.testing import compose
@@ -195,7 +196,6 @@ def test_patterns_too_long_to_compare_are_taken_to_meet() -> None:
 @pytest.mark.parametrize(
     ("rule", "canon"),
     [
-        (_rule("deny", "documcp://ssgs/%68ugo", actions=["read"]), "documcp://ssgs/hugo"),
         (_rule("allow", "documcp://ssgs/%68ugo", actions=["read"]), "documcp://ssgs/hugo"),
         (
             _rule("allow", "documcp://ssgs/h\u00fcgo", actions=["read"]),
@@ -214,9 +214,33 @@ def test_a_uri_spelled_otherwise_than_its_canonical_form_is_named(rule: dict[str
     "rule",
     [
         _rule("deny", "DOCUMCP://SSGS/HUGO"),  # a deny folds case: it matches the canonical form
+        _rule("deny", "documcp://ssgs/%68ugo", actions=["read"]),  # a deny reads its escapes (tester 25 f1)
         _rule("deny", "documcp://ssgs/hu*"),  # wildcards: not judged
         _rule("deny", "documcp://ssgs/hugo"),
     ],
 )
 def test_a_rule_matching_its_own_canonical_form_is_quiet(rule: dict[str, Any]) -> None:
     assert _said(rule) == []
+
+
+QUERIED = Plugin("ty", prefixes=["ty://"])
+
+
+@QUERIED.template("ty://q{?n,b}")
+def _queried(n: int = 0, b: bool = False) -> str:
+    return f"n={n} b={b}"
+
+
+def test_an_allow_whose_query_is_not_in_the_templates_order_is_named() -> None:
+    """The gate asks about a read in its template's order: an allow spelled in another never meets
+    it (tester 25 f4), so check names the spelling that does."""
+    (line,) = _said(_rule("allow", "ty://q?b=true&n=1", actions=["read"]), plugins={"ty": QUERIED})
+    assert "policy-target-not-canonical: 'ty://q?b=true&n=1': rule 1 (allow)" in line
+    assert line.endswith("fix: write it as 'ty://q?n=1&b=true'")
+
+
+def test_a_deny_whose_query_is_in_another_order_is_quiet() -> None:
+    """A deny matches a query's parameters in any order (tester 25 f4)."""
+    assert _said(_rule("deny", "ty://q?b=true&n=1", actions=["read"]), plugins={"ty": QUERIED}) == []
+    assert _said(_rule("allow", "ty://q?n=1&b=true", actions=["read"]), plugins={"ty": QUERIED}) == []
+    assert _said(_rule("allow", "documcp://ssgs/hug?", actions=["read"])) == []  # a '?' wildcard

@@ -1,0 +1,202 @@
+"""What a lenient service may read a policy target as, for the policy plugin's deny rules.
+
+A deny rule matches a target in each of its *readings* (:class:`Readings`): as given; its path as
+servlet containers, Windows, IIS and file systems read it (:func:`path_reading`); its query as a
+lenient service reads each parameter (decoded, ``+`` a space, trimmed); all of them folded for case
+and Unicode compatibility (:func:`folded`). A deny's pattern is tried as given and, when it spells
+something in escapes, as what they spell (:func:`pattern_readings`), and a pattern with a query on
+the target's parameters too, in any order (:func:`query_matches`).
+"""
+
+import re
+from collections.abc import Callable
+from fnmatch import fnmatchcase
+from functools import lru_cache
+from unicodedata import combining, normalize
+from urllib.parse import unquote, unquote_plus
+
+
+class Readings:
+    """The names a service may read ``target`` as, for deny rules (computed once per decision).
+
+    ``plain``: ``target`` as given, and its *path reading*: after ``://``, the query and fragment
+    dropped, escapes decoded (again while any is left, up to 4 times), ``\\`` read as ``/``, each
+    segment's ``;`` parameters and trailing dots and spaces dropped (servlet containers, Windows and
+    IIS do), and empty segments removed, a trailing one too (file systems do); and when the target
+    has a query, both with the query in its *query reading* (:func:`_item_reading`: each name and
+    value decoded, ``+`` as a space, surrounding spaces and trailing dots trimmed).
+    ``folded``: all of them, case-folded, compatibility forms decomposed, combining marks and
+    invisible characters dropped (:func:`folded`; for services that compare case-insensitively:
+    IIS, Windows and macOS file systems, Java's and .NET's case-insensitive compares, SQL
+    collations).
+    """
+
+    __slots__ = ("_folded", "_plain", "_query", "_read", "target")
+
+    def __init__(self, target: str) -> None:
+        self.target = target
+        self._plain: tuple[str, ...] | None = None
+        self._folded: tuple[str, ...] | None = None
+        self._query: dict[bool, _Query | None] = {}
+        self._read: tuple[str, ...] = ()
+        """The query's items in their query reading (made with :attr:`plain`), not folded."""
+
+    @property
+    def plain(self) -> tuple[str, ...]:
+        if self._plain is None:
+            path = path_reading(self.target)
+            if (split := _split_query(self.target)) is None:
+                self._plain = (self.target, path)
+            else:
+                self._read = tuple(map(_item_reading, _items(split[1])))
+                read = "&".join(self._read)
+                readings = (self.target, path, f"{split[0]}?{read}", f"{path}?{read}")
+                self._plain = tuple(dict.fromkeys(readings))
+        return self._plain
+
+    @property
+    def folded(self) -> tuple[str, ...]:
+        if self._folded is None:
+            self._folded = tuple({folded(r): None for r in self.plain})
+        return self._folded
+
+    def query(self, fold: bool) -> "_Query | None":
+        """The target's query as parameters (``None`` without one): the part before ``?`` as given
+        and in its path reading, and each ``name=value`` item as given and in its query reading,
+        folded when ``fold``."""
+        if fold not in self._query:
+            split = _split_query(self.target)
+            if split is None:
+                self._query[fold] = None
+            else:
+                f = folded if fold else str
+                path = self.plain[1]  # the path reading drops the query: the same for the part before it
+                bases = (f(split[0]), f(path))
+                items = [*map(f, _items(split[1])), *(f(r).rstrip(_TRIMMED) for r in self._read)]
+                self._query[fold] = (bases, frozenset(items))
+        return self._query[fold]
+
+
+_Query = tuple[tuple[str, ...], frozenset[str]]
+"""A target's query as parameters: the readings of the part before ``?``, and its ``name=value`` items."""
+_QueryGlob = tuple[str, tuple[str, ...]]
+"""A pattern's query as parameters: the glob before ``?``, and the globs its items must each match."""
+
+
+def _split_query(uri: str) -> tuple[str, str] | None:
+    """``uri`` up to its first ``?`` after ``://``, and its query (the fragment dropped); ``None``
+    for a URI without a query or a name."""
+    scheme, sep, rest = uri.partition("://")
+    if not sep or "?" not in rest:
+        return None
+    base, _, query = rest.partition("?")
+    return f"{scheme}://{base}", query.split("#", 1)[0]
+
+
+def _items(query: str) -> tuple[str, ...]:
+    return tuple(item for item in query.split("&") if item)
+
+
+_TO_READ = re.compile(r"[%+ ]|\.=|[^\x21-\x7e]")
+"""What makes an item's query reading differ from it but at its end: an escape, a ``+``, a space,
+a dot ending the name, anything not printable ASCII."""
+
+
+def _item_reading(item: str) -> str:
+    """One ``name=value`` as a lenient service reads it: each side decoded (again while an escape
+    is left: ``%2572`` is ``r``), ``+`` read as a space (form encoding), then surrounding spaces
+    and trailing dots trimmed (SQL compares pad trailing spaces; services strip)."""
+    if not _TO_READ.search(item):  # the common case: nothing to decode, no space or dot but at the end
+        return item.rstrip(_TRIMMED)
+    name, eq, value = item.partition("=")
+    return _trimmed(_decoded(name, unquote_plus)) + eq + _trimmed(_decoded(value, unquote_plus))
+
+
+def _decoded(text: str, decode: Callable[[str], str] = unquote) -> str:
+    """``text`` with its escapes decoded, again while any is left (a service may decode more than
+    once: ``%2550`` is ``P`` to a second decoding), :data:`_DECODINGS` times at most."""
+    for _ in range(_DECODINGS):
+        if (decoded := decode(text)) == text:
+            break
+        text = decoded
+    return text
+
+
+def _trimmed(text: str) -> str:
+    return text.strip().rstrip(_TRIMMED)
+
+
+_TRIMMED = ". \u3002\uff0e"
+"""Trailing characters a service may drop from a value (with whitespace): ``root.`` is ``root``."""
+
+
+@lru_cache(maxsize=1024)
+def pattern_readings(pattern: str, fold: bool) -> tuple[tuple[str, _QueryGlob | None], ...]:
+    """The globs a deny's ``pattern`` is tried as: as given and, when it spells something in
+    escapes or non-ASCII, with them read as what they spell (the target's readings decode, so
+    ``pr%C3%AFvate`` must meet ``PR%C3%8FVATE``); each with its query as parameters when it has
+    one (:func:`_query_glob`). A reading whose escapes would spell a wildcard (``%2A``) is left out."""
+    f = folded if fold else str
+    forms = [(f(pattern), _query_glob(pattern, f, decode=False))]
+    if "%" in pattern or "+" in pattern or not pattern.isascii():
+        split = _split_query(pattern)
+        base = split[0] if split else pattern
+        decoded = _decoded(base) + ("?" + "&".join(map(_item_reading, _items(split[1]))) if split else "")
+        if _wildcards(decoded) <= _wildcards(pattern):
+            forms.append((f(decoded), _query_glob(pattern, f, decode=True)))
+    return tuple(dict.fromkeys(forms))
+
+
+def _query_glob(pattern: str, fold: Callable[[str], str], *, decode: bool) -> _QueryGlob | None:
+    if (split := _split_query(pattern)) is None:
+        return None
+    base, items = split
+    if decode:
+        return fold(_decoded(base)), tuple(fold(_item_reading(i)).rstrip(_TRIMMED) for i in _items(items))
+    return fold(base), tuple(map(fold, _items(items)))
+
+
+def _wildcards(text: str) -> int:
+    return sum(text.count(c) for c in "*?[")
+
+
+def query_matches(glob: _QueryGlob, query: _Query | None) -> bool:
+    """Whether a target's ``query`` holds every item ``glob`` names, in any order, among others,
+    under a base ``glob`` matches (``?b=true&n=1`` holds for ``?n=1&x=2&b=true``)."""
+    if query is None:
+        return False
+    base, items = glob
+    bases, held = query
+    return any(fnmatchcase(b, base) for b in bases) and all(any(fnmatchcase(h, i) for h in held) for i in items)
+
+
+def path_reading(target: str) -> str:
+    """``target``'s path as a lenient service reads it (see :class:`Readings`); a name as it is."""
+    scheme, sep, rest = target.partition("://")
+    if not sep:
+        return target
+    kept = []
+    for segment in _decoded(rest.split("#", 1)[0].split("?", 1)[0]).replace("\\", "/").split("/"):
+        name = segment.split(";", 1)[0].rstrip(". ")
+        if name:
+            kept.append(name)
+    return f"{scheme}://{'/'.join(kept)}"
+
+
+_DECODINGS = 4
+"""Escapes are decoded this many times at most in a reading (each decoding a service may make)."""
+
+
+@lru_cache(maxsize=4096)
+def folded(text: str) -> str:
+    """``text`` as a lenient compare sees it: compatibility forms decomposed, combining marks and
+    invisible characters (:func:`~mcp_providers.uris.ignorable`) dropped, upper- then case-folded
+    (so the dotless i and the dotted capital I are i, as Java's and .NET's case-insensitive
+    compares have them)."""
+    if text.isascii():  # NFKD keeps ASCII as it is, with no mark or invisible character to drop
+        return text.lower()
+    # Imported here: mcp_providers.uris brings the SDK, which loading the policy plugin need not (issue 43).
+    from mcp_providers.uris import ignorable
+
+    bare = "".join(c for c in normalize("NFKD", text) if not combining(c) and not ignorable(c))
+    return bare.upper().casefold()
