@@ -36,6 +36,7 @@ from typing import Generic, TypeVar
 
 from mcp.shared.uri_template import UriTemplate
 
+from mcp_providers._holders import Frozen
 from mcp_providers._host.declarations import Declared
 from mcp_providers._host.skills import Skill, directories
 from mcp_providers._host.specificity import specificity
@@ -76,18 +77,28 @@ class Route:
     ``servicenow://prod/*``."""
 
 
-# eq=False, repr=False: never compared or shown; each generated method costs start-up (issue 43)
-@dataclass(frozen=True, eq=False, repr=False, slots=True)
-class Page(Generic[T]):
+# not a dataclass: never compared, shown or read by fields(), and its methods are not made at start-up (issue 43)
+class Page(Generic[T], Frozen):
+    __slots__ = ("items", "next_cursor")
+
     items: Sequence[T]
     next_cursor: str | None
 
+    def __init__(self, items: Sequence[T], next_cursor: str | None) -> None:
+        object.__setattr__(self, "items", items)
+        object.__setattr__(self, "next_cursor", next_cursor)
 
-# eq=False, repr=False: never compared or shown; each generated method costs start-up (issue 43)
-@dataclass(frozen=True, eq=False, repr=False, slots=True)
-class _Compiled:
+
+# not a dataclass: never compared, shown or read by fields(), and its methods are not made at start-up (issue 43)
+class _Compiled(Frozen):
+    __slots__ = ("entry", "template")
+
     entry: Entry[ResourceTemplate, ResourceProvider]
     template: UriTemplate
+
+    def __init__(self, entry: Entry[ResourceTemplate, ResourceProvider], template: UriTemplate) -> None:
+        object.__setattr__(self, "entry", entry)
+        object.__setattr__(self, "template", template)
 
 
 class Catalog:

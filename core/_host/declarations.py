@@ -38,20 +38,41 @@ class Problem:
         return f"{' + '.join(self.plugins)}: {self.rule}: {self.value!r}: {self.message}; fix: {self.fix}"
 
 
-# eq=False, repr=False: never compared or shown; each generated method costs start-up (issue 43)
-@dataclass(eq=False, repr=False)
+# not a dataclass: never compared, shown or read by fields(), and its methods are not made at start-up (issue 43)
 class Declared:
     """Everything one provider declared, read once."""
 
+    __slots__ = ("extensions", "plugin", "prompts", "provider", "resources", "skills", "templates", "tools")
+
     plugin: str
     provider: Provider
-    resources: Sequence[Resource] = ()
-    templates: Sequence[ResourceTemplate] = ()
-    tools: Sequence[Tool] = ()
-    prompts: Sequence[Prompt] = ()
-    extensions: Sequence[Extension] = ()
-    skills: Sequence[Skill] = ()
+    resources: Sequence[Resource]
+    templates: Sequence[ResourceTemplate]
+    tools: Sequence[Tool]
+    prompts: Sequence[Prompt]
+    extensions: Sequence[Extension]
+    skills: Sequence[Skill]
     """Checked skills (their files are among :attr:`resources`)."""
+
+    def __init__(
+        self,
+        plugin: str,
+        provider: Provider,
+        resources: Sequence[Resource] = (),
+        templates: Sequence[ResourceTemplate] = (),
+        tools: Sequence[Tool] = (),
+        prompts: Sequence[Prompt] = (),
+        extensions: Sequence[Extension] = (),
+        skills: Sequence[Skill] = (),
+    ) -> None:
+        self.plugin = plugin
+        self.provider = provider
+        self.resources = resources
+        self.templates = templates
+        self.tools = tools
+        self.prompts = prompts
+        self.extensions = extensions
+        self.skills = skills
 
     def resource_declarations(self) -> list[Resource | ResourceTemplate]:
         return [*self.resources, *self.templates]

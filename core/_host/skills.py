@@ -33,6 +33,7 @@ from functools import partial
 from typing import Any
 
 from mcp_providers import _threads, policy
+from mcp_providers._holders import Frozen
 from mcp_providers.errors import NotFound, ProviderFailed
 from mcp_providers.models import Freshness, Icon, Members, Resource
 from mcp_providers.providers import Content, ReadRequest, ResourceProvider
@@ -95,15 +96,22 @@ class Skill:
         }
 
 
-# eq=False, repr=False: never compared or shown; each generated method costs start-up (issue 43)
-@dataclass(frozen=True, eq=False, repr=False, slots=True)
-class SkillProblem:
+# not a dataclass: never compared, shown or read by fields(), and its methods are not made at start-up (issue 43)
+class SkillProblem(Frozen):
     """A skill that cannot be served (the declaration step makes a ``Problem`` of it)."""
+
+    __slots__ = ("fix", "message", "rule", "value")
 
     rule: str
     value: str
     message: str
     fix: str
+
+    def __init__(self, rule: str, value: str, message: str, fix: str) -> None:
+        object.__setattr__(self, "rule", rule)
+        object.__setattr__(self, "value", value)
+        object.__setattr__(self, "message", message)
+        object.__setattr__(self, "fix", fix)
 
 
 class SkillFiles(ResourceProvider):

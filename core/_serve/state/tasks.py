@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR
 
+from mcp_providers._holders import Frozen
 from mcp_providers._serve.state.cluster import RedisBackend
 from mcp_providers._serve.state.credentials import MAKE_A_KEY
 from mcp_providers._serve.state.ended import DROPPED, REMEMBERED, EndedBudget
@@ -162,17 +163,23 @@ def lapsed(record: TaskRecord, now: float, lease: float) -> Change | None:
     return Change(status="failed", message=message, error={"code": -32603, "message": message})
 
 
-# eq=False, repr=False: never compared or shown; each generated method costs start-up (issue 43)
-@dataclass(frozen=True, eq=False, repr=False, slots=True)
-class RunningTask:
+# not a dataclass: never compared, shown or read by fields(), and its methods are not made at start-up (issue 43)
+class RunningTask(Frozen):
     """A task whose body is running: handed by :class:`~mcp_providers._serve.methods.tasks.Tasks` to
     its body and carried by the body's request (``Exchange.task``), whose rate was counted when the
     task started, which is not made a task again, and whose tool asks through the task."""
+
+    __slots__ = ("ctx", "task_id", "tool")
 
     task_id: str
     tool: str
     ctx: Any
     """The context of the request that started it (its declared client capabilities)."""
+
+    def __init__(self, task_id: str, tool: str, ctx: Any) -> None:
+        object.__setattr__(self, "task_id", task_id)
+        object.__setattr__(self, "tool", tool)
+        object.__setattr__(self, "ctx", ctx)
 
 
 def new_task_id(now: float) -> str:
