@@ -31,15 +31,20 @@ INTERNAL: dict[str, tuple[str, ...]] = {
     "mcp_providers._serve.methods.tools": ("Refused", "Started", "Asking"),
     "mcp_providers._serve.methods.completion": ("Completing",),
     "mcp_providers._serve.methods.resources": ("_Shared",),
-    "mcp_providers._host.catalog": ("Page", "_Compiled"),
-    "mcp_providers._host.skills": ("SkillProblem",),
     "mcp_providers._host.output_schemas": ("OutputSchema",),
     "mcp_providers._host.hookscan": ("AuthorizeScan",),
     "mcp_providers._serve.binding": ("RouteEntry",),
-    "mcp_providers._serve.state.tasks": ("RunningTask",),
     "mcp_providers._host.declarations": ("Declared",),
     "mcp_providers._host.collisions": ("Side", "Collisions"),
     "mcp_providers._decorated": ("Signature",),
+    # sixth pass: compared, hashed or shown by no reader (generated methods wrapped over 40 test files)
+    "mcp_providers._serve.seams": ("Seam",),
+    "mcp_providers._serve.steps.request_state": ("Answer",),
+    "mcp_providers._serve.state.tasks": ("RunningTask", "Change"),
+    "mcp_providers._host.records": ("PluginRecord",),
+    "mcp_providers._host.assembly": ("AuthorizeImpl", "Assembly"),
+    "mcp_providers._host.catalog": ("Page", "_Compiled", "Entry"),
+    "mcp_providers._host.skills": ("SkillProblem", "SkillFile", "Skill", "Child"),
 }
 STILL_FROZEN = {
     "Denial",
@@ -54,6 +59,8 @@ STILL_FROZEN = {
     "_Compiled",
 }
 STILL_FROZEN |= {"SkillProblem", "OutputSchema", "AuthorizeScan", "RouteEntry", "RunningTask", "Side", "Signature"}
+STILL_FROZEN |= {"Seam", "Answer", "Change", "AuthorizeImpl", "Assembly", "Entry", "SkillFile", "Skill", "Child"}
+WITH_DICT = {"PluginRecord", "Assembly"}  # their cached properties are kept in the instance's __dict__
 
 # public modules: every dataclass they define keeps eq and repr, and frozen ones stay frozen and hashable
 PUBLIC = (
@@ -75,7 +82,8 @@ def test_an_internal_holder_is_a_plain_class(name: str, cls: type[Any]) -> None:
     assert not dataclasses.is_dataclass(cls)
     assert "__eq__" not in vars(cls) and "__repr__" not in vars(cls)
     assert cls.__hash__ is object.__hash__  # identity: never hashed by value, never unhashable
-    assert "__slots__" in vars(cls) and "__dict__" not in dir(cls)  # no attribute beyond its fields
+    if name not in WITH_DICT:
+        assert "__slots__" in vars(cls) and "__dict__" not in dir(cls)  # no attribute beyond its fields
     assert issubclass(cls, Frozen) is (name in STILL_FROZEN)
 
 

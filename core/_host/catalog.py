@@ -49,13 +49,20 @@ T = TypeVar("T")
 P = TypeVar("P")
 
 
-@dataclass(frozen=True, slots=True)
-class Entry(Generic[T, P]):
+# not a dataclass: never compared, shown or read by fields(), and its methods are not made at start-up (issue 43)
+class Entry(Generic[T, P], Frozen):
     """A declaration together with who serves it."""
+
+    __slots__ = ("declaration", "plugin", "provider")
 
     plugin: str
     provider: P
     declaration: T
+
+    def __init__(self, plugin: str, provider: P, declaration: T) -> None:
+        object.__setattr__(self, "plugin", plugin)
+        object.__setattr__(self, "provider", provider)
+        object.__setattr__(self, "declaration", declaration)
 
 
 NO_PARAMS: Mapping[str, str] = MappingProxyType({})

@@ -99,22 +99,46 @@ class TaskRecord:
             return None
 
 
-@dataclass(frozen=True, slots=True)
-class Change:
+# not a dataclass: never compared, shown or read by fields(), and its methods are not made at start-up (issue 43)
+class Change(Frozen):
     """What a caller wants changed; :func:`changed` decides what is allowed of it."""
 
-    status: Status | None = None
-    message: str | None = None
-    result: dict[str, Any] | None = None
-    error: dict[str, Any] | None = None
-    ask: dict[str, Any] | None = None
+    __slots__ = ("answer", "ask", "cancel", "error", "lease_until", "message", "result", "status", "take")
+
+    status: Status | None
+    message: str | None
+    result: dict[str, Any] | None
+    error: dict[str, Any] | None
+    ask: dict[str, Any] | None
     """Input requests to add (key -> request); the task becomes ``input_required``."""
-    answer: Mapping[str, Any] | None = None
+    answer: Mapping[str, Any] | None
     """Responses from ``tasks/update``; only outstanding keys are kept."""
-    take: tuple[str, ...] = ()
+    take: tuple[str, ...]
     """Answered keys the running task has taken; once none is outstanding it is ``working`` again."""
-    cancel: bool = False
-    lease_until: float | None = None
+    cancel: bool
+    lease_until: float | None
+
+    def __init__(
+        self,
+        status: Status | None = None,
+        message: str | None = None,
+        result: dict[str, Any] | None = None,
+        error: dict[str, Any] | None = None,
+        ask: dict[str, Any] | None = None,
+        answer: Mapping[str, Any] | None = None,
+        take: tuple[str, ...] = (),
+        cancel: bool = False,
+        lease_until: float | None = None,
+    ) -> None:
+        object.__setattr__(self, "status", status)
+        object.__setattr__(self, "message", message)
+        object.__setattr__(self, "result", result)
+        object.__setattr__(self, "error", error)
+        object.__setattr__(self, "ask", ask)
+        object.__setattr__(self, "answer", answer)
+        object.__setattr__(self, "take", take)
+        object.__setattr__(self, "cancel", cancel)
+        object.__setattr__(self, "lease_until", lease_until)
 
 
 LEASE_LOST = "the server instance running this task stopped before it finished (its lease of {lease} s ran out)"
