@@ -43,7 +43,7 @@ INTERNAL: dict[str, tuple[str, ...]] = {
     "mcp_providers._serve.state.tasks": ("RunningTask", "Change"),
     "mcp_providers._host.records": ("PluginRecord",),
     "mcp_providers._host.assembly": ("AuthorizeImpl", "Assembly"),
-    "mcp_providers._host.catalog": ("Page", "_Compiled", "Entry"),
+    "mcp_providers._host.catalog": ("Page", "_Compiled", "Entry", "Route"),
     "mcp_providers._host.skills": ("SkillProblem", "SkillFile", "Skill", "Child"),
 }
 STILL_FROZEN = {
@@ -60,6 +60,7 @@ STILL_FROZEN = {
 }
 STILL_FROZEN |= {"SkillProblem", "OutputSchema", "AuthorizeScan", "RouteEntry", "RunningTask", "Side", "Signature"}
 STILL_FROZEN |= {"Seam", "Answer", "Change", "AuthorizeImpl", "Assembly", "Entry", "SkillFile", "Skill", "Child"}
+STILL_FROZEN |= {"Route"}
 WITH_DICT = {"PluginRecord", "Assembly"}  # their cached properties are kept in the instance's __dict__
 
 # public modules: every dataclass they define keeps eq and repr, and frozen ones stay frozen and hashable
@@ -110,6 +111,24 @@ def test_a_holder_takes_its_fields_as_its_dataclass_took_them() -> None:
     assert (work.kind, work.scoped, work.timeout) == ("tool", False, 2.0)
     default = Work(plugin="p", provider="q", what="w", target="t")
     assert (default.kind, default.scoped, default.timeout) == ("read", True, None)
+
+
+def test_a_problem_keeps_the_value_equality_hash_and_repr_of_a_frozen_dataclass() -> None:
+    from mcp_providers._host.declarations import Problem
+
+    fields = (("a", "b"), "duplicate-tool", "get", "two plugins declare it", "rename one")
+    problem, same, other = Problem(*fields), Problem(*fields), Problem(*fields[:4], "rename both")
+    assert not dataclasses.is_dataclass(Problem) and issubclass(Problem, Frozen)
+    assert problem == same and hash(problem) == hash(same) and problem is not same
+    assert problem != other and problem != fields and (problem == fields) is False
+    assert list(dict.fromkeys([problem, same, other])) == [problem, other]  # how left-out lines are told once
+    assert repr(problem) == (
+        "Problem(plugins=('a', 'b'), rule='duplicate-tool', value='get', message='two plugins declare it', "
+        "fix='rename one')"
+    )
+    assert str(problem) == "a + b: duplicate-tool: 'get': two plugins declare it; fix: rename one"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        problem.rule = "x"  # type: ignore[misc]
 
 
 def _public() -> list[type[Any]]:

@@ -30,7 +30,6 @@ import binascii
 import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Generic, TypeVar
 
@@ -69,19 +68,36 @@ NO_PARAMS: Mapping[str, str] = MappingProxyType({})
 """The params of a fixed URI's route (shared by every read of it, so read-only)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Route:
+# not a dataclass: its methods are not made at start-up (issue 43); nothing compares routes (a fixed
+# URI's route is one object, made once), shows them or reads them with fields()
+class Route(Frozen):
     """Where a URI goes: the provider, the matched declaration and the decoded template values."""
+
+    __slots__ = ("canonical", "declaration", "params", "plugin", "provider")
 
     plugin: str
     provider: ResourceProvider
     declaration: Resource | ResourceTemplate
-    params: Mapping[str, str] = field(default_factory=dict)
-    canonical: str = ""
+    params: Mapping[str, str]
+    canonical: str
     """The URI in canonical form: the fixed URI, or the template expanded from the decoded values
     (lower-case scheme, one percent-encoding). Policies are asked about this form, so
     ``servicenow://%70rod/x`` or ``SERVICENOW://prod/x`` cannot slip past a rule on
     ``servicenow://prod/*``."""
+
+    def __init__(
+        self,
+        plugin: str,
+        provider: ResourceProvider,
+        declaration: Resource | ResourceTemplate,
+        params: Mapping[str, str],
+        canonical: str,
+    ) -> None:
+        object.__setattr__(self, "plugin", plugin)
+        object.__setattr__(self, "provider", provider)
+        object.__setattr__(self, "declaration", declaration)
+        object.__setattr__(self, "params", params)
+        object.__setattr__(self, "canonical", canonical)
 
 
 # not a dataclass: never compared, shown or read by fields(), and its methods are not made at start-up (issue 43)
