@@ -17,7 +17,6 @@ import inspect
 import types
 import typing
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -25,6 +24,7 @@ import pydantic_core
 from pydantic import BaseModel, TypeAdapter, ValidationError, create_model
 
 from mcp_providers import _spellings, _threads, credentials, policy
+from mcp_providers._holders import Frozen
 from mcp_providers._returns import may_be_non_finite, non_finite, unawaited, yields
 from mcp_providers.credentials import Credential, Upstream
 from mcp_providers.errors import InvalidParams
@@ -134,10 +134,21 @@ class DeclarationError(ValueError):
 # -- reading a signature ---------------------------------------------------------------------------
 
 
-# eq=False, repr=False: never compared or shown; each generated method costs start-up (issue 43)
-@dataclass(frozen=True, eq=False, repr=False, slots=True)
-class Signature:
+# not a dataclass: never compared, shown or read by fields(), and its methods are not made at start-up (issue 43)
+class Signature(Frozen):
     """One function's parameters, sorted by what they receive."""
+
+    __slots__ = (
+        "context",
+        "function",
+        "hints",
+        "is_async",
+        "returns",
+        "settings",
+        "unannotated_context",
+        "values",
+        "where",
+    )
 
     function: Callable[..., Any]
     where: str
@@ -149,8 +160,30 @@ class Signature:
     settings: str | None
     returns: Any
     is_async: bool
-    unannotated_context: tuple[str, ...] = ()
+    unannotated_context: tuple[str, ...]
     """Value parameters named like a Context (``ctx``, ``context``) but not annotated: ``check`` warns."""
+
+    def __init__(
+        self,
+        function: Callable[..., Any],
+        where: str,
+        values: tuple[inspect.Parameter, ...],
+        hints: Mapping[str, Any],
+        context: str | None,
+        settings: str | None,
+        returns: Any,
+        is_async: bool,
+        unannotated_context: tuple[str, ...] = (),
+    ) -> None:
+        object.__setattr__(self, "function", function)
+        object.__setattr__(self, "where", where)
+        object.__setattr__(self, "values", values)
+        object.__setattr__(self, "hints", hints)
+        object.__setattr__(self, "context", context)
+        object.__setattr__(self, "settings", settings)
+        object.__setattr__(self, "returns", returns)
+        object.__setattr__(self, "is_async", is_async)
+        object.__setattr__(self, "unannotated_context", unannotated_context)
 
     def required(self) -> set[str]:
         return {p.name for p in self.values if p.default is inspect.Parameter.empty}

@@ -28,7 +28,6 @@ import contextvars
 import math
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from functools import partial
 from typing import Any, Final, Literal, TypeVar
 
@@ -49,40 +48,63 @@ SETTING: Final = "[server.limits] provider_threads"
 State = Literal["queued", "running", "done", "dropped"]
 
 
-# repr=False: never shown; each generated method costs start-up (issue 43)
-@dataclass(eq=False, repr=False, slots=True)
+# not a dataclass: never shown, and its methods are not made at start-up (issue 43)
 class _Slot:
     """One thread's place in the bound, held from before the thread starts until its function returns."""
 
+    __slots__ = ("abandoned", "plugin", "state", "what")
+
     plugin: str
     what: str
-    state: State = "queued"
-    abandoned: bool = False
+    state: State
+    abandoned: bool
     """Its request was answered (deadline, cancel) while the function still ran."""
 
+    def __init__(self, plugin: str, what: str, state: State = "queued", abandoned: bool = False) -> None:
+        self.plugin = plugin
+        self.what = what
+        self.state = state
+        self.abandoned = abandoned
 
-# repr=False: never shown; each generated method costs start-up (issue 43)
-@dataclass(eq=False, repr=False, slots=True)
+
+# not a dataclass: never shown, and its methods are not made at start-up (issue 43)
 class _Waiter:
+    __slots__ = ("plugin", "slot", "wake", "what")
+
     plugin: str
     what: str
     wake: Callable[[], None]
-    slot: _Slot | None = None
+    slot: _Slot | None
     """Handed over by :meth:`ProviderThreads._release` (before ``wake``)."""
 
+    def __init__(self, plugin: str, what: str, wake: Callable[[], None], slot: _Slot | None = None) -> None:
+        self.plugin = plugin
+        self.what = what
+        self.wake = wake
+        self.slot = slot
 
-# eq=False, repr=False: never compared or shown; each generated method costs start-up (issue 43)
-@dataclass(eq=False, repr=False, slots=True)
+
+# not a dataclass: never compared, shown or read by fields(), and its methods are not made at start-up (issue 43)
 class Seat:
     """The provider call a thread would serve (set by the invoker around each call)."""
 
+    __slots__ = ("data", "plugin", "starved", "threads")
+
     threads: ProviderThreads
     plugin: str
-    starved: str | None = None
+    starved: str | None
     """Set when the call's deadline passed while it waited for a slot: the message to answer with."""
-    data: dict[str, Any] | None = None
+    data: dict[str, Any] | None
     """The error's ``data`` with :attr:`starved`, set with it (a seat is taken per provider call:
     a dict made for each would almost never be filled)."""
+
+    def __init__(
+        self, threads: ProviderThreads, plugin: str, starved: str | None = None, data: dict[str, Any] | None = None
+    ) -> None:
+        self.threads = threads
+        self.plugin = plugin
+        self.starved = starved
+        self.data = data
 
 
 _seat: contextvars.ContextVar[Seat | None] = contextvars.ContextVar("mcp_providers_thread_seat", default=None)

@@ -4657,6 +4657,24 @@ CASES += (  # a skill file that copies a resource never serves what a rule on it
     ),
 )
 
+FROZEN = "tests/test_startup_dataclass_methods.py::test_a_frozen_internal_holder_still_refuses_assignment"
+CASES += (  # internal holders written by hand stay frozen (issue 43, sixth pass)
+    Case(
+        "holders: a frozen holder refuses an assignment",
+        "core/_holders.py",
+        '        raise FrozenInstanceError(f"cannot assign to field {name!r}")',
+        "        object.__setattr__(self, name, value)",
+        (FROZEN,),
+    ),
+    Case(
+        "holders: a frozen holder refuses a deletion",
+        "core/_holders.py",
+        '        raise FrozenInstanceError(f"cannot delete field {name!r}")',
+        "        object.__delattr__(self, name)",
+        (FROZEN,),
+    ),
+)
+
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

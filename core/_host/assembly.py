@@ -11,12 +11,12 @@ from __future__ import annotations
 import contextlib
 import functools
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
 import pluggy
 
+from mcp_providers._holders import Frozen
 from mcp_providers._host.catalog import Catalog
 from mcp_providers._host.compat import plugin_distributions, unmet_requirements
 from mcp_providers._host.declarations import Declared, Problem, declare
@@ -27,9 +27,11 @@ from mcp_providers.config import Config
 from mcp_providers.uris import canonical
 
 
-@dataclass(frozen=True, slots=True)
-class AuthorizeImpl:
+# not a dataclass: never compared, shown or read by fields(), and its methods are not made at start-up (issue 43)
+class AuthorizeImpl(Frozen):
     """One plugin's ``authorize`` implementation, called through pluggy on its own with its settings."""
+
+    __slots__ = ("caller", "plugin", "settings")
 
     plugin: str
     caller: Any
@@ -37,9 +39,14 @@ class AuthorizeImpl:
     :class:`~mcp_providers._host.contain.Escaped` for a ``BaseException`` the hook raises."""
     settings: Any
 
+    def __init__(self, plugin: str, caller: Any, settings: Any) -> None:
+        object.__setattr__(self, "plugin", plugin)
+        object.__setattr__(self, "caller", caller)
+        object.__setattr__(self, "settings", settings)
 
-@dataclass(frozen=True)
-class Assembly:
+
+# not a dataclass: never compared, shown or read by fields(), and its methods are not made at start-up (issue 43)
+class Assembly(Frozen):
     """What composing produced. Immutable: build a new one to serve something else."""
 
     config: Config
@@ -52,15 +59,37 @@ class Assembly:
     authorize: tuple[AuthorizeImpl, ...]
     """Every served plugin's ``authorize`` implementation, in the order ``check`` prints them
     (by plugin name; the order never changes a decision: any deny wins)."""
-    unmet_requirements: tuple[str, ...] = ()
+    unmet_requirements: tuple[str, ...]
     """One line per top-level ``required_plugins`` entry the installed distributions do not meet;
     serving refuses while there is one."""
-    left_out: tuple[Problem, ...] = ()
+    left_out: tuple[Problem, ...]
     """Listed declarations (made from a source's listing) left out alone because they collided,
     configured sources left out whole because their prefix or provider name is another served
     provider's, and entries a plugin's settings left out (two of one name), one
     ``left-out`` line each naming both sides (:mod:`~mcp_providers._host.collisions`); their
     plugins are served. Not failures: ``check`` warns, ``/status`` lists them, a reload names them."""
+
+    def __init__(
+        self,
+        config: Config,
+        plugin_manager: pluggy.PluginManager,
+        records: tuple[PluginRecord, ...],
+        declared: tuple[Declared, ...],
+        problems: tuple[Problem, ...],
+        catalog: Catalog,
+        authorize: tuple[AuthorizeImpl, ...],
+        unmet_requirements: tuple[str, ...] = (),
+        left_out: tuple[Problem, ...] = (),
+    ) -> None:
+        object.__setattr__(self, "config", config)
+        object.__setattr__(self, "plugin_manager", plugin_manager)
+        object.__setattr__(self, "records", records)
+        object.__setattr__(self, "declared", declared)
+        object.__setattr__(self, "problems", problems)
+        object.__setattr__(self, "catalog", catalog)
+        object.__setattr__(self, "authorize", authorize)
+        object.__setattr__(self, "unmet_requirements", unmet_requirements)
+        object.__setattr__(self, "left_out", left_out)
 
     @cached_property
     def unavailable(self) -> dict[str, str]:

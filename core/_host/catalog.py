@@ -30,12 +30,12 @@ import binascii
 import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Generic, TypeVar
 
 from mcp.shared.uri_template import UriTemplate
 
+from mcp_providers._holders import Frozen
 from mcp_providers._host.declarations import Declared
 from mcp_providers._host.skills import Skill, directories
 from mcp_providers._host.specificity import specificity
@@ -48,46 +48,80 @@ T = TypeVar("T")
 P = TypeVar("P")
 
 
-@dataclass(frozen=True, slots=True)
-class Entry(Generic[T, P]):
+# not a dataclass: never compared, shown or read by fields(), and its methods are not made at start-up (issue 43)
+class Entry(Generic[T, P], Frozen):
     """A declaration together with who serves it."""
+
+    __slots__ = ("declaration", "plugin", "provider")
 
     plugin: str
     provider: P
     declaration: T
+
+    def __init__(self, plugin: str, provider: P, declaration: T) -> None:
+        object.__setattr__(self, "plugin", plugin)
+        object.__setattr__(self, "provider", provider)
+        object.__setattr__(self, "declaration", declaration)
 
 
 NO_PARAMS: Mapping[str, str] = MappingProxyType({})
 """The params of a fixed URI's route (shared by every read of it, so read-only)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Route:
+# not a dataclass: its methods are not made at start-up (issue 43); nothing compares routes (a fixed
+# URI's route is one object, made once), shows them or reads them with fields()
+class Route(Frozen):
     """Where a URI goes: the provider, the matched declaration and the decoded template values."""
+
+    __slots__ = ("canonical", "declaration", "params", "plugin", "provider")
 
     plugin: str
     provider: ResourceProvider
     declaration: Resource | ResourceTemplate
-    params: Mapping[str, str] = field(default_factory=dict)
-    canonical: str = ""
+    params: Mapping[str, str]
+    canonical: str
     """The URI in canonical form: the fixed URI, or the template expanded from the decoded values
     (lower-case scheme, one percent-encoding). Policies are asked about this form, so
     ``servicenow://%70rod/x`` or ``SERVICENOW://prod/x`` cannot slip past a rule on
     ``servicenow://prod/*``."""
 
+    def __init__(
+        self,
+        plugin: str,
+        provider: ResourceProvider,
+        declaration: Resource | ResourceTemplate,
+        params: Mapping[str, str],
+        canonical: str,
+    ) -> None:
+        object.__setattr__(self, "plugin", plugin)
+        object.__setattr__(self, "provider", provider)
+        object.__setattr__(self, "declaration", declaration)
+        object.__setattr__(self, "params", params)
+        object.__setattr__(self, "canonical", canonical)
 
-# eq=False, repr=False: never compared or shown; each generated method costs start-up (issue 43)
-@dataclass(frozen=True, eq=False, repr=False, slots=True)
-class Page(Generic[T]):
+
+# not a dataclass: never compared, shown or read by fields(), and its methods are not made at start-up (issue 43)
+class Page(Generic[T], Frozen):
+    __slots__ = ("items", "next_cursor")
+
     items: Sequence[T]
     next_cursor: str | None
 
+    def __init__(self, items: Sequence[T], next_cursor: str | None) -> None:
+        object.__setattr__(self, "items", items)
+        object.__setattr__(self, "next_cursor", next_cursor)
 
-# eq=False, repr=False: never compared or shown; each generated method costs start-up (issue 43)
-@dataclass(frozen=True, eq=False, repr=False, slots=True)
-class _Compiled:
+
+# not a dataclass: never compared, shown or read by fields(), and its methods are not made at start-up (issue 43)
+class _Compiled(Frozen):
+    __slots__ = ("entry", "template")
+
     entry: Entry[ResourceTemplate, ResourceProvider]
     template: UriTemplate
+
+    def __init__(self, entry: Entry[ResourceTemplate, ResourceProvider], template: UriTemplate) -> None:
+        object.__setattr__(self, "entry", entry)
+        object.__setattr__(self, "template", template)
 
 
 class Catalog:

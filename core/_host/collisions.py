@@ -36,10 +36,10 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 
 from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
 
+from mcp_providers._holders import Frozen
 from mcp_providers._host.declarations import Declared, Problem
 from mcp_providers.models import ORIGIN_KEY, Prompt, Resource, ResourceTemplate, Tool
 from mcp_providers.providers import SourceSetting
@@ -68,28 +68,40 @@ def valid_uri(uri: str) -> bool:
     return True
 
 
-# eq=False, repr=False: never compared or shown; each generated method costs start-up (issue 43)
-@dataclass(frozen=True, eq=False, repr=False, slots=True)
-class Side:
+# not a dataclass: never compared, shown or read by fields(), and its methods are not made at start-up (issue 43)
+class Side(Frozen):
     """One side of a collision: the provider's declarations and the declaration (``None``: the
     provider itself, an extension or a method, which no listing makes)."""
+
+    __slots__ = ("d", "decl", "value")
 
     d: Declared
     decl: Declaration | None
     value: str
     """What collides on this side (a name, a canonical URI, a template)."""
 
+    def __init__(self, d: Declared, decl: Declaration | None, value: str) -> None:
+        object.__setattr__(self, "d", d)
+        object.__setattr__(self, "decl", decl)
+        object.__setattr__(self, "value", value)
 
-# eq=False, repr=False: never compared or shown; each generated method costs start-up (issue 43)
-@dataclass(eq=False, repr=False)
+
+# not a dataclass: never compared, shown or read by fields(), and its methods are not made at start-up (issue 43)
 class Collisions:
     """What the collision rules found: :attr:`problems` refuse both plugins; :attr:`left_out`
     says which listed declarations were taken out of their :class:`Declared` (their plugins serve)."""
 
-    problems: list[Problem] = field(default_factory=list)
-    left_out: list[Problem] = field(default_factory=list)
-    sources: set[tuple[str, SourceSetting]] = field(default_factory=set)
+    __slots__ = ("left_out", "problems", "sources")
+
+    problems: list[Problem]
+    left_out: list[Problem]
+    sources: set[tuple[str, SourceSetting]]
     """``(plugin, source)`` of each configured source left out whole (:func:`prefix_clash`)."""
+
+    def __init__(self) -> None:
+        self.problems = []
+        self.left_out = []
+        self.sources = set()
 
     def kept(self, declared: Iterable[Declared]) -> list[Declared]:
         """``declared`` without the providers of the sources left out whole."""

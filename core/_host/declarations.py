@@ -8,9 +8,9 @@ once, here, at composition time; one that raises or returns the wrong type is a 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import TypeVar
 
+from mcp_providers._holders import Frozen
 from mcp_providers._host.isolation import reraise_interrupt, watched
 from mcp_providers._host.records import PluginRecord
 from mcp_providers._host.skills import Skill, SkillFiles
@@ -22,9 +22,12 @@ D = TypeVar("D")
 Provider = ResourceProvider | ToolProvider | PromptProvider | ExtensionProvider
 
 
-@dataclass(frozen=True, slots=True)
-class Problem:
-    """One failed check."""
+# not a dataclass: its methods are not made at start-up (issue 43); written here, equality, hash and
+# repr are by value as a frozen dataclass's were (left-out lines are told once through a dict)
+class Problem(Frozen):
+    """One failed check. Equal to another with the same fields; hashable."""
+
+    __slots__ = ("fix", "message", "plugins", "rule", "value")
 
     plugins: tuple[str, ...]
     """Every plugin involved (two for a collision)."""
@@ -34,24 +37,70 @@ class Problem:
     message: str
     fix: str
 
+    def __init__(self, plugins: tuple[str, ...], rule: str, value: str, message: str, fix: str) -> None:
+        object.__setattr__(self, "plugins", plugins)
+        object.__setattr__(self, "rule", rule)
+        object.__setattr__(self, "value", value)
+        object.__setattr__(self, "message", message)
+        object.__setattr__(self, "fix", fix)
+
+    def _fields(self) -> tuple[tuple[str, ...], str, str, str, str]:
+        return (self.plugins, self.rule, self.value, self.message, self.fix)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        plugins, rule, value, message, fix = self._fields()
+        return (
+            f"{self.__class__.__qualname__}(plugins={plugins!r}, rule={rule!r}, value={value!r}, "
+            f"message={message!r}, fix={fix!r})"
+        )
+
     def __str__(self) -> str:
         return f"{' + '.join(self.plugins)}: {self.rule}: {self.value!r}: {self.message}; fix: {self.fix}"
 
 
-# eq=False, repr=False: never compared or shown; each generated method costs start-up (issue 43)
-@dataclass(eq=False, repr=False)
+# not a dataclass: never compared, shown or read by fields(), and its methods are not made at start-up (issue 43)
 class Declared:
     """Everything one provider declared, read once."""
 
+    __slots__ = ("extensions", "plugin", "prompts", "provider", "resources", "skills", "templates", "tools")
+
     plugin: str
     provider: Provider
-    resources: Sequence[Resource] = ()
-    templates: Sequence[ResourceTemplate] = ()
-    tools: Sequence[Tool] = ()
-    prompts: Sequence[Prompt] = ()
-    extensions: Sequence[Extension] = ()
-    skills: Sequence[Skill] = ()
+    resources: Sequence[Resource]
+    templates: Sequence[ResourceTemplate]
+    tools: Sequence[Tool]
+    prompts: Sequence[Prompt]
+    extensions: Sequence[Extension]
+    skills: Sequence[Skill]
     """Checked skills (their files are among :attr:`resources`)."""
+
+    def __init__(
+        self,
+        plugin: str,
+        provider: Provider,
+        resources: Sequence[Resource] = (),
+        templates: Sequence[ResourceTemplate] = (),
+        tools: Sequence[Tool] = (),
+        prompts: Sequence[Prompt] = (),
+        extensions: Sequence[Extension] = (),
+        skills: Sequence[Skill] = (),
+    ) -> None:
+        self.plugin = plugin
+        self.provider = provider
+        self.resources = resources
+        self.templates = templates
+        self.tools = tools
+        self.prompts = prompts
+        self.extensions = extensions
+        self.skills = skills
 
     def resource_declarations(self) -> list[Resource | ResourceTemplate]:
         return [*self.resources, *self.templates]

@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import inspect
 import types
-from dataclasses import dataclass
 from typing import Any, cast
 
 import pluggy
 
 from mcp_providers import hookspecs
+from mcp_providers._holders import Frozen
 
 AUTHORIZE = "authorize"
 _MARK = f"{hookspecs.PROJECT}_impl"
@@ -193,9 +193,8 @@ _SCANNER = PluginManager(hookspecs.PROJECT)
 project name only; nothing is ever registered on it), one per process rather than one per plugin."""
 
 
-# eq=False, repr=False: never compared or shown; each generated method costs start-up (issue 43)
-@dataclass(frozen=True, eq=False, repr=False, slots=True)
-class AuthorizeScan:
+# not a dataclass: never compared, shown or read by fields(), and its methods are not made at start-up (issue 43)
+class AuthorizeScan(Frozen):
     """What one plugin object holds for the ``authorize`` hook.
 
     :param registered: attribute names pluggy registers as ``authorize`` implementations.
@@ -205,10 +204,24 @@ class AuthorizeScan:
         what pluggy would register is then unknown.
     """
 
-    registered: tuple[str, ...] = ()
-    wrappers: tuple[str, ...] = ()
-    hidden: tuple[str, ...] = ()
-    unreadable: str | None = None
+    __slots__ = ("hidden", "registered", "unreadable", "wrappers")
+
+    registered: tuple[str, ...]
+    wrappers: tuple[str, ...]
+    hidden: tuple[str, ...]
+    unreadable: str | None
+
+    def __init__(
+        self,
+        registered: tuple[str, ...] = (),
+        wrappers: tuple[str, ...] = (),
+        hidden: tuple[str, ...] = (),
+        unreadable: str | None = None,
+    ) -> None:
+        object.__setattr__(self, "registered", registered)
+        object.__setattr__(self, "wrappers", wrappers)
+        object.__setattr__(self, "hidden", hidden)
+        object.__setattr__(self, "unreadable", unreadable)
 
     @property
     def evidence(self) -> str | None:

@@ -5,11 +5,11 @@ pydantic cannot describe it."""
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel
 
+from mcp_providers._holders import Frozen
 from mcp_providers._host.declarations import Declared, Problem
 from mcp_providers.models import Tool
 
@@ -21,17 +21,22 @@ class UnservableSchema(ValueError):
     """A model pydantic cannot describe as JSON Schema (the message says why)."""
 
 
-# eq=False, repr=False: never compared or shown; each generated method costs start-up (issue 43)
-@dataclass(frozen=True, eq=False, repr=False, slots=True)
-class OutputSchema:
+# not a dataclass: never compared, shown or read by fields(), and its methods are not made at start-up (issue 43)
+class OutputSchema(Frozen):
     """A tool's ``outputSchema`` as served: always an object root.
 
     ``wrapped``: the model's own schema is under ``properties.result`` (its root was an array, a
     recursive ``$ref`` or another non-object), and ``structuredContent`` is ``{"result": <output>}``.
     """
 
+    __slots__ = ("schema", "wrapped")
+
     schema: dict[str, Any]
     wrapped: bool
+
+    def __init__(self, schema: dict[str, Any], wrapped: bool) -> None:
+        object.__setattr__(self, "schema", schema)
+        object.__setattr__(self, "wrapped", wrapped)
 
 
 @functools.cache

@@ -4,7 +4,6 @@ was loaded, rejected or disabled, and why."""
 from __future__ import annotations
 
 import importlib.metadata
-from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
 
@@ -27,7 +26,7 @@ PROVIDER_HOOKS: tuple[tuple[str, type], ...] = (
 )
 
 
-@dataclass
+# not a dataclass: never compared, shown or read by fields(), and its methods are not made at start-up (issue 43)
 class PluginRecord:
     """What discovery learned about one plugin (plain data; ``mcp-providers plugins`` prints it)."""
 
@@ -35,39 +34,60 @@ class PluginRecord:
     """Entry-point name: the key of its ``[plugins.<name>]`` settings table."""
     value: str
     """What the entry point points at, e.g. ``mcp_providers.plugins.documcp.ssg_catalog``."""
-    dist: importlib.metadata.Distribution | None = field(default=None, repr=False)
+    dist: importlib.metadata.Distribution | None
     """The installed distribution declaring the entry point (``None`` for plugins passed directly)."""
-    group: str | None = None
+    group: str | None
     """The entry-point group it is declared in (``mcp_providers`` or ``mcp_providers.policy``);
     ``None`` for plugins passed directly (see :mod:`mcp_providers._host.groups`)."""
-    status: Status = "loaded"
-    reason: str | None = None
-    selection: str = "on: every installed plugin (no set, allow list or override)"
+    status: Status
+    reason: str | None
+    selection: str
     """Which selection rule turned this plugin on or off, e.g. ``off: in the config's deny list``."""
-    hooks: list[str] = field(default_factory=list)
-    prefixes: tuple[str, ...] = ()
+    hooks: list[str]
+    prefixes: tuple[str, ...]
     """The URI prefixes its resource providers own, as far as known (kept when it is rejected, so a
     read under them can say the plugin is unavailable rather than that nothing is there)."""
-    deprecations: list[str] = field(default_factory=list)
+    deprecations: list[str]
     """One line per deprecated part of the hook contract its hookimpls use, e.g.
     ``hook authorize: ... (weather.py:12)``; the plugin still loads."""
-    settings: BaseModel | None = None
-    settings_model: type[BaseModel] | None = None
-    plugin: object | None = field(default=None, repr=False)
-    manager: pluggy.PluginManager | None = field(default=None, repr=False)
+    settings: BaseModel | None
+    settings_model: type[BaseModel] | None
+    plugin: object | None
+    manager: pluggy.PluginManager | None
     """The plugin's own plugin manager: its hooks are called there, so they run alone."""
-    resource_providers: list[ResourceProvider] = field(default_factory=list, repr=False)
-    tool_providers: list[ToolProvider] = field(default_factory=list, repr=False)
-    prompt_providers: list[PromptProvider] = field(default_factory=list, repr=False)
-    extension_providers: list[ExtensionProvider] = field(default_factory=list, repr=False)
+    resource_providers: list[ResourceProvider]
+    tool_providers: list[ToolProvider]
+    prompt_providers: list[PromptProvider]
+    extension_providers: list[ExtensionProvider]
 
-    configured: bool = False
+    configured: bool
     """The config has a ``[plugins.<name>]`` table for it."""
-    authorize_evidence: str | None = None
+    authorize_evidence: str | None
     """Why this plugin could carry authorization, e.g. ``"it has an authorize hookimpl (gate)"`` or
     ``"its import failed, so whether pluggy would register ... is unknown"``; ``None`` when what
     pluggy would register from it holds no ``authorize`` implementation
     (:func:`~mcp_providers._host.hookscan.scan_authorize`)."""
+
+    def __init__(
+        self, name: str, value: str, dist: importlib.metadata.Distribution | None = None, group: str | None = None
+    ) -> None:
+        self.name, self.value, self.dist, self.group = name, value, dist, group
+        self.status = "loaded"
+        self.reason = None
+        self.selection = "on: every installed plugin (no set, allow list or override)"
+        self.hooks = []
+        self.prefixes = ()
+        self.deprecations = []
+        self.settings = None
+        self.settings_model = None
+        self.plugin = None
+        self.manager = None
+        self.resource_providers = []
+        self.tool_providers = []
+        self.prompt_providers = []
+        self.extension_providers = []
+        self.configured = False
+        self.authorize_evidence = None
 
     @property
     def defines_authorize(self) -> bool:

@@ -28,11 +28,11 @@ from __future__ import annotations
 import hashlib
 import mimetypes
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
 from mcp_providers import _threads, policy
+from mcp_providers._holders import Frozen
 from mcp_providers.errors import NotFound, ProviderFailed
 from mcp_providers.models import Freshness, Icon, Members, Resource
 from mcp_providers.providers import Content, ReadRequest, ResourceProvider
@@ -49,9 +49,11 @@ SKILL_FILE = "SKILL.md"
 _TEXT_TYPES = ("application/json", "application/yaml", "application/x-yaml", "application/toml")
 
 
-@dataclass(frozen=True, slots=True)
-class SkillFile:
+# not a dataclass: never compared, shown or read by fields(), and its methods are not made at start-up (issue 43)
+class SkillFile(Frozen):
     """One file of a skill, as its entry lists it."""
+
+    __slots__ = ("copies", "digest", "mime_type", "path", "size", "uri")
 
     uri: str
     """``<root>/<path>``, canonical."""
@@ -61,8 +63,18 @@ class SkillFile:
     size: int
     """Bytes."""
     mime_type: str
-    copies: tuple[str, ...] = ()
+    copies: tuple[str, ...]
     """The resources whose bytes it serves (:attr:`SkillSource.copies`)."""
+
+    def __init__(
+        self, uri: str, path: str, digest: str, size: int, mime_type: str, copies: tuple[str, ...] = ()
+    ) -> None:
+        object.__setattr__(self, "uri", uri)
+        object.__setattr__(self, "path", path)
+        object.__setattr__(self, "digest", digest)
+        object.__setattr__(self, "size", size)
+        object.__setattr__(self, "mime_type", mime_type)
+        object.__setattr__(self, "copies", copies)
 
     @property
     def judged_on(self) -> tuple[str, ...]:
@@ -70,9 +82,11 @@ class SkillFile:
         return (self.uri, *self.copies)
 
 
-@dataclass(frozen=True, slots=True)
-class Skill:
+# not a dataclass: never compared, shown or read by fields(), and its methods are not made at start-up (issue 43)
+class Skill(Frozen):
     """One checked skill: what ``skills/list`` and ``skills/get`` answer with."""
+
+    __slots__ = ("files", "frontmatter", "root", "uri")
 
     uri: str
     """Its ``SKILL.md``'s URI, e.g. ``skill://notes/howto/SKILL.md``."""
@@ -81,6 +95,12 @@ class Skill:
     frontmatter: dict[str, Any]
     files: tuple[SkillFile, ...]
     """Sorted by path."""
+
+    def __init__(self, uri: str, root: str, frontmatter: dict[str, Any], files: tuple[SkillFile, ...]) -> None:
+        object.__setattr__(self, "uri", uri)
+        object.__setattr__(self, "root", root)
+        object.__setattr__(self, "frontmatter", frontmatter)
+        object.__setattr__(self, "files", files)
 
     @property
     def name(self) -> str:
@@ -95,15 +115,22 @@ class Skill:
         }
 
 
-# eq=False, repr=False: never compared or shown; each generated method costs start-up (issue 43)
-@dataclass(frozen=True, eq=False, repr=False, slots=True)
-class SkillProblem:
+# not a dataclass: never compared, shown or read by fields(), and its methods are not made at start-up (issue 43)
+class SkillProblem(Frozen):
     """A skill that cannot be served (the declaration step makes a ``Problem`` of it)."""
+
+    __slots__ = ("fix", "message", "rule", "value")
 
     rule: str
     value: str
     message: str
     fix: str
+
+    def __init__(self, rule: str, value: str, message: str, fix: str) -> None:
+        object.__setattr__(self, "rule", rule)
+        object.__setattr__(self, "value", value)
+        object.__setattr__(self, "message", message)
+        object.__setattr__(self, "fix", fix)
 
 
 class SkillFiles(ResourceProvider):
@@ -352,13 +379,20 @@ def _resource(file: SkillFile, frontmatter: dict[str, Any], icons: tuple[Icon, .
     )
 
 
-@dataclass(frozen=True, slots=True)
-class Child:
+# not a dataclass: never compared, shown or read by fields(), and its methods are not made at start-up (issue 43)
+class Child(Frozen):
     """One entry of a directory: a skill file, or a folder (``file`` ``None``)."""
+
+    __slots__ = ("file", "name", "uri")
 
     uri: str
     name: str
     file: Resource | None
+
+    def __init__(self, uri: str, name: str, file: Resource | None) -> None:
+        object.__setattr__(self, "uri", uri)
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "file", file)
 
 
 def directories(skills: Iterable[Skill], resource_of: Mapping[str, Resource]) -> dict[str, list[Child]]:

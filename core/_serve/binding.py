@@ -17,13 +17,13 @@ import functools
 import typing
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any
 
 import mcp_types as types
 from mcp.server import Server
 from mcp.shared.exceptions import MCPError
 
+from mcp_providers._holders import Frozen
 from mcp_providers._host.assembly import Assembly
 from mcp_providers._serve.methods.channel import set_log_level
 from mcp_providers._serve.methods.completion import Complete
@@ -48,14 +48,20 @@ from mcp_providers._serve.steps.invoker import Invoker
 from mcp_providers.models import Icon
 
 
-# eq=False, repr=False: never compared or shown; each generated method costs start-up (issue 43)
-@dataclass(frozen=True, eq=False, repr=False, slots=True)
-class RouteEntry:
+# not a dataclass: never compared, shown or read by fields(), and its methods are not made at start-up (issue 43)
+class RouteEntry(Frozen):
     """One row of the handler table."""
+
+    __slots__ = ("handler", "method", "params")
 
     method: str
     params: type[Any]
     handler: Callable[[Ctx, Any], Awaitable[Any]]
+
+    def __init__(self, method: str, params: type[Any], handler: Callable[[Ctx, Any], Awaitable[Any]]) -> None:
+        object.__setattr__(self, "method", method)
+        object.__setattr__(self, "params", params)
+        object.__setattr__(self, "handler", handler)
 
 
 def _lists(assembly: Assembly) -> list[Method[Any, Any, Any]]:

@@ -20,11 +20,11 @@ import functools
 import importlib.metadata
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, Literal
 
+from mcp_providers._holders import Frozen
 from mcp_providers.errors import CompositionError
 
 Area = Literal["core", "http"]
@@ -39,8 +39,8 @@ TESTED: dict[str, str] = {
 """Distribution (or ``python``) -> the versions its seams were checked against (``pyproject.toml``)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Seam:
+# not a dataclass: never compared, shown or read by fields(), and its methods are not made at start-up (issue 43)
+class Seam(Frozen):
     """One private name of another package.
 
     :param name: ``module.Class.attribute`` (or what stands for several attributes, in parentheses).
@@ -50,11 +50,22 @@ class Seam:
     :param area: ``core``, checked whenever a server is built; ``http``, checked by ``serve --http``.
     """
 
+    __slots__ = ("area", "name", "package", "present", "used_by")
+
     name: str
     used_by: str
     present: Callable[[], bool]
-    package: str = "mcp"
-    area: Area = "core"
+    package: str
+    area: Area
+
+    def __init__(
+        self, name: str, used_by: str, present: Callable[[], bool], package: str = "mcp", area: Area = "core"
+    ) -> None:
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "used_by", used_by)
+        object.__setattr__(self, "present", present)
+        object.__setattr__(self, "package", package)
+        object.__setattr__(self, "area", area)
 
 
 # -- what the serving code reaches for --------------------------------------------------------------

@@ -12,11 +12,11 @@ values are returned, with the total.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 import mcp_types as types
 from mcp.shared.uri_template import UriTemplate
 
+from mcp_providers._holders import Frozen
 from mcp_providers._host.assembly import Assembly
 from mcp_providers._host.catalog import Entry
 from mcp_providers._serve.methods.prompts import argument_uri
@@ -32,10 +32,11 @@ MAX_VALUES = 100
 """The most values one completion returns (MCP's limit)."""
 
 
-# eq=False, repr=False: never compared or shown; each generated method costs start-up (issue 43)
-@dataclass(frozen=True, eq=False, repr=False, slots=True)
-class Completing:
+# not a dataclass: never compared, shown or read by fields(), and its methods are not made at start-up (issue 43)
+class Completing(Frozen):
     """The routed completion: what is completed, for whom, and how to run it."""
+
+    __slots__ = ("entry", "names", "ref", "request", "scope", "variables")
 
     ref: str
     """The template or prompt name the gate is asked ``complete`` about."""
@@ -45,8 +46,24 @@ class Completing:
     """The URI of the chosen scope (template expanded with the chosen values), or ``None``."""
     names: Callable[[str], str | None]
     """Value -> the URI it would name (``None`` when it names none)."""
-    variables: frozenset[str] | None = None
+    variables: frozenset[str] | None
     """A template's variables (those it declares completions for too); ``None`` for a prompt."""
+
+    def __init__(
+        self,
+        ref: str,
+        entry: Entry[ResourceTemplate, ResourceProvider] | Entry[Prompt, PromptProvider],
+        request: CompletionRequest,
+        scope: str | None,
+        names: Callable[[str], str | None],
+        variables: frozenset[str] | None = None,
+    ) -> None:
+        object.__setattr__(self, "ref", ref)
+        object.__setattr__(self, "entry", entry)
+        object.__setattr__(self, "request", request)
+        object.__setattr__(self, "scope", scope)
+        object.__setattr__(self, "names", names)
+        object.__setattr__(self, "variables", variables)
 
 
 class Complete:

@@ -13,12 +13,12 @@ import dataclasses
 import functools
 import hashlib
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
 
 import mcp_types as types
 
+from mcp_providers._holders import Frozen
 from mcp_providers._host.assembly import Assembly
 from mcp_providers._host.catalog import Catalog, Route
 from mcp_providers._serve.steps.asking import provider_asks
@@ -112,10 +112,11 @@ class ListMethod(Generic[I]):
         return self._result(list(page.items), page.next_cursor)
 
 
-# eq=False, repr=False: never compared or shown; each generated method costs start-up (issue 43)
-@dataclass(frozen=True, eq=False, repr=False, slots=True)
-class _Shared:
+# not a dataclass: never compared, shown or read by fields(), and its methods are not made at start-up (issue 43)
+class _Shared(Frozen):
     """What every read of one declaration shares, worked out on its first read."""
+
+    __slots__ = ("cache_scope", "declaration", "parts", "sharer", "ttl_ms", "work")
 
     declaration: object
     """Held, so the identity it is kept under cannot be reused while it is kept."""
@@ -131,6 +132,22 @@ class _Shared:
     """Who reads, for sharing reads: the provider's name and a digest of its plugin's settings, so a
     read never joins one of the same provider reconfigured by a reload (still running on the old
     settings), and replicas serving the same config still share."""
+
+    def __init__(
+        self,
+        declaration: object,
+        parts: ReadReceiptParts,
+        ttl_ms: int,
+        cache_scope: str,
+        work: Work | None,
+        sharer: str,
+    ) -> None:
+        object.__setattr__(self, "declaration", declaration)
+        object.__setattr__(self, "parts", parts)
+        object.__setattr__(self, "ttl_ms", ttl_ms)
+        object.__setattr__(self, "cache_scope", cache_scope)
+        object.__setattr__(self, "work", work)
+        object.__setattr__(self, "sharer", sharer)
 
 
 class _Caller:

@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Awaitable
-from dataclasses import dataclass
 from typing import Any
 
 import mcp_types as types
@@ -27,6 +26,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticSerializationError
 
+from mcp_providers._holders import Frozen
 from mcp_providers._host.assembly import Assembly
 from mcp_providers._host.catalog import Entry
 from mcp_providers._host.output_schemas import RESULT_KEY, output_schema
@@ -50,30 +50,43 @@ from mcp_providers.providers import ToolCall, ToolProvider, ToolResult
 log = logging.getLogger("mcp_providers.server")
 
 
-# eq=False, repr=False: never compared or shown; each generated method costs start-up (issue 43)
-@dataclass(frozen=True, eq=False, repr=False, slots=True)
-class Refused:
+# not a dataclass: never compared, shown or read by fields(), and its methods are not made at start-up (issue 43)
+class Refused(Frozen):
     """A tool call answered with an ``isError`` result instead of running (or after failing)."""
+
+    __slots__ = ("text",)
 
     text: str
 
+    def __init__(self, text: str) -> None:
+        object.__setattr__(self, "text", text)
 
-# eq=False, repr=False: never compared or shown; each generated method costs start-up (issue 43)
-@dataclass(frozen=True, eq=False, repr=False, slots=True)
-class Started:
+
+# not a dataclass: never compared, shown or read by fields(), and its methods are not made at start-up (issue 43)
+class Started(Frozen):
     """A call answered with a task handle (its body runs in the background: :mod:`.tasks`)."""
+
+    __slots__ = ("record",)
 
     record: TaskRecord
 
+    def __init__(self, record: TaskRecord) -> None:
+        object.__setattr__(self, "record", record)
 
-# eq=False, repr=False: never compared or shown; each generated method costs start-up (issue 43)
-@dataclass(frozen=True, eq=False, repr=False, slots=True)
-class Asking:
+
+# not a dataclass: never compared, shown or read by fields(), and its methods are not made at start-up (issue 43)
+class Asking(Frozen):
     """A 2026-07-28 round that stopped at questions: answered with an ``InputRequiredResult``."""
+
+    __slots__ = ("arguments", "channel")
 
     channel: RoundsChannel
     arguments: str
     """Digest of the validated arguments (:func:`~mcp_providers._serve.steps.request_state.digest`)."""
+
+    def __init__(self, channel: RoundsChannel, arguments: str) -> None:
+        object.__setattr__(self, "channel", channel)
+        object.__setattr__(self, "arguments", arguments)
 
 
 Target = tuple[Entry[Tool, ToolProvider], types.CallToolRequestParams]

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR
 
+from mcp_providers._holders import Frozen
 from mcp_providers._serve.state.cluster import RedisBackend
 from mcp_providers._serve.state.credentials import MAKE_A_KEY
 from mcp_providers._serve.state.ended import DROPPED, REMEMBERED, EndedBudget
@@ -98,22 +99,46 @@ class TaskRecord:
             return None
 
 
-@dataclass(frozen=True, slots=True)
-class Change:
+# not a dataclass: never compared, shown or read by fields(), and its methods are not made at start-up (issue 43)
+class Change(Frozen):
     """What a caller wants changed; :func:`changed` decides what is allowed of it."""
 
-    status: Status | None = None
-    message: str | None = None
-    result: dict[str, Any] | None = None
-    error: dict[str, Any] | None = None
-    ask: dict[str, Any] | None = None
+    __slots__ = ("answer", "ask", "cancel", "error", "lease_until", "message", "result", "status", "take")
+
+    status: Status | None
+    message: str | None
+    result: dict[str, Any] | None
+    error: dict[str, Any] | None
+    ask: dict[str, Any] | None
     """Input requests to add (key -> request); the task becomes ``input_required``."""
-    answer: Mapping[str, Any] | None = None
+    answer: Mapping[str, Any] | None
     """Responses from ``tasks/update``; only outstanding keys are kept."""
-    take: tuple[str, ...] = ()
+    take: tuple[str, ...]
     """Answered keys the running task has taken; once none is outstanding it is ``working`` again."""
-    cancel: bool = False
-    lease_until: float | None = None
+    cancel: bool
+    lease_until: float | None
+
+    def __init__(
+        self,
+        status: Status | None = None,
+        message: str | None = None,
+        result: dict[str, Any] | None = None,
+        error: dict[str, Any] | None = None,
+        ask: dict[str, Any] | None = None,
+        answer: Mapping[str, Any] | None = None,
+        take: tuple[str, ...] = (),
+        cancel: bool = False,
+        lease_until: float | None = None,
+    ) -> None:
+        object.__setattr__(self, "status", status)
+        object.__setattr__(self, "message", message)
+        object.__setattr__(self, "result", result)
+        object.__setattr__(self, "error", error)
+        object.__setattr__(self, "ask", ask)
+        object.__setattr__(self, "answer", answer)
+        object.__setattr__(self, "take", take)
+        object.__setattr__(self, "cancel", cancel)
+        object.__setattr__(self, "lease_until", lease_until)
 
 
 LEASE_LOST = "the server instance running this task stopped before it finished (its lease of {lease} s ran out)"
@@ -162,17 +187,23 @@ def lapsed(record: TaskRecord, now: float, lease: float) -> Change | None:
     return Change(status="failed", message=message, error={"code": -32603, "message": message})
 
 
-# eq=False, repr=False: never compared or shown; each generated method costs start-up (issue 43)
-@dataclass(frozen=True, eq=False, repr=False, slots=True)
-class RunningTask:
+# not a dataclass: never compared, shown or read by fields(), and its methods are not made at start-up (issue 43)
+class RunningTask(Frozen):
     """A task whose body is running: handed by :class:`~mcp_providers._serve.methods.tasks.Tasks` to
     its body and carried by the body's request (``Exchange.task``), whose rate was counted when the
     task started, which is not made a task again, and whose tool asks through the task."""
+
+    __slots__ = ("ctx", "task_id", "tool")
 
     task_id: str
     tool: str
     ctx: Any
     """The context of the request that started it (its declared client capabilities)."""
+
+    def __init__(self, task_id: str, tool: str, ctx: Any) -> None:
+        object.__setattr__(self, "task_id", task_id)
+        object.__setattr__(self, "tool", tool)
+        object.__setattr__(self, "ctx", ctx)
 
 
 def new_task_id(now: float) -> str:

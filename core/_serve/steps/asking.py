@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from dataclasses import dataclass
 
+from mcp_providers._holders import Frozen
 from mcp_providers._host.catalog import Catalog, Route
 from mcp_providers._serve.steps.gate import Gate
 from mcp_providers.identity import Principal
@@ -53,14 +53,19 @@ def uri_allowed(gate: Gate, catalog: Catalog, action: Action, uri: str) -> bool:
     return gate.allowed(action, uri) if route is None else gate.allows_route(action, route, uri)
 
 
-# eq=False, repr=False: never compared or shown; each generated method costs start-up (issue 43)
-@dataclass(frozen=True, eq=False, repr=False, slots=True)
-class RoutingAsker:
+# not a dataclass: never compared, shown or read by fields(), and its methods are not made at start-up (issue 43)
+class RoutingAsker(Frozen):
     """The :class:`~mcp_providers.policy.Asker` provider code talks to: the request's gate, with
     URIs of read, subscribe and call asked as :func:`require_uri` asks them."""
 
+    __slots__ = ("catalog", "gate")
+
     gate: Gate
     catalog: Catalog
+
+    def __init__(self, gate: Gate, catalog: Catalog) -> None:
+        object.__setattr__(self, "gate", gate)
+        object.__setattr__(self, "catalog", catalog)
 
     @property
     def principal(self) -> Principal:

@@ -20,7 +20,6 @@ import dataclasses
 import json
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import mcp_types as types
@@ -71,18 +70,27 @@ def within_budget(
     return cut, record
 
 
-# eq=False, repr=False: never compared or shown; each generated method costs start-up (issue 43)
-@dataclass(eq=False, repr=False)
+# not a dataclass: never compared, shown or read by fields(), and its methods are not made at start-up (issue 43)
 class Blocks:
     """Builds the content blocks of one tool or prompt result under the evidence rules."""
+
+    __slots__ = ("catalog", "content", "embed_budget", "gate", "transforms", "who")
 
     catalog: Catalog
     gate: Gate
     embed_budget: int
     who: str
     """Who produced the result, for messages: ``tool NAME`` or ``prompt NAME``."""
-    content: list[Block] = field(default_factory=list)
-    transforms: list[str] = field(default_factory=list)
+    content: list[Block]
+    transforms: list[str]
+
+    def __init__(self, catalog: Catalog, gate: Gate, embed_budget: int, who: str) -> None:
+        self.catalog = catalog
+        self.gate = gate
+        self.embed_budget = embed_budget
+        self.who = who
+        self.content = []
+        self.transforms = []
 
     def link(self, link: Link) -> Block | None:
         uri = link.uri

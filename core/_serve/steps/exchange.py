@@ -8,7 +8,6 @@ order by :class:`~mcp_providers._serve.pipeline.Pipeline`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
 from mcp import MCPError
@@ -73,10 +72,25 @@ def _in_session(request: Any) -> bool:
     return headers is not None and headers.get("mcp-session-id") is not None
 
 
-# eq=False, repr=False: never compared or shown; each generated method costs start-up (issue 43)
-@dataclass(eq=False, repr=False, slots=True)
+# not a dataclass: never compared, shown or read by fields(), and its methods are not made at start-up (issue 43)
 class Exchange:
     """One request on its way through the pipeline: who, what, and how it ended."""
+
+    __slots__ = (
+        "actor",
+        "count",
+        "ctx",
+        "custody",
+        "decision",
+        "gate",
+        "method",
+        "principal",
+        "reason",
+        "receipt",
+        "target",
+        "task",
+        "upstreams",
+    )
 
     method: str
     """The JSON-RPC method, e.g. ``resources/read``; the audit line's ``operation``."""
@@ -86,20 +100,48 @@ class Exchange:
     principal: Principal
     """Who is asking: the gate's principal (one per request), kept here as a field, not a property:
     a read asks for it four times."""
-    target: str = ""
+    target: str
     """What the request is about (URI, tool, prompt, template; ``*`` for lists)."""
-    decision: str = "allowed"
-    reason: str | None = None
-    count: int | None = None
-    receipt: dict[str, Any] | None = None
-    custody: dict[str, Any] = field(default_factory=dict)
+    decision: str
+    reason: str | None
+    count: int | None
+    receipt: dict[str, Any] | None
+    custody: dict[str, Any]
     """What the invoker's side-effect scope recorded (``exemptions``, ``violations``), for the receipt."""
-    upstreams: list[dict[str, str]] = field(default_factory=list)
+    upstreams: list[dict[str, str]]
     """The upstream identities the provider's credentials were for, ``{"name", "subject", "grant"}``
     each (never a token), in order of first use; receipts and the audit line carry them."""
-    task: RunningTask | None = None
+    task: RunningTask | None
     """The task whose body this request is (``None``: a client's own request): not rate-counted
     again, not made a task again, its tool asks through the task (:mod:`.methods.tasks`)."""
+
+    def __init__(
+        self,
+        method: str,
+        actor: Actor,
+        gate: Gate,
+        ctx: Ctx,
+        principal: Principal,
+        target: str = "",
+        decision: str = "allowed",
+        reason: str | None = None,
+        count: int | None = None,
+        receipt: dict[str, Any] | None = None,
+        task: RunningTask | None = None,
+    ) -> None:
+        self.method = method
+        self.actor = actor
+        self.gate = gate
+        self.ctx = ctx
+        self.principal = principal
+        self.target = target
+        self.decision = decision
+        self.reason = reason
+        self.count = count
+        self.receipt = receipt
+        self.custody = {}
+        self.upstreams = []
+        self.task = task
 
     @property
     def subject(self) -> str:

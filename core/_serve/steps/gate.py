@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from mcp_providers._holders import Frozen
 from mcp_providers._host.contain import cancels_this_task
 from mcp_providers.errors import Denied
 from mcp_providers.identity import Principal
@@ -102,24 +102,36 @@ def _canonical(target: str) -> str:
         return target
 
 
-# eq=False, repr=False: never compared or shown; each generated method costs start-up (issue 43)
-@dataclass(frozen=True, eq=False, repr=False, slots=True)
-class Denial:
+# not a dataclass: never compared, shown or read by fields(), and its methods are not made at start-up (issue 43)
+class Denial(Frozen):
     """What the gate refused: recorded on the request's audit line."""
+
+    __slots__ = ("action", "reason", "target")
 
     action: Action
     target: str
     reason: str
 
+    def __init__(self, action: Action, target: str, reason: str) -> None:
+        object.__setattr__(self, "action", action)
+        object.__setattr__(self, "target", target)
+        object.__setattr__(self, "reason", reason)
 
-# eq=False, repr=False: never compared or shown; each generated method costs start-up (issue 43)
-@dataclass(eq=False, repr=False, slots=True)
+
+# not a dataclass: never compared, shown or read by fields(), and its methods are not made at start-up (issue 43)
 class Gate:
     """The authorization of one request (see the module docstring)."""
 
+    __slots__ = ("authorizer", "denials", "principal")
+
     authorizer: Authorizer
     principal: Principal
-    denials: list[Denial] = field(default_factory=list)
+    denials: list[Denial]
+
+    def __init__(self, authorizer: Authorizer, principal: Principal) -> None:
+        self.authorizer = authorizer
+        self.principal = principal
+        self.denials = []
 
     @property
     def subject(self) -> str:

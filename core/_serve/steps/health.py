@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from mcp_providers.errors import UPSTREAM_ERROR, ProviderFailed, ReadTimeout, UpstreamError
@@ -35,16 +34,34 @@ def failure_of(exc: BaseException) -> str | None:
     return None
 
 
-# eq=False, repr=False: never compared or shown; each generated method costs start-up (issue 43)
-@dataclass(eq=False, repr=False, slots=True)
+# not a dataclass: never compared, shown or read by fields(), and its methods are not made at start-up (issue 43)
 class _Provider:
+    __slots__ = ("calls", "failing_since", "failures", "last_failure", "last_kind", "last_ok", "plugin")
+
     plugin: str
-    calls: int = 0
-    failures: dict[str, int] = field(default_factory=lambda: dict.fromkeys(FAILURES, 0))
-    last_ok: float | None = None
-    last_failure: float | None = None
-    last_kind: str | None = None
-    failing_since: float | None = None
+    calls: int
+    failures: dict[str, int]
+    last_ok: float | None
+    last_failure: float | None
+    last_kind: str | None
+    failing_since: float | None
+
+    def __init__(
+        self,
+        plugin: str,
+        calls: int = 0,
+        last_ok: float | None = None,
+        last_failure: float | None = None,
+        last_kind: str | None = None,
+        failing_since: float | None = None,
+    ) -> None:
+        self.plugin = plugin
+        self.calls = calls
+        self.failures = dict.fromkeys(FAILURES, 0)
+        self.last_ok = last_ok
+        self.last_failure = last_failure
+        self.last_kind = last_kind
+        self.failing_since = failing_since
 
 
 class UpstreamHealth:

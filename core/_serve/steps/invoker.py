@@ -24,9 +24,9 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Awaitable, Callable, Hashable
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from mcp_providers._holders import Frozen
 from mcp_providers._host.contain import contained
 from mcp_providers._serve.state.coalesce import Coalescer
 from mcp_providers._serve.steps.deadline import deadline_after, within
@@ -40,9 +40,8 @@ log = logging.getLogger("mcp_providers.server")
 T = TypeVar("T")
 
 
-# eq=False, repr=False: never compared or shown; each generated method costs start-up (issue 43)
-@dataclass(frozen=True, eq=False, repr=False, slots=True)
-class Work:
+# not a dataclass: never compared, shown or read by fields(), and its methods are not made at start-up (issue 43)
+class Work(Frozen):
     """One piece of provider code to run.
 
     :param plugin: the plugin that contributed the provider.
@@ -53,14 +52,34 @@ class Work:
     :param scoped: run inside the side-effect scope.
     """
 
+    __slots__ = ("kind", "plugin", "provider", "scoped", "target", "timeout", "what")
+
     plugin: str
     provider: str
     what: str
     target: str
-    kind: Kind = "read"
-    scoped: bool = True
-    timeout: float | None = None
+    kind: Kind
+    scoped: bool
+    timeout: float | None
     """Seconds it may take (``None``: ``server.read_timeout``); a task's run has its task's time."""
+
+    def __init__(
+        self,
+        plugin: str,
+        provider: str,
+        what: str,
+        target: str,
+        kind: Kind = "read",
+        scoped: bool = True,
+        timeout: float | None = None,
+    ) -> None:
+        object.__setattr__(self, "plugin", plugin)
+        object.__setattr__(self, "provider", provider)
+        object.__setattr__(self, "what", what)
+        object.__setattr__(self, "target", target)
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "scoped", scoped)
+        object.__setattr__(self, "timeout", timeout)
 
 
 class Invoker:

@@ -36,11 +36,11 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Final
 
 from mcp.server.request_state import AESGCMRequestStateCodec, InvalidRequestState
 
+from mcp_providers._holders import Frozen
 from mcp_providers.errors import ConfigError, InvalidParams
 from mcp_providers.identity import Principal
 
@@ -65,14 +65,21 @@ def digest(value: Any) -> str:
     return hashlib.sha256(data.encode()).hexdigest()
 
 
-@dataclass(frozen=True, slots=True)
-class Answer:
+# not a dataclass: never compared, shown or read by fields(), and its methods are not made at start-up (issue 43)
+class Answer(Frozen):
     """One answered input request: its method (``elicitation/create``, ``sampling/createMessage``),
     the digest of what was asked (:func:`digest` of the wire request) and the client's wire response."""
+
+    __slots__ = ("ask", "method", "response")
 
     method: str
     ask: str
     response: Mapping[str, Any]
+
+    def __init__(self, method: str, ask: str, response: Mapping[str, Any]) -> None:
+        object.__setattr__(self, "method", method)
+        object.__setattr__(self, "ask", ask)
+        object.__setattr__(self, "response", response)
 
 
 class _Used:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 import anyio
@@ -112,18 +111,31 @@ class RequestContext:
         await self.notify("notifications/progress", params)
 
 
-# eq=False, repr=False: never compared or shown; each generated method costs start-up (issue 43)
-@dataclass(eq=False, repr=False, slots=True)
+# not a dataclass: never compared, shown or read by fields(), and its methods are not made at start-up (issue 43)
 class PendingRequest:
     """A server-to-client request waiting for the client's answer."""
+
+    __slots__ = ("answer", "on_progress")
 
     answer: asyncio.Future[dict[str, Any] | types.ErrorData]
     on_progress: ProgressFnT | None
 
+    def __init__(
+        self, answer: asyncio.Future[dict[str, Any] | types.ErrorData], on_progress: ProgressFnT | None
+    ) -> None:
+        self.answer = answer
+        self.on_progress = on_progress
 
-# eq=False, repr=False: never compared or shown; each generated method costs start-up (issue 43)
-@dataclass(eq=False, repr=False, slots=True)
+
+# not a dataclass: never compared, shown or read by fields(), and its methods are not made at start-up (issue 43)
 class Handlers:
+    __slots__ = ("intercept", "on_notify", "on_request")
+
     on_request: OnRequest
     on_notify: OnNotify
     intercept: OnNotifyIntercept | None
+
+    def __init__(self, on_request: OnRequest, on_notify: OnNotify, intercept: OnNotifyIntercept | None) -> None:
+        self.on_request = on_request
+        self.on_notify = on_notify
+        self.intercept = intercept
