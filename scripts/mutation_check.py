@@ -288,9 +288,12 @@ CASES: tuple[Case, ...] = (
     Case(
         "deadline: the rest of a coroutine that waited runs under the deadline",
         "core/_serve/steps/deadline.py",
-        "        async with asyncio.timeout_at(deadline):\n            value = await _resume(pending, first)",
-        "        if True:\n            value = await _resume(pending, first)",
-        ("tests/test_deadline.py::test_the_deadline_passing_while_it_waits_raises_timeout_and_closes_it",),
+        "        async with asyncio.timeout_at(deadline):\n            value: T = await _resume(pending, suspended)",
+        "        if True:\n            value: T = await _resume(pending, suspended)",
+        (
+            "tests/test_deadline.py::test_the_deadline_passing_while_it_waits_raises_timeout_and_closes_it",
+            "tests/test_invoker.py::test_a_read_past_the_deadline_is_cancelled_and_answers_read_timeout",
+        ),
     ),
     Case(
         "deadline: a request body that never finishes is cut at the body deadline",
