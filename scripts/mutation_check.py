@@ -2125,6 +2125,23 @@ CASES += (  # live composition (issue 26) and extensions (issue 27)
         ("tests/test_credentials_served.py::test_reads_sharing_one_provider_read_all_name_its_upstream_identity",),
     ),
     Case(
+        "coalesce: the leader's request scope collects into its own list again once the read ends",
+        "core/_serve/state/coalesce.py",
+        "                scope.used = kept\n",
+        "                pass\n",
+        ("tests/test_coalesce.py::test_the_leaders_request_scope_collects_its_own_list_again_after_the_read",),
+    ),
+    Case(
+        "coalesce: while the leader reads, its request's scope collects into the flight's list (the waiters')",
+        "core/_serve/state/coalesce.py",
+        "            kept, scope.used = scope.used, mine.upstreams\n",
+        "            kept = scope.used\n",
+        (
+            "tests/test_coalesce.py::test_the_leaders_request_scope_collects_its_own_list_again_after_the_read",
+            "tests/test_credentials_served.py::test_reads_sharing_one_provider_read_all_name_its_upstream_identity",
+        ),
+    ),
+    Case(
         "limits: the pipeline counts each request against its caller's budget (skipped only with no limits)",
         "core/_serve/pipeline.py",
         "if task is None and self._limited:",
