@@ -289,9 +289,12 @@ CASES: tuple[Case, ...] = (
     Case(
         "deadline: the rest of a coroutine that waited runs under the deadline",
         "core/_serve/steps/deadline.py",
-        "        async with asyncio.timeout_at(deadline):\n            value = await _resume(pending, first)",
-        "        if True:\n            value = await _resume(pending, first)",
-        ("tests/test_deadline.py::test_the_deadline_passing_while_it_waits_raises_timeout_and_closes_it",),
+        "        async with asyncio.timeout_at(deadline):\n            value: T = await _resume(pending, suspended)",
+        "        if True:\n            value: T = await _resume(pending, suspended)",
+        (
+            "tests/test_deadline.py::test_the_deadline_passing_while_it_waits_raises_timeout_and_closes_it",
+            "tests/test_invoker.py::test_a_read_past_the_deadline_is_cancelled_and_answers_read_timeout",
+        ),
     ),
     Case(
         "deadline: a request body that never finishes is cut at the body deadline",
@@ -2205,6 +2208,23 @@ CASES += (  # live composition (issue 26) and extensions (issue 27)
         "_record(flight.upstreams)  # the shared read's upstream identity served this request too",
         "pass",
         ("tests/test_credentials_served.py::test_reads_sharing_one_provider_read_all_name_its_upstream_identity",),
+    ),
+    Case(
+        "coalesce: the leader's request scope collects into its own list again once the read ends",
+        "core/_serve/state/coalesce.py",
+        "                scope.used = kept\n",
+        "                pass\n",
+        ("tests/test_coalesce.py::test_the_leaders_request_scope_collects_its_own_list_again_after_the_read",),
+    ),
+    Case(
+        "coalesce: while the leader reads, its request's scope collects into the flight's list (the waiters')",
+        "core/_serve/state/coalesce.py",
+        "            kept, scope.used = scope.used, mine.upstreams\n",
+        "            kept = scope.used\n",
+        (
+            "tests/test_coalesce.py::test_the_leaders_request_scope_collects_its_own_list_again_after_the_read",
+            "tests/test_credentials_served.py::test_reads_sharing_one_provider_read_all_name_its_upstream_identity",
+        ),
     ),
     Case(
         "limits: the pipeline counts each request against its caller's budget (skipped only with no limits)",

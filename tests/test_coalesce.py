@@ -156,3 +156,39 @@ async def test_server_coalesces_concurrent_reads_of_a_live_resource_only_while_i
         # A later read is a new read: nothing was cached, whatever the freshness.
         await client.read_resource("count://live")
         assert provider.reads == (2 if coalesce else 5)
+
+
+@pytest.mark.parametrize("fails", [False, True])
+async def test_the_leaders_request_scope_collects_its_own_list_again_after_the_read(fails: bool) -> None:
+    """While the leader reads, its request's scope collects into the flight's list (for waiters);
+    afterwards the scope holds the request's own list again, with what the read used added once."""
+    from mcp_providers.credentials import CredentialBroker, CredentialScope, current_scope
+
+    earlier = {"name": "crm", "subject": "svc", "grant": "client_credentials"}
+    used = {"name": "tickets", "subject": "alice", "grant": "jwt_bearer"}
+    own: list[dict[str, str]] = [earlier]
+    scope = CredentialScope(CredentialBroker(), own)
+    during: list[list[dict[str, str]]] = []
+
+    async def read() -> int:
+        recording = current_scope.get()
+        assert recording is scope
+        during.append(recording.used)
+        recording.used.append(used)
+        await anyio.sleep(0)
+        if fails:
+            raise LookupError("upstream said no")
+        return 1
+
+    token = current_scope.set(scope)
+    try:
+        if fails:
+            with pytest.raises(LookupError):
+                await Coalescer[int]().run("a", read)
+        else:
+            assert await Coalescer[int]().run("a", read) == 1
+    finally:
+        current_scope.reset(token)
+    assert during[0] is not own  # the flight's own list, which waiters are given
+    assert scope.used is own
+    assert own == [earlier, used]

@@ -77,3 +77,23 @@ async def test_cancelling_the_request_cancels_the_read() -> None:
     with anyio.move_on_after(0.05) as scope:
         await Invoker({}, 10.0, True, {}).run(WORK, hangs)
     assert scope.cancelled_caught
+
+
+def test_on_trio_a_read_that_waits_finishes_and_one_past_the_deadline_answers_read_timeout() -> None:
+    """The invoker takes the deadline's first step itself on any event loop; on trio the rest of
+    a read that waits runs under anyio's deadline (deadline.rest_within)."""
+
+    async def waits() -> str:
+        await anyio.sleep(0.01)
+        return "after a wait"
+
+    async def hangs() -> None:
+        await anyio.sleep(30)
+
+    async def main() -> None:
+        invoker = Invoker({}, 0.2, True, {})
+        assert await invoker.run(WORK, waits) == "after a wait"
+        with anyio.fail_after(5), pytest.raises(ReadTimeout, match=r"within 0\.2 s"):
+            await invoker.run(WORK, hangs)
+
+    anyio.run(main, backend="trio")

@@ -24,7 +24,7 @@ from typing import Generic, TypeVar
 
 import anyio
 
-from mcp_providers.credentials import CredentialScope, current_scope
+from mcp_providers.credentials import current_scope
 
 T = TypeVar("T")
 
@@ -74,9 +74,13 @@ class Coalescer(Generic[T]):
         mine: _Flight[T] = _Flight()  # unsubscripted: a subscripted call costs a typing hop
         self._flights[key] = mine
         # The read notes in `mine` the upstream credentials it used (for the waiters' receipts),
-        # here rather than in a coroutine of its own around read().
-        outer = current_scope.get()
-        token = None if outer is None else current_scope.set(CredentialScope(outer.broker, mine.upstreams))
+        # here rather than in a coroutine of its own around read(): while it runs, the request's
+        # own scope collects into mine.upstreams (no scope object and context variable per read;
+        # the pipeline makes one scope per request, and a request runs one coalesced read).
+        scope = current_scope.get()
+        kept = None
+        if scope is not None:
+            kept, scope.used = scope.used, mine.upstreams
         try:
             mine.result = await read()
             mine.succeeded = True
@@ -87,8 +91,8 @@ class Coalescer(Generic[T]):
             mine.error = exc
             raise
         finally:
-            if token is not None:
-                current_scope.reset(token)
+            if scope is not None and kept is not None:
+                scope.used = kept
                 if mine.upstreams:
                     _record(mine.upstreams)  # this request's own scope gets them too
             del self._flights[key]

@@ -35,6 +35,17 @@ def deadline_after(seconds: float) -> float:
         return anyio.current_time() + seconds
 
 
+def stepping_deadline(seconds: float) -> float | None:
+    """:func:`deadline_after` on asyncio, where a caller may take a coroutine's first step itself
+    and await the rest with :func:`rest_within` (its timer is asyncio's, outside any cancel scope
+    the coroutine entered in that step); ``None`` on another loop (trio: use :func:`within`, whose
+    cancel scope then encloses the coroutine's own)."""
+    try:
+        return asyncio.get_running_loop().time() + seconds
+    except RuntimeError:
+        return None
+
+
 async def within(pending: Awaitable[T], deadline: float) -> T:
     """The value of ``pending``, awaited until ``deadline`` (from :func:`deadline_after`).
 
@@ -59,12 +70,26 @@ async def within(pending: Awaitable[T], deadline: float) -> T:
         except StopIteration as done:
             value: T = done.value
             return value
-        async with asyncio.timeout_at(deadline):
-            value = await _resume(pending, first)
-            return value
+        return await rest_within(pending, first, deadline)
     finally:
         if type(pending) is types.CoroutineType:  # what inspect.iscoroutine asks, without its call
             pending.close()  # a no-op once finished; else never awaited to its end
+
+
+async def rest_within(pending: Coroutine[Any, Any, T], suspended: Any, deadline: float) -> T:
+    """The rest of ``pending``, a coroutine its caller stepped once (``pending.send(None)``
+    yielded ``suspended``), awaited until ``deadline`` (from :func:`stepping_deadline`: asyncio
+    only): the second half of :func:`within`, for a caller that takes the first step in its own
+    frame (the invoker, one frame fewer per call). ``pending`` is closed if never finished.
+
+    :raises TimeoutError: the deadline passed while ``pending`` waited (or ``pending`` raised it).
+    """
+    try:
+        async with asyncio.timeout_at(deadline):
+            value: T = await _resume(pending, suspended)
+            return value
+    finally:
+        pending.close()  # a no-op once finished
 
 
 @types.coroutine

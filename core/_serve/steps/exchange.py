@@ -8,6 +8,7 @@ order by :class:`~mcp_providers._serve.pipeline.Pipeline`.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
 from mcp import MCPError
@@ -173,8 +174,9 @@ class Method(Protocol, Generic[P, T, R]):
         """Ask ``exchange.gate`` about the target (canonical and raw; ``expand`` for templates)."""
         ...
 
-    async def invoke(self, exchange: Exchange, target: T) -> Any:
-        """Run the provider through the invoker (or nothing, for lists)."""
+    def invoke(self, exchange: Exchange, target: T) -> Awaitable[Any]:
+        """Run the provider through the invoker (or nothing, for lists): a coroutine method, or a
+        plain one handing back the invoker's awaitable (one frame fewer)."""
         ...
 
     def evidence(self, exchange: Exchange, target: T, produced: Any) -> R:

@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 from mcp_providers._holders import Frozen
 from mcp_providers._host.contain import contained
 from mcp_providers._serve.state.coalesce import Coalescer
-from mcp_providers._serve.steps.deadline import deadline_after, within
+from mcp_providers._serve.steps.deadline import deadline_after, rest_within, stepping_deadline, within
 from mcp_providers._serve.steps.health import UpstreamHealth, failure_of
 from mcp_providers._sideeffects import Kind, Mode, Scope, enter_scope, exit_scope
 from mcp_providers._threads import DEFAULT_BOUND, ProviderThreads, Seat, leave_seat, take_seat
@@ -117,10 +117,8 @@ class Invoker:
         share: Hashable | None = None,
         custody: dict[str, Any] | None = None,
     ) -> T:
-        """Run ``call()`` for ``work``; identical ``share`` keys in flight share one call.
-
-        ``custody`` receives what the side-effect scope recorded (``exemptions``, ``violations``)
-        for the receipt.
+        """Run ``call()`` for ``work``; identical ``share`` keys in flight share one call. ``custody``
+        receives what the side-effect scope recorded (``exemptions``, ``violations``) for the receipt.
 
         :raises UpstreamError: the provider failed to start.
         :raises ReadTimeout: the deadline passed (while the call waited for a free provider thread,
@@ -130,23 +128,28 @@ class Invoker:
         if work.provider in self._startup_failures:
             raise self._not_started(work)
         seconds = self._timeout if work.timeout is None else work.timeout
-        deadline = deadline_after(seconds)  # counted from here, before the call starts
+        deadline = stepping_deadline(seconds)  # counted from here, before the call starts
         scope: Scope | None = None
-        # The guards are entered here, in this one frame, and left in its `finally` (not through
-        # context managers or a frame per guard): the side-effect scope, the thread seat, the
-        # deadline (within), the containment (contained: inside the coalescer, so a contained
-        # BaseException is the outcome identical reads share).
+        # The guards are entered in this one frame and left in its `finally`: the thread seat, the side-effect
+        # scope, the deadline (its first step here), the containment (in the coalescer: reads share its outcome).
         seat, seat_token = take_seat(self.threads, work.plugin)
         try:
             if work.scoped:
-                scope, token = enter_scope(
-                    work.provider, work.plugin, work.target, work.kind, self._modes.get(work.plugin, "enforce")
-                )
+                mode = self._modes.get(work.plugin, "enforce")
+                scope, token = enter_scope(work.provider, work.plugin, work.target, work.kind, mode)
             if share is not None and self._coalescer is not None:
                 pending = self._coalescer.run(share, functools.partial(contained, call, work.provider))
             else:
                 pending = contained(call, work.provider)  # a provider's SystemExit must not reach the event loop
-            result: T = await within(pending, deadline)
+            if deadline is None:  # not asyncio (trio): within's cancel scope encloses the call's own
+                result: T = await within(pending, deadline_after(seconds))
+            else:  # within's first step, in this frame: a timer only for a call that waits
+                try:
+                    first = pending.send(None)
+                except StopIteration as done:
+                    result = done.value
+                else:
+                    result = await rest_within(pending, first, deadline)
         except TimeoutError:  # the deadline, or a provider's own timeout: both read as the deadline
             timeout = self._timed_out(work, seat, seconds)
             self.health.ended(work.plugin, work.provider, failure_of(timeout))
