@@ -1,0 +1,225 @@
+"""Run as its own process by ``test_side_effect_tester26_files.py`` (``python t26files_host.py
+scoped|enforce DIR``): what a read may do to bytecode caches, ``sys.pycache_prefix`` and a host's log
+handler, at one side-effect level. Prints one JSON object: for each case ``"allowed"`` or
+``"refused"`` (a ``SideEffectRefused``), and what the files hold afterwards.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import io
+import json
+import logging
+import marshal
+import os
+import py_compile
+import stat
+import struct
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from mcp_providers._sideeffects import levels
+from mcp_providers._sideeffects.levels import enter_scope, exit_scope
+from mcp_providers.errors import SideEffectRefused
+
+MODE, DIR = sys.argv[1], sys.argv[2]
+seen: dict[str, Any] = {}
+sys.dont_write_bytecode = False
+
+
+def path(*names: str) -> str:
+    return os.path.join(DIR, *names)
+
+
+def in_read(label: str, fn: Callable[[], Any]) -> None:
+    """``fn`` inside a guarded read: ``seen[label]`` says whether its writes were allowed."""
+    scope, token = enter_scope("p", "pl", f"res://{label}", "read", "enforce")
+    try:
+        fn()
+        seen[label] = "refused" if scope.refused is not None else "allowed"  # a handler swallows it
+    except SideEffectRefused:
+        seen[label] = "refused"
+    except OSError as err:  # allowed, and the file system said no
+        seen[label] = f"allowed ({type(err).__name__})"
+    finally:
+        exit_scope(scope, token)
+
+
+def write_source(name: str, text: str) -> str:
+    with open(path(name + ".py"), "w") as f:
+        f.write(text)
+    return path(name + ".py")
+
+
+def planted(source: str, text: str) -> bytes:
+    """A valid timestamp pyc for ``source`` (its mtime and size) whose code is ``text``'s."""
+    st = os.stat(source)
+    header = importlib.util.MAGIC_NUMBER + struct.pack("<III", 0, int(st.st_mtime) & 0xFFFFFFFF, st.st_size)
+    return header + marshal.dumps(compile(text, source, "exec"))
+
+
+def honest(source: str, mode: py_compile.PycInvalidationMode) -> bytes:
+    """What the import system would write for ``source``: ``py_compile`` into a file of its own."""
+    out = path("honest-" + os.path.basename(source) + "c")
+    py_compile.compile(source, cfile=out, doraise=True, invalidation_mode=mode)
+    with open(out, "rb") as f:
+        return f.read()
+
+
+def via_temp(cache: str, data: bytes, *, keep_open: bool = False) -> None:
+    """As ``importlib._bootstrap_external._write_atomic``: an O_EXCL temp, then ``os.replace``."""
+    temp = f"{cache}.{id(data)}"
+    fd = os.open(temp, os.O_EXCL | os.O_CREAT | os.O_WRONLY, 0o666)
+    if keep_open:
+        os.write(fd, data)
+        try:
+            os.replace(temp, cache)
+        finally:
+            os.close(fd)
+        return
+    with io.FileIO(fd, "wb") as file:
+        file.write(data)
+    os.replace(temp, cache)
+
+
+def held_map(cache: str, data: bytes) -> None:
+    """An honest temp written, its descriptor closed but a shared mapping of it kept, then replaced."""
+    import mmap
+
+    temp = f"{cache}.{id(data)}"
+    fd = os.open(temp, os.O_EXCL | os.O_CREAT | os.O_RDWR, 0o666)
+    os.write(fd, data)
+    mapped = mmap.mmap(fd, len(data))
+    os.close(fd)
+    try:
+        os.replace(temp, cache)
+    finally:
+        mapped.close()
+
+
+def content(name: str) -> bytes | None:
+    try:
+        with open(name, "rb") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+if MODE == "enforce":
+    levels.install()
+else:
+    levels.install_scoped()
+sys.path.insert(0, DIR)
+
+# -- F4: bytecode caches ------------------------------------------------------------------------
+victim = write_source("victim", "X = 1\n")
+cache = importlib.util.cache_from_source(victim)
+os.makedirs(os.path.dirname(cache), exist_ok=True)
+evil = planted(victim, "X = 2\n")
+good = honest(victim, py_compile.PycInvalidationMode.TIMESTAMP)
+
+
+def plant_open() -> None:
+    with open(cache, "wb") as out:
+        out.write(evil)
+
+
+in_read("open a cache for writing", plant_open)
+in_read("os.open a cache for writing", lambda: os.close(os.open(cache, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)))
+in_read("replace a planted temp into a cache", lambda: via_temp(cache, evil))
+in_read("replace an honest temp held open", lambda: via_temp(cache, good, keep_open=True))
+in_read("replace an honest temp mapped", lambda: held_map(cache, good))
+seen["cache after plants"] = content(cache) is None
+in_read("replace an honest temp into a cache", lambda: via_temp(cache, good))
+seen["cache is the honest one"] = content(cache) == good
+in_read("remove a cache", lambda: os.remove(cache))
+in_read("rename a cache away", lambda: os.rename(cache, path("moved.pyc")))
+in_read("truncate a cache", lambda: os.truncate(cache, 0))
+in_read("chmod a cache", lambda: os.chmod(cache, stat.S_IRUSR))
+in_read(
+    "replace a cache by another cache",
+    lambda: os.replace(cache, importlib.util.cache_from_source(victim, optimization=1)),
+)
+seen["cache kept"] = content(cache) == good
+
+hashed = write_source("hashed", "Y = 3\n")
+hashed_cache = importlib.util.cache_from_source(hashed)
+hashed_good = honest(hashed, py_compile.PycInvalidationMode.CHECKED_HASH)
+in_read("replace an honest hash-based temp", lambda: via_temp(hashed_cache, hashed_good))
+other = write_source("other", "Z = 4\n")
+in_read("replace another source's honest temp", lambda: via_temp(importlib.util.cache_from_source(other), good))
+
+lazy = write_source("lazy_first_import", "VALUE = 42\n")
+in_read("first import", lambda: importlib.import_module("lazy_first_import"))
+seen["first import cached"] = os.path.isfile(importlib.util.cache_from_source(lazy))
+seen["first import value"] = sys.modules["lazy_first_import"].VALUE
+sys.modules.pop("victim", None)
+seen["victim.X"] = importlib.import_module("victim").X
+
+# -- F9: sys.pycache_prefix set in a read -------------------------------------------------------
+
+
+def prefixed(fn: Callable[[], Any]) -> Callable[[], None]:
+    def run() -> None:
+        old = sys.pycache_prefix
+        sys.pycache_prefix = path("prefix")
+        try:
+            fn()
+        finally:
+            sys.pycache_prefix = old
+
+    return run
+
+
+os.mkdir(path("prefix"))
+in_read(
+    "makedirs under a prefix set in the read", prefixed(lambda: os.makedirs(path("prefix", "made", "by", "a", "read")))
+)
+seen["prefix made"] = os.path.exists(path("prefix", "made"))
+deep: list[str] = []
+prefixed(lambda: deep.append(importlib.util.cache_from_source(victim)))()  # victim.py's cache under it
+os.makedirs(os.path.dirname(deep[0]))
+in_read(
+    "a cache temp under a prefix set in the read",
+    prefixed(lambda: os.close(os.open(deep[0] + ".1", os.O_EXCL | os.O_CREAT | os.O_WRONLY))),
+)
+seen["prefixed temp made"] = os.path.exists(deep[0] + ".1")
+
+# -- F10: a host log handler retargeted in a read ------------------------------------------------
+with open(path("victim.cfg"), "w") as f:
+    f.write("important = true\n")
+handler = logging.FileHandler(path("app.log"), delay=True)
+host = logging.getLogger("host")
+host.addHandler(handler)
+host.propagate = False
+
+
+def retarget(base: str, mode: str) -> Callable[[], None]:
+    def run() -> None:
+        saved = handler.baseFilename, handler.mode, handler.stream
+        handler.baseFilename, handler.mode, handler.stream = base, mode, None  # type: ignore[assignment]
+        try:
+            host.error("written by a resource read")
+        finally:
+            if handler.stream is not None:
+                handler.stream.close()
+            handler.baseFilename, handler.mode, handler.stream = saved
+
+    return run
+
+
+levels.install_scoped()  # a composition's start (scoped: the handler is seen here)
+err = io.StringIO()
+sys.stderr, stderr = err, sys.stderr
+try:
+    in_read("log to the host log", lambda: host.error("a record"))
+    in_read("retarget the host handler", retarget(path("victim.cfg"), "w"))
+    in_read("reopen the host log in mode w", retarget(path("app.log"), "w"))
+finally:
+    sys.stderr = stderr
+seen["logging errors"] = err.getvalue().count("--- Logging error ---")
+seen["victim.cfg"] = content(path("victim.cfg")).decode()  # type: ignore[union-attr]
+seen["app.log"] = content(path("app.log")).decode()  # type: ignore[union-attr]
+print(json.dumps(seen))
