@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterator
 from contextvars import Token
 from typing import Any
 
-from mcp_providers._sideeffects import lowlevel
+from mcp_providers._sideeffects import bytecode, lowlevel
 from mcp_providers._sideeffects.clients import patch_aiohttp, patch_http_client, patch_httpcore
 from mcp_providers._sideeffects.files import audit_hook, guarded_os_open, patch_unaudited
 from mcp_providers._sideeffects.imports import patch_on_import
@@ -64,6 +64,7 @@ def install_scoped() -> None:
         if _hooked:
             return
         tempfile.gettempdir()  # its first call writes a probe file: never let that happen in a scope
+        bytecode.record_prefix()  # the cache folders' prefix as the process has it now, never the live one
         sys.addaudithook(audit_hook)
         _hooked = True
 
