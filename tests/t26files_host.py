@@ -26,6 +26,7 @@ from mcp_providers.errors import SideEffectRefused
 
 MODE, DIR = sys.argv[1], sys.argv[2]
 seen: dict[str, Any] = {}
+temps = iter(range(1000, 2000))  # a refused replace leaves its temp: each case makes a new one
 sys.dont_write_bytecode = False
 
 
@@ -70,7 +71,7 @@ def honest(source: str, mode: py_compile.PycInvalidationMode) -> bytes:
 
 def via_temp(cache: str, data: bytes, *, keep_open: bool = False) -> None:
     """As ``importlib._bootstrap_external._write_atomic``: an O_EXCL temp, then ``os.replace``."""
-    temp = f"{cache}.{id(data)}"
+    temp = f"{cache}.{next(temps)}"
     fd = os.open(temp, os.O_EXCL | os.O_CREAT | os.O_WRONLY, 0o666)
     if keep_open:
         os.write(fd, data)
@@ -88,7 +89,7 @@ def held_map(cache: str, data: bytes) -> None:
     """An honest temp written, its descriptor closed but a shared mapping of it kept, then replaced."""
     import mmap
 
-    temp = f"{cache}.{id(data)}"
+    temp = f"{cache}.{next(temps)}"
     fd = os.open(temp, os.O_EXCL | os.O_CREAT | os.O_RDWR, 0o666)
     os.write(fd, data)
     mapped = mmap.mmap(fd, len(data))
@@ -219,7 +220,6 @@ try:
     in_read("reopen the host log in mode w", retarget(path("app.log"), "w"))
 finally:
     sys.stderr = stderr
-seen["logging errors"] = err.getvalue().count("--- Logging error ---")
 seen["victim.cfg"] = content(path("victim.cfg")).decode()  # type: ignore[union-attr]
 seen["app.log"] = content(path("app.log")).decode()  # type: ignore[union-attr]
 print(json.dumps(seen))

@@ -76,6 +76,9 @@ from mcp_providers._sideeffects.scope import scope_var
 
 _log_files: weakref.WeakSet[logging.FileHandler] = weakref.WeakSet()
 """The host's handlers (made outside any scope); their files are resolved at each judged write."""
+_origins: weakref.WeakKeyDictionary[logging.FileHandler, tuple[str, str]] = weakref.WeakKeyDictionary()
+"""Each host handler's ``baseFilename`` and ``mode`` when it was recorded: a read that sets the
+public attributes (to another file, or ``"w"``) moves nothing it may write."""
 _seen: weakref.WeakSet[logging.Handler] = weakref.WeakSet()  # handlers already judged host's or not
 _running = 0  # guarded calls running in the process now
 _lock = threading.Lock()  # the count and the walks (a walk and a count change are one step)
@@ -102,13 +105,14 @@ def _writes_its_own(handler: logging.FileHandler, event: str, args: tuple[Any, .
     its file in its mode; a rollover's renames within its family (``base`` -> ``base.1`` ...,
     never onto ``base``) and removals of an old rotation; with a custom ``rotator`` (the cookbook's
     compressing one), the write-open of the rotation and the removal of ``base`` it copied. The
-    file is where ``baseFilename`` is now (a symlink followed at this write, not at registration)."""
-    base = handler.baseFilename
+    file and mode are those the handler had when recorded (:func:`_origin`); the file is resolved
+    at this write (a symlink followed now, not at registration)."""
+    base, mode = _origin(handler)
     own = {os.path.abspath(base), os.path.realpath(base)}
     rotator = getattr(handler, "rotator", None) is not None
     if event == "open":
         if paths[0] in own:
-            return bool(args[1] == handler.mode)
+            return bool(args[1] == mode)
         return rotator and _rotation(handler, paths[0])
     if event == "os.remove":
         return _rotation(handler, paths[0]) or (paths[0] in own and rotator)
@@ -137,7 +141,7 @@ def _rotation(handler: logging.FileHandler, path: str) -> bool:
     TimedRotatingFileHandler. A namer cannot be inverted, so the suffixes tried are the parts of
     ``path``'s name that match ``extMatch``, each kept only when the namer makes ``path`` of it.
     Any other handler rotates nothing; a namer that raises names nothing."""
-    base = handler.baseFilename
+    base = _origin(handler)[0]
     if isinstance(handler, logging.handlers.TimedRotatingFileHandler):
         pattern = getattr(handler, "extMatch", None)
         if not isinstance(pattern, re.Pattern):
@@ -172,8 +176,18 @@ def _names(handler: logging.handlers.BaseRotatingHandler, default: str, path: st
         return False
 
 
+def _origin(handler: logging.FileHandler) -> tuple[str, str]:
+    """``(baseFilename, mode)`` as recorded when the handler was found to be the host's (a handler
+    never recorded, as in unit tests of the family rules: as it is now)."""
+    try:
+        return _origins.get(handler) or (handler.baseFilename, handler.mode)
+    except TypeError:  # unhashable: never recorded
+        return handler.baseFilename, handler.mode
+
+
 def _register_log_file(handler: logging.FileHandler) -> None:
     with contextlib.suppress(TypeError):  # a subclass made unhashable (``__eq__`` without ``__hash__``)
+        _origins.setdefault(handler, (handler.baseFilename, handler.mode))  # the first record holds
         _log_files.add(handler)
 
 
