@@ -6,11 +6,13 @@ handler, at one side-effect level. Prints one JSON object: for each case ``"allo
 
 from __future__ import annotations
 
+import contextvars
 import importlib
 import importlib.util
 import io
 import json
 import logging
+import logging.handlers
 import marshal
 import os
 import py_compile
@@ -145,6 +147,35 @@ in_read(
 )
 seen["cache kept"] = content(cache) == good
 
+
+def reopen_temp() -> None:
+    temp = f"{cache}.{next(temps)}"
+    os.close(os.open(temp, os.O_EXCL | os.O_CREAT | os.O_WRONLY))
+    with open(temp, "wb") as out:  # an existing temp opened again: no O_EXCL
+        out.write(good)
+
+
+def linked_temp() -> None:
+    temp = f"{cache}.{next(temps)}"
+    with io.FileIO(os.open(temp, os.O_EXCL | os.O_CREAT | os.O_WRONLY), "wb") as out:
+        out.write(good)
+    contextvars.Context().run(os.link, temp, path("second-name"))  # the host's code, outside the read
+    os.replace(temp, cache)
+
+
+def header(magic: bytes = importlib.util.MAGIC_NUMBER, flags: int = 0, stamp: bytes | None = None) -> bytes:
+    return magic + struct.pack("<I", flags) + (good[8:16] if stamp is None else stamp) + good[16:]
+
+
+in_read("reopen a cache temp for writing", reopen_temp)
+in_read("replace a temp with a second link", linked_temp)
+in_read("replace a temp of another magic", lambda: via_temp(cache, header(magic=b"\x00\x00\r\n")))
+in_read(
+    "replace a temp of another mtime", lambda: via_temp(cache, header(stamp=struct.pack("<II", 1, len(b"X = 1\n"))))
+)
+in_read("replace a temp of another hash", lambda: via_temp(cache, header(flags=3, stamp=b"\x00" * 8)))
+seen["cache still kept"] = content(cache) == good
+
 hashed = write_source("hashed", "Y = 3\n")
 hashed_cache = importlib.util.cache_from_source(hashed)
 hashed_good = honest(hashed, py_compile.PycInvalidationMode.CHECKED_HASH)
@@ -218,6 +249,23 @@ try:
     in_read("log to the host log", lambda: host.error("a record"))
     in_read("retarget the host handler", retarget(path("victim.cfg"), "w"))
     in_read("reopen the host log in mode w", retarget(path("app.log"), "w"))
+    rotating = logging.handlers.RotatingFileHandler(path("r.log"), maxBytes=100, backupCount=2, delay=True)
+    host.addHandler(rotating)
+    levels.install_scoped()  # seen (scoped) while no read runs
+    with open(path("cfg.1"), "w") as f:
+        f.write("kept")
+
+    def remove_retargeted() -> None:  # as its rollover would, under its lock: a rotation of "cfg"?
+        saved = rotating.baseFilename
+        rotating.baseFilename = path("cfg")
+        rotating.acquire()
+        try:
+            os.remove(path("cfg.1"))
+        finally:
+            rotating.release()
+            rotating.baseFilename = saved
+
+    in_read("remove a rotation of a retargeted handler", remove_retargeted)
 finally:
     sys.stderr = stderr
 seen["victim.cfg"] = content(path("victim.cfg")).decode()  # type: ignore[union-attr]
