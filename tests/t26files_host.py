@@ -7,6 +7,7 @@ handler, at one side-effect level. Prints one JSON object: for each case ``"allo
 from __future__ import annotations
 
 import contextvars
+import ctypes
 import importlib
 import importlib.util
 import io
@@ -14,6 +15,7 @@ import json
 import logging
 import logging.handlers
 import marshal
+import mmap
 import os
 import py_compile
 import stat
@@ -88,18 +90,23 @@ def via_temp(cache: str, data: bytes, *, keep_open: bool = False) -> None:
 
 
 def held_map(cache: str, data: bytes) -> None:
-    """An honest temp written, its descriptor closed but a shared mapping of it kept, then replaced."""
-    import mmap
-
+    """An honest temp written, then a shared mapping of it made (by the host's code: ``mmap(2)``
+    through ``ctypes``, which keeps no descriptor, unlike ``mmap.mmap``) and its descriptor closed,
+    then replaced: the mapping could write it after it was judged."""
     temp = f"{cache}.{next(temps)}"
     fd = os.open(temp, os.O_EXCL | os.O_CREAT | os.O_RDWR, 0o666)
     os.write(fd, data)
-    mapped = mmap.mmap(fd, len(data))
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+    libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    shared = mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_SHARED
+    address = contextvars.Context().run(libc.mmap, None, len(data), *shared, fd, 0)
     os.close(fd)
     try:
         os.replace(temp, cache)
     finally:
-        mapped.close()
+        contextvars.Context().run(libc.munmap, address, len(data))
 
 
 def content(name: str) -> bytes | None:
@@ -167,6 +174,10 @@ def header(magic: bytes = importlib.util.MAGIC_NUMBER, flags: int = 0, stamp: by
     return magic + struct.pack("<I", flags) + (good[8:16] if stamp is None else stamp) + good[16:]
 
 
+in_read(
+    "create a temp of a cache of no source",
+    lambda: os.close(os.open(cache.replace("victim", "nosource") + ".1", os.O_EXCL | os.O_CREAT | os.O_WRONLY)),
+)
 in_read("reopen a cache temp for writing", reopen_temp)
 in_read("replace a temp with a second link", linked_temp)
 in_read("replace a temp of another magic", lambda: via_temp(cache, header(magic=b"\x00\x00\r\n")))

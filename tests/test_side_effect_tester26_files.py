@@ -39,6 +39,7 @@ CACHE_REFUSED = (
     "chmod a cache",
     "replace a cache by another cache",
     "replace another source's honest temp",
+    "create a temp of a cache of no source",
     "reopen a cache temp for writing",
     "replace a temp with a second link",
     "replace a temp of another magic",

@@ -9,7 +9,10 @@ host's (made outside every guarded call, :data:`_log_files`), hold its lock in t
 first record, ``doRollover`` and ``reopenIfNeeded`` leave it before they open), and the write
 must be one of:
 
-- the open of its file in its own mode;
+- the open of its file in its own mode: the ``baseFilename`` and ``mode`` it had when recorded as
+  the host's (:data:`_origins`), whatever they are now (a read that points them at another file,
+  or sets ``"w"``, writes nothing by it; tester twenty-six F10); its rotations are named from
+  that file too;
 - a rollover's renames within its rotation family, never onto the file: the names the handler's
   own ``rotation_filename`` (its ``namer``) makes of a RotatingFileHandler's ``app.log.N``
   (1 <= N <= ``backupCount``), of a TimedRotatingFileHandler's ``app.log.<suffix>`` with the
