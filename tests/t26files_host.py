@@ -24,7 +24,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from mcp_providers._sideeffects import levels
+from mcp_providers._sideeffects import bytecode, levels
 from mcp_providers._sideeffects.levels import enter_scope, exit_scope
 from mcp_providers.errors import SideEffectRefused
 
@@ -174,6 +174,32 @@ def header(magic: bytes = importlib.util.MAGIC_NUMBER, flags: int = 0, stamp: by
     return magic + struct.pack("<I", flags) + (good[8:16] if stamp is None else stamp) + good[16:]
 
 
+def remade_while_judged() -> None:
+    """Another thread of the read, while this replace is judged: moves the honest temp onto the
+    cache itself, then makes the temp's name again with other bytes (run here, inside the
+    judgement, so the interleaving is certain): the judged replace would move those."""
+    temp = f"{cache}.{next(temps)}"
+    with io.FileIO(os.open(temp, os.O_EXCL | os.O_CREAT | os.O_WRONLY), "wb") as out:
+        out.write(good)
+    real = bytecode.same_code
+
+    def meddling(found: Any, expected: Any) -> bool:
+        bytecode.same_code = real
+        os.replace(temp, cache)
+        try:
+            with io.FileIO(os.open(temp, os.O_EXCL | os.O_CREAT | os.O_WRONLY), "wb") as out:
+                out.write(evil)
+        except SideEffectRefused:
+            seen["remake a temp while judged"] = "refused"
+        return real(found, expected)
+
+    bytecode.same_code = meddling
+    os.replace(temp, cache)
+
+
+seen["remake a temp while judged"] = "allowed"
+in_read("replace while the temp is remade", remade_while_judged)
+seen["cache after a remade temp"] = content(cache) == good
 in_read(
     "create a temp of a cache of no source",
     lambda: os.close(os.open(cache.replace("victim", "nosource") + ".1", os.O_EXCL | os.O_CREAT | os.O_WRONLY)),

@@ -54,6 +54,7 @@ def test_a_cache_is_written_only_with_what_the_import_system_would_write(run: di
     assert run["replace an honest temp into a cache"] == "allowed" and run["cache is the honest one"]
     assert run["replace an honest hash-based temp"] == "allowed"
     assert run["cache kept"] is True and run["cache still kept"] is True
+    assert run["remake a temp while judged"] == "refused" and run["cache after a remade temp"] is True
     assert run["victim.X"] == 1  # the next import runs the source's code
 
 
