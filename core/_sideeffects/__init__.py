@@ -114,8 +114,8 @@ with and without an embedded composition.
 Modules: :mod:`.scope` (the scope), :mod:`.judge` (one HTTP request), :mod:`.files` (the audit
 hook: files, processes), :mod:`.clients` (HTTP library patches), :mod:`.wire` (socket and TLS
 bytes), :mod:`.lowlevel` (descriptor sends, path races), :mod:`.imports` (patch on first import),
-:mod:`.logfiles` (the host's log files), :mod:`.bytecode` (the import system's caches), :mod:`.saved` (references saved before install),
-:mod:`.levels` (which of them are in place).
+:mod:`.logfiles` (the host's log files), :mod:`.bytecode` (the import system's caches),
+:mod:`.saved` (references saved before install), :mod:`.levels` (which of them are in place).
 """
 
 # What the core uses, re-exported (the package is private: no __all__).

@@ -14,7 +14,8 @@ and the descriptor closed, then ``os.replace(temp, cache)``. So, in a scope:
   equal to ``compile()`` of the source at the optimization level the cache's name says (code
   objects compared, with the fields ``==`` leaves out, not marshal bytes). No descriptor or memory
   mapping of this process may hold the temporary file then, and it has no other link: writes
-  through one could change the bytes after they were judged;
+  through one could change the bytes after they were judged; and while it is judged its name is
+  not made again (another thread could move the judged file away and make a new one there);
 - the cache path itself is never opened for writing, removed, truncated, chmod-ed, linked or
   renamed away;
 - folders: ``__pycache__`` beside ``.py`` files, and any under ``sys.pycache_prefix`` *as it was
@@ -33,18 +34,26 @@ Not covered: a descriptor of the temporary file held by another process (a read 
 
 from __future__ import annotations
 
+import collections
 import importlib.util
 import marshal
 import os
 import stat
 import struct
 import sys
+import threading
 import types
 from typing import Any
 
 _prefix: list[str | None] = [None]  # sys.pycache_prefix, resolved, as it was at install (record_prefix)
 _recorded: list[bool] = [False]
 _os_open = getattr(os.open, "__wrapped__", os.open)  # the builtin: this runs inside the audit hook
+_judging: collections.Counter[str] = collections.Counter()
+"""The temporary files whose replace is being judged now. Their names may not be made again
+meanwhile (an ``O_EXCL`` create after another thread moved the judged file away): the rename
+that follows the judgement would move the new file. The rename's system call comes right after
+the audit hook returns, with no other Python code between."""
+_judging_lock = threading.Lock()
 _HEADER = 16  # magic, flags, then mtime and size or an 8-byte source hash (PEP 552)
 # What code objects' == leaves out (CPython's code_richcompare), compared here too; co_filename is
 # set to the source's path by the import system when it loads a cache.
@@ -114,11 +123,21 @@ def expected_cache_write(event: str, args: tuple[Any, ...], paths: list[str]) ->
     if event == "open":
         flags = args[2] if len(args) > 2 and type(args[2]) is int else 0
         creates = flags & (os.O_EXCL | os.O_CREAT) == os.O_EXCL | os.O_CREAT
-        return creates and temp_of(paths[0]) is not None
+        return creates and temp_of(paths[0]) is not None and not _judging[paths[0]]
     if event == "os.remove":
         return temp_of(paths[0]) is not None
     if event == "os.rename" and len(paths) == 2:
-        return temp_of(paths[0]) == paths[1] and honest(paths[0], paths[1])
+        if temp_of(paths[0]) != paths[1]:
+            return False
+        with _judging_lock:
+            _judging[paths[0]] += 1
+        try:
+            return honest(paths[0], paths[1])
+        finally:
+            with _judging_lock:
+                _judging[paths[0]] -= 1
+                if not _judging[paths[0]]:
+                    del _judging[paths[0]]
     return False
 
 
