@@ -303,6 +303,50 @@ try:
             rotating.baseFilename = saved
 
     in_read("remove a rotation of a retargeted handler", remove_retargeted)
+
+    # Its rollover settings: a namer set after it was made (the cookbook's way), before any read
+    named = logging.handlers.RotatingFileHandler(path("n.log"), maxBytes=60, backupCount=2, delay=True)
+    named.namer = lambda name: name.replace("n.log.", "n-") + ".log"
+    rolls = logging.getLogger("host.rolls")
+    rolls.addHandler(named)
+    rolls.propagate = False
+    levels.install_scoped()
+    with open(path("victim2.cfg"), "w") as f:
+        f.write("important = true\n")
+    in_read(
+        "roll over with the host's namer", lambda: [rolls.error("a record long enough to roll over") for _ in range(3)]
+    )
+    seen["named rotations"] = sorted(n for n in os.listdir(DIR) if n.startswith("n"))
+
+    def under_lock(change: Callable[[], None], write: Callable[[], None]) -> Callable[[], None]:
+        def run() -> None:  # as the handler's own rollover would: its lock held, its stream closed
+            saved = named.namer, named.rotator, named.backupCount, named.stream
+            change()
+            named.acquire()
+            try:
+                named.stream = None  # type: ignore[assignment]
+                write()
+            finally:
+                named.namer, named.rotator, named.backupCount, named.stream = saved
+                named.release()
+
+        return run
+
+    def retarget_namer() -> None:
+        named.namer = lambda name: path("victim2.cfg")
+
+    def set_rotator() -> None:
+        named.rotator = lambda source, dest: None
+
+    def set_backups() -> None:
+        named.backupCount = 500
+
+    with open(path("n-400.log"), "w") as f:
+        f.write("kept")
+    in_read("a namer set in a read names a victim", under_lock(retarget_namer, lambda: os.remove(path("victim2.cfg"))))
+    in_read("a rotator set in a read removes the log", under_lock(set_rotator, lambda: os.remove(path("n.log"))))
+    in_read("a backup count set in a read", under_lock(set_backups, lambda: os.remove(path("n-400.log"))))
+    seen["victim2.cfg"] = (content(path("victim2.cfg")) or b"(removed)").decode()
 finally:
     sys.stderr = stderr
 seen["victim.cfg"] = content(path("victim.cfg")).decode()  # type: ignore[union-attr]

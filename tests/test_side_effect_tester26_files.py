@@ -77,6 +77,18 @@ def test_a_host_log_handler_retargeted_in_a_read_writes_nothing_new(run: dict[st
     assert run["remove a rotation of a retargeted handler"] == "refused"
 
 
+def test_a_host_handlers_rollover_settings_set_in_a_read_name_nothing_new(run: dict[str, Any]) -> None:
+    assert run["roll over with the host's namer"] == "allowed"
+    assert run["named rotations"] == ["n-1.log", "n-2.log", "n.log"]
+    changed = (
+        "a namer set in a read names a victim",
+        "a rotator set in a read removes the log",
+        "a backup count set in a read",
+    )
+    assert {label: run[label] for label in changed} == dict.fromkeys(changed, "refused")
+    assert run["victim2.cfg"] == "important = true\n"
+
+
 def test_code_objects_are_compared_with_the_fields_eq_leaves_out() -> None:
     code = compile("def f(x):\n    return x + 1\n", "m.py", "exec")
     deeper = tuple(
