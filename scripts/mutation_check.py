@@ -46,6 +46,7 @@ T26F_CACHE = T26F + "test_a_cache_is_written_only_with_what_the_import_system_wo
 T26F_CODE = T26F + "test_code_objects_are_compared_with_the_fields_eq_leaves_out"
 T26F_PREFIX = T26F + "test_a_pycache_prefix_set_in_a_read_exempts_nothing"
 T26F_LOG = T26F + "test_a_host_log_handler_retargeted_in_a_read_writes_nothing_new"
+T26F_ROLL = T26F + "test_a_host_handlers_rollover_settings_set_in_a_read_name_nothing_new"
 
 LOGS = "tests/test_logfile_family.py::"
 LOG_REFUSED = LOGS + "test_a_read_may_not_touch_a_host_logs_files_itself"
@@ -145,14 +146,14 @@ CASES: tuple[Case, ...] = (
     Case(
         "file: a rotation's number is one the rollover makes",
         "core/_sideeffects/logfiles.py",
-        "for n in range(1, handler.backupCount + 1)",
-        "for n in range(0, handler.backupCount + 2)",
+        "for n in range(1, _settings_of(handler)[2] + 1)",
+        "for n in range(0, _settings_of(handler)[2] + 2)",
         (LOG_FAMILY,),
     ),
     Case(
         "file: a rotation's name is what the handler's namer makes of it",
         "core/_sideeffects/logfiles.py",
-        "named = handler.rotation_filename(default)",
+        "named = namer(default) if callable(namer) else default",
         "named = default",
         (LOG_FAMILY, LOG_TIMED, LOG_NAMED, LOG_REFUSED),
     ),
@@ -180,7 +181,7 @@ CASES: tuple[Case, ...] = (
     Case(
         "file: log rotation is allowed",
         "core/_sideeffects/logfiles.py",
-        'return any(_names(handler, f"{base}.{n}", path) for n in range(1, handler.backupCount + 1))',
+        'return any(_names(handler, f"{base}.{n}", path) for n in range(1, _settings_of(handler)[2] + 1))',
         "return False",
         (ALLOWED, LOG_ALLOWED),
     ),
@@ -4116,6 +4117,34 @@ CASES += (
         "base, mode = _origin(handler)",
         "base, mode = handler.baseFilename, handler.mode",
         (T26F_LOG,),
+    ),
+    Case(
+        "file: a host handler's namer is the settled one (t26 F10)",
+        "core/_sideeffects/logfiles.py",
+        "            namer = _settings_of(handler)[0]",
+        "            namer = handler.namer",
+        (T26F_ROLL,),
+    ),
+    Case(
+        "file: a host handler's rotator is the settled one (t26 F10)",
+        "core/_sideeffects/logfiles.py",
+        "    rotator = _settings_of(handler)[1]",
+        '    rotator = getattr(handler, "rotator", None) is not None',
+        (T26F_ROLL,),
+    ),
+    Case(
+        "file: a host handler's backupCount is the settled one (t26 F10)",
+        "core/_sideeffects/logfiles.py",
+        "for n in range(1, _settings_of(handler)[2] + 1)",
+        "for n in range(1, handler.backupCount + 1)",
+        (T26F_ROLL,),
+    ),
+    Case(
+        "file: a namer set after the handler was made counts once settled (t26 F10)",
+        "core/_sideeffects/logfiles.py",
+        "            _settings[handler] = _rollover_settings(handler)\n            _unsettled.discard(handler)",
+        "            _unsettled.discard(handler)",
+        (T26F_ROLL,),
     ),
     Case(
         "file: a host handler's rotations are named from the recorded file (t26 F10)",

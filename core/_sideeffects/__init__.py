@@ -68,7 +68,8 @@ What is refused in the scope (``SideEffectRefused``, -32008, rule ``side-effect-
   embedded, nothing patched, one attached to a logger while no guarded call ran: :mod:`.logfiles`
   gives the rule), the file and mode it had when seen (a read that sets ``baseFilename`` or
   ``mode`` moves neither), with its rotations (``app.log.1``: renamed and removed by rotating
-  handlers). A handler made in the scope is judged like any open.
+  handlers, named by the ``namer``, ``rotator`` and ``backupCount`` it had when the next guarded
+  call began). A handler made in the scope is judged like any open.
 * Processes: ``subprocess``, ``os.system``, ``os.exec*``, ``os.spawn*``, ``os.posix_spawn*``,
   ``os.fork``/``forkpty``, ``pty.spawn`` (both levels); ``os.mkfifo``/``os.mknod`` and a bare
   ``_posixsubprocess.fork_exec``, which raise no audit event, process-wide only.
