@@ -6,6 +6,7 @@ handler, at one side-effect level. Prints one JSON object: for each case ``"allo
 
 from __future__ import annotations
 
+import builtins
 import contextvars
 import ctypes
 import importlib
@@ -197,6 +198,27 @@ def remade_while_judged() -> None:
     os.replace(temp, cache)
 
 
+def with_stdlib_replaced(module: Any, name: str, fake: Any) -> Callable[[], None]:
+    """A planted temp replaced while a read has swapped a stdlib function the judgement could use."""
+
+    def run() -> None:
+        real = getattr(module, name)
+        setattr(module, name, fake)
+        try:
+            via_temp(cache, evil)
+        finally:
+            setattr(module, name, real)
+
+    return run
+
+
+honest_code = compile("X = 1\n", victim, "exec")
+in_read("a planted temp with marshal.loads replaced", with_stdlib_replaced(marshal, "loads", lambda _b: honest_code))
+in_read(
+    "a planted temp with compile replaced",
+    with_stdlib_replaced(builtins, "compile", lambda *_a, **_k: marshal.loads(evil[16:])),
+)
+seen["cache after swapped functions"] = content(cache) == good
 seen["remake a temp while judged"] = "allowed"
 in_read("replace while the temp is remade", remade_while_judged)
 seen["cache after a remade temp"] = content(cache) == good
