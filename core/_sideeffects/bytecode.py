@@ -54,6 +54,10 @@ meanwhile (an ``O_EXCL`` create after another thread moved the judged file away)
 that follows the judgement would move the new file. The rename's system call comes right after
 the audit hook returns, with no other Python code between."""
 _judging_lock = threading.Lock()
+# The functions and constants the judgement uses, bound when this module is imported: a read that
+# swaps ``builtins.compile`` or ``marshal.loads`` for its own judges nothing by them.
+_compile, _loads, _source_hash = compile, marshal.loads, importlib.util.source_hash
+_MAGIC, _TAG = importlib.util.MAGIC_NUMBER, sys.implementation.cache_tag
 _HEADER = 16  # magic, flags, then mtime and size or an 8-byte source hash (PEP 552)
 # What code objects' == leaves out (CPython's code_richcompare), compared here too; co_filename is
 # set to the source's path by the import system when it loads a cache.
@@ -87,7 +91,7 @@ def cache_source(path: str) -> tuple[str, int] | None:
     interpreter whose source exists, else None."""
     folder, name = os.path.split(path)
     stem, dot, tail = name.rpartition(".")
-    tag = sys.implementation.cache_tag
+    tag = _TAG
     if not dot or tail != "pyc" or tag is None:
         return None
     level = 0
@@ -154,19 +158,19 @@ def honest(temp: str, cache: str) -> bool:
             source_bytes, source_stat = f.read(), os.fstat(f.fileno())
     except OSError:
         return False
-    if data is None or len(data) < _HEADER or data[:4] != importlib.util.MAGIC_NUMBER:
+    if data is None or len(data) < _HEADER or data[:4] != _MAGIC:
         return False
     flags = int.from_bytes(data[4:8], "little")
     if flags == 0:
         stamp = struct.pack("<II", int(source_stat.st_mtime) & 0xFFFFFFFF, source_stat.st_size & 0xFFFFFFFF)
         fits = data[8:_HEADER] == stamp
     else:
-        fits = flags in (1, 3) and data[8:_HEADER] == importlib.util.source_hash(source_bytes)
+        fits = flags in (1, 3) and data[8:_HEADER] == _source_hash(source_bytes)
     if not fits:
         return False
     try:
-        code = marshal.loads(data[_HEADER:])
-        expected = compile(source_bytes, source, "exec", dont_inherit=True, optimize=level)
+        code = _loads(data[_HEADER:])
+        expected = _compile(source_bytes, source, "exec", dont_inherit=True, optimize=level)
     except (ValueError, EOFError, TypeError, SyntaxError, MemoryError, RecursionError):
         return False
     return same_code(code, expected)
