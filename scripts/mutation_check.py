@@ -41,6 +41,13 @@ WARN_ONCE = (
     READ + "test_a_raw_request_let_through_in_warn_mode_is_recorded_once",
     "tests/test_side_effects.py::test_warn_mode_serves_the_read_and_records_the_violation",
 )
+T26F = "tests/test_side_effect_tester26_files.py::"
+T26F_CACHE = T26F + "test_a_cache_is_written_only_with_what_the_import_system_would_write"
+T26F_CODE = T26F + "test_code_objects_are_compared_with_the_fields_eq_leaves_out"
+T26F_PREFIX = T26F + "test_a_pycache_prefix_set_in_a_read_exempts_nothing"
+T26F_LOG = T26F + "test_a_host_log_handler_retargeted_in_a_read_writes_nothing_new"
+T26F_ROLL = T26F + "test_a_host_handlers_rollover_settings_set_in_a_read_name_nothing_new"
+
 LOGS = "tests/test_logfile_family.py::"
 LOG_REFUSED = LOGS + "test_a_read_may_not_touch_a_host_logs_files_itself"
 LOG_ALLOWED = LOGS + "test_the_hosts_rotating_handlers_rotate_inside_a_read"
@@ -76,22 +83,22 @@ CASES: tuple[Case, ...] = (
     # the read scope's file channel
     Case(
         "file: bytecode caches need an existing source",
-        "core/_sideeffects/files.py",
-        "return os.path.isfile(importlib.util.source_from_cache(path))",
-        "return bool(importlib.util.source_from_cache(path))",
-        (TRUST,),
+        "core/_sideeffects/bytecode.py",
+        "        if os.path.isfile(source):\n            return source, level",
+        "        if True:\n            return source, level",
+        (TRUST, T26F_CACHE),
     ),
     Case(
         "file: every write is an expected one",
         "core/_sideeffects/files.py",
-        "    if all(_is_bytecode_cache(p) for p in paths):\n        return True",
+        "    if bytecode.expected_cache_write(event, args, paths):\n        return True",
         "    if True:\n        return True",
         (TRUST,),
     ),
     Case(
         "file: a host log is opened only in its handler's own mode",
         "core/_sideeffects/logfiles.py",
-        "return bool(args[1] == handler.mode)",
+        "return bool(args[1] == mode)",
         "return True",
         (LOG_REFUSED,),
     ),
@@ -140,14 +147,14 @@ CASES: tuple[Case, ...] = (
     Case(
         "file: a rotation's number is one the rollover makes",
         "core/_sideeffects/logfiles.py",
-        "for n in range(1, handler.backupCount + 1)",
-        "for n in range(0, handler.backupCount + 2)",
+        "for n in range(1, _settings_of(handler)[2] + 1)",
+        "for n in range(0, _settings_of(handler)[2] + 2)",
         (LOG_FAMILY,),
     ),
     Case(
         "file: a rotation's name is what the handler's namer makes of it",
         "core/_sideeffects/logfiles.py",
-        "named = handler.rotation_filename(default)",
+        "named = namer(default) if callable(namer) else default",
         "named = default",
         (LOG_FAMILY, LOG_TIMED, LOG_NAMED, LOG_REFUSED),
     ),
@@ -175,7 +182,7 @@ CASES: tuple[Case, ...] = (
     Case(
         "file: log rotation is allowed",
         "core/_sideeffects/logfiles.py",
-        'return any(_names(handler, f"{base}.{n}", path) for n in range(1, handler.backupCount + 1))',
+        'return any(_names(handler, f"{base}.{n}", path) for n in range(1, _settings_of(handler)[2] + 1))',
         "return False",
         (ALLOWED, LOG_ALLOWED),
     ),
@@ -4228,6 +4235,178 @@ CASES += (  # side-effect scope containment (round 16, tester twenty-two F1-F5)
         "            return None  # signal 0: only asks whether the target exists",
         "            pass",
         (PROC + "test_what_only_asks_passes_in_a_read",),
+    ),
+)
+
+CASES += (
+    # tester twenty-six F4, F9, F10: bytecode caches, the cache prefix, a host log handler retargeted
+    Case(
+        "file: a cache temp is opened for writing only to be created (t26 F4)",
+        "core/_sideeffects/bytecode.py",
+        "creates = flags & (os.O_EXCL | os.O_CREAT) == os.O_EXCL | os.O_CREAT",
+        "creates = True",
+        (T26F_CACHE,),
+    ),
+    Case(
+        "file: a temp's name is not made again while its replace is judged (t26 F4)",
+        "core/_sideeffects/bytecode.py",
+        "return creates and temp_of(paths[0]) is not None and not _judging[paths[0]]",
+        "return creates and temp_of(paths[0]) is not None",
+        (T26F_CACHE,),
+    ),
+    Case(
+        "file: only a cache temp is removed (t26 F4)",
+        "core/_sideeffects/bytecode.py",
+        '    if event == "os.remove":\n        return temp_of(paths[0]) is not None',
+        '    if event == "os.remove":\n        return True',
+        (T26F_CACHE,),
+    ),
+    Case(
+        "file: a temp is replaced only onto its own cache (t26 F4)",
+        "core/_sideeffects/bytecode.py",
+        "        if temp_of(paths[0]) != paths[1]:\n            return False",
+        "        if False:\n            return False",
+        (T26F_CACHE,),
+    ),
+    Case(
+        "file: a temp's replace onto a cache is judged for its bytes (t26 F4)",
+        "core/_sideeffects/bytecode.py",
+        "            return honest(paths[0], paths[1])",
+        "            return True",
+        (T26F_CACHE,),
+    ),
+    Case(
+        "file: a temp still held is never replaced onto a cache (t26 F4)",
+        "core/_sideeffects/bytecode.py",
+        "if found is None or _held(temp):",
+        "if found is None:",
+        (T26F_CACHE,),
+    ),
+    Case(
+        "file: a descriptor on the temp is seen (t26 F4)",
+        "core/_sideeffects/bytecode.py",
+        "if (other.st_dev, other.st_ino) == same:",
+        "if False:",
+        (T26F_CACHE,),
+    ),
+    Case(
+        "file: a memory mapping of the temp is seen (t26 F4)",
+        "core/_sideeffects/bytecode.py",
+        "if mapped == same or named == path:",
+        "if False:",
+        (T26F_CACHE,),
+    ),
+    Case(
+        "file: a temp with a second link is never replaced onto a cache (t26 F4)",
+        "core/_sideeffects/bytecode.py",
+        "if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:",
+        "if not stat.S_ISREG(st.st_mode):",
+        (T26F_CACHE,),
+    ),
+    Case(
+        "file: a cache's magic is this interpreter's (t26 F4)",
+        "core/_sideeffects/bytecode.py",
+        "if data is None or len(data) < _HEADER or data[:4] != _MAGIC:",
+        "if data is None or len(data) < _HEADER:",
+        (T26F_CACHE,),
+    ),
+    Case(
+        "file: a timestamp cache has its source's mtime and size (t26 F4)",
+        "core/_sideeffects/bytecode.py",
+        "fits = data[8:_HEADER] == stamp",
+        "fits = True",
+        (T26F_CACHE,),
+    ),
+    Case(
+        "file: a hash-based cache has its source's hash (t26 F4)",
+        "core/_sideeffects/bytecode.py",
+        "fits = flags in (1, 3) and data[8:_HEADER] == _source_hash(source_bytes)",
+        "fits = flags in (1, 3)",
+        (T26F_CACHE,),
+    ),
+    Case(
+        "file: a cache's code is what compile() makes of its source (t26 F4)",
+        "core/_sideeffects/bytecode.py",
+        "    return same_code(code, expected)",
+        "    return True",
+        (T26F_CACHE,),
+    ),
+    Case(
+        "file: the judgement's compile is the one bound at import (t26 F4)",
+        "core/_sideeffects/bytecode.py",
+        '        expected = _compile(source_bytes, source, "exec", dont_inherit=True, optimize=level)',
+        '        expected = compile(source_bytes, source, "exec", dont_inherit=True, optimize=level)',
+        (T26F_CACHE,),
+    ),
+    Case(
+        "file: code objects are compared beyond == (t26 F4)",
+        "core/_sideeffects/bytecode.py",
+        "if any(getattr(found, name) != getattr(expected, name) for name in _FIELDS):",
+        "if False:",
+        (T26F_CODE,),
+    ),
+    Case(
+        "file: nested code objects are compared beyond == (t26 F4)",
+        "core/_sideeffects/bytecode.py",
+        "return all(same_code(a, b) for a, b in pairs if isinstance(b, types.CodeType))",
+        "return True",
+        (T26F_CODE,),
+    ),
+    Case(
+        "file: a cache folder's prefix is the recorded one (t26 F9)",
+        "core/_sideeffects/bytecode.py",
+        "    root = _prefix[0]\n    if root is not None and (path == root",
+        "    root = sys.pycache_prefix\n    if root is not None and (path == root",
+        (T26F_PREFIX,),
+    ),
+    Case(
+        "file: a cache path's prefix is the recorded one (t26 F9)",
+        "core/_sideeffects/bytecode.py",
+        "    root = _prefix[0]\n    if root is not None and folder.startswith",
+        "    root = sys.pycache_prefix\n    if root is not None and folder.startswith",
+        (T26F_PREFIX,),
+    ),
+    Case(
+        "file: a host handler's file and mode are those recorded (t26 F10)",
+        "core/_sideeffects/logfiles.py",
+        "base, mode = _origin(handler)",
+        "base, mode = handler.baseFilename, handler.mode",
+        (T26F_LOG,),
+    ),
+    Case(
+        "file: a host handler's namer is the settled one (t26 F10)",
+        "core/_sideeffects/logfiles.py",
+        "            namer = _settings_of(handler)[0]",
+        "            namer = handler.namer",
+        (T26F_ROLL,),
+    ),
+    Case(
+        "file: a host handler's rotator is the settled one (t26 F10)",
+        "core/_sideeffects/logfiles.py",
+        "    rotator = _settings_of(handler)[1]",
+        '    rotator = getattr(handler, "rotator", None) is not None',
+        (T26F_ROLL,),
+    ),
+    Case(
+        "file: a host handler's backupCount is the settled one (t26 F10)",
+        "core/_sideeffects/logfiles.py",
+        "for n in range(1, _settings_of(handler)[2] + 1)",
+        "for n in range(1, handler.backupCount + 1)",
+        (T26F_ROLL,),
+    ),
+    Case(
+        "file: a namer set after the handler was made counts once settled (t26 F10)",
+        "core/_sideeffects/logfiles.py",
+        "            _settings[handler] = _rollover_settings(handler)\n            _unsettled.discard(handler)",
+        "            _unsettled.discard(handler)",
+        (T26F_ROLL,),
+    ),
+    Case(
+        "file: a host handler's rotations are named from the recorded file (t26 F10)",
+        "core/_sideeffects/logfiles.py",
+        "base = _origin(handler)[0]",
+        "base = handler.baseFilename",
+        (T26F_LOG,),
     ),
 )
 

@@ -127,6 +127,7 @@ def test_a_rotating_handlers_family_is_what_its_rollover_names(
 ) -> None:
     handler = rotating(tmp_path, "app.log", maxBytes=10, backupCount=2)
     handler.namer = NAMERS[namer]
+    logfiles.settle()  # a namer set after the handler was made counts from the next call's entry
     assert logfiles._rotation(handler, str(tmp_path / name)) is expected
 
 
@@ -160,6 +161,7 @@ def test_a_timed_handlers_family_is_what_its_namer_makes_of_its_ext_match(
 ) -> None:
     handler = logging.handlers.TimedRotatingFileHandler(tmp_path / "t.log", when="D", delay=True)
     handler.namer = NAMERS[namer]
+    logfiles.settle()  # a namer set after the handler was made counts from the next call's entry
     assert logfiles._rotation(handler, str(tmp_path / name)) is expected
 
 
@@ -173,6 +175,7 @@ def test_a_timed_handlers_own_ext_match_narrows_its_family(tmp_path: Path) -> No
 def test_a_rollover_renames_nothing_onto_the_log_whatever_its_namer_makes(tmp_path: Path) -> None:
     handler = rotating(tmp_path, "app.log", maxBytes=10, backupCount=2)
     handler.namer = lambda name: name.removesuffix(".1")  # app.log.1 named onto the log itself
+    logfiles.settle()  # a namer set after the handler was made counts from the next call's entry
     base, second = str(tmp_path / "app.log"), str(tmp_path / "app.log.2")
     assert logfiles._writes_its_own(handler, "os.rename", (), [base, second])
     assert not logfiles._writes_its_own(handler, "os.rename", (), [second, base])
@@ -181,6 +184,7 @@ def test_a_rollover_renames_nothing_onto_the_log_whatever_its_namer_makes(tmp_pa
 def test_a_namer_that_raises_names_nothing(tmp_path: Path) -> None:
     handler = rotating(tmp_path, "app.log", maxBytes=10, backupCount=2)
     handler.namer = lambda name: 1 / 0
+    logfiles.settle()  # a namer set after the handler was made counts from the next call's entry
     assert not logfiles._rotation(handler, str(tmp_path / "app.log.1"))
 
 

@@ -56,13 +56,20 @@ What is refused in the scope (``SideEffectRefused``, -32008, rule ``side-effect-
   through a reference the wrapper does not cover, ``posix.open`` say, lands in an unknown
   directory and is refused). Allowed, for *what* is written and never for who is on the stack (a
   provider can run any code under any module name): paths under the call's scratch directory
-  (:func:`scratch_dir`); the import system's bytecode caches, that is PEP 3147/488 ``.pyc`` paths
-  (and the temporary ``<cache>.<id>`` file they are written through) of a source file that
-  exists, and ``__pycache__`` folders beside ``.py`` files (or under ``sys.pycache_prefix``); and
+  (:func:`scratch_dir`); the import system's bytecode caches (PEP 3147/488/552) written as it
+  writes them (:mod:`.bytecode` gives the rule): a temporary ``<cache>.<id>`` file of a source
+  that exists created ``O_EXCL``, then replaced onto its cache only when its bytes are what the
+  import system would write for that source (magic, the source's mtime and size or hash, the code
+  object of ``compile()``), judged at the replace with no descriptor or mapping left on it; the
+  cache path itself is never opened for writing, removed, truncated, chmod-ed or renamed away;
+  ``__pycache__`` folders beside ``.py`` files, and folders under ``sys.pycache_prefix`` as it was
+  when the guards were installed (the live attribute moves nothing); and
   the file of a ``logging.FileHandler`` made outside any scope (process-wide, seen when made;
   embedded, nothing patched, one attached to a logger while no guarded call ran: :mod:`.logfiles`
-  gives the rule), opened in the handler's own mode, with its rotations (``app.log.1``: renamed
-  and removed by rotating handlers). A handler made in the scope is judged like any open.
+  gives the rule), the file and mode it had when seen (a read that sets ``baseFilename`` or
+  ``mode`` moves neither), with its rotations (``app.log.1``: renamed and removed by rotating
+  handlers, named by the ``namer``, ``rotator`` and ``backupCount`` it had when the next guarded
+  call began). A handler made in the scope is judged like any open.
 * Processes: ``subprocess``, ``os.system``, ``os.exec*``, ``os.spawn*``, ``os.posix_spawn*``,
   ``os.fork``/``forkpty``, ``pty.spawn`` (both levels); ``os.mkfifo``/``os.mknod`` and a bare
   ``_posixsubprocess.fork_exec``, which raise no audit event, process-wide only.
@@ -116,9 +123,9 @@ with and without an embedded composition.
 Modules: :mod:`.scope` (the scope), :mod:`.judge` (one HTTP request), :mod:`.files` (the audit
 hook: files, processes), :mod:`.clients` (HTTP library patches), :mod:`.wire` (socket and TLS
 bytes), :mod:`.lowlevel` (descriptor sends, path races), :mod:`.imports` (patch on first import),
-:mod:`.logfiles` (the host's log files), :mod:`.saved` (references saved before install),
-:mod:`.process` (other processes, the process's own state),
-:mod:`.levels` (which of them are in place).
+:mod:`.logfiles` (the host's log files), :mod:`.bytecode` (the import system's caches),
+:mod:`.saved` (references saved before install), :mod:`.process` (other processes, the process's
+own state), :mod:`.levels` (which of them are in place).
 """
 
 # What the core uses, re-exported (the package is private: no __all__).

@@ -6,17 +6,15 @@ log files a read may write is :mod:`.logfiles`'s."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import socket
 import stat
-import sys
 import threading
 import weakref
 from collections.abc import Callable
 from typing import Any
 
-from mcp_providers._sideeffects import lowlevel, process
+from mcp_providers._sideeffects import bytecode, lowlevel, process
 from mcp_providers._sideeffects.logfiles import expected_log_write
 from mcp_providers._sideeffects.scope import Scope, scope_var
 
@@ -229,7 +227,7 @@ def _resolve_os_open(raw: Any) -> str:
         relative = True
     if relative:
         cache = _resolve(raw, None)  # the import system writes caches through posix.open, unguarded
-        if _is_bytecode_cache(cache):
+        if bytecode.temp_of(cache) is not None:
             return cache
         return f"{os.fsdecode(raw)!s} (relative to a directory descriptor that cannot be known)"
     return _resolve(raw, None)
@@ -254,13 +252,13 @@ def guarded_os_open(path: Any, flags: int, mode: int = 0o777, *, dir_fd: int | N
 
 def _expected_write(event: str, args: tuple[Any, ...], paths: list[str]) -> bool:
     """The writes a read may make because of *what* is written, never who asks: the null device
-    (opened only: what is written there is discarded), the import system's bytecode cache (PEP 3147)
-    and the files of the host's log handlers (:mod:`.logfiles`)."""
+    (opened only: what is written there is discarded), the import system's bytecode caches, written
+    as it writes them (:mod:`.bytecode`), and the files of the host's log handlers (:mod:`.logfiles`)."""
     if event == "open" and all(_is_null_device(p) for p in paths):
         return True
-    if all(_is_bytecode_cache(p) for p in paths):
+    if bytecode.expected_cache_write(event, args, paths):
         return True
-    if event == "os.mkdir" and all(_is_cache_dir(p) for p in paths):
+    if event == "os.mkdir" and all(bytecode.is_cache_dir(p) for p in paths):
         return True
     return expected_log_write(event, args, paths)  # a host log handler's file, its rotations
 
@@ -272,30 +270,6 @@ def _is_null_device(path: str) -> bool:
     """Whether ``path`` (resolved) is the null device itself: a character device, not a file named so."""
     try:
         return path == _NULL and stat.S_ISCHR(os.stat(path).st_mode)
-    except OSError:
-        return False
-
-
-def _is_bytecode_cache(path: str) -> bool:
-    """Whether ``path`` is a ``.pyc`` cache (or the import system's ``<cache>.<id>`` temporary file
-    for it, see ``importlib._bootstrap_external._write_atomic``) of a source file that exists."""
-    stem, _, tail = path.rpartition(".")
-    if tail.isdigit() and stem.endswith(".pyc"):
-        path = stem
-    try:
-        return os.path.isfile(importlib.util.source_from_cache(path))
-    except (ValueError, NotImplementedError):
-        return False  # not a PEP 3147/488 cache path for this interpreter
-
-
-def _is_cache_dir(path: str) -> bool:
-    prefix = sys.pycache_prefix
-    if prefix is not None:
-        root = os.path.realpath(prefix)
-        return path == root or path.startswith(root + os.sep)
-    parent, name = os.path.split(path)
-    try:
-        return name == "__pycache__" and any(n.endswith(".py") for n in os.listdir(parent))
     except OSError:
         return False
 

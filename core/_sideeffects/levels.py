@@ -31,11 +31,11 @@ from collections.abc import Callable, Iterator
 from contextvars import Token
 from typing import Any
 
-from mcp_providers._sideeffects import lowlevel
+from mcp_providers._sideeffects import bytecode, lowlevel
 from mcp_providers._sideeffects.clients import patch_aiohttp, patch_http_client, patch_httpcore
 from mcp_providers._sideeffects.files import audit_hook, guarded_os_open, patch_unaudited
 from mcp_providers._sideeffects.imports import patch_on_import
-from mcp_providers._sideeffects.logfiles import call_began, call_ended, patch_logging, record_log_files
+from mcp_providers._sideeffects.logfiles import call_began, call_ended, patch_logging, record_log_files, settle
 from mcp_providers._sideeffects.process import guarded_homes, patch_process_state
 from mcp_providers._sideeffects.saved import redirect_saved
 from mcp_providers._sideeffects.scope import Kind, Mode, Scope, scope_lock, scope_var
@@ -65,6 +65,7 @@ def install_scoped() -> None:
         if _hooked:
             return
         tempfile.gettempdir()  # its first call writes a probe file: never let that happen in a scope
+        bytecode.record_prefix()  # the cache folders' prefix as the process has it now, never the live one
         sys.addaudithook(audit_hook)
         _hooked = True
 
@@ -149,6 +150,7 @@ def enter_scope(provider: str, plugin: str, target: str, kind: Kind, mode: Mode)
     scope = Scope(provider, plugin, target, kind, mode)
     if not _installed:  # process-wide, the count is never read (logfiles.call_began): not called
         call_began()  # before the provider's code runs: the host's log handlers made since are recorded
+    settle()  # the rollover settings of host log handlers recorded since, before the call's code runs
     return scope, scope_var.set(scope)
 
 

@@ -9,7 +9,12 @@ host's (made outside every guarded call, :data:`_log_files`), hold its lock in t
 first record, ``doRollover`` and ``reopenIfNeeded`` leave it before they open), and the write
 must be one of:
 
-- the open of its file in its own mode;
+- the open of its file in its own mode: the ``baseFilename`` and ``mode`` it had when recorded as
+  the host's (:data:`_origins`), whatever they are now (a read that points them at another file,
+  or sets ``"w"``, writes nothing by it; tester twenty-six F10); its rotations are named from
+  that file too, with the ``namer``, ``rotator`` and ``backupCount`` it had when the first guarded
+  call after it was recorded began (:func:`settle`: the cookbook sets a namer after making the
+  handler), whatever a call sets them to later;
 - a rollover's renames within its rotation family, never onto the file: the names the handler's
   own ``rotation_filename`` (its ``namer``) makes of a RotatingFileHandler's ``app.log.N``
   (1 <= N <= ``backupCount``), of a TimedRotatingFileHandler's ``app.log.<suffix>`` with the
@@ -76,6 +81,13 @@ from mcp_providers._sideeffects.scope import scope_var
 
 _log_files: weakref.WeakSet[logging.FileHandler] = weakref.WeakSet()
 """The host's handlers (made outside any scope); their files are resolved at each judged write."""
+_origins: weakref.WeakKeyDictionary[logging.FileHandler, tuple[str, str]] = weakref.WeakKeyDictionary()
+"""Each host handler's ``baseFilename`` and ``mode`` when it was recorded: a read that sets the
+public attributes (to another file, or ``"w"``) moves nothing it may write."""
+_settings: weakref.WeakKeyDictionary[logging.FileHandler, tuple[Any, bool, int]] = weakref.WeakKeyDictionary()
+"""Each host handler's ``namer``, whether it has a ``rotator``, and its ``backupCount``: when it was
+recorded, then once more at the next guarded call's entry (:func:`settle`)."""
+_unsettled: weakref.WeakSet[logging.FileHandler] = weakref.WeakSet()  # recorded, not yet settled
 _seen: weakref.WeakSet[logging.Handler] = weakref.WeakSet()  # handlers already judged host's or not
 _running = 0  # guarded calls running in the process now
 _lock = threading.Lock()  # the count and the walks (a walk and a count change are one step)
@@ -102,13 +114,14 @@ def _writes_its_own(handler: logging.FileHandler, event: str, args: tuple[Any, .
     its file in its mode; a rollover's renames within its family (``base`` -> ``base.1`` ...,
     never onto ``base``) and removals of an old rotation; with a custom ``rotator`` (the cookbook's
     compressing one), the write-open of the rotation and the removal of ``base`` it copied. The
-    file is where ``baseFilename`` is now (a symlink followed at this write, not at registration)."""
-    base = handler.baseFilename
+    file and mode are those the handler had when recorded (:func:`_origin`); the file is resolved
+    at this write (a symlink followed now, not at registration)."""
+    base, mode = _origin(handler)
     own = {os.path.abspath(base), os.path.realpath(base)}
-    rotator = getattr(handler, "rotator", None) is not None
+    rotator = _settings_of(handler)[1]
     if event == "open":
         if paths[0] in own:
-            return bool(args[1] == handler.mode)
+            return bool(args[1] == mode)
         return rotator and _rotation(handler, paths[0])
     if event == "os.remove":
         return _rotation(handler, paths[0]) or (paths[0] in own and rotator)
@@ -137,7 +150,7 @@ def _rotation(handler: logging.FileHandler, path: str) -> bool:
     TimedRotatingFileHandler. A namer cannot be inverted, so the suffixes tried are the parts of
     ``path``'s name that match ``extMatch``, each kept only when the namer makes ``path`` of it.
     Any other handler rotates nothing; a namer that raises names nothing."""
-    base = handler.baseFilename
+    base = _origin(handler)[0]
     if isinstance(handler, logging.handlers.TimedRotatingFileHandler):
         pattern = getattr(handler, "extMatch", None)
         if not isinstance(pattern, re.Pattern):
@@ -146,7 +159,7 @@ def _rotation(handler: logging.FileHandler, path: str) -> bool:
         found = {name[i:j] for i in range(len(name)) for j in range(i + 1, len(name) + 1)}
         return any(_names(handler, f"{base}.{s}", path) for s in found if _time_suffix(handler, pattern, s))
     if isinstance(handler, logging.handlers.RotatingFileHandler):
-        return any(_names(handler, f"{base}.{n}", path) for n in range(1, handler.backupCount + 1))
+        return any(_names(handler, f"{base}.{n}", path) for n in range(1, _settings_of(handler)[2] + 1))
     return False
 
 
@@ -164,17 +177,65 @@ def _time_suffix(handler: logging.handlers.TimedRotatingFileHandler, pattern: re
 
 def _names(handler: logging.handlers.BaseRotatingHandler, default: str, path: str) -> bool:
     """Whether the handler's ``rotation_filename(default)`` resolves to ``path`` (resolved as the
-    audited paths are: :func:`os.path.realpath`)."""
+    audited paths are: :func:`os.path.realpath`), with the namer it had when settled (a subclass's
+    own ``rotation_filename``, the host's code, is called as it is)."""
     try:
-        named = handler.rotation_filename(default)
+        if type(handler).rotation_filename is logging.handlers.BaseRotatingHandler.rotation_filename:
+            namer = _settings_of(handler)[0]
+            named = namer(default) if callable(namer) else default
+        else:
+            named = type(handler).rotation_filename(handler, default)
         return isinstance(named, str) and os.path.realpath(named) == path
     except Exception:  # a namer's own failure: it names nothing, and the write is refused
         return False
 
 
+def _origin(handler: logging.FileHandler) -> tuple[str, str]:
+    """``(baseFilename, mode)`` as recorded when the handler was found to be the host's (a handler
+    never recorded, as in unit tests of the family rules: as it is now)."""
+    try:
+        return _origins.get(handler) or (handler.baseFilename, handler.mode)
+    except TypeError:  # unhashable: never recorded
+        return handler.baseFilename, handler.mode
+
+
+def _rollover_settings(handler: logging.FileHandler) -> tuple[Any, bool, int]:
+    return (
+        getattr(handler, "namer", None),
+        getattr(handler, "rotator", None) is not None,
+        getattr(handler, "backupCount", 0),
+    )
+
+
+def _settings_of(handler: logging.FileHandler) -> tuple[Any, bool, int]:
+    """``(namer, has a rotator, backupCount)`` as settled (:func:`settle`; a handler never recorded,
+    as in unit tests of the family rules: as they are now)."""
+    try:
+        return _settings.get(handler) or _rollover_settings(handler)
+    except TypeError:  # unhashable: never recorded
+        return _rollover_settings(handler)
+
+
 def _register_log_file(handler: logging.FileHandler) -> None:
     with contextlib.suppress(TypeError):  # a subclass made unhashable (``__eq__`` without ``__hash__``)
+        _origins.setdefault(handler, (handler.baseFilename, handler.mode))  # the first record holds
+        if handler not in _settings:
+            _settings[handler] = _rollover_settings(handler)
+            _unsettled.add(handler)
         _log_files.add(handler)
+
+
+def settle() -> None:
+    """At each guarded call's entry, before its code runs: the rollover settings of the host
+    handlers recorded since the last entry are read once more and kept (a namer or rotator the host
+    set after making the handler, as the logging cookbook does, counts; one a call sets later,
+    not). Nothing to do, one truth test, when no handler was recorded since."""
+    if not _unsettled:
+        return
+    with _lock:
+        for handler in list(_unsettled):
+            _settings[handler] = _rollover_settings(handler)
+            _unsettled.discard(handler)
 
 
 def _attached_file_handlers() -> Iterator[logging.FileHandler]:
