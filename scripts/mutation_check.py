@@ -4331,6 +4331,25 @@ CASES += (  # a skill file that copies a resource never serves what a rule on it
 )
 
 
+REACH = "tests/test_side_effect_reach.py::"
+CASES += (  # provider code the pipeline runs itself, and threads a read starts (round 17, tester 26 F8, F5)
+    Case(
+        "scope: check_watch runs in the scope a read of its URI gets",
+        "core/_serve/methods/subscriptions.py",
+        "        self.invoker.check(work, lambda: route.provider.check_watch(route.declaration, route.params or {}))",
+        "        route.provider.check_watch(route.declaration, route.params or {})",
+        (REACH + "test_check_watch_runs_in_the_scope_a_read_gets",),
+    ),
+    Case(
+        "scope: a refusal a library swallowed in check_watch is the answer",
+        "core/_serve/steps/invoker.py",
+        "                raise scope.refused from None  # a library caught the refusal and failed its own way",
+        "                pass",
+        (REACH + "test_check_watch_runs_in_the_scope_a_read_gets",),
+    ),
+)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("only", nargs="*", help="run the cases whose name contains one of these")

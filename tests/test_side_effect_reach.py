@@ -35,13 +35,20 @@ class _Watched(ResourceProvider):
         self.folder = folder
 
     def templates(self) -> Sequence[ResourceTemplate]:
-        return [ResourceTemplate(uri_template="watched://{k}", name="k", mime_type="text/plain", freshness=Freshness.live())]
+        return [
+            ResourceTemplate(uri_template="watched://{k}", name="k", mime_type="text/plain", freshness=Freshness.live())
+        ]
 
     def check_watch(self, declaration: object, params: Mapping[str, str]) -> None:
         if params["k"] == "write":
             (self.folder / "written-by-check_watch").write_text("x")
         elif params["k"] == "process":
             subprocess.run(["touch", str(self.folder / "made-by-a-process")], check=True)
+        elif params["k"] == "swallowed":  # a library that catches the refusal and fails its own way
+            try:
+                (self.folder / "written-by-check_watch").write_text("x")
+            except Exception:
+                raise ValueError("could not write") from None
 
     async def read(self, request: ReadRequest) -> Content:
         return Content(text="v")
@@ -57,7 +64,7 @@ class _WatchedPlugin:
 
 
 @pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
-@pytest.mark.parametrize("k", ["write", "process"])
+@pytest.mark.parametrize("k", ["write", "process", "swallowed"])
 async def test_check_watch_runs_in_the_scope_a_read_gets(tmp_path: Path, k: str) -> None:
     composition = compose({"watched": _WatchedPlugin(tmp_path)})
     async with Client(composition.server, mode="legacy", cache=None) as legacy:
@@ -77,7 +84,9 @@ async def test_check_watch_runs_in_the_scope_a_read_gets(tmp_path: Path, k: str)
 
 @pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
 async def test_check_watch_in_warn_mode_subscribes_and_logs(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    composition = compose({"watched": _WatchedPlugin(tmp_path)}, server=ServerSettings(side_effects={"watched": "warn"}))
+    composition = compose(
+        {"watched": _WatchedPlugin(tmp_path)}, server=ServerSettings(side_effects={"watched": "warn"})
+    )
     async with Client(composition.server, mode="legacy", cache=None) as legacy:
         await legacy.subscribe_resource("watched://write")
     assert os.listdir(tmp_path) == ["written-by-check_watch"]

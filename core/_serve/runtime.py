@@ -148,6 +148,7 @@ class Runtime:
             max_uri_length=settings.max_uri_length,
             shared=self.shared,
             limits=settings.limits,
+            invoker=self.invoker,
         )
         if isinstance(backend, RedisBackend):
             backend.on_recovered = self.hub.reannounce  # the bus is back: nothing missed goes untold
