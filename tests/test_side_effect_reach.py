@@ -9,16 +9,24 @@ read stays judged by the read's rules, and its late attempts are refused.
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import inspect
 import os
 import subprocess
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
+import anyio
 import pytest
 from mcp import Client, MCPError
 
 from mcp_providers import Content, Freshness, ReadRequest, ResourceProvider, ResourceTemplate, ServerSettings, hookimpl
-from mcp_providers.testing import compose
+from mcp_providers.http import side_effect_scope
+from mcp_providers.plugin import Plugin
+from mcp_providers.testing import compose, connect
 
 pytestmark = pytest.mark.anyio
 
@@ -91,3 +99,124 @@ async def test_check_watch_in_warn_mode_subscribes_and_logs(tmp_path: Path, capl
         await legacy.subscribe_resource("watched://write")
     assert os.listdir(tmp_path) == ["written-by-check_watch"]
     assert any("warn mode" in r.getMessage() and "watched://write" in r.getMessage() for r in caplog.records)
+
+
+# F5: threads a read starts ------------------------------------------------------------------
+
+
+def _write(path: Path) -> str:
+    """Write ``path``; ``"written"``, or the name of what refused it."""
+    try:
+        path.write_text("x")
+    except Exception as exc:
+        return type(exc).__name__
+    return "written"
+
+
+class _Started(threading.Thread):
+    """A thread subclass with a ``run`` of its own (no ``target``)."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.path, self.outcome = path, ""
+
+    def run(self) -> None:
+        self.outcome = _write(self.path)
+
+
+def _in_a_thread(path: Path) -> str:
+    outcome: list[str] = []
+    thread = threading.Thread(target=lambda: outcome.append(_write(path)))
+    thread.start()
+    thread.join()
+    return outcome[0]
+
+
+def _in_a_subclass(path: Path) -> str:
+    thread = _Started(path)
+    thread.start()
+    thread.join()
+    return thread.outcome
+
+
+def _in_a_pool(path: Path) -> str:
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(_write, path).result()
+
+
+async def _in_the_loops_executor(path: Path) -> str:
+    return await asyncio.get_running_loop().run_in_executor(None, _write, path)
+
+
+STARTS: dict[str, Callable[[Path], Any]] = {
+    "thread": _in_a_thread,
+    "subclass": _in_a_subclass,
+    "pool": _in_a_pool,
+    "run_in_executor": _in_the_loops_executor,
+}
+
+
+@pytest.mark.parametrize("how", sorted(STARTS))
+async def test_work_a_read_starts_in_a_thread_runs_in_the_reads_scope(tmp_path: Path, how: str) -> None:
+    path = tmp_path / "written-from-a-read"
+    with side_effect_scope(provider="p", plugin="p", target="x://a"):
+        outcome = STARTS[how](path)
+        if inspect.isawaitable(outcome):
+            outcome = await outcome
+    assert outcome == "SideEffectRefused"
+    assert not path.exists()
+
+
+async def test_a_read_whose_thread_was_refused_is_answered_with_the_refusal(tmp_path: Path) -> None:
+    p = Plugin("fx", prefixes=["fx://"])
+
+    @p.resource("fx://thread")
+    def in_a_thread() -> str:
+        outcome = _in_a_thread(tmp_path / "written")
+        if outcome != "written":
+            raise RuntimeError(f"refused in the thread: {outcome}")  # the provider fails its own way
+        return outcome
+
+    async with connect(compose({"fx": p})) as client:
+        with pytest.raises(MCPError) as raised:
+            await client.read_resource("fx://thread")
+    assert raised.value.error.code == REFUSED
+    assert os.listdir(tmp_path) == []
+
+
+async def test_a_pools_workers_started_in_a_read_serve_others_outside_it(tmp_path: Path) -> None:
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+    loop = asyncio.get_running_loop()
+    with side_effect_scope(provider="p", plugin="p", target="x://a"):  # each starts its pool's first worker
+        assert pool.submit(_write, tmp_path / "pool-in").result() == "SideEffectRefused"
+        assert await loop.run_in_executor(None, _write, tmp_path / "loop-in") == "SideEffectRefused"
+    try:
+        assert pool.submit(_write, tmp_path / "pool-out").result() == "written"
+        assert await loop.run_in_executor(None, _write, tmp_path / "loop-out") == "written"
+        assert await anyio.to_thread.run_sync(_write, tmp_path / "anyio-out") == "written"
+    finally:
+        pool.shutdown()
+    assert sorted(os.listdir(tmp_path)) == ["anyio-out", "loop-out", "pool-out"]
+
+
+async def test_a_thread_that_outlives_the_read_stays_refused(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    go, outcome = threading.Event(), []
+
+    def later(path: Path) -> None:
+        go.wait(10)
+        outcome.append(_write(path))
+
+    with side_effect_scope(provider="p", plugin="p", target="x://late") as scope:
+        scratch = Path(scope.scratch_dir())
+        late = threading.Thread(target=later, args=(tmp_path / "late",))
+        late.start()
+        in_scratch = threading.Thread(target=later, args=(scratch / "late",))
+        in_scratch.start()
+    go.set()
+    late.join(10)
+    in_scratch.join(10)
+    assert outcome == ["SideEffectRefused", "SideEffectRefused"]  # the scratch directory went with the read
+    assert not (tmp_path / "late").exists() and not scratch.exists()
+    assert any("after" in r.getMessage() and "ended" in r.getMessage() for r in caplog.records)
+    with pytest.raises(RuntimeError, match="ended"):
+        scope.scratch_dir()
