@@ -4347,6 +4347,69 @@ CASES += (  # provider code the pipeline runs itself, and threads a read starts 
         "                pass",
         (REACH + "test_check_watch_runs_in_the_scope_a_read_gets",),
     ),
+    Case(
+        "threads: a thread started in a scope runs in a copy of its context",
+        "core/_sideeffects/threads.py",
+        "            self.run = functools.partial(contextvars.copy_context().run, self.run)",
+        "            pass",
+        (
+            REACH + "test_work_a_read_starts_in_a_thread_runs_in_the_reads_scope[thread]",
+            REACH + "test_work_a_read_starts_in_a_thread_runs_in_the_reads_scope[subclass]",
+            REACH + "test_a_read_whose_thread_was_refused_is_answered_with_the_refusal",
+        ),
+    ),
+    Case(
+        "threads: a job submitted to a thread pool in a scope runs in the submitting context",
+        "core/_sideeffects/threads.py",
+        "            return submit(self, context.run, fn, *args, **kwargs)",
+        "            return submit(self, fn, *args, **kwargs)",
+        (
+            REACH + "test_work_a_read_starts_in_a_thread_runs_in_the_reads_scope[pool]",
+            REACH + "test_work_a_read_starts_in_a_thread_runs_in_the_reads_scope[run_in_executor]",
+        ),
+    ),
+    Case(
+        "threads: a pool's workers started by a submit in a scope start outside it",
+        "core/_sideeffects/threads.py",
+        "        token = scope_var.set(None)  # a worker thread the pool starts now serves others later",
+        "        token = scope_var.set(scope_var.get())",
+        (REACH + "test_a_pools_workers_started_in_a_read_serve_others_outside_it",),
+    ),
+    Case(
+        "threads: anyio's workers, which run each job in its own context, start outside the scope",
+        "core/_sideeffects/threads.py",
+        "and not type(self).__module__.startswith(_OWN_CONTEXT_PER_JOB)",
+        "and not type(self).__module__.startswith(())",
+        (REACH + "test_anyios_workers_started_in_a_read_carry_no_scope_of_their_own",),
+    ),
+    Case(
+        "threads: the process-wide level follows threads",
+        "core/_sideeffects/levels.py",
+        "        patch_threads()\n",
+        "",
+        (REACH + "test_work_a_read_starts_in_a_thread_runs_in_the_reads_scope[thread]",),
+    ),
+    Case(
+        "scope: an ended call's scratch directory is no longer writable",
+        "core/_sideeffects/scope.py",
+        "return s is not None and not self.ended and (path == s or path.startswith(s + os.sep))",
+        "return s is not None and (path == s or path.startswith(s + os.sep))",
+        (REACH + "test_a_thread_that_outlives_the_read_stays_refused",),
+    ),
+    Case(
+        "scope: closing a scope marks the call ended",
+        "core/_sideeffects/scope.py",
+        "            self.ended = True",
+        "            self.ended = False",
+        (REACH + "test_a_thread_that_outlives_the_read_stays_refused",),
+    ),
+    Case(
+        "scope: an ended call makes no scratch directory again",
+        "core/_sideeffects/scope.py",
+        "            if self.ended:\n                raise RuntimeError(",
+        "            if False:\n                raise RuntimeError(",
+        (REACH + "test_a_thread_that_outlives_the_read_stays_refused",),
+    ),
 )
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import _io
 import asyncio
 import builtins
+import concurrent.futures
 import gc
 import http.client
 import io
@@ -47,6 +48,8 @@ WATCHED: dict[str, Callable[[], Any]] = {
     "builtins.open": lambda: builtins.open,
     "http.client.HTTPConnection.putrequest": lambda: http.client.HTTPConnection.putrequest,
     "logging.FileHandler.__init__": lambda: logging.FileHandler.__init__,
+    "threading.Thread.start": lambda: threading.Thread.start,
+    "concurrent.futures.ThreadPoolExecutor.submit": lambda: concurrent.futures.ThreadPoolExecutor.submit,
 }
 originals = {name: get() for name, get in WATCHED.items()}
 MODULES = {"os": os, "posix": posix, "io": io, "_io": _io, "builtins": builtins}  # (_io calls itself "io")
@@ -91,9 +94,12 @@ from mcp_providers import Content, ReadRequest, ResourceProvider, ResourceTempla
 from mcp_providers import http as core_http  # noqa: E402
 from mcp_providers.embedding import mount  # noqa: E402
 
-ATTEMPTS = ("file", "unix-socket-bind", "process", "framework-client-post", "urllib-post", "raw-socket-post")
+ATTEMPTS = (
+    "file", "unix-socket-bind", "process", "framework-client-post", "urllib-post", "raw-socket-post", "thread-file"
+)  # fmt: skip
 reached: list[str] = []
 scratch = tempfile.mkdtemp(prefix="embedded-host-")
+by_threads = tempfile.mkdtemp(prefix="embedded-host-threads-")
 
 
 class Recorder(BaseHTTPRequestHandler):
@@ -123,6 +129,21 @@ async def attempt(name: str, tag: str) -> None:
             unix.bind(os.path.join(scratch, f"{tag}.sock"))
     elif name == "process":
         subprocess.run(["true"], check=True)
+    elif name == "thread-file":  # a thread the read starts and joins: followed only process-wide
+        failed: list[BaseException] = []
+
+        def write() -> None:
+            try:
+                with open(os.path.join(by_threads, f"{tag}.txt"), "w") as out:
+                    out.write("x")
+            except BaseException as exc:
+                failed.append(exc)
+
+        worker = threading.Thread(target=write)
+        worker.start()
+        worker.join()
+        if failed:
+            raise failed[0]
     elif name == "framework-client-post":
         async with core_http.client() as client:
             await client.post(UPSTREAM + path, content=b"x")
@@ -202,6 +223,7 @@ async def serve_and_read(tag: str, side_effects: str | None) -> dict[str, Any]:
         "functions changed": functions_changed(),
         "task factory": None if factory is None else bool(getattr(factory, "contains_plugin_tasks", False)),
         "files": sorted(os.listdir(scratch)),
+        "thread files": sorted(os.listdir(by_threads)),
     }
 
 

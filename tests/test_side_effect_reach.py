@@ -24,6 +24,7 @@ import pytest
 from mcp import Client, MCPError
 
 from mcp_providers import Content, Freshness, ReadRequest, ResourceProvider, ResourceTemplate, ServerSettings, hookimpl
+from mcp_providers._sideeffects import wire
 from mcp_providers.http import side_effect_scope
 from mcp_providers.plugin import Plugin
 from mcp_providers.testing import compose, connect
@@ -220,3 +221,15 @@ async def test_a_thread_that_outlives_the_read_stays_refused(tmp_path: Path, cap
     assert any("after" in r.getMessage() and "ended" in r.getMessage() for r in caplog.records)
     with pytest.raises(RuntimeError, match="ended"):
         scope.scratch_dir()
+
+
+async def test_anyios_workers_started_in_a_read_carry_no_scope_of_their_own(tmp_path: Path) -> None:
+    # anyio runs each job in its caller's context already; a worker started for a read's job
+    # serves later jobs from anywhere, so its own loop (which wakes the event loop through a
+    # socket after each job) must not be judged as the read
+    views = wire.kept_views()
+    with side_effect_scope(provider="p", plugin="p", target="x://a"):
+        assert await anyio.to_thread.run_sync(_write, tmp_path / "in") == "SideEffectRefused"
+    assert [t.name for t in threading.enumerate() if "run" in vars(t) and t.name.startswith("AnyIO")] == []
+    assert await anyio.to_thread.run_sync(_write, tmp_path / "out") == "written"
+    assert wire.kept_views() == views

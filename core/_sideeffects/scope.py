@@ -52,11 +52,16 @@ class Scope:
     ``"http"``, ``"file"`` or ``"process"``. Both lists are JSON-ready, for the receipt.
     ``refused`` is the last :class:`SideEffectRefused` raised, kept because some libraries catch
     it and fail with an error of their own (asyncio's transports close the connection).
+    ``ended`` is set when the call has ended (:meth:`close`): work the call started that outlives
+    it (a task, a thread) is still judged by it, and refused in ``enforce`` mode, but may no
+    longer write under the deleted scratch directory, and what it attempts is logged, not recorded
+    (no receipt will carry it).
     """
 
     __slots__ = (
         "_passed",
         "_scratch",
+        "ended",
         "exemptions",
         "kind",
         "lock",
@@ -75,6 +80,7 @@ class Scope:
         self.exemptions: list[dict[str, Any]] = []
         self.violations: list[dict[str, Any]] = []
         self._scratch: str | None = None
+        self.ended = False
         self.refused: SideEffectRefused | None = None  # the last refusal, even if a library swallowed it
         self._passed: list[tuple[str, str]] | None = None  # (verb, path) http.client let through, made when needed
         self.lock = threading.RLock()
@@ -85,8 +91,12 @@ class Scope:
         """This call's private temporary directory (absolute, resolved), made on first use.
 
         Anything under it may be written in the scope; it is deleted when the scope ends.
+
+        :raises RuntimeError: the call has ended (work it started asks too late).
         """
         with _scratch_lock:
+            if self.ended:
+                raise RuntimeError(f"the call on {self.target} has ended: its scratch directory is gone")
             if self._scratch is None:
                 token = scope_var.set(None)  # making it is the core's write, not the provider's
                 try:
@@ -106,13 +116,15 @@ class Scope:
 
     def close(self) -> None:
         """Delete the scratch directory, if one was made (the scope has ended)."""
+        with _scratch_lock:  # after this, nothing under it is writable and none is made again
+            self.ended = True
         if self._scratch is not None:
             shutil.rmtree(self._scratch, ignore_errors=True)
 
     def under_scratch(self, path: str) -> bool:
         """Whether ``path`` (absolute, resolved) is the scratch directory or inside it."""
         s = self._scratch
-        return s is not None and (path == s or path.startswith(s + os.sep))
+        return s is not None and not self.ended and (path == s or path.startswith(s + os.sep))
 
     def let_through(self, verb: str, path: str) -> None:
         """Remember that ``http.client`` judged and let ``verb path`` through, so the socket-level
@@ -129,7 +141,8 @@ class Scope:
     def attempt(
         self, attempted: str, category: str, *, error: type[SideEffectRefused] = SideEffectRefused, **extra: Any
     ) -> None:
-        """Refuse ``attempted`` (enforce) or record and log it (warn).
+        """Refuse ``attempted`` (enforce) or record and log it (warn); once the call has ended,
+        log it either way and record nothing.
 
         :param attempted: what was tried, for people: ``"a POST to http://host/path"``.
         :param category: ``"http"``, ``"file"`` or ``"process"``.
@@ -137,10 +150,16 @@ class Scope:
             target (also under ``uri``/``tool``/``prompt``/``ref``), attempted, rule and ``extra``.
         """
         refused = self.mode == "enforce"
-        self.violations.append({"attempted": attempted, "category": category, "refused": refused, **extra})
-        where = f"provider {self.provider!r} (plugin {self.plugin!r}) is {DOING[self.kind]} {self.target}"
+        who = f"provider {self.provider!r} (plugin {self.plugin!r})"
+        if self.ended:  # work the call started, outliving it: no answer or receipt will carry this
+            where = f"after the call ended, in work started while {who} was {DOING[self.kind]} {self.target}"
+            log.warning("%s: %s %s %s", RULE, attempted, "refused" if refused else "allowed (warn mode)", where)
+        else:
+            where = f"while {who} is {DOING[self.kind]} {self.target}"
+            self.violations.append({"attempted": attempted, "category": category, "refused": refused, **extra})
+            if not refused:
+                log.warning("%s: %s allowed (warn mode) %s", RULE, attempted, where)
         if not refused:
-            log.warning("%s: %s allowed (warn mode) while %s", RULE, attempted, where)
             return
         advice = _ADVICE["tool" if self.kind == "tool" else "other"]
         data = {
@@ -153,7 +172,7 @@ class Scope:
             "rule": RULE,
             **extra,
         }
-        self.refused = error(f"{RULE}: {attempted} was refused while {where}; {advice}", data=data)
+        self.refused = error(f"{RULE}: {attempted} was refused {where}; {advice}", data=data)
         raise self.refused
 
 
