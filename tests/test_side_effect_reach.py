@@ -233,3 +233,24 @@ async def test_anyios_workers_started_in_a_read_carry_no_scope_of_their_own(tmp_
     assert [t.name for t in threading.enumerate() if "run" in vars(t) and t.name.startswith("AnyIO")] == []
     assert await anyio.to_thread.run_sync(_write, tmp_path / "out") == "written"
     assert wire.kept_views() == views
+
+
+async def test_the_runtimes_background_work_asked_for_in_a_read_is_not_the_reads(tmp_path: Path) -> None:
+    # a provider asking for a reload from its read (Publisher.declarations_changed) has the
+    # runtime start it: the runtime's own work, which copies the context it is started in
+    p, box, outcome = Plugin("fx", prefixes=["fx://"]), {}, []
+
+    async def background() -> None:
+        outcome.append(_write(tmp_path / "by-the-runtime"))
+
+    @p.resource("fx://soon")
+    async def soon() -> str:
+        return str(box["composition"].runtime.start_soon(background))
+
+    box["composition"] = composition = compose({"fx": p})
+    async with connect(composition) as client:
+        assert (await client.read_resource("fx://soon")).contents[0].text == "True"  # type: ignore[union-attr]
+        with anyio.fail_after(10):
+            while not outcome:
+                await anyio.sleep(0.01)
+    assert outcome == ["written"]
