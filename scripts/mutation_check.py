@@ -4410,6 +4410,13 @@ CASES += (  # provider code the pipeline runs itself, and threads a read starts 
         "            if False:\n                raise RuntimeError(",
         (REACH + "test_a_thread_that_outlives_the_read_stays_refused",),
     ),
+    Case(
+        "scope: the runtime's background work a read asks for runs outside the read's scope",
+        "core/_serve/runtime.py",
+        "        with outside_scope():  # the task copies the context it is started in",
+        "        if True:",
+        (REACH + "test_the_runtimes_background_work_asked_for_in_a_read_is_not_the_reads",),
+    ),
 )
 
 

@@ -138,5 +138,6 @@ from mcp_providers._sideeffects.scope import Scope as Scope
 from mcp_providers._sideeffects.scope import current_scope as current_scope
 from mcp_providers._sideeffects.scope import exempt as exempt
 from mcp_providers._sideeffects.scope import log as log
+from mcp_providers._sideeffects.scope import outside_scope as outside_scope
 from mcp_providers._sideeffects.scope import scratch_dir as scratch_dir
 from mcp_providers.errors import SideEffectRefused as SideEffectRefused

@@ -204,6 +204,17 @@ def scratch_dir() -> str:
 
 
 @contextlib.contextmanager
+def outside_scope() -> Iterator[None]:
+    """Run the body outside any scope: for the core's own work that a call asks for (a task the
+    runtime starts copies the context it is started in, and so, process-wide, does a thread)."""
+    token = scope_var.set(None)
+    try:
+        yield
+    finally:
+        scope_var.reset(token)
+
+
+@contextlib.contextmanager
 def exempt(reason: str) -> Iterator[None]:
     """Let non-safe HTTP requests through in the body, for requests that change no served data.
 
