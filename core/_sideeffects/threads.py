@@ -70,6 +70,6 @@ def patch_threads() -> None:
         return
     start = _followed_start(threading.Thread.start)
     submit = _followed_submit(concurrent.futures.ThreadPoolExecutor.submit)
-    threading.Thread.start = start  # type: ignore[method-assign]
+    threading.Thread.start = start  # type: ignore[method-assign,assignment]
     concurrent.futures.ThreadPoolExecutor.submit = submit  # type: ignore[method-assign]
     _patched.extend((start, submit))
