@@ -4399,8 +4399,8 @@ CASES += (  # provider code the pipeline runs itself, and threads a read starts 
     Case(
         "scope: closing a scope marks the call ended",
         "core/_sideeffects/scope.py",
-        "            self.ended = True",
-        "            self.ended = False",
+        "        self.ended = True  # set before _scratch is read",
+        "        self.ended = False  # set before _scratch is read",
         (REACH + "test_a_thread_that_outlives_the_read_stays_refused",),
     ),
     Case(
@@ -4409,6 +4409,13 @@ CASES += (  # provider code the pipeline runs itself, and threads a read starts 
         "            if self.ended:\n                raise RuntimeError(",
         "            if False:\n                raise RuntimeError(",
         (REACH + "test_a_thread_that_outlives_the_read_stays_refused",),
+    ),
+    Case(
+        "scope: a scratch directory made as the call ends goes with it",
+        "core/_sideeffects/scope.py",
+        "                if self.ended:  # close() ran meanwhile",
+        "                if False:  # close() ran meanwhile",
+        (REACH + "test_a_scratch_directory_made_as_the_call_ends_goes_with_it",),
     ),
     Case(
         "scope: the runtime's background work a read asks for runs outside the read's scope",

@@ -14,6 +14,7 @@ import concurrent.futures
 import inspect
 import os
 import subprocess
+import tempfile
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -24,7 +25,7 @@ import pytest
 from mcp import Client, MCPError
 
 from mcp_providers import Content, Freshness, ReadRequest, ResourceProvider, ResourceTemplate, ServerSettings, hookimpl
-from mcp_providers._sideeffects import wire
+from mcp_providers._sideeffects import Scope, wire
 from mcp_providers.http import side_effect_scope
 from mcp_providers.plugin import Plugin
 from mcp_providers.testing import compose, connect
@@ -254,3 +255,18 @@ async def test_the_runtimes_background_work_asked_for_in_a_read_is_not_the_reads
             while not outcome:
                 await anyio.sleep(0.01)
     assert outcome == ["written"]
+
+
+def test_a_scratch_directory_made_as_the_call_ends_goes_with_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    scope, made = Scope("p", "p", "x://a", "read", "enforce"), []
+    mkdtemp = tempfile.mkdtemp
+
+    def racing(*args: Any, **kwargs: Any) -> str:  # the call ends while its folder is being made
+        made.append(mkdtemp(*args, **kwargs))
+        scope.close()  # sees no folder yet
+        return made[0]
+
+    monkeypatch.setattr(tempfile, "mkdtemp", racing)
+    with pytest.raises(RuntimeError, match="ended"):
+        scope.scratch_dir()
+    assert not os.path.exists(made[0])

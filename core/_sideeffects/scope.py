@@ -103,6 +103,9 @@ class Scope:
                     self._scratch = os.path.realpath(tempfile.mkdtemp(prefix="mcp-providers-scratch-"))
                 finally:
                     scope_var.reset(token)
+                if self.ended:  # close() ran meanwhile, maybe before it could see the folder: remove it here
+                    shutil.rmtree(self._scratch, ignore_errors=True)
+                    raise RuntimeError(f"the call on {self.target} has ended: its scratch directory is gone")
             return self._scratch
 
     def receipt_fields(self) -> dict[str, list[dict[str, Any]]]:
@@ -116,8 +119,7 @@ class Scope:
 
     def close(self) -> None:
         """Delete the scratch directory, if one was made (the scope has ended)."""
-        with _scratch_lock:  # after this, nothing under it is writable and none is made again
-            self.ended = True
+        self.ended = True  # set before _scratch is read: scratch_dir() checks again after making one
         if self._scratch is not None:
             shutil.rmtree(self._scratch, ignore_errors=True)
 
