@@ -4413,7 +4413,7 @@ CASES += (  # provider code the pipeline runs itself, and threads a read starts 
     Case(
         "scope: a scratch directory made as the call ends goes with it",
         "core/_sideeffects/scope.py",
-        "                if self.ended:  # close() ran meanwhile",
+        "                if self._has_ended():  # close() ran meanwhile",
         "                if False:  # close() ran meanwhile",
         (REACH + "test_a_scratch_directory_made_as_the_call_ends_goes_with_it",),
     ),

@@ -103,10 +103,13 @@ class Scope:
                     self._scratch = os.path.realpath(tempfile.mkdtemp(prefix="mcp-providers-scratch-"))
                 finally:
                     scope_var.reset(token)
-                if self.ended:  # close() ran meanwhile, maybe before it could see the folder: remove it here
+                if self._has_ended():  # close() ran meanwhile, maybe before it saw the folder: remove it here
                     shutil.rmtree(self._scratch, ignore_errors=True)
                     raise RuntimeError(f"the call on {self.target} has ended: its scratch directory is gone")
             return self._scratch
+
+    def _has_ended(self) -> bool:
+        return self.ended  # read afresh: another thread's close() may have set it since the last read
 
     def receipt_fields(self) -> dict[str, list[dict[str, Any]]]:
         """``{"exemptions": [...], "violations": [...]}`` for a receipt, each key only when non-empty."""
