@@ -4875,6 +4875,102 @@ CASES += (  # internal holders written by hand stay frozen (issue 43, sixth pass
 )
 
 
+REACH = "tests/test_side_effect_reach.py::"
+CASES += (  # provider code the pipeline runs itself, and threads a read starts (round 17, tester 26 F8, F5)
+    Case(
+        "scope: check_watch runs in the scope a read of its URI gets",
+        "core/_serve/methods/subscriptions.py",
+        "        self.invoker.check(work, lambda: route.provider.check_watch(route.declaration, route.params or {}))",
+        "        route.provider.check_watch(route.declaration, route.params or {})",
+        (REACH + "test_check_watch_runs_in_the_scope_a_read_gets",),
+    ),
+    Case(
+        "scope: a refusal a library swallowed in check_watch is the answer",
+        "core/_serve/steps/invoker.py",
+        "                raise scope.refused from None  # a library caught the refusal and failed its own way",
+        "                pass",
+        (REACH + "test_check_watch_runs_in_the_scope_a_read_gets",),
+    ),
+    Case(
+        "threads: a thread started in a scope runs in a copy of its context",
+        "core/_sideeffects/threads.py",
+        "            self.run = functools.partial(contextvars.copy_context().run, self.run)",
+        "            pass",
+        (
+            REACH + "test_work_a_read_starts_in_a_thread_runs_in_the_reads_scope[thread]",
+            REACH + "test_work_a_read_starts_in_a_thread_runs_in_the_reads_scope[subclass]",
+            REACH + "test_a_read_whose_thread_was_refused_is_answered_with_the_refusal",
+        ),
+    ),
+    Case(
+        "threads: a job submitted to a thread pool in a scope runs in the submitting context",
+        "core/_sideeffects/threads.py",
+        "            return submit(self, context.run, fn, *args, **kwargs)",
+        "            return submit(self, fn, *args, **kwargs)",
+        (
+            REACH + "test_work_a_read_starts_in_a_thread_runs_in_the_reads_scope[pool]",
+            REACH + "test_work_a_read_starts_in_a_thread_runs_in_the_reads_scope[run_in_executor]",
+        ),
+    ),
+    Case(
+        "threads: a pool's workers started by a submit in a scope start outside it",
+        "core/_sideeffects/threads.py",
+        "        token = scope_var.set(None)  # a worker thread the pool starts now serves others later",
+        "        token = scope_var.set(scope_var.get())",
+        (REACH + "test_a_pools_workers_started_in_a_read_serve_others_outside_it",),
+    ),
+    Case(
+        "threads: anyio's workers, which run each job in its own context, start outside the scope",
+        "core/_sideeffects/threads.py",
+        "and not type(self).__module__.startswith(_OWN_CONTEXT_PER_JOB)",
+        "and not type(self).__module__.startswith(())",
+        (REACH + "test_anyios_workers_started_in_a_read_carry_no_scope_of_their_own",),
+    ),
+    Case(
+        "threads: the process-wide level follows threads",
+        "core/_sideeffects/levels.py",
+        "        patch_threads()\n",
+        "",
+        (REACH + "test_work_a_read_starts_in_a_thread_runs_in_the_reads_scope[thread]",),
+    ),
+    Case(
+        "scope: an ended call's scratch directory is no longer writable",
+        "core/_sideeffects/scope.py",
+        "return s is not None and not self.ended and (path == s or path.startswith(s + os.sep))",
+        "return s is not None and (path == s or path.startswith(s + os.sep))",
+        (REACH + "test_a_thread_that_outlives_the_read_stays_refused",),
+    ),
+    Case(
+        "scope: closing a scope marks the call ended",
+        "core/_sideeffects/scope.py",
+        "        self.ended = True  # set before _scratch is read",
+        "        self.ended = False  # set before _scratch is read",
+        (REACH + "test_a_thread_that_outlives_the_read_stays_refused",),
+    ),
+    Case(
+        "scope: an ended call makes no scratch directory again",
+        "core/_sideeffects/scope.py",
+        "            if self.ended:\n                raise RuntimeError(",
+        "            if False:\n                raise RuntimeError(",
+        (REACH + "test_a_thread_that_outlives_the_read_stays_refused",),
+    ),
+    Case(
+        "scope: a scratch directory made as the call ends goes with it",
+        "core/_sideeffects/scope.py",
+        "                if self._has_ended():  # close() ran meanwhile",
+        "                if False:  # close() ran meanwhile",
+        (REACH + "test_a_scratch_directory_made_as_the_call_ends_goes_with_it",),
+    ),
+    Case(
+        "scope: the runtime's background work a read asks for runs outside the read's scope",
+        "core/_serve/runtime.py",
+        "        with outside_scope():  # the task copies the context it is started in",
+        "        if True:",
+        (REACH + "test_the_runtimes_background_work_asked_for_in_a_read_is_not_the_reads",),
+    ),
+)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("only", nargs="*", help="run the cases whose name contains one of these")

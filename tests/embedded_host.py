@@ -18,6 +18,7 @@ import _io
 import _posixshmem
 import asyncio
 import builtins
+import concurrent.futures
 import ctypes
 import gc
 import http.client
@@ -50,6 +51,8 @@ WATCHED: dict[str, Callable[[], Any]] = {
     "builtins.open": lambda: builtins.open,
     "http.client.HTTPConnection.putrequest": lambda: http.client.HTTPConnection.putrequest,
     "logging.FileHandler.__init__": lambda: logging.FileHandler.__init__,
+    "threading.Thread.start": lambda: threading.Thread.start,
+    "concurrent.futures.ThreadPoolExecutor.submit": lambda: concurrent.futures.ThreadPoolExecutor.submit,
 }
 originals = {name: get() for name, get in WATCHED.items()}
 MODULES = {
@@ -107,9 +110,11 @@ ATTEMPTS = (
     "framework-client-post",
     "urllib-post",
     "raw-socket-post",
+    "thread-file",
 )
 reached: list[str] = []
 scratch = tempfile.mkdtemp(prefix="embedded-host-")
+by_threads = tempfile.mkdtemp(prefix="embedded-host-threads-")
 
 
 class Recorder(BaseHTTPRequestHandler):
@@ -145,6 +150,21 @@ async def attempt(name: str, tag: str) -> None:
         ctypes.CDLL(None).getpid()
     elif name == "interpreter-limit":  # no audit event: only the process-wide patch sees it
         sys.setswitchinterval(sys.getswitchinterval())
+    elif name == "thread-file":  # a thread the read starts and joins: followed only process-wide
+        failed: list[BaseException] = []
+
+        def write() -> None:
+            try:
+                with open(os.path.join(by_threads, f"{tag}.txt"), "w") as out:
+                    out.write("x")
+            except BaseException as exc:
+                failed.append(exc)
+
+        worker = threading.Thread(target=write)
+        worker.start()
+        worker.join()
+        if failed:
+            raise failed[0]
     elif name == "framework-client-post":
         async with core_http.client() as client:
             await client.post(UPSTREAM + path, content=b"x")
@@ -224,6 +244,7 @@ async def serve_and_read(tag: str, side_effects: str | None) -> dict[str, Any]:
         "functions changed": functions_changed(),
         "task factory": None if factory is None else bool(getattr(factory, "contains_plugin_tasks", False)),
         "files": sorted(os.listdir(scratch)),
+        "thread files": sorted(os.listdir(by_threads)),
     }
 
 

@@ -30,6 +30,8 @@ EVERY_PATCH = [
     "builtins.open",
     "http.client.HTTPConnection.putrequest",
     "logging.FileHandler.__init__",
+    "threading.Thread.start",
+    "concurrent.futures.ThreadPoolExecutor.submit",
     "sys.meta_path: mcp_providers._sideeffects.imports._PatchingFinder",
 ]
 
@@ -70,6 +72,9 @@ def test_mounted_by_default_what_needs_no_patch_is_still_refused(host: dict[str,
     # What only the process-wide patches see is the host's to opt into: served, and it arrived.
     assert answers["urllib-post"] == answers["raw-socket-post"] == answers["interpreter-limit"] == "served"
     assert host["scoped reached"] == ["/scoped/raw-socket-post", "/scoped/urllib-post"]
+    # A bare thread the read starts has a context of its own: following it means patching threading.
+    assert answers["thread-file"] == "served"
+    assert host["scoped"]["thread files"] == ["scoped.txt"]
 
 
 def test_opted_in_every_guard_is_installed_and_every_attempt_refused(host: dict[str, Any]) -> None:
@@ -90,12 +95,13 @@ def test_opted_in_every_guard_is_installed_and_every_attempt_refused(host: dict[
     assert enforce["answers"] == dict.fromkeys(
         [
             *("file", "unix-socket-bind", "process", "signal", "native-code", "interpreter-limit"),
-            *("framework-client-post", "urllib-post", "raw-socket-post"),
+            *("framework-client-post", "urllib-post", "raw-socket-post", "thread-file"),
         ],
         REFUSED,
     )
     assert host["enforce reached"] == []  # refused before anything was sent
     assert enforce["files"] == []
+    assert enforce["thread files"] == ["scoped.txt"]  # the scoped run's only
 
 
 def test_the_config_key_and_mounts_argument_choose_what_a_composition_installs() -> None:

@@ -46,7 +46,7 @@ from mcp_providers._serve.steps.exchange import Method
 from mcp_providers._serve.steps.gate import Authorizer, Gate
 from mcp_providers._serve.steps.invoker import Invoker
 from mcp_providers._serve.steps.ratelimit import RateLimiter
-from mcp_providers._sideeffects import install, install_scoped
+from mcp_providers._sideeffects import install, install_scoped, outside_scope
 from mcp_providers.config import ClusterSettings, LimitsSettings, ServerSettings
 from mcp_providers.identity import Principal
 from mcp_providers.models import Freshness
@@ -148,6 +148,7 @@ class Runtime:
             max_uri_length=settings.max_uri_length,
             shared=self.shared,
             limits=settings.limits,
+            invoker=self.invoker,
         )
         if isinstance(backend, RedisBackend):
             backend.on_recovered = self.hub.reannounce  # the bus is back: nothing missed goes untold
@@ -269,10 +270,12 @@ class Runtime:
         return old
 
     def start_soon(self, work: Callable[[], Coroutine[Any, Any, Any]]) -> bool:
-        """Run ``work`` in the runtime's task group (while serving); ``False`` when not serving."""
+        """Run ``work`` in the runtime's task group (while serving); ``False`` when not serving.
+        Outside any side-effect scope, even when a read asks (a reload): it is the runtime's work."""
         if self._tasks is None:
             return False
-        self._tasks.start_soon(work)
+        with outside_scope():  # the task copies the context it is started in
+            self._tasks.start_soon(work)
         return True
 
     async def _retire(self, old: Generation) -> None:

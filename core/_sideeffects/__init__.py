@@ -1,18 +1,23 @@
-"""The side-effect scope: no writes while a resource is read, a completion or prompt is rendered,
-or a tool declared ``effects="none"`` runs.
+"""The side-effect scope: no writes while a resource is read (its provider's ``check_watch``
+included), a completion or prompt is rendered, or a tool declared ``effects="none"`` runs.
 
 Design note
 -----------
 The core wraps each such call in a scope (:func:`enter_scope`/:func:`exit_scope`; tests use
-:func:`side_effect_scope`). The scope is a
+:func:`side_effect_scope`); a provider's ``check_watch``, which the pipeline runs itself before a
+watch is accepted, gets the scope a read of the URI gets. The scope is a
 :class:`contextvars.ContextVar`, so it holds for the code running in the call's context and for
 work that *inherits* that context: coroutines it awaits, asyncio/anyio tasks it starts,
 ``anyio.to_thread``/``asyncio.to_thread`` workers and anything run through
-``contextvars.copy_context()``. Such work stays in the scope even if it outlives the call.
+``contextvars.copy_context()``; process-wide, also a ``threading.Thread`` it starts and what it
+passes to ``ThreadPoolExecutor.submit`` or ``loop.run_in_executor`` (:mod:`.threads`; embedded by
+default, nothing patched, these start with a context of their own and are not followed). Such
+work stays in the scope even if it outlives the call: once the call ended, its attempts are still
+refused, and logged, and its scratch directory is gone (:attr:`Scope.ended`).
 Concurrent requests, and work that was already running outside the call (a task a provider's
-``lifespan()`` started, a thread pool fed with ``loop.run_in_executor`` or
-``ThreadPoolExecutor.submit``, a bare ``threading.Thread``, which starts with an empty context),
-are not in it.
+``lifespan()`` started, a thread started outside the call), are not in it; nor are the
+``authorize`` hook (a policy may ask its decision point by POST), ``lifespan()``, registration
+hooks and tools that declare effects.
 
 What is installed, and when (:mod:`.levels`): an embedded composition, by default, installs only
 the audit hook (files and processes, judged for code in a scope) and judges HTTP in the client
@@ -110,10 +115,10 @@ logged at WARNING and recorded in :attr:`Scope.violations`.
 Cost: the audit hook is installed once per process (hooks cannot be removed) and does one set
 lookup for every audited event in the process, plus one ContextVar read for the few events it
 judges; nothing else runs for the host's code unless the process-wide level is installed. Its
-patches add one ContextVar read per request, per socket send and per ``os.open``
-outside a scope (a Python call around the C one). In a scope, bytes sent below a guarded client
-are scanned line by line after one ``fstat`` names the connection (a few microseconds per send);
-the project's clients skip the scan. Entering and
+patches add one ContextVar read per request, per socket send, per ``os.open``, per thread
+start and per thread-pool submit outside a scope (a Python call around the C one). In a scope,
+bytes sent below a guarded client are scanned line by line after one ``fstat`` names the
+connection (a few microseconds per send); the project's clients skip the scan. Entering and
 leaving a scope is one ContextVar set/reset and a small object (embedded by default, plus a walk
 of the loggers when the process goes from no guarded call running to one and back:
 :mod:`.logfiles`); the scratch directory is made only when asked for.
@@ -122,10 +127,11 @@ with and without an embedded composition.
 
 Modules: :mod:`.scope` (the scope), :mod:`.judge` (one HTTP request), :mod:`.files` (the audit
 hook: files, processes), :mod:`.clients` (HTTP library patches), :mod:`.wire` (socket and TLS
-bytes), :mod:`.lowlevel` (descriptor sends, path races), :mod:`.imports` (patch on first import),
-:mod:`.logfiles` (the host's log files), :mod:`.bytecode` (the import system's caches),
-:mod:`.saved` (references saved before install), :mod:`.process` (other processes, the process's
-own state), :mod:`.levels` (which of them are in place).
+bytes), :mod:`.lowlevel` (descriptor sends, path races), :mod:`.threads` (threads a call
+starts), :mod:`.imports` (patch on first import), :mod:`.logfiles` (the host's log files),
+:mod:`.bytecode` (the import system's caches), :mod:`.saved` (references saved before install),
+:mod:`.process` (other processes, the process's own state), :mod:`.levels` (which of them are in
+place).
 """
 
 # What the core uses, re-exported (the package is private: no __all__).
@@ -148,5 +154,6 @@ from mcp_providers._sideeffects.scope import Scope as Scope
 from mcp_providers._sideeffects.scope import current_scope as current_scope
 from mcp_providers._sideeffects.scope import exempt as exempt
 from mcp_providers._sideeffects.scope import log as log
+from mcp_providers._sideeffects.scope import outside_scope as outside_scope
 from mcp_providers._sideeffects.scope import scratch_dir as scratch_dir
 from mcp_providers.errors import SideEffectRefused as SideEffectRefused

@@ -12,7 +12,9 @@ Two levels, each installed at most once per process (idempotent, thread-safe):
 - **Process-wide** (:func:`install`): the scoped level plus every patch: ``socket``/``ssl`` send
   methods, ``os.write``/``writev``/``sendfile``, ``os.open``, ``open``/``io.open`` and the
   file-tree calls (held under the scope's lock), ``os.mkfifo``/``mknod``,
-  ``_posixsubprocess.fork_exec``, ``logging.FileHandler.__init__``, ``http.client``, the
+  ``_posixsubprocess.fork_exec``, ``logging.FileHandler.__init__``, ``threading.Thread.start``
+  and ``ThreadPoolExecutor.submit`` (work a call hands to a thread follows its scope:
+  :mod:`.threads`), ``http.client``, the
   ``httpcore2``/``httpcore``/``aiohttp`` clients, and a ``sys.meta_path`` finder that patches those
   when first imported; references to the replaced functions that modules saved before are
   given the guards too (:mod:`.saved`). ``serve`` installs it (the CLI owns its process), and so does an embedder
@@ -39,6 +41,7 @@ from mcp_providers._sideeffects.logfiles import call_began, call_ended, patch_lo
 from mcp_providers._sideeffects.process import guarded_homes, patch_process_state
 from mcp_providers._sideeffects.saved import redirect_saved
 from mcp_providers._sideeffects.scope import Kind, Mode, Scope, scope_lock, scope_var
+from mcp_providers._sideeffects.threads import patch_threads
 from mcp_providers._sideeffects.wire import patch_wire
 
 _OPTIONAL: dict[str, Callable[[Any], None]] = {
@@ -89,6 +92,7 @@ def install() -> None:
         patch_unaudited()
         patch_process_state()
         patch_logging()
+        patch_threads()
         lowlevel.serialize_tree_changes(scope_lock)
         if not getattr(os.open, "__mcp_providers_guarded__", False):
             guarded_os_open.__wrapped__ = os.open  # type: ignore[attr-defined]

@@ -52,11 +52,16 @@ class Scope:
     ``"http"``, ``"file"`` or ``"process"``. Both lists are JSON-ready, for the receipt.
     ``refused`` is the last :class:`SideEffectRefused` raised, kept because some libraries catch
     it and fail with an error of their own (asyncio's transports close the connection).
+    ``ended`` is set when the call has ended (:meth:`close`): work the call started that outlives
+    it (a task, a thread) is still judged by it, and refused in ``enforce`` mode, but may no
+    longer write under the deleted scratch directory, and what it attempts is logged, not recorded
+    (no receipt will carry it).
     """
 
     __slots__ = (
         "_passed",
         "_scratch",
+        "ended",
         "exemptions",
         "kind",
         "lock",
@@ -75,6 +80,7 @@ class Scope:
         self.exemptions: list[dict[str, Any]] = []
         self.violations: list[dict[str, Any]] = []
         self._scratch: str | None = None
+        self.ended = False
         self.refused: SideEffectRefused | None = None  # the last refusal, even if a library swallowed it
         self._passed: list[tuple[str, str]] | None = None  # (verb, path) http.client let through, made when needed
         self.lock = threading.RLock()
@@ -85,15 +91,25 @@ class Scope:
         """This call's private temporary directory (absolute, resolved), made on first use.
 
         Anything under it may be written in the scope; it is deleted when the scope ends.
+
+        :raises RuntimeError: the call has ended (work it started asks too late).
         """
         with _scratch_lock:
+            if self.ended:
+                raise RuntimeError(f"the call on {self.target} has ended: its scratch directory is gone")
             if self._scratch is None:
                 token = scope_var.set(None)  # making it is the core's write, not the provider's
                 try:
                     self._scratch = os.path.realpath(tempfile.mkdtemp(prefix="mcp-providers-scratch-"))
                 finally:
                     scope_var.reset(token)
+                if self._has_ended():  # close() ran meanwhile, maybe before it saw the folder: remove it here
+                    shutil.rmtree(self._scratch, ignore_errors=True)
+                    raise RuntimeError(f"the call on {self.target} has ended: its scratch directory is gone")
             return self._scratch
+
+    def _has_ended(self) -> bool:
+        return self.ended  # read afresh: another thread's close() may have set it since the last read
 
     def receipt_fields(self) -> dict[str, list[dict[str, Any]]]:
         """``{"exemptions": [...], "violations": [...]}`` for a receipt, each key only when non-empty."""
@@ -106,13 +122,14 @@ class Scope:
 
     def close(self) -> None:
         """Delete the scratch directory, if one was made (the scope has ended)."""
+        self.ended = True  # set before _scratch is read: scratch_dir() checks again after making one
         if self._scratch is not None:
             shutil.rmtree(self._scratch, ignore_errors=True)
 
     def under_scratch(self, path: str) -> bool:
         """Whether ``path`` (absolute, resolved) is the scratch directory or inside it."""
         s = self._scratch
-        return s is not None and (path == s or path.startswith(s + os.sep))
+        return s is not None and not self.ended and (path == s or path.startswith(s + os.sep))
 
     def let_through(self, verb: str, path: str) -> None:
         """Remember that ``http.client`` judged and let ``verb path`` through, so the socket-level
@@ -129,7 +146,8 @@ class Scope:
     def attempt(
         self, attempted: str, category: str, *, error: type[SideEffectRefused] = SideEffectRefused, **extra: Any
     ) -> None:
-        """Refuse ``attempted`` (enforce) or record and log it (warn).
+        """Refuse ``attempted`` (enforce) or record and log it (warn); once the call has ended,
+        log it either way and record nothing.
 
         :param attempted: what was tried, for people: ``"a POST to http://host/path"``.
         :param category: ``"http"``, ``"file"`` or ``"process"``.
@@ -137,10 +155,16 @@ class Scope:
             target (also under ``uri``/``tool``/``prompt``/``ref``), attempted, rule and ``extra``.
         """
         refused = self.mode == "enforce"
-        self.violations.append({"attempted": attempted, "category": category, "refused": refused, **extra})
-        where = f"provider {self.provider!r} (plugin {self.plugin!r}) is {DOING[self.kind]} {self.target}"
+        who = f"provider {self.provider!r} (plugin {self.plugin!r})"
+        if self.ended:  # work the call started, outliving it: no answer or receipt will carry this
+            where = f"after the call ended, in work started while {who} was {DOING[self.kind]} {self.target}"
+            log.warning("%s: %s %s %s", RULE, attempted, "refused" if refused else "allowed (warn mode)", where)
+        else:
+            where = f"while {who} is {DOING[self.kind]} {self.target}"
+            self.violations.append({"attempted": attempted, "category": category, "refused": refused, **extra})
+            if not refused:
+                log.warning("%s: %s allowed (warn mode) %s", RULE, attempted, where)
         if not refused:
-            log.warning("%s: %s allowed (warn mode) while %s", RULE, attempted, where)
             return
         advice = _ADVICE["tool" if self.kind == "tool" else "other"]
         data = {
@@ -153,7 +177,7 @@ class Scope:
             "rule": RULE,
             **extra,
         }
-        self.refused = error(f"{RULE}: {attempted} was refused while {where}; {advice}", data=data)
+        self.refused = error(f"{RULE}: {attempted} was refused {where}; {advice}", data=data)
         raise self.refused
 
 
@@ -182,6 +206,17 @@ def scratch_dir() -> str:
     if scope is None:
         raise RuntimeError("scratch_dir() is only available inside a read, completion, prompt or effects='none' tool")
     return scope.scratch_dir()
+
+
+@contextlib.contextmanager
+def outside_scope() -> Iterator[None]:
+    """Run the body outside any scope: for the core's own work that a call asks for (a task the
+    runtime starts copies the context it is started in, and so, process-wide, does a thread)."""
+    token = scope_var.set(None)
+    try:
+        yield
+    finally:
+        scope_var.reset(token)
 
 
 @contextlib.contextmanager

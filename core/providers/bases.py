@@ -127,7 +127,9 @@ class ResourceProvider:
     def check_watch(self, declaration: Resource | ResourceTemplate, params: Mapping[str, str]) -> None:
         """Refuse a watch on a URI that matches a watchable declaration but can never change, such
         as a template value naming nothing configured; called before a subscription is accepted,
-        without any I/O. By default every such URI may be watched.
+        without any I/O. It runs in the side-effect scope a read of the URI gets: a write, a process
+        start or an unsafe HTTP request is refused (``-32008``), or logged in ``warn`` mode. By
+        default every such URI may be watched.
 
         :raises mcp_providers.errors.InvalidParams: the values name nothing this provider serves.
         """

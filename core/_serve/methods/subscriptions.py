@@ -49,6 +49,7 @@ from mcp.server.subscriptions import (
 from mcp_providers._host.catalog import Catalog, Route
 from mcp_providers._serve.seams import connection_of
 from mcp_providers._serve.state.cluster import InProcess, Shared
+from mcp_providers._serve.steps.invoker import Invoker, Work
 from mcp_providers.config import LimitsSettings
 from mcp_providers.errors import InvalidParams, RateLimited
 from mcp_providers.identity import Principal
@@ -160,8 +161,10 @@ class SubscriptionHub:
 
     def __init__(self, catalog: Catalog, allowed: Allowed, *, max_per_session: int = 100,
                  max_uri_length: int = 2048, shared: Shared | None = None,
-                 limits: LimitsSettings | None = None) -> None:  # fmt: skip
+                 limits: LimitsSettings | None = None, invoker: Invoker | None = None) -> None:  # fmt: skip
         self.catalog = catalog
+        self.invoker = invoker if invoker is not None else Invoker({}, 0.0, False, {})
+        """Runs ``check_watch`` in the scope a read gets, in the plugin's mode (the runtime's invoker)."""
         self.allowed = allowed
         self.shared: Shared = shared if shared is not None else InProcess()
         self.bus: SubscriptionBus = self.shared.bus
@@ -249,7 +252,9 @@ class SubscriptionHub:
                 f"{uri} cannot be watched: provider {route.provider.name!r} {why}; read it again instead",
                 data={"uri": uri},
             )
-        route.provider.check_watch(route.declaration, route.params or {})  # its own dict, not the shared NO_PARAMS
+        # provider code on behalf of the request, read-like: in the scope a read of the URI gets (tester 26 F8)
+        work = Work(route.plugin, route.provider.name, f"checking a watch on {uri}", route.canonical)
+        self.invoker.check(work, lambda: route.provider.check_watch(route.declaration, route.params or {}))
         # with the cluster bus down a watch still starts: it hears this replica's updates, and every
         # watched URI is re-announced when the bus is back (.state.outage)
 

@@ -1,6 +1,7 @@
 """The invoker: how the core runs a provider's request-time code, the same way for every method.
 
-For every ``read``, ``complete``, ``render`` and ``call`` it:
+For every ``read``, ``complete``, ``render`` and ``call`` it (and, through :meth:`Invoker.check`,
+for a provider's read-like hook the pipeline calls itself, ``check_watch``: step 3 only):
 
 1. refuses at once when the provider failed to start (its ``lifespan`` raised);
 2. runs the call under the read deadline (``server.read_timeout``), its plain functions' threads
@@ -33,7 +34,14 @@ from mcp_providers._serve.steps.deadline import deadline_after, rest_within, ste
 from mcp_providers._serve.steps.health import UpstreamHealth, failure_of
 from mcp_providers._sideeffects import Kind, Mode, Scope, enter_scope, exit_scope
 from mcp_providers._threads import DEFAULT_BOUND, ProviderThreads, Seat, leave_seat, take_seat
-from mcp_providers.errors import ProviderFailed, ReadTimeout, RequestError, ToolFailure, UpstreamError
+from mcp_providers.errors import (
+    ProviderFailed,
+    ReadTimeout,
+    RequestError,
+    SideEffectRefused,
+    ToolFailure,
+    UpstreamError,
+)
 
 log = logging.getLogger("mcp_providers.server")
 
@@ -167,6 +175,29 @@ class Invoker:
                     custody.update(scope.receipt_fields())
         self.health.ended(work.plugin, work.provider, None)
         return result
+
+    def check(self, work: Work, function: Callable[[], None]) -> None:
+        """Run ``function()``, a provider's synchronous read-like hook the pipeline calls itself
+        (``check_watch``, before a watch is accepted), at once in the side-effect scope ``work``
+        names, in the plugin's mode: what a read of the same URI may not do, it may not do either.
+        No deadline, thread or coalescing: it runs on the caller's thread, without I/O by contract.
+
+        :raises SideEffectRefused: it attempted a side effect (enforce mode), also when a library
+            caught the refusal and raised something of its own.
+        :raises BaseException: anything else it raised, unchanged (the wire maps it).
+        """
+        mode = self._modes.get(work.plugin, "enforce")
+        scope, token = enter_scope(work.provider, work.plugin, work.target, work.kind, mode)
+        try:
+            function()
+        except SideEffectRefused:
+            raise
+        except BaseException:
+            if scope.refused is not None:
+                raise scope.refused from None  # a library caught the refusal and failed its own way
+            raise
+        finally:
+            exit_scope(scope, token)
 
     def _not_started(self, work: Work) -> UpstreamError:
         self.health.ended(work.plugin, work.provider, "not started")
