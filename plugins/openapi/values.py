@@ -223,7 +223,7 @@ def enum_of(schema: Mapping[str, Any], defs: Mapping[str, Any], depth: int = 0) 
     if isinstance(ref, str) and ref.startswith("#/$defs/") and depth < 8:
         target = defs.get(ref.removeprefix("#/$defs/"))
         return enum_of(target, defs, depth + 1) if isinstance(target, Mapping) else None
-    for combined in ("anyOf", "oneOf", "allOf"):
+    for combined in ("anyOf", "oneOf", "allOf"):  # the alternatives, as for a format
         branches = schema.get(combined)
         if not isinstance(branches, list) or depth >= 8:
             continue
