@@ -213,6 +213,9 @@ def _formats(schema: Mapping[str, Any], defs: Mapping[str, Any], depth: int) -> 
     return [None]
 
 
+_COMBINED = ("anyOf", "oneOf", "allOf")
+
+
 def enum_of(schema: Mapping[str, Any], defs: Mapping[str, Any], depth: int = 0) -> list[Any] | None:
     """The closed list of values ``schema`` allows, or ``None`` when it allows others too:
     its ``enum``, found as :func:`_formats` finds a ``format`` (``$ref`` within ``$defs``;
@@ -223,7 +226,7 @@ def enum_of(schema: Mapping[str, Any], defs: Mapping[str, Any], depth: int = 0) 
     if isinstance(ref, str) and ref.startswith("#/$defs/") and depth < 8:
         target = defs.get(ref.removeprefix("#/$defs/"))
         return enum_of(target, defs, depth + 1) if isinstance(target, Mapping) else None
-    for combined in ("anyOf", "oneOf", "allOf"):  # the alternatives, as for a format
+    for combined in _COMBINED:  # the alternatives, as for a format
         branches = schema.get(combined)
         if not isinstance(branches, list) or depth >= 8:
             continue
