@@ -4314,6 +4314,47 @@ CASES += (  # a skill file that copies a resource never serves what a rule on it
 )
 
 
+KEPT = "tests/test_http_kept_decisions.py::"
+
+CASES += (  # HTTP under load: checks that keep what they accepted (issue 43, round 17)
+    Case(
+        "http: an accepted Host is kept with its Origin, not alone",
+        HTTP_APP,
+        "        pair = host_and_origin(scope)\n",
+        "        pair = host_and_origin(scope)[0], None\n",
+        (KEPT + "test_a_host_accepted_once_is_still_judged_with_another_origin",),
+    ),
+    Case(
+        "http: the accepted Host/Origin pairs are bounded",
+        HTTP_APP,
+        "        if len(self._accepted) < ACCEPTED_PAIRS:\n",
+        "        if True:\n",
+        (KEPT + "test_the_kept_host_and_origin_pairs_are_bounded",),
+    ),
+    Case(
+        "http: an accepted Content-Type is kept with its Accept, not alone",
+        "core/_serve/transport/http_inbound.py",
+        '    pair = headers.get(b"content-type"), headers.get(b"accept")\n',
+        '    pair = headers.get(b"content-type"), None\n',
+        (KEPT + "test_a_content_type_accepted_once_is_still_judged_with_another_accept",),
+    ),
+    Case(
+        "http: a refused Content-Type/Accept pair is never kept",
+        "core/_serve/transport/http_inbound.py",
+        "    if refused is None and len(_accepted_posts) < ACCEPTED_POSTS:\n",
+        "    if len(_accepted_posts) < ACCEPTED_POSTS:\n",
+        (KEPT + "test_a_content_type_accepted_once_is_still_judged_with_another_accept",),
+    ),
+    Case(
+        "http: the accepted Content-Type/Accept pairs are bounded",
+        "core/_serve/transport/http_inbound.py",
+        "    if refused is None and len(_accepted_posts) < ACCEPTED_POSTS:\n",
+        "    if refused is None:\n",
+        (KEPT + "test_the_kept_content_type_and_accept_pairs_are_bounded",),
+    ),
+)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("only", nargs="*", help="run the cases whose name contains one of these")

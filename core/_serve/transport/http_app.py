@@ -84,6 +84,7 @@ from mcp_providers._serve.transport.http_cancel import (
 from mcp_providers._serve.transport.http_inbound import (
     Held,
     headers_of,
+    host_and_origin,
     inbound_headers,
     post_refusal,
     progress_token_of,
@@ -127,8 +128,13 @@ from mcp_providers._serve.transport.sessions import SessionQuota
 from mcp_providers.config import LimitsSettings
 
 _JSON = [(b"content-type", b"application/json")]
+_Headers = dict[bytes, bytes]
 _EMPTY = (b"content-length", b"0")
 
+
+ACCEPTED_PAIRS = 256
+"""Most ``(Host, Origin)`` pairs an app keeps as accepted by its DNS-rebinding policy; any pair
+past them is judged on every request (a client cannot grow the set without bound)."""
 
 SUPPORTED_VERSIONS = (*HANDSHAKE_PROTOCOL_VERSIONS, *MODERN_PROTOCOL_VERSIONS)
 """Every ``MCP-Protocol-Version`` header value served; any other is answered 400 naming them."""
@@ -156,6 +162,8 @@ class HttpApp:
     sessions: SessionQuota | None = None
     """Each caller's 2025-era session quota (``transport.sessions``); ``None`` when stateless."""
     _guard: TransportSecurityMiddleware = field(init=False)
+    _accepted: set[tuple[bytes | None, bytes | None]] = field(init=False, default_factory=set)
+    """``(Host, Origin)`` pairs the DNS-rebinding policy accepted (:meth:`rebinding_refusal`)."""
     _endpoint: ASGIApp = field(init=False)
 
     def __post_init__(self) -> None:
@@ -163,20 +171,20 @@ class HttpApp:
         self._endpoint = BearerGate(self._serve, self.auth, self.path) if self.auth is not None else self._serve
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            scope, refused_headers = inbound_headers(scope)  # before any layer reads one of their copies
-            if refused_headers is not None:
-                await send_json(send, 400, refused_headers)
-                return
-        beside = scope["type"] == "http" and route_path(scope) != self.path
-        if beside and (refused := await rebinding_refusal(self.security, Request(scope))) is not None:
-            await refused(scope, receive, send)  # every route has the MCP path's Host/Origin policy
-            return
-        if scope["type"] == "http" and (published := self.metadata.get(route_path(scope))) is not None:
-            await published(scope, receive, send)
-            return
-        if scope["type"] != "http" or route_path(scope) != self.path:
+        if scope["type"] != "http":
             await self.sdk_app(scope, receive, send)
+            return
+        scope, refused_headers = inbound_headers(scope)  # before any layer reads one of their copies
+        if refused_headers is not None:
+            await send_json(send, 400, refused_headers)
+            return
+        path = route_path(scope)
+        if path != self.path:
+            if (refused := await rebinding_refusal(self.security, Request(scope))) is not None:
+                await refused(scope, receive, send)  # every route has the MCP path's Host/Origin policy
+                return
+            published = self.metadata.get(path)
+            await (published or self.sdk_app)(scope, receive, send)
             return
         refused = await self.rebinding_refusal(scope)
         if refused is not None:
@@ -190,10 +198,22 @@ class HttpApp:
     async def rebinding_refusal(self, scope: Scope) -> Response | None:
         """The 421 (Host) or 403 (Origin) refusing an HTTP request to the MCP path under this app's
         DNS-rebinding policy (:func:`~.http_policy.explained`), else ``None``; the first check of
-        such a request, before anything reads who is asking (``transport.mounted``)."""
+        such a request, before anything reads who is asking (``transport.mounted``).
+
+        The SDK's check is a function of the ``Host`` and ``Origin`` values alone (``security`` is
+        not changed once the app is made), so a pair it accepted is kept and not judged again
+        (at most :data:`ACCEPTED_PAIRS`); a refused pair is judged, and refused, every time.
+        """
+        pair = host_and_origin(scope)
+        if pair in self._accepted:
+            return None
         request = Request(scope)
         refused = await self._guard.validate_request(request, is_post=False)
-        return None if refused is None else explained(refused, request)
+        if refused is not None:
+            return explained(refused, request)
+        if len(self._accepted) < ACCEPTED_PAIRS:
+            self._accepted.add(pair)
+        return None
 
     async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
         outcome = Outcome(stateless=self.stateless)  # what the handler chain makes of it (transport.http_outcome)
@@ -234,11 +254,13 @@ class HttpApp:
                 await send_json(send, 400, refused)
             return
         outcome.request_id = request_id(posted.value)
-        await self._posted(scope, replaying(body, receive), send, posted, version)
+        await self._posted(scope, replaying(body, receive), send, posted, version, headers)
 
-    async def _posted(self, scope: Scope, replay: Receive, send: Send, posted: Posted, version: str | None) -> None:
-        """A POST whose body is JSON (``posted``), to the path that answers it."""
-        headers = headers_of(scope)
+    async def _posted(
+        self, scope: Scope, replay: Receive, send: Send, posted: Posted, version: str | None, headers: _Headers
+    ) -> None:
+        """A POST whose body is JSON (``posted``), to the path that answers it (``headers``: the
+        scope's, as :func:`~.http_inbound.headers_of` reads them)."""
         session = b"mcp-session-id" in headers
         if posted.batch is not None:  # any version: ours is the one answer (-32600 but at 2025-03-26)
             await self._batch(scope, send, posted.batch, version)
@@ -254,7 +276,7 @@ class HttpApp:
         elif self.stateless and is_cancel_notification(posted.value):
             await send_json(send, 400, error_body(types.INVALID_REQUEST, STATELESS_CANCEL))
         elif self.stateless and self.json_response and not session:
-            await self._legacy(scope, send, posted, version)
+            await self._legacy(scope, send, posted, version, headers)
         elif (refused := invalid_id(posted)) is not None:
             await send_json(send, 400, refused)
         else:
@@ -293,9 +315,9 @@ class HttpApp:
             return scope
         return {**scope, "headers": [(k, v) for k, v in scope["headers"] if k != b"last-event-id"]}
 
-    async def _legacy(self, scope: Scope, send: Send, posted: Posted, version: str | None) -> None:
+    async def _legacy(self, scope: Scope, send: Send, posted: Posted, version: str | None, headers: _Headers) -> None:
         """A 2025-era POST in stateless JSON mode, answered exactly as the SDK transport would."""
-        refused = post_refusal(headers_of(scope))  # Host and Origin were checked in __call__
+        refused = post_refusal(headers)  # Host and Origin were checked in __call__
         if refused is not None:
             await refused(scope, replaying(posted.raw, None), send)
             return
@@ -316,7 +338,7 @@ class HttpApp:
         connection.exit_stack = Watched()
         runner = ServerRunner(self.server, connection, lifespan_state(self.manager))
         metadata = ServerMessageMetadata(request_context=request)
-        transport = TransportContext(kind="streamable-http", can_send_request=False)
+        transport = _STATELESS_JSON
         try:
             if not isinstance(message, types.JSONRPCRequest):
                 if isinstance(message, types.JSONRPCNotification) and has_invalid_id(value):
@@ -382,6 +404,9 @@ class HttpApp:
             await self._to_sdk(sub, replaying(json.dumps(item).encode(), None), held, item)
         return outcome, held
 
+
+_STATELESS_JSON = TransportContext(kind="streamable-http", can_send_request=False)
+"""The transport of every fast-path exchange (the SDK's dataclass is frozen: one serves them all)."""
 
 _MISSING_SESSION = error_body(types.INVALID_REQUEST, "Bad Request: Missing session ID")
 """What the SDK's transport answers a 2025-era POST without a session that is no ``initialize``."""

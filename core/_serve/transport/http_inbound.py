@@ -29,6 +29,18 @@ def headers_of(scope: Scope) -> dict[bytes, bytes]:
     return dict(scope["headers"])
 
 
+def host_and_origin(scope: Scope) -> tuple[bytes | None, bytes | None]:
+    """The first ``Host`` and ``Origin`` values of ``scope`` (``None`` when absent): what the SDK's
+    DNS-rebinding check reads (starlette's ``Headers.get``)."""
+    host = origin = None
+    for name, value in scope["headers"]:
+        if name == b"host":
+            host = value if host is None else host
+        elif name == b"origin":
+            origin = value if origin is None else origin
+    return host, origin
+
+
 SINGLE_HEADERS = frozenset(
     {
         b"host",
@@ -156,8 +168,27 @@ def progress_token_of(params: Mapping[str, Any] | None) -> Any:
     return meta.get("progressToken") if isinstance(meta, Mapping) else None
 
 
+ACCEPTED_POSTS = 64
+"""Most ``(Content-Type, Accept)`` pairs :func:`post_refusal` keeps as accepted; past them, every
+pair is judged on each request (a client cannot grow the set without bound)."""
+_accepted_posts: set[tuple[bytes | None, bytes | None]] = set()
+
+
 def post_refusal(headers: dict[bytes, bytes]) -> Response | None:
-    """What the SDK transport answers a POST with the wrong Content-Type or Accept, else ``None``."""
+    """What the SDK transport answers a POST with the wrong Content-Type or Accept, else ``None``.
+
+    A function of the two values alone: a pair accepted once is kept (at most
+    :data:`ACCEPTED_POSTS`) and not parsed again; a refused pair is judged every time."""
+    pair = headers.get(b"content-type"), headers.get(b"accept")
+    if pair in _accepted_posts:
+        return None
+    refused = _post_refusal(headers)
+    if refused is None and len(_accepted_posts) < ACCEPTED_POSTS:
+        _accepted_posts.add(pair)
+    return refused
+
+
+def _post_refusal(headers: dict[bytes, bytes]) -> Response | None:
     content_type = headers.get(b"content-type", b"").decode("latin-1")
     if not content_type.lower().startswith("application/json"):
         return Response("Invalid Content-Type header", status_code=400)

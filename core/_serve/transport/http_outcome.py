@@ -22,11 +22,10 @@ every HTTP path (fast path, 2026-07-28 single exchange, stateless and session tr
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import logging
 import math
-from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
@@ -114,15 +113,27 @@ def parts(answer: Reply | None) -> tuple[dict[str, Any] | None, types.ErrorData 
 _current: contextvars.ContextVar[Outcome | None] = contextvars.ContextVar("mcp_providers.http_outcome", default=None)
 
 
-@contextlib.contextmanager
-def serving(outcome: Outcome) -> Iterator[Outcome]:
+class _Serving:
+    """The context manager :func:`serving` returns (a class: entered once per HTTP request, where a
+    generator-based one costs a few calls more)."""
+
+    __slots__ = ("_outcome", "_token")
+
+    def __init__(self, outcome: Outcome) -> None:
+        self._outcome = outcome
+
+    def __enter__(self) -> Outcome:
+        self._token = _current.set(self._outcome)
+        return self._outcome
+
+    def __exit__(self, *exc: object) -> None:
+        _current.reset(self._token)
+
+
+def serving(outcome: Outcome) -> AbstractContextManager[Outcome]:
     """Make ``outcome`` the record of the exchange served inside the block (and of every handler
     the SDK runs for it)."""
-    token = _current.set(outcome)
-    try:
-        yield outcome
-    finally:
-        _current.reset(token)
+    return _Serving(outcome)
 
 
 def with_retry_after(outcome: Outcome, send: Send) -> Send:
