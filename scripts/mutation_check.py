@@ -2884,15 +2884,15 @@ CASES += (  # start and stop side by side (round 12 brief U): N hung sources cos
     Case(
         "http: a list header's lines are read as one by every layer",
         "core/_serve/transport/http_inbound.py",
-        'return ({**scope, "headers": _joined(scope["headers"])} if repeated else scope), None',
+        'return ({**scope, "headers": _joined(headers)} if repeated else scope), None',
         "return scope, None",
         ("tests/test_http_repeated_headers.py::test_a_list_header_sent_as_two_lines_is_read_as_one_by_every_layer",),
     ),
     Case(
         "http: an empty protocol version header is refused",
         "core/_serve/transport/http_inbound.py",
-        'if name == b"mcp-protocol-version" and not value.strip():',
-        "if False:",
+        "    if not value.strip():\n",
+        "    if False:\n",
         ("tests/test_http_repeated_headers.py::test_an_empty_protocol_version_header_is_refused_naming_it",),
     ),
     Case(
@@ -4344,6 +4344,20 @@ CASES += (  # HTTP under load: checks that keep what they accepted (issue 43, ro
         "    if refused is None and len(_accepted_posts) < ACCEPTED_POSTS:\n",
         "    if len(_accepted_posts) < ACCEPTED_POSTS:\n",
         (KEPT + "test_a_content_type_accepted_once_is_still_judged_with_another_accept",),
+    ),
+    Case(
+        "http: an empty protocol version header is refused when no header repeats",
+        "core/_serve/transport/http_inbound.py",
+        "        return scope, None if version is None else _empty_version(version)\n",
+        "        return scope, None\n",
+        ("tests/test_http_repeated_headers.py::test_an_empty_protocol_version_header_is_refused_naming_it",),
+    ),
+    Case(
+        "http: an empty protocol version header is refused beside a repeated header",
+        "core/_serve/transport/http_inbound.py",
+        'if name == b"mcp-protocol-version" and (refused := _empty_version(value)) is not None:',
+        "if False:",
+        ("tests/test_http_repeated_headers.py::test_an_empty_protocol_version_header_is_refused_naming_it",),
     ),
     Case(
         "http: the accepted Content-Type/Accept pairs are bounded",

@@ -216,7 +216,9 @@ class HttpApp:
         return None
 
     async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
-        outcome = Outcome(stateless=self.stateless)  # what the handler chain makes of it (transport.http_outcome)
+        # What the handler chain makes of it (transport.http_outcome); the answer itself is written
+        # by the path that made it, so only a refusal is recorded (its Retry-After).
+        outcome = Outcome(stateless=self.stateless, keeps_result=False)
         with serving(outcome):
             await self._exchange(scope, receive, with_retry_after(outcome, send), outcome)
 

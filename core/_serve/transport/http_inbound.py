@@ -70,9 +70,14 @@ def inbound_headers(scope: Scope) -> tuple[Scope, bytes | None]:
     ", " (``Cookie``: "; "), so no layer reads only its first or last line. ``scope`` is returned
     as it was when nothing repeats.
     """
+    headers = scope["headers"]
+    once = dict(headers)
+    if len(once) == len(headers):  # no name repeats (the usual request): only the version to look at
+        version = once.get(b"mcp-protocol-version")
+        return scope, None if version is None else _empty_version(version)
     seen: set[bytes] = set()
     repeated = False
-    for name, value in scope["headers"]:
+    for name, value in headers:
         if name in seen:
             if name in SINGLE_HEADERS:
                 shown = name.decode("latin-1")
@@ -81,10 +86,17 @@ def inbound_headers(scope: Scope) -> tuple[Scope, bytes | None]:
                 )
             repeated = True
         seen.add(name)
-        if name == b"mcp-protocol-version" and not value.strip():
-            message = "Bad Request: the MCP-Protocol-Version header is empty; send a protocol version or no header"
-            return scope, error_body(types.INVALID_REQUEST, message)
-    return ({**scope, "headers": _joined(scope["headers"])} if repeated else scope), None
+        if name == b"mcp-protocol-version" and (refused := _empty_version(value)) is not None:
+            return scope, refused
+    return ({**scope, "headers": _joined(headers)} if repeated else scope), None
+
+
+def _empty_version(value: bytes) -> bytes | None:
+    """The 400 body refusing an ``MCP-Protocol-Version`` header that is empty or blank, else ``None``."""
+    if not value.strip():
+        message = "Bad Request: the MCP-Protocol-Version header is empty; send a protocol version or no header"
+        return error_body(types.INVALID_REQUEST, message)
+    return None
 
 
 def _joined(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:

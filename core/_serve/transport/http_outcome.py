@@ -61,6 +61,9 @@ class Outcome:
     error: types.ErrorData | None = None
     claimed: bool = False
     """Whether a request under ``request_id`` reached the middleware (only that one is recorded)."""
+    keeps_result: bool = True
+    """Whether a result is recorded (a batch element's is its answer); a single POST's answer is
+    written by the path that made it, so its outcome records errors only (``Retry-After``)."""
 
     @property
     def answered(self) -> bool:
@@ -170,8 +173,8 @@ async def exchange_middleware(ctx: ServerRequestContext[Any, Any], call_next: An
         if recorded:
             outcome.error = error_data(exc)
         raise
-    if recorded and anyio.current_effective_deadline() != -math.inf:  # cancelled: the SDK answers nothing
-        outcome.result = _wire(result)
+    if recorded and outcome.keeps_result and anyio.current_effective_deadline() != -math.inf:
+        outcome.result = _wire(result)  # not when cancelled: the SDK answers nothing
     return result
 
 
