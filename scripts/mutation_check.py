@@ -4360,6 +4360,13 @@ CASES += (  # HTTP under load: checks that keep what they accepted (issue 43, ro
         ("tests/test_http_repeated_headers.py::test_an_empty_protocol_version_header_is_refused_naming_it",),
     ),
     Case(
+        "http: only a value holding a request's members alone is validated as a request first",
+        "core/_serve/transport/fast_path.py",
+        '    if type(value) is dict and "id" in value and value.keys() <= _REQUEST_MEMBERS:\n',
+        '    if type(value) is dict and "id" in value:\n',
+        ("tests/test_fast_path_connection.py::test_a_message_is_what_the_sdk_adapter_makes_of_it[13]",),
+    ),
+    Case(
         "http: the accepted Content-Type/Accept pairs are bounded",
         "core/_serve/transport/http_inbound.py",
         "    if refused is None and len(_accepted_posts) < ACCEPTED_POSTS:\n",

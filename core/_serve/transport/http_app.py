@@ -58,7 +58,6 @@ from typing import Any
 
 import mcp_types as types
 from mcp.server import Server
-from mcp.server.connection import Connection
 from mcp.server.runner import ServerRunner, aclose_shielded
 from mcp.server.streamable_http import EventStore
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
@@ -75,7 +74,7 @@ from mcp_providers._serve.identity import ResourceServer
 from mcp_providers._serve.seams import lifespan_state, modern_request_handler
 from mcp_providers._serve.transport import batches
 from mcp_providers._serve.transport.auth import BearerGate, metadata_endpoints
-from mcp_providers._serve.transport.fast_path import OneExchange, Watched, pushed, respond
+from mcp_providers._serve.transport.fast_path import OneExchange, fresh_connection, message_of, pushed, respond
 from mcp_providers._serve.transport.http_cancel import (
     STATELESS_CANCEL,
     stateless_cancel_in_batch,
@@ -333,11 +332,10 @@ class HttpApp:
     async def _answer(self, request: Request, value: Any, version: str | None) -> tuple[int, Reply | None]:
         """``(status, answer)`` for one parsed 2025-era message; ``None`` answer for a notification (202)."""
         try:
-            message = types.jsonrpc_message_adapter.validate_python(value, by_name=False)  # the parsed value
+            message = message_of(value)  # the parsed value
         except ValueError:
             return 400, refusal(types.INVALID_REQUEST, NOT_A_MESSAGE)
-        connection = Connection.from_envelope(version or DEFAULT_NEGOTIATED_VERSION, None, None)
-        connection.exit_stack = Watched()
+        connection = fresh_connection(version or DEFAULT_NEGOTIATED_VERSION)
         runner = ServerRunner(self.server, connection, lifespan_state(self.manager))
         metadata = ServerMessageMetadata(request_context=request)
         transport = _STATELESS_JSON
