@@ -1,18 +1,23 @@
 """Issue 43 (HTTP under load): the fast path's per-exchange connection is the one the SDK's
 ``Connection.from_envelope(version, None, None)`` makes, built without validating the two absent
 envelope values, and its message is the one the SDK's ``jsonrpc_message_adapter`` makes, validated
-as a request first when it holds only a request's members. If the SDK changes either, these tests
+as a request first when it holds only a request's members; its answer is written as the SDK's
+response model writes it, without making the model. If the SDK changes any of them, these tests
 say so."""
 
 from __future__ import annotations
+
+import datetime
 
 import mcp_types as types
 import pytest
 from mcp.server.connection import Connection
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import ValidationError
+from pydantic_core import PydanticSerializationError
 
 from mcp_providers._serve.transport.fast_path import Watched, fresh_connection, message_of
+from mcp_providers._serve.transport.http_outcome import Answered, dumped, parts
 
 
 @pytest.mark.parametrize("version", HANDSHAKE_PROTOCOL_VERSIONS)
@@ -71,3 +76,27 @@ def test_a_message_is_what_the_sdk_adapter_makes_of_it(value: object) -> None:
     made = message_of(value)
     assert type(made) is type(expected) and made == expected
     assert made.model_dump(exclude_unset=True) == expected.model_dump(exclude_unset=True)
+
+
+RESULTS = [
+    {},
+    {"contents": [{"uri": "bench://p0/r3", "mimeType": "application/json", "text": '{"a": [1, 2]}'}]},
+    {"text": 'é ✓ \u2028 "q" \\ \x00 \ud7ff', "n": [1.0, 0.1, 1e300, -0.0, 2**70, -(2**63)], "b": [True, None]},
+    {"_meta": {"io.mcp-providers/receipt": {"blocks": [{"sha256": "ab" * 32, "bytes": 12}]}}, "ttlMs": 0},
+    {"when": datetime.datetime(2026, 12, 7, 10, 0, tzinfo=datetime.UTC), "raw": b"ok", "t": (1, 2)},
+    {"raw": b"\xff"},
+]
+
+
+@pytest.mark.parametrize("request_id", [1, "a", 2**62, "é"])
+@pytest.mark.parametrize("result", RESULTS, ids=[str(i) for i in range(len(RESULTS))])
+def test_an_answer_is_written_as_the_sdk_s_response_model_writes_it(request_id: int | str, result: dict) -> None:
+    model = types.JSONRPCResponse(jsonrpc="2.0", id=request_id, result=result)
+    try:
+        expected = dumped(model)
+    except PydanticSerializationError:  # not JSON (bytes not UTF-8): refused alike
+        with pytest.raises(PydanticSerializationError):
+            dumped(Answered(request_id, result))
+    else:
+        assert dumped(Answered(request_id, result)) == expected
+    assert parts(Answered(request_id, result)) == (result, None)

@@ -20,7 +20,7 @@ from mcp.shared.transport_context import TransportContext
 from mcp_types import DEFAULT_NEGOTIATED_VERSION
 from pydantic import ValidationError
 
-from mcp_providers._serve.transport.http_outcome import Reply, error_data
+from mcp_providers._serve.transport.http_outcome import Answer, Answered, error_data
 
 
 class Watched(contextlib.AsyncExitStack):
@@ -127,13 +127,11 @@ class OneExchange:
         return None
 
 
-async def respond(runner: ServerRunner[Any], exchange: OneExchange, message: types.JSONRPCRequest) -> Reply:
+async def respond(runner: ServerRunner[Any], exchange: OneExchange, message: types.JSONRPCRequest) -> Answer:
     """Run one request through the SDK kernel; the JSON-RPC response (errors mapped as the SDK maps them,
     an unexpected exception as -32603 without its text)."""
     try:
         result = await runner.on_request(exchange, message.method, message.params)
     except Exception as exc:  # handler internals never reach the wire
         return types.JSONRPCError(jsonrpc="2.0", id=message.id, error=error_data(exc, logged_as=message.method))
-    # Both parts are valid already (the id from the validated request, the result the runner's
-    # wire dict): the model is made without validating them again; the bytes are the same.
-    return types.JSONRPCResponse.model_construct(jsonrpc="2.0", id=message.id, result=result)
+    return Answered(message.id, result)  # both valid already: the request's id, the runner's wire dict

@@ -95,6 +95,7 @@ from mcp_providers._serve.transport.http_inbound import (
     unsupported_version,
 )
 from mcp_providers._serve.transport.http_outcome import (
+    Answer,
     Outcome,
     Reply,
     current_outcome,
@@ -329,7 +330,7 @@ class HttpApp:
             return
         await send_json(send, status, dumped(answer))
 
-    async def _answer(self, request: Request, value: Any, version: str | None) -> tuple[int, Reply | None]:
+    async def _answer(self, request: Request, value: Any, version: str | None) -> tuple[int, Answer | None]:
         """``(status, answer)`` for one parsed 2025-era message; ``None`` answer for a notification (202)."""
         try:
             message = message_of(value)  # the parsed value

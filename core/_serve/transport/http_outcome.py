@@ -31,6 +31,7 @@ from typing import Any
 
 import anyio
 import mcp_types as types
+import pydantic_core
 from mcp import MCPError
 from mcp.server import ServerRequestContext
 from mcp.shared.jsonrpc_dispatcher import handler_exception_to_error_data
@@ -43,6 +44,19 @@ log = logging.getLogger("mcp_providers.http")
 
 Reply = types.JSONRPCResponse | types.JSONRPCError
 """One JSON-RPC answer, as the SDK's models."""
+
+
+@dataclass(frozen=True, slots=True)
+class Answered:
+    """A request's result under its id, not made a :class:`~mcp_types.JSONRPCResponse`: what the
+    fast path writes at once (:func:`dumped` gives the bytes the model would)."""
+
+    id: str | int
+    result: dict[str, Any]
+
+
+Answer = Reply | Answered
+"""One JSON-RPC answer as a path that makes it holds it."""
 
 
 @dataclass(slots=True)
@@ -96,8 +110,12 @@ def retry_after_of(error: types.ErrorData | None) -> int | None:
     return max(1, math.ceil(seconds))
 
 
-def dumped(reply: Reply) -> bytes:
+def dumped(reply: Answer) -> bytes:
     """One JSON-RPC answer as the SDK's transport writes it."""
+    if isinstance(reply, Answered):
+        # What model_dump_json writes for the response model: its three fields in order, the
+        # result (a dict[str, Any]) serialized by type inference, as the model serializes Any.
+        return pydantic_core.to_json({"jsonrpc": "2.0", "id": reply.id, "result": reply.result})
     return reply.model_dump_json(by_alias=True, exclude_unset=True).encode()
 
 
@@ -106,7 +124,7 @@ def refusal(code: int, message: str) -> types.JSONRPCError:
     return types.JSONRPCError(jsonrpc="2.0", id=None, error=types.ErrorData(code=code, message=message))
 
 
-def parts(answer: Reply | None) -> tuple[dict[str, Any] | None, types.ErrorData | None]:
+def parts(answer: Answer | None) -> tuple[dict[str, Any] | None, types.ErrorData | None]:
     """``(result, error)`` of an answer (both ``None`` for a notification's)."""
     if isinstance(answer, types.JSONRPCError):
         return None, answer.error
