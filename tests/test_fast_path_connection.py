@@ -8,6 +8,7 @@ say so."""
 from __future__ import annotations
 
 import datetime
+from typing import Any
 
 import mcp_types as types
 import pytest
@@ -90,7 +91,9 @@ RESULTS = [
 
 @pytest.mark.parametrize("request_id", [1, "a", 2**62, "é"])
 @pytest.mark.parametrize("result", RESULTS, ids=[str(i) for i in range(len(RESULTS))])
-def test_an_answer_is_written_as_the_sdk_s_response_model_writes_it(request_id: int | str, result: dict) -> None:
+def test_an_answer_is_written_as_the_sdk_s_response_model_writes_it(
+    request_id: int | str, result: dict[str, Any]
+) -> None:
     model = types.JSONRPCResponse(jsonrpc="2.0", id=request_id, result=result)
     try:
         expected = dumped(model)
