@@ -44,39 +44,43 @@ async def floor_app(scope: Any, receive: Any, send: Any) -> None:
     await send({"type": "http.response.body", "body": FLOOR_BODY})
 
 
-def http(kind: str, port: int, jwt_issuer: str | None = None, *, otel: bool = False, no_otel: bool = False) -> None:
-    import uvicorn
-
+def app_of(kind: str, port: int, jwt_issuer: str | None = None, *, otel: bool = False, no_otel: bool = False) -> Any:
+    """The ASGI app ``http`` serves for ``kind`` on ``port`` (before uvicorn's own layers)."""
     from benchmarks import fixtures
     from mcp_providers._serve.transport.auth import http_auth
     from mcp_providers._serve.transport.http_app import http_app
     from mcp_providers._serve.transport.http_policy import transport_policy
-    from mcp_providers._serve.transport.limits import uvicorn_config
     from mcp_providers.config import AuthConfig
 
-    app: Any
     if kind == "echo":
-        app = floor_app
-    elif kind == "composed":
+        return floor_app
+    if kind == "composed":
         # --jwt ISSUER: [server.auth] mode = "jwt" against that issuer (benchmarks.identity).
         auth = None if jwt_issuer is None else AuthConfig(mode="jwt", issuer=jwt_issuer)
-        app = http_app(
+        return http_app(
             fixtures.composed(1, otel=otel).server,
             stateless=True,
             json_response=True,
             security=transport_policy("127.0.0.1"),
             auth=http_auth(auth, f"http://127.0.0.1:{port}/mcp"),
         )
-    elif kind == "sdkfloor":  # this transport and the SDK's runner around a handler that does no work
-        app = http_app(
+    if kind == "sdkfloor":  # this transport and the SDK's runner around a handler that does no work
+        return http_app(
             fixtures.sdk_floor(),
             stateless=True,
             json_response=True,
             security=transport_policy("127.0.0.1"),
             auth=http_auth(None, f"http://127.0.0.1:{port}/mcp"),
         )
-    else:
-        app = fixtures.mcpserver(1, otel=not no_otel).streamable_http_app(stateless_http=True, json_response=True)
+    return fixtures.mcpserver(1, otel=not no_otel).streamable_http_app(stateless_http=True, json_response=True)
+
+
+def http(kind: str, port: int, jwt_issuer: str | None = None, *, otel: bool = False, no_otel: bool = False) -> None:
+    import uvicorn
+
+    from mcp_providers._serve.transport.limits import uvicorn_config
+
+    app = app_of(kind, port, jwt_issuer, otel=otel, no_otel=no_otel)
     uvicorn.Server(uvicorn_config(app, "127.0.0.1", port)).run()
 
 

@@ -3013,15 +3013,15 @@ CASES += (  # start and stop side by side (round 12 brief U): N hung sources cos
     Case(
         "http: a list header's lines are read as one by every layer",
         "core/_serve/transport/http_inbound.py",
-        'return ({**scope, "headers": _joined(scope["headers"])} if repeated else scope), None',
+        'return ({**scope, "headers": _joined(headers)} if repeated else scope), None',
         "return scope, None",
         ("tests/test_http_repeated_headers.py::test_a_list_header_sent_as_two_lines_is_read_as_one_by_every_layer",),
     ),
     Case(
         "http: an empty protocol version header is refused",
         "core/_serve/transport/http_inbound.py",
-        'if name == b"mcp-protocol-version" and not value.strip():',
-        "if False:",
+        "    if not value.strip():\n",
+        "    if False:\n",
         ("tests/test_http_repeated_headers.py::test_an_empty_protocol_version_header_is_refused_naming_it",),
     ),
     Case(
@@ -4967,6 +4967,68 @@ CASES += (  # provider code the pipeline runs itself, and threads a read starts 
         "        with outside_scope():  # the task copies the context it is started in",
         "        if True:",
         (REACH + "test_the_runtimes_background_work_asked_for_in_a_read_is_not_the_reads",),
+    ),
+)
+
+
+KEPT = "tests/test_http_kept_decisions.py::"
+
+CASES += (  # HTTP under load: checks that keep what they accepted (issue 43, round 17)
+    Case(
+        "http: an accepted Host is kept with its Origin, not alone",
+        HTTP_APP,
+        "        pair = host_and_origin(scope)\n",
+        "        pair = host_and_origin(scope)[0], None\n",
+        (KEPT + "test_a_host_accepted_once_is_still_judged_with_another_origin",),
+    ),
+    Case(
+        "http: the accepted Host/Origin pairs are bounded",
+        HTTP_APP,
+        "        if len(self._accepted) < ACCEPTED_PAIRS:\n",
+        "        if True:\n",
+        (KEPT + "test_the_kept_host_and_origin_pairs_are_bounded",),
+    ),
+    Case(
+        "http: an accepted Content-Type is kept with its Accept, not alone",
+        "core/_serve/transport/http_inbound.py",
+        '    pair = headers.get(b"content-type"), headers.get(b"accept")\n',
+        '    pair = headers.get(b"content-type"), None\n',
+        (KEPT + "test_a_content_type_accepted_once_is_still_judged_with_another_accept",),
+    ),
+    Case(
+        "http: a refused Content-Type/Accept pair is never kept",
+        "core/_serve/transport/http_inbound.py",
+        "    if refused is None and len(_accepted_posts) < ACCEPTED_POSTS:\n",
+        "    if len(_accepted_posts) < ACCEPTED_POSTS:\n",
+        (KEPT + "test_a_content_type_accepted_once_is_still_judged_with_another_accept",),
+    ),
+    Case(
+        "http: an empty protocol version header is refused when no header repeats",
+        "core/_serve/transport/http_inbound.py",
+        "        return scope, None if version is None else _empty_version(version)\n",
+        "        return scope, None\n",
+        ("tests/test_http_repeated_headers.py::test_an_empty_protocol_version_header_is_refused_naming_it",),
+    ),
+    Case(
+        "http: an empty protocol version header is refused beside a repeated header",
+        "core/_serve/transport/http_inbound.py",
+        'if name == b"mcp-protocol-version" and (refused := _empty_version(value)) is not None:',
+        "if False:",
+        ("tests/test_http_repeated_headers.py::test_an_empty_protocol_version_header_is_refused_naming_it",),
+    ),
+    Case(
+        "http: only a value holding a request's members alone is validated as a request first",
+        "core/_serve/transport/fast_path.py",
+        '    if type(value) is dict and "id" in value and value.keys() <= _REQUEST_MEMBERS:\n',
+        '    if type(value) is dict and "id" in value:\n',
+        ("tests/test_fast_path_connection.py::test_a_message_is_what_the_sdk_adapter_makes_of_it[13]",),
+    ),
+    Case(
+        "http: the accepted Content-Type/Accept pairs are bounded",
+        "core/_serve/transport/http_inbound.py",
+        "    if refused is None and len(_accepted_posts) < ACCEPTED_POSTS:\n",
+        "    if refused is None:\n",
+        (KEPT + "test_the_kept_content_type_and_accept_pairs_are_bounded",),
     ),
 )
 

@@ -86,3 +86,7 @@ def test_an_empty_protocol_version_header_is_refused_naming_it() -> None:
         lines = [("host", f"127.0.0.1:{port}"), *JSON_HEADERS.items(), ("mcp-protocol-version", "")]
         status, body = _raw(port, "/mcp", lines, PING)
         assert status == 400 and b"MCP-Protocol-Version header is empty" in body, (status, body)
+        # with a list header sent as two lines too (the headers are then read line by line)
+        lines = [*lines[:-1], ("x-trace", "a"), ("x-trace", "b"), ("mcp-protocol-version", " ")]
+        status, body = _raw(port, "/mcp", lines, PING)
+        assert status == 400 and b"MCP-Protocol-Version header is empty" in body, (status, body)

@@ -6,17 +6,21 @@ says whether anything was pushed on it (:class:`Watched`), and one request answe
 from __future__ import annotations
 
 import contextlib
+import functools
 from dataclasses import dataclass
 from typing import Any
 
 import anyio
 import mcp_types as types
+from mcp.server.connection import Connection
 from mcp.server.runner import ServerRunner
 from mcp.shared.exceptions import NoBackChannelError
 from mcp.shared.message import ServerMessageMetadata
 from mcp.shared.transport_context import TransportContext
+from mcp_types import DEFAULT_NEGOTIATED_VERSION
+from pydantic import ValidationError
 
-from mcp_providers._serve.transport.http_outcome import Reply, error_data
+from mcp_providers._serve.transport.http_outcome import Answer, Answered, error_data
 
 
 class Watched(contextlib.AsyncExitStack):
@@ -48,6 +52,44 @@ class Watched(contextlib.AsyncExitStack):
     def push_async_callback(self, *args: Any, **kwargs: Any) -> Any:
         self.used = True
         return super().push_async_callback(*args, **kwargs)
+
+
+_REQUEST_MEMBERS = frozenset({"jsonrpc", "id", "method", "params"})
+
+
+def message_of(value: Any) -> types.JSONRPCMessage:
+    """``value`` (parsed JSON) as the SDK's ``jsonrpc_message_adapter`` validates it.
+
+    A dict holding an ``id`` and no member but a request's is validated as a
+    :class:`~mcp_types.JSONRPCRequest` first: when that succeeds the union picks it too (a
+    response or an error needs ``result`` or ``error``; a notification sets one field fewer), at
+    about half the instructions. Anything else, and a request that fails, goes to the union.
+
+    :raises pydantic.ValidationError: ``value`` is no JSON-RPC message.
+    """
+    if type(value) is dict and "id" in value and value.keys() <= _REQUEST_MEMBERS:
+        try:
+            return types.JSONRPCRequest.model_validate(value, by_name=False)
+        except ValidationError:
+            pass
+    return types.jsonrpc_message_adapter.validate_python(value, by_name=False)
+
+
+@functools.cache
+def _no_channel() -> Any:
+    """The SDK's no-channel outbound (``from_envelope``'s default), read off a connection it made."""
+    return Connection.from_envelope(DEFAULT_NEGOTIATED_VERSION, None, None).outbound
+
+
+def fresh_connection(version: str) -> Connection:
+    """A born-ready connection for one exchange, as ``Connection.from_envelope(version, None, None)``
+    makes it (no channel, initialized, no client info or capabilities), with a :class:`Watched`
+    exit stack; without validating the two absent envelope values, each a raised and caught
+    ``ValidationError`` in the SDK (about half of that call's instructions)."""
+    connection = Connection(_no_channel(), protocol_version=version)
+    connection.initialized.set()
+    connection.exit_stack = Watched()
+    return connection
 
 
 def pushed(stack: contextlib.AsyncExitStack) -> bool:
@@ -85,11 +127,11 @@ class OneExchange:
         return None
 
 
-async def respond(runner: ServerRunner[Any], exchange: OneExchange, message: types.JSONRPCRequest) -> Reply:
+async def respond(runner: ServerRunner[Any], exchange: OneExchange, message: types.JSONRPCRequest) -> Answer:
     """Run one request through the SDK kernel; the JSON-RPC response (errors mapped as the SDK maps them,
     an unexpected exception as -32603 without its text)."""
     try:
         result = await runner.on_request(exchange, message.method, message.params)
     except Exception as exc:  # handler internals never reach the wire
         return types.JSONRPCError(jsonrpc="2.0", id=message.id, error=error_data(exc, logged_as=message.method))
-    return types.JSONRPCResponse(jsonrpc="2.0", id=message.id, result=result)
+    return Answered(message.id, result)  # both valid already: the request's id, the runner's wire dict

@@ -58,7 +58,6 @@ from typing import Any
 
 import mcp_types as types
 from mcp.server import Server
-from mcp.server.connection import Connection
 from mcp.server.runner import ServerRunner, aclose_shielded
 from mcp.server.streamable_http import EventStore
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
@@ -75,7 +74,7 @@ from mcp_providers._serve.identity import ResourceServer
 from mcp_providers._serve.seams import lifespan_state, modern_request_handler
 from mcp_providers._serve.transport import batches
 from mcp_providers._serve.transport.auth import BearerGate, metadata_endpoints
-from mcp_providers._serve.transport.fast_path import OneExchange, Watched, pushed, respond
+from mcp_providers._serve.transport.fast_path import OneExchange, fresh_connection, message_of, pushed, respond
 from mcp_providers._serve.transport.http_cancel import (
     STATELESS_CANCEL,
     stateless_cancel_in_batch,
@@ -84,6 +83,7 @@ from mcp_providers._serve.transport.http_cancel import (
 from mcp_providers._serve.transport.http_inbound import (
     Held,
     headers_of,
+    host_and_origin,
     inbound_headers,
     post_refusal,
     progress_token_of,
@@ -95,6 +95,7 @@ from mcp_providers._serve.transport.http_inbound import (
     unsupported_version,
 )
 from mcp_providers._serve.transport.http_outcome import (
+    Answer,
     Outcome,
     Reply,
     current_outcome,
@@ -127,8 +128,13 @@ from mcp_providers._serve.transport.sessions import SessionQuota
 from mcp_providers.config import LimitsSettings
 
 _JSON = [(b"content-type", b"application/json")]
+_Headers = dict[bytes, bytes]
 _EMPTY = (b"content-length", b"0")
 
+
+ACCEPTED_PAIRS = 256
+"""Most ``(Host, Origin)`` pairs an app keeps as accepted by its DNS-rebinding policy; any pair
+past them is judged on every request (a client cannot grow the set without bound)."""
 
 SUPPORTED_VERSIONS = (*HANDSHAKE_PROTOCOL_VERSIONS, *MODERN_PROTOCOL_VERSIONS)
 """Every ``MCP-Protocol-Version`` header value served; any other is answered 400 naming them."""
@@ -156,6 +162,8 @@ class HttpApp:
     sessions: SessionQuota | None = None
     """Each caller's 2025-era session quota (``transport.sessions``); ``None`` when stateless."""
     _guard: TransportSecurityMiddleware = field(init=False)
+    _accepted: set[tuple[bytes | None, bytes | None]] = field(init=False, default_factory=set)
+    """``(Host, Origin)`` pairs the DNS-rebinding policy accepted (:meth:`rebinding_refusal`)."""
     _endpoint: ASGIApp = field(init=False)
 
     def __post_init__(self) -> None:
@@ -163,20 +171,20 @@ class HttpApp:
         self._endpoint = BearerGate(self._serve, self.auth, self.path) if self.auth is not None else self._serve
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            scope, refused_headers = inbound_headers(scope)  # before any layer reads one of their copies
-            if refused_headers is not None:
-                await send_json(send, 400, refused_headers)
-                return
-        beside = scope["type"] == "http" and route_path(scope) != self.path
-        if beside and (refused := await rebinding_refusal(self.security, Request(scope))) is not None:
-            await refused(scope, receive, send)  # every route has the MCP path's Host/Origin policy
-            return
-        if scope["type"] == "http" and (published := self.metadata.get(route_path(scope))) is not None:
-            await published(scope, receive, send)
-            return
-        if scope["type"] != "http" or route_path(scope) != self.path:
+        if scope["type"] != "http":
             await self.sdk_app(scope, receive, send)
+            return
+        scope, refused_headers = inbound_headers(scope)  # before any layer reads one of their copies
+        if refused_headers is not None:
+            await send_json(send, 400, refused_headers)
+            return
+        path = route_path(scope)
+        if path != self.path:
+            if (refused := await rebinding_refusal(self.security, Request(scope))) is not None:
+                await refused(scope, receive, send)  # every route has the MCP path's Host/Origin policy
+                return
+            published = self.metadata.get(path)
+            await (published or self.sdk_app)(scope, receive, send)
             return
         refused = await self.rebinding_refusal(scope)
         if refused is not None:
@@ -190,13 +198,27 @@ class HttpApp:
     async def rebinding_refusal(self, scope: Scope) -> Response | None:
         """The 421 (Host) or 403 (Origin) refusing an HTTP request to the MCP path under this app's
         DNS-rebinding policy (:func:`~.http_policy.explained`), else ``None``; the first check of
-        such a request, before anything reads who is asking (``transport.mounted``)."""
+        such a request, before anything reads who is asking (``transport.mounted``).
+
+        The SDK's check is a function of the ``Host`` and ``Origin`` values alone (``security`` is
+        not changed once the app is made), so a pair it accepted is kept and not judged again
+        (at most :data:`ACCEPTED_PAIRS`); a refused pair is judged, and refused, every time.
+        """
+        pair = host_and_origin(scope)
+        if pair in self._accepted:
+            return None
         request = Request(scope)
         refused = await self._guard.validate_request(request, is_post=False)
-        return None if refused is None else explained(refused, request)
+        if refused is not None:
+            return explained(refused, request)
+        if len(self._accepted) < ACCEPTED_PAIRS:
+            self._accepted.add(pair)
+        return None
 
     async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
-        outcome = Outcome(stateless=self.stateless)  # what the handler chain makes of it (transport.http_outcome)
+        # What the handler chain makes of it (transport.http_outcome); the answer itself is written
+        # by the path that made it, so only a refusal is recorded (its Retry-After).
+        outcome = Outcome(stateless=self.stateless, keeps_result=False)
         with serving(outcome):
             await self._exchange(scope, receive, with_retry_after(outcome, send), outcome)
 
@@ -234,11 +256,13 @@ class HttpApp:
                 await send_json(send, 400, refused)
             return
         outcome.request_id = request_id(posted.value)
-        await self._posted(scope, replaying(body, receive), send, posted, version)
+        await self._posted(scope, replaying(body, receive), send, posted, version, headers)
 
-    async def _posted(self, scope: Scope, replay: Receive, send: Send, posted: Posted, version: str | None) -> None:
-        """A POST whose body is JSON (``posted``), to the path that answers it."""
-        headers = headers_of(scope)
+    async def _posted(
+        self, scope: Scope, replay: Receive, send: Send, posted: Posted, version: str | None, headers: _Headers
+    ) -> None:
+        """A POST whose body is JSON (``posted``), to the path that answers it (``headers``: the
+        scope's, as :func:`~.http_inbound.headers_of` reads them)."""
         session = b"mcp-session-id" in headers
         if posted.batch is not None:  # any version: ours is the one answer (-32600 but at 2025-03-26)
             await self._batch(scope, send, posted.batch, version)
@@ -254,7 +278,7 @@ class HttpApp:
         elif self.stateless and is_cancel_notification(posted.value):
             await send_json(send, 400, error_body(types.INVALID_REQUEST, STATELESS_CANCEL))
         elif self.stateless and self.json_response and not session:
-            await self._legacy(scope, send, posted, version)
+            await self._legacy(scope, send, posted, version, headers)
         elif (refused := invalid_id(posted)) is not None:
             await send_json(send, 400, refused)
         else:
@@ -293,9 +317,9 @@ class HttpApp:
             return scope
         return {**scope, "headers": [(k, v) for k, v in scope["headers"] if k != b"last-event-id"]}
 
-    async def _legacy(self, scope: Scope, send: Send, posted: Posted, version: str | None) -> None:
+    async def _legacy(self, scope: Scope, send: Send, posted: Posted, version: str | None, headers: _Headers) -> None:
         """A 2025-era POST in stateless JSON mode, answered exactly as the SDK transport would."""
-        refused = post_refusal(headers_of(scope))  # Host and Origin were checked in __call__
+        refused = post_refusal(headers)  # Host and Origin were checked in __call__
         if refused is not None:
             await refused(scope, replaying(posted.raw, None), send)
             return
@@ -306,17 +330,16 @@ class HttpApp:
             return
         await send_json(send, status, dumped(answer))
 
-    async def _answer(self, request: Request, value: Any, version: str | None) -> tuple[int, Reply | None]:
+    async def _answer(self, request: Request, value: Any, version: str | None) -> tuple[int, Answer | None]:
         """``(status, answer)`` for one parsed 2025-era message; ``None`` answer for a notification (202)."""
         try:
-            message = types.jsonrpc_message_adapter.validate_python(value, by_name=False)  # the parsed value
+            message = message_of(value)  # the parsed value
         except ValueError:
             return 400, refusal(types.INVALID_REQUEST, NOT_A_MESSAGE)
-        connection = Connection.from_envelope(version or DEFAULT_NEGOTIATED_VERSION, None, None)
-        connection.exit_stack = Watched()
+        connection = fresh_connection(version or DEFAULT_NEGOTIATED_VERSION)
         runner = ServerRunner(self.server, connection, lifespan_state(self.manager))
         metadata = ServerMessageMetadata(request_context=request)
-        transport = TransportContext(kind="streamable-http", can_send_request=False)
+        transport = _STATELESS_JSON
         try:
             if not isinstance(message, types.JSONRPCRequest):
                 if isinstance(message, types.JSONRPCNotification) and has_invalid_id(value):
@@ -382,6 +405,9 @@ class HttpApp:
             await self._to_sdk(sub, replaying(json.dumps(item).encode(), None), held, item)
         return outcome, held
 
+
+_STATELESS_JSON = TransportContext(kind="streamable-http", can_send_request=False)
+"""The transport of every fast-path exchange (the SDK's dataclass is frozen: one serves them all)."""
 
 _MISSING_SESSION = error_body(types.INVALID_REQUEST, "Bad Request: Missing session ID")
 """What the SDK's transport answers a 2025-era POST without a session that is no ``initialize``."""

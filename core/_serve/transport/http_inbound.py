@@ -29,6 +29,18 @@ def headers_of(scope: Scope) -> dict[bytes, bytes]:
     return dict(scope["headers"])
 
 
+def host_and_origin(scope: Scope) -> tuple[bytes | None, bytes | None]:
+    """The first ``Host`` and ``Origin`` values of ``scope`` (``None`` when absent): what the SDK's
+    DNS-rebinding check reads (starlette's ``Headers.get``)."""
+    host = origin = None
+    for name, value in scope["headers"]:
+        if name == b"host":
+            host = value if host is None else host
+        elif name == b"origin":
+            origin = value if origin is None else origin
+    return host, origin
+
+
 SINGLE_HEADERS = frozenset(
     {
         b"host",
@@ -58,9 +70,14 @@ def inbound_headers(scope: Scope) -> tuple[Scope, bytes | None]:
     ", " (``Cookie``: "; "), so no layer reads only its first or last line. ``scope`` is returned
     as it was when nothing repeats.
     """
+    headers = scope["headers"]
+    once = dict(headers)
+    if len(once) == len(headers):  # no name repeats (the usual request): only the version to look at
+        version = once.get(b"mcp-protocol-version")
+        return scope, None if version is None else _empty_version(version)
     seen: set[bytes] = set()
     repeated = False
-    for name, value in scope["headers"]:
+    for name, value in headers:
         if name in seen:
             if name in SINGLE_HEADERS:
                 shown = name.decode("latin-1")
@@ -69,10 +86,17 @@ def inbound_headers(scope: Scope) -> tuple[Scope, bytes | None]:
                 )
             repeated = True
         seen.add(name)
-        if name == b"mcp-protocol-version" and not value.strip():
-            message = "Bad Request: the MCP-Protocol-Version header is empty; send a protocol version or no header"
-            return scope, error_body(types.INVALID_REQUEST, message)
-    return ({**scope, "headers": _joined(scope["headers"])} if repeated else scope), None
+        if name == b"mcp-protocol-version" and (refused := _empty_version(value)) is not None:
+            return scope, refused
+    return ({**scope, "headers": _joined(headers)} if repeated else scope), None
+
+
+def _empty_version(value: bytes) -> bytes | None:
+    """The 400 body refusing an ``MCP-Protocol-Version`` header that is empty or blank, else ``None``."""
+    if not value.strip():
+        message = "Bad Request: the MCP-Protocol-Version header is empty; send a protocol version or no header"
+        return error_body(types.INVALID_REQUEST, message)
+    return None
 
 
 def _joined(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
@@ -156,8 +180,27 @@ def progress_token_of(params: Mapping[str, Any] | None) -> Any:
     return meta.get("progressToken") if isinstance(meta, Mapping) else None
 
 
+ACCEPTED_POSTS = 64
+"""Most ``(Content-Type, Accept)`` pairs :func:`post_refusal` keeps as accepted; past them, every
+pair is judged on each request (a client cannot grow the set without bound)."""
+_accepted_posts: set[tuple[bytes | None, bytes | None]] = set()
+
+
 def post_refusal(headers: dict[bytes, bytes]) -> Response | None:
-    """What the SDK transport answers a POST with the wrong Content-Type or Accept, else ``None``."""
+    """What the SDK transport answers a POST with the wrong Content-Type or Accept, else ``None``.
+
+    A function of the two values alone: a pair accepted once is kept (at most
+    :data:`ACCEPTED_POSTS`) and not parsed again; a refused pair is judged every time."""
+    pair = headers.get(b"content-type"), headers.get(b"accept")
+    if pair in _accepted_posts:
+        return None
+    refused = _post_refusal(headers)
+    if refused is None and len(_accepted_posts) < ACCEPTED_POSTS:
+        _accepted_posts.add(pair)
+    return refused
+
+
+def _post_refusal(headers: dict[bytes, bytes]) -> Response | None:
     content_type = headers.get(b"content-type", b"").decode("latin-1")
     if not content_type.lower().startswith("application/json"):
         return Response("Invalid Content-Type header", status_code=400)

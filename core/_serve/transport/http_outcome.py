@@ -22,16 +22,16 @@ every HTTP path (fast path, 2026-07-28 single exchange, stateless and session tr
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import logging
 import math
-from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
 import anyio
 import mcp_types as types
+import pydantic_core
 from mcp import MCPError
 from mcp.server import ServerRequestContext
 from mcp.shared.jsonrpc_dispatcher import handler_exception_to_error_data
@@ -44,6 +44,19 @@ log = logging.getLogger("mcp_providers.http")
 
 Reply = types.JSONRPCResponse | types.JSONRPCError
 """One JSON-RPC answer, as the SDK's models."""
+
+
+@dataclass(frozen=True, slots=True)
+class Answered:
+    """A request's result under its id, not made a :class:`~mcp_types.JSONRPCResponse`: what the
+    fast path writes at once (:func:`dumped` gives the bytes the model would)."""
+
+    id: str | int
+    result: dict[str, Any]
+
+
+Answer = Reply | Answered
+"""One JSON-RPC answer as a path that makes it holds it."""
 
 
 @dataclass(slots=True)
@@ -62,6 +75,9 @@ class Outcome:
     error: types.ErrorData | None = None
     claimed: bool = False
     """Whether a request under ``request_id`` reached the middleware (only that one is recorded)."""
+    keeps_result: bool = True
+    """Whether a result is recorded (a batch element's is its answer); a single POST's answer is
+    written by the path that made it, so its outcome records errors only (``Retry-After``)."""
 
     @property
     def answered(self) -> bool:
@@ -94,8 +110,12 @@ def retry_after_of(error: types.ErrorData | None) -> int | None:
     return max(1, math.ceil(seconds))
 
 
-def dumped(reply: Reply) -> bytes:
+def dumped(reply: Answer) -> bytes:
     """One JSON-RPC answer as the SDK's transport writes it."""
+    if isinstance(reply, Answered):
+        # What model_dump_json writes for the response model: its three fields in order, the
+        # result (a dict[str, Any]) serialized by type inference, as the model serializes Any.
+        return pydantic_core.to_json({"jsonrpc": "2.0", "id": reply.id, "result": reply.result})
     return reply.model_dump_json(by_alias=True, exclude_unset=True).encode()
 
 
@@ -104,7 +124,7 @@ def refusal(code: int, message: str) -> types.JSONRPCError:
     return types.JSONRPCError(jsonrpc="2.0", id=None, error=types.ErrorData(code=code, message=message))
 
 
-def parts(answer: Reply | None) -> tuple[dict[str, Any] | None, types.ErrorData | None]:
+def parts(answer: Answer | None) -> tuple[dict[str, Any] | None, types.ErrorData | None]:
     """``(result, error)`` of an answer (both ``None`` for a notification's)."""
     if isinstance(answer, types.JSONRPCError):
         return None, answer.error
@@ -114,15 +134,27 @@ def parts(answer: Reply | None) -> tuple[dict[str, Any] | None, types.ErrorData 
 _current: contextvars.ContextVar[Outcome | None] = contextvars.ContextVar("mcp_providers.http_outcome", default=None)
 
 
-@contextlib.contextmanager
-def serving(outcome: Outcome) -> Iterator[Outcome]:
+class _Serving:
+    """The context manager :func:`serving` returns (a class: entered once per HTTP request, where a
+    generator-based one costs a few calls more)."""
+
+    __slots__ = ("_outcome", "_token")
+
+    def __init__(self, outcome: Outcome) -> None:
+        self._outcome = outcome
+
+    def __enter__(self) -> Outcome:
+        self._token = _current.set(self._outcome)
+        return self._outcome
+
+    def __exit__(self, *exc: object) -> None:
+        _current.reset(self._token)
+
+
+def serving(outcome: Outcome) -> AbstractContextManager[Outcome]:
     """Make ``outcome`` the record of the exchange served inside the block (and of every handler
     the SDK runs for it)."""
-    token = _current.set(outcome)
-    try:
-        yield outcome
-    finally:
-        _current.reset(token)
+    return _Serving(outcome)
 
 
 def with_retry_after(outcome: Outcome, send: Send) -> Send:
@@ -159,8 +191,8 @@ async def exchange_middleware(ctx: ServerRequestContext[Any, Any], call_next: An
         if recorded:
             outcome.error = error_data(exc)
         raise
-    if recorded and anyio.current_effective_deadline() != -math.inf:  # cancelled: the SDK answers nothing
-        outcome.result = _wire(result)
+    if recorded and outcome.keeps_result and anyio.current_effective_deadline() != -math.inf:
+        outcome.result = _wire(result)  # not when cancelled: the SDK answers nothing
     return result
 
 
