@@ -14,8 +14,10 @@ import _multiprocessing
 import _posixshmem
 import _signal
 import _socket
+import asyncio
 import ctypes
 import faulthandler
+import fcntl
 import gc
 import importlib
 import inspect
@@ -29,6 +31,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import cffi
@@ -78,6 +81,11 @@ UNAUDITED: dict[str, Callable[[], Any]] = {
     "ctypes.memmove": lambda: ctypes.memmove(_BUFFER, _BUFFER, 0),
     "cffi.FFI.dlopen": lambda: cffi.FFI().dlopen(None),
     "_multiprocessing.SemLock": lambda: _multiprocessing.SemLock(1, 1, 1, _SEM, False),
+    # tester twenty-eight: hooks that run later, outside the read; the standard descriptors' modes
+    "threading.settrace": lambda: threading.settrace(sys.gettrace()),
+    "threading.setprofile": lambda: threading.setprofile(sys.getprofile()),
+    "asyncio.set_event_loop_policy": lambda: asyncio.set_event_loop_policy(asyncio.get_event_loop_policy()),
+    "os.set_blocking": lambda: os.set_blocking(2, os.get_blocking(2)),
 }
 AUDITED |= {
     "sys.setprofile": lambda: sys.setprofile(sys.getprofile()),
@@ -85,6 +93,7 @@ AUDITED |= {
     "sys.addaudithook": lambda: sys.addaudithook(lambda event, _: _HEARD.append(event) if event == _PROBE else None),
     "ctypes.cdata": lambda: ctypes.c_char.from_address(ctypes.addressof(_BUFFER)),
     "ctypes.PyObj_FromPtr": lambda: _ctypes.PyObj_FromPtr(id(_BUFFER)),
+    "fcntl.fcntl": lambda: fcntl.fcntl(2, fcntl.F_SETFL, fcntl.fcntl(2, fcntl.F_GETFL)),
 }
 
 
@@ -121,6 +130,12 @@ def test_what_only_asks_passes_in_a_read() -> None:
         os.close(read)
         os.close(write)
         multiprocessing.Lock()  # a semaphore removed as soon as made: no file stays
+        read, write = os.pipe()
+        os.set_blocking(read, False)  # its own descriptors' modes are the read's business
+        fcntl.fcntl(write, fcntl.F_SETFL, os.O_NONBLOCK)
+        assert fcntl.fcntl(2, fcntl.F_GETFL) >= 0
+        os.close(read)
+        os.close(write)
     assert scope.violations == []
 
 
@@ -180,3 +195,39 @@ def test_the_guards_wrap_every_call_of_the_kind_under_each_name() -> None:
                 held = getattr(module, attribute, value)
                 wrapper = inspect.isfunction(held) and held.__module__ == module.__name__  # signal.py's own
                 assert held is value or wrapper, (module, attribute)
+
+
+_LATER = """
+import atexit, codecs, os, sys
+from mcp_providers import _sideeffects
+folder = sys.argv[1]
+
+def write(name):
+    with open(os.path.join(folder, name), "w") as out:
+        out.write("x")
+
+with _sideeffects.side_effect_scope(provider="p", plugin="plugin", target="mem://x"):
+    import multiprocessing.util  # a library that registers exit work when first imported: not refused
+    atexit.register(write, "at-exit")
+    os.register_at_fork(after_in_child=lambda: write("after-fork"))
+    codecs.register(lambda name: write("codec") if name == "t28_probe" else None)
+try:
+    codecs.lookup("t28_probe")
+except Exception as exc:
+    print("codec:", type(exc).__name__)
+child = os.fork()
+if child == 0:
+    os._exit(0)
+os.waitpid(child, 0)
+print("served")
+"""
+
+
+def test_work_a_read_registers_for_later_runs_in_its_scope_then(tmp_path: Path) -> None:
+    """Exit work, fork hooks and codec search functions a read registers (tester twenty-eight F2,
+    F5) run after the read ended, outside any call: they run in the read's context, and its ended
+    scope refuses what they attempt. Registering is not refused (libraries do it on import)."""
+    done = subprocess.run([sys.executable, "-c", _LATER, str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert "served" in done.stdout and "codec: SideEffectRefused" in done.stdout, (done.stdout, done.stderr)
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+    assert "after the call ended" in done.stderr, done.stderr

@@ -12,7 +12,8 @@ changes what every later request meets, as a file written would. Two levels, as 
   every later request), and native code through ``ctypes``: a library loaded (``ctypes.dlopen``:
   its initialisers run), a function looked up (``ctypes.dlsym``: Python 3.11 raises no event for
   the call itself, so a function looked up before the read is not seen, as a C extension's own
-  calls are not), raw memory reached by address (``from_address``, ``PyObj_FromPtr``).
+  calls are not), raw memory reached by address (``from_address``, ``PyObj_FromPtr``), and an
+  ``fcntl`` setter (``F_SETFL`` ...) on a standard descriptor.
 - Unaudited, so wrapped process-wide only (:func:`patch_process_state`, :data:`UNAUDITED`), under
   every module name that holds them (``os`` and ``posix``; ``signal`` and the ``_signal`` natives
   its wrappers call, so ``importlib.reload(signal)`` finds them guarded; ``socket`` and
@@ -31,7 +32,13 @@ changes what every later request meets, as a file written would. Two levels, as 
   POSIX shared memory and semaphores, files under ``/dev/shm`` (``_posixshmem.shm_open`` with
   ``O_CREAT``, ``O_TRUNC`` or write access, ``_posixshmem.shm_unlink``, a
   ``_multiprocessing.SemLock`` made with a name it keeps, ``_multiprocessing.sem_unlink``), and,
-  once imported, ``ctypes.memmove``/``memset`` and ``cffi``'s ``FFI.dlopen``.
+  once imported, ``ctypes.memmove``/``memset`` and ``cffi``'s ``FFI.dlopen``; hooks for later
+  threads (``threading.settrace``/``setprofile``), the event loop policy, and a standard
+  descriptor's blocking mode (``os.set_blocking``).
+- Work a read registers to run later (``atexit.register``, ``os.register_at_fork``,
+  ``codecs.register``) is not refused, since libraries register it when first imported and a read
+  may import one: it runs in the read's context, so the read's ended scope refuses what it
+  attempts (:func:`_bind_later_work`).
 
 Left alone: ``locale.setlocale`` (``locale.getpreferredencoding()`` sets and restores it, so
 refusing it would refuse reads that only ask for an encoding); ``os.close`` of another of the
@@ -39,11 +46,19 @@ host's descriptors (nothing tells a descriptor the read opened from one it did n
 ``__wrapped__`` and references saved in lists, plain dicts and partials (:mod:`.saved`); native
 code reached without these (a C extension, a ``CFUNCTYPE`` made from a raw address). A refusal a
 library swallows (``sys.addaudithook`` drops the new hook and swallows any exception) changes
-nothing, and the read may still be answered: the receipt lists the refusal.
+nothing, and the read may still be answered: the receipt lists the refusal. Hooks set by
+assignment (``sys.excepthook``, ``threading.excepthook``, ``sys.unraisablehook``, an entry put in
+``sys.meta_path``), finalizers (``weakref.finalize``, ``__del__``) and work run in a context the
+read made empty (``contextvars.Context().run``, ``loop.call_soon(..., context=Context())``) are
+not followed; per-thread settings (``sys.set_asyncgen_hooks``,
+``sys.set_coroutine_origin_tracking_depth``) are the thread's.
 """
 
 from __future__ import annotations
 
+import contextvars
+import fcntl
+import functools
 import importlib
 import os
 import signal
@@ -92,6 +107,9 @@ def _lookup(args: tuple[Any, ...]) -> str:
     return f"looking up the native function {symbol} through ctypes (its effects cannot be judged)"
 
 
+_SETTERS = frozenset(getattr(fcntl, n) for n in dir(fcntl) if n.startswith("F_SET"))
+"""``fcntl`` commands that change a descriptor (``F_SETFL``: ``O_NONBLOCK``, ``O_APPEND`` ...)."""
+
 EVENTS: dict[str, Describe] = {
     "os.kill": _signal("process"),
     "os.killpg": _signal("process group"),
@@ -108,6 +126,11 @@ EVENTS: dict[str, Describe] = {
     "sys.setprofile": lambda a: "installing a profile function (it sees every later call of the thread)",
     "sys.settrace": lambda a: "installing a trace function (it sees every later line of the thread)",
     "sys.addaudithook": lambda a: "adding an audit hook (it sees every later audited event of the process)",
+    "fcntl.fcntl": lambda a: (
+        _std_fd(a, f"changing the flags of (fcntl {a[1] if len(a) > 1 else '?'!r})")
+        if len(a) > 1 and a[1] in _SETTERS
+        else None
+    ),
 }
 """Audit events of this module's kind, and what each attempts."""
 
@@ -155,6 +178,15 @@ def _close(args: tuple[Any, ...]) -> str | None:
     return None  # another descriptor: a read closes what it opened
 
 
+def _std_fd(args: tuple[Any, ...], what: str) -> str | None:
+    """``what`` the process's standard descriptor ``args[0]`` (0-2: the protocol channel under
+    stdio) would undergo, else ``None``: another descriptor is the read's own business."""
+    fd = args[0] if args else None
+    if type(fd) is int and 0 <= fd <= 2:
+        return f"{what} the process's standard descriptor {fd} (the protocol channel under stdio)"
+    return None
+
+
 def _queried(what: str, asks: Callable[[tuple[Any, ...]], bool]) -> Describe:
     """Like :func:`_said`, but a call ``asks`` takes for a question (it changes nothing) passes."""
     said = _said(what)
@@ -174,6 +206,7 @@ def _semaphore(args: tuple[Any, ...]) -> str | None:
 
 def _unaudited_table() -> list[Row]:
     import _socket
+    import asyncio
 
     _multiprocessing, _posixshmem, _signal = _natives()
     import _thread
@@ -189,6 +222,9 @@ def _unaudited_table() -> list[Row]:
     crashes = tuple(n for n in dir(faulthandler) if n.startswith("_") and not n.startswith("__"))  # _sigsegv...
     table = rows(os, (*_IDENTITY, *_STANDING, *_SCHEDULER, *_ENDING), lowlevel.HOMES, "os")
     table.append((os, "close", _close, lowlevel.HOMES))
+    table.append((os, "set_blocking", lambda a: _std_fd(a, "changing the blocking mode of"), lowlevel.HOMES))
+    table += rows(threading, ("settrace", "setprofile"), (threading,))  # every later thread's hooks
+    table += rows(asyncio.events, ("set_event_loop_policy",), (asyncio, asyncio.events), "asyncio")
     table += rows(_signal, _HANDLERS, (signal, _signal), "signal")  # the natives signal.py's wrappers call
     table.append((_signal, "pthread_sigmask", _queried("signal.pthread_sigmask", _mask_query), (signal, _signal)))
     table += rows(sys, _INTERPRETER, (sys,))
@@ -242,8 +278,41 @@ def patch_process_state() -> None:
     for module, name, describe, homes in _unaudited_table():
         _wrap(module, name, describe, homes)
     _guard_semaphores(_natives()[0])
+    _bind_later_work()
     patch_on_import("ctypes", _patch_ctypes)
     patch_on_import("cffi", _patch_cffi)
+
+
+def _bind_later_work() -> None:
+    """Work a read registers to run later, outside it, runs in the read's context instead (a copy
+    taken when registered), so the read's scope judges it then: ``atexit.register``,
+    ``os.register_at_fork`` and ``codecs.register``. Libraries register these when first imported,
+    and a read may import one, so registering is not refused; what the work then does is (the scope
+    has ended: every attempt is refused, see :meth:`.scope.Scope.attempt`)."""
+    import _codecs
+    import atexit
+    import codecs
+
+    def bound(fn: Any) -> Any:
+        context = contextvars.copy_context()
+        return functools.wraps(fn)(lambda *a, **k: context.copy().run(fn, *a, **k)) if callable(fn) else fn
+
+    def later(register: Any) -> Any:
+        def guarded(*args: Any, **kwargs: Any) -> Any:
+            if scope_var.get() is None:
+                return register(*args, **kwargs)
+            return register(*(bound(a) for a in args), **{k: bound(v) for k, v in kwargs.items()})
+
+        guarded.__name__, guarded.__doc__ = register.__name__, register.__doc__
+        guarded.__wrapped__, guarded.__mcp_providers_guarded__ = register, True  # type: ignore[attr-defined]
+        return guarded
+
+    for module, name, homes in ((atexit, "register", (atexit,)), (os, "register_at_fork", lowlevel.HOMES),
+                                (_codecs, "register", (codecs, _codecs))):  # fmt: skip
+        original = getattr(module, name)
+        if not getattr(original, "__mcp_providers_guarded__", False):
+            lowlevel.replace(name, original, later(original), homes)
+            UNAUDITED.append((module, name))
 
 
 def _patch_ctypes(ctypes: Any) -> None:
