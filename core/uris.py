@@ -317,8 +317,9 @@ def _literal_problem(text: str, *, template: bool) -> UriProblem | None:
     """Why no valid URI reaches the literal part of ``text`` (a fixed URI, or a template's text
     outside its expressions), or ``None``: a character a URI does not hold as written (a client
     sends the escape, which the canonical form keeps escaped), a ``#`` (a fragment, which clients
-    drop), a ``.`` or ``..`` path segment (which clients resolve away, RFC 3986 section 5.2.4), and in
-    a template a ``?`` followed by more path (what follows it is the query)."""
+    drop), a ``.`` or ``..`` path segment (which clients resolve away, RFC 3986 section 5.2.4), in
+    a template a ``?`` followed by more path (what follows it is the query), and what
+    :func:`path_problem` finds (the gate refuses every read of such a path under a policy)."""
     parts = _EXPRESSION.split(text) if template else [text]
     literal = "".join("v" if i % 2 else part for i, part in enumerate(parts))
     for char in literal:
@@ -341,13 +342,19 @@ def _literal_problem(text: str, *, template: bool) -> UriProblem | None:
     except InvalidUri:
         return None  # reported as a malformed escape
     dots = next((s for s in path.split("/") if s in (".", "..")), None)
-    if dots is None:
-        return None
-    return UriProblem(
-        "uri-invalid",
-        f"has a {dots!r} path segment, which clients resolve away before sending (RFC 3986 section 5.2.4)",
-        f"name the path without the {dots!r} segment",
-    )
+    if dots is not None:
+        return UriProblem(
+            "uri-invalid",
+            f"has a {dots!r} path segment, which clients resolve away before sending (RFC 3986 section 5.2.4)",
+            f"name the path without the {dots!r} segment",
+        )
+    if (problem := path_problem(canonical(literal))) is not None:  # what the gate refuses in every read
+        return UriProblem(
+            "uri-invalid",
+            f"{problem}: under any policy the gate refuses every read of it as another name's spelling",
+            "name the path without it",
+        )
+    return None
 
 
 def template_problems(uri_template: str) -> list[UriProblem]:

@@ -4258,6 +4258,16 @@ CASES += (  # side-effect scope containment (round 16, tester twenty-two F1-F5)
         (PROC + "test_each_change_to_another_process_or_the_whole_process_is_refused_in_a_read[threading.settrace]",),
     ),
     Case(
+        "uris: a literal path the gate refuses in every read is refused at declaration",
+        "core/uris.py",
+        "    if (problem := path_problem(canonical(literal))) is not None:",
+        "    if (problem := None) is not None:",
+        (
+            "tests/authoring/test_check_names_more_mistakes.py::"
+            "test_a_literal_no_valid_uri_reaches_is_refused_naming_the_fix[template-t25://CONFID~1/{uid}-without it]",
+        ),
+    ),
+    Case(
         "containment: signal 0 only asks, and passes",
         "core/_sideeffects/process.py",
         "            return None  # signal 0: only asks whether the target exists",

@@ -31,8 +31,19 @@ BAD_TEMPLATES = {
     "t25://users/../{uid}": "'..'",
     "t25://users/./{uid}": "'.'",
     "t25://users/%2E%2E/{uid}": "'..'",
+    # tester twenty-eight F9: what the gate refuses in every read under a policy
+    "t25://users/..;/{uid}": "without it",
+    "t25://users./{uid}": "without it",
+    "t25://users%20/{uid}": "without it",
+    "t25://CONFID~1/{uid}": "without it",
+    "t25://x::$DATA/{uid}": "without it",
+    "t25://users/%252E%252E/{uid}": "without it",
+    "t25://a\u200bb/{uid}": "without it",
 }
-BAD_FIXED = {"t25://a b": "%20", "t25://x/../y": "'..'", "t25://x#frag": "%23", "t25://a<b>": "%3C"}
+BAD_FIXED = {
+    **{"t25://a b": "%20", "t25://x/../y": "'..'", "t25://x#frag": "%23", "t25://a<b>": "%3C"},
+    **{"t25://x/..;/y": "without it", "t25://x./y": "without it"},
+}
 GOOD_TEMPLATES = ["t25://users/{uid}", "t25://search?q={uid}", "t25://v1.2/{uid}", "t25://a%20b/{uid}", "t25://x{?uid}"]
 GOOD_FIXED = ["t25://x?y=1", "t25://a%20b", "t25://v1.2/x..y", "t25://gu%C3%ADas"]
 
