@@ -1,0 +1,79 @@
+"""Messages built to cost the server or to break its reading of them (tester 27 F9, F10, F13).
+
+Each is answered with one clean JSON-RPC error, with the request's id when it can be read, in the
+same words on stdio and HTTP, and costs no more than reading it: a 5,000-digit id on a too-deep
+message (F10), an integer argument past Python's 4,300-digit limit (F13).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from prefork import python
+from serve_support import JSON_HEADERS, initialize, request, served
+
+from mcp_providers._serve.transport.nesting import request_id_of, too_deep
+
+pytestmark = [pytest.mark.slow, pytest.mark.anyio]
+
+SERVER = Path(__file__).with_name("serve_support.py")
+LONG_ID = b"9" * 5000
+DEEP_LONG_ID = b'{"jsonrpc":"2.0","id":' + LONG_ID + b',"method":"ping","params":{"a":' + b"[" * 140 + b"]" * 140 + b"}}"
+PING = b'{"jsonrpc":"2.0","id":5,"method":"ping"}'
+LONG_ARGUMENT = (b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":'
+                 b'{"value":' + b"9" * 5000 + b"}}}")  # fmt: skip
+
+
+async def stdio_answers(lines: list[bytes]) -> list[dict[str, Any]]:
+    """The answers of a stdio server to ``lines``, all written at once after the handshake."""
+
+    def run() -> list[dict[str, Any]]:
+        hello = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}
+        init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello}
+        note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        feed = b"".join(json.dumps(m).encode() + b"\n" for m in (init, note)) + b"".join(x + b"\n" for x in lines)
+        done = subprocess.run([*python(), str(SERVER)], input=feed, capture_output=True, timeout=60)
+        answers = [json.loads(x) for x in done.stdout.splitlines() if x.strip()]
+        return [a for a in answers if a.get("id") != 0]
+
+    return await anyio.to_thread.run_sync(run)
+
+
+def http_answers(body: bytes) -> list[tuple[int, Any]]:
+    """``(status, parsed body)`` for ``body`` POSTed in a 2025-11-25 session and stateless."""
+    got = []
+    with served(json_response=True) as port:
+        session = initialize(port)
+        headers = {**JSON_HEADERS, "mcp-session-id": session, "mcp-protocol-version": "2025-11-25"}
+        status, _, answer = request(port, "POST", body, headers)
+        got.append((status, json.loads(answer)))
+    with served(stateless=True, json_response=True) as port:
+        status, _, answer = request(port, "POST", body, {**JSON_HEADERS, "mcp-protocol-version": "2025-11-25"})
+        got.append((status, json.loads(answer)))
+    return got
+
+
+def test_an_id_past_the_digit_limit_is_no_id_and_raises_nothing() -> None:
+    assert request_id_of(b'{"id":' + LONG_ID + b"}") is None
+    assert request_id_of(b'{"id":-' + LONG_ID + b', "method": "ping"}') is None
+    assert request_id_of(b'{"id":' + b"9" * 4300 + b"}") == int("9" * 4300)  # at the limit: still an id
+    refused = too_deep(DEEP_LONG_ID)
+    assert refused is not None and refused["id"] is None and refused["error"]["code"] == -32600
+
+
+async def test_a_deep_message_with_a_long_id_is_refused_and_loses_nothing_on_stdio() -> None:
+    answers = await stdio_answers([DEEP_LONG_ID, PING])
+    assert sorted(answers, key=lambda a: str(a["id"])) == [
+        {"jsonrpc": "2.0", "id": 5, "result": {}},
+        {"jsonrpc": "2.0", "id": None, "error": too_deep(DEEP_LONG_ID)["error"]},  # type: ignore[index]
+    ], answers
+
+
+async def test_a_deep_message_with_a_long_id_is_refused_over_http() -> None:
+    for status, answer in await anyio.to_thread.run_sync(http_answers, DEEP_LONG_ID):
+        assert status == 400 and answer["id"] is None and answer["error"]["code"] == -32600, answer
