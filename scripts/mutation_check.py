@@ -1208,6 +1208,27 @@ CASES += (
     ),
 )
 
+HOSTILE = "tests/test_hostile_messages.py::"
+FRAMING = "core/_serve/transport/stdio_framing.py"
+
+CASES += (
+    # hostile messages (tester 27 F9, F10, F13): one clean JSON-RPC error each, nothing else lost
+    Case(
+        "nesting: an id past Python's digit limit is read as no id, never raised",
+        NESTING,
+        "        except ValueError:  # past int_max_str_digits (4,300): no id that can be answered",
+        "        except TypeError:  # past int_max_str_digits (4,300): no id that can be answered",
+        (HOSTILE + "test_an_id_past_the_digit_limit_is_no_id_and_raises_nothing",),
+    ),
+    Case(
+        "stdio: a line whose reading fails is answered and the next one read",
+        FRAMING,
+        "            return self._frame(line)\n        except Exception:",
+        "            return self._frame(line)\n        except ZeroDivisionError:",
+        (HOSTILE + "test_a_line_whose_reading_fails_is_answered_and_the_next_is_read",),
+    ),
+)
+
 HTTP_APP = "core/_serve/transport/http_app.py"
 EDGES = "tests/test_http_edges.py::"
 CANCEL = "tests/test_http_cancel.py::"

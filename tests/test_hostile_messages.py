@@ -77,3 +77,19 @@ async def test_a_deep_message_with_a_long_id_is_refused_and_loses_nothing_on_std
 async def test_a_deep_message_with_a_long_id_is_refused_over_http() -> None:
     for status, answer in await anyio.to_thread.run_sync(http_answers, DEEP_LONG_ID):
         assert status == 400 and answer["id"] is None and answer["error"]["code"] == -32600, answer
+
+
+def test_a_line_whose_reading_fails_is_answered_and_the_next_is_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcp_providers._serve.transport import stdio_framing
+
+    def broken(line: bytes) -> None:
+        raise RuntimeError("a bug in a guard")
+
+    framer = stdio_framing.Framer(stdio_framing.Session(), 1 << 20)
+    monkeypatch.setattr(stdio_framing, "too_deep", broken)
+    messages, refusals = framer.frame(DEEP_LONG_ID)
+    assert messages == [] and [json.loads(r) for r in refusals] == [
+        {"jsonrpc": "2.0", "id": None, "error": {"code": -32603, "message": "Internal error: the line could not be read"}}
+    ]
+    messages, refusals = framer.frame(PING)
+    assert refusals == [] and messages[0].id == 5  # type: ignore[union-attr]

@@ -51,7 +51,8 @@ def nesting(line: bytes) -> int:
 def request_id_of(line: bytes) -> str | int | None:
     """The ``id`` member of the top-level JSON object in ``line``, found without parsing the rest
     (a shallow scan that skips nested values); ``None`` when there is none, or it is not a string
-    or an integer, or the line is not an object. Linear in the length of ``line``."""
+    or an integer (Python can hold: at most ``sys.get_int_max_str_digits()`` digits), or the line
+    is not an object. Linear in the length of ``line``; never raises."""
     depth, key, expect_value = 0, None, False
     for match in _TOKEN.finditer(line):
         token = match[0]
@@ -90,7 +91,10 @@ def _scalar_id(token: bytes) -> str | int | None:
     if token[:1] == b'"':
         return _string(token)
     if re.fullmatch(rb"-?(0|[1-9][0-9]*)", token):
-        return int(token)
+        try:
+            return int(token)
+        except ValueError:  # past int_max_str_digits (4,300): no id that can be answered
+            return None
     return None
 
 

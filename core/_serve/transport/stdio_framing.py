@@ -5,6 +5,7 @@ into one line (:class:`Session`)."""
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any, Final
 
 import mcp_types as types
@@ -18,6 +19,8 @@ DEFAULT_MAX_LINE_BYTES: Final = 4 * 1024 * 1024
 with -32600 (``id: null``), without ever being buffered whole."""
 
 _BOM: Final = b"\xef\xbb\xbf"
+
+log = logging.getLogger("mcp_providers.stdio")
 
 
 RequestId = int | str
@@ -119,7 +122,18 @@ class Framer:
         self._limit = limit
 
     def frame(self, line: bytes | None) -> tuple[list[types.JSONRPCMessage], list[bytes]]:
-        """``(messages, refusals)``: the messages to dispatch and the error lines to write now."""
+        """``(messages, refusals)``: the messages to dispatch and the error lines to write now.
+
+        Never raises: a line whose reading fails (a bug here) is answered -32603 with ``id: null``
+        and logged, and the lines after it are read as usual (raised, it would end the pipe's reader
+        with them unanswered)."""
+        try:
+            return self._frame(line)
+        except Exception:
+            log.exception("reading a line of %d bytes failed", len(line or b""))
+            return [], [json_line(_error(types.INTERNAL_ERROR, "Internal error: the line could not be read"))]
+
+    def _frame(self, line: bytes | None) -> tuple[list[types.JSONRPCMessage], list[bytes]]:
         if line is None:
             message = f"Invalid request: a line over {self._limit} bytes was discarded; send smaller messages"
             return [], [json_line(_error(types.INVALID_REQUEST, message))]
