@@ -93,3 +93,17 @@ def test_a_line_whose_reading_fails_is_answered_and_the_next_is_read(monkeypatch
     ]
     messages, refusals = framer.frame(PING)
     assert refusals == [] and messages[0].id == 5  # type: ignore[union-attr]
+
+
+async def test_an_integer_past_the_digit_limit_is_invalid_params_with_the_id_on_every_transport() -> None:
+    (stdio,) = await stdio_answers([LONG_ARGUMENT])
+    assert stdio["id"] == 7 and stdio["error"]["code"] == -32602, stdio
+    assert "5000 digits" in stdio["error"]["message"] and "4300" in stdio["error"]["message"]
+    for status, answer in await anyio.to_thread.run_sync(http_answers, LONG_ARGUMENT):
+        assert status == 400 and answer == stdio  # the same words on both transports
+
+
+async def test_what_is_not_json_stays_a_parse_error_even_with_a_long_integer() -> None:
+    broken = LONG_ARGUMENT[:-1]  # an object never closed
+    (stdio,) = await stdio_answers([broken])
+    assert stdio["id"] is None and stdio["error"]["code"] == -32700, stdio
