@@ -1227,6 +1227,20 @@ CASES += (
         "            return self._frame(line)\n        except ZeroDivisionError:",
         (HOSTILE + "test_a_line_whose_reading_fails_is_answered_and_the_next_is_read",),
     ),
+    Case(
+        "stdio: a JSON line holding a 5,000-digit integer is -32602 with its id, not -32700",
+        FRAMING,
+        "            if (refused := long_integer(line, exc)) is not None:",
+        "            if (refused := None) is not None:",
+        (HOSTILE + "test_an_integer_past_the_digit_limit_is_invalid_params_with_the_id_on_every_transport",),
+    ),
+    Case(
+        "HTTP: a JSON body holding a 5,000-digit integer is -32602 with its id, not -32700",
+        "core/_serve/transport/posted.py",
+        "    if posted.refusal is not None:",
+        "    if False:",
+        (HOSTILE + "test_an_integer_past_the_digit_limit_is_invalid_params_with_the_id_on_every_transport",),
+    ),
 )
 
 HTTP_APP = "core/_serve/transport/http_app.py"

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from typing import Any, Final
 
 MAX_NESTING: Final = 128
@@ -108,3 +109,36 @@ def too_deep(line: bytes) -> dict[str, Any] | None:
         "counts: a tools/call's arguments may nest 126 levels, their own object included); send a flatter message"
     )
     return {"jsonrpc": "2.0", "id": request_id_of(line), "error": {"code": -32600, "message": message}}
+
+
+def long_integer(line: bytes, failure: BaseException) -> dict[str, Any] | None:
+    """The -32602 error answering ``line`` when ``json.loads`` refused it (``failure``) only for
+    holding an integer of more digits than Python converts (``sys.get_int_max_str_digits()``, 4,300
+    unless changed), with the request's own id when it can be read; ``None`` otherwise.
+
+    RFC 8259 sets no limit on a number's digits, so such a line is JSON: answering -32700 with
+    ``id: null`` would leave the client's call unresolved. Only a plain ``ValueError`` (not a
+    syntax or encoding error) can be that; the line is then parsed again with every integer
+    counted rather than converted, which also tells a long integer from any other reason.
+    """
+    limit = sys.get_int_max_str_digits()
+    if not limit or type(failure) is not ValueError:
+        return None
+    longest = 0
+
+    def counted(text: str) -> int:
+        nonlocal longest
+        longest = max(longest, len(text) - text.startswith("-"))
+        return 0
+
+    try:
+        json.loads(line, parse_int=counted)
+    except (ValueError, RecursionError):
+        return None
+    if longest <= limit:
+        return None
+    message = (
+        f"Invalid params: an integer of {longest} digits; this server reads integers of at most {limit} "
+        "digits (Python's int_max_str_digits): send a longer number as a string"
+    )
+    return {"jsonrpc": "2.0", "id": request_id_of(line), "error": {"code": -32602, "message": message}}

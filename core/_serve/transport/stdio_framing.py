@@ -12,7 +12,7 @@ import mcp_types as types
 import pydantic_core
 
 from mcp_providers._serve.transport import batches
-from mcp_providers._serve.transport.nesting import MAX_NESTING, too_deep
+from mcp_providers._serve.transport.nesting import MAX_NESTING, long_integer, too_deep
 
 DEFAULT_MAX_LINE_BYTES: Final = 4 * 1024 * 1024
 """The longest JSON-RPC line accepted, in bytes (4 MiB); a longer line is discarded and answered
@@ -154,6 +154,8 @@ class Framer:
         try:
             data = json.loads(line)
         except (ValueError, RecursionError) as exc:
+            if (refused := long_integer(line, exc)) is not None:  # JSON, with the id the client waits on
+                return [], [json_line(refused)]
             return [], [json_line(_error(types.PARSE_ERROR, f"Parse error: the line is not JSON ({exc!s:.200})"))]
         if isinstance(data, list):
             return self._batch(data)
