@@ -1243,6 +1243,33 @@ CASES += (
     ),
 )
 
+URI_LENGTH = "tests/test_uri_length.py::"
+
+CASES += (
+    # one URI length bound for every method that takes a URI (tester 27 F8)
+    Case(
+        "uri length: the pipeline refuses a URI over max_uri_length before routing it",
+        "core/_serve/pipeline.py",
+        "            if (too_long := uri_length.refusal(params, self.max_uri_length)) is not None:",
+        "            if (too_long := None) is not None:",
+        (URI_LENGTH + "test_every_method_taking_a_uri_refuses_one_over_the_bound_before_reading_it",),
+    ),
+    Case(
+        "uri length: a completion's ref.uri is one of the URIs bounded",
+        "core/_serve/steps/uri_length.py",
+        'found = [_field(params, "uri"), _field(_field(params, "ref"), "uri")]',
+        'found = [_field(params, "uri")]',
+        (URI_LENGTH + "test_every_method_taking_a_uri_refuses_one_over_the_bound_before_reading_it",),
+    ),
+    Case(
+        "uri length: a listen stream's URIs are bounded",
+        "core/_serve/steps/uri_length.py",
+        "        found += listed if isinstance(listed, list | tuple) else []",
+        "        pass",
+        (URI_LENGTH + "test_a_listen_stream_naming_a_uri_over_the_bound_is_refused_for_it",),
+    ),
+)
+
 HTTP_APP = "core/_serve/transport/http_app.py"
 EDGES = "tests/test_http_edges.py::"
 CANCEL = "tests/test_http_cancel.py::"

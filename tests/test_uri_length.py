@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import boom_plugin
 import mcp_types as types
 import pytest
 from mcp import Client, MCPError
@@ -32,7 +33,7 @@ FITS = "skill://notes/" + "a" * (LIMIT - len("skill://notes/"))
 
 def _composed() -> Any:
     composition = compose(Config(server=ServerSettings(max_uri_length=LIMIT)), load_entrypoints=False,
-                          plugins={"notes": notes})  # fmt: skip
+                          plugins={"notes": notes, "boom": boom_plugin})  # fmt: skip
     assert composition.failures == []
     return composition
 
@@ -48,7 +49,7 @@ def _requests(uri: str) -> dict[str, dict[str, Any]]:
         "resources/read": {"uri": uri},
         "skills/get": {"uri": uri},
         "resources/directory/read": {"uri": uri},
-        "completion/complete": {"ref": {"type": "ref/resource", "uri": uri}, "argument": {"name": "x", "value": ""}},
+        "completion/complete": {"ref": {"type": "ref/resource", "uri": uri.replace("skill://notes/", "boom://read/xx")}, "argument": {"name": "x", "value": ""}},
     }
 
 
@@ -76,3 +77,11 @@ async def test_every_method_taking_a_uri_refuses_one_over_the_bound_before_readi
             with pytest.raises(MCPError) as refused:
                 await _send(legacy, method, {"uri": LONG})
             _refused_for_length(refused.value)
+
+
+async def test_a_listen_stream_naming_a_uri_over_the_bound_is_refused_for_it() -> None:
+    async with connect(_composed()) as client:
+        with pytest.raises(MCPError) as refused:
+            async with client.listen(resource_subscriptions=[FITS, LONG]):
+                pass
+        _refused_for_length(refused.value)
