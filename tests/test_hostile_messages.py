@@ -107,3 +107,35 @@ async def test_what_is_not_json_stays_a_parse_error_even_with_a_long_integer() -
     broken = LONG_ARGUMENT[:-1]  # an object never closed
     (stdio,) = await stdio_answers([broken])
     assert stdio["id"] is None and stdio["error"]["code"] == -32700, stdio
+
+
+def many_keys(request_id: Any, keys: int) -> bytes:
+    """A ``tools/call`` of ``echo`` whose ``value`` has ``keys`` members: ``keys + 3`` commas in all."""
+    value = {f"k,{i}": i for i in range(keys)}  # a comma inside a string is no separator
+    params = {"name": "echo", "arguments": {"value": value}}
+    return json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}).encode()
+
+
+def test_members_and_items_are_counted_outside_strings_only() -> None:
+    from mcp_providers._serve.transport.nesting import MAX_MEMBERS, too_many
+
+    assert too_many(many_keys(1, MAX_MEMBERS - 3)) is None
+    refused = too_many(many_keys("x", MAX_MEMBERS - 2))
+    assert refused is not None and refused["id"] == "x" and refused["error"]["code"] == -32600
+    assert f"more than {MAX_MEMBERS} " in refused["error"]["message"]
+    assert too_many(b'{"id": 1, "s": "' + b"," * (2 * MAX_MEMBERS) + b'"}') is None
+    assert too_many(b'{"id": 1, "s": "\\"' + b"," * (2 * MAX_MEMBERS) + b'"}') is None  # an escaped quote
+    assert too_many(b"[" + b"1," * MAX_MEMBERS + b"1]") is not None  # array items count too
+
+
+async def test_a_message_with_too_many_members_is_refused_with_its_id_on_every_transport() -> None:
+    from mcp_providers._serve.transport.nesting import MAX_MEMBERS
+
+    fits, over = many_keys(3, MAX_MEMBERS - 3), many_keys(4, MAX_MEMBERS - 2)
+    answers = await stdio_answers([fits, over])
+    assert {a["id"] for a in answers} == {3, 4}, answers
+    served_, (refused,) = [a for a in answers if a["id"] == 3], [a for a in answers if a["id"] == 4]
+    assert "result" in served_[0], served_
+    assert refused["error"]["code"] == -32600 and f"more than {MAX_MEMBERS} " in refused["error"]["message"]
+    for status, answer in await anyio.to_thread.run_sync(http_answers, over):
+        assert status == 400 and answer == refused  # the same words on both transports
