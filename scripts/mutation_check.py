@@ -1209,6 +1209,7 @@ CASES += (
 )
 
 HOSTILE = "tests/test_hostile_messages.py::"
+HTTP_APP_FILE = "core/_serve/transport/http_app.py"
 FRAMING = "core/_serve/transport/stdio_framing.py"
 
 CASES += (
@@ -1240,6 +1241,48 @@ CASES += (
         "    if posted.refusal is not None:",
         "    if False:",
         (HOSTILE + "test_an_integer_past_the_digit_limit_is_invalid_params_with_the_id_on_every_transport",),
+    ),
+    Case(
+        "members: a message with more items and members than the bound is refused",
+        NESTING,
+        "    if values <= MAX_MEMBERS:\n        return None",
+        "    if True:\n        return None",
+        (HOSTILE + "test_members_and_items_are_counted_outside_strings_only",),
+    ),
+    Case(
+        "members: the bound is 20,000, below tester 27's 200,000 keys",
+        NESTING,
+        "MAX_MEMBERS: Final = 20_000",
+        "MAX_MEMBERS: Final = 2_000_000",
+        (HOSTILE + "test_members_and_items_are_counted_outside_strings_only",),
+    ),
+    Case(
+        "members: commas inside strings are not counted",
+        NESTING,
+        'values = _STRING.sub(b"", _ESCAPE.sub(b"", line)).count(b",") + 1',
+        'values = line.count(b",") + 1',
+        (HOSTILE + "test_members_and_items_are_counted_outside_strings_only",),
+    ),
+    Case(
+        "members: stdio counts a line's members before parsing it",
+        FRAMING,
+        '    return too_many(line) if line.count(b",") >= MAX_MEMBERS else None',
+        "    return None",
+        (HOSTILE + "test_a_message_with_too_many_members_is_refused_with_its_id_on_every_transport",),
+    ),
+    Case(
+        "members: stdio parses at once only lines with fewer commas than the bound",
+        FRAMING,
+        ' and line.count(b",") < MAX_MEMBERS',
+        "",
+        (HOSTILE + "test_a_message_with_too_many_members_is_refused_with_its_id_on_every_transport",),
+    ),
+    Case(
+        "members: HTTP applies the same bound before parsing a body",
+        HTTP_APP_FILE,
+        'if body.count(b",") >= MAX_MEMBERS and (many := too_many(body)) is not None:',
+        "if False:",
+        (HOSTILE + "test_a_message_with_too_many_members_is_refused_with_its_id_on_every_transport",),
     ),
 )
 

@@ -23,7 +23,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 
 SERVER = Path(__file__).with_name("serve_support.py")
 LONG_ID = b"9" * 5000
-DEEP_LONG_ID = b'{"jsonrpc":"2.0","id":' + LONG_ID + b',"method":"ping","params":{"a":' + b"[" * 140 + b"]" * 140 + b"}}"
+DEEP_LONG_ID = (
+    b'{"jsonrpc":"2.0","id":' + LONG_ID + b',"method":"ping","params":{"a":' + b"[" * 140 + b"]" * 140 + b"}}"
+)
 PING = b'{"jsonrpc":"2.0","id":5,"method":"ping"}'
 LONG_ARGUMENT = (b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":'
                  b'{"value":' + b"9" * 5000 + b"}}}")  # fmt: skip
@@ -89,7 +91,11 @@ def test_a_line_whose_reading_fails_is_answered_and_the_next_is_read(monkeypatch
     monkeypatch.setattr(stdio_framing, "too_deep", broken)
     messages, refusals = framer.frame(DEEP_LONG_ID)
     assert messages == [] and [json.loads(r) for r in refusals] == [
-        {"jsonrpc": "2.0", "id": None, "error": {"code": -32603, "message": "Internal error: the line could not be read"}}
+        {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {"code": -32603, "message": "Internal error: the line could not be read"},
+        }
     ]
     messages, refusals = framer.frame(PING)
     assert refusals == [] and messages[0].id == 5  # type: ignore[union-attr]
@@ -110,7 +116,8 @@ async def test_what_is_not_json_stays_a_parse_error_even_with_a_long_integer() -
 
 
 def many_keys(request_id: Any, keys: int) -> bytes:
-    """A ``tools/call`` of ``echo`` whose ``value`` has ``keys`` members: ``keys + 3`` commas in all."""
+    """A ``tools/call`` of ``echo`` whose ``value`` has ``keys`` members: ``keys + 3`` commas in all,
+    counted as ``keys + 4`` values."""
     value = {f"k,{i}": i for i in range(keys)}  # a comma inside a string is no separator
     params = {"name": "echo", "arguments": {"value": value}}
     return json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}).encode()
@@ -119,19 +126,22 @@ def many_keys(request_id: Any, keys: int) -> bytes:
 def test_members_and_items_are_counted_outside_strings_only() -> None:
     from mcp_providers._serve.transport.nesting import MAX_MEMBERS, too_many
 
-    assert too_many(many_keys(1, MAX_MEMBERS - 3)) is None
-    refused = too_many(many_keys("x", MAX_MEMBERS - 2))
+    assert too_many(many_keys(1, MAX_MEMBERS - 4)) is None
+    refused = too_many(many_keys("x", MAX_MEMBERS - 3))
     assert refused is not None and refused["id"] == "x" and refused["error"]["code"] == -32600
     assert f"more than {MAX_MEMBERS} " in refused["error"]["message"]
     assert too_many(b'{"id": 1, "s": "' + b"," * (2 * MAX_MEMBERS) + b'"}') is None
     assert too_many(b'{"id": 1, "s": "\\"' + b"," * (2 * MAX_MEMBERS) + b'"}') is None  # an escaped quote
+    assert too_many(b"[" + b"1," * (MAX_MEMBERS - 1) + b"1]") is None  # exactly the bound in items
     assert too_many(b"[" + b"1," * MAX_MEMBERS + b"1]") is not None  # array items count too
+    tester = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {f"k{i}": i for i in range(200_000)}})
+    assert too_many(tester.encode()) is not None  # tester 27's ping: 2 s of the server
 
 
 async def test_a_message_with_too_many_members_is_refused_with_its_id_on_every_transport() -> None:
     from mcp_providers._serve.transport.nesting import MAX_MEMBERS
 
-    fits, over = many_keys(3, MAX_MEMBERS - 3), many_keys(4, MAX_MEMBERS - 2)
+    fits, over = many_keys(3, MAX_MEMBERS - 4), many_keys(4, MAX_MEMBERS - 3)
     answers = await stdio_answers([fits, over])
     assert {a["id"] for a in answers} == {3, 4}, answers
     served_, (refused,) = [a for a in answers if a["id"] == 3], [a for a in answers if a["id"] == 4]

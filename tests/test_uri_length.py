@@ -49,7 +49,10 @@ def _requests(uri: str) -> dict[str, dict[str, Any]]:
         "resources/read": {"uri": uri},
         "skills/get": {"uri": uri},
         "resources/directory/read": {"uri": uri},
-        "completion/complete": {"ref": {"type": "ref/resource", "uri": uri.replace("skill://notes/", "boom://read/xx")}, "argument": {"name": "x", "value": ""}},
+        "completion/complete": {
+            "ref": {"type": "ref/resource", "uri": uri.replace("skill://notes/", "boom://read/xx")},
+            "argument": {"name": "x", "value": ""},
+        },
     }
 
 

@@ -22,6 +22,16 @@ from typing import Any, Final
 MAX_NESTING: Final = 128
 """The deepest nesting of arrays and objects accepted in one message (envelope included)."""
 
+MAX_MEMBERS: Final = 20_000
+"""The most array items and object members one message may hold, counted as one more than the
+commas between them outside strings (a message spends 4 on its envelope, a ``tools/call`` 1 more on
+``params``).
+
+Why 20,000: each value costs the server while it is parsed, validated and answered (200,000
+argument keys held the event loop 3 s, tester 27 F9), so the bound caps one request at about a
+tenth of that; real messages stay far below it (a table of 1,000 rows of 20 fields, or a dozen
+embedding vectors of 1,536 numbers, fit)."""
+
 _ESCAPE = re.compile(rb"\\.", re.DOTALL)
 _STRING = re.compile(rb'"[^"]*"')  # run once escapes are gone: one scan per string, never a rescan
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
@@ -142,3 +152,18 @@ def long_integer(line: bytes, failure: BaseException) -> dict[str, Any] | None:
         "digits (Python's int_max_str_digits): send a longer number as a string"
     )
     return {"jsonrpc": "2.0", "id": request_id_of(line), "error": {"code": -32602, "message": message}}
+
+
+def too_many(line: bytes) -> dict[str, Any] | None:
+    """The -32600 error answering ``line`` when it holds more than :data:`MAX_MEMBERS` array items
+    and object members, with the request's own id when one can be read; ``None`` otherwise.
+    Linear in the length of ``line``, without parsing it; a caller may skip it when
+    ``line.count(b",") < MAX_MEMBERS`` (commas in strings only make that count larger)."""
+    values = _STRING.sub(b"", _ESCAPE.sub(b"", line)).count(b",") + 1  # as nesting() strips strings
+    if values <= MAX_MEMBERS:
+        return None
+    message = (
+        f"Invalid request: more than {MAX_MEMBERS} array items and object members in one message "
+        f"({values} or more); send fewer values, or split the work over several requests"
+    )
+    return {"jsonrpc": "2.0", "id": request_id_of(line), "error": {"code": -32600, "message": message}}

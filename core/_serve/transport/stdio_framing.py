@@ -12,7 +12,7 @@ import mcp_types as types
 import pydantic_core
 
 from mcp_providers._serve.transport import batches
-from mcp_providers._serve.transport.nesting import MAX_NESTING, long_integer, too_deep
+from mcp_providers._serve.transport.nesting import MAX_MEMBERS, MAX_NESTING, long_integer, too_deep, too_many
 
 DEFAULT_MAX_LINE_BYTES: Final = 4 * 1024 * 1024
 """The longest JSON-RPC line accepted, in bytes (4 MiB); a longer line is discarded and answered
@@ -91,7 +91,7 @@ def _error(code: int, message: str, request_id: RequestId | None = None) -> dict
 
 
 def _unreadable(line: bytes) -> dict[str, Any] | None:
-    """The error for a line that cannot be taken as JSON at all (encoding, BOM, nesting), else None."""
+    """The error for a line that cannot be taken as JSON at all (encoding, BOM, nesting, members), else None."""
     if line.startswith(_BOM):
         return _error(
             types.PARSE_ERROR,
@@ -103,7 +103,9 @@ def _unreadable(line: bytes) -> dict[str, Any] | None:
         return _error(
             types.PARSE_ERROR, f"Parse error: the line is not valid UTF-8 (byte {exc.start}); send UTF-8 encoded JSON"
         )
-    return too_deep(line)  # with the request's own id, so the client's call resolves
+    if (deep := too_deep(line)) is not None:
+        return deep  # with the request's own id, so the client's call resolves
+    return too_many(line) if line.count(b",") >= MAX_MEMBERS else None
 
 
 class Framer:
@@ -137,9 +139,10 @@ class Framer:
         if line is None:
             message = f"Invalid request: a line over {self._limit} bytes was discarded; send smaller messages"
             return [], [json_line(_error(types.INVALID_REQUEST, message))]
-        if line[:1] == b"{" and line.count(b"{") + line.count(b"[") <= MAX_NESTING:
-            # The common case: one flat message, parsed once. The parser refuses what is not UTF-8
-            # and no line this flat can nest too deep, so nothing _unreadable looks for can pass.
+        if line[:1] == b"{" and line.count(b"{") + line.count(b"[") <= MAX_NESTING and line.count(b",") < MAX_MEMBERS:
+            # The common case: one flat, small message, parsed once. The parser refuses what is not
+            # UTF-8 and no line this flat and small is too deep or too big, so nothing _unreadable
+            # looks for can pass.
             try:
                 parsed = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
             except Exception:
