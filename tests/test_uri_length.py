@@ -9,17 +9,22 @@ and the setting, the same for every method.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import boom_plugin
 import mcp_types as types
 import pytest
 from mcp import Client, MCPError
-from pydantic import TypeAdapter
+from pydantic import BaseModel, TypeAdapter
 from skills_fixture import notes
 
+from mcp_providers import Decision, Tool, ToolCall, ToolProvider, ToolResult, hookimpl
 from mcp_providers._serve.composition import compose
+from mcp_providers._serve.steps.asking import uri_allowed
+from mcp_providers._serve.steps.gate import Authorizer, Gate
 from mcp_providers.config import Config, ServerSettings
+from mcp_providers.identity import LOCAL
 from mcp_providers.testing import connect
 
 pytestmark = pytest.mark.anyio
@@ -88,3 +93,61 @@ async def test_a_listen_stream_naming_a_uri_over_the_bound_is_refused_for_it() -
             async with client.listen(resource_subscriptions=[FITS, LONG]):
                 pass
         _refused_for_length(refused.value)
+
+
+class _Uri(BaseModel):
+    uri: str
+
+
+class _Asks(ToolProvider):
+    """``ask``: asks the policy about reading ``uri``, as a tool touching that data should."""
+
+    name = "asks"
+
+    def tools(self) -> Sequence[Tool]:
+        return [Tool(name="ask", description="Asks about reading uri.", input_model=_Uri)]
+
+    async def call(self, call: ToolCall) -> ToolResult:
+        call.require("read", call.arguments.uri)
+        return ToolResult(text="allowed")
+
+
+class _AsksPlugin:
+    @hookimpl
+    def register_tool_providers(self, settings: Any) -> list[ToolProvider]:
+        return [_Asks()]
+
+    @hookimpl
+    def authorize(self, subject: str, action: str, target: str) -> Decision:
+        return Decision(True)
+
+
+async def test_a_uri_a_tool_asks_about_is_denied_past_the_bound_before_it_is_read() -> None:
+    composition = compose(Config(server=ServerSettings(max_uri_length=LIMIT)), load_entrypoints=False,
+                          plugins={"notes": notes, "asks": _AsksPlugin()})  # fmt: skip
+    assert composition.failures == []
+    async with connect(composition) as client:
+        assert (await client.call_tool("ask", {"uri": FITS})).content[0].text == "allowed"  # type: ignore[union-attr]
+        with pytest.raises(MCPError) as denied:
+            await client.call_tool("ask", {"uri": LONG})
+    assert denied.value.error.code == -32003, denied.value.error
+    assert f"a URI of {LIMIT + 1} characters" in denied.value.error.message
+    assert f"max_uri_length ({LIMIT})" in denied.value.error.message
+    gate = Gate(composition.runtime.authorizer, LOCAL, max_uri_length=LIMIT)
+    assert uri_allowed(gate, composition.catalog, "read", FITS) and not uri_allowed(
+        gate, composition.catalog, "read", LONG
+    )
+
+
+def test_the_gate_denies_a_target_no_bounded_uri_becomes_without_reading_it() -> None:
+    class _Allow:
+        plugin, settings = "allow", None
+
+        @staticmethod
+        def caller(**_: Any) -> Decision:
+            return Decision(True)
+
+    gate = Gate(Authorizer((_Allow(),)), LOCAL, max_uri_length=LIMIT)  # type: ignore[arg-type]
+    assert gate.allowed("read", "skill://notes/" + "%41" * (3 * LIMIT))  # a canonical form may be longer
+    refused = gate.decide("read", "skill://notes/%z" + "a" * (12 * LIMIT))
+    assert refused.allow is False and "longer than any this server reads" in (refused.reason or "")
