@@ -1311,6 +1311,27 @@ CASES += (
         "        pass",
         (URI_LENGTH + "test_a_listen_stream_naming_a_uri_over_the_bound_is_refused_for_it",),
     ),
+    Case(
+        "uri length: a URI provider code asks about is denied past the bound before it is routed",
+        "core/_serve/steps/asking.py",
+        "    if gate.authorizer.active and len(uri) > gate.max_uri_length:\n        gate.deny(",
+        "    if False:\n        gate.deny(",
+        (URI_LENGTH + "test_a_uri_a_tool_asks_about_is_denied_past_the_bound_before_it_is_read",),
+    ),
+    Case(
+        "uri length: a URI past the bound is not allowed to a listing's filter",
+        "core/_serve/steps/asking.py",
+        "    if len(uri) > gate.max_uri_length:\n        return False",
+        "    if False:\n        return False",
+        (URI_LENGTH + "test_a_uri_a_tool_asks_about_is_denied_past_the_bound_before_it_is_read",),
+    ),
+    Case(
+        "uri length: the gate denies a target no bounded URI becomes, before reading it",
+        "core/_serve/steps/gate.py",
+        'if ":" in target and len(target) > _CANONICAL_GROWTH * self.max_uri_length:',
+        "if False:",
+        (URI_LENGTH + "test_the_gate_denies_a_target_no_bounded_uri_becomes_without_reading_it",),
+    ),
 )
 
 HTTP_APP = "core/_serve/transport/http_app.py"

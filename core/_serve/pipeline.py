@@ -139,7 +139,14 @@ class Pipeline:
         if mark is not None:
             mark[0] = True  # this request's audit line is written here, not by the middleware
         principal = principal_of(ctx)
-        exchange = Exchange(method.name, method.actor, Gate(authorizer, principal), ctx, principal, task=task)
+        exchange = Exchange(
+            method.name,
+            method.actor,
+            Gate(authorizer, principal, max_uri_length=self.max_uri_length),
+            ctx,
+            principal,
+            task=task,
+        )
         token = current_gate.set(exchange.gate)
         scope = current_scope.set(CredentialScope(self.credentials, exchange.upstreams))
         try:
