@@ -1188,15 +1188,15 @@ CASES += (
     Case(
         "nesting: stdio measures a line before parsing it",
         "core/_serve/transport/stdio_framing.py",
-        "    return too_deep(line)  # with the request's own id",
-        "    return None  # with the request's own id",
+        '    if line.count(b"{") + line.count(b"[") > MAX_NESTING and (deep := too_deep(line)) is not None:',
+        "    if False:",
         (NEST_EVERYWHERE,),
     ),
     Case(
         "nesting: stdio parses at once only lines too flat to be too deep",
         "core/_serve/transport/stdio_framing.py",
-        'line.count(b"{") + line.count(b"[") <= MAX_NESTING:',
-        'line.count(b"{") + line.count(b"[") <= 10 * MAX_NESTING:',
+        'line.count(b"{") + line.count(b"[") <= MAX_NESTING and',
+        'line.count(b"{") + line.count(b"[") <= 10 * MAX_NESTING and',
         (NEST_EVERYWHERE,),
     ),
     Case(
@@ -1243,6 +1243,16 @@ CASES += (
         (HOSTILE + "test_an_integer_past_the_digit_limit_is_invalid_params_with_the_id_on_every_transport",),
     ),
     Case(
+        "hostile: the members and long-integer refusals carry the request's own id",
+        NESTING,
+        'dict(jsonrpc="2.0", id=request_id_of(line),',
+        'dict(jsonrpc="2.0", id=None,',
+        (
+            HOSTILE + "test_an_integer_past_the_digit_limit_is_invalid_params_with_the_id_on_every_transport",
+            HOSTILE + "test_members_and_items_are_counted_outside_strings_only",
+        ),
+    ),
+    Case(
         "members: a message with more items and members than the bound is refused",
         NESTING,
         "    if values <= MAX_MEMBERS:\n        return None",
@@ -1259,7 +1269,7 @@ CASES += (
     Case(
         "members: commas inside strings are not counted",
         NESTING,
-        'values = _STRING.sub(b"", _ESCAPE.sub(b"", line)).count(b",") + 1',
+        'values = b"".join(_ESCAPE.sub(b"", line).split(b\'"\')[::2]).count(b",") + 1',
         'values = line.count(b",") + 1',
         (HOSTILE + "test_members_and_items_are_counted_outside_strings_only",),
     ),

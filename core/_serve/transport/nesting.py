@@ -151,7 +151,7 @@ def long_integer(line: bytes, failure: BaseException) -> dict[str, Any] | None:
         f"Invalid params: an integer of {longest} digits; this server reads integers of at most {limit} "
         "digits (Python's int_max_str_digits): send a longer number as a string"
     )
-    return {"jsonrpc": "2.0", "id": request_id_of(line), "error": {"code": -32602, "message": message}}
+    return _refusal(line, -32602, message)
 
 
 def too_many(line: bytes) -> dict[str, Any] | None:
@@ -159,11 +159,17 @@ def too_many(line: bytes) -> dict[str, Any] | None:
     and object members, with the request's own id when one can be read; ``None`` otherwise.
     Linear in the length of ``line``, without parsing it; a caller may skip it when
     ``line.count(b",") < MAX_MEMBERS`` (commas in strings only make that count larger)."""
-    values = _STRING.sub(b"", _ESCAPE.sub(b"", line)).count(b",") + 1  # as nesting() strips strings
+    # Escapes gone, the strings are every other run between quotes: half the work of _STRING.sub.
+    values = b"".join(_ESCAPE.sub(b"", line).split(b'"')[::2]).count(b",") + 1
     if values <= MAX_MEMBERS:
         return None
     message = (
         f"Invalid request: more than {MAX_MEMBERS} array items and object members in one message "
         f"({values} or more); send fewer values, or split the work over several requests"
     )
-    return {"jsonrpc": "2.0", "id": request_id_of(line), "error": {"code": -32600, "message": message}}
+    return _refusal(line, -32600, message)
+
+
+def _refusal(line: bytes, code: int, message: str) -> dict[str, Any]:
+    """The JSON-RPC error ``code`` answering ``line``, with the request's own id when one can be read."""
+    return dict(jsonrpc="2.0", id=request_id_of(line), error={"code": code, "message": message})

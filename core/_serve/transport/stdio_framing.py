@@ -103,7 +103,7 @@ def _unreadable(line: bytes) -> dict[str, Any] | None:
         return _error(
             types.PARSE_ERROR, f"Parse error: the line is not valid UTF-8 (byte {exc.start}); send UTF-8 encoded JSON"
         )
-    if (deep := too_deep(line)) is not None:
+    if line.count(b"{") + line.count(b"[") > MAX_NESTING and (deep := too_deep(line)) is not None:
         return deep  # with the request's own id, so the client's call resolves
     return too_many(line) if line.count(b",") >= MAX_MEMBERS else None
 
