@@ -149,3 +149,14 @@ async def test_a_message_with_too_many_members_is_refused_with_its_id_on_every_t
     assert refused["error"]["code"] == -32600 and f"more than {MAX_MEMBERS} " in refused["error"]["message"]
     for status, answer in await anyio.to_thread.run_sync(http_answers, over):
         assert status == 400 and answer == refused  # the same words on both transports
+
+
+async def test_commas_in_a_string_argument_are_served_on_stdio_and_http() -> None:
+    from mcp_providers._serve.transport.nesting import MAX_MEMBERS
+
+    prose = {"name": "echo", "arguments": {"value": "a, b" * (2 * MAX_MEMBERS)}}
+    line = json.dumps({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": prose}).encode()
+    (stdio,) = await stdio_answers([line])
+    assert stdio["id"] == 9 and stdio["result"]["content"][0]["text"] == "0", str(stdio)[:300]
+    for status, answer in await anyio.to_thread.run_sync(http_answers, line):
+        assert status == 200 and answer["result"]["content"][0]["text"] == "0", str(answer)[:300]

@@ -139,10 +139,11 @@ class Framer:
         if line is None:
             message = f"Invalid request: a line over {self._limit} bytes was discarded; send smaller messages"
             return [], [json_line(_error(types.INVALID_REQUEST, message))]
-        if line[:1] == b"{" and line.count(b"{") + line.count(b"[") <= MAX_NESTING and line.count(b",") < MAX_MEMBERS:
-            # The common case: one flat, small message, parsed once. The parser refuses what is not
-            # UTF-8 and no line this flat and small is too deep or too big, so nothing _unreadable
-            # looks for can pass.
+        flat = line.count(b"{") + line.count(b"[") <= MAX_NESTING
+        if line[:1] == b"{" and flat and (line.count(b",") < MAX_MEMBERS or too_many(line) is None):
+            # The common case: one flat message within the members bound (commas in its strings
+            # counted out only when there are many), parsed once. The parser refuses what is not
+            # UTF-8 and no such line is too deep or too big, so nothing _unreadable looks for can pass.
             try:
                 parsed = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
             except Exception:
