@@ -1,4 +1,5 @@
-"""How deep a JSON-RPC message may nest, measured before it is parsed; one rule for stdio and HTTP.
+"""How deep and how big a JSON-RPC message may be, measured before it is parsed; one rule for stdio
+and HTTP. Also the one reading of a request's id from bytes that are not parsed (:func:`request_id_of`).
 
 :data:`MAX_NESTING` bounds the arrays and objects enclosing the deepest value of a whole message
 (the envelope counts: a ``tools/call`` spends 2 levels on the message and ``params``, leaving
@@ -10,6 +11,10 @@ levels (a message past that cannot be answered by the SDK at all), and 128 is se
 limit, so MCP servers in Rust refuse deeper arguments anyway. Real tool arguments (filters,
 JSON Schema documents, small syntax trees) stay far below it; 64, the limit this replaced, refused
 arguments 62 levels deep that every client can send.
+
+:data:`MAX_MEMBERS` bounds the array items and object members of a whole message (:func:`too_many`,
+-32600 with the id), and :func:`long_integer` answers a message that is JSON but holds an integer
+Python will not convert (-32602 with the id, where ``json`` says only "not JSON"): tester 27 F9, F13.
 """
 
 from __future__ import annotations
