@@ -1283,15 +1283,15 @@ CASES += (
     Case(
         "nesting: stdio measures a line before parsing it",
         "core/_serve/transport/stdio_framing.py",
-        "    return too_deep(line)  # with the request's own id",
-        "    return None  # with the request's own id",
+        '    if line.count(b"{") + line.count(b"[") > MAX_NESTING and (deep := too_deep(line)) is not None:',
+        "    if False:",
         (NEST_EVERYWHERE,),
     ),
     Case(
         "nesting: stdio parses at once only lines too flat to be too deep",
         "core/_serve/transport/stdio_framing.py",
-        'line.count(b"{") + line.count(b"[") <= MAX_NESTING:',
-        'line.count(b"{") + line.count(b"[") <= 10 * MAX_NESTING:',
+        'flat = line.count(b"{") + line.count(b"[") <= MAX_NESTING',
+        'flat = line.count(b"{") + line.count(b"[") <= 10 * MAX_NESTING',
         (NEST_EVERYWHERE,),
     ),
     Case(
@@ -1300,6 +1300,142 @@ CASES += (
         'if body.count(b"{") + body.count(b"[") > MAX_NESTING and (deep := too_deep(body)) is not None:',
         "if False:",
         (NEST_EVERYWHERE, NEST_FAR),
+    ),
+)
+
+HOSTILE = "tests/test_hostile_messages.py::"
+HTTP_APP_FILE = "core/_serve/transport/http_app.py"
+FRAMING = "core/_serve/transport/stdio_framing.py"
+
+CASES += (
+    # hostile messages (tester 27 F9, F10, F13): one clean JSON-RPC error each, nothing else lost
+    Case(
+        "nesting: an id past Python's digit limit is read as no id, never raised",
+        NESTING,
+        "        except ValueError:  # past int_max_str_digits (4,300): no id that can be answered",
+        "        except TypeError:  # past int_max_str_digits (4,300): no id that can be answered",
+        (HOSTILE + "test_an_id_past_the_digit_limit_is_no_id_and_raises_nothing",),
+    ),
+    Case(
+        "stdio: a line whose reading fails is answered and the next one read",
+        FRAMING,
+        "            return self._frame(line)\n        except Exception:",
+        "            return self._frame(line)\n        except ZeroDivisionError:",
+        (HOSTILE + "test_a_line_whose_reading_fails_is_answered_and_the_next_is_read",),
+    ),
+    Case(
+        "stdio: a JSON line holding a 5,000-digit integer is -32602 with its id, not -32700",
+        FRAMING,
+        "            if (refused := long_integer(line, exc)) is not None:",
+        "            if (refused := None) is not None:",
+        (HOSTILE + "test_an_integer_past_the_digit_limit_is_invalid_params_with_the_id_on_every_transport",),
+    ),
+    Case(
+        "HTTP: a JSON body holding a 5,000-digit integer is -32602 with its id, not -32700",
+        "core/_serve/transport/posted.py",
+        "    if posted.refusal is not None:",
+        "    if False:",
+        (HOSTILE + "test_an_integer_past_the_digit_limit_is_invalid_params_with_the_id_on_every_transport",),
+    ),
+    Case(
+        "hostile: the members and long-integer refusals carry the request's own id",
+        NESTING,
+        'dict(jsonrpc="2.0", id=request_id_of(line),',
+        'dict(jsonrpc="2.0", id=None,',
+        (
+            HOSTILE + "test_an_integer_past_the_digit_limit_is_invalid_params_with_the_id_on_every_transport",
+            HOSTILE + "test_members_and_items_are_counted_outside_strings_only",
+        ),
+    ),
+    Case(
+        "members: a message with more items and members than the bound is refused",
+        NESTING,
+        "    if values <= MAX_MEMBERS:\n        return None",
+        "    if True:\n        return None",
+        (HOSTILE + "test_members_and_items_are_counted_outside_strings_only",),
+    ),
+    Case(
+        "members: the bound is 20,000, below tester 27's 200,000 keys",
+        NESTING,
+        "MAX_MEMBERS: Final = 20_000",
+        "MAX_MEMBERS: Final = 2_000_000",
+        (HOSTILE + "test_members_and_items_are_counted_outside_strings_only",),
+    ),
+    Case(
+        "members: commas inside strings are not counted",
+        NESTING,
+        'values = b"".join(_ESCAPE.sub(b"", line).split(b\'"\')[::2]).count(b",") + 1',
+        'values = line.count(b",") + 1',
+        (HOSTILE + "test_members_and_items_are_counted_outside_strings_only",),
+    ),
+    Case(
+        "members: stdio counts a line's members before parsing it",
+        FRAMING,
+        '    return too_many(line) if line.count(b",") >= MAX_MEMBERS else None',
+        "    return None",
+        (HOSTILE + "test_a_message_with_too_many_members_is_refused_with_its_id_on_every_transport",),
+    ),
+    Case(
+        "members: stdio parses at once only lines with fewer commas than the bound",
+        FRAMING,
+        ' and (line.count(b",") < MAX_MEMBERS or too_many(line) is None):',
+        ":",
+        (HOSTILE + "test_a_message_with_too_many_members_is_refused_with_its_id_on_every_transport",),
+    ),
+    Case(
+        "members: HTTP applies the same bound before parsing a body",
+        HTTP_APP_FILE,
+        'if body.count(b",") >= MAX_MEMBERS and (many := too_many(body)) is not None:',
+        "if False:",
+        (HOSTILE + "test_a_message_with_too_many_members_is_refused_with_its_id_on_every_transport",),
+    ),
+)
+
+URI_LENGTH = "tests/test_uri_length.py::"
+
+CASES += (
+    # one URI length bound for every method that takes a URI (tester 27 F8)
+    Case(
+        "uri length: the pipeline refuses a URI over max_uri_length before routing it",
+        "core/_serve/pipeline.py",
+        "            if (too_long := uri_length.refusal(params, self.max_uri_length)) is not None:",
+        "            if (too_long := None) is not None:",
+        (URI_LENGTH + "test_every_method_taking_a_uri_refuses_one_over_the_bound_before_reading_it",),
+    ),
+    Case(
+        "uri length: a completion's ref.uri is one of the URIs bounded",
+        "core/_serve/steps/uri_length.py",
+        'found = [_field(params, "uri"), _field(_field(params, "ref"), "uri")]',
+        'found = [_field(params, "uri")]',
+        (URI_LENGTH + "test_every_method_taking_a_uri_refuses_one_over_the_bound_before_reading_it",),
+    ),
+    Case(
+        "uri length: a listen stream's URIs are bounded",
+        "core/_serve/steps/uri_length.py",
+        "        found += listed if isinstance(listed, list | tuple) else []",
+        "        pass",
+        (URI_LENGTH + "test_a_listen_stream_naming_a_uri_over_the_bound_is_refused_for_it",),
+    ),
+    Case(
+        "uri length: a URI provider code asks about is denied past the bound before it is routed",
+        "core/_serve/steps/asking.py",
+        "    if gate.authorizer.active and len(uri) > gate.max_uri_length:\n        gate.deny(",
+        "    if False:\n        gate.deny(",
+        (URI_LENGTH + "test_a_uri_a_tool_asks_about_is_denied_past_the_bound_before_it_is_read",),
+    ),
+    Case(
+        "uri length: a URI past the bound is not allowed to a listing's filter",
+        "core/_serve/steps/asking.py",
+        "    if len(uri) > gate.max_uri_length:\n        return False",
+        "    if False:\n        return False",
+        (URI_LENGTH + "test_a_uri_a_tool_asks_about_is_denied_past_the_bound_before_it_is_read",),
+    ),
+    Case(
+        "uri length: the gate denies a target no bounded URI becomes, before reading it",
+        "core/_serve/steps/gate.py",
+        'if ":" in target and len(target) > _CANONICAL_GROWTH * self.max_uri_length:',
+        "if False:",
+        (URI_LENGTH + "test_the_gate_denies_a_target_no_bounded_uri_becomes_without_reading_it",),
     ),
 )
 

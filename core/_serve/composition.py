@@ -101,7 +101,8 @@ class Composition:
     def pipeline(self) -> Pipeline:
         runtime = self.runtime
         tracer = tracing.server_tracer()  # None unless a tracer provider is set: traces off
-        return Pipeline(runtime.audit, runtime.limiter, runtime.credentials, tracer)
+        limit = self.assembly.config.server.max_uri_length
+        return Pipeline(runtime.audit, runtime.limiter, runtime.credentials, tracer, max_uri_length=limit)
 
     @functools.cached_property
     def server(self) -> Server[object]:

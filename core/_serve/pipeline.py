@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from mcp.server import Server
 
 from mcp_providers._serve.state.tasks import RunningTask
-from mcp_providers._serve.steps import tracing, wire
+from mcp_providers._serve.steps import tracing, uri_length, wire
 from mcp_providers._serve.steps.audit import AuditLog
 from mcp_providers._serve.steps.custody import upstream_fields
 from mcp_providers._serve.steps.exchange import Ctx, Exchange, Method, principal_of, version_of
@@ -102,8 +102,11 @@ class Pipeline:
         limiter: RateLimiter | None = None,
         credentials: CredentialBroker | None = None,
         tracer: Tracer | None = None,
+        max_uri_length: int = 2048,
     ) -> None:
         self.audit = audit
+        self.max_uri_length = max_uri_length
+        """``[server] max_uri_length``: a request naming a longer URI is refused before it is routed."""
         self.limiter = limiter or RateLimiter(None)
         """``[server.limits]`` (:mod:`~mcp_providers._serve.steps.ratelimit`); none: nothing limited."""
         self._limited = self.limiter.enabled  # its settings are fixed when it is made: decided once
@@ -136,12 +139,21 @@ class Pipeline:
         if mark is not None:
             mark[0] = True  # this request's audit line is written here, not by the middleware
         principal = principal_of(ctx)
-        exchange = Exchange(method.name, method.actor, Gate(authorizer, principal), ctx, principal, task=task)
+        exchange = Exchange(
+            method.name,
+            method.actor,
+            Gate(authorizer, principal, max_uri_length=self.max_uri_length),
+            ctx,
+            principal,
+            task=task,
+        )
         token = current_gate.set(exchange.gate)
         scope = current_scope.set(CredentialScope(self.credentials, exchange.upstreams))
         try:
             if task is None and self._limited:  # a task's body was counted as the call that started it
                 await self.limiter.admit(exchange.principal, method.name)  # per subject, before the gate
+            if (too_long := uri_length.refusal(params, self.max_uri_length)) is not None:
+                raise too_long  # before any per-character work on it (tester 27 F8)
             target = method.route(exchange, params)
             if self.tracer is None:  # traces off: the stages without their (no-op) span managers
                 method.authorize(exchange, target)

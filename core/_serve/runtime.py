@@ -218,7 +218,7 @@ class Runtime:
         """Whether ``principal`` may still be told of ``uri`` (a canonical URI): the questions the
         watch and a read ask (``expand`` on its template, then ``subscribe`` and ``read``), against
         the catalog and policy served now; a URI no longer served is no."""
-        gate = Gate(self.authorizer, principal)
+        gate = Gate(self.authorizer, principal, max_uri_length=self.hub.max_uri_length)
         route = self.assembly.catalog.find(uri)
         if route is None:
             return False

@@ -166,7 +166,7 @@ def aggregate_report(composition: Composition) -> list[str]:
     catalog = composition.catalog
 
     def denied(principal: Principal, uri: str) -> str | None:
-        gate = Gate(authorizer, principal)
+        gate = Gate(authorizer, principal, max_uri_length=composition.config.server.max_uri_length)
         try:
             require_uri(gate, catalog, "read", uri)
         except Denied:

@@ -217,7 +217,8 @@ class ServerSettings(BaseModel):
     max_subscriptions_per_session: int = Field(default=100, ge=1, le=100_000)
     """Watches one session (2025-era) or one listen stream (2026-07-28) may hold at once."""
     max_uri_length: int = Field(default=2048, ge=16, le=65_536)
-    """Longest URI a watch may name, in characters."""
+    """Longest URI a request may name, in characters (reads, watches, completion refs, skills): a
+    longer one is refused -32602 before it is routed."""
     audit_log: Path | None = None
     """JSON-lines file that gets one line per list, read, call and denial (never content or secrets)."""
     audit_key_env: str | None = Field(default="MCP_PROVIDERS_AUDIT_KEY", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from mcp_providers._holders import Frozen
 from mcp_providers._host.contain import cancels_this_task
@@ -32,6 +32,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("mcp_providers.policy")
 
 _ALLOW = Decision(True)
+_CANONICAL_GROWTH = 12
+"""The most characters one character of a URI becomes in canonical form (4 UTF-8 bytes, ``%XX``
+each): a URI within ``max_uri_length`` is never longer than this many times it in canonical form."""
 
 
 class Authorizer:
@@ -122,16 +125,20 @@ class Denial(Frozen):
 class Gate:
     """The authorization of one request (see the module docstring)."""
 
-    __slots__ = ("authorizer", "denials", "principal")
+    __slots__ = ("authorizer", "denials", "max_uri_length", "principal")
 
     authorizer: Authorizer
     principal: Principal
     denials: list[Denial]
+    max_uri_length: int
+    """``[server] max_uri_length``: a URI asked about that is longer (in canonical form: longer than
+    :data:`_CANONICAL_GROWTH` times it) is denied without being read (tester 27 F8)."""
 
-    def __init__(self, authorizer: Authorizer, principal: Principal) -> None:
+    def __init__(self, authorizer: Authorizer, principal: Principal, max_uri_length: int = 2048) -> None:
         self.authorizer = authorizer
         self.principal = principal
         self.denials = []
+        self.max_uri_length = max_uri_length
 
     @property
     def subject(self) -> str:
@@ -147,6 +154,8 @@ class Gate:
         """
         if not self.authorizer.active:
             return _ALLOW
+        if ":" in target and len(target) > _CANONICAL_GROWTH * self.max_uri_length:  # before any per-character work
+            return Decision(False, f"a URI of {len(target)} characters is longer than any this server reads")
         if ":" in target and (problem := path_problem(target)) is not None:
             # A rule on a/private/* cannot see a/public/../private/x, nor a/private./x: refuse what no rule can judge.
             return Decision(False, f"the URI {problem}; ask about the path as its owner names it")
@@ -175,8 +184,15 @@ class Gate:
         decision = self.decide(action, target)
         if decision.allow is True:
             return
-        self.denials.append(Denial(action, target, decision.reason))
-        why = f": {decision.reason}" if decision.reason else ""
+        self.deny(action, target, decision.reason, asked_by=asked_by)
+
+    def deny(self, action: Action, target: str, reason: str | None, *, asked_by: str | None = None) -> NoReturn:
+        """Refuse ``action`` on ``target`` for ``reason``, remembered for the audit line.
+
+        :raises Denied: always.
+        """
+        self.denials.append(Denial(action, target, reason or ""))
+        why = f": {reason}" if reason else ""
         who = f"{asked_by} may not {action} {target}" if asked_by else f"{action} on {target} is not allowed"
         data = {"target": target, "action": action, "rule": "permission-denied"}
         if asked_by:

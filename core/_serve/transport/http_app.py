@@ -109,7 +109,7 @@ from mcp_providers._serve.transport.http_outcome import (
 from mcp_providers._serve.transport.http_policy import explained
 from mcp_providers._serve.transport.manager import holds
 from mcp_providers._serve.transport.manager import watch as watch_manager
-from mcp_providers._serve.transport.nesting import MAX_NESTING, request_id_of, too_deep
+from mcp_providers._serve.transport.nesting import MAX_MEMBERS, MAX_NESTING, request_id_of, too_deep, too_many
 from mcp_providers._serve.transport.ops import rebinding_refusal
 from mcp_providers._serve.transport.posted import (
     INVALID_ID,
@@ -246,6 +246,9 @@ class HttpApp:
             return
         if body.count(b"{") + body.count(b"[") > MAX_NESTING and (deep := too_deep(body)) is not None:
             await send_json(send, 400, json.dumps(deep).encode())  # as stdio answers it
+            return
+        if body.count(b",") >= MAX_MEMBERS and (many := too_many(body)) is not None:
+            await send_json(send, 400, json.dumps(many).encode())  # before it is parsed, as stdio
             return
         posted = parse(body)  # once: every guard below judges the parsed values (transport.posted)
         if (refused := parse_error(posted)) is not None:

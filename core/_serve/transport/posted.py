@@ -22,6 +22,8 @@ from typing import Any
 
 import mcp_types as types
 
+from mcp_providers._serve.transport.nesting import long_integer
+
 
 @dataclass(frozen=True, slots=True)
 class Posted:
@@ -35,6 +37,9 @@ class Posted:
     raw: bytes
     value: Any = None
     error: str | None = None
+    refusal: dict[str, Any] | None = None
+    """The JSON-RPC error answering a body that is JSON but holds an integer Python will not
+    convert (``nesting.long_integer``), else ``None``."""
 
     @property
     def batch(self) -> list[Any] | None:
@@ -63,7 +68,7 @@ def parse(raw: bytes) -> Posted:
     try:
         return Posted(raw, json.loads(raw))
     except (ValueError, RecursionError) as exc:  # ValueError covers UnicodeDecodeError, long integers
-        return Posted(raw, error=str(exc)[:200] or type(exc).__name__)
+        return Posted(raw, error=str(exc)[:200] or type(exc).__name__, refusal=long_integer(raw, exc))
 
 
 def error_body(code: int, message: str, request_id: Any = None) -> bytes:
@@ -72,9 +77,12 @@ def error_body(code: int, message: str, request_id: Any = None) -> bytes:
 
 
 def parse_error(posted: Posted) -> bytes | None:
-    """The -32700 body (``id: null``) answering a body that is not JSON, else ``None``."""
+    """The -32700 body (``id: null``) answering a body that is not JSON, else ``None``; for one
+    that is JSON holding an integer too long to convert, its -32602 (:attr:`Posted.refusal`)."""
     if posted.error is None:
         return None
+    if posted.refusal is not None:
+        return json.dumps(posted.refusal).encode()
     return error_body(types.PARSE_ERROR, f"Parse error: the request body is not JSON ({posted.error})")
 
 

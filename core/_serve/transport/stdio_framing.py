@@ -5,19 +5,22 @@ into one line (:class:`Session`)."""
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any, Final
 
 import mcp_types as types
 import pydantic_core
 
 from mcp_providers._serve.transport import batches
-from mcp_providers._serve.transport.nesting import MAX_NESTING, too_deep
+from mcp_providers._serve.transport.nesting import MAX_MEMBERS, MAX_NESTING, long_integer, too_deep, too_many
 
 DEFAULT_MAX_LINE_BYTES: Final = 4 * 1024 * 1024
 """The longest JSON-RPC line accepted, in bytes (4 MiB); a longer line is discarded and answered
 with -32600 (``id: null``), without ever being buffered whole."""
 
 _BOM: Final = b"\xef\xbb\xbf"
+
+log = logging.getLogger("mcp_providers.stdio")
 
 
 RequestId = int | str
@@ -88,7 +91,7 @@ def _error(code: int, message: str, request_id: RequestId | None = None) -> dict
 
 
 def _unreadable(line: bytes) -> dict[str, Any] | None:
-    """The error for a line that cannot be taken as JSON at all (encoding, BOM, nesting), else None."""
+    """The error for a line that cannot be taken as JSON at all (encoding, BOM, nesting, members), else None."""
     if line.startswith(_BOM):
         return _error(
             types.PARSE_ERROR,
@@ -100,7 +103,9 @@ def _unreadable(line: bytes) -> dict[str, Any] | None:
         return _error(
             types.PARSE_ERROR, f"Parse error: the line is not valid UTF-8 (byte {exc.start}); send UTF-8 encoded JSON"
         )
-    return too_deep(line)  # with the request's own id, so the client's call resolves
+    if line.count(b"{") + line.count(b"[") > MAX_NESTING and (deep := too_deep(line)) is not None:
+        return deep  # with the request's own id, so the client's call resolves
+    return too_many(line) if line.count(b",") >= MAX_MEMBERS else None
 
 
 class Framer:
@@ -119,13 +124,26 @@ class Framer:
         self._limit = limit
 
     def frame(self, line: bytes | None) -> tuple[list[types.JSONRPCMessage], list[bytes]]:
-        """``(messages, refusals)``: the messages to dispatch and the error lines to write now."""
+        """``(messages, refusals)``: the messages to dispatch and the error lines to write now.
+
+        Never raises: a line whose reading fails (a bug here) is answered -32603 with ``id: null``
+        and logged, and the lines after it are read as usual (raised, it would end the pipe's reader
+        with them unanswered)."""
+        try:
+            return self._frame(line)
+        except Exception:
+            log.exception("reading a line of %d bytes failed", len(line or b""))
+            return [], [json_line(_error(types.INTERNAL_ERROR, "Internal error: the line could not be read"))]
+
+    def _frame(self, line: bytes | None) -> tuple[list[types.JSONRPCMessage], list[bytes]]:
         if line is None:
             message = f"Invalid request: a line over {self._limit} bytes was discarded; send smaller messages"
             return [], [json_line(_error(types.INVALID_REQUEST, message))]
-        if line[:1] == b"{" and line.count(b"{") + line.count(b"[") <= MAX_NESTING:
-            # The common case: one flat message, parsed once. The parser refuses what is not UTF-8
-            # and no line this flat can nest too deep, so nothing _unreadable looks for can pass.
+        flat = line.count(b"{") + line.count(b"[") <= MAX_NESTING
+        if line[:1] == b"{" and flat and (line.count(b",") < MAX_MEMBERS or too_many(line) is None):
+            # The common case: one flat message within the members bound (commas in its strings
+            # counted out only when there are many), parsed once. The parser refuses what is not
+            # UTF-8 and no such line is too deep or too big, so nothing _unreadable looks for can pass.
             try:
                 parsed = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
             except Exception:
@@ -140,6 +158,8 @@ class Framer:
         try:
             data = json.loads(line)
         except (ValueError, RecursionError) as exc:
+            if (refused := long_integer(line, exc)) is not None:  # JSON, with the id the client waits on
+                return [], [json_line(refused)]
             return [], [json_line(_error(types.PARSE_ERROR, f"Parse error: the line is not JSON ({exc!s:.200})"))]
         if isinstance(data, list):
             return self._batch(data)
