@@ -202,11 +202,17 @@ def bare(hint: Any) -> Any:
 def signature(function: Callable[..., Any], settings_model: type[BaseModel] | None) -> Signature:
     """Read ``function``'s parameters once.
 
-    :raises DeclarationError: an annotation cannot be resolved, the function takes ``*args`` or
+    :raises DeclarationError: ``function`` is no function or method (a ``functools.partial``, a
+        callable object), an annotation cannot be resolved, the function takes ``*args`` or
         ``**kwargs``, is a generator function, or a parameter is annotated with another framework's
         ``Context``.
     """
     where = describe(function)
+    if not (inspect.isfunction(function) or inspect.ismethod(function)):  # a partial, a callable object
+        raise DeclarationError(
+            f"{where}: is a {type(function).__name__} object, not a function, so its parameters cannot be read; "
+            "decorate a def or async def (one that calls it, if it must be this object)"
+        )
     if yields(function):
         raise DeclarationError(
             f"{where}: is a generator function (it yields), and a resource, tool, prompt or completion is answered "

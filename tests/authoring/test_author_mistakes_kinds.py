@@ -6,6 +6,7 @@ the fix."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import typing
@@ -377,3 +378,24 @@ def test_a_plugin_named_otherwise_than_its_entry_point_is_a_check_warning() -> N
         named = Plugin(same.replace("_", "-"), prefixes=["weather://"])
         named.resource("weather://index")(index)
         assert not [w for w in check_warnings(compose({same: named}))[1] if "plugin-name-differs" in w]
+
+
+class _Caller:
+    def __call__(self, city: str) -> str:
+        """Tomorrow's weather in a city."""
+        return city
+
+
+def _forecast(city: str, days: int) -> str:
+    """Tomorrow's weather in a city."""
+    return city
+
+
+@pytest.mark.parametrize("thing", [_Caller(), functools.partial(_forecast, days=1)], ids=["object", "partial"])
+def test_a_callable_that_is_no_function_is_refused_saying_to_decorate_a_def(thing: Any) -> None:
+    """Tester twenty-eight F12: the message said to import names at module level, which was no fix."""
+    plugin = Plugin("weather", prefixes=["weather://"])
+    with pytest.raises(Exception, match=r"not a function.*decorate a def or async def") as refused:
+        plugin.tool(name="forecast", description="Tomorrow's weather.")(thing)
+        compose({"weather": plugin}, strict=True)
+    assert "import the names" not in str(refused.value)
