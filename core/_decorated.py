@@ -208,7 +208,8 @@ def signature(function: Callable[..., Any], settings_model: type[BaseModel] | No
         ``Context``.
     """
     where = describe(function)
-    if not (inspect.isfunction(function) or inspect.ismethod(function)):  # a partial, a callable object
+    wrapped = getattr(function, "__wrapped__", None)  # a decorator's own result, stacked: the function it wraps
+    if not any(inspect.isfunction(f) or inspect.ismethod(f) for f in (function, wrapped)):  # a partial, an object
         raise DeclarationError(
             f"{where}: is a {type(function).__name__} object, not a function, so its parameters cannot be read; "
             "decorate a def or async def (one that calls it, if it must be this object)"

@@ -4404,6 +4404,16 @@ CASES += (  # side-effect scope containment (round 16, tester twenty-two F1-F5)
         ),
     ),
     Case(
+        "authoring: a callable that is no function is refused saying to decorate a def",
+        "core/_decorated.py",
+        "    if not any(inspect.isfunction(f) or inspect.ismethod(f) for f in (function, wrapped)):",
+        "    if False:",
+        (
+            "tests/authoring/test_author_mistakes_kinds.py::"
+            "test_a_callable_that_is_no_function_is_refused_saying_to_decorate_a_def[partial]",
+        ),
+    ),
+    Case(
         "containment: signal 0 only asks, and passes",
         "core/_sideeffects/process.py",
         "            return None  # signal 0: only asks whether the target exists",
