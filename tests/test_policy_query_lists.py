@@ -50,6 +50,9 @@ def _deny(*targets: str, **rule: object) -> PolicySettings:
         "sv://accounts?ids=4%2C5",  # an escaped comma a service decodes before it splits
         "sv://accounts?ids=4,%205,6",  # an item with spaces around it, trimmed
         "sv://accounts?ids=4%EF%BC%8C5",  # a full-width comma, a comma once folded
+        "sv://accounts?ids=4%E3%80%805",  # an ideographic space, a space once folded
+        "sv://accounts?ids=4,5.",  # an item trimmed of a trailing dot, as a value is
+        "sv://accounts?ids=5%E3%80%82,4",
         "sv://accounts?limit=2&ids=1,2,5",
         "sv://accounts?ids=1&ids=4,5",  # a repeated name counts in each of its values
     ],
