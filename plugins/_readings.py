@@ -75,8 +75,11 @@ class Readings:
                 path = self.plain[1]  # the path reading drops the query: the same for the part before it
                 bases = (f(split[0]), f(path))
                 read = [f(r).rstrip(_TRIMMED) for r in self._read]
-                # Split once folded: a full-width comma is a comma to a lenient service too.
-                items = [*map(f, _items(split[1])), *read, *(i for r in read for i in list_items(r))]
+                items = [*map(f, _items(split[1])), *read]
+                # Split once folded (a full-width comma is a comma to a lenient service too); one
+                # search over the whole query spares the common query with no list in it.
+                if _LIST.search("&".join(read)):
+                    items += [i for r in read for i in list_items(r)]
                 self._query[fold] = (bases, frozenset(items))
         return self._query[fold]
 
@@ -200,7 +203,12 @@ def query_matches(glob: _QueryGlob, query: _Query | None) -> bool:
 
 
 def _holds(held: frozenset[str], glob: str) -> bool:
+    if not _WILDCARD.search(glob):  # a literal glob matches only itself: one set look-up
+        return glob in held
     return any(fnmatchcase(h, glob) for h in held)
+
+
+_WILDCARD = re.compile(r"[*?\[]")
 
 
 def path_reading(target: str) -> str:

@@ -905,7 +905,7 @@ CASES: tuple[Case, ...] = (
     Case(
         "policy readings: each query parameter is read decoded and folded",
         "plugins/_readings.py",
-        "items = [*map(f, _items(split[1])), *read, *(i for r in read for i in list_items(r))]",
+        "items = [*map(f, _items(split[1])), *read]",
         "items = [*map(f, _items(split[1]))]",
         (QR + "test_a_deny_on_a_query_matches_its_parameters_in_any_order",),
     ),
@@ -961,8 +961,8 @@ CASES: tuple[Case, ...] = (
     Case(
         "policy readings: a query value is read as its list items too",
         "plugins/_readings.py",
-        "*read, *(i for r in read for i in list_items(r))]",
-        "*read]",
+        "                    items += [i for r in read for i in list_items(r)]",
+        "                    pass",
         (QL + "test_a_deny_on_one_value_matches_every_list_holding_it",),
     ),
     Case(
