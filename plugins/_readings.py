@@ -5,7 +5,8 @@ servlet containers, Windows, IIS and file systems read it (:func:`path_reading`)
 lenient service reads each parameter (decoded, ``+`` a space, trimmed); all of them folded for case
 and Unicode compatibility (:func:`folded`). A deny's pattern is tried as given and, when it spells
 something in escapes, as what they spell (:func:`pattern_readings`), and a pattern with a query on
-the target's parameters too, in any order (:func:`query_matches`).
+the target's parameters too, in any order (:func:`query_matches`), a value that may be a list also
+as its items (:func:`list_items`).
 """
 
 import re
@@ -24,7 +25,8 @@ class Readings:
     segment's ``;`` parameters and trailing dots and spaces dropped (servlet containers, Windows and
     IIS do), and empty segments removed, a trailing one too (file systems do); and when the target
     has a query, both with the query in its *query reading* (:func:`_item_reading`: each name and
-    value decoded, ``+`` as a space, surrounding spaces and trailing dots trimmed).
+    value decoded, ``+`` as a space, surrounding spaces and trailing dots trimmed), each such
+    parameter also as its list items (:func:`list_items`: ``ids=4,5`` is ``ids=4`` and ``ids=5`` too).
     ``folded``: all of them, case-folded, compatibility forms decomposed, combining marks and
     invisible characters dropped (:func:`folded`; for services that compare case-insensitively:
     IIS, Windows and macOS file systems, Java's and .NET's case-insensitive compares, SQL
@@ -72,15 +74,22 @@ class Readings:
                 f = folded if fold else str
                 path = self.plain[1]  # the path reading drops the query: the same for the part before it
                 bases = (f(split[0]), f(path))
-                items = [*map(f, _items(split[1])), *(f(r).rstrip(_TRIMMED) for r in self._read)]
+                read = [f(r).rstrip(_TRIMMED) for r in self._read]
+                items = [*map(f, _items(split[1])), *read]
+                # Split once folded (a full-width comma is a comma to a lenient service too); one
+                # search over the whole query spares the common query with no list in it.
+                if _LIST.search("&".join(read)):
+                    items += [i for r in read for i in list_items(r)]
                 self._query[fold] = (bases, frozenset(items))
         return self._query[fold]
 
 
 _Query = tuple[tuple[str, ...], frozenset[str]]
 """A target's query as parameters: the readings of the part before ``?``, and its ``name=value`` items."""
-_QueryGlob = tuple[str, tuple[str, ...]]
-"""A pattern's query as parameters: the glob before ``?``, and the globs its items must each match."""
+_QueryGlob = tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]
+"""A pattern's query as parameters: the glob before ``?``, and for each of its items the glob one
+parameter must match or, failing that, the globs of its list items that must each match one
+(none for a value that is no list)."""
 
 
 def _split_query(uri: str) -> tuple[str, str] | None:
@@ -95,6 +104,22 @@ def _split_query(uri: str) -> tuple[str, str] | None:
 
 def _items(query: str) -> tuple[str, ...]:
     return tuple(item for item in query.split("&") if item)
+
+
+_LIST = re.compile(r"[,|\s]")
+"""Where a service may split a list value once decoded: at ``,`` (an OpenAPI ``form`` array without
+``explode``, an RFC 6570 ``{?ids}`` list, a server splitting a template value), ``|``
+(``pipeDelimited``) and whitespace (``spaceDelimited``)."""
+
+
+def list_items(item: str) -> list[str]:
+    """``name=value``'s value read as a list: ``name=piece`` for each piece between :data:`_LIST`
+    delimiters, trimmed as a value is (:func:`_trimmed`), empty ones dropped (``ids=4,5`` is
+    ``ids=4`` and ``ids=5``); ``[]`` for an item with no ``=`` or no delimiter in its value."""
+    name, eq, value = item.partition("=")
+    if not eq or not _LIST.search(value):
+        return []
+    return [f"{name}={piece}" for part in _LIST.split(value) if (piece := _trimmed(part))]
 
 
 _TO_READ = re.compile(r"[%+ ]|\.=|[^\x21-\x7e]")
@@ -148,12 +173,16 @@ def pattern_readings(pattern: str, fold: bool) -> tuple[tuple[str, _QueryGlob | 
 
 
 def _query_glob(pattern: str, fold: Callable[[str], str], *, decode: bool) -> _QueryGlob | None:
+    """``pattern``'s query as parameters (see :data:`_QueryGlob`), its escapes read when ``decode``;
+    a value holding a ``[`` class is never split (a ``[,]`` is one character)."""
     if (split := _split_query(pattern)) is None:
         return None
     base, items = split
     if decode:
-        return fold(_decoded(base)), tuple(fold(_item_reading(i)).rstrip(_TRIMMED) for i in _items(items))
-    return fold(base), tuple(map(fold, _items(items)))
+        base, globs = _decoded(base), [fold(_item_reading(i)).rstrip(_TRIMMED) for i in _items(items)]
+    else:
+        globs = list(map(fold, _items(items)))
+    return fold(base), tuple((g, () if "[" in g else tuple(list_items(g))) for g in globs)
 
 
 def _wildcards(text: str) -> int:
@@ -162,12 +191,24 @@ def _wildcards(text: str) -> int:
 
 def query_matches(glob: _QueryGlob, query: _Query | None) -> bool:
     """Whether a target's ``query`` holds every item ``glob`` names, in any order, among others,
-    under a base ``glob`` matches (``?b=true&n=1`` holds for ``?n=1&x=2&b=true``)."""
+    under a base ``glob`` matches (``?b=true&n=1`` holds for ``?n=1&x=2&b=true``); an item whose
+    value is a list, as a set: each of its list items held (``?ids=4,5`` holds for ``?ids=6|5|4``)."""
     if query is None:
         return False
     base, items = glob
     bases, held = query
-    return any(fnmatchcase(b, base) for b in bases) and all(any(fnmatchcase(h, i) for h in held) for i in items)
+    if not any(fnmatchcase(b, base) for b in bases):
+        return False
+    return all(_holds(held, whole) or (parts and all(_holds(held, p) for p in parts)) for whole, parts in items)
+
+
+def _holds(held: frozenset[str], glob: str) -> bool:
+    if not _WILDCARD.search(glob):  # a literal glob matches only itself: one set look-up
+        return glob in held
+    return any(fnmatchcase(h, glob) for h in held)
+
+
+_WILDCARD = re.compile(r"[*?\[]")
 
 
 def path_reading(target: str) -> str:

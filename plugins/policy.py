@@ -23,7 +23,9 @@ A deny rule's targets also match what a lenient service reads a target as: folde
 Unicode compatibility (unless ``match_case = true``), with ``;`` path parameters, empty segments and
 escapes read away, query values decoded and trimmed (see :class:`~mcp_providers.plugins._readings.Readings`);
 and a target with a query by its parameters, in any order, among others (``deny x://q?b=true``
-refuses ``x://q?n=0&b=true``). An allow rule's targets match only as given.
+refuses ``x://q?n=0&b=true``); a value that may be a list also by its items, split at ``,``, ``|``
+and whitespace (``deny x://a?ids=5`` refuses ``x://a?ids=4,5``; ``deny x://a?ids=4,5`` refuses
+``x://a?ids=5|4``). An allow rule's targets match only as given.
 
 A rule matches a caller (:class:`~mcp_providers.identity.Principal`) when every condition it sets
 holds: ``subjects`` and ``issuers`` (patterns), ``groups`` (any of them), ``scopes`` (all of them)

@@ -66,6 +66,7 @@ SB = "tests/test_masking_single_byte.py::"
 OA_SB = "tests/openapi/test_openapi_single_byte_bodies.py::"
 READINGS = "tests/test_policy_readings.py::"
 QR = "tests/test_policy_query_readings.py::"
+QL = "tests/test_policy_query_lists.py::"
 SPELL = "tests/openapi/test_openapi_template_spellings.py::"
 SN_SPELL = (
     "tests/servicenow/test_servicenow_spellings.py::"
@@ -904,7 +905,7 @@ CASES: tuple[Case, ...] = (
     Case(
         "policy readings: each query parameter is read decoded and folded",
         "plugins/_readings.py",
-        "items = [*map(f, _items(split[1])), *(f(r).rstrip(_TRIMMED) for r in self._read)]",
+        "items = [*map(f, _items(split[1])), *read]",
         "items = [*map(f, _items(split[1]))]",
         (QR + "test_a_deny_on_a_query_matches_its_parameters_in_any_order",),
     ),
@@ -939,8 +940,8 @@ CASES: tuple[Case, ...] = (
     Case(
         "policy readings: a query value is trimmed again once folded",
         "plugins/_readings.py",
-        "*(f(r).rstrip(_TRIMMED) for r in self._read)]",
-        "*(f(r) for r in self._read)]",
+        "read = [f(r).rstrip(_TRIMMED) for r in self._read]",
+        "read = [f(r) for r in self._read]",
         (QR + "test_a_deny_on_a_query_value_matches_its_decoded_and_folded_readings",),
     ),
     Case(
@@ -953,9 +954,44 @@ CASES: tuple[Case, ...] = (
     Case(
         "policy readings: a query's parameters match only under the pattern's own path",
         "plugins/_readings.py",
-        "    return any(fnmatchcase(b, base) for b in bases) and all(",
-        "    return all(",
+        "    if not any(fnmatchcase(b, base) for b in bases):\n        return False",
+        "    if False:\n        return False",
         (QR + "test_a_deny_on_a_query_still_spares_other_reads",),
+    ),
+    Case(
+        "policy readings: a query value is read as its list items too",
+        "plugins/_readings.py",
+        "                    items += [i for r in read for i in list_items(r)]",
+        "                    pass",
+        (QL + "test_a_deny_on_one_value_matches_every_list_holding_it",),
+    ),
+    Case(
+        "policy readings: a list splits at '|' and whitespace, not only ','",
+        "plugins/_readings.py",
+        '_LIST = re.compile(r"[,|\\s]")',
+        '_LIST = re.compile(r"[,]")',
+        (QL + "test_a_deny_on_one_value_matches_every_list_holding_it",),
+    ),
+    Case(
+        "policy readings: a list item is trimmed as a value is",
+        "plugins/_readings.py",
+        "for part in _LIST.split(value) if (piece := _trimmed(part))]",
+        "for part in _LIST.split(value) if (piece := part)]",
+        (QL + "test_a_deny_on_one_value_matches_every_list_holding_it",),
+    ),
+    Case(
+        "policy readings: a deny's own list value matches as a set",
+        "plugins/_readings.py",
+        'tuple((g, () if "[" in g else tuple(list_items(g))) for g in globs)',
+        "tuple((g, ()) for g in globs)",
+        (QL + "test_a_rules_own_list_value_matches_as_a_set",),
+    ),
+    Case(
+        "policy readings: a deny's list value still matches a read's value whole",
+        "plugins/_readings.py",
+        "    return all(_holds(held, whole) or (parts and",
+        "    return all((parts and",
+        (QL + "test_a_wildcard_across_a_lists_delimiters_still_matches_the_whole_value",),
     ),
     Case(
         "policy readings: a deny's pattern is read as what its escapes spell",
