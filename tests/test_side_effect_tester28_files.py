@@ -1,0 +1,52 @@
+"""Ways round the side-effect scope's file rules found by tester twenty-eight, at both levels (run
+in a process of its own, ``t28files_host.py``, so the scoped level is really unpatched):
+
+- F10 a hash-based cache is written only where the import system would write one, with the flags
+  it would write: never an unchecked one where there was none (it would pin the module's code);
+- F13 a cache temp a read made and did not replace or remove is removed when the read ends, and
+  the read is refused; a temp is named ``<cache>.<digits>``, one per cache at a time;
+- F4 a ``logging.FileHandler`` made in a read is judged when made, as if it opened its file then,
+  ``delay=True`` or not (process-wide: the scoped level patches nothing and sees no construction).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hosts_support import run_host
+
+
+@pytest.fixture(scope="module", params=["scoped", "enforce"])
+def run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    seen = run_host("t28files_host.py", request.param, tmp_path_factory.mktemp(f"t28files-{request.param}"))
+    seen["level"] = request.param
+    return seen
+
+
+def test_a_hash_based_cache_is_written_only_with_the_flags_the_import_system_would_write(run: dict[str, Any]) -> None:
+    assert run["a unchecked cache where there is none"] == "refused"
+    assert run["a checked cache where there is none"] == "refused"
+    assert run["a timestamp cache where there is none"] == "allowed"
+    assert run["a checked_hash cache over a stale checked one"] == "allowed"
+    assert run["a unchecked_hash cache over a stale checked one"] == "refused"
+    assert run["a timestamp cache over a stale checked one"] == "refused"
+    assert run["a unchecked_hash cache over a stale unchecked one"] == "refused"  # the import system keeps it
+
+
+def test_an_unchecked_cache_written_in_a_read_pins_nothing(run: dict[str, Any]) -> None:
+    assert run["the repro's unchecked cache"] == "refused" and run["pinned.V"] == "new"
+
+
+def test_a_cache_temp_left_by_a_read_is_removed_and_the_read_refused(run: dict[str, Any]) -> None:
+    assert run["a temp left behind"] == "refused"
+    assert run["two temps of one cache"] == "refused"
+    assert run["a temp named by other digits"] == "refused"
+    assert run["left in __pycache__"] == []
+    assert run["a first import"] == "allowed" and run["first import cached"] is True
+
+
+def test_a_delayed_log_handler_made_in_a_read_is_judged_when_made(run: dict[str, Any]) -> None:
+    assert run["a delayed handler on the scratch folder"] == "allowed"
+    if run["level"] == "enforce":
+        assert run["a delayed handler made in a read"] == "refused" and run["delayed.log made"] is False
