@@ -46,6 +46,11 @@ T26F_CACHE = T26F + "test_a_cache_is_written_only_with_what_the_import_system_wo
 T26F_CODE = T26F + "test_code_objects_are_compared_with_the_fields_eq_leaves_out"
 T26F_PREFIX = T26F + "test_a_pycache_prefix_set_in_a_read_exempts_nothing"
 T26F_LOG = T26F + "test_a_host_log_handler_retargeted_in_a_read_writes_nothing_new"
+T28F = "tests/test_side_effect_tester28_files.py::"
+T28F_FLAGS = T28F + "test_a_hash_based_cache_is_written_only_with_the_flags_the_import_system_would_write"
+T28F_PIN = T28F + "test_an_unchecked_cache_written_in_a_read_pins_nothing"
+T28F_TEMP = T28F + "test_a_cache_temp_left_by_a_read_is_removed_and_the_read_refused"
+T28F_LOG = T28F + "test_a_delayed_log_handler_made_in_a_read_is_judged_when_made"
 T26F_ROLL = T26F + "test_a_host_handlers_rollover_settings_set_in_a_read_name_nothing_new"
 
 LOGS = "tests/test_logfile_family.py::"
@@ -4320,8 +4325,8 @@ CASES += (
     Case(
         "file: a hash-based cache has its source's hash (t26 F4)",
         "core/_sideeffects/bytecode.py",
-        "fits = flags in (1, 3) and data[8:_HEADER] == _source_hash(source_bytes)",
-        "fits = flags in (1, 3)",
+        "fits = data[8:_HEADER] == _source_hash(source_bytes)",
+        "fits = True",
         (T26F_CACHE,),
     ),
     Case(
@@ -5029,6 +5034,24 @@ CASES += (  # HTTP under load: checks that keep what they accepted (issue 43, ro
         "    if refused is None and len(_accepted_posts) < ACCEPTED_POSTS:\n",
         "    if refused is None:\n",
         (KEPT + "test_the_kept_content_type_and_accept_pairs_are_bounded",),
+    ),
+)
+
+CASES += (
+    # tester twenty-eight F10, F13, F4: hash-based caches, cache temps left, a delayed log handler
+    Case(
+        "file: a cache's flags are those the import system would write there (t28 F10)",
+        "core/_sideeffects/bytecode.py",
+        "    if flags != flags_written(cache):\n        return False",
+        "    if False:\n        return False",
+        (T28F_FLAGS, T28F_PIN),
+    ),
+    Case(
+        "file: a hash-based cache is rewritten only where its hash is checked (t28 F10)",
+        "core/_sideeffects/bytecode.py",
+        "    return flags if checks else None",
+        "    return flags",
+        (T28F_FLAGS,),
     ),
 )
 

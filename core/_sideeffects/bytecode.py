@@ -9,8 +9,11 @@ and the descriptor closed, then ``os.replace(temp, cache)``. So, in a scope:
   file reopened) and removed (the import system's clean-up when the replace fails);
 - a rename or replace of that temporary file onto *its* cache passes only when its bytes are what
   the import system would write for the source, judged at the ``os.rename`` audit event, before
-  the cache is visible: this interpreter's magic number; flags 0 with the source's mtime and size,
-  or flags 1 or 3 with the source's hash (:func:`importlib.util.source_hash`); and a code object
+  the cache is visible: this interpreter's magic number; the flags the import system would write
+  there then (:func:`flags_written`: a hash-based cache only over a hash-based one it checks, with
+  the same flags, so a read never makes an unchecked cache that pins a module's code past later
+  edits of its source; tester twenty-eight F10), with the source's mtime and size (flags 0) or
+  hash (:func:`importlib.util.source_hash`); and a code object
   equal to ``compile()`` of the source at the optimization level the cache's name says (code
   objects compared, with the fields ``==`` leaves out, not marshal bytes). No descriptor or memory
   mapping of this process may hold the temporary file then, and it has no other link: writes
@@ -36,6 +39,7 @@ Not covered: a descriptor of the temporary file held by another process (a read 
 
 from __future__ import annotations
 
+import _imp
 import collections
 import importlib.util
 import marshal
@@ -49,6 +53,7 @@ from typing import Any
 
 _prefix: list[str | None] = [None]  # sys.pycache_prefix, resolved, as it was at install (record_prefix)
 _recorded: list[bool] = [False]
+_check_mode: list[str] = ["default"]  # _imp.check_hash_based_pycs as it was at install (record_prefix)
 _os_open = getattr(os.open, "__wrapped__", os.open)  # the builtin: this runs inside the audit hook
 _judging: collections.Counter[str] = collections.Counter()
 """The temporary files whose replace is being judged now. Their names may not be made again
@@ -67,11 +72,13 @@ _FIELDS = ("co_stacksize", "co_nlocals", "co_flags", "co_qualname", "co_varnames
 
 
 def record_prefix() -> None:
-    """Read ``sys.pycache_prefix`` once, when the scope's machinery is installed; later changes of
-    the live attribute (a read's own included) move no exemption."""
+    """Read ``sys.pycache_prefix`` and the hash-based caches' check mode (``--check-hash-based-pycs``)
+    once, when the scope's machinery is installed; later changes of the live attributes (a read's
+    own included) move no exemption."""
     if not _recorded[0]:
         prefix = sys.pycache_prefix
         _prefix[0] = os.path.realpath(prefix) if prefix else None
+        _check_mode[0] = str(getattr(_imp, "check_hash_based_pycs", "default"))
         _recorded[0] = True
 
 
@@ -163,11 +170,13 @@ def honest(temp: str, cache: str) -> bool:
     if data is None or len(data) < _HEADER or data[:4] != _MAGIC:
         return False
     flags = int.from_bytes(data[4:8], "little")
+    if flags != flags_written(cache):
+        return False
     if flags == 0:
         stamp = struct.pack("<II", int(source_stat.st_mtime) & 0xFFFFFFFF, source_stat.st_size & 0xFFFFFFFF)
         fits = data[8:_HEADER] == stamp
     else:
-        fits = flags in (1, 3) and data[8:_HEADER] == _source_hash(source_bytes)
+        fits = data[8:_HEADER] == _source_hash(source_bytes)
     if not fits:
         return False
     try:
@@ -176,6 +185,32 @@ def honest(temp: str, cache: str) -> bool:
     except (ValueError, EOFError, TypeError, SyntaxError, MemoryError, RecursionError):
         return False
     return same_code(code, expected)
+
+
+def flags_written(cache: str) -> int | None:
+    """The PEP 552 flags the import system would write at ``cache`` (resolved) now, or None when it
+    would write nothing there (``SourceLoader.get_code``): a hash-based cache (flags 1, unchecked,
+    or 3, checked) only over a hash-based cache already there whose hash it checks (a checked one,
+    or any with ``--check-hash-based-pycs always``; with ``never``, none), keeping its flags; else a
+    timestamp cache (flags 0: no cache, an unreadable one, another magic, unknown flags, or a
+    timestamp one). The check mode is the one recorded at install (:func:`record_prefix`)."""
+    try:
+        fd = _os_open(cache, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return 0
+    try:
+        head = os.read(fd, _HEADER)
+    except OSError:
+        return 0
+    finally:
+        os.close(fd)
+    if len(head) < _HEADER or head[:4] != _MAGIC:
+        return 0
+    flags = int.from_bytes(head[4:8], "little")
+    if flags & ~0b11 or not flags & 0b01:
+        return 0  # unknown flags are an ImportError to the import system, which then writes a timestamp
+    checks = _check_mode[0] != "never" and (flags & 0b10 or _check_mode[0] == "always")
+    return flags if checks else None
 
 
 def same_code(found: Any, expected: types.CodeType) -> bool:
