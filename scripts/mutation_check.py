@@ -51,6 +51,7 @@ T28F_FLAGS = T28F + "test_a_hash_based_cache_is_written_only_with_the_flags_the_
 T28F_PIN = T28F + "test_an_unchecked_cache_written_in_a_read_pins_nothing"
 T28F_TEMP = T28F + "test_a_cache_temp_left_by_a_read_is_removed_and_the_read_refused"
 T28F_LOG = T28F + "test_a_delayed_log_handler_made_in_a_read_is_judged_when_made"
+T28F_SERVED = T28F + "test_a_served_read_that_leaves_a_cache_temp_is_answered_with_the_refusal"
 T26F_ROLL = T26F + "test_a_host_handlers_rollover_settings_set_in_a_read_name_nothing_new"
 
 LOGS = "tests/test_logfile_family.py::"
@@ -5052,6 +5053,55 @@ CASES += (
         "    return flags if checks else None",
         "    return flags",
         (T28F_FLAGS,),
+    ),
+    Case(
+        "file: a cache temp is made one per cache at a time, while the call runs (t28 F13)",
+        "core/_sideeffects/bytecode.py",
+        "and not _judging[paths[0]] and _one_temp(paths[0])",
+        "and not _judging[paths[0]]",
+        (T28F_TEMP,),
+    ),
+    Case(
+        "file: no cache temp is made once the call ended (t28 F13)",
+        "core/_sideeffects/bytecode.py",
+        "    if scope.ended:\n        return False  # work outliving the call",
+        "    if False:\n        return False  # work outliving the call",
+        (T28F_TEMP,),
+    ),
+    Case(
+        "file: a second temp of one cache is refused while the first is there (t28 F13)",
+        "core/_sideeffects/bytecode.py",
+        "and os.path.lexists(made) for made in scope.cache_temps):\n            return False",
+        "and os.path.lexists(made) for made in scope.cache_temps):\n            pass",
+        (T28F_TEMP,),
+    ),
+    Case(
+        "file: a cache temp is named by ASCII digits (t28 F13)",
+        "core/_sideeffects/bytecode.py",
+        "if dot and tail.isascii() and tail.isdigit() and",
+        "if dot and tail.isdigit() and",
+        (T28F_TEMP,),
+    ),
+    Case(
+        "file: the cache temps a call left are swept when its scope ends (t28 F13)",
+        "core/_sideeffects/levels.py",
+        "        left = bytecode.sweep(scope)",
+        "        left = None",
+        (T28F_TEMP, T28F_SERVED),
+    ),
+    Case(
+        "file: a swept cache temp is removed (t28 F13)",
+        "core/_sideeffects/bytecode.py",
+        "                os.remove(temp)",
+        "                pass",
+        (T28F_TEMP, T28F_SERVED),
+    ),
+    Case(
+        "file: a served read that left a cache temp is answered with the refusal (t28 F13)",
+        "core/_serve/steps/invoker.py",
+        "            self.health.ended(work.plugin, work.provider, failure_of(left))\n            raise left",
+        "            self.health.ended(work.plugin, work.provider, failure_of(left))",
+        (T28F_SERVED,),
     ),
 )
 

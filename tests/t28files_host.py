@@ -6,6 +6,7 @@ Prints one JSON object: for each case ``"allowed"`` or ``"refused"``, and what t
 
 from __future__ import annotations
 
+import contextvars
 import importlib.util
 import json
 import logging
@@ -114,7 +115,30 @@ def left_temp(cache: str, names: list[str]) -> Callable[[], None]:
 _, stash = source("stash", "V = 1\n")
 in_read("a temp left behind", left_temp(stash, ["1"]))
 in_read("two temps of one cache", left_temp(stash, ["2", "3"]))
-in_read("a temp named by other digits", left_temp(stash, ["\u0661\u0662"]))
+in_read(
+    "a temp named by other digits", lambda: (left_temp(stash, ["\u0661\u0662"])(), os.remove(f"{stash}.\u0661\u0662"))
+)
+
+
+def two_at_once() -> None:
+    first, second = f"{stash}.4", f"{stash}.5"
+    os.close(os.open(first, os.O_EXCL | os.O_CREAT | os.O_WRONLY, 0o666))
+    try:
+        os.close(os.open(second, os.O_EXCL | os.O_CREAT | os.O_WRONLY, 0o666))
+    finally:
+        for temp in (first, second):
+            if os.path.exists(temp):
+                os.remove(temp)
+
+
+in_read("two temps of one cache at once, both removed", two_at_once)
+contexts: list[contextvars.Context] = []
+in_read("a context kept for later", lambda: contexts.append(contextvars.copy_context()))
+try:  # work the read started, outliving it: nothing would sweep a temp it made
+    contexts[0].run(left_temp(stash, ["6"]))
+    seen["a temp made after the read ended"] = "allowed"
+except SideEffectRefused:
+    seen["a temp made after the read ended"] = "refused"
 seen["left in __pycache__"] = sorted(n for n in os.listdir(os.path.dirname(stash)) if n.startswith("stash."))
 lazy, _ = source("lazy_first_import", "VALUE = 42\n")
 in_read("a first import", lambda: importlib.import_module("lazy_first_import"))

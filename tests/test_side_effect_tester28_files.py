@@ -11,10 +11,20 @@ in a process of its own, ``t28files_host.py``, so the scoped level is really unp
 
 from __future__ import annotations
 
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from hosts_support import run_host
+from mcp import MCPError
+
+from mcp_providers import Content, ReadRequest, Resource, ResourceProvider, hookimpl
+from mcp_providers.testing import compose as compose_plugins
+from mcp_providers.testing import connect
 
 
 @pytest.fixture(scope="module", params=["scoped", "enforce"])
@@ -42,6 +52,8 @@ def test_a_cache_temp_left_by_a_read_is_removed_and_the_read_refused(run: dict[s
     assert run["a temp left behind"] == "refused"
     assert run["two temps of one cache"] == "refused"
     assert run["a temp named by other digits"] == "refused"
+    assert run["two temps of one cache at once, both removed"] == "refused"
+    assert run["a temp made after the read ended"] == "refused"
     assert run["left in __pycache__"] == []
     assert run["a first import"] == "allowed" and run["first import cached"] is True
 
@@ -50,3 +62,36 @@ def test_a_delayed_log_handler_made_in_a_read_is_judged_when_made(run: dict[str,
     assert run["a delayed handler on the scratch folder"] == "allowed"
     if run["level"] == "enforce":
         assert run["a delayed handler made in a read"] == "refused" and run["delayed.log made"] is False
+
+
+class _LeavesATemp(ResourceProvider):
+    """A provider whose read of ``temp://left`` makes a cache temp of ``cache`` and leaves it."""
+
+    name = "leaves-a-temp"
+    prefixes = ("temp://",)
+
+    def __init__(self, cache: Path) -> None:
+        self.cache = cache
+
+    def resources(self) -> Sequence[Resource]:
+        return [Resource(uri="temp://left", name="left")]
+
+    async def read(self, request: ReadRequest) -> Content:
+        fd = os.open(f"{self.cache}.7", os.O_EXCL | os.O_CREAT | os.O_WRONLY, 0o666)
+        os.write(fd, b"stashed")
+        os.close(fd)
+        return Content(text="served")
+
+
+@pytest.mark.anyio
+async def test_a_served_read_that_leaves_a_cache_temp_is_answered_with_the_refusal(tmp_path: Path) -> None:
+    (tmp_path / "stash.py").write_text("V = 1\n")
+    (tmp_path / "__pycache__").mkdir()
+    cache = tmp_path / "__pycache__" / f"stash.{sys.implementation.cache_tag}.pyc"
+    provider = _LeavesATemp(cache)
+    plugin = SimpleNamespace(register_resource_providers=hookimpl(lambda: [provider]))
+    async with connect(compose_plugins({"leaves": plugin})) as client:
+        with pytest.raises(MCPError) as refused:
+            await client.read_resource("temp://left")
+    assert refused.value.code == -32008 and "cache temp" in refused.value.data["attempted"]
+    assert list((tmp_path / "__pycache__").iterdir()) == []

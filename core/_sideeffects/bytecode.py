@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import _imp
 import collections
+import contextlib
 import importlib.util
 import marshal
 import os
@@ -50,6 +51,9 @@ import sys
 import threading
 import types
 from typing import Any
+
+from mcp_providers._sideeffects.scope import Scope, scope_var
+from mcp_providers.errors import SideEffectRefused
 
 _prefix: list[str | None] = [None]  # sys.pycache_prefix, resolved, as it was at install (record_prefix)
 _recorded: list[bool] = [False]
@@ -122,10 +126,53 @@ def cache_source(path: str) -> tuple[str, int] | None:
 
 
 def temp_of(path: str) -> str | None:
-    """The cache ``path`` (resolved) is the import system's temporary file ``<cache>.<id>`` of, if any."""
+    """The cache ``path`` (resolved) is the import system's temporary file ``<cache>.<id>`` of, if
+    any: ``<id>`` in ASCII digits, as ``_write_atomic`` names it (``id()`` of the path)."""
     cache, dot, tail = path.rpartition(".")
-    if dot and tail.isdigit() and cache_source(cache) is not None:
+    if dot and tail.isascii() and tail.isdigit() and cache_source(cache) is not None:
         return cache
+    return None
+
+
+def _one_temp(temp: str) -> bool:
+    """Whether the calling scope may create ``temp`` (resolved, a cache's temp): while it runs, and
+    while no temp of the same cache it made is still there (the import system makes one at a time
+    per cache: its module lock holds around the write). Recorded for :func:`sweep`."""
+    scope = scope_var.get()
+    if scope is None:
+        return True
+    if scope.ended:
+        return False  # work outliving the call: nothing would sweep what it leaves
+    cache = temp.rpartition(".")[0]
+    with _judging_lock:
+        if any(made.rpartition(".")[0] == cache and os.path.lexists(made) for made in scope.cache_temps):
+            return False
+        scope.cache_temps.append(temp)
+    return True
+
+
+def sweep(scope: Scope) -> SideEffectRefused | None:
+    """At the end of ``scope`` (before it is closed): remove each cache temp it created that is
+    still there (neither replaced onto its cache nor removed: the import system leaves none), and
+    record it as an attempt of the call (tester twenty-eight F13: a read filling ``__pycache__``).
+
+    :returns: the refusal the call is answered with (enforce mode), else None (none left, or warn
+        mode: recorded in :attr:`Scope.violations`)."""
+    left = [temp for temp in scope.cache_temps if os.path.lexists(temp)]
+    scope.cache_temps.clear()
+    if not left:
+        return None
+    token = scope_var.set(None)  # the clean-up is the core's, not the call's
+    try:
+        for temp in left:
+            with contextlib.suppress(OSError):
+                os.remove(temp)
+    finally:
+        scope_var.reset(token)
+    try:
+        scope.attempt(f"leaving the bytecode cache temp {', '.join(left)} behind (removed)", "file", paths=left)
+    except SideEffectRefused as refused:
+        return refused
     return None
 
 
@@ -136,7 +183,7 @@ def expected_cache_write(event: str, args: tuple[Any, ...], paths: list[str]) ->
     if event == "open":
         flags = args[2] if len(args) > 2 and type(args[2]) is int else 0
         creates = flags & (os.O_EXCL | os.O_CREAT) == os.O_EXCL | os.O_CREAT
-        return creates and temp_of(paths[0]) is not None and not _judging[paths[0]]
+        return creates and temp_of(paths[0]) is not None and not _judging[paths[0]] and _one_temp(paths[0])
     if event == "os.remove":
         return temp_of(paths[0]) is not None
     if event == "os.rename" and len(paths) == 2:
