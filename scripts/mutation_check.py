@@ -5103,6 +5103,20 @@ CASES += (
         "            self.health.ended(work.plugin, work.provider, failure_of(left))",
         (T28F_SERVED,),
     ),
+    Case(
+        "file: a log handler made in a scope that opened nothing is judged when made (t28 F4)",
+        "core/_sideeffects/logfiles.py",
+        "                judge_open(self.baseFilename, self.mode)",
+        "                pass",
+        (T28F_LOG,),
+    ),
+    Case(
+        "file: an open judged before it happens is judged as the audit event would be (t28 F4)",
+        "core/_sideeffects/files.py",
+        '    audit_hook("open", (path, mode, flags))',
+        "    pass",
+        (T28F_LOG,),
+    ),
 )
 
 

@@ -35,7 +35,7 @@ from typing import Any
 
 from mcp_providers._sideeffects import bytecode, lowlevel
 from mcp_providers._sideeffects.clients import patch_aiohttp, patch_http_client, patch_httpcore
-from mcp_providers._sideeffects.files import audit_hook, guarded_os_open, patch_unaudited
+from mcp_providers._sideeffects.files import audit_hook, guarded_os_open, judge_open, patch_unaudited
 from mcp_providers._sideeffects.imports import patch_on_import
 from mcp_providers._sideeffects.logfiles import call_began, call_ended, patch_logging, record_log_files, settle
 from mcp_providers._sideeffects.process import guarded_homes, patch_process_state
@@ -92,7 +92,7 @@ def install() -> None:
         patch_wire()
         patch_unaudited()
         patch_process_state()
-        patch_logging()
+        patch_logging(judge_open)
         patch_threads()
         lowlevel.serialize_tree_changes(scope_lock)
         if not getattr(os.open, "__mcp_providers_guarded__", False):
