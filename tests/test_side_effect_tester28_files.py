@@ -13,18 +13,25 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from hosts_support import run_host
-from mcp import MCPError
+from mcp import Client, MCPError
 
-from mcp_providers import Content, ReadRequest, Resource, ResourceProvider, hookimpl
-from mcp_providers.testing import compose as compose_plugins
-from mcp_providers.testing import connect
+from mcp_providers import (
+    Content,
+    Freshness,
+    ReadRequest,
+    Resource,
+    ResourceProvider,
+    ResourceTemplate,
+    hookimpl,
+)
+from mcp_providers.testing import compose, connect
 
 
 @pytest.fixture(scope="module", params=["scoped", "enforce"])
@@ -90,8 +97,41 @@ async def test_a_served_read_that_leaves_a_cache_temp_is_answered_with_the_refus
     cache = tmp_path / "__pycache__" / f"stash.{sys.implementation.cache_tag}.pyc"
     provider = _LeavesATemp(cache)
     plugin = SimpleNamespace(register_resource_providers=hookimpl(lambda: [provider]))
-    async with connect(compose_plugins({"leaves": plugin})) as client:
+    async with connect(compose({"leaves": plugin})) as client:
         with pytest.raises(MCPError) as refused:
             await client.read_resource("temp://left")
     assert refused.value.code == -32008 and "cache temp" in refused.value.data["attempted"]
+    assert list((tmp_path / "__pycache__").iterdir()) == []
+
+
+class _WatchLeavesATemp(ResourceProvider):
+    """A live template whose ``check_watch`` makes a cache temp of ``cache`` and leaves it."""
+
+    name = "watch-leaves-a-temp"
+    prefixes = ("watched://",)
+
+    def __init__(self, cache: Path) -> None:
+        self.cache = cache
+
+    def templates(self) -> Sequence[ResourceTemplate]:
+        return [ResourceTemplate(uri_template="watched://{k}", name="k", freshness=Freshness.live())]
+
+    def check_watch(self, declaration: object, params: Mapping[str, str]) -> None:
+        os.close(os.open(f"{self.cache}.8", os.O_EXCL | os.O_CREAT | os.O_WRONLY, 0o666))
+
+    async def read(self, request: ReadRequest) -> Content:
+        return Content(text="v")
+
+
+@pytest.mark.anyio
+@pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
+async def test_a_check_watch_that_leaves_a_cache_temp_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "stash.py").write_text("V = 1\n")
+    (tmp_path / "__pycache__").mkdir()
+    provider = _WatchLeavesATemp(tmp_path / "__pycache__" / f"stash.{sys.implementation.cache_tag}.pyc")
+    composition = compose({"watched": SimpleNamespace(register_resource_providers=hookimpl(lambda: [provider]))})
+    async with Client(composition.server, mode="legacy", cache=None) as legacy:
+        with pytest.raises(MCPError) as refused:
+            await legacy.subscribe_resource("watched://x")
+    assert refused.value.error.code == -32008 and "cache temp" in refused.value.error.data["attempted"]
     assert list((tmp_path / "__pycache__").iterdir()) == []

@@ -132,8 +132,7 @@ class Invoker:
         :raises ReadTimeout: the deadline passed (while the call waited for a free provider thread,
             the message says so and names who holds them; ``data.limit`` is ``provider_threads``).
         :raises ProviderFailed: the provider raised something other than a RequestError/ToolFailure.
-        :raises SideEffectRefused: the call returned but left a bytecode cache temp (enforce mode;
-            removed when its scope ended).
+        :raises SideEffectRefused: the call returned but left a bytecode cache temp (now removed).
         """
         if work.provider in self._startup_failures:
             raise self._not_started(work)
@@ -176,11 +175,17 @@ class Invoker:
                 left = exit_scope(scope, token)
                 if custody is not None and (scope.exemptions or scope.violations):
                     custody.update(scope.receipt_fields())
-        if left is not None:
-            self.health.ended(work.plugin, work.provider, failure_of(left))
-            raise left
-        self.health.ended(work.plugin, work.provider, None)
+        self._ended(work, left)
         return result
+
+    def _ended(self, work: Work, left: SideEffectRefused | None) -> None:
+        """A call that returned has ended: ``left``, the refusal its scope's end found (a bytecode
+        cache temp it left), is raised (enforce mode), else the call counts as healthy.
+
+        :raises SideEffectRefused: ``left``."""
+        self.health.ended(work.plugin, work.provider, None if left is None else failure_of(left))
+        if left is not None:
+            raise left
 
     def check(self, work: Work, function: Callable[[], None]) -> None:
         """Run ``function()``, a provider's synchronous read-like hook the pipeline calls itself
