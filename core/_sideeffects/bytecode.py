@@ -5,8 +5,11 @@ A lazy import inside a read writes its cache as ``importlib._bootstrap_external.
 does: a temporary file ``<cache>.<id>`` opened ``O_EXCL | O_CREAT | O_WRONLY``, its bytes written
 and the descriptor closed, then ``os.replace(temp, cache)``. So, in a scope:
 
-- the temporary file of a cache may be created (``O_EXCL`` and ``O_CREAT``: never an existing
-  file reopened) and removed (the import system's clean-up when the replace fails);
+- the temporary file of a cache (``<cache>.<ASCII digits>``) may be created (``O_EXCL`` and
+  ``O_CREAT``: never an existing file reopened; while the call runs, and not while another temp
+  of the same cache it made is there) and removed (the import system's clean-up when the replace
+  fails); one the call leaves is removed when its scope ends and refuses the call (:func:`sweep`;
+  tester twenty-eight F13);
 - a rename or replace of that temporary file onto *its* cache passes only when its bytes are what
   the import system would write for the source, judged at the ``os.rename`` audit event, before
   the cache is visible: this interpreter's magic number; the flags the import system would write
@@ -28,11 +31,14 @@ and the descriptor closed, then ``os.replace(temp, cache)``. So, in a scope:
 A cache path is ``<folder>/__pycache__/<name>.<cache tag>[.opt-N].pyc`` beside ``<folder>/<name>.py``,
 or the same name under the recorded prefix followed by the source's folder, and its source exists.
 
-Cost: nothing on an allowed write of any other file; on a cache's replace, one read of the
-temporary file and the source, a ``compile()`` of the source, and a look at ``/proc/self/fd`` and
-``/proc/self/maps`` (a first import in a read; later imports find the cache). Measured with
-cachegrind (``PYTHONHASHSEED=0``): a first import of a 400-line module in a read, 28.7 million
-instructions more than outside one, 27.7 million of them this judgement (chiefly its compile).
+Cost: nothing on an allowed write of any other file; on a temp's creation, one ``lstat`` per
+temp the call made before; at the call's end, one per temp it made (none for a call that imported
+nothing new); on a cache's replace, one read of the cache's header, of the temporary file and the
+source, a ``compile()`` of the source, and a look at ``/proc/self/fd`` and ``/proc/self/maps`` (a
+first import in a read; later imports find the cache). Measured with cachegrind
+(``PYTHONHASHSEED=0``), before the header read and the temp bookkeeping (tester twenty-eight): a
+first import of a 400-line module in a read, 28.7 million instructions more than outside one,
+27.7 million of them this judgement (chiefly its compile).
 
 Not covered: a descriptor of the temporary file held by another process (a read starts none).
 """

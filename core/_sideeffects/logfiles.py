@@ -34,7 +34,8 @@ How a handler is known to be the host's:
 
 - **Process-wide** (``serve``, ``side_effects="enforce"``): ``logging.FileHandler.__init__`` is
   wrapped (:func:`patch_logging`) and records each handler made outside a scope, attached to a
-  logger or not.
+  logger or not; one made in a scope is judged when made, as if it opened its file in its mode
+  then, ``delay=True`` or not.
 - **Scoped** (embedded by default; nothing of the host is patched): the framework counts the
   guarded calls running in the process (:func:`call_began`, :func:`call_ended`) and looks at the
   file handlers attached to loggers (``logging.root`` and every logger of
