@@ -46,6 +46,13 @@ T26F_CACHE = T26F + "test_a_cache_is_written_only_with_what_the_import_system_wo
 T26F_CODE = T26F + "test_code_objects_are_compared_with_the_fields_eq_leaves_out"
 T26F_PREFIX = T26F + "test_a_pycache_prefix_set_in_a_read_exempts_nothing"
 T26F_LOG = T26F + "test_a_host_log_handler_retargeted_in_a_read_writes_nothing_new"
+T28F = "tests/test_side_effect_tester28_files.py::"
+T28F_FLAGS = T28F + "test_a_hash_based_cache_is_written_only_with_the_flags_the_import_system_would_write"
+T28F_PIN = T28F + "test_an_unchecked_cache_written_in_a_read_pins_nothing"
+T28F_TEMP = T28F + "test_a_cache_temp_left_by_a_read_is_removed_and_the_read_refused"
+T28F_LOG = T28F + "test_a_delayed_log_handler_made_in_a_read_is_judged_when_made"
+T28F_SERVED = T28F + "test_a_served_read_that_leaves_a_cache_temp_is_answered_with_the_refusal"
+T28F_WATCH = T28F + "test_a_check_watch_that_leaves_a_cache_temp_is_refused"
 T26F_ROLL = T26F + "test_a_host_handlers_rollover_settings_set_in_a_read_name_nothing_new"
 
 LOGS = "tests/test_logfile_family.py::"
@@ -4540,8 +4547,8 @@ CASES += (
     Case(
         "file: a hash-based cache has its source's hash (t26 F4)",
         "core/_sideeffects/bytecode.py",
-        "fits = flags in (1, 3) and data[8:_HEADER] == _source_hash(source_bytes)",
-        "fits = flags in (1, 3)",
+        "fits = data[8:_HEADER] == _source_hash(source_bytes)",
+        "fits = True",
         (T26F_CACHE,),
     ),
     Case(
@@ -5249,6 +5256,94 @@ CASES += (  # HTTP under load: checks that keep what they accepted (issue 43, ro
         "    if refused is None and len(_accepted_posts) < ACCEPTED_POSTS:\n",
         "    if refused is None:\n",
         (KEPT + "test_the_kept_content_type_and_accept_pairs_are_bounded",),
+    ),
+)
+
+CASES += (
+    # tester twenty-eight F10, F13, F4: hash-based caches, cache temps left, a delayed log handler
+    Case(
+        "file: a cache's flags are those the import system would write there (t28 F10)",
+        "core/_sideeffects/bytecode.py",
+        "    if flags != flags_written(cache):\n        return False",
+        "    if False:\n        return False",
+        (T28F_FLAGS, T28F_PIN),
+    ),
+    Case(
+        "file: a hash-based cache is rewritten only where its hash is checked (t28 F10)",
+        "core/_sideeffects/bytecode.py",
+        "    return flags if checks else None",
+        "    return flags",
+        (T28F_FLAGS,),
+    ),
+    Case(
+        "file: a cache temp is made one per cache at a time, while the call runs (t28 F13)",
+        "core/_sideeffects/bytecode.py",
+        "and not _judging[paths[0]] and _one_temp(paths[0])",
+        "and not _judging[paths[0]]",
+        (T28F_TEMP,),
+    ),
+    Case(
+        "file: no cache temp is made once the call ended (t28 F13)",
+        "core/_sideeffects/bytecode.py",
+        "    if scope.ended:\n        return False  # work outliving the call",
+        "    if False:\n        return False  # work outliving the call",
+        (T28F_TEMP,),
+    ),
+    Case(
+        "file: a second temp of one cache is refused while the first is there (t28 F13)",
+        "core/_sideeffects/bytecode.py",
+        "and os.path.lexists(made) for made in scope.cache_temps):\n            return False",
+        "and os.path.lexists(made) for made in scope.cache_temps):\n            pass",
+        (T28F_TEMP,),
+    ),
+    Case(
+        "file: a cache temp is named by ASCII digits (t28 F13)",
+        "core/_sideeffects/bytecode.py",
+        "if dot and tail.isascii() and tail.isdigit() and",
+        "if dot and tail.isdigit() and",
+        (T28F_TEMP,),
+    ),
+    Case(
+        "file: the cache temps a call left are swept when its scope ends (t28 F13)",
+        "core/_sideeffects/levels.py",
+        "        left = bytecode.sweep(scope)",
+        "        left = None",
+        (T28F_TEMP, T28F_SERVED),
+    ),
+    Case(
+        "file: a swept cache temp is removed (t28 F13)",
+        "core/_sideeffects/bytecode.py",
+        "                os.remove(temp)",
+        "                pass",
+        (T28F_TEMP, T28F_SERVED),
+    ),
+    Case(
+        "file: a served read that left a cache temp is answered with the refusal (t28 F13)",
+        "core/_serve/steps/invoker.py",
+        "        if left is not None:\n            raise left\n",
+        "        if left is not None:\n            pass\n",
+        (T28F_SERVED,),
+    ),
+    Case(
+        "file: a check_watch that left a cache temp is refused (t28 F13)",
+        "core/_serve/steps/invoker.py",
+        "            raise left  # it left a bytecode cache temp (removed)",
+        "            pass",
+        (T28F_WATCH,),
+    ),
+    Case(
+        "file: a log handler made in a scope that opened nothing is judged when made (t28 F4)",
+        "core/_sideeffects/logfiles.py",
+        "                judge_open(self.baseFilename, self.mode)",
+        "                pass",
+        (T28F_LOG,),
+    ),
+    Case(
+        "file: an open judged before it happens is judged as the audit event would be (t28 F4)",
+        "core/_sideeffects/files.py",
+        '    audit_hook("open", (path, mode, flags))',
+        "    pass",
+        (T28F_LOG,),
     ),
 )
 

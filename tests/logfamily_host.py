@@ -215,7 +215,8 @@ async def attach_later() -> None:
         later.append(asyncio.get_running_loop().create_task(attach()))
 
     in_read("plant a handler", plant)
-    await later[0]
+    if later:  # enforced, the handler is judged when made, as if it opened its file then (tester 28 F4)
+        await later[0]
     in_read("write a planted handler's file", lambda: open(path("victim.cfg"), "w").close())
     seen["victim"] = read("victim.cfg")
     # What scoped mode cannot tell (docs/embedding.md): the handler itself writes a record there

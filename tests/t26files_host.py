@@ -232,12 +232,16 @@ in_read("replace a temp of another magic", lambda: via_temp(cache, header(magic=
 in_read(
     "replace a temp of another mtime", lambda: via_temp(cache, header(stamp=struct.pack("<II", 1, len(b"X = 1\n"))))
 )
-in_read("replace a temp of another hash", lambda: via_temp(cache, header(flags=3, stamp=b"\x00" * 8)))
 seen["cache still kept"] = content(cache) == good
 
-hashed = write_source("hashed", "Y = 3\n")
-hashed_cache = importlib.util.cache_from_source(hashed)
-hashed_good = honest(hashed, py_compile.PycInvalidationMode.CHECKED_HASH)
+hashed = write_source("hashed", "Y = 0\n")
+hashed_cache = importlib.util.cache_from_source(hashed)  # a checked hash-based cache, then its source edited:
+CHECKED = py_compile.PycInvalidationMode.CHECKED_HASH
+py_compile.compile(hashed, cfile=hashed_cache, doraise=True, invalidation_mode=CHECKED)
+hashed = write_source("hashed", "Y = 3\n")  # the import system would write a checked one (tester 28 F10)
+hashed_good = honest(hashed, CHECKED)
+hashed_wrong = hashed_good[:8] + b"\x00" * 8 + hashed_good[16:]
+in_read("replace a temp of another hash", lambda: via_temp(hashed_cache, hashed_wrong))
 in_read("replace an honest hash-based temp", lambda: via_temp(hashed_cache, hashed_good))
 other = write_source("other", "Z = 4\n")
 in_read("replace another source's honest temp", lambda: via_temp(importlib.util.cache_from_source(other), good))

@@ -62,10 +62,13 @@ What is refused in the scope (``SideEffectRefused``, -32008, rule ``side-effect-
   directory and is refused). Allowed, for *what* is written and never for who is on the stack (a
   provider can run any code under any module name): paths under the call's scratch directory
   (:func:`scratch_dir`); the import system's bytecode caches (PEP 3147/488/552) written as it
-  writes them (:mod:`.bytecode` gives the rule): a temporary ``<cache>.<id>`` file of a source
-  that exists created ``O_EXCL``, then replaced onto its cache only when its bytes are what the
-  import system would write for that source (magic, the source's mtime and size or hash, the code
-  object of ``compile()``), judged at the replace with no descriptor or mapping left on it; the
+  writes them (:mod:`.bytecode` gives the rule): a temporary ``<cache>.<digits>`` file of a source
+  that exists created ``O_EXCL`` (one per cache at a time, while the call runs), then replaced onto
+  its cache only when its bytes are what the import system would write for that source then
+  (magic, the flags it would write there: a hash-based cache only over a hash-based one whose
+  hash it checks; the source's mtime and size or hash; the code object of ``compile()``), judged
+  at the replace with no descriptor or mapping left on it; a temp the call leaves is removed when
+  its scope ends and the call is answered with the refusal (:func:`exit_scope` returns it); the
   cache path itself is never opened for writing, removed, truncated, chmod-ed or renamed away;
   ``__pycache__`` folders beside ``.py`` files, and folders under ``sys.pycache_prefix`` as it was
   when the guards were installed (the live attribute moves nothing); and
@@ -74,7 +77,9 @@ What is refused in the scope (``SideEffectRefused``, -32008, rule ``side-effect-
   gives the rule), the file and mode it had when seen (a read that sets ``baseFilename`` or
   ``mode`` moves neither), with its rotations (``app.log.1``: renamed and removed by rotating
   handlers, named by the ``namer``, ``rotator`` and ``backupCount`` it had when the next guarded
-  call began). A handler made in the scope is judged like any open.
+  call began). A handler made in the scope is judged like any open; process-wide, one that
+  opened nothing (``delay=True``) is judged when made, as if it opened its file in its mode then
+  (embedded, nothing patched, its construction is not seen).
 * Processes: ``subprocess``, ``os.system``, ``os.exec*``, ``os.spawn*``, ``os.posix_spawn*``,
   ``os.fork``/``forkpty``, ``pty.spawn`` (both levels); ``os.mkfifo``/``os.mknod`` and a bare
   ``_posixsubprocess.fork_exec``, which raise no audit event, process-wide only.

@@ -5,12 +5,18 @@ A lazy import inside a read writes its cache as ``importlib._bootstrap_external.
 does: a temporary file ``<cache>.<id>`` opened ``O_EXCL | O_CREAT | O_WRONLY``, its bytes written
 and the descriptor closed, then ``os.replace(temp, cache)``. So, in a scope:
 
-- the temporary file of a cache may be created (``O_EXCL`` and ``O_CREAT``: never an existing
-  file reopened) and removed (the import system's clean-up when the replace fails);
+- the temporary file of a cache (``<cache>.<ASCII digits>``) may be created (``O_EXCL`` and
+  ``O_CREAT``: never an existing file reopened; while the call runs, and not while another temp
+  of the same cache it made is there) and removed (the import system's clean-up when the replace
+  fails); one the call leaves is removed when its scope ends and refuses the call (:func:`sweep`;
+  tester twenty-eight F13);
 - a rename or replace of that temporary file onto *its* cache passes only when its bytes are what
   the import system would write for the source, judged at the ``os.rename`` audit event, before
-  the cache is visible: this interpreter's magic number; flags 0 with the source's mtime and size,
-  or flags 1 or 3 with the source's hash (:func:`importlib.util.source_hash`); and a code object
+  the cache is visible: this interpreter's magic number; the flags the import system would write
+  there then (:func:`flags_written`: a hash-based cache only over a hash-based one it checks, with
+  the same flags, so a read never makes an unchecked cache that pins a module's code past later
+  edits of its source; tester twenty-eight F10), with the source's mtime and size (flags 0) or
+  hash (:func:`importlib.util.source_hash`); and a code object
   equal to ``compile()`` of the source at the optimization level the cache's name says (code
   objects compared, with the fields ``==`` leaves out, not marshal bytes). No descriptor or memory
   mapping of this process may hold the temporary file then, and it has no other link: writes
@@ -25,18 +31,23 @@ and the descriptor closed, then ``os.replace(temp, cache)``. So, in a scope:
 A cache path is ``<folder>/__pycache__/<name>.<cache tag>[.opt-N].pyc`` beside ``<folder>/<name>.py``,
 or the same name under the recorded prefix followed by the source's folder, and its source exists.
 
-Cost: nothing on an allowed write of any other file; on a cache's replace, one read of the
-temporary file and the source, a ``compile()`` of the source, and a look at ``/proc/self/fd`` and
-``/proc/self/maps`` (a first import in a read; later imports find the cache). Measured with
-cachegrind (``PYTHONHASHSEED=0``): a first import of a 400-line module in a read, 28.7 million
-instructions more than outside one, 27.7 million of them this judgement (chiefly its compile).
+Cost: nothing on an allowed write of any other file; on a temp's creation, one ``lstat`` per
+temp the call made before; at the call's end, one per temp it made (none for a call that imported
+nothing new); on a cache's replace, one read of the cache's header, of the temporary file and the
+source, a ``compile()`` of the source, and a look at ``/proc/self/fd`` and ``/proc/self/maps`` (a
+first import in a read; later imports find the cache). Measured with cachegrind
+(``PYTHONHASHSEED=0``), before the header read and the temp bookkeeping (tester twenty-eight): a
+first import of a 400-line module in a read, 28.7 million instructions more than outside one,
+27.7 million of them this judgement (chiefly its compile).
 
 Not covered: a descriptor of the temporary file held by another process (a read starts none).
 """
 
 from __future__ import annotations
 
+import _imp
 import collections
+import contextlib
 import importlib.util
 import marshal
 import os
@@ -47,8 +58,12 @@ import threading
 import types
 from typing import Any
 
+from mcp_providers._sideeffects.scope import Scope, scope_var
+from mcp_providers.errors import SideEffectRefused
+
 _prefix: list[str | None] = [None]  # sys.pycache_prefix, resolved, as it was at install (record_prefix)
 _recorded: list[bool] = [False]
+_check_mode: list[str] = ["default"]  # _imp.check_hash_based_pycs as it was at install (record_prefix)
 _os_open = getattr(os.open, "__wrapped__", os.open)  # the builtin: this runs inside the audit hook
 _judging: collections.Counter[str] = collections.Counter()
 """The temporary files whose replace is being judged now. Their names may not be made again
@@ -67,11 +82,13 @@ _FIELDS = ("co_stacksize", "co_nlocals", "co_flags", "co_qualname", "co_varnames
 
 
 def record_prefix() -> None:
-    """Read ``sys.pycache_prefix`` once, when the scope's machinery is installed; later changes of
-    the live attribute (a read's own included) move no exemption."""
+    """Read ``sys.pycache_prefix`` and the hash-based caches' check mode (``--check-hash-based-pycs``)
+    once, when the scope's machinery is installed; later changes of the live attributes (a read's
+    own included) move no exemption."""
     if not _recorded[0]:
         prefix = sys.pycache_prefix
         _prefix[0] = os.path.realpath(prefix) if prefix else None
+        _check_mode[0] = str(getattr(_imp, "check_hash_based_pycs", "default"))
         _recorded[0] = True
 
 
@@ -115,10 +132,53 @@ def cache_source(path: str) -> tuple[str, int] | None:
 
 
 def temp_of(path: str) -> str | None:
-    """The cache ``path`` (resolved) is the import system's temporary file ``<cache>.<id>`` of, if any."""
+    """The cache ``path`` (resolved) is the import system's temporary file ``<cache>.<id>`` of, if
+    any: ``<id>`` in ASCII digits, as ``_write_atomic`` names it (``id()`` of the path)."""
     cache, dot, tail = path.rpartition(".")
-    if dot and tail.isdigit() and cache_source(cache) is not None:
+    if dot and tail.isascii() and tail.isdigit() and cache_source(cache) is not None:
         return cache
+    return None
+
+
+def _one_temp(temp: str) -> bool:
+    """Whether the calling scope may create ``temp`` (resolved, a cache's temp): while it runs, and
+    while no temp of the same cache it made is still there (the import system makes one at a time
+    per cache: its module lock holds around the write). Recorded for :func:`sweep`."""
+    scope = scope_var.get()
+    if scope is None:
+        return True
+    if scope.ended:
+        return False  # work outliving the call: nothing would sweep what it leaves
+    cache = temp.rpartition(".")[0]
+    with _judging_lock:
+        if any(made.rpartition(".")[0] == cache and os.path.lexists(made) for made in scope.cache_temps):
+            return False
+        scope.cache_temps.append(temp)
+    return True
+
+
+def sweep(scope: Scope) -> SideEffectRefused | None:
+    """At the end of ``scope`` (before it is closed): remove each cache temp it created that is
+    still there (neither replaced onto its cache nor removed: the import system leaves none), and
+    record it as an attempt of the call (tester twenty-eight F13: a read filling ``__pycache__``).
+
+    :returns: the refusal the call is answered with (enforce mode), else None (none left, or warn
+        mode: recorded in :attr:`Scope.violations`)."""
+    left = [temp for temp in scope.cache_temps if os.path.lexists(temp)]
+    scope.cache_temps.clear()
+    if not left:
+        return None
+    token = scope_var.set(None)  # the clean-up is the core's, not the call's
+    try:
+        for temp in left:
+            with contextlib.suppress(OSError):
+                os.remove(temp)
+    finally:
+        scope_var.reset(token)
+    try:
+        scope.attempt(f"leaving the bytecode cache temp {', '.join(left)} behind (removed)", "file", paths=left)
+    except SideEffectRefused as refused:
+        return refused
     return None
 
 
@@ -129,7 +189,7 @@ def expected_cache_write(event: str, args: tuple[Any, ...], paths: list[str]) ->
     if event == "open":
         flags = args[2] if len(args) > 2 and type(args[2]) is int else 0
         creates = flags & (os.O_EXCL | os.O_CREAT) == os.O_EXCL | os.O_CREAT
-        return creates and temp_of(paths[0]) is not None and not _judging[paths[0]]
+        return creates and temp_of(paths[0]) is not None and not _judging[paths[0]] and _one_temp(paths[0])
     if event == "os.remove":
         return temp_of(paths[0]) is not None
     if event == "os.rename" and len(paths) == 2:
@@ -163,11 +223,13 @@ def honest(temp: str, cache: str) -> bool:
     if data is None or len(data) < _HEADER or data[:4] != _MAGIC:
         return False
     flags = int.from_bytes(data[4:8], "little")
+    if flags != flags_written(cache):
+        return False
     if flags == 0:
         stamp = struct.pack("<II", int(source_stat.st_mtime) & 0xFFFFFFFF, source_stat.st_size & 0xFFFFFFFF)
         fits = data[8:_HEADER] == stamp
     else:
-        fits = flags in (1, 3) and data[8:_HEADER] == _source_hash(source_bytes)
+        fits = data[8:_HEADER] == _source_hash(source_bytes)
     if not fits:
         return False
     try:
@@ -176,6 +238,32 @@ def honest(temp: str, cache: str) -> bool:
     except (ValueError, EOFError, TypeError, SyntaxError, MemoryError, RecursionError):
         return False
     return same_code(code, expected)
+
+
+def flags_written(cache: str) -> int | None:
+    """The PEP 552 flags the import system would write at ``cache`` (resolved) now, or None when it
+    would write nothing there (``SourceLoader.get_code``): a hash-based cache (flags 1, unchecked,
+    or 3, checked) only over a hash-based cache already there whose hash it checks (a checked one,
+    or any with ``--check-hash-based-pycs always``; with ``never``, none), keeping its flags; else a
+    timestamp cache (flags 0: no cache, an unreadable one, another magic, unknown flags, or a
+    timestamp one). The check mode is the one recorded at install (:func:`record_prefix`)."""
+    try:
+        fd = _os_open(cache, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return 0
+    try:
+        head = os.read(fd, _HEADER)
+    except OSError:
+        return 0
+    finally:
+        os.close(fd)
+    if len(head) < _HEADER or head[:4] != _MAGIC:
+        return 0
+    flags = int.from_bytes(head[4:8], "little")
+    if flags & ~0b11 or not flags & 0b01:
+        return 0  # unknown flags are an ImportError to the import system, which then writes a timestamp
+    checks = _check_mode[0] != "never" and (flags & 0b10 or _check_mode[0] == "always")
+    return flags if checks else None
 
 
 def same_code(found: Any, expected: types.CodeType) -> bool:

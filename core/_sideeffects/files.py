@@ -99,6 +99,19 @@ def audit_hook(event: str, args: tuple[Any, ...]) -> None:
         _judge_symlink(scope, args)
 
 
+def judge_open(path: str, mode: str) -> None:
+    """Judge in the calling scope an open of ``path`` (absolute) in ``mode`` (``open()``'s) that has
+    not happened yet, as its "open" audit event would be: a ``delay=True`` log handler made in a
+    scope, judged as if it opened its file when made (tester twenty-eight F4). Outside a scope,
+    nothing.
+
+    :raises SideEffectRefused: a write open refused (enforce mode)."""
+    access = os.O_RDWR if "+" in mode else os.O_RDONLY if "r" in mode else os.O_WRONLY
+    extra = {"w": os.O_CREAT | os.O_TRUNC, "a": os.O_CREAT | os.O_APPEND, "x": os.O_CREAT | os.O_EXCL}
+    flags = access | os.O_CLOEXEC | sum(bits for c, bits in extra.items() if c in mode)
+    audit_hook("open", (path, mode, flags))
+
+
 def _binds_a_path(args: tuple[Any, ...]) -> bool:
     """Whether a ``socket.bind`` event makes a file: a Unix socket bound to a path (``socket(7)``:
     a name starting with a NUL byte is abstract, and an empty one autobinds to one)."""

@@ -35,7 +35,7 @@ from typing import Any
 
 from mcp_providers._sideeffects import bytecode, lowlevel
 from mcp_providers._sideeffects.clients import patch_aiohttp, patch_http_client, patch_httpcore
-from mcp_providers._sideeffects.files import audit_hook, guarded_os_open, patch_unaudited
+from mcp_providers._sideeffects.files import audit_hook, guarded_os_open, judge_open, patch_unaudited
 from mcp_providers._sideeffects.imports import patch_on_import
 from mcp_providers._sideeffects.logfiles import call_began, call_ended, patch_logging, record_log_files, settle
 from mcp_providers._sideeffects.process import guarded_homes, patch_process_state
@@ -43,6 +43,7 @@ from mcp_providers._sideeffects.saved import redirect_saved
 from mcp_providers._sideeffects.scope import Kind, Mode, Scope, scope_lock, scope_var
 from mcp_providers._sideeffects.threads import patch_threads
 from mcp_providers._sideeffects.wire import patch_wire
+from mcp_providers.errors import SideEffectRefused
 
 _OPTIONAL: dict[str, Callable[[Any], None]] = {
     "httpcore": patch_httpcore,
@@ -91,7 +92,7 @@ def install() -> None:
         patch_wire()
         patch_unaudited()
         patch_process_state()
-        patch_logging()
+        patch_logging(judge_open)
         patch_threads()
         lowlevel.serialize_tree_changes(scope_lock)
         if not getattr(os.open, "__mcp_providers_guarded__", False):
@@ -158,14 +159,21 @@ def enter_scope(provider: str, plugin: str, target: str, kind: Kind, mode: Mode)
     return scope, scope_var.set(scope)
 
 
-def exit_scope(scope: Scope, token: Token[Scope | None]) -> None:
-    """Leave the scope :func:`enter_scope` entered (and delete its scratch directory, if made)."""
+def exit_scope(scope: Scope, token: Token[Scope | None]) -> SideEffectRefused | None:
+    """Leave the scope :func:`enter_scope` entered: remove the bytecode cache temps the call left
+    (:func:`.bytecode.sweep`), delete its scratch directory, if made.
+
+    :returns: the refusal the call must be answered with when it left a cache temp (enforce
+        mode), else None. Raised by nothing here: the caller raises it once its own clean-up ran
+        (unless the call failed already)."""
     try:
         scope_var.reset(token)
+        left = bytecode.sweep(scope)
         scope.close()
     finally:
         if not _installed:  # as in enter_scope (a call begun before install leaves the unread count)
             call_ended()
+    return left
 
 
 @contextlib.contextmanager
@@ -183,6 +191,7 @@ def side_effect_scope(
     :param mode: ``"enforce"`` refuses; ``"warn"`` logs and records in ``Scope.violations``.
     :returns: the :class:`Scope`; read ``exemptions`` and ``violations`` after the body.
     :raises ValueError: for an unknown ``mode``.
+    :raises SideEffectRefused: the body left a bytecode cache temp (enforce mode; removed).
     """
     if not _installed:
         install()
@@ -190,4 +199,6 @@ def side_effect_scope(
     try:
         yield scope
     finally:
-        exit_scope(scope, token)
+        left = exit_scope(scope, token)
+    if left is not None:
+        raise left

@@ -34,7 +34,8 @@ How a handler is known to be the host's:
 
 - **Process-wide** (``serve``, ``side_effects="enforce"``): ``logging.FileHandler.__init__`` is
   wrapped (:func:`patch_logging`) and records each handler made outside a scope, attached to a
-  logger or not.
+  logger or not; one made in a scope is judged when made, as if it opened its file in its mode
+  then, ``delay=True`` or not.
 - **Scoped** (embedded by default; nothing of the host is patched): the framework counts the
   guarded calls running in the process (:func:`call_began`, :func:`call_ended`) and looks at the
   file handlers attached to loggers (``logging.root`` and every logger of
@@ -307,10 +308,13 @@ def call_ended() -> None:
             _look(hosts=False)
 
 
-def patch_logging() -> None:
+def patch_logging(judge_open: Callable[[str, str], None]) -> None:
     """Record every ``logging.FileHandler`` made outside a scope, attached to a logger or not
     (process-wide: ``logging.FileHandler.__init__`` is wrapped). The walks stop: the wrapper sees
-    each handler made, so nothing is left to tell apart."""
+    each handler made, so nothing is left to tell apart. One made in a scope that opened nothing
+    (``delay=True``) is judged by ``judge_open(baseFilename, mode)`` as if it opened its file then
+    (tester twenty-eight F4: else the host's next record would create and write it, outside the
+    call); one that opened it was judged at its open."""
     with _lock:
         if _patched:
             return
@@ -322,6 +326,8 @@ def patch_logging() -> None:
             original(self, *args, **kwargs)  # opens the file now unless delay=True: judged as any open
             if scope_var.get() is None:
                 _register_log_file(self)
+            elif getattr(self, "stream", None) is None:
+                judge_open(self.baseFilename, self.mode)
 
         logging.FileHandler.__init__ = __init__  # type: ignore[method-assign]
         _patched.append(__init__)

@@ -61,6 +61,7 @@ class Scope:
     __slots__ = (
         "_passed",
         "_scratch",
+        "cache_temps",
         "ended",
         "exemptions",
         "kind",
@@ -80,6 +81,9 @@ class Scope:
         self.exemptions: list[dict[str, Any]] = []
         self.violations: list[dict[str, Any]] = []
         self._scratch: str | None = None
+        self.cache_temps: list[str] = []
+        """Bytecode cache temps (resolved paths) the call created: any left at its end are removed
+        and refuse it (:func:`~.bytecode.sweep`)."""
         self.ended = False
         self.refused: SideEffectRefused | None = None  # the last refusal, even if a library swallowed it
         self._passed: list[tuple[str, str]] | None = None  # (verb, path) http.client let through, made when needed

@@ -132,12 +132,14 @@ class Invoker:
         :raises ReadTimeout: the deadline passed (while the call waited for a free provider thread,
             the message says so and names who holds them; ``data.limit`` is ``provider_threads``).
         :raises ProviderFailed: the provider raised something other than a RequestError/ToolFailure.
+        :raises SideEffectRefused: the call returned but left a bytecode cache temp (now removed).
         """
         if work.provider in self._startup_failures:
             raise self._not_started(work)
         seconds = self._timeout if work.timeout is None else work.timeout
         deadline = stepping_deadline(seconds)  # counted from here, before the call starts
         scope: Scope | None = None
+        left: SideEffectRefused | None = None  # a refusal found when the scope ended (a cache temp left)
         # The guards are entered in this one frame and left in its `finally`: the thread seat, the side-effect
         # scope, the deadline (its first step here), the containment (in the coalescer: reads share its outcome).
         seat, seat_token = take_seat(self.threads, work.plugin)
@@ -170,11 +172,20 @@ class Invoker:
         finally:
             leave_seat(seat_token)
             if scope is not None:
-                exit_scope(scope, token)
+                left = exit_scope(scope, token)
                 if custody is not None and (scope.exemptions or scope.violations):
                     custody.update(scope.receipt_fields())
-        self.health.ended(work.plugin, work.provider, None)
+        self._ended(work, left)
         return result
+
+    def _ended(self, work: Work, left: SideEffectRefused | None) -> None:
+        """A call that returned has ended: ``left``, the refusal its scope's end found (a bytecode
+        cache temp it left), is raised (enforce mode), else the call counts as healthy.
+
+        :raises SideEffectRefused: ``left``."""
+        self.health.ended(work.plugin, work.provider, None if left is None else failure_of(left))
+        if left is not None:
+            raise left
 
     def check(self, work: Work, function: Callable[[], None]) -> None:
         """Run ``function()``, a provider's synchronous read-like hook the pipeline calls itself
@@ -183,7 +194,7 @@ class Invoker:
         No deadline, thread or coalescing: it runs on the caller's thread, without I/O by contract.
 
         :raises SideEffectRefused: it attempted a side effect (enforce mode), also when a library
-            caught the refusal and raised something of its own.
+            caught the refusal and raised something of its own, or left a bytecode cache temp.
         :raises BaseException: anything else it raised, unchanged (the wire maps it).
         """
         mode = self._modes.get(work.plugin, "enforce")
@@ -197,7 +208,9 @@ class Invoker:
                 raise scope.refused from None  # a library caught the refusal and failed its own way
             raise
         finally:
-            exit_scope(scope, token)
+            left = exit_scope(scope, token)
+        if left is not None:
+            raise left  # it left a bytecode cache temp (removed)
 
     def _not_started(self, work: Work) -> UpstreamError:
         self.health.ended(work.plugin, work.provider, "not started")
