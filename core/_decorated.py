@@ -25,7 +25,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError, create_model
 
 from mcp_providers import _spellings, _threads, credentials, policy
 from mcp_providers._holders import Frozen
-from mcp_providers._returns import may_be_non_finite, non_finite, unawaited, yields
+from mcp_providers._returns import may_be_non_finite, non_finite, unawaited, unservable
 from mcp_providers.credentials import Credential, Upstream
 from mcp_providers.errors import InvalidParams
 from mcp_providers.identity import Principal
@@ -208,17 +208,8 @@ def signature(function: Callable[..., Any], settings_model: type[BaseModel] | No
         ``Context``.
     """
     where = describe(function)
-    wrapped = getattr(function, "__wrapped__", None)  # a decorator's own result, stacked: the function it wraps
-    if not any(inspect.isfunction(f) or inspect.ismethod(f) for f in (function, wrapped)):  # a partial, an object
-        raise DeclarationError(
-            f"{where}: is a {type(function).__name__} object, not a function, so its parameters cannot be read; "
-            "decorate a def or async def (one that calls it, if it must be this object)"
-        )
-    if yields(function):
-        raise DeclarationError(
-            f"{where}: is a generator function (it yields), and a resource, tool, prompt or completion is answered "
-            "once; return the value (collect the items in a list, or join them in a str) instead of yielding"
-        )
+    if (why := unservable(function)) is not None:
+        raise DeclarationError(f"{where}: {why}")
     try:
         hints = typing.get_type_hints(function, include_extras=True)
     except Exception as exc:

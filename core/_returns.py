@@ -24,6 +24,24 @@ def yields(function: Callable[..., Any]) -> bool:
     return inspect.isgeneratorfunction(function) or inspect.isasyncgenfunction(function)  # a partial, say
 
 
+def unservable(function: Callable[..., Any]) -> str | None:
+    """Why ``function`` cannot be declared as it is, or ``None``: it is no function or method (a
+    ``functools.partial``, a callable object: its parameters cannot be read), or a generator
+    function (a resource, tool, prompt or completion is answered once)."""
+    wrapped = getattr(function, "__wrapped__", None)  # a decorator's own result, stacked: the function it wraps
+    if not any(inspect.isfunction(f) or inspect.ismethod(f) for f in (function, wrapped)):  # a partial, an object
+        return (
+            f"is a {type(function).__name__} object, not a function, so its parameters cannot be read; "
+            "decorate a def or async def (one that calls it, if it must be this object)"
+        )
+    if yields(function):
+        return (
+            "is a generator function (it yields), and a resource, tool, prompt or completion is answered "
+            "once; return the value (collect the items in a list, or join them in a str) instead of yielding"
+        )
+    return None
+
+
 def unawaited(result: object, where: str) -> None:
     """Refuse a coroutine or generator object returned as a value.
 

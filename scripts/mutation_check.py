@@ -4448,7 +4448,7 @@ CASES += (  # side-effect scope containment (round 16, tester twenty-two F1-F5)
     ),
     Case(
         "authoring: a callable that is no function is refused saying to decorate a def",
-        "core/_decorated.py",
+        "core/_returns.py",
         "    if not any(inspect.isfunction(f) or inspect.ismethod(f) for f in (function, wrapped)):",
         "    if False:",
         (
