@@ -4457,6 +4457,13 @@ CASES += (  # side-effect scope containment (round 16, tester twenty-two F1-F5)
         ),
     ),
     Case(
+        "pipeline: every request passes the audit layer, with or without an outer middleware",
+        "core/_serve/pipeline.py",
+        "        return ctx.request_id is not None and self.audit.enabled",
+        "        return False",
+        ("tests/test_pipeline.py::test_requests_no_method_stage_answers_are_audited_once_too",),
+    ),
+    Case(
         "containment: signal 0 only asks, and passes",
         "core/_sideeffects/process.py",
         "            return None  # signal 0: only asks whether the target exists",

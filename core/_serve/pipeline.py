@@ -191,13 +191,9 @@ class Pipeline:
             return await self._outer(ctx, functools.partial(self._layer, call_next=call_next))
         if self.tracer is not None:
             return await self._layer(ctx, call_next)
-        if ctx.request_id is None or not self.audit.enabled:  # as in _layer
-            result = await call_next(ctx)
-        else:
-            result = await self.audit_middleware(ctx, call_next)
-        if ctx.method in _HANDSHAKES and isinstance(result, dict):
-            return self.handshake(ctx, wire.shape_initialize(result))
-        return result
+        if self._audited(ctx):  # _layer's steps, in this frame
+            return self._shaped(ctx, await self.audit_middleware(ctx, call_next))
+        return self._shaped(ctx, await call_next(ctx))
 
     async def _layer(self, ctx: Ctx, call_next: Callable[[Ctx], Awaitable[Any]]) -> Any:
         """This pipeline's own layer: :meth:`audit_middleware` inside
@@ -207,10 +203,16 @@ class Pipeline:
         itself: every method reaches the pipeline through its SDK handler (:meth:`run`)."""
         if self.tracer is not None and _in_request_span.get() is not ctx:
             return await self._traced(self.tracer, ctx, call_next)
-        if ctx.request_id is None or not self.audit.enabled:  # nothing for the audit layer to do
-            result = await call_next(ctx)
-        else:
-            result = await self.audit_middleware(ctx, call_next)
+        if self._audited(ctx):
+            return self._shaped(ctx, await self.audit_middleware(ctx, call_next))
+        return self._shaped(ctx, await call_next(ctx))
+
+    def _audited(self, ctx: Ctx) -> bool:
+        """Whether the audit layer has anything to do for ``ctx`` (a request, with audit on)."""
+        return ctx.request_id is not None and self.audit.enabled
+
+    def _shaped(self, ctx: Ctx, result: Any) -> Any:
+        """``result``, an ``initialize`` result shaped for its protocol version."""
         if ctx.method in _HANDSHAKES and isinstance(result, dict):
             return self.handshake(ctx, wire.shape_initialize(result))
         return result
