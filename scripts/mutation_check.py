@@ -4409,13 +4409,6 @@ CASES += (  # side-effect scope containment (round 16, tester twenty-two F1-F5)
         (PROC + "test_each_change_to_another_process_or_the_whole_process_is_refused_in_a_read[_signal.signal]",),
     ),
     Case(
-        "containment: work a read registers for later runs in its ended scope",
-        "core/_sideeffects/process.py",
-        "    _bind_later_work()\n",
-        "",
-        (PROC + "test_work_a_read_registers_for_later_runs_in_its_scope_then",),
-    ),
-    Case(
         "containment: a standard descriptor's mode is not changed in a read",
         "core/_sideeffects/process.py",
         "    if type(fd) is int and 0 <= fd <= 2:",

@@ -36,9 +36,9 @@ changes what every later request meets, as a file written would. Two levels, as 
   threads (``threading.settrace``/``setprofile``), the event loop policy, and a standard
   descriptor's blocking mode (``os.set_blocking``).
 - Work a read registers to run later (``atexit.register``, ``os.register_at_fork``,
-  ``codecs.register``) is not refused, since libraries register it when first imported and a read
-  may import one: it runs in the read's context, so the read's ended scope refuses what it
-  attempts (:func:`_bind_later_work`).
+  ``codecs.register``) is neither refused nor followed: libraries register it when first used, a
+  read may be that first use, and what they register is often the process's own (``weakref``'s
+  exit hook runs every finalizer of the process), so binding it to the read would judge the host.
 
 Left alone: ``locale.setlocale`` (``locale.getpreferredencoding()`` sets and restores it, so
 refusing it would refuse reads that only ask for an encoding); ``os.close`` of another of the
@@ -56,9 +56,7 @@ not followed; per-thread settings (``sys.set_asyncgen_hooks``,
 
 from __future__ import annotations
 
-import contextvars
 import fcntl
-import functools
 import importlib
 import os
 import signal
@@ -278,41 +276,8 @@ def patch_process_state() -> None:
     for module, name, describe, homes in _unaudited_table():
         _wrap(module, name, describe, homes)
     _guard_semaphores(_natives()[0])
-    _bind_later_work()
     patch_on_import("ctypes", _patch_ctypes)
     patch_on_import("cffi", _patch_cffi)
-
-
-def _bind_later_work() -> None:
-    """Work a read registers to run later, outside it, runs in the read's context instead (a copy
-    taken when registered), so the read's scope judges it then: ``atexit.register``,
-    ``os.register_at_fork`` and ``codecs.register``. Libraries register these when first imported,
-    and a read may import one, so registering is not refused; what the work then does is (the scope
-    has ended: every attempt is refused, see :meth:`.scope.Scope.attempt`)."""
-    import _codecs
-    import atexit
-    import codecs
-
-    def bound(fn: Any) -> Any:
-        context = contextvars.copy_context()
-        return functools.wraps(fn)(lambda *a, **k: context.copy().run(fn, *a, **k)) if callable(fn) else fn
-
-    def later(register: Any) -> Any:
-        def guarded(*args: Any, **kwargs: Any) -> Any:
-            if scope_var.get() is None:
-                return register(*args, **kwargs)
-            return register(*(bound(a) for a in args), **{k: bound(v) for k, v in kwargs.items()})
-
-        guarded.__name__, guarded.__doc__ = register.__name__, register.__doc__
-        guarded.__wrapped__, guarded.__mcp_providers_guarded__ = register, True  # type: ignore[attr-defined]
-        return guarded
-
-    for module, name, homes in ((atexit, "register", (atexit,)), (os, "register_at_fork", lowlevel.HOMES),
-                                (_codecs, "register", (codecs, _codecs))):  # fmt: skip
-        original = getattr(module, name)
-        if not getattr(original, "__mcp_providers_guarded__", False):
-            lowlevel.replace(name, original, later(original), homes)
-            UNAUDITED.append((module, name))
 
 
 def _patch_ctypes(ctypes: Any) -> None:
