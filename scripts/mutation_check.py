@@ -1037,6 +1037,7 @@ CASES: tuple[Case, ...] = (
         "            if False:",
         (
             "tests/test_template_values.py::test_a_template_value_holding_a_traversal_is_refused_before_gate_and_provider",
+            "tests/test_template_values.py::test_a_dot_segment_with_a_parameter_is_named_as_one",
         ),
     ),
     Case(

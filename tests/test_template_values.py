@@ -236,3 +236,11 @@ async def test_a_tool_asking_about_a_uri_a_server_reads_as_another_path_is_denie
             await client.call_tool("show", {})
     said = caught.value.error.message
     assert caught.value.error.code == -32003 and "ask about the path as its owner names it" in said, said
+
+
+@pytest.mark.parametrize("value", ["a/..;x/b", "a/.;jsessionid=1/b", "..;/etc"])
+def test_a_dot_segment_with_a_parameter_is_named_as_one(value: str) -> None:
+    """Servlet containers drop ``;x`` from a segment, so ``..;x`` is ``..`` to them: said so, not
+    only refused for its trailing dot (the mutation run since 991900f found the rule untested)."""
+    problem = value_problem(value, single_segment=False)
+    assert problem is not None and "with a ';' parameter, which servlet containers drop" in problem, problem
