@@ -28,9 +28,9 @@ BAD_TEMPLATES = {
     "t25://a\\b/{uid}": "%5C",
     "t25://a#b/{uid}": "%23",
     "t25://a?b/{uid}": "%3F",
-    "t25://users/../{uid}": "'..'",
-    "t25://users/./{uid}": "'.'",
-    "t25://users/%2E%2E/{uid}": "'..'",
+    "t25://users/../{uid}": "'..' path segment, which clients resolve away",
+    "t25://users/./{uid}": "'.' path segment, which clients resolve away",
+    "t25://users/%2E%2E/{uid}": "'..' path segment, which clients resolve away",
     # tester twenty-eight F9: what the gate refuses in every read under a policy
     "t25://users/..;/{uid}": "without it",
     "t25://users./{uid}": "without it",
@@ -41,7 +41,7 @@ BAD_TEMPLATES = {
     "t25://a\u200bb/{uid}": "without it",
 }
 BAD_FIXED = {
-    **{"t25://a b": "%20", "t25://x/../y": "'..'", "t25://x#frag": "%23", "t25://a<b>": "%3C"},
+    **{"t25://a b": "%20", "t25://x/../y": "clients resolve away", "t25://x#frag": "%23", "t25://a<b>": "%3C"},
     **{"t25://x/..;/y": "without it", "t25://x./y": "without it"},
 }
 GOOD_TEMPLATES = ["t25://users/{uid}", "t25://search?q={uid}", "t25://v1.2/{uid}", "t25://a%20b/{uid}", "t25://x{?uid}"]
