@@ -4348,13 +4348,6 @@ CASES += (  # side-effect scope containment (round 16, tester twenty-two F1-F5)
         (PROC + "test_a_native_function_looked_up_through_ctypes_is_refused_when_the_library_was_loaded_before",),
     ),
     Case(
-        "containment: closing a standard descriptor in a read is refused",
-        "core/_sideeffects/process.py",
-        "    if args and type(args[0]) is int and 0 <= args[0] <= 2:",
-        "    if False:",
-        (PROC + "test_a_read_cannot_end_the_process_or_take_its_standard_descriptors[os.close]",),
-    ),
-    Case(
         "containment: a named semaphore kept past the read is refused",
         "core/_sideeffects/process.py",
         "    if name is None or unlink:",
@@ -4410,11 +4403,14 @@ CASES += (  # side-effect scope containment (round 16, tester twenty-two F1-F5)
         (PROC + "test_each_change_to_another_process_or_the_whole_process_is_refused_in_a_read[_signal.signal]",),
     ),
     Case(
-        "containment: a standard descriptor's mode is not changed in a read",
+        "containment: a standard descriptor is neither closed nor has its mode changed in a read",
         "core/_sideeffects/process.py",
         "    if type(fd) is int and 0 <= fd <= 2:",
         "    if False:",
-        (PROC + "test_each_change_to_another_process_or_the_whole_process_is_refused_in_a_read[os.set_blocking]",),
+        (
+            PROC + "test_each_change_to_another_process_or_the_whole_process_is_refused_in_a_read[os.set_blocking]",
+            PROC + "test_a_read_cannot_end_the_process_or_take_its_standard_descriptors[os.close]",
+        ),
     ),
     Case(
         "containment: fcntl setters on a standard descriptor are refused at both levels",

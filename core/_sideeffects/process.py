@@ -170,12 +170,6 @@ Row = tuple[Any, str, Describe, tuple[Any, ...]]
 """``(module, name, describe, homes)``: the call, what it attempts, every module holding it."""
 
 
-def _close(args: tuple[Any, ...]) -> str | None:
-    if args and type(args[0]) is int and 0 <= args[0] <= 2:
-        return f"closing the process's standard descriptor {args[0]} (the protocol channel under stdio)"
-    return None  # another descriptor: a read closes what it opened
-
-
 def _std_fd(args: tuple[Any, ...], what: str) -> str | None:
     """``what`` the process's standard descriptor ``args[0]`` (0-2: the protocol channel under
     stdio) would undergo, else ``None``: another descriptor is the read's own business."""
@@ -204,14 +198,14 @@ def _semaphore(args: tuple[Any, ...]) -> str | None:
 
 def _unaudited_table() -> list[Row]:
     import _socket
-    import asyncio
-
-    _multiprocessing, _posixshmem, _signal = _natives()
     import _thread
+    import asyncio
     import faulthandler
     import gc
     import threading
     import time
+
+    _multiprocessing, _posixshmem, _signal = _natives()
 
     def rows(module: Any, names: tuple[str, ...], homes: tuple[Any, ...], said: str = "") -> list[Row]:
         prefix = said or module.__name__
@@ -219,7 +213,7 @@ def _unaudited_table() -> list[Row]:
 
     crashes = tuple(n for n in dir(faulthandler) if n.startswith("_") and not n.startswith("__"))  # _sigsegv...
     table = rows(os, (*_IDENTITY, *_STANDING, *_SCHEDULER, *_ENDING), lowlevel.HOMES, "os")
-    table.append((os, "close", _close, lowlevel.HOMES))
+    table.append((os, "close", lambda a: _std_fd(a, "closing"), lowlevel.HOMES))  # others: the read's own
     table.append((os, "set_blocking", lambda a: _std_fd(a, "changing the blocking mode of"), lowlevel.HOMES))
     table += rows(threading, ("settrace", "setprofile"), (threading,))  # every later thread's hooks
     table += rows(asyncio.events, ("set_event_loop_policy",), (asyncio, asyncio.events), "asyncio")
