@@ -6,7 +6,7 @@ lenient service reads each parameter (decoded, ``+`` a space, trimmed); all of t
 and Unicode compatibility (:func:`folded`). A deny's pattern is tried as given and, when it spells
 something in escapes, as what they spell (:func:`pattern_readings`), and a pattern with a query on
 the target's parameters too, in any order (:func:`query_matches`), a value that may be a list also
-as its items (:func:`list_items`).
+as its items (:func:`list_items`), and each field of the path too (:func:`path_lists`).
 """
 
 import re
@@ -33,7 +33,7 @@ class Readings:
     collations).
     """
 
-    __slots__ = ("_folded", "_plain", "_query", "_read", "target")
+    __slots__ = ("_folded", "_plain", "_query", "_read", "_wide", "target")
 
     def __init__(self, target: str) -> None:
         self.target = target
@@ -42,25 +42,52 @@ class Readings:
         self._query: dict[bool, _Query | None] = {}
         self._read: tuple[str, ...] = ()
         """The query's items in their query reading (made with :attr:`plain`), not folded."""
+        self._wide: dict[bool, tuple[str, ...]] = {}
 
     @property
     def plain(self) -> tuple[str, ...]:
         if self._plain is None:
             path = path_reading(self.target)
-            if (split := _split_query(self.target)) is None:
-                self._plain = (self.target, path)
+            split = _split_query(self.target)
+            base = split[0] if split else self.target.split("#", 1)[0]
+            sources = [path, _decoded(base)] if _MAY_LIST.search(base) else []
+            if split is None:
+                readings = [self.target, path]
             else:
                 self._read = tuple(map(_item_reading, _items(split[1])))
                 read = "&".join(self._read)
-                readings = (self.target, path, f"{split[0]}?{read}", f"{path}?{read}")
-                self._plain = tuple(dict.fromkeys(readings))
+                readings = [self.target, path, f"{split[0]}?{read}", f"{path}?{read}"]
+                sources = [f"{s}?{read}" for s in sources]
+            self._wide[False] = self._listed(readings, sources)
+            self._plain = tuple(dict.fromkeys(readings))
         return self._plain
 
     @property
     def folded(self) -> tuple[str, ...]:
         if self._folded is None:
-            self._folded = tuple({folded(r): None for r in self.plain})
+            readings = list({folded(r): None for r in self.plain})
+            # Split once folded too: a full-width comma is a comma to a lenient service.
+            self._wide[True] = self._listed(readings, [r for r in readings if _LIST.search(r.split("?", 1)[0])])
+            self._folded = tuple(dict.fromkeys(readings))
         return self._folded
+
+    def wide(self, fold: bool) -> tuple[str, ...]:
+        """Globs of the readings whose path lists have more combinations than :data:`MAX_LIST_READINGS`,
+        each list field a ``*``; a deny that may meet one matches (``()`` when every combination is read)."""
+        _ = self.folded if fold else self.plain
+        return self._wide[fold]
+
+    @staticmethod
+    def _listed(readings: list[str], sources: list[str]) -> tuple[str, ...]:
+        """Add to ``readings`` each of ``sources`` with its path lists read as their items
+        (:func:`path_lists`); the globs of those with too many combinations."""
+        wide = []
+        for source in sources:
+            combinations, glob = path_lists(source)
+            readings.extend(combinations)
+            if glob is not None:
+                wide.append(glob)
+        return tuple(wide)
 
     def query(self, fold: bool) -> "_Query | None":
         """The target's query as parameters (``None`` without one): the part before ``?`` as given
@@ -73,7 +100,8 @@ class Readings:
             else:
                 f = folded if fold else str
                 path = self.plain[1]  # the path reading drops the query: the same for the part before it
-                bases = (f(split[0]), f(path))
+                listed = (r.split("?", 1)[0] for r in (self.folded if fold else self.plain)[2:])
+                bases = tuple(dict.fromkeys((f(split[0]), f(path), *listed)))
                 read = [f(r).rstrip(_TRIMMED) for r in self._read]
                 items = [*map(f, _items(split[1])), *read]
                 # Split once folded (a full-width comma is a comma to a lenient service too); one
@@ -120,6 +148,49 @@ def list_items(item: str) -> list[str]:
     if not eq or not _LIST.search(value):
         return []
     return [f"{name}={piece}" for part in _LIST.split(value) if (piece := _trimmed(part))]
+
+
+_MAY_LIST = re.compile(r"[,|\s%]|[^\x00-\x7f]")
+"""What a path that may hold a list once decoded and folded holds: a delimiter, an escape, non-ASCII."""
+
+_FIELD = re.compile(r"([/;=])")
+"""Where a path's fields end: a segment, a ``;`` parameter, its ``=`` value."""
+
+MAX_LIST_READINGS = 256
+"""The most combinations of a path's list items read one by one (a target with lists in many fields
+has as many as the product of their lengths); past it, each list field is read as any value."""
+
+
+def path_lists(target: str) -> tuple[list[str], str | None]:
+    """``target`` (up to its query, which is kept as it is) with each field of its path (between
+    ``/``, ``;`` and ``=``: ``{x}``, ``{/x}``, ``{;x}``, ``{.x}`` expansions) that holds a list
+    delimiter (:data:`_LIST`) read as each of its items, trimmed: every combination, and ``None``;
+    past :data:`MAX_LIST_READINGS` combinations, none and a glob in which each such field is ``*``
+    and every other character literal (``([], None)`` for a path with no list)."""
+    base, mark, query = target.partition("?") if "://" in target else (target, "", "")
+    pieces: list[list[str]] = []
+    count, listed = 1, False
+    fields = _FIELD.split(base)
+    for field in fields:
+        items = [item for part in _LIST.split(field) if (item := _trimmed(part))] if _LIST.search(field) else []
+        pieces.append(items or [field])
+        listed |= bool(items)
+        count *= len(items or [field])
+    if not listed:
+        return [], None
+    tail = mark + query
+    if count > MAX_LIST_READINGS:
+        glob = "".join("*" if len(p) > 1 or p[0] != f else _escaped(f) for p, f in zip(pieces, fields, strict=True))
+        return [], glob + _escaped(tail)
+    combinations = [""]
+    for choices in pieces:
+        combinations = [c + choice for c in combinations for choice in choices]
+    return [c + tail for c in combinations], None
+
+
+def _escaped(text: str) -> str:
+    """``text`` as an fnmatch glob matching only itself."""
+    return re.sub(r"([*?\[])", r"[\1]", text)
 
 
 _TO_READ = re.compile(r"[%+ ]|\.=|[^\x21-\x7e]")

@@ -25,7 +25,8 @@ escapes read away, query values decoded and trimmed (see :class:`~mcp_providers.
 and a target with a query by its parameters, in any order, among others (``deny x://q?b=true``
 refuses ``x://q?n=0&b=true``); a value that may be a list also by its items, split at ``,``, ``|``
 and whitespace (``deny x://a?ids=5`` refuses ``x://a?ids=4,5``; ``deny x://a?ids=4,5`` refuses
-``x://a?ids=5|4``). An allow rule's targets match only as given.
+``x://a?ids=5|4``); each field of a path likewise (``deny x://a/5`` refuses ``x://a/4,5``). An
+allow rule's targets match only as given.
 
 A rule matches a caller (:class:`~mcp_providers.identity.Principal`) when every condition it sets
 holds: ``subjects`` and ``issuers`` (patterns), ``groups`` (any of them), ``scopes`` (all of them)
@@ -118,6 +119,8 @@ class Rule(BaseModel):
                     return True
                 if query is not None and query_matches(query, readings.query(fold)):
                     return True
+                if any(_overlap(glob, wide) for wide in readings.wide(fold)):
+                    return True  # too many list combinations to read one by one: any of them may be meant
         return False
 
     def vouched_conditions(self) -> list[str]:

@@ -74,6 +74,7 @@ OA_SB = "tests/openapi/test_openapi_single_byte_bodies.py::"
 READINGS = "tests/test_policy_readings.py::"
 QR = "tests/test_policy_query_readings.py::"
 QL = "tests/test_policy_query_lists.py::"
+PL = "tests/test_policy_path_lists.py::"
 SPELL = "tests/openapi/test_openapi_template_spellings.py::"
 SN_SPELL = (
     "tests/servicenow/test_servicenow_spellings.py::"
@@ -905,8 +906,8 @@ CASES: tuple[Case, ...] = (
     Case(
         "policy readings: a query is read decoded and folded as a whole string too",
         "plugins/_readings.py",
-        '                readings = (self.target, path, f"{split[0]}?{read}", f"{path}?{read}")',
-        "                readings = (self.target, path)",
+        '                readings = [self.target, path, f"{split[0]}?{read}", f"{path}?{read}"]',
+        "                readings = [self.target, path]",
         (QR + "test_a_glob_across_the_query_meets_its_decoded_reading",),
     ),
     Case(
@@ -985,6 +986,41 @@ CASES: tuple[Case, ...] = (
         "for part in _LIST.split(value) if (piece := _trimmed(part))]",
         "for part in _LIST.split(value) if (piece := part)]",
         (QL + "test_a_deny_on_one_value_matches_every_list_holding_it",),
+    ),
+    Case(
+        "policy readings: a path that may hold a list is read as its items",
+        "plugins/_readings.py",
+        "sources = [path, _decoded(base)] if _MAY_LIST.search(base) else []",
+        "sources = []",
+        (PL + "test_a_deny_on_one_path_value_matches_every_list_holding_it",),
+    ),
+    Case(
+        "policy readings: a path list is split once folded too",
+        "plugins/_readings.py",
+        '[r for r in readings if _LIST.search(r.split("?", 1)[0])]',
+        "[]",
+        (PL + "test_a_deny_on_one_path_value_matches_every_list_holding_it",),
+    ),
+    Case(
+        "policy readings: a deny's base with a query meets a path list's items",
+        "plugins/_readings.py",
+        "bases = tuple(dict.fromkeys((f(split[0]), f(path), *listed)))",
+        "bases = (f(split[0]), f(path))",
+        (PL + "test_a_deny_on_one_path_value_matches_every_list_holding_it",),
+    ),
+    Case(
+        "policy readings: too many path list combinations are judged as any of them",
+        "plugins/policy.py",
+        "                if any(_overlap(glob, wide) for wide in readings.wide(fold)):",
+        "                if False:",
+        (PL + "test_more_combinations_than_are_read_one_by_one_are_judged_as_any_of_them",),
+    ),
+    Case(
+        "policy readings: path list combinations are bounded",
+        "plugins/_readings.py",
+        "    if count > MAX_LIST_READINGS:",
+        "    if False:",
+        (PL + "test_more_combinations_than_are_read_one_by_one_are_judged_as_any_of_them",),
     ),
     Case(
         "policy readings: a deny's own list value matches as a set",
