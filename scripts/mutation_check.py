@@ -612,6 +612,13 @@ CASES: tuple[Case, ...] = (
         ("tests/openapi/test_openapi_startup.py::test_a_credential_the_service_echoes_in_a_success_is_masked_too",),
     ),
     Case(
+        "on_behalf_of: an upstream answering each caller as themselves is not watched as the client",
+        "plugins/upstream/built.py",
+        '    return Freshness.live(subscribable=bool(listed.get("subscribe")) and not per_caller)',
+        '    return Freshness.live(subscribable=bool(listed.get("subscribe")))',
+        ("tests/test_upstream_guards.py::test_an_on_behalf_of_upstreams_resources_are_not_watched",),
+    ),
+    Case(
         "on_behalf_of: a caller of an issuer auth.issuers does not name is refused before the exchange",
         "plugins/_oauth.py",
         "        if (refusal := self.on_behalf.refusal(principal.issuer)) is not None:",

@@ -557,3 +557,19 @@ def test_the_receipts_server_info_has_no_trailing_space(
     served.info = types.Implementation(name="tiny", version=version)
     served.served_by(uri="remote://a")
     assert recorded[0]["serverInfo"] == shown
+
+
+# 8. A change notice never tells a caller about what the upstream would hide from them (tester 30).
+
+
+def test_an_on_behalf_of_upstreams_resources_are_not_watched() -> None:
+    """An ``on_behalf_of`` upstream is watched through the pooled connection, as the client itself:
+    its change notices would reach every caller the local policy lets subscribe, also one the
+    upstream would not show the resource to. So its resources are live but not watchable, as a
+    ServiceNow instance with ``jwt_bearer`` auth; one with one identity for every caller still is."""
+    listed = {"subscribe": True}
+    behalf = ServerSettings.model_validate(_http("https://h/mcp", AUTHS["on_behalf_of"]))
+    shared = ServerSettings.model_validate(_http("https://h/mcp", AUTHS["client_credentials"]))
+    assert not built._freshness(listed, behalf).watchable
+    assert built._freshness(listed, shared).watchable
+    assert not built._freshness({"subscribe": False}, shared).watchable

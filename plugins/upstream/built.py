@@ -12,7 +12,7 @@ from mcp_providers.plugins.upstream.link import Link
 from mcp_providers.plugins.upstream.listing import list_at_start
 from mcp_providers.plugins.upstream.mapping import Homes, LeftOut, Listing, declare, settle
 from mcp_providers.plugins.upstream.providers import UpstreamPrompts, UpstreamResources, UpstreamTools
-from mcp_providers.plugins.upstream.settings import UpstreamSettings
+from mcp_providers.plugins.upstream.settings import OnBehalfOfAuth, ServerSettings, UpstreamSettings
 
 __all__ = ["Built", "Unavailable", "providers_of"]
 
@@ -54,7 +54,7 @@ def providers_of(settings: UpstreamSettings) -> Built:
         homes = Homes(prefixes=server.prefixes, namespace=server.namespace)
         listed = found.get(server.name)
         failure = listed if isinstance(listed, str) else None
-        listing = Listing() if not isinstance(listed, dict) else declare(server, homes, listed, _freshness(listed))
+        listing = Listing() if not isinstance(listed, dict) else declare(server, homes, listed, _freshness(listed, server))
         if failure is not None:
             listing.left_out.append(Unavailable(server.name, f"nothing served: {failure}", _START_FIX))
         listings.append((server.name, listing))
@@ -84,7 +84,11 @@ def _nothing(name: str, listing: Listing) -> tuple[str, str]:
     )
 
 
-def _freshness(listed: dict[str, object]) -> Freshness:
+def _freshness(listed: dict[str, object], server: ServerSettings) -> Freshness:
     """Read from the upstream on every request; watchable when the upstream offers
-    ``resources/subscribe`` (fixed resources only: the mapping leaves templates unwatchable)."""
-    return Freshness.live(subscribable=bool(listed.get("subscribe")))
+    ``resources/subscribe`` (fixed resources only: the mapping leaves templates unwatchable) and
+    answers every caller as one identity. An ``on_behalf_of`` upstream would be watched as the
+    client itself, so its notices would reach callers the upstream hides a resource from (tester
+    30; a ServiceNow instance with ``jwt_bearer`` auth is not watched either)."""
+    per_caller = isinstance(server.auth, OnBehalfOfAuth)
+    return Freshness.live(subscribable=bool(listed.get("subscribe")) and not per_caller)

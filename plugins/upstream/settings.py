@@ -112,11 +112,12 @@ class OnBehalfOfAuth(_oauth.OnBehalfOfAuth):
     """On behalf of each caller: the credential broker exchanges the caller's verified access token
     at ``token_endpoint`` for a token of the same user for this upstream (RFC 8693 token exchange),
     and each caller gets an upstream session of their own. The caller's token goes to the
-    authorization server only, never to the upstream. Listing at start, subscriptions and
-    ``list_changed`` use the pooled connection, as the client itself (client credentials), so the
-    client must be allowed both grants. The OAuth settings are
-    :class:`~mcp_providers.plugins._oauth.OAuthAuth`'s; ``issuers`` and ``issuers_share_users`` say
-    whose callers are exchanged for (:mod:`~mcp_providers.plugins._issuers`)."""
+    authorization server only, never to the upstream. Listing at start and ``list_changed`` use
+    the pooled connection, as the client itself (client credentials), so the client must be allowed
+    both grants; its resources are not watched (a notice would reach callers the upstream hides
+    them from). The OAuth settings are :class:`~mcp_providers.plugins._oauth.OAuthAuth`'s;
+    ``issuers`` and ``issuers_share_users`` say whose callers are exchanged for
+    (:mod:`~mcp_providers.plugins._issuers`)."""
 
     model_config = ConfigDict(defer_build=True)  # built at first use (issue 43)
 
