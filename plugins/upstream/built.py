@@ -54,7 +54,9 @@ def providers_of(settings: UpstreamSettings) -> Built:
         homes = Homes(prefixes=server.prefixes, namespace=server.namespace)
         listed = found.get(server.name)
         failure = listed if isinstance(listed, str) else None
-        listing = Listing() if not isinstance(listed, dict) else declare(server, homes, listed, _freshness(listed, server))
+        listing = Listing()
+        if isinstance(listed, dict):
+            listing = declare(server, homes, listed, _freshness(listed, server))
         if failure is not None:
             listing.left_out.append(Unavailable(server.name, f"nothing served: {failure}", _START_FIX))
         listings.append((server.name, listing))
