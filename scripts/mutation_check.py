@@ -5014,7 +5014,7 @@ CASES += (  # a skill file that copies a resource never serves what a rule on it
     Case(
         "skills: a copy's read asks read on what it copies",
         "core/_host/skills.py",
-        '            policy.require("read", copied, asked_by=file.uri)',
+        '            policy.require("read", judged, asked_by=file.uri)',
         "            pass",
         (SKC + "test_a_copy_of_a_denied_resource_is_refused_and_its_skill_hidden",),
     ),
@@ -5038,6 +5038,20 @@ CASES += (  # a skill file that copies a resource never serves what a rule on it
         'all(gate.allowed("read", u) for u in self._judged.get(uri, (uri,)))',
         'gate.allowed("read", uri)',
         (SKC + "test_a_copy_of_a_denied_resource_is_refused_and_its_skill_hidden",),
+    ),
+    Case(
+        "skills: a SKILL.md names what its skill's files copy (tester 27 F7)",
+        "core/_host/skills.py",
+        "    named = tuple(u for f in files if f.path != SKILL_FILE for u in f.copies)",
+        "    named = ()",
+        (SKC + "test_a_skill_md_is_refused_to_whoever_may_not_read_what_its_skill_copies",),
+    ),
+    Case(
+        "skills: resources/list judges a skill file on all its read is judged on",
+        "core/_serve/binding.py",
+        "{f.uri: f.judged_on[1:] for e in catalog.skills for f in e.declaration.files if f.judged_on[1:]}",
+        "{f.uri: f.copies for e in catalog.skills for f in e.declaration.files if f.copies}",
+        (SKC + "test_a_skill_md_is_refused_to_whoever_may_not_read_what_its_skill_copies",),
     ),
     Case(
         "skills: a wrong copies mapping is a check problem",

@@ -68,8 +68,8 @@ async def test_a_copy_of_a_denied_resource_is_refused_and_its_skill_hidden(denie
         assert copy not in shown and shown
         everything = [r.uri for r in (await client.list_resources()).resources]  # tester twenty-six F6
         assert copy not in everything and any(u.startswith(ROOT) for u in everything), everything
-        # SKILL.md writes the workflow out as prose (tester twenty-three F3) and names every template
-        # and the resource it copies (tester twenty-seven F7): it is refused as its skill is hidden
+        # SKILL.md writes the workflow out as prose (tester twenty-three F3) and names what every
+        # template copies (tester twenty-seven F7): it is refused, as its skill is hidden
         with pytest.raises(MCPError) as prose:
             await client.read_resource(f"{ROOT}/SKILL.md")
         assert prose.value.code == DENIED
@@ -166,11 +166,11 @@ def _manifest(*targets: str) -> Any:
     return compose({"manifest": plugin(), "policy": policy}, {"policy": {"rules": rules}})
 
 
-@pytest.mark.parametrize("denied", ["notes://a", "skill://manifest/one/a.md"])
-async def test_a_skill_md_is_refused_to_whoever_may_not_read_a_file_of_its_skill(denied: str) -> None:
-    """Tester twenty-seven F7: a ``SKILL.md`` names its skill's files and what they copy in prose,
-    so it is judged on all of them, as ``skills/list`` judges the skill: one rule, in one place."""
-    skill_md = "skill://manifest/one/SKILL.md"
+async def test_a_skill_md_is_refused_to_whoever_may_not_read_what_its_skill_copies() -> None:
+    """Tester twenty-seven F7: a ``SKILL.md`` may name what its skill's files copy in prose, so it
+    is judged on each of them, as ``skills/list`` judges the skill (a rule on a skill file's own URI
+    hides that file, and leaves the rest readable: test_skills.py)."""
+    skill_md, denied = "skill://manifest/one/SKILL.md", "notes://a"
     async with connect(_manifest(denied)) as client:
         with pytest.raises(MCPError) as refused:
             await client.read_resource(skill_md)

@@ -73,7 +73,7 @@ def _lists(assembly: Assembly) -> list[Method[Any, Any, Any]]:
             lambda: [
                 (e.declaration.uri, _watch(wire.resource_wire(e.declaration), e.declaration)) for e in catalog.resources
             ],
-            lambda: {f.uri: f.copies for e in catalog.skills for f in e.declaration.files if f.copies},
+            lambda: {f.uri: f.judged_on[1:] for e in catalog.skills for f in e.declaration.files if f.judged_on[1:]},
         )
         templates = Listing(
             "templates",

@@ -64,8 +64,10 @@ class Listing(Generic[I]):
 
     @functools.cached_property
     def copies(self) -> Mapping[str, Sequence[str]]:
-        """Target -> the URIs whose bytes it serves (a skill file's :attr:`SkillSource.copies`):
-        an item is listed only to a caller who may ``read`` each of them, as its read asks."""
+        """Target -> the other URIs its read is judged on (a skill file's
+        :attr:`~mcp_providers._host.skills.SkillFile.judged_on`: what it copies, and for a
+        ``SKILL.md`` every file of its skill): an item is listed only to a caller who may ``read``
+        each of them, as its read asks."""
         return self._copies()
 
     @functools.cached_property
