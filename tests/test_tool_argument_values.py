@@ -1,0 +1,207 @@
+"""A tool argument whose values name resources (``Tool.argument_resources``) tells a caller nothing
+of a resource the caller may not read (testers 26 and 27).
+
+``tools/list`` offers in such an argument's ``enum`` only the values whose resource the caller may
+read, as completion does, and ``tools/call`` refuses a value whose resource the caller may not read
+with the gate's refusal (``-32003``, audited), before the tool runs. DocuMCP's ``generate_config``
+links its ``ssg`` to ``documcp://ssgs/{ssg}``; the other tools here are hand-written and decorated.
+Each test also lists without the rule, so it cannot pass by showing nothing.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+import pytest
+from mcp import MCPError
+from pydantic import BaseModel
+
+from mcp_providers import ServerSettings, Tool, ToolCall, ToolProvider, ToolResult, hookimpl
+from mcp_providers.plugin import Plugin
+from mcp_providers.plugins import policy
+from mcp_providers.plugins.documcp import ssg_catalog, workflows
+from mcp_providers.plugins.documcp.registry import SSG_IDS
+from mcp_providers.testing import check, compose, connect
+
+pytestmark = pytest.mark.anyio
+
+DENIED = -32003
+
+
+def _deny(*targets: str, actions: tuple[str, ...] = ("read",)) -> dict[str, Any]:
+    return {"policy": {"rules": [{"effect": "deny", "actions": list(actions), "targets": list(targets)}]}}
+
+
+def _documcp(settings: dict[str, Any] | None = None, **server: Any) -> Any:
+    plugins = {"ssg_catalog": ssg_catalog, "workflows": workflows, "policy": policy}
+    return compose(plugins, settings, server=ServerSettings(**server)) if server else compose(plugins, settings)
+
+
+async def _schemas(composition: Any, mode: str = "auto") -> dict[str, dict[str, Any]]:
+    async with connect(composition, mode=mode) as client:  # type: ignore[arg-type]
+        return {t.name: t.input_schema for t in (await client.list_tools()).tools}
+
+
+# -- DocuMCP ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_generate_config_offers_only_the_ssgs_the_caller_may_read(mode: str) -> None:
+    every = await _schemas(_documcp({"policy": {"rules": []}}), mode)
+    assert every["generate_config"]["properties"]["ssg"]["enum"] == list(SSG_IDS)
+    shown = await _schemas(_documcp(_deny("documcp://ssgs/hugo")), mode)
+    assert shown["generate_config"]["properties"]["ssg"]["enum"] == [i for i in SSG_IDS if i != "hugo"]
+    assert "hugo" not in json.dumps(shown["generate_config"]).lower()
+    assert shown["recommend_ssg"] == every["recommend_ssg"]  # nothing of it is linked
+
+
+async def test_a_denied_template_leaves_no_value_and_the_schema_still_valid() -> None:
+    shown = await _schemas(_documcp(_deny("documcp://ssgs/{ssg}", actions=("expand",))))
+    assert shown["generate_config"]["properties"]["ssg"]["enum"] == []
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_calling_with_a_value_the_caller_may_not_read_is_the_gates_refusal(mode: str, tmp_path: Path) -> None:
+    audit = tmp_path / "audit.jsonl"
+    composition = _documcp(_deny("documcp://ssgs/hugo"), audit_log=audit)
+    async with connect(composition, mode=mode) as client:  # type: ignore[arg-type]
+        with pytest.raises(MCPError) as refused:
+            await client.call_tool("generate_config", {"ssg": "hugo", "site_name": "Docs"})
+        assert refused.value.code == DENIED and "documcp://ssgs/hugo" in refused.value.message
+        allowed = await client.call_tool("generate_config", {"ssg": "mkdocs", "site_name": "Docs"})
+        assert not allowed.is_error
+    calls = [json.loads(line) for line in audit.read_text().splitlines()]
+    calls = [line for line in calls if line["operation"] == "tools/call"]
+    assert [c["decision"] for c in calls] == ["denied", "allowed"]
+    assert calls[0]["action"] == "read" and calls[0]["target"] == "documcp://ssgs/hugo"
+
+
+# -- hand-written and decorated declarations -------------------------------------------------------
+
+
+class Color(enum.Enum):
+    RED = "red"
+    BLUE = "blue"
+
+
+class PaintIn(BaseModel):
+    color: Color
+    accent: Literal["red", "blue"] | None = None
+    palette: tuple[Literal["red", "blue"], ...] = ()
+    also: Color = Color.RED  # the same $defs entry as color, not linked: it keeps every value
+
+
+class Paint(ToolProvider):
+    name = "paint"
+
+    def tools(self) -> list[Tool]:
+        links = {name: f"paint://colors/{{{name}}}" for name in ("color", "accent", "palette")}
+        return [Tool(name="paint", description="Paint.", input_model=PaintIn, argument_resources=links)]
+
+    async def call(self, call: ToolCall) -> ToolResult:
+        return ToolResult(text="painted")
+
+
+class _PaintPlugin:
+    @hookimpl
+    def register_tool_providers(self) -> list[ToolProvider]:
+        return [Paint()]
+
+
+def _enums(schema: dict[str, Any]) -> dict[str, list[str]]:
+    """Property -> its values, wherever the schema keeps them (inline, a ``$ref``, ``anyOf``, ``items``)."""
+    defs = schema.get("$defs", {})
+
+    def values(node: dict[str, Any]) -> list[str]:
+        if "$ref" in node:
+            return values(defs[node["$ref"].rsplit("/", 1)[-1]])
+        if "enum" in node:
+            return list(node["enum"])
+        if "items" in node:
+            return values(node["items"])
+        return [v for member in node.get("anyOf", []) for v in values(member)]
+
+    return {name: values(node) for name, node in schema["properties"].items()}
+
+
+async def test_an_enum_a_literal_an_optional_and_an_array_are_each_narrowed() -> None:
+    plugins = {"paint": _PaintPlugin(), "policy": policy}
+    every = _enums((await _schemas(compose(plugins, {"policy": {"rules": []}})))["paint"])
+    assert every == {
+        "color": ["red", "blue"],
+        "accent": ["red", "blue"],
+        "palette": ["red", "blue"],
+        "also": ["red", "blue"],
+    }
+    shown = _enums((await _schemas(compose(plugins, _deny("paint://colors/red"))))["paint"])
+    assert shown == {"color": ["blue"], "accent": ["blue"], "palette": ["blue"], "also": ["red", "blue"]}
+
+
+@pytest.mark.parametrize(
+    ("arguments", "refused"),
+    [
+        ({"color": "red"}, True),
+        ({"color": "blue", "accent": "red"}, True),
+        ({"color": "blue", "palette": ["blue", "red"]}, True),
+        ({"color": "blue", "accent": None, "palette": ["blue"], "also": "red"}, False),
+    ],
+)
+async def test_a_call_naming_a_value_the_caller_may_not_read_is_refused(
+    arguments: dict[str, Any], refused: bool
+) -> None:
+    async with connect(compose({"paint": _PaintPlugin(), "policy": policy}, _deny("paint://colors/red"))) as client:
+        if refused:
+            with pytest.raises(MCPError) as denied:
+                await client.call_tool("paint", arguments)
+            assert denied.value.code == DENIED and "paint://colors/red" in denied.value.message
+        else:
+            assert not (await client.call_tool("paint", arguments)).is_error
+
+
+brush = Plugin("brush")
+
+
+@brush.tool(argument_resources={"color": "paint://colors/{color}"})
+def stroke(color: Literal["red", "blue"], width: int = 1) -> str:
+    """One stroke."""
+    return f"{color} {width}"
+
+
+async def test_a_decorated_tool_links_its_literal_argument() -> None:
+    every = _enums((await _schemas(compose({"brush": brush, "policy": policy}, {"policy": {"rules": []}})))["stroke"])
+    assert every["color"] == ["red", "blue"]
+    composition = compose({"brush": brush, "policy": policy}, _deny("paint://colors/blue"))
+    assert _enums((await _schemas(composition))["stroke"])["color"] == ["red"]
+    async with connect(composition) as client:
+        with pytest.raises(MCPError) as denied:
+            await client.call_tool("stroke", {"color": "blue"})
+        assert denied.value.code == DENIED
+
+
+# -- check -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("links", "said"),
+    [
+        ({"nothing": "paint://colors/{nothing}"}, "is not an argument of the tool"),
+        ({"color": "paint://colors/{other}"}, "has variables other"),
+        ({"color": "paint://{kind}/{color}"}, "has variables kind, color"),
+        ({"color": "paint://colors/{"}, ""),
+    ],
+)
+async def test_a_wrong_link_is_a_check_problem(links: dict[str, str], said: str) -> None:
+    class Wrong(Paint):
+        def tools(self) -> list[Tool]:
+            return [Tool(name="paint", description="Paint.", input_model=PaintIn, argument_resources=links)]
+
+    class plugin:
+        @hookimpl
+        def register_tool_providers(self) -> list[ToolProvider]:
+            return [Wrong()]
+
+    lines = await check(compose({"paint": plugin()}, strict=False))
+    assert any("tool-argument-resource" in line and said in line for line in lines), lines
