@@ -140,6 +140,42 @@ async def test_an_enum_a_literal_an_optional_and_an_array_are_each_narrowed() ->
     assert shown == {"color": ["blue"], "accent": ["blue"], "palette": ["blue"], "also": ["red", "blue"]}
 
 
+class WashIn(BaseModel):
+    color: Color
+    tint: Literal["red", "blue"] = "red"
+    only: Literal["red"] | None = None
+
+
+class Wash(Paint):
+    name = "wash"
+
+    def tools(self) -> list[Tool]:
+        links = {name: f"paint://colors/{{{name}}}" for name in ("color", "tint", "only")}
+        return [Tool(name="wash", description="Wash.", input_model=WashIn, argument_resources=links)]
+
+
+async def test_a_dropped_value_is_named_nowhere_in_the_schema_nor_taken_as_a_default() -> None:
+    """Not in a ``$defs`` entry only linked arguments use, not as a ``default``, not as a ``const``;
+    and an argument left out whose default names a dropped value is refused as if it were sent."""
+
+    class plugin:
+        @hookimpl
+        def register_tool_providers(self) -> list[ToolProvider]:
+            return [Wash()]
+
+    every = (await _schemas(compose({"wash": plugin(), "policy": policy}, {"policy": {"rules": []}})))["wash"]
+    assert every["properties"]["tint"]["default"] == "red" and "$defs" in every
+    composition = compose({"wash": plugin(), "policy": policy}, _deny("paint://colors/red"))
+    shown = (await _schemas(composition))["wash"]
+    assert _enums(shown) == {"color": ["blue"], "tint": ["blue"], "only": []}
+    assert '"red"' not in json.dumps(shown), shown
+    async with connect(composition) as client:
+        with pytest.raises(MCPError) as denied:
+            await client.call_tool("wash", {"color": "blue"})  # tint left out: its default is red
+        assert denied.value.code == DENIED and "paint://colors/red" in denied.value.message
+        assert not (await client.call_tool("wash", {"color": "blue", "tint": "blue"})).is_error
+
+
 @pytest.mark.parametrize(
     ("arguments", "refused"),
     [

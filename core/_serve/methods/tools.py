@@ -31,6 +31,7 @@ from mcp_providers._host.assembly import Assembly
 from mcp_providers._host.catalog import Entry
 from mcp_providers._host.output_schemas import RESULT_KEY, output_schema
 from mcp_providers._returns import may_be_non_finite, non_finite
+from mcp_providers._serve.methods.argument_values import LinkedArguments
 from mcp_providers._serve.methods.channel import SessionChannel
 from mcp_providers._serve.methods.rounds import PENDING, RoundsChannel, checked_answers, until_input, wire_request
 from mcp_providers._serve.methods.tasks import TaskChannel, Tasks, created_wire, shown
@@ -108,6 +109,7 @@ class CallTool:
         self._assembly = assembly
         self._invoker = invoker
         self._tasks = tasks
+        self._linked = LinkedArguments(assembly.catalog)
         self._settings = assembly.config.server
         # warn of a random key only where digests are meant to be compared: an audit log, or a named key
         wanted = bool(self._settings.audit_sinks()) or "audit_key_env" in self._settings.model_fields_set
@@ -123,7 +125,11 @@ class CallTool:
         return entry, params
 
     def authorize(self, exchange: Exchange, target: Target) -> None:
-        exchange.gate.require("call", target[0].declaration.name)
+        """``call`` on the tool's name, then ``read`` on each resource a linked argument names
+        (:class:`~mcp_providers._serve.methods.argument_values.LinkedArguments`)."""
+        tool = target[0].declaration
+        exchange.gate.require("call", tool.name)
+        self._linked.require(exchange.gate, tool, target[1].arguments or {})
 
     async def invoke(self, exchange: Exchange, target: Target) -> tuple[object, str]:
         entry, params = target
