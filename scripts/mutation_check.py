@@ -5362,6 +5362,107 @@ CASES += (
 )
 
 
+TAV = "tests/test_tool_argument_values.py::"
+TAV_LIST = TAV + "test_generate_config_offers_only_the_ssgs_the_caller_may_read"
+TAV_CALL = TAV + "test_calling_with_a_value_the_caller_may_not_read_is_the_gates_refusal"
+TAV_SHAPES = TAV + "test_an_enum_a_literal_an_optional_and_an_array_are_each_narrowed"
+TAV_NOWHERE = TAV + "test_a_dropped_value_is_named_nowhere_in_the_schema_nor_taken_as_a_default"
+TAV_REFUSED = TAV + "test_a_call_naming_a_value_the_caller_may_not_read_is_refused"
+CASES += (  # a tool argument's values name resources: shown and taken only where readable (round 18, testers 26/27)
+    Case(
+        "tool arguments: tools/list keeps only values the caller may read",
+        "core/_serve/methods/argument_values.py",
+        'seen[value] = uri_allowed(gate, catalog, "read", template.expand({argument: value}))',
+        "seen[value] = True",
+        (TAV_LIST, TAV_SHAPES),
+    ),
+    Case(
+        "tool arguments: tools/list shapes the page's items",
+        "core/_serve/methods/resources.py",
+        "            items = [shown(gate, item) for item in items]",
+        "            pass",
+        (TAV_LIST,),
+    ),
+    Case(
+        "tool arguments: a $ref'd enum is narrowed",
+        "core/_serve/methods/argument_values.py",
+        "        shown = _narrowed(target, keep, defs) if isinstance(target, dict) else None",
+        "        shown = None",
+        (TAV_SHAPES,),
+    ),
+    Case(
+        "tool arguments: an array's items are narrowed",
+        "core/_serve/methods/argument_values.py",
+        '    if isinstance(node.get("items"), dict) and (items := _narrowed(node["items"], keep, defs)) is not None:',
+        "    if False:",
+        (TAV_SHAPES,),
+    ),
+    Case(
+        "tool arguments: anyOf members are narrowed",
+        "core/_serve/methods/argument_values.py",
+        '    for key in ("anyOf", "oneOf"):',
+        "    for key in ():",
+        (TAV_SHAPES, TAV_NOWHERE),
+    ),
+    Case(
+        "tool arguments: a const naming a dropped value goes",
+        "core/_serve/methods/argument_values.py",
+        '    if "const" in node and not keep(node["const"]):',
+        "    if False:",
+        (TAV_NOWHERE,),
+    ),
+    Case(
+        "tool arguments: a default naming a dropped value goes",
+        "core/_serve/methods/argument_values.py",
+        '        del out["default"]  # a default naming a dropped value names it too',
+        "        pass",
+        (TAV_NOWHERE,),
+    ),
+    Case(
+        "tool arguments: a $defs entry only dropped values used goes",
+        "core/_serve/methods/argument_values.py",
+        '            out["$defs"] = {k: v for k, v in defs.items() if k in kept}',
+        "            pass",
+        (TAV_NOWHERE,),
+    ),
+    Case(
+        "tool arguments: tools/call asks about every linked value",
+        "core/_serve/methods/argument_values.py",
+        '                require_uri(gate, self._catalog, "read", uri, asked_by=f"argument {argument} of {tool.name}")',
+        "                pass",
+        (TAV_CALL, TAV_REFUSED),
+    ),
+    Case(
+        "tool arguments: tools/call judges a left-out argument's default",
+        "core/_serve/methods/argument_values.py",
+        "            value = arguments[argument] if argument in arguments else _default(tool, argument)",
+        "            value = arguments.get(argument)",
+        (TAV_NOWHERE,),
+    ),
+    Case(
+        "tool arguments: tools/call asks the linked arguments",
+        "core/_serve/methods/tools.py",
+        "        self._linked.require(exchange.gate, tool, target[1].arguments or {})",
+        "        pass",
+        (TAV_CALL,),
+    ),
+    Case(
+        "tool arguments: check refuses a link to no argument or another template",
+        "core/_host/rules.py",
+        "        yield from _check_tool(d, decl)",
+        "        pass",
+        (TAV + "test_a_wrong_link_is_a_check_problem",),
+    ),
+    Case(
+        "documcp: generate_config's ssg names its catalog entry",
+        "plugins/documcp/tools.py",
+        '        argument_resources={"ssg": "documcp://ssgs/{ssg}"},',
+        "",
+        (TAV_LIST, TAV_CALL),
+    ),
+)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("only", nargs="*", help="run the cases whose name contains one of these")
