@@ -5372,7 +5372,7 @@ CASES += (  # a tool argument's values name resources: shown and taken only wher
     Case(
         "tool arguments: tools/list keeps only values the caller may read",
         "core/_serve/methods/argument_values.py",
-        'seen[value] = uri_allowed(gate, catalog, "read", template.expand({argument: value}))',
+        'seen[value] = routed_allowed(gate, "read", *self._routed(argument, template, value))',
         "seen[value] = True",
         (TAV_LIST, TAV_SHAPES),
     ),

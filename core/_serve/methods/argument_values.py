@@ -9,7 +9,8 @@ is asked about that URI what a read of it asks (``expand`` on the template servi
   members or an array's ``items``; a ``const`` too) with only the values the caller may read; a
   ``default`` naming a dropped value is dropped, and so is a ``$defs`` entry no longer referenced.
   Without a policy the item is served as built, with one the tool's schema is copied only when a
-  value is dropped.
+  value is dropped. Each value's URI and route are worked out once per catalog; the gate is asked
+  on every list (an ``authorize`` hook's answer is never kept).
 - ``tools/call`` refuses a string value, or a string item of a list, whose resource the caller may
   not read, and an argument left out whose declared default names one: the gate's refusal
   (``-32003``, on the audit line), before the arguments are validated and the tool runs.
@@ -24,8 +25,8 @@ import mcp_types as types
 from mcp.shared.uri_template import UriTemplate
 from pydantic_core import PydanticUndefined
 
-from mcp_providers._host.catalog import Catalog
-from mcp_providers._serve.steps.asking import require_uri, uri_allowed
+from mcp_providers._host.catalog import Catalog, Route
+from mcp_providers._serve.steps.asking import require_uri, routed_allowed, served
 from mcp_providers._serve.steps.gate import Gate
 from mcp_providers.models import Tool
 
@@ -38,6 +39,7 @@ class LinkedArguments:
 
     def __init__(self, catalog: Catalog) -> None:
         self._catalog = catalog
+        self._routes: dict[tuple[UriTemplate, str, str], tuple[str, Route | None]] = {}
         self._links: dict[str, dict[str, UriTemplate]] = {
             e.declaration.name: {a: UriTemplate.parse(t) for a, t in e.declaration.argument_resources.items()}
             for e in catalog.tools
@@ -74,16 +76,26 @@ class LinkedArguments:
     def _keeper(self, gate: Gate, argument: str, template: UriTemplate) -> Keep:
         """Whether the caller may read what a value names; each value asked once (an enum and its
         ``default`` may repeat one). A value that is not a string names nothing."""
-        catalog, seen = self._catalog, dict[str, bool]()
+        seen: dict[str, bool] = {}
 
         def keep(value: object) -> bool:
             if not isinstance(value, str):
                 return True
             if value not in seen:
-                seen[value] = uri_allowed(gate, catalog, "read", template.expand({argument: value}))
+                seen[value] = routed_allowed(gate, "read", *self._routed(argument, template, value))
             return seen[value]
 
         return keep
+
+    def _routed(self, argument: str, template: UriTemplate, value: str) -> tuple[str, Route | None]:
+        """The URI ``value`` names and its route, kept: the same for every caller, and the values
+        are only those of this catalog's tool schemas (a caller's value is never kept)."""
+        key = (template, argument, value)
+        found = self._routes.get(key)
+        if found is None:
+            uri = template.expand({argument: value})
+            found = self._routes[key] = (uri, served(self._catalog, uri))
+        return found
 
     def require(self, gate: Gate, tool: Tool, arguments: Mapping[str, Any]) -> None:
         """Refuse unless the caller may read every resource the linked arguments name (a value
