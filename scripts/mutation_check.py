@@ -5454,6 +5454,20 @@ CASES += (  # a tool argument's values name resources: shown and taken only wher
         (TAV + "test_a_wrong_link_is_a_check_problem",),
     ),
     Case(
+        "tool arguments: check warns of an enum holding a template's values, unlinked",
+        "core/_host/advisories.py",
+        "                if linked is None or argument in tool.argument_resources:",
+        "                if True:",
+        (TAV + "test_check_warns_of_an_enum_holding_a_templates_values_unlinked",),
+    ),
+    Case(
+        "tool arguments: check is quiet of a linked enum",
+        "core/_host/advisories.py",
+        "                if linked is None or argument in tool.argument_resources:",
+        "                if linked is None:",
+        (TAV + "test_check_warns_of_an_enum_holding_a_templates_values_unlinked",),
+    ),
+    Case(
         "documcp: generate_config's ssg names its catalog entry",
         "plugins/documcp/tools.py",
         '        argument_resources={"ssg": "documcp://ssgs/{ssg}"},',

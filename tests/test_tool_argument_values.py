@@ -19,7 +19,18 @@ import pytest
 from mcp import MCPError
 from pydantic import BaseModel
 
-from mcp_providers import ServerSettings, Tool, ToolCall, ToolProvider, ToolResult, hookimpl
+from mcp_providers import (
+    Content,
+    ReadRequest,
+    ResourceProvider,
+    ResourceTemplate,
+    ServerSettings,
+    Tool,
+    ToolCall,
+    ToolProvider,
+    ToolResult,
+    hookimpl,
+)
 from mcp_providers.plugin import Plugin
 from mcp_providers.plugins import policy
 from mcp_providers.plugins.documcp import ssg_catalog, workflows
@@ -241,3 +252,42 @@ async def test_a_wrong_link_is_a_check_problem(links: dict[str, str], said: str)
 
     lines = await check(compose({"paint": plugin()}, strict=False))
     assert any("tool-argument-resource" in line and said in line for line in lines), lines
+
+
+class Colors(ResourceProvider):
+    name = "colors"
+    prefixes = ("paint://",)
+
+    def templates(self) -> list[ResourceTemplate]:
+        return [
+            ResourceTemplate(uri_template="paint://colors/{name}", name="color", completions={"name": ("blue", "red")})
+        ]
+
+    async def read(self, request: ReadRequest) -> Content:
+        return Content(text=request.uri)
+
+
+def _painting(links: bool) -> Any:
+    class Unlinked(Paint):
+        def tools(self) -> list[Tool]:
+            return [Tool(name="paint", description="Paint.", input_model=PaintIn)]
+
+    class plugin:
+        @hookimpl
+        def register_resource_providers(self) -> list[ResourceProvider]:
+            return [Colors()]
+
+        @hookimpl
+        def register_tool_providers(self) -> list[ToolProvider]:
+            return [Paint() if links else Unlinked()]
+
+    return compose({"paint": plugin()})
+
+
+async def test_check_warns_of_an_enum_holding_a_templates_values_unlinked() -> None:
+    lines = [line for line in await check(_painting(links=False)) if "tool-enum-unlinked" in line]
+    assert len(lines) == 4 and all("{name} in paint://colors/{name}" in line for line in lines), lines
+    assert any('argument_resources={"color": "paint://colors/{color}"}' in line for line in lines), lines
+    linked = [line for line in await check(_painting(links=True)) if "tool-enum-unlinked" in line]
+    assert len(linked) == 1 and "'paint.also'" in linked[0]  # the one argument left unlinked
+    assert not [line for line in await check(_documcp()) if "tool-enum-unlinked" in line]
