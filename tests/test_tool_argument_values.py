@@ -291,3 +291,24 @@ async def test_check_warns_of_an_enum_holding_a_templates_values_unlinked() -> N
     linked = [line for line in await check(_painting(links=True)) if "tool-enum-unlinked" in line]
     assert len(linked) == 1 and "'paint.also'" in linked[0]  # the one argument left unlinked
     assert not [line for line in await check(_documcp()) if "tool-enum-unlinked" in line]
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "denied", "hidden"),
+    [
+        ("generate_config", {"ssg": "nope", "site_name": "Docs"}, "documcp://ssgs/hugo", "hugo"),
+        ("stroke", {"color": "green"}, "paint://colors/blue", "'blue'"),
+    ],
+)
+async def test_a_refused_value_is_answered_without_naming_the_values(
+    tool: str, arguments: dict[str, Any], denied: str, hidden: str
+) -> None:
+    """A value no schema offers is a validation refusal (``isError``) that, under a policy, says to
+    look at tools/list instead of naming the values (a denied one among them)."""
+    plugins = {"ssg_catalog": ssg_catalog, "workflows": workflows, "brush": brush, "policy": policy}
+    async with connect(compose(plugins, {"policy": {"rules": []}})) as client:
+        assert hidden in (await client.call_tool(tool, arguments)).content[0].text  # type: ignore[union-attr]
+    async with connect(compose(plugins, _deny(denied))) as client:
+        refused = await client.call_tool(tool, arguments)
+    text = refused.content[0].text  # type: ignore[union-attr]
+    assert refused.is_error and hidden not in text and "tools/list" in text, text
