@@ -5468,6 +5468,20 @@ CASES += (  # a tool argument's values name resources: shown and taken only wher
         (TAV + "test_check_warns_of_an_enum_holding_a_templates_values_unlinked",),
     ),
     Case(
+        "tool arguments: a validation problem of a linked argument names no value under a policy",
+        "core/_serve/methods/tools.py",
+        '            message = "not a value offered for it; tools/list lists those this caller may give"',
+        "            pass",
+        (TAV + "test_a_refused_value_is_answered_without_naming_the_values",),
+    ),
+    Case(
+        "tool arguments: the linked arguments are hidden under a policy",
+        "core/_serve/methods/argument_values.py",
+        "        return frozenset(links) if links and gate.authorizer.active else frozenset()",
+        "        return frozenset()",
+        (TAV + "test_a_refused_value_is_answered_without_naming_the_values",),
+    ),
+    Case(
         "documcp: generate_config's ssg names its catalog entry",
         "plugins/documcp/tools.py",
         '        argument_resources={"ssg": "documcp://ssgs/{ssg}"},',

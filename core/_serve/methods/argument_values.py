@@ -13,7 +13,9 @@ is asked about that URI what a read of it asks (``expand`` on the template servi
   on every list (an ``authorize`` hook's answer is never kept).
 - ``tools/call`` refuses a string value, or a string item of a list, whose resource the caller may
   not read, and an argument left out whose declared default names one: the gate's refusal
-  (``-32003``, on the audit line), before the arguments are validated and the tool runs.
+  (``-32003``, on the audit line), before the arguments are validated and the tool runs. Under a
+  policy, a validation problem of a linked argument points at ``tools/list`` instead of quoting
+  the message (pydantic's ``Input should be 'a' or 'b'`` names every value).
 """
 
 from __future__ import annotations
@@ -96,6 +98,12 @@ class LinkedArguments:
             uri = template.expand({argument: value})
             found = self._routes[key] = (uri, served(self._catalog, uri))
         return found
+
+    def hidden(self, gate: Gate, tool: Tool) -> frozenset[str]:
+        """The linked arguments whose validation problems must not name values (under a policy:
+        pydantic's and a validator's messages may list every value, a denied one among them)."""
+        links = self._links.get(tool.name)
+        return frozenset(links) if links and gate.authorizer.active else frozenset()
 
     def require(self, gate: Gate, tool: Tool, arguments: Mapping[str, Any]) -> None:
         """Refuse unless the caller may read every resource the linked arguments name (a value

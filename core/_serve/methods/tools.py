@@ -137,7 +137,8 @@ class CallTool:
         try:
             arguments = tool.input_model.model_validate(params.arguments or {})
         except ValidationError as exc:
-            return Refused(f"Invalid arguments for {tool.name}: {_problems(exc)}"), ""
+            hidden = self._linked.hidden(exchange.gate, tool)
+            return Refused(f"Invalid arguments for {tool.name}: {_problems(exc, hidden)}"), ""
         plain = arguments.model_dump(mode="json")
         arguments_digest = arguments_hmac(self._audit_key, _canonical_json(plain))
         if self._tasks is not None and self._tasks.wanted(exchange, tool):
@@ -274,14 +275,17 @@ MAX_PROBLEM_CHARS = 300
 """Characters kept of each problem's location and message (input is never quoted beyond this)."""
 
 
-def _problems(exc: ValidationError) -> str:
+def _problems(exc: ValidationError, hidden: frozenset[str] = frozenset()) -> str:
     """The validation problems, bounded: at most :data:`MAX_PROBLEMS`, each cut to
-    :data:`MAX_PROBLEM_CHARS`, so a refusal never grows with the input it refuses."""
+    :data:`MAX_PROBLEM_CHARS`, so a refusal never grows with the input it refuses. A problem of an
+    argument in ``hidden`` says where to find its values instead of naming them."""
     errors = exc.errors(include_input=False, include_url=False)
     shown = []
     for err in errors[:MAX_PROBLEMS]:
         where = ".".join(str(p) for p in err["loc"])[:100]
         message = err["msg"].removeprefix("Value error, ")
+        if err["loc"] and err["loc"][0] in hidden:  # its message may list every value, a denied one among them
+            message = "not a value offered for it; tools/list lists those this caller may give"
         if len(message) > MAX_PROBLEM_CHARS:
             message = message[:MAX_PROBLEM_CHARS] + "..."
         # A model-wide validator (an upstream's or an OpenAPI operation's JSON Schema, say) names
