@@ -33,7 +33,7 @@ from mcp_providers import (
 )
 from mcp_providers.plugin import Plugin
 from mcp_providers.plugins import policy
-from mcp_providers.plugins.documcp import ssg_catalog, workflows
+from mcp_providers.plugins.documcp import prompts, ssg_catalog, workflows
 from mcp_providers.plugins.documcp.registry import SSG_IDS
 from mcp_providers.testing import check, compose, connect
 
@@ -313,3 +313,15 @@ async def test_a_refused_value_is_answered_without_naming_the_values(
         refused = await client.call_tool(tool, arguments)
     text = refused.content[0].text  # type: ignore[union-attr]
     assert refused.is_error and hidden not in text and "tools/list" in text, text
+
+
+async def test_prompts_list_names_no_ssg_in_prose_to_a_caller_denied_one() -> None:
+    """The same rule for ``setup-documentation``'s ``ssg_type``: its description named every SSG id;
+    completion offers the ones the caller may read."""
+    composition = compose(
+        {"ssg_catalog": ssg_catalog, "documcp_prompts": prompts, "policy": policy}, _deny("documcp://ssgs/hugo")
+    )
+    async with connect(composition) as client:
+        listed = (await client.list_prompts()).prompts
+    assert "ssg_type" in [a.name for p in listed for a in p.arguments or ()]
+    assert "hugo" not in json.dumps([p.model_dump(mode="json") for p in listed]).lower()
