@@ -5482,6 +5482,13 @@ CASES += (  # a tool argument's values name resources: shown and taken only wher
         (TAV + "test_a_refused_value_is_answered_without_naming_the_values",),
     ),
     Case(
+        "documcp: setup-documentation's ssg_type description lists no id",
+        "plugins/documcp/prompts.py",
+        '    description="Static site generator the docs use: an id of documcp://ssgs/available, e.g. mkdocs.",',
+        '    description="Static site generator the docs use; one of " + ", ".join(SSG_IDS) + ".",',
+        (TAV + "test_prompts_list_names_no_ssg_in_prose_to_a_caller_denied_one",),
+    ),
+    Case(
         "documcp: generate_config's ssg names its catalog entry",
         "plugins/documcp/tools.py",
         '        argument_resources={"ssg": "documcp://ssgs/{ssg}"},',
