@@ -58,7 +58,8 @@ class LinkedArguments:
         properties = schema.get("properties")
         if not isinstance(properties, dict):
             return tool
-        defs = schema.get("$defs") if isinstance(schema.get("$defs"), dict) else {}
+        given = schema.get("$defs")
+        defs: dict[str, Any] = given if isinstance(given, dict) else {}
         narrowed: dict[str, Any] = {}
         for argument, template in links.items():
             node = properties.get(argument)
