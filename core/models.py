@@ -396,6 +396,13 @@ class Tool(_Declared):
     meta: dict[str, Any] | None = None
     icons: tuple[Icon, ...] = ()
     """Images a client may show with it (2025-11-25+ sessions); see :class:`Icon`."""
+    argument_resources: dict[str, str] = Field(default_factory=dict)
+    """Argument name -> URI template of the resource a value of that argument names, with the
+    argument as its only variable, e.g. ``{"ssg": "documcp://ssgs/{ssg}"}`` (as
+    :attr:`PromptArgument.resource`). ``tools/list`` then offers in the argument's ``enum`` only the
+    values whose resource the caller may read (as completion does), and ``tools/call`` refuses a
+    string value (or a list item) whose resource the caller may not read, before the tool runs
+    (action ``read``, asked about the expanded URI as a read of it is; ``-32003``)."""
     task_support: Literal["forbidden", "optional", "required"] = "forbidden"
     """Whether a call may run as a task the client polls (``io.modelcontextprotocol/tasks``,
     2026-07-28): ``"optional"`` runs as a task when the client declared the extension on the call,

@@ -239,7 +239,9 @@ class Plugin:
             ``"destructive"``.
         :param fields: any other :class:`~mcp_providers.models.Tool` field (``title``, ``icons``,
             ``idempotent``, ``open_world``, ``task_support`` ...); ``output_model=`` overrides the
-            one the return annotation implies (for a function returning ``ToolResult(output=...)``).
+            one the return annotation implies (for a function returning ``ToolResult(output=...)``);
+            ``argument_resources={"ssg": "docs://ssgs/{ssg}"}`` links a parameter (a ``Literal`` or
+            ``Enum``) to the resources its values name, so each caller is offered only those it may read.
         """
         return self._adding("tool", self._tools, name, {"effects": effects, **fields})
 

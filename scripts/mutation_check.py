@@ -5057,7 +5057,7 @@ CASES += (  # a skill file that copies a resource never serves what a rule on it
     Case(
         "skills: a copy's read asks read on what it copies",
         "core/_host/skills.py",
-        '            policy.require("read", copied, asked_by=file.uri)',
+        '            policy.require("read", judged, asked_by=file.uri)',
         "            pass",
         (SKC + "test_a_copy_of_a_denied_resource_is_refused_and_its_skill_hidden",),
     ),
@@ -5081,6 +5081,20 @@ CASES += (  # a skill file that copies a resource never serves what a rule on it
         'all(gate.allowed("read", u) for u in self._judged.get(uri, (uri,)))',
         'gate.allowed("read", uri)',
         (SKC + "test_a_copy_of_a_denied_resource_is_refused_and_its_skill_hidden",),
+    ),
+    Case(
+        "skills: a SKILL.md names what its skill's files copy (tester 27 F7)",
+        "core/_host/skills.py",
+        "    named = tuple(u for f in files if f.path != SKILL_FILE for u in f.copies)",
+        "    named = ()",
+        (SKC + "test_a_skill_md_is_refused_to_whoever_may_not_read_what_its_skill_copies",),
+    ),
+    Case(
+        "skills: resources/list judges a skill file on all its read is judged on",
+        "core/_serve/binding.py",
+        "{f.uri: f.judged_on[1:] for e in catalog.skills for f in e.declaration.files if f.judged_on[1:]}",
+        "{f.uri: f.copies for e in catalog.skills for f in e.declaration.files if f.copies}",
+        (SKC + "test_a_skill_md_is_refused_to_whoever_may_not_read_what_its_skill_copies",),
     ),
     Case(
         "skills: a wrong copies mapping is a check problem",
@@ -5387,6 +5401,142 @@ CASES += (
         '    audit_hook("open", (path, mode, flags))',
         "    pass",
         (T28F_LOG,),
+    ),
+)
+
+
+TAV = "tests/test_tool_argument_values.py::"
+TAV_LIST = TAV + "test_generate_config_offers_only_the_ssgs_the_caller_may_read"
+TAV_CALL = TAV + "test_calling_with_a_value_the_caller_may_not_read_is_the_gates_refusal"
+TAV_SHAPES = TAV + "test_an_enum_a_literal_an_optional_and_an_array_are_each_narrowed"
+TAV_NOWHERE = TAV + "test_a_dropped_value_is_named_nowhere_in_the_schema_nor_taken_as_a_default"
+TAV_REFUSED = TAV + "test_a_call_naming_a_value_the_caller_may_not_read_is_refused"
+CASES += (  # a tool argument's values name resources: shown and taken only where readable (round 18, testers 26/27)
+    Case(
+        "tool arguments: tools/list keeps only values the caller may read",
+        "core/_serve/methods/argument_values.py",
+        'seen[value] = routed_allowed(gate, "read", *self._routed(argument, template, value))',
+        "seen[value] = True",
+        (TAV_LIST, TAV_SHAPES),
+    ),
+    Case(
+        "tool arguments: tools/list shapes the page's items",
+        "core/_serve/methods/resources.py",
+        "            items = [shown(gate, item) for item in items]",
+        "            pass",
+        (TAV_LIST,),
+    ),
+    Case(
+        "tool arguments: a $ref'd enum is narrowed",
+        "core/_serve/methods/argument_values.py",
+        "        shown = _narrowed(target, keep, defs) if isinstance(target, dict) else None",
+        "        shown = None",
+        (TAV_SHAPES,),
+    ),
+    Case(
+        "tool arguments: an array's items are narrowed",
+        "core/_serve/methods/argument_values.py",
+        '    if isinstance(node.get("items"), dict) and (items := _narrowed(node["items"], keep, defs)) is not None:',
+        "    if False:",
+        (TAV_SHAPES,),
+    ),
+    Case(
+        "tool arguments: anyOf members are narrowed",
+        "core/_serve/methods/argument_values.py",
+        '    for key in ("anyOf", "oneOf"):',
+        "    for key in ():",
+        (TAV_SHAPES, TAV_NOWHERE),
+    ),
+    Case(
+        "tool arguments: a const naming a dropped value goes",
+        "core/_serve/methods/argument_values.py",
+        '    if "const" in node and not keep(node["const"]):',
+        "    if False:",
+        (TAV_NOWHERE,),
+    ),
+    Case(
+        "tool arguments: a default naming a dropped value goes",
+        "core/_serve/methods/argument_values.py",
+        '        del out["default"]  # a default naming a dropped value names it too',
+        "        pass",
+        (TAV_NOWHERE,),
+    ),
+    Case(
+        "tool arguments: a $defs entry only dropped values used goes",
+        "core/_serve/methods/argument_values.py",
+        '            out["$defs"] = {k: v for k, v in defs.items() if k in kept}',
+        "            pass",
+        (TAV_NOWHERE,),
+    ),
+    Case(
+        "tool arguments: tools/call asks about every linked value",
+        "core/_serve/methods/argument_values.py",
+        '                require_uri(gate, self._catalog, "read", uri, asked_by=f"argument {argument} of {tool.name}")',
+        "                pass",
+        (TAV_CALL, TAV_REFUSED),
+    ),
+    Case(
+        "tool arguments: tools/call judges a left-out argument's default",
+        "core/_serve/methods/argument_values.py",
+        "            value = arguments[argument] if argument in arguments else _default(tool, argument)",
+        "            value = arguments.get(argument)",
+        (TAV_NOWHERE,),
+    ),
+    Case(
+        "tool arguments: tools/call asks the linked arguments",
+        "core/_serve/methods/tools.py",
+        "        self._linked.require(exchange.gate, tool, target[1].arguments or {})",
+        "        pass",
+        (TAV_CALL,),
+    ),
+    Case(
+        "tool arguments: check refuses a link to no argument or another template",
+        "core/_host/rules.py",
+        "        yield from _check_tool(d, decl)",
+        "        pass",
+        (TAV + "test_a_wrong_link_is_a_check_problem",),
+    ),
+    Case(
+        "tool arguments: check warns of an enum holding a template's values, unlinked",
+        "core/_host/advisories.py",
+        "                if linked is None or argument in tool.argument_resources:",
+        "                if True:",
+        (TAV + "test_check_warns_of_an_enum_holding_a_templates_values_unlinked",),
+    ),
+    Case(
+        "tool arguments: check is quiet of a linked enum",
+        "core/_host/advisories.py",
+        "                if linked is None or argument in tool.argument_resources:",
+        "                if linked is None:",
+        (TAV + "test_check_warns_of_an_enum_holding_a_templates_values_unlinked",),
+    ),
+    Case(
+        "tool arguments: a validation problem of a linked argument names no value under a policy",
+        "core/_serve/methods/tools.py",
+        '            message = "not a value offered for it; tools/list lists those this caller may give"',
+        "            pass",
+        (TAV + "test_a_refused_value_is_answered_without_naming_the_values",),
+    ),
+    Case(
+        "tool arguments: the linked arguments are hidden under a policy",
+        "core/_serve/methods/argument_values.py",
+        "        return frozenset(links) if links and gate.authorizer.active else frozenset()",
+        "        return frozenset()",
+        (TAV + "test_a_refused_value_is_answered_without_naming_the_values",),
+    ),
+    Case(
+        "documcp: setup-documentation's ssg_type description lists no id",
+        "plugins/documcp/prompts.py",
+        '    description="Static site generator the docs use: an id of documcp://ssgs/available, e.g. mkdocs.",',
+        '    description="Static site generator the docs use; one of " + ", ".join(SSG_IDS) + ".",',
+        (TAV + "test_prompts_list_names_no_ssg_in_prose_to_a_caller_denied_one",),
+    ),
+    Case(
+        "documcp: generate_config's ssg names its catalog entry",
+        "plugins/documcp/tools.py",
+        '        argument_resources={"ssg": "documcp://ssgs/{ssg}"},',
+        "",
+        (TAV_LIST, TAV_CALL),
     ),
 )
 

@@ -68,12 +68,14 @@ async def test_a_copy_of_a_denied_resource_is_refused_and_its_skill_hidden(denie
         assert copy not in shown and shown
         everything = [r.uri for r in (await client.list_resources()).resources]  # tester twenty-six F6
         assert copy not in everything and any(u.startswith(ROOT) for u in everything), everything
-        if denied.startswith("documcp://templates/"):  # SKILL.md names the template, does not copy it
-            assert (await client.read_resource(f"{ROOT}/SKILL.md")).contents
-        else:  # SKILL.md writes the workflow out as prose: a copy too (tester twenty-three F3)
-            with pytest.raises(MCPError) as prose:
-                await client.read_resource(f"{ROOT}/SKILL.md")
-            assert prose.value.code == DENIED
+        # SKILL.md writes the workflow out as prose (tester twenty-three F3) and names what every
+        # template copies (tester twenty-seven F7): it is refused, as its skill is hidden
+        with pytest.raises(MCPError) as prose:
+            await client.read_resource(f"{ROOT}/SKILL.md")
+        assert prose.value.code == DENIED
+        assert f"{ROOT}/SKILL.md" not in everything
+        root = [r["uri"] for r in (await _call(client, "resources/directory/read", {"uri": ROOT}))["resources"]]
+        assert f"{ROOT}/SKILL.md" not in root and root
 
 
 async def test_without_a_rule_every_copy_is_served_with_its_originals_bytes() -> None:
@@ -137,6 +139,50 @@ async def test_a_skill_md_is_refused_where_the_guidance_it_writes_out_is_denied(
             await client.read_resource(f"{ROOT}/SKILL.md")
         assert refused.value.code == DENIED and "documcp://workflows/guidance" in refused.value.message
         assert (await _call(client, "skills/list", {}))["skills"] == []  # every workflow's SKILL.md writes it out
+
+
+class _Manifest(SkillProvider):
+    """One skill: ``SKILL.md`` (copying nothing) names ``a.md``, which copies ``notes://a``."""
+
+    name = "manifest"
+    prefixes = ("skill://manifest/",)
+
+    def skills(self) -> list[SkillSource]:
+        return [SkillSource("skill://manifest/one", ("SKILL.md", "a.md"), {"a.md": "notes://a"})]
+
+    def read(self, skill: SkillSource, path: str) -> bytes:
+        if path == "SKILL.md":
+            return b"---\nname: one\ndescription: One.\n---\nSee [a.md](a.md), a copy of notes://a.\n"
+        return b"a"
+
+
+def _manifest(*targets: str) -> Any:
+    class plugin:
+        @hookimpl
+        def register_skill_providers(self) -> list[SkillProvider]:
+            return [_Manifest()]
+
+    rules = [{"effect": "deny", "actions": ["read"], "targets": list(targets)}]
+    return compose({"manifest": plugin(), "policy": policy}, {"policy": {"rules": rules}})
+
+
+async def test_a_skill_md_is_refused_to_whoever_may_not_read_what_its_skill_copies() -> None:
+    """Tester twenty-seven F7: a ``SKILL.md`` may name what its skill's files copy in prose, so it
+    is judged on each of them, as ``skills/list`` judges the skill (a rule on a skill file's own URI
+    hides that file, and leaves the rest readable: test_skills.py)."""
+    skill_md, denied = "skill://manifest/one/SKILL.md", "notes://a"
+    async with connect(_manifest(denied)) as client:
+        with pytest.raises(MCPError) as refused:
+            await client.read_resource(skill_md)
+        assert refused.value.code == DENIED and denied in refused.value.message
+        assert skill_md not in [r.uri for r in (await client.list_resources()).resources]
+        assert (await _call(client, "skills/list", {}))["skills"] == []
+        with pytest.raises(MCPError):
+            await _call(client, "resources/directory/read", {"uri": "skill://manifest/one"})
+    async with connect(_manifest("notes://other")) as client:  # the same skill, nothing of it denied
+        assert (await client.read_resource(skill_md)).contents
+        assert skill_md in [r.uri for r in (await client.list_resources()).resources]
+        assert [s["uri"] for s in (await _call(client, "skills/list", {}))["skills"]] == [skill_md]
 
 
 def test_an_index_of_several_denied_while_they_stay_readable_is_not_called_a_copy() -> None:

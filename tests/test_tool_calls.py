@@ -157,7 +157,13 @@ async def test_documentation_tools_honour_a_deny_on_the_resources_they_answer_fr
 
     rules = {
         "rules": [
-            {"effect": "deny", "actions": ["read"], "targets": ["documcp://templates/hugo-*", "documcp://ssgs/*"]}
+            # the catalog, not each SSG's entry: generate_config's ssg names an entry, and a call
+            # naming one the caller may not read is refused before it runs (test_tool_argument_values)
+            {
+                "effect": "deny",
+                "actions": ["read"],
+                "targets": ["documcp://templates/hugo-*", "documcp://ssgs/available"],
+            }
         ]
     }
     composition = compose(

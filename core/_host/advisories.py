@@ -33,6 +33,9 @@ Advisories (:func:`advisories`; ``check`` prints them and still passes):
                                     it reports in its ``left_out`` attribute (items with ``value``,
                                     ``message`` and ``fix``): an upstream MCP server's components
                                     outside its owned prefixes, say
+``tool-enum-unlinked``              a tool argument's ``enum`` holds exactly the completion values
+                                    of a template's variable, and ``argument_resources`` does not
+                                    link it: every caller is shown every value, whatever it may read
 ``aggregate-undercuts-deny``        (:func:`undercut_aggregates`) the policy denies ``read`` on a
                                     member of an aggregate (``Members``) that does not filter its
                                     members, while allowing the aggregate: reading it serves what
@@ -67,7 +70,7 @@ CLIENT_TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 def advisories(declared: Sequence[Declared]) -> list[Problem]:
     """What ``check`` warns about without failing: wrapped output schemas, names clients refuse,
     fixed URIs not declared in canonical form, members nothing serves, what providers left out."""
-    found: list[Problem] = _unserved_members(declared) + _renamed_plugins(declared)
+    found: list[Problem] = _unserved_members(declared) + _renamed_plugins(declared) + _unlinked_enums(declared)
     for d in declared:
         for code, value, message, fix in getattr(d.provider, "authoring_advice", ()):  # decorated functions'
             found.append(Problem((d.plugin,), code, value, message, fix))
@@ -114,6 +117,54 @@ def advisories(declared: Sequence[Declared]) -> list[Problem]:
                         )
                     )
     return found
+
+
+def _unlinked_enums(declared: Sequence[Declared]) -> list[Problem]:
+    """``tool-enum-unlinked``: a tool argument offering exactly a template variable's completion
+    values (two or more), not linked to a resource by ``Tool.argument_resources``."""
+    variables: dict[frozenset[str], tuple[str, str]] = {}
+    for t in (t for d in declared for t in d.templates):
+        for variable, values in t.completions.items():
+            if len(set(values)) > 1:
+                variables.setdefault(frozenset(values), (t.uri_template, variable))
+    found: list[Problem] = []
+    for d in declared if variables else ():
+        for tool in d.tools:
+            try:
+                schema = tool.input_model.model_json_schema()
+            except Exception:  # an unservable schema is the rules' to report
+                continue
+            for argument, node in (schema.get("properties") or {}).items():
+                linked = variables.get(frozenset(_enum(node, schema.get("$defs") or {})))
+                if linked is None or argument in tool.argument_resources:
+                    continue
+                template, variable = linked
+                example = template.replace("{" + variable + "}", "{" + argument + "}")
+                found.append(
+                    Problem(
+                        (d.plugin,),
+                        "tool-enum-unlinked",
+                        f"{tool.name}.{argument}",
+                        f"its values are those of {{{variable}}} in {template}, and tools/list shows every one "
+                        "of them to every caller, also those naming a resource the caller may not read",
+                        f'link it: argument_resources={{"{argument}": "{example}"}}',
+                    )
+                )
+    return found
+
+
+def _enum(node: object, defs: Mapping[str, object]) -> list[str]:
+    """The string values an argument's schema offers (inline, ``$ref``, ``anyOf``, array ``items``)."""
+    if not isinstance(node, dict):
+        return []
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        return _enum(defs.get(ref.removeprefix("#/$defs/")), defs)
+    if isinstance(node.get("enum"), list):
+        return [v for v in node["enum"] if isinstance(v, str)]
+    if "items" in node:
+        return _enum(node["items"], defs)
+    return [v for member in node.get("anyOf") or () for v in _enum(member, defs)]
 
 
 def _renamed_plugins(declared: Sequence[Declared]) -> list[Problem]:

@@ -42,6 +42,8 @@ Rules (the ``rule`` string of a Problem):
                                     is left out alone instead
 ``resource-declares-side-effect``   a resource declares ``side_effects`` other than ``"none"``
 ``prompt-argument-resource``        a prompt argument's ``resource`` is not a template of that argument
+``tool-argument-resource``          a tool's ``argument_resources`` names no argument of it, or a
+                                    template that is not one of that argument
 ``member-invalid``                  a ``Members`` URI is neither an absolute URI nor an RFC 6570 template
 ``icon-invalid``                    an icon's ``src`` is not an ``https:`` URL or a ``data:`` URI of a
                                     base64 image of its media type, its ``mime_type`` is not an image
@@ -169,6 +171,7 @@ def _round(declared: Sequence[Declared]) -> tuple[list[Problem], list[Problem], 
 def _faults(d: Declared, decl: Resource | ResourceTemplate | Tool | Prompt, owned: list[str]) -> Iterable[Problem]:
     """What the rules refuse in one declaration (grammar, ownership, side effects, icons, schemas)."""
     if isinstance(decl, Tool):
+        yield from _check_tool(d, decl)
         yield from _check_icons(d, f"tool {decl.name}", decl)
         if (unservable := servable(d, decl)) is not None:
             yield unservable
@@ -248,23 +251,44 @@ def _check_member(d: Declared, decl: Resource | ResourceTemplate, member: str) -
     )
 
 
+def _argument_template_problem(template: str, argument: str) -> str | None:
+    """Why ``template`` is not a template of ``argument`` alone (``None`` when it is)."""
+    try:
+        names = UriTemplate.parse(template).variable_names
+    except InvalidUriTemplate as exc:
+        return f"resource template {template!r} {exc}"
+    return None if names == [argument] else f"resource template {template!r} has variables {', '.join(names) or 'none'}"
+
+
 def _check_prompt(d: Declared, prompt: Prompt) -> Iterable[Problem]:
     for arg in prompt.arguments:
-        if arg.resource is None:
-            continue
-        try:
-            names = UriTemplate.parse(arg.resource).variable_names
-        except InvalidUriTemplate as exc:
-            names, why = [], str(exc)
-        else:
-            why = f"has variables {', '.join(names) or 'none'}"
-        if names != [arg.name]:
+        if arg.resource is not None and (why := _argument_template_problem(arg.resource, arg.name)) is not None:
             yield Problem(
                 (d.plugin,),
                 "prompt-argument-resource",
                 f"{prompt.name}.{arg.name}",
-                f"resource template {arg.resource!r} {why}",
+                why,
                 f"use a template whose only variable is {{{arg.name}}}, e.g. myplugin://things/{{{arg.name}}}",
+            )
+
+
+def _check_tool(d: Declared, tool: Tool) -> Iterable[Problem]:
+    """``argument_resources``: each names an argument (as the input schema names it) and a template
+    whose only variable is that argument."""
+    arguments = {f.alias or name for name, f in tool.input_model.model_fields.items()}
+    for argument, template in tool.argument_resources.items():
+        why = (
+            f"{argument!r} is not an argument of the tool; it takes: {', '.join(sorted(arguments)) or 'none'}"
+            if argument not in arguments
+            else _argument_template_problem(template, argument)
+        )
+        if why is not None:
+            yield Problem(
+                (d.plugin,),
+                "tool-argument-resource",
+                f"{tool.name}.{argument}",
+                why,
+                f"link an argument to a template whose only variable is it, e.g. myplugin://things/{{{argument}}}",
             )
 
 

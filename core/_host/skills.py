@@ -53,7 +53,7 @@ _TEXT_TYPES = ("application/json", "application/yaml", "application/x-yaml", "ap
 class SkillFile(Frozen):
     """One file of a skill, as its entry lists it."""
 
-    __slots__ = ("copies", "digest", "mime_type", "path", "size", "uri")
+    __slots__ = ("copies", "digest", "mime_type", "names", "path", "size", "uri")
 
     uri: str
     """``<root>/<path>``, canonical."""
@@ -65,9 +65,20 @@ class SkillFile(Frozen):
     mime_type: str
     copies: tuple[str, ...]
     """The resources whose bytes it serves (:attr:`SkillSource.copies`)."""
+    names: tuple[str, ...]
+    """Other resources its text names: a ``SKILL.md`` (the skill's manifest) names what every
+    other file of its skill copies (tester 27 F7); other files, none. (A skill's own files are not
+    among them: a rule on one hides that file, and the skill from ``skills/list``, not its ``SKILL.md``.)"""
 
     def __init__(
-        self, uri: str, path: str, digest: str, size: int, mime_type: str, copies: tuple[str, ...] = ()
+        self,
+        uri: str,
+        path: str,
+        digest: str,
+        size: int,
+        mime_type: str,
+        copies: tuple[str, ...] = (),
+        names: tuple[str, ...] = (),
     ) -> None:
         object.__setattr__(self, "uri", uri)
         object.__setattr__(self, "path", path)
@@ -75,11 +86,13 @@ class SkillFile(Frozen):
         object.__setattr__(self, "size", size)
         object.__setattr__(self, "mime_type", mime_type)
         object.__setattr__(self, "copies", copies)
+        object.__setattr__(self, "names", names)
 
     @property
     def judged_on(self) -> tuple[str, ...]:
-        """The URIs a ``read`` of the file is asked about: its own, and those it copies."""
-        return (self.uri, *self.copies)
+        """The URIs a ``read`` of the file is asked about: its own, those it copies and those it
+        names, each once (for a ``SKILL.md``: every resource its skill copies)."""
+        return tuple(dict.fromkeys((self.uri, *self.copies, *self.names)))
 
 
 # not a dataclass: never compared, shown or read by fields(), and its methods are not made at start-up (issue 43)
@@ -191,7 +204,7 @@ class SkillFiles(ResourceProvider):
                 f"the root's last segment is not the skill's name {name!r}",
                 f"serve it at .../{name} or rename the skill",
             )
-        files = tuple(_file(source.root, p, contents[p], _copied(source, p)) for p in sorted(source.files))
+        files = _files(source, contents)
         skill = Skill(f"{source.root}/{SKILL_FILE}", source.root, frontmatter, files)
         icons = tuple(self.skill_provider.icons)
         return skill, [_resource(f, frontmatter, icons) for f in files]
@@ -225,8 +238,8 @@ class SkillFiles(ResourceProvider):
         if found is None:  # routed here, so declared: only a reload in between could cause it
             raise NotFound(f"No skill file at {request.uri}", data={"uri": request.uri})
         source, file = found
-        for copied in file.copies:  # a copy never serves what a rule on the original refuses
-            policy.require("read", copied, asked_by=file.uri)
+        for judged in file.judged_on[1:]:  # a copy never serves what a rule on the original refuses
+            policy.require("read", judged, asked_by=file.uri)
         read = partial(self.skill_provider.read, source, file.path)
         data = await _threads.run_sync(read, f"skill provider {self.skill_provider.name!r} reading {file.uri}")
         if not isinstance(data, bytes) or _digest(data) != file.digest:
@@ -359,6 +372,17 @@ def _is_text(mime: str) -> bool:
 
 def _file(root: str, path: str, data: bytes, copies: tuple[str, ...]) -> SkillFile:
     return SkillFile(f"{root}/{path}", path, _digest(data), len(data), _mime(path), copies)
+
+
+def _files(source: SkillSource, contents: Mapping[str, bytes]) -> tuple[SkillFile, ...]:
+    """The skill's files, sorted by path; its ``SKILL.md`` names what every other one copies
+    (:attr:`SkillFile.names`), so whoever may not read one of those is not served it."""
+    files = [_file(source.root, p, contents[p], _copied(source, p)) for p in sorted(source.files)]
+    named = tuple(u for f in files if f.path != SKILL_FILE for u in f.copies)
+    return tuple(
+        SkillFile(f.uri, f.path, f.digest, f.size, f.mime_type, f.copies, named) if f.path == SKILL_FILE else f
+        for f in files
+    )
 
 
 def _resource(file: SkillFile, frontmatter: dict[str, Any], icons: tuple[Icon, ...]) -> Resource:

@@ -25,6 +25,7 @@ from mcp.shared.exceptions import MCPError
 
 from mcp_providers._holders import Frozen
 from mcp_providers._host.assembly import Assembly
+from mcp_providers._serve.methods.argument_values import LinkedArguments
 from mcp_providers._serve.methods.channel import set_log_level
 from mcp_providers._serve.methods.completion import Complete
 from mcp_providers._serve.methods.extensions import ExtensionCall, ExtensionParams, advertised
@@ -73,7 +74,7 @@ def _lists(assembly: Assembly) -> list[Method[Any, Any, Any]]:
             lambda: [
                 (e.declaration.uri, _watch(wire.resource_wire(e.declaration), e.declaration)) for e in catalog.resources
             ],
-            lambda: {f.uri: f.copies for e in catalog.skills for f in e.declaration.files if f.copies},
+            lambda: {f.uri: f.judged_on[1:] for e in catalog.skills for f in e.declaration.files if f.judged_on[1:]},
         )
         templates = Listing(
             "templates",
@@ -96,7 +97,8 @@ def _lists(assembly: Assembly) -> list[Method[Any, Any, Any]]:
         )
     if catalog.tools:
         tools = Listing("tools", lambda: [(e.declaration.name, wire.tool_wire(e.declaration)) for e in catalog.tools])
-        out.append(ListMethod("tools/list", catalog, tools, size, _result(types.ListToolsResult, "tools")))
+        shown = LinkedArguments(catalog).shown
+        out.append(ListMethod("tools/list", catalog, tools, size, _result(types.ListToolsResult, "tools"), shown))
     if catalog.prompts:
         prompts = Listing(
             "prompts", lambda: [(e.declaration.name, wire.prompt_wire(e.declaration)) for e in catalog.prompts]

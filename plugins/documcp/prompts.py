@@ -41,7 +41,8 @@ _PROJECT_PATH = PromptArgument(
 )
 _SSG = PromptArgument(
     name="ssg_type",
-    description="Static site generator the docs use; one of " + ", ".join(SSG_IDS) + ".",
+    # no list of ids in prose: prompts/list is the same for every caller, completion offers each the ids it may read
+    description="Static site generator the docs use: an id of documcp://ssgs/available, e.g. mkdocs.",
     completions=SSG_IDS,
     resource="documcp://ssgs/{ssg_type}",  # a value names that SSG's catalog entry: the caller must read it
 )

@@ -356,6 +356,8 @@ TOOLS: Final[tuple[Tool, ...]] = (
         output_model=GenerateConfigOut,
         effects="none",
         icons=ICONS,
+        # a value names that SSG's catalog entry: offered, and taken, only where the caller may read it
+        argument_resources={"ssg": "documcp://ssgs/{ssg}"},
     ),
 )
 """The tools :class:`DocumentationTools` declares."""

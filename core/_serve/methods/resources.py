@@ -33,6 +33,7 @@ from mcp_providers._serve.steps.custody import (
 )
 from mcp_providers._serve.steps.evidence import within_budget
 from mcp_providers._serve.steps.exchange import Actor, Exchange
+from mcp_providers._serve.steps.gate import Gate
 from mcp_providers._serve.steps.invoker import Invoker, Work
 from mcp_providers._serve.steps.surrogates import note, replaced
 from mcp_providers.errors import InvalidParams, NotFound, ProviderFailed, Stale
@@ -64,8 +65,10 @@ class Listing(Generic[I]):
 
     @functools.cached_property
     def copies(self) -> Mapping[str, Sequence[str]]:
-        """Target -> the URIs whose bytes it serves (a skill file's :attr:`SkillSource.copies`):
-        an item is listed only to a caller who may ``read`` each of them, as its read asks."""
+        """Target -> the other URIs its read is judged on (a skill file's
+        :attr:`~mcp_providers._host.skills.SkillFile.judged_on`: what it copies, and for a
+        ``SKILL.md`` every file of its skill): an item is listed only to a caller who may ``read``
+        each of them, as its read asks."""
         return self._copies()
 
     @functools.cached_property
@@ -78,14 +81,12 @@ class ListMethod(Generic[I]):
 
     actor: Actor = "application"
 
-    def __init__(self, name: str, catalog: Catalog, listing: Listing[I], page_size: int, result: Any) -> None:
-        self.name, self._catalog, self._listing, self._page_size, self._result = (
-            name,
-            catalog,
-            listing,
-            page_size,
-            result,
-        )
+    def __init__(
+        self, name: str, catalog: Catalog, listing: Listing[I], page_size: int, result: Any,
+        shown: Callable[[Gate, I], I] | None = None,
+    ) -> None:  # fmt: skip
+        self.name, self._catalog, self._listing, self._page_size = name, catalog, listing, page_size
+        self._result, self._shown = result, shown  # shown: an item as the caller may see it (under a policy)
 
     def route(self, exchange: Exchange, params: types.PaginatedRequestParams | None) -> str | None:
         exchange.target = "*"
@@ -109,7 +110,11 @@ class ListMethod(Generic[I]):
 
     def evidence(self, exchange: Exchange, cursor: str | None, page: Any) -> Any:
         exchange.count = len(page.items)
-        return self._result(list(page.items), page.next_cursor)
+        items = list(page.items)
+        if self._shown is not None and exchange.gate.authorizer.active:
+            shown, gate = self._shown, exchange.gate
+            items = [shown(gate, item) for item in items]
+        return self._result(items, page.next_cursor)
 
 
 # not a dataclass: never compared, shown or read by fields(), and its methods are not made at start-up (issue 43)

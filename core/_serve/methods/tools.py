@@ -31,6 +31,7 @@ from mcp_providers._host.assembly import Assembly
 from mcp_providers._host.catalog import Entry
 from mcp_providers._host.output_schemas import RESULT_KEY, output_schema
 from mcp_providers._returns import may_be_non_finite, non_finite
+from mcp_providers._serve.methods.argument_values import LinkedArguments
 from mcp_providers._serve.methods.channel import SessionChannel
 from mcp_providers._serve.methods.rounds import PENDING, RoundsChannel, checked_answers, until_input, wire_request
 from mcp_providers._serve.methods.tasks import TaskChannel, Tasks, created_wire, shown
@@ -108,6 +109,7 @@ class CallTool:
         self._assembly = assembly
         self._invoker = invoker
         self._tasks = tasks
+        self._linked = LinkedArguments(assembly.catalog)
         self._settings = assembly.config.server
         # warn of a random key only where digests are meant to be compared: an audit log, or a named key
         wanted = bool(self._settings.audit_sinks()) or "audit_key_env" in self._settings.model_fields_set
@@ -123,7 +125,11 @@ class CallTool:
         return entry, params
 
     def authorize(self, exchange: Exchange, target: Target) -> None:
-        exchange.gate.require("call", target[0].declaration.name)
+        """``call`` on the tool's name, then ``read`` on each resource a linked argument names
+        (:class:`~mcp_providers._serve.methods.argument_values.LinkedArguments`)."""
+        tool = target[0].declaration
+        exchange.gate.require("call", tool.name)
+        self._linked.require(exchange.gate, tool, target[1].arguments or {})
 
     async def invoke(self, exchange: Exchange, target: Target) -> tuple[object, str]:
         entry, params = target
@@ -131,7 +137,8 @@ class CallTool:
         try:
             arguments = tool.input_model.model_validate(params.arguments or {})
         except ValidationError as exc:
-            return Refused(f"Invalid arguments for {tool.name}: {_problems(exc)}"), ""
+            hidden = self._linked.hidden(exchange.gate, tool)
+            return Refused(f"Invalid arguments for {tool.name}: {_problems(exc, hidden)}"), ""
         plain = arguments.model_dump(mode="json")
         arguments_digest = arguments_hmac(self._audit_key, _canonical_json(plain))
         if self._tasks is not None and self._tasks.wanted(exchange, tool):
@@ -268,14 +275,17 @@ MAX_PROBLEM_CHARS = 300
 """Characters kept of each problem's location and message (input is never quoted beyond this)."""
 
 
-def _problems(exc: ValidationError) -> str:
+def _problems(exc: ValidationError, hidden: frozenset[str] = frozenset()) -> str:
     """The validation problems, bounded: at most :data:`MAX_PROBLEMS`, each cut to
-    :data:`MAX_PROBLEM_CHARS`, so a refusal never grows with the input it refuses."""
+    :data:`MAX_PROBLEM_CHARS`, so a refusal never grows with the input it refuses. A problem of an
+    argument in ``hidden`` says where to find its values instead of naming them."""
     errors = exc.errors(include_input=False, include_url=False)
     shown = []
     for err in errors[:MAX_PROBLEMS]:
         where = ".".join(str(p) for p in err["loc"])[:100]
         message = err["msg"].removeprefix("Value error, ")
+        if err["loc"] and err["loc"][0] in hidden:  # its message may list every value, a denied one among them
+            message = "not a value offered for it; tools/list lists those this caller may give"
         if len(message) > MAX_PROBLEM_CHARS:
             message = message[:MAX_PROBLEM_CHARS] + "..."
         # A model-wide validator (an upstream's or an OpenAPI operation's JSON Schema, say) names
