@@ -11,7 +11,8 @@ the app marks request ``W + 1`` and request ``W + N + 1`` as they enter it):
 - ``ctxsw v/nv``: voluntary and involuntary context switches of the process (``getrusage``);
 - ``cpu us``: user and system CPU time of the process, in microseconds (``getrusage``; moves with
   the machine's load, unlike the counts);
-- ``threads``: the most threads the process had in the window, and the thread-pool jobs
+- ``threads``: the most threads the process had at the window's two marks (a thread started
+  in the window shows as ``clone`` in the system calls), and the thread-pool jobs
   (``ThreadPoolExecutor.submit``) per request;
 - ``gc``: collections of the cyclic collector per request, by generation (``gc.callbacks``);
 - ``timers``: ``loop.call_at`` per request (``call_later`` goes through it), and ``handles``:
