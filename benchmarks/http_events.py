@@ -119,7 +119,6 @@ def _serve(argv: list[str], port: int, reads: int, out: Path) -> None:
             if seen == WARM + 1:
                 os.getppid()  # the strace window starts
                 start.update(counters.snapshot())
-                counters.threads = 0
             elif seen == WARM + reads + 1:
                 os.getpgrp()  # the strace window ends
                 end = counters.snapshot()
