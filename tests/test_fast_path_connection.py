@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
+import anyio
 import mcp_types as types
 import pytest
 from mcp.server.connection import Connection
@@ -17,7 +18,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError
 
-from mcp_providers._serve.transport.fast_path import Watched, fresh_connection, message_of
+from mcp_providers._serve.transport.fast_path import READY, Watched, fresh_connection, message_of
 from mcp_providers._serve.transport.http_outcome import Answered, dumped, parts
 
 
@@ -39,7 +40,28 @@ def test_a_fresh_connection_is_what_from_envelope_makes_without_client_info(vers
 def test_each_exchange_gets_its_own_state_and_exit_stack() -> None:
     one, two = fresh_connection("2025-11-25"), fresh_connection("2025-11-25")
     one.state["x"] = 1
-    assert two.state == {} and one.exit_stack is not two.exit_stack and one.initialized is not two.initialized
+    assert two.state == {} and one.exit_stack is not two.exit_stack
+
+
+def test_the_shared_initialized_event_is_set_for_good() -> None:
+    """Every fast-path connection shares one ``initialized`` event: it must be set and stay set
+    whatever a handler does with it (the runner calls ``set()`` on ``notifications/initialized``)."""
+    connection = fresh_connection("2025-11-25")
+    assert isinstance(connection.initialized, anyio.Event) and connection.initialized is READY
+    connection.initialized.set()
+    assert READY.is_set() and READY.statistics().tasks_waiting == 0
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
+async def test_waiting_on_the_shared_event_is_one_checkpoint_on_either_backend(anyio_backend: str) -> None:
+    connection = fresh_connection("2025-11-25")
+    with anyio.fail_after(5):
+        await connection.initialized.wait()  # returns at once, as a set event's wait does
+    with anyio.CancelScope() as scope:
+        scope.cancel()
+        await connection.initialized.wait()  # a checkpoint: a cancelled scope is honoured
+        pytest.fail("the wait was no checkpoint")
 
 
 VALUES = [
