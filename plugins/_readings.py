@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable
 from fnmatch import fnmatchcase
 from functools import lru_cache
+from math import prod
 from unicodedata import combining, normalize
 from urllib.parse import unquote, unquote_plus
 
@@ -150,11 +151,16 @@ def list_items(item: str) -> list[str]:
     return [f"{name}={piece}" for part in _LIST.split(value) if (piece := _trimmed(part))]
 
 
-_MAY_LIST = re.compile(r"[,|\s%]|[^\x00-\x7f]")
-"""What a path that may hold a list once decoded and folded holds: a delimiter, an escape, non-ASCII."""
+_MAY_LIST = re.compile(r"[,|\s%;]|[^\x00-\x7f]")
+"""What a path that may hold a list once decoded and folded holds: a delimiter, an escape,
+non-ASCII, a ``;`` parameter."""
 
-_FIELD = re.compile(r"([/;=])")
-"""Where a path's fields end: a segment, a ``;`` parameter, its ``=`` value."""
+_FIELD = re.compile(r"([;=])")
+"""Where a segment's fields end: a ``;`` parameter, its ``=`` value."""
+
+_AFFIX = re.compile(r"[.\-_:~@]")
+"""Where an item's stem or suffix may end or start: ``{.x}`` puts ``r.`` before a list's first
+item only (``r.xml,json``), ``{x}.json`` puts ``.json`` after its last (``a,b.json``)."""
 
 MAX_LIST_READINGS = 256
 """The most combinations of a path's list items read one by one (a target with lists in many fields
@@ -162,30 +168,54 @@ has as many as the product of their lengths); past it, each list field is read a
 
 
 def path_lists(target: str) -> tuple[list[str], str | None]:
-    """``target`` (up to its query, which is kept as it is) with each field of its path (between
-    ``/``, ``;`` and ``=``: ``{x}``, ``{/x}``, ``{;x}``, ``{.x}`` expansions) that holds a list
-    delimiter (:data:`_LIST`) read as each of its items, trimmed: every combination, and ``None``;
-    past :data:`MAX_LIST_READINGS` combinations, none and a glob in which each such field is ``*``
-    and every other character literal (``([], None)`` for a path with no list)."""
+    """``target`` (up to its query, which is kept as it is) with each segment of its path read as
+    a lenient service may (:func:`_segment_readings`: a field holding a list delimiter as each of
+    its items, a ``;`` parameter among others alone): every combination, and ``None``; past
+    :data:`MAX_LIST_READINGS` combinations, none and a glob in which each such segment is ``*``
+    and every other character literal (``([], None)`` for a path with none)."""
     base, mark, query = target.partition("?") if "://" in target else (target, "", "")
-    pieces: list[list[str]] = []
-    count, listed = 1, False
-    fields = _FIELD.split(base)
-    for field in fields:
-        items = [item for part in _LIST.split(field) if (item := _trimmed(part))] if _LIST.search(field) else []
-        pieces.append(items or [field])
-        listed |= bool(items)
-        count *= len(items or [field])
-    if not listed:
+    scheme, sep, rest = base.rpartition("://")
+    segments = rest.split("/")
+    pieces = [_segment_readings(segment) for segment in segments]
+    if all(p == [s] for p, s in zip(pieces, segments, strict=True)):
         return [], None
-    tail = mark + query
-    if count > MAX_LIST_READINGS:
-        glob = "".join("*" if len(p) > 1 or p[0] != f else _escaped(f) for p, f in zip(pieces, fields, strict=True))
-        return [], glob + _escaped(tail)
-    combinations = [""]
-    for choices in pieces:
-        combinations = [c + choice for c in combinations for choice in choices]
+    tail, head = mark + query, scheme + sep
+    if prod(map(len, pieces)) > MAX_LIST_READINGS:
+        glob = "/".join("*" if p != [s] else _escaped(s) for p, s in zip(pieces, segments, strict=True))
+        return [], _escaped(head) + glob + _escaped(tail)
+    combinations = [head]
+    for number, choices in enumerate(pieces):
+        joint = "/" if number else ""
+        combinations = [c + joint + choice for c in combinations for choice in choices]
     return [c + tail for c in combinations], None
+
+
+def _segment_readings(segment: str) -> list[str]:
+    """``segment`` as given, each of its ``;`` parameters alone when it has several (``{;x,y}``:
+    ``items;x=1;id=5`` is ``items;id=5`` too), and in each of those each field (between ``;``
+    and ``=``) holding a list delimiter as each of its items (:func:`_list_field`)."""
+    name, *parameters = segment.split(";")
+    variants = [segment, *(f"{name};{p}" for p in parameters)] if len(parameters) > 1 else [segment]
+    out: dict[str, None] = {}
+    for variant in variants:
+        readings = [""]
+        for field in _FIELD.split(variant):
+            items = _list_field(field)
+            readings = [r + item for r in readings for item in items][: MAX_LIST_READINGS + 1]
+        out.update(dict.fromkeys(readings))
+    return list(out)
+
+
+def _list_field(field: str) -> list[str]:
+    """``field`` as each of its list items, trimmed, and each item also with the first's stem and
+    the last's suffix (:data:`_AFFIX`); ``[field]`` for one with no list."""
+    if not _LIST.search(field) or not (items := [i for part in _LIST.split(field) if (i := _trimmed(part))]):
+        return [field]
+    first, last = items[0], items[-1]
+    stems = [first[: m.end()] for m in _AFFIX.finditer(first)][:4]
+    suffixes = [last[m.start() :] for m in _AFFIX.finditer(last)][-4:]
+    more = [s + i for s in stems for i in items[1:]] + [i + x for x in suffixes for i in items[:-1]]
+    return list(dict.fromkeys(items + more))
 
 
 def _escaped(text: str) -> str:

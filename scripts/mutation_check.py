@@ -1016,6 +1016,20 @@ CASES: tuple[Case, ...] = (
         (PL + "test_a_deny_on_one_path_value_matches_every_list_holding_it",),
     ),
     Case(
+        "policy readings: a label's stem and a suffix belong to every item of a path list",
+        "plugins/_readings.py",
+        "    more = [s + i for s in stems for i in items[1:]] + [i + x for x in suffixes for i in items[:-1]]",
+        "    more: list[str] = []",
+        (PL + "test_a_deny_on_one_path_value_matches_every_list_holding_it",),
+    ),
+    Case(
+        "policy readings: a matrix parameter among others is read alone",
+        "plugins/_readings.py",
+        '    variants = [segment, *(f"{name};{p}" for p in parameters)] if len(parameters) > 1 else [segment]',
+        "    variants = [segment]",
+        (PL + "test_a_deny_on_one_path_value_matches_every_list_holding_it",),
+    ),
+    Case(
         "policy readings: too many path list combinations are judged as any of them",
         "plugins/policy.py",
         "                if any(_overlap(glob, wide) for wide in readings.wide(fold)):",
@@ -1025,7 +1039,7 @@ CASES: tuple[Case, ...] = (
     Case(
         "policy readings: path list combinations are bounded",
         "plugins/_readings.py",
-        "    if count > MAX_LIST_READINGS:",
+        "    if prod(map(len, pieces)) > MAX_LIST_READINGS:",
         "    if False:",
         (PL + "test_more_combinations_than_are_read_one_by_one_are_judged_as_any_of_them",),
     ),

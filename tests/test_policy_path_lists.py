@@ -53,6 +53,13 @@ def _denied(rule: str, target: str, *, default: str = "allow", match_case: bool 
         ("sv://accounts/5*", "sv://accounts/4,5/orders"),
         ("up://items;id=5", "up://items;id=4,5"),  # {;id}, matrix
         ("up://r.json", "up://r.json,xml"),  # {.fmt}, label
+        ("up://r.json", "up://r.xml,json"),  # the label's stem belongs to every item (tester 31 F12)
+        ("up://r.json", "up://r.xml|json"),
+        ("up://r.json", "up://r.xml%2Cjson"),
+        ("up://a.json", "up://a,b.json"),  # {x}.json: the suffix belongs to every item
+        ("up://items;id=5", "up://items;x=1;id=5"),  # a matrix parameter among others (tester 31)
+        ("up://items;id=5", "up://items;id=5;x=1"),
+        ("up://items;id=5/more", "up://items;x=1;id=4,5/more"),
         ("up://items;id=5", "up://items;id=4%2C5"),
         ("sv://accounts/5?x=1", "sv://accounts/4,5?x=1"),  # a rule with a query, its base read as a list too
         ("sv://accounts/5?x=1", "sv://accounts/4,5?y=2&x=1"),
@@ -71,6 +78,9 @@ def test_a_deny_on_one_path_value_matches_every_list_holding_it(rule: str, targe
         ("sv://accounts/5", "sv://accounts/45,56"),
         ("sv://accounts/5", "sv://other/4,5"),
         ("sv://accounts/5/orders/7", "sv://accounts/4,5/orders/6"),
+        ("up://r.json", "up://q.xml,json"),
+        ("up://items;id=5", "up://items;x=1;id=4"),
+        ("up://items;id=5", "up://other;x=1;id=5"),
     ],
 )
 def test_a_deny_on_a_path_value_still_spares_other_reads(rule: str, target: str) -> None:
