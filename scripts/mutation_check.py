@@ -1382,6 +1382,27 @@ CASES += (
         (HOSTILE + "test_an_integer_past_the_digit_limit_is_invalid_params_with_the_id_on_every_transport",),
     ),
     Case(
+        "HTTP: a body whose strings hold a lone surrogate escape is -32700 on every path (round 18)",
+        "core/_serve/transport/posted.py",
+        "        return Posted(raw, error=LONE_SURROGATE)",
+        "        pass",
+        ("tests/test_http_hostile.py::test_a_lone_surrogate_escape_is_a_parse_error_on_every_http_path",),
+    ),
+    Case(
+        "HTTP: a body that is not UTF-8 is -32700, never read as UTF-16 or with a BOM (round 18)",
+        "core/_serve/transport/posted.py",
+        'text = raw.decode("utf-8")',
+        "text = raw.decode(json.detect_encoding(raw))",  # what json.loads of bytes does
+        ("tests/test_http_hostile.py::test_a_body_that_is_not_utf8_json_is_a_parse_error",),
+    ),
+    Case(
+        "HTTP: an exchange that fails before its response is answered -32603 without internals (round 18)",
+        HTTP_APP_FILE,
+        "            except Exception:\n                if outcome.started:",
+        "            except ZeroDivisionError:\n                if outcome.started:",
+        ("tests/test_http_hostile.py::test_a_failure_inside_an_exchange_is_a_json_rpc_error_without_internals",),
+    ),
+    Case(
         "hostile: the members and long-integer refusals carry the request's own id",
         NESTING,
         'dict(jsonrpc="2.0", id=request_id_of(line),',

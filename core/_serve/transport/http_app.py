@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -126,6 +127,8 @@ from mcp_providers._serve.transport.posted import (
 )
 from mcp_providers._serve.transport.sessions import SessionQuota
 from mcp_providers.config import LimitsSettings
+
+log = logging.getLogger("mcp_providers.http")
 
 _JSON = [(b"content-type", b"application/json")]
 _Headers = dict[bytes, bytes]
@@ -220,7 +223,14 @@ class HttpApp:
         # by the path that made it, so only a refusal is recorded (its Retry-After).
         outcome = Outcome(stateless=self.stateless, keeps_result=False)
         with serving(outcome):
-            await self._exchange(scope, receive, with_retry_after(outcome, send), outcome)
+            try:
+                await self._exchange(scope, receive, with_retry_after(outcome, send), outcome)
+            except Exception:
+                if outcome.started:  # nothing more can be said on this response: the server closes it
+                    raise
+                # As stdio answers a line whose reading fails: -32603, no internals, the traceback logged.
+                log.exception("an HTTP exchange failed before its response started")
+                await send_json(send, 500, _FAILED if outcome.request_id is None else _failed(outcome.request_id))
 
     async def _exchange(self, scope: Scope, receive: Receive, send: Send, outcome: Outcome) -> None:
         headers = headers_of(scope)
@@ -411,6 +421,16 @@ class HttpApp:
 
 _STATELESS_JSON = TransportContext(kind="streamable-http", can_send_request=False)
 """The transport of every fast-path exchange (the SDK's dataclass is frozen: one serves them all)."""
+
+_FAILED_MESSAGE = "Internal error: the request could not be answered; the server log has the details"
+_FAILED = error_body(types.INTERNAL_ERROR, _FAILED_MESSAGE)
+"""What a POST whose exchange failed before its response started is answered (500), ``id: null``."""
+
+
+def _failed(request_id: str | int) -> bytes:
+    """:data:`_FAILED` under the request's id (the client's call resolves)."""
+    return error_body(types.INTERNAL_ERROR, _FAILED_MESSAGE, request_id)
+
 
 _MISSING_SESSION = error_body(types.INVALID_REQUEST, "Bad Request: Missing session ID")
 """What the SDK's transport answers a 2025-era POST without a session that is no ``initialize``."""

@@ -78,6 +78,9 @@ class Outcome:
     keeps_result: bool = True
     """Whether a result is recorded (a batch element's is its answer); a single POST's answer is
     written by the path that made it, so its outcome records errors only (``Retry-After``)."""
+    started: bool = False
+    """Whether the response has started (:func:`with_retry_after` saw its start): until then a
+    failure of the exchange can still be answered (``HttpApp._serve``)."""
 
     @property
     def answered(self) -> bool:
@@ -163,7 +166,11 @@ def with_retry_after(outcome: Outcome, send: Send) -> Send:
     ``data.retryAfter`` alone says it)."""
 
     async def sending(message: Message) -> None:
-        if message["type"] == "http.response.start" and (seconds := outcome.retry_after) is not None:
+        if message["type"] != "http.response.start":
+            await send(message)
+            return
+        outcome.started = True
+        if (seconds := outcome.retry_after) is not None:
             headers = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"retry-after"]
             message = {**message, "headers": [*headers, (b"retry-after", str(seconds).encode())]}
         await send(message)
