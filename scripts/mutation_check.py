@@ -4490,7 +4490,7 @@ CASES += (
         "core/_sideeffects/bytecode.py",
         "creates = flags & (os.O_EXCL | os.O_CREAT) == os.O_EXCL | os.O_CREAT",
         "creates = True",
-        (T26F_CACHE,),
+        (T26F + "test_a_cache_temp_made_by_another_writer_is_never_written_in_a_read",),
     ),
     Case(
         "file: a temp's name is not made again while its replace is judged (t26 F4)",
@@ -4539,7 +4539,7 @@ CASES += (
         "core/_sideeffects/bytecode.py",
         "if mapped == same or named == path:",
         "if False:",
-        (T26F_CACHE,),
+        (T26F + "test_a_shared_mapping_of_a_temp_refuses_its_replace",),
     ),
     Case(
         "file: a temp with a second link is never replaced onto a cache (t26 F4)",
