@@ -1403,6 +1403,13 @@ CASES += (
         ("tests/test_http_hostile.py::test_a_failure_inside_an_exchange_is_a_json_rpc_error_without_internals",),
     ),
     Case(
+        "uri length: a link or embed a result names past max_uri_length is dropped before routing (round 18)",
+        "core/_serve/steps/evidence.py",
+        "if (why := too_long(len(uri), self.gate.max_uri_length)) is not None:",
+        "if (why := None) is not None:",
+        ("tests/test_uri_length.py::test_a_link_or_embed_over_the_bound_is_dropped_before_it_is_routed",),
+    ),
+    Case(
         "hostile: the members and long-integer refusals carry the request's own id",
         NESTING,
         'dict(jsonrpc="2.0", id=request_id_of(line),',
@@ -1484,14 +1491,14 @@ CASES += (
     Case(
         "uri length: a URI provider code asks about is denied past the bound before it is routed",
         "core/_serve/steps/asking.py",
-        "    if gate.authorizer.active and len(uri) > gate.max_uri_length:\n        gate.deny(",
-        "    if False:\n        gate.deny(",
+        "    if gate.authorizer.active and (why := too_long(len(uri), gate.max_uri_length)) is not None:",
+        "    if gate.authorizer.active and (why := None) is not None:",
         (URI_LENGTH + "test_a_uri_a_tool_asks_about_is_denied_past_the_bound_before_it_is_read",),
     ),
     Case(
         "uri length: a URI past the bound is not allowed to a listing's filter",
         "core/_serve/steps/asking.py",
-        "    if len(uri) > gate.max_uri_length:\n        return False",
+        "    if too_long(len(uri), gate.max_uri_length) is not None:\n        return False",
         "    if False:\n        return False",
         (URI_LENGTH + "test_a_uri_a_tool_asks_about_is_denied_past_the_bound_before_it_is_read",),
     ),
