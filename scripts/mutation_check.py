@@ -1410,6 +1410,20 @@ CASES += (
         ("tests/test_uri_length.py::test_a_link_or_embed_over_the_bound_is_dropped_before_it_is_routed",),
     ),
     Case(
+        "plugin threads: composition's end never stops or waits for a busy plugin thread (round 18)",
+        "core/_host/isolation.py",
+        "if importer is not None and not importer.closed and not importer.busy and importer.jobs.empty():",
+        "if importer is not None and not importer.closed:",
+        ("tests/test_plugin_code_bounded.py::test_a_busy_plugin_thread_is_never_ended_by_another_composition",),
+    ),
+    Case(
+        "plugin threads: composition's end never stops the watch under a call it watches (round 18)",
+        "core/_host/isolation.py",
+        "            if not watcher.closed and not watcher.calls:",
+        "            if not watcher.closed:",
+        ("tests/test_plugin_code_bounded.py::test_a_call_still_watched_keeps_its_watch_when_another_composition_ends",),
+    ),
+    Case(
         "hostile: the members and long-integer refusals carry the request's own id",
         NESTING,
         'dict(jsonrpc="2.0", id=request_id_of(line),',

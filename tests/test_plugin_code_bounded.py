@@ -216,7 +216,8 @@ async def test_no_plugin_thread_is_left_once_an_embedded_app_stops() -> None:
 
 
 def test_a_busy_plugin_thread_is_never_ended_by_another_composition() -> None:
-    """A composition finishing while another one's plugin call runs leaves that thread alone."""
+    """A composition finishing while another one's plugin call runs leaves that thread alone, and
+    does not wait for it."""
     release = threading.Event()
     done: list[str] = []
     other = threading.Thread(
@@ -224,7 +225,27 @@ def test_a_busy_plugin_thread_is_never_ended_by_another_composition() -> None:
     )
     other.start()
     time.sleep(0.1)
+    started = time.monotonic()
     compose({"made": Made()})
+    waited = time.monotonic() - started
     release.set()
     other.join(5)
     assert done == ["slow"]
+    assert waited < 1.5, waited  # never joined: a busy thread ends after its call (_IDLE_SECONDS 2)
+
+
+def test_a_call_still_watched_keeps_its_watch_when_another_composition_ends(caplog: pytest.LogCaptureFixture) -> None:
+    """The watch thread is not ended under a call it watches: a hook of another composition that
+    runs past the bound is still named."""
+    slow = threading.Thread(target=lambda: _watched_for(0.8))
+    with caplog.at_level(logging.ERROR, logger="mcp_providers.plugins"):
+        slow.start()
+        time.sleep(0.1)
+        compose({"made": Made()})
+        slow.join(5)
+    assert [r for r in caplog.records if "plugin slow: hook late has not returned" in r.getMessage()]
+
+
+def _watched_for(seconds: float) -> None:
+    with isolation.watched("slow", "hook late"):
+        time.sleep(seconds)
