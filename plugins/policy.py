@@ -205,6 +205,8 @@ def check_composition(settings: PolicySettings | None, served: "Served") -> list
         for pattern in rule.targets:
             if (glob := _uris_of_template(rule, pattern)) is not None:
                 found.append(_template_target(number, rule, pattern, glob))
+            if (spelled := _spelled_otherwise(rule, pattern, served.templates)) is not None:
+                found.append(_template_spelling(number, rule, pattern, spelled))
             if not _reaches(rule, pattern, served):
                 found.append(_unmatched(number, rule, pattern, served))
             elif (canon := _canonical_missed(rule, pattern, served.templates)) is not None:
@@ -241,6 +243,41 @@ def _template_target(number: int, rule: Rule, pattern: str, glob: str) -> "Advis
         f"names ({_EXPRESSION.sub('1', pattern)}), never about the template: for {acts} it "
         f"{'denies' if rule.effect == 'deny' else 'allows'} nothing",
         f"write the glob {glob!r} for its URIs" + (also if rule.effect == "deny" else ""),
+    )
+
+
+_ON_TEMPLATES = frozenset({"expand", "complete", "list"})
+"""Actions asked about a URI template as it is declared."""
+
+
+def _shape(template: str) -> str:
+    return _EXPRESSION.sub("{}", template)
+
+
+def _spelled_otherwise(rule: Rule, pattern: str, templates: tuple[str, ...]) -> str | None:
+    """The served template ``pattern`` spells with other expressions (``{id}`` or ``{+uid}`` for
+    ``{uid}``: the same literal parts) when ``rule`` names it for an action asked about templates
+    as declared and matches no served template; ``None`` otherwise (tester twenty-eight F8)."""
+    if not _ON_TEMPLATES & set(rule.actions) or not _EXPRESSION.search(pattern) or pattern in templates:
+        return None
+    shape = _shape(pattern)
+    alike = [t for t in templates if _shape(t) == shape]
+    if not alike or any(rule.matches_target(t, Readings(t)) for t in alike):
+        return None
+    return alike[0]
+
+
+def _template_spelling(number: int, rule: Rule, pattern: str, template: str) -> "Advisory":
+    from mcp_providers.checks import Advisory
+
+    acts = ", ".join(a for a in rule.actions if a in _ON_TEMPLATES)
+    return Advisory(
+        "policy-target-template-spelling",
+        pattern,
+        f"rule {number} ({rule.effect}) names a URI template spelled otherwise than the served {template!r}; "
+        f"{acts} is asked about the template as declared, so for it the rule "
+        f"{'denies' if rule.effect == 'deny' else 'allows'} nothing",
+        f"write {template!r}",
     )
 
 

@@ -1424,6 +1424,24 @@ CASES += (
         ("tests/test_plugin_code_bounded.py::test_a_call_still_watched_keeps_its_watch_when_another_composition_ends",),
     ),
     Case(
+        "check: a policy rule spelling a served template otherwise is named (tester 28 F8)",
+        "plugins/policy.py",
+        "if (spelled := _spelled_otherwise(rule, pattern, served.templates)) is not None:",
+        "if (spelled := None) is not None:",
+        (
+            "tests/authoring/test_check_names_more_mistakes.py::test_a_rule_naming_a_template_spelled_otherwise_is_named_with_its_spelling",
+        ),
+    ),
+    Case(
+        "check: a rule matching the template (a deny folds case) is not named for its spelling (tester 28 F8)",
+        "plugins/policy.py",
+        "if not alike or any(rule.matches_target(t, Readings(t)) for t in alike):",
+        "if not alike:",
+        (
+            "tests/authoring/test_check_names_more_mistakes.py::test_a_rule_naming_the_template_as_it_matches_is_not_named_for_its_spelling",
+        ),
+    ),
+    Case(
         "hostile: the members and long-integer refusals carry the request's own id",
         NESTING,
         'dict(jsonrpc="2.0", id=request_id_of(line),',
