@@ -1442,6 +1442,22 @@ CASES += (
         ),
     ),
     Case(
+        "check: a deny naming a query parameter at its default is named (tester 28 F11)",
+        "plugins/policy.py",
+        "if default is not None and default == fold(value):",
+        "if False:",
+        (
+            "tests/authoring/test_check_names_more_mistakes.py::test_a_deny_naming_a_parameter_at_its_default_is_named_with_what_to_write",
+        ),
+    ),
+    Case(
+        "check: a deny naming a query parameter at another value is not named for a default (tester 28 F11)",
+        "plugins/policy.py",
+        "if default is not None and default == fold(value):",
+        "if default is not None:",
+        ("tests/authoring/test_check_names_more_mistakes.py::test_a_deny_naming_no_default_is_not_named_for_it",),
+    ),
+    Case(
         "hostile: the members and long-integer refusals carry the request's own id",
         NESTING,
         'dict(jsonrpc="2.0", id=request_id_of(line),',
