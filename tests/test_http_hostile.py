@@ -16,13 +16,16 @@ from __future__ import annotations
 import json
 import logging
 import socket
+from pathlib import Path
 from typing import Any
 
 import pytest
-from serve_support import JSON_HEADERS, initialize, request, served
+from serve_support import JSON_HEADERS, NotesPlugin, initialize, request, served
 
+from mcp_providers._serve.composition import compose
 from mcp_providers._serve.transport import http_app as http_app_module
 from mcp_providers._serve.transport.posted import parse
+from mcp_providers.config import Config, ServerSettings
 
 pytestmark = pytest.mark.slow
 
@@ -118,7 +121,7 @@ def test_an_accept_header_that_is_not_utf8_is_answered(caplog: pytest.LogCapture
 
 
 def test_a_failure_inside_an_exchange_is_a_json_rpc_error_without_internals(
-    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, tmp_path: Path
 ) -> None:
     calls = []
 
@@ -129,7 +132,10 @@ def test_a_failure_inside_an_exchange_is_a_json_rpc_error_without_internals(
         return parse(raw)
 
     monkeypatch.setattr(http_app_module, "parse", broken)
-    with served(stateless=True, json_response=True) as port:
+    audited = tmp_path / "audit.jsonl"
+    composed = compose(Config(server=ServerSettings(audit_log=audited)), load_entrypoints=False,
+                       plugins={"notes": NotesPlugin()})  # fmt: skip
+    with served(composed, stateless=True, json_response=True) as port:
         status, answer = _post(port, b'{"jsonrpc":"2.0","id":7,"method":"ping"}')
         assert status == 500, answer
         assert answer["error"]["code"] == -32603 and answer["id"] is None
@@ -137,3 +143,8 @@ def test_a_failure_inside_an_exchange_is_a_json_rpc_error_without_internals(
         assert _post(port, PING) == (200, {"jsonrpc": "2.0", "id": "after", "result": {}})  # still serving
     failed = [r for r in caplog.records if r.levelno >= logging.ERROR and r.name == "mcp_providers.http"]
     assert failed and failed[0].exc_info is not None and "secret internals" in str(failed[0].exc_info[1])
+    lines = [json.loads(line) for line in audited.read_text().splitlines()]
+    assert lines[0]["decision"] == "error" and lines[0]["operation"] == "HTTP POST", lines
+    assert lines[0]["subject"] == "anonymous" and lines[0]["reason"].startswith("-32603: RuntimeError"), lines
+    assert "secret" not in audited.read_text()
+    assert [line["operation"] for line in lines[1:]] == ["ping"]  # the next request, as always
