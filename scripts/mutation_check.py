@@ -1398,8 +1398,8 @@ CASES += (
     Case(
         "HTTP: an exchange that fails before its response is answered -32603 without internals (round 18)",
         HTTP_APP_FILE,
-        "            except Exception:\n                if outcome.started:",
-        "            except ZeroDivisionError:\n                if outcome.started:",
+        "            except Exception as exc:\n                if outcome.started:",
+        "            except ZeroDivisionError as exc:\n                if outcome.started:",
         ("tests/test_http_hostile.py::test_a_failure_inside_an_exchange_is_a_json_rpc_error_without_internals",),
     ),
     Case(
