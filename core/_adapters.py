@@ -5,6 +5,7 @@ made once, at composition, from the function's signature (:mod:`mcp_providers._d
 from __future__ import annotations
 
 import contextlib
+import enum
 import inspect
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import Any
@@ -214,6 +215,23 @@ def template_parameters(sig: fx.Signature, uri_template: str) -> None:
             "it Context"
         )
     fx.text_values(sig, "template", uri_template, only=variables)
+
+
+def spelled_defaults(sig: fx.Signature, uri_template: str) -> dict[str, str]:
+    """Each template variable's default as a URI spells it (``True`` is ``"true"``), for those with
+    a default of one spelling (a str, an int, a float, a bool, or an Enum of a str or int value)."""
+    variables = template_variables(uri_template) or set()
+    found: dict[str, str] = {}
+    for parameter in sig.values:
+        value = parameter.default
+        value = value.value if isinstance(value, enum.Enum) else value
+        if parameter.name not in variables or value is inspect.Parameter.empty:
+            continue
+        if isinstance(value, bool):
+            found[parameter.name] = "true" if value else "false"
+        elif isinstance(value, str | int | float):
+            found[parameter.name] = str(value)
+    return found
 
 
 def _renames(missing: Sequence[str], unused: set[str]) -> str:

@@ -21,7 +21,8 @@ This module is imported by ``check`` only, never on ``serve``'s path.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 __all__ = ["Advisory", "Served"]
 
@@ -45,6 +46,9 @@ class Served:
     """Extension method names, also the targets of ``call``."""
     prefixes: tuple[str, ...] = ()
     """The URI prefixes the resource providers own, canonical: every URI read is under one."""
+    defaults: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    """Per template (as declared) that has any, its query variables' values when a read leaves
+    them out (:attr:`ResourceTemplate.defaults <mcp_providers.models.ResourceTemplate.defaults>`)."""
 
 
 @dataclass(frozen=True, slots=True)

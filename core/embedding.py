@@ -186,7 +186,7 @@ def _endpoint(
     def make() -> HttpApp:  # one per run of the app's lifespan: the SDK's session manager runs once
         return http_app(
             server, path=path, stateless=stateless, json_response=json_response, security=security, auth=auth,
-            limits=limits,
+            limits=limits, audit=composition.runtime.audit,
         )  # fmt: skip
 
     return MountedEndpoint(make, path, identify, authenticated=auth is not None)

@@ -368,6 +368,10 @@ class ResourceTemplate(_ResourceBase):
     """Static completion values per variable name. A provider may also override
     :meth:`ResourceProvider.complete <mcp_providers.providers.ResourceProvider.complete>` for
     values it computes."""
+    defaults: dict[str, str] = Field(default_factory=dict)
+    """The value a variable takes when a read leaves it out, per variable name, as a client
+    would spell it (``{"format": "json"}``): ``check`` names a policy rule denying it by that
+    value, which such a read never meets. Decorated templates fill it from their defaults."""
     opaque_query: bool = False
     """The values of query variables (``{?a,b}``, ``{&c}``) are opaque: the provider passes them on
     as query values and never makes a path of them, so the router refuses only a NUL in them, not

@@ -70,6 +70,7 @@ from mcp_providers._adapters import (
     fixed_parameters,
     known,
     resource_fields,
+    spelled_defaults,
     takes_values_as_given,
     template_parameters,
     template_variables,
@@ -372,7 +373,10 @@ class _Resources(ResourceProvider):
             convert = {p.name: fx.converter(sig, p.name, one_spelling=True) for p in sig.values}
             with declaring(sig.where):
                 self._templates.append(
-                    ResourceTemplate(uri_template=uri_template, **resource_fields(function, sig, fields))
+                    ResourceTemplate(
+                        uri_template=uri_template,
+                        **{"defaults": spelled_defaults(sig, uri_template), **resource_fields(function, sig, fields)},
+                    )
                 )
             direct = takes_values_as_given(sig, uri_template, convert)
             self._readers[uri_template] = Reader(sig, settings, convert, fields.get("mime_type"), direct=direct)

@@ -208,6 +208,9 @@ def check_composition(settings: PolicySettings | None, served: "Served") -> list
         for pattern in rule.targets:
             if (glob := _uris_of_template(rule, pattern)) is not None:
                 found.append(_template_target(number, rule, pattern, glob))
+            if (spelled := _spelled_otherwise(rule, pattern, served.templates)) is not None:
+                found.append(_template_spelling(number, rule, pattern, spelled))
+            found += [_names_default(number, rule, pattern, *named) for named in _defaults_named(rule, pattern, served)]
             if not _reaches(rule, pattern, served):
                 found.append(_unmatched(number, rule, pattern, served))
             elif (canon := _canonical_missed(rule, pattern, served.templates)) is not None:
@@ -244,6 +247,83 @@ def _template_target(number: int, rule: Rule, pattern: str, glob: str) -> "Advis
         f"names ({_EXPRESSION.sub('1', pattern)}), never about the template: for {acts} it "
         f"{'denies' if rule.effect == 'deny' else 'allows'} nothing",
         f"write the glob {glob!r} for its URIs" + (also if rule.effect == "deny" else ""),
+    )
+
+
+_ON_TEMPLATES = frozenset({"expand", "complete", "list"})
+"""Actions asked about a URI template as it is declared."""
+
+
+def _shape(template: str) -> str:
+    return _EXPRESSION.sub("{}", template)
+
+
+def _spelled_otherwise(rule: Rule, pattern: str, templates: tuple[str, ...]) -> str | None:
+    """The served template ``pattern`` spells with other expressions (``{id}`` or ``{+uid}`` for
+    ``{uid}``: the same literal parts) when ``rule`` names it for an action asked about templates
+    as declared and matches no served template; ``None`` otherwise (tester twenty-eight F8)."""
+    if not _ON_TEMPLATES & set(rule.actions) or not _EXPRESSION.search(pattern) or pattern in templates:
+        return None
+    shape = _shape(pattern)
+    alike = [t for t in templates if _shape(t) == shape]
+    if not alike or any(rule.matches_target(t, Readings(t)) for t in alike):
+        return None
+    return alike[0]
+
+
+def _template_spelling(number: int, rule: Rule, pattern: str, template: str) -> "Advisory":
+    from mcp_providers.checks import Advisory
+
+    acts = ", ".join(a for a in rule.actions if a in _ON_TEMPLATES)
+    return Advisory(
+        "policy-target-template-spelling",
+        pattern,
+        f"rule {number} ({rule.effect}) names a URI template spelled otherwise than the served {template!r}; "
+        f"{acts} is asked about the template as declared, so for it the rule "
+        f"{'denies' if rule.effect == 'deny' else 'allows'} nothing",
+        f"write {template!r}",
+    )
+
+
+_QUERY_EXPRESSION = re.compile(r"\{[?&]([^{}]*)\}")
+
+
+def _defaults_named(rule: Rule, pattern: str, served: "Served") -> list[tuple[str, str, str]]:
+    """``(template, item, instead)`` for each ``name=value`` of ``pattern``'s query (a deny's, on
+    URIs) whose value is the default of query variable ``name`` of a served template the pattern
+    may reach: a read leaving ``name`` out is served that value, and the deny never meets it (its
+    query names an item the read has not); ``instead``: the pattern without the item (tester
+    twenty-eight F11)."""
+    split = pattern.partition("?") if "://" in pattern and rule.effect == "deny" else ("", "", "")
+    if not split[1] or not _ON_URIS & set(rule.actions) or not served.defaults:
+        return []
+    fold = str if rule.match_case else folded
+    found = []
+    for template, defaults in served.defaults.items():
+        names = {n.split(":")[0].rstrip("*") for e in _QUERY_EXPRESSION.findall(template) for n in e.split(",")}
+        base = _QUERY_EXPRESSION.sub("", template)
+        if not _overlap(fold(split[0]), fold(_EXPRESSION.sub("*", base))):
+            continue
+        items = split[2].split("&")
+        for item in items:
+            name, _, value = item.partition("=")
+            default = {fold(n): fold(v) for n, v in defaults.items() if n in names}.get(fold(name))
+            if default is not None and default == fold(value):
+                rest = "&".join(i for i in items if i != item)
+                found.append((template, item, split[0] + (f"?{rest}" if rest else "")))
+    return found
+
+
+def _names_default(number: int, rule: Rule, pattern: str, template: str, item: str, instead: str) -> "Advisory":
+    from mcp_providers.checks import Advisory
+
+    name = item.partition("=")[0]
+    return Advisory(
+        "policy-target-names-default",
+        pattern,
+        f"rule {number} ({rule.effect}) names {item}, the value {template!r} gives {name} when a read leaves it "
+        f"out: such a read is served it, and the rule never meets it (it asks for {name} in the URI)",
+        f"write {instead!r}: a rule cannot tell a left-out {name} from another value, so this denies every {name}",
     )
 
 

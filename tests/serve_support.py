@@ -117,6 +117,7 @@ def served(
         routes=ops_routes(composed),
         event_store=event_store,
         limits=limits,
+        audit=composed.runtime.audit,
     )
     port = free_port()
     server = uvicorn.Server(uvicorn_config(app, "127.0.0.1", port))

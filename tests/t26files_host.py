@@ -90,6 +90,17 @@ def via_temp(cache: str, data: bytes, *, keep_open: bool = False) -> None:
     os.replace(temp, cache)
 
 
+def native_mapping() -> tuple[Any, Any]:
+    """``mmap(2)`` and ``munmap(2)`` through ``ctypes``, loaded and looked up by the host before any
+    read (in a read, loading a library and looking a function up are refused themselves)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    mapper, unmapper = libc.mmap, libc.munmap
+    mapper.restype = ctypes.c_void_p
+    mapper.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+    unmapper.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    return mapper, unmapper
+
+
 def held_map(cache: str, data: bytes) -> None:
     """An honest temp written, then a shared mapping of it made (by the host's code: ``mmap(2)``
     through ``ctypes``, which keeps no descriptor, unlike ``mmap.mmap``) and its descriptor closed,
@@ -97,17 +108,14 @@ def held_map(cache: str, data: bytes) -> None:
     temp = f"{cache}.{next(temps)}"
     fd = os.open(temp, os.O_EXCL | os.O_CREAT | os.O_RDWR, 0o666)
     os.write(fd, data)
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.mmap.restype = ctypes.c_void_p
-    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
-    libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
     shared = mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_SHARED
-    address = contextvars.Context().run(libc.mmap, None, len(data), *shared, fd, 0)
+    address = contextvars.Context().run(MAPPING[0], None, len(data), *shared, fd, 0)
     os.close(fd)
+    seen["mapped temp reached the replace"] = True  # refused there, not before (ctypes in a read is)
     try:
         os.replace(temp, cache)
     finally:
-        contextvars.Context().run(libc.munmap, address, len(data))
+        contextvars.Context().run(MAPPING[1], address, len(data))
 
 
 def content(name: str) -> bytes | None:
@@ -118,6 +126,7 @@ def content(name: str) -> bytes | None:
         return None
 
 
+MAPPING = native_mapping()
 if MODE == "enforce":
     levels.install()
 else:
@@ -233,6 +242,34 @@ in_read(
     "replace a temp of another mtime", lambda: via_temp(cache, header(stamp=struct.pack("<II", 1, len(b"X = 1\n"))))
 )
 seen["cache still kept"] = content(cache) == good
+
+
+def others_temp() -> str:
+    """A temp of the cache that another writer is making (the import system in another process,
+    or the host outside any read): created and written honestly, not yet replaced onto the cache."""
+    temp = f"{cache}.{next(temps)}"
+    with io.FileIO(os.open(temp, os.O_EXCL | os.O_CREAT | os.O_WRONLY), "wb") as out:
+        out.write(good)
+    return temp
+
+
+def write_into(temp: str, flags: int) -> Callable[[], None]:
+    """The read writes into a temp it did not create; the other writer replaces it onto the cache
+    while the read still runs (unjudged: not a read), so the read's end finds no temp to sweep."""
+
+    def run() -> None:
+        try:
+            with io.FileIO(os.open(temp, flags), "wb") as out:
+                out.write(evil)
+        finally:
+            contextvars.Context().run(os.replace, temp, cache)
+
+    return run
+
+
+for label, flags in (("", os.O_WRONLY | os.O_TRUNC), (" with O_CREAT", os.O_WRONLY | os.O_CREAT | os.O_TRUNC)):
+    in_read("write into another writer's cache temp" + label, write_into(others_temp(), flags))
+    seen["cache after another writer's temp" + label] = content(cache) == good
 
 hashed = write_source("hashed", "Y = 0\n")
 hashed_cache = importlib.util.cache_from_source(hashed)  # a checked hash-based cache, then its source edited:

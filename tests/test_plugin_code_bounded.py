@@ -190,3 +190,62 @@ def test_the_watch_thread_ends_once_composition_is_done(monkeypatch: pytest.Monk
     while time.monotonic() < deadline and ours():
         time.sleep(0.05)
     assert not ours()
+
+
+async def test_no_plugin_thread_is_left_once_an_embedded_app_stops() -> None:
+    """Round 18 item 5: the plugin threads (``plugin code``, ``plugin watch``) ended only after
+    ``_IDLE_SECONDS`` with nothing to run, so an app stopped sooner after its composition was made
+    left both behind (``threading.enumerate()``); composition now ends them as it finishes."""
+    from starlette.applications import Starlette
+
+    from mcp_providers.embedding import mount
+
+    before = set(threading.enumerate())  # an earlier test's abandoned hung plugin thread is not this one's
+
+    def ours() -> list[str]:
+        return [t.name for t in threading.enumerate() if t.name.startswith("mcp-providers plugin") and t not in before]
+
+    assert isolation.in_plugin_thread(lambda: "imported", "p", "its import") == "imported"
+    assert "mcp-providers plugin code" in ours()
+    app = Starlette()
+    mount(app, compose({"made": Made()}))
+    async with app.router.lifespan_context(app):
+        pass
+    assert not ours()
+    assert isolation.in_plugin_thread(lambda: "again", "p", "its import") == "again"  # a new thread, as needed
+
+
+def test_a_busy_plugin_thread_is_never_ended_by_another_composition() -> None:
+    """A composition finishing while another one's plugin call runs leaves that thread alone, and
+    does not wait for it."""
+    release = threading.Event()
+    done: list[str] = []
+    other = threading.Thread(
+        target=lambda: done.append(isolation.in_plugin_thread(lambda: release.wait(5) and "slow", "p", "its import"))
+    )
+    other.start()
+    time.sleep(0.1)
+    started = time.monotonic()
+    compose({"made": Made()})
+    waited = time.monotonic() - started
+    release.set()
+    other.join(5)
+    assert done == ["slow"]
+    assert waited < 1.5, waited  # never joined: a busy thread ends after its call (_IDLE_SECONDS 2)
+
+
+def test_a_call_still_watched_keeps_its_watch_when_another_composition_ends(caplog: pytest.LogCaptureFixture) -> None:
+    """The watch thread is not ended under a call it watches: a hook of another composition that
+    runs past the bound is still named."""
+    slow = threading.Thread(target=lambda: _watched_for(0.8))
+    with caplog.at_level(logging.ERROR, logger="mcp_providers.plugins"):
+        slow.start()
+        time.sleep(0.1)
+        compose({"made": Made()})
+        slow.join(5)
+    assert [r for r in caplog.records if "plugin slow: hook late has not returned" in r.getMessage()]
+
+
+def _watched_for(seconds: float) -> None:
+    with isolation.watched("slow", "hook late"):
+        time.sleep(seconds)

@@ -61,6 +61,23 @@ def test_a_cache_is_written_only_with_what_the_import_system_would_write(run: di
     assert run["victim.X"] == 1  # the next import runs the source's code
 
 
+def test_a_cache_temp_made_by_another_writer_is_never_written_in_a_read(run: dict[str, Any]) -> None:
+    """A temp of a cache is opened for writing in a read only to be created (``O_EXCL``): a read that
+    opened another writer's temp could change its bytes before that writer replaced it onto the
+    cache, where no judgement of this process sees it (round 18 item 6). A temp still there when
+    the read ends is swept and refuses the read anyway; this is the case the sweep cannot see."""
+    for label in ("", " with O_CREAT"):
+        assert run["write into another writer's cache temp" + label] == "refused"
+        assert run["cache after another writer's temp" + label] is True
+
+
+def test_a_shared_mapping_of_a_temp_refuses_its_replace(run: dict[str, Any]) -> None:
+    """The mapping is made by the host's code, not in the read (loading ``libc`` there is refused on
+    its own, which hid this guard): the replace itself is refused."""
+    assert run["mapped temp reached the replace"] is True
+    assert run["replace an honest temp mapped"] == "refused"
+
+
 def test_a_first_import_in_a_read_still_writes_its_cache(run: dict[str, Any]) -> None:
     assert run["first import"] == "allowed"
     assert run["first import cached"] is True and run["first import value"] == 42

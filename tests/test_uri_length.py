@@ -19,7 +19,7 @@ from mcp import Client, MCPError
 from pydantic import BaseModel, TypeAdapter
 from skills_fixture import notes
 
-from mcp_providers import Decision, Tool, ToolCall, ToolProvider, ToolResult, hookimpl
+from mcp_providers import RECEIPT_KEY, Decision, Embed, Link, Tool, ToolCall, ToolProvider, ToolResult, hookimpl
 from mcp_providers._serve.composition import compose
 from mcp_providers._serve.steps.asking import uri_allowed
 from mcp_providers._serve.steps.gate import Authorizer, Gate
@@ -151,3 +151,39 @@ def test_the_gate_denies_a_target_no_bounded_uri_becomes_without_reading_it() ->
     assert gate.allowed("read", "skill://notes/" + "%41" * (3 * LIMIT))  # a canonical form may be longer
     refused = gate.decide("read", "skill://notes/%z" + "a" * (12 * LIMIT))
     assert refused.allow is False and "longer than any this server reads" in (refused.reason or "")
+
+
+class _Points(ToolProvider):
+    """``point``: answers with a link and an embed naming ``uri``."""
+
+    name = "points"
+
+    def tools(self) -> Sequence[Tool]:
+        return [Tool(name="point", description="Links and embeds uri.", input_model=_Uri)]
+
+    async def call(self, call: ToolCall) -> ToolResult:
+        uri = call.arguments.uri
+        return ToolResult(text="see", links=(Link(uri=uri, name="it"),), embedded=(Embed(uri=uri, text="x"),))
+
+
+class _PointsPlugin:
+    @hookimpl
+    def register_tool_providers(self, settings: Any) -> list[ToolProvider]:
+        return [_Points()]
+
+
+async def test_a_link_or_embed_over_the_bound_is_dropped_before_it_is_routed() -> None:
+    """Round 18 item 2: the URIs a result names are bounded as a request's are (routing reads every
+    character); ``LONG`` holds a malformed escape, so a routed one would read as not served."""
+    composition = compose(Config(server=ServerSettings(max_uri_length=LIMIT)), load_entrypoints=False,
+                          plugins={"notes": notes, "points": _PointsPlugin()})  # fmt: skip
+    assert composition.failures == []
+    async with connect(composition) as client:
+        result = await client.call_tool("point", {"uri": LONG})
+        fits = await client.call_tool("point", {"uri": FITS.replace("skill:", "other:")})
+    assert [b.type for b in result.content] == ["text"]
+    why = f"a URI of {LIMIT + 1} characters is longer than this server takes: max_uri_length ({LIMIT})"
+    assert (result.meta or {})[RECEIPT_KEY]["transforms"] == [f"dropped resource_link: {why}",
+                                                              f"dropped embedded resource: {why}"]  # fmt: skip
+    kept = (fits.meta or {})[RECEIPT_KEY]["transforms"]
+    assert len(kept) == 2 and all(t.endswith("not served by this server") for t in kept), kept  # at the bound: routed

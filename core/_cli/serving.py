@@ -151,6 +151,7 @@ def serve_http(
         routes=ops_routes(composition, reloader, recent) + admin,
         event_store=None if stateless else _event_store(composition),
         limits=composition.config.server.limits,
+        audit=composition.runtime.audit,
     )
     _run_http(pin_sessions(asgi), composition, host, port)  # session ids name the replica (MCP_PROVIDERS_REPLICA)
 

@@ -21,6 +21,7 @@ from mcp_providers._host.catalog import Catalog
 from mcp_providers._host.compat import plugin_distributions, unmet_requirements
 from mcp_providers._host.declarations import Declared, Problem, declare
 from mcp_providers._host.discovery import discover
+from mcp_providers._host.isolation import settle
 from mcp_providers._host.records import PluginRecord
 from mcp_providers._host.rules import TOOL_RULES, check
 from mcp_providers.config import Config
@@ -238,6 +239,15 @@ def assemble(
     :param previous: the assembly a reload replaces: unchanged plugins keep its provider objects.
     :raises ConfigError: the config names a plugin that is not installed.
     """
+    try:
+        return _assemble(config, load_entrypoints, plugins, previous)
+    finally:
+        settle()  # no plugin thread of ours outlives composition (round 18)
+
+
+def _assemble(
+    config: Config, load_entrypoints: bool, plugins: Mapping[str, object] | None, previous: Assembly | None
+) -> Assembly:
     unmet = unmet_requirements(config.required_plugins, plugin_distributions()) if config.required_plugins else []
     before = {r.name: r for r in previous.records} if previous is not None else None
     pm, records = discover(config, load_entrypoints=load_entrypoints, plugins=plugins, previous=before)

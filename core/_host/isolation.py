@@ -113,12 +113,15 @@ class _Importer:
         self.busy = False
         """Running a job: a call made meanwhile (another composition's, a reload's while a hung
         import holds this thread) gets a new thread rather than a place behind it."""
-        threading.Thread(target=self._run, name="mcp-providers plugin code", daemon=True).start()
+        self.thread = threading.Thread(target=self._run, name="mcp-providers plugin code", daemon=True)
+        self.thread.start()
 
     def _run(self) -> None:
         while True:
             try:
                 job = self.jobs.get(timeout=_IDLE_SECONDS)
+                if job is _stop:  # put by settle(), which closed this importer first
+                    return
             except queue.Empty:
                 with _importing:
                     if self.jobs.empty():
@@ -127,6 +130,33 @@ class _Importer:
                 continue
             self.busy = True
             job()  # it clears busy itself, before its caller wakes (so its next call finds this thread free)
+
+
+def _stop() -> None:
+    """What :func:`settle` puts on an idle importer's queue: it ends the thread (never run)."""
+
+
+def settle() -> None:
+    """End the plugin threads now that composition is done, and wait for them: an embedding host
+    keeps no thread of ours once its composition is made (its app stopped a moment later
+    included), where they ended only after :data:`_IDLE_SECONDS` with nothing to run. A thread
+    with work (another composition's call, one left hanging) is left to end as it does; a later
+    call makes a new one."""
+    ending: list[threading.Thread] = []
+    with _importing:
+        importer, watcher = _importer, _watching
+        if importer is not None and not importer.closed and not importer.busy and importer.jobs.empty():
+            importer.closed = True  # under _importing: in_plugin_thread makes a new one from now on
+            importer.jobs.put(_stop)
+            ending.append(importer.thread)
+    if watcher is not None:
+        with watcher.lock:
+            if not watcher.closed and not watcher.calls:
+                watcher.closed = True  # begin() takes no call from now on
+                watcher.some.set()
+                ending.append(watcher.thread)
+    for thread in ending:
+        thread.join(_IDLE_SECONDS)
 
 
 _MAIN_THREAD_WORDS = ("main thread", "event loop")
@@ -219,7 +249,8 @@ class _Watcher:
         self.lock = threading.Lock()
         self.some = threading.Event()
         self.closed = False
-        threading.Thread(target=self._run, name="mcp-providers plugin watch", daemon=True).start()
+        self.thread = threading.Thread(target=self._run, name="mcp-providers plugin watch", daemon=True)
+        self.thread.start()
 
     def begin(self, name: str, what: str) -> object | None:
         """A key for :meth:`end`, or ``None`` when this watcher has ended."""
@@ -247,6 +278,8 @@ class _Watcher:
                         self.closed = True
                         return
                 continue
+            if self.closed:  # by settle(), with no call watched
+                return
             time.sleep(_WATCH_SECONDS)
             with self.lock:
                 now, calls = time.monotonic(), list(self.calls.items())

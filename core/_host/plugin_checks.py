@@ -27,6 +27,9 @@ def served(catalog: Catalog) -> Served:
         prompts=tuple(e.declaration.name for e in catalog.prompts),
         methods=tuple(catalog.extension_methods),
         prefixes=tuple(sorted(prefixes)),
+        defaults={
+            e.declaration.uri_template: e.declaration.defaults for e in catalog.templates if e.declaration.defaults
+        },
     )
 
 

@@ -247,3 +247,74 @@ async def test_a_rule_naming_the_uris_is_not_named(target: str) -> None:
 @pytest.mark.parametrize("actions", [["list"], ["complete", "list"]])
 async def test_a_rule_naming_a_template_for_what_is_asked_about_it_is_not_named(actions: list[str]) -> None:
     assert not [line for line in await check(_rule("deny", actions)) if "policy-target-is-template" in line]
+
+
+# -- tester twenty-eight F8: a rule naming a template in another spelling ------------------------------
+
+
+@pytest.mark.parametrize(
+    ("effect", "target"),
+    [("deny", "t25://users/{id}"), ("deny", "t25://users/{+uid}"), ("allow", "t25://users/{id}"),
+     ("allow", "t25://users/{+uid}"), ("allow", "t25://users/{UID}")],
+)  # fmt: skip
+async def test_a_rule_naming_a_template_spelled_otherwise_is_named_with_its_spelling(effect: str, target: str) -> None:
+    """``expand`` and ``complete`` are asked about the template as declared: a rule spelling its
+    variables otherwise matches nothing they are asked about (a deny denies no read)."""
+    composition = _rule(effect, ["read", "expand"], target, default="deny" if effect == "allow" else "allow")
+    lines = [line for line in await check(composition) if "policy-target-template-spelling" in line]
+    assert len(lines) == 1 and f"{target!r}" in lines[0], lines
+    assert "fix: write 't25://users/{uid}'" in lines[0], lines
+    if effect == "deny":
+        async with connect(composition) as client:
+            assert (await client.read_resource("t25://users/5")).contents  # denied nothing
+
+
+@pytest.mark.parametrize(
+    ("actions", "target"),
+    [(["expand"], "t25://users/{uid}"), (["complete"], "t25://users/{uid}"), (["read", "expand"], "t25://users/{uid}"),
+     (["expand"], "t25://users/{UID}"), (["read"], "t25://users/{id}")],
+)  # fmt: skip
+async def test_a_rule_naming_the_template_as_it_matches_is_not_named_for_its_spelling(
+    actions: list[str], target: str
+) -> None:
+    """As declared, or in a case a deny folds; or for reads alone (``policy-target-is-template`` says those)."""
+    found = await check(_rule("deny", actions, target))
+    assert not [line for line in found if "policy-target-template-spelling" in line]
+
+
+# -- tester twenty-eight F11: a rule naming a parameter at its default value ---------------------------
+
+
+def _orders(target: str) -> Any:
+    plugin = Plugin("t25", prefixes=["t25://"])
+
+    @plugin.template("t25://orders/{oid}{?format,full}")
+    def order(oid: int, format: str = "json", full: bool = False) -> str:
+        return f"order {oid} as {format}, full {full}"
+
+    settings = {"policy": {"rules": [{"effect": "deny", "actions": ["read"], "targets": [target]}]}}
+    return compose({"t25": plugin, "policy": policy}, settings)
+
+
+@pytest.mark.parametrize(
+    ("target", "instead"),
+    [
+        ("t25://orders/*?format=json", "t25://orders/*"),
+        ("t25://orders/5?full=false&format=xml", "t25://orders/5?format=xml"),
+        ("t25://orders/*?FORMAT=JSON", "t25://orders/*"),  # a deny folds case
+    ],
+)
+async def test_a_deny_naming_a_parameter_at_its_default_is_named_with_what_to_write(target: str, instead: str) -> None:
+    composition = _orders(target)
+    lines = [line for line in await check(composition) if "policy-target-names-default" in line]
+    assert len(lines) == 1 and f"{target!r}" in lines[0], lines
+    assert f"{instead!r}" in lines[0].split("fix: ")[1], lines
+    async with connect(composition) as client:
+        left_out = "t25://orders/5" if "format=json" in target.lower() else "t25://orders/5?format=xml"
+        assert (await client.read_resource(left_out)).contents  # served: the rule does not meet it
+
+
+@pytest.mark.parametrize("target", ["t25://orders/*?format=xml", "t25://orders/*", "t25://orders/*?full=true"])
+async def test_a_deny_naming_no_default_is_not_named_for_it(target: str) -> None:
+    found = await check(_orders(target))
+    assert not [line for line in found if "policy-target-names-default" in line]

@@ -220,27 +220,16 @@ class SubscriptionHub:
         """Watches held now: 2025-era (session, URI) pairs plus URIs of open listen streams."""
         return sum(len(v) for v in self._sessions.values()) + self.listening
 
-    def check_uri(self, uri: str) -> str:
-        """``uri`` if it is short enough to watch, shortened for the audit line otherwise.
-
-        :raises InvalidParams: longer than ``max_uri_length``.
-        """
-        if len(uri) > self.max_uri_length:
-            raise InvalidParams(
-                f"cannot watch a URI of {len(uri)} characters: the server's max_uri_length is {self.max_uri_length}",
-                data={"uri": uri[:128], "length": len(uri), "max_uri_length": self.max_uri_length},
-            )
-        return uri
-
     def locate(self, uri: str, visible: Callable[[str], bool] | None) -> Route:
         """Where ``uri`` goes; ``visible``: what the caller may list (a not-found message names
         nothing else, :meth:`Catalog.route`). Whether it may be watched is asked after the gate
         (:meth:`require_watchable`), so a caller denied it learns nothing of how it is kept.
 
         :raises NotFound: nothing serves ``uri``.
-        :raises InvalidParams: too long or malformed.
+        :raises InvalidParams: malformed. (One over ``max_uri_length`` never gets here: the pipeline
+            refuses it before any method routes, ``steps.uri_length``.)
         """
-        return self.catalog.route(self.check_uri(uri), visible)
+        return self.catalog.route(uri, visible)
 
     def require_watchable(self, route: Route, uri: str) -> None:
         """:raises InvalidParams: ``uri`` (routed to ``route``) is not declared live and

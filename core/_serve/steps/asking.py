@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from mcp_providers._holders import Frozen
 from mcp_providers._host.catalog import Catalog, Route
 from mcp_providers._serve.steps.gate import Gate
+from mcp_providers._serve.steps.uri_length import too_long
 from mcp_providers.identity import Principal
 from mcp_providers.policy import Action, current_gate
 
@@ -39,8 +40,8 @@ def require_uri(gate: Gate, catalog: Catalog, action: Action, uri: str, *, asked
     :raises mcp_providers.errors.Denied: any of the questions is refused, or ``uri`` is longer than
         ``max_uri_length`` (denied before it is routed: routing reads every character).
     """
-    if gate.authorizer.active and len(uri) > gate.max_uri_length:
-        gate.deny(action, uri, _too_long(gate, uri), asked_by=asked_by)
+    if gate.authorizer.active and (why := too_long(len(uri), gate.max_uri_length)) is not None:
+        gate.deny(action, uri, why, asked_by=asked_by)
     route = served(catalog, uri) if gate.authorizer.active else None
     if route is None:
         gate.require(action, uri, asked_by=asked_by)
@@ -53,7 +54,8 @@ def uri_allowed(gate: Gate, catalog: Catalog, action: Action, uri: str) -> bool:
     if not gate.authorizer.active:
         return True
     # not routed past the bound (routing reads every character): routed_allowed refuses it
-    return routed_allowed(gate, action, uri, served(catalog, uri) if len(uri) <= gate.max_uri_length else None)
+    too = too_long(len(uri), gate.max_uri_length) is not None
+    return routed_allowed(gate, action, uri, None if too else served(catalog, uri))
 
 
 def routed_allowed(gate: Gate, action: Action, uri: str, route: Route | None) -> bool:
@@ -61,13 +63,9 @@ def routed_allowed(gate: Gate, action: Action, uri: str, route: Route | None) ->
     :func:`served` gave for it, the same for every caller of one catalog)."""
     if not gate.authorizer.active:
         return True
-    if len(uri) > gate.max_uri_length:
+    if too_long(len(uri), gate.max_uri_length) is not None:
         return False
     return gate.allowed(action, uri) if route is None else gate.allows_route(action, route, uri)
-
-
-def _too_long(gate: Gate, uri: str) -> str:
-    return f"a URI of {len(uri)} characters is longer than this server takes: max_uri_length ({gate.max_uri_length})"
 
 
 # not a dataclass: never compared, shown or read by fields(), and its methods are not made at start-up (issue 43)

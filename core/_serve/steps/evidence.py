@@ -24,12 +24,13 @@ from typing import Any
 
 import mcp_types as types
 
-from mcp_providers._host.catalog import Catalog, Entry
+from mcp_providers._host.catalog import Catalog, Entry, Route
 from mcp_providers._serve.steps import wire
 from mcp_providers._serve.steps.custody import digest, receipt
 from mcp_providers._serve.steps.exchange import Exchange
 from mcp_providers._serve.steps.gate import Gate
 from mcp_providers._serve.steps.surrogates import note, replaced, replaced_json
+from mcp_providers._serve.steps.uri_length import too_long
 from mcp_providers.errors import TooLarge
 from mcp_providers.models import Effects, Resource, ResourceTemplate
 from mcp_providers.providers import Content, Embed, Link
@@ -101,10 +102,8 @@ class Blocks:
         )
 
     def embed(self, embed: Embed) -> Block | None:
-        route = self.catalog.find(embed.uri)
+        route = self._served(embed.uri, "embedded resource")
         if route is None:
-            log.warning("%s embedded %s, which this server does not serve; dropped", self.who, embed.uri[:200])
-            self.transforms.append(f"dropped embedded resource {embed.uri}: not served by this server")
             return None
         self.gate.require_route("read", route, embed.uri, asked_by=self.who)
         if embed.text is not None:  # its size is of the UTF-8 served: a lone surrogate becomes U+FFFD first
@@ -128,12 +127,24 @@ class Blocks:
             type="resource_link", uri=embed.uri, name=embed.uri, mime_type=embed.mime_type, size=size
         )
 
-    def _readable(self, uri: str, kind: str) -> bool:
-        """A link target must be served and readable by the caller; otherwise it is dropped."""
+    def _served(self, uri: str, kind: str) -> Route | None:
+        """The route of a URI the result names (``kind``: ``resource_link``, ``embedded resource``),
+        or ``None``, dropped and recorded: not served, or longer than ``max_uri_length`` (then never
+        routed: routing reads every character; :func:`~.uri_length.too_long`)."""
+        if (why := too_long(len(uri), self.gate.max_uri_length)) is not None:
+            log.warning("%s named %s...: %s; dropped", self.who, uri[:200], why)
+            self.transforms.append(f"dropped {kind}: {why}")
+            return None
         route = self.catalog.find(uri)
         if route is None:
-            log.warning("%s pointed at %s, which this server does not serve; dropped", self.who, uri[:200])
+            log.warning("%s named %s, which this server does not serve; dropped", self.who, uri[:200])
             self.transforms.append(f"dropped {kind} {uri}: not served by this server")
+        return route
+
+    def _readable(self, uri: str, kind: str) -> bool:
+        """A link target must be served and readable by the caller; otherwise it is dropped."""
+        route = self._served(uri, kind)
+        if route is None:
             return False
         readable = self.gate.allows_route("read", route, uri)  # the questions an embed is asked
         if not readable:

@@ -46,6 +46,13 @@ def principal_of(ctx: Ctx) -> Principal:
     request = ctx.request
     if request is None:
         return transportless()
+    return request_principal(request)
+
+
+def request_principal(request: Any) -> Principal:
+    """Who sent an HTTP ``request`` (a Starlette request), as :func:`principal_of` reads it.
+
+    :raises MCPError: -32003 when its user carries an identity that cannot be read."""
     user = getattr(request, "scope", {}).get("user")
     token = getattr(user, "access_token", None)
     if token is None:

@@ -7,6 +7,10 @@ A 4 MB URI in one ``resources/read`` held the event loop ~11 s while every other
 anything, and a URI over the bound is -32602 naming it and the setting, whatever the method:
 ``resources/read``, ``resources/subscribe`` and ``unsubscribe``, ``subscriptions/listen``,
 ``completion/complete`` on a template, ``skills/get``, ``resources/directory/read``.
+
+The same rule (:func:`too_long`) bounds the URIs provider code names: those it asks the policy
+about (``steps.asking``) and the links and embeds of a tool or prompt result (``steps.evidence``),
+which are dropped, saying why, before they are routed (round 18).
 """
 
 from __future__ import annotations
@@ -38,13 +42,18 @@ def named_uris(params: Any) -> list[str]:
     return [uri for uri in found if isinstance(uri, str)]
 
 
+def too_long(length: int, limit: int) -> str | None:
+    """Why a URI of ``length`` characters is not routed, when it is longer than ``limit``
+    (``max_uri_length``), else ``None``."""
+    if length <= limit:
+        return None
+    return f"a URI of {length} characters is longer than this server takes: max_uri_length ({limit})"
+
+
 def refusal(params: Any, limit: int) -> InvalidParams | None:
     """The -32602 refusing a request whose ``params`` name a URI longer than ``limit`` characters,
     else ``None``. Costs a few attribute reads: no URI is scanned."""
     longest = max(map(len, named_uris(params)), default=0)
-    if longest <= limit:
+    if (why := too_long(longest, limit)) is None:
         return None
-    return InvalidParams(
-        f"a URI of {longest} characters is longer than this server takes: max_uri_length ({limit}) in [server]",
-        data={"length": longest, "max_uri_length": limit},
-    )
+    return InvalidParams(f"{why} in [server]", data={"length": longest, "max_uri_length": limit})

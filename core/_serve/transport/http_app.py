@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,6 +73,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from mcp_providers._serve.binding import around_pipeline
 from mcp_providers._serve.identity import ResourceServer
 from mcp_providers._serve.seams import lifespan_state, modern_request_handler
+from mcp_providers._serve.steps.audit import AuditLog
 from mcp_providers._serve.transport import batches
 from mcp_providers._serve.transport.auth import BearerGate, metadata_endpoints
 from mcp_providers._serve.transport.fast_path import OneExchange, fresh_connection, message_of, pushed, respond
@@ -98,6 +100,7 @@ from mcp_providers._serve.transport.http_outcome import (
     Answer,
     Outcome,
     Reply,
+    audit_failure,
     current_outcome,
     dumped,
     exchange_middleware,
@@ -126,6 +129,8 @@ from mcp_providers._serve.transport.posted import (
 )
 from mcp_providers._serve.transport.sessions import SessionQuota
 from mcp_providers.config import LimitsSettings
+
+log = logging.getLogger("mcp_providers.http")
 
 _JSON = [(b"content-type", b"application/json")]
 _Headers = dict[bytes, bytes]
@@ -161,6 +166,8 @@ class HttpApp:
     """RFC 9728 metadata endpoints by path (``{}`` without auth); see ``transport.auth``."""
     sessions: SessionQuota | None = None
     """Each caller's 2025-era session quota (``transport.sessions``); ``None`` when stateless."""
+    audit: AuditLog | None = None
+    """Where an exchange that fails before its response is audited (the composition's)."""
     _guard: TransportSecurityMiddleware = field(init=False)
     _accepted: set[tuple[bytes | None, bytes | None]] = field(init=False, default_factory=set)
     """``(Host, Origin)`` pairs the DNS-rebinding policy accepted (:meth:`rebinding_refusal`)."""
@@ -220,7 +227,15 @@ class HttpApp:
         # by the path that made it, so only a refusal is recorded (its Retry-After).
         outcome = Outcome(stateless=self.stateless, keeps_result=False)
         with serving(outcome):
-            await self._exchange(scope, receive, with_retry_after(outcome, send), outcome)
+            try:
+                await self._exchange(scope, receive, with_retry_after(outcome, send), outcome)
+            except Exception as exc:
+                if outcome.started:  # nothing more can be said on this response: the server closes it
+                    raise
+                # As stdio answers a line whose reading fails: -32603, no internals, the traceback logged.
+                log.exception("an HTTP exchange failed before its response started")
+                audit_failure(self.audit, Request(scope), outcome.method, exc)
+                await send_json(send, 500, _FAILED if outcome.request_id is None else _failed(outcome.request_id))
 
     async def _exchange(self, scope: Scope, receive: Receive, send: Send, outcome: Outcome) -> None:
         headers = headers_of(scope)
@@ -258,7 +273,7 @@ class HttpApp:
             else:
                 await send_json(send, 400, refused)
             return
-        outcome.request_id = request_id(posted.value)
+        outcome.request_id, outcome.method = request_id(posted.value), posted.method
         await self._posted(scope, replaying(body, receive), send, posted, version, headers)
 
     async def _posted(
@@ -412,6 +427,16 @@ class HttpApp:
 _STATELESS_JSON = TransportContext(kind="streamable-http", can_send_request=False)
 """The transport of every fast-path exchange (the SDK's dataclass is frozen: one serves them all)."""
 
+_FAILED_MESSAGE = "Internal error: the request could not be answered; the server log has the details"
+_FAILED = error_body(types.INTERNAL_ERROR, _FAILED_MESSAGE)
+"""What a POST whose exchange failed before its response started is answered (500), ``id: null``."""
+
+
+def _failed(request_id: str | int) -> bytes:
+    """:data:`_FAILED` under the request's id (the client's call resolves)."""
+    return error_body(types.INTERNAL_ERROR, _FAILED_MESSAGE, request_id)
+
+
 _MISSING_SESSION = error_body(types.INVALID_REQUEST, "Bad Request: Missing session ID")
 """What the SDK's transport answers a 2025-era POST without a session that is no ``initialize``."""
 
@@ -427,6 +452,7 @@ def http_app(
     routes: list[Any] | None = None,
     event_store: EventStore | None = None,
     limits: LimitsSettings | None = None,
+    audit: AuditLog | None = None,
 ) -> HttpApp:
     """The ASGI app serving ``server`` at ``path`` (see the module docstring).
 
@@ -437,6 +463,7 @@ def http_app(
     :param routes: extra Starlette routes served beside ``path`` (``/healthz``, ``/readyz``, ``/metrics``).
     :param event_store: makes session streams resumable (``_serve.events``; ignored when stateless).
     :param limits: ``[server.limits]``: the session quota per caller (``transport.sessions``) reads it.
+    :param audit: the composition's audit log (``runtime.audit``), for an exchange that fails.
     """
     sdk = server.streamable_http_app(
         streamable_http_path=path,
@@ -466,4 +493,5 @@ def http_app(
         auth=auth,
         metadata=metadata_endpoints(auth, path) if auth is not None else {},
         sessions=None if stateless else SessionQuota(functools.partial(holds, manager), limits),
+        audit=audit,
     )

@@ -204,7 +204,8 @@ def _post_refusal(headers: dict[bytes, bytes]) -> Response | None:
     content_type = headers.get(b"content-type", b"").decode("latin-1")
     if not content_type.lower().startswith("application/json"):
         return Response("Invalid Content-Type header", status_code=400)
-    accepted = [t.strip().split(";")[0].strip().lower() for t in headers.get(b"accept", b"").decode().split(",")]
+    accept = headers.get(b"accept", b"").decode("latin-1")  # opaque octets (RFC 9110 5.5), as Starlette reads
+    accepted = [t.strip().split(";")[0].strip().lower() for t in accept.split(",")]
     if not any(t in ("*/*", "application/json", "application/*") for t in accepted):
         return Response(
             error_body(types.INVALID_REQUEST, "Not Acceptable: Client must accept application/json"),

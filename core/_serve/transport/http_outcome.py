@@ -38,6 +38,8 @@ from mcp.shared.jsonrpc_dispatcher import handler_exception_to_error_data
 from pydantic import BaseModel
 from starlette.types import Message, Send
 
+from mcp_providers._serve.steps.audit import AuditLog
+from mcp_providers._serve.steps.exchange import request_principal
 from mcp_providers.errors import RATE_LIMITED
 
 log = logging.getLogger("mcp_providers.http")
@@ -78,6 +80,11 @@ class Outcome:
     keeps_result: bool = True
     """Whether a result is recorded (a batch element's is its answer); a single POST's answer is
     written by the path that made it, so its outcome records errors only (``Retry-After``)."""
+    method: str | None = None
+    """The request's ``method``, once its body is parsed (for the audit line of a failure)."""
+    started: bool = False
+    """Whether the response has started (:func:`with_retry_after` saw its start): until then a
+    failure of the exchange can still be answered (``HttpApp._serve``)."""
 
     @property
     def answered(self) -> bool:
@@ -163,7 +170,11 @@ def with_retry_after(outcome: Outcome, send: Send) -> Send:
     ``data.retryAfter`` alone says it)."""
 
     async def sending(message: Message) -> None:
-        if message["type"] == "http.response.start" and (seconds := outcome.retry_after) is not None:
+        if message["type"] != "http.response.start":
+            await send(message)
+            return
+        outcome.started = True
+        if (seconds := outcome.retry_after) is not None:
             headers = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"retry-after"]
             message = {**message, "headers": [*headers, (b"retry-after", str(seconds).encode())]}
         await send(message)
@@ -228,6 +239,22 @@ def _wire(result: Any) -> dict[str, Any]:
     if isinstance(result, BaseModel):
         return result.model_dump(by_alias=True, mode="json", exclude_none=True)
     return dict(result)
+
+
+def audit_failure(audit: AuditLog | None, request: Any, method: str | None, exc: Exception) -> None:
+    """One audit line for an HTTP exchange that failed before its response started (a bug: no
+    handler's line may be written), naming the exception's kind, never its message."""
+    if audit is None or not audit.enabled:
+        return
+    try:
+        who = request_principal(request).custody()
+    except Exception:  # an identity that cannot be read: the caller is not known
+        who = {"subject": None}
+    reason = f"-32603: {type(exc).__name__} (the exchange failed before its response started)"
+    operation = method[:200] if method else "HTTP POST"
+    audit.write(
+        {"actor": "application", **who, "operation": operation, "target": "", "decision": "error", "reason": reason}
+    )
 
 
 def current_outcome() -> Outcome | None:

@@ -11,18 +11,29 @@ A body this parser refuses is refused here, before any guard or handler (:func:`
 saying so: no guard is ever skipped because it could not read a body that a parser further on
 might accept (the SDK's 2025-era transport parses with ``pydantic_core``, another parser; today it
 refuses all that ``json.loads`` refuses, and that must not be what the guards rely on).
+
+Refused here too, as ``pydantic_core`` refuses them, so every HTTP path answers them alike (-32700):
+a body that is not UTF-8 (``json.loads`` of bytes would read UTF-16, UTF-32 and a UTF-8 BOM; RFC
+8259 section 8.1 says UTF-8), and a string holding a lone surrogate escape (``"\\ud800"``), which no
+UTF-8 text can carry: such a method or id failed the answer's serialization (500, round 18).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import mcp_types as types
 
+from mcp_providers._serve.steps.surrogates import encodable
 from mcp_providers._serve.transport.nesting import long_integer
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+"""A ``\\u`` escape of a surrogate (U+D800 to U+DFFF); a valid pair decodes to one character."""
+LONE_SURROGATE = "a string holds a lone surrogate escape (U+D800 to U+DFFF unpaired), which UTF-8 cannot carry"
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,9 +77,13 @@ def parse(raw: bytes) -> Posted:
     the recursion limit; ``RecursionError`` is caught anyway, as a parse error.
     """
     try:
-        return Posted(raw, json.loads(raw))
+        text = raw.decode("utf-8")  # strictly: no BOM, UTF-16 or UTF-32 (json.loads of bytes reads them)
+        value = json.loads(text)
     except (ValueError, RecursionError) as exc:  # ValueError covers UnicodeDecodeError, long integers
         return Posted(raw, error=str(exc)[:200] or type(exc).__name__, refusal=long_integer(raw, exc))
+    if _SURROGATE_ESCAPE.search(text) is not None and not encodable(json.dumps(value, ensure_ascii=False)):
+        return Posted(raw, error=LONE_SURROGATE)  # an escaped backslash or a valid pair matches too: judged
+    return Posted(raw, value)
 
 
 def error_body(code: int, message: str, request_id: Any = None) -> bytes:
