@@ -2107,6 +2107,25 @@ CASES += (
         ("tests/test_identity_jwt.py::test_each_hostile_token_is_refused_naming_the_check_and_never_the_token",),
     ),
     Case(
+        "identity: a token naming no audience is refused, in every mode (t30 F1)",
+        "core/_serve/identity/claims.py",
+        '''    if not found:
+        return "no audience"''',
+        '''    if not found:
+        return None''',
+        (
+            "tests/test_identity_jwt.py::test_each_hostile_token_is_refused_naming_the_check_and_never_the_token",
+            "tests/test_identity_introspection.py::test_each_refused_answer_names_its_check_and_never_the_token",
+        ),
+    ),
+    Case(
+        "identity: aud must be a string or a list of strings (t30 F1)",
+        "core/_serve/identity/claims.py",
+        "    if found is None or not all(isinstance(a, str) for a in found):",
+        "    if found is None:",
+        ("tests/test_identity_introspection.py::test_each_refused_answer_names_its_check_and_never_the_token",),
+    ),
+    Case(
         "identity: scope is split on spaces only",
         "core/_serve/identity/claims.py",
         '        return [part for part in value.split(" ") if part]',

@@ -5,8 +5,9 @@ of the configured asymmetric algorithms (never ``none``, never ``HS*``, so a pub
 serve as an HMAC secret); it names a ``kid``; the unverified ``iss`` is a configured issuer; the
 header's ``typ`` is an access token's (:func:`~mcp_providers._serve.identity.kinds.header_kind`); that
 issuer's JWKS has the ``kid`` and the key's type fits the ``alg``; then PyJWT verifies the
-signature and ``iss``, ``aud`` (must contain the audience: the spec's token audience binding),
-``exp``, ``nbf`` and ``iat`` within ``leeway_seconds``; the payload is not evidently another kind
+signature and ``iss``, ``exp``, ``nbf`` and ``iat`` within ``leeway_seconds``; ``aud`` must be
+there and contain the audience (the spec's token audience binding; the rule introspection shares,
+:func:`~mcp_providers._serve.identity.claims.audience_refusal`); the payload is not evidently another kind
 of token (:func:`~mcp_providers._serve.identity.kinds.claims_kind`: an ID or logout token).
 """
 
@@ -38,7 +39,6 @@ _CURVE = {"ES256": "P-256", "ES384": "P-384", "ES512": "P-521", "EdDSA": "Ed2551
 _REFUSALS: list[tuple[type[Exception], str]] = [
     (pyjwt.InvalidSignatureError, "bad signature"),
     (pyjwt.ExpiredSignatureError, "expired"),
-    (pyjwt.InvalidAudienceError, "wrong audience"),
     (pyjwt.InvalidIssuerError, "wrong issuer"),
     (pyjwt.MissingRequiredClaimError, "missing claim"),
     (pyjwt.InvalidIssuedAtError, "bad iat"),
@@ -174,7 +174,7 @@ class JwtVerifier:
         if (wrong := claims_kind(claims)) is not None:
             refused(wrong, iss=issuer, kid=kid)
             return None
-        made = access_token(token, claims, issuer, self.config, self.resource)
+        made = access_token(token, claims, issuer, self.config, self.resource, self.audience)
         if isinstance(made, str):
             refused(made, iss=issuer, kid=kid)
             return None
@@ -186,10 +186,11 @@ class JwtVerifier:
                 token,
                 key.jwk.key,
                 algorithms=[alg],
-                audience=self.audience,
                 issuer=issuer,
                 leeway=self.config.leeway_seconds,
-                options={"require": ["exp", "iss", "aud"]},
+                # ``aud`` is checked after the signature by the rule every mode shares
+                # (claims.audience_refusal), so a missing audience is refused by one name.
+                options={"require": ["exp", "iss"], "verify_aud": False},
             )
         except pyjwt.ImmatureSignatureError as exc:
             refused("issued in the future" if "(iat)" in str(exc) else "not yet valid", iss=issuer, kid=kid)
