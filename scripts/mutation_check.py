@@ -2111,8 +2111,8 @@ CASES += (
         "core/_serve/identity/claims.py",
         '''    if not found:
         return "no audience"''',
-        '''    if not found:
-        return None''',
+        """    if not found:
+        return None""",
         (
             "tests/test_identity_jwt.py::test_each_hostile_token_is_refused_naming_the_check_and_never_the_token",
             "tests/test_identity_introspection.py::test_each_refused_answer_names_its_check_and_never_the_token",
@@ -2124,6 +2124,27 @@ CASES += (
         "    if found is None or not all(isinstance(a, str) for a in found):",
         "    if found is None:",
         ("tests/test_identity_introspection.py::test_each_refused_answer_names_its_check_and_never_the_token",),
+    ),
+    Case(
+        "upstream stderr: a long line is masked before it is cut (t30 F2)",
+        "plugins/upstream/stderr.py",
+        "    cap = STDERR_LINE_BYTES + CONTEXT_CHARS",
+        "    cap = STDERR_LINE_BYTES",
+        ("tests/test_upstream_stderr.py::test_a_secret_straddling_the_long_line_cut_is_masked_before_the_cut",),
+    ),
+    Case(
+        "upstream stderr: held lines are masked as one text, not each alone (t30 F2)",
+        "plugins/upstream/stderr.py",
+        '        masked = self.masked("\\n".join(text for text, _ in lines))',
+        '        masked = "\\n".join(self.masked(text) for text, _ in lines)',
+        ("tests/test_upstream_stderr.py::test_a_secret_wrapped_over_lines_is_never_written_in_pieces",),
+    ),
+    Case(
+        "upstream stderr: a line is held while less than the context follows it (t30 F2)",
+        "plugins/upstream/stderr.py",
+        "            if after <= CONTEXT_CHARS:",
+        "            if after < 0:",
+        ("tests/test_upstream_stderr.py::test_a_secret_wrapped_after_a_long_log_is_never_written_in_pieces",),
     ),
     Case(
         "identity: scope is split on spaces only",

@@ -16,6 +16,7 @@ import anyio
 import pytest
 
 from mcp_providers.plugins._masking import MASK, Secrets
+from mcp_providers.plugins.upstream.stderr import CONTEXT_CHARS
 from mcp_providers.plugins.upstream.stdio import STDERR_LINE_BYTES, _relay_stderr
 
 pytestmark = pytest.mark.anyio
@@ -47,9 +48,13 @@ def _writes(*parts: str) -> str:
     return "import sys\n" + "".join(f"sys.stderr.write({p!r}); sys.stderr.flush()\n" for p in parts)
 
 
+@pytest.mark.parametrize("tail", [5, 3 * STDERR_LINE_BYTES])
 @pytest.mark.parametrize("before", [STDERR_LINE_BYTES - 20, STDERR_LINE_BYTES - 1, STDERR_LINE_BYTES - 39])
-async def test_a_secret_straddling_the_long_line_cut_is_masked_before_the_cut(before: int) -> None:
-    written = await relayed(_writes("x" * before + SECRET + " tail\n", "next line\n"))
+async def test_a_secret_straddling_the_long_line_cut_is_masked_before_the_cut(before: int, tail: int) -> None:
+    """The line ends just after the secret, or goes on far past the cut (read only up to the cut
+    and the context after it: the secret is in what is masked either way)."""
+    script = f"import sys\nsys.stderr.write('x' * {before} + {SECRET!r} + 'z' * {tail} + '\\n')\n"
+    written = await relayed(script + _writes("next line\n"))
     assert leaked(written) == 0, written[-80:]
     first, second = written.splitlines()
     assert len(first.encode()) <= STDERR_LINE_BYTES and second == "next line"
@@ -67,6 +72,18 @@ async def test_a_secret_wrapped_over_lines_is_never_written_in_pieces(width: int
     wrapped = "\n".join(textwrap.wrap("token=" + SECRET, width)) + "\n"
     written = await relayed(_writes("starting\n", wrapped, "ready\n"))
     assert leaked(written) == 0, written
+
+
+@pytest.mark.parametrize("short", [10, 30, 50])
+async def test_a_secret_wrapped_after_a_long_log_is_never_written_in_pieces(short: int) -> None:
+    """The lines held for context are written in batches once twice the context is held: the batch
+    that starts while a wrapped secret comes in keeps its lines held (``short``: how far before the
+    secret's lines that point falls)."""
+    filler = 2 * CONTEXT_CHARS - short
+    script = f"import sys\nsys.stderr.write(('f' * 99 + '\\n') * {filler // 100} + 'g' * {filler % 100} + '\\n')\n"
+    wrapped = "\n".join(textwrap.wrap("token=" + SECRET, 7)) + "\n"
+    written = await relayed(script + _writes(wrapped, "ready\n"))
+    assert leaked(written) == 0, written[-200:]
 
 
 async def test_a_secret_base64_wrapped_at_76_columns_is_never_written_in_pieces() -> None:
