@@ -16,6 +16,7 @@ import anyio
 import pytest
 
 from mcp_providers.plugins._masking import MASK, Secrets
+from mcp_providers.plugins.upstream.connect import reason
 from mcp_providers.plugins.upstream.stderr import CONTEXT_CHARS
 from mcp_providers.plugins.upstream.stdio import STDERR_LINE_BYTES, _relay_stderr
 
@@ -114,3 +115,14 @@ async def test_a_line_the_upstream_leaves_standing_is_written_while_it_runs() ->
                 await anyio.sleep(0.05)
         process.kill()
     assert out.getvalue() == f"listening with {MASK}\n"
+
+
+def test_a_failure_from_the_upstream_is_masked_whole_before_its_first_line_is_kept() -> None:
+    """The same order wherever an upstream's text is cut (tester 30 F2, "check every other place"):
+    an exception's message was cut to its first line, then masked, so a secret wrapped onto the
+    second line kept its head readable."""
+    secrets = Secrets()
+    secrets.add(SECRET)
+    said = reason(RuntimeError(f"upstream dumped token={SECRET[:22]}\n{SECRET[22:]} and failed"), secrets.masked)
+    assert leaked(said) == 0, said
+    assert reason(RuntimeError(f"refused {SECRET}\nsecond line"), secrets.masked) == f"RuntimeError: refused {MASK}"
