@@ -2147,6 +2147,15 @@ CASES += (
         ("tests/test_upstream_stderr.py::test_a_secret_wrapped_after_a_long_log_is_never_written_in_pieces",),
     ),
     Case(
+        "upstream: a failure's message is masked whole before its first line is kept (t30 F2)",
+        "plugins/upstream/connect.py",
+        "    whole = masked(str(exc))",
+        "    whole = masked(str(exc).splitlines()[0]) if str(exc) else ''",
+        (
+            "tests/test_upstream_stderr.py::test_a_failure_from_the_upstream_is_masked_whole_before_its_first_line_is_kept",
+        ),
+    ),
+    Case(
         "identity: scope is split on spaces only",
         "core/_serve/identity/claims.py",
         '        return [part for part in value.split(" ") if part]',
