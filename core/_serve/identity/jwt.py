@@ -124,14 +124,16 @@ class JwtVerifier:
         """The access token for a valid JWT, else ``None`` (answered 401); one log line per refusal.
 
         A token verified before is answered from memory until its ``exp``, as long as its issuer's
-        key set is unchanged: a JWT's checks give the same answer until then, and the signature
+        key set is unchanged and within its age (:meth:`KeySet.stale`): a JWT's checks give the
+        same answer until then, and the signature
         check is most of a request's cost. The memory is keyed by the token itself, which the
         :class:`AccessToken` holds anyway (a digest would cost more than the lookup and hide nothing).
 
         :raises IdentityUnavailable: the token's key is not cached and the JWKS cannot be fetched.
         """
         hit = self._verified.get(token)
-        if hit is not None and hit[0].generation == hit[1] and (hit[2].expires_at or 0) > time.time():
+        fresh = hit is not None and hit[0].generation == hit[1] and not hit[0].stale()
+        if hit is not None and fresh and (hit[2].expires_at or 0) > time.time():
             return hit[2]  # the same token: the SDK reads it, never changes it
         before = {issuer: key_set.generation for issuer, key_set in self.keys.items()}
         made = await self._verify(token)
