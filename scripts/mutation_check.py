@@ -2191,6 +2191,13 @@ CASES += (
         ("tests/test_identity_jwks_age.py::test_a_token_remembered_is_checked_again_once_the_set_is_past_its_age",),
     ),
     Case(
+        "transport: the loopback names are answered without a port too (t30 F4)",
+        "core/_serve/transport/http_policy.py",
+        '    return [name, f"{name}:*"]',
+        '    return [f"{name}:*"]',
+        ("tests/test_loopback_hosts.py::test_each_loopback_name_is_answered_with_or_without_a_port",),
+    ),
+    Case(
         "identity: scope is split on spaces only",
         "core/_serve/identity/claims.py",
         '        return [part for part in value.split(" ") if part]',
