@@ -2198,6 +2198,20 @@ CASES += (
         ("tests/test_loopback_hosts.py::test_each_loopback_name_is_answered_with_or_without_a_port",),
     ),
     Case(
+        "openapi: a server variable's default outside its enum is refused by name (t30 F5)",
+        "plugins/openapi/servers.py",
+        "        if isinstance(enum, list) and enum and value not in enum:",
+        "        if False:",
+        ("tests/openapi/test_openapi_server_variables.py::test_a_variable_that_cannot_be_filled_is_named",),
+    ),
+    Case(
+        "openapi: a server URL with a brace left after its variables are filled is refused (t30 F5)",
+        "plugins/openapi/servers.py",
+        '    if not problems and ("{" in filled or "}" in filled):',
+        "    if False:",
+        ("tests/openapi/test_openapi_server_variables.py::test_a_variable_that_cannot_be_filled_is_named",),
+    ),
+    Case(
         "identity: scope is split on spaces only",
         "core/_serve/identity/claims.py",
         '        return [part for part in value.split(" ") if part]',

@@ -134,7 +134,7 @@ class ServiceSettings(BaseModel):
     base_url: str | None = Field(
         default=None,
         description="Where operations are called, e.g. ``https://api.example.com/v3``; default: the document's "
-        "first ``servers`` URL (relative to the document's URL).",
+        "first ``servers`` URL (relative to the document's URL; its server variables filled with their defaults).",
     )
     prefix: str | None = Field(
         default=None,

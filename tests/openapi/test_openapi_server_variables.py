@@ -67,11 +67,12 @@ def test_each_variables_default_is_substituted(tmp_path: Path, openapi: str, ser
     [
         ({"url": "https://{tenant}.example.net/api", "variables": {"tenant": {"enum": ["acme", "beta"],
                                                                               "default": "zeta"}}},
-         "server variable 'tenant': its default 'zeta' is not one of its enum ('acme', 'beta')"),
+         "has server variable 'tenant': its default 'zeta' is not one of its enum ('acme', 'beta')"),
         ({"url": "https://{tenant}.example.net/{region}", "variables": {"tenant": {"default": "acme"}}},
-         "uses server variable 'region', which its variables do not define"),
+         "uses server variable 'region', which its variables do not define with a default"),
+        ({"url": "https://api.example.net/v1}"}, "holds a brace that opens or closes no server variable"),
         ({"url": "https://{tenant}.example.net/api"},
-         "uses server variable 'tenant', which its variables do not define"),
+         "uses server variable 'tenant', which its variables do not define with a default"),
     ],
 )  # fmt: skip
 async def test_a_variable_that_cannot_be_filled_is_named(tmp_path: Path, server: Any, named: str) -> None:
