@@ -2212,6 +2212,63 @@ CASES += (
         ("tests/openapi/test_openapi_server_variables.py::test_a_variable_that_cannot_be_filled_is_named",),
     ),
     Case(
+        "policy: check names a rule on groups no caller of the configuration can have (t30 F6)",
+        "plugins/policy.py",
+        " and not _any_match(callers.groups, rule.groups):",
+        " and False:",
+        (
+            "tests/test_check_policy_callers.py::test_without_server_auth_a_condition_no_caller_carries_is_named",
+            "tests/test_check_policy_callers.py::test_with_server_auth_a_condition_its_callers_cannot_carry_is_named",
+        ),
+    ),
+    Case(
+        "policy: check names a rule on scopes no caller of the configuration can have (t30 F6)",
+        "plugins/policy.py",
+        " and not set(rule.scopes) <= set(callers.scopes):",
+        " and False:",
+        (
+            "tests/test_check_policy_callers.py::test_without_server_auth_a_condition_no_caller_carries_is_named",
+            "tests/test_check_policy_callers.py::test_with_server_auth_a_condition_its_callers_cannot_carry_is_named",
+        ),
+    ),
+    Case(
+        "policy: check names a rule on claims no caller of the configuration can have (t30 F6)",
+        "plugins/policy.py",
+        "    if any(name not in callers.claims for name in rule.claims):",
+        "    if False:",
+        (
+            "tests/test_check_policy_callers.py::test_without_server_auth_a_condition_no_caller_carries_is_named",
+            "tests/test_check_policy_callers.py::test_with_server_auth_a_condition_its_callers_cannot_carry_is_named",
+        ),
+    ),
+    Case(
+        "policy: check names a rule on subjects no caller of the configuration can have (t30 F6)",
+        "plugins/policy.py",
+        "    if callers.subjects is not None and not _any_match(callers.subjects, rule.subjects):",
+        "    if False:",
+        (
+            "tests/test_check_policy_callers.py::test_without_server_auth_a_condition_no_caller_carries_is_named",
+            "tests/test_check_policy_callers.py::test_with_server_auth_a_condition_its_callers_cannot_carry_is_named",
+        ),
+    ),
+    Case(
+        "policy: check names a rule on issuers no caller of the configuration can have (t30 F6)",
+        "plugins/policy.py",
+        "    if callers.issuers is not None and not _any_match(callers.issuers, rule.issuers):",
+        "    if False:",
+        (
+            "tests/test_check_policy_callers.py::test_without_server_auth_a_condition_no_caller_carries_is_named",
+            "tests/test_check_policy_callers.py::test_with_server_auth_a_condition_its_callers_cannot_carry_is_named",
+        ),
+    ),
+    Case(
+        "policy: a JWT's groups exist for check only with a groups_claim (t30 F6)",
+        "core/_host/plugin_checks.py",
+        "    groups = None if auth.groups_claim else ()",
+        "    groups = None",
+        ("tests/test_check_policy_callers.py::test_with_server_auth_a_condition_its_callers_cannot_carry_is_named",),
+    ),
+    Case(
         "identity: scope is split on spaces only",
         "core/_serve/identity/claims.py",
         '        return [part for part in value.split(" ") if part]',
