@@ -2269,6 +2269,20 @@ CASES += (
         ("tests/test_check_policy_callers.py::test_with_server_auth_a_condition_its_callers_cannot_carry_is_named",),
     ),
     Case(
+        "openapi: a prefix holding a character other than letters, digits and -._~/ is refused",
+        "plugins/openapi/settings.py",
+        '        if char in _UNRESERVED or char == "/":',
+        "        if True:",
+        ("tests/openapi/test_openapi_settings.py::test_a_prefix_refusal_says_what_is_wrong_with_it",),
+    ),
+    Case(
+        "openapi: a prefix with a path not ending in '/' is refused",
+        "plugins/openapi/settings.py",
+        '    if path and not path.endswith("/"):',
+        "    if False:",
+        ("tests/openapi/test_openapi_settings.py::test_a_prefix_refusal_says_what_is_wrong_with_it",),
+    ),
+    Case(
         "identity: scope is split on spaces only",
         "core/_serve/identity/claims.py",
         '        return [part for part in value.split(" ") if part]',
