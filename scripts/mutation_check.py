@@ -2283,6 +2283,13 @@ CASES += (
         ("tests/openapi/test_openapi_settings.py::test_a_prefix_refusal_says_what_is_wrong_with_it",),
     ),
     Case(
+        "metrics: with [server.admin] metrics = true, /metrics answers the admin token only",
+        "core/_serve/transport/ops.py",
+        "            if isinstance(admitted, Response):\n                return admitted",
+        "            if False:\n                return admitted",
+        ("tests/test_metrics_exposure.py::test_metrics_behind_the_admin_gate_need_its_token",),
+    ),
+    Case(
         "identity: scope is split on spaces only",
         "core/_serve/identity/claims.py",
         '        return [part for part in value.split(" ") if part]',
