@@ -99,7 +99,8 @@ def _hostile(idp: StandInIdP) -> dict[str, tuple[str, str]]:
 
 CASES = [
     "expired", "not yet valid", "issued in the future", "wrong issuer", "wrong audience",
-    "another resource on this host", "no audience", "empty audience", "audience not strings", "no expiry", "unknown kid", "alg none",
+    "another resource on this host", "no audience", "empty audience", "audience not strings", "no expiry",
+    "unknown kid", "alg none",
     "HS256 keyed with the public key", "tampered payload", "RS256 header on the EC key", "not a JWT",
     "exp as a numeric string", "nbf as a numeric string", "iat as a numeric string",
     "client_id as a number", "azp as a list",
