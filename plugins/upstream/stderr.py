@@ -130,10 +130,10 @@ async def relay_stderr(process: Process, masked: Callable[[str], str], out: Text
                     held.add(line.decode("utf-8", "replace"), len(line) > STDERR_LINE_BYTES)
                 skipping = False
             if skipping:
-                rest = b""
+                rest = bytearray()
             elif len(rest) > cap:
                 held.add(rest[:cap].decode("utf-8", "replace"), True)
-                rest, skipping = b"", True
+                rest, skipping = bytearray(), True
             buffer = bytearray(rest)
     if buffer:
         held.add(buffer.decode("utf-8", "replace"), len(buffer) > STDERR_LINE_BYTES)
