@@ -24,7 +24,32 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-__all__ = ["Advisory", "Served"]
+__all__ = ["Advisory", "Callers", "Served"]
+
+
+@dataclass(frozen=True, slots=True)
+class Callers:
+    """What the callers of this configuration can carry, as a policy rule's caller conditions read
+    it (:class:`~mcp_providers.identity.Principal`). A field that is ``None`` is not known from the
+    configuration (an identity provider's tokens may carry any value).
+
+    Without ``[server.auth]`` every caller is ``local`` (stdio, issuer ``local``) or ``anonymous``
+    (HTTP, issuer ``""``), with no groups, scopes or claims; with static tokens, the configured
+    subjects, groups and scopes; with ``jwt`` or ``introspection``, the configured issuers, and
+    groups only with a ``groups_claim``. An embedding host that identifies its callers itself
+    (``mount(..., identify=...)``) is not seen here.
+    """
+
+    source: str
+    """Where callers come from, in words for a message (``"no [server.auth]: every caller is ..."``)."""
+    subjects: tuple[str, ...] | None
+    issuers: tuple[str, ...] | None
+    groups: tuple[str, ...] | None
+    """Every group some caller can be in (``()``: none)."""
+    scopes: tuple[str, ...] | None
+    """Every scope some caller's token can carry (``()``: none)."""
+    claims: tuple[str, ...]
+    """The claim names a caller's principal can carry (``[server.auth] claims``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +74,8 @@ class Served:
     defaults: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     """Per template (as declared) that has any, its query variables' values when a read leaves
     them out (:attr:`ResourceTemplate.defaults <mcp_providers.models.ResourceTemplate.defaults>`)."""
+    callers: Callers | None = None
+    """Who can call this configuration (``None``: not known, e.g. a test composing without one)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -347,7 +347,8 @@ def check_composition(settings: Any, served: Served) -> Sequence[Advisory] | Non
 
     :param settings: the instance of this plugin's :func:`settings_model`, or ``None``.
     :param served: the composition's targets (:class:`~mcp_providers.checks.Served`: fixed URIs,
-        URI templates, tool, prompt and extension method names, owned URI prefixes).
+        URI templates, tool, prompt and extension method names, owned URI prefixes), and who can
+        call them (:class:`~mcp_providers.checks.Callers`).
     :returns: a list of :class:`~mcp_providers.checks.Advisory`; empty or ``None`` when all is well.
 
     Use in provider plugins: import :mod:`mcp_providers.checks` inside the implementation, so

@@ -54,7 +54,7 @@ from mcp_providers.plugins._readings import Readings, folded, path_reading, patt
 from mcp_providers.policy import Action, Decision
 
 if TYPE_CHECKING:
-    from mcp_providers.checks import Advisory, Served
+    from mcp_providers.checks import Advisory, Callers, Served
 
 ACTIONS: tuple[Action, ...] = ("list", "read", "expand", "complete", "subscribe", "call", "prompt")
 
@@ -202,9 +202,12 @@ def authorize(action: Action, target: str, settings: PolicySettings | None, prin
 def check_composition(settings: PolicySettings | None, served: "Served") -> list["Advisory"]:
     """A rule target matching nothing served, for any of the rule's actions (a deny with a typo
     denies nothing, and nothing else would say so), or one naming a URI whose canonical form it
-    does not match."""
+    does not match; and a rule whose caller conditions no caller of the configuration can meet
+    (:func:`_unmet`: a deny on ``groups`` with no ``[server.auth]`` denies nothing)."""
     found: list[Advisory] = []
     for number, rule in enumerate(settings.rules if settings is not None else (), start=1):
+        if served.callers is not None and (unmet := _unmet(rule, served.callers)) is not None:
+            found.append(_no_caller(number, rule, *unmet, served.callers))
         for pattern in rule.targets:
             if (glob := _uris_of_template(rule, pattern)) is not None:
                 found.append(_template_target(number, rule, pattern, glob))
@@ -385,6 +388,43 @@ def _reaches(rule: Rule, pattern: str, served: "Served") -> bool:
     names += served.templates if actions & {"expand", "complete", "list"} else ()
     names += served.resources if actions & {"read", "subscribe", "list"} else ()
     return any(fnmatchcase(fold(name), r) for name in names for r in readings)
+
+
+def _unmet(rule: Rule, callers: "Callers") -> tuple[str, str] | None:
+    """The first caller condition of ``rule`` that no caller ``callers`` describes can meet, and
+    what would have to be configured for one to, else ``None``."""
+    auth = "[server.auth]"
+    if callers.subjects is not None and not _any_match(callers.subjects, rule.subjects):
+        return "subjects", f"{auth} tokens for these subjects"
+    if callers.issuers is not None and not _any_match(callers.issuers, rule.issuers):
+        return "issuers", f"{auth} trusting these issuers"
+    if rule.groups is not None and callers.groups is not None and not _any_match(callers.groups, rule.groups):
+        return "groups", f"{auth} giving callers these groups (a static token's groups, or groups_claim)"
+    if rule.scopes is not None and callers.scopes is not None and not set(rule.scopes) <= set(callers.scopes):
+        return "scopes", f"{auth} giving callers these scopes (a static token's scopes, or jwt/introspection)"
+    if any(name not in callers.claims for name in rule.claims):
+        return "claims", f"{auth} claims naming these claims (jwt or introspection)"
+    return None
+
+
+def _any_match(values: tuple[str, ...], patterns: tuple[str, ...]) -> bool:
+    return any(fnmatchcase(v, p) for v in values for p in patterns)
+
+
+def _no_caller(number: int, rule: Rule, condition: str, needed: str, callers: "Callers") -> "Advisory":
+    from mcp_providers.checks import Advisory
+
+    value = getattr(rule, condition)
+    shown = ", ".join(f"{k}={list(v)}" for k, v in value.items()) if isinstance(value, dict) else str(list(value))
+    effect = "it denies nothing" if rule.effect == "deny" else "it allows nothing"
+    return Advisory(
+        "policy-caller-matches-nothing",
+        shown,
+        f"rule {number} ({rule.effect}) matches callers by {condition} {shown}, which no caller of this "
+        f"configuration can have ({callers.source}), so {effect}",
+        f"configure {needed}, or remove the rule (a host that identifies callers itself, "
+        "mount(..., identify=...), is not seen by check)",
+    )
 
 
 def _unmatched(number: int, rule: Rule, pattern: str, served: "Served") -> "Advisory":

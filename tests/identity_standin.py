@@ -55,6 +55,8 @@ class StandInIdP:
     """Issuer named in the metadata (default: the real one)."""
     jwks_mode: str = "ok"
     """``ok``, ``garbage`` (not JSON), ``empty`` (a JSON object without keys), ``slow`` (hangs), ``down`` (500)."""
+    jwks_cache_control: str | None = None
+    """The JWKS answer's ``Cache-Control`` header (``None``: none sent)."""
     slow_seconds: float = 3.0
     introspection: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Answers by token; any other token is ``{"active": false}``."""
@@ -135,11 +137,13 @@ def _handler(idp: StandInIdP) -> type[BaseHTTPRequestHandler]:
         def log_message(self, *args: Any) -> None:
             pass
 
-        def _json(self, status: int, body: Any, raw: bytes | None = None) -> None:
+        def _json(self, status: int, body: Any, raw: bytes | None = None, cache_control: str | None = None) -> None:
             data = raw if raw is not None else json.dumps(body).encode()
             with contextlib.suppress(ConnectionError):  # a client that timed out has gone
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
+                if cache_control is not None:
+                    self.send_header("Cache-Control", cache_control)
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
@@ -167,7 +171,7 @@ def _handler(idp: StandInIdP) -> type[BaseHTTPRequestHandler]:
             elif mode == "down":
                 self._json(500, {"error": "down"})
             else:
-                self._json(200, idp.jwks())
+                self._json(200, idp.jwks(), cache_control=idp.jwks_cache_control)
 
         def do_POST(self) -> None:
             if self.path != "/introspect":

@@ -82,6 +82,13 @@ REFUSED = {
     "expired": (lambda idp: active(idp, exp=1), "expired"),
     "nbf": (lambda idp: active(idp, nbf=4_000_000_000), "not yet valid"),
     "no-sub": (_without_sub, "no sub claim"),
+    # One audience rule for every mode (tester 30 F1): an answer naming no audience is a token not
+    # bound to this server, refused as a JWT without ``aud`` is.
+    "no-audience": (lambda idp: {k: v for k, v in active(idp).items() if k != "aud"}, "no audience"),
+    "empty-audience": (lambda idp: active(idp, aud=[]), "no audience"),
+    "audience-null": (lambda idp: active(idp, aud=None), "no audience"),
+    "audience-not-strings": (lambda idp: active(idp, aud=[RESOURCE, 7]), "aud claim is not"),
+    "audience-a-number": (lambda idp: active(idp, aud=8124), "aud claim is not"),
 }
 
 

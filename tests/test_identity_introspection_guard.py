@@ -161,7 +161,7 @@ async def test_a_flood_of_made_up_tokens_from_one_address_costs_the_identity_pro
     verifier = IntrospectionVerifier(config, RESOURCE, RESOURCE)
     verifier.start()
     gate = BearerGate(_ok, ResourceServer(verifier, RESOURCE, (idp.issuer,), ()), "/mcp")
-    idp.introspection["real-user-token-0000000001"] = {"active": True, "sub": "alice"}
+    idp.introspection["real-user-token-0000000001"] = {"active": True, "sub": "alice", "aud": RESOURCE}
     before = idp.counts["introspect"]
     statuses: dict[int, int] = {}
 

@@ -77,7 +77,9 @@ def _hostile(idp: StandInIdP) -> dict[str, tuple[str, str]]:
         "wrong issuer": (idp.sign(idp.claims(RESOURCE, iss="https://evil.example.com")), "wrong issuer"),
         "wrong audience": (idp.sign(idp.claims("https://other.example.com/api")), "wrong audience"),
         "another resource on this host": (idp.sign(idp.claims("http://127.0.0.1:8123/other")), "wrong audience"),
-        "no audience": (idp.sign(idp.claims(RESOURCE, aud=None)), "missing claim"),
+        "no audience": (idp.sign(idp.claims(RESOURCE, aud=None)), "no audience"),
+        "empty audience": (idp.sign(idp.claims(RESOURCE, aud=[])), "no audience"),
+        "audience not strings": (idp.sign(idp.claims(RESOURCE, aud=[RESOURCE, 7])), "aud claim is not"),
         "no expiry": (idp.sign(idp.claims(RESOURCE, exp=None)), "missing claim"),
         "unknown kid": (idp.sign(idp.claims(RESOURCE), kid="made-up"), "unknown kid"),
         "alg none": (idp.unsigned(idp.claims(RESOURCE)), "disallowed alg"),
@@ -97,7 +99,8 @@ def _hostile(idp: StandInIdP) -> dict[str, tuple[str, str]]:
 
 CASES = [
     "expired", "not yet valid", "issued in the future", "wrong issuer", "wrong audience",
-    "another resource on this host", "no audience", "no expiry", "unknown kid", "alg none",
+    "another resource on this host", "no audience", "empty audience", "audience not strings", "no expiry",
+    "unknown kid", "alg none",
     "HS256 keyed with the public key", "tampered payload", "RS256 header on the EC key", "not a JWT",
     "exp as a numeric string", "nbf as a numeric string", "iat as a numeric string",
     "client_id as a number", "azp as a list",

@@ -141,7 +141,12 @@ async def test_introspection_of_a_token_that_is_no_access_token_is_refused(
 
 @pytest.mark.parametrize("token_type", ["Bearer", "bearer", "access_token"])
 async def test_introspection_of_an_access_token_is_accepted(idp: StandInIdP, token_type: str) -> None:
-    idp.introspection["opaque-token-000000000002"] = {"active": True, "sub": "alice", "token_type": token_type}
+    idp.introspection["opaque-token-000000000002"] = {
+        "active": True,
+        "sub": "alice",
+        "aud": RESOURCE,
+        "token_type": token_type,
+    }
     assert await introspection_verifier(idp).verify_token("opaque-token-000000000002") is not None
 
 

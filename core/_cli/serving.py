@@ -148,12 +148,18 @@ def serve_http(
         json_response=json_response,
         security=transport_policy(host, allow_host),
         auth=auth,
-        routes=ops_routes(composition, reloader, recent) + admin,
+        routes=ops_routes(composition, reloader, recent, gate if _metrics_guarded(composition) else None) + admin,
         event_store=None if stateless else _event_store(composition),
         limits=composition.config.server.limits,
         audit=composition.runtime.audit,
     )
     _run_http(pin_sessions(asgi), composition, host, port)  # session ids name the replica (MCP_PROVIDERS_REPLICA)
+
+
+def _metrics_guarded(composition: Composition) -> bool:
+    """Whether ``[server.admin] metrics`` puts ``/metrics`` behind the admin gate."""
+    admin = composition.config.server.admin
+    return admin is not None and admin.metrics
 
 
 def _run_http(served: Any, composition: Composition, host: str, port: int) -> None:

@@ -10,14 +10,37 @@ from mcp_providers._host.declarations import Problem
 from mcp_providers._host.hookcalls import call_hook
 from mcp_providers._host.isolation import one_line, reraise_interrupt
 from mcp_providers._host.records import PluginRecord
-from mcp_providers.checks import Advisory, Served
+from mcp_providers.checks import Advisory, Callers, Served
+from mcp_providers.config import AuthConfig
+from mcp_providers.identity import LOCAL_ISSUER
 from mcp_providers.uris import canonical
 
 HOOK = "check_composition"
 
 
-def served(catalog: Catalog) -> Served:
-    """The catalog's targets, as the ``authorize`` hook names them."""
+def callers(auth: AuthConfig | None) -> Callers:
+    """What the callers of a server with ``[server.auth]`` ``auth`` (``None``: none) can carry."""
+    local = ("local",)
+    if auth is None:
+        source = "no [server.auth] is configured: every caller is 'local' (stdio) or 'anonymous' (HTTP)"
+        return Callers(source, (*local, "anonymous"), (LOCAL_ISSUER, ""), (), (), ())
+    if auth.mode == "static":
+        tokens = auth.tokens
+        return Callers(
+            "[server.auth] accepts static tokens only",
+            (*local, *(t.subject for t in tokens)),
+            (LOCAL_ISSUER, *auth.principal_issuers),
+            tuple(sorted({g for t in tokens for g in t.groups})),
+            tuple(sorted({s for t in tokens for s in t.scopes})),
+            (),
+        )
+    groups = None if auth.groups_claim else ()  # no groups_claim: no token's groups are read
+    issuers = (LOCAL_ISSUER, *auth.issuers)
+    return Callers(f'[server.auth] mode = "{auth.mode}"', None, issuers, groups, None, auth.claims)
+
+
+def served(catalog: Catalog, auth: AuthConfig | None = None) -> Served:
+    """The catalog's targets, as the ``authorize`` hook names them, and who can call them."""
     providers = [e.provider for e in catalog.resources] + [e.provider for e in catalog.templates]
     prefixes = {canonical(p) for provider in providers for p in provider.prefixes}
     return Served(
@@ -30,11 +53,16 @@ def served(catalog: Catalog) -> Served:
         defaults={
             e.declaration.uri_template: e.declaration.defaults for e in catalog.templates if e.declaration.defaults
         },
+        callers=callers(auth),
     )
 
 
-def plugin_advisories(records: Sequence[PluginRecord], catalog: Catalog) -> list[Problem]:
+def plugin_advisories(
+    records: Sequence[PluginRecord], catalog: Catalog, auth: AuthConfig | None = None
+) -> list[Problem]:
     """Ask every served plugin implementing ``check_composition`` (each alone, on its own manager).
+
+    :param auth: the server's ``[server.auth]`` (``None``: none), which says who can call it.
 
     :returns: one problem per advisory, and one ``check-composition-failed`` per implementation that
         raised or returned anything but a sequence of :class:`~mcp_providers.checks.Advisory`.
@@ -42,7 +70,7 @@ def plugin_advisories(records: Sequence[PluginRecord], catalog: Catalog) -> list
     asking = [r for r in records if r.status == "loaded" and HOOK in r.hooks]
     if not asking:
         return []
-    targets = served(catalog)
+    targets = served(catalog, auth)
     found: list[Problem] = []
     for record in asking:
         found += _asked(record, targets)

@@ -20,7 +20,8 @@ def check_warnings(composition: Composition) -> tuple[str | None, list[str]]:
     found += [f"warning: {w}" for w in advisories(composition.assembly.declared)]
     found += [f"warning: {w}" for w in composition.assembly.left_out]  # listed declarations that collided
     found += [f"warning: {w}" for w in aggregate_report(composition)]
-    found += [f"warning: {w}" for w in plugin_advisories(composition.records, composition.catalog)]
+    auth = composition.config.server.auth
+    found += [f"warning: {w}" for w in plugin_advisories(composition.records, composition.catalog, auth)]
     found += [f"warning: {r.name}: {d}" for r in composition.records for d in r.deprecations]
     found += [f"warning: {w}" for w in contributes_nothing(composition.records)]
     return order, found

@@ -119,6 +119,12 @@ class AdminSettings(BaseModel):
     issuers: tuple[str, ...] = ()
     """The issuers whose ``subjects`` may reload (default: any ``[server.auth]`` trusts); required
     when it trusts more than one, since a subject is unique only within its issuer."""
+    metrics: bool = False
+    """Put ``/metrics`` behind this gate too, as ``/status`` is (a Prometheus scrape then sends the
+    token: ``authorization: {credentials_file: ...}``). Off by default: ``/metrics`` answers anyone
+    who reaches the port, and it names every served method and tool (no content, no caller), tools
+    a caller's ``tools/list`` may not show; keep that port private (``deploy/``'s proxy and chart
+    do), or turn this on."""
 
     @model_validator(mode="after")
     def _someone(self) -> "AdminSettings":

@@ -215,9 +215,9 @@ class Service:
         if self.error is not None:
             raise ServiceError(self.error, service=self.name)
         if not self.base_url:
-            raise ServiceError(
-                f"service {self.name!r}: the document names no absolute server URL; set base_url", service=self.name
-            )
+            problem = self.document.server_problem if self.document else None
+            why = problem or "the document names no absolute server URL"
+            raise ServiceError(f"service {self.name!r}: {why}; set base_url", service=self.name)
         if self._users == 0:
             self._http = self._client()
         self._users += 1

@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urljoin
+from urllib.parse import unquote
 
 import httpx2
 import yaml
@@ -38,6 +38,7 @@ from referencing.exceptions import Unresolvable
 from mcp_providers.plugins.openapi.loops import looping, pruned, refs_in
 from mcp_providers.plugins.openapi.messages import invalid, unparsable
 from mcp_providers.plugins.openapi.schema import Converter, UnsupportedSchema
+from mcp_providers.plugins.openapi.servers import server_url
 from mcp_providers.plugins.openapi.validation import validate
 
 __all__ = ["METHODS", "Document", "DocumentError", "Operation", "Parameter", "Read", "load", "read_all"]
@@ -129,13 +130,16 @@ class Document:
     version: str
     openapi: str
     server_url: str | None
-    """``servers[0].url`` resolved against the document's own URL (``None``: none usable)."""
+    """``servers[0].url``, its variables filled with their defaults, resolved against the
+    document's own URL (``None``: none usable; :func:`~.servers.server_url`)."""
     operations: tuple[Operation, ...] = field(default=())
     tags: tuple[str, ...] = ()
     """The names in the document's top-level ``tags`` list (operations may carry others)."""
     unserved: tuple[str, ...] = ()
     """operationIds of the HEAD, OPTIONS and TRACE operations, which are not served (settings may
     still name them)."""
+    server_problem: str | None = None
+    """Why :attr:`server_url` is ``None`` when its variables cannot be filled (names them)."""
 
 
 def _read(source: str, timeout: float) -> tuple[bytes, str | None]:
@@ -284,11 +288,7 @@ def _document(spec: dict[str, Any], url: str | None, version: str, looped: Mappi
     """The :class:`Document` of validated ``spec``; ``looped``: ``(path, method)`` -> the looping
     reference each such operation reaches (:func:`~.loops.pruned`), left out saying so."""
     components = spec.get("components", {}).get("schemas", {})
-    servers = spec.get("servers") or [{"url": "/"}]  # the specification's default when none is given
-    server = servers[0].get("url") if isinstance(servers[0], dict) else None
-    server_url = urljoin(url, server) if url and server is not None else server
-    if server_url is not None and ("{" in server_url or "://" not in server_url):
-        server_url = None  # server variables, or relative to a file: the operator gives base_url
+    server, server_problem = server_url(spec, url)  # None: relative to a file, or variables unfilled
     converter = Converter(components, version)  # each component converted once, shared by every operation
     operations: list[Operation] = []
     unserved: list[str] = []
@@ -313,7 +313,14 @@ def _document(spec: dict[str, Any], url: str | None, version: str, looped: Mappi
     info = spec["info"]
     tags = tuple(str(t["name"]) for t in spec.get("tags", ()) if isinstance(t, dict) and "name" in t)
     return Document(
-        str(info["title"]), str(info["version"]), version, server_url, tuple(operations), tags, tuple(unserved)
+        str(info["title"]),
+        str(info["version"]),
+        version,
+        server,
+        tuple(operations),
+        tags,
+        tuple(unserved),
+        server_problem,
     )
 
 

@@ -121,6 +121,34 @@ def checked_http_url(value: str, what: str, *, path: bool) -> str:
     return value.rstrip("/")
 
 
+_UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+
+
+def _prefix_problem(value: str) -> str | None:
+    """What is wrong with ``value`` as a prefix (``scheme://`` and letters, digits, ``-._~/``,
+    ending in ``/``), in words naming the part, else ``None``."""
+    scheme, sep, path = value.partition("://")
+    if not sep:
+        return "has no '://' after its scheme"
+    if not re.fullmatch(r"[a-z][a-z0-9+.-]*", scheme):
+        if re.fullmatch(r"[a-z][a-z0-9+.-]*", scheme.lower()):
+            return f"has scheme {scheme!r}, which must be lower case: write {scheme.lower()!r}"
+        return f"has scheme {scheme!r}, which is no URI scheme (a letter, then letters, digits, '+', '-', '.')"
+    for at, char in enumerate(path):
+        if char in _UNRESERVED or char == "/":
+            continue
+        escape = path[at : at + 3]
+        if re.fullmatch(r"%[0-9A-Fa-f]{2}", escape):
+            decoded = chr(int(escape[1:], 16))
+            if decoded in _UNRESERVED:  # URIs are compared with such an escape decoded (canonical form)
+                return f"holds {escape!r}, a percent-encoded {decoded!r}: write {decoded!r} itself"
+            return f"holds {escape!r}, a percent-encoded {decoded!r}, which a prefix may not hold"
+        return f"holds {char!r}, which a prefix may not hold (only letters, digits and '-._~/' after '://')"
+    if path and not path.endswith("/"):
+        return "does not end in '/' (a prefix is a scheme and '://', or a path that ends in '/')"
+    return None
+
+
 class ServiceSettings(BaseModel):
     """One OpenAPI service: its document, where its operations are called, what of it is served."""
 
@@ -134,7 +162,7 @@ class ServiceSettings(BaseModel):
     base_url: str | None = Field(
         default=None,
         description="Where operations are called, e.g. ``https://api.example.com/v3``; default: the document's "
-        "first ``servers`` URL (relative to the document's URL).",
+        "first ``servers`` URL (relative to the document's URL; its server variables filled with their defaults).",
     )
     prefix: str | None = Field(
         default=None,
@@ -199,10 +227,10 @@ class ServiceSettings(BaseModel):
     def _prefix(cls, value: str | None) -> str | None:
         if value is None:
             return None
-        if not re.fullmatch(r"[a-z][a-z0-9+.-]*://[A-Za-z0-9._~/-]*", value) or not value.endswith(("/", "://")):
+        if (why := _prefix_problem(value)) is not None:
             raise ValueError(
-                f"prefix {value!r} must be a lower-case scheme and '://', optionally a path ending in '/', "
-                "e.g. 'petstore://' or 'openapi://petstore/'"
+                f"prefix {value!r} {why}; a prefix must be a lower-case scheme and '://', optionally a path "
+                "ending in '/', e.g. 'petstore://' or 'openapi://petstore/'"
             )
         return value
 

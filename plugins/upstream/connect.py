@@ -147,8 +147,9 @@ def reason(exc: BaseException, masked: Callable[[str], str] = str) -> str:
         return f"error {exc.code}: {masked(exc.message)[:300]}"
     if isinstance(exc, ValidationError):  # what was wrong where, without the values or pydantic's links
         return f"a malformed answer: {said(exc, '(answer)')}"[:300]
-    first = str(exc).splitlines()[0] if str(exc) else ""
-    return f"{type(exc).__name__}: {masked(first)[:300]}"
+    whole = masked(str(exc))  # masked before the first line is kept: a secret may wrap onto the next
+    first = whole.splitlines()[0] if whole else ""
+    return f"{type(exc).__name__}: {first[:300]}"
 
 
 def held_secrets(server: ServerSettings) -> Secrets:

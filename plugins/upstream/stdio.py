@@ -18,7 +18,7 @@ is handed on as the SDK hands it and fails nothing; an oversize one is dropped, 
 
 The rest is the SDK's: environment from ``get_default_environment()`` plus the configured one,
 ``cwd``, the process's stderr to ours (relayed line by line with the secrets held for the upstream
-masked, while any is held: :func:`_relay_stderr`), UTF-8, its own process group, and the shutdown sequence
+masked in context, while any is held: :mod:`.stderr`), UTF-8, its own process group, and the shutdown sequence
 (close stdin, wait, SIGTERM the group, wait, SIGKILL, drain stdout), shielded and bounded.
 """
 
@@ -57,6 +57,8 @@ from mcp_providers.plugins.upstream.answered import (
 )
 from mcp_providers.plugins.upstream.answered import said as said_of
 from mcp_providers.plugins.upstream.sieve import LIST_FIELDS
+from mcp_providers.plugins.upstream.stderr import STDERR_LINE_BYTES as STDERR_LINE_BYTES
+from mcp_providers.plugins.upstream.stderr import relay_stderr
 
 __all__ = [
     "CHUNK_BYTES",
@@ -72,6 +74,7 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+_relay_stderr = relay_stderr  # its name (and STDERR_LINE_BYTES's home) before .stderr: repros import both
 
 ESCAPE_FACTOR: Final = 6
 """How many bytes of JSON one byte of an answer may take: a control character is written as
@@ -322,7 +325,7 @@ async def stdio_transport(
         tg.start_soon(reader)
         tg.start_soon(_write, process, from_session, to_session, writer_done, bad.note)
         if masked is not None:
-            tg.start_soon(_relay_stderr, process, masked, errlog or sys.stderr)
+            tg.start_soon(relay_stderr, process, masked, errlog or sys.stderr)
         tg.start_soon(_exit_ends_session, process, to_session)
         try:
             yield read_stream, write_stream
@@ -356,31 +359,6 @@ async def _write(
         await to_session.aclose()
     finally:
         done.set()
-
-
-STDERR_LINE_BYTES = 64 * 1024
-"""The longest stderr line relayed; the rest of a longer one is dropped (it is a log, not an answer)."""
-
-
-async def _relay_stderr(process: Process, masked: Callable[[str], str], out: TextIO) -> None:
-    """The process's stderr to ``out``, line by line, each through ``masked``."""
-    assert process.stderr is not None
-    buffer = bytearray()
-    with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError):
-        async for chunk in process.stderr:
-            buffer += chunk
-            *whole, rest = buffer.split(b"\n")
-            buffer = bytearray(rest[:STDERR_LINE_BYTES])
-            for line in whole:
-                _said(out, masked(line[:STDERR_LINE_BYTES].decode("utf-8", "replace")))
-    if buffer:
-        _said(out, masked(buffer.decode("utf-8", "replace")))
-
-
-def _said(out: TextIO, line: str) -> None:
-    with contextlib.suppress(Exception):  # a closed or broken stderr must not end the connection
-        out.write(line.rstrip("\r") + "\n")
-        out.flush()
 
 
 def _descriptor(errlog: TextIO | None) -> TextIO | None:

@@ -84,6 +84,28 @@ def test_bad_settings_say_what_is_wrong_and_never_echo_a_secret(setting: dict[st
     assert "s3cret-value" not in str(refused.value) and "pw@" not in str(refused.value)
 
 
+@pytest.mark.parametrize(
+    ("prefix", "said"),
+    [
+        ("documcp://%73sgs/", "holds '%73', a percent-encoded 's'"),
+        ("docs://a%2Fb/", "holds '%2F', a percent-encoded '/'"),
+        ("docs://a%zz/", "holds '%', which"),
+        ("docs://a b/", "holds ' ', which"),
+        ("docs://a?b/", "holds '?', which"),
+        ("docs://ünï/", "holds 'ü', which"),
+        ("Docs://a/", "has scheme 'Docs', which must be lower case: write 'docs'"),
+        ("1docs://a/", "has scheme '1docs', which is no URI scheme"),
+        ("docs:/a/", "has no '://' after its scheme"),
+        ("docs://a", "does not end in '/'"),
+    ],
+)
+def test_a_prefix_refusal_says_what_is_wrong_with_it(prefix: str, said: str) -> None:
+    """Tester 30 (not filed): 'documcp://%73sgs/' was refused with the rule alone, naming nothing."""
+    with pytest.raises(ValidationError) as refused:
+        ServiceSettings.model_validate({"name": "depot", "document": "d.json", "prefix": prefix})
+    assert said in str(refused.value) and "must be a lower-case scheme and '://'" in str(refused.value)
+
+
 def test_documents_that_cannot_be_served_are_refused_with_the_reason(tmp_path: Path) -> None:
     swagger = write(tmp_path, {"swagger": "2.0", "info": {"title": "x", "version": "1"}, "paths": {}}, "s.json")
     outside = write(tmp_path, {**DOCUMENT, "paths": {"/x": {"get": {"operationId": "x", "responses": {

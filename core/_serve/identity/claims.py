@@ -3,7 +3,7 @@ that carries the :class:`~mcp_providers.identity.Principal`."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, TypeGuard
 
 from mcp.server.auth.provider import AccessToken
@@ -60,15 +60,38 @@ def _malformed(claims: Mapping[str, Any]) -> str | None:
     return None
 
 
+def audience_refusal(claims: Mapping[str, Any], audience: Sequence[str]) -> str | None:
+    """The audience check ``claims`` fail, else ``None``: ``aud`` (RFC 7519 §4.1.3, RFC 7662 §2.2;
+    a string or a list of strings) must name one of ``audience``. One rule for every mode that
+    reads claims: an ``aud`` left out, ``null`` or empty names no audience, so the token is bound
+    to no server and could be replayed here from any service of the issuer (MCP authorization,
+    token audience binding)."""
+    aud = claims.get("aud")
+    found = [aud] if isinstance(aud, str) else aud if isinstance(aud, list) else [] if aud is None else None
+    if found is None or not all(isinstance(a, str) for a in found):
+        return "aud claim is not a string or a list of strings"
+    if not found:
+        return "no audience"
+    return None if any(a in audience for a in found) else "wrong audience"
+
+
 def access_token(
-    token: str, claims: Mapping[str, Any], issuer: str, config: AuthConfig, resource: str | None
+    token: str,
+    claims: Mapping[str, Any],
+    issuer: str,
+    config: AuthConfig,
+    resource: str | None,
+    audience: Sequence[str],
 ) -> AccessToken | str:
     """The SDK access token for verified ``claims``, or the name of the check that fails (a str).
 
     :param issuer: the verified issuer (a JWT's ``iss``; the configured one for introspection).
-    :param resource: this server's canonical URL (the audience the token was checked against).
+    :param resource: this server's canonical URL, reported as ``AccessToken.resource``.
+    :param audience: the values ``aud`` must name one of (:func:`audience_refusal`).
     """
     if (wrong := _malformed(claims)) is not None:
+        return wrong
+    if (wrong := audience_refusal(claims, audience)) is not None:
         return wrong
     client_id = claims.get("client_id") or claims.get("azp") or None
     subject = claims.get(config.subject_claim)

@@ -60,15 +60,24 @@ def get_json_sync(url: str, timeout: float) -> dict[str, Any]:
 
     :raises FetchFailed: unreachable, timed out, or no JSON object.
     """
+    return fetched_sync(url, timeout)[0]
+
+
+def fetched_sync(url: str, timeout: float) -> tuple[dict[str, Any], str | None]:
+    """:func:`get_json_sync`'s object and the answer's ``Cache-Control`` header (``None``: none).
+
+    :raises FetchFailed: unreachable, timed out, or no JSON object.
+    """
     try:
         with httpx2.Client(**client_options(timeout)) as client:
-            return json_object(client.get(url, headers={"Accept": "application/json"}), url)
+            response = client.get(url, headers={"Accept": "application/json"})
+            return json_object(response, url), response.headers.get("cache-control")
     except httpx2.HTTPError as exc:
         raise FetchFailed(f"cannot reach {mask(url)}: {type(exc).__name__} {mask(str(exc))}".rstrip()) from None
 
 
-async def get_json(url: str, timeout: float) -> dict[str, Any]:
-    """GET ``url`` at request time.
+async def fetched(url: str, timeout: float) -> tuple[dict[str, Any], str | None]:
+    """GET ``url`` at request time: the JSON object and the answer's ``Cache-Control`` header (``None``: none).
 
     :raises FetchFailed: unreachable, timed out, or no JSON object.
     """
@@ -76,7 +85,8 @@ async def get_json(url: str, timeout: float) -> dict[str, Any]:
         # httpx2's timeout bounds each step; the deadline bounds the whole fetch (a slow drip too).
         with anyio.fail_after(timeout):
             async with httpx2.AsyncClient(**client_options(timeout)) as client:
-                return json_object(await client.get(url, headers={"Accept": "application/json"}), url)
+                response = await client.get(url, headers={"Accept": "application/json"})
+                return json_object(response, url), response.headers.get("cache-control")
     except (httpx2.HTTPError, TimeoutError) as exc:
         raise FetchFailed(f"cannot reach {mask(url)}: {type(exc).__name__}") from None
 

@@ -2,7 +2,9 @@
 
 The request authenticates this server with its client credentials (``client_secret_basic``,
 RFC 6749 §2.3.1: id and secret form-encoded, then HTTP Basic). ``active: false`` is refused; when
-the answer names ``iss`` or ``aud`` they must be the configured issuer and contain the audience;
+the answer names ``iss`` it must be the configured issuer; ``aud`` must be there and name the
+audience, as for a JWT (:func:`~mcp_providers._serve.identity.claims.audience_refusal`: an answer
+naming no audience is a token bound to no server, refused);
 an ``exp`` or ``nbf`` outside now is refused, and so is an answer about another kind of token
 (a ``token_type`` other than ``bearer``/``access_token``: a refresh token; see
 :func:`~mcp_providers._serve.identity.kinds.introspection_kind`). Positive answers are reused for at most
@@ -153,15 +155,11 @@ class IntrospectionVerifier:
     def _check(self, token: str, answer: dict[str, Any], now: float) -> AccessToken | None:
         """The access token for a positive ``answer``, else ``None`` after logging the failed check."""
         issuer = answer.get("iss", self.issuer)
-        aud = answer.get("aud")
-        aud_list = [aud] if isinstance(aud, str) else aud if isinstance(aud, list) else None
         exp, nbf = _number(answer.get("exp")), _number(answer.get("nbf"))
         if answer.get("active") is not True:
             check = "inactive"
         elif issuer != self.issuer:
             check = "wrong issuer"
-        elif aud is not None and not (aud_list and any(a in aud_list for a in self.audience)):
-            check = "wrong audience"
         elif exp is not None and exp <= now:
             check = "expired"
         elif nbf is not None and nbf > now:
@@ -169,7 +167,7 @@ class IntrospectionVerifier:
         elif (kind := introspection_kind(answer)) is not None:
             check = kind
         else:
-            made = access_token(token, answer, self.issuer, self.config, self.resource)
+            made = access_token(token, answer, self.issuer, self.config, self.resource, self.audience)
             if not isinstance(made, str):
                 return made
             check = made

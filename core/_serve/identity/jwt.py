@@ -5,8 +5,9 @@ of the configured asymmetric algorithms (never ``none``, never ``HS*``, so a pub
 serve as an HMAC secret); it names a ``kid``; the unverified ``iss`` is a configured issuer; the
 header's ``typ`` is an access token's (:func:`~mcp_providers._serve.identity.kinds.header_kind`); that
 issuer's JWKS has the ``kid`` and the key's type fits the ``alg``; then PyJWT verifies the
-signature and ``iss``, ``aud`` (must contain the audience: the spec's token audience binding),
-``exp``, ``nbf`` and ``iat`` within ``leeway_seconds``; the payload is not evidently another kind
+signature and ``iss``, ``exp``, ``nbf`` and ``iat`` within ``leeway_seconds``; ``aud`` must be
+there and contain the audience (the spec's token audience binding; the rule introspection shares,
+:func:`~mcp_providers._serve.identity.claims.audience_refusal`); the payload is not evidently another kind
 of token (:func:`~mcp_providers._serve.identity.kinds.claims_kind`: an ID or logout token).
 """
 
@@ -38,7 +39,6 @@ _CURVE = {"ES256": "P-256", "ES384": "P-384", "ES512": "P-521", "EdDSA": "Ed2551
 _REFUSALS: list[tuple[type[Exception], str]] = [
     (pyjwt.InvalidSignatureError, "bad signature"),
     (pyjwt.ExpiredSignatureError, "expired"),
-    (pyjwt.InvalidAudienceError, "wrong audience"),
     (pyjwt.InvalidIssuerError, "wrong issuer"),
     (pyjwt.MissingRequiredClaimError, "missing claim"),
     (pyjwt.InvalidIssuedAtError, "bad iat"),
@@ -124,14 +124,16 @@ class JwtVerifier:
         """The access token for a valid JWT, else ``None`` (answered 401); one log line per refusal.
 
         A token verified before is answered from memory until its ``exp``, as long as its issuer's
-        key set is unchanged: a JWT's checks give the same answer until then, and the signature
+        key set is unchanged and within its age (:meth:`KeySet.stale`): a JWT's checks give the
+        same answer until then, and the signature
         check is most of a request's cost. The memory is keyed by the token itself, which the
         :class:`AccessToken` holds anyway (a digest would cost more than the lookup and hide nothing).
 
         :raises IdentityUnavailable: the token's key is not cached and the JWKS cannot be fetched.
         """
         hit = self._verified.get(token)
-        if hit is not None and hit[0].generation == hit[1] and (hit[2].expires_at or 0) > time.time():
+        fresh = hit is not None and hit[0].generation == hit[1] and not hit[0].stale()
+        if hit is not None and fresh and (hit[2].expires_at or 0) > time.time():
             return hit[2]  # the same token: the SDK reads it, never changes it
         before = {issuer: key_set.generation for issuer, key_set in self.keys.items()}
         made = await self._verify(token)
@@ -174,7 +176,7 @@ class JwtVerifier:
         if (wrong := claims_kind(claims)) is not None:
             refused(wrong, iss=issuer, kid=kid)
             return None
-        made = access_token(token, claims, issuer, self.config, self.resource)
+        made = access_token(token, claims, issuer, self.config, self.resource, self.audience)
         if isinstance(made, str):
             refused(made, iss=issuer, kid=kid)
             return None
@@ -186,10 +188,11 @@ class JwtVerifier:
                 token,
                 key.jwk.key,
                 algorithms=[alg],
-                audience=self.audience,
                 issuer=issuer,
                 leeway=self.config.leeway_seconds,
-                options={"require": ["exp", "iss", "aud"]},
+                # ``aud`` is checked after the signature by the rule every mode shares
+                # (claims.audience_refusal), so a missing audience is refused by one name.
+                options={"require": ["exp", "iss"], "verify_aud": False},
             )
         except pyjwt.ImmatureSignatureError as exc:
             refused("issued in the future" if "(iat)" in str(exc) else "not yet valid", iss=issuer, kid=kid)

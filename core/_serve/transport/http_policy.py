@@ -13,8 +13,17 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
-_LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
-_LOOPBACK_ORIGINS = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
+_LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
+
+
+def _any_port(name: str) -> list[str]:
+    """``name`` alone (a client of the default port sends no port: ``Host: localhost``) and on
+    any port (the SDK's ``NAME:*``)."""
+    return [name, f"{name}:*"]
+
+
+_LOOPBACK_HOSTS = [h for name in _LOOPBACK for h in _any_port(name)]
+_LOOPBACK_ORIGINS = [f"http://{h}" for h in _LOOPBACK_HOSTS]
 
 
 def _host_name(host: str) -> str:
@@ -73,7 +82,8 @@ def transport_policy(
 ) -> TransportSecuritySettings:
     """The one Host/Origin (DNS-rebinding) policy for serving on ``host``; never ``None``.
 
-    ``explicit`` settings win. A loopback host accepts the loopback names on any port. Any other
+    ``explicit`` settings win. A loopback host accepts the loopback names (``localhost``,
+    ``127.0.0.1``, ``[::1]``) with no port or any port. Any other
     host accepts its own name (a specific address or hostname), the names in ``allow_hosts``
     (``NAME`` or ``NAME:PORT``; a bare name on any port) and, for a wildcard bind (which also
     listens on loopback), the loopback names; every other Host is refused with 421 and every other
@@ -83,7 +93,7 @@ def transport_policy(
         return explicit
     if is_loopback(host) and not allow_hosts:
         own = _bracketed(_host_name(host))  # a loopback spelling of its own (127.1) is its clients' Host
-        extra = [] if f"{own}:*" in _LOOPBACK_HOSTS else [f"{own}:*"]
+        extra = [] if own in _LOOPBACK else _any_port(own)
         return TransportSecuritySettings(
             enable_dns_rebinding_protection=True,
             allowed_hosts=_LOOPBACK_HOSTS + extra,

@@ -53,6 +53,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from mcp_providers._serve.binding import served_methods
+from mcp_providers._serve.transport.admin import AdminGate, admit
 from mcp_providers._serve.transport.http_policy import explained
 from mcp_providers._serve.transport.manager import run_ended, session_manager_of
 
@@ -304,10 +305,14 @@ def transport_stopped(server: Any) -> str | None:
 
 
 def ops_routes(
-    composition: Composition, reloader: Reloader | None = None, recent: RecentRequests | None = None
+    composition: Composition,
+    reloader: Reloader | None = None,
+    recent: RecentRequests | None = None,
+    gate: AdminGate | None = None,
 ) -> list[Route]:
     """``/healthz``, ``/readyz`` and ``/metrics`` for ``composition``; installs the request metrics
-    (counted in ``recent`` too, for ``/status``, when given).
+    (counted in ``recent`` too, for ``/status``, when given). With ``gate`` (``[server.admin]
+    metrics = true``) ``/metrics`` answers only a token the admin gate admits (401, 403 otherwise).
 
     Mount them next to the MCP endpoint (``custom_starlette_routes=`` of the SDK's
     ``streamable_http_app``). Call once per served composition.
@@ -346,6 +351,11 @@ def ops_routes(
 
     async def metrics_page(request: Request) -> Response:
         from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+        if gate is not None:
+            admitted = await admit(gate, request, runtime.audit, "admin/metrics", "read the metrics")
+            if isinstance(admitted, Response):
+                return admitted
 
         return PlainTextResponse(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
