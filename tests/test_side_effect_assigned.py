@@ -48,8 +48,10 @@ ASSIGNED: dict[str, Callable[[], Any]] = {
     "sys.meta_path": lambda: sys.meta_path.insert(0, _Finder()),
     "sys.path_hooks": lambda: sys.path_hooks.insert(0, _hook),
     "sys.path": lambda: sys.path.insert(0, "/nonexistent-c8"),
-    "sys.path replaced": lambda: setattr(sys, "path", [*sys.path]),
-    "sys.path_importer_cache": lambda: setattr(sys, "path_importer_cache", dict(sys.path_importer_cache)),
+    "sys.path replaced": lambda: setattr(sys, "path", [*sys.path, "/nonexistent-c8"]),
+    "sys.path_importer_cache": lambda: setattr(
+        sys, "path_importer_cache", {**sys.path_importer_cache, "/nonexistent-c8": _Finder()}
+    ),
 }
 _NAMES = ("excepthook", "unraisablehook", "displayhook", "breakpointhook", "meta_path", "path_hooks", "path")
 
@@ -66,6 +68,8 @@ def _same(a: list[Any], b: list[Any]) -> bool:
 @pytest.fixture
 def state() -> Iterator[list[Any]]:
     """The state before the test, put back after it whatever a broken guard left."""
+    with _scope():
+        pass  # installs every guard first (a finder of its own joins sys.meta_path)
     before = _state()
     yield before
     for name, value in zip((*_NAMES, "path_importer_cache"), before, strict=False):

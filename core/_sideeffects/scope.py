@@ -65,6 +65,7 @@ class Scope:
         "ended",
         "exemptions",
         "kind",
+        "locale",
         "lock",
         "mode",
         "plugin",
@@ -85,6 +86,9 @@ class Scope:
         """Bytecode cache temps (resolved paths) the call created: any left at its end are removed
         and refuse it (:func:`~.bytecode.sweep`)."""
         self.ended = False
+        self.locale: str | None = None
+        """The process's locale (``LC_ALL``) before the call's current step first set it, else None
+        (:mod:`.assigned`)."""
         self.refused: SideEffectRefused | None = None  # the last refusal, even if a library swallowed it
         self._passed: list[tuple[str, str]] | None = None  # (verb, path) http.client let through, made when needed
         self.lock = threading.RLock()
