@@ -4964,6 +4964,27 @@ CASES += (  # process state set by assignment: hooks, import lists, the locale (
         (ASSIGNED + "test_a_served_read_that_sets_a_hook_is_refused_on_the_loop_and_in_its_thread",),
     ),
     Case(
+        "scope: a task a read starts in a context of its own is tied to the read (the task factory)",
+        "core/_host/contain.py",
+        '            kwargs["context"] = carried(kwargs["context"])',
+        "            pass",
+        ("tests/test_side_effect_fresh_context.py::test_a_task_a_read_starts_in_an_empty_context_is_still_the_reads",),
+    ),
+    Case(
+        "scope: the context a read gives a task gets the read's scope",
+        "core/_sideeffects/scope.py",
+        "    context.run(scope_var.set, scope)",
+        "    pass",
+        ("tests/test_side_effect_fresh_context.py::test_a_task_a_read_starts_in_an_empty_context_is_still_the_reads",),
+    ),
+    Case(
+        "scope: the context object a read gives a task is left as it was (a copy gets the scope)",
+        "core/_sideeffects/scope.py",
+        "    context = context.copy()\n",
+        "",
+        ("tests/test_side_effect_fresh_context.py::test_a_task_a_read_starts_in_an_empty_context_is_still_the_reads",),
+    ),
+    Case(
         "process: a served read's call is stepped with the comparison",
         "core/_serve/steps/invoker.py",
         "pending = pending if scope is None else stepped(pending, scope)",

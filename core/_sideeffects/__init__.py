@@ -9,9 +9,12 @@ watch is accepted, gets the scope a read of the URI gets. The scope is a
 :class:`contextvars.ContextVar`, so it holds for the code running in the call's context and for
 work that *inherits* that context: coroutines it awaits, asyncio/anyio tasks it starts,
 ``anyio.to_thread``/``asyncio.to_thread`` workers and anything run through
-``contextvars.copy_context()``; process-wide, also a ``threading.Thread`` it starts and what it
-passes to ``ThreadPoolExecutor.submit`` or ``loop.run_in_executor`` (:mod:`.threads`; embedded by
-default, nothing patched, these start with a context of their own and are not followed). Such
+``contextvars.copy_context()``; process-wide, also a ``threading.Thread`` it starts, what it
+passes to ``ThreadPoolExecutor.submit`` or ``loop.run_in_executor`` (:mod:`.threads`), and a task
+it starts with a context of its own (``create_task(coro, context=contextvars.Context())``: the
+runtime's task factory runs it in a copy of that context, in the call's scope:
+:func:`.scope.carried`); embedded by default, nothing patched, these start with a context of their
+own and are not followed. Such
 work stays in the scope even if it outlives the call: once the call ended, its attempts are still
 refused, and logged, and its scratch directory is gone (:attr:`Scope.ended`).
 Concurrent requests, and work that was already running outside the call (a task a provider's
@@ -166,6 +169,7 @@ from mcp_providers._sideeffects.scope import SAFE_METHODS as SAFE_METHODS
 from mcp_providers._sideeffects.scope import Kind as Kind
 from mcp_providers._sideeffects.scope import Mode as Mode
 from mcp_providers._sideeffects.scope import Scope as Scope
+from mcp_providers._sideeffects.scope import carried as carried
 from mcp_providers._sideeffects.scope import current_scope as current_scope
 from mcp_providers._sideeffects.scope import exempt as exempt
 from mcp_providers._sideeffects.scope import log as log

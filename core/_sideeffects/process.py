@@ -53,7 +53,8 @@ dicts and partials (:mod:`.saved`); native code reached without these (a C exten
 the new hook and swallows any exception) changes nothing, and the read may still be answered: the
 receipt lists the refusal. Finalizers (``weakref.finalize``, ``__del__``) and work run in a
 context the read made empty (``contextvars.Context().run``, ``loop.call_soon(...,
-context=Context())``) are not followed; per-thread settings (``sys.set_asyncgen_hooks``,
+context=Context())``; a task started with one is followed process-wide: :func:`.scope.carried`)
+are not followed; per-thread settings (``sys.set_asyncgen_hooks``,
 ``sys.set_coroutine_origin_tracking_depth``) are the thread's.
 """
 

@@ -8,6 +8,7 @@ inherits it). Every guard asks :data:`scope_var` and judges nothing outside a sc
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import logging
 import os
 import shutil
@@ -193,6 +194,21 @@ def exit_scope(scope: Scope, token: Token[Scope | None]) -> None:
     """Leave the scope :func:`~.levels.enter_scope` entered (and delete its scratch directory, if made)."""
     scope_var.reset(token)
     scope.close()
+
+
+def carried(context: contextvars.Context) -> contextvars.Context:
+    """``context``, or, when the caller is in a scope ``context`` lacks, a copy of it in that
+    scope: work a call starts in a context it made (``loop.create_task(coro,
+    context=contextvars.Context())``) stays the call's. The object given is never changed (the
+    host may hold it), so what the work sets is seen in the copy only.
+
+    :returns: the context the work should run in."""
+    scope = scope_var.get()
+    if scope is None or context.get(scope_var) is scope:
+        return context
+    context = context.copy()
+    context.run(scope_var.set, scope)
+    return context
 
 
 def scope_lock() -> threading.RLock | None:
