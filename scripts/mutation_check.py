@@ -4985,6 +4985,13 @@ CASES += (  # process state set by assignment: hooks, import lists, the locale (
         ("tests/test_side_effect_fresh_context.py::test_a_task_a_read_starts_in_an_empty_context_is_still_the_reads",),
     ),
     Case(
+        "process: a check_watch the pipeline runs itself is compared",
+        "core/_serve/steps/invoker.py",
+        "            watched_call(scope, function)",
+        "            function()",
+        (ASSIGNED + "test_a_check_watch_that_sets_a_hook_is_refused_and_undone",),
+    ),
+    Case(
         "process: a served read's call is stepped with the comparison",
         "core/_serve/steps/invoker.py",
         "pending = pending if scope is None else stepped(pending, scope)",

@@ -10,13 +10,15 @@ import locale
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from mcp import MCPError
+from mcp import Client, MCPError
 from sink_support import _scope
 
+from mcp_providers import Content, Freshness, ReadRequest, ResourceProvider, ResourceTemplate, hookimpl
 from mcp_providers.errors import SideEffectRefused
 from mcp_providers.plugin import Plugin
 from mcp_providers.testing import compose, connect
@@ -168,3 +170,32 @@ async def test_what_the_host_or_another_read_sets_while_a_read_waits_is_not_that
         served = await pending
         assert served.contents[0].text == "served"  # type: ignore[union-attr]
         assert sys.excepthook is _hook  # the host's change stays
+
+
+class _WatchSetsAHook(ResourceProvider):
+    """A live template whose ``check_watch`` (run by the pipeline itself) sets ``sys.excepthook``."""
+
+    name = "watch-sets-a-hook"
+    prefixes = ("watched://",)
+
+    def templates(self) -> Sequence[ResourceTemplate]:
+        return [ResourceTemplate(uri_template="watched://{k}", name="k", freshness=Freshness.live())]
+
+    def check_watch(self, declaration: object, params: Mapping[str, str]) -> None:
+        sys.excepthook = _read_hook
+
+    async def read(self, request: ReadRequest) -> Content:
+        return Content(text="v")
+
+
+@pytest.mark.anyio
+@pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
+async def test_a_check_watch_that_sets_a_hook_is_refused_and_undone(state: list[Any]) -> None:
+    composition = compose(
+        {"watched": SimpleNamespace(register_resource_providers=hookimpl(lambda: [_WatchSetsAHook()]))}
+    )
+    async with Client(composition.server, mode="legacy", cache=None) as legacy:
+        with pytest.raises(MCPError) as refused:
+            await legacy.subscribe_resource("watched://x")
+    assert refused.value.error.code == REFUSED and "sys.excepthook" in refused.value.error.data["attempted"]
+    assert _same(_state(), state)
