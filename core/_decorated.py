@@ -26,6 +26,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError, create_model
 from mcp_providers import _spellings, _threads, credentials, policy
 from mcp_providers._holders import Frozen
 from mcp_providers._returns import may_be_non_finite, non_finite, unawaited, unservable
+from mcp_providers._sideeffects import in_scope
 from mcp_providers.credentials import Credential, Upstream
 from mcp_providers.errors import InvalidParams
 from mcp_providers.identity import Principal
@@ -344,7 +345,7 @@ def caller(sig: Signature) -> Call:
         return awaited
 
     async def in_thread(kwargs: Mapping[str, Any]) -> Any:
-        result = await _threads.run_sync(partial(function, **kwargs), where)
+        result = await _threads.run_sync(partial(in_scope, partial(function, **kwargs)), where)  # its thread: one step
         unawaited(result, where)  # a plain function returning a coroutine: no static sign of it
         return result
 

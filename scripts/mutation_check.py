@@ -3569,8 +3569,9 @@ CASES += (  # start and stop side by side (round 12 brief U): N hung sources cos
     Case(
         "threads: a decorated plain function takes its thread from the bound",
         "core/_decorated.py",
-        "await _threads.run_sync(partial(function, **kwargs), where)",
-        "await __import__('anyio.to_thread').to_thread.run_sync(partial(function, **kwargs), abandon_on_cancel=True)",
+        "await _threads.run_sync(partial(in_scope, partial(function, **kwargs)), where)",
+        "await __import__('anyio.to_thread').to_thread.run_sync("
+        "partial(in_scope, partial(function, **kwargs)), abandon_on_cancel=True)",
         (THREADS + "test_threads_past_their_deadline_hold_their_slots_and_the_next_plain_call_is_told_why",),
     ),
     Case(
@@ -5192,6 +5193,128 @@ def run_case(case: Case) -> tuple[bool | None, str]:
         path.write_text(original)
     lines = done.stdout.strip().splitlines()
     return done.returncode != 0, lines[-1] if lines else done.stderr.strip()[-200:]
+
+
+ASSIGNED = "tests/test_side_effect_assigned.py::"
+ASSIGNED_EACH = ASSIGNED + "test_each_hook_or_import_list_set_in_a_read_is_refused_and_undone"
+
+CASES += (  # process state set by assignment: hooks, import lists, the locale (helper C8)
+    Case(
+        "process: a hook of the whole process set by assignment in a read is refused",
+        "core/_sideeffects/assigned.py",
+        "        if now[i] is not objects[i]:",
+        "        if False:",
+        (ASSIGNED_EACH + "[sys.excepthook]", ASSIGNED_EACH + "[sys.breakpointhook]"),
+    ),
+    Case(
+        "process: threading.excepthook set in a read is refused",
+        "core/_sideeffects/assigned.py",
+        "    if threading.excepthook is not excepthook:",
+        "    if False:",
+        (ASSIGNED_EACH + "[threading.excepthook]",),
+    ),
+    Case(
+        "process: an import list changed but at its end in a read is refused",
+        "core/_sideeffects/assigned.py",
+        "        elif kept[: len(was)] != was:",
+        "        elif False:",
+        (ASSIGNED_EACH + "[sys.meta_path]", ASSIGNED_EACH + "[sys.path]"),
+    ),
+    Case(
+        "process: an import list replaced in a read is refused",
+        "core/_sideeffects/assigned.py",
+        "        if kept is not objects[i]:",
+        "        if False:",
+        (ASSIGNED_EACH + "[sys.path replaced]",),
+    ),
+    Case(
+        "process: entries appended at an import list's end pass",
+        "core/_sideeffects/assigned.py",
+        "kept[: len(was)] != was",
+        "kept != was",
+        (
+            ASSIGNED + "test_entries_appended_at_the_end_and_a_hook_put_back_pass",
+            ASSIGNED + "test_a_library_that_appends_its_importer_on_first_import_may_be_first_imported_in_a_read",
+        ),
+    ),
+    Case(
+        "process: sys.path_importer_cache replaced in a read is refused",
+        "core/_sideeffects/assigned.py",
+        "    if now[7] is not objects[7]:",
+        "    if False:",
+        (ASSIGNED_EACH + "[sys.path_importer_cache]",),
+    ),
+    Case(
+        "process: what a read changed is undone before it is refused",
+        "core/_sideeffects/assigned.py",
+        "            undo()",
+        "            pass",
+        (ASSIGNED_EACH + "[sys.excepthook]", ASSIGNED_EACH + "[sys.path]"),
+    ),
+    Case(
+        "process: the locale a read set and left is refused and undone",
+        "core/_sideeffects/assigned.py",
+        "            scope.locale = original(_locale.LC_ALL, None)",
+        "            pass",
+        (ASSIGNED + "test_the_locale_set_in_a_read_is_refused_and_undone_and_asking_the_encoding_passes",),
+    ),
+    Case(
+        "process: each step of a served read's coroutine is compared",
+        "core/_sideeffects/assigned.py",
+        "        try:\n            judge(scope, before)\n        except BaseException:\n            coroutine.close()",
+        "        try:\n            pass\n        except BaseException:\n            coroutine.close()",
+        (ASSIGNED + "test_a_served_read_that_sets_a_hook_is_refused_on_the_loop_and_in_its_thread",),
+    ),
+    Case(
+        "process: a step is compared from its own start, not the read's (the host's change is the host's)",
+        "core/_sideeffects/assigned.py",
+        "    while True:\n        before = snapshot()",
+        "    before = snapshot()\n    while True:",
+        (ASSIGNED + "test_what_the_host_or_another_read_sets_while_a_read_waits_is_not_that_reads",),
+    ),
+    Case(
+        "process: a plain-function provider's call in its thread is compared",
+        "core/_decorated.py",
+        "partial(in_scope, partial(function, **kwargs))",
+        "partial(function, **kwargs)",
+        (ASSIGNED + "test_a_served_read_that_sets_a_hook_is_refused_on_the_loop_and_in_its_thread",),
+    ),
+    Case(
+        "scope: a task a read starts in a context of its own is tied to the read (the task factory)",
+        "core/_host/contain.py",
+        '            kwargs["context"] = carried(kwargs["context"])',
+        "            pass",
+        ("tests/test_side_effect_fresh_context.py::test_a_task_a_read_starts_in_an_empty_context_is_still_the_reads",),
+    ),
+    Case(
+        "scope: the context a read gives a task gets the read's scope",
+        "core/_sideeffects/scope.py",
+        "    context.run(scope_var.set, scope)",
+        "    pass",
+        ("tests/test_side_effect_fresh_context.py::test_a_task_a_read_starts_in_an_empty_context_is_still_the_reads",),
+    ),
+    Case(
+        "scope: the context object a read gives a task is left as it was (a copy gets the scope)",
+        "core/_sideeffects/scope.py",
+        "    context = context.copy()\n",
+        "",
+        ("tests/test_side_effect_fresh_context.py::test_a_task_a_read_starts_in_an_empty_context_is_still_the_reads",),
+    ),
+    Case(
+        "process: a check_watch the pipeline runs itself is compared",
+        "core/_serve/steps/invoker.py",
+        "            watched_call(scope, function)",
+        "            function()",
+        (ASSIGNED + "test_a_check_watch_that_sets_a_hook_is_refused_and_undone",),
+    ),
+    Case(
+        "process: a served read's call is stepped with the comparison",
+        "core/_serve/steps/invoker.py",
+        "pending = pending if scope is None else stepped(pending, scope)",
+        "pending = pending",
+        (ASSIGNED + "test_a_served_read_that_sets_a_hook_is_refused_on_the_loop_and_in_its_thread",),
+    ),
+)
 
 
 def changed_since(ref: str) -> set[str]:

@@ -13,6 +13,8 @@ are contained too: :func:`contain_tasks` installs a task factory on the running 
 the coroutine of every task created while :func:`plugin_code` names an owner, since asyncio
 re-raises ``SystemExit`` and ``KeyboardInterrupt`` from any task out of the event loop before
 anything else sees them. Callbacks plugin code schedules with ``loop.call_soon`` are not covered.
+The same factory keeps a read's side-effect scope on a task the read starts with a context of its
+own (``create_task(coro, context=contextvars.Context())``): :func:`mcp_providers._sideeffects.carried`.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, TypeVar
+
+from mcp_providers._sideeffects import carried
 
 T = TypeVar("T")
 log = logging.getLogger("mcp_providers.composition")
@@ -128,6 +132,8 @@ def contain_tasks() -> None:
         return
 
     def factory(loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any) -> asyncio.Future[Any]:
+        if kwargs.get("context") is not None:  # a context made empty keeps the read's scope
+            kwargs["context"] = carried(kwargs["context"])
         owner = _owner.get()
         if owner is not None and asyncio.iscoroutine(coro):
             coro = _owned(coro, owner)

@@ -9,9 +9,12 @@ watch is accepted, gets the scope a read of the URI gets. The scope is a
 :class:`contextvars.ContextVar`, so it holds for the code running in the call's context and for
 work that *inherits* that context: coroutines it awaits, asyncio/anyio tasks it starts,
 ``anyio.to_thread``/``asyncio.to_thread`` workers and anything run through
-``contextvars.copy_context()``; process-wide, also a ``threading.Thread`` it starts and what it
-passes to ``ThreadPoolExecutor.submit`` or ``loop.run_in_executor`` (:mod:`.threads`; embedded by
-default, nothing patched, these start with a context of their own and are not followed). Such
+``contextvars.copy_context()``; process-wide, also a ``threading.Thread`` it starts, what it
+passes to ``ThreadPoolExecutor.submit`` or ``loop.run_in_executor`` (:mod:`.threads`), and a task
+it starts with a context of its own (``create_task(coro, context=contextvars.Context())``: the
+runtime's task factory runs it in a copy of that context, in the call's scope:
+:func:`.scope.carried`); embedded by default, nothing patched, these start with a context of their
+own and are not followed. Such
 work stays in the scope even if it outlives the call: once the call ended, its attempts are still
 refused, and logged, and its scratch directory is gone (:attr:`Scope.ended`).
 Concurrent requests, and work that was already running outside the call (a task a provider's
@@ -85,6 +88,11 @@ What is refused in the scope (``SideEffectRefused``, -32008, rule ``side-effect-
   ``_posixsubprocess.fork_exec``, which raise no audit event, process-wide only.
 * The whole process, as ``os.chdir`` would: the environment (``os.putenv``/``os.unsetenv``, which
   ``os.environ`` calls first; both levels) and ``os.umask`` (no audit event: process-wide only).
+* Hooks of the whole process set by assignment (``sys.excepthook`` and its kin,
+  ``threading.excepthook``), the import system's lists changed other than by appending
+  (``sys.meta_path``, ``sys.path_hooks``, ``sys.path``; ``sys.path_importer_cache`` replaced),
+  and the locale left changed (process-wide only): no audit event, so compared around each step
+  of the read's own code, undone and refused (both levels: :mod:`.assigned`).
 * Other processes and the process's own state (:mod:`.process` lists them): a signal sent
   (``os.kill``, ``os.killpg``, ``signal.pthread_kill``), resource limits and the host name set,
   native code reached through ``ctypes`` (a library loaded, a function looked up), at both
@@ -101,8 +109,7 @@ and the server answers with it.
 
 Not covered: C extensions that write or connect without raising audit events (sqlite3, most
 database drivers), a ``ctypes`` function looked up before the read and called in it (Python 3.11
-raises no event for the call), ``locale.setlocale`` (``locale.getpreferredencoding()`` sets and
-restores it), bytes sent through ``_socket.socket``'s own methods (``os.write``,
+raises no event for the call), bytes sent through ``_socket.socket``'s own methods (``os.write``,
 ``os.writev`` and ``os.sendfile`` on a socket, under either name, are judged process-wide:
 :mod:`.lowlevel`), a version-less request line (``POST /x``: servers that take one as HTTP/0.9
 take GET only), data
@@ -123,7 +130,9 @@ judges; nothing else runs for the host's code unless the process-wide level is i
 patches add one ContextVar read per request, per socket send, per ``os.open``, per thread
 start and per thread-pool submit outside a scope (a Python call around the C one). In a scope,
 bytes sent below a guarded client are scanned line by line after one ``fstat`` names the
-connection (a few microseconds per send); the project's clients skip the scan. Entering and
+connection (a few microseconds per send); the project's clients skip the scan. Each step of a
+call's own code compares the hooks and import lists before and after it (about 9,000
+instructions a step: :mod:`.assigned`). Entering and
 leaving a scope is one ContextVar set/reset and a small object (embedded by default, plus a walk
 of the loggers when the process goes from no guarded call running to one and back:
 :mod:`.logfiles`); the scratch directory is made only when asked for.
@@ -135,13 +144,17 @@ hook: files, processes), :mod:`.clients` (HTTP library patches), :mod:`.wire` (s
 bytes), :mod:`.lowlevel` (descriptor sends, path races), :mod:`.threads` (threads a call
 starts), :mod:`.imports` (patch on first import), :mod:`.logfiles` (the host's log files),
 :mod:`.bytecode` (the import system's caches), :mod:`.saved` (references saved before install),
-:mod:`.process` (other processes, the process's own state), :mod:`.levels` (which of them are in
+:mod:`.process` (other processes, the process's own state), :mod:`.assigned` (state set by
+assignment), :mod:`.levels` (which of them are in
 place).
 """
 
 # What the core uses, re-exported (the package is private: no __all__).
 from __future__ import annotations
 
+from mcp_providers._sideeffects.assigned import in_scope as in_scope
+from mcp_providers._sideeffects.assigned import stepped as stepped
+from mcp_providers._sideeffects.assigned import watched_call as watched_call
 from mcp_providers._sideeffects.judge import check_http as check_http
 from mcp_providers._sideeffects.judge import judged_here as judged_here
 from mcp_providers._sideeffects.judge import read_safe_mcp as read_safe_mcp
@@ -156,6 +169,7 @@ from mcp_providers._sideeffects.scope import SAFE_METHODS as SAFE_METHODS
 from mcp_providers._sideeffects.scope import Kind as Kind
 from mcp_providers._sideeffects.scope import Mode as Mode
 from mcp_providers._sideeffects.scope import Scope as Scope
+from mcp_providers._sideeffects.scope import carried as carried
 from mcp_providers._sideeffects.scope import current_scope as current_scope
 from mcp_providers._sideeffects.scope import exempt as exempt
 from mcp_providers._sideeffects.scope import log as log

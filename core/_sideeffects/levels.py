@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterator
 from contextvars import Token
 from typing import Any
 
-from mcp_providers._sideeffects import bytecode, lowlevel
+from mcp_providers._sideeffects import assigned, bytecode, lowlevel
 from mcp_providers._sideeffects.clients import patch_aiohttp, patch_http_client, patch_httpcore
 from mcp_providers._sideeffects.files import audit_hook, guarded_os_open, judge_open, patch_unaudited
 from mcp_providers._sideeffects.imports import patch_on_import
@@ -92,6 +92,7 @@ def install() -> None:
         patch_wire()
         patch_unaudited()
         patch_process_state()
+        assigned.patch_locale()
         patch_logging(judge_open)
         patch_threads()
         lowlevel.serialize_tree_changes(scope_lock)
@@ -191,13 +192,18 @@ def side_effect_scope(
     :param mode: ``"enforce"`` refuses; ``"warn"`` logs and records in ``Scope.violations``.
     :returns: the :class:`Scope`; read ``exemptions`` and ``violations`` after the body.
     :raises ValueError: for an unknown ``mode``.
-    :raises SideEffectRefused: the body left a bytecode cache temp (enforce mode; removed).
+    :raises SideEffectRefused: the body left a bytecode cache temp (enforce mode; removed), or
+        changed a hook, an import list or the locale (undone: :mod:`.assigned`).
     """
     if not _installed:
         install()
     scope, token = enter_scope(provider, plugin, target, kind, mode)
     try:
-        yield scope
+        before = assigned.snapshot()
+        try:
+            yield scope
+        finally:
+            assigned.judge(scope, before)  # the body is the read's own code: compared as one step
     finally:
         left = exit_scope(scope, token)
     if left is not None:

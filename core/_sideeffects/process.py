@@ -40,17 +40,21 @@ changes what every later request meets, as a file written would. Two levels, as 
   read may be that first use, and what they register is often the process's own (``weakref``'s
   exit hook runs every finalizer of the process), so binding it to the read would judge the host.
 
-Left alone: ``locale.setlocale`` (``locale.getpreferredencoding()`` sets and restores it, so
-refusing it would refuse reads that only ask for an encoding); ``os.close`` of another of the
-host's descriptors (nothing tells a descriptor the read opened from one it did not); a guard's
-``__wrapped__`` and references saved in lists, plain dicts and partials (:mod:`.saved`); native
-code reached without these (a C extension, a ``CFUNCTYPE`` made from a raw address). A refusal a
-library swallows (``sys.addaudithook`` drops the new hook and swallows any exception) changes
-nothing, and the read may still be answered: the receipt lists the refusal. Hooks set by
-assignment (``sys.excepthook``, ``threading.excepthook``, ``sys.unraisablehook``, an entry put in
-``sys.meta_path``), finalizers (``weakref.finalize``, ``__del__``) and work run in a context the
-read made empty (``contextvars.Context().run``, ``loop.call_soon(..., context=Context())``) are
-not followed; per-thread settings (``sys.set_asyncgen_hooks``,
+Hooks set by assignment (``sys.excepthook``, ``threading.excepthook``, ``sys.unraisablehook``,
+``sys.displayhook``, ``sys.breakpointhook``), the import system's lists (``sys.meta_path``,
+``sys.path_hooks``, ``sys.path``, ``sys.path_importer_cache``) and the locale (``locale.setlocale``:
+``locale.getpreferredencoding()`` sets and restores it, so the call is not refused, the locale left
+changed is) are compared around the read's code rather than wrapped: :mod:`.assigned`.
+
+Left alone: ``os.close`` of another of the host's descriptors (nothing tells a descriptor the
+read opened from one it did not); a guard's ``__wrapped__`` and references saved in lists, plain
+dicts and partials (:mod:`.saved`); native code reached without these (a C extension, a
+``CFUNCTYPE`` made from a raw address). A refusal a library swallows (``sys.addaudithook`` drops
+the new hook and swallows any exception) changes nothing, and the read may still be answered: the
+receipt lists the refusal. Finalizers (``weakref.finalize``, ``__del__``) and work run in a
+context the read made empty (``contextvars.Context().run``, ``loop.call_soon(...,
+context=Context())``; a task started with one is followed process-wide: :func:`.scope.carried`)
+are not followed; per-thread settings (``sys.set_asyncgen_hooks``,
 ``sys.set_coroutine_origin_tracking_depth``) are the thread's.
 """
 

@@ -8,6 +8,7 @@ inherits it). Every guard asks :data:`scope_var` and judges nothing outside a sc
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import logging
 import os
 import shutil
@@ -65,6 +66,7 @@ class Scope:
         "ended",
         "exemptions",
         "kind",
+        "locale",
         "lock",
         "mode",
         "plugin",
@@ -85,6 +87,9 @@ class Scope:
         """Bytecode cache temps (resolved paths) the call created: any left at its end are removed
         and refuse it (:func:`~.bytecode.sweep`)."""
         self.ended = False
+        self.locale: str | None = None
+        """The process's locale (``LC_ALL``) before the call's current step first set it, else None
+        (:mod:`.assigned`)."""
         self.refused: SideEffectRefused | None = None  # the last refusal, even if a library swallowed it
         self._passed: list[tuple[str, str]] | None = None  # (verb, path) http.client let through, made when needed
         self.lock = threading.RLock()
@@ -189,6 +194,21 @@ def exit_scope(scope: Scope, token: Token[Scope | None]) -> None:
     """Leave the scope :func:`~.levels.enter_scope` entered (and delete its scratch directory, if made)."""
     scope_var.reset(token)
     scope.close()
+
+
+def carried(context: contextvars.Context) -> contextvars.Context:
+    """``context``, or, when the caller is in a scope ``context`` lacks, a copy of it in that
+    scope: work a call starts in a context it made (``loop.create_task(coro,
+    context=contextvars.Context())``) stays the call's. The object given is never changed (the
+    host may hold it), so what the work sets is seen in the copy only.
+
+    :returns: the context the work should run in."""
+    scope = scope_var.get()
+    if scope is None or context.get(scope_var) is scope:
+        return context
+    context = context.copy()
+    context.run(scope_var.set, scope)
+    return context
 
 
 def scope_lock() -> threading.RLock | None:

@@ -32,7 +32,7 @@ from mcp_providers._host.contain import contained
 from mcp_providers._serve.state.coalesce import Coalescer
 from mcp_providers._serve.steps.deadline import deadline_after, rest_within, stepping_deadline, within
 from mcp_providers._serve.steps.health import UpstreamHealth, failure_of
-from mcp_providers._sideeffects import Kind, Mode, Scope, enter_scope, exit_scope
+from mcp_providers._sideeffects import Kind, Mode, Scope, enter_scope, exit_scope, stepped, watched_call
 from mcp_providers._threads import DEFAULT_BOUND, ProviderThreads, Seat, leave_seat, take_seat
 from mcp_providers.errors import (
     ProviderFailed,
@@ -132,7 +132,7 @@ class Invoker:
         :raises ReadTimeout: the deadline passed (while the call waited for a free provider thread,
             the message says so and names who holds them; ``data.limit`` is ``provider_threads``).
         :raises ProviderFailed: the provider raised something other than a RequestError/ToolFailure.
-        :raises SideEffectRefused: the call returned but left a bytecode cache temp (now removed).
+        :raises SideEffectRefused: a step changed a hook, an import list or the locale (undone), or left a cache temp.
         """
         if work.provider in self._startup_failures:
             raise self._not_started(work)
@@ -145,12 +145,12 @@ class Invoker:
         seat, seat_token = take_seat(self.threads, work.plugin)
         try:
             if work.scoped:
-                mode = self._modes.get(work.plugin, "enforce")
-                scope, token = enter_scope(work.provider, work.plugin, work.target, work.kind, mode)
+                scope, token = enter_scope(work.provider, work.plugin, work.target, work.kind, self._mode(work))
             if share is not None and self._coalescer is not None:
                 pending = self._coalescer.run(share, functools.partial(contained, call, work.provider))
             else:
                 pending = contained(call, work.provider)  # a provider's SystemExit must not reach the event loop
+            pending = pending if scope is None else stepped(pending, scope)  # hooks... compared at each step
             if deadline is None:  # not asyncio (trio): within's cancel scope encloses the call's own
                 result: T = await within(pending, deadline_after(seconds))
             else:  # within's first step, in this frame: a timer only for a call that waits
@@ -197,10 +197,9 @@ class Invoker:
             caught the refusal and raised something of its own, or left a bytecode cache temp.
         :raises BaseException: anything else it raised, unchanged (the wire maps it).
         """
-        mode = self._modes.get(work.plugin, "enforce")
-        scope, token = enter_scope(work.provider, work.plugin, work.target, work.kind, mode)
+        scope, token = enter_scope(work.provider, work.plugin, work.target, work.kind, self._mode(work))
         try:
-            function()
+            watched_call(scope, function)
         except SideEffectRefused:
             raise
         except BaseException:
@@ -211,6 +210,10 @@ class Invoker:
             left = exit_scope(scope, token)
         if left is not None:
             raise left  # it left a bytecode cache temp (removed)
+
+    def _mode(self, work: Work) -> Mode:
+        """The side-effect mode of ``work``'s plugin (``"enforce"`` unless an operator set ``"warn"``)."""
+        return self._modes.get(work.plugin, "enforce")
 
     def _not_started(self, work: Work) -> UpstreamError:
         self.health.ended(work.plugin, work.provider, "not started")
