@@ -1,0 +1,143 @@
+"""Ways round the side-effect scope found by tester twenty-nine, in a read (process-wide guards,
+as ``serve`` installs them, unless a test says otherwise):
+
+- F5 the server's event loop: its task factory (the runtime's containment of tasks raising
+  ``SystemExit``), debug mode, handlers and executor set, the loop stopped or closed, are refused;
+  a loop the read made itself is its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from sink_support import _scope
+
+from mcp_providers.errors import SideEffectRefused
+
+# -- F5: the server's event loop -----------------------------------------------------------------
+
+_POOL = concurrent.futures.ThreadPoolExecutor(1)
+LOOP_SETTINGS: dict[str, Callable[[asyncio.AbstractEventLoop], Any]] = {
+    "set_task_factory": lambda loop: loop.set_task_factory(loop.get_task_factory()),
+    "set_debug": lambda loop: loop.set_debug(loop.get_debug()),
+    "set_exception_handler": lambda loop: loop.set_exception_handler(loop.get_exception_handler()),
+    "set_default_executor": lambda loop: loop.set_default_executor(_POOL),
+    "add_signal_handler": lambda loop: loop.add_signal_handler(signal.SIGWINCH, lambda: None),
+    "remove_signal_handler": lambda loop: loop.remove_signal_handler(signal.SIGWINCH),
+    "stop": lambda loop: loop.stop(),
+    "close": lambda loop: loop.close(),
+    "shutdown_default_executor": lambda loop: loop.shutdown_default_executor().close(),
+    "shutdown_asyncgens": lambda loop: loop.shutdown_asyncgens().close(),
+}
+
+
+@pytest.mark.parametrize("name", LOOP_SETTINGS)
+def test_a_setting_of_the_servers_event_loop_is_refused_in_a_read(name: str) -> None:
+    loop = asyncio.new_event_loop()  # made outside any read: the host's
+    try:
+        with _scope() as scope, pytest.raises(SideEffectRefused, match=f"loop.{name} on the server's event loop"):
+            LOOP_SETTINGS[name](loop)
+        assert [v["category"] for v in scope.violations] == ["process"]
+        assert not loop.is_closed()
+    finally:
+        loop.close()
+
+
+def test_a_loop_the_read_made_is_its_own() -> None:
+    results: list[int] = []
+
+    async def answer() -> int:
+        return await asyncio.get_running_loop().run_in_executor(None, lambda: 42)
+
+    def library_call() -> None:  # a sync library running its own loop in a worker thread
+        results.append(asyncio.run(answer(), debug=False))
+
+    with _scope() as scope:
+        loop = asyncio.new_event_loop()
+        for name, change in LOOP_SETTINGS.items():
+            if name not in ("add_signal_handler", "remove_signal_handler"):  # signal.signal: refused by its own rule
+                change(loop)
+        worker = threading.Thread(target=library_call)
+        worker.start()
+        worker.join()
+    assert results == [42] and loop.is_closed() and scope.violations == []
+
+
+def test_a_reader_or_writer_of_a_standard_descriptor_is_refused_on_any_loop() -> None:
+    host = asyncio.new_event_loop()
+    read, write = os.pipe()
+    try:
+        with _scope() as scope:
+            own = asyncio.new_event_loop()
+            for loop in (host, own):
+                for fd in (0, sys.stdin):
+                    with pytest.raises(SideEffectRefused, match="loop.add_reader of the standard descriptor 0"):
+                        loop.add_reader(fd, lambda: None)
+                with pytest.raises(SideEffectRefused, match="loop.remove_writer of the standard descriptor 1"):
+                    loop.remove_writer(1)
+                loop.add_reader(read, lambda: None)  # its own descriptor: its own business
+                assert loop.remove_reader(read)
+            own.close()
+        assert len(scope.violations) == 6
+    finally:
+        host.close()
+        os.close(read)
+        os.close(write)
+
+
+_TASK_FACTORY_RESET = """
+import asyncio, sys
+from types import SimpleNamespace
+import anyio
+from mcp import MCPError
+from mcp_providers import Content, ReadRequest, Resource, ResourceProvider, hookimpl
+from mcp_providers.testing import compose, connect
+
+class P(ResourceProvider):
+    name = "probe"
+    prefixes = ("probe://",)
+
+    def resources(self):
+        return [Resource(uri="probe://reset", name="reset"), Resource(uri="probe://task", name="task")]
+
+    async def read(self, request: ReadRequest) -> Content:
+        if request.uri.endswith("reset"):
+            asyncio.get_running_loop().set_task_factory(None)
+        else:
+            async def boom() -> None:
+                raise SystemExit(3)
+            asyncio.get_running_loop().create_task(boom())
+            await asyncio.sleep(0.1)
+        return Content(text="ok")
+
+comp = compose({"probe": SimpleNamespace(register_resource_providers=hookimpl(lambda: [P()]))})
+comp.runtime.process_guards = True
+
+async def main() -> None:
+    async with connect(comp) as client:
+        try:
+            await client.read_resource("probe://reset")
+            print("reset served")
+        except MCPError as e:
+            print("reset", e.error.code)
+        await client.read_resource("probe://task")
+        print("server still answers")
+
+anyio.run(main, backend="asyncio")
+"""
+
+
+def test_a_read_cannot_take_the_task_containment_off_the_servers_loop() -> None:
+    """Tester twenty-nine F5: a read reset the task factory, then a task raising SystemExit ended serve."""
+    done = subprocess.run([sys.executable, "-c", _TASK_FACTORY_RESET], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, (done.stdout, done.stderr[-2000:])
+    assert done.stdout == "reset -32008\nserver still answers\n", done.stderr[-2000:]
