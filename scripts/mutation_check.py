@@ -5348,6 +5348,36 @@ CASES += (
 )
 
 
+T29 = "tests/test_side_effect_tester29.py::"
+
+CASES += (  # tester twenty-nine
+    Case(
+        "process: a setting of the server's event loop is refused in a read (t29 F5)",
+        "core/_sideeffects/loops.py",
+        '            scope.attempt(what, "process", event=f"asyncio loop.{name}")',
+        "            pass",
+        (
+            T29 + "test_a_setting_of_the_servers_event_loop_is_refused_in_a_read[set_task_factory]",
+            T29 + "test_a_read_cannot_take_the_task_containment_off_the_servers_loop",
+        ),
+    ),
+    Case(
+        "process: every loop class defining a setting has it guarded (t29 F5)",
+        "core/_sideeffects/loops.py",
+        "                setattr(cls, name, _guarded(name, vars(cls)[name]))",
+        "                pass",
+        (T29 + "test_a_setting_of_the_servers_event_loop_is_refused_in_a_read[close]",),
+    ),
+    Case(
+        "process: a reader or writer of a standard descriptor is refused on any loop (t29 F5)",
+        "core/_sideeffects/loops.py",
+        "        if type(fd) is int and 0 <= fd <= 2:",
+        "        if False:",
+        (T29 + "test_a_reader_or_writer_of_a_standard_descriptor_is_refused_on_any_loop",),
+    ),
+)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("only", nargs="*", help="run the cases whose name contains one of these")

@@ -91,6 +91,10 @@ What is refused in the scope (``SideEffectRefused``, -32008, rule ``side-effect-
   levels; the process's identity, priority, session and scheduling, its signal handlers and
   timers, the interpreter's limits, and POSIX shared memory and semaphores under ``/dev/shm``,
   which raise no audit event, process-wide only.
+* The server's event loop (:mod:`.loops`, process-wide only): its task factory (the runtime's
+  containment of tasks raising ``SystemExit``), debug mode, exception handler, default executor
+  and signal handlers set, the loop stopped, closed or shut down, on a loop made outside the call;
+  a reader or writer of a standard descriptor on any loop.
 
 Process-wide, each ``os`` function is wrapped under its ``posix`` name too (``os`` re-exports the
 native module; one function, one wrapper): ``posix.mkfifo`` is ``os.mkfifo``, guarded.
@@ -135,7 +139,8 @@ hook: files, processes), :mod:`.clients` (HTTP library patches), :mod:`.wire` (s
 bytes), :mod:`.lowlevel` (descriptor sends, path races), :mod:`.threads` (threads a call
 starts), :mod:`.imports` (patch on first import), :mod:`.logfiles` (the host's log files),
 :mod:`.bytecode` (the import system's caches), :mod:`.saved` (references saved before install),
-:mod:`.process` (other processes, the process's own state), :mod:`.levels` (which of them are in
+:mod:`.process` (other processes, the process's own state), :mod:`.loops` (the server's event
+loop), :mod:`.levels` (which of them are in
 place).
 """
 
