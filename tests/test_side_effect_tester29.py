@@ -146,3 +146,54 @@ def test_a_read_cannot_take_the_task_containment_off_the_servers_loop() -> None:
     done = subprocess.run([sys.executable, "-c", _TASK_FACTORY_RESET], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, (done.stdout, done.stderr[-2000:])
     assert done.stdout == "reset -32008\nserver still answers\n", done.stderr[-2000:]
+
+
+# -- F8: a guarded module's code run again ---------------------------------------------------------
+
+_RELOADS = """
+import importlib, json, socket, sys
+from mcp_providers import _sideeffects
+from mcp_providers.errors import SideEffectRefused
+
+def attempt(call):
+    try:
+        with _sideeffects.side_effect_scope(provider="p", plugin="plugin", target="mem://x"):
+            call()
+    except SideEffectRefused as exc:
+        return "refused: " + str(exc)
+    return "served"
+
+seen = {}
+for name in sys.argv[1:]:
+    module = importlib.import_module(name)
+    seen[name] = attempt(lambda: importlib.reload(module))
+    loader = module.__spec__.loader  # the same code run again without reload's name
+    seen[name + " exec_module"] = attempt(lambda: loader.exec_module(module))
+seen["a first import"] = attempt(lambda: importlib.import_module("colorsys"))
+seen["an unguarded module reloaded"] = attempt(lambda: importlib.reload(sys.modules["colorsys"]))
+guarded = (sys.modules["socket"].socket.sendall, sys.modules["threading"].Thread.start)
+seen["still guarded"] = all(hasattr(g, "__wrapped__") for g in guarded)
+print(json.dumps(seen))
+"""
+GUARDED_MODULES = (
+    "socket", "threading", "ssl", "http.client", "logging", "os", "asyncio.base_events",
+    "concurrent.futures.thread",
+)  # fmt: skip
+
+
+def test_a_guarded_modules_code_is_not_run_again_in_a_read() -> None:
+    """Tester twenty-nine F8: ``importlib.reload(socket)`` made a plain socket class, unguarded,
+    for every later read; ``reload(threading)`` a ``Thread`` whose threads left the read's scope."""
+    import json
+
+    done = subprocess.run(
+        [sys.executable, "-c", _RELOADS, *GUARDED_MODULES], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    seen = json.loads(done.stdout)
+    for name in GUARDED_MODULES:
+        for how in (name, f"{name} exec_module"):
+            assert seen[how].startswith("refused: side-effect-in-resource-read"), (how, seen[how])
+            assert f"the code of the module {name!r} again" in seen[how], seen[how]
+    assert seen["a first import"] == seen["an unguarded module reloaded"] == "served"
+    assert seen["still guarded"] is True
