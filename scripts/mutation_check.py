@@ -5375,6 +5375,34 @@ CASES += (  # tester twenty-nine
         "        if False:",
         (T29 + "test_a_reader_or_writer_of_a_standard_descriptor_is_refused_on_any_loop",),
     ),
+    Case(
+        "process: a guarded module's code run again in a read is refused (t29 F8)",
+        "core/_sideeffects/imports.py",
+        '            scope.attempt(attempted, "process", event="exec")',
+        "            pass",
+        (T29 + "test_a_guarded_modules_code_is_not_run_again_in_a_read",),
+    ),
+    Case(
+        "process: the audit hook hands exec events to their judge (t29 F8)",
+        "core/_sideeffects/files.py",
+        "        imports.judge_exec(scope, args)",
+        "        pass",
+        (T29 + "test_a_guarded_modules_code_is_not_run_again_in_a_read",),
+    ),
+    Case(
+        "process: a frozen module's code is matched by its <frozen NAME> (t29 F8)",
+        "core/_sideeffects/imports.py",
+        "        if name == frozen or vars(module)",
+        "        if vars(module)",
+        (T29 + "test_a_guarded_modules_code_is_not_run_again_in_a_read",),
+    ),
+    Case(
+        "process: a guard in a class the module defines counts as the module's (t29 F8)",
+        "core/_sideeffects/imports.py",
+        "        own_class = isinstance(value, type) and value.__module__ == module.__name__",
+        "        own_class = False",
+        (T29 + "test_a_guarded_modules_code_is_not_run_again_in_a_read",),
+    ),
 )
 
 

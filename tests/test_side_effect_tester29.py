@@ -4,6 +4,8 @@ as ``serve`` installs them, unless a test says otherwise):
 - F5 the server's event loop: its task factory (the runtime's containment of tasks raising
   ``SystemExit``), debug mode, handlers and executor set, the loop stopped or closed, are refused;
   a loop the read made itself is its own.
+- F8 a guarded module's code run again (``importlib.reload``, ``exec_module``) is refused: it
+  would re-make its classes unguarded for every later read.
 """
 
 from __future__ import annotations

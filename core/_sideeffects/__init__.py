@@ -95,6 +95,10 @@ What is refused in the scope (``SideEffectRefused``, -32008, rule ``side-effect-
   containment of tasks raising ``SystemExit``), debug mode, exception handler, default executor
   and signal handlers set, the loop stopped, closed or shut down, on a loop made outside the call;
   a reader or writer of a standard descriptor on any loop.
+* The guards themselves: a guarded module's code run again (``importlib.reload(socket)``, its
+  loader's ``exec_module``), which would re-make its classes and functions unguarded for every
+  later request (:mod:`.imports`; the ``exec`` audit event, so both levels, though only the
+  process-wide level has guards to lose). A first import, and another module's reload, pass.
 
 Process-wide, each ``os`` function is wrapped under its ``posix`` name too (``os`` re-exports the
 native module; one function, one wrapper): ``posix.mkfifo`` is ``os.mkfifo``, guarded.

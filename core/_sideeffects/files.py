@@ -14,7 +14,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from mcp_providers._sideeffects import bytecode, lowlevel, process
+from mcp_providers._sideeffects import bytecode, imports, lowlevel, process
 from mcp_providers._sideeffects.logfiles import expected_log_write
 from mcp_providers._sideeffects.scope import Scope, scope_var
 
@@ -65,7 +65,7 @@ _FILE_EVENTS: dict[str, tuple[tuple[int, int], ...]] = {
     "socket.bind": ((1, -1),),  # a Unix socket's path is a new file (only that bind: _binds_a_path)
 }
 _ENVIRONMENT_EVENTS = frozenset({"os.putenv", "os.unsetenv"})  # os.environ[...] = ... and del call them first
-_JUDGED = frozenset(_FILE_EVENTS) | _PROCESS_EVENTS | _ENVIRONMENT_EVENTS | frozenset(process.EVENTS)
+_JUDGED = frozenset(_FILE_EVENTS) | _PROCESS_EVENTS | _ENVIRONMENT_EVENTS | frozenset(process.EVENTS) | {"exec"}
 _os_open_call = threading.local()  # .pending = (path object, dir_fd) while the guarded os.open runs
 
 
@@ -82,6 +82,9 @@ def audit_hook(event: str, args: tuple[Any, ...]) -> None:
         return
     if event in process.EVENTS:  # signals, limits, native code: other processes and the whole process
         process.judge_event(scope, event, args)
+        return
+    if event == "exec":  # a guarded module's code run again would replace its guards
+        imports.judge_exec(scope, args)
         return
     if event in _ENVIRONMENT_EVENTS:  # never the value: it may be a secret
         name = os.fsdecode(args[0]) if isinstance(args[0], str | bytes) else repr(args[0])
