@@ -4,6 +4,8 @@ as ``serve`` installs them, unless a test says otherwise):
 - F5 the server's event loop: its task factory (the runtime's containment of tasks raising
   ``SystemExit``), debug mode, handlers and executor set, the loop stopped or closed, are refused;
   a loop the read made itself is its own.
+- F1 a path given as any bytes-like object (``bytearray``, ``memoryview``, ``array``), which a Unix
+  socket's ``bind`` takes and ``os`` still takes (deprecated), is judged as its bytes name it;
 - F8 a guarded module's code run again (``importlib.reload``, ``exec_module``) is refused: it
   would re-make its classes unguarded for every later read.
 """
@@ -17,12 +19,16 @@ import signal
 import subprocess
 import sys
 import threading
+import warnings
+from array import array
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 from sink_support import _scope
 
+from mcp_providers import _sideeffects
 from mcp_providers.errors import SideEffectRefused
 
 # -- F5: the server's event loop -----------------------------------------------------------------
@@ -199,3 +205,47 @@ def test_a_guarded_modules_code_is_not_run_again_in_a_read() -> None:
             assert f"the code of the module {name!r} again" in seen[how], seen[how]
     assert seen["a first import"] == seen["an unguarded module reloaded"] == "served"
     assert seen["still guarded"] is True
+
+
+# -- F1: a path given as bytes-like ---------------------------------------------------------------
+
+BYTES_LIKE: dict[str, Callable[[str], Any]] = {
+    "bytearray": lambda path: bytearray(path.encode()),
+    "memoryview": lambda path: memoryview(path.encode()),
+    "array": lambda path: array("b", path.encode()),
+}
+
+
+@pytest.mark.parametrize("kind", BYTES_LIKE)
+def test_a_unix_socket_bound_at_a_bytes_like_path_is_judged_where_it_lands(kind: str, tmp_path: Path) -> None:
+    outside = str(tmp_path / "made-by-a-read.sock")
+    with _scope() as scope:
+        with socket_unix() as sock, pytest.raises(SideEffectRefused, match="binding a Unix socket at"):
+            sock.bind(BYTES_LIKE[kind](outside))
+        with socket_unix() as sock:  # in the scratch folder: the read's own
+            sock.bind(BYTES_LIKE[kind](os.path.join(_sideeffects.scratch_dir(), "own.sock")))
+        with socket_unix() as sock:  # an abstract name (a NUL first): no file
+            sock.bind(BYTES_LIKE[kind]("\0mcp-providers-t29-" + kind))
+    assert not os.path.exists(outside) and len(scope.violations) == 1
+
+
+def socket_unix() -> Any:
+    import socket
+
+    return socket.socket(socket.AF_UNIX)
+
+
+@pytest.mark.parametrize("kind", BYTES_LIKE)
+def test_an_os_path_given_as_bytes_like_is_judged_where_it_lands(kind: str, tmp_path: Path) -> None:
+    as_given = BYTES_LIKE[kind]
+    with _scope(), warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # os still takes them, deprecated
+        scratch = _sideeffects.scratch_dir()
+        os.mkdir(as_given(os.path.join(scratch, "own")))  # the read's own folder: made
+        with pytest.raises(SideEffectRefused, match="os.mkdir of"):
+            os.mkdir(as_given(str(tmp_path / "out")))
+        with pytest.raises(SideEffectRefused, match="making a symlink at .* out of the scratch folder"):
+            os.symlink(as_given(str(tmp_path)), os.path.join(scratch, "leads-out"))
+        with pytest.raises(SideEffectRefused, match="with '..' in the scratch folder"):
+            os.mkdir(as_given(os.path.join(scratch, "own", "..", "climbs")))
+    assert not (tmp_path / "out").exists()
