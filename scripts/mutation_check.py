@@ -218,7 +218,7 @@ CASES: tuple[Case, ...] = (
     Case(
         "file: a relative os.open with an unknown dir_fd is refused",
         "core/_sideeffects/files.py",
-        "    if relative:\n        cache = _resolve(raw, None)",
+        "    if text is None or not os.path.isabs(text):\n        cache = _resolve(raw, None)",
         "    if False:\n        cache = _resolve(raw, None)",
         (DIR_FD,),
     ),
@@ -5402,6 +5402,16 @@ CASES += (  # tester twenty-nine
         "        own_class = isinstance(value, type) and value.__module__ == module.__name__",
         "        own_class = False",
         (T29 + "test_a_guarded_modules_code_is_not_run_again_in_a_read",),
+    ),
+    Case(
+        "file: a path given as any bytes-like object is judged as its bytes name it (t29 F1)",
+        "core/_sideeffects/files.py",
+        "        return os.fsdecode(memoryview(raw).tobytes())",
+        "        return None",
+        (
+            T29 + "test_a_unix_socket_bound_at_a_bytes_like_path_is_judged_where_it_lands[bytearray]",
+            T29 + "test_an_os_path_given_as_bytes_like_is_judged_where_it_lands[memoryview]",
+        ),
     ),
 )
 

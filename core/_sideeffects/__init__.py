@@ -56,7 +56,9 @@ What is refused in the scope (``SideEffectRefused``, -32008, rule ``side-effect-
   made in the scratch directory may only lead further into it (no ``..``; absolute, under it) and
   a write there by a path with ``..`` is refused, so the call's own threads cannot make a checked
   path lead out between the check and the call, whatever opener or name they use. A path is
-  judged where the OS will open it: symlinks and ``..`` resolved, a ``dir_fd`` applied (the
+  judged where the OS will open it, in whatever form the call takes it (``str``, ``bytes``,
+  ``os.PathLike``, or any bytes-like object: a Unix socket's ``bind`` takes a ``bytearray`` or
+  ``memoryview``, ``os`` still does, deprecated): symlinks and ``..`` resolved, a ``dir_fd`` applied (the
   "open" audit event carries none, so ``os.open`` is wrapped process-wide to tell it; a relative ``os.open``
   through a reference the wrapper does not cover, ``posix.open`` say, lands in an unknown
   directory and is refused). Allowed, for *what* is written and never for who is on the stack (a

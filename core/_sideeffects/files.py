@@ -115,16 +115,26 @@ def judge_open(path: str, mode: str) -> None:
     audit_hook("open", (path, mode, flags))
 
 
+def path_text(raw: Any) -> str | None:
+    """A path argument as the system call gets it, as text: ``str``, ``bytes``, ``os.PathLike``,
+    or any other bytes-like object (``bytearray``, ``memoryview``, ``array``: a Unix socket's
+    ``bind`` takes them, ``os`` functions still do, deprecated); ``None`` for anything else."""
+    try:
+        if isinstance(raw, str | bytes | os.PathLike):
+            return os.fsdecode(raw)
+        return os.fsdecode(memoryview(raw).tobytes())
+    except TypeError:
+        return None
+
+
 def _binds_a_path(args: tuple[Any, ...]) -> bool:
     """Whether a ``socket.bind`` event makes a file: a Unix socket bound to a path (``socket(7)``:
     a name starting with a NUL byte is abstract, and an empty one autobinds to one)."""
     sock, address = args[0], args[1] if len(args) > 1 else None
     if getattr(sock, "family", None) != getattr(socket, "AF_UNIX", object()):
         return False
-    if isinstance(address, (str, bytes, os.PathLike)):
-        name = os.fspath(address)
-        return bool(name) and name[:1] not in ("\0", b"\0")
-    return False
+    name = path_text(address) if not isinstance(address, int) else None
+    return bool(name) and not name.startswith("\0")
 
 
 def _opens_for_writing(args: tuple[Any, ...]) -> bool:
@@ -150,9 +160,8 @@ def _judge_symlink(scope: Scope, args: tuple[Any, ...]) -> None:
     has no ``..`` and, absolute, lies under the folder. So a path under it never climbs out while
     the call's own threads swap folders for links, whichever names they call (and openers without
     a name to serialize, ``io.FileIO``, open with no lock held)."""
-    try:
-        target = os.fsdecode(args[0])
-    except TypeError:
+    target = path_text(args[0])
+    if target is None:
         return  # not a path: the call fails by itself
     parts = target.replace(os.altsep or os.sep, os.sep).split(os.sep)
     inside = os.path.isabs(target) and scope.under_scratch(os.path.normpath(target))
@@ -165,9 +174,8 @@ def _judge_symlink(scope: Scope, args: tuple[Any, ...]) -> None:
 def _climbs(raw: Any) -> bool:
     """Whether a path as given has a ``..``: under the scratch folder a concurrent rename by the
     call's own threads could make it climb out between the check and the call."""
-    try:
-        text = os.fsdecode(raw)
-    except TypeError:
+    text = path_text(raw)
+    if text is None:
         return False
     return ".." in text.replace(os.altsep or os.sep, os.sep).split(os.sep)
 
@@ -222,7 +230,9 @@ def _resolve(raw: Any, dir_fd: Any) -> str:
     try:
         if isinstance(raw, int):
             return os.readlink(f"/proc/self/fd/{raw}")
-        path = os.fsdecode(raw)
+        path = path_text(raw)
+        if path is None:
+            return repr(raw)  # not a path: never under the scratch directory
         if isinstance(dir_fd, int) and dir_fd >= 0 and not os.path.isabs(path):
             path = os.path.join(os.readlink(f"/proc/self/fd/{dir_fd}"), path)
         return os.path.realpath(path)
@@ -237,15 +247,12 @@ def _resolve_os_open(raw: Any) -> str:
     pending = getattr(_os_open_call, "pending", None)
     if pending is not None and pending[0] is raw:
         return _resolve(raw, pending[1])
-    try:
-        relative = not os.path.isabs(os.fsdecode(raw))
-    except (TypeError, ValueError):
-        relative = True
-    if relative:
+    text = path_text(raw)
+    if text is None or not os.path.isabs(text):
         cache = _resolve(raw, None)  # the import system writes caches through posix.open, unguarded
         if bytecode.temp_of(cache) is not None:
             return cache
-        return f"{os.fsdecode(raw)!s} (relative to a directory descriptor that cannot be known)"
+        return f"{text if text is not None else repr(raw)} (relative to a directory descriptor that cannot be known)"
     return _resolve(raw, None)
 
 
