@@ -6,6 +6,9 @@ as ``serve`` installs them, unless a test says otherwise):
   a loop the read made itself is its own.
 - F1 a path given as any bytes-like object (``bytearray``, ``memoryview``, ``array``), which a Unix
   socket's ``bind`` takes and ``os`` still takes (deprecated), is judged as its bytes name it;
+- F2 the standard library's C writers that raise no "open" audit event: ``readline``'s history
+  files, a SQLite database created by ``sqlite3.connect``, a Tcl interpreter (``tkinter``: its
+  code writes files and starts processes unseen);
 - F8 a guarded module's code run again (``importlib.reload``, ``exec_module``) is refused: it
   would re-make its classes unguarded for every later read.
 """
@@ -258,3 +261,60 @@ def test_a_relative_bytes_like_path_through_an_unguarded_os_open_is_refused_in_w
         with pytest.raises(SideEffectRefused, match="relative to a directory descriptor that cannot be known"):
             posix_open(BYTES_LIKE[kind]("t29-relative"), os.O_WRONLY | os.O_CREAT)
     assert not os.path.exists("t29-relative")
+
+
+# -- F2: C writers with no "open" audit event ----------------------------------------------------
+
+READLINE_WRITERS: dict[str, Callable[[Any, str], Any]] = {
+    "write_history_file": lambda readline, path: readline.write_history_file(path),
+    "append_history_file": lambda readline, path: readline.append_history_file(1, path),
+}
+
+
+@pytest.mark.parametrize("name", READLINE_WRITERS)
+def test_readlines_history_writers_are_judged_as_the_writes_they_are(name: str, tmp_path: Path) -> None:
+    import readline
+
+    victim, new = tmp_path / "precious.conf", tmp_path / "new-history"
+    victim.write_text("setting = 1\n")
+    readline.add_history("written by a read")
+    with _scope() as scope:
+        for path in (victim, new):
+            with pytest.raises(SideEffectRefused, match=f"readline.{name}"):
+                READLINE_WRITERS[name](readline, str(path))
+        own = os.path.join(_sideeffects.scratch_dir(), "history")
+        open(own, "w").close()  # append_history_file appends to a file that exists
+        READLINE_WRITERS[name](readline, own)  # the read's own file
+        assert "written by a read" in Path(own).read_text()
+    assert victim.read_text() == "setting = 1\n" and not new.exists() and len(scope.violations) == 0
+
+
+def test_a_sqlite_database_created_in_a_read_is_refused_and_one_opened_passes(tmp_path: Path) -> None:
+    import sqlite3
+
+    existing = tmp_path / "catalog.db"
+    sqlite3.connect(existing).close()  # the host's database
+    with _scope() as scope:
+        with pytest.raises(SideEffectRefused, match="creating the SQLite database"):
+            sqlite3.connect(tmp_path / "new.db")
+        with pytest.raises(SideEffectRefused, match="creating the SQLite database"):
+            sqlite3.connect(f"file:{tmp_path / 'new-by-uri.db'}?mode=rwc", uri=True)
+        for database in (
+            existing,
+            ":memory:",
+            "",
+            f"file:{existing}?mode=ro",
+            f"file:{tmp_path / 'none.db'}?mode=memory",
+        ):
+            sqlite3.connect(database, uri=str(database).startswith("file:")).close()
+        sqlite3.connect(os.path.join(_sideeffects.scratch_dir(), "own.db")).close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["catalog.db"] and scope.violations == []
+
+
+def test_a_tcl_interpreter_is_not_made_in_a_read(tmp_path: Path) -> None:
+    import tkinter
+
+    written = tmp_path / "by-tcl"
+    with _scope(), pytest.raises(SideEffectRefused, match="a Tcl interpreter"):
+        tkinter.Tcl().eval(f"set f [open {written} w]; puts $f x; close $f")
+    assert not written.exists()
