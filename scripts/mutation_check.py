@@ -5413,6 +5413,51 @@ CASES += (  # tester twenty-nine
             T29 + "test_an_os_path_given_as_bytes_like_is_judged_where_it_lands[memoryview]",
         ),
     ),
+    Case(
+        "file: a SQLite database sqlite3.connect would create is judged (t29 F2)",
+        "core/_sideeffects/files.py",
+        "        if created is None:\n            return  # in memory",
+        "        if True:\n            return  # in memory",
+        (T29 + "test_a_sqlite_database_created_in_a_read_is_refused_and_one_opened_passes",),
+    ),
+    Case(
+        "file: a SQLite database that exists is opened, not created (t29 F2)",
+        "core/_sideeffects/writers.py",
+        "    return None if os.path.exists(path) else path",
+        "    return path",
+        (T29 + "test_a_sqlite_database_created_in_a_read_is_refused_and_one_opened_passes",),
+    ),
+    Case(
+        "file: a read-only or in-memory SQLite URI creates nothing (t29 F2)",
+        "core/_sideeffects/writers.py",
+        '        if any(m in ("ro", "memory") for m in modes):',
+        "        if False:",
+        (T29 + "test_a_sqlite_database_created_in_a_read_is_refused_and_one_opened_passes",),
+    ),
+    Case(
+        "file: readline's history writers are guarded when imported (t29 F2)",
+        "core/_sideeffects/files.py",
+        '    patch_on_import("readline", _patch_readline)',
+        "    pass",
+        (
+            T29 + "test_readlines_history_writers_are_judged_as_the_writes_they_are[write_history_file]",
+            T29 + "test_readlines_history_writers_are_judged_as_the_writes_they_are[append_history_file]",
+        ),
+    ),
+    Case(
+        "file: an unaudited writer is judged at its own path argument (t29 F2)",
+        "core/_sideeffects/files.py",
+        "            where = args[path_at] if len(args) > path_at else None",
+        "            where = args[0] if args else None",
+        (T29 + "test_readlines_history_writers_are_judged_as_the_writes_they_are[append_history_file]",),
+    ),
+    Case(
+        "process: a Tcl interpreter made in a read is refused (t29 F2)",
+        "core/_sideeffects/files.py",
+        '    patch_on_import("_tkinter", _patch_tkinter)',
+        "    pass",
+        (T29 + "test_a_tcl_interpreter_is_not_made_in_a_read",),
+    ),
 )
 
 

@@ -52,7 +52,10 @@ What is refused in the scope (``SideEffectRefused``, -32008, rule ``side-effect-
   not judged again below it, so a request let through (:func:`exempt`, warn mode) is recorded once.
 * Files, through a PEP 578 audit hook (both levels): opens with write, append, create or truncate flags,
   removal, rename/replace, mkdir/rmdir, chmod/chown/chflags, truncate, utime, links, extended
-  attributes, ``shutil`` copies/moves/rmtree/archives, and ``os.chdir`` (process-wide). A symlink
+  attributes, ``shutil`` copies/moves/rmtree/archives, and ``os.chdir`` (process-wide); C writers
+  that raise no "open" event (:mod:`.writers`): a SQLite database ``sqlite3.connect`` would create
+  (its own event: both levels), ``readline``'s history files and a Tcl interpreter made
+  (``tkinter``), process-wide. A symlink
   made in the scratch directory may only lead further into it (no ``..``; absolute, under it) and
   a write there by a path with ``..`` is refused, so the call's own threads cannot make a checked
   path lead out between the check and the call, whatever opener or name they use. A path is
@@ -109,18 +112,18 @@ A library that catches the refusal and fails its own way (asyncio's transports c
 connection, ``urllib`` wraps it in ``URLError``) does not hide it: :attr:`Scope.refused` keeps it
 and the server answers with it.
 
-Not covered: C extensions that write or connect without raising audit events (sqlite3, most
-database drivers), a ``ctypes`` function looked up before the read and called in it (Python 3.11
-raises no event for the call), ``locale.setlocale`` (``locale.getpreferredencoding()`` sets and
-restores it), bytes sent through ``_socket.socket``'s own methods (``os.write``,
-``os.writev`` and ``os.sendfile`` on a socket, under either name, are judged process-wide:
-:mod:`.lowlevel`), a version-less request line (``POST /x``: servers that take one as HTTP/0.9
-take GET only), data
-asyncio buffers while a socket is full and sends later outside the call's context, writes through
-a file descriptor opened before the scope (logging to an open handler), a symlink swapped between
-the check and the open by code outside the scope, HTTP libraries other than those above, and work
-outside the call's context (see above). A plugin is trusted code; this catches mistakes and the
-usual ways round them, it is not a sandbox.
+Not covered: C extensions that write or connect without raising audit events (most database
+drivers; what a ``sqlite3`` connection writes to a database that exists), a ``ctypes`` function
+looked up before the read and called in it (Python 3.11 raises no event for the call),
+``locale.setlocale`` (``locale.getpreferredencoding()`` sets and restores it), bytes sent through
+``_socket.socket``'s own methods (``os.write``, ``os.writev`` and ``os.sendfile`` on a socket,
+under either name, are judged process-wide: :mod:`.lowlevel`), a version-less request line
+(``POST /x``: servers that take one as HTTP/0.9 take GET only), data asyncio buffers while a socket is full
+and sends later outside the call's context, writes through a file descriptor opened before the
+scope (logging to an open handler), a symlink swapped between the check and the open by code
+outside the scope, HTTP libraries other than those above, and work outside the call's context (see
+above). A plugin is trusted code; this catches mistakes and the usual ways round them, it is not a
+sandbox.
 
 :func:`exempt` lets HTTP requests that change no served data through (an OAuth token POST); each
 is logged at INFO and recorded in :attr:`Scope.exemptions`, which the core puts in the receipt.
@@ -146,7 +149,7 @@ bytes), :mod:`.lowlevel` (descriptor sends, path races), :mod:`.threads` (thread
 starts), :mod:`.imports` (patch on first import), :mod:`.logfiles` (the host's log files),
 :mod:`.bytecode` (the import system's caches), :mod:`.saved` (references saved before install),
 :mod:`.process` (other processes, the process's own state), :mod:`.loops` (the server's event
-loop), :mod:`.levels` (which of them are in
+loop), :mod:`.writers` (C writers with no "open" event), :mod:`.levels` (which of them are in
 place).
 """
 

@@ -14,7 +14,8 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from mcp_providers._sideeffects import bytecode, imports, lowlevel, process
+from mcp_providers._sideeffects import bytecode, imports, lowlevel, process, writers
+from mcp_providers._sideeffects.imports import patch_on_import
 from mcp_providers._sideeffects.logfiles import expected_log_write
 from mcp_providers._sideeffects.scope import Scope, scope_var
 
@@ -63,6 +64,7 @@ _FILE_EVENTS: dict[str, tuple[tuple[int, int], ...]] = {
     "shutil.make_archive": ((0, -1),),
     "shutil.unpack_archive": ((1, -1),),
     "socket.bind": ((1, -1),),  # a Unix socket's path is a new file (only that bind: _binds_a_path)
+    "sqlite3.connect": ((0, -1),),  # a database that does not exist yet is a new file (writers.py)
 }
 _ENVIRONMENT_EVENTS = frozenset({"os.putenv", "os.unsetenv"})  # os.environ[...] = ... and del call them first
 _JUDGED = frozenset(_FILE_EVENTS) | _PROCESS_EVENTS | _ENVIRONMENT_EVENTS | frozenset(process.EVENTS) | {"exec"}
@@ -94,6 +96,11 @@ def audit_hook(event: str, args: tuple[Any, ...]) -> None:
         return  # read-only open: the common case
     if event == "socket.bind" and not _binds_a_path(args):
         return  # an address, or a Linux abstract name: no file
+    if event == "sqlite3.connect":
+        created = writers.created_database(path_text(args[0]) if args else None)
+        if created is None:
+            return  # in memory, read-only, or opened: what the connection writes is not followed
+        args = (created,)
     if event == "open" and isinstance(args[0], int):
         _judge_descriptor_open(scope, args)
         return
@@ -218,6 +225,8 @@ def _judge_file(scope: Scope, event: str, args: tuple[Any, ...]) -> None:
         attempted = f"changing the working directory to {shown} (process-wide)"
     elif event == "socket.bind":
         attempted = f"binding a Unix socket at {shown} (a new file)"
+    elif event == "sqlite3.connect":
+        attempted = f"creating the SQLite database {shown} (sqlite3.connect)"
     else:
         attempted = f"{event} of {shown}"
     if inside:
@@ -302,9 +311,12 @@ def _short(args: tuple[Any, ...]) -> str:
     return text if len(text) <= 200 else text[:197] + "..."
 
 
-def _unaudited(module: Any, name: str, category: str, describe: Callable[[tuple[Any, ...]], str]) -> None:
+def _unaudited(
+    module: Any, name: str, category: str, describe: Callable[[tuple[Any, ...]], str], path_at: int = 0
+) -> None:
     """Wrap ``module.name`` (a call that raises no audit event) so a scope judges it first; an
-    ``os`` function under its ``posix`` name too (:func:`.lowlevel.replace`)."""
+    ``os`` function under its ``posix`` name too (:func:`.lowlevel.replace`). A ``"file"`` call
+    writes at its argument ``path_at`` (absent or ``None``: nowhere the scope can tell)."""
     original = getattr(module, name, None)
     if original is None or original in _WRAPPED:
         return
@@ -312,7 +324,8 @@ def _unaudited(module: Any, name: str, category: str, describe: Callable[[tuple[
     def guarded(*args: Any, **kwargs: Any) -> Any:
         scope = scope_var.get()
         if scope is not None:
-            if category == "file" and args and _in_scratch(scope, args[0], kwargs.get("dir_fd")):
+            where = args[path_at] if len(args) > path_at else None
+            if category == "file" and where is not None and _in_scratch(scope, where, kwargs.get("dir_fd")):
                 return original(*args, **kwargs)
             scope.attempt(describe(args), category, event=f"{module.__name__}.{name}")
         return original(*args, **kwargs)
@@ -332,3 +345,21 @@ def patch_unaudited() -> None:
     _unaudited(os, "mknod", "file", lambda a: f"creating a device node at {_short(a[:1])}")
     _unaudited(os, "umask", "process", lambda a: f"changing the umask to {_short(a[:1])} (process-wide)")
     _unaudited(_posixsubprocess, "fork_exec", "process", lambda a: f"starting a process ({_short(a[:1])})")
+    patch_on_import("readline", _patch_readline)
+    patch_on_import("_tkinter", _patch_tkinter)
+
+
+def _patch_readline(readline: Any) -> None:
+    """The history writers (tester twenty-nine F2: no "open" event): judged where they write."""
+    for name, at in writers.READLINE_WRITERS:
+        _unaudited(readline, name, "file", lambda a, n=name, i=at: f"readline.{n} writing {_history(a, i)}", at)
+
+
+def _history(args: tuple[Any, ...], at: int) -> str:
+    return _short(args[at : at + 1]) if len(args) > at and args[at] is not None else "~/.history"
+
+
+def _patch_tkinter(tkinter: Any) -> None:
+    """A Tcl interpreter (``tkinter.Tk``/``Tcl``): its code writes files and starts processes unseen."""
+    what = "making a Tcl interpreter (tkinter: its code writes files and starts processes unseen)"
+    _unaudited(tkinter, "create", "process", lambda a: what)
