@@ -9,6 +9,8 @@ as ``serve`` installs them, unless a test says otherwise):
 - F2 the standard library's C writers that raise no "open" audit event: ``readline``'s history
   files, a SQLite database created by ``sqlite3.connect``, a Tcl interpreter (``tkinter``: its
   code writes files and starts processes unseen);
+- F4 a standard descriptor's mode changed by ``fcntl.ioctl`` (``FIONBIO``...) or ``termios``
+  (``tcsetattr``, ``tcflush``...), and input pushed into a terminal (``TIOCSTI``) on any descriptor;
 - F8 a guarded module's code run again (``importlib.reload``, ``exec_module``) is refused: it
   would re-make its classes unguarded for every later read.
 """
@@ -318,3 +320,70 @@ def test_a_tcl_interpreter_is_not_made_in_a_read(tmp_path: Path) -> None:
     with _scope(), pytest.raises(SideEffectRefused, match="a Tcl interpreter"):
         tkinter.Tcl().eval(f"set f [open {written} w]; puts $f x; close $f")
     assert not written.exists()
+
+
+# -- F4: ioctl and termios on the standard descriptors --------------------------------------------
+
+
+def _ioctl_calls() -> dict[str, Callable[[], Any]]:
+    import fcntl
+    import struct
+    import termios
+
+    same = struct.pack("i", 0)  # blocking, not async: what the test process's descriptors are
+    return {
+        "ioctl FIONBIO": lambda: fcntl.ioctl(0, termios.FIONBIO, same),
+        "ioctl FIOASYNC": lambda: fcntl.ioctl(2, termios.FIOASYNC, same),
+        "ioctl TIOCSWINSZ": lambda: fcntl.ioctl(1, termios.TIOCSWINSZ, struct.pack("HHHH", 0, 0, 0, 0)),
+        "termios.tcsetattr": lambda: termios.tcsetattr(0, termios.TCSANOW, [0, 0, 0, 0, 0, 0, [b"\0"] * 32]),
+        "termios.tcsetattr of a file object": lambda: termios.tcsetattr(_Stdin(), termios.TCSANOW, []),
+        "termios.tcflush": lambda: termios.tcflush(0, termios.TCIFLUSH),
+        "termios.tcflow": lambda: termios.tcflow(1, termios.TCOON),
+        "termios.tcsendbreak": lambda: termios.tcsendbreak(1, 0),
+        "termios.tcsetwinsize": lambda: termios.tcsetwinsize(1, (24, 80)),
+        "os.set_inheritable": lambda: os.set_inheritable(2, os.get_inheritable(2)),
+    }
+
+
+@pytest.mark.parametrize("name", _ioctl_calls())
+def test_a_standard_descriptors_mode_is_not_changed_in_a_read(name: str) -> None:
+    """Tester twenty-nine F4: ``os.set_blocking(0, False)`` was refused, ``ioctl(0, FIONBIO)`` not."""
+    with _scope() as scope, pytest.raises(SideEffectRefused, match="standard descriptor"):
+        _ioctl_calls()[name]()
+    assert [v["category"] for v in scope.violations] == ["process"]
+
+
+def test_input_pushed_into_a_terminal_is_refused_on_any_descriptor() -> None:
+    import fcntl
+    import termios
+
+    main, tty = os.openpty()  # the read's own terminal: still a terminal another process may read
+    try:
+        with _scope(), pytest.raises(SideEffectRefused, match="TIOCSTI"):
+            fcntl.ioctl(tty, termios.TIOCSTI, b"x")
+    finally:
+        os.close(main)
+        os.close(tty)
+
+
+def test_what_asks_a_terminal_or_changes_the_reads_own_passes() -> None:
+    import fcntl
+    import struct
+    import termios
+
+    main, tty = os.openpty()
+    try:
+        with _scope() as scope:
+            for fd in (0, 1, 2):
+                try:
+                    fcntl.ioctl(fd, termios.TIOCGWINSZ, struct.pack("HHHH", 0, 0, 0, 0))  # a question
+                    fcntl.ioctl(fd, termios.FIONREAD, struct.pack("i", 0))
+                except OSError:
+                    pass  # not a terminal here
+            termios.tcsetattr(tty, termios.TCSANOW, termios.tcgetattr(tty))  # its own terminal
+            fcntl.ioctl(tty, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+            termios.tcflush(tty, termios.TCIFLUSH)
+        assert scope.violations == []
+    finally:
+        os.close(main)
+        os.close(tty)
