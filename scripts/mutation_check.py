@@ -5458,6 +5458,37 @@ CASES += (  # tester twenty-nine
         "    pass",
         (T29 + "test_a_tcl_interpreter_is_not_made_in_a_read",),
     ),
+    Case(
+        "process: an ioctl changing a standard descriptor is refused (t29 F4)",
+        "core/_sideeffects/process.py",
+        '    return _std_fd(args, f"changing (fcntl.ioctl {name})")',
+        "    return None",
+        (T29 + "test_a_standard_descriptors_mode_is_not_changed_in_a_read[ioctl FIONBIO]",),
+    ),
+    Case(
+        "process: TIOCSTI is refused on any descriptor (t29 F4)",
+        "core/_sideeffects/process.py",
+        "    if request in _IOCTL_ANY_FD:",
+        "    if False:",
+        (T29 + "test_input_pushed_into_a_terminal_is_refused_on_any_descriptor",),
+    ),
+    Case(
+        "process: termios' setters and os.set_inheritable are guarded (t29 F4)",
+        "core/_sideeffects/process.py",
+        "    for module, name, describe, homes in _descriptor_table():",
+        "    for module, name, describe, homes in []:",
+        (
+            T29 + "test_a_standard_descriptors_mode_is_not_changed_in_a_read[termios.tcsetattr]",
+            T29 + "test_a_standard_descriptors_mode_is_not_changed_in_a_read[os.set_inheritable]",
+        ),
+    ),
+    Case(
+        "process: termios' file object is judged by its descriptor (t29 F4)",
+        "core/_sideeffects/process.py",
+        "            return (args[0].fileno(), *args[1:])",
+        "            return args",
+        (T29 + "test_a_standard_descriptors_mode_is_not_changed_in_a_read[termios.tcsetattr of a file object]",),
+    ),
 )
 
 

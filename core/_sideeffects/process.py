@@ -12,8 +12,10 @@ changes what every later request meets, as a file written would. Two levels, as 
   every later request), and native code through ``ctypes``: a library loaded (``ctypes.dlopen``:
   its initialisers run), a function looked up (``ctypes.dlsym``: Python 3.11 raises no event for
   the call itself, so a function looked up before the read is not seen, as a C extension's own
-  calls are not), raw memory reached by address (``from_address``, ``PyObj_FromPtr``), and an
-  ``fcntl`` setter (``F_SETFL`` ...) on a standard descriptor.
+  calls are not), raw memory reached by address (``from_address``, ``PyObj_FromPtr``), an
+  ``fcntl`` setter (``F_SETFL`` ...) on a standard descriptor, and ``fcntl.ioctl`` on one with any
+  request but a question (``FIONBIO``, ``TIOCSWINSZ`` ...), or with ``TIOCSTI``/``TIOCCONS`` on any
+  descriptor (they reach a terminal other processes read).
 - Unaudited, so wrapped process-wide only (:func:`patch_process_state`, :data:`UNAUDITED`), under
   every module name that holds them (``os`` and ``posix``; ``signal`` and the ``_signal`` natives
   its wrappers call, so ``importlib.reload(signal)`` finds them guarded; ``socket`` and
@@ -34,7 +36,9 @@ changes what every later request meets, as a file written would. Two levels, as 
   ``_multiprocessing.SemLock`` made with a name it keeps, ``_multiprocessing.sem_unlink``), and,
   once imported, ``ctypes.memmove``/``memset`` and ``cffi``'s ``FFI.dlopen``; hooks for later
   threads (``threading.settrace``/``setprofile``), the event loop policy, and a standard
-  descriptor's blocking mode (``os.set_blocking``).
+  descriptor's blocking mode (``os.set_blocking``), inheritance (``os.set_inheritable``) and
+  terminal settings (``termios.tcsetattr``, ``tcflush``, ``tcflow``, ``tcsendbreak``,
+  ``tcsetwinsize``: ``tty.setraw`` calls them; a file object by its ``fileno()``).
 - Work a read registers to run later (``atexit.register``, ``os.register_at_fork``,
   ``codecs.register``) is neither refused nor followed: libraries register it when first used, a
   read may be that first use, and what they register is often the process's own (``weakref``'s
@@ -62,6 +66,7 @@ import os
 import signal
 import socket
 import sys
+import termios
 from collections.abc import Callable
 from typing import Any
 
@@ -124,6 +129,7 @@ EVENTS: dict[str, Describe] = {
     "sys.setprofile": lambda a: "installing a profile function (it sees every later call of the thread)",
     "sys.settrace": lambda a: "installing a trace function (it sees every later line of the thread)",
     "sys.addaudithook": lambda a: "adding an audit hook (it sees every later audited event of the process)",
+    "fcntl.ioctl": lambda a: _ioctl(a),
     "fcntl.fcntl": lambda a: (
         _std_fd(a, f"changing the flags of (fcntl {a[1] if len(a) > 1 else '?'!r})")
         if len(a) > 1 and a[1] in _SETTERS
@@ -131,6 +137,31 @@ EVENTS: dict[str, Describe] = {
     ),
 }
 """Audit events of this module's kind, and what each attempts."""
+
+
+_IOCTL_NAMES = {getattr(termios, n): n for n in dir(termios) if n.startswith(("TIOC", "FIO", "TC"))}
+_IOCTL_QUERIES = frozenset(
+    getattr(termios, n)
+    for n in ("FIONREAD", "TIOCINQ", "TIOCOUTQ", "TIOCMGET", "TIOCGSERIAL", "TIOCGICOUNT", "TIOCGLCKTRMIOS")
+    if hasattr(termios, n)
+) | frozenset(v for v, n in _IOCTL_NAMES.items() if n.startswith(("TIOCG", "TCGET")))
+"""``ioctl`` requests that only ask (a window size, the terminal's settings, bytes waiting)."""
+_IOCTL_ANY_FD = frozenset(getattr(termios, n) for n in ("TIOCSTI", "TIOCCONS") if hasattr(termios, n))
+"""``ioctl`` requests that reach past the descriptor: input pushed into a terminal other processes
+read (``TIOCSTI``), the console's output redirected (``TIOCCONS``)."""
+
+
+def _ioctl(args: tuple[Any, ...]) -> str | None:
+    """``fcntl.ioctl(fd, request, ...)``: any request but a question, on a standard descriptor (the
+    tester's ``FIONBIO`` made stdin non-blocking as ``os.set_blocking`` would); on any descriptor,
+    one that reaches another process's terminal."""
+    request = args[1] if len(args) > 1 else None
+    name = _IOCTL_NAMES.get(request, repr(request))
+    if request in _IOCTL_ANY_FD:
+        return f"fcntl.ioctl {name} on descriptor {args[0]!r} (it reaches a terminal other processes read)"
+    if request in _IOCTL_QUERIES:
+        return None
+    return _std_fd(args, f"changing (fcntl.ioctl {name})")
 
 
 def judge_event(scope: Scope, event: str, args: tuple[Any, ...]) -> None:
@@ -231,6 +262,30 @@ def _unaudited_table() -> list[Row]:
     return table
 
 
+_TERMINAL_SETTERS = ("tcsetattr", "tcflush", "tcflow", "tcsendbreak", "tcsetwinsize")
+
+
+def _descriptor_table() -> list[Row]:
+    """A standard descriptor's mode, changed by calls that raise no audit event (tester twenty-nine
+    F4): ``termios``' setters (``tty.setraw`` calls them; a file object is taken by its
+    ``fileno()``) and ``os.set_inheritable``."""
+    table: list[Row] = [
+        (termios, n, lambda a, n=n: _std_fd(_fileno(a), f"termios.{n} of"), (termios,)) for n in _TERMINAL_SETTERS
+    ]
+    table.append((os, "set_inheritable", lambda a: _std_fd(a, "changing the inheritance of"), lowlevel.HOMES))
+    return table
+
+
+def _fileno(args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``args`` with a file object first replaced by its descriptor, as ``termios`` takes one."""
+    if args and type(args[0]) is not int and hasattr(args[0], "fileno"):
+        try:
+            return (args[0].fileno(), *args[1:])
+        except (OSError, ValueError):
+            return args
+    return args
+
+
 def _natives() -> tuple[Any, Any, Any]:
     """``_multiprocessing``, ``_posixshmem`` and ``_signal``: C modules typeshed has no stubs for."""
     return tuple(importlib.import_module(n) for n in ("_multiprocessing", "_posixshmem", "_signal"))  # type: ignore[return-value]
@@ -268,6 +323,8 @@ def patch_process_state() -> None:
     """Wrap every call of :data:`UNAUDITED`'s kind (see the module docstring), once; ``ctypes``'
     raw memory writers and ``cffi``'s loader when those are imported (now or later)."""
     for module, name, describe, homes in _unaudited_table():
+        _wrap(module, name, describe, homes)
+    for module, name, describe, homes in _descriptor_table():
         _wrap(module, name, describe, homes)
     _guard_semaphores(_natives()[0])
     patch_on_import("ctypes", _patch_ctypes)
