@@ -11,6 +11,8 @@ as ``serve`` installs them, unless a test says otherwise):
   code writes files and starts processes unseen);
 - F4 a standard descriptor's mode changed by ``fcntl.ioctl`` (``FIONBIO``...) or ``termios``
   (``tcsetattr``, ``tcflush``...), and input pushed into a terminal (``TIOCSTI``) on any descriptor;
+- F6 process settings every later request meets: ``tracemalloc`` started or stopped, ``logging``
+  disabled, its logger class, record factory or warnings capture replaced;
 - F8 a guarded module's code run again (``importlib.reload``, ``exec_module``) is refused: it
   would re-make its classes unguarded for every later read.
 """
@@ -387,3 +389,39 @@ def test_what_asks_a_terminal_or_changes_the_reads_own_passes() -> None:
     finally:
         os.close(main)
         os.close(tty)
+
+
+# -- F6: process settings every later request meets ----------------------------------------------
+
+
+def _start_tracing() -> None:  # stopped after the test, should a broken guard let it through
+    import tracemalloc
+
+    tracemalloc.start()
+
+
+def _settings() -> dict[str, Callable[[], Any]]:
+    import logging
+    import tracemalloc
+
+    return {  # each sets what is set already: a missing guard shows as a missing refusal
+        "tracemalloc.start": _start_tracing,
+        "tracemalloc.stop": tracemalloc.stop,
+        "tracemalloc.clear_traces": tracemalloc.clear_traces,
+        "logging.disable": lambda: logging.disable(logging.root.manager.disable),
+        "logging.setLoggerClass": lambda: logging.setLoggerClass(logging.getLoggerClass()),
+        "logging.setLogRecordFactory": lambda: logging.setLogRecordFactory(logging.getLogRecordFactory()),
+        "logging.captureWarnings": lambda: logging.captureWarnings(False),
+    }
+
+
+@pytest.mark.parametrize("name", _settings())
+def test_a_process_setting_every_later_request_meets_is_refused_in_a_read(name: str) -> None:
+    import tracemalloc
+
+    try:
+        with _scope() as scope, pytest.raises(SideEffectRefused, match=name.replace(".", r"\.")):
+            _settings()[name]()
+        assert [v["category"] for v in scope.violations] == ["process"]
+    finally:
+        tracemalloc.stop()
