@@ -5475,8 +5475,8 @@ CASES += (  # tester twenty-nine
     Case(
         "process: termios' setters and os.set_inheritable are guarded (t29 F4)",
         "core/_sideeffects/process.py",
-        "    for module, name, describe, homes in _descriptor_table():",
-        "    for module, name, describe, homes in []:",
+        "    for module, name, describe, homes in _descriptor_table() + _settings_table():",
+        "    for module, name, describe, homes in _settings_table():",
         (
             T29 + "test_a_standard_descriptors_mode_is_not_changed_in_a_read[termios.tcsetattr]",
             T29 + "test_a_standard_descriptors_mode_is_not_changed_in_a_read[os.set_inheritable]",
@@ -5488,6 +5488,16 @@ CASES += (  # tester twenty-nine
         "            return (args[0].fileno(), *args[1:])",
         "            return args",
         (T29 + "test_a_standard_descriptors_mode_is_not_changed_in_a_read[termios.tcsetattr of a file object]",),
+    ),
+    Case(
+        "process: tracemalloc and logging's process-wide switches are guarded (t29 F6)",
+        "core/_sideeffects/process.py",
+        "    for module, name, describe, homes in _descriptor_table() + _settings_table():",
+        "    for module, name, describe, homes in _descriptor_table():",
+        (
+            T29 + "test_a_process_setting_every_later_request_meets_is_refused_in_a_read[tracemalloc.start]",
+            T29 + "test_a_process_setting_every_later_request_meets_is_refused_in_a_read[logging.disable]",
+        ),
     ),
 )
 

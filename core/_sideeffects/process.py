@@ -38,11 +38,17 @@ changes what every later request meets, as a file written would. Two levels, as 
   threads (``threading.settrace``/``setprofile``), the event loop policy, and a standard
   descriptor's blocking mode (``os.set_blocking``), inheritance (``os.set_inheritable``) and
   terminal settings (``termios.tcsetattr``, ``tcflush``, ``tcflow``, ``tcsendbreak``,
-  ``tcsetwinsize``: ``tty.setraw`` calls them; a file object by its ``fileno()``).
+  ``tcsetwinsize``: ``tty.setraw`` calls them; a file object by its ``fileno()``); ``tracemalloc``
+  started, stopped or cleared, and ``logging``'s process-wide switches (``logging.disable``,
+  ``setLoggerClass``, ``setLogRecordFactory``, ``captureWarnings``).
 - Work a read registers to run later (``atexit.register``, ``os.register_at_fork``,
   ``codecs.register``) is neither refused nor followed: libraries register it when first used, a
   read may be that first use, and what they register is often the process's own (``weakref``'s
   exit hook runs every finalizer of the process), so binding it to the read would judge the host.
+
+Left alone, as settings libraries make on first use (a read may be that use) or restore:
+``warnings`` filters (set at import, restored by ``catch_warnings``), ``logging.basicConfig`` and
+loggers' levels and handlers.
 
 Left alone: ``locale.setlocale`` (``locale.getpreferredencoding()`` sets and restores it, so
 refusing it would refuse reads that only ask for an encoding); ``os.close`` of another of the
@@ -276,6 +282,22 @@ def _descriptor_table() -> list[Row]:
     return table
 
 
+_TRACING = ("start", "stop", "clear_traces", "reset_peak")
+_LOGGING = ("disable", "setLoggerClass", "setLogRecordFactory", "captureWarnings")
+
+
+def _settings_table() -> list[Row]:
+    """Process settings every later request meets, with no audit event (tester twenty-nine F6):
+    ``tracemalloc`` (every allocation traced, or the host's tracing ended) and ``logging``'s
+    process-wide switches (every record silenced, every logger or record made otherwise)."""
+    import _tracemalloc
+    import logging
+    import tracemalloc
+
+    table = [(_tracemalloc, n, _said(f"tracemalloc.{n}"), (tracemalloc, _tracemalloc)) for n in _TRACING]
+    return table + [(logging, n, _said(f"logging.{n}"), (logging,)) for n in _LOGGING]
+
+
 def _fileno(args: tuple[Any, ...]) -> tuple[Any, ...]:
     """``args`` with a file object first replaced by its descriptor, as ``termios`` takes one."""
     if args and type(args[0]) is not int and hasattr(args[0], "fileno"):
@@ -324,7 +346,7 @@ def patch_process_state() -> None:
     raw memory writers and ``cffi``'s loader when those are imported (now or later)."""
     for module, name, describe, homes in _unaudited_table():
         _wrap(module, name, describe, homes)
-    for module, name, describe, homes in _descriptor_table():
+    for module, name, describe, homes in _descriptor_table() + _settings_table():
         _wrap(module, name, describe, homes)
     _guard_semaphores(_natives()[0])
     patch_on_import("ctypes", _patch_ctypes)
