@@ -13,6 +13,9 @@ as ``serve`` installs them, unless a test says otherwise):
   (``tcsetattr``, ``tcflush``...), and input pushed into a terminal (``TIOCSTI``) on any descriptor;
 - F6 process settings every later request meets: ``tracemalloc`` started or stopped, ``logging``
   disabled, its logger class, record factory or warnings capture replaced;
+- F7 a native library loaded through the import system from where it would not find it
+  (``ExtensionFileLoader(name, path)``: a ``dlopen`` whose initialisers run unjudged), at both
+  levels; a first import of an extension module passes;
 - F8 a guarded module's code run again (``importlib.reload``, ``exec_module``) is refused: it
   would re-make its classes unguarded for every later read.
 """
@@ -425,3 +428,61 @@ def test_a_process_setting_every_later_request_meets_is_refused_in_a_read(name: 
         assert [v["category"] for v in scope.violations] == ["process"]
     finally:
         tracemalloc.stop()
+
+
+# -- F7: a native library loaded as an extension module -------------------------------------------
+
+_EXTENSIONS = """
+import importlib, importlib.machinery, importlib.util, json, os, sys
+from mcp_providers._sideeffects import levels
+from mcp_providers.errors import SideEffectRefused
+
+level, lib, marker = sys.argv[1:4]
+(levels.install if level == "process-wide" else levels.install_scoped)()
+
+def attempt(call):
+    scope, token = levels.enter_scope("p", "plugin", "mem://x", "read", "enforce")
+    try:
+        call()
+    except SideEffectRefused as exc:
+        return "refused: " + str(exc)
+    except ImportError:
+        pass  # loaded, then no PyInit_ function: the library's initialisers ran
+    finally:
+        levels.exit_scope(scope, token)
+    return "served"
+
+def load(name, path):
+    loader = importlib.machinery.ExtensionFileLoader(name, path)
+    loader.create_module(importlib.util.spec_from_file_location(name, path, loader=loader))
+
+seen = {
+    "any name": attempt(lambda: load("anything", lib)),
+    "its own name": attempt(lambda: load(os.path.basename(lib).split(".")[0], lib)),
+    "a first import": attempt(lambda: importlib.import_module("xxlimited")),
+    "a package's extension": attempt(lambda: importlib.import_module("charset_normalizer")),
+    "marker": os.path.exists(marker),
+}
+print(json.dumps(seen))
+"""
+
+
+@pytest.mark.parametrize("level", ["scoped", "process-wide"])
+def test_a_native_library_is_not_loaded_as_an_extension_from_where_imports_would_not_find_it(
+    level: str, tmp_path: Path
+) -> None:
+    import json
+
+    marker, source, lib = tmp_path / "written-by-native", tmp_path / "c.c", tmp_path / "libnative.so"
+    body = 'FILE*f=fopen("' + str(marker) + '","w");if(f){fputs("x",f);fclose(f);}'
+    source.write_text("#include <stdio.h>\n__attribute__((constructor)) static void k(void){" + body + "}\n")
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(lib), str(source)], check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", _EXTENSIONS, level, str(lib), str(marker)], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    seen = json.loads(done.stdout)
+    for how in ("any name", "its own name"):
+        assert seen[how].startswith("refused: side-effect-in-resource-read: loading the native library"), seen[how]
+    assert seen["a first import"] == seen["a package's extension"] == "served"
+    assert seen["marker"] is False
