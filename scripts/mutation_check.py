@@ -5349,6 +5349,7 @@ CASES += (
 
 
 T29 = "tests/test_side_effect_tester29.py::"
+T29N = T29 + "test_a_native_library_is_not_loaded_as_an_extension_from_where_imports_would_not_find_it"
 
 CASES += (  # tester twenty-nine
     Case(
@@ -5498,6 +5499,27 @@ CASES += (  # tester twenty-nine
             T29 + "test_a_process_setting_every_later_request_meets_is_refused_in_a_read[tracemalloc.start]",
             T29 + "test_a_process_setting_every_later_request_meets_is_refused_in_a_read[logging.disable]",
         ),
+    ),
+    Case(
+        "process: a native library loaded as an extension from elsewhere is refused (t29 F7)",
+        "core/_sideeffects/process.py",
+        '    return f"loading the native library {filename!r} as the extension module {name!r}',
+        "    return None  # mutant",
+        (T29N + "[scoped]",),
+    ),
+    Case(
+        "process: an extension is found only under its own name (t29 F7)",
+        "core/_sideeffects/process.py",
+        "    if os.path.basename(filename) not in names:",
+        "    if False:",
+        (T29N + "[process-wide]",),
+    ),
+    Case(
+        "process: an extension is found only in the folders the path finder looks in (t29 F7)",
+        "core/_sideeffects/process.py",
+        "    return any(os.path.realpath(entry) == folder for entry in folders)",
+        "    return True",
+        (T29N + "[scoped]",),
     ),
 )
 

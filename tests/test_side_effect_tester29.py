@@ -459,6 +459,7 @@ def load(name, path):
 seen = {
     "any name": attempt(lambda: load("anything", lib)),
     "its own name": attempt(lambda: load(os.path.basename(lib).split(".")[0], lib)),
+    "on sys.path under another name": attempt(lambda: (sys.path.append(os.path.dirname(lib)), load("other", lib))),
     "a first import": attempt(lambda: importlib.import_module("xxlimited")),
     "a package's extension": attempt(lambda: importlib.import_module("charset_normalizer")),
     "marker": os.path.exists(marker),
@@ -482,7 +483,7 @@ def test_a_native_library_is_not_loaded_as_an_extension_from_where_imports_would
     )
     assert done.returncode == 0, done.stderr[-2000:]
     seen = json.loads(done.stdout)
-    for how in ("any name", "its own name"):
+    for how in ("any name", "its own name", "on sys.path under another name"):
         assert seen[how].startswith("refused: side-effect-in-resource-read: loading the native library"), seen[how]
     assert seen["a first import"] == seen["a package's extension"] == "served"
     assert seen["marker"] is False

@@ -15,7 +15,9 @@ changes what every later request meets, as a file written would. Two levels, as 
   calls are not), raw memory reached by address (``from_address``, ``PyObj_FromPtr``), an
   ``fcntl`` setter (``F_SETFL`` ...) on a standard descriptor, and ``fcntl.ioctl`` on one with any
   request but a question (``FIONBIO``, ``TIOCSWINSZ`` ...), or with ``TIOCSTI``/``TIOCCONS`` on any
-  descriptor (they reach a terminal other processes read).
+  descriptor (they reach a terminal other processes read); and a native library loaded as an
+  extension module from where the import system would not find it by its name
+  (``ExtensionFileLoader(name, path)``: the "import" event's file; a first import passes).
 - Unaudited, so wrapped process-wide only (:func:`patch_process_state`, :data:`UNAUDITED`), under
   every module name that holds them (``os`` and ``posix``; ``signal`` and the ``_signal`` natives
   its wrappers call, so ``importlib.reload(signal)`` finds them guarded; ``socket`` and
@@ -68,6 +70,7 @@ from __future__ import annotations
 
 import fcntl
 import importlib
+import importlib.machinery
 import os
 import signal
 import socket
@@ -136,6 +139,7 @@ EVENTS: dict[str, Describe] = {
     "sys.settrace": lambda a: "installing a trace function (it sees every later line of the thread)",
     "sys.addaudithook": lambda a: "adding an audit hook (it sees every later audited event of the process)",
     "fcntl.ioctl": lambda a: _ioctl(a),
+    "import": lambda a: _extension(a),
     "fcntl.fcntl": lambda a: (
         _std_fd(a, f"changing the flags of (fcntl {a[1] if len(a) > 1 else '?'!r})")
         if len(a) > 1 and a[1] in _SETTERS
@@ -168,6 +172,32 @@ def _ioctl(args: tuple[Any, ...]) -> str | None:
     if request in _IOCTL_QUERIES:
         return None
     return _std_fd(args, f"changing (fcntl.ioctl {name})")
+
+
+def _extension(args: tuple[Any, ...]) -> str | None:
+    """An "import" event: with a file, the import system loads it as an extension module (a
+    ``dlopen``: its initialisers run). Passes where the path finder would find that module by its
+    name; from anywhere else (``ExtensionFileLoader(name, path)``, tester twenty-nine F7) it is a
+    native library loaded as ``ctypes.CDLL`` would, whose code cannot be judged."""
+    name, filename = args[0] if args else None, args[1] if len(args) > 1 else None
+    if not isinstance(filename, str) or not isinstance(name, str) or _found_by_import(name, filename):
+        return None  # an import by name, or the module the path finder would load
+    return f"loading the native library {filename!r} as the extension module {name!r} (its code cannot be judged)"
+
+
+def _found_by_import(name: str, filename: str) -> bool:
+    """Whether ``filename`` is where the path finder looks for extension module ``name``: its last
+    part with an extension suffix, in a ``sys.path`` folder (top level) or its package's ``__path__``."""
+    parent, _, last = name.rpartition(".")
+    names = {last + suffix for suffix in importlib.machinery.EXTENSION_SUFFIXES}
+    if os.path.basename(filename) not in names:
+        return False
+    if parent:
+        folders = list(getattr(sys.modules.get(parent), "__path__", None) or ())
+    else:
+        folders = [entry or os.getcwd() for entry in sys.path if isinstance(entry, str)]
+    folder = os.path.realpath(os.path.dirname(filename))
+    return any(os.path.realpath(entry) == folder for entry in folders)
 
 
 def judge_event(scope: Scope, event: str, args: tuple[Any, ...]) -> None:
