@@ -141,7 +141,7 @@ def _binds_a_path(args: tuple[Any, ...]) -> bool:
     if getattr(sock, "family", None) != getattr(socket, "AF_UNIX", object()):
         return False
     name = path_text(address) if not isinstance(address, int) else None
-    return bool(name) and not name.startswith("\0")
+    return name is not None and name != "" and not name.startswith("\0")
 
 
 def _opens_for_writing(args: tuple[Any, ...]) -> bool:
@@ -352,11 +352,14 @@ def patch_unaudited() -> None:
 def _patch_readline(readline: Any) -> None:
     """The history writers (tester twenty-nine F2: no "open" event): judged where they write."""
     for name, at in writers.READLINE_WRITERS:
-        _unaudited(readline, name, "file", lambda a, n=name, i=at: f"readline.{n} writing {_history(a, i)}", at)
+        _unaudited(readline, name, "file", _history(name, at), at)
 
 
-def _history(args: tuple[Any, ...], at: int) -> str:
-    return _short(args[at : at + 1]) if len(args) > at and args[at] is not None else "~/.history"
+def _history(name: str, at: int) -> Callable[[tuple[Any, ...]], str]:
+    """What ``readline.name`` writes, its file at argument ``at`` (absent or ``None``: ``~/.history``)."""
+    return lambda a: (
+        f"readline.{name} writing {_short(a[at : at + 1]) if len(a) > at and a[at] is not None else '~/.history'}"
+    )
 
 
 def _patch_tkinter(tkinter: Any) -> None:

@@ -103,7 +103,7 @@ class _PatchingLoader:
         return getattr(self._inner, attribute)
 
 
-def holds_a_guard(module: types.ModuleType) -> bool:
+def holds_a_guard(module: Any) -> bool:
     """Whether ``module``'s namespace holds a guard: under a name of its own, or in a class it
     defines (``socket.socket.sendall``, ``threading.Thread.start``)."""
     for value in list(vars(module).values()):
@@ -128,14 +128,13 @@ def judge_exec(scope: Scope, args: tuple[Any, ...]) -> None:
             return
 
 
-def _modules_of(filename: str) -> list[tuple[str, types.ModuleType]]:
+def _modules_of(filename: str) -> list[tuple[str, Any]]:
     """The loaded modules whose code is in ``filename``: their ``__file__``, or, frozen into the
     interpreter (``os``, ``io`` in Python 3.11), ``<frozen NAME>``."""
     frozen = filename[len("<frozen ") : -1] if filename.startswith("<frozen ") and filename.endswith(">") else None
     found = []
     for name, module in list(sys.modules.items()):
-        if not isinstance(module, types.ModuleType):
-            continue
-        if name == frozen or vars(module).get("__file__") == filename:
+        namespace = getattr(module, "__dict__", None)  # sys.modules may hold any object
+        if name == frozen or (isinstance(namespace, dict) and namespace.get("__file__") == filename):
             found.append((name, module))
     return found

@@ -305,9 +305,7 @@ def _descriptor_table() -> list[Row]:
     """A standard descriptor's mode, changed by calls that raise no audit event (tester twenty-nine
     F4): ``termios``' setters (``tty.setraw`` calls them; a file object is taken by its
     ``fileno()``) and ``os.set_inheritable``."""
-    table: list[Row] = [
-        (termios, n, lambda a, n=n: _std_fd(_fileno(a), f"termios.{n} of"), (termios,)) for n in _TERMINAL_SETTERS
-    ]
+    table: list[Row] = [(termios, n, _terminal(n), (termios,)) for n in _TERMINAL_SETTERS]
     table.append((os, "set_inheritable", lambda a: _std_fd(a, "changing the inheritance of"), lowlevel.HOMES))
     return table
 
@@ -326,6 +324,10 @@ def _settings_table() -> list[Row]:
 
     table = [(_tracemalloc, n, _said(f"tracemalloc.{n}"), (tracemalloc, _tracemalloc)) for n in _TRACING]
     return table + [(logging, n, _said(f"logging.{n}"), (logging,)) for n in _LOGGING]
+
+
+def _terminal(name: str) -> Describe:
+    return lambda a: _std_fd(_fileno(a), f"termios.{name} of")
 
 
 def _fileno(args: tuple[Any, ...]) -> tuple[Any, ...]:
