@@ -159,6 +159,27 @@ anyio.run(main, backend="asyncio")
 """
 
 
+_BYPASSES = {
+    "asyncio.Task": "asyncio.Task(boom())",
+    "asyncio.Task on a loop": "asyncio.Task(boom(), loop=asyncio.get_running_loop())",
+    "loop.call_soon": "asyncio.get_running_loop().call_soon(sys.exit, 3)",
+    "loop.call_later": "asyncio.get_running_loop().call_later(0, sys.exit, 3)",
+    "loop.call_soon_threadsafe": "asyncio.get_running_loop().call_soon_threadsafe(sys.exit, 3)",
+}
+
+
+@pytest.mark.parametrize("how", _BYPASSES)
+def test_a_systemexit_from_work_a_read_scheduled_past_the_task_factory_is_contained(how: str) -> None:
+    """The task factory sees only ``loop.create_task``: a task made by its class, or a callback,
+    raising SystemExit out of the loop ended the server the same way."""
+    script = _TASK_FACTORY_RESET.replace(
+        "asyncio.get_running_loop().create_task(boom())", _BYPASSES[how] + "; boom().close()"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, (done.stdout, done.stderr[-2000:])
+    assert done.stdout == "reset -32008\nserver still answers\n", done.stderr[-2000:]
+
+
 def test_a_read_cannot_take_the_task_containment_off_the_servers_loop() -> None:
     """Tester twenty-nine F5: a read reset the task factory, then a task raising SystemExit ended serve."""
     done = subprocess.run([sys.executable, "-c", _TASK_FACTORY_RESET], capture_output=True, text=True, timeout=120)
