@@ -5350,6 +5350,7 @@ CASES += (
 
 T29 = "tests/test_side_effect_tester29.py::"
 T29N = T29 + "test_a_native_library_is_not_loaded_as_an_extension_from_where_imports_would_not_find_it"
+T29B = T29 + "test_a_systemexit_from_work_a_read_scheduled_past_the_task_factory_is_contained"
 
 CASES += (  # tester twenty-nine
     Case(
@@ -5520,6 +5521,27 @@ CASES += (  # tester twenty-nine
         "    return any(os.path.realpath(entry) == folder for entry in folders)",
         "    return True",
         (T29N + "[scoped]",),
+    ),
+    Case(
+        "containment: a callback scheduled in plugin code is contained (t29 F5)",
+        "core/_host/contain.py",
+        "            args = (*args[:at], functools.partial(_contained_callback, args[at], owner), *args[at + 1 :])",
+        "            args = args",
+        (T29B + "[asyncio.Task]", T29B + "[loop.call_soon]"),
+    ),
+    Case(
+        "containment: the running loop's scheduling calls are wrapped (t29 F5)",
+        "core/_host/contain.py",
+        "    _contain_callbacks(loop)\n",
+        "",
+        (T29B + "[loop.call_soon_threadsafe]",),
+    ),
+    Case(
+        "containment: call_at (call_later's) is a scheduling call too (t29 F5)",
+        "core/_host/contain.py",
+        '"call_soon_threadsafe": 0, "call_at": 1}',
+        '"call_soon_threadsafe": 0}',
+        (T29B + "[loop.call_later]",),
     ),
 )
 
