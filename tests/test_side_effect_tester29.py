@@ -3,7 +3,8 @@ as ``serve`` installs them, unless a test says otherwise):
 
 - F5 the server's event loop: its task factory (the runtime's containment of tasks raising
   ``SystemExit``), debug mode, handlers and executor set, the loop stopped or closed, are refused;
-  a loop the read made itself is its own.
+  a loop the read made itself is its own; a SystemExit from a task or callback a read scheduled
+  past the task factory (``asyncio.Task``, ``call_soon``) is contained all the same.
 - F1 a path given as any bytes-like object (``bytearray``, ``memoryview``, ``array``), which a Unix
   socket's ``bind`` takes and ``os`` still takes (deprecated), is judged as its bytes name it;
 - F2 the standard library's C writers that raise no "open" audit event: ``readline``'s history
