@@ -219,7 +219,7 @@ CASES: tuple[Case, ...] = (
     Case(
         "file: a relative os.open with an unknown dir_fd is refused",
         "core/_sideeffects/files.py",
-        "    if relative:\n        cache = _resolve(raw, None)",
+        "    if text is None or not os.path.isabs(text):\n        cache = _resolve(raw, None)",
         "    if False:\n        cache = _resolve(raw, None)",
         (DIR_FD,),
     ),
@@ -5933,6 +5933,204 @@ CASES += (  # a tool argument's values name resources: shown and taken only wher
         '        argument_resources={"ssg": "documcp://ssgs/{ssg}"},',
         "",
         (TAV_LIST, TAV_CALL),
+    ),
+)
+
+
+T29 = "tests/test_side_effect_tester29.py::"
+T29N = T29 + "test_a_native_library_is_not_loaded_as_an_extension_from_where_imports_would_not_find_it"
+T29B = T29 + "test_a_systemexit_from_work_a_read_scheduled_past_the_task_factory_is_contained"
+
+CASES += (  # tester twenty-nine
+    Case(
+        "process: a setting of the server's event loop is refused in a read (t29 F5)",
+        "core/_sideeffects/loops.py",
+        '            scope.attempt(what, "process", event=f"asyncio loop.{name}")',
+        "            pass",
+        (
+            T29 + "test_a_setting_of_the_servers_event_loop_is_refused_in_a_read[set_task_factory]",
+            T29 + "test_a_read_cannot_take_the_task_containment_off_the_servers_loop",
+        ),
+    ),
+    Case(
+        "process: every loop class defining a setting has it guarded (t29 F5)",
+        "core/_sideeffects/loops.py",
+        "                setattr(cls, name, _guarded(name, vars(cls)[name]))",
+        "                pass",
+        (T29 + "test_a_setting_of_the_servers_event_loop_is_refused_in_a_read[close]",),
+    ),
+    Case(
+        "process: a reader or writer of a standard descriptor is refused on any loop (t29 F5)",
+        "core/_sideeffects/loops.py",
+        "        if type(fd) is int and 0 <= fd <= 2:",
+        "        if False:",
+        (T29 + "test_a_reader_or_writer_of_a_standard_descriptor_is_refused_on_any_loop",),
+    ),
+    Case(
+        "process: a guarded module's code run again in a read is refused (t29 F8)",
+        "core/_sideeffects/imports.py",
+        '            scope.attempt(attempted, "process", event="exec")',
+        "            pass",
+        (T29 + "test_a_guarded_modules_code_is_not_run_again_in_a_read",),
+    ),
+    Case(
+        "process: the audit hook hands exec events to their judge (t29 F8)",
+        "core/_sideeffects/files.py",
+        "        imports.judge_exec(scope, args)",
+        "        pass",
+        (T29 + "test_a_guarded_modules_code_is_not_run_again_in_a_read",),
+    ),
+    Case(
+        "process: a frozen module's code is matched by its <frozen NAME> (t29 F8)",
+        "core/_sideeffects/imports.py",
+        "        if name == frozen or (isinstance(namespace, dict)",
+        "        if (isinstance(namespace, dict)",
+        (T29 + "test_a_guarded_modules_code_is_not_run_again_in_a_read",),
+    ),
+    Case(
+        "process: a guard in a class the module defines counts as the module's (t29 F8)",
+        "core/_sideeffects/imports.py",
+        "        own_class = isinstance(value, type) and value.__module__ == module.__name__",
+        "        own_class = False",
+        (T29 + "test_a_guarded_modules_code_is_not_run_again_in_a_read",),
+    ),
+    Case(
+        "file: a path given as any bytes-like object is judged as its bytes name it (t29 F1)",
+        "core/_sideeffects/files.py",
+        "        return os.fsdecode(memoryview(raw).tobytes())",
+        "        return None",
+        (
+            T29 + "test_a_unix_socket_bound_at_a_bytes_like_path_is_judged_where_it_lands[bytearray]",
+            T29 + "test_an_os_path_given_as_bytes_like_is_judged_where_it_lands[memoryview]",
+        ),
+    ),
+    Case(
+        "file: a SQLite database sqlite3.connect would create is judged (t29 F2)",
+        "core/_sideeffects/files.py",
+        "        if created is None:\n            return  # in memory",
+        "        if True:\n            return  # in memory",
+        (T29 + "test_a_sqlite_database_created_in_a_read_is_refused_and_one_opened_passes",),
+    ),
+    Case(
+        "file: a SQLite database that exists is opened, not created (t29 F2)",
+        "core/_sideeffects/writers.py",
+        "    return None if os.path.exists(path) else path",
+        "    return path",
+        (T29 + "test_a_sqlite_database_created_in_a_read_is_refused_and_one_opened_passes",),
+    ),
+    Case(
+        "file: a read-only or in-memory SQLite URI creates nothing (t29 F2)",
+        "core/_sideeffects/writers.py",
+        '        if any(m in ("ro", "memory") for m in modes):',
+        "        if False:",
+        (T29 + "test_a_sqlite_database_created_in_a_read_is_refused_and_one_opened_passes",),
+    ),
+    Case(
+        "file: readline's history writers are guarded when imported (t29 F2)",
+        "core/_sideeffects/files.py",
+        '    patch_on_import("readline", _patch_readline)',
+        "    pass",
+        (
+            T29 + "test_readlines_history_writers_are_judged_as_the_writes_they_are[write_history_file]",
+            T29 + "test_readlines_history_writers_are_judged_as_the_writes_they_are[append_history_file]",
+        ),
+    ),
+    Case(
+        "file: an unaudited writer is judged at its own path argument (t29 F2)",
+        "core/_sideeffects/files.py",
+        "            where = args[path_at] if len(args) > path_at else None",
+        "            where = args[0] if args else None",
+        (T29 + "test_readlines_history_writers_are_judged_as_the_writes_they_are[append_history_file]",),
+    ),
+    Case(
+        "process: a Tcl interpreter made in a read is refused (t29 F2)",
+        "core/_sideeffects/files.py",
+        '    patch_on_import("_tkinter", _patch_tkinter)',
+        "    pass",
+        (T29 + "test_a_tcl_interpreter_is_not_made_in_a_read",),
+    ),
+    Case(
+        "process: an ioctl changing a standard descriptor is refused (t29 F4)",
+        "core/_sideeffects/process.py",
+        '    return _std_fd(args, f"changing (fcntl.ioctl {name})")',
+        "    return None",
+        (T29 + "test_a_standard_descriptors_mode_is_not_changed_in_a_read[ioctl FIONBIO]",),
+    ),
+    Case(
+        "process: TIOCSTI is refused on any descriptor (t29 F4)",
+        "core/_sideeffects/process.py",
+        "    if request in _IOCTL_ANY_FD:",
+        "    if False:",
+        (T29 + "test_input_pushed_into_a_terminal_is_refused_on_any_descriptor",),
+    ),
+    Case(
+        "process: termios' setters and os.set_inheritable are guarded (t29 F4)",
+        "core/_sideeffects/process.py",
+        "    for module, name, describe, homes in _descriptor_table() + _settings_table():",
+        "    for module, name, describe, homes in _settings_table():",
+        (
+            T29 + "test_a_standard_descriptors_mode_is_not_changed_in_a_read[termios.tcsetattr]",
+            T29 + "test_a_standard_descriptors_mode_is_not_changed_in_a_read[os.set_inheritable]",
+        ),
+    ),
+    Case(
+        "process: termios' file object is judged by its descriptor (t29 F4)",
+        "core/_sideeffects/process.py",
+        "            return (args[0].fileno(), *args[1:])",
+        "            return args",
+        (T29 + "test_a_standard_descriptors_mode_is_not_changed_in_a_read[termios.tcsetattr of a file object]",),
+    ),
+    Case(
+        "process: tracemalloc and logging's process-wide switches are guarded (t29 F6)",
+        "core/_sideeffects/process.py",
+        "    for module, name, describe, homes in _descriptor_table() + _settings_table():",
+        "    for module, name, describe, homes in _descriptor_table():",
+        (
+            T29 + "test_a_process_setting_every_later_request_meets_is_refused_in_a_read[tracemalloc.start]",
+            T29 + "test_a_process_setting_every_later_request_meets_is_refused_in_a_read[logging.disable]",
+        ),
+    ),
+    Case(
+        "process: a native library loaded as an extension from elsewhere is refused (t29 F7)",
+        "core/_sideeffects/process.py",
+        '    return f"loading the native library {filename!r} as the extension module {name!r}',
+        "    return None  # mutant",
+        (T29N + "[scoped]",),
+    ),
+    Case(
+        "process: an extension is found only under its own name (t29 F7)",
+        "core/_sideeffects/process.py",
+        "    if os.path.basename(filename) not in names:",
+        "    if False:",
+        (T29N + "[process-wide]",),
+    ),
+    Case(
+        "process: an extension is found only in the folders the path finder looks in (t29 F7)",
+        "core/_sideeffects/process.py",
+        "    return any(os.path.realpath(entry) == folder for entry in folders)",
+        "    return True",
+        (T29N + "[scoped]",),
+    ),
+    Case(
+        "containment: a callback scheduled in plugin code is contained (t29 F5)",
+        "core/_host/contain.py",
+        "            args = (*args[:at], functools.partial(_contained_callback, args[at], owner), *args[at + 1 :])",
+        "            args = args",
+        (T29B + "[asyncio.Task]", T29B + "[loop.call_soon]"),
+    ),
+    Case(
+        "containment: the running loop's scheduling calls are wrapped (t29 F5)",
+        "core/_host/contain.py",
+        "    _contain_callbacks(loop)\n",
+        "",
+        (T29B + "[loop.call_soon_threadsafe]",),
+    ),
+    Case(
+        "containment: call_at (call_later's) is a scheduling call too (t29 F5)",
+        "core/_host/contain.py",
+        '"call_soon_threadsafe": 0, "call_at": 1}',
+        '"call_soon_threadsafe": 0}',
+        (T29B + "[loop.call_later]",),
     ),
 )
 

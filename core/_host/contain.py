@@ -12,7 +12,13 @@ Tasks plugin code starts itself (a poller in its ``lifespan``, a fire-and-forget
 are contained too: :func:`contain_tasks` installs a task factory on the running loop that wraps
 the coroutine of every task created while :func:`plugin_code` names an owner, since asyncio
 re-raises ``SystemExit`` and ``KeyboardInterrupt`` from any task out of the event loop before
-anything else sees them. Callbacks plugin code schedules with ``loop.call_soon`` are not covered.
+anything else sees them. The factory sees ``loop.create_task`` only: a task made by its class
+(``asyncio.Task(coro)``) or a callback plugin code schedules (``loop.call_soon``, ``call_later``,
+``call_soon_threadsafe``) reaches the loop through its scheduling calls, so :func:`contain_tasks`
+also wraps those on the running loop (its own attributes: asyncio's classes are left as they are):
+what runs in a context that names an owner, a task's every step included, has a ``SystemExit`` or
+``KeyboardInterrupt`` it raises logged and contained (tester twenty-nine F5). A loop whose
+attributes cannot be set (``uvloop``'s) keeps the factory only.
 The same factory keeps a read's side-effect scope on a task the read starts with a context of its
 own (``create_task(coro, context=contextvars.Context())``): :func:`mcp_providers._sideeffects.carried`.
 """
@@ -122,11 +128,13 @@ async def _owned(coro: Coroutine[Any, Any, T], owner: str) -> T:
 def contain_tasks() -> None:
     """Install on the running asyncio loop (once; a no-op without one, e.g. under trio) a task
     factory wrapping every task created inside :func:`plugin_code` or a :func:`contain_async` call
-    with an owner; other tasks, and a factory set before, are kept as they were."""
+    with an owner; other tasks, and a factory set before, are kept as they were. Its scheduling
+    calls are wrapped too, for tasks and callbacks that never meet the factory (module docstring)."""
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:
         return
+    _contain_callbacks(loop)
     previous = loop.get_task_factory()
     if getattr(previous, "contains_plugin_tasks", False):
         return
@@ -143,3 +151,38 @@ def contain_tasks() -> None:
 
     factory.contains_plugin_tasks = True  # type: ignore[attr-defined]
     loop.set_task_factory(factory)
+
+
+_SCHEDULERS = {"call_soon": 0, "call_soon_threadsafe": 0, "call_at": 1}
+"""A loop's calls that schedule a callback, and where the callback is among their arguments
+(``call_later`` calls ``call_at``; a task's steps and wakeups go through ``call_soon``)."""
+
+
+def _contain_callbacks(loop: asyncio.AbstractEventLoop) -> None:
+    for name, at in _SCHEDULERS.items():
+        original = getattr(loop, name)
+        if getattr(original, "contains_plugin_callbacks", False):
+            continue
+        try:
+            setattr(loop, name, _scheduling(original, at))
+        except AttributeError:
+            return  # a loop implemented in C: the task factory only
+
+
+def _scheduling(original: Callable[..., Any], at: int) -> Callable[..., Any]:
+    def schedule(*args: Any, context: Any = None, **kwargs: Any) -> Any:
+        owner = _owner.get() if context is None else context.get(_owner)
+        if owner is not None and len(args) > at:
+            args = (*args[:at], functools.partial(_contained_callback, args[at], owner), *args[at + 1 :])
+        return original(*args, context=context, **kwargs)
+
+    schedule.contains_plugin_callbacks = True  # type: ignore[attr-defined]
+    return schedule
+
+
+def _contained_callback(callback: Callable[..., Any], owner: str, *args: Any) -> None:
+    try:
+        callback(*args)
+    except (SystemExit, KeyboardInterrupt) as exc:  # the loop would re-raise these and end
+        name = type(exc).__name__
+        log.error("work provider %r scheduled raised %s; contained, the server goes on", owner, name, exc_info=exc)

@@ -55,11 +55,16 @@ What is refused in the scope (``SideEffectRefused``, -32008, rule ``side-effect-
   not judged again below it, so a request let through (:func:`exempt`, warn mode) is recorded once.
 * Files, through a PEP 578 audit hook (both levels): opens with write, append, create or truncate flags,
   removal, rename/replace, mkdir/rmdir, chmod/chown/chflags, truncate, utime, links, extended
-  attributes, ``shutil`` copies/moves/rmtree/archives, and ``os.chdir`` (process-wide). A symlink
+  attributes, ``shutil`` copies/moves/rmtree/archives, and ``os.chdir`` (process-wide); C writers
+  that raise no "open" event (:mod:`.writers`): a SQLite database ``sqlite3.connect`` would create
+  (its own event: both levels), ``readline``'s history files and a Tcl interpreter made
+  (``tkinter``), process-wide. A symlink
   made in the scratch directory may only lead further into it (no ``..``; absolute, under it) and
   a write there by a path with ``..`` is refused, so the call's own threads cannot make a checked
   path lead out between the check and the call, whatever opener or name they use. A path is
-  judged where the OS will open it: symlinks and ``..`` resolved, a ``dir_fd`` applied (the
+  judged where the OS will open it, in whatever form the call takes it (``str``, ``bytes``,
+  ``os.PathLike``, or any bytes-like object: a Unix socket's ``bind`` takes a ``bytearray`` or
+  ``memoryview``, ``os`` still does, deprecated): symlinks and ``..`` resolved, a ``dir_fd`` applied (the
   "open" audit event carries none, so ``os.open`` is wrapped process-wide to tell it; a relative ``os.open``
   through a reference the wrapper does not cover, ``posix.open`` say, lands in an unknown
   directory and is refused). Allowed, for *what* is written and never for who is on the stack (a
@@ -99,6 +104,14 @@ What is refused in the scope (``SideEffectRefused``, -32008, rule ``side-effect-
   levels; the process's identity, priority, session and scheduling, its signal handlers and
   timers, the interpreter's limits, and POSIX shared memory and semaphores under ``/dev/shm``,
   which raise no audit event, process-wide only.
+* The server's event loop (:mod:`.loops`, process-wide only): its task factory (the runtime's
+  containment of tasks raising ``SystemExit``), debug mode, exception handler, default executor
+  and signal handlers set, the loop stopped, closed or shut down, on a loop made outside the call;
+  a reader or writer of a standard descriptor on any loop.
+* The guards themselves: a guarded module's code run again (``importlib.reload(socket)``, its
+  loader's ``exec_module``), which would re-make its classes and functions unguarded for every
+  later request (:mod:`.imports`; the ``exec`` audit event, so both levels, though only the
+  process-wide level has guards to lose). A first import, and another module's reload, pass.
 
 Process-wide, each ``os`` function is wrapped under its ``posix`` name too (``os`` re-exports the
 native module; one function, one wrapper): ``posix.mkfifo`` is ``os.mkfifo``, guarded.
@@ -107,17 +120,18 @@ A library that catches the refusal and fails its own way (asyncio's transports c
 connection, ``urllib`` wraps it in ``URLError``) does not hide it: :attr:`Scope.refused` keeps it
 and the server answers with it.
 
-Not covered: C extensions that write or connect without raising audit events (sqlite3, most
-database drivers), a ``ctypes`` function looked up before the read and called in it (Python 3.11
-raises no event for the call), bytes sent through ``_socket.socket``'s own methods (``os.write``,
-``os.writev`` and ``os.sendfile`` on a socket, under either name, are judged process-wide:
-:mod:`.lowlevel`), a version-less request line (``POST /x``: servers that take one as HTTP/0.9
-take GET only), data
-asyncio buffers while a socket is full and sends later outside the call's context, writes through
-a file descriptor opened before the scope (logging to an open handler), a symlink swapped between
-the check and the open by code outside the scope, HTTP libraries other than those above, and work
-outside the call's context (see above). A plugin is trusted code; this catches mistakes and the
-usual ways round them, it is not a sandbox.
+Not covered: C extensions that write or connect without raising audit events (most database
+drivers; what a ``sqlite3`` connection writes to a database that exists), a ``ctypes`` function
+looked up before the read and called in it (Python 3.11 raises no event for the call),
+bytes sent through
+``_socket.socket``'s own methods (``os.write``, ``os.writev`` and ``os.sendfile`` on a socket,
+under either name, are judged process-wide: :mod:`.lowlevel`), a version-less request line
+(``POST /x``: servers that take one as HTTP/0.9 take GET only), data asyncio buffers while a socket is full
+and sends later outside the call's context, writes through a file descriptor opened before the
+scope (logging to an open handler), a symlink swapped between the check and the open by code
+outside the scope, HTTP libraries other than those above, and work outside the call's context (see
+above). A plugin is trusted code; this catches mistakes and the usual ways round them, it is not a
+sandbox.
 
 :func:`exempt` lets HTTP requests that change no served data through (an OAuth token POST); each
 is logged at INFO and recorded in :attr:`Scope.exemptions`, which the core puts in the receipt.
@@ -145,7 +159,8 @@ bytes), :mod:`.lowlevel` (descriptor sends, path races), :mod:`.threads` (thread
 starts), :mod:`.imports` (patch on first import), :mod:`.logfiles` (the host's log files),
 :mod:`.bytecode` (the import system's caches), :mod:`.saved` (references saved before install),
 :mod:`.process` (other processes, the process's own state), :mod:`.assigned` (state set by
-assignment), :mod:`.levels` (which of them are in
+assignment), :mod:`.loops` (the server's event loop), :mod:`.writers` (C writers with no "open"
+event), :mod:`.levels` (which of them are in
 place).
 """
 

@@ -14,7 +14,8 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from mcp_providers._sideeffects import bytecode, lowlevel, process
+from mcp_providers._sideeffects import bytecode, imports, lowlevel, process, writers
+from mcp_providers._sideeffects.imports import patch_on_import
 from mcp_providers._sideeffects.logfiles import expected_log_write
 from mcp_providers._sideeffects.scope import Scope, scope_var
 
@@ -63,9 +64,10 @@ _FILE_EVENTS: dict[str, tuple[tuple[int, int], ...]] = {
     "shutil.make_archive": ((0, -1),),
     "shutil.unpack_archive": ((1, -1),),
     "socket.bind": ((1, -1),),  # a Unix socket's path is a new file (only that bind: _binds_a_path)
+    "sqlite3.connect": ((0, -1),),  # a database that does not exist yet is a new file (writers.py)
 }
 _ENVIRONMENT_EVENTS = frozenset({"os.putenv", "os.unsetenv"})  # os.environ[...] = ... and del call them first
-_JUDGED = frozenset(_FILE_EVENTS) | _PROCESS_EVENTS | _ENVIRONMENT_EVENTS | frozenset(process.EVENTS)
+_JUDGED = frozenset(_FILE_EVENTS) | _PROCESS_EVENTS | _ENVIRONMENT_EVENTS | frozenset(process.EVENTS) | {"exec"}
 _os_open_call = threading.local()  # .pending = (path object, dir_fd) while the guarded os.open runs
 
 
@@ -83,6 +85,9 @@ def audit_hook(event: str, args: tuple[Any, ...]) -> None:
     if event in process.EVENTS:  # signals, limits, native code: other processes and the whole process
         process.judge_event(scope, event, args)
         return
+    if event == "exec":  # a guarded module's code run again would replace its guards
+        imports.judge_exec(scope, args)
+        return
     if event in _ENVIRONMENT_EVENTS:  # never the value: it may be a secret
         name = os.fsdecode(args[0]) if isinstance(args[0], str | bytes) else repr(args[0])
         scope.attempt(f"changing the environment ({event} {name}, process-wide)", "process", event=event)
@@ -91,6 +96,11 @@ def audit_hook(event: str, args: tuple[Any, ...]) -> None:
         return  # read-only open: the common case
     if event == "socket.bind" and not _binds_a_path(args):
         return  # an address, or a Linux abstract name: no file
+    if event == "sqlite3.connect":
+        created = writers.created_database(path_text(args[0]) if args else None)
+        if created is None:
+            return  # in memory, read-only, or opened: what the connection writes is not followed
+        args = (created,)
     if event == "open" and isinstance(args[0], int):
         _judge_descriptor_open(scope, args)
         return
@@ -112,16 +122,26 @@ def judge_open(path: str, mode: str) -> None:
     audit_hook("open", (path, mode, flags))
 
 
+def path_text(raw: Any) -> str | None:
+    """A path argument as the system call gets it, as text: ``str``, ``bytes``, ``os.PathLike``,
+    or any other bytes-like object (``bytearray``, ``memoryview``, ``array``: a Unix socket's
+    ``bind`` takes them, ``os`` functions still do, deprecated); ``None`` for anything else."""
+    try:
+        if isinstance(raw, str | bytes | os.PathLike):
+            return os.fsdecode(raw)
+        return os.fsdecode(memoryview(raw).tobytes())
+    except TypeError:
+        return None
+
+
 def _binds_a_path(args: tuple[Any, ...]) -> bool:
     """Whether a ``socket.bind`` event makes a file: a Unix socket bound to a path (``socket(7)``:
     a name starting with a NUL byte is abstract, and an empty one autobinds to one)."""
     sock, address = args[0], args[1] if len(args) > 1 else None
     if getattr(sock, "family", None) != getattr(socket, "AF_UNIX", object()):
         return False
-    if isinstance(address, (str, bytes, os.PathLike)):
-        name = os.fspath(address)
-        return bool(name) and name[:1] not in ("\0", b"\0")
-    return False
+    name = path_text(address) if not isinstance(address, int) else None
+    return name is not None and name != "" and not name.startswith("\0")
 
 
 def _opens_for_writing(args: tuple[Any, ...]) -> bool:
@@ -147,9 +167,8 @@ def _judge_symlink(scope: Scope, args: tuple[Any, ...]) -> None:
     has no ``..`` and, absolute, lies under the folder. So a path under it never climbs out while
     the call's own threads swap folders for links, whichever names they call (and openers without
     a name to serialize, ``io.FileIO``, open with no lock held)."""
-    try:
-        target = os.fsdecode(args[0])
-    except TypeError:
+    target = path_text(args[0])
+    if target is None:
         return  # not a path: the call fails by itself
     parts = target.replace(os.altsep or os.sep, os.sep).split(os.sep)
     inside = os.path.isabs(target) and scope.under_scratch(os.path.normpath(target))
@@ -162,9 +181,8 @@ def _judge_symlink(scope: Scope, args: tuple[Any, ...]) -> None:
 def _climbs(raw: Any) -> bool:
     """Whether a path as given has a ``..``: under the scratch folder a concurrent rename by the
     call's own threads could make it climb out between the check and the call."""
-    try:
-        text = os.fsdecode(raw)
-    except TypeError:
+    text = path_text(raw)
+    if text is None:
         return False
     return ".." in text.replace(os.altsep or os.sep, os.sep).split(os.sep)
 
@@ -207,6 +225,8 @@ def _judge_file(scope: Scope, event: str, args: tuple[Any, ...]) -> None:
         attempted = f"changing the working directory to {shown} (process-wide)"
     elif event == "socket.bind":
         attempted = f"binding a Unix socket at {shown} (a new file)"
+    elif event == "sqlite3.connect":
+        attempted = f"creating the SQLite database {shown} (sqlite3.connect)"
     else:
         attempted = f"{event} of {shown}"
     if inside:
@@ -219,7 +239,9 @@ def _resolve(raw: Any, dir_fd: Any) -> str:
     try:
         if isinstance(raw, int):
             return os.readlink(f"/proc/self/fd/{raw}")
-        path = os.fsdecode(raw)
+        path = path_text(raw)
+        if path is None:
+            return repr(raw)  # not a path: never under the scratch directory
         if isinstance(dir_fd, int) and dir_fd >= 0 and not os.path.isabs(path):
             path = os.path.join(os.readlink(f"/proc/self/fd/{dir_fd}"), path)
         return os.path.realpath(path)
@@ -234,15 +256,12 @@ def _resolve_os_open(raw: Any) -> str:
     pending = getattr(_os_open_call, "pending", None)
     if pending is not None and pending[0] is raw:
         return _resolve(raw, pending[1])
-    try:
-        relative = not os.path.isabs(os.fsdecode(raw))
-    except (TypeError, ValueError):
-        relative = True
-    if relative:
+    text = path_text(raw)
+    if text is None or not os.path.isabs(text):
         cache = _resolve(raw, None)  # the import system writes caches through posix.open, unguarded
         if bytecode.temp_of(cache) is not None:
             return cache
-        return f"{os.fsdecode(raw)!s} (relative to a directory descriptor that cannot be known)"
+        return f"{text if text is not None else repr(raw)} (relative to a directory descriptor that cannot be known)"
     return _resolve(raw, None)
 
 
@@ -292,9 +311,12 @@ def _short(args: tuple[Any, ...]) -> str:
     return text if len(text) <= 200 else text[:197] + "..."
 
 
-def _unaudited(module: Any, name: str, category: str, describe: Callable[[tuple[Any, ...]], str]) -> None:
+def _unaudited(
+    module: Any, name: str, category: str, describe: Callable[[tuple[Any, ...]], str], path_at: int = 0
+) -> None:
     """Wrap ``module.name`` (a call that raises no audit event) so a scope judges it first; an
-    ``os`` function under its ``posix`` name too (:func:`.lowlevel.replace`)."""
+    ``os`` function under its ``posix`` name too (:func:`.lowlevel.replace`). A ``"file"`` call
+    writes at its argument ``path_at`` (absent or ``None``: nowhere the scope can tell)."""
     original = getattr(module, name, None)
     if original is None or original in _WRAPPED:
         return
@@ -302,7 +324,8 @@ def _unaudited(module: Any, name: str, category: str, describe: Callable[[tuple[
     def guarded(*args: Any, **kwargs: Any) -> Any:
         scope = scope_var.get()
         if scope is not None:
-            if category == "file" and args and _in_scratch(scope, args[0], kwargs.get("dir_fd")):
+            where = args[path_at] if len(args) > path_at else None
+            if category == "file" and where is not None and _in_scratch(scope, where, kwargs.get("dir_fd")):
                 return original(*args, **kwargs)
             scope.attempt(describe(args), category, event=f"{module.__name__}.{name}")
         return original(*args, **kwargs)
@@ -322,3 +345,24 @@ def patch_unaudited() -> None:
     _unaudited(os, "mknod", "file", lambda a: f"creating a device node at {_short(a[:1])}")
     _unaudited(os, "umask", "process", lambda a: f"changing the umask to {_short(a[:1])} (process-wide)")
     _unaudited(_posixsubprocess, "fork_exec", "process", lambda a: f"starting a process ({_short(a[:1])})")
+    patch_on_import("readline", _patch_readline)
+    patch_on_import("_tkinter", _patch_tkinter)
+
+
+def _patch_readline(readline: Any) -> None:
+    """The history writers (tester twenty-nine F2: no "open" event): judged where they write."""
+    for name, at in writers.READLINE_WRITERS:
+        _unaudited(readline, name, "file", _history(name, at), at)
+
+
+def _history(name: str, at: int) -> Callable[[tuple[Any, ...]], str]:
+    """What ``readline.name`` writes, its file at argument ``at`` (absent or ``None``: ``~/.history``)."""
+    return lambda a: (
+        f"readline.{name} writing {_short(a[at : at + 1]) if len(a) > at and a[at] is not None else '~/.history'}"
+    )
+
+
+def _patch_tkinter(tkinter: Any) -> None:
+    """A Tcl interpreter (``tkinter.Tk``/``Tcl``): its code writes files and starts processes unseen."""
+    what = "making a Tcl interpreter (tkinter: its code writes files and starts processes unseen)"
+    _unaudited(tkinter, "create", "process", lambda a: what)

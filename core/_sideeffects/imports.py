@@ -1,13 +1,25 @@
 """Patching a module the moment it is first imported (a ``sys.meta_path`` finder), so a library a
-read imports late is guarded before its import statement returns. Installed only process-wide."""
+read imports late is guarded before its import statement returns. Installed only process-wide.
+
+And the other way round (tester twenty-nine F8): a module's code run again in a scope
+(``importlib.reload``, its loader's ``exec_module``, ``runpy`` of its file) re-makes its classes
+and functions over the guards they hold (``reload(socket)``: a socket class with no wire guard, for
+every later request). The import system runs a module's code through ``exec``, whose audit event
+carries the code object: :func:`judge_exec` refuses module code (``<module>``) whose file is a
+loaded module's that holds a guard (:func:`holds_a_guard`). A module's first import passes (its
+namespace holds nothing yet), and so does another module's reload. Not followed: code compiled
+under another file name and run in a guarded module's namespace, and names set by assignment.
+"""
 
 from __future__ import annotations
 
 import sys
+import types
 from collections.abc import Callable
 from typing import Any
 
-from mcp_providers._sideeffects.scope import log, scope_var
+from mcp_providers._sideeffects.saved import is_guard
+from mcp_providers._sideeffects.scope import Scope, log, scope_var
 
 
 def patch_on_import(name: str, patch: Callable[[Any], None], *, optional: bool = True) -> None:
@@ -89,3 +101,40 @@ class _PatchingLoader:
 
     def __getattr__(self, attribute: str) -> Any:
         return getattr(self._inner, attribute)
+
+
+def holds_a_guard(module: Any) -> bool:
+    """Whether ``module``'s namespace holds a guard: under a name of its own, or in a class it
+    defines (``socket.socket.sendall``, ``threading.Thread.start``)."""
+    for value in list(vars(module).values()):
+        if is_guard(value):
+            return True
+        own_class = isinstance(value, type) and value.__module__ == module.__name__
+        if own_class and any(is_guard(v) for v in list(vars(value).values())):
+            return True
+    return False
+
+
+def judge_exec(scope: Scope, args: tuple[Any, ...]) -> None:
+    """Judge an ``exec`` audit event in ``scope``: a module's code whose file is a loaded module's
+    that holds a guard is refused (see the module docstring); any other code passes."""
+    code = args[0] if args else None
+    if not isinstance(code, types.CodeType) or code.co_name != "<module>":
+        return
+    for name, module in _modules_of(code.co_filename):
+        if holds_a_guard(module):
+            attempted = f"running the code of the module {name!r} again (it would replace its guards, process-wide)"
+            scope.attempt(attempted, "process", event="exec")
+            return
+
+
+def _modules_of(filename: str) -> list[tuple[str, Any]]:
+    """The loaded modules whose code is in ``filename``: their ``__file__``, or, frozen into the
+    interpreter (``os``, ``io`` in Python 3.11), ``<frozen NAME>``."""
+    frozen = filename[len("<frozen ") : -1] if filename.startswith("<frozen ") and filename.endswith(">") else None
+    found = []
+    for name, module in list(sys.modules.items()):
+        namespace = getattr(module, "__dict__", None)  # sys.modules may hold any object
+        if name == frozen or (isinstance(namespace, dict) and namespace.get("__file__") == filename):
+            found.append((name, module))
+    return found

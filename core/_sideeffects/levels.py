@@ -14,7 +14,7 @@ Two levels, each installed at most once per process (idempotent, thread-safe):
   file-tree calls (held under the scope's lock), ``os.mkfifo``/``mknod``,
   ``_posixsubprocess.fork_exec``, ``logging.FileHandler.__init__``, ``threading.Thread.start``
   and ``ThreadPoolExecutor.submit`` (work a call hands to a thread follows its scope:
-  :mod:`.threads`), ``http.client``, the
+  :mod:`.threads`), the event loops' settings (:mod:`.loops`), ``http.client``, the
   ``httpcore2``/``httpcore``/``aiohttp`` clients, and a ``sys.meta_path`` finder that patches those
   when first imported; references to the replaced functions that modules saved before are
   given the guards too (:mod:`.saved`). ``serve`` installs it (the CLI owns its process), and so does an embedder
@@ -38,6 +38,7 @@ from mcp_providers._sideeffects.clients import patch_aiohttp, patch_http_client,
 from mcp_providers._sideeffects.files import audit_hook, guarded_os_open, judge_open, patch_unaudited
 from mcp_providers._sideeffects.imports import patch_on_import
 from mcp_providers._sideeffects.logfiles import call_began, call_ended, patch_logging, record_log_files, settle
+from mcp_providers._sideeffects.loops import patch_loops
 from mcp_providers._sideeffects.process import guarded_homes, patch_process_state
 from mcp_providers._sideeffects.saved import redirect_saved
 from mcp_providers._sideeffects.scope import Kind, Mode, Scope, scope_lock, scope_var
@@ -95,6 +96,7 @@ def install() -> None:
         assigned.patch_locale()
         patch_logging(judge_open)
         patch_threads()
+        patch_loops()
         lowlevel.serialize_tree_changes(scope_lock)
         if not getattr(os.open, "__mcp_providers_guarded__", False):
             guarded_os_open.__wrapped__ = os.open  # type: ignore[attr-defined]

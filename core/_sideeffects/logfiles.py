@@ -329,5 +329,6 @@ def patch_logging(judge_open: Callable[[str, str], None]) -> None:
             elif getattr(self, "stream", None) is None:
                 judge_open(self.baseFilename, self.mode)
 
+        __init__.__wrapped__ = original  # type: ignore[attr-defined]  # a guard: logging's code is not run again
         logging.FileHandler.__init__ = __init__  # type: ignore[method-assign]
         _patched.append(__init__)

@@ -12,8 +12,12 @@ changes what every later request meets, as a file written would. Two levels, as 
   every later request), and native code through ``ctypes``: a library loaded (``ctypes.dlopen``:
   its initialisers run), a function looked up (``ctypes.dlsym``: Python 3.11 raises no event for
   the call itself, so a function looked up before the read is not seen, as a C extension's own
-  calls are not), raw memory reached by address (``from_address``, ``PyObj_FromPtr``), and an
-  ``fcntl`` setter (``F_SETFL`` ...) on a standard descriptor.
+  calls are not), raw memory reached by address (``from_address``, ``PyObj_FromPtr``), an
+  ``fcntl`` setter (``F_SETFL`` ...) on a standard descriptor, and ``fcntl.ioctl`` on one with any
+  request but a question (``FIONBIO``, ``TIOCSWINSZ`` ...), or with ``TIOCSTI``/``TIOCCONS`` on any
+  descriptor (they reach a terminal other processes read); and a native library loaded as an
+  extension module from where the import system would not find it by its name
+  (``ExtensionFileLoader(name, path)``: the "import" event's file; a first import passes).
 - Unaudited, so wrapped process-wide only (:func:`patch_process_state`, :data:`UNAUDITED`), under
   every module name that holds them (``os`` and ``posix``; ``signal`` and the ``_signal`` natives
   its wrappers call, so ``importlib.reload(signal)`` finds them guarded; ``socket`` and
@@ -34,7 +38,11 @@ changes what every later request meets, as a file written would. Two levels, as 
   ``_multiprocessing.SemLock`` made with a name it keeps, ``_multiprocessing.sem_unlink``), and,
   once imported, ``ctypes.memmove``/``memset`` and ``cffi``'s ``FFI.dlopen``; hooks for later
   threads (``threading.settrace``/``setprofile``), the event loop policy, and a standard
-  descriptor's blocking mode (``os.set_blocking``).
+  descriptor's blocking mode (``os.set_blocking``), inheritance (``os.set_inheritable``) and
+  terminal settings (``termios.tcsetattr``, ``tcflush``, ``tcflow``, ``tcsendbreak``,
+  ``tcsetwinsize``: ``tty.setraw`` calls them; a file object by its ``fileno()``); ``tracemalloc``
+  started, stopped or cleared, and ``logging``'s process-wide switches (``logging.disable``,
+  ``setLoggerClass``, ``setLogRecordFactory``, ``captureWarnings``).
 - Work a read registers to run later (``atexit.register``, ``os.register_at_fork``,
   ``codecs.register``) is neither refused nor followed: libraries register it when first used, a
   read may be that first use, and what they register is often the process's own (``weakref``'s
@@ -45,6 +53,10 @@ Hooks set by assignment (``sys.excepthook``, ``threading.excepthook``, ``sys.unr
 ``sys.path_hooks``, ``sys.path``, ``sys.path_importer_cache``) and the locale (``locale.setlocale``:
 ``locale.getpreferredencoding()`` sets and restores it, so the call is not refused, the locale left
 changed is) are compared around the read's code rather than wrapped: :mod:`.assigned`.
+
+Left alone, as settings libraries make on first use (a read may be that use) or restore:
+``warnings`` filters (set at import, restored by ``catch_warnings``), ``logging.basicConfig`` and
+loggers' levels and handlers.
 
 Left alone: ``os.close`` of another of the host's descriptors (nothing tells a descriptor the
 read opened from one it did not); a guard's ``__wrapped__`` and references saved in lists, plain
@@ -62,10 +74,12 @@ from __future__ import annotations
 
 import fcntl
 import importlib
+import importlib.machinery
 import os
 import signal
 import socket
 import sys
+import termios
 from collections.abc import Callable
 from typing import Any
 
@@ -128,6 +142,8 @@ EVENTS: dict[str, Describe] = {
     "sys.setprofile": lambda a: "installing a profile function (it sees every later call of the thread)",
     "sys.settrace": lambda a: "installing a trace function (it sees every later line of the thread)",
     "sys.addaudithook": lambda a: "adding an audit hook (it sees every later audited event of the process)",
+    "fcntl.ioctl": lambda a: _ioctl(a),
+    "import": lambda a: _extension(a),
     "fcntl.fcntl": lambda a: (
         _std_fd(a, f"changing the flags of (fcntl {a[1] if len(a) > 1 else '?'!r})")
         if len(a) > 1 and a[1] in _SETTERS
@@ -135,6 +151,57 @@ EVENTS: dict[str, Describe] = {
     ),
 }
 """Audit events of this module's kind, and what each attempts."""
+
+
+_IOCTL_NAMES = {getattr(termios, n): n for n in dir(termios) if n.startswith(("TIOC", "FIO", "TC"))}
+_IOCTL_QUERIES = frozenset(
+    getattr(termios, n)
+    for n in ("FIONREAD", "TIOCINQ", "TIOCOUTQ", "TIOCMGET", "TIOCGSERIAL", "TIOCGICOUNT", "TIOCGLCKTRMIOS")
+    if hasattr(termios, n)
+) | frozenset(v for v, n in _IOCTL_NAMES.items() if n.startswith(("TIOCG", "TCGET")))
+"""``ioctl`` requests that only ask (a window size, the terminal's settings, bytes waiting)."""
+_IOCTL_ANY_FD = frozenset(getattr(termios, n) for n in ("TIOCSTI", "TIOCCONS") if hasattr(termios, n))
+"""``ioctl`` requests that reach past the descriptor: input pushed into a terminal other processes
+read (``TIOCSTI``), the console's output redirected (``TIOCCONS``)."""
+
+
+def _ioctl(args: tuple[Any, ...]) -> str | None:
+    """``fcntl.ioctl(fd, request, ...)``: any request but a question, on a standard descriptor (the
+    tester's ``FIONBIO`` made stdin non-blocking as ``os.set_blocking`` would); on any descriptor,
+    one that reaches another process's terminal."""
+    request = args[1] if len(args) > 1 else None
+    name = _IOCTL_NAMES.get(request, repr(request))
+    if request in _IOCTL_ANY_FD:
+        return f"fcntl.ioctl {name} on descriptor {args[0]!r} (it reaches a terminal other processes read)"
+    if request in _IOCTL_QUERIES:
+        return None
+    return _std_fd(args, f"changing (fcntl.ioctl {name})")
+
+
+def _extension(args: tuple[Any, ...]) -> str | None:
+    """An "import" event: with a file, the import system loads it as an extension module (a
+    ``dlopen``: its initialisers run). Passes where the path finder would find that module by its
+    name; from anywhere else (``ExtensionFileLoader(name, path)``, tester twenty-nine F7) it is a
+    native library loaded as ``ctypes.CDLL`` would, whose code cannot be judged."""
+    name, filename = args[0] if args else None, args[1] if len(args) > 1 else None
+    if not isinstance(filename, str) or not isinstance(name, str) or _found_by_import(name, filename):
+        return None  # an import by name, or the module the path finder would load
+    return f"loading the native library {filename!r} as the extension module {name!r} (its code cannot be judged)"
+
+
+def _found_by_import(name: str, filename: str) -> bool:
+    """Whether ``filename`` is where the path finder looks for extension module ``name``: its last
+    part with an extension suffix, in a ``sys.path`` folder (top level) or its package's ``__path__``."""
+    parent, _, last = name.rpartition(".")
+    names = {last + suffix for suffix in importlib.machinery.EXTENSION_SUFFIXES}
+    if os.path.basename(filename) not in names:
+        return False
+    if parent:
+        folders = list(getattr(sys.modules.get(parent), "__path__", None) or ())
+    else:
+        folders = [entry or os.getcwd() for entry in sys.path if isinstance(entry, str)]
+    folder = os.path.realpath(os.path.dirname(filename))
+    return any(os.path.realpath(entry) == folder for entry in folders)
 
 
 def judge_event(scope: Scope, event: str, args: tuple[Any, ...]) -> None:
@@ -235,6 +302,48 @@ def _unaudited_table() -> list[Row]:
     return table
 
 
+_TERMINAL_SETTERS = ("tcsetattr", "tcflush", "tcflow", "tcsendbreak", "tcsetwinsize")
+
+
+def _descriptor_table() -> list[Row]:
+    """A standard descriptor's mode, changed by calls that raise no audit event (tester twenty-nine
+    F4): ``termios``' setters (``tty.setraw`` calls them; a file object is taken by its
+    ``fileno()``) and ``os.set_inheritable``."""
+    table: list[Row] = [(termios, n, _terminal(n), (termios,)) for n in _TERMINAL_SETTERS]
+    table.append((os, "set_inheritable", lambda a: _std_fd(a, "changing the inheritance of"), lowlevel.HOMES))
+    return table
+
+
+_TRACING = ("start", "stop", "clear_traces", "reset_peak")
+_LOGGING = ("disable", "setLoggerClass", "setLogRecordFactory", "captureWarnings")
+
+
+def _settings_table() -> list[Row]:
+    """Process settings every later request meets, with no audit event (tester twenty-nine F6):
+    ``tracemalloc`` (every allocation traced, or the host's tracing ended) and ``logging``'s
+    process-wide switches (every record silenced, every logger or record made otherwise)."""
+    import _tracemalloc
+    import logging
+    import tracemalloc
+
+    table = [(_tracemalloc, n, _said(f"tracemalloc.{n}"), (tracemalloc, _tracemalloc)) for n in _TRACING]
+    return table + [(logging, n, _said(f"logging.{n}"), (logging,)) for n in _LOGGING]
+
+
+def _terminal(name: str) -> Describe:
+    return lambda a: _std_fd(_fileno(a), f"termios.{name} of")
+
+
+def _fileno(args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``args`` with a file object first replaced by its descriptor, as ``termios`` takes one."""
+    if args and type(args[0]) is not int and hasattr(args[0], "fileno"):
+        try:
+            return (args[0].fileno(), *args[1:])
+        except (OSError, ValueError):
+            return args
+    return args
+
+
 def _natives() -> tuple[Any, Any, Any]:
     """``_multiprocessing``, ``_posixshmem`` and ``_signal``: C modules typeshed has no stubs for."""
     return tuple(importlib.import_module(n) for n in ("_multiprocessing", "_posixshmem", "_signal"))  # type: ignore[return-value]
@@ -272,6 +381,8 @@ def patch_process_state() -> None:
     """Wrap every call of :data:`UNAUDITED`'s kind (see the module docstring), once; ``ctypes``'
     raw memory writers and ``cffi``'s loader when those are imported (now or later)."""
     for module, name, describe, homes in _unaudited_table():
+        _wrap(module, name, describe, homes)
+    for module, name, describe, homes in _descriptor_table() + _settings_table():
         _wrap(module, name, describe, homes)
     _guard_semaphores(_natives()[0])
     patch_on_import("ctypes", _patch_ctypes)

@@ -26,7 +26,8 @@ from typing import Any
 _OURS = "mcp_providers._sideeffects"
 
 
-def _is_guard(value: Any) -> bool:
+def is_guard(value: Any) -> bool:
+    """Whether ``value`` is a guard this package made (a callable of ours wrapping another)."""
     return callable(value) and str(getattr(value, "__module__", "")).startswith(_OURS) and hasattr(value, "__wrapped__")
 
 
@@ -36,12 +37,12 @@ def guards_in(homes: tuple[Any, ...]) -> dict[int, tuple[Any, Any]]:
     found: dict[int, tuple[Any, Any]] = {}
     for home in homes:
         for value in list(vars(home).values()):
-            if not _is_guard(value):
+            if not is_guard(value):
                 continue
             layer = value.__wrapped__
             while layer is not None and id(layer) not in found:
                 found[id(layer)] = (layer, value)
-                layer = getattr(layer, "__wrapped__", None) if _is_guard(layer) else None
+                layer = getattr(layer, "__wrapped__", None) if is_guard(layer) else None
     return found
 
 
@@ -50,7 +51,7 @@ def _guard_cells(found: dict[int, tuple[Any, Any]]) -> set[int]:
     cells: set[int] = set()
     for _original, guard in found.values():
         layer = guard
-        while _is_guard(layer):
+        while is_guard(layer):
             cells.update(id(cell) for cell in getattr(layer, "__closure__", None) or ())  # a class guard has none
             layer = layer.__wrapped__
     return cells
