@@ -1454,6 +1454,47 @@ CASES += (
         (URI_LENGTH + "test_every_method_taking_a_uri_refuses_one_over_the_bound_before_reading_it",),
     ),
     Case(
+        "uri length: a model keeping extra members is read by getattr, not by its declared fields",
+        "core/_serve/steps/uri_length.py",
+        'config.get("extra") == "allow":',
+        "False:",
+        (URI_LENGTH + "test_params_models_are_read_for_every_uri_they_can_name",),
+    ),
+    Case(
+        "uri length: a model's property naming a URI is one of its members",
+        "core/_serve/steps/uri_length.py",
+        "if name in fields or hasattr(cls, name))",
+        "if name in fields)",
+        (URI_LENGTH + "test_params_models_are_read_for_every_uri_they_can_name",),
+    ),
+    Case(
+        "uri length: only a name a model lacks is skipped (a completion's ref is read)",
+        "core/_serve/steps/uri_length.py",
+        "        if members is not None and name not in members:",
+        "        if members is not None:",
+        (
+            URI_LENGTH + "test_params_models_are_read_for_every_uri_they_can_name",
+            URI_LENGTH + "test_every_method_taking_a_uri_refuses_one_over_the_bound_before_reading_it",
+        ),
+    ),
+    Case(
+        "uri length: a model naming its own URI at most gives that URI",
+        "core/_serve/steps/uri_length.py",
+        "        return [uri] if isinstance(uri, str) else []",
+        "        return []",
+        (
+            URI_LENGTH + "test_params_models_are_read_for_every_uri_they_can_name",
+            URI_LENGTH + "test_every_method_taking_a_uri_refuses_one_over_the_bound_before_reading_it",
+        ),
+    ),
+    Case(
+        "uri length: the longest URI named is the one measured",
+        "core/_serve/steps/uri_length.py",
+        "        if len(uri) > longest:",
+        "        if False:",
+        (URI_LENGTH + "test_params_models_are_read_for_every_uri_they_can_name",),
+    ),
+    Case(
         "uri length: a listen stream's URIs are bounded",
         "core/_serve/steps/uri_length.py",
         "        found += listed if isinstance(listed, list | tuple) else []",
