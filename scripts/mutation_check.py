@@ -4667,6 +4667,20 @@ CASES += (
         (T26F_ROLL,),
     ),
     Case(
+        "file: a handler recorded since the last settle is settled at the next call's entry (t26 F10)",
+        "core/_sideeffects/logfiles.py",
+        "            _unsettled.add(handler)\n            unsettled[0] = True",
+        "            _unsettled.add(handler)",
+        (T26F_ROLL,),
+    ),
+    Case(
+        "file: a call's entry settles the handlers recorded since (t26 F10)",
+        "core/_sideeffects/levels.py",
+        "    if logfiles.unsettled[0]:",
+        "    if False:",
+        (T26F_ROLL,),
+    ),
+    Case(
         "file: a host handler's rotations are named from the recorded file (t26 F10)",
         "core/_sideeffects/logfiles.py",
         "base = _origin(handler)[0]",
@@ -5347,8 +5361,15 @@ CASES += (
     Case(
         "file: the cache temps a call left are swept when its scope ends (t28 F13)",
         "core/_sideeffects/levels.py",
-        "        left = bytecode.sweep(scope)",
+        "        left = bytecode.sweep(scope) if scope.cache_temps else None",
         "        left = None",
+        (T28F_TEMP, T28F_SERVED),
+    ),
+    Case(
+        "file: a scope that made cache temps is swept (t28 F13)",
+        "core/_sideeffects/levels.py",
+        "        left = bytecode.sweep(scope) if scope.cache_temps else None",
+        "        left = bytecode.sweep(scope) if False else None",
         (T28F_TEMP, T28F_SERVED),
     ),
     Case(
