@@ -1587,6 +1587,47 @@ CASES += (
         (URI_LENGTH + "test_every_method_taking_a_uri_refuses_one_over_the_bound_before_reading_it",),
     ),
     Case(
+        "uri length: a model keeping extra members is read by getattr, not by its declared fields",
+        "core/_serve/steps/uri_length.py",
+        'config.get("extra") == "allow":',
+        "False:",
+        (URI_LENGTH + "test_params_models_are_read_for_every_uri_they_can_name",),
+    ),
+    Case(
+        "uri length: a model's property naming a URI is one of its members",
+        "core/_serve/steps/uri_length.py",
+        "if name in fields or hasattr(cls, name))",
+        "if name in fields)",
+        (URI_LENGTH + "test_params_models_are_read_for_every_uri_they_can_name",),
+    ),
+    Case(
+        "uri length: only a name a model lacks is skipped (a completion's ref is read)",
+        "core/_serve/steps/uri_length.py",
+        "        if members is not None and name not in members:",
+        "        if members is not None:",
+        (
+            URI_LENGTH + "test_params_models_are_read_for_every_uri_they_can_name",
+            URI_LENGTH + "test_every_method_taking_a_uri_refuses_one_over_the_bound_before_reading_it",
+        ),
+    ),
+    Case(
+        "uri length: a model naming its own URI at most gives that URI",
+        "core/_serve/steps/uri_length.py",
+        "        return [uri] if isinstance(uri, str) else []",
+        "        return []",
+        (
+            URI_LENGTH + "test_params_models_are_read_for_every_uri_they_can_name",
+            URI_LENGTH + "test_every_method_taking_a_uri_refuses_one_over_the_bound_before_reading_it",
+        ),
+    ),
+    Case(
+        "uri length: the longest URI named is the one measured",
+        "core/_serve/steps/uri_length.py",
+        "        if len(uri) > longest:",
+        "        if False:",
+        (URI_LENGTH + "test_params_models_are_read_for_every_uri_they_can_name",),
+    ),
+    Case(
         "uri length: a listen stream's URIs are bounded",
         "core/_serve/steps/uri_length.py",
         "        found += listed if isinstance(listed, list | tuple) else []",
@@ -4943,6 +4984,20 @@ CASES += (
         (T26F_ROLL,),
     ),
     Case(
+        "file: a handler recorded since the last settle is settled at the next call's entry (t26 F10)",
+        "core/_sideeffects/logfiles.py",
+        "            _unsettled.add(handler)\n            unsettled[0] = True",
+        "            _unsettled.add(handler)",
+        (T26F_ROLL,),
+    ),
+    Case(
+        "file: a call's entry settles the handlers recorded since (t26 F10)",
+        "core/_sideeffects/levels.py",
+        "    if logfiles.unsettled[0]:",
+        "    if False:",
+        (T26F_ROLL,),
+    ),
+    Case(
         "file: a host handler's rotations are named from the recorded file (t26 F10)",
         "core/_sideeffects/logfiles.py",
         "base = _origin(handler)[0]",
@@ -5759,8 +5814,15 @@ CASES += (
     Case(
         "file: the cache temps a call left are swept when its scope ends (t28 F13)",
         "core/_sideeffects/levels.py",
-        "        left = bytecode.sweep(scope)",
+        "        left = bytecode.sweep(scope) if scope.cache_temps else None",
         "        left = None",
+        (T28F_TEMP, T28F_SERVED),
+    ),
+    Case(
+        "file: a scope that made cache temps is swept (t28 F13)",
+        "core/_sideeffects/levels.py",
+        "        left = bytecode.sweep(scope) if scope.cache_temps else None",
+        "        left = bytecode.sweep(scope) if False else None",
         (T28F_TEMP, T28F_SERVED),
     ),
     Case(

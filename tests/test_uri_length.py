@@ -21,6 +21,7 @@ from skills_fixture import notes
 
 from mcp_providers import RECEIPT_KEY, Decision, Embed, Link, Tool, ToolCall, ToolProvider, ToolResult, hookimpl
 from mcp_providers._serve.composition import compose
+from mcp_providers._serve.steps import uri_length
 from mcp_providers._serve.steps.asking import uri_allowed
 from mcp_providers._serve.steps.gate import Authorizer, Gate
 from mcp_providers.config import Config, ServerSettings
@@ -187,3 +188,39 @@ async def test_a_link_or_embed_over_the_bound_is_dropped_before_it_is_routed() -
                                                               f"dropped embedded resource: {why}"]  # fmt: skip
     kept = (fits.meta or {})[RECEIPT_KEY]["transforms"]
     assert len(kept) == 2 and all(t.endswith("not served by this server") for t in kept), kept  # at the bound: routed
+
+
+class _Extra(BaseModel, extra="allow"):
+    """A params model keeping members it does not declare (the SDK's keep none)."""
+
+
+class _Property(BaseModel):
+    """A params model whose URI is a property, not a field."""
+
+    path: str
+
+    @property
+    def uri(self) -> str:
+        return "skill://notes/" + self.path
+
+
+def test_params_models_are_read_for_every_uri_they_can_name() -> None:
+    # The bound reads a model's members without getattr's misses (two exceptions each in pydantic),
+    # so it must still find a URI kept as an extra member, a property, a nested ref, or in a dict.
+    over = len(LONG)
+    for params in (
+        types.ReadResourceRequestParams(uri=LONG),
+        {"uri": LONG},
+        _Extra(uri=LONG),
+        _Extra(ref={"uri": LONG}),
+        _Property(path=LONG.removeprefix("skill://notes/")),
+        types.CompleteRequestParams(
+            ref=types.ResourceTemplateReference(type="ref/resource", uri=LONG),
+            argument=types.CompletionArgument(name="x", value=""),
+        ),
+    ):
+        assert uri_length.named_uris(params) == [LONG], params
+        refused = uri_length.refusal(params, LIMIT)
+        assert refused is not None and refused.data == {"length": over, "max_uri_length": LIMIT}, params
+    for params in (types.ReadResourceRequestParams(uri=FITS), _Extra(), None, {}, types.PaginatedRequestParams()):
+        assert uri_length.refusal(params, LIMIT) is None, params

@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterator
 from contextvars import Token
 from typing import Any
 
-from mcp_providers._sideeffects import assigned, bytecode, lowlevel
+from mcp_providers._sideeffects import assigned, bytecode, logfiles, lowlevel
 from mcp_providers._sideeffects.clients import patch_aiohttp, patch_http_client, patch_httpcore
 from mcp_providers._sideeffects.files import audit_hook, guarded_os_open, judge_open, patch_unaudited
 from mcp_providers._sideeffects.imports import patch_on_import
@@ -158,7 +158,8 @@ def enter_scope(provider: str, plugin: str, target: str, kind: Kind, mode: Mode)
     scope = Scope(provider, plugin, target, kind, mode)
     if not _installed:  # process-wide, the count is never read (logfiles.call_began): not called
         call_began()  # before the provider's code runs: the host's log handlers made since are recorded
-    settle()  # the rollover settings of host log handlers recorded since, before the call's code runs
+    if logfiles.unsettled[0]:  # one list read per call when no handler was recorded since (most calls)
+        settle()  # the rollover settings of host log handlers recorded since, before the call's code runs
     return scope, scope_var.set(scope)
 
 
@@ -171,7 +172,7 @@ def exit_scope(scope: Scope, token: Token[Scope | None]) -> SideEffectRefused | 
         (unless the call failed already)."""
     try:
         scope_var.reset(token)
-        left = bytecode.sweep(scope)
+        left = bytecode.sweep(scope) if scope.cache_temps else None  # most calls make none: no call
         scope.close()
     finally:
         if not _installed:  # as in enter_scope (a call begun before install leaves the unread count)

@@ -89,6 +89,10 @@ _settings: weakref.WeakKeyDictionary[logging.FileHandler, tuple[Any, bool, int]]
 """Each host handler's ``namer``, whether it has a ``rotator``, and its ``backupCount``: when it was
 recorded, then once more at the next guarded call's entry (:func:`settle`)."""
 _unsettled: weakref.WeakSet[logging.FileHandler] = weakref.WeakSet()  # recorded, not yet settled
+unsettled = [False]
+"""Whether a handler was recorded since the last :func:`settle` (set after it is added to the unsettled
+set, cleared under the lock before they are settled): one list read per guarded call, not a WeakSet's
+``len`` (a Python call), for a caller deciding whether to call :func:`settle`."""
 _seen: weakref.WeakSet[logging.Handler] = weakref.WeakSet()  # handlers already judged host's or not
 _running = 0  # guarded calls running in the process now
 _lock = threading.Lock()  # the count and the walks (a walk and a count change are one step)
@@ -223,6 +227,7 @@ def _register_log_file(handler: logging.FileHandler) -> None:
         if handler not in _settings:
             _settings[handler] = _rollover_settings(handler)
             _unsettled.add(handler)
+            unsettled[0] = True
         _log_files.add(handler)
 
 
@@ -231,9 +236,10 @@ def settle() -> None:
     handlers recorded since the last entry are read once more and kept (a namer or rotator the host
     set after making the handler, as the logging cookbook does, counts; one a call sets later,
     not). Nothing to do, one truth test, when no handler was recorded since."""
-    if not _unsettled:
+    if not unsettled[0]:
         return
     with _lock:
+        unsettled[0] = False  # before the handlers are read: one recorded meanwhile sets it again
         for handler in list(_unsettled):
             _settings[handler] = _rollover_settings(handler)
             _unsettled.discard(handler)

@@ -19,10 +19,44 @@ from typing import Any
 
 from mcp_providers.errors import InvalidParams
 
+_NAMES = ("uri", "ref", "notifications", "resource_subscriptions", "resourceSubscriptions")
+"""Every member name :func:`named_uris` reads."""
+_ONLY_URI = frozenset({"uri"})
+_members_of: dict[type, frozenset[str] | None] = {}
+"""Per params class, what :func:`_members` found (at most :data:`_MEMBERS_KEPT` classes: the SDK's
+params models are a bounded set, and a class past the bound is worked out again each time)."""
+_MEMBERS_KEPT = 256
+_UNSEEN = frozenset({""})
+
+
+def _members(cls: type) -> frozenset[str] | None:
+    """Which of :data:`_NAMES` an instance of ``cls`` can have, when ``cls`` is a pydantic model that
+    keeps no extra members (its fields, or a class attribute such as a property); ``None`` for any
+    other class, whose instances are read by ``getattr``. A ``getattr`` of a name a model lacks goes
+    through two exceptions in pydantic's ``__getattr__`` (some 22,000 instructions, callgrind), and
+    a ``resources/read``'s params lack two of the names asked for."""
+    members = _members_of.get(cls, _UNSEEN)
+    if members is not _UNSEEN:
+        return members
+    fields = getattr(cls, "__pydantic_fields__", None)
+    config = getattr(cls, "model_config", None)
+    if not isinstance(fields, dict) or not isinstance(config, dict) or config.get("extra") == "allow":
+        members = None
+    else:
+        members = frozenset(name for name in _NAMES if name in fields or hasattr(cls, name))
+    if len(_members_of) < _MEMBERS_KEPT:
+        _members_of[cls] = members
+    return members
+
 
 def _field(params: Any, *names: str) -> Any:
     """``params``' member under the first of ``names`` it has (a model's attribute or a dict's key)."""
+    if params is None:
+        return None
+    members = None if isinstance(params, dict) else _members(type(params))
     for name in names:
+        if members is not None and name not in members:
+            continue  # a model without it: getattr would answer None, through two exceptions
         value = params.get(name) if isinstance(params, dict) else getattr(params, name, None)
         if value is not None:
             return value
@@ -34,6 +68,9 @@ def named_uris(params: Any) -> list[str]:
     stream's ``notifications.resourceSubscriptions``; strings only (the method refuses the rest)."""
     if params is None:
         return []
+    if not isinstance(params, dict) and (members := _members(type(params))) is not None and members <= _ONLY_URI:
+        uri = params.uri if members else None  # a model naming its own URI at most (resources/read)
+        return [uri] if isinstance(uri, str) else []
     found = [_field(params, "uri"), _field(_field(params, "ref"), "uri")]
     notifications = _field(params, "notifications")
     if notifications is not None:
@@ -53,7 +90,10 @@ def too_long(length: int, limit: int) -> str | None:
 def refusal(params: Any, limit: int) -> InvalidParams | None:
     """The -32602 refusing a request whose ``params`` name a URI longer than ``limit`` characters,
     else ``None``. Costs a few attribute reads: no URI is scanned."""
-    longest = max(map(len, named_uris(params)), default=0)
+    longest = 0
+    for uri in named_uris(params):  # not max(..., default=0): its keyword parsing costs more than the loop
+        if len(uri) > longest:
+            longest = len(uri)
     if (why := too_long(longest, limit)) is None:
         return None
     return InvalidParams(f"{why} in [server]", data={"length": longest, "max_uri_length": limit})
