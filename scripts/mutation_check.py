@@ -1620,6 +1620,8 @@ CONSTRUCTION = "tests/test_policy_by_construction.py::"
 CONTAIN = "core/_host/contain.py"
 T24 = "tests/test_side_effect_tester24.py::"
 SCAN = "core/_host/hookscan.py"
+SCAN_SPELLED = "tests/test_authorize_scan_spellings.py::test_the_scan_sees_each_spelling_as_pluggy_does"
+OWN_REGISTERS = "tests/test_authorize_scan_spellings.py::test_the_plugins_own_manager_registers_what_pluggy_registers"
 
 CASES += (
     # fail closed on raise: the gate's except branch and the containment around plugin code
@@ -1751,6 +1753,31 @@ CASES += (
         "        elif opts is None and _hook_name(_dynamic_opts(plugin, attr), attr) == AUTHORIZE:",
         "        elif False:",
         (SPELLING + "[functools.partial marked authorize]",),
+    ),
+    Case(
+        "start-up: a plain module's value that is no function is still read for a hidden marker",
+        SCAN,
+        "                if marker is not None and _hook_name(marker, attr) == AUTHORIZE:",
+        "                if False:",
+        (
+            SCAN_SPELLED + "[module, functools.partial renamed with specname]",
+            SCAN_SPELLED + "[module, an object handing out the marker under another name]",
+        ),
+    ),
+    Case(
+        "start-up: a plain module's function is pluggy's answer in the scan",
+        SCAN,
+        "            if value is not _ABSENT and not isinstance(value, _HOOKABLE):\n                # A plain",
+        "            if value is not _ABSENT:\n                # A plain",
+        (SCAN_SPELLED + "[module function renamed with specname]",),
+    ),
+    Case(
+        "start-up: a plain module's function is read for its marker when registered",
+        SCAN,
+        "                if value is not _ABSENT and not isinstance(value, _HOOKABLE):\n"
+        "                    return None",
+        "                if value is not _ABSENT:\n                    return None",
+        (OWN_REGISTERS + "[module function renamed with specname]",),
     ),
     Case(
         "start-up: a failed import could have carried authorize",
