@@ -2515,6 +2515,20 @@ CASES += (  # authoring (issue 39): the mistakes check names
         (MISTAKES + "test_a_hook_without_its_marker_is_refused_naming_the_marker",),
     ),
     Case(
+        "authoring: a near-miss hook name is named only in a module with nothing marked (read when first needed)",
+        "core/_host/shape.py",
+        "        if near is None and name not in HOOKS:",
+        "        if False:",
+        (MISTAKES + "test_a_misspelled_unmarked_hook_names_the_hook",),
+    ),
+    Case(
+        "authoring: a helper named near a hook beside marked hooks is left alone",
+        "core/_host/shape.py",
+        "            near = not _marked_functions(plugin)",
+        "            near = True",
+        (MISTAKES + "test_a_helper_named_near_a_hook_beside_real_hookimpls_is_left_alone",),
+    ),
+    Case(
         "authoring: a provider's plain read is refused",
         "core/_host/shape.py",
         "        if not inspect.iscoroutinefunction(found) and not _returns_awaitable(found):",
