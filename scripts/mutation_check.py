@@ -1794,6 +1794,8 @@ CONSTRUCTION = "tests/test_policy_by_construction.py::"
 CONTAIN = "core/_host/contain.py"
 T24 = "tests/test_side_effect_tester24.py::"
 SCAN = "core/_host/hookscan.py"
+SCAN_SPELLED = "tests/test_authorize_scan_spellings.py::test_the_scan_sees_each_spelling_as_pluggy_does"
+OWN_REGISTERS = "tests/test_authorize_scan_spellings.py::test_the_plugins_own_manager_registers_what_pluggy_registers"
 
 CASES += (
     # fail closed on raise: the gate's except branch and the containment around plugin code
@@ -1925,6 +1927,31 @@ CASES += (
         "        elif opts is None and _hook_name(_dynamic_opts(plugin, attr), attr) == AUTHORIZE:",
         "        elif False:",
         (SPELLING + "[functools.partial marked authorize]",),
+    ),
+    Case(
+        "start-up: a plain module's value that is no function is still read for a hidden marker",
+        SCAN,
+        "                if marker is not None and _hook_name(marker, attr) == AUTHORIZE:",
+        "                if False:",
+        (
+            SCAN_SPELLED + "[module, functools.partial renamed with specname]",
+            SCAN_SPELLED + "[module, an object handing out the marker under another name]",
+        ),
+    ),
+    Case(
+        "start-up: a plain module's function is pluggy's answer in the scan",
+        SCAN,
+        "            if value is not _ABSENT and not isinstance(value, _HOOKABLE):\n                # A plain",
+        "            if value is not _ABSENT:\n                # A plain",
+        (SCAN_SPELLED + "[module function renamed with specname]",),
+    ),
+    Case(
+        "start-up: a plain module's function is read for its marker when registered",
+        SCAN,
+        "                if value is not _ABSENT and not isinstance(value, _HOOKABLE):\n"
+        "                    return None",
+        "                if value is not _ABSENT:\n                    return None",
+        (OWN_REGISTERS + "[module function renamed with specname]",),
     ),
     Case(
         "start-up: a failed import could have carried authorize",
@@ -2843,6 +2870,20 @@ CASES += (  # authoring (issue 39): the mistakes check names
         "    if unmarked is not None:\n        pm.unregister(plugin)",
         "    if False:\n        pm.unregister(plugin)",
         (MISTAKES + "test_a_hook_without_its_marker_is_refused_naming_the_marker",),
+    ),
+    Case(
+        "authoring: a near-miss hook name is named only in a module with nothing marked (read when first needed)",
+        "core/_host/shape.py",
+        "        if near is None and name not in HOOKS:",
+        "        if False:",
+        (MISTAKES + "test_a_misspelled_unmarked_hook_names_the_hook",),
+    ),
+    Case(
+        "authoring: a helper named near a hook beside marked hooks is left alone",
+        "core/_host/shape.py",
+        "            near = not _marked_functions(plugin)",
+        "            near = True",
+        (MISTAKES + "test_a_helper_named_near_a_hook_beside_real_hookimpls_is_left_alone",),
     ),
     Case(
         "authoring: a provider's plain read is refused",

@@ -60,6 +60,16 @@ class _Holder:
     gate = staticmethod(hookimpl(specname="authorize")(_fresh()))
 
 
+class _MarkerOnDemand:
+    """An object whose ``__getattr__`` hands out the ``authorize`` marker: pluggy takes nothing from
+    it (not a function), a reader's ``getattr`` finds the marker."""
+
+    def __getattr__(self, name: str) -> object:
+        if name == f"{hookspecs.PROJECT}_impl":
+            return {"specname": AUTHORIZE}
+        raise AttributeError(name)
+
+
 def _module_getattr() -> types.ModuleType:
     marked = hookimpl(_fresh())
 
@@ -86,6 +96,7 @@ SPELLINGS: dict[str, tuple[Callable[[], object], bool]] = {
         lambda: _module(authorize=hookimpl(functools.partial(_deny))),
         False,
     ),
+    "module, an object handing out the marker under another name": (lambda: _module(gate=_MarkerOnDemand()), False),
     "module, functools.partial renamed with specname": (
         lambda: _module(gate=hookimpl(specname="authorize")(functools.partial(_deny))),
         False,

@@ -37,6 +37,8 @@ _MODULE_DESCRIPTORS = frozenset(
 """Names the module type answers itself, ahead of a module's ``__dict__`` (inspect.getattr_static's order)."""
 _BINDABLE = (staticmethod, classmethod, types.MethodType)
 """A tuple, not a ``|`` union: the union was built again on every call (about 100 per plugin)."""
+_HOOKABLE = (types.FunctionType, *_BINDABLE)
+"""What pluggy may take a hook implementation from: a function, a staticmethod, a classmethod, a bound method."""
 _MODULE_TYPE_NAMES = frozenset(name for cls in types.ModuleType.__mro__ for name in vars(cls))
 """Every name the module type (or ``object``) holds: a name outside it and a module's ``__dict__`` is nowhere."""
 
@@ -98,6 +100,10 @@ class PluginManager(pluggy.PluginManager):
 
     def parse_hookimpl_opts(self, plugin: object, name: str) -> pluggy.HookimplOpts | None:
         if name != AUTHORIZE:
+            if type(plugin) is types.ModuleType and name not in _MODULE_DESCRIPTORS:
+                value = plugin.__dict__.get(name, _ABSENT)
+                if value is not _ABSENT and not isinstance(value, _HOOKABLE):
+                    return None  # :func:`_unmarked`'s answer for most names of a module, without its call (issue 43)
             marker = f"{self.project_name}_impl"
             if _unmarked(plugin, name, marker):  # no marker at all: not a hook of any name
                 return None
@@ -249,6 +255,17 @@ def _dynamic_opts(plugin: object, attr: str) -> object:
     """The marker options a plain ``getattr`` finds (runs ``__getattr__`` and properties)."""
     try:
         value = getattr(plugin, attr)
+    except BaseException as exc:  # plugin code: anything it raises means "not a hook here"
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        return None
+    return _marker_of(value)
+
+
+def _marker_of(value: object) -> object:
+    """``value``'s hookimpl marker (``mcp_providers_impl``) as a plain ``getattr`` reads it (which
+    may run a ``__getattr__`` or a property of its class), or ``None``."""
+    try:
         return getattr(value, _MARK, None)
     except BaseException as exc:  # plugin code: anything it raises means "not a hook here"
         if isinstance(exc, KeyboardInterrupt):
@@ -265,7 +282,17 @@ def scan_authorize(plugin: object) -> AuthorizeScan:
     except Exception as exc:
         return AuthorizeScan(unreadable=f"dir() raised {_one_line(exc)}")
     registered, wrappers, hidden = [], [], []
+    namespace = plugin.__dict__ if type(plugin) is types.ModuleType else None
     for attr in dict.fromkeys([*names, AUTHORIZE]):
+        if namespace is not None and attr != AUTHORIZE and attr not in _MODULE_DESCRIPTORS:
+            value = namespace.get(attr, _ABSENT)
+            if value is not _ABSENT and not isinstance(value, _HOOKABLE):
+                # A plain module's value pluggy takes nothing from (parse_hookimpl_opts answers None),
+                # which a plain getattr of the module also gives: only its marker is read, as a reader would.
+                marker = _marker_of(value)
+                if marker is not None and _hook_name(marker, attr) == AUTHORIZE:
+                    hidden.append(attr)
+                continue
         try:
             opts = pm.parse_hookimpl_opts(plugin, attr)
         except Exception as exc:  # pluggy's register would raise here too

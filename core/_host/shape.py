@@ -81,14 +81,16 @@ def unmarked_hooks(plugin: object) -> str | None:
     if not isinstance(plugin, types.ModuleType):
         return None
     found = []
-    # A near miss (register_resource_provider) counts only when nothing in the module is marked: beside
-    # real hookimpls, a function named like a hook (`authorized`) is more likely a helper.
-    near = not _marked_functions(plugin)
-    for name, value in vars(plugin).items():
+    near: bool | None = None  # read at the first function that needs it: most modules have none (issue 43)
+    for name, value in list(vars(plugin).items()):
         if name.startswith("_") or not inspect.isfunction(value) or hasattr(value, _IMPL):
             continue
         if value.__module__ != plugin.__name__:
             continue  # imported, not defined here
+        if near is None and name not in HOOKS:
+            # A near miss (register_resource_provider) counts only when nothing in the module is marked:
+            # beside real hookimpls, a function named like a hook (`authorized`) is more likely a helper.
+            near = not _marked_functions(plugin)
         hook = name if name in HOOKS else (closest_hook(name) if near else None)
         if hook is not None:
             found.append(name if hook == name else f"{name} (the hook is {hook})")
