@@ -5411,12 +5411,17 @@ TAV_CALL = TAV + "test_calling_with_a_value_the_caller_may_not_read_is_the_gates
 TAV_SHAPES = TAV + "test_an_enum_a_literal_an_optional_and_an_array_are_each_narrowed"
 TAV_NOWHERE = TAV + "test_a_dropped_value_is_named_nowhere_in_the_schema_nor_taken_as_a_default"
 TAV_REFUSED = TAV + "test_a_call_naming_a_value_the_caller_may_not_read_is_refused"
+TAS = "tests/test_tool_argument_shapes.py::"
+TAS_SHAPES = TAS + "test_a_denied_value_is_refused_in_every_shape_and_spelling"
+TAS_LIST = TAS + "test_tools_list_narrows_integers_nested_items_dict_values_and_tuple_items"
+TAS_DEFAULT = TAS + "test_a_refused_default_is_refused_without_naming_it"
+TAS_ONCE = TAS + "test_a_default_factory_is_asked_about_and_run_with_one_value"
 CASES += (  # a tool argument's values name resources: shown and taken only where readable (round 18, testers 26/27)
     Case(
         "tool arguments: tools/list keeps only values the caller may read",
         "core/_serve/methods/argument_values.py",
-        'seen[value] = routed_allowed(gate, "read", *self._routed(argument, template, value))',
-        "seen[value] = True",
+        'seen[text] = routed_allowed(gate, "read", *self._routed(argument, template, text))',
+        "seen[text] = True",
         (TAV_LIST, TAV_SHAPES),
     ),
     Case(
@@ -5436,15 +5441,29 @@ CASES += (  # a tool argument's values name resources: shown and taken only wher
     Case(
         "tool arguments: an array's items are narrowed",
         "core/_serve/methods/argument_values.py",
-        '    if isinstance(node.get("items"), dict) and (items := _narrowed(node["items"], keep, defs)) is not None:',
-        "    if False:",
-        (TAV_SHAPES,),
+        '    for key in ("items", "additionalProperties"):  # an array\'s items, a dict\'s values',
+        '    for key in ("additionalProperties",):',
+        (TAV_SHAPES, TAS_LIST),
+    ),
+    Case(
+        "tool arguments: a dict's values are narrowed (t31 F2)",
+        "core/_serve/methods/argument_values.py",
+        '    for key in ("items", "additionalProperties"):  # an array\'s items, a dict\'s values',
+        '    for key in ("items",):',
+        (TAS_LIST,),
+    ),
+    Case(
+        "tool arguments: a tuple's prefixItems are narrowed (t31 F5)",
+        "core/_serve/methods/argument_values.py",
+        '    for key in ("anyOf", "oneOf", "prefixItems"):  # prefixItems: a tuple\'s items, one schema each',
+        '    for key in ("anyOf", "oneOf"):',
+        (TAS_LIST,),
     ),
     Case(
         "tool arguments: anyOf members are narrowed",
         "core/_serve/methods/argument_values.py",
-        '    for key in ("anyOf", "oneOf"):',
-        "    for key in ():",
+        '    for key in ("anyOf", "oneOf", "prefixItems"):  # prefixItems: a tuple\'s items, one schema each',
+        '    for key in ("prefixItems",):',
         (TAV_SHAPES, TAV_NOWHERE),
     ),
     Case(
@@ -5471,23 +5490,79 @@ CASES += (  # a tool argument's values name resources: shown and taken only wher
     Case(
         "tool arguments: tools/call asks about every linked value",
         "core/_serve/methods/argument_values.py",
-        '                require_uri(gate, self._catalog, "read", uri, asked_by=f"argument {argument} of {tool.name}")',
-        "                pass",
-        (TAV_CALL, TAV_REFUSED),
+        '                        require_uri(gate, self._catalog, "read", uri, asked_by=asked_by)',
+        "                        pass",
+        (TAV_CALL, TAV_REFUSED, TAS_SHAPES),
     ),
     Case(
-        "tool arguments: tools/call judges a left-out argument's default",
+        "tool arguments: tools/call judges a left-out argument's default (t31 F4)",
         "core/_serve/methods/argument_values.py",
-        "            value = arguments[argument] if argument in arguments else _default(tool, argument)",
-        "            value = arguments.get(argument)",
-        (TAV_NOWHERE,),
+        "                for named in _names(getattr(arguments, field, None)):",
+        "                for named in _names(getattr(arguments, field, None) if field in sent else None):",
+        (TAV_NOWHERE, TAS_SHAPES + "[Factory-arguments9-None]", TAS_DEFAULT),
+    ),
+    Case(
+        "tool arguments: a refused default is not named (t31 F8)",
+        "core/_serve/methods/argument_values.py",
+        "                        raise _default_refused(gate, argument, tool.name) from None",
+        "                        raise",
+        (TAV_NOWHERE, TAS_DEFAULT),
     ),
     Case(
         "tool arguments: tools/call asks the linked arguments",
         "core/_serve/methods/tools.py",
-        "        self._linked.require(exchange.gate, tool, target[1].arguments or {})",
+        "        self._linked.require(exchange.gate, tool, arguments)",
         "        pass",
         (TAV_CALL,),
+    ),
+    Case(
+        "tool arguments: a call runs on the arguments the gate was asked about",
+        "core/_serve/methods/tools.py",
+        "            arguments = validated.arguments\n",
+        "            arguments = None\n",
+        (TAS_ONCE,),
+    ),
+    Case(
+        "tool arguments: a linked field is found by its alias (t31 F6)",
+        "core/_serve/methods/argument_values.py",
+        "    return {s for s in spelled if s}",
+        "    return {name}",
+        (TAS_SHAPES + "[ByName-arguments5-links5]",),
+    ),
+    Case(
+        "tool arguments: every item of a linked list, tuple or set is asked about (t31 F1)",
+        "core/_serve/methods/argument_values.py",
+        "            pending.extend(item)\n",
+        "            pass\n",
+        (TAS_SHAPES + "[Grid-arguments0-None]",),
+    ),
+    Case(
+        "tool arguments: every value of a linked dict is asked about (t31 F2)",
+        "core/_serve/methods/argument_values.py",
+        "            pending.extend(item.values())",
+        "            pass",
+        (TAS_SHAPES + "[Layers-arguments1-None]",),
+    ),
+    Case(
+        "tool arguments: every field of a model in a linked argument is asked about",
+        "core/_serve/methods/argument_values.py",
+        "            pending.extend(getattr(item, f) for f in type(item).model_fields)",
+        "            pass",
+        (TAS_SHAPES + "[Nested-arguments3-None]",),
+    ),
+    Case(
+        "tool arguments: an integer names the resource of its text (t31 F3)",
+        "core/_serve/methods/argument_values.py",
+        "        return json.dumps(value)",
+        "        return None",
+        (TAS + "test_an_integer_value_names_its_resource_as_text",),
+    ),
+    Case(
+        "tool arguments: each distinct value is asked about once (t31 F13)",
+        "core/_serve/methods/argument_values.py",
+        "        elif (text := _text(item)) is not None and text not in seen:",
+        "        elif (text := _text(item)) is not None:",
+        (TAS + "test_each_distinct_value_is_decided_once_after_the_models_bounds",),
     ),
     Case(
         "tool arguments: check refuses a link to no argument or another template",
