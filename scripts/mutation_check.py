@@ -5411,6 +5411,27 @@ TAV_CALL = TAV + "test_calling_with_a_value_the_caller_may_not_read_is_the_gates
 TAV_SHAPES = TAV + "test_an_enum_a_literal_an_optional_and_an_array_are_each_narrowed"
 TAV_NOWHERE = TAV + "test_a_dropped_value_is_named_nowhere_in_the_schema_nor_taken_as_a_default"
 TAV_REFUSED = TAV + "test_a_call_naming_a_value_the_caller_may_not_read_is_refused"
+SKILL_COPY = (
+    "tests/test_skill_copies.py::test_a_copy_of_a_denied_resource_is_refused_and_its_skill_hidden"
+    "[documcp://templates/hugo-config-skill://documcp/workflows/full-documentation-setup/templates/hugo-config.toml]"
+)
+SKILL_HIDDEN_FILE = "tests/test_skills.py::test_one_hidden_file_hides_the_whole_skill_since_an_entry_lists_every_file"
+CASES += (  # a refusal names nothing the caller may not see (tester 31 F7)
+    Case(
+        "skills: a file's refusal names no original it copies",
+        "core/_host/skills.py",
+        "                raise _copy_refused(file.uri) from None",
+        "                raise",
+        (SKILL_COPY,),
+    ),
+    Case(
+        "skills: skills/get's refusal names no file of the skill",
+        "core/_serve/methods/skills.py",
+        "                except Denied:  # audited with the file's URI; the refusal names only the skill asked for\n",
+        "                except ValueError:\n",
+        (SKILL_COPY, SKILL_HIDDEN_FILE),
+    ),
+)
 TAS = "tests/test_tool_argument_shapes.py::"
 TAS_SHAPES = TAS + "test_a_denied_value_is_refused_in_every_shape_and_spelling"
 TAS_LIST = TAS + "test_tools_list_narrows_integers_nested_items_dict_values_and_tuple_items"
