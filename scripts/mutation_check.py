@@ -5432,6 +5432,23 @@ CASES += (  # a refusal names nothing the caller may not see (tester 31 F7)
         (SKILL_COPY, SKILL_HIDDEN_FILE),
     ),
 )
+SCAFFOLD_POLICY = "tests/test_plugin_template_policy.py::test_the_scaffolds_tool_counts_no_denied_note_and_names_none"
+CASES += (  # the scaffold's tool teaches the gate (tester 31 F9)
+    Case(
+        "scaffold: count_words' note_id is linked to the note it names",
+        "plugin_template/template/src/{{ package_name }}/plugin.py.jinja",
+        '    argument_resources={"note_id": NOTE_TEMPLATE},\n',
+        "",
+        (SCAFFOLD_POLICY,),
+    ),
+    Case(
+        "scaffold: count_words' error names only readable notes",
+        "plugin_template/template/src/{{ package_name }}/plugin.py.jinja",
+        "known ids: {', '.join(_readable(settings)) or 'none'}",
+        "known ids: {', '.join(sorted(settings.notes))}",
+        (SCAFFOLD_POLICY,),
+    ),
+)
 TAS = "tests/test_tool_argument_shapes.py::"
 TAS_SHAPES = TAS + "test_a_denied_value_is_refused_in_every_shape_and_spelling"
 TAS_LIST = TAS + "test_tools_list_narrows_integers_nested_items_dict_values_and_tuple_items"
