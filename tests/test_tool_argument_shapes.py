@@ -233,3 +233,31 @@ async def test_a_default_factory_is_asked_about_and_run_with_one_value() -> None
 
     seen = await _call(_composition(Changing), {})
     assert seen == 'ran {"color":"blue"}', seen
+
+
+async def test_a_link_to_a_template_nothing_serves_is_a_check_warning() -> None:
+    """A typo (``shade://`` for ``shades://``) gates nothing: the rule on the served URI never sees
+    the call (tester 31 F10). A served link is not named."""
+    from mcp_providers.plugin import Plugin
+    from mcp_providers.testing import check
+
+    shades = Plugin("shades", prefixes=["shades://"])
+
+    @shades.template("shades://colors/{name}", completions={"name": ("red", "blue")})
+    def color(name: str) -> str:
+        """A color."""
+        return f"color {name}"
+
+    @shades.tool(argument_resources={"color": "shade://colors/{color}"})
+    def paint(color: Literal["red", "blue"]) -> str:
+        """Paint."""
+        return f"painted {color}"
+
+    @shades.tool(argument_resources={"color": "shades://colors/{color}"})
+    def wash(color: Literal["red", "blue"]) -> str:
+        """Wash."""
+        return f"washed {color}"
+
+    lines = [line for line in await check(compose({"shades": shades}, strict=False)) if "unserved" in line]
+    assert any("paint.color" in line and "shade://colors/{color}" in line for line in lines), lines
+    assert not any("wash" in line for line in lines), lines
