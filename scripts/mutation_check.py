@@ -5610,6 +5610,13 @@ CASES += (  # a tool argument's values name resources: shown and taken only wher
         (TAV + "test_a_wrong_link_is_a_check_problem",),
     ),
     Case(
+        "tool arguments: check warns of a link to a template nothing serves (t31 F10)",
+        "core/_host/advisories.py",
+        "    found += _unserved_links(declared)\n",
+        "",
+        (TAS + "test_a_link_to_a_template_nothing_serves_is_a_check_warning",),
+    ),
+    Case(
         "tool arguments: check warns of an enum holding a template's values, unlinked",
         "core/_host/advisories.py",
         "                if linked is None or argument in tool.argument_resources:",

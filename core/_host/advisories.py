@@ -36,6 +36,9 @@ Advisories (:func:`advisories`; ``check`` prints them and still passes):
 ``tool-enum-unlinked``              a tool argument's ``enum`` holds exactly the completion values
                                     of a template's variable, and ``argument_resources`` does not
                                     link it: every caller is shown every value, whatever it may read
+``argument-resource-unserved``      a tool's or prompt's argument linked (``argument_resources``,
+                                    ``PromptArgument.resource``) to a template nothing here serves: a
+                                    rule on the resource it meant never sees a call
 ``aggregate-undercuts-deny``        (:func:`undercut_aggregates`) the policy denies ``read`` on a
                                     member of an aggregate (``Members``) that does not filter its
                                     members, while allowing the aggregate: reading it serves what
@@ -71,6 +74,7 @@ def advisories(declared: Sequence[Declared]) -> list[Problem]:
     """What ``check`` warns about without failing: wrapped output schemas, names clients refuse,
     fixed URIs not declared in canonical form, members nothing serves, what providers left out."""
     found: list[Problem] = _unserved_members(declared) + _renamed_plugins(declared) + _unlinked_enums(declared)
+    found += _unserved_links(declared)
     for d in declared:
         for code, value, message, fix in getattr(d.provider, "authoring_advice", ()):  # decorated functions'
             found.append(Problem((d.plugin,), code, value, message, fix))
@@ -261,6 +265,42 @@ def _unserved_members(declared: Sequence[Declared]) -> list[Problem]:
                         )
                     )
     return found
+
+
+def _unserved_links(declared: Sequence[Declared]) -> list[Problem]:
+    """An ``argument-resource-unserved`` problem per tool argument (``Tool.argument_resources``) or
+    prompt argument (``PromptArgument.resource``) linked to a template nothing here serves."""
+    fixed = {canonical(r.uri) for d in declared for r in d.resources if valid_uri(r.uri)}
+    templates: dict[str, UriTemplate] = {}
+    for d in declared:
+        for t in d.templates:
+            with contextlib.suppress(InvalidUriTemplate, InvalidUri):
+                templates[canonical_template(t.uri_template)] = UriTemplate.parse(canonical_template(t.uri_template))
+    links = [
+        (d.plugin, f"{t.name}.{argument}", template)
+        for d in declared
+        for t in d.tools
+        for argument, template in t.argument_resources.items()
+    ]
+    links += [
+        (d.plugin, f"{p.name}.{a.name}", a.resource)
+        for d in declared
+        for p in d.prompts
+        for a in p.arguments
+        if a.resource
+    ]
+    return [
+        Problem(
+            (plugin,),
+            "argument-resource-unserved",
+            where,
+            f"it is linked to {template!r}, which nothing here serves, so a rule on the resource its values "
+            "name never sees a call (a typo?)",
+            "link it to a template resources/templates/list shows",
+        )
+        for plugin, where, template in links
+        if not _served(template, fixed, templates)
+    ]
 
 
 def _served(member: str, fixed: set[str], templates: Mapping[str, UriTemplate]) -> bool:

@@ -6,7 +6,8 @@ is asked about that URI what a read of it asks (``expand`` on the template servi
 ``read``: :mod:`~mcp_providers._serve.steps.asking`), as completion values are. So:
 
 - ``tools/list`` shows the argument's ``enum`` (inline, behind a ``$ref``, in ``anyOf``/``oneOf``
-  members or an array's ``items``; a ``const`` too) with only the values the caller may read; a
+  members, an array's ``items``, a tuple's ``prefixItems``, a dict's ``additionalProperties``;
+  a ``const`` too) with only the values the caller may read; a
   ``default`` naming a dropped value is dropped, and so is a ``$defs`` entry no longer referenced.
   Without a policy the item is served as built, with one the tool's schema is copied only when a
   value is dropped. Each value's URI and route are worked out once per catalog; the gate is asked
