@@ -285,3 +285,24 @@ def known(
                 f"{', '.join(sorted(names)) or '(none)'}"
             )
         yield variable, completer
+
+
+def prompt_links(where: str, fields: Mapping[str, Any], names: Sequence[str]) -> dict[str, str]:
+    """A decorated prompt's ``argument_resources``: argument -> the template its value names.
+
+    :raises DeclarationError: ``arguments=`` is given (the parameters are the arguments), or a
+        link names no parameter.
+    """
+    if "arguments" in fields:
+        raise fx.DeclarationError(
+            f"{where}: @prompt(arguments=...): a decorated prompt's arguments are its parameters; link one to "
+            'the resource its value names with argument_resources={"name": "myplugin://things/{name}"}'
+        )
+    links = dict(fields.get("argument_resources") or {})
+    for argument in links:
+        if argument not in names:
+            raise fx.DeclarationError(
+                f"{where}: argument_resources: {argument!r} is not an argument of the prompt; it takes: "
+                f"{', '.join(names) or 'none'}"
+            )
+    return links

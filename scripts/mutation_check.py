@@ -5432,6 +5432,30 @@ CASES += (  # a refusal names nothing the caller may not see (tester 31 F7)
         (SKILL_COPY, SKILL_HIDDEN_FILE),
     ),
 )
+PAL = "tests/test_prompt_argument_links.py::"
+CASES += (  # a decorated prompt links an argument to a resource (tester 31 F11)
+    Case(
+        "prompt links: a decorated prompt's argument_resources reaches its argument",
+        "core/plugin.py",
+        "name=p.name, required=p.default is inspect.Parameter.empty, resource=links.get(p.name)",
+        "name=p.name, required=p.default is inspect.Parameter.empty, resource=None",
+        (PAL + "test_a_decorated_prompt_links_its_argument_to_a_resource",),
+    ),
+    Case(
+        "prompt links: arguments= is refused saying how to link",
+        "core/_adapters.py",
+        '    if "arguments" in fields:',
+        "    if False:",
+        (PAL + "test_a_wrong_prompt_link_is_refused_saying_how[fields0-argument_resources]",),
+    ),
+    Case(
+        "prompt links: a link naming no argument is refused",
+        "core/_adapters.py",
+        "        if argument not in names:",
+        "        if False:",
+        (PAL + "test_a_wrong_prompt_link_is_refused_saying_how[fields1-'colour' is not an argument]",),
+    ),
+)
 SCAFFOLD_POLICY = "tests/test_plugin_template_policy.py::test_the_scaffolds_tool_counts_no_denied_note_and_names_none"
 CASES += (  # the scaffold's tool teaches the gate (tester 31 F9)
     Case(
