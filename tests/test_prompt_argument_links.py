@@ -8,7 +8,7 @@ are the arguments) is refused naming ``argument_resources``, not with a raw ``Ty
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 from mcp import MCPError
@@ -66,3 +66,23 @@ async def test_a_wrong_prompt_link_is_refused_saying_how(fields: dict[str, Any],
 
     lines = await check(compose({"shades": shades}, strict=False))
     assert any(said in line for line in lines) and not any("TypeError" in line for line in lines), lines
+
+
+async def test_check_warns_of_a_literal_prompt_argument_holding_a_templates_values_unlinked() -> None:
+    """The prompt twin of ``tool-enum-unlinked``: every caller may pass every value, whatever it may read."""
+    unlinked, linked = _shades(), _shades()
+
+    @unlinked.prompt()
+    def suggest(color: Literal["red", "blue"], mood: Literal["calm", "loud"] = "calm") -> str:
+        """Suggest a use of a color."""
+        return f"Use {color}."
+
+    @linked.prompt(argument_resources={"color": "shades://colors/{color}"})
+    def suggest_linked(color: Literal["red", "blue"]) -> str:
+        """Suggest a use of a color."""
+        return f"Use {color}."
+
+    lines = [line for line in await check(compose({"shades": unlinked}, strict=False)) if "prompt-enum-unlinked" in line]
+    assert len(lines) == 1 and "'suggest.color'" in lines[0], lines
+    assert 'argument_resources={"color": "shades://colors/{color}"}' in lines[0], lines
+    assert not [line for line in await check(compose({"shades": linked}, strict=False)) if "enum-unlinked" in line]
