@@ -5,7 +5,9 @@ made once, at composition, from the function's signature (:mod:`mcp_providers._d
 from __future__ import annotations
 
 import contextlib
+import enum
 import inspect
+import typing
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -306,3 +308,20 @@ def prompt_links(where: str, fields: Mapping[str, Any], names: Sequence[str]) ->
                 f"{', '.join(names) or 'none'}"
             )
     return links
+
+
+def literal_values(sig: fx.Signature) -> dict[str, tuple[str, ...]]:
+    """Each value parameter annotated ``Literal`` of strings (or a ``str`` ``Enum``) -> its values,
+    for ``check``'s ``prompt-enum-unlinked``."""
+    found: dict[str, tuple[str, ...]] = {}
+    for p in sig.values:
+        hint = sig.hints.get(p.name)
+        if typing.get_origin(hint) is typing.Literal:
+            values = typing.get_args(hint)
+        elif isinstance(hint, type) and issubclass(hint, enum.Enum):
+            values = tuple(m.value for m in hint)
+        else:
+            continue
+        if values and all(isinstance(v, str) for v in values):
+            found[p.name] = values
+    return found

@@ -69,6 +69,7 @@ from mcp_providers._adapters import (
     doc_of,
     fixed_parameters,
     known,
+    literal_values,
     prompt_links,
     resource_fields,
     takes_values_as_given,
@@ -455,8 +456,10 @@ class _Prompts(PromptProvider):
         self._renders: dict[str, PromptRenderer] = {}
         self._completers: dict[tuple[str, str], Completer] = {}
         self.authoring_advice: list[Advice] = []  # check's warnings (mcp_providers._host.advisories)
+        self.argument_values: dict[tuple[str, str], tuple[str, ...]] = {}  # (prompt, argument) -> its Literal's
         for name, (function, fields) in prompts.items():
             sig = fx.signature(function, plugin.settings)
+            self.argument_values.update(((name, a), v) for a, v in literal_values(sig).items())
             fx.text_values(sig, "prompt", name)
             self.authoring_advice += advice(sig, name, [p.name for p in sig.values])
             description = fields.get("description") or doc_of(function) or name

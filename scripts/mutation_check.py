@@ -5433,6 +5433,7 @@ CASES += (  # a refusal names nothing the caller may not see (tester 31 F7)
     ),
 )
 PAL = "tests/test_prompt_argument_links.py::"
+PAL_ENUM = PAL + "test_check_warns_of_a_literal_prompt_argument_holding_a_templates_values_unlinked"
 CASES += (  # a decorated prompt links an argument to a resource (tester 31 F11)
     Case(
         "prompt links: a decorated prompt's argument_resources reaches its argument",
@@ -5440,6 +5441,20 @@ CASES += (  # a decorated prompt links an argument to a resource (tester 31 F11)
         "name=p.name, required=p.default is inspect.Parameter.empty, resource=links.get(p.name)",
         "name=p.name, required=p.default is inspect.Parameter.empty, resource=None",
         (PAL + "test_a_decorated_prompt_links_its_argument_to_a_resource",),
+    ),
+    Case(
+        "prompt links: check warns of an unlinked Literal prompt argument holding a template's values",
+        "core/_host/advisories.py",
+        "    found: list[Problem] = _unlinked_prompt_values(declared, variables)",
+        "    found: list[Problem] = []",
+        (PAL_ENUM,),
+    ),
+    Case(
+        "prompt links: check is quiet of a linked Literal prompt argument",
+        "core/_host/advisories.py",
+        "                if linked is None or argument.resource is not None:",
+        "                if linked is None:",
+        (PAL_ENUM,),
     ),
     Case(
         "prompt links: arguments= is refused saying how to link",

@@ -82,7 +82,9 @@ async def test_check_warns_of_a_literal_prompt_argument_holding_a_templates_valu
         """Suggest a use of a color."""
         return f"Use {color}."
 
-    lines = [line for line in await check(compose({"shades": unlinked}, strict=False)) if "prompt-enum-unlinked" in line]
+    lines = [
+        line for line in await check(compose({"shades": unlinked}, strict=False)) if "prompt-enum-unlinked" in line
+    ]
     assert len(lines) == 1 and "'suggest.color'" in lines[0], lines
     assert 'argument_resources={"color": "shades://colors/{color}"}' in lines[0], lines
     assert not [line for line in await check(compose({"shades": linked}, strict=False)) if "enum-unlinked" in line]

@@ -39,6 +39,9 @@ Advisories (:func:`advisories`; ``check`` prints them and still passes):
 ``argument-resource-unserved``      a tool's or prompt's argument linked (``argument_resources``,
                                     ``PromptArgument.resource``) to a template nothing here serves: a
                                     rule on the resource it meant never sees a call
+``prompt-enum-unlinked``            a decorated prompt's ``Literal``/``Enum`` argument holds exactly
+                                    the completion values of a template's variable, not linked by
+                                    ``argument_resources``
 ``aggregate-undercuts-deny``        (:func:`undercut_aggregates`) the policy denies ``read`` on a
                                     member of an aggregate (``Members``) that does not filter its
                                     members, while allowing the aggregate: reading it serves what
@@ -123,15 +126,50 @@ def advisories(declared: Sequence[Declared]) -> list[Problem]:
     return found
 
 
-def _unlinked_enums(declared: Sequence[Declared]) -> list[Problem]:
-    """``tool-enum-unlinked``: a tool argument offering exactly a template variable's completion
-    values (two or more), not linked to a resource by ``Tool.argument_resources``."""
+def _completion_variables(declared: Sequence[Declared]) -> dict[frozenset[str], tuple[str, str]]:
+    """A template variable's completion values (two or more) -> the template and the variable."""
     variables: dict[frozenset[str], tuple[str, str]] = {}
     for t in (t for d in declared for t in d.templates):
         for variable, values in t.completions.items():
             if len(set(values)) > 1:
                 variables.setdefault(frozenset(values), (t.uri_template, variable))
+    return variables
+
+
+def _unlinked_prompt_values(
+    declared: Sequence[Declared], variables: Mapping[frozenset[str], tuple[str, str]]
+) -> list[Problem]:
+    """``prompt-enum-unlinked``: a decorated prompt's ``Literal`` argument holding exactly a template
+    variable's completion values, with no ``resource`` (the prompt twin of ``tool-enum-unlinked``)."""
     found: list[Problem] = []
+    for d in declared if variables else ():
+        values: Mapping[tuple[str, str], tuple[str, ...]] = getattr(d.provider, "argument_values", {})
+        for prompt in d.prompts:
+            for argument in prompt.arguments:
+                linked = variables.get(frozenset(values.get((prompt.name, argument.name), ())))
+                if linked is None or argument.resource is not None:
+                    continue
+                template, variable = linked
+                example = template.replace("{" + variable + "}", "{" + argument.name + "}")
+                found.append(
+                    Problem(
+                        (d.plugin,),
+                        "prompt-enum-unlinked",
+                        f"{prompt.name}.{argument.name}",
+                        f"its values are those of {{{variable}}} in {template}, and prompts/get takes every one "
+                        "of them from every caller, also those naming a resource the caller may not read",
+                        f'link it: @prompt(argument_resources={{"{argument.name}": "{example}"}})',
+                    )
+                )
+    return found
+
+
+def _unlinked_enums(declared: Sequence[Declared]) -> list[Problem]:
+    """``tool-enum-unlinked``: a tool argument offering exactly a template variable's completion
+    values (two or more), not linked to a resource by ``Tool.argument_resources``; and
+    :func:`_unlinked_prompt_values`."""
+    variables = _completion_variables(declared)
+    found: list[Problem] = _unlinked_prompt_values(declared, variables)
     for d in declared if variables else ():
         for tool in d.tools:
             try:
