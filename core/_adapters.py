@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import enum
 import inspect
+import typing
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -303,3 +304,41 @@ def known(
                 f"{', '.join(sorted(names)) or '(none)'}"
             )
         yield variable, completer
+
+
+def prompt_links(where: str, fields: Mapping[str, Any], names: Sequence[str]) -> dict[str, str]:
+    """A decorated prompt's ``argument_resources``: argument -> the template its value names.
+
+    :raises DeclarationError: ``arguments=`` is given (the parameters are the arguments), or a
+        link names no parameter.
+    """
+    if "arguments" in fields:
+        raise fx.DeclarationError(
+            f"{where}: @prompt(arguments=...): a decorated prompt's arguments are its parameters; link one to "
+            'the resource its value names with argument_resources={"name": "myplugin://things/{name}"}'
+        )
+    links = dict(fields.get("argument_resources") or {})
+    for argument in links:
+        if argument not in names:
+            raise fx.DeclarationError(
+                f"{where}: argument_resources: {argument!r} is not an argument of the prompt; it takes: "
+                f"{', '.join(names) or 'none'}"
+            )
+    return links
+
+
+def literal_values(sig: fx.Signature) -> dict[str, tuple[str, ...]]:
+    """Each value parameter annotated ``Literal`` of strings (or a ``str`` ``Enum``) -> its values,
+    for ``check``'s ``prompt-enum-unlinked``."""
+    found: dict[str, tuple[str, ...]] = {}
+    for p in sig.values:
+        hint = sig.hints.get(p.name)
+        if typing.get_origin(hint) is typing.Literal:
+            values = typing.get_args(hint)
+        elif isinstance(hint, type) and issubclass(hint, enum.Enum):
+            values = tuple(m.value for m in hint)
+        else:
+            continue
+        if values and all(isinstance(v, str) for v in values):
+            found[p.name] = values
+    return found

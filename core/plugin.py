@@ -69,6 +69,8 @@ from mcp_providers._adapters import (
     doc_of,
     fixed_parameters,
     known,
+    literal_values,
+    prompt_links,
     resource_fields,
     spelled_defaults,
     takes_values_as_given,
@@ -250,7 +252,11 @@ class Plugin:
         """Declare the function as a prompt; its parameters are the prompt's arguments (required
         unless they have a default), its docstring the description.
 
-        :param fields: ``title``, ``icons``, ``description``.
+        :param fields: ``title``, ``icons``, ``description``, and ``argument_resources``
+            (argument -> the URI template its value names, e.g. ``{"ssg": "docs://ssgs/{ssg}"}``:
+            ``prompts/get`` then refuses a value whose resource the caller may not read, and
+            completion offers only readable ones; :attr:`PromptArgument.resource
+            <mcp_providers.models.PromptArgument.resource>`).
         """
         return self._adding("prompt", self._prompts, name, fields)
 
@@ -454,15 +460,21 @@ class _Prompts(PromptProvider):
         self._renders: dict[str, PromptRenderer] = {}
         self._completers: dict[tuple[str, str], Completer] = {}
         self.authoring_advice: list[Advice] = []  # check's warnings (mcp_providers._host.advisories)
+        self.argument_values: dict[tuple[str, str], tuple[str, ...]] = {}  # (prompt, argument) -> its Literal's
         for name, (function, fields) in prompts.items():
             sig = fx.signature(function, plugin.settings)
+            self.argument_values.update(((name, a), v) for a, v in literal_values(sig).items())
             fx.text_values(sig, "prompt", name)
             self.authoring_advice += advice(sig, name, [p.name for p in sig.values])
             description = fields.get("description") or doc_of(function) or name
-            rest = {k: v for k, v in fields.items() if k != "description"}
+            links = prompt_links(sig.where, fields, [p.name for p in sig.values])
+            rest = {k: v for k, v in fields.items() if k not in ("description", "argument_resources")}
             with declaring(sig.where):
                 arguments = tuple(
-                    PromptArgument(name=p.name, required=p.default is inspect.Parameter.empty) for p in sig.values
+                    PromptArgument(
+                        name=p.name, required=p.default is inspect.Parameter.empty, resource=links.get(p.name)
+                    )
+                    for p in sig.values
                 )
                 self._declared.append(Prompt(name=name, description=description, arguments=arguments, **rest))
             self._renders[name] = PromptRenderer(sig, settings)

@@ -5910,12 +5910,94 @@ TAV_CALL = TAV + "test_calling_with_a_value_the_caller_may_not_read_is_the_gates
 TAV_SHAPES = TAV + "test_an_enum_a_literal_an_optional_and_an_array_are_each_narrowed"
 TAV_NOWHERE = TAV + "test_a_dropped_value_is_named_nowhere_in_the_schema_nor_taken_as_a_default"
 TAV_REFUSED = TAV + "test_a_call_naming_a_value_the_caller_may_not_read_is_refused"
+SKILL_COPY = (
+    "tests/test_skill_copies.py::test_a_copy_of_a_denied_resource_is_refused_and_its_skill_hidden"
+    "[documcp://templates/hugo-config-skill://documcp/workflows/full-documentation-setup/templates/hugo-config.toml]"
+)
+SKILL_HIDDEN_FILE = "tests/test_skills.py::test_one_hidden_file_hides_the_whole_skill_since_an_entry_lists_every_file"
+CASES += (  # a refusal names nothing the caller may not see (tester 31 F7)
+    Case(
+        "skills: a file's refusal names no original it copies",
+        "core/_host/skills.py",
+        "                raise _copy_refused(file.uri) from None",
+        "                raise",
+        (SKILL_COPY,),
+    ),
+    Case(
+        "skills: skills/get's refusal names no file of the skill",
+        "core/_serve/methods/skills.py",
+        "                except Denied:  # audited with the file's URI; the refusal names only the skill asked for\n",
+        "                except ValueError:\n",
+        (SKILL_COPY, SKILL_HIDDEN_FILE),
+    ),
+)
+PAL = "tests/test_prompt_argument_links.py::"
+PAL_ENUM = PAL + "test_check_warns_of_a_literal_prompt_argument_holding_a_templates_values_unlinked"
+CASES += (  # a decorated prompt links an argument to a resource (tester 31 F11)
+    Case(
+        "prompt links: a decorated prompt's argument_resources reaches its argument",
+        "core/plugin.py",
+        "name=p.name, required=p.default is inspect.Parameter.empty, resource=links.get(p.name)",
+        "name=p.name, required=p.default is inspect.Parameter.empty, resource=None",
+        (PAL + "test_a_decorated_prompt_links_its_argument_to_a_resource",),
+    ),
+    Case(
+        "prompt links: check warns of an unlinked Literal prompt argument holding a template's values",
+        "core/_host/advisories.py",
+        "    found: list[Problem] = _unlinked_prompt_values(declared, variables)",
+        "    found: list[Problem] = []",
+        (PAL_ENUM,),
+    ),
+    Case(
+        "prompt links: check is quiet of a linked Literal prompt argument",
+        "core/_host/advisories.py",
+        "                if linked is None or argument.resource is not None:",
+        "                if linked is None:",
+        (PAL_ENUM,),
+    ),
+    Case(
+        "prompt links: arguments= is refused saying how to link",
+        "core/_adapters.py",
+        '    if "arguments" in fields:',
+        "    if False:",
+        (PAL + "test_a_wrong_prompt_link_is_refused_saying_how[fields0-argument_resources]",),
+    ),
+    Case(
+        "prompt links: a link naming no argument is refused",
+        "core/_adapters.py",
+        "        if argument not in names:",
+        "        if False:",
+        (PAL + "test_a_wrong_prompt_link_is_refused_saying_how[fields1-'colour' is not an argument]",),
+    ),
+)
+SCAFFOLD_POLICY = "tests/test_plugin_template_policy.py::test_the_scaffolds_tool_counts_no_denied_note_and_names_none"
+CASES += (  # the scaffold's tool teaches the gate (tester 31 F9)
+    Case(
+        "scaffold: count_words' note_id is linked to the note it names",
+        "plugin_template/template/src/{{ package_name }}/plugin.py.jinja",
+        '    argument_resources={"note_id": NOTE_TEMPLATE},\n',
+        "",
+        (SCAFFOLD_POLICY,),
+    ),
+    Case(
+        "scaffold: count_words' error names only readable notes",
+        "plugin_template/template/src/{{ package_name }}/plugin.py.jinja",
+        "known ids: {', '.join(_readable(settings)) or 'none'}",
+        "known ids: {', '.join(sorted(settings.notes))}",
+        (SCAFFOLD_POLICY,),
+    ),
+)
+TAS = "tests/test_tool_argument_shapes.py::"
+TAS_SHAPES = TAS + "test_a_denied_value_is_refused_in_every_shape_and_spelling"
+TAS_LIST = TAS + "test_tools_list_narrows_integers_nested_items_dict_values_and_tuple_items"
+TAS_DEFAULT = TAS + "test_a_refused_default_is_refused_without_naming_it"
+TAS_ONCE = TAS + "test_a_default_factory_is_asked_about_and_run_with_one_value"
 CASES += (  # a tool argument's values name resources: shown and taken only where readable (round 18, testers 26/27)
     Case(
         "tool arguments: tools/list keeps only values the caller may read",
         "core/_serve/methods/argument_values.py",
-        'seen[value] = routed_allowed(gate, "read", *self._routed(argument, template, value))',
-        "seen[value] = True",
+        'seen[text] = routed_allowed(gate, "read", *self._routed(argument, template, text))',
+        "seen[text] = True",
         (TAV_LIST, TAV_SHAPES),
     ),
     Case(
@@ -5935,15 +6017,29 @@ CASES += (  # a tool argument's values name resources: shown and taken only wher
     Case(
         "tool arguments: an array's items are narrowed",
         "core/_serve/methods/argument_values.py",
-        '    if isinstance(node.get("items"), dict) and (items := _narrowed(node["items"], keep, defs)) is not None:',
-        "    if False:",
-        (TAV_SHAPES,),
+        '    for key in ("items", "additionalProperties"):  # an array\'s items, a dict\'s values',
+        '    for key in ("additionalProperties",):',
+        (TAV_SHAPES, TAS_LIST),
+    ),
+    Case(
+        "tool arguments: a dict's values are narrowed (t31 F2)",
+        "core/_serve/methods/argument_values.py",
+        '    for key in ("items", "additionalProperties"):  # an array\'s items, a dict\'s values',
+        '    for key in ("items",):',
+        (TAS_LIST,),
+    ),
+    Case(
+        "tool arguments: a tuple's prefixItems are narrowed (t31 F5)",
+        "core/_serve/methods/argument_values.py",
+        '    for key in ("anyOf", "oneOf", "prefixItems"):  # prefixItems: a tuple\'s items, one schema each',
+        '    for key in ("anyOf", "oneOf"):',
+        (TAS_LIST,),
     ),
     Case(
         "tool arguments: anyOf members are narrowed",
         "core/_serve/methods/argument_values.py",
-        '    for key in ("anyOf", "oneOf"):',
-        "    for key in ():",
+        '    for key in ("anyOf", "oneOf", "prefixItems"):  # prefixItems: a tuple\'s items, one schema each',
+        '    for key in ("prefixItems",):',
         (TAV_SHAPES, TAV_NOWHERE),
     ),
     Case(
@@ -5970,23 +6066,79 @@ CASES += (  # a tool argument's values name resources: shown and taken only wher
     Case(
         "tool arguments: tools/call asks about every linked value",
         "core/_serve/methods/argument_values.py",
-        '                require_uri(gate, self._catalog, "read", uri, asked_by=f"argument {argument} of {tool.name}")',
-        "                pass",
-        (TAV_CALL, TAV_REFUSED),
+        '                        require_uri(gate, self._catalog, "read", uri, asked_by=asked_by)',
+        "                        pass",
+        (TAV_CALL, TAV_REFUSED, TAS_SHAPES),
     ),
     Case(
-        "tool arguments: tools/call judges a left-out argument's default",
+        "tool arguments: tools/call judges a left-out argument's default (t31 F4)",
         "core/_serve/methods/argument_values.py",
-        "            value = arguments[argument] if argument in arguments else _default(tool, argument)",
-        "            value = arguments.get(argument)",
-        (TAV_NOWHERE,),
+        "                for named in _names(getattr(arguments, field, None)):",
+        "                for named in _names(getattr(arguments, field, None) if field in sent else None):",
+        (TAV_NOWHERE, TAS_SHAPES + "[Factory-arguments9-None]", TAS_DEFAULT),
+    ),
+    Case(
+        "tool arguments: a refused default is not named (t31 F8)",
+        "core/_serve/methods/argument_values.py",
+        "                        raise _default_refused(gate, argument, tool.name) from None",
+        "                        raise",
+        (TAV_NOWHERE, TAS_DEFAULT),
     ),
     Case(
         "tool arguments: tools/call asks the linked arguments",
         "core/_serve/methods/tools.py",
-        "        self._linked.require(exchange.gate, tool, target[1].arguments or {})",
+        "        self._linked.require(exchange.gate, tool, arguments)",
         "        pass",
         (TAV_CALL,),
+    ),
+    Case(
+        "tool arguments: a call runs on the arguments the gate was asked about",
+        "core/_serve/methods/tools.py",
+        "            arguments = validated.arguments\n",
+        "            arguments = None\n",
+        (TAS_ONCE,),
+    ),
+    Case(
+        "tool arguments: a linked field is found by its alias (t31 F6)",
+        "core/_serve/methods/argument_values.py",
+        "    return {s for s in spelled if s}",
+        "    return {name}",
+        (TAS_SHAPES + "[ByName-arguments5-links5]",),
+    ),
+    Case(
+        "tool arguments: every item of a linked list, tuple or set is asked about (t31 F1)",
+        "core/_serve/methods/argument_values.py",
+        "            pending.extend(item)\n",
+        "            pass\n",
+        (TAS_SHAPES + "[Grid-arguments0-None]",),
+    ),
+    Case(
+        "tool arguments: every value of a linked dict is asked about (t31 F2)",
+        "core/_serve/methods/argument_values.py",
+        "            pending.extend(item.values())",
+        "            pass",
+        (TAS_SHAPES + "[Layers-arguments1-None]",),
+    ),
+    Case(
+        "tool arguments: every field of a model in a linked argument is asked about",
+        "core/_serve/methods/argument_values.py",
+        "            pending.extend(getattr(item, f) for f in type(item).model_fields)",
+        "            pass",
+        (TAS_SHAPES + "[Nested-arguments3-None]",),
+    ),
+    Case(
+        "tool arguments: an integer names the resource of its text (t31 F3)",
+        "core/_serve/methods/argument_values.py",
+        "        return json.dumps(value)",
+        "        return None",
+        (TAS + "test_an_integer_value_names_its_resource_as_text",),
+    ),
+    Case(
+        "tool arguments: each distinct value is asked about once (t31 F13)",
+        "core/_serve/methods/argument_values.py",
+        "        elif (text := _text(item)) is not None and text not in seen:",
+        "        elif (text := _text(item)) is not None:",
+        (TAS + "test_each_distinct_value_is_decided_once_after_the_models_bounds",),
     ),
     Case(
         "tool arguments: check refuses a link to no argument or another template",
@@ -5994,6 +6146,13 @@ CASES += (  # a tool argument's values name resources: shown and taken only wher
         "        yield from _check_tool(d, decl)",
         "        pass",
         (TAV + "test_a_wrong_link_is_a_check_problem",),
+    ),
+    Case(
+        "tool arguments: check warns of a link to a template nothing serves (t31 F10)",
+        "core/_host/advisories.py",
+        "    found += _unserved_links(declared)\n",
+        "",
+        (TAS + "test_a_link_to_a_template_nothing_serves_is_a_check_warning",),
     ),
     Case(
         "tool arguments: check warns of an enum holding a template's values, unlinked",

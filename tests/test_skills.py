@@ -233,7 +233,8 @@ async def test_one_hidden_file_hides_the_whole_skill_since_an_entry_lists_every_
     async with connect(_composed(policy=deny_one_file())) as client:
         assert [s["uri"] for s in (await _call(client, "skills/list", {}))["skills"]] == [RUNBOOK_URI]
         refused = await _refused(client, "skills/get", {"uri": DAILY})
-        assert refused.code == DENIED and "templates/daily.md" in refused.message
+        # naming only the skill asked for: the hidden file is hidden from the refusal too (tester 31 F7)
+        assert refused.code == DENIED and "templates/daily.md" not in refused.message and DAILY in refused.message
         templates = await _call(client, "resources/directory/read", {"uri": "skill://notes/daily-review/templates"})
         assert [r["uri"] for r in templates["resources"]] == ["skill://notes/daily-review/templates/weekly"]
         assert (await _file(client, DAILY)).startswith(b"---\nname: daily-review\n")  # the rest stays readable

@@ -36,6 +36,12 @@ Advisories (:func:`advisories`; ``check`` prints them and still passes):
 ``tool-enum-unlinked``              a tool argument's ``enum`` holds exactly the completion values
                                     of a template's variable, and ``argument_resources`` does not
                                     link it: every caller is shown every value, whatever it may read
+``argument-resource-unserved``      a tool's or prompt's argument linked (``argument_resources``,
+                                    ``PromptArgument.resource``) to a template nothing here serves: a
+                                    rule on the resource it meant never sees a call
+``prompt-enum-unlinked``            a decorated prompt's ``Literal``/``Enum`` argument holds exactly
+                                    the completion values of a template's variable, not linked by
+                                    ``argument_resources``
 ``aggregate-undercuts-deny``        (:func:`undercut_aggregates`) the policy denies ``read`` on a
                                     member of an aggregate (``Members``) that does not filter its
                                     members, while allowing the aggregate: reading it serves what
@@ -71,6 +77,7 @@ def advisories(declared: Sequence[Declared]) -> list[Problem]:
     """What ``check`` warns about without failing: wrapped output schemas, names clients refuse,
     fixed URIs not declared in canonical form, members nothing serves, what providers left out."""
     found: list[Problem] = _unserved_members(declared) + _renamed_plugins(declared) + _unlinked_enums(declared)
+    found += _unserved_links(declared)
     for d in declared:
         for code, value, message, fix in getattr(d.provider, "authoring_advice", ()):  # decorated functions'
             found.append(Problem((d.plugin,), code, value, message, fix))
@@ -119,15 +126,50 @@ def advisories(declared: Sequence[Declared]) -> list[Problem]:
     return found
 
 
-def _unlinked_enums(declared: Sequence[Declared]) -> list[Problem]:
-    """``tool-enum-unlinked``: a tool argument offering exactly a template variable's completion
-    values (two or more), not linked to a resource by ``Tool.argument_resources``."""
+def _completion_variables(declared: Sequence[Declared]) -> dict[frozenset[str], tuple[str, str]]:
+    """A template variable's completion values (two or more) -> the template and the variable."""
     variables: dict[frozenset[str], tuple[str, str]] = {}
     for t in (t for d in declared for t in d.templates):
         for variable, values in t.completions.items():
             if len(set(values)) > 1:
                 variables.setdefault(frozenset(values), (t.uri_template, variable))
+    return variables
+
+
+def _unlinked_prompt_values(
+    declared: Sequence[Declared], variables: Mapping[frozenset[str], tuple[str, str]]
+) -> list[Problem]:
+    """``prompt-enum-unlinked``: a decorated prompt's ``Literal`` argument holding exactly a template
+    variable's completion values, with no ``resource`` (the prompt twin of ``tool-enum-unlinked``)."""
     found: list[Problem] = []
+    for d in declared if variables else ():
+        values: Mapping[tuple[str, str], tuple[str, ...]] = getattr(d.provider, "argument_values", {})
+        for prompt in d.prompts:
+            for argument in prompt.arguments:
+                linked = variables.get(frozenset(values.get((prompt.name, argument.name), ())))
+                if linked is None or argument.resource is not None:
+                    continue
+                template, variable = linked
+                example = template.replace("{" + variable + "}", "{" + argument.name + "}")
+                found.append(
+                    Problem(
+                        (d.plugin,),
+                        "prompt-enum-unlinked",
+                        f"{prompt.name}.{argument.name}",
+                        f"its values are those of {{{variable}}} in {template}, and prompts/get takes every one "
+                        "of them from every caller, also those naming a resource the caller may not read",
+                        f'link it: @prompt(argument_resources={{"{argument.name}": "{example}"}})',
+                    )
+                )
+    return found
+
+
+def _unlinked_enums(declared: Sequence[Declared]) -> list[Problem]:
+    """``tool-enum-unlinked``: a tool argument offering exactly a template variable's completion
+    values (two or more), not linked to a resource by ``Tool.argument_resources``; and
+    :func:`_unlinked_prompt_values`."""
+    variables = _completion_variables(declared)
+    found: list[Problem] = _unlinked_prompt_values(declared, variables)
     for d in declared if variables else ():
         for tool in d.tools:
             try:
@@ -261,6 +303,42 @@ def _unserved_members(declared: Sequence[Declared]) -> list[Problem]:
                         )
                     )
     return found
+
+
+def _unserved_links(declared: Sequence[Declared]) -> list[Problem]:
+    """An ``argument-resource-unserved`` problem per tool argument (``Tool.argument_resources``) or
+    prompt argument (``PromptArgument.resource``) linked to a template nothing here serves."""
+    fixed = {canonical(r.uri) for d in declared for r in d.resources if valid_uri(r.uri)}
+    templates: dict[str, UriTemplate] = {}
+    for d in declared:
+        for t in d.templates:
+            with contextlib.suppress(InvalidUriTemplate, InvalidUri):
+                templates[canonical_template(t.uri_template)] = UriTemplate.parse(canonical_template(t.uri_template))
+    links = [
+        (d.plugin, f"{t.name}.{argument}", template)
+        for d in declared
+        for t in d.tools
+        for argument, template in t.argument_resources.items()
+    ]
+    links += [
+        (d.plugin, f"{p.name}.{a.name}", a.resource)
+        for d in declared
+        for p in d.prompts
+        for a in p.arguments
+        if a.resource
+    ]
+    return [
+        Problem(
+            (plugin,),
+            "argument-resource-unserved",
+            where,
+            f"it is linked to {template!r}, which nothing here serves, so a rule on the resource its values "
+            "name never sees a call (a typo?)",
+            "link it to a template resources/templates/list shows",
+        )
+        for plugin, where, template in links
+        if not _served(template, fixed, templates)
+    ]
 
 
 def _served(member: str, fixed: set[str], templates: Mapping[str, UriTemplate]) -> bool:

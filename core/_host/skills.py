@@ -33,7 +33,7 @@ from typing import Any
 
 from mcp_providers import _threads, policy
 from mcp_providers._holders import Frozen
-from mcp_providers.errors import NotFound, ProviderFailed
+from mcp_providers.errors import Denied, NotFound, ProviderFailed
 from mcp_providers.models import Freshness, Icon, Members, Resource
 from mcp_providers.providers import Content, ReadRequest, ResourceProvider
 from mcp_providers.skills import (
@@ -239,7 +239,10 @@ class SkillFiles(ResourceProvider):
             raise NotFound(f"No skill file at {request.uri}", data={"uri": request.uri})
         source, file = found
         for judged in file.judged_on[1:]:  # a copy never serves what a rule on the original refuses
-            policy.require("read", judged, asked_by=file.uri)
+            try:
+                policy.require("read", judged, asked_by=file.uri)
+            except Denied:  # audited with the original's URI; the caller, who may not see it, is told less
+                raise _copy_refused(file.uri) from None
         read = partial(self.skill_provider.read, source, file.path)
         data = await _threads.run_sync(read, f"skill provider {self.skill_provider.name!r} reading {file.uri}")
         if not isinstance(data, bytes) or _digest(data) != file.digest:
@@ -437,3 +440,13 @@ def directories(skills: Iterable[Skill], resource_of: Mapping[str, Resource]) ->
             out.setdefault(parent, {})[file.uri] = Child(file.uri, parts[-1], resource_of[file.uri])
         out.setdefault(skill.root, {})
     return {d: [children[u] for u in sorted(children)] for d, children in out.items()}
+
+
+def _copy_refused(uri: str) -> Denied:
+    """The refusal of skill file ``uri`` copying or naming a resource the caller may not read,
+    naming only ``uri`` (what the caller asked for)."""
+    return Denied(
+        f"permission-denied: {uri} may not be read by {policy.principal().subject}: it holds what a resource "
+        "it may not read serves",
+        data={"target": uri, "action": "read", "rule": "permission-denied"},
+    )

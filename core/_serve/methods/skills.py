@@ -5,10 +5,11 @@ the same files with ``resources/read``).
 The gate is asked about every skill and every file: a skill is listed only when the caller may
 ``list`` its ``SKILL.md`` and ``read`` each of its files (an entry is a complete manifest, so a
 skill with one hidden file is hidden whole); ``skills/get`` requires ``read`` on each file
-(``-32003`` naming the first refused); a directory lists only the files the caller may ``read``
-and the folders holding at least one, and a directory with none is answered as no directory at
-all (``-32602``), as a skill hidden from the list is. Results carry ``ttlMs``/``cacheScope``
-(``public`` only by the reads' rule, ``custody.shareable``) and ``skills/get`` a receipt over the entry it returns.
+(``-32003`` naming only the skill: the audit line names the file refused); a directory lists
+only the files the caller may ``read`` and the folders holding at least one, and a directory
+with none is answered as no directory at all (``-32602``), as a skill hidden from the list is.
+Results carry ``ttlMs``/``cacheScope`` (``public`` only by the reads' rule, ``custody.shareable``)
+and ``skills/get`` a receipt over the entry it returns.
 """
 
 import json
@@ -27,7 +28,7 @@ from mcp_providers._serve.steps import wire
 from mcp_providers._serve.steps.custody import STATIC_TTL_MS, receipt, shareable
 from mcp_providers._serve.steps.exchange import Actor, Exchange
 from mcp_providers._serve.steps.gate import Gate
-from mcp_providers.errors import InvalidParams
+from mcp_providers.errors import Denied, InvalidParams
 from mcp_providers.models import RECEIPT_KEY
 from mcp_providers.providers import ResourceProvider
 from mcp_providers.skills import DIRECTORY_MIME, SKILLS_EXTENSION
@@ -135,7 +136,14 @@ class GetSkill:
         exchange.gate.require("list", skill.uri)
         for file in skill.files:
             for uri in file.judged_on:
-                exchange.gate.require("read", uri)
+                try:
+                    exchange.gate.require("read", uri)
+                except Denied:  # audited with the file's URI; the refusal names only the skill asked for
+                    raise Denied(
+                        f"permission-denied: {skill.uri} may not be read by {exchange.gate.subject}: "
+                        "one of its files is refused",
+                        data={"target": skill.uri, "action": "read", "rule": "permission-denied"},
+                    ) from None
 
     async def invoke(self, exchange: Exchange, target: SkillTarget) -> dict[str, Any]:
         return target.declaration.entry()

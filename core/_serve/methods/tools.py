@@ -90,8 +90,20 @@ class Asking(Frozen):
         object.__setattr__(self, "arguments", arguments)
 
 
-Target = tuple[Entry[Tool, ToolProvider], types.CallToolRequestParams]
-"""A routed ``tools/call``: the tool's catalog entry and the request's params."""
+# not a dataclass: never compared or shown, and made per call
+class Validated:
+    """The arguments of one call as validated while authorizing it (its linked arguments are asked
+    about the values the tool will receive), for the call to run on the same ones: a
+    ``default_factory`` may give another value each time."""
+
+    __slots__ = ("arguments",)
+
+    def __init__(self) -> None:
+        self.arguments: BaseModel | None = None
+
+
+Target = tuple[Entry[Tool, ToolProvider], types.CallToolRequestParams, Validated]
+"""A routed ``tools/call``: the tool's catalog entry, the request's params, its validated arguments."""
 
 
 def error_result(text: str) -> types.CallToolResult:
@@ -122,20 +134,30 @@ class CallTool:
         entry = self._assembly.catalog.tool(params.name)
         if entry is None:
             raise InvalidParams(f"Unknown tool {params.name[:200]!r}; see tools/list", data={"tool": params.name[:200]})
-        return entry, params
+        return entry, params, Validated()
 
     def authorize(self, exchange: Exchange, target: Target) -> None:
-        """``call`` on the tool's name, then ``read`` on each resource a linked argument names
-        (:class:`~mcp_providers._serve.methods.argument_values.LinkedArguments`)."""
+        """``call`` on the tool's name, then ``read`` on each resource a linked argument names in
+        the validated arguments (:class:`~mcp_providers._serve.methods.argument_values.LinkedArguments`);
+        arguments that fail validation run nothing, and :meth:`invoke` refuses them."""
         tool = target[0].declaration
         exchange.gate.require("call", tool.name)
-        self._linked.require(exchange.gate, tool, target[1].arguments or {})
+        if not self._linked.gates(exchange.gate, tool):
+            return
+        try:
+            arguments = tool.input_model.model_validate(target[1].arguments or {})
+        except ValidationError:
+            return
+        self._linked.require(exchange.gate, tool, arguments)
+        target[2].arguments = arguments
 
     async def invoke(self, exchange: Exchange, target: Target) -> tuple[object, str]:
-        entry, params = target
+        entry, params, validated = target
         tool = entry.declaration
         try:
-            arguments = tool.input_model.model_validate(params.arguments or {})
+            arguments = validated.arguments
+            if arguments is None:
+                arguments = tool.input_model.model_validate(params.arguments or {})
         except ValidationError as exc:
             hidden = self._linked.hidden(exchange.gate, tool)
             return Refused(f"Invalid arguments for {tool.name}: {_problems(exc, hidden)}"), ""
