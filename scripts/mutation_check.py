@@ -2327,6 +2327,13 @@ CASES += (
         ("tests/test_identity_introspection.py::test_each_refused_answer_names_its_check_and_never_the_token",),
     ),
     Case(
+        "upstream stderr: lines held for context are written when the relay is cancelled too",
+        "plugins/upstream/stderr.py",
+        "    finally:  # ended, or cancelled as the upstream stops with us: what is held is still written",
+        "    except BaseException:\n        raise\n    else:",
+        ("tests/test_upstream_masking.py::test_the_upstreams_stderr_reaches_ours_masked",),
+    ),
+    Case(
         "upstream stderr: a long line is masked before it is cut (t30 F2)",
         "plugins/upstream/stderr.py",
         "    cap = STDERR_LINE_BYTES + CONTEXT_CHARS",

@@ -114,27 +114,29 @@ async def relay_stderr(process: Process, masked: Callable[[str], str], out: Text
     buffer = bytearray()
     skipping = False  # the rest of a line already cut
     cap = STDERR_LINE_BYTES + CONTEXT_CHARS
-    with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError):
-        source = aiter(process.stderr)
-        while (chunk := await _next(source, bool(held.lines or buffer))) is not None:
-            if chunk is _QUIET:  # a line written in parts with a pause between is two lines
-                if buffer:
-                    held.add(buffer.decode("utf-8", "replace"), False)
-                    buffer.clear()
-                held.flush()
-                continue
-            buffer += chunk
-            *whole, rest = buffer.split(b"\n")
-            for line in whole:
-                if not skipping:
-                    held.add(line.decode("utf-8", "replace"), len(line) > STDERR_LINE_BYTES)
-                skipping = False
-            if skipping:
-                rest = bytearray()
-            elif len(rest) > cap:
-                held.add(rest[:cap].decode("utf-8", "replace"), True)
-                rest, skipping = bytearray(), True
-            buffer = bytearray(rest)
-    if buffer:
-        held.add(buffer.decode("utf-8", "replace"), len(buffer) > STDERR_LINE_BYTES)
-    held.flush()
+    try:
+        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError):
+            source = aiter(process.stderr)
+            while (chunk := await _next(source, bool(held.lines or buffer))) is not None:
+                if chunk is _QUIET:  # a line written in parts with a pause between is two lines
+                    if buffer:
+                        held.add(buffer.decode("utf-8", "replace"), False)
+                        buffer.clear()
+                    held.flush()
+                    continue
+                buffer += chunk
+                *whole, rest = buffer.split(b"\n")
+                for line in whole:
+                    if not skipping:
+                        held.add(line.decode("utf-8", "replace"), len(line) > STDERR_LINE_BYTES)
+                    skipping = False
+                if skipping:
+                    rest = bytearray()
+                elif len(rest) > cap:
+                    held.add(rest[:cap].decode("utf-8", "replace"), True)
+                    rest, skipping = bytearray(), True
+                buffer = bytearray(rest)
+    finally:  # ended, or cancelled as the upstream stops with us: what is held is still written
+        if buffer:
+            held.add(buffer.decode("utf-8", "replace"), len(buffer) > STDERR_LINE_BYTES)
+        held.flush()
