@@ -4737,6 +4737,16 @@ CASES += (  # side-effect scope containment (round 16, tester twenty-two F1-F5)
         ),
     ),
     Case(
+        "containment: _thread.interrupt_main in a read is refused (tester 32 F8)",
+        "core/_sideeffects/process.py",
+        '    table.append((_thread, "interrupt_main", _said("_thread.interrupt_main"), (_thread, threading)))',
+        "    pass",
+        (
+            "tests/test_side_effect_process.py::"
+            + "test_each_change_to_another_process_or_the_whole_process_is_refused_in_a_read[_thread.interrupt_main]",
+        ),
+    ),
+    Case(
         "containment: shared memory opened for writing or creating in a read is refused",
         "core/_sideeffects/process.py",
         "    if not flags & (os.O_CREAT | os.O_TRUNC | os.O_RDWR | os.O_WRONLY):",
