@@ -4737,6 +4737,16 @@ CASES += (  # side-effect scope containment (round 16, tester twenty-two F1-F5)
         ),
     ),
     Case(
+        "containment: _thread.interrupt_main in a read is refused (tester 32 F8)",
+        "core/_sideeffects/process.py",
+        '    table.append((_thread, "interrupt_main", _said("_thread.interrupt_main"), (_thread, threading)))',
+        "    pass",
+        (
+            "tests/test_side_effect_process.py::"
+            + "test_each_change_to_another_process_or_the_whole_process_is_refused_in_a_read[_thread.interrupt_main]",
+        ),
+    ),
+    Case(
         "containment: shared memory opened for writing or creating in a read is refused",
         "core/_sideeffects/process.py",
         "    if not flags & (os.O_CREAT | os.O_TRUNC | os.O_RDWR | os.O_WRONLY):",
@@ -6209,6 +6219,7 @@ CASES += (  # a tool argument's values name resources: shown and taken only wher
 T29 = "tests/test_side_effect_tester29.py::"
 T29N = T29 + "test_a_native_library_is_not_loaded_as_an_extension_from_where_imports_would_not_find_it"
 T29B = T29 + "test_a_systemexit_from_work_a_read_scheduled_past_the_task_factory_is_contained"
+T32S = "tests/test_contain_scheduled_work.py::test_what_work_a_read_scheduled_raises_does_not_end_the_server"
 
 CASES += (  # tester twenty-nine
     Case(
@@ -6400,6 +6411,34 @@ CASES += (  # tester twenty-nine
         '"call_soon_threadsafe": 0, "call_at": 1}',
         '"call_soon_threadsafe": 0}',
         (T29B + "[loop.call_later]",),
+    ),
+    Case(
+        "containment: what asyncio's Handle._run re-raises on the server's loop is contained (t32 F1)",
+        "core/_host/contain.py",
+        "            if not _contained_here(exc):",
+        "            if True:",
+        (T32S + "[call_soon with an empty context-exit]", T32S + "[a handle put on loop._ready-interrupt]"),
+    ),
+    Case(
+        "containment: Handle._run is wrapped when the server's loop is contained (t32 F1)",
+        "core/_host/contain.py",
+        "    _contain_handles()\n",
+        "",
+        (T32S + "[the class's call_soon-exit]",),
+    ),
+    Case(
+        "containment: only the server's loop contains what its handles re-raise (t32 F1)",
+        "core/_host/contain.py",
+        "    if loop not in _server_loops:",
+        "    if False:",
+        ("tests/test_contain_scheduled_work.py::test_a_loop_that_is_not_the_servers_is_left_as_asyncio_makes_it",),
+    ),
+    Case(
+        "containment: a second Ctrl-C's forced exit passes the handle's containment (t32 F1)",
+        "core/_host/contain.py",
+        "    return tb is None or tb.tb_frame.f_code.co_filename != asyncio.runners.__file__",
+        "    return True",
+        ("tests/test_contain_scheduled_work.py::test_the_forced_exit_of_a_second_ctrl_c_still_ends_the_servers_loop",),
     ),
 )
 

@@ -34,6 +34,7 @@ NAMEDTUPLE_API = frozenset({"_replace", "_asdict", "_fields", "_make", "_field_d
 FOREIGN: dict[tuple[str, str], str] = {
     ("_metadata.py", "_path"): "importlib.metadata.PathDistribution._path: the dist-info folder a warning names",
     ("_host/compat.py", "_path"): "importlib.metadata.PathDistribution._path: one core check per folder",
+    ("_host/contain.py", "_run"): "asyncio.events.Handle._run: what a scheduled callback raises, contained",
     ("_serve/reload.py", "_path"): "importlib.metadata.PathDistribution._path: the version from the folder name",
     ("_metadata.py", "_plugins"): "pydantic.plugin._loader._plugins: repaired when broken metadata is on sys.path",
     ("_serve/transport/manager.py", "_admit_session"): "the SDK session manager's admission, watched per session",

@@ -10,6 +10,7 @@ break it (renamed, removed, replaced); the check must name it, composing a serve
 
 from __future__ import annotations
 
+import asyncio.events
 import importlib.metadata
 import re
 import subprocess
@@ -110,6 +111,7 @@ def _breakers() -> dict[str, Callable[[pytest.MonkeyPatch], None]]:
         "pluggy.HookimplMarker/HookspecMarker (<project>_impl, <project>_spec)": _mark_elsewhere,
         "pydantic.plugin._loader._plugins": lambda mp: mp.delattr(_loader, "_plugins"),
         "_posixsubprocess.fork_exec": lambda mp: mp.delattr(_posixsubprocess, "fork_exec"),
+        "asyncio.events.Handle._run": lambda mp: mp.delattr(asyncio.events.Handle, "_run"),
         "importlib.metadata.PathDistribution._path": lambda mp: mp.setattr(
             importlib.metadata, "PathDistribution", _FolderElsewhere
         ),
@@ -128,8 +130,8 @@ def test_the_installed_packages_have_every_seam() -> None:
     seams.check_seams("http")
 
 
-def test_the_table_holds_at_most_twelve_private_names_each_from_a_tested_package() -> None:
-    assert len(seams.SEAMS) <= 12
+def test_the_table_holds_at_most_thirteen_private_names_each_from_a_tested_package() -> None:
+    assert len(seams.SEAMS) <= 13  # thirteenth: asyncio's Handle._run (tester thirty-two F1)
     assert len({s.name for s in seams.SEAMS}) == len(seams.SEAMS)
     assert {s.package for s in seams.SEAMS} <= set(seams.TESTED)
 

@@ -14,6 +14,7 @@ import _multiprocessing
 import _posixshmem
 import _signal
 import _socket
+import _thread
 import asyncio
 import ctypes
 import faulthandler
@@ -85,6 +86,8 @@ UNAUDITED: dict[str, Callable[[], Any]] = {
     "threading.setprofile": lambda: threading.setprofile(sys.getprofile()),
     "asyncio.set_event_loop_policy": lambda: asyncio.set_event_loop_policy(asyncio.get_event_loop_policy()),
     "os.set_blocking": lambda: os.set_blocking(2, os.get_blocking(2)),
+    # tester thirty-two F8: a KeyboardInterrupt (or any signal's handler) raised in the main thread
+    "_thread.interrupt_main": lambda: _thread.interrupt_main(signal.SIGWINCH),
 }
 AUDITED |= {
     "sys.setprofile": lambda: sys.setprofile(sys.getprofile()),

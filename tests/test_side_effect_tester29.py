@@ -179,6 +179,8 @@ def test_a_systemexit_from_work_a_read_scheduled_past_the_task_factory_is_contai
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, (done.stdout, done.stderr[-2000:])
     assert done.stdout == "reset -32008\nserver still answers\n", done.stderr[-2000:]
+    # contained where it was scheduled, the provider named (asyncio's Handle._run would contain it unnamed)
+    assert "work provider 'probe' scheduled raised SystemExit" in done.stderr, done.stderr[-2000:]
 
 
 def test_a_read_cannot_take_the_task_containment_off_the_servers_loop() -> None:

@@ -17,8 +17,18 @@ anything else sees them. The factory sees ``loop.create_task`` only: a task made
 ``call_soon_threadsafe``) reaches the loop through its scheduling calls, so :func:`contain_tasks`
 also wraps those on the running loop (its own attributes: asyncio's classes are left as they are):
 what runs in a context that names an owner, a task's every step included, has a ``SystemExit`` or
-``KeyboardInterrupt`` it raises logged and contained (tester twenty-nine F5). A loop whose
-attributes cannot be set (``uvloop``'s) keeps the factory only.
+``KeyboardInterrupt`` it raises logged and contained (tester twenty-nine F5). Work scheduled past
+those wrappers (a context made empty, ``asyncio.BaseEventLoop.call_soon(loop, cb)``, the loop's
+private ``_call_soon`` or ``_ready``, ``asyncio.Task(coro, context=...)``, a future's done callback)
+all runs through one method, ``asyncio.events.Handle._run``, which re-raises those two: it is
+wrapped process-wide, once, and on a loop :func:`contain_tasks` was called on (the server's) what it
+re-raises is logged and contained whatever the owner (tester thirty-two F1). Followed there: every
+callback and task step of such a loop. Not followed: other loops (their ``SystemExit`` ends them as
+asyncio means it to), the forced exit of a second Ctrl-C under ``asyncio.run`` (raised from
+``asyncio.runners``' handler, it passes), and a loop whose handles are not asyncio's (``uvloop``'s:
+the task factory only). A ``KeyboardInterrupt`` a signal delivers while a callback of the server's
+loop runs is contained too; ``asyncio.run`` and uvicorn handle ``SIGINT`` themselves, so Ctrl-C
+reaches them as a cancellation or a shutdown, not as that exception.
 The same factory keeps a read's side-effect scope on a task the read starts with a context of its
 own (``create_task(coro, context=contextvars.Context())``): :func:`mcp_providers._sideeffects.carried`.
 """
@@ -29,6 +39,7 @@ import asyncio
 import functools
 import logging
 import sys
+import weakref
 from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -134,6 +145,8 @@ def contain_tasks() -> None:
         loop = asyncio.get_running_loop()
     except RuntimeError:
         return
+    _server_loops.add(loop)
+    _contain_handles()
     _contain_callbacks(loop)
     previous = loop.get_task_factory()
     if getattr(previous, "contains_plugin_tasks", False):
@@ -186,3 +199,45 @@ def _contained_callback(callback: Callable[..., Any], owner: str, *args: Any) ->
     except (SystemExit, KeyboardInterrupt) as exc:  # the loop would re-raise these and end
         name = type(exc).__name__
         log.error("work provider %r scheduled raised %s; contained, the server goes on", owner, name, exc_info=exc)
+
+
+_server_loops: weakref.WeakSet[asyncio.AbstractEventLoop] = weakref.WeakSet()
+"""The loops :func:`contain_tasks` was called on, whose handles contain what they re-raise."""
+
+
+def _contain_handles() -> None:
+    """Wrap ``asyncio.events.Handle._run`` (once, process-wide; timer handles inherit it): every
+    callback and task step of a pure-Python asyncio loop runs there, and it re-raises ``SystemExit``
+    and ``KeyboardInterrupt`` out of the loop (module docstring)."""
+    handle = asyncio.events.Handle
+    run = handle._run
+    if getattr(run, "contains_plugin_callbacks", False):
+        return
+
+    def contained_run(self: asyncio.Handle) -> None:
+        try:
+            run(self)
+        except (SystemExit, KeyboardInterrupt) as exc:
+            if not _contained_here(exc):
+                raise
+            name = type(exc).__name__
+            log.error("a callback on the server's loop raised %s; contained, the server goes on", name, exc_info=exc)
+
+    contained_run.contains_plugin_callbacks = True  # type: ignore[attr-defined]
+    contained_run.__wrapped__ = run  # type: ignore[attr-defined]
+    handle._run = contained_run  # type: ignore[method-assign]
+
+
+def _contained_here(exc: BaseException) -> bool:
+    """Whether ``exc``, re-raised by a handle, is contained: on the server's loop, and not the
+    forced exit ``asyncio.runners`` raises on a second Ctrl-C."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    if loop not in _server_loops:
+        return False
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is None or tb.tb_frame.f_code.co_filename != asyncio.runners.__file__

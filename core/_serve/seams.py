@@ -180,6 +180,13 @@ def _has_fork_exec() -> bool:
     return callable(getattr(_posixsubprocess, "fork_exec", None))
 
 
+def _has_handle_run() -> bool:
+    """Where every callback and task step of an asyncio loop runs (``_host/contain.py`` wraps it)."""
+    import asyncio.events
+
+    return callable(vars(asyncio.events.Handle).get("_run"))
+
+
 def _has_distribution_path() -> bool:
     """A distribution found on ``sys.path`` keeps its ``.dist-info`` folder as ``_path``."""
     where = Path("seams-0.1.dist-info")
@@ -243,6 +250,9 @@ SEAMS: tuple[Seam, ...] = (
          _has_pydantic_plugin_cache, "pydantic"),
     Seam("_posixsubprocess.fork_exec", "refusing process starts that raise no audit event (enforce)",
          _has_fork_exec, "python"),
+    Seam("asyncio.events.Handle._run",
+         "containing SystemExit/KeyboardInterrupt from work a read scheduled on the server's loop",
+         _has_handle_run, "python"),
     Seam("importlib.metadata.PathDistribution._path",
          "a plugin distribution's folder: its core check once per folder, the version a reload reports",
          _has_distribution_path, "python"),

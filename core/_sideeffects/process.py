@@ -29,7 +29,9 @@ changes what every later request meets, as a file written would. Two levels, as 
   ``os.closerange`` of any), its signal handlers, mask and timers (``signal.signal``,
   ``signal.pthread_sigmask`` but the idiom that reads the mask, ``signal.alarm``,
   ``signal.setitimer``, ``signal.siginterrupt``, ``signal.set_wakeup_fd``), a signal sent by
-  ``signal.pidfd_send_signal`` or ``signal.raise_signal``, the interpreter's settings
+  ``signal.pidfd_send_signal`` or ``signal.raise_signal`` or simulated by ``_thread.interrupt_main``
+  (any signal number: a ``KeyboardInterrupt`` in the main thread ends the server; tester
+  thirty-two F8), the interpreter's settings
   (``sys.setrecursionlimit``, ``sys.setswitchinterval``, ``sys.set_int_max_str_digits``,
   ``sys.setdlopenflags``, ``socket.setdefaulttimeout``, ``threading.stack_size`` with a size, the
   ``gc`` switches and thresholds, ``faulthandler``'s handlers), the clocks (``time.clock_settime``),
@@ -293,6 +295,7 @@ def _unaudited_table() -> list[Row]:
     table += rows(sys, _INTERPRETER, (sys,))
     table += rows(_socket, ("setdefaulttimeout",), (socket, _socket), "socket")
     table.append((_thread, "stack_size", _queried("threading.stack_size", lambda a: not a), (_thread, threading)))
+    table.append((_thread, "interrupt_main", _said("_thread.interrupt_main"), (_thread, threading)))  # ends a server
     table += rows(gc, _COLLECTOR, (gc,))
     table += rows(faulthandler, (*_FAULTS, *crashes), (faulthandler,))
     table += rows(time, _CLOCKS, (time,))
