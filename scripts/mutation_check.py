@@ -382,9 +382,23 @@ CASES: tuple[Case, ...] = (
     Case(
         "masking: the compacted view is searched for long spellings only",
         "plugins/_masking.py",
-        "            self._long = _Literals({v for v in every if len(v) >= MIN_ENCODED_CHARS} or {MASK})",
-        "            self._long = _Literals(every)",
+        "            long = {v for v in every if len(v) >= MIN_ENCODED_CHARS}",
+        "            long = every",
         ("tests/test_upstream_masking.py::test_a_text_whose_views_hold_no_secret_is_left_as_it_came",),
+    ),
+    Case(
+        "masking: the compacted views are searched for each long spelling compacted too",
+        "plugins/_masking.py",
+        "            long |= {c for v in long if len(c := _compacted(v)) >= MIN_ENCODED_CHARS}",
+        "            pass",
+        ("tests/test_upstream_masking.py::test_a_secret_holding_separators_wrapped_over_two_lines_is_masked",),
+    ),
+    Case(
+        "masking: a text is read again with the prefix its adjacent lines share removed",
+        "plugins/_masking.py",
+        '    if "\\n" in unsplit and (unprefixed := _unprefixed(unsplit)) != unsplit:',
+        "    if False:",
+        ("tests/test_upstream_masking.py::test_a_secret_wrapped_with_a_prefix_on_each_line_is_masked",),
     ),
     Case(
         "masking: a secret UTF-16 encoded then base64- or hex-encoded is found",
