@@ -401,7 +401,8 @@ def _patch_sqlite3(sqlite3: Any) -> None:
         writers.guard_attaches(connection, lambda created: _judge_file(scope, "sqlite3.connect", (created,)))
         return connection
 
-    for module in (sqlite3, sqlite3.dbapi2, sys.modules.get("_sqlite3")):
+    names: tuple[Any, ...] = (sqlite3, sqlite3.dbapi2, sys.modules.get("_sqlite3"))
+    for module in names:
         if module is not None and getattr(module, "connect", None) is original:
             module.connect = connect
     _sqlite_guarded = True
