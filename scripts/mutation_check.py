@@ -6337,6 +6337,13 @@ CASES += (  # tester twenty-nine
         (T29 + "test_a_sqlite_connection_made_past_sqlite3_connect_in_a_read_is_refused",),
     ),
     Case(
+        "jwks: the answer's Age is taken off its max-age (t32 F11)",
+        "core/_serve/identity/jwks.py",
+        "            said -= float(age.strip())",
+        "            pass",
+        ("tests/test_identity_jwks_age.py::test_the_age_a_cache_has_held_the_answer_is_taken_off_its_max_age",),
+    ),
+    Case(
         "file: readline's history writers are guarded when imported (t29 F2)",
         "core/_sideeffects/files.py",
         '    patch_on_import("readline", _patch_readline)',
