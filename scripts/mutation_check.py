@@ -6344,6 +6344,13 @@ CASES += (  # tester twenty-nine
         ("tests/test_identity_jwks_age.py::test_the_age_a_cache_has_held_the_answer_is_taken_off_its_max_age",),
     ),
     Case(
+        "http: a method the MCP path does not serve is answered 405 naming no session (t32 F12)",
+        "core/_serve/transport/http_app.py",
+        ' or scope["method"] not in _SERVED_METHODS:',
+        ":",
+        ("tests/test_http_transport.py::test_a_method_the_mcp_path_does_not_serve_answers_405_naming_no_session",),
+    ),
+    Case(
         "file: readline's history writers are guarded when imported (t29 F2)",
         "core/_sideeffects/files.py",
         '    patch_on_import("readline", _patch_readline)',
