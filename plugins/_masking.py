@@ -24,11 +24,15 @@ Services spell things in more ways than any list of spellings names (PHP's ``\\/
 characters, HTML entities, separated hex, byte lists, a soft hyphen inside it, a capitalised first
 letter...). So once the text as written is masked, the same spellings are searched for in *views*
 of it (:func:`_decoded_views` lists them: decodings applied in turn, then markup and invisible
-characters read away, lower-cased, compacted, byte lists read as bytes; a byte escape ``\\xNN``,
-``=NN`` or a ``%NN`` that is not UTF-8 reads as the Latin-1 character). A secret a view holds
-cannot be cut out of the text as written: the whole text is replaced by :data:`MASK` (fail closed)
-and a warning names the service, never the secret. Views are computed only while a secret is held,
-and each decoding only when the text has a sign of it.
+characters read away, lower-cased, compacted (a long spelling is searched compacted there too, so a
+secret holding ``-`` or ``:`` wrapped over lines is found), compacted again after removing the prefix
+adjacent lines share (a log's ``ERR  `` on each line of a wrapped secret), byte lists read as bytes;
+a byte escape ``\\xNN``, ``=NN`` or a ``%NN`` that is not UTF-8 reads as the Latin-1 character). A
+secret a view holds cannot be cut out of the text as written: the whole text is replaced by
+:data:`MASK` (fail closed) and a warning names the service, never the secret. Views are computed only
+while a secret is held, and each decoding only when the text has a sign of it. Not followed: a
+wrapped secret whose lines' prefixes differ (a timestamp per line, ``13:46:23 ERR`` then
+``13:46:24 ERR``) is not read whole.
 
 Example::
 
@@ -47,6 +51,7 @@ import binascii
 import codecs
 import contextlib
 import html
+import itertools
 import json
 import logging
 import re
@@ -251,6 +256,31 @@ def _unsplit(text: str) -> str:
     return "".join(c for c in text if unicodedata.category(c) != "Cf")
 
 
+def _shared_prefix(first: str, second: str) -> int:
+    """How many leading characters ``first`` and ``second`` share (a binary search of slices: C
+    compares, a few per pair, where a loop over characters cost 20 Python steps per shared one)."""
+    low, high = 0, min(len(first), len(second))
+    while low < high:
+        middle = (low + high + 1) // 2
+        if first[:middle] == second[:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def _unprefixed(text: str) -> str:
+    """``text`` with each line's leading characters shared with the line before or after it (the
+    longer) removed: a log writing every line under one prefix (``ERR  ``, ``[talk] ``) splits a
+    wrapped secret by it. ``text`` itself when no adjacent lines share a prefix."""
+    lines = text.split("\n")
+    if len(lines) < 2:
+        return text
+    shared = [_shared_prefix(*pair) for pair in itertools.pairwise(lines)]
+    cuts = [max(before, after) for before, after in zip([0, *shared], [*shared, 0], strict=True)]
+    return "\n".join(line[cut:] for line, cut in zip(lines, cuts, strict=True)) if any(shared) else text
+
+
 def _byte_lists(text: str) -> str:
     """The lists of eight or more numbers up to 255 in ``text``, each read as bytes (latin-1), one
     per line; ``""`` when there are none."""
@@ -269,6 +299,7 @@ def _decoded_views(text: str, undo: _single_byte.Signs | None = None) -> Iterato
     (searched for spellings of :data:`MIN_ENCODED_CHARS` or more only, so words it joins do not
     spell a short secret): each text :func:`_decoded` makes; the last of them without markup and
     invisible characters (:func:`_unsplit`); that lower-cased; that compacted (:func:`_compacted`);
+    that with the prefix adjacent lines share removed (:func:`_unprefixed`), compacted;
     the byte lists in the last decoded text read as bytes (:func:`_byte_lists`); and, with ``undo``
     (the signs of the non-ASCII secrets held), the last decoded text not NFKC-folded (NFKC folds
     mojibake's own characters: ``µ``, a no-break space) read back through each single-byte charset
@@ -289,6 +320,8 @@ def _decoded_views(text: str, undo: _single_byte.Signs | None = None) -> Iterato
     compact = _compacted(unsplit)
     if compact != unsplit:
         yield compact, True
+    if "\n" in unsplit and (unprefixed := _unprefixed(unsplit)) != unsplit:
+        yield _compacted(unprefixed), True
     if listed := _byte_lists(last):
         yield listed, False
     if undo:
@@ -340,7 +373,8 @@ class Secrets:
         self._literals: _Literals | None = None
         """Every spelling of every secret, JSON-escaped too: made when next needed after a change."""
         self._long: _Literals | None = None
-        """Those of :data:`MIN_ENCODED_CHARS` or more, for the compacted view."""
+        """Those of :data:`MIN_ENCODED_CHARS` or more, and each of them compacted (a secret holding
+        ``-`` or ``:`` wrapped over two lines), for the compacted views."""
         self._undo: _single_byte.Signs | None = None
         """The signs of the non-ASCII secrets held (:class:`~mcp_providers.plugins._single_byte.Signs`):
         only while one is held are texts read back through single-byte charsets."""
@@ -381,7 +415,9 @@ class Secrets:
         if self._literals is None and (self._held or self._handed):
             every = {v for held in (self._held, self._handed) for s in held.values() for v in s}
             self._literals = _Literals(every)
-            self._long = _Literals({v for v in every if len(v) >= MIN_ENCODED_CHARS} or {MASK})
+            long = {v for v in every if len(v) >= MIN_ENCODED_CHARS}
+            long |= {c for v in long if len(c := _compacted(v)) >= MIN_ENCODED_CHARS}  # as the compacted view reads it
+            self._long = _Literals(long or {MASK})
             held = [v for values in (self._held, self._handed) for v in values if not v.isascii()]
             self._undo = _single_byte.Signs(f(v) for v in held for f in (str, str.upper, str.lower))
         return self._literals

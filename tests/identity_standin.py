@@ -57,6 +57,8 @@ class StandInIdP:
     """``ok``, ``garbage`` (not JSON), ``empty`` (a JSON object without keys), ``slow`` (hangs), ``down`` (500)."""
     jwks_cache_control: str | None = None
     """The JWKS answer's ``Cache-Control`` header (``None``: none sent)."""
+    jwks_age: str | None = None
+    """The JWKS answer's ``Age`` header (``None``: none sent): how long a cache has held it."""
     slow_seconds: float = 3.0
     introspection: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Answers by token; any other token is ``{"active": false}``."""
@@ -144,6 +146,8 @@ def _handler(idp: StandInIdP) -> type[BaseHTTPRequestHandler]:
                 self.send_header("Content-Type", "application/json")
                 if cache_control is not None:
                     self.send_header("Cache-Control", cache_control)
+                if cache_control is not None and idp.jwks_age is not None:
+                    self.send_header("Age", idp.jwks_age)
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)

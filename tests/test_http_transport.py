@@ -146,6 +146,18 @@ def test_stateless_get_and_delete_answer_405_with_allow_post() -> None:
         assert (status, headers.get("allow")) == (405, "POST")
 
 
+@pytest.mark.parametrize("stateless", [True, False])
+def test_a_method_the_mcp_path_does_not_serve_answers_405_naming_no_session(stateless: bool) -> None:
+    """Tester 32 (F12): on the sessions transport a PUT or PATCH was answered 405 with an
+    ``Mcp-Session-Id`` naming no session (a client using it got 404): 405, ``Allow``, no id."""
+    allowed = "POST" if stateless else "GET, POST, DELETE"
+    with _served(stateless=stateless) as port:
+        for method in ("PUT", "PATCH", "TRACE", "PROPFIND"):
+            status, headers, _ = _request(port, method, headers={**JSON_HEADERS, "mcp-protocol-version": "2025-11-25"})
+            assert (status, headers.get("allow")) == (405, allowed), method
+            assert "mcp-session-id" not in headers, (method, headers)
+
+
 def test_stateless_initialize_claims_no_subscribe_and_subscribe_is_refused() -> None:
     init = {
         "jsonrpc": "2.0",

@@ -111,6 +111,22 @@ async def test_the_answers_max_age_is_honoured_above_the_floor(
     assert await checker.verify_token(rsa(idp, jti="b")) is None
 
 
+@pytest.mark.parametrize(("said_age", "age"), [("3590", 60), ("300", 300), ("0", 600), ("soon", 600), ("9999", 60)])
+async def test_the_age_a_cache_has_held_the_answer_is_taken_off_its_max_age(
+    idp: StandInIdP, clock: Clock, said_age: str, age: float
+) -> None:
+    """Tester 32 (F11): RFC 9111 §4.2.3, what is left is ``max-age`` less the answer's ``Age``
+    (an ``Age`` that is not a number of seconds is not subtracted), held above the floor."""
+    idp.jwks_cache_control, idp.jwks_age = "public, max-age=600", said_age
+    checker = verifier(idp, jwks_min_refresh_seconds=60)
+    withdraw(idp, "rsa-1")
+    clock.ahead = age - 2
+    assert not checker.keys[idp.issuer].stale()
+    clock.ahead = age + 2
+    assert checker.keys[idp.issuer].stale()
+    assert await checker.verify_token(rsa(idp, jti="b")) is None
+
+
 async def test_a_flood_past_the_age_costs_one_fetch_per_interval(idp: StandInIdP, clock: Clock) -> None:
     checker = verifier(idp, jwks_min_refresh_seconds=60)
     clock.ahead = MAX_AGE_SECONDS + 1

@@ -8,7 +8,8 @@ as ``serve`` installs them, unless a test says otherwise):
 - F1 a path given as any bytes-like object (``bytearray``, ``memoryview``, ``array``), which a Unix
   socket's ``bind`` takes and ``os`` still takes (deprecated), is judged as its bytes name it;
 - F2 the standard library's C writers that raise no "open" audit event: ``readline``'s history
-  files, a SQLite database created by ``sqlite3.connect``, a Tcl interpreter (``tkinter``: its
+  files, a SQLite database created by ``sqlite3.connect`` (or, tester 32 F6, by ``ATTACH`` or
+  ``VACUUM INTO`` on a connection made in the read), a Tcl interpreter (``tkinter``: its
   code writes files and starts processes unseen);
 - F4 a standard descriptor's mode changed by ``fcntl.ioctl`` (``FIONBIO``...) or ``termios``
   (``tcsetattr``, ``tcflush``...), and input pushed into a terminal (``TIOCSTI``) on any descriptor;
@@ -340,6 +341,48 @@ def test_a_sqlite_database_created_in_a_read_is_refused_and_one_opened_passes(tm
             sqlite3.connect(database, uri=str(database).startswith("file:")).close()
         sqlite3.connect(os.path.join(_sideeffects.scratch_dir(), "own.db")).close()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["catalog.db"] and len(scope.violations) == 2
+
+
+@pytest.mark.parametrize("first", [":memory:", "", "existing"])
+def test_a_sqlite_connection_made_in_a_read_attaches_or_vacuums_into_no_new_file(tmp_path: Path, first: str) -> None:
+    """Tester 32 (F6): a connection that creates nothing (in memory, temporary, or a database that
+    exists) then ``ATTACH DATABASE 'new.db'`` or ``VACUUM INTO 'new.db'`` created files no event
+    named; both are refused (SQLite's authorizer reports them as ATTACH), an existing database
+    attached and one in the scratch folder still pass."""
+    import sqlite3
+
+    existing = tmp_path / "catalog.db"
+    sqlite3.connect(existing).close()
+    database = str(existing) if first == "existing" else first
+    with _scope() as scope:
+        connection = sqlite3.connect(database)
+        for statement in (
+            f"ATTACH DATABASE '{tmp_path / 'attached.db'}' AS a",
+            f"ATTACH DATABASE 'file:{tmp_path / 'by-uri.db'}?mode=rwc' AS u",
+            f"VACUUM INTO '{tmp_path / 'vacuumed.db'}'",
+        ):
+            with pytest.raises(sqlite3.DatabaseError, match=r"not authorized|authorization denied"):
+                connection.execute(statement)
+        connection.execute(f"ATTACH DATABASE '{existing}' AS host")  # one that exists is opened
+        connection.execute("ATTACH DATABASE ':memory:' AS scratch")
+        connection.execute(f"VACUUM INTO '{os.path.join(_sideeffects.scratch_dir(), 'copy.db')}'")
+        connection.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["catalog.db"], sorted(tmp_path.iterdir())
+    assert len(scope.violations) == 3 and all("SQLite database" in v["attempted"] for v in scope.violations)
+    assert isinstance(scope.refused, SideEffectRefused)  # the read is refused though SQLite's own error was raised
+
+
+def test_a_sqlite_connection_made_past_sqlite3_connect_in_a_read_is_refused() -> None:
+    """Tester 32 (F6): the authorizer is given where ``sqlite3.connect`` returns; a connection made
+    by its class (or another name of ``connect``) would have none, so it is refused."""
+    import sqlite3
+
+    with _scope() as scope, pytest.raises(SideEffectRefused, match=r"past sqlite3\.connect"):
+        sqlite3.Connection(":memory:")
+    assert len(scope.violations) == 1
+    with _scope() as scope:
+        sqlite3.dbapi2.connect(":memory:").close()
+    assert scope.violations == []
 
 
 def test_a_tcl_interpreter_is_not_made_in_a_read(tmp_path: Path) -> None:

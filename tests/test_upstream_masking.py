@@ -351,3 +351,27 @@ def test_a_secret_sent_back_as_a_json_number_is_masked() -> None:
     secrets.add("4815162342")
     data = {"error": "bad pin", "pin": 4815162342, "ratio": 0.5, "ok": True, "nothing": None}
     assert secrets.masked_data(data) == {"error": "bad pin", "pin": MASK, "ratio": 0.5, "ok": True, "nothing": None}
+
+
+@pytest.mark.parametrize(
+    "secret",
+    ["hu-static-123456abcdefgh", "ab12:cd34:ef56:gh78:ij90", "tok(en)-{a;b},c[d]-Zq9TfW2x", "a b-c:d,e;f(g)h[i]j{k}l"],
+)
+@pytest.mark.parametrize("cut", [3, 9, 12, 17])
+def test_a_secret_holding_separators_wrapped_over_two_lines_is_masked(secret: str, cut: int) -> None:
+    """Tester 32 (F7): the compacted view strips separators from the text, so a secret holding any
+    of them (``-``, ``:``, a space, a bracket...) wrapped over two lines was missed as spelled."""
+    masked = Secrets.of("upstream", [secret]).masked
+    for said in (f"auth failed for token {secret[:cut]}\n{secret[cut:]}\n", f"{secret[:cut]}\r\n  {secret[cut:]}"):
+        assert masked(said) == MASK, (said, masked(said))
+
+
+@pytest.mark.parametrize("prefix", ["ERR  ", "[talk] ", "2026-12-07 upstream: ", "| "])
+@pytest.mark.parametrize("secret", ["Zq9TfW2xLp8RvN4kYh6GmB3cJd7sQa1E", "hu-static-123456abcdefgh"])
+def test_a_secret_wrapped_with_a_prefix_on_each_line_is_masked(prefix: str, secret: str) -> None:
+    """Tester 32 (F7): a log writing each line under the same prefix splits a wrapped secret by it;
+    the text is read again with the leading prefix lines share removed."""
+    masked = Secrets.of("upstream", [secret]).masked
+    said = f"{prefix}token {secret[:11]}\n{prefix}{secret[11:]}\n{prefix}retrying"
+    assert masked(said) == MASK, said
+    assert masked(f"{prefix}one\n{prefix}two") == f"{prefix}one\n{prefix}two"  # no secret: left as it came

@@ -57,7 +57,8 @@ What is refused in the scope (``SideEffectRefused``, -32008, rule ``side-effect-
   removal, rename/replace, mkdir/rmdir, chmod/chown/chflags, truncate, utime, links, extended
   attributes, ``shutil`` copies/moves/rmtree/archives, and ``os.chdir`` (process-wide); C writers
   that raise no "open" event (:mod:`.writers`): a SQLite database ``sqlite3.connect`` would create
-  (its own event: both levels), ``readline``'s history files and a Tcl interpreter made
+  (its own event: both levels) and one a connection made in a read would create by ``ATTACH
+  DATABASE`` or ``VACUUM INTO`` (process-wide), ``readline``'s history files and a Tcl interpreter made
   (``tkinter``), process-wide. A symlink
   made in the scratch directory may only lead further into it (no ``..``; absolute, under it) and
   a write there by a path with ``..`` is refused, so the call's own threads cannot make a checked

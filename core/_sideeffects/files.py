@@ -6,9 +6,11 @@ log files a read may write is :mod:`.logfiles`'s."""
 
 from __future__ import annotations
 
+import functools
 import os
 import socket
 import stat
+import sys
 import threading
 import weakref
 from collections.abc import Callable
@@ -67,7 +69,11 @@ _FILE_EVENTS: dict[str, tuple[tuple[int, int], ...]] = {
     "sqlite3.connect": ((0, -1),),  # a database that does not exist yet is a new file (writers.py)
 }
 _ENVIRONMENT_EVENTS = frozenset({"os.putenv", "os.unsetenv"})  # os.environ[...] = ... and del call them first
-_JUDGED = frozenset(_FILE_EVENTS) | _PROCESS_EVENTS | _ENVIRONMENT_EVENTS | frozenset(process.EVENTS) | {"exec"}
+_JUDGED = frozenset(_FILE_EVENTS) | _PROCESS_EVENTS | _ENVIRONMENT_EVENTS | frozenset(process.EVENTS)
+_JUDGED |= {"exec", "sqlite3.connect/handle"}
+_sqlite_connect_call = threading.local()  # .active while the guarded sqlite3.connect runs
+_sqlite_guarded = False  # sqlite3.connect wrapped (process-wide level): a connection made past it is refused
+_UNGUARDED_SQLITE = "making a SQLite connection past sqlite3.connect (its ATTACH and VACUUM INTO could not be judged)"
 _os_open_call = threading.local()  # .pending = (path object, dir_fd) while the guarded os.open runs
 
 
@@ -96,6 +102,10 @@ def audit_hook(event: str, args: tuple[Any, ...]) -> None:
         return  # read-only open: the common case
     if event == "socket.bind" and not _binds_a_path(args):
         return  # an address, or a Linux abstract name: no file
+    if event == "sqlite3.connect/handle":  # guarded as sqlite3.connect returns it: refuse any other way
+        if _sqlite_guarded and not getattr(_sqlite_connect_call, "active", False):
+            scope.attempt(_UNGUARDED_SQLITE, "file", event=event)
+        return
     if event == "sqlite3.connect":
         created = writers.created_database(path_text(args[0]) if args else None)
         if created is None:
@@ -347,6 +357,7 @@ def patch_unaudited() -> None:
     _unaudited(_posixsubprocess, "fork_exec", "process", lambda a: f"starting a process ({_short(a[:1])})")
     patch_on_import("readline", _patch_readline)
     patch_on_import("_tkinter", _patch_tkinter)
+    patch_on_import("sqlite3", _patch_sqlite3)
 
 
 def _patch_readline(readline: Any) -> None:
@@ -366,3 +377,32 @@ def _patch_tkinter(tkinter: Any) -> None:
     """A Tcl interpreter (``tkinter.Tk``/``Tcl``): its code writes files and starts processes unseen."""
     what = "making a Tcl interpreter (tkinter: its code writes files and starts processes unseen)"
     _unaudited(tkinter, "create", "process", lambda a: what)
+
+
+def _patch_sqlite3(sqlite3: Any) -> None:
+    """``sqlite3.connect`` (and its ``dbapi2`` and ``_sqlite3`` names): a connection made in a read
+    judges ``ATTACH DATABASE`` and ``VACUUM INTO`` of a new file (tester thirty-two F6,
+    :func:`.writers.guard_attaches`; the ``sqlite3.connect/handle`` event comes before the
+    connection can take an authorizer)."""
+    global _sqlite_guarded
+    original = sqlite3.connect
+
+    @functools.wraps(original)
+    def connect(*args: Any, **kwargs: Any) -> Any:
+        scope = scope_var.get()
+        if scope is None:
+            return original(*args, **kwargs)
+        before = getattr(_sqlite_connect_call, "active", False)
+        _sqlite_connect_call.active = True
+        try:
+            connection = original(*args, **kwargs)
+        finally:
+            _sqlite_connect_call.active = before
+        writers.guard_attaches(connection, lambda created: _judge_file(scope, "sqlite3.connect", (created,)))
+        return connection
+
+    names: tuple[Any, ...] = (sqlite3, sqlite3.dbapi2, sys.modules.get("_sqlite3"))
+    for module in names:
+        if module is not None and getattr(module, "connect", None) is original:
+            module.connect = connect
+    _sqlite_guarded = True

@@ -63,21 +63,22 @@ def get_json_sync(url: str, timeout: float) -> dict[str, Any]:
     return fetched_sync(url, timeout)[0]
 
 
-def fetched_sync(url: str, timeout: float) -> tuple[dict[str, Any], str | None]:
-    """:func:`get_json_sync`'s object and the answer's ``Cache-Control`` header (``None``: none).
+def fetched_sync(url: str, timeout: float) -> tuple[dict[str, Any], str | None, str | None]:
+    """:func:`get_json_sync`'s object and the answer's ``Cache-Control`` and ``Age`` headers (``None``: none).
 
     :raises FetchFailed: unreachable, timed out, or no JSON object.
     """
     try:
         with httpx2.Client(**client_options(timeout)) as client:
             response = client.get(url, headers={"Accept": "application/json"})
-            return json_object(response, url), response.headers.get("cache-control")
+            return json_object(response, url), response.headers.get("cache-control"), response.headers.get("age")
     except httpx2.HTTPError as exc:
         raise FetchFailed(f"cannot reach {mask(url)}: {type(exc).__name__} {mask(str(exc))}".rstrip()) from None
 
 
-async def fetched(url: str, timeout: float) -> tuple[dict[str, Any], str | None]:
-    """GET ``url`` at request time: the JSON object and the answer's ``Cache-Control`` header (``None``: none).
+async def fetched(url: str, timeout: float) -> tuple[dict[str, Any], str | None, str | None]:
+    """GET ``url`` at request time: the JSON object and the answer's ``Cache-Control`` and ``Age``
+    headers (``None``: none).
 
     :raises FetchFailed: unreachable, timed out, or no JSON object.
     """
@@ -86,7 +87,8 @@ async def fetched(url: str, timeout: float) -> tuple[dict[str, Any], str | None]
         with anyio.fail_after(timeout):
             async with httpx2.AsyncClient(**client_options(timeout)) as client:
                 response = await client.get(url, headers={"Accept": "application/json"})
-                return json_object(response, url), response.headers.get("cache-control")
+                headers = response.headers
+                return json_object(response, url), headers.get("cache-control"), headers.get("age")
     except (httpx2.HTTPError, TimeoutError) as exc:
         raise FetchFailed(f"cannot reach {mask(url)}: {type(exc).__name__}") from None
 

@@ -5,10 +5,11 @@ many requests ask (concurrent askers wait for the one fetch in flight): a flood 
 ``kid``s costs the identity provider one request per interval.
 
 The set is trusted for its *age*: the JWKS answer's ``Cache-Control: max-age`` (RFC 9111 §5.2.2.1;
-``no-store``/``no-cache`` read as 0), held between ``min_refresh`` (the floor: no provider makes
-every request a fetch) and :data:`MAX_AGE_SECONDS` (the ceiling, and the age of an answer that
-names none). Past it the next token's check refetches the set (behind the same interval), so a key
-the identity provider withdraws (rotated out after a compromise) stops verifying within the age.
+``no-store``/``no-cache`` read as 0) less its ``Age`` header (§4.2.3: a cache on the way held it),
+held between ``min_refresh`` (the floor: no provider makes every request a fetch) and
+:data:`MAX_AGE_SECONDS` (the ceiling, and the age of an answer that names none). Past it the next
+token's check refetches the set (behind the same interval), so a key the identity provider withdraws
+(rotated out after a compromise) stops verifying within the age.
 A refetch that fails keeps the old set for :data:`GRACE_SECONDS` more, so a short outage of the
 identity provider does not turn every caller away; past that grace every token is unavailable
 (503, :class:`IdentityUnavailable`) until a fetch succeeds: a set nobody can confirm is never
@@ -83,15 +84,18 @@ def parse_jwks(document: dict[str, Any]) -> dict[str, SigningKey]:
     return keys
 
 
-def max_age(cache_control: str | None, floor: float) -> float:
+def max_age(cache_control: str | None, floor: float, age: str | None = None) -> float:
     """How long a JWKS answered with ``cache_control`` is trusted, in seconds: its ``max-age``
-    (``no-store``/``no-cache``: 0), else :data:`MAX_AGE_SECONDS`, held within ``floor`` and
-    :data:`MAX_AGE_SECONDS`."""
+    less the answer's ``age`` header (RFC 9111 §4.2.3: how long a cache has held it; one that is
+    not a number of seconds is not subtracted) (``no-store``/``no-cache``: 0), else
+    :data:`MAX_AGE_SECONDS`, held within ``floor`` and :data:`MAX_AGE_SECONDS`."""
     said = MAX_AGE_SECONDS
     if cache_control and _NO_STORE.search(cache_control):
         said = 0.0
     elif cache_control and (found := _MAX_AGE.search(cache_control)):
         said = float(found[1])
+        if age and age.strip().isdigit():
+            said -= float(age.strip())
     return min(max(said, floor), MAX_AGE_SECONDS)
 
 
@@ -122,9 +126,9 @@ class KeySet:
         """
         self.fetches += 1
         self._attempted = time.monotonic()
-        document, cache_control = fetched_sync(self.url, self.timeout)
+        document, cache_control, age = fetched_sync(self.url, self.timeout)
         self._keys = parse_jwks(document)
-        self._fetched, self._age = time.monotonic(), max_age(cache_control, self.min_refresh)
+        self._fetched, self._age = time.monotonic(), max_age(cache_control, self.min_refresh, age)
         self._healthy = True
 
     def stale(self) -> bool:
@@ -167,12 +171,12 @@ class KeySet:
         self._inflight = anyio.Event()
         self.fetches += 1
         try:
-            document, cache_control = await fetched(self.url, self.timeout)
+            document, cache_control, age = await fetched(self.url, self.timeout)
             keys = parse_jwks(document)
             if {k: v.entry for k, v in keys.items()} != {k: v.entry for k, v in self._keys.items()}:
                 self.generation += 1
             self._keys, self._healthy = keys, True
-            self._fetched, self._age = time.monotonic(), max_age(cache_control, self.min_refresh)
+            self._fetched, self._age = time.monotonic(), max_age(cache_control, self.min_refresh, age)
         except FetchFailed as exc:
             self._healthy = False
             log.error("JWKS refresh failed, keeping %d cached key(s): %s", len(self._keys), exc)

@@ -7,7 +7,8 @@
   :func:`~mcp_providers._serve.transport.http_policy.transport_policy`, for every bind address (and
   on every other route too: ``ops.rebinding_refusal``);
 - in stateless mode, ``405`` with ``Allow: POST`` for ``GET`` and ``DELETE`` (there is no session
-  to hold a stream for, nor one to delete);
+  to hold a stream for, nor one to delete); in either mode ``405`` with ``Allow`` and no
+  ``Mcp-Session-Id`` for any method but ``GET``, ``POST`` and ``DELETE`` (``PUT``, ``PATCH``...);
 - a body over the size cap (413, counted while it is read, chunked or not), nested deeper than
   :data:`~mcp_providers._serve.transport.nesting.MAX_NESTING` (400 with -32600 and the request's
   id, as stdio answers it) or naming an ``MCP-Protocol-Version`` not served (400 with -32022);
@@ -135,6 +136,7 @@ log = logging.getLogger("mcp_providers.http")
 _JSON = [(b"content-type", b"application/json")]
 _Headers = dict[bytes, bytes]
 _EMPTY = (b"content-length", b"0")
+_SERVED_METHODS = ("GET", "POST", "DELETE")  # any other is answered 405 here: the SDK's names a made-up session
 
 
 ACCEPTED_PAIRS = 256
@@ -197,8 +199,9 @@ class HttpApp:
         if refused is not None:
             await refused(scope, receive, send)
             return
-        if self.stateless and scope["method"] in ("GET", "DELETE"):
-            await Response(status_code=405, headers={"Allow": "POST"})(scope, receive, send)
+        if (self.stateless and scope["method"] in ("GET", "DELETE")) or scope["method"] not in _SERVED_METHODS:
+            allowed = "POST" if self.stateless else ", ".join(_SERVED_METHODS)
+            await Response(status_code=405, headers={"Allow": allowed})(scope, receive, send)
             return
         await self._endpoint(scope, receive, send)
 
