@@ -6469,6 +6469,24 @@ CASES += (  # tester twenty-nine
         (T29B + "[loop.call_later]",),
     ),
     Case(
+        "process: a guarded module dropped from sys.modules is not imported afresh in a read (t32 F9)",
+        "core/_sideeffects/imports.py",
+        "        if name in _guarded_names and name not in sys.modules and (scope := scope_var.get()) is not None:",
+        "        if False and (scope := scope_var.get()) is not None:",
+        (
+            "tests/test_side_effect_assigned.py::test_a_guarded_module_imported_afresh_after_its_entry_was_dropped_is_refused_at_the_import",
+        ),
+    ),
+    Case(
+        "process: the guarded modules are recorded at install (t32 F9)",
+        "core/_sideeffects/levels.py",
+        "        note_guarded(_GUARDED_MODULES)\n",
+        "",
+        (
+            "tests/test_side_effect_assigned.py::test_a_guarded_module_imported_afresh_after_its_entry_was_dropped_is_refused_at_the_import",
+        ),
+    ),
+    Case(
         "containment: what asyncio's Handle._run re-raises on the server's loop is contained (t32 F1)",
         "core/_host/contain.py",
         "            if not _contained_here(exc):",

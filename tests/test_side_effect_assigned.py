@@ -6,6 +6,7 @@ waits is not that read's (see ``core/_sideeffects/assigned.py``)."""
 from __future__ import annotations
 
 import asyncio
+import importlib
 import locale
 import subprocess
 import sys
@@ -199,3 +200,20 @@ async def test_a_check_watch_that_sets_a_hook_is_refused_and_undone(state: list[
             await legacy.subscribe_resource("watched://x")
     assert refused.value.error.code == REFUSED and "sys.excepthook" in refused.value.error.data["attempted"]
     assert _same(_state(), state)
+
+
+@pytest.mark.parametrize("name", ["socket", "threading", "ssl", "http.client"])
+def test_a_guarded_module_imported_afresh_after_its_entry_was_dropped_is_refused_at_the_import(name: str) -> None:
+    """Tester 32 F9: a read dropped ``socket`` (and ``http``) from ``sys.modules`` and imported them
+    again: the fresh modules held no guard, and the read's POST (and every later read's) was sent.
+    Refused at the import, before the read's next line can use the fresh module."""
+    module = importlib.import_module(name)
+    ran = []
+    try:
+        with pytest.raises(SideEffectRefused, match=f"{name!r} afresh"), _scope():
+            sys.modules.pop(name)
+            importlib.import_module(name)
+            ran.append("the line after the import")
+    finally:
+        sys.modules[name] = module
+    assert ran == []

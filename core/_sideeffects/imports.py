@@ -9,6 +9,13 @@ carries the code object: :func:`judge_exec` refuses module code (``<module>``) w
 loaded module's that holds a guard (:func:`holds_a_guard`). A module's first import passes (its
 namespace holds nothing yet), and so does another module's reload. Not followed: code compiled
 under another file name and run in a guarded module's namespace, and names set by assignment.
+
+A guarded module's ``sys.modules`` entry dropped and the module imported again (tester 32 F9: the
+fresh ``socket`` holds no guard, for the whole process) is refused at that import: every import asks
+this module's finder first, ``importlib.import_module`` too, which raises no "import" event
+(:func:`note_guarded` records the guarded modules at install). Process-wide only: the embedded level
+installs no finder. Not followed: a guarded module's code run into a module object of the read's
+own that is never put in ``sys.modules`` (``module_from_spec`` + ``exec_module``).
 """
 
 from __future__ import annotations
@@ -63,6 +70,10 @@ class _PatchingFinder:
         """Module name -> its patch and whether the patch is optional (see :func:`patch_on_import`)."""
 
     def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
+        if name in _guarded_names and name not in sys.modules and (scope := scope_var.get()) is not None:
+            # asked first by every import, importlib.import_module too (no "import" event)
+            attempted = f"importing the guarded module {name!r} afresh after its sys.modules entry was dropped"
+            scope.attempt(attempted, "process", event="import")
         patch = self.patches.get(name)
         if patch is None:
             return None
@@ -96,11 +107,23 @@ class _PatchingLoader:
         try:
             self._inner.exec_module(module)
             _apply(self._name, self._patch, module, self._optional)
+            note_guarded((self._name,))
         finally:
             scope_var.reset(token)
 
     def __getattr__(self, attribute: str) -> Any:
         return getattr(self._inner, attribute)
+
+
+_guarded_names: set[str] = set()
+"""Modules seen holding a guard (:func:`note_guarded`): a read dropping one's ``sys.modules`` entry
+and importing it again would load it afresh, unguarded, for the whole process (tester 32 F9)."""
+
+
+def note_guarded(names: Any) -> None:
+    """Record which of the modules ``names`` holds a guard now (process-wide install, and each module
+    patched on import), so :class:`_PatchingFinder` refuses importing it afresh in a read."""
+    _guarded_names.update(n for n in names if (m := sys.modules.get(n)) is not None and holds_a_guard(m))
 
 
 def holds_a_guard(module: Any) -> bool:

@@ -36,7 +36,7 @@ from typing import Any
 from mcp_providers._sideeffects import assigned, bytecode, logfiles, lowlevel
 from mcp_providers._sideeffects.clients import patch_aiohttp, patch_http_client, patch_httpcore
 from mcp_providers._sideeffects.files import audit_hook, guarded_os_open, judge_open, patch_unaudited
-from mcp_providers._sideeffects.imports import patch_on_import
+from mcp_providers._sideeffects.imports import note_guarded, patch_on_import
 from mcp_providers._sideeffects.logfiles import call_began, call_ended, patch_logging, record_log_files, settle
 from mcp_providers._sideeffects.loops import patch_loops
 from mcp_providers._sideeffects.process import guarded_homes, patch_process_state
@@ -104,9 +104,19 @@ def install() -> None:
             lowlevel.replace("open", os.open, guarded_os_open)  # os.open and posix.open
         for name, patch in _OPTIONAL.items():
             patch_on_import(name, patch)
+        note_guarded(_GUARDED_MODULES)
         _installed = True
         _saved_pending[0] = True  # redirected at the first scope: not on serve's way to its first answer
 
+
+_GUARDED_MODULES = (
+    "os", "posix", "io", "socket", "_socket", "ssl", "http.client", "urllib.request", "subprocess",
+    "_posixsubprocess", "threading", "_thread", "signal", "_signal", "logging", "logging.handlers",
+    "asyncio.events", "asyncio.base_events", "faulthandler", "fcntl", "termios", "resource",
+    "tracemalloc", "_locale", "locale", "ctypes", "_ctypes", "concurrent.futures.thread",
+)  # fmt: skip
+"""Modules the guards patch at install whose ``sys.modules`` entry a read may not drop and import
+again (:func:`~mcp_providers._sideeffects.imports.note_guarded` keeps those holding a guard)."""
 
 _saved_pending = [False]
 """Whether references saved before :func:`install` still wait to be redirected (:func:`_redirect`):
